@@ -1,0 +1,64 @@
+"""Domain errors. The CLI's single error boundary maps each class to an ExitStatus."""
+
+from __future__ import annotations
+
+
+class WizardError(Exception):
+    """Base of every error a user can cause; its message is one line, ready to print."""
+
+
+class UsageError(WizardError):
+    """The command line itself is wrong."""
+
+
+class InputFileError(WizardError):
+    """A file the user named cannot be read (missing, unreadable, not a trace)."""
+
+
+class TraceReadError(InputFileError):
+    """A trace is malformed somewhere other than a truncated end; names file and byte offset."""
+
+    def __init__(self, path: str, offset: int, reason: str) -> None:
+        self.path = path
+        self.offset = offset
+        self.reason = reason
+        super().__init__(f"{path}: byte {offset}: {reason}")
+
+
+class PlaybookError(WizardError):
+    """A playbook failed to load; carries every problem found, each file:line:column: message."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        first = problems[0] if problems else "invalid playbook"
+        more = f" (and {len(problems) - 1} more problem(s))" if len(problems) > 1 else ""
+        super().__init__(first + more)
+
+
+class PlaybookNotFound(WizardError):
+    """No playbook by that name or path."""
+
+
+class AnswersError(WizardError):
+    """An answers file or an answer given on the command line is invalid or incomplete."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = problems
+        super().__init__("; ".join(problems))
+
+
+class NoTerminalError(WizardError):
+    """A question needs a person but stdin is not a terminal."""
+
+
+class ProbeInfrastructureError(WizardError):
+    """A probe could not be run at all (not the same as a probe that ran and failed)."""
+
+
+class Interrupted(WizardError):
+    """The user pressed Ctrl-C; the answers given so far were saved to ``saved_to``."""
+
+    def __init__(self, saved_to: str | None) -> None:
+        self.saved_to = saved_to
+        where = f"; answers so far saved to {saved_to} (replay with --answers {saved_to})" if saved_to else ""
+        super().__init__(f"interrupted{where}")

@@ -1,0 +1,117 @@
+"""Which device each kernel ran on, and the numbers the profiler used for it.
+
+From the trace's ``deviceProperties`` (or 2021's ``computeProperties``) when present;
+otherwise the SM count is inferred from the kernels' own grid and ``blocks per SM`` and
+matched to a known GPU, and the report says so.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from wizard.trace.kineto_math import INT32_MAX, product
+from wizard.trace.occupancy import DeviceLimits
+from wizard.trace.records import KernelRecord
+
+# SM count -> a GPU with that count whose limits stand for it (only unambiguous counts).
+KNOWN_GPUS: dict[int, DeviceLimits] = {
+    80: DeviceLimits(7, 0, 80, 2048, 65536, 65536, 49152, 98304, 98304, name="Tesla V100 (inferred)"),
+    68: DeviceLimits(7, 5, 68, 1024, 65536, 65536, 49152, 65536, 65536, name="GeForce RTX 2080 Ti (inferred)"),
+    108: DeviceLimits(8, 0, 108, 2048, 65536, 65536, 49152, 167936, 166912, name="A100 (inferred)"),
+    132: DeviceLimits(9, 0, 132, 2048, 65536, 65536, 49152, 233472, 232448, name="H100/H800/H200 (inferred)"),
+    148: DeviceLimits(10, 0, 148, 2048, 65536, 65536, 49152, 233472, 232448, name="B200 (inferred)"),
+}
+
+
+def _get(props: dict[str, Any], *names: str) -> int | None:
+    for name in names:
+        value = props.get(name)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceInfo:
+    device_id: int
+    num_sms: int | None
+    limits: DeviceLimits | None
+    source: str  # deviceProperties | inferred | unknown
+    name: str = ""
+
+
+def limits_from_properties(props: dict[str, Any]) -> DeviceLimits | None:
+    num_sms = _get(props, "numSms", "multiProcessorCount")
+    major = _get(props, "computeMajor", "major")
+    minor = _get(props, "computeMinor", "minor")
+    max_threads = _get(props, "maxThreadsPerMultiprocessor", "maxThreadsPerMultiProcessor")
+    if num_sms is None or major is None or minor is None or max_threads is None:
+        return None
+    return DeviceLimits(
+        compute_major=major,
+        compute_minor=minor,
+        num_sms=num_sms,
+        max_threads_per_sm=max_threads,
+        regs_per_sm=_get(props, "regsPerMultiprocessor") or 65536,
+        regs_per_block=_get(props, "regsPerBlock") or 65536,
+        shared_mem_per_block=_get(props, "sharedMemPerBlock") or 49152,
+        shared_mem_per_sm=_get(props, "sharedMemPerMultiprocessor") or 0,
+        shared_mem_per_block_optin=_get(props, "sharedMemPerBlockOptin") or 0,
+        max_threads_per_block=_get(props, "maxThreadsPerBlock") or 1024,
+        name=str(props.get("name", "")),
+    )
+
+
+def _infer_sm_count(kernels: list[KernelRecord]) -> int | None:
+    votes: Counter[int] = Counter()
+    for k in kernels:
+        if k.grid is None:
+            continue
+        grid = product(k.grid)
+        if grid <= 0 or grid > INT32_MAX:
+            continue
+        bps = k.blocks_per_sm.value
+        wps = k.warps_per_sm.value
+        estimate: float | None = None
+        if bps is not None and math.isfinite(bps) and bps > 0:
+            estimate = grid / bps
+        elif wps is not None and math.isfinite(wps) and wps > 0 and k.block is not None:
+            estimate = grid * product(k.block) / 32 / wps
+        if estimate is not None:
+            rounded = round(estimate)
+            if rounded > 0 and abs(estimate - rounded) <= 1e-3 * rounded:
+                votes[rounded] += 1
+        if sum(votes.values()) >= 200:
+            break
+    if not votes:
+        return None
+    return votes.most_common(1)[0][0]
+
+
+def device_table(device_properties: list[dict[str, Any]], kernels: list[KernelRecord]) -> dict[int, DeviceInfo]:
+    """One entry per device id seen in the properties or on a kernel."""
+    table: dict[int, DeviceInfo] = {}
+    for props in device_properties:
+        device_id = _get(props, "id")
+        if device_id is None:
+            continue
+        limits = limits_from_properties(props)
+        num_sms = limits.num_sms if limits else _get(props, "numSms", "multiProcessorCount")
+        table[device_id] = DeviceInfo(device_id, num_sms, limits, "deviceProperties", str(props.get("name", "")))
+    if device_properties:
+        return table
+    by_device: dict[int, list[KernelRecord]] = {}
+    for k in kernels:
+        if k.device is not None:
+            by_device.setdefault(k.device, []).append(k)
+    for device_id, records in by_device.items():
+        num_sms = _infer_sm_count(records)
+        if num_sms is None:
+            table[device_id] = DeviceInfo(device_id, None, None, "unknown")
+            continue
+        limits = KNOWN_GPUS.get(num_sms)
+        table[device_id] = DeviceInfo(device_id, num_sms, limits, "inferred", limits.name if limits else "")
+    return table

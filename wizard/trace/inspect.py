@@ -1,0 +1,227 @@
+"""The trace doctor: read traces, check every kernel, group the findings, link them to ops.
+
+``inspect_paths`` is the library entry point the CLI and the ``trace.inspect`` probe share.
+Per-rank directories are analysed in parallel processes, one trace per process.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections import Counter
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from wizard.errors import InputFileError
+from wizard.trace.analysis import PROFILER_BUGS, Finding, Mechanism, check_kernel
+from wizard.trace.devices import DeviceInfo, device_table
+from wizard.trace.reader import TraceContents, Truncation, iter_trace_files, read_trace
+from wizard.trace.records import KernelRecord, OpInfo
+
+REPORT_SCHEMA = "warpwizard.trace-report/1"
+
+
+@dataclass(slots=True)
+class OpLink:
+    """The PyTorch op that launched a kernel, found through the runtime call's correlation id."""
+
+    op: str
+    runtime_call: str
+    thread: str
+    input_dims: str | None = None
+    input_types: str | None = None
+    python_stack: list[str] = field(default_factory=list)
+    via: str = "correlation"
+
+
+@dataclass(slots=True)
+class FindingGroup:
+    """All kernels with one name and one mechanism."""
+
+    mechanism: str
+    title: str
+    severity: str
+    kernel: str
+    count: int
+    first_ts: float
+    worst: Finding
+    op: OpLink | None = None
+    examples: list[int] = field(default_factory=list)  # kernel indexes tried for the op link
+
+
+@dataclass(slots=True)
+class TraceReport:
+    path: str
+    rank: int | None
+    layout: str
+    compressed: bool
+    bytes_read: int
+    events: int
+    kernels: int
+    kernels_checked: int
+    devices: list[dict[str, Any]]
+    rocm: bool
+    truncation: Truncation | None
+    mechanisms: dict[str, int]
+    groups: list[FindingGroup]
+    notes: list[str]
+    max_true_warps_per_sm: float | None
+    timing: dict[str, float]
+
+    @property
+    def impossible(self) -> bool:
+        return any(Mechanism(m) in PROFILER_BUGS or m == Mechanism.UNEXPLAINED.value for m in self.mechanisms)
+
+
+def link_op(contents: TraceContents, kernel: KernelRecord) -> OpLink | None:
+    """Kernel -> runtime call (same correlation id) -> innermost cpu_op on that thread."""
+    if kernel.correlation is None:
+        return None
+    call = contents.runtime.get(kernel.correlation)
+    if call is None:
+        return None
+    info = contents.ops.innermost(call.pid, call.tid, call.ts)
+    if not isinstance(info, OpInfo):
+        return None
+    stack = [str(frame) for frame in contents.python.containing(call.pid, call.tid, call.ts)]
+    if not stack and info.call_stack:
+        stack = [frame for frame in info.call_stack.split(";") if frame]
+    return OpLink(
+        op=info.name,
+        runtime_call=call.name,
+        thread=f"pid {call.pid} tid {call.tid}",
+        input_dims=info.input_dims,
+        input_types=info.input_types,
+        python_stack=stack,
+    )
+
+
+def _rank(contents: TraceContents) -> int | None:
+    info = contents.metadata.get("distributedInfo")
+    if isinstance(info, dict) and isinstance(info.get("rank"), int):
+        return int(info["rank"])
+    return None
+
+
+def _device_summary(devices: dict[int, DeviceInfo]) -> list[dict[str, Any]]:
+    rows = []
+    for device_id in sorted(devices):
+        d = devices[device_id]
+        cc = f"{d.limits.compute_major}.{d.limits.compute_minor}" if d.limits else None
+        rows.append({"id": device_id, "name": d.name, "num_sms": d.num_sms, "compute_capability": cc, "source": d.source})
+    return rows
+
+
+def analyse(contents: TraceContents) -> TraceReport:
+    """Check every kernel of one read trace."""
+    started = time.perf_counter()
+    devices = device_table(contents.device_properties, contents.kernels)
+    rocm = contents.is_rocm
+    notes: list[str] = []
+    groups: dict[tuple[str, str], FindingGroup] = {}
+    mechanisms: Counter[str] = Counter()
+    checked = 0
+    max_true_wps: float | None = None
+    for k in contents.kernels:
+        device = devices.get(k.device) if k.device is not None else None
+        result = check_kernel(k, device, rocm=rocm)
+        if result.checked:
+            checked += 1
+            true_wps = result.corrected.get("warps per SM")
+            if isinstance(true_wps, float) and math.isfinite(true_wps):
+                max_true_wps = true_wps if max_true_wps is None else max(max_true_wps, true_wps)
+        for finding in result.findings:
+            mechanisms[finding.mechanism.value] += 1
+            key = (finding.mechanism.value, k.name)
+            group = groups.get(key)
+            if group is None:
+                groups[key] = FindingGroup(
+                    finding.mechanism.value, finding.mechanism.title, finding.severity, k.name, 1, k.ts, finding,
+                )
+                groups[key].examples.append(k.index)
+            else:
+                if len(group.examples) < 8:
+                    group.examples.append(k.index)
+                group.count += 1
+                group.first_ts = min(group.first_ts, k.ts)
+                if finding.badness() > group.worst.badness():
+                    group.worst = finding
+    by_index = {k.index: k for k in contents.kernels} if groups else {}
+    for group in groups.values():
+        for index in [group.worst.kernel_index, *group.examples]:
+            kernel = by_index.get(index)
+            if kernel is not None and (link := link_op(contents, kernel)) is not None:
+                group.op = link
+                break
+
+    if rocm:
+        notes.append("ROCm trace: the profiler records no blocks/warps per SM or occupancy on AMD GPUs, "
+                     "so there is nothing to check; launch dimensions are listed as they are")
+    if not contents.kernels:
+        notes.append("no GPU kernels in this trace (CPU-only profile, or the CUDA activity was not recorded)")
+    if contents.kernels and not rocm and not contents.device_properties:
+        inferred = [d for d in devices.values() if d.source == "inferred"]
+        if inferred:
+            notes.append("the trace has no deviceProperties; SM counts were inferred from the kernels' own "
+                         "grid and blocks per SM (" + ", ".join(f"device {d.device_id}: {d.num_sms} SMs"
+                         + (f", assumed {d.name}" if d.limits else "") for d in inferred) + ")")
+        else:
+            notes.append("the trace has no deviceProperties and the SM count could not be inferred")
+    if contents.truncation is not None:
+        notes.append(f"truncated: {contents.truncation.detail}")
+    if mechanisms.get(Mechanism.BY_DESIGN.value):
+        notes.append("large warps-per-SM values are by design (mechanism F): the metric divides the whole "
+                     "grid's warps by the SM count; it is not resident warps and is not comparable to 64")
+    timing = dict(contents.timing)
+    timing["analyse_s"] = time.perf_counter() - started
+    ordered = sorted(
+        groups.values(),
+        key=lambda g: (g.severity != "error", g.mechanism, -g.count, g.kernel),
+    )
+    return TraceReport(
+        path=contents.path, rank=_rank(contents), layout=contents.layout, compressed=contents.compressed,
+        bytes_read=contents.bytes_read, events=contents.events, kernels=len(contents.kernels),
+        kernels_checked=checked, devices=_device_summary(devices), rocm=rocm,
+        truncation=contents.truncation, mechanisms=dict(mechanisms), groups=ordered, notes=notes,
+        max_true_warps_per_sm=max_true_wps, timing=timing,
+    )
+
+
+def inspect_trace(path: str | Path) -> TraceReport:
+    started = time.perf_counter()
+    contents = read_trace(path)
+    contents.timing["read_s"] = time.perf_counter() - started
+    return analyse(contents)
+
+
+@dataclass(slots=True)
+class Inspection:
+    """The result over every file asked for (one per rank for a directory)."""
+
+    reports: list[TraceReport]
+
+    @property
+    def impossible(self) -> bool:
+        return any(r.impossible for r in self.reports)
+
+    @property
+    def mechanisms(self) -> dict[str, int]:
+        total: Counter[str] = Counter()
+        for r in self.reports:
+            total.update(r.mechanisms)
+        return dict(total)
+
+
+def inspect_paths(paths: list[str], jobs: int | None = None) -> Inspection:
+    """Inspect files and per-rank directories; several files are read in parallel processes."""
+    files = list(iter_trace_files(paths))
+    if not files:
+        raise InputFileError("no trace files given")
+    workers = min(len(files), jobs or os.cpu_count() or 1)
+    if workers <= 1:
+        return Inspection([inspect_trace(f) for f in files])
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        return Inspection(list(pool.map(inspect_trace, [str(f) for f in files])))

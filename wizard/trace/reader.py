@@ -1,0 +1,676 @@
+"""Streaming reader for PyTorch profiler (Kineto) Chrome traces of any era and any size.
+
+The trace is read in blocks; runs of whole events are cut at separators that contain a
+newline (JSON strings cannot hold a raw newline, so such a cut is never inside a string)
+and decoded by msgspec straight into small typed structs, skipping the fields nobody
+needs. Anything the fast path cannot take (bare ``inf``/``nan`` tokens, a minified
+file, a cut inside a nested array, the end of the array, a truncated file) falls back to
+an exact, event-by-event decoder that reports the byte offset of any real error.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import re
+import zlib
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import msgspec
+
+from wizard.errors import InputFileError, TraceReadError
+from wizard.trace.records import (
+    IntervalIndex,
+    KernelRecord,
+    OpInfo,
+    ReportedValue,
+    RuntimeCall,
+)
+
+BLOCK_SIZE = 8 << 20
+_MAX_EVENT_BYTES = 256 << 20
+_BARE_MARK = "__warpwizard_bare__"
+
+KERNEL_CATEGORIES = frozenset({"kernel", "Kernel"})
+RUNTIME_CATEGORIES = frozenset({"cuda_runtime", "Runtime", "cuda_driver"})
+OP_CATEGORIES = frozenset({"cpu_op", "Operator"})
+PYTHON_CATEGORIES = frozenset({"python_function"})
+
+# `}` ws `,` ws `{` where the whitespace holds a newline: always between two objects.
+_BOUNDARY = re.compile(rb"\}[ \t\r]*(?:\n[ \t\r\n]*,|,[ \t\r]*\n)[ \t\r\n]*\{")
+# A bare non-finite token in value position (after `:`, `[` or `,`).
+_BARE_TOKEN = re.compile(r"(?<=[:\[,])(\s*)(-?(?:inf|nan|Infinity|NaN))(?=\s*[,}\]])")
+_BARE_TOKEN_BYTES = re.compile(rb"(?<=[:\[,])(\s*)(-?(?:inf|nan|Infinity|NaN))(?=\s*[,}\]])")
+
+
+class _Args(msgspec.Struct):
+    external_id: Any = msgspec.field(default=None, name="External id")
+    external_id_old: Any = msgspec.field(default=None, name="external id")
+    correlation: Any = None
+    device: Any = None
+    stream: Any = None
+    grid: Any = None
+    block: Any = None
+    registers: Any = msgspec.field(default=None, name="registers per thread")
+    shared_memory: Any = msgspec.field(default=None, name="shared memory")
+    blocks_per_sm: Any = msgspec.field(default=None, name="blocks per SM")
+    warps_per_sm: Any = msgspec.field(default=None, name="warps per SM")
+    occupancy: Any = msgspec.field(default=None, name="est. achieved occupancy %")
+    theoretical: Any = msgspec.field(default=None, name="theoretical occupancy %")
+    input_dims: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw, name="Input Dims")
+    input_dims_old: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw, name="Input dims")
+    input_type: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw, name="Input type")
+    call_stack: Any = msgspec.field(default=None, name="Call stack")
+
+
+class _Event(msgspec.Struct):
+    ph: Any = None
+    cat: Any = None
+    name: Any = None
+    pid: Any = None
+    tid: Any = None
+    ts: Any = None
+    dur: Any = None
+    args: _Args | None = None
+
+
+_EVENTS_DECODER = msgspec.json.Decoder(list[_Event])
+_ARG_FIELDS = {f: (msgspec.structs.fields(_Args)) for f in ("x",)}["x"]
+_ARG_ENCODED = {f.encode_name: f.name for f in _ARG_FIELDS}
+_RAW_FIELDS = frozenset({"input_dims", "input_dims_old", "input_type"})
+
+
+def _event_from_dict(obj: Any) -> _Event | None:
+    """The exact path's dict, shaped like the fast path's struct."""
+    if not isinstance(obj, dict):
+        return None
+    raw_args = obj.get("args")
+    args = None
+    if isinstance(raw_args, dict):
+        values: dict[str, Any] = {}
+        for encoded, attr in _ARG_ENCODED.items():
+            if encoded in raw_args:
+                value = raw_args[encoded]
+                values[attr] = msgspec.Raw(msgspec.json.encode(value)) if attr in _RAW_FIELDS else value
+        args = _Args(**values)
+    return _Event(
+        ph=obj.get("ph"), cat=obj.get("cat"), name=obj.get("name"), pid=obj.get("pid"),
+        tid=obj.get("tid"), ts=obj.get("ts"), dur=obj.get("dur"), args=args,
+    )
+
+
+def _quote_bare(match: re.Match[str]) -> str:
+    return f'{match.group(1)}"{_BARE_MARK}{match.group(2)}"'
+
+
+def _quote_bare_bytes(match: re.Match[bytes]) -> bytes:
+    return match.group(1) + b'"' + _BARE_MARK.encode() + match.group(2) + b'"'
+
+
+@dataclass(slots=True)
+class Truncation:
+    """Where a trace stopped early, and what that cost."""
+
+    at_byte: int
+    partial_event_bytes: int
+    last_complete_ts: float | None
+    detail: str
+
+
+@dataclass
+class TraceContents:
+    """Everything the analysis needs from one trace file, compactly."""
+
+    path: str
+    bytes_read: int = 0
+    compressed: bool = False
+    layout: str = "object"  # object | array (PyTorch 1.8)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    kernels: list[KernelRecord] = field(default_factory=list)
+    runtime: dict[int, RuntimeCall] = field(default_factory=dict)
+    ops: IntervalIndex = field(default_factory=IntervalIndex)
+    python: IntervalIndex = field(default_factory=IntervalIndex)
+    categories: Counter[str] = field(default_factory=Counter)
+    non_finite: Counter[str] = field(default_factory=Counter)
+    events: int = 0
+    last_ts: float | None = None
+    truncation: Truncation | None = None
+    timing: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def device_properties(self) -> list[dict[str, Any]]:
+        props = self.metadata.get("deviceProperties")
+        if not isinstance(props, list):
+            props = self.metadata.get("computeProperties")
+        return [p for p in props if isinstance(p, dict)] if isinstance(props, list) else []
+
+    @property
+    def is_rocm(self) -> bool:
+        if "roctracer_version" in self.metadata or "hip_runtime_version" in self.metadata:
+            return True
+        props = self.device_properties
+        if any("maxSharedMemoryPerMultiProcessor" in p or "AMD" in str(p.get("name", "")) for p in props):
+            return True
+        return False
+
+
+def _as_int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value)
+    return None
+
+
+def _as_float(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return None
+
+
+def _dim3(value: Any) -> tuple[int, int, int] | None:
+    if isinstance(value, list) and len(value) == 3:
+        dims = [_as_int(v) for v in value]
+        if all(d is not None for d in dims):
+            return (dims[0], dims[1], dims[2])  # type: ignore[return-value]
+    return None
+
+
+def reported(value: Any) -> ReportedValue:
+    """How the profiler wrote a metric: number, bare token (invalid JSON) or quoted string."""
+    if value is None:
+        return ReportedValue(None, "missing")
+    if isinstance(value, bool):
+        return ReportedValue(None, "other")
+    if isinstance(value, (int, float)):
+        return ReportedValue(float(value), "number" if math.isfinite(value) else "bare")
+    if isinstance(value, str):
+        spelling = "quoted"
+        text = value
+        if text.startswith(_BARE_MARK):
+            spelling, text = "bare", text[len(_BARE_MARK):]
+        lowered = text.strip().lower()
+        table = {"inf": math.inf, "+inf": math.inf, "infinity": math.inf, "-inf": -math.inf,
+                 "-infinity": -math.inf, "nan": math.nan, "-nan": math.nan}
+        if lowered in table:
+            return ReportedValue(table[lowered], spelling)
+        number = _as_float(text)
+        return ReportedValue(number, "quoted" if number is not None else "other")
+    return ReportedValue(None, "other")
+
+
+class _Collector:
+    """Turns decoded events into compact records; one per trace."""
+
+    def __init__(self, contents: TraceContents) -> None:
+        self.c = contents
+        self._names: dict[str, str] = {}
+        self._raws: dict[bytes, str] = {}
+
+    def _intern(self, text: str) -> str:
+        return self._names.setdefault(text, text)
+
+    def _raw_text(self, raw: msgspec.Raw) -> str | None:
+        data = bytes(raw)
+        if not data:
+            return None
+        cached = self._raws.get(data)
+        if cached is None:
+            try:  # one compact spelling, whatever the writer's indentation
+                cached = msgspec.json.encode(msgspec.json.decode(data)).decode()
+            except msgspec.DecodeError:
+                cached = data.decode("utf-8", "replace")
+            self._raws[data] = cached
+        return cached
+
+    def add(self, events: list[_Event]) -> None:
+        c = self.c
+        cats = c.categories
+        for ev in events:
+            cat = ev.cat
+            cats[cat if isinstance(cat, str) else "(none)"] += 1
+            ts = ev.ts
+            if isinstance(ts, (int, float)) and not isinstance(ts, bool):
+                c.last_ts = float(ts)
+            if cat in KERNEL_CATEGORIES:
+                self._kernel(ev)
+            elif cat in RUNTIME_CATEGORIES:
+                args = ev.args
+                corr = _as_int(args.correlation) if args is not None else None
+                start = _as_float(ev.ts)
+                if corr is not None and start is not None:
+                    c.runtime[corr] = RuntimeCall(ev.pid, ev.tid, start, self._intern(str(ev.name)))
+            elif cat in OP_CATEGORIES:
+                start = _as_float(ev.ts)
+                if start is None:
+                    continue
+                dur = _as_float(ev.dur) or 0.0
+                args = ev.args
+                if args is None:
+                    info = OpInfo(self._intern(str(ev.name)), None, None, None)
+                else:
+                    stack = args.call_stack
+                    info = OpInfo(
+                        self._intern(str(ev.name)),
+                        self._raw_text(args.input_dims if len(args.input_dims) else args.input_dims_old),
+                        self._raw_text(args.input_type),
+                        self._intern(stack) if isinstance(stack, str) else None,
+                    )
+                c.ops.add(ev.pid, ev.tid, start, start + dur, info)
+            elif cat in PYTHON_CATEGORIES:
+                start = _as_float(ev.ts)
+                if start is not None:
+                    c.python.add(ev.pid, ev.tid, start, start + (_as_float(ev.dur) or 0.0), self._intern(str(ev.name)))
+        c.events += len(events)
+
+    def _kernel(self, ev: _Event) -> None:
+        args = ev.args or _Args()
+        occupancy_key = None
+        occupancy_value = args.occupancy
+        if occupancy_value is not None:
+            occupancy_key = "est. achieved occupancy %"
+        elif args.theoretical is not None:
+            occupancy_key, occupancy_value = "theoretical occupancy %", args.theoretical
+        record = KernelRecord(
+            name=self._intern(str(ev.name)),
+            ts=_as_float(ev.ts) or 0.0,
+            dur=_as_float(ev.dur) or 0.0,
+            pid=ev.pid,
+            tid=ev.tid,
+            device=_as_int(args.device),
+            stream=args.stream,
+            correlation=_as_int(args.correlation),
+            external_id=_as_int(args.external_id if args.external_id is not None else args.external_id_old),
+            grid=_dim3(args.grid),
+            block=_dim3(args.block),
+            registers=_as_int(args.registers),
+            shared_memory=_as_int(args.shared_memory),
+            blocks_per_sm=reported(args.blocks_per_sm),
+            warps_per_sm=reported(args.warps_per_sm),
+            occupancy=reported(occupancy_value),
+            occupancy_key=occupancy_key,
+            index=len(self.c.kernels),
+        )
+        for value in (record.blocks_per_sm, record.warps_per_sm, record.occupancy):
+            if value.spelling in ("bare", "quoted") and value.value is not None and not math.isfinite(value.value):
+                self.c.non_finite[value.spelling] += 1
+        self.c.kernels.append(record)
+
+
+class _Source:
+    """Decompressed bytes of a trace, block by block; a cut-off gzip stream ends quietly."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.compressed = False
+        self.stream_truncated = False
+        raw: IO[bytes] = open(path, "rb")  # noqa: SIM115 - closed in close()
+        magic = raw.read(2)
+        raw.seek(0)
+        self._fh: IO[bytes]
+        if magic == b"\x1f\x8b":
+            self.compressed = True
+            self._fh = gzip.GzipFile(fileobj=raw, mode="rb")
+            self._raw = raw
+        else:
+            self._fh = raw
+            self._raw = raw
+        self.eof = False
+
+    def read(self, size: int) -> bytes:
+        if self.eof:
+            return b""
+        try:
+            data = self._fh.read(size)
+        except EOFError:
+            self.stream_truncated = True
+            data = b""
+        except (OSError, zlib.error) as exc:
+            raise TraceReadError(str(self.path), self._raw.tell(), f"corrupt gzip data ({exc})") from None
+        if not data:
+            self.eof = True
+        return data
+
+    def close(self) -> None:
+        self._fh.close()
+        self._raw.close()
+
+
+class _Parser:
+    """The top-level walk: object keys or a bare array, then the event stream."""
+
+    def __init__(self, source: _Source, contents: TraceContents, collector: _Collector) -> None:
+        self.src = source
+        self.c = contents
+        self.collect = collector
+        self.buf = b""
+        self.pos = 0
+        self.base = 0  # absolute offset of buf[0]
+        self.decoder = json.JSONDecoder()
+
+    # -- buffer -------------------------------------------------------------------------
+    def _fill(self, minimum: int = BLOCK_SIZE) -> bool:
+        if self.pos > 0:
+            self.base += self.pos
+            self.buf = self.buf[self.pos:]
+            self.pos = 0
+        data = self.src.read(max(minimum, BLOCK_SIZE))
+        if not data:
+            return False
+        self.buf += data
+        self.c.bytes_read = self.base + len(self.buf)
+        return True
+
+    def _skip_ws(self) -> bool:
+        while True:
+            while self.pos < len(self.buf) and self.buf[self.pos] in b" \t\r\n":
+                self.pos += 1
+            if self.pos < len(self.buf):
+                return True
+            if not self._fill():
+                return False
+
+    def _peek(self) -> int | None:
+        return self.buf[self.pos] if self._skip_ws() else None
+
+    def _offset(self) -> int:
+        return self.base + self.pos
+
+    def _error(self, reason: str, offset: int | None = None) -> TraceReadError:
+        return TraceReadError(str(self.c.path), self._offset() if offset is None else offset, reason)
+
+    def _exact_value(self) -> Any:
+        """One JSON value at pos, read whole (used for small top-level values)."""
+        self._skip_ws()
+        window = 1 << 16
+        while True:
+            text = self.buf[self.pos:self.pos + window].decode("utf-8", "surrogateescape")
+            substituted = _BARE_TOKEN.sub(_quote_bare, text)
+            try:
+                value, end = self.decoder.raw_decode(substituted)
+            except json.JSONDecodeError as exc:
+                if self.pos + window < len(self.buf):
+                    window *= 8
+                    continue
+                if self.src.eof or len(self.buf) - self.pos > _MAX_EVENT_BYTES:
+                    if self.src.eof and exc.pos >= len(substituted) - 1:
+                        raise self._error("the file ends inside a top-level value (truncated)") from None
+                    raise self._error(f"invalid JSON ({exc.msg})", self._offset() + _byte_len(text, exc.pos)) from None
+                self._fill()
+                continue
+            if substituted is not text:
+                end = _unsubstituted_end(text, substituted, end)
+            self.pos += _byte_len(text, end)
+            return value
+
+    # -- top level ----------------------------------------------------------------------
+    def run(self) -> None:
+        if not self._fill():
+            raise InputFileError(f"{self.c.path}: the file is empty")
+        if self.buf.startswith(b"\xef\xbb\xbf"):
+            self.pos = 3
+        first = self._peek()
+        if first == ord("["):
+            self.c.layout = "array"
+            self.pos += 1
+            self._events()
+            return
+        if first != ord("{"):
+            raise self._error("not a profiler trace: expected '{' or '[' at the start")
+        self.pos += 1
+        while True:
+            ch = self._peek()
+            if ch is None:
+                self._truncated_top_level()
+                return
+            if ch == ord("}"):
+                self.pos += 1
+                return
+            if ch == ord(","):
+                self.pos += 1
+                continue
+            if ch != ord('"'):
+                raise self._error(f"expected a key, found {chr(ch)!r}")
+            key = self._exact_value()
+            if self._peek() != ord(":"):
+                if self.src.eof:
+                    self._truncated_top_level()
+                    return
+                raise self._error(f"expected ':' after key {key!r}")
+            self.pos += 1
+            if key == "traceEvents":
+                if self._peek() != ord("["):
+                    raise self._error("'traceEvents' is not an array")
+                self.pos += 1
+                if not self._events():
+                    return
+            else:
+                self.c.metadata[str(key)] = self._exact_value()
+
+    def _truncated_top_level(self) -> None:
+        if self.c.truncation is None:
+            self.c.truncation = Truncation(
+                self._offset(), 0, self.c.last_ts,
+                "the file ends before the closing '}' of the trace object; every event was read",
+            )
+
+    # -- events -------------------------------------------------------------------------
+    def _events(self) -> bool:
+        """Read the event array; True when its closing ']' was found."""
+        while True:
+            if len(self.buf) - self.pos < BLOCK_SIZE and not self.src.eof:
+                self._fill()
+            window = self.buf
+            cut = _last_boundary(window, self.pos)
+            if cut is None:
+                if not self.src.eof and len(self.buf) - self.pos < _MAX_EVENT_BYTES:
+                    if self._fill(len(self.buf) - self.pos + BLOCK_SIZE):
+                        continue
+                return self._exact_events(until_end=True)
+            piece = window[self.pos:cut + 1]
+            if not self._fast(piece):
+                saved_end = self.base + cut + 1
+                self._exact_events(until_end=False, stop_at=saved_end)
+            self.pos = _next_object(window, cut)
+
+    def _fast(self, piece: bytes) -> bool:
+        try:
+            events = _EVENTS_DECODER.decode(b"[" + piece + b"]")
+        except msgspec.DecodeError:
+            try:
+                events = _EVENTS_DECODER.decode(b"[" + _BARE_TOKEN_BYTES.sub(_quote_bare_bytes, piece) + b"]")
+            except msgspec.DecodeError:
+                return False
+        self.collect.add(events)
+        return True
+
+    def _exact_events(self, *, until_end: bool, stop_at: int | None = None) -> bool:
+        """Event by event from pos; stops at ']' (True), at ``stop_at``, or at a truncated end."""
+        while True:
+            text = self.buf[self.pos:].decode("utf-8", "surrogateescape")
+            substituted = _BARE_TOKEN.sub(_quote_bare, text)
+            i = 0
+            n = len(substituted)
+            stop_index = n + 1
+            if stop_at is not None:
+                stop_chars = len(self.buf[self.pos:stop_at - self.base].decode("utf-8", "surrogateescape"))
+                stop_index = _substituted_index(text, substituted, stop_chars)
+            batch: list[_Event] = []
+            ended = False
+            need_more = False
+            while True:
+                while i < n and substituted[i] in " \t\r\n,":
+                    i += 1
+                if i >= stop_index:
+                    break
+                if i >= n:
+                    need_more = True
+                    break
+                if substituted[i] == "]":
+                    i += 1
+                    ended = True
+                    break
+                try:
+                    obj, j = self.decoder.raw_decode(substituted, i)
+                except json.JSONDecodeError as exc:
+                    if not self.src.eof and n - i < _MAX_EVENT_BYTES:
+                        need_more = True
+                        break
+                    start = self._offset() + _byte_len_sub(text, substituted, i)
+                    if self.src.eof and _looks_truncated(substituted, i, exc):
+                        self.collect.add(batch)
+                        partial = self.base + len(self.buf) - start
+                        self.c.truncation = Truncation(
+                            start, partial, self.c.last_ts,
+                            f"the file ends inside an event at byte {start}: {partial} byte(s) of a partial "
+                            "event were dropped, and the end of the event list (and any keys after it, "
+                            "such as deviceProperties) is missing",
+                        )
+                        self.pos = len(self.buf)
+                        return False
+                    where = self._offset() + _byte_len_sub(text, substituted, exc.pos)
+                    raise self._error(f"invalid JSON in traceEvents ({exc.msg})", where) from None
+                event = _event_from_dict(obj)
+                if event is not None:
+                    batch.append(event)
+                i = j
+            self.collect.add(batch)
+            self.pos += _byte_len_sub(text, substituted, i)
+            if ended:
+                return True
+            if stop_at is not None and not need_more:
+                return False
+            if need_more:
+                if not self._fill(len(self.buf) - self.pos + BLOCK_SIZE):
+                    if self.pos >= len(self.buf):
+                        self.c.truncation = Truncation(
+                            self._offset(), 0, self.c.last_ts,
+                            "the file ends after a complete event but before the event list was closed; "
+                            "no event was lost, but any keys after the list (such as deviceProperties) are missing",
+                        )
+                        return False
+                    continue
+                if not until_end and stop_at is None:
+                    return False
+
+
+def _looks_truncated(text: str, start: int, exc: json.JSONDecodeError) -> bool:
+    """An error at the very end of the data, not in the middle of it."""
+    return exc.pos >= len(text.rstrip()) - 1 or text.find("}", exc.pos) == -1
+
+
+def _byte_len(text: str, chars: int) -> int:
+    return len(text[:chars].encode("utf-8", "surrogateescape"))
+
+
+def _byte_len_sub(original: str, substituted: str, index: int) -> int:
+    """Bytes of ``original`` before ``index`` of its bare-token-quoted copy."""
+    if original is substituted:
+        return _byte_len(original, index)
+    return _byte_len(original, _unsubstituted_end(original, substituted, index))
+
+
+def _substituted_index(original: str, substituted: str, index: int) -> int:
+    """Map an index in the original text forward into its bare-token-quoted copy."""
+    if original is substituted:
+        return index
+    added = len(_BARE_MARK) + 2
+    return index + added * sum(1 for m in _BARE_TOKEN.finditer(original, 0, index))
+
+
+def _unsubstituted_end(original: str, substituted: str, index: int) -> int:
+    """Map an index in the substituted text back to the original text."""
+    extra = 0
+    for match in _BARE_TOKEN.finditer(original):
+        new_start = match.start() + extra
+        if new_start >= index:
+            break
+        added = len(_BARE_MARK) + 2
+        if index < new_start + len(match.group(0)) + added:
+            return match.start()
+        extra += added
+    return index - extra
+
+
+def _last_boundary(buf: bytes, start: int) -> int | None:
+    """Index of the '}' of the last event boundary in buf[start:], or None."""
+    end = len(buf)
+    span = 1 << 16
+    while True:
+        lo = max(start, end - span)
+        last = None
+        for match in _BOUNDARY.finditer(buf, lo, end):
+            last = match
+        if last is not None:
+            return last.start()
+        if lo == start:
+            return None
+        span *= 8
+
+
+def _next_object(buf: bytes, cut: int) -> int:
+    """Position of the '{' that follows the boundary at ``cut``."""
+    match = _BOUNDARY.match(buf, cut)
+    assert match is not None
+    return match.end() - 1
+
+
+def read_trace(path: str | Path, progress: Callable[[int], None] | None = None) -> TraceContents:
+    """Read one trace file (``.json`` or ``.json.gz``) into compact records."""
+    p = Path(path)
+    if not p.exists():
+        raise InputFileError(f"{p}: no such file")
+    if p.is_dir():
+        raise InputFileError(f"{p}: is a directory (use read_traces for per-rank directories)")
+    contents = TraceContents(path=str(p))
+    try:
+        source = _Source(p)
+    except OSError as exc:
+        raise InputFileError(f"{p}: cannot open ({exc.strerror})") from None
+    contents.compressed = source.compressed
+    try:
+        _Parser(source, contents, _Collector(contents)).run()
+    except RecursionError:
+        raise TraceReadError(str(p), contents.bytes_read, "nesting too deep to be a profiler trace") from None
+    finally:
+        source.close()
+    if source.stream_truncated and contents.truncation is None:
+        contents.truncation = Truncation(
+            contents.bytes_read, 0, contents.last_ts,
+            "the gzip stream is cut off; everything up to the cut was read",
+        )
+    elif source.stream_truncated and contents.truncation is not None:
+        contents.truncation.detail += " (the gzip stream itself is cut off)"
+    return contents
+
+
+def iter_trace_files(paths: list[str]) -> Iterator[Path]:
+    """Expand directories (as tensorboard_trace_handler writes them) into their trace files."""
+    for name in paths:
+        p = Path(name)
+        if p.is_dir():
+            found = sorted(
+                f for f in p.iterdir()
+                if f.is_file() and (f.name.endswith(".json") or f.name.endswith(".json.gz"))
+            )
+            if not found:
+                raise InputFileError(f"{p}: directory holds no .json or .json.gz trace")
+            yield from found
+        else:
+            yield p

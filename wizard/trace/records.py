@@ -1,0 +1,131 @@
+"""Compact records the reader keeps: one per kernel, indexes for the ops that launched them.
+
+Only what the analysis needs is kept, so a gigabyte trace costs tens of megabytes.
+"""
+
+from __future__ import annotations
+
+import bisect
+from array import array
+from dataclasses import dataclass, field
+from typing import Any
+
+Dim3 = tuple[int, int, int]
+
+
+@dataclass(slots=True)
+class ReportedValue:
+    """A metric as the trace wrote it: the number, and how a non-finite one was spelled."""
+
+    value: float | None
+    spelling: str = "number"  # number | bare (invalid JSON) | quoted | missing | other
+
+
+@dataclass(slots=True)
+class KernelRecord:
+    name: str
+    ts: float
+    dur: float
+    pid: Any
+    tid: Any
+    device: int | None
+    stream: Any
+    correlation: int | None
+    external_id: int | None
+    grid: Dim3 | None
+    block: Dim3 | None
+    registers: int | None
+    shared_memory: int | None
+    blocks_per_sm: ReportedValue
+    warps_per_sm: ReportedValue
+    occupancy: ReportedValue
+    occupancy_key: str | None
+    index: int  # position among the trace's kernels, for the fixer
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeCall:
+    pid: Any
+    tid: Any
+    ts: float
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class OpInfo:
+    name: str
+    input_dims: str | None
+    input_types: str | None
+    call_stack: str | None
+
+
+@dataclass(slots=True)
+class _ThreadIntervals:
+    starts: array[float] = field(default_factory=lambda: array("d"))
+    ends: array[float] = field(default_factory=lambda: array("d"))
+    refs: array[int] = field(default_factory=lambda: array("l"))
+    sorted_: bool = True
+
+
+class IntervalIndex:
+    """Per-thread [ts, ts+dur] intervals, answering "which ones contain time t?".
+
+    Stored as arrays of doubles plus an index into interned descriptors, because a large
+    trace has millions of ops but only a few thousand distinct (name, shapes) pairs.
+    """
+
+    def __init__(self) -> None:
+        self._threads: dict[tuple[Any, Any], _ThreadIntervals] = {}
+        self._descriptors: list[Any] = []
+        self._descriptor_ids: dict[Any, int] = {}
+        self.count = 0
+
+    def add(self, pid: Any, tid: Any, start: float, end: float, descriptor: Any) -> None:
+        ref = self._descriptor_ids.get(descriptor)
+        if ref is None:
+            ref = len(self._descriptors)
+            self._descriptor_ids[descriptor] = ref
+            self._descriptors.append(descriptor)
+        thread = self._threads.get((pid, tid))
+        if thread is None:
+            thread = self._threads[(pid, tid)] = _ThreadIntervals()
+        if thread.starts and start < thread.starts[-1]:
+            thread.sorted_ = False
+        thread.starts.append(start)
+        thread.ends.append(end)
+        thread.refs.append(ref)
+        self.count += 1
+
+    def _sorted(self, thread: _ThreadIntervals) -> _ThreadIntervals:
+        if not thread.sorted_:
+            order = sorted(range(len(thread.starts)), key=lambda i: (thread.starts[i], -thread.ends[i]))
+            thread.starts = array("d", (thread.starts[i] for i in order))
+            thread.ends = array("d", (thread.ends[i] for i in order))
+            thread.refs = array("l", (thread.refs[i] for i in order))
+            thread.sorted_ = True
+        return thread
+
+    def containing(self, pid: Any, tid: Any, t: float, limit: int = 64) -> list[Any]:
+        """Descriptors of intervals containing t, outermost first (at most ``limit``)."""
+        thread = self._threads.get((pid, tid))
+        if thread is None:
+            return []
+        thread = self._sorted(thread)
+        i = bisect.bisect_right(thread.starts, t) - 1
+        found: list[tuple[float, float, int]] = []
+        scanned = 0
+        while i >= 0 and scanned < 100_000 and len(found) < limit:
+            if thread.ends[i] >= t:
+                found.append((thread.starts[i], -thread.ends[i], thread.refs[i]))
+            i -= 1
+            scanned += 1
+        found.sort()
+        return [self._descriptors[ref] for _, _, ref in found]
+
+    def innermost(self, pid: Any, tid: Any, t: float) -> Any | None:
+        # On one thread intervals nest, so the containing one that started last is innermost.
+        hits = self.containing(pid, tid, t, limit=1)
+        return hits[0] if hits else None
+
+    def descriptors(self) -> list[Any]:
+        return self._descriptors
