@@ -152,7 +152,7 @@ def _true_occupancy(
 def check_kernel(k: KernelRecord, device: DeviceInfo | None, *, rocm: bool = False) -> KernelCheck:
     """Classify one kernel. Never raises on odd data: odd data is a finding or a skip."""
     result = KernelCheck()
-    if rocm or k.grid is None or k.block is None:
+    if rocm or k.grid is None or k.block is None or k.fixed is not None:
         return result
     bps, wps, occ = _value(k.blocks_per_sm), _value(k.warps_per_sm), _value(k.occupancy)
     if bps is None and wps is None and occ is None:
@@ -189,7 +189,10 @@ def check_kernel(k: KernelRecord, device: DeviceInfo | None, *, rocm: bool = Fal
         if r.value is not None and not math.isfinite(r.value)
     ]
     if non_finite:
-        known = "" if device is None or device.source == "unknown" else f" (the trace lists device {k.device})"
+        known = ""
+        if device is not None and device.source == "assumed":
+            known = (f", which is not in the trace's deviceProperties (values below assume it is the same GPU "
+                     f"as the listed ones, {device.num_sms} SMs)")
         shown = ", ".join(f"{name} = {_fmt(r.value)}" for name, r in non_finite)
         truth = (f"; true blocks per SM {_fmt(true['blocks per SM'])}, warps per SM {_fmt(true['warps per SM'])}"
                  if num_sms else "; the true values need the device's SM count, which the trace does not give")

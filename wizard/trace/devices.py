@@ -115,3 +115,18 @@ def device_table(device_properties: list[dict[str, Any]], kernels: list[KernelRe
         limits = KNOWN_GPUS.get(num_sms)
         table[device_id] = DeviceInfo(device_id, num_sms, limits, "inferred", limits.name if limits else "")
     return table
+
+
+def device_for(table: dict[int, DeviceInfo], device_id: int | None) -> DeviceInfo | None:
+    """The kernel's device; for an id the trace does not list (mechanism C), the listed
+    devices' numbers when they are all the same GPU, marked as assumed."""
+    if device_id is None:
+        return None
+    found = table.get(device_id)
+    if found is not None:
+        return found
+    known = [d for d in table.values() if d.num_sms is not None]
+    if known and len({(d.num_sms, d.limits) for d in known}) == 1:
+        like = known[0]
+        return DeviceInfo(device_id, like.num_sms, like.limits, "assumed", like.name)
+    return None

@@ -17,7 +17,7 @@ from typing import Any
 
 from wizard.errors import InputFileError
 from wizard.trace.analysis import PROFILER_BUGS, Finding, Mechanism, check_kernel
-from wizard.trace.devices import DeviceInfo, device_table
+from wizard.trace.devices import DeviceInfo, device_for, device_table
 from wizard.trace.reader import TraceContents, Truncation, iter_trace_files, read_trace
 from wizard.trace.records import KernelRecord, OpInfo
 
@@ -126,8 +126,7 @@ def analyse(contents: TraceContents) -> TraceReport:
     checked = 0
     max_true_wps: float | None = None
     for k in contents.kernels:
-        device = devices.get(k.device) if k.device is not None else None
-        result = check_kernel(k, device, rocm=rocm)
+        result = check_kernel(k, device_for(devices, k.device), rocm=rocm)
         if result.checked:
             checked += 1
             true_wps = result.corrected.get("warps per SM")
@@ -170,6 +169,10 @@ def analyse(contents: TraceContents) -> TraceReport:
                          + (f", assumed {d.name}" if d.limits else "") for d in inferred) + ")")
         else:
             notes.append("the trace has no deviceProperties and the SM count could not be inferred")
+    already_fixed = sum(1 for k in contents.kernels if k.fixed is not None)
+    if already_fixed:
+        notes.append(f"{already_fixed} kernel(s) were already corrected by `warpwizard trace fix` "
+                     "(originals under 'warpwizard original'); they are not checked again")
     if contents.truncation is not None:
         notes.append(f"truncated: {contents.truncation.detail}")
     if mechanisms.get(Mechanism.BY_DESIGN.value):

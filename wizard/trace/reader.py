@@ -66,6 +66,7 @@ class _Args(msgspec.Struct):
     input_dims_old: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw, name="Input dims")
     input_type: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw, name="Input type")
     call_stack: Any = msgspec.field(default=None, name="Call stack")
+    fixed: Any = msgspec.field(default=None, name="warpwizard mechanism")
 
 
 class _Event(msgspec.Struct):
@@ -80,6 +81,7 @@ class _Event(msgspec.Struct):
 
 
 _EVENTS_DECODER = msgspec.json.Decoder(list[_Event])
+_RAW_DECODER = msgspec.json.Decoder(list[msgspec.Raw])
 _ARG_FIELDS = {f: (msgspec.structs.fields(_Args)) for f in ("x",)}["x"]
 _ARG_ENCODED = {f.encode_name: f.name for f in _ARG_FIELDS}
 _RAW_FIELDS = frozenset({"input_dims", "input_dims_old", "input_type"})
@@ -215,7 +217,28 @@ def reported(value: Any) -> ReportedValue:
     return ReportedValue(None, "other")
 
 
-class _Collector:
+class EventSink:
+    """Where the parser delivers what it reads; the reader collects, the fixer rewrites."""
+
+    wants_raw = False
+
+    def add(self, events: list[_Event]) -> None:
+        """Decoded events (when ``wants_raw`` is False)."""
+
+    def add_raw(self, events: list[bytes]) -> None:
+        """Each event's own bytes, in file order (when ``wants_raw`` is True)."""
+
+    def meta(self, key: str, value: Any) -> None:
+        """A top-level key other than traceEvents, in file order."""
+
+    def events_start(self) -> None:
+        """The traceEvents array (or the bare top-level array) begins."""
+
+    def events_end(self) -> None:
+        """The event array's closing bracket was read."""
+
+
+class _Collector(EventSink):
     """Turns decoded events into compact records; one per trace."""
 
     def __init__(self, contents: TraceContents) -> None:
@@ -306,6 +329,7 @@ class _Collector:
             occupancy=reported(occupancy_value),
             occupancy_key=occupancy_key,
             index=len(self.c.kernels),
+            fixed=args.fixed if isinstance(args.fixed, str) else None,
         )
         for value in (record.blocks_per_sm, record.warps_per_sm, record.occupancy):
             if value.spelling in ("bare", "quoted") and value.value is not None and not math.isfinite(value.value):
@@ -355,7 +379,7 @@ class _Source:
 class _Parser:
     """The top-level walk: object keys or a bare array, then the event stream."""
 
-    def __init__(self, source: _Source, contents: TraceContents, collector: _Collector) -> None:
+    def __init__(self, source: _Source, contents: TraceContents, collector: EventSink) -> None:
         self.src = source
         self.c = contents
         self.collect = collector
@@ -429,7 +453,9 @@ class _Parser:
         if first == ord("["):
             self.c.layout = "array"
             self.pos += 1
-            self._events()
+            self.collect.events_start()
+            if self._events():
+                self.collect.events_end()
             return
         if first != ord("{"):
             raise self._error("not a profiler trace: expected '{' or '[' at the start")
@@ -458,10 +484,14 @@ class _Parser:
                 if self._peek() != ord("["):
                     raise self._error("'traceEvents' is not an array")
                 self.pos += 1
+                self.collect.events_start()
                 if not self._events():
                     return
+                self.collect.events_end()
             else:
-                self.c.metadata[str(key)] = self._exact_value()
+                value = self._exact_value()
+                self.c.metadata[str(key)] = value
+                self.collect.meta(str(key), value)
 
     def _truncated_top_level(self) -> None:
         if self.c.truncation is None:
@@ -490,6 +520,8 @@ class _Parser:
             self.pos = _next_object(window, cut)
 
     def _fast(self, piece: bytes) -> bool:
+        if self.collect.wants_raw:
+            return self._fast_raw(piece)
         try:
             events = _EVENTS_DECODER.decode(b"[" + piece + b"]")
         except msgspec.DecodeError:
@@ -498,6 +530,23 @@ class _Parser:
             except msgspec.DecodeError:
                 return False
         self.collect.add(events)
+        return True
+
+    def _deliver(self, batch: list[_Event], raw_batch: list[bytes]) -> None:
+        if self.collect.wants_raw:
+            self.collect.add_raw(raw_batch)
+        else:
+            self.collect.add(batch)
+
+    def _fast_raw(self, piece: bytes) -> bool:
+        try:
+            raws = _RAW_DECODER.decode(b"[" + piece + b"]")
+        except msgspec.DecodeError:
+            try:
+                raws = _RAW_DECODER.decode(b"[" + _BARE_TOKEN_BYTES.sub(_quote_bare_bytes, piece) + b"]")
+            except msgspec.DecodeError:
+                return False
+        self.collect.add_raw([bytes(r) for r in raws])
         return True
 
     def _exact_events(self, *, until_end: bool, stop_at: int | None = None) -> bool:
@@ -512,6 +561,8 @@ class _Parser:
                 stop_chars = len(self.buf[self.pos:stop_at - self.base].decode("utf-8", "surrogateescape"))
                 stop_index = _substituted_index(text, substituted, stop_chars)
             batch: list[_Event] = []
+            raw_batch: list[bytes] = []
+            raw_mode = self.collect.wants_raw
             ended = False
             need_more = False
             while True:
@@ -534,7 +585,7 @@ class _Parser:
                         break
                     start = self._offset() + _byte_len_sub(text, substituted, i)
                     if self.src.eof and _looks_truncated(substituted, i, exc):
-                        self.collect.add(batch)
+                        self._deliver(batch, raw_batch)
                         partial = self.base + len(self.buf) - start
                         self.c.truncation = Truncation(
                             start, partial, self.c.last_ts,
@@ -546,11 +597,14 @@ class _Parser:
                         return False
                     where = self._offset() + _byte_len_sub(text, substituted, exc.pos)
                     raise self._error(f"invalid JSON in traceEvents ({exc.msg})", where) from None
-                event = _event_from_dict(obj)
-                if event is not None:
-                    batch.append(event)
+                if raw_mode:
+                    raw_batch.append(substituted[i:j].encode("utf-8", "surrogateescape"))
+                else:
+                    event = _event_from_dict(obj)
+                    if event is not None:
+                        batch.append(event)
                 i = j
-            self.collect.add(batch)
+            self._deliver(batch, raw_batch)
             self.pos += _byte_len_sub(text, substituted, i)
             if ended:
                 return True
@@ -629,6 +683,27 @@ def _next_object(buf: bytes, cut: int) -> int:
     match = _BOUNDARY.match(buf, cut)
     assert match is not None
     return match.end() - 1
+
+
+def parse_into(path: str | Path, sink: EventSink) -> TraceContents:
+    """Stream a trace into any sink (the fixer uses this with a raw sink)."""
+    p = Path(path)
+    contents = TraceContents(path=str(p))
+    source = _Source(p)
+    contents.compressed = source.compressed
+    try:
+        _Parser(source, contents, sink).run()
+    finally:
+        source.close()
+    return contents
+
+
+def unmark_bare(raw: bytes) -> bytes:
+    """Undo the reader's quoting of bare inf/nan tokens in an event's bytes."""
+    return _MARKED.sub(rb"\1", raw) if _BARE_MARK.encode() in raw else raw
+
+
+_MARKED = re.compile(rb'"' + re.escape(_BARE_MARK.encode()) + rb'(-?(?:inf|nan|Infinity|NaN))"')
 
 
 def read_trace(path: str | Path, progress: Callable[[int], None] | None = None) -> TraceContents:

@@ -41,6 +41,7 @@ class KernelRecord:
     occupancy: ReportedValue
     occupancy_key: str | None
     index: int  # position among the trace's kernels, for the fixer
+    fixed: str | None = None  # mechanism, when `warpwizard trace fix` already corrected it
 
 
 @dataclass(frozen=True, slots=True)

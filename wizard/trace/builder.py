@@ -1,0 +1,264 @@
+"""Small Kineto-format traces built from launch shapes, for tests, examples and benchmarks.
+
+Values are computed with the same arithmetic the profiler uses (``kineto_math``), so a
+healthy kernel gets exactly what a real profiler prints, and a planted mechanism gets
+exactly the wrong value a real profiler prints. Device properties are real GPUs' numbers.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from wizard.trace.kineto_math import (
+    early_kineto_warps_per_sm,
+    kineto_blocks_per_sm,
+    kineto_occupancy_percent,
+    kineto_warps_per_sm,
+    product,
+)
+from wizard.trace.occupancy import DeviceLimits, UnknownArchitecture, active_blocks_per_sm
+
+Dim3 = tuple[int, int, int]
+
+GPU_PRESETS: dict[str, dict[str, Any]] = {
+    "V100": {"name": "Tesla V100-SXM2-32GB", "totalGlobalMem": 34089730048, "computeMajor": 7, "computeMinor": 0,
+             "maxThreadsPerBlock": 1024, "maxThreadsPerMultiprocessor": 2048, "regsPerBlock": 65536,
+             "regsPerMultiprocessor": 65536, "warpSize": 32, "sharedMemPerBlock": 49152,
+             "sharedMemPerMultiprocessor": 98304, "numSms": 80, "sharedMemPerBlockOptin": 98304},
+    "RTX2080Ti": {"name": "NVIDIA GeForce RTX 2080 Ti", "totalGlobalMem": 11554586624, "computeMajor": 7,
+                  "computeMinor": 5, "maxThreadsPerBlock": 1024, "maxThreadsPerMultiprocessor": 1024,
+                  "regsPerBlock": 65536, "regsPerMultiprocessor": 65536, "warpSize": 32,
+                  "sharedMemPerBlock": 49152, "sharedMemPerMultiprocessor": 65536, "numSms": 68,
+                  "sharedMemPerBlockOptin": 65536},
+    "A100": {"name": "NVIDIA A100-SXM4-80GB", "totalGlobalMem": 85198045184, "computeMajor": 8, "computeMinor": 0,
+             "maxThreadsPerBlock": 1024, "maxThreadsPerMultiprocessor": 2048, "regsPerBlock": 65536,
+             "regsPerMultiprocessor": 65536, "warpSize": 32, "sharedMemPerBlock": 49152,
+             "sharedMemPerMultiprocessor": 167936, "numSms": 108, "sharedMemPerBlockOptin": 166912},
+    "H100": {"name": "NVIDIA H100 80GB HBM3", "totalGlobalMem": 84929216512, "computeMajor": 9, "computeMinor": 0,
+             "maxThreadsPerBlock": 1024, "maxThreadsPerMultiprocessor": 2048, "regsPerBlock": 65536,
+             "regsPerMultiprocessor": 65536, "warpSize": 32, "sharedMemPerBlock": 49152,
+             "sharedMemPerMultiprocessor": 233472, "numSms": 132, "sharedMemPerBlockOptin": 232448},
+    "B200": {"name": "NVIDIA B200", "totalGlobalMem": 191503138816, "computeMajor": 10, "computeMinor": 0,
+             "maxThreadsPerBlock": 1024, "maxThreadsPerMultiprocessor": 2048, "regsPerBlock": 65536,
+             "regsPerMultiprocessor": 65536, "warpSize": 32, "sharedMemPerBlock": 49152,
+             "sharedMemPerMultiprocessor": 233472, "numSms": 148, "sharedMemPerBlockOptin": 232448},
+}
+
+PLANTS = ("A'", "B", "C", "D")
+
+
+@dataclass
+class KernelSpec:
+    """One kernel launch and the op that launched it. ``plant`` forces a profiler bug."""
+
+    name: str
+    grid: Dim3
+    block: Dim3
+    registers: int = 32
+    shared_memory: int = 0
+    op: str = "aten::add"
+    input_dims: list[Any] | None = None
+    input_types: list[str] | None = None
+    python_stack: Sequence[str] = ()
+    device: int = 0
+    plant: str | None = None  # A' | B | C | D; A, E and F come from the shape itself
+    dur: float = 12.0
+    repeat: int = 1
+
+
+def _limits(props: dict[str, Any]) -> DeviceLimits:
+    return DeviceLimits(
+        props["computeMajor"], props["computeMinor"], props["numSms"], props["maxThreadsPerMultiprocessor"],
+        props["regsPerMultiprocessor"], props["regsPerBlock"], props["sharedMemPerBlock"],
+        props["sharedMemPerMultiprocessor"], props["sharedMemPerBlockOptin"], props["maxThreadsPerBlock"],
+        props["name"],
+    )
+
+
+def _printed(value: float) -> float | int:
+    """How Kineto prints a float32: integral values as integers, others with 9 digits."""
+    if value != value or value in (float("inf"), float("-inf")):
+        return value
+    if value == int(value) and abs(value) < 1e15:
+        return int(value)
+    return float(f"{value:.9g}")
+
+
+@dataclass
+class TraceBuilder:
+    """Accumulates launches and writes one trace file in a chosen profiler era.
+
+    era: ``2024`` (cpu_op/cuda_runtime/kernel, current keys), ``2021`` (Operator/Runtime/
+    Kernel, string tids), ``pt18`` (a bare top-level array, as PyTorch 1.8 wrote it).
+    nonfinite: how inf/nan are spelled, ``bare`` (2022-04 to 2023-12, invalid JSON) or
+    ``quoted`` (2023-12 on).
+    """
+
+    gpu: str = "H100"
+    devices: int = 1
+    era: str = "2024"
+    nonfinite: str = "bare"
+    device_properties: bool = True
+    rounding: str = "truncate"  # truncate (to 2026-02) | lround (2026-03 on)
+    pid: int = 4242
+    tid: int = 4242
+    _events: list[dict[str, Any]] = field(default_factory=list)
+    _clock: float = 1_700_000_000_000_000.0
+    _correlation: int = 100
+    _external: int = 1
+
+    def __post_init__(self) -> None:
+        if self.gpu not in GPU_PRESETS:
+            raise ValueError(f"unknown GPU preset {self.gpu!r}; choose from {', '.join(GPU_PRESETS)}")
+        self.props = GPU_PRESETS[self.gpu]
+        self.limits = _limits(self.props)
+
+    @property
+    def _cats(self) -> tuple[str, str, str]:
+        if self.era in ("2021", "pt18"):
+            return ("Operator", "Runtime", "Kernel")
+        return ("cpu_op", "cuda_runtime", "kernel")
+
+    def _metrics(self, spec: KernelSpec) -> dict[str, Any]:
+        num_sms = self.limits.num_sms
+        if spec.plant == "B":
+            num_sms = -1
+        elif spec.plant == "C":
+            num_sms = 0
+        bps = kineto_blocks_per_sm(spec.grid, num_sms)
+        wps = kineto_warps_per_sm(spec.grid, spec.block, num_sms)
+        if spec.plant == "A'":
+            wps = early_kineto_warps_per_sm(spec.grid, spec.block, num_sms)
+        threads = product(spec.block)
+        if spec.plant in ("C", "D"):
+            active = None
+        else:
+            try:
+                active = active_blocks_per_sm(self.limits, threads, spec.registers, spec.shared_memory).active_blocks
+            except UnknownArchitecture:
+                active = None
+        truncating, lround = kineto_occupancy_percent(active, bps, threads, self.limits.max_threads_per_sm)
+        occupancy = lround if self.rounding == "lround" else truncating
+        return {"blocks per SM": _printed(bps), "warps per SM": _printed(wps), "occupancy": occupancy}
+
+    def add(self, spec: KernelSpec) -> None:
+        for _ in range(spec.repeat):
+            self._add_one(spec)
+
+    def _add_one(self, spec: KernelSpec) -> None:
+        op_cat, runtime_cat, kernel_cat = self._cats
+        tid: Any = str(self.tid) if self.era in ("2021", "pt18") else self.tid
+        ext = self._external
+        corr = self._correlation
+        self._external += 1
+        self._correlation += 1
+        start = self._clock
+        depth = len(spec.python_stack)
+        for i, frame in enumerate(spec.python_stack):
+            self._events.append({"ph": "X", "cat": "python_function", "name": frame, "pid": self.pid, "tid": tid,
+                                 "ts": start + i, "dur": 40.0 - 2 * i, "args": {"Python id": i + 1}})
+        op_args: dict[str, Any] = {"External id": ext} if self.era == "2024" else {"external id": ext}
+        if spec.input_dims is not None:
+            op_args["Input Dims" if self.era == "2024" else "Input dims"] = spec.input_dims
+            op_args["Input type"] = spec.input_types or []
+        self._events.append({"ph": "X", "cat": op_cat, "name": spec.op, "pid": self.pid, "tid": tid,
+                             "ts": start + depth + 1, "dur": 20.0, "args": op_args})
+        self._events.append({"ph": "X", "cat": runtime_cat, "name": "cudaLaunchKernel", "pid": self.pid,
+                             "tid": tid, "ts": start + depth + 3, "dur": 6.0,
+                             "args": {"External id": ext, "cbid": 211, "correlation": corr}})
+        metrics = self._metrics(spec)
+        device = spec.device
+        if spec.plant == "C":
+            device = self.devices + 3  # not in deviceProperties: the profiler's SM count is 0
+        kernel_args: dict[str, Any] = {"External id": ext, "queued": 0, "device": device, "context": 1,
+                                       "stream": 7, "correlation": corr, "registers per thread": spec.registers,
+                                       "shared memory": spec.shared_memory}
+        if self.era == "pt18":
+            kernel_args = {"queued": 0, "device": device, "context": 1, "stream": 7, "correlation": corr,
+                           "external id": ext, "registers per thread": spec.registers,
+                           "shared memory": spec.shared_memory}
+        kernel_args["blocks per SM"] = metrics["blocks per SM"]
+        kernel_args["warps per SM"] = metrics["warps per SM"]
+        kernel_args["grid"] = list(spec.grid)
+        kernel_args["block"] = list(spec.block)
+        kernel_args["est. achieved occupancy %"] = metrics["occupancy"]
+        kernel_tid: Any = "stream 7" if self.era in ("2021", "pt18") else 7
+        gpu_pid = 0 if self.era != "2024" else device
+        self._events.append({"ph": "X", "cat": kernel_cat, "name": spec.name, "pid": gpu_pid, "tid": kernel_tid,
+                             "ts": start + depth + 30, "dur": spec.dur, "args": kernel_args})
+        flow = "ac2g" if self.era == "2024" else "async"
+        self._events.append({"ph": "s", "id": corr, "pid": self.pid, "tid": tid, "ts": start + depth + 3,
+                             "cat": flow, "name": flow})
+        self._events.append({"ph": "f", "id": corr, "pid": gpu_pid, "tid": kernel_tid, "ts": start + depth + 30,
+                             "cat": flow, "name": flow, "bp": "e"})
+        self._clock += 100.0
+
+    def document(self) -> Any:
+        """The trace as Python data (non-finite values as floats)."""
+        if self.era == "pt18":
+            return list(self._events)
+        doc: dict[str, Any] = {"schemaVersion": 1}
+        if self.device_properties:
+            doc["deviceProperties"] = [dict(self.props, id=i) for i in range(self.devices)]
+        doc["traceEvents"] = list(self._events)
+        doc["traceName"] = "warpwizard-builder"
+        return doc
+
+    def text(self, *, minified: bool = False) -> str:
+        """Serialised the way Kineto writes: one event per line, non-finite spelled per era."""
+        doc = self.document()
+        if minified:
+            body = json.dumps(doc, separators=(",", ":"))
+        elif isinstance(doc, list):
+            body = "[\n  " + ",\n  ".join(json.dumps(e) for e in doc) + "\n]\n"
+        else:
+            head = {k: v for k, v in doc.items() if k not in ("traceEvents", "traceName")}
+            parts = [f'  "{k}": {json.dumps(v)}' for k, v in head.items()]
+            events = ",\n  ".join(json.dumps(e) for e in doc["traceEvents"])
+            parts.append(f'  "traceEvents": [\n  {events}\n  ]')
+            parts.append(f'  "traceName": {json.dumps(doc["traceName"])}')
+            body = "{\n" + ",\n".join(parts) + "\n}\n"
+        return _spell_nonfinite(body, self.nonfinite)
+
+    def write(self, path: str | Path, *, minified: bool = False, truncate_at: int | None = None) -> Path:
+        """Write ``.json`` or ``.json.gz`` (by suffix); ``truncate_at`` cuts the file like a crash would."""
+        p = Path(path)
+        data = self.text(minified=minified).encode()
+        if truncate_at is not None:
+            data = data[:truncate_at]
+        if p.name.endswith(".gz"):
+            p.write_bytes(gzip.compress(data, mtime=0))
+        else:
+            p.write_bytes(data)
+        return p
+
+
+_NONFINITE = re.compile(r'(?<![\w"])(-?Infinity|NaN)(?![\w"])')
+
+
+def _spell_nonfinite(text: str, style: str) -> str:
+    bare = {"Infinity": "inf", "-Infinity": "-inf", "NaN": "nan"}
+    if style == "bare":
+        return _NONFINITE.sub(lambda m: bare[m.group(1)], text)
+    return _NONFINITE.sub(lambda m: f'"{bare[m.group(1)]}"', text)
+
+
+def demo_launches() -> list[KernelSpec]:
+    """A realistic mix of healthy launches (elementwise, reduction, GEMM above 48 KB)."""
+    return [
+        KernelSpec("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float> >",
+                   (4096, 1, 1), (128, 1, 1), 26, 0, "aten::add", [[1024, 512], [1024, 512], []],
+                   ["float", "float", "Scalar"], ("train.py(41): step", "model.py(88): forward")),
+        KernelSpec("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float> >",
+                   (264, 1, 1), (32, 16, 1), 32, 16, "aten::sum", [[1024, 512]], ["float"],
+                   ("train.py(41): step", "model.py(90): forward")),
+        KernelSpec("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1",
+                   (8, 16, 1), (384, 1, 1), 168, 231424, "aten::mm", [[1024, 4096], [4096, 2048]],
+                   ["c10::BFloat16", "c10::BFloat16"], ("train.py(41): step", "model.py(95): forward")),
+    ]
