@@ -1,0 +1,3 @@
+from wizard.cli.app import entry
+
+entry()

@@ -1,0 +1,178 @@
+"""Walk a playbook from its start node to a conclusion.
+
+Knows nothing about terminals or GPUs: questions go to an AnswerSource, probes to the
+registry with an Environment, and everything that happened goes into a Transcript. An
+observer (the terminal UI, or nothing) is told as nodes are entered and probes run.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from wizard.engine.answers import AnswerSource
+from wizard.engine.transcript import Conclusion, Transcript, TranscriptEntry
+from wizard.environment import Environment
+from wizard.errors import ProbeInfrastructureError, WizardError
+from wizard.playbook.conditions import Template
+from wizard.playbook.model import ConclusionNode, DecisionNode, Node, Playbook, ProbeNode, QuestionNode
+from wizard.probes.base import Probe, ProbeResult, Status
+
+MAX_VISITS = 500
+
+
+class EngineObserver(Protocol):
+    def node_entered(self, playbook: Playbook, node: Node, step_number: int | None) -> None: ...
+    def probe_started(self, node: ProbeNode, params: Mapping[str, Any]) -> None: ...
+    def probe_finished(self, node: ProbeNode, result: ProbeResult) -> None: ...
+    def decided(self, node: DecisionNode, target: str, reason: str) -> None: ...
+
+
+class _NullObserver:
+    def node_entered(self, playbook: Playbook, node: Node, step_number: int | None) -> None:
+        pass
+
+    def probe_started(self, node: ProbeNode, params: Mapping[str, Any]) -> None:
+        pass
+
+    def probe_finished(self, node: ProbeNode, result: ProbeResult) -> None:
+        pass
+
+    def decided(self, node: DecisionNode, target: str, reason: str) -> None:
+        pass
+
+
+@dataclass
+class RunState:
+    """What conditions and templates can read."""
+
+    answers: dict[str, Any] = field(default_factory=dict)
+    facts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    status: dict[str, str] = field(default_factory=dict)
+
+    def scope(self) -> dict[str, Any]:
+        return {"answers": self.answers, "facts": self.facts, "status": self.status}
+
+
+def render(template: Template | None, state: RunState) -> str:
+    if template is None:
+        return ""
+    value = template.render(state.scope())
+    return "" if value is None else str(value)
+
+
+class Engine:
+    def __init__(
+        self,
+        playbook: Playbook,
+        answers: AnswerSource,
+        probes: Mapping[str, Probe],
+        env: Environment,
+        observer: EngineObserver | None = None,
+        on_answer: Callable[[str, Any], None] | None = None,
+    ) -> None:
+        self.playbook = playbook
+        self.answers = answers
+        self.probes = probes
+        self.env = env
+        self.observer: EngineObserver = observer or _NullObserver()
+        self.on_answer = on_answer
+        self.state = RunState()
+        self.transcript = Transcript.start(playbook, env.clock.now())
+
+    def run(self) -> Transcript:
+        node_id: str | None = self.playbook.start
+        visits = 0
+        while node_id is not None:
+            visits += 1
+            if visits > MAX_VISITS:
+                raise WizardError(f"{self.playbook.path}: stopped after {MAX_VISITS} nodes; the answers keep the run in a loop")
+            node = self.playbook.nodes[node_id]
+            step_number = self.playbook.step_index(node.step)
+            self.observer.node_entered(self.playbook, node, None if step_number is None else step_number + 1)
+            node_id = self._visit(node)
+        self.transcript.finish(self.env.clock.now(), self.state.answers)
+        return self.transcript
+
+    def _entry(self, node: Node, started: float) -> TranscriptEntry:
+        return TranscriptEntry(node=node.id, kind=node.kind, step=node.step,
+                               started=self.env.clock.now().isoformat(), duration_s=0.0)
+
+    def _visit(self, node: Node) -> str | None:
+        started = time.perf_counter()
+        entry = self._entry(node, started)
+        self.transcript.entries.append(entry)
+        nxt: str | None
+        if isinstance(node, QuestionNode):
+            prompt = render(node.prompt, self.state)
+            entry.prompt = prompt
+            value, origin = self.answers.answer(node, prompt)
+            self.state.answers[node.id] = value
+            if self.on_answer is not None:
+                self.on_answer(node.id, value)
+            entry.answer, entry.answer_origin = value, origin
+            nxt = node.target(value)
+        elif isinstance(node, ProbeNode):
+            params = self._params(node)
+            entry.inputs = params
+            self.observer.probe_started(node, params)
+            result = self._run_probe(node, params)
+            self.observer.probe_finished(node, result)
+            self.state.facts[node.id] = result.facts
+            self.state.status[node.id] = result.status.value
+            entry.status, entry.summary = result.status.value, result.summary
+            entry.facts, entry.evidence, entry.files = result.facts, result.evidence, result.files
+            nxt = node.target(result.status.value)
+        elif isinstance(node, DecisionNode):
+            nxt, reason = node.default, "no branch matched: default"
+            scope = self.state.scope()
+            for branch in node.branches:
+                if branch.when.truth(scope):
+                    nxt, reason = branch.goto, f"{branch.when.source}"
+                    break
+            entry.summary = reason
+            assert nxt is not None
+            self.observer.decided(node, nxt, reason)
+        elif isinstance(node, ConclusionNode):
+            self.transcript.conclusion = Conclusion(
+                node=node.id, diagnosis=node.diagnosis, severity=node.severity,
+                summary=render(node.summary, self.state),
+                evidence=[t for e in node.evidence if (t := render(e, self.state))],
+                fix=[t for f in node.fix if (t := render(f, self.state))],
+                links=list(node.links),
+            )
+            nxt = None
+        else:  # pragma: no cover - the loader builds only the four kinds
+            raise WizardError(f"unknown node kind {node.kind}")
+        entry.next = nxt
+        entry.duration_s = round(time.perf_counter() - started, 6)
+        return nxt
+
+    def _params(self, node: ProbeNode) -> dict[str, Any]:
+        scope = self.state.scope()
+        out: dict[str, Any] = {}
+        for name, value in node.params.items():
+            out[name] = value.render(scope) if isinstance(value, Template) else value
+        return out
+
+    def _run_probe(self, node: ProbeNode, params: dict[str, Any]) -> ProbeResult:
+        probe = self.probes.get(node.probe)
+        if probe is None:
+            raise ProbeInfrastructureError(f"probe {node.probe!r} is not registered")
+        for spec in probe.params:
+            if spec.name not in params and spec.default is not None:
+                params[spec.name] = spec.default
+        started = time.perf_counter()
+        saved = self.env.timeout_scale
+        try:
+            result = probe.run(self.env, {**params, "_timeout": node.timeout})
+        except WizardError as exc:
+            result = ProbeResult(Status.ERROR, str(exc))
+        except OSError as exc:
+            raise ProbeInfrastructureError(f"probe {node.probe!r} could not run: {exc}") from exc
+        finally:
+            self.env.timeout_scale = saved
+        result.duration_s = round(time.perf_counter() - started, 3)
+        return result

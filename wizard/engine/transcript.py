@@ -1,0 +1,83 @@
+"""The record of a run: every node visited, what went in, what came out, where it went.
+
+Serialised as JSON with a versioned schema (``warpwizard.transcript/1``, documented in
+docs/json-output.md); the Markdown report and the terminal summary render from it.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import platform
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from wizard import __version__
+from wizard.playbook.model import Playbook
+
+TRANSCRIPT_SCHEMA = "warpwizard.transcript/1"
+
+
+@dataclass(slots=True)
+class TranscriptEntry:
+    node: str
+    kind: str
+    step: str | None
+    started: str
+    duration_s: float
+    prompt: str | None = None
+    answer: Any = None
+    answer_origin: str | None = None
+    inputs: dict[str, Any] | None = None
+    status: str | None = None
+    summary: str | None = None
+    facts: dict[str, Any] | None = None
+    evidence: list[str] | None = None
+    files: list[str] | None = None
+    next: str | None = None
+
+
+@dataclass(slots=True)
+class Conclusion:
+    node: str
+    diagnosis: str
+    severity: str
+    summary: str
+    evidence: list[str]
+    fix: list[str]
+    links: list[str]
+
+
+@dataclass(slots=True)
+class Transcript:
+    playbook: dict[str, str]
+    started: str
+    finished: str | None = None
+    entries: list[TranscriptEntry] = field(default_factory=list)
+    conclusion: Conclusion | None = None
+    answers: dict[str, Any] = field(default_factory=dict)
+    tool: dict[str, str] = field(default_factory=dict)
+    host: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def start(cls, playbook: Playbook, now: _dt.datetime) -> Transcript:
+        return cls(
+            playbook={"id": playbook.id, "title": playbook.title, "version": playbook.version, "path": playbook.path},
+            started=now.isoformat(),
+            tool={"name": "warpwizard", "version": __version__, "python": platform.python_version()},
+            host={"hostname": platform.node()},
+        )
+
+    def finish(self, now: _dt.datetime, answers: dict[str, Any]) -> None:
+        self.finished = now.isoformat()
+        self.answers = dict(answers)
+        for entry in self.entries:  # what the env probe learnt identifies the machine for `compare`
+            facts = entry.facts or {}
+            if "torch_version" in facts:
+                self.host.update(torch=facts.get("torch_version"), driver=facts.get("driver_version"),
+                                 gpus=facts.get("gpu_names") or [])
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["schema"] = TRANSCRIPT_SCHEMA
+        data["entries"] = [{k: v for k, v in e.items() if v is not None} for e in data["entries"]]
+        return {"schema": TRANSCRIPT_SCHEMA, **{k: v for k, v in data.items() if k != "schema"}}

@@ -1,0 +1,309 @@
+"""The condition and template language: a small, safe subset of Python expressions.
+
+Parsed once with ``ast`` and checked against a whitelist when a playbook loads; evaluated
+by walking the tree here, never with ``eval``. Names are ``answers.<question>``,
+``facts.<probe node>.<fact>`` and ``status.<probe node>``. A value that is not there
+(a question not asked on this path, a probe that did not run) is ``None``, and any
+comparison with ``None`` is false, so conditions never crash a run.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import operator
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+ROOTS = ("answers", "facts", "status")
+_TEMPLATE = re.compile(r"\{\{(.*?)\}\}", re.S)
+
+
+class ExpressionError(Exception):
+    """A syntax or whitelist error; ``column`` is 0-based within the expression."""
+
+    def __init__(self, message: str, column: int = 0) -> None:
+        super().__init__(message)
+        self.column = column
+
+
+def _join(items: Any, sep: str = ", ") -> str:
+    if items is None:
+        return ""
+    if isinstance(items, (list, tuple, set)):
+        return sep.join(str(i) for i in items)
+    return str(items)
+
+
+def _safe_len(value: Any) -> int:
+    return len(value) if isinstance(value, (str, list, tuple, dict, set)) else 0
+
+
+def _fmt(value: Any, digits: int = 3) -> str:
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return str(value)
+        return f"{value:.{digits}g}" if abs(value) >= 1e6 or (value and abs(value) < 1e-3) else f"{round(value, digits):g}"
+    return "" if value is None else str(value)
+
+
+FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "len": _safe_len,
+    "join": _join,
+    "lower": lambda s: str(s).lower() if s is not None else None,
+    "upper": lambda s: str(s).upper() if s is not None else None,
+    "str": lambda v: "" if v is None else str(v),
+    "round": lambda v, n=0: round(v, n) if isinstance(v, (int, float)) else None,
+    "fmt": _fmt,
+    "min": lambda *a: min(a) if all(isinstance(x, (int, float)) for x in a) else None,
+    "max": lambda *a: max(a) if all(isinstance(x, (int, float)) for x in a) else None,
+    "abs": lambda v: abs(v) if isinstance(v, (int, float)) else None,
+    "first": lambda v: v[0] if isinstance(v, (list, tuple)) and v else None,
+    "default": lambda v, d: d if v is None or v == "" else v,
+}
+
+_COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], bool]] = {
+    ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
+    ast.Gt: operator.gt, ast.GtE: operator.ge,
+    ast.In: lambda a, b: b is not None and a in b,
+    ast.NotIn: lambda a, b: b is None or a not in b,
+}
+_BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+    ast.Mod: operator.mod,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Reference:
+    """A name an expression reads: ``answers.q``, ``facts.node.fact`` or ``status.node``."""
+
+    root: str
+    node: str
+    fact: str | None
+    column: int
+
+
+@dataclass(frozen=True)
+class Expression:
+    source: str
+    tree: ast.Expression
+    references: tuple[Reference, ...]
+
+    def evaluate(self, scope: Mapping[str, Any]) -> Any:
+        return _eval(self.tree.body, scope)
+
+    def truth(self, scope: Mapping[str, Any]) -> bool:
+        try:
+            return bool(self.evaluate(scope))
+        except (TypeError, ValueError, ZeroDivisionError, KeyError, IndexError, AttributeError):
+            return False
+
+
+def _chain(node: ast.AST) -> list[str] | None:
+    parts: list[str] = []
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        if isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+        elif isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+            parts.append(node.slice.value)
+        else:
+            return None
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return list(reversed(parts))
+    return None
+
+
+def _check(node: ast.AST, refs: list[Reference]) -> None:
+    col = getattr(node, "col_offset", 0)
+    if isinstance(node, ast.BoolOp):
+        for v in node.values:
+            _check(v, refs)
+    elif isinstance(node, ast.UnaryOp):
+        if not isinstance(node.op, (ast.Not, ast.USub)):
+            raise ExpressionError("only 'not' and unary minus are allowed", col)
+        _check(node.operand, refs)
+    elif isinstance(node, ast.Compare):
+        for op in node.ops:
+            if type(op) not in _COMPARE:
+                raise ExpressionError(f"comparison {type(op).__name__} is not allowed (use ==, !=, <, <=, >, >=, in, not in)", col)
+        _check(node.left, refs)
+        for c in node.comparators:
+            _check(c, refs)
+    elif isinstance(node, ast.BinOp):
+        if type(node.op) not in _BINARY:
+            raise ExpressionError("only + - * / % are allowed", col)
+        _check(node.left, refs)
+        _check(node.right, refs)
+    elif isinstance(node, ast.IfExp):
+        for part in (node.test, node.body, node.orelse):
+            _check(part, refs)
+    elif isinstance(node, ast.Constant):
+        if not isinstance(node.value, (str, int, float, bool, type(None))):
+            raise ExpressionError("only string, number, boolean and None literals are allowed", col)
+    elif isinstance(node, (ast.List, ast.Tuple)):
+        for e in node.elts:
+            _check(e, refs)
+    elif isinstance(node, ast.Call):
+        if not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS:
+            name = node.func.id if isinstance(node.func, ast.Name) else "this call"
+            raise ExpressionError(f"unknown function {name!r}; allowed: {', '.join(sorted(FUNCTIONS))}", col)
+        if node.keywords:
+            raise ExpressionError("keyword arguments are not allowed", col)
+        for a in node.args:
+            _check(a, refs)
+    elif isinstance(node, (ast.Attribute, ast.Subscript, ast.Name)):
+        chain = _chain(node)
+        if chain is None:
+            raise ExpressionError("subscripts must be string or attribute names", col)
+        root = chain[0]
+        if root not in ROOTS:
+            raise ExpressionError(f"unknown name {root!r}; expressions read answers.<question>, facts.<probe node>.<fact> or status.<probe node>", col)
+        if len(chain) < 2:
+            raise ExpressionError(f"'{root}' needs a node id, e.g. {root}.my_node", col)
+        if root == "facts" and len(chain) < 3:
+            raise ExpressionError("facts need a fact name: facts.<probe node>.<fact>", col)
+        refs.append(Reference(root, chain[1], chain[2] if root == "facts" else None, col))
+    else:
+        raise ExpressionError(f"{type(node).__name__} is not allowed in a condition", col)
+
+
+def parse(source: str) -> Expression:
+    """Parse and whitelist-check one expression."""
+    text = source.strip()
+    if not text:
+        raise ExpressionError("empty expression")
+    try:
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError as exc:
+        raise ExpressionError(f"syntax error: {exc.msg}", max((exc.offset or 1) - 1, 0)) from None
+    refs: list[Reference] = []
+    _check(tree.body, refs)
+    return Expression(text, tree, tuple(refs))
+
+
+def _lookup(chain: list[str], scope: Mapping[str, Any]) -> Any:
+    value: Any = scope.get(chain[0])
+    for part in chain[1:]:
+        if isinstance(value, Mapping):
+            value = value.get(part)
+        else:
+            return None
+    return value
+
+
+def _eval(node: ast.AST, scope: Mapping[str, Any]) -> Any:
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, (ast.Attribute, ast.Subscript, ast.Name)):
+        chain = _chain(node)
+        assert chain is not None
+        return _lookup(chain, scope)
+    if isinstance(node, ast.BoolOp):
+        if isinstance(node.op, ast.And):
+            result: Any = True
+            for v in node.values:
+                result = _eval(v, scope)
+                if not result:
+                    return result
+            return result
+        result = False
+        for v in node.values:
+            result = _eval(v, scope)
+            if result:
+                return result
+        return result
+    if isinstance(node, ast.UnaryOp):
+        operand = _eval(node.operand, scope)
+        if isinstance(node.op, ast.Not):
+            return not operand
+        return -operand if isinstance(operand, (int, float)) else None
+    if isinstance(node, ast.Compare):
+        left = _eval(node.left, scope)
+        for op, comparator in zip(node.ops, node.comparators, strict=True):
+            right = _eval(comparator, scope)
+            if left is None and not isinstance(op, (ast.Eq, ast.NotEq, ast.In, ast.NotIn)):
+                return False
+            if right is None and not isinstance(op, (ast.Eq, ast.NotEq, ast.In, ast.NotIn)):
+                return False
+            try:
+                if not _COMPARE[type(op)](left, right):
+                    return False
+            except TypeError:
+                return False
+            left = right
+        return True
+    if isinstance(node, ast.BinOp):
+        a, b = _eval(node.left, scope), _eval(node.right, scope)
+        if a is None or b is None:
+            return None
+        try:
+            return _BINARY[type(node.op)](a, b)
+        except (TypeError, ZeroDivisionError):
+            return None
+    if isinstance(node, ast.IfExp):
+        return _eval(node.body, scope) if _eval(node.test, scope) else _eval(node.orelse, scope)
+    if isinstance(node, ast.List):
+        return [_eval(e, scope) for e in node.elts]
+    if isinstance(node, ast.Tuple):
+        return tuple(_eval(e, scope) for e in node.elts)
+    if isinstance(node, ast.Call):
+        assert isinstance(node.func, ast.Name)
+        try:
+            return FUNCTIONS[node.func.id](*[_eval(a, scope) for a in node.args])
+        except (TypeError, ValueError):
+            return None
+    raise ExpressionError(f"{type(node).__name__} is not allowed")
+
+
+@dataclass(frozen=True)
+class Template:
+    """Text with ``{{ expression }}`` holes; a text that is one hole keeps its value's type."""
+
+    source: str
+    parts: tuple[str | Expression, ...]
+
+    @property
+    def references(self) -> tuple[Reference, ...]:
+        return tuple(r for p in self.parts if isinstance(p, Expression) for r in p.references)
+
+    @property
+    def is_single_expression(self) -> bool:
+        return len(self.parts) == 1 and isinstance(self.parts[0], Expression)
+
+    def render(self, scope: Mapping[str, Any]) -> Any:
+        if self.is_single_expression:
+            expr = self.parts[0]
+            assert isinstance(expr, Expression)
+            return expr.evaluate(scope)
+        out: list[str] = []
+        for part in self.parts:
+            if isinstance(part, Expression):
+                value = part.evaluate(scope)
+                out.append(_fmt(value) if isinstance(value, float) else _join(value) if isinstance(value, (list, tuple)) else ("" if value is None else str(value)))
+            else:
+                out.append(part)
+        return "".join(out)
+
+
+def parse_template(source: str) -> Template:
+    parts: list[str | Expression] = []
+    last = 0
+    for match in _TEMPLATE.finditer(source):
+        if match.start() > last:
+            parts.append(source[last:match.start()])
+        try:
+            parts.append(parse(match.group(1)))
+        except ExpressionError as exc:
+            raise ExpressionError(str(exc), match.start() + 2 + exc.column) from None
+        last = match.end()
+    if last < len(source):
+        parts.append(source[last:])
+    if "{{" in source[last:]:
+        raise ExpressionError("unclosed '{{'", source.index("{{", last))
+    stripped = tuple(p for p in parts if not (isinstance(p, str) and not p.strip())) if any(isinstance(p, Expression) for p in parts) and all(isinstance(p, Expression) or not p.strip() for p in parts) else tuple(parts)
+    return Template(source, stripped)

@@ -1,0 +1,75 @@
+"""Where playbooks are found: a path, ``--playbook-dir``, ``WARPWIZARD_PLAYBOOK_PATH``, the package."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from wizard.errors import PlaybookError, PlaybookNotFound
+from wizard.playbook.loader import load_playbook
+from wizard.playbook.model import Playbook
+from wizard.probes.base import ProbeInfo
+
+ENV_VAR = "WARPWIZARD_PLAYBOOK_PATH"
+
+
+def packaged_dir() -> Path:
+    """Playbooks inside the installed package, or the checkout's playbooks/ in development."""
+    inside = Path(__file__).resolve().parent.parent / "playbooks"
+    if inside.is_dir():
+        return inside
+    return Path(__file__).resolve().parent.parent.parent / "playbooks"
+
+
+def search_dirs(extra: list[str] | None = None, environ: Mapping[str, str] | None = None) -> list[Path]:
+    env = os.environ if environ is None else environ
+    dirs = [Path(d) for d in (extra or [])]
+    dirs += [Path(d) for d in env.get(ENV_VAR, "").split(os.pathsep) if d]
+    dirs.append(packaged_dir())
+    return dirs
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    name: str
+    path: Path
+    origin: str
+
+
+def list_playbooks(extra: list[str] | None = None, environ: Mapping[str, str] | None = None) -> list[Found]:
+    """Every playbook file on the search path; an earlier directory shadows a later one."""
+    seen: dict[str, Found] = {}
+    for d in search_dirs(extra, environ):
+        if not d.is_dir():
+            continue
+        origin = "package" if d == packaged_dir() else str(d)
+        for f in sorted(d.glob("*.y*ml")):
+            if f.suffix in (".yaml", ".yml") and f.stem not in seen:
+                seen[f.stem] = Found(f.stem, f, origin)
+    return list(seen.values())
+
+
+def resolve(name: str, extra: list[str] | None = None, environ: Mapping[str, str] | None = None) -> Path:
+    candidate = Path(name)
+    if candidate.suffix in (".yaml", ".yml") or os.sep in name:
+        if candidate.is_file():
+            return candidate
+        raise PlaybookNotFound(f"{name}: no such playbook file")
+    for found in list_playbooks(extra, environ):
+        if found.name == name:
+            return found.path
+    names = [f.name for f in list_playbooks(extra, environ)]
+    import difflib
+
+    close = difflib.get_close_matches(name, names, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    raise PlaybookNotFound(f"no playbook named {name!r}{hint}; available: {', '.join(names) or 'none'}")
+
+
+def load(name: str, probes: Mapping[str, ProbeInfo], extra: list[str] | None = None) -> Playbook:
+    return load_playbook(resolve(name, extra), probes)
+
+
+__all__ = ["Found", "PlaybookError", "list_playbooks", "load", "packaged_dir", "resolve"]

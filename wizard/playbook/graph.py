@@ -1,0 +1,122 @@
+"""The tree as a picture (Mermaid, Graphviz dot) and in words (for onboarding)."""
+
+from __future__ import annotations
+
+from wizard.playbook.model import ConclusionNode, DecisionNode, Node, Playbook, ProbeNode, QuestionNode
+
+
+def _label(node: Node) -> str:
+    if isinstance(node, QuestionNode):
+        text = node.prompt.source if node.prompt else node.id
+    elif isinstance(node, ProbeNode):
+        text = f"probe {node.probe}"
+    elif isinstance(node, DecisionNode):
+        text = f"decide: {node.id}"
+    elif isinstance(node, ConclusionNode):
+        text = f"{node.diagnosis} ({node.severity})"
+    else:
+        text = node.id
+    return text.replace('"', "'").replace("\n", " ")[:80]
+
+
+def _edges(node: Node) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    if isinstance(node, QuestionNode):
+        out += [(str(k).lower() if isinstance(k, bool) else str(k), t) for k, t in node.next_by_value.items() if k != "*"]
+        if node.next:
+            out.append(("other" if node.next_by_value else "", node.next))
+    elif isinstance(node, ProbeNode):
+        handled = set(node.on)
+        out += [(k, t) for k, t in node.on.items()]
+        if node.next:
+            rest = [o for o in ("pass", "warn", "fail", "skip", "error") if o not in handled]
+            out.append(("/".join(rest) if handled else "", node.next))
+    elif isinstance(node, DecisionNode):
+        out += [(b.when.source[:50], b.goto) for b in node.branches]
+        if node.default:
+            out.append(("otherwise", node.default))
+    return out
+
+
+def mermaid(pb: Playbook) -> str:
+    shapes = {QuestionNode: ('[/"', '"/]'), ProbeNode: ('[["', '"]]'), DecisionNode: ('{"', '"}'),
+              ConclusionNode: ('(["', '"])')}
+    lines = ["flowchart TD"]
+    by_step: dict[str | None, list[Node]] = {}
+    for node in pb.nodes.values():
+        by_step.setdefault(node.step, []).append(node)
+    for i, step in enumerate(pb.steps, 1):
+        nodes = by_step.get(step.id, [])
+        if not nodes:
+            continue
+        lines.append(f'  subgraph {step.id}["{i}. {step.title}"]')
+        for node in nodes:
+            left, right = shapes[type(node)]
+            lines.append(f"    {node.id}{left}{_label(node)}{right}")
+        lines.append("  end")
+    for node in by_step.get(None, []):
+        left, right = shapes[type(node)]
+        lines.append(f"  {node.id}{left}{_label(node)}{right}")
+    for node in pb.nodes.values():
+        for label, target in _edges(node):
+            text = label.replace('"', "'").replace("|", "/")
+            lines.append(f'  {node.id} -->|"{text}"| {target}' if text else f"  {node.id} --> {target}")
+    return "\n".join(lines) + "\n"
+
+
+def dot(pb: Playbook) -> str:
+    shapes = {QuestionNode: "parallelogram", ProbeNode: "box3d", DecisionNode: "diamond", ConclusionNode: "oval"}
+    lines = [f'digraph "{pb.id}" {{', "  rankdir=TB;", '  node [fontname="Helvetica"];']
+    for i, step in enumerate(pb.steps, 1):
+        members = [n for n in pb.nodes.values() if n.step == step.id]
+        if not members:
+            continue
+        lines.append(f'  subgraph "cluster_{step.id}" {{ label="{i}. {step.title}";')
+        for node in members:
+            lines.append(f'    {node.id} [shape={shapes[type(node)]}, label="{_label(node)}"];')
+        lines.append("  }")
+    for node in pb.nodes.values():
+        if node.step is None:
+            lines.append(f'  {node.id} [shape={shapes[type(node)]}, label="{_label(node)}"];')
+    for node in pb.nodes.values():
+        for label, target in _edges(node):
+            lines.append(f'  {node.id} -> {target} [label="{label.replace(chr(34), chr(39))}"];')
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def explain(pb: Playbook) -> str:
+    """The whole tree in words, step by step: what each node does and why, where it leads."""
+    out = [f"# {pb.title}", "", pb.description.strip(), ""]
+    grouped: dict[str | None, list[Node]] = {}
+    for node in pb.nodes.values():
+        grouped.setdefault(node.step, []).append(node)
+    sections: list[tuple[str, str, list[Node]]] = [
+        (f"Step {i} of {len(pb.steps)}: {s.title}", s.explain, grouped.get(s.id, [])) for i, s in enumerate(pb.steps, 1)
+    ]
+    if grouped.get(None):
+        sections.append(("Outcomes and routing", "", grouped[None]))
+    for title, why, nodes in sections:
+        out += [f"## {title}", ""]
+        if why:
+            out += [why.strip(), ""]
+        for node in nodes:
+            if isinstance(node, QuestionNode):
+                out.append(f"- **Question `{node.id}`** ({node.type}): {node.prompt.source if node.prompt else ''}")
+                if node.choices:
+                    out.append("  choices: " + "; ".join(f"{c.label} (`{c.value}`)" for c in node.choices))
+                if node.default is not None:
+                    out.append(f"  default: `{node.default}`")
+            elif isinstance(node, ProbeNode):
+                out.append(f"- **Probe `{node.id}`** runs `{node.probe}` (timeout {node.timeout:g} s)")
+            elif isinstance(node, DecisionNode):
+                out.append(f"- **Decision `{node.id}`**")
+            elif isinstance(node, ConclusionNode):
+                out.append(f"- **Diagnosis `{node.diagnosis}`** ({node.severity}): "
+                           f"{node.summary.source.strip() if node.summary else ''}")
+            if node.explain:
+                out.append("  " + " ".join(node.explain.split()))
+            for label, target in _edges(node):
+                out.append(f"  - {label or 'then'} -> `{target}`")
+        out.append("")
+    return "\n".join(out).rstrip() + "\n"

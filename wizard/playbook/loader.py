@@ -1,0 +1,503 @@
+"""Load a playbook and report every problem at once, each as ``file:line:column: message``.
+
+Checks: YAML syntax, unknown and missing fields, duplicate ids, unknown targets (with a
+"did you mean"), unknown probes and parameters, parameter types, conditions and templates
+that name unknown answers or facts, dead ends, unreachable nodes, and cycles with no way
+out.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from wizard.errors import PlaybookError
+from wizard.playbook.conditions import Expression, ExpressionError, Reference, Template, parse, parse_template
+from wizard.playbook.model import (
+    QUESTION_TYPES,
+    SEVERITIES,
+    Branch,
+    Choice,
+    ConclusionNode,
+    DecisionNode,
+    Node,
+    Playbook,
+    ProbeNode,
+    QuestionNode,
+    Step,
+    Validation,
+)
+from wizard.playbook.yaml_source import Located, Path_, YamlSyntaxError, load_located
+from wizard.probes.base import OUTCOMES, PARAM_TYPES, ProbeInfo
+
+ID_PATTERN = re.compile(r"^[a-z][a-z0-9_]*$")
+TOP_KEYS = ("id", "title", "description", "version", "start", "steps", "nodes")
+COMMON_KEYS = ("id", "kind", "step", "explain")
+KIND_KEYS: dict[str, tuple[str, ...]] = {
+    "question": ("type", "prompt", "help", "default", "choices", "validate", "next"),
+    "probe": ("probe", "params", "timeout", "on", "next"),
+    "decision": ("branches", "default"),
+    "conclusion": ("diagnosis", "severity", "summary", "evidence", "fix", "links"),
+}
+
+
+def _suggest(name: str, options: list[str] | tuple[str, ...]) -> str:
+    close = difflib.get_close_matches(str(name), [str(o) for o in options], n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+class _Checker:
+    def __init__(self, path: str, located: Located, probes: Mapping[str, ProbeInfo]) -> None:
+        self.path = path
+        self.doc = located
+        self.probes = probes
+        self.problems: list[tuple[int, int, str]] = []
+
+    def problem(self, where: Path_, message: str, column_offset: int = 0) -> None:
+        line, col = self.doc.where(where)
+        self.problems.append((line, col + column_offset, message))
+
+    def key_problem(self, where: Path_, message: str) -> None:
+        self.problem((*where, "__key__") if (*where, "__key__") in self.doc.positions else where, message)
+
+    def formatted(self) -> list[str]:
+        return [f"{self.path}:{line}:{col}: {msg}" for line, col, msg in sorted(self.problems)]
+
+    # -- fields -------------------------------------------------------------------------
+    def unknown_keys(self, data: Mapping[str, Any], allowed: tuple[str, ...], where: Path_, what: str) -> None:
+        for key in data:
+            if key not in allowed:
+                self.key_problem((*where, key), f"unknown field {key!r} in {what}{_suggest(key, allowed)}; "
+                                 f"allowed: {', '.join(allowed)}")
+
+    def text(self, data: Mapping[str, Any], key: str, where: Path_, what: str, required: bool = True) -> str:
+        value = data.get(key)
+        if value is None:
+            if required:
+                self.problem(where, f"{what} needs '{key}'")
+            return ""
+        if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+            self.problem((*where, key), f"'{key}' must be text, not {type(value).__name__}")
+            return ""
+        return str(value)
+
+    def template(self, value: Any, where: Path_) -> Template | None:
+        if value is None:
+            return None
+        if not isinstance(value, str):
+            value = str(value)
+        try:
+            return parse_template(value)
+        except ExpressionError as exc:
+            self.problem(where, f"bad template: {exc}", exc.column)
+            return None
+
+    def expression(self, value: Any, where: Path_) -> Expression | None:
+        if not isinstance(value, (str, bool)):
+            self.problem(where, "a condition must be an expression string, e.g. \"answers.has_trace == true\"")
+            return None
+        try:
+            return parse(str(value) if not isinstance(value, bool) else str(value))
+        except ExpressionError as exc:
+            self.problem(where, f"bad condition {str(value)!r}: {exc}", exc.column)
+            return None
+
+
+def _steps(c: _Checker, data: Any) -> tuple[Step, ...]:
+    if data is None:
+        return ()
+    if not isinstance(data, list):
+        c.problem(("steps",), "'steps' must be a list of {id, title, explain}")
+        return ()
+    steps: list[Step] = []
+    seen: set[str] = set()
+    for i, raw in enumerate(data):
+        where: Path_ = ("steps", i)
+        if not isinstance(raw, dict):
+            c.problem(where, "each step must be a mapping with id and title")
+            continue
+        c.unknown_keys(raw, ("id", "title", "explain"), where, "a step")
+        sid = c.text(raw, "id", where, "a step")
+        if sid in seen:
+            c.problem((*where, "id"), f"duplicate step id {sid!r}")
+        seen.add(sid)
+        steps.append(Step(sid, c.text(raw, "title", where, f"step {sid!r}"), c.text(raw, "explain", where, "", False)))
+    return tuple(steps)
+
+
+def _choices(c: _Checker, raw: Any, where: Path_) -> tuple[Choice, ...]:
+    if not isinstance(raw, list) or not raw:
+        c.problem(where, "a select question needs 'choices': a list of {value, label}")
+        return ()
+    out: list[Choice] = []
+    for i, item in enumerate(raw):
+        if isinstance(item, dict):
+            c.unknown_keys(item, ("value", "label"), (*where, i), "a choice")
+            if "value" not in item:
+                c.problem((*where, i), "a choice needs 'value'")
+                continue
+            out.append(Choice(item["value"], str(item.get("label", item["value"]))))
+        elif isinstance(item, (str, int, float, bool)):
+            out.append(Choice(item, str(item)))
+        else:
+            c.problem((*where, i), "a choice is a value or {value, label}")
+    values = [ch.value for ch in out]
+    for v in values:
+        if values.count(v) > 1:
+            c.problem(where, f"duplicate choice value {v!r}")
+            break
+    return tuple(out)
+
+
+def _validation(c: _Checker, raw: Any, where: Path_, qtype: str) -> Validation:
+    if raw is None:
+        return Validation()
+    if not isinstance(raw, dict):
+        c.problem(where, "'validate' must be a mapping (pattern, min, max, exists)")
+        return Validation()
+    c.unknown_keys(raw, ("pattern", "min", "max", "exists"), where, "'validate'")
+    pattern = raw.get("pattern")
+    if pattern is not None:
+        try:
+            re.compile(str(pattern))
+        except re.error as exc:
+            c.problem((*where, "pattern"), f"bad regular expression: {exc}")
+    for bound in ("min", "max"):
+        if bound in raw and (not isinstance(raw[bound], (int, float)) or isinstance(raw[bound], bool)):
+            c.problem((*where, bound), f"'{bound}' must be a number")
+    if ("min" in raw or "max" in raw) and qtype != "number":
+        c.problem(where, "'min'/'max' apply only to number questions")
+    if raw.get("exists") and qtype != "path":
+        c.problem((*where, "exists"), "'exists' applies only to path questions")
+    return Validation(
+        str(pattern) if pattern is not None else None,
+        raw.get("min") if isinstance(raw.get("min"), (int, float)) else None,
+        raw.get("max") if isinstance(raw.get("max"), (int, float)) else None,
+        bool(raw.get("exists", False)),
+    )
+
+
+def _question(c: _Checker, raw: dict[str, Any], base: dict[str, Any], where: Path_) -> QuestionNode:
+    qtype = raw.get("type", "text")
+    if qtype not in QUESTION_TYPES:
+        c.problem((*where, "type"), f"unknown question type {qtype!r}{_suggest(qtype, QUESTION_TYPES)}; "
+                  f"choose from {', '.join(QUESTION_TYPES)}")
+        qtype = "text"
+    node = QuestionNode(**base, type=qtype)
+    node.prompt = c.template(c.text(raw, "prompt", where, f"question {base['id']!r}"), (*where, "prompt"))
+    node.help = c.text(raw, "help", where, "", False)
+    if qtype == "select":
+        node.choices = _choices(c, raw.get("choices"), (*where, "choices"))
+    elif "choices" in raw:
+        c.problem((*where, "choices"), "'choices' applies only to select questions")
+    node.validation = _validation(c, raw.get("validate"), (*where, "validate"), qtype)
+    node.default = raw.get("default")
+    if node.default is not None:
+        from wizard.engine.answers import AnswerInvalid, coerce_answer
+
+        try:
+            node.default = coerce_answer(node, node.default, check_exists=False)
+        except AnswerInvalid as exc:
+            c.problem((*where, "default"), f"bad default: {exc}")
+    nxt = raw.get("next")
+    if isinstance(nxt, dict):
+        if qtype == "confirm":  # yes/no/on/off keys all mean the boolean answer
+            nxt = {(coerce_bool_key(k)): v for k, v in nxt.items()}
+        node.next_by_value = {k: str(v) for k, v in nxt.items()}
+        node.next = node.next_by_value.get("*")
+    elif nxt is not None:
+        node.next = str(nxt)
+    return node
+
+
+def coerce_bool_key(key: Any) -> Any:
+    text = str(key).lower()
+    if text in ("true", "yes", "y", "on"):
+        return True
+    if text in ("false", "no", "n", "off"):
+        return False
+    return key
+
+
+def _probe(c: _Checker, raw: dict[str, Any], base: dict[str, Any], where: Path_) -> ProbeNode:
+    node = ProbeNode(**base)
+    node.probe = c.text(raw, "probe", where, f"probe node {base['id']!r}")
+    spec = c.probes.get(node.probe)
+    if node.probe and spec is None:
+        c.problem((*where, "probe"), f"unknown probe {node.probe!r}{_suggest(node.probe, list(c.probes))}; "
+                  f"registered: {', '.join(sorted(c.probes))}")
+    params = raw.get("params") or {}
+    if not isinstance(params, dict):
+        c.problem((*where, "params"), "'params' must be a mapping of parameter name to value")
+        params = {}
+    for name, value in params.items():
+        pwhere = (*where, "params", name)
+        pspec = spec.param(name) if spec else None
+        if spec is not None and pspec is None:
+            c.key_problem(pwhere, f"probe {node.probe!r} has no parameter {name!r}"
+                          f"{_suggest(name, [p.name for p in spec.params])}; it takes: "
+                          f"{', '.join(p.name for p in spec.params) or 'none'}")
+        if isinstance(value, str) and "{{" in value:
+            node.params[name] = c.template(value, pwhere)
+        else:
+            if pspec is not None and not PARAM_TYPES[pspec.type](value):
+                c.problem(pwhere, f"parameter {name!r} of probe {node.probe!r} must be {pspec.type}, "
+                          f"not {type(value).__name__} ({value!r})")
+            node.params[name] = value
+    if spec is not None:
+        for pspec in spec.params:
+            if pspec.required and pspec.name not in params:
+                c.problem(where, f"probe {node.probe!r} needs parameter {pspec.name!r} ({pspec.help})")
+    timeout = raw.get("timeout", 600)
+    if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
+        c.problem((*where, "timeout"), f"'timeout' must be a positive number of seconds, not {timeout!r}")
+    else:
+        node.timeout = float(timeout)
+    on = raw.get("on") or {}
+    if not isinstance(on, dict):
+        c.problem((*where, "on"), f"'on' maps outcomes ({', '.join(OUTCOMES)}) to node ids")
+        on = {}
+    for outcome, target in on.items():
+        if outcome not in OUTCOMES:
+            c.key_problem((*where, "on", outcome), f"unknown outcome {outcome!r}{_suggest(outcome, OUTCOMES)}; "
+                          f"outcomes are {', '.join(OUTCOMES)}")
+        node.on[str(outcome)] = str(target)
+    if raw.get("next") is not None:
+        node.next = str(raw["next"])
+    return node
+
+
+def _decision(c: _Checker, raw: dict[str, Any], base: dict[str, Any], where: Path_) -> DecisionNode:
+    node = DecisionNode(**base)
+    branches = raw.get("branches")
+    if not isinstance(branches, list) or not branches:
+        c.problem(where, f"decision {base['id']!r} needs 'branches': a list of {{when, goto}}")
+        branches = []
+    out: list[Branch] = []
+    for i, b in enumerate(branches):
+        bwhere = (*where, "branches", i)
+        if not isinstance(b, dict) or "when" not in b or "goto" not in b:
+            c.problem(bwhere, "each branch needs 'when' (a condition) and 'goto' (a node id)")
+            continue
+        c.unknown_keys(b, ("when", "goto"), bwhere, "a branch")
+        expr = c.expression(b["when"], (*bwhere, "when"))
+        if expr is not None:
+            out.append(Branch(expr, str(b["goto"])))
+    node.branches = tuple(out)
+    if raw.get("default") is not None:
+        node.default = str(raw["default"])
+    return node
+
+
+def _conclusion(c: _Checker, raw: dict[str, Any], base: dict[str, Any], where: Path_) -> ConclusionNode:
+    node = ConclusionNode(**base)
+    node.diagnosis = c.text(raw, "diagnosis", where, f"conclusion {base['id']!r}")
+    severity = raw.get("severity", "info")
+    if severity not in SEVERITIES:
+        c.problem((*where, "severity"), f"unknown severity {severity!r}{_suggest(str(severity), SEVERITIES)}; "
+                  f"choose from {', '.join(SEVERITIES)}")
+    else:
+        node.severity = severity
+    node.summary = c.template(c.text(raw, "summary", where, f"conclusion {base['id']!r}"), (*where, "summary"))
+
+    def texts(key: str) -> tuple[Template, ...]:
+        items = raw.get(key) or []
+        if isinstance(items, str):
+            items = [items]
+        if not isinstance(items, list):
+            c.problem((*where, key), f"'{key}' must be a list of texts")
+            return ()
+        return tuple(t for i, item in enumerate(items) if (t := c.template(item, (*where, key, i))) is not None)
+
+    node.evidence = texts("evidence")
+    node.fix = texts("fix")
+    links = raw.get("links") or []
+    node.links = tuple(str(x) for x in links) if isinstance(links, list) else ()
+    return node
+
+
+_BUILDERS = {"question": _question, "probe": _probe, "decision": _decision, "conclusion": _conclusion}
+
+
+def _check_references(c: _Checker, nodes: dict[str, Node], node_where: dict[str, Path_]) -> None:
+    """Every answers./facts./status. reference must name a real question, probe node and fact."""
+    for node_id, node in nodes.items():
+        where = node_where[node_id]
+        for ref, at in _references(node):
+            target = nodes.get(ref.node)
+            if ref.root == "answers":
+                if not isinstance(target, QuestionNode):
+                    qs = [n for n, v in nodes.items() if isinstance(v, QuestionNode)]
+                    c.problem((*where, *at), f"'answers.{ref.node}' names no question{_suggest(ref.node, qs)}")
+            else:
+                if not isinstance(target, ProbeNode):
+                    ps = [n for n, v in nodes.items() if isinstance(v, ProbeNode)]
+                    c.problem((*where, *at), f"'{ref.root}.{ref.node}' names no probe node{_suggest(ref.node, ps)}")
+                elif ref.root == "facts" and ref.fact is not None:
+                    spec = c.probes.get(target.probe)
+                    if spec is not None and spec.fact(ref.fact) is None:
+                        c.problem((*where, *at), f"probe {target.probe!r} (node {ref.node!r}) has no fact "
+                                  f"{ref.fact!r}{_suggest(ref.fact, [f.name for f in spec.facts])}; its facts: "
+                                  f"{', '.join(f.name for f in spec.facts)}")
+
+
+def _references(node: Node) -> list[tuple[Reference, Path_]]:
+    out: list[tuple[Reference, Path_]] = []
+    if isinstance(node, QuestionNode) and node.prompt is not None:
+        out += [(r, ("prompt",)) for r in node.prompt.references]
+    if isinstance(node, ProbeNode):
+        for name, value in node.params.items():
+            if isinstance(value, Template):
+                out += [(r, ("params", name)) for r in value.references]
+    if isinstance(node, DecisionNode):
+        for i, b in enumerate(node.branches):
+            out += [(r, ("branches", i, "when")) for r in b.when.references]
+    if isinstance(node, ConclusionNode):
+        if node.summary is not None:
+            out += [(r, ("summary",)) for r in node.summary.references]
+        for key, items in (("evidence", node.evidence), ("fix", node.fix)):
+            for i, t in enumerate(items):
+                out += [(r, (key, i)) for r in t.references]
+    return out
+
+
+def _check_graph(c: _Checker, pb_start: str, nodes: dict[str, Node], node_where: dict[str, Path_]) -> None:
+    ids = list(nodes)
+    edges: dict[str, list[str]] = {}
+    for node_id, node in nodes.items():
+        where = node_where[node_id]
+        targets: list[tuple[str, Path_]] = []
+        if isinstance(node, QuestionNode):
+            targets += [(t, ("next", k)) for k, t in node.next_by_value.items()]
+            if node.next and "*" not in node.next_by_value:
+                targets.append((node.next, ("next",)))
+            if node.next_by_value and node.next is None:
+                values = [ch.value for ch in node.choices] if node.type == "select" else ([True, False] if node.type == "confirm" else [])
+                missing = [v for v in values if node.target(v) is None]
+                if missing or node.type not in ("select", "confirm"):
+                    c.problem((*where, "next"), f"dead end: no 'next' for answer(s) {', '.join(map(repr, missing)) or '(any other)'}; "
+                              "add them or a '*' fallback")
+            elif node.next is None:
+                c.problem(where, f"dead end: question {node_id!r} has no 'next'")
+        elif isinstance(node, ProbeNode):
+            targets += [(t, ("on", k)) for k, t in node.on.items()]
+            if node.next:
+                targets.append((node.next, ("next",)))
+            else:
+                unhandled = [o for o in OUTCOMES if o not in node.on]
+                if unhandled:
+                    c.problem(where, f"dead end: probe node {node_id!r} handles no outcome {', '.join(unhandled)}; "
+                              "map them under 'on' or give a 'next' for the rest")
+        elif isinstance(node, DecisionNode):
+            targets += [(b.goto, ("branches", i, "goto")) for i, b in enumerate(node.branches)]
+            if node.default:
+                targets.append((node.default, ("default",)))
+            else:
+                c.problem(where, f"dead end: decision {node_id!r} has no 'default' for when no branch matches")
+        for target, at in targets:
+            if target not in nodes:
+                c.problem((*where, *at), f"unknown node {target!r}{_suggest(target, ids)}")
+        edges[node_id] = [t for t, _ in targets if t in nodes]
+
+    if pb_start not in nodes:
+        return
+    seen = {pb_start}
+    stack = [pb_start]
+    while stack:
+        for t in edges.get(stack.pop(), []):
+            if t not in seen:
+                seen.add(t)
+                stack.append(t)
+    for node_id in ids:
+        if node_id not in seen:
+            c.problem(node_where[node_id], f"node {node_id!r} is unreachable from the start node {pb_start!r}")
+
+    # Cycles with no way out: strongly connected components that reach no conclusion.
+    can_finish = {n for n, v in nodes.items() if isinstance(v, ConclusionNode)}
+    changed = True
+    while changed:
+        changed = False
+        for n, targets in edges.items():
+            if n not in can_finish and any(t in can_finish for t in targets):
+                can_finish.add(n)
+                changed = True
+    for n in ids:
+        if n in seen and n not in can_finish and edges.get(n):
+            c.problem(node_where[n], f"cycle with no way out: from {n!r} no path leads to a conclusion")
+
+
+def load_playbook_text(text: str, path: str, probes: Mapping[str, ProbeInfo]) -> Playbook:
+    """Parse and validate; raise PlaybookError listing every problem."""
+    try:
+        located = load_located(text)
+    except YamlSyntaxError as exc:
+        raise PlaybookError([f"{path}:{exc.line}:{exc.column}: {exc}"]) from None
+    c = _Checker(path, located, probes)
+    for parent, key, line, col in located.duplicates:
+        c.problems.append((line, col, f"duplicate key {key!r}" + (f" in {'/'.join(map(str, parent))}" if parent else "")))
+    data = located.data
+    if not isinstance(data, dict):
+        raise PlaybookError([f"{path}:1:1: a playbook is a mapping with id, title, version, steps and nodes"])
+    c.unknown_keys(data, TOP_KEYS, (), "the playbook")
+    pid = c.text(data, "id", (), "the playbook")
+    if pid and not re.match(r"^[a-z0-9][a-z0-9_-]*$", pid):
+        c.problem(("id",), f"playbook id {pid!r} must be lower-case letters, digits, '-' or '_'")
+    title = c.text(data, "title", (), "the playbook")
+    version = c.text(data, "version", (), "the playbook")
+    description = c.text(data, "description", (), "the playbook", False)
+    steps = _steps(c, data.get("steps"))
+    step_ids = [s.id for s in steps]
+    raw_nodes = data.get("nodes")
+    nodes: dict[str, Node] = {}
+    node_where: dict[str, Path_] = {}
+    if not isinstance(raw_nodes, list) or not raw_nodes:
+        c.problem(("nodes",) if "nodes" in data else (), "the playbook needs 'nodes': a list of question, probe, decision and conclusion nodes")
+        raw_nodes = []
+    for i, raw in enumerate(raw_nodes):
+        where: Path_ = ("nodes", i)
+        if not isinstance(raw, dict):
+            c.problem(where, "each node must be a mapping with id and kind")
+            continue
+        node_id = c.text(raw, "id", where, "a node")
+        if not node_id:
+            continue
+        if not ID_PATTERN.match(node_id):
+            c.problem((*where, "id"), f"node id {node_id!r} must be snake_case (a-z, 0-9, _), so conditions can name it")
+        if node_id in nodes:
+            c.problem((*where, "id"), f"duplicate node id {node_id!r} (first at line {c.doc.where(node_where[node_id])[0]})")
+            continue
+        kind = raw.get("kind")
+        if kind not in KIND_KEYS:
+            c.problem((*where, "kind") if "kind" in raw else where,
+                      f"unknown node kind {kind!r}{_suggest(str(kind), list(KIND_KEYS))}; kinds: {', '.join(KIND_KEYS)}")
+            continue
+        c.unknown_keys(raw, COMMON_KEYS + KIND_KEYS[kind], where, f"a {kind} node")
+        step = raw.get("step")
+        if step is not None and str(step) not in step_ids:
+            c.problem((*where, "step"), f"unknown step {step!r}{_suggest(str(step), step_ids)}; steps: {', '.join(step_ids) or 'none'}")
+        base = {"id": node_id, "kind": kind, "step": str(step) if step is not None else None,
+                "explain": str(raw.get("explain", "") or ""), "line": c.doc.where(where)[0]}
+        nodes[node_id] = _BUILDERS[kind](c, raw, base, where)
+        node_where[node_id] = where
+    start = str(data.get("start") or (next(iter(nodes)) if nodes else ""))
+    if data.get("start") is not None and start not in nodes:
+        c.problem(("start",), f"unknown start node {start!r}{_suggest(start, list(nodes))}")
+    _check_references(c, nodes, node_where)
+    _check_graph(c, start, nodes, node_where)
+    if c.problems:
+        raise PlaybookError(c.formatted())
+    return Playbook(pid, title, description, version, steps, nodes, start, path)
+
+
+def load_playbook(path: str | Path, probes: Mapping[str, ProbeInfo]) -> Playbook:
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise PlaybookError([f"{p}: no such file"]) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PlaybookError([f"{p}: cannot read ({exc})"]) from None
+    return load_playbook_text(text, str(p), probes)

@@ -1,0 +1,80 @@
+"""YAML with positions: plain data plus the line and column of every value.
+
+Built on PyYAML's safe composer and safe constructor (the same machinery as
+``yaml.safe_load``), so no tag can construct an arbitrary object; keeping the node
+marks is what lets every problem be reported as ``file:line:column``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+Path_ = tuple[str | int, ...]
+
+
+@dataclass
+class Located:
+    """The document as plain data, and where each path in it was written (1-based)."""
+
+    data: Any
+    positions: dict[Path_, tuple[int, int]] = field(default_factory=dict)
+    duplicates: list[tuple[Path_, str, int, int]] = field(default_factory=list)
+
+    def where(self, path: Path_) -> tuple[int, int]:
+        while path not in self.positions and path:
+            path = path[:-1]
+        return self.positions.get(path, (1, 1))
+
+
+class YamlSyntaxError(Exception):
+    def __init__(self, message: str, line: int, column: int) -> None:
+        super().__init__(message)
+        self.line = line
+        self.column = column
+
+
+def load_located(text: str) -> Located:
+    """Parse one YAML document safely, keeping positions."""
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        raise YamlSyntaxError(f"YAML syntax error: {exc.problem or exc.context}", line, col) from None
+    except yaml.YAMLError as exc:
+        raise YamlSyntaxError(f"YAML error: {exc}", 1, 1) from None
+    located = Located(None)
+    if root is None:
+        return located
+    constructor = yaml.constructor.SafeConstructor()
+
+    def walk(node: yaml.Node, path: Path_) -> Any:
+        located.positions[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
+        if isinstance(node, yaml.MappingNode):
+            out: dict[Any, Any] = {}
+            for key_node, value_node in node.value:
+                key = constructor.construct_object(key_node, deep=True)
+                if isinstance(key, bool) and str(key_node.value).lower() in ("on", "off"):
+                    key = str(key_node.value).lower()  # YAML 1.1 reads `on:` as true; playbooks mean the word
+                if not isinstance(key, (str, int, float, bool)) and key is not None:
+                    key = str(key)
+                if key in out:
+                    located.duplicates.append(
+                        (path, str(key), key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+                    )
+                child = (*path, key if isinstance(key, (str, int)) else str(key))
+                out[key] = walk(value_node, child)
+                located.positions[(*child, "__key__")] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+            return out
+        if isinstance(node, yaml.SequenceNode):
+            return [walk(item, (*path, i)) for i, item in enumerate(node.value)]
+        try:
+            return constructor.construct_object(node, deep=True)
+        except yaml.constructor.ConstructorError as exc:
+            raise YamlSyntaxError(f"YAML error: {exc.problem}", node.start_mark.line + 1, node.start_mark.column + 1) from None
+
+    located.data = walk(root, ())
+    return located

@@ -1,0 +1,99 @@
+"""What a probe is: a registered name, typed parameters, typed facts, and a run method.
+
+A playbook can only name probes that are registered here; its parameters and the facts
+its conditions read are checked against these declarations when the playbook loads.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from wizard.environment import Environment
+
+
+class Status(str, enum.Enum):
+    PASS = "pass"
+    WARN = "warn"
+    FAIL = "fail"
+    SKIP = "skip"
+    ERROR = "error"
+
+
+OUTCOMES = tuple(s.value for s in Status)
+
+PARAM_TYPES: dict[str, Callable[[Any], bool]] = {
+    "str": lambda v: isinstance(v, str),
+    "path": lambda v: isinstance(v, str),
+    "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "float": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    "bool": lambda v: isinstance(v, bool),
+    "list[str]": lambda v: isinstance(v, list) and all(isinstance(i, str) for i in v),
+    "paths": lambda v: isinstance(v, str) or (isinstance(v, list) and all(isinstance(i, str) for i in v)),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ParamSpec:
+    name: str
+    type: str
+    help: str
+    required: bool = False
+    default: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class FactSpec:
+    name: str
+    type: str
+    help: str
+
+
+@dataclass(slots=True)
+class ProbeResult:
+    """What one probe run found. ``facts`` are what playbook conditions read."""
+
+    status: Status
+    summary: str
+    facts: dict[str, Any] = field(default_factory=dict)
+    evidence: list[str] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    duration_s: float = 0.0
+
+
+class Probe(Protocol):
+    name: str
+    summary: str
+    params: tuple[ParamSpec, ...]
+    facts: tuple[FactSpec, ...]
+
+    def run(self, env: Environment, params: Mapping[str, Any]) -> ProbeResult: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeInfo:
+    """A probe's declaration only: what the loader checks playbooks against."""
+
+    name: str
+    summary: str
+    params: tuple[ParamSpec, ...]
+    facts: tuple[FactSpec, ...]
+
+    def param(self, name: str) -> ParamSpec | None:
+        return next((p for p in self.params if p.name == name), None)
+
+    def fact(self, name: str) -> FactSpec | None:
+        return next((f for f in self.facts if f.name == name), None)
+
+
+def info(probe: Probe) -> ProbeInfo:
+    return ProbeInfo(probe.name, probe.summary, probe.params, probe.facts)
+
+
+def ensure_dir(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    return path

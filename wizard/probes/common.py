@@ -1,0 +1,81 @@
+"""Shared by the probes that run the workload: the harness call and its parsed result."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from wizard.environment import Environment
+from wizard.probes.base import ProbeResult, Status
+from wizard.runner import CommandResult
+
+HARNESS = Path(__file__).with_name("harness.py")
+MARK = "WARPWIZARD_RESULT "
+
+
+@dataclass(slots=True)
+class HarnessRun:
+    command: CommandResult
+    result: dict[str, Any] | None
+
+    @property
+    def output(self) -> str:
+        """The workload's own output, without the harness's result line."""
+        return "\n".join(line for line in self.command.output.splitlines() if not line.startswith(MARK))
+
+
+def parse_result(output: str) -> dict[str, Any] | None:
+    for line in reversed(output.splitlines()):
+        if line.startswith(MARK):
+            try:
+                data = json.loads(line[len(MARK):])
+            except json.JSONDecodeError:
+                return None
+            return data if isinstance(data, dict) else None
+    return None
+
+
+def run_harness(env: Environment, mode: str, args: list[str], *, timeout: float, log_name: str,
+                extra_env: dict[str, str] | None = None, python: str | None = None) -> HarnessRun:
+    argv = [python or env.python, str(HARNESS), mode, *args]
+    result = env.runner.run(argv, timeout=timeout, env=env.child_env(**(extra_env or {})),
+                            log_path=env.report_dir / "logs" / f"{log_name}.log")
+    return HarnessRun(result, parse_result(result.output))
+
+
+def workload_argv(env: Environment, params: dict[str, Any]) -> list[str] | None:
+    """The workload as harness arguments: the script and its arguments."""
+    text = params.get("workload")
+    workload = env.workload
+    if isinstance(text, str) and text.strip():
+        from wizard.environment import Workload
+
+        workload = Workload.parse(text, env.python)
+    if workload is None:
+        return None
+    argv = list(workload.argv)
+    if argv and argv[0] == env.python:
+        argv = argv[1:]
+    return argv
+
+
+def no_workload(name: str) -> ProbeResult:
+    return ProbeResult(Status.SKIP, f"{name}: no workload given (run with --workload \"python train.py --steps 3\")",
+                       facts={"reason": "no workload"})
+
+
+def harness_failure(name: str, run: HarnessRun) -> ProbeResult | None:
+    """A result for a harness that did not report, or None when it did."""
+    if run.command.timed_out:
+        return ProbeResult(Status.ERROR, f"{name}: the workload ran past its timeout "
+                           f"({run.command.duration_s:.0f} s) and was killed with its children",
+                           facts={"timed_out": True}, files=[run.command.log_path or ""])
+    if run.result is None:
+        tail = run.output.strip().splitlines()[-3:]
+        return ProbeResult(Status.ERROR, f"{name}: the harness did not report (exit {run.command.returncode}): "
+                           + " | ".join(tail), facts={"timed_out": False}, files=[run.command.log_path or ""])
+    if run.result.get("error"):
+        return ProbeResult(Status.SKIP, f"{name}: {run.result['error']}", facts={"reason": run.result["error"]})
+    return None

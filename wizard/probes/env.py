@@ -1,0 +1,143 @@
+"""``env``: what software and hardware this machine has, like torch.utils.collect_env.
+
+A missing piece is "could not collect", never a failure: no driver, no NVML, a CPU-only
+torch are facts for the playbook to branch on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from wizard.environment import Environment
+from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status
+from wizard.probes.common import run_harness
+
+PROFILER_TOOLS = ("ncu", "nsys", "compute-sanitizer")
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def collect_nvml(env: Environment) -> dict[str, Any]:
+    """Driver and per-GPU facts through NVML; 'could not collect: why' where it fails."""
+    try:
+        nvml = env.nvml_loader()
+    except ImportError as exc:
+        return {"status": f"could not collect: nvidia-ml-py is not installed ({exc})", "gpus": []}
+    try:
+        nvml.nvmlInit()
+    except Exception as exc:  # noqa: BLE001 - NVMLError subclasses vary by binding version
+        return {"status": f"could not collect: {type(exc).__name__}: {exc}", "gpus": []}
+    out: dict[str, Any] = {"status": "ok", "gpus": []}
+    try:
+        for key, call in (("driver_version", "nvmlSystemGetDriverVersion"),
+                          ("cuda_driver_version", "nvmlSystemGetCudaDriverVersion")):
+            try:
+                out[key] = _text(getattr(nvml, call)())
+            except Exception as exc:  # noqa: BLE001
+                out[key] = f"could not collect: {exc}"
+        count = int(nvml.nvmlDeviceGetCount())
+        for i in range(count):
+            handle = nvml.nvmlDeviceGetHandleByIndex(i)
+            gpu: dict[str, Any] = {"index": i}
+
+            def grab(key: str, fn: str, *args: Any, _gpu: dict[str, Any] = gpu, _h: Any = handle) -> None:
+                try:
+                    _gpu[key] = getattr(nvml, fn)(_h, *args)
+                except Exception as exc:  # noqa: BLE001 - NotSupported / NoPermission / FunctionNotFound
+                    _gpu[key] = f"could not collect: {type(exc).__name__}"
+
+            grab("name", "nvmlDeviceGetName")
+            grab("uuid", "nvmlDeviceGetUUID")
+            grab("compute_capability", "nvmlDeviceGetCudaComputeCapability")
+            grab("memory", "nvmlDeviceGetMemoryInfo")
+            grab("mig_mode", "nvmlDeviceGetMigMode")
+            grab("retired_pages", "nvmlDeviceGetRetiredPages", 1)
+            grab("sm_clock_mhz", "nvmlDeviceGetClockInfo", 1)
+            for key in ("name", "uuid"):
+                if isinstance(gpu.get(key), bytes):
+                    gpu[key] = _text(gpu[key])
+            if isinstance(gpu.get("compute_capability"), tuple):
+                major, minor = gpu["compute_capability"]
+                gpu["compute_capability"] = f"{major}.{minor}"
+            mem = gpu.get("memory")
+            if hasattr(mem, "total"):
+                gpu["memory"] = {"total": int(mem.total), "used": int(mem.used)}
+            mig = gpu.get("mig_mode")
+            if isinstance(mig, (list, tuple)):
+                gpu["mig_mode"] = {"current": int(mig[0]), "pending": int(mig[1])}
+            if isinstance(gpu.get("retired_pages"), (list, tuple)):
+                gpu["retired_pages"] = len(gpu["retired_pages"])
+            out["gpus"].append(gpu)
+    finally:
+        try:
+            nvml.nvmlShutdown()
+        except Exception:  # noqa: BLE001
+            pass
+    return out
+
+
+class EnvProbe:
+    name = "env"
+    summary = "Versions (torch, CUDA, cuDNN, driver, Kineto), GPUs via NVML, and which profilers exist"
+    params = (ParamSpec("python", "path", "interpreter to ask (default: --python)", default=None),)
+    facts = (
+        FactSpec("torch_version", "str", "torch.__version__ in the target interpreter"),
+        FactSpec("cuda_version", "str", "CUDA version torch was built with (None: CPU build)"),
+        FactSpec("cuda_available", "bool", "torch.cuda.is_available()"),
+        FactSpec("gpu_count", "int", "GPUs torch can see"),
+        FactSpec("gpus", "list", "per GPU: name, compute capability, SM count, memory"),
+        FactSpec("gpu_names", "list", "GPU names"),
+        FactSpec("driver_version", "str", "NVIDIA driver version via NVML"),
+        FactSpec("nvml", "str", "'ok' or 'could not collect: why'"),
+        FactSpec("kineto_available", "bool", "torch.profiler.kineto_available()"),
+        FactSpec("cudnn_version", "int", "cuDNN version"),
+        FactSpec("profilers", "list", "profilers found: torch.profiler, legacy, ncu, nsys, compute-sanitizer"),
+        FactSpec("mig", "bool", "whether any GPU is in MIG mode"),
+    )
+
+    def run(self, env: Environment, params: Mapping[str, Any]) -> ProbeResult:
+        python = params.get("python") or env.python
+        run = run_harness(env, "env", [], timeout=float(params.get("_timeout", 120)), log_name="env", python=python)
+        torch_info = run.result or {}
+        facts: dict[str, Any] = {
+            "torch_version": torch_info.get("torch_version", "could not collect"),
+            "cuda_version": torch_info.get("cuda_version"),
+            "cuda_available": bool(torch_info.get("cuda_available", False)),
+            "gpu_count": len(torch_info.get("devices") or []),
+            "kineto_available": torch_info.get("kineto_available"),
+            "cudnn_version": torch_info.get("cudnn_version"),
+        }
+        if run.result is None or torch_info.get("error"):
+            facts["torch_version"] = f"could not collect: {torch_info.get('error') or 'the interpreter did not answer'}"
+        nvml = collect_nvml(env)
+        gpus = torch_info.get("devices") or []
+        if not gpus:
+            gpus = [{"index": g["index"], "name": g.get("name"), "compute_capability": g.get("compute_capability")}
+                    for g in nvml["gpus"]]
+        facts["gpus"] = gpus
+        facts["gpu_names"] = [str(g.get("name")) for g in gpus]
+        facts["driver_version"] = nvml.get("driver_version", nvml["status"])
+        facts["nvml"] = nvml["status"]
+        facts["nvml_gpus"] = nvml["gpus"]
+        facts["mig"] = any(isinstance(g.get("mig_mode"), dict) and g["mig_mode"].get("current") for g in nvml["gpus"])
+        profilers = []
+        if facts["kineto_available"]:
+            profilers.append("torch.profiler")
+        if not str(facts["torch_version"]).startswith("could not"):
+            profilers.append("legacy")
+        profilers += [tool for tool in PROFILER_TOOLS if env.which(tool)]
+        facts["profilers"] = profilers
+        evidence = [
+            f"torch {facts['torch_version']} (CUDA {facts['cuda_version'] or 'none: CPU build'}), "
+            f"cuda available: {facts['cuda_available']}",
+            f"NVML: {facts['nvml']}; driver {facts['driver_version']}",
+            f"GPUs: {', '.join(facts['gpu_names']) or 'none'}",
+            f"profilers: {', '.join(profilers) or 'none'}",
+        ]
+        status = Status.PASS if facts["cuda_available"] else Status.WARN
+        summary = ("GPU environment collected" if facts["cuda_available"]
+                   else "no usable CUDA device here: GPU probes will skip (trace analysis still works)")
+        return ProbeResult(status, summary, facts=facts, evidence=evidence, files=[run.command.log_path or ""])

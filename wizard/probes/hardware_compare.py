@@ -1,0 +1,75 @@
+"""``hardware.compare``: run the repro on each visible GPU and merge reports from other
+machines, to see whether the anomaly belongs to one GPU model, machine or driver.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from wizard.compare import MachineReport, compare, load_report
+from wizard.environment import Environment
+from wizard.errors import InputFileError
+from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status, ensure_dir
+from wizard.probes.common import parse_result, run_harness
+from wizard.probes.trace_inspect import inspection_facts
+from wizard.trace.inspect import inspect_paths
+
+
+class HardwareCompareProbe:
+    name = "hardware.compare"
+    summary = "Run the repro on every visible GPU and compare with reports from other machines"
+    params = (
+        ParamSpec("repro", "path", "repro script (default: the one op.isolate wrote)", default=None),
+        ParamSpec("reports", "list[str]", "JSON reports from other machines (default: --compare)", default=None),
+    )
+    facts = (
+        FactSpec("gpus_tested", "list", "local GPUs the repro ran on"),
+        FactSpec("reproduces_on", "list", "machines/GPUs that show impossible values"),
+        FactSpec("clean_on", "list", "machines/GPUs that do not"),
+        FactSpec("hardware_specific", "bool", "whether it depends on the GPU model, machine or driver"),
+        FactSpec("verdict", "str", "the comparison in words"),
+        FactSpec("machines", "int", "how many data points were compared"),
+    )
+
+    def run(self, env: Environment, params: Mapping[str, Any]) -> ProbeResult:
+        reports: list[MachineReport] = []
+        problems: list[str] = []
+        for path in params.get("reports") or env.compare_reports:
+            try:
+                reports.append(load_report(str(path)))
+            except InputFileError as exc:
+                problems.append(str(exc))
+        repro = params.get("repro") or str(env.report_dir / "op-isolate" / "repro.py")
+        tested: list[str] = []
+        info = run_harness(env, "env", [], timeout=120, log_name="hardware-env").result or {}
+        devices = info.get("devices") or []
+        host = socket.gethostname()
+        if devices and Path(repro).exists():
+            out_dir = ensure_dir(env.report_dir / "hardware")
+            for dev in devices:
+                trace = out_dir / f"gpu{dev['index']}-trace.json"
+                run = env.runner.run([env.python, repro, str(trace)], timeout=float(params.get("_timeout", 600)),
+                                     env=env.child_env(CUDA_VISIBLE_DEVICES=str(dev["index"])),
+                                     log_path=out_dir / f"gpu{dev['index']}.log")
+                if parse_result(run.output) is None or not trace.exists():
+                    problems.append(f"GPU {dev['index']}: the repro did not finish")
+                    continue
+                facts = inspection_facts(inspect_paths([str(trace)]))
+                tested.append(f"{dev['index']}: {dev['name']}")
+                reports.append(MachineReport(str(trace), f"{host} GPU {dev['index']}", [str(dev["name"])],
+                                             info.get("torch_version"), None, facts["mechanisms"], facts["impossible"]))
+        result = compare(reports)
+        facts_out = {"gpus_tested": tested, "reproduces_on": result.reproduces_on, "clean_on": result.clean_on,
+                     "hardware_specific": result.hardware_specific, "verdict": result.verdict,
+                     "machines": len(reports)}
+        evidence = [f"{m.key}: {'impossible values ' + ', '.join(m.mechanisms) if m.impossible else 'clean'}"
+                    for m in reports] + problems
+        if len(reports) < 2:
+            why = "no CUDA device here" if not devices else "fewer than two data points"
+            return ProbeResult(Status.SKIP, f"nothing to compare ({why}); pass reports from other machines with "
+                               "--compare REPORT.json", facts=facts_out, evidence=evidence)
+        status = Status.FAIL if result.hardware_specific else Status.PASS
+        return ProbeResult(status, result.verdict, facts=facts_out, evidence=evidence)

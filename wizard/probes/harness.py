@@ -1,0 +1,137 @@
+"""Runs inside the engineer's own interpreter (``--python``), so it imports nothing from
+warpwizard: probes execute this file by path. Each mode prints one JSON line prefixed
+with ``WARPWIZARD_RESULT `` that the probe parses; everything else is the workload's own
+output.
+
+Modes:
+  env                      torch / CUDA / cuDNN / Kineto versions and device properties
+  profile OUT -- ARGV...   run a script under torch.profiler, export a Chrome trace
+  legacy OUT -- ARGV...    run it under the legacy autograd profiler (no Kineto)
+  run -- ARGV...           run it plainly (CUDA_LAUNCH_BLOCKING is set by the caller)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import runpy
+import sys
+import traceback
+from typing import Any
+
+MARK = "WARPWIZARD_RESULT "
+
+
+def emit(data: dict[str, Any]) -> None:
+    sys.stdout.flush()
+    print(MARK + json.dumps(data, default=str), flush=True)
+
+
+def _torch() -> Any:
+    try:
+        import torch
+    except Exception as exc:  # noqa: BLE001 - any import failure means "no torch here"
+        emit({"ok": False, "error": f"cannot import torch: {exc}"})
+        sys.exit(3)
+    return torch
+
+
+def env_info() -> dict[str, Any]:
+    torch = _torch()
+    info: dict[str, Any] = {
+        "torch_version": torch.__version__,
+        "cuda_version": getattr(torch.version, "cuda", None),
+        "hip_version": getattr(torch.version, "hip", None),
+        "cuda_available": bool(torch.cuda.is_available()),
+        "python": sys.version.split()[0],
+        "executable": sys.executable,
+    }
+    try:
+        info["cudnn_version"] = torch.backends.cudnn.version()
+    except Exception:  # noqa: BLE001
+        info["cudnn_version"] = None
+    try:
+        info["kineto_available"] = bool(torch.profiler.kineto_available())
+    except Exception:  # noqa: BLE001
+        info["kineto_available"] = None
+    devices = []
+    if info["cuda_available"]:
+        for i in range(torch.cuda.device_count()):
+            p = torch.cuda.get_device_properties(i)
+            devices.append({
+                "index": i, "name": p.name, "compute_capability": f"{p.major}.{p.minor}",
+                "multi_processor_count": p.multi_processor_count,
+                "max_threads_per_multi_processor": getattr(p, "max_threads_per_multi_processor", None),
+                "regs_per_multiprocessor": getattr(p, "regs_per_multiprocessor", None),
+                "shared_memory_per_block_optin": getattr(p, "shared_memory_per_block_optin", None),
+                "total_memory": p.total_memory,
+            })
+    info["devices"] = devices
+    return info
+
+
+def _run_script(argv: list[str]) -> int:
+    """Run ``python SCRIPT ARGS`` or ``-m MODULE ARGS`` in this process; return its exit code."""
+    sys.argv = list(argv)
+    try:
+        if argv[0] == "-m":
+            sys.argv = argv[1:]
+            runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
+        else:
+            sys.path.insert(0, os.path.dirname(os.path.abspath(argv[0])))
+            runpy.run_path(argv[0], run_name="__main__")
+    except SystemExit as exc:
+        code = exc.code
+        return code if isinstance(code, int) else (0 if code is None else 1)
+    except BaseException:  # noqa: BLE001 - the workload's failure is data, not ours
+        traceback.print_exc()
+        return 1
+    return 0
+
+
+def profile(out: str, argv: list[str], legacy: bool) -> None:
+    torch = _torch()
+    cuda = bool(torch.cuda.is_available())
+    if legacy:
+        kwargs: dict[str, Any] = {"use_kineto": False}
+        if cuda:
+            kwargs["use_device"] = "cuda"
+        with torch.autograd.profiler.profile(**kwargs) as prof:
+            code = _run_script(argv)
+        table = prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=40)
+        with open(out, "w", encoding="utf-8") as fh:
+            fh.write(table)
+    else:
+        activities = [torch.profiler.ProfilerActivity.CPU]
+        if cuda:
+            activities.append(torch.profiler.ProfilerActivity.CUDA)
+        with torch.profiler.profile(activities=activities, record_shapes=True, with_stack=True) as prof:
+            code = _run_script(argv)
+        if cuda:
+            torch.cuda.synchronize()
+        prof.export_chrome_trace(out)
+    emit({"ok": code == 0, "exit_code": code, "output": out, "cuda_available": cuda,
+          "torch_version": torch.__version__, "profiler": "legacy" if legacy else "torch.profiler"})
+
+
+def main(args: list[str]) -> None:
+    if not args:
+        print(__doc__)
+        sys.exit(2)
+    mode = args[0]
+    rest = args[args.index("--") + 1:] if "--" in args else []
+    if mode == "env":
+        emit({"ok": True, **env_info()})
+    elif mode in ("profile", "legacy"):
+        profile(args[1], rest, legacy=mode == "legacy")
+    elif mode == "run":
+        code = _run_script(rest)
+        emit({"ok": code == 0, "exit_code": code})
+        sys.exit(code)
+    else:
+        print(f"unknown mode {mode!r}", file=sys.stderr)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

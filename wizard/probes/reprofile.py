@@ -1,0 +1,129 @@
+"""``profiler.reprofile``: run the workload again under torch.profiler, then under every
+other profiler or profiler version available, and say whether the anomaly follows the
+profiler or the kernel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from wizard.environment import Environment
+from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status, ensure_dir
+from wizard.probes.common import harness_failure, no_workload, run_harness, workload_argv
+from wizard.probes.external_profilers import ExternalKernel, read_nsys_sqlite
+from wizard.probes.trace_inspect import inspection_facts
+from wizard.trace.inspect import inspect_paths
+
+
+def _nsys(env: Environment, argv: list[str], out_dir: Path, timeout: float) -> tuple[list[ExternalKernel], str]:
+    nsys = env.which("nsys")
+    if nsys is None:
+        return [], "nsys not installed"
+    base = out_dir / "nsys-report"
+    from wizard.probes.common import HARNESS
+
+    cmd = [nsys, "profile", "--trace=cuda,nvtx", "--sample=none", "-f", "true", "-o", str(base),
+           "--export=sqlite", env.python, str(HARNESS), "run", "--", *argv]
+    result = env.runner.run(cmd, timeout=timeout, env=env.child_env(), log_path=out_dir / "nsys.log")
+    db = base.with_suffix(".sqlite")
+    if not db.exists():
+        return [], f"nsys ran (exit {result.returncode}) but wrote no SQLite export"
+    return read_nsys_sqlite(db), "ok"
+
+
+class ReprofileProbe:
+    name = "profiler.reprofile"
+    summary = "Re-run the workload under torch.profiler and every other available profiler; compare"
+    params = (
+        ParamSpec("workload", "str", "command to run (default: --workload)", default=None),
+        ParamSpec("other_python", "list[str]", "interpreters of other environments (other torch versions)", default=None),
+    )
+    facts = (
+        FactSpec("trace", "str", "the fresh torch.profiler trace"),
+        FactSpec("cuda_available", "bool", "whether the workload saw a CUDA device"),
+        FactSpec("reproduced", "bool", "whether the fresh trace shows impossible values again"),
+        FactSpec("mechanisms", "list", "mechanisms in the fresh trace"),
+        FactSpec("follows", "str", "profiler | kernel | not reproduced | unknown"),
+        FactSpec("profilers_run", "list", "what ran"),
+        FactSpec("profilers_skipped", "dict", "what could not run, and why"),
+        FactSpec("versions", "dict", "interpreter -> mechanisms found with its torch"),
+    )
+
+    def run(self, env: Environment, params: Mapping[str, Any]) -> ProbeResult:
+        argv = workload_argv(env, dict(params))
+        if argv is None:
+            return no_workload(self.name)
+        timeout = float(params.get("_timeout", 600))
+        out_dir = ensure_dir(env.report_dir / "reprofile")
+        trace = out_dir / "torch-profiler.json"
+        run = run_harness(env, "profile", [str(trace), "--", *argv], timeout=timeout, log_name="reprofile")
+        failed = harness_failure(self.name, run)
+        if failed is not None:
+            return failed
+        assert run.result is not None
+        cuda = bool(run.result.get("cuda_available"))
+        files = [str(trace), run.command.log_path or ""]
+        ran = [f"torch.profiler ({run.result.get('torch_version')})"]
+        skipped: dict[str, str] = {}
+        if not trace.exists():
+            return ProbeResult(Status.ERROR, f"the profiler wrote no trace (workload exit {run.result.get('exit_code')})",
+                               facts={"cuda_available": cuda}, files=files)
+        fresh = inspection_facts(inspect_paths([str(trace)]))
+        facts: dict[str, Any] = {"trace": str(trace), "cuda_available": cuda, "mechanisms": fresh["mechanisms"],
+                                 "reproduced": bool(fresh["impossible"]), "profilers_run": ran,
+                                 "profilers_skipped": skipped, "versions": {}}
+        legacy = out_dir / "legacy-profiler.txt"
+        control = run_harness(env, "legacy", [str(legacy), "--", *argv], timeout=timeout, log_name="reprofile-legacy")
+        if control.result is not None and legacy.exists():
+            ran.append("legacy autograd profiler (control: no Kineto arithmetic)")
+            files.append(str(legacy))
+        else:
+            skipped["legacy"] = "the legacy profiler did not complete"
+        for other in params.get("other_python") or []:
+            other_trace = out_dir / f"torch-profiler-{Path(other).parent.parent.name or 'other'}.json"
+            other_run = run_harness(env, "profile", [str(other_trace), "--", *argv], timeout=timeout,
+                                    log_name="reprofile-other", python=other)
+            if other_run.result is None or not other_trace.exists():
+                skipped[other] = "did not produce a trace"
+                continue
+            version = str(other_run.result.get("torch_version"))
+            other_facts = inspection_facts(inspect_paths([str(other_trace)]))
+            facts["versions"][version] = other_facts["mechanisms"]
+            ran.append(f"torch.profiler ({version}, {other})")
+            files.append(str(other_trace))
+        if not cuda:
+            skipped["nsys"] = skipped["ncu"] = "no CUDA device"
+            facts["follows"] = "unknown"
+            return ProbeResult(
+                Status.SKIP,
+                "no CUDA device: the workload was re-profiled on the CPU (trace written) but there are no GPU "
+                "kernels to compare", facts=facts, files=files,
+                evidence=[f"ran: {', '.join(ran)}", f"skipped: {skipped}"])
+        kernels, nsys_status = _nsys(env, argv, out_dir, timeout)
+        if nsys_status == "ok":
+            ran.append("Nsight Systems (raw CUPTI launch dimensions)")
+        else:
+            skipped["nsys"] = nsys_status
+        evidence = [f"fresh torch.profiler trace: mechanisms {fresh['mechanisms'] or 'none'}"]
+        if fresh["worst_kernel"] and kernels:
+            match = [k for k in kernels if fresh["worst_kernel"][:40] in k.name or k.name[:40] in fresh["worst_kernel"]]
+            if match:
+                k = match[0]
+                evidence.append(f"nsys: {k.name[:60]} grid {k.grid} block {k.block} on {k.num_sms} SMs -> "
+                                f"true blocks per SM {k.blocks_per_sm}, warps per SM {k.warps_per_sm}")
+        versions_clean = [v for v, m in facts["versions"].items() if not m]
+        if not fresh["impossible"]:
+            facts["follows"] = "not reproduced"
+            status, summary = Status.PASS, "the fresh trace shows no impossible values"
+        elif versions_clean or nsys_status == "ok" or "?" not in fresh["mechanisms"]:
+            facts["follows"] = "profiler"
+            status = Status.FAIL
+            summary = ("the anomaly follows the profiler: the same trace's raw launch dimensions recompute to sane "
+                       "values (a known profiler mechanism)"
+                       + (f" and torch {', '.join(versions_clean)} reports correct values" if versions_clean else ""))
+        else:
+            facts["follows"] = "unknown"
+            status, summary = Status.WARN, "the fresh trace reproduces the anomaly; no second profiler could run to compare"
+        return ProbeResult(status, summary, facts=facts, evidence=evidence, files=files)

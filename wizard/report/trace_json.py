@@ -1,0 +1,70 @@
+"""``trace inspect --json``: the inspection as plain data (schema ``warpwizard.trace-report/1``)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict
+from typing import Any
+
+from wizard.trace.inspect import REPORT_SCHEMA, FindingGroup, Inspection, TraceReport
+
+
+def _clean(value: Any) -> Any:
+    """JSON has no inf/nan: write them as the strings "inf", "-inf", "nan"."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    return value
+
+
+def group_to_dict(group: FindingGroup) -> dict[str, Any]:
+    worst = group.worst
+    return _clean({
+        "mechanism": group.mechanism,
+        "title": group.title,
+        "severity": group.severity,
+        "kernel": group.kernel,
+        "count": group.count,
+        "first_ts": group.first_ts,
+        "worst": {
+            "ts": worst.ts, "device": worst.device, "correlation": worst.correlation,
+            "grid": list(worst.grid) if worst.grid else None, "block": list(worst.block) if worst.block else None,
+            "reported": worst.reported, "true": worst.true, "evidence": worst.evidence,
+            "limiting_factors": list(worst.limiting_factors),
+        },
+        "op": asdict(group.op) if group.op else None,
+    })
+
+
+def report_to_dict(report: TraceReport) -> dict[str, Any]:
+    return _clean({
+        "path": report.path,
+        "rank": report.rank,
+        "layout": report.layout,
+        "compressed": report.compressed,
+        "bytes_read": report.bytes_read,
+        "events": report.events,
+        "kernels": report.kernels,
+        "kernels_checked": report.kernels_checked,
+        "devices": report.devices,
+        "rocm": report.rocm,
+        "truncation": asdict(report.truncation) if report.truncation else None,
+        "impossible": report.impossible,
+        "mechanisms": report.mechanisms,
+        "max_true_warps_per_sm": report.max_true_warps_per_sm,
+        "groups": [group_to_dict(g) for g in report.groups],
+        "notes": report.notes,
+        "timing": report.timing,
+    })
+
+
+def inspection_to_dict(inspection: Inspection) -> dict[str, Any]:
+    return {
+        "schema": REPORT_SCHEMA,
+        "impossible": inspection.impossible,
+        "mechanisms": inspection.mechanisms,
+        "reports": [report_to_dict(r) for r in inspection.reports],
+    }

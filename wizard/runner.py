@@ -1,0 +1,142 @@
+"""Running other programs: always with a timeout, always killed with their children.
+
+Each command starts in its own process group (session), so a timeout or Ctrl-C kills
+the whole tree, not just the direct child; output is captured with a size bound (head
+and tail kept) so a chatty workload cannot fill memory.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+HEAD_BYTES = 64 * 1024
+TAIL_BYTES = 256 * 1024
+
+
+@dataclass(slots=True)
+class CommandResult:
+    argv: list[str]
+    returncode: int | None  # None: killed on timeout
+    output: str  # stdout and stderr interleaved, bounded
+    duration_s: float
+    timed_out: bool
+    truncated_bytes: int = 0
+    log_path: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 and not self.timed_out
+
+
+class _Bounded:
+    def __init__(self) -> None:
+        self.head = bytearray()
+        self.tail: deque[bytes] = deque()
+        self.tail_size = 0
+        self.dropped = 0
+
+    def feed(self, chunk: bytes) -> None:
+        room = HEAD_BYTES - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if chunk:
+            self.tail.append(chunk)
+            self.tail_size += len(chunk)
+            while self.tail_size > TAIL_BYTES:
+                first = self.tail.popleft()
+                self.tail_size -= len(first)
+                self.dropped += len(first)
+
+    def text(self) -> str:
+        middle = f"\n[... {self.dropped} bytes of output dropped ...]\n".encode() if self.dropped else b""
+        return (bytes(self.head) + middle + b"".join(self.tail)).decode("utf-8", "replace")
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    try:
+        pgid = os.getpgid(proc.pid)
+    except ProcessLookupError:
+        return
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=3)
+            # children may outlive the leader; the second signal reaches them too
+        except subprocess.TimeoutExpired:
+            continue
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+class SubprocessRunner:
+    """The real runner. Tests use it for real, with tiny programs and short timeouts."""
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout: float,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        log_path: Path | None = None,
+    ) -> CommandResult:
+        started = time.monotonic()
+        try:
+            proc = subprocess.Popen(
+                list(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                env=dict(env) if env is not None else None, cwd=cwd, start_new_session=True,
+            )
+        except OSError as exc:
+            return CommandResult(list(argv), 127, f"cannot start {argv[0]!r}: {exc.strerror}", 0.0, False)
+        sink = _Bounded()
+        assert proc.stdout is not None
+        stdout = proc.stdout
+
+        def pump() -> None:
+            for chunk in iter(lambda: stdout.read1(65536), b""):
+                sink.feed(chunk)
+
+        reader = threading.Thread(target=pump, daemon=True)
+        reader.start()
+        timed_out = False
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _kill_group(proc)
+        except KeyboardInterrupt:
+            _kill_group(proc)
+            raise
+        finally:
+            # Grandchildren that kept the pipe open must not keep us waiting.
+            reader.join(timeout=2)
+            if reader.is_alive():
+                _kill_group(proc)
+                reader.join(timeout=2)
+        # The leader is gone; anything left in its group is an orphan of this command.
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        output = sink.text()
+        result = CommandResult(list(argv), None if timed_out else proc.returncode, output,
+                               time.monotonic() - started, timed_out, sink.dropped)
+        if log_path is not None:
+            log_path.parent.mkdir(parents=True, exist_ok=True)
+            log_path.write_text(f"$ {' '.join(argv)}\n{output}", encoding="utf-8")
+            result.log_path = str(log_path)
+        return result

@@ -1,0 +1,149 @@
+"""Rich rendering of runs and inspections. Renders records; computes nothing new."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rich.console import Console, Group
+from rich.markdown import Markdown
+from rich.panel import Panel
+from rich.status import Status as Spinner
+from rich.table import Table
+from rich.text import Text
+
+from wizard.engine.transcript import Transcript
+from wizard.playbook.model import DecisionNode, Node, Playbook, ProbeNode
+from wizard.probes.base import ProbeResult
+from wizard.trace.inspect import Inspection, TraceReport
+
+STATUS_STYLE = {"pass": "green", "warn": "yellow", "fail": "red", "skip": "cyan", "error": "magenta"}
+SEVERITY_STYLE = {"info": "green", "warning": "yellow", "error": "red"}
+
+
+def short(name: str, width: int = 70) -> str:
+    return name if len(name) <= width else name[: width - 1] + "…"
+
+
+def fmt_value(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            return str(value)
+        return f"{value:.6g}" if abs(value) < 1e7 else f"{value:.4g}"
+    return str(value)
+
+
+class TerminalObserver:
+    """Shows a run as it goes: step headers, explanations, a spinner while probes run."""
+
+    def __init__(self, console: Console, *, teach: bool) -> None:
+        self.console = console
+        self.teach = teach
+        self.step: str | None = None
+        self.spinner: Spinner | None = None
+
+    def node_entered(self, playbook: Playbook, node: Node, step_number: int | None) -> None:
+        if node.step and node.step != self.step:
+            self.step = node.step
+            step = playbook.steps[step_number - 1] if step_number else None
+            title = step.title if step else node.step
+            self.console.rule(f"[bold]Step {step_number} of {len(playbook.steps)}: {title}")
+            if self.teach and step and step.explain:
+                self.console.print(Panel(Markdown(step.explain.strip()), title="why this step", border_style="blue"))
+        if self.teach and node.explain:
+            self.console.print(Panel(Markdown(node.explain.strip()), title=f"{node.kind}: {node.id}",
+                                     border_style="dim"))
+
+    def probe_started(self, node: ProbeNode, params: Mapping[str, Any]) -> None:
+        self.spinner = self.console.status(f"running probe [bold]{node.probe}[/] …")
+        self.spinner.start()
+
+    def probe_finished(self, node: ProbeNode, result: ProbeResult) -> None:
+        if self.spinner is not None:
+            self.spinner.stop()
+            self.spinner = None
+        style = STATUS_STYLE.get(result.status.value, "white")
+        self.console.print(Text.assemble(("  ● ", style), (f"{node.probe}", "bold"), " ",
+                                         (result.status.value.upper(), f"bold {style}"),
+                                         f"  {result.summary}  ", (f"({result.duration_s:.1f} s)", "dim")))
+        for line in result.evidence[:6]:
+            self.console.print(Text(f"      {short(line, 160)}", style="dim"))
+
+    def decided(self, node: DecisionNode, target: str, reason: str) -> None:
+        if self.teach:
+            self.console.print(Text(f"  → {target}  (because {reason})", style="dim"))
+
+    def close(self) -> None:
+        if self.spinner is not None:
+            self.spinner.stop()
+
+
+def conclusion_panel(transcript: Transcript) -> Panel:
+    c = transcript.conclusion
+    assert c is not None
+    parts: list[Any] = [Text(c.summary)]
+    if c.evidence:
+        parts.append(Text("\nEvidence", style="bold"))
+        parts += [Text(f"  • {e}") for e in c.evidence]
+    if c.fix:
+        parts.append(Text("\nWhat to do", style="bold"))
+        parts += [Text(f"  {i}. {f}") for i, f in enumerate(c.fix, 1)]
+    if c.links:
+        parts.append(Text("\nLinks", style="bold"))
+        parts += [Text(f"  {link}") for link in c.links]
+    style = SEVERITY_STYLE.get(c.severity, "white")
+    return Panel(Group(*parts), title=f"[bold]Diagnosis: {c.diagnosis}[/] ({c.severity})", border_style=style)
+
+
+def inspection_view(inspection: Inspection, *, show_all: bool = False) -> Group:
+    blocks: list[Any] = []
+    for report in inspection.reports:
+        blocks.append(_report_view(report, show_all))
+    if len(inspection.reports) > 1:
+        total = ", ".join(f"{m}: {n}" for m, n in sorted(inspection.mechanisms.items())) or "none"
+        blocks.append(Text(f"All {len(inspection.reports)} files: mechanisms {total}", style="bold"))
+    return Group(*blocks)
+
+
+def _report_view(report: TraceReport, show_all: bool) -> Group:
+    head = Text()
+    head.append(f"{report.path}", style="bold")
+    if report.rank is not None:
+        head.append(f"  rank {report.rank}")
+    head.append(f"\n{report.events} events, {report.kernels} kernels ({report.kernels_checked} checked)")
+    if report.devices:
+        head.append("; " + ", ".join(
+            f"device {d['id']}: {d['name'] or '?'} ({d['num_sms']} SMs{', ' + d['source'] if d['source'] != 'deviceProperties' else ''})"
+            for d in report.devices[:4]))
+        if len(report.devices) > 4:
+            head.append(f" … {len(report.devices)} devices")
+    verdict = Text("\nImpossible or wrong values found" if report.impossible else "\nNo impossible values",
+                   style="bold red" if report.impossible else "bold green")
+    items: list[Any] = [head, verdict]
+    groups = [g for g in report.groups if show_all or g.severity == "error"]
+    if groups:
+        table = Table(show_lines=False, expand=False, pad_edge=False)
+        table.add_column("mech", style="bold")
+        table.add_column("kernel")
+        table.add_column("count", justify="right")
+        table.add_column("reported → true")
+        table.add_column("launched by")
+        for g in groups[:40]:
+            changes = [f"{k}: {fmt_value(v)} → {fmt_value(g.worst.true.get(k))}" for k, v in g.worst.reported.items()
+                       if g.worst.true.get(k) is not None and v != g.worst.true.get(k)]
+            op = g.op.op + (f" {g.op.input_dims}" if g.op and g.op.input_dims else "") if g.op else "—"
+            table.add_row(g.mechanism, short(g.kernel, 48), str(g.count), "\n".join(changes) or "—", short(op, 40))
+        items.append(table)
+        for g in groups[:8]:
+            items.append(Text(f"  {g.mechanism} · {short(g.kernel, 60)}: {g.worst.evidence}", style="dim"))
+        if len(groups) > 40:
+            items.append(Text(f"  … and {len(groups) - 40} more groups (use --json for all)", style="dim"))
+    hidden = sum(g.count for g in report.groups if g.severity != "error")
+    if hidden and not show_all:
+        items.append(Text(f"  {hidden} kernel launch(es) with large warps per SM are correct by design (F); "
+                          "--all lists them", style="dim"))
+    for note in report.notes:
+        items.append(Text(f"  note: {note}", style="yellow"))
+    return Group(*items, Text(""))
