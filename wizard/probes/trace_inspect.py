@@ -68,6 +68,8 @@ def inspection_facts(inspection: Inspection) -> dict[str, Any]:
         "worst_op_types": worst.op.input_types if worst and worst.op else None,
         "worst_python_frame": (worst.op.python_stack[-1] if worst and worst.op and worst.op.python_stack else None),
         "worst_file": next((r.path for r in reports for g in r.groups if g is worst), None),
+        "non_finite_spelling": ("bare" if any(r.non_finite.get("bare") for r in reports)
+                                else "quoted" if any(r.non_finite.get("quoted") for r in reports) else None),
     }
     return facts
 
@@ -105,6 +107,7 @@ FACT_HELP = {
     "worst_python_frame": "innermost Python frame, when recorded",
     "worst_file": "the trace file it is in",
     "error": "why the trace could not be read (when the probe errs)",
+    "non_finite_spelling": "bare (invalid JSON) | quoted | None: how inf/nan were written",
 }
 
 

@@ -57,6 +57,7 @@ def report_to_dict(report: TraceReport) -> dict[str, Any]:
         "max_true_warps_per_sm": report.max_true_warps_per_sm,
         "groups": [group_to_dict(g) for g in report.groups],
         "notes": report.notes,
+        "non_finite": report.non_finite,
         "timing": report.timing,
     })
 

@@ -44,13 +44,16 @@ GPU_PRESETS: dict[str, dict[str, Any]] = {
              "maxThreadsPerBlock": 1024, "maxThreadsPerMultiprocessor": 2048, "regsPerBlock": 65536,
              "regsPerMultiprocessor": 65536, "warpSize": 32, "sharedMemPerBlock": 49152,
              "sharedMemPerMultiprocessor": 233472, "numSms": 132, "sharedMemPerBlockOptin": 232448},
+    "MI300X": {"name": "AMD Instinct MI300X", "totalGlobalMem": 205822885888, "computeMajor": 9, "computeMinor": 4,
+               "maxThreadsPerBlock": 1024, "maxThreadsPerMultiprocessor": 2048, "regsPerBlock": 65536,
+               "warpSize": 64, "sharedMemPerBlock": 65536, "numSms": 304, "maxSharedMemoryPerMultiProcessor": 65536},
     "B200": {"name": "NVIDIA B200", "totalGlobalMem": 191503138816, "computeMajor": 10, "computeMinor": 0,
              "maxThreadsPerBlock": 1024, "maxThreadsPerMultiprocessor": 2048, "regsPerBlock": 65536,
              "regsPerMultiprocessor": 65536, "warpSize": 32, "sharedMemPerBlock": 49152,
              "sharedMemPerMultiprocessor": 233472, "numSms": 148, "sharedMemPerBlockOptin": 232448},
 }
 
-PLANTS = ("A'", "B", "C", "D")
+PLANTS = ("A'", "B", "C", "D", "wrong-sms")
 
 
 @dataclass
@@ -67,7 +70,7 @@ class KernelSpec:
     input_types: list[str] | None = None
     python_stack: Sequence[str] = ()
     device: int = 0
-    plant: str | None = None  # A' | B | C | D; A, E and F come from the shape itself
+    plant: str | None = None  # A' | B | C | D | wrong-sms; A, E and F come from the shape itself
     dur: float = 12.0
     repeat: int = 1
 
@@ -117,7 +120,10 @@ class TraceBuilder:
         if self.gpu not in GPU_PRESETS:
             raise ValueError(f"unknown GPU preset {self.gpu!r}; choose from {', '.join(GPU_PRESETS)}")
         self.props = GPU_PRESETS[self.gpu]
-        self.limits = _limits(self.props)
+        self.rocm = "maxSharedMemoryPerMultiProcessor" in self.props
+        nvidia_like = dict(self.props, regsPerMultiprocessor=65536, sharedMemPerMultiprocessor=65536,
+                           sharedMemPerBlockOptin=65536) if self.rocm else self.props
+        self.limits = _limits(nvidia_like)
 
     @property
     def _cats(self) -> tuple[str, str, str]:
@@ -131,6 +137,8 @@ class TraceBuilder:
             num_sms = -1
         elif spec.plant == "C":
             num_sms = 0
+        elif spec.plant == "wrong-sms":  # a profiler that used some other SM count: no known mechanism
+            num_sms = num_sms + 12
         bps = kineto_blocks_per_sm(spec.grid, num_sms)
         wps = kineto_warps_per_sm(spec.grid, spec.block, num_sms)
         if spec.plant == "A'":
@@ -183,6 +191,13 @@ class TraceBuilder:
             kernel_args = {"queued": 0, "device": device, "context": 1, "stream": 7, "correlation": corr,
                            "external id": ext, "registers per thread": spec.registers,
                            "shared memory": spec.shared_memory}
+        if self.rocm:  # roctracer records no per-SM metrics, registers or shared memory
+            kernel_args = {"External id": ext, "device": device, "stream": 0, "correlation": corr,
+                           "kind": "Dispatch Kernel", "grid": list(spec.grid), "block": list(spec.block)}
+            self._events.append({"ph": "X", "cat": kernel_cat, "name": spec.name, "pid": device, "tid": 0,
+                                 "ts": start + depth + 30, "dur": spec.dur, "args": kernel_args})
+            self._clock += 100.0
+            return
         kernel_args["blocks per SM"] = metrics["blocks per SM"]
         kernel_args["warps per SM"] = metrics["warps per SM"]
         kernel_args["grid"] = list(spec.grid)
@@ -199,11 +214,21 @@ class TraceBuilder:
                              "cat": flow, "name": flow, "bp": "e"})
         self._clock += 100.0
 
+    def add_cpu_op(self, name: str, dur: float = 30.0) -> None:
+        """An op that launched nothing on a GPU (CPU-only profiles)."""
+        op_cat = self._cats[0]
+        self._events.append({"ph": "X", "cat": op_cat, "name": name, "pid": self.pid, "tid": self.tid,
+                             "ts": self._clock, "dur": dur, "args": {"External id": self._external}})
+        self._external += 1
+        self._clock += dur + 5
+
     def document(self) -> Any:
         """The trace as Python data (non-finite values as floats)."""
         if self.era == "pt18":
             return list(self._events)
         doc: dict[str, Any] = {"schemaVersion": 1}
+        if self.rocm:
+            doc["roctracer_version"] = 4
         if self.device_properties:
             doc["deviceProperties"] = [dict(self.props, id=i) for i in range(self.devices)]
         doc["traceEvents"] = list(self._events)

@@ -70,6 +70,7 @@ class TraceReport:
     notes: list[str]
     max_true_warps_per_sm: float | None
     timing: dict[str, float]
+    non_finite: dict[str, int] = field(default_factory=dict)  # spelling -> values (bare | quoted)
 
     @property
     def impossible(self) -> bool:
@@ -189,7 +190,7 @@ def analyse(contents: TraceContents) -> TraceReport:
         bytes_read=contents.bytes_read, events=contents.events, kernels=len(contents.kernels),
         kernels_checked=checked, devices=_device_summary(devices), rocm=rocm,
         truncation=contents.truncation, mechanisms=dict(mechanisms), groups=ordered, notes=notes,
-        max_true_warps_per_sm=max_true_wps, timing=timing,
+        max_true_warps_per_sm=max_true_wps, timing=timing, non_finite=dict(contents.non_finite),
     )
 
 
