@@ -73,8 +73,10 @@ def load_report(path: str) -> MachineReport:
         return _from_transcript(data, path)
     if schema.startswith("warpwizard.trace-report/"):
         return _from_trace_report(data, path)
-    raise InputFileError(f"{path}: not a warpwizard JSON report (expected schema warpwizard.transcript/1 "
-                         f"or warpwizard.trace-report/1, found {schema or 'none'})")
+    raise InputFileError(
+        f"{path}: not a warpwizard JSON report (expected schema warpwizard.transcript/1 "
+        f"or warpwizard.trace-report/1, found {schema or 'none'})"
+    )
 
 
 @dataclass(slots=True)
@@ -98,8 +100,12 @@ class Comparison:
         if len(self.machines) - len(self.unknown) < 2:
             return "not enough reports to compare"
         if self.hardware_specific:
-            return "hardware or driver specific: appears on " + ", ".join(self.reproduces_on) + \
-                   "; not on " + ", ".join(self.clean_on)
+            return (
+                "hardware or driver specific: appears on "
+                + ", ".join(self.reproduces_on)
+                + "; not on "
+                + ", ".join(self.clean_on)
+            )
         if self.reproduces_on and not self.clean_on:
             return "the same on every machine: not hardware specific"
         if self.clean_on and not self.reproduces_on:

@@ -35,8 +35,9 @@ class SystemClock:
 
 
 class Runner(Protocol):
-    def run(self, argv: Any, *, timeout: float, env: Any = None, cwd: str | None = None,
-            log_path: Path | None = None) -> CommandResult: ...
+    def run(
+        self, argv: Any, *, timeout: float, env: Any = None, cwd: str | None = None, log_path: Path | None = None
+    ) -> CommandResult: ...
 
 
 def load_pynvml() -> Any:
@@ -85,7 +86,6 @@ class Environment:
     allow_commands: bool = False
     allow_sanitizer: bool = False
     compare_reports: list[str] = field(default_factory=list)
-    timeout_scale: float = 1.0
 
     def child_env(self, **extra: str) -> dict[str, str]:
         env = dict(self.base_env)

@@ -97,8 +97,13 @@ class SubprocessRunner:
         started = time.monotonic()
         try:
             proc = subprocess.Popen(
-                list(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                env=dict(env) if env is not None else None, cwd=cwd, start_new_session=True,
+                list(argv),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=dict(env) if env is not None else None,
+                cwd=cwd,
+                start_new_session=True,
             )
         except OSError as exc:
             return CommandResult(list(argv), 127, f"cannot start {argv[0]!r}: {exc.strerror}", 0.0, False)
@@ -107,7 +112,8 @@ class SubprocessRunner:
         stdout = proc.stdout
 
         def pump() -> None:
-            for chunk in iter(lambda: stdout.read1(65536), b""):
+            fd = stdout.fileno()
+            for chunk in iter(lambda: os.read(fd, 65536), b""):
                 sink.feed(chunk)
 
         reader = threading.Thread(target=pump, daemon=True)
@@ -133,8 +139,14 @@ class SubprocessRunner:
         except (ProcessLookupError, PermissionError):
             pass
         output = sink.text()
-        result = CommandResult(list(argv), None if timed_out else proc.returncode, output,
-                               time.monotonic() - started, timed_out, sink.dropped)
+        result = CommandResult(
+            list(argv),
+            None if timed_out else proc.returncode,
+            output,
+            time.monotonic() - started,
+            timed_out,
+            sink.dropped,
+        )
         if log_path is not None:
             log_path.parent.mkdir(parents=True, exist_ok=True)
             log_path.write_text(f"$ {' '.join(argv)}\n{output}", encoding="utf-8")

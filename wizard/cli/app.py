@@ -39,13 +39,22 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="warpwizard", description="Walks you from a negative 'warps per SM' (or inf, nan, 0%) "
-                "in a PyTorch profiler trace to its cause.", epilog=EPILOG)
+    p = _Parser(
+        prog="warpwizard",
+        description="Walks you from a negative 'warps per SM' (or inf, nan, 0%) "
+        "in a PyTorch profiler trace to its cause.",
+        epilog=EPILOG,
+    )
     p.add_argument("--version", action="version", version=f"warpwizard {__version__}")
     p.add_argument("--debug", action="store_true", help="show tracebacks for internal errors")
     p.add_argument("--no-color", action="store_true", help="plain output (also: NO_COLOR=1)")
-    p.add_argument("--playbook-dir", action="append", default=[], metavar="DIR",
-                   help="also look for playbooks here (also: WARPWIZARD_PLAYBOOK_PATH)")
+    p.add_argument(
+        "--playbook-dir",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="also look for playbooks here (also: WARPWIZARD_PLAYBOOK_PATH)",
+    )
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     run = sub.add_parser("run", help="walk a playbook to a diagnosis", epilog=EPILOG)
@@ -54,14 +63,21 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--set", action="append", default=[], metavar="QUESTION=VALUE", help="answer one question")
     run.add_argument("--defaults", action="store_true", help="take each unanswered question's default (no prompts)")
     run.add_argument("--record", metavar="FILE", help="write the answers given, to replay with --answers")
-    run.add_argument("--json", action="store_true", help="print the transcript as JSON (schema warpwizard.transcript/1)")
+    run.add_argument(
+        "--json", action="store_true", help="print the transcript as JSON (schema warpwizard.transcript/1)"
+    )
     run.add_argument("--report", metavar="FILE.md", help="write a Markdown report for a bug report")
     run.add_argument("--teach", action="store_true", help="explain every step and node as you go")
     run.add_argument("--workload", metavar="CMD", help='your program, e.g. "python train.py --steps 3"')
     run.add_argument("--python", metavar="PATH", help="interpreter of the environment to probe (default: this one)")
     run.add_argument("--report-dir", metavar="DIR", default="warpwizard-report", help="where probes write files")
-    run.add_argument("--compare", action="append", default=[], metavar="REPORT.json",
-                     help="JSON reports from other machines, for hardware.compare")
+    run.add_argument(
+        "--compare",
+        action="append",
+        default=[],
+        metavar="REPORT.json",
+        help="JSON reports from other machines, for hardware.compare",
+    )
     run.add_argument("--allow-commands", action="store_true", help="let the playbook run commands (command.run)")
     run.add_argument("--allow-sanitizer", action="store_true", help="let probes run compute-sanitizer (slow)")
 
@@ -122,10 +138,21 @@ def cmd_run(args: argparse.Namespace, playbook_name: str | None = None) -> ExitS
     from wizard.cli.run import RunOptions, run_playbook
 
     options = RunOptions(
-        playbook=playbook_name or args.playbook, answers_file=args.answers, sets=args.set, defaults=args.defaults,
-        record=args.record, json_out=args.json, report=args.report, teach=args.teach, workload=args.workload,
-        python=args.python, report_dir=args.report_dir, compare=args.compare, allow_commands=args.allow_commands,
-        allow_sanitizer=args.allow_sanitizer, playbook_dirs=args.playbook_dir,
+        playbook=playbook_name or args.playbook,
+        answers_file=args.answers,
+        sets=args.set,
+        defaults=args.defaults,
+        record=args.record,
+        json_out=args.json,
+        report=args.report,
+        teach=args.teach,
+        workload=args.workload,
+        python=args.python,
+        report_dir=args.report_dir,
+        compare=args.compare,
+        allow_commands=args.allow_commands,
+        allow_sanitizer=args.allow_sanitizer,
+        playbook_dirs=args.playbook_dir,
     )
     return run_playbook(options, _console(args, stderr=args.json), _console(args))
 
@@ -221,8 +248,10 @@ def cmd_trace(args: argparse.Namespace) -> ExitStatus:
 
         summary = fix_trace(args.input, args.output)
         mechanisms = ", ".join(f"{m}: {n}" for m, n in summary.mechanisms.items()) or "none"
-        print(f"wrote {summary.output}: corrected {summary.corrected} of {summary.kernels} kernels "
-              f"(mechanisms {mechanisms}); originals kept under args['warpwizard original']")
+        print(
+            f"wrote {summary.output}: corrected {summary.corrected} of {summary.kernels} kernels "
+            f"(mechanisms {mechanisms}); originals kept under args['warpwizard original']"
+        )
         if summary.uncorrectable:
             print(f"{summary.uncorrectable} kernel(s) could not be corrected (the trace lacks their device's SM count)")
         return ExitStatus.OK
@@ -255,10 +284,29 @@ def cmd_compare(args: argparse.Namespace) -> ExitStatus:
 
     result = compare([load_report(r) for r in args.reports])
     if args.json:
-        print(json.dumps({"machines": [m.__dict__ if hasattr(m, "__dict__") else {
-            "source": m.source, "host": m.host, "gpus": m.gpus, "torch": m.torch, "driver": m.driver,
-            "mechanisms": m.mechanisms, "impossible": m.impossible} for m in result.machines],
-            "verdict": result.verdict, "hardware_specific": result.hardware_specific}, indent=1))
+        print(
+            json.dumps(
+                {
+                    "machines": [
+                        m.__dict__
+                        if hasattr(m, "__dict__")
+                        else {
+                            "source": m.source,
+                            "host": m.host,
+                            "gpus": m.gpus,
+                            "torch": m.torch,
+                            "driver": m.driver,
+                            "mechanisms": m.mechanisms,
+                            "impossible": m.impossible,
+                        }
+                        for m in result.machines
+                    ],
+                    "verdict": result.verdict,
+                    "hardware_specific": result.hardware_specific,
+                },
+                indent=1,
+            )
+        )
         return ExitStatus.OK
     from rich.table import Table
 
@@ -266,8 +314,11 @@ def cmd_compare(args: argparse.Namespace) -> ExitStatus:
     for col in ("machine", "torch", "driver", "result"):
         table.add_column(col)
     for m in result.machines:
-        verdict = "unknown" if m.impossible is None else (
-            f"[red]impossible values: {', '.join(m.mechanisms)}[/]" if m.impossible else "[green]clean[/]")
+        verdict = (
+            "unknown"
+            if m.impossible is None
+            else (f"[red]impossible values: {', '.join(m.mechanisms)}[/]" if m.impossible else "[green]clean[/]")
+        )
         table.add_row(m.key, m.torch or "—", m.driver or "—", verdict)
     console = _console(args)
     console.print(table)
@@ -297,7 +348,9 @@ def cmd_default(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Ex
     """No command: pick a playbook (or the only one) and run it at the terminal."""
     if not sys.stdin.isatty():
         parser.print_help(sys.stderr)
-        raise UsageError("warpwizard: no command given and stdin is not a terminal; try 'warpwizard run PLAYBOOK --answers FILE'")
+        raise UsageError(
+            "warpwizard: no command given and stdin is not a terminal; try 'warpwizard run PLAYBOOK --answers FILE'"
+        )
     from wizard.playbook.discovery import list_playbooks
 
     found = list_playbooks(args.playbook_dir)
@@ -314,8 +367,16 @@ def cmd_default(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Ex
 
 
 COMMANDS = {
-    "run": cmd_run, "list": cmd_list, "validate": cmd_validate, "graph": cmd_graph, "explain": cmd_explain,
-    "probes": cmd_probes, "schema": cmd_schema, "trace": cmd_trace, "compare": cmd_compare, "env": cmd_env,
+    "run": cmd_run,
+    "list": cmd_list,
+    "validate": cmd_validate,
+    "graph": cmd_graph,
+    "explain": cmd_explain,
+    "probes": cmd_probes,
+    "schema": cmd_schema,
+    "trace": cmd_trace,
+    "compare": cmd_compare,
+    "env": cmd_env,
 }
 
 
@@ -358,7 +419,7 @@ def main(argv: list[str] | None = None) -> int:
         return ExitStatus.PROBE_FAILURE
     except BrokenPipeError:
         return ExitStatus.OK
-    except Exception as exc:  # noqa: BLE001 - the boundary: no traceback unless --debug
+    except Exception as exc:
         if debug:
             raise
         _error(f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)")

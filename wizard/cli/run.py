@@ -78,8 +78,9 @@ def run_playbook(opts: RunOptions, ui: Any, out: Any) -> ExitStatus:
     unknown = unknown_answer_ids(pb, values)
     if unknown:
         known = ", ".join(q.id for q in pb.questions())
-        raise AnswersError([f"unknown question id(s) {', '.join(map(repr, unknown))} for playbook {pb.id!r}; "
-                            f"its questions: {known}"])
+        raise AnswersError(
+            [f"unknown question id(s) {', '.join(map(repr, unknown))} for playbook {pb.id!r}; its questions: {known}"]
+        )
     scripted = bool(opts.answers_file) or opts.defaults or opts.json_out
     if scripted:
         source: Any = MappingAnswers(values, use_defaults=opts.defaults)
@@ -94,12 +95,17 @@ def run_playbook(opts: RunOptions, ui: Any, out: Any) -> ExitStatus:
             workload = Workload.parse(opts.workload, python)
         except ValueError as exc:
             raise UsageError(f"--workload: {exc}") from None
-    env = Environment(python=python, report_dir=Path(opts.report_dir), workload=workload,
-                      allow_commands=opts.allow_commands, allow_sanitizer=opts.allow_sanitizer,
-                      compare_reports=list(opts.compare))
+    env = Environment(
+        python=python,
+        report_dir=Path(opts.report_dir),
+        workload=workload,
+        allow_commands=opts.allow_commands,
+        allow_sanitizer=opts.allow_sanitizer,
+        compare_reports=list(opts.compare),
+    )
     given: dict[str, Any] = {}
     observer = TerminalObserver(ui, teach=opts.teach)
-    engine = Engine(pb, source, probes, env, observer, on_answer=given.__setitem__)
+    engine = Engine(pb, source, probes, env, observer=observer, on_answer=given.__setitem__)
     if opts.teach or not scripted:
         ui.print(f"[bold]{pb.title}[/]  [dim]({pb.id} v{pb.version})[/]")
         if opts.teach and pb.description:

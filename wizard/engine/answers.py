@@ -121,7 +121,11 @@ def load_answers_file(path: str) -> dict[str, Any]:
         data = json.loads(text) if path.endswith(".json") else yaml.safe_load(text)
     except (json.JSONDecodeError, yaml.YAMLError) as exc:
         mark = getattr(exc, "problem_mark", None)
-        where = f":{mark.line + 1}:{mark.column + 1}" if mark else (f":{exc.lineno}:{exc.colno}" if isinstance(exc, json.JSONDecodeError) else "")
+        where = (
+            f":{mark.line + 1}:{mark.column + 1}"
+            if mark
+            else (f":{exc.lineno}:{exc.colno}" if isinstance(exc, json.JSONDecodeError) else "")
+        )
         reason = getattr(exc, "problem", None) or getattr(exc, "msg", None) or str(exc)
         raise AnswersError([f"{name}{where}: not valid YAML/JSON ({reason})"]) from None
     if data is None:
@@ -149,5 +153,7 @@ def parse_set_options(items: list[str]) -> dict[str, Any]:
 
 def dump_answers(answers: Mapping[str, Any], playbook_id: str) -> str:
     """An answers file that ``--answers`` replays exactly."""
-    header = f"# warpwizard answers for playbook {playbook_id}; replay with: warpwizard run {playbook_id} --answers FILE\n"
+    header = (
+        f"# warpwizard answers for playbook {playbook_id}; replay with: warpwizard run {playbook_id} --answers FILE\n"
+    )
     return header + yaml.safe_dump(dict(answers), sort_keys=False, allow_unicode=True)

@@ -70,6 +70,7 @@ class Engine:
         answers: AnswerSource,
         probes: Mapping[str, Probe],
         env: Environment,
+        *,
         observer: EngineObserver | None = None,
         on_answer: Callable[[str, Any], None] | None = None,
     ) -> None:
@@ -88,7 +89,9 @@ class Engine:
         while node_id is not None:
             visits += 1
             if visits > MAX_VISITS:
-                raise WizardError(f"{self.playbook.path}: stopped after {MAX_VISITS} nodes; the answers keep the run in a loop")
+                raise WizardError(
+                    f"{self.playbook.path}: stopped after {MAX_VISITS} nodes; the answers keep the run in a loop"
+                )
             node = self.playbook.nodes[node_id]
             step_number = self.playbook.step_index(node.step)
             self.observer.node_entered(self.playbook, node, None if step_number is None else step_number + 1)
@@ -96,13 +99,14 @@ class Engine:
         self.transcript.finish(self.env.clock.now(), self.state.answers)
         return self.transcript
 
-    def _entry(self, node: Node, started: float) -> TranscriptEntry:
-        return TranscriptEntry(node=node.id, kind=node.kind, step=node.step,
-                               started=self.env.clock.now().isoformat(), duration_s=0.0)
+    def _entry(self, node: Node) -> TranscriptEntry:
+        return TranscriptEntry(
+            node=node.id, kind=node.kind, step=node.step, started=self.env.clock.now().isoformat(), duration_s=0.0
+        )
 
     def _visit(self, node: Node) -> str | None:
         started = time.perf_counter()
-        entry = self._entry(node, started)
+        entry = self._entry(node)
         self.transcript.entries.append(entry)
         nxt: str | None
         if isinstance(node, QuestionNode):
@@ -137,7 +141,9 @@ class Engine:
             self.observer.decided(node, nxt, reason)
         elif isinstance(node, ConclusionNode):
             self.transcript.conclusion = Conclusion(
-                node=node.id, diagnosis=node.diagnosis, severity=node.severity,
+                node=node.id,
+                diagnosis=node.diagnosis,
+                severity=node.severity,
                 summary=render(node.summary, self.state),
                 evidence=[t for e in node.evidence if (t := render(e, self.state))],
                 fix=[t for f in node.fix if (t := render(f, self.state))],
@@ -165,14 +171,11 @@ class Engine:
             if spec.name not in params and spec.default is not None:
                 params[spec.name] = spec.default
         started = time.perf_counter()
-        saved = self.env.timeout_scale
         try:
             result = probe.run(self.env, {**params, "_timeout": node.timeout})
         except WizardError as exc:
             result = ProbeResult(Status.ERROR, str(exc))
         except OSError as exc:
             raise ProbeInfrastructureError(f"probe {node.probe!r} could not run: {exc}") from exc
-        finally:
-            self.env.timeout_scale = saved
         result.duration_s = round(time.perf_counter() - started, 3)
         return result

@@ -73,8 +73,11 @@ class Transcript:
         for entry in self.entries:  # what the env probe learnt identifies the machine for `compare`
             facts = entry.facts or {}
             if "torch_version" in facts:
-                self.host.update(torch=facts.get("torch_version"), driver=facts.get("driver_version"),
-                                 gpus=facts.get("gpu_names") or [])
+                self.host.update(
+                    torch=facts.get("torch_version"),
+                    driver=facts.get("driver_version"),
+                    gpus=facts.get("gpu_names") or [],
+                )
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

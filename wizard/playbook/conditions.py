@@ -45,7 +45,9 @@ def _fmt(value: Any, digits: int = 3) -> str:
     if isinstance(value, float):
         if not math.isfinite(value):
             return str(value)
-        return f"{value:.{digits}g}" if abs(value) >= 1e6 or (value and abs(value) < 1e-3) else f"{round(value, digits):g}"
+        return (
+            f"{value:.{digits}g}" if abs(value) >= 1e6 or (value and abs(value) < 1e-3) else f"{round(value, digits):g}"
+        )
     return "" if value is None else str(value)
 
 
@@ -65,13 +67,20 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
 }
 
 _COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], bool]] = {
-    ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
-    ast.Gt: operator.gt, ast.GtE: operator.ge,
+    ast.Eq: operator.eq,
+    ast.NotEq: operator.ne,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
     ast.In: lambda a, b: b is not None and a in b,
     ast.NotIn: lambda a, b: b is None or a not in b,
 }
 _BINARY: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
-    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
     ast.Mod: operator.mod,
 }
 
@@ -130,7 +139,9 @@ def _check(node: ast.AST, refs: list[Reference]) -> None:
     elif isinstance(node, ast.Compare):
         for op in node.ops:
             if type(op) not in _COMPARE:
-                raise ExpressionError(f"comparison {type(op).__name__} is not allowed (use ==, !=, <, <=, >, >=, in, not in)", col)
+                raise ExpressionError(
+                    f"comparison {type(op).__name__} is not allowed (use ==, !=, <, <=, >, >=, in, not in)", col
+                )
         _check(node.left, refs)
         for c in node.comparators:
             _check(c, refs)
@@ -162,7 +173,11 @@ def _check(node: ast.AST, refs: list[Reference]) -> None:
             raise ExpressionError("subscripts must be string or attribute names", col)
         root = chain[0]
         if root not in ROOTS:
-            raise ExpressionError(f"unknown name {root!r}; expressions read answers.<question>, facts.<probe node>.<fact> or status.<probe node>", col)
+            raise ExpressionError(
+                f"unknown name {root!r}; expressions read answers.<question>, "
+                "facts.<probe node>.<fact> or status.<probe node>",
+                col,
+            )
         if len(chain) < 2:
             raise ExpressionError(f"'{root}' needs a node id, e.g. {root}.my_node", col)
         if root == "facts" and len(chain) < 3:
@@ -284,7 +299,13 @@ class Template:
         for part in self.parts:
             if isinstance(part, Expression):
                 value = part.evaluate(scope)
-                out.append(_fmt(value) if isinstance(value, float) else _join(value) if isinstance(value, (list, tuple)) else ("" if value is None else str(value)))
+                out.append(
+                    _fmt(value)
+                    if isinstance(value, float)
+                    else _join(value)
+                    if isinstance(value, (list, tuple))
+                    else ("" if value is None else str(value))
+                )
             else:
                 out.append(part)
         return "".join(out)
@@ -295,7 +316,7 @@ def parse_template(source: str) -> Template:
     last = 0
     for match in _TEMPLATE.finditer(source):
         if match.start() > last:
-            parts.append(source[last:match.start()])
+            parts.append(source[last : match.start()])
         try:
             parts.append(parse(match.group(1)))
         except ExpressionError as exc:
@@ -305,5 +326,10 @@ def parse_template(source: str) -> Template:
         parts.append(source[last:])
     if "{{" in source[last:]:
         raise ExpressionError("unclosed '{{'", source.index("{{", last))
-    stripped = tuple(p for p in parts if not (isinstance(p, str) and not p.strip())) if any(isinstance(p, Expression) for p in parts) and all(isinstance(p, Expression) or not p.strip() for p in parts) else tuple(parts)
+    stripped = (
+        tuple(p for p in parts if not (isinstance(p, str) and not p.strip()))
+        if any(isinstance(p, Expression) for p in parts)
+        and all(isinstance(p, Expression) or not p.strip() for p in parts)
+        else tuple(parts)
+    )
     return Template(source, stripped)

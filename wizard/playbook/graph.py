@@ -22,7 +22,9 @@ def _label(node: Node) -> str:
 def _edges(node: Node) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     if isinstance(node, QuestionNode):
-        out += [(str(k).lower() if isinstance(k, bool) else str(k), t) for k, t in node.next_by_value.items() if k != "*"]
+        out += [
+            (str(k).lower() if isinstance(k, bool) else str(k), t) for k, t in node.next_by_value.items() if k != "*"
+        ]
         if node.next:
             out.append(("other" if node.next_by_value else "", node.next))
     elif isinstance(node, ProbeNode):
@@ -39,8 +41,12 @@ def _edges(node: Node) -> list[tuple[str, str]]:
 
 
 def mermaid(pb: Playbook) -> str:
-    shapes = {QuestionNode: ('[/"', '"/]'), ProbeNode: ('[["', '"]]'), DecisionNode: ('{"', '"}'),
-              ConclusionNode: ('(["', '"])')}
+    shapes = {
+        QuestionNode: ('[/"', '"/]'),
+        ProbeNode: ('[["', '"]]'),
+        DecisionNode: ('{"', '"}'),
+        ConclusionNode: ('(["', '"])'),
+    }
     lines = ["flowchart TD"]
     by_step: dict[str | None, list[Node]] = {}
     for node in pb.nodes.values():
@@ -112,8 +118,10 @@ def explain(pb: Playbook) -> str:
             elif isinstance(node, DecisionNode):
                 out.append(f"- **Decision `{node.id}`**")
             elif isinstance(node, ConclusionNode):
-                out.append(f"- **Diagnosis `{node.diagnosis}`** ({node.severity}): "
-                           f"{node.summary.source.strip() if node.summary else ''}")
+                out.append(
+                    f"- **Diagnosis `{node.diagnosis}`** ({node.severity}): "
+                    f"{node.summary.source.strip() if node.summary else ''}"
+                )
             if node.explain:
                 out.append("  " + " ".join(node.explain.split()))
             for label, target in _edges(node):

@@ -70,8 +70,10 @@ class _Checker:
     def unknown_keys(self, data: Mapping[str, Any], allowed: tuple[str, ...], where: Path_, what: str) -> None:
         for key in data:
             if key not in allowed:
-                self.key_problem((*where, key), f"unknown field {key!r} in {what}{_suggest(key, allowed)}; "
-                                 f"allowed: {', '.join(allowed)}")
+                self.key_problem(
+                    (*where, key),
+                    f"unknown field {key!r} in {what}{_suggest(key, allowed)}; allowed: {', '.join(allowed)}",
+                )
 
     def text(self, data: Mapping[str, Any], key: str, where: Path_, what: str, required: bool = True) -> str:
         value = data.get(key)
@@ -97,10 +99,10 @@ class _Checker:
 
     def expression(self, value: Any, where: Path_) -> Expression | None:
         if not isinstance(value, (str, bool)):
-            self.problem(where, "a condition must be an expression string, e.g. \"answers.has_trace == true\"")
+            self.problem(where, 'a condition must be an expression string, e.g. "answers.has_trace == true"')
             return None
         try:
-            return parse(str(value) if not isinstance(value, bool) else str(value))
+            return parse(str(value))
         except ExpressionError as exc:
             self.problem(where, f"bad condition {str(value)!r}: {exc}", exc.column)
             return None
@@ -183,8 +185,11 @@ def _validation(c: _Checker, raw: Any, where: Path_, qtype: str) -> Validation:
 def _question(c: _Checker, raw: dict[str, Any], base: dict[str, Any], where: Path_) -> QuestionNode:
     qtype = raw.get("type", "text")
     if qtype not in QUESTION_TYPES:
-        c.problem((*where, "type"), f"unknown question type {qtype!r}{_suggest(qtype, QUESTION_TYPES)}; "
-                  f"choose from {', '.join(QUESTION_TYPES)}")
+        c.problem(
+            (*where, "type"),
+            f"unknown question type {qtype!r}{_suggest(qtype, QUESTION_TYPES)}; "
+            f"choose from {', '.join(QUESTION_TYPES)}",
+        )
         qtype = "text"
     node = QuestionNode(**base, type=qtype)
     node.prompt = c.template(c.text(raw, "prompt", where, f"question {base['id']!r}"), (*where, "prompt"))
@@ -227,8 +232,11 @@ def _probe(c: _Checker, raw: dict[str, Any], base: dict[str, Any], where: Path_)
     node.probe = c.text(raw, "probe", where, f"probe node {base['id']!r}")
     spec = c.probes.get(node.probe)
     if node.probe and spec is None:
-        c.problem((*where, "probe"), f"unknown probe {node.probe!r}{_suggest(node.probe, list(c.probes))}; "
-                  f"registered: {', '.join(sorted(c.probes))}")
+        c.problem(
+            (*where, "probe"),
+            f"unknown probe {node.probe!r}{_suggest(node.probe, list(c.probes))}; "
+            f"registered: {', '.join(sorted(c.probes))}",
+        )
     params = raw.get("params") or {}
     if not isinstance(params, dict):
         c.problem((*where, "params"), "'params' must be a mapping of parameter name to value")
@@ -237,15 +245,21 @@ def _probe(c: _Checker, raw: dict[str, Any], base: dict[str, Any], where: Path_)
         pwhere = (*where, "params", name)
         pspec = spec.param(name) if spec else None
         if spec is not None and pspec is None:
-            c.key_problem(pwhere, f"probe {node.probe!r} has no parameter {name!r}"
-                          f"{_suggest(name, [p.name for p in spec.params])}; it takes: "
-                          f"{', '.join(p.name for p in spec.params) or 'none'}")
+            c.key_problem(
+                pwhere,
+                f"probe {node.probe!r} has no parameter {name!r}"
+                f"{_suggest(name, [p.name for p in spec.params])}; it takes: "
+                f"{', '.join(p.name for p in spec.params) or 'none'}",
+            )
         if isinstance(value, str) and "{{" in value:
             node.params[name] = c.template(value, pwhere)
         else:
             if pspec is not None and not PARAM_TYPES[pspec.type](value):
-                c.problem(pwhere, f"parameter {name!r} of probe {node.probe!r} must be {pspec.type}, "
-                          f"not {type(value).__name__} ({value!r})")
+                c.problem(
+                    pwhere,
+                    f"parameter {name!r} of probe {node.probe!r} must be {pspec.type}, "
+                    f"not {type(value).__name__} ({value!r})",
+                )
             node.params[name] = value
     if spec is not None:
         for pspec in spec.params:
@@ -262,8 +276,10 @@ def _probe(c: _Checker, raw: dict[str, Any], base: dict[str, Any], where: Path_)
         on = {}
     for outcome, target in on.items():
         if outcome not in OUTCOMES:
-            c.key_problem((*where, "on", outcome), f"unknown outcome {outcome!r}{_suggest(outcome, OUTCOMES)}; "
-                          f"outcomes are {', '.join(OUTCOMES)}")
+            c.key_problem(
+                (*where, "on", outcome),
+                f"unknown outcome {outcome!r}{_suggest(outcome, OUTCOMES)}; outcomes are {', '.join(OUTCOMES)}",
+            )
         node.on[str(outcome)] = str(target)
     if raw.get("next") is not None:
         node.next = str(raw["next"])
@@ -297,8 +313,10 @@ def _conclusion(c: _Checker, raw: dict[str, Any], base: dict[str, Any], where: P
     node.diagnosis = c.text(raw, "diagnosis", where, f"conclusion {base['id']!r}")
     severity = raw.get("severity", "info")
     if severity not in SEVERITIES:
-        c.problem((*where, "severity"), f"unknown severity {severity!r}{_suggest(str(severity), SEVERITIES)}; "
-                  f"choose from {', '.join(SEVERITIES)}")
+        c.problem(
+            (*where, "severity"),
+            f"unknown severity {severity!r}{_suggest(str(severity), SEVERITIES)}; choose from {', '.join(SEVERITIES)}",
+        )
     else:
         node.severity = severity
     node.summary = c.template(c.text(raw, "summary", where, f"conclusion {base['id']!r}"), (*where, "summary"))
@@ -332,16 +350,18 @@ def _check_references(c: _Checker, nodes: dict[str, Node], node_where: dict[str,
                 if not isinstance(target, QuestionNode):
                     qs = [n for n, v in nodes.items() if isinstance(v, QuestionNode)]
                     c.problem((*where, *at), f"'answers.{ref.node}' names no question{_suggest(ref.node, qs)}")
-            else:
-                if not isinstance(target, ProbeNode):
-                    ps = [n for n, v in nodes.items() if isinstance(v, ProbeNode)]
-                    c.problem((*where, *at), f"'{ref.root}.{ref.node}' names no probe node{_suggest(ref.node, ps)}")
-                elif ref.root == "facts" and ref.fact is not None:
-                    spec = c.probes.get(target.probe)
-                    if spec is not None and spec.fact(ref.fact) is None:
-                        c.problem((*where, *at), f"probe {target.probe!r} (node {ref.node!r}) has no fact "
-                                  f"{ref.fact!r}{_suggest(ref.fact, [f.name for f in spec.facts])}; its facts: "
-                                  f"{', '.join(f.name for f in spec.facts)}")
+            elif not isinstance(target, ProbeNode):
+                ps = [n for n, v in nodes.items() if isinstance(v, ProbeNode)]
+                c.problem((*where, *at), f"'{ref.root}.{ref.node}' names no probe node{_suggest(ref.node, ps)}")
+            elif ref.root == "facts" and ref.fact is not None:
+                spec = c.probes.get(target.probe)
+                if spec is not None and spec.fact(ref.fact) is None:
+                    c.problem(
+                        (*where, *at),
+                        f"probe {target.probe!r} (node {ref.node!r}) has no fact "
+                        f"{ref.fact!r}{_suggest(ref.fact, [f.name for f in spec.facts])}; its facts: "
+                        f"{', '.join(f.name for f in spec.facts)}",
+                    )
 
 
 def _references(node: Node) -> list[tuple[Reference, Path_]]:
@@ -375,11 +395,18 @@ def _check_graph(c: _Checker, pb_start: str, nodes: dict[str, Node], node_where:
             if node.next and "*" not in node.next_by_value:
                 targets.append((node.next, ("next",)))
             if node.next_by_value and node.next is None:
-                values = [ch.value for ch in node.choices] if node.type == "select" else ([True, False] if node.type == "confirm" else [])
+                values = (
+                    [ch.value for ch in node.choices]
+                    if node.type == "select"
+                    else ([True, False] if node.type == "confirm" else [])
+                )
                 missing = [v for v in values if node.target(v) is None]
                 if missing or node.type not in ("select", "confirm"):
-                    c.problem((*where, "next"), f"dead end: no 'next' for answer(s) {', '.join(map(repr, missing)) or '(any other)'}; "
-                              "add them or a '*' fallback")
+                    c.problem(
+                        (*where, "next"),
+                        f"dead end: no 'next' for answer(s) {', '.join(map(repr, missing)) or '(any other)'}; "
+                        "add them or a '*' fallback",
+                    )
             elif node.next is None:
                 c.problem(where, f"dead end: question {node_id!r} has no 'next'")
         elif isinstance(node, ProbeNode):
@@ -389,8 +416,11 @@ def _check_graph(c: _Checker, pb_start: str, nodes: dict[str, Node], node_where:
             else:
                 unhandled = [o for o in OUTCOMES if o not in node.on]
                 if unhandled:
-                    c.problem(where, f"dead end: probe node {node_id!r} handles no outcome {', '.join(unhandled)}; "
-                              "map them under 'on' or give a 'next' for the rest")
+                    c.problem(
+                        where,
+                        f"dead end: probe node {node_id!r} handles no outcome {', '.join(unhandled)}; "
+                        "map them under 'on' or give a 'next' for the rest",
+                    )
         elif isinstance(node, DecisionNode):
             targets += [(b.goto, ("branches", i, "goto")) for i, b in enumerate(node.branches)]
             if node.default:
@@ -420,8 +450,8 @@ def _check_graph(c: _Checker, pb_start: str, nodes: dict[str, Node], node_where:
     changed = True
     while changed:
         changed = False
-        for n, targets in edges.items():
-            if n not in can_finish and any(t in can_finish for t in targets):
+        for n, outgoing in edges.items():
+            if n not in can_finish and any(t in can_finish for t in outgoing):
                 can_finish.add(n)
                 changed = True
     for n in ids:
@@ -437,7 +467,9 @@ def load_playbook_text(text: str, path: str, probes: Mapping[str, ProbeInfo]) ->
         raise PlaybookError([f"{path}:{exc.line}:{exc.column}: {exc}"]) from None
     c = _Checker(path, located, probes)
     for parent, key, line, col in located.duplicates:
-        c.problems.append((line, col, f"duplicate key {key!r}" + (f" in {'/'.join(map(str, parent))}" if parent else "")))
+        c.problems.append(
+            (line, col, f"duplicate key {key!r}" + (f" in {'/'.join(map(str, parent))}" if parent else ""))
+        )
     data = located.data
     if not isinstance(data, dict):
         raise PlaybookError([f"{path}:1:1: a playbook is a mapping with id, title, version, steps and nodes"])
@@ -454,7 +486,10 @@ def load_playbook_text(text: str, path: str, probes: Mapping[str, ProbeInfo]) ->
     nodes: dict[str, Node] = {}
     node_where: dict[str, Path_] = {}
     if not isinstance(raw_nodes, list) or not raw_nodes:
-        c.problem(("nodes",) if "nodes" in data else (), "the playbook needs 'nodes': a list of question, probe, decision and conclusion nodes")
+        c.problem(
+            ("nodes",) if "nodes" in data else (),
+            "the playbook needs 'nodes': a list of question, probe, decision and conclusion nodes",
+        )
         raw_nodes = []
     for i, raw in enumerate(raw_nodes):
         where: Path_ = ("nodes", i)
@@ -465,21 +500,35 @@ def load_playbook_text(text: str, path: str, probes: Mapping[str, ProbeInfo]) ->
         if not node_id:
             continue
         if not ID_PATTERN.match(node_id):
-            c.problem((*where, "id"), f"node id {node_id!r} must be snake_case (a-z, 0-9, _), so conditions can name it")
+            c.problem(
+                (*where, "id"), f"node id {node_id!r} must be snake_case (a-z, 0-9, _), so conditions can name it"
+            )
         if node_id in nodes:
-            c.problem((*where, "id"), f"duplicate node id {node_id!r} (first at line {c.doc.where(node_where[node_id])[0]})")
+            c.problem(
+                (*where, "id"), f"duplicate node id {node_id!r} (first at line {c.doc.where(node_where[node_id])[0]})"
+            )
             continue
         kind = raw.get("kind")
         if kind not in KIND_KEYS:
-            c.problem((*where, "kind") if "kind" in raw else where,
-                      f"unknown node kind {kind!r}{_suggest(str(kind), list(KIND_KEYS))}; kinds: {', '.join(KIND_KEYS)}")
+            c.problem(
+                (*where, "kind") if "kind" in raw else where,
+                f"unknown node kind {kind!r}{_suggest(str(kind), list(KIND_KEYS))}; kinds: {', '.join(KIND_KEYS)}",
+            )
             continue
         c.unknown_keys(raw, COMMON_KEYS + KIND_KEYS[kind], where, f"a {kind} node")
         step = raw.get("step")
         if step is not None and str(step) not in step_ids:
-            c.problem((*where, "step"), f"unknown step {step!r}{_suggest(str(step), step_ids)}; steps: {', '.join(step_ids) or 'none'}")
-        base = {"id": node_id, "kind": kind, "step": str(step) if step is not None else None,
-                "explain": str(raw.get("explain", "") or ""), "line": c.doc.where(where)[0]}
+            c.problem(
+                (*where, "step"),
+                f"unknown step {step!r}{_suggest(str(step), step_ids)}; steps: {', '.join(step_ids) or 'none'}",
+            )
+        base = {
+            "id": node_id,
+            "kind": kind,
+            "step": str(step) if step is not None else None,
+            "explain": str(raw.get("explain", "") or ""),
+            "line": c.doc.where(where)[0],
+        }
         nodes[node_id] = _BUILDERS[kind](c, raw, base, where)
         node_where[node_id] = where
     start = str(data.get("start") or (next(iter(nodes)) if nodes else ""))

@@ -28,51 +28,97 @@ def build_schema(probe_names: list[str]) -> dict[str, Any]:
     }
     target = {**_ID, "description": "id of the node to go to"}
     question = {
-        "type": "object", "additionalProperties": False, "required": ["id", "kind", "prompt"],
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["id", "kind", "prompt"],
         "properties": {
-            **common, "kind": {"const": "question"},
+            **common,
+            "kind": {"const": "question"},
             "type": {"enum": list(QUESTION_TYPES), "default": "text"},
             "prompt": {**_TEXT, "description": "may contain {{ expressions }}"},
             "help": _TEXT,
             "default": {"description": "answer used by --defaults and offered at the prompt"},
-            "choices": {"type": "array", "minItems": 1, "items": {"oneOf": [
-                {"type": ["string", "number", "boolean"]},
-                {"type": "object", "required": ["value"], "additionalProperties": False,
-                 "properties": {"value": {}, "label": _TEXT}},
-            ]}},
-            "validate": {"type": "object", "additionalProperties": False, "properties": {
-                "pattern": _TEXT, "min": {"type": "number"}, "max": {"type": "number"}, "exists": {"type": "boolean"}}},
-            "next": {"oneOf": [target, {"type": "object", "additionalProperties": target,
-                                        "description": "answer value -> node id; '*' for any other"}]},
+            "choices": {
+                "type": "array",
+                "minItems": 1,
+                "items": {
+                    "oneOf": [
+                        {"type": ["string", "number", "boolean"]},
+                        {
+                            "type": "object",
+                            "required": ["value"],
+                            "additionalProperties": False,
+                            "properties": {"value": {}, "label": _TEXT},
+                        },
+                    ]
+                },
+            },
+            "validate": {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {
+                    "pattern": _TEXT,
+                    "min": {"type": "number"},
+                    "max": {"type": "number"},
+                    "exists": {"type": "boolean"},
+                },
+            },
+            "next": {
+                "oneOf": [
+                    target,
+                    {
+                        "type": "object",
+                        "additionalProperties": target,
+                        "description": "answer value -> node id; '*' for any other",
+                    },
+                ]
+            },
         },
     }
     probe = {
-        "type": "object", "additionalProperties": False, "required": ["id", "kind", "probe"],
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["id", "kind", "probe"],
         "properties": {
-            **common, "kind": {"const": "probe"},
+            **common,
+            "kind": {"const": "probe"},
             "probe": {"enum": probe_names, "description": "a registered probe (warpwizard probes lists them)"},
             "params": {"type": "object", "description": "values, or {{ expressions }} over answers and facts"},
             "timeout": {"type": "number", "exclusiveMinimum": 0, "default": 600},
-            "on": {"type": "object", "additionalProperties": False,
-                   "properties": {o: target for o in OUTCOMES}},
+            "on": {"type": "object", "additionalProperties": False, "properties": {o: target for o in OUTCOMES}},
             "next": target,
         },
     }
     decision = {
-        "type": "object", "additionalProperties": False, "required": ["id", "kind", "branches", "default"],
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["id", "kind", "branches", "default"],
         "properties": {
-            **common, "kind": {"const": "decision"},
-            "branches": {"type": "array", "minItems": 1, "items": {
-                "type": "object", "required": ["when", "goto"], "additionalProperties": False,
-                "properties": {"when": {**_TEXT, "description": "condition over answers., facts., status."},
-                               "goto": target}}},
+            **common,
+            "kind": {"const": "decision"},
+            "branches": {
+                "type": "array",
+                "minItems": 1,
+                "items": {
+                    "type": "object",
+                    "required": ["when", "goto"],
+                    "additionalProperties": False,
+                    "properties": {
+                        "when": {**_TEXT, "description": "condition over answers., facts., status."},
+                        "goto": target,
+                    },
+                },
+            },
             "default": target,
         },
     }
     conclusion = {
-        "type": "object", "additionalProperties": False, "required": ["id", "kind", "diagnosis", "summary"],
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["id", "kind", "diagnosis", "summary"],
         "properties": {
-            **common, "kind": {"const": "conclusion"},
+            **common,
+            "kind": {"const": "conclusion"},
             "diagnosis": {**_TEXT, "description": "stable id of the diagnosis, for scripts"},
             "severity": {"enum": list(SEVERITIES), "default": "info"},
             "summary": _TEXT,
@@ -94,9 +140,15 @@ def build_schema(probe_names: list[str]) -> dict[str, Any]:
             "description": _TEXT,
             "version": {"type": ["string", "number"]},
             "start": target,
-            "steps": {"type": "array", "items": {
-                "type": "object", "required": ["id", "title"], "additionalProperties": False,
-                "properties": {"id": _ID, "title": _TEXT, "explain": _TEXT}}},
+            "steps": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "required": ["id", "title"],
+                    "additionalProperties": False,
+                    "properties": {"id": _ID, "title": _TEXT, "explain": _TEXT},
+                },
+            },
             "nodes": {"type": "array", "minItems": 1, "items": {"oneOf": [question, probe, decision, conclusion]}},
         },
     }

@@ -74,7 +74,9 @@ def load_located(text: str) -> Located:
         try:
             return constructor.construct_object(node, deep=True)
         except yaml.constructor.ConstructorError as exc:
-            raise YamlSyntaxError(f"YAML error: {exc.problem}", node.start_mark.line + 1, node.start_mark.column + 1) from None
+            raise YamlSyntaxError(
+                f"YAML error: {exc.problem}", node.start_mark.line + 1, node.start_mark.column + 1
+            ) from None
 
     located.data = walk(root, ())
     return located

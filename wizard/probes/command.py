@@ -14,11 +14,11 @@ from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status
 class CommandProbe:
     name = "command.run"
     summary = "Run a command (only with --allow-commands); pass when it exits as expected"
-    params = (
+    params: tuple[ParamSpec, ...] = (
         ParamSpec("argv", "list[str]", "the command and its arguments (no shell)", required=True),
         ParamSpec("expect_exit", "int", "exit code that means pass", default=0),
     )
-    facts = (
+    facts: tuple[FactSpec, ...] = (
         FactSpec("exit_code", "int", "the command's exit code (None: not run or timed out)"),
         FactSpec("output_tail", "str", "the last lines of its output"),
         FactSpec("allowed", "bool", "whether the user allowed commands"),
@@ -27,17 +27,29 @@ class CommandProbe:
     def run(self, env: Environment, params: Mapping[str, Any]) -> ProbeResult:
         argv = [str(a) for a in params.get("argv") or []]
         if not env.allow_commands:
-            return ProbeResult(Status.SKIP, "this playbook wants to run a command; rerun with --allow-commands to "
-                               f"permit it: {' '.join(argv)}", facts={"exit_code": None, "output_tail": "", "allowed": False})
+            return ProbeResult(
+                Status.SKIP,
+                f"this playbook wants to run a command; rerun with --allow-commands to permit it: {' '.join(argv)}",
+                facts={"exit_code": None, "output_tail": "", "allowed": False},
+            )
         if not argv:
-            return ProbeResult(Status.ERROR, "no command given", facts={"exit_code": None, "output_tail": "", "allowed": True})
-        result = env.runner.run(argv, timeout=float(params.get("_timeout", 600)), env=env.child_env(),
-                                log_path=env.report_dir / "logs" / "command.log")
+            return ProbeResult(
+                Status.ERROR, "no command given", facts={"exit_code": None, "output_tail": "", "allowed": True}
+            )
+        result = env.runner.run(
+            argv,
+            timeout=float(params.get("_timeout", 600)),
+            env=env.child_env(),
+            log_path=env.report_dir / "logs" / "command.log",
+        )
         tail = "\n".join(result.output.strip().splitlines()[-10:])
         facts = {"exit_code": result.returncode, "output_tail": tail, "allowed": True}
         if result.timed_out:
-            return ProbeResult(Status.ERROR, f"timed out after {result.duration_s:.0f} s; killed with its children", facts=facts)
+            return ProbeResult(
+                Status.ERROR, f"timed out after {result.duration_s:.0f} s; killed with its children", facts=facts
+            )
         expected = params.get("expect_exit", 0)
         status = Status.PASS if result.returncode == expected else Status.FAIL
-        return ProbeResult(status, f"exit code {result.returncode} (expected {expected})", facts=facts,
-                           files=[result.log_path or ""])
+        return ProbeResult(
+            status, f"exit code {result.returncode} (expected {expected})", facts=facts, files=[result.log_path or ""]
+        )

@@ -30,18 +30,30 @@ def parse_result(output: str) -> dict[str, Any] | None:
     for line in reversed(output.splitlines()):
         if line.startswith(MARK):
             try:
-                data = json.loads(line[len(MARK):])
+                data = json.loads(line[len(MARK) :])
             except json.JSONDecodeError:
                 return None
             return data if isinstance(data, dict) else None
     return None
 
 
-def run_harness(env: Environment, mode: str, args: list[str], *, timeout: float, log_name: str,
-                extra_env: dict[str, str] | None = None, python: str | None = None) -> HarnessRun:
+def run_harness(
+    env: Environment,
+    mode: str,
+    args: list[str],
+    *,
+    timeout: float,
+    log_name: str,
+    extra_env: dict[str, str] | None = None,
+    python: str | None = None,
+) -> HarnessRun:
     argv = [python or env.python, str(HARNESS), mode, *args]
-    result = env.runner.run(argv, timeout=timeout, env=env.child_env(**(extra_env or {})),
-                            log_path=env.report_dir / "logs" / f"{log_name}.log")
+    result = env.runner.run(
+        argv,
+        timeout=timeout,
+        env=env.child_env(**(extra_env or {})),
+        log_path=env.report_dir / "logs" / f"{log_name}.log",
+    )
     return HarnessRun(result, parse_result(result.output))
 
 
@@ -62,20 +74,31 @@ def workload_argv(env: Environment, params: dict[str, Any]) -> list[str] | None:
 
 
 def no_workload(name: str) -> ProbeResult:
-    return ProbeResult(Status.SKIP, f"{name}: no workload given (run with --workload \"python train.py --steps 3\")",
-                       facts={"reason": "no workload"})
+    return ProbeResult(
+        Status.SKIP,
+        f'{name}: no workload given (run with --workload "python train.py --steps 3")',
+        facts={"reason": "no workload"},
+    )
 
 
 def harness_failure(name: str, run: HarnessRun) -> ProbeResult | None:
     """A result for a harness that did not report, or None when it did."""
     if run.command.timed_out:
-        return ProbeResult(Status.ERROR, f"{name}: the workload ran past its timeout "
-                           f"({run.command.duration_s:.0f} s) and was killed with its children",
-                           facts={"timed_out": True}, files=[run.command.log_path or ""])
+        return ProbeResult(
+            Status.ERROR,
+            f"{name}: the workload ran past its timeout "
+            f"({run.command.duration_s:.0f} s) and was killed with its children",
+            facts={"timed_out": True},
+            files=[run.command.log_path or ""],
+        )
     if run.result is None:
         tail = run.output.strip().splitlines()[-3:]
-        return ProbeResult(Status.ERROR, f"{name}: the harness did not report (exit {run.command.returncode}): "
-                           + " | ".join(tail), facts={"timed_out": False}, files=[run.command.log_path or ""])
+        return ProbeResult(
+            Status.ERROR,
+            f"{name}: the harness did not report (exit {run.command.returncode}): " + " | ".join(tail),
+            facts={"timed_out": False},
+            files=[run.command.log_path or ""],
+        )
     if run.result.get("error"):
         return ProbeResult(Status.SKIP, f"{name}: {run.result['error']}", facts={"reason": run.result["error"]})
     return None

@@ -32,8 +32,10 @@ def collect_nvml(env: Environment) -> dict[str, Any]:
         return {"status": f"could not collect: {type(exc).__name__}: {exc}", "gpus": []}
     out: dict[str, Any] = {"status": "ok", "gpus": []}
     try:
-        for key, call in (("driver_version", "nvmlSystemGetDriverVersion"),
-                          ("cuda_driver_version", "nvmlSystemGetCudaDriverVersion")):
+        for key, call in (
+            ("driver_version", "nvmlSystemGetDriverVersion"),
+            ("cuda_driver_version", "nvmlSystemGetCudaDriverVersion"),
+        ):
             try:
                 out[key] = _text(getattr(nvml, call)())
             except Exception as exc:  # noqa: BLE001
@@ -63,7 +65,7 @@ def collect_nvml(env: Environment) -> dict[str, Any]:
                 major, minor = gpu["compute_capability"]
                 gpu["compute_capability"] = f"{major}.{minor}"
             mem = gpu.get("memory")
-            if hasattr(mem, "total"):
+            if mem is not None and hasattr(mem, "total"):
                 gpu["memory"] = {"total": int(mem.total), "used": int(mem.used)}
             mig = gpu.get("mig_mode")
             if isinstance(mig, (list, tuple)):
@@ -82,8 +84,10 @@ def collect_nvml(env: Environment) -> dict[str, Any]:
 class EnvProbe:
     name = "env"
     summary = "Versions (torch, CUDA, cuDNN, driver, Kineto), GPUs via NVML, and which profilers exist"
-    params = (ParamSpec("python", "path", "interpreter to ask (default: --python)", default=None),)
-    facts = (
+    params: tuple[ParamSpec, ...] = (
+        ParamSpec("python", "path", "interpreter to ask (default: --python)", default=None),
+    )
+    facts: tuple[FactSpec, ...] = (
         FactSpec("torch_version", "str", "torch.__version__ in the target interpreter"),
         FactSpec("cuda_version", "str", "CUDA version torch was built with (None: CPU build)"),
         FactSpec("cuda_available", "bool", "torch.cuda.is_available()"),
@@ -115,8 +119,10 @@ class EnvProbe:
         nvml = collect_nvml(env)
         gpus = torch_info.get("devices") or []
         if not gpus:
-            gpus = [{"index": g["index"], "name": g.get("name"), "compute_capability": g.get("compute_capability")}
-                    for g in nvml["gpus"]]
+            gpus = [
+                {"index": g["index"], "name": g.get("name"), "compute_capability": g.get("compute_capability")}
+                for g in nvml["gpus"]
+            ]
         facts["gpus"] = gpus
         facts["gpu_names"] = [str(g.get("name")) for g in gpus]
         facts["driver_version"] = nvml.get("driver_version", nvml["status"])
@@ -138,6 +144,9 @@ class EnvProbe:
             f"profilers: {', '.join(profilers) or 'none'}",
         ]
         status = Status.PASS if facts["cuda_available"] else Status.WARN
-        summary = ("GPU environment collected" if facts["cuda_available"]
-                   else "no usable CUDA device here: GPU probes will skip (trace analysis still works)")
+        summary = (
+            "GPU environment collected"
+            if facts["cuda_available"]
+            else "no usable CUDA device here: GPU probes will skip (trace analysis still works)"
+        )
         return ProbeResult(status, summary, facts=facts, evidence=evidence, files=[run.command.log_path or ""])

@@ -61,9 +61,16 @@ def read_nsys_sqlite(path: str | Path, name_filter: str | None = None, limit: in
             name = names.get(int(name_id), str(name_id)) if name_id is not None else "?"
             if pattern and not pattern.search(name):
                 continue
-            out.append(ExternalKernel(name, (int(gx), int(gy), int(gz)), (int(bx), int(by), int(bz)),
-                                      int(regs) if regs is not None else None,
-                                      int(static or 0) + int(dynamic or 0), sms.get(int(dev))))
+            out.append(
+                ExternalKernel(
+                    name,
+                    (int(gx), int(gy), int(gz)),
+                    (int(bx), int(by), int(bz)),
+                    int(regs) if regs is not None else None,
+                    int(static or 0) + int(dynamic or 0),
+                    sms.get(int(dev)),
+                )
+            )
             if len(out) >= limit:
                 break
         return out

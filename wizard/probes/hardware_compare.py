@@ -21,11 +21,11 @@ from wizard.trace.inspect import inspect_paths
 class HardwareCompareProbe:
     name = "hardware.compare"
     summary = "Run the repro on every visible GPU and compare with reports from other machines"
-    params = (
+    params: tuple[ParamSpec, ...] = (
         ParamSpec("repro", "path", "repro script (default: the one op.isolate wrote)", default=None),
         ParamSpec("reports", "list[str]", "JSON reports from other machines (default: --compare)", default=None),
     )
-    facts = (
+    facts: tuple[FactSpec, ...] = (
         FactSpec("gpus_tested", "list", "local GPUs the repro ran on"),
         FactSpec("reproduces_on", "list", "machines/GPUs that show impossible values"),
         FactSpec("clean_on", "list", "machines/GPUs that do not"),
@@ -51,25 +51,47 @@ class HardwareCompareProbe:
             out_dir = ensure_dir(env.report_dir / "hardware")
             for dev in devices:
                 trace = out_dir / f"gpu{dev['index']}-trace.json"
-                run = env.runner.run([env.python, repro, str(trace)], timeout=float(params.get("_timeout", 600)),
-                                     env=env.child_env(CUDA_VISIBLE_DEVICES=str(dev["index"])),
-                                     log_path=out_dir / f"gpu{dev['index']}.log")
+                run = env.runner.run(
+                    [env.python, repro, str(trace)],
+                    timeout=float(params.get("_timeout", 600)),
+                    env=env.child_env(CUDA_VISIBLE_DEVICES=str(dev["index"])),
+                    log_path=out_dir / f"gpu{dev['index']}.log",
+                )
                 if parse_result(run.output) is None or not trace.exists():
                     problems.append(f"GPU {dev['index']}: the repro did not finish")
                     continue
                 facts = inspection_facts(inspect_paths([str(trace)]))
                 tested.append(f"{dev['index']}: {dev['name']}")
-                reports.append(MachineReport(str(trace), f"{host} GPU {dev['index']}", [str(dev["name"])],
-                                             info.get("torch_version"), None, facts["mechanisms"], facts["impossible"]))
+                reports.append(
+                    MachineReport(
+                        str(trace),
+                        f"{host} GPU {dev['index']}",
+                        [str(dev["name"])],
+                        info.get("torch_version"),
+                        None,
+                        facts["mechanisms"],
+                        facts["impossible"],
+                    )
+                )
         result = compare(reports)
-        facts_out = {"gpus_tested": tested, "reproduces_on": result.reproduces_on, "clean_on": result.clean_on,
-                     "hardware_specific": result.hardware_specific, "verdict": result.verdict,
-                     "machines": len(reports)}
-        evidence = [f"{m.key}: {'impossible values ' + ', '.join(m.mechanisms) if m.impossible else 'clean'}"
-                    for m in reports] + problems
+        facts_out = {
+            "gpus_tested": tested,
+            "reproduces_on": result.reproduces_on,
+            "clean_on": result.clean_on,
+            "hardware_specific": result.hardware_specific,
+            "verdict": result.verdict,
+            "machines": len(reports),
+        }
+        evidence = [
+            f"{m.key}: {'impossible values ' + ', '.join(m.mechanisms) if m.impossible else 'clean'}" for m in reports
+        ] + problems
         if len(reports) < 2:
             why = "no CUDA device here" if not devices else "fewer than two data points"
-            return ProbeResult(Status.SKIP, f"nothing to compare ({why}); pass reports from other machines with "
-                               "--compare REPORT.json", facts=facts_out, evidence=evidence)
+            return ProbeResult(
+                Status.SKIP,
+                f"nothing to compare ({why}); pass reports from other machines with --compare REPORT.json",
+                facts=facts_out,
+                evidence=evidence,
+            )
         status = Status.FAIL if result.hardware_specific else Status.PASS
         return ProbeResult(status, result.verdict, facts=facts_out, evidence=evidence)

@@ -58,14 +58,18 @@ def env_info() -> dict[str, Any]:
     if info["cuda_available"]:
         for i in range(torch.cuda.device_count()):
             p = torch.cuda.get_device_properties(i)
-            devices.append({
-                "index": i, "name": p.name, "compute_capability": f"{p.major}.{p.minor}",
-                "multi_processor_count": p.multi_processor_count,
-                "max_threads_per_multi_processor": getattr(p, "max_threads_per_multi_processor", None),
-                "regs_per_multiprocessor": getattr(p, "regs_per_multiprocessor", None),
-                "shared_memory_per_block_optin": getattr(p, "shared_memory_per_block_optin", None),
-                "total_memory": p.total_memory,
-            })
+            devices.append(
+                {
+                    "index": i,
+                    "name": p.name,
+                    "compute_capability": f"{p.major}.{p.minor}",
+                    "multi_processor_count": p.multi_processor_count,
+                    "max_threads_per_multi_processor": getattr(p, "max_threads_per_multi_processor", None),
+                    "regs_per_multiprocessor": getattr(p, "regs_per_multiprocessor", None),
+                    "shared_memory_per_block_optin": getattr(p, "shared_memory_per_block_optin", None),
+                    "total_memory": p.total_memory,
+                }
+            )
     info["devices"] = devices
     return info
 
@@ -110,8 +114,16 @@ def profile(out: str, argv: list[str], legacy: bool) -> None:
         if cuda:
             torch.cuda.synchronize()
         prof.export_chrome_trace(out)
-    emit({"ok": code == 0, "exit_code": code, "output": out, "cuda_available": cuda,
-          "torch_version": torch.__version__, "profiler": "legacy" if legacy else "torch.profiler"})
+    emit(
+        {
+            "ok": code == 0,
+            "exit_code": code,
+            "output": out,
+            "cuda_available": cuda,
+            "torch_version": torch.__version__,
+            "profiler": "legacy" if legacy else "torch.profiler",
+        }
+    )
 
 
 def main(args: list[str]) -> None:
@@ -119,7 +131,7 @@ def main(args: list[str]) -> None:
         print(__doc__)
         sys.exit(2)
     mode = args[0]
-    rest = args[args.index("--") + 1:] if "--" in args else []
+    rest = args[args.index("--") + 1 :] if "--" in args else []
     if mode == "env":
         emit({"ok": True, **env_info()})
     elif mode in ("profile", "legacy"):

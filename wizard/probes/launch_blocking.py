@@ -17,11 +17,11 @@ from wizard.probes.cuda_errors import find_cuda_failure, parse_sanitizer
 class LaunchBlockingProbe:
     name = "cuda.launch_blocking"
     summary = "Re-run with CUDA_LAUNCH_BLOCKING=1 (and device-side assertions); find the first CUDA error"
-    params = (
+    params: tuple[ParamSpec, ...] = (
         ParamSpec("workload", "str", "command to run (default: --workload)", default=None),
         ParamSpec("sanitizer", "bool", "also run compute-sanitizer memcheck (needs --allow-sanitizer)", default=True),
     )
-    facts = (
+    facts: tuple[FactSpec, ...] = (
         FactSpec("cuda_available", "bool", "whether the workload saw a CUDA device"),
         FactSpec("cuda_error", "str", "the CUDA error message, or None"),
         FactSpec("error_name", "str", "cudaErrorXxx when printed"),
@@ -53,48 +53,107 @@ class LaunchBlockingProbe:
         failure = find_cuda_failure(output)
         exit_code = run.result.get("exit_code") if run.result else run.command.returncode
         facts: dict[str, Any] = {
-            "cuda_available": cuda, "cuda_error": None, "error_name": None, "exception": None,
-            "python_frame": None, "device_assert": None, "exit_code": exit_code,
-            "dsa": "unavailable in this build" if (failure and failure.dsa_unavailable) else "enabled if the build supports it",
-            "sanitizer_errors": None, "sanitizer_first": None, "sanitizer_location": None,
+            "cuda_available": cuda,
+            "cuda_error": None,
+            "error_name": None,
+            "exception": None,
+            "python_frame": None,
+            "device_assert": None,
+            "exit_code": exit_code,
+            "dsa": "unavailable in this build"
+            if (failure and failure.dsa_unavailable)
+            else "enabled if the build supports it",
+            "sanitizer_errors": None,
+            "sanitizer_first": None,
+            "sanitizer_location": None,
         }
         files = [run.command.log_path or ""]
         evidence: list[str] = []
         if failure is not None:
-            facts.update(cuda_error=failure.message, error_name=failure.error_name, exception=failure.exception,
-                         python_frame=failure.python_frame, device_assert=failure.device_assert)
-            evidence.append(f"CUDA error: {failure.message}" + (f" ({failure.error_name})" if failure.error_name else ""))
+            facts.update(
+                cuda_error=failure.message,
+                error_name=failure.error_name,
+                exception=failure.exception,
+                python_frame=failure.python_frame,
+                device_assert=failure.device_assert,
+            )
+            evidence.append(
+                f"CUDA error: {failure.message}" + (f" ({failure.error_name})" if failure.error_name else "")
+            )
             if failure.python_frame:
                 evidence.append(f"launched from {failure.python_frame}")
             if failure.device_assert:
                 evidence.append(failure.device_assert)
             if failure.dsa_unavailable:
-                evidence.append("device-side assertions are unavailable in this build (stock wheels lack "
-                                "TORCH_USE_CUDA_DSA); the error above is the blocking launch's own")
+                evidence.append(
+                    "device-side assertions are unavailable in this build (stock wheels lack "
+                    "TORCH_USE_CUDA_DSA); the error above is the blocking launch's own"
+                )
         sanitizer = env.which("compute-sanitizer")
         if cuda and sanitizer and params.get("sanitizer", True):
             if not env.allow_sanitizer:
                 evidence.append("compute-sanitizer is installed; rerun with --allow-sanitizer to run memcheck (slow)")
             else:
                 log = out_dir / "memcheck.log"
-                cmd = [sanitizer, "--tool", "memcheck", "--target-processes", "all", "--error-exitcode", "99",
-                       "--print-limit", "20", "--log-file", str(log), env.python, str(HARNESS), "run", "--", *argv]
-                env.runner.run(cmd, timeout=timeout * 4, env=env.child_env(PYTORCH_NO_CUDA_MEMORY_CACHING="1"),
-                               log_path=out_dir / "memcheck-run.log")
+                cmd = [
+                    sanitizer,
+                    "--tool",
+                    "memcheck",
+                    "--target-processes",
+                    "all",
+                    "--error-exitcode",
+                    "99",
+                    "--print-limit",
+                    "20",
+                    "--log-file",
+                    str(log),
+                    env.python,
+                    str(HARNESS),
+                    "run",
+                    "--",
+                    *argv,
+                ]
+                env.runner.run(
+                    cmd,
+                    timeout=timeout * 4,
+                    env=env.child_env(PYTORCH_NO_CUDA_MEMORY_CACHING="1"),
+                    log_path=out_dir / "memcheck-run.log",
+                )
                 if log.exists():
                     report = parse_sanitizer(log.read_text(encoding="utf-8", errors="replace"))
-                    facts.update(sanitizer_errors=report.errors, sanitizer_first=report.first,
-                                 sanitizer_location=report.location)
+                    facts.update(
+                        sanitizer_errors=report.errors, sanitizer_first=report.first, sanitizer_location=report.location
+                    )
                     files.append(str(log))
                     if report.first:
-                        evidence.append(f"compute-sanitizer: {report.first} at {report.location} ({report.errors} errors)")
+                        evidence.append(
+                            f"compute-sanitizer: {report.first} at {report.location} ({report.errors} errors)"
+                        )
         if failure is not None or (facts["sanitizer_errors"] or 0) > 0:
-            return ProbeResult(Status.FAIL, f"CUDA error at launch: {facts['cuda_error'] or facts['sanitizer_first']}",
-                               facts=facts, evidence=evidence, files=files)
+            return ProbeResult(
+                Status.FAIL,
+                f"CUDA error at launch: {facts['cuda_error'] or facts['sanitizer_first']}",
+                facts=facts,
+                evidence=evidence,
+                files=files,
+            )
         if not cuda:
-            return ProbeResult(Status.SKIP, "no CUDA device: the workload ran on the CPU, so there is no kernel launch "
-                               f"to serialise (exit code {exit_code})", facts=facts, evidence=evidence, files=files)
+            return ProbeResult(
+                Status.SKIP,
+                "no CUDA device: the workload ran on the CPU, so there is no kernel launch "
+                f"to serialise (exit code {exit_code})",
+                facts=facts,
+                evidence=evidence,
+                files=files,
+            )
         if exit_code not in (0, None):
-            return ProbeResult(Status.WARN, f"the workload failed (exit {exit_code}) without a CUDA error; see the log",
-                               facts=facts, evidence=evidence, files=files)
-        return ProbeResult(Status.PASS, "no CUDA error with blocking launches", facts=facts, evidence=evidence, files=files)
+            return ProbeResult(
+                Status.WARN,
+                f"the workload failed (exit {exit_code}) without a CUDA error; see the log",
+                facts=facts,
+                evidence=evidence,
+                files=files,
+            )
+        return ProbeResult(
+            Status.PASS, "no CUDA error with blocking launches", facts=facts, evidence=evidence, files=files
+        )

@@ -20,8 +20,8 @@ from wizard.trace.reader import read_trace
 class MetricsSanityProbe:
     name = "metrics.sanity"
     summary = "Registers, shared memory, block size and occupancy against the device's hard limits"
-    params = (ParamSpec("trace", "paths", "trace file(s) to check", required=True),)
-    facts = (
+    params: tuple[ParamSpec, ...] = (ParamSpec("trace", "paths", "trace file(s) to check", required=True),)
+    facts: tuple[FactSpec, ...] = (
         FactSpec("kernels", "int", "kernels checked"),
         FactSpec("impossible_registers", "int", "kernels with more registers per thread than the architecture allows"),
         FactSpec("impossible_shared_memory", "int", "kernels above the opt-in shared memory limit"),
@@ -68,7 +68,9 @@ class MetricsSanityProbe:
                     examples.setdefault("smem", f"{name}: {smem} B shared memory > opt-in limit {optin} B")
                 if threads > device.limits.max_threads_per_block:
                     counts["impossible_block"] += 1
-                    examples.setdefault("block", f"{name}: {threads} threads/block > {device.limits.max_threads_per_block}")
+                    examples.setdefault(
+                        "block", f"{name}: {threads} threads/block > {device.limits.max_threads_per_block}"
+                    )
                 occ = k.occupancy.value
                 if occ is not None and occ > 100:
                     counts["occupancy_above_100"] += 1
@@ -83,25 +85,44 @@ class MetricsSanityProbe:
                     counts["low_occupancy"] += 1
         facts: dict[str, Any] = {
             "kernels": checked,
-            **{key: counts.get(key, 0) for key in ("impossible_registers", "impossible_shared_memory",
-                                                    "impossible_block", "occupancy_above_100", "above_48kb",
-                                                    "low_occupancy")},
+            **{
+                key: counts.get(key, 0)
+                for key in (
+                    "impossible_registers",
+                    "impossible_shared_memory",
+                    "impossible_block",
+                    "occupancy_above_100",
+                    "above_48kb",
+                    "low_occupancy",
+                )
+            },
             "top_limiter": limiters.most_common(1)[0][0] if limiters else None,
             "limiters": dict(limiters),
             "examples": list(examples.values()),
         }
-        hard = sum(counts[k] for k in ("impossible_registers", "impossible_shared_memory", "impossible_block",
-                                       "occupancy_above_100"))
+        hard = sum(
+            counts[k]
+            for k in ("impossible_registers", "impossible_shared_memory", "impossible_block", "occupancy_above_100")
+        )
         evidence = list(examples.values())
         if limiters:
-            evidence.append("theoretical occupancy limited by: " + ", ".join(f"{f} ({n})" for f, n in limiters.most_common()))
+            evidence.append(
+                "theoretical occupancy limited by: " + ", ".join(f"{f} ({n})" for f, n in limiters.most_common())
+            )
         if checked == 0:
             return ProbeResult(Status.SKIP, "no kernel with launch dimensions and known device limits", facts=facts)
         if hard:
-            return ProbeResult(Status.FAIL, f"{hard} kernel(s) with values the hardware cannot produce", facts=facts,
-                               evidence=evidence)
+            return ProbeResult(
+                Status.FAIL, f"{hard} kernel(s) with values the hardware cannot produce", facts=facts, evidence=evidence
+            )
         if counts["above_48kb"]:
-            return ProbeResult(Status.WARN, f"registers, shared memory and block sizes are possible; "
-                               f"{counts['above_48kb']} kernel(s) above 48 KB get a wrong 0% occupancy (E)",
-                               facts=facts, evidence=evidence)
-        return ProbeResult(Status.PASS, f"all {checked} kernels within the device's limits", facts=facts, evidence=evidence)
+            return ProbeResult(
+                Status.WARN,
+                f"registers, shared memory and block sizes are possible; "
+                f"{counts['above_48kb']} kernel(s) above 48 KB get a wrong 0% occupancy (E)",
+                facts=facts,
+                evidence=evidence,
+            )
+        return ProbeResult(
+            Status.PASS, f"all {checked} kernels within the device's limits", facts=facts, evidence=evidence
+        )

@@ -18,10 +18,20 @@ from wizard.trace.inspect import inspect_paths
 
 # Kineto's "Input type" strings -> torch dtype attribute names.
 DTYPES = {
-    "float": "float32", "double": "float64", "c10::Half": "float16", "c10::BFloat16": "bfloat16",
-    "long int": "int64", "long": "int64", "int": "int32", "short int": "int16", "signed char": "int8",
-    "unsigned char": "uint8", "bool": "bool", "c10::Float8_e4m3fn": "float8_e4m3fn",
-    "c10::Float8_e5m2": "float8_e5m2", "c10::complex<float>": "complex64",
+    "float": "float32",
+    "double": "float64",
+    "c10::Half": "float16",
+    "c10::BFloat16": "bfloat16",
+    "long int": "int64",
+    "long": "int64",
+    "int": "int32",
+    "short int": "int16",
+    "signed char": "int8",
+    "unsigned char": "uint8",
+    "bool": "bool",
+    "c10::Float8_e4m3fn": "float8_e4m3fn",
+    "c10::Float8_e5m2": "float8_e5m2",
+    "c10::complex<float>": "complex64",
 }
 CPU_ELEMENT_LIMIT = 1 << 27  # 512 MiB of float32: beyond this the CPU run is skipped
 
@@ -90,13 +100,13 @@ def _elements(shapes: list[Any]) -> int:
 class OpIsolateProbe:
     name = "op.isolate"
     summary = "Write a one-op repro from the flagged kernel's op, shapes and dtypes; run it alone under the profiler"
-    params = (
+    params: tuple[ParamSpec, ...] = (
         ParamSpec("trace", "paths", "trace whose worst finding to isolate", default=None),
         ParamSpec("op", "str", "op name instead of the trace's, e.g. aten::index_select", default=None),
         ParamSpec("input_dims", "str", "JSON list of input shapes (with op)", default=None),
         ParamSpec("input_types", "str", "JSON list of input dtypes (with op)", default=None),
     )
-    facts = (
+    facts: tuple[FactSpec, ...] = (
         FactSpec("op", "str", "the op isolated"),
         FactSpec("input_dims", "str", "its input shapes"),
         FactSpec("input_types", "str", "its input dtypes"),
@@ -115,48 +125,101 @@ class OpIsolateProbe:
             if not facts["impossible"]:
                 return ProbeResult(Status.SKIP, "the trace has no impossible value to isolate", facts={"op": None})
         if not op:
-            return ProbeResult(Status.SKIP, "no launching op known: the trace maps the kernel to no op "
-                               "(record with record_shapes=True, or give op and input_dims)", facts={"op": None})
+            return ProbeResult(
+                Status.SKIP,
+                "no launching op known: the trace maps the kernel to no op "
+                "(record with record_shapes=True, or give op and input_dims)",
+                facts={"op": None},
+            )
         shapes = _loads(dims) or []
         type_names = _loads(types) or []
-        base = {"op": op, "input_dims": dims, "input_types": types, "repro_script": None, "device": None,
-                "reproduced": None, "mechanisms": []}
+        base = {
+            "op": op,
+            "input_dims": dims,
+            "input_types": types,
+            "repro_script": None,
+            "device": None,
+            "reproduced": None,
+            "mechanisms": [],
+        }
         out_dir = ensure_dir(env.report_dir / "op-isolate")
         script = out_dir / "repro.py"
-        script.write_text(SCRIPT.format(
-            op=op, dims=dims, types=types, name=script.name, dims_json=json.dumps(shapes),
-            types_json=json.dumps(type_names), dtypes=DTYPES, mark=MARK,
-        ), encoding="utf-8")
+        script.write_text(
+            SCRIPT.format(
+                op=op,
+                dims=dims,
+                types=types,
+                name=script.name,
+                dims_json=json.dumps(shapes),
+                types_json=json.dumps(type_names),
+                dtypes=DTYPES,
+                mark=MARK,
+            ),
+            encoding="utf-8",
+        )
         base["repro_script"] = str(script)
         if "::" not in str(op) or not shapes:
-            return ProbeResult(Status.WARN, f"{op!r} is not an op with recorded tensor shapes: the script is a "
-                               "starting point to edit, not a runnable repro", facts=base, files=[str(script)])
+            return ProbeResult(
+                Status.WARN,
+                f"{op!r} is not an op with recorded tensor shapes: the script is a "
+                "starting point to edit, not a runnable repro",
+                facts=base,
+                files=[str(script)],
+            )
         trace = out_dir / "repro-trace.json"
-        probe = env.runner.run([env.python, "-c", "import torch; print(torch.cuda.is_available())"],
-                               timeout=120, env=env.child_env())
+        probe = env.runner.run(
+            [env.python, "-c", "import torch; print(torch.cuda.is_available())"], timeout=120, env=env.child_env()
+        )
         cuda = probe.output.strip().endswith("True")
         if not cuda and _elements(shapes) > CPU_ELEMENT_LIMIT:
-            return ProbeResult(Status.SKIP, f"no CUDA device, and the inputs ({_elements(shapes)} elements) are too "
-                               "large to run on the CPU; the repro script was written", facts=base, files=[str(script)])
-        run = env.runner.run([env.python, str(script), str(trace)], timeout=float(params.get("_timeout", 600)),
-                             env=env.child_env(), log_path=out_dir / "repro.log")
+            return ProbeResult(
+                Status.SKIP,
+                f"no CUDA device, and the inputs ({_elements(shapes)} elements) are too "
+                "large to run on the CPU; the repro script was written",
+                facts=base,
+                files=[str(script)],
+            )
+        run = env.runner.run(
+            [env.python, str(script), str(trace)],
+            timeout=float(params.get("_timeout", 600)),
+            env=env.child_env(),
+            log_path=out_dir / "repro.log",
+        )
         result = parse_result(run.output)
         files = [str(script), run.log_path or ""]
         if result is None:
-            return ProbeResult(Status.ERROR, f"the repro did not finish (exit {run.returncode}); see {run.log_path}",
-                               facts=base, files=files)
+            return ProbeResult(
+                Status.ERROR,
+                f"the repro did not finish (exit {run.returncode}); see {run.log_path}",
+                facts=base,
+                files=files,
+            )
         base["device"] = result.get("device")
         if result.get("error"):
-            return ProbeResult(Status.WARN, f"calling {op} with the recorded tensors alone failed ({result['error']}); "
-                               "add its non-tensor arguments to the script", facts=base, files=files)
+            return ProbeResult(
+                Status.WARN,
+                f"calling {op} with the recorded tensors alone failed ({result['error']}); "
+                "add its non-tensor arguments to the script",
+                facts=base,
+                files=files,
+            )
         found = inspection_facts(inspect_paths([str(trace)]))
         base["mechanisms"] = found["mechanisms"]
         files.append(str(trace))
         if base["device"] != "cuda":
-            return ProbeResult(Status.SKIP, f"no CUDA device: {op} ran alone on the CPU (the repro is valid) but "
-                               "kernel metrics need a GPU", facts=base, files=files)
+            return ProbeResult(
+                Status.SKIP,
+                f"no CUDA device: {op} ran alone on the CPU (the repro is valid) but kernel metrics need a GPU",
+                facts=base,
+                files=files,
+            )
         base["reproduced"] = bool(found["impossible"])
         if base["reproduced"]:
-            return ProbeResult(Status.FAIL, f"{op} alone reproduces the anomaly ({', '.join(found['mechanisms'])})",
-                               facts=base, files=files, evidence=[str(found["worst_evidence"])])
+            return ProbeResult(
+                Status.FAIL,
+                f"{op} alone reproduces the anomaly ({', '.join(found['mechanisms'])})",
+                facts=base,
+                files=files,
+                evidence=[str(found["worst_evidence"])],
+            )
         return ProbeResult(Status.PASS, f"{op} alone does not reproduce the anomaly", facts=base, files=files)

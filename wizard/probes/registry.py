@@ -18,8 +18,14 @@ def builtin_probes() -> dict[str, Probe]:
     from wizard.probes.trace_inspect import TraceInspectProbe
 
     probes: list[Probe] = [
-        TraceInspectProbe(), EnvProbe(), ReprofileProbe(), LaunchBlockingProbe(), OpIsolateProbe(),
-        HardwareCompareProbe(), MetricsSanityProbe(), CommandProbe(),
+        TraceInspectProbe(),
+        EnvProbe(),
+        ReprofileProbe(),
+        LaunchBlockingProbe(),
+        OpIsolateProbe(),
+        HardwareCompareProbe(),
+        MetricsSanityProbe(),
+        CommandProbe(),
     ]
     return {p.name: p for p in probes}
 

@@ -24,8 +24,22 @@ def _nsys(env: Environment, argv: list[str], out_dir: Path, timeout: float) -> t
     base = out_dir / "nsys-report"
     from wizard.probes.common import HARNESS
 
-    cmd = [nsys, "profile", "--trace=cuda,nvtx", "--sample=none", "-f", "true", "-o", str(base),
-           "--export=sqlite", env.python, str(HARNESS), "run", "--", *argv]
+    cmd = [
+        nsys,
+        "profile",
+        "--trace=cuda,nvtx",
+        "--sample=none",
+        "-f",
+        "true",
+        "-o",
+        str(base),
+        "--export=sqlite",
+        env.python,
+        str(HARNESS),
+        "run",
+        "--",
+        *argv,
+    ]
     result = env.runner.run(cmd, timeout=timeout, env=env.child_env(), log_path=out_dir / "nsys.log")
     db = base.with_suffix(".sqlite")
     if not db.exists():
@@ -36,11 +50,13 @@ def _nsys(env: Environment, argv: list[str], out_dir: Path, timeout: float) -> t
 class ReprofileProbe:
     name = "profiler.reprofile"
     summary = "Re-run the workload under torch.profiler and every other available profiler; compare"
-    params = (
+    params: tuple[ParamSpec, ...] = (
         ParamSpec("workload", "str", "command to run (default: --workload)", default=None),
-        ParamSpec("other_python", "list[str]", "interpreters of other environments (other torch versions)", default=None),
+        ParamSpec(
+            "other_python", "list[str]", "interpreters of other environments (other torch versions)", default=None
+        ),
     )
-    facts = (
+    facts: tuple[FactSpec, ...] = (
         FactSpec("trace", "str", "the fresh torch.profiler trace"),
         FactSpec("cuda_available", "bool", "whether the workload saw a CUDA device"),
         FactSpec("reproduced", "bool", "whether the fresh trace shows impossible values again"),
@@ -68,12 +84,22 @@ class ReprofileProbe:
         ran = [f"torch.profiler ({run.result.get('torch_version')})"]
         skipped: dict[str, str] = {}
         if not trace.exists():
-            return ProbeResult(Status.ERROR, f"the profiler wrote no trace (workload exit {run.result.get('exit_code')})",
-                               facts={"cuda_available": cuda}, files=files)
+            return ProbeResult(
+                Status.ERROR,
+                f"the profiler wrote no trace (workload exit {run.result.get('exit_code')})",
+                facts={"cuda_available": cuda},
+                files=files,
+            )
         fresh = inspection_facts(inspect_paths([str(trace)]))
-        facts: dict[str, Any] = {"trace": str(trace), "cuda_available": cuda, "mechanisms": fresh["mechanisms"],
-                                 "reproduced": bool(fresh["impossible"]), "profilers_run": ran,
-                                 "profilers_skipped": skipped, "versions": {}}
+        facts: dict[str, Any] = {
+            "trace": str(trace),
+            "cuda_available": cuda,
+            "mechanisms": fresh["mechanisms"],
+            "reproduced": bool(fresh["impossible"]),
+            "profilers_run": ran,
+            "profilers_skipped": skipped,
+            "versions": {},
+        }
         legacy = out_dir / "legacy-profiler.txt"
         control = run_harness(env, "legacy", [str(legacy), "--", *argv], timeout=timeout, log_name="reprofile-legacy")
         if control.result is not None and legacy.exists():
@@ -83,8 +109,14 @@ class ReprofileProbe:
             skipped["legacy"] = "the legacy profiler did not complete"
         for other in params.get("other_python") or []:
             other_trace = out_dir / f"torch-profiler-{Path(other).parent.parent.name or 'other'}.json"
-            other_run = run_harness(env, "profile", [str(other_trace), "--", *argv], timeout=timeout,
-                                    log_name="reprofile-other", python=other)
+            other_run = run_harness(
+                env,
+                "profile",
+                [str(other_trace), "--", *argv],
+                timeout=timeout,
+                log_name="reprofile-other",
+                python=other,
+            )
             if other_run.result is None or not other_trace.exists():
                 skipped[other] = "did not produce a trace"
                 continue
@@ -99,8 +131,11 @@ class ReprofileProbe:
             return ProbeResult(
                 Status.SKIP,
                 "no CUDA device: the workload was re-profiled on the CPU (trace written) but there are no GPU "
-                "kernels to compare", facts=facts, files=files,
-                evidence=[f"ran: {', '.join(ran)}", f"skipped: {skipped}"])
+                "kernels to compare",
+                facts=facts,
+                files=files,
+                evidence=[f"ran: {', '.join(ran)}", f"skipped: {skipped}"],
+            )
         kernels, nsys_status = _nsys(env, argv, out_dir, timeout)
         if nsys_status == "ok":
             ran.append("Nsight Systems (raw CUPTI launch dimensions)")
@@ -111,8 +146,10 @@ class ReprofileProbe:
             match = [k for k in kernels if fresh["worst_kernel"][:40] in k.name or k.name[:40] in fresh["worst_kernel"]]
             if match:
                 k = match[0]
-                evidence.append(f"nsys: {k.name[:60]} grid {k.grid} block {k.block} on {k.num_sms} SMs -> "
-                                f"true blocks per SM {k.blocks_per_sm}, warps per SM {k.warps_per_sm}")
+                evidence.append(
+                    f"nsys: {k.name[:60]} grid {k.grid} block {k.block} on {k.num_sms} SMs -> "
+                    f"true blocks per SM {k.blocks_per_sm}, warps per SM {k.warps_per_sm}"
+                )
         versions_clean = [v for v, m in facts["versions"].items() if not m]
         if not fresh["impossible"]:
             facts["follows"] = "not reproduced"
@@ -120,10 +157,15 @@ class ReprofileProbe:
         elif versions_clean or nsys_status == "ok" or "?" not in fresh["mechanisms"]:
             facts["follows"] = "profiler"
             status = Status.FAIL
-            summary = ("the anomaly follows the profiler: the same trace's raw launch dimensions recompute to sane "
-                       "values (a known profiler mechanism)"
-                       + (f" and torch {', '.join(versions_clean)} reports correct values" if versions_clean else ""))
+            summary = (
+                "the anomaly follows the profiler: the same trace's raw launch dimensions recompute to sane "
+                "values (a known profiler mechanism)"
+                + (f" and torch {', '.join(versions_clean)} reports correct values" if versions_clean else "")
+            )
         else:
             facts["follows"] = "unknown"
-            status, summary = Status.WARN, "the fresh trace reproduces the anomaly; no second profiler could run to compare"
+            status, summary = (
+                Status.WARN,
+                "the fresh trace reproduces the anomaly; no second profiler could run to compare",
+            )
         return ProbeResult(status, summary, facts=facts, evidence=evidence, files=files)

@@ -68,8 +68,13 @@ def inspection_facts(inspection: Inspection) -> dict[str, Any]:
         "worst_op_types": worst.op.input_types if worst and worst.op else None,
         "worst_python_frame": (worst.op.python_stack[-1] if worst and worst.op and worst.op.python_stack else None),
         "worst_file": next((r.path for r in reports for g in r.groups if g is worst), None),
-        "non_finite_spelling": ("bare" if any(r.non_finite.get("bare") for r in reports)
-                                else "quoted" if any(r.non_finite.get("quoted") for r in reports) else None),
+        "non_finite_spelling": (
+            "bare"
+            if any(r.non_finite.get("bare") for r in reports)
+            else "quoted"
+            if any(r.non_finite.get("quoted") for r in reports)
+            else None
+        ),
     }
     return facts
 
@@ -114,11 +119,11 @@ FACT_HELP = {
 class TraceInspectProbe:
     name = "trace.inspect"
     summary = "Recompute every kernel's blocks/warps per SM and occupancy; name each impossible value's mechanism"
-    params = (
+    params: tuple[ParamSpec, ...] = (
         ParamSpec("paths", "paths", "trace file(s) or a per-rank directory", required=True),
         ParamSpec("jobs", "int", "parallel processes for several files", default=None),
     )
-    facts = tuple(FactSpec(k, "any", v) for k, v in FACT_HELP.items())
+    facts: tuple[FactSpec, ...] = tuple(FactSpec(k, "any", v) for k, v in FACT_HELP.items())
 
     def run(self, env: Environment, params: Mapping[str, Any]) -> ProbeResult:
         paths = [p for p in _paths(params.get("paths")) if p]
@@ -139,17 +144,24 @@ class TraceInspectProbe:
             files.append(str(report_path))
         except OSError:
             pass
-        evidence = [f"{g.mechanism} x{g.count} {g.kernel[:90]}: {g.worst.evidence}"
-                    + (f" [op {g.op.op}]" if g.op else "")
-                    for r in inspection.reports for g in r.groups if g.severity == "error"][:12]
+        evidence = [
+            f"{g.mechanism} x{g.count} {g.kernel[:90]}: {g.worst.evidence}" + (f" [op {g.op.op}]" if g.op else "")
+            for r in inspection.reports
+            for g in r.groups
+            if g.severity == "error"
+        ][:12]
         evidence += facts["notes"][:4]
         if facts["impossible"]:
             status = Status.FAIL
-            summary = (f"{facts['flagged_kernels']} kernel launch(es) with wrong values; mechanisms "
-                       f"{', '.join(facts['mechanisms'])}")
+            summary = (
+                f"{facts['flagged_kernels']} kernel launch(es) with wrong values; mechanisms "
+                f"{', '.join(facts['mechanisms'])}"
+            )
         elif facts["rocm"] or facts["cpu_only"]:
             status = Status.SKIP
-            summary = "nothing to check: " + ("ROCm trace (no such metrics recorded)" if facts["rocm"] else "no GPU kernels in the trace")
+            summary = "nothing to check: " + (
+                "ROCm trace (no such metrics recorded)" if facts["rocm"] else "no GPU kernels in the trace"
+            )
         else:
             status = Status.PASS
             summary = f"all {facts['kernels_checked']} kernels agree with the recomputation"

@@ -21,8 +21,10 @@ def _value(value: Any) -> str:
 
 def transcript_markdown(t: Transcript) -> str:
     out = [f"# warpwizard: {t.playbook['title']}", ""]
-    out.append(f"Playbook `{t.playbook['id']}` v{t.playbook['version']}, run {t.started} "
-               f"(warpwizard {t.tool.get('version')}, Python {t.tool.get('python')})")
+    out.append(
+        f"Playbook `{t.playbook['id']}` v{t.playbook['version']}, run {t.started} "
+        f"(warpwizard {t.tool.get('version')}, Python {t.tool.get('python')})"
+    )
     out.append("")
     if t.conclusion is not None:
         c = t.conclusion
@@ -75,9 +77,12 @@ def inspection_markdown(inspection: Inspection) -> str:
                 rep = "; ".join(f"{k} {_value(v)}" for k, v in g.worst.reported.items())
                 tru = "; ".join(f"{k} {_value(v)}" for k, v in g.worst.true.items())
                 op = f"`{g.op.op}` {g.op.input_dims or ''}" if g.op else "—"
-                out.append(f"| {g.mechanism} | `{_cell(g.kernel[:80])}` | {g.count} | {_cell(rep)} | {_cell(tru)} | {_cell(op)} |")
+                cells = [g.mechanism, f"`{_cell(g.kernel[:80])}`", str(g.count), _cell(rep), _cell(tru), _cell(op)]
+                out.append("| " + " | ".join(cells) + " |")
             out.append("")
-            out += ["### Evidence", ""] + [f"- **{g.mechanism}** `{_cell(g.kernel[:60])}`: {g.worst.evidence}" for g in bugs[:20]]
+            out += ["### Evidence", ""] + [
+                f"- **{g.mechanism}** `{_cell(g.kernel[:60])}`: {g.worst.evidence}" for g in bugs[:20]
+            ]
             out.append("")
         for note in r.notes:
             out.append(f"> {note}")

@@ -49,7 +49,7 @@ class Mechanism(str, Enum):
     UNEXPLAINED = "?"
 
     @property
-    def title(self) -> str:
+    def describe(self) -> str:
         return MECHANISM_TITLES[self]
 
 
@@ -65,11 +65,17 @@ MECHANISM_TITLES = {
     Mechanism.UNEXPLAINED: "value disagrees with the recomputation; no known mechanism explains it",
 }
 
-PROFILER_BUGS = frozenset({
-    Mechanism.GRID_OVERFLOW, Mechanism.EARLY_OVERFLOW, Mechanism.OLD_SM_COUNT,
-    Mechanism.UNKNOWN_DEVICE, Mechanism.NON_FINITE_JSON, Mechanism.OCCUPANCY_CALCULATOR,
-    Mechanism.SHARED_MEMORY_LIMIT,
-})
+PROFILER_BUGS = frozenset(
+    {
+        Mechanism.GRID_OVERFLOW,
+        Mechanism.EARLY_OVERFLOW,
+        Mechanism.OLD_SM_COUNT,
+        Mechanism.UNKNOWN_DEVICE,
+        Mechanism.NON_FINITE_JSON,
+        Mechanism.OCCUPANCY_CALCULATOR,
+        Mechanism.SHARED_MEMORY_LIMIT,
+    }
+)
 
 
 @dataclass(slots=True)
@@ -175,48 +181,78 @@ def check_kernel(k: KernelRecord, device: DeviceInfo | None, *, rocm: bool = Fal
         if occ_true is not None and k.occupancy_key is not None:
             result.corrected[k.occupancy_key] = round(occ_true, 2)
 
-    def add(mechanism: Mechanism, evidence: str, factors: tuple[str, ...] = (), true_override: dict[str, float | None] | None = None) -> None:
-        result.findings.append(Finding(
-            mechanism, k.index, k.name, k.device, k.ts, grid, block, dict(reported),
-            dict(true_override or true), evidence, factors, k.correlation,
-        ))
+    def add(
+        mechanism: Mechanism,
+        evidence: str,
+        factors: tuple[str, ...] = (),
+        true_override: dict[str, float | None] | None = None,
+    ) -> None:
+        result.findings.append(
+            Finding(
+                mechanism,
+                k.index,
+                k.name,
+                k.device,
+                k.ts,
+                grid,
+                block,
+                dict(reported),
+                dict(true_override or true),
+                evidence,
+                factors,
+                k.correlation,
+            )
+        )
 
     launch = f"grid {_dims(grid)} = {blocks} blocks, block {_dims(block)} = {threads} threads"
 
     # C and C': non-finite values mean the SM count was unknown (x/0).
     non_finite = [
-        (name, r) for name, r in (("blocks per SM", k.blocks_per_sm), ("warps per SM", k.warps_per_sm))
+        (name, r)
+        for name, r in (("blocks per SM", k.blocks_per_sm), ("warps per SM", k.warps_per_sm))
         if r.value is not None and not math.isfinite(r.value)
     ]
     if non_finite:
         known = ""
         if device is not None and device.source == "assumed":
-            known = (f", which is not in the trace's deviceProperties (values below assume it is the same GPU "
-                     f"as the listed ones, {device.num_sms} SMs)")
+            known = (
+                f", which is not in the trace's deviceProperties (values below assume it is the same GPU "
+                f"as the listed ones, {device.num_sms} SMs)"
+            )
         shown = ", ".join(f"{name} = {_fmt(r.value)}" for name, r in non_finite)
-        truth = (f"; true blocks per SM {_fmt(true['blocks per SM'])}, warps per SM {_fmt(true['warps per SM'])}"
-                 if num_sms else "; the true values need the device's SM count, which the trace does not give")
-        add(Mechanism.UNKNOWN_DEVICE,
-            f"{shown}: the profiler divided by an SM count of 0 for device {k.device}{known} "
-            f"({launch}){truth}")
+        truth = (
+            f"; true blocks per SM {_fmt(true['blocks per SM'])}, warps per SM {_fmt(true['warps per SM'])}"
+            if num_sms
+            else "; the true values need the device's SM count, which the trace does not give"
+        )
+        add(
+            Mechanism.UNKNOWN_DEVICE,
+            f"{shown}: the profiler divided by an SM count of 0 for device {k.device}{known} ({launch}){truth}",
+        )
         spellings = {r.spelling for _, r in non_finite}
         if occ is not None and k.occupancy.spelling in ("bare", "quoted") and not math.isfinite(occ):
             spellings.add(k.occupancy.spelling)
         if "bare" in spellings:
-            add(Mechanism.NON_FINITE_JSON,
+            add(
+                Mechanism.NON_FINITE_JSON,
                 "written as a bare inf/nan token, which is invalid JSON: json.load, HTA and TensorBoard "
-                "reject the whole file (Kineto 2022-04 to 2023-12)")
+                "reject the whole file (Kineto 2022-04 to 2023-12)",
+            )
         elif "quoted" in spellings:
-            add(Mechanism.NON_FINITE_JSON,
-                "written as a quoted string (\"inf\"/\"nan\") where a number is expected: tools that sum or "
-                "compare the column fail or skip it (Kineto 2023-12 on)")
+            add(
+                Mechanism.NON_FINITE_JSON,
+                'written as a quoted string ("inf"/"nan") where a number is expected: tools that sum or '
+                "compare the column fail or skip it (Kineto 2023-12 on)",
+            )
         return result
 
     if num_sms is None or num_sms == 0:
         # Without an SM count only B can still be recognised (it needs none).
         if bps is not None and blocks > 0 and same_float32(bps, kineto_blocks_per_sm(grid, -1)):
-            add(Mechanism.OLD_SM_COUNT,
-                f"blocks per SM = {_fmt(bps)} = -(grid blocks): the SM count was read as -1 ({launch})")
+            add(
+                Mechanism.OLD_SM_COUNT,
+                f"blocks per SM = {_fmt(bps)} = -(grid blocks): the SM count was read as -1 ({launch})",
+            )
         return result
 
     expected_bps = kineto_blocks_per_sm(grid, num_sms)
@@ -232,36 +268,52 @@ def check_kernel(k: KernelRecord, device: DeviceInfo | None, *, rocm: bool = Fal
         if occ is not None:
             occupancy_explained = True
             label = k.occupancy_key or "occupancy"
-            occ_note = (f"; {label} {_fmt(occ)} follows from the wrapped value (true "
-                        f"{_fmt(round(t, 1) if (t := true.get(label)) is not None else None)})")
-        add(Mechanism.GRID_OVERFLOW,
+            occ_note = (
+                f"; {label} {_fmt(occ)} follows from the wrapped value (true "
+                f"{_fmt(round(t, 1) if (t := true.get(label)) is not None else None)})"
+            )
+        add(
+            Mechanism.GRID_OVERFLOW,
             f"{launch} > 2^31-1; the int32 product wraps to {wrapped}; reported blocks per SM {_fmt(bps)}, "
             f"warps per SM {_fmt(wps)}; true {_fmt(true['blocks per SM'])} and {_fmt(true['warps per SM'])} "
-            f"on {num_sms} SMs{occ_note}")
+            f"on {num_sms} SMs{occ_note}",
+        )
     elif not (bps_ok and wps_ok):
         b_bps = kineto_blocks_per_sm(grid, -1)
         b_wps = kineto_warps_per_sm(grid, block, -1)
         if (bps is None or same_float32(bps, b_bps)) and (wps is None or same_float32(wps, b_wps)):
             occupancy_explained = occ is not None and occ < 0
-            add(Mechanism.OLD_SM_COUNT,
+            add(
+                Mechanism.OLD_SM_COUNT,
                 f"blocks per SM {_fmt(bps)} = -{blocks} and warps per SM {_fmt(wps)} = -{threads}*{blocks}/32: "
                 f"the profiler used an SM count of -1 instead of {num_sms} ({launch}); true "
-                f"{_fmt(true['blocks per SM'])} and {_fmt(true['warps per SM'])}")
-        elif wps is not None and blocks * threads > INT32_MAX and same_float32(wps, early_kineto_warps_per_sm(grid, block, num_sms)):
-            add(Mechanism.EARLY_OVERFLOW,
+                f"{_fmt(true['blocks per SM'])} and {_fmt(true['warps per SM'])}",
+            )
+        elif (
+            wps is not None
+            and blocks * threads > INT32_MAX
+            and same_float32(wps, early_kineto_warps_per_sm(grid, block, num_sms))
+        ):
+            add(
+                Mechanism.EARLY_OVERFLOW,
                 f"{launch}: {blocks * threads} threads > 2^31-1, multiplied in int32 wraps to "
-                f"{wrap_int32(blocks * threads)}; reported warps per SM {_fmt(wps)}, true {_fmt(true['warps per SM'])}")
+                f"{wrap_int32(blocks * threads)}; reported warps per SM {_fmt(wps)}, true {_fmt(true['warps per SM'])}",
+            )
         else:
             implied = ""
             if bps is not None and bps != 0 and math.isfinite(bps):
                 implied = f"; it implies {wrap_int32(blocks) / bps:.4g} SMs, the trace says {num_sms}"
-            add(Mechanism.UNEXPLAINED,
+            add(
+                Mechanism.UNEXPLAINED,
                 f"reported blocks per SM {_fmt(bps)}, warps per SM {_fmt(wps)}; Kineto's formula gives "
-                f"{_fmt(expected_bps)} and {_fmt(expected_wps)} on {num_sms} SMs ({launch}){implied}")
+                f"{_fmt(expected_bps)} and {_fmt(expected_wps)} on {num_sms} SMs ({launch}){implied}",
+            )
     elif true["warps per SM"] is not None and true["warps per SM"] > HARDWARE_MAX_RESIDENT_WARPS:
-        add(Mechanism.BY_DESIGN,
+        add(
+            Mechanism.BY_DESIGN,
             f"warps per SM {_fmt(wps)} counts the whole grid ({blocks} blocks over {num_sms} SMs), not the "
-            f"warps resident at once (at most {HARDWARE_MAX_RESIDENT_WARPS}); the value is correct")
+            f"warps resident at once (at most {HARDWARE_MAX_RESIDENT_WARPS}); the value is correct",
+        )
 
     if occ is None or occupancy_explained or device is None or device.limits is None:
         return result
@@ -283,30 +335,40 @@ def check_kernel(k: KernelRecord, device: DeviceInfo | None, *, rocm: bool = Fal
             if value is not None:
                 result.corrected[label] = round(value, 2)
             optin = device.limits.shared_mem_per_block_optin
-            add(Mechanism.SHARED_MEMORY_LIMIT,
+            add(
+                Mechanism.SHARED_MEMORY_LIMIT,
                 f"{label} = 0 for a kernel that ran: shared memory {smem} B > 49152 B (48 KB), the default "
                 f"per-block limit Kineto passes to the occupancy calculator; with the opt-in limit "
                 f"sharedMemPerBlockOptin = {optin} B, {opt_active} block(s) per SM fit, so the occupancy is "
-                f"{_fmt(round(value, 1) if value is not None else None)}%, limited by {', '.join(factors) or 'nothing'}",
-                factors, fixed)
+                f"{_fmt(round(value, 1) if value is not None else None)}%, "
+                f"limited by {', '.join(factors) or 'nothing'}",
+                factors,
+                fixed,
+            )
         elif active is None and occ < 0:
             needs = MIN_CUDA_HEADER.get(cc, "a newer release")
-            add(Mechanism.OCCUPANCY_CALCULATOR,
+            add(
+                Mechanism.OCCUPANCY_CALCULATOR,
                 f"{label} = {_fmt(occ)}: compute capability {cc[0]}.{cc[1]} is unknown to the occupancy "
-                f"calculator (a PyTorch built with a CUDA header older than {needs}); blocks per SM is fine")
+                f"calculator (a PyTorch built with a CUDA header older than {needs}); blocks per SM is fine",
+            )
         return result
     if occ in (-99, -100) and calc is not None:
         needs = MIN_CUDA_HEADER.get(cc, "a newer release")
-        add(Mechanism.OCCUPANCY_CALCULATOR,
+        add(
+            Mechanism.OCCUPANCY_CALCULATOR,
             f"{label} = {_fmt(occ)} while blocks per SM {_fmt(bps)} is right: the profiler's occupancy calculator "
             f"failed on compute capability {cc[0]}.{cc[1]} (PyTorch built with a CUDA header older than {needs}); "
             f"true {_fmt(true.get(label))}%, limited by {', '.join(calc.limiting_factors)}",
-            calc.limiting_factors)
+            calc.limiting_factors,
+        )
         return result
-    add(Mechanism.UNEXPLAINED,
+    add(
+        Mechanism.UNEXPLAINED,
         f"{label} = {_fmt(occ)}, but the occupancy calculator with this trace's device properties gives "
         f"{truncating}% (registers {registers}, shared memory {smem} B, {threads} threads/block, cc {cc[0]}.{cc[1]}): "
-        "a profiler or device this tool does not know")
+        "a profiler or device this tool does not know",
+    )
     return result
 
 
@@ -319,4 +381,4 @@ def kineto_expected(k: KernelRecord, device: DeviceInfo) -> dict[str, float]:
     }
 
 
-__all__ = ["Finding", "KernelCheck", "Mechanism", "PROFILER_BUGS", "check_kernel", "f32"]
+__all__ = ["PROFILER_BUGS", "Finding", "KernelCheck", "Mechanism", "check_kernel", "f32"]

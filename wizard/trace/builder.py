@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -27,30 +28,94 @@ from wizard.trace.occupancy import DeviceLimits, UnknownArchitecture, active_blo
 Dim3 = tuple[int, int, int]
 
 GPU_PRESETS: dict[str, dict[str, Any]] = {
-    "V100": {"name": "Tesla V100-SXM2-32GB", "totalGlobalMem": 34089730048, "computeMajor": 7, "computeMinor": 0,
-             "maxThreadsPerBlock": 1024, "maxThreadsPerMultiprocessor": 2048, "regsPerBlock": 65536,
-             "regsPerMultiprocessor": 65536, "warpSize": 32, "sharedMemPerBlock": 49152,
-             "sharedMemPerMultiprocessor": 98304, "numSms": 80, "sharedMemPerBlockOptin": 98304},
-    "RTX2080Ti": {"name": "NVIDIA GeForce RTX 2080 Ti", "totalGlobalMem": 11554586624, "computeMajor": 7,
-                  "computeMinor": 5, "maxThreadsPerBlock": 1024, "maxThreadsPerMultiprocessor": 1024,
-                  "regsPerBlock": 65536, "regsPerMultiprocessor": 65536, "warpSize": 32,
-                  "sharedMemPerBlock": 49152, "sharedMemPerMultiprocessor": 65536, "numSms": 68,
-                  "sharedMemPerBlockOptin": 65536},
-    "A100": {"name": "NVIDIA A100-SXM4-80GB", "totalGlobalMem": 85198045184, "computeMajor": 8, "computeMinor": 0,
-             "maxThreadsPerBlock": 1024, "maxThreadsPerMultiprocessor": 2048, "regsPerBlock": 65536,
-             "regsPerMultiprocessor": 65536, "warpSize": 32, "sharedMemPerBlock": 49152,
-             "sharedMemPerMultiprocessor": 167936, "numSms": 108, "sharedMemPerBlockOptin": 166912},
-    "H100": {"name": "NVIDIA H100 80GB HBM3", "totalGlobalMem": 84929216512, "computeMajor": 9, "computeMinor": 0,
-             "maxThreadsPerBlock": 1024, "maxThreadsPerMultiprocessor": 2048, "regsPerBlock": 65536,
-             "regsPerMultiprocessor": 65536, "warpSize": 32, "sharedMemPerBlock": 49152,
-             "sharedMemPerMultiprocessor": 233472, "numSms": 132, "sharedMemPerBlockOptin": 232448},
-    "MI300X": {"name": "AMD Instinct MI300X", "totalGlobalMem": 205822885888, "computeMajor": 9, "computeMinor": 4,
-               "maxThreadsPerBlock": 1024, "maxThreadsPerMultiprocessor": 2048, "regsPerBlock": 65536,
-               "warpSize": 64, "sharedMemPerBlock": 65536, "numSms": 304, "maxSharedMemoryPerMultiProcessor": 65536},
-    "B200": {"name": "NVIDIA B200", "totalGlobalMem": 191503138816, "computeMajor": 10, "computeMinor": 0,
-             "maxThreadsPerBlock": 1024, "maxThreadsPerMultiprocessor": 2048, "regsPerBlock": 65536,
-             "regsPerMultiprocessor": 65536, "warpSize": 32, "sharedMemPerBlock": 49152,
-             "sharedMemPerMultiprocessor": 233472, "numSms": 148, "sharedMemPerBlockOptin": 232448},
+    "V100": {
+        "name": "Tesla V100-SXM2-32GB",
+        "totalGlobalMem": 34089730048,
+        "computeMajor": 7,
+        "computeMinor": 0,
+        "maxThreadsPerBlock": 1024,
+        "maxThreadsPerMultiprocessor": 2048,
+        "regsPerBlock": 65536,
+        "regsPerMultiprocessor": 65536,
+        "warpSize": 32,
+        "sharedMemPerBlock": 49152,
+        "sharedMemPerMultiprocessor": 98304,
+        "numSms": 80,
+        "sharedMemPerBlockOptin": 98304,
+    },
+    "RTX2080Ti": {
+        "name": "NVIDIA GeForce RTX 2080 Ti",
+        "totalGlobalMem": 11554586624,
+        "computeMajor": 7,
+        "computeMinor": 5,
+        "maxThreadsPerBlock": 1024,
+        "maxThreadsPerMultiprocessor": 1024,
+        "regsPerBlock": 65536,
+        "regsPerMultiprocessor": 65536,
+        "warpSize": 32,
+        "sharedMemPerBlock": 49152,
+        "sharedMemPerMultiprocessor": 65536,
+        "numSms": 68,
+        "sharedMemPerBlockOptin": 65536,
+    },
+    "A100": {
+        "name": "NVIDIA A100-SXM4-80GB",
+        "totalGlobalMem": 85198045184,
+        "computeMajor": 8,
+        "computeMinor": 0,
+        "maxThreadsPerBlock": 1024,
+        "maxThreadsPerMultiprocessor": 2048,
+        "regsPerBlock": 65536,
+        "regsPerMultiprocessor": 65536,
+        "warpSize": 32,
+        "sharedMemPerBlock": 49152,
+        "sharedMemPerMultiprocessor": 167936,
+        "numSms": 108,
+        "sharedMemPerBlockOptin": 166912,
+    },
+    "H100": {
+        "name": "NVIDIA H100 80GB HBM3",
+        "totalGlobalMem": 84929216512,
+        "computeMajor": 9,
+        "computeMinor": 0,
+        "maxThreadsPerBlock": 1024,
+        "maxThreadsPerMultiprocessor": 2048,
+        "regsPerBlock": 65536,
+        "regsPerMultiprocessor": 65536,
+        "warpSize": 32,
+        "sharedMemPerBlock": 49152,
+        "sharedMemPerMultiprocessor": 233472,
+        "numSms": 132,
+        "sharedMemPerBlockOptin": 232448,
+    },
+    "MI300X": {
+        "name": "AMD Instinct MI300X",
+        "totalGlobalMem": 205822885888,
+        "computeMajor": 9,
+        "computeMinor": 4,
+        "maxThreadsPerBlock": 1024,
+        "maxThreadsPerMultiprocessor": 2048,
+        "regsPerBlock": 65536,
+        "warpSize": 64,
+        "sharedMemPerBlock": 65536,
+        "numSms": 304,
+        "maxSharedMemoryPerMultiProcessor": 65536,
+    },
+    "B200": {
+        "name": "NVIDIA B200",
+        "totalGlobalMem": 191503138816,
+        "computeMajor": 10,
+        "computeMinor": 0,
+        "maxThreadsPerBlock": 1024,
+        "maxThreadsPerMultiprocessor": 2048,
+        "regsPerBlock": 65536,
+        "regsPerMultiprocessor": 65536,
+        "warpSize": 32,
+        "sharedMemPerBlock": 49152,
+        "sharedMemPerMultiprocessor": 233472,
+        "numSms": 148,
+        "sharedMemPerBlockOptin": 232448,
+    },
 }
 
 PLANTS = ("A'", "B", "C", "D", "wrong-sms")
@@ -77,16 +142,23 @@ class KernelSpec:
 
 def _limits(props: dict[str, Any]) -> DeviceLimits:
     return DeviceLimits(
-        props["computeMajor"], props["computeMinor"], props["numSms"], props["maxThreadsPerMultiprocessor"],
-        props["regsPerMultiprocessor"], props["regsPerBlock"], props["sharedMemPerBlock"],
-        props["sharedMemPerMultiprocessor"], props["sharedMemPerBlockOptin"], props["maxThreadsPerBlock"],
+        props["computeMajor"],
+        props["computeMinor"],
+        props["numSms"],
+        props["maxThreadsPerMultiprocessor"],
+        props["regsPerMultiprocessor"],
+        props["regsPerBlock"],
+        props["sharedMemPerBlock"],
+        props["sharedMemPerMultiprocessor"],
+        props["sharedMemPerBlockOptin"],
+        props["maxThreadsPerBlock"],
         props["name"],
     )
 
 
 def _printed(value: float) -> float | int:
     """How Kineto prints a float32: integral values as integers, others with 9 digits."""
-    if value != value or value in (float("inf"), float("-inf")):
+    if not math.isfinite(value):
         return value
     if value == int(value) and abs(value) < 1e15:
         return int(value)
@@ -121,8 +193,13 @@ class TraceBuilder:
             raise ValueError(f"unknown GPU preset {self.gpu!r}; choose from {', '.join(GPU_PRESETS)}")
         self.props = GPU_PRESETS[self.gpu]
         self.rocm = "maxSharedMemoryPerMultiProcessor" in self.props
-        nvidia_like = dict(self.props, regsPerMultiprocessor=65536, sharedMemPerMultiprocessor=65536,
-                           sharedMemPerBlockOptin=65536) if self.rocm else self.props
+        nvidia_like = (
+            dict(
+                self.props, regsPerMultiprocessor=65536, sharedMemPerMultiprocessor=65536, sharedMemPerBlockOptin=65536
+            )
+            if self.rocm
+            else self.props
+        )
         self.limits = _limits(nvidia_like)
 
     @property
@@ -169,33 +246,93 @@ class TraceBuilder:
         start = self._clock
         depth = len(spec.python_stack)
         for i, frame in enumerate(spec.python_stack):
-            self._events.append({"ph": "X", "cat": "python_function", "name": frame, "pid": self.pid, "tid": tid,
-                                 "ts": start + i, "dur": 40.0 - 2 * i, "args": {"Python id": i + 1}})
+            self._events.append(
+                {
+                    "ph": "X",
+                    "cat": "python_function",
+                    "name": frame,
+                    "pid": self.pid,
+                    "tid": tid,
+                    "ts": start + i,
+                    "dur": 40.0 - 2 * i,
+                    "args": {"Python id": i + 1},
+                }
+            )
         op_args: dict[str, Any] = {"External id": ext} if self.era == "2024" else {"external id": ext}
         if spec.input_dims is not None:
             op_args["Input Dims" if self.era == "2024" else "Input dims"] = spec.input_dims
             op_args["Input type"] = spec.input_types or []
-        self._events.append({"ph": "X", "cat": op_cat, "name": spec.op, "pid": self.pid, "tid": tid,
-                             "ts": start + depth + 1, "dur": 20.0, "args": op_args})
-        self._events.append({"ph": "X", "cat": runtime_cat, "name": "cudaLaunchKernel", "pid": self.pid,
-                             "tid": tid, "ts": start + depth + 3, "dur": 6.0,
-                             "args": {"External id": ext, "cbid": 211, "correlation": corr}})
+        self._events.append(
+            {
+                "ph": "X",
+                "cat": op_cat,
+                "name": spec.op,
+                "pid": self.pid,
+                "tid": tid,
+                "ts": start + depth + 1,
+                "dur": 20.0,
+                "args": op_args,
+            }
+        )
+        self._events.append(
+            {
+                "ph": "X",
+                "cat": runtime_cat,
+                "name": "cudaLaunchKernel",
+                "pid": self.pid,
+                "tid": tid,
+                "ts": start + depth + 3,
+                "dur": 6.0,
+                "args": {"External id": ext, "cbid": 211, "correlation": corr},
+            }
+        )
         metrics = self._metrics(spec)
         device = spec.device
         if spec.plant == "C":
             device = self.devices + 3  # not in deviceProperties: the profiler's SM count is 0
-        kernel_args: dict[str, Any] = {"External id": ext, "queued": 0, "device": device, "context": 1,
-                                       "stream": 7, "correlation": corr, "registers per thread": spec.registers,
-                                       "shared memory": spec.shared_memory}
+        kernel_args: dict[str, Any] = {
+            "External id": ext,
+            "queued": 0,
+            "device": device,
+            "context": 1,
+            "stream": 7,
+            "correlation": corr,
+            "registers per thread": spec.registers,
+            "shared memory": spec.shared_memory,
+        }
         if self.era == "pt18":
-            kernel_args = {"queued": 0, "device": device, "context": 1, "stream": 7, "correlation": corr,
-                           "external id": ext, "registers per thread": spec.registers,
-                           "shared memory": spec.shared_memory}
+            kernel_args = {
+                "queued": 0,
+                "device": device,
+                "context": 1,
+                "stream": 7,
+                "correlation": corr,
+                "external id": ext,
+                "registers per thread": spec.registers,
+                "shared memory": spec.shared_memory,
+            }
         if self.rocm:  # roctracer records no per-SM metrics, registers or shared memory
-            kernel_args = {"External id": ext, "device": device, "stream": 0, "correlation": corr,
-                           "kind": "Dispatch Kernel", "grid": list(spec.grid), "block": list(spec.block)}
-            self._events.append({"ph": "X", "cat": kernel_cat, "name": spec.name, "pid": device, "tid": 0,
-                                 "ts": start + depth + 30, "dur": spec.dur, "args": kernel_args})
+            kernel_args = {
+                "External id": ext,
+                "device": device,
+                "stream": 0,
+                "correlation": corr,
+                "kind": "Dispatch Kernel",
+                "grid": list(spec.grid),
+                "block": list(spec.block),
+            }
+            self._events.append(
+                {
+                    "ph": "X",
+                    "cat": kernel_cat,
+                    "name": spec.name,
+                    "pid": device,
+                    "tid": 0,
+                    "ts": start + depth + 30,
+                    "dur": spec.dur,
+                    "args": kernel_args,
+                }
+            )
             self._clock += 100.0
             return
         kernel_args["blocks per SM"] = metrics["blocks per SM"]
@@ -205,20 +342,51 @@ class TraceBuilder:
         kernel_args["est. achieved occupancy %"] = metrics["occupancy"]
         kernel_tid: Any = "stream 7" if self.era in ("2021", "pt18") else 7
         gpu_pid = 0 if self.era != "2024" else device
-        self._events.append({"ph": "X", "cat": kernel_cat, "name": spec.name, "pid": gpu_pid, "tid": kernel_tid,
-                             "ts": start + depth + 30, "dur": spec.dur, "args": kernel_args})
+        self._events.append(
+            {
+                "ph": "X",
+                "cat": kernel_cat,
+                "name": spec.name,
+                "pid": gpu_pid,
+                "tid": kernel_tid,
+                "ts": start + depth + 30,
+                "dur": spec.dur,
+                "args": kernel_args,
+            }
+        )
         flow = "ac2g" if self.era == "2024" else "async"
-        self._events.append({"ph": "s", "id": corr, "pid": self.pid, "tid": tid, "ts": start + depth + 3,
-                             "cat": flow, "name": flow})
-        self._events.append({"ph": "f", "id": corr, "pid": gpu_pid, "tid": kernel_tid, "ts": start + depth + 30,
-                             "cat": flow, "name": flow, "bp": "e"})
+        self._events.append(
+            {"ph": "s", "id": corr, "pid": self.pid, "tid": tid, "ts": start + depth + 3, "cat": flow, "name": flow}
+        )
+        self._events.append(
+            {
+                "ph": "f",
+                "id": corr,
+                "pid": gpu_pid,
+                "tid": kernel_tid,
+                "ts": start + depth + 30,
+                "cat": flow,
+                "name": flow,
+                "bp": "e",
+            }
+        )
         self._clock += 100.0
 
     def add_cpu_op(self, name: str, dur: float = 30.0) -> None:
         """An op that launched nothing on a GPU (CPU-only profiles)."""
         op_cat = self._cats[0]
-        self._events.append({"ph": "X", "cat": op_cat, "name": name, "pid": self.pid, "tid": self.tid,
-                             "ts": self._clock, "dur": dur, "args": {"External id": self._external}})
+        self._events.append(
+            {
+                "ph": "X",
+                "cat": op_cat,
+                "name": name,
+                "pid": self.pid,
+                "tid": self.tid,
+                "ts": self._clock,
+                "dur": dur,
+                "args": {"External id": self._external},
+            }
+        )
         self._external += 1
         self._clock += dur + 5
 
@@ -277,13 +445,37 @@ def _spell_nonfinite(text: str, style: str) -> str:
 def demo_launches() -> list[KernelSpec]:
     """A realistic mix of healthy launches (elementwise, reduction, GEMM above 48 KB)."""
     return [
-        KernelSpec("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float> >",
-                   (4096, 1, 1), (128, 1, 1), 26, 0, "aten::add", [[1024, 512], [1024, 512], []],
-                   ["float", "float", "Scalar"], ("train.py(41): step", "model.py(88): forward")),
-        KernelSpec("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float> >",
-                   (264, 1, 1), (32, 16, 1), 32, 16, "aten::sum", [[1024, 512]], ["float"],
-                   ("train.py(41): step", "model.py(90): forward")),
-        KernelSpec("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1",
-                   (8, 16, 1), (384, 1, 1), 168, 231424, "aten::mm", [[1024, 4096], [4096, 2048]],
-                   ["c10::BFloat16", "c10::BFloat16"], ("train.py(41): step", "model.py(95): forward")),
+        KernelSpec(
+            "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float> >",
+            (4096, 1, 1),
+            (128, 1, 1),
+            26,
+            0,
+            "aten::add",
+            [[1024, 512], [1024, 512], []],
+            ["float", "float", "Scalar"],
+            ("train.py(41): step", "model.py(88): forward"),
+        ),
+        KernelSpec(
+            "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float> >",
+            (264, 1, 1),
+            (32, 16, 1),
+            32,
+            16,
+            "aten::sum",
+            [[1024, 512]],
+            ["float"],
+            ("train.py(41): step", "model.py(90): forward"),
+        ),
+        KernelSpec(
+            "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1",
+            (8, 16, 1),
+            (384, 1, 1),
+            168,
+            231424,
+            "aten::mm",
+            [[1024, 4096], [4096, 2048]],
+            ["c10::BFloat16", "c10::BFloat16"],
+            ("train.py(41): step", "model.py(95): forward"),
+        ),
     ]

@@ -12,7 +12,7 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from wizard.errors import InputFileError
 from wizard.trace.analysis import PROFILER_BUGS, check_kernel
@@ -97,7 +97,7 @@ class _FixSink(EventSink):
             if metric in args:
                 written = args[metric]
                 if isinstance(written, str) and written.startswith("__warpwizard_bare__"):
-                    written = written[len("__warpwizard_bare__"):]
+                    written = written[len("__warpwizard_bare__") :]
                 original[metric] = written
                 args[metric] = _json_value(value)
         args[ORIGINAL_ARG] = original
@@ -133,7 +133,8 @@ def fix_trace(source: str | Path, output: str | Path) -> FixSummary:
         corrections[k.index] = (names, values)
     opener = gzip.open if out.name.endswith(".gz") else open
     try:
-        with opener(out, "wb") as fh:  # type: ignore[operator]
+        with opener(out, "wb") as raw_fh:
+            fh = cast(IO[bytes], raw_fh)
             sink = _FixSink(fh, corrections, contents.layout == "array")
             if contents.layout == "array":
                 parse_into(src, sink)

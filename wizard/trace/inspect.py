@@ -112,7 +112,9 @@ def _device_summary(devices: dict[int, DeviceInfo]) -> list[dict[str, Any]]:
     for device_id in sorted(devices):
         d = devices[device_id]
         cc = f"{d.limits.compute_major}.{d.limits.compute_minor}" if d.limits else None
-        rows.append({"id": device_id, "name": d.name, "num_sms": d.num_sms, "compute_capability": cc, "source": d.source})
+        rows.append(
+            {"id": device_id, "name": d.name, "num_sms": d.num_sms, "compute_capability": cc, "source": d.source}
+        )
     return rows
 
 
@@ -139,7 +141,13 @@ def analyse(contents: TraceContents) -> TraceReport:
             group = groups.get(key)
             if group is None:
                 groups[key] = FindingGroup(
-                    finding.mechanism.value, finding.mechanism.title, finding.severity, k.name, 1, k.ts, finding,
+                    finding.mechanism.value,
+                    finding.mechanism.describe,
+                    finding.severity,
+                    k.name,
+                    1,
+                    k.ts,
+                    finding,
                 )
                 groups[key].examples.append(k.index)
             else:
@@ -158,27 +166,39 @@ def analyse(contents: TraceContents) -> TraceReport:
                 break
 
     if rocm:
-        notes.append("ROCm trace: the profiler records no blocks/warps per SM or occupancy on AMD GPUs, "
-                     "so there is nothing to check; launch dimensions are listed as they are")
+        notes.append(
+            "ROCm trace: the profiler records no blocks/warps per SM or occupancy on AMD GPUs, "
+            "so there is nothing to check; launch dimensions are listed as they are"
+        )
     if not contents.kernels:
         notes.append("no GPU kernels in this trace (CPU-only profile, or the CUDA activity was not recorded)")
     if contents.kernels and not rocm and not contents.device_properties:
         inferred = [d for d in devices.values() if d.source == "inferred"]
         if inferred:
-            notes.append("the trace has no deviceProperties; SM counts were inferred from the kernels' own "
-                         "grid and blocks per SM (" + ", ".join(f"device {d.device_id}: {d.num_sms} SMs"
-                         + (f", assumed {d.name}" if d.limits else "") for d in inferred) + ")")
+            notes.append(
+                "the trace has no deviceProperties; SM counts were inferred from the kernels' own "
+                "grid and blocks per SM ("
+                + ", ".join(
+                    f"device {d.device_id}: {d.num_sms} SMs" + (f", assumed {d.name}" if d.limits else "")
+                    for d in inferred
+                )
+                + ")"
+            )
         else:
             notes.append("the trace has no deviceProperties and the SM count could not be inferred")
     already_fixed = sum(1 for k in contents.kernels if k.fixed is not None)
     if already_fixed:
-        notes.append(f"{already_fixed} kernel(s) were already corrected by `warpwizard trace fix` "
-                     "(originals under 'warpwizard original'); they are not checked again")
+        notes.append(
+            f"{already_fixed} kernel(s) were already corrected by `warpwizard trace fix` "
+            "(originals under 'warpwizard original'); they are not checked again"
+        )
     if contents.truncation is not None:
         notes.append(f"truncated: {contents.truncation.detail}")
     if mechanisms.get(Mechanism.BY_DESIGN.value):
-        notes.append("large warps-per-SM values are by design (mechanism F): the metric divides the whole "
-                     "grid's warps by the SM count; it is not resident warps and is not comparable to 64")
+        notes.append(
+            "large warps-per-SM values are by design (mechanism F): the metric divides the whole "
+            "grid's warps by the SM count; it is not resident warps and is not comparable to 64"
+        )
     timing = dict(contents.timing)
     timing["analyse_s"] = time.perf_counter() - started
     ordered = sorted(
@@ -186,11 +206,23 @@ def analyse(contents: TraceContents) -> TraceReport:
         key=lambda g: (g.severity != "error", g.mechanism, -g.count, g.kernel),
     )
     return TraceReport(
-        path=contents.path, rank=_rank(contents), layout=contents.layout, compressed=contents.compressed,
-        bytes_read=contents.bytes_read, events=contents.events, kernels=len(contents.kernels),
-        kernels_checked=checked, devices=_device_summary(devices), rocm=rocm,
-        truncation=contents.truncation, mechanisms=dict(mechanisms), groups=ordered, notes=notes,
-        max_true_warps_per_sm=max_true_wps, timing=timing, non_finite=dict(contents.non_finite),
+        path=contents.path,
+        rank=_rank(contents),
+        layout=contents.layout,
+        compressed=contents.compressed,
+        bytes_read=contents.bytes_read,
+        events=contents.events,
+        kernels=len(contents.kernels),
+        kernels_checked=checked,
+        devices=_device_summary(devices),
+        rocm=rocm,
+        truncation=contents.truncation,
+        mechanisms=dict(mechanisms),
+        groups=ordered,
+        notes=notes,
+        max_true_warps_per_sm=max_true_wps,
+        timing=timing,
+        non_finite=dict(contents.non_finite),
     )
 
 

@@ -92,7 +92,7 @@ def kineto_occupancy_percent(
         return (-(2**31), -(2**31))
     scaled = occupancy * 100.0
     truncating = int(0.5 + scaled)
-    rounded = int(math.floor(abs(scaled) + 0.5)) * (1 if scaled >= 0 else -1)
+    rounded = math.floor(abs(scaled) + 0.5) * (1 if scaled >= 0 else -1)
     return (truncating, rounded)
 
 

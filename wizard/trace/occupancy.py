@@ -48,8 +48,14 @@ ARCHITECTURES: dict[tuple[int, int], Architecture] = {
 
 # The CUDA header that first knew each architecture (mechanism D needs it).
 MIN_CUDA_HEADER: dict[tuple[int, int], str] = {
-    (8, 0): "11.0", (8, 6): "11.1", (8, 7): "11.4", (8, 9): "11.8", (9, 0): "11.8",
-    (10, 0): "12.8", (10, 3): "13.0", (12, 0): "12.8",
+    (8, 0): "11.0",
+    (8, 6): "11.1",
+    (8, 7): "11.4",
+    (8, 9): "11.8",
+    (9, 0): "11.8",
+    (10, 0): "12.8",
+    (10, 3): "13.0",
+    (12, 0): "12.8",
 }
 
 

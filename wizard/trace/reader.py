@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import msgspec
 
@@ -101,8 +101,14 @@ def _event_from_dict(obj: Any) -> _Event | None:
                 values[attr] = msgspec.Raw(msgspec.json.encode(value)) if attr in _RAW_FIELDS else value
         args = _Args(**values)
     return _Event(
-        ph=obj.get("ph"), cat=obj.get("cat"), name=obj.get("name"), pid=obj.get("pid"),
-        tid=obj.get("tid"), ts=obj.get("ts"), dur=obj.get("dur"), args=args,
+        ph=obj.get("ph"),
+        cat=obj.get("cat"),
+        name=obj.get("name"),
+        pid=obj.get("pid"),
+        tid=obj.get("tid"),
+        ts=obj.get("ts"),
+        dur=obj.get("dur"),
+        args=args,
     )
 
 
@@ -156,9 +162,7 @@ class TraceContents:
         if "roctracer_version" in self.metadata or "hip_runtime_version" in self.metadata:
             return True
         props = self.device_properties
-        if any("maxSharedMemoryPerMultiProcessor" in p or "AMD" in str(p.get("name", "")) for p in props):
-            return True
-        return False
+        return any("maxSharedMemoryPerMultiProcessor" in p or "AMD" in str(p.get("name", "")) for p in props)
 
 
 def _as_int(value: Any) -> int | None:
@@ -206,10 +210,17 @@ def reported(value: Any) -> ReportedValue:
         spelling = "quoted"
         text = value
         if text.startswith(_BARE_MARK):
-            spelling, text = "bare", text[len(_BARE_MARK):]
+            spelling, text = "bare", text[len(_BARE_MARK) :]
         lowered = text.strip().lower()
-        table = {"inf": math.inf, "+inf": math.inf, "infinity": math.inf, "-inf": -math.inf,
-                 "-infinity": -math.inf, "nan": math.nan, "-nan": math.nan}
+        table = {
+            "inf": math.inf,
+            "+inf": math.inf,
+            "infinity": math.inf,
+            "-inf": -math.inf,
+            "-infinity": -math.inf,
+            "nan": math.nan,
+            "-nan": math.nan,
+        }
         if lowered in table:
             return ReportedValue(table[lowered], spelling)
         number = _as_float(text)
@@ -350,7 +361,7 @@ class _Source:
         self._fh: IO[bytes]
         if magic == b"\x1f\x8b":
             self.compressed = True
-            self._fh = gzip.GzipFile(fileobj=raw, mode="rb")
+            self._fh = cast(IO[bytes], gzip.GzipFile(fileobj=raw, mode="rb"))
             self._raw = raw
         else:
             self._fh = raw
@@ -392,7 +403,7 @@ class _Parser:
     def _fill(self, minimum: int = BLOCK_SIZE) -> bool:
         if self.pos > 0:
             self.base += self.pos
-            self.buf = self.buf[self.pos:]
+            self.buf = self.buf[self.pos :]
             self.pos = 0
         data = self.src.read(max(minimum, BLOCK_SIZE))
         if not data:
@@ -410,6 +421,10 @@ class _Parser:
             if not self._fill():
                 return False
 
+    def _skip_separator(self) -> None:
+        while self._skip_ws() and self.buf[self.pos] == ord(","):
+            self.pos += 1
+
     def _peek(self) -> int | None:
         return self.buf[self.pos] if self._skip_ws() else None
 
@@ -424,7 +439,7 @@ class _Parser:
         self._skip_ws()
         window = 1 << 16
         while True:
-            text = self.buf[self.pos:self.pos + window].decode("utf-8", "surrogateescape")
+            text = self.buf[self.pos : self.pos + window].decode("utf-8", "surrogateescape")
             substituted = _BARE_TOKEN.sub(_quote_bare, text)
             try:
                 value, end = self.decoder.raw_decode(substituted)
@@ -496,7 +511,9 @@ class _Parser:
     def _truncated_top_level(self) -> None:
         if self.c.truncation is None:
             self.c.truncation = Truncation(
-                self._offset(), 0, self.c.last_ts,
+                self._offset(),
+                0,
+                self.c.last_ts,
                 "the file ends before the closing '}' of the trace object; every event was read",
             )
 
@@ -509,15 +526,17 @@ class _Parser:
             window = self.buf
             cut = _last_boundary(window, self.pos)
             if cut is None:
-                if not self.src.eof and len(self.buf) - self.pos < _MAX_EVENT_BYTES:
-                    if self._fill(len(self.buf) - self.pos + BLOCK_SIZE):
-                        continue
+                room = len(self.buf) - self.pos < _MAX_EVENT_BYTES
+                if not self.src.eof and room and self._fill(len(self.buf) - self.pos + BLOCK_SIZE):
+                    continue
                 return self._exact_events(until_end=True)
-            piece = window[self.pos:cut + 1]
-            if not self._fast(piece):
-                saved_end = self.base + cut + 1
-                self._exact_events(until_end=False, stop_at=saved_end)
-            self.pos = _next_object(window, cut)
+            piece = window[self.pos : cut + 1]
+            if self._fast(piece):
+                self.pos = _next_object(window, cut)
+            else:
+                # Event by event; this may run past the cut when the cut was inside a nested array.
+                self._exact_events(until_end=False, stop_at=self.base + cut + 1)
+                self._skip_separator()
 
     def _fast(self, piece: bytes) -> bool:
         if self.collect.wants_raw:
@@ -552,13 +571,13 @@ class _Parser:
     def _exact_events(self, *, until_end: bool, stop_at: int | None = None) -> bool:
         """Event by event from pos; stops at ']' (True), at ``stop_at``, or at a truncated end."""
         while True:
-            text = self.buf[self.pos:].decode("utf-8", "surrogateescape")
+            text = self.buf[self.pos :].decode("utf-8", "surrogateescape")
             substituted = _BARE_TOKEN.sub(_quote_bare, text)
             i = 0
             n = len(substituted)
             stop_index = n + 1
             if stop_at is not None:
-                stop_chars = len(self.buf[self.pos:stop_at - self.base].decode("utf-8", "surrogateescape"))
+                stop_chars = len(self.buf[self.pos : stop_at - self.base].decode("utf-8", "surrogateescape"))
                 stop_index = _substituted_index(text, substituted, stop_chars)
             batch: list[_Event] = []
             raw_batch: list[bytes] = []
@@ -588,7 +607,9 @@ class _Parser:
                         self._deliver(batch, raw_batch)
                         partial = self.base + len(self.buf) - start
                         self.c.truncation = Truncation(
-                            start, partial, self.c.last_ts,
+                            start,
+                            partial,
+                            self.c.last_ts,
                             f"the file ends inside an event at byte {start}: {partial} byte(s) of a partial "
                             "event were dropped, and the end of the event list (and any keys after it, "
                             "such as deviceProperties) is missing",
@@ -614,7 +635,9 @@ class _Parser:
                 if not self._fill(len(self.buf) - self.pos + BLOCK_SIZE):
                     if self.pos >= len(self.buf):
                         self.c.truncation = Truncation(
-                            self._offset(), 0, self.c.last_ts,
+                            self._offset(),
+                            0,
+                            self.c.last_ts,
                             "the file ends after a complete event but before the event list was closed; "
                             "no event was lost, but any keys after the list (such as deviceProperties) are missing",
                         )
@@ -727,7 +750,9 @@ def read_trace(path: str | Path, progress: Callable[[int], None] | None = None) 
         source.close()
     if source.stream_truncated and contents.truncation is None:
         contents.truncation = Truncation(
-            contents.bytes_read, 0, contents.last_ts,
+            contents.bytes_read,
+            0,
+            contents.last_ts,
             "the gzip stream is cut off; everything up to the cut was read",
         )
     elif source.stream_truncated and contents.truncation is not None:
@@ -741,8 +766,7 @@ def iter_trace_files(paths: list[str]) -> Iterator[Path]:
         p = Path(name)
         if p.is_dir():
             found = sorted(
-                f for f in p.iterdir()
-                if f.is_file() and (f.name.endswith(".json") or f.name.endswith(".json.gz"))
+                f for f in p.iterdir() if f.is_file() and (f.name.endswith(".json") or f.name.endswith(".json.gz"))
             )
             if not found:
                 raise InputFileError(f"{p}: directory holds no .json or .json.gz trace")

@@ -45,19 +45,20 @@ class InteractiveAnswers:
 
         instruction = question.help or None
         if question.type == "confirm":
-            default = bool(question.default) if question.default is not None else True
-            value = questionary.confirm(prompt, default=default, instruction=instruction).unsafe_ask()
+            yes = bool(question.default) if question.default is not None else True
+            value = questionary.confirm(prompt, default=yes, instruction=instruction).unsafe_ask()
         elif question.type == "select":
             choices = [questionary.Choice(title=c.label, value=c.value) for c in question.choices]
-            default = next((c for c in choices if c.value == question.default), None)
-            value = questionary.select(prompt, choices=choices, default=default, instruction=instruction).unsafe_ask()
+            selected = next((c for c in choices if c.value == question.default), None)
+            value = questionary.select(prompt, choices=choices, default=selected, instruction=instruction).unsafe_ask()
         elif question.type == "path":
             default_text = "" if question.default is None else str(question.default)
             value = questionary.path(prompt, default=default_text, validate=_validator(question)).unsafe_ask()
         else:
             default_text = "" if question.default is None else str(question.default)
-            value = questionary.text(prompt, default=default_text, validate=_validator(question),
-                                     instruction=instruction).unsafe_ask()
+            value = questionary.text(
+                prompt, default=default_text, validate=_validator(question), instruction=instruction
+            ).unsafe_ask()
         if value == "" and question.default is not None:
             return question.default, "default"
         return coerce_answer(question, value), "interactive"

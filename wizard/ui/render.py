@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
@@ -29,7 +31,7 @@ def fmt_value(value: Any) -> str:
     if value is None:
         return "—"
     if isinstance(value, float):
-        if value != value or value in (float("inf"), float("-inf")):
+        if not math.isfinite(value):
             return str(value)
         return f"{value:.6g}" if abs(value) < 1e7 else f"{value:.4g}"
     return str(value)
@@ -53,8 +55,9 @@ class TerminalObserver:
             if self.teach and step and step.explain:
                 self.console.print(Panel(Markdown(step.explain.strip()), title="why this step", border_style="blue"))
         if self.teach and node.explain:
-            self.console.print(Panel(Markdown(node.explain.strip()), title=f"{node.kind}: {node.id}",
-                                     border_style="dim"))
+            self.console.print(
+                Panel(Markdown(node.explain.strip()), title=f"{node.kind}: {node.id}", border_style="dim")
+            )
 
     def probe_started(self, node: ProbeNode, params: Mapping[str, Any]) -> None:
         self.spinner = self.console.status(f"running probe [bold]{node.probe}[/] …")
@@ -65,9 +68,16 @@ class TerminalObserver:
             self.spinner.stop()
             self.spinner = None
         style = STATUS_STYLE.get(result.status.value, "white")
-        self.console.print(Text.assemble(("  ● ", style), (f"{node.probe}", "bold"), " ",
-                                         (result.status.value.upper(), f"bold {style}"),
-                                         f"  {result.summary}  ", (f"({result.duration_s:.1f} s)", "dim")))
+        self.console.print(
+            Text.assemble(
+                ("  ● ", style),
+                (f"{node.probe}", "bold"),
+                " ",
+                (result.status.value.upper(), f"bold {style}"),
+                f"  {result.summary}  ",
+                (f"({result.duration_s:.1f} s)", "dim"),
+            )
+        )
         for line in result.evidence[:6]:
             self.console.print(Text(f"      {short(line, 160)}", style="dim"))
 
@@ -114,13 +124,16 @@ def _report_view(report: TraceReport, show_all: bool) -> Group:
         head.append(f"  rank {report.rank}")
     head.append(f"\n{report.events} events, {report.kernels} kernels ({report.kernels_checked} checked)")
     if report.devices:
-        head.append("; " + ", ".join(
-            f"device {d['id']}: {d['name'] or '?'} ({d['num_sms']} SMs{', ' + d['source'] if d['source'] != 'deviceProperties' else ''})"
-            for d in report.devices[:4]))
-        if len(report.devices) > 4:
-            head.append(f" … {len(report.devices)} devices")
-    verdict = Text("\nImpossible or wrong values found" if report.impossible else "\nNo impossible values",
-                   style="bold red" if report.impossible else "bold green")
+        kinds = Counter(
+            f"{d['name'] or '?'} ({d['num_sms']} SMs"
+            + (f", {d['source']})" if d["source"] != "deviceProperties" else ")")
+            for d in report.devices
+        )
+        head.append("; " + ", ".join(f"{n} x {kind}" if n > 1 else kind for kind, n in kinds.items()))
+    verdict = Text(
+        "\nImpossible or wrong values found" if report.impossible else "\nNo impossible values",
+        style="bold red" if report.impossible else "bold green",
+    )
     items: list[Any] = [head, verdict]
     groups = [g for g in report.groups if show_all or g.severity == "error"]
     if groups:
@@ -131,8 +144,11 @@ def _report_view(report: TraceReport, show_all: bool) -> Group:
         table.add_column("reported → true")
         table.add_column("launched by")
         for g in groups[:40]:
-            changes = [f"{k}: {fmt_value(v)} → {fmt_value(g.worst.true.get(k))}" for k, v in g.worst.reported.items()
-                       if g.worst.true.get(k) is not None and v != g.worst.true.get(k)]
+            changes = [
+                f"{k}: {fmt_value(v)} → {fmt_value(g.worst.true.get(k))}"
+                for k, v in g.worst.reported.items()
+                if g.worst.true.get(k) is not None and v != g.worst.true.get(k)
+            ]
             op = g.op.op + (f" {g.op.input_dims}" if g.op and g.op.input_dims else "") if g.op else "—"
             table.add_row(g.mechanism, short(g.kernel, 48), str(g.count), "\n".join(changes) or "—", short(op, 40))
         items.append(table)
@@ -142,8 +158,12 @@ def _report_view(report: TraceReport, show_all: bool) -> Group:
             items.append(Text(f"  … and {len(groups) - 40} more groups (use --json for all)", style="dim"))
     hidden = sum(g.count for g in report.groups if g.severity != "error")
     if hidden and not show_all:
-        items.append(Text(f"  {hidden} kernel launch(es) with large warps per SM are correct by design (F); "
-                          "--all lists them", style="dim"))
+        items.append(
+            Text(
+                f"  {hidden} kernel launch(es) with large warps per SM are correct by design (F); --all lists them",
+                style="dim",
+            )
+        )
     for note in report.notes:
         items.append(Text(f"  note: {note}", style="yellow"))
     return Group(*items, Text(""))
