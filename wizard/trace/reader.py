@@ -10,7 +10,6 @@ an exact, event-by-event decoder that reports the byte offset of any real error.
 
 from __future__ import annotations
 
-import gzip
 import json
 import math
 import re
@@ -349,41 +348,62 @@ class _Collector(EventSink):
 
 
 class _Source:
-    """Decompressed bytes of a trace, block by block; a cut-off gzip stream ends quietly."""
+    """Decompressed bytes of a trace, block by block.
+
+    gzip is inflated with zlib directly rather than GzipFile, because GzipFile.read drops
+    everything it inflated in a call that hits a cut-off stream, and a crashed writer's
+    trace is exactly the file that must be read up to the cut.
+    """
+
+    _COMPRESSED_CHUNK = 1 << 20
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.compressed = False
         self.stream_truncated = False
-        raw: IO[bytes] = open(path, "rb")  # noqa: SIM115 - closed in close()
-        magic = raw.read(2)
-        raw.seek(0)
-        self._fh: IO[bytes]
-        if magic == b"\x1f\x8b":
-            self.compressed = True
-            self._fh = cast(IO[bytes], gzip.GzipFile(fileobj=raw, mode="rb"))
-            self._raw = raw
-        else:
-            self._fh = raw
-            self._raw = raw
         self.eof = False
+        self._raw: IO[bytes] = open(path, "rb")  # noqa: SIM115 - closed in close()
+        self.compressed = self._raw.read(2) == b"\x1f\x8b"
+        self._raw.seek(0)
+        self._inflate = zlib.decompressobj(wbits=31) if self.compressed else None
+        self._pending = b""
+
+    def _read_compressed(self, size: int) -> bytes:
+        assert self._inflate is not None
+        out = [self._pending]
+        have = len(self._pending)
+        self._pending = b""
+        while have < size:
+            chunk = self._raw.read(self._COMPRESSED_CHUNK)
+            if not chunk:
+                if not self._inflate.eof:
+                    self.stream_truncated = True
+                break
+            try:
+                data = self._inflate.decompress(chunk)
+                while self._inflate.eof and self._inflate.unused_data:  # another gzip member follows
+                    rest = self._inflate.unused_data
+                    self._inflate = zlib.decompressobj(wbits=31)
+                    data += self._inflate.decompress(rest)
+            except zlib.error as exc:
+                raise TraceReadError(str(self.path), self._raw.tell(), f"corrupt gzip data ({exc})") from None
+            out.append(data)
+            have += len(data)
+        joined = b"".join(out)
+        self._pending = joined[size:]
+        return joined[:size]
 
     def read(self, size: int) -> bytes:
         if self.eof:
             return b""
         try:
-            data = self._fh.read(size)
-        except EOFError:
-            self.stream_truncated = True
-            data = b""
-        except (OSError, zlib.error) as exc:
-            raise TraceReadError(str(self.path), self._raw.tell(), f"corrupt gzip data ({exc})") from None
+            data = self._read_compressed(size) if self.compressed else self._raw.read(size)
+        except OSError as exc:
+            raise TraceReadError(str(self.path), self._raw.tell(), f"cannot read ({exc})") from None
         if not data:
             self.eof = True
         return data
 
     def close(self) -> None:
-        self._fh.close()
         self._raw.close()
 
 

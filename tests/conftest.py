@@ -1,0 +1,105 @@
+"""Shared test helpers: where the real traces are, and how to run the real CLI."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+TRACES = SHARED / "traces"
+ORACLES = SHARED / "oracles" / "kineto-blocks-warps-vectors.json"
+EXAMPLES = REPO / "examples"
+
+needs_shared = pytest.mark.skipif(
+    not TRACES.is_dir(),
+    reason="../shared/traces is not beside this checkout (real traces are never committed); "
+    "the builder-made fixtures in the other tests cover the same code paths",
+)
+
+# file -> kernel events, counted once with json.load (see test_reader.py)
+REAL_TRACES: dict[str, int] = {
+    "a100-alexnet.json.gz": 79,
+    "b200-eager.json.gz": 768,
+    "cpu-only-rank34.json.gz": 0,
+    "dlrm-2ranks/worker0_step_12.1694128201545.pt.trace.json": 245,
+    "dlrm-2ranks/worker1_step_12.1694128201556.pt.trace.json": 310,
+    "h100-bert-small.json.gz": 60,
+    "h800-deepseek-train-rank0.json.gz": 963,
+    "mi250-rocm-minitoy.json.gz": 14,
+    "mi300-bert-small.json.gz": 60,
+    "rtx2080ti-linear.json.gz": 8716,
+    "trimmed-no-device-properties.json": 1,
+    "v100-df-index-resolver.json.gz": 19370,
+    "v100-old-keys-gpu-metrics.json": 30,
+    "v100-resnet50-2021.pt.trace.json.gz": 8772,
+    "v100-resnet50-pt18-array-format.pt.trace.json.gz": 9538,
+}
+
+
+def cli_command() -> list[str]:
+    """The installed console script (the real entry point), else ``python -m wizard``."""
+    script = Path(sys.executable).with_name("warpwizard")
+    if script.exists():
+        return [str(script)]
+    found = shutil.which("warpwizard")
+    return [found] if found else [sys.executable, "-m", "wizard"]
+
+
+def cli_env(**extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update({"NO_COLOR": "1", "COLUMNS": "200", "TERM": "dumb", "PYTHONWARNINGS": "ignore"})
+    env.pop("WARPWIZARD_PLAYBOOK_PATH", None)
+    env.update(extra)
+    return env
+
+
+@pytest.fixture
+def run_cli() -> Callable[..., subprocess.CompletedProcess[str]]:
+    def run(*args: str, cwd: Path = REPO, stdin: str | None = None, timeout: float = 120,
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*cli_command(), *args], cwd=cwd, input=stdin, capture_output=True, text=True,
+            timeout=timeout, env=env or cli_env(),
+        )
+
+    return run
+
+
+def load_json_trace(path: Path) -> Any:
+    opener = gzip.open if path.name.endswith(".gz") else open
+    with opener(path, "rt") as fh:
+        return json.load(fh)
+
+
+def write_trace(doc: Any, path: Path, *, bare: dict[str, str] | None = None) -> Path:
+    """Write a trace one event per line; ``bare`` maps placeholder strings to bare tokens."""
+    if isinstance(doc, list):
+        text = "[\n  " + ",\n  ".join(json.dumps(e) for e in doc) + "\n]\n"
+    else:
+        events = doc.pop("traceEvents")
+        head = ",\n".join(f'  "{k}": {json.dumps(v)}' for k, v in doc.items())
+        text = "{\n" + head + (",\n" if head else "") + '  "traceEvents": [\n  '
+        text += ",\n  ".join(json.dumps(e) for e in events) + "\n  ]\n}\n"
+        doc["traceEvents"] = events
+    for placeholder, token in (bare or {}).items():
+        text = text.replace(json.dumps(placeholder), token)
+    if path.name.endswith(".gz"):
+        path.write_bytes(gzip.compress(text.encode()))
+    else:
+        path.write_text(text)
+    return path
+
+
+def kernels_of(doc: Any) -> list[dict[str, Any]]:
+    events = doc if isinstance(doc, list) else doc["traceEvents"]
+    return [e for e in events if e.get("cat") in ("kernel", "Kernel")]

@@ -1,0 +1,183 @@
+"""Each mechanism, planted into copies of real traces and into built ones, is named with its true value."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import ORACLES, REAL_TRACES, TRACES, kernels_of, load_json_trace, needs_shared, write_trace
+from wizard.trace.builder import KernelSpec, TraceBuilder, demo_launches
+from wizard.trace.inspect import inspect_paths, inspect_trace
+
+UNTOUCHED_ALLOWED = {"E", "F"}  # real traces really contain E (0% above 48 KB) and F (large by design)
+
+
+@needs_shared
+@pytest.mark.parametrize("name", sorted(REAL_TRACES))
+def test_untouched_real_traces_raise_no_false_alarm(name: str) -> None:
+    report = inspect_trace(TRACES / name)
+    assert set(report.mechanisms) <= UNTOUCHED_ALLOWED, report.mechanisms
+    assert "?" not in report.mechanisms
+
+
+@needs_shared
+def test_e_in_real_traces_gives_the_opt_in_value() -> None:
+    report = inspect_trace(TRACES / "h100-bert-small.json.gz")
+    e = next(g for g in report.groups if g.mechanism == "E" and g.kernel.startswith("sm90_xmma"))
+    assert e.worst.reported["est. achieved occupancy %"] == 0
+    true = e.worst.true["est. achieved occupancy %"]
+    assert true is not None and 0 < true < 100
+    assert "sharedMemPerBlockOptin = 232448" in e.worst.evidence
+
+
+def plant(source: Path, target: Path, change: Any, *, bare: dict[str, str] | None = None) -> Path:
+    doc = load_json_trace(source)
+    change(doc)
+    return write_trace(doc, target, bare=bare)
+
+
+def first_kernel(doc: Any) -> dict[str, Any]:
+    return kernels_of(doc)[0]
+
+
+@needs_shared
+@pytest.mark.skipif(not ORACLES.exists(), reason="../shared/oracles is not beside this checkout")
+def test_a_planted_from_the_oracle_vectors(tmp_path: Path) -> None:
+    vectors = [v for v in json.loads(ORACLES.read_text()) if v["num_sms"] == 132
+               and v["grid"][0] * v["grid"][1] * v["grid"][2] > 2**31 - 1]
+    assert vectors
+    for i, v in enumerate(vectors):
+        def change(doc: Any, v: dict[str, Any] = v) -> None:
+            args = first_kernel(doc)["args"]
+            args.update({"grid": v["grid"], "block": v["block"], "blocks per SM": v["kineto_blocks_per_sm"],
+                         "warps per SM": v["kineto_warps_per_sm"]})
+            args.pop("est. achieved occupancy %", None)
+
+        report = inspect_trace(plant(TRACES / "h800-deepseek-train-rank0.json.gz", tmp_path / f"a{i}.json", change))
+        group = next(g for g in report.groups if g.mechanism == "A")
+        assert group.count == 1
+        assert math.isclose(group.worst.true["blocks per SM"], v["true_blocks_per_sm"], rel_tol=1e-12)
+        assert math.isclose(group.worst.true["warps per SM"], v["true_warps_per_sm"], rel_tol=1e-12)
+        assert "wraps to" in group.worst.evidence
+
+
+@needs_shared
+def test_b_as_pytorch_18_printed_it(tmp_path: Path) -> None:
+    def change(doc: Any) -> None:
+        for k in kernels_of(doc)[:5]:
+            k["args"].update({"grid": [99, 1, 1], "block": [128, 1, 1], "blocks per SM": -99,
+                              "warps per SM": -396, "est. achieved occupancy %": -1237})
+
+    report = inspect_trace(plant(TRACES / "rtx2080ti-linear.json.gz", tmp_path / "b.json", change))
+    assert report.mechanisms.get("B") == 5
+    b = next(g for g in report.groups if g.mechanism == "B")
+    assert b.worst.true["blocks per SM"] == pytest.approx(99 / 68)
+    assert "SM count of -1 instead of 68" in b.worst.evidence
+
+
+@needs_shared
+@pytest.mark.parametrize(("tokens", "spelling"), [({"__INF__": "inf", "__NAN__": "nan"}, "bare"),
+                                                 ({"__INF__": '"inf"', "__NAN__": "nan"}, "quoted")])
+def test_c_with_bare_and_quoted_infinities(tmp_path: Path, tokens: dict[str, str], spelling: str) -> None:
+    def change(doc: Any) -> None:
+        k = first_kernel(doc)["args"]
+        k.update({"device": 7, "blocks per SM": "__INF__", "warps per SM": "__INF__",
+                  "est. achieved occupancy %": -99})
+
+    path = plant(TRACES / "a100-alexnet.json.gz", tmp_path / "c.json", change, bare=tokens)
+    report = inspect_trace(path)
+    assert report.mechanisms.get("C") == 1 and report.mechanisms.get("C'") == 1
+    c = next(g for g in report.groups if g.mechanism == "C")
+    assert c.worst.true["blocks per SM"] is not None  # devices 0-7 are identical A100s: assumed
+    assert report.non_finite.get(spelling)
+
+
+@needs_shared
+def test_d_occupancy_calculator(tmp_path: Path) -> None:
+    def change(doc: Any) -> None:
+        first_kernel(doc)["args"]["est. achieved occupancy %"] = -99
+
+    report = inspect_trace(plant(TRACES / "h100-bert-small.json.gz", tmp_path / "d.json.gz", change))
+    assert report.mechanisms.get("D") == 1
+    assert "compute capability 9.0" in next(g for g in report.groups if g.mechanism == "D").worst.evidence
+
+
+@needs_shared
+def test_mismatch_is_its_own_finding(tmp_path: Path) -> None:
+    def change(doc: Any) -> None:
+        first_kernel(doc)["args"]["blocks per SM"] = 1234.5
+
+    report = inspect_trace(plant(TRACES / "v100-df-index-resolver.json.gz", tmp_path / "q.json", change))
+    assert report.mechanisms.get("?") == 1
+
+
+@needs_shared
+def test_per_rank_directory_in_parallel() -> None:
+    inspection = inspect_paths([str(TRACES / "dlrm-2ranks")], jobs=2)
+    assert [r.rank for r in inspection.reports] == [0, 1]
+    assert not inspection.impossible
+
+
+@needs_shared
+def test_inferred_sm_count_without_device_properties() -> None:
+    report = inspect_trace(TRACES / "trimmed-no-device-properties.json")
+    assert report.devices[0]["num_sms"] == 108 and report.devices[0]["source"] == "inferred"
+    assert report.mechanisms == {"E": 1}
+    pt18 = inspect_trace(TRACES / "v100-resnet50-pt18-array-format.pt.trace.json.gz")
+    assert pt18.devices[0]["num_sms"] == 80
+
+
+# ---- the same paths with the project's own traces (meaningful without ../shared) -------------
+
+
+@pytest.mark.parametrize(
+    ("spec", "era", "gpu", "mechanism", "true_bps"),
+    [
+        (KernelSpec("a", (100000, 30000, 1), (256, 1, 1)), "2024", "H100", "A", 3e9 / 132),
+        (KernelSpec("a'", (2097152, 1, 1), (1024, 1, 1), plant="A'"), "2021", "V100", "A'", 2097152 / 80),
+        (KernelSpec("b", (99, 1, 1), (128, 1, 1), plant="B"), "2021", "RTX2080Ti", "B", 99 / 68),
+        (KernelSpec("c", (99, 1, 1), (128, 1, 1), plant="C"), "2024", "A100", "C", 99 / 108),
+        (KernelSpec("d", (99, 1, 1), (128, 1, 1), plant="D"), "2024", "B200", "D", 99 / 148),
+        (KernelSpec("e", (8, 16, 1), (384, 1, 1), 168, 231424), "2024", "H100", "E", 128 / 132),
+        (KernelSpec("?", (4096, 1, 1), (256, 1, 1), plant="wrong-sms"), "2024", "H100", "?", 4096 / 132),
+    ],
+)
+def test_builder_planted_mechanisms(tmp_path: Path, spec: KernelSpec, era: str, gpu: str, mechanism: str,
+                                    true_bps: float) -> None:
+    b = TraceBuilder(gpu=gpu, era=era)
+    for healthy in demo_launches()[:2]:
+        b.add(healthy)
+    b.add(spec)
+    report = inspect_trace(b.write(tmp_path / "t.json"))
+    group = next(g for g in report.groups if g.mechanism == mechanism)
+    assert group.kernel == spec.name
+    assert group.worst.true["blocks per SM"] == pytest.approx(true_bps)
+    assert report.impossible
+
+
+def test_healthy_builder_trace_is_quiet(tmp_path: Path) -> None:
+    b = TraceBuilder(gpu="A100")
+    for spec in demo_launches()[:2]:
+        b.add(spec)
+    report = inspect_trace(b.write(tmp_path / "ok.json"))
+    assert not report.impossible and report.kernels_checked == 2
+
+
+def test_f_is_explained_not_flagged(tmp_path: Path) -> None:
+    b = TraceBuilder(gpu="V100")
+    b.add(KernelSpec("big", (100352, 1, 1), (256, 1, 1)))
+    report = inspect_trace(b.write(tmp_path / "f.json"))
+    assert report.mechanisms == {"F": 1} and not report.impossible
+    assert report.max_true_warps_per_sm == pytest.approx(100352 * 8 / 80)
+
+
+def test_rocm_is_not_invented(tmp_path: Path) -> None:
+    b = TraceBuilder(gpu="MI300X")
+    b.add(demo_launches()[0])
+    report = inspect_trace(b.write(tmp_path / "r.json"))
+    assert report.rocm and report.kernels == 1 and report.kernels_checked == 0 and not report.groups
+    assert any("ROCm" in n for n in report.notes)

@@ -1,0 +1,169 @@
+"""The streaming reader: every real format, bad tokens, truncation, corruption, big-file paths."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import wizard.trace.reader as reader_module
+from tests.conftest import REAL_TRACES, TRACES, kernels_of, load_json_trace, needs_shared
+from wizard.errors import InputFileError, TraceReadError
+from wizard.trace.builder import KernelSpec, TraceBuilder, demo_launches
+from wizard.trace.reader import read_trace
+
+
+@needs_shared
+@pytest.mark.parametrize(("name", "kernels"), sorted(REAL_TRACES.items()))
+def test_every_real_trace_reads_completely(name: str, kernels: int) -> None:
+    contents = read_trace(TRACES / name)
+    doc = load_json_trace(TRACES / name)
+    events = doc if isinstance(doc, list) else doc["traceEvents"]
+    assert contents.events == len(events)
+    assert len(contents.kernels) == kernels == len(kernels_of(doc))
+    assert contents.truncation is None
+    for record, event in zip(contents.kernels, kernels_of(doc), strict=True):
+        assert record.name == event["name"]
+        assert record.grid == (tuple(event["args"]["grid"]) if "grid" in event["args"] else None)
+
+
+@needs_shared
+def test_formats_are_recognised() -> None:
+    assert read_trace(TRACES / "v100-resnet50-pt18-array-format.pt.trace.json.gz").layout == "array"
+    old = read_trace(TRACES / "v100-old-keys-gpu-metrics.json")
+    assert old.device_properties and old.kernels[0].occupancy_key == "theoretical occupancy %"
+    assert read_trace(TRACES / "mi300-bert-small.json.gz").is_rocm
+    assert not read_trace(TRACES / "h100-bert-small.json.gz").is_rocm
+
+
+def build(tmp_path: Path, name: str = "t.json", **kwargs: object) -> tuple[TraceBuilder, Path]:
+    b = TraceBuilder(**kwargs)  # type: ignore[arg-type]
+    for spec in demo_launches() * 20:
+        b.add(spec)
+    return b, tmp_path / name
+
+
+def test_gzip_minified_and_plain_read_the_same(tmp_path: Path) -> None:
+    b, path = build(tmp_path)
+    plain = read_trace(b.write(path))
+    zipped = read_trace(b.write(tmp_path / "t.json.gz"))
+    minified = read_trace(b.write(tmp_path / "m.json", minified=True))
+    assert zipped.compressed and not plain.compressed
+    for other in (zipped, minified):
+        assert other.events == plain.events
+        assert [k.blocks_per_sm.value for k in other.kernels] == [k.blocks_per_sm.value for k in plain.kernels]
+
+
+@pytest.mark.parametrize("style", ["bare", "quoted"])
+def test_non_finite_values_and_their_spelling(tmp_path: Path, style: str) -> None:
+    b = TraceBuilder(nonfinite=style)
+    b.add(KernelSpec("k", (99, 1, 1), (128, 1, 1), plant="C"))
+    b.add(KernelSpec("zero", (65536, 65536, 1), (128, 1, 1), plant="C"))  # 0/0 = nan
+    path = b.write(tmp_path / "c.json")
+    if style == "bare":
+        with pytest.raises(json.JSONDecodeError):
+            json.loads(path.read_text())  # what every other tool runs into
+    kernels = read_trace(path).kernels
+    assert kernels[0].blocks_per_sm.value == float("inf") and kernels[0].blocks_per_sm.spelling == style
+    nan = kernels[1].blocks_per_sm.value
+    assert nan is not None and nan != nan
+
+
+def test_names_containing_inf_or_nan_are_not_mangled(tmp_path: Path) -> None:
+    b = TraceBuilder(nonfinite="bare")
+    b.add(KernelSpec("void nan_to_num_kernel<inf>", (99, 1, 1), (128, 1, 1), op="aten::nan_to_num", plant="C"))
+    contents = read_trace(b.write(tmp_path / "n.json"))
+    assert contents.kernels[0].name == "void nan_to_num_kernel<inf>"
+
+
+@pytest.mark.parametrize("suffix", [".json", ".json.gz"])
+def test_truncated_trace_is_read_up_to_the_cut(tmp_path: Path, suffix: str) -> None:
+    b, _ = build(tmp_path)
+    b.add(KernelSpec("last_kernel", (100000, 30000, 1), (256, 1, 1)))
+    full = b.text()
+    cut = len(full) - 400
+    path = tmp_path / f"cut{suffix}"
+    if suffix.endswith(".gz"):
+        path.write_bytes(gzip.compress(full.encode())[: len(gzip.compress(full[:cut].encode()))])
+    else:
+        path.write_text(full[:cut])
+    contents = read_trace(path)
+    assert contents.truncation is not None
+    assert contents.events > 100
+    assert "byte" in contents.truncation.detail or "cut off" in contents.truncation.detail
+
+
+def test_truncation_between_events_says_nothing_was_lost(tmp_path: Path) -> None:
+    b, path = build(tmp_path)
+    text = b.text()
+    path.write_text(text[: text.rindex("}") - 1].rstrip().rstrip("]").rstrip())
+    contents = read_trace(path)
+    assert contents.truncation is not None
+
+
+def test_corruption_names_file_and_byte_offset(tmp_path: Path) -> None:
+    b, path = build(tmp_path)
+    text = b.text()
+    at = text.index('"ph": "X"', 5000)
+    path.write_text(text[:at] + '"ph": X' + text[at + 9 :])
+    with pytest.raises(TraceReadError) as info:
+        read_trace(path)
+    assert info.value.offset == at + len('"ph": ')
+    assert str(info.value).startswith(f"{path}: byte {at + 6}: invalid JSON")
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [(b"", "empty"), (b"hello", "not a profiler trace"), (b'{"traceEvents": 3}', "not an array")],
+)
+def test_not_a_trace(tmp_path: Path, content: bytes, message: str) -> None:
+    path = tmp_path / "bad.json"
+    path.write_bytes(content)
+    with pytest.raises(InputFileError, match=message):
+        read_trace(path)
+
+
+def test_missing_file_and_directory(tmp_path: Path) -> None:
+    with pytest.raises(InputFileError, match="no such file"):
+        read_trace(tmp_path / "nope.json")
+    with pytest.raises(InputFileError, match="is a directory"):
+        read_trace(tmp_path)
+
+
+def test_boundary_inside_a_nested_array_falls_back_exactly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A newline separator inside args (an array of objects) must not split an event."""
+    monkeypatch.setattr(reader_module, "BLOCK_SIZE", 2048)
+    events = []
+    for i in range(500):
+        events.append('{"ph": "X", "cat": "cpu_op", "name": "op%d", "pid": 1, "tid": 1, "ts": %d, "dur": 5, '
+                      '"args": {"nested": [{"a": 1},\n {"b": 2}]}}' % (i, i * 10))
+        events.append('{"ph": "X", "cat": "kernel", "name": "k%d", "pid": 0, "tid": 7, "ts": %d, "dur": 5, '
+                      '"args": {"device": 0, "grid": [1,1,1], "block": [32,1,1], "warps per SM": 1.0}}' % (i, i))
+    path = tmp_path / "nested.json"
+    path.write_text('{"traceEvents": [\n  ' + ",\n  ".join(events) + "\n]}")
+    contents = read_trace(path)
+    assert contents.events == 1000 and len(contents.kernels) == 500 and contents.ops.count == 500
+
+
+def test_keys_after_the_event_list_are_read(tmp_path: Path) -> None:
+    b, path = build(tmp_path)
+    doc = json.loads(b.text())
+    props = doc.pop("deviceProperties")
+    doc["deviceProperties"] = props  # after traceEvents, as TraceLens writes it
+    path.write_text(json.dumps(doc, indent=2))
+    assert read_trace(path).device_properties[0]["numSms"] == 132
+
+
+@settings(max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 70000), st.integers(1, 70000), st.integers(1, 4),
+                          st.sampled_from([32, 128, 256, 1024]), st.integers(0, 120000)), min_size=1, max_size=30))
+def test_round_trip_of_built_traces(tmp_path: Path, launches: list[tuple[int, int, int, int, int]]) -> None:
+    b = TraceBuilder(gpu="A100")
+    for gx, gy, gz, threads, smem in launches:
+        b.add(KernelSpec("k", (gx, gy, gz), (threads, 1, 1), 32, smem))
+    contents = read_trace(b.write(tmp_path / "r.json"))
+    assert [k.grid for k in contents.kernels] == [(gx, gy, gz) for gx, gy, gz, _, _ in launches]
