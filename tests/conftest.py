@@ -65,11 +65,17 @@ def cli_env(**extra: str) -> dict[str, str]:
 
 @pytest.fixture
 def run_cli() -> Callable[..., subprocess.CompletedProcess[str]]:
-    def run(*args: str, cwd: Path = REPO, stdin: str | None = None, timeout: float = 120,
-            env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    def run(
+        *args: str, cwd: Path = REPO, stdin: str | None = None, timeout: float = 120, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [*cli_command(), *args], cwd=cwd, input=stdin, capture_output=True, text=True,
-            timeout=timeout, env=env or cli_env(),
+            [*cli_command(), *args],
+            cwd=cwd,
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env or cli_env(),
         )
 
     return run

@@ -47,14 +47,24 @@ def first_kernel(doc: Any) -> dict[str, Any]:
 @needs_shared
 @pytest.mark.skipif(not ORACLES.exists(), reason="../shared/oracles is not beside this checkout")
 def test_a_planted_from_the_oracle_vectors(tmp_path: Path) -> None:
-    vectors = [v for v in json.loads(ORACLES.read_text()) if v["num_sms"] == 132
-               and v["grid"][0] * v["grid"][1] * v["grid"][2] > 2**31 - 1]
+    vectors = [
+        v
+        for v in json.loads(ORACLES.read_text())
+        if v["num_sms"] == 132 and v["grid"][0] * v["grid"][1] * v["grid"][2] > 2**31 - 1
+    ]
     assert vectors
     for i, v in enumerate(vectors):
+
         def change(doc: Any, v: dict[str, Any] = v) -> None:
             args = first_kernel(doc)["args"]
-            args.update({"grid": v["grid"], "block": v["block"], "blocks per SM": v["kineto_blocks_per_sm"],
-                         "warps per SM": v["kineto_warps_per_sm"]})
+            args.update(
+                {
+                    "grid": v["grid"],
+                    "block": v["block"],
+                    "blocks per SM": v["kineto_blocks_per_sm"],
+                    "warps per SM": v["kineto_warps_per_sm"],
+                }
+            )
             args.pop("est. achieved occupancy %", None)
 
         report = inspect_trace(plant(TRACES / "h800-deepseek-train-rank0.json.gz", tmp_path / f"a{i}.json", change))
@@ -69,8 +79,15 @@ def test_a_planted_from_the_oracle_vectors(tmp_path: Path) -> None:
 def test_b_as_pytorch_18_printed_it(tmp_path: Path) -> None:
     def change(doc: Any) -> None:
         for k in kernels_of(doc)[:5]:
-            k["args"].update({"grid": [99, 1, 1], "block": [128, 1, 1], "blocks per SM": -99,
-                              "warps per SM": -396, "est. achieved occupancy %": -1237})
+            k["args"].update(
+                {
+                    "grid": [99, 1, 1],
+                    "block": [128, 1, 1],
+                    "blocks per SM": -99,
+                    "warps per SM": -396,
+                    "est. achieved occupancy %": -1237,
+                }
+            )
 
     report = inspect_trace(plant(TRACES / "rtx2080ti-linear.json.gz", tmp_path / "b.json", change))
     assert report.mechanisms.get("B") == 5
@@ -80,13 +97,14 @@ def test_b_as_pytorch_18_printed_it(tmp_path: Path) -> None:
 
 
 @needs_shared
-@pytest.mark.parametrize(("tokens", "spelling"), [({"__INF__": "inf", "__NAN__": "nan"}, "bare"),
-                                                 ({"__INF__": '"inf"', "__NAN__": "nan"}, "quoted")])
+@pytest.mark.parametrize(
+    ("tokens", "spelling"),
+    [({"__INF__": "inf", "__NAN__": "nan"}, "bare"), ({"__INF__": '"inf"', "__NAN__": "nan"}, "quoted")],
+)
 def test_c_with_bare_and_quoted_infinities(tmp_path: Path, tokens: dict[str, str], spelling: str) -> None:
     def change(doc: Any) -> None:
         k = first_kernel(doc)["args"]
-        k.update({"device": 7, "blocks per SM": "__INF__", "warps per SM": "__INF__",
-                  "est. achieved occupancy %": -99})
+        k.update({"device": 7, "blocks per SM": "__INF__", "warps per SM": "__INF__", "est. achieved occupancy %": -99})
 
     path = plant(TRACES / "a100-alexnet.json.gz", tmp_path / "c.json", change, bare=tokens)
     report = inspect_trace(path)
@@ -146,8 +164,9 @@ def test_inferred_sm_count_without_device_properties() -> None:
         (KernelSpec("?", (4096, 1, 1), (256, 1, 1), plant="wrong-sms"), "2024", "H100", "?", 4096 / 132),
     ],
 )
-def test_builder_planted_mechanisms(tmp_path: Path, spec: KernelSpec, era: str, gpu: str, mechanism: str,
-                                    true_bps: float) -> None:
+def test_builder_planted_mechanisms(
+    tmp_path: Path, spec: KernelSpec, era: str, gpu: str, mechanism: str, true_bps: float
+) -> None:
     b = TraceBuilder(gpu=gpu, era=era)
     for healthy in demo_launches()[:2]:
         b.add(healthy)

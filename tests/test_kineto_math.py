@@ -53,8 +53,9 @@ def test_oracle_vectors_bit_for_bit() -> None:
         ((65535, 1, 1), (512, 1, 1), 108, 606.805542, 9708.88867),
     ],
 )
-def test_known_wraps(grid: tuple[int, int, int], block: tuple[int, int, int], sms: int, blocks: float,
-                     warps: float) -> None:
+def test_known_wraps(
+    grid: tuple[int, int, int], block: tuple[int, int, int], sms: int, blocks: float, warps: float
+) -> None:
     assert same_float32(kineto_blocks_per_sm(grid, sms), blocks)
     assert same_float32(kineto_warps_per_sm(grid, block, sms), warps)
 

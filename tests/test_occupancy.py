@@ -47,8 +47,13 @@ def test_reference_h100_gemm_with_opt_in() -> None:
 
 def test_48kb_edge_is_exact_on_every_architecture() -> None:
     for cc in [(7, 0), (7, 5), (8, 0), (8, 6), (9, 0), (10, 0), (12, 0)]:
-        limits = DeviceLimits(*cc, 100, 2048 if cc != (7, 5) else 1024, shared_mem_per_sm=233472 if cc[0] >= 8 else 98304,
-                              shared_mem_per_block_optin=232448 if cc[0] >= 8 else 98304)
+        limits = DeviceLimits(
+            *cc,
+            100,
+            2048 if cc != (7, 5) else 1024,
+            shared_mem_per_sm=233472 if cc[0] >= 8 else 98304,
+            shared_mem_per_block_optin=232448 if cc[0] >= 8 else 98304,
+        )
         if cc == (7, 5):
             limits = DeviceLimits(7, 5, 68, 1024, shared_mem_per_sm=65536, shared_mem_per_block_optin=65536)
         assert active_blocks_per_sm(limits, 128, 32, 49152).active_blocks > 0, cc

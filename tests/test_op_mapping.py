@@ -44,8 +44,17 @@ def test_pytorch_18_array_format() -> None:
 
 def test_builder_trace_maps_to_its_op(tmp_path: Path) -> None:
     b = TraceBuilder()
-    b.add(KernelSpec("k1", (10, 1, 1), (32, 1, 1), op="aten::mul", input_dims=[[4, 4], [4, 4]],
-                     input_types=["float", "float"], python_stack=("a.py(1): main", "b.py(2): f")))
+    b.add(
+        KernelSpec(
+            "k1",
+            (10, 1, 1),
+            (32, 1, 1),
+            op="aten::mul",
+            input_dims=[[4, 4], [4, 4]],
+            input_types=["float", "float"],
+            python_stack=("a.py(1): main", "b.py(2): f"),
+        )
+    )
     b.add(KernelSpec("k2", (10, 1, 1), (32, 1, 1), op="aten::index_select"))
     contents = read_trace(b.write(tmp_path / "t.json"))
     first = link_op(contents, contents.kernels[0])

@@ -13,4 +13,5 @@ class ExitStatus(enum.IntEnum):
     BAD_ANSWERS = 4  # answers file or --set invalid or incomplete, or a prompt with no terminal
     PROBE_FAILURE = 5  # a probe could not be run at all
     INPUT_ERROR = 6  # a file the user named is missing or unreadable (trace, report)
+    INTERNAL = 70  # a bug in warpwizard (EX_SOFTWARE); --debug shows the traceback
     INTERRUPTED = 130  # Ctrl-C; answers so far were saved

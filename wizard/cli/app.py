@@ -30,7 +30,8 @@ from wizard.exit_status import ExitStatus
 
 EPILOG = """exit codes: 0 diagnosis reached / nothing impossible; 1 impossible values found (trace inspect)
 or invalid playbooks (validate); 2 usage; 3 invalid playbook; 4 bad or missing answers, or a prompt
-with no terminal; 5 a probe could not run; 6 unreadable input file; 130 interrupted (answers saved)."""
+with no terminal; 5 a probe could not run; 6 unreadable input file; 70 internal error; 130 interrupted
+(answers saved)."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -423,7 +424,7 @@ def main(argv: list[str] | None = None) -> int:
         if debug:
             raise
         _error(f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)")
-        return ExitStatus.PROBE_FAILURE
+        return ExitStatus.INTERNAL
 
 
 def entry() -> None:

@@ -11,10 +11,10 @@ from typing import Any
 from wizard.engine.answers import (
     MappingAnswers,
     MissingAnswer,
+    check_answers,
     dump_answers,
     load_answers_file,
     parse_set_options,
-    unknown_answer_ids,
 )
 from wizard.engine.engine import Engine
 from wizard.environment import Environment, Workload
@@ -75,12 +75,9 @@ def run_playbook(opts: RunOptions, ui: Any, out: Any) -> ExitStatus:
     if opts.answers_file:
         values.update(load_answers_file(opts.answers_file))
     values.update(parse_set_options(opts.sets))
-    unknown = unknown_answer_ids(pb, values)
-    if unknown:
-        known = ", ".join(q.id for q in pb.questions())
-        raise AnswersError(
-            [f"unknown question id(s) {', '.join(map(repr, unknown))} for playbook {pb.id!r}; its questions: {known}"]
-        )
+    problems = check_answers(pb, values)
+    if problems:
+        raise AnswersError(problems)
     scripted = bool(opts.answers_file) or opts.defaults or opts.json_out
     if scripted:
         source: Any = MappingAnswers(values, use_defaults=opts.defaults)

@@ -103,9 +103,25 @@ class MappingAnswers:
         raise MissingAnswer(question)
 
 
-def unknown_answer_ids(playbook: Playbook, values: Mapping[str, Any]) -> list[str]:
-    questions = {q.id for q in playbook.questions()}
-    return sorted(k for k in values if k not in questions)
+def check_answers(playbook: Playbook, values: Mapping[str, Any]) -> list[str]:
+    """Every problem with the given answers, before anything runs: unknown ids, bad values."""
+    import difflib
+
+    questions = {q.id: q for q in playbook.questions()}
+    problems: list[str] = []
+    for key, value in values.items():
+        q = questions.get(key)
+        if q is None:
+            close = difflib.get_close_matches(key, list(questions), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            problems.append(f"unknown question id {key!r}{hint}; playbook {playbook.id!r} asks: {', '.join(questions)}")
+            continue
+        try:
+            coerce_answer(q, value)
+        except AnswerInvalid as exc:
+            prompt = q.prompt.source if q.prompt is not None else q.id
+            problems.append(f"answer for {key!r} ({prompt}): {exc}")
+    return problems
 
 
 def load_answers_file(path: str) -> dict[str, Any]:

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 ROOTS = ("answers", "facts", "status")
+# YAML authors write true/false/null; Python's True/False/None are constants already.
+LITERAL_NAMES: dict[str, Any] = {"true": True, "false": False, "null": None, "none": None}
 _TEMPLATE = re.compile(r"\{\{(.*?)\}\}", re.S)
 
 
@@ -160,13 +162,19 @@ def _check(node: ast.AST, refs: list[Reference]) -> None:
         for e in node.elts:
             _check(e, refs)
     elif isinstance(node, ast.Call):
-        if not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS:
-            name = node.func.id if isinstance(node.func, ast.Name) else "this call"
-            raise ExpressionError(f"unknown function {name!r}; allowed: {', '.join(sorted(FUNCTIONS))}", col)
+        allowed = ", ".join(sorted(FUNCTIONS))
+        if not isinstance(node.func, ast.Name):
+            raise ExpressionError(
+                f"only plain function calls are allowed, not methods or expressions; functions: {allowed}", col
+            )
+        if node.func.id not in FUNCTIONS:
+            raise ExpressionError(f"unknown function {node.func.id!r}; allowed: {allowed}", col)
         if node.keywords:
             raise ExpressionError("keyword arguments are not allowed", col)
         for a in node.args:
             _check(a, refs)
+    elif isinstance(node, ast.Name) and node.id in LITERAL_NAMES:
+        pass
     elif isinstance(node, (ast.Attribute, ast.Subscript, ast.Name)):
         chain = _chain(node)
         if chain is None:
@@ -214,6 +222,8 @@ def _lookup(chain: list[str], scope: Mapping[str, Any]) -> Any:
 def _eval(node: ast.AST, scope: Mapping[str, Any]) -> Any:
     if isinstance(node, ast.Constant):
         return node.value
+    if isinstance(node, ast.Name) and node.id in LITERAL_NAMES:
+        return LITERAL_NAMES[node.id]
     if isinstance(node, (ast.Attribute, ast.Subscript, ast.Name)):
         chain = _chain(node)
         assert chain is not None

@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 
 Path_ = tuple[str | int, ...]
+PLAIN_TAGS = frozenset(f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "bool", "null", "map", "seq"))
 
 
 @dataclass
@@ -53,6 +54,14 @@ def load_located(text: str) -> Located:
 
     def walk(node: yaml.Node, path: Path_) -> Any:
         located.positions[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
+        if node.tag not in PLAIN_TAGS:
+            tag = node.tag.replace("tag:yaml.org,2002:", "!!")
+            raise YamlSyntaxError(
+                f"YAML tag {tag} is not allowed: a playbook is plain data "
+                "(mappings, lists, strings, numbers, booleans)",
+                node.start_mark.line + 1,
+                node.start_mark.column + 1,
+            )
         if isinstance(node, yaml.MappingNode):
             out: dict[Any, Any] = {}
             for key_node, value_node in node.value:

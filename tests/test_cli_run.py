@@ -1,0 +1,135 @@
+"""`warpwizard run` through the real entry point: answers files, records, JSON, reports, exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+EXAMPLE = "examples/playbooks/torch-sees-no-gpu.yaml"
+FLAGSHIP = "negative-warps-per-sm"
+
+
+def test_answers_record_and_replay_reach_the_same_conclusion(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    record = tmp_path / "answers.yaml"
+    first = run_cli("run", EXAMPLE, "--defaults", "--record", str(record), "--json")
+    assert first.returncode == 0, first.stderr
+    replay = run_cli("run", EXAMPLE, "--answers", str(record), "--json")
+    assert replay.returncode == 0, replay.stderr
+    a, b = json.loads(first.stdout), json.loads(replay.stdout)
+    assert a["conclusion"]["diagnosis"] == b["conclusion"]["diagnosis"]
+    assert [e["node"] for e in a["entries"]] == [e["node"] for e in b["entries"]]
+    assert "symptom: not_available" in record.read_text()
+
+
+def test_json_transcript_schema(run_cli) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli("run", FLAGSHIP, "--answers", "examples/answers/grid-overflow.yaml", "--json")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["schema"] == "warpwizard.transcript/1"
+    assert data["playbook"]["id"] == FLAGSHIP
+    assert data["conclusion"]["diagnosis"] == "profiler-bug-grid-overflow"
+    probe = next(e for e in data["entries"] if e["node"] == "inspect")
+    assert probe["status"] == "fail" and probe["facts"]["mechanisms"] == ["A", "E"]
+    assert probe["facts"]["worst_op"] == "aten::index_select"
+    assert {"node", "kind", "started", "duration_s", "next"} <= set(probe)
+
+
+def test_markdown_report(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    report = tmp_path / "report.md"
+    result = run_cli(
+        "run", FLAGSHIP, "--answers", "examples/answers/shared-memory-over-48k.yaml", "--report", str(report)
+    )
+    assert result.returncode == 0, result.stderr
+    text = report.read_text()
+    assert "## Diagnosis: `profiler-bug-shared-memory-limit`" in text
+    assert "| 1 | `have` | question |" in text
+    assert "```yaml" in text and "trace_path:" in text
+
+
+def test_set_answers_on_the_command_line(run_cli) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli("run", FLAGSHIP, "--set", "have=description", "--set", "symptom=minus_99", "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["conclusion"]["diagnosis"] == "likely-profiler-bug-occupancy-calculator"
+
+
+BAD_ANSWERS = {
+    "not-a-mapping.yaml": "answers must be a mapping of question id to value, not list",
+    "syntax.yaml": "syntax.yaml:3:1: not valid YAML/JSON",
+    "bad-choice.yaml": "answer for 'have' (What do you have to start from?): 'a-trace' is not one of the choices: "
+    "'trace', 'workload', 'description'",
+    "unknown-id.yaml": "unknown question id 'trace_pth' (did you mean 'trace_path'?)",
+    "missing.yaml": "missing answer for question 'trace_path' (default: 'trace.json'); depending on the answers, "
+    "these may follow: custom_kernel, launch_math",
+    "missing-file.yaml": "'examples/traces/does-not-exist.json' does not exist",
+    "bad-confirm.json": "answer for 'custom_kernel'",
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_ANSWERS))
+def test_bad_answers_catalogue(run_cli, name: str) -> None:  # type: ignore[no-untyped-def]
+    assert sorted(p.name for p in (REPO / "tests" / "data" / "bad_answers").iterdir()) == sorted(BAD_ANSWERS)
+    result = run_cli("run", FLAGSHIP, "--answers", f"tests/data/bad_answers/{name}")
+    assert result.returncode == 4
+    assert BAD_ANSWERS[name] in result.stderr
+    assert "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert "trace.inspect" not in result.stderr + result.stdout  # nothing ran before the check
+
+
+def test_answers_from_stdin(run_cli) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli(
+        "run",
+        FLAGSHIP,
+        "--answers",
+        "-",
+        "--json",
+        stdin='{"have": "trace", "trace_path": "examples/traces/old-sm-count.json"}',
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["conclusion"]["diagnosis"] == "profiler-bug-old-sm-count"
+
+
+def test_prompt_without_a_terminal_says_how_to_run_without_prompts(run_cli) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli("run", FLAGSHIP, stdin="")
+    assert result.returncode == 4
+    assert "stdin is not a terminal" in result.stderr and "--answers FILE" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (["run", "negative-warps"], 2, "no playbook named 'negative-warps' (did you mean 'negative-warps-per-sm'?)"),
+        (["run", "tests/data/broken/cycle.yaml", "--defaults"], 3, "cycle with no way out"),
+        (["trace", "inspect", "nope.json"], 6, "nope.json: no such file"),
+        (["frobnicate"], 2, "invalid choice: 'frobnicate'"),
+        (["graph", FLAGSHIP, "--format", "png"], 2, "invalid choice: 'png'"),
+        ([], 2, "no command given and stdin is not a terminal"),
+    ],
+)
+def test_errors_are_one_line_with_stable_exit_codes(run_cli, args: list[str], code: int, message: str) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli(*args, stdin="")
+    assert result.returncode == code, result.stderr
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_playbook_search_path(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from tests.conftest import cli_env
+
+    listed = run_cli("list", env=cli_env(WARPWIZARD_PLAYBOOK_PATH=str(REPO / "examples" / "playbooks")))
+    assert "torch-sees-no-gpu" in listed.stdout and "negative-warps-per-sm" in listed.stdout
+    by_dir = run_cli("--playbook-dir", "examples/playbooks", "validate", "torch-sees-no-gpu")
+    assert by_dir.returncode == 0 and ": ok (" in by_dir.stdout
+
+
+def test_command_probe_needs_opt_in(run_cli) -> None:  # type: ignore[no-untyped-def]
+    refused = json.loads(run_cli("run", EXAMPLE, "--defaults", "--json").stdout)
+    smi = next(e for e in refused["entries"] if e["node"] == "smi")
+    assert smi["status"] == "skip" and "--allow-commands" in smi["summary"]
+    allowed = json.loads(run_cli("run", EXAMPLE, "--defaults", "--json", "--allow-commands").stdout)
+    smi = next(e for e in allowed["entries"] if e["node"] == "smi")
+    assert smi["facts"]["allowed"] is True and smi["status"] in ("pass", "fail")

@@ -1,0 +1,150 @@
+"""The engine on its own: fake probes, mapping answers, a fixed clock; no terminal, no GPU."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+from wizard.engine.answers import MappingAnswers, MissingAnswer
+from wizard.engine.engine import Engine
+from wizard.environment import Environment
+from wizard.errors import WizardError
+from wizard.playbook.loader import load_playbook_text
+from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status, info
+
+
+class FixedClock:
+    def now(self) -> dt.datetime:
+        return dt.datetime(2026, 11, 29, 12, 0, tzinfo=dt.timezone.utc)
+
+    def monotonic(self) -> float:
+        return 0.0
+
+
+class FakeProbe:
+    name = "fake.count"
+    summary = "returns what it is told"
+    params: tuple[ParamSpec, ...] = (ParamSpec("n", "int", "how many", required=True),)
+    facts: tuple[FactSpec, ...] = (FactSpec("count", "int", "n back"), FactSpec("label", "str", "a label"))
+
+    def __init__(self) -> None:
+        self.calls: list[Mapping[str, Any]] = []
+
+    def run(self, env: Environment, params: Mapping[str, Any]) -> ProbeResult:
+        self.calls.append(dict(params))
+        n = params["n"]
+        status = Status.FAIL if n > 2 else Status.PASS
+        return ProbeResult(status, f"n={n}", facts={"count": n, "label": f"L{n}"}, evidence=[f"saw {n}"])
+
+
+PLAYBOOK = """
+id: demo
+title: Demo
+version: 1
+steps:
+  - {id: ask, title: Ask}
+  - {id: measure, title: Measure}
+nodes:
+  - id: how_many
+    kind: question
+    step: ask
+    type: number
+    prompt: How many?
+    validate: {min: 0, max: 10}
+    default: 1
+    next: measure
+  - id: measure
+    kind: probe
+    step: measure
+    probe: fake.count
+    params: {n: "{{ answers.how_many }}"}
+    on: {fail: many}
+    next: route
+  - id: route
+    kind: decision
+    branches:
+      - when: facts.measure.count == 0
+        goto: none
+    default: few
+  - id: none
+    kind: conclusion
+    diagnosis: none
+    summary: zero
+  - id: few
+    kind: conclusion
+    diagnosis: few
+    summary: "few: {{ facts.measure.label }}"
+    evidence: ["status {{ status.measure }}", "{{ '' }}"]
+  - id: many
+    kind: conclusion
+    diagnosis: many
+    severity: error
+    summary: "many ({{ facts.measure.count }})"
+"""
+
+
+def run(answers: dict[str, Any], defaults: bool = False) -> tuple[Any, FakeProbe]:
+    probe = FakeProbe()
+    pb = load_playbook_text(PLAYBOOK, "demo.yaml", {probe.name: info(probe)})
+    env = Environment(clock=FixedClock())
+    engine = Engine(pb, MappingAnswers(answers, use_defaults=defaults), {probe.name: probe}, env)
+    return engine.run(), probe
+
+
+@pytest.mark.parametrize(
+    ("n", "diagnosis", "summary"), [(0, "none", "zero"), (2, "few", "few: L2"), (5, "many", "many (5)")]
+)
+def test_routes_by_probe_status_and_facts(n: int, diagnosis: str, summary: str) -> None:
+    transcript, probe = run({"how_many": n})
+    assert transcript.conclusion.diagnosis == diagnosis
+    assert transcript.conclusion.summary == summary
+    assert probe.calls[0]["n"] == n  # a template that is one expression keeps the answer's type
+
+
+def test_transcript_records_every_node() -> None:
+    transcript, _ = run({"how_many": 2})
+    kinds = [(e.node, e.kind, e.next) for e in transcript.entries]
+    assert kinds == [
+        ("how_many", "question", "measure"),
+        ("measure", "probe", "route"),
+        ("route", "decision", "few"),
+        ("few", "conclusion", None),
+    ]
+    probe_entry = transcript.entries[1]
+    assert probe_entry.status == "pass" and probe_entry.facts == {"count": 2, "label": "L2"}
+    assert transcript.started == "2026-11-29T12:00:00+00:00"
+    assert transcript.conclusion.evidence == ["status pass"]  # empty lines are dropped
+    data = transcript.to_dict()
+    assert data["schema"] == "warpwizard.transcript/1" and data["answers"] == {"how_many": 2}
+
+
+def test_defaults_and_missing_answers() -> None:
+    transcript, _ = run({}, defaults=True)
+    assert transcript.answers == {"how_many": 1}
+    with pytest.raises(MissingAnswer):
+        run({})
+
+
+def test_a_loop_that_never_ends_is_stopped() -> None:
+    text = """
+id: loop
+title: Loop
+version: 1
+nodes:
+  - id: again
+    kind: question
+    type: confirm
+    prompt: Again?
+    next: {true: again, false: done}
+  - id: done
+    kind: conclusion
+    diagnosis: d
+    summary: d
+"""
+    pb = load_playbook_text(text, "loop.yaml", {})
+    engine = Engine(pb, MappingAnswers({"again": True}), {}, Environment(clock=FixedClock()))
+    with pytest.raises(WizardError, match="stopped after"):
+        engine.run()

@@ -1,0 +1,44 @@
+"""Every shipped example reaches its expected diagnosis through the real CLI; the traces are current."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from tests.conftest import EXAMPLES, REPO
+
+MANIFEST = yaml.safe_load((EXAMPLES / "manifest.yaml").read_text())
+
+
+def test_manifest_covers_every_answers_file() -> None:
+    listed = {e["answers"] for e in MANIFEST["examples"]}
+    assert listed == {f"examples/answers/{p.name}" for p in (EXAMPLES / "answers").glob("*.yaml")}
+
+
+@pytest.mark.parametrize("example", MANIFEST["examples"], ids=lambda e: e["name"])
+def test_example_reaches_its_diagnosis(run_cli, example: dict[str, str]) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli("run", MANIFEST["playbook"], "--answers", example["answers"], "--json")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    conclusion = data["conclusion"]
+    assert conclusion["diagnosis"] == example["diagnosis"]
+    shown = " ".join(
+        [
+            conclusion["summary"],
+            *conclusion["evidence"],
+            *[line for e in data["entries"] for line in (e.get("evidence") or [])],
+            *[str(e.get("summary")) for e in data["entries"]],
+        ]
+    )
+    assert example["evidence"] in shown, shown
+
+
+def test_example_traces_are_what_the_builder_makes() -> None:
+    result = subprocess.run(
+        [sys.executable, "examples/build.py", "--check"], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
