@@ -67,7 +67,13 @@ def make(shape, type_name):
 
 tensors = [make(s, t) for s, t in zip(SHAPES, TYPES) if isinstance(s, list) and len(s) > 0]
 namespace, _, name = OP.partition("::")
-fn = getattr(getattr(torch.ops, namespace), name)
+try:
+    fn = getattr(getattr(torch.ops, namespace), name)
+except (AttributeError, RuntimeError) as exc:
+    print("{mark}" + json.dumps({{"ok": False, "device": device, "missing_op": True,
+                                  "error": f"{{OP}} is not registered in this torch ({{exc}}); "
+                                           "import the extension that defines it at the top of this script"}}))
+    sys.exit(0)
 activities = [torch.profiler.ProfilerActivity.CPU]
 if device == "cuda":
     activities.append(torch.profiler.ProfilerActivity.CUDA)
@@ -195,6 +201,8 @@ class OpIsolateProbe:
                 files=files,
             )
         base["device"] = result.get("device")
+        if result.get("missing_op"):
+            return ProbeResult(Status.WARN, str(result["error"]), facts=base, files=files)
         if result.get("error"):
             return ProbeResult(
                 Status.WARN,

@@ -51,14 +51,14 @@ class InteractiveAnswers:
             choices = [questionary.Choice(title=c.label, value=c.value) for c in question.choices]
             selected = next((c for c in choices if c.value == question.default), None)
             value = questionary.select(prompt, choices=choices, default=selected, instruction=instruction).unsafe_ask()
-        elif question.type == "path":
-            default_text = "" if question.default is None else str(question.default)
-            value = questionary.path(prompt, default=default_text, validate=_validator(question)).unsafe_ask()
         else:
-            default_text = "" if question.default is None else str(question.default)
-            value = questionary.text(
-                prompt, default=default_text, validate=_validator(question), instruction=instruction
-            ).unsafe_ask()
+            # The default is shown, not pre-filled: typing a path must not append to it.
+            shown = prompt if question.default is None else f"{prompt} [default: {question.default}]"
+            if question.type == "path":  # questionary.path takes no instruction: fold help into the message
+                shown = f"{shown} ({question.help})" if question.help else shown
+                value = questionary.path(shown, validate=_validator(question)).unsafe_ask()
+            else:
+                value = questionary.text(shown, validate=_validator(question), instruction=instruction).unsafe_ask()
         if value == "" and question.default is not None:
             return question.default, "default"
         return coerce_answer(question, value), "interactive"

@@ -1,0 +1,81 @@
+"""Interactive runs in a real pseudo-terminal (pexpect): prompts, validation, Ctrl-C, replay."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pexpect
+import pytest
+import yaml
+
+from tests.conftest import EXAMPLES, REPO, cli_command, run_cli  # noqa: F401 - fixture
+
+pytestmark = pytest.mark.skipif(os.name != "posix", reason="pseudo-terminals need a POSIX system")
+
+
+def spawn(args: list[str], cwd: Path) -> pexpect.spawn:
+    env = dict(os.environ, NO_COLOR="1", COLUMNS="160", LINES="50", TERM="xterm", PROMPT_TOOLKIT_NO_CPR="1")
+    command = cli_command()
+    child = pexpect.spawn(command[0], [*command[1:], *args], cwd=str(cwd), env=env, encoding="utf-8",
+                          timeout=60, dimensions=(50, 160))
+    return child
+
+
+def finish(child: pexpect.spawn) -> str:
+    child.expect(pexpect.EOF)
+    child.close()
+    return str(child.before)
+
+
+def test_flagship_at_a_terminal_with_a_retry_after_a_bad_path(tmp_path: Path) -> None:
+    child = spawn(["run", "negative-warps-per-sm", "--teach"], tmp_path)
+    child.expect("why this step")  # --teach explains the step before asking
+    child.expect("What do you have to start from")
+    child.send("\r")  # the default: a trace file
+    child.expect("Path to the trace")
+    child.send("no/such/trace.json\r")
+    child.expect("does not exist")  # validated as typed, the prompt stays
+    child.send("\x15")  # Ctrl-U: clear the line
+    child.send(f"{EXAMPLES / 'traces' / 'old-sm-count.json'}\r")
+    child.expect("Diagnosis: profiler-bug-old-sm-count")
+    output = finish(child)
+    assert child.exitstatus == 0
+    assert "Upgrade to PyTorch 1.10" in output
+
+
+def test_example_playbook_same_conclusion_three_ways(tmp_path: Path, run_cli) -> None:  # type: ignore[no-untyped-def]
+    playbook = str(REPO / "examples" / "playbooks" / "torch-sees-no-gpu.yaml")
+    record = tmp_path / "recorded.yaml"
+    child = spawn(["run", playbook, "--record", str(record)], tmp_path)
+    child.expect("What do you see")
+    child.send("\r")
+    child.expect(r"Diagnosis: ([a-z0-9-]+)")
+    interactive = child.match.group(1)
+    finish(child)
+    assert child.exitstatus == 0
+    assert yaml.safe_load(record.read_text()) == {"symptom": "not_available"}
+
+    answers = tmp_path / "answers.yaml"
+    answers.write_text("symptom: not_available\n")
+    from_file = json.loads(run_cli("run", playbook, "--answers", str(answers), "--json").stdout)
+    replayed = json.loads(run_cli("run", playbook, "--answers", str(record), "--json").stdout)
+    assert interactive == from_file["conclusion"]["diagnosis"] == replayed["conclusion"]["diagnosis"]
+
+
+def test_ctrl_c_keeps_the_answers_given(tmp_path: Path, run_cli) -> None:  # type: ignore[no-untyped-def]
+    child = spawn(["run", "negative-warps-per-sm"], tmp_path)
+    child.expect("What do you have to start from")
+    child.send("\x1b[B")  # arrow down: a script I can run
+    child.send("\x1b[B")  # arrow down: only what I saw
+    child.send("\r")
+    child.expect("What exactly did you see")
+    child.sendintr()
+    output = finish(child)
+    assert child.exitstatus == 130
+    saved = tmp_path / "warpwizard-answers-negative-warps-per-sm.yaml"
+    assert "answers so far saved to" in output
+    assert yaml.safe_load(saved.read_text()) == {"have": "description"}
+    resumed = run_cli("run", "negative-warps-per-sm", "--answers", str(saved), "--defaults", "--json")
+    assert json.loads(resumed.stdout)["conclusion"]["diagnosis"] == "likely-profiler-bug-grid-overflow"
