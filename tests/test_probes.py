@@ -1,0 +1,376 @@
+"""Probes on every path that runs without a GPU: real subprocesses, torch's CPU profiler, NVML absent
+or simulated, recorded CUDA and tool outputs where only a GPU could produce them."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import signal
+import sqlite3
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import EXAMPLES, REPO
+from wizard.environment import Environment, Workload
+from wizard.probes.base import Status
+from wizard.probes.command import CommandProbe
+from wizard.probes.cuda_errors import find_cuda_failure, parse_sanitizer
+from wizard.probes.env import EnvProbe, collect_nvml
+from wizard.probes.external_profilers import NcuPermissionError, parse_ncu_csv, read_nsys_sqlite
+from wizard.probes.hardware_compare import HardwareCompareProbe
+from wizard.probes.launch_blocking import LaunchBlockingProbe
+from wizard.probes.metrics_sanity import MetricsSanityProbe
+from wizard.probes.op_isolate import OpIsolateProbe
+from wizard.probes.registry import builtin_probes
+from wizard.probes.reprofile import ReprofileProbe
+from wizard.probes.trace_inspect import TraceInspectProbe
+from wizard.runner import SubprocessRunner
+
+OUTPUTS = REPO / "tests" / "data" / "outputs"
+HAVE_TORCH = importlib.util.find_spec("torch") is not None  # probes import it in a subprocess, never here
+needs_torch = pytest.mark.skipif(not HAVE_TORCH, reason="torch is not installed in this interpreter")
+
+
+def env_for(tmp_path: Path, **kwargs: Any) -> Environment:
+    return Environment(report_dir=tmp_path / "report", **kwargs)
+
+
+# ---- the runner ----------------------------------------------------------------------------
+
+
+def test_runner_kills_the_whole_tree_on_timeout(tmp_path: Path) -> None:
+    pid_file = tmp_path / "grandchild.pid"
+    script = f"sleep 300 & echo $! > {pid_file}; wait"
+    started = time.monotonic()
+    result = SubprocessRunner().run(["sh", "-c", script], timeout=1.0)
+    assert result.timed_out and result.returncode is None
+    assert time.monotonic() - started < 15
+    grandchild = int(pid_file.read_text())
+    time.sleep(0.2)
+    assert not alive(grandchild)
+
+
+def alive(pid: int) -> bool:
+    """Running, not a zombie: in a container nobody may reap an orphan that was killed."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, IndexError):
+        return False
+    return state != "Z"
+
+
+def test_runner_bounds_output_and_keeps_both_ends(tmp_path: Path) -> None:
+    code = "import sys\nfor i in range(200000): print(f'line {i}')\nprint('THE END')"
+    result = SubprocessRunner().run([sys.executable, "-c", code], timeout=60, log_path=tmp_path / "log.txt")
+    assert result.ok and result.truncated_bytes > 0
+    assert result.output.startswith("line 0") and result.output.rstrip().endswith("THE END")
+    assert "bytes of output dropped" in result.output
+    assert (tmp_path / "log.txt").exists()
+
+
+def test_runner_missing_program() -> None:
+    result = SubprocessRunner().run(["/no/such/program"], timeout=5)
+    assert result.returncode == 127 and "cannot start" in result.output
+
+
+def test_runner_interrupt_kills_children() -> None:
+    import threading
+
+    def interrupt() -> None:
+        time.sleep(0.5)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=interrupt, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        SubprocessRunner().run(["sleep", "30"], timeout=30)
+
+
+# ---- NVML ------------------------------------------------------------------------------------
+
+
+class FakeNvml:
+    """A test double with NVML's shape: two GPUs, one in MIG mode, one feature unsupported."""
+
+    class NVMLError_NotSupported(Exception):  # noqa: N801 - NVML's own naming
+        pass
+
+    def nvmlInit(self) -> None: ...
+    def nvmlShutdown(self) -> None: ...
+    def nvmlSystemGetDriverVersion(self) -> bytes: return b"580.159.04"
+    def nvmlSystemGetCudaDriverVersion(self) -> int: return 13000
+    def nvmlDeviceGetCount(self) -> int: return 2
+    def nvmlDeviceGetHandleByIndex(self, i: int) -> int: return i
+    def nvmlDeviceGetName(self, h: int) -> bytes: return [b"NVIDIA H200", b"NVIDIA A100-SXM4-80GB"][h]
+    def nvmlDeviceGetUUID(self, h: int) -> str: return f"GPU-{h}"
+    def nvmlDeviceGetCudaComputeCapability(self, h: int) -> tuple[int, int]: return [(9, 0), (8, 0)][h]
+
+    def nvmlDeviceGetMemoryInfo(self, h: int) -> Any:
+        class Mem:
+            total, used = 150_000_000_000, 1_000_000
+        return Mem()
+
+    def nvmlDeviceGetMigMode(self, h: int) -> tuple[int, int]: return (h, h)
+
+    def nvmlDeviceGetRetiredPages(self, h: int, cause: int) -> list[int]:
+        raise self.NVMLError_NotSupported("Not Supported")
+
+    def nvmlDeviceGetClockInfo(self, h: int, kind: int) -> int: return 1980
+
+
+def test_nvml_through_a_test_double(tmp_path: Path) -> None:
+    info = collect_nvml(env_for(tmp_path, nvml_loader=FakeNvml))
+    assert info["status"] == "ok" and info["driver_version"] == "580.159.04"
+    h200, a100 = info["gpus"]
+    assert h200["name"] == "NVIDIA H200" and h200["compute_capability"] == "9.0"
+    assert a100["mig_mode"] == {"current": 1, "pending": 1}
+    assert h200["retired_pages"] == "could not collect: NVMLError_NotSupported"
+
+
+def test_nvml_library_missing_is_could_not_collect(tmp_path: Path) -> None:
+    class NoLibrary:
+        class NVMLError_LibraryNotFound(Exception):  # noqa: N801
+            pass
+
+        def nvmlInit(self) -> None:
+            raise self.NVMLError_LibraryNotFound("NVML Shared Library Not Found")
+
+    info = collect_nvml(env_for(tmp_path, nvml_loader=NoLibrary))
+    assert info["status"].startswith("could not collect: NVMLError_LibraryNotFound") and info["gpus"] == []
+
+    def not_installed() -> Any:
+        raise ImportError("No module named 'pynvml'")
+
+    assert "nvidia-ml-py is not installed" in collect_nvml(env_for(tmp_path, nvml_loader=not_installed))["status"]
+
+
+@needs_torch
+def test_env_probe_for_real(tmp_path: Path) -> None:
+    result = EnvProbe().run(env_for(tmp_path, nvml_loader=FakeNvml), {})
+    assert result.facts["torch_version"].startswith("2.")
+    assert result.facts["driver_version"] == "580.159.04"
+    assert "torch.profiler" in result.facts["profilers"] and "legacy" in result.facts["profilers"]
+    if not result.facts["cuda_available"]:
+        assert result.status is Status.WARN and "GPU probes will skip" in result.summary
+        assert result.facts["gpu_names"] == ["NVIDIA H200", "NVIDIA A100-SXM4-80GB"]  # from NVML
+
+
+def test_env_probe_without_torch(tmp_path: Path) -> None:
+    result = EnvProbe().run(env_for(tmp_path, python="/usr/bin/false"), {})
+    assert result.facts["torch_version"].startswith("could not collect")
+
+
+# ---- recorded CUDA and tool outputs -------------------------------------------------------------
+
+
+def test_cuda_error_with_python_frame() -> None:
+    failure = find_cuda_failure((OUTPUTS / "illegal-memory-access.txt").read_text())
+    assert failure is not None
+    assert failure.message == "an illegal memory access was encountered"
+    assert failure.exception == "torch.AcceleratorError"
+    assert failure.error_name == "cudaErrorIllegalAddress"
+    assert failure.python_frame == "/home/alice/proj/model.py:88 in forward"
+    assert failure.dsa_unavailable
+
+
+def test_device_side_assert() -> None:
+    failure = find_cuda_failure((OUTPUTS / "device-assert.txt").read_text())
+    assert failure is not None and failure.message == "device-side assert triggered"
+    assert failure.device_assert is not None and "index out of bounds" in failure.device_assert
+    assert failure.python_frame == "/work/repro.py:12 in <module>"
+    assert failure.exception == "RuntimeError"
+
+
+def test_clean_output_has_no_failure() -> None:
+    assert find_cuda_failure("step 0 loss 1.0\nstep 1 loss 0.9\n") is None
+
+
+def test_compute_sanitizer_log() -> None:
+    report = parse_sanitizer((OUTPUTS / "memcheck.log").read_text())
+    assert report.errors == 1024
+    assert report.first == "Invalid __global__ write of size 4 bytes"
+    assert report.location is not None and "+0x1a0" in report.location and "scatter.cu:31" in report.location
+
+
+def test_ncu_csv_and_permission_error() -> None:
+    rows = parse_ncu_csv((OUTPUTS / "ncu-raw.csv").read_text())
+    assert rows[0]["Kernel Name"] == "big_grid_kernel" and rows[0]["launch__grid_size"] == 4294967294
+    assert rows[1]["device__attribute_multiprocessor_count"] is None  # n/a
+    with pytest.raises(NcuPermissionError, match="NVreg_RestrictProfilingToAdminUsers=0"):
+        parse_ncu_csv((OUTPUTS / "ncu-noperm.txt").read_text())
+
+
+def test_nsys_sqlite_export(tmp_path: Path) -> None:
+    db = tmp_path / "report.sqlite"
+    con = sqlite3.connect(db)
+    con.executescript("""
+        CREATE TABLE StringIds (id INTEGER, value TEXT);
+        CREATE TABLE TARGET_INFO_CUDA_DEVICE (gpuId INTEGER, cudaId INTEGER, pid INTEGER, numMultiprocessors INTEGER);
+        CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, deviceId INTEGER, streamId INTEGER,
+          correlationId INTEGER, globalPid INTEGER, registersPerThread INTEGER, gridX INTEGER, gridY INTEGER,
+          gridZ INTEGER, blockX INTEGER, blockY INTEGER, blockZ INTEGER, staticSharedMemory INTEGER,
+          dynamicSharedMemory INTEGER, demangledName INTEGER, shortName INTEGER);
+        INSERT INTO StringIds VALUES (1, 'big_grid_kernel'), (2, 'other');
+        INSERT INTO TARGET_INFO_CUDA_DEVICE VALUES (0, 0, 42, 132);
+        INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (10, 20, 0, 7, 1, 42, 16, 2147483647, 2, 1, 32, 1, 1, 0, 0, 1, 1);
+        INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (30, 40, 0, 7, 2, 42, 16, 10, 1, 1, 32, 1, 1, 0, 0, 2, 2);
+    """)
+    con.commit()
+    con.close()
+    kernels = read_nsys_sqlite(db, name_filter="big_grid")
+    assert len(kernels) == 1
+    assert kernels[0].blocks_per_sm == pytest.approx(4294967294 / 132)  # no wrap in Python integers
+    empty = tmp_path / "empty.sqlite"
+    sqlite3.connect(empty).close()
+    assert read_nsys_sqlite(empty) == []
+
+
+# ---- workload probes for real on the CPU ---------------------------------------------------------
+
+
+@needs_torch
+def test_reprofile_on_the_cpu_writes_a_trace_and_skips_honestly(tmp_path: Path) -> None:
+    env = env_for(tmp_path, workload=Workload.parse(f"python {EXAMPLES / 'workloads' / 'tiny_matmul.py'}", sys.executable))
+    result = ReprofileProbe().run(env, {"_timeout": 180})
+    trace = Path(result.facts["trace"])
+    assert trace.exists() and json.loads(trace.read_text())["traceEvents"]
+    if not result.facts["cuda_available"]:
+        assert result.status is Status.SKIP and "no CUDA device" in result.summary
+        assert any("legacy" in p for p in result.facts["profilers_run"])
+
+
+def test_reprofile_timeout_is_an_error_not_a_hang(tmp_path: Path) -> None:
+    script = tmp_path / "hang.py"
+    script.write_text("import time\ntime.sleep(300)\n")
+    env = env_for(tmp_path, workload=Workload.parse(f"python {script}", sys.executable))
+    started = time.monotonic()
+    result = ReprofileProbe().run(env, {"_timeout": 2})
+    assert time.monotonic() - started < 30
+    assert result.status in (Status.ERROR, Status.SKIP)  # ERROR: timed out; SKIP only if torch is missing
+    if HAVE_TORCH:
+        assert result.facts.get("timed_out") is True and "killed" in result.summary
+
+
+def test_no_workload_skips(tmp_path: Path) -> None:
+    for probe in (ReprofileProbe(), LaunchBlockingProbe()):
+        result = probe.run(env_for(tmp_path), {})
+        assert result.status is Status.SKIP and "--workload" in result.summary
+
+
+@needs_torch
+def test_launch_blocking_for_real(tmp_path: Path) -> None:
+    script = tmp_path / "fails.py"
+    script.write_text("import sys\n" + f"sys.stderr.write(open({str(OUTPUTS / 'illegal-memory-access.txt')!r}).read())\n"
+                      "sys.exit(1)\n")
+    env = env_for(tmp_path, workload=Workload.parse(f"python {script}", sys.executable))
+    result = LaunchBlockingProbe().run(env, {"_timeout": 120})
+    assert result.status is Status.FAIL
+    assert result.facts["cuda_error"] == "an illegal memory access was encountered"
+    assert result.facts["python_frame"] == "/home/alice/proj/model.py:88 in forward"
+    log = Path(result.files[0]).read_text()
+    assert "illegal memory access" in log
+    clean = tmp_path / "ok.py"
+    clean.write_text("print('fine')\n")
+    ok = LaunchBlockingProbe().run(env_for(tmp_path, workload=Workload.parse(f"python {clean}", sys.executable)),
+                                   {"_timeout": 120})
+    assert ok.status in (Status.SKIP, Status.PASS) and ok.facts["exit_code"] == 0
+
+
+@needs_torch
+def test_op_isolate_writes_and_runs_a_repro(tmp_path: Path) -> None:
+    result = OpIsolateProbe().run(env_for(tmp_path), {"op": "aten::mul", "input_dims": "[[64, 32], [64, 32]]",
+                                                      "input_types": '["float", "float"]', "_timeout": 180})
+    script = Path(result.facts["repro_script"])
+    assert script.exists() and "aten::mul" in script.read_text()
+    assert result.facts["device"] in ("cpu", "cuda")
+    if result.facts["device"] == "cpu":
+        assert result.status is Status.SKIP and "ran alone on the CPU" in result.summary
+
+
+@needs_torch
+def test_op_isolate_from_a_trace(tmp_path: Path) -> None:
+    result = OpIsolateProbe().run(env_for(tmp_path), {"trace": str(EXAMPLES / "traces" / "unexplained-aten-op.json"),
+                                                      "_timeout": 180})
+    assert result.facts["op"] == "aten::mul" and result.facts["input_dims"] == "[[1024,256],[1024,256]]"
+
+
+def test_op_isolate_refuses_huge_inputs_on_the_cpu(tmp_path: Path) -> None:
+    result = OpIsolateProbe().run(env_for(tmp_path), {"trace": str(EXAMPLES / "traces" / "grid-overflow.json"),
+                                                      "_timeout": 60})
+    assert result.facts["op"] == "aten::index_select"
+    assert Path(result.facts["repro_script"]).exists()
+    if HAVE_TORCH:
+        assert result.status is Status.SKIP and "too large to run on the CPU" in result.summary
+
+
+def transcript(host: str, gpu: str, mechanisms: list[str]) -> dict[str, Any]:
+    return {"schema": "warpwizard.transcript/1", "host": {"hostname": host, "gpus": [gpu], "driver": "580"},
+            "entries": [{"node": "inspect", "kind": "probe", "facts": {"mechanisms": mechanisms,
+                                                                       "impossible": bool(mechanisms)}}]}
+
+
+def test_hardware_compare_across_machines(tmp_path: Path) -> None:
+    reports = []
+    for host, gpu, mech in [("node1", "NVIDIA H100", ["A"]), ("node2", "NVIDIA H100", ["A"]), ("node3", "NVIDIA A100", [])]:
+        path = tmp_path / f"{host}.json"
+        path.write_text(json.dumps(transcript(host, gpu, mech)))
+        reports.append(str(path))
+    result = HardwareCompareProbe().run(env_for(tmp_path, python="/usr/bin/false"), {"reports": reports})
+    assert result.status is Status.FAIL and result.facts["hardware_specific"]
+    assert result.facts["clean_on"] == ["node3 (NVIDIA A100)"]
+    same = HardwareCompareProbe().run(env_for(tmp_path, python="/usr/bin/false"), {"reports": reports[:2]})
+    assert same.status is Status.PASS and "not hardware specific" in same.summary
+    alone = HardwareCompareProbe().run(env_for(tmp_path, python="/usr/bin/false"), {"reports": []})
+    assert alone.status is Status.SKIP
+
+
+def test_metrics_sanity(tmp_path: Path) -> None:
+    bad = MetricsSanityProbe().run(env_for(tmp_path), {"trace": str(EXAMPLES / "traces" / "impossible-registers.json")})
+    assert bad.status is Status.FAIL and bad.facts["impossible_registers"] == 1
+    e = MetricsSanityProbe().run(env_for(tmp_path), {"trace": str(EXAMPLES / "traces" / "shared-memory-over-48k.json")})
+    assert e.status is Status.WARN and e.facts["above_48kb"] == 2
+    assert e.facts["top_limiter"] in ("registers", "shared memory", "warps", "blocks")
+
+
+def test_trace_inspect_probe_facts(tmp_path: Path) -> None:
+    result = TraceInspectProbe().run(env_for(tmp_path), {"paths": str(EXAMPLES / "traces" / "grid-overflow.json")})
+    assert result.status is Status.FAIL
+    assert result.facts["mechanisms"] == ["A", "E"] and result.facts["worst_mechanism"] == "A"
+    assert result.facts["worst_op"] == "aten::index_select"
+    assert Path(result.files[0]).name == "trace-inspect.json"
+    broken = TraceInspectProbe().run(env_for(tmp_path), {"paths": str(EXAMPLES / "traces" / "corrupt.json")})
+    assert broken.status is Status.ERROR and "byte 767" in broken.facts["error"]
+
+
+def test_command_probe_needs_opt_in(tmp_path: Path) -> None:
+    refused = CommandProbe().run(env_for(tmp_path), {"argv": ["echo", "hi"]})
+    assert refused.status is Status.SKIP and refused.facts["exit_code"] is None
+    allowed = CommandProbe().run(env_for(tmp_path, allow_commands=True), {"argv": ["echo", "hi"], "_timeout": 10})
+    assert allowed.status is Status.PASS and allowed.facts["output_tail"] == "hi"
+
+
+def test_every_probe_declares_its_contract() -> None:
+    for name, probe in builtin_probes().items():
+        assert probe.name == name and probe.summary and probe.facts
+        assert len({p.name for p in probe.params}) == len(probe.params)
+
+
+def gpu_visible() -> bool:
+    if not HAVE_TORCH:
+        return False
+    probe = SubprocessRunner().run([sys.executable, "-c", "import torch; print(torch.cuda.is_available())"], timeout=120)
+    return probe.output.strip().endswith("True")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not gpu_visible(), reason="no NVIDIA GPU visible here (torch.cuda.is_available() is False in a "
+                    "subprocess); this path runs on GPU machines, and scripts/gpu-check.sh runs all probes there")
+def test_big_grid_shows_mechanism_a_on_a_real_gpu(tmp_path: Path) -> None:
+    env = env_for(tmp_path, workload=Workload.parse(f"python {EXAMPLES / 'workloads' / 'big_grid.py'}", sys.executable))
+    result = ReprofileProbe().run(env, {"_timeout": 300})
+    assert result.facts["cuda_available"] and "A" in result.facts["mechanisms"]
+    assert result.facts["follows"] == "profiler"
