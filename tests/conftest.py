@@ -64,7 +64,9 @@ def cli_env(**extra: str) -> dict[str, str]:
 
 
 @pytest.fixture
-def run_cli() -> Callable[..., subprocess.CompletedProcess[str]]:
+def run_cli(tmp_path: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """Run the real CLI; probes write their files under this test's tmp_path, not the checkout."""
+
     def run(
         *args: str, cwd: Path = REPO, stdin: str | None = None, timeout: float = 120, env: dict[str, str] | None = None
     ) -> subprocess.CompletedProcess[str]:
@@ -75,7 +77,7 @@ def run_cli() -> Callable[..., subprocess.CompletedProcess[str]]:
             capture_output=True,
             text=True,
             timeout=timeout,
-            env=env or cli_env(),
+            env=env or cli_env(WARPWIZARD_REPORT_DIR=str(tmp_path / "report")),
         )
 
     return run

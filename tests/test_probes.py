@@ -96,30 +96,46 @@ def test_runner_interrupt_kills_children() -> None:
 class FakeNvml:
     """A test double with NVML's shape: two GPUs, one in MIG mode, one feature unsupported."""
 
-    class NVMLError_NotSupported(Exception):  # noqa: N801 - NVML's own naming
+    class NVMLError_NotSupported(Exception):
         pass
 
     def nvmlInit(self) -> None: ...
     def nvmlShutdown(self) -> None: ...
-    def nvmlSystemGetDriverVersion(self) -> bytes: return b"580.159.04"
-    def nvmlSystemGetCudaDriverVersion(self) -> int: return 13000
-    def nvmlDeviceGetCount(self) -> int: return 2
-    def nvmlDeviceGetHandleByIndex(self, i: int) -> int: return i
-    def nvmlDeviceGetName(self, h: int) -> bytes: return [b"NVIDIA H200", b"NVIDIA A100-SXM4-80GB"][h]
-    def nvmlDeviceGetUUID(self, h: int) -> str: return f"GPU-{h}"
-    def nvmlDeviceGetCudaComputeCapability(self, h: int) -> tuple[int, int]: return [(9, 0), (8, 0)][h]
+    def nvmlSystemGetDriverVersion(self) -> bytes:
+        return b"580.159.04"
+
+    def nvmlSystemGetCudaDriverVersion(self) -> int:
+        return 13000
+
+    def nvmlDeviceGetCount(self) -> int:
+        return 2
+
+    def nvmlDeviceGetHandleByIndex(self, i: int) -> int:
+        return i
+
+    def nvmlDeviceGetName(self, h: int) -> bytes:
+        return [b"NVIDIA H200", b"NVIDIA A100-SXM4-80GB"][h]
+
+    def nvmlDeviceGetUUID(self, h: int) -> str:
+        return f"GPU-{h}"
+
+    def nvmlDeviceGetCudaComputeCapability(self, h: int) -> tuple[int, int]:
+        return [(9, 0), (8, 0)][h]
 
     def nvmlDeviceGetMemoryInfo(self, h: int) -> Any:
         class Mem:
             total, used = 150_000_000_000, 1_000_000
+
         return Mem()
 
-    def nvmlDeviceGetMigMode(self, h: int) -> tuple[int, int]: return (h, h)
+    def nvmlDeviceGetMigMode(self, h: int) -> tuple[int, int]:
+        return (h, h)
 
     def nvmlDeviceGetRetiredPages(self, h: int, cause: int) -> list[int]:
         raise self.NVMLError_NotSupported("Not Supported")
 
-    def nvmlDeviceGetClockInfo(self, h: int, kind: int) -> int: return 1980
+    def nvmlDeviceGetClockInfo(self, h: int, kind: int) -> int:
+        return 1980
 
 
 def test_nvml_through_a_test_double(tmp_path: Path) -> None:
@@ -133,7 +149,7 @@ def test_nvml_through_a_test_double(tmp_path: Path) -> None:
 
 def test_nvml_library_missing_is_could_not_collect(tmp_path: Path) -> None:
     class NoLibrary:
-        class NVMLError_LibraryNotFound(Exception):  # noqa: N801
+        class NVMLError_LibraryNotFound(Exception):
             pass
 
         def nvmlInit(self) -> None:
@@ -234,7 +250,9 @@ def test_nsys_sqlite_export(tmp_path: Path) -> None:
 
 @needs_torch
 def test_reprofile_on_the_cpu_writes_a_trace_and_skips_honestly(tmp_path: Path) -> None:
-    env = env_for(tmp_path, workload=Workload.parse(f"python {EXAMPLES / 'workloads' / 'tiny_matmul.py'}", sys.executable))
+    env = env_for(
+        tmp_path, workload=Workload.parse(f"python {EXAMPLES / 'workloads' / 'tiny_matmul.py'}", sys.executable)
+    )
     result = ReprofileProbe().run(env, {"_timeout": 180})
     trace = Path(result.facts["trace"])
     assert trace.exists() and json.loads(trace.read_text())["traceEvents"]
@@ -264,8 +282,9 @@ def test_no_workload_skips(tmp_path: Path) -> None:
 @needs_torch
 def test_launch_blocking_for_real(tmp_path: Path) -> None:
     script = tmp_path / "fails.py"
-    script.write_text("import sys\n" + f"sys.stderr.write(open({str(OUTPUTS / 'illegal-memory-access.txt')!r}).read())\n"
-                      "sys.exit(1)\n")
+    script.write_text(
+        "import sys\n" + f"sys.stderr.write(open({str(OUTPUTS / 'illegal-memory-access.txt')!r}).read())\nsys.exit(1)\n"
+    )
     env = env_for(tmp_path, workload=Workload.parse(f"python {script}", sys.executable))
     result = LaunchBlockingProbe().run(env, {"_timeout": 120})
     assert result.status is Status.FAIL
@@ -275,15 +294,18 @@ def test_launch_blocking_for_real(tmp_path: Path) -> None:
     assert "illegal memory access" in log
     clean = tmp_path / "ok.py"
     clean.write_text("print('fine')\n")
-    ok = LaunchBlockingProbe().run(env_for(tmp_path, workload=Workload.parse(f"python {clean}", sys.executable)),
-                                   {"_timeout": 120})
+    ok = LaunchBlockingProbe().run(
+        env_for(tmp_path, workload=Workload.parse(f"python {clean}", sys.executable)), {"_timeout": 120}
+    )
     assert ok.status in (Status.SKIP, Status.PASS) and ok.facts["exit_code"] == 0
 
 
 @needs_torch
 def test_op_isolate_writes_and_runs_a_repro(tmp_path: Path) -> None:
-    result = OpIsolateProbe().run(env_for(tmp_path), {"op": "aten::mul", "input_dims": "[[64, 32], [64, 32]]",
-                                                      "input_types": '["float", "float"]', "_timeout": 180})
+    result = OpIsolateProbe().run(
+        env_for(tmp_path),
+        {"op": "aten::mul", "input_dims": "[[64, 32], [64, 32]]", "input_types": '["float", "float"]', "_timeout": 180},
+    )
     script = Path(result.facts["repro_script"])
     assert script.exists() and "aten::mul" in script.read_text()
     assert result.facts["device"] in ("cpu", "cuda")
@@ -293,14 +315,16 @@ def test_op_isolate_writes_and_runs_a_repro(tmp_path: Path) -> None:
 
 @needs_torch
 def test_op_isolate_from_a_trace(tmp_path: Path) -> None:
-    result = OpIsolateProbe().run(env_for(tmp_path), {"trace": str(EXAMPLES / "traces" / "unexplained-aten-op.json"),
-                                                      "_timeout": 180})
+    result = OpIsolateProbe().run(
+        env_for(tmp_path), {"trace": str(EXAMPLES / "traces" / "unexplained-aten-op.json"), "_timeout": 180}
+    )
     assert result.facts["op"] == "aten::mul" and result.facts["input_dims"] == "[[1024,256],[1024,256]]"
 
 
 def test_op_isolate_refuses_huge_inputs_on_the_cpu(tmp_path: Path) -> None:
-    result = OpIsolateProbe().run(env_for(tmp_path), {"trace": str(EXAMPLES / "traces" / "grid-overflow.json"),
-                                                      "_timeout": 60})
+    result = OpIsolateProbe().run(
+        env_for(tmp_path), {"trace": str(EXAMPLES / "traces" / "grid-overflow.json"), "_timeout": 60}
+    )
     assert result.facts["op"] == "aten::index_select"
     assert Path(result.facts["repro_script"]).exists()
     if HAVE_TORCH:
@@ -308,14 +332,22 @@ def test_op_isolate_refuses_huge_inputs_on_the_cpu(tmp_path: Path) -> None:
 
 
 def transcript(host: str, gpu: str, mechanisms: list[str]) -> dict[str, Any]:
-    return {"schema": "warpwizard.transcript/1", "host": {"hostname": host, "gpus": [gpu], "driver": "580"},
-            "entries": [{"node": "inspect", "kind": "probe", "facts": {"mechanisms": mechanisms,
-                                                                       "impossible": bool(mechanisms)}}]}
+    return {
+        "schema": "warpwizard.transcript/1",
+        "host": {"hostname": host, "gpus": [gpu], "driver": "580"},
+        "entries": [
+            {"node": "inspect", "kind": "probe", "facts": {"mechanisms": mechanisms, "impossible": bool(mechanisms)}}
+        ],
+    }
 
 
 def test_hardware_compare_across_machines(tmp_path: Path) -> None:
     reports = []
-    for host, gpu, mech in [("node1", "NVIDIA H100", ["A"]), ("node2", "NVIDIA H100", ["A"]), ("node3", "NVIDIA A100", [])]:
+    for host, gpu, mech in [
+        ("node1", "NVIDIA H100", ["A"]),
+        ("node2", "NVIDIA H100", ["A"]),
+        ("node3", "NVIDIA A100", []),
+    ]:
         path = tmp_path / f"{host}.json"
         path.write_text(json.dumps(transcript(host, gpu, mech)))
         reports.append(str(path))
@@ -362,13 +394,18 @@ def test_every_probe_declares_its_contract() -> None:
 def gpu_visible() -> bool:
     if not HAVE_TORCH:
         return False
-    probe = SubprocessRunner().run([sys.executable, "-c", "import torch; print(torch.cuda.is_available())"], timeout=120)
+    probe = SubprocessRunner().run(
+        [sys.executable, "-c", "import torch; print(torch.cuda.is_available())"], timeout=120
+    )
     return probe.output.strip().endswith("True")
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(not gpu_visible(), reason="no NVIDIA GPU visible here (torch.cuda.is_available() is False in a "
-                    "subprocess); this path runs on GPU machines, and scripts/gpu-check.sh runs all probes there")
+@pytest.mark.skipif(
+    not gpu_visible(),
+    reason="no NVIDIA GPU visible here (torch.cuda.is_available() is False in a "
+    "subprocess); this path runs on GPU machines, and scripts/gpu-check.sh runs all probes there",
+)
 def test_big_grid_shows_mechanism_a_on_a_real_gpu(tmp_path: Path) -> None:
     env = env_for(tmp_path, workload=Workload.parse(f"python {EXAMPLES / 'workloads' / 'big_grid.py'}", sys.executable))
     result = ReprofileProbe().run(env, {"_timeout": 300})

@@ -10,7 +10,7 @@ import pexpect
 import pytest
 import yaml
 
-from tests.conftest import EXAMPLES, REPO, cli_command, run_cli  # noqa: F401 - fixture
+from tests.conftest import EXAMPLES, REPO, cli_command
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="pseudo-terminals need a POSIX system")
 
@@ -18,8 +18,9 @@ pytestmark = pytest.mark.skipif(os.name != "posix", reason="pseudo-terminals nee
 def spawn(args: list[str], cwd: Path) -> pexpect.spawn:
     env = dict(os.environ, NO_COLOR="1", COLUMNS="160", LINES="50", TERM="xterm", PROMPT_TOOLKIT_NO_CPR="1")
     command = cli_command()
-    child = pexpect.spawn(command[0], [*command[1:], *args], cwd=str(cwd), env=env, encoding="utf-8",
-                          timeout=60, dimensions=(50, 160))
+    child = pexpect.spawn(
+        command[0], [*command[1:], *args], cwd=str(cwd), env=env, encoding="utf-8", timeout=60, dimensions=(50, 160)
+    )
     return child
 
 

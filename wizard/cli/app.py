@@ -71,7 +71,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--teach", action="store_true", help="explain every step and node as you go")
     run.add_argument("--workload", metavar="CMD", help='your program, e.g. "python train.py --steps 3"')
     run.add_argument("--python", metavar="PATH", help="interpreter of the environment to probe (default: this one)")
-    run.add_argument("--report-dir", metavar="DIR", default="warpwizard-report", help="where probes write files")
+    run.add_argument(
+        "--report-dir",
+        metavar="DIR",
+        default=os.environ.get("WARPWIZARD_REPORT_DIR", "warpwizard-report"),
+        help="where probes write files (also: WARPWIZARD_REPORT_DIR)",
+    )
     run.add_argument(
         "--compare",
         action="append",

@@ -1,0 +1,67 @@
+"""Artefacts that must stay current: the JSON Schema, the committed graph, the explain text."""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+
+from tests.conftest import REPO
+from wizard.playbook.graph import dot, explain, mermaid
+from wizard.playbook.loader import load_playbook
+from wizard.playbook.schema import SCHEMA_PATH, build_schema
+from wizard.playbook.yaml_source import load_located
+from wizard.probes.registry import catalog
+
+FLAGSHIP = REPO / "playbooks" / "negative-warps-per-sm.yaml"
+
+
+def _stringify_keys(value: object) -> object:
+    if isinstance(value, dict):
+        return {str(k).lower() if isinstance(k, bool) else str(k): _stringify_keys(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_stringify_keys(v) for v in value]
+    return value
+
+
+def test_schema_file_is_current() -> None:
+    assert json.loads(SCHEMA_PATH.read_text()) == build_schema(sorted(catalog()))
+
+
+def test_every_shipped_playbook_matches_the_schema() -> None:
+    schema = json.loads(SCHEMA_PATH.read_text())
+    for path in [*(REPO / "playbooks").glob("*.yaml"), *(REPO / "examples" / "playbooks").glob("*.yaml")]:
+        jsonschema.validate(_stringify_keys(load_located(path.read_text()).data), schema)
+
+
+def test_schema_rejects_a_misspelt_field() -> None:
+    schema = json.loads(SCHEMA_PATH.read_text())
+    doc = {
+        "id": "x",
+        "title": "t",
+        "version": 1,
+        "nodes": [{"id": "a", "kind": "conclusion", "diagnosis": "d", "summry": "s"}],
+    }
+    try:
+        jsonschema.validate(doc, schema)
+    except jsonschema.ValidationError:
+        return
+    raise AssertionError("the schema accepted 'summry'")
+
+
+def test_committed_graph_is_current() -> None:
+    pb = load_playbook(FLAGSHIP, catalog())
+    committed = (REPO / "docs" / "flagship-graph.md").read_text()
+    assert "```mermaid\n" + mermaid(pb) + "```" in committed, "run: warpwizard graph negative-warps-per-sm"
+
+
+def test_graph_formats_and_explain() -> None:
+    pb = load_playbook(FLAGSHIP, catalog())
+    picture = mermaid(pb)
+    assert picture.startswith("flowchart TD") and 'subgraph verify_profiler["1. Verify' in picture
+    assert 'inspect -->|"fail"| route_mechanism' in picture
+    assert dot(pb).startswith('digraph "negative-warps-per-sm"')
+    words = explain(pb)
+    for i, step in enumerate(pb.steps, 1):
+        assert f"## Step {i} of 6: {step.title}" in words
+    assert "profiler-bug-grid-overflow" in words

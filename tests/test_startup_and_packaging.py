@@ -1,0 +1,104 @@
+"""The CLI starts without heavy imports, and a built wheel works in a fresh virtual environment."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import EXAMPLES, REPO
+
+HEAVY = ("torch", "rich", "questionary", "prompt_toolkit", "msgspec", "pynvml", "yaml")
+
+
+def test_help_imports_nothing_heavy() -> None:
+    code = (
+        "import sys\nfrom wizard.cli.app import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert result.stdout.strip().splitlines()[-1] == "[]", result.stdout
+
+
+def test_trace_inspect_does_not_import_torch() -> None:
+    code = (
+        "import sys\nfrom wizard.cli.app import main\n"
+        f"main(['trace', 'inspect', {str(EXAMPLES / 'traces' / 'grid-overflow.json')!r}])\n"
+        "print('torch' in sys.modules)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert result.stdout.strip().splitlines()[-1] == "False"
+
+
+@pytest.mark.slow
+def test_wheel_installs_in_a_fresh_venv_and_finds_its_playbooks(tmp_path: Path) -> None:
+    dist = tmp_path / "dist"
+    build = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(dist), str(REPO)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert build.returncode == 0, build.stderr
+    wheel = next(dist.glob("warpwizard-*.whl"))
+    import zipfile
+
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "wizard/playbooks/negative-warps-per-sm.yaml" in names
+    assert "wizard/playbook/playbook.schema.json" in names
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    python = venv / "bin" / "python"
+    install = subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--no-index", "-q", str(wheel)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert install.returncode == 0, install.stderr
+    # Dependencies come from this interpreter's site-packages (no network in tests); the wheel's own
+    # copy of wizard is first on the path, so nothing here can come from the checkout.
+    site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    Path(site, "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    where = subprocess.run(
+        [str(python), "-c", "import wizard; print(wizard.__file__)"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=True,
+    ).stdout
+    assert where.startswith(str(venv))
+    listed = subprocess.run(
+        [str(venv / "bin" / "warpwizard"), "--no-color", "list"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=60,
+    )
+    assert listed.returncode == 0 and "negative-warps-p" in listed.stdout and "package" in listed.stdout
+    ran = subprocess.run(
+        [
+            str(venv / "bin" / "warpwizard"),
+            "run",
+            "negative-warps-per-sm",
+            "--json",
+            "--set",
+            "have=trace",
+            "--set",
+            f"trace_path={EXAMPLES / 'traces' / 'grid-overflow.json'}",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert ran.returncode == 0 and '"profiler-bug-grid-overflow"' in ran.stdout

@@ -1,0 +1,110 @@
+"""`warpwizard trace inspect|fix` through the real entry point."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.conftest import EXAMPLES, REAL_TRACES, TRACES, needs_shared
+from wizard.trace.builder import KernelSpec, TraceBuilder, demo_launches
+
+
+def test_inspect_exit_codes_and_text(run_cli) -> None:  # type: ignore[no-untyped-def]
+    bad = run_cli("trace", "inspect", str(EXAMPLES / "traces" / "grid-overflow.json"))
+    assert bad.returncode == 1
+    assert "Impossible or wrong values found" in bad.stdout
+    assert "-9810358" in bad.stdout and "aten::index_select" in bad.stdout
+    good = run_cli("trace", "inspect", str(EXAMPLES / "traces" / "large-by-design.json"))
+    assert good.returncode == 0 and "No impossible values" in good.stdout
+    assert "correct by design (F)" in good.stdout
+
+
+def test_inspect_json_schema(run_cli) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli("trace", "inspect", "--json", str(EXAMPLES / "traces" / "unknown-device-bare-inf.json"))
+    data = json.loads(result.stdout)
+    assert data["schema"] == "warpwizard.trace-report/1" and data["impossible"] is True
+    report = data["reports"][0]
+    assert {"path", "devices", "groups", "mechanisms", "notes", "timing", "truncation"} <= set(report)
+    c = next(g for g in report["groups"] if g["mechanism"] == "C")
+    assert c["worst"]["reported"]["blocks per SM"] == "inf"  # JSON has no inf: spelled as a string
+    assert c["op"]["op"] == "aten::sum"
+
+
+def test_inspect_markdown(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "r.md"
+    run_cli("trace", "inspect", str(EXAMPLES / "traces" / "shared-memory-over-48k.json"), "--markdown", str(out))
+    text = out.read_text()
+    assert "| mechanism | kernel | launches | reported | true | op |" in text
+    assert "| E |" in text
+
+
+@needs_shared
+def test_inspect_every_real_trace_through_the_cli(run_cli) -> None:  # type: ignore[no-untyped-def]
+    paths = [str(p) for p in sorted(TRACES.glob("*.json*"))] + [str(TRACES / "dlrm-2ranks")]
+    result = run_cli("trace", "inspect", "--json", *paths, timeout=300)
+    assert result.returncode == 1  # E is in several of them
+    data = json.loads(result.stdout)
+    assert len(data["reports"]) == len(REAL_TRACES)
+    assert set(data["mechanisms"]) <= {"E", "F"}
+
+
+def test_truncated_trace_through_the_cli(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    b = TraceBuilder()
+    for spec in demo_launches() * 30:
+        b.add(spec)
+    text = b.text()
+    path = tmp_path / "cut.json"
+    path.write_text(text[: len(text) // 2])
+    result = run_cli("trace", "inspect", str(path))
+    assert result.returncode in (0, 1)
+    assert "truncated: the file ends inside an event at byte" in " ".join(result.stdout.split())
+
+
+def test_unreadable_trace_is_one_line(run_cli) -> None:  # type: ignore[no-untyped-def]
+    result = run_cli("trace", "inspect", str(EXAMPLES / "traces" / "corrupt.json"))
+    assert result.returncode == 6
+    assert result.stderr.strip() == (
+        f"warpwizard: error: {EXAMPLES / 'traces' / 'corrupt.json'}: byte 767: "
+        "invalid JSON in traceEvents (Expecting value)"
+    )
+
+
+def test_fix_writes_true_values_and_keeps_the_originals(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "fixed.json.gz"
+    source = EXAMPLES / "traces" / "unknown-device-bare-inf.json"
+    result = run_cli("trace", "fix", str(source), str(out))
+    assert result.returncode == 0 and "corrected 1 of 3 kernels" in result.stdout
+    import gzip
+
+    doc = json.loads(gzip.decompress(out.read_bytes()))  # valid JSON now: the bare inf is gone
+    fixed = next(e for e in doc["traceEvents"] if e.get("cat") == "kernel" and "warpwizard original" in e["args"])
+    assert fixed["args"]["blocks per SM"] == 16.0
+    assert fixed["args"]["warpwizard original"]["blocks per SM"] == "inf"
+    assert fixed["args"]["warpwizard mechanism"] == "C+C'"
+    again = run_cli("trace", "inspect", str(out))
+    assert again.returncode == 0 and "already corrected" in " ".join(again.stdout.split())
+
+
+def test_fix_copies_untouched_events_byte_for_byte(tmp_path: Path, run_cli) -> None:  # type: ignore[no-untyped-def]
+    b = TraceBuilder()
+    for spec in demo_launches()[:2]:
+        b.add(spec)
+    b.add(KernelSpec("wrapped", (100000, 30000, 1), (256, 1, 1)))
+    source = b.write(tmp_path / "in.json")
+    out = tmp_path / "out.json"
+    assert run_cli("trace", "fix", str(source), str(out)).returncode == 0
+    original_lines = [line for line in source.read_text().splitlines() if '"wrapped"' not in line]
+    fixed_text = out.read_text()
+    for line in original_lines:
+        event = line.strip().rstrip(",")
+        if event.startswith('{"ph"'):
+            assert event in fixed_text
+    assert run_cli("trace", "fix", str(source), str(source)).returncode == 6  # never overwrites its input
+
+
+@needs_shared
+def test_fix_a_real_array_format_trace(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "pt18.json"
+    result = run_cli("trace", "fix", str(TRACES / "v100-resnet50-pt18-array-format.pt.trace.json.gz"), str(out))
+    assert result.returncode == 0
+    assert isinstance(json.loads(out.read_text()), list)
