@@ -6,6 +6,7 @@ Per-rank directories are analysed in parallel processes, one trace per process.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import time
@@ -16,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from wizard.errors import InputFileError
-from wizard.trace.analysis import PROFILER_BUGS, Finding, Mechanism, check_kernel
+from wizard.trace.analysis import PROFILER_BUGS, Finding, KernelCheck, Mechanism, check_kernel
 from wizard.trace.devices import DeviceInfo, device_for, device_table
 from wizard.trace.reader import TraceContents, Truncation, iter_trace_files, read_trace
-from wizard.trace.records import KernelRecord, OpInfo
+from wizard.trace.records import KernelRecord, OpInfo, RuntimeCall
 
 REPORT_SCHEMA = "warpwizard.trace-report/1"
 
@@ -77,11 +78,18 @@ class TraceReport:
         return any(Mechanism(m) in PROFILER_BUGS or m == Mechanism.UNEXPLAINED.value for m in self.mechanisms)
 
 
-def link_op(contents: TraceContents, kernel: KernelRecord) -> OpLink | None:
-    """Kernel -> runtime call (same correlation id) -> innermost cpu_op on that thread."""
+def link_op(
+    contents: TraceContents, kernel: KernelRecord, calls: dict[int, RuntimeCall] | None = None
+) -> OpLink | None:
+    """Kernel -> runtime call (same correlation id) -> innermost cpu_op on that thread.
+
+    ``calls`` are runtime calls looked up in one batch (a lookup scans millions of calls).
+    """
     if kernel.correlation is None:
         return None
-    call = contents.runtime.get(kernel.correlation)
+    if calls is None:
+        calls = contents.runtime.find({kernel.correlation})
+    call = calls.get(kernel.correlation)
     if call is None:
         return None
     info = contents.ops.innermost(call.pid, call.tid, call.ts)
@@ -118,6 +126,13 @@ def _device_summary(devices: dict[int, DeviceInfo]) -> list[dict[str, Any]]:
     return rows
 
 
+def _for_kernel(finding: Finding, k: KernelRecord) -> Finding:
+    """A memoised finding, stamped with this kernel's identity."""
+    return dataclasses.replace(
+        finding, kernel_index=k.index, kernel=k.name, device=k.device, ts=k.ts, correlation=k.correlation
+    )
+
+
 def analyse(contents: TraceContents) -> TraceReport:
     """Check every kernel of one read trace."""
     started = time.perf_counter()
@@ -125,45 +140,73 @@ def analyse(contents: TraceContents) -> TraceReport:
     rocm = contents.is_rocm
     notes: list[str] = []
     groups: dict[tuple[str, str], FindingGroup] = {}
+    worst_badness: dict[tuple[str, str], float] = {}
     mechanisms: Counter[str] = Counter()
     checked = 0
     max_true_wps: float | None = None
+    # Training steps launch the same kernels over and over: classify each distinct launch
+    # once, and make a per-kernel Finding only when it becomes a group's first or worst.
+    memo: dict[tuple[Any, ...], tuple[KernelCheck, list[float]]] = {}
     for k in contents.kernels:
-        result = check_kernel(k, device_for(devices, k.device), rocm=rocm)
+        signature = (
+            k.device,
+            k.grid,
+            k.block,
+            k.registers,
+            k.shared_memory,
+            k.blocks_per_sm.value,
+            k.blocks_per_sm.spelling,
+            k.warps_per_sm.value,
+            k.warps_per_sm.spelling,
+            k.occupancy.value,
+            k.occupancy.spelling,
+            k.occupancy_key,
+            k.fixed,
+        )
+        cached = memo.get(signature)
+        if cached is None:
+            result = check_kernel(k, device_for(devices, k.device), rocm=rocm)
+            cached = memo[signature] = (result, [f.badness() for f in result.findings])
+        result, badness = cached
         if result.checked:
             checked += 1
             true_wps = result.corrected.get("warps per SM")
             if isinstance(true_wps, float) and math.isfinite(true_wps):
-                max_true_wps = true_wps if max_true_wps is None else max(max_true_wps, true_wps)
-        for finding in result.findings:
+                max_true_wps = true_wps if max_true_wps is None or true_wps > max_true_wps else max_true_wps
+        for finding, bad in zip(result.findings, badness, strict=True):
             mechanisms[finding.mechanism.value] += 1
             key = (finding.mechanism.value, k.name)
             group = groups.get(key)
             if group is None:
-                groups[key] = FindingGroup(
+                group = groups[key] = FindingGroup(
                     finding.mechanism.value,
                     finding.mechanism.describe,
                     finding.severity,
                     k.name,
                     1,
                     k.ts,
-                    finding,
+                    _for_kernel(finding, k),
                 )
-                groups[key].examples.append(k.index)
+                group.examples.append(k.index)
+                worst_badness[key] = bad
             else:
                 if len(group.examples) < 8:
                     group.examples.append(k.index)
                 group.count += 1
-                group.first_ts = min(group.first_ts, k.ts)
-                if finding.badness() > group.worst.badness():
-                    group.worst = finding
-    by_index = {k.index: k for k in contents.kernels} if groups else {}
-    for group in groups.values():
-        for index in [group.worst.kernel_index, *group.examples]:
-            kernel = by_index.get(index)
-            if kernel is not None and (link := link_op(contents, kernel)) is not None:
-                group.op = link
-                break
+                if k.ts < group.first_ts:
+                    group.first_ts = k.ts
+                if bad > worst_badness[key]:
+                    group.worst = _for_kernel(finding, k)
+                    worst_badness[key] = bad
+    if groups:
+        kernels = contents.kernels
+        wanted = {i for g in groups.values() for i in (g.worst.kernel_index, *g.examples)}
+        calls = contents.runtime.find({c for i in wanted if (c := kernels[i].correlation) is not None})
+        for group in groups.values():
+            for index in (group.worst.kernel_index, *group.examples):
+                if (link := link_op(contents, kernels[index], calls)) is not None:
+                    group.op = link
+                    break
 
     if rocm:
         notes.append(

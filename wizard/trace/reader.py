@@ -10,9 +10,12 @@ an exact, event-by-event decoder that reports the byte offset of any real error.
 
 from __future__ import annotations
 
+import gc
 import json
 import math
+import operator
 import re
+import time
 import zlib
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -28,7 +31,7 @@ from wizard.trace.records import (
     KernelRecord,
     OpInfo,
     ReportedValue,
-    RuntimeCall,
+    RuntimeIndex,
 )
 
 BLOCK_SIZE = 8 << 20
@@ -47,9 +50,7 @@ _BARE_TOKEN = re.compile(r"(?<=[:\[,])(\s*)(-?(?:inf|nan|Infinity|NaN))(?=\s*[,}
 _BARE_TOKEN_BYTES = re.compile(rb"(?<=[:\[,])(\s*)(-?(?:inf|nan|Infinity|NaN))(?=\s*[,}\]])")
 
 
-class _Args(msgspec.Struct):
-    external_id: Any = msgspec.field(default=None, name="External id")
-    external_id_old: Any = msgspec.field(default=None, name="external id")
+class _Args(msgspec.Struct, gc=False):
     correlation: Any = None
     device: Any = None
     stream: Any = None
@@ -68,8 +69,7 @@ class _Args(msgspec.Struct):
     fixed: Any = msgspec.field(default=None, name="warpwizard mechanism")
 
 
-class _Event(msgspec.Struct):
-    ph: Any = None
+class _Event(msgspec.Struct, gc=False):
     cat: Any = None
     name: Any = None
     pid: Any = None
@@ -100,7 +100,6 @@ def _event_from_dict(obj: Any) -> _Event | None:
                 values[attr] = msgspec.Raw(msgspec.json.encode(value)) if attr in _RAW_FIELDS else value
         args = _Args(**values)
     return _Event(
-        ph=obj.get("ph"),
         cat=obj.get("cat"),
         name=obj.get("name"),
         pid=obj.get("pid"),
@@ -139,7 +138,7 @@ class TraceContents:
     layout: str = "object"  # object | array (PyTorch 1.8)
     metadata: dict[str, Any] = field(default_factory=dict)
     kernels: list[KernelRecord] = field(default_factory=list)
-    runtime: dict[int, RuntimeCall] = field(default_factory=dict)
+    runtime: RuntimeIndex = field(default_factory=RuntimeIndex)
     ops: IntervalIndex = field(default_factory=IntervalIndex)
     python: IntervalIndex = field(default_factory=IntervalIndex)
     categories: Counter[str] = field(default_factory=Counter)
@@ -190,7 +189,10 @@ def _as_float(value: Any) -> float | None:
 
 
 def _dim3(value: Any) -> tuple[int, int, int] | None:
-    if isinstance(value, list) and len(value) == 3:
+    if type(value) is list and len(value) == 3:
+        x, y, z = value
+        if type(x) is int and type(y) is int and type(z) is int:
+            return (x, y, z)
         dims = [_as_int(v) for v in value]
         if all(d is not None for d in dims):
             return (dims[0], dims[1], dims[2])  # type: ignore[return-value]
@@ -248,19 +250,37 @@ class EventSink:
         """The event array's closing bracket was read."""
 
 
+_CAT_OF = operator.attrgetter("cat")
+_NUMBER = (int, float)
+
+
+def _number(value: Any) -> float | None:
+    """A timestamp or duration: numbers as they are, numeric strings parsed, the rest None."""
+    kind = type(value)
+    if kind is float or kind is int:
+        return float(value)
+    return _as_float(value)
+
+
 class _Collector(EventSink):
-    """Turns decoded events into compact records; one per trace."""
+    """Turns decoded events into compact records; one per trace.
+
+    This loop runs once per event of a gigabyte trace, so it avoids per-event objects:
+    runtime calls go to flat arrays, ops to interval arrays with interned descriptors.
+    """
 
     def __init__(self, contents: TraceContents) -> None:
         self.c = contents
         self._names: dict[str, str] = {}
         self._raws: dict[bytes, str] = {}
+        self._op_refs: dict[tuple[Any, bytes, bytes, Any], int] = {}
+        self._frame_refs: dict[Any, int] = {}
+        self._reported: dict[Any, ReportedValue] = {}
 
     def _intern(self, text: str) -> str:
         return self._names.setdefault(text, text)
 
-    def _raw_text(self, raw: msgspec.Raw) -> str | None:
-        data = bytes(raw)
+    def _raw_text(self, data: bytes) -> str | None:
         if not data:
             return None
         cached = self._raws.get(data)
@@ -272,45 +292,70 @@ class _Collector(EventSink):
             self._raws[data] = cached
         return cached
 
+    def _op_ref(self, ev: _Event) -> int:
+        args = ev.args
+        if args is None:
+            key: tuple[Any, bytes, bytes, Any] = (ev.name, b"", b"", None)
+        else:
+            dims = bytes(args.input_dims) or bytes(args.input_dims_old)
+            stack = args.call_stack if isinstance(args.call_stack, str) else None
+            key = (ev.name, dims, bytes(args.input_type), stack)
+        ref = self._op_refs.get(key)
+        if ref is None:
+            info = OpInfo(
+                self._intern(str(ev.name)),
+                self._raw_text(key[1]),
+                self._raw_text(key[2]),
+                self._intern(key[3]) if key[3] is not None else None,
+            )
+            ref = self._op_refs[key] = self.c.ops.ref(info)
+        return ref
+
+    def _frame_ref(self, name: Any) -> int:
+        ref = self._frame_refs.get(name)
+        if ref is None:
+            ref = self._frame_refs[name] = self.c.python.ref(self._intern(str(name)))
+        return ref
+
     def add(self, events: list[_Event]) -> None:
         c = self.c
-        cats = c.categories
+        c.categories.update(map(_CAT_OF, events))  # counted at C speed
+        c.events += len(events)
+        for ev in reversed(events):
+            if type(ev.ts) in _NUMBER:
+                c.last_ts = float(ev.ts)
+                break
+        ops, python, runtime = c.ops, c.python, c.runtime
         for ev in events:
             cat = ev.cat
-            cats[cat if isinstance(cat, str) else "(none)"] += 1
-            ts = ev.ts
-            if isinstance(ts, (int, float)) and not isinstance(ts, bool):
-                c.last_ts = float(ts)
-            if cat in KERNEL_CATEGORIES:
-                self._kernel(ev)
+            if cat in OP_CATEGORIES:
+                start = _number(ev.ts)
+                if start is not None:
+                    ops.add(ev.pid, ev.tid, start, start + (_number(ev.dur) or 0.0), self._op_ref(ev))
             elif cat in RUNTIME_CATEGORIES:
                 args = ev.args
-                corr = _as_int(args.correlation) if args is not None else None
-                start = _as_float(ev.ts)
-                if corr is not None and start is not None:
-                    c.runtime[corr] = RuntimeCall(ev.pid, ev.tid, start, self._intern(str(ev.name)))
-            elif cat in OP_CATEGORIES:
-                start = _as_float(ev.ts)
-                if start is None:
-                    continue
-                dur = _as_float(ev.dur) or 0.0
-                args = ev.args
-                if args is None:
-                    info = OpInfo(self._intern(str(ev.name)), None, None, None)
-                else:
-                    stack = args.call_stack
-                    info = OpInfo(
-                        self._intern(str(ev.name)),
-                        self._raw_text(args.input_dims if len(args.input_dims) else args.input_dims_old),
-                        self._raw_text(args.input_type),
-                        self._intern(stack) if isinstance(stack, str) else None,
-                    )
-                c.ops.add(ev.pid, ev.tid, start, start + dur, info)
+                if args is not None:
+                    corr = args.correlation
+                    start = _number(ev.ts)
+                    if type(corr) is not int:
+                        corr = _as_int(corr)
+                    if corr is not None and start is not None:
+                        runtime.add(corr, ev.pid, ev.tid, start, self._intern(str(ev.name)))
+            elif cat in KERNEL_CATEGORIES:
+                self._kernel(ev)
             elif cat in PYTHON_CATEGORIES:
-                start = _as_float(ev.ts)
+                start = _number(ev.ts)
                 if start is not None:
-                    c.python.add(ev.pid, ev.tid, start, start + (_as_float(ev.dur) or 0.0), self._intern(str(ev.name)))
-        c.events += len(events)
+                    python.add(ev.pid, ev.tid, start, start + (_number(ev.dur) or 0.0), self._frame_ref(ev.name))
+
+    def _value(self, value: Any) -> ReportedValue:
+        """``reported()``, memoised: a trace repeats the same few thousand values."""
+        if value is None or type(value) not in (int, float, str):
+            return reported(value)
+        found = self._reported.get(value)
+        if found is None:
+            found = self._reported[value] = reported(value)
+        return found
 
     def _kernel(self, ev: _Event) -> None:
         args = ev.args or _Args()
@@ -322,21 +367,20 @@ class _Collector(EventSink):
             occupancy_key, occupancy_value = "theoretical occupancy %", args.theoretical
         record = KernelRecord(
             name=self._intern(str(ev.name)),
-            ts=_as_float(ev.ts) or 0.0,
-            dur=_as_float(ev.dur) or 0.0,
+            ts=_number(ev.ts) or 0.0,
+            dur=_number(ev.dur) or 0.0,
             pid=ev.pid,
             tid=ev.tid,
-            device=_as_int(args.device),
+            device=args.device if type(args.device) is int else _as_int(args.device),
             stream=args.stream,
-            correlation=_as_int(args.correlation),
-            external_id=_as_int(args.external_id if args.external_id is not None else args.external_id_old),
+            correlation=args.correlation if type(args.correlation) is int else _as_int(args.correlation),
             grid=_dim3(args.grid),
             block=_dim3(args.block),
-            registers=_as_int(args.registers),
-            shared_memory=_as_int(args.shared_memory),
-            blocks_per_sm=reported(args.blocks_per_sm),
-            warps_per_sm=reported(args.warps_per_sm),
-            occupancy=reported(occupancy_value),
+            registers=args.registers if type(args.registers) is int else _as_int(args.registers),
+            shared_memory=args.shared_memory if type(args.shared_memory) is int else _as_int(args.shared_memory),
+            blocks_per_sm=self._value(args.blocks_per_sm),
+            warps_per_sm=self._value(args.warps_per_sm),
+            occupancy=self._value(occupancy_value),
             occupancy_key=occupancy_key,
             index=len(self.c.kernels),
             fixed=args.fixed if isinstance(args.fixed, str) else None,
@@ -418,6 +462,13 @@ class _Parser:
         self.pos = 0
         self.base = 0  # absolute offset of buf[0]
         self.decoder = json.JSONDecoder()
+        self.clock: dict[str, float] = {
+            "read_decompress_s": 0.0,
+            "scan_s": 0.0,
+            "decode_s": 0.0,
+            "collect_s": 0.0,
+            "exact_path_s": 0.0,
+        }
 
     # -- buffer -------------------------------------------------------------------------
     def _fill(self, minimum: int = BLOCK_SIZE) -> bool:
@@ -425,7 +476,9 @@ class _Parser:
             self.base += self.pos
             self.buf = self.buf[self.pos :]
             self.pos = 0
+        started = time.perf_counter()
         data = self.src.read(max(minimum, BLOCK_SIZE))
+        self.clock["read_decompress_s"] += time.perf_counter() - started
         if not data:
             return False
         self.buf += data
@@ -544,7 +597,9 @@ class _Parser:
             if len(self.buf) - self.pos < BLOCK_SIZE and not self.src.eof:
                 self._fill()
             window = self.buf
+            started = time.perf_counter()
             cut = _last_boundary(window, self.pos)
+            self.clock["scan_s"] += time.perf_counter() - started
             if cut is None:
                 room = len(self.buf) - self.pos < _MAX_EVENT_BYTES
                 if not self.src.eof and room and self._fill(len(self.buf) - self.pos + BLOCK_SIZE):
@@ -561,14 +616,19 @@ class _Parser:
     def _fast(self, piece: bytes) -> bool:
         if self.collect.wants_raw:
             return self._fast_raw(piece)
+        started = time.perf_counter()
         try:
             events = _EVENTS_DECODER.decode(b"[" + piece + b"]")
         except msgspec.DecodeError:
             try:
                 events = _EVENTS_DECODER.decode(b"[" + _BARE_TOKEN_BYTES.sub(_quote_bare_bytes, piece) + b"]")
             except msgspec.DecodeError:
+                self.clock["decode_s"] += time.perf_counter() - started
                 return False
+        decoded = time.perf_counter()
+        self.clock["decode_s"] += decoded - started
         self.collect.add(events)
+        self.clock["collect_s"] += time.perf_counter() - decoded
         return True
 
     def _deliver(self, batch: list[_Event], raw_batch: list[bytes]) -> None:
@@ -590,6 +650,13 @@ class _Parser:
 
     def _exact_events(self, *, until_end: bool, stop_at: int | None = None) -> bool:
         """Event by event from pos; stops at ']' (True), at ``stop_at``, or at a truncated end."""
+        started = time.perf_counter()
+        try:
+            return self._exact_events_timed(until_end=until_end, stop_at=stop_at)
+        finally:
+            self.clock["exact_path_s"] += time.perf_counter() - started
+
+    def _exact_events_timed(self, *, until_end: bool, stop_at: int | None = None) -> bool:
         while True:
             text = self.buf[self.pos :].decode("utf-8", "surrogateescape")
             substituted = _BARE_TOKEN.sub(_quote_bare, text)
@@ -762,12 +829,20 @@ def read_trace(path: str | Path, progress: Callable[[int], None] | None = None) 
     except OSError as exc:
         raise InputFileError(f"{p}: cannot open ({exc.strerror})") from None
     contents.compressed = source.compressed
+    parser = _Parser(source, contents, _Collector(contents))
+    # Millions of short-lived records would trigger the cyclic GC over and over (it was two
+    # thirds of decode time); nothing built here is cyclic, so pause it while reading.
+    was_enabled = gc.isenabled()
+    gc.disable()
     try:
-        _Parser(source, contents, _Collector(contents)).run()
+        parser.run()
     except RecursionError:
         raise TraceReadError(str(p), contents.bytes_read, "nesting too deep to be a profiler trace") from None
     finally:
         source.close()
+        if was_enabled:
+            gc.enable()
+    contents.timing.update({k: round(v, 4) for k, v in parser.clock.items()})
     if source.stream_truncated and contents.truncation is None:
         contents.truncation = Truncation(
             contents.bytes_read,

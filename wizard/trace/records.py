@@ -31,7 +31,6 @@ class KernelRecord:
     device: int | None
     stream: Any
     correlation: int | None
-    external_id: int | None
     grid: Dim3 | None
     block: Dim3 | None
     registers: int | None
@@ -50,6 +49,64 @@ class RuntimeCall:
     tid: Any
     ts: float
     name: str
+
+
+class RuntimeIndex:
+    """Runtime/driver calls by correlation id, as flat arrays (a gigabyte trace has millions).
+
+    Looked up rarely (one call per kernel a report names), so a lookup may scan.
+    """
+
+    def __init__(self) -> None:
+        self.correlations: array[int] = array("q")
+        self.threads: array[int] = array("i")
+        self.starts: array[float] = array("d")
+        self.names: array[int] = array("i")
+        self._thread_ids: dict[tuple[Any, Any], int] = {}
+        self._thread_keys: list[tuple[Any, Any]] = []
+        self._name_ids: dict[str, int] = {}
+        self._name_list: list[str] = []
+        self._lookup: dict[int, int] | None = None
+
+    def __len__(self) -> int:
+        return len(self.correlations)
+
+    def add(self, correlation: int, pid: Any, tid: Any, ts: float, name: str) -> None:
+        key = (pid, tid)
+        thread = self._thread_ids.get(key)
+        if thread is None:
+            thread = self._thread_ids[key] = len(self._thread_keys)
+            self._thread_keys.append(key)
+        name_id = self._name_ids.get(name)
+        if name_id is None:
+            name_id = self._name_ids[name] = len(self._name_list)
+            self._name_list.append(name)
+        self.correlations.append(correlation)
+        self.threads.append(thread)
+        self.starts.append(ts)
+        self.names.append(name_id)
+        self._lookup = None
+
+    def find(self, correlations: set[int]) -> dict[int, RuntimeCall]:
+        """The calls with these correlation ids (the last one wins, as in a dict)."""
+        out: dict[int, RuntimeCall] = {}
+        if not correlations:
+            return out
+        for i, corr in enumerate(self.correlations):
+            if corr in correlations:
+                pid, tid = self._thread_keys[self.threads[i]]
+                out[corr] = RuntimeCall(pid, tid, self.starts[i], self._name_list[self.names[i]])
+        return out
+
+    def get(self, correlation: int) -> RuntimeCall | None:
+        """One call; the first use builds a dict, so only for small traces or tests."""
+        if self._lookup is None:
+            self._lookup = {corr: i for i, corr in enumerate(self.correlations)}
+        i = self._lookup.get(correlation)
+        if i is None:
+            return None
+        pid, tid = self._thread_keys[self.threads[i]]
+        return RuntimeCall(pid, tid, self.starts[i], self._name_list[self.names[i]])
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,12 +138,16 @@ class IntervalIndex:
         self._descriptor_ids: dict[Any, int] = {}
         self.count = 0
 
-    def add(self, pid: Any, tid: Any, start: float, end: float, descriptor: Any) -> None:
+    def ref(self, descriptor: Any) -> int:
+        """The id of a descriptor (registered on first sight); add() takes ids, not objects."""
         ref = self._descriptor_ids.get(descriptor)
         if ref is None:
             ref = len(self._descriptors)
             self._descriptor_ids[descriptor] = ref
             self._descriptors.append(descriptor)
+        return ref
+
+    def add(self, pid: Any, tid: Any, start: float, end: float, ref: int) -> None:
         thread = self._threads.get((pid, tid))
         if thread is None:
             thread = self._threads[(pid, tid)] = _ThreadIntervals()

@@ -1,0 +1,92 @@
+"""Build a large trace by repeating the events of a real trace, with overflowing kernels planted.
+
+    python benchmarks/make_big_trace.py ../shared/traces/h800-deepseek-train-rank0.json.gz OUT.json --size-gb 1
+
+Each repetition shifts timestamps and ids so the copy is a plausible longer profile; a few
+kernels get a grid of 100000 x 30000 blocks with the values a real profiler prints for it
+(mechanism A), so the benchmark measures a run that finds something.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from wizard.trace.kineto_math import kineto_blocks_per_sm, kineto_occupancy_percent, kineto_warps_per_sm
+
+PLANT_GRID = (100000, 30000, 1)
+
+
+def load(path: Path) -> dict[str, Any]:
+    opener = gzip.open if path.name.endswith(".gz") else open
+    with opener(path, "rt") as fh:
+        return json.load(fh)
+
+
+def plant(event: dict[str, Any], num_sms: int) -> None:
+    args = event["args"]
+    block = tuple(args["block"])
+    args["grid"] = list(PLANT_GRID)
+    args["blocks per SM"] = float(f"{kineto_blocks_per_sm(PLANT_GRID, num_sms):.9g}")
+    args["warps per SM"] = float(f"{kineto_warps_per_sm(PLANT_GRID, block, num_sms):.9g}")
+    threads = block[0] * block[1] * block[2]
+    args["est. achieved occupancy %"] = kineto_occupancy_percent(
+        1, kineto_blocks_per_sm(PLANT_GRID, num_sms), threads, 2048
+    )[0]
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("source", type=Path)
+    ap.add_argument("output", type=Path)
+    ap.add_argument("--size-gb", type=float, default=1.0)
+    ap.add_argument("--plants", type=int, default=5)
+    args = ap.parse_args(argv)
+    doc = load(args.source)
+    events: list[dict[str, Any]] = doc.pop("traceEvents")
+    num_sms = doc["deviceProperties"][0]["numSms"]
+    lines = [json.dumps(e) for e in events]
+    one = sum(len(line) + 4 for line in lines)
+    reps = max(1, int(args.size_gb * 1e9 / one))
+    ts = [e.get("ts") for e in events]
+    span = max(t for t in ts if isinstance(t, (int, float))) - min(t for t in ts if isinstance(t, (int, float))) + 1000
+    plant_reps = {int(reps * (i + 1) / (args.plants + 1)) for i in range(args.plants)}
+    kernel_index = next(i for i, e in enumerate(events) if e.get("cat") == "kernel")
+    with args.output.open("w") as out:
+        head = ",\n".join(f'  "{k}": {json.dumps(v)}' for k, v in doc.items())
+        out.write("{\n" + head + ',\n  "traceEvents": [\n  ')
+        first = True
+        for rep in range(reps):
+            shift = rep * span
+            ids = rep * 10_000_000
+            for i, event in enumerate(events):
+                e = dict(event)
+                if isinstance(e.get("ts"), (int, float)):
+                    e["ts"] = e["ts"] + shift
+                if "id" in e and isinstance(e["id"], int):
+                    e["id"] += ids
+                a = e.get("args")
+                if isinstance(a, dict):
+                    a = dict(a)
+                    for key in ("correlation", "External id"):
+                        if isinstance(a.get(key), int):
+                            a[key] += ids
+                    e["args"] = a
+                if rep in plant_reps and i == kernel_index:
+                    plant(e, num_sms)
+                out.write(("" if first else ",\n  ") + json.dumps(e))
+                first = False
+        out.write("\n  ]\n}\n")
+    print(
+        f"wrote {args.output}: {reps} repetitions of {len(events)} events, {args.output.stat().st_size / 1e9:.2f} GB, "
+        f"{len(plant_reps)} overflowing kernels planted"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
