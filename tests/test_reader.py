@@ -183,3 +183,56 @@ def test_round_trip_of_built_traces(tmp_path: Path, launches: list[tuple[int, in
         b.add(KernelSpec("k", (gx, gy, gz), (threads, 1, 1), 32, smem))
     contents = read_trace(b.write(tmp_path / "r.json"))
     assert [k.grid for k in contents.kernels] == [(gx, gy, gz) for gx, gy, gz, _, _ in launches]
+
+
+def _summary(contents: reader_module.TraceContents) -> tuple[object, ...]:
+    return (
+        contents.events,
+        [(k.index, k.name, k.grid, k.blocks_per_sm.value) for k in contents.kernels],
+        len(contents.runtime),
+        contents.ops.count,
+        contents.python.count,
+        contents.truncation,
+    )
+
+
+@pytest.mark.parametrize("suffix", [".json", ".json.gz"])
+def test_parallel_read_equals_sequential(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, suffix: str) -> None:
+    b = TraceBuilder(nonfinite="quoted")
+    for spec in demo_launches() * 400:
+        b.add(spec)
+    b.add(KernelSpec("wrapped", (100000, 30000, 1), (256, 1, 1)))
+    b.add(KernelSpec("unknown", (99, 1, 1), (128, 1, 1), plant="C"))
+    path = b.write(tmp_path / f"big{suffix}")
+    monkeypatch.setattr(reader_module, "BLOCK_SIZE", 64 << 10)
+    monkeypatch.setenv("WARPWIZARD_JOBS", "1")
+    sequential = read_trace(path)
+    assert sequential.timing["workers"] == 0
+    monkeypatch.setattr(reader_module, "PARALLEL_MIN_BYTES", 1)
+    monkeypatch.setenv("WARPWIZARD_JOBS", "2")
+    parallel = read_trace(path)
+    assert parallel.timing["workers"] == 2
+    assert _summary(parallel) == _summary(sequential)
+    from wizard.trace.inspect import link_op
+
+    link = link_op(parallel, parallel.kernels[-300])  # a demo launch from a late block
+    assert link is not None and link.op in ("aten::add", "aten::sum", "aten::mm") and link.input_dims
+    assert link.python_stack[0] == "train.py(41): step"
+
+
+def test_parallel_read_falls_back_to_the_exact_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A block a worker cannot decode sends the whole file down the sequential path."""
+    events = []
+    for i in range(3000):
+        events.append(
+            f'{{"ph": "X", "cat": "cpu_op", "name": "op{i}", "pid": 1, "tid": 1, "ts": {i * 10}, "dur": 5, '
+            '"args": {"nested": [{"a": 1},\n {"b": 2}]}}'
+        )
+    path = tmp_path / "nested.json"
+    path.write_text('{"traceEvents": [\n  ' + ",\n  ".join(events) + "\n]}")
+    monkeypatch.setattr(reader_module, "BLOCK_SIZE", 16 << 10)
+    monkeypatch.setattr(reader_module, "PARALLEL_MIN_BYTES", 1)
+    monkeypatch.setenv("WARPWIZARD_JOBS", "2")
+    contents = read_trace(path)
+    assert contents.events == 3000 and contents.ops.count == 3000
+    assert contents.timing["workers"] == 0  # it fell back

@@ -193,8 +193,7 @@ def analyse(contents: TraceContents) -> TraceReport:
                 if len(group.examples) < 8:
                     group.examples.append(k.index)
                 group.count += 1
-                if k.ts < group.first_ts:
-                    group.first_ts = k.ts
+                group.first_ts = min(group.first_ts, k.ts)
                 if bad > worst_badness[key]:
                     group.worst = _for_kernel(finding, k)
                     worst_badness[key] = bad

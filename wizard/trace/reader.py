@@ -17,8 +17,9 @@ import operator
 import re
 import time
 import zlib
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Iterator
+from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -50,6 +51,9 @@ _BARE_TOKEN = re.compile(r"(?<=[:\[,])(\s*)(-?(?:inf|nan|Infinity|NaN))(?=\s*[,}
 _BARE_TOKEN_BYTES = re.compile(rb"(?<=[:\[,])(\s*)(-?(?:inf|nan|Infinity|NaN))(?=\s*[,}\]])")
 
 
+_EMPTY_RAW = msgspec.Raw(b"")  # one shared default: a factory call per event costs 15% of decoding
+
+
 class _Args(msgspec.Struct, gc=False):
     correlation: Any = None
     device: Any = None
@@ -62,9 +66,9 @@ class _Args(msgspec.Struct, gc=False):
     warps_per_sm: Any = msgspec.field(default=None, name="warps per SM")
     occupancy: Any = msgspec.field(default=None, name="est. achieved occupancy %")
     theoretical: Any = msgspec.field(default=None, name="theoretical occupancy %")
-    input_dims: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw, name="Input Dims")
-    input_dims_old: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw, name="Input dims")
-    input_type: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw, name="Input type")
+    input_dims: msgspec.Raw = msgspec.field(default=_EMPTY_RAW, name="Input Dims")
+    input_dims_old: msgspec.Raw = msgspec.field(default=_EMPTY_RAW, name="Input dims")
+    input_type: msgspec.Raw = msgspec.field(default=_EMPTY_RAW, name="Input type")
     call_stack: Any = msgspec.field(default=None, name="Call stack")
     fixed: Any = msgspec.field(default=None, name="warpwizard mechanism")
 
@@ -297,9 +301,14 @@ class _Collector(EventSink):
         if args is None:
             key: tuple[Any, bytes, bytes, Any] = (ev.name, b"", b"", None)
         else:
-            dims = bytes(args.input_dims) or bytes(args.input_dims_old)
-            stack = args.call_stack if isinstance(args.call_stack, str) else None
-            key = (ev.name, dims, bytes(args.input_type), stack)
+            dims = args.input_dims
+            stack = args.call_stack
+            key = (
+                ev.name,
+                bytes(dims) if len(dims) else bytes(args.input_dims_old),
+                bytes(args.input_type),
+                stack if type(stack) is str else None,
+            )
         ref = self._op_refs.get(key)
         if ref is None:
             info = OpInfo(
@@ -319,34 +328,61 @@ class _Collector(EventSink):
 
     def add(self, events: list[_Event]) -> None:
         c = self.c
-        c.categories.update(map(_CAT_OF, events))  # counted at C speed
         c.events += len(events)
         for ev in reversed(events):
             if type(ev.ts) in _NUMBER:
                 c.last_ts = float(ev.ts)
                 break
-        ops, python, runtime = c.ops, c.python, c.runtime
+        python, runtime = c.python, c.runtime
+        add_op = c.ops.add
+        op_ref = self._op_ref
+        kernels = 0
         for ev in events:
             cat = ev.cat
             if cat in OP_CATEGORIES:
-                start = _number(ev.ts)
-                if start is not None:
-                    ops.add(ev.pid, ev.tid, start, start + (_number(ev.dur) or 0.0), self._op_ref(ev))
+                ts, dur = ev.ts, ev.dur
+                if type(ts) is not int and type(ts) is not float:
+                    ts = _as_float(ts)
+                    if ts is None:
+                        continue
+                if type(dur) is not int and type(dur) is not float:
+                    dur = _as_float(dur) or 0.0
+                add_op(ev.pid, ev.tid, ts, ts + dur, op_ref(ev))
             elif cat in RUNTIME_CATEGORIES:
                 args = ev.args
                 if args is not None:
-                    corr = args.correlation
-                    start = _number(ev.ts)
+                    corr, ts = args.correlation, ev.ts
                     if type(corr) is not int:
                         corr = _as_int(corr)
-                    if corr is not None and start is not None:
-                        runtime.add(corr, ev.pid, ev.tid, start, self._intern(str(ev.name)))
+                    if type(ts) is not int and type(ts) is not float:
+                        ts = _as_float(ts)
+                    if corr is not None and ts is not None:
+                        runtime.add(corr, ev.pid, ev.tid, ts, ev.name)
             elif cat in KERNEL_CATEGORIES:
                 self._kernel(ev)
+                kernels += 1
             elif cat in PYTHON_CATEGORIES:
                 start = _number(ev.ts)
                 if start is not None:
                     python.add(ev.pid, ev.tid, start, start + (_number(ev.dur) or 0.0), self._frame_ref(ev.name))
+        c.categories["kernel"] += kernels
+
+    def merge(self, part: _PieceResult) -> None:
+        """A worker's block, in file order: kernels renumbered, indexes appended."""
+        c = self.c
+        offset = len(c.kernels)
+        for k in part.kernels:
+            k.index += offset
+            k.name = self._intern(k.name)
+        c.kernels.extend(part.kernels)
+        c.runtime.merge(part.runtime)
+        c.ops.merge(part.ops)
+        c.python.merge(part.python)
+        c.categories.update(part.categories)
+        c.non_finite.update(part.non_finite)
+        c.events += part.events
+        if part.last_ts is not None:
+            c.last_ts = part.last_ts
 
     def _value(self, value: Any) -> ReportedValue:
         """``reported()``, memoised: a trace repeats the same few thousand values."""
@@ -389,6 +425,41 @@ class _Collector(EventSink):
             if value.spelling in ("bare", "quoted") and value.value is not None and not math.isfinite(value.value):
                 self.c.non_finite[value.spelling] += 1
         self.c.kernels.append(record)
+
+
+@dataclass
+class _PieceResult:
+    """What a worker process made of one block of events; merged in file order."""
+
+    kernels: list[KernelRecord]
+    runtime: RuntimeIndex
+    ops: IntervalIndex
+    python: IntervalIndex
+    categories: Counter[str]
+    non_finite: Counter[str]
+    events: int
+    last_ts: float | None
+
+
+def _decode_piece(piece: bytes) -> _PieceResult | None:
+    """Worker side of the parallel path: None when the fast decoder cannot take the block."""
+    gc.disable()  # a worker only builds acyclic records
+    try:
+        events = _EVENTS_DECODER.decode(b"[" + piece + b"]")
+    except msgspec.DecodeError:
+        try:
+            events = _EVENTS_DECODER.decode(b"[" + _BARE_TOKEN_BYTES.sub(_quote_bare_bytes, piece) + b"]")
+        except msgspec.DecodeError:
+            return None
+    part = TraceContents(path="")
+    _Collector(part).add(events)
+    return _PieceResult(
+        part.kernels, part.runtime, part.ops, part.python, part.categories, part.non_finite, part.events, part.last_ts
+    )
+
+
+class _ParallelFallback(Exception):
+    """A block needs the exact decoder, which runs in order: read the file sequentially instead."""
 
 
 class _Source:
@@ -462,6 +533,9 @@ class _Parser:
         self.pos = 0
         self.base = 0  # absolute offset of buf[0]
         self.decoder = json.JSONDecoder()
+        self.pool: Executor | None = None
+        self.in_flight = 4
+        self.pending: deque[Future[_PieceResult | None]] = deque()
         self.clock: dict[str, float] = {
             "read_decompress_s": 0.0,
             "scan_s": 0.0,
@@ -604,14 +678,35 @@ class _Parser:
                 room = len(self.buf) - self.pos < _MAX_EVENT_BYTES
                 if not self.src.eof and room and self._fill(len(self.buf) - self.pos + BLOCK_SIZE):
                     continue
+                self._drain()
                 return self._exact_events(until_end=True)
             piece = window[self.pos : cut + 1]
-            if self._fast(piece):
+            if self.pool is not None:
+                self.pending.append(self.pool.submit(_decode_piece, piece))
+                if len(self.pending) > self.in_flight:
+                    self._merge_next()
+                self.pos = _next_object(window, cut)
+            elif self._fast(piece):
                 self.pos = _next_object(window, cut)
             else:
                 # Event by event; this may run past the cut when the cut was inside a nested array.
                 self._exact_events(until_end=False, stop_at=self.base + cut + 1)
                 self._skip_separator()
+
+    def _merge_next(self) -> None:
+        started = time.perf_counter()
+        part = self.pending.popleft().result()
+        self.clock["decode_s"] += time.perf_counter() - started  # waiting on workers
+        if part is None:
+            raise _ParallelFallback
+        merged = time.perf_counter()
+        assert isinstance(self.collect, _Collector)
+        self.collect.merge(part)
+        self.clock["collect_s"] += time.perf_counter() - merged
+
+    def _drain(self) -> None:
+        while self.pending:
+            self._merge_next()
 
     def _fast(self, piece: bytes) -> bool:
         if self.collect.wants_raw:
@@ -650,6 +745,7 @@ class _Parser:
 
     def _exact_events(self, *, until_end: bool, stop_at: int | None = None) -> bool:
         """Event by event from pos; stops at ']' (True), at ``stop_at``, or at a truncated end."""
+        self._drain()
         started = time.perf_counter()
         try:
             return self._exact_events_timed(until_end=until_end, stop_at=stop_at)
@@ -816,13 +912,24 @@ def unmark_bare(raw: bytes) -> bytes:
 _MARKED = re.compile(rb'"' + re.escape(_BARE_MARK.encode()) + rb'(-?(?:inf|nan|Infinity|NaN))"')
 
 
-def read_trace(path: str | Path, progress: Callable[[int], None] | None = None) -> TraceContents:
-    """Read one trace file (``.json`` or ``.json.gz``) into compact records."""
-    p = Path(path)
-    if not p.exists():
-        raise InputFileError(f"{p}: no such file")
-    if p.is_dir():
-        raise InputFileError(f"{p}: is a directory (use read_traces for per-rank directories)")
+PARALLEL_MIN_BYTES = 96 << 20
+
+
+def _parallel_workers(path: Path) -> int:
+    """Worker processes for one big file: the cores, unless nested, tiny, or told otherwise."""
+    import multiprocessing
+    import os
+
+    wanted = os.environ.get("WARPWIZARD_JOBS")
+    cores = int(wanted) if wanted and wanted.isdigit() else (os.cpu_count() or 1)
+    if cores < 2 or multiprocessing.parent_process() is not None:
+        return 0
+    size = path.stat().st_size
+    compressed = path.name.endswith(".gz")
+    return cores if size * (8 if compressed else 1) >= PARALLEL_MIN_BYTES else 0
+
+
+def _read(p: Path, workers: int) -> TraceContents:
     contents = TraceContents(path=str(p))
     try:
         source = _Source(p)
@@ -834,15 +941,26 @@ def read_trace(path: str | Path, progress: Callable[[int], None] | None = None) 
     # thirds of decode time); nothing built here is cyclic, so pause it while reading.
     was_enabled = gc.isenabled()
     gc.disable()
+    pool = None
     try:
+        if workers:
+            import multiprocessing
+
+            pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"))
+            parser.pool = pool
+            parser.in_flight = 2 * workers
         parser.run()
+        parser._drain()
     except RecursionError:
         raise TraceReadError(str(p), contents.bytes_read, "nesting too deep to be a profiler trace") from None
     finally:
         source.close()
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
         if was_enabled:
             gc.enable()
     contents.timing.update({k: round(v, 4) for k, v in parser.clock.items()})
+    contents.timing["workers"] = workers
     if source.stream_truncated and contents.truncation is None:
         contents.truncation = Truncation(
             contents.bytes_read,
@@ -853,6 +971,27 @@ def read_trace(path: str | Path, progress: Callable[[int], None] | None = None) 
     elif source.stream_truncated and contents.truncation is not None:
         contents.truncation.detail += " (the gzip stream itself is cut off)"
     return contents
+
+
+def read_trace(path: str | Path, progress: Callable[[int], None] | None = None) -> TraceContents:
+    """Read one trace file (``.json`` or ``.json.gz``) into compact records.
+
+    Big files are decoded by worker processes block by block and merged in file order;
+    any block that needs the exact decoder sends the whole file down the sequential path,
+    so both paths give the same result.
+    """
+    p = Path(path)
+    if not p.exists():
+        raise InputFileError(f"{p}: no such file")
+    if p.is_dir():
+        raise InputFileError(f"{p}: is a directory (use read_traces for per-rank directories)")
+    workers = _parallel_workers(p)
+    if workers:
+        try:
+            return _read(p, workers)
+        except _ParallelFallback:
+            pass
+    return _read(p, 0)
 
 
 def iter_trace_files(paths: list[str]) -> Iterator[Path]:

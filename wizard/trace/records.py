@@ -71,7 +71,7 @@ class RuntimeIndex:
     def __len__(self) -> int:
         return len(self.correlations)
 
-    def add(self, correlation: int, pid: Any, tid: Any, ts: float, name: str) -> None:
+    def add(self, correlation: int, pid: Any, tid: Any, ts: float, name: Any) -> None:
         key = (pid, tid)
         thread = self._thread_ids.get(key)
         if thread is None:
@@ -80,12 +80,36 @@ class RuntimeIndex:
         name_id = self._name_ids.get(name)
         if name_id is None:
             name_id = self._name_ids[name] = len(self._name_list)
-            self._name_list.append(name)
+            self._name_list.append(str(name))
         self.correlations.append(correlation)
         self.threads.append(thread)
         self.starts.append(ts)
         self.names.append(name_id)
         self._lookup = None
+
+    def merge(self, other: RuntimeIndex) -> None:
+        """Append another index's calls (a later part of the same trace)."""
+        threads = array("i", (self._thread_id(key) for key in other._thread_keys))
+        names = array("i", (self._name_id(name) for name in other._name_list))
+        self.correlations.extend(other.correlations)
+        self.threads.extend(array("i", map(threads.__getitem__, other.threads)))
+        self.starts.extend(other.starts)
+        self.names.extend(array("i", map(names.__getitem__, other.names)))
+        self._lookup = None
+
+    def _thread_id(self, key: tuple[Any, Any]) -> int:
+        thread = self._thread_ids.get(key)
+        if thread is None:
+            thread = self._thread_ids[key] = len(self._thread_keys)
+            self._thread_keys.append(key)
+        return thread
+
+    def _name_id(self, name: str) -> int:
+        name_id = self._name_ids.get(name)
+        if name_id is None:
+            name_id = self._name_ids[name] = len(self._name_list)
+            self._name_list.append(name)
+        return name_id
 
     def find(self, correlations: set[int]) -> dict[int, RuntimeCall]:
         """The calls with these correlation ids (the last one wins, as in a dict)."""
@@ -137,6 +161,8 @@ class IntervalIndex:
         self._descriptors: list[Any] = []
         self._descriptor_ids: dict[Any, int] = {}
         self.count = 0
+        self._last: _ThreadIntervals | None = None
+        self._last_key: tuple[Any, Any] | None = None
 
     def ref(self, descriptor: Any) -> int:
         """The id of a descriptor (registered on first sight); add() takes ids, not objects."""
@@ -148,15 +174,35 @@ class IntervalIndex:
         return ref
 
     def add(self, pid: Any, tid: Any, start: float, end: float, ref: int) -> None:
-        thread = self._threads.get((pid, tid))
-        if thread is None:
-            thread = self._threads[(pid, tid)] = _ThreadIntervals()
-        if thread.starts and start < thread.starts[-1]:
+        thread = self._last
+        if self._last_key != (pid, tid):  # consecutive events are usually on one thread
+            thread = self._threads.get((pid, tid))
+            if thread is None:
+                thread = self._threads[(pid, tid)] = _ThreadIntervals()
+            self._last, self._last_key = thread, (pid, tid)
+        assert thread is not None
+        starts = thread.starts
+        if starts and start < starts[-1]:
             thread.sorted_ = False
-        thread.starts.append(start)
+        starts.append(start)
         thread.ends.append(end)
         thread.refs.append(ref)
         self.count += 1
+
+    def merge(self, other: IntervalIndex) -> None:
+        """Append another index's intervals (a later part of the same trace)."""
+        refs = array("l", (self.ref(d) for d in other._descriptors))
+        for key, theirs in other._threads.items():
+            mine = self._threads.get(key)
+            if mine is None:
+                mine = self._threads[key] = _ThreadIntervals()
+            if mine.starts and theirs.starts and theirs.starts[0] < mine.starts[-1]:
+                mine.sorted_ = False
+            mine.sorted_ = mine.sorted_ and theirs.sorted_
+            mine.starts.extend(theirs.starts)
+            mine.ends.extend(theirs.ends)
+            mine.refs.extend(array("l", map(refs.__getitem__, theirs.refs)))
+        self.count += other.count
 
     def _sorted(self, thread: _ThreadIntervals) -> _ThreadIntervals:
         if not thread.sorted_:

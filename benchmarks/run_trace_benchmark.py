@@ -1,0 +1,130 @@
+"""Time `warpwizard trace inspect` against its peers on a big trace, as whole processes.
+
+    python benchmarks/run_trace_benchmark.py BIG.json [--runs 3] [--hta-python PATH] [--markdown OUT.md]
+
+Peers: `cat` (reading the bytes), Python's `json.load`, and Holistic Trace Analysis
+(`TraceAnalysis(trace_dir=...)`, PyPI holistictraceanalysis, run from its own venv because
+it pulls pandas and friends). Each command runs --runs times; the table shows medians of
+wall time and of peak memory, where memory is the peak of the summed proportional set
+size (PSS) of the whole process tree, sampled every 20 ms, so worker processes count and
+pages shared after fork count once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+
+def _tree(pid: int) -> list[int]:
+    pids = [pid]
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return pids
+    for child in children:
+        pids += _tree(int(child))
+    return pids
+
+
+def _pss_kb(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def measure(argv: list[str], timeout: float) -> tuple[float, int, int]:
+    """(wall seconds, peak tree PSS in MB, exit code)."""
+    peak = 0
+    started = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    stop = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        while not stop.is_set():
+            peak = max(peak, sum(_pss_kb(p) for p in _tree(proc.pid)))
+            stop.wait(0.02)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        code = proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        code = -9
+    stop.set()
+    sampler.join()
+    return time.perf_counter() - started, peak // 1024, code
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("trace", type=Path)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--hta-python", help="interpreter with holistictraceanalysis installed")
+    ap.add_argument("--timeout", type=float, default=1800)
+    ap.add_argument("--markdown", type=Path)
+    args = ap.parse_args(argv)
+    trace = args.trace.resolve()
+    size_gb = trace.stat().st_size / 1e9
+    ww = [shutil.which("warpwizard") or sys.executable, *([] if shutil.which("warpwizard") else ["-m", "wizard"])]
+    hta_dir = Path(tempfile.mkdtemp(prefix="hta-"))
+    (hta_dir / trace.name).symlink_to(trace)
+    commands: list[tuple[str, list[str]]] = [
+        ("cat (read the bytes)", ["cat", str(trace)]),
+        ("python json.load", [sys.executable, "-c", f"import json; json.load(open({str(trace)!r}))"]),
+        ("warpwizard trace inspect", [*ww, "trace", "inspect", "--json", str(trace)]),
+        (
+            "warpwizard trace inspect, 1 process",
+            ["env", "WARPWIZARD_JOBS=1", *ww, "trace", "inspect", "--json", str(trace)],
+        ),
+    ]
+    if args.hta_python:
+        code = f"from hta.trace_analysis import TraceAnalysis; TraceAnalysis(trace_dir={str(hta_dir)!r})"
+        commands.append(("HTA TraceAnalysis(trace_dir=...)", [args.hta_python, "-c", code]))
+    rows = []
+    for label, command in commands:
+        times, peaks, codes = [], [], []
+        for _ in range(args.runs):
+            wall, peak, code = measure(command, args.timeout)
+            times.append(wall)
+            peaks.append(peak)
+            codes.append(code)
+            print(f"{label}: {wall:.2f} s, {peak} MB, exit {code}", flush=True)
+        rows.append((label, statistics.median(times), statistics.median(peaks), codes))
+    base = {label: t for label, t, _, _ in rows}
+    ours = base["warpwizard trace inspect"]
+    lines = [
+        f"Trace: {trace.name}, {size_gb:.2f} GB; {args.runs} runs each, medians; machine: {platform.machine()}, "
+        f"{os.cpu_count()} cores, Python {platform.python_version()}",
+        "",
+        "| command | wall time (s) | peak memory (MB) | warpwizard is faster by | exit codes |",
+        "|---|---:|---:|---:|---|",
+    ]
+    for label, wall, peak, codes in rows:
+        ratio = "" if label.startswith("warpwizard") else f"{wall / ours:.1f}x"
+        lines.append(f"| {label} | {wall:.2f} | {peak} | {ratio} | {codes} |")
+    table = "\n".join(lines)
+    print()
+    print(table)
+    if args.markdown:
+        args.markdown.write_text(table + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
