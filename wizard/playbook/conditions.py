@@ -66,6 +66,7 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "abs": lambda v: abs(v) if isinstance(v, (int, float)) else None,
     "first": lambda v: v[0] if isinstance(v, (list, tuple)) and v else None,
     "default": lambda v, d: d if v is None or v == "" else v,
+    "dims": lambda v: "x".join(str(d) for d in v) if isinstance(v, (list, tuple)) else ("" if v is None else str(v)),
 }
 
 _COMPARE: dict[type[ast.cmpop], Callable[[Any, Any], bool]] = {

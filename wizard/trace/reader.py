@@ -280,6 +280,7 @@ class _Collector(EventSink):
         self._op_refs: dict[tuple[Any, bytes, bytes, Any], int] = {}
         self._frame_refs: dict[Any, int] = {}
         self._reported: dict[Any, ReportedValue] = {}
+        self._dim_tuples: dict[tuple[int, int, int], tuple[int, int, int]] = {}
 
     def _intern(self, text: str) -> str:
         return self._names.setdefault(text, text)
@@ -384,6 +385,10 @@ class _Collector(EventSink):
         if part.last_ts is not None:
             c.last_ts = part.last_ts
 
+    def _dims(self, value: Any) -> tuple[int, int, int] | None:
+        dims = _dim3(value)
+        return None if dims is None else self._dim_tuples.setdefault(dims, dims)
+
     def _value(self, value: Any) -> ReportedValue:
         """``reported()``, memoised: a trace repeats the same few thousand values."""
         if value is None or type(value) not in (int, float, str):
@@ -410,8 +415,8 @@ class _Collector(EventSink):
             device=args.device if type(args.device) is int else _as_int(args.device),
             stream=args.stream,
             correlation=args.correlation if type(args.correlation) is int else _as_int(args.correlation),
-            grid=_dim3(args.grid),
-            block=_dim3(args.block),
+            grid=self._dims(args.grid),
+            block=self._dims(args.block),
             registers=args.registers if type(args.registers) is int else _as_int(args.registers),
             shared_memory=args.shared_memory if type(args.shared_memory) is int else _as_int(args.shared_memory),
             blocks_per_sm=self._value(args.blocks_per_sm),
@@ -439,6 +444,18 @@ class _PieceResult:
     non_finite: Counter[str]
     events: int
     last_ts: float | None
+
+
+_WORKER_FILES: dict[str, IO[bytes]] = {}
+
+
+def _decode_range(path: str, start: int, end: int) -> _PieceResult | None:
+    """Worker side for an uncompressed file: read the block by offset, then decode it."""
+    fh = _WORKER_FILES.get(path)
+    if fh is None:
+        fh = _WORKER_FILES[path] = open(path, "rb")  # noqa: SIM115 - kept for the worker's life
+    fh.seek(start)
+    return _decode_piece(fh.read(end - start))
 
 
 def _decode_piece(piece: bytes) -> _PieceResult | None:
@@ -672,7 +689,10 @@ class _Parser:
                 self._fill()
             window = self.buf
             started = time.perf_counter()
-            cut = _last_boundary(window, self.pos)
+            limit = self.pos + PARALLEL_BLOCK if self.pool is not None else None
+            cut = _last_boundary(window, self.pos, limit)
+            if cut is None and limit is not None:
+                cut = _last_boundary(window, self.pos)
             self.clock["scan_s"] += time.perf_counter() - started
             if cut is None:
                 room = len(self.buf) - self.pos < _MAX_EVENT_BYTES
@@ -682,7 +702,12 @@ class _Parser:
                 return self._exact_events(until_end=True)
             piece = window[self.pos : cut + 1]
             if self.pool is not None:
-                self.pending.append(self.pool.submit(_decode_piece, piece))
+                if self.src.compressed:
+                    job = self.pool.submit(_decode_piece, piece)
+                else:  # the worker reads its own bytes: nothing crosses a pipe but two offsets
+                    start = self.base + self.pos
+                    job = self.pool.submit(_decode_range, str(self.src.path), start, start + len(piece))
+                self.pending.append(job)
                 if len(self.pending) > self.in_flight:
                     self._merge_next()
                 self.pos = _next_object(window, cut)
@@ -868,9 +893,9 @@ def _unsubstituted_end(original: str, substituted: str, index: int) -> int:
     return index - extra
 
 
-def _last_boundary(buf: bytes, start: int) -> int | None:
-    """Index of the '}' of the last event boundary in buf[start:], or None."""
-    end = len(buf)
+def _last_boundary(buf: bytes, start: int, limit: int | None = None) -> int | None:
+    """Index of the '}' of the last event boundary in buf[start:limit], or None."""
+    end = len(buf) if limit is None else min(limit, len(buf))
     span = 1 << 16
     while True:
         lo = max(start, end - span)
@@ -913,6 +938,7 @@ _MARKED = re.compile(rb'"' + re.escape(_BARE_MARK.encode()) + rb'(-?(?:inf|nan|I
 
 
 PARALLEL_MIN_BYTES = 96 << 20
+PARALLEL_BLOCK = 4 << 20  # smaller blocks keep each worker's peak memory low
 
 
 def _parallel_workers(path: Path) -> int:
@@ -948,7 +974,7 @@ def _read(p: Path, workers: int) -> TraceContents:
 
             pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"))
             parser.pool = pool
-            parser.in_flight = 2 * workers
+            parser.in_flight = workers + 1
         parser.run()
         parser._drain()
     except RecursionError:

@@ -145,7 +145,7 @@ class OpInfo:
 class _ThreadIntervals:
     starts: array[float] = field(default_factory=lambda: array("d"))
     ends: array[float] = field(default_factory=lambda: array("d"))
-    refs: array[int] = field(default_factory=lambda: array("l"))
+    refs: array[int] = field(default_factory=lambda: array("i"))
     sorted_: bool = True
 
 
@@ -191,7 +191,7 @@ class IntervalIndex:
 
     def merge(self, other: IntervalIndex) -> None:
         """Append another index's intervals (a later part of the same trace)."""
-        refs = array("l", (self.ref(d) for d in other._descriptors))
+        refs = array("i", (self.ref(d) for d in other._descriptors))
         for key, theirs in other._threads.items():
             mine = self._threads.get(key)
             if mine is None:
@@ -201,7 +201,7 @@ class IntervalIndex:
             mine.sorted_ = mine.sorted_ and theirs.sorted_
             mine.starts.extend(theirs.starts)
             mine.ends.extend(theirs.ends)
-            mine.refs.extend(array("l", map(refs.__getitem__, theirs.refs)))
+            mine.refs.extend(array("i", map(refs.__getitem__, theirs.refs)))
         self.count += other.count
 
     def _sorted(self, thread: _ThreadIntervals) -> _ThreadIntervals:
@@ -209,7 +209,7 @@ class IntervalIndex:
             order = sorted(range(len(thread.starts)), key=lambda i: (thread.starts[i], -thread.ends[i]))
             thread.starts = array("d", (thread.starts[i] for i in order))
             thread.ends = array("d", (thread.ends[i] for i in order))
-            thread.refs = array("l", (thread.refs[i] for i in order))
+            thread.refs = array("i", (thread.refs[i] for i in order))
             thread.sorted_ = True
         return thread
 

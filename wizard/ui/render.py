@@ -117,6 +117,13 @@ def inspection_view(inspection: Inspection, *, show_all: bool = False) -> Group:
     return Group(*blocks)
 
 
+def _device_label(d: dict[str, Any]) -> str:
+    if d["num_sms"] is None:
+        return f"device {d['id']}: SM count unknown"
+    source = "" if d["source"] == "deviceProperties" else f", {d['source']}"
+    return f"{d['name'] or 'GPU'} ({d['num_sms']} SMs{source})"
+
+
 def _report_view(report: TraceReport, show_all: bool) -> Group:
     head = Text()
     head.append(f"{report.path}", style="bold")
@@ -124,11 +131,7 @@ def _report_view(report: TraceReport, show_all: bool) -> Group:
         head.append(f"  rank {report.rank}")
     head.append(f"\n{report.events} events, {report.kernels} kernels ({report.kernels_checked} checked)")
     if report.devices:
-        kinds = Counter(
-            f"{d['name'] or '?'} ({d['num_sms']} SMs"
-            + (f", {d['source']})" if d["source"] != "deviceProperties" else ")")
-            for d in report.devices
-        )
+        kinds = Counter(_device_label(d) for d in report.devices)
         head.append("; " + ", ".join(f"{n} x {kind}" if n > 1 else kind for kind, n in kinds.items()))
     verdict = Text(
         "\nImpossible or wrong values found" if report.impossible else "\nNo impossible values",
