@@ -133,3 +133,19 @@ def test_command_probe_needs_opt_in(run_cli) -> None:  # type: ignore[no-untyped
     allowed = json.loads(run_cli("run", EXAMPLE, "--defaults", "--json", "--allow-commands").stdout)
     smi = next(e for e in allowed["entries"] if e["node"] == "smi")
     assert smi["facts"]["allowed"] is True and smi["status"] in ("pass", "fail")
+
+
+def test_compare_reports_from_several_machines(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Each node runs warpwizard with --json; `compare` merges the files."""
+    paths = []
+    for host, trace in (("node1", "grid-overflow.json"), ("node2", "healthy-small.json")):
+        out = run_cli("trace", "inspect", "--json", f"examples/traces/{trace}")
+        path = tmp_path / f"{host}.json"
+        path.write_text(out.stdout)
+        paths.append(str(path))
+    text = run_cli("compare", *paths)
+    assert text.returncode == 0 and "hardware or driver specific" in " ".join(text.stdout.split())
+    data = json.loads(run_cli("compare", "--json", *paths).stdout)
+    assert data["hardware_specific"] is True and len(data["machines"]) == 2
+    bad = run_cli("compare", "examples/manifest.yaml")
+    assert bad.returncode == 6 and "not a warpwizard JSON report" in bad.stderr

@@ -290,29 +290,11 @@ def cmd_compare(args: argparse.Namespace) -> ExitStatus:
 
     result = compare([load_report(r) for r in args.reports])
     if args.json:
-        print(
-            json.dumps(
-                {
-                    "machines": [
-                        m.__dict__
-                        if hasattr(m, "__dict__")
-                        else {
-                            "source": m.source,
-                            "host": m.host,
-                            "gpus": m.gpus,
-                            "torch": m.torch,
-                            "driver": m.driver,
-                            "mechanisms": m.mechanisms,
-                            "impossible": m.impossible,
-                        }
-                        for m in result.machines
-                    ],
-                    "verdict": result.verdict,
-                    "hardware_specific": result.hardware_specific,
-                },
-                indent=1,
-            )
-        )
+        from dataclasses import asdict
+
+        machines = [asdict(m) for m in result.machines]
+        summary = {"machines": machines, "verdict": result.verdict, "hardware_specific": result.hardware_specific}
+        print(json.dumps(summary, indent=1))
         return ExitStatus.OK
     from rich.table import Table
 

@@ -372,13 +372,4 @@ def check_kernel(k: KernelRecord, device: DeviceInfo | None, *, rocm: bool = Fal
     return result
 
 
-def kineto_expected(k: KernelRecord, device: DeviceInfo) -> dict[str, float]:
-    """What a healthy profiler prints for this kernel (used by tests and the trace builder)."""
-    assert k.grid is not None and k.block is not None and device.num_sms
-    return {
-        "blocks per SM": kineto_blocks_per_sm(k.grid, device.num_sms),
-        "warps per SM": kineto_warps_per_sm(k.grid, k.block, device.num_sms),
-    }
-
-
 __all__ = ["PROFILER_BUGS", "Finding", "KernelCheck", "Mechanism", "check_kernel", "f32"]

@@ -18,7 +18,7 @@ import re
 import time
 import zlib
 from collections import Counter, deque
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -145,7 +145,6 @@ class TraceContents:
     runtime: RuntimeIndex = field(default_factory=RuntimeIndex)
     ops: IntervalIndex = field(default_factory=IntervalIndex)
     python: IntervalIndex = field(default_factory=IntervalIndex)
-    categories: Counter[str] = field(default_factory=Counter)
     non_finite: Counter[str] = field(default_factory=Counter)
     events: int = 0
     last_ts: float | None = None
@@ -337,7 +336,6 @@ class _Collector(EventSink):
         python, runtime = c.python, c.runtime
         add_op = c.ops.add
         op_ref = self._op_ref
-        kernels = 0
         for ev in events:
             cat = ev.cat
             if cat in OP_CATEGORIES:
@@ -361,12 +359,10 @@ class _Collector(EventSink):
                         runtime.add(corr, ev.pid, ev.tid, ts, ev.name)
             elif cat in KERNEL_CATEGORIES:
                 self._kernel(ev)
-                kernels += 1
             elif cat in PYTHON_CATEGORIES:
                 start = _number(ev.ts)
                 if start is not None:
                     python.add(ev.pid, ev.tid, start, start + (_number(ev.dur) or 0.0), self._frame_ref(ev.name))
-        c.categories["kernel"] += kernels
 
     def merge(self, part: _PieceResult) -> None:
         """A worker's block, in file order: kernels renumbered, indexes appended."""
@@ -379,7 +375,6 @@ class _Collector(EventSink):
         c.runtime.merge(part.runtime)
         c.ops.merge(part.ops)
         c.python.merge(part.python)
-        c.categories.update(part.categories)
         c.non_finite.update(part.non_finite)
         c.events += part.events
         if part.last_ts is not None:
@@ -440,7 +435,6 @@ class _PieceResult:
     runtime: RuntimeIndex
     ops: IntervalIndex
     python: IntervalIndex
-    categories: Counter[str]
     non_finite: Counter[str]
     events: int
     last_ts: float | None
@@ -458,21 +452,26 @@ def _decode_range(path: str, start: int, end: int) -> _PieceResult | None:
     return _decode_piece(fh.read(end - start))
 
 
+def _decode_block(decoder: msgspec.json.Decoder[list[Any]], piece: bytes) -> list[Any] | None:
+    """A run of whole events as one array; retried with bare inf/nan quoted; None if neither decodes."""
+    try:
+        return decoder.decode(b"[" + piece + b"]")
+    except msgspec.DecodeError:
+        try:
+            return decoder.decode(b"[" + _BARE_TOKEN_BYTES.sub(_quote_bare_bytes, piece) + b"]")
+        except msgspec.DecodeError:
+            return None
+
+
 def _decode_piece(piece: bytes) -> _PieceResult | None:
     """Worker side of the parallel path: None when the fast decoder cannot take the block."""
     gc.disable()  # a worker only builds acyclic records
-    try:
-        events = _EVENTS_DECODER.decode(b"[" + piece + b"]")
-    except msgspec.DecodeError:
-        try:
-            events = _EVENTS_DECODER.decode(b"[" + _BARE_TOKEN_BYTES.sub(_quote_bare_bytes, piece) + b"]")
-        except msgspec.DecodeError:
-            return None
+    events = _decode_block(_EVENTS_DECODER, piece)
+    if events is None:
+        return None
     part = TraceContents(path="")
     _Collector(part).add(events)
-    return _PieceResult(
-        part.kernels, part.runtime, part.ops, part.python, part.categories, part.non_finite, part.events, part.last_ts
-    )
+    return _PieceResult(part.kernels, part.runtime, part.ops, part.python, part.non_finite, part.events, part.last_ts)
 
 
 class _ParallelFallback(Exception):
@@ -737,14 +736,10 @@ class _Parser:
         if self.collect.wants_raw:
             return self._fast_raw(piece)
         started = time.perf_counter()
-        try:
-            events = _EVENTS_DECODER.decode(b"[" + piece + b"]")
-        except msgspec.DecodeError:
-            try:
-                events = _EVENTS_DECODER.decode(b"[" + _BARE_TOKEN_BYTES.sub(_quote_bare_bytes, piece) + b"]")
-            except msgspec.DecodeError:
-                self.clock["decode_s"] += time.perf_counter() - started
-                return False
+        events = _decode_block(_EVENTS_DECODER, piece)
+        if events is None:
+            self.clock["decode_s"] += time.perf_counter() - started
+            return False
         decoded = time.perf_counter()
         self.clock["decode_s"] += decoded - started
         self.collect.add(events)
@@ -758,13 +753,9 @@ class _Parser:
             self.collect.add(batch)
 
     def _fast_raw(self, piece: bytes) -> bool:
-        try:
-            raws = _RAW_DECODER.decode(b"[" + piece + b"]")
-        except msgspec.DecodeError:
-            try:
-                raws = _RAW_DECODER.decode(b"[" + _BARE_TOKEN_BYTES.sub(_quote_bare_bytes, piece) + b"]")
-            except msgspec.DecodeError:
-                return False
+        raws = _decode_block(_RAW_DECODER, piece)
+        if raws is None:
+            return False
         self.collect.add_raw([bytes(r) for r in raws])
         return True
 
@@ -999,7 +990,7 @@ def _read(p: Path, workers: int) -> TraceContents:
     return contents
 
 
-def read_trace(path: str | Path, progress: Callable[[int], None] | None = None) -> TraceContents:
+def read_trace(path: str | Path) -> TraceContents:
     """Read one trace file (``.json`` or ``.json.gz``) into compact records.
 
     Big files are decoded by worker processes block by block and merged in file order;
