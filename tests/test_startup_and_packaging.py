@@ -102,3 +102,9 @@ def test_wheel_installs_in_a_fresh_venv_and_finds_its_playbooks(tmp_path: Path) 
         timeout=120,
     )
     assert ran.returncode == 0 and '"profiler-bug-grid-overflow"' in ran.stdout
+
+
+def test_python_dash_m_wizard() -> None:
+    result = subprocess.run([sys.executable, "-m", "wizard", "--version"], capture_output=True, text=True,
+                            timeout=60, cwd=REPO, check=False)
+    assert result.returncode == 0 and result.stdout.startswith("warpwizard ")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pexpect
@@ -80,3 +81,46 @@ def test_ctrl_c_keeps_the_answers_given(tmp_path: Path, run_cli) -> None:  # typ
     assert yaml.safe_load(saved.read_text()) == {"have": "description"}
     resumed = run_cli("run", "negative-warps-per-sm", "--answers", str(saved), "--defaults", "--json")
     assert json.loads(resumed.stdout)["conclusion"]["diagnosis"] == "likely-profiler-bug-grid-overflow"
+
+
+def _flagship_questions() -> dict[str, object]:
+    from wizard.playbook.loader import load_playbook
+    from wizard.probes.registry import catalog
+
+    pb = load_playbook(REPO / "playbooks" / "negative-warps-per-sm.yaml", catalog())
+    return {q.id: q for q in pb.questions()}
+
+
+EXAMPLE_MANIFEST = yaml.safe_load((EXAMPLES / "manifest.yaml").read_text())
+
+
+@pytest.mark.parametrize("example", EXAMPLE_MANIFEST["examples"], ids=lambda e: e["name"])
+def test_every_example_at_a_real_terminal(example: dict[str, str]) -> None:
+    """Answer the real prompts the way a person would (arrow keys, y/n, typing) from the answers file."""
+    from wizard.playbook.model import QuestionNode
+
+    questions = _flagship_questions()
+    answers = yaml.safe_load((REPO / example["answers"]).read_text())
+    waiting = {qid: q for qid, q in questions.items() if isinstance(q, QuestionNode)}
+    child = spawn(["run", "negative-warps-per-sm"], REPO)
+    while True:
+        ids = list(waiting)
+        patterns = [re.escape(waiting[i].prompt.source.split("{{")[0][:40]) for i in ids]  # type: ignore[union-attr]
+        index = child.expect([*patterns, r"Diagnosis: ([a-z0-9-]+)"], timeout=120)
+        if index == len(ids):
+            diagnosis = child.match.group(1)
+            break
+        q = waiting.pop(ids[index])
+        assert isinstance(q, QuestionNode)
+        value = answers.get(q.id, q.default)
+        if q.type == "select":
+            values = [c.value for c in q.choices]
+            steps = values.index(value) - values.index(q.default)
+            child.send(("\x1b[B" if steps > 0 else "\x1b[A") * abs(steps) + "\r")
+        elif q.type == "confirm":
+            child.send("y" if value else "n")
+        else:
+            child.send(f"{value}\r")
+    finish(child)
+    assert child.exitstatus == 0
+    assert diagnosis == example["diagnosis"]

@@ -86,6 +86,7 @@ class Environment:
     allow_commands: bool = False
     allow_sanitizer: bool = False
     compare_reports: list[str] = field(default_factory=list)
+    compare_pythons: list[str] = field(default_factory=list)
 
     def child_env(self, **extra: str) -> dict[str, str]:
         env = dict(self.base_env)

@@ -78,6 +78,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="where probes write files (also: WARPWIZARD_REPORT_DIR)",
     )
     run.add_argument(
+        "--compare-python",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="interpreters of other environments (other torch versions) to re-profile with",
+    )
+    run.add_argument(
         "--compare",
         action="append",
         default=[],
@@ -158,6 +165,7 @@ def cmd_run(args: argparse.Namespace, playbook_name: str | None = None) -> ExitS
         compare=args.compare,
         allow_commands=args.allow_commands,
         allow_sanitizer=args.allow_sanitizer,
+        compare_pythons=args.compare_python,
         playbook_dirs=args.playbook_dir,
     )
     return run_playbook(options, _console(args, stderr=args.json), _console(args))

@@ -37,6 +37,7 @@ class RunOptions:
     python: str | None = None
     report_dir: str = "warpwizard-report"
     compare: list[str] = field(default_factory=list)
+    compare_pythons: list[str] = field(default_factory=list)
     allow_commands: bool = False
     allow_sanitizer: bool = False
     playbook_dirs: list[str] = field(default_factory=list)
@@ -99,6 +100,7 @@ def run_playbook(opts: RunOptions, ui: Any, out: Any) -> ExitStatus:
         allow_commands=opts.allow_commands,
         allow_sanitizer=opts.allow_sanitizer,
         compare_reports=list(opts.compare),
+        compare_pythons=list(opts.compare_pythons),
     )
     given: dict[str, Any] = {}
     observer = TerminalObserver(ui, teach=opts.teach)

@@ -107,7 +107,7 @@ class ReprofileProbe:
             files.append(str(legacy))
         else:
             skipped["legacy"] = "the legacy profiler did not complete"
-        for other in params.get("other_python") or []:
+        for other in params.get("other_python") or env.compare_pythons:
             other_trace = out_dir / f"torch-profiler-{Path(other).parent.parent.name or 'other'}.json"
             other_run = run_harness(
                 env,
