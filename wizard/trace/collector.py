@@ -1,0 +1,267 @@
+"""What the reader keeps from a trace, and the collector that fills it, event by event."""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from wizard.trace.events import (
+    KERNEL_CATEGORIES,
+    OP_CATEGORIES,
+    PYTHON_CATEGORIES,
+    RUNTIME_CATEGORIES,
+    Event,
+    EventArgs,
+    as_float,
+    as_int,
+    dim3,
+    reported,
+)
+from wizard.trace.records import IntervalIndex, KernelRecord, OpInfo, ReportedValue, RuntimeIndex
+
+if TYPE_CHECKING:
+    from wizard.trace.workers import PieceResult
+
+
+@dataclass(slots=True)
+class Truncation:
+    """Where a trace stopped early, and what that cost."""
+
+    at_byte: int
+    partial_event_bytes: int
+    last_complete_ts: float | None
+    detail: str
+
+
+@dataclass
+class TraceContents:
+    """Everything the analysis needs from one trace file, compactly."""
+
+    path: str
+    bytes_read: int = 0
+    compressed: bool = False
+    layout: str = "object"  # object | array (PyTorch 1.8)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    kernels: list[KernelRecord] = field(default_factory=list)
+    runtime: RuntimeIndex = field(default_factory=RuntimeIndex)
+    ops: IntervalIndex = field(default_factory=IntervalIndex)
+    python: IntervalIndex = field(default_factory=IntervalIndex)
+    non_finite: Counter[str] = field(default_factory=Counter)
+    events: int = 0
+    last_ts: float | None = None
+    truncation: Truncation | None = None
+    timing: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def device_properties(self) -> list[dict[str, Any]]:
+        props = self.metadata.get("deviceProperties")
+        if not isinstance(props, list):
+            props = self.metadata.get("computeProperties")
+        return [p for p in props if isinstance(p, dict)] if isinstance(props, list) else []
+
+    @property
+    def is_rocm(self) -> bool:
+        if "roctracer_version" in self.metadata or "hip_runtime_version" in self.metadata:
+            return True
+        props = self.device_properties
+        return any("maxSharedMemoryPerMultiProcessor" in p or "AMD" in str(p.get("name", "")) for p in props)
+
+
+class EventSink:
+    """Where the parser delivers what it reads; the reader collects, the fixer rewrites."""
+
+    wants_raw = False
+
+    def add(self, events: list[Event]) -> None:
+        """Decoded events (when ``wants_raw`` is False)."""
+
+    def add_raw(self, events: list[bytes]) -> None:
+        """Each event's own bytes, in file order (when ``wants_raw`` is True)."""
+
+    def meta(self, key: str, value: Any) -> None:
+        """A top-level key other than traceEvents, in file order."""
+
+    def events_start(self) -> None:
+        """The traceEvents array (or the bare top-level array) begins."""
+
+    def events_end(self) -> None:
+        """The event array's closing bracket was read."""
+
+
+_CAT_OF = operator.attrgetter("cat")
+_NUMBER = (int, float)
+
+
+def _number(value: Any) -> float | None:
+    """A timestamp or duration: numbers as they are, numeric strings parsed, the rest None."""
+    kind = type(value)
+    if kind is float or kind is int:
+        return float(value)
+    return as_float(value)
+
+
+class Collector(EventSink):
+    """Turns decoded events into compact records; one per trace.
+
+    This loop runs once per event of a gigabyte trace, so it avoids per-event objects:
+    runtime calls go to flat arrays, ops to interval arrays with interned descriptors.
+    """
+
+    def __init__(self, contents: TraceContents) -> None:
+        self.c = contents
+        self._names: dict[str, str] = {}
+        self._raws: dict[bytes, str] = {}
+        self._op_refs: dict[tuple[Any, bytes, bytes, Any], int] = {}
+        self._frame_refs: dict[Any, int] = {}
+        self._reported: dict[Any, ReportedValue] = {}
+        self._dim_tuples: dict[tuple[int, int, int], tuple[int, int, int]] = {}
+
+    def _intern(self, text: str) -> str:
+        return self._names.setdefault(text, text)
+
+    def _raw_text(self, data: bytes) -> str | None:
+        if not data:
+            return None
+        cached = self._raws.get(data)
+        if cached is None:
+            try:  # one compact spelling, whatever the writer's indentation
+                cached = msgspec.json.encode(msgspec.json.decode(data)).decode()
+            except msgspec.DecodeError:
+                cached = data.decode("utf-8", "replace")
+            self._raws[data] = cached
+        return cached
+
+    def _op_ref(self, ev: Event) -> int:
+        args = ev.args
+        if args is None:
+            key: tuple[Any, bytes, bytes, Any] = (ev.name, b"", b"", None)
+        else:
+            dims = args.input_dims
+            stack = args.call_stack
+            key = (
+                ev.name,
+                bytes(dims) if len(dims) else bytes(args.input_dims_old),
+                bytes(args.input_type),
+                stack if type(stack) is str else None,
+            )
+        ref = self._op_refs.get(key)
+        if ref is None:
+            info = OpInfo(
+                self._intern(str(ev.name)),
+                self._raw_text(key[1]),
+                self._raw_text(key[2]),
+                self._intern(key[3]) if key[3] is not None else None,
+            )
+            ref = self._op_refs[key] = self.c.ops.ref(info)
+        return ref
+
+    def _frame_ref(self, name: Any) -> int:
+        ref = self._frame_refs.get(name)
+        if ref is None:
+            ref = self._frame_refs[name] = self.c.python.ref(self._intern(str(name)))
+        return ref
+
+    def add(self, events: list[Event]) -> None:
+        c = self.c
+        c.events += len(events)
+        for ev in reversed(events):
+            if type(ev.ts) in _NUMBER:
+                c.last_ts = float(ev.ts)
+                break
+        python, runtime = c.python, c.runtime
+        add_op = c.ops.add
+        op_ref = self._op_ref
+        for ev in events:
+            cat = ev.cat
+            if cat in OP_CATEGORIES:
+                ts, dur = ev.ts, ev.dur
+                if type(ts) is not int and type(ts) is not float:
+                    ts = as_float(ts)
+                    if ts is None:
+                        continue
+                if type(dur) is not int and type(dur) is not float:
+                    dur = as_float(dur) or 0.0
+                add_op(ev.pid, ev.tid, ts, ts + dur, op_ref(ev))
+            elif cat in RUNTIME_CATEGORIES:
+                args = ev.args
+                if args is not None:
+                    corr, ts = args.correlation, ev.ts
+                    if type(corr) is not int:
+                        corr = as_int(corr)
+                    if type(ts) is not int and type(ts) is not float:
+                        ts = as_float(ts)
+                    if corr is not None and ts is not None:
+                        runtime.add(corr, ev.pid, ev.tid, ts, ev.name)
+            elif cat in KERNEL_CATEGORIES:
+                self._kernel(ev)
+            elif cat in PYTHON_CATEGORIES:
+                start = _number(ev.ts)
+                if start is not None:
+                    python.add(ev.pid, ev.tid, start, start + (_number(ev.dur) or 0.0), self._frame_ref(ev.name))
+
+    def merge(self, part: PieceResult) -> None:
+        """A worker's block, in file order: kernels renumbered, indexes appended."""
+        c = self.c
+        offset = len(c.kernels)
+        for k in part.kernels:
+            k.index += offset
+            k.name = self._intern(k.name)
+        c.kernels.extend(part.kernels)
+        c.runtime.merge(part.runtime)
+        c.ops.merge(part.ops)
+        c.python.merge(part.python)
+        c.non_finite.update(part.non_finite)
+        c.events += part.events
+        if part.last_ts is not None:
+            c.last_ts = part.last_ts
+
+    def _dims(self, value: Any) -> tuple[int, int, int] | None:
+        dims = dim3(value)
+        return None if dims is None else self._dim_tuples.setdefault(dims, dims)
+
+    def _value(self, value: Any) -> ReportedValue:
+        """``reported()``, memoised: a trace repeats the same few thousand values."""
+        if value is None or type(value) not in (int, float, str):
+            return reported(value)
+        found = self._reported.get(value)
+        if found is None:
+            found = self._reported[value] = reported(value)
+        return found
+
+    def _kernel(self, ev: Event) -> None:
+        args = ev.args or EventArgs()
+        occupancy_key = None
+        occupancy_value = args.occupancy
+        if occupancy_value is not None:
+            occupancy_key = "est. achieved occupancy %"
+        elif args.theoretical is not None:
+            occupancy_key, occupancy_value = "theoretical occupancy %", args.theoretical
+        record = KernelRecord(
+            name=self._intern(str(ev.name)),
+            ts=_number(ev.ts) or 0.0,
+            dur=_number(ev.dur) or 0.0,
+            pid=ev.pid,
+            tid=ev.tid,
+            device=args.device if type(args.device) is int else as_int(args.device),
+            stream=args.stream,
+            correlation=args.correlation if type(args.correlation) is int else as_int(args.correlation),
+            grid=self._dims(args.grid),
+            block=self._dims(args.block),
+            registers=args.registers if type(args.registers) is int else as_int(args.registers),
+            shared_memory=args.shared_memory if type(args.shared_memory) is int else as_int(args.shared_memory),
+            blocks_per_sm=self._value(args.blocks_per_sm),
+            warps_per_sm=self._value(args.warps_per_sm),
+            occupancy=self._value(occupancy_value),
+            occupancy_key=occupancy_key,
+            index=len(self.c.kernels),
+            fixed=args.fixed if isinstance(args.fixed, str) else None,
+        )
+        for value in (record.blocks_per_sm, record.warps_per_sm, record.occupancy):
+            if value.spelling in ("bare", "quoted") and value.value is not None and not math.isfinite(value.value):
+                self.c.non_finite[value.spelling] += 1
+        self.c.kernels.append(record)

@@ -1,0 +1,185 @@
+"""Trace events as the reader decodes them, and the values inside them.
+
+msgspec decodes runs of events straight into these structs, skipping every field the
+analysis does not read; the structs are untracked by the cyclic GC because a gigabyte
+trace creates millions of them. Bare ``inf``/``nan`` tokens (invalid JSON that real
+traces contain) are quoted with a marker before decoding, so a value remembers how the
+profiler spelled it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+import msgspec
+
+from wizard.trace.records import ReportedValue
+
+BARE_MARK = "__warpwizard_bare__"
+
+KERNEL_CATEGORIES = frozenset({"kernel", "Kernel"})
+RUNTIME_CATEGORIES = frozenset({"cuda_runtime", "Runtime", "cuda_driver"})
+OP_CATEGORIES = frozenset({"cpu_op", "Operator"})
+PYTHON_CATEGORIES = frozenset({"python_function"})
+
+# A bare non-finite token in value position (after `:`, `[` or `,`).
+BARE_TOKEN = re.compile(r"(?<=[:\[,])(\s*)(-?(?:inf|nan|Infinity|NaN))(?=\s*[,}\]])")
+BARE_TOKEN_BYTES = re.compile(rb"(?<=[:\[,])(\s*)(-?(?:inf|nan|Infinity|NaN))(?=\s*[,}\]])")
+
+
+_EMPTY_RAW = msgspec.Raw(b"")  # one shared default: a factory call per event costs 15% of decoding
+
+
+class EventArgs(msgspec.Struct, gc=False):
+    correlation: Any = None
+    device: Any = None
+    stream: Any = None
+    grid: Any = None
+    block: Any = None
+    registers: Any = msgspec.field(default=None, name="registers per thread")
+    shared_memory: Any = msgspec.field(default=None, name="shared memory")
+    blocks_per_sm: Any = msgspec.field(default=None, name="blocks per SM")
+    warps_per_sm: Any = msgspec.field(default=None, name="warps per SM")
+    occupancy: Any = msgspec.field(default=None, name="est. achieved occupancy %")
+    theoretical: Any = msgspec.field(default=None, name="theoretical occupancy %")
+    input_dims: msgspec.Raw = msgspec.field(default=_EMPTY_RAW, name="Input Dims")
+    input_dims_old: msgspec.Raw = msgspec.field(default=_EMPTY_RAW, name="Input dims")
+    input_type: msgspec.Raw = msgspec.field(default=_EMPTY_RAW, name="Input type")
+    call_stack: Any = msgspec.field(default=None, name="Call stack")
+    fixed: Any = msgspec.field(default=None, name="warpwizard mechanism")
+
+
+class Event(msgspec.Struct, gc=False):
+    cat: Any = None
+    name: Any = None
+    pid: Any = None
+    tid: Any = None
+    ts: Any = None
+    dur: Any = None
+    args: EventArgs | None = None
+
+
+EVENTS_DECODER = msgspec.json.Decoder(list[Event])
+RAW_DECODER = msgspec.json.Decoder(list[msgspec.Raw])
+_ARG_FIELDS = {f: (msgspec.structs.fields(EventArgs)) for f in ("x",)}["x"]
+_ARG_ENCODED = {f.encode_name: f.name for f in _ARG_FIELDS}
+_RAW_FIELDS = frozenset({"input_dims", "input_dims_old", "input_type"})
+
+
+def event_from_dict(obj: Any) -> Event | None:
+    """The exact path's dict, shaped like the fast path's struct."""
+    if not isinstance(obj, dict):
+        return None
+    raw_args = obj.get("args")
+    args = None
+    if isinstance(raw_args, dict):
+        values: dict[str, Any] = {}
+        for encoded, attr in _ARG_ENCODED.items():
+            if encoded in raw_args:
+                value = raw_args[encoded]
+                values[attr] = msgspec.Raw(msgspec.json.encode(value)) if attr in _RAW_FIELDS else value
+        args = EventArgs(**values)
+    return Event(
+        cat=obj.get("cat"),
+        name=obj.get("name"),
+        pid=obj.get("pid"),
+        tid=obj.get("tid"),
+        ts=obj.get("ts"),
+        dur=obj.get("dur"),
+        args=args,
+    )
+
+
+def quote_bare(match: re.Match[str]) -> str:
+    return f'{match.group(1)}"{BARE_MARK}{match.group(2)}"'
+
+
+def quote_bare_bytes(match: re.Match[bytes]) -> bytes:
+    return match.group(1) + b'"' + BARE_MARK.encode() + match.group(2) + b'"'
+
+
+def as_int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value)
+    return None
+
+
+def as_float(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return None
+
+
+def dim3(value: Any) -> tuple[int, int, int] | None:
+    if type(value) is list and len(value) == 3:
+        x, y, z = value
+        if type(x) is int and type(y) is int and type(z) is int:
+            return (x, y, z)
+        dims = [as_int(v) for v in value]
+        if all(d is not None for d in dims):
+            return (dims[0], dims[1], dims[2])  # type: ignore[return-value]
+    return None
+
+
+def reported(value: Any) -> ReportedValue:
+    """How the profiler wrote a metric: number, bare token (invalid JSON) or quoted string."""
+    if value is None:
+        return ReportedValue(None, "missing")
+    if isinstance(value, bool):
+        return ReportedValue(None, "other")
+    if isinstance(value, (int, float)):
+        return ReportedValue(float(value), "number" if math.isfinite(value) else "bare")
+    if isinstance(value, str):
+        spelling = "quoted"
+        text = value
+        if text.startswith(BARE_MARK):
+            spelling, text = "bare", text[len(BARE_MARK) :]
+        lowered = text.strip().lower()
+        table = {
+            "inf": math.inf,
+            "+inf": math.inf,
+            "infinity": math.inf,
+            "-inf": -math.inf,
+            "-infinity": -math.inf,
+            "nan": math.nan,
+            "-nan": math.nan,
+        }
+        if lowered in table:
+            return ReportedValue(table[lowered], spelling)
+        number = as_float(text)
+        return ReportedValue(number, "quoted" if number is not None else "other")
+    return ReportedValue(None, "other")
+
+
+def decode_block(decoder: msgspec.json.Decoder[list[Any]], piece: bytes) -> list[Any] | None:
+    """A run of whole events as one array; retried with bare inf/nan quoted; None if neither decodes."""
+    try:
+        return decoder.decode(b"[" + piece + b"]")
+    except msgspec.DecodeError:
+        try:
+            return decoder.decode(b"[" + BARE_TOKEN_BYTES.sub(quote_bare_bytes, piece) + b"]")
+        except msgspec.DecodeError:
+            return None
+
+
+def unmark_bare(raw: bytes) -> bytes:
+    """Undo the reader's quoting of bare inf/nan tokens in an event's bytes."""
+    return _MARKED.sub(rb"\1", raw) if BARE_MARK.encode() in raw else raw
+
+
+_MARKED = re.compile(rb'"' + re.escape(BARE_MARK.encode()) + rb'(-?(?:inf|nan|Infinity|NaN))"')
