@@ -200,3 +200,18 @@ def test_rocm_is_not_invented(tmp_path: Path) -> None:
     report = inspect_trace(b.write(tmp_path / "r.json"))
     assert report.rocm and report.kernels == 1 and report.kernels_checked == 0 and not report.groups
     assert any("ROCm" in n for n in report.notes)
+
+
+def test_c_as_the_2021_placeholders(tmp_path: Path) -> None:
+    """2021-22 Kineto wrote -1 for both values when it had no SM count."""
+    b = TraceBuilder(gpu="A100", era="2021")
+    b.add(KernelSpec("k", (4096, 1, 1), (256, 1, 1)))
+    path = b.write(tmp_path / "p.json")
+    path.write_text(
+        path.read_text()
+        .replace('"blocks per SM": 37.9259262', '"blocks per SM": -1')
+        .replace('"warps per SM": 303.40741', '"warps per SM": -1')
+    )
+    report = inspect_trace(path)
+    c = next(g for g in report.groups if g.mechanism == "C")
+    assert "placeholders" in c.worst.evidence and c.worst.true["blocks per SM"] == pytest.approx(4096 / 108)

@@ -105,6 +105,7 @@ def test_wheel_installs_in_a_fresh_venv_and_finds_its_playbooks(tmp_path: Path) 
 
 
 def test_python_dash_m_wizard() -> None:
-    result = subprocess.run([sys.executable, "-m", "wizard", "--version"], capture_output=True, text=True,
-                            timeout=60, cwd=REPO, check=False)
+    result = subprocess.run(
+        [sys.executable, "-m", "wizard", "--version"], capture_output=True, text=True, timeout=60, cwd=REPO, check=False
+    )
     assert result.returncode == 0 and result.stdout.startswith("warpwizard ")

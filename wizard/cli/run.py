@@ -113,11 +113,11 @@ def run_playbook(opts: RunOptions, ui: Any, out: Any) -> ExitStatus:
         transcript = engine.run()
     except KeyboardInterrupt:
         observer.close()
-        target = opts.record or f"warpwizard-answers-{pb.id}.yaml"
+        target: str | None = opts.record or f"warpwizard-answers-{pb.id}.yaml"
         try:
-            Path(target).write_text(dump_answers(given, pb.id), encoding="utf-8")
+            Path(str(target)).write_text(dump_answers(given, pb.id), encoding="utf-8")
         except OSError:
-            target = None  # type: ignore[assignment]
+            target = None  # could not save; say so rather than name a file that is not there
         raise Interrupted(target) from None
     except MissingAnswer as exc:
         observer.close()

@@ -171,10 +171,10 @@ def check_kernel(k: KernelRecord, device: DeviceInfo | None, *, rocm: bool = Fal
     if k.occupancy_key is not None:
         reported[k.occupancy_key] = occ
     true: dict[str, float | None] = {"blocks per SM": None, "warps per SM": None}
-    if num_sms is not None and num_sms > 0:
+    if device is not None and num_sms is not None and num_sms > 0:
         true["blocks per SM"] = true_blocks_per_sm(grid, num_sms)
         true["warps per SM"] = true_warps_per_sm(grid, block, num_sms)
-        occ_true, _, _ = _true_occupancy(device, threads, k.registers or 0, k.shared_memory or 0, blocks, opt_in=False)  # type: ignore[arg-type]
+        occ_true, _, _ = _true_occupancy(device, threads, k.registers or 0, k.shared_memory or 0, blocks, opt_in=False)
         if k.occupancy_key is not None:
             true[k.occupancy_key] = occ_true
         result.corrected = {"blocks per SM": true["blocks per SM"], "warps per SM": true["warps per SM"]}
@@ -244,6 +244,16 @@ def check_kernel(k: KernelRecord, device: DeviceInfo | None, *, rocm: bool = Fal
                 'written as a quoted string ("inf"/"nan") where a number is expected: tools that sum or '
                 "compare the column fail or skip it (Kineto 2023-12 on)",
             )
+        return result
+
+    if bps == -1 and wps in (-1, None) and blocks > 1:
+        # 2021-22 Kineto wrote -1 placeholders when it had no SM count for the device.
+        add(
+            Mechanism.UNKNOWN_DEVICE,
+            f"blocks per SM = -1 and warps per SM = {_fmt(wps)}: the placeholders Kineto wrote in 2021-22 when it "
+            f"had no SM count for device {k.device} ({launch}); true blocks per SM {_fmt(true['blocks per SM'])}, "
+            f"warps per SM {_fmt(true['warps per SM'])}",
+        )
         return result
 
     if num_sms is None or num_sms == 0:

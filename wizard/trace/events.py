@@ -130,9 +130,9 @@ def dim3(value: Any) -> tuple[int, int, int] | None:
         x, y, z = value
         if type(x) is int and type(y) is int and type(z) is int:
             return (x, y, z)
-        dims = [as_int(v) for v in value]
-        if all(d is not None for d in dims):
-            return (dims[0], dims[1], dims[2])  # type: ignore[return-value]
+        a, b, c = as_int(x), as_int(y), as_int(z)
+        if a is not None and b is not None and c is not None:
+            return (a, b, c)
     return None
 
 
