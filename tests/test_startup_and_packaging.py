@@ -109,3 +109,11 @@ def test_python_dash_m_wizard() -> None:
         [sys.executable, "-m", "wizard", "--version"], capture_output=True, text=True, timeout=60, cwd=REPO, check=False
     )
     assert result.returncode == 0 and result.stdout.startswith("warpwizard ")
+
+
+def test_gpu_check_script_parses() -> None:
+    """It runs only on a GPU machine; here it must at least be valid bash."""
+    result = subprocess.run(
+        ["bash", "-n", str(REPO / "scripts" / "gpu-check.sh")], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr

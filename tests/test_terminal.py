@@ -124,3 +124,11 @@ def test_every_example_at_a_real_terminal(example: dict[str, str]) -> None:
     finish(child)
     assert child.exitstatus == 0
     assert diagnosis == example["diagnosis"]
+
+
+def test_no_arguments_at_a_terminal_runs_the_playbook(tmp_path: Path) -> None:
+    child = spawn([], tmp_path)  # only the packaged playbook is on the path: it starts at once
+    child.expect("What do you have to start from")
+    child.sendintr()
+    finish(child)
+    assert child.exitstatus == 130
