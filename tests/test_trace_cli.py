@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import EXAMPLES, REAL_TRACES, TRACES, needs_shared
 from wizard.trace.builder import KernelSpec, TraceBuilder, demo_launches
 
@@ -108,3 +110,14 @@ def test_fix_a_real_array_format_trace(run_cli, tmp_path: Path) -> None:  # type
     result = run_cli("trace", "fix", str(TRACES / "v100-resnet50-pt18-array-format.pt.trace.json.gz"), str(out))
     assert result.returncode == 0
     assert isinstance(json.loads(out.read_text()), list)
+
+
+def test_sms_gives_true_values_to_a_pytorch_18_trace(run_cli) -> None:  # type: ignore[no-untyped-def]
+    path = str(EXAMPLES / "traces" / "old-sm-count.json")
+    without = json.loads(run_cli("trace", "inspect", "--json", path).stdout)["reports"][0]
+    assert without["groups"][0]["worst"]["true"]["blocks per SM"] is None  # every value negative: nothing to infer from
+    given = json.loads(run_cli("trace", "inspect", "--json", "--sms", "68", path).stdout)["reports"][0]
+    assert given["groups"][0]["worst"]["true"]["blocks per SM"] == pytest.approx(99 / 68)
+    assert given["devices"][0]["source"] == "given"
+    bad = run_cli("trace", "inspect", "--sms", "0", path)
+    assert bad.returncode == 2 and "--sms must be a positive number" in bad.stderr

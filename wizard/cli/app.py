@@ -113,6 +113,14 @@ def build_parser() -> argparse.ArgumentParser:
     ins.add_argument("--markdown", metavar="FILE", help="write Markdown for a bug report ('-' for stdout)")
     ins.add_argument("--all", action="store_true", help="also list correct-by-design kernels (F)")
     ins.add_argument("--jobs", type=int, default=None, help="parallel processes for several files")
+    ins.add_argument(
+        "--sms",
+        type=int,
+        default=None,
+        metavar="N",
+        help="SM count of the GPU, for traces without deviceProperties (PyTorch 1.8): 80 for a V100, "
+        "68 for an RTX 2080 Ti, 108 for an A100, 132 for an H100",
+    )
     fix = tsub.add_parser("fix", help="write a copy of a trace with true values")
     fix.add_argument("input")
     fix.add_argument("output")
@@ -273,7 +281,9 @@ def cmd_trace(args: argparse.Namespace) -> ExitStatus:
         raise UsageError("warpwizard trace: choose an action: inspect or fix (see --help)")
     from wizard.trace.inspect import inspect_paths
 
-    inspection = inspect_paths(args.paths, args.jobs)
+    if args.sms is not None and args.sms <= 0:
+        raise UsageError(f"warpwizard trace inspect: --sms must be a positive number of SMs, not {args.sms}")
+    inspection = inspect_paths(args.paths, args.jobs, args.sms)
     if args.json:
         from wizard.report.trace_json import inspection_to_dict
 

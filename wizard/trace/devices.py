@@ -18,11 +18,11 @@ from wizard.trace.records import KernelRecord
 
 # SM count -> a GPU with that count whose limits stand for it (only unambiguous counts).
 KNOWN_GPUS: dict[int, DeviceLimits] = {
-    80: DeviceLimits(7, 0, 80, 2048, 65536, 65536, 49152, 98304, 98304, name="Tesla V100 (inferred)"),
-    68: DeviceLimits(7, 5, 68, 1024, 65536, 65536, 49152, 65536, 65536, name="GeForce RTX 2080 Ti (inferred)"),
-    108: DeviceLimits(8, 0, 108, 2048, 65536, 65536, 49152, 167936, 166912, name="A100 (inferred)"),
-    132: DeviceLimits(9, 0, 132, 2048, 65536, 65536, 49152, 233472, 232448, name="H100/H800/H200 (inferred)"),
-    148: DeviceLimits(10, 0, 148, 2048, 65536, 65536, 49152, 233472, 232448, name="B200 (inferred)"),
+    80: DeviceLimits(7, 0, 80, 2048, 65536, 65536, 49152, 98304, 98304, name="Tesla V100"),
+    68: DeviceLimits(7, 5, 68, 1024, 65536, 65536, 49152, 65536, 65536, name="GeForce RTX 2080 Ti"),
+    108: DeviceLimits(8, 0, 108, 2048, 65536, 65536, 49152, 167936, 166912, name="A100"),
+    132: DeviceLimits(9, 0, 132, 2048, 65536, 65536, 49152, 233472, 232448, name="H100/H800/H200"),
+    148: DeviceLimits(10, 0, 148, 2048, 65536, 65536, 49152, 233472, 232448, name="B200"),
 }
 
 
@@ -91,8 +91,14 @@ def _infer_sm_count(kernels: list[KernelRecord]) -> int | None:
     return votes.most_common(1)[0][0]
 
 
-def device_table(device_properties: list[dict[str, Any]], kernels: list[KernelRecord]) -> dict[int, DeviceInfo]:
-    """One entry per device id seen in the properties or on a kernel."""
+def device_table(
+    device_properties: list[dict[str, Any]], kernels: list[KernelRecord], sms: int | None = None
+) -> dict[int, DeviceInfo]:
+    """One entry per device id seen in the properties or on a kernel.
+
+    ``sms`` is the engineer's word for traces that carry no device properties (PyTorch 1.8):
+    it is used where the properties are missing, never over them.
+    """
     table: dict[int, DeviceInfo] = {}
     for props in device_properties:
         device_id = _get(props, "id")
@@ -108,6 +114,10 @@ def device_table(device_properties: list[dict[str, Any]], kernels: list[KernelRe
         if k.device is not None:
             by_device.setdefault(k.device, []).append(k)
     for device_id, records in by_device.items():
+        if sms is not None:
+            limits = KNOWN_GPUS.get(sms)
+            table[device_id] = DeviceInfo(device_id, sms, limits, "given", limits.name if limits else "")
+            continue
         num_sms = _infer_sm_count(records)
         if num_sms is None:
             table[device_id] = DeviceInfo(device_id, None, None, "unknown")

@@ -13,6 +13,7 @@ import time
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -133,10 +134,10 @@ def _for_kernel(finding: Finding, k: KernelRecord) -> Finding:
     )
 
 
-def analyse(contents: TraceContents) -> TraceReport:
-    """Check every kernel of one read trace."""
+def analyse(contents: TraceContents, sms: int | None = None) -> TraceReport:
+    """Check every kernel of one read trace (``sms``: the SM count for traces without device properties)."""
     started = time.perf_counter()
-    devices = device_table(contents.device_properties, contents.kernels)
+    devices = device_table(contents.device_properties, contents.kernels, sms)
     rocm = contents.is_rocm
     notes: list[str] = []
     groups: dict[tuple[str, str], FindingGroup] = {}
@@ -214,7 +215,9 @@ def analyse(contents: TraceContents) -> TraceReport:
         )
     if not contents.kernels:
         notes.append("no GPU kernels in this trace (CPU-only profile, or the CUDA activity was not recorded)")
-    if contents.kernels and not rocm and not contents.device_properties:
+    if sms is not None and not contents.device_properties:
+        notes.append(f"the trace has no deviceProperties; using the SM count given with --sms: {sms}")
+    elif contents.kernels and not rocm and not contents.device_properties:
         inferred = [d for d in devices.values() if d.source == "inferred"]
         if inferred:
             notes.append(
@@ -268,11 +271,11 @@ def analyse(contents: TraceContents) -> TraceReport:
     )
 
 
-def inspect_trace(path: str | Path) -> TraceReport:
+def inspect_trace(path: str | Path, sms: int | None = None) -> TraceReport:
     started = time.perf_counter()
     contents = read_trace(path)
     contents.timing["read_s"] = time.perf_counter() - started
-    return analyse(contents)
+    return analyse(contents, sms)
 
 
 @dataclass(slots=True)
@@ -293,13 +296,13 @@ class Inspection:
         return dict(total)
 
 
-def inspect_paths(paths: list[str], jobs: int | None = None) -> Inspection:
+def inspect_paths(paths: list[str], jobs: int | None = None, sms: int | None = None) -> Inspection:
     """Inspect files and per-rank directories; several files are read in parallel processes."""
     files = list(iter_trace_files(paths))
     if not files:
         raise InputFileError("no trace files given")
     workers = min(len(files), jobs or os.cpu_count() or 1)
     if workers <= 1:
-        return Inspection([inspect_trace(f) for f in files])
+        return Inspection([inspect_trace(f, sms) for f in files])
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        return Inspection(list(pool.map(inspect_trace, [str(f) for f in files])))
+        return Inspection(list(pool.map(partial(inspect_trace, sms=sms), [str(f) for f in files])))
