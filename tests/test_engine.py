@@ -11,7 +11,7 @@ import pytest
 from wizard.engine.answers import MappingAnswers, MissingAnswer
 from wizard.engine.engine import Engine
 from wizard.environment import Environment
-from wizard.errors import WizardError
+from wizard.errors import AnswersError
 from wizard.playbook.loader import load_playbook_text
 from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status, info
 
@@ -146,5 +146,5 @@ nodes:
 """
     pb = load_playbook_text(text, "loop.yaml", {})
     engine = Engine(pb, MappingAnswers({"again": True}), {}, Environment(clock=FixedClock()))
-    with pytest.raises(WizardError, match="stopped after"):
+    with pytest.raises(AnswersError, match="stopped after"):
         engine.run()

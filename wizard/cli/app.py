@@ -390,7 +390,33 @@ def _error(message: str) -> None:
     print(f"warpwizard: error: {message}" if not message.startswith("warpwizard") else message, file=sys.stderr)
 
 
+# Domain error -> exit status; the first matching class wins (subclasses first).
+ERROR_STATUS: tuple[tuple[type[BaseException], ExitStatus], ...] = (
+    (Interrupted, ExitStatus.INTERRUPTED),
+    (KeyboardInterrupt, ExitStatus.INTERRUPTED),
+    (PlaybookError, ExitStatus.INVALID_PLAYBOOK),
+    (AnswersError, ExitStatus.BAD_ANSWERS),
+    (NoTerminalError, ExitStatus.BAD_ANSWERS),
+    (ProbeInfrastructureError, ExitStatus.PROBE_FAILURE),
+    (InputFileError, ExitStatus.INPUT_ERROR),
+    (UsageError, ExitStatus.USAGE),
+    (PlaybookNotFound, ExitStatus.USAGE),
+    (WizardError, ExitStatus.PROBE_FAILURE),
+)
+
+
+def _report(exc: BaseException) -> None:
+    if isinstance(exc, PlaybookError):
+        for problem in exc.problems:  # every problem, one line each
+            print(problem, file=sys.stderr)
+    elif isinstance(exc, KeyboardInterrupt):
+        _error("interrupted")
+    else:
+        _error(str(exc))
+
+
 def main(argv: list[str] | None = None) -> int:
+    """The error boundary: domain errors become one line on stderr and an ExitStatus."""
     parser = build_parser()
     debug = "--debug" in (argv if argv is not None else sys.argv[1:])
     try:
@@ -398,33 +424,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.command is None:
             return int(cmd_default(args, parser))
         return int(COMMANDS[args.command](args))
-    except Interrupted as exc:
-        _error(str(exc))
-        return ExitStatus.INTERRUPTED
-    except KeyboardInterrupt:
-        _error("interrupted")
-        return ExitStatus.INTERRUPTED
-    except PlaybookError as exc:
-        for problem in exc.problems:
-            print(problem, file=sys.stderr)
-        return ExitStatus.INVALID_PLAYBOOK
-    except (AnswersError, NoTerminalError) as exc:
-        _error(str(exc))
-        return ExitStatus.BAD_ANSWERS
-    except ProbeInfrastructureError as exc:
-        _error(str(exc))
-        return ExitStatus.PROBE_FAILURE
-    except InputFileError as exc:
-        _error(str(exc))
-        return ExitStatus.INPUT_ERROR
-    except (UsageError, PlaybookNotFound) as exc:
-        _error(str(exc))
-        return ExitStatus.USAGE
-    except WizardError as exc:
-        _error(str(exc))
-        return ExitStatus.PROBE_FAILURE
     except BrokenPipeError:
         return ExitStatus.OK
+    except (WizardError, KeyboardInterrupt) as exc:
+        _report(exc)
+        return next(status for kind, status in ERROR_STATUS if isinstance(exc, kind))
     except Exception as exc:
         if debug:
             raise

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from wizard.engine.answers import AnswerSource
 from wizard.engine.transcript import Conclusion, Transcript, TranscriptEntry
 from wizard.environment import Environment
-from wizard.errors import ProbeInfrastructureError, WizardError
+from wizard.errors import AnswersError, ProbeInfrastructureError, WizardError
 from wizard.playbook.conditions import Template
 from wizard.playbook.model import ConclusionNode, DecisionNode, Node, Playbook, ProbeNode, QuestionNode
 from wizard.probes.base import Probe, ProbeResult, Status
@@ -89,8 +89,8 @@ class Engine:
         while node_id is not None:
             visits += 1
             if visits > MAX_VISITS:
-                raise WizardError(
-                    f"{self.playbook.path}: stopped after {MAX_VISITS} nodes; the answers keep the run in a loop"
+                raise AnswersError(
+                    [f"{self.playbook.path}: stopped after {MAX_VISITS} nodes; the answers keep the run in a loop"]
                 )
             node = self.playbook.nodes[node_id]
             step_number = self.playbook.step_index(node.step)
