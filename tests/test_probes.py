@@ -411,3 +411,40 @@ def test_big_grid_shows_mechanism_a_on_a_real_gpu(tmp_path: Path) -> None:
     result = ReprofileProbe().run(env, {"_timeout": 300})
     assert result.facts["cuda_available"] and "A" in result.facts["mechanisms"]
     assert result.facts["follows"] == "profiler"
+
+
+class RecordedRunner:
+    """A runner double that plays back a recorded tool output into the --log-file it was given."""
+
+    def __init__(self, recorded: str) -> None:
+        self.recorded = recorded
+        self.argv: list[str] = []
+
+    def run(
+        self, argv: Any, *, timeout: float, env: Any = None, cwd: str | None = None, log_path: Path | None = None
+    ) -> Any:
+        from wizard.runner import CommandResult
+
+        self.argv = list(argv)
+        log = Path(self.argv[self.argv.index("--log-file") + 1])
+        log.write_text(self.recorded)
+        return CommandResult(self.argv, 0, "", 0.1, False)
+
+
+def test_ncu_path_with_recorded_output(tmp_path: Path) -> None:
+    from wizard.probes.reprofile import _ncu
+
+    runner = RecordedRunner((OUTPUTS / "ncu-raw.csv").read_text())
+    env = env_for(tmp_path, runner=runner, which=lambda tool: f"/opt/nvidia/{tool}")
+    rows, status = _ncu(env, ["big_grid.py"], tmp_path, 60, "void big_grid_kernel<float>(int*)")
+    assert status == "ok" and rows[0]["launch__grid_size"] == 4294967294
+    assert runner.argv[:5] == ["/opt/nvidia/ncu", "--target-processes", "all", "-k", "regex:big_grid_kernel"]
+    denied = env_for(
+        tmp_path,
+        runner=RecordedRunner((OUTPUTS / "ncu-noperm.txt").read_text()),
+        which=lambda tool: f"/opt/nvidia/{tool}",
+    )
+    rows, status = _ncu(denied, ["big_grid.py"], tmp_path, 60, "big_grid_kernel")
+    assert rows == [] and "NVreg_RestrictProfilingToAdminUsers=0" in status
+    missing = env_for(tmp_path, which=lambda tool: None)
+    assert _ncu(missing, ["x.py"], tmp_path, 60, "k") == ([], "ncu not installed")

@@ -5,6 +5,7 @@ profiler or the kernel.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,13 @@ from typing import Any
 from wizard.environment import Environment
 from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status, ensure_dir
 from wizard.probes.common import harness_failure, no_workload, run_harness, workload_argv
-from wizard.probes.external_profilers import ExternalKernel, read_nsys_sqlite
+from wizard.probes.external_profilers import (
+    NCU_METRICS,
+    ExternalKernel,
+    NcuPermissionError,
+    parse_ncu_csv,
+    read_nsys_sqlite,
+)
 from wizard.probes.trace_inspect import inspection_facts
 from wizard.trace.inspect import inspect_paths
 
@@ -45,6 +52,51 @@ def _nsys(env: Environment, argv: list[str], out_dir: Path, timeout: float) -> t
     if not db.exists():
         return [], f"nsys ran (exit {result.returncode}) but wrote no SQLite export"
     return read_nsys_sqlite(db), "ok"
+
+
+def _ncu(
+    env: Environment, argv: list[str], out_dir: Path, timeout: float, kernel: str
+) -> tuple[list[dict[str, Any]], str]:
+    """Nsight Compute's authoritative launch and occupancy numbers for the flagged kernel."""
+    ncu = env.which("ncu")
+    if ncu is None:
+        return [], "ncu not installed"
+    from wizard.probes.common import HARNESS
+
+    name = re.escape(kernel.split("(", maxsplit=1)[0].split("<", maxsplit=1)[0].replace("void ", "").strip()[:60])
+    log = out_dir / "ncu.csv"
+    cmd = [
+        ncu,
+        "--target-processes",
+        "all",
+        "-k",
+        f"regex:{name}",
+        "-c",
+        "3",
+        "--metrics",
+        NCU_METRICS,
+        "--csv",
+        "--page",
+        "raw",
+        "--print-units",
+        "base",
+        "--clock-control",
+        "none",
+        "--log-file",
+        str(log),
+        env.python,
+        str(HARNESS),
+        "run",
+        "--",
+        *argv,
+    ]
+    result = env.runner.run(cmd, timeout=timeout * 4, env=env.child_env(), log_path=out_dir / "ncu-run.log")
+    text = (log.read_text(encoding="utf-8", errors="replace") if log.exists() else "") + result.output
+    try:
+        rows = parse_ncu_csv(text)
+    except NcuPermissionError as exc:
+        return [], str(exc)
+    return rows, "ok" if rows else f"ncu profiled no kernel matching {name!r} (exit {result.returncode})"
 
 
 class ReprofileProbe:
@@ -150,6 +202,21 @@ class ReprofileProbe:
                     f"nsys: {k.name[:60]} grid {k.grid} block {k.block} on {k.num_sms} SMs -> "
                     f"true blocks per SM {k.blocks_per_sm}, warps per SM {k.warps_per_sm}"
                 )
+        if fresh["worst_kernel"]:
+            rows, ncu_status = _ncu(env, argv, out_dir, timeout, fresh["worst_kernel"])
+            if ncu_status == "ok" and rows:
+                ran.append("Nsight Compute (launch and occupancy metrics)")
+                row = rows[0]
+                evidence.append(
+                    f"ncu: grid size {row.get('launch__grid_size')}, block {row.get('launch__block_size')}, "
+                    f"{row.get('device__attribute_multiprocessor_count')} SMs, theoretical occupancy "
+                    f"{row.get('sm__maximum_warps_per_active_cycle_pct')}%, achieved "
+                    f"{row.get('sm__warps_active.avg.pct_of_peak_sustained_active')}%, shared-memory block limit "
+                    f"{row.get('launch__occupancy_limit_shared_mem')}"
+                )
+                facts["ncu"] = row
+            else:
+                skipped["ncu"] = ncu_status
         versions_clean = [v for v, m in facts["versions"].items() if not m]
         if not fresh["impossible"]:
             facts["follows"] = "not reproduced"
