@@ -236,3 +236,24 @@ def test_parallel_read_falls_back_to_the_exact_path(tmp_path: Path, monkeypatch:
     contents = read_trace(path)
     assert contents.events == 3000 and contents.ops.count == 3000
     assert contents.timing["workers"] == 0  # it fell back
+
+
+def test_inspection_while_reading_equals_inspection_after(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from wizard.report.trace_json import inspection_to_dict
+    from wizard.trace.inspect import Inspection, inspect_trace
+
+    b = TraceBuilder()
+    for spec in demo_launches() * 300:
+        b.add(spec)
+    b.add(KernelSpec("wrapped", (100000, 30000, 1), (256, 1, 1)))
+    path = b.write(tmp_path / "t.json")
+    monkeypatch.setattr(reader_module, "BLOCK_SIZE", 64 << 10)
+    monkeypatch.setattr(reader_module, "PARALLEL_BLOCK", 32 << 10)
+    monkeypatch.setenv("WARPWIZARD_JOBS", "1")
+    after = inspection_to_dict(Inspection([inspect_trace(path)]))
+    monkeypatch.setattr(reader_module, "PARALLEL_MIN_BYTES", 1)
+    monkeypatch.setenv("WARPWIZARD_JOBS", "2")
+    during = inspection_to_dict(Inspection([inspect_trace(path)]))
+    for doc in (after, during):
+        doc["reports"][0].pop("timing")
+    assert during == after and during["mechanisms"]["A"] == 1

@@ -134,70 +134,106 @@ def _for_kernel(finding: Finding, k: KernelRecord) -> Finding:
     )
 
 
-def analyse(contents: TraceContents, sms: int | None = None) -> TraceReport:
-    """Check every kernel of one read trace (``sms``: the SM count for traces without device properties)."""
+class Classifier:
+    """Classifies kernels as they arrive, so analysis can overlap with reading.
+
+    Training steps launch the same kernels over and over: each distinct launch is
+    classified once, and a per-kernel Finding is made only when it becomes a group's
+    first or worst example.
+    """
+
+    def __init__(self, devices: dict[int, DeviceInfo], rocm: bool, source: TraceContents | None = None) -> None:
+        self.source = source  # the contents whose kernels were fed, in order
+        self.devices = devices
+        self.rocm = rocm
+        self.fed = 0
+        self.groups: dict[tuple[str, str], FindingGroup] = {}
+        self.worst_badness: dict[tuple[str, str], float] = {}
+        self.mechanisms: Counter[str] = Counter()
+        self.checked = 0
+        self.max_true_wps: float | None = None
+        self.memo: dict[tuple[Any, ...], tuple[KernelCheck, list[float]]] = {}
+
+    def feed(self, kernels: list[KernelRecord]) -> None:
+        self.fed += len(kernels)
+        memo, groups, worst_badness, mechanisms = self.memo, self.groups, self.worst_badness, self.mechanisms
+        for k in kernels:
+            signature = (
+                k.device,
+                k.grid,
+                k.block,
+                k.registers,
+                k.shared_memory,
+                k.blocks_per_sm.value,
+                k.blocks_per_sm.spelling,
+                k.warps_per_sm.value,
+                k.warps_per_sm.spelling,
+                k.occupancy.value,
+                k.occupancy.spelling,
+                k.occupancy_key,
+                k.fixed,
+            )
+            cached = memo.get(signature)
+            if cached is None:
+                result = check_kernel(k, device_for(self.devices, k.device), rocm=self.rocm)
+                cached = memo[signature] = (result, [f.badness() for f in result.findings])
+            result, badness = cached
+            if result.checked:
+                self.checked += 1
+                true_wps = result.corrected.get("warps per SM")
+                if (
+                    isinstance(true_wps, float)
+                    and math.isfinite(true_wps)
+                    and (self.max_true_wps is None or true_wps > self.max_true_wps)
+                ):
+                    self.max_true_wps = true_wps
+            for finding, bad in zip(result.findings, badness, strict=True):
+                mechanisms[finding.mechanism.value] += 1
+                key = (finding.mechanism.value, k.name)
+                group = groups.get(key)
+                if group is None:
+                    group = groups[key] = FindingGroup(
+                        finding.mechanism.value,
+                        finding.mechanism.describe,
+                        finding.severity,
+                        k.name,
+                        1,
+                        k.ts,
+                        _for_kernel(finding, k),
+                    )
+                    group.examples.append(k.index)
+                    worst_badness[key] = bad
+                else:
+                    if len(group.examples) < 8:
+                        group.examples.append(k.index)
+                    group.count += 1
+                    group.first_ts = min(group.first_ts, k.ts)
+                    if bad > worst_badness[key]:
+                        group.worst = _for_kernel(finding, k)
+                        worst_badness[key] = bad
+
+
+def analyse(contents: TraceContents, sms: int | None = None, classifier: Classifier | None = None) -> TraceReport:
+    """Check every kernel of one read trace (``sms``: the SM count for traces without device properties).
+
+    ``classifier`` may already hold the kernels classified while the file was being read.
+    """
     started = time.perf_counter()
     devices = device_table(contents.device_properties, contents.kernels, sms)
     rocm = contents.is_rocm
+    if (
+        classifier is None
+        or classifier.source is not contents
+        or classifier.devices != devices
+        or classifier.rocm != rocm
+    ):
+        classifier = Classifier(devices, rocm, contents)  # what was known while reading was not the whole story
+    classifier.feed(contents.kernels[classifier.fed :])
     notes: list[str] = []
-    groups: dict[tuple[str, str], FindingGroup] = {}
-    worst_badness: dict[tuple[str, str], float] = {}
-    mechanisms: Counter[str] = Counter()
-    checked = 0
-    max_true_wps: float | None = None
-    # Training steps launch the same kernels over and over: classify each distinct launch
-    # once, and make a per-kernel Finding only when it becomes a group's first or worst.
-    memo: dict[tuple[Any, ...], tuple[KernelCheck, list[float]]] = {}
-    for k in contents.kernels:
-        signature = (
-            k.device,
-            k.grid,
-            k.block,
-            k.registers,
-            k.shared_memory,
-            k.blocks_per_sm.value,
-            k.blocks_per_sm.spelling,
-            k.warps_per_sm.value,
-            k.warps_per_sm.spelling,
-            k.occupancy.value,
-            k.occupancy.spelling,
-            k.occupancy_key,
-            k.fixed,
-        )
-        cached = memo.get(signature)
-        if cached is None:
-            result = check_kernel(k, device_for(devices, k.device), rocm=rocm)
-            cached = memo[signature] = (result, [f.badness() for f in result.findings])
-        result, badness = cached
-        if result.checked:
-            checked += 1
-            true_wps = result.corrected.get("warps per SM")
-            if isinstance(true_wps, float) and math.isfinite(true_wps):
-                max_true_wps = true_wps if max_true_wps is None or true_wps > max_true_wps else max_true_wps
-        for finding, bad in zip(result.findings, badness, strict=True):
-            mechanisms[finding.mechanism.value] += 1
-            key = (finding.mechanism.value, k.name)
-            group = groups.get(key)
-            if group is None:
-                group = groups[key] = FindingGroup(
-                    finding.mechanism.value,
-                    finding.mechanism.describe,
-                    finding.severity,
-                    k.name,
-                    1,
-                    k.ts,
-                    _for_kernel(finding, k),
-                )
-                group.examples.append(k.index)
-                worst_badness[key] = bad
-            else:
-                if len(group.examples) < 8:
-                    group.examples.append(k.index)
-                group.count += 1
-                group.first_ts = min(group.first_ts, k.ts)
-                if bad > worst_badness[key]:
-                    group.worst = _for_kernel(finding, k)
-                    worst_badness[key] = bad
+    groups = classifier.groups
+    mechanisms = classifier.mechanisms
+    checked = classifier.checked
+    max_true_wps = classifier.max_true_wps
     if groups:
         kernels = contents.kernels
         wanted = {i for g in groups.values() for i in (g.worst.kernel_index, *g.examples)}
@@ -273,9 +309,20 @@ def analyse(contents: TraceContents, sms: int | None = None) -> TraceReport:
 
 def inspect_trace(path: str | Path, sms: int | None = None) -> TraceReport:
     started = time.perf_counter()
-    contents = read_trace(path)
+    classifier: Classifier | None = None
+
+    def classify_as_read(contents: TraceContents) -> None:
+        """Runs between merges while workers decode: classify what has arrived."""
+        nonlocal classifier
+        if classifier is None:
+            if not contents.device_properties:
+                return  # inferring SM counts needs every kernel: wait for the end
+            classifier = Classifier(device_table(contents.device_properties, [], sms), contents.is_rocm, contents)
+        classifier.feed(contents.kernels[classifier.fed :])
+
+    contents = read_trace(path, on_progress=classify_as_read)
     contents.timing["read_s"] = time.perf_counter() - started
-    return analyse(contents, sms)
+    return analyse(contents, sms, classifier)
 
 
 @dataclass(slots=True)

@@ -15,7 +15,7 @@ import json
 import re
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -74,6 +74,7 @@ class _Parser:
         self.pool: Executor | None = None
         self.in_flight = 4
         self.pending: deque[Future[PieceResult | None]] = deque()
+        self.on_progress: Callable[[TraceContents], None] | None = None
         self.clock: dict[str, float] = {
             "read_decompress_s": 0.0,
             "scan_s": 0.0,
@@ -249,6 +250,8 @@ class _Parser:
         assert isinstance(self.collect, Collector)
         self.collect.merge(part)
         self.clock["collect_s"] += time.perf_counter() - merged
+        if self.on_progress is not None:
+            self.on_progress(self.c)
 
     def _drain(self) -> None:
         while self.pending:
@@ -460,7 +463,7 @@ def _parallel_workers(path: Path) -> int:
     return cores if size * (8 if compressed else 1) >= PARALLEL_MIN_BYTES else 0
 
 
-def _read(p: Path, workers: int) -> TraceContents:
+def _read(p: Path, workers: int, on_progress: Callable[[TraceContents], None] | None = None) -> TraceContents:
     contents = TraceContents(path=str(p))
     try:
         source = TraceSource(p)
@@ -480,6 +483,7 @@ def _read(p: Path, workers: int) -> TraceContents:
             pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"))
             parser.pool = pool
             parser.in_flight = workers + 1
+            parser.on_progress = on_progress
         parser.run()
         parser._drain()
     except RecursionError:
@@ -504,7 +508,7 @@ def _read(p: Path, workers: int) -> TraceContents:
     return contents
 
 
-def read_trace(path: str | Path) -> TraceContents:
+def read_trace(path: str | Path, on_progress: Callable[[TraceContents], None] | None = None) -> TraceContents:
     """Read one trace file (``.json`` or ``.json.gz``) into compact records.
 
     Big files are decoded by worker processes block by block and merged in file order;
@@ -519,7 +523,7 @@ def read_trace(path: str | Path) -> TraceContents:
     workers = _parallel_workers(p)
     if workers:
         try:
-            return _read(p, workers)
+            return _read(p, workers, on_progress)
         except ParallelFallback:
             pass
     return _read(p, 0)
