@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import platform
 from dataclasses import asdict
 from typing import Any
 
@@ -80,6 +81,7 @@ def report_to_dict(report: TraceReport) -> dict[str, Any]:
 def inspection_to_dict(inspection: Inspection) -> dict[str, Any]:
     return {
         "schema": REPORT_SCHEMA,
+        "host": {"hostname": platform.node()},  # so `warpwizard compare` can tell machines apart
         "impossible": inspection.impossible,
         "mechanisms": inspection.mechanisms,
         "reports": [report_to_dict(r) for r in inspection.reports],
