@@ -28,10 +28,9 @@ from wizard.errors import (
 )
 from wizard.exit_status import ExitStatus
 
-EPILOG = """exit codes: 0 diagnosis reached / nothing impossible; 1 impossible values found (trace inspect)
-or invalid playbooks (validate); 2 usage; 3 invalid playbook; 4 bad or missing answers, or a prompt
-with no terminal; 5 a probe could not run; 6 unreadable input file; 70 internal error; 130 interrupted
-(answers saved)."""
+EPILOG = """exit codes: 0 diagnosis reached / nothing impossible; 1 impossible values found (trace inspect);
+2 usage; 3 invalid playbook (run, validate); 4 bad or missing answers, or a prompt with no terminal;
+5 a probe could not run; 6 unreadable input file; 70 internal error; 130 interrupted (answers saved)."""
 
 
 class _Parser(argparse.ArgumentParser):
