@@ -94,6 +94,9 @@ class EventSink:
 
 
 _CAT_OF = operator.attrgetter("cat")
+_NO_ARGS = EventArgs()
+OCCUPANCY_KEY = "est. achieved occupancy %"
+THEORETICAL_KEY = "theoretical occupancy %"
 _NUMBER = (int, float)
 
 
@@ -234,34 +237,42 @@ class Collector(EventSink):
         return found
 
     def _kernel(self, ev: Event) -> None:
-        args = ev.args or EventArgs()
+        args = ev.args or _NO_ARGS
         occupancy_key = None
         occupancy_value = args.occupancy
         if occupancy_value is not None:
-            occupancy_key = "est. achieved occupancy %"
+            occupancy_key = OCCUPANCY_KEY
         elif args.theoretical is not None:
-            occupancy_key, occupancy_value = "theoretical occupancy %", args.theoretical
-        record = KernelRecord(
-            name=self._intern(str(ev.name)),
-            ts=_number(ev.ts) or 0.0,
-            dur=_number(ev.dur) or 0.0,
-            pid=ev.pid,
-            tid=ev.tid,
-            device=args.device if type(args.device) is int else as_int(args.device),
-            stream=args.stream,
-            correlation=args.correlation if type(args.correlation) is int else as_int(args.correlation),
-            grid=self._dims(args.grid),
-            block=self._dims(args.block),
-            registers=args.registers if type(args.registers) is int else as_int(args.registers),
-            shared_memory=args.shared_memory if type(args.shared_memory) is int else as_int(args.shared_memory),
-            blocks_per_sm=self._value(args.blocks_per_sm),
-            warps_per_sm=self._value(args.warps_per_sm),
-            occupancy=self._value(occupancy_value),
-            occupancy_key=occupancy_key,
-            index=len(self.c.kernels),
-            fixed=args.fixed if isinstance(args.fixed, str) else None,
+            occupancy_key, occupancy_value = THEORETICAL_KEY, args.theoretical
+        device, correlation, registers, smem = args.device, args.correlation, args.registers, args.shared_memory
+        ts, dur = ev.ts, ev.dur
+        value = self._value
+        bps, wps, occ = value(args.blocks_per_sm), value(args.warps_per_sm), value(occupancy_value)
+        kernels = self.c.kernels
+        # Positional: this runs for every kernel of a gigabyte trace (field order of KernelRecord).
+        kernels.append(
+            KernelRecord(
+                self._intern(str(ev.name)),
+                float(ts) if type(ts) in _NUMBER else (_number(ts) or 0.0),
+                float(dur) if type(dur) in _NUMBER else (_number(dur) or 0.0),
+                ev.pid,
+                ev.tid,
+                device if type(device) is int else as_int(device),
+                args.stream,
+                correlation if type(correlation) is int else as_int(correlation),
+                self._dims(args.grid),
+                self._dims(args.block),
+                registers if type(registers) is int else as_int(registers),
+                smem if type(smem) is int else as_int(smem),
+                bps,
+                wps,
+                occ,
+                occupancy_key,
+                len(kernels),
+                args.fixed if isinstance(args.fixed, str) else None,
+            )
         )
-        for value in (record.blocks_per_sm, record.warps_per_sm, record.occupancy):
-            if value.spelling in ("bare", "quoted") and value.value is not None and not math.isfinite(value.value):
-                self.c.non_finite[value.spelling] += 1
-        self.c.kernels.append(record)
+        if bps.spelling != "number" or wps.spelling != "number" or occ.spelling != "number":
+            for r in (bps, wps, occ):
+                if r.spelling in ("bare", "quoted") and r.value is not None and not math.isfinite(r.value):
+                    self.c.non_finite[r.spelling] += 1

@@ -10,19 +10,21 @@ from array import array
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
 Dim3 = tuple[int, int, int]
 
 
-@dataclass(slots=True)
-class ReportedValue:
+class ReportedValue(msgspec.Struct, gc=False):
     """A metric as the trace wrote it: the number, and how a non-finite one was spelled."""
 
     value: float | None
     spelling: str = "number"  # number | bare (invalid JSON) | quoted | missing | other
 
 
-@dataclass(slots=True)
-class KernelRecord:
+class KernelRecord(msgspec.Struct, gc=False):
+    """One kernel launch as the trace recorded it (a C-level struct: a big trace has hundreds of thousands)."""
+
     name: str
     ts: float
     dur: float
