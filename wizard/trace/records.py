@@ -53,6 +53,9 @@ class RuntimeCall:
     name: str
 
 
+_UNSET = object()
+
+
 class RuntimeIndex:
     """Runtime/driver calls by correlation id, as flat arrays (a gigabyte trace has millions).
 
@@ -69,16 +72,19 @@ class RuntimeIndex:
         self._name_ids: dict[str, int] = {}
         self._name_list: list[str] = []
         self._lookup: dict[int, int] | None = None
+        self._last_pid: Any = _UNSET  # a pid/tid of None is possible; the sentinel is not
+        self._last_tid: Any = _UNSET
+        self._last_thread = -1
 
     def __len__(self) -> int:
         return len(self.correlations)
 
     def add(self, correlation: int, pid: Any, tid: Any, ts: float, name: Any) -> None:
-        key = (pid, tid)
-        thread = self._thread_ids.get(key)
-        if thread is None:
-            thread = self._thread_ids[key] = len(self._thread_keys)
-            self._thread_keys.append(key)
+        if tid == self._last_tid and pid == self._last_pid:
+            thread = self._last_thread
+        else:
+            thread = self._thread_id((pid, tid))
+            self._last_pid, self._last_tid, self._last_thread = pid, tid, thread
         name_id = self._name_ids.get(name)
         if name_id is None:
             name_id = self._name_ids[name] = len(self._name_list)
@@ -162,9 +168,9 @@ class IntervalIndex:
         self._threads: dict[tuple[Any, Any], _ThreadIntervals] = {}
         self._descriptors: list[Any] = []
         self._descriptor_ids: dict[Any, int] = {}
-        self.count = 0
         self._last: _ThreadIntervals | None = None
-        self._last_key: tuple[Any, Any] | None = None
+        self._last_pid: Any = None
+        self._last_tid: Any = None
 
     def ref(self, descriptor: Any) -> int:
         """The id of a descriptor (registered on first sight); add() takes ids, not objects."""
@@ -177,19 +183,21 @@ class IntervalIndex:
 
     def add(self, pid: Any, tid: Any, start: float, end: float, ref: int) -> None:
         thread = self._last
-        if self._last_key != (pid, tid):  # consecutive events are usually on one thread
+        if tid != self._last_tid or pid != self._last_pid or thread is None:  # runs of one thread are common
             thread = self._threads.get((pid, tid))
             if thread is None:
                 thread = self._threads[(pid, tid)] = _ThreadIntervals()
-            self._last, self._last_key = thread, (pid, tid)
-        assert thread is not None
+            self._last, self._last_pid, self._last_tid = thread, pid, tid
         starts = thread.starts
         if starts and start < starts[-1]:
             thread.sorted_ = False
         starts.append(start)
         thread.ends.append(end)
         thread.refs.append(ref)
-        self.count += 1
+
+    @property
+    def count(self) -> int:
+        return sum(len(t.starts) for t in self._threads.values())
 
     def merge(self, other: IntervalIndex) -> None:
         """Append another index's intervals (a later part of the same trace)."""
@@ -204,7 +212,7 @@ class IntervalIndex:
             mine.starts.extend(theirs.starts)
             mine.ends.extend(theirs.ends)
             mine.refs.extend(array("i", map(refs.__getitem__, theirs.refs)))
-        self.count += other.count
+        self._last = None
 
     def _sorted(self, thread: _ThreadIntervals) -> _ThreadIntervals:
         if not thread.sorted_:
