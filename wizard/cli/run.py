@@ -112,7 +112,6 @@ def run_playbook(opts: RunOptions, ui: Any, out: Any) -> ExitStatus:
     try:
         transcript = engine.run()
     except KeyboardInterrupt:
-        observer.close()
         target: str | None = opts.record or f"warpwizard-answers-{pb.id}.yaml"
         try:
             Path(str(target)).write_text(dump_answers(given, pb.id), encoding="utf-8")
@@ -120,7 +119,6 @@ def run_playbook(opts: RunOptions, ui: Any, out: Any) -> ExitStatus:
             target = None  # could not save; say so rather than name a file that is not there
         raise Interrupted(target) from None
     except MissingAnswer as exc:
-        observer.close()
         raise AnswersError([_missing_message(pb, exc.question, set(given) | set(values))]) from None
     finally:
         observer.close()

@@ -337,10 +337,7 @@ def parse_template(source: str) -> Template:
         parts.append(source[last:])
     if "{{" in source[last:]:
         raise ExpressionError("unclosed '{{'", source.index("{{", last))
-    stripped = (
-        tuple(p for p in parts if not (isinstance(p, str) and not p.strip()))
-        if any(isinstance(p, Expression) for p in parts)
-        and all(isinstance(p, Expression) or not p.strip() for p in parts)
-        else tuple(parts)
-    )
-    return Template(source, stripped)
+    holes = [p for p in parts if isinstance(p, Expression)]
+    if holes and all(isinstance(p, Expression) or not p.strip() for p in parts):
+        parts = list(holes)  # "  {{ x }} " is x itself, keeping its type, like "{{ x }}"
+    return Template(source, tuple(parts))

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from wizard.environment import Environment
+from wizard.environment import Environment, Workload
 from wizard.probes.base import ProbeResult, Status
 from wizard.runner import CommandResult
 
@@ -62,8 +62,6 @@ def workload_argv(env: Environment, params: dict[str, Any]) -> list[str] | None:
     text = params.get("workload")
     workload = env.workload
     if isinstance(text, str) and text.strip():
-        from wizard.environment import Workload
-
         workload = Workload.parse(text, env.python)
     if workload is None:
         return None

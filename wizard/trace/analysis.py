@@ -16,7 +16,6 @@ from wizard.trace.devices import DeviceInfo
 from wizard.trace.kineto_math import (
     INT32_MAX,
     early_kineto_warps_per_sm,
-    f32,
     kineto_blocks_per_sm,
     kineto_occupancy_percent,
     kineto_warps_per_sm,
@@ -31,7 +30,7 @@ from wizard.trace.occupancy import (
     UnknownArchitecture,
     active_blocks_per_sm,
 )
-from wizard.trace.records import KernelRecord, ReportedValue
+from wizard.trace.records import KernelRecord
 
 SMEM_DEFAULT_LIMIT = 49152
 HARDWARE_MAX_RESIDENT_WARPS = 64
@@ -137,10 +136,6 @@ def _dims(d: tuple[int, int, int]) -> str:
     return f"{d[0]}x{d[1]}x{d[2]}"
 
 
-def _value(r: ReportedValue) -> float | None:
-    return r.value
-
-
 def _true_occupancy(
     device: DeviceInfo, threads: int, registers: int, smem: int, grid_blocks: int, *, opt_in: bool
 ) -> tuple[float | None, tuple[str, ...], int | None]:
@@ -160,7 +155,7 @@ def check_kernel(k: KernelRecord, device: DeviceInfo | None, *, rocm: bool = Fal
     result = KernelCheck()
     if rocm or k.grid is None or k.block is None or k.fixed is not None:
         return result
-    bps, wps, occ = _value(k.blocks_per_sm), _value(k.warps_per_sm), _value(k.occupancy)
+    bps, wps, occ = k.blocks_per_sm.value, k.warps_per_sm.value, k.occupancy.value
     if bps is None and wps is None and occ is None:
         return result
     result.checked = True
@@ -380,6 +375,3 @@ def check_kernel(k: KernelRecord, device: DeviceInfo | None, *, rocm: bool = Fal
         "a profiler or device this tool does not know",
     )
     return result
-
-
-__all__ = ["PROFILER_BUGS", "Finding", "KernelCheck", "Mechanism", "check_kernel", "f32"]

@@ -118,8 +118,6 @@ GPU_PRESETS: dict[str, dict[str, Any]] = {
     },
 }
 
-PLANTS = ("A'", "B", "C", "D", "wrong-sms")
-
 
 @dataclass
 class KernelSpec:

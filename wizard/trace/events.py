@@ -63,8 +63,7 @@ class Event(msgspec.Struct, gc=False):
 
 EVENTS_DECODER = msgspec.json.Decoder(list[Event])
 RAW_DECODER = msgspec.json.Decoder(list[msgspec.Raw])
-_ARG_FIELDS = {f: (msgspec.structs.fields(EventArgs)) for f in ("x",)}["x"]
-_ARG_ENCODED = {f.encode_name: f.name for f in _ARG_FIELDS}
+_ARG_ENCODED = {f.encode_name: f.name for f in msgspec.structs.fields(EventArgs)}
 _RAW_FIELDS = frozenset({"input_dims", "input_dims_old", "input_type"})
 
 

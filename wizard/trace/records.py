@@ -244,6 +244,3 @@ class IntervalIndex:
         # On one thread intervals nest, so the containing one that started last is innermost.
         hits = self.containing(pid, tid, t, limit=1)
         return hits[0] if hits else None
-
-    def descriptors(self) -> list[Any]:
-        return self._descriptors
