@@ -33,7 +33,7 @@ class FakeProbe:
     def __init__(self) -> None:
         self.calls: list[Mapping[str, Any]] = []
 
-    def run(self, env: Environment, params: Mapping[str, Any]) -> ProbeResult:
+    def run(self, env: Environment, params: Mapping[str, Any], *, timeout: float = 600.0) -> ProbeResult:
         self.calls.append(dict(params))
         n = params["n"]
         status = Status.FAIL if n > 2 else Status.PASS

@@ -253,7 +253,7 @@ def test_reprofile_on_the_cpu_writes_a_trace_and_skips_honestly(tmp_path: Path) 
     env = env_for(
         tmp_path, workload=Workload.parse(f"python {EXAMPLES / 'workloads' / 'tiny_matmul.py'}", sys.executable)
     )
-    result = ReprofileProbe().run(env, {"_timeout": 180})
+    result = ReprofileProbe().run(env, {}, timeout=180)
     trace = Path(result.facts["trace"])
     assert trace.exists() and json.loads(trace.read_text())["traceEvents"]
     if not result.facts["cuda_available"]:
@@ -266,7 +266,7 @@ def test_reprofile_timeout_is_an_error_not_a_hang(tmp_path: Path) -> None:
     script.write_text("import time\ntime.sleep(300)\n")
     env = env_for(tmp_path, workload=Workload.parse(f"python {script}", sys.executable))
     started = time.monotonic()
-    result = ReprofileProbe().run(env, {"_timeout": 2})
+    result = ReprofileProbe().run(env, {}, timeout=2)
     assert time.monotonic() - started < 30
     assert result.status in (Status.ERROR, Status.SKIP)  # ERROR: timed out; SKIP only if torch is missing
     if HAVE_TORCH:
@@ -286,7 +286,7 @@ def test_launch_blocking_for_real(tmp_path: Path) -> None:
         "import sys\n" + f"sys.stderr.write(open({str(OUTPUTS / 'illegal-memory-access.txt')!r}).read())\nsys.exit(1)\n"
     )
     env = env_for(tmp_path, workload=Workload.parse(f"python {script}", sys.executable))
-    result = LaunchBlockingProbe().run(env, {"_timeout": 120})
+    result = LaunchBlockingProbe().run(env, {}, timeout=120)
     assert result.status is Status.FAIL
     assert result.facts["cuda_error"] == "an illegal memory access was encountered"
     assert result.facts["python_frame"] == "/home/alice/proj/model.py:88 in forward"
@@ -295,7 +295,7 @@ def test_launch_blocking_for_real(tmp_path: Path) -> None:
     clean = tmp_path / "ok.py"
     clean.write_text("print('fine')\n")
     ok = LaunchBlockingProbe().run(
-        env_for(tmp_path, workload=Workload.parse(f"python {clean}", sys.executable)), {"_timeout": 120}
+        env_for(tmp_path, workload=Workload.parse(f"python {clean}", sys.executable)), {}, timeout=120
     )
     assert ok.status in (Status.SKIP, Status.PASS) and ok.facts["exit_code"] == 0
 
@@ -304,7 +304,8 @@ def test_launch_blocking_for_real(tmp_path: Path) -> None:
 def test_op_isolate_writes_and_runs_a_repro(tmp_path: Path) -> None:
     result = OpIsolateProbe().run(
         env_for(tmp_path),
-        {"op": "aten::mul", "input_dims": "[[64, 32], [64, 32]]", "input_types": '["float", "float"]', "_timeout": 180},
+        {"op": "aten::mul", "input_dims": "[[64, 32], [64, 32]]", "input_types": '["float", "float"]'},
+        timeout=180,
     )
     script = Path(result.facts["repro_script"])
     assert script.exists() and "aten::mul" in script.read_text()
@@ -316,14 +317,14 @@ def test_op_isolate_writes_and_runs_a_repro(tmp_path: Path) -> None:
 @needs_torch
 def test_op_isolate_from_a_trace(tmp_path: Path) -> None:
     result = OpIsolateProbe().run(
-        env_for(tmp_path), {"trace": str(EXAMPLES / "traces" / "unexplained-aten-op.json"), "_timeout": 180}
+        env_for(tmp_path), {"trace": str(EXAMPLES / "traces" / "unexplained-aten-op.json")}, timeout=180
     )
     assert result.facts["op"] == "aten::mul" and result.facts["input_dims"] == "[[1024,256],[1024,256]]"
 
 
 def test_op_isolate_refuses_huge_inputs_on_the_cpu(tmp_path: Path) -> None:
     result = OpIsolateProbe().run(
-        env_for(tmp_path), {"trace": str(EXAMPLES / "traces" / "grid-overflow.json"), "_timeout": 60}
+        env_for(tmp_path), {"trace": str(EXAMPLES / "traces" / "grid-overflow.json")}, timeout=60
     )
     assert result.facts["op"] == "aten::index_select"
     assert Path(result.facts["repro_script"]).exists()
@@ -381,7 +382,7 @@ def test_trace_inspect_probe_facts(tmp_path: Path) -> None:
 def test_command_probe_needs_opt_in(tmp_path: Path) -> None:
     refused = CommandProbe().run(env_for(tmp_path), {"argv": ["echo", "hi"]})
     assert refused.status is Status.SKIP and refused.facts["exit_code"] is None
-    allowed = CommandProbe().run(env_for(tmp_path, allow_commands=True), {"argv": ["echo", "hi"], "_timeout": 10})
+    allowed = CommandProbe().run(env_for(tmp_path, allow_commands=True), {"argv": ["echo", "hi"]}, timeout=10)
     assert allowed.status is Status.PASS and allowed.facts["output_tail"] == "hi"
 
 
@@ -408,7 +409,7 @@ def gpu_visible() -> bool:
 )
 def test_big_grid_shows_mechanism_a_on_a_real_gpu(tmp_path: Path) -> None:
     env = env_for(tmp_path, workload=Workload.parse(f"python {EXAMPLES / 'workloads' / 'big_grid.py'}", sys.executable))
-    result = ReprofileProbe().run(env, {"_timeout": 300})
+    result = ReprofileProbe().run(env, {}, timeout=300)
     assert result.facts["cuda_available"] and "A" in result.facts["mechanisms"]
     assert result.facts["follows"] == "profiler"
 

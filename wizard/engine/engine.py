@@ -172,7 +172,7 @@ class Engine:
                 params[spec.name] = spec.default
         started = time.perf_counter()
         try:
-            result = probe.run(self.env, {**params, "_timeout": node.timeout})
+            result = probe.run(self.env, params, timeout=node.timeout)
         except WizardError as exc:
             result = ProbeResult(Status.ERROR, str(exc))
         except OSError as exc:

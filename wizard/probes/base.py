@@ -71,7 +71,9 @@ class Probe(Protocol):
     params: tuple[ParamSpec, ...]
     facts: tuple[FactSpec, ...]
 
-    def run(self, env: Environment, params: Mapping[str, Any]) -> ProbeResult: ...
+    def run(self, env: Environment, params: Mapping[str, Any], *, timeout: float = 600.0) -> ProbeResult:
+        """Run with ``timeout`` seconds for each program the probe starts."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,7 +24,7 @@ class CommandProbe:
         FactSpec("allowed", "bool", "whether the user allowed commands"),
     )
 
-    def run(self, env: Environment, params: Mapping[str, Any]) -> ProbeResult:
+    def run(self, env: Environment, params: Mapping[str, Any], *, timeout: float = 600.0) -> ProbeResult:
         argv = [str(a) for a in params.get("argv") or []]
         if not env.allow_commands:
             return ProbeResult(
@@ -38,7 +38,7 @@ class CommandProbe:
             )
         result = env.runner.run(
             argv,
-            timeout=float(params.get("_timeout", 600)),
+            timeout=timeout,
             env=env.child_env(),
             log_path=env.report_dir / "logs" / "command.log",
         )

@@ -102,9 +102,9 @@ class EnvProbe:
         FactSpec("mig", "bool", "whether any GPU is in MIG mode"),
     )
 
-    def run(self, env: Environment, params: Mapping[str, Any]) -> ProbeResult:
+    def run(self, env: Environment, params: Mapping[str, Any], *, timeout: float = 120.0) -> ProbeResult:
         python = params.get("python") or env.python
-        run = run_harness(env, "env", [], timeout=float(params.get("_timeout", 120)), log_name="env", python=python)
+        run = run_harness(env, "env", [], timeout=timeout, log_name="env", python=python)
         torch_info = run.result or {}
         facts: dict[str, Any] = {
             "torch_version": torch_info.get("torch_version", "could not collect"),

@@ -34,7 +34,7 @@ class HardwareCompareProbe:
         FactSpec("machines", "int", "how many data points were compared"),
     )
 
-    def run(self, env: Environment, params: Mapping[str, Any]) -> ProbeResult:
+    def run(self, env: Environment, params: Mapping[str, Any], *, timeout: float = 600.0) -> ProbeResult:
         reports: list[MachineReport] = []
         problems: list[str] = []
         for path in params.get("reports") or env.compare_reports:
@@ -53,7 +53,7 @@ class HardwareCompareProbe:
                 trace = out_dir / f"gpu{dev['index']}-trace.json"
                 run = env.runner.run(
                     [env.python, repro, str(trace)],
-                    timeout=float(params.get("_timeout", 600)),
+                    timeout=timeout,
                     env=env.child_env(CUDA_VISIBLE_DEVICES=str(dev["index"])),
                     log_path=out_dir / f"gpu{dev['index']}.log",
                 )

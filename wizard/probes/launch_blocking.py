@@ -35,11 +35,10 @@ class LaunchBlockingProbe:
         FactSpec("sanitizer_location", "str", "kernel+offset [file:line] of that access"),
     )
 
-    def run(self, env: Environment, params: Mapping[str, Any]) -> ProbeResult:
+    def run(self, env: Environment, params: Mapping[str, Any], *, timeout: float = 600.0) -> ProbeResult:
         argv = workload_argv(env, dict(params))
         if argv is None:
             return no_workload(self.name)
-        timeout = float(params.get("_timeout", 600))
         out_dir = ensure_dir(env.report_dir / "launch-blocking")
         extra = {"CUDA_LAUNCH_BLOCKING": "1", "TORCH_USE_CUDA_DSA": "1", "PYTORCH_USE_CUDA_DSA": "1"}
         preflight = run_harness(env, "env", [], timeout=min(timeout, 120), log_name="launch-blocking-env")

@@ -34,7 +34,7 @@ class MetricsSanityProbe:
         FactSpec("examples", "list", "one line per kind of problem found"),
     )
 
-    def run(self, env: Environment, params: Mapping[str, Any]) -> ProbeResult:
+    def run(self, env: Environment, params: Mapping[str, Any], *, timeout: float = 600.0) -> ProbeResult:
         paths = params.get("trace")
         paths = paths if isinstance(paths, list) else [paths] if paths else []
         counts: Counter[str] = Counter()

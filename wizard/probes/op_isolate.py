@@ -122,7 +122,7 @@ class OpIsolateProbe:
         FactSpec("mechanisms", "list", "mechanisms found in the repro's trace"),
     )
 
-    def run(self, env: Environment, params: Mapping[str, Any]) -> ProbeResult:
+    def run(self, env: Environment, params: Mapping[str, Any], *, timeout: float = 600.0) -> ProbeResult:
         op, dims, types = params.get("op"), params.get("input_dims"), params.get("input_types")
         if not op and params.get("trace"):
             paths = params["trace"] if isinstance(params["trace"], list) else [params["trace"]]
@@ -187,7 +187,7 @@ class OpIsolateProbe:
             )
         run = env.runner.run(
             [env.python, str(script), str(trace)],
-            timeout=float(params.get("_timeout", 600)),
+            timeout=timeout,
             env=env.child_env(),
             log_path=out_dir / "repro.log",
         )

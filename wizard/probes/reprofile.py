@@ -119,11 +119,10 @@ class ReprofileProbe:
         FactSpec("versions", "dict", "interpreter -> mechanisms found with its torch"),
     )
 
-    def run(self, env: Environment, params: Mapping[str, Any]) -> ProbeResult:
+    def run(self, env: Environment, params: Mapping[str, Any], *, timeout: float = 600.0) -> ProbeResult:
         argv = workload_argv(env, dict(params))
         if argv is None:
             return no_workload(self.name)
-        timeout = float(params.get("_timeout", 600))
         out_dir = ensure_dir(env.report_dir / "reprofile")
         trace = out_dir / "torch-profiler.json"
         run = run_harness(env, "profile", [str(trace), "--", *argv], timeout=timeout, log_name="reprofile")

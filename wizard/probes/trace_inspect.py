@@ -125,7 +125,7 @@ class TraceInspectProbe:
     )
     facts: tuple[FactSpec, ...] = tuple(FactSpec(k, "any", v) for k, v in FACT_HELP.items())
 
-    def run(self, env: Environment, params: Mapping[str, Any]) -> ProbeResult:
+    def run(self, env: Environment, params: Mapping[str, Any], *, timeout: float = 600.0) -> ProbeResult:
         paths = [p for p in _paths(params.get("paths")) if p]
         if not paths:
             return ProbeResult(Status.SKIP, "no trace file given", facts={"mechanisms": [], "impossible": False})
