@@ -9,7 +9,7 @@ from typing import Any
 from wizard.environment import Environment
 from wizard.errors import InputFileError
 from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status
-from wizard.trace.analysis import PROFILER_BUGS, Mechanism
+from wizard.trace.analysis import Mechanism, is_wrong
 from wizard.trace.inspect import FindingGroup, Inspection, inspect_paths
 
 
@@ -32,7 +32,7 @@ def _worst(inspection: Inspection) -> FindingGroup | None:
 def inspection_facts(inspection: Inspection) -> dict[str, Any]:
     """Facts a playbook can branch on, from a finished inspection."""
     mechanisms = inspection.mechanisms
-    bug_ids = sorted(m for m in mechanisms if m == Mechanism.UNEXPLAINED.value or Mechanism(m) in PROFILER_BUGS)
+    bug_ids = sorted(m for m in mechanisms if is_wrong(m))
     worst = _worst(inspection)
     reports = inspection.reports
     devices = {d["name"] for r in reports for d in r.devices if d.get("name")}

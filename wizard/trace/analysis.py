@@ -11,8 +11,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Any
 
-from wizard.trace.devices import DeviceInfo
+from wizard.trace.devices import DeviceInfo, device_for
 from wizard.trace.kineto_math import (
     INT32_MAX,
     early_kineto_warps_per_sm,
@@ -75,6 +76,11 @@ PROFILER_BUGS = frozenset(
         Mechanism.SHARED_MEMORY_LIMIT,
     }
 )
+
+
+def is_wrong(mechanism: str) -> bool:
+    """Whether a mechanism id means a wrong value: a profiler bug, or an unexplained disagreement (not F)."""
+    return mechanism == Mechanism.UNEXPLAINED.value or Mechanism(mechanism) in PROFILER_BUGS
 
 
 @dataclass(slots=True)
@@ -375,3 +381,35 @@ def check_kernel(k: KernelRecord, device: DeviceInfo | None, *, rocm: bool = Fal
         "a profiler or device this tool does not know",
     )
     return result
+
+
+class MemoChecker:
+    """``check_kernel`` once per distinct launch: training steps repeat the same kernels, so a
+    gigabyte trace has hundreds of thousands of launches but a few thousand distinct ones.
+    Identical launches get the very same KernelCheck object back."""
+
+    def __init__(self, devices: dict[int, DeviceInfo], rocm: bool) -> None:
+        self.devices = devices
+        self.rocm = rocm
+        self._memo: dict[tuple[Any, ...], KernelCheck] = {}
+
+    def check(self, k: KernelRecord) -> KernelCheck:
+        signature = (
+            k.device,
+            k.grid,
+            k.block,
+            k.registers,
+            k.shared_memory,
+            k.blocks_per_sm.value,
+            k.blocks_per_sm.spelling,
+            k.warps_per_sm.value,
+            k.warps_per_sm.spelling,
+            k.occupancy.value,
+            k.occupancy.spelling,
+            k.occupancy_key,
+            k.fixed,
+        )
+        result = self._memo.get(signature)
+        if result is None:
+            result = self._memo[signature] = check_kernel(k, device_for(self.devices, k.device), rocm=self.rocm)
+        return result

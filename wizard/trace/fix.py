@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import IO, Any, cast
 
 from wizard.errors import InputFileError
-from wizard.trace.analysis import PROFILER_BUGS, check_kernel
-from wizard.trace.devices import device_for, device_table
+from wizard.trace.analysis import PROFILER_BUGS, MemoChecker
+from wizard.trace.devices import device_table
 from wizard.trace.reader import KERNEL_CATEGORIES, EventSink, parse_into, read_trace, unmark_bare
 
 ORIGINAL_ARG = "warpwizard original"
@@ -111,12 +111,12 @@ def fix_trace(source: str | Path, output: str | Path) -> FixSummary:
     if src.resolve() == out.resolve():
         raise InputFileError(f"{out}: refusing to overwrite the input trace; name another output file")
     contents = read_trace(src)
-    devices = device_table(contents.device_properties, contents.kernels)
+    checker = MemoChecker(device_table(contents.device_properties, contents.kernels), contents.is_rocm)
     corrections: dict[int, tuple[str, dict[str, Any]]] = {}
     mechanisms: dict[str, int] = {}
     uncorrectable = 0
     for k in contents.kernels:
-        result = check_kernel(k, device_for(devices, k.device), rocm=contents.is_rocm)
+        result = checker.check(k)
         bugs = [f for f in result.findings if f.mechanism in PROFILER_BUGS]
         if not bugs:
             continue

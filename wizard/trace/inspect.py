@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from wizard.errors import InputFileError
-from wizard.trace.analysis import PROFILER_BUGS, Finding, KernelCheck, Mechanism, check_kernel
-from wizard.trace.devices import DeviceInfo, device_for, device_table
+from wizard.trace.analysis import Finding, Mechanism, MemoChecker, is_wrong
+from wizard.trace.devices import DeviceInfo, device_table
 from wizard.trace.reader import TraceContents, Truncation, iter_trace_files, read_trace
 from wizard.trace.records import KernelRecord, OpInfo, RuntimeCall
 
@@ -76,7 +76,7 @@ class TraceReport:
 
     @property
     def impossible(self) -> bool:
-        return any(Mechanism(m) in PROFILER_BUGS or m == Mechanism.UNEXPLAINED.value for m in self.mechanisms)
+        return any(is_wrong(m) for m in self.mechanisms)
 
 
 def link_op(
@@ -152,32 +152,17 @@ class Classifier:
         self.mechanisms: Counter[str] = Counter()
         self.checked = 0
         self.max_true_wps: float | None = None
-        self.memo: dict[tuple[Any, ...], tuple[KernelCheck, list[float]]] = {}
+        self.checker = MemoChecker(devices, rocm)
+        self.badness: dict[int, list[float]] = {}  # id(KernelCheck) -> each finding's badness
 
     def feed(self, kernels: list[KernelRecord]) -> None:
         self.fed += len(kernels)
-        memo, groups, worst_badness, mechanisms = self.memo, self.groups, self.worst_badness, self.mechanisms
+        groups, worst_badness, mechanisms = self.groups, self.worst_badness, self.mechanisms
         for k in kernels:
-            signature = (
-                k.device,
-                k.grid,
-                k.block,
-                k.registers,
-                k.shared_memory,
-                k.blocks_per_sm.value,
-                k.blocks_per_sm.spelling,
-                k.warps_per_sm.value,
-                k.warps_per_sm.spelling,
-                k.occupancy.value,
-                k.occupancy.spelling,
-                k.occupancy_key,
-                k.fixed,
-            )
-            cached = memo.get(signature)
-            if cached is None:
-                result = check_kernel(k, device_for(self.devices, k.device), rocm=self.rocm)
-                cached = memo[signature] = (result, [f.badness() for f in result.findings])
-            result, badness = cached
+            result = self.checker.check(k)
+            badness = self.badness.get(id(result))
+            if badness is None:
+                badness = self.badness[id(result)] = [f.badness() for f in result.findings]
             if result.checked:
                 self.checked += 1
                 true_wps = result.corrected.get("warps per SM")
