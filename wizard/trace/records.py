@@ -71,7 +71,8 @@ class RuntimeIndex:
         self._thread_keys: list[tuple[Any, Any]] = []
         self._name_ids: dict[str, int] = {}
         self._name_list: list[str] = []
-        self._lookup: dict[int, int] | None = None
+        self._lookup: dict[int, int] | None = None  # built by get(), for the few single lookups
+        self._lookup_size = 0
         self._last_pid: Any = _UNSET  # a pid/tid of None is possible; the sentinel is not
         self._last_tid: Any = _UNSET
         self._last_thread = -1
@@ -93,7 +94,6 @@ class RuntimeIndex:
         self.threads.append(thread)
         self.starts.append(ts)
         self.names.append(name_id)
-        self._lookup = None
 
     def merge(self, other: RuntimeIndex) -> None:
         """Append another index's calls (a later part of the same trace)."""
@@ -103,7 +103,6 @@ class RuntimeIndex:
         self.threads.extend(array("i", map(threads.__getitem__, other.threads)))
         self.starts.extend(other.starts)
         self.names.extend(array("i", map(names.__getitem__, other.names)))
-        self._lookup = None
 
     def _thread_id(self, key: tuple[Any, Any]) -> int:
         thread = self._thread_ids.get(key)
@@ -132,8 +131,9 @@ class RuntimeIndex:
 
     def get(self, correlation: int) -> RuntimeCall | None:
         """One call; the first use builds a dict, so only for small traces or tests."""
-        if self._lookup is None:
+        if self._lookup is None or self._lookup_size != len(self.correlations):  # calls were added since
             self._lookup = {corr: i for i, corr in enumerate(self.correlations)}
+            self._lookup_size = len(self.correlations)
         i = self._lookup.get(correlation)
         if i is None:
             return None
