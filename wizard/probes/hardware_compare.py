@@ -44,10 +44,14 @@ class HardwareCompareProbe:
                 problems.append(str(exc))
         repro = params.get("repro") or str(env.report_dir / "op-isolate" / "repro.py")
         tested: list[str] = []
-        info = run_harness(env, "env", [], timeout=120, log_name="hardware-env").result or {}
+        has_repro = Path(repro).exists()
+        # Listing GPUs starts a torch process: only worth it with a repro to run on them.
+        info: dict[str, Any] = {}
+        if has_repro:
+            info = run_harness(env, "env", [], timeout=120, log_name="hardware-env").result or {}
         devices = info.get("devices") or []
         host = socket.gethostname()
-        if devices and Path(repro).exists():
+        if devices and has_repro:
             out_dir = ensure_dir(env.report_dir / "hardware")
             for dev in devices:
                 trace = out_dir / f"gpu{dev['index']}-trace.json"
@@ -86,7 +90,13 @@ class HardwareCompareProbe:
             f"{m.key}: {'impossible values ' + ', '.join(m.mechanisms) if m.impossible else 'clean'}" for m in reports
         ] + problems
         if len(reports) < 2:
-            why = "no CUDA device here" if not devices else "fewer than two data points"
+            why = (
+                "no repro to run here"
+                if not has_repro
+                else "no CUDA device here"
+                if not devices
+                else "fewer than two data points"
+            )
             return ProbeResult(
                 Status.SKIP,
                 f"nothing to compare ({why}); pass reports from other machines with --compare REPORT.json",

@@ -74,6 +74,16 @@ def env_info() -> dict[str, Any]:
     return info
 
 
+def _cuda_available() -> bool | None:
+    """After the workload: it has usually imported torch already, so asking costs nothing."""
+    try:
+        import torch
+
+        return bool(torch.cuda.is_available())
+    except Exception:  # noqa: BLE001 - no torch, or a broken one: unknown
+        return None
+
+
 def _run_script(argv: list[str]) -> int:
     """Run ``python SCRIPT ARGS`` or ``-m MODULE ARGS`` in this process; return its exit code."""
     sys.argv = list(argv)
@@ -138,7 +148,7 @@ def main(args: list[str]) -> None:
         profile(args[1], rest, legacy=mode == "legacy")
     elif mode == "run":
         code = _run_script(rest)
-        emit({"ok": code == 0, "exit_code": code})
+        emit({"ok": code == 0, "exit_code": code, "cuda_available": _cuda_available()})
         sys.exit(code)
     else:
         print(f"unknown mode {mode!r}", file=sys.stderr)

@@ -41,9 +41,12 @@ class LaunchBlockingProbe:
             return no_workload(self.name)
         out_dir = ensure_dir(env.report_dir / "launch-blocking")
         extra = {"CUDA_LAUNCH_BLOCKING": "1", "TORCH_USE_CUDA_DSA": "1", "PYTORCH_USE_CUDA_DSA": "1"}
-        preflight = run_harness(env, "env", [], timeout=min(timeout, 120), log_name="launch-blocking-env")
-        cuda = bool(preflight.result and preflight.result.get("cuda_available"))
         run = run_harness(env, "run", ["--", *argv], timeout=timeout, log_name="launch-blocking", extra_env=extra)
+        if run.result is not None:
+            cuda = bool(run.result.get("cuda_available"))
+        else:  # the workload took the harness down with it: ask separately
+            preflight = run_harness(env, "env", [], timeout=min(timeout, 120), log_name="launch-blocking-env")
+            cuda = bool(preflight.result and preflight.result.get("cuda_available"))
         if run.command.timed_out:
             failed = harness_failure(self.name, run)
             assert failed is not None

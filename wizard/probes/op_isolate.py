@@ -6,7 +6,6 @@ whether one op is enough to reproduce the anomaly.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -43,6 +42,7 @@ input dtypes: {types}
 Run it anywhere with: python {name} [OUT_TRACE.json]
 """
 import json
+import math
 import sys
 
 import torch
@@ -53,6 +53,10 @@ TYPES = {types_json}
 DTYPES = {dtypes!r}
 OUT = sys.argv[1] if len(sys.argv) > 1 else "repro-trace.json"
 device = "cuda" if torch.cuda.is_available() else "cpu"
+ELEMENTS = sum(math.prod(s) for s in SHAPES if isinstance(s, list) and s)
+if device == "cpu" and ELEMENTS > {cpu_limit}:  # a GPU-sized input would exhaust a CPU's memory
+    print("{mark}" + json.dumps({{"ok": False, "device": device, "too_large": ELEMENTS}}))
+    sys.exit(0)
 
 
 def make(shape, type_name):
@@ -97,10 +101,6 @@ def _loads(value: Any) -> Any:
         except json.JSONDecodeError:
             return None
     return value
-
-
-def _elements(shapes: list[Any]) -> int:
-    return sum(math.prod(s) for s in shapes if isinstance(s, list) and s and all(isinstance(d, int) for d in s))
 
 
 class OpIsolateProbe:
@@ -160,6 +160,7 @@ class OpIsolateProbe:
                 types_json=json.dumps(type_names),
                 dtypes=DTYPES,
                 mark=MARK,
+                cpu_limit=CPU_ELEMENT_LIMIT,
             ),
             encoding="utf-8",
         )
@@ -173,18 +174,6 @@ class OpIsolateProbe:
                 files=[str(script)],
             )
         trace = out_dir / "repro-trace.json"
-        probe = env.runner.run(
-            [env.python, "-c", "import torch; print(torch.cuda.is_available())"], timeout=120, env=env.child_env()
-        )
-        cuda = probe.output.strip().endswith("True")
-        if not cuda and _elements(shapes) > CPU_ELEMENT_LIMIT:
-            return ProbeResult(
-                Status.SKIP,
-                f"no CUDA device, and the inputs ({_elements(shapes)} elements) are too "
-                "large to run on the CPU; the repro script was written",
-                facts=base,
-                files=[str(script)],
-            )
         run = env.runner.run(
             [env.python, str(script), str(trace)],
             timeout=timeout,
@@ -197,6 +186,14 @@ class OpIsolateProbe:
             return ProbeResult(
                 Status.ERROR,
                 f"the repro did not finish (exit {run.returncode}); see {run.log_path}",
+                facts=base,
+                files=files,
+            )
+        if result.get("too_large"):
+            return ProbeResult(
+                Status.SKIP,
+                f"no CUDA device, and the inputs ({result['too_large']} elements) are too "
+                "large to run on the CPU; the repro script was written",
                 facts=base,
                 files=files,
             )
