@@ -81,6 +81,5 @@ class Transcript:
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
-        data["schema"] = TRANSCRIPT_SCHEMA
         data["entries"] = [{k: v for k, v in e.items() if v is not None} for e in data["entries"]]
-        return {"schema": TRANSCRIPT_SCHEMA, **{k: v for k, v in data.items() if k != "schema"}}
+        return {"schema": TRANSCRIPT_SCHEMA, **data}  # schema first, for people reading the file

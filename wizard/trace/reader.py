@@ -85,16 +85,15 @@ class _Parser:
 
     # -- buffer -------------------------------------------------------------------------
     def _fill(self, minimum: int = BLOCK_SIZE) -> bool:
-        if self.pos > 0:
-            self.base += self.pos
-            self.buf = self.buf[self.pos :]
-            self.pos = 0
+        """Drop what was consumed and append the next block (the leftover is copied once)."""
         started = time.perf_counter()
         data = self.src.read(max(minimum, BLOCK_SIZE))
         self.clock["read_decompress_s"] += time.perf_counter() - started
+        self.base += self.pos
+        self.buf = self.buf[self.pos :] + data if self.pos else self.buf + data
+        self.pos = 0
         if not data:
             return False
-        self.buf += data
         self.c.bytes_read = self.base + len(self.buf)
         return True
 
