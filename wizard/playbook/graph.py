@@ -19,27 +19,6 @@ def _label(node: Node) -> str:
     return text.replace('"', "'").replace("\n", " ")[:80]
 
 
-def _edges(node: Node) -> list[tuple[str, str]]:
-    out: list[tuple[str, str]] = []
-    if isinstance(node, QuestionNode):
-        out += [
-            (str(k).lower() if isinstance(k, bool) else str(k), t) for k, t in node.next_by_value.items() if k != "*"
-        ]
-        if node.next:
-            out.append(("other" if node.next_by_value else "", node.next))
-    elif isinstance(node, ProbeNode):
-        handled = set(node.on)
-        out += [(k, t) for k, t in node.on.items()]
-        if node.next:
-            rest = [o for o in ("pass", "warn", "fail", "skip", "error") if o not in handled]
-            out.append(("/".join(rest) if handled else "", node.next))
-    elif isinstance(node, DecisionNode):
-        out += [(b.when.source[:50], b.goto) for b in node.branches]
-        if node.default:
-            out.append(("otherwise", node.default))
-    return out
-
-
 def mermaid(pb: Playbook) -> str:
     shapes = {
         QuestionNode: ('[/"', '"/]'),
@@ -64,7 +43,7 @@ def mermaid(pb: Playbook) -> str:
         left, right = shapes[type(node)]
         lines.append(f"  {node.id}{left}{_label(node)}{right}")
     for node in pb.nodes.values():
-        for label, target in _edges(node):
+        for label, target in ((e.label, e.target) for e in node.edges()):
             text = label.replace('"', "'").replace("|", "/")
             lines.append(f'  {node.id} -->|"{text}"| {target}' if text else f"  {node.id} --> {target}")
     return "\n".join(lines) + "\n"
@@ -85,7 +64,7 @@ def dot(pb: Playbook) -> str:
         if node.step is None:
             lines.append(f'  {node.id} [shape={shapes[type(node)]}, label="{_label(node)}"];')
     for node in pb.nodes.values():
-        for label, target in _edges(node):
+        for label, target in ((e.label, e.target) for e in node.edges()):
             lines.append(f'  {node.id} -> {target} [label="{label.replace(chr(34), chr(39))}"];')
     lines.append("}")
     return "\n".join(lines) + "\n"
@@ -124,7 +103,7 @@ def explain(pb: Playbook) -> str:
                 )
             if node.explain:
                 out.append("  " + " ".join(node.explain.split()))
-            for label, target in _edges(node):
+            for label, target in ((e.label, e.target) for e in node.edges()):
                 out.append(f"  - {label or 'then'} -> `{target}`")
         out.append("")
     return "\n".join(out).rstrip() + "\n"

@@ -389,11 +389,8 @@ def _check_graph(c: _Checker, pb_start: str, nodes: dict[str, Node], node_where:
     edges: dict[str, list[str]] = {}
     for node_id, node in nodes.items():
         where = node_where[node_id]
-        targets: list[tuple[str, Path_]] = []
+        targets = [(edge.target, edge.at) for edge in node.edges()]
         if isinstance(node, QuestionNode):
-            targets += [(t, ("next", k)) for k, t in node.next_by_value.items()]
-            if node.next and "*" not in node.next_by_value:
-                targets.append((node.next, ("next",)))
             if node.next_by_value and node.next is None:
                 values = (
                     [ch.value for ch in node.choices]
@@ -409,24 +406,16 @@ def _check_graph(c: _Checker, pb_start: str, nodes: dict[str, Node], node_where:
                     )
             elif node.next is None:
                 c.problem(where, f"dead end: question {node_id!r} has no 'next'")
-        elif isinstance(node, ProbeNode):
-            targets += [(t, ("on", k)) for k, t in node.on.items()]
-            if node.next:
-                targets.append((node.next, ("next",)))
-            else:
-                unhandled = [o for o in OUTCOMES if o not in node.on]
-                if unhandled:
-                    c.problem(
-                        where,
-                        f"dead end: probe node {node_id!r} handles no outcome {', '.join(unhandled)}; "
-                        "map them under 'on' or give a 'next' for the rest",
-                    )
-        elif isinstance(node, DecisionNode):
-            targets += [(b.goto, ("branches", i, "goto")) for i, b in enumerate(node.branches)]
-            if node.default:
-                targets.append((node.default, ("default",)))
-            else:
-                c.problem(where, f"dead end: decision {node_id!r} has no 'default' for when no branch matches")
+        elif isinstance(node, ProbeNode) and not node.next:
+            unhandled = [o for o in OUTCOMES if o not in node.on]
+            if unhandled:
+                c.problem(
+                    where,
+                    f"dead end: probe node {node_id!r} handles no outcome {', '.join(unhandled)}; "
+                    "map them under 'on' or give a 'next' for the rest",
+                )
+        elif isinstance(node, DecisionNode) and not node.default:
+            c.problem(where, f"dead end: decision {node_id!r} has no 'default' for when no branch matches")
         for target, at in targets:
             if target not in nodes:
                 c.problem((*where, *at), f"unknown node {target!r}{_suggest(target, ids)}")

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wizard.playbook.conditions import Expression, Template
+from wizard.probes.base import OUTCOMES
 
 QUESTION_TYPES = ("confirm", "select", "text", "number", "path")
 SEVERITIES = ("info", "warning", "error")
@@ -32,6 +33,15 @@ class Validation:
     must_exist: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class Edge:
+    """One way out of a node: where it leads, its label in pictures, and where the YAML says so."""
+
+    label: str
+    target: str
+    at: tuple[str | int, ...]  # path under the node, for file:line:column in problems
+
+
 @dataclass(slots=True)
 class Node:
     id: str
@@ -39,6 +49,9 @@ class Node:
     step: str | None
     explain: str
     line: int
+
+    def edges(self) -> list[Edge]:
+        return []
 
 
 @dataclass(slots=True)
@@ -51,6 +64,17 @@ class QuestionNode(Node):
     validation: Validation = field(default_factory=Validation)
     next: str | None = None
     next_by_value: dict[Any, str] = field(default_factory=dict)
+
+    def edges(self) -> list[Edge]:
+        out = [
+            Edge(str(k).lower() if isinstance(k, bool) else str(k), t, ("next", k))
+            for k, t in self.next_by_value.items()
+            if k != "*"
+        ]
+        if self.next:
+            at: tuple[str | int, ...] = ("next", "*") if "*" in self.next_by_value else ("next",)
+            out.append(Edge("other" if self.next_by_value else "", self.next, at))
+        return out
 
     def target(self, value: Any) -> str | None:
         if self.next_by_value:
@@ -77,6 +101,13 @@ class ProbeNode(Node):
     def target(self, outcome: str) -> str | None:
         return self.on.get(outcome, self.next)
 
+    def edges(self) -> list[Edge]:
+        out = [Edge(k, t, ("on", k)) for k, t in self.on.items()]
+        if self.next:
+            rest = "/".join(o for o in OUTCOMES if o not in self.on)
+            out.append(Edge(rest if self.on else "", self.next, ("next",)))
+        return out
+
 
 @dataclass(frozen=True, slots=True)
 class Branch:
@@ -88,6 +119,12 @@ class Branch:
 class DecisionNode(Node):
     branches: tuple[Branch, ...] = ()
     default: str | None = None
+
+    def edges(self) -> list[Edge]:
+        out = [Edge(b.when.source[:50], b.goto, ("branches", i, "goto")) for i, b in enumerate(self.branches)]
+        if self.default:
+            out.append(Edge("otherwise", self.default, ("default",)))
+        return out
 
 
 @dataclass(slots=True)
@@ -121,19 +158,4 @@ class Playbook:
         return [n for n in self.nodes.values() if isinstance(n, QuestionNode)]
 
     def successors(self, node: Node) -> list[str]:
-        if isinstance(node, QuestionNode):
-            targets = list(node.next_by_value.values())
-            if node.next:
-                targets.append(node.next)
-            return targets
-        if isinstance(node, ProbeNode):
-            targets = list(node.on.values())
-            if node.next:
-                targets.append(node.next)
-            return targets
-        if isinstance(node, DecisionNode):
-            targets = [b.goto for b in node.branches]
-            if node.default:
-                targets.append(node.default)
-            return targets
-        return []
+        return [edge.target for edge in node.edges()]
