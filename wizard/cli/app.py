@@ -366,7 +366,7 @@ def cmd_default(args: argparse.Namespace, parser: argparse.ArgumentParser) -> Ex
         import questionary
 
         name = questionary.select("Which playbook?", choices=[f.name for f in found]).unsafe_ask()
-    run_args = build_parser().parse_args(["run", name])
+    run_args = parser.parse_args(["run", name])
     run_args.no_color, run_args.playbook_dir = args.no_color, args.playbook_dir
     return cmd_run(run_args, name)
 
