@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import importlib.util
 import json
 import os
 import shutil
@@ -19,6 +20,9 @@ SHARED = REPO.parent / "shared"
 TRACES = SHARED / "traces"
 ORACLES = SHARED / "oracles" / "kineto-blocks-warps-vectors.json"
 EXAMPLES = REPO / "examples"
+
+HAVE_TORCH = importlib.util.find_spec("torch") is not None  # probes import it in a subprocess, never here
+needs_torch = pytest.mark.skipif(not HAVE_TORCH, reason="torch is not installed in this interpreter")
 
 needs_shared = pytest.mark.skipif(
     not TRACES.is_dir(),
@@ -111,3 +115,15 @@ def write_trace(doc: Any, path: Path, *, bare: dict[str, str] | None = None) -> 
 def kernels_of(doc: Any) -> list[dict[str, Any]]:
     events = doc if isinstance(doc, list) else doc["traceEvents"]
     return [e for e in events if e.get("cat") in ("kernel", "Kernel")]
+
+
+def _reject_constant(token: str) -> Any:
+    raise ValueError(f"non-standard JSON token {token}")
+
+
+def strict_json(text: str) -> Any:
+    """Parse JSON as any other tool would: NaN, Infinity and -Infinity are errors."""
+    return json.loads(text, parse_constant=_reject_constant)
+
+
+GPU_DATA = REPO / "tests" / "data" / "gpu"

@@ -3,7 +3,6 @@ or simulated, recorded CUDA and tool outputs where only a GPU could produce them
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import signal
@@ -15,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import EXAMPLES, REPO
+from tests.conftest import EXAMPLES, HAVE_TORCH, REPO, needs_torch
 from wizard.environment import Environment, Workload
 from wizard.probes.base import Status
 from wizard.probes.command import CommandProbe
@@ -30,10 +29,9 @@ from wizard.probes.registry import builtin_probes
 from wizard.probes.reprofile import ReprofileProbe
 from wizard.probes.trace_inspect import TraceInspectProbe
 from wizard.runner import SubprocessRunner
+from wizard.trace.inspect import inspect_paths
 
 OUTPUTS = REPO / "tests" / "data" / "outputs"
-HAVE_TORCH = importlib.util.find_spec("torch") is not None  # probes import it in a subprocess, never here
-needs_torch = pytest.mark.skipif(not HAVE_TORCH, reason="torch is not installed in this interpreter")
 
 
 def env_for(tmp_path: Path, **kwargs: Any) -> Environment:
@@ -411,6 +409,8 @@ def test_big_grid_shows_mechanism_a_on_a_real_gpu(tmp_path: Path) -> None:
     env = env_for(tmp_path, workload=Workload.parse(f"python {EXAMPLES / 'workloads' / 'big_grid.py'}", sys.executable))
     result = ReprofileProbe().run(env, {}, timeout=300)
     assert result.facts["cuda_available"] and "A" in result.facts["mechanisms"]
+    group = next(g for g in inspect_paths([result.facts["trace"]]).reports[0].groups if g.mechanism == "A")
+    assert group.op is not None and group.op.user_frame == "_kernels.py(35): launch"  # a driver-API launch: no op
     assert result.facts["follows"] == "profiler"
 
 

@@ -103,9 +103,18 @@ def _run_script(argv: list[str]) -> int:
     return 0
 
 
-def profile(out: str, argv: list[str], legacy: bool) -> None:
-    torch = _torch()
-    cuda = bool(torch.cuda.is_available())
+def _write_atomically(out: str, write: Any) -> None:
+    """``write(tmp_path)`` then rename: a crash never leaves half a file under the real name."""
+    tmp = f"{out}.tmp-{os.getpid()}"
+    try:
+        write(tmp)
+        os.replace(tmp, out)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _profile_once(torch: Any, out: str, argv: list[str], legacy: bool, cuda: bool) -> int:
     if legacy:
         kwargs: dict[str, Any] = {"use_kineto": False}
         if cuda:
@@ -113,27 +122,44 @@ def profile(out: str, argv: list[str], legacy: bool) -> None:
         with torch.autograd.profiler.profile(**kwargs) as prof:
             code = _run_script(argv)
         table = prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=40)
-        with open(out, "w", encoding="utf-8") as fh:
-            fh.write(table)
-    else:
-        activities = [torch.profiler.ProfilerActivity.CPU]
-        if cuda:
-            activities.append(torch.profiler.ProfilerActivity.CUDA)
-        with torch.profiler.profile(activities=activities, record_shapes=True, with_stack=True) as prof:
-            code = _run_script(argv)
-        if cuda:
-            torch.cuda.synchronize()
-        prof.export_chrome_trace(out)
-    emit(
-        {
-            "ok": code == 0,
-            "exit_code": code,
-            "output": out,
-            "cuda_available": cuda,
-            "torch_version": torch.__version__,
-            "profiler": "legacy" if legacy else "torch.profiler",
-        }
-    )
+
+        def write_table(path: str) -> None:
+            with open(path, "w", encoding="utf-8") as fh:
+                fh.write(table)
+
+        _write_atomically(out, write_table)
+        return code
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    if cuda:
+        activities.append(torch.profiler.ProfilerActivity.CUDA)
+    with torch.profiler.profile(activities=activities, record_shapes=True, with_stack=True) as prof:
+        code = _run_script(argv)
+    if cuda:
+        torch.cuda.synchronize()
+    _write_atomically(out, prof.export_chrome_trace)
+    return code
+
+
+def profile(out: str, argv: list[str], legacy: bool) -> None:
+    torch = _torch()
+    cuda = bool(torch.cuda.is_available())
+    result: dict[str, Any] = {
+        "output": out,
+        "cuda_available": cuda,
+        "torch_version": torch.__version__,
+        "profiler": "legacy" if legacy else "torch.profiler",
+    }
+    try:
+        code = _profile_once(torch, out, argv, legacy, cuda)
+    except BaseException as exc:  # noqa: BLE001 - seen on an H200: a device-side assert makes the profiler's stop raise
+        traceback.print_exc()
+        first_line = (str(exc).splitlines() or [""])[0]
+        result.update(ok=False, exit_code=1, profiler_error=f"{type(exc).__name__}: {first_line}")
+        emit(result)
+        # The profiler never stopped: Python's own shutdown would abort in its tracer (a fatal error, exit -6).
+        sys.stderr.flush()
+        os._exit(1)
+    emit({**result, "ok": code == 0, "exit_code": code})
 
 
 def main(args: list[str]) -> None:

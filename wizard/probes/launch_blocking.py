@@ -11,7 +11,7 @@ from typing import Any
 from wizard.environment import Environment
 from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status, ensure_dir
 from wizard.probes.common import HARNESS, harness_failure, no_workload, run_harness, workload_argv
-from wizard.probes.cuda_errors import find_cuda_failure, parse_sanitizer
+from wizard.probes.cuda_errors import find_cuda_failure, parse_sanitizer, sanitizer_summary
 
 
 class LaunchBlockingProbe:
@@ -31,8 +31,10 @@ class LaunchBlockingProbe:
         FactSpec("exit_code", "int", "the workload's exit code"),
         FactSpec("dsa", "str", "device-side assertions: enabled | unavailable in this build"),
         FactSpec("sanitizer_errors", "int", "compute-sanitizer memcheck error count (None: not run)"),
-        FactSpec("sanitizer_first", "str", "the first Invalid access it reported"),
+        FactSpec("sanitizer_first", "str", "its first error record (an invalid access or an assert)"),
         FactSpec("sanitizer_location", "str", "kernel+offset [file:line] of that access"),
+        FactSpec("sanitizer_python_frame", "str", "the Python frame compute-sanitizer saved for that record"),
+        FactSpec("sanitizer_summary", "str", "what compute-sanitizer found, in words (or why it did not run)"),
     )
 
     def run(self, env: Environment, params: Mapping[str, Any], *, timeout: float = 600.0) -> ProbeResult:
@@ -68,6 +70,8 @@ class LaunchBlockingProbe:
             "sanitizer_errors": None,
             "sanitizer_first": None,
             "sanitizer_location": None,
+            "sanitizer_python_frame": None,
+            "sanitizer_summary": "not run" + ("" if cuda else " (no CUDA device)"),
         }
         files = [run.command.log_path or ""]
         evidence: list[str] = []
@@ -94,6 +98,7 @@ class LaunchBlockingProbe:
         sanitizer = env.which("compute-sanitizer")
         if cuda and sanitizer and params.get("sanitizer", True):
             if not env.allow_sanitizer:
+                facts["sanitizer_summary"] = "not run (installed: rerun with --allow-sanitizer for memcheck, slow)"
                 evidence.append("compute-sanitizer is installed; rerun with --allow-sanitizer to run memcheck (slow)")
             else:
                 log = out_dir / "memcheck.log"
@@ -124,13 +129,17 @@ class LaunchBlockingProbe:
                 if log.exists():
                     report = parse_sanitizer(log.read_text(encoding="utf-8", errors="replace"))
                     facts.update(
-                        sanitizer_errors=report.errors, sanitizer_first=report.first, sanitizer_location=report.location
+                        sanitizer_errors=report.errors,
+                        sanitizer_first=report.first,
+                        sanitizer_location=report.location,
+                        sanitizer_python_frame=report.python_frame,
+                        sanitizer_summary=sanitizer_summary(report),
                     )
                     files.append(str(log))
-                    if report.first:
-                        evidence.append(
-                            f"compute-sanitizer: {report.first} at {report.location} ({report.errors} errors)"
-                        )
+                    if report.errors:
+                        evidence.append(f"compute-sanitizer: {facts['sanitizer_summary']}")
+                else:
+                    facts["sanitizer_summary"] = "ran but wrote no log; see memcheck-run.log"
         if failure is not None or (facts["sanitizer_errors"] or 0) > 0:
             return ProbeResult(
                 Status.FAIL,

@@ -12,11 +12,13 @@ from typing import Any
 
 from wizard.environment import Environment
 from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status, ensure_dir
-from wizard.probes.common import harness_failure, no_workload, run_harness, workload_argv
+from wizard.probes.common import HarnessRun, harness_failure, no_workload, run_harness, workload_argv
+from wizard.probes.cuda_errors import find_cuda_failure
 from wizard.probes.external_profilers import (
     NCU_METRICS,
     ExternalKernel,
     NcuPermissionError,
+    ncu_evidence,
     parse_ncu_csv,
     read_nsys_sqlite,
 )
@@ -99,6 +101,24 @@ def _ncu(
     return rows, "ok" if rows else f"ncu profiled no kernel matching {name!r} (exit {result.returncode})"
 
 
+def _profiler_could_not_finish(run: HarnessRun, cuda: bool) -> ProbeResult:
+    """Seen on an H200: after a device-side assert, torch.profiler's stop raises the same CUDA error."""
+    failure = find_cuda_failure(run.output)
+    error = failure.message if failure else str(run.result.get("profiler_error") if run.result else "")
+    evidence = [f"profiler stop: {run.result.get('profiler_error')}" if run.result else ""]
+    if failure and failure.python_frame:
+        evidence.append(f"the workload failed at {failure.python_frame}")
+    return ProbeResult(
+        Status.ERROR,
+        f"the workload hit a CUDA error under the profiler ({error}), so torch.profiler could not finish "
+        "its trace: a kernel failed, and the metrics of a failed run mean nothing; CUDA_LAUNCH_BLOCKING=1 "
+        "(step 4) finds which kernel",
+        facts={"cuda_available": cuda, "workload_error": error, "timed_out": False},
+        evidence=evidence,
+        files=[run.command.log_path or ""],
+    )
+
+
 class ReprofileProbe:
     name = "profiler.reprofile"
     summary = "Re-run the workload under torch.profiler and every other available profiler; compare"
@@ -117,6 +137,7 @@ class ReprofileProbe:
         FactSpec("profilers_run", "list", "what ran"),
         FactSpec("profilers_skipped", "dict", "what could not run, and why"),
         FactSpec("versions", "dict", "interpreter -> mechanisms found with its torch"),
+        FactSpec("workload_error", "str", "the CUDA error that stopped the workload under the profiler, or None"),
     )
 
     def run(self, env: Environment, params: Mapping[str, Any], *, timeout: float = 600.0) -> ProbeResult:
@@ -132,6 +153,8 @@ class ReprofileProbe:
         assert run.result is not None
         cuda = bool(run.result.get("cuda_available"))
         files = [str(trace), run.command.log_path or ""]
+        if run.result.get("profiler_error"):
+            return _profiler_could_not_finish(run, cuda)
         ran = [f"torch.profiler ({run.result.get('torch_version')})"]
         skipped: dict[str, str] = {}
         if not trace.exists():
@@ -144,6 +167,7 @@ class ReprofileProbe:
         fresh = inspection_facts(inspect_paths([str(trace)]))
         facts: dict[str, Any] = {
             "trace": str(trace),
+            "workload_error": None,
             "cuda_available": cuda,
             "mechanisms": fresh["mechanisms"],
             "reproduced": bool(fresh["impossible"]),
@@ -206,13 +230,7 @@ class ReprofileProbe:
             if ncu_status == "ok" and rows:
                 ran.append("Nsight Compute (launch and occupancy metrics)")
                 row = rows[0]
-                evidence.append(
-                    f"ncu: grid size {row.get('launch__grid_size')}, block {row.get('launch__block_size')}, "
-                    f"{row.get('device__attribute_multiprocessor_count')} SMs, theoretical occupancy "
-                    f"{row.get('sm__maximum_warps_per_active_cycle_pct')}%, achieved "
-                    f"{row.get('sm__warps_active.avg.pct_of_peak_sustained_active')}%, shared-memory block limit "
-                    f"{row.get('launch__occupancy_limit_shared_mem')}"
-                )
+                evidence.append(ncu_evidence(row))
                 facts["ncu"] = row
             else:
                 skipped["ncu"] = ncu_status

@@ -10,7 +10,7 @@ from wizard.environment import Environment
 from wizard.errors import InputFileError
 from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status
 from wizard.trace.analysis import Mechanism, is_wrong
-from wizard.trace.inspect import FindingGroup, Inspection, inspect_paths
+from wizard.trace.inspect import FindingGroup, Inspection, inspect_paths, launched_by
 
 
 def _paths(value: Any) -> list[str]:
@@ -66,7 +66,7 @@ def inspection_facts(inspection: Inspection) -> dict[str, Any]:
         "worst_op": worst.op.op if worst and worst.op else None,
         "worst_op_dims": worst.op.input_dims if worst and worst.op else None,
         "worst_op_types": worst.op.input_types if worst and worst.op else None,
-        "worst_python_frame": (worst.op.python_stack[-1] if worst and worst.op and worst.op.python_stack else None),
+        "worst_python_frame": worst.op.user_frame if worst and worst.op else None,
         "worst_file": next((r.path for r in reports for g in r.groups if g is worst), None),
         "non_finite_spelling": (
             "bare"
@@ -109,7 +109,7 @@ FACT_HELP = {
     "worst_op": "the PyTorch op that launched it",
     "worst_op_dims": "that op's input shapes, when recorded",
     "worst_op_types": "that op's input dtypes, when recorded",
-    "worst_python_frame": "innermost Python frame, when recorded",
+    "worst_python_frame": "innermost Python frame outside torch (the user's launch site), when recorded",
     "worst_file": "the trace file it is in",
     "error": "why the trace could not be read (when the probe errs)",
     "non_finite_spelling": "bare (invalid JSON) | quoted | None: how inf/nan were written",
@@ -145,7 +145,8 @@ class TraceInspectProbe:
         except OSError:
             pass
         evidence = [
-            f"{g.mechanism} x{g.count} {g.kernel[:90]}: {g.worst.evidence}" + (f" [op {g.op.op}]" if g.op else "")
+            f"{g.mechanism} x{g.count} {g.kernel[:90]}: {g.worst.evidence}"
+            + (f" [launched by {launched_by(g.op)}]" if g.op else "")
             for r in inspection.reports
             for g in r.groups
             if g.severity == "error"

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from wizard.engine.transcript import Transcript
-from wizard.trace.inspect import Inspection
+from wizard.trace.inspect import Inspection, launched_by
 
 
 def _cell(text: Any) -> str:
@@ -76,7 +76,7 @@ def inspection_markdown(inspection: Inspection) -> str:
             for g in bugs:
                 rep = "; ".join(f"{k} {_value(v)}" for k, v in g.worst.reported.items())
                 tru = "; ".join(f"{k} {_value(v)}" for k, v in g.worst.true.items())
-                op = f"`{g.op.op}` {g.op.input_dims or ''}" if g.op else "—"
+                op = launched_by(g.op)
                 cells = [g.mechanism, f"`{_cell(g.kernel[:80])}`", str(g.count), _cell(rep), _cell(tru), _cell(op)]
                 out.append("| " + " | ".join(cells) + " |")
             out.append("")

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from wizard.errors import InputFileError
+from wizard.frames import innermost_user_frame, trace_frame_path
 from wizard.trace.analysis import Finding, Mechanism, MemoChecker, is_wrong
 from wizard.trace.devices import DeviceInfo, device_table
 from wizard.trace.reader import TraceContents, Truncation, iter_trace_files, read_trace
@@ -28,15 +29,23 @@ REPORT_SCHEMA = "warpwizard.trace-report/1"
 
 @dataclass(slots=True)
 class OpLink:
-    """The PyTorch op that launched a kernel, found through the runtime call's correlation id."""
+    """What launched a kernel, found through the runtime call's correlation id: the PyTorch op
+    around that call, and the Python frames around it. ``op`` is None for a kernel launched
+    without an op (a raw kernel through the driver API: seen on an H200 with torch.cuda._compile_kernel).
+    """
 
-    op: str
+    op: str | None
     runtime_call: str
     thread: str
     input_dims: str | None = None
     input_types: str | None = None
     python_stack: list[str] = field(default_factory=list)
     via: str = "correlation"
+
+    @property
+    def user_frame(self) -> str | None:
+        """The innermost frame outside torch: where the user's code launched the kernel."""
+        return innermost_user_frame(self.python_stack, trace_frame_path)
 
 
 @dataclass(slots=True)
@@ -79,6 +88,15 @@ class TraceReport:
         return any(is_wrong(m) for m in self.mechanisms)
 
 
+def launched_by(link: OpLink | None) -> str:
+    """The 'launched by' cell: the op and its shapes, else the user's Python frame, else a dash."""
+    if link is None:
+        return "—"
+    if link.op is not None:
+        return link.op + (f" {link.input_dims}" if link.input_dims else "")
+    return f"no op; {link.user_frame}" if link.user_frame else "—"
+
+
 def link_op(
     contents: TraceContents, kernel: KernelRecord, calls: dict[int, RuntimeCall] | None = None
 ) -> OpLink | None:
@@ -94,18 +112,20 @@ def link_op(
     if call is None:
         return None
     info = contents.ops.innermost(call.pid, call.tid, call.ts)
-    if not isinstance(info, OpInfo):
-        return None
+    op = info if isinstance(info, OpInfo) else None
     stack = [str(frame) for frame in contents.python.containing(call.pid, call.tid, call.ts)]
-    if not stack and info.call_stack:
-        stack = [frame for frame in info.call_stack.split(";") if frame]
+    if not stack and op is not None and op.call_stack:
+        stack = [frame for frame in op.call_stack.split(";") if frame]
+    if op is None and not stack:
+        return None
     return OpLink(
-        op=info.name,
+        op=op.name if op else None,
         runtime_call=call.name,
         thread=f"pid {call.pid} tid {call.tid}",
-        input_dims=info.input_dims,
-        input_types=info.input_types,
+        input_dims=op.input_dims if op else None,
+        input_types=op.input_types if op else None,
         python_stack=stack,
+        via="correlation" if op else "python stack",
     )
 
 

@@ -17,7 +17,7 @@ from rich.text import Text
 from wizard.engine.transcript import Transcript
 from wizard.playbook.model import DecisionNode, Node, Playbook, ProbeNode
 from wizard.probes.base import ProbeResult
-from wizard.trace.inspect import Inspection, TraceReport
+from wizard.trace.inspect import Inspection, TraceReport, launched_by
 
 STATUS_STYLE = {"pass": "green", "warn": "yellow", "fail": "red", "skip": "cyan", "error": "magenta"}
 SEVERITY_STYLE = {"info": "green", "warning": "yellow", "error": "red"}
@@ -152,7 +152,7 @@ def _report_view(report: TraceReport, show_all: bool) -> Group:
                 for k, v in g.worst.reported.items()
                 if g.worst.true.get(k) is not None and v != g.worst.true.get(k)
             ]
-            op = g.op.op + (f" {g.op.input_dims}" if g.op and g.op.input_dims else "") if g.op else "—"
+            op = launched_by(g.op)
             table.add_row(g.mechanism, short(g.kernel, 48), str(g.count), "\n".join(changes) or "—", short(op, 40))
         items.append(table)
         for g in groups[:8]:
