@@ -25,6 +25,11 @@ class TraceReadError(InputFileError):
         super().__init__(f"{path}: byte {offset}: {reason}")
 
 
+class OutputFileError(WizardError):
+    """A file warpwizard was asked to write cannot be written (or would destroy an input or a file
+    the user did not ask to replace)."""
+
+
 class PlaybookError(WizardError):
     """A playbook failed to load; carries every problem found, each file:line:column: message."""
 
@@ -58,7 +63,20 @@ class ProbeInfrastructureError(WizardError):
 class Interrupted(WizardError):
     """The user pressed Ctrl-C; the answers given so far were saved to ``saved_to``."""
 
-    def __init__(self, saved_to: str | None) -> None:
+    word = "interrupted"
+
+    def __init__(self, saved_to: str | None, note: str = "") -> None:
         self.saved_to = saved_to
         where = f"; answers so far saved to {saved_to} (replay with --answers {saved_to})" if saved_to else ""
-        super().__init__(f"interrupted{where}")
+        super().__init__(f"{self.word}{where}{note}")
+
+
+class Terminated(Interrupted):
+    """SIGTERM (a scheduler's time limit, ``kill``): handled like Ctrl-C, with its own exit code."""
+
+    word = "terminated (SIGTERM)"
+
+
+class TerminateSignal(KeyboardInterrupt):
+    """Raised by the SIGTERM handler, so the paths that stop the workload and save the answers on
+    Ctrl-C run for SIGTERM too."""

@@ -1,4 +1,5 @@
-"""Exit codes: stable, documented in README.md, and the only ones the CLI uses."""
+"""Exit codes: stable, and the only ones the CLI uses. The ``--help`` epilog is made from
+``MEANING``, and a test checks the README's table against it."""
 
 from __future__ import annotations
 
@@ -6,12 +7,36 @@ import enum
 
 
 class ExitStatus(enum.IntEnum):
-    OK = 0  # diagnosis reached; or no impossible value found
-    FINDINGS = 1  # trace inspect / validate: impossible values found, or playbooks invalid
-    USAGE = 2  # bad command line
-    INVALID_PLAYBOOK = 3  # the playbook failed to load
-    BAD_ANSWERS = 4  # answers file or --set invalid or incomplete, or a prompt with no terminal
-    PROBE_FAILURE = 5  # a probe could not be run at all
-    INPUT_ERROR = 6  # a file the user named is missing or unreadable (trace, report)
-    INTERNAL = 70  # a bug in warpwizard (EX_SOFTWARE); --debug shows the traceback
-    INTERRUPTED = 130  # Ctrl-C; answers so far were saved
+    OK = 0
+    FINDINGS = 1
+    USAGE = 2
+    INVALID_PLAYBOOK = 3
+    BAD_ANSWERS = 4
+    PROBE_FAILURE = 5
+    INPUT_ERROR = 6
+    OUTPUT_ERROR = 7
+    INTERNAL = 70  # EX_SOFTWARE
+    INTERRUPTED = 130  # 128 + SIGINT
+    TERMINATED = 143  # 128 + SIGTERM
+
+
+MEANING: dict[ExitStatus, str] = {
+    ExitStatus.OK: "diagnosis reached; `trace inspect`: no impossible value",
+    ExitStatus.FINDINGS: "`trace inspect`: impossible or wrong values found",
+    ExitStatus.USAGE: "usage error (bad command line, unknown playbook name)",
+    ExitStatus.INVALID_PLAYBOOK: "invalid playbook, from `run` or `validate` "
+    "(every problem as `file:line:column: message`)",
+    ExitStatus.BAD_ANSWERS: "bad or missing answers, or a question with no terminal to ask it on",
+    ExitStatus.PROBE_FAILURE: "a probe could not be run at all",
+    ExitStatus.INPUT_ERROR: "an input file is missing or unreadable (the message names file and byte offset)",
+    ExitStatus.OUTPUT_ERROR: "an output cannot be written: no such directory, not writable, already there "
+    "(`--force` replaces it) or an input of the run",
+    ExitStatus.INTERNAL: "internal error (`--debug` shows the traceback)",
+    ExitStatus.INTERRUPTED: "interrupted (Ctrl-C); the answers given so far were saved",
+    ExitStatus.TERMINATED: "terminated (SIGTERM); the workload was stopped and the answers saved",
+}
+
+
+def epilog() -> str:
+    """The exit codes, one line each, for ``--help``."""
+    return "exit codes:\n" + "\n".join(f"  {int(s):>3}  {MEANING[s].replace('`', '')}" for s in ExitStatus)

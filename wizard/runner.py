@@ -148,7 +148,8 @@ class SubprocessRunner:
             sink.dropped,
         )
         if log_path is not None:
-            log_path.parent.mkdir(parents=True, exist_ok=True)
-            log_path.write_text(f"$ {' '.join(argv)}\n{output}", encoding="utf-8")
+            from wizard.outputs import write_own
+
+            write_own(log_path, f"$ {' '.join(argv)}\n{output}")
             result.log_path = str(log_path)
         return result

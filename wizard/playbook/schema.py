@@ -155,9 +155,10 @@ def build_schema(probe_names: list[str]) -> dict[str, Any]:
 
 
 def main() -> None:
+    from wizard.outputs import write_text
     from wizard.probes.registry import catalog
 
-    SCHEMA_PATH.write_text(json.dumps(build_schema(sorted(catalog())), indent=2) + "\n", encoding="utf-8")
+    write_text(SCHEMA_PATH, json.dumps(build_schema(sorted(catalog())), indent=2) + "\n", force=True)
 
 
 if __name__ == "__main__":

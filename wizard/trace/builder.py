@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from wizard.outputs import write_bytes
 from wizard.trace.kineto_math import (
     early_kineto_warps_per_sm,
     kineto_blocks_per_sm,
@@ -424,9 +425,9 @@ class TraceBuilder:
         if truncate_at is not None:
             data = data[:truncate_at]
         if p.name.endswith(".gz"):
-            p.write_bytes(gzip.compress(data, mtime=0))
+            write_bytes(p, gzip.compress(data, mtime=0), force=True)
         else:
-            p.write_bytes(data)
+            write_bytes(p, data, force=True)
         return p
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, cast
 
-from wizard.errors import InputFileError
+from wizard.outputs import atomic_file, check_output
 from wizard.trace.analysis import PROFILER_BUGS, MemoChecker
 from wizard.trace.devices import device_table
 from wizard.trace.reader import KERNEL_CATEGORIES, EventSink, parse_into, read_trace, unmark_bare
@@ -105,11 +105,14 @@ class _FixSink(EventSink):
         return json.dumps(event).encode()
 
 
-def fix_trace(source: str | Path, output: str | Path) -> FixSummary:
-    """Write ``output`` (gzip if it ends in .gz) with corrected kernel metrics."""
+def fix_trace(source: str | Path, output: str | Path, *, force: bool = False) -> FixSummary:
+    """Write ``output`` (gzip if it ends in .gz) with corrected kernel metrics.
+
+    The output is checked before the input is read (never the input itself, even through a
+    hard link; never a file that exists, unless ``force``) and appears only when complete.
+    """
     src, out = Path(source), Path(output)
-    if src.resolve() == out.resolve():
-        raise InputFileError(f"{out}: refusing to overwrite the input trace; name another output file")
+    check_output(out, inputs=[src], force=force, what="corrected trace")
     contents = read_trace(src)
     checker = MemoChecker(device_table(contents.device_properties, contents.kernels), contents.is_rocm)
     corrections: dict[int, tuple[str, dict[str, Any]]] = {}
@@ -131,18 +134,17 @@ def fix_trace(source: str | Path, output: str | Path) -> FixSummary:
             uncorrectable += 1
             continue
         corrections[k.index] = (names, values)
-    opener = gzip.open if out.name.endswith(".gz") else open
-    try:
-        with opener(out, "wb") as raw_fh:
-            fh = cast(IO[bytes], raw_fh)
-            sink = _FixSink(fh, corrections, contents.layout == "array")
-            if contents.layout == "array":
-                parse_into(src, sink)
-                fh.write(b"\n")
-            else:
-                fh.write(b"{")
-                parse_into(src, sink)
-                fh.write(b"\n}\n")
-    except OSError as exc:
-        raise InputFileError(f"{out}: cannot write ({exc.strerror})") from None
+    with atomic_file(out, inputs=[src], force=force, what="corrected trace") as target:
+        compressed = gzip.GzipFile(fileobj=target, mode="wb", mtime=0) if out.name.endswith(".gz") else None
+        fh = cast(IO[bytes], compressed) if compressed is not None else target
+        sink = _FixSink(fh, corrections, contents.layout == "array")
+        if contents.layout == "array":
+            parse_into(src, sink)
+            fh.write(b"\n")
+        else:
+            fh.write(b"{")
+            parse_into(src, sink)
+            fh.write(b"\n}\n")
+        if compressed is not None:
+            compressed.close()
     return FixSummary(str(src), str(out), len(contents.kernels), len(corrections), mechanisms, uncorrectable)
