@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from wizard.playbook.model import ConclusionNode, DecisionNode, Node, Playbook, ProbeNode, QuestionNode
+from wizard.untrusted import visible
 
 
 def _label(node: Node) -> str:
@@ -16,7 +17,17 @@ def _label(node: Node) -> str:
         text = f"{node.diagnosis} ({node.severity})"
     else:
         text = node.id
-    return text.replace('"', "'").replace("\n", " ")[:80]
+    return " ".join(visible(text).split())[:80]
+
+
+def _mermaid(text: str) -> str:
+    """Text inside a quoted Mermaid label: quotes and pipes as entity codes, so ``"A'" in ...``
+    reads as written instead of ``'A'' in``."""
+    return text.replace("#", "#35;").replace('"', "#quot;").replace("|", "#124;")
+
+
+def _dot(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"')
 
 
 def mermaid(pb: Playbook) -> str:
@@ -34,17 +45,17 @@ def mermaid(pb: Playbook) -> str:
         nodes = by_step.get(step.id, [])
         if not nodes:
             continue
-        lines.append(f'  subgraph {step.id}["{i}. {step.title}"]')
+        lines.append(f'  subgraph {step.id}["{i}. {_mermaid(visible(step.title))}"]')
         for node in nodes:
             left, right = shapes[type(node)]
-            lines.append(f"    {node.id}{left}{_label(node)}{right}")
+            lines.append(f"    {node.id}{left}{_mermaid(_label(node))}{right}")
         lines.append("  end")
     for node in by_step.get(None, []):
         left, right = shapes[type(node)]
-        lines.append(f"  {node.id}{left}{_label(node)}{right}")
+        lines.append(f"  {node.id}{left}{_mermaid(_label(node))}{right}")
     for node in pb.nodes.values():
         for label, target in ((e.label, e.target) for e in node.edges()):
-            text = label.replace('"', "'").replace("|", "/")
+            text = _mermaid(" ".join(visible(label).split()))
             lines.append(f'  {node.id} -->|"{text}"| {target}' if text else f"  {node.id} --> {target}")
     return "\n".join(lines) + "\n"
 
@@ -56,16 +67,16 @@ def dot(pb: Playbook) -> str:
         members = [n for n in pb.nodes.values() if n.step == step.id]
         if not members:
             continue
-        lines.append(f'  subgraph "cluster_{step.id}" {{ label="{i}. {step.title}";')
+        lines.append(f'  subgraph "cluster_{step.id}" {{ label="{i}. {_dot(visible(step.title))}";')
         for node in members:
-            lines.append(f'    {node.id} [shape={shapes[type(node)]}, label="{_label(node)}"];')
+            lines.append(f'    {node.id} [shape={shapes[type(node)]}, label="{_dot(_label(node))}"];')
         lines.append("  }")
     for node in pb.nodes.values():
         if node.step is None:
-            lines.append(f'  {node.id} [shape={shapes[type(node)]}, label="{_label(node)}"];')
+            lines.append(f'  {node.id} [shape={shapes[type(node)]}, label="{_dot(_label(node))}"];')
     for node in pb.nodes.values():
         for label, target in ((e.label, e.target) for e in node.edges()):
-            lines.append(f'  {node.id} -> {target} [label="{label.replace(chr(34), chr(39))}"];')
+            lines.append(f'  {node.id} -> {target} [label="{_dot(visible(label))}"];')
     lines.append("}")
     return "\n".join(lines) + "\n"
 

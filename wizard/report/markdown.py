@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from wizard.engine.transcript import Transcript
 from wizard.trace.inspect import Inspection, launched_by
-
-
-def _cell(text: Any) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+from wizard.untrusted import markdown, markdown_code, markdown_prose
 
 
 def _value(value: Any) -> str:
@@ -20,52 +16,64 @@ def _value(value: Any) -> str:
 
 
 def transcript_markdown(t: Transcript) -> str:
-    out = [f"# warpwizard: {t.playbook['title']}", ""]
+    out = [f"# warpwizard: {markdown(t.playbook['title'])}", ""]
     out.append(
-        f"Playbook `{t.playbook['id']}` v{t.playbook['version']}, run {t.started} "
+        f"Playbook {markdown_code(t.playbook['id'])} v{markdown(t.playbook['version'])}, run {t.started} "
         f"(warpwizard {t.tool.get('version')}, Python {t.tool.get('python')})"
     )
     out.append("")
     if t.conclusion is not None:
         c = t.conclusion
-        out += [f"## Diagnosis: `{c.diagnosis}` ({c.severity})", "", c.summary, ""]
+        out += [
+            f"## Diagnosis: {markdown_code(c.diagnosis)} ({markdown(c.severity)})",
+            "",
+            markdown_prose(c.summary),
+            "",
+        ]
         if c.evidence:
-            out += ["### Evidence", ""] + [f"- {e}" for e in c.evidence] + [""]
+            out += ["### Evidence", ""] + [f"- {markdown_prose(e)}" for e in c.evidence] + [""]
         if c.fix:
-            out += ["### What to do", ""] + [f"{i}. {f}" for i, f in enumerate(c.fix, 1)] + [""]
+            out += ["### What to do", ""] + [f"{i}. {markdown_prose(f)}" for i, f in enumerate(c.fix, 1)] + [""]
         if c.links:
-            out += ["### Links", ""] + [f"- {link}" for link in c.links] + [""]
+            out += ["### Links", ""] + [f"- {markdown_prose(link)}" for link in c.links] + [""]
     out += ["## Steps taken", "", "| # | node | kind | result | next |", "|---|---|---|---|---|"]
     for i, e in enumerate(t.entries, 1):
         if e.kind == "question":
-            result = f"{e.prompt} → **{e.answer}** ({e.answer_origin})"
+            result = f"{markdown_prose(e.prompt)} → **{markdown(e.answer)}** ({e.answer_origin})"
         elif e.kind == "probe":
-            result = f"**{e.status}**: {e.summary}"
+            result = f"**{e.status}**: {markdown_prose(e.summary)}"
         elif e.kind == "decision":
-            result = f"because `{e.summary}`"
+            result = f"because {markdown_code(e.summary, table=True)}"
         else:
             result = "diagnosis"
-        out.append(f"| {i} | `{e.node}` | {e.kind} | {_cell(result)} | {e.next or ''} |")
+        out.append(f"| {i} | {markdown_code(e.node, table=True)} | {e.kind} | {result} | {markdown(e.next or '')} |")
     out.append("")
     probes = [e for e in t.entries if e.kind == "probe" and (e.evidence or e.files)]
     if probes:
         out += ["## Probe evidence", ""]
         for e in probes:
-            out.append(f"### `{e.node}` ({e.status})")
-            out += [f"- {_cell(line)}" for line in (e.evidence or [])]
-            out += [f"- file: `{f}`" for f in (e.files or []) if f]
+            out.append(f"### {markdown_code(e.node)} ({e.status})")
+            out += [f"- {markdown_prose(line)}" for line in (e.evidence or [])]
+            out += [f"- file: {markdown_code(f)}" for f in (e.files or []) if f]
             out.append("")
-    out += ["## Answers (replay with `--answers`)", "", "```yaml"]
-    out += [f"{k}: {json.dumps(v)}" for k, v in t.answers.items()] + ["```", ""]
+    out += ["## Answers (replay with `--answers`)", "", "```yaml", dump_answers_text(t.answers).rstrip("\n"), "```", ""]
     return "\n".join(out)
+
+
+def dump_answers_text(answers: dict[str, Any]) -> str:
+    """The answers as YAML inside a fenced block: a fence inside a value cannot end the block early."""
+    import yaml
+
+    text = yaml.safe_dump(dict(answers), sort_keys=False, allow_unicode=False, default_flow_style=False)
+    return text.replace("```", "`\u200b``")
 
 
 def inspection_markdown(inspection: Inspection) -> str:
     out = ["# warpwizard trace inspection", ""]
     for r in inspection.reports:
-        out.append(f"## `{r.path}`" + (f" (rank {r.rank})" if r.rank is not None else ""))
+        out.append(f"## {markdown_code(r.path)}" + (f" (rank {r.rank})" if r.rank is not None else ""))
         out.append("")
-        devices = ", ".join(f"{d['name'] or '?'} ({d['num_sms']} SMs)" for d in r.devices[:4]) or "unknown"
+        devices = ", ".join(f"{markdown(d['name'] or '?')} ({d['num_sms']} SMs)" for d in r.devices[:4]) or "unknown"
         out.append(f"{r.events} events, {r.kernels} kernels ({r.kernels_checked} checked); devices: {devices}")
         out.append("")
         bugs = [g for g in r.groups if g.severity == "error"]
@@ -76,15 +84,22 @@ def inspection_markdown(inspection: Inspection) -> str:
             for g in bugs:
                 rep = "; ".join(f"{k} {_value(v)}" for k, v in g.worst.reported.items())
                 tru = "; ".join(f"{k} {_value(v)}" for k, v in g.worst.true.items())
-                op = launched_by(g.op)
-                cells = [g.mechanism, f"`{_cell(g.kernel[:80])}`", str(g.count), _cell(rep), _cell(tru), _cell(op)]
+                cells = [
+                    markdown(g.mechanism),
+                    markdown_code(g.kernel[:80], table=True),
+                    str(g.count),
+                    markdown_prose(rep),
+                    markdown_prose(tru),
+                    markdown_prose(launched_by(g.op)),
+                ]
                 out.append("| " + " | ".join(cells) + " |")
             out.append("")
             out += ["### Evidence", ""] + [
-                f"- **{g.mechanism}** `{_cell(g.kernel[:60])}`: {g.worst.evidence}" for g in bugs[:20]
+                f"- **{markdown(g.mechanism)}** {markdown_code(g.kernel[:60])}: {markdown_prose(g.worst.evidence)}"
+                for g in bugs[:20]
             ]
             out.append("")
         for note in r.notes:
-            out.append(f"> {note}")
+            out.append(f"> {markdown_prose(note)}")
         out.append("")
     return "\n".join(out)

@@ -1,4 +1,8 @@
-"""Rich rendering of runs and inspections. Renders records; computes nothing new."""
+"""Rich rendering of runs and inspections. Renders records; computes nothing new.
+
+Everything shown here that came from a trace, a playbook or an answer goes through
+``wizard.untrusted`` (a Text, never markup; control characters made visible).
+"""
 
 from __future__ import annotations
 
@@ -16,8 +20,10 @@ from rich.text import Text
 
 from wizard.engine.transcript import Transcript
 from wizard.playbook.model import DecisionNode, Node, Playbook, ProbeNode
+from wizard.playbook.trust import ProgramUse
 from wizard.probes.base import ProbeResult
 from wizard.trace.inspect import Inspection, TraceReport, launched_by
+from wizard.untrusted import rich_text, visible
 
 STATUS_STYLE = {"pass": "green", "warn": "yellow", "fail": "red", "skip": "cyan", "error": "magenta"}
 SEVERITY_STYLE = {"info": "green", "warning": "yellow", "error": "red"}
@@ -51,16 +57,26 @@ class TerminalObserver:
             self.step = node.step
             step = playbook.steps[step_number - 1] if step_number else None
             title = step.title if step else node.step
-            self.console.rule(f"[bold]Step {step_number} of {len(playbook.steps)}: {title}")
+            self.console.rule(rich_text(f"Step {step_number} of {len(playbook.steps)}: {title}", "bold"))
             if self.teach and step and step.explain:
-                self.console.print(Panel(Markdown(step.explain.strip()), title="why this step", border_style="blue"))
+                self.console.print(
+                    Panel(
+                        Markdown(visible(step.explain.strip(), newlines=True)),
+                        title="why this step",
+                        border_style="blue",
+                    )
+                )
         if self.teach and node.explain:
             self.console.print(
-                Panel(Markdown(node.explain.strip()), title=f"{node.kind}: {node.id}", border_style="dim")
+                Panel(
+                    Markdown(visible(node.explain.strip(), newlines=True)),
+                    title=rich_text(f"{node.kind}: {node.id}"),
+                    border_style="dim",
+                )
             )
 
     def probe_started(self, node: ProbeNode, params: Mapping[str, Any]) -> None:
-        self.spinner = self.console.status(f"running probe [bold]{node.probe}[/] …")
+        self.spinner = self.console.status(Text.assemble("running probe ", (node.probe, "bold"), " …"))
         self.spinner.start()
 
     def probe_finished(self, node: ProbeNode, result: ProbeResult) -> None:
@@ -74,16 +90,16 @@ class TerminalObserver:
                 (f"{node.probe}", "bold"),
                 " ",
                 (result.status.value.upper(), f"bold {style}"),
-                f"  {result.summary}  ",
+                f"  {visible(result.summary)}  ",
                 (f"({result.duration_s:.1f} s)", "dim"),
             )
         )
         for line in result.evidence[:6]:
-            self.console.print(Text(f"      {short(line, 160)}", style="dim"))
+            self.console.print(rich_text(f"      {short(visible(line), 160)}", "dim"))
 
     def decided(self, node: DecisionNode, target: str, reason: str) -> None:
         if self.teach:
-            self.console.print(Text(f"  → {target}  (because {reason})", style="dim"))
+            self.console.print(rich_text(f"  → {target}  (because {reason})", "dim"))
 
     def close(self) -> None:
         if self.spinner is not None:
@@ -93,18 +109,55 @@ class TerminalObserver:
 def conclusion_panel(transcript: Transcript) -> Panel:
     c = transcript.conclusion
     assert c is not None
-    parts: list[Any] = [Text(c.summary)]
+    parts: list[Any] = [rich_text(c.summary)]
     if c.evidence:
         parts.append(Text("\nEvidence", style="bold"))
-        parts += [Text(f"  • {e}") for e in c.evidence]
+        parts += [rich_text(f"  • {e}") for e in c.evidence]
     if c.fix:
         parts.append(Text("\nWhat to do", style="bold"))
-        parts += [Text(f"  {i}. {f}") for i, f in enumerate(c.fix, 1)]
+        parts += [rich_text(f"  {i}. {f}") for i, f in enumerate(c.fix, 1)]
     if c.links:
         parts.append(Text("\nLinks", style="bold"))
-        parts += [Text(f"  {link}") for link in c.links]
+        parts += [rich_text(f"  {link}") for link in c.links]
     style = SEVERITY_STYLE.get(c.severity, "white")
-    return Panel(Group(*parts), title=f"[bold]Diagnosis: {c.diagnosis}[/] ({c.severity})", border_style=style)
+    title = Text.assemble((f"Diagnosis: {visible(c.diagnosis)}", "bold"), f" ({visible(c.severity)})")
+    return Panel(Group(*parts), title=title, border_style=style)
+
+
+def playbook_heading(pb: Playbook, *, teach: bool) -> Group:
+    head = Text.assemble((visible(pb.title), "bold"), "  ", (f"({visible(pb.id)} v{visible(pb.version)})", "dim"))
+    if teach and pb.description:
+        return Group(head, rich_text(pb.description.strip(), newlines=True))
+    return Group(head)
+
+
+def program_use_lines(uses: list[ProgramUse]) -> list[str]:
+    """`validate`: which nodes would run programs, and who decides what."""
+    lines = []
+    for use in uses:
+        lines.append(f"  node {use.node!r} ({use.probe}) runs {use.runs}")
+        for param, questions in use.from_answers.items():
+            names = ", ".join(f"answers.{q}" for q in questions)
+            lines.append(
+                f"    {param} comes from {names}: runs when answered at the prompt or with --set; "
+                "from an answers file or a default only with --allow-commands"
+            )
+        for param, why in use.needs_opt_in.items():
+            lines.append(f"    {param} is {why}: runs only with --allow-commands")
+    return lines
+
+
+def fix_summary_lines(summary: Any) -> list[str]:
+    mechanisms = ", ".join(f"{m}: {n}" for m, n in summary.mechanisms.items()) or "none"
+    lines = [
+        f"wrote {summary.output}: corrected {summary.corrected} of {summary.kernels} kernels "
+        f"(mechanisms {mechanisms}); originals kept under args['warpwizard original']"
+    ]
+    if summary.uncorrectable:
+        lines.append(
+            f"{summary.uncorrectable} kernel(s) could not be corrected (the trace lacks their device's SM count)"
+        )
+    return lines
 
 
 def inspection_view(inspection: Inspection, *, show_all: bool = False) -> Group:
@@ -126,13 +179,13 @@ def _device_label(d: dict[str, Any]) -> str:
 
 def _report_view(report: TraceReport, show_all: bool) -> Group:
     head = Text()
-    head.append(f"{report.path}", style="bold")
+    head.append(visible(report.path), style="bold")
     if report.rank is not None:
         head.append(f"  rank {report.rank}")
     head.append(f"\n{report.events} events, {report.kernels} kernels ({report.kernels_checked} checked)")
     if report.devices:
         kinds = Counter(_device_label(d) for d in report.devices)
-        head.append("; " + ", ".join(f"{n} x {kind}" if n > 1 else kind for kind, n in kinds.items()))
+        head.append(visible("; " + ", ".join(f"{n} x {kind}" if n > 1 else kind for kind, n in kinds.items())))
     verdict = Text(
         "\nImpossible or wrong values found" if report.impossible else "\nNo impossible values",
         style="bold red" if report.impossible else "bold green",
@@ -153,10 +206,16 @@ def _report_view(report: TraceReport, show_all: bool) -> Group:
                 if g.worst.true.get(k) is not None and v != g.worst.true.get(k)
             ]
             op = launched_by(g.op)
-            table.add_row(g.mechanism, short(g.kernel, 48), str(g.count), "\n".join(changes) or "—", short(op, 40))
+            table.add_row(
+                Text(g.mechanism),
+                rich_text(short(visible(g.kernel), 48)),
+                Text(str(g.count)),
+                Text("\n".join(changes) or "—"),
+                rich_text(short(visible(op), 40)),
+            )
         items.append(table)
         for g in groups[:8]:
-            items.append(Text(f"  {g.mechanism} · {short(g.kernel, 60)}: {g.worst.evidence}", style="dim"))
+            items.append(rich_text(f"  {g.mechanism} · {short(visible(g.kernel), 60)}: {g.worst.evidence}", "dim"))
         if len(groups) > 40:
             items.append(Text(f"  … and {len(groups) - 40} more groups (use --json for all)", style="dim"))
     hidden = sum(g.count for g in report.groups if g.severity != "error")
@@ -168,5 +227,5 @@ def _report_view(report: TraceReport, show_all: bool) -> Group:
             )
         )
     for note in report.notes:
-        items.append(Text(f"  note: {note}", style="yellow"))
+        items.append(rich_text(f"  note: {note}", "yellow"))
     return Group(*items, Text(""))

@@ -1,0 +1,68 @@
+"""Text that came from outside (a trace, a playbook, an answers file, another machine's report),
+made safe to show. Kernel names hold brackets (``float[i]``), which rich would read as markup;
+anything can hold escape sequences, which a terminal would obey. One place decides how such
+text reaches a terminal and Markdown, so that no caller has to remember.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rich.text import Text
+
+# C0 and C1 controls (tab and newline are handled by the callers that allow them), DEL, lone
+# surrogates (undecodable bytes), and the Unicode controls that reorder or hide text
+# (bidirectional overrides and isolates, line/paragraph separators, zero-width joiners excepted).
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group(0))
+    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
+def visible(text: object, *, newlines: bool = False) -> str:
+    """Control characters as ``\\xNN`` / ``\\uNNNN``; a newline too unless ``newlines``."""
+    value = _CONTROL.sub(_escape, str(text))
+    if not newlines:
+        value = value.replace("\n", "\\n").replace("\t", " ")
+    return value
+
+
+def rich_text(text: object, style: str = "", *, newlines: bool = False) -> Text:
+    """A rich Text, never parsed as markup."""
+    from rich.text import Text
+
+    return Text(visible(text, newlines=newlines), style=style)
+
+
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+\-.!|~])")
+
+
+def markdown(text: object) -> str:
+    """Plain Markdown text: every character Markdown could read as syntax is escaped."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", visible(text))
+
+
+_PROSE_SPECIAL = re.compile(r"([\\<>\[\]!|])")
+
+
+def markdown_prose(text: object) -> str:
+    """A playbook's rendered sentence (which may quote trace text): no link, image, HTML or table
+    cell can come out of it; the author's `code` and *emphasis* still read as meant."""
+    value = _PROSE_SPECIAL.sub(r"\\\1", visible(text))
+    return re.sub(r"^(\s*)#", r"\1\\#", value)
+
+
+def markdown_code(text: object, *, table: bool = False) -> str:
+    """An inline code span that holds any text, backticks included (CommonMark's rule); in a
+    table cell a pipe is escaped too (GitHub splits cells on it even inside code)."""
+    value = visible(text)
+    if table:
+        value = value.replace("|", "\\|")
+    longest = max((len(run) for run in re.findall(r"`+", value)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if value.startswith("`") or value.endswith("`") or not value.strip() else ""
+    return f"{fence}{pad}{value}{pad}{fence}"
