@@ -1,13 +1,15 @@
 """Answers: validation shared by every source, and the non-interactive sources.
 
 The same ``coerce_answer`` checks a value typed at the terminal, read from an answers
-file, given with ``--set`` or taken from a default, so a run replays identically.
+file, given with ``--set`` or taken from a default, so a run replays identically. Each
+answer keeps its origin: what a person typed or confirmed at the terminal, or gave on the
+command line, may name a program to run; what came from a file or a playbook default may
+not, without ``--allow-commands`` (docs/security.md).
 """
 
 from __future__ import annotations
 
 import json
-import re
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -17,9 +19,19 @@ import yaml
 
 from wizard.errors import AnswersError
 from wizard.playbook.model import Playbook, QuestionNode
+from wizard.playbook.patterns import PatternError, fullmatch
+from wizard.playbook.yaml_source import BoundedLoader, YamlSyntaxError, load_located
 
 _TRUE = {"y", "yes", "true", "1", "on"}
 _FALSE = {"n", "no", "false", "0", "off"}
+
+ORIGIN_INTERACTIVE = "interactive"  # typed, chosen or confirmed by a person at the terminal
+ORIGIN_COMMAND_LINE = "command line"  # --set
+ORIGIN_FILE = "file"  # --answers
+ORIGIN_DEFAULT = "default"  # --defaults: the playbook's default, seen by nobody
+TRUSTED_ORIGINS = frozenset({ORIGIN_INTERACTIVE, ORIGIN_COMMAND_LINE})
+MAX_ANSWERS_BYTES = 1 << 20
+MAX_ANSWER_CHARS = 64 * 1024
 
 
 class AnswerInvalid(ValueError):
@@ -42,20 +54,20 @@ def coerce_answer(q: QuestionNode, value: Any, *, check_exists: bool = True) -> 
             return True
         if text in _FALSE:
             return False
-        raise AnswerInvalid(f"{value!r} is not yes/no (true/false)")
+        raise AnswerInvalid(f"{_shown(value)} is not yes/no (true/false)")
     if q.type == "select":
         for choice in q.choices:
             if choice.value == value or (isinstance(choice.value, str) and str(value).lower() == choice.value.lower()):
                 return choice.value
         valid = ", ".join(repr(c.value) for c in q.choices)
-        raise AnswerInvalid(f"{value!r} is not one of the choices: {valid}")
+        raise AnswerInvalid(f"{_shown(value)} is not one of the choices: {valid}")
     if q.type == "number":
         if isinstance(value, bool):
-            raise AnswerInvalid(f"{value!r} is not a number")
+            raise AnswerInvalid(f"{_shown(value)} is not a number")
         try:
             number = float(value) if not isinstance(value, (int, float)) else value
         except (TypeError, ValueError):
-            raise AnswerInvalid(f"{value!r} is not a number") from None
+            raise AnswerInvalid(f"{_shown(value)} is not a number") from None
         if isinstance(number, float) and number.is_integer() and not isinstance(value, float):
             number = int(number)
         v = q.validation
@@ -65,13 +77,35 @@ def coerce_answer(q: QuestionNode, value: Any, *, check_exists: bool = True) -> 
             raise AnswerInvalid(f"{number} is above the maximum {v.maximum:g}")
         return number
     if value is None or isinstance(value, (dict, list)):
-        raise AnswerInvalid(f"{value!r} is not text")
+        raise AnswerInvalid(f"{_shown(value)} is not text")
     text = str(value)
-    if q.validation.pattern and not re.fullmatch(q.validation.pattern, text):
-        raise AnswerInvalid(f"{text!r} does not match the pattern {q.validation.pattern!r}")
-    if q.type == "path" and check_exists and q.validation.must_exist and text and not Path(text).expanduser().exists():
-        raise AnswerInvalid(f"{text!r} does not exist")
+    if len(text) > MAX_ANSWER_CHARS:
+        raise AnswerInvalid(f"an answer of {len(text)} characters is too long (at most {MAX_ANSWER_CHARS})")
+    if q.validation.pattern:
+        try:
+            matched = fullmatch(q.validation.pattern, text)
+        except PatternError as exc:
+            raise AnswerInvalid(f"the playbook's pattern cannot be used ({exc})") from None
+        if not matched:
+            raise AnswerInvalid(f"{_shown(text)} does not match the pattern {q.validation.pattern!r}")
+    if q.type == "path" and check_exists and q.validation.must_exist:
+        if not text.strip():
+            raise AnswerInvalid("a path is required")
+        try:
+            found = Path(text).expanduser().exists()
+        except (OSError, ValueError) as exc:  # too long, an embedded NUL, ...
+            raise AnswerInvalid(
+                f"{_shown(text)} cannot be used as a path ({getattr(exc, 'strerror', None) or exc})"
+            ) from None
+        if not found:
+            raise AnswerInvalid(f"{_shown(text)} does not exist")
     return text
+
+
+def _shown(value: Any) -> str:
+    """A value in a message: its repr, cut to a length a terminal line can hold."""
+    text = repr(value)
+    return text if len(text) <= 120 else text[:100] + f"... ({len(text)} characters)"
 
 
 class AnswerSource(Protocol):
@@ -83,23 +117,38 @@ class AnswerSource(Protocol):
 
 
 class MappingAnswers:
-    """Answers from a file or ``--set``; ``use_defaults`` fills the rest from defaults."""
+    """Answers from a file and ``--set``; ``use_defaults`` fills the rest from defaults.
 
-    def __init__(self, values: Mapping[str, Any], *, use_defaults: bool = False, origin: str = "file") -> None:
+    ``origins`` says where each answer came from (default: ``origin`` for all).
+    """
+
+    def __init__(
+        self,
+        values: Mapping[str, Any],
+        *,
+        use_defaults: bool = False,
+        origin: str = ORIGIN_FILE,
+        origins: Mapping[str, str] | None = None,
+    ) -> None:
         self.values = dict(values)
         self.use_defaults = use_defaults
-        self.origin = origin
+        self.origins = {key: (origins or {}).get(key, origin) for key in self.values}
         self.used: set[str] = set()
 
     def answer(self, question: QuestionNode, prompt: str) -> tuple[Any, str]:
         if question.id in self.values:
             self.used.add(question.id)
             try:
-                return coerce_answer(question, self.values[question.id]), self.origin
+                return coerce_answer(question, self.values[question.id]), self.origins[question.id]
             except AnswerInvalid as exc:
                 raise AnswersError([f"answer for {question.id!r} ({prompt}): {exc}"]) from None
         if self.use_defaults and question.default is not None:
-            return question.default, "default"
+            try:  # the default meets the same rules as a given answer (a path must exist)
+                return coerce_answer(question, question.default), ORIGIN_DEFAULT
+            except AnswerInvalid as exc:
+                raise AnswersError(
+                    [f"default for {question.id!r} ({prompt}): {exc}; answer it with --set {question.id}=VALUE"]
+                ) from None
         raise MissingAnswer(question)
 
 
@@ -124,26 +173,62 @@ def check_answers(playbook: Playbook, values: Mapping[str, Any]) -> list[str]:
     return problems
 
 
-def load_answers_file(path: str) -> dict[str, Any]:
-    """Read answers (YAML or JSON, '-' for stdin): a mapping of question id to value."""
+def _read_answers_text(path: str, stdin: Any) -> str:
     try:
-        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+        if path == "-":
+            text = str(stdin.read(MAX_ANSWERS_BYTES + 1))
+        else:
+            with open(path, "rb") as fh:
+                text = fh.read(MAX_ANSWERS_BYTES + 1).decode("utf-8")
     except FileNotFoundError:
         raise AnswersError([f"{path}: no such answers file"]) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise AnswersError([f"{path}: cannot read answers ({exc})"]) from None
-    name = "stdin" if path == "-" else path
+    except IsADirectoryError:
+        raise AnswersError([f"{path}: is a directory, not an answers file"]) from None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise AnswersError([f"{path}: cannot read answers ({getattr(exc, 'strerror', None) or exc})"]) from None
+    if len(text) > MAX_ANSWERS_BYTES:
+        raise AnswersError([f"{path}: too large for an answers file (over {MAX_ANSWERS_BYTES} bytes)"])
+    return text
+
+
+def _json_answers(text: str, name: str) -> Any:
+    duplicates: list[str] = []
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in items:
+            if key in out:
+                duplicates.append(key)
+            out[key] = value
+        return out
+
     try:
-        data = json.loads(text) if path.endswith(".json") else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = (
-            f":{mark.line + 1}:{mark.column + 1}"
-            if mark
-            else (f":{exc.lineno}:{exc.colno}" if isinstance(exc, json.JSONDecodeError) else "")
-        )
-        reason = getattr(exc, "problem", None) or getattr(exc, "msg", None) or str(exc)
-        raise AnswersError([f"{name}{where}: not valid YAML/JSON ({reason})"]) from None
+        data = json.loads(text, object_pairs_hook=pairs)
+    except json.JSONDecodeError as exc:
+        raise AnswersError([f"{name}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg})"]) from None
+    except RecursionError:
+        raise AnswersError([f"{name}: nested too deeply to be an answers file"]) from None
+    if duplicates:
+        raise AnswersError([f"{name}: duplicate key {duplicates[0]!r}: each question is answered once"])
+    return data
+
+
+def _yaml_answers(text: str, name: str) -> Any:
+    try:
+        located = load_located(text)
+    except YamlSyntaxError as exc:
+        raise AnswersError([f"{name}:{exc.line}:{exc.column}: not valid YAML/JSON ({exc})"]) from None
+    if located.duplicates:
+        _, key, line, col = located.duplicates[0]
+        raise AnswersError([f"{name}:{line}:{col}: duplicate key {key!r}: each question is answered once"])
+    return located.data
+
+
+def load_answers_file(path: str, stdin: Any = None) -> dict[str, Any]:
+    """Read answers (YAML or JSON, '-' for stdin): a mapping of question id to value."""
+    text = _read_answers_text(path, stdin if stdin is not None else sys.stdin)
+    name = "stdin" if path == "-" else path
+    data = _json_answers(text, name) if path.endswith(".json") else _yaml_answers(text, name)
     if data is None:
         return {}
     if isinstance(data, dict) and isinstance(data.get("answers"), dict):
@@ -160,10 +245,13 @@ def parse_set_options(items: list[str]) -> dict[str, Any]:
         if "=" not in item:
             raise AnswersError([f"--set {item!r}: expected QUESTION=VALUE"])
         key, raw = item.split("=", 1)
+        key = key.strip()
+        if key in out:
+            raise AnswersError([f"--set {key}: given twice; each question is answered once"])
         try:
-            out[key.strip()] = yaml.safe_load(raw) if raw.strip() else ""
+            out[key] = yaml.load(raw, Loader=BoundedLoader) if raw.strip() else ""
         except yaml.YAMLError:
-            out[key.strip()] = raw
+            out[key] = raw
     return out
 
 

@@ -18,6 +18,12 @@ from dataclasses import dataclass
 from typing import Any
 
 ROOTS = ("answers", "facts", "status")
+# Playbooks come from other people: bound what an expression may be and may build.
+MAX_EXPRESSION_CHARS = 4000
+MAX_DEPTH = 40
+MAX_INT = 10**18
+MAX_VALUE_ITEMS = 100_000  # characters of a string, items of a list, built by + or *
+MAX_INT_BITS = 256
 # YAML authors write true/false/null; Python's True/False/None are constants already.
 LITERAL_NAMES: dict[str, Any] = {"true": True, "false": False, "null": None, "none": None}
 _TEMPLATE = re.compile(r"\{\{(.*?)\}\}", re.S)
@@ -44,6 +50,7 @@ def _safe_len(value: Any) -> int:
 
 
 def _fmt(value: Any, digits: int = 3) -> str:
+    digits = min(max(int(digits), 0), 17) if isinstance(digits, (int, float)) and math.isfinite(digits) else 3
     if isinstance(value, float):
         if not math.isfinite(value):
             return str(value)
@@ -130,38 +137,43 @@ def _chain(node: ast.AST) -> list[str] | None:
     return None
 
 
-def _check(node: ast.AST, refs: list[Reference]) -> None:
+def _check(node: ast.AST, refs: list[Reference], depth: int = 0) -> None:
     col = getattr(node, "col_offset", 0)
+    if depth > MAX_DEPTH:
+        raise ExpressionError(f"nested deeper than {MAX_DEPTH} levels", col)
+    deeper = depth + 1
     if isinstance(node, ast.BoolOp):
         for v in node.values:
-            _check(v, refs)
+            _check(v, refs, deeper)
     elif isinstance(node, ast.UnaryOp):
         if not isinstance(node.op, (ast.Not, ast.USub)):
             raise ExpressionError("only 'not' and unary minus are allowed", col)
-        _check(node.operand, refs)
+        _check(node.operand, refs, deeper)
     elif isinstance(node, ast.Compare):
         for op in node.ops:
             if type(op) not in _COMPARE:
                 raise ExpressionError(
                     f"comparison {type(op).__name__} is not allowed (use ==, !=, <, <=, >, >=, in, not in)", col
                 )
-        _check(node.left, refs)
+        _check(node.left, refs, deeper)
         for c in node.comparators:
-            _check(c, refs)
+            _check(c, refs, deeper)
     elif isinstance(node, ast.BinOp):
         if type(node.op) not in _BINARY:
             raise ExpressionError("only + - * / % are allowed", col)
-        _check(node.left, refs)
-        _check(node.right, refs)
+        _check(node.left, refs, deeper)
+        _check(node.right, refs, deeper)
     elif isinstance(node, ast.IfExp):
         for part in (node.test, node.body, node.orelse):
-            _check(part, refs)
+            _check(part, refs, deeper)
     elif isinstance(node, ast.Constant):
         if not isinstance(node.value, (str, int, float, bool, type(None))):
             raise ExpressionError("only string, number, boolean and None literals are allowed", col)
+        if isinstance(node.value, int) and not isinstance(node.value, bool) and abs(node.value) > MAX_INT:
+            raise ExpressionError(f"integer literals are bounded (at most {MAX_INT})", col)
     elif isinstance(node, (ast.List, ast.Tuple)):
         for e in node.elts:
-            _check(e, refs)
+            _check(e, refs, deeper)
     elif isinstance(node, ast.Call):
         allowed = ", ".join(sorted(FUNCTIONS))
         if not isinstance(node.func, ast.Name):
@@ -173,7 +185,7 @@ def _check(node: ast.AST, refs: list[Reference]) -> None:
         if node.keywords:
             raise ExpressionError("keyword arguments are not allowed", col)
         for a in node.args:
-            _check(a, refs)
+            _check(a, refs, deeper)
     elif isinstance(node, ast.Name) and node.id in LITERAL_NAMES:
         pass
     elif isinstance(node, (ast.Attribute, ast.Subscript, ast.Name)):
@@ -201,10 +213,14 @@ def parse(source: str) -> Expression:
     text = source.strip()
     if not text:
         raise ExpressionError("empty expression")
+    if len(text) > MAX_EXPRESSION_CHARS:
+        raise ExpressionError(f"an expression of {len(text)} characters is too long (at most {MAX_EXPRESSION_CHARS})")
     try:
         tree = ast.parse(text, mode="eval")
     except SyntaxError as exc:
         raise ExpressionError(f"syntax error: {exc.msg}", max((exc.offset or 1) - 1, 0)) from None
+    except (RecursionError, MemoryError, ValueError) as exc:  # nesting the parser cannot hold; huge literals
+        raise ExpressionError(f"cannot be parsed ({type(exc).__name__}: nested too deeply or too large)") from None
     refs: list[Reference] = []
     _check(tree.body, refs)
     return Expression(text, tree, tuple(refs))
@@ -264,13 +280,7 @@ def _eval(node: ast.AST, scope: Mapping[str, Any]) -> Any:
             left = right
         return True
     if isinstance(node, ast.BinOp):
-        a, b = _eval(node.left, scope), _eval(node.right, scope)
-        if a is None or b is None:
-            return None
-        try:
-            return _BINARY[type(node.op)](a, b)
-        except (TypeError, ZeroDivisionError):
-            return None
+        return _binary(type(node.op), _eval(node.left, scope), _eval(node.right, scope))
     if isinstance(node, ast.IfExp):
         return _eval(node.body, scope) if _eval(node.test, scope) else _eval(node.orelse, scope)
     if isinstance(node, ast.List):
@@ -284,6 +294,43 @@ def _eval(node: ast.AST, scope: Mapping[str, Any]) -> Any:
         except (TypeError, ValueError):
             return None
     raise ExpressionError(f"{type(node).__name__} is not allowed")
+
+
+def _size(value: Any) -> int:
+    return len(value) if isinstance(value, (str, list, tuple)) else 0
+
+
+def _binary(op: type[ast.operator], a: Any, b: Any) -> Any:
+    """An arithmetic operator, or None where it does not apply or would build an unbounded value."""
+    if a is None or b is None:
+        return None
+    if op is ast.Mod and isinstance(a, str):
+        return None  # no printf-style formatting: '%2000000000d' % 1 would build 2 GB
+    if op is ast.Mult:
+        count = b if isinstance(a, (str, list, tuple)) else a if isinstance(b, (str, list, tuple)) else None
+        if isinstance(count, int) and max(_size(a), _size(b)) * max(count, 0) > MAX_VALUE_ITEMS:
+            return None
+    if op is ast.Add and _size(a) + _size(b) > MAX_VALUE_ITEMS:
+        return None
+    try:
+        result = _BINARY[op](a, b)
+    except (TypeError, ZeroDivisionError, OverflowError, ValueError):
+        return None
+    if isinstance(result, int) and not isinstance(result, bool) and result.bit_length() > MAX_INT_BITS:
+        return None
+    return result
+
+
+def _text(value: Any) -> str:
+    """How a value reads inside a template's text."""
+    try:
+        if isinstance(value, float):
+            return _fmt(value)
+        if isinstance(value, (list, tuple)):
+            return _join(value)
+        return "" if value is None else str(value)
+    except ValueError:  # an integer of more than 4300 digits (Python refuses to print it)
+        return "<number too large to print>"
 
 
 @dataclass(frozen=True)
@@ -306,20 +353,7 @@ class Template:
             expr = self.parts[0]
             assert isinstance(expr, Expression)
             return expr.evaluate(scope)
-        out: list[str] = []
-        for part in self.parts:
-            if isinstance(part, Expression):
-                value = part.evaluate(scope)
-                out.append(
-                    _fmt(value)
-                    if isinstance(value, float)
-                    else _join(value)
-                    if isinstance(value, (list, tuple))
-                    else ("" if value is None else str(value))
-                )
-            else:
-                out.append(part)
-        return "".join(out)
+        return "".join(_text(part.evaluate(scope)) if isinstance(part, Expression) else part for part in self.parts)
 
 
 def parse_template(source: str) -> Template:
@@ -338,6 +372,6 @@ def parse_template(source: str) -> Template:
     if "{{" in source[last:]:
         raise ExpressionError("unclosed '{{'", source.index("{{", last))
     holes = [p for p in parts if isinstance(p, Expression)]
-    if holes and all(isinstance(p, Expression) or not p.strip() for p in parts):
+    if len(holes) == 1 and all(isinstance(p, Expression) or not p.strip() for p in parts):
         parts = list(holes)  # "  {{ x }} " is x itself, keeping its type, like "{{ x }}"
     return Template(source, tuple(parts))

@@ -38,6 +38,14 @@ class Found:
     origin: str
 
 
+def playbook_files(directory: Path) -> list[Path]:
+    """The .yaml and .yml files directly in a directory, by name."""
+    try:
+        return sorted(f for f in directory.iterdir() if f.suffix in (".yaml", ".yml") and not f.is_dir())
+    except OSError:
+        return []
+
+
 def list_playbooks(extra: list[str] | None = None, environ: Mapping[str, str] | None = None) -> list[Found]:
     """Every playbook file on the search path; an earlier directory shadows a later one."""
     seen: dict[str, Found] = {}
@@ -45,8 +53,8 @@ def list_playbooks(extra: list[str] | None = None, environ: Mapping[str, str] | 
         if not d.is_dir():
             continue
         origin = "package" if d == packaged_dir() else str(d)
-        for f in sorted(d.glob("*.y*ml")):
-            if f.suffix in (".yaml", ".yml") and f.stem not in seen:
+        for f in playbook_files(d):
+            if f.stem not in seen:
                 seen[f.stem] = Found(f.stem, f, origin)
     return list(seen.values())
 
@@ -54,8 +62,13 @@ def list_playbooks(extra: list[str] | None = None, environ: Mapping[str, str] | 
 def resolve(name: str, extra: list[str] | None = None, environ: Mapping[str, str] | None = None) -> Path:
     candidate = Path(name)
     if candidate.suffix in (".yaml", ".yml") or os.sep in name:
-        if candidate.is_file():
-            return candidate
+        try:
+            if candidate.is_file():
+                return candidate
+            if candidate.is_dir():
+                raise PlaybookNotFound(f"{name}: is a directory; name one playbook file in it")
+        except OSError as exc:
+            raise PlaybookNotFound(f"{name}: cannot be read ({exc.strerror or exc})") from None
         raise PlaybookNotFound(f"{name}: no such playbook file")
     for found in list_playbooks(extra, environ):
         if found.name == name:
@@ -68,8 +81,10 @@ def resolve(name: str, extra: list[str] | None = None, environ: Mapping[str, str
     raise PlaybookNotFound(f"no playbook named {name!r}{hint}; available: {', '.join(names) or 'none'}")
 
 
-def load(name: str, probes: Mapping[str, ProbeInfo], extra: list[str] | None = None) -> Playbook:
-    return load_playbook(resolve(name, extra), probes)
+def load(
+    name: str, probes: Mapping[str, ProbeInfo], extra: list[str] | None = None, environ: Mapping[str, str] | None = None
+) -> Playbook:
+    return load_playbook(resolve(name, extra, environ), probes)
 
 
 __all__ = ["Found", "PlaybookError", "list_playbooks", "load", "packaged_dir", "resolve"]

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from wizard.errors import PlaybookError
+from wizard.playbook import patterns
 from wizard.playbook.conditions import Expression, ExpressionError, Reference, Template, parse, parse_template
 from wizard.playbook.model import (
     QUESTION_TYPES,
@@ -29,8 +30,9 @@ from wizard.playbook.model import (
     QuestionNode,
     Step,
     Validation,
+    reachable,
 )
-from wizard.playbook.yaml_source import Located, Path_, YamlSyntaxError, load_located
+from wizard.playbook.yaml_source import MAX_YAML_CHARS, Located, Path_, YamlSyntaxError, load_located
 from wizard.probes.base import OUTCOMES, PARAM_TYPES, ProbeInfo
 
 ID_PATTERN = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -164,9 +166,10 @@ def _validation(c: _Checker, raw: Any, where: Path_, qtype: str) -> Validation:
     pattern = raw.get("pattern")
     if pattern is not None:
         try:
-            re.compile(str(pattern))
-        except re.error as exc:
-            c.problem((*where, "pattern"), f"bad regular expression: {exc}")
+            patterns.check(str(pattern))
+        except patterns.PatternError as exc:
+            c.problem((*where, "pattern"), f"bad pattern: {exc}")
+            pattern = None
     for bound in ("min", "max"):
         if bound in raw and (not isinstance(raw[bound], (int, float)) or isinstance(raw[bound], bool)):
             c.problem((*where, bound), f"'{bound}' must be a number")
@@ -253,6 +256,15 @@ def _probe(c: _Checker, raw: dict[str, Any], base: dict[str, Any], where: Path_)
             )
         if isinstance(value, str) and "{{" in value:
             node.params[name] = c.template(value, pwhere)
+        elif isinstance(value, list) and any(isinstance(v, str) and "{{" in v for v in value):
+            items: list[Any] = []
+            for i, item in enumerate(value):
+                if not isinstance(item, str):
+                    c.problem((*pwhere, i), f"items of parameter {name!r} must be text, not {type(item).__name__}")
+                items.append(c.template(item, (*pwhere, i)) if isinstance(item, str) and "{{" in item else item)
+            if pspec is not None and not pspec.type.startswith("list") and pspec.type != "paths":
+                c.problem(pwhere, f"parameter {name!r} of probe {node.probe!r} must be {pspec.type}, not a list")
+            node.params[name] = items
         else:
             if pspec is not None and not PARAM_TYPES[pspec.type](value):
                 c.problem(
@@ -372,6 +384,10 @@ def _references(node: Node) -> list[tuple[Reference, Path_]]:
         for name, value in node.params.items():
             if isinstance(value, Template):
                 out += [(r, ("params", name)) for r in value.references]
+            elif isinstance(value, list):
+                for i, item in enumerate(value):
+                    if isinstance(item, Template):
+                        out += [(r, ("params", name, i)) for r in item.references]
     if isinstance(node, DecisionNode):
         for i, b in enumerate(node.branches):
             out += [(r, ("branches", i, "when")) for r in b.when.references]
@@ -423,26 +439,21 @@ def _check_graph(c: _Checker, pb_start: str, nodes: dict[str, Node], node_where:
 
     if pb_start not in nodes:
         return
-    seen = {pb_start}
-    stack = [pb_start]
-    while stack:
-        for t in edges.get(stack.pop(), []):
-            if t not in seen:
-                seen.add(t)
-                stack.append(t)
+    seen = reachable(pb_start, lambda n: edges.get(n, []))
     for node_id in ids:
         if node_id not in seen:
             c.problem(node_where[node_id], f"node {node_id!r} is unreachable from the start node {pb_start!r}")
 
-    # Cycles with no way out: strongly connected components that reach no conclusion.
-    can_finish = {n for n, v in nodes.items() if isinstance(v, ConclusionNode)}
-    changed = True
-    while changed:
-        changed = False
-        for n, outgoing in edges.items():
-            if n not in can_finish and any(t in can_finish for t in outgoing):
-                can_finish.add(n)
-                changed = True
+    # Cycles with no way out: nodes from which no conclusion can be reached (one walk backwards
+    # from the conclusions, so a chain of 20,000 nodes costs 20,000 steps, not 20,000 squared).
+    backwards: dict[str, list[str]] = {}
+    for n, outgoing in edges.items():
+        for t in outgoing:
+            backwards.setdefault(t, []).append(n)
+    can_finish: set[str] = set()
+    for n, v in nodes.items():
+        if isinstance(v, ConclusionNode):
+            can_finish |= reachable(n, lambda m: backwards.get(m, []))
     for n in ids:
         if n in seen and n not in can_finish and edges.get(n):
             c.problem(node_where[n], f"cycle with no way out: from {n!r} no path leads to a conclusion")
@@ -533,9 +544,13 @@ def load_playbook_text(text: str, path: str, probes: Mapping[str, ProbeInfo]) ->
 def load_playbook(path: str | Path, probes: Mapping[str, ProbeInfo]) -> Playbook:
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        with open(p, "rb") as fh:
+            raw = fh.read(MAX_YAML_CHARS + 1)
+        text = raw.decode("utf-8")
     except FileNotFoundError:
         raise PlaybookError([f"{p}: no such file"]) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise PlaybookError([f"{p}: cannot read ({exc})"]) from None
+    except UnicodeDecodeError as exc:
+        raise PlaybookError([f"{p}: not UTF-8 text (byte {exc.start})"]) from None
+    except (OSError, ValueError) as exc:
+        raise PlaybookError([f"{p}: cannot read ({getattr(exc, 'strerror', None) or exc})"]) from None
     return load_playbook_text(text, str(p), probes)

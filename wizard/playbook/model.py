@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -159,3 +160,19 @@ class Playbook:
 
     def successors(self, node: Node) -> list[str]:
         return [edge.target for edge in node.edges()]
+
+    def reachable_from(self, node_id: str) -> set[str]:
+        return reachable(node_id, lambda n: (t for t in self.successors(self.nodes[n]) if t in self.nodes))
+
+
+def reachable(start: str, successors: Callable[[str], Iterable[str]]) -> set[str]:
+    """Every node id reachable from ``start`` (itself included): one walk for the loader's
+    unreachable-node check and for naming the questions that may follow a missing answer."""
+    seen = {start}
+    stack = [start]
+    while stack:
+        for target in successors(stack.pop()):
+            if target not in seen:
+                seen.add(target)
+                stack.append(target)
+    return seen
