@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from wizard.errors import InputFileError
+from wizard.untrusted import visible
 
 
 @dataclass(slots=True)
@@ -31,43 +32,75 @@ class MachineReport:
         return f"{self.host} ({', '.join(sorted(set(self.gpus))) or 'unknown GPU'})"
 
 
+def _texts(value: Any) -> list[str]:
+    """A list of names from another machine's report: strings only, whatever else is there."""
+    return [str(v) for v in value if isinstance(v, (str, int, float))] if isinstance(value, list) else []
+
+
+def _text(value: Any) -> str | None:
+    return str(value) if isinstance(value, (str, int, float)) and not isinstance(value, bool) else None
+
+
 def _from_transcript(data: dict[str, Any], source: str) -> MachineReport:
-    host = data.get("host") or {}
-    facts_by_node: dict[str, dict[str, Any]] = {}
-    for entry in data.get("entries", []):
-        if entry.get("facts"):
-            facts_by_node[entry["node"]] = entry["facts"]
-    mechanisms: list[str] = []
+    host: dict[str, Any] = data["host"] if isinstance(data.get("host"), dict) else {}
+    mechanisms: set[str] = set()
     impossible: bool | None = None
-    gpus: list[str] = list(host.get("gpus") or [])
-    torch = host.get("torch")
-    driver = host.get("driver")
-    for facts in facts_by_node.values():
+    gpus = _texts(host.get("gpus"))
+    torch, driver = _text(host.get("torch")), _text(host.get("driver"))
+    entries: list[Any] = data["entries"] if isinstance(data.get("entries"), list) else []
+    for entry in entries:
+        facts = entry.get("facts") if isinstance(entry, dict) else None
+        if not isinstance(facts, dict):
+            continue
         if "impossible" in facts and "mechanisms" in facts:
-            mechanisms = sorted(set(mechanisms) | set(facts.get("mechanisms") or []))
-            impossible = bool(impossible) or bool(facts["impossible"])
-            gpus = gpus or list(facts.get("gpus") or [])
+            mechanisms |= set(_texts(facts.get("mechanisms")))
+            impossible = bool(impossible) or facts["impossible"] is True
+            gpus = gpus or _texts(facts.get("gpus"))
         if "torch_version" in facts:
-            torch = torch or facts.get("torch_version")
-            driver = driver or facts.get("driver_version")
-            gpus = gpus or list(facts.get("gpu_names") or [])
-    return MachineReport(source, str(host.get("hostname", "?")), gpus, torch, driver, mechanisms, impossible)
+            torch = torch or _text(facts.get("torch_version"))
+            driver = driver or _text(facts.get("driver_version"))
+            gpus = gpus or _texts(facts.get("gpu_names"))
+    hostname = _text(host.get("hostname")) or "?"
+    return MachineReport(source, hostname, gpus, torch, driver, sorted(mechanisms - {"F"}), impossible)
 
 
 def _from_trace_report(data: dict[str, Any], source: str) -> MachineReport:
-    gpus = sorted({d.get("name", "") for r in data.get("reports", []) for d in r.get("devices", []) if d.get("name")})
-    mechanisms = sorted({m for m in data.get("mechanisms", {}) if m != "F"})
-    host = data.get("host", {}).get("hostname") if isinstance(data.get("host"), dict) else None
-    return MachineReport(source, host or Path(source).stem, gpus, None, None, mechanisms, bool(data.get("impossible")))
+    reports: list[Any] = data["reports"] if isinstance(data.get("reports"), list) else []
+    gpus = sorted(
+        {
+            str(d["name"])
+            for r in reports
+            if isinstance(r, dict) and isinstance(r.get("devices"), list)
+            for d in r["devices"]
+            if isinstance(d, dict) and isinstance(d.get("name"), str) and d["name"]
+        }
+    )
+    found = data.get("mechanisms")
+    mechanisms = sorted({str(m) for m in found if m != "F"}) if isinstance(found, dict) else []
+    host = data.get("host")
+    hostname = _text(host.get("hostname")) if isinstance(host, dict) else None
+    return MachineReport(
+        source, hostname or Path(source).stem, gpus, None, None, mechanisms, data.get("impossible") is True
+    )
+
+
+MAX_REPORT_BYTES = 64 << 20
 
 
 def load_report(path: str) -> MachineReport:
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_REPORT_BYTES + 1)
+        if len(raw) > MAX_REPORT_BYTES:
+            raise InputFileError(f"{path}: too large for a warpwizard report (over {MAX_REPORT_BYTES} bytes)")
+        data = json.loads(raw.decode("utf-8"))
     except FileNotFoundError:
         raise InputFileError(f"{path}: no such report") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputFileError(f"{path}: not a warpwizard JSON report ({exc})") from None
+    except IsADirectoryError:
+        raise InputFileError(f"{path}: is a directory, not a report") from None
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+        raise InputFileError(f"{path}: not a warpwizard JSON report ({reason})") from None
     schema = str(data.get("schema", "")) if isinstance(data, dict) else ""
     if schema.startswith("warpwizard.transcript/"):
         return _from_transcript(data, path)
@@ -75,7 +108,7 @@ def load_report(path: str) -> MachineReport:
         return _from_trace_report(data, path)
     raise InputFileError(
         f"{path}: not a warpwizard JSON report (expected schema warpwizard.transcript/1 "
-        f"or warpwizard.trace-report/1, found {schema or 'none'})"
+        f"or warpwizard.trace-report/1, found {visible(schema)[:80] or 'none'})"
     )
 
 
@@ -87,30 +120,60 @@ class Comparison:
     unknown: list[str] = field(default_factory=list)
 
     @property
-    def hardware_specific(self) -> bool:
-        """Some GPU models show it and others do not, and no model is on both sides."""
-        if not self.reproduces_on or not self.clean_on:
+    def known(self) -> list[MachineReport]:
+        return [m for m in self.machines if m.impossible is not None]
+
+    @property
+    def by_mechanism(self) -> dict[str, list[str]]:
+        """Each mechanism found anywhere -> the machines that show it."""
+        out: dict[str, list[str]] = {}
+        for m in self.known:
+            for mechanism in m.mechanisms:
+                out.setdefault(mechanism, []).append(m.key)
+        return dict(sorted(out.items()))
+
+    def _specific(self, mechanism: str) -> bool:
+        """Some machines show it and others not, and no GPU model (or one driver) is on both sides."""
+        showing = [m for m in self.known if mechanism in m.mechanisms]
+        lacking = [m for m in self.known if mechanism not in m.mechanisms]
+        if not showing or not lacking:
             return False
-        bad = {g for m in self.machines if m.impossible for g in m.gpus}
-        good = {g for m in self.machines if m.impossible is False for g in m.gpus}
-        return not (bad & good) or len({m.driver for m in self.machines}) > 1
+        bad = {g for m in showing for g in m.gpus}
+        good = {g for m in lacking for g in m.gpus}
+        return not (bad & good) or len({m.driver for m in self.known}) > 1
+
+    @property
+    def hardware_specific(self) -> bool:
+        return any(self._specific(m) for m in self.by_mechanism)
 
     @property
     def verdict(self) -> str:
-        if len(self.machines) - len(self.unknown) < 2:
+        if len(self.known) < 2:
             return "not enough reports to compare"
-        if self.hardware_specific:
-            return (
-                "hardware or driver specific: appears on "
-                + ", ".join(self.reproduces_on)
-                + "; not on "
-                + ", ".join(self.clean_on)
-            )
-        if self.reproduces_on and not self.clean_on:
-            return "the same on every machine: not hardware specific"
-        if self.clean_on and not self.reproduces_on:
+        if not self.by_mechanism:
             return "no machine shows impossible values"
-        return "mixed, but the same GPU model appears on both sides: look at software differences (torch, driver)"
+        parts = []
+        for mechanism, keys in self.by_mechanism.items():
+            others = [m.key for m in self.known if m.key not in keys]
+            if not others:
+                parts.append(f"{mechanism} on every machine")
+            elif self._specific(mechanism):
+                parts.append(f"{mechanism} only on {', '.join(keys)}, not on {', '.join(others)}")
+            else:
+                parts.append(
+                    f"{mechanism} on {', '.join(keys)} but not on {', '.join(others)}, with the same GPU model "
+                    "on both sides: look at software differences (torch, driver)"
+                )
+        head = (
+            "hardware or driver specific: "
+            if self.hardware_specific
+            else (
+                "the same on every machine: not hardware specific: "
+                if all(len(k) == len(self.known) for k in self.by_mechanism.values())
+                else "mixed: "
+            )
+        )
+        return head + "; ".join(parts)
 
 
 def compare(reports: list[MachineReport]) -> Comparison:

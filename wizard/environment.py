@@ -7,44 +7,17 @@ themselves.
 
 from __future__ import annotations
 
-import datetime as _dt
 import os
 import shlex
 import shutil
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-from wizard.runner import CommandResult, SubprocessRunner
-
-
-class Clock(Protocol):
-    def now(self) -> _dt.datetime: ...
-    def monotonic(self) -> float: ...
-
-
-class SystemClock:
-    def now(self) -> _dt.datetime:
-        return _dt.datetime.now(_dt.timezone.utc)
-
-    def monotonic(self) -> float:
-        return time.monotonic()
-
-
-class Runner(Protocol):
-    def run(
-        self, argv: Any, *, timeout: float, env: Any = None, cwd: str | None = None, log_path: Path | None = None
-    ) -> CommandResult: ...
-
-
-def load_pynvml() -> Any:
-    """The NVML binding (package nvidia-ml-py, imported as pynvml), imported only when asked."""
-    import pynvml
-
-    return pynvml
+from wizard.runner import SubprocessRunner
+from wizard.system import Clock, Runner, SystemClock, load_pynvml
 
 
 @dataclass(slots=True)
@@ -56,13 +29,27 @@ class Workload:
 
     @classmethod
     def parse(cls, text: str, python: str) -> Workload:
-        argv = shlex.split(text)
+        """``python SCRIPT.py ...``, ``python -m MODULE ...``, ``python -c CODE ...`` or ``SCRIPT.py ...``.
+
+        The harness runs the program inside the target interpreter (under the profiler), so only
+        Python programs can be workloads; anything else is refused here, with the reason.
+        """
+        argv = shlex.split(text)  # ValueError for an unclosed quote
         if not argv:
             raise ValueError("empty workload command")
-        if argv[0] in ("python", "python3"):
+        if argv[0] in ("python", "python3", python):
             argv[0] = python
         elif argv[0].endswith(".py"):
             argv.insert(0, python)
+        else:
+            raise ValueError(
+                f"{argv[0]!r} is not a Python program: the workload runs inside warpwizard's harness in the target "
+                "interpreter, so give it as 'python SCRIPT.py ARGS', 'python -m MODULE ARGS' or 'python -c CODE'"
+            )
+        if len(argv) < 2 or (argv[1] in ("-m", "-c") and len(argv) < 3):
+            raise ValueError("name the script, -m MODULE or -c CODE after python")
+        if argv[1].startswith("-") and argv[1] not in ("-m", "-c"):
+            raise ValueError(f"interpreter option {argv[1]!r} is not supported; put the script, -m or -c first")
         return cls(argv, text)
 
     @property
@@ -87,6 +74,7 @@ class Environment:
     allow_sanitizer: bool = False
     compare_reports: list[str] = field(default_factory=list)
     compare_pythons: list[str] = field(default_factory=list)
+    artifacts: dict[str, str] = field(default_factory=dict)  # files this run wrote for later probes
 
     def child_env(self, **extra: str) -> dict[str, str]:
         env = dict(self.base_env)

@@ -1,18 +1,23 @@
-"""The command line: parse, build the environment, call the library, render, exit.
+"""The command line: parse, call the library, render, exit.
 
-This is the only module that knows about sys.exit and the one error boundary: every
-domain error becomes one line on stderr and an ExitStatus. Heavy imports (rich,
-questionary, torch, msgspec) happen inside the commands, so ``--help`` starts fast.
+``main(argv, system)`` is the one error boundary: every domain error becomes one line on
+stderr and an ExitStatus; anything else is an internal error whose traceback only ``--debug``
+shows. All input and output goes through the ``System`` it is given, so tests run the whole
+CLI in-process. Heavy imports (rich, questionary, msgspec) happen inside the commands, so
+``--help`` starts fast.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import contextlib
 import os
+import signal
 import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, cast
 
 from wizard import __version__
 from wizard.errors import (
@@ -20,17 +25,18 @@ from wizard.errors import (
     InputFileError,
     Interrupted,
     NoTerminalError,
+    OutputFileError,
     PlaybookError,
     PlaybookNotFound,
     ProbeInfrastructureError,
+    Terminated,
+    TerminateSignal,
     UsageError,
     WizardError,
 )
-from wizard.exit_status import ExitStatus
-
-EPILOG = """exit codes: 0 diagnosis reached / nothing impossible; 1 impossible values found (trace inspect);
-2 usage; 3 invalid playbook (run, validate); 4 bad or missing answers, or a prompt with no terminal;
-5 a probe could not run; 6 unreadable input file; 70 internal error; 130 interrupted (answers saved)."""
+from wizard.exit_status import ExitStatus, epilog
+from wizard.system import System
+from wizard.untrusted import visible
 
 
 class _Parser(argparse.ArgumentParser):
@@ -39,11 +45,13 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    text = epilog()
+    kw: dict[str, Any] = {"epilog": text, "formatter_class": argparse.RawDescriptionHelpFormatter}
     p = _Parser(
         prog="warpwizard",
         description="Walks you from a negative 'warps per SM' (or inf, nan, 0%) "
         "in a PyTorch profiler trace to its cause.",
-        epilog=EPILOG,
+        **kw,
     )
     p.add_argument("--version", action="version", version=f"warpwizard {__version__}")
     p.add_argument("--debug", action="store_true", help="show tracebacks for internal errors")
@@ -57,7 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
-    run = sub.add_parser("run", help="walk a playbook to a diagnosis", epilog=EPILOG)
+    run = sub.add_parser("run", help="walk a playbook to a diagnosis", **kw)
     run.add_argument("playbook", help="playbook name (see 'list') or path to a .yaml file")
     run.add_argument("--answers", metavar="FILE", help="answers (YAML/JSON, '-' for stdin): no prompts")
     run.add_argument("--set", action="append", default=[], metavar="QUESTION=VALUE", help="answer one question")
@@ -67,15 +75,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--json", action="store_true", help="print the transcript as JSON (schema warpwizard.transcript/1)"
     )
     run.add_argument("--report", metavar="FILE.md", help="write a Markdown report for a bug report")
+    run.add_argument("--force", action="store_true", help="replace --report and --record files that exist")
     run.add_argument("--teach", action="store_true", help="explain every step and node as you go")
     run.add_argument("--workload", metavar="CMD", help='your program, e.g. "python train.py --steps 3"')
     run.add_argument("--python", metavar="PATH", help="interpreter of the environment to probe (default: this one)")
-    run.add_argument(
-        "--report-dir",
-        metavar="DIR",
-        default=os.environ.get("WARPWIZARD_REPORT_DIR", "warpwizard-report"),
-        help="where probes write files (also: WARPWIZARD_REPORT_DIR)",
-    )
+    run.add_argument("--report-dir", metavar="DIR", help="where probes write files (also: WARPWIZARD_REPORT_DIR)")
     run.add_argument(
         "--compare-python",
         action="append",
@@ -90,11 +94,15 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="REPORT.json",
         help="JSON reports from other machines, for hardware.compare",
     )
-    run.add_argument("--allow-commands", action="store_true", help="let the playbook run commands (command.run)")
+    run.add_argument(
+        "--allow-commands",
+        action="store_true",
+        help="let the playbook and the answers file name programs to run (command.run, workloads)",
+    )
     run.add_argument("--allow-sanitizer", action="store_true", help="let probes run compute-sanitizer (slow)")
 
     sub.add_parser("list", help="list the playbooks found")
-    val = sub.add_parser("validate", help="check playbooks and report every problem")
+    val = sub.add_parser("validate", help="check playbooks (files, names or directories) and report every problem")
     val.add_argument("paths", nargs="+", metavar="PLAYBOOK")
     graph = sub.add_parser("graph", help="the decision tree as Mermaid or Graphviz dot")
     graph.add_argument("playbook")
@@ -106,10 +114,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     trace = sub.add_parser("trace", help="inspect or fix profiler traces")
     tsub = trace.add_subparsers(dest="trace_command", metavar="ACTION", parser_class=_Parser)
-    ins = tsub.add_parser("inspect", help="explain every impossible kernel metric in traces", epilog=EPILOG)
+    ins = tsub.add_parser("inspect", help="explain every impossible kernel metric in traces", **kw)
     ins.add_argument("paths", nargs="+", metavar="PATH", help=".json/.json.gz traces or per-rank directories")
     ins.add_argument("--json", action="store_true", help="machine-readable (schema warpwizard.trace-report/1)")
-    ins.add_argument("--markdown", metavar="FILE", help="write Markdown for a bug report ('-' for stdout)")
+    ins.add_argument("--markdown", metavar="FILE", help="write Markdown for a bug report ('-': to stdout, alone)")
+    ins.add_argument("--force", action="store_true", help="replace a --markdown file that exists")
     ins.add_argument("--all", action="store_true", help="also list correct-by-design kernels (F)")
     ins.add_argument("--jobs", type=int, default=None, help="parallel processes for several files")
     ins.add_argument(
@@ -120,9 +129,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="SM count of the GPU, for traces without deviceProperties (PyTorch 1.8): 80 for a V100, "
         "68 for an RTX 2080 Ti, 108 for an A100, 132 for an H100",
     )
-    fix = tsub.add_parser("fix", help="write a copy of a trace with true values")
+    fix = tsub.add_parser("fix", help="write a copy of a trace with true values", **kw)
     fix.add_argument("input")
     fix.add_argument("output")
+    fix.add_argument("--force", action="store_true", help="replace an output file that exists")
 
     cmp_ = sub.add_parser("compare", help="compare JSON reports from several machines")
     cmp_.add_argument("reports", nargs="+", metavar="REPORT.json")
@@ -133,11 +143,76 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _console(args: argparse.Namespace, stderr: bool = False) -> Any:
-    from rich.console import Console
+class _Stream:
+    """A text stream that survives its reader going away (``| head``): writes after a broken pipe
+    are dropped, so the command still finishes and returns its own exit status."""
 
-    no_color = args.no_color or bool(os.environ.get("NO_COLOR"))
-    return Console(stderr=stderr, no_color=no_color, highlight=False, soft_wrap=False, emoji=False)
+    def __init__(self, inner: IO[str]) -> None:
+        self.inner = inner
+        self.broken = False
+
+    def write(self, text: str) -> int:
+        if not self.broken:
+            try:
+                self.inner.write(text)
+            except BrokenPipeError:
+                self.broken = True
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.broken:
+            try:
+                self.inner.flush()
+            except BrokenPipeError:
+                self.broken = True
+
+    def isatty(self) -> bool:
+        try:
+            return bool(self.inner.isatty())
+        except (AttributeError, ValueError):
+            return False
+
+    def fileno(self) -> int:
+        return self.inner.fileno()
+
+    @property
+    def encoding(self) -> str:
+        return str(getattr(self.inner, "encoding", None) or "utf-8")
+
+
+@dataclass
+class Context:
+    """What every command gets: its arguments and the outside world."""
+
+    args: argparse.Namespace
+    system: System
+    stdout: _Stream
+    stderr: _Stream
+    consoles: dict[bool, Any] = field(default_factory=dict)
+
+    def console(self, *, stderr: bool = False) -> Any:
+        if stderr not in self.consoles:
+            from rich.console import Console
+
+            no_color = bool(self.args.no_color or self.system.environ.get("NO_COLOR"))
+            columns = self.system.environ.get("COLUMNS", "")
+            self.consoles[stderr] = Console(
+                file=cast(IO[str], self.stderr if stderr else self.stdout),
+                no_color=no_color,
+                highlight=False,
+                soft_wrap=False,
+                emoji=False,
+                markup=False,
+                width=int(columns) if columns.isdigit() and int(columns) > 0 else None,
+            )
+        return self.consoles[stderr]
+
+    def write(self, text: str) -> None:
+        self.stdout.write(text)
+
+    @property
+    def playbook_dirs(self) -> list[str]:
+        return list(self.args.playbook_dir)
 
 
 def _probes() -> Any:
@@ -146,17 +221,23 @@ def _probes() -> Any:
     return builtin_probes()
 
 
-def _load(args: argparse.Namespace, name: str) -> Any:
-    from wizard.playbook.discovery import load
+def _catalog() -> Any:
     from wizard.probes.registry import catalog
 
-    return load(name, catalog(_probes()), args.playbook_dir)
+    return catalog(_probes())
+
+
+def _load(ctx: Context, name: str) -> Any:
+    from wizard.playbook.discovery import load
+
+    return load(name, _catalog(), ctx.playbook_dirs, ctx.system.environ)
 
 
 # -- commands ------------------------------------------------------------------------------
-def cmd_run(args: argparse.Namespace, playbook_name: str | None = None) -> ExitStatus:
+def cmd_run(ctx: Context, playbook_name: str | None = None) -> ExitStatus:
     from wizard.cli.run import RunOptions, run_playbook
 
+    args = ctx.args
     options = RunOptions(
         playbook=playbook_name or args.playbook,
         answers_file=args.answers,
@@ -165,116 +246,126 @@ def cmd_run(args: argparse.Namespace, playbook_name: str | None = None) -> ExitS
         record=args.record,
         json_out=args.json,
         report=args.report,
+        force=args.force,
         teach=args.teach,
         workload=args.workload,
         python=args.python,
-        report_dir=args.report_dir,
+        report_dir=args.report_dir or ctx.system.environ.get("WARPWIZARD_REPORT_DIR") or "warpwizard-report",
         compare=args.compare,
         allow_commands=args.allow_commands,
         allow_sanitizer=args.allow_sanitizer,
         compare_pythons=args.compare_python,
-        playbook_dirs=args.playbook_dir,
+        playbook_dirs=ctx.playbook_dirs,
     )
-    return run_playbook(options, _console(args, stderr=args.json), _console(args))
+    return run_playbook(options, ctx.system, ctx.console(stderr=args.json), ctx.console(), ctx.stdout)
 
 
-def cmd_list(args: argparse.Namespace) -> ExitStatus:
-    from rich.table import Table
-
+def cmd_list(ctx: Context) -> ExitStatus:
     from wizard.playbook.discovery import list_playbooks
     from wizard.playbook.loader import load_playbook
-    from wizard.probes.registry import catalog
+    from wizard.ui.tables import playbooks_table
 
-    probes = catalog(_probes())
-    table = Table(title="playbooks")
-    for col in ("name", "title", "version", "steps", "from"):
-        table.add_column(col)
-    for found in list_playbooks(args.playbook_dir):
+    probes = _catalog()
+    rows: list[tuple[str, str | None, str, str, str, str | None]] = []
+    for found in list_playbooks(ctx.playbook_dirs, ctx.system.environ):
         try:
             pb = load_playbook(found.path, probes)
-            table.add_row(found.name, pb.title, pb.version, str(len(pb.steps)), found.origin)
-        except PlaybookError as exc:
-            table.add_row(found.name, f"[red]invalid: {exc}[/]", "", "", found.origin)
-    _console(args).print(table)
+        except WizardError as exc:  # one bad file is a row, not the end of the listing
+            rows.append((found.name, None, "", "", found.origin, str(exc)))
+            continue
+        rows.append((found.name, pb.title, pb.version, str(len(pb.steps)), found.origin, None))
+    ctx.console().print(playbooks_table(rows))
     return ExitStatus.OK
 
 
-def cmd_validate(args: argparse.Namespace) -> ExitStatus:
-    from wizard.playbook.discovery import resolve
-    from wizard.playbook.loader import load_playbook
-    from wizard.probes.registry import catalog
+def _validate_targets(ctx: Context, names: list[str]) -> Iterator[tuple[str, Path | None, str | None]]:
+    """(name, path, problem): directories are expanded to the playbooks in them."""
+    from wizard.playbook.discovery import playbook_files, resolve
 
-    probes = catalog(_probes())
-    bad = 0
-    for name in args.paths:
-        try:
-            pb = load_playbook(resolve(name, args.playbook_dir), probes)
-        except (PlaybookError, PlaybookNotFound) as exc:
-            bad += 1
-            problems = exc.problems if isinstance(exc, PlaybookError) else [str(exc)]
-            for problem in problems:
-                print(problem)
+    for name in names:
+        candidate = Path(name)
+        if candidate.is_dir():
+            files = playbook_files(candidate)
+            if not files:
+                yield name, None, f"{name}: directory holds no .yaml or .yml playbook"
+            for f in files:
+                yield str(f), f, None
             continue
-        print(f"{pb.path}: ok ({len(pb.nodes)} nodes, {len(pb.steps)} steps)")
+        try:
+            yield name, resolve(name, ctx.playbook_dirs, ctx.system.environ), None
+        except PlaybookNotFound as exc:
+            yield name, None, str(exc)
+
+
+def cmd_validate(ctx: Context) -> ExitStatus:
+    from wizard.playbook.loader import load_playbook
+    from wizard.playbook.trust import program_uses
+    from wizard.ui.render import program_use_lines
+
+    probes = _catalog()
+    bad = 0
+    for _, path, problem in _validate_targets(ctx, ctx.args.paths):
+        if path is None:
+            bad += 1
+            ctx.write(visible(problem) + "\n")
+            continue
+        try:
+            pb = load_playbook(path, probes)
+        except PlaybookError as exc:
+            bad += 1
+            for line in exc.problems:
+                ctx.write(visible(line) + "\n")
+            continue
+        ctx.write(visible(f"{pb.path}: ok ({len(pb.nodes)} nodes, {len(pb.steps)} steps)") + "\n")
+        for line in program_use_lines(program_uses(pb, probes)):
+            ctx.write(visible(line) + "\n")
     return ExitStatus.INVALID_PLAYBOOK if bad else ExitStatus.OK
 
 
-def cmd_graph(args: argparse.Namespace) -> ExitStatus:
+def cmd_graph(ctx: Context) -> ExitStatus:
     from wizard.playbook.graph import dot, mermaid
 
-    pb = _load(args, args.playbook)
-    sys.stdout.write(mermaid(pb) if args.format == "mermaid" else dot(pb))
+    pb = _load(ctx, ctx.args.playbook)
+    ctx.write(mermaid(pb) if ctx.args.format == "mermaid" else dot(pb))
     return ExitStatus.OK
 
 
-def cmd_explain(args: argparse.Namespace) -> ExitStatus:
+def cmd_explain(ctx: Context) -> ExitStatus:
     from wizard.playbook.graph import explain
 
-    text = explain(_load(args, args.playbook))
-    if sys.stdout.isatty():
+    text = explain(_load(ctx, ctx.args.playbook))
+    if ctx.system.isatty(ctx.system.stdout):
         from rich.markdown import Markdown
 
-        _console(args).print(Markdown(text))
+        ctx.console().print(Markdown(text))
     else:
-        sys.stdout.write(text)
+        ctx.write(text)
     return ExitStatus.OK
 
 
-def cmd_probes(args: argparse.Namespace) -> ExitStatus:
-    from rich.table import Table
+def cmd_probes(ctx: Context) -> ExitStatus:
+    from wizard.ui.tables import probes_table
 
-    from wizard.probes.registry import catalog
-
-    table = Table(title="registered probes", show_lines=True)
-    for col in ("probe", "what it does", "parameters", "facts"):
-        table.add_column(col)
-    for info in catalog(_probes()).values():
-        params = "\n".join(f"{p.name}: {p.type}{' (required)' if p.required else ''}" for p in info.params)
-        facts = ", ".join(f.name for f in info.facts)
-        table.add_row(info.name, info.summary, params, facts)
-    _console(args).print(table)
+    ctx.console().print(probes_table(_catalog()))
     return ExitStatus.OK
 
 
-def cmd_schema(args: argparse.Namespace) -> ExitStatus:
+def cmd_schema(ctx: Context) -> ExitStatus:
     from wizard.playbook.schema import SCHEMA_PATH
 
-    sys.stdout.write(SCHEMA_PATH.read_text(encoding="utf-8"))
+    ctx.write(SCHEMA_PATH.read_text(encoding="utf-8"))
     return ExitStatus.OK
 
 
-def cmd_trace(args: argparse.Namespace) -> ExitStatus:
+def cmd_trace(ctx: Context) -> ExitStatus:
+    args = ctx.args
     if args.trace_command == "fix":
         from wizard.trace.fix import fix_trace
+        from wizard.ui.render import fix_summary_lines
 
-        summary = fix_trace(args.input, args.output)
-        mechanisms = ", ".join(f"{m}: {n}" for m, n in summary.mechanisms.items()) or "none"
-        print(
-            f"wrote {summary.output}: corrected {summary.corrected} of {summary.kernels} kernels "
-            f"(mechanisms {mechanisms}); originals kept under args['warpwizard original']"
-        )
-        if summary.uncorrectable:
-            print(f"{summary.uncorrectable} kernel(s) could not be corrected (the trace lacks their device's SM count)")
+        summary = fix_trace(args.input, args.output, force=args.force)
+        for line in fix_summary_lines(summary):
+            ctx.write(visible(line) + "\n")
         return ExitStatus.OK
     if args.trace_command != "inspect":
         raise UsageError("warpwizard trace: choose an action: inspect or fix (see --help)")
@@ -282,96 +373,112 @@ def cmd_trace(args: argparse.Namespace) -> ExitStatus:
 
     if args.sms is not None and args.sms <= 0:
         raise UsageError(f"warpwizard trace inspect: --sms must be a positive number of SMs, not {args.sms}")
+    if args.jobs is not None and args.jobs <= 0:
+        raise UsageError(f"warpwizard trace inspect: --jobs must be a positive number, not {args.jobs}")
+    markdown_file = args.markdown if args.markdown not in (None, "-") else None
+    if markdown_file is not None:
+        from wizard.outputs import check_output
+
+        check_output(markdown_file, inputs=args.paths, force=args.force, what="Markdown report")
     inspection = inspect_paths(args.paths, args.jobs, args.sms)
     if args.json:
         from wizard.report.trace_json import inspection_to_dict
+        from wizard.serialize import dumps
 
-        print(json.dumps(inspection_to_dict(inspection), indent=1, default=str))
-    else:
+        ctx.write(dumps(inspection_to_dict(inspection)) + "\n")
+    elif args.markdown != "-":  # '--markdown -' is the whole of stdout
         from wizard.ui.render import inspection_view
 
-        _console(args).print(inspection_view(inspection, show_all=args.all))
+        ctx.console().print(inspection_view(inspection, show_all=args.all))
     if args.markdown:
         from wizard.report.markdown import inspection_markdown
 
         text = inspection_markdown(inspection)
-        if args.markdown == "-":
-            sys.stdout.write(text)
+        if markdown_file is None:
+            ctx.write(text)
         else:
-            Path(args.markdown).write_text(text, encoding="utf-8")
+            from wizard.outputs import write_text
+
+            write_text(markdown_file, text, inputs=args.paths, force=args.force, what="Markdown report")
     return ExitStatus.FINDINGS if inspection.impossible else ExitStatus.OK
 
 
-def cmd_compare(args: argparse.Namespace) -> ExitStatus:
+def cmd_compare(ctx: Context) -> ExitStatus:
     from wizard.compare import compare, load_report
 
-    result = compare([load_report(r) for r in args.reports])
-    if args.json:
+    result = compare([load_report(r) for r in ctx.args.reports])
+    if ctx.args.json:
         from dataclasses import asdict
 
-        machines = [asdict(m) for m in result.machines]
-        summary = {"machines": machines, "verdict": result.verdict, "hardware_specific": result.hardware_specific}
-        print(json.dumps(summary, indent=1))
-        return ExitStatus.OK
-    from rich.table import Table
+        from wizard.serialize import dumps
 
-    table = Table(title="reports")
-    for col in ("machine", "torch", "driver", "result"):
-        table.add_column(col)
-    for m in result.machines:
-        verdict = (
-            "unknown"
-            if m.impossible is None
-            else (f"[red]impossible values: {', '.join(m.mechanisms)}[/]" if m.impossible else "[green]clean[/]")
-        )
-        table.add_row(m.key, m.torch or "—", m.driver or "—", verdict)
-    console = _console(args)
-    console.print(table)
-    console.print(f"[bold]{result.verdict}[/]")
+        machines = [asdict(m) for m in result.machines]
+        summary = {
+            "machines": machines,
+            "verdict": result.verdict,
+            "hardware_specific": result.hardware_specific,
+            "by_mechanism": result.by_mechanism,
+        }
+        ctx.write(dumps(summary) + "\n")
+        return ExitStatus.OK
+    from wizard.ui.tables import comparison_table
+    from wizard.untrusted import rich_text
+
+    console = ctx.console()
+    console.print(comparison_table(result))
+    console.print(rich_text(result.verdict, "bold"))
     return ExitStatus.OK
 
 
-def cmd_env(args: argparse.Namespace) -> ExitStatus:
+def cmd_env(ctx: Context) -> ExitStatus:
     import tempfile
 
     from wizard.environment import Environment
     from wizard.probes.env import EnvProbe
 
+    system = ctx.system
     with tempfile.TemporaryDirectory() as tmp:
-        env = Environment(report_dir=Path(tmp), python=args.python or sys.executable)
+        env = Environment(
+            report_dir=Path(tmp),
+            python=ctx.args.python or sys.executable,
+            runner=system.runner,
+            clock=system.clock,
+            nvml_loader=system.nvml_loader,
+            which=system.which,
+            base_env=dict(system.environ),
+        )
         result = EnvProbe().run(env, {})
-    if args.json:
-        print(json.dumps(result.facts, indent=1, default=str))
+    if ctx.args.json:
+        from wizard.serialize import dumps
+
+        ctx.write(dumps(result.facts) + "\n")
     else:
-        console = _console(args)
         for line in result.evidence:
-            console.print(line, markup=False)
+            ctx.write(visible(line) + "\n")
     return ExitStatus.OK
 
 
-def cmd_default(args: argparse.Namespace, parser: argparse.ArgumentParser) -> ExitStatus:
-    """No command: pick a playbook (or the only one) and run it at the terminal."""
-    if not sys.stdin.isatty():
-        parser.print_help(sys.stderr)
+def cmd_default(ctx: Context, parser: argparse.ArgumentParser) -> ExitStatus:
+    """No command: say which playbooks there are, let the person pick, and run it at the terminal."""
+    if not ctx.system.interactive:
+        parser.print_help(cast(IO[str], ctx.stderr))
         raise UsageError(
             "warpwizard: no command given and stdin is not a terminal; try 'warpwizard run PLAYBOOK --answers FILE'"
         )
     from wizard.playbook.discovery import list_playbooks
+    from wizard.ui.prompts import choose_playbook
 
-    found = list_playbooks(args.playbook_dir)
+    found = list_playbooks(ctx.playbook_dirs, ctx.system.environ)
     if not found:
         raise UsageError("warpwizard: no playbooks found")
-    name = found[0].name
-    if len(found) > 1:
-        import questionary
-
-        name = questionary.select("Which playbook?", choices=[f.name for f in found]).unsafe_ask()
+    name = choose_playbook(found, ctx.console())
     run_args = parser.parse_args(["run", name])
-    run_args.no_color, run_args.playbook_dir = args.no_color, args.playbook_dir
-    return cmd_run(run_args, name)
+    run_args.no_color, run_args.playbook_dir = ctx.args.no_color, ctx.args.playbook_dir
+    ctx.args = run_args
+    return cmd_run(ctx, name)
 
 
-COMMANDS = {
+COMMANDS: dict[str, Callable[[Context], ExitStatus]] = {
     "run": cmd_run,
     "list": cmd_list,
     "validate": cmd_validate,
@@ -385,12 +492,10 @@ COMMANDS = {
 }
 
 
-def _error(message: str) -> None:
-    print(f"warpwizard: error: {message}" if not message.startswith("warpwizard") else message, file=sys.stderr)
-
-
 # Domain error -> exit status; the first matching class wins (subclasses first).
 ERROR_STATUS: tuple[tuple[type[BaseException], ExitStatus], ...] = (
+    (Terminated, ExitStatus.TERMINATED),
+    (TerminateSignal, ExitStatus.TERMINATED),
     (Interrupted, ExitStatus.INTERRUPTED),
     (KeyboardInterrupt, ExitStatus.INTERRUPTED),
     (PlaybookError, ExitStatus.INVALID_PLAYBOOK),
@@ -398,42 +503,72 @@ ERROR_STATUS: tuple[tuple[type[BaseException], ExitStatus], ...] = (
     (NoTerminalError, ExitStatus.BAD_ANSWERS),
     (ProbeInfrastructureError, ExitStatus.PROBE_FAILURE),
     (InputFileError, ExitStatus.INPUT_ERROR),
+    (OutputFileError, ExitStatus.OUTPUT_ERROR),
     (UsageError, ExitStatus.USAGE),
     (PlaybookNotFound, ExitStatus.USAGE),
     (WizardError, ExitStatus.PROBE_FAILURE),
 )
 
 
-def _report(exc: BaseException) -> None:
+def _error_lines(exc: BaseException) -> list[str]:
     if isinstance(exc, PlaybookError):
-        for problem in exc.problems:  # every problem, one line each
-            print(problem, file=sys.stderr)
-    elif isinstance(exc, KeyboardInterrupt):
-        _error("interrupted")
-    else:
-        _error(str(exc))
+        return exc.problems  # every problem, one line each
+    if isinstance(exc, TerminateSignal):
+        return ["warpwizard: error: terminated (SIGTERM)"]
+    if isinstance(exc, KeyboardInterrupt):
+        return ["warpwizard: error: interrupted"]
+    message = str(exc)
+    return [message if message.startswith("warpwizard") else f"warpwizard: error: {message}"]
 
 
-def main(argv: list[str] | None = None) -> int:
+def _check_playbook_dirs(ctx: Context) -> None:
+    for d in ctx.args.playbook_dir:
+        if not Path(d).is_dir():
+            raise UsageError(f"--playbook-dir {d}: no such directory")
+
+
+def main(argv: list[str] | None = None, system: System | None = None) -> int:
     """The error boundary: domain errors become one line on stderr and an ExitStatus."""
+    system = system or System()
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    debug = "--debug" in arguments
+    stdout, stderr = _Stream(system.stdout), _Stream(system.stderr)
     parser = build_parser()
-    debug = "--debug" in (argv if argv is not None else sys.argv[1:])
     try:
-        args = parser.parse_args(argv)
-        if args.command is None:
-            return int(cmd_default(args, parser))
-        return int(COMMANDS[args.command](args))
-    except BrokenPipeError:
-        return ExitStatus.OK
+        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+            args = parser.parse_args(arguments)  # --help and --version print through these
+        ctx = Context(args, system, stdout, stderr)
+        _check_playbook_dirs(ctx)
+        status = cmd_default(ctx, parser) if args.command is None else COMMANDS[args.command](ctx)
+        stdout.flush()
+        return int(status)
+    except SystemExit as exc:  # --help / --version
+        stdout.flush()
+        return int(exc.code or 0) if isinstance(exc.code, int) else 0
     except (WizardError, KeyboardInterrupt) as exc:
-        _report(exc)
-        return next(status for kind, status in ERROR_STATUS if isinstance(exc, kind))
+        for line in _error_lines(exc):
+            stderr.write(visible(line) + "\n")
+        return int(next(status for kind, status in ERROR_STATUS if isinstance(exc, kind)))
     except Exception as exc:
         if debug:
             raise
-        _error(f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)")
-        return ExitStatus.INTERNAL
+        message = f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)"
+        stderr.write(visible(f"warpwizard: error: {message}") + "\n")
+        return int(ExitStatus.INTERNAL)
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    raise TerminateSignal()
 
 
 def entry() -> None:
-    sys.exit(main())
+    """The console script: SIGTERM stops like Ctrl-C (workload killed, answers saved)."""
+    with contextlib.suppress(ValueError, OSError):  # not the main thread, or no such signal here
+        signal.signal(signal.SIGTERM, _on_sigterm)
+    code = main()
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:  # the reader left: keep Python's own exit flush from complaining
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    sys.exit(code)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from wizard.engine.answers import (
+    ORIGIN_COMMAND_LINE,
+    ORIGIN_FILE,
     MappingAnswers,
     MissingAnswer,
     check_answers,
@@ -18,9 +19,13 @@ from wizard.engine.answers import (
 )
 from wizard.engine.engine import Engine
 from wizard.environment import Environment, Workload
-from wizard.errors import AnswersError, Interrupted, UsageError
+from wizard.errors import AnswersError, Interrupted, OutputFileError, Terminated, TerminateSignal, UsageError
 from wizard.exit_status import ExitStatus
+from wizard.outputs import check_output, free_path, write_text
 from wizard.playbook.model import Playbook, QuestionNode
+from wizard.serialize import dumps
+from wizard.system import System
+from wizard.untrusted import rich_text
 
 
 @dataclass
@@ -41,23 +46,13 @@ class RunOptions:
     allow_commands: bool = False
     allow_sanitizer: bool = False
     playbook_dirs: list[str] = field(default_factory=list)
+    force: bool = False
 
 
 def _missing_message(pb: Playbook, missing: QuestionNode, answered: set[str]) -> str:
     """Name the missing question, and the unanswered ones that may follow it."""
-    later: list[str] = []
-    seen = {missing.id}
-    stack = [missing.id]
-    while stack:
-        node = pb.nodes[stack.pop()]
-        for target in pb.successors(node):
-            if target in seen:
-                continue
-            seen.add(target)
-            stack.append(target)
-            t = pb.nodes[target]
-            if isinstance(t, QuestionNode) and t.id not in answered:
-                later.append(t.id)
+    ahead = pb.reachable_from(missing.id) - {missing.id} - answered
+    later = [n.id for n in pb.nodes.values() if isinstance(n, QuestionNode) and n.id in ahead]
     default = f" (default: {missing.default!r})" if missing.default is not None else ""
     text = f"missing answer for question {missing.id!r}{default}"
     if later:
@@ -65,27 +60,33 @@ def _missing_message(pb: Playbook, missing: QuestionNode, answered: set[str]) ->
     return text + "; give them in the answers file, with --set ID=VALUE, or use --defaults"
 
 
-def run_playbook(opts: RunOptions, ui: Any, out: Any) -> ExitStatus:
-    from wizard.playbook.discovery import load
-    from wizard.probes.registry import builtin_probes, catalog
-    from wizard.ui.render import TerminalObserver, conclusion_panel
-
-    probes = builtin_probes()
-    pb = load(opts.playbook, catalog(probes), opts.playbook_dirs)
+def _given_answers(opts: RunOptions, stdin: Any) -> tuple[dict[str, Any], dict[str, str]]:
+    """Answers from the file and --set (the command line wins), and where each came from."""
     values: dict[str, Any] = {}
+    origins: dict[str, str] = {}
     if opts.answers_file:
-        values.update(load_answers_file(opts.answers_file))
-    values.update(parse_set_options(opts.sets))
-    problems = check_answers(pb, values)
-    if problems:
-        raise AnswersError(problems)
-    scripted = bool(opts.answers_file) or opts.defaults or opts.json_out
-    if scripted:
-        source: Any = MappingAnswers(values, use_defaults=opts.defaults)
-    else:
-        from wizard.ui.prompts import InteractiveAnswers
+        values.update(load_answers_file(opts.answers_file, stdin))
+        origins.update(dict.fromkeys(values, ORIGIN_FILE))
+    given_here = parse_set_options(opts.sets)
+    values.update(given_here)
+    origins.update(dict.fromkeys(given_here, ORIGIN_COMMAND_LINE))
+    return values, origins
 
-        source = InteractiveAnswers(values)
+
+def _inputs(opts: RunOptions, pb: Playbook) -> list[str]:
+    return [p for p in (opts.answers_file, pb.path) if p and p != "-"]
+
+
+def _preflight(opts: RunOptions, pb: Playbook) -> None:
+    """Refuse now, before any probe runs, an output that could not be written at the end."""
+    for path, what in ((opts.record, "answers record"), (opts.report, "Markdown report")):
+        if path:
+            check_output(path, inputs=_inputs(opts, pb), force=opts.force, what=what)
+    if opts.record and opts.report and Path(opts.record).resolve() == Path(opts.report).resolve():
+        raise UsageError(f"--record and --report name the same file ({opts.report})")
+
+
+def _environment(opts: RunOptions, system: System) -> Environment:
     python = opts.python or sys.executable
     workload = None
     if opts.workload:
@@ -93,7 +94,12 @@ def run_playbook(opts: RunOptions, ui: Any, out: Any) -> ExitStatus:
             workload = Workload.parse(opts.workload, python)
         except ValueError as exc:
             raise UsageError(f"--workload: {exc}") from None
-    env = Environment(
+    return Environment(
+        clock=system.clock,
+        runner=system.runner,
+        nvml_loader=system.nvml_loader,
+        which=system.which,
+        base_env=dict(system.environ),
         python=python,
         report_dir=Path(opts.report_dir),
         workload=workload,
@@ -102,36 +108,76 @@ def run_playbook(opts: RunOptions, ui: Any, out: Any) -> ExitStatus:
         compare_reports=list(opts.compare),
         compare_pythons=list(opts.compare_pythons),
     )
-    given: dict[str, Any] = {}
+
+
+def _save_interrupted(opts: RunOptions, pb: Playbook, answers: dict[str, Any]) -> tuple[str | None, str]:
+    """Where the answers so far went (never over an existing file), or why nowhere."""
+    if not answers:
+        return None, "; no question was answered yet, so nothing was saved"
+    wanted = Path(opts.record or f"warpwizard-answers-{pb.id}.yaml")
+    target = free_path(wanted)  # an earlier run's file, or the user's own: write beside it
+    try:
+        write_text(target, dump_answers(answers, pb.id), inputs=_inputs(opts, pb), what="answers")
+    except OutputFileError as exc:
+        return None, f"; the answers could not be saved ({exc})"
+    return str(target), ""
+
+
+def run_playbook(opts: RunOptions, system: System, ui: Any, out: Any, stdout: Any) -> ExitStatus:
+    from wizard.playbook.discovery import load
+    from wizard.probes.registry import builtin_probes, catalog
+    from wizard.ui.render import TerminalObserver, conclusion_panel, playbook_heading
+
+    probes = builtin_probes()
+    pb = load(opts.playbook, catalog(probes), opts.playbook_dirs, system.environ)
+    values, origins = _given_answers(opts, system.stdin)
+    problems = check_answers(pb, values)
+    if problems:
+        raise AnswersError(problems)
+    _preflight(opts, pb)
+    scripted = bool(opts.answers_file) or opts.defaults or opts.json_out
+    if scripted:
+        source: Any = MappingAnswers(values, use_defaults=opts.defaults, origins=origins)
+    else:
+        from wizard.ui.prompts import InteractiveAnswers
+
+        source = InteractiveAnswers(values, console=ui, interactive=system.interactive)
+    env = _environment(opts, system)
     observer = TerminalObserver(ui, teach=opts.teach)
-    engine = Engine(pb, source, probes, env, observer=observer, on_answer=given.__setitem__)
+    engine = Engine(pb, source, probes, env, observer=observer)
     if opts.teach or not scripted:
-        ui.print(f"[bold]{pb.title}[/]  [dim]({pb.id} v{pb.version})[/]")
-        if opts.teach and pb.description:
-            ui.print(pb.description.strip())
+        ui.print(playbook_heading(pb, teach=opts.teach))
     try:
         transcript = engine.run()
-    except KeyboardInterrupt:
-        target: str | None = opts.record or f"warpwizard-answers-{pb.id}.yaml"
-        try:
-            Path(str(target)).write_text(dump_answers(given, pb.id), encoding="utf-8")
-        except OSError:
-            target = None  # could not save; say so rather than name a file that is not there
-        raise Interrupted(target) from None
+    except KeyboardInterrupt as exc:
+        saved, note = _save_interrupted(opts, pb, engine.state.answers)
+        raise (Terminated if isinstance(exc, TerminateSignal) else Interrupted)(saved, note) from None
     except MissingAnswer as exc:
-        raise AnswersError([_missing_message(pb, exc.question, set(given) | set(values))]) from None
+        raise AnswersError([_missing_message(pb, exc.question, set(engine.state.answers) | set(values))]) from None
     finally:
         observer.close()
     if opts.record:
-        Path(opts.record).write_text(dump_answers(transcript.answers, pb.id), encoding="utf-8")
+        write_text(
+            opts.record,
+            dump_answers(transcript.answers, pb.id),
+            inputs=_inputs(opts, pb),
+            force=opts.force,
+            what="answers record",
+        )
     if opts.report:
         from wizard.report.markdown import transcript_markdown
 
-        Path(opts.report).write_text(transcript_markdown(transcript), encoding="utf-8")
+        write_text(
+            opts.report,
+            transcript_markdown(transcript),
+            inputs=_inputs(opts, pb),
+            force=opts.force,
+            what="Markdown report",
+        )
     if opts.json_out:
-        print(json.dumps(transcript.to_dict(), indent=1, default=str))
+        stdout.write(dumps(transcript.to_dict()) + "\n")
     elif transcript.conclusion is not None:
         out.print(conclusion_panel(transcript))
         if opts.report:
-            out.print(f"[dim]report written to {opts.report}[/]")
+            out.print(rich_text(f"report written to {opts.report}", "dim"))
     return ExitStatus.OK

@@ -7,17 +7,17 @@ observer (the terminal UI, or nothing) is told as nodes are entered and probes r
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from wizard.engine.answers import AnswerSource
+from wizard.engine.answers import ORIGIN_DEFAULT, ORIGIN_FILE, TRUSTED_ORIGINS, AnswerSource
 from wizard.engine.transcript import Conclusion, Transcript, TranscriptEntry
 from wizard.environment import Environment
 from wizard.errors import AnswersError, ProbeInfrastructureError, WizardError
 from wizard.playbook.conditions import Template
 from wizard.playbook.model import ConclusionNode, DecisionNode, Node, Playbook, ProbeNode, QuestionNode
+from wizard.playbook.trust import refusal
 from wizard.probes.base import Probe, ProbeResult, Status
 
 MAX_VISITS = 500
@@ -46,14 +46,18 @@ class _NullObserver:
 
 @dataclass
 class RunState:
-    """What conditions and templates can read."""
+    """What conditions and templates can read, and where each answer came from."""
 
     answers: dict[str, Any] = field(default_factory=dict)
     facts: dict[str, dict[str, Any]] = field(default_factory=dict)
     status: dict[str, str] = field(default_factory=dict)
+    origins: dict[str, str] = field(default_factory=dict)
 
     def scope(self) -> dict[str, Any]:
         return {"answers": self.answers, "facts": self.facts, "status": self.status}
+
+
+_ORIGIN_WORDS = {ORIGIN_FILE: "from the answers file", ORIGIN_DEFAULT: "the playbook's default answer"}
 
 
 def render(template: Template | None, state: RunState) -> str:
@@ -72,14 +76,12 @@ class Engine:
         env: Environment,
         *,
         observer: EngineObserver | None = None,
-        on_answer: Callable[[str, Any], None] | None = None,
     ) -> None:
         self.playbook = playbook
         self.answers = answers
         self.probes = probes
         self.env = env
         self.observer: EngineObserver = observer or _NullObserver()
-        self.on_answer = on_answer
         self.state = RunState()
         self.transcript = Transcript.start(playbook, env.clock.now())
 
@@ -105,7 +107,7 @@ class Engine:
         )
 
     def _visit(self, node: Node) -> str | None:
-        started = time.perf_counter()
+        started = self.env.clock.monotonic()
         entry = self._entry(node)
         self.transcript.entries.append(entry)
         nxt: str | None
@@ -114,8 +116,7 @@ class Engine:
             entry.prompt = prompt
             value, origin = self.answers.answer(node, prompt)
             self.state.answers[node.id] = value
-            if self.on_answer is not None:
-                self.on_answer(node.id, value)
+            self.state.origins[node.id] = origin
             entry.answer, entry.answer_origin = value, origin
             nxt = node.target(value)
         elif isinstance(node, ProbeNode):
@@ -153,15 +154,32 @@ class Engine:
         else:  # pragma: no cover - the loader builds only the four kinds
             raise WizardError(f"unknown node kind {node.kind}")
         entry.next = nxt
-        entry.duration_s = round(time.perf_counter() - started, 6)
+        entry.duration_s = round(self.env.clock.monotonic() - started, 6)
         return nxt
 
     def _params(self, node: ProbeNode) -> dict[str, Any]:
         scope = self.state.scope()
         out: dict[str, Any] = {}
         for name, value in node.params.items():
-            out[name] = value.render(scope) if isinstance(value, Template) else value
+            if isinstance(value, Template):
+                out[name] = value.render(scope)
+            elif isinstance(value, list):
+                out[name] = [item.render(scope) if isinstance(item, Template) else item for item in value]
+            else:
+                out[name] = value
         return out
+
+    def _refused_programs(self, node: ProbeNode, probe: Probe, params: Mapping[str, Any]) -> list[str]:
+        """Parameters naming what to execute whose value the user did not give themselves."""
+        refused = []
+        for spec in probe.params:
+            value = params.get(spec.name)
+            if not spec.runs or spec.name not in node.params or value in (None, "", []):
+                continue
+            source = refusal(node.params[spec.name], self.state.origins, TRUSTED_ORIGINS, _ORIGIN_WORDS)
+            if source is not None:
+                refused.append(f"{spec.name} {value!r} ({source})")
+        return refused
 
     def _run_probe(self, node: ProbeNode, params: dict[str, Any]) -> ProbeResult:
         probe = self.probes.get(node.probe)
@@ -170,12 +188,20 @@ class Engine:
         for spec in probe.params:
             if spec.name not in params and spec.default is not None:
                 params[spec.name] = spec.default
-        started = time.perf_counter()
+        refused = self._refused_programs(node, probe, params)
+        if refused and not self.env.allow_commands:
+            return ProbeResult(
+                Status.SKIP,
+                f"not run: {'; '.join(refused)}; only you decide what runs on this machine: give it on the "
+                "command line (--workload, --python, --set) or at the prompt, or rerun with --allow-commands",
+                facts={"reason": "program not allowed", "refused": "; ".join(refused)},
+            )
+        started = self.env.clock.monotonic()
         try:
             result = probe.run(self.env, params, timeout=node.timeout)
         except WizardError as exc:
             result = ProbeResult(Status.ERROR, str(exc))
         except OSError as exc:
             raise ProbeInfrastructureError(f"probe {node.probe!r} could not run: {exc}") from exc
-        result.duration_s = round(time.perf_counter() - started, 3)
+        result.duration_s = round(self.env.clock.monotonic() - started, 3)
         return result

@@ -39,11 +39,16 @@ PARAM_TYPES: dict[str, Callable[[Any], bool]] = {
 
 @dataclass(frozen=True, slots=True)
 class ParamSpec:
+    """A probe parameter. ``runs``: its value names a program, an interpreter or a script to
+    execute, so only the user may set it (their command line, or an answer they typed), unless
+    they pass ``--allow-commands`` (docs/security.md)."""
+
     name: str
     type: str
     help: str
     required: bool = False
     default: Any = None
+    runs: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +56,13 @@ class FactSpec:
     name: str
     type: str
     help: str
+
+
+# Facts any probe node may carry, whatever its probe: why it did not run.
+COMMON_FACTS = (
+    FactSpec("reason", "str", "why the probe did not run or skipped (no workload, program not allowed, ...)"),
+    FactSpec("refused", "str", "what the engine refused to run, and where that came from"),
+)
 
 
 @dataclass(slots=True)
@@ -70,6 +82,7 @@ class Probe(Protocol):
     summary: str
     params: tuple[ParamSpec, ...]
     facts: tuple[FactSpec, ...]
+    runs_programs: str  # what it executes, in words ("" for none): `validate` lists such nodes
 
     def run(self, env: Environment, params: Mapping[str, Any], *, timeout: float = 600.0) -> ProbeResult:
         """Run with ``timeout`` seconds for each program the probe starts."""
@@ -84,16 +97,17 @@ class ProbeInfo:
     summary: str
     params: tuple[ParamSpec, ...]
     facts: tuple[FactSpec, ...]
+    runs_programs: str = ""
 
     def param(self, name: str) -> ParamSpec | None:
         return next((p for p in self.params if p.name == name), None)
 
     def fact(self, name: str) -> FactSpec | None:
-        return next((f for f in self.facts if f.name == name), None)
+        return next((f for f in (*self.facts, *COMMON_FACTS) if f.name == name), None)
 
 
 def info(probe: Probe) -> ProbeInfo:
-    return ProbeInfo(probe.name, probe.summary, probe.params, probe.facts)
+    return ProbeInfo(probe.name, probe.summary, probe.params, probe.facts, getattr(probe, "runs_programs", ""))
 
 
 def ensure_dir(path: Path) -> Path:

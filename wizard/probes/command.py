@@ -14,8 +14,9 @@ from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status
 class CommandProbe:
     name = "command.run"
     summary = "Run a command (only with --allow-commands); pass when it exits as expected"
+    runs_programs = "the command the playbook names (only with --allow-commands)"
     params: tuple[ParamSpec, ...] = (
-        ParamSpec("argv", "list[str]", "the command and its arguments (no shell)", required=True),
+        ParamSpec("argv", "list[str]", "the command and its arguments (no shell)", required=True, runs=True),
         ParamSpec("expect_exit", "int", "exit code that means pass", default=0),
     )
     facts: tuple[FactSpec, ...] = (

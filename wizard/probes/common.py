@@ -8,8 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from wizard.environment import Environment, Workload
+from wizard.errors import WizardError
 from wizard.probes.base import ProbeResult, Status
 from wizard.runner import CommandResult
+from wizard.untrusted import visible
 
 HARNESS = Path(__file__).with_name("harness.py")
 MARK = "WARPWIZARD_RESULT "
@@ -62,7 +64,10 @@ def workload_argv(env: Environment, params: dict[str, Any]) -> list[str] | None:
     text = params.get("workload")
     workload = env.workload
     if isinstance(text, str) and text.strip():
-        workload = Workload.parse(text, env.python)
+        try:
+            workload = Workload.parse(text, env.python)
+        except ValueError as exc:
+            raise WizardError(f"workload {visible(text)[:200]!r}: {exc}") from None
     if workload is None:
         return None
     argv = list(workload.argv)

@@ -84,8 +84,9 @@ def collect_nvml(env: Environment) -> dict[str, Any]:
 class EnvProbe:
     name = "env"
     summary = "Versions (torch, CUDA, cuDNN, driver, Kineto), GPUs via NVML, and which profilers exist"
+    runs_programs = "the target interpreter, to ask torch for its versions and devices"
     params: tuple[ParamSpec, ...] = (
-        ParamSpec("python", "path", "interpreter to ask (default: --python)", default=None),
+        ParamSpec("python", "path", "interpreter to ask (default: --python)", default=None, runs=True),
     )
     facts: tuple[FactSpec, ...] = (
         FactSpec("torch_version", "str", "torch.__version__ in the target interpreter"),

@@ -21,8 +21,9 @@ from wizard.trace.inspect import inspect_paths
 class HardwareCompareProbe:
     name = "hardware.compare"
     summary = "Run the repro on every visible GPU and compare with reports from other machines"
+    runs_programs = "op.isolate's repro script on each visible GPU"
     params: tuple[ParamSpec, ...] = (
-        ParamSpec("repro", "path", "repro script (default: the one op.isolate wrote)", default=None),
+        ParamSpec("repro", "path", "repro script (default: the one op.isolate wrote)", default=None, runs=True),
         ParamSpec("reports", "list[str]", "JSON reports from other machines (default: --compare)", default=None),
     )
     facts: tuple[FactSpec, ...] = (
@@ -42,9 +43,9 @@ class HardwareCompareProbe:
                 reports.append(load_report(str(path)))
             except InputFileError as exc:
                 problems.append(str(exc))
-        repro = params.get("repro") or str(env.report_dir / "op-isolate" / "repro.py")
+        repro = params.get("repro") or env.artifacts.get("repro") or ""
         tested: list[str] = []
-        has_repro = Path(repro).exists()
+        has_repro = bool(repro) and Path(repro).is_file()
         # Listing GPUs starts a torch process: only worth it with a repro to run on them.
         info: dict[str, Any] = {}
         if has_repro:

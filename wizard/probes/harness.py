@@ -84,21 +84,34 @@ def _cuda_available() -> bool | None:
         return None
 
 
+FAILURE: list[str] = []  # the workload's own last words, when it failed (reported in the result)
+
+
 def _run_script(argv: list[str]) -> int:
-    """Run ``python SCRIPT ARGS`` or ``-m MODULE ARGS`` in this process; return its exit code."""
+    """Run ``python SCRIPT ARGS``, ``-m MODULE ARGS`` or ``-c CODE ARGS`` in this process; return its exit code."""
     sys.argv = list(argv)
     try:
         if argv[0] == "-m":
             sys.argv = argv[1:]
             runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
+        elif argv[0] == "-c":
+            sys.argv = ["-c", *argv[2:]]
+            exec(compile(argv[1], "<string>", "exec"), {"__name__": "__main__", "__builtins__": __builtins__})
         else:
             sys.path.insert(0, os.path.dirname(os.path.abspath(argv[0])))
             runpy.run_path(argv[0], run_name="__main__")
     except SystemExit as exc:
         code = exc.code
-        return code if isinstance(code, int) else (0 if code is None else 1)
-    except BaseException:  # noqa: BLE001 - the workload's failure is data, not ours
+        if code is None or isinstance(code, int):
+            if code:
+                FAILURE.append(f"SystemExit: {code}")
+            return code or 0
+        print(code, file=sys.stderr)  # what Python itself does with sys.exit("message")
+        FAILURE.append(str(code))
+        return 1
+    except BaseException as exc:  # noqa: BLE001 - the workload's failure is data, not ours
         traceback.print_exc()
+        FAILURE.append(f"{type(exc).__name__}: {(str(exc).splitlines() or [''])[0]}")
         return 1
     return 0
 
@@ -159,7 +172,7 @@ def profile(out: str, argv: list[str], legacy: bool) -> None:
         # The profiler never stopped: Python's own shutdown would abort in its tracer (a fatal error, exit -6).
         sys.stderr.flush()
         os._exit(1)
-    emit({**result, "ok": code == 0, "exit_code": code})
+    emit({**result, "ok": code == 0, "exit_code": code, "failure": FAILURE[-1] if FAILURE else None})
 
 
 def main(args: list[str]) -> None:
@@ -174,7 +187,8 @@ def main(args: list[str]) -> None:
         profile(args[1], rest, legacy=mode == "legacy")
     elif mode == "run":
         code = _run_script(rest)
-        emit({"ok": code == 0, "exit_code": code, "cuda_available": _cuda_available()})
+        failure = FAILURE[-1] if FAILURE else None
+        emit({"ok": code == 0, "exit_code": code, "cuda_available": _cuda_available(), "failure": failure})
         sys.exit(code)
     else:
         print(f"unknown mode {mode!r}", file=sys.stderr)

@@ -17,8 +17,9 @@ from wizard.probes.cuda_errors import find_cuda_failure, parse_sanitizer, saniti
 class LaunchBlockingProbe:
     name = "cuda.launch_blocking"
     summary = "Re-run with CUDA_LAUNCH_BLOCKING=1 (and device-side assertions); find the first CUDA error"
+    runs_programs = "the workload with CUDA_LAUNCH_BLOCKING=1 (and compute-sanitizer with --allow-sanitizer)"
     params: tuple[ParamSpec, ...] = (
-        ParamSpec("workload", "str", "command to run (default: --workload)", default=None),
+        ParamSpec("workload", "str", "command to run (default: --workload)", default=None, runs=True),
         ParamSpec("sanitizer", "bool", "also run compute-sanitizer memcheck (needs --allow-sanitizer)", default=True),
     )
     facts: tuple[FactSpec, ...] = (

@@ -20,6 +20,7 @@ from wizard.trace.reader import read_trace
 class MetricsSanityProbe:
     name = "metrics.sanity"
     summary = "Registers, shared memory, block size and occupancy against the device's hard limits"
+    runs_programs = ""
     params: tuple[ParamSpec, ...] = (ParamSpec("trace", "paths", "trace file(s) to check", required=True),)
     facts: tuple[FactSpec, ...] = (
         FactSpec("kernels", "int", "kernels checked"),

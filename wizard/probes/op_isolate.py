@@ -5,15 +5,20 @@ whether one op is enough to reproduce the anomaly.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from wizard.environment import Environment
+from wizard.outputs import free_path, write_text
 from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status, ensure_dir
 from wizard.probes.common import MARK, parse_result
 from wizard.probes.trace_inspect import inspection_facts
 from wizard.trace.inspect import inspect_paths
+from wizard.untrusted import visible
 
 # Kineto's "Input type" strings -> torch dtype attribute names.
 DTYPES = {
@@ -34,12 +39,16 @@ DTYPES = {
 }
 CPU_ELEMENT_LIMIT = 1 << 27  # 512 MiB of float32: beyond this the CPU run is skipped
 
-SCRIPT = '''"""Standalone repro written by warpwizard op.isolate.
+OP_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*::[A-Za-z_][A-Za-z0-9_.]*$")
+HEADER = "# written by warpwizard op.isolate; unedited copy sha256 "
 
-op: {op}
-input shapes: {dims}
-input dtypes: {types}
-Run it anywhere with: python {name} [OUT_TRACE.json]
+# The repro is fixed code. Everything that came from the trace (op name, shapes, dtypes) is one
+# JSON document inside SPEC, a Python string literal made by repr() of ASCII-only JSON: no
+# name, however hostile (quotes, newlines, backslashes, NUL, undecodable bytes), can become code.
+SCRIPT_HEAD = '''"""Standalone repro written by warpwizard op.isolate: one op, alone, under the profiler.
+
+The op, its input shapes and dtypes (as the trace recorded them) are in SPEC below.
+Run it anywhere with: python repro.py [OUT_TRACE.json]
 """
 import json
 import math
@@ -47,15 +56,19 @@ import sys
 
 import torch
 
-OP = {op!r}
-SHAPES = {dims_json}
-TYPES = {types_json}
-DTYPES = {dtypes!r}
+'''
+
+SCRIPT_BODY = """
+OP = SPEC["op"]
+SHAPES = SPEC["shapes"]
+TYPES = SPEC["types"]
+DTYPES = SPEC["dtypes"]
+MARK = SPEC["mark"]
 OUT = sys.argv[1] if len(sys.argv) > 1 else "repro-trace.json"
 device = "cuda" if torch.cuda.is_available() else "cpu"
 ELEMENTS = sum(math.prod(s) for s in SHAPES if isinstance(s, list) and s)
-if device == "cpu" and ELEMENTS > {cpu_limit}:  # a GPU-sized input would exhaust a CPU's memory
-    print("{mark}" + json.dumps({{"ok": False, "device": device, "too_large": ELEMENTS}}))
+if device == "cpu" and ELEMENTS > SPEC["cpu_limit"]:  # a GPU-sized input would exhaust a CPU's memory
+    print(MARK + json.dumps({"ok": False, "device": device, "too_large": ELEMENTS}))
     sys.exit(0)
 
 
@@ -74,9 +87,9 @@ namespace, _, name = OP.partition("::")
 try:
     fn = getattr(getattr(torch.ops, namespace), name)
 except (AttributeError, RuntimeError) as exc:
-    print("{mark}" + json.dumps({{"ok": False, "device": device, "missing_op": True,
-                                  "error": f"{{OP}} is not registered in this torch ({{exc}}); "
-                                           "import the extension that defines it at the top of this script"}}))
+    print(MARK + json.dumps({"ok": False, "device": device, "missing_op": True,
+                             "error": f"{OP} is not registered in this torch ({exc}); "
+                                      "import the extension that defines it at the top of this script"}))
     sys.exit(0)
 activities = [torch.profiler.ProfilerActivity.CPU]
 if device == "cuda":
@@ -86,12 +99,46 @@ with torch.profiler.profile(activities=activities, record_shapes=True) as prof:
     try:
         fn(*tensors)
     except Exception as exc:  # the recorded non-tensor arguments are unknown; say so
-        error = f"{{type(exc).__name__}}: {{exc}}"
+        error = f"{type(exc).__name__}: {exc}"
     if device == "cuda":
         torch.cuda.synchronize()
 prof.export_chrome_trace(OUT)
-print("{mark}" + json.dumps({{"ok": error is None, "device": device, "error": error, "output": OUT}}))
-'''
+print(MARK + json.dumps({"ok": error is None, "device": device, "error": error, "output": OUT}))
+"""
+
+
+def repro_source(op: str, shapes: Any, types: Any) -> str:
+    """The repro script: fixed code around one data literal."""
+    spec = {
+        "op": op,
+        "shapes": shapes,
+        "types": types,
+        "dtypes": DTYPES,
+        "mark": MARK,
+        "cpu_limit": CPU_ELEMENT_LIMIT,
+    }
+    data = json.dumps(spec, ensure_ascii=True)  # ASCII only: a lone surrogate becomes \\udcxx
+    body = SCRIPT_HEAD + f"SPEC = json.loads({data!r})\n" + SCRIPT_BODY
+    return f"{HEADER}{hashlib.sha256(body.encode()).hexdigest()}\n{body}"
+
+
+def _unedited(path: Path) -> bool:
+    """Whether a repro warpwizard wrote is still exactly as written (so a rerun may replace it)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    first, _, body = text.partition("\n")
+    return first.startswith(HEADER) and first[len(HEADER) :] == hashlib.sha256(body.encode()).hexdigest()
+
+
+def write_repro(out_dir: Path, source: str) -> Path:
+    """repro.py, unless the user edited the one there: then beside it (repro-2.py, ...)."""
+    script = out_dir / "repro.py"
+    if (script.exists() or script.is_symlink()) and not _unedited(script):
+        script = free_path(script)
+    write_text(script, source, force=True)
+    return script
 
 
 def _loads(value: Any) -> Any:
@@ -106,6 +153,7 @@ def _loads(value: Any) -> Any:
 class OpIsolateProbe:
     name = "op.isolate"
     summary = "Write a one-op repro from the flagged kernel's op, shapes and dtypes; run it alone under the profiler"
+    runs_programs = "a repro script it writes (fixed code; the op, shapes and dtypes are data in it)"
     params: tuple[ParamSpec, ...] = (
         ParamSpec("trace", "paths", "trace whose worst finding to isolate", default=None),
         ParamSpec("op", "str", "op name instead of the trace's, e.g. aten::index_select", default=None),
@@ -149,30 +197,17 @@ class OpIsolateProbe:
             "mechanisms": [],
         }
         out_dir = ensure_dir(env.report_dir / "op-isolate")
-        script = out_dir / "repro.py"
-        script.write_text(
-            SCRIPT.format(
-                op=op,
-                dims=dims,
-                types=types,
-                name=script.name,
-                dims_json=json.dumps(shapes),
-                types_json=json.dumps(type_names),
-                dtypes=DTYPES,
-                mark=MARK,
-                cpu_limit=CPU_ELEMENT_LIMIT,
-            ),
-            encoding="utf-8",
-        )
+        script = write_repro(out_dir, repro_source(str(op), shapes, type_names))
         base["repro_script"] = str(script)
-        if "::" not in str(op) or not shapes:
+        if not OP_NAME.match(str(op)) or not isinstance(shapes, list) or not shapes:
             return ProbeResult(
                 Status.WARN,
-                f"{op!r} is not an op with recorded tensor shapes: the script is a "
+                f"{visible(op)[:200]!r} is not an op with recorded tensor shapes: the script is a "
                 "starting point to edit, not a runnable repro",
                 facts=base,
                 files=[str(script)],
             )
+        env.artifacts["repro"] = str(script)
         trace = out_dir / "repro-trace.json"
         run = env.runner.run(
             [env.python, str(script), str(trace)],

@@ -101,31 +101,55 @@ def _ncu(
     return rows, "ok" if rows else f"ncu profiled no kernel matching {name!r} (exit {result.returncode})"
 
 
-def _profiler_could_not_finish(run: HarnessRun, cuda: bool) -> ProbeResult:
-    """Seen on an H200: after a device-side assert, torch.profiler's stop raises the same CUDA error."""
+def _workload_failed(run: HarnessRun, cuda: bool) -> ProbeResult | None:
+    """The workload did not run to its end under the profiler: a CUDA error, or any other failure.
+
+    Seen on an H200: after a device-side assert even torch.profiler's own stop raises the error.
+    Either way the run's metrics mean nothing, and the failure is the finding.
+    """
+    assert run.result is not None
+    exit_code = run.result.get("exit_code")
+    profiler_error = run.result.get("profiler_error")
+    if not profiler_error and exit_code in (0, None):
+        return None
     failure = find_cuda_failure(run.output)
-    error = failure.message if failure else str(run.result.get("profiler_error") if run.result else "")
-    evidence = [f"profiler stop: {run.result.get('profiler_error')}" if run.result else ""]
-    if failure and failure.python_frame:
-        evidence.append(f"the workload failed at {failure.python_frame}")
-    return ProbeResult(
-        Status.ERROR,
-        f"the workload hit a CUDA error under the profiler ({error}), so torch.profiler could not finish "
-        "its trace: a kernel failed, and the metrics of a failed run mean nothing; CUDA_LAUNCH_BLOCKING=1 "
-        "(step 4) finds which kernel",
-        facts={"cuda_available": cuda, "workload_error": error, "timed_out": False},
-        evidence=evidence,
-        files=[run.command.log_path or ""],
-    )
+    facts: dict[str, Any] = {
+        "cuda_available": cuda,
+        "workload_failed": True,
+        "exit_code": exit_code,
+        "workload_error": failure.message if failure else None,
+        "timed_out": False,
+    }
+    evidence = [f"profiler stop: {profiler_error}"] if profiler_error else []
+    if failure is not None:
+        if failure.python_frame:
+            evidence.append(f"the workload failed at {failure.python_frame}")
+        summary = (
+            f"the workload hit a CUDA error under the profiler ({failure.message})"
+            + (", so torch.profiler could not finish its trace" if profiler_error else "")
+            + ": a kernel failed, and the metrics of a failed run mean nothing; CUDA_LAUNCH_BLOCKING=1 "
+            "(step 4) finds which kernel"
+        )
+    else:
+        tail = [line for line in run.output.strip().splitlines() if line.strip()][-1:] or ["(no output)"]
+        facts["output_tail"] = str(run.result.get("failure") or tail[0])[:300]
+        evidence.append(f"it ended with: {facts['output_tail']}")
+        summary = f"the workload failed (exit {exit_code}) before it finished; fix it so it runs to the end, then rerun"
+    return ProbeResult(Status.ERROR, summary, facts=facts, evidence=evidence, files=[run.command.log_path or ""])
 
 
 class ReprofileProbe:
     name = "profiler.reprofile"
     summary = "Re-run the workload under torch.profiler and every other available profiler; compare"
+    runs_programs = "the workload under torch.profiler, the legacy profiler, nsys and ncu"
     params: tuple[ParamSpec, ...] = (
-        ParamSpec("workload", "str", "command to run (default: --workload)", default=None),
+        ParamSpec("workload", "str", "command to run (default: --workload)", default=None, runs=True),
         ParamSpec(
-            "other_python", "list[str]", "interpreters of other environments (other torch versions)", default=None
+            "other_python",
+            "list[str]",
+            "interpreters of other environments (other torch versions)",
+            default=None,
+            runs=True,
         ),
     )
     facts: tuple[FactSpec, ...] = (
@@ -137,6 +161,9 @@ class ReprofileProbe:
         FactSpec("profilers_run", "list", "what ran"),
         FactSpec("profilers_skipped", "dict", "what could not run, and why"),
         FactSpec("versions", "dict", "interpreter -> mechanisms found with its torch"),
+        FactSpec("workload_failed", "bool", "whether the workload failed (a non-zero exit or a CUDA error)"),
+        FactSpec("exit_code", "int", "the workload's exit code under the profiler"),
+        FactSpec("output_tail", "str", "how a failed workload ended: its exception, or its last line of output"),
         FactSpec("workload_error", "str", "the CUDA error that stopped the workload under the profiler, or None"),
     )
 
@@ -153,8 +180,9 @@ class ReprofileProbe:
         assert run.result is not None
         cuda = bool(run.result.get("cuda_available"))
         files = [str(trace), run.command.log_path or ""]
-        if run.result.get("profiler_error"):
-            return _profiler_could_not_finish(run, cuda)
+        failed = _workload_failed(run, cuda)
+        if failed is not None:
+            return failed
         ran = [f"torch.profiler ({run.result.get('torch_version')})"]
         skipped: dict[str, str] = {}
         if not trace.exists():
@@ -168,6 +196,8 @@ class ReprofileProbe:
         facts: dict[str, Any] = {
             "trace": str(trace),
             "workload_error": None,
+            "workload_failed": False,
+            "exit_code": 0,
             "cuda_available": cuda,
             "mechanisms": fresh["mechanisms"],
             "reproduced": bool(fresh["impossible"]),

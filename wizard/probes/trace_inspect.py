@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from wizard.environment import Environment
-from wizard.errors import InputFileError
+from wizard.errors import InputFileError, OutputFileError
+from wizard.outputs import write_own
 from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status
+from wizard.serialize import dumps
 from wizard.trace.analysis import Mechanism, is_wrong
 from wizard.trace.inspect import FindingGroup, Inspection, inspect_paths, launched_by
 
@@ -119,6 +120,7 @@ FACT_HELP = {
 class TraceInspectProbe:
     name = "trace.inspect"
     summary = "Recompute every kernel's blocks/warps per SM and occupancy; name each impossible value's mechanism"
+    runs_programs = ""
     params: tuple[ParamSpec, ...] = (
         ParamSpec("paths", "paths", "trace file(s) or a per-rank directory", required=True),
         ParamSpec("jobs", "int", "parallel processes for several files", default=None),
@@ -139,11 +141,10 @@ class TraceInspectProbe:
         try:
             from wizard.report.trace_json import inspection_to_dict
 
-            env.report_dir.mkdir(parents=True, exist_ok=True)
-            report_path.write_text(json.dumps(inspection_to_dict(inspection), indent=1, default=str), encoding="utf-8")
+            write_own(report_path, dumps(inspection_to_dict(inspection)))
             files.append(str(report_path))
-        except OSError:
-            pass
+        except OutputFileError:
+            pass  # the report file is a convenience; the facts are in the transcript
         evidence = [
             f"{g.mechanism} x{g.count} {g.kernel[:90]}: {g.worst.evidence}"
             + (f" [launched by {launched_by(g.op)}]" if g.op else "")

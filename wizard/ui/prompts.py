@@ -1,64 +1,121 @@
-"""Questions at a real terminal, through questionary; validated by the engine's own rules."""
+"""Questions at a real terminal, through questionary; validated by the engine's own rules.
+
+Three choices made after watching people use it: a yes/no question waits for Enter (a `y` that
+also submitted would let the following Enter answer the next question with its default); a
+rejected answer is explained on the line below the prompt, and asked again with the text kept
+for editing (prompt_toolkit's own validation message sits on the terminal's bottom row, far from
+the prompt); path completion never shows a traceback, whatever is typed.
+"""
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from wizard.engine.answers import AnswerInvalid, MappingAnswers, MissingAnswer, coerce_answer
+from wizard.engine.answers import (
+    ORIGIN_COMMAND_LINE,
+    ORIGIN_INTERACTIVE,
+    AnswerInvalid,
+    MappingAnswers,
+    MissingAnswer,
+    coerce_answer,
+)
 from wizard.errors import NoTerminalError
 from wizard.playbook.model import QuestionNode
+from wizard.untrusted import rich_text, visible
 
 
-def _validator(question: QuestionNode) -> Any:
-    def check(text: str) -> bool | str:
-        if text == "" and question.default is not None:
-            return True
-        try:
-            coerce_answer(question, text)
-        except AnswerInvalid as exc:
-            return str(exc)
-        return True
+def _safe_path_completer() -> Any:
+    from prompt_toolkit.completion import Completer
+    from questionary.prompts.path import GreatUXPathCompleter
 
-    return check
+    class SafePathCompleter(Completer):
+        """Completion over what the person typed; a name too long or unreadable completes nothing."""
+
+        def __init__(self) -> None:
+            self.inner = GreatUXPathCompleter(expanduser=True)
+
+        def get_completions(self, document: Any, complete_event: Any) -> Iterable[Any]:
+            try:
+                yield from self.inner.get_completions(document, complete_event)
+            except (OSError, ValueError):
+                return
+
+    return SafePathCompleter()
 
 
 class InteractiveAnswers:
     """Asks a person; answers given with --set are taken first, without asking."""
 
-    def __init__(self, preset: Mapping[str, Any] | None = None, help_printer: Any = None) -> None:
-        self.preset = MappingAnswers(preset or {}, origin="command line")
-        self.help_printer = help_printer
+    def __init__(
+        self, preset: Mapping[str, Any] | None = None, *, console: Any = None, interactive: bool = True
+    ) -> None:
+        self.preset = MappingAnswers(preset or {}, origin=ORIGIN_COMMAND_LINE)
+        self.console = console
+        self.interactive = interactive
 
     def answer(self, question: QuestionNode, prompt: str) -> tuple[Any, str]:
         try:
             return self.preset.answer(question, prompt)
         except MissingAnswer:
             pass
-        if not sys.stdin.isatty():
+        if not self.interactive:
             raise NoTerminalError(
-                f"question {question.id!r} ({prompt}) needs an answer, but stdin is not a terminal; run without "
-                f"prompts with --answers FILE, --set {question.id}=VALUE or --defaults"
+                f"question {question.id!r} ({visible(prompt)}) needs an answer, but stdin is not a terminal; run "
+                f"without prompts with --answers FILE, --set {question.id}=VALUE or --defaults"
             )
+        typed = ""
+        while True:
+            value = self._ask(question, visible(prompt), typed)
+            if value == "" and question.default is not None:
+                return question.default, ORIGIN_INTERACTIVE  # shown and accepted with Enter
+            try:
+                return coerce_answer(question, value), ORIGIN_INTERACTIVE
+            except AnswerInvalid as exc:
+                if self.console is not None:
+                    self.console.print(rich_text(f"  ✗ {exc}; try again", "red"))
+                typed = value if isinstance(value, str) else ""
+
+    def _ask(self, question: QuestionNode, prompt: str, typed: str) -> Any:
         import questionary
 
-        instruction = question.help or None
+        instruction = visible(question.help) if question.help else None
         if question.type == "confirm":
             yes = bool(question.default) if question.default is not None else True
-            value = questionary.confirm(prompt, default=yes, instruction=instruction).unsafe_ask()
-        elif question.type == "select":
-            choices = [questionary.Choice(title=c.label, value=c.value) for c in question.choices]
+            return questionary.confirm(prompt, default=yes, instruction=instruction, auto_enter=False).unsafe_ask()
+        if question.type == "select":
+            choices = [questionary.Choice(title=visible(c.label), value=c.value) for c in question.choices]
             selected = next((c for c in choices if c.value == question.default), None)
-            value = questionary.select(prompt, choices=choices, default=selected, instruction=instruction).unsafe_ask()
-        else:
-            # The default is shown, not pre-filled: typing a path must not append to it.
-            shown = prompt if question.default is None else f"{prompt} [default: {question.default}]"
-            if question.type == "path":  # questionary.path takes no instruction: fold help into the message
-                shown = f"{shown} ({question.help})" if question.help else shown
-                value = questionary.path(shown, validate=_validator(question)).unsafe_ask()
-            else:
-                value = questionary.text(shown, validate=_validator(question), instruction=instruction).unsafe_ask()
-        if value == "" and question.default is not None:
-            return question.default, "default"
-        return coerce_answer(question, value), "interactive"
+            return questionary.select(prompt, choices=choices, default=selected, instruction=instruction).unsafe_ask()
+        # The default is shown, not pre-filled: typing a path must not append to it.
+        shown = prompt if question.default is None else f"{prompt} [default: {visible(question.default)}]"
+        if question.type == "path":  # questionary.path takes no instruction: fold help into the message
+            shown = f"{shown} ({instruction})" if instruction else shown
+            return questionary.path(shown, default=typed, completer=_safe_path_completer()).unsafe_ask()
+        return questionary.text(shown, default=typed, instruction=instruction).unsafe_ask()
+
+
+def choose_playbook(found: Sequence[Any], console: Any) -> str:
+    """Plain ``warpwizard``: say what there is and where it came from, and let the person pick."""
+    import questionary
+
+    from wizard.playbook.loader import load_playbook
+    from wizard.probes.registry import builtin_probes, catalog
+
+    probes = catalog(builtin_probes())
+    titles: dict[str, str] = {}
+    for f in found:
+        try:
+            titles[f.name] = load_playbook(f.path, probes).title
+        except Exception:  # noqa: BLE001 - an invalid playbook is still listed; `run` reports why
+            titles[f.name] = "(invalid: warpwizard validate shows why)"
+    console.print(
+        rich_text(
+            f"{len(found)} playbook(s) found; add a team's own with --playbook-dir DIR or WARPWIZARD_PLAYBOOK_PATH",
+            "dim",
+        )
+    )
+    choices = [
+        questionary.Choice(title=visible(f"{f.name}: {titles[f.name]} ({f.origin})"), value=f.name) for f in found
+    ]
+    return str(questionary.select("Which playbook?", choices=choices).unsafe_ask())

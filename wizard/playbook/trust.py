@@ -1,0 +1,83 @@
+"""Which probe parameters decide what runs, and whether a value of one is the user's own.
+
+A parameter declared ``runs`` (a workload, an interpreter, a script) may take its value only
+from answers a person typed, confirmed or gave on the command line; anything the playbook
+writes itself, builds around an answer, or takes from probe results (which come from traces)
+needs ``--allow-commands``. The loader-time view (`program_uses`, for ``validate``) and the
+run-time check (`refusal`, for the engine) share `answer_sources`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from wizard.playbook.conditions import Template
+from wizard.playbook.model import Playbook, ProbeNode
+from wizard.probes.base import ProbeInfo
+
+
+def answer_sources(raw: Any) -> tuple[str, ...] | None:
+    """The questions whose answers alone make up a parameter's value; None when the playbook
+    itself, or a probe's facts, shape it."""
+    if (
+        isinstance(raw, Template)
+        and raw.is_single_expression
+        and raw.references
+        and all(r.root == "answers" for r in raw.references)
+    ):
+        return tuple(r.node for r in raw.references)
+    return None
+
+
+def _not_yours(raw: Any) -> str:
+    if isinstance(raw, Template) and any(r.root != "answers" for r in raw.references):
+        return "taken from probe results, which come from traces and other files"
+    if isinstance(raw, Template) and raw.references:
+        return "built by the playbook around an answer"
+    return "written in the playbook"
+
+
+def refusal(raw: Any, origins: Mapping[str, str], trusted: frozenset[str], words: Mapping[str, str]) -> str | None:
+    """None when the value is the user's own; else where it came from, in words."""
+    sources = answer_sources(raw)
+    if sources is None:
+        return _not_yours(raw)
+    for question in sources:
+        origin = origins.get(question)
+        if origin is not None and origin not in trusted:
+            return words.get(origin, f"from {origin}")
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class ProgramUse:
+    """A probe node that runs programs, and how each program-naming parameter is set."""
+
+    node: str
+    probe: str
+    runs: str
+    from_answers: dict[str, tuple[str, ...]]  # parameter -> the questions it comes from
+    needs_opt_in: dict[str, str]  # parameter -> why only --allow-commands lets it run
+
+
+def program_uses(pb: Playbook, probes: Mapping[str, ProbeInfo]) -> list[ProgramUse]:
+    uses = []
+    for node in pb.nodes.values():
+        if not isinstance(node, ProbeNode):
+            continue
+        info = probes.get(node.probe)
+        if info is None or not info.runs_programs:
+            continue
+        from_answers: dict[str, tuple[str, ...]] = {}
+        needs: dict[str, str] = {}
+        for spec in info.params:
+            if spec.runs and spec.name in node.params:
+                sources = answer_sources(node.params[spec.name])
+                if sources is None:
+                    needs[spec.name] = _not_yours(node.params[spec.name])
+                else:
+                    from_answers[spec.name] = sources
+        uses.append(ProgramUse(node.id, node.probe, info.runs_programs, from_answers, needs))
+    return uses

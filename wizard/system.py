@@ -1,0 +1,71 @@
+"""The outside world, in one object the CLI is given: standard streams and whether they are
+terminals, environment variables, the clock, the subprocess runner, NVML and ``which``.
+
+``main(argv, system=...)`` runs the whole CLI in-process against a System a test built
+(httpie's ``Environment`` is the model); the real one wraps the process's own.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import shutil
+import sys
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Protocol
+
+from wizard.runner import CommandResult, SubprocessRunner
+
+
+class Clock(Protocol):
+    def now(self) -> _dt.datetime: ...
+    def monotonic(self) -> float: ...
+
+
+class SystemClock:
+    def now(self) -> _dt.datetime:
+        return _dt.datetime.now(_dt.timezone.utc)
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+
+class Runner(Protocol):
+    def run(
+        self, argv: Any, *, timeout: float, env: Any = None, cwd: str | None = None, log_path: Path | None = None
+    ) -> CommandResult: ...
+
+
+def load_pynvml() -> Any:
+    """The NVML binding (package nvidia-ml-py, imported as pynvml), imported only when asked."""
+    import pynvml
+
+    return pynvml
+
+
+def _isatty(stream: IO[Any]) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
+@dataclass
+class System:
+    stdin: IO[str] = field(default_factory=lambda: sys.stdin)
+    stdout: IO[str] = field(default_factory=lambda: sys.stdout)
+    stderr: IO[str] = field(default_factory=lambda: sys.stderr)
+    environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    clock: Clock = field(default_factory=SystemClock)
+    runner: Runner = field(default_factory=SubprocessRunner)
+    nvml_loader: Callable[[], Any] = load_pynvml
+    which: Callable[[str], str | None] = shutil.which
+    isatty: Callable[[IO[Any]], bool] = _isatty
+
+    @property
+    def interactive(self) -> bool:
+        """A person at a terminal can answer questions."""
+        return self.isatty(self.stdin)
