@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -127,3 +128,39 @@ def strict_json(text: str) -> Any:
 
 
 GPU_DATA = REPO / "tests" / "data" / "gpu"
+
+
+@dataclass
+class CliResult:
+    """What one in-process run of the CLI gave: the exit status and both streams."""
+
+    status: int
+    stdout: str
+    stderr: str
+
+    @property
+    def json(self) -> Any:
+        return strict_json(self.stdout)
+
+
+def run_inprocess(*args: str, stdin: str = "", environ: dict[str, str] | None = None) -> CliResult:
+    """``warpwizard ARGS`` through ``main(argv, system)`` with captured streams: no process start.
+
+    A few tests still start the real console script (and a real terminal); most do not need to.
+    """
+    import io
+
+    from wizard.cli.app import main
+    from wizard.system import System
+
+    out, err = io.StringIO(), io.StringIO()
+    base = {k: v for k, v in os.environ.items() if k != "WARPWIZARD_PLAYBOOK_PATH"}
+    system = System(
+        stdin=io.StringIO(stdin),
+        stdout=out,
+        stderr=err,
+        environ={**base, "NO_COLOR": "1", "COLUMNS": "200", **(environ or {})},
+        isatty=lambda stream: False,
+    )
+    status = main(list(args), system)
+    return CliResult(status, out.getvalue(), err.getvalue())

@@ -65,3 +65,19 @@ def test_graph_formats_and_explain() -> None:
     for i, step in enumerate(pb.steps, 1):
         assert f"## Step {i} of 6: {step.title}" in words
     assert "profiler-bug-grid-overflow" in words
+
+
+def test_readme_exit_codes_are_the_enum() -> None:
+    """The README's table, the --help epilog and the enum say the same thing."""
+    import re
+
+    from tests.conftest import run_inprocess
+    from wizard.exit_status import MEANING, ExitStatus
+
+    readme = (REPO / "README.md").read_text()
+    table = readme[readme.index("### Exit codes") :].split("\n\n")[1]
+    rows = dict(re.findall(r"^\| (\d+) \| (.+) \|$", table, re.M))
+    assert rows == {str(int(s)): MEANING[s] for s in ExitStatus}
+    help_text = run_inprocess("--help").stdout
+    for status in ExitStatus:
+        assert f"{int(status):>3}  {MEANING[status].replace('`', '')}" in help_text

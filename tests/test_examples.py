@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 import yaml
@@ -20,8 +21,9 @@ def test_manifest_covers_every_answers_file() -> None:
 
 
 @pytest.mark.parametrize("example", MANIFEST["examples"], ids=lambda e: e["name"])
-def test_example_reaches_its_diagnosis(run_cli, example: dict[str, str]) -> None:  # type: ignore[no-untyped-def]
-    result = run_cli("run", MANIFEST["playbook"], "--answers", example["answers"], "--json")
+def test_example_reaches_its_diagnosis(run_cli, example: dict[str, Any]) -> None:  # type: ignore[no-untyped-def]
+    extra = example.get("args", [])
+    result = run_cli("run", MANIFEST["playbook"], "--answers", example["answers"], "--json", *extra)
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
     conclusion = data["conclusion"]

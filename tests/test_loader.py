@@ -18,7 +18,7 @@ PROBES = catalog()
 
 # file -> the problems it must report (line:column: start of message); every one is required.
 EXPECTED: dict[str, list[str]] = {
-    "yaml-syntax.yaml": ["7:4: YAML syntax error: expected <block end>"],
+    "yaml-syntax.yaml": ["7:4: YAML syntax error: "],  # the wording is the YAML parser's (libyaml or PyYAML)
     "unknown-target.yaml": ["9:11: unknown node 'concluson' (did you mean 'conclusion'?)"],
     "duplicate-id.yaml": ["9:9: duplicate node id 'done' (first at line 5)"],
     "unreachable.yaml": ["9:5: node 'orphan' is unreachable from the start node 'done'"],

@@ -118,7 +118,7 @@ def test_every_example_at_a_real_terminal(example: dict[str, str]) -> None:
             steps = values.index(value) - values.index(q.default)
             child.send(("\x1b[B" if steps > 0 else "\x1b[A") * abs(steps) + "\r")
         elif q.type == "confirm":
-            child.send("y" if value else "n")
+            child.send("y\r" if value else "n\r")  # a yes/no question waits for Enter
         else:
             child.send(f"{value}\r")
     finish(child)
@@ -126,9 +126,32 @@ def test_every_example_at_a_real_terminal(example: dict[str, str]) -> None:
     assert diagnosis == example["diagnosis"]
 
 
-def test_no_arguments_at_a_terminal_runs_the_playbook(tmp_path: Path) -> None:
-    child = spawn([], tmp_path)  # only the packaged playbook is on the path: it starts at once
+def test_no_arguments_at_a_terminal_offers_the_playbooks(tmp_path: Path) -> None:
+    child = spawn([], tmp_path)
+    child.expect("1 playbook\\(s\\) found; add a team's own with --playbook-dir")
+    child.expect("Which playbook")
+    child.expect("negative-warps-per-sm: Negative")  # name, title and where it came from
+    child.send("\r")
     child.expect("What do you have to start from")
     child.sendintr()
     finish(child)
     assert child.exitstatus == 130
+
+
+def test_a_rejected_answer_is_explained_under_the_prompt_even_a_300_character_path(tmp_path: Path) -> None:
+    child = spawn(["run", "negative-warps-per-sm"], tmp_path)
+    child.expect("What do you have to start from")
+    child.send("\r")
+    child.expect("Path to the trace")
+    child.send("x" * 300 + "\r")  # the path completer runs at every keystroke
+    words = r"\s+".join(
+        ["cannot", "be", "used", "as", "a", "path", r"\(File", "name", "too", r"long\);", "try", "again"]
+    )
+    child.expect(r"✗ 'x+\.\.\. \(302 characters\)\s+" + words)  # wrapped at the terminal's width
+    child.expect("Path to the trace")  # asked again right below, the text kept for editing
+    child.send("\x15")  # Ctrl-U
+    child.send(f"{EXAMPLES / 'traces' / 'old-sm-count.json'}\r")
+    child.expect("Diagnosis: profiler-bug-old-sm-count")
+    output = finish(child)
+    assert child.exitstatus == 0
+    assert "Traceback" not in output and "OSError" not in output

@@ -101,7 +101,8 @@ def test_fix_copies_untouched_events_byte_for_byte(tmp_path: Path, run_cli) -> N
         event = line.strip().rstrip(",")
         if event.startswith('{"ph"'):
             assert event in fixed_text
-    assert run_cli("trace", "fix", str(source), str(source)).returncode == 6  # never overwrites its input
+    same = run_cli("trace", "fix", str(source), str(source), "--force")
+    assert same.returncode == 7 and "is an input of this run" in same.stderr  # never its input, even with --force
 
 
 @needs_shared

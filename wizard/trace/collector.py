@@ -97,7 +97,6 @@ _CAT_OF = operator.attrgetter("cat")
 _NO_ARGS = EventArgs()
 OCCUPANCY_KEY = "est. achieved occupancy %"
 THEORETICAL_KEY = "theoretical occupancy %"
-_NUMBER = (int, float)
 
 
 def _number(value: Any) -> float | None:
@@ -173,8 +172,9 @@ class Collector(EventSink):
         c = self.c
         c.events += len(events)
         for ev in reversed(events):
-            if type(ev.ts) in _NUMBER:
-                c.last_ts = float(ev.ts)
+            last = ev.ts
+            if type(last) is float or type(last) is int:
+                c.last_ts = float(last)
                 break
         python, runtime = c.python, c.runtime
         add_op = c.ops.add
@@ -253,8 +253,8 @@ class Collector(EventSink):
         kernels.append(
             KernelRecord(
                 self._intern(str(ev.name)),
-                float(ts) if type(ts) in _NUMBER else (_number(ts) or 0.0),
-                float(dur) if type(dur) in _NUMBER else (_number(dur) or 0.0),
+                float(ts) if type(ts) is float or type(ts) is int else (_number(ts) or 0.0),
+                float(dur) if type(dur) is float or type(dur) is int else (_number(dur) or 0.0),
                 ev.pid,
                 ev.tid,
                 device if type(device) is int else as_int(device),

@@ -52,12 +52,16 @@ class EventArgs(msgspec.Struct, gc=False):
 
 
 class Event(msgspec.Struct, gc=False):
-    cat: Any = None
-    name: Any = None
-    pid: Any = None
-    tid: Any = None
-    ts: Any = None
-    dur: Any = None
+    """The typed fields are what the collector uses as keys and numbers: an event that does not fit
+    them (a list as a category, an object as a pid) fails the fast decoder, and the exact path's
+    ``event_from_dict`` makes it fit, so nothing downstream sees an unhashable key."""
+
+    cat: str | None = None
+    name: str | int | float | None = None
+    pid: int | str | None = None
+    tid: int | str | None = None
+    ts: int | float | str | None = None
+    dur: int | float | str | None = None
     args: EventArgs | None = None
 
 
@@ -80,15 +84,35 @@ def event_from_dict(obj: Any) -> Event | None:
                 value = raw_args[encoded]
                 values[attr] = msgspec.Raw(msgspec.json.encode(value)) if attr in _RAW_FIELDS else value
         args = EventArgs(**values)
+    cat = obj.get("cat")
     return Event(
-        cat=obj.get("cat"),
-        name=obj.get("name"),
-        pid=obj.get("pid"),
-        tid=obj.get("tid"),
-        ts=obj.get("ts"),
-        dur=obj.get("dur"),
+        cat=cat if isinstance(cat, str) else None,
+        name=_scalar(obj.get("name")),
+        pid=_key(obj.get("pid")),
+        tid=_key(obj.get("tid")),
+        ts=_number_or_text(obj.get("ts")),
+        dur=_number_or_text(obj.get("dur")),
         args=args,
     )
+
+
+def _scalar(value: Any) -> str | int | float | None:
+    if value is None or (isinstance(value, (str, int, float)) and not isinstance(value, bool)):
+        return value
+    return str(value)
+
+
+def _key(value: Any) -> int | str | None:
+    """A pid or tid: an integer or a string, whatever the trace wrote (it becomes a dict key)."""
+    if value is None or isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    return str(value)
+
+
+def _number_or_text(value: Any) -> int | float | str | None:
+    if isinstance(value, (int, float, str)) and not isinstance(value, bool):
+        return value
+    return None
 
 
 def quote_bare(match: re.Match[str]) -> str:
