@@ -6,7 +6,7 @@ import math
 import operator
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 
@@ -23,9 +23,6 @@ from wizard.trace.events import (
     reported,
 )
 from wizard.trace.records import IntervalIndex, KernelRecord, OpInfo, ReportedValue, RuntimeIndex
-
-if TYPE_CHECKING:
-    from wizard.trace.workers import PieceResult
 
 
 @dataclass(slots=True)
@@ -72,16 +69,37 @@ class TraceContents:
         return any("maxSharedMemoryPerMultiProcessor" in p or "AMD" in str(p.get("name", "")) for p in props)
 
 
-class EventSink:
-    """Where the parser delivers what it reads; the reader collects, the fixer rewrites."""
+@dataclass
+class PieceResult:
+    """What a worker process made of one block of events; merged in file order."""
 
-    wants_raw = False
+    kernels: list[KernelRecord]
+    runtime: RuntimeIndex
+    ops: IntervalIndex
+    python: IntervalIndex
+    non_finite: Counter[str]
+    events: int
+    last_ts: float | None
+
+
+def collect_piece(events: list[Event]) -> PieceResult:
+    """A block's events as compact records, the way a worker returns them."""
+    part = TraceContents(path="")
+    Collector(part).add(events)
+    return PieceResult(part.kernels, part.runtime, part.ops, part.python, part.non_finite, part.events, part.last_ts)
+
+
+class EventSink:
+    """Where the reader delivers what it reads: decoded events (the collector) or, for a sink
+    whose ``raw`` is True, each event's own bytes in file order (the fixer, which copies them)."""
+
+    raw = False
 
     def add(self, events: list[Event]) -> None:
-        """Decoded events (when ``wants_raw`` is False)."""
+        """Decoded events (when ``raw`` is False)."""
 
     def add_raw(self, events: list[bytes]) -> None:
-        """Each event's own bytes, in file order (when ``wants_raw`` is True)."""
+        """Each event's own bytes, in file order (when ``raw`` is True)."""
 
     def meta(self, key: str, value: Any) -> None:
         """A top-level key other than traceEvents, in file order."""

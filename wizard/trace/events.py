@@ -123,24 +123,33 @@ def quote_bare_bytes(match: re.Match[bytes]) -> bytes:
     return match.group(1) + b'"' + BARE_MARK.encode() + match.group(2) + b'"'
 
 
+INT_LIMIT = 1 << 63  # ids, counts and dimensions beyond int64 are damage, not data
+
+
 def as_int(value: Any) -> int | None:
+    """An integer the trace meant, or None (bools, fractions, 5,000-digit numbers, words)."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        return int(value)
+        return value if -INT_LIMIT < value < INT_LIMIT else None
+    if isinstance(value, float):
+        return int(value) if value.is_integer() and abs(value) < INT_LIMIT else None
+    if isinstance(value, str) and len(value) < 24 and value.strip().lstrip("-").isdigit():
+        return as_int(int(value))
     return None
 
 
 def as_float(value: Any) -> float | None:
     if isinstance(value, bool):
         return None
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, str):
+    if isinstance(value, float):
+        return value
+    if isinstance(value, int):
+        try:
+            return float(value)
+        except OverflowError:
+            return None
+    if isinstance(value, str) and len(value) < 64:
         try:
             return float(value)
         except ValueError:
@@ -166,7 +175,10 @@ def reported(value: Any) -> ReportedValue:
     if isinstance(value, bool):
         return ReportedValue(None, "other")
     if isinstance(value, (int, float)):
-        return ReportedValue(float(value), "number" if math.isfinite(value) else "bare")
+        number = as_float(value)  # None for an integer too large for a float
+        if number is None:
+            return ReportedValue(None, "other")
+        return ReportedValue(number, "number" if math.isfinite(number) else "bare")
     if isinstance(value, str):
         spelling = "quoted"
         text = value

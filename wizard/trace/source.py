@@ -1,21 +1,51 @@
-"""Decompressed bytes of a trace file, block by block."""
+"""Decompressed bytes of a trace, block by block, with the work per input byte bounded.
+
+gzip is inflated with zlib directly rather than GzipFile, because GzipFile.read drops
+everything it inflated in a call that hits a cut-off stream, and a crashed writer's trace is
+exactly the file that must be read up to the cut. Each call inflates at most what was asked for
+(``max_length``), so a gzip bomb costs one block of memory, not gigabytes.
+
+Pipes are read as streams (``<(zcat trace.json.gz)`` works); a FIFO is opened without waiting for
+a writer, so one that never gets one reads as empty instead of hanging.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import os
+import stat
 import zlib
 from pathlib import Path
 from typing import IO
 
-from wizard.errors import TraceReadError
+from wizard.errors import InputFileError, TraceReadError
+
+
+def open_input(path: Path) -> tuple[IO[bytes], bool]:
+    """(binary file, is a regular file). Raises InputFileError with the reason."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise InputFileError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise InputFileError(f"{path}: is a directory") from None
+    except OSError as exc:
+        raise InputFileError(f"{path}: cannot open ({exc.strerror or type(exc).__name__})") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise InputFileError(f"{path}: is a directory")
+        flags = fcntl.fcntl(fd, fcntl.F_GETFL)
+        fcntl.fcntl(fd, fcntl.F_SETFL, flags & ~os.O_NONBLOCK)  # reads wait for data from here on
+    except BaseException:
+        os.close(fd)
+        raise
+    return os.fdopen(fd, "rb"), stat.S_ISREG(mode)
 
 
 class TraceSource:
-    """Decompressed bytes of a trace, block by block.
-
-    gzip is inflated with zlib directly rather than GzipFile, because GzipFile.read drops
-    everything it inflated in a call that hits a cut-off stream, and a crashed writer's
-    trace is exactly the file that must be read up to the cut.
-    """
+    """Decompressed bytes of a trace, block by block."""
 
     _COMPRESSED_CHUNK = 1 << 20
 
@@ -23,47 +53,74 @@ class TraceSource:
         self.path = path
         self.stream_truncated = False
         self.eof = False
-        self._raw: IO[bytes] = open(path, "rb")  # noqa: SIM115 - closed in close()
-        self.compressed = self._raw.read(2) == b"\x1f\x8b"
-        self._raw.seek(0)
+        self._raw, self.regular = open_input(path)
+        head = self._raw.read(2)
+        self.compressed = head == b"\x1f\x8b"
+        self._head = head  # a pipe cannot seek back: keep what was peeked
         self._inflate = zlib.decompressobj(wbits=31) if self.compressed else None
         self._pending = b""
+        self._input = b""  # compressed bytes read but not yet inflated
+
+    def _read_raw(self, size: int) -> bytes:
+        if self._head:
+            data, self._head = self._head + self._raw.read(max(size - len(self._head), 0)), b""
+            return data
+        return self._raw.read(size)
+
+    def _inflate_some(self, room: int) -> bytes:
+        """Up to ``room`` inflated bytes; b'' at the end of the input (``stream_truncated`` if mid-member)."""
+        while True:
+            assert self._inflate is not None
+            if self._inflate.eof:  # a member ended: another may follow (concatenated gzip)
+                # zlib leaves the bytes after the member in unused_data (and, with max_length, the same
+                # bytes in unconsumed_tail too): unused_data alone is what follows.
+                rest = self._inflate.unused_data or self._read_raw(self._COMPRESSED_CHUNK)
+                if not rest:
+                    return b""
+                self._inflate, self._input = zlib.decompressobj(wbits=31), rest
+            if not self._input:
+                self._input = self._read_raw(self._COMPRESSED_CHUNK)
+                if not self._input:
+                    self.stream_truncated = True
+                    return b""
+            try:
+                data = self._inflate.decompress(self._input, room)
+            except zlib.error as exc:
+                raise TraceReadError(str(self.path), self.consumed, f"corrupt gzip data ({exc})") from None
+            self._input = self._inflate.unconsumed_tail
+            if data:
+                return data
+
+    @property
+    def consumed(self) -> int:
+        try:
+            return self._raw.tell()
+        except OSError:
+            return 0
 
     def _read_compressed(self, size: int) -> bytes:
-        assert self._inflate is not None
         out = [self._pending]
         have = len(self._pending)
         self._pending = b""
         while have < size:
-            chunk = self._raw.read(self._COMPRESSED_CHUNK)
-            if not chunk:
-                if not self._inflate.eof:
-                    self.stream_truncated = True
+            data = self._inflate_some(size - have)
+            if not data:
                 break
-            try:
-                data = self._inflate.decompress(chunk)
-                while self._inflate.eof and self._inflate.unused_data:  # another gzip member follows
-                    rest = self._inflate.unused_data
-                    self._inflate = zlib.decompressobj(wbits=31)
-                    data += self._inflate.decompress(rest)
-            except zlib.error as exc:
-                raise TraceReadError(str(self.path), self._raw.tell(), f"corrupt gzip data ({exc})") from None
             out.append(data)
             have += len(data)
-        joined = b"".join(out)
-        self._pending = joined[size:]
-        return joined[:size]
+        return b"".join(out)
 
     def read(self, size: int) -> bytes:
         if self.eof:
             return b""
         try:
-            data = self._read_compressed(size) if self.compressed else self._raw.read(size)
+            data = self._read_compressed(size) if self.compressed else self._read_raw(size)
         except OSError as exc:
-            raise TraceReadError(str(self.path), self._raw.tell(), f"cannot read ({exc})") from None
+            raise TraceReadError(str(self.path), self.consumed, f"cannot read ({exc.strerror or exc})") from None
         if not data:
             self.eof = True
         return data
 
     def close(self) -> None:
-        self._raw.close()
+        with contextlib.suppress(OSError):
+            self._raw.close()

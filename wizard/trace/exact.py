@@ -1,0 +1,202 @@
+"""The exact decoder: one JSON value at a time, with byte offsets for every message.
+
+It is the reference the fast paths are checked against, and the fallback for anything they cannot
+take: bare ``inf``/``nan`` tokens (quoted with a marker first, so a value remembers its spelling),
+a block cut inside a nested array, the end of the event list, a file cut off mid-event.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable
+from typing import Any
+
+from wizard.trace.buffer import Buffer
+from wizard.trace.collector import TraceContents, Truncation
+from wizard.trace.events import BARE_MARK, BARE_TOKEN, Event, event_from_dict, quote_bare
+
+_BETWEEN = re.compile(r"[ \t\r\n,]*")
+_MAX_INT_DIGITS = 40
+
+
+def _parse_int(text: str) -> int | str:
+    """Integers as json would read them, except that a 5,000-digit one (Python refuses to convert it)
+    stays text: damage the analysis then reports, not a crash."""
+    return int(text) if len(text) <= _MAX_INT_DIGITS else text
+
+
+def _byte_len(text: str, chars: int) -> int:
+    return len(text[:chars].encode("utf-8", "surrogateescape"))
+
+
+def _unsubstituted_end(original: str, substituted: str, index: int) -> int:
+    """Map an index in the bare-token-quoted text back to the original text."""
+    extra = 0
+    for match in BARE_TOKEN.finditer(original):
+        new_start = match.start() + extra
+        if new_start >= index:
+            break
+        added = len(BARE_MARK) + 2
+        if index < new_start + len(match.group(0)) + added:
+            return match.start()
+        extra += added
+    return index - extra
+
+
+def _byte_len_sub(original: str, substituted: str, index: int) -> int:
+    """Bytes of ``original`` before ``index`` of its bare-token-quoted copy."""
+    if original is substituted:
+        return _byte_len(original, index)
+    return _byte_len(original, _unsubstituted_end(original, substituted, index))
+
+
+def _substituted_index(original: str, substituted: str, index: int) -> int:
+    """Map an index in the original text forward into its bare-token-quoted copy."""
+    if original is substituted:
+        return index
+    added = len(BARE_MARK) + 2
+    return index + added * sum(1 for _ in BARE_TOKEN.finditer(original, 0, index))
+
+
+def _looks_truncated(text: str, exc: json.JSONDecodeError) -> bool:
+    """An error at the very end of the data, not in the middle of it."""
+    return exc.pos >= len(text.rstrip()) - 1 or text.find("}", exc.pos) == -1
+
+
+class ExactDecoder:
+    """Reads values and events from a Buffer, delivering events (or their raw bytes) in order."""
+
+    def __init__(
+        self,
+        buffer: Buffer,
+        contents: TraceContents,
+        deliver: Callable[[list[Event], list[bytes]], None],
+        *,
+        raw: bool,
+        max_event_bytes: int,
+        clock: dict[str, float],
+    ) -> None:
+        self.b = buffer
+        self.contents = contents
+        self.deliver = deliver
+        self.raw = raw
+        self.max_event_bytes = max_event_bytes
+        self.clock = clock
+        self.decoder = json.JSONDecoder(parse_int=_parse_int)
+
+    def value(self) -> Any:
+        """One JSON value at the position, read whole (used for small top-level values)."""
+        b = self.b
+        b.skip_ws()
+        window = 1 << 16
+        while True:
+            text = b.buf[b.pos : b.pos + window].decode("utf-8", "surrogateescape")
+            substituted = BARE_TOKEN.sub(quote_bare, text)
+            try:
+                value, end = self.decoder.raw_decode(substituted)
+            except json.JSONDecodeError as exc:
+                if b.pos + window < len(b.buf):
+                    window *= 8
+                    continue
+                if b.src.eof or b.remaining > self.max_event_bytes:
+                    if b.src.eof and exc.pos >= len(substituted) - 1:
+                        raise b.error("the file ends inside a top-level value (truncated)") from None
+                    raise b.error(f"invalid JSON ({exc.msg})", b.offset + _byte_len(text, exc.pos)) from None
+                b.fill()
+                continue
+            except RecursionError:
+                raise b.error("nesting too deep to be a profiler trace") from None
+            if substituted is not text:
+                end = _unsubstituted_end(text, substituted, end)
+            b.pos += _byte_len(text, end)
+            return value
+
+    def events(self, *, until_end: bool, stop_at: int | None = None) -> bool:
+        """Event by event from the position; stops at ']' (True), at ``stop_at``, or at a truncated end."""
+        started = time.perf_counter()
+        try:
+            return self._events(until_end=until_end, stop_at=stop_at)
+        finally:
+            self.clock["exact_path_s"] += time.perf_counter() - started
+
+    def _truncated(self, start: int) -> None:
+        b = self.b
+        partial = b.base + len(b.buf) - start
+        self.contents.truncation = Truncation(
+            start,
+            partial,
+            self.contents.last_ts,
+            f"the file ends inside an event at byte {start}: {partial} byte(s) of a partial event were dropped, "
+            "and the end of the event list (and any keys after it, such as deviceProperties) is missing",
+        )
+        b.pos = len(b.buf)
+
+    def _events(self, *, until_end: bool, stop_at: int | None) -> bool:
+        b = self.b
+        while True:
+            text = b.buf[b.pos :].decode("utf-8", "surrogateescape")
+            substituted = BARE_TOKEN.sub(quote_bare, text)
+            n = len(substituted)
+            stop_index = n + 1
+            if stop_at is not None:
+                stop_chars = len(b.buf[b.pos : stop_at - b.base].decode("utf-8", "surrogateescape"))
+                stop_index = _substituted_index(text, substituted, stop_chars)
+            batch: list[Event] = []
+            raw_batch: list[bytes] = []
+            i = 0
+            ended = need_more = False
+            while True:
+                i = _BETWEEN.match(substituted, i).end()  # type: ignore[union-attr]
+                if i >= stop_index:
+                    break
+                if i >= n:
+                    need_more = True
+                    break
+                if substituted[i] == "]":
+                    i += 1
+                    ended = True
+                    break
+                try:
+                    obj, j = self.decoder.raw_decode(substituted, i)
+                except json.JSONDecodeError as exc:
+                    if not b.src.eof and n - i < self.max_event_bytes:
+                        need_more = True
+                        break
+                    start = b.offset + _byte_len_sub(text, substituted, i)
+                    if b.src.eof and _looks_truncated(substituted, exc):
+                        self.deliver(batch, raw_batch)
+                        self._truncated(start)
+                        return False
+                    where = b.offset + _byte_len_sub(text, substituted, exc.pos)
+                    raise b.error(f"invalid JSON in traceEvents ({exc.msg})", where) from None
+                except RecursionError:
+                    raise b.error("nesting too deep to be a profiler trace") from None
+                if self.raw:
+                    raw_batch.append(substituted[i:j].encode("utf-8", "surrogateescape"))
+                else:
+                    event = event_from_dict(obj)
+                    if event is not None:
+                        batch.append(event)
+                i = j
+            self.deliver(batch, raw_batch)
+            b.pos += _byte_len_sub(text, substituted, i)
+            if ended:
+                return True
+            if stop_at is not None and not need_more:
+                return False
+            if need_more:
+                if not b.fill(b.remaining + b.block_size):
+                    if b.pos >= len(b.buf):
+                        self.contents.truncation = Truncation(
+                            b.offset,
+                            0,
+                            self.contents.last_ts,
+                            "the file ends after a complete event but before the event list was closed; "
+                            "no event was lost, but any keys after the list (such as deviceProperties) are missing",
+                        )
+                        return False
+                    continue
+                if not until_end and stop_at is None:
+                    return False

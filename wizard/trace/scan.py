@@ -1,0 +1,79 @@
+"""Where to cut a run of trace events, in any layout, without reading it as JSON.
+
+Kineto writes one event per line, but traces from the wild are also minified (``json.dump``
+with no indent: vLLM and SGLang profiles, files rewritten by analysis tools) or indented one key
+per line. Every layout separates two events with ``}`` ``,`` ``{`` and optional whitespace. That
+sequence can also occur inside a string (a kernel name ``...{lambda()#1}},{...``), so a candidate
+counts only when it holds a newline (a string cannot), or when the number of unescaped quotes
+before it, from a point known to be outside any string, is even. Counting quotes is ``bytes.count``
+(C speed); escaped quotes are rare, and are looked for only when the block holds a backslash.
+
+A cut this module returns is never inside a string. It can still fall inside a nested array of
+objects within one event (no Kineto event has one, but a file could): then the block does not
+decode as whole events and the reader takes the exact path for it, so the result is the same.
+"""
+
+from __future__ import annotations
+
+import re
+
+SEPARATOR = re.compile(rb"\}[ \t\r\n]*,[ \t\r\n]*\{")
+_ESCAPED_QUOTE = re.compile(rb'(?<!\\)(?:\\\\)*\\"')
+_WHITESPACE = re.compile(rb"[ \t\r\n]+")
+_TAIL = 1 << 16
+
+
+def unescaped_quotes(buf: bytes, start: int, end: int) -> int:
+    """Quotes in buf[start:end] that open or close a string."""
+    quotes = buf.count(b'"', start, end)
+    if quotes and buf.count(b"\\", start, end):  # one-byte counts are the fast ones
+        quotes -= sum(1 for _ in _ESCAPED_QUOTE.finditer(buf, start, end))
+    return quotes
+
+
+def _candidates_backwards(buf: bytes, start: int, end: int) -> list[tuple[int, bool]]:
+    """(position of the ``}``, whether the separator holds a newline) for the separators in
+    buf[start:end], last first, from a growing tail window."""
+    span = _TAIL
+    while True:
+        lo = max(start, end - span)
+        found = [(m.start(), b"\n" in m.group()) for m in SEPARATOR.finditer(buf, lo, end) if m.end() <= end]
+        if found or lo == start:
+            return found[::-1]
+        span *= 8
+
+
+def find_cut(buf: bytes, start: int, end: int) -> int | None:
+    """The index of the ``}`` ending the last whole event in buf[start:end], or None.
+
+    ``start`` must be outside any string (the start of an event, or of the event list).
+    """
+    while end > start:
+        candidates = _candidates_backwards(buf, start, end)
+        if not candidates:
+            return None
+        last, has_newline = candidates[0]
+        if has_newline:
+            return last  # a JSON string cannot hold a raw newline: no counting needed
+        previous = last
+        parity = unescaped_quotes(buf, start, previous) % 2
+        for position, _ in candidates:
+            parity = (parity - unescaped_quotes(buf, position, previous)) % 2
+            previous = position
+            if parity == 0:
+                return position
+        end = candidates[-1][0]  # every separator in the window was inside a string: look before it
+    return None
+
+
+def after_separator(buf: bytes, cut: int) -> int:
+    """The index of the ``{`` that follows the separator whose ``}`` is at ``cut``."""
+    match = SEPARATOR.match(buf, cut)
+    assert match is not None
+    return match.end() - 1
+
+
+def whitespace_end(buf: bytes, pos: int) -> int:
+    """The first index at or after ``pos`` that is not JSON whitespace (len(buf) if none)."""
+    match = _WHITESPACE.match(buf, pos)
+    return match.end() if match else pos
