@@ -108,7 +108,7 @@ def load_report(path: str) -> MachineReport:
         return _from_trace_report(data, path)
     raise InputFileError(
         f"{path}: not a warpwizard JSON report (expected schema warpwizard.transcript/1 "
-        f"or warpwizard.trace-report/1, found {visible(schema)[:80] or 'none'})"
+        f"or warpwizard.trace-report/1 or /2, found {visible(schema)[:80] or 'none'})"
     )
 
 

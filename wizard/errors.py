@@ -24,6 +24,11 @@ class TraceReadError(InputFileError):
         self.reason = reason
         super().__init__(f"{path}: byte {offset}: {reason}")
 
+    def __reduce__(self) -> tuple[type, tuple[str, int, str]]:
+        # Raised in worker processes (per-rank directories): it must survive the trip back,
+        # or the pool breaks (BrokenProcessPool, exit 70) instead of naming the file and byte.
+        return (type(self), (self.path, self.offset, self.reason))
+
 
 class OutputFileError(WizardError):
     """A file warpwizard was asked to write cannot be written (or would destroy an input or a file
@@ -39,6 +44,9 @@ class PlaybookError(WizardError):
         more = f" (and {len(problems) - 1} more problem(s))" if len(problems) > 1 else ""
         super().__init__(first + more)
 
+    def __reduce__(self) -> tuple[type, tuple[list[str]]]:
+        return (type(self), (self.problems,))
+
 
 class PlaybookNotFound(WizardError):
     """No playbook by that name or path."""
@@ -50,6 +58,9 @@ class AnswersError(WizardError):
     def __init__(self, problems: list[str]) -> None:
         self.problems = problems
         super().__init__("; ".join(problems))
+
+    def __reduce__(self) -> tuple[type, tuple[list[str]]]:
+        return (type(self), (self.problems,))
 
 
 class NoTerminalError(WizardError):
@@ -67,8 +78,12 @@ class Interrupted(WizardError):
 
     def __init__(self, saved_to: str | None, note: str = "") -> None:
         self.saved_to = saved_to
+        self.note = note
         where = f"; answers so far saved to {saved_to} (replay with --answers {saved_to})" if saved_to else ""
         super().__init__(f"{self.word}{where}{note}")
+
+    def __reduce__(self) -> tuple[type, tuple[str | None, str]]:
+        return (type(self), (self.saved_to, self.note))
 
 
 class Terminated(Interrupted):

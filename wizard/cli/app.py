@@ -116,11 +116,25 @@ def build_parser() -> argparse.ArgumentParser:
     tsub = trace.add_subparsers(dest="trace_command", metavar="ACTION", parser_class=_Parser)
     ins = tsub.add_parser("inspect", help="explain every impossible kernel metric in traces", **kw)
     ins.add_argument("paths", nargs="+", metavar="PATH", help=".json/.json.gz traces or per-rank directories")
-    ins.add_argument("--json", action="store_true", help="machine-readable (schema warpwizard.trace-report/1)")
+    ins.add_argument("--json", action="store_true", help="machine-readable (schema warpwizard.trace-report/2)")
     ins.add_argument("--markdown", metavar="FILE", help="write Markdown for a bug report ('-': to stdout, alone)")
     ins.add_argument("--force", action="store_true", help="replace a --markdown file that exists")
     ins.add_argument("--all", action="store_true", help="also list correct-by-design kernels (F)")
-    ins.add_argument("--jobs", type=int, default=None, help="parallel processes for several files")
+    ins.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        metavar="N",
+        help="processes to use (default: the cores): one per file for several files; the decoding workers for one "
+        "big file; 1: everything in one process",
+    )
+    ins.add_argument(
+        "--max-launches",
+        type=int,
+        default=None,
+        metavar="N",
+        help="--json lists up to N launches with wrong values per group (default 100; the rest are counted)",
+    )
     ins.add_argument(
         "--sms",
         type=int,
@@ -366,21 +380,32 @@ def cmd_trace(ctx: Context) -> ExitStatus:
         summary = fix_trace(args.input, args.output, force=args.force)
         for line in fix_summary_lines(summary):
             ctx.write(visible(line) + "\n")
+        if summary.truncation is not None:
+            ctx.stderr.write(
+                visible(
+                    f"warpwizard: warning: {args.input} is cut off ({summary.truncation.detail}); the copy holds "
+                    "every complete event and closes the event list after the last one"
+                )
+                + "\n"
+            )
         return ExitStatus.OK
     if args.trace_command != "inspect":
         raise UsageError("warpwizard trace: choose an action: inspect or fix (see --help)")
-    from wizard.trace.inspect import inspect_paths
+    from wizard.trace.inspect import DEFAULT_MAX_LAUNCHES, inspect_paths
 
     if args.sms is not None and args.sms <= 0:
         raise UsageError(f"warpwizard trace inspect: --sms must be a positive number of SMs, not {args.sms}")
     if args.jobs is not None and args.jobs <= 0:
         raise UsageError(f"warpwizard trace inspect: --jobs must be a positive number, not {args.jobs}")
+    if args.max_launches is not None and args.max_launches < 0:
+        raise UsageError(f"warpwizard trace inspect: --max-launches must be 0 or more, not {args.max_launches}")
     markdown_file = args.markdown if args.markdown not in (None, "-") else None
     if markdown_file is not None:
         from wizard.outputs import check_output
 
         check_output(markdown_file, inputs=args.paths, force=args.force, what="Markdown report")
-    inspection = inspect_paths(args.paths, args.jobs, args.sms)
+    limit = DEFAULT_MAX_LAUNCHES if args.max_launches is None else args.max_launches
+    inspection = inspect_paths(args.paths, args.jobs, args.sms, limit)
     if args.json:
         from wizard.report.trace_json import inspection_to_dict
         from wizard.serialize import dumps

@@ -206,8 +206,8 @@ def _json_answers(text: str, name: str) -> Any:
         data = json.loads(text, object_pairs_hook=pairs)
     except json.JSONDecodeError as exc:
         raise AnswersError([f"{name}:{exc.lineno}:{exc.colno}: not valid JSON ({exc.msg})"]) from None
-    except RecursionError:
-        raise AnswersError([f"{name}: nested too deeply to be an answers file"]) from None
+    except (RecursionError, ValueError) as exc:  # ValueError: a number of more than 4,300 digits
+        raise AnswersError([f"{name}: not usable as answers ({type(exc).__name__})"]) from None
     if duplicates:
         raise AnswersError([f"{name}: duplicate key {duplicates[0]!r}: each question is answered once"])
     return data

@@ -130,7 +130,7 @@ def load_located(text: str) -> Located:
         if isinstance(node, yaml.MappingNode):
             out: dict[Any, Any] = {}
             for key_node, value_node in node.value:
-                key = constructor.construct_object(key_node, deep=True)
+                key = scalar(key_node)
                 if isinstance(key, bool) and str(key_node.value).lower() in ("on", "off"):
                     key = str(key_node.value).lower()  # YAML 1.1 reads `on:` as true; playbooks mean the word
                 if not isinstance(key, (str, int, float, bool)) and key is not None:
@@ -145,11 +145,20 @@ def load_located(text: str) -> Located:
             return out
         if isinstance(node, yaml.SequenceNode):
             return [walk(item, (*path, i)) for i, item in enumerate(node.value)]
+        return scalar(node)
+
+    def scalar(node: yaml.Node) -> Any:
         try:
             return constructor.construct_object(node, deep=True)
         except yaml.constructor.ConstructorError as exc:
             raise YamlSyntaxError(
                 f"YAML error: {exc.problem}", node.start_mark.line + 1, node.start_mark.column + 1
+            ) from None
+        except (ValueError, OverflowError):  # a number of more than 4,300 digits, a date out of range
+            raise YamlSyntaxError(
+                f"YAML error: the value {str(node.value)[:20]!r}... cannot be read as a number or date",
+                node.start_mark.line + 1,
+                node.start_mark.column + 1,
             ) from None
 
     located.data = walk(root, ())

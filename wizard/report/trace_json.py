@@ -1,28 +1,17 @@
-"""``trace inspect --json``: the inspection as plain data (schema ``warpwizard.trace-report/1``)."""
+"""``trace inspect --json``: the inspection as plain data (schema ``warpwizard.trace-report/2``)."""
 
 from __future__ import annotations
 
-import math
 import platform
 from dataclasses import asdict
 from typing import Any
 
+from wizard.serialize import clean
 from wizard.trace.inspect import REPORT_SCHEMA, FindingGroup, Inspection, TraceReport
 
 
-def _clean(value: Any) -> Any:
-    """JSON has no inf/nan: write them as the strings "inf", "-inf", "nan"."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
-    if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
-    return value
-
-
 def _clean_dict(value: dict[str, Any]) -> dict[str, Any]:
-    cleaned = _clean(value)
+    cleaned = clean(value)
     assert isinstance(cleaned, dict)
     return cleaned
 
@@ -49,6 +38,8 @@ def group_to_dict(group: FindingGroup) -> dict[str, Any]:
                 "limiting_factors": list(worst.limiting_factors),
             },
             "op": asdict(group.op) if group.op else None,
+            "launches": [asdict(launch) for launch in group.launches],
+            "launches_omitted": group.launches_omitted,
         }
     )
 

@@ -17,6 +17,7 @@ from wizard.trace.devices import DeviceInfo, device_for
 from wizard.trace.kineto_math import (
     INT32_MAX,
     early_kineto_warps_per_sm,
+    f32,
     kineto_blocks_per_sm,
     kineto_occupancy_percent,
     kineto_warps_per_sm,
@@ -156,10 +157,58 @@ def _true_occupancy(
     return 100.0 * blocks * threads / device.limits.max_threads_per_sm, occ.limiting_factors, occ.active_blocks
 
 
+SM_COUNT_HINT = (
+    "pass the GPU's SM count with --sms N for the true values (V100 80, T4 40, RTX 2080 Ti 68, "
+    "A100 108, H100/H200 132, B200 148)"
+)
+
+
+def _impossible_values(k: KernelRecord) -> list[str]:
+    """Reported values no launch can have, whatever the device: negative or not finite."""
+    out = []
+    for name, r in (
+        ("blocks per SM", k.blocks_per_sm),
+        ("warps per SM", k.warps_per_sm),
+        (k.occupancy_key, k.occupancy),
+    ):
+        if r.value is not None and (not math.isfinite(r.value) or r.value < 0) and name:
+            out.append(f"{name} {_fmt(r.value)}")
+    return out
+
+
+def _unrecomputable(k: KernelRecord, why: str) -> KernelCheck:
+    """A launch whose values are impossible but whose recomputation lacks a usable fact: still a finding."""
+    result = KernelCheck(checked=True)
+    bad = _impossible_values(k)
+    reported = {"blocks per SM": k.blocks_per_sm.value, "warps per SM": k.warps_per_sm.value}
+    if k.occupancy_key is not None:
+        reported[k.occupancy_key] = k.occupancy.value
+    result.findings.append(
+        Finding(
+            Mechanism.UNEXPLAINED,
+            k.index,
+            k.name,
+            k.device,
+            k.ts,
+            k.grid,
+            k.block,
+            reported,
+            dict.fromkeys(reported),
+            f"reported {', '.join(bad)}: impossible for any launch, and the true values cannot be recomputed: {why}",
+            correlation=k.correlation,
+        )
+    )
+    return result
+
+
 def check_kernel(k: KernelRecord, device: DeviceInfo | None, *, rocm: bool = False) -> KernelCheck:
     """Classify one kernel. Never raises on odd data: odd data is a finding or a skip."""
     result = KernelCheck()
-    if rocm or k.grid is None or k.block is None or k.fixed is not None:
+    if rocm or k.fixed is not None:
+        return result
+    if k.grid is None or k.block is None:
+        if _impossible_values(k):
+            return _unrecomputable(k, "the launch's grid or block is missing or not three whole numbers")
         return result
     bps, wps, occ = k.blocks_per_sm.value, k.warps_per_sm.value, k.occupancy.value
     if bps is None and wps is None and occ is None:
@@ -175,12 +224,20 @@ def check_kernel(k: KernelRecord, device: DeviceInfo | None, *, rocm: bool = Fal
     if device is not None and num_sms is not None and num_sms > 0:
         true["blocks per SM"] = true_blocks_per_sm(grid, num_sms)
         true["warps per SM"] = true_warps_per_sm(grid, block, num_sms)
-        occ_true, _, _ = _true_occupancy(device, threads, k.registers or 0, k.shared_memory or 0, blocks, opt_in=False)
+        # The kernel ran, so it had the shared memory it asked for: its true occupancy is the opt-in one
+        # (the same as the default one up to 48 KB), whatever else is wrong with the launch's record.
+        occ_true, _, active_true = _true_occupancy(
+            device, threads, k.registers or 0, k.shared_memory or 0, blocks, opt_in=True
+        )
         if k.occupancy_key is not None:
             true[k.occupancy_key] = occ_true
         result.corrected = {"blocks per SM": true["blocks per SM"], "warps per SM": true["warps per SM"]}
         if occ_true is not None and k.occupancy_key is not None:
-            result.corrected[k.occupancy_key] = round(occ_true, 2)
+            # In the profiler's own form: the integer percent its C float arithmetic prints.
+            assert device.limits is not None
+            result.corrected[k.occupancy_key] = kineto_occupancy_percent(
+                active_true, f32(true["blocks per SM"] or 0.0), threads, device.limits.max_threads_per_sm
+            )[0]
 
     def add(
         mechanism: Mechanism,
@@ -262,8 +319,16 @@ def check_kernel(k: KernelRecord, device: DeviceInfo | None, *, rocm: bool = Fal
         if bps is not None and blocks > 0 and same_float32(bps, kineto_blocks_per_sm(grid, -1)):
             add(
                 Mechanism.OLD_SM_COUNT,
-                f"blocks per SM = {_fmt(bps)} = -(grid blocks): the SM count was read as -1 ({launch})",
+                f"blocks per SM = {_fmt(bps)} = -(grid blocks): the SM count was read as -1 ({launch}); "
+                + (f"the trace's {device.problem}" if device is not None and device.problem else SM_COUNT_HINT),
             )
+        elif _impossible_values(k):
+            why = (
+                f"the trace's {device.problem}"
+                if device is not None and device.problem
+                else "the trace gives no SM count for this device; " + SM_COUNT_HINT
+            )
+            return _unrecomputable(k, why)
         return result
 
     expected_bps = kineto_blocks_per_sm(grid, num_sms)
@@ -343,8 +408,6 @@ def check_kernel(k: KernelRecord, device: DeviceInfo | None, *, rocm: bool = Fal
             value, factors, opt_active = _true_occupancy(device, threads, registers, smem, blocks, opt_in=True)
             fixed = dict(true)
             fixed[label] = value
-            if value is not None:
-                result.corrected[label] = round(value, 2)
             optin = device.limits.shared_mem_per_block_optin
             add(
                 Mechanism.SHARED_MEMORY_LIMIT,

@@ -26,12 +26,41 @@ KNOWN_GPUS: dict[int, DeviceLimits] = {
 }
 
 
+_PLAUSIBLE = 1 << 31
+
+
 def _get(props: dict[str, Any], *names: str) -> int | None:
+    """A device fact as a positive integer the profiler could have used, else None."""
     for name in names:
         value = props.get(name)
-        if isinstance(value, int) and not isinstance(value, bool):
+        if isinstance(value, int) and not isinstance(value, bool) and 0 < value < _PLAUSIBLE:
             return value
     return None
+
+
+def fact_problem(props: dict[str, Any], *names: str) -> str | None:
+    """Why a device fact cannot be used, in words (None when it can, or is simply absent)."""
+    for name in names:
+        if name not in props:
+            continue
+        value = props[name]
+        if _get(props, name) is not None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return f"{name} is {_shown(value)} ({type(value).__name__}), not a number"
+        if isinstance(value, float):
+            return f"{name} is {_shown(value)}, not a whole number"
+        return f"{name} is {_shown(value)}, which no GPU has"
+    return None
+
+
+def _shown(value: Any) -> str:
+    text = (
+        repr(value)
+        if not isinstance(value, int) or value.bit_length() < 64
+        else f"an integer of {value.bit_length()} bits"
+    )
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,14 +68,16 @@ class DeviceInfo:
     device_id: int
     num_sms: int | None
     limits: DeviceLimits | None
-    source: str  # deviceProperties | inferred | unknown
+    source: str  # deviceProperties | inferred | given | assumed | unknown
     name: str = ""
+    problem: str | None = None  # a malformed fact that keeps values from being recomputed
 
 
 def limits_from_properties(props: dict[str, Any]) -> DeviceLimits | None:
     num_sms = _get(props, "numSms", "multiProcessorCount")
     major = _get(props, "computeMajor", "major")
-    minor = _get(props, "computeMinor", "minor")
+    minor = props.get("computeMinor", props.get("minor"))
+    minor = minor if isinstance(minor, int) and not isinstance(minor, bool) and 0 <= minor < 100 else None
     max_threads = _get(props, "maxThreadsPerMultiprocessor", "maxThreadsPerMultiProcessor")
     if num_sms is None or major is None or minor is None or max_threads is None:
         return None
@@ -65,7 +96,8 @@ def limits_from_properties(props: dict[str, Any]) -> DeviceLimits | None:
     )
 
 
-def _infer_sm_count(kernels: list[KernelRecord]) -> int | None:
+def infer_sm_count(kernels: list[KernelRecord]) -> int | None:
+    """The SM count most kernels' grid and blocks (or warps) per SM agree on, if any."""
     votes: Counter[int] = Counter()
     for k in kernels:
         if k.grid is None:
@@ -101,12 +133,18 @@ def device_table(
     """
     table: dict[int, DeviceInfo] = {}
     for props in device_properties:
-        device_id = _get(props, "id")
-        if device_id is None:
+        device_id = props.get("id")
+        if not isinstance(device_id, int) or isinstance(device_id, bool) or not 0 <= device_id < _PLAUSIBLE:
             continue
         limits = limits_from_properties(props)
         num_sms = limits.num_sms if limits else _get(props, "numSms", "multiProcessorCount")
-        table[device_id] = DeviceInfo(device_id, num_sms, limits, "deviceProperties", str(props.get("name", "")))
+        problem = fact_problem(props, "numSms", "multiProcessorCount") or (
+            None if limits else fact_problem(props, "maxThreadsPerMultiprocessor", "maxThreadsPerMultiProcessor")
+        )
+        name = props.get("name")
+        table[device_id] = DeviceInfo(
+            device_id, num_sms, limits, "deviceProperties", name if isinstance(name, str) else "", problem
+        )
     if device_properties:
         return table
     by_device: dict[int, list[KernelRecord]] = {}
@@ -118,7 +156,7 @@ def device_table(
             limits = KNOWN_GPUS.get(sms)
             table[device_id] = DeviceInfo(device_id, sms, limits, "given", limits.name if limits else "")
             continue
-        num_sms = _infer_sm_count(records)
+        num_sms = infer_sm_count(records)
         if num_sms is None:
             table[device_id] = DeviceInfo(device_id, None, None, "unknown")
             continue

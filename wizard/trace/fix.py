@@ -1,8 +1,12 @@
 """``trace fix``: a copy of a trace with the impossible values replaced by the true ones.
 
-Perfetto, TensorBoard and HTA then show true numbers. Each corrected kernel keeps what
-the profiler wrote under ``warpwizard original`` and the mechanism under ``warpwizard
-mechanism``; every other byte of every other event is copied as it was.
+Perfetto, TensorBoard and HTA then show true numbers. Each corrected kernel keeps what the
+profiler wrote under ``warpwizard original`` and the mechanism under ``warpwizard mechanism``;
+only the values that were wrong are replaced (blocks and warps per SM as the exact quotients,
+occupancy as the integer percent the profiler itself prints). Every other event is copied byte
+for byte, except that a bare ``inf``/``nan`` token (invalid JSON, mechanism C') becomes the string
+``"inf"``/``"nan"``, as later profilers write it: the copy is always valid JSON, also when the
+input was cut off (the event list and the object are closed after the last complete event).
 """
 
 from __future__ import annotations
@@ -10,17 +14,24 @@ from __future__ import annotations
 import gzip
 import json
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, cast
 
 from wizard.outputs import atomic_file, check_output
+from wizard.serialize import non_finite_text
 from wizard.trace.analysis import PROFILER_BUGS, MemoChecker
+from wizard.trace.collector import Truncation
 from wizard.trace.devices import device_table
-from wizard.trace.reader import KERNEL_CATEGORIES, EventSink, parse_into, read_trace, unmark_bare
+from wizard.trace.events import BARE_MARK
+from wizard.trace.kineto_math import same_float32
+from wizard.trace.reader import KERNEL_CATEGORIES, EventSink, parse_into, read_trace
+from wizard.trace.records import KernelRecord
 
 ORIGINAL_ARG = "warpwizard original"
 MECHANISM_ARG = "warpwizard mechanism"
+_MARKED = re.compile(rb'"' + re.escape(BARE_MARK.encode()) + rb'(-?(?:inf|nan|Infinity|NaN))"')
 
 
 @dataclass(slots=True)
@@ -31,20 +42,37 @@ class FixSummary:
     corrected: int
     mechanisms: dict[str, int]
     uncorrectable: int
+    truncation: Truncation | None = None
 
 
-def _json_value(value: float | int | None) -> Any:
-    if value is None:
-        return None
-    if isinstance(value, float) and not math.isfinite(value):
-        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
-    if isinstance(value, float):
-        return round(value, 6)
+def _quoted(raw: bytes) -> bytes:
+    """An event's bytes with every bare non-finite token as a JSON string."""
+    return _MARKED.sub(rb'"\1"', raw) if BARE_MARK.encode() in raw else raw
+
+
+def _unmarked(value: Any) -> Any:
+    """A decoded value with the reader's bare-token marker taken off its strings."""
+    if isinstance(value, str) and value.startswith(BARE_MARK):
+        return value[len(BARE_MARK) :]
+    if isinstance(value, dict):
+        return {k: _unmarked(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_unmarked(v) for v in value]
     return value
 
 
+def _json_value(value: float | int) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return non_finite_text(value)
+    return value
+
+
+def _dumps(value: Any) -> bytes:
+    return json.dumps(value, allow_nan=False).encode()
+
+
 class _FixSink(EventSink):
-    wants_raw = True
+    raw = True
 
     def __init__(self, out: IO[bytes], corrections: dict[int, tuple[str, dict[str, Any]]], array: bool) -> None:
         self.out = out
@@ -53,27 +81,30 @@ class _FixSink(EventSink):
         self.kernel_index = 0
         self.first_key = True
         self.first_event = True
+        self.events_open = False
 
     def _key(self, key: str) -> None:
         self.out.write(b"\n" if self.first_key else b",\n")
         self.first_key = False
-        self.out.write(f"  {json.dumps(key)}: ".encode())
+        self.out.write(b"  " + _dumps(key) + b": ")
 
     def meta(self, key: str, value: Any) -> None:
         self._key(key)
-        self.out.write(json.dumps(value).encode())
+        self.out.write(_dumps(_unmarked(value)))
 
     def events_start(self) -> None:
         if not self.array:
             self._key("traceEvents")
         self.out.write(b"[")
+        self.events_open = True
 
     def events_end(self) -> None:
         self.out.write(b"\n]")
+        self.events_open = False
 
     def add_raw(self, events: list[bytes]) -> None:
         for raw in events:
-            raw = self._fix(raw) if b'ernel"' in raw else unmark_bare(raw)
+            raw = self._fix(raw) if b'ernel"' in raw else _quoted(raw)
             self.out.write(b"\n  " if self.first_event else b",\n  ")
             self.first_event = False
             self.out.write(raw)
@@ -81,28 +112,43 @@ class _FixSink(EventSink):
     def _fix(self, raw: bytes) -> bytes:
         try:
             event = json.loads(raw)
-        except json.JSONDecodeError:
-            return unmark_bare(raw)
+        except (ValueError, RecursionError):  # ValueError: also a number of more than 4,300 digits
+            return _quoted(raw)
         if not isinstance(event, dict) or event.get("cat") not in KERNEL_CATEGORIES:
-            return unmark_bare(raw)
+            return _quoted(raw)
         index = self.kernel_index
         self.kernel_index += 1
         fix = self.corrections.get(index)
         args = event.get("args")
         if fix is None or not isinstance(args, dict):
-            return unmark_bare(raw)
+            return _quoted(raw)
+        event = _unmarked(event)
+        args = event["args"]
         mechanism, values = fix
         original: dict[str, Any] = {}
         for metric, value in values.items():
             if metric in args:
-                written = args[metric]
-                if isinstance(written, str) and written.startswith("__warpwizard_bare__"):
-                    written = written[len("__warpwizard_bare__") :]
-                original[metric] = written
+                original[metric] = args[metric]
                 args[metric] = _json_value(value)
         args[ORIGINAL_ARG] = original
         args[MECHANISM_ARG] = mechanism
-        return json.dumps(event).encode()
+        return _dumps(event)
+
+
+def wrong_values(k: KernelRecord, corrected: dict[str, float | int | None]) -> dict[str, float | int]:
+    """The corrected values of the metrics this launch has wrong; a right value is never rewritten."""
+    written = {"blocks per SM": k.blocks_per_sm, "warps per SM": k.warps_per_sm}
+    if k.occupancy_key is not None:
+        written[k.occupancy_key] = k.occupancy
+    out: dict[str, float | int] = {}
+    for metric, truth in corrected.items():
+        reported = written.get(metric)
+        if truth is None or reported is None or reported.value is None:
+            continue  # nothing to compare with, or nothing the profiler wrote
+        if math.isfinite(reported.value) and same_float32(reported.value, float(truth)):
+            continue
+        out[metric] = truth
+    return out
 
 
 def fix_trace(source: str | Path, output: str | Path, *, force: bool = False) -> FixSummary:
@@ -125,11 +171,7 @@ def fix_trace(source: str | Path, output: str | Path, *, force: bool = False) ->
             continue
         names = "+".join(sorted({f.mechanism.value for f in bugs}))
         mechanisms[names] = mechanisms.get(names, 0) + 1
-        values = {m: v for m, v in result.corrected.items() if v is not None}
-        for f in bugs:  # E's true occupancy uses the opt-in limit, not the default one
-            for metric, value in f.true.items():
-                if value is not None and metric not in ("blocks per SM", "warps per SM"):
-                    values[metric] = round(value, 2)
+        values = wrong_values(k, result.corrected)
         if not values:
             uncorrectable += 1
             continue
@@ -138,13 +180,14 @@ def fix_trace(source: str | Path, output: str | Path, *, force: bool = False) ->
         compressed = gzip.GzipFile(fileobj=target, mode="wb", mtime=0) if out.name.endswith(".gz") else None
         fh = cast(IO[bytes], compressed) if compressed is not None else target
         sink = _FixSink(fh, corrections, contents.layout == "array")
-        if contents.layout == "array":
-            parse_into(src, sink)
-            fh.write(b"\n")
-        else:
+        if contents.layout != "array":
             fh.write(b"{")
-            parse_into(src, sink)
-            fh.write(b"\n}\n")
+        parsed = parse_into(src, sink)
+        if sink.events_open:  # the input was cut off inside the event list: close it here
+            sink.events_end()
+        fh.write(b"\n" if contents.layout == "array" else b"\n}\n")
         if compressed is not None:
             compressed.close()
-    return FixSummary(str(src), str(out), len(contents.kernels), len(corrections), mechanisms, uncorrectable)
+    return FixSummary(
+        str(src), str(out), len(contents.kernels), len(corrections), mechanisms, uncorrectable, parsed.truncation
+    )

@@ -19,12 +19,13 @@ from typing import Any
 
 from wizard.errors import InputFileError
 from wizard.frames import innermost_user_frame, trace_frame_path
-from wizard.trace.analysis import Finding, Mechanism, MemoChecker, is_wrong
-from wizard.trace.devices import DeviceInfo, device_table
-from wizard.trace.reader import TraceContents, Truncation, iter_trace_files, read_trace
+from wizard.trace.analysis import SM_COUNT_HINT, Finding, Mechanism, MemoChecker, is_wrong
+from wizard.trace.devices import KNOWN_GPUS, DeviceInfo, device_table, infer_sm_count
+from wizard.trace.reader import ReaderConfig, TraceContents, Truncation, iter_trace_files, read_trace
 from wizard.trace.records import KernelRecord, OpInfo, RuntimeCall
 
-REPORT_SCHEMA = "warpwizard.trace-report/1"
+REPORT_SCHEMA = "warpwizard.trace-report/2"
+DEFAULT_MAX_LAUNCHES = 100  # wrong launches listed per group in --json (the rest are counted)
 
 
 @dataclass(slots=True)
@@ -48,6 +49,20 @@ class OpLink:
         return innermost_user_frame(self.python_stack, trace_frame_path)
 
 
+@dataclass(frozen=True, slots=True)
+class Launch:
+    """One launch with a wrong value, as scripts need it: when, where, and reported against true."""
+
+    ts: float
+    device: int | None
+    stream: Any
+    correlation: int | None
+    grid: tuple[int, int, int] | None
+    block: tuple[int, int, int] | None
+    reported: dict[str, float | None]
+    true: dict[str, float | None]
+
+
 @dataclass(slots=True)
 class FindingGroup:
     """All kernels with one name and one mechanism."""
@@ -61,6 +76,9 @@ class FindingGroup:
     worst: Finding
     op: OpLink | None = None
     examples: list[int] = field(default_factory=list)  # kernel indexes tried for the op link
+    launch_refs: list[tuple[int, Finding]] = field(default_factory=list)  # (kernel index, its finding)
+    launches: list[Launch] = field(default_factory=list)  # built from launch_refs when the trace is done
+    launches_omitted: int = 0
 
 
 @dataclass(slots=True)
@@ -162,8 +180,15 @@ class Classifier:
     first or worst example.
     """
 
-    def __init__(self, devices: dict[int, DeviceInfo], rocm: bool, source: TraceContents | None = None) -> None:
+    def __init__(
+        self,
+        devices: dict[int, DeviceInfo],
+        rocm: bool,
+        source: TraceContents | None = None,
+        max_launches: int = DEFAULT_MAX_LAUNCHES,
+    ) -> None:
         self.source = source  # the contents whose kernels were fed, in order
+        self.max_launches = max_launches
         self.devices = devices
         self.rocm = rocm
         self.fed = 0
@@ -208,17 +233,40 @@ class Classifier:
                     )
                     group.examples.append(k.index)
                     worst_badness[key] = bad
+                    self._keep_launch(group, k, finding)
                 else:
                     if len(group.examples) < 8:
                         group.examples.append(k.index)
                     group.count += 1
                     group.first_ts = min(group.first_ts, k.ts)
+                    self._keep_launch(group, k, finding)
                     if bad > worst_badness[key]:
                         group.worst = _for_kernel(finding, k)
                         worst_badness[key] = bad
 
+    def _keep_launch(self, group: FindingGroup, k: KernelRecord, finding: Finding) -> None:
+        if group.severity != "error":
+            return  # F: correct by design, never listed as wrong
+        if len(group.launch_refs) < self.max_launches:
+            group.launch_refs.append((k.index, finding))
+        else:
+            group.launches_omitted += 1
 
-def analyse(contents: TraceContents, sms: int | None = None, classifier: Classifier | None = None) -> TraceReport:
+
+def _launches(group: FindingGroup, kernels: list[KernelRecord]) -> list[Launch]:
+    out = []
+    for index, finding in group.launch_refs:
+        k = kernels[index]
+        out.append(Launch(k.ts, k.device, k.stream, k.correlation, k.grid, k.block, finding.reported, finding.true))
+    return out
+
+
+def analyse(
+    contents: TraceContents,
+    sms: int | None = None,
+    classifier: Classifier | None = None,
+    max_launches: int = DEFAULT_MAX_LAUNCHES,
+) -> TraceReport:
     """Check every kernel of one read trace (``sms``: the SM count for traces without device properties).
 
     ``classifier`` may already hold the kernels classified while the file was being read.
@@ -231,8 +279,9 @@ def analyse(contents: TraceContents, sms: int | None = None, classifier: Classif
         or classifier.source is not contents
         or classifier.devices != devices
         or classifier.rocm != rocm
+        or classifier.max_launches != max_launches
     ):
-        classifier = Classifier(devices, rocm, contents)  # what was known while reading was not the whole story
+        classifier = Classifier(devices, rocm, contents, max_launches)  # what was known while reading fell short
     classifier.feed(contents.kernels[classifier.fed :])
     notes: list[str] = []
     groups = classifier.groups
@@ -248,16 +297,30 @@ def analyse(contents: TraceContents, sms: int | None = None, classifier: Classif
                 if (link := link_op(contents, kernels[index], calls)) is not None:
                     group.op = link
                     break
+            group.launches = _launches(group, kernels)
 
     if rocm:
         notes.append(
             "ROCm trace: the profiler records no blocks/warps per SM or occupancy on AMD GPUs, "
             "so there is nothing to check; launch dimensions are listed as they are"
         )
-    if not contents.kernels:
+    if not contents.kernels and contents.truncation is not None:
+        notes.append(
+            f"no GPU kernels in the part that was read: the file is cut off at byte {contents.truncation.at_byte}, "
+            "and the kernels may be in the part that was lost"
+        )
+    elif not contents.kernels:
         notes.append("no GPU kernels in this trace (CPU-only profile, or the CUDA activity was not recorded)")
     if sms is not None and not contents.device_properties:
         notes.append(f"the trace has no deviceProperties; using the SM count given with --sms: {sms}")
+        fitting = infer_sm_count(contents.kernels)
+        if fitting is not None and fitting != sms:
+            gpu = KNOWN_GPUS.get(fitting)
+            notes.append(
+                f"the SM count given with --sms ({sms}) does not fit this trace: its kernels' blocks per SM fit "
+                f"{fitting} SMs exactly" + (f" (a {gpu.name})" if gpu else "") + f"; rerun with --sms {fitting}, "
+                "or without --sms (the count is then inferred)"
+            )
     elif contents.kernels and not rocm and not contents.device_properties:
         inferred = [d for d in devices.values() if d.source == "inferred"]
         if inferred:
@@ -271,7 +334,7 @@ def analyse(contents: TraceContents, sms: int | None = None, classifier: Classif
                 + ")"
             )
         else:
-            notes.append("the trace has no deviceProperties and the SM count could not be inferred")
+            notes.append("the trace has no deviceProperties and the SM count could not be inferred; " + SM_COUNT_HINT)
     already_fixed = sum(1 for k in contents.kernels if k.fixed is not None)
     if already_fixed:
         notes.append(
@@ -312,7 +375,12 @@ def analyse(contents: TraceContents, sms: int | None = None, classifier: Classif
     )
 
 
-def inspect_trace(path: str | Path, sms: int | None = None) -> TraceReport:
+def inspect_trace(
+    path: str | Path,
+    sms: int | None = None,
+    config: ReaderConfig | None = None,
+    max_launches: int = DEFAULT_MAX_LAUNCHES,
+) -> TraceReport:
     started = time.perf_counter()
     classifier: Classifier | None = None
 
@@ -322,12 +390,13 @@ def inspect_trace(path: str | Path, sms: int | None = None) -> TraceReport:
         if classifier is None:
             if not contents.device_properties:
                 return  # inferring SM counts needs every kernel: wait for the end
-            classifier = Classifier(device_table(contents.device_properties, [], sms), contents.is_rocm, contents)
+            devices = device_table(contents.device_properties, [], sms)
+            classifier = Classifier(devices, contents.is_rocm, contents, max_launches)
         classifier.feed(contents.kernels[classifier.fed :])
 
-    contents = read_trace(path, on_progress=classify_as_read)
+    contents = read_trace(path, on_progress=classify_as_read, config=config)
     contents.timing["read_s"] = time.perf_counter() - started
-    return analyse(contents, sms, classifier)
+    return analyse(contents, sms, classifier, max_launches)
 
 
 @dataclass(slots=True)
@@ -348,13 +417,23 @@ class Inspection:
         return dict(total)
 
 
-def inspect_paths(paths: list[str], jobs: int | None = None, sms: int | None = None) -> Inspection:
-    """Inspect files and per-rank directories; several files are read in parallel processes."""
+def inspect_paths(
+    paths: list[str], jobs: int | None = None, sms: int | None = None, max_launches: int = DEFAULT_MAX_LAUNCHES
+) -> Inspection:
+    """Inspect files and per-rank directories.
+
+    ``jobs`` processes (default: the cores): several files are read one per process; one big file is
+    decoded by that many worker processes (1: everything in this process).
+    """
     files = list(iter_trace_files(paths))
     if not files:
         raise InputFileError("no trace files given")
+    if len(files) == 1:
+        config = ReaderConfig(workers=None if jobs is None else (0 if jobs <= 1 else jobs))
+        return Inspection([inspect_trace(files[0], sms, config, max_launches)])
     workers = min(len(files), jobs or os.cpu_count() or 1)
     if workers <= 1:
-        return Inspection([inspect_trace(f, sms) for f in files])
+        return Inspection([inspect_trace(f, sms, max_launches=max_launches) for f in files])
+    one = partial(inspect_trace, sms=sms, max_launches=max_launches)
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        return Inspection(list(pool.map(partial(inspect_trace, sms=sms), [str(f) for f in files])))
+        return Inspection(list(pool.map(one, [str(f) for f in files])))
