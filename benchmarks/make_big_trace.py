@@ -1,6 +1,12 @@
 """Build a large trace by repeating the events of a real trace, with overflowing kernels planted.
 
-    python benchmarks/make_big_trace.py ../shared/traces/h800-deepseek-train-rank0.json.gz OUT.json --size-gb 1
+    python benchmarks/make_big_trace.py ../shared/traces/h800-deepseek-train-rank0.json.gz OUT.json --size-gb 1 \
+        [--layout lines|minified|indented]
+
+Layouts, as traces come from the wild: ``lines`` is one event per line (what Kineto writes);
+``minified`` has no newline at all (``json.dump`` without indent: vLLM and SGLang profiles,
+traces rewritten by analysis tools); ``indented`` is ``json.dump(indent=2)``, one key per line.
+The same events in each, so the three files compare the reader, not the content.
 
 Each repetition shifts timestamps and ids so the copy is a plausible longer profile; a few
 kernels get a grid of 100000 x 30000 blocks with the values a real profiler prints for it
@@ -45,6 +51,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("output", type=Path)
     ap.add_argument("--size-gb", type=float, default=1.0)
     ap.add_argument("--plants", type=int, default=5)
+    ap.add_argument("--layout", choices=("lines", "minified", "indented"), default="lines")
     args = ap.parse_args(argv)
     doc = load(args.source)
     events: list[dict[str, Any]] = doc.pop("traceEvents")
@@ -56,9 +63,19 @@ def main(argv: list[str]) -> int:
     span = max(t for t in ts if isinstance(t, (int, float))) - min(t for t in ts if isinstance(t, (int, float))) + 1000
     plant_reps = {int(reps * (i + 1) / (args.plants + 1)) for i in range(args.plants)}
     kernel_index = next(i for i, e in enumerate(events) if e.get("cat") == "kernel")
-    with args.output.open("w") as out:
+    if args.layout == "minified":
+        sep, dump = ",", (lambda v: json.dumps(v, separators=(",", ":")))
+        start, end = "{" + ",".join(f"{json.dumps(k)}:{dump(v)}" for k, v in doc.items()) + ',"traceEvents":[', "]}"
+    elif args.layout == "indented":
+        sep, dump = ",\n    ", (lambda v: json.dumps(v, indent=2).replace("\n", "\n    "))
+        head = ",\n".join(f"  {json.dumps(k)}: {json.dumps(v, indent=2)}" for k, v in doc.items())
+        start, end = "{\n" + head + ',\n  "traceEvents": [\n    ', "\n  ]\n}\n"
+    else:
+        sep, dump = ",\n  ", json.dumps
         head = ",\n".join(f'  "{k}": {json.dumps(v)}' for k, v in doc.items())
-        out.write("{\n" + head + ',\n  "traceEvents": [\n  ')
+        start, end = "{\n" + head + ',\n  "traceEvents": [\n  ', "\n  ]\n}\n"
+    with args.output.open("w") as out:
+        out.write(start)
         first = True
         for rep in range(reps):
             shift = rep * span
@@ -78,9 +95,9 @@ def main(argv: list[str]) -> int:
                     e["args"] = a
                 if rep in plant_reps and i == kernel_index:
                     plant(e, num_sms)
-                out.write(("" if first else ",\n  ") + json.dumps(e))
+                out.write(("" if first else sep) + dump(e))
                 first = False
-        out.write("\n  ]\n}\n")
+        out.write(end)
     print(
         f"wrote {args.output}: {reps} repetitions of {len(events)} events, {args.output.stat().st_size / 1e9:.2f} GB, "
         f"{len(plant_reps)} overflowing kernels planted"

@@ -1,6 +1,7 @@
 """Time `warpwizard trace inspect` against its peers on a big trace, as whole processes.
 
-    python benchmarks/run_trace_benchmark.py BIG.json [--runs 3] [--hta-python PATH] [--markdown OUT.md]
+    python benchmarks/run_trace_benchmark.py LINES.json [MINIFIED.json INDENTED.json] [--runs 3]
+        [--hta-python PATH] [--markdown OUT.md]
 
 Peers: `cat` (reading the bytes), Python's `json.load`, and Holistic Trace Analysis
 (`TraceAnalysis(trace_dir=...)`, PyPI holistictraceanalysis, run from its own venv because
@@ -72,53 +73,63 @@ def measure(argv: list[str], timeout: float) -> tuple[float, int, int]:
     return time.perf_counter() - started, peak // 1024, code
 
 
+def _commands(trace: Path, ww: list[str], hta_python: str | None, hta_dir: Path) -> list[tuple[str, list[str]]]:
+    commands: list[tuple[str, list[str]]] = [
+        ("cat (read the bytes)", ["cat", str(trace)]),
+        ("python json.load", [sys.executable, "-c", f"import json; json.load(open({str(trace)!r}))"]),
+        ("warpwizard --jobs 2", [*ww, "trace", "inspect", "--json", "--jobs", "2", str(trace)]),
+        ("warpwizard --jobs 1", [*ww, "trace", "inspect", "--json", "--jobs", "1", str(trace)]),
+    ]
+    if hta_python:
+        (hta_dir / trace.name).symlink_to(trace)
+        code = f"from hta.trace_analysis import TraceAnalysis; TraceAnalysis(trace_dir={str(hta_dir)!r})"
+        commands.append(("HTA TraceAnalysis(trace_dir=...)", [hta_python, "-c", code]))
+    return commands
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("trace", type=Path)
+    ap.add_argument("traces", type=Path, nargs="+", help="one trace per layout (lines, minified, indented)")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--hta-python", help="interpreter with holistictraceanalysis installed")
     ap.add_argument("--timeout", type=float, default=1800)
     ap.add_argument("--markdown", type=Path)
     args = ap.parse_args(argv)
-    trace = args.trace.resolve()
-    size_gb = trace.stat().st_size / 1e9
     ww = [shutil.which("warpwizard") or sys.executable, *([] if shutil.which("warpwizard") else ["-m", "wizard"])]
-    hta_dir = Path(tempfile.mkdtemp(prefix="hta-"))
-    (hta_dir / trace.name).symlink_to(trace)
-    commands: list[tuple[str, list[str]]] = [
-        ("cat (read the bytes)", ["cat", str(trace)]),
-        ("python json.load", [sys.executable, "-c", f"import json; json.load(open({str(trace)!r}))"]),
-        ("warpwizard trace inspect", [*ww, "trace", "inspect", "--json", str(trace)]),
-        (
-            "warpwizard trace inspect, 1 process",
-            ["env", "WARPWIZARD_JOBS=1", *ww, "trace", "inspect", "--json", str(trace)],
-        ),
-    ]
-    if args.hta_python:
-        code = f"from hta.trace_analysis import TraceAnalysis; TraceAnalysis(trace_dir={str(hta_dir)!r})"
-        commands.append(("HTA TraceAnalysis(trace_dir=...)", [args.hta_python, "-c", code]))
-    rows = []
-    for label, command in commands:
-        times, peaks, codes = [], [], []
-        for _ in range(args.runs):
-            wall, peak, code = measure(command, args.timeout)
-            times.append(wall)
-            peaks.append(peak)
-            codes.append(code)
-            print(f"{label}: {wall:.2f} s, {peak} MB, exit {code}", flush=True)
-        rows.append((label, statistics.median(times), statistics.median(peaks), codes))
-    base = {label: t for label, t, _, _ in rows}
-    ours = base["warpwizard trace inspect"]
     lines = [
-        f"Trace: {trace.name}, {size_gb:.2f} GB; {args.runs} runs each, medians; machine: {platform.machine()}, "
-        f"{os.cpu_count()} cores, Python {platform.python_version()}",
+        f"{args.runs} runs each, medians of wall time and of the process tree's peak memory; machine: "
+        f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}",
         "",
-        "| command | wall time (s) | peak memory (MB) | warpwizard is faster by | exit codes |",
-        "|---|---:|---:|---:|---|",
+        "| trace | command | wall time (s) | peak memory (MB) | vs json.load (time) | memory / file | exit codes |",
+        "|---|---|---:|---:|---:|---:|---|",
     ]
-    for label, wall, peak, codes in rows:
-        ratio = "" if label.startswith("warpwizard") else f"{wall / ours:.1f}x"
-        lines.append(f"| {label} | {wall:.2f} | {peak} | {ratio} | {codes} |")
+    ours_by_trace: dict[str, float] = {}
+    for trace in (t.resolve() for t in args.traces):
+        size_mb = trace.stat().st_size / 1e6
+        rows = []
+        for label, command in _commands(trace, ww, args.hta_python, Path(tempfile.mkdtemp(prefix="hta-"))):
+            times, peaks, codes = [], [], []
+            for _ in range(args.runs):
+                wall, peak, code = measure(command, args.timeout)
+                times.append(wall)
+                peaks.append(peak)
+                codes.append(code)
+                print(f"{trace.name} | {label}: {wall:.2f} s, {peak} MB, exit {code}", flush=True)
+            rows.append((label, statistics.median(times), statistics.median(peaks), codes))
+        json_load = next(t for label, t, _, _ in rows if label == "python json.load")
+        ours_by_trace[trace.name] = next(t for label, t, _, _ in rows if label == "warpwizard --jobs 2")
+        for label, wall, peak, codes in rows:
+            versus = f"{wall / json_load:.2f}x" if label.startswith(("warpwizard", "HTA")) else ""
+            lines.append(
+                f"| {trace.name} ({size_mb:,.0f} MB) | {label} | {wall:.2f} | {peak:,} | {versus} | "
+                f"{peak / size_mb:.2f} | {codes} |"
+            )
+    first = next(iter(ours_by_trace.values()))
+    lines += [
+        "",
+        "warpwizard --jobs 2 against the first trace's layout: "
+        + ", ".join(f"{name} {t / first:.2f}x" for name, t in ours_by_trace.items()),
+    ]
     table = "\n".join(lines)
     print()
     print(table)

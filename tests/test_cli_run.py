@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, strict_json
 
 EXAMPLE = "examples/playbooks/torch-sees-no-gpu.yaml"
 FLAGSHIP = "negative-warps-per-sm"
@@ -19,7 +18,7 @@ def test_answers_record_and_replay_reach_the_same_conclusion(run_cli, tmp_path: 
     assert first.returncode == 0, first.stderr
     replay = run_cli("run", EXAMPLE, "--answers", str(record), "--json")
     assert replay.returncode == 0, replay.stderr
-    a, b = json.loads(first.stdout), json.loads(replay.stdout)
+    a, b = strict_json(first.stdout), strict_json(replay.stdout)
     assert a["conclusion"]["diagnosis"] == b["conclusion"]["diagnosis"]
     assert [e["node"] for e in a["entries"]] == [e["node"] for e in b["entries"]]
     assert "symptom: not_available" in record.read_text()
@@ -28,7 +27,7 @@ def test_answers_record_and_replay_reach_the_same_conclusion(run_cli, tmp_path: 
 def test_json_transcript_schema(run_cli) -> None:  # type: ignore[no-untyped-def]
     result = run_cli("run", FLAGSHIP, "--answers", "examples/answers/grid-overflow.yaml", "--json")
     assert result.returncode == 0, result.stderr
-    data = json.loads(result.stdout)
+    data = strict_json(result.stdout)
     assert data["schema"] == "warpwizard.transcript/1"
     assert data["playbook"]["id"] == FLAGSHIP
     assert data["conclusion"]["diagnosis"] == "profiler-bug-grid-overflow"
@@ -53,7 +52,7 @@ def test_markdown_report(run_cli, tmp_path: Path) -> None:  # type: ignore[no-un
 def test_set_answers_on_the_command_line(run_cli) -> None:  # type: ignore[no-untyped-def]
     result = run_cli("run", FLAGSHIP, "--set", "have=description", "--set", "symptom=minus_99", "--json")
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout)["conclusion"]["diagnosis"] == "likely-profiler-bug-occupancy-calculator"
+    assert strict_json(result.stdout)["conclusion"]["diagnosis"] == "likely-profiler-bug-occupancy-calculator"
 
 
 BAD_ANSWERS = {
@@ -90,7 +89,7 @@ def test_answers_from_stdin(run_cli) -> None:  # type: ignore[no-untyped-def]
         stdin='{"have": "trace", "trace_path": "examples/traces/old-sm-count.json"}',
     )
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout)["conclusion"]["diagnosis"] == "profiler-bug-old-sm-count"
+    assert strict_json(result.stdout)["conclusion"]["diagnosis"] == "profiler-bug-old-sm-count"
 
 
 def test_prompt_without_a_terminal_says_how_to_run_without_prompts(run_cli) -> None:  # type: ignore[no-untyped-def]
@@ -127,10 +126,10 @@ def test_playbook_search_path(run_cli, tmp_path: Path) -> None:  # type: ignore[
 
 
 def test_command_probe_needs_opt_in(run_cli) -> None:  # type: ignore[no-untyped-def]
-    refused = json.loads(run_cli("run", EXAMPLE, "--defaults", "--json").stdout)
+    refused = strict_json(run_cli("run", EXAMPLE, "--defaults", "--json").stdout)
     smi = next(e for e in refused["entries"] if e["node"] == "smi")
     assert smi["status"] == "skip" and "--allow-commands" in smi["summary"]
-    allowed = json.loads(run_cli("run", EXAMPLE, "--defaults", "--json", "--allow-commands").stdout)
+    allowed = strict_json(run_cli("run", EXAMPLE, "--defaults", "--json", "--allow-commands").stdout)
     smi = next(e for e in allowed["entries"] if e["node"] == "smi")
     assert smi["facts"]["allowed"] is True and smi["status"] in ("pass", "fail")
 
@@ -145,7 +144,7 @@ def test_compare_reports_from_several_machines(run_cli, tmp_path: Path) -> None:
         paths.append(str(path))
     text = run_cli("compare", *paths)
     assert text.returncode == 0 and "hardware or driver specific" in " ".join(text.stdout.split())
-    data = json.loads(run_cli("compare", "--json", *paths).stdout)
+    data = strict_json(run_cli("compare", "--json", *paths).stdout)
     assert data["hardware_specific"] is True and len(data["machines"]) == 2
     bad = run_cli("compare", "examples/manifest.yaml")
     assert bad.returncode == 6 and "not a warpwizard JSON report" in bad.stderr

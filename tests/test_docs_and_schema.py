@@ -52,7 +52,7 @@ def test_schema_rejects_a_misspelt_field() -> None:
 def test_committed_graph_is_current() -> None:
     pb = load_playbook(FLAGSHIP, catalog())
     committed = (REPO / "docs" / "flagship-graph.md").read_text()
-    assert "```mermaid\n" + mermaid(pb) + "```" in committed, "run: warpwizard graph negative-warps-per-sm"
+    assert "```mermaid\n" + mermaid(pb) + "```" in committed, "run: bash scripts/update-graph"
 
 
 def test_graph_formats_and_explain() -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from typing import Any
@@ -10,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.conftest import EXAMPLES, REPO
+from tests.conftest import EXAMPLES, REPO, strict_json
 
 MANIFEST = yaml.safe_load((EXAMPLES / "manifest.yaml").read_text())
 
@@ -25,7 +24,7 @@ def test_example_reaches_its_diagnosis(run_cli, example: dict[str, Any]) -> None
     extra = example.get("args", [])
     result = run_cli("run", MANIFEST["playbook"], "--answers", example["answers"], "--json", *extra)
     assert result.returncode == 0, result.stderr
-    data = json.loads(result.stdout)
+    data = strict_json(result.stdout)
     conclusion = data["conclusion"]
     assert conclusion["diagnosis"] == example["diagnosis"]
     shown = " ".join(

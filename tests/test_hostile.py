@@ -58,6 +58,18 @@ def _made(kind: str, tmp: Path) -> Path:
             f"  - {{id: e, kind: conclusion, diagnosis: e, summary: '{{{{ {'9' * 5000} }}}}'}}\n"
         )
         return path
+    if kind == "big-number-answers":
+        path = tmp / "answers.yaml"
+        path.write_text("have: " + "9" * 5000 + "\n")
+        return path
+    if kind == "big-number-json":
+        path = tmp / "answers.json"
+        path.write_text('{"have": ' + "9" * 5000 + "}\n")
+        return path
+    if kind == "big-number-playbook":
+        path = tmp / "playbook.yaml"
+        path.write_text("id: x\ntitle: t\nversion: " + "9" * 5000 + "\nnodes: []\n")
+        return path
     if kind == "existing-file":
         path = tmp / "mine.md"
         path.write_text("my own notes\n")

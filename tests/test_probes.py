@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import EXAMPLES, HAVE_TORCH, REPO, needs_torch
+from tests.conftest import EXAMPLES, HAVE_TORCH, REPO, needs_torch, strict_json
 from wizard.environment import Environment, Workload
 from wizard.probes.base import Status
 from wizard.probes.command import CommandProbe
@@ -253,7 +253,7 @@ def test_reprofile_on_the_cpu_writes_a_trace_and_skips_honestly(tmp_path: Path) 
     )
     result = ReprofileProbe().run(env, {}, timeout=180)
     trace = Path(result.facts["trace"])
-    assert trace.exists() and json.loads(trace.read_text())["traceEvents"]
+    assert trace.exists() and strict_json(trace.read_text())["traceEvents"]
     if not result.facts["cuda_available"]:
         assert result.status is Status.SKIP and "no CUDA device" in result.summary
         assert any("legacy" in p for p in result.facts["profilers_run"])

@@ -11,11 +11,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import wizard.trace.reader as reader_module
 from tests.conftest import REAL_TRACES, TRACES, kernels_of, load_json_trace, needs_shared
 from wizard.errors import InputFileError, TraceReadError
 from wizard.trace.builder import KernelSpec, TraceBuilder, demo_launches
-from wizard.trace.reader import read_trace
+from wizard.trace.reader import ReaderConfig, TraceContents, read_trace
 
 
 @needs_shared
@@ -135,9 +134,8 @@ def test_missing_file_and_directory(tmp_path: Path) -> None:
         read_trace(tmp_path)
 
 
-def test_boundary_inside_a_nested_array_falls_back_exactly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A newline separator inside args (an array of objects) must not split an event."""
-    monkeypatch.setattr(reader_module, "BLOCK_SIZE", 2048)
+def test_boundary_inside_a_nested_array_falls_back_exactly(tmp_path: Path) -> None:
+    """A separator inside args (an array of objects) must not split an event."""
     events = []
     for i in range(500):
         events.append(
@@ -150,7 +148,7 @@ def test_boundary_inside_a_nested_array_falls_back_exactly(tmp_path: Path, monke
         )
     path = tmp_path / "nested.json"
     path.write_text('{"traceEvents": [\n  ' + ",\n  ".join(events) + "\n]}")
-    contents = read_trace(path)
+    contents = read_trace(path, config=ReaderConfig(block_size=2048, workers=0))
     assert contents.events == 1000 and len(contents.kernels) == 500 and contents.ops.count == 500
 
 
@@ -185,7 +183,7 @@ def test_round_trip_of_built_traces(tmp_path: Path, launches: list[tuple[int, in
     assert [k.grid for k in contents.kernels] == [(gx, gy, gz) for gx, gy, gz, _, _ in launches]
 
 
-def _summary(contents: reader_module.TraceContents) -> tuple[object, ...]:
+def _summary(contents: TraceContents) -> tuple[object, ...]:
     return (
         contents.events,
         [(k.index, k.name, k.grid, k.blocks_per_sm.value) for k in contents.kernels],
@@ -197,20 +195,16 @@ def _summary(contents: reader_module.TraceContents) -> tuple[object, ...]:
 
 
 @pytest.mark.parametrize("suffix", [".json", ".json.gz"])
-def test_parallel_read_equals_sequential(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, suffix: str) -> None:
+def test_parallel_read_equals_sequential(tmp_path: Path, suffix: str) -> None:
     b = TraceBuilder(nonfinite="quoted")
     for spec in demo_launches() * 400:
         b.add(spec)
     b.add(KernelSpec("wrapped", (100000, 30000, 1), (256, 1, 1)))
     b.add(KernelSpec("unknown", (99, 1, 1), (128, 1, 1), plant="C"))
     path = b.write(tmp_path / f"big{suffix}")
-    monkeypatch.setattr(reader_module, "BLOCK_SIZE", 64 << 10)
-    monkeypatch.setenv("WARPWIZARD_JOBS", "1")
-    sequential = read_trace(path)
+    sequential = read_trace(path, config=ReaderConfig(block_size=64 << 10, workers=0))
     assert sequential.timing["workers"] == 0
-    monkeypatch.setattr(reader_module, "PARALLEL_MIN_BYTES", 1)
-    monkeypatch.setenv("WARPWIZARD_JOBS", "2")
-    parallel = read_trace(path)
+    parallel = read_trace(path, config=ReaderConfig(block_size=64 << 10, workers=2))
     assert parallel.timing["workers"] == 2
     assert _summary(parallel) == _summary(sequential)
     from wizard.trace.inspect import link_op
@@ -220,7 +214,7 @@ def test_parallel_read_equals_sequential(tmp_path: Path, monkeypatch: pytest.Mon
     assert link.python_stack[0] == "train.py(41): step"
 
 
-def test_parallel_read_falls_back_to_the_exact_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_parallel_read_falls_back_to_the_exact_path(tmp_path: Path) -> None:
     """A block a worker cannot decode sends the whole file down the sequential path."""
     events = []
     for i in range(3000):
@@ -230,15 +224,12 @@ def test_parallel_read_falls_back_to_the_exact_path(tmp_path: Path, monkeypatch:
         )
     path = tmp_path / "nested.json"
     path.write_text('{"traceEvents": [\n  ' + ",\n  ".join(events) + "\n]}")
-    monkeypatch.setattr(reader_module, "BLOCK_SIZE", 16 << 10)
-    monkeypatch.setattr(reader_module, "PARALLEL_MIN_BYTES", 1)
-    monkeypatch.setenv("WARPWIZARD_JOBS", "2")
-    contents = read_trace(path)
+    contents = read_trace(path, config=ReaderConfig(block_size=16 << 10, workers=2))
     assert contents.events == 3000 and contents.ops.count == 3000
     assert contents.timing["workers"] == 0  # it fell back
 
 
-def test_inspection_while_reading_equals_inspection_after(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_inspection_while_reading_equals_inspection_after(tmp_path: Path) -> None:
     from wizard.report.trace_json import inspection_to_dict
     from wizard.trace.inspect import Inspection, inspect_trace
 
@@ -247,13 +238,66 @@ def test_inspection_while_reading_equals_inspection_after(tmp_path: Path, monkey
         b.add(spec)
     b.add(KernelSpec("wrapped", (100000, 30000, 1), (256, 1, 1)))
     path = b.write(tmp_path / "t.json")
-    monkeypatch.setattr(reader_module, "BLOCK_SIZE", 64 << 10)
-    monkeypatch.setattr(reader_module, "PARALLEL_BLOCK", 32 << 10)
-    monkeypatch.setenv("WARPWIZARD_JOBS", "1")
-    after = inspection_to_dict(Inspection([inspect_trace(path)]))
-    monkeypatch.setattr(reader_module, "PARALLEL_MIN_BYTES", 1)
-    monkeypatch.setenv("WARPWIZARD_JOBS", "2")
-    during = inspection_to_dict(Inspection([inspect_trace(path)]))
+    one = ReaderConfig(block_size=64 << 10, parallel_block=32 << 10, workers=0)
+    after = inspection_to_dict(Inspection([inspect_trace(path, config=one)]))
+    two = ReaderConfig(block_size=64 << 10, parallel_block=32 << 10, workers=2)
+    during = inspection_to_dict(Inspection([inspect_trace(path, config=two)]))
     for doc in (after, during):
         doc["reports"][0].pop("timing")
     assert during == after and during["mechanisms"]["A"] == 1
+
+
+# -- the cutter, against the exact decoder --------------------------------------------------------
+
+_nasty_text = st.text(
+    alphabet=st.sampled_from(["a", "}", "{", ",", '"', "\\", "\n", " ", "[", "]", ":", "é", "\u2028"]), max_size=12
+)
+_event = st.fixed_dictionaries(
+    {"name": _nasty_text, "ts": st.integers(0, 10**6)},
+    optional={"args": st.dictionaries(_nasty_text, st.one_of(_nasty_text, st.lists(st.integers(), max_size=3)))},
+)
+
+
+def _layout(events: list[dict[str, object]], layout: str) -> tuple[bytes, list[int], list[int]]:
+    """The event list's bytes, and where each event starts and ends (found by the exact decoder)."""
+    if layout == "minified":
+        parts = [json.dumps(e, separators=(",", ":")) for e in events]
+        sep = ","
+    elif layout == "indented":
+        parts = [json.dumps(e, indent=2) for e in events]
+        sep = ",\n"
+    else:
+        parts = [json.dumps(e, ensure_ascii=False) for e in events]  # raw UTF-8 too
+        sep = ",\n  "
+    text = sep.join(parts)
+    decoder, starts, ends, i = json.JSONDecoder(), [], [], 0
+    while i < len(text):
+        starts.append(len(text[:i].encode()))
+        _, j = decoder.raw_decode(text, i)
+        ends.append(len(text[:j].encode()) - 1)
+        i = j
+        while i < len(text) and text[i] in ", \n":
+            i += 1
+    return text.encode(), starts, ends
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    events=st.lists(_event, min_size=1, max_size=12),
+    layout=st.sampled_from(["minified", "lines", "indented"]),
+    data=st.data(),
+)
+def test_the_cutter_cuts_only_between_events(events: list[dict[str, object]], layout: str, data: st.DataObject) -> None:
+    """Names and keys full of },{ quotes, backslashes and escaped newlines: every cut is between two events."""
+    from wizard.trace.scan import after_separator, find_cut
+
+    buf, starts, ends = _layout(events, layout)
+    end = data.draw(st.integers(1, len(buf)), label="window end")
+    cut = find_cut(buf, 0, end)
+    # The last event in the window whose separator (up to the next event's '{') is in the window too.
+    whole = [ends[i] for i in range(len(events) - 1) if starts[i + 1] < end]
+    assert cut == (whole[-1] if whole else None)
+    if cut is not None:
+        n = ends.index(cut) + 1
+        assert json.loads(b"[" + buf[: cut + 1] + b"]") == events[:n]
+        assert after_separator(buf, cut) == starts[n]

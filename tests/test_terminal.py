@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from pathlib import Path
@@ -11,7 +10,7 @@ import pexpect
 import pytest
 import yaml
 
-from tests.conftest import EXAMPLES, REPO, cli_command
+from tests.conftest import EXAMPLES, REPO, cli_command, strict_json
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="pseudo-terminals need a POSIX system")
 
@@ -61,8 +60,8 @@ def test_example_playbook_same_conclusion_three_ways(tmp_path: Path, run_cli) ->
 
     answers = tmp_path / "answers.yaml"
     answers.write_text("symptom: not_available\n")
-    from_file = json.loads(run_cli("run", playbook, "--answers", str(answers), "--json").stdout)
-    replayed = json.loads(run_cli("run", playbook, "--answers", str(record), "--json").stdout)
+    from_file = strict_json(run_cli("run", playbook, "--answers", str(answers), "--json").stdout)
+    replayed = strict_json(run_cli("run", playbook, "--answers", str(record), "--json").stdout)
     assert interactive == from_file["conclusion"]["diagnosis"] == replayed["conclusion"]["diagnosis"]
 
 
@@ -80,7 +79,7 @@ def test_ctrl_c_keeps_the_answers_given(tmp_path: Path, run_cli) -> None:  # typ
     assert "answers so far saved to" in output
     assert yaml.safe_load(saved.read_text()) == {"have": "description"}
     resumed = run_cli("run", "negative-warps-per-sm", "--answers", str(saved), "--defaults", "--json")
-    assert json.loads(resumed.stdout)["conclusion"]["diagnosis"] == "likely-profiler-bug-grid-overflow"
+    assert strict_json(resumed.stdout)["conclusion"]["diagnosis"] == "likely-profiler-bug-grid-overflow"
 
 
 def _flagship_questions() -> dict[str, object]:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import EXAMPLES, REAL_TRACES, TRACES, needs_shared
+from tests.conftest import EXAMPLES, REAL_TRACES, TRACES, needs_shared, strict_json
 from wizard.trace.builder import KernelSpec, TraceBuilder, demo_launches
 
 
@@ -23,8 +22,8 @@ def test_inspect_exit_codes_and_text(run_cli) -> None:  # type: ignore[no-untype
 
 def test_inspect_json_schema(run_cli) -> None:  # type: ignore[no-untyped-def]
     result = run_cli("trace", "inspect", "--json", str(EXAMPLES / "traces" / "unknown-device-bare-inf.json"))
-    data = json.loads(result.stdout)
-    assert data["schema"] == "warpwizard.trace-report/1" and data["impossible"] is True
+    data = strict_json(result.stdout)
+    assert data["schema"] == "warpwizard.trace-report/2" and data["impossible"] is True
     report = data["reports"][0]
     assert {"path", "devices", "groups", "mechanisms", "notes", "timing", "truncation"} <= set(report)
     c = next(g for g in report["groups"] if g["mechanism"] == "C")
@@ -45,7 +44,7 @@ def test_inspect_every_real_trace_through_the_cli(run_cli) -> None:  # type: ign
     paths = [str(p) for p in sorted(TRACES.glob("*.json*"))] + [str(TRACES / "dlrm-2ranks")]
     result = run_cli("trace", "inspect", "--json", *paths, timeout=300)
     assert result.returncode == 1  # E is in several of them
-    data = json.loads(result.stdout)
+    data = strict_json(result.stdout)
     assert len(data["reports"]) == len(REAL_TRACES)
     assert set(data["mechanisms"]) <= {"E", "F"}
 
@@ -78,7 +77,7 @@ def test_fix_writes_true_values_and_keeps_the_originals(run_cli, tmp_path: Path)
     assert result.returncode == 0 and "corrected 1 of 3 kernels" in result.stdout
     import gzip
 
-    doc = json.loads(gzip.decompress(out.read_bytes()))  # valid JSON now: the bare inf is gone
+    doc = strict_json(gzip.decompress(out.read_bytes()))  # valid JSON now: the bare inf is gone
     fixed = next(e for e in doc["traceEvents"] if e.get("cat") == "kernel" and "warpwizard original" in e["args"])
     assert fixed["args"]["blocks per SM"] == 16.0
     assert fixed["args"]["warpwizard original"]["blocks per SM"] == "inf"
@@ -110,14 +109,14 @@ def test_fix_a_real_array_format_trace(run_cli, tmp_path: Path) -> None:  # type
     out = tmp_path / "pt18.json"
     result = run_cli("trace", "fix", str(TRACES / "v100-resnet50-pt18-array-format.pt.trace.json.gz"), str(out))
     assert result.returncode == 0
-    assert isinstance(json.loads(out.read_text()), list)
+    assert isinstance(strict_json(out.read_text()), list)
 
 
 def test_sms_gives_true_values_to_a_pytorch_18_trace(run_cli) -> None:  # type: ignore[no-untyped-def]
     path = str(EXAMPLES / "traces" / "old-sm-count.json")
-    without = json.loads(run_cli("trace", "inspect", "--json", path).stdout)["reports"][0]
+    without = strict_json(run_cli("trace", "inspect", "--json", path).stdout)["reports"][0]
     assert without["groups"][0]["worst"]["true"]["blocks per SM"] is None  # every value negative: nothing to infer from
-    given = json.loads(run_cli("trace", "inspect", "--json", "--sms", "68", path).stdout)["reports"][0]
+    given = strict_json(run_cli("trace", "inspect", "--json", "--sms", "68", path).stdout)["reports"][0]
     assert given["groups"][0]["worst"]["true"]["blocks per SM"] == pytest.approx(99 / 68)
     assert given["devices"][0]["source"] == "given"
     bad = run_cli("trace", "inspect", "--sms", "0", path)
