@@ -13,7 +13,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from wizard.trace.builder import KernelSpec, TraceBuilder, demo_launches
+from wizard.testing.traces import KernelSpec, TraceBuilder, demo_launches
 
 HERE = Path(__file__).resolve().parent
 STACK = ("train.py(57): <module>", "train.py(41): train_step", "model.py(88): forward")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.conftest import TRACES, needs_shared
-from wizard.trace.builder import KernelSpec, TraceBuilder
+from wizard.testing.traces import KernelSpec, TraceBuilder
 from wizard.trace.inspect import link_op
 from wizard.trace.reader import read_trace
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from tests.conftest import REAL_TRACES, TRACES, kernels_of, load_json_trace, needs_shared
 from wizard.errors import InputFileError, TraceReadError
-from wizard.trace.builder import KernelSpec, TraceBuilder, demo_launches
+from wizard.testing.traces import KernelSpec, TraceBuilder, demo_launches
 from wizard.trace.reader import ReaderConfig, TraceContents, read_trace
 
 
@@ -230,7 +230,6 @@ def test_parallel_read_falls_back_to_the_exact_path(tmp_path: Path) -> None:
 
 
 def test_inspection_while_reading_equals_inspection_after(tmp_path: Path) -> None:
-    from wizard.report.trace_json import inspection_to_dict
     from wizard.trace.inspect import Inspection, inspect_trace
 
     b = TraceBuilder()
@@ -239,9 +238,9 @@ def test_inspection_while_reading_equals_inspection_after(tmp_path: Path) -> Non
     b.add(KernelSpec("wrapped", (100000, 30000, 1), (256, 1, 1)))
     path = b.write(tmp_path / "t.json")
     one = ReaderConfig(block_size=64 << 10, parallel_block=32 << 10, workers=0)
-    after = inspection_to_dict(Inspection([inspect_trace(path, config=one)]))
+    after = Inspection([inspect_trace(path, config=one)]).to_dict()
     two = ReaderConfig(block_size=64 << 10, parallel_block=32 << 10, workers=2)
-    during = inspection_to_dict(Inspection([inspect_trace(path, config=two)]))
+    during = Inspection([inspect_trace(path, config=two)]).to_dict()
     for doc in (after, during):
         doc["reports"][0].pop("timing")
     assert during == after and during["mechanisms"]["A"] == 1

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import EXAMPLES, REAL_TRACES, TRACES, needs_shared, strict_json
-from wizard.trace.builder import KernelSpec, TraceBuilder, demo_launches
+from wizard.testing.traces import KernelSpec, TraceBuilder, demo_launches
 
 
 def test_inspect_exit_codes_and_text(run_cli) -> None:  # type: ignore[no-untyped-def]

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import run_inprocess, strict_json
-from wizard.trace.builder import KernelSpec, TraceBuilder, demo_launches
+from wizard.testing.traces import KernelSpec, TraceBuilder, demo_launches
 from wizard.trace.kineto_math import kineto_blocks_per_sm
 
 OVERFLOW = KernelSpec("overflow", (100000, 30000, 1), (256, 1, 1), op="aten::index_select")

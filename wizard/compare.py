@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from wizard import schemas
 from wizard.errors import InputFileError
 from wizard.untrusted import visible
 
@@ -101,14 +102,15 @@ def load_report(path: str) -> MachineReport:
     except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
         reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
         raise InputFileError(f"{path}: not a warpwizard JSON report ({reason})") from None
-    schema = str(data.get("schema", "")) if isinstance(data, dict) else ""
-    if schema.startswith("warpwizard.transcript/"):
+    schema = data.get("schema") if isinstance(data, dict) else None
+    document = schemas.kind(schema)
+    if document == "warpwizard.transcript":
         return _from_transcript(data, path)
-    if schema.startswith("warpwizard.trace-report/"):
+    if document == "warpwizard.trace-report":
         return _from_trace_report(data, path)
+    found = visible(schema)[:80] if isinstance(schema, str) and schema else "none"
     raise InputFileError(
-        f"{path}: not a warpwizard JSON report (expected schema warpwizard.transcript/1 "
-        f"or warpwizard.trace-report/1 or /2, found {visible(schema)[:80] or 'none'})"
+        f"{path}: not a warpwizard JSON report (expected schema {schemas.readable_text()}, found {found})"
     )
 
 

@@ -407,10 +407,9 @@ def cmd_trace(ctx: Context) -> ExitStatus:
     limit = DEFAULT_MAX_LAUNCHES if args.max_launches is None else args.max_launches
     inspection = inspect_paths(args.paths, args.jobs, args.sms, limit)
     if args.json:
-        from wizard.report.trace_json import inspection_to_dict
         from wizard.serialize import dumps
 
-        ctx.write(dumps(inspection_to_dict(inspection)) + "\n")
+        ctx.write(dumps(inspection.to_dict()) + "\n")
     elif args.markdown != "-":  # '--markdown -' is the whole of stdout
         from wizard.ui.render import inspection_view
 

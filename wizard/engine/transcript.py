@@ -13,8 +13,7 @@ from typing import Any
 
 from wizard import __version__
 from wizard.playbook.model import Playbook
-
-TRANSCRIPT_SCHEMA = "warpwizard.transcript/1"
+from wizard.schemas import TRANSCRIPT
 
 
 @dataclass(slots=True)
@@ -82,4 +81,4 @@ class Transcript:
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["entries"] = [{k: v for k, v in e.items() if v is not None} for e in data["entries"]]
-        return {"schema": TRANSCRIPT_SCHEMA, **data}  # schema first, for people reading the file
+        return {"schema": TRANSCRIPT, **data}  # schema first, for people reading the file

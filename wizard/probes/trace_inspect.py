@@ -139,9 +139,7 @@ class TraceInspectProbe:
         report_path = env.report_dir / "trace-inspect.json"
         files: list[str] = []
         try:
-            from wizard.report.trace_json import inspection_to_dict
-
-            write_own(report_path, dumps(inspection_to_dict(inspection)))
+            write_own(report_path, dumps(inspection.to_dict()))
             files.append(str(report_path))
         except OutputFileError:
             pass  # the report file is a convenience; the facts are in the transcript

@@ -7,24 +7,16 @@ matched to a known GPU, and the report says so.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from wizard.trace.gpus import FAMILY, PROPERTIES
 from wizard.trace.kineto_math import INT32_MAX, product
 from wizard.trace.occupancy import DeviceLimits
 from wizard.trace.records import KernelRecord
-
-# SM count -> a GPU with that count whose limits stand for it (only unambiguous counts).
-KNOWN_GPUS: dict[int, DeviceLimits] = {
-    80: DeviceLimits(7, 0, 80, 2048, 65536, 65536, 49152, 98304, 98304, name="Tesla V100"),
-    68: DeviceLimits(7, 5, 68, 1024, 65536, 65536, 49152, 65536, 65536, name="GeForce RTX 2080 Ti"),
-    108: DeviceLimits(8, 0, 108, 2048, 65536, 65536, 49152, 167936, 166912, name="A100"),
-    132: DeviceLimits(9, 0, 132, 2048, 65536, 65536, 49152, 233472, 232448, name="H100/H800/H200"),
-    148: DeviceLimits(10, 0, 148, 2048, 65536, 65536, 49152, 233472, 232448, name="B200"),
-}
-
 
 _PLAUSIBLE = 1 << 31
 
@@ -178,3 +170,11 @@ def device_for(table: dict[int, DeviceInfo], device_id: int | None) -> DeviceInf
         like = known[0]
         return DeviceInfo(device_id, like.num_sms, like.limits, "assumed", like.name)
     return None
+
+
+# SM count -> a GPU with that count whose limits stand for it (only the counts in gpus.FAMILY).
+KNOWN_GPUS: dict[int, DeviceLimits] = {
+    limits.num_sms: dataclasses.replace(limits, name=FAMILY[key])
+    for key, props in PROPERTIES.items()
+    if key in FAMILY and (limits := limits_from_properties(props)) is not None
+}

@@ -12,107 +12,33 @@ import os
 import time
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from wizard.errors import InputFileError
-from wizard.frames import innermost_user_frame, trace_frame_path
-from wizard.trace.analysis import SM_COUNT_HINT, Finding, Mechanism, MemoChecker, is_wrong
+from wizard.trace.analysis import SM_COUNT_HINT, Finding, Mechanism, MemoChecker
 from wizard.trace.devices import KNOWN_GPUS, DeviceInfo, device_table, infer_sm_count
-from wizard.trace.reader import ReaderConfig, TraceContents, Truncation, iter_trace_files, read_trace
+from wizard.trace.reader import ReaderConfig, TraceContents, iter_trace_files, read_trace
 from wizard.trace.records import KernelRecord, OpInfo, RuntimeCall
+from wizard.trace.report import FindingGroup, Inspection, Launch, OpLink, TraceReport, launched_by
 
-REPORT_SCHEMA = "warpwizard.trace-report/2"
+__all__ = [
+    "DEFAULT_MAX_LAUNCHES",
+    "Classifier",
+    "FindingGroup",
+    "Inspection",
+    "Launch",
+    "OpLink",
+    "TraceReport",
+    "analyse",
+    "inspect_paths",
+    "inspect_trace",
+    "launched_by",
+    "link_op",
+]
+
 DEFAULT_MAX_LAUNCHES = 100  # wrong launches listed per group in --json (the rest are counted)
-
-
-@dataclass(slots=True)
-class OpLink:
-    """What launched a kernel, found through the runtime call's correlation id: the PyTorch op
-    around that call, and the Python frames around it. ``op`` is None for a kernel launched
-    without an op (a raw kernel through the driver API: seen on an H200 with torch.cuda._compile_kernel).
-    """
-
-    op: str | None
-    runtime_call: str
-    thread: str
-    input_dims: str | None = None
-    input_types: str | None = None
-    python_stack: list[str] = field(default_factory=list)
-    via: str = "correlation"
-
-    @property
-    def user_frame(self) -> str | None:
-        """The innermost frame outside torch: where the user's code launched the kernel."""
-        return innermost_user_frame(self.python_stack, trace_frame_path)
-
-
-@dataclass(frozen=True, slots=True)
-class Launch:
-    """One launch with a wrong value, as scripts need it: when, where, and reported against true."""
-
-    ts: float
-    device: int | None
-    stream: Any
-    correlation: int | None
-    grid: tuple[int, int, int] | None
-    block: tuple[int, int, int] | None
-    reported: dict[str, float | None]
-    true: dict[str, float | None]
-
-
-@dataclass(slots=True)
-class FindingGroup:
-    """All kernels with one name and one mechanism."""
-
-    mechanism: str
-    title: str
-    severity: str
-    kernel: str
-    count: int
-    first_ts: float
-    worst: Finding
-    op: OpLink | None = None
-    examples: list[int] = field(default_factory=list)  # kernel indexes tried for the op link
-    launch_refs: list[tuple[int, Finding]] = field(default_factory=list)  # (kernel index, its finding)
-    launches: list[Launch] = field(default_factory=list)  # built from launch_refs when the trace is done
-    launches_omitted: int = 0
-
-
-@dataclass(slots=True)
-class TraceReport:
-    path: str
-    rank: int | None
-    layout: str
-    compressed: bool
-    bytes_read: int
-    events: int
-    kernels: int
-    kernels_checked: int
-    devices: list[dict[str, Any]]
-    rocm: bool
-    truncation: Truncation | None
-    mechanisms: dict[str, int]
-    groups: list[FindingGroup]
-    notes: list[str]
-    max_true_warps_per_sm: float | None
-    timing: dict[str, float]
-    non_finite: dict[str, int] = field(default_factory=dict)  # spelling -> values (bare | quoted)
-
-    @property
-    def impossible(self) -> bool:
-        return any(is_wrong(m) for m in self.mechanisms)
-
-
-def launched_by(link: OpLink | None) -> str:
-    """The 'launched by' cell: the op and its shapes, else the user's Python frame, else a dash."""
-    if link is None:
-        return "—"
-    if link.op is not None:
-        return link.op + (f" {link.input_dims}" if link.input_dims else "")
-    return f"no op; {link.user_frame}" if link.user_frame else "—"
 
 
 def link_op(
@@ -397,24 +323,6 @@ def inspect_trace(
     contents = read_trace(path, on_progress=classify_as_read, config=config)
     contents.timing["read_s"] = time.perf_counter() - started
     return analyse(contents, sms, classifier, max_launches)
-
-
-@dataclass(slots=True)
-class Inspection:
-    """The result over every file asked for (one per rank for a directory)."""
-
-    reports: list[TraceReport]
-
-    @property
-    def impossible(self) -> bool:
-        return any(r.impossible for r in self.reports)
-
-    @property
-    def mechanisms(self) -> dict[str, int]:
-        total: Counter[str] = Counter()
-        for r in self.reports:
-            total.update(r.mechanisms)
-        return dict(total)
 
 
 def inspect_paths(

@@ -1,4 +1,6 @@
-"""Small Kineto-format traces built from launch shapes, for tests, examples and benchmarks.
+"""Small Kineto-format traces built from launch shapes: support for tests, examples and benchmarks.
+
+Shipped in the wheel so examples/build.py and the benchmarks can import it; nothing in the CLI does.
 
 Values are computed with the same arithmetic the profiler uses (``kineto_math``), so a
 healthy kernel gets exactly what a real profiler prints, and a planted mechanism gets
@@ -17,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from wizard.outputs import write_bytes
+from wizard.trace.gpus import PROPERTIES
 from wizard.trace.kineto_math import (
     early_kineto_warps_per_sm,
     kineto_blocks_per_sm,
@@ -27,97 +30,6 @@ from wizard.trace.kineto_math import (
 from wizard.trace.occupancy import DeviceLimits, UnknownArchitecture, active_blocks_per_sm
 
 Dim3 = tuple[int, int, int]
-
-GPU_PRESETS: dict[str, dict[str, Any]] = {
-    "V100": {
-        "name": "Tesla V100-SXM2-32GB",
-        "totalGlobalMem": 34089730048,
-        "computeMajor": 7,
-        "computeMinor": 0,
-        "maxThreadsPerBlock": 1024,
-        "maxThreadsPerMultiprocessor": 2048,
-        "regsPerBlock": 65536,
-        "regsPerMultiprocessor": 65536,
-        "warpSize": 32,
-        "sharedMemPerBlock": 49152,
-        "sharedMemPerMultiprocessor": 98304,
-        "numSms": 80,
-        "sharedMemPerBlockOptin": 98304,
-    },
-    "RTX2080Ti": {
-        "name": "NVIDIA GeForce RTX 2080 Ti",
-        "totalGlobalMem": 11554586624,
-        "computeMajor": 7,
-        "computeMinor": 5,
-        "maxThreadsPerBlock": 1024,
-        "maxThreadsPerMultiprocessor": 1024,
-        "regsPerBlock": 65536,
-        "regsPerMultiprocessor": 65536,
-        "warpSize": 32,
-        "sharedMemPerBlock": 49152,
-        "sharedMemPerMultiprocessor": 65536,
-        "numSms": 68,
-        "sharedMemPerBlockOptin": 65536,
-    },
-    "A100": {
-        "name": "NVIDIA A100-SXM4-80GB",
-        "totalGlobalMem": 85198045184,
-        "computeMajor": 8,
-        "computeMinor": 0,
-        "maxThreadsPerBlock": 1024,
-        "maxThreadsPerMultiprocessor": 2048,
-        "regsPerBlock": 65536,
-        "regsPerMultiprocessor": 65536,
-        "warpSize": 32,
-        "sharedMemPerBlock": 49152,
-        "sharedMemPerMultiprocessor": 167936,
-        "numSms": 108,
-        "sharedMemPerBlockOptin": 166912,
-    },
-    "H100": {
-        "name": "NVIDIA H100 80GB HBM3",
-        "totalGlobalMem": 84929216512,
-        "computeMajor": 9,
-        "computeMinor": 0,
-        "maxThreadsPerBlock": 1024,
-        "maxThreadsPerMultiprocessor": 2048,
-        "regsPerBlock": 65536,
-        "regsPerMultiprocessor": 65536,
-        "warpSize": 32,
-        "sharedMemPerBlock": 49152,
-        "sharedMemPerMultiprocessor": 233472,
-        "numSms": 132,
-        "sharedMemPerBlockOptin": 232448,
-    },
-    "MI300X": {
-        "name": "AMD Instinct MI300X",
-        "totalGlobalMem": 205822885888,
-        "computeMajor": 9,
-        "computeMinor": 4,
-        "maxThreadsPerBlock": 1024,
-        "maxThreadsPerMultiprocessor": 2048,
-        "regsPerBlock": 65536,
-        "warpSize": 64,
-        "sharedMemPerBlock": 65536,
-        "numSms": 304,
-        "maxSharedMemoryPerMultiProcessor": 65536,
-    },
-    "B200": {
-        "name": "NVIDIA B200",
-        "totalGlobalMem": 191503138816,
-        "computeMajor": 10,
-        "computeMinor": 0,
-        "maxThreadsPerBlock": 1024,
-        "maxThreadsPerMultiprocessor": 2048,
-        "regsPerBlock": 65536,
-        "regsPerMultiprocessor": 65536,
-        "warpSize": 32,
-        "sharedMemPerBlock": 49152,
-        "sharedMemPerMultiprocessor": 233472,
-        "numSms": 148,
-        "sharedMemPerBlockOptin": 232448,
-    },
-}
 
 
 @dataclass
@@ -188,9 +100,9 @@ class TraceBuilder:
     _external: int = 1
 
     def __post_init__(self) -> None:
-        if self.gpu not in GPU_PRESETS:
-            raise ValueError(f"unknown GPU preset {self.gpu!r}; choose from {', '.join(GPU_PRESETS)}")
-        self.props = GPU_PRESETS[self.gpu]
+        if self.gpu not in PROPERTIES:
+            raise ValueError(f"unknown GPU preset {self.gpu!r}; choose from {', '.join(PROPERTIES)}")
+        self.props = PROPERTIES[self.gpu]
         self.rocm = "maxSharedMemoryPerMultiProcessor" in self.props
         nvidia_like = (
             dict(

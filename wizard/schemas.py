@@ -1,0 +1,27 @@
+"""The JSON documents warpwizard writes and reads, by name and version (docs/json-output.md).
+
+Writers take the current names from here; ``warpwizard compare`` (beside this module) reads every
+version listed as readable.
+"""
+
+from __future__ import annotations
+
+TRANSCRIPT = "warpwizard.transcript/1"
+TRACE_REPORT = "warpwizard.trace-report/2"
+
+READABLE: dict[str, tuple[int, ...]] = {
+    "warpwizard.transcript": (1,),
+    "warpwizard.trace-report": (1, 2),
+}
+
+
+def kind(schema: object) -> str | None:
+    """The document kind of a schema string warpwizard can read, or None."""
+    if not isinstance(schema, str) or "/" not in schema:
+        return None
+    name, _, version = schema.partition("/")
+    return name if version.isdigit() and int(version) in READABLE.get(name, ()) else None
+
+
+def readable_text() -> str:
+    return " or ".join(f"{name}/{v}" for name, versions in READABLE.items() for v in versions)

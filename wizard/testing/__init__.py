@@ -1,0 +1,1 @@
+"""Support for tests, examples and benchmarks (nothing the CLI imports)."""

@@ -1,0 +1,189 @@
+"""What the trace doctor reports, and its JSON form (schema ``warpwizard.trace-report/2``).
+
+The types are plain records the analysis fills; each knows its own ``to_dict`` here, next to the
+schema it writes, so the CLI, the probes and the library all serialise through one place.
+"""
+
+from __future__ import annotations
+
+import platform
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from wizard.frames import innermost_user_frame, trace_frame_path
+from wizard.schemas import TRACE_REPORT
+from wizard.serialize import clean
+from wizard.trace.analysis import Finding, is_wrong
+from wizard.trace.collector import Truncation
+
+
+@dataclass(slots=True)
+class OpLink:
+    """What launched a kernel, found through the runtime call's correlation id: the PyTorch op
+    around that call, and the Python frames around it. ``op`` is None for a kernel launched
+    without an op (a raw kernel through the driver API: seen on an H200 with torch.cuda._compile_kernel).
+    """
+
+    op: str | None
+    runtime_call: str
+    thread: str
+    input_dims: str | None = None
+    input_types: str | None = None
+    python_stack: list[str] = field(default_factory=list)
+    via: str = "correlation"
+
+    @property
+    def user_frame(self) -> str | None:
+        """The innermost frame outside torch: where the user's code launched the kernel."""
+        return innermost_user_frame(self.python_stack, trace_frame_path)
+
+
+@dataclass(frozen=True, slots=True)
+class Launch:
+    """One launch with a wrong value, as scripts need it: when, where, and reported against true."""
+
+    ts: float
+    device: int | None
+    stream: Any
+    correlation: int | None
+    grid: tuple[int, int, int] | None
+    block: tuple[int, int, int] | None
+    reported: dict[str, float | None]
+    true: dict[str, float | None]
+
+
+@dataclass(slots=True)
+class FindingGroup:
+    """All kernels with one name and one mechanism."""
+
+    mechanism: str
+    title: str
+    severity: str
+    kernel: str
+    count: int
+    first_ts: float
+    worst: Finding
+    op: OpLink | None = None
+    examples: list[int] = field(default_factory=list)  # kernel indexes tried for the op link
+    launch_refs: list[tuple[int, Finding]] = field(default_factory=list)  # (kernel index, its finding)
+    launches: list[Launch] = field(default_factory=list)  # built from launch_refs when the trace is done
+    launches_omitted: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        worst = self.worst
+        return _plain(
+            {
+                "mechanism": self.mechanism,
+                "title": self.title,
+                "severity": self.severity,
+                "kernel": self.kernel,
+                "count": self.count,
+                "first_ts": self.first_ts,
+                "worst": {
+                    "ts": worst.ts,
+                    "device": worst.device,
+                    "correlation": worst.correlation,
+                    "grid": list(worst.grid) if worst.grid else None,
+                    "block": list(worst.block) if worst.block else None,
+                    "reported": worst.reported,
+                    "true": worst.true,
+                    "evidence": worst.evidence,
+                    "limiting_factors": list(worst.limiting_factors),
+                },
+                "op": asdict(self.op) if self.op else None,
+                "launches": [asdict(launch) for launch in self.launches],
+                "launches_omitted": self.launches_omitted,
+            }
+        )
+
+
+@dataclass(slots=True)
+class TraceReport:
+    path: str
+    rank: int | None
+    layout: str
+    compressed: bool
+    bytes_read: int
+    events: int
+    kernels: int
+    kernels_checked: int
+    devices: list[dict[str, Any]]
+    rocm: bool
+    truncation: Truncation | None
+    mechanisms: dict[str, int]
+    groups: list[FindingGroup]
+    notes: list[str]
+    max_true_warps_per_sm: float | None
+    timing: dict[str, float]
+    non_finite: dict[str, int] = field(default_factory=dict)  # spelling -> values (bare | quoted)
+
+    @property
+    def impossible(self) -> bool:
+        return any(is_wrong(m) for m in self.mechanisms)
+
+    def to_dict(self) -> dict[str, Any]:
+        return _plain(
+            {
+                "path": self.path,
+                "rank": self.rank,
+                "layout": self.layout,
+                "compressed": self.compressed,
+                "bytes_read": self.bytes_read,
+                "events": self.events,
+                "kernels": self.kernels,
+                "kernels_checked": self.kernels_checked,
+                "devices": self.devices,
+                "rocm": self.rocm,
+                "truncation": asdict(self.truncation) if self.truncation else None,
+                "impossible": self.impossible,
+                "mechanisms": self.mechanisms,
+                "max_true_warps_per_sm": self.max_true_warps_per_sm,
+                "groups": [g.to_dict() for g in self.groups],
+                "notes": self.notes,
+                "non_finite": self.non_finite,
+                "timing": self.timing,
+            }
+        )
+
+
+def launched_by(link: OpLink | None) -> str:
+    """The 'launched by' cell: the op and its shapes, else the user's Python frame, else a dash."""
+    if link is None:
+        return "—"
+    if link.op is not None:
+        return link.op + (f" {link.input_dims}" if link.input_dims else "")
+    return f"no op; {link.user_frame}" if link.user_frame else "—"
+
+
+@dataclass(slots=True)
+class Inspection:
+    """The result over every file asked for (one per rank for a directory)."""
+
+    reports: list[TraceReport]
+
+    @property
+    def impossible(self) -> bool:
+        return any(r.impossible for r in self.reports)
+
+    @property
+    def mechanisms(self) -> dict[str, int]:
+        total: Counter[str] = Counter()
+        for r in self.reports:
+            total.update(r.mechanisms)
+        return dict(total)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": TRACE_REPORT,
+            "host": {"hostname": platform.node()},  # so `warpwizard compare` can tell machines apart
+            "impossible": self.impossible,
+            "mechanisms": self.mechanisms,
+            "reports": [r.to_dict() for r in self.reports],
+        }
+
+
+def _plain(value: dict[str, Any]) -> dict[str, Any]:
+    cleaned = clean(value)
+    assert isinstance(cleaned, dict)
+    return cleaned
