@@ -89,7 +89,7 @@ nodes:
 def run(answers: dict[str, Any], defaults: bool = False) -> tuple[Any, FakeProbe]:
     probe = FakeProbe()
     pb = load_playbook_text(PLAYBOOK, "demo.yaml", {probe.name: info(probe)})
-    env = Environment(clock=FixedClock())
+    env = Environment.of(clock=FixedClock())
     engine = Engine(pb, MappingAnswers(answers, use_defaults=defaults), {probe.name: probe}, env)
     return engine.run(), probe
 
@@ -145,6 +145,6 @@ nodes:
     summary: d
 """
     pb = load_playbook_text(text, "loop.yaml", {})
-    engine = Engine(pb, MappingAnswers({"again": True}), {}, Environment(clock=FixedClock()))
+    engine = Engine(pb, MappingAnswers({"again": True}), {}, Environment.of(clock=FixedClock()))
     with pytest.raises(AnswersError, match="stopped after"):
         engine.run()

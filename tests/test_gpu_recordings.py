@@ -124,7 +124,7 @@ def test_reprofile_reports_a_profiler_that_could_not_stop(tmp_path: Path) -> Non
     """Seen on the H200: exit -6 and 'the harness did not report'; now an error that names the CUDA failure."""
     script = tmp_path / "assert_under_profiler.py"
     script.write_text(PROFILER_STOP_FAILS.format(recorded=str(GPU_DATA / "h200-launch-blocking-device-assert.log")))
-    env = Environment(report_dir=tmp_path / "report", workload=Workload.parse(f"python {script}", sys.executable))
+    env = Environment.of(report_dir=tmp_path / "report", workload=Workload.parse(f"python {script}", sys.executable))
     result = ReprofileProbe().run(env, {}, timeout=180)
     assert result.status is Status.ERROR
     assert result.facts["workload_error"] == "device-side assert triggered"

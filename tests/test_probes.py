@@ -35,7 +35,7 @@ OUTPUTS = REPO / "tests" / "data" / "outputs"
 
 
 def env_for(tmp_path: Path, **kwargs: Any) -> Environment:
-    return Environment(report_dir=tmp_path / "report", **kwargs)
+    return Environment.of(report_dir=tmp_path / "report", **kwargs)
 
 
 # ---- the runner ----------------------------------------------------------------------------

@@ -68,7 +68,7 @@ def test_a_hostile_repro_runs_as_written(tmp_path: Path) -> None:
 
 @needs_torch
 def test_a_rerun_writes_beside_the_repro_the_user_edited(tmp_path: Path) -> None:
-    env = Environment(report_dir=tmp_path / "report")
+    env = Environment.of(report_dir=tmp_path / "report")
     params = {"op": "aten::mul", "input_dims": "[[2,2],[2,2]]", "input_types": '["float","float"]'}
     first = OpIsolateProbe().run(env, params, timeout=120)
     script = Path(first.facts["repro_script"])

@@ -1,23 +1,20 @@
-"""Everything outside the process that probes touch, in one injectable place.
+"""What probes run with: the outside world and the user's settings, apart.
 
-Tests build an Environment with a fake NVML, a fixed clock or a recorded command output;
-the CLI builds the real one. Probes never reach for os.environ, subprocess or pynvml
-themselves.
+``System`` (wizard/system.py) holds the services: subprocesses, NVML, the clock, ``which``,
+environment variables. ``ProbeSettings`` holds what the user asked for. Tests build an
+Environment with a fake NVML, a fixed clock or a recorded command output; the CLI builds the
+real one. Probes never reach for os.environ, subprocess or pynvml themselves.
 """
 
 from __future__ import annotations
 
-import os
 import shlex
-import shutil
 import sys
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from wizard.runner import SubprocessRunner
-from wizard.system import Clock, Runner, SystemClock, load_pynvml
+from wizard.system import System
 
 
 @dataclass(slots=True)
@@ -61,12 +58,9 @@ class Workload:
 
 
 @dataclass
-class Environment:
-    clock: Clock = field(default_factory=SystemClock)
-    runner: Runner = field(default_factory=SubprocessRunner)
-    nvml_loader: Callable[[], Any] = load_pynvml
-    which: Callable[[str], str | None] = shutil.which
-    base_env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+class ProbeSettings:
+    """What the user asked the probes for: the command line's options, nothing from a playbook."""
+
     python: str = sys.executable
     report_dir: Path = field(default_factory=lambda: Path("warpwizard-report"))
     workload: Workload | None = None
@@ -74,9 +68,34 @@ class Environment:
     allow_sanitizer: bool = False
     compare_reports: list[str] = field(default_factory=list)
     compare_pythons: list[str] = field(default_factory=list)
-    artifacts: dict[str, str] = field(default_factory=dict)  # files this run wrote for later probes
+
+
+_SYSTEM_FIELDS = {f.name for f in fields(System)}
+_SETTINGS_FIELDS = {f.name for f in fields(ProbeSettings)}
+
+
+@dataclass
+class Environment:
+    """What a probe runs with: the outside world (``system``: subprocesses, NVML, clock, which,
+    environment variables), the user's settings, and the files this run wrote for later probes."""
+
+    system: System = field(default_factory=System)
+    settings: ProbeSettings = field(default_factory=ProbeSettings)
+    artifacts: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, **values: Any) -> Environment:
+        """An Environment from keyword values, each routed to the System or the settings it names
+        (``Environment.of(report_dir=..., runner=fake)``): for tests and library callers."""
+        unknown = set(values) - _SYSTEM_FIELDS - _SETTINGS_FIELDS
+        if unknown:
+            raise TypeError(f"unknown Environment values: {', '.join(sorted(unknown))}")
+        system = System(**{k: v for k, v in values.items() if k in _SYSTEM_FIELDS})
+        settings = ProbeSettings(**{k: v for k, v in values.items() if k in _SETTINGS_FIELDS})
+        return cls(system, settings)
 
     def child_env(self, **extra: str) -> dict[str, str]:
-        env = dict(self.base_env)
+        """Environment variables for a program a probe starts."""
+        env = dict(self.system.environ)
         env.update(extra)
         return env

@@ -457,20 +457,13 @@ def cmd_compare(ctx: Context) -> ExitStatus:
 def cmd_env(ctx: Context) -> ExitStatus:
     import tempfile
 
-    from wizard.environment import Environment
+    from wizard.environment import Environment, ProbeSettings
     from wizard.probes.env import EnvProbe
 
     system = ctx.system
     with tempfile.TemporaryDirectory() as tmp:
-        env = Environment(
-            report_dir=Path(tmp),
-            python=ctx.args.python or sys.executable,
-            runner=system.runner,
-            clock=system.clock,
-            nvml_loader=system.nvml_loader,
-            which=system.which,
-            base_env=dict(system.environ),
-        )
+        settings = ProbeSettings(python=ctx.args.python or sys.executable, report_dir=Path(tmp))
+        env = Environment(system, settings)
         result = EnvProbe().run(env, {})
     if ctx.args.json:
         from wizard.serialize import dumps

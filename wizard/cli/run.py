@@ -18,7 +18,7 @@ from wizard.engine.answers import (
     parse_set_options,
 )
 from wizard.engine.engine import Engine
-from wizard.environment import Environment, Workload
+from wizard.environment import Environment, ProbeSettings, Workload
 from wizard.errors import AnswersError, Interrupted, OutputFileError, Terminated, TerminateSignal, UsageError
 from wizard.exit_status import ExitStatus
 from wizard.outputs import check_output, free_path, write_text
@@ -94,12 +94,7 @@ def _environment(opts: RunOptions, system: System) -> Environment:
             workload = Workload.parse(opts.workload, python)
         except ValueError as exc:
             raise UsageError(f"--workload: {exc}") from None
-    return Environment(
-        clock=system.clock,
-        runner=system.runner,
-        nvml_loader=system.nvml_loader,
-        which=system.which,
-        base_env=dict(system.environ),
+    settings = ProbeSettings(
         python=python,
         report_dir=Path(opts.report_dir),
         workload=workload,
@@ -108,6 +103,7 @@ def _environment(opts: RunOptions, system: System) -> Environment:
         compare_reports=list(opts.compare),
         compare_pythons=list(opts.compare_pythons),
     )
+    return Environment(system, settings)
 
 
 def _save_interrupted(opts: RunOptions, pb: Playbook, answers: dict[str, Any]) -> tuple[str | None, str]:

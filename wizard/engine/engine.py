@@ -83,7 +83,7 @@ class Engine:
         self.env = env
         self.observer: EngineObserver = observer or _NullObserver()
         self.state = RunState()
-        self.transcript = Transcript.start(playbook, env.clock.now())
+        self.transcript = Transcript.start(playbook, env.system.clock.now())
 
     def run(self) -> Transcript:
         node_id: str | None = self.playbook.start
@@ -98,16 +98,20 @@ class Engine:
             step_number = self.playbook.step_index(node.step)
             self.observer.node_entered(self.playbook, node, None if step_number is None else step_number + 1)
             node_id = self._visit(node)
-        self.transcript.finish(self.env.clock.now(), self.state.answers)
+        self.transcript.finish(self.env.system.clock.now(), self.state.answers)
         return self.transcript
 
     def _entry(self, node: Node) -> TranscriptEntry:
         return TranscriptEntry(
-            node=node.id, kind=node.kind, step=node.step, started=self.env.clock.now().isoformat(), duration_s=0.0
+            node=node.id,
+            kind=node.kind,
+            step=node.step,
+            started=self.env.system.clock.now().isoformat(),
+            duration_s=0.0,
         )
 
     def _visit(self, node: Node) -> str | None:
-        started = self.env.clock.monotonic()
+        started = self.env.system.clock.monotonic()
         entry = self._entry(node)
         self.transcript.entries.append(entry)
         nxt: str | None
@@ -154,7 +158,7 @@ class Engine:
         else:  # pragma: no cover - the loader builds only the four kinds
             raise WizardError(f"unknown node kind {node.kind}")
         entry.next = nxt
-        entry.duration_s = round(self.env.clock.monotonic() - started, 6)
+        entry.duration_s = round(self.env.system.clock.monotonic() - started, 6)
         return nxt
 
     def _params(self, node: ProbeNode) -> dict[str, Any]:
@@ -189,19 +193,19 @@ class Engine:
             if spec.name not in params and spec.default is not None:
                 params[spec.name] = spec.default
         refused = self._refused_programs(node, probe, params)
-        if refused and not self.env.allow_commands:
+        if refused and not self.env.settings.allow_commands:
             return ProbeResult(
                 Status.SKIP,
                 f"not run: {'; '.join(refused)}; only you decide what runs on this machine: give it on the "
                 "command line (--workload, --python, --set) or at the prompt, or rerun with --allow-commands",
                 facts={"reason": "program not allowed", "refused": "; ".join(refused)},
             )
-        started = self.env.clock.monotonic()
+        started = self.env.system.clock.monotonic()
         try:
             result = probe.run(self.env, params, timeout=node.timeout)
         except WizardError as exc:
             result = ProbeResult(Status.ERROR, str(exc))
         except OSError as exc:
             raise ProbeInfrastructureError(f"probe {node.probe!r} could not run: {exc}") from exc
-        result.duration_s = round(self.env.clock.monotonic() - started, 3)
+        result.duration_s = round(self.env.system.clock.monotonic() - started, 3)
         return result

@@ -27,7 +27,7 @@ class CommandProbe:
 
     def run(self, env: Environment, params: Mapping[str, Any], *, timeout: float = 600.0) -> ProbeResult:
         argv = [str(a) for a in params.get("argv") or []]
-        if not env.allow_commands:
+        if not env.settings.allow_commands:
             return ProbeResult(
                 Status.SKIP,
                 f"this playbook wants to run a command; rerun with --allow-commands to permit it: {' '.join(argv)}",
@@ -37,11 +37,11 @@ class CommandProbe:
             return ProbeResult(
                 Status.ERROR, "no command given", facts={"exit_code": None, "output_tail": "", "allowed": True}
             )
-        result = env.runner.run(
+        result = env.system.runner.run(
             argv,
             timeout=timeout,
             env=env.child_env(),
-            log_path=env.report_dir / "logs" / "command.log",
+            log_path=env.settings.report_dir / "logs" / "command.log",
         )
         tail = "\n".join(result.output.strip().splitlines()[-10:])
         facts = {"exit_code": result.returncode, "output_tail": tail, "allowed": True}

@@ -49,12 +49,12 @@ def run_harness(
     extra_env: dict[str, str] | None = None,
     python: str | None = None,
 ) -> HarnessRun:
-    argv = [python or env.python, str(HARNESS), mode, *args]
-    result = env.runner.run(
+    argv = [python or env.settings.python, str(HARNESS), mode, *args]
+    result = env.system.runner.run(
         argv,
         timeout=timeout,
         env=env.child_env(**(extra_env or {})),
-        log_path=env.report_dir / "logs" / f"{log_name}.log",
+        log_path=env.settings.report_dir / "logs" / f"{log_name}.log",
     )
     return HarnessRun(result, parse_result(result.output))
 
@@ -62,16 +62,16 @@ def run_harness(
 def workload_argv(env: Environment, params: dict[str, Any]) -> list[str] | None:
     """The workload as harness arguments: the script and its arguments."""
     text = params.get("workload")
-    workload = env.workload
+    workload = env.settings.workload
     if isinstance(text, str) and text.strip():
         try:
-            workload = Workload.parse(text, env.python)
+            workload = Workload.parse(text, env.settings.python)
         except ValueError as exc:
             raise WizardError(f"workload {visible(text)[:200]!r}: {exc}") from None
     if workload is None:
         return None
     argv = list(workload.argv)
-    if argv and argv[0] == env.python:
+    if argv and argv[0] == env.settings.python:
         argv = argv[1:]
     return argv
 

@@ -23,7 +23,7 @@ def _text(value: Any) -> str:
 def collect_nvml(env: Environment) -> dict[str, Any]:
     """Driver and per-GPU facts through NVML; 'could not collect: why' where it fails."""
     try:
-        nvml = env.nvml_loader()
+        nvml = env.system.nvml_loader()
     except ImportError as exc:
         return {"status": f"could not collect: nvidia-ml-py is not installed ({exc})", "gpus": []}
     try:
@@ -104,7 +104,7 @@ class EnvProbe:
     )
 
     def run(self, env: Environment, params: Mapping[str, Any], *, timeout: float = 120.0) -> ProbeResult:
-        python = params.get("python") or env.python
+        python = params.get("python") or env.settings.python
         run = run_harness(env, "env", [], timeout=timeout, log_name="env", python=python)
         torch_info = run.result or {}
         facts: dict[str, Any] = {
@@ -135,7 +135,7 @@ class EnvProbe:
             profilers.append("torch.profiler")
         if not str(facts["torch_version"]).startswith("could not"):
             profilers.append("legacy")
-        profilers += [tool for tool in PROFILER_TOOLS if env.which(tool)]
+        profilers += [tool for tool in PROFILER_TOOLS if env.system.which(tool)]
         facts["profilers"] = profilers
         evidence = [
             f"torch {facts['torch_version']} (CUDA {facts['cuda_version'] or 'none: CPU build'}), "

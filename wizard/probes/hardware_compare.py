@@ -38,7 +38,7 @@ class HardwareCompareProbe:
     def run(self, env: Environment, params: Mapping[str, Any], *, timeout: float = 600.0) -> ProbeResult:
         reports: list[MachineReport] = []
         problems: list[str] = []
-        for path in params.get("reports") or env.compare_reports:
+        for path in params.get("reports") or env.settings.compare_reports:
             try:
                 reports.append(load_report(str(path)))
             except InputFileError as exc:
@@ -53,11 +53,11 @@ class HardwareCompareProbe:
         devices = info.get("devices") or []
         host = socket.gethostname()
         if devices and has_repro:
-            out_dir = ensure_dir(env.report_dir / "hardware")
+            out_dir = ensure_dir(env.settings.report_dir / "hardware")
             for dev in devices:
                 trace = out_dir / f"gpu{dev['index']}-trace.json"
-                run = env.runner.run(
-                    [env.python, repro, str(trace)],
+                run = env.system.runner.run(
+                    [env.settings.python, repro, str(trace)],
                     timeout=timeout,
                     env=env.child_env(CUDA_VISIBLE_DEVICES=str(dev["index"])),
                     log_path=out_dir / f"gpu{dev['index']}.log",

@@ -42,7 +42,7 @@ class LaunchBlockingProbe:
         argv = workload_argv(env, dict(params))
         if argv is None:
             return no_workload(self.name)
-        out_dir = ensure_dir(env.report_dir / "launch-blocking")
+        out_dir = ensure_dir(env.settings.report_dir / "launch-blocking")
         extra = {"CUDA_LAUNCH_BLOCKING": "1", "TORCH_USE_CUDA_DSA": "1", "PYTORCH_USE_CUDA_DSA": "1"}
         run = run_harness(env, "run", ["--", *argv], timeout=timeout, log_name="launch-blocking", extra_env=extra)
         if run.result is not None:
@@ -96,9 +96,9 @@ class LaunchBlockingProbe:
                     "device-side assertions are unavailable in this build (stock wheels lack "
                     "TORCH_USE_CUDA_DSA); the error above is the blocking launch's own"
                 )
-        sanitizer = env.which("compute-sanitizer")
+        sanitizer = env.system.which("compute-sanitizer")
         if cuda and sanitizer and params.get("sanitizer", True):
-            if not env.allow_sanitizer:
+            if not env.settings.allow_sanitizer:
                 facts["sanitizer_summary"] = "not run (installed: rerun with --allow-sanitizer for memcheck, slow)"
                 evidence.append("compute-sanitizer is installed; rerun with --allow-sanitizer to run memcheck (slow)")
             else:
@@ -115,13 +115,13 @@ class LaunchBlockingProbe:
                     "20",
                     "--log-file",
                     str(log),
-                    env.python,
+                    env.settings.python,
                     str(HARNESS),
                     "run",
                     "--",
                     *argv,
                 ]
-                env.runner.run(
+                env.system.runner.run(
                     cmd,
                     timeout=timeout * 4,
                     env=env.child_env(PYTORCH_NO_CUDA_MEMORY_CACHING="1"),

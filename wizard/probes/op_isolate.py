@@ -196,7 +196,7 @@ class OpIsolateProbe:
             "reproduced": None,
             "mechanisms": [],
         }
-        out_dir = ensure_dir(env.report_dir / "op-isolate")
+        out_dir = ensure_dir(env.settings.report_dir / "op-isolate")
         script = write_repro(out_dir, repro_source(str(op), shapes, type_names))
         base["repro_script"] = str(script)
         if not OP_NAME.match(str(op)) or not isinstance(shapes, list) or not shapes:
@@ -209,8 +209,8 @@ class OpIsolateProbe:
             )
         env.artifacts["repro"] = str(script)
         trace = out_dir / "repro-trace.json"
-        run = env.runner.run(
-            [env.python, str(script), str(trace)],
+        run = env.system.runner.run(
+            [env.settings.python, str(script), str(trace)],
             timeout=timeout,
             env=env.child_env(),
             log_path=out_dir / "repro.log",

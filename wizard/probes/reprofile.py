@@ -27,7 +27,7 @@ from wizard.trace.inspect import inspect_paths
 
 
 def _nsys(env: Environment, argv: list[str], out_dir: Path, timeout: float) -> tuple[list[ExternalKernel], str]:
-    nsys = env.which("nsys")
+    nsys = env.system.which("nsys")
     if nsys is None:
         return [], "nsys not installed"
     base = out_dir / "nsys-report"
@@ -43,13 +43,13 @@ def _nsys(env: Environment, argv: list[str], out_dir: Path, timeout: float) -> t
         "-o",
         str(base),
         "--export=sqlite",
-        env.python,
+        env.settings.python,
         str(HARNESS),
         "run",
         "--",
         *argv,
     ]
-    result = env.runner.run(cmd, timeout=timeout, env=env.child_env(), log_path=out_dir / "nsys.log")
+    result = env.system.runner.run(cmd, timeout=timeout, env=env.child_env(), log_path=out_dir / "nsys.log")
     db = base.with_suffix(".sqlite")
     if not db.exists():
         return [], f"nsys ran (exit {result.returncode}) but wrote no SQLite export"
@@ -60,7 +60,7 @@ def _ncu(
     env: Environment, argv: list[str], out_dir: Path, timeout: float, kernel: str
 ) -> tuple[list[dict[str, Any]], str]:
     """Nsight Compute's authoritative launch and occupancy numbers for the flagged kernel."""
-    ncu = env.which("ncu")
+    ncu = env.system.which("ncu")
     if ncu is None:
         return [], "ncu not installed"
     from wizard.probes.common import HARNESS
@@ -86,13 +86,13 @@ def _ncu(
         "none",
         "--log-file",
         str(log),
-        env.python,
+        env.settings.python,
         str(HARNESS),
         "run",
         "--",
         *argv,
     ]
-    result = env.runner.run(cmd, timeout=timeout * 4, env=env.child_env(), log_path=out_dir / "ncu-run.log")
+    result = env.system.runner.run(cmd, timeout=timeout * 4, env=env.child_env(), log_path=out_dir / "ncu-run.log")
     text = (log.read_text(encoding="utf-8", errors="replace") if log.exists() else "") + result.output
     try:
         rows = parse_ncu_csv(text)
@@ -171,7 +171,7 @@ class ReprofileProbe:
         argv = workload_argv(env, dict(params))
         if argv is None:
             return no_workload(self.name)
-        out_dir = ensure_dir(env.report_dir / "reprofile")
+        out_dir = ensure_dir(env.settings.report_dir / "reprofile")
         trace = out_dir / "torch-profiler.json"
         run = run_harness(env, "profile", [str(trace), "--", *argv], timeout=timeout, log_name="reprofile")
         failed = harness_failure(self.name, run)
@@ -212,7 +212,7 @@ class ReprofileProbe:
             files.append(str(legacy))
         else:
             skipped["legacy"] = "the legacy profiler did not complete"
-        for other in params.get("other_python") or env.compare_pythons:
+        for other in params.get("other_python") or env.settings.compare_pythons:
             other_trace = out_dir / f"torch-profiler-{Path(other).parent.parent.name or 'other'}.json"
             other_run = run_harness(
                 env,

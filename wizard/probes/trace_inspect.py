@@ -136,7 +136,7 @@ class TraceInspectProbe:
         except InputFileError as exc:
             return ProbeResult(Status.ERROR, str(exc), facts={"mechanisms": [], "impossible": False, "error": str(exc)})
         facts = inspection_facts(inspection)
-        report_path = env.report_dir / "trace-inspect.json"
+        report_path = env.settings.report_dir / "trace-inspect.json"
         files: list[str] = []
         try:
             write_own(report_path, dumps(inspection.to_dict()))

@@ -48,7 +48,7 @@ class ReaderConfig:
     block_size: int = 8 << 20
     parallel_block: int = 4 << 20  # smaller blocks keep each worker's peak memory low
     parallel_min_bytes: int = 96 << 20  # below this one process is faster than starting workers
-    workers: int | None = None  # None: the cores (or WARPWIZARD_JOBS), 0: one process
+    workers: int | None = None  # None: the cores, 0: one process (trace inspect --jobs sets it)
     max_event_bytes: int = 256 << 20
     max_whitespace: int = 64 << 20
 
@@ -227,8 +227,7 @@ def _parallel_workers(path: Path, config: ReaderConfig) -> int:
 
     if config.workers is not None:
         return config.workers
-    wanted = os.environ.get("WARPWIZARD_JOBS")
-    cores = int(wanted) if wanted and wanted.isdigit() else (os.cpu_count() or 1)
+    cores = os.cpu_count() or 1
     if cores < 2 or multiprocessing.parent_process() is not None:
         return 0
     try:
