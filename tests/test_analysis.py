@@ -215,3 +215,57 @@ def test_c_as_the_2021_placeholders(tmp_path: Path) -> None:
     report = inspect_trace(path)
     c = next(g for g in report.groups if g.mechanism == "C")
     assert "placeholders" in c.worst.evidence and c.worst.true["blocks per SM"] == pytest.approx(4096 / 108)
+
+
+# -- the detectors, one at a time -----------------------------------------------------------------
+
+
+def _record(grid: tuple[int, int, int], bps: float, wps: float, occ: float | None = None, **kw: Any) -> Any:
+    from wizard.trace.events import reported
+    from wizard.trace.records import KernelRecord
+
+    fields = dict(registers=32, shared_memory=0, device=0, occupancy_key="est. achieved occupancy %")
+    fields.update(kw)
+    return KernelRecord(
+        "k", 1.0, 1.0, 1, 1, fields["device"], 7, 100, grid, (256, 1, 1), fields["registers"], fields["shared_memory"],
+        reported(bps), reported(wps), reported(occ), fields["occupancy_key"], 0,
+    )  # fmt: skip
+
+
+def _h100() -> Any:
+    from wizard.trace.devices import KNOWN_GPUS, DeviceInfo
+
+    return DeviceInfo(0, 132, KNOWN_GPUS[132], "deviceProperties", "H100")
+
+
+@pytest.mark.parametrize(
+    ("detector", "record", "stops", "mechanisms"),
+    [
+        ("_non_finite", _record((99, 1, 1), math.inf, math.inf), True, ["C", "C'"]),
+        ("_non_finite", _record((99, 1, 1), 0.75, 6.0), False, []),
+        ("_placeholders", _record((99, 1, 1), -1, -1), True, ["C"]),
+        ("_grid_arithmetic", _record((100000, 30000, 1), -9810358.0, -78482864.0), False, ["A"]),
+        ("_grid_arithmetic", _record((99, 1, 1), -99.0, -792.0), False, ["B"]),
+        ("_grid_arithmetic", _record((2048, 1, 1), 14.2222223, 113.777779), False, ["?"]),
+        ("_occupancy", _record((132, 1, 1), 1.0, 8.0, 0, shared_memory=231424, registers=168), True, ["E"]),
+        ("_occupancy", _record((132, 1, 1), 1.0, 8.0, -99), True, ["D"]),
+    ],
+)
+def test_each_detector_alone(detector: str, record: Any, stops: bool, mechanisms: list[str]) -> None:
+    from wizard.trace import analysis
+
+    ctx = analysis._context(record, _h100(), record.grid, record.block)
+    assert getattr(analysis, detector)(ctx) is stops
+    assert [f.mechanism.value for f in ctx.result.findings] == mechanisms
+
+
+def test_without_an_sm_count_the_bad_fact_is_named() -> None:
+    from wizard.trace import analysis
+    from wizard.trace.devices import DeviceInfo
+
+    record = _record((100000, 30000, 1), -9810358.0, -78482864.0)
+    device = DeviceInfo(0, None, None, "deviceProperties", "H100", "numSms is '132' (str), not a number")
+    ctx = analysis._context(record, device, record.grid, record.block)
+    assert analysis._without_sm_count(ctx) is True
+    (finding,) = ctx.result.findings
+    assert finding.mechanism.value == "?" and "the trace's numSms is '132' (str), not a number" in finding.evidence

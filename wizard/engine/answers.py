@@ -1,7 +1,7 @@
 """Answers: validation shared by every source, and the non-interactive sources.
 
-The same ``coerce_answer`` checks a value typed at the terminal, read from an answers
-file, given with ``--set`` or taken from a default, so a run replays identically. Each
+``QuestionNode.coerce`` (the playbook model's own rule) checks every value, whatever its source.
+Each
 answer keeps its origin: what a person typed or confirmed at the terminal, or gave on the
 command line, may name a program to run; what came from a file or a playbook default may
 not, without ``--allow-commands`` (docs/security.md).
@@ -12,18 +12,13 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, Protocol
 
 import yaml
 
 from wizard.errors import AnswersError
-from wizard.playbook.model import Playbook, QuestionNode
-from wizard.playbook.patterns import PatternError, fullmatch
+from wizard.playbook.model import AnswerInvalid, Playbook, QuestionNode
 from wizard.playbook.yaml_source import BoundedLoader, YamlSyntaxError, load_located
-
-_TRUE = {"y", "yes", "true", "1", "on"}
-_FALSE = {"n", "no", "false", "0", "off"}
 
 ORIGIN_INTERACTIVE = "interactive"  # typed, chosen or confirmed by a person at the terminal
 ORIGIN_COMMAND_LINE = "command line"  # --set
@@ -31,81 +26,12 @@ ORIGIN_FILE = "file"  # --answers
 ORIGIN_DEFAULT = "default"  # --defaults: the playbook's default, seen by nobody
 TRUSTED_ORIGINS = frozenset({ORIGIN_INTERACTIVE, ORIGIN_COMMAND_LINE})
 MAX_ANSWERS_BYTES = 1 << 20
-MAX_ANSWER_CHARS = 64 * 1024
-
-
-class AnswerInvalid(ValueError):
-    """The value does not fit the question; the message names what is valid."""
 
 
 class MissingAnswer(Exception):
     def __init__(self, question: QuestionNode) -> None:
         super().__init__(question.id)
         self.question = question
-
-
-def coerce_answer(q: QuestionNode, value: Any, *, check_exists: bool = True) -> Any:
-    """Turn a raw value into the question's type, or raise AnswerInvalid."""
-    if q.type == "confirm":
-        if isinstance(value, bool):
-            return value
-        text = str(value).strip().lower()
-        if text in _TRUE:
-            return True
-        if text in _FALSE:
-            return False
-        raise AnswerInvalid(f"{_shown(value)} is not yes/no (true/false)")
-    if q.type == "select":
-        for choice in q.choices:
-            if choice.value == value or (isinstance(choice.value, str) and str(value).lower() == choice.value.lower()):
-                return choice.value
-        valid = ", ".join(repr(c.value) for c in q.choices)
-        raise AnswerInvalid(f"{_shown(value)} is not one of the choices: {valid}")
-    if q.type == "number":
-        if isinstance(value, bool):
-            raise AnswerInvalid(f"{_shown(value)} is not a number")
-        try:
-            number = float(value) if not isinstance(value, (int, float)) else value
-        except (TypeError, ValueError):
-            raise AnswerInvalid(f"{_shown(value)} is not a number") from None
-        if isinstance(number, float) and number.is_integer() and not isinstance(value, float):
-            number = int(number)
-        v = q.validation
-        if v.minimum is not None and number < v.minimum:
-            raise AnswerInvalid(f"{number} is below the minimum {v.minimum:g}")
-        if v.maximum is not None and number > v.maximum:
-            raise AnswerInvalid(f"{number} is above the maximum {v.maximum:g}")
-        return number
-    if value is None or isinstance(value, (dict, list)):
-        raise AnswerInvalid(f"{_shown(value)} is not text")
-    text = str(value)
-    if len(text) > MAX_ANSWER_CHARS:
-        raise AnswerInvalid(f"an answer of {len(text)} characters is too long (at most {MAX_ANSWER_CHARS})")
-    if q.validation.pattern:
-        try:
-            matched = fullmatch(q.validation.pattern, text)
-        except PatternError as exc:
-            raise AnswerInvalid(f"the playbook's pattern cannot be used ({exc})") from None
-        if not matched:
-            raise AnswerInvalid(f"{_shown(text)} does not match the pattern {q.validation.pattern!r}")
-    if q.type == "path" and check_exists and q.validation.must_exist:
-        if not text.strip():
-            raise AnswerInvalid("a path is required")
-        try:
-            found = Path(text).expanduser().exists()
-        except (OSError, ValueError) as exc:  # too long, an embedded NUL, ...
-            raise AnswerInvalid(
-                f"{_shown(text)} cannot be used as a path ({getattr(exc, 'strerror', None) or exc})"
-            ) from None
-        if not found:
-            raise AnswerInvalid(f"{_shown(text)} does not exist")
-    return text
-
-
-def _shown(value: Any) -> str:
-    """A value in a message: its repr, cut to a length a terminal line can hold."""
-    text = repr(value)
-    return text if len(text) <= 120 else text[:100] + f"... ({len(text)} characters)"
 
 
 class AnswerSource(Protocol):
@@ -139,12 +65,12 @@ class MappingAnswers:
         if question.id in self.values:
             self.used.add(question.id)
             try:
-                return coerce_answer(question, self.values[question.id]), self.origins[question.id]
+                return question.coerce(self.values[question.id]), self.origins[question.id]
             except AnswerInvalid as exc:
                 raise AnswersError([f"answer for {question.id!r} ({prompt}): {exc}"]) from None
         if self.use_defaults and question.default is not None:
             try:  # the default meets the same rules as a given answer (a path must exist)
-                return coerce_answer(question, question.default), ORIGIN_DEFAULT
+                return question.coerce(question.default), ORIGIN_DEFAULT
             except AnswerInvalid as exc:
                 raise AnswersError(
                     [f"default for {question.id!r} ({prompt}): {exc}; answer it with --set {question.id}=VALUE"]
@@ -166,7 +92,7 @@ def check_answers(playbook: Playbook, values: Mapping[str, Any]) -> list[str]:
             problems.append(f"unknown question id {key!r}{hint}; playbook {playbook.id!r} asks: {', '.join(questions)}")
             continue
         try:
-            coerce_answer(q, value)
+            q.coerce(value)
         except AnswerInvalid as exc:
             prompt = q.prompt.source if q.prompt is not None else q.id
             problems.append(f"answer for {key!r} ({prompt}): {exc}")

@@ -10,12 +10,13 @@ comparison with ``None`` is false, so conditions never crash a run.
 from __future__ import annotations
 
 import ast
-import math
 import operator
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from wizard.formatting import rounded
 
 ROOTS = ("answers", "facts", "status")
 # Playbooks come from other people: bound what an expression may be and may build.
@@ -49,17 +50,6 @@ def _safe_len(value: Any) -> int:
     return len(value) if isinstance(value, (str, list, tuple, dict, set)) else 0
 
 
-def _fmt(value: Any, digits: int = 3) -> str:
-    digits = min(max(int(digits), 0), 17) if isinstance(digits, (int, float)) and math.isfinite(digits) else 3
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            return str(value)
-        return (
-            f"{value:.{digits}g}" if abs(value) >= 1e6 or (value and abs(value) < 1e-3) else f"{round(value, digits):g}"
-        )
-    return "" if value is None else str(value)
-
-
 FUNCTIONS: dict[str, Callable[..., Any]] = {
     "len": _safe_len,
     "join": _join,
@@ -67,7 +57,7 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "upper": lambda s: str(s).upper() if s is not None else None,
     "str": lambda v: "" if v is None else str(v),
     "round": lambda v, n=0: round(v, n) if isinstance(v, (int, float)) else None,
-    "fmt": _fmt,
+    "fmt": rounded,
     "min": lambda *a: min(a) if all(isinstance(x, (int, float)) for x in a) else None,
     "max": lambda *a: max(a) if all(isinstance(x, (int, float)) for x in a) else None,
     "abs": lambda v: abs(v) if isinstance(v, (int, float)) else None,
@@ -325,7 +315,7 @@ def _text(value: Any) -> str:
     """How a value reads inside a template's text."""
     try:
         if isinstance(value, float):
-            return _fmt(value)
+            return rounded(value)
         if isinstance(value, (list, tuple)):
             return _join(value)
         return "" if value is None else str(value)

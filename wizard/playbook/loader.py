@@ -20,6 +20,7 @@ from wizard.playbook.conditions import Expression, ExpressionError, Reference, T
 from wizard.playbook.model import (
     QUESTION_TYPES,
     SEVERITIES,
+    AnswerInvalid,
     Branch,
     Choice,
     ConclusionNode,
@@ -31,6 +32,7 @@ from wizard.playbook.model import (
     Step,
     Validation,
     reachable,
+    yes_no,
 )
 from wizard.playbook.yaml_source import MAX_YAML_CHARS, Located, Path_, YamlSyntaxError, load_located
 from wizard.probes.base import OUTCOMES, PARAM_TYPES, ProbeInfo
@@ -204,30 +206,19 @@ def _question(c: _Checker, raw: dict[str, Any], base: dict[str, Any], where: Pat
     node.validation = _validation(c, raw.get("validate"), (*where, "validate"), qtype)
     node.default = raw.get("default")
     if node.default is not None:
-        from wizard.engine.answers import AnswerInvalid, coerce_answer
-
         try:
-            node.default = coerce_answer(node, node.default, check_exists=False)
+            node.default = node.coerce(node.default, check_exists=False)
         except AnswerInvalid as exc:
             c.problem((*where, "default"), f"bad default: {exc}")
     nxt = raw.get("next")
     if isinstance(nxt, dict):
         if qtype == "confirm":  # yes/no/on/off keys all mean the boolean answer
-            nxt = {(coerce_bool_key(k)): v for k, v in nxt.items()}
+            nxt = {(k if (answer := yes_no(k)) is None else answer): v for k, v in nxt.items()}
         node.next_by_value = {k: str(v) for k, v in nxt.items()}
         node.next = node.next_by_value.get("*")
     elif nxt is not None:
         node.next = str(nxt)
     return node
-
-
-def coerce_bool_key(key: Any) -> Any:
-    text = str(key).lower()
-    if text in ("true", "yes", "y", "on"):
-        return True
-    if text in ("false", "no", "n", "off"):
-        return False
-    return key
 
 
 def _probe(c: _Checker, raw: dict[str, Any], base: dict[str, Any], where: Path_) -> ProbeNode:

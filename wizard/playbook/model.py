@@ -2,15 +2,36 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from wizard.formatting import shown
 from wizard.playbook.conditions import Expression, Template
+from wizard.playbook.patterns import PatternError, fullmatch
 from wizard.probes.base import OUTCOMES
 
 QUESTION_TYPES = ("confirm", "select", "text", "number", "path")
 SEVERITIES = ("info", "warning", "error")
+MAX_ANSWER_CHARS = 64 * 1024
+
+# The one table of yes/no words: answers, and the keys of a yes/no question's `next`.
+YES_WORDS = frozenset({"y", "yes", "true", "1", "on"})
+NO_WORDS = frozenset({"n", "no", "false", "0", "off"})
+
+
+def yes_no(value: Any) -> bool | None:
+    """True or False for a yes/no word (or a bool), None for anything else."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    return True if text in YES_WORDS else False if text in NO_WORDS else None
+
+
+class AnswerInvalid(ValueError):
+    """The value does not fit the question; the message names what is valid."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +98,66 @@ class QuestionNode(Node):
             out.append(Edge("other" if self.next_by_value else "", self.next, at))
         return out
 
+    def coerce(self, value: Any, *, check_exists: bool = True) -> Any:
+        """The value as this question's type, or AnswerInvalid saying what is valid.
+
+        The same rules for a value typed at the terminal, read from an answers file, given with
+        --set or taken from a default, so a run replays identically.
+        """
+        if self.type == "confirm":
+            answer = yes_no(value)
+            if answer is None:
+                raise AnswerInvalid(f"{shown(value)} is not yes/no (true/false)")
+            return answer
+        if self.type == "select":
+            return self._choice(value)
+        if self.type == "number":
+            return self._number(value)
+        text = self._text(value)
+        if self.type == "path" and check_exists and self.validation.must_exist:
+            _check_path(text)
+        return text
+
+    def _choice(self, value: Any) -> Any:
+        for choice in self.choices:
+            if choice.value == value or (isinstance(choice.value, str) and str(value).lower() == choice.value.lower()):
+                return choice.value
+        valid = ", ".join(repr(c.value) for c in self.choices)
+        raise AnswerInvalid(f"{shown(value)} is not one of the choices: {valid}")
+
+    def _number(self, value: Any) -> int | float:
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            raise AnswerInvalid(f"{shown(value)} is not a number")
+        try:
+            number = float(value) if isinstance(value, str) else value
+        except ValueError:
+            raise AnswerInvalid(f"{shown(value)} is not a number") from None
+        if isinstance(number, float) and not math.isfinite(number):
+            raise AnswerInvalid(f"{shown(value)} is not a finite number")
+        if isinstance(number, float) and number.is_integer() and not isinstance(value, float):
+            number = int(number)
+        v = self.validation
+        if v.minimum is not None and number < v.minimum:
+            raise AnswerInvalid(f"{shown(number)} is below the minimum {v.minimum:g}")
+        if v.maximum is not None and number > v.maximum:
+            raise AnswerInvalid(f"{shown(number)} is above the maximum {v.maximum:g}")
+        return number
+
+    def _text(self, value: Any) -> str:
+        if value is None or isinstance(value, (dict, list)):
+            raise AnswerInvalid(f"{shown(value)} is not text")
+        text = str(value)
+        if len(text) > MAX_ANSWER_CHARS:
+            raise AnswerInvalid(f"an answer of {len(text)} characters is too long (at most {MAX_ANSWER_CHARS})")
+        if self.validation.pattern:
+            try:
+                matched = fullmatch(self.validation.pattern, text)
+            except PatternError as exc:
+                raise AnswerInvalid(f"the playbook's pattern cannot be used ({exc})") from None
+            if not matched:
+                raise AnswerInvalid(f"{shown(text)} does not match the pattern {self.validation.pattern!r}")
+        return text
+
     def target(self, value: Any) -> str | None:
         if self.next_by_value:
             key = _key(value)
@@ -89,6 +170,19 @@ class QuestionNode(Node):
 
 def _key(value: Any) -> Any:
     return value.lower() if isinstance(value, str) else value
+
+
+def _check_path(text: str) -> None:
+    if not text.strip():
+        raise AnswerInvalid("a path is required")
+    try:
+        found = Path(text).expanduser().exists()
+    except (OSError, ValueError) as exc:  # too long, an embedded NUL, ...
+        raise AnswerInvalid(
+            f"{shown(text)} cannot be used as a path ({getattr(exc, 'strerror', None) or exc})"
+        ) from None
+    if not found:
+        raise AnswerInvalid(f"{shown(text)} does not exist")
 
 
 @dataclass(slots=True)

@@ -12,6 +12,8 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
+from wizard.formatting import count
+
 
 @dataclass(frozen=True, slots=True)
 class ExternalKernel:
@@ -121,19 +123,12 @@ def parse_ncu_csv(text: str) -> list[dict[str, float | str | None]]:
     return out
 
 
-def _count(value: float | str | None) -> str:
-    """ncu prints every number as a float; counts read better without '.0'."""
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return "?" if value is None else str(value)
-
-
 def ncu_evidence(row: dict[str, float | str | None]) -> str:
     """One line of Nsight Compute's view of the flagged kernel."""
     return (
-        f"ncu: grid size {_count(row.get('launch__grid_size'))}, block {_count(row.get('launch__block_size'))}, "
-        f"{_count(row.get('device__attribute_multiprocessor_count'))} SMs, theoretical occupancy "
-        f"{_count(row.get('sm__maximum_warps_per_active_cycle_pct'))}%, achieved "
-        f"{_count(row.get('sm__warps_active.avg.pct_of_peak_sustained_active'))}%, shared-memory block limit "
-        f"{_count(row.get('launch__occupancy_limit_shared_mem'))}"
+        f"ncu: grid size {count(row.get('launch__grid_size'))}, block {count(row.get('launch__block_size'))}, "
+        f"{count(row.get('device__attribute_multiprocessor_count'))} SMs, theoretical occupancy "
+        f"{count(row.get('sm__maximum_warps_per_active_cycle_pct'))}%, achieved "
+        f"{count(row.get('sm__warps_active.avg.pct_of_peak_sustained_active'))}%, shared-memory block limit "
+        f"{count(row.get('launch__occupancy_limit_shared_mem'))}"
     )

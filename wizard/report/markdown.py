@@ -5,14 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from wizard.engine.transcript import Transcript
+from wizard.formatting import compact
 from wizard.trace.inspect import Inspection, launched_by
 from wizard.untrusted import markdown, markdown_code, markdown_prose
-
-
-def _value(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    return "—" if value is None else str(value)
 
 
 def transcript_markdown(t: Transcript) -> str:
@@ -82,8 +77,8 @@ def inspection_markdown(inspection: Inspection) -> str:
         else:
             out += ["| mechanism | kernel | launches | reported | true | op |", "|---|---|---|---|---|---|"]
             for g in bugs:
-                rep = "; ".join(f"{k} {_value(v)}" for k, v in g.worst.reported.items())
-                tru = "; ".join(f"{k} {_value(v)}" for k, v in g.worst.true.items())
+                rep = "; ".join(f"{k} {compact(v)}" for k, v in g.worst.reported.items())
+                tru = "; ".join(f"{k} {compact(v)}" for k, v in g.worst.true.items())
                 cells = [
                     markdown(g.mechanism),
                     markdown_code(g.kernel[:80], table=True),

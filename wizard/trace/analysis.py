@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from wizard.formatting import exact
 from wizard.trace.devices import DeviceInfo, device_for
 from wizard.trace.kineto_math import (
     INT32_MAX,
@@ -29,10 +30,11 @@ from wizard.trace.kineto_math import (
 )
 from wizard.trace.occupancy import (
     MIN_CUDA_HEADER,
+    Occupancy,
     UnknownArchitecture,
     active_blocks_per_sm,
 )
-from wizard.trace.records import KernelRecord
+from wizard.trace.records import Dim3, KernelRecord
 
 SMEM_DEFAULT_LIMIT = 49152
 HARDWARE_MAX_RESIDENT_WARPS = 64
@@ -127,18 +129,6 @@ class KernelCheck:
     corrected: dict[str, float | int | None] = field(default_factory=dict)
 
 
-def _fmt(value: float | None) -> str:
-    if value is None:
-        return "missing"
-    if math.isnan(value):
-        return "nan"
-    if math.isinf(value):
-        return "inf" if value > 0 else "-inf"
-    if value == int(value) and abs(value) < 1e15:
-        return str(int(value))
-    return f"{value:.9g}"
-
-
 def _dims(d: tuple[int, int, int]) -> str:
     return f"{d[0]}x{d[1]}x{d[2]}"
 
@@ -172,7 +162,7 @@ def _impossible_values(k: KernelRecord) -> list[str]:
         (k.occupancy_key, k.occupancy),
     ):
         if r.value is not None and (not math.isfinite(r.value) or r.value < 0) and name:
-            out.append(f"{name} {_fmt(r.value)}")
+            out.append(f"{name} {exact(r.value)}")
     return out
 
 
@@ -201,249 +191,337 @@ def _unrecomputable(k: KernelRecord, why: str) -> KernelCheck:
     return result
 
 
-def check_kernel(k: KernelRecord, device: DeviceInfo | None, *, rocm: bool = False) -> KernelCheck:
-    """Classify one kernel. Never raises on odd data: odd data is a finding or a skip."""
-    result = KernelCheck()
-    if rocm or k.fixed is not None:
-        return result
-    if k.grid is None or k.block is None:
-        if _impossible_values(k):
-            return _unrecomputable(k, "the launch's grid or block is missing or not three whole numbers")
-        return result
-    bps, wps, occ = k.blocks_per_sm.value, k.warps_per_sm.value, k.occupancy.value
-    if bps is None and wps is None and occ is None:
-        return result
-    result.checked = True
-    grid, block = k.grid, k.block
-    blocks, threads = product(grid), product(block)
-    num_sms = device.num_sms if device is not None else None
-    reported = {"blocks per SM": bps, "warps per SM": wps}
-    if k.occupancy_key is not None:
-        reported[k.occupancy_key] = occ
-    true: dict[str, float | None] = {"blocks per SM": None, "warps per SM": None}
-    if device is not None and num_sms is not None and num_sms > 0:
-        true["blocks per SM"] = true_blocks_per_sm(grid, num_sms)
-        true["warps per SM"] = true_warps_per_sm(grid, block, num_sms)
-        # The kernel ran, so it had the shared memory it asked for: its true occupancy is the opt-in one
-        # (the same as the default one up to 48 KB), whatever else is wrong with the launch's record.
-        occ_true, _, active_true = _true_occupancy(
-            device, threads, k.registers or 0, k.shared_memory or 0, blocks, opt_in=True
-        )
-        if k.occupancy_key is not None:
-            true[k.occupancy_key] = occ_true
-        result.corrected = {"blocks per SM": true["blocks per SM"], "warps per SM": true["warps per SM"]}
-        if occ_true is not None and k.occupancy_key is not None:
-            # In the profiler's own form: the integer percent its C float arithmetic prints.
-            assert device.limits is not None
-            result.corrected[k.occupancy_key] = kineto_occupancy_percent(
-                active_true, f32(true["blocks per SM"] or 0.0), threads, device.limits.max_threads_per_sm
-            )[0]
+@dataclass(slots=True)
+class LaunchContext:
+    """One launch, what it implies, and the check being built: what every detector reads."""
+
+    k: KernelRecord
+    device: DeviceInfo | None
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    blocks: int
+    threads: int
+    num_sms: int | None
+    reported: dict[str, float | None]
+    true: dict[str, float | None]
+    result: KernelCheck
+    occupancy_explained: bool = False
+
+    @property
+    def launch(self) -> str:
+        return f"grid {_dims(self.grid)} = {self.blocks} blocks, block {_dims(self.block)} = {self.threads} threads"
 
     def add(
+        self,
         mechanism: Mechanism,
         evidence: str,
         factors: tuple[str, ...] = (),
-        true_override: dict[str, float | None] | None = None,
+        true: dict[str, float | None] | None = None,
     ) -> None:
-        result.findings.append(
+        k = self.k
+        self.result.findings.append(
             Finding(
                 mechanism,
                 k.index,
                 k.name,
                 k.device,
                 k.ts,
-                grid,
-                block,
-                dict(reported),
-                dict(true_override or true),
+                self.grid,
+                self.block,
+                dict(self.reported),
+                dict(true or self.true),
                 evidence,
                 factors,
                 k.correlation,
             )
         )
 
-    launch = f"grid {_dims(grid)} = {blocks} blocks, block {_dims(block)} = {threads} threads"
 
-    # C and C': non-finite values mean the SM count was unknown (x/0).
-    non_finite = [
+def _context(k: KernelRecord, device: DeviceInfo | None, grid: Dim3, block: Dim3) -> LaunchContext:
+    """Everything the detectors share: the launch's numbers and its true values where they can be known."""
+    blocks, threads = product(grid), product(block)
+    num_sms = device.num_sms if device is not None else None
+    reported = {"blocks per SM": k.blocks_per_sm.value, "warps per SM": k.warps_per_sm.value}
+    if k.occupancy_key is not None:
+        reported[k.occupancy_key] = k.occupancy.value
+    ctx = LaunchContext(
+        k,
+        device,
+        grid,
+        block,
+        blocks,
+        threads,
+        num_sms,
+        reported,
+        dict.fromkeys(("blocks per SM", "warps per SM")),
+        KernelCheck(checked=True),
+    )
+    if device is not None and num_sms:
+        _truth(ctx, device, num_sms)
+    return ctx
+
+
+def _truth(ctx: LaunchContext, device: DeviceInfo, num_sms: int) -> None:
+    """True values in 64-bit integers; the occupancy as the kernel really had it and as the profiler prints it."""
+    k, true = ctx.k, ctx.true
+    true["blocks per SM"] = true_blocks_per_sm(ctx.grid, num_sms)
+    true["warps per SM"] = true_warps_per_sm(ctx.grid, ctx.block, num_sms)
+    corrected: dict[str, float | int | None] = {
+        "blocks per SM": true["blocks per SM"],
+        "warps per SM": true["warps per SM"],
+    }
+    # The kernel ran, so it had the shared memory it asked for: its true occupancy is the opt-in one
+    # (the same as the default one up to 48 KB), whatever else is wrong with the launch's record.
+    occ_true, _, active = _true_occupancy(
+        device, ctx.threads, k.registers or 0, k.shared_memory or 0, ctx.blocks, opt_in=True
+    )
+    if k.occupancy_key is not None:
+        true[k.occupancy_key] = occ_true
+        if occ_true is not None and device.limits is not None:  # the integer percent the profiler prints
+            bps = f32(true["blocks per SM"] or 0.0)
+            corrected[k.occupancy_key] = kineto_occupancy_percent(
+                active, bps, ctx.threads, device.limits.max_threads_per_sm
+            )[0]
+    ctx.result.corrected = corrected
+
+
+# -- detectors, in order: each adds findings; True stops the check ---------------------------------
+
+
+def _non_finite(ctx: LaunchContext) -> bool:
+    """C and C': inf/nan blocks or warps per SM mean the profiler divided by an SM count of 0."""
+    k, device = ctx.k, ctx.device
+    bad = [
         (name, r)
         for name, r in (("blocks per SM", k.blocks_per_sm), ("warps per SM", k.warps_per_sm))
         if r.value is not None and not math.isfinite(r.value)
     ]
-    if non_finite:
-        known = ""
-        if device is not None and device.source == "assumed":
-            known = (
-                f", which is not in the trace's deviceProperties (values below assume it is the same GPU "
-                f"as the listed ones, {device.num_sms} SMs)"
-            )
-        shown = ", ".join(f"{name} = {_fmt(r.value)}" for name, r in non_finite)
-        truth = (
-            f"; true blocks per SM {_fmt(true['blocks per SM'])}, warps per SM {_fmt(true['warps per SM'])}"
-            if num_sms
-            else "; the true values need the device's SM count, which the trace does not give"
+    if not bad:
+        return False
+    known = ""
+    if device is not None and device.source == "assumed":
+        known = (
+            f", which is not in the trace's deviceProperties (values below assume it is the same GPU "
+            f"as the listed ones, {device.num_sms} SMs)"
         )
-        add(
-            Mechanism.UNKNOWN_DEVICE,
-            f"{shown}: the profiler divided by an SM count of 0 for device {k.device}{known} ({launch}){truth}",
+    values = ", ".join(f"{name} = {exact(r.value)}" for name, r in bad)
+    truth = (
+        f"; true blocks per SM {exact(ctx.true['blocks per SM'])}, warps per SM {exact(ctx.true['warps per SM'])}"
+        if ctx.num_sms
+        else "; the true values need the device's SM count, which the trace does not give"
+    )
+    ctx.add(
+        Mechanism.UNKNOWN_DEVICE,
+        f"{values}: the profiler divided by an SM count of 0 for device {k.device}{known} ({ctx.launch}){truth}",
+    )
+    spellings = {r.spelling for _, r in bad}
+    occ = k.occupancy.value
+    if occ is not None and k.occupancy.spelling in ("bare", "quoted") and not math.isfinite(occ):
+        spellings.add(k.occupancy.spelling)
+    if "bare" in spellings:
+        ctx.add(Mechanism.NON_FINITE_JSON, NON_FINITE_EVIDENCE["bare"])
+    elif "quoted" in spellings:
+        ctx.add(Mechanism.NON_FINITE_JSON, NON_FINITE_EVIDENCE["quoted"])
+    return True
+
+
+NON_FINITE_EVIDENCE = {
+    "bare": "written as a bare inf/nan token, which is invalid JSON: json.load, HTA and TensorBoard "
+    "reject the whole file (Kineto 2022-04 to 2023-12)",
+    "quoted": 'written as a quoted string ("inf"/"nan") where a number is expected: tools that sum or '
+    "compare the column fail or skip it (Kineto 2023-12 on)",
+}
+
+
+def _placeholders(ctx: LaunchContext) -> bool:
+    """C in 2021-22: -1 placeholders when Kineto had no SM count for the device."""
+    bps, wps = ctx.reported["blocks per SM"], ctx.reported["warps per SM"]
+    if not (bps == -1 and wps in (-1, None) and ctx.blocks > 1):
+        return False
+    ctx.add(
+        Mechanism.UNKNOWN_DEVICE,
+        f"blocks per SM = -1 and warps per SM = {exact(wps)}: the placeholders Kineto wrote in 2021-22 when it "
+        f"had no SM count for device {ctx.k.device} ({ctx.launch}); true blocks per SM "
+        f"{exact(ctx.true['blocks per SM'])}, warps per SM {exact(ctx.true['warps per SM'])}",
+    )
+    return True
+
+
+def _without_sm_count(ctx: LaunchContext) -> bool:
+    """No usable SM count: B still shows (it needs none); other impossible values are named as such."""
+    if ctx.num_sms:
+        return False
+    bps, device = ctx.reported["blocks per SM"], ctx.device
+    problem = f"the trace's {device.problem}" if device is not None and device.problem else None
+    if bps is not None and ctx.blocks > 0 and same_float32(bps, kineto_blocks_per_sm(ctx.grid, -1)):
+        ctx.add(
+            Mechanism.OLD_SM_COUNT,
+            f"blocks per SM = {exact(bps)} = -(grid blocks): the SM count was read as -1 ({ctx.launch}); "
+            + (problem or SM_COUNT_HINT),
         )
-        spellings = {r.spelling for _, r in non_finite}
-        if occ is not None and k.occupancy.spelling in ("bare", "quoted") and not math.isfinite(occ):
-            spellings.add(k.occupancy.spelling)
-        if "bare" in spellings:
-            add(
-                Mechanism.NON_FINITE_JSON,
-                "written as a bare inf/nan token, which is invalid JSON: json.load, HTA and TensorBoard "
-                "reject the whole file (Kineto 2022-04 to 2023-12)",
-            )
-        elif "quoted" in spellings:
-            add(
-                Mechanism.NON_FINITE_JSON,
-                'written as a quoted string ("inf"/"nan") where a number is expected: tools that sum or '
-                "compare the column fail or skip it (Kineto 2023-12 on)",
-            )
-        return result
+    elif _impossible_values(ctx.k):
+        why = problem or "the trace gives no SM count for this device; " + SM_COUNT_HINT
+        ctx.result.findings += _unrecomputable(ctx.k, why).findings
+    return True
 
-    if bps == -1 and wps in (-1, None) and blocks > 1:
-        # 2021-22 Kineto wrote -1 placeholders when it had no SM count for the device.
-        add(
-            Mechanism.UNKNOWN_DEVICE,
-            f"blocks per SM = -1 and warps per SM = {_fmt(wps)}: the placeholders Kineto wrote in 2021-22 when it "
-            f"had no SM count for device {k.device} ({launch}); true blocks per SM {_fmt(true['blocks per SM'])}, "
-            f"warps per SM {_fmt(true['warps per SM'])}",
-        )
-        return result
 
-    if num_sms is None or num_sms == 0:
-        # Without an SM count only B can still be recognised (it needs none).
-        if bps is not None and blocks > 0 and same_float32(bps, kineto_blocks_per_sm(grid, -1)):
-            add(
-                Mechanism.OLD_SM_COUNT,
-                f"blocks per SM = {_fmt(bps)} = -(grid blocks): the SM count was read as -1 ({launch}); "
-                + (f"the trace's {device.problem}" if device is not None and device.problem else SM_COUNT_HINT),
-            )
-        elif _impossible_values(k):
-            why = (
-                f"the trace's {device.problem}"
-                if device is not None and device.problem
-                else "the trace gives no SM count for this device; " + SM_COUNT_HINT
-            )
-            return _unrecomputable(k, why)
-        return result
-
-    expected_bps = kineto_blocks_per_sm(grid, num_sms)
-    expected_wps = kineto_warps_per_sm(grid, block, num_sms)
+def _grid_arithmetic(ctx: LaunchContext) -> bool:
+    """A, A', B with an SM count, an unexplained disagreement, or F: the grid against Kineto's formula."""
+    assert ctx.num_sms
+    bps, wps, num_sms = ctx.reported["blocks per SM"], ctx.reported["warps per SM"], ctx.num_sms
+    expected_bps = kineto_blocks_per_sm(ctx.grid, num_sms)
+    expected_wps = kineto_warps_per_sm(ctx.grid, ctx.block, num_sms)
     bps_ok = bps is None or same_float32(bps, expected_bps)
     wps_ok = wps is None or same_float32(wps, expected_wps)
-    overflow = blocks > INT32_MAX
-    occupancy_explained = False
-
-    if bps_ok and wps_ok and overflow:
-        wrapped = wrap_int32(blocks)
-        occ_note = ""
-        if occ is not None:
-            occupancy_explained = True
-            label = k.occupancy_key or "occupancy"
-            occ_note = (
-                f"; {label} {_fmt(occ)} follows from the wrapped value (true "
-                f"{_fmt(round(t, 1) if (t := true.get(label)) is not None else None)})"
-            )
-        add(
-            Mechanism.GRID_OVERFLOW,
-            f"{launch} > 2^31-1; the int32 product wraps to {wrapped}; reported blocks per SM {_fmt(bps)}, "
-            f"warps per SM {_fmt(wps)}; true {_fmt(true['blocks per SM'])} and {_fmt(true['warps per SM'])} "
-            f"on {num_sms} SMs{occ_note}",
-        )
+    if bps_ok and wps_ok and ctx.blocks > INT32_MAX:
+        _grid_overflow(ctx)
     elif not (bps_ok and wps_ok):
-        b_bps = kineto_blocks_per_sm(grid, -1)
-        b_wps = kineto_warps_per_sm(grid, block, -1)
-        if (bps is None or same_float32(bps, b_bps)) and (wps is None or same_float32(wps, b_wps)):
-            occupancy_explained = occ is not None and occ < 0
-            add(
-                Mechanism.OLD_SM_COUNT,
-                f"blocks per SM {_fmt(bps)} = -{blocks} and warps per SM {_fmt(wps)} = -{threads}*{blocks}/32: "
-                f"the profiler used an SM count of -1 instead of {num_sms} ({launch}); true "
-                f"{_fmt(true['blocks per SM'])} and {_fmt(true['warps per SM'])}",
-            )
-        elif (
-            wps is not None
-            and blocks * threads > INT32_MAX
-            and same_float32(wps, early_kineto_warps_per_sm(grid, block, num_sms))
-        ):
-            add(
-                Mechanism.EARLY_OVERFLOW,
-                f"{launch}: {blocks * threads} threads > 2^31-1, multiplied in int32 wraps to "
-                f"{wrap_int32(blocks * threads)}; reported warps per SM {_fmt(wps)}, true {_fmt(true['warps per SM'])}",
-            )
-        else:
-            implied = ""
-            if bps is not None and bps != 0 and math.isfinite(bps):
-                implied = f"; it implies {wrap_int32(blocks) / bps:.4g} SMs, the trace says {num_sms}"
-            add(
-                Mechanism.UNEXPLAINED,
-                f"reported blocks per SM {_fmt(bps)}, warps per SM {_fmt(wps)}; Kineto's formula gives "
-                f"{_fmt(expected_bps)} and {_fmt(expected_wps)} on {num_sms} SMs ({launch}){implied}",
-            )
-    elif true["warps per SM"] is not None and true["warps per SM"] > HARDWARE_MAX_RESIDENT_WARPS:
-        add(
+        _wrong_grid_values(ctx, expected_bps, expected_wps)
+    elif (true_wps := ctx.true["warps per SM"]) is not None and true_wps > HARDWARE_MAX_RESIDENT_WARPS:
+        ctx.add(
             Mechanism.BY_DESIGN,
-            f"warps per SM {_fmt(wps)} counts the whole grid ({blocks} blocks over {num_sms} SMs), not the "
+            f"warps per SM {exact(wps)} counts the whole grid ({ctx.blocks} blocks over {num_sms} SMs), not the "
             f"warps resident at once (at most {HARDWARE_MAX_RESIDENT_WARPS}); the value is correct",
         )
+    return False
 
-    if occ is None or occupancy_explained or device is None or device.limits is None:
-        return result
-    smem = k.shared_memory or 0
-    registers = k.registers or 0
+
+def _grid_overflow(ctx: LaunchContext) -> None:
+    bps, wps, occ = ctx.reported["blocks per SM"], ctx.reported["warps per SM"], ctx.k.occupancy.value
+    occ_note = ""
+    if occ is not None:
+        ctx.occupancy_explained = True
+        label = ctx.k.occupancy_key or "occupancy"
+        true_occ = ctx.true.get(label)
+        shown_true = exact(round(true_occ, 1) if true_occ is not None else None)
+        occ_note = f"; {label} {exact(occ)} follows from the wrapped value (true {shown_true})"
+    ctx.add(
+        Mechanism.GRID_OVERFLOW,
+        f"{ctx.launch} > 2^31-1; the int32 product wraps to {wrap_int32(ctx.blocks)}; reported blocks per SM "
+        f"{exact(bps)}, warps per SM {exact(wps)}; true {exact(ctx.true['blocks per SM'])} and "
+        f"{exact(ctx.true['warps per SM'])} on {ctx.num_sms} SMs{occ_note}",
+    )
+
+
+def _wrong_grid_values(ctx: LaunchContext, expected_bps: float, expected_wps: float) -> None:
+    bps, wps, occ = ctx.reported["blocks per SM"], ctx.reported["warps per SM"], ctx.k.occupancy.value
+    assert ctx.num_sms
+    grid, block, blocks, threads, num_sms = ctx.grid, ctx.block, ctx.blocks, ctx.threads, ctx.num_sms
+    b_bps, b_wps = kineto_blocks_per_sm(grid, -1), kineto_warps_per_sm(grid, block, -1)
+    if (bps is None or same_float32(bps, b_bps)) and (wps is None or same_float32(wps, b_wps)):
+        ctx.occupancy_explained = occ is not None and occ < 0
+        ctx.add(
+            Mechanism.OLD_SM_COUNT,
+            f"blocks per SM {exact(bps)} = -{blocks} and warps per SM {exact(wps)} = -{threads}*{blocks}/32: "
+            f"the profiler used an SM count of -1 instead of {num_sms} ({ctx.launch}); true "
+            f"{exact(ctx.true['blocks per SM'])} and {exact(ctx.true['warps per SM'])}",
+        )
+    elif (
+        wps is not None
+        and blocks * threads > INT32_MAX
+        and same_float32(wps, early_kineto_warps_per_sm(grid, block, num_sms))
+    ):
+        ctx.add(
+            Mechanism.EARLY_OVERFLOW,
+            f"{ctx.launch}: {blocks * threads} threads > 2^31-1, multiplied in int32 wraps to "
+            f"{wrap_int32(blocks * threads)}; reported warps per SM {exact(wps)}, "
+            f"true {exact(ctx.true['warps per SM'])}",
+        )
+    else:
+        implied = ""
+        if bps is not None and bps != 0 and math.isfinite(bps):
+            implied = f"; it implies {wrap_int32(blocks) / bps:.4g} SMs, the trace says {num_sms}"
+        ctx.add(
+            Mechanism.UNEXPLAINED,
+            f"reported blocks per SM {exact(bps)}, warps per SM {exact(wps)}; Kineto's formula gives "
+            f"{exact(expected_bps)} and {exact(expected_wps)} on {num_sms} SMs ({ctx.launch}){implied}",
+        )
+
+
+def _occupancy(ctx: LaunchContext) -> bool:
+    """E, D, or an unexplained occupancy: the printed value against CUDA's calculator as Kineto calls it."""
+    k, device, occ = ctx.k, ctx.device, ctx.k.occupancy.value
+    if occ is None or ctx.occupancy_explained or device is None or device.limits is None:
+        return True
+    limits = device.limits
+    smem, registers = k.shared_memory or 0, k.registers or 0
     try:
-        calc = active_blocks_per_sm(device.limits, threads, registers, smem)
-        active: int | None = calc.active_blocks
+        calc: Occupancy | None = active_blocks_per_sm(limits, ctx.threads, registers, smem)
     except UnknownArchitecture:
-        calc, active = None, None
-    truncating, lround = kineto_occupancy_percent(active, expected_bps, threads, device.limits.max_threads_per_sm)
+        calc = None
+    active = calc.active_blocks if calc is not None else None
+    assert ctx.num_sms  # _without_sm_count stopped the check otherwise
+    expected_bps = kineto_blocks_per_sm(ctx.grid, ctx.num_sms)
+    truncating, lround = kineto_occupancy_percent(active, expected_bps, ctx.threads, limits.max_threads_per_sm)
     label = k.occupancy_key or "occupancy"
-    cc = device.limits.compute_capability
+    cc = limits.compute_capability
+    needs = MIN_CUDA_HEADER.get(cc, "a newer release")
     if occ in (truncating, lround):
         if occ == 0 and smem > SMEM_DEFAULT_LIMIT and calc is not None:
-            value, factors, opt_active = _true_occupancy(device, threads, registers, smem, blocks, opt_in=True)
-            fixed = dict(true)
-            fixed[label] = value
-            optin = device.limits.shared_mem_per_block_optin
-            add(
-                Mechanism.SHARED_MEMORY_LIMIT,
-                f"{label} = 0 for a kernel that ran: shared memory {smem} B > 49152 B (48 KB), the default "
-                f"per-block limit Kineto passes to the occupancy calculator; with the opt-in limit "
-                f"sharedMemPerBlockOptin = {optin} B, {opt_active} block(s) per SM fit, so the occupancy is "
-                f"{_fmt(round(value, 1) if value is not None else None)}%, "
-                f"limited by {', '.join(factors) or 'nothing'}",
-                factors,
-                fixed,
-            )
+            _shared_memory_limit(ctx, device, label)
         elif active is None and occ < 0:
-            needs = MIN_CUDA_HEADER.get(cc, "a newer release")
-            add(
+            ctx.add(
                 Mechanism.OCCUPANCY_CALCULATOR,
-                f"{label} = {_fmt(occ)}: compute capability {cc[0]}.{cc[1]} is unknown to the occupancy "
+                f"{label} = {exact(occ)}: compute capability {cc[0]}.{cc[1]} is unknown to the occupancy "
                 f"calculator (a PyTorch built with a CUDA header older than {needs}); blocks per SM is fine",
             )
-        return result
-    if occ in (-99, -100) and calc is not None:
-        needs = MIN_CUDA_HEADER.get(cc, "a newer release")
-        add(
+    elif occ in (-99, -100) and calc is not None:
+        ctx.add(
             Mechanism.OCCUPANCY_CALCULATOR,
-            f"{label} = {_fmt(occ)} while blocks per SM {_fmt(bps)} is right: the profiler's occupancy calculator "
-            f"failed on compute capability {cc[0]}.{cc[1]} (PyTorch built with a CUDA header older than {needs}); "
-            f"true {_fmt(true.get(label))}%, limited by {', '.join(calc.limiting_factors)}",
+            f"{label} = {exact(occ)} while blocks per SM {exact(ctx.reported['blocks per SM'])} is right: the "
+            f"profiler's occupancy calculator failed on compute capability {cc[0]}.{cc[1]} (PyTorch built with a "
+            f"CUDA header older than {needs}); true {exact(ctx.true.get(label))}%, limited by "
+            f"{', '.join(calc.limiting_factors)}",
             calc.limiting_factors,
         )
-        return result
-    add(
-        Mechanism.UNEXPLAINED,
-        f"{label} = {_fmt(occ)}, but the occupancy calculator with this trace's device properties gives "
-        f"{truncating}% (registers {registers}, shared memory {smem} B, {threads} threads/block, cc {cc[0]}.{cc[1]}): "
-        "a profiler or device this tool does not know",
+    else:
+        ctx.add(
+            Mechanism.UNEXPLAINED,
+            f"{label} = {exact(occ)}, but the occupancy calculator with this trace's device properties gives "
+            f"{truncating}% (registers {registers}, shared memory {smem} B, {ctx.threads} threads/block, "
+            f"cc {cc[0]}.{cc[1]}): a profiler or device this tool does not know",
+        )
+    return True
+
+
+def _shared_memory_limit(ctx: LaunchContext, device: DeviceInfo, label: str) -> None:
+    k = ctx.k
+    assert device.limits is not None
+    value, factors, opt_active = _true_occupancy(
+        device, ctx.threads, k.registers or 0, k.shared_memory or 0, ctx.blocks, opt_in=True
     )
-    return result
+    fixed = dict(ctx.true)
+    fixed[label] = value
+    ctx.add(
+        Mechanism.SHARED_MEMORY_LIMIT,
+        f"{label} = 0 for a kernel that ran: shared memory {k.shared_memory} B > 49152 B (48 KB), the default "
+        f"per-block limit Kineto passes to the occupancy calculator; with the opt-in limit "
+        f"sharedMemPerBlockOptin = {device.limits.shared_mem_per_block_optin} B, {opt_active} block(s) per SM fit, "
+        f"so the occupancy is {exact(round(value, 1) if value is not None else None)}%, "
+        f"limited by {', '.join(factors) or 'nothing'}",
+        factors,
+        fixed,
+    )
+
+
+DETECTORS = (_non_finite, _placeholders, _without_sm_count, _grid_arithmetic, _occupancy)
+
+
+def check_kernel(k: KernelRecord, device: DeviceInfo | None, *, rocm: bool = False) -> KernelCheck:
+    """Classify one kernel. Never raises on odd data: odd data is a finding or a skip."""
+    if rocm or k.fixed is not None:
+        return KernelCheck()
+    if k.grid is None or k.block is None:
+        if _impossible_values(k):
+            return _unrecomputable(k, "the launch's grid or block is missing or not three whole numbers")
+        return KernelCheck()
+    if k.blocks_per_sm.value is None and k.warps_per_sm.value is None and k.occupancy.value is None:
+        return KernelCheck()
+    ctx = _context(k, device, k.grid, k.block)
+    for detect in DETECTORS:
+        if detect(ctx):
+            break
+    return ctx.result
 
 
 class MemoChecker:

@@ -13,6 +13,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from wizard.formatting import shown
 from wizard.trace.gpus import FAMILY, PROPERTIES
 from wizard.trace.kineto_math import INT32_MAX, product
 from wizard.trace.occupancy import DeviceLimits
@@ -39,20 +40,11 @@ def fact_problem(props: dict[str, Any], *names: str) -> str | None:
         if _get(props, name) is not None:
             return None
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            return f"{name} is {_shown(value)} ({type(value).__name__}), not a number"
+            return f"{name} is {shown(value, 40)} ({type(value).__name__}), not a number"
         if isinstance(value, float):
-            return f"{name} is {_shown(value)}, not a whole number"
-        return f"{name} is {_shown(value)}, which no GPU has"
+            return f"{name} is {shown(value, 40)}, not a whole number"
+        return f"{name} is {shown(value, 40)}, which no GPU has"
     return None
-
-
-def _shown(value: Any) -> str:
-    text = (
-        repr(value)
-        if not isinstance(value, int) or value.bit_length() < 64
-        else f"an integer of {value.bit_length()} bits"
-    )
-    return text if len(text) <= 40 else text[:37] + "..."
 
 
 @dataclass(frozen=True, slots=True)

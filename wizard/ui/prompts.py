@@ -12,16 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from wizard.engine.answers import (
-    ORIGIN_COMMAND_LINE,
-    ORIGIN_INTERACTIVE,
-    AnswerInvalid,
-    MappingAnswers,
-    MissingAnswer,
-    coerce_answer,
-)
+from wizard.engine.answers import ORIGIN_COMMAND_LINE, ORIGIN_INTERACTIVE, MappingAnswers, MissingAnswer
 from wizard.errors import NoTerminalError
-from wizard.playbook.model import QuestionNode
+from wizard.playbook.model import AnswerInvalid, QuestionNode
 from wizard.untrusted import rich_text, visible
 
 
@@ -70,7 +63,7 @@ class InteractiveAnswers:
             if value == "" and question.default is not None:
                 return question.default, ORIGIN_INTERACTIVE  # shown and accepted with Enter
             try:
-                return coerce_answer(question, value), ORIGIN_INTERACTIVE
+                return question.coerce(value), ORIGIN_INTERACTIVE
             except AnswerInvalid as exc:
                 if self.console is not None:
                     self.console.print(rich_text(f"  ✗ {exc}; try again", "red"))

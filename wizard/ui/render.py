@@ -6,7 +6,6 @@ Everything shown here that came from a trace, a playbook or an answer goes throu
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Mapping
 from typing import Any
@@ -19,6 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from wizard.engine.transcript import Transcript
+from wizard.formatting import compact
 from wizard.playbook.model import DecisionNode, Node, Playbook, ProbeNode
 from wizard.playbook.trust import ProgramUse
 from wizard.probes.base import ProbeResult
@@ -31,16 +31,6 @@ SEVERITY_STYLE = {"info": "green", "warning": "yellow", "error": "red"}
 
 def short(name: str, width: int = 70) -> str:
     return name if len(name) <= width else name[: width - 1] + "…"
-
-
-def fmt_value(value: Any) -> str:
-    if value is None:
-        return "—"
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            return str(value)
-        return f"{value:.6g}" if abs(value) < 1e7 else f"{value:.4g}"
-    return str(value)
 
 
 class TerminalObserver:
@@ -201,7 +191,7 @@ def _report_view(report: TraceReport, show_all: bool) -> Group:
         table.add_column("launched by")
         for g in groups[:40]:
             changes = [
-                f"{k}: {fmt_value(v)} → {fmt_value(g.worst.true.get(k))}"
+                f"{k}: {compact(v)} → {compact(g.worst.true.get(k))}"
                 for k, v in g.worst.reported.items()
                 if g.worst.true.get(k) is not None and v != g.worst.true.get(k)
             ]

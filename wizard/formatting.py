@@ -1,0 +1,66 @@
+"""How values are written for people: one module, each precision chosen on purpose.
+
+- ``exact``: evidence lines. Integral values as integers, others with 9 significant digits,
+  which is what a C ``float`` holds, so a reported value reads as the profiler printed it.
+- ``compact``: table cells and Markdown: 6 significant digits, 4 past ten million, where a
+  column must stay narrow and the evidence line beside it has the exact value.
+- ``rounded``: a playbook template's ``fmt(x, digits)``: ``digits`` decimals (3 by default), or
+  significant digits for very large or very small values.
+- ``count``: a number another tool printed as a float although it counts things (ncu's grid sizes).
+- ``shown``: any value quoted in a message: its repr, cut to what one terminal line can hold.
+
+Non-finite values read ``inf``, ``-inf``, ``nan`` everywhere.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+
+def _non_finite(value: float) -> str:
+    return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+
+
+def exact(value: float | int | None, missing: str = "missing") -> str:
+    if value is None:
+        return missing
+    if isinstance(value, float) and not math.isfinite(value):
+        return _non_finite(value)
+    if value == int(value) and abs(value) < 1e15:
+        return str(int(value))
+    return f"{value:.9g}"
+
+
+def compact(value: Any, missing: str = "—") -> str:
+    if value is None:
+        return missing
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return _non_finite(value)
+        return f"{value:.6g}" if abs(value) < 1e7 else f"{value:.4g}"
+    return str(value)
+
+
+def rounded(value: Any, digits: Any = 3) -> str:
+    digits = min(max(int(digits), 0), 17) if isinstance(digits, (int, float)) and math.isfinite(digits) else 3
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return _non_finite(value)
+        if abs(value) >= 1e6 or (value and abs(value) < 1e-3):
+            return f"{value:.{digits}g}"
+        return f"{round(value, digits):g}"
+    return "" if value is None else str(value)
+
+
+def count(value: float | str | None, missing: str = "?") -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return missing if value is None else str(value)
+
+
+def shown(value: Any, width: int = 120) -> str:
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
+        return f"an integer of {value.bit_length()} bits"
+    text = repr(value)
+    return text if len(text) <= width else text[: width - 20] + f"... ({len(text)} characters)"
