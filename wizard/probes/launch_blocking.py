@@ -6,12 +6,14 @@ compute-sanitizer's memcheck runs too when installed and allowed.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from wizard.environment import Environment
-from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status, ensure_dir
-from wizard.probes.common import HARNESS, harness_failure, no_workload, run_harness, workload_argv
-from wizard.probes.cuda_errors import find_cuda_failure, parse_sanitizer, sanitizer_summary
+from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, ensure_dir
+from wizard.probes.common import HARNESS, HarnessRun, harness_failure, no_workload, run_harness, workload_argv
+from wizard.probes.cuda_errors import CudaFailure, find_cuda_failure, parse_sanitizer, sanitizer_summary
+from wizard.probes.verdicts import launch_blocking_verdict
 
 
 class LaunchBlockingProbe:
@@ -45,127 +47,101 @@ class LaunchBlockingProbe:
         out_dir = ensure_dir(env.settings.report_dir / "launch-blocking")
         extra = {"CUDA_LAUNCH_BLOCKING": "1", "TORCH_USE_CUDA_DSA": "1", "PYTORCH_USE_CUDA_DSA": "1"}
         run = run_harness(env, "run", ["--", *argv], timeout=timeout, log_name="launch-blocking", extra_env=extra)
-        if run.result is not None:
-            cuda = bool(run.result.get("cuda_available"))
-        else:  # the workload took the harness down with it: ask separately
-            preflight = run_harness(env, "env", [], timeout=min(timeout, 120), log_name="launch-blocking-env")
-            cuda = bool(preflight.result and preflight.result.get("cuda_available"))
         if run.command.timed_out:
             failed = harness_failure(self.name, run)
             assert failed is not None
             return failed
-        output = run.command.output
-        failure = find_cuda_failure(output)
+        cuda = _cuda_available(env, run, timeout)
+        failure = find_cuda_failure(run.command.output)
         exit_code = run.result.get("exit_code") if run.result else run.command.returncode
-        facts: dict[str, Any] = {
-            "cuda_available": cuda,
-            "cuda_error": None,
-            "error_name": None,
-            "exception": None,
-            "python_frame": None,
-            "device_assert": None,
-            "exit_code": exit_code,
-            "dsa": "unavailable in this build"
-            if (failure and failure.dsa_unavailable)
-            else "enabled if the build supports it",
-            "sanitizer_errors": None,
-            "sanitizer_first": None,
-            "sanitizer_location": None,
-            "sanitizer_python_frame": None,
-            "sanitizer_summary": "not run" + ("" if cuda else " (no CUDA device)"),
-        }
+        facts = _facts(cuda, exit_code, failure)
         files = [run.command.log_path or ""]
-        evidence: list[str] = []
-        if failure is not None:
-            facts.update(
-                cuda_error=failure.message,
-                error_name=failure.error_name,
-                exception=failure.exception,
-                python_frame=failure.python_frame,
-                device_assert=failure.device_assert,
-            )
-            evidence.append(
-                f"CUDA error: {failure.message}" + (f" ({failure.error_name})" if failure.error_name else "")
-            )
-            if failure.python_frame:
-                evidence.append(f"launched from {failure.python_frame}")
-            if failure.device_assert:
-                evidence.append(failure.device_assert)
-            if failure.dsa_unavailable:
-                evidence.append(
-                    "device-side assertions are unavailable in this build (stock wheels lack "
-                    "TORCH_USE_CUDA_DSA); the error above is the blocking launch's own"
-                )
-        sanitizer = env.system.which("compute-sanitizer")
-        if cuda and sanitizer and params.get("sanitizer", True):
-            if not env.settings.allow_sanitizer:
-                facts["sanitizer_summary"] = "not run (installed: rerun with --allow-sanitizer for memcheck, slow)"
-                evidence.append("compute-sanitizer is installed; rerun with --allow-sanitizer to run memcheck (slow)")
-            else:
-                log = out_dir / "memcheck.log"
-                cmd = [
-                    sanitizer,
-                    "--tool",
-                    "memcheck",
-                    "--target-processes",
-                    "all",
-                    "--error-exitcode",
-                    "99",
-                    "--print-limit",
-                    "20",
-                    "--log-file",
-                    str(log),
-                    env.settings.python,
-                    str(HARNESS),
-                    "run",
-                    "--",
-                    *argv,
-                ]
-                env.system.runner.run(
-                    cmd,
-                    timeout=timeout * 4,
-                    env=env.child_env(PYTORCH_NO_CUDA_MEMORY_CACHING="1"),
-                    log_path=out_dir / "memcheck-run.log",
-                )
-                if log.exists():
-                    report = parse_sanitizer(log.read_text(encoding="utf-8", errors="replace"))
-                    facts.update(
-                        sanitizer_errors=report.errors,
-                        sanitizer_first=report.first,
-                        sanitizer_location=report.location,
-                        sanitizer_python_frame=report.python_frame,
-                        sanitizer_summary=sanitizer_summary(report),
-                    )
-                    files.append(str(log))
-                    if report.errors:
-                        evidence.append(f"compute-sanitizer: {facts['sanitizer_summary']}")
-                else:
-                    facts["sanitizer_summary"] = "ran but wrote no log; see memcheck-run.log"
-        if failure is not None or (facts["sanitizer_errors"] or 0) > 0:
-            return ProbeResult(
-                Status.FAIL,
-                f"CUDA error at launch: {facts['cuda_error'] or facts['sanitizer_first']}",
-                facts=facts,
-                evidence=evidence,
-                files=files,
-            )
-        if not cuda:
-            return ProbeResult(
-                Status.SKIP,
-                "no CUDA device: the workload ran on the CPU, so there is no kernel launch "
-                f"to serialise (exit code {exit_code})",
-                facts=facts,
-                evidence=evidence,
-                files=files,
-            )
-        if exit_code not in (0, None):
-            return ProbeResult(
-                Status.WARN,
-                f"the workload failed (exit {exit_code}) without a CUDA error; see the log",
-                facts=facts,
-                evidence=evidence,
-                files=files,
-            )
-        return ProbeResult(
-            Status.PASS, "no CUDA error with blocking launches", facts=facts, evidence=evidence, files=files
+        evidence = _failure_evidence(failure)
+        if cuda and params.get("sanitizer", True):
+            more_facts, more_files, more_evidence = _memcheck(env, argv, out_dir, timeout)
+            facts.update(more_facts)
+            files += more_files
+            evidence += more_evidence
+        status, summary = launch_blocking_verdict(
+            facts["cuda_error"], facts["sanitizer_errors"], facts["sanitizer_first"], cuda, exit_code
         )
+        return ProbeResult(status, summary, facts=facts, evidence=evidence, files=files)
+
+
+def _cuda_available(env: Environment, run: HarnessRun, timeout: float) -> bool:
+    if run.result is not None:
+        return bool(run.result.get("cuda_available"))
+    # The workload took the harness down with it: ask separately.
+    preflight = run_harness(env, "env", [], timeout=min(timeout, 120), log_name="launch-blocking-env")
+    return bool(preflight.result and preflight.result.get("cuda_available"))
+
+
+def _facts(cuda: bool, exit_code: Any, failure: CudaFailure | None) -> dict[str, Any]:
+    return {
+        "cuda_available": cuda,
+        "cuda_error": failure.message if failure else None,
+        "error_name": failure.error_name if failure else None,
+        "exception": failure.exception if failure else None,
+        "python_frame": failure.python_frame if failure else None,
+        "device_assert": failure.device_assert if failure else None,
+        "exit_code": exit_code,
+        "dsa": "unavailable in this build"
+        if (failure and failure.dsa_unavailable)
+        else "enabled if the build supports it",
+        "sanitizer_errors": None,
+        "sanitizer_first": None,
+        "sanitizer_location": None,
+        "sanitizer_python_frame": None,
+        "sanitizer_summary": "not run" + ("" if cuda else " (no CUDA device)"),
+    }
+
+
+def _failure_evidence(failure: CudaFailure | None) -> list[str]:
+    if failure is None:
+        return []
+    evidence = [f"CUDA error: {failure.message}" + (f" ({failure.error_name})" if failure.error_name else "")]
+    if failure.python_frame:
+        evidence.append(f"launched from {failure.python_frame}")
+    if failure.device_assert:
+        evidence.append(failure.device_assert)
+    if failure.dsa_unavailable:
+        evidence.append(
+            "device-side assertions are unavailable in this build (stock wheels lack TORCH_USE_CUDA_DSA); the error "
+            "above is the blocking launch's own"
+        )
+    return evidence
+
+
+def _memcheck(
+    env: Environment, argv: list[str], out_dir: Path, timeout: float
+) -> tuple[dict[str, Any], list[str], list[str]]:
+    """compute-sanitizer's memcheck, when installed and allowed: (facts, files, evidence) it adds."""
+    sanitizer = env.system.which("compute-sanitizer")
+    if not sanitizer:
+        return {}, [], []
+    if not env.settings.allow_sanitizer:
+        return (
+            {"sanitizer_summary": "not run (installed: rerun with --allow-sanitizer for memcheck, slow)"},
+            [],
+            ["compute-sanitizer is installed; rerun with --allow-sanitizer to run memcheck (slow)"],
+        )
+    log = out_dir / "memcheck.log"
+    options = ["--tool", "memcheck", "--target-processes", "all", "--error-exitcode", "99", "--print-limit", "20"]
+    cmd = [sanitizer, *options, "--log-file", str(log), env.settings.python, str(HARNESS), "run", "--", *argv]
+    env.system.runner.run(
+        cmd,
+        timeout=timeout * 4,
+        env=env.child_env(PYTORCH_NO_CUDA_MEMORY_CACHING="1"),
+        log_path=out_dir / "memcheck-run.log",
+    )
+    if not log.exists():
+        return {"sanitizer_summary": "ran but wrote no log; see memcheck-run.log"}, [], []
+    report = parse_sanitizer(log.read_text(encoding="utf-8", errors="replace"))
+    facts = {
+        "sanitizer_errors": report.errors,
+        "sanitizer_first": report.first,
+        "sanitizer_location": report.location,
+        "sanitizer_python_frame": report.python_frame,
+        "sanitizer_summary": sanitizer_summary(report),
+    }
+    return facts, [str(log)], [f"compute-sanitizer: {facts['sanitizer_summary']}"] if report.errors else []

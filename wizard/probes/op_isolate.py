@@ -17,6 +17,7 @@ from wizard.outputs import free_path, write_text
 from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status, ensure_dir
 from wizard.probes.common import MARK, parse_result
 from wizard.probes.trace_inspect import inspection_facts
+from wizard.probes.verdicts import op_isolate_verdict
 from wizard.trace.inspect import inspect_paths
 from wizard.untrusted import visible
 
@@ -171,23 +172,11 @@ class OpIsolateProbe:
     )
 
     def run(self, env: Environment, params: Mapping[str, Any], *, timeout: float = 600.0) -> ProbeResult:
-        op, dims, types = params.get("op"), params.get("input_dims"), params.get("input_types")
-        if not op and params.get("trace"):
-            paths = params["trace"] if isinstance(params["trace"], list) else [params["trace"]]
-            facts = inspection_facts(inspect_paths([str(p) for p in paths]))
-            op, dims, types = facts["worst_op"], facts["worst_op_dims"], facts["worst_op_types"]
-            if not facts["impossible"]:
-                return ProbeResult(Status.SKIP, "the trace has no impossible value to isolate", facts={"op": None})
-        if not op:
-            return ProbeResult(
-                Status.SKIP,
-                "no launching op known: the trace maps the kernel to no op "
-                "(record with record_shapes=True, or give op and input_dims)",
-                facts={"op": None},
-            )
+        op, dims, types, skipped = _the_op(params)
+        if skipped is not None:
+            return skipped
         shapes = _loads(dims) or []
-        type_names = _loads(types) or []
-        base = {
+        base: dict[str, Any] = {
             "op": op,
             "input_dims": dims,
             "input_types": types,
@@ -197,7 +186,7 @@ class OpIsolateProbe:
             "mechanisms": [],
         }
         out_dir = ensure_dir(env.settings.report_dir / "op-isolate")
-        script = write_repro(out_dir, repro_source(str(op), shapes, type_names))
+        script = write_repro(out_dir, repro_source(str(op), shapes, _loads(types) or []))
         base["repro_script"] = str(script)
         if not OP_NAME.match(str(op)) or not isinstance(shapes, list) or not shapes:
             return ProbeResult(
@@ -218,48 +207,42 @@ class OpIsolateProbe:
         result = parse_result(run.output)
         files = [str(script), run.log_path or ""]
         if result is None:
-            return ProbeResult(
-                Status.ERROR,
-                f"the repro did not finish (exit {run.returncode}); see {run.log_path}",
-                facts=base,
-                files=files,
-            )
-        if result.get("too_large"):
-            return ProbeResult(
-                Status.SKIP,
-                f"no CUDA device, and the inputs ({result['too_large']} elements) are too "
-                "large to run on the CPU; the repro script was written",
-                facts=base,
-                files=files,
-            )
+            summary = f"the repro did not finish (exit {run.returncode}); see {run.log_path}"
+            return ProbeResult(Status.ERROR, summary, facts=base, files=files)
         base["device"] = result.get("device")
-        if result.get("missing_op"):
-            return ProbeResult(Status.WARN, str(result["error"]), facts=base, files=files)
-        if result.get("error"):
-            return ProbeResult(
-                Status.WARN,
-                f"calling {op} with the recorded tensors alone failed ({result['error']}); "
-                "add its non-tensor arguments to the script",
-                facts=base,
-                files=files,
+        found: dict[str, Any] = {"mechanisms": [], "impossible": False, "worst_evidence": None}
+        if trace.exists() and not result.get("error") and not result.get("too_large"):
+            found = inspection_facts(inspect_paths([str(trace)]))
+            base["mechanisms"] = found["mechanisms"]
+            files.append(str(trace))
+        status, summary, reproduced = op_isolate_verdict(
+            str(op), result, found["mechanisms"] if found["impossible"] else []
+        )
+        base["reproduced"] = reproduced
+        evidence = [str(found["worst_evidence"])] if reproduced else []
+        return ProbeResult(status, summary, facts=base, files=files, evidence=evidence)
+
+
+def _the_op(params: Mapping[str, Any]) -> tuple[Any, Any, Any, ProbeResult | None]:
+    """(op, input dims, input types, or why there is nothing to isolate): given, or the trace's worst."""
+    op, dims, types = params.get("op"), params.get("input_dims"), params.get("input_types")
+    if not op and params.get("trace"):
+        paths = params["trace"] if isinstance(params["trace"], list) else [params["trace"]]
+        facts = inspection_facts(inspect_paths([str(p) for p in paths]))
+        if not facts["impossible"]:
+            return (
+                None,
+                None,
+                None,
+                ProbeResult(Status.SKIP, "the trace has no impossible value to isolate", facts={"op": None}),
             )
-        found = inspection_facts(inspect_paths([str(trace)]))
-        base["mechanisms"] = found["mechanisms"]
-        files.append(str(trace))
-        if base["device"] != "cuda":
-            return ProbeResult(
-                Status.SKIP,
-                f"no CUDA device: {op} ran alone on the CPU (the repro is valid) but kernel metrics need a GPU",
-                facts=base,
-                files=files,
-            )
-        base["reproduced"] = bool(found["impossible"])
-        if base["reproduced"]:
-            return ProbeResult(
-                Status.FAIL,
-                f"{op} alone reproduces the anomaly ({', '.join(found['mechanisms'])})",
-                facts=base,
-                files=files,
-                evidence=[str(found["worst_evidence"])],
-            )
-        return ProbeResult(Status.PASS, f"{op} alone does not reproduce the anomaly", facts=base, files=files)
+        op, dims, types = facts["worst_op"], facts["worst_op_dims"], facts["worst_op_types"]
+    if not op:
+        skip = ProbeResult(
+            Status.SKIP,
+            "no launching op known: the trace maps the kernel to no op "
+            "(record with record_shapes=True, or give op and input_dims)",
+            facts={"op": None},
+        )
+        return None, None, None, skip
+    return op, dims, types, None

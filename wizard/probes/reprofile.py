@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from wizard.probes.external_profilers import (
     read_nsys_sqlite,
 )
 from wizard.probes.trace_inspect import inspection_facts
+from wizard.probes.verdicts import Reprofiled, reprofile_verdict
 from wizard.trace.inspect import inspect_paths
 
 
@@ -179,107 +181,122 @@ class ReprofileProbe:
             return failed
         assert run.result is not None
         cuda = bool(run.result.get("cuda_available"))
-        files = [str(trace), run.command.log_path or ""]
         failed = _workload_failed(run, cuda)
         if failed is not None:
             return failed
-        ran = [f"torch.profiler ({run.result.get('torch_version')})"]
-        skipped: dict[str, str] = {}
         if not trace.exists():
             return ProbeResult(
                 Status.ERROR,
                 f"the profiler wrote no trace (workload exit {run.result.get('exit_code')})",
                 facts={"cuda_available": cuda},
-                files=files,
+                files=[run.command.log_path or ""],
             )
-        fresh = inspection_facts(inspect_paths([str(trace)]))
+        gathered = _Gathered(trace, cuda, inspection_facts(inspect_paths([str(trace)])))
+        gathered.ran.append(f"torch.profiler ({run.result.get('torch_version')})")
+        gathered.files += [str(trace), run.command.log_path or ""]
+        _legacy_control(env, argv, out_dir, timeout, gathered)
+        others = list(params.get("other_python") or env.settings.compare_pythons)
+        _other_versions(env, others, argv, out_dir, timeout=timeout, found=gathered)
+        if cuda:
+            _external_profilers(env, argv, out_dir, timeout, gathered)
+        else:
+            gathered.skipped["nsys"] = gathered.skipped["ncu"] = "no CUDA device"
+        fresh = gathered.fresh
+        status, follows, summary = reprofile_verdict(
+            Reprofiled(
+                cuda, bool(fresh["impossible"]), tuple(fresh["mechanisms"]), gathered.versions, gathered.nsys_ran
+            )
+        )
+        evidence = gathered.evidence if cuda else [f"ran: {', '.join(gathered.ran)}", f"skipped: {gathered.skipped}"]
+        return ProbeResult(status, summary, facts=gathered.facts(follows), evidence=evidence, files=gathered.files)
+
+
+@dataclass
+class _Gathered:
+    """What re-profiling produced, as it comes in."""
+
+    trace: Path
+    cuda: bool
+    fresh: dict[str, Any]
+    ran: list[str] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)
+    versions: dict[str, list[str]] = field(default_factory=dict)
+    files: list[str] = field(default_factory=list)
+    evidence: list[str] = field(default_factory=list)
+    nsys_ran: bool = False
+    ncu: dict[str, Any] | None = None
+
+    def facts(self, follows: str) -> dict[str, Any]:
         facts: dict[str, Any] = {
-            "trace": str(trace),
+            "trace": str(self.trace),
             "workload_error": None,
             "workload_failed": False,
             "exit_code": 0,
-            "cuda_available": cuda,
-            "mechanisms": fresh["mechanisms"],
-            "reproduced": bool(fresh["impossible"]),
-            "profilers_run": ran,
-            "profilers_skipped": skipped,
-            "versions": {},
+            "cuda_available": self.cuda,
+            "mechanisms": self.fresh["mechanisms"],
+            "reproduced": bool(self.fresh["impossible"]),
+            "follows": follows,
+            "profilers_run": self.ran,
+            "profilers_skipped": self.skipped,
+            "versions": self.versions,
         }
-        legacy = out_dir / "legacy-profiler.txt"
-        control = run_harness(env, "legacy", [str(legacy), "--", *argv], timeout=timeout, log_name="reprofile-legacy")
-        if control.result is not None and legacy.exists():
-            ran.append("legacy autograd profiler (control: no Kineto arithmetic)")
-            files.append(str(legacy))
-        else:
-            skipped["legacy"] = "the legacy profiler did not complete"
-        for other in params.get("other_python") or env.settings.compare_pythons:
-            other_trace = out_dir / f"torch-profiler-{Path(other).parent.parent.name or 'other'}.json"
-            other_run = run_harness(
-                env,
-                "profile",
-                [str(other_trace), "--", *argv],
-                timeout=timeout,
-                log_name="reprofile-other",
-                python=other,
-            )
-            if other_run.result is None or not other_trace.exists():
-                skipped[other] = "did not produce a trace"
-                continue
-            version = str(other_run.result.get("torch_version"))
-            other_facts = inspection_facts(inspect_paths([str(other_trace)]))
-            facts["versions"][version] = other_facts["mechanisms"]
-            ran.append(f"torch.profiler ({version}, {other})")
-            files.append(str(other_trace))
-        if not cuda:
-            skipped["nsys"] = skipped["ncu"] = "no CUDA device"
-            facts["follows"] = "unknown"
-            return ProbeResult(
-                Status.SKIP,
-                "no CUDA device: the workload was re-profiled on the CPU (trace written) but there are no GPU "
-                "kernels to compare",
-                facts=facts,
-                files=files,
-                evidence=[f"ran: {', '.join(ran)}", f"skipped: {skipped}"],
-            )
-        kernels, nsys_status = _nsys(env, argv, out_dir, timeout)
-        if nsys_status == "ok":
-            ran.append("Nsight Systems (raw CUPTI launch dimensions)")
-        else:
-            skipped["nsys"] = nsys_status
-        evidence = [f"fresh torch.profiler trace: mechanisms {fresh['mechanisms'] or 'none'}"]
-        if fresh["worst_kernel"] and kernels:
-            match = [k for k in kernels if fresh["worst_kernel"][:40] in k.name or k.name[:40] in fresh["worst_kernel"]]
-            if match:
-                k = match[0]
-                evidence.append(
-                    f"nsys: {k.name[:60]} grid {k.grid} block {k.block} on {k.num_sms} SMs -> "
-                    f"true blocks per SM {k.blocks_per_sm}, warps per SM {k.warps_per_sm}"
-                )
-        if fresh["worst_kernel"]:
-            rows, ncu_status = _ncu(env, argv, out_dir, timeout, fresh["worst_kernel"])
-            if ncu_status == "ok" and rows:
-                ran.append("Nsight Compute (launch and occupancy metrics)")
-                row = rows[0]
-                evidence.append(ncu_evidence(row))
-                facts["ncu"] = row
-            else:
-                skipped["ncu"] = ncu_status
-        versions_clean = [v for v, m in facts["versions"].items() if not m]
-        if not fresh["impossible"]:
-            facts["follows"] = "not reproduced"
-            status, summary = Status.PASS, "the fresh trace shows no impossible values"
-        elif versions_clean or nsys_status == "ok" or "?" not in fresh["mechanisms"]:
-            facts["follows"] = "profiler"
-            status = Status.FAIL
-            summary = (
-                "the anomaly follows the profiler: the same trace's raw launch dimensions recompute to sane "
-                "values (a known profiler mechanism)"
-                + (f" and torch {', '.join(versions_clean)} reports correct values" if versions_clean else "")
-            )
-        else:
-            facts["follows"] = "unknown"
-            status, summary = (
-                Status.WARN,
-                "the fresh trace reproduces the anomaly; no second profiler could run to compare",
-            )
-        return ProbeResult(status, summary, facts=facts, evidence=evidence, files=files)
+        if self.ncu is not None:
+            facts["ncu"] = self.ncu
+        return facts
+
+
+def _legacy_control(env: Environment, argv: list[str], out_dir: Path, timeout: float, found: _Gathered) -> None:
+    legacy = out_dir / "legacy-profiler.txt"
+    control = run_harness(env, "legacy", [str(legacy), "--", *argv], timeout=timeout, log_name="reprofile-legacy")
+    if control.result is not None and legacy.exists():
+        found.ran.append("legacy autograd profiler (control: no Kineto arithmetic)")
+        found.files.append(str(legacy))
+    else:
+        found.skipped["legacy"] = "the legacy profiler did not complete"
+
+
+def _other_versions(
+    env: Environment, others: list[str], argv: list[str], out_dir: Path, *, timeout: float, found: _Gathered
+) -> None:
+    """The same workload under each other interpreter (another torch version)."""
+    for other in others:
+        other_trace = out_dir / f"torch-profiler-{Path(other).parent.parent.name or 'other'}.json"
+        other_run = run_harness(
+            env, "profile", [str(other_trace), "--", *argv], timeout=timeout, log_name="reprofile-other", python=other
+        )
+        if other_run.result is None or not other_trace.exists():
+            found.skipped[other] = "did not produce a trace"
+            continue
+        version = str(other_run.result.get("torch_version"))
+        found.versions[version] = inspection_facts(inspect_paths([str(other_trace)]))["mechanisms"]
+        found.ran.append(f"torch.profiler ({version}, {other})")
+        found.files.append(str(other_trace))
+
+
+def _external_profilers(env: Environment, argv: list[str], out_dir: Path, timeout: float, found: _Gathered) -> None:
+    """Nsight Systems' raw launch dimensions and Nsight Compute's occupancy for the flagged kernel."""
+    fresh = found.fresh
+    found.evidence.append(f"fresh torch.profiler trace: mechanisms {fresh['mechanisms'] or 'none'}")
+    kernels, nsys_status = _nsys(env, argv, out_dir, timeout)
+    found.nsys_ran = nsys_status == "ok"
+    if found.nsys_ran:
+        found.ran.append("Nsight Systems (raw CUPTI launch dimensions)")
+    else:
+        found.skipped["nsys"] = nsys_status
+    worst = fresh["worst_kernel"]
+    if not worst:
+        return
+    match = [k for k in kernels if worst[:40] in k.name or k.name[:40] in worst]
+    if match:
+        k = match[0]
+        found.evidence.append(
+            f"nsys: {k.name[:60]} grid {k.grid} block {k.block} on {k.num_sms} SMs -> "
+            f"true blocks per SM {k.blocks_per_sm}, warps per SM {k.warps_per_sm}"
+        )
+    rows, ncu_status = _ncu(env, argv, out_dir, timeout, worst)
+    if ncu_status == "ok" and rows:
+        found.ran.append("Nsight Compute (launch and occupancy metrics)")
+        found.evidence.append(ncu_evidence(rows[0]))
+        found.ncu = rows[0]
+    else:
+        found.skipped["ncu"] = ncu_status
