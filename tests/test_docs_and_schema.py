@@ -25,7 +25,7 @@ def _stringify_keys(value: object) -> object:
 
 
 def test_schema_file_is_current() -> None:
-    assert json.loads(SCHEMA_PATH.read_text()) == build_schema(sorted(catalog()))
+    assert json.loads(SCHEMA_PATH.read_text()) == build_schema(catalog()), "run: python -m wizard.playbook.schema"
 
 
 def test_every_shipped_playbook_matches_the_schema() -> None:
@@ -81,3 +81,48 @@ def test_readme_exit_codes_are_the_enum() -> None:
     help_text = run_inprocess("--help").stdout
     for status in ExitStatus:
         assert f"{int(status):>3}  {MEANING[status].replace('`', '')}" in help_text
+
+
+# The broken-playbook catalogue: which cases the JSON Schema itself rejects (shape), and which only the
+# loader can (they need the graph, the probe registry, the expression language or YAML's own rules).
+SCHEMA_REJECTS = {
+    "bad-node-id.yaml",  # id pattern
+    "bad-param-type.yaml",  # jobs: many is not an integer
+    "bad-question.yaml",  # unknown question type
+    "many-problems.yaml",
+    "missing-nodes.yaml",  # no title, no nodes, id pattern
+    "unknown-field.yaml",
+    "unknown-probe.yaml",  # probe name not in the enum
+    "unknown-param.yaml",  # no such parameter for that probe
+}
+LOADER_ONLY = {
+    "code-in-condition.yaml": "the expression language",
+    "cycle.yaml": "the graph",
+    "dead-end-probe.yaml": "the graph",
+    "duplicate-id.yaml": "uniqueness across nodes",
+    "duplicate-key.yaml": "YAML keys (JSON cannot hold a duplicate)",
+    "lambda-in-template.yaml": "the expression language",
+    "python-tag.yaml": "YAML tags (refused before any schema applies)",
+    "select-dead-end.yaml": "the graph",
+    "unknown-answer.yaml": "references",
+    "unknown-fact.yaml": "the probe registry's facts",
+    "unknown-target.yaml": "the graph",
+    "unreachable.yaml": "the graph",
+    "yaml-syntax.yaml": "YAML syntax",
+}
+
+
+def test_the_schema_rejects_every_shape_error_in_the_broken_catalogue() -> None:
+    schema = json.loads(SCHEMA_PATH.read_text())
+    broken = {p.name: p for p in (REPO / "tests" / "data" / "broken").glob("*.yaml")}
+    assert set(broken) == SCHEMA_REJECTS | set(LOADER_ONLY)  # every case is accounted for
+    for name in sorted(SCHEMA_REJECTS):
+        doc = _stringify_keys(load_located(broken[name].read_text()).data)
+        assert not jsonschema.Draft202012Validator(schema).is_valid(doc), name
+
+
+def test_every_parameter_type_has_its_json_schema() -> None:
+    from wizard.playbook.grammar import PARAM_SCHEMAS
+    from wizard.probes.base import PARAM_TYPES
+
+    assert set(PARAM_SCHEMAS) == set(PARAM_TYPES)

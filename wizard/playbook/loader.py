@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from wizard.errors import PlaybookError
-from wizard.playbook import patterns
+from wizard.playbook import grammar, patterns
 from wizard.playbook.conditions import Expression, ExpressionError, Reference, Template, parse, parse_template
 from wizard.playbook.model import (
     QUESTION_TYPES,
@@ -38,14 +38,9 @@ from wizard.playbook.yaml_source import MAX_YAML_CHARS, Located, Path_, YamlSynt
 from wizard.probes.base import OUTCOMES, PARAM_TYPES, ProbeInfo
 
 ID_PATTERN = re.compile(r"^[a-z][a-z0-9_]*$")
-TOP_KEYS = ("id", "title", "description", "version", "start", "steps", "nodes")
-COMMON_KEYS = ("id", "kind", "step", "explain")
-KIND_KEYS: dict[str, tuple[str, ...]] = {
-    "question": ("type", "prompt", "help", "default", "choices", "validate", "next"),
-    "probe": ("probe", "params", "timeout", "on", "next"),
-    "decision": ("branches", "default"),
-    "conclusion": ("diagnosis", "severity", "summary", "evidence", "fix", "links"),
-}
+TOP_KEYS = grammar.names(grammar.TOP)
+COMMON_KEYS = grammar.names(grammar.COMMON)
+KIND_KEYS: dict[str, tuple[str, ...]] = {kind: grammar.names(fields) for kind, fields in grammar.KINDS.items()}
 
 
 def _suggest(name: str, options: list[str] | tuple[str, ...]) -> str:
@@ -125,7 +120,7 @@ def _steps(c: _Checker, data: Any) -> tuple[Step, ...]:
         if not isinstance(raw, dict):
             c.problem(where, "each step must be a mapping with id and title")
             continue
-        c.unknown_keys(raw, ("id", "title", "explain"), where, "a step")
+        c.unknown_keys(raw, grammar.names(grammar.STEP), where, "a step")
         sid = c.text(raw, "id", where, "a step")
         if sid in seen:
             c.problem((*where, "id"), f"duplicate step id {sid!r}")
@@ -141,7 +136,7 @@ def _choices(c: _Checker, raw: Any, where: Path_) -> tuple[Choice, ...]:
     out: list[Choice] = []
     for i, item in enumerate(raw):
         if isinstance(item, dict):
-            c.unknown_keys(item, ("value", "label"), (*where, i), "a choice")
+            c.unknown_keys(item, grammar.names(grammar.CHOICE), (*where, i), "a choice")
             if "value" not in item:
                 c.problem((*where, i), "a choice needs 'value'")
                 continue
@@ -164,7 +159,7 @@ def _validation(c: _Checker, raw: Any, where: Path_, qtype: str) -> Validation:
     if not isinstance(raw, dict):
         c.problem(where, "'validate' must be a mapping (pattern, min, max, exists)")
         return Validation()
-    c.unknown_keys(raw, ("pattern", "min", "max", "exists"), where, "'validate'")
+    c.unknown_keys(raw, grammar.names(grammar.VALIDATE), where, "'validate'")
     pattern = raw.get("pattern")
     if pattern is not None:
         try:
@@ -301,7 +296,7 @@ def _decision(c: _Checker, raw: dict[str, Any], base: dict[str, Any], where: Pat
         if not isinstance(b, dict) or "when" not in b or "goto" not in b:
             c.problem(bwhere, "each branch needs 'when' (a condition) and 'goto' (a node id)")
             continue
-        c.unknown_keys(b, ("when", "goto"), bwhere, "a branch")
+        c.unknown_keys(b, grammar.names(grammar.BRANCH), bwhere, "a branch")
         expr = c.expression(b["when"], (*bwhere, "when"))
         if expr is not None:
             out.append(Branch(expr, str(b["goto"])))

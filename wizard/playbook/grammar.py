@@ -1,0 +1,177 @@
+"""The playbook language's shapes, declared once.
+
+The loader reads its allowed keys from here (and reports a misspelt one with the list), and the
+JSON Schema editors use (``playbook.schema.json``) is built from the same declarations, so the two
+cannot drift. The loader stays the authority on what a schema cannot say: targets, references,
+reachability, templates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from wizard.playbook.model import QUESTION_TYPES, SEVERITIES
+from wizard.probes.base import OUTCOMES, ProbeInfo
+
+ID = {"type": "string", "pattern": "^[a-z][a-z0-9_]*$"}
+TEXT = {"type": "string"}
+TARGET = {**ID, "description": "id of the node to go to"}
+PLAYBOOK_ID = {"type": "string", "pattern": "^[a-z0-9][a-z0-9_-]*$"}
+
+
+@dataclass(frozen=True, slots=True)
+class Field:
+    """One key of a mapping in a playbook: its name, its JSON Schema, whether it must be there."""
+
+    name: str
+    schema: dict[str, Any]
+    required: bool = False
+
+
+def names(fields: tuple[Field, ...]) -> tuple[str, ...]:
+    return tuple(f.name for f in fields)
+
+
+def _object(fields: tuple[Field, ...], **extra: Any) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "required": [f.name for f in fields if f.required],
+        "properties": {f.name: f.schema for f in fields},
+        **extra,
+    }
+
+
+STEP = (Field("id", ID, True), Field("title", TEXT, True), Field("explain", TEXT))
+CHOICE = (Field("value", {}, True), Field("label", TEXT))
+VALIDATE = (
+    Field("pattern", {**TEXT, "description": "RE2 syntax: no backreferences or lookaround"}),
+    Field("min", {"type": "number"}),
+    Field("max", {"type": "number"}),
+    Field("exists", {"type": "boolean"}),
+)
+BRANCH = (
+    Field("when", {**TEXT, "description": "condition over answers., facts., status."}, True),
+    Field("goto", TARGET, True),
+)
+COMMON = (
+    Field("id", {**ID, "description": "snake_case id; conditions name nodes by it"}, True),
+    Field("kind", {"enum": ["question", "probe", "decision", "conclusion"]}, True),
+    Field("step", {**ID, "description": "the step this node belongs to (for progress and grouping)"}),
+    Field("explain", {**TEXT, "description": "why this node matters; shown with --teach"}),
+)
+KINDS: dict[str, tuple[Field, ...]] = {
+    "question": (
+        Field("type", {"enum": list(QUESTION_TYPES), "default": "text"}),
+        Field("prompt", {**TEXT, "description": "may contain {{ expressions }}"}, True),
+        Field("help", TEXT),
+        Field("default", {"description": "answer used by --defaults and offered at the prompt"}),
+        Field(
+            "choices",
+            {
+                "type": "array",
+                "minItems": 1,
+                "items": {"oneOf": [{"type": ["string", "number", "boolean"]}, _object(CHOICE)]},
+            },
+        ),
+        Field("validate", _object(VALIDATE)),
+        Field(
+            "next",
+            {
+                "oneOf": [
+                    TARGET,
+                    {
+                        "type": "object",
+                        "additionalProperties": TARGET,
+                        "description": "answer -> node id; '*' for any other",
+                    },
+                ]
+            },
+        ),
+    ),
+    "probe": (
+        Field("probe", {"type": "string", "description": "a registered probe (warpwizard probes lists them)"}, True),
+        Field("params", {"type": "object", "description": "values, or {{ expressions }} over answers and facts"}),
+        Field("timeout", {"type": "number", "exclusiveMinimum": 0, "default": 600}),
+        Field("on", {"type": "object", "additionalProperties": False, "properties": dict.fromkeys(OUTCOMES, TARGET)}),
+        Field("next", TARGET),
+    ),
+    "decision": (
+        Field("branches", {"type": "array", "minItems": 1, "items": _object(BRANCH)}, True),
+        Field("default", TARGET, True),
+    ),
+    "conclusion": (
+        Field("diagnosis", {**TEXT, "description": "stable id of the diagnosis, for scripts"}, True),
+        Field("severity", {"enum": list(SEVERITIES), "default": "info"}),
+        Field("summary", TEXT, True),
+        Field("evidence", {"type": "array", "items": TEXT}),
+        Field("fix", {"type": "array", "items": TEXT}),
+        Field("links", {"type": "array", "items": TEXT}),
+    ),
+}
+TOP = (
+    Field("id", PLAYBOOK_ID, True),
+    Field("title", TEXT, True),
+    Field("description", TEXT),
+    Field("version", {"type": ["string", "number"]}, True),
+    Field("start", TARGET),
+    Field("steps", {"type": "array", "items": _object(STEP)}),
+    Field("nodes", {"type": "array", "minItems": 1}, True),
+)
+
+
+# A probe parameter's type as JSON Schema; any parameter may also be a {{ template }} string.
+PARAM_SCHEMAS: dict[str, dict[str, Any]] = {
+    "str": {"type": "string"},
+    "path": {"type": "string"},
+    "int": {"type": "integer"},
+    "float": {"type": "number"},
+    "bool": {"type": "boolean"},
+    "list[str]": {"type": "array", "items": {"type": "string"}},
+    "paths": {"type": ["string", "array"], "items": {"type": "string"}},
+}
+_TEMPLATE = {"type": "string", "pattern": "\\{\\{"}
+
+
+def _params_schema(info: ProbeInfo) -> dict[str, Any]:
+    return {
+        "if": {"properties": {"probe": {"const": info.name}}},
+        "then": {
+            "properties": {
+                "params": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "required": [p.name for p in info.params if p.required],
+                    "properties": {p.name: {"anyOf": [PARAM_SCHEMAS[p.type], _TEMPLATE]} for p in info.params},
+                }
+            }
+        },
+    }
+
+
+def node_schema(kind: str, probes: Mapping[str, ProbeInfo]) -> dict[str, Any]:
+    fields = tuple(f for f in COMMON if f.name != "kind") + KINDS[kind]
+    schema = _object(fields)
+    schema["required"] = ["id", "kind", *[f.name for f in KINDS[kind] if f.required]]
+    schema["properties"]["kind"] = {"const": kind}
+    if kind == "probe":
+        schema["properties"]["probe"] = {**schema["properties"]["probe"], "enum": sorted(probes)}
+        schema["allOf"] = [_params_schema(probes[name]) for name in sorted(probes)]
+    return schema
+
+
+def json_schema(probes: Mapping[str, ProbeInfo]) -> dict[str, Any]:
+    schema = _object(TOP)
+    schema["properties"]["nodes"] = {
+        "type": "array",
+        "minItems": 1,
+        "items": {"oneOf": [node_schema(kind, probes) for kind in KINDS]},
+    }
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://warpwizard.dev/schema/playbook.schema.json",
+        "title": "warpwizard playbook",
+        **schema,
+    }
