@@ -143,6 +143,13 @@ class CliResult:
         return strict_json(self.stdout)
 
 
+@pytest.fixture(autouse=True)
+def _report_dir_in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Probes write under ``warpwizard-report`` in the working directory unless told otherwise:
+    every test points them into its own temporary directory so the checkout stays clean."""
+    monkeypatch.setenv("WARPWIZARD_REPORT_DIR", str(tmp_path / "report"))
+
+
 def run_inprocess(*args: str, stdin: str = "", environ: dict[str, str] | None = None) -> CliResult:
     """``warpwizard ARGS`` through ``main(argv, system)`` with captured streams: no process start.
 

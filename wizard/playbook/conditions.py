@@ -127,44 +127,61 @@ def _chain(node: ast.AST) -> list[str] | None:
     return None
 
 
-def _check(node: ast.AST, refs: list[Reference], depth: int = 0) -> None:
-    col = getattr(node, "col_offset", 0)
-    if depth > MAX_DEPTH:
-        raise ExpressionError(f"nested deeper than {MAX_DEPTH} levels", col)
-    deeper = depth + 1
-    if isinstance(node, ast.BoolOp):
-        for v in node.values:
-            _check(v, refs, deeper)
-    elif isinstance(node, ast.UnaryOp):
+class _Checker:
+    """Walks an expression's tree and refuses anything outside the whitelist (one method per node
+    type), collecting the names it reads."""
+
+    def __init__(self) -> None:
+        self.refs: list[Reference] = []
+
+    def check(self, node: ast.AST, depth: int = 0) -> None:
+        col = getattr(node, "col_offset", 0)
+        if depth > MAX_DEPTH:
+            raise ExpressionError(f"nested deeper than {MAX_DEPTH} levels", col)
+        method = getattr(self, f"visit_{type(node).__name__}", None)  # ast.NodeVisitor's naming
+        if method is None:
+            raise ExpressionError(f"{type(node).__name__} is not allowed in a condition", col)
+        for child in method(node, col):
+            self.check(child, depth + 1)
+
+    def visit_BoolOp(self, node: ast.BoolOp, col: int) -> list[ast.AST]:
+        return list(node.values)
+
+    def visit_UnaryOp(self, node: ast.UnaryOp, col: int) -> list[ast.AST]:
         if not isinstance(node.op, (ast.Not, ast.USub)):
             raise ExpressionError("only 'not' and unary minus are allowed", col)
-        _check(node.operand, refs, deeper)
-    elif isinstance(node, ast.Compare):
+        return [node.operand]
+
+    def visit_Compare(self, node: ast.Compare, col: int) -> list[ast.AST]:
         for op in node.ops:
             if type(op) not in _COMPARE:
                 raise ExpressionError(
                     f"comparison {type(op).__name__} is not allowed (use ==, !=, <, <=, >, >=, in, not in)", col
                 )
-        _check(node.left, refs, deeper)
-        for c in node.comparators:
-            _check(c, refs, deeper)
-    elif isinstance(node, ast.BinOp):
+        return [node.left, *node.comparators]
+
+    def visit_BinOp(self, node: ast.BinOp, col: int) -> list[ast.AST]:
         if type(node.op) not in _BINARY:
             raise ExpressionError("only + - * / % are allowed", col)
-        _check(node.left, refs, deeper)
-        _check(node.right, refs, deeper)
-    elif isinstance(node, ast.IfExp):
-        for part in (node.test, node.body, node.orelse):
-            _check(part, refs, deeper)
-    elif isinstance(node, ast.Constant):
+        return [node.left, node.right]
+
+    def visit_IfExp(self, node: ast.IfExp, col: int) -> list[ast.AST]:
+        return [node.test, node.body, node.orelse]
+
+    def visit_Constant(self, node: ast.Constant, col: int) -> list[ast.AST]:
         if not isinstance(node.value, (str, int, float, bool, type(None))):
             raise ExpressionError("only string, number, boolean and None literals are allowed", col)
         if isinstance(node.value, int) and not isinstance(node.value, bool) and abs(node.value) > MAX_INT:
             raise ExpressionError(f"integer literals are bounded (at most {MAX_INT})", col)
-    elif isinstance(node, (ast.List, ast.Tuple)):
-        for e in node.elts:
-            _check(e, refs, deeper)
-    elif isinstance(node, ast.Call):
+        return []
+
+    def visit_List(self, node: ast.List, col: int) -> list[ast.AST]:
+        return list(node.elts)
+
+    def visit_Tuple(self, node: ast.Tuple, col: int) -> list[ast.AST]:
+        return list(node.elts)
+
+    def visit_Call(self, node: ast.Call, col: int) -> list[ast.AST]:
         allowed = ", ".join(sorted(FUNCTIONS))
         if not isinstance(node.func, ast.Name):
             raise ExpressionError(
@@ -174,11 +191,18 @@ def _check(node: ast.AST, refs: list[Reference], depth: int = 0) -> None:
             raise ExpressionError(f"unknown function {node.func.id!r}; allowed: {allowed}", col)
         if node.keywords:
             raise ExpressionError("keyword arguments are not allowed", col)
-        for a in node.args:
-            _check(a, refs, deeper)
-    elif isinstance(node, ast.Name) and node.id in LITERAL_NAMES:
-        pass
-    elif isinstance(node, (ast.Attribute, ast.Subscript, ast.Name)):
+        return list(node.args)
+
+    def visit_Name(self, node: ast.Name, col: int) -> list[ast.AST]:
+        return [] if node.id in LITERAL_NAMES else self._reference(node, col)
+
+    def visit_Attribute(self, node: ast.Attribute, col: int) -> list[ast.AST]:
+        return self._reference(node, col)
+
+    def visit_Subscript(self, node: ast.Subscript, col: int) -> list[ast.AST]:
+        return self._reference(node, col)
+
+    def _reference(self, node: ast.AST, col: int) -> list[ast.AST]:
         chain = _chain(node)
         if chain is None:
             raise ExpressionError("subscripts must be string or attribute names", col)
@@ -193,9 +217,8 @@ def _check(node: ast.AST, refs: list[Reference], depth: int = 0) -> None:
             raise ExpressionError(f"'{root}' needs a node id, e.g. {root}.my_node", col)
         if root == "facts" and len(chain) < 3:
             raise ExpressionError("facts need a fact name: facts.<probe node>.<fact>", col)
-        refs.append(Reference(root, chain[1], chain[2] if root == "facts" else None, col))
-    else:
-        raise ExpressionError(f"{type(node).__name__} is not allowed in a condition", col)
+        self.refs.append(Reference(root, chain[1], chain[2] if root == "facts" else None, col))
+        return []
 
 
 def parse(source: str) -> Expression:
@@ -211,9 +234,9 @@ def parse(source: str) -> Expression:
         raise ExpressionError(f"syntax error: {exc.msg}", max((exc.offset or 1) - 1, 0)) from None
     except (RecursionError, MemoryError, ValueError) as exc:  # nesting the parser cannot hold; huge literals
         raise ExpressionError(f"cannot be parsed ({type(exc).__name__}: nested too deeply or too large)") from None
-    refs: list[Reference] = []
-    _check(tree.body, refs)
-    return Expression(text, tree, tuple(refs))
+    checker = _Checker()
+    checker.check(tree.body)
+    return Expression(text, tree, tuple(checker.refs))
 
 
 def _lookup(chain: list[str], scope: Mapping[str, Any]) -> Any:
@@ -226,64 +249,80 @@ def _lookup(chain: list[str], scope: Mapping[str, Any]) -> Any:
     return value
 
 
-def _eval(node: ast.AST, scope: Mapping[str, Any]) -> Any:
-    if isinstance(node, ast.Constant):
-        return node.value
+def _bool_op(node: ast.BoolOp, scope: Mapping[str, Any]) -> Any:
+    """``and``/``or`` as Python does them: the deciding operand, evaluated left to right, short-circuited."""
+    stop_when = not isinstance(node.op, ast.And)  # 'and' stops at the first falsy, 'or' at the first truthy
+    result: Any = not stop_when
+    for value in node.values:
+        result = _eval(value, scope)
+        if bool(result) is stop_when:
+            return result
+    return result
+
+
+def _unary(node: ast.UnaryOp, scope: Mapping[str, Any]) -> Any:
+    operand = _eval(node.operand, scope)
+    if isinstance(node.op, ast.Not):
+        return not operand
+    return -operand if isinstance(operand, (int, float)) else None
+
+
+_NONE_SAFE = (ast.Eq, ast.NotEq, ast.In, ast.NotIn)
+
+
+def _compare(node: ast.Compare, scope: Mapping[str, Any]) -> bool:
+    """A chain of comparisons; an ordering against a missing value (None) is simply false."""
+    left = _eval(node.left, scope)
+    for op, comparator in zip(node.ops, node.comparators, strict=True):
+        right = _eval(comparator, scope)
+        if (left is None or right is None) and not isinstance(op, _NONE_SAFE):
+            return False
+        try:
+            if not _COMPARE[type(op)](left, right):
+                return False
+        except TypeError:
+            return False
+        left = right
+    return True
+
+
+def _call(node: ast.Call, scope: Mapping[str, Any]) -> Any:
+    assert isinstance(node.func, ast.Name)
+    try:
+        return FUNCTIONS[node.func.id](*[_eval(a, scope) for a in node.args])
+    except (TypeError, ValueError):
+        return None
+
+
+def _name(node: ast.AST, scope: Mapping[str, Any]) -> Any:
     if isinstance(node, ast.Name) and node.id in LITERAL_NAMES:
         return LITERAL_NAMES[node.id]
-    if isinstance(node, (ast.Attribute, ast.Subscript, ast.Name)):
-        chain = _chain(node)
-        assert chain is not None
-        return _lookup(chain, scope)
-    if isinstance(node, ast.BoolOp):
-        if isinstance(node.op, ast.And):
-            result: Any = True
-            for v in node.values:
-                result = _eval(v, scope)
-                if not result:
-                    return result
-            return result
-        result = False
-        for v in node.values:
-            result = _eval(v, scope)
-            if result:
-                return result
-        return result
-    if isinstance(node, ast.UnaryOp):
-        operand = _eval(node.operand, scope)
-        if isinstance(node.op, ast.Not):
-            return not operand
-        return -operand if isinstance(operand, (int, float)) else None
-    if isinstance(node, ast.Compare):
-        left = _eval(node.left, scope)
-        for op, comparator in zip(node.ops, node.comparators, strict=True):
-            right = _eval(comparator, scope)
-            if left is None and not isinstance(op, (ast.Eq, ast.NotEq, ast.In, ast.NotIn)):
-                return False
-            if right is None and not isinstance(op, (ast.Eq, ast.NotEq, ast.In, ast.NotIn)):
-                return False
-            try:
-                if not _COMPARE[type(op)](left, right):
-                    return False
-            except TypeError:
-                return False
-            left = right
-        return True
-    if isinstance(node, ast.BinOp):
-        return _binary(type(node.op), _eval(node.left, scope), _eval(node.right, scope))
-    if isinstance(node, ast.IfExp):
-        return _eval(node.body, scope) if _eval(node.test, scope) else _eval(node.orelse, scope)
-    if isinstance(node, ast.List):
-        return [_eval(e, scope) for e in node.elts]
-    if isinstance(node, ast.Tuple):
-        return tuple(_eval(e, scope) for e in node.elts)
-    if isinstance(node, ast.Call):
-        assert isinstance(node.func, ast.Name)
-        try:
-            return FUNCTIONS[node.func.id](*[_eval(a, scope) for a in node.args])
-        except (TypeError, ValueError):
-            return None
-    raise ExpressionError(f"{type(node).__name__} is not allowed")
+    chain = _chain(node)
+    assert chain is not None
+    return _lookup(chain, scope)
+
+
+_EVALUATORS: dict[type[ast.AST], Callable[[Any, Mapping[str, Any]], Any]] = {
+    ast.Constant: lambda node, scope: node.value,
+    ast.Name: _name,
+    ast.Attribute: _name,
+    ast.Subscript: _name,
+    ast.BoolOp: _bool_op,
+    ast.UnaryOp: _unary,
+    ast.Compare: _compare,
+    ast.BinOp: lambda node, scope: _binary(type(node.op), _eval(node.left, scope), _eval(node.right, scope)),
+    ast.IfExp: lambda node, scope: _eval(node.body, scope) if _eval(node.test, scope) else _eval(node.orelse, scope),
+    ast.List: lambda node, scope: [_eval(e, scope) for e in node.elts],
+    ast.Tuple: lambda node, scope: tuple(_eval(e, scope) for e in node.elts),
+    ast.Call: _call,
+}
+
+
+def _eval(node: ast.AST, scope: Mapping[str, Any]) -> Any:
+    evaluate = _EVALUATORS.get(type(node))
+    if evaluate is None:  # the checker refused it already; a tree built by hand could still hold one
+        raise ExpressionError(f"{type(node).__name__} is not allowed")
+    return evaluate(node, scope)
 
 
 def _size(value: Any) -> int:

@@ -35,7 +35,7 @@ from wizard.playbook.model import (
     yes_no,
 )
 from wizard.playbook.yaml_source import MAX_YAML_CHARS, Located, Path_, YamlSyntaxError, load_located
-from wizard.probes.base import OUTCOMES, PARAM_TYPES, ProbeInfo
+from wizard.probes.base import OUTCOMES, PARAM_TYPES, ParamSpec, ProbeInfo
 
 ID_PATTERN = re.compile(r"^[a-z][a-z0-9_]*$")
 TOP_KEYS = grammar.names(grammar.TOP)
@@ -216,16 +216,28 @@ def _question(c: _Checker, raw: dict[str, Any], base: dict[str, Any], where: Pat
     return node
 
 
-def _probe(c: _Checker, raw: dict[str, Any], base: dict[str, Any], where: Path_) -> ProbeNode:
-    node = ProbeNode(**base)
-    node.probe = c.text(raw, "probe", where, f"probe node {base['id']!r}")
-    spec = c.probes.get(node.probe)
-    if node.probe and spec is None:
+def _param(c: _Checker, node: ProbeNode, pspec: ParamSpec | None, name: str, value: Any, *, where: Path_) -> Any:
+    """One parameter's value: a template, a list that holds templates, or a literal of the declared type."""
+    if isinstance(value, str) and "{{" in value:
+        return c.template(value, where)
+    if isinstance(value, list) and any(isinstance(v, str) and "{{" in v for v in value):
+        items: list[Any] = []
+        for i, item in enumerate(value):
+            if not isinstance(item, str):
+                c.problem((*where, i), f"items of parameter {name!r} must be text, not {type(item).__name__}")
+            items.append(c.template(item, (*where, i)) if isinstance(item, str) and "{{" in item else item)
+        if pspec is not None and not pspec.type.startswith("list") and pspec.type != "paths":
+            c.problem(where, f"parameter {name!r} of probe {node.probe!r} must be {pspec.type}, not a list")
+        return items
+    if pspec is not None and not PARAM_TYPES[pspec.type](value):
         c.problem(
-            (*where, "probe"),
-            f"unknown probe {node.probe!r}{_suggest(node.probe, list(c.probes))}; "
-            f"registered: {', '.join(sorted(c.probes))}",
+            where,
+            f"parameter {name!r} of probe {node.probe!r} must be {pspec.type}, not {type(value).__name__} ({value!r})",
         )
+    return value
+
+
+def _params(c: _Checker, node: ProbeNode, spec: ProbeInfo | None, raw: dict[str, Any], where: Path_) -> None:
     params = raw.get("params") or {}
     if not isinstance(params, dict):
         c.problem((*where, "params"), "'params' must be a mapping of parameter name to value")
@@ -236,42 +248,20 @@ def _probe(c: _Checker, raw: dict[str, Any], base: dict[str, Any], where: Path_)
         if spec is not None and pspec is None:
             c.key_problem(
                 pwhere,
-                f"probe {node.probe!r} has no parameter {name!r}"
-                f"{_suggest(name, [p.name for p in spec.params])}; it takes: "
-                f"{', '.join(p.name for p in spec.params) or 'none'}",
+                f"probe {node.probe!r} has no parameter {name!r}{_suggest(name, [p.name for p in spec.params])}; "
+                f"it takes: {', '.join(p.name for p in spec.params) or 'none'}",
             )
-        if isinstance(value, str) and "{{" in value:
-            node.params[name] = c.template(value, pwhere)
-        elif isinstance(value, list) and any(isinstance(v, str) and "{{" in v for v in value):
-            items: list[Any] = []
-            for i, item in enumerate(value):
-                if not isinstance(item, str):
-                    c.problem((*pwhere, i), f"items of parameter {name!r} must be text, not {type(item).__name__}")
-                items.append(c.template(item, (*pwhere, i)) if isinstance(item, str) and "{{" in item else item)
-            if pspec is not None and not pspec.type.startswith("list") and pspec.type != "paths":
-                c.problem(pwhere, f"parameter {name!r} of probe {node.probe!r} must be {pspec.type}, not a list")
-            node.params[name] = items
-        else:
-            if pspec is not None and not PARAM_TYPES[pspec.type](value):
-                c.problem(
-                    pwhere,
-                    f"parameter {name!r} of probe {node.probe!r} must be {pspec.type}, "
-                    f"not {type(value).__name__} ({value!r})",
-                )
-            node.params[name] = value
-    if spec is not None:
-        for pspec in spec.params:
-            if pspec.required and pspec.name not in params:
-                c.problem(where, f"probe {node.probe!r} needs parameter {pspec.name!r} ({pspec.help})")
-    timeout = raw.get("timeout", 600)
-    if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
-        c.problem((*where, "timeout"), f"'timeout' must be a positive number of seconds, not {timeout!r}")
-    else:
-        node.timeout = float(timeout)
+        node.params[name] = _param(c, node, pspec, name, value, where=pwhere)
+    for pspec in spec.params if spec is not None else ():
+        if pspec.required and pspec.name not in params:
+            c.problem(where, f"probe {node.probe!r} needs parameter {pspec.name!r} ({pspec.help})")
+
+
+def _outcomes(c: _Checker, node: ProbeNode, raw: dict[str, Any], where: Path_) -> None:
     on = raw.get("on") or {}
     if not isinstance(on, dict):
         c.problem((*where, "on"), f"'on' maps outcomes ({', '.join(OUTCOMES)}) to node ids")
-        on = {}
+        return
     for outcome, target in on.items():
         if outcome not in OUTCOMES:
             c.key_problem(
@@ -279,6 +269,25 @@ def _probe(c: _Checker, raw: dict[str, Any], base: dict[str, Any], where: Path_)
                 f"unknown outcome {outcome!r}{_suggest(outcome, OUTCOMES)}; outcomes are {', '.join(OUTCOMES)}",
             )
         node.on[str(outcome)] = str(target)
+
+
+def _probe(c: _Checker, raw: dict[str, Any], base: dict[str, Any], where: Path_) -> ProbeNode:
+    node = ProbeNode(**base)
+    node.probe = c.text(raw, "probe", where, f"probe node {base['id']!r}")
+    spec = c.probes.get(node.probe)
+    if node.probe and spec is None:
+        c.problem(
+            (*where, "probe"),
+            f"unknown probe {node.probe!r}{_suggest(node.probe, list(c.probes))}; "
+            f"registered: {', '.join(sorted(c.probes))}",
+        )
+    _params(c, node, spec, raw, where)
+    timeout = raw.get("timeout", 600)
+    if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
+        c.problem((*where, "timeout"), f"'timeout' must be a positive number of seconds, not {timeout!r}")
+    else:
+        node.timeout = float(timeout)
+    _outcomes(c, node, raw, where)
     if raw.get("next") is not None:
         node.next = str(raw["next"])
     return node
@@ -363,27 +372,37 @@ def _check_references(c: _Checker, nodes: dict[str, Node], node_where: dict[str,
 
 
 def _references(node: Node) -> list[tuple[Reference, Path_]]:
-    out: list[tuple[Reference, Path_]] = []
-    if isinstance(node, QuestionNode) and node.prompt is not None:
-        out += [(r, ("prompt",)) for r in node.prompt.references]
-    if isinstance(node, ProbeNode):
-        for name, value in node.params.items():
-            if isinstance(value, Template):
-                out += [(r, ("params", name)) for r in value.references]
-            elif isinstance(value, list):
-                for i, item in enumerate(value):
-                    if isinstance(item, Template):
-                        out += [(r, ("params", name, i)) for r in item.references]
-    if isinstance(node, DecisionNode):
-        for i, b in enumerate(node.branches):
-            out += [(r, ("branches", i, "when")) for r in b.when.references]
-    if isinstance(node, ConclusionNode):
-        if node.summary is not None:
-            out += [(r, ("summary",)) for r in node.summary.references]
-        for key, items in (("evidence", node.evidence), ("fix", node.fix)):
-            for i, t in enumerate(items):
-                out += [(r, (key, i)) for r in t.references]
-    return out
+    return [(r, at) for at, holder in node.expressions() for r in holder.references]
+
+
+def _question_dead_end(c: _Checker, node: QuestionNode, where: Path_) -> None:
+    if node.next_by_value and node.next is None:
+        values = {"select": [ch.value for ch in node.choices], "confirm": [True, False]}.get(node.type, [])
+        missing = [v for v in values if node.target(v) is None]
+        if missing or node.type not in ("select", "confirm"):
+            c.problem(
+                (*where, "next"),
+                f"dead end: no 'next' for answer(s) {', '.join(map(repr, missing)) or '(any other)'}; "
+                "add them or a '*' fallback",
+            )
+    elif node.next is None:
+        c.problem(where, f"dead end: question {node.id!r} has no 'next'")
+
+
+def _dead_end(c: _Checker, node: Node, where: Path_) -> None:
+    """A node that can be left some way the playbook does not say."""
+    if isinstance(node, QuestionNode):
+        _question_dead_end(c, node, where)
+    elif isinstance(node, ProbeNode) and not node.next:
+        unhandled = [o for o in OUTCOMES if o not in node.on]
+        if unhandled:
+            c.problem(
+                where,
+                f"dead end: probe node {node.id!r} handles no outcome {', '.join(unhandled)}; "
+                "map them under 'on' or give a 'next' for the rest",
+            )
+    elif isinstance(node, DecisionNode) and not node.default:
+        c.problem(where, f"dead end: decision {node.id!r} has no 'default' for when no branch matches")
 
 
 def _check_graph(c: _Checker, pb_start: str, nodes: dict[str, Node], node_where: dict[str, Path_]) -> None:
@@ -391,62 +410,92 @@ def _check_graph(c: _Checker, pb_start: str, nodes: dict[str, Node], node_where:
     edges: dict[str, list[str]] = {}
     for node_id, node in nodes.items():
         where = node_where[node_id]
+        _dead_end(c, node, where)
         targets = [(edge.target, edge.at) for edge in node.edges()]
-        if isinstance(node, QuestionNode):
-            if node.next_by_value and node.next is None:
-                values = (
-                    [ch.value for ch in node.choices]
-                    if node.type == "select"
-                    else ([True, False] if node.type == "confirm" else [])
-                )
-                missing = [v for v in values if node.target(v) is None]
-                if missing or node.type not in ("select", "confirm"):
-                    c.problem(
-                        (*where, "next"),
-                        f"dead end: no 'next' for answer(s) {', '.join(map(repr, missing)) or '(any other)'}; "
-                        "add them or a '*' fallback",
-                    )
-            elif node.next is None:
-                c.problem(where, f"dead end: question {node_id!r} has no 'next'")
-        elif isinstance(node, ProbeNode) and not node.next:
-            unhandled = [o for o in OUTCOMES if o not in node.on]
-            if unhandled:
-                c.problem(
-                    where,
-                    f"dead end: probe node {node_id!r} handles no outcome {', '.join(unhandled)}; "
-                    "map them under 'on' or give a 'next' for the rest",
-                )
-        elif isinstance(node, DecisionNode) and not node.default:
-            c.problem(where, f"dead end: decision {node_id!r} has no 'default' for when no branch matches")
         for target, at in targets:
             if target not in nodes:
                 c.problem((*where, *at), f"unknown node {target!r}{_suggest(target, ids)}")
         edges[node_id] = [t for t, _ in targets if t in nodes]
-
     if pb_start not in nodes:
         return
-    seen = reachable(pb_start, lambda n: edges.get(n, []))
+    seen = reachable([pb_start], lambda n: edges.get(n, []))
     for node_id in ids:
         if node_id not in seen:
             c.problem(node_where[node_id], f"node {node_id!r} is unreachable from the start node {pb_start!r}")
-
     # Cycles with no way out: nodes from which no conclusion can be reached (one walk backwards
-    # from the conclusions, so a chain of 20,000 nodes costs 20,000 steps, not 20,000 squared).
+    # from all the conclusions, so a chain of 20,000 nodes costs 20,000 steps, not 20,000 squared).
     backwards: dict[str, list[str]] = {}
     for n, outgoing in edges.items():
         for t in outgoing:
             backwards.setdefault(t, []).append(n)
-    can_finish: set[str] = set()
-    for n, v in nodes.items():
-        if isinstance(v, ConclusionNode):
-            can_finish |= reachable(n, lambda m: backwards.get(m, []))
+    conclusions = [n for n, v in nodes.items() if isinstance(v, ConclusionNode)]
+    can_finish = reachable(conclusions, lambda m: backwards.get(m, []))
     for n in ids:
         if n in seen and n not in can_finish and edges.get(n):
             c.problem(node_where[n], f"cycle with no way out: from {n!r} no path leads to a conclusion")
 
 
-def load_playbook_text(text: str, path: str, probes: Mapping[str, ProbeInfo]) -> Playbook:
-    """Parse and validate; raise PlaybookError listing every problem."""
+def _node(
+    c: _Checker, raw: Any, where: Path_, *, step_ids: list[str], nodes: dict[str, Node], node_where: dict[str, Path_]
+) -> Node | None:
+    """One node, built by its kind's builder; None (with the problem noted) when it cannot be."""
+    if not isinstance(raw, dict):
+        c.problem(where, "each node must be a mapping with id and kind")
+        return None
+    node_id = c.text(raw, "id", where, "a node")
+    if not node_id:
+        return None
+    if not ID_PATTERN.match(node_id):
+        c.problem((*where, "id"), f"node id {node_id!r} must be snake_case (a-z, 0-9, _), so conditions can name it")
+    if node_id in nodes:
+        first = c.doc.where(node_where[node_id])[0]
+        c.problem((*where, "id"), f"duplicate node id {node_id!r} (first at line {first})")
+        return None
+    kind = raw.get("kind")
+    if kind not in KIND_KEYS:
+        c.problem(
+            (*where, "kind") if "kind" in raw else where,
+            f"unknown node kind {kind!r}{_suggest(str(kind), list(KIND_KEYS))}; kinds: {', '.join(KIND_KEYS)}",
+        )
+        return None
+    c.unknown_keys(raw, COMMON_KEYS + KIND_KEYS[kind], where, f"a {kind} node")
+    step = raw.get("step")
+    if step is not None and str(step) not in step_ids:
+        c.problem(
+            (*where, "step"),
+            f"unknown step {step!r}{_suggest(str(step), step_ids)}; steps: {', '.join(step_ids) or 'none'}",
+        )
+    base = {
+        "id": node_id,
+        "kind": kind,
+        "step": str(step) if step is not None else None,
+        "explain": str(raw.get("explain", "") or ""),
+        "line": c.doc.where(where)[0],
+    }
+    return _BUILDERS[kind](c, raw, base, where)
+
+
+def _nodes(c: _Checker, data: dict[str, Any], step_ids: list[str]) -> tuple[dict[str, Node], dict[str, Path_]]:
+    raw_nodes = data.get("nodes")
+    nodes: dict[str, Node] = {}
+    node_where: dict[str, Path_] = {}
+    if not isinstance(raw_nodes, list) or not raw_nodes:
+        c.problem(
+            ("nodes",) if "nodes" in data else (),
+            "the playbook needs 'nodes': a list of question, probe, decision and conclusion nodes",
+        )
+        return nodes, node_where
+    for i, raw in enumerate(raw_nodes):
+        where: Path_ = ("nodes", i)
+        node = _node(c, raw, where, step_ids=step_ids, nodes=nodes, node_where=node_where)
+        if node is not None:
+            nodes[node.id] = node
+            node_where[node.id] = where
+    return nodes, node_where
+
+
+def _document(path: str, text: str, probes: Mapping[str, ProbeInfo]) -> tuple[_Checker, dict[str, Any]]:
+    """The parsed YAML as a mapping, with its duplicate keys noted as problems."""
     try:
         located = load_located(text)
     except YamlSyntaxError as exc:
@@ -456,9 +505,14 @@ def load_playbook_text(text: str, path: str, probes: Mapping[str, ProbeInfo]) ->
         c.problems.append(
             (line, col, f"duplicate key {key!r}" + (f" in {'/'.join(map(str, parent))}" if parent else ""))
         )
-    data = located.data
-    if not isinstance(data, dict):
+    if not isinstance(located.data, dict):
         raise PlaybookError([f"{path}:1:1: a playbook is a mapping with id, title, version, steps and nodes"])
+    return c, located.data
+
+
+def load_playbook_text(text: str, path: str, probes: Mapping[str, ProbeInfo]) -> Playbook:
+    """Parse and validate; raise PlaybookError listing every problem."""
+    c, data = _document(path, text, probes)
     c.unknown_keys(data, TOP_KEYS, (), "the playbook")
     pid = c.text(data, "id", (), "the playbook")
     if pid and not re.match(r"^[a-z0-9][a-z0-9_-]*$", pid):
@@ -467,56 +521,7 @@ def load_playbook_text(text: str, path: str, probes: Mapping[str, ProbeInfo]) ->
     version = c.text(data, "version", (), "the playbook")
     description = c.text(data, "description", (), "the playbook", False)
     steps = _steps(c, data.get("steps"))
-    step_ids = [s.id for s in steps]
-    raw_nodes = data.get("nodes")
-    nodes: dict[str, Node] = {}
-    node_where: dict[str, Path_] = {}
-    if not isinstance(raw_nodes, list) or not raw_nodes:
-        c.problem(
-            ("nodes",) if "nodes" in data else (),
-            "the playbook needs 'nodes': a list of question, probe, decision and conclusion nodes",
-        )
-        raw_nodes = []
-    for i, raw in enumerate(raw_nodes):
-        where: Path_ = ("nodes", i)
-        if not isinstance(raw, dict):
-            c.problem(where, "each node must be a mapping with id and kind")
-            continue
-        node_id = c.text(raw, "id", where, "a node")
-        if not node_id:
-            continue
-        if not ID_PATTERN.match(node_id):
-            c.problem(
-                (*where, "id"), f"node id {node_id!r} must be snake_case (a-z, 0-9, _), so conditions can name it"
-            )
-        if node_id in nodes:
-            c.problem(
-                (*where, "id"), f"duplicate node id {node_id!r} (first at line {c.doc.where(node_where[node_id])[0]})"
-            )
-            continue
-        kind = raw.get("kind")
-        if kind not in KIND_KEYS:
-            c.problem(
-                (*where, "kind") if "kind" in raw else where,
-                f"unknown node kind {kind!r}{_suggest(str(kind), list(KIND_KEYS))}; kinds: {', '.join(KIND_KEYS)}",
-            )
-            continue
-        c.unknown_keys(raw, COMMON_KEYS + KIND_KEYS[kind], where, f"a {kind} node")
-        step = raw.get("step")
-        if step is not None and str(step) not in step_ids:
-            c.problem(
-                (*where, "step"),
-                f"unknown step {step!r}{_suggest(str(step), step_ids)}; steps: {', '.join(step_ids) or 'none'}",
-            )
-        base = {
-            "id": node_id,
-            "kind": kind,
-            "step": str(step) if step is not None else None,
-            "explain": str(raw.get("explain", "") or ""),
-            "line": c.doc.where(where)[0],
-        }
-        nodes[node_id] = _BUILDERS[kind](c, raw, base, where)
-        node_where[node_id] = where
+    nodes, node_where = _nodes(c, data, [s.id for s in steps])
     start = str(data.get("start") or (next(iter(nodes)) if nodes else ""))
     if data.get("start") is not None and start not in nodes:
         c.problem(("start",), f"unknown start node {start!r}{_suggest(start, list(nodes))}")

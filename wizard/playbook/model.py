@@ -75,6 +75,10 @@ class Node:
     def edges(self) -> list[Edge]:
         return []
 
+    def expressions(self) -> list[tuple[tuple[str | int, ...], Template | Expression]]:
+        """Every template and condition in the node, with where it is written (for reference checks)."""
+        return []
+
 
 @dataclass(slots=True)
 class QuestionNode(Node):
@@ -97,6 +101,9 @@ class QuestionNode(Node):
             at: tuple[str | int, ...] = ("next", "*") if "*" in self.next_by_value else ("next",)
             out.append(Edge("other" if self.next_by_value else "", self.next, at))
         return out
+
+    def expressions(self) -> list[tuple[tuple[str | int, ...], Template | Expression]]:
+        return [(("prompt",), self.prompt)] if self.prompt is not None else []
 
     def coerce(self, value: Any, *, check_exists: bool = True) -> Any:
         """The value as this question's type, or AnswerInvalid saying what is valid.
@@ -196,6 +203,15 @@ class ProbeNode(Node):
     def target(self, outcome: str) -> str | None:
         return self.on.get(outcome, self.next)
 
+    def expressions(self) -> list[tuple[tuple[str | int, ...], Template | Expression]]:
+        out: list[tuple[tuple[str | int, ...], Template | Expression]] = []
+        for name, value in self.params.items():
+            if isinstance(value, Template):
+                out.append((("params", name), value))
+            elif isinstance(value, list):
+                out += [(("params", name, i), item) for i, item in enumerate(value) if isinstance(item, Template)]
+        return out
+
     def edges(self) -> list[Edge]:
         out = [Edge(k, t, ("on", k)) for k, t in self.on.items()]
         if self.next:
@@ -215,6 +231,9 @@ class DecisionNode(Node):
     branches: tuple[Branch, ...] = ()
     default: str | None = None
 
+    def expressions(self) -> list[tuple[tuple[str | int, ...], Template | Expression]]:
+        return [(("branches", i, "when"), b.when) for i, b in enumerate(self.branches)]
+
     def edges(self) -> list[Edge]:
         out = [Edge(b.when.source[:50], b.goto, ("branches", i, "goto")) for i, b in enumerate(self.branches)]
         if self.default:
@@ -230,6 +249,14 @@ class ConclusionNode(Node):
     evidence: tuple[Template, ...] = ()
     fix: tuple[Template, ...] = ()
     links: tuple[str, ...] = ()
+
+    def expressions(self) -> list[tuple[tuple[str | int, ...], Template | Expression]]:
+        out: list[tuple[tuple[str | int, ...], Template | Expression]] = []
+        if self.summary is not None:
+            out.append((("summary",), self.summary))
+        out += [(("evidence", i), t) for i, t in enumerate(self.evidence)]
+        out += [(("fix", i), t) for i, t in enumerate(self.fix)]
+        return out
 
 
 @dataclass(slots=True)
@@ -256,14 +283,14 @@ class Playbook:
         return [edge.target for edge in node.edges()]
 
     def reachable_from(self, node_id: str) -> set[str]:
-        return reachable(node_id, lambda n: (t for t in self.successors(self.nodes[n]) if t in self.nodes))
+        return reachable([node_id], lambda n: (t for t in self.successors(self.nodes[n]) if t in self.nodes))
 
 
-def reachable(start: str, successors: Callable[[str], Iterable[str]]) -> set[str]:
-    """Every node id reachable from ``start`` (itself included): one walk for the loader's
-    unreachable-node check and for naming the questions that may follow a missing answer."""
-    seen = {start}
-    stack = [start]
+def reachable(starts: Iterable[str], successors: Callable[[str], Iterable[str]]) -> set[str]:
+    """Every node id reachable from any of ``starts`` (themselves included), in one walk: the loader's
+    unreachable-node and no-way-out checks, and the questions that may follow a missing answer."""
+    seen = set(starts)
+    stack = list(seen)
     while stack:
         for target in successors(stack.pop()):
             if target not in seen:

@@ -138,65 +138,75 @@ class ExactDecoder:
         while True:
             text = b.buf[b.pos :].decode("utf-8", "surrogateescape")
             substituted = BARE_TOKEN.sub(quote_bare, text)
-            n = len(substituted)
-            stop_index = n + 1
+            stop_index = len(substituted) + 1
             if stop_at is not None:
                 stop_chars = len(b.buf[b.pos : stop_at - b.base].decode("utf-8", "surrogateescape"))
                 stop_index = _substituted_index(text, substituted, stop_chars)
-            batch: list[Event] = []
-            raw_batch: list[bytes] = []
-            i = 0
-            ended = need_more = False
-            while True:
-                i = _BETWEEN.match(substituted, i).end()  # type: ignore[union-attr]
-                if i >= stop_index:
-                    break
-                if i >= n:
-                    need_more = True
-                    break
-                if substituted[i] == "]":
-                    i += 1
-                    ended = True
-                    break
-                try:
-                    obj, j = self.decoder.raw_decode(substituted, i)
-                except json.JSONDecodeError as exc:
-                    if not b.src.eof and n - i < self.max_event_bytes:
-                        need_more = True
-                        break
-                    start = b.offset + _byte_len_sub(text, substituted, i)
-                    if b.src.eof and _looks_truncated(substituted, exc):
-                        self.deliver(batch, raw_batch)
-                        self._truncated(start)
-                        return False
-                    where = b.offset + _byte_len_sub(text, substituted, exc.pos)
-                    raise b.error(f"invalid JSON in traceEvents ({exc.msg})", where) from None
-                except RecursionError:
-                    raise b.error("nesting too deep to be a profiler trace") from None
-                if self.raw:
-                    raw_batch.append(substituted[i:j].encode("utf-8", "surrogateescape"))
-                else:
-                    event = event_from_dict(obj)
-                    if event is not None:
-                        batch.append(event)
-                i = j
-            self.deliver(batch, raw_batch)
-            b.pos += _byte_len_sub(text, substituted, i)
-            if ended:
-                return True
-            if stop_at is not None and not need_more:
+            outcome, i = self._window(text, substituted, stop_index)
+            if outcome == "truncated":
                 return False
-            if need_more:
-                if not b.fill(b.remaining + b.block_size):
-                    if b.pos >= len(b.buf):
-                        self.contents.truncation = Truncation(
-                            b.offset,
-                            0,
-                            self.contents.last_ts,
-                            "the file ends after a complete event but before the event list was closed; "
-                            "no event was lost, but any keys after the list (such as deviceProperties) are missing",
-                        )
-                        return False
-                    continue
-                if not until_end and stop_at is None:
+            b.pos += _byte_len_sub(text, substituted, i)
+            if outcome == "ended":
+                return True
+            if outcome == "stop":
+                return False
+            if not b.fill(b.remaining + b.block_size):  # outcome "more": the window ended mid-list
+                if b.pos >= len(b.buf):
+                    self._unclosed()
                     return False
+                continue
+            if not until_end and stop_at is None:
+                return False
+
+    def _window(self, text: str, substituted: str, stop_index: int) -> tuple[str, int]:
+        """Decode the events in one window: ('ended' | 'stop' | 'more' | 'truncated', where it stopped)."""
+        b, n = self.b, len(substituted)
+        batch: list[Event] = []
+        raw_batch: list[bytes] = []
+        i = 0
+        outcome = "more"
+        while True:
+            i = _BETWEEN.match(substituted, i).end()  # type: ignore[union-attr]
+            if i >= stop_index or i >= n:
+                outcome = "stop" if i >= stop_index else "more"
+                break
+            if substituted[i] == "]":
+                i += 1
+                outcome = "ended"
+                break
+            try:
+                obj, j = self.decoder.raw_decode(substituted, i)
+            except json.JSONDecodeError as exc:
+                if not b.src.eof and n - i < self.max_event_bytes:
+                    break  # the event continues past the window: read more
+                self.deliver(batch, raw_batch)
+                self._bad_event(text, substituted, i, exc)
+                return "truncated", i
+            except RecursionError:
+                raise b.error("nesting too deep to be a profiler trace") from None
+            if self.raw:
+                raw_batch.append(substituted[i:j].encode("utf-8", "surrogateescape"))
+            elif (event := event_from_dict(obj)) is not None:
+                batch.append(event)
+            i = j
+        self.deliver(batch, raw_batch)
+        return outcome, i
+
+    def _bad_event(self, text: str, substituted: str, i: int, exc: json.JSONDecodeError) -> None:
+        """An event that does not decode at the end of the data is a cut; anywhere else, damage."""
+        b = self.b
+        start = b.offset + _byte_len_sub(text, substituted, i)
+        if b.src.eof and _looks_truncated(substituted, exc):
+            self._truncated(start)
+            return
+        where = b.offset + _byte_len_sub(text, substituted, exc.pos)
+        raise b.error(f"invalid JSON in traceEvents ({exc.msg})", where) from None
+
+    def _unclosed(self) -> None:
+        self.contents.truncation = Truncation(
+            self.b.offset,
+            0,
+            self.contents.last_ts,
+            "the file ends after a complete event but before the event list was closed; "
+            "no event was lost, but any keys after the list (such as deviceProperties) are missing",
+        )

@@ -209,23 +209,52 @@ def analyse(
     ):
         classifier = Classifier(devices, rocm, contents, max_launches)  # what was known while reading fell short
     classifier.feed(contents.kernels[classifier.fed :])
-    notes: list[str] = []
-    groups = classifier.groups
-    mechanisms = classifier.mechanisms
-    checked = classifier.checked
-    max_true_wps = classifier.max_true_wps
-    if groups:
-        kernels = contents.kernels
-        wanted = {i for g in groups.values() for i in (g.worst.kernel_index, *g.examples)}
-        calls = contents.runtime.find({c for i in wanted if (c := kernels[i].correlation) is not None})
-        for group in groups.values():
-            for index in (group.worst.kernel_index, *group.examples):
-                if (link := link_op(contents, kernels[index], calls)) is not None:
-                    group.op = link
-                    break
-            group.launches = _launches(group, kernels)
+    _link_groups(contents, classifier.groups)
+    timing = dict(contents.timing)
+    timing["analyse_s"] = time.perf_counter() - started
+    ordered = sorted(classifier.groups.values(), key=lambda g: (g.severity != "error", g.mechanism, -g.count, g.kernel))
+    return TraceReport(
+        path=contents.path,
+        rank=_rank(contents),
+        layout=contents.layout,
+        compressed=contents.compressed,
+        bytes_read=contents.bytes_read,
+        events=contents.events,
+        kernels=len(contents.kernels),
+        kernels_checked=classifier.checked,
+        devices=_device_summary(devices),
+        rocm=rocm,
+        truncation=contents.truncation,
+        mechanisms=dict(classifier.mechanisms),
+        groups=ordered,
+        notes=_notes(contents, devices, sms, classifier.mechanisms),
+        max_true_warps_per_sm=classifier.max_true_wps,
+        timing=timing,
+        non_finite=dict(contents.non_finite),
+    )
 
-    if rocm:
+
+def _link_groups(contents: TraceContents, groups: dict[tuple[str, str], FindingGroup]) -> None:
+    """Each group's op (from its worst launch, else its first examples) and its wrong launches."""
+    if not groups:
+        return
+    kernels = contents.kernels
+    wanted = {i for g in groups.values() for i in (g.worst.kernel_index, *g.examples)}
+    calls = contents.runtime.find({c for i in wanted if (c := kernels[i].correlation) is not None})
+    for group in groups.values():
+        for index in (group.worst.kernel_index, *group.examples):
+            if (link := link_op(contents, kernels[index], calls)) is not None:
+                group.op = link
+                break
+        group.launches = _launches(group, kernels)
+
+
+def _notes(
+    contents: TraceContents, devices: dict[int, DeviceInfo], sms: int | None, mechanisms: Counter[str]
+) -> list[str]:
+    """What a reader of the report should know about the trace itself, in order."""
+    notes: list[str] = []
+    if contents.is_rocm:
         notes.append(
             "ROCm trace: the profiler records no blocks/warps per SM or occupancy on AMD GPUs, "
             "so there is nothing to check; launch dimensions are listed as they are"
@@ -237,30 +266,7 @@ def analyse(
         )
     elif not contents.kernels:
         notes.append("no GPU kernels in this trace (CPU-only profile, or the CUDA activity was not recorded)")
-    if sms is not None and not contents.device_properties:
-        notes.append(f"the trace has no deviceProperties; using the SM count given with --sms: {sms}")
-        fitting = infer_sm_count(contents.kernels)
-        if fitting is not None and fitting != sms:
-            gpu = KNOWN_GPUS.get(fitting)
-            notes.append(
-                f"the SM count given with --sms ({sms}) does not fit this trace: its kernels' blocks per SM fit "
-                f"{fitting} SMs exactly" + (f" (a {gpu.name})" if gpu else "") + f"; rerun with --sms {fitting}, "
-                "or without --sms (the count is then inferred)"
-            )
-    elif contents.kernels and not rocm and not contents.device_properties:
-        inferred = [d for d in devices.values() if d.source == "inferred"]
-        if inferred:
-            notes.append(
-                "the trace has no deviceProperties; SM counts were inferred from the kernels' own "
-                "grid and blocks per SM ("
-                + ", ".join(
-                    f"device {d.device_id}: {d.num_sms} SMs" + (f", assumed {d.name}" if d.limits else "")
-                    for d in inferred
-                )
-                + ")"
-            )
-        else:
-            notes.append("the trace has no deviceProperties and the SM count could not be inferred; " + SM_COUNT_HINT)
+    notes += _sm_count_notes(contents, devices, sms)
     already_fixed = sum(1 for k in contents.kernels if k.fixed is not None)
     if already_fixed:
         notes.append(
@@ -274,31 +280,34 @@ def analyse(
             "large warps-per-SM values are by design (mechanism F): the metric divides the whole "
             "grid's warps by the SM count; it is not resident warps and is not comparable to 64"
         )
-    timing = dict(contents.timing)
-    timing["analyse_s"] = time.perf_counter() - started
-    ordered = sorted(
-        groups.values(),
-        key=lambda g: (g.severity != "error", g.mechanism, -g.count, g.kernel),
+    return notes
+
+
+def _sm_count_notes(contents: TraceContents, devices: dict[int, DeviceInfo], sms: int | None) -> list[str]:
+    """Where the SM count came from when the trace gives none: --sms (and whether it fits), or inference."""
+    if contents.device_properties or not contents.kernels or contents.is_rocm:
+        return []
+    if sms is not None:
+        notes = [f"the trace has no deviceProperties; using the SM count given with --sms: {sms}"]
+        fitting = infer_sm_count(contents.kernels)
+        if fitting is not None and fitting != sms:
+            gpu = KNOWN_GPUS.get(fitting)
+            notes.append(
+                f"the SM count given with --sms ({sms}) does not fit this trace: its kernels' blocks per SM fit "
+                f"{fitting} SMs exactly" + (f" (a {gpu.name})" if gpu else "") + f"; rerun with --sms {fitting}, "
+                "or without --sms (the count is then inferred)"
+            )
+        return notes
+    inferred = [d for d in devices.values() if d.source == "inferred"]
+    if not inferred:
+        return ["the trace has no deviceProperties and the SM count could not be inferred; " + SM_COUNT_HINT]
+    found = ", ".join(
+        f"device {d.device_id}: {d.num_sms} SMs" + (f", assumed {d.name}" if d.limits else "") for d in inferred
     )
-    return TraceReport(
-        path=contents.path,
-        rank=_rank(contents),
-        layout=contents.layout,
-        compressed=contents.compressed,
-        bytes_read=contents.bytes_read,
-        events=contents.events,
-        kernels=len(contents.kernels),
-        kernels_checked=checked,
-        devices=_device_summary(devices),
-        rocm=rocm,
-        truncation=contents.truncation,
-        mechanisms=dict(mechanisms),
-        groups=ordered,
-        notes=notes,
-        max_true_warps_per_sm=max_true_wps,
-        timing=timing,
-        non_finite=dict(contents.non_finite),
-    )
+    return [
+        "the trace has no deviceProperties; SM counts were inferred from the kernels' own grid "
+        f"and blocks per SM ({found})"
+    ]
 
 
 def inspect_trace(
