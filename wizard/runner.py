@@ -108,36 +108,7 @@ class SubprocessRunner:
         except OSError as exc:
             return CommandResult(list(argv), 127, f"cannot start {argv[0]!r}: {exc.strerror}", 0.0, False)
         sink = _Bounded()
-        assert proc.stdout is not None
-        stdout = proc.stdout
-
-        def pump() -> None:
-            fd = stdout.fileno()
-            for chunk in iter(lambda: os.read(fd, 65536), b""):
-                sink.feed(chunk)
-
-        reader = threading.Thread(target=pump, daemon=True)
-        reader.start()
-        timed_out = False
-        try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            _kill_group(proc)
-        except KeyboardInterrupt:
-            _kill_group(proc)
-            raise
-        finally:
-            # Grandchildren that kept the pipe open must not keep us waiting.
-            reader.join(timeout=2)
-            if reader.is_alive():
-                _kill_group(proc)
-                reader.join(timeout=2)
-        # The leader is gone; anything left in its group is an orphan of this command.
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
+        timed_out = _wait_reading(proc, sink, timeout)
         output = sink.text()
         result = CommandResult(
             list(argv),
@@ -153,3 +124,40 @@ class SubprocessRunner:
             write_own(log_path, f"$ {' '.join(argv)}\n{output}")
             result.log_path = str(log_path)
         return result
+
+
+def _wait_reading(proc: subprocess.Popen[bytes], sink: _Bounded, timeout: float) -> bool:
+    """Wait for ``proc`` while a thread drains its output into ``sink``; True if it ran out of time.
+
+    Whatever happens, nothing of its process group outlives this call."""
+    assert proc.stdout is not None
+    stdout = proc.stdout
+
+    def pump() -> None:
+        fd = stdout.fileno()
+        for chunk in iter(lambda: os.read(fd, 65536), b""):
+            sink.feed(chunk)
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    timed_out = False
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        _kill_group(proc)
+    except KeyboardInterrupt:
+        _kill_group(proc)
+        raise
+    finally:
+        # Grandchildren that kept the pipe open must not keep us waiting.
+        reader.join(timeout=2)
+        if reader.is_alive():
+            _kill_group(proc)
+            reader.join(timeout=2)
+    # The leader is gone; anything left in its group is an orphan of this command.
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    return timed_out

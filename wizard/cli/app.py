@@ -65,6 +65,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
+    _add_run(sub, kw)
+    _add_catalogue_commands(sub)
+    _add_trace(sub, kw)
+    _add_machine_commands(sub)
+    return p
+
+
+_Sub = Any  # argparse's _SubParsersAction, private in typeshed
+
+
+def _add_run(sub: _Sub, kw: dict[str, Any]) -> None:
     run = sub.add_parser("run", help="walk a playbook to a diagnosis", **kw)
     run.add_argument("playbook", help="playbook name (see 'list') or path to a .yaml file")
     run.add_argument("--answers", metavar="FILE", help="answers (YAML/JSON, '-' for stdin): no prompts")
@@ -101,6 +112,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--allow-sanitizer", action="store_true", help="let probes run compute-sanitizer (slow)")
 
+
+def _add_catalogue_commands(sub: _Sub) -> None:
+    """Commands over the playbooks and probes found: list, validate, graph, explain, probes, schema."""
     sub.add_parser("list", help="list the playbooks found")
     val = sub.add_parser("validate", help="check playbooks (files, names or directories) and report every problem")
     val.add_argument("paths", nargs="+", metavar="PLAYBOOK")
@@ -112,6 +126,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("probes", help="list the registered probes, their parameters and facts")
     sub.add_parser("schema", help="print the playbook JSON Schema (for editors)")
 
+
+def _add_trace(sub: _Sub, kw: dict[str, Any]) -> None:
     trace = sub.add_parser("trace", help="inspect or fix profiler traces")
     tsub = trace.add_subparsers(dest="trace_command", metavar="ACTION", parser_class=_Parser)
     ins = tsub.add_parser("inspect", help="explain every impossible kernel metric in traces", **kw)
@@ -148,13 +164,15 @@ def build_parser() -> argparse.ArgumentParser:
     fix.add_argument("output")
     fix.add_argument("--force", action="store_true", help="replace an output file that exists")
 
+
+def _add_machine_commands(sub: _Sub) -> None:
+    """Commands about this machine and others: compare, env."""
     cmp_ = sub.add_parser("compare", help="compare JSON reports from several machines")
     cmp_.add_argument("reports", nargs="+", metavar="REPORT.json")
     cmp_.add_argument("--json", action="store_true")
     envp = sub.add_parser("env", help="versions, GPUs and profilers available here")
     envp.add_argument("--python", metavar="PATH")
     envp.add_argument("--json", action="store_true")
-    return p
 
 
 class _Stream:
@@ -372,40 +390,53 @@ def cmd_schema(ctx: Context) -> ExitStatus:
 
 
 def cmd_trace(ctx: Context) -> ExitStatus:
+    action = ctx.args.trace_command
+    if action == "fix":
+        return _trace_fix(ctx)
+    if action == "inspect":
+        return _trace_inspect(ctx)
+    raise UsageError("warpwizard trace: choose an action: inspect or fix (see --help)")
+
+
+def _trace_fix(ctx: Context) -> ExitStatus:
+    from wizard.trace.fix import fix_trace
+    from wizard.ui.render import fix_summary_lines, truncation_warning
+
     args = ctx.args
-    if args.trace_command == "fix":
-        from wizard.trace.fix import fix_trace
-        from wizard.ui.render import fix_summary_lines
+    summary = fix_trace(args.input, args.output, force=args.force)
+    for line in fix_summary_lines(summary):
+        ctx.write(visible(line) + "\n")
+    if summary.truncation is not None:
+        ctx.stderr.write(visible(truncation_warning(args.input, summary.truncation.detail)) + "\n")
+    return ExitStatus.OK
 
-        summary = fix_trace(args.input, args.output, force=args.force)
-        for line in fix_summary_lines(summary):
-            ctx.write(visible(line) + "\n")
-        if summary.truncation is not None:
-            ctx.stderr.write(
-                visible(
-                    f"warpwizard: warning: {args.input} is cut off ({summary.truncation.detail}); the copy holds "
-                    "every complete event and closes the event list after the last one"
-                )
-                + "\n"
-            )
-        return ExitStatus.OK
-    if args.trace_command != "inspect":
-        raise UsageError("warpwizard trace: choose an action: inspect or fix (see --help)")
-    from wizard.trace.inspect import DEFAULT_MAX_LAUNCHES, inspect_paths
 
+def _inspect_limits(args: argparse.Namespace) -> tuple[int | None, int | None, int]:
+    """--jobs, --sms and --max-launches, checked: (jobs, sms, max launches)."""
+    from wizard.trace.inspect import DEFAULT_MAX_LAUNCHES
+
+    where = "warpwizard trace inspect"
     if args.sms is not None and args.sms <= 0:
-        raise UsageError(f"warpwizard trace inspect: --sms must be a positive number of SMs, not {args.sms}")
+        raise UsageError(f"{where}: --sms must be a positive number of SMs, not {args.sms}")
     if args.jobs is not None and args.jobs <= 0:
-        raise UsageError(f"warpwizard trace inspect: --jobs must be a positive number, not {args.jobs}")
+        raise UsageError(f"{where}: --jobs must be a positive number, not {args.jobs}")
     if args.max_launches is not None and args.max_launches < 0:
-        raise UsageError(f"warpwizard trace inspect: --max-launches must be 0 or more, not {args.max_launches}")
+        raise UsageError(f"{where}: --max-launches must be 0 or more, not {args.max_launches}")
+    limit = DEFAULT_MAX_LAUNCHES if args.max_launches is None else args.max_launches
+    return args.jobs, args.sms, limit
+
+
+def _trace_inspect(ctx: Context) -> ExitStatus:
+    from wizard.trace.inspect import inspect_paths
+
+    args = ctx.args
+    jobs, sms, limit = _inspect_limits(args)
     markdown_file = args.markdown if args.markdown not in (None, "-") else None
     if markdown_file is not None:
         from wizard.outputs import check_output
 
         check_output(markdown_file, inputs=args.paths, force=args.force, what="Markdown report")
-    limit = DEFAULT_MAX_LAUNCHES if args.max_launches is None else args.max_launches
-    inspection = inspect_paths(args.paths, args.jobs, args.sms, limit)
+    inspection = inspect_paths(args.paths, jobs, sms, limit)
     if args.json:
         from wizard.serialize import dumps
 
@@ -415,16 +446,21 @@ def cmd_trace(ctx: Context) -> ExitStatus:
 
         ctx.console().print(inspection_view(inspection, show_all=args.all))
     if args.markdown:
-        from wizard.report.markdown import inspection_markdown
-
-        text = inspection_markdown(inspection)
-        if markdown_file is None:
-            ctx.write(text)
-        else:
-            from wizard.outputs import write_text
-
-            write_text(markdown_file, text, inputs=args.paths, force=args.force, what="Markdown report")
+        _write_inspection_markdown(ctx, inspection, markdown_file)
     return ExitStatus.FINDINGS if inspection.impossible else ExitStatus.OK
+
+
+def _write_inspection_markdown(ctx: Context, inspection: Any, path: str | None) -> None:
+    """To stdout when ``path`` is None ('--markdown -'), else to the file, never over an input."""
+    from wizard.report.markdown import inspection_markdown
+
+    text = inspection_markdown(inspection)
+    if path is None:
+        ctx.write(text)
+        return
+    from wizard.outputs import write_text
+
+    write_text(path, text, inputs=ctx.args.paths, force=ctx.args.force, what="Markdown report")
 
 
 def cmd_compare(ctx: Context) -> ExitStatus:

@@ -97,24 +97,28 @@ def explain(pb: Playbook) -> str:
         if why:
             out += [why.strip(), ""]
         for node in nodes:
-            if isinstance(node, QuestionNode):
-                out.append(f"- **Question `{node.id}`** ({node.type}): {node.prompt.source if node.prompt else ''}")
-                if node.choices:
-                    out.append("  choices: " + "; ".join(f"{c.label} (`{c.value}`)" for c in node.choices))
-                if node.default is not None:
-                    out.append(f"  default: `{node.default}`")
-            elif isinstance(node, ProbeNode):
-                out.append(f"- **Probe `{node.id}`** runs `{node.probe}` (timeout {node.timeout:g} s)")
-            elif isinstance(node, DecisionNode):
-                out.append(f"- **Decision `{node.id}`**")
-            elif isinstance(node, ConclusionNode):
-                out.append(
-                    f"- **Diagnosis `{node.diagnosis}`** ({node.severity}): "
-                    f"{node.summary.source.strip() if node.summary else ''}"
-                )
-            if node.explain:
-                out.append("  " + " ".join(node.explain.split()))
-            for label, target in ((e.label, e.target) for e in node.edges()):
-                out.append(f"  - {label or 'then'} -> `{target}`")
+            out += _node_lines(node)
         out.append("")
     return "\n".join(out).rstrip() + "\n"
+
+
+def _node_lines(node: Node) -> list[str]:
+    """One node in words: what it is, why it is there, where each edge leads."""
+    out: list[str] = []
+    if isinstance(node, QuestionNode):
+        out.append(f"- **Question `{node.id}`** ({node.type}): {node.prompt.source if node.prompt else ''}")
+        if node.choices:
+            out.append("  choices: " + "; ".join(f"{c.label} (`{c.value}`)" for c in node.choices))
+        if node.default is not None:
+            out.append(f"  default: `{node.default}`")
+    elif isinstance(node, ProbeNode):
+        out.append(f"- **Probe `{node.id}`** runs `{node.probe}` (timeout {node.timeout:g} s)")
+    elif isinstance(node, DecisionNode):
+        out.append(f"- **Decision `{node.id}`**")
+    elif isinstance(node, ConclusionNode):
+        summary = node.summary.source.strip() if node.summary else ""
+        out.append(f"- **Diagnosis `{node.diagnosis}`** ({node.severity}): {summary}")
+    if node.explain:
+        out.append("  " + " ".join(node.explain.split()))
+    out += [f"  - {e.label or 'then'} -> `{e.target}`" for e in node.edges()]
+    return out

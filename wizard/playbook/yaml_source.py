@@ -78,7 +78,7 @@ def _mark(event: Any) -> Any:
     return event.start_mark
 
 
-def _compose(text: str) -> Any:
+def _compose(text: str) -> yaml.Node | None:
     """The node tree. With libyaml (PyYAML's C parser: 20 times faster, so a 20,000-node playbook
     loads in a second) the events are screened for aliases and depth first, then composed in C."""
     if _FAST is None:
@@ -104,62 +104,72 @@ def load_located(text: str) -> Located:
     """Parse one YAML document safely, keeping positions."""
     if len(text) > MAX_YAML_CHARS:
         raise YamlSyntaxError(f"too large ({len(text)} characters; at most {MAX_YAML_CHARS})", 1, 1)
+    root = _parse(text)
+    located = Located(None)
+    if root is not None:
+        located.data = _Builder(located).walk(root, ())
+    return located
+
+
+def _parse(text: str) -> yaml.Node | None:
+    """The document's node tree; a YAML error becomes a YamlSyntaxError at its line and column."""
     try:
-        root = _compose(text)
+        return _compose(text)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
         raise YamlSyntaxError(f"YAML syntax error: {exc.problem or exc.context}", line, col) from None
     except yaml.YAMLError as exc:
         raise YamlSyntaxError(f"YAML error: {exc}", 1, 1) from None
-    located = Located(None)
-    if root is None:
-        return located
-    constructor = yaml.constructor.SafeConstructor()
 
-    def walk(node: yaml.Node, path: Path_) -> Any:
-        located.positions[path] = (node.start_mark.line + 1, node.start_mark.column + 1)
+
+def _at(node: yaml.Node) -> tuple[int, int]:
+    return node.start_mark.line + 1, node.start_mark.column + 1
+
+
+class _Builder:
+    """Plain data from a node tree, recording where each value and key stands."""
+
+    def __init__(self, located: Located) -> None:
+        self.located = located
+        self.constructor = yaml.constructor.SafeConstructor()
+
+    def walk(self, node: yaml.Node, path: Path_) -> Any:
+        self.located.positions[path] = _at(node)
         if node.tag not in PLAIN_TAGS:
             tag = node.tag.replace("tag:yaml.org,2002:", "!!")
             raise YamlSyntaxError(
                 f"YAML tag {tag} is not allowed: a playbook is plain data "
                 "(mappings, lists, strings, numbers, booleans)",
-                node.start_mark.line + 1,
-                node.start_mark.column + 1,
+                *_at(node),
             )
         if isinstance(node, yaml.MappingNode):
-            out: dict[Any, Any] = {}
-            for key_node, value_node in node.value:
-                key = scalar(key_node)
-                if isinstance(key, bool) and str(key_node.value).lower() in ("on", "off"):
-                    key = str(key_node.value).lower()  # YAML 1.1 reads `on:` as true; playbooks mean the word
-                if not isinstance(key, (str, int, float, bool)) and key is not None:
-                    key = str(key)
-                if key in out:
-                    located.duplicates.append(
-                        (path, str(key), key_node.start_mark.line + 1, key_node.start_mark.column + 1)
-                    )
-                child = (*path, key if isinstance(key, (str, int)) else str(key))
-                out[key] = walk(value_node, child)
-                located.positions[(*child, "__key__")] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
-            return out
+            return self.mapping(node, path)
         if isinstance(node, yaml.SequenceNode):
-            return [walk(item, (*path, i)) for i, item in enumerate(node.value)]
-        return scalar(node)
+            return [self.walk(item, (*path, i)) for i, item in enumerate(node.value)]
+        return self.scalar(node)
 
-    def scalar(node: yaml.Node) -> Any:
+    def mapping(self, node: yaml.MappingNode, path: Path_) -> dict[Any, Any]:
+        out: dict[Any, Any] = {}
+        for key_node, value_node in node.value:
+            key = self.scalar(key_node)
+            if isinstance(key, bool) and str(key_node.value).lower() in ("on", "off"):
+                key = str(key_node.value).lower()  # YAML 1.1 reads `on:` as true; playbooks mean the word
+            if not isinstance(key, (str, int, float, bool)) and key is not None:
+                key = str(key)
+            if key in out:
+                self.located.duplicates.append((path, str(key), *_at(key_node)))
+            child = (*path, key if isinstance(key, (str, int)) else str(key))
+            out[key] = self.walk(value_node, child)
+            self.located.positions[(*child, "__key__")] = _at(key_node)
+        return out
+
+    def scalar(self, node: yaml.Node) -> Any:
         try:
-            return constructor.construct_object(node, deep=True)
+            return self.constructor.construct_object(node, deep=True)
         except yaml.constructor.ConstructorError as exc:
-            raise YamlSyntaxError(
-                f"YAML error: {exc.problem}", node.start_mark.line + 1, node.start_mark.column + 1
-            ) from None
+            raise YamlSyntaxError(f"YAML error: {exc.problem}", *_at(node)) from None
         except (ValueError, OverflowError):  # a number of more than 4,300 digits, a date out of range
             raise YamlSyntaxError(
-                f"YAML error: the value {str(node.value)[:20]!r}... cannot be read as a number or date",
-                node.start_mark.line + 1,
-                node.start_mark.column + 1,
+                f"YAML error: the value {str(node.value)[:20]!r}... cannot be read as a number or date", *_at(node)
             ) from None
-
-    located.data = walk(root, ())
-    return located

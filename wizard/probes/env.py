@@ -20,6 +20,48 @@ def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
+# (fact, NVML function, extra arguments): each asked on its own, so one unsupported call costs one fact
+_GPU_CALLS: tuple[tuple[str, str, tuple[int, ...]], ...] = (
+    ("name", "nvmlDeviceGetName", ()),
+    ("uuid", "nvmlDeviceGetUUID", ()),
+    ("compute_capability", "nvmlDeviceGetCudaComputeCapability", ()),
+    ("memory", "nvmlDeviceGetMemoryInfo", ()),
+    ("mig_mode", "nvmlDeviceGetMigMode", ()),
+    ("retired_pages", "nvmlDeviceGetRetiredPages", (1,)),
+    ("sm_clock_mhz", "nvmlDeviceGetClockInfo", (1,)),
+)
+
+
+def _gpu_facts(nvml: Any, index: int) -> dict[str, Any]:
+    handle = nvml.nvmlDeviceGetHandleByIndex(index)
+    gpu: dict[str, Any] = {"index": index}
+    for key, fn, args in _GPU_CALLS:
+        try:
+            gpu[key] = getattr(nvml, fn)(handle, *args)
+        except Exception as exc:  # noqa: BLE001 - NotSupported / NoPermission / FunctionNotFound
+            gpu[key] = f"could not collect: {type(exc).__name__}"
+    return gpu
+
+
+def _tidy(gpu: dict[str, Any]) -> dict[str, Any]:
+    """NVML's bytes, tuples and structs as plain JSON values."""
+    for key in ("name", "uuid"):
+        if isinstance(gpu.get(key), bytes):
+            gpu[key] = _text(gpu[key])
+    if isinstance(gpu.get("compute_capability"), tuple):
+        major, minor = gpu["compute_capability"]
+        gpu["compute_capability"] = f"{major}.{minor}"
+    mem = gpu.get("memory")
+    if mem is not None and hasattr(mem, "total"):
+        gpu["memory"] = {"total": int(mem.total), "used": int(mem.used)}
+    mig = gpu.get("mig_mode")
+    if isinstance(mig, (list, tuple)):
+        gpu["mig_mode"] = {"current": int(mig[0]), "pending": int(mig[1])}
+    if isinstance(gpu.get("retired_pages"), (list, tuple)):
+        gpu["retired_pages"] = len(gpu["retired_pages"])
+    return gpu
+
+
 def collect_nvml(env: Environment) -> dict[str, Any]:
     """Driver and per-GPU facts through NVML; 'could not collect: why' where it fails."""
     try:
@@ -41,38 +83,7 @@ def collect_nvml(env: Environment) -> dict[str, Any]:
             except Exception as exc:  # noqa: BLE001
                 out[key] = f"could not collect: {exc}"
         count = int(nvml.nvmlDeviceGetCount())
-        for i in range(count):
-            handle = nvml.nvmlDeviceGetHandleByIndex(i)
-            gpu: dict[str, Any] = {"index": i}
-
-            def grab(key: str, fn: str, *args: Any, _gpu: dict[str, Any] = gpu, _h: Any = handle) -> None:
-                try:
-                    _gpu[key] = getattr(nvml, fn)(_h, *args)
-                except Exception as exc:  # noqa: BLE001 - NotSupported / NoPermission / FunctionNotFound
-                    _gpu[key] = f"could not collect: {type(exc).__name__}"
-
-            grab("name", "nvmlDeviceGetName")
-            grab("uuid", "nvmlDeviceGetUUID")
-            grab("compute_capability", "nvmlDeviceGetCudaComputeCapability")
-            grab("memory", "nvmlDeviceGetMemoryInfo")
-            grab("mig_mode", "nvmlDeviceGetMigMode")
-            grab("retired_pages", "nvmlDeviceGetRetiredPages", 1)
-            grab("sm_clock_mhz", "nvmlDeviceGetClockInfo", 1)
-            for key in ("name", "uuid"):
-                if isinstance(gpu.get(key), bytes):
-                    gpu[key] = _text(gpu[key])
-            if isinstance(gpu.get("compute_capability"), tuple):
-                major, minor = gpu["compute_capability"]
-                gpu["compute_capability"] = f"{major}.{minor}"
-            mem = gpu.get("memory")
-            if mem is not None and hasattr(mem, "total"):
-                gpu["memory"] = {"total": int(mem.total), "used": int(mem.used)}
-            mig = gpu.get("mig_mode")
-            if isinstance(mig, (list, tuple)):
-                gpu["mig_mode"] = {"current": int(mig[0]), "pending": int(mig[1])}
-            if isinstance(gpu.get("retired_pages"), (list, tuple)):
-                gpu["retired_pages"] = len(gpu["retired_pages"])
-            out["gpus"].append(gpu)
+        out["gpus"] = [_tidy(_gpu_facts(nvml, i)) for i in range(count)]
     finally:
         try:
             nvml.nvmlShutdown()

@@ -5,7 +5,7 @@ machines, to see whether the anomaly belongs to one GPU model, machine or driver
 from __future__ import annotations
 
 import socket
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -36,48 +36,23 @@ class HardwareCompareProbe:
     )
 
     def run(self, env: Environment, params: Mapping[str, Any], *, timeout: float = 600.0) -> ProbeResult:
-        reports: list[MachineReport] = []
-        problems: list[str] = []
-        for path in params.get("reports") or env.settings.compare_reports:
-            try:
-                reports.append(load_report(str(path)))
-            except InputFileError as exc:
-                problems.append(str(exc))
+        reports, problems = _load_reports(params.get("reports") or env.settings.compare_reports)
         repro = params.get("repro") or env.artifacts.get("repro") or ""
-        tested: list[str] = []
         has_repro = bool(repro) and Path(repro).is_file()
         # Listing GPUs starts a torch process: only worth it with a repro to run on them.
         info: dict[str, Any] = {}
         if has_repro:
             info = run_harness(env, "env", [], timeout=120, log_name="hardware-env").result or {}
         devices = info.get("devices") or []
-        host = socket.gethostname()
+        tested: list[str] = []
         if devices and has_repro:
-            out_dir = ensure_dir(env.settings.report_dir / "hardware")
             for dev in devices:
-                trace = out_dir / f"gpu{dev['index']}-trace.json"
-                run = env.system.runner.run(
-                    [env.settings.python, repro, str(trace)],
-                    timeout=timeout,
-                    env=env.child_env(CUDA_VISIBLE_DEVICES=str(dev["index"])),
-                    log_path=out_dir / f"gpu{dev['index']}.log",
-                )
-                if parse_result(run.output) is None or not trace.exists():
+                report = _run_on_gpu(env, repro, dev, info.get("torch_version"), timeout)
+                if report is None:
                     problems.append(f"GPU {dev['index']}: the repro did not finish")
                     continue
-                facts = inspection_facts(inspect_paths([str(trace)]))
                 tested.append(f"{dev['index']}: {dev['name']}")
-                reports.append(
-                    MachineReport(
-                        str(trace),
-                        f"{host} GPU {dev['index']}",
-                        [str(dev["name"])],
-                        info.get("torch_version"),
-                        None,
-                        facts["mechanisms"],
-                        facts["impossible"],
-                    )
-                )
+                reports.append(report)
         result = compare(reports)
         facts_out = {
             "gpus_tested": tested,
@@ -106,3 +81,42 @@ class HardwareCompareProbe:
             )
         status = Status.FAIL if result.hardware_specific else Status.PASS
         return ProbeResult(status, result.verdict, facts=facts_out, evidence=evidence)
+
+
+def _load_reports(paths: Iterable[Any]) -> tuple[list[MachineReport], list[str]]:
+    """Other machines' reports, and one problem line for each file that could not be read."""
+    reports: list[MachineReport] = []
+    problems: list[str] = []
+    for path in paths:
+        try:
+            reports.append(load_report(str(path)))
+        except InputFileError as exc:
+            problems.append(str(exc))
+    return reports, problems
+
+
+def _run_on_gpu(
+    env: Environment, repro: str, dev: Mapping[str, Any], torch_version: Any, timeout: float
+) -> MachineReport | None:
+    """The repro on one local GPU (CUDA_VISIBLE_DEVICES), its trace inspected; None if it did not finish."""
+    out_dir = ensure_dir(env.settings.report_dir / "hardware")
+    trace = out_dir / f"gpu{dev['index']}-trace.json"
+    run = env.system.runner.run(
+        [env.settings.python, repro, str(trace)],
+        timeout=timeout,
+        env=env.child_env(CUDA_VISIBLE_DEVICES=str(dev["index"])),
+        log_path=out_dir / f"gpu{dev['index']}.log",
+    )
+    if parse_result(run.output) is None or not trace.exists():
+        return None
+    facts = inspection_facts(inspect_paths([str(trace)]))
+    host = socket.gethostname()
+    return MachineReport(
+        str(trace),
+        f"{host} GPU {dev['index']}",
+        [str(dev["name"])],
+        torch_version,
+        None,
+        facts["mechanisms"],
+        facts["impossible"],
+    )

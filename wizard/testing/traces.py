@@ -148,82 +148,23 @@ class TraceBuilder:
             self._add_one(spec)
 
     def _add_one(self, spec: KernelSpec) -> None:
+        """Python frames, the op, its runtime launch, the kernel and (on NVIDIA) the flow arrows."""
         op_cat, runtime_cat, kernel_cat = self._cats
         tid: Any = str(self.tid) if self.era in ("2021", "pt18") else self.tid
-        ext = self._external
-        corr = self._correlation
+        ext, corr = self._external, self._correlation
         self._external += 1
         self._correlation += 1
         start = self._clock
         depth = len(spec.python_stack)
         for i, frame in enumerate(spec.python_stack):
-            self._events.append(
-                {
-                    "ph": "X",
-                    "cat": "python_function",
-                    "name": frame,
-                    "pid": self.pid,
-                    "tid": tid,
-                    "ts": start + i,
-                    "dur": 40.0 - 2 * i,
-                    "args": {"Python id": i + 1},
-                }
-            )
-        op_args: dict[str, Any] = {"External id": ext} if self.era == "2024" else {"external id": ext}
-        if spec.input_dims is not None:
-            op_args["Input Dims" if self.era == "2024" else "Input dims"] = spec.input_dims
-            op_args["Input type"] = spec.input_types or []
-        self._events.append(
-            {
-                "ph": "X",
-                "cat": op_cat,
-                "name": spec.op,
-                "pid": self.pid,
-                "tid": tid,
-                "ts": start + depth + 1,
-                "dur": 20.0,
-                "args": op_args,
-            }
-        )
-        self._events.append(
-            {
-                "ph": "X",
-                "cat": runtime_cat,
-                "name": "cudaLaunchKernel",
-                "pid": self.pid,
-                "tid": tid,
-                "ts": start + depth + 3,
-                "dur": 6.0,
-                "args": {"External id": ext, "cbid": 211, "correlation": corr},
-            }
-        )
-        metrics = self._metrics(spec)
-        device = spec.device
-        if spec.plant == "C":
-            device = self.devices + 3  # not in deviceProperties: the profiler's SM count is 0
-        kernel_args: dict[str, Any] = {
-            "External id": ext,
-            "queued": 0,
-            "device": device,
-            "context": 1,
-            "stream": 7,
-            "correlation": corr,
-            "registers per thread": spec.registers,
-            "shared memory": spec.shared_memory,
-        }
-        if self.era == "pt18":
-            kernel_args = {
-                "queued": 0,
-                "device": device,
-                "context": 1,
-                "stream": 7,
-                "correlation": corr,
-                "external id": ext,
-                "registers per thread": spec.registers,
-                "shared memory": spec.shared_memory,
-            }
+            self._complete("python_function", frame, (self.pid, tid), (start + i, 40.0 - 2 * i), {"Python id": i + 1})
+        self._complete(op_cat, spec.op, (self.pid, tid), (start + depth + 1, 20.0), self._op_args(spec, ext))
+        launch_args = {"External id": ext, "cbid": 211, "correlation": corr}
+        self._complete(runtime_cat, "cudaLaunchKernel", (self.pid, tid), (start + depth + 3, 6.0), launch_args)
+        device = self.devices + 3 if spec.plant == "C" else spec.device  # C: a device the trace does not describe
+        kernel_ts = start + depth + 30
         if self.rocm:  # roctracer records no per-SM metrics, registers or shared memory
-            kernel_args = {
+            args = {
                 "External id": ext,
                 "device": device,
                 "stream": 0,
@@ -232,56 +173,64 @@ class TraceBuilder:
                 "grid": list(spec.grid),
                 "block": list(spec.block),
             }
-            self._events.append(
-                {
-                    "ph": "X",
-                    "cat": kernel_cat,
-                    "name": spec.name,
-                    "pid": device,
-                    "tid": 0,
-                    "ts": start + depth + 30,
-                    "dur": spec.dur,
-                    "args": kernel_args,
-                }
-            )
-            self._clock += 100.0
-            return
-        kernel_args["blocks per SM"] = metrics["blocks per SM"]
-        kernel_args["warps per SM"] = metrics["warps per SM"]
-        kernel_args["grid"] = list(spec.grid)
-        kernel_args["block"] = list(spec.block)
-        kernel_args["est. achieved occupancy %"] = metrics["occupancy"]
-        kernel_tid: Any = "stream 7" if self.era in ("2021", "pt18") else 7
-        gpu_pid = 0 if self.era != "2024" else device
+            self._complete(kernel_cat, spec.name, (device, 0), (kernel_ts, spec.dur), args)
+        else:
+            kernel_tid: Any = "stream 7" if self.era in ("2021", "pt18") else 7
+            gpu_pid = 0 if self.era != "2024" else device
+            args = self._kernel_args(spec, ext, corr, device)
+            self._complete(kernel_cat, spec.name, (gpu_pid, kernel_tid), (kernel_ts, spec.dur), args)
+            self._flow(corr, (self.pid, tid, start + depth + 3), (gpu_pid, kernel_tid, kernel_ts))
+        self._clock += 100.0
+
+    def _complete(
+        self, cat: str, name: str, where: tuple[Any, Any], span: tuple[float, float], args: dict[str, Any]
+    ) -> None:
+        (pid, tid), (ts, dur) = where, span
         self._events.append(
-            {
-                "ph": "X",
-                "cat": kernel_cat,
-                "name": spec.name,
-                "pid": gpu_pid,
-                "tid": kernel_tid,
-                "ts": start + depth + 30,
-                "dur": spec.dur,
-                "args": kernel_args,
-            }
+            {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur, "args": args}
         )
+
+    def _op_args(self, spec: KernelSpec, ext: int) -> dict[str, Any]:
+        op_args: dict[str, Any] = {"External id": ext} if self.era == "2024" else {"external id": ext}
+        if spec.input_dims is not None:
+            op_args["Input Dims" if self.era == "2024" else "Input dims"] = spec.input_dims
+            op_args["Input type"] = spec.input_types or []
+        return op_args
+
+    def _kernel_args(self, spec: KernelSpec, ext: int, corr: int, device: int) -> dict[str, Any]:
+        """The kernel's args in this era's key order, with the metrics the profiler would print."""
+        ids: dict[str, Any] = {"queued": 0, "device": device, "context": 1, "stream": 7, "correlation": corr}
+        if self.era == "pt18":
+            args: dict[str, Any] = {**ids, "external id": ext}
+        else:
+            args = {"External id": ext, **ids}
+        args["registers per thread"] = spec.registers
+        args["shared memory"] = spec.shared_memory
+        metrics = self._metrics(spec)
+        args["blocks per SM"] = metrics["blocks per SM"]
+        args["warps per SM"] = metrics["warps per SM"]
+        args["grid"] = list(spec.grid)
+        args["block"] = list(spec.block)
+        args["est. achieved occupancy %"] = metrics["occupancy"]
+        return args
+
+    def _flow(self, corr: int, launch: tuple[Any, Any, float], kernel: tuple[Any, Any, float]) -> None:
+        """The arrow from the launch to the kernel, as the profiler of this era writes it."""
         flow = "ac2g" if self.era == "2024" else "async"
-        self._events.append(
-            {"ph": "s", "id": corr, "pid": self.pid, "tid": tid, "ts": start + depth + 3, "cat": flow, "name": flow}
-        )
+        (pid, tid, ts), (gpu_pid, kernel_tid, kernel_ts) = launch, kernel
+        self._events.append({"ph": "s", "id": corr, "pid": pid, "tid": tid, "ts": ts, "cat": flow, "name": flow})
         self._events.append(
             {
                 "ph": "f",
                 "id": corr,
                 "pid": gpu_pid,
                 "tid": kernel_tid,
-                "ts": start + depth + 30,
+                "ts": kernel_ts,
                 "cat": flow,
                 "name": flow,
                 "bp": "e",
             }
         )
-        self._clock += 100.0
 
     def add_cpu_op(self, name: str, dur: float = 30.0) -> None:
         """An op that launched nothing on a GPU (CPU-only profiles)."""

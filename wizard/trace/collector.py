@@ -194,7 +194,6 @@ class Collector(EventSink):
             if type(last) is float or type(last) is int:
                 c.last_ts = float(last)
                 break
-        python, runtime = c.python, c.runtime
         add_op = c.ops.add
         op_ref = self._op_ref
         for ev in events:
@@ -209,21 +208,27 @@ class Collector(EventSink):
                     dur = as_float(dur) or 0.0
                 add_op(ev.pid, ev.tid, ts, ts + dur, op_ref(ev))
             elif cat in RUNTIME_CATEGORIES:
-                args = ev.args
-                if args is not None:
-                    corr, ts = args.correlation, ev.ts
-                    if type(corr) is not int:
-                        corr = as_int(corr)
-                    if type(ts) is not int and type(ts) is not float:
-                        ts = as_float(ts)
-                    if corr is not None and ts is not None:
-                        runtime.add(corr, ev.pid, ev.tid, ts, ev.name)
+                self._runtime(ev)
             elif cat in KERNEL_CATEGORIES:
                 self._kernel(ev)
             elif cat in PYTHON_CATEGORIES:
-                start = _number(ev.ts)
-                if start is not None:
-                    python.add(ev.pid, ev.tid, start, start + (_number(ev.dur) or 0.0), self._frame_ref(ev.name))
+                self._python(ev)
+
+    def _runtime(self, ev: Event) -> None:
+        args = ev.args
+        if args is not None:
+            corr, ts = args.correlation, ev.ts
+            if type(corr) is not int:
+                corr = as_int(corr)
+            if type(ts) is not int and type(ts) is not float:
+                ts = as_float(ts)
+            if corr is not None and ts is not None:
+                self.c.runtime.add(corr, ev.pid, ev.tid, ts, ev.name)
+
+    def _python(self, ev: Event) -> None:
+        start = _number(ev.ts)
+        if start is not None:
+            self.c.python.add(ev.pid, ev.tid, start, start + (_number(ev.dur) or 0.0), self._frame_ref(ev.name))
 
     def merge(self, part: PieceResult) -> None:
         """A worker's block, in file order: kernels renumbered, indexes appended."""

@@ -96,36 +96,40 @@ class TraceWalker:
         if first != ord("{"):
             raise b.error("not a profiler trace: expected '{' or '[' at the start")
         b.pos += 1
-        while True:
-            ch = b.peek()
-            if ch is None:
-                self._truncated_top_level()
-                return
-            if ch == ord("}"):
-                b.pos += 1
-                return
-            if ch == ord(","):
-                b.pos += 1
-                continue
-            if ch != ord('"'):
-                raise b.error(f"expected a key, found {chr(ch)!r}")
-            key = self.exact.value()
-            if b.peek() != ord(":"):
-                if b.src.eof:
-                    self._truncated_top_level()
-                    return
-                raise b.error(f"expected ':' after key {str(key)[:80]!r}")
+        while self._top_level_member():
+            pass
+
+    def _top_level_member(self) -> bool:
+        """One ``"key": value`` of the trace object (the event list read as it streams); False at its end."""
+        b = self.b
+        ch = b.peek()
+        if ch is None:
+            self._truncated_top_level()
+            return False
+        if ch == ord("}"):
             b.pos += 1
-            if key == "traceEvents":
-                if b.peek() != ord("["):
-                    raise b.error("'traceEvents' is not an array")
-                b.pos += 1
-                if not self._event_list():
-                    return
-            else:
-                value = self.exact.value()
-                self.c.metadata[str(key)] = value
-                self.sink.meta(str(key), value)
+            return False
+        if ch == ord(","):
+            b.pos += 1
+            return True
+        if ch != ord('"'):
+            raise b.error(f"expected a key, found {chr(ch)!r}")
+        key = self.exact.value()
+        if b.peek() != ord(":"):
+            if b.src.eof:
+                self._truncated_top_level()
+                return False
+            raise b.error(f"expected ':' after key {str(key)[:80]!r}")
+        b.pos += 1
+        if key == "traceEvents":
+            if b.peek() != ord("["):
+                raise b.error("'traceEvents' is not an array")
+            b.pos += 1
+            return self._event_list()
+        value = self.exact.value()
+        self.c.metadata[str(key)] = value
+        self.sink.meta(str(key), value)
+        return True
 
     def _event_list(self) -> bool:
         self.sink.events_start()

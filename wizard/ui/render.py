@@ -150,6 +150,13 @@ def fix_summary_lines(summary: Any) -> list[str]:
     return lines
 
 
+def truncation_warning(path: str, detail: str) -> str:
+    return (
+        f"warpwizard: warning: {path} is cut off ({detail}); the copy holds every complete event and closes "
+        "the event list after the last one"
+    )
+
+
 def inspection_view(inspection: Inspection, *, show_all: bool = False) -> Group:
     blocks: list[Any] = []
     for report in inspection.reports:
