@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import importlib.util
 import json
@@ -62,15 +63,34 @@ def cli_command() -> list[str]:
 
 def cli_env(**extra: str) -> dict[str, str]:
     env = dict(os.environ)
-    env.update({"NO_COLOR": "1", "COLUMNS": "200", "TERM": "dumb", "PYTHONWARNINGS": "ignore"})
+    env.update({"NO_COLOR": "1", "COLUMNS": "200", "TERM": "dumb"})
     env.pop("WARPWIZARD_PLAYBOOK_PATH", None)
     env.update(extra)
     return env
 
 
+RunCli = Callable[..., subprocess.CompletedProcess[str]]
+
+
 @pytest.fixture
-def run_cli(tmp_path: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
-    """Run the real CLI; probes write their files under this test's tmp_path, not the checkout."""
+def run_cli(tmp_path: Path) -> RunCli:
+    """Run the CLI in-process through ``main(argv, system)``, as the console script does; probes write
+    their files under this test's tmp_path. Returns what a process would: exit status and streams."""
+
+    def run(
+        *args: str, cwd: Path = REPO, stdin: str | None = None, timeout: float = 120, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        environ = env or cli_env(WARPWIZARD_REPORT_DIR=str(tmp_path / "report"))
+        result = run_inprocess(*args, stdin=stdin or "", environ=environ, cwd=cwd, replace_environ=True)
+        return subprocess.CompletedProcess(list(args), result.status, result.stdout, result.stderr)
+
+    return run
+
+
+@pytest.fixture
+def run_process(tmp_path: Path) -> RunCli:
+    """Run the installed console script in a real process: for what only a process shows (start-up,
+    signals, the interpreter's own streams)."""
 
     def run(
         *args: str, cwd: Path = REPO, stdin: str | None = None, timeout: float = 120, env: dict[str, str] | None = None
@@ -122,7 +142,7 @@ def _reject_constant(token: str) -> Any:
     raise ValueError(f"non-standard JSON token {token}")
 
 
-def strict_json(text: str) -> Any:
+def strict_json(text: str | bytes) -> Any:
     """Parse JSON as any other tool would: NaN, Infinity and -Infinity are errors."""
     return json.loads(text, parse_constant=_reject_constant)
 
@@ -150,9 +170,16 @@ def _report_dir_in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("WARPWIZARD_REPORT_DIR", str(tmp_path / "report"))
 
 
-def run_inprocess(*args: str, stdin: str = "", environ: dict[str, str] | None = None) -> CliResult:
+def run_inprocess(
+    *args: str,
+    stdin: str = "",
+    environ: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    replace_environ: bool = False,
+) -> CliResult:
     """``warpwizard ARGS`` through ``main(argv, system)`` with captured streams: no process start.
 
+    ``environ`` adds to this process's variables, or with ``replace_environ`` is the whole of them.
     A few tests still start the real console script (and a real terminal); most do not need to.
     """
     import io
@@ -161,13 +188,47 @@ def run_inprocess(*args: str, stdin: str = "", environ: dict[str, str] | None = 
     from wizard.system import System
 
     out, err = io.StringIO(), io.StringIO()
-    base = {k: v for k, v in os.environ.items() if k != "WARPWIZARD_PLAYBOOK_PATH"}
+    if replace_environ:
+        variables = dict(environ or {})
+    else:
+        base = {k: v for k, v in os.environ.items() if k != "WARPWIZARD_PLAYBOOK_PATH"}
+        variables = {**base, "NO_COLOR": "1", "COLUMNS": "200", **(environ or {})}
     system = System(
         stdin=io.StringIO(stdin),
         stdout=out,
         stderr=err,
-        environ={**base, "NO_COLOR": "1", "COLUMNS": "200", **(environ or {})},
+        environ=variables,
         isatty=lambda stream: False,
     )
-    status = main(list(args), system)
+    with contextlib.chdir(cwd or Path.cwd()):
+        status = main(list(args), system)
     return CliResult(status, out.getvalue(), err.getvalue())
+
+
+class ScriptedRunner:
+    """A runner that starts nothing: it records each argv and answers with the output a real run
+    printed (for tests of what a probe does around a program, not of the program)."""
+
+    def __init__(self, output: str) -> None:
+        self.output = output
+        self.calls: list[list[str]] = []
+
+    def run(
+        self,
+        argv: Any,
+        *,
+        timeout: float,
+        env: Any = None,
+        cwd: str | None = None,
+        log_path: Path | None = None,
+    ) -> Any:
+        from wizard.runner import CommandResult
+
+        self.calls.append(list(argv))
+        result = CommandResult(list(argv), 0, self.output, 0.0, False)
+        if log_path is not None:
+            from wizard.outputs import write_own
+
+            write_own(log_path, self.output)
+            result.log_path = str(log_path)
+        return result

@@ -70,8 +70,9 @@ def test_a_planted_from_the_oracle_vectors(tmp_path: Path) -> None:
         report = inspect_trace(plant(TRACES / "h800-deepseek-train-rank0.json.gz", tmp_path / f"a{i}.json", change))
         group = next(g for g in report.groups if g.mechanism == "A")
         assert group.count == 1
-        assert math.isclose(group.worst.true["blocks per SM"], v["true_blocks_per_sm"], rel_tol=1e-12)
-        assert math.isclose(group.worst.true["warps per SM"], v["true_warps_per_sm"], rel_tol=1e-12)
+        true_bps, true_wps = group.worst.true["blocks per SM"], group.worst.true["warps per SM"]
+        assert true_bps is not None and math.isclose(true_bps, v["true_blocks_per_sm"], rel_tol=1e-12)
+        assert true_wps is not None and math.isclose(true_wps, v["true_warps_per_sm"], rel_tol=1e-12)
         assert "wraps to" in group.worst.evidence
 
 
@@ -224,7 +225,7 @@ def _record(grid: tuple[int, int, int], bps: float, wps: float, occ: float | Non
     from wizard.trace.events import reported
     from wizard.trace.records import KernelRecord
 
-    fields = dict(registers=32, shared_memory=0, device=0, occupancy_key="est. achieved occupancy %")
+    fields: dict[str, Any] = dict(registers=32, shared_memory=0, device=0, occupancy_key="est. achieved occupancy %")
     fields.update(kw)
     return KernelRecord(
         "k", 1.0, 1.0, 1, 1, fields["device"], 7, 100, grid, (256, 1, 1), fields["registers"], fields["shared_memory"],

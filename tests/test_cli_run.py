@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, strict_json
+from tests.conftest import REPO, RunCli, run_inprocess, strict_json
 
 EXAMPLE = "examples/playbooks/torch-sees-no-gpu.yaml"
 FLAGSHIP = "negative-warps-per-sm"
 
 
-def test_answers_record_and_replay_reach_the_same_conclusion(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_answers_record_and_replay_reach_the_same_conclusion(run_cli: RunCli, tmp_path: Path) -> None:
     record = tmp_path / "answers.yaml"
     first = run_cli("run", EXAMPLE, "--defaults", "--record", str(record), "--json")
     assert first.returncode == 0, first.stderr
@@ -24,7 +25,7 @@ def test_answers_record_and_replay_reach_the_same_conclusion(run_cli, tmp_path: 
     assert "symptom: not_available" in record.read_text()
 
 
-def test_json_transcript_schema(run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_json_transcript_schema(run_cli: RunCli) -> None:
     result = run_cli("run", FLAGSHIP, "--answers", "examples/answers/grid-overflow.yaml", "--json")
     assert result.returncode == 0, result.stderr
     data = strict_json(result.stdout)
@@ -37,7 +38,7 @@ def test_json_transcript_schema(run_cli) -> None:  # type: ignore[no-untyped-def
     assert {"node", "kind", "started", "duration_s", "next"} <= set(probe)
 
 
-def test_markdown_report(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_markdown_report(run_cli: RunCli, tmp_path: Path) -> None:
     report = tmp_path / "report.md"
     result = run_cli(
         "run", FLAGSHIP, "--answers", "examples/answers/shared-memory-over-48k.yaml", "--report", str(report)
@@ -49,7 +50,7 @@ def test_markdown_report(run_cli, tmp_path: Path) -> None:  # type: ignore[no-un
     assert "```yaml" in text and "trace_path:" in text
 
 
-def test_set_answers_on_the_command_line(run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_set_answers_on_the_command_line(run_cli: RunCli) -> None:
     result = run_cli("run", FLAGSHIP, "--set", "have=description", "--set", "symptom=minus_99", "--json")
     assert result.returncode == 0, result.stderr
     assert strict_json(result.stdout)["conclusion"]["diagnosis"] == "likely-profiler-bug-occupancy-calculator"
@@ -69,7 +70,7 @@ BAD_ANSWERS = {
 
 
 @pytest.mark.parametrize("name", sorted(BAD_ANSWERS))
-def test_bad_answers_catalogue(run_cli, name: str) -> None:  # type: ignore[no-untyped-def]
+def test_bad_answers_catalogue(run_cli: RunCli, name: str) -> None:
     assert sorted(p.name for p in (REPO / "tests" / "data" / "bad_answers").iterdir()) == sorted(BAD_ANSWERS)
     result = run_cli("run", FLAGSHIP, "--answers", f"tests/data/bad_answers/{name}")
     assert result.returncode == 4
@@ -79,7 +80,7 @@ def test_bad_answers_catalogue(run_cli, name: str) -> None:  # type: ignore[no-u
     assert "trace.inspect" not in result.stderr + result.stdout  # nothing ran before the check
 
 
-def test_answers_from_stdin(run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_answers_from_stdin(run_cli: RunCli) -> None:
     result = run_cli(
         "run",
         FLAGSHIP,
@@ -92,7 +93,7 @@ def test_answers_from_stdin(run_cli) -> None:  # type: ignore[no-untyped-def]
     assert strict_json(result.stdout)["conclusion"]["diagnosis"] == "profiler-bug-old-sm-count"
 
 
-def test_prompt_without_a_terminal_says_how_to_run_without_prompts(run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_prompt_without_a_terminal_says_how_to_run_without_prompts(run_cli: RunCli) -> None:
     result = run_cli("run", FLAGSHIP, stdin="")
     assert result.returncode == 4
     assert "stdin is not a terminal" in result.stderr and "--answers FILE" in result.stderr
@@ -109,14 +110,14 @@ def test_prompt_without_a_terminal_says_how_to_run_without_prompts(run_cli) -> N
         ([], 2, "no command given and stdin is not a terminal"),
     ],
 )
-def test_errors_are_one_line_with_stable_exit_codes(run_cli, args: list[str], code: int, message: str) -> None:  # type: ignore[no-untyped-def]
+def test_errors_are_one_line_with_stable_exit_codes(run_cli: RunCli, args: list[str], code: int, message: str) -> None:
     result = run_cli(*args, stdin="")
     assert result.returncode == code, result.stderr
     assert message in result.stderr
     assert "Traceback" not in result.stderr
 
 
-def test_playbook_search_path(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_playbook_search_path(run_cli: RunCli, tmp_path: Path) -> None:
     from tests.conftest import cli_env
 
     listed = run_cli("list", env=cli_env(WARPWIZARD_PLAYBOOK_PATH=str(REPO / "examples" / "playbooks")))
@@ -125,16 +126,22 @@ def test_playbook_search_path(run_cli, tmp_path: Path) -> None:  # type: ignore[
     assert by_dir.returncode == 0 and ": ok (" in by_dir.stdout
 
 
-def test_command_probe_needs_opt_in(run_cli) -> None:  # type: ignore[no-untyped-def]
-    refused = strict_json(run_cli("run", EXAMPLE, "--defaults", "--json").stdout)
+def test_command_probe_needs_opt_in(tmp_path: Path) -> None:
+    fake = tmp_path / "bin" / "nvidia-smi"  # the same answer on every machine, GPU or not
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\necho 'GPU 0: Fake GPU (UUID: GPU-0)'\n")
+    fake.chmod(0o755)
+    path = {"PATH": f"{fake.parent}{os.pathsep}{os.environ['PATH']}"}
+    refused = run_inprocess("run", EXAMPLE, "--defaults", "--json", environ=path).json
     smi = next(e for e in refused["entries"] if e["node"] == "smi")
     assert smi["status"] == "skip" and "--allow-commands" in smi["summary"]
-    allowed = strict_json(run_cli("run", EXAMPLE, "--defaults", "--json", "--allow-commands").stdout)
+    allowed = run_inprocess("run", EXAMPLE, "--defaults", "--json", "--allow-commands", environ=path).json
     smi = next(e for e in allowed["entries"] if e["node"] == "smi")
-    assert smi["facts"]["allowed"] is True and smi["status"] in ("pass", "fail")
+    assert smi["facts"]["allowed"] is True and smi["status"] == "pass"
+    assert smi["facts"]["output_tail"] == "GPU 0: Fake GPU (UUID: GPU-0)"
 
 
-def test_compare_reports_from_several_machines(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_compare_reports_from_several_machines(run_cli: RunCli, tmp_path: Path) -> None:
     """Each node runs warpwizard with --json; `compare` merges the files."""
     paths = []
     for host, trace in (("node1", "grid-overflow.json"), ("node2", "healthy-small.json")):

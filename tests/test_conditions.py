@@ -110,7 +110,12 @@ safe_atoms = st.sampled_from(
 ops = st.sampled_from(["==", "!=", "<", ">", "in", "not in", "and", "or", "+", "-", "*", "/", "%"])
 
 
-@given(safe_atoms, ops, safe_atoms)
-def test_evaluation_never_raises(left: str, op: str, right: str) -> None:
-    expr = parse(f"{left} {op} {right}")
-    expr.truth(SCOPE)  # conditions never crash a run
+PLAIN = (type(None), bool, int, float, str, list, tuple)
+
+
+@given(safe_atoms, ops, safe_atoms, st.sampled_from(["", "not ", "-"]))
+def test_evaluation_never_raises(left: str, op: str, right: str, unary: str) -> None:
+    """evaluate() itself is total (truth() adds nothing that could hide an error): an operation
+    that does not apply gives None, and every value is plain data."""
+    value = parse(f"{unary}({left} {op} {right})").evaluate(SCOPE)
+    assert isinstance(value, PLAIN)

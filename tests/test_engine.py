@@ -27,6 +27,7 @@ class FixedClock:
 class FakeProbe:
     name = "fake.count"
     summary = "returns what it is told"
+    runs_programs = ""
     params: tuple[ParamSpec, ...] = (ParamSpec("n", "int", "how many", required=True),)
     facts: tuple[FactSpec, ...] = (FactSpec("count", "int", "n back"), FactSpec("label", "str", "a label"))
 

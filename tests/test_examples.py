@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from typing import Any
@@ -9,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.conftest import EXAMPLES, REPO, strict_json
+from tests.conftest import EXAMPLES, REPO, RunCli, strict_json
 
 MANIFEST = yaml.safe_load((EXAMPLES / "manifest.yaml").read_text())
 
@@ -20,7 +21,7 @@ def test_manifest_covers_every_answers_file() -> None:
 
 
 @pytest.mark.parametrize("example", MANIFEST["examples"], ids=lambda e: e["name"])
-def test_example_reaches_its_diagnosis(run_cli, example: dict[str, Any]) -> None:  # type: ignore[no-untyped-def]
+def test_example_reaches_its_diagnosis(run_cli: RunCli, example: dict[str, Any]) -> None:
     extra = example.get("args", [])
     result = run_cli("run", MANIFEST["playbook"], "--answers", example["answers"], "--json", *extra)
     assert result.returncode == 0, result.stderr
@@ -36,6 +37,21 @@ def test_example_reaches_its_diagnosis(run_cli, example: dict[str, Any]) -> None
         ]
     )
     assert example["evidence"] in shown, shown
+
+
+def test_the_console_script_and_the_in_process_cli_agree(run_cli: RunCli, run_process: RunCli) -> None:
+    """Most CLI tests run main() in-process; the installed console script must give the same."""
+    example = next(e for e in MANIFEST["examples"] if e["name"] == "grid-overflow")
+    args = ("run", MANIFEST["playbook"], "--answers", example["answers"], "--json")
+    inproc, process = run_cli(*args), run_process(*args)
+    assert process.returncode == inproc.returncode == 0
+    timing = re.compile(r"\(\d+\.\d s\)")  # --json: the progress goes to stderr, with times
+    assert timing.sub("", process.stderr) == timing.sub("", inproc.stderr)
+    first, second = strict_json(inproc.stdout), strict_json(process.stdout)
+    assert first["conclusion"] == second["conclusion"]
+    assert [(e["node"], e.get("status")) for e in first["entries"]] == [
+        (e["node"], e.get("status")) for e in second["entries"]
+    ]
 
 
 def test_example_traces_are_what_the_builder_makes() -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import GPU_DATA, needs_torch, strict_json
+from tests.conftest import GPU_DATA, RunCli, needs_torch, strict_json
 from wizard.environment import Environment, Workload
 from wizard.probes.base import Status
 from wizard.probes.cuda_errors import find_cuda_failure, parse_sanitizer, sanitizer_summary
@@ -19,7 +19,7 @@ from wizard.report.markdown import inspection_markdown
 from wizard.trace.inspect import inspect_paths, launched_by
 
 
-def test_real_mechanism_a_launch(run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_real_mechanism_a_launch(run_cli: RunCli) -> None:
     result = run_cli("trace", "inspect", "--json", str(GPU_DATA / "h200-big-grid-trace.json"))
     assert result.returncode == 1
     report = strict_json(result.stdout)["reports"][0]
@@ -39,7 +39,7 @@ def test_real_mechanism_a_launch(run_cli) -> None:  # type: ignore[no-untyped-de
     assert worst["true"]["est. achieved occupancy %"] == 50.0  # ncu: sm__maximum_warps_per_active_cycle_pct 50
 
 
-def test_real_mechanism_e_launch_agrees_with_ncu(run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_real_mechanism_e_launch_agrees_with_ncu(run_cli: RunCli) -> None:
     result = run_cli("trace", "inspect", "--json", str(GPU_DATA / "h200-big-smem-trace.json"))
     assert result.returncode == 1
     (group,) = strict_json(result.stdout)["reports"][0]["groups"]
@@ -135,7 +135,7 @@ def test_reprofile_reports_a_profiler_that_could_not_stop(tmp_path: Path) -> Non
 
 
 @needs_torch
-def test_flagship_sends_a_workload_that_dies_under_the_profiler_to_step_4(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_flagship_sends_a_workload_that_dies_under_the_profiler_to_step_4(run_cli: RunCli, tmp_path: Path) -> None:
     script = tmp_path / "assert_under_profiler.py"
     script.write_text(PROFILER_STOP_FAILS.format(recorded=str(GPU_DATA / "h200-launch-blocking-device-assert.log")))
     result = run_cli(

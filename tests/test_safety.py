@@ -16,7 +16,16 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import EXAMPLES, REPO, cli_command, cli_env, needs_torch, run_inprocess, strict_json
+from tests.conftest import (
+    EXAMPLES,
+    REPO,
+    ScriptedRunner,
+    cli_command,
+    cli_env,
+    needs_torch,
+    run_inprocess,
+    strict_json,
+)
 from wizard.compare import MachineReport, compare
 from wizard.environment import Environment
 from wizard.probes.base import Status
@@ -40,7 +49,10 @@ def _spec_of(source: str) -> dict[str, object]:
         if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == "SPEC":
             call = node.value
             assert isinstance(call, ast.Call) and isinstance(call.args[0], ast.Constant)
-            return json.loads(call.args[0].value)  # type: ignore[no-any-return]
+            text = call.args[0].value
+            assert isinstance(text, str)
+            spec: dict[str, object] = json.loads(text)
+            return spec
     raise AssertionError("no SPEC in the repro")
 
 
@@ -66,9 +78,10 @@ def test_a_hostile_repro_runs_as_written(tmp_path: Path) -> None:
     assert not (tmp_path / "PWNED-op").exists()
 
 
-@needs_torch
 def test_a_rerun_writes_beside_the_repro_the_user_edited(tmp_path: Path) -> None:
-    env = Environment.of(report_dir=tmp_path / "report")
+    """File placement only: the repro itself runs for real in test_probes.py."""
+    runner = ScriptedRunner('WARPWIZARD_RESULT {"device": "cpu"}\n')
+    env = Environment.of(report_dir=tmp_path / "report", runner=runner)
     params = {"op": "aten::mul", "input_dims": "[[2,2],[2,2]]", "input_types": '["float","float"]'}
     first = OpIsolateProbe().run(env, params, timeout=120)
     script = Path(first.facts["repro_script"])
@@ -79,7 +92,8 @@ def test_a_rerun_writes_beside_the_repro_the_user_edited(tmp_path: Path) -> None
     third = OpIsolateProbe().run(env, params, timeout=120)
     assert Path(third.facts["repro_script"]).name == "repro-2.py"
     assert script.read_text().endswith("# my change\n")
-    assert third.status in (Status.PASS, Status.SKIP, Status.FAIL)
+    assert [Path(argv[1]).name for argv in runner.calls] == ["repro.py", "repro.py", "repro-2.py"]
+    assert third.status is Status.SKIP and third.facts["device"] == "cpu"
 
 
 def test_compare_names_the_mechanism_that_differs() -> None:

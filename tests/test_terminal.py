@@ -10,12 +10,13 @@ import pexpect
 import pytest
 import yaml
 
-from tests.conftest import EXAMPLES, REPO, cli_command, strict_json
+from tests.conftest import EXAMPLES, REPO, RunCli, cli_command, strict_json
+from wizard.playbook.model import QuestionNode
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="pseudo-terminals need a POSIX system")
 
 
-def spawn(args: list[str], cwd: Path) -> pexpect.spawn:
+def spawn(args: list[str], cwd: Path) -> pexpect.spawn[str]:
     env = dict(os.environ, NO_COLOR="1", COLUMNS="160", LINES="50", TERM="xterm", PROMPT_TOOLKIT_NO_CPR="1")
     command = cli_command()
     child = pexpect.spawn(
@@ -24,7 +25,20 @@ def spawn(args: list[str], cwd: Path) -> pexpect.spawn:
     return child
 
 
-def finish(child: pexpect.spawn) -> str:
+def matched(child: pexpect.spawn[str]) -> str:
+    """The first group of what the last expect() matched."""
+    match = child.match
+    assert isinstance(match, re.Match)
+    return str(match.group(1))
+
+
+def prompt_text(question: QuestionNode) -> str:
+    """A question's prompt up to its first template hole: what the terminal shows verbatim."""
+    assert question.prompt is not None
+    return question.prompt.source.split("{{")[0]
+
+
+def finish(child: pexpect.spawn[str]) -> str:
     child.expect(pexpect.EOF)
     child.close()
     return str(child.before)
@@ -46,14 +60,14 @@ def test_flagship_at_a_terminal_with_a_retry_after_a_bad_path(tmp_path: Path) ->
     assert "Upgrade to PyTorch 1.10" in output
 
 
-def test_example_playbook_same_conclusion_three_ways(tmp_path: Path, run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_example_playbook_same_conclusion_three_ways(tmp_path: Path, run_cli: RunCli) -> None:
     playbook = str(REPO / "examples" / "playbooks" / "torch-sees-no-gpu.yaml")
     record = tmp_path / "recorded.yaml"
     child = spawn(["run", playbook, "--record", str(record)], tmp_path)
     child.expect("What do you see")
     child.send("\r")
     child.expect(r"Diagnosis: ([a-z0-9-]+)")
-    interactive = child.match.group(1)
+    interactive = matched(child)
     finish(child)
     assert child.exitstatus == 0
     assert yaml.safe_load(record.read_text()) == {"symptom": "not_available"}
@@ -65,7 +79,7 @@ def test_example_playbook_same_conclusion_three_ways(tmp_path: Path, run_cli) ->
     assert interactive == from_file["conclusion"]["diagnosis"] == replayed["conclusion"]["diagnosis"]
 
 
-def test_ctrl_c_keeps_the_answers_given(tmp_path: Path, run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_ctrl_c_keeps_the_answers_given(tmp_path: Path, run_cli: RunCli) -> None:
     child = spawn(["run", "negative-warps-per-sm"], tmp_path)
     child.expect("What do you have to start from")
     child.send("\x1b[B")  # arrow down: a script I can run
@@ -104,10 +118,10 @@ def test_every_example_at_a_real_terminal(example: dict[str, str]) -> None:
     child = spawn(["run", "negative-warps-per-sm"], REPO)
     while True:
         ids = list(waiting)
-        patterns = [re.escape(waiting[i].prompt.source.split("{{")[0][:40]) for i in ids]  # type: ignore[union-attr]
+        patterns = [re.escape(prompt_text(waiting[i])[:40]) for i in ids]
         index = child.expect([*patterns, r"Diagnosis: ([a-z0-9-]+)"], timeout=120)
         if index == len(ids):
-            diagnosis = child.match.group(1)
+            diagnosis = matched(child)
             break
         q = waiting.pop(ids[index])
         assert isinstance(q, QuestionNode)

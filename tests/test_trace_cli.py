@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import EXAMPLES, REAL_TRACES, TRACES, needs_shared, strict_json
+from tests.conftest import EXAMPLES, REAL_TRACES, TRACES, RunCli, needs_shared, strict_json
 from wizard.testing.traces import KernelSpec, TraceBuilder, demo_launches
 
 
-def test_inspect_exit_codes_and_text(run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_inspect_exit_codes_and_text(run_cli: RunCli) -> None:
     bad = run_cli("trace", "inspect", str(EXAMPLES / "traces" / "grid-overflow.json"))
     assert bad.returncode == 1
     assert "Impossible or wrong values found" in bad.stdout
@@ -20,7 +20,7 @@ def test_inspect_exit_codes_and_text(run_cli) -> None:  # type: ignore[no-untype
     assert "correct by design (F)" in good.stdout
 
 
-def test_inspect_json_schema(run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_inspect_json_schema(run_cli: RunCli) -> None:
     result = run_cli("trace", "inspect", "--json", str(EXAMPLES / "traces" / "unknown-device-bare-inf.json"))
     data = strict_json(result.stdout)
     assert data["schema"] == "warpwizard.trace-report/2" and data["impossible"] is True
@@ -31,7 +31,7 @@ def test_inspect_json_schema(run_cli) -> None:  # type: ignore[no-untyped-def]
     assert c["op"]["op"] == "aten::sum"
 
 
-def test_inspect_markdown(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_inspect_markdown(run_cli: RunCli, tmp_path: Path) -> None:
     out = tmp_path / "r.md"
     run_cli("trace", "inspect", str(EXAMPLES / "traces" / "shared-memory-over-48k.json"), "--markdown", str(out))
     text = out.read_text()
@@ -40,7 +40,7 @@ def test_inspect_markdown(run_cli, tmp_path: Path) -> None:  # type: ignore[no-u
 
 
 @needs_shared
-def test_inspect_every_real_trace_through_the_cli(run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_inspect_every_real_trace_through_the_cli(run_cli: RunCli) -> None:
     paths = [str(p) for p in sorted(TRACES.glob("*.json*"))] + [str(TRACES / "dlrm-2ranks")]
     result = run_cli("trace", "inspect", "--json", *paths, timeout=300)
     assert result.returncode == 1  # E is in several of them
@@ -49,7 +49,7 @@ def test_inspect_every_real_trace_through_the_cli(run_cli) -> None:  # type: ign
     assert set(data["mechanisms"]) <= {"E", "F"}
 
 
-def test_truncated_trace_through_the_cli(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_truncated_trace_through_the_cli(run_cli: RunCli, tmp_path: Path) -> None:
     b = TraceBuilder()
     for spec in demo_launches() * 30:
         b.add(spec)
@@ -57,11 +57,12 @@ def test_truncated_trace_through_the_cli(run_cli, tmp_path: Path) -> None:  # ty
     path = tmp_path / "cut.json"
     path.write_text(text[: len(text) // 2])
     result = run_cli("trace", "inspect", str(path))
-    assert result.returncode in (0, 1)
+    assert result.returncode == 1  # the GEMM's 0% occupancy (E) is in the half that was read
+    assert "E    │ sm90_xmma_gemm" in result.stdout and "│    15 │" in result.stdout
     assert "truncated: the file ends inside an event at byte" in " ".join(result.stdout.split())
 
 
-def test_unreadable_trace_is_one_line(run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_unreadable_trace_is_one_line(run_cli: RunCli) -> None:
     result = run_cli("trace", "inspect", str(EXAMPLES / "traces" / "corrupt.json"))
     assert result.returncode == 6
     assert result.stderr.strip() == (
@@ -70,7 +71,7 @@ def test_unreadable_trace_is_one_line(run_cli) -> None:  # type: ignore[no-untyp
     )
 
 
-def test_fix_writes_true_values_and_keeps_the_originals(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_fix_writes_true_values_and_keeps_the_originals(run_cli: RunCli, tmp_path: Path) -> None:
     out = tmp_path / "fixed.json.gz"
     source = EXAMPLES / "traces" / "unknown-device-bare-inf.json"
     result = run_cli("trace", "fix", str(source), str(out))
@@ -86,7 +87,7 @@ def test_fix_writes_true_values_and_keeps_the_originals(run_cli, tmp_path: Path)
     assert again.returncode == 0 and "already corrected" in " ".join(again.stdout.split())
 
 
-def test_fix_copies_untouched_events_byte_for_byte(tmp_path: Path, run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_fix_copies_untouched_events_byte_for_byte(tmp_path: Path, run_cli: RunCli) -> None:
     b = TraceBuilder()
     for spec in demo_launches()[:2]:
         b.add(spec)
@@ -105,14 +106,14 @@ def test_fix_copies_untouched_events_byte_for_byte(tmp_path: Path, run_cli) -> N
 
 
 @needs_shared
-def test_fix_a_real_array_format_trace(run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_fix_a_real_array_format_trace(run_cli: RunCli, tmp_path: Path) -> None:
     out = tmp_path / "pt18.json"
     result = run_cli("trace", "fix", str(TRACES / "v100-resnet50-pt18-array-format.pt.trace.json.gz"), str(out))
     assert result.returncode == 0
     assert isinstance(strict_json(out.read_text()), list)
 
 
-def test_sms_gives_true_values_to_a_pytorch_18_trace(run_cli) -> None:  # type: ignore[no-untyped-def]
+def test_sms_gives_true_values_to_a_pytorch_18_trace(run_cli: RunCli) -> None:
     path = str(EXAMPLES / "traces" / "old-sm-count.json")
     without = strict_json(run_cli("trace", "inspect", "--json", path).stdout)["reports"][0]
     assert without["groups"][0]["worst"]["true"]["blocks per SM"] is None  # every value negative: nothing to infer from

@@ -102,13 +102,11 @@ class Expression:
     references: tuple[Reference, ...]
 
     def evaluate(self, scope: Mapping[str, Any]) -> Any:
+        """Total over checked trees: an operation that does not apply gives None, never an error."""
         return _eval(self.tree.body, scope)
 
     def truth(self, scope: Mapping[str, Any]) -> bool:
-        try:
-            return bool(self.evaluate(scope))
-        except (TypeError, ValueError, ZeroDivisionError, KeyError, IndexError, AttributeError):
-            return False
+        return bool(self.evaluate(scope))
 
 
 def _chain(node: ast.AST) -> list[str] | None:

@@ -39,9 +39,11 @@ class HardwareCompareProbe:
         reports, problems = _load_reports(params.get("reports") or env.settings.compare_reports)
         repro = params.get("repro") or env.artifacts.get("repro") or ""
         has_repro = bool(repro) and Path(repro).is_file()
-        # Listing GPUs starts a torch process: only worth it with a repro to run on them.
+        # Listing GPUs starts a torch process: only worth it with a repro to run on them, and not
+        # when that very repro just ran on the CPU here (torch saw no CUDA device).
+        ran_on_cpu = repro == env.artifacts.get("repro") and env.artifacts.get("repro_device") == "cpu"
         info: dict[str, Any] = {}
-        if has_repro:
+        if has_repro and not ran_on_cpu:
             info = run_harness(env, "env", [], timeout=120, log_name="hardware-env").result or {}
         devices = info.get("devices") or []
         tested: list[str] = []

@@ -210,6 +210,7 @@ class OpIsolateProbe:
             summary = f"the repro did not finish (exit {run.returncode}); see {run.log_path}"
             return ProbeResult(Status.ERROR, summary, facts=base, files=files)
         base["device"] = result.get("device")
+        env.artifacts["repro_device"] = str(result.get("device"))
         found: dict[str, Any] = {"mechanisms": [], "impossible": False, "worst_evidence": None}
         if trace.exists() and not result.get("error") and not result.get("too_large"):
             found = inspection_facts(inspect_paths([str(trace)]))
