@@ -249,15 +249,27 @@ def test_nsys_sqlite_export(tmp_path: Path) -> None:
 
 @needs_torch
 def test_reprofile_on_the_cpu_writes_a_trace_and_skips_honestly(tmp_path: Path) -> None:
-    env = env_for(
-        tmp_path, workload=Workload.parse(f"python {EXAMPLES / 'workloads' / 'tiny_matmul.py'}", sys.executable)
-    )
+    workload = Workload.parse(f"python {EXAMPLES / 'workloads' / 'tiny_matmul.py'}", sys.executable)
+    env = env_for(tmp_path, workload=workload, environ={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
     result = ReprofileProbe().run(env, {}, timeout=180)
     trace = Path(result.facts["trace"])
     assert trace.exists() and strict_json(trace.read_text())["traceEvents"]
-    if not result.facts["cuda_available"]:
-        assert result.status is Status.SKIP and "no CUDA device" in result.summary
-        assert any("legacy" in p for p in result.facts["profilers_run"])
+    assert result.facts["cuda_available"] is False
+    assert result.status is Status.SKIP and "no CUDA device" in result.summary
+    skipped = result.facts["profilers_skipped"]
+    assert skipped == {"legacy": "no CUDA device", "nsys": "no CUDA device", "ncu": "no CUDA device"}
+
+
+@needs_torch
+def test_the_legacy_profiler_control_runs_here(tmp_path: Path) -> None:
+    """The flagship skips it without CUDA; its harness path still runs on the CPU, as on a GPU."""
+    from wizard.probes.common import run_harness
+
+    out = tmp_path / "legacy.txt"
+    workload = str(EXAMPLES / "workloads" / "tiny_matmul.py")
+    run = run_harness(env_for(tmp_path), "legacy", [str(out), "--", workload], timeout=120, log_name="legacy")
+    assert run.result is not None and run.result["profiler"] == "legacy" and run.result["exit_code"] == 0
+    assert "aten::mm" in out.read_text()
 
 
 @needs_torch

@@ -194,13 +194,13 @@ class ReprofileProbe:
         gathered = _Gathered(trace, cuda, inspection_facts(inspect_paths([str(trace)])))
         gathered.ran.append(f"torch.profiler ({run.result.get('torch_version')})")
         gathered.files += [str(trace), run.command.log_path or ""]
-        _legacy_control(env, argv, out_dir, timeout, gathered)
         others = list(params.get("other_python") or env.settings.compare_pythons)
         _other_versions(env, others, argv, out_dir, timeout=timeout, found=gathered)
         if cuda:
+            _legacy_control(env, argv, out_dir, timeout, gathered)
             _external_profilers(env, argv, out_dir, timeout, gathered)
-        else:
-            gathered.skipped["nsys"] = gathered.skipped["ncu"] = "no CUDA device"
+        else:  # no kernel ran: nothing a second profiler could count differently (and a torch start saved)
+            gathered.skipped["legacy"] = gathered.skipped["nsys"] = gathered.skipped["ncu"] = "no CUDA device"
         fresh = gathered.fresh
         status, follows, summary = reprofile_verdict(
             Reprofiled(
