@@ -1,7 +1,7 @@
 """Recompute every kernel's metrics and name the mechanism behind each impossible value.
 
-Pure functions over the reader's compact records. Mechanism ids follow
-``docs/kineto-metrics.md``: A, A', B, C, C', D, E are profiler bugs; F is the metric's
+Pure functions over the reader's compact records. Mechanism ids are those of the README's
+mechanism table: A, A', B, C, C', D, E are profiler bugs; F is the metric's
 by-design meaning (large values), explained but never flagged; ``?`` is a disagreement
 no known mechanism explains, reported as a finding in its own right.
 """

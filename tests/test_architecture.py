@@ -1,0 +1,142 @@
+"""docs/architecture.md's rules, checked over the source: who may import whom, and which modules
+alone may print, exit, talk to a terminal or write files."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+PACKAGE = REPO / "wizard"
+# Code that runs in another interpreter (the engineer's, with torch), never imported by the package.
+STANDALONE = {"wizard/probes/harness.py"}
+
+# layer -> layers it must not import (the rules of docs/architecture.md)
+FORBIDDEN: dict[str, set[str]] = {
+    "engine": {"cli", "ui", "report"},
+    "playbook": {"cli", "ui", "report", "engine"},
+    "trace": {"cli", "ui", "report", "engine", "playbook", "probes"},
+    "probes": {"cli", "ui", "report", "engine"},
+    "report": {"cli", "ui"},
+    "ui": {"cli"},
+    "testing": {"cli", "ui", "report", "engine", "probes"},
+}
+
+
+def _modules() -> Iterator[tuple[str, ast.Module]]:
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(REPO).as_posix()
+        if rel not in STANDALONE:
+            yield rel, ast.parse(path.read_text(encoding="utf-8"))
+
+
+def _layer(rel: str) -> str:
+    parts = Path(rel).parts
+    return parts[1] if len(parts) > 2 else Path(rel).stem
+
+
+def _imports(tree: ast.Module) -> Iterator[tuple[int, str]]:
+    """Every module imported anywhere in the file, function-level imports included."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield node.lineno, alias.name
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            yield node.lineno, node.module
+
+
+def _calls(tree: ast.Module) -> Iterator[tuple[int, str]]:
+    """Dotted names of everything called: ``print``, ``sys.exit``, ``Path.write_text`` as ``x.write_text``."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Name):
+                yield node.lineno, func.id
+            elif isinstance(func, ast.Attribute):
+                base = func.value.id if isinstance(func.value, ast.Name) else "x"
+                yield node.lineno, f"{base}.{func.attr}"
+
+
+MODULES = dict(_modules())
+
+
+@pytest.mark.parametrize("layer", sorted(FORBIDDEN))
+def test_layers_import_only_downwards(layer: str) -> None:
+    bad = [
+        f"{rel}:{line}: imports {name}"
+        for rel, tree in MODULES.items()
+        if _layer(rel) == layer
+        for line, name in _imports(tree)
+        if name.startswith("wizard.") and name.split(".")[1] in FORBIDDEN[layer]
+    ]
+    assert bad == []
+
+
+def test_only_the_ui_and_the_cli_use_rich_or_questionary() -> None:
+    allowed = {"ui", "cli", "untrusted"}  # untrusted.rich_text builds rich Text for the ui, lazily
+    bad = [
+        f"{rel}:{line}: imports {name}"
+        for rel, tree in MODULES.items()
+        for line, name in _imports(tree)
+        if name.split(".")[0] in ("rich", "questionary", "prompt_toolkit") and _layer(rel) not in allowed
+    ]
+    assert bad == []
+
+
+def test_the_library_never_prints_and_only_the_cli_exits() -> None:
+    bad = [
+        f"{rel}:{line}: {name}"
+        for rel, tree in MODULES.items()
+        for line, name in _calls(tree)
+        if name == "print" or (name in ("sys.exit", "os._exit", "exit") and rel != "wizard/cli/app.py")
+    ]
+    assert bad == []
+
+
+def test_every_file_is_written_through_outputs() -> None:
+    """Temporary file, then rename; never onto an input: one module does it (docs/security.md)."""
+    writers = {"x.write_text", "x.write_bytes", "os.replace", "os.rename", "shutil.move", "shutil.copyfile"}
+    bad = [
+        f"{rel}:{line}: {name}"
+        for rel, tree in MODULES.items()
+        for line, name in _calls(tree)
+        if name in writers and rel != "wizard/outputs.py"
+    ]
+    opened = [
+        f"{rel}:{node.lineno}: open(..., {mode!r})"
+        for rel, tree in MODULES.items()
+        if rel != "wizard/outputs.py"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Attribute))
+        for mode in [_open_mode(node)]
+        if mode is not None and any(c in mode for c in "wax+")
+    ]
+    assert bad + opened == []
+
+
+def _open_mode(call: ast.Call) -> str | None:
+    name = call.func.id if isinstance(call.func, ast.Name) else getattr(call.func, "attr", "")
+    if name not in ("open", "fdopen"):
+        return None
+    args = [*call.args[1:2], *(k.value for k in call.keywords if k.arg == "mode")]
+    return next((a.value for a in args if isinstance(a, ast.Constant) and isinstance(a.value, str)), "r")
+
+
+def test_the_outside_world_comes_from_the_system() -> None:
+    """Streams and terminals are the injected System's; environment variables too, except where a
+    library function's ``environ=None`` means this process's own (the CLI always passes its System's)."""
+    defaults = {"wizard/playbook/discovery.py", "wizard/engine/answers.py"}
+    bad = []
+    for rel, tree in MODULES.items():
+        if rel in {"wizard/system.py", "wizard/cli/app.py"} | defaults:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+                name = f"{node.value.id}.{node.attr}"
+                if name in ("os.environ", "os.getenv", "sys.stdin", "sys.stdout", "sys.stderr"):
+                    bad.append(f"{rel}:{node.lineno}: {name}")
+    assert bad == []
