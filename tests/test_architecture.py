@@ -76,8 +76,8 @@ def test_layers_import_only_downwards(layer: str) -> None:
     assert bad == []
 
 
-def test_only_the_ui_and_the_cli_use_rich_or_questionary() -> None:
-    allowed = {"ui", "cli", "untrusted"}  # untrusted.rich_text builds rich Text for the ui, lazily
+def test_only_the_ui_uses_rich_or_questionary() -> None:
+    allowed = {"ui", "untrusted"}  # untrusted.rich_text builds rich Text for the ui, lazily
     bad = [
         f"{rel}:{line}: imports {name}"
         for rel, tree in MODULES.items()

@@ -224,17 +224,13 @@ class Context:
 
     def console(self, *, stderr: bool = False) -> Any:
         if stderr not in self.consoles:
-            from rich.console import Console
+            from wizard.ui.render import make_console
 
             no_color = bool(self.args.no_color or self.system.environ.get("NO_COLOR"))
             columns = self.system.environ.get("COLUMNS", "")
-            self.consoles[stderr] = Console(
-                file=cast(IO[str], self.stderr if stderr else self.stdout),
+            self.consoles[stderr] = make_console(
+                self.stderr if stderr else self.stdout,
                 no_color=no_color,
-                highlight=False,
-                soft_wrap=False,
-                emoji=False,
-                markup=False,
                 width=int(columns) if columns.isdigit() and int(columns) > 0 else None,
             )
         return self.consoles[stderr]
@@ -367,9 +363,9 @@ def cmd_explain(ctx: Context) -> ExitStatus:
 
     text = explain(_load(ctx, ctx.args.playbook))
     if ctx.system.isatty(ctx.system.stdout):
-        from rich.markdown import Markdown
+        from wizard.ui.render import explain_view
 
-        ctx.console().print(Markdown(text))
+        ctx.console().print(explain_view(text))
     else:
         ctx.write(text)
     return ExitStatus.OK

@@ -29,6 +29,24 @@ STATUS_STYLE = {"pass": "green", "warn": "yellow", "fail": "red", "skip": "cyan"
 SEVERITY_STYLE = {"info": "green", "warning": "yellow", "error": "red"}
 
 
+def make_console(stream: Any, *, no_color: bool, width: int | None) -> Console:
+    """The one way output reaches a terminal: no markup or emoji read from text (it may come from a
+    trace), no syntax highlighting, lines kept whole."""
+    return Console(
+        file=stream,
+        no_color=no_color,
+        highlight=False,
+        soft_wrap=False,
+        emoji=False,
+        markup=False,
+        width=width,
+    )
+
+
+def explain_view(text: str) -> Markdown:
+    return Markdown(text)
+
+
 def short(name: str, width: int = 70) -> str:
     return name if len(name) <= width else name[: width - 1] + "…"
 
