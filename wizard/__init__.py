@@ -1,3 +1,139 @@
-"""warpwizard: walks PyTorch engineers from an impossible kernel metric to its cause."""
+"""warpwizard: walks PyTorch engineers from an impossible kernel metric to its cause.
+
+The public API (docs/api.md), loaded on first use so that ``import wizard`` costs what
+``warpwizard --help`` costs (no torch, rich, questionary or pandas)::
+
+    import wizard
+
+    report = wizard.inspect_traces("trace.json")      # or many files, or per-rank directories
+    report.impossible, report.mechanisms, report.launches, report.to_dataframe()
+    wizard.fix_trace("trace.json", "trace.fixed.json")
+    transcript = wizard.run_playbook("negative-warps-per-sm", {"have": "trace", "trace_path": "trace.json"})
+    transcript.diagnosis, transcript.evidence
+
+Inside torch.profiler: ``wizard.profiler.tensorboard_trace_handler`` and ``wizard.profiler.export_chrome_trace``.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+# Three views of one list, kept equal by tests/test_api.py: where each public name is defined (for
+# loading it on first use), __all__, and the imports type checkers read.
+_MODULES: dict[str, tuple[str, ...]] = {
+    "wizard.api": (
+        "Options",
+        "fix_trace",
+        "inspect_traces",
+        "list_probes",
+        "load_playbook",
+        "prepare_run",
+        "probe_params",
+        "run_playbook",
+        "run_probe",
+        "validate_playbook",
+    ),
+    "wizard.trace.report": ("LAUNCH_COLUMNS", "FindingGroup", "Inspection", "KernelLaunch", "TraceReport"),
+    "wizard.trace.fix": ("FixSummary",),
+    "wizard.engine.transcript": ("Conclusion", "Transcript"),
+    "wizard.playbook.model": ("Playbook",),
+    "wizard.errors": (
+        "AnswersError",
+        "InputFileError",
+        "MissingDependency",
+        "OutputFileError",
+        "PlaybookError",
+        "PlaybookNotFound",
+        "ProbeInfrastructureError",
+        "TraceReadError",
+        "UsageError",
+        "WarpWizardWarning",
+        "WizardError",
+    ),
+}
+_EXPORTS = {name: module for module, names in _MODULES.items() for name in names}
+
+__all__ = [
+    "LAUNCH_COLUMNS",
+    "AnswersError",
+    "Conclusion",
+    "FindingGroup",
+    "FixSummary",
+    "InputFileError",
+    "Inspection",
+    "KernelLaunch",
+    "MissingDependency",
+    "Options",
+    "OutputFileError",
+    "Playbook",
+    "PlaybookError",
+    "PlaybookNotFound",
+    "ProbeInfrastructureError",
+    "TraceReadError",
+    "TraceReport",
+    "Transcript",
+    "UsageError",
+    "WarpWizardWarning",
+    "WizardError",
+    "__version__",
+    "fix_trace",
+    "inspect_traces",
+    "list_probes",
+    "load_playbook",
+    "prepare_run",
+    "probe_params",
+    "profiler",
+    "run_playbook",
+    "run_probe",
+    "validate_playbook",
+]
+
+if TYPE_CHECKING:  # what type checkers and editors see; at run time each name loads on first use
+    from wizard import profiler
+    from wizard.api import (
+        Options,
+        fix_trace,
+        inspect_traces,
+        list_probes,
+        load_playbook,
+        prepare_run,
+        probe_params,
+        run_playbook,
+        run_probe,
+        validate_playbook,
+    )
+    from wizard.engine.transcript import Conclusion, Transcript
+    from wizard.errors import (
+        AnswersError,
+        InputFileError,
+        MissingDependency,
+        OutputFileError,
+        PlaybookError,
+        PlaybookNotFound,
+        ProbeInfrastructureError,
+        TraceReadError,
+        UsageError,
+        WarpWizardWarning,
+        WizardError,
+    )
+    from wizard.playbook.model import Playbook
+    from wizard.trace.fix import FixSummary
+    from wizard.trace.report import LAUNCH_COLUMNS, FindingGroup, Inspection, KernelLaunch, TraceReport
+
+
+def __getattr__(name: str) -> Any:
+    if name == "profiler":
+        return import_module("wizard.profiler")
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'wizard' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value  # the next lookup is a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -53,9 +53,12 @@ def _from_transcript(data: dict[str, Any], source: str) -> MachineReport:
         facts = entry.get("facts") if isinstance(entry, dict) else None
         if not isinstance(facts, dict):
             continue
-        if "impossible" in facts and "mechanisms" in facts:
+        # trace.inspect says "impossible"; a probe that re-ran the workload or a repro, "reproduced"
+        shown = facts.get("impossible", facts.get("reproduced"))
+        ran_kernels = facts.get("cuda_available") is not False  # a CPU-only re-run shows nothing either way
+        if "mechanisms" in facts and isinstance(shown, bool) and ran_kernels:
             mechanisms |= set(_texts(facts.get("mechanisms")))
-            impossible = bool(impossible) or facts["impossible"] is True
+            impossible = bool(impossible) or shown
             gpus = gpus or _texts(facts.get("gpus"))
         if "torch_version" in facts:
             torch = torch or _text(facts.get("torch_version"))

@@ -71,6 +71,15 @@ class ProbeInfrastructureError(WizardError):
     """A probe could not be run at all (not the same as a probe that ran and failed)."""
 
 
+class MissingDependency(WizardError, ImportError):
+    """An optional library a feature needs is not installed (pandas for ``to_dataframe()``)."""
+
+
+class WarpWizardWarning(UserWarning):
+    """What the torch.profiler integration emits for each wrong metric it finds, and for a check it
+    could not finish: a warning, never an exception, so a training run goes on."""
+
+
 class Interrupted(WizardError):
     """The user pressed Ctrl-C; the answers given so far were saved to ``saved_to``."""
 

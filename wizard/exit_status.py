@@ -21,13 +21,13 @@ class ExitStatus(enum.IntEnum):
 
 
 MEANING: dict[ExitStatus, str] = {
-    ExitStatus.OK: "diagnosis reached; `trace inspect`: no impossible value",
-    ExitStatus.FINDINGS: "`trace inspect`: impossible or wrong values found",
+    ExitStatus.OK: "diagnosis reached; `trace inspect`: no impossible value; `probe`: it passed, warned or skipped",
+    ExitStatus.FINDINGS: "`trace inspect`: impossible or wrong values found; `probe`: it failed (found the problem)",
     ExitStatus.USAGE: "usage error (bad command line, unknown playbook name)",
     ExitStatus.INVALID_PLAYBOOK: "invalid playbook, from `run` or `validate` "
     "(every problem as `file:line:column: message`)",
     ExitStatus.BAD_ANSWERS: "bad or missing answers, or a question with no terminal to ask it on",
-    ExitStatus.PROBE_FAILURE: "a probe could not be run at all",
+    ExitStatus.PROBE_FAILURE: "a probe could not be run at all; `probe`: it ended in error",
     ExitStatus.INPUT_ERROR: "an input file is missing or unreadable (the message names file and byte offset)",
     ExitStatus.OUTPUT_ERROR: "an output cannot be written: no such directory, not writable, already there "
     "(`--force` replaces it) or an input of the run",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import os
 import signal
 import sys
@@ -66,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
 
     _add_run(sub, kw)
+    _add_probe(sub, kw)
     _add_catalogue_commands(sub)
     _add_trace(sub, kw)
     _add_machine_commands(sub)
@@ -88,29 +90,59 @@ def _add_run(sub: _Sub, kw: dict[str, Any]) -> None:
     run.add_argument("--report", metavar="FILE.md", help="write a Markdown report for a bug report")
     run.add_argument("--force", action="store_true", help="replace --report and --record files that exist")
     run.add_argument("--teach", action="store_true", help="explain every step and node as you go")
-    run.add_argument("--workload", metavar="CMD", help='your program, e.g. "python train.py --steps 3"')
-    run.add_argument("--python", metavar="PATH", help="interpreter of the environment to probe (default: this one)")
-    run.add_argument("--report-dir", metavar="DIR", help="where probes write files (also: WARPWIZARD_REPORT_DIR)")
-    run.add_argument(
+    _add_probe_options(run)
+
+
+def _add_probe(sub: _Sub, kw: dict[str, Any]) -> None:
+    probe = sub.add_parser(
+        "probe",
+        help="run one probe (see 'probes'), e.g. on every node of a cluster; 'compare' merges the reports",
+        **kw,
+    )
+    probe.add_argument("name", help="a registered probe, e.g. trace.inspect, profiler.reprofile, op.isolate")
+    probe.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="one of its parameters")
+    probe.add_argument("--json", action="store_true", help="print the report (schema warpwizard.transcript/1)")
+    probe.add_argument(
+        "--output",
+        metavar="FILE",
+        help="write the JSON report there; {host}, {rank} and {local_rank} are filled in from the launcher "
+        "(SLURM, torchrun, Open MPI)",
+    )
+    probe.add_argument("--force", action="store_true", help="replace an --output file that exists")
+    probe.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS", help="for each program it starts")
+    probe.add_argument(
+        "--device-from-rank",
+        action="store_true",
+        help="run on the GPU of this process's local rank (CUDA_VISIBLE_DEVICES=LOCAL_RANK): one report per GPU",
+    )
+    _add_probe_options(probe)
+
+
+def _add_probe_options(parser: argparse.ArgumentParser) -> None:
+    """What probes may do and where they write: the same for ``run`` and ``probe``."""
+    parser.add_argument("--workload", metavar="CMD", help='your program, e.g. "python train.py --steps 3"')
+    parser.add_argument("--python", metavar="PATH", help="interpreter of the environment to probe (default: this one)")
+    parser.add_argument("--report-dir", metavar="DIR", help="where probes write files (also: WARPWIZARD_REPORT_DIR)")
+    parser.add_argument(
         "--compare-python",
         action="append",
         default=[],
         metavar="PATH",
         help="interpreters of other environments (other torch versions) to re-profile with",
     )
-    run.add_argument(
+    parser.add_argument(
         "--compare",
         action="append",
         default=[],
         metavar="REPORT.json",
         help="JSON reports from other machines, for hardware.compare",
     )
-    run.add_argument(
+    parser.add_argument(
         "--allow-commands",
         action="store_true",
         help="let the playbook and the answers file name programs to run (command.run, workloads)",
     )
-    run.add_argument("--allow-sanitizer", action="store_true", help="let probes run compute-sanitizer (slow)")
+    parser.add_argument("--allow-sanitizer", action="store_true", help="let probes run compute-sanitizer (slow)")
 
 
 def _add_catalogue_commands(sub: _Sub) -> None:
@@ -256,9 +288,24 @@ def _catalog() -> Any:
 
 
 def _load(ctx: Context, name: str) -> Any:
-    from wizard.playbook.discovery import load
+    from wizard.api import load_playbook
 
-    return load(name, _catalog(), ctx.playbook_dirs, ctx.system.environ)
+    return load_playbook(name, playbook_dirs=ctx.playbook_dirs, environ=ctx.system.environ)
+
+
+def _probe_options(ctx: Context) -> Any:
+    from wizard.api import Options
+
+    args = ctx.args
+    return Options(
+        workload=args.workload,
+        python=args.python,
+        report_dir=args.report_dir or ctx.system.environ.get("WARPWIZARD_REPORT_DIR") or "warpwizard-report",
+        allow_commands=args.allow_commands,
+        allow_sanitizer=args.allow_sanitizer,
+        compare_reports=list(args.compare),
+        compare_pythons=list(args.compare_python),
+    )
 
 
 # -- commands ------------------------------------------------------------------------------
@@ -276,16 +323,52 @@ def cmd_run(ctx: Context, playbook_name: str | None = None) -> ExitStatus:
         report=args.report,
         force=args.force,
         teach=args.teach,
-        workload=args.workload,
-        python=args.python,
-        report_dir=args.report_dir or ctx.system.environ.get("WARPWIZARD_REPORT_DIR") or "warpwizard-report",
-        compare=args.compare,
-        allow_commands=args.allow_commands,
-        allow_sanitizer=args.allow_sanitizer,
-        compare_pythons=args.compare_python,
+        options=_probe_options(ctx),
         playbook_dirs=ctx.playbook_dirs,
     )
     return run_playbook(options, ctx.system, ctx.console(stderr=args.json), ctx.console(), ctx.stdout)
+
+
+def cmd_probe(ctx: Context) -> ExitStatus:
+    from wizard.api import probe_params, run_probe
+    from wizard.cluster import launcher_rank, output_name
+
+    args = ctx.args
+    if args.timeout <= 0:
+        raise UsageError(f"warpwizard probe: --timeout must be a positive number of seconds, not {args.timeout:g}")
+    params = probe_params(args.name, args.param)
+    options = _probe_options(ctx)
+    options.settings(spell=_option)
+    system = ctx.system
+    rank = launcher_rank(system.environ)
+    if args.device_from_rank:
+        system = dataclasses.replace(system, environ={**system.environ, "CUDA_VISIBLE_DEVICES": str(rank.local_rank)})
+    target = output_name(args.output, rank) if args.output else None
+    if target is not None:
+        from wizard.outputs import check_output
+
+        check_output(target, inputs=args.param, force=args.force, what="probe report")
+    transcript = run_probe(args.name, params, options=options, timeout=args.timeout, system=system)
+    _show_probe(ctx, transcript, target)
+    status = transcript.entries[0].status
+    return {"fail": ExitStatus.FINDINGS, "error": ExitStatus.PROBE_FAILURE}.get(status or "", ExitStatus.OK)
+
+
+def _show_probe(ctx: Context, transcript: Any, target: str | None) -> None:
+    from wizard.serialize import dumps
+
+    document = dumps(transcript.to_dict()) + "\n"
+    if target is not None:
+        from wizard.outputs import write_text
+
+        write_text(target, document, force=ctx.args.force, what="probe report")
+    if ctx.args.json:
+        ctx.write(document)
+        return
+    from wizard.ui.render import probe_result_lines
+
+    for line in probe_result_lines(transcript.entries[0], target):
+        ctx.write(visible(line) + "\n")
 
 
 def cmd_list(ctx: Context) -> ExitStatus:
@@ -395,7 +478,7 @@ def cmd_trace(ctx: Context) -> ExitStatus:
 
 
 def _trace_fix(ctx: Context) -> ExitStatus:
-    from wizard.trace.fix import fix_trace
+    from wizard.api import fix_trace
     from wizard.ui.render import fix_summary_lines, truncation_warning
 
     args = ctx.args
@@ -407,32 +490,23 @@ def _trace_fix(ctx: Context) -> ExitStatus:
     return ExitStatus.OK
 
 
-def _inspect_limits(args: argparse.Namespace) -> tuple[int | None, int | None, int]:
-    """--jobs, --sms and --max-launches, checked: (jobs, sms, max launches)."""
-    from wizard.trace.inspect import DEFAULT_MAX_LAUNCHES
-
-    where = "warpwizard trace inspect"
-    if args.sms is not None and args.sms <= 0:
-        raise UsageError(f"{where}: --sms must be a positive number of SMs, not {args.sms}")
-    if args.jobs is not None and args.jobs <= 0:
-        raise UsageError(f"{where}: --jobs must be a positive number, not {args.jobs}")
-    if args.max_launches is not None and args.max_launches < 0:
-        raise UsageError(f"{where}: --max-launches must be 0 or more, not {args.max_launches}")
-    limit = DEFAULT_MAX_LAUNCHES if args.max_launches is None else args.max_launches
-    return args.jobs, args.sms, limit
+def _option(name: str) -> str:
+    return "--" + name.replace("_", "-")
 
 
 def _trace_inspect(ctx: Context) -> ExitStatus:
-    from wizard.trace.inspect import inspect_paths
+    from wizard.api import inspect_traces
+    from wizard.trace.inspect import DEFAULT_MAX_LAUNCHES, check_limits
 
     args = ctx.args
-    jobs, sms, limit = _inspect_limits(args)
+    check_limits(args.jobs, args.sms, args.max_launches, spell=_option)
     markdown_file = args.markdown if args.markdown not in (None, "-") else None
     if markdown_file is not None:
         from wizard.outputs import check_output
 
         check_output(markdown_file, inputs=args.paths, force=args.force, what="Markdown report")
-    inspection = inspect_paths(args.paths, jobs, sms, limit)
+    limit = DEFAULT_MAX_LAUNCHES if args.max_launches is None else args.max_launches
+    inspection = inspect_traces(args.paths, sms=args.sms, jobs=args.jobs, launches="none", max_launches=limit)
     if args.json:
         from wizard.serialize import dumps
 
@@ -529,6 +603,7 @@ def cmd_default(ctx: Context, parser: argparse.ArgumentParser) -> ExitStatus:
 
 COMMANDS: dict[str, Callable[[Context], ExitStatus]] = {
     "run": cmd_run,
+    "probe": cmd_probe,
     "list": cmd_list,
     "validate": cmd_validate,
     "graph": cmd_graph,

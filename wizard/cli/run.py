@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from wizard.api import Options, load_playbook, prepare_run
 from wizard.engine.answers import (
     ORIGIN_COMMAND_LINE,
     ORIGIN_FILE,
@@ -17,8 +17,6 @@ from wizard.engine.answers import (
     load_answers_file,
     parse_set_options,
 )
-from wizard.engine.engine import Engine
-from wizard.environment import Environment, ProbeSettings, Workload
 from wizard.errors import AnswersError, Interrupted, OutputFileError, Terminated, TerminateSignal, UsageError
 from wizard.exit_status import ExitStatus
 from wizard.outputs import check_output, free_path, write_text
@@ -38,13 +36,7 @@ class RunOptions:
     json_out: bool = False
     report: str | None = None
     teach: bool = False
-    workload: str | None = None
-    python: str | None = None
-    report_dir: str = "warpwizard-report"
-    compare: list[str] = field(default_factory=list)
-    compare_pythons: list[str] = field(default_factory=list)
-    allow_commands: bool = False
-    allow_sanitizer: bool = False
+    options: Options = field(default_factory=Options)  # what probes may do, where they write
     playbook_dirs: list[str] = field(default_factory=list)
     force: bool = False
 
@@ -86,26 +78,6 @@ def _preflight(opts: RunOptions, pb: Playbook) -> None:
         raise UsageError(f"--record and --report name the same file ({opts.report})")
 
 
-def _environment(opts: RunOptions, system: System) -> Environment:
-    python = opts.python or sys.executable
-    workload = None
-    if opts.workload:
-        try:
-            workload = Workload.parse(opts.workload, python)
-        except ValueError as exc:
-            raise UsageError(f"--workload: {exc}") from None
-    settings = ProbeSettings(
-        python=python,
-        report_dir=Path(opts.report_dir),
-        workload=workload,
-        allow_commands=opts.allow_commands,
-        allow_sanitizer=opts.allow_sanitizer,
-        compare_reports=list(opts.compare),
-        compare_pythons=list(opts.compare_pythons),
-    )
-    return Environment(system, settings)
-
-
 def _save_interrupted(opts: RunOptions, pb: Playbook, answers: dict[str, Any]) -> tuple[str | None, str]:
     """Where the answers so far went (never over an existing file), or why nowhere."""
     if not answers:
@@ -120,12 +92,9 @@ def _save_interrupted(opts: RunOptions, pb: Playbook, answers: dict[str, Any]) -
 
 
 def run_playbook(opts: RunOptions, system: System, ui: Any, out: Any, stdout: Any) -> ExitStatus:
-    from wizard.playbook.discovery import load
-    from wizard.probes.registry import builtin_probes, catalog
     from wizard.ui.render import TerminalObserver, conclusion_panel, playbook_heading
 
-    probes = builtin_probes()
-    pb = load(opts.playbook, catalog(probes), opts.playbook_dirs, system.environ)
+    pb = load_playbook(opts.playbook, playbook_dirs=opts.playbook_dirs, environ=system.environ)
     values, origins = _given_answers(opts, system.stdin)
     problems = check_answers(pb, values)
     if problems:
@@ -138,9 +107,9 @@ def run_playbook(opts: RunOptions, system: System, ui: Any, out: Any, stdout: An
         from wizard.ui.prompts import InteractiveAnswers
 
         source = InteractiveAnswers(values, console=ui, interactive=system.interactive)
-    env = _environment(opts, system)
+    opts.options.settings(spell=lambda name: f"--{name}")  # checked before anything is shown
     observer = TerminalObserver(ui, teach=opts.teach)
-    engine = Engine(pb, source, probes, env, observer=observer)
+    engine = prepare_run(pb, source, opts.options, system=system, observer=observer)
     if opts.teach or not scripted:
         ui.print(playbook_heading(pb, teach=opts.teach))
     try:

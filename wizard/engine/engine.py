@@ -200,12 +200,17 @@ class Engine:
                 "command line (--workload, --python, --set) or at the prompt, or rerun with --allow-commands",
                 facts={"reason": "program not allowed", "refused": "; ".join(refused)},
             )
-        started = self.env.system.clock.monotonic()
-        try:
-            result = probe.run(self.env, params, timeout=node.timeout)
-        except WizardError as exc:
-            result = ProbeResult(Status.ERROR, str(exc))
-        except OSError as exc:
-            raise ProbeInfrastructureError(f"probe {node.probe!r} could not run: {exc}") from exc
-        result.duration_s = round(self.env.system.clock.monotonic() - started, 3)
-        return result
+        return run_probe(probe, params, self.env, node.timeout)
+
+
+def run_probe(probe: Probe, params: Mapping[str, Any], env: Environment, timeout: float) -> ProbeResult:
+    """One probe, timed: a domain error inside it is its ERROR result; an OS error means it could not run."""
+    started = env.system.clock.monotonic()
+    try:
+        result = probe.run(env, params, timeout=timeout)
+    except WizardError as exc:
+        result = ProbeResult(Status.ERROR, str(exc))
+    except OSError as exc:
+        raise ProbeInfrastructureError(f"probe {probe.name!r} could not run: {exc}") from exc
+    result.duration_s = round(env.system.clock.monotonic() - started, 3)
+    return result

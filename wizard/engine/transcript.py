@@ -57,10 +57,26 @@ class Transcript:
     tool: dict[str, str] = field(default_factory=dict)
     host: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def diagnosis(self) -> str | None:
+        """The conclusion's diagnosis id, or None if the run reached none."""
+        return self.conclusion.diagnosis if self.conclusion else None
+
+    @property
+    def evidence(self) -> list[str]:
+        """The conclusion's evidence lines (empty without a conclusion)."""
+        return list(self.conclusion.evidence) if self.conclusion else []
+
     @classmethod
     def start(cls, playbook: Playbook, now: _dt.datetime) -> Transcript:
+        about = {"id": playbook.id, "title": playbook.title, "version": playbook.version, "path": playbook.path}
+        return cls.begin(about, now)
+
+    @classmethod
+    def begin(cls, about: dict[str, str], now: _dt.datetime) -> Transcript:
+        """A transcript of something other than a playbook run (``warpwizard probe``: one probe)."""
         return cls(
-            playbook={"id": playbook.id, "title": playbook.title, "version": playbook.version, "path": playbook.path},
+            playbook=about,
             started=now.isoformat(),
             tool={"name": "warpwizard", "version": __version__, "python": platform.python_version()},
             host={"hostname": platform.node()},

@@ -92,6 +92,24 @@ def collect_nvml(env: Environment) -> dict[str, Any]:
     return out
 
 
+def visible_gpus(env: Environment) -> tuple[list[str], str | None]:
+    """The GPUs this process may use (NVML's list, narrowed by CUDA_VISIBLE_DEVICES as CUDA narrows
+    it: indexes or UUID prefixes) and the driver version; no torch process is started."""
+    nvml = collect_nvml(env)
+    gpus = [g for g in nvml["gpus"] if isinstance(g, dict)]
+    wanted = env.system.environ.get("CUDA_VISIBLE_DEVICES")
+    if wanted is not None:
+        chosen = []
+        for item in (w.strip() for w in wanted.split(",")):
+            match = [g for g in gpus if str(g.get("index")) == item or str(g.get("uuid", "")).startswith(item or "-")]
+            if not match:
+                break  # CUDA stops at the first entry it cannot use
+            chosen.append(match[0])
+        gpus = chosen
+    driver = nvml.get("driver_version")
+    return [str(g.get("name")) for g in gpus], str(driver) if driver is not None else None
+
+
 class EnvProbe:
     name = "env"
     summary = "Versions (torch, CUDA, cuDNN, driver, Kineto), GPUs via NVML, and which profilers exist"

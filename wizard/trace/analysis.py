@@ -126,7 +126,8 @@ class KernelCheck:
 
     findings: list[Finding] = field(default_factory=list)
     checked: bool = False
-    corrected: dict[str, float | int | None] = field(default_factory=dict)
+    corrected: dict[str, float | int | None] = field(default_factory=dict)  # as the profiler would print them
+    true: dict[str, float | None] = field(default_factory=dict)  # the values the launch really had
 
 
 def _dims(d: tuple[int, int, int]) -> str:
@@ -521,6 +522,7 @@ def check_kernel(k: KernelRecord, device: DeviceInfo | None, *, rocm: bool = Fal
     for detect in DETECTORS:
         if detect(ctx):
             break
+    ctx.result.true = dict(ctx.true)
     return ctx.result
 
 

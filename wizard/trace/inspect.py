@@ -11,17 +11,18 @@ import math
 import os
 import time
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from wizard.errors import InputFileError
-from wizard.trace.analysis import SM_COUNT_HINT, Finding, Mechanism, MemoChecker
+from wizard.errors import InputFileError, UsageError
+from wizard.trace.analysis import SM_COUNT_HINT, Finding, KernelCheck, Mechanism, MemoChecker, is_wrong
 from wizard.trace.devices import KNOWN_GPUS, DeviceInfo, device_table, infer_sm_count
 from wizard.trace.reader import ReaderConfig, TraceContents, iter_trace_files, read_trace
 from wizard.trace.records import KernelRecord, OpInfo, RuntimeCall
-from wizard.trace.report import FindingGroup, Inspection, Launch, OpLink, TraceReport, launched_by
+from wizard.trace.report import FindingGroup, Inspection, KernelLaunch, Launch, OpLink, TraceReport, launched_by
 
 __all__ = [
     "DEFAULT_MAX_LAUNCHES",
@@ -39,6 +40,10 @@ __all__ = [
 ]
 
 DEFAULT_MAX_LAUNCHES = 100  # wrong launches listed per group in --json (the rest are counted)
+# Per-launch records for the library: none (the CLI, the profiler hook), the wrong ones, or every
+# checked launch (a notebook plotting reported against true values).
+Keep = Literal["none", "wrong", "all"]
+KEEP_CHOICES: tuple[str, ...] = ("none", "wrong", "all")
 
 
 def link_op(
@@ -192,6 +197,7 @@ def analyse(
     sms: int | None = None,
     classifier: Classifier | None = None,
     max_launches: int = DEFAULT_MAX_LAUNCHES,
+    keep: Keep = "none",
 ) -> TraceReport:
     """Check every kernel of one read trace (``sms``: the SM count for traces without device properties).
 
@@ -231,7 +237,61 @@ def analyse(
         max_true_warps_per_sm=classifier.max_true_wps,
         timing=timing,
         non_finite=dict(contents.non_finite),
+        launches=_launch_records(contents, classifier.checker, keep),
     )
+
+
+def _launch_records(contents: TraceContents, checker: MemoChecker, keep: Keep) -> list[KernelLaunch]:
+    """One record per checked launch (``all``) or per launch with a wrong value (``wrong``), with its op.
+
+    A second walk over the kernels, but each distinct launch was classified already (memoised)."""
+    if keep == "none":
+        return []
+    chosen: list[tuple[KernelRecord, KernelCheck, tuple[str, ...]]] = []
+    for k in contents.kernels:
+        result = checker.check(k)
+        mechanisms = tuple(f.mechanism.value for f in result.findings)
+        if (result.checked or mechanisms) and (keep == "all" or any(is_wrong(m) for m in mechanisms)):
+            chosen.append((k, result, mechanisms))
+    calls = contents.runtime.find({k.correlation for k, _, _ in chosen if k.correlation is not None})
+    rank, path = _rank(contents), contents.path
+    out = []
+    for k, result, mechanisms in chosen:
+        call = calls.get(k.correlation) if k.correlation is not None else None
+        found = contents.ops.innermost(call.pid, call.tid, call.ts) if call is not None else None
+        op = found if isinstance(found, OpInfo) else None
+        wrong = [m for m in mechanisms if is_wrong(m)]
+        occupancy_key = k.occupancy_key
+        out.append(
+            KernelLaunch(
+                s_name=k.name,
+                ts=k.ts,
+                dur=k.dur,
+                pid=k.pid,
+                tid=k.tid,
+                device=k.device,
+                stream=k.stream,
+                correlation=k.correlation,
+                grid=k.grid,
+                block=k.block,
+                registers_per_thread=k.registers,
+                shared_memory=k.shared_memory,
+                blocks_per_sm=k.blocks_per_sm.value,
+                warps_per_sm=k.warps_per_sm.value,
+                est_occupancy=k.occupancy.value if occupancy_key is not None else None,
+                true_blocks_per_sm=result.true.get("blocks per SM"),
+                true_warps_per_sm=result.true.get("warps per SM"),
+                true_est_occupancy=result.true.get(occupancy_key) if occupancy_key is not None else None,
+                mechanism=wrong[0] if wrong else (mechanisms[0] if mechanisms else None),
+                mechanisms=mechanisms,
+                op=op.name if op else None,
+                input_dims=op.input_dims if op else None,
+                input_type=op.input_types if op else None,
+                trace=path,
+                rank=rank,
+            )
+        )
+    return out
 
 
 def _link_groups(contents: TraceContents, groups: dict[tuple[str, str], FindingGroup]) -> None:
@@ -315,6 +375,7 @@ def inspect_trace(
     sms: int | None = None,
     config: ReaderConfig | None = None,
     max_launches: int = DEFAULT_MAX_LAUNCHES,
+    keep: Keep = "none",
 ) -> TraceReport:
     started = time.perf_counter()
     classifier: Classifier | None = None
@@ -331,11 +392,28 @@ def inspect_trace(
 
     contents = read_trace(path, on_progress=classify_as_read, config=config)
     contents.timing["read_s"] = time.perf_counter() - started
-    return analyse(contents, sms, classifier, max_launches)
+    return analyse(contents, sms, classifier, max_launches, keep)
+
+
+def check_limits(
+    jobs: int | None, sms: int | None, max_launches: int | None, *, spell: Callable[[str], str] = str
+) -> None:
+    """The numbers an inspection takes, checked once for the CLI and the library (``spell`` names
+    each as its caller knows it: ``--max-launches`` on the command line, ``max_launches`` in Python)."""
+    if sms is not None and sms <= 0:
+        raise UsageError(f"{spell('sms')} must be a positive number of SMs, not {sms}")
+    if jobs is not None and jobs <= 0:
+        raise UsageError(f"{spell('jobs')} must be a positive number, not {jobs}")
+    if max_launches is not None and max_launches < 0:
+        raise UsageError(f"{spell('max_launches')} must be 0 or more, not {max_launches}")
 
 
 def inspect_paths(
-    paths: list[str], jobs: int | None = None, sms: int | None = None, max_launches: int = DEFAULT_MAX_LAUNCHES
+    paths: list[str],
+    jobs: int | None = None,
+    sms: int | None = None,
+    max_launches: int = DEFAULT_MAX_LAUNCHES,
+    keep: Keep = "none",
 ) -> Inspection:
     """Inspect files and per-rank directories.
 
@@ -347,10 +425,11 @@ def inspect_paths(
         raise InputFileError("no trace files given")
     if len(files) == 1:
         config = ReaderConfig(workers=None if jobs is None else (0 if jobs <= 1 else jobs))
-        return Inspection([inspect_trace(files[0], sms, config, max_launches)])
+        return Inspection([inspect_trace(files[0], sms, config, max_launches, keep)])
     workers = min(len(files), jobs or os.cpu_count() or 1)
     if workers <= 1:
-        return Inspection([inspect_trace(f, sms, max_launches=max_launches) for f in files])
-    one = partial(inspect_trace, sms=sms, max_launches=max_launches)
+        config = ReaderConfig(workers=0)
+        return Inspection([inspect_trace(f, sms, config, max_launches=max_launches, keep=keep) for f in files])
+    one = partial(inspect_trace, sms=sms, max_launches=max_launches, keep=keep)
     with ProcessPoolExecutor(max_workers=workers) as pool:
         return Inspection(list(pool.map(one, [str(f) for f in files])))

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import platform
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from wizard.formatting import compact
 from wizard.frames import innermost_user_frame, trace_frame_path
 from wizard.schemas import TRACE_REPORT
 from wizard.serialize import clean
@@ -51,6 +52,53 @@ class Launch:
     block: tuple[int, int, int] | None
     reported: dict[str, float | None]
     true: dict[str, float | None]
+
+
+@dataclass(frozen=True, slots=True)
+class KernelLaunch:
+    """One checked kernel launch, for scripts and notebooks: what the trace says beside what is true.
+
+    Field names are Holistic Trace Analysis's kernel-frame columns where they mean the same thing
+    (``ts``, ``dur``, ``pid``, ``tid``, ``stream``, ``correlation``, ``device``, ``grid``, ``block``,
+    ``registers_per_thread``, ``shared_memory``, ``blocks_per_sm``, ``warps_per_sm``,
+    ``est_occupancy``, ``input_dims``, ``input_type``; ``s_name`` is HTA's decoded kernel name), so
+    the two frames join on ``correlation`` (and ``pid``) per rank. Reported values are floats as the
+    trace holds them (``inf``/``nan`` included; None where absent); ``true_*`` are what the launch had.
+    """
+
+    s_name: str
+    ts: float
+    dur: float
+    pid: Any
+    tid: Any
+    device: int | None
+    stream: Any
+    correlation: int | None
+    grid: tuple[int, int, int] | None
+    block: tuple[int, int, int] | None
+    registers_per_thread: int | None
+    shared_memory: int | None
+    blocks_per_sm: float | None
+    warps_per_sm: float | None
+    est_occupancy: float | None
+    true_blocks_per_sm: float | None
+    true_warps_per_sm: float | None
+    true_est_occupancy: float | None
+    mechanism: str | None  # the first wrong mechanism (A, A', B, C, C', D, E, ?), else F, else None
+    mechanisms: tuple[str, ...]  # every mechanism found for this launch
+    op: str | None  # the PyTorch op that launched it, where the trace links one
+    input_dims: str | None
+    input_type: str | None
+    trace: str  # the file it came from
+    rank: int | None
+
+    @property
+    def wrong(self) -> bool:
+        """Whether the trace holds a wrong value for this launch (F, by design, is not wrong)."""
+        return any(is_wrong(m) for m in self.mechanisms)
+
+
+LAUNCH_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(KernelLaunch))
 
 
 @dataclass(slots=True)
@@ -117,6 +165,7 @@ class TraceReport:
     max_true_warps_per_sm: float | None
     timing: dict[str, float]
     non_finite: dict[str, int] = field(default_factory=dict)  # spelling -> values (bare | quoted)
+    launches: list[KernelLaunch] = field(default_factory=list)  # when asked for: every checked, or every wrong
 
     @property
     def impossible(self) -> bool:
@@ -173,6 +222,31 @@ class Inspection:
             total.update(r.mechanisms)
         return dict(total)
 
+    @property
+    def launches(self) -> list[KernelLaunch]:
+        """Every launch record the inspection was asked to keep, file after file."""
+        return [launch for r in self.reports for launch in r.launches]
+
+    @property
+    def findings(self) -> list[FindingGroup]:
+        """Wrong values grouped by kernel and mechanism, most serious first, file after file."""
+        return [g for r in self.reports for g in r.groups]
+
+    def to_dataframe(self) -> Any:
+        """The launch records as a pandas DataFrame (columns: ``LAUNCH_COLUMNS``); needs pandas."""
+        from wizard.errors import MissingDependency
+
+        try:
+            import pandas as pd
+        except ImportError:
+            raise MissingDependency("to_dataframe() needs pandas: pip install pandas (or warpwizard[pandas])") from None
+        rows = [tuple(getattr(launch, c) for c in LAUNCH_COLUMNS) for launch in self.launches]
+        return pd.DataFrame.from_records(rows, columns=list(LAUNCH_COLUMNS))
+
+    def _repr_html_(self) -> str:
+        """In a notebook: one table row per finding group, every text escaped (it comes from the trace)."""
+        return _inspection_html(self)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "schema": TRACE_REPORT,
@@ -187,3 +261,26 @@ def _plain(value: dict[str, Any]) -> dict[str, Any]:
     cleaned = clean(value)
     assert isinstance(cleaned, dict)
     return cleaned
+
+
+def _inspection_html(inspection: Inspection) -> str:
+    from html import escape
+
+    head = "".join(f"<th>{h}</th>" for h in ("file", "mech", "kernel", "count", "reported → true", "launched by"))
+    rows = []
+    for report in inspection.reports:
+        for g in report.groups:
+            values = "<br>".join(
+                f"{escape(metric)}: {compact(value)} → {compact(g.worst.true.get(metric))}"
+                for metric, value in g.worst.reported.items()
+            )
+            cells = (escape(report.path), escape(g.mechanism), escape(g.kernel[:120]), str(g.count))
+            rows.append(
+                "<tr>" + "".join(f"<td>{c}</td>" for c in cells) + f"<td>{values}</td>"
+                f"<td>{escape(launched_by(g.op))}</td></tr>"
+            )
+    found = ", ".join(f"{escape(m)}: {n}" for m, n in sorted(inspection.mechanisms.items())) or "none"
+    verdict = "wrong values found" if inspection.impossible else "no wrong values"
+    caption = f"<p><b>warpwizard</b>: {len(inspection.reports)} trace(s), {verdict}; mechanisms {found}</p>"
+    table = f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>" if rows else ""
+    return caption + table

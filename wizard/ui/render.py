@@ -168,6 +168,16 @@ def fix_summary_lines(summary: Any) -> list[str]:
     return lines
 
 
+def probe_result_lines(entry: Any, written: str | None) -> list[str]:
+    """``warpwizard probe`` without --json: the status and summary, the evidence, the files."""
+    lines = [f"{entry.node}: {str(entry.status).upper()}  {entry.summary}"]
+    lines += [f"  {line}" for line in entry.evidence or []]
+    lines += [f"  file: {f}" for f in entry.files or [] if f]
+    if written:
+        lines.append(f"report written to {written} (merge several with: warpwizard compare REPORT...)")
+    return lines
+
+
 def truncation_warning(path: str, detail: str) -> str:
     return (
         f"warpwizard: warning: {path} is cut off ({detail}); the copy holds every complete event and closes "

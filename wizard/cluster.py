@@ -1,0 +1,49 @@
+"""Where this process stands in a job the cluster's own launcher started (SLURM's ``srun``,
+``torchrun``, Open MPI's ``mpirun``): its rank, its local rank on the node, the host.
+
+warpwizard schedules nothing: each process runs ``warpwizard probe ... --output
+'reports/{host}-{rank}.json'`` and ``warpwizard compare`` merges the files (docs/clusters.md).
+"""
+
+from __future__ import annotations
+
+import platform
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+# The first variable set wins; each launcher sets its own.
+RANK_VARIABLES = ("RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK")
+LOCAL_RANK_VARIABLES = ("LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID")
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+@dataclass(frozen=True, slots=True)
+class Rank:
+    rank: int
+    local_rank: int
+    host: str
+
+
+def _first_number(environ: Mapping[str, str], names: tuple[str, ...]) -> int:
+    for name in names:
+        value = environ.get(name, "").strip()
+        if value.isdigit() and len(value) < 10:
+            return int(value)
+    return 0
+
+
+def launcher_rank(environ: Mapping[str, str], hostname: str | None = None) -> Rank:
+    """This process's rank and local rank (0 outside a launcher) and host name."""
+    host = _UNSAFE.sub("_", hostname if hostname is not None else platform.node()) or "host"
+    return Rank(_first_number(environ, RANK_VARIABLES), _first_number(environ, LOCAL_RANK_VARIABLES), host)
+
+
+def output_name(template: str, rank: Rank) -> str:
+    """``template`` with ``{host}``, ``{rank}`` and ``{local_rank}`` filled in (nothing else is read
+    from it), so every process of a job writes its own report."""
+    return (
+        template.replace("{host}", rank.host)
+        .replace("{rank}", str(rank.rank))
+        .replace("{local_rank}", str(rank.local_rank))
+    )

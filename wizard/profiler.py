@@ -1,0 +1,206 @@
+"""Inside torch.profiler: export the trace exactly as PyTorch would, then check it where it was made.
+
+``tensorboard_trace_handler`` is a drop-in for ``torch.profiler.tensorboard_trace_handler``: PyTorch's
+own handler writes the file (same name, same bytes); then warpwizard reads it once and, for each
+mechanism found, emits one ``WarpWizardWarning`` (and a ``logging`` record on the ``warpwizard``
+logger) naming the kernel, the wrong and the true value and the cause. Optionally it writes a
+corrected copy beside the trace (for TensorBoard, Perfetto and HTA) and a JSON report.
+``export_chrome_trace(prof, path)`` does the same for a plain ``prof.export_chrome_trace(path)``.
+
+Checking never breaks training: any error inside it becomes a warning and the caller goes on. It
+runs in the calling process (no worker processes) and costs one read of the trace. torch is
+imported only inside these functions, to call PyTorch's own handler.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from wizard.errors import WarpWizardWarning
+
+LOG = logging.getLogger("warpwizard")
+LOG.addHandler(logging.NullHandler())  # a library's records go where the application's logging sends them
+TRACE_SUFFIXES = (".pt.trace.json.gz", ".pt.trace.json", ".json.gz", ".json")
+
+__all__ = ["TraceCheck", "TraceChecker", "WarpWizardWarning", "export_chrome_trace", "tensorboard_trace_handler"]
+
+
+@dataclass
+class TraceCheck:
+    """What checking one exported trace gave: the inspection (None if the check failed), the files
+    written beside it, and the warnings emitted."""
+
+    trace: str
+    inspection: Any = None  # wizard.Inspection
+    fixed: str | None = None
+    report: str | None = None
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class TraceChecker:
+    """Checks traces as they are exported. ``fix``: write a corrected copy beside each trace with a
+    wrong value (True), or into this directory; ``report``: write a JSON report beside each trace
+    (True) or into this directory; ``sms``: the SM count for traces without device properties."""
+
+    fix: bool | str | os.PathLike[str] = False
+    report: bool | str | os.PathLike[str] = False
+    sms: int | None = None
+    checks: list[TraceCheck] = field(default_factory=list)
+
+    @property
+    def last(self) -> TraceCheck | None:
+        return self.checks[-1] if self.checks else None
+
+    def check(self, path: str | os.PathLike[str]) -> TraceCheck:
+        """Inspect one trace and warn; never raises (a failure is itself a warning)."""
+        result = TraceCheck(os.fspath(path))
+        self.checks.append(result)
+        try:
+            self._check(result)
+        except Exception as exc:  # noqa: BLE001 - whatever happens here, the training run goes on
+            _warn(result, f"warpwizard could not check {result.trace}: {type(exc).__name__}: {exc}")
+        return result
+
+    def _check(self, result: TraceCheck) -> None:
+        from wizard.api import fix_trace, inspect_traces
+
+        inspection = inspect_traces(result.trace, sms=self.sms, jobs=1, launches="none")
+        result.inspection = inspection
+        for line in mechanism_warnings(inspection):
+            _warn(result, line)
+        if not result.warnings:
+            LOG.info("warpwizard: %s: %d kernels checked, no wrong values", result.trace, _checked(inspection))
+        if self.fix and inspection.impossible:
+            target = _beside(result.trace, self.fix, "warpwizard-fixed")
+            fix_trace(result.trace, target)
+            result.fixed = str(target)
+        if self.report:
+            from wizard.outputs import write_text
+            from wizard.serialize import dumps
+
+            target = _beside(result.trace, self.report, "warpwizard", report=True)
+            write_text(target, dumps(inspection.to_dict()) + "\n", inputs=[result.trace])
+            result.report = str(target)
+
+
+def mechanism_warnings(inspection: Any) -> list[str]:
+    """One line per mechanism with wrong values: its worst kernel, reported against true, and the cause."""
+    from wizard.formatting import exact
+    from wizard.trace.analysis import is_wrong
+    from wizard.untrusted import visible
+
+    lines = []
+    seen: set[str] = set()
+    for group in inspection.findings:  # most serious first, so each mechanism's first group is its worst
+        if not is_wrong(group.mechanism) or group.mechanism in seen:
+            continue
+        seen.add(group.mechanism)
+        worst = group.worst
+        values = "; ".join(
+            f"{metric} {exact(value)} (true {exact(truth)})"
+            for metric, value in worst.reported.items()
+            if _differs(value, truth := worst.true.get(metric))
+        )
+        count = sum(g.count for g in inspection.findings if g.mechanism == group.mechanism)
+        lines.append(
+            f"warpwizard: mechanism {group.mechanism} in {count} launch(es), e.g. {visible(group.kernel)[:100]}: "
+            f"{values}: {group.title}"
+        )
+    return lines
+
+
+def tensorboard_trace_handler(
+    dir_name: str,
+    worker_name: str | None = None,
+    use_gzip: bool = False,
+    use_python_export: bool = False,
+    *,
+    fix: bool | str | os.PathLike[str] = False,
+    report: bool | str | os.PathLike[str] = False,
+    sms: int | None = None,
+) -> Callable[[Any], None]:
+    """``torch.profiler.tensorboard_trace_handler(dir_name, worker_name, use_gzip, use_python_export)``
+    (the last only where your torch has it), then a check of the trace it wrote. The returned
+    handler's ``.checker`` holds every check made."""
+    checker = TraceChecker(fix=fix, report=report, sms=sms)
+    extra = {"use_python_export": True} if use_python_export else {}
+
+    def handler(prof: Any) -> None:
+        from torch.profiler import tensorboard_trace_handler as torch_handler
+
+        recorder = _Recorder(prof)
+        torch_handler(dir_name, worker_name, use_gzip, **extra)(recorder)  # PyTorch names and writes the file
+        for path in recorder.paths:
+            checker.check(path)
+
+    handler.checker = checker  # type: ignore[attr-defined]
+    return handler
+
+
+def export_chrome_trace(
+    prof: Any,
+    path: str | os.PathLike[str],
+    *,
+    fix: bool | str | os.PathLike[str] = False,
+    report: bool | str | os.PathLike[str] = False,
+    sms: int | None = None,
+) -> TraceCheck:
+    """``prof.export_chrome_trace(path)``, then a check of the trace (see ``TraceChecker``)."""
+    prof.export_chrome_trace(os.fspath(path))
+    return TraceChecker(fix=fix, report=report, sms=sms).check(path)
+
+
+class _Recorder:
+    """The profiler as PyTorch's handler sees it, noting the path each export goes to."""
+
+    def __init__(self, prof: Any) -> None:
+        self._prof = prof
+        self.paths: list[str] = []
+
+    def export_chrome_trace(self, path: str, *args: Any, **kwargs: Any) -> Any:
+        self.paths.append(path)
+        return self._prof.export_chrome_trace(path, *args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._prof, name)
+
+
+def _warn(result: TraceCheck, line: str) -> None:
+    result.warnings.append(line)
+    LOG.warning("%s", line)
+    warnings.warn(WarpWizardWarning(line), stacklevel=4)
+
+
+def _differs(reported: float | None, true: float | None) -> bool:
+    """Whether a reported value is wrong, not just the float32 print of the true one."""
+    from wizard.trace.kineto_math import same_float32
+
+    if reported is None or true is None:
+        return reported is not true
+    return not (math.isfinite(reported) and same_float32(reported, true))
+
+
+def _checked(inspection: Any) -> int:
+    return sum(r.kernels_checked for r in inspection.reports)
+
+
+def _beside(trace: str, where: bool | str | os.PathLike[str], tag: str, *, report: bool = False) -> Path:
+    """``<name>.<tag>.pt.trace.json[.gz]`` (or ``<name>.<tag>.json`` for a report) beside the trace or
+    in the directory given, never over an existing file."""
+    from wizard.outputs import free_path
+
+    source = Path(trace)
+    suffix = next((s for s in TRACE_SUFFIXES if source.name.endswith(s)), source.suffix)
+    stem = source.name[: len(source.name) - len(suffix)] if suffix else source.name
+    name = f"{stem}.{tag}.json" if report else f"{stem}.{tag}{suffix}"
+    folder = source.parent if isinstance(where, bool) else Path(os.fspath(where))
+    folder.mkdir(parents=True, exist_ok=True)
+    return free_path(folder / name)
