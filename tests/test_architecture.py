@@ -24,6 +24,9 @@ FORBIDDEN: dict[str, set[str]] = {
     "report": {"cli", "ui"},
     "ui": {"cli"},
     "testing": {"cli", "ui", "report", "engine", "probes"},
+    "api": {"cli", "ui", "report"},
+    "profiler": {"cli", "ui", "report", "engine", "playbook", "probes"},
+    "cluster": {"cli", "ui", "report", "engine", "playbook", "probes", "trace"},
 }
 
 
@@ -140,3 +143,18 @@ def test_the_outside_world_comes_from_the_system() -> None:
                 if name in ("os.environ", "os.getenv", "sys.stdin", "sys.stdout", "sys.stderr"):
                     bad.append(f"{rel}:{node.lineno}: {name}")
     assert bad == []
+
+
+def test_torch_is_imported_only_inside_the_profiler_hooks() -> None:
+    """warpwizard runs torch in the engineer's interpreter; only wizard.profiler's functions,
+    called from inside a torch.profiler run, import it (to call PyTorch's own handler)."""
+    found = []
+    for rel, tree in MODULES.items():
+        top = {id(n) for n in tree.body}
+        for node in ast.walk(tree):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            if any(n.split(".")[0] == "torch" for n in names):
+                found.append((rel, id(node) in top))
+    assert found == [("wizard/profiler.py", False)]

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from tests.conftest import EXAMPLES, REPO, RunCli, strict_json
+from tests.conftest import EXAMPLES, REPO, RunCli, needs_torch, strict_json
 
 MANIFEST = yaml.safe_load((EXAMPLES / "manifest.yaml").read_text())
 
@@ -59,3 +61,32 @@ def test_example_traces_are_what_the_builder_makes() -> None:
         [sys.executable, "examples/build.py", "--check"], cwd=REPO, capture_output=True, text=True, timeout=120
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_dataframe_example_compares_reported_with_true_values() -> None:
+    pytest.importorskip("pandas")
+    result = subprocess.run(
+        [sys.executable, "examples/python/dataframe.py"], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1] == "2 of 4 launches carry a wrong value; mechanisms {'F': 1, 'E': 1, 'A': 1}"
+
+
+@needs_torch
+def test_the_profiler_example_on_the_cpu_finds_nothing_and_says_so(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "examples/python/profile_with_handler.py", str(tmp_path)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**os.environ, "CUDA_VISIBLE_DEVICES": ""},
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    (trace,) = tmp_path.iterdir()
+    assert lines[-2:] == [
+        f"trace: {trace}",
+        "no GPU kernels in this profile (no CUDA device here), so no kernel metrics to check",
+    ]
+    assert re.fullmatch(r"example\.\d+\.pt\.trace\.json", trace.name)

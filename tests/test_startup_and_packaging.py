@@ -50,6 +50,7 @@ def test_wheel_installs_in_a_fresh_venv_and_finds_its_playbooks(tmp_path: Path) 
     names = zipfile.ZipFile(wheel).namelist()
     assert "wizard/playbooks/negative-warps-per-sm.yaml" in names
     assert "wizard/playbook/playbook.schema.json" in names
+    assert "wizard/py.typed" in names  # type checkers read the API's annotations
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
     python = venv / "bin" / "python"
@@ -102,6 +103,19 @@ def test_wheel_installs_in_a_fresh_venv_and_finds_its_playbooks(tmp_path: Path) 
         timeout=120,
     )
     assert ran.returncode == 0 and '"profiler-bug-grid-overflow"' in ran.stdout
+    from_python = subprocess.run(
+        [
+            str(python),
+            "-c",
+            "import sys, wizard; print(wizard.inspect_traces(sys.argv[1]).mechanisms)",
+            str(EXAMPLES / "traces" / "grid-overflow.json"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=60,
+    )
+    assert from_python.stdout == "{'F': 1, 'E': 1, 'A': 1}\n", from_python.stderr
 
 
 def test_python_dash_m_wizard() -> None:

@@ -235,6 +235,7 @@ def run_probe(
     ``params`` are yours (like a command line): a probe's own opt-ins still apply (``command.run``
     needs ``allow_commands``). Raises UsageError for an unknown probe or parameter, or a value of the
     wrong type; a probe that ran and failed is the entry's status, not an exception."""
+    from wizard.cluster import launcher_place
     from wizard.probes.env import visible_gpus
 
     spec = _probe_info(name)
@@ -260,7 +261,7 @@ def run_probe(
     entry.duration_s = round(clock.monotonic() - started, 6)
     transcript.entries.append(entry)
     gpus, driver = visible_gpus(env)
-    transcript.host.update(gpus=gpus, driver=driver)
+    transcript.host.update(gpus=gpus, driver=driver, **launcher_place(env.system.environ))
     transcript.finish(clock.now(), {})
     return transcript
 

@@ -39,6 +39,15 @@ def launcher_rank(environ: Mapping[str, str], hostname: str | None = None) -> Ra
     return Rank(_first_number(environ, RANK_VARIABLES), _first_number(environ, LOCAL_RANK_VARIABLES), host)
 
 
+def launcher_place(environ: Mapping[str, str]) -> dict[str, int]:
+    """``rank`` and ``local_rank`` for a report, when a launcher started this process (else nothing):
+    ``warpwizard compare`` then tells apart the GPUs of one node."""
+    if not any(name in environ for name in RANK_VARIABLES + LOCAL_RANK_VARIABLES):
+        return {}
+    here = launcher_rank(environ, hostname="")
+    return {"rank": here.rank, "local_rank": here.local_rank}
+
+
 def output_name(template: str, rank: Rank) -> str:
     """``template`` with ``{host}``, ``{rank}`` and ``{local_rank}`` filled in (nothing else is read
     from it), so every process of a job writes its own report."""

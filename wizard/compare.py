@@ -65,6 +65,9 @@ def _from_transcript(data: dict[str, Any], source: str) -> MachineReport:
             driver = driver or _text(facts.get("driver_version"))
             gpus = gpus or _texts(facts.get("gpu_names"))
     hostname = _text(host.get("hostname")) or "?"
+    rank = host.get("rank")
+    if isinstance(rank, int) and not isinstance(rank, bool):  # one report per process of a launcher's job
+        hostname = f"{hostname} rank {rank}"
     return MachineReport(source, hostname, gpus, torch, driver, sorted(mechanisms - {"F"}), impossible)
 
 

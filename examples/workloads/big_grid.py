@@ -20,11 +20,17 @@ extern "C" __global__ void ww_big_grid(int* flags) {
 }
 """
 
-if not torch.cuda.is_available():
-    sys.exit("big_grid.py needs a CUDA GPU")
-kernel = compile_kernel(SOURCE, "ww_big_grid")
-flags = torch.zeros(2, dtype=torch.int32, device="cuda")
-kernel((46341, 46341, 1), (32, 1, 1), [flags])
-torch.cuda.synchronize()
-assert flags.tolist() == [1, 1], f"the whole grid did not run: {flags.tolist()}"
-print("big grid ran: first and last block wrote their flags")
+
+def main() -> None:
+    if not torch.cuda.is_available():
+        sys.exit("big_grid.py needs a CUDA GPU")
+    kernel = compile_kernel(SOURCE, "ww_big_grid")
+    flags = torch.zeros(2, dtype=torch.int32, device="cuda")
+    kernel((46341, 46341, 1), (32, 1, 1), [flags])
+    torch.cuda.synchronize()
+    assert flags.tolist() == [1, 1], f"the whole grid did not run: {flags.tolist()}"
+    print("big grid ran: first and last block wrote their flags")
+
+
+if __name__ == "__main__":  # the harness runs it as __main__; examples/python imports SOURCE
+    main()

@@ -250,7 +250,7 @@ def _launch_records(contents: TraceContents, checker: MemoChecker, keep: Keep) -
     chosen: list[tuple[KernelRecord, KernelCheck, tuple[str, ...]]] = []
     for k in contents.kernels:
         result = checker.check(k)
-        mechanisms = tuple(f.mechanism.value for f in result.findings)
+        mechanisms = tuple(dict.fromkeys(f.mechanism.value for f in result.findings))
         if (result.checked or mechanisms) and (keep == "all" or any(is_wrong(m) for m in mechanisms)):
             chosen.append((k, result, mechanisms))
     calls = contents.runtime.find({k.correlation for k, _, _ in chosen if k.correlation is not None})

@@ -1,0 +1,120 @@
+"""`warpwizard probe` and the cluster recipe of docs/clusters.md: one report per process, then compare."""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import EXAMPLES, REPO, RunCli, cli_command, cli_env, strict_json
+from wizard.cluster import Rank, launcher_place, launcher_rank, output_name
+
+TRACES = EXAMPLES / "traces"
+
+
+def test_probe_prints_a_report_that_compare_reads(run_cli: RunCli, tmp_path: Path) -> None:
+    result = run_cli("probe", "trace.inspect", "--param", f"paths={TRACES / 'grid-overflow.json'}", "--json")
+    assert result.returncode == 1  # the probe failed: it found wrong values
+    report = strict_json(result.stdout)
+    assert report["schema"] == "warpwizard.transcript/1" and report["playbook"]["id"] == "probe:trace.inspect"
+    (entry,) = report["entries"]
+    assert (entry["node"], entry["status"], entry["facts"]["mechanisms"]) == ("trace.inspect", "fail", ["A", "E"])
+    assert report["host"]["hostname"] == platform.node() and "rank" not in report["host"]
+
+
+def test_probe_words_and_errors(run_cli: RunCli) -> None:
+    healthy = run_cli("probe", "trace.inspect", "--param", f"paths={TRACES / 'healthy-small.json'}")
+    assert healthy.returncode == 0
+    assert healthy.stdout.startswith("trace.inspect: PASS  all 1 kernels agree with the recomputation\n")
+    cases = [
+        (["probe", "nope"], "warpwizard: error: unknown probe 'nope'; registered: command.run, cuda.launch_blocking"),
+        (["probe", "trace.inspect"], "warpwizard: error: probe trace.inspect: missing required parameter(s): paths"),
+        (
+            ["probe", "trace.inspect", "--param", "bogus=1"],
+            "warpwizard: error: probe trace.inspect has no parameter 'bogus'; its parameters: paths, jobs",
+        ),
+        (
+            ["probe", "trace.inspect", "--param", "paths=x", "--param", "jobs=many"],
+            "warpwizard: error: --param jobs='many': probe trace.inspect expects a int",
+        ),
+        (["probe", "trace.inspect", "--param", "paths"], "warpwizard: error: --param 'paths': expected KEY=VALUE"),
+    ]
+    for args, message in cases:
+        result = run_cli(*args)
+        assert (result.returncode, result.stderr.splitlines()[0][: len(message)]) == (2, message)
+
+
+def test_command_run_keeps_its_opt_in_under_probe(run_cli: RunCli) -> None:
+    refused = strict_json(run_cli("probe", "command.run", "--param", "argv=true", "--json").stdout)
+    assert refused["entries"][0]["status"] == "skip" and "--allow-commands" in refused["entries"][0]["summary"]
+    allowed = run_cli("probe", "command.run", "--param", "argv=true", "--json", "--allow-commands")
+    assert strict_json(allowed.stdout)["entries"][0]["status"] == "pass"
+
+
+def test_ranks_from_each_launcher() -> None:
+    assert launcher_rank({"RANK": "3", "LOCAL_RANK": "1"}, hostname="n1") == Rank(3, 1, "n1")
+    assert launcher_rank({"SLURM_PROCID": "9", "SLURM_LOCALID": "2"}, hostname="n/2") == Rank(9, 2, "n_2")
+    assert launcher_rank({"OMPI_COMM_WORLD_RANK": "5", "OMPI_COMM_WORLD_LOCAL_RANK": "0"}, "h") == Rank(5, 0, "h")
+    assert launcher_rank({"RANK": "x; rm -rf /"}, hostname="h") == Rank(0, 0, "h")  # not a number: ignored
+    assert launcher_place({}) == {} and launcher_place({"SLURM_PROCID": "4"}) == {"rank": 4, "local_rank": 0}
+    assert output_name("r/{host}-{rank}-{local_rank}-{other}.json", Rank(3, 1, "n1")) == "r/n1-3-1-{other}.json"
+
+
+def test_several_processes_standing_in_for_nodes_then_compare(tmp_path: Path) -> None:
+    """The recipe's shape: N processes started at once, as a launcher would (each with its RANK and
+    LOCAL_RANK), each writes its own report; `compare` merges them."""
+    traces = ["grid-overflow.json", "healthy-small.json", "grid-overflow.json"]
+    out = tmp_path / "reports"
+    procs = []
+    for rank, trace in enumerate(traces):
+        env = cli_env(RANK=str(rank), LOCAL_RANK=str(rank), WARPWIZARD_REPORT_DIR=str(tmp_path / f"work{rank}"))
+        argv = [*cli_command(), "probe", "trace.inspect", "--param", f"paths={TRACES / trace}"]
+        argv += ["--output", str(out / "{host}-{rank}.json"), "--device-from-rank"]
+        procs.append(subprocess.Popen(argv, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+    out.mkdir()
+    codes = [p.wait(timeout=120) for p in procs]
+    assert codes == [1, 0, 1]
+    host = launcher_rank({}).host
+    assert sorted(p.name for p in out.iterdir()) == [f"{host}-{r}.json" for r in range(3)]
+    first = strict_json((out / f"{host}-0.json").read_text())
+    assert (first["host"]["rank"], first["host"]["local_rank"]) == (0, 0)
+    merged = subprocess.run(
+        [*cli_command(), "compare", *sorted(str(p) for p in out.iterdir()), "--json"],
+        capture_output=True, text=True, env=cli_env(), cwd=REPO, timeout=60,
+    )  # fmt: skip
+    assert merged.returncode == 0, merged.stderr
+    summary = strict_json(merged.stdout)
+    name = platform.node()
+    keys = [f"{name} rank {r} (NVIDIA H100 80GB HBM3)" for r in range(3)]  # no NVML here: the traces' GPU
+    assert summary["by_mechanism"] == {"A": [keys[0], keys[2]], "E": [keys[0], keys[2]]}
+    assert [m["impossible"] for m in summary["machines"]] == [True, False, True]
+
+
+def test_a_cpu_only_rerun_is_not_counted_clean(tmp_path: Path) -> None:
+    """profiler.reprofile without CUDA ran no kernel: compare must not call that machine clean."""
+    from wizard.compare import load_report
+
+    report = tmp_path / "cpu.json"
+    entry = {"node": "reprofile", "facts": {"reproduced": False, "mechanisms": [], "cuda_available": False}}
+    report.write_text(
+        '{"schema": "warpwizard.transcript/1", "host": {"hostname": "n"}, "entries": [' + _json(entry) + "]}"
+    )
+    assert load_report(str(report)).impossible is None
+
+
+def _json(value: object) -> str:
+    import json
+
+    return json.dumps(value)
+
+
+@pytest.mark.skipif(os.name != "posix", reason="a POSIX shell runs the recipe")
+def test_the_docs_recipe_names_real_options() -> None:
+    """Every option docs/clusters.md passes to warpwizard exists in --help."""
+    doc = (REPO / "docs" / "clusters.md").read_text()
+    probe_help = subprocess.run([*cli_command(), "probe", "--help"], capture_output=True, text=True).stdout
+    for option in ("--param", "--output", "--device-from-rank", "--json"):
+        assert option in doc and option in probe_help
