@@ -73,13 +73,19 @@ def measure(argv: list[str], timeout: float) -> tuple[float, int, int]:
     return time.perf_counter() - started, peak // 1024, code
 
 
-def _commands(trace: Path, ww: list[str], hta_python: str | None, hta_dir: Path) -> list[tuple[str, list[str]]]:
+def _commands(
+    trace: Path, ww: list[str], hta_python: str | None, hta_dir: Path, api: bool
+) -> list[tuple[str, list[str]]]:
     commands: list[tuple[str, list[str]]] = [
         ("cat (read the bytes)", ["cat", str(trace)]),
         ("python json.load", [sys.executable, "-c", f"import json; json.load(open({str(trace)!r}))"]),
         ("warpwizard --jobs 2", [*ww, "trace", "inspect", "--json", "--jobs", "2", str(trace)]),
         ("warpwizard --jobs 1", [*ww, "trace", "inspect", "--json", "--jobs", "1", str(trace)]),
     ]
+    if api:  # the library with per-launch records: what a notebook pays for a DataFrame
+        for keep in ("wrong", "all"):
+            code = f"import wizard; wizard.inspect_traces({str(trace)!r}, launches={keep!r})"
+            commands.append((f"wizard.inspect_traces(launches={keep!r})", [sys.executable, "-c", code]))
     if hta_python:
         (hta_dir / trace.name).symlink_to(trace)
         code = f"from hta.trace_analysis import TraceAnalysis; TraceAnalysis(trace_dir={str(hta_dir)!r})"
@@ -94,6 +100,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--hta-python", help="interpreter with holistictraceanalysis installed")
     ap.add_argument("--timeout", type=float, default=1800)
     ap.add_argument("--markdown", type=Path)
+    ap.add_argument("--api", action="store_true", help="also time the Python API with per-launch records")
     args = ap.parse_args(argv)
     ww = [shutil.which("warpwizard") or sys.executable, *([] if shutil.which("warpwizard") else ["-m", "wizard"])]
     lines = [
@@ -107,7 +114,8 @@ def main(argv: list[str]) -> int:
     for trace in (t.resolve() for t in args.traces):
         size_mb = trace.stat().st_size / 1e6
         rows = []
-        for label, command in _commands(trace, ww, args.hta_python, Path(tempfile.mkdtemp(prefix="hta-"))):
+        hta_dir = Path(tempfile.mkdtemp(prefix="hta-"))
+        for label, command in _commands(trace, ww, args.hta_python, hta_dir, args.api):
             times, peaks, codes = [], [], []
             for _ in range(args.runs):
                 wall, peak, code = measure(command, args.timeout)
@@ -115,11 +123,11 @@ def main(argv: list[str]) -> int:
                 peaks.append(peak)
                 codes.append(code)
                 print(f"{trace.name} | {label}: {wall:.2f} s, {peak} MB, exit {code}", flush=True)
-            rows.append((label, statistics.median(times), statistics.median(peaks), codes))
+            rows.append((label, statistics.median(times), int(statistics.median(peaks)), codes))
         json_load = next(t for label, t, _, _ in rows if label == "python json.load")
         ours_by_trace[trace.name] = next(t for label, t, _, _ in rows if label == "warpwizard --jobs 2")
         for label, wall, peak, codes in rows:
-            versus = f"{wall / json_load:.2f}x" if label.startswith(("warpwizard", "HTA")) else ""
+            versus = f"{wall / json_load:.2f}x" if label.startswith(("warpwizard", "wizard.", "HTA")) else ""
             lines.append(
                 f"| {trace.name} ({size_mb:,.0f} MB) | {label} | {wall:.2f} | {peak:,} | {versus} | "
                 f"{peak / size_mb:.2f} | {codes} |"

@@ -75,3 +75,21 @@ def test_builder_trace_maps_to_its_op(tmp_path: Path) -> None:
     assert first is not None and first.op == "aten::mul" and first.input_dims == "[[4,4],[4,4]]"
     assert first.python_stack == ["a.py(1): main", "b.py(2): f"]
     assert second is not None and second.op == "aten::index_select" and second.python_stack == []
+
+
+@needs_shared
+def test_one_sweep_finds_the_same_innermost_op_as_one_lookup_each() -> None:
+    """The library links every launch to its op in one sweep per thread; it must agree with the
+    per-kernel lookup the reports use, on every real trace."""
+    import glob
+
+    paths = sorted(glob.glob(str(TRACES / "*.json*"))) + sorted(glob.glob(str(TRACES / "*" / "*.json*")))
+    compared = 0
+    for path in paths:
+        contents = read_trace(path)
+        calls = contents.runtime.find({k.correlation for k in contents.kernels if k.correlation is not None})
+        queries = [(c.pid, c.tid, c.ts) for c in calls.values()]
+        swept = contents.ops.innermost_many(queries)
+        assert swept == [contents.ops.innermost(*q) for q in queries], path
+        compared += sum(op is not None for op in swept)
+    assert compared == 47_733  # launches with an op around their runtime call, over all the traces

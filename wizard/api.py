@@ -34,19 +34,6 @@ from wizard.trace.report import Inspection
 
 PathLike = str | os.PathLike[str]
 
-__all__ = [
-    "Options",
-    "fix_trace",
-    "inspect_traces",
-    "list_probes",
-    "load_playbook",
-    "prepare_run",
-    "probe_params",
-    "run_playbook",
-    "run_probe",
-    "validate_playbook",
-]
-
 
 # -- traces ---------------------------------------------------------------------------------------
 

@@ -254,12 +254,14 @@ def _launch_records(contents: TraceContents, checker: MemoChecker, keep: Keep) -
         if (result.checked or mechanisms) and (keep == "all" or any(is_wrong(m) for m in mechanisms)):
             chosen.append((k, result, mechanisms))
     calls = contents.runtime.find({k.correlation for k, _, _ in chosen if k.correlation is not None})
+    launch_calls = [calls.get(k.correlation) if k.correlation is not None else None for k, _, _ in chosen]
+    placed = [(c.pid, c.tid, c.ts) for c in launch_calls if c is not None]
+    found = iter(contents.ops.innermost_many(placed))
+    ops = [next(found) if c is not None else None for c in launch_calls]
     rank, path = _rank(contents), contents.path
     out = []
-    for k, result, mechanisms in chosen:
-        call = calls.get(k.correlation) if k.correlation is not None else None
-        found = contents.ops.innermost(call.pid, call.tid, call.ts) if call is not None else None
-        op = found if isinstance(found, OpInfo) else None
+    for (k, result, mechanisms), info in zip(chosen, ops, strict=True):
+        op = info if isinstance(info, OpInfo) else None
         wrong = [m for m in mechanisms if is_wrong(m)]
         occupancy_key = k.occupancy_key
         out.append(

@@ -240,6 +240,35 @@ class IntervalIndex:
         found.sort()
         return [self._descriptors[ref] for _, _, ref in found]
 
+    def innermost_many(self, queries: list[tuple[Any, Any, float]]) -> list[Any | None]:
+        """``innermost`` for many (pid, tid, t) at once: one sweep per thread with a stack of open
+        intervals (ops on one thread nest), so a million kernels cost a sort, not a million scans."""
+        out: list[Any | None] = [None] * len(queries)
+        by_thread: dict[tuple[Any, Any], list[int]] = {}
+        for n, (pid, tid, _) in enumerate(queries):
+            by_thread.setdefault((pid, tid), []).append(n)
+        for key, wanted in by_thread.items():
+            thread = self._threads.get(key)
+            if thread is None:
+                continue
+            thread = self._sorted(thread)
+            starts, ends, refs = thread.starts, thread.ends, thread.refs
+            wanted.sort(key=lambda n: queries[n][2])
+            stack: list[int] = []
+            j = 0
+            for n in wanted:
+                t = queries[n][2]
+                while j < len(starts) and starts[j] <= t:
+                    while stack and ends[stack[-1]] < starts[j]:
+                        stack.pop()
+                    stack.append(j)
+                    j += 1
+                while stack and ends[stack[-1]] < t:
+                    stack.pop()
+                if stack:
+                    out[n] = self._descriptors[refs[stack[-1]]]
+        return out
+
     def innermost(self, pid: Any, tid: Any, t: float) -> Any | None:
         # On one thread intervals nest, so the containing one that started last is innermost.
         hits = self.containing(pid, tid, t, limit=1)
