@@ -118,3 +118,16 @@ def test_the_docs_recipe_names_real_options() -> None:
     probe_help = subprocess.run([*cli_command(), "probe", "--help"], capture_output=True, text=True).stdout
     for option in ("--param", "--output", "--device-from-rank", "--json"):
         assert option in doc and option in probe_help
+
+
+def test_probe_output_never_replaces_an_input_or_an_existing_report(run_cli: RunCli, tmp_path: Path) -> None:
+    trace = tmp_path / "t.json"
+    trace.write_bytes((TRACES / "grid-overflow.json").read_bytes())
+    onto_input = run_cli("probe", "trace.inspect", "--param", f"paths={trace}", "--output", str(trace), "--force")
+    assert onto_input.returncode == 7 and "is an input of this run" in onto_input.stderr
+    report = tmp_path / "r.json"
+    report.write_text("mine\n")
+    exists = run_cli("probe", "trace.inspect", "--param", f"paths={trace}", "--output", str(report))
+    assert exists.returncode == 7 and report.read_text() == "mine\n"
+    replaced = run_cli("probe", "trace.inspect", "--param", f"paths={trace}", "--output", str(report), "--force")
+    assert replaced.returncode == 1 and strict_json(report.read_text())["entries"][0]["status"] == "fail"

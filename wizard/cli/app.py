@@ -344,24 +344,25 @@ def cmd_probe(ctx: Context) -> ExitStatus:
     if args.device_from_rank:
         system = dataclasses.replace(system, environ={**system.environ, "CUDA_VISIBLE_DEVICES": str(rank.local_rank)})
     target = output_name(args.output, rank) if args.output else None
+    inputs = [str(v) for value in params.values() for v in (value if isinstance(value, list) else [value])]
     if target is not None:
         from wizard.outputs import check_output
 
-        check_output(target, inputs=args.param, force=args.force, what="probe report")
+        check_output(target, inputs=inputs, force=args.force, what="probe report")
     transcript = run_probe(args.name, params, options=options, timeout=args.timeout, system=system)
-    _show_probe(ctx, transcript, target)
+    _show_probe(ctx, transcript, target, inputs)
     status = transcript.entries[0].status
     return {"fail": ExitStatus.FINDINGS, "error": ExitStatus.PROBE_FAILURE}.get(status or "", ExitStatus.OK)
 
 
-def _show_probe(ctx: Context, transcript: Any, target: str | None) -> None:
+def _show_probe(ctx: Context, transcript: Any, target: str | None, inputs: list[str]) -> None:
     from wizard.serialize import dumps
 
     document = dumps(transcript.to_dict()) + "\n"
     if target is not None:
         from wizard.outputs import write_text
 
-        write_text(target, document, force=ctx.args.force, what="probe report")
+        write_text(target, document, inputs=inputs, force=ctx.args.force, what="probe report")
     if ctx.args.json:
         ctx.write(document)
         return
