@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import EXAMPLES, REPO, RunCli, cli_command, cli_env, strict_json
-from wizard.cluster import Rank, launcher_place, launcher_rank, output_name
+from wizard.cluster import Rank, device_for_rank, launcher_place, launcher_rank, output_name
+from wizard.errors import UsageError
 
 TRACES = EXAMPLES / "traces"
 
@@ -61,6 +62,13 @@ def test_ranks_from_each_launcher() -> None:
     assert launcher_rank({"RANK": "x; rm -rf /"}, hostname="h") == Rank(0, 0, "h")  # not a number: ignored
     assert launcher_place({}) == {} and launcher_place({"SLURM_PROCID": "4"}) == {"rank": 4, "local_rank": 0}
     assert output_name("r/{host}-{rank}-{local_rank}-{other}.json", Rank(3, 1, "n1")) == "r/n1-3-1-{other}.json"
+
+
+def test_the_gpu_of_a_local_rank() -> None:
+    assert device_for_rank({}, 3) == "3"
+    assert device_for_rank({"CUDA_VISIBLE_DEVICES": "4,5,6,7"}, 1) == "5"  # the launcher narrowed the list
+    with pytest.raises(UsageError, match="local rank 1, but CUDA_VISIBLE_DEVICES lists 1 device"):
+        device_for_rank({"CUDA_VISIBLE_DEVICES": "GPU-abc"}, 1)
 
 
 def test_several_processes_standing_in_for_nodes_then_compare(tmp_path: Path) -> None:

@@ -12,6 +12,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from wizard.errors import UsageError
+
 # The first variable set wins; each launcher sets its own.
 RANK_VARIABLES = ("RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK")
 LOCAL_RANK_VARIABLES = ("LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID")
@@ -46,6 +48,21 @@ def launcher_place(environ: Mapping[str, str]) -> dict[str, int]:
         return {}
     here = launcher_rank(environ, hostname="")
     return {"rank": here.rank, "local_rank": here.local_rank}
+
+
+def device_for_rank(environ: Mapping[str, str], local_rank: int) -> str:
+    """The CUDA_VISIBLE_DEVICES value that gives a process the GPU of its local rank: the local
+    rank's entry of the list the launcher already narrowed to, else the local rank itself."""
+    visible = [item.strip() for item in environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if item.strip()]
+    if not visible:
+        return str(local_rank)
+    if local_rank >= len(visible):
+        raise UsageError(
+            f"--device-from-rank: local rank {local_rank}, but CUDA_VISIBLE_DEVICES lists {len(visible)} "
+            "device(s); the launcher already gives each process its GPU (e.g. srun --gpus-per-task 1): "
+            "leave --device-from-rank out"
+        )
+    return visible[local_rank]
 
 
 def output_name(template: str, rank: Rank) -> str:

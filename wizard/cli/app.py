@@ -331,7 +331,7 @@ def cmd_run(ctx: Context, playbook_name: str | None = None) -> ExitStatus:
 
 def cmd_probe(ctx: Context) -> ExitStatus:
     from wizard.api import probe_params, run_probe
-    from wizard.cluster import launcher_rank, output_name
+    from wizard.cluster import device_for_rank, launcher_rank, output_name
 
     args = ctx.args
     if args.timeout <= 0:
@@ -342,7 +342,8 @@ def cmd_probe(ctx: Context) -> ExitStatus:
     system = ctx.system
     rank = launcher_rank(system.environ)
     if args.device_from_rank:
-        system = dataclasses.replace(system, environ={**system.environ, "CUDA_VISIBLE_DEVICES": str(rank.local_rank)})
+        device = device_for_rank(system.environ, rank.local_rank)
+        system = dataclasses.replace(system, environ={**system.environ, "CUDA_VISIBLE_DEVICES": device})
     target = output_name(args.output, rank) if args.output else None
     inputs = [str(v) for value in params.values() for v in (value if isinstance(value, list) else [value])]
     if target is not None:
