@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import sqlite3
 import sys
 import time
@@ -389,6 +390,47 @@ def test_hardware_compare_trusts_the_repro_that_just_ran_on_the_cpu(tmp_path: Pa
     other.write_text("pass\n")
     HardwareCompareProbe().run(env, {"repro": str(other)})
     assert len(runner.calls) == 2 and runner.calls[1][1:] == [str(HARNESS), "env"]
+
+
+class TwoGpuMachine:
+    """A runner standing in for a machine with two GPUs: torch lists them, and the repro run on
+    each (CUDA_VISIBLE_DEVICES) writes the trace a real profiler would, with mechanism A on GPU 0."""
+
+    def __init__(self) -> None:
+        self.devices: list[str | None] = []
+
+    def run(self, argv: Any, *, timeout: float, env: Any = None, cwd: Any = None, log_path: Any = None) -> Any:
+        from wizard.runner import CommandResult
+        from wizard.testing.traces import KernelSpec, TraceBuilder
+
+        if argv[-1] == "env":  # the harness, asked for the devices
+            devices = [{"index": 0, "name": "NVIDIA H100 80GB HBM3"}, {"index": 1, "name": "NVIDIA H100 80GB HBM3"}]
+            output = "WARPWIZARD_RESULT " + json.dumps({"ok": True, "devices": devices, "torch_version": "2.13.0"})
+        else:  # the repro: python REPRO TRACE
+            device = (env or {}).get("CUDA_VISIBLE_DEVICES")
+            self.devices.append(device)
+            b = TraceBuilder()
+            grid = (100000, 30000, 1) if device == "0" else (1000, 1, 1)
+            b.add(KernelSpec("index_kernel", grid, (256, 1, 1), op="aten::index_select"))
+            b.write(argv[2])
+            output = 'WARPWIZARD_RESULT {"ok": true, "device": "cuda"}'
+        return CommandResult(list(argv), 0, output + "\n", 0.0, False)
+
+
+def test_hardware_compare_runs_the_repro_on_each_gpu(tmp_path: Path) -> None:
+    """The GPU path, on the CPU: one run per visible device, each trace inspected, then compared."""
+    repro = tmp_path / "repro.py"
+    repro.write_text("pass\n")
+    machine = TwoGpuMachine()
+    result = HardwareCompareProbe().run(env_for(tmp_path, runner=machine), {"repro": str(repro)})
+    assert machine.devices == ["0", "1"]
+    assert result.facts["gpus_tested"] == ["0: NVIDIA H100 80GB HBM3", "1: NVIDIA H100 80GB HBM3"]
+    host = socket.gethostname()
+    assert result.facts["reproduces_on"] == [f"{host} GPU 0 (NVIDIA H100 80GB HBM3)"]
+    assert result.facts["clean_on"] == [f"{host} GPU 1 (NVIDIA H100 80GB HBM3)"]
+    # the same GPU model on both sides: not the hardware model; look at what differs between them
+    assert result.status is Status.PASS and result.facts["hardware_specific"] is False
+    assert "with the same GPU model on both sides" in result.summary
 
 
 def test_metrics_sanity(tmp_path: Path) -> None:
