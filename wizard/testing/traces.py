@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from wizard.outputs import write_bytes
+from wizard.trace.devices import limits_from_properties
 from wizard.trace.gpus import PROPERTIES
 from wizard.trace.kineto_math import (
     early_kineto_warps_per_sm,
@@ -27,7 +28,7 @@ from wizard.trace.kineto_math import (
     kineto_warps_per_sm,
     product,
 )
-from wizard.trace.occupancy import DeviceLimits, UnknownArchitecture, active_blocks_per_sm
+from wizard.trace.occupancy import UnknownArchitecture, active_blocks_per_sm
 
 Dim3 = tuple[int, int, int]
 
@@ -49,22 +50,6 @@ class KernelSpec:
     plant: str | None = None  # A' | B | C | D | wrong-sms; A, E and F come from the shape itself
     dur: float = 12.0
     repeat: int = 1
-
-
-def _limits(props: dict[str, Any]) -> DeviceLimits:
-    return DeviceLimits(
-        props["computeMajor"],
-        props["computeMinor"],
-        props["numSms"],
-        props["maxThreadsPerMultiprocessor"],
-        props["regsPerMultiprocessor"],
-        props["regsPerBlock"],
-        props["sharedMemPerBlock"],
-        props["sharedMemPerMultiprocessor"],
-        props["sharedMemPerBlockOptin"],
-        props["maxThreadsPerBlock"],
-        props["name"],
-    )
 
 
 def _printed(value: float) -> float | int:
@@ -111,7 +96,9 @@ class TraceBuilder:
             if self.rocm
             else self.props
         )
-        self.limits = _limits(nvidia_like)
+        limits = limits_from_properties(nvidia_like)
+        assert limits is not None  # every preset has the facts the calculator needs
+        self.limits = limits
 
     @property
     def _cats(self) -> tuple[str, str, str]:
