@@ -18,7 +18,8 @@ import math
 from typing import Any
 
 
-def _non_finite(value: float) -> str:
+def non_finite_text(value: float) -> str:
+    """How inf, -inf and nan read everywhere: in text, and as JSON strings (serialize.py)."""
     return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
 
 
@@ -26,7 +27,7 @@ def exact(value: float | int | None, missing: str = "missing") -> str:
     if value is None:
         return missing
     if isinstance(value, float) and not math.isfinite(value):
-        return _non_finite(value)
+        return non_finite_text(value)
     if value == int(value) and abs(value) < 1e15:
         return str(int(value))
     return f"{value:.9g}"
@@ -37,7 +38,7 @@ def compact(value: Any, missing: str = "—") -> str:
         return missing
     if isinstance(value, float):
         if not math.isfinite(value):
-            return _non_finite(value)
+            return non_finite_text(value)
         return f"{value:.6g}" if abs(value) < 1e7 else f"{value:.4g}"
     return str(value)
 
@@ -46,7 +47,7 @@ def rounded(value: Any, digits: Any = 3) -> str:
     digits = min(max(int(digits), 0), 17) if isinstance(digits, (int, float)) and math.isfinite(digits) else 3
     if isinstance(value, float):
         if not math.isfinite(value):
-            return _non_finite(value)
+            return non_finite_text(value)
         if abs(value) >= 1e6 or (value and abs(value) < 1e-3):
             return f"{value:.{digits}g}"
         return f"{round(value, digits):g}"

@@ -14,9 +14,7 @@ import json
 import math
 from typing import Any
 
-
-def non_finite_text(value: float) -> str:
-    return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+from wizard.formatting import non_finite_text
 
 
 def clean(value: Any) -> Any:

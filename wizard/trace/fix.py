@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, cast
 
+from wizard.formatting import non_finite_text
 from wizard.outputs import atomic_file, check_output
-from wizard.serialize import non_finite_text
 from wizard.trace.analysis import PROFILER_BUGS, MemoChecker
 from wizard.trace.collector import Truncation
 from wizard.trace.devices import device_table
