@@ -25,7 +25,8 @@ from wizard.engine.transcript import Transcript, TranscriptEntry
 from wizard.environment import Environment, ProbeSettings, Workload
 from wizard.errors import AnswersError, PlaybookError, UsageError
 from wizard.playbook.model import Playbook, yes_no
-from wizard.probes.base import PARAM_TYPES, ParamSpec, Probe, ProbeInfo, info
+from wizard.probes.base import PARAM_TYPES, ParamSpec, ProbeInfo
+from wizard.probes.registry import builtin_probes, catalog
 from wizard.system import System
 from wizard.trace.fix import FixSummary
 from wizard.trace.fix import fix_trace as _fix_trace
@@ -79,7 +80,7 @@ def load_playbook(
     checked in full. Raises PlaybookNotFound, or PlaybookError with every problem in ``.problems``."""
     from wizard.playbook.discovery import load
 
-    return load(os.fspath(name_or_path), _catalog(), list(playbook_dirs), environ)
+    return load(os.fspath(name_or_path), catalog(), list(playbook_dirs), environ)
 
 
 def validate_playbook(path: PathLike) -> list[str]:
@@ -87,7 +88,7 @@ def validate_playbook(path: PathLike) -> list[str]:
     from wizard.playbook.loader import load_playbook as _load
 
     try:
-        _load(os.fspath(path), _catalog())
+        _load(os.fspath(path), catalog())
     except PlaybookError as exc:
         return list(exc.problems)
     return []
@@ -143,7 +144,7 @@ def prepare_run(
     answers so far (the CLI saves them on Ctrl-C). ``run_playbook`` is this with answers from a mapping."""
     pb = playbook if isinstance(playbook, Playbook) else load_playbook(playbook)
     env = Environment(system or System(), (options or Options()).settings())
-    return Engine(pb, source, _probes(), env, observer=observer)
+    return Engine(pb, source, builtin_probes(), env, observer=observer)
 
 
 def run_playbook(
@@ -183,7 +184,7 @@ def _answers_file(path: PathLike | None) -> dict[str, Any]:
 
 def list_probes() -> dict[str, ProbeInfo]:
     """Every registered probe's declaration: summary, parameters, facts, what it runs."""
-    return dict(_catalog())
+    return catalog()
 
 
 def probe_params(name: str, pairs: Iterable[str]) -> dict[str, Any]:
@@ -242,7 +243,7 @@ def run_probe(
     )
     started = clock.monotonic()
     entry = TranscriptEntry(node=name, kind="probe", step=None, started=clock.now().isoformat(), duration_s=0.0)
-    result = _run_probe(_probes()[name], full, env, timeout)
+    result = _run_probe(builtin_probes()[name], full, env, timeout)
     entry.inputs, entry.status, entry.summary = full, result.status.value, result.summary
     entry.facts, entry.evidence, entry.files = result.facts, result.evidence, result.files
     entry.duration_s = round(clock.monotonic() - started, 6)
@@ -253,21 +254,11 @@ def run_probe(
     return transcript
 
 
-def _probes() -> dict[str, Probe]:
-    from wizard.probes.registry import builtin_probes
-
-    return builtin_probes()
-
-
-def _catalog() -> dict[str, ProbeInfo]:
-    return {name: info(probe) for name, probe in _probes().items()}
-
-
 def _probe_info(name: str) -> ProbeInfo:
-    catalog = _catalog()
-    if name not in catalog:
-        raise UsageError(f"unknown probe {name!r}; registered: {', '.join(sorted(catalog))}")
-    return catalog[name]
+    known = catalog()
+    if name not in known:
+        raise UsageError(f"unknown probe {name!r}; registered: {', '.join(sorted(known))}")
+    return known[name]
 
 
 def _param(spec: ProbeInfo, key: str) -> ParamSpec:

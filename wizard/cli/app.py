@@ -275,16 +275,10 @@ class Context:
         return list(self.args.playbook_dir)
 
 
-def _probes() -> Any:
-    from wizard.probes.registry import builtin_probes
-
-    return builtin_probes()
-
-
 def _catalog() -> Any:
-    from wizard.probes.registry import catalog
+    from wizard.api import list_probes
 
-    return catalog(_probes())
+    return list_probes()
 
 
 def _load(ctx: Context, name: str) -> Any:
