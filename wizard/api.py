@@ -161,7 +161,7 @@ def run_playbook(
 
     Raises AnswersError naming any unknown, invalid or missing answer (before any probe runs, where
     it can), PlaybookError / PlaybookNotFound, UsageError for bad options."""
-    from wizard.engine.answers import MissingAnswer
+    from wizard.engine.answers import MissingAnswer, missing_answer_message
 
     pb = playbook if isinstance(playbook, Playbook) else load_playbook(playbook)
     values = dict(answers) if isinstance(answers, Mapping) else _answers_file(answers)
@@ -172,7 +172,9 @@ def run_playbook(
     try:
         return engine.run()
     except MissingAnswer as exc:
-        raise AnswersError([f"missing answer for question {exc.question.id!r}; pass it, or defaults=True"]) from None
+        hint = "pass them in answers, or defaults=True"
+        answered = set(engine.state.answers) | set(values)
+        raise AnswersError([missing_answer_message(pb, exc.question, answered, hint)]) from None
 
 
 def _answers_file(path: PathLike | None) -> dict[str, Any]:

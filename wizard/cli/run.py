@@ -15,12 +15,13 @@ from wizard.engine.answers import (
     check_answers,
     dump_answers,
     load_answers_file,
+    missing_answer_message,
     parse_set_options,
 )
 from wizard.errors import AnswersError, Interrupted, OutputFileError, Terminated, TerminateSignal, UsageError
 from wizard.exit_status import ExitStatus
 from wizard.outputs import check_output, free_path, write_text
-from wizard.playbook.model import Playbook, QuestionNode
+from wizard.playbook.model import Playbook
 from wizard.serialize import dumps
 from wizard.system import System
 from wizard.untrusted import rich_text
@@ -39,17 +40,6 @@ class RunOptions:
     options: Options = field(default_factory=Options)  # what probes may do, where they write
     playbook_dirs: list[str] = field(default_factory=list)
     force: bool = False
-
-
-def _missing_message(pb: Playbook, missing: QuestionNode, answered: set[str]) -> str:
-    """Name the missing question, and the unanswered ones that may follow it."""
-    ahead = pb.reachable_from(missing.id) - {missing.id} - answered
-    later = [n.id for n in pb.nodes.values() if isinstance(n, QuestionNode) and n.id in ahead]
-    default = f" (default: {missing.default!r})" if missing.default is not None else ""
-    text = f"missing answer for question {missing.id!r}{default}"
-    if later:
-        text += f"; depending on the answers, these may follow: {', '.join(later)}"
-    return text + "; give them in the answers file, with --set ID=VALUE, or use --defaults"
 
 
 def _given_answers(opts: RunOptions, stdin: Any) -> tuple[dict[str, Any], dict[str, str]]:
@@ -118,7 +108,9 @@ def run_playbook(opts: RunOptions, system: System, ui: Any, out: Any, stdout: An
         saved, note = _save_interrupted(opts, pb, engine.state.answers)
         raise (Terminated if isinstance(exc, TerminateSignal) else Interrupted)(saved, note) from None
     except MissingAnswer as exc:
-        raise AnswersError([_missing_message(pb, exc.question, set(engine.state.answers) | set(values))]) from None
+        answered = set(engine.state.answers) | set(values)
+        hint = "give them in the answers file, with --set ID=VALUE, or use --defaults"
+        raise AnswersError([missing_answer_message(pb, exc.question, answered, hint)]) from None
     finally:
         observer.close()
     if opts.record:

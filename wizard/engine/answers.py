@@ -34,6 +34,18 @@ class MissingAnswer(Exception):
         self.question = question
 
 
+def missing_answer_message(pb: Playbook, missing: QuestionNode, answered: set[str], hint: str) -> str:
+    """Name the missing question, and the unanswered ones that may follow it; then ``hint``, how
+    the caller gives answers (a command line's options, or a function's arguments)."""
+    ahead = pb.reachable_from(missing.id) - {missing.id} - answered
+    later = [n.id for n in pb.nodes.values() if isinstance(n, QuestionNode) and n.id in ahead]
+    default = f" (default: {missing.default!r})" if missing.default is not None else ""
+    text = f"missing answer for question {missing.id!r}{default}"
+    if later:
+        text += f"; depending on the answers, these may follow: {', '.join(later)}"
+    return f"{text}; {hint}"
+
+
 class AnswerSource(Protocol):
     """Where answers come from: a person, a file, defaults."""
 
