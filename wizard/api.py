@@ -25,7 +25,7 @@ from wizard.engine.transcript import Transcript, TranscriptEntry
 from wizard.environment import Environment, ProbeSettings, Workload
 from wizard.errors import AnswersError, PlaybookError, UsageError
 from wizard.playbook.model import Playbook, yes_no
-from wizard.probes.base import PARAM_TYPES, ParamSpec, ProbeInfo
+from wizard.probes.base import PARAM_TYPES, ParamSpec, ProbeInfo, with_defaults
 from wizard.probes.registry import builtin_probes, catalog
 from wizard.system import System
 from wizard.trace.fix import FixSummary
@@ -237,7 +237,7 @@ def run_probe(
     missing = [p.name for p in spec.params if p.required and p.name not in given]
     if missing:
         raise UsageError(f"probe {name}: missing required parameter(s): {', '.join(missing)}")
-    full = {**{p.name: p.default for p in spec.params if p.default is not None}, **given}
+    full = with_defaults(spec.params, given)
     env = Environment(system or System(), (options or Options()).settings())
     clock = env.system.clock
     transcript = Transcript.begin(

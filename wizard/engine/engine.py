@@ -18,7 +18,7 @@ from wizard.errors import AnswersError, ProbeInfrastructureError, WizardError
 from wizard.playbook.conditions import Template
 from wizard.playbook.model import ConclusionNode, DecisionNode, Node, Playbook, ProbeNode, QuestionNode
 from wizard.playbook.trust import refusal
-from wizard.probes.base import Probe, ProbeResult, Status
+from wizard.probes.base import Probe, ProbeResult, Status, with_defaults
 
 MAX_VISITS = 500
 
@@ -189,9 +189,7 @@ class Engine:
         probe = self.probes.get(node.probe)
         if probe is None:
             raise ProbeInfrastructureError(f"probe {node.probe!r} is not registered")
-        for spec in probe.params:
-            if spec.name not in params and spec.default is not None:
-                params[spec.name] = spec.default
+        params.update(with_defaults(probe.params, params))  # in place: the transcript's inputs show them
         refused = self._refused_programs(node, probe, params)
         if refused and not self.env.settings.allow_commands:
             return ProbeResult(

@@ -106,6 +106,11 @@ class ProbeInfo:
         return next((f for f in (*self.facts, *COMMON_FACTS) if f.name == name), None)
 
 
+def with_defaults(specs: tuple[ParamSpec, ...], params: Mapping[str, Any]) -> dict[str, Any]:
+    """``params`` with each declared default filled in where the caller gave none."""
+    return {**{p.name: p.default for p in specs if p.default is not None}, **params}
+
+
 def info(probe: Probe) -> ProbeInfo:
     return ProbeInfo(probe.name, probe.summary, probe.params, probe.facts, getattr(probe, "runs_programs", ""))
 
