@@ -15,7 +15,6 @@ imported only inside these functions, to call PyTorch's own handler.
 from __future__ import annotations
 
 import logging
-import math
 import os
 import warnings
 from collections.abc import Callable
@@ -181,11 +180,11 @@ def _warn(result: TraceCheck, line: str) -> None:
 
 def _differs(reported: float | None, true: float | None) -> bool:
     """Whether a reported value is wrong, not just the float32 print of the true one."""
-    from wizard.trace.kineto_math import same_float32
+    from wizard.trace.kineto_math import prints_truth
 
     if reported is None or true is None:
         return reported is not true
-    return not (math.isfinite(reported) and same_float32(reported, true))
+    return not prints_truth(reported, true)
 
 
 def _checked(inspection: Any) -> int:

@@ -25,7 +25,7 @@ from wizard.trace.analysis import PROFILER_BUGS, MemoChecker
 from wizard.trace.collector import Truncation
 from wizard.trace.devices import device_table
 from wizard.trace.events import BARE_MARK
-from wizard.trace.kineto_math import same_float32
+from wizard.trace.kineto_math import prints_truth
 from wizard.trace.reader import KERNEL_CATEGORIES, EventSink, parse_into, read_trace
 from wizard.trace.records import KernelRecord
 
@@ -145,7 +145,7 @@ def wrong_values(k: KernelRecord, corrected: dict[str, float | int | None]) -> d
         reported = written.get(metric)
         if truth is None or reported is None or reported.value is None:
             continue  # nothing to compare with, or nothing the profiler wrote
-        if math.isfinite(reported.value) and same_float32(reported.value, float(truth)):
+        if prints_truth(reported.value, float(truth)):
             continue
         out[metric] = truth
     return out

@@ -96,6 +96,12 @@ def kineto_occupancy_percent(
     return (truncating, rounded)
 
 
+def prints_truth(reported: float, truth: float) -> bool:
+    """Whether a reported value is right: the float32 print of the true one (a non-finite value
+    never is). What ``trace fix`` leaves alone and what the profiler hooks do not call wrong."""
+    return math.isfinite(reported) and same_float32(reported, truth)
+
+
 def same_float32(reported: float, expected: float) -> bool:
     """Whether a value printed in the trace is the float32 Kineto computed.
 
