@@ -98,7 +98,7 @@ def mechanism_warnings(inspection: Any) -> list[str]:
 
     lines = []
     seen: set[str] = set()
-    for group in inspection.findings:  # most serious first, so each mechanism's first group is its worst
+    for group in inspection.findings:  # per mechanism, the group with the most launches comes first
         if not is_wrong(group.mechanism) or group.mechanism in seen:
             continue
         seen.add(group.mechanism)

@@ -81,9 +81,12 @@ PROFILER_BUGS = frozenset(
 )
 
 
+_WRONG = frozenset(m.value for m in PROFILER_BUGS) | {Mechanism.UNEXPLAINED.value}
+
+
 def is_wrong(mechanism: str) -> bool:
     """Whether a mechanism id means a wrong value: a profiler bug, or an unexplained disagreement (not F)."""
-    return mechanism == Mechanism.UNEXPLAINED.value or Mechanism(mechanism) in PROFILER_BUGS
+    return mechanism in _WRONG
 
 
 @dataclass(slots=True)

@@ -241,18 +241,36 @@ def analyse(
     )
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Named:
+    """A check's mechanisms (each once, in order), the one a record leads with, and whether any is wrong."""
+
+    mechanisms: tuple[str, ...]
+    primary: str | None
+    wrong: bool
+
+
+def _named(result: KernelCheck) -> _Named:
+    mechanisms = tuple(dict.fromkeys(f.mechanism.value for f in result.findings))
+    wrong = [m for m in mechanisms if is_wrong(m)]
+    return _Named(mechanisms, wrong[0] if wrong else (mechanisms[0] if mechanisms else None), bool(wrong))
+
+
 def _launch_records(contents: TraceContents, checker: MemoChecker, keep: Keep) -> list[KernelLaunch]:
     """One record per checked launch (``all``) or per launch with a wrong value (``wrong``), with its op.
 
     A second walk over the kernels, but each distinct launch was classified already (memoised)."""
     if keep == "none":
         return []
-    chosen: list[tuple[KernelRecord, KernelCheck, tuple[str, ...]]] = []
+    chosen: list[tuple[KernelRecord, KernelCheck, _Named]] = []
+    named: dict[int, _Named] = {}  # id(KernelCheck) -> its mechanisms: checks are shared by identical launches
     for k in contents.kernels:
         result = checker.check(k)
-        mechanisms = tuple(dict.fromkeys(f.mechanism.value for f in result.findings))
-        if (result.checked or mechanisms) and (keep == "all" or any(is_wrong(m) for m in mechanisms)):
-            chosen.append((k, result, mechanisms))
+        verdict = named.get(id(result))
+        if verdict is None:
+            verdict = named[id(result)] = _named(result)
+        if (result.checked or verdict.mechanisms) and (keep == "all" or verdict.wrong):
+            chosen.append((k, result, verdict))
     calls = contents.runtime.find({k.correlation for k, _, _ in chosen if k.correlation is not None})
     launch_calls = [calls.get(k.correlation) if k.correlation is not None else None for k, _, _ in chosen]
     placed = [(c.pid, c.tid, c.ts) for c in launch_calls if c is not None]
@@ -260,9 +278,8 @@ def _launch_records(contents: TraceContents, checker: MemoChecker, keep: Keep) -
     ops = [next(found) if c is not None else None for c in launch_calls]
     rank, path = _rank(contents), contents.path
     out = []
-    for (k, result, mechanisms), info in zip(chosen, ops, strict=True):
+    for (k, result, verdict), info in zip(chosen, ops, strict=True):
         op = info if isinstance(info, OpInfo) else None
-        wrong = [m for m in mechanisms if is_wrong(m)]
         occupancy_key = k.occupancy_key
         out.append(
             KernelLaunch(
@@ -284,8 +301,8 @@ def _launch_records(contents: TraceContents, checker: MemoChecker, keep: Keep) -
                 true_blocks_per_sm=result.true.get("blocks per SM"),
                 true_warps_per_sm=result.true.get("warps per SM"),
                 true_est_occupancy=result.true.get(occupancy_key) if occupancy_key is not None else None,
-                mechanism=wrong[0] if wrong else (mechanisms[0] if mechanisms else None),
-                mechanisms=mechanisms,
+                mechanism=verdict.primary,
+                mechanisms=verdict.mechanisms,
                 op=op.name if op else None,
                 input_dims=op.input_dims if op else None,
                 input_type=op.input_types if op else None,
