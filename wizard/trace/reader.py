@@ -211,17 +211,40 @@ def _new_clock() -> dict[str, float]:
 
 def parse_into(path: str | Path, sink: EventSink, config: ReaderConfig | None = None) -> TraceContents:
     """Stream a trace into any sink, in one process (the fixer uses this with a raw sink)."""
-    config = config or ReaderConfig()
-    contents = TraceContents(path=str(path))
-    source = TraceSource(Path(path))
+    return _walk(Path(path), lambda contents: sink, config or ReaderConfig(), _new_clock())
+
+
+def _walk(
+    p: Path,
+    make_sink: Callable[[TraceContents], EventSink],
+    config: ReaderConfig,
+    clock: dict[str, float],
+    parallel: Callable[[TraceContents, EventSink], ParallelDecoder | None] = lambda contents, sink: None,
+) -> TraceContents:
+    """Open, walk and close one trace; a cut-off gzip stream is recorded as a truncation."""
+    contents = TraceContents(path=str(p))
+    source = TraceSource(p)
     contents.compressed = source.compressed
+    sink = make_sink(contents)
+    decoder: ParallelDecoder | None = None
     try:
-        buffer = Buffer(source, contents, config.block_size, config.max_whitespace, _new_clock())
-        TraceWalker(buffer, contents, sink, config).run()
+        decoder = parallel(contents, sink)
+        buffer = Buffer(source, contents, config.block_size, config.max_whitespace, clock)
+        TraceWalker(buffer, contents, sink, config, decoder).run()
+        if decoder is not None:
+            decoder.drain()
     except RecursionError:
-        raise TraceReadError(str(path), contents.bytes_read, "nesting too deep to be a profiler trace") from None
+        raise TraceReadError(str(p), contents.bytes_read, "nesting too deep to be a profiler trace") from None
     finally:
         source.close()
+        if decoder is not None:
+            decoder.close()
+    if source.stream_truncated and contents.truncation is None:
+        contents.truncation = Truncation(
+            contents.bytes_read, 0, contents.last_ts, "the gzip stream is cut off; everything up to the cut was read"
+        )
+    elif source.stream_truncated and contents.truncation is not None:
+        contents.truncation.detail += " (the gzip stream itself is cut off)"
     return contents
 
 
@@ -247,37 +270,23 @@ def _parallel_workers(path: Path, config: ReaderConfig) -> int:
 def _read(
     p: Path, workers: int, config: ReaderConfig, on_progress: Callable[[TraceContents], None] | None = None
 ) -> TraceContents:
-    contents = TraceContents(path=str(p))
-    source = TraceSource(p)
-    contents.compressed = source.compressed
     clock = _new_clock()
-    collector = Collector(contents)
+
+    def parallel(contents: TraceContents, sink: EventSink) -> ParallelDecoder | None:
+        assert isinstance(sink, Collector)
+        return ParallelDecoder(workers, sink, contents, clock, on_progress) if workers else None
+
     # Millions of short-lived records would trigger the cyclic GC over and over (it was two
     # thirds of decode time); nothing built here is cyclic, so pause it while reading.
     was_enabled = gc.isenabled()
     gc.disable()
-    parallel = ParallelDecoder(workers, collector, contents, clock, on_progress) if workers else None
     try:
-        buffer = Buffer(source, contents, config.block_size, config.max_whitespace, clock)
-        TraceWalker(buffer, contents, collector, config, parallel).run()
-        if parallel is not None:
-            parallel.drain()
-    except RecursionError:
-        raise TraceReadError(str(p), contents.bytes_read, "nesting too deep to be a profiler trace") from None
+        contents = _walk(p, Collector, config, clock, parallel)
     finally:
-        source.close()
-        if parallel is not None:
-            parallel.close()
         if was_enabled:
             gc.enable()
     contents.timing.update({k: round(v, 4) for k, v in clock.items()})
     contents.timing["workers"] = workers
-    if source.stream_truncated and contents.truncation is None:
-        contents.truncation = Truncation(
-            contents.bytes_read, 0, contents.last_ts, "the gzip stream is cut off; everything up to the cut was read"
-        )
-    elif source.stream_truncated and contents.truncation is not None:
-        contents.truncation.detail += " (the gzip stream itself is cut off)"
     return contents
 
 
