@@ -288,10 +288,11 @@ def _load(ctx: Context, name: str) -> Any:
 
 
 def _probe_options(ctx: Context) -> Any:
+    """The options of ``run`` and ``probe`` for probes, checked now (a workload that is not Python)."""
     from wizard.api import Options
 
     args = ctx.args
-    return Options(
+    options = Options(
         workload=args.workload,
         python=args.python,
         report_dir=args.report_dir or ctx.system.environ.get("WARPWIZARD_REPORT_DIR") or "warpwizard-report",
@@ -300,6 +301,8 @@ def _probe_options(ctx: Context) -> Any:
         compare_reports=list(args.compare),
         compare_pythons=list(args.compare_python),
     )
+    options.settings(spell=_option)
+    return options
 
 
 # -- commands ------------------------------------------------------------------------------
@@ -332,7 +335,6 @@ def cmd_probe(ctx: Context) -> ExitStatus:
         raise UsageError(f"warpwizard probe: --timeout must be a positive number of seconds, not {args.timeout:g}")
     params = probe_params(args.name, args.param)
     options = _probe_options(ctx)
-    options.settings(spell=_option)
     system = ctx.system
     rank = launcher_rank(system.environ)
     if args.device_from_rank:

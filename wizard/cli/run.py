@@ -97,7 +97,6 @@ def run_playbook(opts: RunOptions, system: System, ui: Any, out: Any, stdout: An
         from wizard.ui.prompts import InteractiveAnswers
 
         source = InteractiveAnswers(values, console=ui, interactive=system.interactive)
-    opts.options.settings(spell=lambda name: f"--{name}")  # checked before anything is shown
     observer = TerminalObserver(ui, teach=opts.teach)
     engine = prepare_run(pb, source, opts.options, system=system, observer=observer)
     if opts.teach or not scripted:
