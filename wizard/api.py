@@ -246,8 +246,8 @@ def run_probe(
     started = clock.monotonic()
     entry = TranscriptEntry(node=name, kind="probe", step=None, started=clock.now().isoformat(), duration_s=0.0)
     result = _run_probe(builtin_probes()[name], full, env, timeout)
-    entry.inputs, entry.status, entry.summary = full, result.status.value, result.summary
-    entry.facts, entry.evidence, entry.files = result.facts, result.evidence, result.files
+    entry.inputs = full
+    entry.record(result)
     entry.duration_s = round(clock.monotonic() - started, 6)
     transcript.entries.append(entry)
     gpus, driver = visible_gpus(env)

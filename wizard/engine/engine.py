@@ -131,8 +131,7 @@ class Engine:
             self.observer.probe_finished(node, result)
             self.state.facts[node.id] = result.facts
             self.state.status[node.id] = result.status.value
-            entry.status, entry.summary = result.status.value, result.summary
-            entry.facts, entry.evidence, entry.files = result.facts, result.evidence, result.files
+            entry.record(result)
             nxt = node.target(result.status.value)
         elif isinstance(node, DecisionNode):
             nxt, reason = node.default, "no branch matched: default"

@@ -13,6 +13,7 @@ from typing import Any
 
 from wizard import __version__
 from wizard.playbook.model import Playbook
+from wizard.probes.base import ProbeResult
 from wizard.schemas import TRANSCRIPT
 
 
@@ -33,6 +34,11 @@ class TranscriptEntry:
     evidence: list[str] | None = None
     files: list[str] | None = None
     next: str | None = None
+
+    def record(self, result: ProbeResult) -> None:
+        """What a probe found, as the transcript keeps it."""
+        self.status, self.summary = result.status.value, result.summary
+        self.facts, self.evidence, self.files = result.facts, result.evidence, result.files
 
 
 @dataclass(slots=True)
