@@ -9,7 +9,7 @@ their scheduler (``srun``, ``torchrun``) and the files be compared in one place.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -139,6 +139,15 @@ class Comparison:
             for mechanism in m.mechanisms:
                 out.setdefault(mechanism, []).append(m.key)
         return dict(sorted(out.items()))
+
+    def to_dict(self) -> dict[str, Any]:
+        """What ``warpwizard compare --json`` prints."""
+        return {
+            "machines": [asdict(m) for m in self.machines],
+            "verdict": self.verdict,
+            "hardware_specific": self.hardware_specific,
+            "by_mechanism": self.by_mechanism,
+        }
 
     def _specific(self, mechanism: str) -> bool:
         """Some machines show it and others not, and no GPU model (or one driver) is on both sides."""

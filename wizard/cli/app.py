@@ -536,18 +536,9 @@ def cmd_compare(ctx: Context) -> ExitStatus:
 
     result = compare([load_report(r) for r in ctx.args.reports])
     if ctx.args.json:
-        from dataclasses import asdict
-
         from wizard.serialize import dumps
 
-        machines = [asdict(m) for m in result.machines]
-        summary = {
-            "machines": machines,
-            "verdict": result.verdict,
-            "hardware_specific": result.hardware_specific,
-            "by_mechanism": result.by_mechanism,
-        }
-        ctx.write(dumps(summary) + "\n")
+        ctx.write(dumps(result.to_dict()) + "\n")
         return ExitStatus.OK
     from wizard.ui.tables import comparison_table
     from wizard.untrusted import rich_text
