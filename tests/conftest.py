@@ -188,11 +188,7 @@ def run_inprocess(
     from wizard.system import System
 
     out, err = io.StringIO(), io.StringIO()
-    if replace_environ:
-        variables = dict(environ or {})
-    else:
-        base = {k: v for k, v in os.environ.items() if k != "WARPWIZARD_PLAYBOOK_PATH"}
-        variables = {**base, "NO_COLOR": "1", "COLUMNS": "200", **(environ or {})}
+    variables = dict(environ or {}) if replace_environ else cli_env(**(environ or {}))
     system = System(
         stdin=io.StringIO(stdin),
         stdout=out,
