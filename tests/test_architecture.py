@@ -24,7 +24,8 @@ FORBIDDEN: dict[str, set[str]] = {
     "report": {"cli", "ui"},
     "ui": {"cli"},
     "testing": {"cli", "ui", "report", "engine", "probes"},
-    "api": {"cli", "ui", "report"},
+    "api": {"cli", "ui", "report", "engine", "playbook", "probes"},  # traces only: trace inspect's start-up
+    "runs": {"cli", "ui", "report"},
     "profiler": {"cli", "ui", "report", "engine", "playbook", "probes"},
     "cluster": {"cli", "ui", "report", "engine", "playbook", "probes", "trace"},
 }

@@ -24,10 +24,9 @@ __version__ = "0.1.0"
 # Three views of one list, kept equal by tests/test_api.py: where each public name is defined (for
 # loading it on first use), __all__, and the imports type checkers read.
 _MODULES: dict[str, tuple[str, ...]] = {
-    "wizard.api": (
+    "wizard.api": ("fix_trace", "inspect_traces"),
+    "wizard.runs": (
         "Options",
-        "fix_trace",
-        "inspect_traces",
         "list_probes",
         "load_playbook",
         "prepare_run",
@@ -93,18 +92,7 @@ __all__ = [
 
 if TYPE_CHECKING:  # what type checkers and editors see; at run time each name loads on first use
     from wizard import profiler
-    from wizard.api import (
-        Options,
-        fix_trace,
-        inspect_traces,
-        list_probes,
-        load_playbook,
-        prepare_run,
-        probe_params,
-        run_playbook,
-        run_probe,
-        validate_playbook,
-    )
+    from wizard.api import fix_trace, inspect_traces
     from wizard.engine.transcript import Conclusion, Transcript
     from wizard.errors import (
         AnswersError,
@@ -120,6 +108,16 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time each name l
         WizardError,
     )
     from wizard.playbook.model import Playbook
+    from wizard.runs import (
+        Options,
+        list_probes,
+        load_playbook,
+        prepare_run,
+        probe_params,
+        run_playbook,
+        run_probe,
+        validate_playbook,
+    )
     from wizard.trace.fix import FixSummary
     from wizard.trace.report import LAUNCH_COLUMNS, FindingGroup, Inspection, KernelLaunch, TraceReport
 

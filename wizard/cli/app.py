@@ -276,20 +276,20 @@ class Context:
 
 
 def _catalog() -> Any:
-    from wizard.api import list_probes
+    from wizard.runs import list_probes
 
     return list_probes()
 
 
 def _load(ctx: Context, name: str) -> Any:
-    from wizard.api import load_playbook
+    from wizard.runs import load_playbook
 
     return load_playbook(name, playbook_dirs=ctx.playbook_dirs, environ=ctx.system.environ)
 
 
 def _probe_options(ctx: Context) -> Any:
     """The options of ``run`` and ``probe`` for probes, checked now (a workload that is not Python)."""
-    from wizard.api import Options
+    from wizard.runs import Options
 
     args = ctx.args
     options = Options(
@@ -327,8 +327,8 @@ def cmd_run(ctx: Context, playbook_name: str | None = None) -> ExitStatus:
 
 
 def cmd_probe(ctx: Context) -> ExitStatus:
-    from wizard.api import probe_params, run_probe
     from wizard.cluster import device_for_rank, launcher_rank, output_name
+    from wizard.runs import probe_params, run_probe
 
     args = ctx.args
     if args.timeout <= 0:

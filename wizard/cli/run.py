@@ -6,7 +6,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wizard.api import Options, load_playbook, prepare_run
 from wizard.engine.answers import (
     ORIGIN_COMMAND_LINE,
     ORIGIN_FILE,
@@ -22,6 +21,7 @@ from wizard.errors import AnswersError, Interrupted, OutputFileError, Terminated
 from wizard.exit_status import ExitStatus
 from wizard.outputs import check_output, free_path, write_text
 from wizard.playbook.model import Playbook
+from wizard.runs import Options, load_playbook, prepare_run
 from wizard.serialize import dumps
 from wizard.system import System
 from wizard.untrusted import rich_text

@@ -1,0 +1,251 @@
+"""warpwizard as a library, for playbooks and probes: load, validate and run a playbook; run one probe.
+
+The command line's ``run``, ``probe`` and ``validate`` are built on these functions. Nothing here
+prints or exits; every error is one of ``wizard.errors``' types (docs/api.md). torch is never
+imported: probes run it in the interpreter you name.
+
+Trust (docs/security.md): the keyword arguments your code passes are yours, like a command line
+(``workload=``, ``python=``, a probe's ``params``); answers are answers, as if from a file, so a
+program an answer names runs only with ``allow_commands=True``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from wizard.api import PathLike
+from wizard.engine.answers import ORIGIN_FILE, AnswerSource, MappingAnswers, check_answers, load_answers_file
+from wizard.engine.engine import Engine, EngineObserver
+from wizard.engine.engine import run_probe as _run_probe
+from wizard.engine.transcript import Transcript, TranscriptEntry
+from wizard.environment import Environment, ProbeSettings, Workload
+from wizard.errors import AnswersError, PlaybookError, UsageError
+from wizard.playbook.model import Playbook, yes_no
+from wizard.probes.base import PARAM_TYPES, ParamSpec, ProbeInfo, with_defaults
+from wizard.probes.registry import builtin_probes, catalog
+from wizard.system import System
+
+# -- playbooks ------------------------------------------------------------------------------------
+
+
+def load_playbook(
+    name_or_path: PathLike, *, playbook_dirs: Sequence[str] = (), environ: Mapping[str, str] | None = None
+) -> Playbook:
+    """A playbook by name (the packaged ones, ``playbook_dirs``, ``WARPWIZARD_PLAYBOOK_PATH``) or path,
+    checked in full. Raises PlaybookNotFound, or PlaybookError with every problem in ``.problems``."""
+    from wizard.playbook.discovery import load
+
+    return load(os.fspath(name_or_path), catalog(), list(playbook_dirs), environ)
+
+
+def validate_playbook(path: PathLike) -> list[str]:
+    """Every problem of one playbook file, one ``file:line:column: message`` each; empty when valid."""
+    from wizard.playbook.loader import load_playbook as _load
+
+    try:
+        _load(os.fspath(path), catalog())
+    except PlaybookError as exc:
+        return list(exc.problems)
+    return []
+
+
+@dataclass
+class Options:
+    """What probes may do and where they write: the command line's options, as one value.
+
+    ``workload``: your program (``"python train.py --steps 3"``). ``python``: the interpreter whose
+    torch the probes use (default: this one). ``allow_commands``: let playbooks and answers name
+    programs to run. ``compare_reports``: JSON reports from other machines (``hardware.compare``).
+    """
+
+    workload: str | None = None
+    python: str | None = None
+    report_dir: PathLike = "warpwizard-report"
+    allow_commands: bool = False
+    allow_sanitizer: bool = False
+    compare_reports: list[str] = field(default_factory=list)
+    compare_pythons: list[str] = field(default_factory=list)
+
+    def settings(self, *, spell: Callable[[str], str] = str) -> ProbeSettings:
+        """Checked: a workload that is not a Python program is a UsageError naming what is accepted
+        (``spell`` names the option as the caller knows it: ``--workload`` on a command line)."""
+        python = self.python or sys.executable
+        workload = None
+        if self.workload:
+            try:
+                workload = Workload.parse(self.workload, python)
+            except ValueError as exc:
+                raise UsageError(f"{spell('workload')}: {exc}") from None
+        return ProbeSettings(
+            python=python,
+            report_dir=Path(self.report_dir),
+            workload=workload,
+            allow_commands=self.allow_commands,
+            allow_sanitizer=self.allow_sanitizer,
+            compare_reports=list(self.compare_reports),
+            compare_pythons=list(self.compare_pythons),
+        )
+
+
+def prepare_run(
+    playbook: Playbook | PathLike,
+    source: AnswerSource,
+    options: Options | None = None,
+    *,
+    system: System | None = None,
+    observer: EngineObserver | None = None,
+) -> Engine:
+    """An engine ready to walk ``playbook``; ``.run()`` returns the transcript and ``.state`` holds the
+    answers so far (the CLI saves them on Ctrl-C). ``run_playbook`` is this with answers from a mapping."""
+    pb = playbook if isinstance(playbook, Playbook) else load_playbook(playbook)
+    env = Environment(system or System(), (options or Options()).settings())
+    return Engine(pb, source, builtin_probes(), env, observer=observer)
+
+
+def run_playbook(
+    playbook: Playbook | PathLike,
+    answers: Mapping[str, Any] | PathLike | None = None,
+    *,
+    defaults: bool = False,
+    options: Options | None = None,
+    system: System | None = None,
+) -> Transcript:
+    """Walk a playbook to its diagnosis without a person: ``answers`` (a mapping of question id to
+    value, or a YAML/JSON answers file) answer the questions, ``defaults`` fills the rest from the
+    playbook. ``transcript.diagnosis`` and ``transcript.evidence`` hold the outcome.
+
+    Raises AnswersError naming any unknown, invalid or missing answer (before any probe runs, where
+    it can), PlaybookError / PlaybookNotFound, UsageError for bad options."""
+    from wizard.engine.answers import MissingAnswer, missing_answer_message
+
+    pb = playbook if isinstance(playbook, Playbook) else load_playbook(playbook)
+    values = dict(answers) if isinstance(answers, Mapping) else _answers_file(answers)
+    problems = check_answers(pb, values)
+    if problems:
+        raise AnswersError(problems)
+    engine = prepare_run(pb, MappingAnswers(values, use_defaults=defaults, origin=ORIGIN_FILE), options, system=system)
+    try:
+        return engine.run()
+    except MissingAnswer as exc:
+        hint = "pass them in answers, or defaults=True"
+        answered = set(engine.state.answers) | set(values)
+        raise AnswersError([missing_answer_message(pb, exc.question, answered, hint)]) from None
+
+
+def _answers_file(path: PathLike | None) -> dict[str, Any]:
+    return {} if path is None else load_answers_file(os.fspath(path))
+
+
+# -- one probe ------------------------------------------------------------------------------------
+
+
+def list_probes() -> dict[str, ProbeInfo]:
+    """Every registered probe's declaration: summary, parameters, facts, what it runs."""
+    return catalog()
+
+
+def probe_params(name: str, pairs: Iterable[str]) -> dict[str, Any]:
+    """``KEY=VALUE`` texts (a command line's ``--param``) as the typed parameters of probe ``name``;
+    a key given twice builds a list where the parameter takes one. Raises UsageError naming the probe's
+    parameters and the type expected."""
+    spec = _probe_info(name)
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, text = pair.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--param {pair!r}: expected KEY=VALUE")
+        param = _param(spec, key)
+        value = _coerce(param, text, name)
+        if key in out and param.type in ("list[str]", "paths"):
+            previous = out[key] if isinstance(out[key], list) else [out[key]]
+            out[key] = [*previous, *(value if isinstance(value, list) else [value])]
+        elif key in out:
+            raise UsageError(f"--param {key}: given twice; probe {name} takes one {param.type}")
+        else:
+            out[key] = value
+    return out
+
+
+def run_probe(
+    name: str,
+    params: Mapping[str, Any] | None = None,
+    *,
+    options: Options | None = None,
+    timeout: float = 600.0,
+    system: System | None = None,
+) -> Transcript:
+    """Run one registered probe, as a one-entry transcript that ``warpwizard compare`` merges with
+    other machines' (the host's GPUs, as CUDA_VISIBLE_DEVICES narrows them, and driver from NVML).
+
+    ``params`` are yours (like a command line): a probe's own opt-ins still apply (``command.run``
+    needs ``allow_commands``). Raises UsageError for an unknown probe or parameter, or a value of the
+    wrong type; a probe that ran and failed is the entry's status, not an exception."""
+    from wizard.cluster import launcher_place
+    from wizard.probes.env import visible_gpus
+
+    spec = _probe_info(name)
+    given = dict(params or {})
+    for key, value in given.items():
+        param = _param(spec, key)
+        if not PARAM_TYPES[param.type](value):
+            raise UsageError(f"probe {name}: parameter {key} takes a {param.type}, not {type(value).__name__}")
+    missing = [p.name for p in spec.params if p.required and p.name not in given]
+    if missing:
+        raise UsageError(f"probe {name}: missing required parameter(s): {', '.join(missing)}")
+    full = with_defaults(spec.params, given)
+    env = Environment(system or System(), (options or Options()).settings())
+    clock = env.system.clock
+    transcript = Transcript.begin(
+        {"id": f"probe:{name}", "title": f"warpwizard probe {name}", "version": "1"}, clock.now()
+    )
+    started = clock.monotonic()
+    entry = TranscriptEntry(node=name, kind="probe", step=None, started=clock.now().isoformat(), duration_s=0.0)
+    result = _run_probe(builtin_probes()[name], full, env, timeout)
+    entry.inputs = full
+    entry.record(result)
+    entry.duration_s = round(clock.monotonic() - started, 6)
+    transcript.entries.append(entry)
+    gpus, driver = visible_gpus(env)
+    transcript.host.update(gpus=gpus, driver=driver, **launcher_place(env.system.environ))
+    transcript.finish(clock.now(), {})
+    return transcript
+
+
+def _probe_info(name: str) -> ProbeInfo:
+    known = catalog()
+    if name not in known:
+        raise UsageError(f"unknown probe {name!r}; registered: {', '.join(sorted(known))}")
+    return known[name]
+
+
+def _param(spec: ProbeInfo, key: str) -> ParamSpec:
+    param = spec.param(key)
+    if param is None:
+        names = ", ".join(p.name for p in spec.params) or "none"
+        raise UsageError(f"probe {spec.name} has no parameter {key!r}; its parameters: {names}")
+    return param
+
+
+def _coerce(param: ParamSpec, text: str, probe: str) -> Any:
+    """A command line's text as the parameter's type."""
+    kind = param.type
+    try:
+        if kind == "int":
+            return int(text)
+        if kind == "float":
+            return float(text)
+        if kind == "bool":
+            flag = yes_no(text)
+            if flag is None:
+                raise ValueError(text)
+            return flag
+    except ValueError:
+        raise UsageError(f"--param {param.name}={text!r}: probe {probe} expects a {kind}") from None
+    if kind == "list[str]":
+        return [text]
+    return text
