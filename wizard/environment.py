@@ -57,12 +57,22 @@ class Workload:
         return None
 
 
+def _default_workspace() -> Path:
+    """For settings built without one (tests, library callers): this process's own workspace."""
+    import datetime as _dt
+    import os
+
+    from wizard.workspace import choose
+
+    return choose(None, os.environ, _dt.datetime.now(_dt.timezone.utc))
+
+
 @dataclass
 class ProbeSettings:
     """What the user asked the probes for: the command line's options, nothing from a playbook."""
 
     python: str = sys.executable
-    report_dir: Path = field(default_factory=lambda: Path("warpwizard-report"))
+    report_dir: Path = field(default_factory=_default_workspace)
     workload: Workload | None = None
     allow_commands: bool = False
     allow_sanitizer: bool = False

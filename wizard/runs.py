@@ -15,7 +15,6 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from wizard.api import PathLike
@@ -59,21 +58,29 @@ class Options:
     """What probes may do and where they write: the command line's options, as one value.
 
     ``workload``: your program (``"python train.py --steps 3"``). ``python``: the interpreter whose
-    torch the probes use (default: this one). ``allow_commands``: let playbooks and answers name
+    torch the probes use (default: this one). ``report_dir``: the workspace where probes write
+    (default: ``WARPWIZARD_REPORT_DIR``, else a private one per run under the user's state
+    directory; see wizard/workspace.py). ``allow_commands``: let playbooks and answers name
     programs to run. ``compare_reports``: JSON reports from other machines (``hardware.compare``).
     """
 
     workload: str | None = None
     python: str | None = None
-    report_dir: PathLike = "warpwizard-report"
+    report_dir: PathLike | None = None
     allow_commands: bool = False
     allow_sanitizer: bool = False
     compare_reports: list[str] = field(default_factory=list)
     compare_pythons: list[str] = field(default_factory=list)
 
-    def settings(self, *, spell: Callable[[str], str] = str) -> ProbeSettings:
+    def settings(self, system: System | None = None, *, spell: Callable[[str], str] = str) -> ProbeSettings:
         """Checked: a workload that is not a Python program is a UsageError naming what is accepted
-        (``spell`` names the option as the caller knows it: ``--workload`` on a command line)."""
+        (``spell`` names the option as the caller knows it: ``--workload`` on a command line); a
+        workspace that exists and is not private is an OutputFileError, before anything runs."""
+        from wizard import workspace
+
+        system = system or System()
+        report_dir = workspace.choose(self.report_dir, system.environ, system.clock.now())
+        workspace.check_existing(report_dir)
         python = self.python or sys.executable
         workload = None
         if self.workload:
@@ -83,13 +90,35 @@ class Options:
                 raise UsageError(f"{spell('workload')}: {exc}") from None
         return ProbeSettings(
             python=python,
-            report_dir=Path(self.report_dir),
+            report_dir=report_dir,
             workload=workload,
             allow_commands=self.allow_commands,
             allow_sanitizer=self.allow_sanitizer,
             compare_reports=list(self.compare_reports),
             compare_pythons=list(self.compare_pythons),
         )
+
+
+def run_inputs(options: Options | None, values: Iterable[Any] = ()) -> list[str]:
+    """Every file a run reads, which no output may replace even with ``--force``: the reports to
+    compare, the interpreters, the workload's script, and each given value (an answer, a probe
+    parameter, items of a list) that names a file or directory that exists."""
+    options = options or Options()
+    named: list[str] = [*options.compare_reports, *options.compare_pythons]
+    if options.python:
+        named.append(options.python)
+    if options.workload:
+        try:
+            script = Workload.parse(options.workload, options.python or sys.executable).script
+        except ValueError:
+            script = None
+        if script:
+            named.append(script)
+    for value in values:
+        for item in value if isinstance(value, (list, tuple)) else [value]:
+            if isinstance(item, str) and 0 < len(item) < 4096 and "\0" not in item and os.path.lexists(item):
+                named.append(item)
+    return named
 
 
 def prepare_run(
@@ -103,7 +132,8 @@ def prepare_run(
     """An engine ready to walk ``playbook``; ``.run()`` returns the transcript and ``.state`` holds the
     answers so far (the CLI saves them on Ctrl-C). ``run_playbook`` is this with answers from a mapping."""
     pb = playbook if isinstance(playbook, Playbook) else load_playbook(playbook)
-    env = Environment(system or System(), (options or Options()).settings())
+    system = system or System()
+    env = Environment(system, (options or Options()).settings(system))
     return Engine(pb, source, builtin_probes(), env, observer=observer)
 
 
@@ -198,7 +228,8 @@ def run_probe(
     if missing:
         raise UsageError(f"probe {name}: missing required parameter(s): {', '.join(missing)}")
     full = with_defaults(spec.params, given)
-    env = Environment(system or System(), (options or Options()).settings())
+    system = system or System()
+    env = Environment(system, (options or Options()).settings(system))
     clock = env.system.clock
     transcript = Transcript.begin(
         {"id": f"probe:{name}", "title": f"warpwizard probe {name}", "version": "1"}, clock.now()

@@ -35,7 +35,7 @@ from wizard.errors import (
     UsageError,
     WizardError,
 )
-from wizard.exit_status import ExitStatus, epilog
+from wizard.exit_status import ExitStatus, epilog, for_signal
 from wizard.system import System
 from wizard.untrusted import visible
 
@@ -208,8 +208,9 @@ def _add_machine_commands(sub: _Sub) -> None:
 
 
 class _Stream:
-    """A text stream that survives its reader going away (``| head``): writes after a broken pipe
-    are dropped, so the command still finishes and returns its own exit status."""
+    """A text stream that survives its reader going away (``| head``, a closed terminal): writes after
+    a broken pipe or an I/O error are dropped, so the command still finishes (saving what it must)
+    and returns its own exit status."""
 
     def __init__(self, inner: IO[str]) -> None:
         self.inner = inner
@@ -219,7 +220,7 @@ class _Stream:
         if not self.broken:
             try:
                 self.inner.write(text)
-            except BrokenPipeError:
+            except OSError:  # EPIPE; EIO once the terminal is gone (SIGHUP)
                 self.broken = True
         return len(text)
 
@@ -227,7 +228,7 @@ class _Stream:
         if not self.broken:
             try:
                 self.inner.flush()
-            except BrokenPipeError:
+            except OSError:
                 self.broken = True
 
     def isatty(self) -> bool:
@@ -295,13 +296,13 @@ def _probe_options(ctx: Context) -> Any:
     options = Options(
         workload=args.workload,
         python=args.python,
-        report_dir=args.report_dir or ctx.system.environ.get("WARPWIZARD_REPORT_DIR") or "warpwizard-report",
+        report_dir=args.report_dir,
         allow_commands=args.allow_commands,
         allow_sanitizer=args.allow_sanitizer,
         compare_reports=list(args.compare),
         compare_pythons=list(args.compare_python),
     )
-    options.settings(spell=_option)
+    options.settings(ctx.system, spell=_option)
     return options
 
 
@@ -328,7 +329,7 @@ def cmd_run(ctx: Context, playbook_name: str | None = None) -> ExitStatus:
 
 def cmd_probe(ctx: Context) -> ExitStatus:
     from wizard.cluster import device_for_rank, launcher_rank, output_name
-    from wizard.runs import probe_params, run_probe
+    from wizard.runs import probe_params, run_inputs, run_probe
 
     args = ctx.args
     if args.timeout <= 0:
@@ -341,7 +342,7 @@ def cmd_probe(ctx: Context) -> ExitStatus:
         device = device_for_rank(system.environ, rank.local_rank)
         system = dataclasses.replace(system, environ={**system.environ, "CUDA_VISIBLE_DEVICES": device})
     target = output_name(args.output, rank) if args.output else None
-    inputs = [str(v) for value in params.values() for v in (value if isinstance(value, list) else [value])]
+    inputs = run_inputs(options, params.values())
     if target is not None:
         from wizard.outputs import check_output
 
@@ -356,12 +357,14 @@ def _show_probe(ctx: Context, transcript: Any, target: str | None, inputs: list[
     from wizard.serialize import dumps
 
     document = dumps(transcript.to_dict()) + "\n"
+    if ctx.args.json:  # first: a report the file cannot hold (taken meanwhile, disk full) is not lost
+        ctx.write(document)
+        ctx.stdout.flush()
     if target is not None:
         from wizard.outputs import write_text
 
         write_text(target, document, inputs=inputs, force=ctx.args.force, what="probe report")
     if ctx.args.json:
-        ctx.write(document)
         return
     from wizard.ui.render import probe_result_lines
 
@@ -607,8 +610,6 @@ COMMANDS: dict[str, Callable[[Context], ExitStatus]] = {
 
 # Domain error -> exit status; the first matching class wins (subclasses first).
 ERROR_STATUS: tuple[tuple[type[BaseException], ExitStatus], ...] = (
-    (Terminated, ExitStatus.TERMINATED),
-    (TerminateSignal, ExitStatus.TERMINATED),
     (Interrupted, ExitStatus.INTERRUPTED),
     (KeyboardInterrupt, ExitStatus.INTERRUPTED),
     (PlaybookError, ExitStatus.INVALID_PLAYBOOK),
@@ -623,11 +624,17 @@ ERROR_STATUS: tuple[tuple[type[BaseException], ExitStatus], ...] = (
 )
 
 
+def _status_of(exc: BaseException) -> ExitStatus:
+    if isinstance(exc, (Terminated, TerminateSignal)):
+        return for_signal(exc.signum)
+    return next(status for kind, status in ERROR_STATUS if isinstance(exc, kind))
+
+
 def _error_lines(exc: BaseException) -> list[str]:
     if isinstance(exc, PlaybookError):
         return exc.problems  # every problem, one line each
     if isinstance(exc, TerminateSignal):
-        return ["warpwizard: error: terminated (SIGTERM)"]
+        return [f"warpwizard: error: {Terminated(None, '', exc.signum).word}"]
     if isinstance(exc, KeyboardInterrupt):
         return ["warpwizard: error: interrupted"]
     message = str(exc)
@@ -661,7 +668,7 @@ def main(argv: list[str] | None = None, system: System | None = None) -> int:
     except (WizardError, KeyboardInterrupt) as exc:
         for line in _error_lines(exc):
             stderr.write(visible(line) + "\n")
-        return int(next(status for kind, status in ERROR_STATUS if isinstance(exc, kind)))
+        return int(_status_of(exc))
     except Exception as exc:
         if debug:
             raise
@@ -670,14 +677,30 @@ def main(argv: list[str] | None = None, system: System | None = None) -> int:
         return int(ExitStatus.INTERNAL)
 
 
-def _on_sigterm(signum: int, frame: Any) -> None:
-    raise TerminateSignal()
+STOP_SIGNALS = ("SIGTERM", "SIGHUP", "SIGQUIT")
+
+
+def _on_stop_signal(signum: int, frame: Any) -> None:
+    """The first stop signal unwinds the run like Ctrl-C; later ones are ignored, so the clean-up it
+    starts (stop the workload's process group, remove temporary files, save the answers) finishes."""
+    for name in STOP_SIGNALS:
+        with contextlib.suppress(ValueError, OSError, AttributeError):
+            signal.signal(getattr(signal, name), signal.SIG_IGN)
+    raise TerminateSignal(signum)
+
+
+def install_signal_handlers() -> None:
+    """SIGTERM, SIGHUP and SIGQUIT stop like Ctrl-C (workload killed, answers saved, exit 128+N)."""
+    for name in STOP_SIGNALS:
+        number = getattr(signal, name, None)
+        if number is not None:
+            with contextlib.suppress(ValueError, OSError):  # not the main thread
+                signal.signal(number, _on_stop_signal)
 
 
 def entry() -> None:
-    """The console script: SIGTERM stops like Ctrl-C (workload killed, answers saved)."""
-    with contextlib.suppress(ValueError, OSError):  # not the main thread, or no such signal here
-        signal.signal(signal.SIGTERM, _on_sigterm)
+    """The console script."""
+    install_signal_handlers()
     code = main()
     try:
         sys.stdout.flush()

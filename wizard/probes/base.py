@@ -116,5 +116,8 @@ def info(probe: Probe) -> ProbeInfo:
 
 
 def ensure_dir(path: Path) -> Path:
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    """A directory of the workspace, created private or refused (wizard/workspace.py): probes run
+    what they write there."""
+    from wizard.workspace import private_dir
+
+    return private_dir(path)
