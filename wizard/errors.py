@@ -95,12 +95,26 @@ class Interrupted(WizardError):
         return (type(self), (self.saved_to, self.note))
 
 
-class Terminated(Interrupted):
-    """SIGTERM (a scheduler's time limit, ``kill``): handled like Ctrl-C, with its own exit code."""
+SIGNAL_NAMES = {1: "SIGHUP", 3: "SIGQUIT", 15: "SIGTERM"}
 
-    word = "terminated (SIGTERM)"
+
+class Terminated(Interrupted):
+    """SIGTERM (a scheduler's time limit, ``kill``), SIGHUP (a closed terminal, a dropped ssh session)
+    or SIGQUIT: handled like Ctrl-C, with an exit code of its own (128 + the signal's number)."""
+
+    def __init__(self, saved_to: str | None, note: str = "", signum: int = 15) -> None:
+        self.signum = signum
+        self.word = f"terminated ({SIGNAL_NAMES.get(signum, f'signal {signum}')})"
+        super().__init__(saved_to, note)
+
+    def __reduce__(self) -> tuple[type, tuple[str | None, str, int]]:  # type: ignore[override]
+        return (type(self), (self.saved_to, self.note, self.signum))
 
 
 class TerminateSignal(KeyboardInterrupt):
-    """Raised by the SIGTERM handler, so the paths that stop the workload and save the answers on
-    Ctrl-C run for SIGTERM too."""
+    """Raised by the handler of SIGTERM, SIGHUP and SIGQUIT, so the paths that stop the workload,
+    remove temporary files and save the answers on Ctrl-C run for them too."""
+
+    def __init__(self, signum: int = 15) -> None:
+        self.signum = signum
+        super().__init__(signum)

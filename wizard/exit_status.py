@@ -16,7 +16,9 @@ class ExitStatus(enum.IntEnum):
     INPUT_ERROR = 6
     OUTPUT_ERROR = 7
     INTERNAL = 70  # EX_SOFTWARE
+    HANGUP = 129  # 128 + SIGHUP
     INTERRUPTED = 130  # 128 + SIGINT
+    QUIT = 131  # 128 + SIGQUIT
     TERMINATED = 143  # 128 + SIGTERM
 
 
@@ -32,9 +34,17 @@ MEANING: dict[ExitStatus, str] = {
     ExitStatus.OUTPUT_ERROR: "an output cannot be written: no such directory, not writable, already there "
     "(`--force` replaces it) or an input of the run",
     ExitStatus.INTERNAL: "internal error (`--debug` shows the traceback)",
+    ExitStatus.HANGUP: "hung up (SIGHUP: the terminal closed, the ssh session dropped); the workload was stopped "
+    "and the answers saved",
     ExitStatus.INTERRUPTED: "interrupted (Ctrl-C); the answers given so far were saved",
+    ExitStatus.QUIT: "quit (SIGQUIT); the workload was stopped and the answers saved",
     ExitStatus.TERMINATED: "terminated (SIGTERM); the workload was stopped and the answers saved",
 }
+
+
+def for_signal(signum: int) -> ExitStatus:
+    """The status of a run stopped by signal ``signum`` (128 + its number, the shell's convention)."""
+    return ExitStatus(128 + signum) if 128 + signum in ExitStatus._value2member_map_ else ExitStatus.TERMINATED
 
 
 def epilog() -> str:

@@ -1,8 +1,10 @@
 """Running other programs: always with a timeout, always killed with their children.
 
-Each command starts in its own process group (session), so a timeout or Ctrl-C kills
-the whole tree, not just the direct child; output is captured with a size bound (head
-and tail kept) so a chatty workload cannot fill memory.
+Each command starts in its own process group (session), so a timeout, Ctrl-C, SIGTERM or SIGHUP
+kills the whole tree, not just the direct child; on Linux the child also gets a parent-death
+signal, so it dies with warpwizard even when warpwizard itself is killed outright (SIGKILL, the
+OOM killer). Output is captured with a size bound (head and tail kept) so a chatty workload
+cannot fill memory.
 """
 
 from __future__ import annotations
@@ -10,10 +12,11 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -82,6 +85,32 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
         pass
 
 
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> Callable[[], None] | None:
+    """A ``preexec_fn`` that makes the child get SIGKILL when this process dies (Linux's
+    ``prctl(PR_SET_PDEATHSIG)``), or None where there is no such thing. libc is loaded here, before
+    the fork; the child only makes the call, and exits at once if its parent is already gone."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        prctl = libc.prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def arm() -> None:
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:  # died between the fork and the call
+            os._exit(137)
+
+    return arm
+
+
 class SubprocessRunner:
     """The real runner. Tests use it for real, with tiny programs and short timeouts."""
 
@@ -104,6 +133,7 @@ class SubprocessRunner:
                 env=dict(env) if env is not None else None,
                 cwd=cwd,
                 start_new_session=True,
+                preexec_fn=die_with_parent(),  # noqa: PLW1509 (async-signal-safe: one prctl call)
             )
         except OSError as exc:
             return CommandResult(list(argv), 127, f"cannot start {argv[0]!r}: {exc.strerror}", 0.0, False)
