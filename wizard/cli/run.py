@@ -21,7 +21,7 @@ from wizard.errors import AnswersError, Interrupted, OutputFileError, Terminated
 from wizard.exit_status import ExitStatus
 from wizard.outputs import check_output, free_path, write_text
 from wizard.playbook.model import Playbook
-from wizard.runs import Options, load_playbook, prepare_run
+from wizard.runs import Options, load_playbook, prepare_run, run_inputs
 from wizard.serialize import dumps
 from wizard.system import System
 from wizard.untrusted import rich_text
@@ -55,15 +55,18 @@ def _given_answers(opts: RunOptions, stdin: Any) -> tuple[dict[str, Any], dict[s
     return values, origins
 
 
-def _inputs(opts: RunOptions, pb: Playbook) -> list[str]:
-    return [p for p in (opts.answers_file, pb.path) if p and p != "-"]
+def _inputs(opts: RunOptions, pb: Playbook, answers: dict[str, Any]) -> list[str]:
+    """What the run reads: answers file, playbook, and what the options and answers name (traces,
+    reports, scripts): never replaced by --report or --record, even with --force."""
+    files = [p for p in (opts.answers_file, pb.path) if p and p != "-"]
+    return files + run_inputs(opts.options, answers.values())
 
 
-def _preflight(opts: RunOptions, pb: Playbook) -> None:
+def _preflight(opts: RunOptions, pb: Playbook, values: dict[str, Any]) -> None:
     """Refuse now, before any probe runs, an output that could not be written at the end."""
     for path, what in ((opts.record, "answers record"), (opts.report, "Markdown report")):
         if path:
-            check_output(path, inputs=_inputs(opts, pb), force=opts.force, what=what)
+            check_output(path, inputs=_inputs(opts, pb, values), force=opts.force, what=what)
     if opts.record and opts.report and Path(opts.record).resolve() == Path(opts.report).resolve():
         raise UsageError(f"--record and --report name the same file ({opts.report})")
 
@@ -75,10 +78,24 @@ def _save_interrupted(opts: RunOptions, pb: Playbook, answers: dict[str, Any]) -
     wanted = Path(opts.record or f"warpwizard-answers-{pb.id}.yaml")
     target = free_path(wanted)  # an earlier run's file, or the user's own: write beside it
     try:
-        write_text(target, dump_answers(answers, pb.id), inputs=_inputs(opts, pb), what="answers")
+        write_text(target, dump_answers(answers, pb.id), inputs=_inputs(opts, pb, answers), what="answers")
     except OutputFileError as exc:
         return None, f"; the answers could not be saved ({exc})"
     return str(target), ""
+
+
+def _write_outputs(opts: RunOptions, pb: Playbook, answers: dict[str, Any], transcript: Any) -> None:
+    """--record and --report, never over what the run read (answers typed at the prompt included)."""
+    inputs = _inputs(opts, pb, answers)
+    if opts.record:
+        text = dump_answers(transcript.answers, pb.id)
+        write_text(opts.record, text, inputs=inputs, force=opts.force, what="answers record")
+    if opts.report:
+        from wizard.report.markdown import transcript_markdown
+
+        write_text(
+            opts.report, transcript_markdown(transcript), inputs=inputs, force=opts.force, what="Markdown report"
+        )
 
 
 def run_playbook(opts: RunOptions, system: System, ui: Any, out: Any, stdout: Any) -> ExitStatus:
@@ -89,7 +106,7 @@ def run_playbook(opts: RunOptions, system: System, ui: Any, out: Any, stdout: An
     problems = check_answers(pb, values)
     if problems:
         raise AnswersError(problems)
-    _preflight(opts, pb)
+    _preflight(opts, pb, values)
     scripted = bool(opts.answers_file) or opts.defaults or opts.json_out
     if scripted:
         source: Any = MappingAnswers(values, use_defaults=opts.defaults, origins=origins)
@@ -105,31 +122,16 @@ def run_playbook(opts: RunOptions, system: System, ui: Any, out: Any, stdout: An
         transcript = engine.run()
     except KeyboardInterrupt as exc:
         saved, note = _save_interrupted(opts, pb, engine.state.answers)
-        raise (Terminated if isinstance(exc, TerminateSignal) else Interrupted)(saved, note) from None
+        if isinstance(exc, TerminateSignal):
+            raise Terminated(saved, note, exc.signum) from None
+        raise Interrupted(saved, note) from None
     except MissingAnswer as exc:
         answered = set(engine.state.answers) | set(values)
         hint = "give them in the answers file, with --set ID=VALUE, or use --defaults"
         raise AnswersError([missing_answer_message(pb, exc.question, answered, hint)]) from None
     finally:
         observer.close()
-    if opts.record:
-        write_text(
-            opts.record,
-            dump_answers(transcript.answers, pb.id),
-            inputs=_inputs(opts, pb),
-            force=opts.force,
-            what="answers record",
-        )
-    if opts.report:
-        from wizard.report.markdown import transcript_markdown
-
-        write_text(
-            opts.report,
-            transcript_markdown(transcript),
-            inputs=_inputs(opts, pb),
-            force=opts.force,
-            what="Markdown report",
-        )
+    _write_outputs(opts, pb, transcript.answers, transcript)
     if opts.json_out:
         stdout.write(dumps(transcript.to_dict()) + "\n")
     elif transcript.conclusion is not None:
