@@ -29,7 +29,7 @@ def inspect_traces(
     sms: int | None = None,
     jobs: int | None = None,
     launches: Keep = "all",
-    max_launches: int = DEFAULT_MAX_LAUNCHES,
+    max_launches: int | None = DEFAULT_MAX_LAUNCHES,
 ) -> Inspection:
     """Check every kernel launch of one or more traces (``.json``/``.json.gz`` files, or per-rank
     directories) and explain each impossible value.
@@ -37,18 +37,33 @@ def inspect_traces(
     ``sms``: the SM count for traces without device properties (PyTorch 1.8). ``jobs``: processes
     to use (default: the cores; 1: all in this process). ``launches``: which per-launch records the
     report keeps: ``"all"`` checked launches (for a DataFrame), ``"wrong"`` ones, or ``"none"``.
-    ``max_launches``: wrong launches listed per finding group in ``to_dict()``.
+    ``max_launches``: wrong launches listed per finding group in ``to_dict()`` (None: the default).
     Raises InputFileError / TraceReadError for a file that cannot be read, UsageError for bad numbers.
     """
     if launches not in KEEP_CHOICES:
         raise UsageError(f"launches must be one of {', '.join(KEEP_CHOICES)}, not {launches!r}")
     check_limits(jobs, sms, max_launches)
-    names = [os.fspath(paths)] if isinstance(paths, (str, os.PathLike)) else [os.fspath(p) for p in paths]
-    return inspect_paths(names, jobs, sms, max_launches, launches)
+    limit = DEFAULT_MAX_LAUNCHES if max_launches is None else max_launches
+    return inspect_paths(path_names(paths), jobs, sms, limit, launches)
+
+
+def path_names(paths: PathLike | Iterable[PathLike]) -> list[str]:
+    """One path or several, as text; bytes and other types are a UsageError, not a TypeError."""
+    items = [paths] if isinstance(paths, (str, os.PathLike)) else paths
+    if isinstance(items, (bytes, bytearray)) or not isinstance(items, Iterable):
+        raise UsageError(f"paths must be a path or a list of paths (str or os.PathLike), not {type(paths).__name__}")
+    names = []
+    for item in items:
+        name = os.fspath(item) if isinstance(item, (str, os.PathLike)) else None
+        if not isinstance(name, str):
+            raise UsageError(f"a path must be a str or os.PathLike of str, not {type(item).__name__} {item!r:.60}")
+        names.append(name)
+    return names
 
 
 def fix_trace(source: PathLike, output: PathLike, *, force: bool = False) -> FixSummary:
     """Write a copy of ``source`` whose wrong kernel metrics hold their true values (originals kept
     under ``args["warpwizard original"]``); gzip when ``output`` ends in ``.gz``. Never writes over the
     input, nor over an existing file unless ``force``. Raises InputFileError, OutputFileError."""
-    return _fix_trace(os.fspath(source), os.fspath(output), force=force)
+    (source_name,), (output_name,) = path_names(source), path_names(output)
+    return _fix_trace(source_name, output_name, force=force)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -20,7 +19,7 @@ from typing import Any, Literal
 from wizard.errors import InputFileError, UsageError
 from wizard.trace.analysis import SM_COUNT_HINT, Finding, KernelCheck, Mechanism, MemoChecker, is_wrong
 from wizard.trace.devices import KNOWN_GPUS, DeviceInfo, device_table, infer_sm_count
-from wizard.trace.reader import ReaderConfig, TraceContents, iter_trace_files, read_trace
+from wizard.trace.reader import ReaderConfig, TraceContents, iter_trace_files, read_trace, usable_cores
 from wizard.trace.records import KernelRecord, OpInfo, RuntimeCall
 from wizard.trace.report import FindingGroup, Inspection, KernelLaunch, Launch, OpLink, TraceReport, launched_by
 
@@ -419,6 +418,9 @@ def check_limits(
 ) -> None:
     """The numbers an inspection takes, checked once for the CLI and the library (``spell`` names
     each as its caller knows it: ``--max-launches`` on the command line, ``max_launches`` in Python)."""
+    for name, value in (("sms", sms), ("jobs", jobs), ("max_launches", max_launches)):
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+            raise UsageError(f"{spell(name)} must be a whole number, not {type(value).__name__} {value!r:.40}")
     if sms is not None and sms <= 0:
         raise UsageError(f"{spell('sms')} must be a positive number of SMs, not {sms}")
     if jobs is not None and jobs <= 0:
@@ -445,7 +447,7 @@ def inspect_paths(
     if len(files) == 1:
         config = ReaderConfig(workers=None if jobs is None else (0 if jobs <= 1 else jobs))
         return Inspection([inspect_trace(files[0], sms, config, max_launches, keep)])
-    workers = min(len(files), jobs or os.cpu_count() or 1)
+    workers = min(len(files), jobs or usable_cores(), usable_cores())
     if workers <= 1:
         config = ReaderConfig(workers=0)
         return Inspection([inspect_trace(f, sms, config, max_launches=max_launches, keep=keep) for f in files])
