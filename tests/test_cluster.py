@@ -59,7 +59,11 @@ def test_ranks_from_each_launcher() -> None:
     assert launcher_rank({"RANK": "3", "LOCAL_RANK": "1"}, hostname="n1") == Rank(3, 1, "n1")
     assert launcher_rank({"SLURM_PROCID": "9", "SLURM_LOCALID": "2"}, hostname="n/2") == Rank(9, 2, "n_2")
     assert launcher_rank({"OMPI_COMM_WORLD_RANK": "5", "OMPI_COMM_WORLD_LOCAL_RANK": "0"}, "h") == Rank(5, 0, "h")
-    assert launcher_rank({"RANK": "x; rm -rf /"}, hostname="h") == Rank(0, 0, "h")  # not a number: ignored
+    for bad in ("x; rm -rf /", "²", "①", "٣", "1" * 12):  # only ASCII digits: '٣' is no silent 3, '²' no exit 70
+        with pytest.raises(UsageError, match=r"^RANK=.*: expected a rank, a number of ASCII digits"):
+            launcher_rank({"RANK": bad}, hostname="h")
+    assert launcher_rank({}, hostname="..") == Rank(0, 0, "host")  # {host} never leaves the directory
+    assert launcher_rank({}, hostname="../../etc") == Rank(0, 0, "_.._etc")
     assert launcher_place({}) == {} and launcher_place({"SLURM_PROCID": "4"}) == {"rank": 4, "local_rank": 0}
     assert output_name("r/{host}-{rank}-{local_rank}-{other}.json", Rank(3, 1, "n1")) == "r/n1-3-1-{other}.json"
 

@@ -13,11 +13,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from wizard.errors import UsageError
+from wizard.untrusted import visible
+from wizard.workspace import safe_name
 
 # The first variable set wins; each launcher sets its own.
 RANK_VARIABLES = ("RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK")
 LOCAL_RANK_VARIABLES = ("LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID")
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_NUMBER = re.compile(r"[0-9]{1,9}")  # ASCII digits only: str.isdigit() takes '²' and '٣'
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,14 +32,16 @@ class Rank:
 def _first_number(environ: Mapping[str, str], names: tuple[str, ...]) -> int:
     for name in names:
         value = environ.get(name, "").strip()
-        if value.isdigit() and len(value) < 10:
+        if _NUMBER.fullmatch(value):
             return int(value)
+        if value:
+            raise UsageError(f"{name}={visible(value)[:40]!r}: expected a rank, a number of ASCII digits (0-9)")
     return 0
 
 
 def launcher_rank(environ: Mapping[str, str], hostname: str | None = None) -> Rank:
     """This process's rank and local rank (0 outside a launcher) and host name."""
-    host = _UNSAFE.sub("_", hostname if hostname is not None else platform.node()) or "host"
+    host = safe_name(hostname if hostname is not None else platform.node())
     return Rank(_first_number(environ, RANK_VARIABLES), _first_number(environ, LOCAL_RANK_VARIABLES), host)
 
 
@@ -67,7 +71,8 @@ def device_for_rank(environ: Mapping[str, str], local_rank: int) -> str:
 
 def output_name(template: str, rank: Rank) -> str:
     """``template`` with ``{host}``, ``{rank}`` and ``{local_rank}`` filled in (nothing else is read
-    from it), so every process of a job writes its own report."""
+    from it), so every process of a job writes its own report. The host is one safe path component
+    (no separator, no leading dot), so ``{host}`` never leaves the directory the template names."""
     return (
         template.replace("{host}", rank.host)
         .replace("{rank}", str(rank.rank))

@@ -33,13 +33,35 @@ class MachineReport:
         return f"{self.host} ({', '.join(sorted(set(self.gpus))) or 'unknown GPU'})"
 
 
-def _texts(value: Any) -> list[str]:
-    """A list of names from another machine's report: strings only, whatever else is there."""
-    return [str(v) for v in value if isinstance(v, (str, int, float))] if isinstance(value, list) else []
+# Another machine's report is untrusted: what is kept of it is bounded, so a hostile one (a 1 MB
+# host name, 100,000 mechanism names) costs no more to compare and print than an honest one.
+MAX_TEXT = 160  # characters of one name (host, GPU, torch, driver)
+MAX_ITEMS = 64  # names of one list (GPUs, mechanisms)
+MAX_MECHANISM = 8  # characters of a mechanism id ("A'", "?")
+
+
+def _cut(text: str, limit: int = MAX_TEXT) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _texts(value: Any, limit: int = MAX_TEXT) -> list[str]:
+    """A list of names from another machine's report: strings only, whatever else is there; bounded."""
+    if not isinstance(value, list):
+        return []
+    names = (_text(v) for v in value[: MAX_ITEMS * 4])
+    return [_cut(n, limit) for n in names if n is not None][:MAX_ITEMS]
 
 
 def _text(value: Any) -> str | None:
-    return str(value) if isinstance(value, (str, int, float)) and not isinstance(value, bool) else None
+    if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        return _cut(value if isinstance(value, str) else repr(value)[:MAX_TEXT])
+    return None
+
+
+def _mechanisms(names: Any) -> set[str]:
+    """Mechanism ids as a set: short names only, at most MAX_ITEMS."""
+    found = {n for n in names if isinstance(n, str) and 0 < len(n) <= MAX_MECHANISM} if names else set()
+    return set(sorted(found)[:MAX_ITEMS])
 
 
 def _from_transcript(data: dict[str, Any], source: str) -> MachineReport:
@@ -57,7 +79,7 @@ def _from_transcript(data: dict[str, Any], source: str) -> MachineReport:
         shown = facts.get("impossible", facts.get("reproduced"))
         ran_kernels = facts.get("cuda_available") is not False  # a CPU-only re-run shows nothing either way
         if "mechanisms" in facts and isinstance(shown, bool) and ran_kernels:
-            mechanisms |= set(_texts(facts.get("mechanisms")))
+            mechanisms |= _mechanisms(facts.get("mechanisms") if isinstance(facts.get("mechanisms"), list) else ())
             impossible = bool(impossible) or shown
             gpus = gpus or _texts(facts.get("gpus"))
         if "torch_version" in facts:
@@ -68,26 +90,26 @@ def _from_transcript(data: dict[str, Any], source: str) -> MachineReport:
     rank = host.get("rank")
     if isinstance(rank, int) and not isinstance(rank, bool):  # one report per process of a launcher's job
         hostname = f"{hostname} rank {rank}"
-    return MachineReport(source, hostname, gpus, torch, driver, sorted(mechanisms - {"F"}), impossible)
+    return MachineReport(source, hostname, gpus, torch, driver, sorted(_mechanisms(mechanisms - {"F"})), impossible)
 
 
 def _from_trace_report(data: dict[str, Any], source: str) -> MachineReport:
     reports: list[Any] = data["reports"] if isinstance(data.get("reports"), list) else []
     gpus = sorted(
         {
-            str(d["name"])
-            for r in reports
+            _cut(d["name"])
+            for r in reports[:MAX_ITEMS]
             if isinstance(r, dict) and isinstance(r.get("devices"), list)
-            for d in r["devices"]
+            for d in r["devices"][:MAX_ITEMS]
             if isinstance(d, dict) and isinstance(d.get("name"), str) and d["name"]
         }
-    )
+    )[:MAX_ITEMS]
     found = data.get("mechanisms")
-    mechanisms = sorted({str(m) for m in found if m != "F"}) if isinstance(found, dict) else []
+    mechanisms = sorted(_mechanisms(m for m in found if m != "F")) if isinstance(found, dict) else []
     host = data.get("host")
     hostname = _text(host.get("hostname")) if isinstance(host, dict) else None
     return MachineReport(
-        source, hostname or Path(source).stem, gpus, None, None, mechanisms, data.get("impossible") is True
+        source, hostname or _cut(Path(source).stem), gpus, None, None, mechanisms, data.get("impossible") is True
     )
 
 
@@ -171,7 +193,8 @@ class Comparison:
             return "no machine shows impossible values"
         parts = []
         for mechanism, keys in self.by_mechanism.items():
-            others = [m.key for m in self.known if m.key not in keys]
+            showing = set(keys)
+            others = [m.key for m in self.known if m.key not in showing]
             if not others:
                 parts.append(f"{mechanism} on every machine")
             elif self._specific(mechanism):

@@ -6,6 +6,8 @@ version listed as readable.
 
 from __future__ import annotations
 
+import re
+
 TRANSCRIPT = "warpwizard.transcript/1"
 TRACE_REPORT = "warpwizard.trace-report/2"
 
@@ -20,7 +22,9 @@ def kind(schema: object) -> str | None:
     if not isinstance(schema, str) or "/" not in schema:
         return None
     name, _, version = schema.partition("/")
-    return name if version.isdigit() and int(version) in READABLE.get(name, ()) else None
+    if not re.fullmatch(r"[0-9]{1,6}", version):  # ASCII digits only: int() refuses '¹', and 5,000 digits
+        return None
+    return name if int(version) in READABLE.get(name, ()) else None
 
 
 def readable_text() -> str:
