@@ -26,7 +26,7 @@ from wizard.trace.collector import Truncation
 from wizard.trace.devices import device_table
 from wizard.trace.events import BARE_MARK
 from wizard.trace.kineto_math import prints_truth
-from wizard.trace.reader import KERNEL_CATEGORIES, EventSink, parse_into, read_trace
+from wizard.trace.reader import KERNEL_CATEGORIES, EventSink, nesting_budget, parse_into, read_trace
 from wizard.trace.records import KernelRecord
 
 ORIGINAL_ARG = "warpwizard original"
@@ -157,7 +157,11 @@ def fix_trace(source: str | Path, output: str | Path, *, force: bool = False) ->
     The output is checked before the input is read (never the input itself, even through a
     hard link; never a file that exists, unless ``force``) and appears only when complete.
     """
-    src, out = Path(source), Path(output)
+    with nesting_budget():  # the reader and the fixer's own json.loads take the same nesting
+        return _fix_trace(Path(source), Path(output), force=force)
+
+
+def _fix_trace(src: Path, out: Path, *, force: bool) -> FixSummary:
     check_output(out, inputs=[src], force=force, what="corrected trace")
     contents = read_trace(src)
     checker = MemoChecker(device_table(contents.device_properties, contents.kernels), contents.is_rocm)

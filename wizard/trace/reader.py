@@ -12,8 +12,10 @@ Jobs: ``source`` inflates, ``buffer`` holds the window, ``scan`` finds cuts, ``e
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
+import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -27,6 +29,7 @@ from wizard.trace.exact import ExactDecoder
 from wizard.trace.parallel import NeedsExactPath, ParallelDecoder
 from wizard.trace.scan import after_separator, find_cut
 from wizard.trace.source import TraceSource
+from wizard.untrusted import cut, visible
 
 __all__ = [
     "KERNEL_CATEGORIES",
@@ -209,6 +212,30 @@ def _new_clock() -> dict[str, float]:
     return {"read_decompress_s": 0.0, "scan_s": 0.0, "decode_s": 0.0, "collect_s": 0.0, "exact_path_s": 0.0}
 
 
+NESTING_LEVELS = 2000  # how deep a trace may nest, for every caller (real traces nest under 10)
+
+
+@contextlib.contextmanager
+def nesting_budget(levels: int = NESTING_LEVELS) -> Iterator[None]:
+    """JSON nesting is bounded by Python's recursion limit, counted from wherever the reader runs:
+    deep in a training loop (the profiler hook) a trace failed that the CLI read, and the fixer
+    (a few frames deeper) refused what the reader had taken. ``levels`` are made free from here, so
+    every caller reads the same traces; the limit is only ever raised (other threads rely on it),
+    and put back after."""
+    depth, frame = 0, sys._getframe()
+    while frame is not None:
+        depth, frame = depth + 1, frame.f_back  # type: ignore[assignment]
+    before = sys.getrecursionlimit()
+    wanted = depth + levels + 100
+    if wanted > before:
+        sys.setrecursionlimit(wanted)
+    try:
+        yield
+    finally:
+        if wanted > before and sys.getrecursionlimit() == wanted:
+            sys.setrecursionlimit(before)
+
+
 def parse_into(path: str | Path, sink: EventSink, config: ReaderConfig | None = None) -> TraceContents:
     """Stream a trace into any sink, in one process (the fixer uses this with a raw sink)."""
     return _walk(Path(path), lambda contents: sink, config or ReaderConfig(), _new_clock())
@@ -230,7 +257,8 @@ def _walk(
     try:
         decoder = parallel(contents, sink)
         buffer = Buffer(source, contents, config.block_size, config.max_whitespace, clock)
-        TraceWalker(buffer, contents, sink, config, decoder).run()
+        with nesting_budget():
+            TraceWalker(buffer, contents, sink, config, decoder).run()
         if decoder is not None:
             decoder.drain()
     except RecursionError:
@@ -248,13 +276,23 @@ def _walk(
     return contents
 
 
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity, as a cluster's scheduler narrows it): the
+    bound of every worker pool, whatever a command line, a caller or a shared playbook asks."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
 def _parallel_workers(path: Path, config: ReaderConfig) -> int:
-    """Worker processes for one big file: the cores, unless nested, tiny, a pipe, or told otherwise."""
+    """Worker processes for one big file: the cores, unless nested, tiny, a pipe, or told otherwise
+    (never more than the cores: a playbook's ``jobs: 100000`` is no fork bomb)."""
     import multiprocessing
 
+    cores = usable_cores()
     if config.workers is not None:
-        return config.workers
-    cores = os.cpu_count() or 1
+        return min(config.workers, cores)
     if cores < 2 or multiprocessing.parent_process() is not None:
         return 0
     try:
@@ -302,7 +340,7 @@ def read_trace(
     so both paths give the same result.
     """
     config = config or ReaderConfig()
-    p = Path(path)
+    p = path if isinstance(path, Path) else input_path(path)
     workers = _parallel_workers(p, config)
     if workers:
         try:
@@ -312,11 +350,35 @@ def read_trace(
     return _read(p, 0, config)
 
 
+MAX_PATH_BYTES = 4096  # PATH_MAX on Linux: no longer name can be opened
+
+
+def shown_path(name: str) -> str:
+    """A path from outside, for a message: controls escaped, at most 160 characters."""
+    return cut(visible(name), 160)
+
+
+def input_path(name: str) -> Path:
+    """``name`` as a path to read, or an InputFileError saying why it cannot be one (a NUL, a
+    length no file system takes): one line naming the path, not an internal error."""
+    if not isinstance(name, str):
+        raise InputFileError(f"{shown_path(repr(name))}: not a path (a {type(name).__name__}, expected text)")
+    if "\0" in name:
+        raise InputFileError(f"{shown_path(name)}: not a path: it holds a NUL character")
+    if len(name.encode("utf-8", "surrogateescape")) > MAX_PATH_BYTES:
+        raise InputFileError(f"{shown_path(name)}: not a path: longer than {MAX_PATH_BYTES} bytes")
+    return Path(name)
+
+
 def iter_trace_files(paths: list[str]) -> Iterator[Path]:
     """Expand directories (as tensorboard_trace_handler writes them) into their trace files."""
     for name in paths:
-        p = Path(name)
-        if p.is_dir():
+        p = input_path(name)
+        try:
+            is_dir = p.is_dir()
+        except OSError as exc:
+            raise InputFileError(f"{shown_path(name)}: cannot read ({exc.strerror or exc})") from None
+        if is_dir:
             try:
                 found = sorted(
                     f for f in p.iterdir() if f.is_file() and (f.name.endswith(".json") or f.name.endswith(".json.gz"))

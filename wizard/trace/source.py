@@ -32,6 +32,8 @@ def open_input(path: Path) -> tuple[IO[bytes], bool]:
         raise InputFileError(f"{path}: is a directory") from None
     except OSError as exc:
         raise InputFileError(f"{path}: cannot open ({exc.strerror or type(exc).__name__})") from None
+    except ValueError:  # a NUL in the name
+        raise InputFileError(f"{path!r}: not a path: it holds a NUL character") from None
     try:
         mode = os.fstat(fd).st_mode
         if stat.S_ISDIR(mode):
