@@ -13,14 +13,23 @@ if TYPE_CHECKING:
     from rich.text import Text
 
 # C0 and C1 controls (tab and newline are handled by the callers that allow them), DEL, lone
-# surrogates (undecodable bytes), and the Unicode controls that reorder or hide text
-# (bidirectional overrides and isolates, line/paragraph separators, zero-width joiners excepted).
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+# surrogates (undecodable bytes), and the characters that reorder, hide or fake text: bidirectional
+# marks, overrides and isolates (U+061C, U+200E/F, U+202A-E, U+2066-9), zero-width and invisible
+# ones (U+00AD, U+034F, U+180E, U+200B-D, U+2060-4, U+206A-F, the BOM U+FEFF), line and paragraph
+# separators, Hangul fillers that render as blanks (U+115F, U+1160, U+3164, U+FFA0), and the tag
+# characters U+E0000-E007F ("ASCII smuggling"). Two kernel names that differ only by one of these
+# must look different.
+_CONTROL = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\xad\u034f\u061c\u115f\u1160\u180e\u200b-\u200f\u2028-\u202e"
+    "\u2060-\u2064\u2066-\u206f\u3164\ufeff\uffa0\ud800-\udfff\U000e0000-\U000e007f]"
+)
 
 
 def _escape(match: re.Match[str]) -> str:
     code = ord(match.group(0))
-    return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+    if code <= 0xFF:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
 def visible(text: object, *, newlines: bool = False) -> str:
@@ -66,3 +75,16 @@ def markdown_code(text: object, *, table: bool = False) -> str:
     fence = "`" * (longest + 1)
     pad = " " if value.startswith("`") or value.endswith("`") or not value.strip() else ""
     return f"{fence}{pad}{value}{pad}{fence}"
+
+
+def cut(text: str, limit: int) -> str:
+    """At most ``limit`` characters, the cut marked with an ellipsis."""
+    return text if len(text) <= limit else text[: max(0, limit - 1)] + "…"
+
+
+def html_text(text: object, limit: int = 400) -> str:
+    """Text for an HTML page or a notebook cell: controls shown as escapes (ESC, C1, bidi overrides
+    and invisible characters cannot act or hide), cut to ``limit`` characters, then HTML-escaped."""
+    from html import escape
+
+    return escape(cut(visible(text), limit), quote=True)

@@ -7,6 +7,7 @@ from typing import Any
 from wizard.engine.transcript import Transcript
 from wizard.formatting import compact
 from wizard.trace.inspect import Inspection, launched_by
+from wizard.trace.report import MAX_GROUPS
 from wizard.untrusted import markdown, markdown_code, markdown_prose
 
 
@@ -76,7 +77,7 @@ def inspection_markdown(inspection: Inspection) -> str:
             out += ["No impossible values.", ""]
         else:
             out += ["| mechanism | kernel | launches | reported | true | op |", "|---|---|---|---|---|---|"]
-            for g in bugs:
+            for g in bugs[:MAX_GROUPS]:
                 rep = "; ".join(f"{k} {compact(v)}" for k, v in g.worst.reported.items())
                 tru = "; ".join(f"{k} {compact(v)}" for k, v in g.worst.true.items())
                 cells = [
@@ -88,6 +89,8 @@ def inspection_markdown(inspection: Inspection) -> str:
                     markdown_prose(launched_by(g.op)),
                 ]
                 out.append("| " + " | ".join(cells) + " |")
+            if len(bugs) > MAX_GROUPS:
+                out.append(f"\n{len(bugs) - MAX_GROUPS} more kernel(s) with wrong values, not listed")
             out.append("")
             out += ["### Evidence", ""] + [
                 f"- **{markdown(g.mechanism)}** {markdown_code(g.kernel[:60])}: {markdown_prose(g.worst.evidence)}"

@@ -146,6 +146,9 @@ class FindingGroup:
         )
 
 
+MAX_GROUPS = 1000  # finding groups listed per trace in JSON and Markdown; the rest are counted
+
+
 @dataclass(slots=True)
 class TraceReport:
     path: str
@@ -188,7 +191,8 @@ class TraceReport:
                 "impossible": self.impossible,
                 "mechanisms": self.mechanisms,
                 "max_true_warps_per_sm": self.max_true_warps_per_sm,
-                "groups": [g.to_dict() for g in self.groups],
+                "groups": [g.to_dict() for g in self.groups[:MAX_GROUPS]],
+                "groups_omitted": max(0, len(self.groups) - MAX_GROUPS),
                 "notes": self.notes,
                 "non_finite": self.non_finite,
                 "timing": self.timing,
@@ -263,23 +267,29 @@ def _plain(value: dict[str, Any]) -> dict[str, Any]:
     return cleaned
 
 
+HTML_ROWS = 200  # finding groups shown in a notebook cell; the rest are counted
+
+
 def _inspection_html(inspection: Inspection) -> str:
-    from html import escape
+    from wizard.untrusted import html_text
 
     head = "".join(f"<th>{h}</th>" for h in ("file", "mech", "kernel", "count", "reported → true", "launched by"))
+    groups = [(report, g) for report in inspection.reports for g in report.groups]
     rows = []
-    for report in inspection.reports:
-        for g in report.groups:
-            values = "<br>".join(
-                f"{escape(metric)}: {compact(value)} → {compact(g.worst.true.get(metric))}"
-                for metric, value in g.worst.reported.items()
-            )
-            cells = (escape(report.path), escape(g.mechanism), escape(g.kernel[:120]), str(g.count))
-            rows.append(
-                "<tr>" + "".join(f"<td>{c}</td>" for c in cells) + f"<td>{values}</td>"
-                f"<td>{escape(launched_by(g.op))}</td></tr>"
-            )
-    found = ", ".join(f"{escape(m)}: {n}" for m, n in sorted(inspection.mechanisms.items())) or "none"
+    for report, g in groups[:HTML_ROWS]:
+        values = "<br>".join(
+            f"{html_text(metric, 80)}: {html_text(compact(value), 40)} → "
+            f"{html_text(compact(g.worst.true.get(metric)), 40)}"
+            for metric, value in list(g.worst.reported.items())[:8]
+        )
+        cells = (html_text(report.path, 200), html_text(g.mechanism, 8), html_text(g.kernel, 300), str(g.count))
+        rows.append(
+            "<tr>" + "".join(f"<td>{c}</td>" for c in cells) + f"<td>{values}</td>"
+            f"<td>{html_text(launched_by(g.op), 300)}</td></tr>"
+        )
+    if len(groups) > HTML_ROWS:
+        rows.append(f"<tr><td colspan=6>… and {len(groups) - HTML_ROWS} more finding group(s)</td></tr>")
+    found = ", ".join(f"{html_text(m, 8)}: {n}" for m, n in sorted(inspection.mechanisms.items())) or "none"
     verdict = "wrong values found" if inspection.impossible else "no wrong values"
     caption = f"<p><b>warpwizard</b>: {len(inspection.reports)} trace(s), {verdict}; mechanisms {found}</p>"
     table = f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>" if rows else ""

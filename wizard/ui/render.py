@@ -43,8 +43,14 @@ def make_console(stream: Any, *, no_color: bool, width: int | None) -> Console:
     )
 
 
+def markdown_view(text: str) -> Markdown:
+    """A playbook's Markdown at the terminal: a link shows its target beside its text (never a
+    terminal hyperlink whose target is hidden: "pip install torch" must not point elsewhere)."""
+    return Markdown(text, hyperlinks=False)
+
+
 def explain_view(text: str) -> Markdown:
-    return Markdown(text)
+    return markdown_view(text)
 
 
 def short(name: str, width: int = 70) -> str:
@@ -69,7 +75,7 @@ class TerminalObserver:
             if self.teach and step and step.explain:
                 self.console.print(
                     Panel(
-                        Markdown(visible(step.explain.strip(), newlines=True)),
+                        markdown_view(visible(step.explain.strip(), newlines=True)),
                         title="why this step",
                         border_style="blue",
                     )
@@ -77,7 +83,7 @@ class TerminalObserver:
         if self.teach and node.explain:
             self.console.print(
                 Panel(
-                    Markdown(visible(node.explain.strip(), newlines=True)),
+                    markdown_view(visible(node.explain.strip(), newlines=True)),
                     title=rich_text(f"{node.kind}: {node.id}"),
                     border_style="dim",
                 )
