@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from wizard.errors import WarpWizardWarning
+from wizard.untrusted import visible
 
 LOG = logging.getLogger("warpwizard")
 LOG.addHandler(logging.NullHandler())  # a library's records go where the application's logging sends them
@@ -59,35 +60,48 @@ class TraceChecker:
         return self.checks[-1] if self.checks else None
 
     def check(self, path: str | os.PathLike[str]) -> TraceCheck:
-        """Inspect one trace and warn; never raises (a failure is itself a warning)."""
-        result = TraceCheck(os.fspath(path))
+        """Inspect one trace, write what was asked, then warn. Never raises, except where the
+        application made WarpWizardWarning an error (``warnings.simplefilter("error")``, as for
+        tests): then the first finding is raised, with its own message, after the corrected copy and
+        the report were written."""
+        result = TraceCheck(_path_text(path))
         self.checks.append(result)
+        lines: list[str] = []
         try:
-            self._check(result)
+            lines = self._check(result)
         except Exception as exc:  # noqa: BLE001 - whatever happens here, the training run goes on
-            _warn(result, f"warpwizard could not check {result.trace}: {type(exc).__name__}: {exc}")
+            lines.append(f"warpwizard could not check {visible(result.trace)}: {type(exc).__name__}: {visible(exc)}")
+        for line in lines:
+            _warn(result, line)
         return result
 
-    def _check(self, result: TraceCheck) -> None:
+    def _check(self, result: TraceCheck) -> list[str]:
+        """The warnings' lines; the corrected copy and the report are written before any is shown."""
         from wizard.api import fix_trace, inspect_traces
 
         inspection = inspect_traces(result.trace, sms=self.sms, jobs=1, launches="none")
         result.inspection = inspection
-        for line in mechanism_warnings(inspection):
-            _warn(result, line)
-        if not result.warnings:
-            LOG.info("warpwizard: %s: %d kernels checked, no wrong values", result.trace, _checked(inspection))
+        lines = mechanism_warnings(inspection)
+        if not lines:
+            _log(logging.INFO, f"warpwizard: {result.trace}: {_checked(inspection)} kernels checked, no wrong values")
         if self.fix and inspection.impossible:
-            target = _beside(result.trace, self.fix, "warpwizard-fixed")
-            fix_trace(result.trace, target)
-            result.fixed = str(target)
+            try:
+                target = _beside(result.trace, self.fix, "warpwizard-fixed")
+                fix_trace(result.trace, target)
+                result.fixed = str(target)
+            except Exception as exc:  # noqa: BLE001 - the findings are still worth their warnings
+                lines.append(f"warpwizard could not write a corrected copy of {visible(result.trace)}: {visible(exc)}")
         if self.report:
             from wizard.outputs import write_text
             from wizard.serialize import dumps
 
-            target = _beside(result.trace, self.report, "warpwizard", report=True)
-            write_text(target, dumps(inspection.to_dict()) + "\n", inputs=[result.trace])
-            result.report = str(target)
+            try:
+                target = _beside(result.trace, self.report, "warpwizard", report=True)
+                write_text(target, dumps(inspection.to_dict()) + "\n", inputs=[result.trace])
+                result.report = str(target)
+            except Exception as exc:  # noqa: BLE001
+                lines.append(f"warpwizard could not write the report for {visible(result.trace)}: {visible(exc)}")
+        return lines
 
 
 def mechanism_warnings(inspection: Any) -> list[str]:
@@ -172,10 +186,29 @@ class _Recorder:
         return getattr(self._prof, name)
 
 
+def _log(level: int, line: str) -> None:
+    """A record on the ``warpwizard`` logger; an application's handler or filter that raises does
+    not reach the training loop."""
+    try:
+        LOG.log(level, "%s", line)
+    except Exception:  # noqa: BLE001 - logging is the application's; the check goes on
+        pass
+
+
 def _warn(result: TraceCheck, line: str) -> None:
     result.warnings.append(line)
-    LOG.warning("%s", line)
+    _log(logging.WARNING, line)
     warnings.warn(WarpWizardWarning(line), stacklevel=4)
+
+
+def _path_text(path: Any) -> str:
+    """A trace path as text; bytes or another type is named in the warning, not a TypeError."""
+    if isinstance(path, (str, os.PathLike)):
+        name = os.fspath(path)
+        if isinstance(name, str):
+            return name
+    raise_type = type(path).__name__
+    return f"<not a path: {raise_type}>"
 
 
 def _differs(reported: float | None, true: float | None) -> bool:
