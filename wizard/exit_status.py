@@ -15,6 +15,7 @@ class ExitStatus(enum.IntEnum):
     PROBE_FAILURE = 5
     INPUT_ERROR = 6
     OUTPUT_ERROR = 7
+    OUT_OF_MEMORY = 8
     INTERNAL = 70  # EX_SOFTWARE
     HANGUP = 129  # 128 + SIGHUP
     INTERRUPTED = 130  # 128 + SIGINT
@@ -33,6 +34,8 @@ MEANING: dict[ExitStatus, str] = {
     ExitStatus.INPUT_ERROR: "an input file is missing or unreadable (the message names file and byte offset)",
     ExitStatus.OUTPUT_ERROR: "an output cannot be written: no such directory, not writable, already there "
     "(`--force` replaces it) or an input of the run",
+    ExitStatus.OUT_OF_MEMORY: "out of memory, or a worker process was killed (by the system's out-of-memory killer): "
+    "try `--jobs 1` or a machine with more memory",
     ExitStatus.INTERNAL: "internal error (`--debug` shows the traceback)",
     ExitStatus.HANGUP: "hung up (SIGHUP: the terminal closed, the ssh session dropped); the workload was stopped "
     "and the answers saved",

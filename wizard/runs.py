@@ -131,7 +131,7 @@ def prepare_run(
 ) -> Engine:
     """An engine ready to walk ``playbook``; ``.run()`` returns the transcript and ``.state`` holds the
     answers so far (the CLI saves them on Ctrl-C). ``run_playbook`` is this with answers from a mapping."""
-    pb = playbook if isinstance(playbook, Playbook) else load_playbook(playbook)
+    pb = playbook if isinstance(playbook, Playbook) else load_playbook(_path_text(playbook, "playbook"))
     system = system or System()
     env = Environment(system, (options or Options()).settings(system))
     return Engine(pb, source, builtin_probes(), env, observer=observer)
@@ -153,7 +153,7 @@ def run_playbook(
     it can), PlaybookError / PlaybookNotFound, UsageError for bad options."""
     from wizard.engine.answers import MissingAnswer, missing_answer_message
 
-    pb = playbook if isinstance(playbook, Playbook) else load_playbook(playbook)
+    pb = playbook if isinstance(playbook, Playbook) else load_playbook(_path_text(playbook, "playbook"))
     values = dict(answers) if isinstance(answers, Mapping) else _answers_file(answers)
     problems = check_answers(pb, values)
     if problems:
@@ -168,7 +168,15 @@ def run_playbook(
 
 
 def _answers_file(path: PathLike | None) -> dict[str, Any]:
-    return {} if path is None else load_answers_file(os.fspath(path))
+    return {} if path is None else load_answers_file(_path_text(path, "answers"))
+
+
+def _path_text(value: Any, what: str) -> str:
+    """A name or path given to the API as text; anything else is a UsageError, not a TypeError."""
+    name = os.fspath(value) if isinstance(value, (str, os.PathLike)) else None
+    if not isinstance(name, str):
+        raise UsageError(f"{what} must be a name or path (str or os.PathLike), not {type(value).__name__}")
+    return name
 
 
 # -- one probe ------------------------------------------------------------------------------------

@@ -647,6 +647,19 @@ def _check_playbook_dirs(ctx: Context) -> None:
             raise UsageError(f"--playbook-dir {d}: no such directory")
 
 
+_OUT_OF_MEMORY_LINE = (
+    "out of memory (or a worker process was killed by the system, which it does when memory runs out); "
+    "try --jobs 1, fewer files at once, or a machine with more memory"
+)
+
+
+def _out_of_memory(exc: BaseException) -> bool:
+    """MemoryError here or in a worker, or a worker the system killed (BrokenProcessPool)."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    return isinstance(exc, (MemoryError, BrokenProcessPool))
+
+
 def main(argv: list[str] | None = None, system: System | None = None) -> int:
     """The error boundary: domain errors become one line on stderr and an ExitStatus."""
     system = system or System()
@@ -672,6 +685,9 @@ def main(argv: list[str] | None = None, system: System | None = None) -> int:
     except Exception as exc:
         if debug:
             raise
+        if _out_of_memory(exc):
+            stderr.write(f"warpwizard: error: {_OUT_OF_MEMORY_LINE}\n")
+            return int(ExitStatus.OUT_OF_MEMORY)
         message = f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)"
         stderr.write(visible(f"warpwizard: error: {message}") + "\n")
         return int(ExitStatus.INTERNAL)

@@ -19,6 +19,7 @@ import yaml
 from wizard.errors import AnswersError
 from wizard.playbook.model import AnswerInvalid, Playbook, QuestionNode
 from wizard.playbook.yaml_source import BoundedLoader, YamlSyntaxError, load_located
+from wizard.untrusted import visible
 
 ORIGIN_INTERACTIVE = "interactive"  # typed, chosen or confirmed by a person at the terminal
 ORIGIN_COMMAND_LINE = "command line"  # --set
@@ -97,6 +98,9 @@ def check_answers(playbook: Playbook, values: Mapping[str, Any]) -> list[str]:
     questions = {q.id: q for q in playbook.questions()}
     problems: list[str] = []
     for key, value in values.items():
+        if not isinstance(key, str):
+            problems.append(f"question id {visible(repr(key))[:80]}: expected text, not {type(key).__name__}")
+            continue
         q = questions.get(key)
         if q is None:
             close = difflib.get_close_matches(key, list(questions), n=1)

@@ -37,7 +37,10 @@ from wizard.playbook.model import (
 from wizard.playbook.yaml_source import MAX_YAML_CHARS, Located, Path_, YamlSyntaxError, load_located
 from wizard.probes.base import OUTCOMES, PARAM_TYPES, ParamSpec, ProbeInfo
 
-ID_PATTERN = re.compile(r"^[a-z][a-z0-9_]*$")
+# The grammar's patterns, used with fullmatch: Python's '$' also matches before a trailing newline,
+# and an id "name\n" passed validate, then broke the graph and the saved-answers file name.
+ID_PATTERN = re.compile(str(grammar.ID["pattern"]))
+PLAYBOOK_ID_PATTERN = re.compile(str(grammar.PLAYBOOK_ID["pattern"]))
 TOP_KEYS = grammar.names(grammar.TOP)
 COMMON_KEYS = grammar.names(grammar.COMMON)
 KIND_KEYS: dict[str, tuple[str, ...]] = {kind: grammar.names(fields) for kind, fields in grammar.KINDS.items()}
@@ -445,7 +448,7 @@ def _node(
     node_id = c.text(raw, "id", where, "a node")
     if not node_id:
         return None
-    if not ID_PATTERN.match(node_id):
+    if not ID_PATTERN.fullmatch(node_id):
         c.problem((*where, "id"), f"node id {node_id!r} must be snake_case (a-z, 0-9, _), so conditions can name it")
     if node_id in nodes:
         first = c.doc.where(node_where[node_id])[0]
@@ -515,7 +518,7 @@ def load_playbook_text(text: str, path: str, probes: Mapping[str, ProbeInfo]) ->
     c, data = _document(path, text, probes)
     c.unknown_keys(data, TOP_KEYS, (), "the playbook")
     pid = c.text(data, "id", (), "the playbook")
-    if pid and not re.match(r"^[a-z0-9][a-z0-9_-]*$", pid):
+    if pid and not PLAYBOOK_ID_PATTERN.fullmatch(pid):
         c.problem(("id",), f"playbook id {pid!r} must be lower-case letters, digits, '-' or '_'")
     title = c.text(data, "title", (), "the playbook")
     version = c.text(data, "version", (), "the playbook")

@@ -40,7 +40,7 @@ DTYPES = {
 }
 CPU_ELEMENT_LIMIT = 1 << 27  # 512 MiB of float32: beyond this the CPU run is skipped
 
-OP_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*::[A-Za-z_][A-Za-z0-9_.]*$")
+OP_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*::[A-Za-z_][A-Za-z0-9_.]*")  # fullmatch: no trailing newline
 HEADER = "# written by warpwizard op.isolate; unedited copy sha256 "
 
 # The repro is fixed code. Everything that came from the trace (op name, shapes, dtypes) is one
@@ -188,7 +188,7 @@ class OpIsolateProbe:
         out_dir = ensure_dir(env.settings.report_dir / "op-isolate")
         script = write_repro(out_dir, repro_source(str(op), shapes, _loads(types) or []))
         base["repro_script"] = str(script)
-        if not OP_NAME.match(str(op)) or not isinstance(shapes, list) or not shapes:
+        if not OP_NAME.fullmatch(str(op)) or not isinstance(shapes, list) or not shapes:
             return ProbeResult(
                 Status.WARN,
                 f"{visible(op)[:200]!r} is not an op with recorded tensor shapes: the script is a "

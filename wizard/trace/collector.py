@@ -22,7 +22,7 @@ from wizard.trace.events import (
     dim3,
     reported,
 )
-from wizard.trace.records import IntervalIndex, KernelRecord, OpInfo, ReportedValue, RuntimeIndex
+from wizard.trace.records import IntervalIndex, KernelTable, OpInfo, ReportedValue, RuntimeIndex
 
 
 @dataclass(slots=True)
@@ -44,7 +44,7 @@ class TraceContents:
     compressed: bool = False
     layout: str = "object"  # object | array (PyTorch 1.8)
     metadata: dict[str, Any] = field(default_factory=dict)
-    kernels: list[KernelRecord] = field(default_factory=list)
+    kernels: KernelTable = field(default_factory=KernelTable)
     runtime: RuntimeIndex = field(default_factory=RuntimeIndex)
     ops: IntervalIndex = field(default_factory=IntervalIndex)
     python: IntervalIndex = field(default_factory=IntervalIndex)
@@ -73,7 +73,7 @@ class TraceContents:
 class PieceResult:
     """What a worker process made of one block of events; merged in file order."""
 
-    kernels: list[KernelRecord]
+    kernels: KernelTable
     runtime: RuntimeIndex
     ops: IntervalIndex
     python: IntervalIndex
@@ -231,12 +231,9 @@ class Collector(EventSink):
             self.c.python.add(ev.pid, ev.tid, start, start + (_number(ev.dur) or 0.0), self._frame_ref(ev.name))
 
     def merge(self, part: PieceResult) -> None:
-        """A worker's block, in file order: kernels renumbered, indexes appended."""
+        """A worker's block, in file order: kernels and indexes appended."""
         c = self.c
-        offset = len(c.kernels)
-        for k in part.kernels:
-            k.index += offset
-            k.name = self._intern(k.name)
+        part.kernels.map_names(self._intern)
         c.kernels.extend(part.kernels)
         c.runtime.merge(part.runtime)
         c.ops.merge(part.ops)
@@ -271,18 +268,20 @@ class Collector(EventSink):
         ts, dur = ev.ts, ev.dur
         value = self._value
         bps, wps, occ = value(args.blocks_per_sm), value(args.warps_per_sm), value(occupancy_value)
-        kernels = self.c.kernels
+        stream = args.stream
+        if stream is not None and type(stream) not in (int, str, float, bool):
+            stream = str(stream)[:64]  # a list or object as a stream id: shown, never a key that breaks
         # Positional: this runs for every kernel of a gigabyte trace (field order of KernelRecord).
-        kernels.append(
-            KernelRecord(
+        self.c.kernels.add(
+            float(ts) if type(ts) is float or type(ts) is int else (_number(ts) or 0.0),
+            float(dur) if type(dur) is float or type(dur) is int else (_number(dur) or 0.0),
+            correlation if type(correlation) is int else as_int(correlation),
+            (
                 self._intern(str(ev.name)),
-                float(ts) if type(ts) is float or type(ts) is int else (_number(ts) or 0.0),
-                float(dur) if type(dur) is float or type(dur) is int else (_number(dur) or 0.0),
                 ev.pid,
                 ev.tid,
                 device if type(device) is int else as_int(device),
-                args.stream,
-                correlation if type(correlation) is int else as_int(correlation),
+                stream,
                 self._dims(args.grid),
                 self._dims(args.block),
                 registers if type(registers) is int else as_int(registers),
@@ -291,9 +290,8 @@ class Collector(EventSink):
                 wps,
                 occ,
                 occupancy_key,
-                len(kernels),
                 args.fixed if isinstance(args.fixed, str) else None,
-            )
+            ),
         )
         if bps.spelling != "number" or wps.spelling != "number" or occ.spelling != "number":
             for r in (bps, wps, occ):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,7 +81,7 @@ def limits_from_properties(props: dict[str, Any]) -> DeviceLimits | None:
     )
 
 
-def infer_sm_count(kernels: list[KernelRecord]) -> int | None:
+def infer_sm_count(kernels: Sequence[KernelRecord]) -> int | None:
     """The SM count most kernels' grid and blocks (or warps) per SM agree on, if any."""
     votes: Counter[int] = Counter()
     for k in kernels:
@@ -108,7 +109,7 @@ def infer_sm_count(kernels: list[KernelRecord]) -> int | None:
 
 
 def device_table(
-    device_properties: list[dict[str, Any]], kernels: list[KernelRecord], sms: int | None = None
+    device_properties: list[dict[str, Any]], kernels: Sequence[KernelRecord], sms: int | None = None
 ) -> dict[int, DeviceInfo]:
     """One entry per device id seen in the properties or on a kernel.
 

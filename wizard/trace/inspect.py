@@ -10,8 +10,7 @@ import dataclasses
 import math
 import time
 from collections import Counter
-from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any, Literal
@@ -19,6 +18,7 @@ from typing import Any, Literal
 from wizard.errors import InputFileError, UsageError
 from wizard.trace.analysis import SM_COUNT_HINT, Finding, KernelCheck, Mechanism, MemoChecker, is_wrong
 from wizard.trace.devices import KNOWN_GPUS, DeviceInfo, device_table, infer_sm_count
+from wizard.trace.parallel import worker_pool
 from wizard.trace.reader import ReaderConfig, TraceContents, iter_trace_files, read_trace, usable_cores
 from wizard.trace.records import KernelRecord, OpInfo, RuntimeCall
 from wizard.trace.report import FindingGroup, Inspection, KernelLaunch, Launch, OpLink, TraceReport, launched_by
@@ -130,10 +130,11 @@ class Classifier:
         self.checker = MemoChecker(devices, rocm)
         self.badness: dict[int, list[float]] = {}  # id(KernelCheck) -> each finding's badness
 
-    def feed(self, kernels: list[KernelRecord]) -> None:
-        self.fed += len(kernels)
+    def feed(self, kernels: Iterable[KernelRecord]) -> None:
+        """Check launches as they come (records are made one at a time: never a list of millions)."""
         groups, worst_badness, mechanisms = self.groups, self.worst_badness, self.mechanisms
         for k in kernels:
+            self.fed += 1
             result = self.checker.check(k)
             badness = self.badness.get(id(result))
             if badness is None:
@@ -183,7 +184,7 @@ class Classifier:
             group.launches_omitted += 1
 
 
-def _launches(group: FindingGroup, kernels: list[KernelRecord]) -> list[Launch]:
+def _launches(group: FindingGroup, kernels: Sequence[KernelRecord]) -> list[Launch]:
     out = []
     for index, finding in group.launch_refs:
         k = kernels[index]
@@ -213,7 +214,7 @@ def analyse(
         or classifier.max_launches != max_launches
     ):
         classifier = Classifier(devices, rocm, contents, max_launches)  # what was known while reading fell short
-    classifier.feed(contents.kernels[classifier.fed :])
+    classifier.feed(contents.kernels.since(classifier.fed))
     _link_groups(contents, classifier.groups)
     timing = dict(contents.timing)
     timing["analyse_s"] = time.perf_counter() - started
@@ -406,7 +407,7 @@ def inspect_trace(
                 return  # inferring SM counts needs every kernel: wait for the end
             devices = device_table(contents.device_properties, [], sms)
             classifier = Classifier(devices, contents.is_rocm, contents, max_launches)
-        classifier.feed(contents.kernels[classifier.fed :])
+        classifier.feed(contents.kernels.since(classifier.fed))
 
     contents = read_trace(path, on_progress=classify_as_read, config=config)
     contents.timing["read_s"] = time.perf_counter() - started
@@ -452,5 +453,5 @@ def inspect_paths(
         config = ReaderConfig(workers=0)
         return Inspection([inspect_trace(f, sms, config, max_launches=max_launches, keep=keep) for f in files])
     one = partial(inspect_trace, sms=sms, max_launches=max_launches, keep=keep)
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    with worker_pool(workers) as pool:
         return Inspection(list(pool.map(one, [str(f) for f in files])))

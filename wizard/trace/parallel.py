@@ -9,12 +9,13 @@ the same result.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import multiprocessing
 import time
 from collections import deque
-from collections.abc import Callable
-from concurrent.futures import Executor, Future, ProcessPoolExecutor
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
 from typing import IO
 
 from wizard.trace.collector import Collector, PieceResult, TraceContents, collect_piece
@@ -39,6 +40,38 @@ def decode_range(path: str, start: int, end: int) -> PieceResult | None:
     return decode_piece(fh.read(end - start))
 
 
+def new_pool(workers: int) -> ProcessPoolExecutor:
+    return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"))
+
+
+def stop_pool(pool: ProcessPoolExecutor, *, failed: bool) -> None:
+    """Shut a pool down; after a failure (out of memory, Ctrl-C, a worker killed) its workers are
+    killed first: one blocked on sending a result nobody reads would keep shutdown, and Python's
+    exit, waiting forever (CPython 3.11 joins them; the run hung after an out-of-memory error)."""
+    if failed:
+        for process in list((getattr(pool, "_processes", None) or {}).values()):
+            with contextlib.suppress(Exception):
+                process.kill()
+        pool.shutdown(wait=False, cancel_futures=True)
+        for process in list((getattr(pool, "_processes", None) or {}).values()):
+            with contextlib.suppress(Exception):
+                process.join(timeout=5)
+        return
+    pool.shutdown(wait=True, cancel_futures=True)
+
+
+@contextlib.contextmanager
+def worker_pool(workers: int) -> Iterator[ProcessPoolExecutor]:
+    """A process pool that never outlives an error in this process (see ``stop_pool``)."""
+    pool = new_pool(workers)
+    failed = True
+    try:
+        yield pool
+        failed = False
+    finally:
+        stop_pool(pool, failed=failed)
+
+
 class NeedsExactPath(Exception):
     """A block needs the exact decoder, which runs in order: read the file sequentially instead."""
 
@@ -54,7 +87,7 @@ class ParallelDecoder:
         clock: dict[str, float],
         on_progress: Callable[[TraceContents], None] | None = None,
     ) -> None:
-        self.pool: Executor = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"))
+        self.pool: ProcessPoolExecutor = new_pool(workers)
         self.in_flight = workers + 1
         self.collector = collector
         self.contents = contents
@@ -89,5 +122,5 @@ class ParallelDecoder:
         while self.pending:
             self.merge_next()
 
-    def close(self) -> None:
-        self.pool.shutdown(wait=True, cancel_futures=True)
+    def close(self, *, failed: bool = False) -> None:
+        stop_pool(self.pool, failed=failed)

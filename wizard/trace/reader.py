@@ -254,6 +254,7 @@ def _walk(
     contents.compressed = source.compressed
     sink = make_sink(contents)
     decoder: ParallelDecoder | None = None
+    failed = True
     try:
         decoder = parallel(contents, sink)
         buffer = Buffer(source, contents, config.block_size, config.max_whitespace, clock)
@@ -261,12 +262,13 @@ def _walk(
             TraceWalker(buffer, contents, sink, config, decoder).run()
         if decoder is not None:
             decoder.drain()
+        failed = False
     except RecursionError:
         raise TraceReadError(str(p), contents.bytes_read, "nesting too deep to be a profiler trace") from None
     finally:
         source.close()
         if decoder is not None:
-            decoder.close()
+            decoder.close(failed=failed)
     if source.stream_truncated and contents.truncation is None:
         contents.truncation = Truncation(
             contents.bytes_read, 0, contents.last_ts, "the gzip stream is cut off; everything up to the cut was read"

@@ -1,4 +1,4 @@
-"""Compact records the reader keeps: one per kernel, indexes for the ops that launched them.
+"""Compact records the reader keeps: kernels in a compact table, indexes for the ops that launched them.
 
 Only what the analysis needs is kept, so a gigabyte trace costs tens of megabytes.
 """
@@ -7,15 +7,16 @@ from __future__ import annotations
 
 import bisect
 from array import array
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 import msgspec
 
 Dim3 = tuple[int, int, int]
 
 
-class ReportedValue(msgspec.Struct, gc=False):
+class ReportedValue(msgspec.Struct, gc=False, frozen=True):
     """A metric as the trace wrote it: the number, and how a non-finite one was spelled."""
 
     value: float | None
@@ -43,6 +44,104 @@ class KernelRecord(msgspec.Struct, gc=False):
     occupancy_key: str | None
     index: int  # position among the trace's kernels, for the fixer
     fixed: str | None = None  # mechanism, when `warpwizard trace fix` already corrected it
+
+
+_NO_CORRELATION = -(2**63)
+_Shape = tuple[Any, ...]  # KernelRecord's fields but ts, dur, correlation and index
+
+
+class KernelTable(Sequence[KernelRecord]):
+    """Every kernel launch of a trace, compactly. What launches share (name, pid, tid, device,
+    stream, grid, block, registers, shared memory, the reported values) is kept once per distinct
+    combination; each launch keeps four numbers in flat arrays (start, duration, correlation, which
+    combination): about 28 bytes a launch where a KernelRecord object took about 270, so five
+    million tiny kernel events need less memory than their file. Records are made when read
+    (``table[i]``, slices, iteration), each with ``index`` = its position."""
+
+    __slots__ = ("_corr", "_dur", "_shape", "_shape_ids", "_shapes", "_ts")
+
+    def __init__(self) -> None:
+        self._shapes: list[_Shape] = []
+        self._shape_ids: dict[_Shape, int] = {}
+        self._ts = array("d")
+        self._dur = array("d")
+        self._corr = array("q")
+        self._shape = array("i")
+
+    def __len__(self) -> int:
+        return len(self._ts)
+
+    def _shape_id(self, shape: _Shape) -> int:
+        found = self._shape_ids.get(shape)
+        if found is None:
+            found = self._shape_ids[shape] = len(self._shapes)
+            self._shapes.append(shape)
+        return found
+
+    def add(self, ts: float, dur: float, correlation: int | None, shape: _Shape) -> None:
+        """One launch: its own numbers, and the fields it shares with others (KernelRecord's order)."""
+        self._ts.append(ts)
+        self._dur.append(dur)
+        fits = correlation is not None and _NO_CORRELATION < correlation < 2**63
+        self._corr.append(correlation if fits else _NO_CORRELATION)  # type: ignore[arg-type]
+        self._shape.append(self._shape_id(shape))
+
+    def append(self, record: KernelRecord) -> None:
+        self.add(record.ts, record.dur, record.correlation, _shape_of(record))
+
+    def extend(self, other: KernelTable) -> None:
+        """Another table's launches after these (a worker's block, in file order)."""
+        remap = array("i", (self._shape_id(shape) for shape in other._shapes))
+        self._ts.extend(other._ts)
+        self._dur.extend(other._dur)
+        self._corr.extend(other._corr)
+        self._shape.extend(remap[i] for i in other._shape)
+
+    def map_names(self, intern: Any) -> None:
+        """Give each distinct combination's name through ``intern`` (one string per kernel name)."""
+        self._shapes = [(intern(s[0]), *s[1:]) for s in self._shapes]
+        self._shape_ids = {s: i for i, s in enumerate(self._shapes)}
+
+    def _record(self, i: int) -> KernelRecord:
+        s = self._shapes[self._shape[i]]
+        corr = self._corr[i]
+        return KernelRecord(
+            s[0], self._ts[i], self._dur[i], s[1], s[2], s[3], s[4], None if corr == _NO_CORRELATION else corr,
+            s[5], s[6], s[7], s[8], s[9], s[10], s[11], s[12], i, s[13],
+        )  # fmt: skip
+
+    @overload
+    def __getitem__(self, i: int) -> KernelRecord: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[KernelRecord]: ...
+    def __getitem__(self, i: int | slice) -> KernelRecord | list[KernelRecord]:
+        if isinstance(i, slice):
+            return [self._record(j) for j in range(*i.indices(len(self._ts)))]
+        if i < 0:
+            i += len(self._ts)
+        if not 0 <= i < len(self._ts):
+            raise IndexError("kernel index out of range")
+        return self._record(i)
+
+    def since(self, start: int) -> Iterator[KernelRecord]:
+        """The launches from position ``start`` on, one record at a time (the classifier checks what
+        arrived since it last looked)."""
+        record = self._record
+        return (record(i) for i in range(max(start, 0), len(self._ts)))
+
+    def __iter__(self) -> Iterator[KernelRecord]:
+        record = self._record
+        return (record(i) for i in range(len(self._ts)))
+
+    def __bool__(self) -> bool:
+        return len(self._ts) > 0
+
+
+def _shape_of(k: KernelRecord) -> _Shape:
+    return (
+        k.name, k.pid, k.tid, k.device, k.stream, k.grid, k.block, k.registers, k.shared_memory,
+        k.blocks_per_sm, k.warps_per_sm, k.occupancy, k.occupancy_key, k.fixed,
+    )  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
