@@ -191,17 +191,23 @@ class Comparison:
             return "not enough reports to compare"
         if not self.by_mechanism:
             return "no machine shows impossible values"
+        # Mechanisms seen on the same machines, the same way, share one sentence ("A, E on every
+        # machine"): the verdict grows with the distinct patterns, not with the mechanisms.
+        patterns: dict[tuple[tuple[str, ...], bool], list[str]] = {}
+        for mechanism, machines in self.by_mechanism.items():
+            patterns.setdefault((tuple(machines), self._specific(mechanism)), []).append(mechanism)
         parts = []
-        for mechanism, keys in self.by_mechanism.items():
+        for (keys, specific), mechanisms in patterns.items():
+            names = ", ".join(mechanisms)
             showing = set(keys)
             others = [m.key for m in self.known if m.key not in showing]
             if not others:
-                parts.append(f"{mechanism} on every machine")
-            elif self._specific(mechanism):
-                parts.append(f"{mechanism} only on {', '.join(keys)}, not on {', '.join(others)}")
+                parts.append(f"{names} on every machine")
+            elif specific:
+                parts.append(f"{names} only on {', '.join(keys)}, not on {', '.join(others)}")
             else:
                 parts.append(
-                    f"{mechanism} on {', '.join(keys)} but not on {', '.join(others)}, with the same GPU model "
+                    f"{names} on {', '.join(keys)} but not on {', '.join(others)}, with the same GPU model "
                     "on both sides: look at software differences (torch, driver)"
                 )
         head = (

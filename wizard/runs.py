@@ -80,7 +80,7 @@ class Options:
 
         system = system or System()
         report_dir = workspace.choose(self.report_dir, system.environ, system.clock.now())
-        workspace.check_existing(report_dir)
+        workspace.check_early(report_dir)
         python = self.python or sys.executable
         workload = None
         if self.workload:

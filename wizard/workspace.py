@@ -89,19 +89,27 @@ def _owner_problem(path: Path, info: os.stat_result, me: int, *, final: bool) ->
     return None
 
 
-def problem(path: Path) -> str | None:
-    """Why ``path`` (an existing, resolved directory) is no private workspace, or None."""
+def problem(path: Path, *, exists: bool = True) -> str | None:
+    """Why ``path`` (a resolved directory; with ``exists`` False, the existing directory a workspace
+    would be created in) is no private workspace, or None."""
     geteuid = getattr(os, "geteuid", None)
     if geteuid is None:  # no POSIX owners (Windows): the user's profile directory is private
         return None
     me = geteuid()
-    final = True
+    final = exists
     for directory in (path, *path.parents):
         reason = _owner_problem(directory, os.stat(directory), me, final=final)
         if reason is not None:
             return reason
         final = False
     return None
+
+
+def _refused(target: Path, reason: str) -> OutputFileError:
+    return OutputFileError(
+        f"{target}: refusing it as the workspace: {reason}; name a directory of your own with --report-dir "
+        f"(or {ENV_VARIABLE}), or leave both out to use your state directory"
+    )
 
 
 def private_dir(path: str | os.PathLike[str]) -> Path:
@@ -117,18 +125,24 @@ def private_dir(path: str | os.PathLike[str]) -> Path:
     except OSError as exc:
         raise OutputFileError(f"{target}: cannot create the workspace ({exc.strerror or exc})") from None
     if reason is not None:
-        raise OutputFileError(
-            f"{target}: refusing it as the workspace: {reason}; name a directory of your own with --report-dir "
-            f"(or {ENV_VARIABLE}), or leave both out to use your state directory"
-        )
+        raise _refused(target, reason)
     return real
 
 
-def check_existing(path: Path) -> None:
-    """Refuse now (before any probe runs) a workspace that exists and is not private."""
+def check_early(path: Path) -> None:
+    """Refuse now, before any probe runs, a workspace that is not private or could not be made so
+    (created later, where a probe first writes): the directory itself when it exists, else the
+    nearest existing directory it would be created in."""
+    target = Path(os.path.abspath(path))
     try:
-        present = path.exists()
-    except (OSError, ValueError):
-        present = False
-    if present:
-        private_dir(path)
+        if target.exists():
+            private_dir(target)
+            return
+        base = next((p for p in target.parents if p.exists()), None)
+        reason = problem(base.resolve(), exists=False) if base is not None else None
+    except ValueError:
+        raise OutputFileError(f"{os.fspath(path)!r}: cannot use as the workspace: the name holds a NUL") from None
+    except OSError as exc:
+        raise OutputFileError(f"{target}: cannot use as the workspace ({exc.strerror or exc})") from None
+    if reason is not None:
+        raise _refused(target, reason)
