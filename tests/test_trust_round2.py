@@ -354,16 +354,19 @@ def test_probe_json_is_printed_even_when_its_output_file_is_lost(
     assert target.read_text() == "the other process's report"
 
 
-@pytest.mark.parametrize("device", ["/dev/null", "link-to-null"])
-def test_force_never_replaces_something_that_is_not_a_regular_file(tmp_path: Path, device: str) -> None:
-    target = Path(device)
-    if device == "link-to-null":
-        target = tmp_path / "out.json"
+@pytest.mark.parametrize(("kind", "what"), [("fifo", "a pipe"), ("link-to-null", "a device")])
+def test_force_never_replaces_something_that_is_not_a_regular_file(tmp_path: Path, kind: str, what: str) -> None:
+    """(Never /dev/null itself as the target: a regression would replace the machine's /dev/null.)"""
+    target = tmp_path / "out.json"
+    if kind == "fifo":
+        os.mkfifo(target)
+    else:
         target.symlink_to("/dev/null")
     result = run_inprocess("trace", "fix", str(GRID), str(target), "--force")
     assert result.status == 7
-    assert f"{target}: is a device, not a regular file" in result.stderr
+    assert f"{target}: is {what}, not a regular file" in result.stderr
     assert Path("/dev/null").is_char_device()
+    assert target.is_fifo() if kind == "fifo" else target.is_symlink()
 
 
 def test_force_never_replaces_a_link_to_stdout(tmp_path: Path) -> None:
