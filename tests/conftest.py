@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -228,3 +229,22 @@ class ScriptedRunner:
             write_own(log_path, self.output)
             result.log_path = str(log_path)
         return result
+
+
+def start_flagship_workload(tmp_path: Path) -> tuple[subprocess.Popen[str], int]:
+    """The real console script walking the flagship into a workload that sleeps: (the process, the
+    workload's pid), for tests that signal a run in the middle of a probe."""
+    marker = tmp_path / "workload.pid"
+    script = tmp_path / "slow.py"
+    script.write_text(f"import os, time\nopen({str(marker)!r}, 'w').write(str(os.getpid()))\ntime.sleep(300)\n")
+    proc = subprocess.Popen(
+        [*cli_command(), "run", "negative-warps-per-sm", "--set", "have=workload", "--set",
+         f"workload_cmd=python {script}", "--json", "--report-dir", str(tmp_path / "report")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_env(), cwd=tmp_path,
+    )  # fmt: skip
+    deadline = time.monotonic() + 120
+    while not marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert marker.exists(), "the workload never started"
+    time.sleep(0.2)  # the pid is written; let the write finish
+    return proc, int(marker.read_text())

@@ -10,7 +10,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -24,6 +23,7 @@ from tests.conftest import (
     cli_env,
     needs_torch,
     run_inprocess,
+    start_flagship_workload,
     strict_json,
 )
 from wizard.compare import MachineReport, compare
@@ -178,19 +178,8 @@ def test_a_full_disk_leaves_no_partial_file(tmp_path: Path) -> None:
 
 @needs_torch
 def test_sigterm_stops_the_workload_and_saves_the_answers(tmp_path: Path) -> None:
-    marker = tmp_path / "workload.pid"
+    proc, workload = start_flagship_workload(tmp_path)
     script = tmp_path / "slow.py"
-    script.write_text(f"import os, time\nopen({str(marker)!r}, 'w').write(str(os.getpid()))\ntime.sleep(300)\n")
-    proc = subprocess.Popen(
-        [*cli_command(), "run", "negative-warps-per-sm", "--set", "have=workload", "--set",
-         f"workload_cmd=python {script}", "--json", "--report-dir", str(tmp_path / "report")],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_env(), cwd=tmp_path,
-    )  # fmt: skip
-    deadline = time.monotonic() + 120
-    while not marker.exists() and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert marker.exists(), "the workload never started"
-    workload = int(marker.read_text())
     proc.send_signal(signal.SIGTERM)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 143, stderr

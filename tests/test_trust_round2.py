@@ -25,7 +25,15 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import EXAMPLES, cli_command, cli_env, needs_torch, run_inprocess, strict_json
+from tests.conftest import (
+    EXAMPLES,
+    cli_command,
+    cli_env,
+    needs_torch,
+    run_inprocess,
+    start_flagship_workload,
+    strict_json,
+)
 from wizard.errors import AnswersError, OutputFileError, UsageError, WarpWizardWarning, WizardError
 from wizard.testing.traces import KernelSpec, TraceBuilder
 
@@ -154,23 +162,6 @@ def test_the_api_uses_a_private_workspace_too(tmp_path: Path, monkeypatch: pytes
 # -- signals --------------------------------------------------------------------------------------
 
 
-def _start_flagship_workload(tmp_path: Path) -> tuple[subprocess.Popen[str], int]:
-    marker = tmp_path / "workload.pid"
-    script = tmp_path / "slow.py"
-    script.write_text(f"import os, time\nopen({str(marker)!r}, 'w').write(str(os.getpid()))\ntime.sleep(300)\n")
-    proc = subprocess.Popen(
-        [*cli_command(), "run", "negative-warps-per-sm", "--set", "have=workload", "--set",
-         f"workload_cmd=python {script}", "--json", "--report-dir", str(tmp_path / "report")],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=cli_env(), cwd=tmp_path,
-    )  # fmt: skip
-    deadline = time.monotonic() + 120
-    while not marker.exists() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert marker.exists(), "the workload never started"
-    time.sleep(0.2)  # the pid is written; let the write finish
-    return proc, int(marker.read_text())
-
-
 def _gone(pid: int, within: float = 10.0) -> bool:
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
@@ -188,7 +179,7 @@ def _gone(pid: int, within: float = 10.0) -> bool:
 def test_a_hangup_or_quit_stops_the_workload_and_saves_the_answers(
     tmp_path: Path, signum: int, code: int, name: str
 ) -> None:
-    proc, workload = _start_flagship_workload(tmp_path)
+    proc, workload = start_flagship_workload(tmp_path)
     proc.send_signal(signum)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == code, stderr
@@ -201,7 +192,7 @@ def test_a_hangup_or_quit_stops_the_workload_and_saves_the_answers(
 @needs_torch
 @pytest.mark.slow
 def test_the_workload_dies_with_warpwizard_even_when_it_is_killed_outright(tmp_path: Path) -> None:
-    proc, workload = _start_flagship_workload(tmp_path)
+    proc, workload = start_flagship_workload(tmp_path)
     proc.kill()  # SIGKILL: no handler runs; the parent-death signal does the work
     proc.communicate(timeout=30)
     assert _gone(workload), "the workload outlived warpwizard"

@@ -112,14 +112,19 @@ def _refused(target: Path, reason: str) -> OutputFileError:
     )
 
 
-def private_dir(path: str | os.PathLike[str]) -> Path:
-    """``path`` created (mode 0700, parents as usual) or found, checked private; its resolved form,
-    which callers use from then on so a link swapped later changes nothing. Raises OutputFileError."""
+def _checked(path: str | os.PathLike[str], *, create: bool) -> Path | None:
+    """The workspace's resolved path once made (or found) private; with ``create`` False and nothing
+    there yet, None after judging the existing directory it would be created in."""
     target = Path(os.path.abspath(path))
+    real = None
     try:
-        target.mkdir(mode=0o700, parents=True, exist_ok=True)
-        real = target.resolve(strict=True)
-        reason = problem(real)
+        if create or target.exists():
+            target.mkdir(mode=0o700, parents=True, exist_ok=True)
+            real = target.resolve(strict=True)
+            reason = problem(real)
+        else:
+            base = next((p for p in target.parents if p.exists()), None)
+            reason = problem(base.resolve(), exists=False) if base is not None else None
     except ValueError:
         raise OutputFileError(f"{os.fspath(path)!r}: cannot use as the workspace: the name holds a NUL") from None
     except OSError as exc:
@@ -129,20 +134,16 @@ def private_dir(path: str | os.PathLike[str]) -> Path:
     return real
 
 
+def private_dir(path: str | os.PathLike[str]) -> Path:
+    """``path`` created (mode 0700, parents as usual) or found, checked private; its resolved form,
+    which callers use from then on so a link swapped later changes nothing. Raises OutputFileError."""
+    real = _checked(path, create=True)
+    assert real is not None
+    return real
+
+
 def check_early(path: Path) -> None:
     """Refuse now, before any probe runs, a workspace that is not private or could not be made so
     (created later, where a probe first writes): the directory itself when it exists, else the
     nearest existing directory it would be created in."""
-    target = Path(os.path.abspath(path))
-    try:
-        if target.exists():
-            private_dir(target)
-            return
-        base = next((p for p in target.parents if p.exists()), None)
-        reason = problem(base.resolve(), exists=False) if base is not None else None
-    except ValueError:
-        raise OutputFileError(f"{os.fspath(path)!r}: cannot use as the workspace: the name holds a NUL") from None
-    except OSError as exc:
-        raise OutputFileError(f"{target}: cannot use as the workspace ({exc.strerror or exc})") from None
-    if reason is not None:
-        raise _refused(target, reason)
+    _checked(path, create=False)
