@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import resource
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +30,44 @@ SECONDS_PER_CASE = 30.0
 MEMORY_HIGH_WATER_MB = 1500
 
 
+def _huge_report() -> str:
+    """A 2 MB report: 100,000 mechanism names and a 1 MB host name."""
+    import json
+
+    facts = {"mechanisms": [f"M{i}" for i in range(100_000)], "impossible": True}
+    return json.dumps({"schema": "warpwizard.transcript/1", "host": {"hostname": "h" * 1_000_000},
+                       "entries": [{"facts": facts}]})  # fmt: skip
+
+
+# Made inputs that are one file of text: kind -> (file name, its text)
+_TEXTS: dict[str, tuple[str, Callable[[], str]]] = {
+    "compare-at-size": ("huge-report.json", _huge_report),
+    "schema-superscript": ("report.json", lambda: '{"schema": "warpwizard.transcript/\\u00b9"}'),
+    "trace-nested-deep": (
+        "deep.json",
+        lambda: (
+            '{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "args": {"x": '
+            + "[" * 100_000
+            + "]" * 100_000
+            + "}}]}"
+        ),
+    ),
+    "id-with-newline": (
+        "newline.yaml",
+        lambda: (
+            'id: "pb\\n"\ntitle: t\nversion: "1"\nnodes:\n  - {id: e, kind: conclusion, diagnosis: e, summary: e}\n'
+        ),
+    ),
+}
+
+
 def _made(kind: str, tmp: Path) -> Path:
     """Inputs too big (or too specific to a test's directory) to commit."""
+    if kind in _TEXTS:
+        name, text = _TEXTS[kind]
+        path = tmp / name
+        path.write_text(text())
+        return path
     if kind == "deep-expression":
         path = tmp / "deep-expression.yaml"
         when = "not " * 100_000 + "true"

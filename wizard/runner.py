@@ -190,4 +190,6 @@ def _wait_reading(proc: subprocess.Popen[bytes], sink: _Bounded, timeout: float)
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+    if not reader.is_alive():
+        stdout.close()  # the pipe's read end: one file descriptor per command otherwise leaks
     return timed_out
