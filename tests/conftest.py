@@ -166,9 +166,10 @@ class CliResult:
 
 @pytest.fixture(autouse=True)
 def _report_dir_in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Probes write under ``warpwizard-report`` in the working directory unless told otherwise:
-    every test points them into its own temporary directory so the checkout stays clean."""
+    """Probes' workspaces and saved sessions go to the user's state directory unless told otherwise:
+    every test points them into its own temporary directory so nothing lands in the user's home."""
     monkeypatch.setenv("WARPWIZARD_REPORT_DIR", str(tmp_path / "report"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))  # saved sessions, default workspaces
 
 
 def run_inprocess(

@@ -117,24 +117,47 @@ def test_graph_quotes_conditions_as_written() -> None:
 
 
 def test_interrupted_runs_never_overwrite_saved_answers(tmp_path: Path) -> None:
-    """The second Ctrl-C writes beside the first run's file; with nothing answered, nothing is written."""
+    """Sessions go to the state directory (never where the user stands); a second Ctrl-C in the same
+    second writes beside the first; with nothing answered, nothing is written; --record's name is
+    used when given, beside any file already there."""
+    import datetime as dt
+
     from wizard.cli.run import RunOptions, _save_interrupted
     from wizard.playbook.loader import load_playbook
     from wizard.probes.registry import catalog
+    from wizard.system import System
+
+    class Fixed:
+        def now(self) -> dt.datetime:
+            return dt.datetime(2026, 11, 30, 7, 15, 0, tzinfo=dt.timezone.utc)
+
+        def monotonic(self) -> float:
+            return 0.0
 
     pb = load_playbook(REPO / "playbooks" / "negative-warps-per-sm.yaml", catalog())
-    os.chdir(tmp_path)
+    system = System(environ={"XDG_STATE_HOME": str(tmp_path / "state")}, clock=Fixed())
+    here = tmp_path / "here"
+    here.mkdir()
+    os.chdir(here)
     try:
         opts = RunOptions(playbook=pb.id)
-        first, _ = _save_interrupted(opts, pb, {"have": "trace"})
-        second, _ = _save_interrupted(opts, pb, {"have": "description"})
-        none, why = _save_interrupted(opts, pb, {})
+        first, _, resume = _save_interrupted(opts, pb, {"have": "trace"}, system)
+        second, _, _ = _save_interrupted(opts, pb, {"have": "description"}, system)
+        none, why, _ = _save_interrupted(opts, pb, {}, system)
+        (here / "mine.yaml").write_text("my own\n")
+        recorded, _, no_resume = _save_interrupted(
+            RunOptions(playbook=pb.id, record="mine.yaml"), pb, {"have": "trace"}, system
+        )
     finally:
         os.chdir(REPO)
-    assert first == "warpwizard-answers-negative-warps-per-sm.yaml"
-    assert second == "warpwizard-answers-negative-warps-per-sm-2.yaml"
-    assert yaml.safe_load((tmp_path / first).read_text()) == {"have": "trace"}
+    sessions = tmp_path / "state" / "warpwizard" / "sessions"
+    assert first == str(sessions / "negative-warps-per-sm-20261130T071500.yaml")
+    assert second == str(sessions / "negative-warps-per-sm-20261130T071500-2.yaml")
+    assert resume == "continue with: warpwizard run negative-warps-per-sm --resume"
+    assert yaml.safe_load(Path(first).read_text()) == {"have": "trace"}
     assert none is None and "nothing was saved" in why
+    assert recorded == "mine-2.yaml" and no_resume is None and (here / "mine.yaml").read_text() == "my own\n"
+    assert sorted(p.name for p in here.iterdir()) == ["mine-2.yaml", "mine.yaml"]
 
 
 def test_a_closed_pipe_keeps_the_exit_status() -> None:
@@ -183,10 +206,11 @@ def test_sigterm_stops_the_workload_and_saves_the_answers(tmp_path: Path) -> Non
     proc.send_signal(signal.SIGTERM)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 143, stderr
-    assert "terminated (SIGTERM); answers so far saved to warpwizard-answers-negative-warps-per-sm.yaml" in stderr
+    (session,) = (Path(os.environ["XDG_STATE_HOME"]) / "warpwizard" / "sessions").iterdir()
+    assert f"terminated (SIGTERM); answers so far saved to {session} (continue with: warpwizard run" in stderr
     with pytest.raises(ProcessLookupError):
         os.kill(workload, 0)  # stopped with the run, not left behind
-    saved = yaml.safe_load((tmp_path / "warpwizard-answers-negative-warps-per-sm.yaml").read_text())
+    saved = yaml.safe_load(session.read_text())
     assert saved == {"have": "workload", "workload_cmd": f"python {script}"}
 
 

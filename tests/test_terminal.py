@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from pathlib import Path
 
 import pexpect
 import pytest
 import yaml
 
-from tests.conftest import EXAMPLES, REPO, RunCli, cli_command, strict_json
+from tests.conftest import EXAMPLES, REPO, RunCli, cli_command, needs_torch, strict_json
 from wizard.playbook.model import QuestionNode
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="pseudo-terminals need a POSIX system")
@@ -79,8 +80,16 @@ def test_example_playbook_same_conclusion_three_ways(tmp_path: Path, run_cli: Ru
     assert interactive == from_file["conclusion"]["diagnosis"] == replayed["conclusion"]["diagnosis"]
 
 
-def test_ctrl_c_keeps_the_answers_given(tmp_path: Path, run_cli: RunCli) -> None:
-    child = spawn(["run", "negative-warps-per-sm"], tmp_path)
+def _sessions() -> Path:
+    return Path(os.environ["XDG_STATE_HOME"]) / "warpwizard" / "sessions"
+
+
+def test_ctrl_c_then_resume_asks_only_what_is_left(tmp_path: Path) -> None:
+    """Ctrl-C saves the session in the state directory (not where the user stands); --resume says
+    which file it used, asks the remaining questions and reaches the diagnosis."""
+    here = tmp_path / "project"
+    here.mkdir()
+    child = spawn(["run", "negative-warps-per-sm"], here)
     child.expect("What do you have to start from")
     child.send("\x1b[B")  # arrow down: a script I can run
     child.send("\x1b[B")  # arrow down: only what I saw
@@ -89,11 +98,72 @@ def test_ctrl_c_keeps_the_answers_given(tmp_path: Path, run_cli: RunCli) -> None
     child.sendintr()
     output = finish(child)
     assert child.exitstatus == 130
-    saved = tmp_path / "warpwizard-answers-negative-warps-per-sm.yaml"
-    assert "answers so far saved to" in output
+    (saved,) = _sessions().iterdir()
+    assert f"answers so far saved to {saved} (continue with: warpwizard run negative-warps-per-sm --resume)" in (
+        " ".join(output.split())
+    )
     assert yaml.safe_load(saved.read_text()) == {"have": "description"}
-    resumed = run_cli("run", "negative-warps-per-sm", "--answers", str(saved), "--defaults", "--json")
-    assert strict_json(resumed.stdout)["conclusion"]["diagnosis"] == "likely-profiler-bug-grid-overflow"
+    assert list(here.iterdir()) == []  # nothing where the user stands
+
+    child = spawn(["run", "negative-warps-per-sm", "--resume"], here)
+    child.expect("resuming from ([^\\s\\x1b]+)")
+    assert matched(child) == str(saved)
+    questions = _flagship_questions()
+    ids = list(questions)
+    patterns = [re.escape(prompt_text(questions[i])[:40]) for i in ids]  # type: ignore[arg-type]
+    asked = []
+    while (index := child.expect([*patterns, r"Diagnosis: ([a-z0-9-]+)"], timeout=60)) < len(ids):
+        asked.append(ids[index])
+        child.send("\r")  # each remaining question's default
+    diagnosis = matched(child)
+    finish(child)
+    assert child.exitstatus == 0
+    assert asked[0] == "symptom" and "have" not in asked  # the saved answer is not asked again
+    assert diagnosis == "likely-profiler-bug-grid-overflow"
+
+
+def test_an_answers_file_at_a_terminal_asks_what_it_does_not_answer(tmp_path: Path) -> None:
+    answers = tmp_path / "partial.yaml"
+    answers.write_text("have: trace\n")
+    child = spawn(["run", "negative-warps-per-sm", "--answers", str(answers)], tmp_path)
+    child.expect("Path to the trace")
+    child.send(f"{EXAMPLES / 'traces' / 'old-sm-count.json'}\r")
+    child.expect("Diagnosis: profiler-bug-old-sm-count")
+    finish(child)
+    assert child.exitstatus == 0
+
+
+@needs_torch
+@pytest.mark.slow
+def test_a_typed_workload_is_confirmed_at_resume_not_refused(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    script = tmp_path / "train.py"
+    script.write_text(f"import pathlib, time\npathlib.Path({str(marker)!r}).write_text('x')\ntime.sleep(300)\n")
+    child = spawn(["run", "negative-warps-per-sm", "--report-dir", str(tmp_path / "wr")], tmp_path)
+    child.expect("What do you have to start from")
+    child.send("\x1b[B\r")  # a script I can run
+    child.expect("Command that runs a few steps")
+    child.send(f"python {script}\r")
+    deadline = time.monotonic() + 120
+    while not marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert marker.exists(), "the typed workload never ran"
+    child.sendintr()
+    finish(child)
+    assert child.exitstatus == 130
+    marker.unlink()
+    script.write_text("print('a step')\n")  # the resumed run finishes
+
+    child = spawn(["run", "negative-warps-per-sm", "--resume", "--report-dir", str(tmp_path / "wr2")], tmp_path)
+    child.expect(f"workload_cmd comes from a file: python {re.escape(str(script))}")
+    child.expect("Run workload")
+    child.send("y\r")
+    child.expect(r"Diagnosis: ([a-z0-9-]+)", timeout=180)
+    diagnosis = matched(child)
+    output = finish(child)
+    assert child.exitstatus == 0
+    assert "not run" not in output and "--allow-commands" not in output
+    assert diagnosis == "no-gpu-kernels"
 
 
 def _flagship_questions() -> dict[str, object]:
@@ -126,6 +196,8 @@ def test_every_example_at_a_real_terminal(example: dict[str, str]) -> None:
         q = waiting.pop(ids[index])
         assert isinstance(q, QuestionNode)
         value = answers.get(q.id, q.default)
+        if q.type == "path" and q.id in answers:  # relative to the answers file; typed at the prompt: absolute
+            value = str(((REPO / example["answers"]).parent / value).resolve())
         if q.type == "select":
             values = [c.value for c in q.choices]
             steps = values.index(value) - values.index(q.default)

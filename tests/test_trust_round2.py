@@ -183,9 +183,10 @@ def test_a_hangup_or_quit_stops_the_workload_and_saves_the_answers(
     proc.send_signal(signum)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == code, stderr
-    assert f"terminated ({name}); answers so far saved to warpwizard-answers-negative-warps-per-sm.yaml" in stderr
+    (session,) = (Path(os.environ["XDG_STATE_HOME"]) / "warpwizard" / "sessions").iterdir()
+    assert f"terminated ({name}); answers so far saved to {session} (continue with: warpwizard run" in stderr
     assert _gone(workload)
-    saved = yaml.safe_load((tmp_path / "warpwizard-answers-negative-warps-per-sm.yaml").read_text())
+    saved = yaml.safe_load(session.read_text())
     assert saved["have"] == "workload"
 
 

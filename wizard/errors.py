@@ -85,14 +85,16 @@ class Interrupted(WizardError):
 
     word = "interrupted"
 
-    def __init__(self, saved_to: str | None, note: str = "") -> None:
+    def __init__(self, saved_to: str | None, note: str = "", resume: str | None = None) -> None:
         self.saved_to = saved_to
         self.note = note
-        where = f"; answers so far saved to {saved_to} (replay with --answers {saved_to})" if saved_to else ""
+        self.resume = resume
+        how = resume or f"replay with --answers {saved_to}"
+        where = f"; answers so far saved to {saved_to} ({how})" if saved_to else ""
         super().__init__(f"{self.word}{where}{note}")
 
-    def __reduce__(self) -> tuple[type, tuple[str | None, str]]:
-        return (type(self), (self.saved_to, self.note))
+    def __reduce__(self) -> tuple[type, tuple[str | None, str, str | None]]:
+        return (type(self), (self.saved_to, self.note, self.resume))
 
 
 SIGNAL_NAMES = {1: "SIGHUP", 3: "SIGQUIT", 15: "SIGTERM"}
@@ -102,13 +104,13 @@ class Terminated(Interrupted):
     """SIGTERM (a scheduler's time limit, ``kill``), SIGHUP (a closed terminal, a dropped ssh session)
     or SIGQUIT: handled like Ctrl-C, with an exit code of its own (128 + the signal's number)."""
 
-    def __init__(self, saved_to: str | None, note: str = "", signum: int = 15) -> None:
+    def __init__(self, saved_to: str | None, note: str = "", resume: str | None = None, signum: int = 15) -> None:
         self.signum = signum
         self.word = f"terminated ({SIGNAL_NAMES.get(signum, f'signal {signum}')})"
-        super().__init__(saved_to, note)
+        super().__init__(saved_to, note, resume)
 
-    def __reduce__(self) -> tuple[type, tuple[str | None, str, int]]:  # type: ignore[override]
-        return (type(self), (self.saved_to, self.note, self.signum))
+    def __reduce__(self) -> tuple[type, tuple[str | None, str, str | None, int]]:  # type: ignore[override]
+        return (type(self), (self.saved_to, self.note, self.resume, self.signum))
 
 
 class TerminateSignal(KeyboardInterrupt):

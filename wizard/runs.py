@@ -15,6 +15,7 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from wizard.api import PathLike
@@ -177,6 +178,60 @@ def _path_text(value: Any, what: str) -> str:
     if not isinstance(name, str):
         raise UsageError(f"{what} must be a name or path (str or os.PathLike), not {type(value).__name__}")
     return name
+
+
+# -- sessions: answers saved when a run stops early ------------------------------------------------
+
+
+def sessions_dir(environ: Mapping[str, str]) -> Path:
+    """Where interrupted runs leave their answers: the user's state directory, never where they stand."""
+    from wizard.workspace import state_root
+
+    return state_root(environ) / "sessions"
+
+
+def absolute_paths(pb: Playbook, answers: Mapping[str, Any], base: str | os.PathLike[str]) -> dict[str, Any]:
+    """``answers`` with each relative answer to a path question made absolute against ``base``: an
+    answers file's paths are relative to the file, and a saved session keeps working when moved."""
+    kinds = {q.id: q.type for q in pb.questions()}
+    out = dict(answers)
+    for key, value in answers.items():
+        if kinds.get(key) == "path" and isinstance(value, str) and value and not os.path.isabs(value):
+            out[key] = os.path.normpath(os.path.join(base, os.path.expanduser(value)))
+    return out
+
+
+def save_session(pb: Playbook, answers: Mapping[str, Any], environ: Mapping[str, str], now: Any) -> Path:
+    """The answers so far, in a private file of the sessions directory that ``--resume`` finds."""
+    from wizard.engine.answers import dump_answers
+    from wizard.outputs import free_path, write_text
+    from wizard.workspace import private_dir
+
+    folder = private_dir(sessions_dir(environ))
+    target = free_path(folder / f"{pb.id}-{now.strftime('%Y%m%dT%H%M%S')}.yaml")
+    return write_text(target, dump_answers(absolute_paths(pb, answers, os.getcwd()), pb.id), what="answers")
+
+
+def latest_session(playbook_id: str, environ: Mapping[str, str]) -> Path | None:
+    """The most recent interrupted session of a playbook, or None."""
+    folder = sessions_dir(environ)
+    try:
+        found = [p for p in folder.glob(f"{playbook_id}-*.yaml") if p.is_file()]
+    except OSError:
+        return None
+    return max(found, key=lambda p: (p.stat().st_mtime, p.name), default=None)
+
+
+def workload_questions(pb: Playbook) -> list[str]:
+    """The questions whose answer is a probe's ``workload``: what ``--workload`` answers."""
+    from wizard.playbook.trust import program_uses
+
+    found: list[str] = []
+    for use in program_uses(pb, catalog()):
+        for question in use.from_answers.get("workload", ()):
+            if question not in found:
+                found.append(question)
+    return found
 
 
 # -- one probe ------------------------------------------------------------------------------------

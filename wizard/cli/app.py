@@ -54,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
         "in a PyTorch profiler trace to its cause.",
         **kw,
     )
-    p.add_argument("--version", action="version", version=f"warpwizard {__version__}")
+    p.add_argument("-V", "--version", action="version", version=f"warpwizard {__version__}")
     p.add_argument("--debug", action="store_true", help="show tracebacks for internal errors")
     p.add_argument("--no-color", action="store_true", help="plain output (also: NO_COLOR=1)")
     p.add_argument(
@@ -90,6 +90,17 @@ def _add_run(sub: _Sub, kw: dict[str, Any]) -> None:
     run.add_argument("--report", metavar="FILE.md", help="write a Markdown report for a bug report")
     run.add_argument("--force", action="store_true", help="replace --report and --record files that exist")
     run.add_argument("--teach", action="store_true", help="explain every step and node as you go")
+    run.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the last interrupted session of this playbook (saved on Ctrl-C, SIGTERM, SIGHUP)",
+    )
+    run.add_argument(
+        "--fail-on",
+        choices=("warning", "error"),
+        metavar="SEVERITY",
+        help="exit 1 when the diagnosis is at least this severe: warning or error (for CI)",
+    )
     _add_probe_options(run)
 
 
@@ -321,6 +332,8 @@ def cmd_run(ctx: Context, playbook_name: str | None = None) -> ExitStatus:
         report=args.report,
         force=args.force,
         teach=args.teach,
+        resume=args.resume,
+        fail_on=args.fail_on,
         options=_probe_options(ctx),
         playbook_dirs=ctx.playbook_dirs,
     )
@@ -634,7 +647,7 @@ def _error_lines(exc: BaseException) -> list[str]:
     if isinstance(exc, PlaybookError):
         return exc.problems  # every problem, one line each
     if isinstance(exc, TerminateSignal):
-        return [f"warpwizard: error: {Terminated(None, '', exc.signum).word}"]
+        return [f"warpwizard: error: {Terminated(None, signum=exc.signum).word}"]
     if isinstance(exc, KeyboardInterrupt):
         return ["warpwizard: error: interrupted"]
     message = str(exc)

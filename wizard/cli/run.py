@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,17 @@ from wizard.errors import AnswersError, Interrupted, OutputFileError, Terminated
 from wizard.exit_status import ExitStatus
 from wizard.outputs import check_output, free_path, write_text
 from wizard.playbook.model import Playbook
-from wizard.runs import Options, load_playbook, prepare_run, run_inputs
+from wizard.runs import (
+    Options,
+    absolute_paths,
+    latest_session,
+    load_playbook,
+    prepare_run,
+    run_inputs,
+    save_session,
+    sessions_dir,
+    workload_questions,
+)
 from wizard.serialize import dumps
 from wizard.system import System
 from wizard.untrusted import rich_text
@@ -40,19 +51,43 @@ class RunOptions:
     options: Options = field(default_factory=Options)  # what probes may do, where they write
     playbook_dirs: list[str] = field(default_factory=list)
     force: bool = False
+    resume: bool = False
+    fail_on: str | None = None  # warning | error: exit 1 when the diagnosis is at least that severe
 
 
-def _given_answers(opts: RunOptions, stdin: Any) -> tuple[dict[str, Any], dict[str, str]]:
-    """Answers from the file and --set (the command line wins), and where each came from."""
+SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
+
+
+def _given_answers(opts: RunOptions, pb: Playbook, stdin: Any) -> tuple[dict[str, Any], dict[str, str]]:
+    """Answers from the file (its relative paths taken from where the file is), --workload for the
+    questions it answers, then --set (the command line wins), and where each came from."""
     values: dict[str, Any] = {}
     origins: dict[str, str] = {}
     if opts.answers_file:
-        values.update(load_answers_file(opts.answers_file, stdin))
+        loaded = load_answers_file(opts.answers_file, stdin)
+        base = os.getcwd() if opts.answers_file == "-" else os.path.dirname(os.path.abspath(opts.answers_file))
+        values.update(absolute_paths(pb, loaded, base))
         origins.update(dict.fromkeys(values, ORIGIN_FILE))
+    if opts.options.workload:
+        for question in workload_questions(pb):
+            values[question] = opts.options.workload
+            origins[question] = ORIGIN_COMMAND_LINE
     given_here = parse_set_options(opts.sets)
     values.update(given_here)
     origins.update(dict.fromkeys(given_here, ORIGIN_COMMAND_LINE))
     return values, origins
+
+
+def _resume(opts: RunOptions, pb: Playbook, system: System, ui: Any) -> None:
+    """--resume: the last interrupted session of this playbook becomes the answers file."""
+    if opts.answers_file:
+        raise UsageError("--resume continues a saved session; give it or --answers, not both")
+    found = latest_session(pb.id, system.environ)
+    if found is None:
+        where = sessions_dir(system.environ)
+        raise UsageError(f"no interrupted session of {pb.id} to resume (sessions are saved in {where})")
+    opts.answers_file = str(found)
+    ui.print(rich_text(f"resuming from {found}", "dim"))
 
 
 def _inputs(opts: RunOptions, pb: Playbook, answers: dict[str, Any]) -> list[str]:
@@ -71,17 +106,22 @@ def _preflight(opts: RunOptions, pb: Playbook, values: dict[str, Any]) -> None:
         raise UsageError(f"--record and --report name the same file ({opts.report})")
 
 
-def _save_interrupted(opts: RunOptions, pb: Playbook, answers: dict[str, Any]) -> tuple[str | None, str]:
-    """Where the answers so far went (never over an existing file), or why nowhere."""
+def _save_interrupted(
+    opts: RunOptions, pb: Playbook, answers: dict[str, Any], system: System
+) -> tuple[str | None, str, str | None]:
+    """Where the answers so far went (never over an existing file), why nowhere, and the command
+    that continues: --record's name when given, else a session in the state directory."""
     if not answers:
-        return None, "; no question was answered yet, so nothing was saved"
-    wanted = Path(opts.record or f"warpwizard-answers-{pb.id}.yaml")
-    target = free_path(wanted)  # an earlier run's file, or the user's own: write beside it
+        return None, "; no question was answered yet, so nothing was saved", None
     try:
-        write_text(target, dump_answers(answers, pb.id), inputs=_inputs(opts, pb, answers), what="answers")
+        if opts.record:
+            target = free_path(opts.record)  # an earlier run's file, or the user's own: write beside it
+            write_text(target, dump_answers(answers, pb.id), inputs=_inputs(opts, pb, answers), what="answers")
+            return str(target), "", None
+        saved = save_session(pb, answers, system.environ, system.clock.now())
     except OutputFileError as exc:
-        return None, f"; the answers could not be saved ({exc})"
-    return str(target), ""
+        return None, f"; the answers could not be saved ({exc})", None
+    return str(saved), "", f"continue with: warpwizard run {pb.id} --resume"
 
 
 def _write_outputs(opts: RunOptions, pb: Playbook, answers: dict[str, Any], transcript: Any) -> None:
@@ -98,33 +138,39 @@ def _write_outputs(opts: RunOptions, pb: Playbook, answers: dict[str, Any], tran
         )
 
 
+def _source(opts: RunOptions, system: System, ui: Any, values: dict[str, Any], origins: dict[str, str]) -> Any:
+    """Answers from the file and the command line; at a terminal, a person answers the rest (and
+    confirms a saved program before it runs). --defaults, --json or no terminal: no prompts."""
+    if opts.defaults or opts.json_out or (opts.answers_file and not system.interactive):
+        return MappingAnswers(values, use_defaults=opts.defaults, origins=origins)
+    from wizard.ui.prompts import InteractiveAnswers
+
+    return InteractiveAnswers(values, origins=origins, console=ui, interactive=system.interactive)
+
+
 def run_playbook(opts: RunOptions, system: System, ui: Any, out: Any, stdout: Any) -> ExitStatus:
     from wizard.ui.render import TerminalObserver, conclusion_panel, playbook_heading
 
     pb = load_playbook(opts.playbook, playbook_dirs=opts.playbook_dirs, environ=system.environ)
-    values, origins = _given_answers(opts, system.stdin)
+    if opts.resume:
+        _resume(opts, pb, system, ui)
+    values, origins = _given_answers(opts, pb, system.stdin)
     problems = check_answers(pb, values)
     if problems:
         raise AnswersError(problems)
     _preflight(opts, pb, values)
-    scripted = bool(opts.answers_file) or opts.defaults or opts.json_out
-    if scripted:
-        source: Any = MappingAnswers(values, use_defaults=opts.defaults, origins=origins)
-    else:
-        from wizard.ui.prompts import InteractiveAnswers
-
-        source = InteractiveAnswers(values, console=ui, interactive=system.interactive)
+    source = _source(opts, system, ui, values, origins)
     observer = TerminalObserver(ui, teach=opts.teach)
     engine = prepare_run(pb, source, opts.options, system=system, observer=observer)
-    if opts.teach or not scripted:
+    if opts.teach or not isinstance(source, MappingAnswers):
         ui.print(playbook_heading(pb, teach=opts.teach))
     try:
         transcript = engine.run()
     except KeyboardInterrupt as exc:
-        saved, note = _save_interrupted(opts, pb, engine.state.answers)
+        saved, note, resume = _save_interrupted(opts, pb, engine.state.answers, system)
         if isinstance(exc, TerminateSignal):
-            raise Terminated(saved, note, exc.signum) from None
-        raise Interrupted(saved, note) from None
+            raise Terminated(saved, note, resume, exc.signum) from None
+        raise Interrupted(saved, note, resume) from None
     except MissingAnswer as exc:
         answered = set(engine.state.answers) | set(values)
         hint = "give them in the answers file, with --set ID=VALUE, or use --defaults"
@@ -138,4 +184,12 @@ def run_playbook(opts: RunOptions, system: System, ui: Any, out: Any, stdout: An
         out.print(conclusion_panel(transcript))
         if opts.report:
             out.print(rich_text(f"report written to {opts.report}", "dim"))
+    return _gate(opts, transcript)
+
+
+def _gate(opts: RunOptions, transcript: Any) -> ExitStatus:
+    """--fail-on: exit 1 when the diagnosis is at least as severe as asked (for CI)."""
+    severity = transcript.conclusion.severity if transcript.conclusion is not None else None
+    if opts.fail_on and SEVERITY_RANK.get(severity or "", -1) >= SEVERITY_RANK[opts.fail_on]:
+        return ExitStatus.FINDINGS
     return ExitStatus.OK

@@ -54,6 +54,11 @@ class AnswerSource(Protocol):
         """Return (value, origin) with origin one of interactive, file, default; or raise MissingAnswer."""
         ...
 
+    def confirm(self, question: QuestionNode, value: Any, what: str) -> bool:
+        """Whether a person confirms that ``value`` (an answer from a file naming a program, ``what``)
+        may run; a source with nobody to ask says no."""
+        ...
+
 
 class MappingAnswers:
     """Answers from a file and ``--set``; ``use_defaults`` fills the rest from defaults.
@@ -89,6 +94,10 @@ class MappingAnswers:
                     [f"default for {question.id!r} ({prompt}): {exc}; answer it with --set {question.id}=VALUE"]
                 ) from None
         raise MissingAnswer(question)
+
+    def confirm(self, question: QuestionNode, value: Any, what: str) -> bool:
+        """Nobody to ask: a file alone never decides what runs."""
+        return False
 
 
 def check_answers(playbook: Playbook, values: Mapping[str, Any]) -> list[str]:

@@ -11,13 +11,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from wizard.engine.answers import ORIGIN_DEFAULT, ORIGIN_FILE, TRUSTED_ORIGINS, AnswerSource
+from wizard.engine.answers import ORIGIN_DEFAULT, ORIGIN_FILE, ORIGIN_INTERACTIVE, TRUSTED_ORIGINS, AnswerSource
 from wizard.engine.transcript import Conclusion, Transcript, TranscriptEntry
 from wizard.environment import Environment
 from wizard.errors import AnswersError, ProbeInfrastructureError, WizardError
 from wizard.playbook.conditions import Template
 from wizard.playbook.model import ConclusionNode, DecisionNode, Node, Playbook, ProbeNode, QuestionNode
-from wizard.playbook.trust import refusal
+from wizard.playbook.trust import answer_sources, refusal
 from wizard.probes.base import Probe, ProbeResult, Status, with_defaults
 
 MAX_VISITS = 500
@@ -180,9 +180,28 @@ class Engine:
             if not spec.runs or spec.name not in node.params or value in (None, "", []):
                 continue
             source = refusal(node.params[spec.name], self.state.origins, TRUSTED_ORIGINS, _ORIGIN_WORDS)
+            if source is not None and self._confirmed(node.params[spec.name], value, spec.name):
+                source = None
             if source is not None:
                 refused.append(f"{spec.name} {value!r} ({source})")
         return refused
+
+    def _confirmed(self, raw: Any, value: Any, what: str) -> bool:
+        """A program from a file's answer runs when the person at the terminal says so: that yes
+        makes the answer theirs (origin interactive) for the rest of the run."""
+        questions = answer_sources(raw)
+        if not questions or self.env.settings.allow_commands:
+            return False
+        untrusted = [q for q in questions if self.state.origins.get(q) not in TRUSTED_ORIGINS]
+        nodes = [self.playbook.nodes[q] for q in untrusted if isinstance(self.playbook.nodes.get(q), QuestionNode)]
+        if len(nodes) != len(untrusted):
+            return False
+        for question in nodes:
+            assert isinstance(question, QuestionNode)
+            if not self.answers.confirm(question, value, what):
+                return False
+            self.state.origins[question.id] = ORIGIN_INTERACTIVE
+        return True
 
     def _run_probe(self, node: ProbeNode, params: dict[str, Any]) -> ProbeResult:
         probe = self.probes.get(node.probe)

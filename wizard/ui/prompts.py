@@ -41,11 +41,28 @@ class InteractiveAnswers:
     """Asks a person; answers given with --set are taken first, without asking."""
 
     def __init__(
-        self, preset: Mapping[str, Any] | None = None, *, console: Any = None, interactive: bool = True
+        self,
+        preset: Mapping[str, Any] | None = None,
+        *,
+        origins: Mapping[str, str] | None = None,
+        console: Any = None,
+        interactive: bool = True,
     ) -> None:
-        self.preset = MappingAnswers(preset or {}, origin=ORIGIN_COMMAND_LINE)
+        self.preset = MappingAnswers(preset or {}, origin=ORIGIN_COMMAND_LINE, origins=origins)
         self.console = console
         self.interactive = interactive
+
+    def confirm(self, question: QuestionNode, value: Any, what: str) -> bool:
+        """Ask the person whether a program from a file (a saved session, an answers file) may run:
+        their yes makes it their own decision. No terminal: no."""
+        if not self.interactive:
+            return False
+        import questionary
+
+        if self.console is not None:
+            self.console.print(rich_text(f"  {question.id} comes from a file: {visible(value)}", "yellow"))
+        prompt = f"Run {what} {visible(value)!r}?"
+        return bool(questionary.confirm(prompt, default=False, auto_enter=False).unsafe_ask())
 
     def answer(self, question: QuestionNode, prompt: str) -> tuple[Any, str]:
         try:
