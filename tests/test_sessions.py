@@ -1,0 +1,123 @@
+"""A session in scripts and CI: --workload answers its question, --fail-on gates on the diagnosis,
+answers files carry their paths with them, -V. (The terminal flows, Ctrl-C then --resume and the
+confirmed workload, are in test_terminal.py.)"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import EXAMPLES, needs_torch, run_inprocess
+from wizard import __version__
+
+GRID_ANSWERS = EXAMPLES / "answers" / "grid-overflow.yaml"
+
+
+@needs_torch
+@pytest.mark.slow
+def test_workload_on_the_command_line_answers_the_workload_question(tmp_path: Path) -> None:
+    script = tmp_path / "train.py"
+    script.write_text("print('one step')\n")
+    result = run_inprocess(
+        "run", "negative-warps-per-sm", "--set", "have=workload", "--workload", f"python {script}", "--json",
+        "--report-dir", str(tmp_path / "wr"),
+    )  # fmt: skip
+    assert result.status == 0, result.stderr
+    transcript = result.json
+    entries = {e["node"]: e for e in transcript["entries"]}
+    assert entries["workload_cmd"]["answer"] == f"python {script}"
+    assert entries["workload_cmd"]["answer_origin"] == "command line"
+    assert entries["reprofile"]["facts"]["workload_failed"] is False
+    assert transcript["conclusion"]["diagnosis"] == "no-gpu-kernels"
+
+
+def test_workload_questions_are_found_from_the_playbook() -> None:
+    from wizard.runs import load_playbook, workload_questions
+
+    assert workload_questions(load_playbook("negative-warps-per-sm")) == ["workload_cmd"]
+
+
+@pytest.mark.parametrize(
+    ("answers", "fail_on", "status"),
+    [
+        ("grid-overflow.yaml", "warning", 1),  # profiler-bug-grid-overflow is a warning
+        ("grid-overflow.yaml", "error", 0),
+        ("corrupt.yaml", "error", 1),  # trace-unreadable is an error: CI can now gate on it
+        ("healthy-small.yaml", "warning", 0),
+    ],
+)
+def test_fail_on_gates_ci_on_the_diagnosis(answers: str, fail_on: str, status: int) -> None:
+    result = run_inprocess(
+        "run", "negative-warps-per-sm", "--answers", str(EXAMPLES / "answers" / answers), "--fail-on", fail_on, "--json"
+    )
+    assert result.status == status, result.stderr
+    severity = result.json["conclusion"]["severity"]
+    assert severity == {"grid-overflow.yaml": "warning", "corrupt.yaml": "error", "healthy-small.yaml": "info"}[answers]
+
+
+def test_fail_on_takes_only_warning_or_error() -> None:
+    result = run_inprocess("run", "negative-warps-per-sm", "--answers", str(GRID_ANSWERS), "--fail-on", "info")
+    assert result.status == 2
+    assert "argument --fail-on: invalid choice: 'info' (choose from 'warning', 'error')" in result.stderr
+
+
+def test_an_answers_file_carries_its_paths_with_it(tmp_path: Path) -> None:
+    """Moved with its trace, from any directory, the file still finds the trace beside it."""
+    bundle = tmp_path / "bug-123"
+    bundle.mkdir()
+    shutil.copy(EXAMPLES / "traces" / "grid-overflow.json", bundle / "trace.json")
+    (bundle / "answers.yaml").write_text("have: trace\ntrace_path: trace.json\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    result = run_inprocess(
+        "run", "negative-warps-per-sm", "--answers", str(bundle / "answers.yaml"), "--json", cwd=elsewhere
+    )
+    assert result.status == 0, result.stderr
+    assert result.json["answers"]["trace_path"] == str(bundle / "trace.json")
+    assert result.json["conclusion"]["diagnosis"] == "profiler-bug-grid-overflow"
+
+
+def test_a_path_given_with_set_stays_relative_to_where_warpwizard_runs(tmp_path: Path) -> None:
+    shutil.copy(EXAMPLES / "traces" / "grid-overflow.json", tmp_path / "t.json")
+    result = run_inprocess(
+        "run", "negative-warps-per-sm", "--set", "have=trace", "--set", "trace_path=t.json", "--json", cwd=tmp_path
+    )
+    assert result.status == 0, result.stderr
+    assert result.json["answers"]["trace_path"] == "t.json"
+
+
+def test_from_an_empty_directory_a_run_leaves_it_empty(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("WARPWIZARD_REPORT_DIR")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    result = run_inprocess("run", "negative-warps-per-sm", "--answers", str(GRID_ANSWERS), cwd=empty)
+    assert result.status == 0, result.stderr
+    assert list(empty.iterdir()) == []
+
+
+def test_resume_without_a_session_says_where_sessions_are(tmp_path: Path) -> None:
+    result = run_inprocess("run", "negative-warps-per-sm", "--resume")
+    assert result.status == 2
+    sessions = tmp_path / "state" / "warpwizard" / "sessions"
+    assert result.stderr == (
+        f"warpwizard: error: no interrupted session of negative-warps-per-sm to resume (sessions are saved in "
+        f"{sessions})\n"
+    )
+
+
+def test_resume_without_a_terminal_reads_the_session_and_asks_nothing(tmp_path: Path) -> None:
+    sessions = tmp_path / "state" / "warpwizard" / "sessions"
+    sessions.mkdir(parents=True, mode=0o700)
+    trace = EXAMPLES / "traces" / "old-sm-count.json"
+    (sessions / "negative-warps-per-sm-20261130T070000.yaml").write_text(f"have: trace\ntrace_path: {trace}\n")
+    result = run_inprocess("run", "negative-warps-per-sm", "--resume", "--json")
+    assert result.status == 0, result.stderr
+    assert result.json["conclusion"]["diagnosis"] == "profiler-bug-old-sm-count"
+
+
+@pytest.mark.parametrize("flag", ["-V", "--version"])
+def test_version(flag: str) -> None:
+    result = run_inprocess(flag)
+    assert (result.status, result.stdout) == (0, f"warpwizard {__version__}\n")
