@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 import platform
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import EXAMPLES, REPO, RunCli, cli_command, cli_env, strict_json
+from tests.conftest import EXAMPLES, REPO, RunCli, cli_command, cli_env, needs_torch, strict_json
 from wizard.cluster import Rank, device_for_rank, launcher_place, launcher_rank, output_name
 from wizard.errors import UsageError
 
@@ -143,3 +144,82 @@ def test_probe_output_never_replaces_an_input_or_an_existing_report(run_cli: Run
     assert exists.returncode == 7 and report.read_text() == "mine\n"
     replaced = run_cli("probe", "trace.inspect", "--param", f"paths={trace}", "--output", str(report), "--force")
     assert replaced.returncode == 1 and strict_json(report.read_text())["entries"][0]["status"] == "fail"
+
+
+def _docs_block(title: str) -> str:
+    """The code block under a heading of docs/clusters.md, with its line continuations joined."""
+    text = (REPO / "docs" / "clusters.md").read_text()
+    section = text[text.index(f"## {title}") :]
+    block = section[section.index("```\n") + 4 :]
+    return block[: block.index("```")].replace("\\\n", " ")
+
+
+@needs_torch
+@pytest.mark.slow
+def test_the_torchrun_recipe_verbatim_on_one_machine_with_two_processes(tmp_path: Path) -> None:
+    """docs/clusters.md's torchrun command, its warpwizard part word for word; only the rendezvous is
+    this machine's (two processes instead of two nodes of eight). No reports/ exists beforehand."""
+    import shlex
+
+    words = shlex.split(_docs_block("torchrun"))
+    assert words[:2] == ["torchrun", "--nnodes"] and "--no-python" in words
+    recipe = words[words.index("--no-python") + 1 :]
+    assert recipe[:3] == ["warpwizard", "probe", "op.isolate"] and recipe[-2:] == [
+        "--output",
+        "reports/{host}-{rank}.json",
+    ]
+    torchrun = Path(sys.executable).with_name("torchrun")
+    warpwizard = cli_command()
+    argv = [
+        str(torchrun),
+        "--standalone",
+        "--nnodes",
+        "1",
+        "--nproc-per-node",
+        "2",
+        "--no-python",
+        *warpwizard,
+        *recipe[1:],
+    ]
+    env = cli_env()
+    env.pop("WARPWIZARD_REPORT_DIR", None)  # each rank its own workspace, as a user's would be
+    done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    host = launcher_rank({}).host
+    reports = sorted(p.name for p in (tmp_path / "reports").iterdir())
+    assert reports == [f"{host}-0.json", f"{host}-1.json"]
+    workspaces = {
+        strict_json((tmp_path / "reports" / r).read_text())["entries"][0]["facts"]["repro_script"] for r in reports
+    }
+    assert len(workspaces) == 2  # the ranks never share a repro.py
+    merged = subprocess.run(
+        [*warpwizard, "compare", *(f"reports/{r}" for r in reports), "--json"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert merged.returncode == 0, merged.stderr
+    machines = strict_json(merged.stdout)["machines"]
+    assert sorted(m["host"] for m in machines) == [f"{host} rank 0", f"{host} rank 1"]
+
+
+def test_every_output_path_takes_the_place_placeholders(tmp_path: Path) -> None:
+    from tests.conftest import run_inprocess
+
+    trace = EXAMPLES / "traces" / "grid-overflow.json"
+    env = {"RANK": "3", "LOCAL_RANK": "1"}
+    result = run_inprocess(
+        "trace", "inspect", str(trace), "--markdown", str(tmp_path / "r{rank}-{local_rank}.md"), environ=env
+    )
+    assert result.status == 1, result.stderr
+    fixed = run_inprocess("trace", "fix", str(trace), str(tmp_path / "fixed-{rank}.json"), environ=env)
+    assert fixed.status == 0, fixed.stderr
+    probe = run_inprocess(
+        "probe", "trace.inspect", "--param", f"paths={trace}", "--report-dir", str(tmp_path / "wr-{rank}"),
+        "--output", str(tmp_path / "deep" / "er" / "{rank}.json"), environ=env,
+    )  # fmt: skip
+    assert probe.status == 1, probe.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["deep", "fixed-3.json", "r3-1.md", "wr-3"]
+    assert (tmp_path / "deep" / "er" / "3.json").is_file()

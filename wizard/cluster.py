@@ -7,6 +7,7 @@ warpwizard schedules nothing: each process runs ``warpwizard probe ... --output
 
 from __future__ import annotations
 
+import os
 import platform
 import re
 from collections.abc import Mapping
@@ -69,12 +70,23 @@ def device_for_rank(environ: Mapping[str, str], local_rank: int) -> str:
     return visible[local_rank]
 
 
-def output_name(template: str, rank: Rank) -> str:
-    """``template`` with ``{host}``, ``{rank}`` and ``{local_rank}`` filled in (nothing else is read
-    from it), so every process of a job writes its own report. The host is one safe path component
+def output_name(template: str, rank: Rank, pid: int | None = None) -> str:
+    """``template`` with ``{host}``, ``{rank}``, ``{local_rank}`` and ``{pid}`` filled in (nothing else is
+    read from it), so every process of a job writes its own file. The host is one safe path component
     (no separator, no leading dot), so ``{host}`` never leaves the directory the template names."""
     return (
         template.replace("{host}", rank.host)
         .replace("{rank}", str(rank.rank))
         .replace("{local_rank}", str(rank.local_rank))
+        .replace("{pid}", str(os.getpid() if pid is None else pid))
     )
+
+
+PLACEHOLDERS = ("{host}", "{rank}", "{local_rank}", "{pid}")
+
+
+def placed(path: str | None, environ: Mapping[str, str]) -> str | None:
+    """An output path as the user wrote it, with this process's place filled in when it names one."""
+    if path is None or not any(p in path for p in PLACEHOLDERS):
+        return path
+    return output_name(path, launcher_rank(environ))

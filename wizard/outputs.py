@@ -110,6 +110,17 @@ def check_output(
     return target
 
 
+def make_parent(path: str | Path, *, what: str = "output") -> None:
+    """Create the directory an output goes in (``probe --output 'reports/{host}-{rank}.json'`` on every
+    rank of a job, where nobody made ``reports/`` first)."""
+    parent = Path(path).parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except (OSError, ValueError) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise OutputFileError(f"{path}: cannot create the directory for the {what} ({reason})") from None
+
+
 def _open_temporary(parent: Path, name: str) -> tuple[int, Path]:
     for _ in range(100):
         tmp = parent / f".{name[:100]}.{secrets.token_hex(6)}.tmp"

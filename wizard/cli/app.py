@@ -357,8 +357,9 @@ def cmd_probe(ctx: Context) -> ExitStatus:
     target = output_name(args.output, rank) if args.output else None
     inputs = run_inputs(options, params.values())
     if target is not None:
-        from wizard.outputs import check_output
+        from wizard.outputs import check_output, make_parent
 
+        make_parent(target, what="probe report")  # 'reports/{host}-{rank}.json' on every rank, no mkdir first
         check_output(target, inputs=inputs, force=args.force, what="probe report")
     transcript = run_probe(args.name, params, options=options, timeout=args.timeout, system=system)
     _show_probe(ctx, transcript, target, inputs)
@@ -654,6 +655,19 @@ def _error_lines(exc: BaseException) -> list[str]:
     return [message if message.startswith("warpwizard") else f"warpwizard: error: {message}"]
 
 
+OUTPUT_OPTIONS = ("record", "report", "report_dir", "output", "markdown")
+
+
+def _place_outputs(ctx: Context) -> None:
+    """{host}, {rank}, {local_rank} and {pid} in any output path: each process of a job writes its own."""
+    from wizard.cluster import placed
+
+    for name in OUTPUT_OPTIONS:
+        value = getattr(ctx.args, name, None)
+        if isinstance(value, str) and value != "-":
+            setattr(ctx.args, name, placed(value, ctx.system.environ))
+
+
 def _check_playbook_dirs(ctx: Context) -> None:
     for d in ctx.args.playbook_dir:
         if not Path(d).is_dir():
@@ -685,6 +699,7 @@ def main(argv: list[str] | None = None, system: System | None = None) -> int:
             args = parser.parse_args(arguments)  # --help and --version print through these
         ctx = Context(args, system, stdout, stderr)
         _check_playbook_dirs(ctx)
+        _place_outputs(ctx)
         status = cmd_default(ctx, parser) if args.command is None else COMMANDS[args.command](ctx)
         stdout.flush()
         return int(status)
