@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.conftest import EXAMPLES, needs_torch, run_inprocess
 from wizard import __version__
+from wizard.runner import CommandResult
 
 GRID_ANSWERS = EXAMPLES / "answers" / "grid-overflow.yaml"
 
@@ -121,3 +123,74 @@ def test_resume_without_a_terminal_reads_the_session_and_asks_nothing(tmp_path: 
 def test_version(flag: str) -> None:
     result = run_inprocess(flag)
     assert (result.status, result.stdout) == (0, f"warpwizard {__version__}\n")
+
+
+class _NoProcess:
+    """A runner that fails the test if anything would start."""
+
+    def run(
+        self, argv: Any, *, timeout: float, env: Any = None, cwd: str | None = None, log_path: Path | None = None
+    ) -> CommandResult:
+        raise AssertionError(f"a dry run started {argv!r}")
+
+
+def _dry(*args: str) -> tuple[int, str]:
+    import io
+
+    from tests.conftest import cli_env
+    from wizard.cli.app import main
+    from wizard.system import System
+
+    out, err = io.StringIO(), io.StringIO()
+    system = System(stdin=io.StringIO(""), stdout=out, stderr=err, environ=cli_env(), runner=_NoProcess(),
+                    isatty=lambda stream: False)  # fmt: skip
+    status = main(["run", "negative-warps-per-sm", "--dry-run", *args], system)
+    assert err.getvalue() == ""
+    return status, out.getvalue()
+
+
+def test_dry_run_lists_probes_and_programs_and_runs_nothing(tmp_path: Path) -> None:
+    from tests.conftest import strict_json
+
+    before = sorted(tmp_path.rglob("*"))
+    status, text = _dry("--set", "have=workload", "--workload", "python train.py --steps 3", "--json")
+    assert status == 0
+    plan = strict_json(text)
+    assert plan["schema"] == "warpwizard.plan/1"
+    assert [s["node"] for s in plan["steps"]] == ["have", "workload_cmd", "environment", "reprofile", "reprofiled"]
+    assert [s["probe"] for s in plan["steps"] if s["probe"]] == ["env", "profiler.reprofile"]
+    (program,) = [p for s in plan["steps"] for p in s["programs"]]
+    assert program == {"parameter": "workload", "value": "python train.py --steps 3", "runs": True, "why": None}
+    assert plan["stops"].startswith("reprofiled is decided by probe results (facts.reprofile.workload_error)")
+    assert sorted(tmp_path.rglob("*")) == before  # no workspace, no session, no file
+
+
+def test_dry_run_says_which_program_would_be_refused() -> None:
+    answers = EXAMPLES / "answers" / "workload-cpu.yaml"
+    status, text = _dry("--answers", str(answers))
+    assert status == 0
+    line = (
+        "would NOT start (from the answers file; --allow-commands): workload 'python examples/workloads/tiny_matmul.py'"
+    )
+    assert line in " ".join(text.split())
+
+
+def test_dry_run_follows_answers_to_a_conclusion() -> None:
+    status, text = _dry("--set", "have=description", "--defaults")
+    assert status == 0
+    assert text.splitlines()[-1] == "  ■ diagnosis likely-profiler-bug-grid-overflow (warning)"
+
+
+def test_the_answers_template_filled_in_runs(tmp_path: Path) -> None:
+    result = run_inprocess("answers", "negative-warps-per-sm")
+    assert result.status == 0
+    template = result.stdout
+    assert "# trace_path: trace.json   # the default" in template
+    assert "#   names a program: it runs only with --allow-commands" in template
+    assert "have: trace\n" in template and "symptom: negative\n" in template
+    shutil.copy(EXAMPLES / "traces" / "grid-overflow.json", tmp_path / "mine.json")
+    filled = tmp_path / "answers.yaml"
+    filled.write_text(template.replace("# trace_path: trace.json   # the default", "trace_path: mine.json"))
+    run = run_inprocess("run", "negative-warps-per-sm", "--answers", str(filled), "--json")
+    assert run.status == 0, run.stderr
+    assert run.json["conclusion"]["diagnosis"] == "profiler-bug-grid-overflow"

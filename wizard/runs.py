@@ -222,16 +222,23 @@ def latest_session(playbook_id: str, environ: Mapping[str, str]) -> Path | None:
     return max(found, key=lambda p: (p.stat().st_mtime, p.name), default=None)
 
 
-def workload_questions(pb: Playbook) -> list[str]:
-    """The questions whose answer is a probe's ``workload``: what ``--workload`` answers."""
+def program_questions(pb: Playbook, parameter: str | None = None) -> list[str]:
+    """The questions whose answer is what a probe runs (its ``parameter``, or any program-naming one):
+    ``--workload`` answers those of ``workload``; the answers template leaves them for the user."""
     from wizard.playbook.trust import program_uses
 
     found: list[str] = []
     for use in program_uses(pb, catalog()):
-        for question in use.from_answers.get("workload", ()):
-            if question not in found:
-                found.append(question)
+        for name, questions in use.from_answers.items():
+            for question in questions if parameter in (None, name) else ():
+                if question not in found:
+                    found.append(question)
     return found
+
+
+def workload_questions(pb: Playbook) -> list[str]:
+    """The questions whose answer is a probe's ``workload``: what ``--workload`` answers."""
+    return program_questions(pb, "workload")
 
 
 # -- one probe ------------------------------------------------------------------------------------

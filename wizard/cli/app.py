@@ -96,6 +96,11 @@ def _add_run(sub: _Sub, kw: dict[str, Any]) -> None:
         help="continue the last interrupted session of this playbook (saved on Ctrl-C, SIGTERM, SIGHUP)",
     )
     run.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the path the answers take, every probe and program it would run; run nothing",
+    )
+    run.add_argument(
         "--fail-on",
         choices=("warning", "error"),
         metavar="SEVERITY",
@@ -167,6 +172,8 @@ def _add_catalogue_commands(sub: _Sub) -> None:
     exp = sub.add_parser("explain", help="the whole tree in words, for onboarding")
     exp.add_argument("playbook")
     sub.add_parser("probes", help="list the registered probes, their parameters and facts")
+    ans = sub.add_parser("answers", help="print a commented answers file to fill in, for --answers")
+    ans.add_argument("playbook")
     sub.add_parser("schema", help="print the playbook JSON Schema (for editors)")
 
 
@@ -334,6 +341,7 @@ def cmd_run(ctx: Context, playbook_name: str | None = None) -> ExitStatus:
         teach=args.teach,
         resume=args.resume,
         fail_on=args.fail_on,
+        dry_run=args.dry_run,
         options=_probe_options(ctx),
         playbook_dirs=ctx.playbook_dirs,
     )
@@ -466,6 +474,15 @@ def cmd_explain(ctx: Context) -> ExitStatus:
         ctx.console().print(explain_view(text))
     else:
         ctx.write(text)
+    return ExitStatus.OK
+
+
+def cmd_answers(ctx: Context) -> ExitStatus:
+    from wizard.engine.answers import answers_template
+    from wizard.runs import program_questions
+
+    pb = _load(ctx, ctx.args.playbook)
+    ctx.write(answers_template(pb, frozenset(program_questions(pb))))
     return ExitStatus.OK
 
 
@@ -615,6 +632,7 @@ COMMANDS: dict[str, Callable[[Context], ExitStatus]] = {
     "graph": cmd_graph,
     "explain": cmd_explain,
     "probes": cmd_probes,
+    "answers": cmd_answers,
     "schema": cmd_schema,
     "trace": cmd_trace,
     "compare": cmd_compare,

@@ -53,6 +53,7 @@ class RunOptions:
     force: bool = False
     resume: bool = False
     fail_on: str | None = None  # warning | error: exit 1 when the diagnosis is at least that severe
+    dry_run: bool = False
 
 
 SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
@@ -158,6 +159,8 @@ def run_playbook(opts: RunOptions, system: System, ui: Any, out: Any, stdout: An
     problems = check_answers(pb, values)
     if problems:
         raise AnswersError(problems)
+    if opts.dry_run:
+        return _dry_run(opts, pb, values, origins, out=out, stdout=stdout)
     _preflight(opts, pb, values)
     source = _source(opts, system, ui, values, origins)
     observer = TerminalObserver(ui, teach=opts.teach)
@@ -185,6 +188,24 @@ def run_playbook(opts: RunOptions, system: System, ui: Any, out: Any, stdout: An
         if opts.report:
             out.print(rich_text(f"report written to {opts.report}", "dim"))
     return _gate(opts, transcript)
+
+
+def _dry_run(
+    opts: RunOptions, pb: Playbook, values: dict[str, Any], origins: dict[str, str], *, out: Any, stdout: Any
+) -> ExitStatus:
+    """--dry-run: the plan, printed or as JSON; no probe runs, no file is written."""
+    from wizard.engine.plan import plan_run
+    from wizard.probes.registry import catalog
+
+    plan = plan_run(pb, values, origins, catalog(), defaults=opts.defaults, allow_commands=opts.options.allow_commands)
+    if opts.json_out:
+        stdout.write(dumps(plan.to_dict()) + "\n")
+        return ExitStatus.OK
+    from wizard.ui.render import plan_lines
+
+    for line in plan_lines(plan):
+        out.print(rich_text(line))
+    return ExitStatus.OK
 
 
 def _gate(opts: RunOptions, transcript: Any) -> ExitStatus:

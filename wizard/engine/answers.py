@@ -212,3 +212,38 @@ def dump_answers(answers: Mapping[str, Any], playbook_id: str) -> str:
         f"# warpwizard answers for playbook {playbook_id}; replay with: warpwizard run {playbook_id} --answers FILE\n"
     )
     return header + yaml.safe_dump(dict(answers), sort_keys=False, allow_unicode=True)
+
+
+def answers_template(playbook: Playbook, programs: frozenset[str] = frozenset()) -> str:
+    """A commented answers file to fill in: every question's id, prompt, type and choices, its default
+    and the step that asks it. A question with a default is filled with it; the others, paths
+    (which must exist) and ``programs`` (questions whose answer names a program to run) are left
+    commented out, to be filled in (or asked at the terminal)."""
+    titles = {step.id: f"step {n} ({step.title})" for n, step in enumerate(playbook.steps, 1)}
+    out = [
+        f"# warpwizard answers for playbook {playbook.id} ({playbook.title})",
+        f"# run: warpwizard run {playbook.id} --answers THIS_FILE (relative paths are relative to this file)",
+        "",
+    ]
+    for q in playbook.questions():
+        out += _template_entry(q, titles.get(q.step or "", "no step"), q.id in programs)
+    return "\n".join(out)
+
+
+def _template_entry(q: QuestionNode, step: str, names_program: bool) -> list[str]:
+    prompt = q.prompt.source if q.prompt is not None else q.id
+    lines = [f"# {' '.join(prompt.split())}"]
+    if q.help:
+        lines.append(f"#   {' '.join(q.help.split())}")
+    kind = q.type + (": " + " | ".join(f"{c.value} ({c.label})" for c in q.choices) if q.choices else "")
+    lines += [f"#   type {kind}", f"#   asked in {step}"]
+    value = yaml.safe_dump({q.id: q.default}, default_flow_style=True, allow_unicode=True, width=10**6)
+    entry = value.strip()[1:-1]
+    if names_program:
+        lines.append("#   names a program: it runs only with --allow-commands, or when you confirm it at the prompt")
+    if q.default is None or q.type == "path" or names_program:
+        note = "" if q.default is None else "   # the default"
+        lines.append(f"# {entry}{note}" if q.default is not None else f"# {q.id}:")
+    else:
+        lines.append(entry)
+    return [*lines, ""]

@@ -57,7 +57,7 @@ class RunState:
         return {"answers": self.answers, "facts": self.facts, "status": self.status}
 
 
-_ORIGIN_WORDS = {ORIGIN_FILE: "from the answers file", ORIGIN_DEFAULT: "the playbook's default answer"}
+ORIGIN_WORDS = {ORIGIN_FILE: "from the answers file", ORIGIN_DEFAULT: "the playbook's default answer"}
 
 
 def render(template: Template | None, state: RunState) -> str:
@@ -65,6 +65,20 @@ def render(template: Template | None, state: RunState) -> str:
         return ""
     value = template.render(state.scope())
     return "" if value is None else str(value)
+
+
+def render_params(node: ProbeNode, state: RunState) -> dict[str, Any]:
+    """A probe node's parameters with their templates filled from what the run knows so far."""
+    scope = state.scope()
+    out: dict[str, Any] = {}
+    for name, value in node.params.items():
+        if isinstance(value, Template):
+            out[name] = value.render(scope)
+        elif isinstance(value, list):
+            out[name] = [item.render(scope) if isinstance(item, Template) else item for item in value]
+        else:
+            out[name] = value
+    return out
 
 
 class Engine:
@@ -161,16 +175,7 @@ class Engine:
         return nxt
 
     def _params(self, node: ProbeNode) -> dict[str, Any]:
-        scope = self.state.scope()
-        out: dict[str, Any] = {}
-        for name, value in node.params.items():
-            if isinstance(value, Template):
-                out[name] = value.render(scope)
-            elif isinstance(value, list):
-                out[name] = [item.render(scope) if isinstance(item, Template) else item for item in value]
-            else:
-                out[name] = value
-        return out
+        return render_params(node, self.state)
 
     def _refused_programs(self, node: ProbeNode, probe: Probe, params: Mapping[str, Any]) -> list[str]:
         """Parameters naming what to execute whose value the user did not give themselves."""
@@ -179,7 +184,7 @@ class Engine:
             value = params.get(spec.name)
             if not spec.runs or spec.name not in node.params or value in (None, "", []):
                 continue
-            source = refusal(node.params[spec.name], self.state.origins, TRUSTED_ORIGINS, _ORIGIN_WORDS)
+            source = refusal(node.params[spec.name], self.state.origins, TRUSTED_ORIGINS, ORIGIN_WORDS)
             if source is not None and self._confirmed(node.params[spec.name], value, spec.name):
                 source = None
             if source is not None:

@@ -260,3 +260,21 @@ def _report_view(report: TraceReport, show_all: bool) -> Group:
     for note in report.notes:
         items.append(rich_text(f"  note: {note}", "yellow"))
     return Group(*items, Text(""))
+
+
+def plan_lines(plan: Any) -> list[str]:
+    """A dry run in words: each node on the path, what answered it, each probe and program."""
+    lines = [f"dry run of {plan.playbook}: nothing is run, nothing is written"]
+    for step in plan.steps:
+        if step.kind == "question":
+            lines.append(f"  ? {step.node} = {step.answer!r} ({step.origin})")
+        elif step.kind == "probe":
+            params = ", ".join(f"{k}={v!r}" for k, v in step.params.items() if v not in (None, "", []))
+            lines.append(f"  ● would run probe {step.probe} ({params})")
+            for program in step.programs:
+                verdict = "would start" if program.runs else f"would NOT start ({program.why}; --allow-commands)"
+                lines.append(f"      {verdict}: {program.parameter} {program.value!r}")
+        elif step.kind == "decision" and step.next is not None:
+            lines.append(f"  → {step.node}: {step.decided_by} -> {step.next}")
+    lines.append(f"  ■ {plan.stops}")
+    return lines
