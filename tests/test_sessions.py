@@ -194,3 +194,80 @@ def test_the_answers_template_filled_in_runs(tmp_path: Path) -> None:
     run = run_inprocess("run", "negative-warps-per-sm", "--answers", str(filled), "--json")
     assert run.status == 0, run.stderr
     assert run.json["conclusion"]["diagnosis"] == "profiler-bug-grid-overflow"
+
+
+def _transcript(tmp_path: Path, example: str) -> Path:
+    result = run_inprocess(
+        "run", "negative-warps-per-sm", "--answers", str(EXAMPLES / "answers" / f"{example}.yaml"), "--json"
+    )
+    assert result.status == 0, result.stderr
+    path = tmp_path / f"{example}.json"
+    path.write_text(result.stdout)
+    return path
+
+
+def _run_recording(*args: str) -> tuple[int, dict[str, Any], list[list[str]], str]:
+    import io
+
+    from tests.conftest import ScriptedRunner, cli_env, strict_json
+    from wizard.cli.app import main
+    from wizard.system import System
+
+    runner = ScriptedRunner("")
+    out, err = io.StringIO(), io.StringIO()
+    system = System(stdin=io.StringIO(""), stdout=out, stderr=err, environ=cli_env(), runner=runner,
+                    isatty=lambda stream: False)  # fmt: skip
+    status = main(["run", "negative-warps-per-sm", *args, "--json"], system)
+    return status, strict_json(out.getvalue()) if status == 0 else {}, runner.calls, err.getvalue()
+
+
+def test_from_a_node_reuses_the_recorded_probes_and_starts_none_before_it(tmp_path: Path) -> None:
+    previous = _transcript(tmp_path, "unexplained-aten-op")
+    status, transcript, calls, stderr = _run_recording("--answers", str(previous), "--from", "launch_blocking")
+    assert status == 0, stderr
+    assert calls == []  # op.isolate's repro (a process) was not started again
+    entries = {e["node"]: e for e in transcript["entries"]}
+    assert {n for n, e in entries.items() if "reused_from" in e} == {"inspect", "reprofile_compare", "isolate"}
+    assert entries["isolate"]["reused_from"] == str(previous)
+    assert entries["isolate"]["status"] == strict_recorded(previous, "isolate")["status"]
+    assert "reused_from" not in entries["metrics"]
+    assert transcript["conclusion"]["diagnosis"] == "unresolved"
+    assert (
+        "rerunning from launch_blocking; reusing the recorded results of: inspect, reprofile_compare, isolate" in stderr
+    )
+
+
+def strict_recorded(path: Path, node: str) -> dict[str, Any]:
+    from tests.conftest import strict_json
+
+    return next(e for e in strict_json(path.read_text())["entries"] if e["node"] == node)
+
+
+def test_from_step_runs_that_step_again(tmp_path: Path) -> None:
+    previous = _transcript(tmp_path, "unexplained-aten-op")
+    status, transcript, calls, stderr = _run_recording("--answers", str(previous), "--from-step", "3")
+    assert status == 0, stderr
+    assert calls[0][1].endswith("repro.py")  # step 3's op.isolate ran again, and nothing before it
+    entries = {e["node"]: e for e in transcript["entries"]}
+    assert "reused_from" not in entries["isolate"] and entries["inspect"]["reused_from"] == str(previous)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--from", "no_such_node"], "--from no_such_node: playbook negative-warps-per-sm has no such node"),
+        (["--from", "early_overflow"], "--from early_overflow: the previous run did not reach it; it visited: have,"),
+        (["--from-step", "9"], "--from-step 9: playbook negative-warps-per-sm has steps 1 to 6"),
+    ],
+)
+def test_from_names_what_is_wrong(tmp_path: Path, args: list[str], message: str) -> None:
+    previous = _transcript(tmp_path, "unexplained-aten-op")
+    result = run_inprocess("run", "negative-warps-per-sm", "--answers", str(previous), *args)
+    assert result.status == 2
+    assert result.stderr.startswith(f"warpwizard: error: {message}")
+
+
+def test_from_needs_a_transcript() -> None:
+    result = run_inprocess("run", "negative-warps-per-sm", "--answers", str(GRID_ANSWERS), "--from", "inspect")
+    assert result.status == 2
+    assert "--from needs --answers to be a previous run's --json transcript" in result.stderr

@@ -22,6 +22,7 @@ from wizard.api import PathLike
 from wizard.engine.answers import ORIGIN_FILE, AnswerSource, MappingAnswers, check_answers, load_answers_file
 from wizard.engine.engine import Engine, EngineObserver
 from wizard.engine.engine import run_probe as _run_probe
+from wizard.engine.reuse import Reuse
 from wizard.engine.transcript import Transcript, TranscriptEntry
 from wizard.environment import Environment, ProbeSettings, Workload
 from wizard.errors import AnswersError, PlaybookError, UsageError
@@ -129,13 +130,14 @@ def prepare_run(
     *,
     system: System | None = None,
     observer: EngineObserver | None = None,
+    reuse: Reuse | None = None,
 ) -> Engine:
     """An engine ready to walk ``playbook``; ``.run()`` returns the transcript and ``.state`` holds the
     answers so far (the CLI saves them on Ctrl-C). ``run_playbook`` is this with answers from a mapping."""
     pb = playbook if isinstance(playbook, Playbook) else load_playbook(_path_text(playbook, "playbook"))
     system = system or System()
     env = Environment(system, (options or Options()).settings(system))
-    return Engine(pb, source, builtin_probes(), env, observer=observer)
+    return Engine(pb, source, builtin_probes(), env, observer=observer, reuse=reuse)
 
 
 def run_playbook(

@@ -95,6 +95,14 @@ def _add_run(sub: _Sub, kw: dict[str, Any]) -> None:
         action="store_true",
         help="continue the last interrupted session of this playbook (saved on Ctrl-C, SIGTERM, SIGHUP)",
     )
+    start = run.add_mutually_exclusive_group()
+    start.add_argument(
+        "--from",
+        dest="from_node",
+        metavar="NODE",
+        help="rerun from NODE, reusing the earlier probes' results of the --json transcript given as --answers",
+    )
+    start.add_argument("--from-step", type=int, metavar="N", help="like --from, from the first node of step N")
     run.add_argument(
         "--dry-run",
         action="store_true",
@@ -342,6 +350,8 @@ def cmd_run(ctx: Context, playbook_name: str | None = None) -> ExitStatus:
         resume=args.resume,
         fail_on=args.fail_on,
         dry_run=args.dry_run,
+        from_node=args.from_node,
+        from_step=args.from_step,
         options=_probe_options(ctx),
         playbook_dirs=ctx.playbook_dirs,
     )

@@ -54,6 +54,8 @@ class RunOptions:
     resume: bool = False
     fail_on: str | None = None  # warning | error: exit 1 when the diagnosis is at least that severe
     dry_run: bool = False
+    from_node: str | None = None  # rerun from here, reusing the --answers transcript's earlier results
+    from_step: int | None = None
 
 
 SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
@@ -139,6 +141,20 @@ def _write_outputs(opts: RunOptions, pb: Playbook, answers: dict[str, Any], tran
         )
 
 
+def _reuse(opts: RunOptions, pb: Playbook, ui: Any) -> Any:
+    """--from NODE / --from-step N: the earlier probes' results from the --answers transcript."""
+    if opts.from_node is None and opts.from_step is None:
+        return None
+    if not opts.answers_file or opts.answers_file == "-":
+        raise UsageError("--from and --from-step rerun a previous run: give its --json transcript with --answers FILE")
+    from wizard.engine.reuse import recorded
+
+    reuse = recorded(pb, opts.answers_file, node=opts.from_node, step=opts.from_step)
+    names = ", ".join(reuse.results) or "none"
+    ui.print(rich_text(f"rerunning from {reuse.start}; reusing the recorded results of: {names}", "dim"))
+    return reuse
+
+
 def _source(opts: RunOptions, system: System, ui: Any, values: dict[str, Any], origins: dict[str, str]) -> Any:
     """Answers from the file and the command line; at a terminal, a person answers the rest (and
     confirms a saved program before it runs). --defaults, --json or no terminal: no prompts."""
@@ -164,7 +180,8 @@ def run_playbook(opts: RunOptions, system: System, ui: Any, out: Any, stdout: An
     _preflight(opts, pb, values)
     source = _source(opts, system, ui, values, origins)
     observer = TerminalObserver(ui, teach=opts.teach)
-    engine = prepare_run(pb, source, opts.options, system=system, observer=observer)
+    reuse = _reuse(opts, pb, ui)
+    engine = prepare_run(pb, source, opts.options, system=system, observer=observer, reuse=reuse)
     if opts.teach or not isinstance(source, MappingAnswers):
         ui.print(playbook_heading(pb, teach=opts.teach))
     try:

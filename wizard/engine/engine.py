@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from wizard.engine.answers import ORIGIN_DEFAULT, ORIGIN_FILE, ORIGIN_INTERACTIVE, TRUSTED_ORIGINS, AnswerSource
+from wizard.engine.reuse import Reuse
 from wizard.engine.transcript import Conclusion, Transcript, TranscriptEntry
 from wizard.environment import Environment
 from wizard.errors import AnswersError, ProbeInfrastructureError, WizardError
@@ -90,11 +91,13 @@ class Engine:
         env: Environment,
         *,
         observer: EngineObserver | None = None,
+        reuse: Reuse | None = None,
     ) -> None:
         self.playbook = playbook
         self.answers = answers
         self.probes = probes
         self.env = env
+        self.reuse = reuse  # a previous run's results for the probes before --from's node
         self.observer: EngineObserver = observer or _NullObserver()
         self.state = RunState()
         self.transcript = Transcript.start(playbook, env.system.clock.now())
@@ -141,7 +144,7 @@ class Engine:
             params = self._params(node)
             entry.inputs = params
             self.observer.probe_started(node, params)
-            result = self._run_probe(node, params)
+            result = self._reused(node, entry) or self._run_probe(node, params)
             self.observer.probe_finished(node, result)
             self.state.facts[node.id] = result.facts
             self.state.status[node.id] = result.status.value
@@ -173,6 +176,13 @@ class Engine:
         entry.next = nxt
         entry.duration_s = round(self.env.system.clock.monotonic() - started, 6)
         return nxt
+
+    def _reused(self, node: ProbeNode, entry: TranscriptEntry) -> ProbeResult | None:
+        """The previous run's result for this probe, once, when rerunning from a later node."""
+        if self.reuse is None or node.id not in self.reuse.results:
+            return None
+        entry.reused_from = self.reuse.source
+        return self.reuse.results.pop(node.id)
 
     def _params(self, node: ProbeNode) -> dict[str, Any]:
         return render_params(node, self.state)

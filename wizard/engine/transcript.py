@@ -34,6 +34,7 @@ class TranscriptEntry:
     evidence: list[str] | None = None
     files: list[str] | None = None
     next: str | None = None
+    reused_from: str | None = None  # the transcript this probe's result was taken from (--from)
 
     def record(self, result: ProbeResult) -> None:
         """What a probe found, as the transcript keeps it."""
