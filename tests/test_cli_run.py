@@ -149,9 +149,23 @@ def test_compare_reports_from_several_machines(run_cli: RunCli, tmp_path: Path) 
         path = tmp_path / f"{host}.json"
         path.write_text(out.stdout)
         paths.append(str(path))
-    text = run_cli("compare", *paths)
-    assert text.returncode == 0 and "hardware or driver specific" in " ".join(text.stdout.split())
+    text = run_cli("compare", *paths)  # two different traces: different work, not a hardware difference
+    assert text.returncode == 0
+    assert "not comparable as hardware: the reports ran different work" in " ".join(text.stdout.split())
     data = strict_json(run_cli("compare", "--json", *paths).stdout)
-    assert data["hardware_specific"] is True and len(data["machines"]) == 2
+    assert (data["hardware_specific"], data["same_work"], len(data["machines"])) == (False, False, 2)
+    same = []
+    for host, gpu, plant in (("node3", "H100", "D"), ("node4", "A100", None)):  # the same kernels on two GPUs
+        from wizard.testing.traces import KernelSpec, TraceBuilder
+
+        builder = TraceBuilder(gpu=gpu)
+        builder.add(KernelSpec("gemm_kernel", (64, 8, 1), (256, 1, 1), plant=plant))
+        made = builder.write(tmp_path / f"{host}-trace.json")
+        path = tmp_path / f"{host}.json"
+        path.write_text(run_cli("trace", "inspect", "--json", str(made)).stdout)
+        same.append(str(path))
+    data = strict_json(run_cli("compare", "--json", *same).stdout)
+    assert (data["hardware_specific"], data["same_work"]) == (True, True)
+    assert data["verdict"].startswith("hardware or driver specific: D only on")
     bad = run_cli("compare", "examples/manifest.yaml")
     assert bad.returncode == 6 and "not a warpwizard JSON report" in bad.stderr

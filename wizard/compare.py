@@ -27,6 +27,7 @@ class MachineReport:
     driver: str | None
     mechanisms: list[str]
     impossible: bool | None
+    work: str | None = None  # fingerprint of what ran (a trace's kernels and shapes, a repro's op and shapes)
 
     @property
     def key(self) -> str:
@@ -71,6 +72,7 @@ def _from_transcript(data: dict[str, Any], source: str) -> MachineReport:
     gpus = _texts(host.get("gpus"))
     torch, driver = _text(host.get("torch")), _text(host.get("driver"))
     entries: list[Any] = data["entries"] if isinstance(data.get("entries"), list) else []
+    work: str | None = None
     for entry in entries:
         facts = entry.get("facts") if isinstance(entry, dict) else None
         if not isinstance(facts, dict):
@@ -81,6 +83,7 @@ def _from_transcript(data: dict[str, Any], source: str) -> MachineReport:
         if "mechanisms" in facts and isinstance(shown, bool) and ran_kernels:
             mechanisms |= _mechanisms(facts.get("mechanisms") if isinstance(facts.get("mechanisms"), list) else ())
             impossible = bool(impossible) or shown
+            work = work or _text(facts.get("workload"))
             gpus = gpus or _texts(facts.get("gpus"))
         if "torch_version" in facts:
             torch = torch or _text(facts.get("torch_version"))
@@ -90,7 +93,8 @@ def _from_transcript(data: dict[str, Any], source: str) -> MachineReport:
     rank = host.get("rank")
     if isinstance(rank, int) and not isinstance(rank, bool):  # one report per process of a launcher's job
         hostname = f"{hostname} rank {rank}"
-    return MachineReport(source, hostname, gpus, torch, driver, sorted(_mechanisms(mechanisms - {"F"})), impossible)
+    mechanisms_found = sorted(_mechanisms(mechanisms - {"F"}))
+    return MachineReport(source, hostname, gpus, torch, driver, mechanisms_found, impossible, work)
 
 
 def _from_trace_report(data: dict[str, Any], source: str) -> MachineReport:
@@ -109,7 +113,14 @@ def _from_trace_report(data: dict[str, Any], source: str) -> MachineReport:
     host = data.get("host")
     hostname = _text(host.get("hostname")) if isinstance(host, dict) else None
     return MachineReport(
-        source, hostname or _cut(Path(source).stem), gpus, None, None, mechanisms, data.get("impossible") is True
+        source,
+        hostname or _cut(Path(source).stem),
+        gpus,
+        None,
+        None,
+        mechanisms,
+        data.get("impossible") is True,
+        _text(data.get("workload")),
     )
 
 
@@ -168,6 +179,7 @@ class Comparison:
             "machines": [asdict(m) for m in self.machines],
             "verdict": self.verdict,
             "hardware_specific": self.hardware_specific,
+            "same_work": self.same_work,
             "by_mechanism": self.by_mechanism,
         }
 
@@ -182,8 +194,14 @@ class Comparison:
         return not (bad & good) or len({m.driver for m in self.known}) > 1
 
     @property
+    def same_work(self) -> bool:
+        """Whether every report that says what it ran ran the same: only then can a difference between
+        machines be the hardware's (a report from before fingerprints says nothing, and is believed)."""
+        return len({m.work for m in self.known if m.work}) <= 1
+
+    @property
     def hardware_specific(self) -> bool:
-        return any(self._specific(m) for m in self.by_mechanism)
+        return self.same_work and any(self._specific(m) for m in self.by_mechanism)
 
     @property
     def verdict(self) -> str:
@@ -210,6 +228,12 @@ class Comparison:
                     f"{names} on {', '.join(keys)} but not on {', '.join(others)}, with the same GPU model "
                     "on both sides: look at software differences (torch, driver)"
                 )
+        if not self.same_work:
+            head = (
+                "not comparable as hardware: the reports ran different work (other kernels or shapes), so a "
+                "difference may be the workload's: "
+            )
+            return head + "; ".join(parts)
         head = (
             "hardware or driver specific: "
             if self.hardware_specific

@@ -163,6 +163,7 @@ class OpIsolateProbe:
     )
     facts: tuple[FactSpec, ...] = (
         FactSpec("op", "str", "the op isolated"),
+        FactSpec("workload", "str", "fingerprint of the repro's work (op, shapes, dtypes): compare's 'same work?'"),
         FactSpec("input_dims", "str", "its input shapes"),
         FactSpec("input_types", "str", "its input dtypes"),
         FactSpec("repro_script", "str", "path of the standalone script"),
@@ -178,6 +179,7 @@ class OpIsolateProbe:
         shapes = _loads(dims) or []
         base: dict[str, Any] = {
             "op": op,
+            "workload": _fingerprint(op, dims, types),
             "input_dims": dims,
             "input_types": types,
             "repro_script": None,
@@ -222,6 +224,12 @@ class OpIsolateProbe:
         base["reproduced"] = reproduced
         evidence = [str(found["worst_evidence"])] if reproduced else []
         return ProbeResult(status, summary, facts=base, files=files, evidence=evidence)
+
+
+def _fingerprint(*parts: Any) -> str:
+    import hashlib
+
+    return hashlib.sha256(repr(parts).encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
 
 def _the_op(params: Mapping[str, Any]) -> tuple[Any, Any, Any, ProbeResult | None]:

@@ -238,6 +238,7 @@ def analyse(
         timing=timing,
         non_finite=dict(contents.non_finite),
         launches=_launch_records(contents, classifier.checker, keep),
+        workload=contents.kernels.fingerprint(),
     )
 
 

@@ -169,6 +169,7 @@ class TraceReport:
     timing: dict[str, float]
     non_finite: dict[str, int] = field(default_factory=dict)  # spelling -> values (bare | quoted)
     launches: list[KernelLaunch] = field(default_factory=list)  # when asked for: every checked, or every wrong
+    workload: str = ""  # fingerprint of the work recorded (kernels, grids, blocks): compare's "same work?"
 
     @property
     def impossible(self) -> bool:
@@ -193,6 +194,7 @@ class TraceReport:
                 "max_true_warps_per_sm": self.max_true_warps_per_sm,
                 "groups": [g.to_dict() for g in self.groups[:MAX_GROUPS]],
                 "groups_omitted": max(0, len(self.groups) - MAX_GROUPS),
+                "workload": self.workload,
                 "notes": self.notes,
                 "non_finite": self.non_finite,
                 "timing": self.timing,
@@ -247,6 +249,14 @@ class Inspection:
         rows = [tuple(getattr(launch, c) for c in LAUNCH_COLUMNS) for launch in self.launches]
         return pd.DataFrame.from_records(rows, columns=list(LAUNCH_COLUMNS))
 
+    @property
+    def workload(self) -> str:
+        """The work all these traces recorded, as one fingerprint (per-rank traces of one job agree)."""
+        import hashlib
+
+        prints = sorted({r.workload for r in self.reports})
+        return prints[0] if len(prints) == 1 else hashlib.sha256(repr(prints).encode()).hexdigest()[:16]
+
     def _repr_html_(self) -> str:
         """In a notebook: one table row per finding group, every text escaped (it comes from the trace)."""
         return _inspection_html(self)
@@ -257,6 +267,7 @@ class Inspection:
             "host": {"hostname": platform.node()},  # so `warpwizard compare` can tell machines apart
             "impossible": self.impossible,
             "mechanisms": self.mechanisms,
+            "workload": self.workload,
             "reports": [r.to_dict() for r in self.reports],
         }
 
