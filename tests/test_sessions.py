@@ -271,3 +271,56 @@ def test_from_needs_a_transcript() -> None:
     result = run_inprocess("run", "negative-warps-per-sm", "--answers", str(GRID_ANSWERS), "--from", "inspect")
     assert result.status == 2
     assert "--from needs --answers to be a previous run's --json transcript" in result.stderr
+
+
+# -- cut where it matters --------------------------------------------------------------------------
+
+LONG_KERNEL = (
+    "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_256x128_32x3_nn_align4<float, 128, 4, true, false, 12345>>"
+)
+
+
+def _long_trace(tmp_path: Path) -> Path:
+    from wizard.testing.traces import KernelSpec, TraceBuilder
+
+    builder = TraceBuilder()
+    builder.add(KernelSpec(LONG_KERNEL, (100000, 30000, 1), (256, 1, 1), op="aten::mm"))
+    return builder.write(tmp_path / "long.json")
+
+
+def test_evidence_is_wrapped_at_the_terminal_not_cut(tmp_path: Path) -> None:
+    trace = _long_trace(tmp_path)
+    args = ["run", "negative-warps-per-sm", "--set", "have=trace", "--set", f"trace_path={trace}"]
+    evidence = run_inprocess(*args, "--json").json["entries"][2]["evidence"][0]
+    assert len(evidence) > 300 and evidence.endswith("launched by aten::mm]")
+    shown = run_inprocess(*args, "--defaults", environ={"COLUMNS": "100"})
+    assert " ".join(evidence.split()) in " ".join(shown.stdout.split())
+
+
+def test_files_keep_whole_kernel_names(tmp_path: Path) -> None:
+    trace = _long_trace(tmp_path)
+    markdown = run_inprocess("trace", "inspect", str(trace), "--markdown", "-").stdout
+    assert f"`{LONG_KERNEL}`" in markdown
+    report = tmp_path / "report.md"
+    run = run_inprocess(
+        "run", "negative-warps-per-sm", "--set", "have=trace", "--set", f"trace_path={trace}", "--defaults",
+        "--report", str(report),
+    )  # fmt: skip
+    assert run.status == 0, run.stderr
+    assert LONG_KERNEL in report.read_text().replace("\\", "")
+
+
+def test_probes_shows_one_probe_whole_and_all_as_json() -> None:
+    from tests.conftest import strict_json
+
+    one = run_inprocess("probes", "trace.inspect")
+    assert one.status == 0
+    assert "    max_true_warps_per_sm (any): " in one.stdout  # a fact name the table cut at 80 columns
+    everything = strict_json(run_inprocess("probes", "--json").stdout)
+    from wizard.runs import list_probes
+
+    assert [p["name"] for p in everything] == list(list_probes())
+    isolate = next(p for p in everything if p["name"] == "op.isolate")
+    assert {f["name"] for f in isolate["facts"]} >= {"op", "workload", "repro_script", "reproduced"}
+    unknown = run_inprocess("probes", "no.such")
+    assert unknown.status == 2 and "unknown probe 'no.such'; registered: " in unknown.stderr

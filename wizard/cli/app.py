@@ -179,7 +179,9 @@ def _add_catalogue_commands(sub: _Sub) -> None:
     graph.add_argument("--format", choices=("mermaid", "dot"), default="mermaid")
     exp = sub.add_parser("explain", help="the whole tree in words, for onboarding")
     exp.add_argument("playbook")
-    sub.add_parser("probes", help="list the registered probes, their parameters and facts")
+    probes = sub.add_parser("probes", help="list the registered probes, their parameters and facts")
+    probes.add_argument("name", nargs="?", help="one probe, shown in full (every parameter and fact)")
+    probes.add_argument("--json", action="store_true", help="every probe (or the one named), whole")
     ans = sub.add_parser("answers", help="print a commented answers file to fill in, for --answers")
     ans.add_argument("playbook")
     sub.add_parser("schema", help="print the playbook JSON Schema (for editors)")
@@ -497,9 +499,24 @@ def cmd_answers(ctx: Context) -> ExitStatus:
 
 
 def cmd_probes(ctx: Context) -> ExitStatus:
-    from wizard.ui.tables import probes_table
+    probes = _catalog()
+    name = ctx.args.name
+    if name is not None and name not in probes:
+        raise UsageError(f"unknown probe {name!r}; registered: {', '.join(sorted(probes))}")
+    chosen = {name: probes[name]} if name else probes
+    if ctx.args.json:
+        from wizard.serialize import dumps
 
-    ctx.console().print(probes_table(_catalog()))
+        ctx.write(dumps([info.to_dict() for info in chosen.values()]) + "\n")
+    elif name:
+        from wizard.ui.tables import probe_lines
+
+        for line in probe_lines(probes[name]):
+            ctx.write(visible(line) + "\n")
+    else:
+        from wizard.ui.tables import probes_table
+
+        ctx.console().print(probes_table(probes))
     return ExitStatus.OK
 
 

@@ -102,6 +102,18 @@ class ProbeInfo:
     def param(self, name: str) -> ParamSpec | None:
         return next((p for p in self.params if p.name == name), None)
 
+    def to_dict(self) -> dict[str, Any]:
+        """What ``warpwizard probes --json`` prints: everything a playbook author types, whole."""
+        from dataclasses import asdict
+
+        return {
+            "name": self.name,
+            "summary": self.summary,
+            "runs_programs": self.runs_programs or None,
+            "params": [asdict(p) for p in self.params],
+            "facts": [asdict(f) for f in self.facts],
+        }
+
     def fact(self, name: str) -> FactSpec | None:
         return next((f for f in (*self.facts, *COMMON_FACTS) if f.name == name), None)
 

@@ -12,6 +12,7 @@ from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status
 from wizard.serialize import dumps
 from wizard.trace.analysis import Mechanism, is_wrong
 from wizard.trace.inspect import FindingGroup, Inspection, inspect_paths, launched_by
+from wizard.untrusted import cut
 
 
 def _paths(value: Any) -> list[str]:
@@ -146,7 +147,7 @@ class TraceInspectProbe:
         except OutputFileError:
             pass  # the report file is a convenience; the facts are in the transcript
         evidence = [
-            f"{g.mechanism} x{g.count} {g.kernel[:90]}: {g.worst.evidence}"
+            f"{g.mechanism} x{g.count} {cut(g.kernel, 4000)}: {g.worst.evidence}"  # whole: files keep it
             + (f" [launched by {launched_by(g.op)}]" if g.op else "")
             for r in inspection.reports
             for g in r.groups

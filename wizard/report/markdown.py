@@ -8,7 +8,9 @@ from wizard.engine.transcript import Transcript
 from wizard.formatting import compact
 from wizard.trace.inspect import Inspection, launched_by
 from wizard.trace.report import MAX_GROUPS
-from wizard.untrusted import markdown, markdown_code, markdown_prose
+from wizard.untrusted import cut, markdown, markdown_code, markdown_prose
+
+NAME_LIMIT = 4000  # kernel names whole in files (template arguments tell kernels apart); only a hostile length is cut
 
 
 def transcript_markdown(t: Transcript) -> str:
@@ -82,7 +84,7 @@ def inspection_markdown(inspection: Inspection) -> str:
                 tru = "; ".join(f"{k} {compact(v)}" for k, v in g.worst.true.items())
                 cells = [
                     markdown(g.mechanism),
-                    markdown_code(g.kernel[:80], table=True),
+                    markdown_code(cut(g.kernel, NAME_LIMIT), table=True),  # whole: templates tell kernels apart
                     str(g.count),
                     markdown_prose(rep),
                     markdown_prose(tru),
@@ -93,7 +95,8 @@ def inspection_markdown(inspection: Inspection) -> str:
                 out.append(f"\n{len(bugs) - MAX_GROUPS} more kernel(s) with wrong values, not listed")
             out.append("")
             out += ["### Evidence", ""] + [
-                f"- **{markdown(g.mechanism)}** {markdown_code(g.kernel[:60])}: {markdown_prose(g.worst.evidence)}"
+                f"- **{markdown(g.mechanism)}** {markdown_code(cut(g.kernel, NAME_LIMIT))}: "
+                f"{markdown_prose(g.worst.evidence)}"
                 for g in bugs[:20]
             ]
             out.append("")

@@ -53,6 +53,9 @@ def explain_view(text: str) -> Markdown:
     return markdown_view(text)
 
 
+TEXT_LIMIT = 2000  # evidence is wrapped at the terminal's width; only a hostile length is cut
+
+
 def short(name: str, width: int = 70) -> str:
     return name if len(name) <= width else name[: width - 1] + "…"
 
@@ -109,7 +112,7 @@ class TerminalObserver:
             )
         )
         for line in result.evidence[:6]:
-            self.console.print(rich_text(f"      {short(visible(line), 160)}", "dim"))
+            self.console.print(rich_text(f"      {short(visible(line), TEXT_LIMIT)}", "dim"))  # wrapped, not cut
 
     def decided(self, node: DecisionNode, target: str, reason: str) -> None:
         if self.teach:

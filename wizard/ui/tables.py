@@ -39,6 +39,21 @@ def probes_table(probes: Mapping[str, ProbeInfo]) -> Table:
     return table
 
 
+def probe_lines(info: ProbeInfo) -> list[str]:
+    """One probe in full, as a playbook author needs it: every parameter and fact, nothing cut."""
+    lines = [f"{info.name}: {info.summary}"]
+    if info.runs_programs:
+        lines.append(f"  runs: {info.runs_programs}")
+    lines.append("  parameters:" if info.params else "  parameters: none")
+    for p in info.params:
+        notes = [n for n, on in (("required", p.required), ("names a program", p.runs)) if on]
+        default = "" if p.default is None else f", default {p.default!r}"
+        lines.append(f"    {p.name} ({p.type}{default}{''.join(', ' + n for n in notes)}): {p.help}")
+    lines.append("  facts (facts.NODE.NAME in conditions):")
+    lines += [f"    {f.name} ({f.type}): {f.help}" for f in info.facts]
+    return lines
+
+
 def comparison_table(result: Comparison) -> Table:
     table = Table(title="reports")
     for col in ("machine", "torch", "driver", "result"):
