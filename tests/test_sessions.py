@@ -324,3 +324,45 @@ def test_probes_shows_one_probe_whole_and_all_as_json() -> None:
     assert {f["name"] for f in isolate["facts"]} >= {"op", "workload", "repro_script", "reproduced"}
     unknown = run_inprocess("probes", "no.such")
     assert unknown.status == 2 and "unknown probe 'no.such'; registered: " in unknown.stderr
+
+
+# -- habits of the ecosystem -----------------------------------------------------------------------
+
+
+def test_bash_completion_is_generated_from_the_parser(tmp_path: Path) -> None:
+    import subprocess
+
+    script = tmp_path / "warpwizard.bash"
+    result = run_inprocess("completion", "bash")
+    assert result.status == 0
+    script.write_text(result.stdout)
+    probe = (
+        f"source {script}; COMP_WORDS=(warpwizard run x --dry); COMP_CWORD=3; _shtab_warpwizard; "
+        'echo "${COMPREPLY[@]}"; COMP_WORDS=(warpwizard exa); COMP_CWORD=1; _shtab_warpwizard; echo "${COMPREPLY[@]}"'
+    )
+    done = subprocess.run(["bash", "-c", probe], capture_output=True, text=True, timeout=30)
+    assert done.stdout.splitlines() == ["--dry-run", "examples"]
+    for shell in ("zsh", "fish"):
+        other = run_inprocess("completion", shell)
+        assert other.status == 0 and "--fail-on" in other.stdout
+
+
+def test_an_empty_template_hole_is_visible() -> None:
+    from wizard.playbook.conditions import parse_template
+
+    template = parse_template("Is the flagged kernel, {{ facts.inspect.worst_kernel }}, your own code?")
+    shown = template.render({"answers": {}, "facts": {}, "status": {}})
+    assert shown == "Is the flagged kernel, <unknown: facts.inspect.worst_kernel>, your own code?"
+
+
+def test_examples_are_listed_and_copied_out_without_replacing_anything(tmp_path: Path) -> None:
+    listed = run_inprocess("examples")
+    assert listed.status == 0
+    assert listed.stdout.splitlines()[0].split() == ["grid-overflow", "profiler-bug-grid-overflow"]
+    copied = run_inprocess("examples", "grid-overflow", "--to", str(tmp_path / "try"))
+    assert copied.status == 0, copied.stderr
+    assert sorted(p.name for p in (tmp_path / "try").iterdir()) == ["answers.yaml", "grid-overflow.json"]
+    again = run_inprocess("examples", "grid-overflow", "--to", str(tmp_path / "try"))
+    assert again.status == 7 and "already exists" in again.stderr
+    unknown = run_inprocess("examples", "nope")
+    assert unknown.status == 2 and "no example 'nope'; the examples: grid-overflow, " in unknown.stderr

@@ -51,6 +51,7 @@ def test_wheel_installs_in_a_fresh_venv_and_finds_its_playbooks(tmp_path: Path) 
     assert "wizard/playbooks/negative-warps-per-sm.yaml" in names
     assert "wizard/playbook/playbook.schema.json" in names
     assert "wizard/py.typed" in names  # type checkers read the API's annotations
+    assert {"wizard/examples/manifest.yaml", "wizard/examples/traces/grid-overflow.json"} <= set(names)
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
     python = venv / "bin" / "python"
@@ -103,6 +104,17 @@ def test_wheel_installs_in_a_fresh_venv_and_finds_its_playbooks(tmp_path: Path) 
         timeout=120,
     )
     assert ran.returncode == 0 and '"profiler-bug-grid-overflow"' in ran.stdout
+    # A pip-installed user has something to try: copy an example out of the wheel, run it.
+    copied = subprocess.run(
+        [str(venv / "bin" / "warpwizard"), "examples", "old-sm-count", "--to", "try"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=60,
+    )  # fmt: skip
+    assert copied.returncode == 0, copied.stderr
+    tried = subprocess.run(
+        [str(venv / "bin" / "warpwizard"), "run", "negative-warps-per-sm", "--answers", "try/answers.yaml", "--json"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=120,
+    )  # fmt: skip
+    assert tried.returncode == 0 and '"profiler-bug-old-sm-count"' in tried.stdout, tried.stderr
     from_python = subprocess.run(
         [
             str(python),

@@ -185,6 +185,11 @@ def _add_catalogue_commands(sub: _Sub) -> None:
     ans = sub.add_parser("answers", help="print a commented answers file to fill in, for --answers")
     ans.add_argument("playbook")
     sub.add_parser("schema", help="print the playbook JSON Schema (for editors)")
+    ex = sub.add_parser("examples", help="list the shipped examples, or copy one out to try")
+    ex.add_argument("name", nargs="?", help="the example to copy (see the list)")
+    ex.add_argument("--to", metavar="DIR", help="where to copy it (default: ./NAME)")
+    comp = sub.add_parser("completion", help="print a shell completion script (bash, zsh, fish, tcsh, powershell)")
+    comp.add_argument("shell", choices=("bash", "zsh", "fish", "tcsh", "powershell"))
 
 
 def _add_trace(sub: _Sub, kw: dict[str, Any]) -> None:
@@ -520,6 +525,32 @@ def cmd_probes(ctx: Context) -> ExitStatus:
     return ExitStatus.OK
 
 
+def cmd_examples(ctx: Context) -> ExitStatus:
+    from wizard.examples import copy_example, list_examples
+
+    name = ctx.args.name
+    if name is None:
+        for example in list_examples():
+            ctx.write(f"{example.name:<28} {example.diagnosis}\n")
+        ctx.write("copy one out to try it: warpwizard examples NAME [--to DIR]\n")
+        return ExitStatus.OK
+    destination = ctx.args.to or name
+    for path in copy_example(name, destination):
+        ctx.write(f"wrote {path}\n")
+    flag = " --allow-commands" if (Path(destination) / "answers.yaml").read_text().count("workload_cmd") else ""
+    ctx.write(f"try it: warpwizard run negative-warps-per-sm --answers {Path(destination) / 'answers.yaml'}{flag}\n")
+    return ExitStatus.OK
+
+
+def cmd_completion(ctx: Context) -> ExitStatus:
+    """Generated from this parser by shtab, so it never drifts from the options (installed with e.g.
+    ``warpwizard completion bash > ~/.local/share/bash-completion/completions/warpwizard``)."""
+    import shtab
+
+    ctx.write(shtab.complete(build_parser(), shell=ctx.args.shell))
+    return ExitStatus.OK
+
+
 def cmd_schema(ctx: Context) -> ExitStatus:
     from wizard.playbook.schema import SCHEMA_PATH
 
@@ -661,6 +692,8 @@ COMMANDS: dict[str, Callable[[Context], ExitStatus]] = {
     "probes": cmd_probes,
     "answers": cmd_answers,
     "schema": cmd_schema,
+    "completion": cmd_completion,
+    "examples": cmd_examples,
     "trace": cmd_trace,
     "compare": cmd_compare,
     "env": cmd_env,

@@ -380,7 +380,14 @@ class Template:
             expr = self.parts[0]
             assert isinstance(expr, Expression)
             return expr.evaluate(scope)
-        return "".join(_text(part.evaluate(scope)) if isinstance(part, Expression) else part for part in self.parts)
+        return "".join(_hole(part, scope) if isinstance(part, Expression) else part for part in self.parts)
+
+
+def _hole(expr: Expression, scope: Mapping[str, Any]) -> str:
+    """A hole in a sentence: its value, or a visible marker where there is none (a sentence with a
+    silent blank, "the kernel , your own code", reads as if nothing were missing)."""
+    value = expr.evaluate(scope)
+    return f"<unknown: {expr.source.strip()}>" if value is None else _text(value)
 
 
 def parse_template(source: str) -> Template:
