@@ -150,7 +150,7 @@ def test_runs_land_in_the_state_directory_not_where_the_user_stands(tmp_path: Pa
 
 
 def test_the_api_uses_a_private_workspace_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from wizard.runs import Options
+    from wizard.options import Options
     from wizard.system import System
 
     monkeypatch.delenv("WARPWIZARD_REPORT_DIR")

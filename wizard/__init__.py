@@ -25,8 +25,8 @@ __version__ = "0.1.0"
 # loading it on first use), __all__, and the imports type checkers read.
 _MODULES: dict[str, tuple[str, ...]] = {
     "wizard.api": ("fix_trace", "inspect_traces"),
+    "wizard.options": ("Options",),
     "wizard.runs": (
-        "Options",
         "list_probes",
         "load_playbook",
         "prepare_run",
@@ -107,9 +107,9 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time each name l
         WarpWizardWarning,
         WizardError,
     )
+    from wizard.options import Options
     from wizard.playbook.model import Playbook
     from wizard.runs import (
-        Options,
         list_probes,
         load_playbook,
         prepare_run,

@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +23,9 @@ from wizard.engine.engine import Engine, EngineObserver
 from wizard.engine.engine import run_probe as _run_probe
 from wizard.engine.reuse import Reuse
 from wizard.engine.transcript import Transcript, TranscriptEntry
-from wizard.environment import Environment, ProbeSettings, Workload
+from wizard.environment import Environment, Workload
 from wizard.errors import AnswersError, PlaybookError, UsageError
+from wizard.options import Options
 from wizard.playbook.model import Playbook, yes_no
 from wizard.probes.base import PARAM_TYPES, ParamSpec, ProbeInfo, with_defaults
 from wizard.probes.registry import builtin_probes, catalog
@@ -53,52 +53,6 @@ def validate_playbook(path: PathLike) -> list[str]:
     except PlaybookError as exc:
         return list(exc.problems)
     return []
-
-
-@dataclass
-class Options:
-    """What probes may do and where they write: the command line's options, as one value.
-
-    ``workload``: your program (``"python train.py --steps 3"``). ``python``: the interpreter whose
-    torch the probes use (default: this one). ``report_dir``: the workspace where probes write
-    (default: ``WARPWIZARD_REPORT_DIR``, else a private one per run under the user's state
-    directory; see wizard/workspace.py). ``allow_commands``: let playbooks and answers name
-    programs to run. ``compare_reports``: JSON reports from other machines (``hardware.compare``).
-    """
-
-    workload: str | None = None
-    python: str | None = None
-    report_dir: PathLike | None = None
-    allow_commands: bool = False
-    allow_sanitizer: bool = False
-    compare_reports: list[str] = field(default_factory=list)
-    compare_pythons: list[str] = field(default_factory=list)
-
-    def settings(self, system: System | None = None, *, spell: Callable[[str], str] = str) -> ProbeSettings:
-        """Checked: a workload that is not a Python program is a UsageError naming what is accepted
-        (``spell`` names the option as the caller knows it: ``--workload`` on a command line); a
-        workspace that exists and is not private is an OutputFileError, before anything runs."""
-        from wizard import workspace
-
-        system = system or System()
-        report_dir = workspace.choose(self.report_dir, system.environ, system.clock.now())
-        workspace.check_early(report_dir)
-        python = self.python or sys.executable
-        workload = None
-        if self.workload:
-            try:
-                workload = Workload.parse(self.workload, python)
-            except ValueError as exc:
-                raise UsageError(f"{spell('workload')}: {exc}") from None
-        return ProbeSettings(
-            python=python,
-            report_dir=report_dir,
-            workload=workload,
-            allow_commands=self.allow_commands,
-            allow_sanitizer=self.allow_sanitizer,
-            compare_reports=list(self.compare_reports),
-            compare_pythons=list(self.compare_pythons),
-        )
 
 
 def run_inputs(options: Options | None, values: Iterable[Any] = ()) -> list[str]:

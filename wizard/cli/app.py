@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, cast
 
-from wizard import __version__
+from wizard.cli.parser import build_parser, probe_options
 from wizard.errors import (
     AnswersError,
     InputFileError,
@@ -35,209 +35,9 @@ from wizard.errors import (
     UsageError,
     WizardError,
 )
-from wizard.exit_status import ExitStatus, epilog, for_signal
+from wizard.exit_status import ExitStatus, for_signal
 from wizard.system import System
 from wizard.untrusted import visible
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> Any:  # one line, our exit code
-        raise UsageError(f"{self.prog}: {message} (see --help)")
-
-
-def build_parser() -> argparse.ArgumentParser:
-    text = epilog()
-    kw: dict[str, Any] = {"epilog": text, "formatter_class": argparse.RawDescriptionHelpFormatter}
-    p = _Parser(
-        prog="warpwizard",
-        description="Walks you from a negative 'warps per SM' (or inf, nan, 0%) "
-        "in a PyTorch profiler trace to its cause.",
-        **kw,
-    )
-    p.add_argument("-V", "--version", action="version", version=f"warpwizard {__version__}")
-    p.add_argument("--debug", action="store_true", help="show tracebacks for internal errors")
-    p.add_argument("--no-color", action="store_true", help="plain output (also: NO_COLOR=1)")
-    p.add_argument(
-        "--playbook-dir",
-        action="append",
-        default=[],
-        metavar="DIR",
-        help="also look for playbooks here (also: WARPWIZARD_PLAYBOOK_PATH)",
-    )
-    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-
-    _add_run(sub, kw)
-    _add_probe(sub, kw)
-    _add_catalogue_commands(sub)
-    _add_trace(sub, kw)
-    _add_machine_commands(sub)
-    return p
-
-
-_Sub = Any  # argparse's _SubParsersAction, private in typeshed
-
-
-def _add_run(sub: _Sub, kw: dict[str, Any]) -> None:
-    run = sub.add_parser("run", help="walk a playbook to a diagnosis", **kw)
-    run.add_argument("playbook", help="playbook name (see 'list') or path to a .yaml file")
-    run.add_argument("--answers", metavar="FILE", help="answers (YAML/JSON, '-' for stdin): no prompts")
-    run.add_argument("--set", action="append", default=[], metavar="QUESTION=VALUE", help="answer one question")
-    run.add_argument("--defaults", action="store_true", help="take each unanswered question's default (no prompts)")
-    run.add_argument("--record", metavar="FILE", help="write the answers given, to replay with --answers")
-    run.add_argument(
-        "--json", action="store_true", help="print the transcript as JSON (schema warpwizard.transcript/1)"
-    )
-    run.add_argument("--report", metavar="FILE.md", help="write a Markdown report for a bug report")
-    run.add_argument("--force", action="store_true", help="replace --report and --record files that exist")
-    run.add_argument("--teach", action="store_true", help="explain every step and node as you go")
-    run.add_argument(
-        "--resume",
-        action="store_true",
-        help="continue the last interrupted session of this playbook (saved on Ctrl-C, SIGTERM, SIGHUP)",
-    )
-    start = run.add_mutually_exclusive_group()
-    start.add_argument(
-        "--from",
-        dest="from_node",
-        metavar="NODE",
-        help="rerun from NODE, reusing the earlier probes' results of the --json transcript given as --answers",
-    )
-    start.add_argument("--from-step", type=int, metavar="N", help="like --from, from the first node of step N")
-    run.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="print the path the answers take, every probe and program it would run; run nothing",
-    )
-    run.add_argument(
-        "--fail-on",
-        choices=("warning", "error"),
-        metavar="SEVERITY",
-        help="exit 1 when the diagnosis is at least this severe: warning or error (for CI)",
-    )
-    _add_probe_options(run)
-
-
-def _add_probe(sub: _Sub, kw: dict[str, Any]) -> None:
-    probe = sub.add_parser(
-        "probe",
-        help="run one probe (see 'probes'), e.g. on every node of a cluster; 'compare' merges the reports",
-        **kw,
-    )
-    probe.add_argument("name", help="a registered probe, e.g. trace.inspect, profiler.reprofile, op.isolate")
-    probe.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="one of its parameters")
-    probe.add_argument("--json", action="store_true", help="print the report (schema warpwizard.transcript/1)")
-    probe.add_argument(
-        "--output",
-        metavar="FILE",
-        help="write the JSON report there; {host}, {rank} and {local_rank} are filled in from the launcher "
-        "(SLURM, torchrun, Open MPI)",
-    )
-    probe.add_argument("--force", action="store_true", help="replace an --output file that exists")
-    probe.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS", help="for each program it starts")
-    probe.add_argument(
-        "--device-from-rank",
-        action="store_true",
-        help="run on the GPU of this process's local rank (CUDA_VISIBLE_DEVICES=LOCAL_RANK): one report per GPU",
-    )
-    _add_probe_options(probe)
-
-
-def _add_probe_options(parser: argparse.ArgumentParser) -> None:
-    """What probes may do and where they write: the same for ``run`` and ``probe``."""
-    parser.add_argument("--workload", metavar="CMD", help='your program, e.g. "python train.py --steps 3"')
-    parser.add_argument("--python", metavar="PATH", help="interpreter of the environment to probe (default: this one)")
-    parser.add_argument("--report-dir", metavar="DIR", help="where probes write files (also: WARPWIZARD_REPORT_DIR)")
-    parser.add_argument(
-        "--compare-python",
-        action="append",
-        default=[],
-        metavar="PATH",
-        help="interpreters of other environments (other torch versions) to re-profile with",
-    )
-    parser.add_argument(
-        "--compare",
-        action="append",
-        default=[],
-        metavar="REPORT.json",
-        help="JSON reports from other machines, for hardware.compare",
-    )
-    parser.add_argument(
-        "--allow-commands",
-        action="store_true",
-        help="let the playbook and the answers file name programs to run (command.run, workloads)",
-    )
-    parser.add_argument("--allow-sanitizer", action="store_true", help="let probes run compute-sanitizer (slow)")
-
-
-def _add_catalogue_commands(sub: _Sub) -> None:
-    """Commands over the playbooks and probes found: list, validate, graph, explain, probes, schema."""
-    sub.add_parser("list", help="list the playbooks found")
-    val = sub.add_parser("validate", help="check playbooks (files, names or directories) and report every problem")
-    val.add_argument("paths", nargs="+", metavar="PLAYBOOK")
-    graph = sub.add_parser("graph", help="the decision tree as Mermaid or Graphviz dot")
-    graph.add_argument("playbook")
-    graph.add_argument("--format", choices=("mermaid", "dot"), default="mermaid")
-    exp = sub.add_parser("explain", help="the whole tree in words, for onboarding")
-    exp.add_argument("playbook")
-    probes = sub.add_parser("probes", help="list the registered probes, their parameters and facts")
-    probes.add_argument("name", nargs="?", help="one probe, shown in full (every parameter and fact)")
-    probes.add_argument("--json", action="store_true", help="every probe (or the one named), whole")
-    ans = sub.add_parser("answers", help="print a commented answers file to fill in, for --answers")
-    ans.add_argument("playbook")
-    sub.add_parser("schema", help="print the playbook JSON Schema (for editors)")
-    ex = sub.add_parser("examples", help="list the shipped examples, or copy one out to try")
-    ex.add_argument("name", nargs="?", help="the example to copy (see the list)")
-    ex.add_argument("--to", metavar="DIR", help="where to copy it (default: ./NAME)")
-    comp = sub.add_parser("completion", help="print a shell completion script (bash, zsh, fish, tcsh, powershell)")
-    comp.add_argument("shell", choices=("bash", "zsh", "fish", "tcsh", "powershell"))
-
-
-def _add_trace(sub: _Sub, kw: dict[str, Any]) -> None:
-    trace = sub.add_parser("trace", help="inspect or fix profiler traces")
-    tsub = trace.add_subparsers(dest="trace_command", metavar="ACTION", parser_class=_Parser)
-    ins = tsub.add_parser("inspect", help="explain every impossible kernel metric in traces", **kw)
-    ins.add_argument("paths", nargs="+", metavar="PATH", help=".json/.json.gz traces or per-rank directories")
-    ins.add_argument("--json", action="store_true", help="machine-readable (schema warpwizard.trace-report/2)")
-    ins.add_argument("--markdown", metavar="FILE", help="write Markdown for a bug report ('-': to stdout, alone)")
-    ins.add_argument("--force", action="store_true", help="replace a --markdown file that exists")
-    ins.add_argument("--all", action="store_true", help="also list correct-by-design kernels (F)")
-    ins.add_argument(
-        "--jobs",
-        type=int,
-        default=None,
-        metavar="N",
-        help="processes to use (default: the cores): one per file for several files; the decoding workers for one "
-        "big file; 1: everything in one process",
-    )
-    ins.add_argument(
-        "--max-launches",
-        type=int,
-        default=None,
-        metavar="N",
-        help="--json lists up to N launches with wrong values per group (default 100; the rest are counted)",
-    )
-    ins.add_argument(
-        "--sms",
-        type=int,
-        default=None,
-        metavar="N",
-        help="SM count of the GPU, for traces without deviceProperties (PyTorch 1.8): 80 for a V100, "
-        "68 for an RTX 2080 Ti, 108 for an A100, 132 for an H100",
-    )
-    fix = tsub.add_parser("fix", help="write a copy of a trace with true values", **kw)
-    fix.add_argument("input")
-    fix.add_argument("output")
-    fix.add_argument("--force", action="store_true", help="replace an output file that exists")
-
-
-def _add_machine_commands(sub: _Sub) -> None:
-    """Commands about this machine and others: compare, env."""
-    cmp_ = sub.add_parser("compare", help="compare JSON reports from several machines")
-    cmp_.add_argument("reports", nargs="+", metavar="REPORT.json")
-    cmp_.add_argument("--json", action="store_true")
-    envp = sub.add_parser("env", help="versions, GPUs and profilers available here")
-    envp.add_argument("--python", metavar="PATH")
-    envp.add_argument("--json", action="store_true")
 
 
 class _Stream:
@@ -323,18 +123,7 @@ def _load(ctx: Context, name: str) -> Any:
 
 def _probe_options(ctx: Context) -> Any:
     """The options of ``run`` and ``probe`` for probes, checked now (a workload that is not Python)."""
-    from wizard.runs import Options
-
-    args = ctx.args
-    options = Options(
-        workload=args.workload,
-        python=args.python,
-        report_dir=args.report_dir,
-        allow_commands=args.allow_commands,
-        allow_sanitizer=args.allow_sanitizer,
-        compare_reports=list(args.compare),
-        compare_pythons=list(args.compare_python),
-    )
+    options = probe_options(ctx.args)
     options.settings(ctx.system, spell=_option)
     return options
 

@@ -20,10 +20,10 @@ from wizard.engine.answers import (
 )
 from wizard.errors import AnswersError, Interrupted, OutputFileError, Terminated, TerminateSignal, UsageError
 from wizard.exit_status import ExitStatus
+from wizard.options import Options
 from wizard.outputs import check_output, free_path, write_text
 from wizard.playbook.model import Playbook
 from wizard.runs import (
-    Options,
     absolute_paths,
     latest_session,
     load_playbook,
