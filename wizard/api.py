@@ -9,7 +9,7 @@ hooks start no faster than that.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from wizard.errors import UsageError
 from wizard.trace.fix import FixSummary
@@ -45,6 +45,12 @@ def inspect_traces(
     check_limits(jobs, sms, max_launches)
     limit = DEFAULT_MAX_LAUNCHES if max_launches is None else max_launches
     return inspect_paths(path_names(paths), jobs, sms, limit, launches)
+
+
+def check_numbers(jobs: object, sms: object, max_launches: object, *, spell: Callable[[str], str] = str) -> None:
+    """The numbers an inspection takes, checked before any work (the CLI does it before writing
+    anything; ``spell`` names each as the caller knows it, e.g. ``--max-launches``)."""
+    check_limits(jobs, sms, max_launches, spell=spell)  # type: ignore[arg-type]
 
 
 def path_names(paths: PathLike | Iterable[PathLike]) -> list[str]:

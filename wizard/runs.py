@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ from wizard.engine.engine import run_probe as _run_probe
 from wizard.engine.reuse import Reuse
 from wizard.engine.transcript import Transcript, TranscriptEntry
 from wizard.environment import Environment, Workload
-from wizard.errors import AnswersError, PlaybookError, UsageError
+from wizard.errors import AnswersError, PlaybookError, PlaybookNotFound, UsageError
 from wizard.options import Options
 from wizard.playbook.model import Playbook, yes_no
 from wizard.probes.base import PARAM_TYPES, ParamSpec, ProbeInfo, with_defaults
@@ -108,20 +109,86 @@ def run_playbook(
 
     Raises AnswersError naming any unknown, invalid or missing answer (before any probe runs, where
     it can), PlaybookError / PlaybookNotFound, UsageError for bad options."""
-    from wizard.engine.answers import MissingAnswer, missing_answer_message
 
     pb = playbook if isinstance(playbook, Playbook) else load_playbook(_path_text(playbook, "playbook"))
     values = dict(answers) if isinstance(answers, Mapping) else _answers_file(answers)
+    check_given(pb, values)
+    engine = prepare_run(pb, MappingAnswers(values, use_defaults=defaults, origin=ORIGIN_FILE), options, system=system)
+    return walk(engine, values, "pass them in answers, or defaults=True")
+
+
+def check_given(pb: Playbook, values: Mapping[str, Any]) -> None:
+    """Every given answer checked before anything runs: AnswersError naming each unknown id or bad value."""
     problems = check_answers(pb, values)
     if problems:
         raise AnswersError(problems)
-    engine = prepare_run(pb, MappingAnswers(values, use_defaults=defaults, origin=ORIGIN_FILE), options, system=system)
+
+
+def walk(engine: Engine, given: Mapping[str, Any], hint: str) -> Transcript:
+    """Run a prepared engine; an unanswered question becomes an AnswersError naming it and the
+    questions that may follow (``hint`` says, in the caller's words, how to answer them)."""
+    from wizard.engine.answers import MissingAnswer, missing_answer_message
+
     try:
         return engine.run()
     except MissingAnswer as exc:
-        hint = "pass them in answers, or defaults=True"
-        answered = set(engine.state.answers) | set(values)
-        raise AnswersError([missing_answer_message(pb, exc.question, answered, hint)]) from None
+        answered = set(engine.state.answers) | set(given)
+        raise AnswersError([missing_answer_message(engine.playbook, exc.question, answered, hint)]) from None
+
+
+def given_answers(
+    pb: Playbook,
+    *,
+    answers_file: str | None = None,
+    sets: Sequence[str] = (),
+    workload: str | None = None,
+    stdin: Any = None,
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """The answers a command line gives and where each came from: the file (its relative paths taken
+    from where the file is), ``--workload`` for the questions it answers, then ``--set`` (which wins)."""
+    from wizard.engine.answers import ORIGIN_COMMAND_LINE, parse_set_options
+
+    values: dict[str, Any] = {}
+    origins: dict[str, str] = {}
+    if answers_file:
+        loaded = load_answers_file(answers_file, stdin)
+        base = os.getcwd() if answers_file == "-" else os.path.dirname(os.path.abspath(answers_file))
+        values.update(absolute_paths(pb, loaded, base))
+        origins.update(dict.fromkeys(values, ORIGIN_FILE))
+    for question in workload_questions(pb) if workload else ():
+        values[question], origins[question] = workload, ORIGIN_COMMAND_LINE
+    given_here = parse_set_options(list(sets))
+    values.update(given_here)
+    origins.update(dict.fromkeys(given_here, ORIGIN_COMMAND_LINE))
+    return values, origins
+
+
+def scripted_answers(values: Mapping[str, Any], origins: Mapping[str, str], *, defaults: bool) -> AnswerSource:
+    """Answers with nobody to ask: the given ones, then the defaults when ``defaults``."""
+    return MappingAnswers(values, use_defaults=defaults, origins=origins)
+
+
+def answers_text(answers: Mapping[str, Any], playbook_id: str) -> str:
+    """An answers file that replays these answers (``--record``, saved sessions)."""
+    from wizard.engine.answers import dump_answers
+
+    return dump_answers(answers, playbook_id)
+
+
+def dry_run(
+    pb: Playbook, values: Mapping[str, Any], origins: Mapping[str, str], *, defaults: bool, allow_commands: bool
+) -> Any:
+    """The path the answers take as far as they decide it, every probe and program (nothing runs)."""
+    from wizard.engine.plan import plan_run
+
+    return plan_run(pb, values, origins, catalog(), defaults=defaults, allow_commands=allow_commands)
+
+
+def reuse_from(pb: Playbook, transcript: str, *, node: str | None, step: int | None) -> Reuse:
+    """A previous run's probe results before ``node`` (or step ``step``), for ``--from``."""
+    from wizard.engine.reuse import recorded
+
+    return recorded(pb, transcript, node=node, step=step)
 
 
 def _answers_file(path: PathLike | None) -> dict[str, Any]:
@@ -134,6 +201,130 @@ def _path_text(value: Any, what: str) -> str:
     if not isinstance(name, str):
         raise UsageError(f"{what} must be a name or path (str or os.PathLike), not {type(value).__name__}")
     return name
+
+
+# -- the catalogue: playbooks found, checked, drawn, explained ------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class FoundPlaybook:
+    """A playbook found on the search path, loaded (``title`` etc.) or not (``problem``)."""
+
+    name: str
+    origin: str
+    title: str | None = None
+    version: str = ""
+    steps: int = 0
+    problem: str | None = None
+
+
+def found_playbooks(playbook_dirs: Sequence[str] = (), environ: Mapping[str, str] | None = None) -> list[FoundPlaybook]:
+    """Every playbook on the search path (the package, ``playbook_dirs``, ``WARPWIZARD_PLAYBOOK_PATH``),
+    each loaded; one that does not load is listed with its first problem."""
+    from wizard.playbook.discovery import list_playbooks
+    from wizard.playbook.loader import load_playbook as _load
+
+    out = []
+    for found in list_playbooks(list(playbook_dirs), environ):
+        try:
+            pb = _load(found.path, catalog())
+        except (PlaybookError, PlaybookNotFound) as exc:  # one bad file is a row, not the end of the listing
+            out.append(FoundPlaybook(found.name, found.origin, problem=str(exc)))
+            continue
+        out.append(FoundPlaybook(found.name, found.origin, pb.title, pb.version, len(pb.steps)))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Checked:
+    """One playbook checked by ``validate``: its problems, or what it is and which nodes run programs."""
+
+    name: str
+    problems: list[str]
+    summary: str = ""
+    program_uses: list[Any] = field(default_factory=list)
+
+
+def check_playbooks(
+    names: Sequence[str], playbook_dirs: Sequence[str] = (), environ: Mapping[str, str] | None = None
+) -> list[Checked]:
+    """``warpwizard validate``: names, paths or directories (expanded to the playbooks in them)."""
+    from wizard.playbook.loader import load_playbook as _load
+    from wizard.playbook.trust import program_uses
+
+    out = []
+    for name, path, problem in _targets(names, playbook_dirs, environ):
+        if path is None:
+            out.append(Checked(name, [problem or name]))
+            continue
+        try:
+            pb = _load(path, catalog())
+        except PlaybookError as exc:
+            out.append(Checked(name, list(exc.problems)))
+            continue
+        summary = f"{pb.path}: ok ({len(pb.nodes)} nodes, {len(pb.steps)} steps)"
+        out.append(Checked(name, [], summary, list(program_uses(pb, catalog()))))
+    return out
+
+
+def _targets(
+    names: Sequence[str], playbook_dirs: Sequence[str], environ: Mapping[str, str] | None
+) -> Iterable[tuple[str, Path | None, str | None]]:
+    from wizard.playbook.discovery import playbook_files, resolve
+
+    for name in names:
+        candidate = Path(name)
+        if candidate.is_dir():
+            files = playbook_files(candidate)
+            if not files:
+                yield name, None, f"{name}: directory holds no .yaml or .yml playbook"
+            yield from ((str(f), f, None) for f in files)
+            continue
+        try:
+            yield name, resolve(name, list(playbook_dirs), environ), None
+        except PlaybookNotFound as exc:
+            yield name, None, str(exc)
+
+
+def playbook_graph(pb: Playbook, form: str) -> str:
+    """The decision tree as Mermaid (``form="mermaid"``) or Graphviz dot."""
+    from wizard.playbook.graph import dot, mermaid
+
+    return mermaid(pb) if form == "mermaid" else dot(pb)
+
+
+def explain_playbook(pb: Playbook) -> str:
+    """The whole tree in words (Markdown), for onboarding."""
+    from wizard.playbook.graph import explain
+
+    return explain(pb)
+
+
+def playbook_schema() -> str:
+    """The playbook JSON Schema, for editors."""
+    from wizard.playbook.schema import SCHEMA_PATH
+
+    return SCHEMA_PATH.read_text(encoding="utf-8")
+
+
+def answers_file_template(pb: Playbook) -> str:
+    """A commented answers file to fill in (``warpwizard answers``)."""
+    from wizard.engine.answers import answers_template
+
+    return answers_template(pb, frozenset(program_questions(pb)))
+
+
+def machine_facts(system: System | None = None, python: str | None = None) -> Any:
+    """The ``env`` probe's result for this machine (versions, GPUs via NVML, profilers): no workspace
+    is left behind."""
+    import tempfile
+
+    from wizard.environment import ProbeSettings
+    from wizard.probes.env import EnvProbe
+
+    with tempfile.TemporaryDirectory() as tmp:
+        settings = ProbeSettings(python=python or sys.executable, report_dir=Path(tmp))
+        return EnvProbe().run(Environment(system or System(), settings), {})
 
 
 # -- sessions: answers saved when a run stops early ------------------------------------------------
@@ -159,13 +350,12 @@ def absolute_paths(pb: Playbook, answers: Mapping[str, Any], base: str | os.Path
 
 def save_session(pb: Playbook, answers: Mapping[str, Any], environ: Mapping[str, str], now: Any) -> Path:
     """The answers so far, in a private file of the sessions directory that ``--resume`` finds."""
-    from wizard.engine.answers import dump_answers
     from wizard.outputs import free_path, write_text
     from wizard.workspace import private_dir
 
     folder = private_dir(sessions_dir(environ))
     target = free_path(folder / f"{pb.id}-{now.strftime('%Y%m%dT%H%M%S')}.yaml")
-    return write_text(target, dump_answers(absolute_paths(pb, answers, os.getcwd()), pb.id), what="answers")
+    return write_text(target, answers_text(absolute_paths(pb, answers, os.getcwd()), pb.id), what="answers")
 
 
 def latest_session(playbook_id: str, environ: Mapping[str, str]) -> Path | None:

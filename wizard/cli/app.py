@@ -15,7 +15,7 @@ import dataclasses
 import os
 import signal
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, cast
@@ -201,79 +201,39 @@ def _show_probe(ctx: Context, transcript: Any, target: str | None, inputs: list[
 
 
 def cmd_list(ctx: Context) -> ExitStatus:
-    from wizard.playbook.discovery import list_playbooks
-    from wizard.playbook.loader import load_playbook
+    from wizard.runs import found_playbooks
     from wizard.ui.tables import playbooks_table
 
-    probes = _catalog()
-    rows: list[tuple[str, str | None, str, str, str, str | None]] = []
-    for found in list_playbooks(ctx.playbook_dirs, ctx.system.environ):
-        try:
-            pb = load_playbook(found.path, probes)
-        except WizardError as exc:  # one bad file is a row, not the end of the listing
-            rows.append((found.name, None, "", "", found.origin, str(exc)))
-            continue
-        rows.append((found.name, pb.title, pb.version, str(len(pb.steps)), found.origin, None))
+    rows = [
+        (f.name, f.title, f.version, str(f.steps) if f.title else "", f.origin, f.problem)
+        for f in found_playbooks(ctx.playbook_dirs, ctx.system.environ)
+    ]
     ctx.console().print(playbooks_table(rows))
     return ExitStatus.OK
 
 
-def _validate_targets(ctx: Context, names: list[str]) -> Iterator[tuple[str, Path | None, str | None]]:
-    """(name, path, problem): directories are expanded to the playbooks in them."""
-    from wizard.playbook.discovery import playbook_files, resolve
-
-    for name in names:
-        candidate = Path(name)
-        if candidate.is_dir():
-            files = playbook_files(candidate)
-            if not files:
-                yield name, None, f"{name}: directory holds no .yaml or .yml playbook"
-            for f in files:
-                yield str(f), f, None
-            continue
-        try:
-            yield name, resolve(name, ctx.playbook_dirs, ctx.system.environ), None
-        except PlaybookNotFound as exc:
-            yield name, None, str(exc)
-
-
 def cmd_validate(ctx: Context) -> ExitStatus:
-    from wizard.playbook.loader import load_playbook
-    from wizard.playbook.trust import program_uses
+    from wizard.runs import check_playbooks
     from wizard.ui.render import program_use_lines
 
-    probes = _catalog()
-    bad = 0
-    for _, path, problem in _validate_targets(ctx, ctx.args.paths):
-        if path is None:
-            bad += 1
-            ctx.write(visible(problem) + "\n")
-            continue
-        try:
-            pb = load_playbook(path, probes)
-        except PlaybookError as exc:
-            bad += 1
-            for line in exc.problems:
-                ctx.write(visible(line) + "\n")
-            continue
-        ctx.write(visible(f"{pb.path}: ok ({len(pb.nodes)} nodes, {len(pb.steps)} steps)") + "\n")
-        for line in program_use_lines(program_uses(pb, probes)):
+    checked = check_playbooks(ctx.args.paths, ctx.playbook_dirs, ctx.system.environ)
+    for one in checked:
+        for line in one.problems or [one.summary, *program_use_lines(one.program_uses)]:
             ctx.write(visible(line) + "\n")
-    return ExitStatus.INVALID_PLAYBOOK if bad else ExitStatus.OK
+    return ExitStatus.INVALID_PLAYBOOK if any(one.problems for one in checked) else ExitStatus.OK
 
 
 def cmd_graph(ctx: Context) -> ExitStatus:
-    from wizard.playbook.graph import dot, mermaid
+    from wizard.runs import playbook_graph
 
-    pb = _load(ctx, ctx.args.playbook)
-    ctx.write(mermaid(pb) if ctx.args.format == "mermaid" else dot(pb))
+    ctx.write(playbook_graph(_load(ctx, ctx.args.playbook), ctx.args.format))
     return ExitStatus.OK
 
 
 def cmd_explain(ctx: Context) -> ExitStatus:
-    from wizard.playbook.graph import explain
+    from wizard.runs import explain_playbook
 
-    text = explain(_load(ctx, ctx.args.playbook))
+    text = explain_playbook(_load(ctx, ctx.args.playbook))
     if ctx.system.isatty(ctx.system.stdout):
         from wizard.ui.render import explain_view
 
@@ -284,11 +244,9 @@ def cmd_explain(ctx: Context) -> ExitStatus:
 
 
 def cmd_answers(ctx: Context) -> ExitStatus:
-    from wizard.engine.answers import answers_template
-    from wizard.runs import program_questions
+    from wizard.runs import answers_file_template
 
-    pb = _load(ctx, ctx.args.playbook)
-    ctx.write(answers_template(pb, frozenset(program_questions(pb))))
+    ctx.write(answers_file_template(_load(ctx, ctx.args.playbook)))
     return ExitStatus.OK
 
 
@@ -341,9 +299,9 @@ def cmd_completion(ctx: Context) -> ExitStatus:
 
 
 def cmd_schema(ctx: Context) -> ExitStatus:
-    from wizard.playbook.schema import SCHEMA_PATH
+    from wizard.runs import playbook_schema
 
-    ctx.write(SCHEMA_PATH.read_text(encoding="utf-8"))
+    ctx.write(playbook_schema())
     return ExitStatus.OK
 
 
@@ -374,18 +332,18 @@ def _option(name: str) -> str:
 
 
 def _trace_inspect(ctx: Context) -> ExitStatus:
-    from wizard.api import inspect_traces
-    from wizard.trace.inspect import DEFAULT_MAX_LAUNCHES, check_limits
+    from wizard.api import check_numbers, inspect_traces
 
     args = ctx.args
-    check_limits(args.jobs, args.sms, args.max_launches, spell=_option)
+    check_numbers(args.jobs, args.sms, args.max_launches, spell=_option)
     markdown_file = args.markdown if args.markdown not in (None, "-") else None
     if markdown_file is not None:
         from wizard.outputs import check_output
 
         check_output(markdown_file, inputs=args.paths, force=args.force, what="Markdown report")
-    limit = DEFAULT_MAX_LAUNCHES if args.max_launches is None else args.max_launches
-    inspection = inspect_traces(args.paths, sms=args.sms, jobs=args.jobs, launches="none", max_launches=limit)
+    inspection = inspect_traces(
+        args.paths, sms=args.sms, jobs=args.jobs, launches="none", max_launches=args.max_launches
+    )
     if args.json:
         from wizard.serialize import dumps
 
@@ -431,16 +389,9 @@ def cmd_compare(ctx: Context) -> ExitStatus:
 
 
 def cmd_env(ctx: Context) -> ExitStatus:
-    import tempfile
+    from wizard.runs import machine_facts
 
-    from wizard.environment import Environment, ProbeSettings
-    from wizard.probes.env import EnvProbe
-
-    system = ctx.system
-    with tempfile.TemporaryDirectory() as tmp:
-        settings = ProbeSettings(python=ctx.args.python or sys.executable, report_dir=Path(tmp))
-        env = Environment(system, settings)
-        result = EnvProbe().run(env, {})
+    result = machine_facts(ctx.system, ctx.args.python)
     if ctx.args.json:
         from wizard.serialize import dumps
 
@@ -458,10 +409,10 @@ def cmd_default(ctx: Context, parser: argparse.ArgumentParser) -> ExitStatus:
         raise UsageError(
             "warpwizard: no command given and stdin is not a terminal; try 'warpwizard run PLAYBOOK --answers FILE'"
         )
-    from wizard.playbook.discovery import list_playbooks
+    from wizard.runs import found_playbooks
     from wizard.ui.prompts import choose_playbook
 
-    found = list_playbooks(ctx.playbook_dirs, ctx.system.environ)
+    found = found_playbooks(ctx.playbook_dirs, ctx.system.environ)
     if not found:
         raise UsageError("warpwizard: no playbooks found")
     name = choose_playbook(found, ctx.console())

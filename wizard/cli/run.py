@@ -2,40 +2,34 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wizard.engine.answers import (
-    ORIGIN_COMMAND_LINE,
-    ORIGIN_FILE,
-    MappingAnswers,
-    MissingAnswer,
-    check_answers,
-    dump_answers,
-    load_answers_file,
-    missing_answer_message,
-    parse_set_options,
-)
-from wizard.errors import AnswersError, Interrupted, OutputFileError, Terminated, TerminateSignal, UsageError
+from wizard.errors import Interrupted, OutputFileError, Terminated, TerminateSignal, UsageError
 from wizard.exit_status import ExitStatus
 from wizard.options import Options
 from wizard.outputs import check_output, free_path, write_text
-from wizard.playbook.model import Playbook
 from wizard.runs import (
-    absolute_paths,
+    answers_text,
+    check_given,
+    dry_run,
+    given_answers,
     latest_session,
     load_playbook,
     prepare_run,
+    reuse_from,
     run_inputs,
     save_session,
+    scripted_answers,
     sessions_dir,
-    workload_questions,
+    walk,
 )
 from wizard.serialize import dumps
 from wizard.system import System
 from wizard.untrusted import rich_text
+
+Playbook = Any  # wizard.playbook.model.Playbook: the CLI reaches playbooks only through wizard.runs
 
 
 @dataclass
@@ -59,26 +53,6 @@ class RunOptions:
 
 
 SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
-
-
-def _given_answers(opts: RunOptions, pb: Playbook, stdin: Any) -> tuple[dict[str, Any], dict[str, str]]:
-    """Answers from the file (its relative paths taken from where the file is), --workload for the
-    questions it answers, then --set (the command line wins), and where each came from."""
-    values: dict[str, Any] = {}
-    origins: dict[str, str] = {}
-    if opts.answers_file:
-        loaded = load_answers_file(opts.answers_file, stdin)
-        base = os.getcwd() if opts.answers_file == "-" else os.path.dirname(os.path.abspath(opts.answers_file))
-        values.update(absolute_paths(pb, loaded, base))
-        origins.update(dict.fromkeys(values, ORIGIN_FILE))
-    if opts.options.workload:
-        for question in workload_questions(pb):
-            values[question] = opts.options.workload
-            origins[question] = ORIGIN_COMMAND_LINE
-    given_here = parse_set_options(opts.sets)
-    values.update(given_here)
-    origins.update(dict.fromkeys(given_here, ORIGIN_COMMAND_LINE))
-    return values, origins
 
 
 def _resume(opts: RunOptions, pb: Playbook, system: System, ui: Any) -> None:
@@ -119,7 +93,7 @@ def _save_interrupted(
     try:
         if opts.record:
             target = free_path(opts.record)  # an earlier run's file, or the user's own: write beside it
-            write_text(target, dump_answers(answers, pb.id), inputs=_inputs(opts, pb, answers), what="answers")
+            write_text(target, answers_text(answers, pb.id), inputs=_inputs(opts, pb, answers), what="answers")
             return str(target), "", None
         saved = save_session(pb, answers, system.environ, system.clock.now())
     except OutputFileError as exc:
@@ -131,7 +105,7 @@ def _write_outputs(opts: RunOptions, pb: Playbook, answers: dict[str, Any], tran
     """--record and --report, never over what the run read (answers typed at the prompt included)."""
     inputs = _inputs(opts, pb, answers)
     if opts.record:
-        text = dump_answers(transcript.answers, pb.id)
+        text = answers_text(transcript.answers, pb.id)
         write_text(opts.record, text, inputs=inputs, force=opts.force, what="answers record")
     if opts.report:
         from wizard.report.markdown import transcript_markdown
@@ -147,9 +121,7 @@ def _reuse(opts: RunOptions, pb: Playbook, ui: Any) -> Any:
         return None
     if not opts.answers_file or opts.answers_file == "-":
         raise UsageError("--from and --from-step rerun a previous run: give its --json transcript with --answers FILE")
-    from wizard.engine.reuse import recorded
-
-    reuse = recorded(pb, opts.answers_file, node=opts.from_node, step=opts.from_step)
+    reuse = reuse_from(pb, opts.answers_file, node=opts.from_node, step=opts.from_step)
     names = ", ".join(reuse.results) or "none"
     ui.print(rich_text(f"rerunning from {reuse.start}; reusing the recorded results of: {names}", "dim"))
     return reuse
@@ -159,7 +131,7 @@ def _source(opts: RunOptions, system: System, ui: Any, values: dict[str, Any], o
     """Answers from the file and the command line; at a terminal, a person answers the rest (and
     confirms a saved program before it runs). --defaults, --json or no terminal: no prompts."""
     if opts.defaults or opts.json_out or (opts.answers_file and not system.interactive):
-        return MappingAnswers(values, use_defaults=opts.defaults, origins=origins)
+        return scripted_answers(values, origins, defaults=opts.defaults)
     from wizard.ui.prompts import InteractiveAnswers
 
     return InteractiveAnswers(values, origins=origins, console=ui, interactive=system.interactive)
@@ -171,10 +143,10 @@ def run_playbook(opts: RunOptions, system: System, ui: Any, out: Any, stdout: An
     pb = load_playbook(opts.playbook, playbook_dirs=opts.playbook_dirs, environ=system.environ)
     if opts.resume:
         _resume(opts, pb, system, ui)
-    values, origins = _given_answers(opts, pb, system.stdin)
-    problems = check_answers(pb, values)
-    if problems:
-        raise AnswersError(problems)
+    values, origins = given_answers(
+        pb, answers_file=opts.answers_file, sets=opts.sets, workload=opts.options.workload, stdin=system.stdin
+    )
+    check_given(pb, values)
     if opts.dry_run:
         return _dry_run(opts, pb, values, origins, out=out, stdout=stdout)
     _preflight(opts, pb, values)
@@ -182,19 +154,15 @@ def run_playbook(opts: RunOptions, system: System, ui: Any, out: Any, stdout: An
     observer = TerminalObserver(ui, teach=opts.teach)
     reuse = _reuse(opts, pb, ui)
     engine = prepare_run(pb, source, opts.options, system=system, observer=observer, reuse=reuse)
-    if opts.teach or not isinstance(source, MappingAnswers):
+    if opts.teach or getattr(source, "interactive", False):
         ui.print(playbook_heading(pb, teach=opts.teach))
     try:
-        transcript = engine.run()
+        transcript = walk(engine, values, "give them in the answers file, with --set ID=VALUE, or use --defaults")
     except KeyboardInterrupt as exc:
         saved, note, resume = _save_interrupted(opts, pb, engine.state.answers, system)
         if isinstance(exc, TerminateSignal):
             raise Terminated(saved, note, resume, exc.signum) from None
         raise Interrupted(saved, note, resume) from None
-    except MissingAnswer as exc:
-        answered = set(engine.state.answers) | set(values)
-        hint = "give them in the answers file, with --set ID=VALUE, or use --defaults"
-        raise AnswersError([missing_answer_message(pb, exc.question, answered, hint)]) from None
     finally:
         observer.close()
     _write_outputs(opts, pb, transcript.answers, transcript)
@@ -211,10 +179,7 @@ def _dry_run(
     opts: RunOptions, pb: Playbook, values: dict[str, Any], origins: dict[str, str], *, out: Any, stdout: Any
 ) -> ExitStatus:
     """--dry-run: the plan, printed or as JSON; no probe runs, no file is written."""
-    from wizard.engine.plan import plan_run
-    from wizard.probes.registry import catalog
-
-    plan = plan_run(pb, values, origins, catalog(), defaults=opts.defaults, allow_commands=opts.options.allow_commands)
+    plan = dry_run(pb, values, origins, defaults=opts.defaults, allow_commands=opts.options.allow_commands)
     if opts.json_out:
         stdout.write(dumps(plan.to_dict()) + "\n")
         return ExitStatus.OK

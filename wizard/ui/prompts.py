@@ -109,16 +109,8 @@ def choose_playbook(found: Sequence[Any], console: Any) -> str:
     """Plain ``warpwizard``: say what there is and where it came from, and let the person pick."""
     import questionary
 
-    from wizard.playbook.loader import load_playbook
-    from wizard.probes.registry import builtin_probes, catalog
-
-    probes = catalog(builtin_probes())
-    titles: dict[str, str] = {}
-    for f in found:
-        try:
-            titles[f.name] = load_playbook(f.path, probes).title
-        except Exception:  # noqa: BLE001 - an invalid playbook is still listed; `run` reports why
-            titles[f.name] = "(invalid: warpwizard validate shows why)"
+    invalid = "(invalid: warpwizard validate shows why)"  # still listed; `run` reports why
+    titles = {f.name: f.title or invalid for f in found}
     console.print(
         rich_text(
             f"{len(found)} playbook(s) found; add a team's own with --playbook-dir DIR or WARPWIZARD_PLAYBOOK_PATH",
