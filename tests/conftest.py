@@ -70,20 +70,19 @@ def cli_env(**extra: str) -> dict[str, str]:
     return env
 
 
-RunCli = Callable[..., subprocess.CompletedProcess[str]]
+RunCli = Callable[..., Any]
 
 
 @pytest.fixture
 def run_cli(tmp_path: Path) -> RunCli:
-    """Run the CLI in-process through ``main(argv, system)``, as the console script does; probes write
-    their files under this test's tmp_path. Returns what a process would: exit status and streams."""
+    """``run_inprocess`` with the environment of a user whose probes write under this test's
+    tmp_path: the same helper, as a fixture (one in-process runner for every test)."""
 
     def run(
-        *args: str, cwd: Path = REPO, stdin: str | None = None, timeout: float = 120, env: dict[str, str] | None = None
-    ) -> subprocess.CompletedProcess[str]:
+        *args: str, cwd: Path = REPO, stdin: str | None = None, env: dict[str, str] | None = None, timeout: float = 120
+    ) -> CliResult:  # timeout: in-process runs are bounded by pytest-timeout instead
         environ = env or cli_env(WARPWIZARD_REPORT_DIR=str(tmp_path / "report"))
-        result = run_inprocess(*args, stdin=stdin or "", environ=environ, cwd=cwd, replace_environ=True)
-        return subprocess.CompletedProcess(list(args), result.status, result.stdout, result.stderr)
+        return run_inprocess(*args, stdin=stdin or "", environ=environ, cwd=cwd, replace_environ=True)
 
     return run
 
@@ -160,6 +159,10 @@ class CliResult:
     stderr: str
 
     @property
+    def returncode(self) -> int:  # the name a process result has: tests read either
+        return self.status
+
+    @property
     def json(self) -> Any:
         return strict_json(self.stdout)
 
@@ -182,6 +185,8 @@ def run_inprocess(
     """``warpwizard ARGS`` through ``main(argv, system)`` with captured streams: no process start.
 
     ``environ`` adds to this process's variables, or with ``replace_environ`` is the whole of them.
+    Runs with ``--debug`` (httpie's ``http()`` is the model): an internal error raises its traceback
+    into the test instead of hiding as exit 70, and a status that is no ``ExitStatus`` fails loudly.
     A few tests still start the real console script (and a real terminal); most do not need to.
     """
     import io
@@ -198,8 +203,12 @@ def run_inprocess(
         environ=variables,
         isatty=lambda stream: False,
     )
+    from wizard.exit_status import ExitStatus
+
     with contextlib.chdir(cwd or Path.cwd()):
-        status = main(list(args), system)
+        status = main(["--debug", *args], system)
+    known = {int(s) for s in ExitStatus} - {int(ExitStatus.INTERNAL)}
+    assert status in known, f"warpwizard {' '.join(args)}: unexpected exit status {status}: {err.getvalue()[-2000:]}"
     return CliResult(status, out.getvalue(), err.getvalue())
 
 

@@ -4,6 +4,7 @@ alone may print, exit, talk to a terminal or write files."""
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,8 +16,9 @@ PACKAGE = REPO / "wizard"
 # Code that runs in another interpreter (the engineer's, with torch), never imported by the package.
 STANDALONE = {"wizard/probes/harness.py"}
 
-# layer -> layers it must not import (the rules of docs/architecture.md)
+# layer -> layers it must not import (the rules of docs/architecture.md, checked against its tables)
 FORBIDDEN: dict[str, set[str]] = {
+    "cli": {"engine", "playbook", "probes", "trace", "testing"},  # the CLI calls the library, ui and report
     "engine": {"cli", "ui", "report"},
     "playbook": {"cli", "ui", "report", "engine"},
     "trace": {"cli", "ui", "report", "engine", "playbook", "probes"},
@@ -166,3 +168,64 @@ def test_torch_is_imported_only_inside_the_profiler_hooks() -> None:
             if any(n.split(".")[0] == "torch" for n in names):
                 found.append((rel, id(node) in top))
     assert found == [("wizard/profiler.py", False)]
+
+
+LAYERS = {"cli", "ui", "report", "engine", "playbook", "probes", "trace", "testing"}
+
+
+def _doc_rules() -> dict[str, set[str]]:
+    """docs/architecture.md's tables: the 'may not import' column of each wizard/ folder or module."""
+    rules: dict[str, set[str]] = {}
+    for line in (REPO / "docs" / "architecture.md").read_text().splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        match = re.fullmatch(r"`wizard/([a-z_]+)(?:/|\.py)`", cells[0]) if len(cells) >= 3 else None
+        if match and match.group(1) != "__init__":
+            rules[match.group(1)] = set(re.findall(r"`([a-z_]+)`", cells[2]))
+    return rules
+
+
+def test_the_rule_table_is_the_documents() -> None:
+    assert _doc_rules() == FORBIDDEN
+
+
+def test_only_the_runner_starts_programs() -> None:
+    bad = [
+        f"{rel}:{line}: imports {name}"
+        for rel, tree in MODULES.items()
+        for line, name in _imports(tree)
+        if name.split(".")[0] == "subprocess" and rel != "wizard/runner.py"
+    ]
+    assert bad == []
+
+
+# Where JSON must be another program's format, not a warpwizard document (docs/architecture.md).
+JSON_DUMPS_ELSEWHERE = {
+    "wizard/trace/fix.py",  # the fixer writes events in the profiler's own spelling
+    "wizard/probes/op_isolate.py",  # the repro's data literal (ASCII-only JSON inside repr())
+    "wizard/playbook/schema.py",  # the committed schema file, indented for editors and diffs
+    "wizard/testing/traces.py",  # the trace builder writes traces as Kineto does
+}
+
+
+def test_json_documents_are_written_by_serialize_only() -> None:
+    bad = [
+        f"{rel}:{line}: {name}"
+        for rel, tree in MODULES.items()
+        for line, name in _calls(tree)
+        if name in ("json.dumps", "json.dump") and rel != "wizard/serialize.py" and rel not in JSON_DUMPS_ELSEWHERE
+    ]
+    assert bad == []
+
+
+def test_foundation_modules_import_no_layer() -> None:
+    foundation = [
+        rel for rel in MODULES if rel.count("/") == 1 and Path(rel).stem not in {*FORBIDDEN, "__init__", "__main__"}
+    ]
+    assert "wizard/outputs.py" in foundation and "wizard/workspace.py" in foundation
+    bad = [
+        f"{rel}:{line}: imports {name}"
+        for rel in foundation
+        for line, name in _imports(MODULES[rel])
+        if name.startswith("wizard.") and name.split(".")[1] in LAYERS
+    ]
+    assert bad == []

@@ -529,11 +529,11 @@ def main(argv: list[str] | None = None, system: System | None = None) -> int:
             stderr.write(visible(line) + "\n")
         return int(_status_of(exc))
     except Exception as exc:
-        if debug:
-            raise
-        if _out_of_memory(exc):
+        if _out_of_memory(exc):  # documented (exit 8), not an internal error, with --debug too
             stderr.write(f"warpwizard: error: {_OUT_OF_MEMORY_LINE}\n")
             return int(ExitStatus.OUT_OF_MEMORY)
+        if debug:
+            raise
         message = f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)"
         stderr.write(visible(f"warpwizard: error: {message}") + "\n")
         return int(ExitStatus.INTERNAL)
