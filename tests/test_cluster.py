@@ -223,3 +223,35 @@ def test_every_output_path_takes_the_place_placeholders(tmp_path: Path) -> None:
     assert probe.status == 1, probe.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["deep", "fixed-3.json", "r3-1.md", "wr-3"]
     assert (tmp_path / "deep" / "er" / "3.json").is_file()
+
+
+@pytest.mark.parametrize(
+    ("launcher", "variables"),
+    [
+        ("srun", [{"SLURM_PROCID": "0", "SLURM_LOCALID": "0"}, {"SLURM_PROCID": "1", "SLURM_LOCALID": "1"}]),
+        (
+            "mpirun",
+            [
+                {"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_LOCAL_RANK": "0"},
+                {"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_LOCAL_RANK": "1"},
+            ],
+        ),
+    ],
+)
+def test_srun_and_mpirun_recipes_with_stand_ins(tmp_path: Path, launcher: str, variables: list[dict[str, str]]) -> None:
+    """The recipes' shape, each process as the launcher would start it (its variables set), from a
+    directory where reports/ does not exist yet: one report per rank, one workspace each."""
+    from tests.conftest import run_inprocess
+
+    trace = EXAMPLES / "traces" / "grid-overflow.json"
+    for env in variables:
+        result = run_inprocess(
+            "probe", "trace.inspect", "--param", f"paths={trace}", "--output", "reports/{host}-{rank}.json",
+            environ={**env, "WARPWIZARD_REPORT_DIR": ""}, cwd=tmp_path,
+        )  # fmt: skip
+        assert result.status == 1, result.stderr
+    host = launcher_rank({}).host
+    assert sorted(p.name for p in (tmp_path / "reports").iterdir()) == [f"{host}-0.json", f"{host}-1.json"]
+    merged = run_inprocess("compare", *(str(p) for p in sorted((tmp_path / "reports").iterdir())), "--json")
+    assert merged.json["same_work"] is True
+    assert sorted(m["host"] for m in merged.json["machines"]) == [f"{host} rank 0", f"{host} rank 1"]

@@ -240,3 +240,13 @@ def test_a_rejected_answer_is_explained_under_the_prompt_even_a_300_character_pa
     output = finish(child)
     assert child.exitstatus == 0
     assert "Traceback" not in output and "OSError" not in output
+
+
+def test_explain_renders_its_markdown_at_a_terminal(tmp_path: Path) -> None:
+    """Piped, explain prints Markdown source; at a terminal it is rendered (no '## ' or '**')."""
+    child = spawn(["explain", "negative-warps-per-sm"], tmp_path)
+    child.expect("Step 1 of 6: Verify the profiler's correctness")
+    output = finish(child)
+    assert child.exitstatus == 0
+    assert "**First suspect" not in output and "## Step" not in output
+    assert "First suspect the measurement, not the kernel." in output

@@ -147,6 +147,7 @@ def test_runs_land_in_the_state_directory_not_where_the_user_stands(tmp_path: Pa
     assert re.fullmatch(r"\d{8}T\d{6}-[A-Za-z0-9._-]+-\d+", run_dir.name)
     assert stat.S_IMODE(run_dir.stat().st_mode) == 0o700
     assert (run_dir / "trace-inspect.json").is_file()
+    assert f"this run's files: {run_dir}" in " ".join(result.stderr.split())  # said where
 
 
 def test_the_api_uses_a_private_workspace_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
