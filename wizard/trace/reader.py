@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from wizard.errors import InputFileError, TraceReadError
 from wizard.trace.buffer import Buffer
@@ -56,6 +57,9 @@ class ReaderConfig:
     max_whitespace: int = 64 << 20
 
 
+_CUT = object()  # a top-level member the end of the file cut off
+
+
 class TraceWalker:
     """The top-level walk, delivering events to a sink."""
 
@@ -72,6 +76,7 @@ class TraceWalker:
         self.sink = sink
         self.config = config
         self.parallel = parallel
+        self.events_done = False  # the event list's ']' was read: what follows is metadata
         self.clock = buffer.clock
         self.exact = ExactDecoder(
             buffer, contents, self._deliver, raw=sink.raw, max_event_bytes=config.max_event_bytes, clock=self.clock
@@ -117,7 +122,9 @@ class TraceWalker:
             return True
         if ch != ord('"'):
             raise b.error(f"expected a key, found {chr(ch)!r}")
-        key = self.exact.value()
+        key = self._after_events(self.exact.value)
+        if key is _CUT:
+            return False
         if b.peek() != ord(":"):
             if b.src.eof:
                 self._truncated_top_level()
@@ -128,11 +135,26 @@ class TraceWalker:
             if b.peek() != ord("["):
                 raise b.error("'traceEvents' is not an array")
             b.pos += 1
-            return self._event_list()
-        value = self.exact.value()
+            self.events_done = self._event_list()
+            return self.events_done
+        value = self._after_events(self.exact.value)
+        if value is _CUT:
+            return False
         self.c.metadata[str(key)] = value
         self.sink.meta(str(key), value)
         return True
+
+    def _after_events(self, read: Callable[[], Any]) -> Any:
+        """A top-level key or value; one cut off at the end of the file after a complete event list
+        (Kineto writes ``"traceName": "..."`` last) is a truncation like any other, not a refusal:
+        every event was read."""
+        try:
+            return read()
+        except TraceReadError:
+            if not (self.events_done and self.b.src.eof):
+                raise
+        self._truncated_top_level("the file ends inside the metadata after the event list; every event was read")
+        return _CUT
 
     def _event_list(self) -> bool:
         self.sink.events_start()
@@ -141,14 +163,11 @@ class TraceWalker:
             self.sink.events_end()
         return closed
 
-    def _truncated_top_level(self) -> None:
+    def _truncated_top_level(
+        self, detail: str = "the file ends before the closing '}' of the trace object; every event was read"
+    ) -> None:
         if self.c.truncation is None:
-            self.c.truncation = Truncation(
-                self.b.offset,
-                0,
-                self.c.last_ts,
-                "the file ends before the closing '}' of the trace object; every event was read",
-            )
+            self.c.truncation = Truncation(self.b.offset, 0, self.c.last_ts, detail)
 
     # -- events -------------------------------------------------------------------------
     def _events(self) -> bool:
