@@ -45,3 +45,35 @@ def test_damage_before_the_events_end_is_still_refused(tmp_path: Path) -> None:
     result = run_inprocess("trace", "inspect", str(path))
     assert result.status == 6
     assert "invalid JSON" in result.stderr
+
+
+def _edited(tmp_path: Path, **changes: object) -> Path:
+    """grid-overflow.json with its healthy elementwise kernel's reported values replaced."""
+    import json
+
+    doc = json.loads(GRID.read_text())
+    kernel = next(e for e in doc["traceEvents"] if e.get("cat") == "kernel" and "elementwise" in e["name"])
+    kernel["args"].update(changes)
+    path = tmp_path / "edited.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_a_launch_with_two_unexplained_values_is_one_launch(tmp_path: Path) -> None:
+    path = _edited(tmp_path, **{"blocks per SM": 1.5, "est. achieved occupancy %": 37})
+    report = strict_json(run_inprocess("trace", "inspect", str(path), "--json").stdout)["reports"][0]
+    assert report["mechanisms"]["?"] == 1
+    (group,) = [g for g in report["groups"] if g["mechanism"] == "?"]
+    assert group["count"] == 1 and len(group["launches"]) == 1
+    assert report["wrong_launches"] == 3  # A, E and this one: three launches, whatever their findings
+
+
+def test_c_and_c_prime_on_one_launch_count_one_wrong_launch() -> None:
+    trace = EXAMPLES / "traces" / "unknown-device-bare-inf.json"
+    report = strict_json(run_inprocess("trace", "inspect", str(trace), "--json").stdout)
+    assert report["mechanisms"] == {"C": 1, "C'": 1, "F": 1}
+    assert report["reports"][0]["wrong_launches"] == 1
+    run = run_inprocess("probe", "trace.inspect", "--param", f"paths={trace}", "--json")
+    entry = run.json["entries"][0]
+    assert entry["facts"]["flagged_kernels"] == 1
+    assert entry["summary"].startswith("1 kernel launch(es) with wrong values")

@@ -46,7 +46,7 @@ def inspection_facts(inspection: Inspection) -> dict[str, Any]:
         "non_finite_values": "C" in bug_ids,
         "kernels": sum(r.kernels for r in reports),
         "kernels_checked": sum(r.kernels_checked for r in reports),
-        "flagged_kernels": sum(n for m, n in mechanisms.items() if m in bug_ids),
+        "flagged_kernels": sum(r.wrong_launches for r in reports),  # a launch with C and C' is one launch
         "large_by_design": mechanisms.get("F", 0),
         "max_true_warps_per_sm": max((r.max_true_warps_per_sm or 0.0 for r in reports), default=0.0),
         "rocm": any(r.rocm for r in reports),

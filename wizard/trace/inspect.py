@@ -128,7 +128,10 @@ class Classifier:
         self.checked = 0
         self.max_true_wps: float | None = None
         self.checker = MemoChecker(devices, rocm)
-        self.badness: dict[int, list[float]] = {}  # id(KernelCheck) -> each finding's badness
+        # id(KernelCheck) -> its findings, one per mechanism (the worst), with their badness, and
+        # whether the launch is wrong: a launch counts once per mechanism, and once among the wrong
+        self.badness: dict[int, tuple[list[tuple[Finding, float]], bool]] = {}
+        self.wrong_launches = 0
 
     def feed(self, kernels: Iterable[KernelRecord]) -> None:
         """Check launches as they come (records are made one at a time: never a list of millions)."""
@@ -136,9 +139,11 @@ class Classifier:
         for k in kernels:
             self.fed += 1
             result = self.checker.check(k)
-            badness = self.badness.get(id(result))
-            if badness is None:
-                badness = self.badness[id(result)] = [f.badness() for f in result.findings]
+            judged = self.badness.get(id(result))
+            if judged is None:
+                judged = self.badness[id(result)] = _per_mechanism(result.findings)
+            findings, wrong = judged
+            self.wrong_launches += wrong
             if result.checked:
                 self.checked += 1
                 true_wps = result.corrected.get("warps per SM")
@@ -148,7 +153,7 @@ class Classifier:
                     and (self.max_true_wps is None or true_wps > self.max_true_wps)
                 ):
                     self.max_true_wps = true_wps
-            for finding, bad in zip(result.findings, badness, strict=True):
+            for finding, bad in findings:
                 mechanisms[finding.mechanism.value] += 1
                 key = (finding.mechanism.value, k.name)
                 group = groups.get(key)
@@ -182,6 +187,18 @@ class Classifier:
             group.launch_refs.append((k.index, finding))
         else:
             group.launches_omitted += 1
+
+
+def _per_mechanism(findings: Sequence[Finding]) -> tuple[list[tuple[Finding, float]], bool]:
+    """One finding per mechanism for a launch (the worst: a '?' on the grid and on the occupancy is one
+    '?' launch), with its badness, and whether any of them makes the launch wrong."""
+    worst: dict[str, tuple[Finding, float]] = {}
+    for finding in findings:
+        bad = finding.badness()
+        key = finding.mechanism.value
+        if key not in worst or bad > worst[key][1]:
+            worst[key] = (finding, bad)
+    return list(worst.values()), any(is_wrong(key) for key in worst)
 
 
 def _launches(group: FindingGroup, kernels: Sequence[KernelRecord]) -> list[Launch]:
@@ -239,6 +256,7 @@ def analyse(
         non_finite=dict(contents.non_finite),
         launches=_launch_records(contents, classifier.checker, keep),
         workload=contents.kernels.fingerprint(),
+        wrong_launches=classifier.wrong_launches,
     )
 
 

@@ -170,6 +170,7 @@ class TraceReport:
     non_finite: dict[str, int] = field(default_factory=dict)  # spelling -> values (bare | quoted)
     launches: list[KernelLaunch] = field(default_factory=list)  # when asked for: every checked, or every wrong
     workload: str = ""  # fingerprint of the work recorded (kernels, grids, blocks): compare's "same work?"
+    wrong_launches: int = 0  # launches with at least one wrong value, each counted once
 
     @property
     def impossible(self) -> bool:
@@ -186,6 +187,7 @@ class TraceReport:
                 "events": self.events,
                 "kernels": self.kernels,
                 "kernels_checked": self.kernels_checked,
+                "wrong_launches": self.wrong_launches,
                 "devices": self.devices,
                 "rocm": self.rocm,
                 "truncation": asdict(self.truncation) if self.truncation else None,
