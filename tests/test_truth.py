@@ -77,3 +77,39 @@ def test_c_and_c_prime_on_one_launch_count_one_wrong_launch() -> None:
     entry = run.json["entries"][0]
     assert entry["facts"]["flagged_kernels"] == 1
     assert entry["summary"].startswith("1 kernel launch(es) with wrong values")
+
+
+def test_a_contradicting_sms_gives_way_to_the_count_the_trace_proves(tmp_path: Path) -> None:
+    """--sms 80 on a trace whose kernels fit 108 SMs: no '?' storm with "true" values on 80 SMs; the
+    proven count is used and a note names both."""
+    from wizard.testing.traces import KernelSpec, TraceBuilder
+
+    builder = TraceBuilder(gpu="A100", device_properties=False)
+    builder.add(KernelSpec("k", (4096, 1, 1), (256, 1, 1)))
+    builder.add(KernelSpec("overflow", (100000, 30000, 1), (256, 1, 1)))
+    trace = builder.write(tmp_path / "a100.json")
+    report = strict_json(run_inprocess("trace", "inspect", str(trace), "--sms", "80", "--json").stdout)["reports"][0]
+    assert report["mechanisms"] == {"A": 1, "F": 1}  # the overflow, and k's large grid by design; no '?'
+    assert report["notes"][0] == (
+        "the SM count given with --sms (80) does not fit this trace: its kernels' blocks per SM fit 108 SMs "
+        "exactly (an A100), so 108 was used"
+    )
+    assert report["devices"][0]["num_sms"] == 108
+
+
+def test_fix_says_originals_are_kept_only_when_something_was_corrected(tmp_path: Path) -> None:
+    healthy = run_inprocess("trace", "fix", str(EXAMPLES / "traces" / "healthy-small.json"), str(tmp_path / "f.json"))
+    assert healthy.status == 0
+    assert "corrected 0 of" in healthy.stdout and "originals kept" not in healthy.stdout
+
+
+def test_unexplained_evidence_names_where_the_sm_count_came_from() -> None:
+    from wizard.trace.analysis import _sm_source
+    from wizard.trace.devices import DeviceInfo
+
+    def device(source: str) -> DeviceInfo:
+        return DeviceInfo(0, 80, None, source)
+
+    assert _sm_source(device("given"), 80) == "--sms gives 80"
+    assert _sm_source(device("inferred"), 80) == "80 were inferred from the kernels"
+    assert _sm_source(device("deviceProperties"), 132) == "the trace says 132"

@@ -149,12 +149,12 @@ def test_a_wrong_sms_says_which_count_fits(tmp_path: Path) -> None:
     for spec in demo_launches() * 5:
         b.add(spec)
     result = run_inprocess("trace", "inspect", "--json", "--sms", "68", str(b.write(tmp_path / "t.json")))
-    notes = result.json["reports"][0]["notes"]
-    assert any(
+    report = result.json["reports"][0]
+    assert report["notes"][0] == (
         "the SM count given with --sms (68) does not fit this trace: its kernels' blocks per SM fit 80 SMs exactly "
-        "(a Tesla V100); rerun with --sms 80" in n
-        for n in notes
-    ), notes
+        "(a Tesla V100), so 80 was used"
+    )
+    assert "?" not in report["mechanisms"]  # the proven count wins: no '?' storm
 
 
 def test_a_corrupt_rank_in_a_directory_names_the_file_on_every_path(tmp_path: Path) -> None:

@@ -434,12 +434,21 @@ def _wrong_grid_values(ctx: LaunchContext, expected_bps: float, expected_wps: fl
     else:
         implied = ""
         if bps is not None and bps != 0 and math.isfinite(bps):
-            implied = f"; it implies {wrap_int32(blocks) / bps:.4g} SMs, the trace says {num_sms}"
+            implied = f"; it implies {wrap_int32(blocks) / bps:.4g} SMs, {_sm_source(ctx.device, num_sms)}"
         ctx.add(
             Mechanism.UNEXPLAINED,
             f"reported blocks per SM {exact(bps)}, warps per SM {exact(wps)}; Kineto's formula gives "
             f"{exact(expected_bps)} and {exact(expected_wps)} on {num_sms} SMs ({ctx.launch}){implied}",
         )
+
+
+_SM_SOURCE = {"given": "--sms gives {n}", "inferred": "{n} were inferred from the kernels", "assumed": "{n} assumed"}
+
+
+def _sm_source(device: DeviceInfo | None, num_sms: int | None) -> str:
+    """Where the SM count came from, in words: the trace's own, --sms, or inference."""
+    source = device.source if device is not None else "deviceProperties"
+    return _SM_SOURCE.get(source, "the trace says {n}").format(n=num_sms)
 
 
 def _occupancy(ctx: LaunchContext) -> bool:

@@ -221,7 +221,7 @@ def analyse(
     ``classifier`` may already hold the kernels classified while the file was being read.
     """
     started = time.perf_counter()
-    devices = device_table(contents.device_properties, contents.kernels, sms)
+    devices = device_table(contents.device_properties, contents.kernels, _proven_sms(contents, sms))
     rocm = contents.is_rocm
     if (
         classifier is None
@@ -381,21 +381,34 @@ def _notes(
     return notes
 
 
+def _article(name: str) -> str:
+    """'an' before a name read with a vowel sound (an A100, an H100, an RTX 2080 Ti), else 'a'."""
+    return "an" if name[:1].upper() in "AEFHILMNORSX" else "a"
+
+
+def _proven_sms(contents: TraceContents, sms: int | None) -> int | None:
+    """--sms, unless the trace's own numbers prove another count (every kernel's blocks per SM fits it
+    exactly): then that one wins, and a note says so; a wrong --sms never makes a '?' storm."""
+    if sms is None or contents.device_properties or not contents.kernels or contents.is_rocm:
+        return sms
+    fitting = infer_sm_count(contents.kernels)
+    return fitting if fitting is not None else sms
+
+
 def _sm_count_notes(contents: TraceContents, devices: dict[int, DeviceInfo], sms: int | None) -> list[str]:
     """Where the SM count came from when the trace gives none: --sms (and whether it fits), or inference."""
     if contents.device_properties or not contents.kernels or contents.is_rocm:
         return []
     if sms is not None:
-        notes = [f"the trace has no deviceProperties; using the SM count given with --sms: {sms}"]
         fitting = infer_sm_count(contents.kernels)
         if fitting is not None and fitting != sms:
             gpu = KNOWN_GPUS.get(fitting)
-            notes.append(
+            which = f" ({_article(gpu.name)} {gpu.name})" if gpu else ""
+            return [
                 f"the SM count given with --sms ({sms}) does not fit this trace: its kernels' blocks per SM fit "
-                f"{fitting} SMs exactly" + (f" (a {gpu.name})" if gpu else "") + f"; rerun with --sms {fitting}, "
-                "or without --sms (the count is then inferred)"
-            )
-        return notes
+                f"{fitting} SMs exactly{which}, so {fitting} was used"
+            ]
+        return [f"the trace has no deviceProperties; using the SM count given with --sms: {sms}"]
     inferred = [d for d in devices.values() if d.source == "inferred"]
     if not inferred:
         return ["the trace has no deviceProperties and the SM count could not be inferred; " + SM_COUNT_HINT]

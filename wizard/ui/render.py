@@ -166,9 +166,10 @@ def program_use_lines(uses: list[ProgramUse]) -> list[str]:
 
 def fix_summary_lines(summary: Any) -> list[str]:
     mechanisms = ", ".join(f"{m}: {n}" for m, n in summary.mechanisms.items()) or "none"
+    kept = "; originals kept under args['warpwizard original']" if summary.corrected else ""
     lines = [
         f"wrote {summary.output}: corrected {summary.corrected} of {summary.kernels} kernels "
-        f"(mechanisms {mechanisms}); originals kept under args['warpwizard original']"
+        f"(mechanisms {mechanisms}){kept}"
     ]
     if summary.uncorrectable:
         lines.append(
