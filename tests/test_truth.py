@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import json
 from pathlib import Path
 
 import pytest
@@ -49,8 +50,6 @@ def test_damage_before_the_events_end_is_still_refused(tmp_path: Path) -> None:
 
 def _edited(tmp_path: Path, **changes: object) -> Path:
     """grid-overflow.json with its healthy elementwise kernel's reported values replaced."""
-    import json
-
     doc = json.loads(GRID.read_text())
     kernel = next(e for e in doc["traceEvents"] if e.get("cat") == "kernel" and "elementwise" in e["name"])
     kernel["args"].update(changes)
@@ -113,3 +112,20 @@ def test_unexplained_evidence_names_where_the_sm_count_came_from() -> None:
     assert _sm_source(device("given"), 80) == "--sms gives 80"
     assert _sm_source(device("inferred"), 80) == "80 were inferred from the kernels"
     assert _sm_source(device("deviceProperties"), 132) == "the trace says 132"
+
+
+def test_a_rocm_trace_that_carries_the_metrics_is_not_said_to_carry_none(tmp_path: Path) -> None:
+    from wizard.testing.traces import KernelSpec, TraceBuilder
+
+    plain = run_inprocess("trace", "inspect", str(EXAMPLES / "traces" / "rocm-mi300x.json"), "--json")
+    assert "records no blocks/warps per SM" in plain.json["reports"][0]["notes"][0]
+    builder = TraceBuilder(gpu="MI300X")
+    builder.add(KernelSpec("k", (4096, 1, 1), (256, 1, 1)))
+    trace = builder.write(tmp_path / "rocm.json")
+    doc = json.loads(trace.read_text())
+    for event in doc["traceEvents"]:
+        if event.get("cat") == "kernel":
+            event["args"].update({"blocks per SM": 13.5, "warps per SM": 108.0})
+    trace.write_text(json.dumps(doc))
+    note = run_inprocess("trace", "inspect", str(trace), "--json").json["reports"][0]["notes"][0]
+    assert note.startswith("ROCm trace: 1 kernel(s) carry blocks/warps per SM, but warpwizard does not check")

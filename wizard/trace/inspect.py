@@ -347,16 +347,30 @@ def _link_groups(contents: TraceContents, groups: dict[tuple[str, str], FindingG
         group.launches = _launches(group, kernels)
 
 
+def _rocm_note(contents: TraceContents) -> str:
+    """ROCm traces are not checked; say why in terms of what this trace carries."""
+    carrying = sum(
+        1 for k in contents.kernels if k.blocks_per_sm.spelling != "missing" or k.warps_per_sm.spelling != "missing"
+    )
+    if carrying:
+        return (
+            f"ROCm trace: {carrying} kernel(s) carry blocks/warps per SM, but warpwizard does not check ROCm values "
+            "(AMD GPUs count compute units and 64-thread wavefronts, and no occupancy calculator is known for "
+            "them); they are listed as they are"
+        )
+    return (
+        "ROCm trace: the profiler records no blocks/warps per SM or occupancy on AMD GPUs, "
+        "so there is nothing to check; launch dimensions are listed as they are"
+    )
+
+
 def _notes(
     contents: TraceContents, devices: dict[int, DeviceInfo], sms: int | None, mechanisms: Counter[str]
 ) -> list[str]:
     """What a reader of the report should know about the trace itself, in order."""
     notes: list[str] = []
     if contents.is_rocm:
-        notes.append(
-            "ROCm trace: the profiler records no blocks/warps per SM or occupancy on AMD GPUs, "
-            "so there is nothing to check; launch dimensions are listed as they are"
-        )
+        notes.append(_rocm_note(contents))
     if not contents.kernels and contents.truncation is not None:
         notes.append(
             f"no GPU kernels in the part that was read: the file is cut off at byte {contents.truncation.at_byte}, "
