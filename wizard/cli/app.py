@@ -281,11 +281,12 @@ def cmd_examples(ctx: Context) -> ExitStatus:
             ctx.write(f"{example.name:<28} {example.diagnosis}\n")
         ctx.write("copy one out to try it: warpwizard examples NAME [--to DIR]\n")
         return ExitStatus.OK
-    destination = ctx.args.to or name
-    for path in copy_example(name, destination):
+    destination = Path(ctx.args.to or name)
+    written = copy_example(name, destination)
+    for path in written:
         ctx.write(f"wrote {path}\n")
-    flag = " --allow-commands" if (Path(destination) / "answers.yaml").read_text().count("workload_cmd") else ""
-    ctx.write(f"try it: warpwizard run negative-warps-per-sm --answers {Path(destination) / 'answers.yaml'}{flag}\n")
+    flag = " --allow-commands" if any(p.suffix == ".py" for p in written) else ""  # its answers name a workload
+    ctx.write(f"try it: warpwizard run negative-warps-per-sm --answers {destination / 'answers.yaml'}{flag}\n")
     return ExitStatus.OK
 
 
