@@ -129,3 +129,22 @@ def test_a_rocm_trace_that_carries_the_metrics_is_not_said_to_carry_none(tmp_pat
     trace.write_text(json.dumps(doc))
     note = run_inprocess("trace", "inspect", str(trace), "--json").json["reports"][0]["notes"][0]
     assert note.startswith("ROCm trace: 1 kernel(s) carry blocks/warps per SM, but warpwizard does not check")
+
+
+@pytest.mark.parametrize("cc", [(12, 1), (11, 0), (3, 7), (5, 2)])
+def test_a_gpu_outside_the_occupancy_table_gets_no_false_alarm(tmp_path: Path, cc: tuple[int, int]) -> None:
+    """GB10 (12.1), Thor (11.0), K80 (3.7), M60 (5.2): every launch came out '?' because our
+    calculator had no table. Blocks/warps per SM are still checked (the planted A stays); the
+    occupancy values are taken as printed, with one note saying so."""
+    doc = json.loads(GRID.read_text())
+    for props in doc["deviceProperties"]:
+        props["computeMajor"], props["computeMinor"] = cc
+    path = tmp_path / "unknown-cc.json"
+    path.write_text(json.dumps(doc))
+    report = strict_json(run_inprocess("trace", "inspect", str(path), "--json").stdout)["reports"][0]
+    assert "?" not in report["mechanisms"] and report["mechanisms"]["A"] == 1
+    notes = [n for n in report["notes"] if n.startswith("the occupancy could not be verified")]
+    assert notes == [
+        f"the occupancy could not be verified for compute capability {cc[0]}.{cc[1]} (warpwizard's calculator has "
+        "no table for it yet); blocks and warps per SM were checked, occupancy values are shown as printed"
+    ]

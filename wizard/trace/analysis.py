@@ -487,6 +487,8 @@ def _occupancy(ctx: LaunchContext) -> bool:
             f"{', '.join(calc.limiting_factors)}",
             calc.limiting_factors,
         )
+    elif calc is None and 0 <= occ <= 100:
+        pass  # a capability our calculator has no table for: a valid-looking value cannot be called wrong
     else:
         ctx.add(
             Mechanism.UNEXPLAINED,

@@ -347,6 +347,21 @@ def _link_groups(contents: TraceContents, groups: dict[tuple[str, str], FindingG
         group.launches = _launches(group, kernels)
 
 
+def _unverified_occupancy_notes(devices: dict[int, DeviceInfo]) -> list[str]:
+    """Once per compute capability the occupancy calculator has no table for (a GPU newer than this
+    release): blocks and warps per SM are still checked; the occupancy values are taken as printed."""
+    from wizard.trace.occupancy import ARCHITECTURES
+
+    unknown = sorted(
+        {d.limits.compute_capability for d in devices.values() if d.limits is not None} - set(ARCHITECTURES)
+    )
+    return [
+        f"the occupancy could not be verified for compute capability {major}.{minor} (warpwizard's calculator has "
+        "no table for it yet); blocks and warps per SM were checked, occupancy values are shown as printed"
+        for major, minor in unknown
+    ]
+
+
 def _rocm_note(contents: TraceContents) -> str:
     """ROCm traces are not checked; say why in terms of what this trace carries."""
     carrying = sum(
@@ -371,6 +386,7 @@ def _notes(
     notes: list[str] = []
     if contents.is_rocm:
         notes.append(_rocm_note(contents))
+    notes += _unverified_occupancy_notes(devices)
     if not contents.kernels and contents.truncation is not None:
         notes.append(
             f"no GPU kernels in the part that was read: the file is cut off at byte {contents.truncation.at_byte}, "
