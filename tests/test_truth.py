@@ -148,3 +148,16 @@ def test_a_gpu_outside_the_occupancy_table_gets_no_false_alarm(tmp_path: Path, c
         f"the occupancy could not be verified for compute capability {cc[0]}.{cc[1]} (warpwizard's calculator has "
         "no table for it yet); blocks and warps per SM were checked, occupancy values are shown as printed"
     ]
+
+
+@pytest.mark.parametrize(("gpu", "resident"), [("H100", "64"), ("RTX2080Ti", "32")])
+def test_the_by_design_note_names_this_gpus_resident_warps(tmp_path: Path, gpu: str, resident: str) -> None:
+    """'not comparable to 64' was wrong on a cc 7.5 GPU, whose SMs hold at most 32 warps."""
+    from wizard.testing.traces import KernelSpec, TraceBuilder
+
+    builder = TraceBuilder(gpu=gpu)
+    builder.add(KernelSpec("big_elementwise", (1_000_000, 1, 1), (256, 1, 1)))
+    trace = builder.write(tmp_path / "f.json")
+    notes = run_inprocess("trace", "inspect", str(trace), "--json").json["reports"][0]["notes"]
+    (note,) = [n for n in notes if n.startswith("large warps-per-SM values are by design")]
+    assert note.endswith(f"not comparable to the at most {resident} warps an SM of this GPU holds at once")

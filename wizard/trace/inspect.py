@@ -406,9 +406,18 @@ def _notes(
     if mechanisms.get(Mechanism.BY_DESIGN.value):
         notes.append(
             "large warps-per-SM values are by design (mechanism F): the metric divides the whole "
-            "grid's warps by the SM count; it is not resident warps and is not comparable to 64"
+            f"grid's warps by the SM count; it is not resident warps and is not comparable to {_resident(devices)}"
         )
     return notes
+
+
+def _resident(devices: dict[int, DeviceInfo]) -> str:
+    """The warps an SM of these GPUs holds at once (32 on a cc 7.5 GPU, 48 on most consumer ones, 64 on
+    data-centre ones), from the trace's own device limits."""
+    most = sorted({d.limits.max_threads_per_sm // 32 for d in devices.values() if d.limits is not None})
+    if not most:
+        return "the few dozen warps an SM holds at once"
+    return f"the at most {' or '.join(map(str, most))} warps an SM of this GPU holds at once"
 
 
 def _article(name: str) -> str:
@@ -447,7 +456,7 @@ def _sm_count_notes(contents: TraceContents, devices: dict[int, DeviceInfo], sms
     )
     return [
         "the trace has no deviceProperties; SM counts were inferred from the kernels' own grid "
-        f"and blocks per SM ({found})"
+        f"and blocks or warps per SM ({found})"
     ]
 
 
