@@ -161,3 +161,17 @@ def test_the_by_design_note_names_this_gpus_resident_warps(tmp_path: Path, gpu: 
     notes = run_inprocess("trace", "inspect", str(trace), "--json").json["reports"][0]["notes"]
     (note,) = [n for n in notes if n.startswith("large warps-per-SM values are by design")]
     assert note.endswith(f"not comparable to the at most {resident} warps an SM of this GPU holds at once")
+
+
+def test_d_on_a_capability_every_header_knows_blames_no_header(tmp_path: Path) -> None:
+    from wizard.testing.traces import KernelSpec, TraceBuilder
+
+    for gpu, blamed in (("V100", False), ("H100", True)):
+        builder = TraceBuilder(gpu=gpu)
+        builder.add(KernelSpec("gemm", (64, 8, 1), (256, 1, 1), plant="D"))
+        trace = builder.write(tmp_path / f"{gpu}.json")
+        report = run_inprocess("trace", "inspect", str(trace), "--json").json["reports"][0]
+        (group,) = [g for g in report["groups"] if g["mechanism"] == "D"]
+        evidence = group["worst"]["evidence"]
+        assert ("CUDA header older than" in evidence) is blamed
+        assert ("every CUDA header knows compute capability 7.0" in evidence) is not blamed

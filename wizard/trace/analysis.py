@@ -479,12 +479,17 @@ def _occupancy(ctx: LaunchContext) -> bool:
                 f"calculator (a PyTorch built with a CUDA header older than {needs}); blocks per SM is fine",
             )
     elif occ in (-99, -100) and calc is not None:
+        why = (
+            f"PyTorch built with a CUDA header older than {needs}"
+            if cc in MIN_CUDA_HEADER
+            else f"every CUDA header knows compute capability {cc[0]}.{cc[1]}, so not for want of a newer one: "
+            "it rejected this launch's inputs"
+        )
         ctx.add(
             Mechanism.OCCUPANCY_CALCULATOR,
             f"{label} = {exact(occ)} while blocks per SM {exact(ctx.reported['blocks per SM'])} is right: the "
-            f"profiler's occupancy calculator failed on compute capability {cc[0]}.{cc[1]} (PyTorch built with a "
-            f"CUDA header older than {needs}); true {exact(ctx.true.get(label))}%, limited by "
-            f"{', '.join(calc.limiting_factors)}",
+            f"profiler's occupancy calculator failed on compute capability {cc[0]}.{cc[1]} ({why}); true "
+            f"{exact(ctx.true.get(label))}%, limited by {', '.join(calc.limiting_factors)}",
             calc.limiting_factors,
         )
     elif calc is None and 0 <= occ <= 100:
