@@ -175,3 +175,16 @@ def test_d_on_a_capability_every_header_knows_blames_no_header(tmp_path: Path) -
         evidence = group["worst"]["evidence"]
         assert ("CUDA header older than" in evidence) is blamed
         assert ("every CUDA header knows compute capability 7.0" in evidence) is not blamed
+
+
+def test_a_printed_zero_that_is_the_true_occupancy_rounded_is_not_e(tmp_path: Path) -> None:
+    """Two 96-thread blocks above 48 KB on 132 SMs: the true occupancy is about 0.07%, so the printed 0 is
+    right; a big grid with the same kernel is E (its true occupancy is far from 0)."""
+    from wizard.testing.traces import KernelSpec, TraceBuilder
+
+    builder = TraceBuilder(gpu="H100")
+    builder.add(KernelSpec("nccl_small", (2, 1, 1), (96, 1, 1), shared_memory=64 * 1024))
+    builder.add(KernelSpec("gemm_big", (4096, 1, 1), (96, 1, 1), shared_memory=64 * 1024))
+    trace = builder.write(tmp_path / "zero.json")
+    report = run_inprocess("trace", "inspect", str(trace), "--json").json["reports"][0]
+    assert [(g["mechanism"], g["kernel"]) for g in report["groups"] if g["mechanism"] == "E"] == [("E", "gemm_big")]

@@ -510,6 +510,8 @@ def _shared_memory_limit(ctx: LaunchContext, device: DeviceInfo, label: str) -> 
     value, factors, opt_active = _true_occupancy(
         device, ctx.threads, k.registers or 0, k.shared_memory or 0, ctx.blocks, opt_in=True
     )
+    if value is not None and value < 0.5:
+        return  # the printed 0 is the truth rounded (a few blocks of a small kernel): nothing is wrong
     fixed = dict(ctx.true)
     fixed[label] = value
     ctx.add(
