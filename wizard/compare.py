@@ -15,7 +15,7 @@ from typing import Any
 
 from wizard import schemas
 from wizard.errors import InputFileError
-from wizard.untrusted import visible
+from wizard.untrusted import cut, visible
 
 
 @dataclass(slots=True)
@@ -41,16 +41,16 @@ MAX_ITEMS = 64  # names of one list (GPUs, mechanisms)
 MAX_MECHANISM = 8  # characters of a mechanism id ("A'", "?")
 
 
-def _cut(text: str, limit: int = MAX_TEXT) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+def _cut(text: str) -> str:
+    return cut(text, MAX_TEXT)
 
 
-def _texts(value: Any, limit: int = MAX_TEXT) -> list[str]:
+def _texts(value: Any) -> list[str]:
     """A list of names from another machine's report: strings only, whatever else is there; bounded."""
     if not isinstance(value, list):
         return []
     names = (_text(v) for v in value[: MAX_ITEMS * 4])
-    return [_cut(n, limit) for n in names if n is not None][:MAX_ITEMS]
+    return [n for n in names if n is not None][:MAX_ITEMS]
 
 
 def _text(value: Any) -> str | None:

@@ -23,7 +23,7 @@ from wizard.playbook.model import DecisionNode, Node, Playbook, ProbeNode
 from wizard.playbook.trust import ProgramUse
 from wizard.probes.base import ProbeResult
 from wizard.trace.inspect import Inspection, TraceReport, launched_by
-from wizard.untrusted import rich_text, visible
+from wizard.untrusted import cut, rich_text, visible
 
 STATUS_STYLE = {"pass": "green", "warn": "yellow", "fail": "red", "skip": "cyan", "error": "magenta"}
 SEVERITY_STYLE = {"info": "green", "warning": "yellow", "error": "red"}
@@ -57,7 +57,7 @@ TEXT_LIMIT = 2000  # evidence is wrapped at the terminal's width; only a hostile
 
 
 def short(name: str, width: int = 70) -> str:
-    return name if len(name) <= width else name[: width - 1] + "…"
+    return cut(name, width)
 
 
 class TerminalObserver:
