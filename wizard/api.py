@@ -58,13 +58,16 @@ def path_names(paths: PathLike | Iterable[PathLike]) -> list[str]:
     items = [paths] if isinstance(paths, (str, os.PathLike)) else paths
     if isinstance(items, (bytes, bytearray)) or not isinstance(items, Iterable):
         raise UsageError(f"paths must be a path or a list of paths (str or os.PathLike), not {type(paths).__name__}")
-    names = []
-    for item in items:
-        name = os.fspath(item) if isinstance(item, (str, os.PathLike)) else None
-        if not isinstance(name, str):
-            raise UsageError(f"a path must be a str or os.PathLike of str, not {type(item).__name__} {item!r:.60}")
-        names.append(name)
-    return names
+    return [path_text(item, "a path") for item in items]
+
+
+def path_text(value: object, what: str, expected: str = "a str or os.PathLike of str") -> str:
+    """A name or path the caller gave, as text: a str or an os.PathLike of str; anything else (bytes
+    included) is a UsageError naming ``what``, never a TypeError."""
+    name = os.fspath(value) if isinstance(value, (str, os.PathLike)) else None
+    if not isinstance(name, str):
+        raise UsageError(f"{what} must be {expected}, not {type(value).__name__} {value!r:.60}")
+    return name
 
 
 def fix_trace(source: PathLike, output: PathLike, *, force: bool = False) -> FixSummary:

@@ -203,12 +203,13 @@ def _warn(result: TraceCheck, line: str) -> None:
 
 def _path_text(path: Any) -> str:
     """A trace path as text; bytes or another type is named in the warning, not a TypeError."""
-    if isinstance(path, (str, os.PathLike)):
-        name = os.fspath(path)
-        if isinstance(name, str):
-            return name
-    raise_type = type(path).__name__
-    return f"<not a path: {raise_type}>"
+    from wizard.api import path_text
+    from wizard.errors import UsageError
+
+    try:
+        return path_text(path, "a trace")
+    except UsageError:
+        return f"<not a path: {type(path).__name__}>"
 
 
 def _differs(reported: float | None, true: float | None) -> bool:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wizard.api import PathLike
+from wizard.api import PathLike, path_text
 from wizard.engine.answers import ORIGIN_FILE, AnswerSource, MappingAnswers, check_answers, load_answers_file
 from wizard.engine.engine import Engine, EngineObserver
 from wizard.engine.engine import run_probe as _run_probe
@@ -196,11 +196,7 @@ def _answers_file(path: PathLike | None) -> dict[str, Any]:
 
 
 def _path_text(value: Any, what: str) -> str:
-    """A name or path given to the API as text; anything else is a UsageError, not a TypeError."""
-    name = os.fspath(value) if isinstance(value, (str, os.PathLike)) else None
-    if not isinstance(name, str):
-        raise UsageError(f"{what} must be a name or path (str or os.PathLike), not {type(value).__name__}")
-    return name
+    return path_text(value, what, "a name or path (str or os.PathLike)")
 
 
 # -- the catalogue: playbooks found, checked, drawn, explained ------------------------------------
