@@ -27,5 +27,13 @@ def kind(schema: object) -> str | None:
     return name if int(version) in READABLE.get(name, ()) else None
 
 
+def work_fingerprint(value: object) -> str:
+    """The ``workload`` field reports carry: a short hash of what ran (a trace's kernel names and launch
+    shapes, a repro's op, shapes and dtypes), so ``compare`` can tell whether two reports ran the same work."""
+    import hashlib
+
+    return hashlib.sha256(repr(value).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+
+
 def readable_text() -> str:
     return " or ".join(f"{name}/{v}" for name, versions in READABLE.items() for v in versions)

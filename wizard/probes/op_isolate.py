@@ -18,6 +18,7 @@ from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status, ensure_
 from wizard.probes.common import MARK, parse_result
 from wizard.probes.trace_inspect import inspection_facts
 from wizard.probes.verdicts import op_isolate_verdict
+from wizard.schemas import work_fingerprint
 from wizard.trace.inspect import inspect_paths
 from wizard.untrusted import visible
 
@@ -179,7 +180,7 @@ class OpIsolateProbe:
         shapes = _loads(dims) or []
         base: dict[str, Any] = {
             "op": op,
-            "workload": _fingerprint(op, dims, types),
+            "workload": work_fingerprint((op, dims, types)),
             "input_dims": dims,
             "input_types": types,
             "repro_script": None,
@@ -224,12 +225,6 @@ class OpIsolateProbe:
         base["reproduced"] = reproduced
         evidence = [str(found["worst_evidence"])] if reproduced else []
         return ProbeResult(status, summary, facts=base, files=files, evidence=evidence)
-
-
-def _fingerprint(*parts: Any) -> str:
-    import hashlib
-
-    return hashlib.sha256(repr(parts).encode("utf-8", "surrogateescape")).hexdigest()[:16]
 
 
 def _the_op(params: Mapping[str, Any]) -> tuple[Any, Any, Any, ProbeResult | None]:

@@ -139,10 +139,9 @@ class KernelTable(Sequence[KernelRecord]):
     def fingerprint(self) -> str:
         """What work the trace recorded, independent of the machine: a hash of its distinct kernel
         names with their grid and block (not the reported values, which depend on the GPU)."""
-        import hashlib
+        from wizard.schemas import work_fingerprint
 
-        shapes = sorted({(s[0], s[5], s[6]) for s in self._shapes}, key=repr)
-        return hashlib.sha256(repr(shapes).encode("utf-8", "surrogateescape")).hexdigest()[:16]
+        return work_fingerprint(sorted({(s[0], s[5], s[6]) for s in self._shapes}, key=repr))
 
 
 def _shape_of(k: KernelRecord) -> _Shape:

@@ -254,10 +254,10 @@ class Inspection:
     @property
     def workload(self) -> str:
         """The work all these traces recorded, as one fingerprint (per-rank traces of one job agree)."""
-        import hashlib
+        from wizard.schemas import work_fingerprint
 
         prints = sorted({r.workload for r in self.reports})
-        return prints[0] if len(prints) == 1 else hashlib.sha256(repr(prints).encode()).hexdigest()[:16]
+        return prints[0] if len(prints) == 1 else work_fingerprint(prints)
 
     def _repr_html_(self) -> str:
         """In a notebook: one table row per finding group, every text escaped (it comes from the trace)."""
