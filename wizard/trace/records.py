@@ -86,9 +86,6 @@ class KernelTable(Sequence[KernelRecord]):
         self._corr.append(correlation if fits else _NO_CORRELATION)  # type: ignore[arg-type]
         self._shape.append(self._shape_id(shape))
 
-    def append(self, record: KernelRecord) -> None:
-        self.add(record.ts, record.dur, record.correlation, _shape_of(record))
-
     def extend(self, other: KernelTable) -> None:
         """Another table's launches after these (a worker's block, in file order)."""
         remap = array("i", (self._shape_id(shape) for shape in other._shapes))
@@ -130,11 +127,7 @@ class KernelTable(Sequence[KernelRecord]):
         return (record(i) for i in range(max(start, 0), len(self._ts)))
 
     def __iter__(self) -> Iterator[KernelRecord]:
-        record = self._record
-        return (record(i) for i in range(len(self._ts)))
-
-    def __bool__(self) -> bool:
-        return len(self._ts) > 0
+        return self.since(0)
 
     def fingerprint(self) -> str:
         """What work the trace recorded, independent of the machine: a hash of its distinct kernel
@@ -142,13 +135,6 @@ class KernelTable(Sequence[KernelRecord]):
         from wizard.schemas import work_fingerprint
 
         return work_fingerprint(sorted({(s[0], s[5], s[6]) for s in self._shapes}, key=repr))
-
-
-def _shape_of(k: KernelRecord) -> _Shape:
-    return (
-        k.name, k.pid, k.tid, k.device, k.stream, k.grid, k.block, k.registers, k.shared_memory,
-        k.blocks_per_sm, k.warps_per_sm, k.occupancy, k.occupancy_key, k.fixed,
-    )  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
