@@ -519,7 +519,8 @@ def inspect_paths(
     if len(files) == 1:
         config = ReaderConfig(workers=None if jobs is None else (0 if jobs <= 1 else jobs))
         return Inspection([inspect_trace(files[0], sms, config, max_launches, keep)])
-    workers = min(len(files), jobs or usable_cores(), usable_cores())
+    cores = usable_cores()
+    workers = min(len(files), jobs or cores, cores)
     if workers <= 1:
         config = ReaderConfig(workers=0)
         return Inspection([inspect_trace(f, sms, config, max_launches=max_launches, keep=keep) for f in files])

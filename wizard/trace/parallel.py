@@ -48,16 +48,17 @@ def stop_pool(pool: ProcessPoolExecutor, *, failed: bool) -> None:
     """Shut a pool down; after a failure (out of memory, Ctrl-C, a worker killed) its workers are
     killed first: one blocked on sending a result nobody reads would keep shutdown, and Python's
     exit, waiting forever (CPython 3.11 joins them; the run hung after an out-of-memory error)."""
-    if failed:
-        for process in list((getattr(pool, "_processes", None) or {}).values()):
-            with contextlib.suppress(Exception):
-                process.kill()
-        pool.shutdown(wait=False, cancel_futures=True)
-        for process in list((getattr(pool, "_processes", None) or {}).values()):
-            with contextlib.suppress(Exception):
-                process.join(timeout=5)
+    if not failed:
+        pool.shutdown(wait=True, cancel_futures=True)
         return
-    pool.shutdown(wait=True, cancel_futures=True)
+    workers = list((getattr(pool, "_processes", None) or {}).values())  # shutdown() forgets them
+    for process in workers:
+        with contextlib.suppress(Exception):
+            process.kill()
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in workers:
+        with contextlib.suppress(Exception):
+            process.join(timeout=5)
 
 
 @contextlib.contextmanager
