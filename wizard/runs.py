@@ -220,10 +220,10 @@ def found_playbooks(playbook_dirs: Sequence[str] = (), environ: Mapping[str, str
     from wizard.playbook.discovery import list_playbooks
     from wizard.playbook.loader import load_playbook as _load
 
-    out = []
+    probes, out = catalog(), []
     for found in list_playbooks(list(playbook_dirs), environ):
         try:
-            pb = _load(found.path, catalog())
+            pb = _load(found.path, probes)
         except (PlaybookError, PlaybookNotFound) as exc:  # one bad file is a row, not the end of the listing
             out.append(FoundPlaybook(found.name, found.origin, problem=str(exc)))
             continue
@@ -248,18 +248,18 @@ def check_playbooks(
     from wizard.playbook.loader import load_playbook as _load
     from wizard.playbook.trust import program_uses
 
-    out = []
+    probes, out = catalog(), []
     for name, path, problem in _targets(names, playbook_dirs, environ):
         if path is None:
             out.append(Checked(name, [problem or name]))
             continue
         try:
-            pb = _load(path, catalog())
+            pb = _load(path, probes)
         except PlaybookError as exc:
             out.append(Checked(name, list(exc.problems)))
             continue
         summary = f"{pb.path}: ok ({len(pb.nodes)} nodes, {len(pb.steps)} steps)"
-        out.append(Checked(name, [], summary, list(program_uses(pb, catalog()))))
+        out.append(Checked(name, [], summary, list(program_uses(pb, probes))))
     return out
 
 
@@ -369,13 +369,12 @@ def program_questions(pb: Playbook, parameter: str | None = None) -> list[str]:
     ``--workload`` answers those of ``workload``; the answers template leaves them for the user."""
     from wizard.playbook.trust import program_uses
 
-    found: list[str] = []
+    found: dict[str, None] = {}  # in order, once each
     for use in program_uses(pb, catalog()):
         for name, questions in use.from_answers.items():
-            for question in questions if parameter in (None, name) else ():
-                if question not in found:
-                    found.append(question)
-    return found
+            if parameter in (None, name):
+                found.update(dict.fromkeys(questions))
+    return list(found)
 
 
 def workload_questions(pb: Playbook) -> list[str]:

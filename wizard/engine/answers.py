@@ -237,13 +237,13 @@ def _template_entry(q: QuestionNode, step: str, names_program: bool) -> list[str
         lines.append(f"#   {' '.join(q.help.split())}")
     kind = q.type + (": " + " | ".join(f"{c.value} ({c.label})" for c in q.choices) if q.choices else "")
     lines += [f"#   type {kind}", f"#   asked in {step}"]
-    value = yaml.safe_dump({q.id: q.default}, default_flow_style=True, allow_unicode=True, width=10**6)
-    entry = value.strip()[1:-1]
     if names_program:
         lines.append("#   names a program: it runs only with --allow-commands, or when you confirm it at the prompt")
-    if q.default is None or q.type == "path" or names_program:
-        note = "" if q.default is None else "   # the default"
-        lines.append(f"# {entry}{note}" if q.default is not None else f"# {q.id}:")
+    entry = yaml.safe_dump({q.id: q.default}, default_flow_style=True, allow_unicode=True, width=10**6).strip()[1:-1]
+    if q.default is None:
+        lines.append(f"# {q.id}:")
+    elif q.type == "path" or names_program:  # a path must exist; a program is the user's to give
+        lines.append(f"# {entry}   # the default")
     else:
         lines.append(entry)
     return [*lines, ""]
