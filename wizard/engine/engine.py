@@ -7,7 +7,7 @@ observer (the terminal UI, or nothing) is told as nodes are entered and probes r
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -19,7 +19,7 @@ from wizard.errors import AnswersError, ProbeInfrastructureError, WizardError
 from wizard.playbook.conditions import Template
 from wizard.playbook.model import ConclusionNode, DecisionNode, Node, Playbook, ProbeNode, QuestionNode
 from wizard.playbook.trust import answer_sources, refusal
-from wizard.probes.base import Probe, ProbeResult, Status, with_defaults
+from wizard.probes.base import ParamSpec, Probe, ProbeResult, Status, with_defaults
 
 MAX_VISITS = 500
 
@@ -66,6 +66,21 @@ def render(template: Template | None, state: RunState) -> str:
         return ""
     value = template.render(state.scope())
     return "" if value is None else str(value)
+
+
+def program_params(
+    node: ProbeNode, specs: Sequence[ParamSpec], params: Mapping[str, Any], origins: Mapping[str, str]
+) -> list[tuple[str, Any, str | None]]:
+    """Each parameter naming a program that has a value: (name, value, why it is not the user's own,
+    or None). A value the probe's declaration supplies (not written in the node) is the code's own."""
+    out = []
+    for spec in specs:
+        value = params.get(spec.name)
+        if spec.runs and value not in (None, "", []):
+            raw = node.params.get(spec.name)
+            why = refusal(raw, origins, TRUSTED_ORIGINS, ORIGIN_WORDS) if spec.name in node.params else None
+            out.append((spec.name, value, why))
+    return out
 
 
 def render_params(node: ProbeNode, state: RunState) -> dict[str, Any]:
@@ -189,17 +204,11 @@ class Engine:
 
     def _refused_programs(self, node: ProbeNode, probe: Probe, params: Mapping[str, Any]) -> list[str]:
         """Parameters naming what to execute whose value the user did not give themselves."""
-        refused = []
-        for spec in probe.params:
-            value = params.get(spec.name)
-            if not spec.runs or spec.name not in node.params or value in (None, "", []):
-                continue
-            source = refusal(node.params[spec.name], self.state.origins, TRUSTED_ORIGINS, ORIGIN_WORDS)
-            if source is not None and self._confirmed(node.params[spec.name], value, spec.name):
-                source = None
-            if source is not None:
-                refused.append(f"{spec.name} {value!r} ({source})")
-        return refused
+        return [
+            f"{name} {value!r} ({why})"
+            for name, value, why in program_params(node, probe.params, params, self.state.origins)
+            if why is not None and not self._confirmed(node.params[name], value, name)
+        ]
 
     def _confirmed(self, raw: Any, value: Any, what: str) -> bool:
         """A program from a file's answer runs when the person at the terminal says so: that yes

@@ -13,10 +13,9 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from wizard.engine.answers import ORIGIN_DEFAULT, TRUSTED_ORIGINS
-from wizard.engine.engine import MAX_VISITS, ORIGIN_WORDS, RunState, render, render_params
+from wizard.engine.answers import ORIGIN_DEFAULT
+from wizard.engine.engine import MAX_VISITS, RunState, program_params, render, render_params
 from wizard.playbook.model import AnswerInvalid, ConclusionNode, DecisionNode, Playbook, ProbeNode, QuestionNode
-from wizard.playbook.trust import refusal
 from wizard.probes.base import ProbeInfo, with_defaults
 
 PLAN_SCHEMA = "warpwizard.plan/1"
@@ -74,15 +73,10 @@ class Plan:
 def _programs(
     node: ProbeNode, info: ProbeInfo, params: Mapping[str, Any], state: RunState, allow: bool
 ) -> list[Program]:
-    out = []
-    for spec in info.params:
-        value = params.get(spec.name)
-        if not spec.runs or value in (None, "", []):
-            continue
-        raw = node.params.get(spec.name)
-        why = refusal(raw, state.origins, TRUSTED_ORIGINS, ORIGIN_WORDS) if spec.name in node.params else None
-        out.append(Program(spec.name, value, allow or why is None, None if allow else why))
-    return out
+    return [
+        Program(name, value, allow or why is None, None if allow else why)
+        for name, value, why in program_params(node, info.params, params, state.origins)
+    ]
 
 
 def _question(node: QuestionNode, answers: Mapping[str, Any], origins: Mapping[str, str], defaults: bool) -> Any:
