@@ -100,13 +100,18 @@ class Interrupted(WizardError):
 SIGNAL_NAMES = {1: "SIGHUP", 3: "SIGQUIT", 15: "SIGTERM"}
 
 
+def stopped_by(signum: int) -> str:
+    """How a run stopped by ``signum`` says so: 'terminated (SIGHUP)'."""
+    return f"terminated ({SIGNAL_NAMES.get(signum, f'signal {signum}')})"
+
+
 class Terminated(Interrupted):
     """SIGTERM (a scheduler's time limit, ``kill``), SIGHUP (a closed terminal, a dropped ssh session)
     or SIGQUIT: handled like Ctrl-C, with an exit code of its own (128 + the signal's number)."""
 
     def __init__(self, saved_to: str | None, note: str = "", resume: str | None = None, signum: int = 15) -> None:
         self.signum = signum
-        self.word = f"terminated ({SIGNAL_NAMES.get(signum, f'signal {signum}')})"
+        self.word = stopped_by(signum)
         super().__init__(saved_to, note, resume)
 
     def __reduce__(self) -> tuple[type, tuple[str | None, str, str | None, int]]:  # type: ignore[override]

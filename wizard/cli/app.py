@@ -34,6 +34,7 @@ from wizard.errors import (
     TerminateSignal,
     UsageError,
     WizardError,
+    stopped_by,
 )
 from wizard.exit_status import ExitStatus, for_signal
 from wizard.system import System
@@ -155,7 +156,7 @@ def cmd_run(ctx: Context, playbook_name: str | None = None) -> ExitStatus:
 
 
 def cmd_probe(ctx: Context) -> ExitStatus:
-    from wizard.cluster import device_for_rank, launcher_rank, output_name
+    from wizard.cluster import device_for_rank, launcher_rank
     from wizard.runs import probe_params, run_inputs, run_probe
 
     args = ctx.args
@@ -168,7 +169,7 @@ def cmd_probe(ctx: Context) -> ExitStatus:
     if args.device_from_rank:
         device = device_for_rank(system.environ, rank.local_rank)
         system = dataclasses.replace(system, environ={**system.environ, "CUDA_VISIBLE_DEVICES": device})
-    target = output_name(args.output, rank) if args.output else None
+    target = args.output  # its {host}/{rank}/... were filled in with every output path (_place_outputs)
     inputs = run_inputs(options, params.values())
     if target is not None:
         from wizard.outputs import check_output, make_parent
@@ -467,7 +468,7 @@ def _error_lines(exc: BaseException) -> list[str]:
     if isinstance(exc, PlaybookError):
         return exc.problems  # every problem, one line each
     if isinstance(exc, TerminateSignal):
-        return [f"warpwizard: error: {Terminated(None, signum=exc.signum).word}"]
+        return [f"warpwizard: error: {stopped_by(exc.signum)}"]
     if isinstance(exc, KeyboardInterrupt):
         return ["warpwizard: error: interrupted"]
     message = str(exc)
