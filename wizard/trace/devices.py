@@ -114,7 +114,9 @@ def device_table(
     """One entry per device id seen in the properties or on a kernel.
 
     ``sms`` is the engineer's word for traces that carry no device properties (PyTorch 1.8):
-    it is used where the properties are missing, never over them.
+    it is used where the properties are missing, never over them, and never over the count a
+    device's own kernels prove (every blocks per SM fitting it exactly): that one wins, as
+    ``inferred``, so a wrong ``--sms`` cannot turn every launch into a '?'.
     """
     table: dict[int, DeviceInfo] = {}
     for props in device_properties:
@@ -137,11 +139,11 @@ def device_table(
         if k.device is not None:
             by_device.setdefault(k.device, []).append(k)
     for device_id, records in by_device.items():
-        if sms is not None:
+        num_sms = infer_sm_count(records)
+        if sms is not None and num_sms in (None, sms):
             limits = KNOWN_GPUS.get(sms)
             table[device_id] = DeviceInfo(device_id, sms, limits, "given", limits.name if limits else "")
             continue
-        num_sms = infer_sm_count(records)
         if num_sms is None:
             table[device_id] = DeviceInfo(device_id, None, None, "unknown")
             continue

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from wizard.errors import InputFileError, UsageError
 from wizard.trace.analysis import SM_COUNT_HINT, Finding, KernelCheck, Mechanism, MemoChecker, is_wrong
-from wizard.trace.devices import KNOWN_GPUS, DeviceInfo, device_table, infer_sm_count
+from wizard.trace.devices import DeviceInfo, device_table
 from wizard.trace.parallel import worker_pool
 from wizard.trace.reader import ReaderConfig, TraceContents, iter_trace_files, read_trace, usable_cores
 from wizard.trace.records import KernelRecord, OpInfo, RuntimeCall
@@ -221,7 +221,7 @@ def analyse(
     ``classifier`` may already hold the kernels classified while the file was being read.
     """
     started = time.perf_counter()
-    devices = device_table(contents.device_properties, contents.kernels, _proven_sms(contents, sms))
+    devices = device_table(contents.device_properties, contents.kernels, sms)
     rocm = contents.is_rocm
     if (
         classifier is None
@@ -425,30 +425,18 @@ def _article(name: str) -> str:
     return "an" if name[:1].upper() in "AEFHILMNORSX" else "a"
 
 
-def _proven_sms(contents: TraceContents, sms: int | None) -> int | None:
-    """--sms, unless the trace's own numbers prove another count (every kernel's blocks per SM fits it
-    exactly): then that one wins, and a note says so; a wrong --sms never makes a '?' storm."""
-    if sms is None or contents.device_properties or not contents.kernels or contents.is_rocm:
-        return sms
-    fitting = infer_sm_count(contents.kernels)
-    return fitting if fitting is not None else sms
-
-
 def _sm_count_notes(contents: TraceContents, devices: dict[int, DeviceInfo], sms: int | None) -> list[str]:
     """Where the SM count came from when the trace gives none: --sms (and whether it fits), or inference."""
     if contents.device_properties or not contents.kernels or contents.is_rocm:
         return []
-    if sms is not None:
-        fitting = infer_sm_count(contents.kernels)
-        if fitting is not None and fitting != sms:
-            gpu = KNOWN_GPUS.get(fitting)
-            which = f" ({_article(gpu.name)} {gpu.name})" if gpu else ""
-            return [
-                f"the SM count given with --sms ({sms}) does not fit this trace: its kernels' blocks per SM fit "
-                f"{fitting} SMs exactly{which}, so {fitting} was used"
-            ]
-        return [f"the trace has no deviceProperties; using the SM count given with --sms: {sms}"]
     inferred = [d for d in devices.values() if d.source == "inferred"]
+    if sms is not None:  # device_table let the count the kernels prove win over a contradicting --sms
+        overruled = [
+            f"the SM count given with --sms ({sms}) does not fit this trace: its kernels' blocks per SM fit "
+            f"{d.num_sms} SMs exactly{f' ({_article(d.name)} {d.name})' if d.name else ''}, so {d.num_sms} was used"
+            for d in inferred
+        ]
+        return overruled or [f"the trace has no deviceProperties; using the SM count given with --sms: {sms}"]
     if not inferred:
         return ["the trace has no deviceProperties and the SM count could not be inferred; " + SM_COUNT_HINT]
     found = ", ".join(
