@@ -10,7 +10,7 @@ import dataclasses
 import math
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any, Literal
@@ -20,7 +20,7 @@ from wizard.trace.analysis import SM_COUNT_HINT, Finding, KernelCheck, Mechanism
 from wizard.trace.devices import DeviceInfo, device_table
 from wizard.trace.parallel import worker_pool
 from wizard.trace.reader import ReaderConfig, TraceContents, iter_trace_files, read_trace, usable_cores
-from wizard.trace.records import KernelRecord, OpInfo, RuntimeCall
+from wizard.trace.records import KernelRecord, KernelTable, OpInfo, RuntimeCall
 from wizard.trace.report import FindingGroup, Inspection, KernelLaunch, Launch, OpLink, TraceReport, launched_by
 
 __all__ = [
@@ -133,11 +133,12 @@ class Classifier:
         self.badness: dict[int, tuple[list[tuple[Finding, float]], bool]] = {}
         self.wrong_launches = 0
 
-    def feed(self, kernels: Iterable[KernelRecord]) -> None:
-        """Check launches as they come (records are made one at a time: never a list of millions)."""
+    def feed(self, kernels: KernelTable) -> None:
+        """Check the launches that arrived since the last call (records are made one at a time: never
+        a list of millions)."""
         groups, worst_badness, mechanisms = self.groups, self.worst_badness, self.mechanisms
-        for k in kernels:
-            self.fed += 1
+        start, self.fed = self.fed, len(kernels)
+        for k in kernels.since(start):
             result = self.checker.check(k)
             judged = self.badness.get(id(result))
             if judged is None:
@@ -231,7 +232,7 @@ def analyse(
         or classifier.max_launches != max_launches
     ):
         classifier = Classifier(devices, rocm, contents, max_launches)  # what was known while reading fell short
-    classifier.feed(contents.kernels.since(classifier.fed))
+    classifier.feed(contents.kernels)
     _link_groups(contents, classifier.groups)
     timing = dict(contents.timing)
     timing["analyse_s"] = time.perf_counter() - started
@@ -466,7 +467,7 @@ def inspect_trace(
                 return  # inferring SM counts needs every kernel: wait for the end
             devices = device_table(contents.device_properties, [], sms)
             classifier = Classifier(devices, contents.is_rocm, contents, max_launches)
-        classifier.feed(contents.kernels.since(classifier.fed))
+        classifier.feed(contents.kernels)
 
     contents = read_trace(path, on_progress=classify_as_read, config=config)
     contents.timing["read_s"] = time.perf_counter() - started
