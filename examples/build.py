@@ -103,12 +103,12 @@ def examples() -> dict[str, TraceBuilder]:
     b = TraceBuilder(gpu="H100")
     b.add(KernelSpec("void at::native::vectorized_elementwise_kernel<4, at::native::MulFunctor<float> >",
                      (2048, 1, 1), (128, 1, 1), 24, 0, "aten::mul", [[1024, 256], [1024, 256]], ["float", "float"],
-                     plant="wrong-sms"))
+                     plant="garbled"))
     out["unexplained-aten-op.json"] = b
 
     b = TraceBuilder(gpu="H100")
     b.add(KernelSpec("void corrupted_record_kernel", (2048, 1, 1), (128, 1, 1), 300, 0, "aten::mul",
-                     [[1024, 256], [1024, 256]], ["float", "float"], plant="wrong-sms"))
+                     [[1024, 256], [1024, 256]], ["float", "float"], plant="garbled"))
     out["impossible-registers.json"] = b
     return out
 

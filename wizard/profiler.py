@@ -107,7 +107,7 @@ class TraceChecker:
 def mechanism_warnings(inspection: Any) -> list[str]:
     """One line per mechanism with wrong values: its worst kernel, reported against true, and the cause."""
     from wizard.formatting import exact
-    from wizard.trace.analysis import is_wrong
+    from wizard.trace.mechanisms import is_wrong
     from wizard.untrusted import visible
 
     lines = []

@@ -112,6 +112,18 @@ def _refused(target: Path, reason: str) -> OutputFileError:
     )
 
 
+def _make_private(target: Path) -> None:
+    """``target`` and every missing directory above it, each created 0700: a run directory made as the
+    parent of its first log file is as private as one made for itself."""
+    missing = []
+    step = target
+    while not step.exists() and step.parent != step:
+        missing.append(step)
+        step = step.parent
+    for directory in reversed(missing):
+        directory.mkdir(mode=0o700, exist_ok=True)
+
+
 def _checked(path: str | os.PathLike[str], *, create: bool) -> Path | None:
     """The workspace's resolved path once made (or found) private; with ``create`` False and nothing
     there yet, None after judging the existing directory it would be created in."""
@@ -119,7 +131,7 @@ def _checked(path: str | os.PathLike[str], *, create: bool) -> Path | None:
     real = None
     try:
         if create or target.exists():
-            target.mkdir(mode=0o700, parents=True, exist_ok=True)
+            _make_private(target)
             real = target.resolve(strict=True)
             reason = problem(real)
         else:
@@ -135,7 +147,7 @@ def _checked(path: str | os.PathLike[str], *, create: bool) -> Path | None:
 
 
 def private_dir(path: str | os.PathLike[str]) -> Path:
-    """``path`` created (mode 0700, parents as usual) or found, checked private; its resolved form,
+    """``path`` created (mode 0700, missing parents too) or found, checked private; its resolved form,
     which callers use from then on so a link swapped later changes nothing. Raises OutputFileError."""
     real = _checked(path, create=True)
     assert real is not None

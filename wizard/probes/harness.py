@@ -8,6 +8,7 @@ Modes:
   profile OUT -- ARGV...   run a script under torch.profiler, export a Chrome trace
   legacy OUT -- ARGV...    run it under the legacy autograd profiler (no Kineto)
   run -- ARGV...           run it plainly (CUDA_LAUNCH_BLOCKING is set by the caller)
+  validate TRACE           this torch's own trace checker (torch.profiler._trace_validator, 2.12+)
 """
 
 from __future__ import annotations
@@ -175,6 +176,51 @@ def profile(out: str, argv: list[str], legacy: bool) -> None:
     emit({**result, "ok": code == 0, "exit_code": code, "failure": FAILURE[-1] if FAILURE else None})
 
 
+def validate(trace: str) -> None:
+    """Run this interpreter's torch.profiler._trace_validator on a trace. The module needs only the
+    standard library, so it is loaded from torch's directory without importing torch (a second, not
+    ten); a torch whose checker needs more is imported the usual way."""
+    import importlib.metadata
+    import importlib.util
+
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        emit({"ok": True, "available": False, "reason": "torch is not installed in this interpreter"})
+        return
+    try:
+        version = importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        version = None
+    path = os.path.join(next(iter(spec.submodule_search_locations)), "profiler", "_trace_validator.py")
+    if not os.path.isfile(path):
+        emit({"ok": True, "available": False, "torch": version, "reason": "this torch has no trace validator"})
+        return
+    try:
+        module_spec = importlib.util.spec_from_file_location("_warpwizard_trace_validator", path)
+        assert module_spec is not None and module_spec.loader is not None
+        module = importlib.util.module_from_spec(module_spec)
+        module_spec.loader.exec_module(module)
+    except Exception:  # noqa: BLE001 - it needs torch after all
+        from torch.profiler import _trace_validator as module  # type: ignore[no-redef]
+    try:
+        passed, violations = module.validate_trace(trace)
+    except Exception as exc:  # noqa: BLE001 - the checker itself failed on this file: that is the finding
+        first = (str(exc).splitlines() or [""])[0][:300]
+        emit({"ok": True, "available": True, "torch": version, "error": f"{type(exc).__name__}: {first}"})
+        return
+    found = [{"rule": str(v.rule_name)[:80], "message": str(v.message)[:300]} for v in violations[:50]]
+    emit(
+        {
+            "ok": True,
+            "available": True,
+            "torch": version,
+            "passed": bool(passed),
+            "violations": found,
+            "violations_total": len(violations),
+        }
+    )
+
+
 def main(args: list[str]) -> None:
     if not args:
         print(__doc__)
@@ -185,6 +231,8 @@ def main(args: list[str]) -> None:
         emit({"ok": True, **env_info()})
     elif mode in ("profile", "legacy"):
         profile(args[1], rest, legacy=mode == "legacy")
+    elif mode == "validate" and len(args) == 2:
+        validate(args[1])
     elif mode == "run":
         code = _run_script(rest)
         failure = FAILURE[-1] if FAILURE else None

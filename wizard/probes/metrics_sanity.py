@@ -4,15 +4,20 @@ the device can physically do, using the trace doctor's occupancy calculator.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from wizard.environment import Environment
 from wizard.errors import InputFileError
 from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status
 from wizard.probes.verdicts import HARD_LIMITS, SOFT, Sanity, check_limits, sanity_verdict
-from wizard.trace.devices import device_for, device_table
+from wizard.trace.counters import Series, read_counters
+from wizard.trace.devices import DeviceInfo, device_for, device_table
+from wizard.trace.kineto_math import product
+from wizard.trace.occupancy import UnknownArchitecture, active_blocks_per_sm
 from wizard.trace.reader import read_trace
+from wizard.trace.records import KernelRecord
+from wizard.untrusted import cut
 
 
 class MetricsSanityProbe:
@@ -31,12 +36,18 @@ class MetricsSanityProbe:
         FactSpec("top_limiter", "str", "most common limiting factor of theoretical occupancy"),
         FactSpec("limiters", "dict", "limiting factor -> kernels"),
         FactSpec("examples", "list", "one line per kind of problem found"),
+        FactSpec(
+            "counters", "list", "PM-sampling counter series the trace carries (PyTorch 2.15+), e.g. sm__warps_active"
+        ),
+        FactSpec("measured", "list", "per kernel covered by samples: the measured counter beside the computed value"),
     )
 
     def run(self, env: Environment, params: Mapping[str, Any], *, timeout: float = 600.0) -> ProbeResult:
         paths = params.get("trace")
         paths = paths if isinstance(paths, list) else [paths] if paths else []
         sanity = Sanity()
+        counters: set[str] = set()
+        measured: list[str] = []
         for path in paths:  # gather: each kernel with its device's limits
             try:
                 contents = read_trace(str(path))
@@ -49,8 +60,55 @@ class MetricsSanityProbe:
                 device = device_for(devices, k.device)
                 if device is not None and device.limits is not None:
                     check_limits(sanity, k, device.limits)
+            if contents.counter_events:
+                series = read_counters(str(path))
+                counters.update(name for _, name in series)
+                measured += measured_beside_computed(contents.kernels, devices, series)[: MAX_MEASURED - len(measured)]
         status, summary = sanity_verdict(sanity)
-        return ProbeResult(status, summary, facts=_facts(sanity), evidence=_evidence(sanity))
+        facts = {**_facts(sanity), "counters": sorted(counters), "measured": measured}
+        return ProbeResult(status, summary, facts=facts, evidence=_evidence(sanity) + measured)
+
+
+MAX_MEASURED = 8  # kernels shown with their sampled counters
+
+
+def measured_beside_computed(
+    kernels: Sequence[KernelRecord], devices: dict[int, DeviceInfo], series: dict[tuple[int, str], Series]
+) -> list[str]:
+    """For the longest kernels that samples cover: each warps-active counter's mean while the kernel ran,
+    beside the resident warps per SM the calculator gives it (the samples are device-wide, every SM and
+    every kernel running then; the computed value is this kernel's ceiling)."""
+    out: list[str] = []
+    seen: set[str] = set()
+    for k in sorted(kernels, key=lambda k: -k.dur):
+        if len(out) >= MAX_MEASURED or k.name in seen or k.device is None:
+            continue
+        for (device_id, name), found in series.items():
+            values = found.during(k.ts, k.ts + k.dur) if device_id == k.device else []
+            if not values or "warps_active" not in name:
+                continue
+            seen.add(k.name)
+            mean = sum(values) / len(values)
+            computed = _resident_warps(k, device_for(devices, k.device))
+            beside = f", computed at most {computed:.4g} resident warps per SM" if computed is not None else ""
+            out.append(
+                f"{cut(k.name, 160)}: {cut(name, 80)} measured {mean:.4g} (mean of {len(values)} sample(s) while it "
+                f"ran){beside}"
+            )
+    return out
+
+
+def _resident_warps(k: KernelRecord, device: DeviceInfo | None) -> float | None:
+    """The warps per SM this launch can keep resident: active blocks (opt-in limit) times warps per block."""
+    if device is None or device.limits is None or not device.num_sms or k.grid is None or k.block is None:
+        return None
+    threads = product(k.block)
+    try:
+        occ = active_blocks_per_sm(device.limits, threads, k.registers or 0, k.shared_memory or 0, opt_in=True)
+    except UnknownArchitecture:
+        return None
+    blocks = min(float(occ.active_blocks), product(k.grid) / device.num_sms)
+    return blocks * -(-threads // 32)
 
 
 def _facts(sanity: Sanity) -> dict[str, Any]:

@@ -74,7 +74,7 @@ def inspection_markdown(inspection: Inspection) -> str:
         devices = ", ".join(f"{markdown(d['name'] or '?')} ({d['num_sms']} SMs)" for d in r.devices[:4]) or "unknown"
         out.append(f"{r.events} events, {r.kernels} kernels ({r.kernels_checked} checked); devices: {devices}")
         out.append("")
-        bugs = [g for g in r.groups if g.severity == "error"]
+        bugs = [g for g in r.groups if g.wrong]
         if not bugs:
             out += ["No impossible values.", ""]
         else:

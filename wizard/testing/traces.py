@@ -28,7 +28,7 @@ from wizard.trace.kineto_math import (
     kineto_warps_per_sm,
     product,
 )
-from wizard.trace.occupancy import UnknownArchitecture, active_blocks_per_sm
+from wizard.trace.occupancy import DeviceLimits, Occupancy, UnknownArchitecture, active_blocks_per_sm, architecture
 
 Dim3 = tuple[int, int, int]
 
@@ -47,9 +47,44 @@ class KernelSpec:
     input_types: list[str] | None = None
     python_stack: Sequence[str] = ()
     device: int = 0
-    plant: str | None = None  # A' | B | C | D | wrong-sms; A, E and F come from the shape itself
+    plant: str | None = None  # A' | B | C | D | wrong-sms (G) | garbled (?); A, E and F come from the shape
     dur: float = 12.0
     repeat: int = 1
+
+
+def _typed(value: float) -> float | int:
+    """How PyTorch 2.14's typed metadata writes a float32: the double at full precision, integral as integer."""
+    if math.isfinite(value) and value == int(value) and abs(value) < 1e15:
+        return int(value)
+    return value
+
+
+def _occupancy_object(calc: Occupancy, spec: KernelSpec, threads: int, limits: DeviceLimits) -> dict[str, Any]:
+    """Kineto's ``occupancy`` object for this launch: the calculator's result as it called it (the header
+    reserves 1 KB per block from cc 8.0 even without shared memory, which limits blocks too)."""
+    names = {"warps": "WARPS", "registers": "REGS", "shared memory": "SMEM", "blocks": "BLOCKS"}
+    big = 2**31 - 1
+    warps = -(-threads // 32)
+    arch = architecture(limits.compute_capability)
+    allocated = -(-(spec.shared_memory + arch.reserved_smem) // arch.smem_granularity) * arch.smem_granularity
+    smem_limit = calc.limit_shared_memory
+    if spec.shared_memory <= 0:
+        smem_limit = (
+            (max(arch.carveout_kb) * 1024 if arch.carveout_kb else limits.shared_mem_per_sm) // allocated
+            if allocated
+            else big
+        )
+    return {
+        "activeBlocksPerMultiprocessor": calc.active_blocks,
+        "limitingFactors": "|".join(names[f] for f in calc.limiting_factors) or "none",
+        "blockLimitRegs": calc.limit_registers,
+        "blockLimitSharedMem": smem_limit,
+        "blockLimitWarps": calc.limit_warps,
+        "blockLimitBlocks": calc.limit_blocks,
+        "blockLimitBarriers": big,
+        "allocatedRegistersPerBlock": -(-spec.registers * 32 // 256) * 256 * warps,
+        "allocatedSharedMemPerBlock": allocated,
+    }
 
 
 def _printed(value: float) -> float | int:
@@ -77,6 +112,8 @@ class TraceBuilder:
     nonfinite: str = "bare"
     device_properties: bool = True
     rounding: str = "truncate"  # truncate (to 2026-02) | lround (2026-03 on)
+    # classic | 2.12 (Kineto's occupancy object, lround, +inf for an SM count of 0) | 2.14 (typed metadata too)
+    kineto: str = "classic"
     pid: int = 4242
     tid: int = 4242
     _events: list[dict[str, Any]] = field(default_factory=list)
@@ -99,6 +136,10 @@ class TraceBuilder:
         limits = limits_from_properties(nvidia_like)
         assert limits is not None  # every preset has the facts the calculator needs
         self.limits = limits
+        if self.kineto not in ("classic", "2.12", "2.14"):
+            raise ValueError(f"unknown kineto format {self.kineto!r}; choose from classic, 2.12, 2.14")
+        if self.kineto != "classic":
+            self.rounding, self.nonfinite = "lround", "quoted"
 
     @property
     def _cats(self) -> tuple[str, str, str]:
@@ -107,28 +148,36 @@ class TraceBuilder:
         return ("cpu_op", "cuda_runtime", "kernel")
 
     def _metrics(self, spec: KernelSpec) -> dict[str, Any]:
-        num_sms = self.limits.num_sms
+        num_sms: float = self.limits.num_sms
         if spec.plant == "B":
             num_sms = -1
         elif spec.plant == "C":
             num_sms = 0
-        elif spec.plant == "wrong-sms":  # a profiler that used some other SM count: no known mechanism
+        elif spec.plant == "wrong-sms":  # G: the profiler's device had 12 more SMs than the trace declares
             num_sms = num_sms + 12
+        elif spec.plant == "garbled":  # values that fit no whole SM count: no known mechanism
+            num_sms = num_sms * 0.73
         bps = kineto_blocks_per_sm(spec.grid, num_sms)
         wps = kineto_warps_per_sm(spec.grid, spec.block, num_sms)
+        if num_sms == 0 and self.kineto != "classic":  # 2.12+: +inf before dividing, never nan
+            bps = wps = math.inf
         if spec.plant == "A'":
             wps = early_kineto_warps_per_sm(spec.grid, spec.block, num_sms)
         threads = product(spec.block)
-        if spec.plant in ("C", "D"):
-            active = None
-        else:
+        calc: Occupancy | None = None
+        if spec.plant not in ("C", "D"):
             try:
-                active = active_blocks_per_sm(self.limits, threads, spec.registers, spec.shared_memory).active_blocks
+                calc = active_blocks_per_sm(self.limits, threads, spec.registers, spec.shared_memory)
             except UnknownArchitecture:
-                active = None
+                calc = None
+        active = calc.active_blocks if calc is not None else None
         truncating, lround = kineto_occupancy_percent(active, bps, threads, self.limits.max_threads_per_sm)
         occupancy = lround if self.rounding == "lround" else truncating
-        return {"blocks per SM": _printed(bps), "warps per SM": _printed(wps), "occupancy": occupancy}
+        show = _typed if self.kineto == "2.14" else _printed
+        metrics: dict[str, Any] = {"blocks per SM": show(bps), "warps per SM": show(wps), "occupancy": occupancy}
+        if self.kineto != "classic" and calc is not None:
+            metrics["occupancy object"] = _occupancy_object(calc, spec, threads, self.limits)
+        return metrics
 
     def add(self, spec: KernelSpec) -> None:
         for _ in range(spec.repeat):
@@ -199,6 +248,10 @@ class TraceBuilder:
         args["grid"] = list(spec.grid)
         args["block"] = list(spec.block)
         args["est. achieved occupancy %"] = metrics["occupancy"]
+        if "occupancy object" in metrics:
+            args["occupancy"] = metrics["occupancy object"]
+        if self.kineto == "2.14":
+            args.update({"graph id": 0, "graph node id": 0, "priority": 0})
         return args
 
     def _flow(self, corr: int, launch: tuple[Any, Any, float], kernel: tuple[Any, Any, float]) -> None:
@@ -218,6 +271,17 @@ class TraceBuilder:
                 "bp": "e",
             }
         )
+
+    def add_counter(self, name: str, ts: float, value: float, device: int = 0) -> None:
+        """A CUPTI PM-sampling sample (PyTorch 2.15+): a Chrome counter event under "GPU N Counters"."""
+        self._events.append(
+            {"ph": "C", "name": name, "pid": f"GPU {device} Counters", "tid": 0, "ts": ts, "args": {name: value}}
+        )
+
+    @property
+    def kernel_spans(self) -> list[tuple[float, float]]:
+        """(start, duration) of every kernel added so far, in order: where counter samples can land."""
+        return [(e["ts"], e["dur"]) for e in self._events if e.get("cat") in ("kernel", "Kernel")]
 
     def add_cpu_op(self, name: str, dur: float = 30.0) -> None:
         """An op that launched nothing on a GPU (CPU-only profiles)."""

@@ -1,20 +1,18 @@
 """Recompute every kernel's metrics and name the mechanism behind each impossible value.
 
-Pure functions over the reader's compact records. Mechanism ids are those of the README's
-mechanism table: A, A', B, C, C', D, E are profiler bugs; F is the metric's
-by-design meaning (large values), explained but never flagged; ``?`` is a disagreement
-no known mechanism explains, reported as a finding in its own right.
+Pure functions over the reader's compact records. The mechanisms and what each means are in
+``trace.mechanisms``; here are the detectors that find them, in order.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from enum import Enum
 from typing import Any
 
 from wizard.formatting import exact
 from wizard.trace.devices import DeviceInfo, device_for
+from wizard.trace.gpus import sm_count_examples
 from wizard.trace.kineto_math import (
     INT32_MAX,
     early_kineto_warps_per_sm,
@@ -28,65 +26,14 @@ from wizard.trace.kineto_math import (
     true_warps_per_sm,
     wrap_int32,
 )
+from wizard.trace.mechanisms import SMEM_DEFAULT_LIMIT, Mechanism
 from wizard.trace.occupancy import (
     MIN_CUDA_HEADER,
     Occupancy,
     UnknownArchitecture,
     active_blocks_per_sm,
 )
-from wizard.trace.records import Dim3, KernelRecord
-
-SMEM_DEFAULT_LIMIT = 49152
-HARDWARE_MAX_RESIDENT_WARPS = 64
-
-
-class Mechanism(str, Enum):
-    GRID_OVERFLOW = "A"
-    EARLY_OVERFLOW = "A'"
-    OLD_SM_COUNT = "B"
-    UNKNOWN_DEVICE = "C"
-    NON_FINITE_JSON = "C'"
-    OCCUPANCY_CALCULATOR = "D"
-    SHARED_MEMORY_LIMIT = "E"
-    BY_DESIGN = "F"
-    UNEXPLAINED = "?"
-
-    @property
-    def describe(self) -> str:
-        return MECHANISM_TITLES[self]
-
-
-MECHANISM_TITLES = {
-    Mechanism.GRID_OVERFLOW: "grid size overflows int32 (gridX*gridY*gridZ > 2^31-1)",
-    Mechanism.EARLY_OVERFLOW: "early Kineto multiplied grid and block in int32",
-    Mechanism.OLD_SM_COUNT: "SM count read as -1 (PyTorch 1.8/1.9 on Turing and later)",
-    Mechanism.UNKNOWN_DEVICE: "SM count unknown for the kernel's device (x/0)",
-    Mechanism.NON_FINITE_JSON: "non-finite value written as a bare token or a string",
-    Mechanism.OCCUPANCY_CALCULATOR: "occupancy calculator does not know the GPU architecture",
-    Mechanism.SHARED_MEMORY_LIMIT: "occupancy judged with the default 48 KB shared-memory limit",
-    Mechanism.BY_DESIGN: "large values are by design: the metric counts the whole grid",
-    Mechanism.UNEXPLAINED: "value disagrees with the recomputation; no known mechanism explains it",
-}
-
-PROFILER_BUGS = frozenset(
-    {
-        Mechanism.GRID_OVERFLOW,
-        Mechanism.EARLY_OVERFLOW,
-        Mechanism.OLD_SM_COUNT,
-        Mechanism.UNKNOWN_DEVICE,
-        Mechanism.NON_FINITE_JSON,
-        Mechanism.OCCUPANCY_CALCULATOR,
-        Mechanism.SHARED_MEMORY_LIMIT,
-    }
-)
-
-
-_WRONG = frozenset(m.value for m in PROFILER_BUGS) | {Mechanism.UNEXPLAINED.value}
-
-
-def is_wrong(mechanism: str) -> bool:
-    """Whether a mechanism id means a wrong value: a profiler bug, or an unexplained disagreement (not F)."""
-    return mechanism in _WRONG
+from wizard.trace.records import Dim3, KernelRecord, ProfilerOccupancy
 
 
 @dataclass(slots=True)
@@ -108,7 +55,7 @@ class Finding:
 
     @property
     def severity(self) -> str:
-        return "info" if self.mechanism is Mechanism.BY_DESIGN else "error"
+        return self.mechanism.severity
 
     def badness(self) -> float:
         """How far the reported value is from the truth, for picking a group's worst example."""
@@ -131,30 +78,57 @@ class KernelCheck:
     checked: bool = False
     corrected: dict[str, float | int | None] = field(default_factory=dict)  # as the profiler would print them
     true: dict[str, float | None] = field(default_factory=dict)  # the values the launch really had
+    notes: list[str] = field(default_factory=list)  # about the tools, not the launch (calculators disagreeing)
 
 
 def _dims(d: tuple[int, int, int]) -> str:
     return f"{d[0]}x{d[1]}x{d[2]}"
 
 
+def _opt_in_active(device: DeviceInfo, k: KernelRecord, threads: int) -> tuple[int | None, tuple[str, ...]]:
+    """Active blocks per SM with the kernel's opt-in shared-memory limit (what it really had), and what
+    limits them. For a capability our calculator has no table for, from the profiler's own occupancy
+    object: its warp, register and block limits do not depend on the shared-memory limit, and the SM's
+    shared memory is the whole of sharedMemPerMultiprocessor for a kernel above 48 KB."""
+    assert device.limits is not None
+    smem = k.shared_memory or 0
+    try:
+        occ = active_blocks_per_sm(device.limits, threads, k.registers or 0, smem, opt_in=True)
+        return occ.active_blocks, occ.limiting_factors
+    except UnknownArchitecture:
+        pass
+    prof = k.profiler_occupancy
+    if prof is None or None in (prof.limit_warps, prof.limit_registers, prof.limit_blocks, prof.limit_shared_memory):
+        return None, ()
+    smem_limit = prof.limit_shared_memory
+    allocated = prof.allocated_shared_memory
+    if smem > SMEM_DEFAULT_LIMIT and allocated:
+        fits = allocated <= max(device.limits.shared_mem_per_block_optin, SMEM_DEFAULT_LIMIT) + 1024
+        smem_limit = device.limits.shared_mem_per_sm // allocated if fits else 0
+    named = {
+        "warps": prof.limit_warps,
+        "registers": prof.limit_registers,
+        "shared memory": smem_limit,
+        "blocks": prof.limit_blocks,
+    }
+    active = min(v for v in named.values() if v is not None)
+    return active, tuple(name for name, value in named.items() if value == active)
+
+
 def _true_occupancy(
-    device: DeviceInfo, threads: int, registers: int, smem: int, grid_blocks: int, *, opt_in: bool
+    device: DeviceInfo, k: KernelRecord, threads: int, grid_blocks: int
 ) -> tuple[float | None, tuple[str, ...], int | None]:
-    """The occupancy % the kernel really has (64-bit grid, optionally opt-in smem limit)."""
+    """The occupancy % the kernel really has (64-bit grid, the opt-in shared-memory limit)."""
     if device.limits is None or device.num_sms is None or device.num_sms <= 0:
         return None, (), None
-    try:
-        occ = active_blocks_per_sm(device.limits, threads, registers, smem, opt_in=opt_in)
-    except UnknownArchitecture:
+    active, factors = _opt_in_active(device, k, threads)
+    if active is None:
         return None, (), None
-    blocks = min(float(occ.active_blocks), grid_blocks / device.num_sms)
-    return 100.0 * blocks * threads / device.limits.max_threads_per_sm, occ.limiting_factors, occ.active_blocks
+    blocks = min(float(active), grid_blocks / device.num_sms)
+    return 100.0 * blocks * threads / device.limits.max_threads_per_sm, factors, active
 
 
-SM_COUNT_HINT = (
-    "pass the GPU's SM count with --sms N for the true values (V100 80, T4 40, RTX 2080 Ti 68, "
-    "A100 108, H100/H200 132, B200 148)"
-)
+SM_COUNT_HINT = f"pass the GPU's SM count with --sms N for the true values ({sm_count_examples()})"
 
 
 def _impossible_values(k: KernelRecord) -> list[str]:
@@ -210,6 +184,7 @@ class LaunchContext:
     true: dict[str, float | None]
     result: KernelCheck
     occupancy_explained: bool = False
+    typed: bool = False  # the trace is PyTorch 2.14's typed metadata: quoted inf/nan is its legal spelling
 
     @property
     def launch(self) -> str:
@@ -276,9 +251,7 @@ def _truth(ctx: LaunchContext, device: DeviceInfo, num_sms: int) -> None:
     }
     # The kernel ran, so it had the shared memory it asked for: its true occupancy is the opt-in one
     # (the same as the default one up to 48 KB), whatever else is wrong with the launch's record.
-    occ_true, _, active = _true_occupancy(
-        device, ctx.threads, k.registers or 0, k.shared_memory or 0, ctx.blocks, opt_in=True
-    )
+    occ_true, _, active = _true_occupancy(device, k, ctx.threads, ctx.blocks)
     if k.occupancy_key is not None:
         true[k.occupancy_key] = occ_true
         if occ_true is not None and device.limits is not None:  # the integer percent the profiler prints
@@ -324,7 +297,8 @@ def _non_finite(ctx: LaunchContext) -> bool:
         spellings.add(k.occupancy.spelling)
     if "bare" in spellings:
         ctx.add(Mechanism.NON_FINITE_JSON, NON_FINITE_EVIDENCE["bare"])
-    elif "quoted" in spellings:
+    elif "quoted" in spellings and not ctx.typed and k.profiler_occupancy is None:
+        # PyTorch 2.12+ (the occupancy object) and 2.14's typed metadata quote inf/nan by design
         ctx.add(Mechanism.NON_FINITE_JSON, NON_FINITE_EVIDENCE["quoted"])
     return True
 
@@ -369,6 +343,32 @@ def _without_sm_count(ctx: LaunchContext) -> bool:
     return True
 
 
+def _sm_count_mismatch(ctx: LaunchContext) -> bool:
+    """G: the values are Kineto's on the SM count the launches prove, not on the one the trace's
+    deviceProperties declares: the trace's device table is not the profiled GPU's. Named, with the
+    values on both counts; A and E are still looked for on top of it."""
+    device, num_sms = ctx.device, ctx.num_sms
+    if device is None or device.declared_sms is None or not num_sms:
+        return False
+    bps, wps = ctx.reported["blocks per SM"], ctx.reported["warps per SM"]
+    fits = (bps is None or same_float32(bps, kineto_blocks_per_sm(ctx.grid, num_sms))) and (
+        wps is None or same_float32(wps, kineto_warps_per_sm(ctx.grid, ctx.block, num_sms))
+    )
+    if not fits or (bps is None and wps is None):
+        return False
+    declared = device.declared_sms
+    ctx.add(
+        Mechanism.SM_COUNT_MISMATCH,
+        f"blocks per SM {exact(bps)}, warps per SM {exact(wps)} are Kineto's values on {num_sms} SMs, but the "
+        f"trace's deviceProperties says {declared} SMs for device {ctx.k.device} ({ctx.launch}): the values "
+        f"were computed with another device table than the one the trace carries; on {num_sms} SMs the true "
+        f"values are {exact(ctx.true['blocks per SM'])} and {exact(ctx.true['warps per SM'])}, on {declared} "
+        f"SMs they would be {exact(true_blocks_per_sm(ctx.grid, declared))} and "
+        f"{exact(true_warps_per_sm(ctx.grid, ctx.block, declared))}",
+    )
+    return False
+
+
 def _grid_arithmetic(ctx: LaunchContext) -> bool:
     """A, A', B with an SM count, an unexplained disagreement, or F: the grid against Kineto's formula."""
     assert ctx.num_sms
@@ -381,13 +381,20 @@ def _grid_arithmetic(ctx: LaunchContext) -> bool:
         _grid_overflow(ctx)
     elif not (bps_ok and wps_ok):
         _wrong_grid_values(ctx, expected_bps, expected_wps)
-    elif (true_wps := ctx.true["warps per SM"]) is not None and true_wps > HARDWARE_MAX_RESIDENT_WARPS:
+    elif (true_wps := ctx.true["warps per SM"]) is not None and true_wps > (resident := _resident_warps(ctx.device)):
         ctx.add(
             Mechanism.BY_DESIGN,
             f"warps per SM {exact(wps)} counts the whole grid ({ctx.blocks} blocks over {num_sms} SMs), not the "
-            f"warps resident at once (at most {HARDWARE_MAX_RESIDENT_WARPS}); the value is correct",
+            f"warps resident at once (at most {resident}); the value is correct",
         )
     return False
+
+
+def _resident_warps(device: DeviceInfo | None) -> int:
+    """The warps an SM of this GPU holds at once (its maxThreadsPerMultiprocessor / 32; 64 when unknown)."""
+    if device is not None and device.limits is not None and device.limits.max_threads_per_sm > 0:
+        return device.limits.max_threads_per_sm // 32
+    return 64
 
 
 def _grid_overflow(ctx: LaunchContext) -> None:
@@ -462,7 +469,11 @@ def _occupancy(ctx: LaunchContext) -> bool:
         calc: Occupancy | None = active_blocks_per_sm(limits, ctx.threads, registers, smem)
     except UnknownArchitecture:
         calc = None
-    active = calc.active_blocks if calc is not None else None
+    prof = k.profiler_occupancy
+    prof_active = prof.active_blocks if prof is not None else None
+    _cross_check(ctx, calc, prof)
+    # Kineto's own result stands in for a capability our calculator has no table for
+    active = calc.active_blocks if calc is not None else prof_active
     assert ctx.num_sms  # _without_sm_count stopped the check otherwise
     expected_bps = kineto_blocks_per_sm(ctx.grid, ctx.num_sms)
     truncating, lround = kineto_occupancy_percent(active, expected_bps, ctx.threads, limits.max_threads_per_sm)
@@ -470,7 +481,7 @@ def _occupancy(ctx: LaunchContext) -> bool:
     cc = limits.compute_capability
     needs = MIN_CUDA_HEADER.get(cc, "a newer release")
     if occ in (truncating, lround):
-        if occ == 0 and smem > SMEM_DEFAULT_LIMIT and calc is not None:
+        if occ == 0 and smem > SMEM_DEFAULT_LIMIT and active is not None:
             _shared_memory_limit(ctx, device, label)
         elif active is None and occ < 0:
             ctx.add(
@@ -492,44 +503,59 @@ def _occupancy(ctx: LaunchContext) -> bool:
             f"{exact(ctx.true.get(label))}%, limited by {', '.join(calc.limiting_factors)}",
             calc.limiting_factors,
         )
-    elif calc is None and 0 <= occ <= 100:
+    elif active is None and 0 <= occ <= 100:
         pass  # a capability our calculator has no table for: a valid-looking value cannot be called wrong
     else:
+        which = "the occupancy calculator" if calc is not None else "the trace's own occupancy object"
         ctx.add(
             Mechanism.UNEXPLAINED,
-            f"{label} = {exact(occ)}, but the occupancy calculator with this trace's device properties gives "
+            f"{label} = {exact(occ)}, but {which} with this trace's device properties gives "
             f"{truncating}% (registers {registers}, shared memory {smem} B, {ctx.threads} threads/block, "
             f"cc {cc[0]}.{cc[1]}): a profiler or device this tool does not know",
         )
     return True
 
 
+def _cross_check(ctx: LaunchContext, calc: Occupancy | None, prof: ProfilerOccupancy | None) -> None:
+    """Kineto's occupancy object against our calculator with the same (default 48 KB) arguments: a
+    disagreement is about warpwizard's table or the profiler's, never about the launch; noted once."""
+    if calc is None or prof is None or prof.active_blocks is None or prof.active_blocks == calc.active_blocks:
+        return
+    assert ctx.device is not None and ctx.device.limits is not None
+    cc = ctx.device.limits.compute_capability
+    ctx.result.notes.append(
+        f"Kineto's own occupancy calculator gives {prof.words()} where warpwizard's gives {calc.active_blocks} "
+        f"({', '.join(calc.limiting_factors)}) on compute capability {cc[0]}.{cc[1]} ({ctx.threads} threads, "
+        f"{ctx.k.registers or 0} registers, {ctx.k.shared_memory or 0} B shared memory): one of the two "
+        "calculators' tables is not this GPU's"
+    )
+
+
 def _shared_memory_limit(ctx: LaunchContext, device: DeviceInfo, label: str) -> None:
     k = ctx.k
     assert device.limits is not None
-    value, factors, opt_active = _true_occupancy(
-        device, ctx.threads, k.registers or 0, k.shared_memory or 0, ctx.blocks, opt_in=True
-    )
+    value, factors, opt_active = _true_occupancy(device, k, ctx.threads, ctx.blocks)
     if value is not None and value < 0.5:
         return  # the printed 0 is the truth rounded (a few blocks of a small kernel): nothing is wrong
     fixed = dict(ctx.true)
     fixed[label] = value
     ctx.add(
         Mechanism.SHARED_MEMORY_LIMIT,
-        f"{label} = 0 for a kernel that ran: shared memory {k.shared_memory} B > 49152 B (48 KB), the default "
-        f"per-block limit Kineto passes to the occupancy calculator; with the opt-in limit "
+        f"{label} = 0 for a kernel that ran: shared memory {k.shared_memory} B > {SMEM_DEFAULT_LIMIT} B (48 KB), "
+        f"the default per-block limit Kineto passes to the occupancy calculator; with the opt-in limit "
         f"sharedMemPerBlockOptin = {device.limits.shared_mem_per_block_optin} B, {opt_active} block(s) per SM fit, "
         f"so the occupancy is {exact(round(value, 1) if value is not None else None)}%, "
-        f"limited by {', '.join(factors) or 'nothing'}",
+        f"limited by {', '.join(factors) or 'nothing'}"
+        + (f"; Kineto's own calculator says {k.profiler_occupancy.words()}" if k.profiler_occupancy else ""),
         factors,
         fixed,
     )
 
 
-DETECTORS = (_non_finite, _placeholders, _without_sm_count, _grid_arithmetic, _occupancy)
+DETECTORS = (_non_finite, _placeholders, _without_sm_count, _sm_count_mismatch, _grid_arithmetic, _occupancy)
 
 
-def check_kernel(k: KernelRecord, device: DeviceInfo | None, *, rocm: bool = False) -> KernelCheck:
+def check_kernel(k: KernelRecord, device: DeviceInfo | None, *, rocm: bool = False, typed: bool = False) -> KernelCheck:
     """Classify one kernel. Never raises on odd data: odd data is a finding or a skip."""
     if rocm or k.fixed is not None:
         return KernelCheck()
@@ -540,6 +566,7 @@ def check_kernel(k: KernelRecord, device: DeviceInfo | None, *, rocm: bool = Fal
     if k.blocks_per_sm.value is None and k.warps_per_sm.value is None and k.occupancy.value is None:
         return KernelCheck()
     ctx = _context(k, device, k.grid, k.block)
+    ctx.typed = typed
     for detect in DETECTORS:
         if detect(ctx):
             break
@@ -552,9 +579,10 @@ class MemoChecker:
     gigabyte trace has hundreds of thousands of launches but a few thousand distinct ones.
     Identical launches get the very same KernelCheck object back."""
 
-    def __init__(self, devices: dict[int, DeviceInfo], rocm: bool) -> None:
+    def __init__(self, devices: dict[int, DeviceInfo], rocm: bool, typed: bool = False) -> None:
         self.devices = devices
         self.rocm = rocm
+        self.typed = typed
         self._memo: dict[tuple[Any, ...], KernelCheck] = {}
 
     def check(self, k: KernelRecord) -> KernelCheck:
@@ -572,8 +600,11 @@ class MemoChecker:
             k.occupancy.spelling,
             k.occupancy_key,
             k.fixed,
+            k.profiler_occupancy,
         )
         result = self._memo.get(signature)
         if result is None:
-            result = self._memo[signature] = check_kernel(k, device_for(self.devices, k.device), rocm=self.rocm)
+            result = self._memo[signature] = check_kernel(
+                k, device_for(self.devices, k.device), rocm=self.rocm, typed=self.typed
+            )
         return result

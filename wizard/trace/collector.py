@@ -20,9 +20,11 @@ from wizard.trace.events import (
     as_float,
     as_int,
     dim3,
+    profiler_occupancy,
     reported,
+    typed_float,
 )
-from wizard.trace.records import IntervalIndex, KernelTable, OpInfo, ReportedValue, RuntimeIndex
+from wizard.trace.records import IntervalIndex, KernelTable, OpInfo, ProfilerOccupancy, ReportedValue, RuntimeIndex
 
 
 @dataclass(slots=True)
@@ -53,6 +55,8 @@ class TraceContents:
     last_ts: float | None = None
     truncation: Truncation | None = None
     timing: dict[str, float] = field(default_factory=dict)
+    typed: bool = False  # kernel metrics at full precision: PyTorch 2.14's typed metadata
+    counter_events: int = 0  # events under a "GPU N Counters" pid (CUPTI PM sampling, PyTorch 2.15+)
 
     @property
     def device_properties(self) -> list[dict[str, Any]]:
@@ -80,13 +84,25 @@ class PieceResult:
     non_finite: Counter[str]
     events: int
     last_ts: float | None
+    typed: bool = False
+    counter_events: int = 0
 
 
 def collect_piece(events: list[Event]) -> PieceResult:
     """A block's events as compact records, the way a worker returns them."""
     part = TraceContents(path="")
     Collector(part).add(events)
-    return PieceResult(part.kernels, part.runtime, part.ops, part.python, part.non_finite, part.events, part.last_ts)
+    return PieceResult(
+        part.kernels,
+        part.runtime,
+        part.ops,
+        part.python,
+        part.non_finite,
+        part.events,
+        part.last_ts,
+        part.typed,
+        part.counter_events,
+    )
 
 
 class EventSink:
@@ -140,6 +156,7 @@ class Collector(EventSink):
         self._frame_refs: dict[Any, int] = {}
         self._reported: dict[Any, ReportedValue] = {}
         self._dim_tuples: dict[tuple[int, int, int], tuple[int, int, int]] = {}
+        self._occupancies: dict[tuple[Any, ...], ProfilerOccupancy | None] = {}
 
     def _intern(self, text: str) -> str:
         return self._names.setdefault(text, text)
@@ -213,6 +230,8 @@ class Collector(EventSink):
                 self._kernel(ev)
             elif cat in PYTHON_CATEGORIES:
                 self._python(ev)
+            elif type(ev.pid) is str and ev.pid.endswith(" Counters"):
+                c.counter_events += 1
 
     def _runtime(self, ev: Event) -> None:
         args = ev.args
@@ -240,6 +259,8 @@ class Collector(EventSink):
         c.python.merge(part.python)
         c.non_finite.update(part.non_finite)
         c.events += part.events
+        c.typed = c.typed or part.typed
+        c.counter_events += part.counter_events
         if part.last_ts is not None:
             c.last_ts = part.last_ts
 
@@ -254,6 +275,21 @@ class Collector(EventSink):
         found = self._reported.get(value)
         if found is None:
             found = self._reported[value] = reported(value)
+            if type(value) is float and not self.c.typed and typed_float(value):
+                self.c.typed = True
+        return found
+
+    def _profiler_occupancy(self, value: Any) -> ProfilerOccupancy | None:
+        """Kineto's occupancy object, one record per distinct object (a trace repeats a few)."""
+        if type(value) is not dict:
+            return None
+        key = tuple(value.items())
+        try:
+            found = self._occupancies.get(key)
+        except TypeError:  # a list or object inside: not a profiler's, read it once and keep nothing shared
+            return profiler_occupancy(value)
+        if found is None:
+            found = self._occupancies[key] = profiler_occupancy(value)
         return found
 
     def _kernel(self, ev: Event) -> None:
@@ -291,6 +327,7 @@ class Collector(EventSink):
                 occ,
                 occupancy_key,
                 args.fixed if isinstance(args.fixed, str) else None,
+                self._profiler_occupancy(args.profiler_occupancy),
             ),
         )
         if bps.spelling != "number" or wps.spelling != "number" or occ.spelling != "number":

@@ -56,6 +56,7 @@ class DeviceInfo:
     source: str  # deviceProperties | inferred | given | assumed | unknown
     name: str = ""
     problem: str | None = None  # a malformed fact that keeps values from being recomputed
+    declared_sms: int | None = None  # deviceProperties' count, where the kernels prove another (mechanism G)
 
 
 def limits_from_properties(props: dict[str, Any]) -> DeviceLimits | None:
@@ -81,31 +82,59 @@ def limits_from_properties(props: dict[str, Any]) -> DeviceLimits | None:
     )
 
 
+def _sm_vote(k: KernelRecord) -> int | None:
+    """The SM count a launch's own numbers imply (grid / blocks per SM, or via warps), if whole."""
+    if k.grid is None:
+        return None
+    grid = product(k.grid)
+    if grid <= 0 or grid > INT32_MAX:
+        return None
+    bps = k.blocks_per_sm.value
+    wps = k.warps_per_sm.value
+    estimate: float | None = None
+    if bps is not None and math.isfinite(bps) and bps > 0:
+        estimate = grid / bps
+    elif wps is not None and math.isfinite(wps) and wps > 0 and k.block is not None:
+        estimate = grid * product(k.block) / 32 / wps
+    if estimate is None:
+        return None
+    rounded = round(estimate)
+    return rounded if rounded > 0 and abs(estimate - rounded) <= 1e-3 * rounded else None
+
+
 def infer_sm_count(kernels: Sequence[KernelRecord]) -> int | None:
     """The SM count most kernels' grid and blocks (or warps) per SM agree on, if any."""
     votes: Counter[int] = Counter()
     for k in kernels:
-        if k.grid is None:
-            continue
-        grid = product(k.grid)
-        if grid <= 0 or grid > INT32_MAX:
-            continue
-        bps = k.blocks_per_sm.value
-        wps = k.warps_per_sm.value
-        estimate: float | None = None
-        if bps is not None and math.isfinite(bps) and bps > 0:
-            estimate = grid / bps
-        elif wps is not None and math.isfinite(wps) and wps > 0 and k.block is not None:
-            estimate = grid * product(k.block) / 32 / wps
-        if estimate is not None:
-            rounded = round(estimate)
-            if rounded > 0 and abs(estimate - rounded) <= 1e-3 * rounded:
-                votes[rounded] += 1
-        if sum(votes.values()) >= 200:
-            break
+        vote = _sm_vote(k)
+        if vote is not None:
+            votes[vote] += 1
+            if sum(votes.values()) >= 200:
+                break
     if not votes:
         return None
     return votes.most_common(1)[0][0]
+
+
+_PROOF_SCAN = 5000  # launches looked at: enough for every device of a real trace, bounded for a huge one
+
+
+def proven_sm_counts(kernels: Sequence[KernelRecord]) -> dict[int, int]:
+    """Per device, the SM count its launches' values prove: at least nine in ten of the launches
+    that imply a whole count imply this one (the rest are small grids printed with few digits)."""
+    votes: dict[int, Counter[int]] = {}
+    for i, k in enumerate(kernels):
+        if i >= _PROOF_SCAN:
+            break
+        vote = _sm_vote(k)
+        if vote is not None and k.device is not None:
+            votes.setdefault(k.device, Counter())[vote] += 1
+    proven = {}
+    for device_id, counted in votes.items():
+        count, n = counted.most_common(1)[0]
+        if n >= 0.9 * sum(counted.values()):
+            proven[device_id] = count
+    return proven
 
 
 def device_table(
@@ -119,6 +148,7 @@ def device_table(
     ``inferred``, so a wrong ``--sms`` cannot turn every launch into a '?'.
     """
     table: dict[int, DeviceInfo] = {}
+    proven = proven_sm_counts(kernels) if device_properties else {}
     for props in device_properties:
         device_id = props.get("id")
         if not isinstance(device_id, int) or isinstance(device_id, bool) or not 0 <= device_id < _PLAUSIBLE:
@@ -129,8 +159,12 @@ def device_table(
             None if limits else fact_problem(props, "maxThreadsPerMultiprocessor", "maxThreadsPerMultiProcessor")
         )
         name = props.get("name")
+        declared = None
+        if num_sms is not None and proven.get(device_id, num_sms) != num_sms:  # mechanism G
+            declared, num_sms = num_sms, proven[device_id]
+            limits = dataclasses.replace(limits, num_sms=num_sms) if limits is not None else None
         table[device_id] = DeviceInfo(
-            device_id, num_sms, limits, "deviceProperties", name if isinstance(name, str) else "", problem
+            device_id, num_sms, limits, "deviceProperties", name if isinstance(name, str) else "", problem, declared
         )
     if device_properties:
         return table

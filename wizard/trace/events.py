@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 
-from wizard.trace.records import ReportedValue
+from wizard.trace.records import ProfilerOccupancy, ReportedValue
 
 BARE_MARK = "__warpwizard_bare__"
 
@@ -49,6 +49,7 @@ class EventArgs(msgspec.Struct, gc=False):
     input_type: msgspec.Raw = msgspec.field(default=_EMPTY_RAW, name="Input type")
     call_stack: Any = msgspec.field(default=None, name="Call stack")
     fixed: Any = msgspec.field(default=None, name="warpwizard mechanism")
+    profiler_occupancy: Any = msgspec.field(default=None, name="occupancy")
 
 
 class Event(msgspec.Struct, gc=False):
@@ -199,6 +200,32 @@ def reported(value: Any) -> ReportedValue:
         number = as_float(text)
         return ReportedValue(number, "quoted" if number is not None else "other")
     return ReportedValue(None, "other")
+
+
+_OCCUPANCY_FIELDS = (
+    "activeBlocksPerMultiprocessor",
+    "blockLimitRegs",
+    "blockLimitSharedMem",
+    "blockLimitWarps",
+    "blockLimitBlocks",
+    "allocatedSharedMemPerBlock",
+)
+
+
+def profiler_occupancy(value: Any) -> ProfilerOccupancy | None:
+    """Kineto's ``occupancy`` object as a record, or None when it is absent or not an object."""
+    if not isinstance(value, dict):
+        return None
+    numbers = [as_int(value.get(name)) for name in _OCCUPANCY_FIELDS]
+    factors = value.get("limitingFactors")
+    text = factors[:64] if isinstance(factors, str) else ""
+    return ProfilerOccupancy(numbers[0], text, *numbers[1:])
+
+
+def typed_float(value: float) -> bool:
+    """Whether a finite value was written at full precision, as PyTorch 2.14's typed metadata does
+    (``135.51515197753906``): earlier profilers printed at most 9 significant digits."""
+    return math.isfinite(value) and float(f"{value:.9g}") != value
 
 
 def decode_block(decoder: msgspec.json.Decoder[list[Any]], piece: bytes) -> list[Any] | None:

@@ -21,7 +21,7 @@ from typing import IO, Any, cast
 
 from wizard.formatting import non_finite_text
 from wizard.outputs import atomic_file, check_output
-from wizard.trace.analysis import PROFILER_BUGS, MemoChecker
+from wizard.trace.analysis import MemoChecker
 from wizard.trace.collector import Truncation
 from wizard.trace.devices import device_table
 from wizard.trace.events import BARE_MARK
@@ -61,9 +61,13 @@ def _unmarked(value: Any) -> Any:
     return value
 
 
-def _json_value(value: float | int) -> Any:
+def _json_value(value: float | int, *, typed: bool) -> Any:
+    """A corrected value in the trace's own spelling: non-finite as a string; in a typed (PyTorch 2.14)
+    trace a whole number as an integer, as the profiler writes it. Doubles keep their full precision."""
     if isinstance(value, float) and not math.isfinite(value):
         return non_finite_text(value)
+    if typed and isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return int(value)
     return value
 
 
@@ -74,8 +78,11 @@ def _dumps(value: Any) -> bytes:
 class _FixSink(EventSink):
     raw = True
 
-    def __init__(self, out: IO[bytes], corrections: dict[int, tuple[str, dict[str, Any]]], array: bool) -> None:
+    def __init__(
+        self, out: IO[bytes], corrections: dict[int, tuple[str, dict[str, Any]]], array: bool, typed: bool
+    ) -> None:
         self.out = out
+        self.typed = typed
         self.corrections = corrections
         self.array = array
         self.kernel_index = 0
@@ -129,7 +136,7 @@ class _FixSink(EventSink):
         for metric, value in values.items():
             if metric in args:
                 original[metric] = args[metric]
-                args[metric] = _json_value(value)
+                args[metric] = _json_value(value, typed=self.typed)
         args[ORIGINAL_ARG] = original
         args[MECHANISM_ARG] = mechanism
         return _dumps(event)
@@ -164,13 +171,14 @@ def fix_trace(source: str | Path, output: str | Path, *, force: bool = False) ->
 def _fix_trace(src: Path, out: Path, *, force: bool) -> FixSummary:
     check_output(out, inputs=[src], force=force, what="corrected trace")
     contents = read_trace(src)
-    checker = MemoChecker(device_table(contents.device_properties, contents.kernels), contents.is_rocm)
+    devices = device_table(contents.device_properties, contents.kernels)
+    checker = MemoChecker(devices, contents.is_rocm, contents.typed)
     corrections: dict[int, tuple[str, dict[str, Any]]] = {}
     mechanisms: dict[str, int] = {}
     uncorrectable = 0
     for k in contents.kernels:
         result = checker.check(k)
-        bugs = [f for f in result.findings if f.mechanism in PROFILER_BUGS]
+        bugs = [f for f in result.findings if f.mechanism.correctable]
         if not bugs:
             continue
         names = "+".join(sorted({f.mechanism.value for f in bugs}))
@@ -183,7 +191,7 @@ def _fix_trace(src: Path, out: Path, *, force: bool) -> FixSummary:
     with atomic_file(out, inputs=[src], force=force, what="corrected trace") as target:
         compressed = gzip.GzipFile(fileobj=target, mode="wb", mtime=0) if out.name.endswith(".gz") else None
         fh = cast(IO[bytes], compressed) if compressed is not None else target
-        sink = _FixSink(fh, corrections, contents.layout == "array")
+        sink = _FixSink(fh, corrections, contents.layout == "array", contents.typed)
         if contents.layout != "array":
             fh.write(b"{")
         parsed = parse_into(src, sink)

@@ -107,3 +107,8 @@ FAMILY: dict[str, str] = {
     "H100": "H100/H800/H200",
     "B200": "B200",
 }
+
+
+def sm_count_examples() -> str:
+    """'V100 80, ..., B200 148': the SM counts of the GPUs this table knows, for a hint in prose."""
+    return ", ".join(f"{FAMILY[key]} {PROPERTIES[key]['numSms']}" for key in FAMILY)

@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from wizard.errors import InputFileError, UsageError
-from wizard.trace.analysis import SM_COUNT_HINT, Finding, KernelCheck, Mechanism, MemoChecker, is_wrong
+from wizard.trace.analysis import SM_COUNT_HINT, Finding, KernelCheck, MemoChecker
 from wizard.trace.devices import DeviceInfo, device_table
+from wizard.trace.mechanisms import Mechanism, is_wrong
 from wizard.trace.parallel import worker_pool
 from wizard.trace.reader import ReaderConfig, TraceContents, iter_trace_files, read_trace, usable_cores
 from wizard.trace.records import KernelRecord, KernelTable, OpInfo, RuntimeCall
@@ -116,6 +117,7 @@ class Classifier:
         rocm: bool,
         source: TraceContents | None = None,
         max_launches: int = DEFAULT_MAX_LAUNCHES,
+        typed: bool = False,
     ) -> None:
         self.source = source  # the contents whose kernels were fed, in order
         self.max_launches = max_launches
@@ -127,7 +129,9 @@ class Classifier:
         self.mechanisms: Counter[str] = Counter()
         self.checked = 0
         self.max_true_wps: float | None = None
-        self.checker = MemoChecker(devices, rocm)
+        self.typed = typed
+        self.checker = MemoChecker(devices, rocm, typed)
+        self.tool_notes: Counter[str] = Counter()  # launches per note about the calculators, not the launch
         # id(KernelCheck) -> its findings, one per mechanism (the worst), with their badness, and
         # whether the launch is wrong: a launch counts once per mechanism, and once among the wrong
         self.badness: dict[int, tuple[list[tuple[Finding, float]], bool]] = {}
@@ -145,6 +149,8 @@ class Classifier:
                 judged = self.badness[id(result)] = _per_mechanism(result.findings)
             findings, wrong = judged
             self.wrong_launches += wrong
+            if result.notes:
+                self.tool_notes.update(result.notes)
             if result.checked:
                 self.checked += 1
                 true_wps = result.corrected.get("warps per SM")
@@ -161,7 +167,7 @@ class Classifier:
                 if group is None:
                     group = groups[key] = FindingGroup(
                         finding.mechanism.value,
-                        finding.mechanism.describe,
+                        finding.mechanism.summary,
                         finding.severity,
                         k.name,
                         1,
@@ -182,7 +188,7 @@ class Classifier:
                         worst_badness[key] = bad
 
     def _keep_launch(self, group: FindingGroup, k: KernelRecord, finding: Finding) -> None:
-        if group.severity != "error":
+        if not group.wrong:
             return  # F: correct by design, never listed as wrong
         if len(group.launch_refs) < self.max_launches:
             group.launch_refs.append((k.index, finding))
@@ -230,13 +236,16 @@ def analyse(
         or classifier.devices != devices
         or classifier.rocm != rocm
         or classifier.max_launches != max_launches
+        or classifier.typed != contents.typed
     ):
-        classifier = Classifier(devices, rocm, contents, max_launches)  # what was known while reading fell short
+        classifier = Classifier(
+            devices, rocm, contents, max_launches, contents.typed
+        )  # what was known while reading fell short
     classifier.feed(contents.kernels)
     _link_groups(contents, classifier.groups)
     timing = dict(contents.timing)
     timing["analyse_s"] = time.perf_counter() - started
-    ordered = sorted(classifier.groups.values(), key=lambda g: (g.severity != "error", g.mechanism, -g.count, g.kernel))
+    ordered = sorted(classifier.groups.values(), key=lambda g: (not g.wrong, g.mechanism, -g.count, g.kernel))
     return TraceReport(
         path=contents.path,
         rank=_rank(contents),
@@ -251,7 +260,7 @@ def analyse(
         truncation=contents.truncation,
         mechanisms=dict(classifier.mechanisms),
         groups=ordered,
-        notes=_notes(contents, devices, sms, classifier.mechanisms),
+        notes=_notes(contents, devices, sms, classifier.mechanisms) + _tool_notes(classifier.tool_notes),
         max_true_warps_per_sm=classifier.max_true_wps,
         timing=timing,
         non_finite=dict(contents.non_finite),
@@ -348,19 +357,31 @@ def _link_groups(contents: TraceContents, groups: dict[tuple[str, str], FindingG
         group.launches = _launches(group, kernels)
 
 
-def _unverified_occupancy_notes(devices: dict[int, DeviceInfo]) -> list[str]:
+def _unverified_occupancy_notes(devices: dict[int, DeviceInfo], objects: bool) -> list[str]:
     """Once per compute capability the occupancy calculator has no table for (a GPU newer than this
-    release): blocks and warps per SM are still checked; the occupancy values are taken as printed."""
+    release): blocks and warps per SM are still checked; the occupancy against the profiler's own
+    calculator result where the trace carries it (``objects``), else taken as printed."""
     from wizard.trace.occupancy import ARCHITECTURES
 
     unknown = sorted(
         {d.limits.compute_capability for d in devices.values() if d.limits is not None} - set(ARCHITECTURES)
     )
+    if objects:
+        return [
+            f"compute capability {major}.{minor} is newer than warpwizard's occupancy table: the occupancy was "
+            "checked against the profiler's own calculator result (the trace's occupancy objects)"
+            for major, minor in unknown
+        ]
     return [
         f"the occupancy could not be verified for compute capability {major}.{minor} (warpwizard's calculator has "
         "no table for it yet); blocks and warps per SM were checked, occupancy values are shown as printed"
         for major, minor in unknown
     ]
+
+
+def _tool_notes(notes: Counter[str]) -> list[str]:
+    """What the trace's own occupancy objects say against warpwizard's calculator, with how often."""
+    return [f"{note} ({count} launch(es))" for note, count in notes.most_common(8)]
 
 
 def _rocm_note(contents: TraceContents) -> str:
@@ -387,7 +408,7 @@ def _notes(
     notes: list[str] = []
     if contents.is_rocm:
         notes.append(_rocm_note(contents))
-    notes += _unverified_occupancy_notes(devices)
+    notes += _unverified_occupancy_notes(devices, contents.kernels.carries_profiler_occupancy())
     if not contents.kernels and contents.truncation is not None:
         notes.append(
             f"no GPU kernels in the part that was read: the file is cut off at byte {contents.truncation.at_byte}, "
@@ -404,6 +425,11 @@ def _notes(
         )
     if contents.truncation is not None:
         notes.append(f"truncated: {contents.truncation.detail}")
+    if contents.counter_events:
+        notes.append(
+            f"{contents.counter_events} CUPTI PM-sampling counter event(s) (PyTorch 2.15+): measured values, shown "
+            "beside the computed ones by the flagship's step 6 (metrics.sanity)"
+        )
     if mechanisms.get(Mechanism.BY_DESIGN.value):
         notes.append(
             "large warps-per-SM values are by design (mechanism F): the metric divides the whole "
@@ -466,7 +492,7 @@ def inspect_trace(
             if not contents.device_properties:
                 return  # inferring SM counts needs every kernel: wait for the end
             devices = device_table(contents.device_properties, [], sms)
-            classifier = Classifier(devices, contents.is_rocm, contents, max_launches)
+            classifier = Classifier(devices, contents.is_rocm, contents, max_launches, contents.typed)
         classifier.feed(contents.kernels)
 
     contents = read_trace(path, on_progress=classify_as_read, config=config)

@@ -43,12 +43,12 @@ def product(dims: tuple[int, int, int]) -> int:
     return dims[0] * dims[1] * dims[2]
 
 
-def kineto_blocks_per_sm(grid: tuple[int, int, int], num_sms: int) -> float:
+def kineto_blocks_per_sm(grid: tuple[int, int, int], num_sms: float) -> float:
     """``(gridX*gridY*gridZ) / (float)smCount`` with the int32 product (mechanism A)."""
     return f32_div(float(wrap_int32(product(grid))), float(num_sms))
 
 
-def kineto_warps_per_sm(grid: tuple[int, int, int], block: tuple[int, int, int], num_sms: int) -> float:
+def kineto_warps_per_sm(grid: tuple[int, int, int], block: tuple[int, int, int], num_sms: float) -> float:
     """``blocksPerSm * (blockX*blockY*blockZ) / 32`` in float, as libkineto computes it."""
     blocks = kineto_blocks_per_sm(grid, num_sms)
     if math.isinf(blocks) or math.isnan(blocks):
@@ -56,7 +56,7 @@ def kineto_warps_per_sm(grid: tuple[int, int, int], block: tuple[int, int, int],
     return f32(f32(blocks * f32(float(product(block)))) / 32.0)
 
 
-def early_kineto_warps_per_sm(grid: tuple[int, int, int], block: tuple[int, int, int], num_sms: int) -> float:
+def early_kineto_warps_per_sm(grid: tuple[int, int, int], block: tuple[int, int, int], num_sms: float) -> float:
     """Mechanism A': 2020-09 to 2021-05 multiplied grid and block together in int32."""
     threads = wrap_int32(product(grid) * product(block))
     return f32(f32_div(float(threads), float(num_sms)) / 32.0)

@@ -29,7 +29,24 @@ _AMPERE_CARVEOUT = (0, 8, 16, 32, 64, 100, 132, 164)
 _HOPPER_CARVEOUT = (*_AMPERE_CARVEOUT, 196, 228)
 _GA10X_CARVEOUT = (0, 8, 16, 32, 64, 100)
 
+# What cuda_occupancy.h hard-codes per compute capability. Sources: NVIDIA CUDA C++ Programming Guide,
+# "Technical Specifications per Compute Capability" (maximum resident blocks per SM; shared memory capacity
+# per SM and its carveout steps) and "Compute Capabilities" (register and shared-memory allocation units);
+# cuda_occupancy.h itself for what the guide does not tabulate (sub-partitions: 2 on GP100, else 4; at most
+# 255 registers per thread through cc 6.x, 256 from 7.0; 1 KB reserved per block from cc 8.0; Kepler to
+# Pascal use sharedMemPerMultiprocessor as it is, with the default cache preference). Jetson Thor was
+# cc 10.1 until CUDA 13 renamed it 11.0; its SM is data-centre Blackwell's (228 KB, 32 blocks). GB10
+# (DGX Spark, 12.1) has consumer Blackwell's SM (100 KB, 24 blocks). Where a trace carries Kineto's own
+# ``occupancy`` object, its blockLimitBlocks is checked against this table (a disagreement is a note).
 ARCHITECTURES: dict[tuple[int, int], Architecture] = {
+    **{
+        (3, minor): Architecture(16, (), max_regs_per_thread=255, smem_granularity=256, reserved_smem=0)
+        for minor in (0, 2, 5, 7)  # Kepler: K10/K20/K40/K80
+    },
+    **{
+        (5, minor): Architecture(32, (), max_regs_per_thread=255, smem_granularity=256, reserved_smem=0)
+        for minor in (0, 2, 3)  # Maxwell: M10/M40/M60, Jetson TX1
+    },
     (6, 0): Architecture(32, (), sub_partitions=2, max_regs_per_thread=255, smem_granularity=256, reserved_smem=0),
     (6, 1): Architecture(32, (), max_regs_per_thread=255, smem_granularity=256, reserved_smem=0),
     (6, 2): Architecture(32, (), max_regs_per_thread=255, smem_granularity=256, reserved_smem=0),
@@ -41,9 +58,12 @@ ARCHITECTURES: dict[tuple[int, int], Architecture] = {
     (8, 7): Architecture(16, _AMPERE_CARVEOUT),
     (8, 9): Architecture(24, _GA10X_CARVEOUT),
     (9, 0): Architecture(32, _HOPPER_CARVEOUT),
-    (10, 0): Architecture(32, _HOPPER_CARVEOUT),
-    (10, 3): Architecture(32, _HOPPER_CARVEOUT),
-    (12, 0): Architecture(24, _GA10X_CARVEOUT),
+    (10, 0): Architecture(32, _HOPPER_CARVEOUT),  # B200
+    (10, 1): Architecture(32, _HOPPER_CARVEOUT),  # Jetson Thor before CUDA 13
+    (10, 3): Architecture(32, _HOPPER_CARVEOUT),  # B300
+    (11, 0): Architecture(32, _HOPPER_CARVEOUT),  # Jetson Thor from CUDA 13
+    (12, 0): Architecture(24, _GA10X_CARVEOUT),  # RTX 50, RTX PRO 6000
+    (12, 1): Architecture(24, _GA10X_CARVEOUT),  # GB10 (DGX Spark)
 }
 
 # The CUDA header that first knew each architecture (mechanism D needs it).
@@ -54,8 +74,11 @@ MIN_CUDA_HEADER: dict[tuple[int, int], str] = {
     (8, 9): "11.8",
     (9, 0): "11.8",
     (10, 0): "12.8",
+    (10, 1): "12.8",
     (10, 3): "13.0",
+    (11, 0): "13.0",
     (12, 0): "12.8",
+    (12, 1): "12.9",
 }
 
 
@@ -163,7 +186,9 @@ def active_blocks_per_sm(
             per_partition = device.regs_per_sm // arch.sub_partitions // per_warp
             limit_regs = per_partition * arch.sub_partitions // warps_per_block
 
-    block_limit = device.shared_mem_per_block_optin if opt_in else device.shared_mem_per_block
+    block_limit = device.shared_mem_per_block
+    if opt_in and arch.carveout_kb:  # opting in to more than 48 KB per block exists from cc 7.0 on
+        block_limit = max(block_limit, device.shared_mem_per_block_optin)
     if shared_memory <= 0:
         limit_smem = big
     else:

@@ -23,6 +23,24 @@ class ReportedValue(msgspec.Struct, gc=False, frozen=True):
     spelling: str = "number"  # number | bare (invalid JSON) | quoted | missing | other
 
 
+class ProfilerOccupancy(msgspec.Struct, gc=False, frozen=True):
+    """Kineto's own ``occupancy`` object (PyTorch 2.12 on): CUDA's calculator as the profiler called it,
+    with the default 48 KB shared-memory limit. None for a field the trace did not give as a whole number."""
+
+    active_blocks: int | None
+    limiting_factors: str  # "none" or names joined by "|": WARPS, REGS, SMEM, BLOCKS, BARRIERS
+    limit_registers: int | None
+    limit_shared_memory: int | None
+    limit_warps: int | None
+    limit_blocks: int | None
+    allocated_shared_memory: int | None
+
+    def words(self) -> str:
+        """'0 blocks per SM, limited by SMEM': the object in the profiler's own words."""
+        active = "?" if self.active_blocks is None else str(self.active_blocks)
+        return f"{active} block(s) per SM, limited by {self.limiting_factors or 'nothing named'}"
+
+
 class KernelRecord(msgspec.Struct, gc=False):
     """One kernel launch as the trace recorded it (a C-level struct: a big trace has hundreds of thousands)."""
 
@@ -44,6 +62,7 @@ class KernelRecord(msgspec.Struct, gc=False):
     occupancy_key: str | None
     index: int  # position among the trace's kernels, for the fixer
     fixed: str | None = None  # mechanism, when `warpwizard trace fix` already corrected it
+    profiler_occupancy: ProfilerOccupancy | None = None  # Kineto's own calculation, where the trace has it
 
 
 _NO_CORRELATION = -(2**63)
@@ -104,7 +123,7 @@ class KernelTable(Sequence[KernelRecord]):
         corr = self._corr[i]
         return KernelRecord(
             s[0], self._ts[i], self._dur[i], s[1], s[2], s[3], s[4], None if corr == _NO_CORRELATION else corr,
-            s[5], s[6], s[7], s[8], s[9], s[10], s[11], s[12], i, s[13],
+            s[5], s[6], s[7], s[8], s[9], s[10], s[11], s[12], i, s[13], s[14],
         )  # fmt: skip
 
     @overload
@@ -128,6 +147,10 @@ class KernelTable(Sequence[KernelRecord]):
 
     def __iter__(self) -> Iterator[KernelRecord]:
         return self.since(0)
+
+    def carries_profiler_occupancy(self) -> bool:
+        """Whether any launch carries Kineto's own occupancy object (PyTorch 2.12 on)."""
+        return any(s[14] is not None for s in self._shapes)
 
     def fingerprint(self) -> str:
         """What work the trace recorded, independent of the machine: a hash of its distinct kernel

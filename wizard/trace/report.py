@@ -15,8 +15,9 @@ from wizard.formatting import compact
 from wizard.frames import innermost_user_frame, trace_frame_path
 from wizard.schemas import TRACE_REPORT
 from wizard.serialize import clean
-from wizard.trace.analysis import Finding, is_wrong
+from wizard.trace.analysis import Finding
 from wizard.trace.collector import Truncation
+from wizard.trace.mechanisms import is_wrong
 
 
 @dataclass(slots=True)
@@ -84,7 +85,7 @@ class KernelLaunch:
     true_blocks_per_sm: float | None
     true_warps_per_sm: float | None
     true_est_occupancy: float | None
-    mechanism: str | None  # the first wrong mechanism (A, A', B, C, C', D, E, ?), else F, else None
+    mechanism: str | None  # the first wrong mechanism (trace.mechanisms.WRONG), else F, else None
     mechanisms: tuple[str, ...]  # every mechanism found for this launch
     op: str | None  # the PyTorch op that launched it, where the trace links one
     input_dims: str | None
@@ -117,6 +118,11 @@ class FindingGroup:
     launch_refs: list[tuple[int, Finding]] = field(default_factory=list)  # (kernel index, its finding)
     launches: list[Launch] = field(default_factory=list)  # built from launch_refs when the trace is done
     launches_omitted: int = 0
+
+    @property
+    def wrong(self) -> bool:
+        """Whether this group's launches hold wrong values (every mechanism but F)."""
+        return is_wrong(self.mechanism)
 
     def to_dict(self) -> dict[str, Any]:
         worst = self.worst

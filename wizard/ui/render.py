@@ -226,7 +226,7 @@ def _report_view(report: TraceReport, show_all: bool) -> Group:
         style="bold red" if report.impossible else "bold green",
     )
     items: list[Any] = [head, verdict]
-    groups = [g for g in report.groups if show_all or g.severity == "error"]
+    groups = [g for g in report.groups if show_all or g.wrong]
     if groups:
         table = Table(show_lines=False, expand=False, pad_edge=False)
         table.add_column("mech", style="bold")
