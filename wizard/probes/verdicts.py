@@ -13,6 +13,7 @@ from typing import Any
 
 from wizard.probes.base import Status
 from wizard.trace.kineto_math import product
+from wizard.trace.mechanisms import SMEM_DEFAULT_LIMIT
 from wizard.trace.occupancy import DeviceLimits, UnknownArchitecture, active_blocks_per_sm, architecture
 from wizard.trace.records import KernelRecord
 
@@ -113,7 +114,6 @@ def op_isolate_verdict(op: str, repro: dict[str, Any], mechanisms: list[str]) ->
 
 HARD_LIMITS = ("impossible_registers", "impossible_shared_memory", "impossible_block", "occupancy_above_100")
 SOFT = ("above_48kb", "low_occupancy")
-SMEM_DEFAULT = 49152
 
 
 @dataclass(slots=True)
@@ -156,9 +156,9 @@ def check_limits(sanity: Sanity, k: KernelRecord, limits: DeviceLimits) -> None:
         if broken:
             sanity.counts[key] += 1
             sanity.examples.setdefault(key, f"{name}: {text}")
-    if smem > SMEM_DEFAULT:
+    if smem > SMEM_DEFAULT_LIMIT:
         sanity.counts["above_48kb"] += 1
-    calc = active_blocks_per_sm(limits, threads, regs, smem, opt_in=smem > SMEM_DEFAULT)
+    calc = active_blocks_per_sm(limits, threads, regs, smem, opt_in=smem > SMEM_DEFAULT_LIMIT)
     sanity.limiters.update(calc.limiting_factors)
     if 100.0 * calc.active_blocks * threads / limits.max_threads_per_sm < 25:
         sanity.counts["low_occupancy"] += 1

@@ -17,6 +17,7 @@ from typing import Any
 from wizard.formatting import shown
 from wizard.trace.gpus import FAMILY, PROPERTIES
 from wizard.trace.kineto_math import INT32_MAX, product
+from wizard.trace.mechanisms import SMEM_DEFAULT_LIMIT
 from wizard.trace.occupancy import DeviceLimits
 from wizard.trace.records import KernelRecord
 
@@ -74,7 +75,7 @@ def limits_from_properties(props: dict[str, Any]) -> DeviceLimits | None:
         max_threads_per_sm=max_threads,
         regs_per_sm=_get(props, "regsPerMultiprocessor") or 65536,
         regs_per_block=_get(props, "regsPerBlock") or 65536,
-        shared_mem_per_block=_get(props, "sharedMemPerBlock") or 49152,
+        shared_mem_per_block=_get(props, "sharedMemPerBlock") or SMEM_DEFAULT_LIMIT,
         shared_mem_per_sm=_get(props, "sharedMemPerMultiprocessor") or 0,
         shared_mem_per_block_optin=_get(props, "sharedMemPerBlockOptin") or 0,
         max_threads_per_block=_get(props, "maxThreadsPerBlock") or 1024,

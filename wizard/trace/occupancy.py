@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from wizard.trace.mechanisms import SMEM_DEFAULT_LIMIT
+
 _KB = 1024
 
 
@@ -92,7 +94,7 @@ class DeviceLimits:
     max_threads_per_sm: int
     regs_per_sm: int = 65536
     regs_per_block: int = 65536
-    shared_mem_per_block: int = 48 * _KB
+    shared_mem_per_block: int = SMEM_DEFAULT_LIMIT
     shared_mem_per_sm: int = 0
     shared_mem_per_block_optin: int = 0
     max_threads_per_block: int = 1024
