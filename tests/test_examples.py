@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import runpy
 import subprocess
 import sys
 from pathlib import Path
@@ -70,6 +71,28 @@ def test_the_dataframe_example_compares_reported_with_true_values() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[-1] == "2 of 4 launches carry a wrong value; mechanisms {'F': 1, 'E': 1, 'A': 1}"
+
+
+def test_the_dataframe_example_draws_its_plot(tmp_path: Path) -> None:
+    """The plot path (it once crashed: 'slope' cannot be used with non-linear scales): the negative A value
+    on a strip of its own, the others on log axes, one HTML file."""
+    pytest.importorskip("pandas")
+    pytest.importorskip("plotly")
+    out = tmp_path / "plot.html"
+    trace = str(REPO / "examples" / "traces" / "grid-overflow.json")
+    result = subprocess.run(
+        [sys.executable, "examples/python/dataframe.py", trace, str(out)],
+        cwd=REPO, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1] == f"plot written to {out}"
+    assert "Plotly.newPlot(" in out.read_text()
+    example = runpy.run_path(str(REPO / "examples" / "python" / "dataframe.py"))
+    import wizard
+
+    fig = example["figure"](wizard.inspect_traces(trace).to_dataframe())
+    assert [(t.name, len(t.x)) for t in fig.data] == [("reported", 3), ("impossible", 1), ("reported = true", 2)]
+    assert list(fig.data[1].y) == ["negative, 0 or not finite"]  # the A launch, apart from the log axes
 
 
 @needs_torch

@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import EXAMPLES, REPO
 
-HEAVY = ("torch", "rich", "questionary", "prompt_toolkit", "msgspec", "pynvml", "yaml")
+HEAVY = ("torch", "rich", "questionary", "prompt_toolkit", "msgspec", "pynvml", "yaml", "plotly")
 
 
 def test_help_imports_nothing_heavy() -> None:

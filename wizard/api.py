@@ -30,6 +30,7 @@ def inspect_traces(
     jobs: int | None = None,
     launches: Keep = "all",
     max_launches: int | None = DEFAULT_MAX_LAUNCHES,
+    plots: bool = True,
 ) -> Inspection:
     """Check every kernel launch of one or more traces (``.json``/``.json.gz`` files, or per-rank
     directories) and explain each impossible value.
@@ -38,13 +39,14 @@ def inspect_traces(
     to use (default: the cores; 1: all in this process). ``launches``: which per-launch records the
     report keeps: ``"all"`` checked launches (for a DataFrame), ``"wrong"`` ones, or ``"none"``.
     ``max_launches``: wrong launches listed per finding group in ``to_dict()`` (None: the default).
+    ``plots``: also gather what ``to_html()``'s pictures need (distinct points, wrong launches' times; small).
     Raises InputFileError / TraceReadError for a file that cannot be read, UsageError for bad numbers.
     """
     if launches not in KEEP_CHOICES:
         raise UsageError(f"launches must be one of {', '.join(KEEP_CHOICES)}, not {launches!r}")
     check_limits(jobs, sms, max_launches)
     limit = DEFAULT_MAX_LAUNCHES if max_launches is None else max_launches
-    return inspect_paths(path_names(paths), jobs, sms, limit, launches)
+    return inspect_paths(path_names(paths), jobs, sms, limit, launches, plots=plots)
 
 
 def check_numbers(jobs: object, sms: object, max_launches: object, *, spell: Callable[[str], str] = str) -> None:

@@ -111,7 +111,13 @@ def run_playbook(
     it can), PlaybookError / PlaybookNotFound, UsageError for bad options."""
 
     pb = playbook if isinstance(playbook, Playbook) else load_playbook(_path_text(playbook, "playbook"))
-    values = dict(answers) if isinstance(answers, Mapping) else _answers_file(answers)
+    if isinstance(answers, Mapping):
+        values = dict(answers)
+    elif answers is None:
+        values = {}
+    else:  # a file's relative paths are relative to the file, as on the command line
+        file = _path_text(answers, "answers")
+        values = absolute_paths(pb, load_answers_file(file), os.path.dirname(os.path.abspath(file)))
     check_given(pb, values)
     engine = prepare_run(pb, MappingAnswers(values, use_defaults=defaults, origin=ORIGIN_FILE), options, system=system)
     return walk(engine, values, "pass them in answers, or defaults=True")
@@ -189,10 +195,6 @@ def reuse_from(pb: Playbook, transcript: str, *, node: str | None, step: int | N
     from wizard.engine.reuse import recorded
 
     return recorded(pb, transcript, node=node, step=step)
-
-
-def _answers_file(path: PathLike | None) -> dict[str, Any]:
-    return {} if path is None else load_answers_file(_path_text(path, "answers"))
 
 
 def _path_text(value: Any, what: str) -> str:

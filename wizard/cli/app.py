@@ -25,6 +25,7 @@ from wizard.errors import (
     AnswersError,
     InputFileError,
     Interrupted,
+    MissingDependency,
     NoTerminalError,
     OutputFileError,
     PlaybookError,
@@ -339,12 +340,20 @@ def _trace_inspect(ctx: Context) -> ExitStatus:
     args = ctx.args
     check_numbers(args.jobs, args.sms, args.max_launches, spell=_option)
     markdown_file = args.markdown if args.markdown not in (None, "-") else None
-    if markdown_file is not None:
-        from wizard.outputs import check_output
+    report = _report_format(args.report)
+    from wizard.outputs import check_output
 
+    if markdown_file is not None:
         check_output(markdown_file, inputs=args.paths, force=args.force, what="Markdown report")
+    if report is not None:
+        check_output(args.report, inputs=args.paths, force=args.force, what=report.name)
     inspection = inspect_traces(
-        args.paths, sms=args.sms, jobs=args.jobs, launches="none", max_launches=args.max_launches
+        args.paths,
+        sms=args.sms,
+        jobs=args.jobs,
+        launches="none",
+        max_launches=args.max_launches,
+        plots=report is not None and report.needs_inspection,
     )
     if args.json:
         from wizard.serialize import dumps
@@ -356,7 +365,22 @@ def _trace_inspect(ctx: Context) -> ExitStatus:
         ctx.console().print(inspection_view(inspection, show_all=args.all))
     if args.markdown:
         _write_inspection_markdown(ctx, inspection, markdown_file)
+    if report is not None:
+        from wizard.outputs import write_text
+
+        write_text(args.report, report.inspection(inspection), inputs=args.paths, force=args.force, what=report.name)
+        if not args.json and args.markdown != "-":
+            ctx.stderr.write(visible(f"{report.name} written to {args.report}") + "\n")
     return ExitStatus.FINDINGS if inspection.impossible else ExitStatus.OK
+
+
+def _report_format(path: str | None) -> Any:
+    """The --report file's format from its suffix, its extra checked before any work (None: no report)."""
+    if path is None:
+        return None
+    from wizard.report.registry import format_for
+
+    return format_for(path)
 
 
 def _write_inspection_markdown(ctx: Context, inspection: Any, path: str | None) -> None:
@@ -454,6 +478,7 @@ ERROR_STATUS: tuple[tuple[type[BaseException], ExitStatus], ...] = (
     (OutputFileError, ExitStatus.OUTPUT_ERROR),
     (UsageError, ExitStatus.USAGE),
     (PlaybookNotFound, ExitStatus.USAGE),
+    (MissingDependency, ExitStatus.USAGE),  # an optional extra the command line asked for (--report x.html)
     (WizardError, ExitStatus.PROBE_FAILURE),
 )
 

@@ -59,7 +59,11 @@ def _add_run(sub: _Sub, kw: dict[str, Any]) -> None:
     run.add_argument(
         "--json", action="store_true", help="print the transcript as JSON (schema warpwizard.transcript/1)"
     )
-    run.add_argument("--report", metavar="FILE.md", help="write a Markdown report for a bug report")
+    run.add_argument(
+        "--report",
+        metavar="FILE",
+        help="write a report for a bug report: .md, .html (one page with plots; needs warpwizard[html]) or .json",
+    )
     run.add_argument("--force", action="store_true", help="replace --report and --record files that exist")
     run.add_argument("--teach", action="store_true", help="explain every step and node as you go")
     run.add_argument(
@@ -167,7 +171,12 @@ def _add_trace(sub: _Sub, kw: dict[str, Any]) -> None:
     ins.add_argument("paths", nargs="+", metavar="PATH", help=".json/.json.gz traces or per-rank directories")
     ins.add_argument("--json", action="store_true", help="machine-readable (schema warpwizard.trace-report/2)")
     ins.add_argument("--markdown", metavar="FILE", help="write Markdown for a bug report ('-': to stdout, alone)")
-    ins.add_argument("--force", action="store_true", help="replace a --markdown file that exists")
+    ins.add_argument(
+        "--report",
+        metavar="FILE",
+        help="write a report: .html (one page with plots; needs warpwizard[html]), .md or .json, by suffix",
+    )
+    ins.add_argument("--force", action="store_true", help="replace a --markdown or --report file that exists")
     ins.add_argument("--all", action="store_true", help="also list correct-by-design kernels (F)")
     ins.add_argument(
         "--jobs",

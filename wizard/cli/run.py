@@ -76,7 +76,11 @@ def _inputs(opts: RunOptions, pb: Playbook, answers: dict[str, Any]) -> list[str
 
 def _preflight(opts: RunOptions, pb: Playbook, values: dict[str, Any]) -> None:
     """Refuse now, before any probe runs, an output that could not be written at the end."""
-    for path, what in ((opts.record, "answers record"), (opts.report, "Markdown report")):
+    if opts.report:
+        from wizard.report.registry import format_for
+
+        format_for(opts.report)  # an unknown suffix, or the html extra missing: said before anything runs
+    for path, what in ((opts.record, "answers record"), (opts.report, "report")):
         if path:
             check_output(path, inputs=_inputs(opts, pb, values), force=opts.force, what=what)
     if opts.record and opts.report and Path(opts.record).resolve() == Path(opts.report).resolve():
@@ -108,11 +112,10 @@ def _write_outputs(opts: RunOptions, pb: Playbook, answers: dict[str, Any], tran
         text = answers_text(transcript.answers, pb.id)
         write_text(opts.record, text, inputs=inputs, force=opts.force, what="answers record")
     if opts.report:
-        from wizard.report.markdown import transcript_markdown
+        from wizard.report.registry import render_transcript
 
-        write_text(
-            opts.report, transcript_markdown(transcript), inputs=inputs, force=opts.force, what="Markdown report"
-        )
+        text = render_transcript(transcript, Path(opts.report).suffix)
+        write_text(opts.report, text, inputs=inputs, force=opts.force, what="report")
 
 
 def _reuse(opts: RunOptions, pb: Playbook, ui: Any) -> Any:

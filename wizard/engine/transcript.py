@@ -53,6 +53,14 @@ class Conclusion:
     links: list[str]
 
 
+def _renderers() -> Any:
+    """wizard.report's registry, reached at call time: rendering is the one call from a record up to the
+    report layer (docs/architecture.md), so importing the engine loads no renderer."""
+    import importlib
+
+    return importlib.import_module("wizard.report.registry")
+
+
 @dataclass(slots=True)
 class Transcript:
     playbook: dict[str, str]
@@ -100,6 +108,30 @@ class Transcript:
                     driver=facts.get("driver_version"),
                     gpus=facts.get("gpu_names") or [],
                 )
+
+    def to_markdown(self) -> str:
+        """The Markdown report ``warpwizard run --report FILE.md`` writes (for a bug report)."""
+        return str(_renderers().render_transcript(self, ".md"))
+
+    def to_html(self) -> str:
+        """One self-contained HTML page: the diagnosis, the trace's pictures and findings, the path taken,
+        the machine (needs ``warpwizard[html]``)."""
+        return str(_renderers().render_transcript(self, ".html"))
+
+    def _repr_html_(self) -> str:
+        """In a notebook: the diagnosis and the path as HTML, every text escaped (no plots: no plotly needed)."""
+        from wizard.untrusted import html_text
+
+        c = self.conclusion
+        head = (
+            f"<b>{html_text(c.diagnosis, 120)}</b> ({html_text(c.severity, 20)}): {html_text(c.summary, 2000)}"
+            if c
+            else "<b>no diagnosis</b>"
+        )
+        steps = "".join(
+            f"<li>{html_text(e.node, 80)}: {html_text(e.summary or e.answer or '', 400)}</li>" for e in self.entries
+        )
+        return f"<div>{head}<ol>{steps}</ol></div>"
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

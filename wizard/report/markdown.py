@@ -5,12 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from wizard.engine.transcript import Transcript
-from wizard.formatting import compact
+from wizard.report.view import NAME_LIMIT, value_cells
 from wizard.trace.inspect import Inspection, launched_by
 from wizard.trace.report import MAX_GROUPS
 from wizard.untrusted import cut, markdown, markdown_code, markdown_prose
-
-NAME_LIMIT = 4000  # kernel names whole in files (template arguments tell kernels apart); only a hostile length is cut
 
 
 def transcript_markdown(t: Transcript) -> str:
@@ -80,8 +78,9 @@ def inspection_markdown(inspection: Inspection) -> str:
         else:
             out += ["| mechanism | kernel | launches | reported | true | op |", "|---|---|---|---|---|---|"]
             for g in bugs[:MAX_GROUPS]:
-                rep = "; ".join(f"{k} {compact(v)}" for k, v in g.worst.reported.items())
-                tru = "; ".join(f"{k} {compact(v)}" for k, v in g.worst.true.items())
+                values = value_cells(g.worst.reported, g.worst.true)
+                rep = "; ".join(f"{c.metric} {c.reported}" for c in values)
+                tru = "; ".join(f"{c.metric} {c.true}" for c in values)
                 cells = [
                     markdown(g.mechanism),
                     markdown_code(cut(g.kernel, NAME_LIMIT), table=True),  # whole: templates tell kernels apart

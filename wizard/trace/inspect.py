@@ -22,7 +22,17 @@ from wizard.trace.mechanisms import Mechanism, is_wrong
 from wizard.trace.parallel import worker_pool
 from wizard.trace.reader import ReaderConfig, TraceContents, iter_trace_files, read_trace, usable_cores
 from wizard.trace.records import KernelRecord, KernelTable, OpInfo, RuntimeCall
-from wizard.trace.report import FindingGroup, Inspection, KernelLaunch, Launch, OpLink, TraceReport, launched_by
+from wizard.trace.report import (
+    TIMELINE_CAP,
+    FindingGroup,
+    Inspection,
+    KernelLaunch,
+    Launch,
+    OpLink,
+    PlotData,
+    TraceReport,
+    launched_by,
+)
 
 __all__ = [
     "DEFAULT_MAX_LAUNCHES",
@@ -117,7 +127,9 @@ class Classifier:
         rocm: bool,
         source: TraceContents | None = None,
         max_launches: int = DEFAULT_MAX_LAUNCHES,
+        *,
         typed: bool = False,
+        plots: bool = False,
     ) -> None:
         self.source = source  # the contents whose kernels were fed, in order
         self.max_launches = max_launches
@@ -132,6 +144,11 @@ class Classifier:
         self.typed = typed
         self.checker = MemoChecker(devices, rocm, typed)
         self.tool_notes: Counter[str] = Counter()  # launches per note about the calculators, not the launch
+        self.plots = plots
+        self._drawn: dict[int, tuple[KernelCheck, KernelRecord, int]] = {}  # id(check) -> check, a launch, count
+        self._timeline: dict[tuple[str, str], list[float]] = {}
+        self._timeline_omitted = 0
+        self._start_ts: float | None = None
         # id(KernelCheck) -> its findings, one per mechanism (the worst), with their badness, and
         # whether the launch is wrong: a launch counts once per mechanism, and once among the wrong
         self.badness: dict[int, tuple[list[tuple[Finding, float]], bool]] = {}
@@ -149,6 +166,8 @@ class Classifier:
                 judged = self.badness[id(result)] = _per_mechanism(result.findings)
             findings, wrong = judged
             self.wrong_launches += wrong
+            if self.plots:
+                self._draw(k, result, findings, wrong)
             if result.notes:
                 self.tool_notes.update(result.notes)
             if result.checked:
@@ -187,6 +206,43 @@ class Classifier:
                         group.worst = _for_kernel(finding, k)
                         worst_badness[key] = bad
 
+    def _draw(self, k: KernelRecord, result: KernelCheck, findings: list[tuple[Finding, float]], wrong: bool) -> None:
+        """Count the launch under its distinct check; keep a wrong launch's start for the timeline."""
+        if self._start_ts is None or k.ts < self._start_ts:
+            self._start_ts = k.ts
+        drawn = self._drawn.get(id(result))
+        self._drawn[id(result)] = (result, k, 1) if drawn is None else (drawn[0], drawn[1], drawn[2] + 1)
+        if not wrong:
+            return
+        for finding, _ in findings:
+            if finding.mechanism.wrong:
+                times = self._timeline.setdefault((str(k.stream), finding.mechanism.value), [])
+                if len(times) < TIMELINE_CAP:
+                    times.append(k.ts)
+                else:
+                    self._timeline_omitted += 1
+
+    def plot_data(self) -> PlotData:
+        """The distinct points, per metric, with their launch counts, and the wrong launches' times."""
+        counts: Counter[tuple[str, str, float | None, float | None]] = Counter()
+        for result, k, n in self._drawn.values():
+            if not result.checked:
+                continue
+            named = _named(result)
+            mechanism = named.primary or "ok"
+            written = {"blocks per SM": k.blocks_per_sm.value, "warps per SM": k.warps_per_sm.value}
+            if k.occupancy_key is not None:
+                written["occupancy %"] = k.occupancy.value
+            truths = {
+                "blocks per SM": result.true.get("blocks per SM"),
+                "warps per SM": result.true.get("warps per SM"),
+                "occupancy %": result.true.get(k.occupancy_key) if k.occupancy_key is not None else None,
+            }
+            for metric, value in written.items():
+                counts[(metric, mechanism, value, truths[metric])] += n
+        points = [(m, mech, r, t, n) for (m, mech, r, t), n in counts.items()]
+        return PlotData(points, self._timeline, self._timeline_omitted, self._start_ts)
+
     def _keep_launch(self, group: FindingGroup, k: KernelRecord, finding: Finding) -> None:
         if not group.wrong:
             return  # F: correct by design, never listed as wrong
@@ -222,8 +278,11 @@ def analyse(
     classifier: Classifier | None = None,
     max_launches: int = DEFAULT_MAX_LAUNCHES,
     keep: Keep = "none",
+    *,
+    plots: bool = False,
 ) -> TraceReport:
-    """Check every kernel of one read trace (``sms``: the SM count for traces without device properties).
+    """Check every kernel of one read trace (``sms``: the SM count for traces without device properties;
+    ``plots``: also gather what a picture needs, ``TraceReport.plot``).
 
     ``classifier`` may already hold the kernels classified while the file was being read.
     """
@@ -237,10 +296,9 @@ def analyse(
         or classifier.rocm != rocm
         or classifier.max_launches != max_launches
         or classifier.typed != contents.typed
-    ):
-        classifier = Classifier(
-            devices, rocm, contents, max_launches, contents.typed
-        )  # what was known while reading fell short
+        or classifier.plots != plots
+    ):  # what was known while reading fell short
+        classifier = Classifier(devices, rocm, contents, max_launches, typed=contents.typed, plots=plots)
     classifier.feed(contents.kernels)
     _link_groups(contents, classifier.groups)
     timing = dict(contents.timing)
@@ -267,6 +325,7 @@ def analyse(
         launches=_launch_records(contents, classifier.checker, keep),
         workload=contents.kernels.fingerprint(),
         wrong_launches=classifier.wrong_launches,
+        plot=classifier.plot_data() if plots else None,
     )
 
 
@@ -481,6 +540,8 @@ def inspect_trace(
     config: ReaderConfig | None = None,
     max_launches: int = DEFAULT_MAX_LAUNCHES,
     keep: Keep = "none",
+    *,
+    plots: bool = False,
 ) -> TraceReport:
     started = time.perf_counter()
     classifier: Classifier | None = None
@@ -492,12 +553,14 @@ def inspect_trace(
             if not contents.device_properties:
                 return  # inferring SM counts needs every kernel: wait for the end
             devices = device_table(contents.device_properties, [], sms)
-            classifier = Classifier(devices, contents.is_rocm, contents, max_launches, contents.typed)
+            classifier = Classifier(
+                devices, contents.is_rocm, contents, max_launches, typed=contents.typed, plots=plots
+            )
         classifier.feed(contents.kernels)
 
     contents = read_trace(path, on_progress=classify_as_read, config=config)
     contents.timing["read_s"] = time.perf_counter() - started
-    return analyse(contents, sms, classifier, max_launches, keep)
+    return analyse(contents, sms, classifier, max_launches, keep, plots=plots)
 
 
 def check_limits(
@@ -522,6 +585,8 @@ def inspect_paths(
     sms: int | None = None,
     max_launches: int = DEFAULT_MAX_LAUNCHES,
     keep: Keep = "none",
+    *,
+    plots: bool = False,
 ) -> Inspection:
     """Inspect files and per-rank directories.
 
@@ -533,12 +598,12 @@ def inspect_paths(
         raise InputFileError("no trace files given")
     if len(files) == 1:
         config = ReaderConfig(workers=None if jobs is None else (0 if jobs <= 1 else jobs))
-        return Inspection([inspect_trace(files[0], sms, config, max_launches, keep)])
+        return Inspection([inspect_trace(files[0], sms, config, max_launches, keep, plots=plots)])
     cores = usable_cores()
     workers = min(len(files), jobs or cores, cores)
     if workers <= 1:
         config = ReaderConfig(workers=0)
-        return Inspection([inspect_trace(f, sms, config, max_launches=max_launches, keep=keep) for f in files])
-    one = partial(inspect_trace, sms=sms, max_launches=max_launches, keep=keep)
+        return Inspection([inspect_trace(f, sms, config, max_launches, keep, plots=plots) for f in files])
+    one = partial(inspect_trace, sms=sms, max_launches=max_launches, keep=keep, plots=plots)
     with worker_pool(workers) as pool:
         return Inspection(list(pool.map(one, [str(f) for f in files])))

@@ -11,7 +11,6 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from wizard.formatting import compact
 from wizard.frames import innermost_user_frame, trace_frame_path
 from wizard.schemas import TRACE_REPORT
 from wizard.serialize import clean
@@ -155,6 +154,29 @@ class FindingGroup:
 MAX_GROUPS = 1000  # finding groups listed per trace in JSON and Markdown; the rest are counted
 
 
+TIMELINE_CAP = 100_000  # wrong launches' start times kept per (stream, mechanism) for a picture
+
+
+@dataclass(slots=True)
+class PlotData:
+    """What a picture of one trace needs, small whatever the trace's size: distinct (reported, true) points
+    with how many launches share each, and when the wrong launches ran, per stream and mechanism."""
+
+    points: list[tuple[str, str, float | None, float | None, int]] = field(default_factory=list)
+    # (metric, mechanism or "ok", reported, true, launches)
+    timeline: dict[tuple[str, str], list[float]] = field(default_factory=dict)  # (stream, mechanism) -> ts
+    timeline_omitted: int = 0
+    start_ts: float | None = None
+
+
+def _renderers() -> Any:
+    """wizard.report's registry, reached at call time: rendering is the one call from a record up to the
+    report layer (docs/architecture.md), so the trace doctor loads no renderer."""
+    import importlib
+
+    return importlib.import_module("wizard.report.registry")
+
+
 @dataclass(slots=True)
 class TraceReport:
     path: str
@@ -177,6 +199,7 @@ class TraceReport:
     launches: list[KernelLaunch] = field(default_factory=list)  # when asked for: every checked, or every wrong
     workload: str = ""  # fingerprint of the work recorded (kernels, grids, blocks): compare's "same work?"
     wrong_launches: int = 0  # launches with at least one wrong value, each counted once
+    plot: PlotData | None = None  # when a picture was asked for (the HTML report)
 
     @property
     def impossible(self) -> bool:
@@ -266,8 +289,16 @@ class Inspection:
         return prints[0] if len(prints) == 1 else work_fingerprint(prints)
 
     def _repr_html_(self) -> str:
-        """In a notebook: one table row per finding group, every text escaped (it comes from the trace)."""
-        return _inspection_html(self)
+        """In a notebook: the findings table the HTML page shows, every text escaped (no plotly needed)."""
+        return str(_renderers().notebook_html(self))
+
+    def to_html(self) -> str:
+        """One self-contained HTML page with plots (needs ``warpwizard[html]``): what ``--report FILE.html`` writes."""
+        return str(_renderers().render_inspection(self, ".html"))
+
+    def to_markdown(self) -> str:
+        """The Markdown report ``trace inspect --report FILE.md`` writes."""
+        return str(_renderers().render_inspection(self, ".md"))
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -284,32 +315,3 @@ def _plain(value: dict[str, Any]) -> dict[str, Any]:
     cleaned = clean(value)
     assert isinstance(cleaned, dict)
     return cleaned
-
-
-HTML_ROWS = 200  # finding groups shown in a notebook cell; the rest are counted
-
-
-def _inspection_html(inspection: Inspection) -> str:
-    from wizard.untrusted import html_text
-
-    head = "".join(f"<th>{h}</th>" for h in ("file", "mech", "kernel", "count", "reported → true", "launched by"))
-    groups = [(report, g) for report in inspection.reports for g in report.groups]
-    rows = []
-    for report, g in groups[:HTML_ROWS]:
-        values = "<br>".join(
-            f"{html_text(metric, 80)}: {html_text(compact(value), 40)} → "
-            f"{html_text(compact(g.worst.true.get(metric)), 40)}"
-            for metric, value in list(g.worst.reported.items())[:8]
-        )
-        cells = (html_text(report.path, 200), html_text(g.mechanism, 8), html_text(g.kernel, 300), str(g.count))
-        rows.append(
-            "<tr>" + "".join(f"<td>{c}</td>" for c in cells) + f"<td>{values}</td>"
-            f"<td>{html_text(launched_by(g.op), 300)}</td></tr>"
-        )
-    if len(groups) > HTML_ROWS:
-        rows.append(f"<tr><td colspan=6>… and {len(groups) - HTML_ROWS} more finding group(s)</td></tr>")
-    found = ", ".join(f"{html_text(m, 8)}: {n}" for m, n in sorted(inspection.mechanisms.items())) or "none"
-    verdict = "wrong values found" if inspection.impossible else "no wrong values"
-    caption = f"<p><b>warpwizard</b>: {len(inspection.reports)} trace(s), {verdict}; mechanisms {found}</p>"
-    table = f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>" if rows else ""
-    return caption + table

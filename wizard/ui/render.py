@@ -18,10 +18,10 @@ from rich.table import Table
 from rich.text import Text
 
 from wizard.engine.transcript import Transcript
-from wizard.formatting import compact
 from wizard.playbook.model import DecisionNode, Node, Playbook, ProbeNode
 from wizard.playbook.trust import ProgramUse
 from wizard.probes.base import ProbeResult
+from wizard.report.view import value_cells
 from wizard.trace.inspect import Inspection, TraceReport, launched_by
 from wizard.untrusted import cut, rich_text, visible
 
@@ -236,9 +236,7 @@ def _report_view(report: TraceReport, show_all: bool) -> Group:
         table.add_column("launched by")
         for g in groups[:40]:
             changes = [
-                f"{k}: {compact(v)} → {compact(g.worst.true.get(k))}"
-                for k, v in g.worst.reported.items()
-                if g.worst.true.get(k) is not None and v != g.worst.true.get(k)
+                f"{c.metric}: {c.reported} → {c.true}" for c in value_cells(g.worst.reported, g.worst.true) if c.changed
             ]
             op = launched_by(g.op)
             table.add_row(

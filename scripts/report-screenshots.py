@@ -1,0 +1,85 @@
+"""Screenshots of the HTML report for the docs (docs/images/*.png): the grid-overflow example's run and a
+four-rank directory with A, B, C and E, each at 1280 and at 390 pixels wide (a phone).
+
+    .venv/bin/python scripts/report-screenshots.py      # needs the html and test extras, and chromium
+
+Each screenshot is the top of the page (the verdict and the first pictures), kept small.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from playwright.sync_api import sync_playwright
+
+from wizard.testing.traces import KernelSpec, TraceBuilder
+
+REPO = Path(__file__).resolve().parent.parent
+OUT = REPO / "docs" / "images"
+
+
+def rank_directory(where: Path) -> Path:
+    ranks = where / "ranks"
+    ranks.mkdir()
+    specs = (
+        KernelSpec("void at::native::index_elementwise_kernel<128, 4>", (100_000, 30_000, 1), (128, 1, 1)),
+        KernelSpec("volta_sgemm_128x64_nn", (99, 1, 1), (128, 1, 1), plant="B"),
+        KernelSpec("void at::native::vectorized_elementwise_kernel<4, AddFunctor<float>>", (99, 1, 1), (128, 1, 1),
+                   plant="C"),
+        KernelSpec("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n", (4096, 1, 1), (384, 1, 1), 168, 231424),
+    )  # fmt: skip
+    for rank, spec in enumerate(specs):
+        builder = TraceBuilder(gpu="RTX2080Ti" if spec.plant == "B" else "H100")
+        for _ in range(20):
+            builder.add(spec)
+            builder.add(KernelSpec("void at::native::reduce_kernel<512, 1>", (1000, 1, 1), (256, 1, 1), repeat=3))
+        doc = builder.document()
+        doc["distributedInfo"] = {"rank": rank, "world_size": len(specs)}
+        (ranks / f"rank{rank}.json").write_text(json.dumps(doc).replace("Infinity", '"inf"'))
+    return ranks
+
+
+def main() -> int:
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        print("needs chromium (apt-get install -y chromium)", file=sys.stderr)
+        return 2
+    OUT.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp)
+        answers = base / "ranks.yaml"
+        answers.write_text(f"have: trace\ntrace_path: {rank_directory(base)}\n")
+        pages = {
+            "report-grid-overflow": REPO / "examples" / "answers" / "grid-overflow.yaml",
+            "report-ranks": answers,
+        }
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+            for name, answers_file in pages.items():
+                page_file = base / f"{name}.html"
+                subprocess.run(
+                    [sys.executable, "-m", "wizard", "run", "negative-warps-per-sm", "--answers", str(answers_file),
+                     "--report", str(page_file)],
+                    check=True, stdout=subprocess.DEVNULL,
+                )  # fmt: skip
+                for width, height in ((1280, 1500), (390, 1500)):
+                    page = browser.new_page(viewport={"width": width, "height": height})
+                    page.route("**/*", lambda r: r.continue_() if r.request.url.startswith("file:") else r.abort())
+                    page.goto(page_file.as_uri())
+                    page.wait_for_selector("body[data-plots=drawn]", timeout=30_000)
+                    page.wait_for_timeout(300)
+                    shot = OUT / f"{name}-{width}.png"
+                    page.screenshot(path=str(shot), clip={"x": 0, "y": 0, "width": width, "height": height})
+                    print(f"wrote {shot.relative_to(REPO)} ({shot.stat().st_size // 1024} KB)")
+                    page.close()
+            browser.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,333 @@
+"""One self-contained HTML page: a trace inspection or a run, with plots, for a bug report or a chat.
+
+Everything is inline (styles, scripts, plotly.js compressed); a Content-Security-Policy lets the page
+fetch nothing at all. Every text from a trace, playbook or answers file is escaped through
+``untrusted.html_text`` before it reaches the page; the findings table is rendered here, so it reads
+without JavaScript; the one static script sorts and filters it and draws the plots from a JSON payload
+whose ``<``, ``>`` and ``&`` are escaped, so no data can close the script element. No event handler is
+built from data.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from typing import Any
+
+from wizard.engine.transcript import Transcript
+from wizard.report.view import FindingRow, InspectionView, inspection_view, per_rank_counts
+from wizard.trace.inspect import Inspection
+from wizard.trace.mechanisms import BY_ID
+from wizard.untrusted import html_text
+
+NAME_LIMIT = 4000
+CSP = (
+    "default-src 'none'; script-src 'unsafe-inline' blob:; style-src 'unsafe-inline'; "
+    "img-src data: blob:; font-src data:; connect-src 'none'; base-uri 'none'; form-action 'none'"
+)
+
+STYLE = """
+:root { --fg:#1b1f24; --muted:#57606a; --line:#d0d7de; --bg:#ffffff; --card:#f6f8fa; --bad:#cf222e; --ok:#1a7f37; }
+* { box-sizing: border-box; }
+body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: var(--fg);
+       background: var(--bg); margin: 0 auto; padding: 16px; max-width: 1200px; overflow-wrap: anywhere; }
+table { overflow-wrap: normal; }
+h1 { font-size: 1.5em; margin: 0 0 4px; } h2 { font-size: 1.2em; margin: 28px 0 8px; }
+.meta, .note { color: var(--muted); font-size: 0.9em; }
+.card { background: var(--card); border: 1px solid var(--line); border-radius: 8px; padding: 12px 16px; }
+.verdict.bad { border-left: 6px solid var(--bad); } .verdict.good { border-left: 6px solid var(--ok); }
+.badge { display: inline-block; border-radius: 10px; padding: 1px 8px; margin: 2px 4px 2px 0;
+         background: #fff; border: 1px solid var(--line); font-size: 0.85em; }
+code, .kernel { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 0.85em; }
+.kernel { word-break: break-all; } td.kernel { min-width: 280px; } td.frame { min-width: 160px; }
+.scroll { overflow-x: auto; -webkit-overflow-scrolling: touch; }
+table { border-collapse: collapse; width: 100%; }
+th, td { border-bottom: 1px solid var(--line); padding: 6px 8px; text-align: left; vertical-align: top; }
+th { background: var(--card); position: sticky; top: 0; cursor: pointer; white-space: nowrap; }
+th[aria-sort=ascending]::after { content: " \\25B2"; } th[aria-sort=descending]::after { content: " \\25BC"; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+.cells div { white-space: nowrap; } .evidence { min-width: 260px; }
+input[type=search] { width: 100%; max-width: 420px; padding: 6px 8px; margin: 4px 0 8px;
+                     border: 1px solid var(--line); border-radius: 6px; font: inherit; }
+.plot { width: 100%; min-height: 260px; margin: 8px 0 16px; }
+ol.steps li { margin: 6px 0; } .status { font-weight: 600; }
+.status.fail, .status.error { color: var(--bad); } .status.pass { color: var(--ok); }
+dl.env { display: grid; grid-template-columns: max-content 1fr; gap: 2px 12px; }
+dl.env dt { color: var(--muted); } dl.env dd { margin: 0; word-break: break-all; }
+@media (max-width: 600px) { body { padding: 10px; font-size: 14px; } h1 { font-size: 1.25em; }
+  td, th { padding: 4px 6px; } .evidence { min-width: 200px; } td.kernel { min-width: 200px; } }
+"""
+
+# Static: it reads the payload and the table, never builds markup from data (textContent only).
+SCRIPT = """
+(function () {
+  "use strict";
+  var payload = JSON.parse(document.getElementById("ww-data").textContent);
+  var table = document.getElementById("ww-findings");
+  if (table) {
+    var body = table.tBodies[0];
+    var filter = document.getElementById("ww-filter");
+    filter.addEventListener("input", function () {
+      var q = filter.value.toLowerCase();
+      Array.prototype.forEach.call(body.rows, function (row) {
+        row.hidden = q !== "" && row.textContent.toLowerCase().indexOf(q) < 0;
+      });
+    });
+    Array.prototype.forEach.call(table.tHead.rows[0].cells, function (th, col) {
+      th.addEventListener("click", function () {
+        var asc = th.getAttribute("aria-sort") !== "ascending";
+        Array.prototype.forEach.call(table.tHead.rows[0].cells, function (c) { c.removeAttribute("aria-sort"); });
+        th.setAttribute("aria-sort", asc ? "ascending" : "descending");
+        var rows = Array.prototype.slice.call(body.rows);
+        rows.sort(function (a, b) {
+          var x = a.cells[col].getAttribute("data-sort") || a.cells[col].textContent;
+          var y = b.cells[col].getAttribute("data-sort") || b.cells[col].textContent;
+          var nx = parseFloat(x), ny = parseFloat(y);
+          var order = (!isNaN(nx) && !isNaN(ny)) ? nx - ny : x.localeCompare(y);
+          return asc ? order : -order;
+        });
+        rows.forEach(function (r) { body.appendChild(r); });
+      });
+    });
+  }
+  if (!payload.figures.length) { return; }
+  var packed = document.getElementById("ww-plotly").textContent.trim();
+  var bytes = Uint8Array.from(atob(packed), function (c) { return c.charCodeAt(0); });
+  var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+  new Response(stream).text().then(function (code) {
+    var script = document.createElement("script");
+    script.src = URL.createObjectURL(new Blob([code], { type: "text/javascript" }));
+    script.addEventListener("load", function () {
+      var holder = document.getElementById("ww-plots");
+      payload.figures.forEach(function (figure, i) {
+        var div = document.createElement("div");
+        div.className = "plot";
+        div.id = "ww-plot-" + i;
+        holder.appendChild(div);
+        window.Plotly.newPlot(div, figure.data, figure.layout, { responsive: true, displaylogo: false });
+      });
+      document.body.setAttribute("data-plots", "drawn");
+    });
+    document.head.appendChild(script);
+  });
+})();
+"""
+
+
+def _json_for_script(text: str) -> str:
+    """JSON that cannot end its script element or open a comment: <, > and & as JSON escapes."""
+    return (
+        text.replace("&", "\\u0026")
+        .replace("<", "\\u003c")
+        .replace(">", "\\u003e")
+        .replace("\u2028", "\\u2028")
+        .replace("\u2029", "\\u2029")
+    )
+
+
+def _page(title: str, body: list[str], figures: list[str]) -> str:
+    from wizard import __version__
+    from wizard.report.plots import plotly_bundle
+
+    payload = '{"figures": [' + ",".join(figures) + "]}"
+    bundle = plotly_bundle() if figures else ""
+    made = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return "\n".join(
+        [
+            "<!DOCTYPE html>",
+            '<html lang="en"><head><meta charset="utf-8">',
+            f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
+            '<meta name="viewport" content="width=device-width, initial-scale=1">',
+            f"<title>{html_text(title, 200)}</title>",
+            f"<style>{STYLE}</style></head><body>",
+            f"<h1>{html_text(title, 200)}</h1>",
+            f'<p class="meta">warpwizard {html_text(__version__, 40)}, {made}</p>',
+            *body,
+            f'<script type="application/json" id="ww-data">{_json_for_script(payload)}</script>',
+            f'<script type="text/plain" id="ww-plotly">{bundle}</script>',
+            f"<script>{SCRIPT}</script>",
+            "</body></html>",
+        ]
+    )
+
+
+def _badges(mechanisms: dict[str, int]) -> str:
+    out = []
+    for m, n in sorted(mechanisms.items()):
+        known = BY_ID.get(m)
+        out.append(
+            f'<span class="badge" title="{html_text(known.summary if known else m, 200)}">'
+            f"<b>{html_text(m, 8)}</b> × {n}</span>"
+        )
+    return "".join(out) or '<span class="badge">none</span>'
+
+
+def _verdict(view: InspectionView, headline: str | None = None) -> str:
+    bad = any(m != "F" for m in view.mechanisms)
+    facts = [
+        f"<div><b>{html_text(headline or view.verdict, 600)}</b></div>",
+        f"<div>mechanisms found: {_badges(view.mechanisms)}</div>",
+        f"<div>{view.kernels_checked} of {view.kernels} kernel launches checked in {view.files} file(s)</div>",
+        f"<div>devices: {html_text(', '.join(view.devices) or 'unknown', 600)}</div>",
+    ]
+    if view.ranks:
+        facts.append(f"<div>ranks: {html_text(', '.join(map(str, view.ranks)), 400)}</div>")
+    return f'<section class="card verdict {"bad" if bad else "good"}" id="ww-verdict">{"".join(facts)}</section>'
+
+
+def _cell(text: str, limit: int, cls: str = "", sort: str | None = None) -> str:
+    attrs = f' class="{cls}"' if cls else ""
+    if sort is not None:
+        attrs += f' data-sort="{html_text(sort, 40)}"'
+    return f"<td{attrs}>{html_text(text, limit)}</td>"
+
+
+def _row(row: FindingRow, multi: bool) -> str:
+    values = "".join(
+        f"<div>{html_text(c.metric, 60)}: {html_text(c.reported, 40)} → {html_text(c.true, 40)}</div>"
+        for c in row.cells
+    )
+    where = f"rank {row.rank}" if row.rank is not None else row.file.rsplit("/", 1)[-1]
+    return (
+        "<tr>"
+        + (_cell(where, 200) if multi else "")
+        + f'<td title="{html_text(row.title, 200)}"><b>{html_text(row.mechanism, 8)}</b></td>'
+        + _cell(row.kernel, NAME_LIMIT, "kernel")
+        + _cell(str(row.count), 20, "num", str(row.count))
+        + f'<td class="cells">{values}</td>'
+        + _cell(row.launched_by, 1000)
+        + _cell(row.python_frame or "", 400, "kernel frame")
+        + _cell(row.evidence, 4000, "evidence")
+        + "</tr>"
+    )
+
+
+def findings_table(view: InspectionView) -> str:
+    """The findings as an HTML table (the page's, and a notebook cell's): every text escaped."""
+    multi = view.files > 1
+    heads = (["where"] if multi else []) + [
+        "mech",
+        "kernel",
+        "launches",
+        "reported → true",
+        "launched by",
+        "Python frame",
+        "evidence",
+    ]
+    rows = "".join(_row(r, multi) for r in view.rows)
+    more = (
+        f'<p class="note">{view.rows_omitted} more finding group(s), not listed (the JSON report has them all)</p>'
+        if view.rows_omitted
+        else ""
+    )
+    return (
+        '<div class="scroll"><table id="ww-findings"><thead><tr>'
+        + "".join(f"<th>{h}</th>" for h in heads)
+        + f"</tr></thead><tbody>{rows}</tbody></table></div>{more}"
+    )
+
+
+def _notes(view: InspectionView) -> str:
+    if not view.notes:
+        return ""
+    items = "".join(
+        f"<li>{html_text(note, 1200)}"
+        + (f' <span class="note">({html_text(path.rsplit("/", 1)[-1], 120)})</span>' if view.files > 1 else "")
+        + "</li>"
+        for path, note in view.notes[:200]
+    )
+    return f"<h2>Notes</h2><ul>{items}</ul>"
+
+
+def _inspection_sections(inspection: Inspection, view: InspectionView) -> tuple[list[str], list[str]]:
+    from wizard.report.plots import figures
+
+    plots = figures(inspection, per_rank_counts(inspection))
+    body = [
+        "<h2>Pictures</h2>" if plots else "",
+        '<div id="ww-plots"></div>',
+        "<h2>Findings</h2>",
+        '<input type="search" id="ww-filter" placeholder="filter: kernel, op, mechanism, evidence" '
+        'aria-label="filter the findings">',
+        findings_table(view),
+        _notes(view),
+    ]
+    return body, plots
+
+
+def inspection_html(inspection: Inspection) -> str:
+    """The page for ``warpwizard trace inspect --report FILE.html`` and ``Inspection.to_html()``."""
+    view = inspection_view(inspection)
+    body, plots = _inspection_sections(inspection, view)
+    return _page("warpwizard trace inspection", [_verdict(view), *body], plots)
+
+
+def _steps(t: Transcript) -> str:
+    items = []
+    for e in t.entries:
+        if e.kind == "question":
+            text = (
+                f"<b>{html_text(e.prompt or e.node, 600)}</b> → {html_text(e.answer, 400)} "
+                f'<span class="note">({html_text(e.answer_origin or "", 40)})</span>'
+            )
+        elif e.kind == "probe":
+            evidence = "".join(f"<li>{html_text(line, 2000)}</li>" for line in (e.evidence or [])[:20])
+            text = (
+                f'<code>{html_text(e.node, 80)}</code> <span class="status {html_text(e.status or "", 20)}">'
+                f"{html_text(e.status or '', 20)}</span> in {e.duration_s:.2f} s: {html_text(e.summary or '', 1000)}"
+                + (f"<ul>{evidence}</ul>" if evidence else "")
+            )
+        elif e.kind == "decision":
+            text = f"<code>{html_text(e.node, 80)}</code>: because {html_text(e.summary or '', 600)}"
+        else:
+            text = f"<code>{html_text(e.node, 80)}</code>: diagnosis"
+        step = f'<span class="note">[{html_text(e.step, 40)}]</span> ' if e.step else ""
+        branch = f' <span class="note">→ {html_text(e.next, 80)}</span>' if e.next else ""
+        items.append(f"<li>{step}{text}{branch}</li>")
+    return f'<h2>Path through the playbook</h2><ol class="steps" id="ww-steps">{"".join(items)}</ol>'
+
+
+def _diagnosis(t: Transcript) -> str:
+    c = t.conclusion
+    if c is None:
+        return '<section class="card verdict bad" id="ww-verdict"><b>No diagnosis reached</b></section>'
+    evidence = "".join(f"<li>{html_text(e, 4000)}</li>" for e in c.evidence)
+    fixes = "".join(f"<li>{html_text(f, 4000)}</li>" for f in c.fix)
+    links = "".join(f"<li><code>{html_text(link, 400)}</code></li>" for link in c.links)
+    bad = c.severity in ("error", "warning")
+    return (
+        f'<section class="card verdict {"bad" if bad else "good"}" id="ww-verdict">'
+        f"<div><b>Diagnosis: <code>{html_text(c.diagnosis, 120)}</code> ({html_text(c.severity, 20)})</b></div>"
+        f"<p>{html_text(c.summary, 4000)}</p>"
+        + (f"<h3>Evidence</h3><ul>{evidence}</ul>" if evidence else "")
+        + (f"<h3>What to do</h3><ol>{fixes}</ol>" if fixes else "")
+        + (f"<h3>Links</h3><ul>{links}</ul>" if links else "")
+        + "</section>"
+    )
+
+
+def _environment(t: Transcript) -> str:
+    from wizard.report.view import environment_rows
+
+    facts: dict[str, Any] = {}
+    for e in t.entries:
+        if e.kind == "probe" and e.facts and "torch_version" in e.facts:  # the env probe's machine facts
+            facts = e.facts
+    facts = facts or {k: v for k, v in t.host.items()}
+    if not facts:
+        return ""
+    rows = "".join(f"<dt>{html_text(k, 80)}</dt><dd>{html_text(v, 400)}</dd>" for k, v in environment_rows(facts)[:60])
+    return f'<h2>Machine</h2><dl class="env" id="ww-env">{rows}</dl>'
+
+
+def transcript_html(t: Transcript, inspection: Inspection | None = None) -> str:
+    """The page for ``warpwizard run --report FILE.html`` and ``Transcript.to_html()``: the diagnosis first,
+    then the inspected trace's pictures and findings (when the run read one), the path taken, the machine."""
+    title = f"warpwizard: {t.playbook.get('title', '')}"
+    body = [_diagnosis(t)]
+    plots: list[str] = []
+    if inspection is not None:
+        view = inspection_view(inspection)
+        sections, plots = _inspection_sections(inspection, view)
+        body += ["<h2>The trace</h2>", _verdict(view), *sections]
+    body += [_steps(t), _environment(t)]
+    return _page(title, body, plots)

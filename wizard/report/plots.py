@@ -1,0 +1,233 @@
+"""The HTML report's pictures, as plotly figures (plotly is what Holistic Trace Analysis draws with).
+
+Optional: ``pip install 'warpwizard[html]'``. The figures are built and validated with plotly's Python
+objects and drawn in the page by plotly.js, which travels inside the page gzip-compressed (4.8 MB of
+JavaScript is 1.5 MB compressed), so the page opens offline and stays small. A trace's millions of
+launches become its distinct (reported, true) points with their counts, and its wrong launches' times
+are binned, so the page's size does not grow with the trace.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import math
+from collections import Counter
+from functools import lru_cache
+from typing import Any
+
+from wizard.errors import MissingDependency
+from wizard.trace.inspect import Inspection
+from wizard.trace.mechanisms import BY_ID, ORDER
+from wizard.trace.report import PlotData
+from wizard.untrusted import html_text
+
+METRICS = ("warps per SM", "blocks per SM", "occupancy %")
+IMPOSSIBLE_ROWS = ("negative", "zero", "inf", "-inf", "nan")  # reported values a log axis would drop
+TIME_BINS = 300
+PALETTE = {
+    "A": "#d62728", "A'": "#ff7f0e", "B": "#9467bd", "C": "#8c564b", "C'": "#e377c2", "D": "#bcbd22",
+    "E": "#17becf", "G": "#1f77b4", "F": "#7f7f7f", "?": "#000000", "ok": "#2ca02c",
+}  # fmt: skip
+INSTALL = "the HTML report needs plotly: pip install 'warpwizard[html]'"
+
+
+def require_plotly() -> Any:
+    """plotly's figure objects, or a one-line error saying what to install (exit 2 at the CLI)."""
+    try:
+        import plotly.graph_objects as go
+    except ImportError:
+        raise MissingDependency(INSTALL) from None
+    return go
+
+
+@lru_cache(maxsize=1)
+def plotly_bundle() -> str:
+    """plotly.js, gzip-compressed and base64-encoded, for the page to inflate in the browser."""
+    require_plotly()
+    from plotly.offline import get_plotlyjs
+
+    return base64.b64encode(gzip.compress(get_plotlyjs().encode(), compresslevel=9, mtime=0)).decode()
+
+
+def _impossible_row(value: float) -> str | None:
+    if math.isnan(value):
+        return "nan"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    if value < 0:
+        return "negative"
+    if value == 0:
+        return "zero"
+    return None
+
+
+def _label(mechanism: str) -> str:
+    known = BY_ID.get(mechanism)
+    return f"{mechanism}: {known.summary}" if known else ("no wrong value" if mechanism == "ok" else mechanism)
+
+
+def _size(count: int) -> float:
+    return 7 + 4 * math.log10(max(count, 1))
+
+
+def reported_vs_true(points: list[tuple[str, str, float | None, float | None, int]], metric: str) -> str:
+    """Reported against true values of one metric: each distinct point sized by its launches, coloured by
+    mechanism, the line where they are equal; below, in a strip of its own, the values a log axis
+    cannot show (negative, zero, inf, nan) against their true value."""
+    go = require_plotly()
+    from plotly.subplots import make_subplots
+
+    fig = make_subplots(rows=2, cols=1, row_heights=[0.75, 0.25], vertical_spacing=0.12, shared_xaxes=True)
+    chosen = [p for p in points if p[0] == metric and p[3] is not None and p[3] > 0 and p[2] is not None]
+    lows: list[float] = []
+    highs: list[float] = []
+    for mechanism in sorted({p[1] for p in chosen}, key=lambda m: ORDER.get(m, 99)):
+        mine = [p for p in chosen if p[1] == mechanism]
+        good = [p for p in mine if _impossible_row(p[2]) is None]  # type: ignore[arg-type]
+        bad = [p for p in mine if _impossible_row(p[2]) is not None]  # type: ignore[arg-type]
+        colour = PALETTE.get(mechanism, "#444444")
+        for row, group, ys in (
+            (1, good, [p[2] for p in good]),
+            (2, bad, [_impossible_row(p[2]) for p in bad]),  # type: ignore[arg-type]
+        ):
+            if not group:
+                continue
+            fig.add_trace(
+                go.Scatter(
+                    x=[p[3] for p in group],
+                    y=ys,
+                    mode="markers",
+                    name=_label(mechanism),
+                    legendgroup=mechanism,
+                    showlegend=row == 1 or not good,
+                    marker={"color": colour, "size": [_size(p[4]) for p in group], "opacity": 0.8},
+                    text=[
+                        f"{html_text(mechanism, 8)}: {p[4]} launch(es)<br>reported {html_text(p[2], 40)}"
+                        f"<br>true {p[3]:.6g}"
+                        for p in group
+                    ],
+                    hoverinfo="text",
+                ),
+                row=row,
+                col=1,
+            )
+        lows += [float(p[3] or 0) for p in mine] + [float(p[2] or 0) for p in good if (p[2] or 0) > 0]
+        highs = lows
+    if lows:
+        lo, hi = min(lows), max(highs)
+        fig.add_trace(
+            go.Scatter(
+                x=[lo, hi], y=[lo, hi], mode="lines", name="reported = true",
+                line={"color": "#999999", "dash": "dot"}, hoverinfo="skip",
+            ),
+            row=1, col=1,
+        )  # fmt: skip
+    fig.update_xaxes(type="log", title_text=f"true {metric}", row=2, col=1)
+    fig.update_xaxes(type="log", row=1, col=1)
+    fig.update_yaxes(type="log", title_text=f"reported {metric}", row=1, col=1)
+    fig.update_yaxes(type="category", categoryorder="array", categoryarray=list(IMPOSSIBLE_ROWS), row=2, col=1)
+    fig.update_layout(
+        title={"text": f"{metric}: reported against true, per distinct launch"},
+        height=520, margin={"l": 60, "r": 10, "t": 50, "b": 50}, legend={"orientation": "h", "y": -0.25},
+    )  # fmt: skip
+    return str(fig.to_json(validate=False))
+
+
+def _bins(times: list[float], start: float, width: float) -> Counter[int]:
+    return Counter(int((t - start) / width) if width > 0 else 0 for t in times)
+
+
+def timeline(reports: list[tuple[str, PlotData]]) -> str | None:
+    """When the wrong launches ran, per rank and stream: binned, a marker per busy bin sized by launches."""
+    go = require_plotly()
+    spans = [(label, p) for label, p in reports if p.timeline]
+    if not spans:
+        return None
+    start = min(min(t) for _, p in spans for t in p.timeline.values())
+    end = max(max(t) for _, p in spans for t in p.timeline.values())
+    width = (end - start) / TIME_BINS
+    fig = go.Figure()
+    rows: dict[str, list[tuple[float, str, int]]] = {}
+    for label, plot in spans:
+        for (stream, mechanism), times in plot.timeline.items():
+            lane = html_text(f"{label} · stream {stream}", 80)
+            for b, n in sorted(_bins(times, start, width).items()):
+                rows.setdefault(mechanism, []).append(((b + 0.5) * width / 1000.0, lane, n))
+    for mechanism in sorted(rows, key=lambda m: ORDER.get(m, 99)):
+        marks = rows[mechanism]
+        fig.add_trace(
+            go.Scatter(
+                x=[m[0] for m in marks],
+                y=[m[1] for m in marks],
+                mode="markers",
+                name=_label(mechanism),
+                marker={"color": PALETTE.get(mechanism, "#444444"), "size": [_size(m[2]) for m in marks]},
+                text=[f"{html_text(mechanism, 8)}: {m[2]} launch(es) around {m[0]:.3f} ms" for m in marks],
+                hoverinfo="text",
+            )
+        )
+    fig.update_layout(
+        title={"text": "wrong launches over time, per rank and stream"},
+        xaxis={"title": {"text": "ms since the first launch"}}, yaxis={"type": "category"},
+        height=max(260, 60 + 28 * len({m[1] for marks in rows.values() for m in marks})),
+        margin={"l": 160, "r": 10, "t": 50, "b": 50}, legend={"orientation": "h", "y": -0.3},
+    )  # fmt: skip
+    return str(fig.to_json(validate=False))
+
+
+def per_rank(counts: dict[str, dict[str, int]]) -> str | None:
+    """Launches per mechanism and rank, stacked: which rank has which problem."""
+    go = require_plotly()
+    labels = sorted({label for per in counts.values() for label in per})
+    if len(labels) < 2:
+        return None
+    fig = go.Figure()
+    for mechanism in sorted(counts, key=lambda m: ORDER.get(m, 99)):
+        per = counts[mechanism]
+        fig.add_trace(
+            go.Bar(
+                x=[html_text(label, 80) for label in labels],
+                y=[per.get(label, 0) for label in labels],
+                name=_label(mechanism),
+                marker={"color": PALETTE.get(mechanism, "#444444")},
+            )
+        )
+    fig.update_layout(
+        barmode="stack", title={"text": "launches per mechanism and rank"}, height=360,
+        margin={"l": 60, "r": 10, "t": 50, "b": 50}, legend={"orientation": "h", "y": -0.25},
+    )  # fmt: skip
+    return str(fig.to_json(validate=False))
+
+
+def points_from_launches(inspection: Inspection) -> list[tuple[str, str, float | None, float | None, int]]:
+    """For an inspection made without plot data (a library call that kept launch records): the same
+    distinct points, counted from the records."""
+    counts: Counter[tuple[str, str, float | None, float | None]] = Counter()
+    for launch in inspection.launches:
+        mechanism = launch.mechanism or "ok"
+        for metric, reported, true in (
+            ("blocks per SM", launch.blocks_per_sm, launch.true_blocks_per_sm),
+            ("warps per SM", launch.warps_per_sm, launch.true_warps_per_sm),
+            ("occupancy %", launch.est_occupancy, launch.true_est_occupancy),
+        ):
+            if reported is not None:
+                counts[(metric, mechanism, reported, true)] += 1
+    return [(m, mech, r, t, n) for (m, mech, r, t), n in counts.items()]
+
+
+def figures(inspection: Inspection, rank_counts: dict[str, dict[str, int]]) -> list[str]:
+    """Every picture of an inspection, in page order, each as plotly's JSON."""
+    points = [p for r in inspection.reports if r.plot is not None for p in r.plot.points]
+    if not points and inspection.launches:
+        points = points_from_launches(inspection)
+    out = [reported_vs_true(points, metric) for metric in METRICS if any(p[0] == metric for p in points)]
+    labelled = [
+        (f"rank {r.rank}" if r.rank is not None else r.path.rsplit("/", 1)[-1], r.plot)
+        for r in inspection.reports
+        if r.plot is not None
+    ]
+    for extra in (timeline(labelled), per_rank(rank_counts)):
+        if extra is not None:
+            out.append(extra)
+    return out

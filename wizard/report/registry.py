@@ -1,0 +1,129 @@
+"""Report formats, registered in one place (httpie's formatter registry is the model): a file's suffix
+picks the renderer, for ``trace inspect`` and ``run`` alike, and an unknown suffix is a one-line usage
+error naming the valid ones."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from wizard.engine.transcript import Transcript
+from wizard.errors import UsageError
+from wizard.trace.inspect import Inspection
+
+
+def _inspection_markdown(inspection: Inspection) -> str:
+    from wizard.report.markdown import inspection_markdown
+
+    return inspection_markdown(inspection)
+
+
+def _inspection_html(inspection: Inspection) -> str:
+    from wizard.report.html import inspection_html
+
+    return inspection_html(inspection)
+
+
+def _inspection_json(inspection: Inspection) -> str:
+    from wizard.serialize import dumps
+
+    return dumps(inspection.to_dict()) + "\n"
+
+
+def _transcript_markdown(transcript: Transcript, inspection: Inspection | None) -> str:
+    from wizard.report.markdown import transcript_markdown
+
+    return transcript_markdown(transcript)
+
+
+def _transcript_html(transcript: Transcript, inspection: Inspection | None) -> str:
+    from wizard.report.html import transcript_html
+
+    return transcript_html(transcript, inspection)
+
+
+def _transcript_json(transcript: Transcript, inspection: Inspection | None) -> str:
+    from wizard.serialize import dumps
+
+    return dumps(transcript.to_dict()) + "\n"
+
+
+def _plotly_ready() -> None:
+    from wizard.report.plots import require_plotly
+
+    require_plotly()
+
+
+@dataclass(frozen=True, slots=True)
+class ReportFormat:
+    """How one kind of file is written: its name, its renderers, and what it needs installed."""
+
+    name: str
+    inspection: Callable[[Inspection], str]
+    transcript: Callable[[Transcript, Inspection | None], str]
+    check: Callable[[], None] = lambda: None  # raises MissingDependency before any work
+    needs_inspection: bool = False  # the transcript's page draws the trace it read
+
+
+FORMATS: dict[str, ReportFormat] = {
+    ".md": ReportFormat("Markdown report", _inspection_markdown, _transcript_markdown),
+    ".html": ReportFormat("HTML report", _inspection_html, _transcript_html, _plotly_ready, needs_inspection=True),
+    ".json": ReportFormat("JSON report", _inspection_json, _transcript_json),
+}
+FORMATS[".markdown"] = FORMATS[".md"]
+FORMATS[".htm"] = FORMATS[".html"]
+
+
+def format_for(path: str | Path) -> ReportFormat:
+    """The format a report file's suffix asks for, its dependencies checked now (before any work)."""
+    suffix = Path(path).suffix.lower()
+    found = FORMATS.get(suffix)
+    if found is None:
+        valid = ", ".join(sorted(FORMATS))
+        raise UsageError(f"--report {path}: unknown report format {suffix or '(no suffix)'!r}; choose from {valid}")
+    found.check()
+    return found
+
+
+def transcript_inspection(transcript: Transcript) -> Inspection | None:
+    """The traces a run's trace doctor read, inspected again with what pictures need (the transcript keeps
+    facts, not launches); None when the run read none or they are gone."""
+    import os
+
+    from wizard.trace.inspect import inspect_paths
+
+    for entry in transcript.entries:
+        facts = entry.facts or {}
+        files = facts.get("files")
+        if entry.kind == "probe" and "kernels_checked" in facts and isinstance(files, list):
+            present = [f for f in files if isinstance(f, str) and os.path.isfile(f)]
+            if present:
+                return inspect_paths(present, plots=True)
+    return None
+
+
+def render_inspection(inspection: Inspection, suffix: str) -> str:
+    """An inspection in the format a suffix names (``.md``, ``.html``, ``.json``)."""
+    return format_for(f"report{suffix}").inspection(inspection)
+
+
+def render_transcript(transcript: Transcript, suffix: str) -> str:
+    """A run's record in the format a suffix names; the HTML page draws the trace the run read."""
+    chosen = format_for(f"report{suffix}")
+    return chosen.transcript(transcript, transcript_inspection(transcript) if chosen.needs_inspection else None)
+
+
+NOTEBOOK_ROWS = 200  # finding groups in a notebook cell; the rest are counted
+
+
+def notebook_html(inspection: Inspection) -> str:
+    """A notebook cell: the verdict and the HTML page's findings table (by-design groups included), no
+    plots, so it needs nothing beyond warpwizard."""
+    from wizard.report.html import findings_table
+    from wizard.report.view import inspection_view
+    from wizard.untrusted import html_text
+
+    view = inspection_view(inspection, limit=NOTEBOOK_ROWS)
+    caption = f"<p><b>warpwizard</b>: {view.files} trace(s), {html_text(view.verdict, 600)}</p>"
+    return caption + (findings_table(view) if view.rows else "")

@@ -1,0 +1,134 @@
+"""One view of a report: what to show, in what order, with what cut. Every renderer (Markdown, HTML,
+the notebook cell, the terminal table) reads these rows instead of choosing for itself, so a finding
+reads the same everywhere and its "reported -> true" cells are built once.
+
+Texts here are still raw (they come from traces, playbooks and answers files): each renderer escapes
+them for its medium through ``wizard.untrusted``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from wizard.formatting import compact
+from wizard.trace.inspect import Inspection, launched_by
+from wizard.trace.report import MAX_GROUPS, FindingGroup, TraceReport
+
+NAME_LIMIT = 4000  # kernel names whole in files (template arguments tell kernels apart); only a hostile length is cut
+
+
+@dataclass(frozen=True, slots=True)
+class ValueCell:
+    """One metric of a finding: what the trace says and what is true, as shown."""
+
+    metric: str
+    reported: str
+    true: str
+    changed: bool  # the true value is known and is not what the trace says (the terminal shows only these)
+
+
+def value_cells(reported: dict[str, float | None], true: dict[str, float | None]) -> list[ValueCell]:
+    """The "reported -> true" cells of a finding, in the trace's metric order (at most eight)."""
+    return [
+        ValueCell(metric, compact(value), compact(truth), truth is not None and value != truth)
+        for metric, value in list(reported.items())[:8]
+        for truth in (true.get(metric),)
+    ]
+
+
+@dataclass(frozen=True, slots=True)
+class FindingRow:
+    """One finding group as every format shows it."""
+
+    file: str
+    rank: int | None
+    mechanism: str
+    title: str
+    wrong: bool
+    kernel: str
+    count: int
+    cells: list[ValueCell]
+    launched_by: str
+    python_frame: str | None
+    evidence: str
+
+
+@dataclass(slots=True)
+class InspectionView:
+    """An inspection, ready to render: the verdict first, then the findings, then what to know."""
+
+    files: int
+    kernels: int
+    kernels_checked: int
+    wrong_launches: int
+    mechanisms: dict[str, int]
+    devices: list[str]
+    ranks: list[int]
+    rows: list[FindingRow]
+    rows_omitted: int
+    notes: list[tuple[str, str]] = field(default_factory=list)  # (file, note)
+
+    @property
+    def verdict(self) -> str:
+        wrong = {m: n for m, n in self.mechanisms.items() if m != "F"}
+        if not wrong:
+            return f"no wrong values in {self.kernels_checked} checked kernel launches"
+        named = ", ".join(f"{m} ({n})" for m, n in sorted(wrong.items()))
+        return f"{self.wrong_launches} launch(es) with wrong values; mechanisms {named}"
+
+
+def _row(report: TraceReport, group: FindingGroup) -> FindingRow:
+    return FindingRow(
+        file=report.path,
+        rank=report.rank,
+        mechanism=group.mechanism,
+        title=group.title,
+        wrong=group.wrong,
+        kernel=group.kernel[:NAME_LIMIT],
+        count=group.count,
+        cells=value_cells(group.worst.reported, group.worst.true),
+        launched_by=launched_by(group.op),
+        python_frame=group.op.user_frame if group.op else None,
+        evidence=group.worst.evidence,
+    )
+
+
+def inspection_view(inspection: Inspection, *, by_design: bool = True, limit: int = MAX_GROUPS) -> InspectionView:
+    """The view of an inspection: wrong groups first (then F when ``by_design``), at most ``limit`` rows."""
+    reports = inspection.reports
+    rows = [_row(r, g) for r in reports for g in r.groups if g.wrong]
+    if by_design:
+        rows += [_row(r, g) for r in reports for g in r.groups if not g.wrong]
+    devices = sorted(
+        {f"{d['name'] or 'GPU'} ({d['num_sms']} SMs, cc {d['compute_capability']})" for r in reports for d in r.devices}
+    )
+    return InspectionView(
+        files=len(reports),
+        kernels=sum(r.kernels for r in reports),
+        kernels_checked=sum(r.kernels_checked for r in reports),
+        wrong_launches=sum(r.wrong_launches for r in reports),
+        mechanisms=inspection.mechanisms,
+        devices=devices,
+        ranks=sorted(r.rank for r in reports if r.rank is not None),
+        rows=rows[:limit],
+        rows_omitted=max(0, len(rows) - limit),
+        notes=[(r.path, n) for r in reports for n in r.notes],
+    )
+
+
+def per_rank_counts(inspection: Inspection) -> dict[str, dict[str, int]]:
+    """Mechanism -> rank (or file) label -> launches, for a rank directory's bar chart."""
+    out: dict[str, dict[str, int]] = {}
+    for r in inspection.reports:
+        label = f"rank {r.rank}" if r.rank is not None else r.path.rsplit("/", 1)[-1]
+        for mechanism, count in r.mechanisms.items():
+            out.setdefault(mechanism, {})[label] = count
+    return out
+
+
+def environment_rows(facts: dict[str, Any]) -> list[tuple[str, str]]:
+    """The machine facts a run recorded (the env probe's), as label/value pairs."""
+    return [
+        (str(k), compact(v) if isinstance(v, (int, float)) else str(v)) for k, v in facts.items() if v not in (None, "")
+    ]
