@@ -178,9 +178,6 @@ def test_a_run_page_for_a_rank_directory_has_the_diagnosis_the_path_and_the_rank
 
 
 def test_without_plotly_an_html_report_says_what_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from wizard.report import plots
-
-    plots.plotly_bundle.cache_clear()
     monkeypatch.setitem(sys.modules, "plotly.graph_objects", None)  # import fails as if not installed
     out = tmp_path / "x.html"
     result = run_inprocess("trace", "inspect", str(EXAMPLES / "traces" / "grid-overflow.json"), "--report", str(out))

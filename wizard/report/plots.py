@@ -12,8 +12,8 @@ from __future__ import annotations
 import base64
 import gzip
 import math
+import threading
 from collections import Counter
-from functools import lru_cache
 from typing import Any
 
 from wizard.errors import MissingDependency
@@ -41,13 +41,27 @@ def require_plotly() -> Any:
     return go
 
 
-@lru_cache(maxsize=1)
-def plotly_bundle() -> str:
-    """plotly.js, gzip-compressed and base64-encoded, for the page to inflate in the browser."""
-    require_plotly()
-    from plotly.offline import get_plotlyjs
+_BUNDLE_LOCK = threading.Lock()
+_BUNDLE: list[str] = []  # the one compressed plotly.js of this process, once made
 
-    return base64.b64encode(gzip.compress(get_plotlyjs().encode(), compresslevel=9, mtime=0)).decode()
+
+def plotly_bundle() -> str:
+    """plotly.js, gzip-compressed and base64-encoded, for the page to inflate in the browser; made once
+    (``prepare`` makes it in the background while the trace is read)."""
+    with _BUNDLE_LOCK:
+        if not _BUNDLE:
+            require_plotly()
+            from plotly.offline import get_plotlyjs
+
+            _BUNDLE.append(base64.b64encode(gzip.compress(get_plotlyjs().encode(), compresslevel=6, mtime=0)).decode())
+        return _BUNDLE[0]
+
+
+def prepare() -> None:
+    """Import plotly and compress its bundle in a thread: zlib lets the trace be read meanwhile, so the
+    page costs little more time than the JSON report (benchmarks/html_report.py)."""
+    require_plotly()
+    threading.Thread(target=plotly_bundle, name="warpwizard-plotly", daemon=True).start()
 
 
 def _impossible_row(value: float) -> str | None:

@@ -50,9 +50,10 @@ def _transcript_json(transcript: Transcript, inspection: Inspection | None) -> s
 
 
 def _plotly_ready() -> None:
-    from wizard.report.plots import require_plotly
+    """plotly is there (else a one-line error now), and its bundle is being made while the trace is read."""
+    from wizard.report.plots import prepare
 
-    require_plotly()
+    prepare()
 
 
 @dataclass(frozen=True, slots=True)

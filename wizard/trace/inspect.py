@@ -145,10 +145,10 @@ class Classifier:
         self.checker = MemoChecker(devices, rocm, typed)
         self.tool_notes: Counter[str] = Counter()  # launches per note about the calculators, not the launch
         self.plots = plots
-        self._drawn: dict[int, tuple[KernelCheck, KernelRecord, int]] = {}  # id(check) -> check, a launch, count
+        self._first: dict[int, tuple[KernelCheck, KernelRecord]] = {}  # id(check) -> the check, its first launch
+        self._seen: dict[int, int] = {}  # id(check) -> launches
         self._timeline: dict[tuple[str, str], list[float]] = {}
         self._timeline_omitted = 0
-        self._start_ts: float | None = None
         # id(KernelCheck) -> its findings, one per mechanism (the worst), with their badness, and
         # whether the launch is wrong: a launch counts once per mechanism, and once among the wrong
         self.badness: dict[int, tuple[list[tuple[Finding, float]], bool]] = {}
@@ -208,10 +208,13 @@ class Classifier:
 
     def _draw(self, k: KernelRecord, result: KernelCheck, findings: list[tuple[Finding, float]], wrong: bool) -> None:
         """Count the launch under its distinct check; keep a wrong launch's start for the timeline."""
-        if self._start_ts is None or k.ts < self._start_ts:
-            self._start_ts = k.ts
-        drawn = self._drawn.get(id(result))
-        self._drawn[id(result)] = (result, k, 1) if drawn is None else (drawn[0], drawn[1], drawn[2] + 1)
+        key = id(result)
+        seen = self._seen.get(key)
+        if seen is None:
+            self._first[key] = (result, k)
+            self._seen[key] = 1
+        else:
+            self._seen[key] = seen + 1
         if not wrong:
             return
         for finding, _ in findings:
@@ -225,7 +228,8 @@ class Classifier:
     def plot_data(self) -> PlotData:
         """The distinct points, per metric, with their launch counts, and the wrong launches' times."""
         counts: Counter[tuple[str, str, float | None, float | None]] = Counter()
-        for result, k, n in self._drawn.values():
+        for key, (result, k) in self._first.items():
+            n = self._seen[key]
             if not result.checked:
                 continue
             named = _named(result)
@@ -241,7 +245,7 @@ class Classifier:
             for metric, value in written.items():
                 counts[(metric, mechanism, value, truths[metric])] += n
         points = [(m, mech, r, t, n) for (m, mech, r, t), n in counts.items()]
-        return PlotData(points, self._timeline, self._timeline_omitted, self._start_ts)
+        return PlotData(points, self._timeline, self._timeline_omitted)
 
     def _keep_launch(self, group: FindingGroup, k: KernelRecord, finding: Finding) -> None:
         if not group.wrong:

@@ -166,7 +166,6 @@ class PlotData:
     # (metric, mechanism or "ok", reported, true, launches)
     timeline: dict[tuple[str, str], list[float]] = field(default_factory=dict)  # (stream, mechanism) -> ts
     timeline_omitted: int = 0
-    start_ts: float | None = None
 
 
 def _renderers() -> Any:
