@@ -171,6 +171,7 @@ def test_a_run_page_for_a_rank_directory_has_the_diagnosis_the_path_and_the_rank
     steps = page.eval_on_selector_all("#ww-steps > li", "ls => ls.length")
     assert steps >= 5
     assert len(page.query_selector_all(".plot")) == 5  # three metrics, the timeline, the per-rank bars
+    assert "warpwizard's version" in page.text_content("#ww-env")
     bars = page.eval_on_selector_all(".plot .barlayer .point", "ps => ps.length")
     assert bars > 0
     assert page.evaluate("document.documentElement.scrollWidth") <= width  # nothing wider than a phone

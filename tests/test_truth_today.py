@@ -280,3 +280,8 @@ def test_the_docs_mechanism_lists_match_the_vocabulary() -> None:
     for m in Mechanism:
         assert f"| {m.value} |" in readme, m
     assert sorted(WRONG, key=ORDER.__getitem__) == [m.value for m in Mechanism if m.wrong]
+    from wizard import compare
+    from wizard.report.plots import PALETTE
+
+    assert Mechanism.BY_DESIGN.value == compare.BY_DESIGN
+    assert set(PALETTE) == {m.value for m in Mechanism} | {"ok"}  # every mechanism has its colour

@@ -39,6 +39,7 @@ class MachineReport:
 MAX_TEXT = 160  # characters of one name (host, GPU, torch, driver)
 MAX_ITEMS = 64  # names of one list (GPUs, mechanisms)
 MAX_MECHANISM = 8  # characters of a mechanism id ("A'", "?")
+BY_DESIGN = "F"  # trace.mechanisms.Mechanism.BY_DESIGN: this module imports no layer; a test checks they agree
 
 
 def _cut(text: str) -> str:
@@ -93,7 +94,7 @@ def _from_transcript(data: dict[str, Any], source: str) -> MachineReport:
     rank = host.get("rank")
     if isinstance(rank, int) and not isinstance(rank, bool):  # one report per process of a launcher's job
         hostname = f"{hostname} rank {rank}"
-    mechanisms_found = sorted(_mechanisms(mechanisms - {"F"}))
+    mechanisms_found = sorted(_mechanisms(mechanisms - {BY_DESIGN}))
     return MachineReport(source, hostname, gpus, torch, driver, mechanisms_found, impossible, work)
 
 
@@ -109,7 +110,7 @@ def _from_trace_report(data: dict[str, Any], source: str) -> MachineReport:
         }
     )[:MAX_ITEMS]
     found = data.get("mechanisms")
-    mechanisms = sorted(_mechanisms(m for m in found if m != "F")) if isinstance(found, dict) else []
+    mechanisms = sorted(_mechanisms(m for m in found if m != BY_DESIGN)) if isinstance(found, dict) else []
     host = data.get("host")
     hostname = _text(host.get("hostname")) if isinstance(host, dict) else None
     return MachineReport(

@@ -12,7 +12,7 @@ from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status
 from wizard.serialize import dumps
 from wizard.trace.inspect import FindingGroup, Inspection, inspect_paths, launched_by
 from wizard.trace.kineto_math import INT32_MAX
-from wizard.trace.mechanisms import BY_ID, NEGATIVE, NON_FINITE, ORDER, WRONG, is_wrong
+from wizard.trace.mechanisms import BY_ID, NEGATIVE, NON_FINITE, ORDER, WRONG, Mechanism, is_wrong
 from wizard.untrusted import cut
 
 
@@ -82,7 +82,7 @@ def inspection_facts(inspection: Inspection) -> dict[str, Any]:
         "kernels": sum(r.kernels for r in reports),
         "kernels_checked": sum(r.kernels_checked for r in reports),
         "flagged_kernels": sum(r.wrong_launches for r in reports),  # a launch with C and C' is one launch
-        "large_by_design": mechanisms.get("F", 0),
+        "large_by_design": mechanisms.get(Mechanism.BY_DESIGN.value, 0),
         "max_true_warps_per_sm": max((r.max_true_warps_per_sm or 0.0 for r in reports), default=0.0),
         "rocm": any(r.rocm for r in reports),
         "cpu_only": all(r.kernels == 0 for r in reports),

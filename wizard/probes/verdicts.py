@@ -13,7 +13,7 @@ from typing import Any
 
 from wizard.probes.base import Status
 from wizard.trace.kineto_math import product
-from wizard.trace.mechanisms import SMEM_DEFAULT_LIMIT
+from wizard.trace.mechanisms import SMEM_DEFAULT_LIMIT, Mechanism
 from wizard.trace.occupancy import DeviceLimits, UnknownArchitecture, active_blocks_per_sm, architecture
 from wizard.trace.records import KernelRecord
 
@@ -48,7 +48,7 @@ def reprofile_verdict(found: Reprofiled) -> tuple[Status, str, str]:
     if not found.impossible:
         return Status.PASS, "not reproduced", "the fresh trace shows no impossible values"
     clean = [version for version, mechanisms in found.versions.items() if not mechanisms]
-    if clean or found.nsys_ran or "?" not in found.mechanisms:
+    if clean or found.nsys_ran or Mechanism.UNEXPLAINED.value not in found.mechanisms:
         summary = (
             "the anomaly follows the profiler: the same trace's raw launch dimensions recompute to sane "
             "values (a known profiler mechanism)"

@@ -16,7 +16,7 @@ from typing import Any
 from wizard.engine.transcript import Transcript
 from wizard.report.view import FindingRow, InspectionView, inspection_view, per_rank_counts
 from wizard.trace.inspect import Inspection
-from wizard.trace.mechanisms import BY_ID
+from wizard.trace.mechanisms import BY_ID, is_wrong
 from wizard.untrusted import html_text
 
 NAME_LIMIT = 4000
@@ -162,7 +162,7 @@ def _badges(mechanisms: dict[str, int]) -> str:
 
 
 def _verdict(view: InspectionView, headline: str | None = None) -> str:
-    bad = any(m != "F" for m in view.mechanisms)
+    bad = any(is_wrong(m) for m in view.mechanisms)
     facts = [
         f"<div><b>{html_text(headline or view.verdict, 600)}</b></div>",
         f"<div>mechanisms found: {_badges(view.mechanisms)}</div>",
@@ -308,15 +308,20 @@ def _diagnosis(t: Transcript) -> str:
 def _environment(t: Transcript) -> str:
     from wizard.report.view import environment_rows
 
-    facts: dict[str, Any] = {}
+    facts: dict[str, Any] = {**t.host, **{f"warpwizard's {k}": v for k, v in t.tool.items()}}
+    probed = False
     for e in t.entries:
         if e.kind == "probe" and e.facts and "torch_version" in e.facts:  # the env probe's machine facts
-            facts = e.facts
-    facts = facts or {k: v for k, v in t.host.items()}
-    if not facts:
-        return ""
+            facts.update(e.facts)
+            probed = True
     rows = "".join(f"<dt>{html_text(k, 80)}</dt><dd>{html_text(v, 400)}</dd>" for k, v in environment_rows(facts)[:60])
-    return f'<h2>Machine</h2><dl class="env" id="ww-env">{rows}</dl>'
+    note = (
+        ""
+        if probed
+        else '<p class="note">This run read a trace and probed nothing here: the profiled GPUs are the '
+        "trace's (above); <code>warpwizard env</code> on the profiled machine gives its torch, CUDA and driver.</p>"
+    )
+    return f'<h2>Machine</h2><dl class="env" id="ww-env">{rows}</dl>{note}'
 
 
 def transcript_html(t: Transcript, inspection: Inspection | None = None) -> str:

@@ -13,6 +13,7 @@ from typing import Any
 
 from wizard.formatting import compact
 from wizard.trace.inspect import Inspection, launched_by
+from wizard.trace.mechanisms import is_wrong
 from wizard.trace.report import MAX_GROUPS, FindingGroup, TraceReport
 
 NAME_LIMIT = 4000  # kernel names whole in files (template arguments tell kernels apart); only a hostile length is cut
@@ -71,7 +72,7 @@ class InspectionView:
 
     @property
     def verdict(self) -> str:
-        wrong = {m: n for m, n in self.mechanisms.items() if m != "F"}
+        wrong = {m: n for m, n in self.mechanisms.items() if is_wrong(m)}
         if not wrong:
             return f"no wrong values in {self.kernels_checked} checked kernel launches"
         named = ", ".join(f"{m} ({n})" for m, n in sorted(wrong.items()))
