@@ -82,6 +82,18 @@ def cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: max(0, limit - 1)] + "…"
 
 
+def script_json(text: str) -> str:
+    """JSON to embed in an HTML ``<script>`` element: ``<``, ``>`` and ``&`` (and the two JavaScript line
+    separators) as JSON escapes, so no string inside can end the element or open a comment."""
+    return (
+        text.replace("&", "\\u0026")
+        .replace("<", "\\u003c")
+        .replace(">", "\\u003e")
+        .replace("\u2028", "\\u2028")
+        .replace("\u2029", "\\u2029")
+    )
+
+
 def html_text(text: object, limit: int = 400) -> str:
     """Text for an HTML page or a notebook cell: controls shown as escapes (ESC, C1, bidi overrides
     and invisible characters cannot act or hide), cut to ``limit`` characters, then HTML-escaped."""

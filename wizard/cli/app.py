@@ -385,9 +385,9 @@ def _report_format(path: str | None) -> Any:
 
 def _write_inspection_markdown(ctx: Context, inspection: Any, path: str | None) -> None:
     """To stdout when ``path`` is None ('--markdown -'), else to the file, never over an input."""
-    from wizard.report.markdown import inspection_markdown
+    from wizard.report.registry import render_inspection
 
-    text = inspection_markdown(inspection)
+    text = render_inspection(inspection, ".md")
     if path is None:
         ctx.write(text)
         return

@@ -49,6 +49,15 @@ def build_parser() -> argparse.ArgumentParser:
 _Sub = Any  # argparse's _SubParsersAction, private in typeshed
 
 
+def _add_report(parser: argparse.ArgumentParser) -> None:
+    """--report FILE, the same on every command that writes one (wizard.report.registry picks the format)."""
+    parser.add_argument(
+        "--report",
+        metavar="FILE",
+        help="write a report, its format by suffix: .html (one page with plots; needs warpwizard[html]), .md or .json",
+    )
+
+
 def _add_run(sub: _Sub, kw: dict[str, Any]) -> None:
     run = sub.add_parser("run", help="walk a playbook to a diagnosis", **kw)
     run.add_argument("playbook", help="playbook name (see 'list') or path to a .yaml file")
@@ -59,11 +68,7 @@ def _add_run(sub: _Sub, kw: dict[str, Any]) -> None:
     run.add_argument(
         "--json", action="store_true", help="print the transcript as JSON (schema warpwizard.transcript/1)"
     )
-    run.add_argument(
-        "--report",
-        metavar="FILE",
-        help="write a report for a bug report: .md, .html (one page with plots; needs warpwizard[html]) or .json",
-    )
+    _add_report(run)
     run.add_argument("--force", action="store_true", help="replace --report and --record files that exist")
     run.add_argument("--teach", action="store_true", help="explain every step and node as you go")
     run.add_argument(
@@ -171,11 +176,7 @@ def _add_trace(sub: _Sub, kw: dict[str, Any]) -> None:
     ins.add_argument("paths", nargs="+", metavar="PATH", help=".json/.json.gz traces or per-rank directories")
     ins.add_argument("--json", action="store_true", help="machine-readable (schema warpwizard.trace-report/2)")
     ins.add_argument("--markdown", metavar="FILE", help="write Markdown for a bug report ('-': to stdout, alone)")
-    ins.add_argument(
-        "--report",
-        metavar="FILE",
-        help="write a report: .html (one page with plots; needs warpwizard[html]), .md or .json, by suffix",
-    )
+    _add_report(ins)
     ins.add_argument("--force", action="store_true", help="replace a --markdown or --report file that exists")
     ins.add_argument("--all", action="store_true", help="also list correct-by-design kernels (F)")
     ins.add_argument(

@@ -11,10 +11,10 @@ from wizard.environment import Environment
 from wizard.errors import InputFileError
 from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status
 from wizard.probes.verdicts import HARD_LIMITS, SOFT, Sanity, check_limits, sanity_verdict
+from wizard.trace.analysis import resident_blocks
 from wizard.trace.counters import Series, read_counters
 from wizard.trace.devices import DeviceInfo, device_for, device_table
 from wizard.trace.kineto_math import product
-from wizard.trace.occupancy import UnknownArchitecture, active_blocks_per_sm
 from wizard.trace.reader import read_trace
 from wizard.trace.records import KernelRecord
 from wizard.untrusted import cut
@@ -81,7 +81,9 @@ def measured_beside_computed(
     out: list[str] = []
     seen: set[str] = set()
     for k in sorted(kernels, key=lambda k: -k.dur):
-        if len(out) >= MAX_MEASURED or k.name in seen or k.device is None:
+        if len(out) >= MAX_MEASURED:
+            break
+        if k.name in seen or k.device is None:
             continue
         for (device_id, name), found in series.items():
             values = found.during(k.ts, k.ts + k.dur) if device_id == k.device else []
@@ -100,15 +102,11 @@ def measured_beside_computed(
 
 def _resident_warps(k: KernelRecord, device: DeviceInfo | None) -> float | None:
     """The warps per SM this launch can keep resident: active blocks (opt-in limit) times warps per block."""
-    if device is None or device.limits is None or not device.num_sms or k.grid is None or k.block is None:
+    if device is None or k.grid is None or k.block is None:
         return None
     threads = product(k.block)
-    try:
-        occ = active_blocks_per_sm(device.limits, threads, k.registers or 0, k.shared_memory or 0, opt_in=True)
-    except UnknownArchitecture:
-        return None
-    blocks = min(float(occ.active_blocks), product(k.grid) / device.num_sms)
-    return blocks * -(-threads // 32)
+    blocks = resident_blocks(device, k, threads, product(k.grid))[0]
+    return None if blocks is None else blocks * -(-threads // 32)
 
 
 def _facts(sanity: Sanity) -> dict[str, Any]:

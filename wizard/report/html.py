@@ -14,12 +14,11 @@ import datetime as _dt
 from typing import Any
 
 from wizard.engine.transcript import Transcript
-from wizard.report.view import FindingRow, InspectionView, inspection_view, per_rank_counts
+from wizard.report.view import NAME_LIMIT, FindingRow, InspectionView, inspection_view, per_rank_counts
 from wizard.trace.inspect import Inspection
 from wizard.trace.mechanisms import BY_ID, is_wrong
-from wizard.untrusted import html_text
+from wizard.untrusted import html_text, script_json
 
-NAME_LIMIT = 4000
 CSP = (
     "default-src 'none'; script-src 'unsafe-inline' blob:; style-src 'unsafe-inline'; "
     "img-src data: blob:; font-src data:; connect-src 'none'; base-uri 'none'; form-action 'none'"
@@ -113,17 +112,6 @@ SCRIPT = """
 """
 
 
-def _json_for_script(text: str) -> str:
-    """JSON that cannot end its script element or open a comment: <, > and & as JSON escapes."""
-    return (
-        text.replace("&", "\\u0026")
-        .replace("<", "\\u003c")
-        .replace(">", "\\u003e")
-        .replace("\u2028", "\\u2028")
-        .replace("\u2029", "\\u2029")
-    )
-
-
 def _page(title: str, body: list[str], figures: list[str]) -> str:
     from wizard import __version__
     from wizard.report.plots import plotly_bundle
@@ -142,7 +130,7 @@ def _page(title: str, body: list[str], figures: list[str]) -> str:
             f"<h1>{html_text(title, 200)}</h1>",
             f'<p class="meta">warpwizard {html_text(__version__, 40)}, {made}</p>',
             *body,
-            f'<script type="application/json" id="ww-data">{_json_for_script(payload)}</script>',
+            f'<script type="application/json" id="ww-data">{script_json(payload)}</script>',
             f'<script type="text/plain" id="ww-plotly">{bundle}</script>',
             f"<script>{SCRIPT}</script>",
             "</body></html>",
@@ -161,10 +149,10 @@ def _badges(mechanisms: dict[str, int]) -> str:
     return "".join(out) or '<span class="badge">none</span>'
 
 
-def _verdict(view: InspectionView, headline: str | None = None) -> str:
+def _verdict(view: InspectionView) -> str:
     bad = any(is_wrong(m) for m in view.mechanisms)
     facts = [
-        f"<div><b>{html_text(headline or view.verdict, 600)}</b></div>",
+        f"<div><b>{html_text(view.verdict, 600)}</b></div>",
         f"<div>mechanisms found: {_badges(view.mechanisms)}</div>",
         f"<div>{view.kernels_checked} of {view.kernels} kernel launches checked in {view.files} file(s)</div>",
         f"<div>devices: {html_text(', '.join(view.devices) or 'unknown', 600)}</div>",
@@ -186,10 +174,9 @@ def _row(row: FindingRow, multi: bool) -> str:
         f"<div>{html_text(c.metric, 60)}: {html_text(c.reported, 40)} → {html_text(c.true, 40)}</div>"
         for c in row.cells
     )
-    where = f"rank {row.rank}" if row.rank is not None else row.file.rsplit("/", 1)[-1]
     return (
         "<tr>"
-        + (_cell(where, 200) if multi else "")
+        + (_cell(row.where, 200) if multi else "")
         + f'<td title="{html_text(row.title, 200)}"><b>{html_text(row.mechanism, 8)}</b></td>'
         + _cell(row.kernel, NAME_LIMIT, "kernel")
         + _cell(str(row.count), 20, "num", str(row.count))

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from wizard.engine.transcript import Transcript
-from wizard.report.view import NAME_LIMIT, value_cells
-from wizard.trace.inspect import Inspection, launched_by
+from wizard.report.view import wrong_rows
+from wizard.trace.inspect import Inspection
 from wizard.trace.report import MAX_GROUPS
-from wizard.untrusted import cut, markdown, markdown_code, markdown_prose
+from wizard.untrusted import markdown, markdown_code, markdown_prose
 
 
 def transcript_markdown(t: Transcript) -> str:
@@ -72,31 +72,27 @@ def inspection_markdown(inspection: Inspection) -> str:
         devices = ", ".join(f"{markdown(d['name'] or '?')} ({d['num_sms']} SMs)" for d in r.devices[:4]) or "unknown"
         out.append(f"{r.events} events, {r.kernels} kernels ({r.kernels_checked} checked); devices: {devices}")
         out.append("")
-        bugs = [g for g in r.groups if g.wrong]
+        bugs = wrong_rows(r)
         if not bugs:
             out += ["No impossible values.", ""]
         else:
             out += ["| mechanism | kernel | launches | reported | true | op |", "|---|---|---|---|---|---|"]
-            for g in bugs[:MAX_GROUPS]:
-                values = value_cells(g.worst.reported, g.worst.true)
-                rep = "; ".join(f"{c.metric} {c.reported}" for c in values)
-                tru = "; ".join(f"{c.metric} {c.true}" for c in values)
+            for row in bugs[:MAX_GROUPS]:
                 cells = [
-                    markdown(g.mechanism),
-                    markdown_code(cut(g.kernel, NAME_LIMIT), table=True),  # whole: templates tell kernels apart
-                    str(g.count),
-                    markdown_prose(rep),
-                    markdown_prose(tru),
-                    markdown_prose(launched_by(g.op)),
+                    markdown(row.mechanism),
+                    markdown_code(row.kernel, table=True),  # whole: templates tell kernels apart
+                    str(row.count),
+                    markdown_prose("; ".join(f"{c.metric} {c.reported}" for c in row.cells)),
+                    markdown_prose("; ".join(f"{c.metric} {c.true}" for c in row.cells)),
+                    markdown_prose(row.launched_by),
                 ]
                 out.append("| " + " | ".join(cells) + " |")
             if len(bugs) > MAX_GROUPS:
                 out.append(f"\n{len(bugs) - MAX_GROUPS} more kernel(s) with wrong values, not listed")
             out.append("")
             out += ["### Evidence", ""] + [
-                f"- **{markdown(g.mechanism)}** {markdown_code(cut(g.kernel, NAME_LIMIT))}: "
-                f"{markdown_prose(g.worst.evidence)}"
-                for g in bugs[:20]
+                f"- **{markdown(row.mechanism)}** {markdown_code(row.kernel)}: {markdown_prose(row.evidence)}"
+                for row in bugs[:20]
             ]
             out.append("")
         for note in r.notes:

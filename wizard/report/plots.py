@@ -57,11 +57,18 @@ def plotly_bundle() -> str:
         return _BUNDLE[0]
 
 
+_PREPARING: list[threading.Thread] = []
+
+
 def prepare() -> None:
-    """Import plotly and compress its bundle in a thread: zlib lets the trace be read meanwhile, so the
-    page costs little more time than the JSON report (benchmarks/html_report.py)."""
+    """Import plotly and compress its bundle in a thread, once: zlib lets the trace be read meanwhile, so
+    the page costs little more time than the JSON report (benchmarks/html_report.py)."""
     require_plotly()
-    threading.Thread(target=plotly_bundle, name="warpwizard-plotly", daemon=True).start()
+    with _BUNDLE_LOCK:
+        if _PREPARING or _BUNDLE:
+            return
+        _PREPARING.append(threading.Thread(target=plotly_bundle, name="warpwizard-plotly", daemon=True))
+    _PREPARING[0].start()
 
 
 def _impossible_row(value: float) -> str | None:
@@ -94,8 +101,7 @@ def reported_vs_true(points: list[tuple[str, str, float | None, float | None, in
 
     fig = make_subplots(rows=2, cols=1, row_heights=[0.75, 0.25], vertical_spacing=0.12, shared_xaxes=True)
     chosen = [p for p in points if p[0] == metric and p[3] is not None and p[3] > 0 and p[2] is not None]
-    lows: list[float] = []
-    highs: list[float] = []
+    ends: list[float] = []  # every value drawn on the log axes: the equality line spans them
     for mechanism in sorted({p[1] for p in chosen}, key=lambda m: ORDER.get(m, 99)):
         mine = [p for p in chosen if p[1] == mechanism]
         good = [p for p in mine if _impossible_row(p[2]) is None]  # type: ignore[arg-type]
@@ -126,10 +132,9 @@ def reported_vs_true(points: list[tuple[str, str, float | None, float | None, in
                 row=row,
                 col=1,
             )
-        lows += [float(p[3] or 0) for p in mine] + [float(p[2] or 0) for p in good if (p[2] or 0) > 0]
-        highs = lows
-    if lows:
-        lo, hi = min(lows), max(highs)
+        ends += [float(p[3] or 0) for p in mine] + [float(p[2] or 0) for p in good if (p[2] or 0) > 0]
+    if ends:
+        lo, hi = min(ends), max(ends)
         fig.add_trace(
             go.Scatter(
                 x=[lo, hi], y=[lo, hi], mode="lines", name="reported = true",
@@ -181,8 +186,10 @@ def timeline(reports: list[tuple[str, PlotData]]) -> str | None:
                 hoverinfo="text",
             )
         )
+    omitted = sum(p.timeline_omitted for _, p in spans)
     fig.update_layout(
-        title={"text": "wrong launches over time, per rank and stream"},
+        title={"text": "wrong launches over time, per rank and stream"
+               + (f" ({omitted} more launches not drawn)" if omitted else "")},
         xaxis={"title": {"text": "ms since the first launch"}}, yaxis={"type": "category"},
         height=max(260, 60 + 28 * len({m[1] for marks in rows.values() for m in marks})),
         margin={"l": 160, "r": 10, "t": 50, "b": 50}, legend={"orientation": "h", "y": -0.3},
@@ -236,11 +243,7 @@ def figures(inspection: Inspection, rank_counts: dict[str, dict[str, int]]) -> l
     if not points and inspection.launches:
         points = points_from_launches(inspection)
     out = [reported_vs_true(points, metric) for metric in METRICS if any(p[0] == metric for p in points)]
-    labelled = [
-        (f"rank {r.rank}" if r.rank is not None else r.path.rsplit("/", 1)[-1], r.plot)
-        for r in inspection.reports
-        if r.plot is not None
-    ]
+    labelled = [(r.label, r.plot) for r in inspection.reports if r.plot is not None]
     for extra in (timeline(labelled), per_rank(rank_counts)):
         if extra is not None:
             out.append(extra)

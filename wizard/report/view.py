@@ -15,6 +15,7 @@ from wizard.formatting import compact
 from wizard.trace.inspect import Inspection, launched_by
 from wizard.trace.mechanisms import is_wrong
 from wizard.trace.report import MAX_GROUPS, FindingGroup, TraceReport
+from wizard.untrusted import cut
 
 NAME_LIMIT = 4000  # kernel names whole in files (template arguments tell kernels apart); only a hostile length is cut
 
@@ -42,11 +43,9 @@ def value_cells(reported: dict[str, float | None], true: dict[str, float | None]
 class FindingRow:
     """One finding group as every format shows it."""
 
-    file: str
-    rank: int | None
+    where: str  # rank N, else the file name
     mechanism: str
     title: str
-    wrong: bool
     kernel: str
     count: int
     cells: list[ValueCell]
@@ -81,12 +80,10 @@ class InspectionView:
 
 def _row(report: TraceReport, group: FindingGroup) -> FindingRow:
     return FindingRow(
-        file=report.path,
-        rank=report.rank,
+        where=report.label,
         mechanism=group.mechanism,
         title=group.title,
-        wrong=group.wrong,
-        kernel=group.kernel[:NAME_LIMIT],
+        kernel=cut(group.kernel, NAME_LIMIT),
         count=group.count,
         cells=value_cells(group.worst.reported, group.worst.true),
         launched_by=launched_by(group.op),
@@ -95,10 +92,15 @@ def _row(report: TraceReport, group: FindingGroup) -> FindingRow:
     )
 
 
+def wrong_rows(report: TraceReport) -> list[FindingRow]:
+    """One trace's finding groups with wrong values, most serious first (what Markdown lists per file)."""
+    return [_row(report, g) for g in report.groups if g.wrong]
+
+
 def inspection_view(inspection: Inspection, *, by_design: bool = True, limit: int = MAX_GROUPS) -> InspectionView:
     """The view of an inspection: wrong groups first (then F when ``by_design``), at most ``limit`` rows."""
     reports = inspection.reports
-    rows = [_row(r, g) for r in reports for g in r.groups if g.wrong]
+    rows = [row for r in reports for row in wrong_rows(r)]
     if by_design:
         rows += [_row(r, g) for r in reports for g in r.groups if not g.wrong]
     devices = sorted(
@@ -122,9 +124,8 @@ def per_rank_counts(inspection: Inspection) -> dict[str, dict[str, int]]:
     """Mechanism -> rank (or file) label -> launches, for a rank directory's bar chart."""
     out: dict[str, dict[str, int]] = {}
     for r in inspection.reports:
-        label = f"rank {r.rank}" if r.rank is not None else r.path.rsplit("/", 1)[-1]
         for mechanism, count in r.mechanisms.items():
-            out.setdefault(mechanism, {})[label] = count
+            out.setdefault(mechanism, {})[r.label] = count
     return out
 
 

@@ -115,16 +115,26 @@ def _opt_in_active(device: DeviceInfo, k: KernelRecord, threads: int) -> tuple[i
     return active, tuple(name for name, value in named.items() if value == active)
 
 
-def _true_occupancy(
+def resident_blocks(
     device: DeviceInfo, k: KernelRecord, threads: int, grid_blocks: int
 ) -> tuple[float | None, tuple[str, ...], int | None]:
-    """The occupancy % the kernel really has (64-bit grid, the opt-in shared-memory limit)."""
+    """The blocks per SM the launch really keeps resident (its active blocks with the opt-in limit, or its
+    whole grid's share when smaller), what limits them, and the active blocks; Nones when unknowable."""
     if device.limits is None or device.num_sms is None or device.num_sms <= 0:
         return None, (), None
     active, factors = _opt_in_active(device, k, threads)
     if active is None:
         return None, (), None
-    blocks = min(float(active), grid_blocks / device.num_sms)
+    return min(float(active), grid_blocks / device.num_sms), factors, active
+
+
+def _true_occupancy(
+    device: DeviceInfo, k: KernelRecord, threads: int, grid_blocks: int
+) -> tuple[float | None, tuple[str, ...], int | None]:
+    """The occupancy % the kernel really has (64-bit grid, the opt-in shared-memory limit)."""
+    blocks, factors, active = resident_blocks(device, k, threads, grid_blocks)
+    if blocks is None or device.limits is None:
+        return None, (), None
     return 100.0 * blocks * threads / device.limits.max_threads_per_sm, factors, active
 
 

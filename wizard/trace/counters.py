@@ -32,12 +32,15 @@ class Series:
     ts: list[float] = field(default_factory=list)
     values: list[float] = field(default_factory=list)
 
-    def during(self, start: float, end: float) -> list[float]:
-        """The values sampled while a kernel ran (start <= ts <= end)."""
-        if self.ts and any(b < a for a, b in zip(self.ts, self.ts[1:], strict=False)):
+    def in_time_order(self) -> None:
+        """Sorted by sample time (files are, mostly): once, when the file has been read."""
+        if any(b < a for a, b in zip(self.ts, self.ts[1:], strict=False)):
             order = sorted(range(len(self.ts)), key=self.ts.__getitem__)
             self.ts = [self.ts[i] for i in order]
             self.values = [self.values[i] for i in order]
+
+    def during(self, start: float, end: float) -> list[float]:
+        """The values sampled while a kernel ran (start <= ts <= end); the series is in time order."""
         lo = bisect.bisect_left(self.ts, start)
         hi = bisect.bisect_right(self.ts, end)
         return self.values[lo:hi]
@@ -80,4 +83,6 @@ def read_counters(path: str | Path) -> dict[tuple[int, str], Series]:
     """Every counter series in the trace, keyed by (device, counter name)."""
     sink = _CounterSink()
     parse_into(path, sink)
+    for series in sink.series.values():
+        series.in_time_order()
     return sink.series

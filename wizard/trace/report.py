@@ -204,6 +204,11 @@ class TraceReport:
     def impossible(self) -> bool:
         return any(is_wrong(m) for m in self.mechanisms)
 
+    @property
+    def label(self) -> str:
+        """What a report calls this trace beside others: its rank, else its file name."""
+        return f"rank {self.rank}" if self.rank is not None else self.path.rsplit("/", 1)[-1]
+
     def to_dict(self) -> dict[str, Any]:
         return _plain(
             {
