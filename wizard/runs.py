@@ -115,9 +115,8 @@ def run_playbook(
         values = dict(answers)
     elif answers is None:
         values = {}
-    else:  # a file's relative paths are relative to the file, as on the command line
-        file = _path_text(answers, "answers")
-        values = absolute_paths(pb, load_answers_file(file), os.path.dirname(os.path.abspath(file)))
+    else:  # a file, read as the command line reads it (its relative paths from where it is)
+        values, _ = given_answers(pb, answers_file=_path_text(answers, "answers"))
     check_given(pb, values)
     engine = prepare_run(pb, MappingAnswers(values, use_defaults=defaults, origin=ORIGIN_FILE), options, system=system)
     return walk(engine, values, "pass them in answers, or defaults=True")

@@ -336,24 +336,23 @@ def _option(name: str) -> str:
 
 def _trace_inspect(ctx: Context) -> ExitStatus:
     from wizard.api import check_numbers, inspect_traces
+    from wizard.outputs import check_output, write_text
+    from wizard.report.registry import FORMATS, format_for
 
     args = ctx.args
     check_numbers(args.jobs, args.sms, args.max_launches, spell=_option)
-    markdown_file = args.markdown if args.markdown not in (None, "-") else None
-    report = _report_format(args.report)
-    from wizard.outputs import check_output
-
-    if markdown_file is not None:
-        check_output(markdown_file, inputs=args.paths, force=args.force, what="Markdown report")
-    if report is not None:
-        check_output(args.report, inputs=args.paths, force=args.force, what=report.name)
+    files = [(args.report, format_for(args.report))] if args.report else []  # the format's extra checked now
+    if args.markdown not in (None, "-"):
+        files.append((args.markdown, FORMATS[".md"]))  # --markdown FILE: Markdown whatever its suffix
+    for path, chosen in files:
+        check_output(path, inputs=args.paths, force=args.force, what=chosen.name)
     inspection = inspect_traces(
         args.paths,
         sms=args.sms,
         jobs=args.jobs,
         launches="none",
         max_launches=args.max_launches,
-        plots=report is not None and report.needs_inspection,
+        plots=any(chosen.needs_inspection for _, chosen in files),
     )
     if args.json:
         from wizard.serialize import dumps
@@ -363,37 +362,13 @@ def _trace_inspect(ctx: Context) -> ExitStatus:
         from wizard.ui.render import inspection_view
 
         ctx.console().print(inspection_view(inspection, show_all=args.all))
-    if args.markdown:
-        _write_inspection_markdown(ctx, inspection, markdown_file)
-    if report is not None:
-        from wizard.outputs import write_text
-
-        write_text(args.report, report.inspection(inspection), inputs=args.paths, force=args.force, what=report.name)
-        if not args.json and args.markdown != "-":
-            ctx.stderr.write(visible(f"{report.name} written to {args.report}") + "\n")
+    if args.markdown == "-":
+        ctx.write(FORMATS[".md"].inspection(inspection))
+    for path, chosen in files:
+        write_text(path, chosen.inspection(inspection), inputs=args.paths, force=args.force, what=chosen.name)
+    if args.report and not args.json and args.markdown != "-":
+        ctx.stderr.write(visible(f"{files[0][1].name} written to {args.report}") + "\n")
     return ExitStatus.FINDINGS if inspection.impossible else ExitStatus.OK
-
-
-def _report_format(path: str | None) -> Any:
-    """The --report file's format from its suffix, its extra checked before any work (None: no report)."""
-    if path is None:
-        return None
-    from wizard.report.registry import format_for
-
-    return format_for(path)
-
-
-def _write_inspection_markdown(ctx: Context, inspection: Any, path: str | None) -> None:
-    """To stdout when ``path`` is None ('--markdown -'), else to the file, never over an input."""
-    from wizard.report.registry import render_inspection
-
-    text = render_inspection(inspection, ".md")
-    if path is None:
-        ctx.write(text)
-        return
-    from wizard.outputs import write_text
-
-    write_text(path, text, inputs=ctx.args.paths, force=ctx.args.force, what="Markdown report")
 
 
 def cmd_compare(ctx: Context) -> ExitStatus:
