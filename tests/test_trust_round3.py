@@ -509,3 +509,13 @@ def test_validate_and_the_plan_name_facts_as_where_the_program_comes_from(tmp_pa
     assert plan.status == 0, plan.stderr
     (program,) = [p for s in plan.json["steps"] for p in s["programs"]]
     assert program["runs"] is False and program["why"] == FROM_FACTS
+
+
+def test_a_run_refusing_a_program_named_by_facts_says_where_it_came_from(tmp_path: Path) -> None:
+    path = tmp_path / "facts-program.yaml"
+    path.write_text(FACTS_PROGRAM % GRID)
+    result = run_inprocess("run", str(path), "--json")
+    assert result.status == 0, result.stderr
+    entry = next(e for e in result.json["entries"] if e["node"] == "run_it")
+    assert entry["status"] == "skip" and entry["facts"]["reason"] == "program not allowed"
+    assert f"({FROM_FACTS})" in entry["facts"]["refused"] and "written in the playbook)" not in entry["summary"]

@@ -230,7 +230,8 @@ def recorded(pb: Playbook, path: str, *, node: str | None = None, step: int | No
     about = data.get("playbook")
     if not isinstance(about, dict) or about.get("id") != pb.id:
         found = about.get("id") if isinstance(about, dict) else None
-        raise UsageError(f"--from: {path} is a transcript of playbook {visible(found)[:80]!r}, not {pb.id}")
+        shown = repr(visible(found)[:80]) if isinstance(found, str) else visible(repr(found))[:80]
+        raise UsageError(f"--from: {path} is a transcript of playbook {shown}, not {pb.id}")
     entries = _entries(path, data)
     nodes = [e["node"] for e in entries]
     start = _start(pb, nodes, entries, node, step)
