@@ -53,17 +53,22 @@ def _one_line_error(stderr: str) -> str:
 # -- 1. --from reuses a recorded result only for the same inputs and unchanged files ---------------
 
 
-def _grid_transcript(tmp_path: Path, trace: Path) -> Path:
+def _recorded(tmp_path: Path, trace: Path) -> tuple[Path, dict[str, Any]]:
     answers = tmp_path / "answers.yaml"
     answers.write_text(f"have: trace\ntrace_path: {trace}\n")
     result = run_inprocess("run", FLAGSHIP, "--answers", str(answers), "--json")
     assert result.status == 0, result.stderr
     assert result.json["conclusion"]["diagnosis"] == "profiler-bug-grid-overflow"
-    inspect = next(e for e in result.json["entries"] if e["node"] == "inspect")
-    mark = inspect["input_files"][str(trace)]  # the transcript records what the probe read
-    assert mark["kind"] == "file" and mark["size"] == trace.stat().st_size and len(mark["sha256_ends"]) == 64
     path = tmp_path / "grid.transcript.json"
     path.write_text(result.stdout)
+    return path, result.json
+
+
+def _grid_transcript(tmp_path: Path, trace: Path) -> Path:
+    path, document = _recorded(tmp_path, trace)
+    inspect = next(e for e in document["entries"] if e["node"] == "inspect")
+    mark = inspect["input_files"][str(trace)]  # the transcript records what the probe read
+    assert mark["kind"] == "file" and mark["size"] == trace.stat().st_size and len(mark["sha256_ends"]) == 64
     return path
 
 
@@ -109,8 +114,7 @@ def test_from_reuses_an_unchanged_probe_and_says_so(tmp_path: Path) -> None:
 
 
 def _hostile_transcript(tmp_path: Path, change: Any) -> Path:
-    transcript = _grid_transcript(tmp_path, GRID)
-    document = strict_json(transcript.read_text())
+    transcript, document = _recorded(tmp_path, GRID)
     change(document)
     transcript.write_text(json.dumps(document))
     return transcript
@@ -235,13 +239,13 @@ def _wide_trace(path: Path, kernels: int) -> Path:
 
 
 def test_an_html_page_stays_small_and_draws_quickly_whatever_the_trace(tmp_path: Path) -> None:
-    from wizard.report.plots import MAX_LANES, MAX_POINTS
-
     trace = _wide_trace(tmp_path / "wide.json", 20_000)
     page = tmp_path / "wide.html"
     result = _process("trace", "inspect", str(trace), "--report", str(page))
     assert result.returncode == 1, result.stderr
-    assert page.stat().st_size < 5 << 20  # was 7.4 MB for these 20,000 kernels (35 MB for 100,000)
+    assert page.stat().st_size < 5 << 20  # was 10.7 MB for these 20,000 kernels (35 MB for 100,000)
+    from wizard.report.plots import MAX_LANES, MAX_POINTS
+
     found = re.search(r'<script type="application/json" id="ww-data">(.*?)</script>', page.read_text(), re.S)
     assert found is not None
     figures = [json.loads(f) if isinstance(f, str) else f for f in strict_json(found.group(1))["figures"]]
@@ -504,7 +508,7 @@ def test_validate_and_the_plan_name_facts_as_where_the_program_comes_from(tmp_pa
     path.write_text(FACTS_PROGRAM % GRID)
     checked = run_inprocess("validate", str(path))
     assert checked.status == 0, checked.stderr
-    assert FROM_FACTS in checked.stdout and "written in the playbook)" not in checked.stdout
+    assert FROM_FACTS in checked.stdout and "argv is written in the playbook" not in checked.stdout
     plan = run_inprocess("run", str(path), "--dry-run", "--json")
     assert plan.status == 0, plan.stderr
     (program,) = [p for s in plan.json["steps"] for p in s["programs"]]
@@ -518,4 +522,4 @@ def test_a_run_refusing_a_program_named_by_facts_says_where_it_came_from(tmp_pat
     assert result.status == 0, result.stderr
     entry = next(e for e in result.json["entries"] if e["node"] == "run_it")
     assert entry["status"] == "skip" and entry["facts"]["reason"] == "program not allowed"
-    assert f"({FROM_FACTS})" in entry["facts"]["refused"] and "written in the playbook)" not in entry["summary"]
+    assert f"({FROM_FACTS})" in entry["facts"]["refused"] and "(written in the playbook)" not in entry["summary"]
