@@ -523,3 +523,13 @@ def test_a_run_refusing_a_program_named_by_facts_says_where_it_came_from(tmp_pat
     entry = next(e for e in result.json["entries"] if e["node"] == "run_it")
     assert entry["status"] == "skip" and entry["facts"]["reason"] == "program not allowed"
     assert f"({FROM_FACTS})" in entry["facts"]["refused"] and "(written in the playbook)" not in entry["summary"]
+
+
+def test_a_default_with_a_line_break_stays_inside_its_comment_in_the_template(tmp_path: Path) -> None:
+    path = _playbook(tmp_path)
+    default = '    prompt: What runs?\n    type: path\n    default: "x\\nworkload_cmd: touch /tmp/pwned"\n'
+    text = path.read_text().replace("    prompt: What runs?\n", default)
+    path.write_text(text.replace("workload_cmd", "note").replace('"{{ answers.note }}"', '"true"'))
+    result = run_inprocess("answers", str(path))
+    assert result.status == 0, result.stderr
+    assert yaml.safe_load(result.stdout) is None  # a path's default is left commented out, all of it

@@ -273,7 +273,9 @@ def _template_entry(q: QuestionNode, step: str, names_program: bool) -> list[str
         lines.append("#   names a program: it runs only with --allow-commands, or when you confirm it at the prompt")
     entry = yaml.safe_dump({q.id: q.default}, default_flow_style=True, allow_unicode=True, width=10**6).strip()[1:-1]
     if len(entry.splitlines()) != 1:  # a default with a line break: JSON (which YAML reads) escapes it
-        entry = f"{q.id}: {json.dumps(q.default)}"
+        from wizard.serialize import dumps
+
+        entry = f"{q.id}: {dumps(q.default, indent=None)}"
     if q.default is None:
         lines.append(f"# {q.id}:")
     elif q.type == "path" or names_program:  # a path must exist; a program is the user's to give
