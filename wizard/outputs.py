@@ -31,6 +31,12 @@ from wizard.errors import OutputFileError
 Writer = Callable[[IO[bytes]], None]
 
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+_CREATE_TEMPORARY = (_CREATE & ~os.O_WRONLY) | os.O_RDWR  # read back through its descriptor (_copy_exclusive)
+
+
+class NameTaken(OutputFileError):
+    """The final name was taken while the file was written (another process or thread): a caller
+    that may write beside it (``free=True``) takes the next free name instead."""
 
 
 def _same_file(a: Path, b: Path) -> bool:
@@ -86,6 +92,8 @@ def check_output(
 ) -> Path:
     """Raise OutputFileError now if writing ``path`` later would fail or destroy something."""
     target = Path(path)
+    if "\0" in str(target):  # pathlib says "not there" for such a name; the kernel refuses it
+        raise OutputFileError(f"{str(target)!r}: cannot write the {what}: the name holds a NUL character")
     try:
         exists = target.exists() or target.is_symlink()
         parent = target.parent if str(target.parent) else Path(".")
@@ -106,8 +114,22 @@ def check_output(
     if hit is not None:
         raise OutputFileError(f"{target}: is an input of this run ({hit}); name another file for the {what}")
     if exists and not force:
-        raise OutputFileError(f"{target}: already exists; name another file, or pass --force to replace it")
+        raise NameTaken(f"{target}: already exists; name another file, or pass --force to replace it")
     return target
+
+
+def check_outputs(
+    named: Iterable[tuple[str | Path, str]], *, inputs: Iterable[str | Path] = (), force: bool = False
+) -> None:
+    """``check_output`` for each (path, what) of one command, and no two of them one file (the second
+    would replace the first, with ``--force`` silently): refused before any work."""
+    inputs, seen = list(inputs), dict[str, str]()
+    for path, what in named:
+        target = check_output(path, inputs=inputs, force=force, what=what)
+        key = os.path.realpath(target)
+        if key in seen:
+            raise OutputFileError(f"{target}: named for both the {seen[key]} and the {what}; name two files")
+        seen[key] = what
 
 
 def make_parent(path: str | Path, *, what: str = "output") -> None:
@@ -125,67 +147,144 @@ def _open_temporary(parent: Path, name: str) -> tuple[int, Path]:
     for _ in range(100):
         tmp = parent / f".{name[:100]}.{secrets.token_hex(6)}.tmp"
         try:
-            return os.open(tmp, _CREATE, 0o666), tmp  # the kernel applies the umask
+            return os.open(tmp, _CREATE_TEMPORARY, 0o666), tmp  # the kernel applies the umask
         except FileExistsError:
             continue
     raise FileExistsError(errno.EEXIST, "no free temporary name", str(parent))
 
 
-def _publish(tmp: Path, target: Path, *, force: bool, inputs: Iterable[str | Path], what: str) -> None:
+def _identity(info: os.stat_result) -> tuple[int, int]:
+    return info.st_dev, info.st_ino
+
+
+def _swapped(target: Path, what: str) -> OutputFileError:
+    return OutputFileError(
+        f"{target}: the {what} written was swapped for something else before it got its name (someone else "
+        "can write to this directory); nothing of theirs was trusted; write it in a directory of your own"
+    )
+
+
+def _is_written(path: Path, written: tuple[int, int]) -> bool:
+    """Whether ``path`` itself (not followed) is the file this process wrote."""
+    try:
+        return _identity(os.lstat(path)) == written
+    except OSError:
+        return False
+
+
+def _link(tmp: Path, fd: int, target: Path) -> None:
+    """Hard-link the open file itself (by its descriptor, through /proc where there is one), so what
+    gets the name is what was written even if the temporary name was swapped meanwhile."""
+    by_descriptor = f"/proc/self/fd/{fd}"
+    if os.path.exists(by_descriptor):
+        try:
+            os.link(by_descriptor, target, follow_symlinks=True)
+            return
+        except FileExistsError:
+            raise
+        except OSError:
+            pass  # /proc without linkat through it: link the name, checked before and after
+    os.link(tmp, target, follow_symlinks=False)
+
+
+def _publish(tmp: Path, fd: int, target: Path, *, force: bool, inputs: Iterable[str | Path], what: str) -> None:
     """Give the written file its real name: replacing only with ``force`` (and never an input or
-    anything but a regular file, checked again now), else by a link that fails if the name is taken."""
+    anything but a regular file, checked again now), else by a link that fails if the name is taken.
+    The name is then checked to be the very file written (same device and inode, not followed): a
+    swapped temporary file is an error, never "written"."""
+    written = _identity(os.fstat(fd))
     if force:
         hit, kind = _input_hit(target, inputs), _not_regular(target)
         if hit is not None:
             raise OutputFileError(f"{target}: is an input of this run ({hit}); name another file for the {what}")
         if kind is not None:
             raise OutputFileError(f"{target}: is {kind}, not a regular file; name a file for the {what}")
+        if not _is_written(tmp, written):
+            raise _swapped(target, what)
         os.replace(tmp, target)
+        if not _is_written(target, written):
+            raise _swapped(target, what)
         return
     try:
-        os.link(tmp, target)
+        _link(tmp, fd, target)
     except FileExistsError:
-        raise OutputFileError(
+        raise NameTaken(
             f"{target}: appeared while the {what} was written (another process?); nothing was replaced; "
             "name another file, or pass --force"
         ) from None
     except OSError as exc:
         if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK, errno.ENOSYS):
             raise
-        _copy_exclusive(tmp, target)  # a file system without hard links: create the name exclusively
-    tmp.unlink()
+        _copy_exclusive(fd, target)  # a file system without hard links: create the name exclusively
+        return
+    if not _is_written(target, written):
+        with contextlib.suppress(OSError):
+            os.unlink(target)  # the name this call just made, for what was not ours
+        raise _swapped(target, what)
 
 
-def _copy_exclusive(tmp: Path, target: Path) -> None:
+def _copy_exclusive(fd: int, target: Path) -> None:
+    """Copy the written file (read through its own descriptor, never its name) to a new ``target``."""
     try:
-        fd = os.open(target, _CREATE, 0o666)
+        out_fd = os.open(target, _CREATE, 0o666)
     except FileExistsError:
-        raise OutputFileError(f"{target}: appeared while it was written; nothing was replaced") from None
-    with os.fdopen(fd, "wb") as out, open(tmp, "rb") as src:
-        while block := src.read(1 << 20):
+        raise NameTaken(f"{target}: appeared while it was written; nothing was replaced") from None
+    with os.fdopen(out_fd, "wb") as out:
+        offset = 0
+        while block := os.pread(fd, 1 << 20, offset):
             out.write(block)
+            offset += len(block)
         out.flush()
         os.fsync(out.fileno())
 
 
+def _next_names(target: Path) -> Iterator[Path]:
+    """``target``, then ``stem-2.suffix``, ``stem-3.suffix``, ...: the names ``free=True`` tries in turn."""
+    yield target
+    suffix = "".join(target.suffixes)
+    stem = target.name[: len(target.name) - len(suffix)] if suffix else target.name
+    n = 2
+    while True:
+        yield target.with_name(f"{stem}-{n}{suffix}")
+        n += 1
+
+
+MAX_FREE_TRIES = 1000
+
+
 @contextlib.contextmanager
-def atomic_file(
-    path: str | Path, *, inputs: Iterable[str | Path] = (), force: bool = False, what: str = "output"
-) -> Iterator[IO[bytes]]:
-    """A binary file handle whose content appears at ``path`` only when the block ends cleanly."""
+def _atomic(
+    path: str | Path, *, inputs: Iterable[str | Path], force: bool, what: str, free: bool
+) -> Iterator[tuple[IO[bytes], list[Path]]]:
+    """The file handle, and a list that holds the name it got once the block ended cleanly."""
     inputs = list(inputs)
-    target = check_output(path, inputs=inputs, force=force, what=what)
+    target = Path(path) if free else check_output(path, inputs=inputs, force=force, what=what)
     parent = target.parent if str(target.parent) else Path(".")
     try:
         fd, tmp = _open_temporary(parent, target.name)
+    except ValueError:
+        raise OutputFileError(f"{str(target)!r}: cannot write the {what}: the name holds a NUL character") from None
     except OSError as exc:
         raise OutputFileError(f"{target}: cannot write the {what} ({exc.strerror or exc})") from None
+    named: list[Path] = []
     try:
         with os.fdopen(fd, "wb") as fh:
-            yield fh
+            yield fh, named
             fh.flush()
             os.fsync(fh.fileno())
-        _publish(tmp, target, force=force, inputs=inputs, what=what)
+            for _, name in zip(range(MAX_FREE_TRIES if free else 1), _next_names(target), strict=False):
+                try:
+                    if free:
+                        check_output(name, inputs=inputs, what=what)
+                    _publish(tmp, fh.fileno(), name, force=force, inputs=inputs, what=what)
+                except NameTaken:
+                    if free:
+                        continue  # taken (before or while this was written): the next name
+                    raise
+                named.append(name)
+                break
+            else:
+                raise NameTaken(f"{target}: no free name beside it for the {what}")
     except OSError as exc:
         raise OutputFileError(f"{target}: cannot write the {what} ({exc.strerror or exc})") from None
     finally:
@@ -193,18 +292,42 @@ def atomic_file(
             tmp.unlink()
 
 
+@contextlib.contextmanager
+def atomic_file(
+    path: str | Path, *, inputs: Iterable[str | Path] = (), force: bool = False, what: str = "output"
+) -> Iterator[IO[bytes]]:
+    """A binary file handle whose content appears at ``path`` only when the block ends cleanly."""
+    with _atomic(path, inputs=inputs, force=force, what=what, free=False) as (fh, _):
+        yield fh
+
+
 def write_bytes(
-    path: str | Path, data: bytes, *, inputs: Iterable[str | Path] = (), force: bool = False, what: str = "output"
+    path: str | Path,
+    data: bytes,
+    *,
+    inputs: Iterable[str | Path] = (),
+    force: bool = False,
+    what: str = "output",
+    free: bool = False,
 ) -> Path:
-    with atomic_file(path, inputs=inputs, force=force, what=what) as fh:
+    """Write ``data`` at ``path``; with ``free``, at the first name of ``path``, ``stem-2.suffix``, ... that
+    is free when the file is published (two threads naming one file both keep theirs). The name written."""
+    with _atomic(path, inputs=inputs, force=force and not free, what=what, free=free) as (fh, named):
         fh.write(data)
-    return Path(path)
+    return named[0]
 
 
 def write_text(
-    path: str | Path, text: str, *, inputs: Iterable[str | Path] = (), force: bool = False, what: str = "output"
+    path: str | Path,
+    text: str,
+    *,
+    inputs: Iterable[str | Path] = (),
+    force: bool = False,
+    what: str = "output",
+    free: bool = False,
 ) -> Path:
-    return write_bytes(path, text.encode("utf-8", "surrogateescape"), inputs=inputs, force=force, what=what)
+    data = text.encode("utf-8", "surrogateescape")
+    return write_bytes(path, data, inputs=inputs, force=force, what=what, free=free)
 
 
 def write_own(path: str | Path, text: str) -> Path:
@@ -217,16 +340,7 @@ def write_own(path: str | Path, text: str) -> Path:
 
 
 def free_path(path: str | Path) -> Path:
-    """``path`` if nothing is there, else the first free ``stem-2.suffix``, ``stem-3.suffix``, ...:
-    where a file the user may have edited would otherwise be replaced, write beside it."""
-    target = Path(path)
-    if not target.exists() and not target.is_symlink():
-        return target
-    suffix = "".join(target.suffixes)
-    stem = target.name[: len(target.name) - len(suffix)] if suffix else target.name
-    n = 2
-    while True:
-        candidate = target.with_name(f"{stem}-{n}{suffix}")
-        if not candidate.exists() and not candidate.is_symlink():
-            return candidate
-        n += 1
+    """``path`` if nothing is there, else the first free ``stem-2.suffix``, ``stem-3.suffix``, ...: where a
+    file the user may have edited would otherwise be replaced, write beside it. (Between threads or
+    processes a name free now may be taken before it is written: ``write_text(..., free=True)``.)"""
+    return next(name for name in _next_names(Path(path)) if not name.exists() and not name.is_symlink())

@@ -77,7 +77,7 @@ class TraceChecker:
 
     def _check(self, result: TraceCheck) -> list[str]:
         """The warnings' lines; the corrected copy and the report are written before any is shown."""
-        from wizard.api import fix_trace, inspect_traces
+        from wizard.api import inspect_traces
 
         inspection = inspect_traces(result.trace, sms=self.sms, jobs=1, launches="none")
         result.inspection = inspection
@@ -86,9 +86,7 @@ class TraceChecker:
             _log(logging.INFO, f"warpwizard: {result.trace}: {_checked(inspection)} kernels checked, no wrong values")
         if self.fix and inspection.impossible:
             try:
-                target = _beside(result.trace, self.fix, "warpwizard-fixed")
-                fix_trace(result.trace, target)
-                result.fixed = str(target)
+                result.fixed = str(_fix_beside(result.trace, self.fix))
             except Exception as exc:  # noqa: BLE001 - the findings are still worth their warnings
                 lines.append(f"warpwizard could not write a corrected copy of {visible(result.trace)}: {visible(exc)}")
         if self.report:
@@ -97,8 +95,8 @@ class TraceChecker:
 
             try:
                 target = _beside(result.trace, self.report, "warpwizard", report=True)
-                write_text(target, dumps(inspection.to_dict()) + "\n", inputs=[result.trace])
-                result.report = str(target)
+                document = dumps(inspection.to_dict()) + "\n"
+                result.report = str(write_text(target, document, inputs=[result.trace], free=True))
             except Exception as exc:  # noqa: BLE001
                 lines.append(f"warpwizard could not write the report for {visible(result.trace)}: {visible(exc)}")
         return lines
@@ -223,6 +221,22 @@ def _differs(reported: float | None, true: float | None) -> bool:
 
 def _checked(inspection: Any) -> int:
     return sum(r.kernels_checked for r in inspection.reports)
+
+
+def _fix_beside(trace: str, where: bool | str | os.PathLike[str]) -> Path:
+    """The corrected copy, at the first name free when it is published: another thread or process
+    exporting a trace of the same name into the same directory keeps its own copy, and so does this."""
+    from wizard.api import fix_trace
+    from wizard.outputs import MAX_FREE_TRIES, NameTaken
+
+    for _ in range(MAX_FREE_TRIES):
+        target = _beside(trace, where, "warpwizard-fixed")
+        try:
+            fix_trace(trace, target)
+        except NameTaken:
+            continue  # taken while it was written: the next free name
+        return target
+    raise NameTaken(f"{_beside(trace, where, 'warpwizard-fixed')}: no free name for the corrected copy")
 
 
 def _beside(trace: str, where: bool | str | os.PathLike[str], tag: str, *, report: bool = False) -> Path:

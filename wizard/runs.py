@@ -42,7 +42,7 @@ def load_playbook(
     checked in full. Raises PlaybookNotFound, or PlaybookError with every problem in ``.problems``."""
     from wizard.playbook.discovery import load
 
-    return load(os.fspath(name_or_path), catalog(), list(playbook_dirs), environ)
+    return load(_path_text(name_or_path, "playbook"), catalog(), list(playbook_dirs), environ)
 
 
 def validate_playbook(path: PathLike) -> list[str]:
@@ -148,6 +148,7 @@ def given_answers(
     sets: Sequence[str] = (),
     workload: str | None = None,
     stdin: Any = None,
+    nofollow: bool = False,
 ) -> tuple[dict[str, Any], dict[str, str]]:
     """The answers a command line gives and where each came from: the file (its relative paths taken
     from where the file is), ``--workload`` for the questions it answers, then ``--set`` (which wins)."""
@@ -156,7 +157,7 @@ def given_answers(
     values: dict[str, Any] = {}
     origins: dict[str, str] = {}
     if answers_file:
-        loaded = load_answers_file(answers_file, stdin)
+        loaded = load_answers_file(answers_file, stdin, nofollow=nofollow)
         base = os.getcwd() if answers_file == "-" else os.path.dirname(os.path.abspath(answers_file))
         values.update(absolute_paths(pb, loaded, base))
         origins.update(dict.fromkeys(values, ORIGIN_FILE))
@@ -347,22 +348,47 @@ def absolute_paths(pb: Playbook, answers: Mapping[str, Any], base: str | os.Path
 
 def save_session(pb: Playbook, answers: Mapping[str, Any], environ: Mapping[str, str], now: Any) -> Path:
     """The answers so far, in a private file of the sessions directory that ``--resume`` finds."""
-    from wizard.outputs import free_path, write_text
+    from wizard.outputs import write_text
     from wizard.workspace import private_dir
 
     folder = private_dir(sessions_dir(environ))
-    target = free_path(folder / f"{pb.id}-{now.strftime('%Y%m%dT%H%M%S')}.yaml")
-    return write_text(target, answers_text(absolute_paths(pb, answers, os.getcwd()), pb.id), what="answers")
+    target = folder / f"{pb.id}-{now.strftime('%Y%m%dT%H%M%S')}.yaml"  # runs stopped in one second: -2, -3, ...
+    return write_text(target, answers_text(absolute_paths(pb, answers, os.getcwd()), pb.id), what="answers", free=True)
 
 
 def latest_session(playbook_id: str, environ: Mapping[str, str]) -> Path | None:
-    """The most recent interrupted session of a playbook, or None."""
+    """The most recent interrupted session of this playbook (never of one whose id merely starts the
+    same), or None. The sessions directory is judged as a workspace is (this user's, nobody else can
+    change it) and a session that is a link or someone else's file is passed over: its answers name
+    programs to run. Raises InputFileError for a directory that is not private."""
+    import re
+    import stat
+
+    from wizard.errors import InputFileError
+    from wizard.workspace import problem
+
     folder = sessions_dir(environ)
     try:
-        found = [p for p in folder.glob(f"{playbook_id}-*.yaml") if p.is_file()]
+        real = folder.resolve(strict=True)
+        reason = problem(real)
     except OSError:
         return None
-    return max(found, key=lambda p: (p.stat().st_mtime, p.name), default=None)
+    if reason is not None:
+        raise InputFileError(f"{folder}: refusing to resume a session from it: {reason}")
+    name = re.compile(re.escape(playbook_id) + r"-\d{8}T\d{6}(?:-\d+)?\.yaml")
+    found: list[tuple[int, str]] = []
+    me = os.geteuid() if hasattr(os, "geteuid") else None
+    try:
+        with os.scandir(real) as entries:
+            for entry in entries:
+                if not name.fullmatch(entry.name):
+                    continue
+                info = entry.stat(follow_symlinks=False)
+                if stat.S_ISREG(info.st_mode) and me in (None, info.st_uid):
+                    found.append((info.st_mtime_ns, entry.name))
+    except OSError:
+        return None
+    return real / max(found)[1] if found else None
 
 
 def program_questions(pb: Playbook, parameter: str | None = None) -> list[str]:
@@ -431,6 +457,10 @@ def run_probe(
     from wizard.probes.env import visible_gpus
 
     spec = _probe_info(name)
+    if params is not None and not isinstance(params, Mapping):
+        raise UsageError(
+            f"probe {name}: params must be a mapping of parameter name to value, not {type(params).__name__}"
+        )
     given = dict(params or {})
     for key, value in given.items():
         param = _param(spec, key)

@@ -336,7 +336,7 @@ def _option(name: str) -> str:
 
 def _trace_inspect(ctx: Context) -> ExitStatus:
     from wizard.api import check_numbers, inspect_traces
-    from wizard.outputs import check_output, write_text
+    from wizard.outputs import check_outputs, write_text
     from wizard.report.registry import FORMATS, format_for
 
     args = ctx.args
@@ -344,8 +344,7 @@ def _trace_inspect(ctx: Context) -> ExitStatus:
     files = [(args.report, format_for(args.report))] if args.report else []  # the format's extra checked now
     if args.markdown not in (None, "-"):
         files.append((args.markdown, FORMATS[".md"]))  # --markdown FILE: Markdown whatever its suffix
-    for path, chosen in files:
-        check_output(path, inputs=args.paths, force=args.force, what=chosen.name)
+    check_outputs([(path, chosen.name) for path, chosen in files], inputs=args.paths, force=args.force)
     inspection = inspect_traces(
         args.paths,
         sms=args.sms,

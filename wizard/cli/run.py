@@ -9,7 +9,7 @@ from typing import Any
 from wizard.errors import Interrupted, OutputFileError, Terminated, TerminateSignal, UsageError
 from wizard.exit_status import ExitStatus
 from wizard.options import Options
-from wizard.outputs import check_output, free_path, write_text
+from wizard.outputs import check_outputs, write_text
 from wizard.runs import (
     answers_text,
     check_given,
@@ -80,11 +80,8 @@ def _preflight(opts: RunOptions, pb: Playbook, values: dict[str, Any]) -> None:
         from wizard.report.registry import format_for
 
         format_for(opts.report)  # an unknown suffix, or the html extra missing: said before anything runs
-    for path, what in ((opts.record, "answers record"), (opts.report, "report")):
-        if path:
-            check_output(path, inputs=_inputs(opts, pb, values), force=opts.force, what=what)
-    if opts.record and opts.report and Path(opts.record).resolve() == Path(opts.report).resolve():
-        raise UsageError(f"--record and --report name the same file ({opts.report})")
+    named = [(path, what) for path, what in ((opts.record, "answers record"), (opts.report, "report")) if path]
+    check_outputs(named, inputs=_inputs(opts, pb, values), force=opts.force)
 
 
 def _save_interrupted(
@@ -96,8 +93,8 @@ def _save_interrupted(
         return None, "; no question was answered yet, so nothing was saved", None
     try:
         if opts.record:
-            target = free_path(opts.record)  # an earlier run's file, or the user's own: write beside it
-            write_text(target, answers_text(answers, pb.id), inputs=_inputs(opts, pb, answers), what="answers")
+            text = answers_text(answers, pb.id)  # beside an earlier run's file, or the user's own
+            target = write_text(opts.record, text, inputs=_inputs(opts, pb, answers), what="answers", free=True)
             return str(target), "", None
         saved = save_session(pb, answers, system.environ, system.clock.now())
     except OutputFileError as exc:
@@ -126,7 +123,13 @@ def _reuse(opts: RunOptions, pb: Playbook, ui: Any) -> Any:
         raise UsageError("--from and --from-step rerun a previous run: give its --json transcript with --answers FILE")
     reuse = reuse_from(pb, opts.answers_file, node=opts.from_node, step=opts.from_step)
     names = ", ".join(reuse.results) or "none"
-    ui.print(rich_text(f"rerunning from {reuse.start}; reusing the recorded results of: {names}", "dim"))
+    ui.print(
+        rich_text(
+            f"rerunning from {reuse.start}; reusing the recorded results of: {names} (each only where its inputs and "
+            "the files they name are unchanged; the transcript says why any ran again)",
+            "dim",
+        )
+    )
     return reuse
 
 
@@ -147,7 +150,12 @@ def run_playbook(opts: RunOptions, system: System, ui: Any, out: Any, stdout: An
     if opts.resume:
         _resume(opts, pb, system, ui)
     values, origins = given_answers(
-        pb, answers_file=opts.answers_file, sets=opts.sets, workload=opts.options.workload, stdin=system.stdin
+        pb,
+        answers_file=opts.answers_file,
+        sets=opts.sets,
+        workload=opts.options.workload,
+        stdin=system.stdin,
+        nofollow=opts.resume,
     )
     check_given(pb, values)
     if opts.dry_run:

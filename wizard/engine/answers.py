@@ -10,6 +10,7 @@ not, without ``--allow-commands`` (docs/security.md).
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Mapping
 from typing import Any, Protocol
@@ -18,7 +19,7 @@ import yaml
 
 from wizard.errors import AnswersError
 from wizard.playbook.model import AnswerInvalid, Playbook, QuestionNode
-from wizard.playbook.yaml_source import BoundedLoader, YamlSyntaxError, load_located
+from wizard.playbook.yaml_source import MAX_DEPTH, BoundedLoader, YamlSyntaxError, load_located
 from wizard.untrusted import visible
 
 ORIGIN_INTERACTIVE = "interactive"  # typed, chosen or confirmed by a person at the terminal
@@ -27,6 +28,21 @@ ORIGIN_FILE = "file"  # --answers
 ORIGIN_DEFAULT = "default"  # --defaults: the playbook's default, seen by nobody
 TRUSTED_ORIGINS = frozenset({ORIGIN_INTERACTIVE, ORIGIN_COMMAND_LINE})
 MAX_ANSWERS_BYTES = 1 << 20
+MAX_NESTING = MAX_DEPTH  # how deep answers (and a transcript's facts) may nest: as deep as YAML may
+
+
+def too_deep(value: Any, limit: int = MAX_NESTING) -> bool:
+    """Whether ``value`` nests lists and mappings deeper than ``limit``: counted without recursion, so
+    data from a file or a caller (100,000 levels) is refused with a line instead of a RecursionError
+    later, in a condition, a copy or the JSON writer."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list, tuple)):
+            if depth > limit:
+                return True
+            stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return False
 
 
 class MissingAnswer(Exception):
@@ -110,6 +126,9 @@ def check_answers(playbook: Playbook, values: Mapping[str, Any]) -> list[str]:
         if not isinstance(key, str):
             problems.append(f"question id {visible(repr(key))[:80]}: expected text, not {type(key).__name__}")
             continue
+        if too_deep(value):
+            problems.append(f"answer for {visible(key)[:80]!r}: nested deeper than {MAX_NESTING} levels")
+            continue
         q = questions.get(key)
         if q is None:
             close = difflib.get_close_matches(key, list(questions), n=1)
@@ -124,12 +143,16 @@ def check_answers(playbook: Playbook, values: Mapping[str, Any]) -> list[str]:
     return problems
 
 
-def _read_answers_text(path: str, stdin: Any) -> str:
+_NOFOLLOW = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def _read_answers_text(path: str, stdin: Any, nofollow: bool = False) -> str:
     try:
         if path == "-":
             text = str(stdin.read(MAX_ANSWERS_BYTES + 1))
         else:
-            with open(path, "rb") as fh:
+            fd = os.open(path, _NOFOLLOW) if nofollow else None  # a saved session is never a link
+            with open(path if fd is None else fd, "rb") as fh:
                 text = fh.read(MAX_ANSWERS_BYTES + 1).decode("utf-8")
     except FileNotFoundError:
         raise AnswersError([f"{path}: no such answers file"]) from None
@@ -175,9 +198,10 @@ def _yaml_answers(text: str, name: str) -> Any:
     return located.data
 
 
-def load_answers_file(path: str, stdin: Any = None) -> dict[str, Any]:
-    """Read answers (YAML or JSON, '-' for stdin): a mapping of question id to value."""
-    text = _read_answers_text(path, stdin if stdin is not None else sys.stdin)
+def load_answers_file(path: str, stdin: Any = None, *, nofollow: bool = False) -> dict[str, Any]:
+    """Read answers (YAML or JSON, '-' for stdin): a mapping of question id to value. ``nofollow``: a
+    symbolic link is refused, not followed (a saved session, found in the state directory)."""
+    text = _read_answers_text(path, stdin if stdin is not None else sys.stdin, nofollow)
     name = "stdin" if path == "-" else path
     data = _json_answers(text, name) if path.endswith(".json") else _yaml_answers(text, name)
     if data is None:
@@ -214,6 +238,13 @@ def dump_answers(answers: Mapping[str, Any], playbook_id: str) -> str:
     return header + yaml.safe_dump(dict(answers), sort_keys=False, allow_unicode=True)
 
 
+def template_text(text: object) -> str:
+    """Playbook text (a title, a prompt, a label) as it goes into the answers template: one line, every
+    run of whitespace (line breaks of every kind included) one space, controls escaped. The one rule
+    for all of them: text that started a line of its own would be YAML the template's reader obeys."""
+    return visible(" ".join(str(text).split()))
+
+
 def answers_template(playbook: Playbook, programs: frozenset[str] = frozenset()) -> str:
     """A commented answers file to fill in: every question's id, prompt, type and choices, its default
     and the step that asks it. A question with a default is filled with it; the others, paths
@@ -221,8 +252,9 @@ def answers_template(playbook: Playbook, programs: frozenset[str] = frozenset())
     commented out, to be filled in (or asked at the terminal)."""
     titles = {step.id: f"step {n} ({step.title})" for n, step in enumerate(playbook.steps, 1)}
     out = [
-        f"# warpwizard answers for playbook {playbook.id} ({playbook.title})",
-        f"# run: warpwizard run {playbook.id} --answers THIS_FILE (relative paths are relative to this file)",
+        f"# warpwizard answers for playbook {template_text(playbook.id)} ({template_text(playbook.title)})",
+        f"# run: warpwizard run {template_text(playbook.id)} --answers THIS_FILE "
+        "(relative paths are relative to this file)",
         "",
     ]
     for q in playbook.questions():
@@ -232,18 +264,22 @@ def answers_template(playbook: Playbook, programs: frozenset[str] = frozenset())
 
 def _template_entry(q: QuestionNode, step: str, names_program: bool) -> list[str]:
     prompt = q.prompt.source if q.prompt is not None else q.id
-    lines = [f"# {' '.join(prompt.split())}"]
+    lines = [f"# {template_text(prompt)}"]
     if q.help:
-        lines.append(f"#   {' '.join(q.help.split())}")
+        lines.append(f"#   {template_text(q.help)}")
     kind = q.type + (": " + " | ".join(f"{c.value} ({c.label})" for c in q.choices) if q.choices else "")
-    lines += [f"#   type {kind}", f"#   asked in {step}"]
+    lines += [f"#   type {template_text(kind)}", f"#   asked in {template_text(step)}"]
     if names_program:
         lines.append("#   names a program: it runs only with --allow-commands, or when you confirm it at the prompt")
     entry = yaml.safe_dump({q.id: q.default}, default_flow_style=True, allow_unicode=True, width=10**6).strip()[1:-1]
+    if len(entry.splitlines()) != 1:  # a default with a line break: JSON (which YAML reads) escapes it
+        from wizard.serialize import dumps
+
+        entry = f"{q.id}: {dumps(q.default, indent=None)}"
     if q.default is None:
         lines.append(f"# {q.id}:")
     elif q.type == "path" or names_program:  # a path must exist; a program is the user's to give
-        lines.append(f"# {entry}   # the default")
+        lines.append(f"# {template_text(entry)}   # the default")
     else:
         lines.append(entry)
     return [*lines, ""]

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from wizard.engine.answers import ORIGIN_DEFAULT, ORIGIN_FILE, ORIGIN_INTERACTIVE, TRUSTED_ORIGINS, AnswerSource
-from wizard.engine.reuse import Reuse
+from wizard.engine.reuse import Reuse, input_files
 from wizard.engine.transcript import Conclusion, Transcript, TranscriptEntry
 from wizard.environment import Environment
 from wizard.errors import AnswersError, ProbeInfrastructureError, WizardError
@@ -159,7 +159,7 @@ class Engine:
             params = self._params(node)
             entry.inputs = params
             self.observer.probe_started(node, params)
-            result = self._reused(node, entry) or self._run_probe(node, params)
+            result = self._reused(node, params, entry) or self._run_probe(node, params, entry)
             self.observer.probe_finished(node, result)
             self.state.facts[node.id] = result.facts
             self.state.status[node.id] = result.status.value
@@ -192,12 +192,20 @@ class Engine:
         entry.duration_s = round(self.env.system.clock.monotonic() - started, 6)
         return nxt
 
-    def _reused(self, node: ProbeNode, entry: TranscriptEntry) -> ProbeResult | None:
-        """The previous run's result for this probe, once, when rerunning from a later node."""
-        if self.reuse is None or node.id not in self.reuse.results:
+    def _reused(self, node: ProbeNode, params: dict[str, Any], entry: TranscriptEntry) -> ProbeResult | None:
+        """The previous run's result for this probe, once, when rerunning from a later node, and only
+        for the same inputs and unchanged files (else the entry says why the probe runs again)."""
+        probe = self.probes.get(node.probe)
+        if self.reuse is None or probe is None:
             return None
-        entry.reused_from = self.reuse.source
-        return self.reuse.results.pop(node.id)
+        full = with_defaults(probe.params, params)
+        result, why = self.reuse.take(node.id, full, probe.params)
+        if result is None:
+            entry.not_reused = why or None
+            return None
+        params.update(full)  # in place: the transcript's inputs show them
+        entry.reused_from, entry.input_files = self.reuse.source, input_files(probe.params, full)
+        return result
 
     def _params(self, node: ProbeNode) -> dict[str, Any]:
         return render_params(node, self.state)
@@ -227,11 +235,12 @@ class Engine:
             self.state.origins[question.id] = ORIGIN_INTERACTIVE
         return True
 
-    def _run_probe(self, node: ProbeNode, params: dict[str, Any]) -> ProbeResult:
+    def _run_probe(self, node: ProbeNode, params: dict[str, Any], entry: TranscriptEntry) -> ProbeResult:
         probe = self.probes.get(node.probe)
         if probe is None:
             raise ProbeInfrastructureError(f"probe {node.probe!r} is not registered")
         params.update(with_defaults(probe.params, params))  # in place: the transcript's inputs show them
+        entry.input_files = input_files(probe.params, params) or None  # what it read, before it ran
         refused = self._refused_programs(node, probe, params)
         if refused and not self.env.settings.allow_commands:
             return ProbeResult(

@@ -6,29 +6,145 @@ retry a failed step, ``warpwizard run PLAYBOOK --answers previous.json --from NO
 before NODE from its ``--json`` transcript, and runs from NODE on (as Ansible's
 ``--start-at-task`` and ``gh run rerun --failed`` do). Each reused entry says where it came from.
 
-The transcript is data like a trace: its facts steer decisions, and a program named by them is
-refused exactly as in a fresh run.
+A recorded result stands in only for the same work: the probe's inputs, rendered from this run's
+answers, equal the recorded ones, and every file or directory they name is unchanged since the
+recorded run (its ``input_files`` fingerprint: size, modification time and a hash of the first and
+last MiB). Otherwise the probe runs again and its entry says why (``not_reused``): a transcript
+recorded for one trace never diagnoses another.
+
+The transcript is data like a trace: read with the bounds and shape checks of any untrusted input
+(size, nesting, the type of every field used), its facts steer decisions, and a program named by
+them is refused exactly as in a fresh run.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
+import stat
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from wizard import schemas
-from wizard.errors import UsageError
+from wizard.engine.answers import MAX_NESTING, too_deep
+from wizard.errors import InputFileError, UsageError
 from wizard.playbook.model import Playbook
-from wizard.probes.base import ProbeResult, Status
+from wizard.probes.base import ParamSpec, ProbeResult, Status
+from wizard.serialize import clean
+from wizard.untrusted import visible
 
 MAX_TRANSCRIPT_BYTES = 64 << 20
+MAX_ENTRIES = 10_000  # a run stops after 500 nodes (engine.MAX_VISITS); a file with more is no run's
+HASHED_BYTES = 1 << 20  # a file's fingerprint hashes its first and its last MiB
+MAX_LISTED = 10_000  # a directory's fingerprint covers at most this many entries
+
+
+@dataclass(slots=True)
+class Recorded:
+    """One probe's result as the previous run recorded it, with what it was given and what it read."""
+
+    result: ProbeResult
+    inputs: dict[str, Any] | None
+    files: dict[str, Any] | None
 
 
 @dataclass(slots=True)
 class Reuse:
     source: str
     start: str  # the node the run really starts working from
-    results: dict[str, ProbeResult] = field(default_factory=dict)  # probe node -> recorded result
+    results: dict[str, Recorded] = field(default_factory=dict)  # probe node -> recorded result
+
+    def take(self, node: str, inputs: Mapping[str, Any], specs: Sequence[ParamSpec]) -> tuple[ProbeResult | None, str]:
+        """The recorded result for ``node`` when it was given ``inputs`` (this run's, defaults filled)
+        and the files they name are unchanged, else None and why the probe runs again. Used once."""
+        recorded = self.results.pop(node, None)
+        if recorded is None:
+            return None, ""
+        now = clean(dict(inputs))
+        if recorded.inputs != now:
+            changed = sorted(
+                k for k in {*now, *(recorded.inputs or {})} if now.get(k) != (recorded.inputs or {}).get(k)
+            )
+            shown = ", ".join(
+                f"{k} {visible(now.get(k))[:200]!r} (recorded: {visible((recorded.inputs or {}).get(k))[:200]!r})"
+                for k in changed
+            )
+            return None, f"run again: its inputs differ from the recorded run's: {shown}"
+        read = input_files(specs, inputs)
+        for path, mark in read.items():
+            was = (recorded.files or {}).get(path)
+            if was is None:
+                return None, f"run again: the recorded run kept no fingerprint of {visible(path)[:200]!r}"
+            if was != mark:
+                return (
+                    None,
+                    f"run again: {visible(path)[:200]!r} changed since the recorded run ({_difference(was, mark)})",
+                )
+        return recorded.result, ""
+
+
+def _difference(was: Any, now: Mapping[str, Any]) -> str:
+    if not isinstance(was, dict):
+        return "its recorded fingerprint is not one"
+    for key in ("kind", "size", "mtime_ns", "sha256_ends", "entries_sha256"):
+        if was.get(key) != now.get(key):
+            return f"{key.replace('_', ' ')} {visible(was.get(key))[:80]} then, {now.get(key)} now"
+    return "fingerprint differs"
+
+
+def fingerprint(path: str) -> dict[str, Any]:
+    """What identifies the content of ``path`` cheaply: a file's size, modification time and a hash of
+    its first and last MiB; a directory's listing (names, sizes, times of what is directly in it);
+    ``{"kind": "missing"}`` when nothing is there."""
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):
+        return {"kind": "missing"}
+    if stat.S_ISDIR(info.st_mode):
+        digest = hashlib.sha256()
+        try:
+            with os.scandir(path) as listing:
+                names = sorted(entry.name for _, entry in zip(range(MAX_LISTED + 1), listing, strict=False))
+            for name in names:
+                try:
+                    child = os.stat(os.path.join(path, name))
+                    digest.update(f"{name}\0{child.st_size}\0{child.st_mtime_ns}\n".encode("utf-8", "surrogateescape"))
+                except OSError:
+                    digest.update(f"{name}\0?\n".encode("utf-8", "surrogateescape"))
+        except OSError as exc:
+            return {"kind": "unreadable", "error": exc.strerror or str(exc)}
+        return {"kind": "directory", "mtime_ns": info.st_mtime_ns, "entries_sha256": digest.hexdigest()}
+    mark: dict[str, Any] = {"kind": "file", "size": info.st_size, "mtime_ns": info.st_mtime_ns}
+    digest = hashlib.sha256()
+    try:
+        with open(path, "rb") as fh:
+            digest.update(fh.read(HASHED_BYTES))
+            if info.st_size > HASHED_BYTES:
+                fh.seek(max(HASHED_BYTES, info.st_size - HASHED_BYTES))
+                digest.update(fh.read(HASHED_BYTES))
+    except OSError as exc:
+        return {**mark, "kind": "unreadable", "error": exc.strerror or str(exc)}
+    return {**mark, "sha256_ends": digest.hexdigest()}
+
+
+def input_files(specs: Sequence[ParamSpec], params: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The fingerprint of every file a probe's path parameters name (what ``--from`` checks before it
+    reuses the probe's result): the transcript records it beside the inputs."""
+    out: dict[str, dict[str, Any]] = {}
+    for spec in specs:
+        if spec.type not in ("path", "paths"):
+            continue
+        value = params.get(spec.name)
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, str) and item and item not in out:
+                out[item] = fingerprint(item)
+    return out
+
+
+def _bad(path: str, what: str) -> InputFileError:
+    return InputFileError(f"--from: {path}: {what}; give a transcript a run wrote with --json")
 
 
 def _document(path: str) -> dict[str, Any]:
@@ -37,28 +153,57 @@ def _document(path: str) -> dict[str, Any]:
             raw = fh.read(MAX_TRANSCRIPT_BYTES + 1)
     except OSError as exc:
         raise UsageError(f"--from: cannot read {path} ({exc.strerror or exc})") from None
+    if len(raw) > MAX_TRANSCRIPT_BYTES:
+        raise _bad(path, f"over {MAX_TRANSCRIPT_BYTES >> 20} MiB, larger than any run's transcript")
     try:
-        data = json.loads(raw) if len(raw) <= MAX_TRANSCRIPT_BYTES else None
-    except (ValueError, RecursionError):
+        data = json.loads(raw)
+    except RecursionError:
+        raise _bad(path, f"nested deeper than {MAX_NESTING} levels") from None
+    except ValueError:
         data = None
     if not isinstance(data, dict) or schemas.kind(data.get("schema")) != "warpwizard.transcript":
         raise UsageError(f"--from needs --answers to be a previous run's --json transcript; {path} is not one")
+    if too_deep(data, MAX_NESTING + 3):  # the document, its entries, an entry: then facts as deep as answers
+        raise _bad(path, f"nested deeper than {MAX_NESTING} levels")
     return data
 
 
-def _result(entry: dict[str, Any]) -> ProbeResult | None:
+def _entries(path: str, data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The transcript's entries, each field this module reads of the type a run writes, or one line why."""
+    entries = data.get("entries")
+    if not isinstance(entries, list):
+        raise _bad(path, f"'entries' must be a list, not {type(entries).__name__}")
+    if len(entries) > MAX_ENTRIES:
+        raise _bad(path, f"{len(entries)} entries, more than any run records ({MAX_ENTRIES})")
+    shapes: dict[str, tuple[type, ...]] = {
+        "node": (str,), "kind": (str,), "step": (str, type(None)), "status": (str, type(None)),
+        "summary": (str, type(None)), "facts": (dict, type(None)), "evidence": (list, type(None)),
+        "files": (list, type(None)), "inputs": (dict, type(None)), "input_files": (dict, type(None)),
+    }  # fmt: skip
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            raise _bad(path, f"entries[{i}] must be a mapping, not {type(entry).__name__}")
+        for key, types in shapes.items():
+            if key in entry and not isinstance(entry[key], types):
+                raise _bad(path, f"entries[{i}].{key} must be {types[0].__name__}, not {type(entry[key]).__name__}")
+        if not isinstance(entry.get("node"), str):
+            raise _bad(path, f"entries[{i}] needs 'node', a node id")
+    return entries
+
+
+def _result(entry: dict[str, Any]) -> Recorded | None:
     try:
         status = Status(entry.get("status"))
     except ValueError:
         return None
-    facts, evidence, files = entry.get("facts"), entry.get("evidence"), entry.get("files")
-    return ProbeResult(
+    result = ProbeResult(
         status,
         str(entry.get("summary") or ""),
-        facts=dict(facts) if isinstance(facts, dict) else {},
-        evidence=[str(x) for x in evidence] if isinstance(evidence, list) else [],
-        files=[str(x) for x in files] if isinstance(files, list) else [],
+        facts=dict(entry.get("facts") or {}),
+        evidence=[str(x) for x in entry.get("evidence") or []],
+        files=[str(x) for x in entry.get("files") or []],
     )
+    return Recorded(result, entry.get("inputs"), entry.get("input_files"))
 
 
 def _start(pb: Playbook, nodes: list[str], entries: list[dict[str, Any]], node: str | None, step: int | None) -> str:
@@ -74,7 +219,8 @@ def _start(pb: Playbook, nodes: list[str], entries: list[dict[str, Any]], node: 
     if node not in pb.nodes:
         raise UsageError(f"--from {node}: playbook {pb.id} has no such node")
     if node not in nodes:
-        raise UsageError(f"--from {node}: the previous run did not reach it; it visited: {', '.join(nodes)}")
+        shown = visible(", ".join(nodes))[:2000]
+        raise UsageError(f"--from {node}: the previous run did not reach it; it visited: {shown}")
     return node
 
 
@@ -84,14 +230,15 @@ def recorded(pb: Playbook, path: str, *, node: str | None = None, step: int | No
     about = data.get("playbook")
     if not isinstance(about, dict) or about.get("id") != pb.id:
         found = about.get("id") if isinstance(about, dict) else None
-        raise UsageError(f"--from: {path} is a transcript of playbook {found!r}, not {pb.id}")
-    entries = [e for e in data.get("entries") or [] if isinstance(e, dict)]
-    nodes = [str(e.get("node")) for e in entries]
+        shown = repr(visible(found)[:80]) if isinstance(found, str) else visible(repr(found))[:80]
+        raise UsageError(f"--from: {path} is a transcript of playbook {shown}, not {pb.id}")
+    entries = _entries(path, data)
+    nodes = [e["node"] for e in entries]
     start = _start(pb, nodes, entries, node, step)
     reuse = Reuse(path, start)
     for entry in entries[: nodes.index(start)]:
-        name = entry.get("node")
-        if entry.get("kind") == "probe" and isinstance(name, str) and name not in reuse.results:
+        name = entry["node"]
+        if entry.get("kind") == "probe" and name not in reuse.results:
             result = _result(entry)
             if result is not None:
                 reuse.results[name] = result

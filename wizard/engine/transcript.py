@@ -35,6 +35,8 @@ class TranscriptEntry:
     files: list[str] | None = None
     next: str | None = None
     reused_from: str | None = None  # the transcript this probe's result was taken from (--from)
+    not_reused: str | None = None  # why --from ran this probe again instead (inputs or files changed)
+    input_files: dict[str, Any] | None = None  # fingerprints of the files its inputs name (for --from)
 
     def record(self, result: ProbeResult) -> None:
         """What a probe found, as the transcript keeps it."""

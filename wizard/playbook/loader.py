@@ -46,6 +46,9 @@ COMMON_KEYS = grammar.names(grammar.COMMON)
 KIND_KEYS: dict[str, tuple[str, ...]] = {kind: grammar.names(fields) for kind, fields in grammar.KINDS.items()}
 
 
+LINE_BREAKS = frozenset("\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")  # what str.splitlines() and YAML break at
+
+
 def _suggest(name: str, options: list[str] | tuple[str, ...]) -> str:
     close = difflib.get_close_matches(str(name), [str(o) for o in options], n=1, cutoff=0.6)
     return f" (did you mean {close[0]!r}?)" if close else ""
@@ -88,6 +91,16 @@ class _Checker:
             return ""
         return str(value)
 
+    def line(self, data: Mapping[str, Any], key: str, where: Path_, what: str, required: bool = True) -> str:
+        """A title or label: text of one line. A line break in one would start a line of its own in the
+        answers template, where YAML reads it as an answer (``workload_cmd: ...``)."""
+        return self.one_line(self.text(data, key, where, what, required), (*where, key), f"'{key}'")
+
+    def one_line(self, value: str, where: Path_, what: str) -> str:
+        if any(ch in LINE_BREAKS for ch in value):
+            self.problem(where, f"{what} must be one line: it holds a line break")
+        return value
+
     def template(self, value: Any, where: Path_) -> Template | None:
         if value is None:
             return None
@@ -128,7 +141,7 @@ def _steps(c: _Checker, data: Any) -> tuple[Step, ...]:
         if sid in seen:
             c.problem((*where, "id"), f"duplicate step id {sid!r}")
         seen.add(sid)
-        steps.append(Step(sid, c.text(raw, "title", where, f"step {sid!r}"), c.text(raw, "explain", where, "", False)))
+        steps.append(Step(sid, c.line(raw, "title", where, f"step {sid!r}"), c.text(raw, "explain", where, "", False)))
     return tuple(steps)
 
 
@@ -143,9 +156,13 @@ def _choices(c: _Checker, raw: Any, where: Path_) -> tuple[Choice, ...]:
             if "value" not in item:
                 c.problem((*where, i), "a choice needs 'value'")
                 continue
-            out.append(Choice(item["value"], str(item.get("label", item["value"]))))
+            if "label" in item:
+                label = c.line(item, "label", (*where, i), "a choice")
+            else:  # the value is its own label
+                label = c.one_line(str(item["value"]), (*where, i, "value"), "a choice's value (its label)")
+            out.append(Choice(item["value"], label))
         elif isinstance(item, (str, int, float, bool)):
-            out.append(Choice(item, str(item)))
+            out.append(Choice(item, c.one_line(str(item), (*where, i), "a choice (its own label)")))
         else:
             c.problem((*where, i), "a choice is a value or {value, label}")
     values = [ch.value for ch in out]
@@ -520,7 +537,7 @@ def load_playbook_text(text: str, path: str, probes: Mapping[str, ProbeInfo]) ->
     pid = c.text(data, "id", (), "the playbook")
     if pid and not PLAYBOOK_ID_PATTERN.fullmatch(pid):
         c.problem(("id",), f"playbook id {pid!r} must be lower-case letters, digits, '-' or '_'")
-    title = c.text(data, "title", (), "the playbook")
+    title = c.line(data, "title", (), "the playbook")
     version = c.text(data, "version", (), "the playbook")
     description = c.text(data, "description", (), "the playbook", False)
     steps = _steps(c, data.get("steps"))

@@ -31,12 +31,32 @@ def answer_sources(raw: Any) -> tuple[str, ...] | None:
     return None
 
 
-def _not_yours(raw: Any) -> str:
+def _named(refs: Any) -> str:
+    return ", ".join(dict.fromkeys(".".join(p for p in (r.root, r.node, r.fact) if p) for r in refs))
+
+
+def _one_source(raw: Any) -> str | None:
+    """Where one value (or one item of a list) comes from, when not from the playbook's own text."""
     if isinstance(raw, Template) and any(r.root != "answers" for r in raw.references):
-        return "taken from probe results, which come from traces and other files"
+        found = [r for r in raw.references if r.root != "answers"]
+        return f"taken from probe results ({_named(found)}), which come from traces, transcripts and other files"
     if isinstance(raw, Template) and raw.references:
-        return "built by the playbook around an answer"
-    return "written in the playbook"
+        return f"built by the playbook around an answer ({_named(raw.references)})"
+    return None
+
+
+def _not_yours(raw: Any) -> str:
+    """Where a program-naming value that is not the user's own comes from: each item of a list
+    (``argv``) named, the first being the program itself."""
+    if isinstance(raw, list):
+        parts = [
+            f"item {i}{' (the program)' if i == 0 else ''} {why}"
+            for i, item in enumerate(raw)
+            if (why := _one_source(item)) is not None
+        ]
+        if parts:
+            return "; ".join([*parts, "the rest written in the playbook"] if len(parts) < len(raw) else parts)
+    return _one_source(raw) or "written in the playbook"
 
 
 def refusal(raw: Any, origins: Mapping[str, str], trusted: frozenset[str], words: Mapping[str, str]) -> str | None:

@@ -25,6 +25,8 @@ from wizard.untrusted import html_text
 METRICS = ("warps per SM", "blocks per SM", "occupancy %")
 IMPOSSIBLE_ROWS = ("negative", "zero", "inf", "-inf", "nan")  # reported values a log axis would drop
 TIME_BINS = 300
+MAX_POINTS = 1000  # distinct points drawn per metric: the most launched ones (the table is capped too)
+MAX_LANES = 30  # ranks and streams drawn: the ones with the most wrong launches
 PALETTE = {
     "A": "#d62728", "A'": "#ff7f0e", "B": "#9467bd", "C": "#8c564b", "C'": "#e377c2", "D": "#bcbd22",
     "E": "#17becf", "G": "#1f77b4", "F": "#7f7f7f", "?": "#000000", "ok": "#2ca02c",
@@ -100,7 +102,9 @@ def reported_vs_true(points: list[tuple[str, str, float | None, float | None, in
     from plotly.subplots import make_subplots
 
     fig = make_subplots(rows=2, cols=1, row_heights=[0.75, 0.25], vertical_spacing=0.12, shared_xaxes=True)
-    chosen = [p for p in points if p[0] == metric and p[3] is not None and p[3] > 0 and p[2] is not None]
+    drawable = [p for p in points if p[0] == metric and p[3] is not None and p[3] > 0 and p[2] is not None]
+    chosen = sorted(drawable, key=lambda p: -p[4])[:MAX_POINTS]  # a page that draws, whatever the trace
+    left = _not_drawn(len(drawable) - len(chosen), sum(p[4] for p in drawable) - sum(p[4] for p in chosen), "point")
     ends: list[float] = []  # every value drawn on the log axes: the equality line spans them
     for mechanism in sorted({p[1] for p in chosen}, key=lambda m: ORDER.get(m, 99)):
         mine = [p for p in chosen if p[1] == mechanism]
@@ -147,10 +151,19 @@ def reported_vs_true(points: list[tuple[str, str, float | None, float | None, in
     fig.update_yaxes(type="log", title_text=f"reported {metric}", row=1, col=1)
     fig.update_yaxes(type="category", categoryorder="array", categoryarray=list(IMPOSSIBLE_ROWS), row=2, col=1)
     fig.update_layout(
-        title={"text": f"{metric}: reported against true, per distinct launch"},
+        title={"text": f"{metric}: reported against true, per distinct launch{left}"},
         height=520, margin={"l": 60, "r": 10, "t": 50, "b": 50}, legend={"orientation": "h", "y": -0.25},
     )  # fmt: skip
     return str(fig.to_json(validate=False))
+
+
+def _not_drawn(items: int, launches: int, what: str) -> str:
+    """The words a picture's title adds for what it leaves out (the most launched are drawn)."""
+    return f" (the top {what}s by launches; {items} more {what}(s), {launches} launch(es), not drawn)" if items else ""
+
+
+def _top_lanes(launches: Counter[str]) -> set[str]:
+    return {lane for lane, _ in launches.most_common(MAX_LANES)}
 
 
 def _bins(times: list[float], start: float, width: float) -> Counter[int]:
@@ -167,12 +180,22 @@ def timeline(reports: list[tuple[str, PlotData]]) -> str | None:
     end = max(max(t) for _, p in spans for t in p.timeline.values())
     width = (end - start) / TIME_BINS
     fig = go.Figure()
+    per_lane: Counter[str] = Counter()
+    for label, plot in spans:
+        for (stream, _), times in plot.timeline.items():
+            per_lane[f"{label} · stream {stream}"] += len(times)
+    drawn = _top_lanes(per_lane)
     rows: dict[str, list[tuple[float, str, int]]] = {}
     for label, plot in spans:
         for (stream, mechanism), times in plot.timeline.items():
-            lane = html_text(f"{label} · stream {stream}", 80)
+            name = f"{label} · stream {stream}"
+            if name not in drawn:
+                continue
             for b, n in sorted(_bins(times, start, width).items()):
-                rows.setdefault(mechanism, []).append(((b + 0.5) * width / 1000.0, lane, n))
+                rows.setdefault(mechanism, []).append(((b + 0.5) * width / 1000.0, html_text(name, 80), n))
+    lanes_left = _not_drawn(
+        len(per_lane) - len(drawn), sum(per_lane.values()) - sum(per_lane[n] for n in drawn), "lane"
+    )
     for mechanism in sorted(rows, key=lambda m: ORDER.get(m, 99)):
         marks = rows[mechanism]
         fig.add_trace(
@@ -189,7 +212,7 @@ def timeline(reports: list[tuple[str, PlotData]]) -> str | None:
     omitted = sum(p.timeline_omitted for _, p in spans)
     fig.update_layout(
         title={"text": "wrong launches over time, per rank and stream"
-               + (f" ({omitted} more launches not drawn)" if omitted else "")},
+               + (f" ({omitted} more launches not drawn)" if omitted else "") + lanes_left},
         xaxis={"title": {"text": "ms since the first launch"}}, yaxis={"type": "category"},
         height=max(260, 60 + 28 * len({m[1] for marks in rows.values() for m in marks})),
         margin={"l": 160, "r": 10, "t": 50, "b": 50}, legend={"orientation": "h", "y": -0.3},
@@ -200,9 +223,13 @@ def timeline(reports: list[tuple[str, PlotData]]) -> str | None:
 def per_rank(counts: dict[str, dict[str, int]]) -> str | None:
     """Launches per mechanism and rank, stacked: which rank has which problem."""
     go = require_plotly()
-    labels = sorted({label for per in counts.values() for label in per})
-    if len(labels) < 2:
+    per_label: Counter[str] = Counter()
+    for per in counts.values():
+        per_label.update(per)
+    if len(per_label) < 2:
         return None
+    labels = sorted(_top_lanes(per_label))
+    left = _not_drawn(len(per_label) - len(labels), sum(per_label.values()) - sum(per_label[n] for n in labels), "rank")
     fig = go.Figure()
     for mechanism in sorted(counts, key=lambda m: ORDER.get(m, 99)):
         per = counts[mechanism]
@@ -215,7 +242,7 @@ def per_rank(counts: dict[str, dict[str, int]]) -> str | None:
             )
         )
     fig.update_layout(
-        barmode="stack", title={"text": "launches per mechanism and rank"}, height=360,
+        barmode="stack", title={"text": f"launches per mechanism and rank{left}"}, height=360,
         margin={"l": 60, "r": 10, "t": 50, "b": 50}, legend={"orientation": "h", "y": -0.25},
     )  # fmt: skip
     return str(fig.to_json(validate=False))
