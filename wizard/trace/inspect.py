@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from wizard.errors import InputFileError, UsageError
-from wizard.progress import NO_PROGRESS, Progress, Task, reading, task
+from wizard.progress import NO_PROGRESS, Progress, Task, reading, relayed, task
 from wizard.trace.analysis import SM_COUNT_HINT, Finding, KernelCheck, MemoChecker
 from wizard.trace.devices import DeviceInfo, device_table
 from wizard.trace.mechanisms import Mechanism, is_wrong
@@ -618,8 +618,8 @@ def inspect_paths(
                 reports.append(inspect_trace(f, sms, config, max_launches, keep, plots=plots, progress=progress))
                 done.update(len(reports))
             return Inspection(reports)
-        one = partial(inspect_trace, sms=sms, max_launches=max_launches, keep=keep, plots=plots)
-        with worker_pool(workers) as pool:
+        with relayed(progress) as theirs, worker_pool(workers) as pool:  # each worker's file gets its bar
+            one = partial(inspect_trace, sms=sms, max_launches=max_launches, keep=keep, plots=plots, progress=theirs)
             return Inspection(list(_in_order(pool.map(one, [str(f) for f in files]), done)))
 
 

@@ -13,6 +13,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from rich import filesize
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -62,7 +63,9 @@ class _Amount(ProgressColumn):
     def render(self, task: Any) -> Text:
         unit = task.fields.get("unit")
         if unit == "bytes":
-            parts: list[Text | str] = [self.bytes.render(task), " ", self.speed.render(task)]
+            read = filesize.decimal(int(task.completed)) if task.total is None else self.bytes.render(task)
+            parts: list[Text | str] = [Text(read, style="progress.download") if isinstance(read, str) else read]
+            parts += [" ", self.speed.render(task)]
             if task.total is not None:
                 parts += [" ", self.left.render(task), Text(" left", style="progress.remaining")]
             return Text.assemble(*parts)
@@ -178,18 +181,24 @@ class TerminalProgress:
     def _first(self) -> float:
         return min((x.started for x in self._lines), default=self.clock.monotonic())
 
-    def _arm(self) -> None:
+    def _arm(self, wait: float | None = None) -> None:
         """Show the work once it has taken the delay, even if it reports nothing meanwhile (a probe)."""
         if self._shown or self._timer is not None:
             return
-        self._timer = threading.Timer(self.delay, self._on_timer)
+        self._timer = threading.Timer(self.delay if wait is None else wait, self._on_timer)
         self._timer.daemon = True
         self._timer.start()
 
     def _on_timer(self) -> None:
+        """The delay is the clock's (injected: tests move it), so wait again while it says too early."""
         with self._lock:
             self._timer = None
-            if self._lines and not self._shown:
+            if not self._lines or self._shown:
+                return
+            left = self.delay - (self.clock.monotonic() - self._first())
+            if left > 0:
+                self._arm(max(left, 0.05))
+            else:
                 self._show()
 
     def _show(self) -> None:
