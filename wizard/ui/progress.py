@@ -33,7 +33,7 @@ from wizard.untrusted import cut, rich_text, visible
 
 DELAY = 0.5  # seconds of work before anything is shown
 PLAIN_EVERY = 5.0  # seconds between two plain lines of one task
-REFRESH_PER_SECOND = 4  # a redraw costs a little: 4 a second is smooth enough for bytes and seconds
+REFRESH_PER_SECOND = 2  # a redraw is rich laying out a table (2 to 8 ms): twice a second keeps it under 2%
 
 
 class _Description(ProgressColumn):
@@ -90,6 +90,7 @@ class _Line:
     completed: float = 0.0
     total: float | None = None
     printed: float | None = None  # plain mode: when this line was last printed
+    shown: str | None = None  # live: the words on the line now
 
 
 class _Handle:
@@ -237,6 +238,7 @@ class TerminalProgress:
         line.id = self._bars.add_task(
             "", total=line.total, completed=int(line.completed), unit=line.unit, text=Text("")
         )
+        line.shown = None
         self._bars.tasks[-1].start_time = line.started  # elapsed counts from when the work began
         self._draw(line)
 
@@ -249,7 +251,11 @@ class TerminalProgress:
             return
         if self.live:
             if self._bars is not None and line.id is not None:
-                self._bars.update(line.id, completed=line.completed, total=line.total, text=self._text(line))
+                text = self._text(line)
+                if text.plain != line.shown:  # the same words: only the numbers change
+                    line.shown = text.plain
+                    self._bars.update(line.id, text=text)
+                self._bars.update(line.id, completed=line.completed, total=line.total)
             return
         now = self.clock.monotonic()
         if line.printed is not None and now - line.printed < PLAIN_EVERY:
