@@ -235,6 +235,45 @@ def test_a_rank_directory_has_a_bar_for_its_files_and_one_for_each_file_read_eve
         assert sorted(v for k, v in mine if k == "close") == files
 
 
+def test_pytorchs_validator_runs_beside_the_inspection(tmp_path: Path) -> None:
+    """The validator (a fresh interpreter importing torch: seconds) starts before the inspection
+    reads the trace, not after it: the inspection's read waits until the validator has started, and
+    the validator's run until the read has begun; one after the other, each would wait in vain."""
+    from wizard.environment import Environment
+    from wizard.probes.trace_inspect import TraceInspectProbe
+    from wizard.runner import CommandResult
+
+    validator_started, read_started = threading.Event(), threading.Event()
+    overlapped: list[bool] = []
+
+    class Runner:
+        def run(self, argv: Any, *, timeout: float, env: Any = None, cwd: Any = None, log_path: Any = None) -> Any:
+            validator_started.set()
+            overlapped.append(read_started.wait(30))
+            line = 'WARPWIZARD_RESULT {"ok": true, "available": true, "torch": "2.13.0", "passed": true}'
+            return CommandResult(list(argv), 0, line, 0.1, False)
+
+    doings: list[str] = []
+
+    class Watcher(Recorder):
+        def task(self, label: str, *, doing: str = "", total: float | None = None, unit: Any = "") -> Any:
+            doings.append(doing)
+            if unit == "bytes":  # the inspection begins to read the file
+                read_started.set()
+                overlapped.append(validator_started.wait(30))
+            return super().task(label, doing=doing, total=total, unit=unit)
+
+    seen: list[tuple[str, Any]] = []
+    env = Environment.of(report_dir=tmp_path / "report", runner=Runner(), progress=Watcher(seen))
+    result = TraceInspectProbe().run(env, {"paths": [str(SMALL)], "torch_validator": True})
+    assert overlapped == [True, True]
+    assert "PyTorch's trace validator (torch 2.13.0) on grid-overflow.json: its timeline rules all pass" in (
+        result.evidence
+    )
+    assert "reading the trace and running PyTorch's trace validator" in doings
+    assert doings[-1] == "running PyTorch's trace validator"  # what the probe's line says while it waits
+
+
 # ---- at a real terminal ---------------------------------------------------------------------------
 def terminal_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("CI", "NO_COLOR")}
