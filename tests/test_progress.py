@@ -179,6 +179,17 @@ def test_no_color_flag_draws_nothing_and_progress_forces_plain_lines() -> None:
     assert "grid-overflow.json  reading: " in log  # for a log: plain lines, even under CI
 
 
+def test_trace_fix_shows_its_read_and_its_write(tmp_path: Path) -> None:
+    status, out, err = run_at(["trace", "fix", str(SMALL), str(tmp_path / "fixed.json")])
+    text = ESCAPES.sub("", err)
+    assert (
+        status == 0
+        and "grid-overflow.json  reading" in text
+        and "grid-overflow.json  writing the corrected copy" in text
+    )
+    assert HIDE_CURSOR not in out and (tmp_path / "fixed.json").is_file()
+
+
 def test_a_probe_reports_what_it_does_on_the_system_it_is_given() -> None:
     status, out, err = run_at(["probe", "trace.inspect", "--param", f"paths={SMALL}"], tty=("stderr",))
     assert status == 1 and "FAIL" in out and HIDE_CURSOR not in out
