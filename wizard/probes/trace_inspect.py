@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any, Generic, TypeVar
@@ -10,7 +11,7 @@ from wizard.environment import Environment
 from wizard.errors import InputFileError, OutputFileError
 from wizard.outputs import write_own
 from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status
-from wizard.progress import task
+from wizard.progress import NO_PROGRESS, task
 from wizard.serialize import dumps
 from wizard.trace.inspect import FindingGroup, Inspection, inspect_paths, launched_by
 from wizard.trace.kineto_math import INT32_MAX
@@ -249,8 +250,11 @@ class TraceInspectProbe:
             return ProbeResult(Status.SKIP, "no trace file given", facts={"mechanisms": [], "impossible": False})
         progress = env.system.progress
         validate = params.get("torch_validator") is True
+        # The validator's thread reports nothing itself: this probe's line says it runs, and nothing of it
+        # stays on the screen when the inspection fails and the validator is left to finish on its own.
+        silent = dataclasses.replace(env, system=dataclasses.replace(env.system, progress=NO_PROGRESS))
         try:
-            validator = _Beside(lambda: _torch_validators(env, paths, timeout)) if validate else None
+            validator = _Beside(lambda: _torch_validators(silent, paths, timeout)) if validate else None
             doing = "reading the trace and running PyTorch's trace validator" if validate else "reading the trace"
             with task(progress, self.name, doing=doing):
                 inspection = inspect_paths(paths, params.get("jobs"), progress=progress)
