@@ -47,7 +47,7 @@ class _Bar(ProgressColumn):
 
     def __init__(self) -> None:
         super().__init__()
-        self.bar = BarColumn(bar_width=30)
+        self.bar = BarColumn(bar_width=20)
 
     def render(self, task: Any) -> Any:
         return self.bar.render(task) if task.fields.get("unit") else Text("")
@@ -72,6 +72,17 @@ class _Amount(ProgressColumn):
         if unit == "files" and task.total is not None:
             return Text(f"{int(task.completed)}/{int(task.total)} files", style="progress.download")
         return Text("")
+
+
+class _Elapsed(ProgressColumn):
+    """The time elapsed, for work whose time left is not shown (a probe, files): a bytes bar has it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.elapsed = TimeElapsedColumn()
+
+    def render(self, task: Any) -> Text:
+        return Text("") if task.fields.get("unit") == "bytes" and task.total else self.elapsed.render(task)
 
 
 def _size(count: float) -> str:
@@ -212,7 +223,7 @@ class TerminalProgress:
             _Description(),
             _Bar(),
             _Amount(),
-            TimeElapsedColumn(),
+            _Elapsed(),
             console=self.console,
             transient=True,
             refresh_per_second=REFRESH_PER_SECOND,
@@ -244,7 +255,9 @@ class TerminalProgress:
 
     def _text(self, line: _Line) -> Text:
         doing = next((h.doing for h in reversed(line.handles) if h.doing), "")
-        return Text.assemble(rich_text(cut(visible(line.label), 60), "bold"), "  ", rich_text(cut(visible(doing), 100)))
+        text = Text.assemble(rich_text(cut(visible(line.label), 60), "bold"), "  ", rich_text(cut(visible(doing), 100)))
+        text.no_wrap, text.overflow = True, "ellipsis"  # one line, cut at the terminal's width
+        return text
 
     def _draw(self, line: _Line) -> None:
         if not self._shown:
