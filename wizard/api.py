@@ -12,6 +12,7 @@ import os
 from collections.abc import Callable, Iterable
 
 from wizard.errors import UsageError
+from wizard.progress import NO_PROGRESS, Progress
 from wizard.trace.fix import FixSummary
 from wizard.trace.fix import fix_trace as _fix_trace
 from wizard.trace.inspect import DEFAULT_MAX_LAUNCHES, KEEP_CHOICES, Keep, check_limits, inspect_paths
@@ -31,6 +32,7 @@ def inspect_traces(
     launches: Keep = "all",
     max_launches: int | None = DEFAULT_MAX_LAUNCHES,
     plots: bool = True,
+    progress: Progress = NO_PROGRESS,
 ) -> Inspection:
     """Check every kernel launch of one or more traces (``.json``/``.json.gz`` files, or per-rank
     directories) and explain each impossible value.
@@ -40,13 +42,14 @@ def inspect_traces(
     report keeps: ``"all"`` checked launches (for a DataFrame), ``"wrong"`` ones, or ``"none"``.
     ``max_launches``: wrong launches listed per finding group in ``to_dict()`` (None: the default).
     ``plots``: also gather what ``to_html()``'s pictures need (distinct points, wrong launches' times; small).
+    ``progress``: told each file's bytes as read (wizard.progress; by default nothing is reported or printed).
     Raises InputFileError / TraceReadError for a file that cannot be read, UsageError for bad numbers.
     """
     if launches not in KEEP_CHOICES:
         raise UsageError(f"launches must be one of {', '.join(KEEP_CHOICES)}, not {launches!r}")
     check_limits(jobs, sms, max_launches)
     limit = DEFAULT_MAX_LAUNCHES if max_launches is None else max_launches
-    return inspect_paths(path_names(paths), jobs, sms, limit, launches, plots=plots)
+    return inspect_paths(path_names(paths), jobs, sms, limit, launches, plots=plots, progress=progress)
 
 
 def check_numbers(jobs: object, sms: object, max_launches: object, *, spell: Callable[[str], str] = str) -> None:
@@ -72,9 +75,11 @@ def path_text(value: object, what: str, expected: str = "a str or os.PathLike of
     return name
 
 
-def fix_trace(source: PathLike, output: PathLike, *, force: bool = False) -> FixSummary:
+def fix_trace(
+    source: PathLike, output: PathLike, *, force: bool = False, progress: Progress = NO_PROGRESS
+) -> FixSummary:
     """Write a copy of ``source`` whose wrong kernel metrics hold their true values (originals kept
     under ``args["warpwizard original"]``); gzip when ``output`` ends in ``.gz``. Never writes over the
     input, nor over an existing file unless ``force``. Raises InputFileError, OutputFileError."""
     (source_name,), (output_name,) = path_names(source), path_names(output)
-    return _fix_trace(source_name, output_name, force=force)
+    return _fix_trace(source_name, output_name, force=force, progress=progress)

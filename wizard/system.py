@@ -1,5 +1,6 @@
 """The outside world, in one object the CLI is given: standard streams and whether they are
-terminals, environment variables, the clock, the subprocess runner, NVML and ``which``.
+terminals, environment variables, the clock, the subprocess runner, NVML, ``which``, and where
+progress of long work goes (nowhere, unless the CLI renders it at a terminal).
 
 ``main(argv, system=...)`` runs the whole CLI in-process against a System a test built
 (httpie's ``Environment`` is the model); the real one wraps the process's own.
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Protocol
 
+from wizard.progress import NoProgress, Progress
 from wizard.runner import CommandResult, SubprocessRunner
 
 
@@ -64,6 +66,7 @@ class System:
     nvml_loader: Callable[[], Any] = load_pynvml
     which: Callable[[str], str | None] = shutil.which
     isatty: Callable[[IO[Any]], bool] = _isatty
+    progress: Progress = field(default_factory=NoProgress)  # where long work reports; the CLI's renders it
 
     @property
     def interactive(self) -> bool:

@@ -177,7 +177,10 @@ def cmd_probe(ctx: Context) -> ExitStatus:
 
         make_parent(target, what="probe report")  # 'reports/{host}-{rank}.json' on every rank, no mkdir first
         check_output(target, inputs=inputs, force=args.force, what="probe report")
-    transcript = run_probe(args.name, params, options=options, timeout=args.timeout, system=system)
+    from wizard.progress import task
+
+    with task(system.progress, args.name, doing="running"):
+        transcript = run_probe(args.name, params, options=options, timeout=args.timeout, system=system)
     _show_probe(ctx, transcript, target, inputs)
     status = transcript.entries[0].status
     return {"fail": ExitStatus.FINDINGS, "error": ExitStatus.PROBE_FAILURE}.get(status or "", ExitStatus.OK)
@@ -322,7 +325,7 @@ def _trace_fix(ctx: Context) -> ExitStatus:
     from wizard.ui.render import fix_summary_lines, truncation_warning
 
     args = ctx.args
-    summary = fix_trace(args.input, args.output, force=args.force)
+    summary = fix_trace(args.input, args.output, force=args.force, progress=ctx.system.progress)
     for line in fix_summary_lines(summary):
         ctx.write(visible(line) + "\n")
     if summary.truncation is not None:
@@ -352,6 +355,7 @@ def _trace_inspect(ctx: Context) -> ExitStatus:
         launches="none",
         max_launches=args.max_launches,
         plots=any(chosen.needs_inspection for _, chosen in files),
+        progress=ctx.system.progress,
     )
     if args.json:
         from wizard.serialize import dumps
@@ -487,6 +491,30 @@ def _place_outputs(ctx: Context) -> None:
             setattr(ctx.args, name, placed(value, ctx.system.environ))
 
 
+LONG_WORK = ("run", "probe", "trace", None)  # None: no command, a playbook chosen and run at the terminal
+
+
+def _progress(ctx: Context) -> Any:
+    """Progress on stderr for commands that take long (docs: README, Progress): at a terminal,
+    unless --quiet, CI, NO_COLOR/--no-color, or --json with stdout captured; --progress forces it
+    (plain lines without a terminal or with NO_COLOR). Sets ``ctx.system.progress``; None when off."""
+    args, system = ctx.args, ctx.system
+    if args.command not in LONG_WORK or getattr(args, "quiet", False):
+        return None
+    terminal = system.isatty(system.stderr)
+    plain = bool(args.no_color or system.environ.get("NO_COLOR"))
+    captured = (getattr(args, "json", False) or getattr(args, "markdown", None) == "-") and not system.isatty(
+        system.stdout
+    )
+    if not getattr(args, "progress", False) and (not terminal or plain or "CI" in system.environ or captured):
+        return None
+    from wizard.ui.progress import TerminalProgress
+
+    shown = TerminalProgress(ctx.console(stderr=True), system.clock, live=terminal and not plain)
+    ctx.system = dataclasses.replace(system, progress=shown)
+    return shown
+
+
 def _check_playbook_dirs(ctx: Context) -> None:
     for d in ctx.args.playbook_dir:
         if not Path(d).is_dir():
@@ -519,7 +547,12 @@ def main(argv: list[str] | None = None, system: System | None = None) -> int:
         ctx = Context(args, system, stdout, stderr)
         _check_playbook_dirs(ctx)
         _place_outputs(ctx)
-        status = cmd_default(ctx, parser) if args.command is None else COMMANDS[args.command](ctx)
+        shown = _progress(ctx)
+        try:
+            status = cmd_default(ctx, parser) if args.command is None else COMMANDS[args.command](ctx)
+        finally:
+            if shown is not None:
+                shown.close()  # erased before the error line or the exit
         stdout.flush()
         return int(status)
     except SystemExit as exc:  # --help / --version

@@ -58,6 +58,17 @@ def _add_report(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_progress(parser: argparse.ArgumentParser) -> None:
+    """--quiet / --progress, the same on every command that may take long (docs: README, Progress)."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--quiet", action="store_true", help="no progress bars or live lines on stderr")
+    group.add_argument(
+        "--progress",
+        action="store_true",
+        help="progress on stderr even without a terminal, under CI or with NO_COLOR (plain lines for a log)",
+    )
+
+
 def _add_run(sub: _Sub, kw: dict[str, Any]) -> None:
     run = sub.add_parser("run", help="walk a playbook to a diagnosis", **kw)
     run.add_argument("playbook", help="playbook name (see 'list') or path to a .yaml file")
@@ -96,6 +107,7 @@ def _add_run(sub: _Sub, kw: dict[str, Any]) -> None:
         help="exit 1 when the diagnosis is at least this severe: warning or error (for CI)",
     )
     _add_probe_options(run)
+    _add_progress(run)
 
 
 def _add_probe(sub: _Sub, kw: dict[str, Any]) -> None:
@@ -121,6 +133,7 @@ def _add_probe(sub: _Sub, kw: dict[str, Any]) -> None:
         help="run on the GPU of this process's local rank (CUDA_VISIBLE_DEVICES=LOCAL_RANK): one report per GPU",
     )
     _add_probe_options(probe)
+    _add_progress(probe)
 
 
 def _add_probe_options(parser: argparse.ArgumentParser) -> None:
@@ -194,6 +207,7 @@ def _add_trace(sub: _Sub, kw: dict[str, Any]) -> None:
         metavar="N",
         help="--json lists up to N launches with wrong values per group (default 100; the rest are counted)",
     )
+    _add_progress(ins)
     ins.add_argument(
         "--sms",
         type=int,
@@ -206,6 +220,7 @@ def _add_trace(sub: _Sub, kw: dict[str, Any]) -> None:
     fix.add_argument("input")
     fix.add_argument("output")
     fix.add_argument("--force", action="store_true", help="replace an output file that exists")
+    _add_progress(fix)
 
 
 def _add_machine_commands(sub: _Sub) -> None:

@@ -162,7 +162,7 @@ def run_playbook(opts: RunOptions, system: System, ui: Any, out: Any, stdout: An
         return _dry_run(opts, pb, values, origins, out=out, stdout=stdout)
     _preflight(opts, pb, values)
     source = _source(opts, system, ui, values, origins)
-    observer = TerminalObserver(ui, teach=opts.teach)
+    observer = TerminalObserver(ui, teach=opts.teach, progress=system.progress)
     reuse = _reuse(opts, pb, ui)
     engine = prepare_run(pb, source, opts.options, system=system, observer=observer, reuse=reuse)
     if opts.teach or getattr(source, "interactive", False):

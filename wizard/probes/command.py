@@ -9,6 +9,8 @@ from typing import Any
 
 from wizard.environment import Environment
 from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status
+from wizard.probes.common import shown_command
+from wizard.progress import task
 
 
 class CommandProbe:
@@ -37,12 +39,13 @@ class CommandProbe:
             return ProbeResult(
                 Status.ERROR, "no command given", facts={"exit_code": None, "output_tail": "", "allowed": True}
             )
-        result = env.system.runner.run(
-            argv,
-            timeout=timeout,
-            env=env.child_env(),
-            log_path=env.settings.report_dir / "logs" / "command.log",
-        )
+        with task(env.system.progress, "", doing=f"running `{shown_command(argv)}`"):
+            result = env.system.runner.run(
+                argv,
+                timeout=timeout,
+                env=env.child_env(),
+                log_path=env.settings.report_dir / "logs" / "command.log",
+            )
         tail = "\n".join(result.output.strip().splitlines()[-10:])
         facts = {"exit_code": result.returncode, "output_tail": tail, "allowed": True}
         if result.timed_out:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -10,8 +11,9 @@ from typing import Any
 from wizard.environment import Environment, Workload
 from wizard.errors import WizardError
 from wizard.probes.base import ProbeResult, Status
+from wizard.progress import task
 from wizard.runner import CommandResult
-from wizard.untrusted import visible
+from wizard.untrusted import cut, visible
 
 HARNESS = Path(__file__).with_name("harness.py")
 MARK = "WARPWIZARD_RESULT "
@@ -48,15 +50,35 @@ def run_harness(
     log_name: str,
     extra_env: dict[str, str] | None = None,
     python: str | None = None,
+    doing: str | None = None,
 ) -> HarnessRun:
     argv = [python or env.settings.python, str(HARNESS), mode, *args]
-    result = env.system.runner.run(
-        argv,
-        timeout=timeout,
-        env=env.child_env(**(extra_env or {})),
-        log_path=env.settings.report_dir / "logs" / f"{log_name}.log",
-    )
+    with task(env.system.progress, "", doing=doing or _doing(mode, args, python or env.settings.python)):
+        result = env.system.runner.run(
+            argv,
+            timeout=timeout,
+            env=env.child_env(**(extra_env or {})),
+            log_path=env.settings.report_dir / "logs" / f"{log_name}.log",
+        )
     return HarnessRun(result, parse_result(result.output))
+
+
+def shown_command(argv: list[str], limit: int = 60) -> str:
+    """A command as a person would type it, for a progress line."""
+    return cut(visible(shlex.join(argv)), limit)
+
+
+def _doing(mode: str, args: list[str], python: str) -> str:
+    """What a harness run is doing, in words, for the live line of its probe."""
+    workload = ["python", *args[args.index("--") + 1 :]] if "--" in args else []
+    doing = {
+        "profile": f"profiling `{shown_command(workload)}` under torch.profiler",
+        "legacy": f"profiling `{shown_command(workload)}` under the legacy autograd profiler",
+        "run": f"running `{shown_command(workload)}`",
+        "validate": "running PyTorch's trace validator",
+        "env": f"asking {cut(visible(python), 60)} for its torch and GPUs",
+    }
+    return doing.get(mode, f"running the harness ({mode})")
 
 
 def workload_argv(env: Environment, params: dict[str, Any]) -> list[str] | None:

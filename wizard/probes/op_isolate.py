@@ -18,9 +18,10 @@ from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status, ensure_
 from wizard.probes.common import MARK, parse_result
 from wizard.probes.trace_inspect import inspection_facts
 from wizard.probes.verdicts import op_isolate_verdict
+from wizard.progress import task
 from wizard.schemas import work_fingerprint
 from wizard.trace.inspect import inspect_paths
-from wizard.untrusted import visible
+from wizard.untrusted import cut, visible
 
 # Kineto's "Input type" strings -> torch dtype attribute names.
 DTYPES = {
@@ -201,12 +202,13 @@ class OpIsolateProbe:
             )
         env.artifacts["repro"] = str(script)
         trace = out_dir / "repro-trace.json"
-        run = env.system.runner.run(
-            [env.settings.python, str(script), str(trace)],
-            timeout=timeout,
-            env=env.child_env(),
-            log_path=out_dir / "repro.log",
-        )
+        with task(env.system.progress, "", doing=f"isolating {cut(visible(op), 80)} in a fresh process"):
+            run = env.system.runner.run(
+                [env.settings.python, str(script), str(trace)],
+                timeout=timeout,
+                env=env.child_env(),
+                log_path=out_dir / "repro.log",
+            )
         result = parse_result(run.output)
         files = [str(script), run.log_path or ""]
         if result is None:

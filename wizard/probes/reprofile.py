@@ -13,7 +13,14 @@ from typing import Any
 
 from wizard.environment import Environment
 from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status, ensure_dir
-from wizard.probes.common import HarnessRun, harness_failure, no_workload, run_harness, workload_argv
+from wizard.probes.common import (
+    HarnessRun,
+    harness_failure,
+    no_workload,
+    run_harness,
+    shown_command,
+    workload_argv,
+)
 from wizard.probes.cuda_errors import find_cuda_failure
 from wizard.probes.external_profilers import (
     NCU_METRICS,
@@ -25,6 +32,7 @@ from wizard.probes.external_profilers import (
 )
 from wizard.probes.trace_inspect import inspection_facts
 from wizard.probes.verdicts import Reprofiled, reprofile_verdict
+from wizard.progress import task
 from wizard.trace.inspect import inspect_paths
 
 
@@ -51,7 +59,8 @@ def _nsys(env: Environment, argv: list[str], out_dir: Path, timeout: float) -> t
         "--",
         *argv,
     ]
-    result = env.system.runner.run(cmd, timeout=timeout, env=env.child_env(), log_path=out_dir / "nsys.log")
+    with task(env.system.progress, "", doing=f"profiling `{shown_command(['python', *argv])}` under Nsight Systems"):
+        result = env.system.runner.run(cmd, timeout=timeout, env=env.child_env(), log_path=out_dir / "nsys.log")
     db = base.with_suffix(".sqlite")
     if not db.exists():
         return [], f"nsys ran (exit {result.returncode}) but wrote no SQLite export"
@@ -94,7 +103,8 @@ def _ncu(
         "--",
         *argv,
     ]
-    result = env.system.runner.run(cmd, timeout=timeout * 4, env=env.child_env(), log_path=out_dir / "ncu-run.log")
+    with task(env.system.progress, "", doing=f"profiling `{shown_command(['python', *argv])}` under Nsight Compute"):
+        result = env.system.runner.run(cmd, timeout=timeout * 4, env=env.child_env(), log_path=out_dir / "ncu-run.log")
     text = (log.read_text(encoding="utf-8", errors="replace") if log.exists() else "") + result.output
     try:
         rows = parse_ncu_csv(text)

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+import dataclasses
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any, Generic, TypeVar
 
 from wizard.environment import Environment
 from wizard.errors import InputFileError, OutputFileError
 from wizard.outputs import write_own
 from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status
+from wizard.progress import NO_PROGRESS, task
 from wizard.serialize import dumps
 from wizard.trace.inspect import FindingGroup, Inspection, inspect_paths, launched_by
 from wizard.trace.kineto_math import INT32_MAX
 from wizard.trace.mechanisms import BY_ID, NEGATIVE, NON_FINITE, ORDER, WRONG, Mechanism, is_wrong
+from wizard.trace.reader import iter_trace_files
 from wizard.untrusted import cut
 
 
@@ -162,6 +166,8 @@ FACT_HELP = {
 }
 
 
+T = TypeVar("T")
+
 MAX_VALIDATED = 8  # files given to torch's checker: each is a json.load in the probed interpreter
 
 
@@ -190,6 +196,38 @@ def _torch_validator(env: Environment, path: str, timeout: float) -> str:
     return f"PyTorch's trace validator ({torch}) on {name}: {total} violation(s): {shown}"
 
 
+def _torch_validators(env: Environment, paths: list[str], timeout: float) -> list[str]:
+    """The validator's line for each of the first files the inspection reads (the same files, in its order)."""
+    files = list(iter_trace_files(paths))[:MAX_VALIDATED]
+    return [_torch_validator(env, str(f), timeout) for f in files]
+
+
+class _Beside(Generic[T]):
+    """Work started in a thread beside the caller's (PyTorch's validator is a fresh interpreter that
+    imports torch: seconds the inspection need not wait for). A daemon thread: Ctrl-C does not wait
+    for it, and its program dies with this process (wizard/runner.py)."""
+
+    def __init__(self, work: Callable[[], T]) -> None:
+        self._work = work
+        self._value: T | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="beside", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._value = self._work()
+        except Exception as exc:  # noqa: BLE001 - handed to the caller, who raises it as its own
+            self._error = exc
+
+    def result(self) -> T:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        assert self._value is not None
+        return self._value
+
+
 class TraceInspectProbe:
     name = "trace.inspect"
     summary = "Recompute every kernel's blocks/warps per SM and occupancy; name each impossible value's mechanism"
@@ -210,16 +248,23 @@ class TraceInspectProbe:
         paths = [p for p in _paths(params.get("paths")) if p]
         if not paths:
             return ProbeResult(Status.SKIP, "no trace file given", facts={"mechanisms": [], "impossible": False})
+        progress = env.system.progress
+        validate = params.get("torch_validator") is True
+        # The validator's thread reports nothing itself: this probe's line says it runs, and nothing of it
+        # stays on the screen when the inspection fails and the validator is left to finish on its own.
+        silent = dataclasses.replace(env, system=dataclasses.replace(env.system, progress=NO_PROGRESS))
         try:
-            inspection = inspect_paths(paths, params.get("jobs"))
+            validator = _Beside(lambda: _torch_validators(silent, paths, timeout)) if validate else None
+            doing = "reading the trace and running PyTorch's trace validator" if validate else "reading the trace"
+            with task(progress, self.name, doing=doing):
+                inspection = inspect_paths(paths, params.get("jobs"), progress=progress)
         except InputFileError as exc:
             return ProbeResult(Status.ERROR, str(exc), facts={"mechanisms": [], "impossible": False, "error": str(exc)})
         facts = inspection_facts(inspection)
-        facts["torch_validator"] = (
-            [_torch_validator(env, r.path, timeout) for r in inspection.reports[:MAX_VALIDATED]]
-            if params.get("torch_validator") is True
-            else []
-        )
+        facts["torch_validator"] = []
+        if validator is not None:
+            with task(progress, self.name, doing="running PyTorch's trace validator"):
+                facts["torch_validator"] = validator.result()
         report_path = env.settings.report_dir / "trace-inspect.json"
         files: list[str] = []
         try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from wizard.errors import TraceReadError
 from wizard.trace.collector import TraceContents
@@ -25,8 +26,11 @@ class Buffer:
         block_size: int,
         max_whitespace: int,
         clock: dict[str, float],
+        *,
+        on_read: Callable[[int], None] | None = None,
     ) -> None:
         self.src = source
+        self.on_read = on_read  # told the bytes of the file consumed (compressed ones for .gz) after each block
         self.contents = contents
         self.block_size = block_size
         self.max_whitespace = max_whitespace
@@ -54,6 +58,8 @@ class Buffer:
         if not data:
             return False
         self.contents.bytes_read = self.base + len(self.buf)
+        if self.on_read is not None:
+            self.on_read(self.src.consumed or self.contents.bytes_read)
         return True
 
     def skip_ws(self) -> bool:

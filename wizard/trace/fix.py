@@ -21,6 +21,7 @@ from typing import IO, Any, cast
 
 from wizard.formatting import non_finite_text
 from wizard.outputs import atomic_file, check_output
+from wizard.progress import NO_PROGRESS, Progress, reading
 from wizard.trace.analysis import MemoChecker
 from wizard.trace.collector import Truncation
 from wizard.trace.devices import device_table
@@ -158,19 +159,22 @@ def wrong_values(k: KernelRecord, corrected: dict[str, float | int | None]) -> d
     return out
 
 
-def fix_trace(source: str | Path, output: str | Path, *, force: bool = False) -> FixSummary:
+def fix_trace(
+    source: str | Path, output: str | Path, *, force: bool = False, progress: Progress = NO_PROGRESS
+) -> FixSummary:
     """Write ``output`` (gzip if it ends in .gz) with corrected kernel metrics.
 
     The output is checked before the input is read (never the input itself, even through a
     hard link; never a file that exists, unless ``force``) and appears only when complete.
     """
     with nesting_budget():  # the reader and the fixer's own json.loads take the same nesting
-        return _fix_trace(Path(source), Path(output), force=force)
+        return _fix_trace(Path(source), Path(output), force=force, progress=progress)
 
 
-def _fix_trace(src: Path, out: Path, *, force: bool) -> FixSummary:
+def _fix_trace(src: Path, out: Path, *, force: bool, progress: Progress) -> FixSummary:
     check_output(out, inputs=[src], force=force, what="corrected trace")
-    contents = read_trace(src)
+    with reading(progress, src) as on_read:
+        contents = read_trace(src, on_read=on_read)
     devices = device_table(contents.device_properties, contents.kernels)
     checker = MemoChecker(devices, contents.is_rocm, contents.typed)
     corrections: dict[int, tuple[str, dict[str, Any]]] = {}
@@ -194,7 +198,8 @@ def _fix_trace(src: Path, out: Path, *, force: bool) -> FixSummary:
         sink = _FixSink(fh, corrections, contents.layout == "array", contents.typed)
         if contents.layout != "array":
             fh.write(b"{")
-        parsed = parse_into(src, sink)
+        with reading(progress, src, "writing the corrected copy") as on_read:
+            parsed = parse_into(src, sink, on_read=on_read)
         if sink.events_open:  # the input was cut off inside the event list: close it here
             sink.events_end()
         fh.write(b"\n" if contents.layout == "array" else b"\n}\n")

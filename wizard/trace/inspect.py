@@ -10,12 +10,13 @@ import dataclasses
 import math
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
 from wizard.errors import InputFileError, UsageError
+from wizard.progress import NO_PROGRESS, Progress, Task, reading, relayed, task
 from wizard.trace.analysis import SM_COUNT_HINT, Finding, KernelCheck, MemoChecker
 from wizard.trace.devices import DeviceInfo, device_table
 from wizard.trace.mechanisms import Mechanism, is_wrong
@@ -546,6 +547,7 @@ def inspect_trace(
     keep: Keep = "none",
     *,
     plots: bool = False,
+    progress: Progress = NO_PROGRESS,
 ) -> TraceReport:
     started = time.perf_counter()
     classifier: Classifier | None = None
@@ -562,7 +564,8 @@ def inspect_trace(
             )
         classifier.feed(contents.kernels)
 
-    contents = read_trace(path, on_progress=classify_as_read, config=config)
+    with reading(progress, path) as on_read:
+        contents = read_trace(path, on_progress=classify_as_read, config=config, on_read=on_read)
     contents.timing["read_s"] = time.perf_counter() - started
     return analyse(contents, sms, classifier, max_launches, keep, plots=plots)
 
@@ -591,23 +594,37 @@ def inspect_paths(
     keep: Keep = "none",
     *,
     plots: bool = False,
+    progress: Progress = NO_PROGRESS,
 ) -> Inspection:
     """Inspect files and per-rank directories.
 
     ``jobs`` processes (default: the cores): several files are read one per process; one big file is
-    decoded by that many worker processes (1: everything in this process).
+    decoded by that many worker processes (1: everything in this process). ``progress`` is told each
+    file's bytes as they are read and, for several files, how many are done.
     """
     files = list(iter_trace_files(paths))
     if not files:
         raise InputFileError("no trace files given")
     if len(files) == 1:
         config = ReaderConfig(workers=None if jobs is None else (0 if jobs <= 1 else jobs))
-        return Inspection([inspect_trace(files[0], sms, config, max_launches, keep, plots=plots)])
+        return Inspection([inspect_trace(files[0], sms, config, max_launches, keep, plots=plots, progress=progress)])
     cores = usable_cores()
     workers = min(len(files), jobs or cores, cores)
-    if workers <= 1:
-        config = ReaderConfig(workers=0)
-        return Inspection([inspect_trace(f, sms, config, max_launches, keep, plots=plots) for f in files])
-    one = partial(inspect_trace, sms=sms, max_launches=max_launches, keep=keep, plots=plots)
-    with worker_pool(workers) as pool:
-        return Inspection(list(pool.map(one, [str(f) for f in files])))
+    with task(progress, "trace files", doing="inspecting", total=len(files), unit="files") as done:
+        if workers <= 1:
+            config = ReaderConfig(workers=0)
+            reports = []
+            for f in files:
+                reports.append(inspect_trace(f, sms, config, max_launches, keep, plots=plots, progress=progress))
+                done.update(len(reports))
+            return Inspection(reports)
+        with relayed(progress) as theirs, worker_pool(workers) as pool:  # each worker's file gets its bar
+            one = partial(inspect_trace, sms=sms, max_launches=max_launches, keep=keep, plots=plots, progress=theirs)
+            return Inspection(list(_in_order(pool.map(one, [str(f) for f in files]), done)))
+
+
+def _in_order(results: Iterator[TraceReport], done: Task) -> Iterator[TraceReport]:
+    """The pool's reports in file order, counting each as it comes."""
+    for count, report in enumerate(results, 1):
+        done.update(count)
+        yield report

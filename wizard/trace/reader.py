@@ -255,9 +255,14 @@ def nesting_budget(levels: int = NESTING_LEVELS) -> Iterator[None]:
             sys.setrecursionlimit(before)
 
 
-def parse_into(path: str | Path, sink: EventSink, config: ReaderConfig | None = None) -> TraceContents:
+def parse_into(
+    path: str | Path,
+    sink: EventSink,
+    config: ReaderConfig | None = None,
+    on_read: Callable[[int], None] | None = None,
+) -> TraceContents:
     """Stream a trace into any sink, in one process (the fixer uses this with a raw sink)."""
-    return _walk(Path(path), lambda contents: sink, config or ReaderConfig(), _new_clock())
+    return _walk(Path(path), lambda contents: sink, config or ReaderConfig(), _new_clock(), on_read=on_read)
 
 
 def _walk(
@@ -266,6 +271,8 @@ def _walk(
     config: ReaderConfig,
     clock: dict[str, float],
     parallel: Callable[[TraceContents, EventSink], ParallelDecoder | None] = lambda contents, sink: None,
+    *,
+    on_read: Callable[[int], None] | None = None,
 ) -> TraceContents:
     """Open, walk and close one trace; a cut-off gzip stream is recorded as a truncation."""
     contents = TraceContents(path=str(p))
@@ -276,7 +283,7 @@ def _walk(
     failed = True
     try:
         decoder = parallel(contents, sink)
-        buffer = Buffer(source, contents, config.block_size, config.max_whitespace, clock)
+        buffer = Buffer(source, contents, config.block_size, config.max_whitespace, clock, on_read=on_read)
         with nesting_budget():
             TraceWalker(buffer, contents, sink, config, decoder).run()
         if decoder is not None:
@@ -327,7 +334,11 @@ def _parallel_workers(path: Path, config: ReaderConfig) -> int:
 
 
 def _read(
-    p: Path, workers: int, config: ReaderConfig, on_progress: Callable[[TraceContents], None] | None = None
+    p: Path,
+    workers: int,
+    config: ReaderConfig,
+    on_progress: Callable[[TraceContents], None] | None = None,
+    on_read: Callable[[int], None] | None = None,
 ) -> TraceContents:
     clock = _new_clock()
 
@@ -340,7 +351,7 @@ def _read(
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        contents = _walk(p, Collector, config, clock, parallel)
+        contents = _walk(p, Collector, config, clock, parallel, on_read=on_read)
     finally:
         if was_enabled:
             gc.enable()
@@ -353,22 +364,25 @@ def read_trace(
     path: str | Path,
     on_progress: Callable[[TraceContents], None] | None = None,
     config: ReaderConfig | None = None,
+    on_read: Callable[[int], None] | None = None,
 ) -> TraceContents:
     """Read one trace file (``.json`` or ``.json.gz``, or a pipe) into compact records.
 
     Big files are decoded by worker processes block by block and merged in file order;
     any block that needs the exact decoder sends the whole file down the sequential path,
-    so both paths give the same result.
+    so both paths give the same result. ``on_read`` is told the bytes of the file consumed after
+    each block (compressed bytes for .gz), on both paths: with workers, reading waits for them
+    once a few blocks are in flight, so it moves at their pace.
     """
     config = config or ReaderConfig()
     p = path if isinstance(path, Path) else input_path(path)
     workers = _parallel_workers(p, config)
     if workers:
         try:
-            return _read(p, workers, config, on_progress)
+            return _read(p, workers, config, on_progress, on_read)
         except NeedsExactPath:
             pass
-    return _read(p, 0, config)
+    return _read(p, 0, config, on_read=on_read)
 
 
 MAX_PATH_BYTES = 4096  # PATH_MAX on Linux: no longer name can be opened

@@ -13,7 +13,6 @@ from typing import Any
 from rich.console import Console, Group
 from rich.markdown import Markdown
 from rich.panel import Panel
-from rich.status import Status as Spinner
 from rich.table import Table
 from rich.text import Text
 
@@ -21,6 +20,7 @@ from wizard.engine.transcript import Transcript
 from wizard.playbook.model import DecisionNode, Node, Playbook, ProbeNode
 from wizard.playbook.trust import ProgramUse
 from wizard.probes.base import ProbeResult
+from wizard.progress import NO_PROGRESS, Progress, Task
 from wizard.report.view import value_cells
 from wizard.trace.inspect import Inspection, TraceReport, launched_by
 from wizard.untrusted import cut, rich_text, visible
@@ -61,13 +61,15 @@ def short(name: str, width: int = 70) -> str:
 
 
 class TerminalObserver:
-    """Shows a run as it goes: step headers, explanations, a spinner while probes run."""
+    """Shows a run as it goes: step headers, explanations, a live line while a probe runs (on
+    ``progress``: the CLI's stderr at a terminal, else nowhere)."""
 
-    def __init__(self, console: Console, *, teach: bool) -> None:
+    def __init__(self, console: Console, *, teach: bool, progress: Progress = NO_PROGRESS) -> None:
         self.console = console
         self.teach = teach
+        self.progress = progress
         self.step: str | None = None
-        self.spinner: Spinner | None = None
+        self.running: Task | None = None
 
     def node_entered(self, playbook: Playbook, node: Node, step_number: int | None) -> None:
         if node.step and node.step != self.step:
@@ -93,13 +95,10 @@ class TerminalObserver:
             )
 
     def probe_started(self, node: ProbeNode, params: Mapping[str, Any]) -> None:
-        self.spinner = self.console.status(Text.assemble("running probe ", (node.probe, "bold"), " …"))
-        self.spinner.start()
+        self.running = self.progress.task(node.probe, doing="running")
 
     def probe_finished(self, node: ProbeNode, result: ProbeResult) -> None:
-        if self.spinner is not None:
-            self.spinner.stop()
-            self.spinner = None
+        self.close()  # the live line is erased before the result is printed
         style = STATUS_STYLE.get(result.status.value, "white")
         self.console.print(
             Text.assemble(
@@ -119,8 +118,9 @@ class TerminalObserver:
             self.console.print(rich_text(f"  → {target}  (because {reason})", "dim"))
 
     def close(self) -> None:
-        if self.spinner is not None:
-            self.spinner.stop()
+        if self.running is not None:
+            self.running.close()
+            self.running = None
 
 
 def conclusion_panel(transcript: Transcript) -> Panel:
