@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from wizard.errors import UsageError
 from wizard.trace.fix import FixSummary
 from wizard.trace.fix import fix_trace as _fix_trace
+from wizard.trace.health import check_selection
 from wizard.trace.inspect import DEFAULT_MAX_LAUNCHES, KEEP_CHOICES, Keep, check_limits, inspect_paths
 from wizard.trace.report import Inspection
 
@@ -31,6 +32,9 @@ def inspect_traces(
     launches: Keep = "all",
     max_launches: int | None = DEFAULT_MAX_LAUNCHES,
     plots: bool = True,
+    checks: Iterable[str] | None = None,
+    skip_checks: Iterable[str] | None = None,
+    spell: Callable[[str], str] = str,
 ) -> Inspection:
     """Check every kernel launch of one or more traces (``.json``/``.json.gz`` files, or per-rank
     directories) and explain each impossible value.
@@ -40,13 +44,31 @@ def inspect_traces(
     report keeps: ``"all"`` checked launches (for a DataFrame), ``"wrong"`` ones, or ``"none"``.
     ``max_launches``: wrong launches listed per finding group in ``to_dict()`` (None: the default).
     ``plots``: also gather what ``to_html()``'s pictures need (distinct points, wrong launches' times; small).
-    Raises InputFileError / TraceReadError for a file that cannot be read, UsageError for bad numbers.
+    ``checks`` / ``skip_checks``: the health checks to run (ids in ``wizard.trace.health.CHECK_IDS``; default
+    all), each trace's in ``report.health``, every one in ``Inspection.health``.
+    Raises InputFileError / TraceReadError for a file that cannot be read, UsageError for bad numbers or ids.
     """
     if launches not in KEEP_CHOICES:
         raise UsageError(f"launches must be one of {', '.join(KEEP_CHOICES)}, not {launches!r}")
-    check_limits(jobs, sms, max_launches)
+    check_limits(jobs, sms, max_launches, spell=spell)
+    selected = health_selection(checks, skip_checks, spell=spell)
     limit = DEFAULT_MAX_LAUNCHES if max_launches is None else max_launches
-    return inspect_paths(path_names(paths), jobs, sms, limit, launches, plots=plots)
+    return inspect_paths(path_names(paths), jobs, sms, limit, launches, plots=plots, checks=selected)
+
+
+def health_selection(
+    checks: Iterable[str] | None, skip_checks: Iterable[str] | None, *, spell: Callable[[str], str] = str
+) -> frozenset[str] | None:
+    """The health checks asked for, or None for all; an unknown id is a UsageError naming the valid ones."""
+    if checks is None and not skip_checks:
+        return None
+    for name, given in (("checks", checks), ("skip_checks", skip_checks)):
+        if isinstance(given, (str, bytes)):
+            raise UsageError(f"{spell(name)} must be a list of check ids, not one {type(given).__name__}")
+    try:
+        return check_selection(checks, skip_checks)
+    except ValueError as exc:
+        raise UsageError(f"{spell('checks')}: {exc}") from None
 
 
 def check_numbers(jobs: object, sms: object, max_launches: object, *, spell: Callable[[str], str] = str) -> None:

@@ -353,22 +353,38 @@ def _trace_inspect(ctx: Context) -> ExitStatus:
         launches="none",
         max_launches=args.max_launches,
         plots=any(chosen.needs_inspection for _, chosen in files),
+        checks=_ids(args.checks),
+        skip_checks=_ids(args.skip_checks),
+        spell=_option,
     )
     if args.json:
         from wizard.serialize import dumps
 
         ctx.write(dumps(inspection.to_dict()) + "\n")
     elif args.markdown != "-":  # '--markdown -' is the whole of stdout
-        from wizard.ui.render import inspection_view
+        from wizard.runs import playbook_names
+        from wizard.ui.render import health_view, inspection_view
 
-        ctx.console().print(inspection_view(inspection, show_all=args.all))
+        console = ctx.console()
+        console.print(
+            health_view(
+                inspection, verbose=args.verbose, playbooks=playbook_names(ctx.playbook_dirs, ctx.system.environ)
+            )
+        )
+        console.print(inspection_view(inspection, show_all=args.all))
     if args.markdown == "-":
         ctx.write(FORMATS[".md"].inspection(inspection))
     for path, chosen in files:
         write_text(path, chosen.inspection(inspection), inputs=args.paths, force=args.force, what=chosen.name)
     if args.report and not args.json and args.markdown != "-":
         ctx.stderr.write(visible(f"{files[0][1].name} written to {args.report}") + "\n")
-    return ExitStatus.FINDINGS if inspection.impossible else ExitStatus.OK
+    failing = args.fail_on != "never" and bool(inspection.problems(at_least=args.fail_on))
+    return ExitStatus.FINDINGS if failing else ExitStatus.OK
+
+
+def _ids(text: str | None) -> list[str] | None:
+    """``--checks a,b``: the ids, blanks dropped."""
+    return None if text is None else [part.strip() for part in text.split(",") if part.strip()]
 
 
 def cmd_compare(ctx: Context) -> ExitStatus:

@@ -11,6 +11,7 @@ from typing import Any
 import msgspec
 
 from wizard.trace.events import (
+    GPU_OP_CATEGORIES,
     KERNEL_CATEGORIES,
     OP_CATEGORIES,
     PYTHON_CATEGORIES,
@@ -24,7 +25,15 @@ from wizard.trace.events import (
     reported,
     typed_float,
 )
-from wizard.trace.records import IntervalIndex, KernelTable, OpInfo, ProfilerOccupancy, ReportedValue, RuntimeIndex
+from wizard.trace.records import (
+    GpuOpTable,
+    IntervalIndex,
+    KernelTable,
+    OpInfo,
+    ProfilerOccupancy,
+    ReportedValue,
+    RuntimeIndex,
+)
 
 
 @dataclass(slots=True)
@@ -35,6 +44,32 @@ class Truncation:
     partial_event_bytes: int
     last_complete_ts: float | None
     detail: str
+
+
+STEP_CAP = 100_000  # ProfilerStep intervals kept (a trace has one per profiled step)
+
+
+@dataclass
+class Timeline:
+    """What passes other than the kernel checks need, kept in the same read and as compactly: GPU
+    copies and sets, events per category, the time window of every complete ("X") event the other
+    tables do not hold, flow arrows, and the ProfilerStep intervals."""
+
+    gpu_ops: GpuOpTable = field(default_factory=GpuOpTable)
+    categories: Counter[str] = field(default_factory=Counter)
+    first_ts: float = math.inf  # over the X events kept nowhere else (annotations, steps, ...)
+    last_end: float = -math.inf
+    flows: int = 0
+    steps: list[tuple[float, float, str]] = field(default_factory=list)
+
+    def merge(self, other: Timeline) -> None:
+        """A later block's timeline after this one."""
+        self.gpu_ops.extend(other.gpu_ops)
+        self.categories.update(other.categories)
+        self.first_ts = min(self.first_ts, other.first_ts)
+        self.last_end = max(self.last_end, other.last_end)
+        self.flows += other.flows
+        self.steps.extend(other.steps[: max(0, STEP_CAP - len(self.steps))])
 
 
 @dataclass
@@ -57,6 +92,7 @@ class TraceContents:
     timing: dict[str, float] = field(default_factory=dict)
     typed: bool = False  # kernel metrics at full precision: PyTorch 2.14's typed metadata
     counter_events: int = 0  # events under a "GPU N Counters" pid (CUPTI PM sampling, PyTorch 2.15+)
+    timeline: Timeline = field(default_factory=Timeline)
 
     @property
     def device_properties(self) -> list[dict[str, Any]]:
@@ -86,6 +122,7 @@ class PieceResult:
     last_ts: float | None
     typed: bool = False
     counter_events: int = 0
+    timeline: Timeline = field(default_factory=Timeline)
 
 
 def collect_piece(events: list[Event]) -> PieceResult:
@@ -102,6 +139,7 @@ def collect_piece(events: list[Event]) -> PieceResult:
         part.last_ts,
         part.typed,
         part.counter_events,
+        part.timeline,
     )
 
 
@@ -206,6 +244,9 @@ class Collector(EventSink):
     def add(self, events: list[Event]) -> None:
         c = self.c
         c.events += len(events)
+        categories = c.timeline.categories
+        categories.update(map(_CAT_OF, events))  # counted at C speed
+        categories.pop(None, None)  # type: ignore[call-overload]
         for ev in reversed(events):
             last = ev.ts
             if type(last) is float or type(last) is int:
@@ -230,19 +271,58 @@ class Collector(EventSink):
                 self._kernel(ev)
             elif cat in PYTHON_CATEGORIES:
                 self._python(ev)
-            elif type(ev.pid) is str and ev.pid.endswith(" Counters"):
-                c.counter_events += 1
+            elif cat in GPU_OP_CATEGORIES:
+                self._gpu_op(ev)
+            else:
+                self._other(ev)
+
+    def _other(self, ev: Event) -> None:
+        """An event no table keeps: a PM-sampling counter, its place in the window, a flow arrow, a ProfilerStep."""
+        if type(ev.pid) is str and ev.pid.endswith(" Counters"):
+            self.c.counter_events += 1
+            return
+        ph = ev.ph
+        if ph == "X":
+            start = _number(ev.ts)
+            if start is not None:
+                timeline = self.c.timeline
+                end = start + max(_number(ev.dur) or 0.0, 0.0)
+                timeline.first_ts = min(timeline.first_ts, start)
+                timeline.last_end = max(timeline.last_end, end)
+                name = ev.name
+                if type(name) is str and name.startswith("ProfilerStep#") and len(timeline.steps) < STEP_CAP:
+                    timeline.steps.append((start, end, self._intern(name)))
+        elif ph in ("s", "f", "t"):
+            self.c.timeline.flows += 1
+
+    def _gpu_op(self, ev: Event) -> None:
+        args = ev.args or _NO_ARGS
+        ts, dur, corr, device, stream = _number(ev.ts), _number(ev.dur), args.correlation, args.device, args.stream
+        if ts is None:
+            return
+        if stream is not None and type(stream) not in (int, str, float, bool):
+            stream = str(stream)[:64]
+        self.c.timeline.gpu_ops.add(
+            ts,
+            dur or 0.0,
+            corr if type(corr) is int else as_int(corr),
+            (self._intern(str(ev.name)), ev.pid, ev.tid, device if type(device) is int else as_int(device), stream),
+        )
 
     def _runtime(self, ev: Event) -> None:
+        """Every call with a start, with or without a correlation id (the health check counts both)."""
         args = ev.args
-        if args is not None:
-            corr, ts = args.correlation, ev.ts
-            if type(corr) is not int:
-                corr = as_int(corr)
-            if type(ts) is not int and type(ts) is not float:
-                ts = as_float(ts)
-            if corr is not None and ts is not None:
-                self.c.runtime.add(corr, ev.pid, ev.tid, ts, ev.name)
+        corr = args.correlation if args is not None else None
+        ts, dur = ev.ts, ev.dur
+        if type(corr) is not int and corr is not None:
+            corr = as_int(corr)
+        if type(ts) is not int and type(ts) is not float:
+            ts = as_float(ts)
+            if ts is None:
+                return
+        if type(dur) is not int and type(dur) is not float:
+            dur = as_float(dur) or 0.0
+        self.c.runtime.add(corr, ev.pid, ev.tid, ts, ev.name, dur=dur)
 
     def _python(self, ev: Event) -> None:
         start = _number(ev.ts)
@@ -261,6 +341,7 @@ class Collector(EventSink):
         c.events += part.events
         c.typed = c.typed or part.typed
         c.counter_events += part.counter_events
+        c.timeline.merge(part.timeline)
         if part.last_ts is not None:
             c.last_ts = part.last_ts
 

@@ -23,6 +23,7 @@ KERNEL_CATEGORIES = frozenset({"kernel", "Kernel"})
 RUNTIME_CATEGORIES = frozenset({"cuda_runtime", "Runtime", "cuda_driver"})
 OP_CATEGORIES = frozenset({"cpu_op", "Operator"})
 PYTHON_CATEGORIES = frozenset({"python_function"})
+GPU_OP_CATEGORIES = frozenset({"gpu_memcpy", "gpu_memset", "Memcpy", "Memset"})
 
 # A bare non-finite token in value position (after `:`, `[` or `,`).
 BARE_TOKEN = re.compile(r"(?<=[:\[,])(\s*)(-?(?:inf|nan|Infinity|NaN))(?=\s*[,}\]])")
@@ -58,6 +59,7 @@ class Event(msgspec.Struct, gc=False):
     ``event_from_dict`` makes it fit, so nothing downstream sees an unhashable key."""
 
     cat: str | None = None
+    ph: str | None = None
     name: str | int | float | None = None
     pid: int | str | None = None
     tid: int | str | None = None
@@ -85,9 +87,10 @@ def event_from_dict(obj: Any) -> Event | None:
                 value = raw_args[encoded]
                 values[attr] = msgspec.Raw(msgspec.json.encode(value)) if attr in _RAW_FIELDS else value
         args = EventArgs(**values)
-    cat = obj.get("cat")
+    cat, ph = obj.get("cat"), obj.get("ph")
     return Event(
         cat=cat if isinstance(cat, str) else None,
+        ph=ph if isinstance(ph, str) else None,
         name=_scalar(obj.get("name")),
         pid=_key(obj.get("pid")),
         tid=_key(obj.get("tid")),

@@ -10,7 +10,7 @@ import dataclasses
 import math
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any, Literal
@@ -18,8 +18,10 @@ from typing import Any, Literal
 from wizard.errors import InputFileError, UsageError
 from wizard.trace.analysis import SM_COUNT_HINT, Finding, KernelCheck, MemoChecker
 from wizard.trace.devices import DeviceInfo, device_table
+from wizard.trace.health import HealthResult, job_health
 from wizard.trace.mechanisms import Mechanism, is_wrong
 from wizard.trace.parallel import worker_pool
+from wizard.trace.passes import PassOptions, make_passes
 from wizard.trace.reader import ReaderConfig, TraceContents, iter_trace_files, read_trace, usable_cores
 from wizard.trace.records import KernelRecord, KernelTable, OpInfo, RuntimeCall
 from wizard.trace.report import (
@@ -538,6 +540,34 @@ def _sm_count_notes(contents: TraceContents, devices: dict[int, DeviceInfo], sms
     ]
 
 
+class MechanismPass:
+    """The flagship's pass: every kernel's blocks and warps per SM and occupancy checked against the
+    profiler's own arithmetic, classified while blocks arrive once the device properties are known."""
+
+    name = "mechanisms"
+
+    def __init__(self, options: PassOptions) -> None:
+        self.options = options
+        self.classifier: Classifier | None = None
+
+    def feed(self, contents: TraceContents) -> None:
+        """Runs between merges while workers decode: classify what has arrived."""
+        o = self.options
+        if self.classifier is None:
+            if not contents.device_properties:
+                return  # inferring SM counts needs every kernel: wait for the end
+            devices = device_table(contents.device_properties, [], o.sms)
+            self.classifier = Classifier(
+                devices, contents.is_rocm, contents, o.max_launches, typed=contents.typed, plots=o.plots
+            )
+        self.classifier.feed(contents.kernels)
+
+    def finish(self, contents: TraceContents, results: Mapping[str, Any]) -> TraceReport:
+        o = self.options
+        keep: Keep = o.keep  # type: ignore[assignment]
+        return analyse(contents, o.sms, self.classifier, o.max_launches, keep, plots=o.plots)
+
+
 def inspect_trace(
     path: str | Path,
     sms: int | None = None,
@@ -546,25 +576,28 @@ def inspect_trace(
     keep: Keep = "none",
     *,
     plots: bool = False,
+    checks: frozenset[str] | None = None,
 ) -> TraceReport:
+    """One read of one trace, every pass over it: the kernel checks (the report), the health check
+    (``report.health``) and any registered pass (``report.passes``)."""
     started = time.perf_counter()
-    classifier: Classifier | None = None
+    passes = make_passes(PassOptions(sms, max_launches, keep, plots, checks))
 
-    def classify_as_read(contents: TraceContents) -> None:
-        """Runs between merges while workers decode: classify what has arrived."""
-        nonlocal classifier
-        if classifier is None:
-            if not contents.device_properties:
-                return  # inferring SM counts needs every kernel: wait for the end
-            devices = device_table(contents.device_properties, [], sms)
-            classifier = Classifier(
-                devices, contents.is_rocm, contents, max_launches, typed=contents.typed, plots=plots
-            )
-        classifier.feed(contents.kernels)
+    def feed(contents: TraceContents) -> None:
+        for one in passes:
+            one.feed(contents)
 
-    contents = read_trace(path, on_progress=classify_as_read, config=config)
+    contents = read_trace(path, on_progress=feed, config=config)
     contents.timing["read_s"] = time.perf_counter() - started
-    return analyse(contents, sms, classifier, max_launches, keep, plots=plots)
+    results: dict[str, Any] = {}
+    for one in passes:
+        results[one.name] = one.finish(contents, results)
+    report: TraceReport = results.pop("mechanisms")
+    health: HealthResult = results.pop("health")
+    report.health, report.collectives, report.skew_rank = health.checks, health.collectives, health.rank
+    report.passes = results
+    report.timing["passes_s"] = time.perf_counter() - started - contents.timing["read_s"]
+    return report
 
 
 def check_limits(
@@ -591,6 +624,7 @@ def inspect_paths(
     keep: Keep = "none",
     *,
     plots: bool = False,
+    checks: frozenset[str] | None = None,
 ) -> Inspection:
     """Inspect files and per-rank directories.
 
@@ -602,12 +636,15 @@ def inspect_paths(
         raise InputFileError("no trace files given")
     if len(files) == 1:
         config = ReaderConfig(workers=None if jobs is None else (0 if jobs <= 1 else jobs))
-        return Inspection([inspect_trace(files[0], sms, config, max_launches, keep, plots=plots)])
-    cores = usable_cores()
-    workers = min(len(files), jobs or cores, cores)
-    if workers <= 1:
-        config = ReaderConfig(workers=0)
-        return Inspection([inspect_trace(f, sms, config, max_launches, keep, plots=plots) for f in files])
-    one = partial(inspect_trace, sms=sms, max_launches=max_launches, keep=keep, plots=plots)
-    with worker_pool(workers) as pool:
-        return Inspection(list(pool.map(one, [str(f) for f in files])))
+        reports = [inspect_trace(files[0], sms, config, max_launches, keep, plots=plots, checks=checks)]
+    else:
+        cores = usable_cores()
+        workers = min(len(files), jobs or cores, cores)
+        if workers <= 1:
+            config = ReaderConfig(workers=0)
+            reports = [inspect_trace(f, sms, config, max_launches, keep, plots=plots, checks=checks) for f in files]
+        else:
+            one = partial(inspect_trace, sms=sms, max_launches=max_launches, keep=keep, plots=plots, checks=checks)
+            with worker_pool(workers) as pool:
+                reports = list(pool.map(one, [str(f) for f in files]))
+    return Inspection(reports, job_health(reports, checks))
