@@ -309,3 +309,42 @@ def test_health_examples_as_a_dataframe(tmp_path: Path) -> None:
     frame = wizard.inspect_traces(b.write(tmp_path / "t.json")).health_dataframe()
     rows = frame[frame["check"] == "durations"]
     assert rows[["name", "dur", "status"]].values.tolist() == [["negative", -3.0, "error"]]
+
+
+def test_split_overlaps_shows_every_kernel(tmp_path: Path, run_cli: RunCli) -> None:
+    b = TraceBuilder()
+    b.add(spec("long", dur=250.0))  # 30-280 (the builder launches every 100 us)
+    b.add(spec("hidden_1", dur=120.0))  # 130-250: a row of its own
+    b.add(spec("hidden_2", dur=120.0))  # 230-350: over both: a second extra row
+    b.add(spec("other_stream", stream=9, dur=500.0))
+    b.add(spec("fine_on_9", stream=9))
+    healthy(b, 3)
+    path = b.write(tmp_path / "t.json")
+    out = tmp_path / "split.json"
+    result = run_cli("trace", "fix", "--split-overlaps", str(path), str(out))
+    assert result.returncode == 0, result.stderr
+    assert "moved 3 overlapping kernel(s) to 3 extra row(s)" in result.stdout
+    doc = strict_json(out.read_text())
+    events = doc["traceEvents"]
+    kernels = [e for e in events if e.get("cat") == "kernel"]
+    assert sorted(k["name"] for k in kernels) == sorted(
+        e["name"] for e in b.document()["traceEvents"] if e.get("cat") == "kernel"
+    )
+    rows: dict[tuple[Any, Any], list[tuple[float, float]]] = {}
+    for k in kernels:
+        rows.setdefault((k["pid"], k["tid"]), []).append((k["ts"], k["ts"] + max(k["dur"], 0)))
+    for spans in rows.values():  # no two kernels on one row overlap
+        spans.sort()
+        assert all(later[0] >= earlier[1] for earlier, later in zip(spans, spans[1:]))
+    moved = {k["name"]: (k["tid"], k["args"]["warpwizard original tid"]) for k in kernels if k["tid"] not in (7, 9)}
+    assert moved == {
+        "hidden_1": ("stream 7 overlap 1", 7),
+        "hidden_2": ("stream 7 overlap 2", 7),
+        "fine_on_9": ("stream 9 overlap 1", 9),
+    }
+    names = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e.get("ph") == "M"}
+    assert names[(0, "stream 7 overlap 2")] == "stream 7 (overlapping kernels, lane 2)"
+    flows = {e["id"]: e["tid"] for e in events if e.get("ph") == "f"}
+    assert sorted(t for t in flows.values() if isinstance(t, str)) == sorted(t for t, _ in moved.values())
+    validator = pytest.importorskip("torch.profiler._trace_validator")
+    validator.validate_trace(str(out))  # PyTorch's own validator takes the copy

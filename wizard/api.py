@@ -94,9 +94,11 @@ def path_text(value: object, what: str, expected: str = "a str or os.PathLike of
     return name
 
 
-def fix_trace(source: PathLike, output: PathLike, *, force: bool = False) -> FixSummary:
+def fix_trace(source: PathLike, output: PathLike, *, force: bool = False, split_overlaps: bool = False) -> FixSummary:
     """Write a copy of ``source`` whose wrong kernel metrics hold their true values (originals kept
-    under ``args["warpwizard original"]``); gzip when ``output`` ends in ``.gz``. Never writes over the
+    under ``args["warpwizard original"]``); gzip when ``output`` ends in ``.gz``. ``split_overlaps``: kernels
+    that overlap an earlier one on their stream go to extra rows named after the stream, so Perfetto shows
+    them all (the original tid kept under ``args["warpwizard original tid"]``). Never writes over the
     input, nor over an existing file unless ``force``. Raises InputFileError, OutputFileError."""
     (source_name,), (output_name,) = path_names(source), path_names(output)
-    return _fix_trace(source_name, output_name, force=force)
+    return _fix_trace(source_name, output_name, force=force, split_overlaps=split_overlaps)

@@ -322,7 +322,7 @@ def _trace_fix(ctx: Context) -> ExitStatus:
     from wizard.ui.render import fix_summary_lines, truncation_warning
 
     args = ctx.args
-    summary = fix_trace(args.input, args.output, force=args.force)
+    summary = fix_trace(args.input, args.output, force=args.force, split_overlaps=args.split_overlaps)
     for line in fix_summary_lines(summary):
         ctx.write(visible(line) + "\n")
     if summary.truncation is not None:

@@ -223,6 +223,11 @@ def _add_trace(sub: _Sub, kw: dict[str, Any]) -> None:
     fix.add_argument("input")
     fix.add_argument("output")
     fix.add_argument("--force", action="store_true", help="replace an output file that exists")
+    fix.add_argument(
+        "--split-overlaps",
+        action="store_true",
+        help="move kernels that overlap an earlier one on their stream to extra rows, so Perfetto shows them all",
+    )
 
 
 def _add_machine_commands(sub: _Sub) -> None:

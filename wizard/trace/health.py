@@ -388,6 +388,11 @@ def overlapping(kernels: _Kernels) -> Ints:
     return np.concatenate(hits) if hits else np.zeros(0, dtype=np.int64)
 
 
+def overlapping_kernels(contents: TraceContents) -> list[int]:
+    """The positions of the kernels a viewer hides (``kernels-overlap``), for ``trace fix --split-overlaps``."""
+    return sorted(overlapping(_Kernels.of(contents)).tolist())
+
+
 def kernels_overlap(kernels: _Kernels) -> HealthCheck:
     n = len(kernels.ts)
     if not n:
@@ -664,7 +669,7 @@ def rank_skew(ranks: Mapping[int, Mapping[str, Sequence[float]]]) -> HealthCheck
     """How far the same collective's starts differ across ranks (the i-th kernel of one NCCL name on each)."""
     order = sorted(ranks)
     if len(order) < 2:
-        reason = "a single trace: rank skew compares a trace per rank"
+        reason = "not a rank directory: rank skew compares the traces of one job, a trace per rank"
         return _not_applicable("rank-skew", reason, ranks=order, median_us=None, max_us=None, last_by_rank={})
     names = set.intersection(*(set(ranks[r]) for r in order))
     skews: list[float] = []

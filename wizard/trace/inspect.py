@@ -647,4 +647,5 @@ def inspect_paths(
             one = partial(inspect_trace, sms=sms, max_launches=max_launches, keep=keep, plots=plots, checks=checks)
             with worker_pool(workers) as pool:
                 reports = list(pool.map(one, [str(f) for f in files]))
-    return Inspection(reports, job_health(reports, checks))
+    ranks = len(paths) == 1 and Path(paths[0]).is_dir()  # one job's traces, a rank each: not unrelated files
+    return Inspection(reports, job_health(reports if ranks else reports[:1], checks))

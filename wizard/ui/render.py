@@ -176,6 +176,12 @@ def fix_summary_lines(summary: Any) -> list[str]:
         lines.append(
             f"{summary.uncorrectable} kernel(s) could not be corrected (the trace lacks their device's SM count)"
         )
+    if summary.moved:
+        lines.append(
+            f"moved {summary.moved} overlapping kernel(s) to {summary.lanes} extra row(s) named "
+            "'stream N (overlapping kernels, lane K)'; each keeps its original tid under "
+            "args['warpwizard original tid']"
+        )
     return lines
 
 
