@@ -348,3 +348,28 @@ def test_split_overlaps_shows_every_kernel(tmp_path: Path, run_cli: RunCli) -> N
     assert sorted(t for t in flows.values() if isinstance(t, str)) == sorted(t for t, _ in moved.values())
     validator = pytest.importorskip("torch.profiler._trace_validator")
     validator.validate_trace(str(out))  # PyTorch's own validator takes the copy
+
+
+def test_rank_skew_from_per_rank_summaries_equals_the_directory(tmp_path: Path, run_cli: RunCli) -> None:
+    """Each node writes its own --json summary; compare merges them: no process reads every trace."""
+    ranks = tmp_path / "ranks"
+    ranks.mkdir()
+    for rank, delays in ((0, [0, 0]), (1, [30, 0]), (2, [10, 50])):
+        rank_trace(ranks, rank, delays)
+    together = strict_json(run_cli("trace", "inspect", "--json", str(ranks)).stdout)["health"][0]
+    summaries = []
+    for rank in range(3):
+        result = run_cli("trace", "inspect", "--json", str(ranks / f"rank{rank}.json"))
+        summary = tmp_path / f"node{rank}.json"
+        summary.write_text(result.stdout)
+        summaries.append(str(summary))
+    merged = strict_json(run_cli("compare", "--json", *summaries).stdout)["health"][0]
+    assert merged == together
+    assert "collectives" not in strict_json(run_cli("compare", "--json", *summaries).stdout)["machines"][0]
+    shown = run_cli("compare", *summaries).stdout
+    assert "rank skew (warning): 3 collectives across 3 ranks start up to 60.0 µs apart" in " ".join(shown.split())
+    twice = strict_json(run_cli("compare", "--json", summaries[0], summaries[0]).stdout)["health"][0]
+    assert (twice["status"], twice["reason"]) == (
+        "not_applicable",
+        "a rank appears in two reports: they are not one job's",
+    )

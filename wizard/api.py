@@ -11,10 +11,11 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable
 
+from wizard.compare import MachineReport, ranks_of
 from wizard.errors import UsageError
 from wizard.trace.fix import FixSummary
 from wizard.trace.fix import fix_trace as _fix_trace
-from wizard.trace.health import check_selection
+from wizard.trace.health import HealthCheck, check_selection, rank_skew
 from wizard.trace.inspect import DEFAULT_MAX_LAUNCHES, KEEP_CHOICES, Keep, check_limits, inspect_paths
 from wizard.trace.report import Inspection
 
@@ -102,3 +103,18 @@ def fix_trace(source: PathLike, output: PathLike, *, force: bool = False, split_
     input, nor over an existing file unless ``force``. Raises InputFileError, OutputFileError."""
     (source_name,), (output_name,) = path_names(source), path_names(output)
     return _fix_trace(source_name, output_name, force=force, split_overlaps=split_overlaps)
+
+
+def rank_skew_of(machines: Iterable[MachineReport]) -> HealthCheck | None:
+    """The cross-rank check over per-rank trace reports (each node's ``trace inspect --json``): None when
+    the reports carry fewer than two ranks' collectives; not applicable when a rank appears twice."""
+    reports = list(machines)
+    if sum(len(m.collectives) for m in reports) < 2:
+        return None
+    ranks = ranks_of(reports)
+    if ranks is None:
+        return HealthCheck(
+            "rank-skew", "not_applicable", 0, "rank-skew", "not applicable: a rank appears in two reports", "",
+            reason="a rank appears in two reports: they are not one job's",
+        )  # fmt: skip
+    return rank_skew(ranks)

@@ -388,13 +388,15 @@ def _ids(text: str | None) -> list[str] | None:
 
 
 def cmd_compare(ctx: Context) -> ExitStatus:
+    from wizard.api import rank_skew_of
     from wizard.compare import compare, load_report
 
     result = compare([load_report(r) for r in ctx.args.reports])
+    skew = rank_skew_of(result.machines)
     if ctx.args.json:
         from wizard.serialize import dumps
 
-        ctx.write(dumps(result.to_dict()) + "\n")
+        ctx.write(dumps({**result.to_dict(), "health": [skew.to_dict()] if skew else []}) + "\n")
         return ExitStatus.OK
     from wizard.ui.tables import comparison_table
     from wizard.untrusted import rich_text
@@ -402,6 +404,8 @@ def cmd_compare(ctx: Context) -> ExitStatus:
     console = ctx.console()
     console.print(comparison_table(result))
     console.print(rich_text(result.verdict, "bold"))
+    if skew is not None:
+        console.print(rich_text(f"rank skew ({skew.status}): {skew.summary}", "bold"))
     return ExitStatus.OK
 
 
