@@ -3,6 +3,7 @@ through the API and the real command line; the one-read contract of the passes."
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -335,7 +336,7 @@ def test_split_overlaps_shows_every_kernel(tmp_path: Path, run_cli: RunCli) -> N
         rows.setdefault((k["pid"], k["tid"]), []).append((k["ts"], k["ts"] + max(k["dur"], 0)))
     for spans in rows.values():  # no two kernels on one row overlap
         spans.sort()
-        assert all(later[0] >= earlier[1] for earlier, later in zip(spans, spans[1:]))
+        assert all(later[0] >= earlier[1] for earlier, later in itertools.pairwise(spans))
     moved = {k["name"]: (k["tid"], k["args"]["warpwizard original tid"]) for k in kernels if k["tid"] not in (7, 9)}
     assert moved == {
         "hidden_1": ("stream 7 overlap 1", 7),
@@ -373,3 +374,27 @@ def test_rank_skew_from_per_rank_summaries_equals_the_directory(tmp_path: Path, 
         "not_applicable",
         "a rank appears in two reports: they are not one job's",
     )
+
+
+def test_every_report_fits_the_published_schema(tmp_path: Path, run_cli: RunCli) -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    from tests.conftest import REPO
+
+    schema = strict_json((REPO / "docs" / "health.schema.json").read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    b = TraceBuilder()
+    healthy(b, 2)
+    b.add(spec("early", kernel_delay=-4.0))
+    b.add(spec("dropped", kernel=False))
+    b.add_graph([spec("node")])
+    b.add_memcpy(dur=-1.0)
+    ranks = tmp_path / "ranks"
+    ranks.mkdir()
+    for rank in range(2):
+        rank_trace(ranks, rank, [0, 10 * rank])
+    for target in (b.write(tmp_path / "t.json"), ranks):
+        doc = strict_json(run_cli("trace", "inspect", "--json", str(target)).stdout)
+        jsonschema.validate(doc, schema)
+    bad = {**doc, "health": [{**doc["health"][0], "status": "fine"}]}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, schema)

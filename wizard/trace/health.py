@@ -46,6 +46,7 @@ CAPTURE_END = frozenset({"cudaStreamEndCapture", "hipStreamEndCapture"})
 STATUSES = ("ok", "not_applicable", "info", "warning", "error")  # mildest first
 RANK = {status: n for n, status in enumerate(STATUSES)}
 EXAMPLES = 5  # examples kept per check
+SAMPLES = 2000  # events per check kept for the health timeline (spread evenly over all of them)
 COLLECTIVE_NAMES = 64  # NCCL kernel names kept per trace for the cross-rank check
 COLLECTIVE_INSTANCES = 10_000  # starts kept per name
 
@@ -81,6 +82,8 @@ class HealthCheck:
     reason: str | None = None
     details: dict[str, Any] = field(default_factory=dict)
     examples: list[HealthExample] = field(default_factory=list)
+    # where the problem lies in time, for a picture: (ts, lane) of at most SAMPLES events spread over all
+    samples: list[tuple[float, str]] = field(default_factory=list)
 
     @property
     def problem(self) -> bool:
@@ -202,6 +205,26 @@ class _Kernels:
     def order(self) -> Ints:
         """Kernel positions by start, file order for ties."""
         return np.argsort(self.ts, kind="stable").astype(np.int64)
+
+
+def _spread(positions: Ints) -> Ints:
+    """At most SAMPLES of these positions, evenly spread."""
+    step = max(1, -(-len(positions) // SAMPLES))
+    return positions[::step]
+
+
+def _kernel_samples(kernels: _Kernels, positions: Ints) -> list[tuple[float, str]]:
+    return [
+        (float(kernels.ts[i]), f"stream {kernels.shapes[int(kernels.shape[i])][4]}")
+        for i in _spread(np.sort(positions)).tolist()
+    ]
+
+
+def _call_samples(contents: TraceContents, calls: _Calls, positions: Ints) -> list[tuple[float, str]]:
+    return [
+        (float(calls.ts[i]), f"tid {contents.runtime.thread(int(calls.thread[i]))[1]}")
+        for i in _spread(positions).tolist()
+    ]
 
 
 def _floats(values: Any) -> Floats:
@@ -349,13 +372,14 @@ def kernels_missing(
             "expected at the end of a profiling window; the numbers before it are complete",
             details=details, examples=examples,
         )  # fmt: skip
+    samples = _call_samples(contents, calls, missing)
     return _check(
         "kernels-missing", count, "error",
         f"{_plural(count, 'launch', 'launches')} of {launches} ({share:.1%}) have no kernel event",
         "GPU time, idle %, kernel counts and every per-op GPU figure read from this trace are too low: the "
         "profiler dropped kernel records (CUPTI failing, records out of range after a second profiling "
         "session, buffer overflow, or the trace read before the flush)",
-        details=details, examples=examples,
+        details=details, examples=examples, samples=samples,
     )  # fmt: skip
 
 
@@ -415,6 +439,7 @@ def kernels_overlap(kernels: _Kernels) -> HealthCheck:
         "a copy that shows them all. Programmatic Dependent Launch overlaps kernels legitimately",
         details=details,
         examples=[kernels.example(int(i), "starts before the previous kernel on its stream ended") for i in first],
+        samples=_kernel_samples(kernels, hidden),
     )
 
 
@@ -466,6 +491,7 @@ def unlinked_kernels(calls: _Calls, kernels: _Kernels) -> HealthCheck:
         "does not record (cuLaunchKernelEx, Triton, ROCm) or the calls were dropped",
         details=details,
         examples=[kernels.example(int(i), "no launch call has this correlation id") for i in orphans[:EXAMPLES]],
+        samples=_kernel_samples(kernels, orphans),
     )
 
 
@@ -499,6 +525,7 @@ def durations(contents: TraceContents, kernels: _Kernels) -> HealthCheck:
         "timestamps were recorded wrongly (an end of 0 or -1, deferred completion on ROCm)",
         details=details,
         examples=examples,
+        samples=_kernel_samples(kernels, negative_k),
     )
 
 
@@ -551,6 +578,7 @@ def clock_skew(contents: TraceContents, calls: _Calls, kernels: _Kernels) -> Hea
         "timestamps from several profiling sessions in one process",
         details=details,
         examples=[kernels.example(int(i), "starts before its launch call") for i in np.sort(before)[:EXAMPLES]],
+        samples=_kernel_samples(kernels, before),
     )
 
 
