@@ -398,3 +398,36 @@ def test_every_report_fits_the_published_schema(tmp_path: Path, run_cli: RunCli)
     bad = {**doc, "health": [{**doc["health"][0], "status": "fine"}]}
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(bad, schema)
+
+
+def test_the_profiler_hook_warns_once_per_health_problem(tmp_path: Path) -> None:
+    import warnings
+
+    b = TraceBuilder()
+    healthy(b, 3)
+    b.add(spec("early", kernel_delay=-4.0))
+    text = b.text()
+
+    class Profile:
+        def export_chrome_trace(self, path: str) -> None:
+            Path(path).write_text(text)
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        check = wizard.profiler.export_chrome_trace(Profile(), tmp_path / "t.json")
+    messages = [str(w.message) for w in caught if issubclass(w.category, wizard.WarpWizardWarning)]
+    assert messages == [
+        "warpwizard: trace health warning: clock-skew: 1 kernel starts before its own launch call "
+        "(by up to 4.000 µs; offsets shrinking)"
+    ]
+    assert check.warnings == messages
+
+
+def test_markdown_leads_with_the_health_table(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    b.add(spec("negative", dur=-3.0))
+    text = wizard.inspect_traces(b.write(tmp_path / "t.json")).to_markdown()
+    lines = text.splitlines()
+    assert lines[2] == "## Trace health: 1 problem found"
+    assert lines[6].startswith("| t.json | error | `durations` | 1 | 1 GPU event with a negative duration")
+    assert lines[6].endswith("| `warpwizard run impossible-timing` |")

@@ -284,6 +284,10 @@ def _not_applicable(spec_id: str, reason: str, **details: Any) -> HealthCheck:
     return _check(spec_id, 0, "not_applicable", f"not applicable: {reason}", "", reason=reason, details=details)
 
 
+def _verb(n: int, one: str, many: str) -> str:
+    return one if n == 1 else many
+
+
 def _plural(n: int, one: str, many: str | None = None) -> str:
     return f"{n} {one if n == 1 else (many or one + 's')}"
 
@@ -367,7 +371,8 @@ def kernels_missing(
     if late == count:
         return _check(
             "kernels-missing", count, "info",
-            f"{_plural(count, 'launch', 'launches')} in the last 1% of the trace have no kernel: "
+            f"{_plural(count, 'launch', 'launches')} in the last 1% of the trace "
+            f"{_verb(count, 'has', 'have')} no kernel: "
             "cut by the profiler's stop",
             "expected at the end of a profiling window; the numbers before it are complete",
             details=details, examples=examples,
@@ -375,7 +380,8 @@ def kernels_missing(
     samples = _call_samples(contents, calls, missing)
     return _check(
         "kernels-missing", count, "error",
-        f"{_plural(count, 'launch', 'launches')} of {launches} ({share:.1%}) have no kernel event",
+        f"{_plural(count, 'launch', 'launches')} of {launches} ({share:.1%}) "
+        f"{_verb(count, 'has', 'have')} no kernel event",
         "GPU time, idle %, kernel counts and every per-op GPU figure read from this trace are too low: the "
         "profiler dropped kernel records (CUPTI failing, records out of range after a second profiling "
         "session, buffer overflow, or the trace read before the flush)",
@@ -432,7 +438,8 @@ def kernels_overlap(kernels: _Kernels) -> HealthCheck:
         "kernels-overlap",
         len(hidden),
         "warning",
-        f"{_plural(len(hidden), 'kernel')} start before the previous kernel on their stream ended "
+        f"{_plural(len(hidden), 'kernel')} {_verb(len(hidden), 'starts', 'start')} before the previous kernel on "
+        f"{_verb(len(hidden), 'its', 'their')} stream ended "
         f"({_plural(affected, 'stream')})",
         "Perfetto drops (and chrome://tracing misnests) a complete event that overlaps an earlier one on the same "
         "row, so these kernels are in the file but not on screen; `warpwizard trace fix --split-overlaps` writes "
@@ -456,7 +463,8 @@ def graph_launches(contents: TraceContents, calls: _Calls, kernels: _Kernels) ->
         "graph-launches",
         graphs,
         "warning",
-        f"{_plural(graphs, 'graph launch', 'graph launches')} stand for {_plural(replayed, 'kernel')} ({mode} trace)",
+        f"{_plural(graphs, 'graph launch', 'graph launches')} {_verb(graphs, 'stands', 'stand')} for "
+        f"{_plural(replayed, 'kernel')} ({mode} trace)",
         "a graph launch runs many kernels from one call, so per-op GPU time cannot be attributed to PyTorch ops, "
         "and profilers under-record replays: idle % and GPU busy time from this trace are unreliable. "
         "Compare with an eager trace of the same step",
@@ -485,7 +493,7 @@ def unlinked_kernels(calls: _Calls, kernels: _Kernels) -> HealthCheck:
         "unlinked-kernels",
         len(orphans),
         "warning",
-        f"{_plural(len(orphans), 'kernel')} of {n} link to no launch call{before}",
+        f"{_plural(len(orphans), 'kernel')} of {n} {_verb(len(orphans), 'links', 'link')} to no launch call{before}",
         "these kernels cannot be attributed to the op or Python line that launched them, and analyzers that "
         "follow launch links (critical path, launch latency) skip them: the launch API may be one the profiler "
         "does not record (cuLaunchKernelEx, Triton, ROCm) or the calls were dropped",
@@ -571,7 +579,8 @@ def clock_skew(contents: TraceContents, calls: _Calls, kernels: _Kernels) -> Hea
         "clock-skew",
         len(before),
         "warning",
-        f"{_plural(len(before), 'kernel')} start before their own launch call (by up to {-worst:.3f} µs; "
+        f"{_plural(len(before), 'kernel')} {_verb(len(before), 'starts before its', 'start before their')} own launch "
+        f"call (by up to {-worst:.3f} µs; "
         f"offsets {trend})",
         "GPU and CPU clocks disagree in this trace: launch latency, the CPU-GPU gaps and the flow arrows are "
         "wrong by the offset; a constant offset is a clock-domain difference, a growing one is drift or "
@@ -732,7 +741,8 @@ def rank_skew(ranks: Mapping[int, Mapping[str, Sequence[float]]]) -> HealthCheck
         "rank-skew",
         len(skews),
         "warning",
-        f"{_plural(len(skews), 'collective')} across {len(order)} ranks start up to {max(skews):.1f} µs apart "
+        f"{_plural(len(skews), 'collective')} across {len(order)} ranks {_verb(len(skews), 'starts', 'start')} up to "
+        f"{max(skews):.1f} µs apart "
         f"(median {details['median_us']:.1f} µs); rank {straggler} started last {times} times",
         "an NCCL kernel's time on the early ranks includes waiting for the last rank to arrive: read it as "
         "launch skew, not transfer time, and look at the straggler rank's work before the collective",
