@@ -4,6 +4,7 @@ through the API and the real command line; the one-read contract of the passes."
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -200,7 +201,7 @@ def test_trace_size_and_missing_stacks(tmp_path: Path) -> None:
     assert (found["stacks-missing"]["status"], found["stacks-missing"]["count"]) == ("ok", 0)
 
 
-def rank_trace(directory: Path, rank: int, delays: list[float], *, declared: bool = True) -> None:
+def rank_trace(directory: Path, rank: int, delays: Sequence[float], *, declared: bool = True) -> None:
     b = TraceBuilder()
     if declared:
         b.set_metadata("distributedInfo", {"rank": rank, "world_size": 3})
