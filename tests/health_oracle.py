@@ -371,12 +371,26 @@ def allowed_statuses(check: str, fields: dict[str, Any]) -> set[str]:
     if fields.get("applicable") is False:
         return {"not_applicable"}
     if fields["count"] == 0:
-        return {"ok"}
+        return {"not_applicable"} if cannot_show(check, fields) else {"ok"}
     if check in ("trace-size", "stacks-missing"):
         return {"info"}
     if check == "kernels-missing" and fields["in_last_1pct"] == fields["count"]:
         return {"info"}
     return {"warning", "error"}
+
+
+def cannot_show(check: str, fields: dict[str, Any]) -> bool:
+    """docs/health.md: a check is not applicable where the trace cannot show its problem: no kernel checked
+    (impossible-metrics), no launch calls (kernels-missing), no kernels (kernels-overlap), no GPU events
+    (durations), no kernel linked to a launch (clock-skew), no CPU ops (stacks-missing)."""
+    return {
+        "impossible-metrics": fields.get("checked") == 0,
+        "kernels-missing": fields.get("launches") == 0,
+        "kernels-overlap": fields.get("kernels") == 0,
+        "durations": fields.get("gpu_events") == 0,
+        "clock-skew": fields.get("linked") == 0,
+        "stacks-missing": fields.get("cpu_ops") == 0,
+    }.get(check, False)
 
 
 PER_TRACE_CHECKS = (

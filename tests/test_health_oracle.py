@@ -331,7 +331,11 @@ def _compare_report(name: str, report: dict[str, Any], path: Path) -> None:
     by_id = {c["check"]: c for c in health}
     impossible = by_id["impossible-metrics"]  # not computable here: only its count against the report's
     assert impossible["count"] == report["wrong_launches"], f"{name} impossible-metrics count"
-    _check_common(f"{name} impossible-metrics", impossible, {"count": report["wrong_launches"]})
+    _check_common(
+        f"{name} impossible-metrics",
+        impossible,
+        {"count": report["wrong_launches"], "checked": report["kernels_checked"]},
+    )
     for check, fields in expected.items():
         entry = by_id[check]
         label = f"{name} {check}"
@@ -411,7 +415,7 @@ def _report_as_the_contract_says(path: Path) -> dict[str, Any]:
         entry["reason"] = "no launch calls" if entry["status"] == "not_applicable" else None
         entry["examples"] = []
     health[6]["trend"] = "constant"
-    return {"path": str(path), "wrong_launches": 0, "health": health}
+    return {"path": str(path), "wrong_launches": 0, "kernels_checked": 1, "health": health}
 
 
 def test_the_comparison_names_trace_check_and_field(tmp_path: Path) -> None:
