@@ -432,3 +432,24 @@ def test_markdown_leads_with_the_health_table(tmp_path: Path) -> None:
     assert lines[2] == "## Trace health: 1 problem found"
     assert lines[6].startswith("| t.json | error | `durations` | 1 | 1 GPU event with a negative duration")
     assert lines[6].endswith("| `warpwizard run impossible-timing` |")
+
+
+def test_the_inspect_probe_gives_the_health_as_facts(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    healthy(b, 300)
+    b.add(spec("early", kernel_delay=-4.0))
+    b.add(spec("dropped", kernel=False, launch="cuLaunchKernelEx"))
+    healthy(b, 5)
+    b.add(spec("overlapping", dur=250.0))
+    healthy(b, 2)
+    (entry,) = wizard.run_probe("trace.inspect", {"paths": str(b.write(tmp_path / "t.json"))}).entries
+    facts = entry.facts
+    assert facts["health_problems"] == ["kernels-missing", "kernels-overlap", "clock-skew"]
+    assert facts["health_playbooks"] == ["kernels-missing", "impossible-timing", "kernels-hidden"]
+    assert facts["health_next"] == "kernels-missing"
+    assert facts["health_status"] == "error"
+    assert (facts["missing_kernels"], facts["launch_calls"], facts["missing_in_last_1pct"]) == (1, 310, 0)
+    assert facts["launch_apis"] == ["cuLaunchKernelEx", "cudaLaunchKernel"]
+    assert (facts["overlapping_kernels"], facts["kernels_before_launch"]) == (2, 1)
+    assert facts["launch_offset_min_us"] == -4.0
+    assert facts["graph_mode"] == "eager"

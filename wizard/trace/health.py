@@ -140,6 +140,16 @@ CHECKS: tuple[CheckSpec, ...] = (
     CheckSpec("rank-skew", "rank-skew", "collective start skew across ranks", scope="job"),
 )
 CHECK_IDS: tuple[str, ...] = tuple(c.id for c in CHECKS)
+# Where a triage continues when several checks find problems: missing data first, because every other number
+# depends on it; the kernel metrics last.
+TRIAGE_ORDER = (
+    "kernels-missing",
+    "impossible-timing",
+    "cuda-graphs",
+    "kernels-hidden",
+    "rank-skew",
+    "negative-warps-per-sm",
+)
 SPEC = {c.id: c for c in CHECKS}
 
 
@@ -355,11 +365,13 @@ def kernels_missing(
         first, last = span
         late = int((calls.ts[missing] >= last - 0.01 * (last - first)).sum())
     count = len(missing)
+    apis = np.bincount(calls.name_of[calls.launch], minlength=len(calls.names))
     details = {
         "launches": launches,
         "in_last_1pct": late,
         "captured": int(captured.sum()),
         "no_correlation": no_correlation,
+        "apis": {calls.names[n]: int(c) for n, c in enumerate(apis.tolist()) if c},
     }
     examples = [
         _call_example(contents, calls, i, "no kernel event has this correlation id") for i in missing[:EXAMPLES]
