@@ -52,14 +52,13 @@ STEP_CAP = 100_000  # ProfilerStep intervals kept (a trace has one per profiled 
 @dataclass
 class Timeline:
     """What passes other than the kernel checks need, kept in the same read and as compactly: GPU
-    copies and sets, events per category, the time window of every complete ("X") event the other
-    tables do not hold, flow arrows, and the ProfilerStep intervals."""
+    copies and sets, events per category (flow arrows included), the time window of every complete
+    ("X") event the other tables do not hold, and the ProfilerStep intervals."""
 
     gpu_ops: GpuOpTable = field(default_factory=GpuOpTable)
     categories: Counter[str] = field(default_factory=Counter)
     first_ts: float = math.inf  # over the X events kept nowhere else (annotations, steps, ...)
     last_end: float = -math.inf
-    flows: int = 0
     steps: list[tuple[float, float, str]] = field(default_factory=list)
 
     def merge(self, other: Timeline) -> None:
@@ -68,7 +67,6 @@ class Timeline:
         self.categories.update(other.categories)
         self.first_ts = min(self.first_ts, other.first_ts)
         self.last_end = max(self.last_end, other.last_end)
-        self.flows += other.flows
         self.steps.extend(other.steps[: max(0, STEP_CAP - len(self.steps))])
 
 
@@ -241,7 +239,7 @@ class Collector(EventSink):
             ref = self._frame_refs[name] = self.c.python.ref(self._intern(str(name)))
         return ref
 
-    def add(self, events: list[Event]) -> None:
+    def add(self, events: list[Event]) -> None:  # noqa: PLR0912 - one flat dispatch per event, for speed
         c = self.c
         c.events += len(events)
         categories = c.timeline.categories
@@ -273,27 +271,23 @@ class Collector(EventSink):
                 self._python(ev)
             elif cat in GPU_OP_CATEGORIES:
                 self._gpu_op(ev)
-            else:
-                self._other(ev)
+            elif ev.ph == "X":  # annotations, steps, ...: where they lie in time
+                self._complete(ev)
+            elif type(ev.pid) is str and ev.pid.endswith(" Counters"):
+                c.counter_events += 1
 
-    def _other(self, ev: Event) -> None:
-        """An event no table keeps: a PM-sampling counter, its place in the window, a flow arrow, a ProfilerStep."""
-        if type(ev.pid) is str and ev.pid.endswith(" Counters"):
-            self.c.counter_events += 1
+    def _complete(self, ev: Event) -> None:
+        """A complete event no table keeps: its place in the window, and a ProfilerStep's interval."""
+        start = _number(ev.ts)
+        if start is None:
             return
-        ph = ev.ph
-        if ph == "X":
-            start = _number(ev.ts)
-            if start is not None:
-                timeline = self.c.timeline
-                end = start + max(_number(ev.dur) or 0.0, 0.0)
-                timeline.first_ts = min(timeline.first_ts, start)
-                timeline.last_end = max(timeline.last_end, end)
-                name = ev.name
-                if type(name) is str and name.startswith("ProfilerStep#") and len(timeline.steps) < STEP_CAP:
-                    timeline.steps.append((start, end, self._intern(name)))
-        elif ph in ("s", "f", "t"):
-            self.c.timeline.flows += 1
+        timeline = self.c.timeline
+        end = start + max(_number(ev.dur) or 0.0, 0.0)
+        timeline.first_ts = min(timeline.first_ts, start)
+        timeline.last_end = max(timeline.last_end, end)
+        name = ev.name
+        if type(name) is str and name.startswith("ProfilerStep#") and len(timeline.steps) < STEP_CAP:
+            timeline.steps.append((start, end, self._intern(name)))
 
     def _gpu_op(self, ev: Event) -> None:
         args = ev.args or _NO_ARGS

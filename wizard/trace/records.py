@@ -6,6 +6,7 @@ Only what the analysis needs is kept, so a gigabyte trace costs tens of megabyte
 from __future__ import annotations
 
 import bisect
+import math
 from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -228,7 +229,7 @@ class RuntimeIndex:
         self.correlations: array[int] = array("q")
         self.threads: array[int] = array("i")
         self.starts: array[float] = array("d")
-        self.durations: array[float] = array("d")
+        self.last_end = -math.inf  # the latest end of any call (the window's end needs no per-call duration)
         self.names: array[int] = array("i")
         self._thread_ids: dict[tuple[Any, Any], int] = {}
         self._thread_keys: list[tuple[Any, Any]] = []
@@ -258,7 +259,8 @@ class RuntimeIndex:
         self.correlations.append(correlation)
         self.threads.append(thread)
         self.starts.append(ts)
-        self.durations.append(dur)
+        end = ts + dur if dur > 0 else ts
+        self.last_end = max(self.last_end, end)
         self.names.append(name_id)
 
     def merge(self, other: RuntimeIndex) -> None:
@@ -268,7 +270,7 @@ class RuntimeIndex:
         self.correlations.extend(other.correlations)
         self.threads.extend(array("i", map(threads.__getitem__, other.threads)))
         self.starts.extend(other.starts)
-        self.durations.extend(other.durations)
+        self.last_end = max(self.last_end, other.last_end)
         self.names.extend(array("i", map(names.__getitem__, other.names)))
 
     def _thread_id(self, key: tuple[Any, Any]) -> int:
