@@ -59,7 +59,6 @@ class Event(msgspec.Struct, gc=False):
     ``event_from_dict`` makes it fit, so nothing downstream sees an unhashable key."""
 
     cat: str | None = None
-    ph: str | None = None
     name: str | int | float | None = None
     pid: int | str | None = None
     tid: int | str | None = None
@@ -87,10 +86,9 @@ def event_from_dict(obj: Any) -> Event | None:
                 value = raw_args[encoded]
                 values[attr] = msgspec.Raw(msgspec.json.encode(value)) if attr in _RAW_FIELDS else value
         args = EventArgs(**values)
-    cat, ph = obj.get("cat"), obj.get("ph")
+    cat = obj.get("cat")
     return Event(
         cat=cat if isinstance(cat, str) else None,
-        ph=ph if isinstance(ph, str) else None,
         name=_scalar(obj.get("name")),
         pid=_key(obj.get("pid")),
         tid=_key(obj.get("tid")),

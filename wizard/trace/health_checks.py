@@ -126,6 +126,17 @@ def _ints(values: Any) -> Ints:
     return np.frombuffer(values, dtype=np.int64 if values.itemsize == 8 else np.int32)
 
 
+def _distinct(values: Ints) -> Ints:
+    """The values sorted, each once (``np.unique``'s hash path is slow on a million ids in numpy 2.4)."""
+    ordered = np.sort(values)
+    if len(ordered) < 2:
+        return ordered
+    keep = np.empty(len(ordered), dtype=bool)
+    keep[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
+    return ordered[keep]
+
+
 def _member(values: Ints, sorted_ids: Ints) -> npt.NDArray[np.bool_]:
     """``np.isin`` for a sorted id array, by binary search: no sort of the two arrays together (a gigabyte
     trace's million calls would need a temporary of tens of megabytes)."""
@@ -166,9 +177,10 @@ def window(contents: TraceContents) -> tuple[float, float] | None:
         ends.append(contents.runtime.last_end)
     span(contents.timeline.gpu_ops.ts, contents.timeline.gpu_ops.dur)
     for index in (contents.ops, contents.python):
-        for first, last in index.spans():
-            starts.append(first)
-            ends.append(last)
+        for thread_starts, thread_ends in index.arrays():
+            first = _floats(thread_starts)
+            starts.append(float(first.min()))
+            ends.append(max(float(first.max()), float(_floats(thread_ends).max())))
     if math.isfinite(contents.timeline.first_ts):
         starts.append(contents.timeline.first_ts)
         ends.append(contents.timeline.last_end)
@@ -232,7 +244,7 @@ def kernels_missing(
     captured = _captured(contents, calls) & calls.launch
     has_id = calls.corr != NO_CORRELATION
     no_correlation = int((calls.launch & ~has_id).sum())
-    kernel_ids = np.unique(kernels.corr[kernels.corr != NO_CORRELATION])
+    kernel_ids = _distinct(kernels.corr[kernels.corr != NO_CORRELATION])
     candidates = calls.launch & has_id & ~captured
     chosen = np.flatnonzero(candidates)
     missing = chosen[~_member(calls.corr[chosen], kernel_ids)]
@@ -317,7 +329,7 @@ def kernels_overlap(kernels: _Kernels) -> HealthCheck:
         return not_applicable("kernels-overlap", "no GPU kernels", kernels=0, lanes=0)
     hidden = overlapping(kernels)
     lanes = _lanes(kernels)
-    affected = len(np.unique(lanes[hidden])) if len(hidden) else 0
+    affected = len(_distinct(lanes[hidden])) if len(hidden) else 0
     details = {"kernels": n, "lanes": affected}
     if not len(hidden):
         return make_check("kernels-overlap", 0, "ok", "no two kernels overlap on one stream", "", details=details)
@@ -341,7 +353,7 @@ def kernels_overlap(kernels: _Kernels) -> HealthCheck:
 def graph_launches(contents: TraceContents, calls: _Calls, kernels: _Kernels) -> HealthCheck:
     graphs = int(calls.graph.sum())
     launches = int(calls.launch.sum())
-    graph_ids = np.unique(calls.corr[calls.graph & (calls.corr != NO_CORRELATION)])
+    graph_ids = _distinct(calls.corr[calls.graph & (calls.corr != NO_CORRELATION)])
     replayed = int(_member(kernels.corr, graph_ids).sum()) if len(graph_ids) else 0
     mode = "eager" if not graphs else ("graph" if not launches else "mixed")
     details = {"kernels": replayed, "mode": mode}
@@ -366,7 +378,7 @@ def unlinked_kernels(calls: _Calls, kernels: _Kernels) -> HealthCheck:
     linked_calls = (calls.launch | calls.graph) & (calls.corr != NO_CORRELATION)
     if not (calls.launch | calls.graph).any():
         return not_applicable("unlinked-kernels", "the trace has no launch or graph-launch calls", kernels=n)
-    ids = np.unique(calls.corr[linked_calls])
+    ids = _distinct(calls.corr[linked_calls])
     orphans = np.flatnonzero(~_member(kernels.corr, ids))
     early = int((kernels.ts[orphans] < calls.ts.min()).sum()) if len(orphans) else 0
     details = {"kernels": n, "before_first_call": early}
