@@ -44,6 +44,42 @@ def rank_directory(where: Path) -> Path:
     return ranks
 
 
+def health_directory(where: Path) -> Path:
+    """Two ranks whose traces lie: dropped kernels, kernels hidden by an overlap, kernels before their launch,
+    and a straggler rank at every all-reduce."""
+    ranks = where / "health"
+    ranks.mkdir()
+    gemm = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n"
+    for rank in range(2):
+        builder = TraceBuilder()
+        builder.set_metadata("distributedInfo", {"rank": rank, "world_size": 2})
+        for step in range(40):
+            builder.wait(40.0 * rank * (step % 5))  # rank 1 is late, by up to 160 us
+            builder.add(KernelSpec("ncclDevKernel_AllReduce_Sum_bf16_RING_LL", (8, 1, 1), (512, 1, 1), dur=80.0))
+            builder.add(KernelSpec(gemm, (132, 1, 1), (384, 1, 1), 168, dur=140.0, launch="cuLaunchKernelEx"))
+            builder.add(
+                KernelSpec(
+                    "void flash_fwd_kernel<Flash_fwd_kernel_traits>",
+                    (64, 16, 1),
+                    (128, 1, 1),
+                    dur=60.0,
+                    launch="cuLaunchKernelEx",
+                )
+            )
+            if rank == 0 and step % 7 == 3:
+                builder.add(
+                    KernelSpec("void at::native::reduce_kernel<512, 1>", (1000, 1, 1), (256, 1, 1), kernel=False)
+                )
+            if rank == 1 and step > 25:
+                builder.add(
+                    KernelSpec(
+                        "void at::native::vectorized_elementwise_kernel<4>", (99, 1, 1), (128, 1, 1), kernel_delay=-2.0
+                    )
+                )
+        builder.write(ranks / f"rank{rank}.json")
+    return ranks
+
+
 def main() -> int:
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if chromium is None:
@@ -58,8 +94,32 @@ def main() -> int:
             "report-grid-overflow": REPO / "examples" / "answers" / "grid-overflow.yaml",
             "report-ranks": answers,
         }
+        health_page = base / "report-health.html"
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "wizard",
+                "trace",
+                "inspect",
+                str(health_directory(base)),
+                "--report",
+                str(health_page),
+            ],
+            check=False,
+            stdout=subprocess.DEVNULL,
+        )  # fmt: skip  (exit 1: the traces have problems)
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+            page = browser.new_page(viewport={"width": 1280, "height": 1300})
+            page.route("**/*", lambda r: r.continue_() if r.request.url.startswith("file:") else r.abort())
+            page.goto(health_page.as_uri())
+            page.wait_for_selector("body[data-plots=drawn]", timeout=30_000)
+            page.wait_for_timeout(300)
+            shot = OUT / "report-health-1280.png"
+            page.screenshot(path=str(shot), clip={"x": 0, "y": 0, "width": 1280, "height": 1300})
+            print(f"wrote {shot.relative_to(REPO)} ({shot.stat().st_size // 1024} KB)")
+            page.close()
             for name, answers_file in pages.items():
                 page_file = base / f"{name}.html"
                 subprocess.run(

@@ -11,10 +11,12 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterable
 
+from wizard.compare import MachineReport, ranks_of
 from wizard.errors import UsageError
 from wizard.progress import NO_PROGRESS, Progress
 from wizard.trace.fix import FixSummary
 from wizard.trace.fix import fix_trace as _fix_trace
+from wizard.trace.health import HealthCheck, check_selection, rank_skew
 from wizard.trace.inspect import DEFAULT_MAX_LAUNCHES, KEEP_CHOICES, Keep, check_limits, inspect_paths
 from wizard.trace.report import Inspection
 
@@ -33,6 +35,9 @@ def inspect_traces(
     max_launches: int | None = DEFAULT_MAX_LAUNCHES,
     plots: bool = True,
     progress: Progress = NO_PROGRESS,
+    checks: Iterable[str] | None = None,
+    skip_checks: Iterable[str] | None = None,
+    spell: Callable[[str], str] = str,
 ) -> Inspection:
     """Check every kernel launch of one or more traces (``.json``/``.json.gz`` files, or per-rank
     directories) and explain each impossible value.
@@ -43,13 +48,31 @@ def inspect_traces(
     ``max_launches``: wrong launches listed per finding group in ``to_dict()`` (None: the default).
     ``plots``: also gather what ``to_html()``'s pictures need (distinct points, wrong launches' times; small).
     ``progress``: told each file's bytes as read (wizard.progress; by default nothing is reported or printed).
-    Raises InputFileError / TraceReadError for a file that cannot be read, UsageError for bad numbers.
+    ``checks`` / ``skip_checks``: the health checks to run (ids in ``wizard.trace.health.CHECK_IDS``; default
+    all), each trace's in ``report.health``, every one in ``Inspection.health``.
+    Raises InputFileError / TraceReadError for a file that cannot be read, UsageError for bad numbers or ids.
     """
     if launches not in KEEP_CHOICES:
         raise UsageError(f"launches must be one of {', '.join(KEEP_CHOICES)}, not {launches!r}")
-    check_limits(jobs, sms, max_launches)
+    check_limits(jobs, sms, max_launches, spell=spell)
+    selected = health_selection(checks, skip_checks, spell=spell)
     limit = DEFAULT_MAX_LAUNCHES if max_launches is None else max_launches
-    return inspect_paths(path_names(paths), jobs, sms, limit, launches, plots=plots, progress=progress)
+    return inspect_paths(path_names(paths), jobs, sms, limit, launches, plots=plots, progress=progress, checks=selected)
+
+
+def health_selection(
+    checks: Iterable[str] | None, skip_checks: Iterable[str] | None, *, spell: Callable[[str], str] = str
+) -> frozenset[str] | None:
+    """The health checks asked for, or None for all; an unknown id is a UsageError naming the valid ones."""
+    if checks is None and not skip_checks:
+        return None
+    for name, given in (("checks", checks), ("skip_checks", skip_checks)):
+        if isinstance(given, (str, bytes)):
+            raise UsageError(f"{spell(name)} must be a list of check ids, not one {type(given).__name__}")
+    try:
+        return check_selection(checks, skip_checks)
+    except ValueError as exc:
+        raise UsageError(f"{spell('checks')}: {exc}") from None
 
 
 def check_numbers(jobs: object, sms: object, max_launches: object, *, spell: Callable[[str], str] = str) -> None:
@@ -76,10 +99,32 @@ def path_text(value: object, what: str, expected: str = "a str or os.PathLike of
 
 
 def fix_trace(
-    source: PathLike, output: PathLike, *, force: bool = False, progress: Progress = NO_PROGRESS
+    source: PathLike,
+    output: PathLike,
+    *,
+    force: bool = False,
+    split_overlaps: bool = False,
+    progress: Progress = NO_PROGRESS,
 ) -> FixSummary:
     """Write a copy of ``source`` whose wrong kernel metrics hold their true values (originals kept
-    under ``args["warpwizard original"]``); gzip when ``output`` ends in ``.gz``. Never writes over the
+    under ``args["warpwizard original"]``); gzip when ``output`` ends in ``.gz``. ``split_overlaps``: kernels
+    that overlap an earlier one on their stream go to extra rows named after the stream, so Perfetto shows
+    them all (the original tid kept under ``args["warpwizard original tid"]``). Never writes over the
     input, nor over an existing file unless ``force``. Raises InputFileError, OutputFileError."""
     (source_name,), (output_name,) = path_names(source), path_names(output)
-    return _fix_trace(source_name, output_name, force=force, progress=progress)
+    return _fix_trace(source_name, output_name, force=force, split_overlaps=split_overlaps, progress=progress)
+
+
+def rank_skew_of(machines: Iterable[MachineReport]) -> HealthCheck | None:
+    """The cross-rank check over per-rank trace reports (each node's ``trace inspect --json``): None when
+    the reports carry fewer than two ranks' collectives; not applicable when a rank appears twice."""
+    reports = list(machines)
+    if sum(len(m.collectives) for m in reports) < 2:
+        return None
+    ranks = ranks_of(reports)
+    if ranks is None:
+        return HealthCheck(
+            "rank-skew", "not_applicable", 0, "rank-skew", "not applicable: a rank appears in two reports", "",
+            reason="a rank appears in two reports: they are not one job's",
+        )  # fmt: skip
+    return rank_skew(ranks)

@@ -9,6 +9,7 @@ their scheduler (``srun``, ``torchrun``) and the files be compared in one place.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,8 @@ class MachineReport:
     mechanisms: list[str]
     impossible: bool | None
     work: str | None = None  # fingerprint of what ran (a trace's kernels and shapes, a repro's op and shapes)
+    # rank -> NCCL kernel name -> starts: what a trace report carries for the cross-rank check
+    collectives: dict[int, dict[str, list[float]]] = field(default_factory=dict)
 
     @property
     def key(self) -> str:
@@ -39,6 +42,8 @@ class MachineReport:
 MAX_TEXT = 160  # characters of one name (host, GPU, torch, driver)
 MAX_ITEMS = 64  # names of one list (GPUs, mechanisms)
 MAX_MECHANISM = 8  # characters of a mechanism id ("A'", "?")
+MAX_RANKS = 4096  # per-rank reports kept from one document
+MAX_STARTS = 10_000  # collective starts kept per name (trace.health keeps as many)
 BY_DESIGN = "F"  # trace.mechanisms.Mechanism.BY_DESIGN: this module imports no layer; a test checks they agree
 
 
@@ -122,7 +127,30 @@ def _from_trace_report(data: dict[str, Any], source: str) -> MachineReport:
         mechanisms,
         data.get("impossible") is True,
         _text(data.get("workload")),
+        _collectives(reports),
     )
+
+
+def _collectives(reports: list[Any]) -> dict[int, dict[str, list[float]]]:
+    """Each per-rank report's ``collectives`` (rank, NCCL kernel starts per name), bounded and typed."""
+    out: dict[int, dict[str, list[float]]] = {}
+    for r in reports[:MAX_RANKS]:
+        found = r.get("collectives") if isinstance(r, dict) else None
+        if not isinstance(found, dict):
+            continue
+        rank, starts = found.get("rank"), found.get("starts")
+        if not isinstance(rank, int) or isinstance(rank, bool) or not isinstance(starts, dict):
+            continue
+        out[rank] = {
+            _cut(name): [
+                float(v)
+                for v in values[:MAX_STARTS]
+                if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+            ]
+            for name, values in list(starts.items())[:MAX_ITEMS]
+            if isinstance(name, str) and isinstance(values, list)
+        }
+    return out
 
 
 MAX_REPORT_BYTES = 64 << 20
@@ -177,7 +205,7 @@ class Comparison:
     def to_dict(self) -> dict[str, Any]:
         """What ``warpwizard compare --json`` prints."""
         return {
-            "machines": [asdict(m) for m in self.machines],
+            "machines": [{k: v for k, v in asdict(m).items() if k != "collectives"} for m in self.machines],
             "verdict": self.verdict,
             "hardware_specific": self.hardware_specific,
             "same_work": self.same_work,
@@ -245,6 +273,17 @@ class Comparison:
             )
         )
         return head + "; ".join(parts)
+
+
+def ranks_of(reports: list[MachineReport]) -> dict[int, dict[str, list[float]]] | None:
+    """Every rank's collectives across the reports, or None when a rank appears twice (not one job)."""
+    out: dict[int, dict[str, list[float]]] = {}
+    for m in reports:
+        for rank, starts in m.collectives.items():
+            if rank in out:
+                return None
+            out[rank] = starts
+    return out
 
 
 def compare(reports: list[MachineReport]) -> Comparison:

@@ -24,8 +24,10 @@ class ExitStatus(enum.IntEnum):
 
 
 MEANING: dict[ExitStatus, str] = {
-    ExitStatus.OK: "diagnosis reached; `trace inspect`: no impossible value; `probe`: it passed, warned or skipped",
-    ExitStatus.FINDINGS: "`trace inspect`: impossible or wrong values found; `probe`: it failed (found the problem); "
+    ExitStatus.OK: "diagnosis reached; `trace inspect`: no health check at `--fail-on` (default warning) or worse; "
+    "`probe`: it passed, warned or skipped",
+    ExitStatus.FINDINGS: "`trace inspect`: a health check at `--fail-on` or worse (impossible values, dropped "
+    "kernels, ...); `probe`: it failed (found the problem); "
     "`run --fail-on SEVERITY`: the diagnosis is at least that severe",
     ExitStatus.USAGE: "usage error (bad command line, unknown playbook name)",
     ExitStatus.INVALID_PLAYBOOK: "invalid playbook, from `run` or `validate` "

@@ -81,7 +81,7 @@ class TraceChecker:
 
         inspection = inspect_traces(result.trace, sms=self.sms, jobs=1, launches="none")
         result.inspection = inspection
-        lines = mechanism_warnings(inspection)
+        lines = mechanism_warnings(inspection) + health_warnings(inspection)
         if not lines:
             _log(logging.INFO, f"warpwizard: {result.trace}: {_checked(inspection)} kernels checked, no wrong values")
         if self.fix and inspection.impossible:
@@ -100,6 +100,18 @@ class TraceChecker:
             except Exception as exc:  # noqa: BLE001
                 lines.append(f"warpwizard could not write the report for {visible(result.trace)}: {visible(exc)}")
         return lines
+
+
+def health_warnings(inspection: Any) -> list[str]:
+    """One line per health problem other than the wrong values (those have their own lines): what was
+    found and what it means for the numbers read from this trace."""
+    from wizard.untrusted import visible
+
+    return [
+        f"warpwizard: trace health {check.status}: {check.check}: {visible(check.summary)}"
+        for check in inspection.problems()
+        if check.check != "impossible-metrics"
+    ]
 
 
 def mechanism_warnings(inspection: Any) -> list[str]:

@@ -522,3 +522,10 @@ def _coerce(param: ParamSpec, text: str, probe: str) -> Any:
     if kind == "list[str]":
         return [text]
     return text
+
+
+def playbook_names(playbook_dirs: Sequence[str] = (), environ: Mapping[str, str] | None = None) -> frozenset[str]:
+    """The names of the playbooks on the search path, none loaded (where a health check can continue)."""
+    from wizard.playbook.discovery import list_playbooks
+
+    return frozenset(found.name for found in list_playbooks(list(playbook_dirs), environ))

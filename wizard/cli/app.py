@@ -325,7 +325,13 @@ def _trace_fix(ctx: Context) -> ExitStatus:
     from wizard.ui.render import fix_summary_lines, truncation_warning
 
     args = ctx.args
-    summary = fix_trace(args.input, args.output, force=args.force, progress=ctx.system.progress)
+    summary = fix_trace(
+        args.input,
+        args.output,
+        force=args.force,
+        split_overlaps=args.split_overlaps,
+        progress=ctx.system.progress,
+    )
     for line in fix_summary_lines(summary):
         ctx.write(visible(line) + "\n")
     if summary.truncation is not None:
@@ -356,32 +362,50 @@ def _trace_inspect(ctx: Context) -> ExitStatus:
         max_launches=args.max_launches,
         plots=any(chosen.needs_inspection for _, chosen in files),
         progress=ctx.system.progress,
+        checks=_ids(args.checks),
+        skip_checks=_ids(args.skip_checks),
+        spell=_option,
     )
     if args.json:
         from wizard.serialize import dumps
 
         ctx.write(dumps(inspection.to_dict()) + "\n")
     elif args.markdown != "-":  # '--markdown -' is the whole of stdout
-        from wizard.ui.render import inspection_view
+        from wizard.runs import playbook_names
+        from wizard.ui.render import health_view, inspection_view
 
-        ctx.console().print(inspection_view(inspection, show_all=args.all))
+        console = ctx.console()
+        console.print(
+            health_view(
+                inspection, verbose=args.verbose, playbooks=playbook_names(ctx.playbook_dirs, ctx.system.environ)
+            )
+        )
+        console.print(inspection_view(inspection, show_all=args.all))
     if args.markdown == "-":
         ctx.write(FORMATS[".md"].inspection(inspection))
     for path, chosen in files:
         write_text(path, chosen.inspection(inspection), inputs=args.paths, force=args.force, what=chosen.name)
     if args.report and not args.json and args.markdown != "-":
         ctx.stderr.write(visible(f"{files[0][1].name} written to {args.report}") + "\n")
-    return ExitStatus.FINDINGS if inspection.impossible else ExitStatus.OK
+    failing = args.fail_on != "never" and bool(inspection.problems(at_least=args.fail_on))
+    return ExitStatus.FINDINGS if failing else ExitStatus.OK
+
+
+def _ids(text: str | None) -> list[str] | None:
+    """``--checks a,b``: the ids, blanks dropped."""
+    return None if text is None else [part.strip() for part in text.split(",") if part.strip()]
 
 
 def cmd_compare(ctx: Context) -> ExitStatus:
+    from wizard.api import rank_skew_of
     from wizard.compare import compare, load_report
 
     result = compare([load_report(r) for r in ctx.args.reports])
+    skew = rank_skew_of(result.machines)
     if ctx.args.json:
         from wizard.serialize import dumps
 
-        ctx.write(dumps(result.to_dict()) + "\n")
+        ctx.write(dumps({**result.to_dict(), "health": [skew.to_dict()] if skew else []}) + "\n")
         return ExitStatus.OK
     from wizard.ui.tables import comparison_table
     from wizard.untrusted import rich_text
@@ -389,6 +413,8 @@ def cmd_compare(ctx: Context) -> ExitStatus:
     console = ctx.console()
     console.print(comparison_table(result))
     console.print(rich_text(result.verdict, "bold"))
+    if skew is not None:
+        console.print(rich_text(f"rank skew ({skew.status}): {skew.summary}", "bold"))
     return ExitStatus.OK
 
 

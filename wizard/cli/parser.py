@@ -182,6 +182,9 @@ def _add_catalogue_commands(sub: _Sub) -> None:
     comp.add_argument("shell", choices=("bash", "zsh", "fish", "tcsh", "powershell"))
 
 
+FAIL_ON = ("info", "warning", "error", "never")
+
+
 def _add_trace(sub: _Sub, kw: dict[str, Any]) -> None:
     trace = sub.add_parser("trace", help="inspect or fix profiler traces")
     tsub = trace.add_subparsers(dest="trace_command", metavar="ACTION", parser_class=_Parser)
@@ -192,6 +195,20 @@ def _add_trace(sub: _Sub, kw: dict[str, Any]) -> None:
     _add_report(ins)
     ins.add_argument("--force", action="store_true", help="replace a --markdown or --report file that exists")
     ins.add_argument("--all", action="store_true", help="also list correct-by-design kernels (F)")
+    ins.add_argument("--verbose", "-v", action="store_true", help="every health check, with what it means and examples")
+    ins.add_argument(
+        "--checks",
+        metavar="ID,...",
+        help="run only these health checks (default: all; see docs/health.md for the ids)",
+    )
+    ins.add_argument("--skip-checks", metavar="ID,...", help="leave out these health checks")
+    ins.add_argument(
+        "--fail-on",
+        choices=FAIL_ON,
+        default="warning",
+        metavar="LEVEL",
+        help="exit 1 when a health check is at LEVEL or worse: info, warning (default), error, or never",
+    )
     ins.add_argument(
         "--jobs",
         type=int,
@@ -221,6 +238,11 @@ def _add_trace(sub: _Sub, kw: dict[str, Any]) -> None:
     fix.add_argument("output")
     fix.add_argument("--force", action="store_true", help="replace an output file that exists")
     _add_progress(fix)
+    fix.add_argument(
+        "--split-overlaps",
+        action="store_true",
+        help="move kernels that overlap an earlier one on their stream to extra rows, so Perfetto shows them all",
+    )
 
 
 def _add_machine_commands(sub: _Sub) -> None:

@@ -121,7 +121,100 @@ def inspection_facts(inspection: Inspection) -> dict[str, Any]:
             else None
         ),
     }
+    facts.update(health_facts(inspection))
     return facts
+
+
+def _detail(checks: list[Any], check: str, field: str) -> Any:
+    """A check's field from the first trace that has the check (a rank directory: the counts are summed by
+    the caller where a sum means something)."""
+    return next((c.details.get(field) for c in checks if c.check == check), None)
+
+
+def _total(checks: list[Any], check: str, field: str | None = None) -> int:
+    return sum(int(c.count if field is None else c.details.get(field) or 0) for c in checks if c.check == check)
+
+
+def health_facts(inspection: Inspection) -> dict[str, Any]:
+    """The health check's verdicts as facts: which problems, where a triage continues, and each check's
+    counts (summed over a rank directory's traces)."""
+    from wizard.trace.health import CHECK_IDS, TRIAGE_ORDER
+
+    checks = inspection.health
+    problems = [c for c in checks if c.problem]
+    ids = [i for i in CHECK_IDS if any(c.check == i for c in problems)]
+    playbooks = [p for p in TRIAGE_ORDER if any(c.playbook == p for c in problems)]
+    apis: dict[str, int] = {}
+    for c in checks:
+        if c.check == "kernels-missing":
+            for name, n in (c.details.get("apis") or {}).items():
+                apis[name] = apis.get(name, 0) + n
+    skew = next((c for c in inspection.job_health if c.check == "rank-skew"), None)
+    last = (skew.details.get("last_by_rank") or {}) if skew is not None else {}
+    return {
+        "health_status": inspection.health_status,
+        "health_problems": ids,
+        "health_playbooks": playbooks,
+        "health_next": playbooks[0] if playbooks else None,
+        "health_summary": [f"{c.check}: {c.summary}" for c in sorted(problems, key=lambda c: ids.index(c.check))],
+        "missing_kernels": _total(checks, "kernels-missing"),
+        "launch_calls": _total(checks, "kernels-missing", "launches"),
+        "missing_in_last_1pct": _total(checks, "kernels-missing", "in_last_1pct"),
+        "captured_launches": _total(checks, "kernels-missing", "captured"),
+        "launches_without_id": _total(checks, "kernels-missing", "no_correlation"),
+        "launch_apis": sorted(apis),
+        "overlapping_kernels": _total(checks, "kernels-overlap"),
+        "graph_launches": _total(checks, "graph-launches"),
+        "graph_kernels": _total(checks, "graph-launches", "kernels"),
+        "graph_mode": next((m for m in ("mixed", "graph") if any(c.details.get("mode") == m for c in checks)), "eager"),
+        "unlinked_kernels": _total(checks, "unlinked-kernels"),
+        "unlinked_before_first_call": _total(checks, "unlinked-kernels", "before_first_call"),
+        "negative_durations": _total(checks, "durations"),
+        "zero_durations": _total(checks, "durations", "zero"),
+        "kernels_before_launch": _total(checks, "clock-skew"),
+        "launch_offset_min_us": _detail(checks, "clock-skew", "min_us"),
+        "launch_offset_median_us": _detail(checks, "clock-skew", "median_us"),
+        "launch_offset_trend": _detail(checks, "clock-skew", "trend"),
+        "rank_skew_collectives": skew.count if skew is not None else 0,
+        "rank_skew_max_us": skew.details.get("max_us") if skew is not None else None,
+        "rank_skew_median_us": skew.details.get("median_us") if skew is not None else None,
+        "straggler_rank": int(max(last, key=lambda r: (last[r], -int(r)))) if last else None,
+        "python_stacks": not any(c.check == "stacks-missing" and c.count for c in checks),
+        "trace_events": _total(checks, "trace-size"),
+    }
+
+
+HEALTH_FACT_HELP = {
+    "health_status": "the worst health-check status: ok, not_applicable, info, warning or error",
+    "health_problems": "ids of the health checks at warning or worse (docs/health.md)",
+    "health_playbooks": "the playbooks those problems continue into, in triage order (missing data first)",
+    "health_next": "the first of them: where a triage continues (None when the trace is healthy)",
+    "health_summary": "one line per problem: check id and what it found",
+    "missing_kernels": "launch calls whose kernel is not in the trace (kernels-missing)",
+    "launch_calls": "kernel launch calls in the trace(s)",
+    "missing_in_last_1pct": "of the missing ones, those in the last 1% of the trace (cut by the profiler's stop)",
+    "captured_launches": "launch calls made while capturing a CUDA graph (they run no kernel)",
+    "launches_without_id": "launch calls without a correlation id",
+    "launch_apis": "the kernel launch APIs the trace records (cudaLaunchKernel, cuLaunchKernelEx, ...)",
+    "overlapping_kernels": "kernels that start before the previous kernel on their stream ended (kernels-overlap)",
+    "graph_launches": "cudaGraphLaunch / hipGraphLaunch calls",
+    "graph_kernels": "kernels run by those graph launches",
+    "graph_mode": "eager, graph or mixed",
+    "unlinked_kernels": "kernels whose correlation id matches no launch call",
+    "unlinked_before_first_call": "of those, the ones that ran before the trace's first runtime call",
+    "negative_durations": "GPU events with a negative duration",
+    "zero_durations": "kernels with a zero duration",
+    "kernels_before_launch": "kernels that start before their own launch call (clock-skew)",
+    "launch_offset_min_us": "smallest kernel start minus launch call start, in µs",
+    "launch_offset_median_us": "median kernel start minus launch call start, in µs",
+    "launch_offset_trend": "constant, growing or shrinking over the trace",
+    "rank_skew_collectives": "NCCL collectives compared across ranks (rank-skew)",
+    "rank_skew_max_us": "largest start skew of one collective across ranks, in µs",
+    "rank_skew_median_us": "median start skew across ranks, in µs",
+    "straggler_rank": "the rank that started last most often",
+    "python_stacks": "whether Python stacks were recorded (python_function events)",
+    "trace_events": "events with a category in the trace(s)",
+}
 
 
 FACT_HELP = {
@@ -163,6 +256,7 @@ FACT_HELP = {
     "worst_file": "the trace file it is in",
     "error": "why the trace could not be read (when the probe errs)",
     "non_finite_spelling": "bare (invalid JSON) | quoted | None: how inf/nan were written",
+    **HEALTH_FACT_HELP,
 }
 
 

@@ -49,7 +49,9 @@ input[type=search] { width: 100%; max-width: 420px; padding: 6px 8px; margin: 4p
                      border: 1px solid var(--line); border-radius: 6px; font: inherit; }
 .plot { width: 100%; min-height: 260px; margin: 8px 0 16px; }
 ol.steps li { margin: 6px 0; } .status { font-weight: 600; }
-.status.fail, .status.error { color: var(--bad); } .status.pass { color: var(--ok); }
+.status.fail, .status.error { color: var(--bad); } .status.pass, .status.ok { color: var(--ok); }
+.status.warning { color: #9a6700; }
+code.check { white-space: nowrap; } .status.info, .status.not_applicable { color: var(--muted); }
 dl.env { display: grid; grid-template-columns: max-content 1fr; gap: 2px 12px; }
 dl.env dt { color: var(--muted); } dl.env dd { margin: 0; word-break: break-all; }
 @media (max-width: 600px) { body { padding: 10px; font-size: 14px; } h1 { font-size: 1.25em; }
@@ -225,6 +227,60 @@ def _notes(view: InspectionView) -> str:
     return f"<h2>Notes</h2><ul>{items}</ul>"
 
 
+HEALTH_LABEL = {"ok": "ok", "not_applicable": "n/a", "info": "info", "warning": "warning", "error": "error"}
+
+
+def _health_rows(rows: list[tuple[str, Any]], several: bool) -> str:
+    out = []
+    for label, c in rows:
+        meaning = f'<div class="note">{html_text(c.meaning, 600)}</div>' if c.problem and c.meaning else ""
+        where = f"<td>{html_text(label, 80)}</td>" if several else ""
+        playbook = html_text(f"warpwizard run {c.playbook}", 120) if c.problem and c.playbook else ""
+        out.append(
+            f'<tr class="health {c.status}">{where}<td class="status {c.status}">{HEALTH_LABEL[c.status]}</td>'
+            f'<td><code class="check">{html_text(c.check, 40)}</code></td><td class="num">{c.count}</td>'
+            f"<td>{html_text(c.summary, 600)}{meaning}</td><td><code>{playbook}</code></td></tr>"
+        )
+    return "".join(out)
+
+
+def health_section(inspection: Inspection) -> str:
+    """The health check first: the problems of every trace as a table, worst first, each with what it means
+    and where a playbook continues; the other checks folded below; the picture of where the problems lie
+    is the page's first plot."""
+    from wizard.trace.health import RANK
+
+    rows = [(r.label, c) for r in inspection.reports for c in r.health]
+    rows += [("all ranks", c) for c in inspection.job_health]
+    if not rows:
+        return ""
+    rows.sort(key=lambda row: -RANK[row[1].status])
+    problems = [row for row in rows if row[1].problem]
+    rest = [row for row in rows if not row[1].problem]
+    title = f"{len(problems)} problem{'s' if len(problems) != 1 else ''} found" if problems else "no problem found"
+    several = len(inspection.reports) > 1
+    head = ("<th>trace</th>" if several else "") + (
+        "<th>status</th><th>check</th><th>count</th><th>what it found</th><th>continue with</th>"
+    )
+
+    def table(chosen: list[tuple[str, Any]], ident: str) -> str:
+        return (
+            f'<div class="scroll"><table id="{ident}"><thead><tr>{head}</tr></thead>'
+            f"<tbody>{_health_rows(chosen, several)}</tbody></table></div>"
+        )
+
+    folded = (
+        f"<details><summary>{len(rest)} more check(s): info, ok or not applicable</summary>"
+        f"{table(rest, 'ww-health-rest')}</details>"
+        if rest
+        else ""
+    )
+    return (
+        f'<section id="ww-health"><h2>Trace health: {title}</h2>'
+        f"{table(problems, 'ww-health-table') if problems else ''}{folded}</section>"
+    )
+
+
 def _inspection_sections(inspection: Inspection, view: InspectionView) -> tuple[list[str], list[str]]:
     from wizard.report.plots import figures
 
@@ -245,7 +301,7 @@ def inspection_html(inspection: Inspection) -> str:
     """The page for ``warpwizard trace inspect --report FILE.html`` and ``Inspection.to_html()``."""
     view = inspection_view(inspection)
     body, plots = _inspection_sections(inspection, view)
-    return _page("warpwizard trace inspection", [_verdict(view), *body], plots)
+    return _page("warpwizard trace inspection", [health_section(inspection), _verdict(view), *body], plots)
 
 
 def _steps(t: Transcript) -> str:
@@ -320,6 +376,6 @@ def transcript_html(t: Transcript, inspection: Inspection | None = None) -> str:
     if inspection is not None:
         view = inspection_view(inspection)
         sections, plots = _inspection_sections(inspection, view)
-        body += ["<h2>The trace</h2>", _verdict(view), *sections]
+        body += ["<h2>The trace</h2>", health_section(inspection), _verdict(view), *sections]
     body += [_steps(t), _environment(t)]
     return _page(title, body, plots)

@@ -64,8 +64,35 @@ def dump_answers_text(answers: dict[str, Any]) -> str:
     return text.replace("```", "`\u200b``")
 
 
+def health_markdown(inspection: Inspection) -> list[str]:
+    """The health check as a table: the problems first, then the other checks, each with its status."""
+    from wizard.trace.health import RANK
+
+    rows = [(r.label, c) for r in inspection.reports for c in r.health]
+    rows += [("all ranks", c) for c in inspection.job_health]
+    if not rows:
+        return []
+    rows.sort(key=lambda row: -RANK[row[1].status])
+    problems = sum(1 for _, c in rows if c.problem)
+    out = [
+        f"## Trace health: {problems} problem{'s' if problems != 1 else ''} found"
+        if problems
+        else "## Trace health: no problem found",
+        "",
+        "| trace | status | check | count | what it found | continue with |",
+        "|---|---|---|---|---|---|",
+    ]
+    for label, c in rows:
+        playbook = markdown_code(f"warpwizard run {c.playbook}", table=True) if c.problem and c.playbook else ""
+        out.append(
+            f"| {markdown_prose(label)} | {c.status} | {markdown_code(c.check, table=True)} | {c.count} | "
+            f"{markdown_prose(c.summary)} | {playbook} |"
+        )
+    return [*out, ""]
+
+
 def inspection_markdown(inspection: Inspection) -> str:
-    out = ["# warpwizard trace inspection", ""]
+    out = ["# warpwizard trace inspection", "", *health_markdown(inspection)]
     for r in inspection.reports:
         out.append(f"## {markdown_code(r.path)}" + (f" (rank {r.rank})" if r.rank is not None else ""))
         out.append("")

@@ -220,6 +220,57 @@ def timeline(reports: list[tuple[str, PlotData]]) -> str | None:
     return str(fig.to_json(validate=False))
 
 
+HEALTH_COLOURS = {
+    "kernels-missing": "#cf222e",
+    "kernels-overlap": "#bf8700",
+    "unlinked-kernels": "#8250df",
+    "durations": "#0550ae",
+    "clock-skew": "#1a7f37",
+}
+
+
+def health_timeline(reports: list[tuple[str, list[Any]]]) -> str | None:
+    """Where the health problems lie in time, per rank and stream (or thread, for dropped launches): each
+    check's bounded samples, binned, a marker per busy bin sized by events."""
+    go = require_plotly()
+    marks_of: dict[str, list[tuple[str, float]]] = {}
+    for label, checks in reports:
+        for check in checks:
+            if check.problem and check.samples:
+                marks_of.setdefault(check.check, []).extend((f"{label} · {lane}", ts) for ts, lane in check.samples)
+    if not marks_of:
+        return None
+    times = [ts for marks in marks_of.values() for _, ts in marks]
+    start, end = min(times), max(times)
+    width = (end - start) / TIME_BINS
+    fig = go.Figure()
+    lanes: set[str] = set()
+    for check, marks in marks_of.items():
+        binned: Counter[tuple[str, int]] = Counter(
+            (lane, int((ts - start) / width) if width > 0 else 0) for lane, ts in marks
+        )
+        rows = sorted(binned.items())
+        lanes.update(html_text(lane, 80) for (lane, _), _ in rows)
+        fig.add_trace(
+            go.Scatter(
+                x=[(b + 0.5) * width / 1000.0 for (_, b), _ in rows],
+                y=[html_text(lane, 80) for (lane, _), _ in rows],
+                mode="markers",
+                name=check,
+                marker={"color": HEALTH_COLOURS.get(check, "#444444"), "size": [_size(n) for _, n in rows]},
+                text=[f"{check}: {n} event(s) around {(b + 0.5) * width / 1000.0:.3f} ms" for (_, b), n in rows],
+                hoverinfo="text",
+            )
+        )
+    fig.update_layout(
+        title={"text": "where the trace's problems are, per rank and stream"},
+        xaxis={"title": {"text": "ms since the first problem"}}, yaxis={"type": "category"},
+        height=max(260, 60 + 28 * min(len(lanes), 40)),
+        margin={"l": 160, "r": 10, "t": 50, "b": 50}, legend={"orientation": "h", "y": -0.3},
+    )  # fmt: skip
+    return str(fig.to_json(validate=False))
+
+
 def per_rank(counts: dict[str, dict[str, int]]) -> str | None:
     """Launches per mechanism and rank, stacked: which rank has which problem."""
     go = require_plotly()
@@ -271,6 +322,9 @@ def figures(inspection: Inspection, rank_counts: dict[str, dict[str, int]]) -> l
         points = points_from_launches(inspection)
     out = [reported_vs_true(points, metric) for metric in METRICS if any(p[0] == metric for p in points)]
     labelled = [(r.label, r.plot) for r in inspection.reports if r.plot is not None]
+    health = health_timeline([(r.label, r.health) for r in inspection.reports])
+    if health is not None:
+        out.insert(0, health)  # the health section leads the page, so does its picture
     for extra in (timeline(labelled), per_rank(rank_counts)):
         if extra is not None:
             out.append(extra)

@@ -50,6 +50,13 @@ class KernelSpec:
     plant: str | None = None  # A' | B | C | D | wrong-sms (G) | garbled (?); A, E and F come from the shape
     dur: float = 12.0
     repeat: int = 1
+    # Health-check plants: the launch API (None: no launch call, an unlinked kernel), whether the kernel
+    # event is written (False: a dropped kernel), its start after the launch call (negative: clock skew),
+    # and its stream.
+    launch: str | None = "cudaLaunchKernel"
+    kernel: bool = True
+    kernel_delay: float = 27.0
+    stream: int = 7
 
 
 def _typed(value: float) -> float | int:
@@ -120,6 +127,7 @@ class TraceBuilder:
     _clock: float = 1_700_000_000_000_000.0
     _correlation: int = 100
     _external: int = 1
+    _metadata: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.gpu not in PROPERTIES:
@@ -196,9 +204,13 @@ class TraceBuilder:
             self._complete("python_function", frame, (self.pid, tid), (start + i, 40.0 - 2 * i), {"Python id": i + 1})
         self._complete(op_cat, spec.op, (self.pid, tid), (start + depth + 1, 20.0), self._op_args(spec, ext))
         launch_args = {"External id": ext, "cbid": 211, "correlation": corr}
-        self._complete(runtime_cat, "cudaLaunchKernel", (self.pid, tid), (start + depth + 3, 6.0), launch_args)
+        if spec.launch is not None:
+            self._complete(runtime_cat, spec.launch, (self.pid, tid), (start + depth + 3, 6.0), launch_args)
         device = self.devices + 3 if spec.plant == "C" else spec.device  # C: a device the trace does not describe
-        kernel_ts = start + depth + 30
+        kernel_ts = start + depth + 3 + spec.kernel_delay
+        if not spec.kernel:
+            self._clock += 100.0
+            return
         if self.rocm:  # roctracer records no per-SM metrics, registers or shared memory
             args = {
                 "External id": ext,
@@ -211,9 +223,10 @@ class TraceBuilder:
             }
             self._complete(kernel_cat, spec.name, (device, 0), (kernel_ts, spec.dur), args)
         else:
-            kernel_tid: Any = "stream 7" if self.era in ("2021", "pt18") else 7
+            kernel_tid: Any = f"stream {spec.stream}" if self.era in ("2021", "pt18") else spec.stream
             gpu_pid = 0 if self.era != "2024" else device
             args = self._kernel_args(spec, ext, corr, device)
+            args["stream"] = spec.stream
             self._complete(kernel_cat, spec.name, (gpu_pid, kernel_tid), (kernel_ts, spec.dur), args)
             self._flow(corr, (self.pid, tid, start + depth + 3), (gpu_pid, kernel_tid, kernel_ts))
         self._clock += 100.0
@@ -272,6 +285,41 @@ class TraceBuilder:
             }
         )
 
+    def add_call(self, name: str, dur: float = 2.0) -> int:
+        """A runtime call that launches nothing (cudaStreamBeginCapture, cudaMemcpyAsync, ...); its correlation id."""
+        corr = self._correlation
+        self._correlation += 1
+        self._complete(self._cats[1], name, (self.pid, self.tid), (self._clock, dur), {"correlation": corr})
+        self._clock += dur + 3
+        return corr
+
+    def add_graph(self, specs: Sequence[KernelSpec], call: str = "cudaGraphLaunch") -> None:
+        """One graph launch whose kernels all carry its correlation id (a replay, as CUPTI records it)."""
+        corr = self.add_call(call, dur=8.0)
+        device = specs[0].device if specs else 0
+        ts = self._clock + 20
+        for spec in specs:
+            args = self._kernel_args(spec, 0, corr, device)
+            args["stream"] = spec.stream
+            self._complete(self._cats[2], spec.name, (device, spec.stream), (ts, spec.dur), args)
+            ts += spec.dur + 1
+        self._clock = ts + 100
+
+    def add_memcpy(self, dur: float = 4.0, *, device: int = 0, stream: int = 7) -> None:
+        """A device copy: its runtime call and its GPU event (``dur`` as the profiler wrote it)."""
+        corr = self.add_call("cudaMemcpyAsync")
+        args = {"device": device, "context": 1, "stream": stream, "correlation": corr, "bytes": 4096}
+        self._complete("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", (device, stream), (self._clock, dur), args)
+        self._clock += 50
+
+    def wait(self, us: float) -> None:
+        """Time passes with nothing recorded (ranks that start their steps at different times)."""
+        self._clock += us
+
+    def set_metadata(self, key: str, value: Any) -> None:
+        """A top-level key of the trace (``distributedInfo``, ...)."""
+        self._metadata[key] = value
+
     def add_counter(self, name: str, ts: float, value: float, device: int = 0) -> None:
         """A CUPTI PM-sampling sample (PyTorch 2.15+): a Chrome counter event under "GPU N Counters"."""
         self._events.append(
@@ -310,6 +358,7 @@ class TraceBuilder:
             doc["roctracer_version"] = 4
         if self.device_properties:
             doc["deviceProperties"] = [dict(self.props, id=i) for i in range(self.devices)]
+        doc.update(self._metadata)
         doc["traceEvents"] = list(self._events)
         doc["traceName"] = "warpwizard-builder"
         return doc

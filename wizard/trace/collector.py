@@ -11,6 +11,7 @@ from typing import Any
 import msgspec
 
 from wizard.trace.events import (
+    GPU_OP_CATEGORIES,
     KERNEL_CATEGORIES,
     OP_CATEGORIES,
     PYTHON_CATEGORIES,
@@ -24,7 +25,15 @@ from wizard.trace.events import (
     reported,
     typed_float,
 )
-from wizard.trace.records import IntervalIndex, KernelTable, OpInfo, ProfilerOccupancy, ReportedValue, RuntimeIndex
+from wizard.trace.records import (
+    GpuOpTable,
+    IntervalIndex,
+    KernelTable,
+    OpInfo,
+    ProfilerOccupancy,
+    ReportedValue,
+    RuntimeIndex,
+)
 
 
 @dataclass(slots=True)
@@ -35,6 +44,30 @@ class Truncation:
     partial_event_bytes: int
     last_complete_ts: float | None
     detail: str
+
+
+STEP_CAP = 100_000  # ProfilerStep intervals kept (a trace has one per profiled step)
+
+
+@dataclass
+class Timeline:
+    """What passes other than the kernel checks need, kept in the same read and as compactly: GPU
+    copies and sets, events per category (flow arrows included), the time window of every complete
+    ("X") event the other tables do not hold, and the ProfilerStep intervals."""
+
+    gpu_ops: GpuOpTable = field(default_factory=GpuOpTable)
+    categories: Counter[str] = field(default_factory=Counter)
+    first_ts: float = math.inf  # over the X events kept nowhere else (annotations, steps, ...)
+    last_end: float = -math.inf
+    steps: list[tuple[float, float, str]] = field(default_factory=list)
+
+    def merge(self, other: Timeline) -> None:
+        """A later block's timeline after this one."""
+        self.gpu_ops.extend(other.gpu_ops)
+        self.categories.update(other.categories)
+        self.first_ts = min(self.first_ts, other.first_ts)
+        self.last_end = max(self.last_end, other.last_end)
+        self.steps.extend(other.steps[: max(0, STEP_CAP - len(self.steps))])
 
 
 @dataclass
@@ -57,6 +90,7 @@ class TraceContents:
     timing: dict[str, float] = field(default_factory=dict)
     typed: bool = False  # kernel metrics at full precision: PyTorch 2.14's typed metadata
     counter_events: int = 0  # events under a "GPU N Counters" pid (CUPTI PM sampling, PyTorch 2.15+)
+    timeline: Timeline = field(default_factory=Timeline)
 
     @property
     def device_properties(self) -> list[dict[str, Any]]:
@@ -86,6 +120,7 @@ class PieceResult:
     last_ts: float | None
     typed: bool = False
     counter_events: int = 0
+    timeline: Timeline = field(default_factory=Timeline)
 
 
 def collect_piece(events: list[Event]) -> PieceResult:
@@ -102,6 +137,7 @@ def collect_piece(events: list[Event]) -> PieceResult:
         part.last_ts,
         part.typed,
         part.counter_events,
+        part.timeline,
     )
 
 
@@ -203,9 +239,12 @@ class Collector(EventSink):
             ref = self._frame_refs[name] = self.c.python.ref(self._intern(str(name)))
         return ref
 
-    def add(self, events: list[Event]) -> None:
+    def add(self, events: list[Event]) -> None:  # noqa: PLR0912 - one flat dispatch per event, for speed
         c = self.c
         c.events += len(events)
+        categories = c.timeline.categories
+        categories.update(map(_CAT_OF, events))  # counted at C speed
+        categories.pop(None, None)  # type: ignore[call-overload]
         for ev in reversed(events):
             last = ev.ts
             if type(last) is float or type(last) is int:
@@ -230,19 +269,55 @@ class Collector(EventSink):
                 self._kernel(ev)
             elif cat in PYTHON_CATEGORIES:
                 self._python(ev)
+            elif cat in GPU_OP_CATEGORIES:
+                self._gpu_op(ev)
+            elif ev.dur is not None:  # a complete ("X") event: annotations, steps, ...: where they lie in time
+                self._complete(ev)
             elif type(ev.pid) is str and ev.pid.endswith(" Counters"):
                 c.counter_events += 1
 
+    def _complete(self, ev: Event) -> None:
+        """A complete event no table keeps (one with a duration: only "X" events have one; not decoding "ph"
+        keeps the reader as fast as before): its place in the window, and a ProfilerStep's interval."""
+        start = _number(ev.ts)
+        if start is None:
+            return
+        timeline = self.c.timeline
+        end = start + max(_number(ev.dur) or 0.0, 0.0)
+        timeline.first_ts = min(timeline.first_ts, start)
+        timeline.last_end = max(timeline.last_end, end)
+        name = ev.name
+        if type(name) is str and name.startswith("ProfilerStep#") and len(timeline.steps) < STEP_CAP:
+            timeline.steps.append((start, end, self._intern(name)))
+
+    def _gpu_op(self, ev: Event) -> None:
+        args = ev.args or _NO_ARGS
+        ts, dur, corr, device, stream = _number(ev.ts), _number(ev.dur), args.correlation, args.device, args.stream
+        if ts is None:
+            return
+        if stream is not None and type(stream) not in (int, str, float, bool):
+            stream = str(stream)[:64]
+        self.c.timeline.gpu_ops.add(
+            ts,
+            dur or 0.0,
+            corr if type(corr) is int else as_int(corr),
+            (self._intern(str(ev.name)), ev.pid, ev.tid, device if type(device) is int else as_int(device), stream),
+        )
+
     def _runtime(self, ev: Event) -> None:
+        """Every call with a start, with or without a correlation id (the health check counts both)."""
         args = ev.args
-        if args is not None:
-            corr, ts = args.correlation, ev.ts
-            if type(corr) is not int:
-                corr = as_int(corr)
-            if type(ts) is not int and type(ts) is not float:
-                ts = as_float(ts)
-            if corr is not None and ts is not None:
-                self.c.runtime.add(corr, ev.pid, ev.tid, ts, ev.name)
+        corr = args.correlation if args is not None else None
+        ts, dur = ev.ts, ev.dur
+        if type(corr) is not int and corr is not None:
+            corr = as_int(corr)
+        if type(ts) is not int and type(ts) is not float:
+            ts = as_float(ts)
+            if ts is None:
+                return
+        if type(dur) is not int and type(dur) is not float:
+            dur = as_float(dur) or 0.0
+        self.c.runtime.add(corr, ev.pid, ev.tid, ts, ev.name, dur=dur)
 
     def _python(self, ev: Event) -> None:
         start = _number(ev.ts)
@@ -261,6 +336,7 @@ class Collector(EventSink):
         c.events += part.events
         c.typed = c.typed or part.typed
         c.counter_events += part.counter_events
+        c.timeline.merge(part.timeline)
         if part.last_ts is not None:
             c.last_ts = part.last_ts
 

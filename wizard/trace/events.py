@@ -23,6 +23,7 @@ KERNEL_CATEGORIES = frozenset({"kernel", "Kernel"})
 RUNTIME_CATEGORIES = frozenset({"cuda_runtime", "Runtime", "cuda_driver"})
 OP_CATEGORIES = frozenset({"cpu_op", "Operator"})
 PYTHON_CATEGORIES = frozenset({"python_function"})
+GPU_OP_CATEGORIES = frozenset({"gpu_memcpy", "gpu_memset", "Memcpy", "Memset"})
 
 # A bare non-finite token in value position (after `:`, `[` or `,`).
 BARE_TOKEN = re.compile(r"(?<=[:\[,])(\s*)(-?(?:inf|nan|Infinity|NaN))(?=\s*[,}\]])")

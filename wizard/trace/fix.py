@@ -15,6 +15,7 @@ import gzip
 import json
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, cast
@@ -26,11 +27,13 @@ from wizard.trace.analysis import MemoChecker
 from wizard.trace.collector import Truncation
 from wizard.trace.devices import device_table
 from wizard.trace.events import BARE_MARK
+from wizard.trace.health import overlapping_kernels
 from wizard.trace.kineto_math import prints_truth
 from wizard.trace.reader import KERNEL_CATEGORIES, EventSink, nesting_budget, parse_into, read_trace
 from wizard.trace.records import KernelRecord
 
 ORIGINAL_ARG = "warpwizard original"
+ORIGINAL_TID_ARG = "warpwizard original tid"
 MECHANISM_ARG = "warpwizard mechanism"
 _MARKED = re.compile(rb'"' + re.escape(BARE_MARK.encode()) + rb'(-?(?:inf|nan|Infinity|NaN))"')
 
@@ -44,6 +47,8 @@ class FixSummary:
     mechanisms: dict[str, int]
     uncorrectable: int
     truncation: Truncation | None = None
+    moved: int = 0  # kernels put on an extra lane by --split-overlaps
+    lanes: int = 0  # extra lanes made for them
 
 
 def _quoted(raw: bytes) -> bytes:
@@ -80,9 +85,15 @@ class _FixSink(EventSink):
     raw = True
 
     def __init__(
-        self, out: IO[bytes], corrections: dict[int, tuple[str, dict[str, Any]]], array: bool, typed: bool
+        self,
+        out: IO[bytes],
+        corrections: dict[int, tuple[str, dict[str, Any]]],
+        array: bool,
+        typed: bool,
+        lanes: Lanes | None = None,
     ) -> None:
         self.out = out
+        self.lanes = lanes
         self.typed = typed
         self.corrections = corrections
         self.array = array
@@ -107,12 +118,21 @@ class _FixSink(EventSink):
         self.events_open = True
 
     def events_end(self) -> None:
+        if self.lanes is not None:  # name the extra lanes, as the profiler names its rows
+            self.add_raw([_dumps(event) for event in self.lanes.names()], named=True)
         self.out.write(b"\n]")
         self.events_open = False
 
-    def add_raw(self, events: list[bytes]) -> None:
+    def add_raw(self, events: list[bytes], *, named: bool = False) -> None:
         for raw in events:
-            raw = self._fix(raw) if b'ernel"' in raw else _quoted(raw)
+            if named:
+                pass
+            elif b'ernel"' in raw:
+                raw = self._fix(raw)
+            elif self.lanes is not None and self.lanes.flows and b'"f"' in raw:
+                raw = self._move_flow(raw)
+            else:
+                raw = _quoted(raw)
             self.out.write(b"\n  " if self.first_event else b",\n  ")
             self.first_event = False
             self.out.write(raw)
@@ -127,11 +147,17 @@ class _FixSink(EventSink):
         index = self.kernel_index
         self.kernel_index += 1
         fix = self.corrections.get(index)
+        lane = self.lanes.moved.get(index) if self.lanes is not None else None
         args = event.get("args")
-        if fix is None or not isinstance(args, dict):
+        if (fix is None and lane is None) or not isinstance(args, dict):
             return _quoted(raw)
         event = _unmarked(event)
         args = event["args"]
+        if lane is not None:
+            args[ORIGINAL_TID_ARG] = event.get("tid")
+            event["tid"] = lane
+        if fix is None:
+            return _dumps(event)
         mechanism, values = fix
         original: dict[str, Any] = {}
         for metric, value in values.items():
@@ -141,6 +167,59 @@ class _FixSink(EventSink):
         args[ORIGINAL_ARG] = original
         args[MECHANISM_ARG] = mechanism
         return _dumps(event)
+
+    def _move_flow(self, raw: bytes) -> bytes:
+        """A flow arrow's end follows its kernel to the kernel's new lane."""
+        assert self.lanes is not None
+        try:
+            event = json.loads(raw)
+        except (ValueError, RecursionError):
+            return _quoted(raw)
+        if not isinstance(event, dict) or event.get("ph") != "f":
+            return _quoted(raw)
+        lane = self.lanes.flows.get((event.get("id"), event.get("pid"), event.get("tid")))
+        if lane is None:
+            return _quoted(raw)
+        event = _unmarked(event)
+        event["tid"] = lane
+        return _dumps(event)
+
+
+class Lanes:
+    """``--split-overlaps``: kernels a viewer would hide (they start before the previous kernel on their stream
+    ended) moved to extra rows, one per depth of overlap, named after their stream; nothing else changes."""
+
+    def __init__(self, kernels: Sequence[KernelRecord], overlapping: Sequence[int]) -> None:
+        self.moved: dict[int, str] = {}  # kernel index -> its new tid
+        self.flows: dict[tuple[Any, Any, Any], str] = {}  # (correlation, pid, tid) of its arrow's end -> new tid
+        self.rows: dict[tuple[Any, str], str] = {}  # (pid, new tid) -> the row's name
+        hidden = set(overlapping)
+        by_lane: dict[tuple[Any, Any], list[KernelRecord]] = {}
+        for k in kernels:
+            by_lane.setdefault((k.device, k.stream), []).append(k)
+        for lane_kernels in by_lane.values():
+            if not any(k.index in hidden for k in lane_kernels):
+                continue
+            ends: list[float] = []  # each row's last end; row 0 is the stream's own
+            for k in sorted(lane_kernels, key=lambda k: k.ts):  # stable: file order for ties
+                row = next((r for r, end in enumerate(ends) if k.ts >= end), len(ends))
+                end = k.ts + max(k.dur, 0.0)
+                if row == len(ends):
+                    ends.append(end)
+                else:
+                    ends[row] = end
+                if row:
+                    tid = f"stream {k.stream} overlap {row}"
+                    self.moved[k.index] = tid
+                    self.rows[(k.pid, tid)] = f"stream {k.stream} (overlapping kernels, lane {row})"
+                    if k.correlation is not None:
+                        self.flows[(k.correlation, k.pid, k.tid)] = tid
+
+    def names(self) -> list[dict[str, Any]]:
+        return [
+            {"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": name}}
+            for (pid, tid), name in self.rows.items()
+        ]
 
 
 def wrong_values(k: KernelRecord, corrected: dict[str, float | int | None]) -> dict[str, float | int]:
@@ -160,18 +239,24 @@ def wrong_values(k: KernelRecord, corrected: dict[str, float | int | None]) -> d
 
 
 def fix_trace(
-    source: str | Path, output: str | Path, *, force: bool = False, progress: Progress = NO_PROGRESS
+    source: str | Path,
+    output: str | Path,
+    *,
+    force: bool = False,
+    split_overlaps: bool = False,
+    progress: Progress = NO_PROGRESS,
 ) -> FixSummary:
-    """Write ``output`` (gzip if it ends in .gz) with corrected kernel metrics.
+    """Write ``output`` (gzip if it ends in .gz) with corrected kernel metrics (and, with ``split_overlaps``,
+    overlapping kernels on rows of their own).
 
     The output is checked before the input is read (never the input itself, even through a
     hard link; never a file that exists, unless ``force``) and appears only when complete.
     """
     with nesting_budget():  # the reader and the fixer's own json.loads take the same nesting
-        return _fix_trace(Path(source), Path(output), force=force, progress=progress)
+        return _fix_trace(Path(source), Path(output), force=force, split_overlaps=split_overlaps, progress=progress)
 
 
-def _fix_trace(src: Path, out: Path, *, force: bool, progress: Progress) -> FixSummary:
+def _fix_trace(src: Path, out: Path, *, force: bool, split_overlaps: bool, progress: Progress) -> FixSummary:
     check_output(out, inputs=[src], force=force, what="corrected trace")
     with reading(progress, src) as on_read:
         contents = read_trace(src, on_read=on_read)
@@ -195,7 +280,8 @@ def _fix_trace(src: Path, out: Path, *, force: bool, progress: Progress) -> FixS
     with atomic_file(out, inputs=[src], force=force, what="corrected trace") as target:
         compressed = gzip.GzipFile(fileobj=target, mode="wb", mtime=0) if out.name.endswith(".gz") else None
         fh = cast(IO[bytes], compressed) if compressed is not None else target
-        sink = _FixSink(fh, corrections, contents.layout == "array", contents.typed)
+        lanes = Lanes(contents.kernels, overlapping_kernels(contents)) if split_overlaps else None
+        sink = _FixSink(fh, corrections, contents.layout == "array", contents.typed, lanes)
         if contents.layout != "array":
             fh.write(b"{")
         with reading(progress, src, "writing the corrected copy") as on_read:
@@ -206,5 +292,13 @@ def _fix_trace(src: Path, out: Path, *, force: bool, progress: Progress) -> FixS
         if compressed is not None:
             compressed.close()
     return FixSummary(
-        str(src), str(out), len(contents.kernels), len(corrections), mechanisms, uncorrectable, parsed.truncation
+        str(src),
+        str(out),
+        len(contents.kernels),
+        len(corrections),
+        mechanisms,
+        uncorrectable,
+        parsed.truncation,
+        moved=len(lanes.moved) if lanes else 0,
+        lanes=len(lanes.rows) if lanes else 0,
     )

@@ -10,7 +10,7 @@ import dataclasses
 import math
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any, Literal
@@ -19,8 +19,10 @@ from wizard.errors import InputFileError, UsageError
 from wizard.progress import NO_PROGRESS, Progress, Task, reading, relayed, task
 from wizard.trace.analysis import SM_COUNT_HINT, Finding, KernelCheck, MemoChecker
 from wizard.trace.devices import DeviceInfo, device_table
+from wizard.trace.health import HealthResult, job_health
 from wizard.trace.mechanisms import Mechanism, is_wrong
 from wizard.trace.parallel import worker_pool
+from wizard.trace.passes import PassOptions, make_passes
 from wizard.trace.reader import ReaderConfig, TraceContents, iter_trace_files, read_trace, usable_cores
 from wizard.trace.records import KernelRecord, KernelTable, OpInfo, RuntimeCall
 from wizard.trace.report import (
@@ -539,6 +541,34 @@ def _sm_count_notes(contents: TraceContents, devices: dict[int, DeviceInfo], sms
     ]
 
 
+class MechanismPass:
+    """The flagship's pass: every kernel's blocks and warps per SM and occupancy checked against the
+    profiler's own arithmetic, classified while blocks arrive once the device properties are known."""
+
+    name = "mechanisms"
+
+    def __init__(self, options: PassOptions) -> None:
+        self.options = options
+        self.classifier: Classifier | None = None
+
+    def feed(self, contents: TraceContents) -> None:
+        """Runs between merges while workers decode: classify what has arrived."""
+        o = self.options
+        if self.classifier is None:
+            if not contents.device_properties:
+                return  # inferring SM counts needs every kernel: wait for the end
+            devices = device_table(contents.device_properties, [], o.sms)
+            self.classifier = Classifier(
+                devices, contents.is_rocm, contents, o.max_launches, typed=contents.typed, plots=o.plots
+            )
+        self.classifier.feed(contents.kernels)
+
+    def finish(self, contents: TraceContents, results: Mapping[str, Any]) -> TraceReport:
+        o = self.options
+        keep: Keep = o.keep  # type: ignore[assignment]
+        return analyse(contents, o.sms, self.classifier, o.max_launches, keep, plots=o.plots)
+
+
 def inspect_trace(
     path: str | Path,
     sms: int | None = None,
@@ -548,26 +578,29 @@ def inspect_trace(
     *,
     plots: bool = False,
     progress: Progress = NO_PROGRESS,
+    checks: frozenset[str] | None = None,
 ) -> TraceReport:
+    """One read of one trace, every pass over it: the kernel checks (the report), the health check
+    (``report.health``) and any registered pass (``report.passes``)."""
     started = time.perf_counter()
-    classifier: Classifier | None = None
+    passes = make_passes(PassOptions(sms, max_launches, keep, plots, checks))
 
-    def classify_as_read(contents: TraceContents) -> None:
-        """Runs between merges while workers decode: classify what has arrived."""
-        nonlocal classifier
-        if classifier is None:
-            if not contents.device_properties:
-                return  # inferring SM counts needs every kernel: wait for the end
-            devices = device_table(contents.device_properties, [], sms)
-            classifier = Classifier(
-                devices, contents.is_rocm, contents, max_launches, typed=contents.typed, plots=plots
-            )
-        classifier.feed(contents.kernels)
+    def feed(contents: TraceContents) -> None:
+        for one in passes:
+            one.feed(contents)
 
     with reading(progress, path) as on_read:
-        contents = read_trace(path, on_progress=classify_as_read, config=config, on_read=on_read)
+        contents = read_trace(path, on_progress=feed, config=config, on_read=on_read)
     contents.timing["read_s"] = time.perf_counter() - started
-    return analyse(contents, sms, classifier, max_launches, keep, plots=plots)
+    results: dict[str, Any] = {}
+    for one in passes:
+        results[one.name] = one.finish(contents, results)
+    report: TraceReport = results.pop("mechanisms")
+    health: HealthResult = results.pop("health")
+    report.health, report.collectives, report.skew_rank = health.checks, health.collectives, health.rank
+    report.passes = results
+    report.timing["passes_s"] = time.perf_counter() - started - contents.timing["read_s"]
+    return report
 
 
 def check_limits(
@@ -595,6 +628,7 @@ def inspect_paths(
     *,
     plots: bool = False,
     progress: Progress = NO_PROGRESS,
+    checks: frozenset[str] | None = None,
 ) -> Inspection:
     """Inspect files and per-rank directories.
 
@@ -607,20 +641,35 @@ def inspect_paths(
         raise InputFileError("no trace files given")
     if len(files) == 1:
         config = ReaderConfig(workers=None if jobs is None else (0 if jobs <= 1 else jobs))
-        return Inspection([inspect_trace(files[0], sms, config, max_launches, keep, plots=plots, progress=progress)])
-    cores = usable_cores()
-    workers = min(len(files), jobs or cores, cores)
-    with task(progress, "trace files", doing="inspecting", total=len(files), unit="files") as done:
-        if workers <= 1:
-            config = ReaderConfig(workers=0)
-            reports = []
-            for f in files:
-                reports.append(inspect_trace(f, sms, config, max_launches, keep, plots=plots, progress=progress))
-                done.update(len(reports))
-            return Inspection(reports)
-        with relayed(progress) as theirs, worker_pool(workers) as pool:  # each worker's file gets its bar
-            one = partial(inspect_trace, sms=sms, max_launches=max_launches, keep=keep, plots=plots, progress=theirs)
-            return Inspection(list(_in_order(pool.map(one, [str(f) for f in files]), done)))
+        reports = [
+            inspect_trace(files[0], sms, config, max_launches, keep, plots=plots, progress=progress, checks=checks)
+        ]
+    else:
+        cores = usable_cores()
+        workers = min(len(files), jobs or cores, cores)
+        with task(progress, "trace files", doing="inspecting", total=len(files), unit="files") as done:
+            if workers <= 1:
+                config = ReaderConfig(workers=0)
+                reports = []
+                for f in files:
+                    reports.append(
+                        inspect_trace(f, sms, config, max_launches, keep, plots=plots, progress=progress, checks=checks)
+                    )
+                    done.update(len(reports))
+            else:
+                with relayed(progress) as theirs, worker_pool(workers) as pool:  # each worker's file gets its bar
+                    one = partial(
+                        inspect_trace,
+                        sms=sms,
+                        max_launches=max_launches,
+                        keep=keep,
+                        plots=plots,
+                        progress=theirs,
+                        checks=checks,
+                    )
+                    reports = list(_in_order(pool.map(one, [str(f) for f in files]), done))
+    ranks = len(paths) == 1 and Path(paths[0]).is_dir()  # one job's traces, a rank each: not unrelated files
+    return Inspection(reports, job_health(reports if ranks else reports[:1], checks))
 
 
 def _in_order(results: Iterator[TraceReport], done: Task) -> Iterator[TraceReport]:

@@ -6,6 +6,7 @@ Only what the analysis needs is kept, so a gigabyte trace costs tens of megabyte
 from __future__ import annotations
 
 import bisect
+import math
 from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -66,6 +67,7 @@ class KernelRecord(msgspec.Struct, gc=False):
 
 
 _NO_CORRELATION = -(2**63)
+NO_CORRELATION = _NO_CORRELATION  # what a correlation column holds for an event without an id
 _Shape = tuple[Any, ...]  # KernelRecord's fields but ts, dur, correlation and index
 
 
@@ -148,6 +150,11 @@ class KernelTable(Sequence[KernelRecord]):
     def __iter__(self) -> Iterator[KernelRecord]:
         return self.since(0)
 
+    def columns(self) -> tuple[array[float], array[float], array[int], array[int], list[_Shape]]:
+        """The flat arrays (start, duration, correlation or ``NO_CORRELATION``, combination id) and the
+        combinations: passes over every launch read these at C speed instead of making records."""
+        return self._ts, self._dur, self._corr, self._shape, self._shapes
+
     def carries_profiler_occupancy(self) -> bool:
         """Whether any launch carries Kineto's own occupancy object (PyTorch 2.12 on)."""
         return any(s[14] is not None for s in self._shapes)
@@ -158,6 +165,46 @@ class KernelTable(Sequence[KernelRecord]):
         from wizard.schemas import work_fingerprint
 
         return work_fingerprint(sorted({(s[0], s[5], s[6]) for s in self._shapes}, key=repr))
+
+
+class GpuOpTable:
+    """GPU memory copies and sets (``gpu_memcpy``/``gpu_memset``, 2021's ``Memcpy``/``Memset``): start,
+    duration and correlation in flat arrays, what they share (name, pid, tid, device, stream) once."""
+
+    __slots__ = ("_ids", "corr", "dur", "shape", "shapes", "ts")
+
+    def __init__(self) -> None:
+        self.ts = array("d")
+        self.dur = array("d")
+        self.corr = array("q")
+        self.shape = array("i")
+        self.shapes: list[tuple[Any, Any, Any, Any, Any]] = []
+        self._ids: dict[tuple[Any, Any, Any, Any, Any], int] = {}
+
+    def __len__(self) -> int:
+        return len(self.ts)
+
+    def _id(self, shape: tuple[Any, Any, Any, Any, Any]) -> int:
+        found = self._ids.get(shape)
+        if found is None:
+            found = self._ids[shape] = len(self.shapes)
+            self.shapes.append(shape)
+        return found
+
+    def add(self, ts: float, dur: float, correlation: int | None, shape: tuple[Any, Any, Any, Any, Any]) -> None:
+        """One event; ``shape`` is (name, pid, tid, device, stream)."""
+        self.ts.append(ts)
+        self.dur.append(dur)
+        fits = correlation is not None and _NO_CORRELATION < correlation < 2**63
+        self.corr.append(correlation if fits else _NO_CORRELATION)  # type: ignore[arg-type]
+        self.shape.append(self._id(shape))
+
+    def extend(self, other: GpuOpTable) -> None:
+        remap = array("i", (self._id(shape) for shape in other.shapes))
+        self.ts.extend(other.ts)
+        self.dur.extend(other.dur)
+        self.corr.extend(other.corr)
+        self.shape.extend(remap[i] for i in other.shape)
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,13 +221,15 @@ _UNSET = object()
 class RuntimeIndex:
     """Runtime/driver calls by correlation id, as flat arrays (a gigabyte trace has millions).
 
-    Looked up rarely (one call per kernel a report names), so a lookup may scan.
+    Looked up rarely (one call per kernel a report names), so a lookup may scan. A call without a
+    correlation id is kept too, under ``NO_CORRELATION`` (the health check counts launches without one).
     """
 
     def __init__(self) -> None:
         self.correlations: array[int] = array("q")
         self.threads: array[int] = array("i")
         self.starts: array[float] = array("d")
+        self.last_end = -math.inf  # the latest end of any call (the window's end needs no per-call duration)
         self.names: array[int] = array("i")
         self._thread_ids: dict[tuple[Any, Any], int] = {}
         self._thread_keys: list[tuple[Any, Any]] = []
@@ -195,7 +244,9 @@ class RuntimeIndex:
     def __len__(self) -> int:
         return len(self.correlations)
 
-    def add(self, correlation: int, pid: Any, tid: Any, ts: float, name: Any) -> None:
+    def add(self, correlation: int | None, pid: Any, tid: Any, ts: float, name: Any, *, dur: float = 0.0) -> None:
+        if correlation is None or not _NO_CORRELATION < correlation < 2**63:
+            correlation = _NO_CORRELATION
         if tid == self._last_tid and pid == self._last_pid:
             thread = self._last_thread
         else:
@@ -208,6 +259,8 @@ class RuntimeIndex:
         self.correlations.append(correlation)
         self.threads.append(thread)
         self.starts.append(ts)
+        end = ts + dur if dur > 0 else ts
+        self.last_end = max(self.last_end, end)
         self.names.append(name_id)
 
     def merge(self, other: RuntimeIndex) -> None:
@@ -217,6 +270,7 @@ class RuntimeIndex:
         self.correlations.extend(other.correlations)
         self.threads.extend(array("i", map(threads.__getitem__, other.threads)))
         self.starts.extend(other.starts)
+        self.last_end = max(self.last_end, other.last_end)
         self.names.extend(array("i", map(names.__getitem__, other.names)))
 
     def _thread_id(self, key: tuple[Any, Any]) -> int:
@@ -232,6 +286,15 @@ class RuntimeIndex:
             name_id = self._name_ids[name] = len(self._name_list)
             self._name_list.append(name)
         return name_id
+
+    @property
+    def name_list(self) -> list[str]:
+        """Call names by id (``names`` holds ids)."""
+        return self._name_list
+
+    def thread(self, thread_id: int) -> tuple[Any, Any]:
+        """The (pid, tid) of a thread id (``threads`` holds ids)."""
+        return self._thread_keys[thread_id]
 
     def find(self, correlations: set[int]) -> dict[int, RuntimeCall]:
         """The calls with these correlation ids (the last one wins, as in a dict)."""
@@ -313,6 +376,12 @@ class IntervalIndex:
     @property
     def count(self) -> int:
         return sum(len(t.starts) for t in self._threads.values())
+
+    def arrays(self) -> Iterator[tuple[array[float], array[float]]]:
+        """Per thread, the starts and the ends (the window over every event needs them, not their order)."""
+        for t in self._threads.values():
+            if t.starts:
+                yield t.starts, t.ends
 
     def merge(self, other: IntervalIndex) -> None:
         """Append another index's intervals (a later part of the same trace)."""

@@ -16,6 +16,7 @@ from wizard.schemas import TRACE_REPORT
 from wizard.serialize import clean
 from wizard.trace.analysis import Finding
 from wizard.trace.collector import Truncation
+from wizard.trace.health import RANK, HealthCheck
 from wizard.trace.mechanisms import is_wrong
 
 
@@ -199,6 +200,10 @@ class TraceReport:
     workload: str = ""  # fingerprint of the work recorded (kernels, grids, blocks): compare's "same work?"
     wrong_launches: int = 0  # launches with at least one wrong value, each counted once
     plot: PlotData | None = None  # when a picture was asked for (the HTML report)
+    health: list[HealthCheck] = field(default_factory=list)  # the health check's verdicts, in registry order
+    collectives: dict[str, list[float]] = field(default_factory=dict)  # NCCL kernels' starts: for rank skew
+    skew_rank: int | None = None  # the rank for the cross-rank check: distributedInfo, else the file name's
+    passes: dict[str, Any] = field(default_factory=dict)  # registered passes' results, by pass name
 
     @property
     def impossible(self) -> bool:
@@ -233,6 +238,9 @@ class TraceReport:
                 "notes": self.notes,
                 "non_finite": self.non_finite,
                 "timing": self.timing,
+                "health": [check.to_dict() for check in self.health],
+                "health_status": worst_status(self.health),
+                "collectives": {"rank": self.skew_rank, "starts": self.collectives},
             }
         )
 
@@ -251,10 +259,31 @@ class Inspection:
     """The result over every file asked for (one per rank for a directory)."""
 
     reports: list[TraceReport]
+    job_health: list[HealthCheck] = field(default_factory=list)  # checks over every rank (rank skew)
 
     @property
     def impossible(self) -> bool:
         return any(r.impossible for r in self.reports)
+
+    @property
+    def health(self) -> list[HealthCheck]:
+        """Every check's verdict: each trace's in turn, then the job's (rank skew)."""
+        return [check for r in self.reports for check in r.health] + list(self.job_health)
+
+    @property
+    def health_status(self) -> str:
+        """The worst status of any check (``ok`` when every check is ok)."""
+        return worst_status(self.health)
+
+    def problems(self, at_least: str = "warning") -> list[HealthCheck]:
+        """The checks at ``at_least`` or worse, worst first."""
+        floor = RANK[at_least]
+        found = [c for c in self.health if RANK[c.status] >= floor]
+        return sorted(found, key=lambda c: -RANK[c.status])
+
+    def health_dataframe(self) -> Any:
+        """Every check's examples as one pandas DataFrame (a ``check`` and a ``trace`` column added)."""
+        return _frame([(r.label, c) for r in self.reports for c in r.health] + [("job", c) for c in self.job_health])
 
     @property
     def mechanisms(self) -> dict[str, int]:
@@ -311,8 +340,45 @@ class Inspection:
             "impossible": self.impossible,
             "mechanisms": self.mechanisms,
             "workload": self.workload,
+            "health_status": self.health_status,
+            "health": [check.to_dict() for check in self.job_health],
             "reports": [r.to_dict() for r in self.reports],
         }
+
+
+def worst_status(checks: list[HealthCheck]) -> str:
+    return max((c.status for c in checks), key=RANK.__getitem__, default="ok")
+
+
+EXAMPLE_COLUMNS = (
+    "trace",
+    "check",
+    "status",
+    "name",
+    "ts",
+    "dur",
+    "stream",
+    "device",
+    "correlation",
+    "pid",
+    "tid",
+    "detail",
+)
+
+
+def _frame(checks: list[tuple[str, HealthCheck]]) -> Any:
+    from wizard.errors import MissingDependency
+
+    try:
+        import pandas as pd
+    except ImportError:
+        raise MissingDependency("health_dataframe() needs pandas: pip install pandas (or warpwizard[pandas])") from None
+    rows = [
+        (label, c.check, c.status, e.name, e.ts, e.dur, e.stream, e.device, e.correlation, e.pid, e.tid, e.detail)
+        for label, c in checks
+        for e in c.examples
+    ]
+    return pd.DataFrame.from_records(rows, columns=list(EXAMPLE_COLUMNS))
 
 
 def _plain(value: dict[str, Any]) -> dict[str, Any]:

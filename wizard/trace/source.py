@@ -16,6 +16,8 @@ import fcntl
 import os
 import stat
 import zlib
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
@@ -46,6 +48,17 @@ def open_input(path: Path) -> tuple[IO[bytes], bool]:
     return os.fdopen(fd, "rb"), stat.S_ISREG(mode)
 
 
+@dataclass
+class ReadStats:
+    """What this process's reader opened and read from the files themselves (a test proves one read with it)."""
+
+    opened: Counter[str] = field(default_factory=Counter)
+    bytes_read: Counter[str] = field(default_factory=Counter)
+
+
+STATS = ReadStats()
+
+
 class TraceSource:
     """Decompressed bytes of a trace, block by block."""
 
@@ -56,6 +69,7 @@ class TraceSource:
         self.stream_truncated = False
         self.eof = False
         self._raw, self.regular = open_input(path)
+        STATS.opened[str(path)] += 1
         head = self._raw.read(2)
         self.compressed = head == b"\x1f\x8b"
         self._head = head  # a pipe cannot seek back: keep what was peeked
@@ -66,8 +80,10 @@ class TraceSource:
     def _read_raw(self, size: int) -> bytes:
         if self._head:
             data, self._head = self._head + self._raw.read(max(size - len(self._head), 0)), b""
-            return data
-        return self._raw.read(size)
+        else:
+            data = self._raw.read(size)
+        STATS.bytes_read[str(self.path)] += len(data)
+        return data
 
     def _inflate_some(self, room: int) -> bytes:
         """Up to ``room`` inflated bytes; b'' at the end of the input (``stream_truncated`` if mid-member)."""

@@ -22,6 +22,7 @@ from wizard.playbook.trust import ProgramUse
 from wizard.probes.base import ProbeResult
 from wizard.progress import NO_PROGRESS, Progress, Task
 from wizard.report.view import value_cells
+from wizard.trace.health import RANK as HEALTH_RANK
 from wizard.trace.inspect import Inspection, TraceReport, launched_by
 from wizard.untrusted import cut, rich_text, visible
 
@@ -175,6 +176,12 @@ def fix_summary_lines(summary: Any) -> list[str]:
         lines.append(
             f"{summary.uncorrectable} kernel(s) could not be corrected (the trace lacks their device's SM count)"
         )
+    if summary.moved:
+        lines.append(
+            f"moved {summary.moved} overlapping kernel(s) to {summary.lanes} extra row(s) named "
+            "'stream N (overlapping kernels, lane K)'; each keeps its original tid under "
+            "args['warpwizard original tid']"
+        )
     return lines
 
 
@@ -193,6 +200,54 @@ def truncation_warning(path: str, detail: str) -> str:
         f"warpwizard: warning: {path} is cut off ({detail}); the copy holds every complete event and closes "
         "the event list after the last one"
     )
+
+
+HEALTH_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan", "not_applicable": "dim", "ok": "green"}
+HEALTH_MARK = {"error": "✗", "warning": "!", "info": "i", "not_applicable": "-", "ok": "✓"}
+
+
+def health_view(inspection: Inspection, *, verbose: bool = False, playbooks: frozenset[str] = frozenset()) -> Group:
+    """The health summary that leads an inspection: one line per check that is not ok, worst first
+    (every check, with its meaning and examples, when ``verbose``); where a playbook continues, its command."""
+    rows: list[tuple[str, Any]] = [(r.label, c) for r in inspection.reports for c in r.health]
+    rows += [("all ranks", c) for c in inspection.job_health]
+    several = len(inspection.reports) > 1
+    shown = rows if verbose else [(label, c) for label, c in rows if c.status not in ("ok", "not_applicable")]
+    shown.sort(key=lambda row: -HEALTH_RANK[row[1].status])
+    status = inspection.health_status
+    problems = sum(1 for _, c in rows if c.problem)
+    title = (
+        f"Trace health: {problems} problem{'s' if problems != 1 else ''} found"
+        if problems
+        else "Trace health: no problem found"
+    )
+    items: list[Any] = [Text(title, style=HEALTH_STYLE.get(status, "bold") if problems else "bold green")]
+    for label, check in shown:
+        line = Text("  ")
+        line.append(f"{HEALTH_MARK[check.status]} {check.status:<8} ", style=HEALTH_STYLE[check.status])
+        line.append(check.check, style="bold")
+        if several:
+            line.append(visible(f" [{label}]"))
+        line.append("  ")
+        line.append_text(rich_text(check.summary))
+        if check.problem and check.playbook in playbooks:
+            line.append(f"  → warpwizard run {check.playbook}", style="dim")
+        items.append(line)
+        if verbose:
+            if check.meaning:
+                items.append(rich_text(f"      {check.meaning}", "dim"))
+            for e in check.examples:
+                where = f"stream {e.stream}" if e.stream is not None else f"pid {e.pid} tid {e.tid}"
+                corr = f", correlation {e.correlation}" if e.correlation is not None else ""
+                detail = f": {e.detail}" if e.detail else ""
+                items.append(
+                    rich_text(f"      e.g. {short(visible(e.name), 60)} at {e.ts} ({where}{corr}){detail}", "dim")
+                )
+    if not verbose and len(shown) < len(rows):
+        items.append(
+            Text(f"  {len(rows) - len(shown)} more checks ok or not applicable; --verbose shows every one", style="dim")
+        )
+    return Group(*items, Text(""))
 
 
 def inspection_view(inspection: Inspection, *, show_all: bool = False) -> Group:
