@@ -1,0 +1,218 @@
+"""Truth, round 3 (issue 23, "## Truth"): multi-GPU traces whose lists come after the events, Jetson Thor's
+resident blocks and every capability's row against cuda_occupancy.h, Kineto's occupancy object as a note, and
+the words of the reports and the flagship where they said what the facts did not."""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import wizard
+from tests.conftest import TRACES, load_json_trace, needs_shared, run_inprocess, strict_json
+from wizard.testing.traces import KernelSpec, TraceBuilder, demo_launches
+from wizard.trace.reader import ReaderConfig, read_trace
+
+# -- 1. lists of objects after the event list -----------------------------------------------------------
+
+KEYS = ("schemaVersion", "deviceProperties", "traceEvents", "traceName")
+ORDERS = list(itertools.permutations(KEYS))
+LAYOUTS = ("one-line", "one-per-line", "indented")
+
+
+def _multi_gpu(devices: int, repeat: int = 1) -> TraceBuilder:
+    """The demo launches spread over ``devices`` H100s (kernels on every device the table lists)."""
+    builder = TraceBuilder(gpu="H100", devices=devices)
+    for i, spec in enumerate(demo_launches() * max(devices, 1) * repeat):
+        spec.device = i % devices
+        builder.add(spec)
+    return builder
+
+
+def _written(doc: dict[str, Any], order: tuple[str, ...], layout: str) -> str:
+    """The trace's keys in ``order``, as one line (json.dump with no indent), one event per line (Kineto's
+    layout; every other value on its key's line), or indented (json.dump(indent=2), one key per line)."""
+    ordered = {key: doc[key] for key in order}
+    if layout == "one-line":
+        return json.dumps(ordered, separators=(",", ":"))
+    if layout == "indented":
+        return json.dumps(ordered, indent=2)
+    lines = []
+    for key, value in ordered.items():
+        if key == "traceEvents":
+            text = "[\n  " + ",\n  ".join(json.dumps(e) for e in value) + "\n  ]"
+        else:
+            text = json.dumps(value)
+        lines.append(f"  {json.dumps(key)}: {text}")
+    return "{\n" + ",\n".join(lines) + "\n}\n"
+
+
+def _comparable(inspection: wizard.Inspection) -> dict[str, Any]:
+    """An inspection's JSON without what differs between two files of the same trace (path, timing, size)."""
+    doc = inspection.to_dict()
+    for report in doc["reports"]:
+        for key in ("path", "timing", "bytes_read", "layout", "compressed"):
+            report.pop(key)
+    doc["launches"] = [dataclasses.replace(launch, trace="") for launch in inspection.launches]
+    return doc
+
+
+@pytest.fixture(scope="module")
+def canonical() -> dict[int, dict[str, Any]]:
+    """For one and eight devices: the document and what inspecting it as the builder writes it gives."""
+    import tempfile
+
+    out = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for devices in (1, 8):
+            builder = _multi_gpu(devices)
+            path = builder.write(Path(tmp) / f"canonical{devices}.json")
+            out[devices] = {"doc": builder.document(), "report": _comparable(wizard.inspect_traces(path))}
+    return out
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("devices", [1, 8])
+def test_every_key_order_reads_the_same_trace(
+    tmp_path: Path, canonical: dict[int, dict[str, Any]], devices: int, layout: str
+) -> None:
+    """24 orders of the four top-level keys: the same events, devices and findings as the builder's own
+    layout (deviceProperties before the events); 8 devices after the events was refused as invalid JSON."""
+    doc, expected = canonical[devices]["doc"], canonical[devices]["report"]
+    kernels = sum(1 for e in doc["traceEvents"] if e.get("cat") == "kernel")
+    assert kernels == 3 * devices and expected["mechanisms"] == {"E": devices, "F": devices}
+    for n, order in enumerate(ORDERS):
+        path = tmp_path / f"order{n}.json"
+        path.write_text(_written(doc, order, layout))
+        contents = read_trace(path)
+        assert len(contents.kernels) == kernels, order
+        assert contents.device_properties == doc["deviceProperties"], order
+        assert contents.metadata["traceName"] == "warpwizard-builder" and contents.truncation is None, order
+        assert _comparable(wizard.inspect_traces(path)) == expected, order
+        if devices > 1:  # the parallel reader's routing of the block that holds the list's end
+            assert _comparable(wizard.inspect_traces(path, jobs=2)) == expected, order
+
+
+@pytest.mark.parametrize("suffix", [".json", ".json.gz"])
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_eight_devices_after_the_events_in_worker_processes(tmp_path: Path, layout: str, suffix: str) -> None:
+    """Many blocks decoded by two workers (and a gzip stream fed to them): the last block's cut lies in the
+    deviceProperties list; the reader stops at the event list's end instead of reading devices as events."""
+    builder = _multi_gpu(8, repeat=20)
+    doc = builder.document()
+    text = _written(doc, ("schemaVersion", "traceEvents", "traceName", "deviceProperties"), layout)
+    path = tmp_path / f"late{suffix}"
+    path.write_bytes(gzip.compress(text.encode()) if suffix == ".json.gz" else text.encode())
+    small = {"block_size": 4096, "parallel_block": 2048, "parallel_min_bytes": 0}
+    one = read_trace(path, config=ReaderConfig(**small, workers=0))
+    two = read_trace(path, config=ReaderConfig(**small, workers=2))
+    assert two.timing["workers"] == 2  # decoded by the workers, not sent back down the sequential path
+    for contents in (one, two):
+        assert len(contents.kernels) == 3 * 8 * 20 and contents.events == len(doc["traceEvents"])
+        assert contents.device_properties == doc["deviceProperties"]
+    assert [k.name for k in one.kernels] == [k.name for k in two.kernels]
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("position", range(5))
+def test_any_list_of_objects_after_the_events_is_metadata(tmp_path: Path, layout: str, position: int) -> None:
+    """One device plus ``"extra": [{"a": 1}, {"b": 2}]`` anywhere among the keys, and an empty event list
+    followed by such a list."""
+    builder = _multi_gpu(1)
+    doc = builder.document()
+    doc["extra"] = [{"a": 1}, {"b": 2}]
+    order = list(KEYS)
+    order.insert(position, "extra")
+    path = tmp_path / "extra.json"
+    path.write_text(_written(doc, tuple(order), layout))
+    contents = read_trace(path)
+    assert len(contents.kernels) == 3 and contents.metadata["extra"] == [{"a": 1}, {"b": 2}]
+    assert wizard.inspect_traces(path).mechanisms == {"E": 1, "F": 1}
+    doc["traceEvents"] = []
+    path.write_text(_written(doc, ("traceEvents", "extra", "deviceProperties"), layout))
+    empty = read_trace(path)
+    assert empty.events == 0 and empty.metadata["extra"] == [{"a": 1}, {"b": 2}] and len(empty.device_properties) == 1
+
+
+@pytest.mark.parametrize("suffix", [".json", ".json.gz"])
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_the_cli_inspects_and_fixes_eight_devices_written_last(tmp_path: Path, layout: str, suffix: str) -> None:
+    """``trace inspect`` and ``trace fix`` (the same files the flagship called unreadable, exit 6): the
+    fixed copy keeps all eight devices and is strict JSON, with the planted A corrected."""
+    builder = _multi_gpu(8)
+    builder.add(KernelSpec("idx", (100_000, 30_000, 1), (128, 1, 1), device=5))  # A on device 5
+    doc = builder.document()
+    text = _written(doc, ("schemaVersion", "traceEvents", "deviceProperties", "traceName"), layout)
+    path = tmp_path / f"late{suffix}"
+    path.write_bytes(gzip.compress(text.encode()) if suffix == ".json.gz" else text.encode())
+    inspected = run_inprocess("trace", "inspect", str(path), "--json")
+    assert inspected.status == 1, inspected.stderr
+    report = strict_json(inspected.stdout)
+    assert report["mechanisms"] == {"A": 1, "E": 8, "F": 8}
+    assert [d["id"] for d in report["reports"][0]["devices"]] == list(range(8))
+    out = tmp_path / f"fixed{suffix}"
+    fixed = run_inprocess("trace", "fix", str(path), str(out))
+    assert fixed.status == 0, fixed.stderr
+    copy = strict_json(gzip.decompress(out.read_bytes()) if suffix == ".json.gz" else out.read_bytes())
+    assert copy["deviceProperties"] == doc["deviceProperties"] and copy["traceName"] == "warpwizard-builder"
+    (idx,) = [e for e in copy["traceEvents"] if e.get("name") == "idx"]
+    assert idx["args"]["blocks per SM"] == 3_000_000_000 / 132 and idx["args"]["warpwizard mechanism"] == "A"
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_cut_traces_with_eight_devices(tmp_path: Path, layout: str) -> None:
+    """Cut inside the events with the devices first: every whole event read, the devices known. Cut inside
+    the devices written after the events: every event read, the cut named, the file still fixed."""
+    builder = _multi_gpu(8)
+    doc = builder.document()
+    first = _written(doc, ("schemaVersion", "deviceProperties", "traceEvents", "traceName"), layout)
+    at = first.index('"name": "sm90_xmma' if layout != "one-line" else '"name":"sm90_xmma', len(first) // 2)
+    path = tmp_path / "cut-events.json"
+    path.write_text(first[:at])
+    contents = read_trace(path)
+    assert len(contents.device_properties) == 8 and contents.truncation is not None
+    assert 0 < len(contents.kernels) < 24
+    last = _written(doc, ("schemaVersion", "traceEvents", "deviceProperties", "traceName"), layout)
+    path = tmp_path / "cut-devices.json"
+    path.write_text(last[: last.index('"id"', last.index('"deviceProperties"')) + 30])
+    contents = read_trace(path)
+    assert len(contents.kernels) == 24 and contents.truncation is not None
+    assert contents.truncation.detail == (
+        "the file ends inside the metadata after the event list; every event was read"
+    )
+    inspected = run_inprocess("trace", "inspect", str(path), "--json")
+    assert strict_json(inspected.stdout)["reports"][0]["kernels"] == 24
+    out = tmp_path / "fixed.json"
+    assert run_inprocess("trace", "fix", str(path), str(out)).status == 0
+    assert len([e for e in strict_json(out.read_text())["traceEvents"] if e.get("cat") == "kernel"]) == 24
+
+
+def _devices_written_last(name: str) -> bool:
+    path = TRACES / name
+    text = gzip.decompress(path.read_bytes()) if name.endswith(".gz") else path.read_bytes()
+    return text.find(b'"traceEvents"') < text.find(b'"deviceProperties"')  # -1: an array, or no devices
+
+
+@needs_shared
+def test_shared_traces_with_device_properties_last_read_right_and_with_eight_devices(tmp_path: Path) -> None:
+    """Every shared trace that writes deviceProperties after its events: the same devices and kernels as
+    json.load; and the same file with its device written eight times (ids 0-7) reads the eight."""
+    from tests.conftest import REAL_TRACES, kernels_of
+
+    late = [name for name in REAL_TRACES if _devices_written_last(name)]
+    assert late, "no shared trace writes deviceProperties after its events"
+    for name in late:
+        doc = load_json_trace(TRACES / name)
+        contents = read_trace(TRACES / name)
+        assert contents.device_properties == doc["deviceProperties"], name
+        assert len(contents.kernels) == len(kernels_of(doc)) == REAL_TRACES[name], name
+        doc["deviceProperties"] = [dict(doc["deviceProperties"][0], id=i) for i in range(8)]
+        copy = tmp_path / "eight.json"
+        copy.write_text(json.dumps(doc, indent=2))
+        again = read_trace(copy)
+        assert len(again.device_properties) == 8 and len(again.kernels) == REAL_TRACES[name], name
