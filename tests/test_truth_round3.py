@@ -216,3 +216,165 @@ def test_shared_traces_with_device_properties_last_read_right_and_with_eight_dev
         copy.write_text(json.dumps(doc, indent=2))
         again = read_trace(copy)
         assert len(again.device_properties) == 8 and len(again.kernels) == REAL_TRACES[name], name
+
+
+# -- 2. every capability's row against NVIDIA's cuda_occupancy.h (CUDA 13.0) ---------------------------
+
+# Each column is what one function of cuda_occupancy.h (CUDA 13.0) returns for the capability:
+HEADER_SOURCES = {
+    "max_blocks_per_sm": "cudaOccMaxBlocksPerMultiprocessor: 16 on 3.x and 7.5, 32 on 5.x, 6.x, 7.0/7.2, 8.0, "
+    "9.0, 10.0, 10.3; 16 on 8.6/8.7; 24 on 8.9, 10.1, 11.0 and 12.x",
+    "carveout_kb": "cudaOccAlignUpShmemSizeVoltaPlus (cc >= 7; before it, cudaOccSMemPreference takes "
+    "sharedMemPerMultiprocessor as it is, with the default CACHE_PREFER_NONE)",
+    "sub_partitions": "cudaOccSubPartitionsPerMultiprocessor: computeMinor ? 4 : 2 on 6.x, else 4",
+    "max_regs_per_thread": "cudaOccRegAllocationMaxPerThread: 255 on 3.x-6.x, 256 from 7.x",
+    "smem_granularity": "cudaOccSMemAllocationGranularity: 256 on 3.x-7.x, 128 from 8.x",
+    "reserved_smem": "cudaOccSMemPerBlock adds the device's reservedSharedMemPerBlock from cc 8.0 (1024 B on every "
+    "GPU since Ampere: cudaDeviceProp.reservedSharedMemPerBlock); not counted before",
+}
+_NONE: tuple[int, ...] = ()
+_VOLTA = (0, 8, 16, 32, 64, 96)
+_AMPERE = (0, 8, 16, 32, 64, 100, 132, 164)
+_HOPPER = (*_AMPERE, 196, 228)
+_GA10X = (0, 8, 16, 32, 64, 100)
+# capability: (max blocks, carveout KB, sub-partitions, max registers/thread, granularity B, reserved B)
+HEADER: dict[tuple[int, int], tuple[int, tuple[int, ...], int, int, int, int]] = {
+    (3, 0): (16, _NONE, 4, 255, 256, 0), (3, 2): (16, _NONE, 4, 255, 256, 0),
+    (3, 5): (16, _NONE, 4, 255, 256, 0), (3, 7): (16, _NONE, 4, 255, 256, 0),
+    (5, 0): (32, _NONE, 4, 255, 256, 0), (5, 2): (32, _NONE, 4, 255, 256, 0), (5, 3): (32, _NONE, 4, 255, 256, 0),
+    (6, 0): (32, _NONE, 2, 255, 256, 0), (6, 1): (32, _NONE, 4, 255, 256, 0), (6, 2): (32, _NONE, 4, 255, 256, 0),
+    (7, 0): (32, _VOLTA, 4, 256, 256, 0), (7, 2): (32, _VOLTA, 4, 256, 256, 0), (7, 5): (16, (32, 64), 4, 256, 256, 0),
+    (8, 0): (32, _AMPERE, 4, 256, 128, 1024), (8, 6): (16, _GA10X, 4, 256, 128, 1024),
+    (8, 7): (16, _AMPERE, 4, 256, 128, 1024), (8, 9): (24, _GA10X, 4, 256, 128, 1024),
+    (9, 0): (32, _HOPPER, 4, 256, 128, 1024),
+    (10, 0): (32, _HOPPER, 4, 256, 128, 1024), (10, 1): (24, _HOPPER, 4, 256, 128, 1024),
+    (10, 3): (32, _HOPPER, 4, 256, 128, 1024), (11, 0): (24, _HOPPER, 4, 256, 128, 1024),
+    (12, 0): (24, _GA10X, 4, 256, 128, 1024), (12, 1): (24, _GA10X, 4, 256, 128, 1024),
+}  # fmt: skip
+
+
+def test_every_capabilitys_row_is_the_headers() -> None:
+    """Each figure of warpwizard's table against the header function named in HEADER_SOURCES (Jetson Thor,
+    10.1 and 11.0, had 32 resident blocks where the header says 24)."""
+    from wizard.trace.occupancy import ARCHITECTURES
+
+    assert set(ARCHITECTURES) == set(HEADER)
+    for cc, (blocks, carveout, partitions, registers, granularity, reserved) in HEADER.items():
+        arch = ARCHITECTURES[cc]
+        ours = (arch.max_blocks_per_sm, arch.carveout_kb, arch.sub_partitions, arch.max_regs_per_thread)
+        theirs = (blocks, carveout, partitions, registers, granularity, reserved)
+        assert (*ours, arch.smem_granularity, arch.reserved_smem) == theirs, (cc, HEADER_SOURCES)
+
+
+def test_jetson_thor_holds_24_blocks_per_sm(tmp_path: Path) -> None:
+    """32-thread blocks on a cc 11.0 (and 10.1) Thor of 1536 threads per SM: 24 blocks resident, 50%, as the
+    profiler printed; with 32 blocks warpwizard called the printed 50 a '?' and the true value 66.7."""
+    for cc in ((11, 0), (10, 1)):
+        builder = TraceBuilder(gpu="H100")
+        builder.add(KernelSpec("small", (20 * 132, 1, 1), (32, 1, 1), registers=16))
+        doc = builder.document()
+        doc["deviceProperties"][0].update(computeMajor=cc[0], computeMinor=cc[1], maxThreadsPerMultiprocessor=1536)
+        (kernel,) = [e for e in doc["traceEvents"] if e.get("cat") == "kernel"]
+        kernel["args"]["est. achieved occupancy %"] = 42  # min(24, 20 blocks per SM) * 32 / 1536 = 41.7%
+        path = tmp_path / "thor.json"
+        path.write_text(json.dumps(doc))
+        assert wizard.inspect_traces(path).mechanisms == {}
+        builder = TraceBuilder(gpu="H100")
+        builder.add(KernelSpec("small", (40 * 132, 1, 1), (32, 1, 1), registers=16))
+        doc = builder.document()
+        doc["deviceProperties"][0].update(computeMajor=cc[0], computeMinor=cc[1], maxThreadsPerMultiprocessor=1536)
+        (kernel,) = [e for e in doc["traceEvents"] if e.get("cat") == "kernel"]
+        kernel["args"]["est. achieved occupancy %"] = 50  # min(24, 40) * 32 / 1536
+        path.write_text(json.dumps(doc))
+        inspection = wizard.inspect_traces(path)
+        assert inspection.mechanisms == {}, inspection.reports[0].groups[0].worst.evidence
+        (launch,) = inspection.launches
+        assert launch.true_est_occupancy == pytest.approx(50.0)
+
+
+_HARNESS = r"""
+#include <cstdio>
+#include "cuda_occupancy.h"
+// Each input line: a device (cc, threads/SM, registers/SM and /block, shared memory per block, per SM, opt-in,
+// reserved) and a launch (threads, registers, shared memory), called as libkineto calls the calculator.
+int main() {
+    int major, minor, threadsSm, regsSm, regsBlock, threads, regs;
+    long smemBlock, smemSm, optin, reserved, smem;
+    while (scanf("%d %d %d %d %d %ld %ld %ld %ld %d %d %ld", &major, &minor, &threadsSm, &regsSm, &regsBlock,
+                 &smemBlock, &smemSm, &optin, &reserved, &threads, &regs, &smem) == 12) {
+        cudaOccDeviceProp prop;
+        prop.computeMajor = major; prop.computeMinor = minor; prop.maxThreadsPerBlock = 1024;
+        prop.maxThreadsPerMultiprocessor = threadsSm; prop.regsPerBlock = regsBlock;
+        prop.regsPerMultiprocessor = regsSm; prop.warpSize = 32; prop.sharedMemPerBlock = smemBlock;
+        prop.sharedMemPerMultiprocessor = smemSm; prop.numSms = 100; prop.sharedMemPerBlockOptin = optin;
+        prop.reservedSharedMemPerBlock = reserved;
+        cudaOccFuncAttributes attr;
+        attr.maxThreadsPerBlock = 2147483647; attr.numRegs = regs; attr.sharedSizeBytes = 0;
+        attr.partitionedGCConfig = PARTITIONED_GC_OFF; attr.shmemLimitConfig = FUNC_SHMEM_LIMIT_DEFAULT;
+        attr.maxDynamicSharedSizeBytes = 0;
+        cudaOccDeviceState state;
+        cudaOccResult result;
+        int limit = -1;
+        cudaOccError status = cudaOccMaxActiveBlocksPerMultiprocessor(&result, &prop, &attr, &state, threads, smem);
+        cudaOccMaxBlocksPerMultiprocessor(&limit, &prop);
+        int active = status == CUDA_OCC_SUCCESS ? result.activeBlocksPerMultiprocessor : -1;
+        printf("%d %d %d\n", (int)status, active, limit);
+    }
+    return 0;
+}
+"""
+
+
+def _header() -> Path | None:
+    import glob
+    import shutil
+
+    found = sorted(glob.glob("/usr/local/cuda*/include/cuda_occupancy.h"))
+    return Path(found[-1]) if found and shutil.which("g++") else None
+
+
+@pytest.mark.skipif(_header() is None, reason="no CUDA toolkit's cuda_occupancy.h (or no g++) on this machine")
+def test_the_calculator_agrees_with_the_compiled_header_on_every_capability(tmp_path: Path) -> None:
+    """The header itself, compiled and called as libkineto calls it, for every capability in the table and
+    720 launch shapes each (threads, registers, shared memory up to and past 48 KB): the same active blocks
+    per SM, and the same resident-block limit as HEADER says."""
+    import subprocess
+
+    from tests.test_truth_today import GUIDE
+    from wizard.trace.occupancy import DeviceLimits, active_blocks_per_sm
+
+    header = _header()
+    assert header is not None
+    source = tmp_path / "occ.cpp"
+    source.write_text(_HARNESS)
+    binary = tmp_path / "occ"
+    subprocess.run(["g++", "-O1", "-I", str(header.parent), str(source), "-o", str(binary)], check=True)
+    cases = []
+    for cc in sorted(HEADER):
+        threads_sm, _, smem_kb = GUIDE[cc]
+        regs_sm = 131072 if cc == (3, 7) else 65536
+        reserved = 1024 if cc >= (8, 0) else 0
+        optin = max(48, smem_kb - 1) * 1024
+        for threads, regs, smem in itertools.product(
+            (32, 64, 96, 128, 192, 256, 384, 512, 768, 1024),
+            (0, 16, 32, 40, 64, 128, 168, 255, 256),
+            (0, 1, 4096, 20000, 40000, 49152, 49153, 100000),
+        ):
+            cases.append((cc, threads_sm, regs_sm, smem_kb * 1024, optin, reserved, threads, regs, smem))
+    lines = "".join(
+        f"{cc[0]} {cc[1]} {ts} {rs} 65536 49152 {sm} {oi} {rv} {t} {r} {s}\n"
+        for cc, ts, rs, sm, oi, rv, t, r, s in cases
+    )
+    out = subprocess.run([str(binary)], input=lines, capture_output=True, text=True, check=True).stdout.split("\n")
+    disagree = []
+    for case, line in zip(cases, out, strict=False):
+        status, active, limit = map(int, line.split())
+        cc, threads_sm, regs_sm, smem_sm, optin, _, threads, regs, smem = case
+        assert status == 0 and limit == HEADER[cc][0], (case, line)
+        limits = DeviceLimits(
+            cc[0], cc[1], 100, threads_sm, regs_sm, 65536, 49152, smem_sm, optin, max_threads_per_block=1024
+        )
+        ours = active_blocks_per_sm(limits, threads, regs, smem).active_blocks
+        if ours != active:
+            disagree.append((case, ours, active))
+    assert len(out) - 1 == len(cases) == 24 * 720 and not disagree, disagree[:5]
