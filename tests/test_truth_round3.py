@@ -378,3 +378,31 @@ def test_the_calculator_agrees_with_the_compiled_header_on_every_capability(tmp_
         if ours != active:
             disagree.append((case, ours, active))
     assert len(out) - 1 == len(cases) == 24 * 720 and not disagree, disagree[:5]
+
+
+# -- 3. Kineto's occupancy object against warpwizard's calculator: a note ------------------------------
+
+
+def test_a_printed_occupancy_that_follows_kinetos_own_object_is_a_note_with_the_launch_count(tmp_path: Path) -> None:
+    """The profiler's calculator said 5 blocks (and printed 63% from it) where warpwizard's says 6: which table
+    is wrong is unknown, the launch is not; a note with the launch count, exit 0, no '?'."""
+    builder = TraceBuilder(gpu="H100", kineto="2.12")
+    builder.add(KernelSpec("ok", (1000, 1, 1), (256, 1, 1), 40, repeat=3))
+    doc = builder.document()
+    for event in doc["traceEvents"]:
+        if event.get("cat") == "kernel":
+            event["args"]["occupancy"]["activeBlocksPerMultiprocessor"] = 5
+            event["args"]["est. achieved occupancy %"] = 63  # lround(100 * min(5, 7.58) * 256 / 2048)
+    path = tmp_path / "disagree.json"
+    path.write_text(json.dumps(doc))
+    inspected = run_inprocess("trace", "inspect", str(path), "--json")
+    assert inspected.status == 0, inspected.stdout
+    report = strict_json(inspected.stdout)["reports"][0]
+    assert report["mechanisms"] == {} and report["wrong_launches"] == 0
+    (note,) = [n for n in report["notes"] if n.startswith("Kineto's own occupancy calculator")]
+    assert note == (
+        "Kineto's own occupancy calculator gives 5 block(s) per SM, limited by REGS where warpwizard's gives 6 "
+        "(registers) on compute capability 9.0 (256 threads, 40 registers, 0 B shared memory): one of the two "
+        "calculators' tables is not this GPU's; the printed est. achieved occupancy % follows Kineto's, so it is "
+        "not called wrong (3 launch(es))"
+    )
