@@ -406,3 +406,41 @@ def test_a_printed_occupancy_that_follows_kinetos_own_object_is_a_note_with_the_
         "calculators' tables is not this GPU's; the printed est. achieved occupancy % follows Kineto's, so it is "
         "not called wrong (3 launch(es))"
     )
+
+
+# -- 4. the flagship's D conclusion follows its evidence ---------------------------------------------------
+
+
+def _flagship(tmp_path: Path, trace: Path) -> dict[str, Any]:
+    answers = tmp_path / f"{trace.stem}.yaml"
+    answers.write_text(f"have: trace\ntrace_path: {trace}\n")
+    result = run_inprocess("run", "negative-warps-per-sm", "--answers", str(answers), "--json")
+    return strict_json(result.stdout)  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize(
+    ("gpu", "cc", "header"), [("V100", "7.0", None), ("H100", "9.0", "11.8"), ("RTX2080Ti", "7.5", None)]
+)
+def test_the_flagships_d_conclusion_blames_a_header_only_where_one_is_to_blame(
+    tmp_path: Path, gpu: str, cc: str, header: str | None
+) -> None:
+    """Every CUDA header knows cc 7.0 and 7.5: the conclusion said the header was too old and to install a
+    newer PyTorch while its evidence said the opposite. On cc 9.0 a header older than CUDA 11.8 is the cause."""
+    builder = TraceBuilder(gpu=gpu)
+    builder.add(KernelSpec("gemm", (64, 8, 1), (256, 1, 1), plant="D"))
+    transcript = _flagship(tmp_path, builder.write(tmp_path / f"{gpu}.json"))
+    conclusion = transcript["conclusion"]
+    assert conclusion["diagnosis"] == "profiler-bug-occupancy-calculator"
+    (inspect,) = [e for e in transcript["entries"] if e["node"] == "inspect"]
+    facts = inspect["facts"]
+    assert (facts["d_capability"], facts["d_header"]) == (cc, header)
+    words = " ".join([conclusion["summary"], *conclusion["fix"]])
+    if header is None:
+        assert facts["d_cause"] == "inputs"
+        assert f"failed on compute capability {cc}: every CUDA header knows that architecture" in words
+        assert "A newer PyTorch or CUDA will not change this" in words
+        assert "older" not in words and "Install a PyTorch" not in words
+    else:
+        assert facts["d_cause"] == "header"
+        assert "(PyTorch built with a CUDA header older than CUDA 11.8)" in words
+        assert "Install a PyTorch built with CUDA 11.8 or newer, whose occupancy calculator knows your GPU." in words

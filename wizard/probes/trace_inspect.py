@@ -65,6 +65,25 @@ def _suspect_grid(grid: list[int] | None) -> bool:
     return x > INT32_MAX or y > 65535 or z > 65535 or min(grid) <= 0
 
 
+def _calculator_failure(inspection: Inspection) -> dict[str, Any]:
+    """Mechanism D's capability, and whether an older CUDA header explains it: a capability every header
+    knows (7.0) failed for its inputs, and a newer PyTorch would not change that."""
+    from wizard.trace.occupancy import ARCHITECTURES, MIN_CUDA_HEADER
+
+    groups = [
+        (r, g) for r in inspection.reports for g in r.groups if g.mechanism == Mechanism.OCCUPANCY_CALCULATOR.value
+    ]
+    if not groups:
+        return {"d_capability": None, "d_cause": None, "d_header": None}
+    report, group = max(groups, key=lambda pair: pair[1].count)
+    cc = next((d["compute_capability"] for d in report.devices if d["id"] == group.worst.device), None)
+    major, _, minor = str(cc).partition(".")
+    key = (int(major), int(minor)) if major.isdigit() and minor.isdigit() else None
+    header = MIN_CUDA_HEADER.get(key) if key else None
+    every_header = key in ARCHITECTURES and header is None
+    return {"d_capability": cc, "d_cause": "inputs" if every_header else "header", "d_header": header}
+
+
 def inspection_facts(inspection: Inspection) -> dict[str, Any]:
     """Facts a playbook can branch on, from a finished inspection."""
     mechanisms = inspection.mechanisms
@@ -109,6 +128,7 @@ def inspection_facts(inspection: Inspection) -> dict[str, Any]:
         "worst_op_types": worst.op.input_types if worst and worst.op else None,
         "worst_python_frame": worst.op.user_frame if worst and worst.op else None,
         "worst_file": next((r.path for r in reports for g in r.groups if g is worst), None),
+        **_calculator_failure(inspection),
         "non_finite_spelling": (
             "bare"
             if any(r.non_finite.get("bare") for r in reports)
@@ -159,6 +179,11 @@ FACT_HELP = {
     "worst_file": "the trace file it is in",
     "error": "why the trace could not be read (when the probe errs)",
     "non_finite_spelling": "bare (invalid JSON) | quoted | None: how inf/nan were written",
+    "d_capability": "the compute capability of mechanism D's launches (e.g. '7.0'), None without D",
+    "d_cause": "header (a CUDA header older than the GPU) | inputs (every CUDA header knows the capability: the "
+    "calculator rejected the launch's inputs) | None without D",
+    "d_header": "the first CUDA release whose cuda_occupancy.h knows D's capability (e.g. '11.8'); None when every "
+    "header knows it, or none warpwizard knows of does",
 }
 
 

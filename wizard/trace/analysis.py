@@ -494,7 +494,12 @@ def _occupancy(ctx: LaunchContext) -> bool:
     )
     _cross_check(ctx, calc, prof, label if follows_kineto else None)
     cc = limits.compute_capability
-    needs = MIN_CUDA_HEADER.get(cc, "a newer release")
+    needs = MIN_CUDA_HEADER.get(cc)
+    header = (
+        f"a CUDA header older than CUDA {needs}"
+        if needs
+        else f"a CUDA header that predates compute capability {cc[0]}.{cc[1]}, newer than every CUDA warpwizard knows"
+    )
     if occ in (truncating, lround):
         if occ == 0 and smem > SMEM_DEFAULT_LIMIT and active is not None:
             _shared_memory_limit(ctx, device, label)
@@ -502,11 +507,11 @@ def _occupancy(ctx: LaunchContext) -> bool:
             ctx.add(
                 Mechanism.OCCUPANCY_CALCULATOR,
                 f"{label} = {exact(occ)}: compute capability {cc[0]}.{cc[1]} is unknown to the occupancy "
-                f"calculator (a PyTorch built with a CUDA header older than {needs}); blocks per SM is fine",
+                f"calculator (a PyTorch built with {header}); blocks per SM is fine",
             )
     elif occ in (-99, -100) and calc is not None:
         why = (
-            f"PyTorch built with a CUDA header older than {needs}"
+            f"PyTorch built with {header}"
             if cc in MIN_CUDA_HEADER
             else f"every CUDA header knows compute capability {cc[0]}.{cc[1]}, so not for want of a newer one: "
             "it rejected this launch's inputs"
