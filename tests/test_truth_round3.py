@@ -444,3 +444,39 @@ def test_the_flagships_d_conclusion_blames_a_header_only_where_one_is_to_blame(
         assert facts["d_cause"] == "header"
         assert "(PyTorch built with a CUDA header older than CUDA 11.8)" in words
         assert "Install a PyTorch built with CUDA 11.8 or newer, whose occupancy calculator knows your GPU." in words
+
+
+# -- 5. by design: counted against, and named as, the GPU's own resident-warp limit -------------------------
+
+
+def test_the_by_design_conclusion_names_the_gpus_own_resident_warp_limit(tmp_path: Path) -> None:
+    """An RTX 2080 Ti (cc 7.5) holds at most 32 warps per SM: 40 warps per SM is already more than resident,
+    and the conclusion counts and names that limit, not '64 (or 48)'."""
+    builder = TraceBuilder(gpu="RTX2080Ti")
+    builder.add(KernelSpec("forty", (340, 1, 1), (256, 1, 1), repeat=3))  # 5 blocks x 8 warps per SM of 68
+    builder.add(KernelSpec("many", (4096, 1, 1), (256, 1, 1), repeat=2))
+    builder.add(KernelSpec("few", (68, 1, 1), (256, 1, 1)))  # 8 warps per SM
+    transcript = _flagship(tmp_path, builder.write(tmp_path / "turing.json"))
+    conclusion = transcript["conclusion"]
+    assert conclusion["diagnosis"] == "not-a-bug-large-by-design"
+    (inspect,) = [e for e in transcript["entries"] if e["node"] == "inspect"]
+    assert inspect["facts"]["resident_warps"] == [32] and inspect["facts"]["large_by_design"] == 5
+    assert "not comparable to the at most 32 warps an SM of this GPU holds at once" in conclusion["summary"]
+    assert "64" not in conclusion["summary"]
+    assert (
+        "5 kernel launch(es) with more than 32 warps per SM (the most an SM of this GPU holds at once), all correct"
+        in conclusion["evidence"]
+    )
+
+
+@needs_shared
+def test_the_real_rtx_2080_ti_trace_counts_launches_above_32_warps(tmp_path: Path) -> None:
+    """3,438 of its launches exceed 32 resident warps per SM, the limit of its cc 7.5 SMs, and 1,678 exceed 64
+    (counted with json.load and grid * block / 32 / 68): the conclusion said '3438 ... more than 64'."""
+    transcript = _flagship(tmp_path, TRACES / "rtx2080ti-linear.json.gz")
+    conclusion = transcript["conclusion"]
+    assert conclusion["diagnosis"] == "not-a-bug-large-by-design"
+    assert (
+        "3438 kernel launch(es) with more than 32 warps per SM (the most an SM of this GPU holds at once), all correct"
+        in conclusion["evidence"]
+    )

@@ -102,6 +102,7 @@ def inspection_facts(inspection: Inspection) -> dict[str, Any]:
         "kernels_checked": sum(r.kernels_checked for r in reports),
         "flagged_kernels": sum(r.wrong_launches for r in reports),  # a launch with C and C' is one launch
         "large_by_design": mechanisms.get(Mechanism.BY_DESIGN.value, 0),
+        "resident_warps": sorted({d["resident_warps"] for r in reports for d in r.devices if d.get("resident_warps")}),
         "max_true_warps_per_sm": max((r.max_true_warps_per_sm or 0.0 for r in reports), default=0.0),
         "rocm": any(r.rocm for r in reports),
         "cpu_only": all(r.kernels == 0 for r in reports),
@@ -149,7 +150,9 @@ FACT_HELP = {
     "kernels": "GPU kernels in the trace(s)",
     "kernels_checked": "kernels with launch dimensions that were recomputed",
     "flagged_kernels": "kernels with a profiler-bug finding",
-    "large_by_design": "kernels whose large warps per SM are correct (F)",
+    "large_by_design": "kernels whose warps per SM exceed their GPU's resident-warp limit and are correct (F)",
+    "resident_warps": "the most warps an SM of the trace's GPUs holds at once (maxThreadsPerMultiprocessor / 32: "
+    "32 on cc 7.5, 48 on most consumer GPUs, 64 on data-centre ones), each once",
     "max_true_warps_per_sm": "largest recomputed warps per SM",
     "rocm": "whether the trace came from an AMD GPU (no such metrics recorded)",
     "cpu_only": "whether no GPU kernel was recorded at all",

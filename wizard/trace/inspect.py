@@ -100,8 +100,16 @@ def _device_summary(devices: dict[int, DeviceInfo]) -> list[dict[str, Any]]:
     for device_id in sorted(devices):
         d = devices[device_id]
         cc = f"{d.limits.compute_major}.{d.limits.compute_minor}" if d.limits else None
+        resident = d.limits.max_threads_per_sm // 32 if d.limits else None  # warps an SM holds at once
         rows.append(
-            {"id": device_id, "name": d.name, "num_sms": d.num_sms, "compute_capability": cc, "source": d.source}
+            {
+                "id": device_id,
+                "name": d.name,
+                "num_sms": d.num_sms,
+                "compute_capability": cc,
+                "source": d.source,
+                "resident_warps": resident,
+            }
         )
     return rows
 
