@@ -480,3 +480,30 @@ def test_the_real_rtx_2080_ti_trace_counts_launches_above_32_warps(tmp_path: Pat
         "3438 kernel launch(es) with more than 32 warps per SM (the most an SM of this GPU holds at once), all correct"
         in conclusion["evidence"]
     )
+
+
+# -- 7. a G trace says both SM counts and where each came from ----------------------------------------------
+
+
+def test_a_g_trace_names_both_sm_counts_and_their_sources(tmp_path: Path) -> None:
+    """Values computed on 144 SMs in a trace whose deviceProperties says 132: the device row said '144 SMs'
+    with source deviceProperties, which says 132."""
+    builder = TraceBuilder(gpu="H100")
+    builder.add(KernelSpec("ok", (4096, 1, 1), (256, 1, 1), plant="wrong-sms", repeat=4))
+    path = builder.write(tmp_path / "merged.json")
+    inspected = run_inprocess("trace", "inspect", str(path), "--json")
+    report = strict_json(inspected.stdout)["reports"][0]
+    (device,) = report["devices"]
+    assert (device["num_sms"], device["source"], device["declared_sms"]) == (144, "inferred", 132)
+    assert (
+        "device 0 (NVIDIA H100 80GB HBM3): 144 SMs from its kernels' own values (their blocks and warps per SM fit "
+        "144 SMs; the true values use it), 132 SMs from the trace's deviceProperties (mechanism G)"
+    ) in report["notes"]
+    text = run_inprocess("trace", "inspect", str(path)).stdout
+    assert "NVIDIA H100 80GB HBM3 (144 SMs, inferred)" in text and "132 SMs from the trace's deviceProperties" in text
+    healthy = TraceBuilder(gpu="H100")
+    healthy.add(KernelSpec("ok", (4096, 1, 1), (256, 1, 1)))
+    (plain,) = strict_json(run_inprocess("trace", "inspect", str(healthy.write(tmp_path / "h.json")), "--json").stdout)[
+        "reports"
+    ][0]["devices"]
+    assert (plain["num_sms"], plain["source"], plain["declared_sms"]) == (132, "deviceProperties", None)

@@ -463,9 +463,13 @@ _SM_SOURCE = {"given": "--sms gives {n}", "inferred": "{n} were inferred from th
 
 
 def _sm_source(device: DeviceInfo | None, num_sms: int | None) -> str:
-    """Where the SM count came from, in words: the trace's own, --sms, or inference."""
+    """Where the SM count came from, in words: the trace's own, --sms, or inference (and, where the kernels
+    prove another count than deviceProperties, both)."""
     source = device.source if device is not None else "deviceProperties"
-    return _SM_SOURCE.get(source, "the trace says {n}").format(n=num_sms)
+    words = _SM_SOURCE.get(source, "the trace says {n}").format(n=num_sms)
+    if device is not None and device.declared_sms is not None:
+        words += f" (the trace's deviceProperties says {device.declared_sms})"
+    return words
 
 
 def _occupancy(ctx: LaunchContext) -> bool:

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 from wizard.errors import InputFileError, UsageError
 from wizard.trace.analysis import SM_COUNT_HINT, Finding, KernelCheck, MemoChecker
-from wizard.trace.devices import DeviceInfo, device_table
+from wizard.trace.devices import DeviceInfo, device_table, sm_count_conflicts
 from wizard.trace.mechanisms import Mechanism, is_wrong
 from wizard.trace.parallel import worker_pool
 from wizard.trace.reader import ReaderConfig, TraceContents, iter_trace_files, read_trace, usable_cores
@@ -108,6 +108,7 @@ def _device_summary(devices: dict[int, DeviceInfo]) -> list[dict[str, Any]]:
                 "num_sms": d.num_sms,
                 "compute_capability": cc,
                 "source": d.source,
+                "declared_sms": d.declared_sms,  # deviceProperties' count, where the kernels prove num_sms (G)
                 "resident_warps": resident,
             }
         )
@@ -487,7 +488,7 @@ def _notes(
         )
     elif not contents.kernels:
         notes.append("no GPU kernels in this trace (CPU-only profile, or the CUDA activity was not recorded)")
-    notes += _sm_count_notes(contents, devices, sms)
+    notes += _sm_count_notes(contents, devices, sms) + sm_count_conflicts(devices)
     already_fixed = sum(1 for k in contents.kernels if k.fixed is not None)
     if already_fixed:
         notes.append(
