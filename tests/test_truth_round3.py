@@ -507,3 +507,47 @@ def test_a_g_trace_names_both_sm_counts_and_their_sources(tmp_path: Path) -> Non
         "reports"
     ][0]["devices"]
     assert (plain["num_sms"], plain["source"], plain["declared_sms"]) == (132, "deviceProperties", None)
+
+
+# -- 6. typed metadata is decided from the whole trace ----------------------------------------------------
+
+
+def _six_decimals(doc: dict[str, Any]) -> None:
+    """Kineto 2.4 to 2.13 print every float32 metric with six decimals (``6060.605957``)."""
+    from wizard.trace.kineto_math import f32
+
+    for event in doc["traceEvents"]:
+        args = event.get("args", {})
+        for key in ("blocks per SM", "warps per SM"):
+            if event.get("cat") == "kernel" and isinstance(args.get(key), float) and args[key] != float("inf"):
+                args[key] = float(f"{f32(args[key]):.6f}")
+
+
+def test_a_six_decimal_value_above_1000_does_not_make_a_classic_trace_typed(tmp_path: Path) -> None:
+    """6060.605957 has ten significant digits, as 2.14's full precision does; the trace's values are no float32s
+    (2.14 writes float32s exactly: 6060.60595703125), so it is Kineto's six-decimal print, and its quoted "inf"
+    is C'."""
+    builder = TraceBuilder(gpu="H100", nonfinite="quoted")
+    builder.add(KernelSpec("big", (100_000, 1, 1), (256, 1, 1)))  # warps per SM 6060.605957
+    builder.add(KernelSpec("ok", (4096, 1, 1), (256, 1, 1)))  # blocks per SM 31.030303
+    builder.add(KernelSpec("c", (99, 1, 1), (128, 1, 1), plant="C"))
+    doc = builder.document()
+    _six_decimals(doc)
+    path = tmp_path / "classic.json"
+    path.write_text(json.dumps(doc).replace("Infinity", '"inf"'))
+    assert '"warps per SM": 6060.605957' in path.read_text()
+    contents = read_trace(path)
+    assert not contents.typed
+    workers = ReaderConfig(block_size=1024, parallel_block=512, parallel_min_bytes=0, workers=2)
+    assert not read_trace(path, config=workers).typed  # blocks decoded apart decide together
+    assert wizard.inspect_traces(path).mechanisms == {"C": 1, "C'": 1, "F": 2}
+    typed = TraceBuilder(gpu="H100", kineto="2.14")  # the same launches as 2.14 writes them: no C'
+    for spec in (
+        KernelSpec("big", (100_000, 1, 1), (256, 1, 1)),
+        KernelSpec("ok", (4096, 1, 1), (256, 1, 1)),
+        KernelSpec("c", (99, 1, 1), (128, 1, 1), plant="C"),
+    ):
+        typed.add(spec)
+    written = typed.write(tmp_path / "typed.json")
+    assert read_trace(written).typed
+    assert wizard.inspect_traces(written).mechanisms == {"C": 1, "F": 2}
