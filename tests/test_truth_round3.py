@@ -551,3 +551,58 @@ def test_a_six_decimal_value_above_1000_does_not_make_a_classic_trace_typed(tmp_
     written = typed.write(tmp_path / "typed.json")
     assert read_trace(written).typed
     assert wizard.inspect_traces(written).mechanisms == {"C": 1, "F": 2}
+
+
+# -- 8. ROCm: one story, and a true one ------------------------------------------------------------------
+
+
+def _rocm_with_metrics(tmp_path: Path) -> Path:
+    builder = TraceBuilder(gpu="MI300X")
+    builder.add(KernelSpec("k", (4096, 1, 1), (256, 1, 1), repeat=2))
+    doc = builder.document()
+    doc["deviceProperties"][0].update(computeMajor=9, computeMinor=4)  # gfx942, as a real MI300X trace says
+    for event in doc["traceEvents"]:
+        if event.get("cat") == "kernel":
+            event["args"].update({"blocks per SM": 13.5, "warps per SM": 108.0})
+    path = tmp_path / "rocm-metrics.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_a_rocm_trace_carrying_the_metrics_is_not_said_to_record_none(tmp_path: Path) -> None:
+    """The flagship said 'records no blocks or warps per SM' of a ROCm trace whose kernels carry them, and every
+    ROCm report beside 'nothing to check' said 'cc 9.4 ... blocks and warps per SM were checked'."""
+    path = _rocm_with_metrics(tmp_path)
+    report = strict_json(run_inprocess("trace", "inspect", str(path), "--json").stdout)["reports"][0]
+    assert report["rocm_metrics"] == 2 and report["kernels_checked"] == 0
+    assert not [n for n in report["notes"] if "were checked" in n or "could not be verified" in n]
+    assert report["devices"][0]["resident_warps"] is None  # AMD's SMs hold 64-thread wavefronts
+    transcript = _flagship(tmp_path, path)
+    conclusion = transcript["conclusion"]
+    assert conclusion["diagnosis"] == "rocm-no-such-metrics"
+    assert conclusion["summary"] == (
+        "This is a ROCm (AMD GPU) trace. 2 kernel(s) carry blocks or warps per SM, but warpwizard does not check "
+        "them: AMD GPUs count compute units and 64-thread wavefronts, and no occupancy calculator is known for "
+        "them, so they are listed as they are."
+    )
+    (inspect,) = [e for e in transcript["entries"] if e["node"] == "inspect"]
+    assert inspect["summary"] == (
+        "nothing checked: ROCm trace (2 kernel(s) carry blocks/warps per SM; warpwizard does not check AMD values)"
+    )
+
+
+@needs_shared
+@pytest.mark.parametrize("name", ["mi250-rocm-minitoy.json.gz", "mi300-bert-small.json.gz"])
+def test_real_rocm_traces_say_nothing_was_checked_and_nothing_else(tmp_path: Path, name: str) -> None:
+    """The real MI250 (cc 9.0 as HIP reports gfx90a) and MI300X (9.4) traces carry no such metrics: one note,
+    'nothing to check', and no note that says something was checked."""
+    report = strict_json(run_inprocess("trace", "inspect", str(TRACES / name), "--json").stdout)["reports"][0]
+    assert report["rocm"] and report["rocm_metrics"] == 0 and report["kernels_checked"] == 0
+    assert report["notes"] == [
+        "ROCm trace: the profiler records no blocks/warps per SM or occupancy on AMD GPUs, so there is nothing to "
+        "check; launch dimensions are listed as they are"
+    ]
+    conclusion = _flagship(tmp_path, TRACES / name)["conclusion"]
+    assert conclusion["summary"].startswith(
+        "This is a ROCm (AMD GPU) trace. The profiler records no blocks or warps per SM nor occupancy"
+    )

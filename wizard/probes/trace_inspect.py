@@ -105,6 +105,7 @@ def inspection_facts(inspection: Inspection) -> dict[str, Any]:
         "resident_warps": sorted({d["resident_warps"] for r in reports for d in r.devices if d.get("resident_warps")}),
         "max_true_warps_per_sm": max((r.max_true_warps_per_sm or 0.0 for r in reports), default=0.0),
         "rocm": any(r.rocm for r in reports),
+        "rocm_metrics": sum(r.rocm_metrics for r in reports),
         "cpu_only": all(r.kernels == 0 for r in reports),
         "truncated": any(r.truncation is not None for r in reports),
         "gpus": sorted(devices),
@@ -154,7 +155,8 @@ FACT_HELP = {
     "resident_warps": "the most warps an SM of the trace's GPUs holds at once (maxThreadsPerMultiprocessor / 32: "
     "32 on cc 7.5, 48 on most consumer GPUs, 64 on data-centre ones), each once",
     "max_true_warps_per_sm": "largest recomputed warps per SM",
-    "rocm": "whether the trace came from an AMD GPU (no such metrics recorded)",
+    "rocm": "whether the trace came from an AMD GPU (its values are listed, never checked)",
+    "rocm_metrics": "kernels of ROCm traces that carry blocks/warps per SM (0: the profiler recorded none)",
     "cpu_only": "whether no GPU kernel was recorded at all",
     "truncated": "whether a trace file was cut off",
     "gpus": "GPU names from the trace's device properties",
@@ -272,8 +274,14 @@ class TraceInspectProbe:
             )
         elif facts["rocm"] or facts["cpu_only"]:
             status = Status.SKIP
-            summary = "nothing to check: " + (
-                "ROCm trace (no such metrics recorded)" if facts["rocm"] else "no GPU kernels in the trace"
+            rocm = (
+                f"ROCm trace ({facts['rocm_metrics']} kernel(s) carry blocks/warps per SM; warpwizard does not check "
+                "AMD values)"
+                if facts["rocm_metrics"]
+                else "ROCm trace (no such metrics recorded)"
+            )
+            summary = ("nothing checked: " if facts["rocm_metrics"] else "nothing to check: ") + (
+                rocm if facts["rocm"] else "no GPU kernels in the trace"
             )
         else:
             status = Status.PASS

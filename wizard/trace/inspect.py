@@ -95,12 +95,13 @@ def _rank(contents: TraceContents) -> int | None:
     return None
 
 
-def _device_summary(devices: dict[int, DeviceInfo]) -> list[dict[str, Any]]:
+def _device_summary(devices: dict[int, DeviceInfo], rocm: bool) -> list[dict[str, Any]]:
     rows = []
     for device_id in sorted(devices):
         d = devices[device_id]
         cc = f"{d.limits.compute_major}.{d.limits.compute_minor}" if d.limits else None
-        resident = d.limits.max_threads_per_sm // 32 if d.limits else None  # warps an SM holds at once
+        # warps an SM holds at once; none on ROCm (64-thread wavefronts, and nothing there is checked)
+        resident = d.limits.max_threads_per_sm // 32 if d.limits and not rocm else None
         rows.append(
             {
                 "id": device_id,
@@ -326,8 +327,9 @@ def analyse(
         events=contents.events,
         kernels=len(contents.kernels),
         kernels_checked=classifier.checked,
-        devices=_device_summary(devices),
+        devices=_device_summary(devices, rocm),
         rocm=rocm,
+        rocm_metrics=_rocm_carrying(contents) if rocm else 0,
         truncation=contents.truncation,
         mechanisms=dict(classifier.mechanisms),
         groups=ordered,
@@ -456,11 +458,16 @@ def _tool_notes(notes: Counter[str]) -> list[str]:
     return [f"{note} ({count} launch(es))" for note, count in notes.most_common(8)]
 
 
-def _rocm_note(contents: TraceContents) -> str:
-    """ROCm traces are not checked; say why in terms of what this trace carries."""
-    carrying = sum(
+def _rocm_carrying(contents: TraceContents) -> int:
+    """Kernels that carry blocks or warps per SM (on a ROCm trace: values that are listed, not checked)."""
+    return sum(
         1 for k in contents.kernels if k.blocks_per_sm.spelling != "missing" or k.warps_per_sm.spelling != "missing"
     )
+
+
+def _rocm_note(contents: TraceContents) -> str:
+    """ROCm traces are not checked; say why in terms of what this trace carries."""
+    carrying = _rocm_carrying(contents)
     if carrying:
         return (
             f"ROCm trace: {carrying} kernel(s) carry blocks/warps per SM, but warpwizard does not check ROCm values "
@@ -478,9 +485,10 @@ def _notes(
 ) -> list[str]:
     """What a reader of the report should know about the trace itself, in order."""
     notes: list[str] = []
-    if contents.is_rocm:
+    if contents.is_rocm:  # nothing is checked, so no note says what was
         notes.append(_rocm_note(contents))
-    notes += _unverified_occupancy_notes(devices, contents.kernels.carries_profiler_occupancy())
+    else:
+        notes += _unverified_occupancy_notes(devices, contents.kernels.carries_profiler_occupancy())
     if not contents.kernels and contents.truncation is not None:
         notes.append(
             f"no GPU kernels in the part that was read: the file is cut off at byte {contents.truncation.at_byte}, "

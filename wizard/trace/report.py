@@ -199,6 +199,7 @@ class TraceReport:
     workload: str = ""  # fingerprint of the work recorded (kernels, grids, blocks): compare's "same work?"
     wrong_launches: int = 0  # launches with at least one wrong value, each counted once
     plot: PlotData | None = None  # when a picture was asked for (the HTML report)
+    rocm_metrics: int = 0  # kernels of a ROCm trace that carry blocks/warps per SM (listed, never checked)
 
     @property
     def impossible(self) -> bool:
@@ -223,6 +224,7 @@ class TraceReport:
                 "wrong_launches": self.wrong_launches,
                 "devices": self.devices,
                 "rocm": self.rocm,
+                "rocm_metrics": self.rocm_metrics,
                 "truncation": asdict(self.truncation) if self.truncation else None,
                 "impossible": self.impossible,
                 "mechanisms": self.mechanisms,
