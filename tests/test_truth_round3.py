@@ -606,3 +606,74 @@ def test_real_rocm_traces_say_nothing_was_checked_and_nothing_else(tmp_path: Pat
     assert conclusion["summary"].startswith(
         "This is a ROCm (AMD GPU) trace. The profiler records no blocks or warps per SM nor occupancy"
     )
+
+
+# -- 9. smaller points ------------------------------------------------------------------------------------
+
+
+def test_sms_is_said_to_go_unused_when_the_trace_has_device_properties(tmp_path: Path) -> None:
+    builder = TraceBuilder(gpu="H100")
+    builder.add(KernelSpec("ok", (4096, 1, 1), (256, 1, 1)))
+    path = builder.write(tmp_path / "h100.json")
+    report = strict_json(run_inprocess("trace", "inspect", str(path), "--sms", "80", "--json").stdout)["reports"][0]
+    assert report["devices"][0]["num_sms"] == 132
+    assert (
+        "the SM count given with --sms (80) was not used: the trace has deviceProperties, and its devices' own SM "
+        "counts were used (132)"
+    ) in report["notes"]
+    plain = strict_json(run_inprocess("trace", "inspect", str(path), "--json").stdout)["reports"][0]
+    assert not [n for n in plain["notes"] if "--sms" in n]
+
+
+def test_resident_warps_of_a_grid_smaller_than_the_gpu_are_a_mean_not_a_maximum(tmp_path: Path) -> None:
+    """80 one-warp blocks on 132 SMs: 0.6061 warps per SM on average, one at most; it said 'at most 0.6061'."""
+    builder = TraceBuilder(gpu="H100", kineto="2.14")
+    builder.add(KernelSpec("tiny", (80, 1, 1), (32, 1, 1), dur=50))
+    builder.add(KernelSpec("gemm", (4096, 1, 1), (384, 1, 1), 168, 231424, dur=2000))
+    (tiny, gemm) = builder.kernel_spans
+    for (start, _), value in ((tiny, 0.5), (gemm, 12.0)):
+        builder.add_counter("sm__warps_active.avg.per_cycle_active", start + 10, value)
+    path = builder.write(tmp_path / "pm.json")
+    result = run_inprocess("probe", "metrics.sanity", "--param", f"trace={path}", "--json")
+    facts = strict_json(result.stdout)["entries"][0]["facts"]
+    assert facts["measured"] == [
+        "gemm: sm__warps_active.avg.per_cycle_active measured 12 (mean of 1 sample(s) while it ran), computed at "
+        "most 12 resident warps per SM",
+        "tiny: sm__warps_active.avg.per_cycle_active measured 0.5 (mean of 1 sample(s) while it ran), computed "
+        "0.6061 resident warps per SM on average (its 80 blocks over 132 SMs; at most 1 on one SM)",
+    ]
+
+
+def test_b_evidence_says_what_the_negative_values_are(tmp_path: Path) -> None:
+    """'blocks per SM -99 = -99' said nothing: the value is the grid's blocks divided by an SM count of -1."""
+    builder = TraceBuilder(gpu="RTX2080Ti")
+    builder.add(KernelSpec("mm", (99, 1, 1), (128, 1, 1), plant="B"))
+    (group,) = wizard.inspect_traces(builder.write(tmp_path / "b.json")).reports[0].groups
+    assert group.worst.evidence.startswith(
+        "blocks per SM -99 and warps per SM -396 are the grid's 99 blocks and 99*128/32 warps divided by -1: the "
+        "profiler used an SM count of -1 instead of 68"
+    )
+    doc = builder.document()
+    del doc["deviceProperties"]  # without an SM count B is still recognised
+    path = tmp_path / "b-bare.json"
+    path.write_text(json.dumps(doc))
+    (group,) = wizard.inspect_traces(path).reports[0].groups
+    assert group.worst.evidence.startswith(
+        "blocks per SM -99 is the grid's 99 blocks divided by -1: the SM count was read as -1 (grid 99x1x1"
+    )
+
+
+def test_d_on_a_capability_no_cuda_knows_names_it_instead_of_a_newer_release(tmp_path: Path) -> None:
+    builder = TraceBuilder(gpu="H100")
+    builder.add(KernelSpec("k", (4096, 1, 1), (256, 1, 1), plant="D"))
+    doc = builder.document()
+    doc["deviceProperties"][0].update(computeMajor=13, computeMinor=0)
+    path = tmp_path / "cc13.json"
+    path.write_text(json.dumps(doc))
+    inspection = wizard.inspect_traces(path)
+    (group,) = [g for g in inspection.reports[0].groups if g.mechanism == "D"]
+    assert "a newer release" not in group.worst.evidence
+    assert group.worst.evidence.startswith(
+        "est. achieved occupancy % = -99: compute capability 13.0 is unknown to the occupancy calculator (a PyTorch "
+        "built with a CUDA header that predates compute capability 13.0, newer than every CUDA warpwizard knows)"
+    )

@@ -344,8 +344,8 @@ def _without_sm_count(ctx: LaunchContext) -> bool:
     if bps is not None and ctx.blocks > 0 and same_float32(bps, kineto_blocks_per_sm(ctx.grid, -1)):
         ctx.add(
             Mechanism.OLD_SM_COUNT,
-            f"blocks per SM = {exact(bps)} = -(grid blocks): the SM count was read as -1 ({ctx.launch}); "
-            + (problem or SM_COUNT_HINT),
+            f"blocks per SM {exact(bps)} is the grid's {ctx.blocks} blocks divided by -1: the SM count was read as "
+            f"-1 ({ctx.launch}); " + (problem or SM_COUNT_HINT),
         )
     elif _impossible_values(ctx.k):
         why = problem or "the trace gives no SM count for this device; " + SM_COUNT_HINT
@@ -433,8 +433,9 @@ def _wrong_grid_values(ctx: LaunchContext, expected_bps: float, expected_wps: fl
         ctx.occupancy_explained = occ is not None and occ < 0
         ctx.add(
             Mechanism.OLD_SM_COUNT,
-            f"blocks per SM {exact(bps)} = -{blocks} and warps per SM {exact(wps)} = -{threads}*{blocks}/32: "
-            f"the profiler used an SM count of -1 instead of {num_sms} ({ctx.launch}); true "
+            f"blocks per SM {exact(bps)} and warps per SM {exact(wps)} are the grid's {blocks} blocks and "
+            f"{blocks}*{threads}/32 warps divided by -1: the profiler used an SM count of -1 instead of {num_sms} "
+            f"({ctx.launch}); true "
             f"{exact(ctx.true['blocks per SM'])} and {exact(ctx.true['warps per SM'])}",
         )
     elif (

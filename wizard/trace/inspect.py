@@ -533,7 +533,14 @@ def _article(name: str) -> str:
 
 
 def _sm_count_notes(contents: TraceContents, devices: dict[int, DeviceInfo], sms: int | None) -> list[str]:
-    """Where the SM count came from when the trace gives none: --sms (and whether it fits), or inference."""
+    """Where the SM count came from when the trace gives none: --sms (and whether it fits), or inference;
+    and that --sms went unused when the trace gives its own."""
+    if contents.device_properties and sms is not None:
+        own = sorted({d.num_sms for d in devices.values() if d.num_sms is not None})
+        return [
+            f"the SM count given with --sms ({sms}) was not used: the trace has deviceProperties, and its devices' "
+            f"own SM counts were used ({' or '.join(map(str, own)) or 'none usable'})"
+        ]
     if contents.device_properties or not contents.kernels or contents.is_rocm:
         return []
     inferred = [d for d in devices.values() if d.source == "inferred"]
