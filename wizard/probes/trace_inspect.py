@@ -102,7 +102,7 @@ def inspection_facts(inspection: Inspection) -> dict[str, Any]:
         "kernels_checked": sum(r.kernels_checked for r in reports),
         "flagged_kernels": sum(r.wrong_launches for r in reports),  # a launch with C and C' is one launch
         "large_by_design": mechanisms.get(Mechanism.BY_DESIGN.value, 0),
-        "resident_warps": sorted({d["resident_warps"] for r in reports for d in r.devices if d.get("resident_warps")}),
+        "resident_warps": sorted({limit for r in reports for limit in r.resident_warps}),
         "max_true_warps_per_sm": max((r.max_true_warps_per_sm or 0.0 for r in reports), default=0.0),
         "rocm": any(r.rocm for r in reports),
         "rocm_metrics": sum(r.rocm_metrics for r in reports),

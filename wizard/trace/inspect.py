@@ -95,23 +95,13 @@ def _rank(contents: TraceContents) -> int | None:
     return None
 
 
-def _device_summary(devices: dict[int, DeviceInfo], rocm: bool) -> list[dict[str, Any]]:
+def _device_summary(devices: dict[int, DeviceInfo]) -> list[dict[str, Any]]:
     rows = []
     for device_id in sorted(devices):
         d = devices[device_id]
         cc = f"{d.limits.compute_major}.{d.limits.compute_minor}" if d.limits else None
-        # warps an SM holds at once; none on ROCm (64-thread wavefronts, and nothing there is checked)
-        resident = d.limits.max_threads_per_sm // 32 if d.limits and not rocm else None
         rows.append(
-            {
-                "id": device_id,
-                "name": d.name,
-                "num_sms": d.num_sms,
-                "compute_capability": cc,
-                "source": d.source,
-                "declared_sms": d.declared_sms,  # deviceProperties' count, where the kernels prove num_sms (G)
-                "resident_warps": resident,
-            }
+            {"id": device_id, "name": d.name, "num_sms": d.num_sms, "compute_capability": cc, "source": d.source}
         )
     return rows
 
@@ -327,9 +317,10 @@ def analyse(
         events=contents.events,
         kernels=len(contents.kernels),
         kernels_checked=classifier.checked,
-        devices=_device_summary(devices, rocm),
+        devices=_device_summary(devices),
         rocm=rocm,
         rocm_metrics=_rocm_carrying(contents) if rocm else 0,
+        resident_warps=[] if rocm else _resident_limits(devices),
         truncation=contents.truncation,
         mechanisms=dict(classifier.mechanisms),
         groups=ordered,
@@ -518,10 +509,14 @@ def _notes(
     return notes
 
 
-def _resident(devices: dict[int, DeviceInfo]) -> str:
+def _resident_limits(devices: dict[int, DeviceInfo]) -> list[int]:
     """The warps an SM of these GPUs holds at once (32 on a cc 7.5 GPU, 48 on most consumer ones, 64 on
-    data-centre ones), from the trace's own device limits."""
-    most = sorted({d.limits.max_threads_per_sm // 32 for d in devices.values() if d.limits is not None})
+    data-centre ones), from the trace's own device limits: what F is counted against."""
+    return sorted({d.limits.max_threads_per_sm // 32 for d in devices.values() if d.limits is not None})
+
+
+def _resident(devices: dict[int, DeviceInfo]) -> str:
+    most = _resident_limits(devices)
     if not most:
         return "the few dozen warps an SM holds at once"
     return f"the at most {' or '.join(map(str, most))} warps an SM of this GPU holds at once"

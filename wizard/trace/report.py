@@ -200,6 +200,7 @@ class TraceReport:
     wrong_launches: int = 0  # launches with at least one wrong value, each counted once
     plot: PlotData | None = None  # when a picture was asked for (the HTML report)
     rocm_metrics: int = 0  # kernels of a ROCm trace that carry blocks/warps per SM (listed, never checked)
+    resident_warps: list[int] = field(default_factory=list)  # per-SM warp limits F is counted against (not ROCm)
 
     @property
     def impossible(self) -> bool:
