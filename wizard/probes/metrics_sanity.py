@@ -91,8 +91,7 @@ def measured_beside_computed(
                 continue
             seen.add(k.name)
             mean = sum(values) / len(values)
-            computed = _resident_warps(k, device_for(devices, k.device))
-            beside = f", computed at most {computed:.4g} resident warps per SM" if computed is not None else ""
+            beside = _computed_words(k, device_for(devices, k.device))
             out.append(
                 f"{cut(k.name, 160)}: {cut(name, 80)} measured {mean:.4g} (mean of {len(values)} sample(s) while it "
                 f"ran){beside}"
@@ -100,13 +99,24 @@ def measured_beside_computed(
     return out
 
 
-def _resident_warps(k: KernelRecord, device: DeviceInfo | None) -> float | None:
-    """The warps per SM this launch can keep resident: active blocks (opt-in limit) times warps per block."""
-    if device is None or k.grid is None or k.block is None:
-        return None
-    threads = product(k.block)
-    blocks = resident_blocks(device, k, threads, product(k.grid))[0]
-    return None if blocks is None else blocks * -(-threads // 32)
+def _computed_words(k: KernelRecord, device: DeviceInfo | None) -> str:
+    """The warps per SM this launch keeps resident, in words: at most its active blocks (opt-in limit) times
+    its warps per block; where its grid is smaller than that over the SMs, the grid's share, which is a
+    mean over the SMs (0.6061 of a block: some SMs hold one, others none), with the most one SM holds."""
+    if device is None or k.grid is None or k.block is None or not device.num_sms:
+        return ""
+    threads, grid = product(k.block), product(k.grid)
+    blocks, _, active = resident_blocks(device, k, threads, grid)
+    if blocks is None or active is None:
+        return ""
+    warps = -(-threads // 32)
+    if blocks >= active:
+        return f", computed at most {blocks * warps:.4g} resident warps per SM"
+    most = min(active, -(-grid // device.num_sms)) * warps
+    return (
+        f", computed {blocks * warps:.4g} resident warps per SM on average (its {grid} blocks over "
+        f"{device.num_sms} SMs; at most {most} on one SM)"
+    )
 
 
 def _facts(sanity: Sanity) -> dict[str, Any]:

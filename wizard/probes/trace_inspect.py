@@ -69,6 +69,25 @@ def _suspect_grid(grid: list[int] | None) -> bool:
     return x > INT32_MAX or y > 65535 or z > 65535 or min(grid) <= 0
 
 
+def _calculator_failure(inspection: Inspection) -> dict[str, Any]:
+    """Mechanism D's capability, and whether an older CUDA header explains it: a capability every header
+    knows (7.0) failed for its inputs, and a newer PyTorch would not change that."""
+    from wizard.trace.occupancy import ARCHITECTURES, MIN_CUDA_HEADER
+
+    groups = [
+        (r, g) for r in inspection.reports for g in r.groups if g.mechanism == Mechanism.OCCUPANCY_CALCULATOR.value
+    ]
+    if not groups:
+        return {"d_capability": None, "d_cause": None, "d_header": None}
+    report, group = max(groups, key=lambda pair: pair[1].count)
+    cc = next((d["compute_capability"] for d in report.devices if d["id"] == group.worst.device), None)
+    major, _, minor = str(cc).partition(".")
+    key = (int(major), int(minor)) if major.isdigit() and minor.isdigit() else None
+    header = MIN_CUDA_HEADER.get(key) if key else None
+    every_header = key in ARCHITECTURES and header is None
+    return {"d_capability": cc, "d_cause": "inputs" if every_header else "header", "d_header": header}
+
+
 def inspection_facts(inspection: Inspection) -> dict[str, Any]:
     """Facts a playbook can branch on, from a finished inspection."""
     mechanisms = inspection.mechanisms
@@ -87,8 +106,10 @@ def inspection_facts(inspection: Inspection) -> dict[str, Any]:
         "kernels_checked": sum(r.kernels_checked for r in reports),
         "flagged_kernels": sum(r.wrong_launches for r in reports),  # a launch with C and C' is one launch
         "large_by_design": mechanisms.get(Mechanism.BY_DESIGN.value, 0),
+        "resident_warps": sorted({limit for r in reports for limit in r.resident_warps}),
         "max_true_warps_per_sm": max((r.max_true_warps_per_sm or 0.0 for r in reports), default=0.0),
         "rocm": any(r.rocm for r in reports),
+        "rocm_metrics": sum(r.rocm_metrics for r in reports),
         "cpu_only": all(r.kernels == 0 for r in reports),
         "truncated": any(r.truncation is not None for r in reports),
         "gpus": sorted(devices),
@@ -113,6 +134,7 @@ def inspection_facts(inspection: Inspection) -> dict[str, Any]:
         "worst_op_types": worst.op.input_types if worst and worst.op else None,
         "worst_python_frame": worst.op.user_frame if worst and worst.op else None,
         "worst_file": next((r.path for r in reports for g in r.groups if g is worst), None),
+        **_calculator_failure(inspection),
         "non_finite_spelling": (
             "bare"
             if any(r.non_finite.get("bare") for r in reports)
@@ -226,9 +248,12 @@ FACT_HELP = {
     "kernels": "GPU kernels in the trace(s)",
     "kernels_checked": "kernels with launch dimensions that were recomputed",
     "flagged_kernels": "kernels with a profiler-bug finding",
-    "large_by_design": "kernels whose large warps per SM are correct (F)",
+    "large_by_design": "kernels whose warps per SM exceed their GPU's resident-warp limit and are correct (F)",
+    "resident_warps": "the most warps an SM of the trace's GPUs holds at once (maxThreadsPerMultiprocessor / 32: "
+    "32 on cc 7.5, 48 on most consumer GPUs, 64 on data-centre ones), each once",
     "max_true_warps_per_sm": "largest recomputed warps per SM",
-    "rocm": "whether the trace came from an AMD GPU (no such metrics recorded)",
+    "rocm": "whether the trace came from an AMD GPU (its values are listed, never checked)",
+    "rocm_metrics": "kernels of ROCm traces that carry blocks/warps per SM (0: the profiler recorded none)",
     "cpu_only": "whether no GPU kernel was recorded at all",
     "truncated": "whether a trace file was cut off",
     "gpus": "GPU names from the trace's device properties",
@@ -256,6 +281,11 @@ FACT_HELP = {
     "worst_file": "the trace file it is in",
     "error": "why the trace could not be read (when the probe errs)",
     "non_finite_spelling": "bare (invalid JSON) | quoted | None: how inf/nan were written",
+    "d_capability": "the compute capability of mechanism D's launches (e.g. '7.0'), None without D",
+    "d_cause": "header (a CUDA header older than the GPU) | inputs (every CUDA header knows the capability: the "
+    "calculator rejected the launch's inputs) | None without D",
+    "d_header": "the first CUDA release whose cuda_occupancy.h knows D's capability (e.g. '11.8'); None when every "
+    "header knows it, or none warpwizard knows of does",
     **HEALTH_FACT_HELP,
 }
 
@@ -383,8 +413,14 @@ class TraceInspectProbe:
             )
         elif facts["rocm"] or facts["cpu_only"]:
             status = Status.SKIP
-            summary = "nothing to check: " + (
-                "ROCm trace (no such metrics recorded)" if facts["rocm"] else "no GPU kernels in the trace"
+            rocm = (
+                f"ROCm trace ({facts['rocm_metrics']} kernel(s) carry blocks/warps per SM; warpwizard does not check "
+                "AMD values)"
+                if facts["rocm_metrics"]
+                else "ROCm trace (no such metrics recorded)"
+            )
+            summary = ("nothing checked: " if facts["rocm_metrics"] else "nothing to check: ") + (
+                rocm if facts["rocm"] else "no GPU kernels in the trace"
             )
         else:
             status = Status.PASS

@@ -344,8 +344,8 @@ def _without_sm_count(ctx: LaunchContext) -> bool:
     if bps is not None and ctx.blocks > 0 and same_float32(bps, kineto_blocks_per_sm(ctx.grid, -1)):
         ctx.add(
             Mechanism.OLD_SM_COUNT,
-            f"blocks per SM = {exact(bps)} = -(grid blocks): the SM count was read as -1 ({ctx.launch}); "
-            + (problem or SM_COUNT_HINT),
+            f"blocks per SM {exact(bps)} is the grid's {ctx.blocks} blocks divided by -1: the SM count was read as "
+            f"-1 ({ctx.launch}); " + (problem or SM_COUNT_HINT),
         )
     elif _impossible_values(ctx.k):
         why = problem or "the trace gives no SM count for this device; " + SM_COUNT_HINT
@@ -433,8 +433,9 @@ def _wrong_grid_values(ctx: LaunchContext, expected_bps: float, expected_wps: fl
         ctx.occupancy_explained = occ is not None and occ < 0
         ctx.add(
             Mechanism.OLD_SM_COUNT,
-            f"blocks per SM {exact(bps)} = -{blocks} and warps per SM {exact(wps)} = -{threads}*{blocks}/32: "
-            f"the profiler used an SM count of -1 instead of {num_sms} ({ctx.launch}); true "
+            f"blocks per SM {exact(bps)} and warps per SM {exact(wps)} are the grid's {blocks} blocks and "
+            f"{blocks}*{threads}/32 warps divided by -1: the profiler used an SM count of -1 instead of {num_sms} "
+            f"({ctx.launch}); true "
             f"{exact(ctx.true['blocks per SM'])} and {exact(ctx.true['warps per SM'])}",
         )
     elif (
@@ -463,9 +464,13 @@ _SM_SOURCE = {"given": "--sms gives {n}", "inferred": "{n} were inferred from th
 
 
 def _sm_source(device: DeviceInfo | None, num_sms: int | None) -> str:
-    """Where the SM count came from, in words: the trace's own, --sms, or inference."""
+    """Where the SM count came from, in words: the trace's own, --sms, or inference (and, where the kernels
+    prove another count than deviceProperties, both)."""
     source = device.source if device is not None else "deviceProperties"
-    return _SM_SOURCE.get(source, "the trace says {n}").format(n=num_sms)
+    words = _SM_SOURCE.get(source, "the trace says {n}").format(n=num_sms)
+    if device is not None and device.declared_sms is not None:
+        words += f" (the trace's deviceProperties says {device.declared_sms})"
+    return words
 
 
 def _occupancy(ctx: LaunchContext) -> bool:
@@ -481,15 +486,25 @@ def _occupancy(ctx: LaunchContext) -> bool:
         calc = None
     prof = k.profiler_occupancy
     prof_active = prof.active_blocks if prof is not None else None
-    _cross_check(ctx, calc, prof)
     # Kineto's own result stands in for a capability our calculator has no table for
     active = calc.active_blocks if calc is not None else prof_active
     assert ctx.num_sms  # _without_sm_count stopped the check otherwise
     expected_bps = kineto_blocks_per_sm(ctx.grid, ctx.num_sms)
     truncating, lround = kineto_occupancy_percent(active, expected_bps, ctx.threads, limits.max_threads_per_sm)
     label = k.occupancy_key or "occupancy"
+    # the printed value is what the profiler's own calculator gave: where the two calculators disagree, which
+    # table is wrong is a note about the tools, never a finding about the launch
+    follows_kineto = prof_active is not None and occ in kineto_occupancy_percent(
+        prof_active, expected_bps, ctx.threads, limits.max_threads_per_sm
+    )
+    _cross_check(ctx, calc, prof, label if follows_kineto else None)
     cc = limits.compute_capability
-    needs = MIN_CUDA_HEADER.get(cc, "a newer release")
+    needs = MIN_CUDA_HEADER.get(cc)
+    header = (
+        f"a CUDA header older than CUDA {needs}"
+        if needs
+        else f"a CUDA header that predates compute capability {cc[0]}.{cc[1]}, newer than every CUDA warpwizard knows"
+    )
     if occ in (truncating, lround):
         if occ == 0 and smem > SMEM_DEFAULT_LIMIT and active is not None:
             _shared_memory_limit(ctx, device, label)
@@ -497,11 +512,11 @@ def _occupancy(ctx: LaunchContext) -> bool:
             ctx.add(
                 Mechanism.OCCUPANCY_CALCULATOR,
                 f"{label} = {exact(occ)}: compute capability {cc[0]}.{cc[1]} is unknown to the occupancy "
-                f"calculator (a PyTorch built with a CUDA header older than {needs}); blocks per SM is fine",
+                f"calculator (a PyTorch built with {header}); blocks per SM is fine",
             )
     elif occ in (-99, -100) and calc is not None:
         why = (
-            f"PyTorch built with a CUDA header older than {needs}"
+            f"PyTorch built with {header}"
             if cc in MIN_CUDA_HEADER
             else f"every CUDA header knows compute capability {cc[0]}.{cc[1]}, so not for want of a newer one: "
             "it rejected this launch's inputs"
@@ -515,6 +530,8 @@ def _occupancy(ctx: LaunchContext) -> bool:
         )
     elif active is None and 0 <= occ <= 100:
         pass  # a capability our calculator has no table for: a valid-looking value cannot be called wrong
+    elif follows_kineto:
+        pass  # Kineto's calculator and ours disagree (the note says so); the launch is not wrong
     else:
         which = "the occupancy calculator" if calc is not None else "the trace's own occupancy object"
         ctx.add(
@@ -526,9 +543,12 @@ def _occupancy(ctx: LaunchContext) -> bool:
     return True
 
 
-def _cross_check(ctx: LaunchContext, calc: Occupancy | None, prof: ProfilerOccupancy | None) -> None:
+def _cross_check(
+    ctx: LaunchContext, calc: Occupancy | None, prof: ProfilerOccupancy | None, printed: str | None
+) -> None:
     """Kineto's occupancy object against our calculator with the same (default 48 KB) arguments: a
-    disagreement is about warpwizard's table or the profiler's, never about the launch; noted once."""
+    disagreement is about warpwizard's table or the profiler's, never about the launch; noted once (with
+    how many launches, by the report). ``printed``: the metric whose value follows Kineto's result."""
     if calc is None or prof is None or prof.active_blocks is None or prof.active_blocks == calc.active_blocks:
         return
     assert ctx.device is not None and ctx.device.limits is not None
@@ -538,6 +558,7 @@ def _cross_check(ctx: LaunchContext, calc: Occupancy | None, prof: ProfilerOccup
         f"({', '.join(calc.limiting_factors)}) on compute capability {cc[0]}.{cc[1]} ({ctx.threads} threads, "
         f"{ctx.k.registers or 0} registers, {ctx.k.shared_memory or 0} B shared memory): one of the two "
         "calculators' tables is not this GPU's"
+        + (f"; the printed {printed} follows Kineto's, so it is not called wrong" if printed else "")
     )
 
 

@@ -23,7 +23,7 @@ from wizard.trace.events import (
     dim3,
     profiler_occupancy,
     reported,
-    typed_float,
+    written_precision,
 )
 from wizard.trace.records import (
     GpuOpTable,
@@ -88,9 +88,15 @@ class TraceContents:
     last_ts: float | None = None
     truncation: Truncation | None = None
     timing: dict[str, float] = field(default_factory=dict)
-    typed: bool = False  # kernel metrics at full precision: PyTorch 2.14's typed metadata
+    full_precision: bool = False  # a metric written at full precision, as 2.14's typed metadata does
+    rounded: bool = False  # a metric rounded as earlier profilers print (a fraction no float32 has)
     counter_events: int = 0  # events under a "GPU N Counters" pid (CUPTI PM sampling, PyTorch 2.15+)
     timeline: Timeline = field(default_factory=Timeline)
+
+    @property
+    def typed(self) -> bool:
+        """PyTorch 2.14's typed metadata, decided from the whole trace (``written_precision``)."""
+        return self.full_precision and not self.rounded
 
     @property
     def device_properties(self) -> list[dict[str, Any]]:
@@ -118,7 +124,8 @@ class PieceResult:
     non_finite: Counter[str]
     events: int
     last_ts: float | None
-    typed: bool = False
+    full_precision: bool = False
+    rounded: bool = False
     counter_events: int = 0
     timeline: Timeline = field(default_factory=Timeline)
 
@@ -135,7 +142,8 @@ def collect_piece(events: list[Event]) -> PieceResult:
         part.non_finite,
         part.events,
         part.last_ts,
-        part.typed,
+        part.full_precision,
+        part.rounded,
         part.counter_events,
         part.timeline,
     )
@@ -334,7 +342,8 @@ class Collector(EventSink):
         c.python.merge(part.python)
         c.non_finite.update(part.non_finite)
         c.events += part.events
-        c.typed = c.typed or part.typed
+        c.full_precision = c.full_precision or part.full_precision
+        c.rounded = c.rounded or part.rounded
         c.counter_events += part.counter_events
         c.timeline.merge(part.timeline)
         if part.last_ts is not None:
@@ -351,8 +360,10 @@ class Collector(EventSink):
         found = self._reported.get(value)
         if found is None:
             found = self._reported[value] = reported(value)
-            if type(value) is float and not self.c.typed and typed_float(value):
-                self.c.typed = True
+            if type(value) is float and not self.c.rounded:
+                written = written_precision(value)
+                self.c.full_precision = self.c.full_precision or written > 0
+                self.c.rounded = written < 0
         return found
 
     def _profiler_occupancy(self, value: Any) -> ProfilerOccupancy | None:

@@ -20,6 +20,7 @@ from wizard.trace.kineto_math import INT32_MAX, product
 from wizard.trace.mechanisms import SMEM_DEFAULT_LIMIT
 from wizard.trace.occupancy import DeviceLimits
 from wizard.trace.records import KernelRecord
+from wizard.untrusted import cut
 
 _PLAUSIBLE = 1 << 31
 
@@ -160,12 +161,12 @@ def device_table(
             None if limits else fact_problem(props, "maxThreadsPerMultiprocessor", "maxThreadsPerMultiProcessor")
         )
         name = props.get("name")
-        declared = None
+        declared, source = None, "deviceProperties"
         if num_sms is not None and proven.get(device_id, num_sms) != num_sms:  # mechanism G
-            declared, num_sms = num_sms, proven[device_id]
+            declared, num_sms, source = num_sms, proven[device_id], "inferred"
             limits = dataclasses.replace(limits, num_sms=num_sms) if limits is not None else None
         table[device_id] = DeviceInfo(
-            device_id, num_sms, limits, "deviceProperties", name if isinstance(name, str) else "", problem, declared
+            device_id, num_sms, limits, source, name if isinstance(name, str) else "", problem, declared
         )
     if device_properties:
         return table
@@ -185,6 +186,18 @@ def device_table(
         limits = KNOWN_GPUS.get(num_sms)
         table[device_id] = DeviceInfo(device_id, num_sms, limits, "inferred", limits.name if limits else "")
     return table
+
+
+def sm_count_conflicts(table: dict[int, DeviceInfo]) -> list[str]:
+    """Each device whose kernels prove another SM count than its deviceProperties declares (mechanism G):
+    both counts, and where each came from."""
+    return [
+        f"device {d.device_id}{f' ({cut(d.name, 80)})' if d.name else ''}: {d.num_sms} SMs from its kernels' own "
+        f"values (their blocks and warps per SM fit {d.num_sms} SMs; the true values use it), {d.declared_sms} SMs "
+        "from the trace's deviceProperties (mechanism G)"
+        for d in sorted(table.values(), key=lambda d: d.device_id)
+        if d.declared_sms is not None
+    ]
 
 
 def device_for(table: dict[int, DeviceInfo], device_id: int | None) -> DeviceInfo | None:

@@ -15,6 +15,7 @@ from typing import Any
 
 import msgspec
 
+from wizard.trace.kineto_math import f32
 from wizard.trace.records import ProfilerOccupancy, ReportedValue
 
 BARE_MARK = "__warpwizard_bare__"
@@ -223,10 +224,17 @@ def profiler_occupancy(value: Any) -> ProfilerOccupancy | None:
     return ProfilerOccupancy(numbers[0], text, *numbers[1:])
 
 
-def typed_float(value: float) -> bool:
-    """Whether a finite value was written at full precision, as PyTorch 2.14's typed metadata does
-    (``135.51515197753906``): earlier profilers printed at most 9 significant digits."""
-    return math.isfinite(value) and float(f"{value:.9g}") != value
+def written_precision(value: float) -> int:
+    """How a float metric (a C ``float`` in Kineto) was written: 1 at full precision, as PyTorch 2.14's typed
+    metadata writes it (``135.51515197753906``: exactly a float32, more digits than the 9 significant ones
+    earlier profilers printed); -1 rounded, as earlier profilers printed it (``31.030303``, ``6060.605957``:
+    a fraction no float32 has); 0 when the value cannot tell (whole, non-finite, or a short float32 like 0.5).
+    One value never decides: a six-decimal print of 1000 or more has ten significant digits too."""
+    if not math.isfinite(value) or value.is_integer():
+        return 0
+    if f32(value) != value:
+        return -1
+    return 1 if float(f"{value:.9g}") != value else 0
 
 
 def decode_block(decoder: msgspec.json.Decoder[list[Any]], piece: bytes) -> list[Any] | None:

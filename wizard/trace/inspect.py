@@ -18,7 +18,7 @@ from typing import Any, Literal
 from wizard.errors import InputFileError, UsageError
 from wizard.progress import NO_PROGRESS, Progress, Task, reading, relayed, task
 from wizard.trace.analysis import SM_COUNT_HINT, Finding, KernelCheck, MemoChecker
-from wizard.trace.devices import DeviceInfo, device_table
+from wizard.trace.devices import DeviceInfo, device_table, sm_count_conflicts
 from wizard.trace.health import HealthResult, job_health
 from wizard.trace.mechanisms import Mechanism, is_wrong
 from wizard.trace.parallel import worker_pool
@@ -322,6 +322,8 @@ def analyse(
         kernels_checked=classifier.checked,
         devices=_device_summary(devices),
         rocm=rocm,
+        rocm_metrics=_rocm_carrying(contents) if rocm else 0,
+        resident_warps=[] if rocm else _resident_limits(devices),
         truncation=contents.truncation,
         mechanisms=dict(classifier.mechanisms),
         groups=ordered,
@@ -450,11 +452,16 @@ def _tool_notes(notes: Counter[str]) -> list[str]:
     return [f"{note} ({count} launch(es))" for note, count in notes.most_common(8)]
 
 
-def _rocm_note(contents: TraceContents) -> str:
-    """ROCm traces are not checked; say why in terms of what this trace carries."""
-    carrying = sum(
+def _rocm_carrying(contents: TraceContents) -> int:
+    """Kernels that carry blocks or warps per SM (on a ROCm trace: values that are listed, not checked)."""
+    return sum(
         1 for k in contents.kernels if k.blocks_per_sm.spelling != "missing" or k.warps_per_sm.spelling != "missing"
     )
+
+
+def _rocm_note(contents: TraceContents) -> str:
+    """ROCm traces are not checked; say why in terms of what this trace carries."""
+    carrying = _rocm_carrying(contents)
     if carrying:
         return (
             f"ROCm trace: {carrying} kernel(s) carry blocks/warps per SM, but warpwizard does not check ROCm values "
@@ -472,9 +479,10 @@ def _notes(
 ) -> list[str]:
     """What a reader of the report should know about the trace itself, in order."""
     notes: list[str] = []
-    if contents.is_rocm:
+    if contents.is_rocm:  # nothing is checked, so no note says what was
         notes.append(_rocm_note(contents))
-    notes += _unverified_occupancy_notes(devices, contents.kernels.carries_profiler_occupancy())
+    else:
+        notes += _unverified_occupancy_notes(devices, contents.kernels.carries_profiler_occupancy())
     if not contents.kernels and contents.truncation is not None:
         notes.append(
             f"no GPU kernels in the part that was read: the file is cut off at byte {contents.truncation.at_byte}, "
@@ -482,7 +490,7 @@ def _notes(
         )
     elif not contents.kernels:
         notes.append("no GPU kernels in this trace (CPU-only profile, or the CUDA activity was not recorded)")
-    notes += _sm_count_notes(contents, devices, sms)
+    notes += _sm_count_notes(contents, devices, sms) + sm_count_conflicts(devices)
     already_fixed = sum(1 for k in contents.kernels if k.fixed is not None)
     if already_fixed:
         notes.append(
@@ -504,10 +512,14 @@ def _notes(
     return notes
 
 
-def _resident(devices: dict[int, DeviceInfo]) -> str:
+def _resident_limits(devices: dict[int, DeviceInfo]) -> list[int]:
     """The warps an SM of these GPUs holds at once (32 on a cc 7.5 GPU, 48 on most consumer ones, 64 on
-    data-centre ones), from the trace's own device limits."""
-    most = sorted({d.limits.max_threads_per_sm // 32 for d in devices.values() if d.limits is not None})
+    data-centre ones), from the trace's own device limits: what F is counted against."""
+    return sorted({d.limits.max_threads_per_sm // 32 for d in devices.values() if d.limits is not None})
+
+
+def _resident(devices: dict[int, DeviceInfo]) -> str:
+    most = _resident_limits(devices)
     if not most:
         return "the few dozen warps an SM holds at once"
     return f"the at most {' or '.join(map(str, most))} warps an SM of this GPU holds at once"
@@ -519,7 +531,14 @@ def _article(name: str) -> str:
 
 
 def _sm_count_notes(contents: TraceContents, devices: dict[int, DeviceInfo], sms: int | None) -> list[str]:
-    """Where the SM count came from when the trace gives none: --sms (and whether it fits), or inference."""
+    """Where the SM count came from when the trace gives none: --sms (and whether it fits), or inference;
+    and that --sms went unused when the trace gives its own."""
+    if contents.device_properties and sms is not None:
+        own = sorted({d.num_sms for d in devices.values() if d.num_sms is not None})
+        return [
+            f"the SM count given with --sms ({sms}) was not used: the trace has deviceProperties, and its devices' "
+            f"own SM counts were used ({' or '.join(map(str, own)) or 'none usable'})"
+        ]
     if contents.device_properties or not contents.kernels or contents.is_rocm:
         return []
     inferred = [d for d in devices.values() if d.source == "inferred"]

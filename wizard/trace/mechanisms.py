@@ -74,9 +74,10 @@ class Mechanism(str, Enum):
     )
     OCCUPANCY_CALCULATOR = (
         "D",
-        "occupancy calculator does not know the GPU architecture",
+        "occupancy calculator failed (-99/-100): an architecture its CUDA header does not know, or inputs it rejects",
         Kind.PROFILER_BUG,
-        "install a PyTorch built with a CUDA that knows the GPU",
+        "install a PyTorch built with a CUDA whose header knows the GPU, where the evidence names one (a capability "
+        "every header knows failed on its inputs instead)",
     )
     SHARED_MEMORY_LIMIT = (
         "E",

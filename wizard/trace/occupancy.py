@@ -31,15 +31,17 @@ _AMPERE_CARVEOUT = (0, 8, 16, 32, 64, 100, 132, 164)
 _HOPPER_CARVEOUT = (*_AMPERE_CARVEOUT, 196, 228)
 _GA10X_CARVEOUT = (0, 8, 16, 32, 64, 100)
 
-# What cuda_occupancy.h hard-codes per compute capability. Sources: NVIDIA CUDA C++ Programming Guide,
-# "Technical Specifications per Compute Capability" (maximum resident blocks per SM; shared memory capacity
-# per SM and its carveout steps) and "Compute Capabilities" (register and shared-memory allocation units);
-# cuda_occupancy.h itself for what the guide does not tabulate (sub-partitions: 2 on GP100, else 4; at most
-# 255 registers per thread through cc 6.x, 256 from 7.0; 1 KB reserved per block from cc 8.0; Kepler to
-# Pascal use sharedMemPerMultiprocessor as it is, with the default cache preference). Jetson Thor was
-# cc 10.1 until CUDA 13 renamed it 11.0; its SM is data-centre Blackwell's (228 KB, 32 blocks). GB10
-# (DGX Spark, 12.1) has consumer Blackwell's SM (100 KB, 24 blocks). Where a trace carries Kineto's own
-# ``occupancy`` object, its blockLimitBlocks is checked against this table (a disagreement is a note).
+# What cuda_occupancy.h (CUDA 13.0) hard-codes per compute capability, function by function:
+# cudaOccMaxBlocksPerMultiprocessor (resident blocks per SM), cudaOccAlignUpShmemSizeVoltaPlus (the
+# carveout steps, cc >= 7; before, cudaOccSMemPreference takes sharedMemPerMultiprocessor as it is with the
+# default cache preference), cudaOccSubPartitionsPerMultiprocessor (2 on GP100, else 4),
+# cudaOccRegAllocationMaxPerThread (255 through cc 6.x, 256 from 7.0), cudaOccSMemAllocationGranularity
+# (256 B through 7.x, 128 B from 8.0) and cudaOccSMemPerBlock (the driver's reservedSharedMemPerBlock, 1 KB,
+# counted from cc 8.0). tests/test_truth_round3.py checks every row against the header, compiling it where it
+# is installed. Jetson Thor was cc 10.1 until CUDA 13 renamed it 11.0: data-centre Blackwell's carveout
+# steps (to 228 KB) but 24 resident blocks per SM, not 32. GB10 (DGX Spark, 12.1) has consumer Blackwell's
+# SM (100 KB, 24 blocks). Where a trace carries Kineto's own ``occupancy`` object, its result is checked
+# against this table (a disagreement is a note).
 ARCHITECTURES: dict[tuple[int, int], Architecture] = {
     **{
         (3, minor): Architecture(16, (), max_regs_per_thread=255, smem_granularity=256, reserved_smem=0)
@@ -61,9 +63,9 @@ ARCHITECTURES: dict[tuple[int, int], Architecture] = {
     (8, 9): Architecture(24, _GA10X_CARVEOUT),
     (9, 0): Architecture(32, _HOPPER_CARVEOUT),
     (10, 0): Architecture(32, _HOPPER_CARVEOUT),  # B200
-    (10, 1): Architecture(32, _HOPPER_CARVEOUT),  # Jetson Thor before CUDA 13
+    (10, 1): Architecture(24, _HOPPER_CARVEOUT),  # Jetson Thor before CUDA 13
     (10, 3): Architecture(32, _HOPPER_CARVEOUT),  # B300
-    (11, 0): Architecture(32, _HOPPER_CARVEOUT),  # Jetson Thor from CUDA 13
+    (11, 0): Architecture(24, _HOPPER_CARVEOUT),  # Jetson Thor from CUDA 13
     (12, 0): Architecture(24, _GA10X_CARVEOUT),  # RTX 50, RTX PRO 6000
     (12, 1): Architecture(24, _GA10X_CARVEOUT),  # GB10 (DGX Spark)
 }

@@ -28,7 +28,7 @@ from wizard.trace.collector import Collector, EventSink, TraceContents, Truncati
 from wizard.trace.events import EVENTS_DECODER, KERNEL_CATEGORIES, RAW_DECODER, Event, decode_block, unmark_bare
 from wizard.trace.exact import ExactDecoder
 from wizard.trace.parallel import NeedsExactPath, ParallelDecoder
-from wizard.trace.scan import after_separator, find_cut
+from wizard.trace.scan import after_separator, find_cut, list_end
 from wizard.trace.source import TraceSource
 from wizard.untrusted import cut, visible
 
@@ -191,13 +191,34 @@ class TraceWalker:
                     self.parallel.drain()
                 return self.exact.events(until_end=True)
             if self.parallel is not None:
+                if self._list_ends_before(cut):
+                    return True
                 self._submit(cut)
             elif not self._fast(b.buf[b.pos : cut + 1]):
-                # Event by event; this may run past the cut when the cut was inside a nested array.
-                self.exact.events(until_end=False, stop_at=b.base + cut + 1)
+                # Event by event; this may run past the cut when the cut was inside a nested array, or stop
+                # before it at the list's ']' when the cut was in a later list (deviceProperties written last).
+                if self.exact.events(until_end=False, stop_at=b.base + cut + 1):
+                    return True
                 b.skip_separator()
                 continue
             b.pos = after_separator(b.buf, cut)
+
+    def _list_ends_before(self, cut: int) -> bool:
+        """Whether the event list closes before ``cut`` (which then lies in a later list of objects, such
+        as a multi-GPU deviceProperties written after the events): the events up to the first ``}]`` decode
+        whole. They are added after the workers' blocks, and the walk goes on after the ']'."""
+        b = self.b
+        end = list_end(b.buf, b.pos, cut)
+        if end is None:
+            return False
+        events = decode_block(EVENTS_DECODER, b.buf[b.pos : end]) if end > b.pos else []
+        if events is None:
+            return False  # a nested array inside an event: the workers' failure sends it down the exact path
+        assert self.parallel is not None
+        self.parallel.drain()
+        self.sink.add(events)
+        b.pos = end + 1
+        return True
 
     def _submit(self, cut: int) -> None:
         assert self.parallel is not None

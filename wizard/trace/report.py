@@ -204,6 +204,8 @@ class TraceReport:
     collectives: dict[str, list[float]] = field(default_factory=dict)  # NCCL kernels' starts: for rank skew
     skew_rank: int | None = None  # the rank for the cross-rank check: distributedInfo, else the file name's
     passes: dict[str, Any] = field(default_factory=dict)  # registered passes' results, by pass name
+    rocm_metrics: int = 0  # kernels of a ROCm trace that carry blocks/warps per SM (listed, never checked)
+    resident_warps: list[int] = field(default_factory=list)  # per-SM warp limits F is counted against (not ROCm)
 
     @property
     def impossible(self) -> bool:
@@ -228,6 +230,7 @@ class TraceReport:
                 "wrong_launches": self.wrong_launches,
                 "devices": self.devices,
                 "rocm": self.rocm,
+                "rocm_metrics": self.rocm_metrics,
                 "truncation": asdict(self.truncation) if self.truncation else None,
                 "impossible": self.impossible,
                 "mechanisms": self.mechanisms,

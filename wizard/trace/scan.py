@@ -21,6 +21,7 @@ SEPARATOR = re.compile(rb"\}[ \t\r\n]*,[ \t\r\n]*\{")
 _ESCAPED_QUOTE = re.compile(rb'(?<!\\)(?:\\\\)*\\"')
 _WHITESPACE = re.compile(rb"[ \t\r\n]+")
 _TAIL = 1 << 16
+_LIST_END = re.compile(rb"\}[ \t\r\n]*\]")
 
 
 def unescaped_quotes(buf: bytes, start: int, end: int) -> int:
@@ -77,3 +78,15 @@ def whitespace_end(buf: bytes, pos: int) -> int:
     """The first index at or after ``pos`` that is not JSON whitespace (len(buf) if none)."""
     match = _WHITESPACE.match(buf, pos)
     return match.end() if match else pos
+
+
+def list_end(buf: bytes, start: int, cut: int) -> int | None:
+    """Where the event list may close before ``cut``: the first ``]`` right after an object's ``}`` in the
+    64 KB before it (what follows the events is a few keys), or ``start`` for an empty list; None if
+    there is none. Only a candidate: a nested array of objects inside an event, or a string, ends the
+    same way. Looking at the tail only keeps it off the parent's time for every block (a whole 4 MB
+    block took 7.6 ms)."""
+    if buf[start : start + 1] == b"]":
+        return start
+    match = _LIST_END.search(buf, max(start, cut - _TAIL), cut)
+    return match.end() - 1 if match else None
