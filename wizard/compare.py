@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -139,6 +140,9 @@ def _collectives(reports: list[Any]) -> dict[int, dict[str, list[float]]]:
         if not isinstance(found, dict):
             continue
         rank, starts = found.get("rank"), found.get("starts")
+        if rank is None and isinstance(r.get("path"), str):  # no distributedInfo: the trace file's number
+            number = re.search(r"\d+", r["path"].rsplit("/", 1)[-1])
+            rank = int(number.group()) if number and len(number.group()) < 10 else None
         if not isinstance(rank, int) or isinstance(rank, bool) or not isinstance(starts, dict):
             continue
         out[rank] = {

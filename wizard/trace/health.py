@@ -229,7 +229,7 @@ class HealthPass:
         return HealthResult(
             check_trace(contents, wrong_launches=wrong, checked=checked, selected=self.selected),
             collectives(contents) if self.selected is None or "rank-skew" in self.selected else {},
-            rank_of(declared, contents.path),
+            declared if isinstance(declared, int) else None,
         )
 
 
@@ -242,7 +242,7 @@ def job_health(reports: Sequence[Any], selected: frozenset[str] | None = None) -
         return [rank_skew({})]
     by_rank: dict[int, Mapping[str, Sequence[float]]] = {}
     for report in reports:
-        rank = report.skew_rank
+        rank = rank_of(report.skew_rank, report.path)  # a file name's number only inside a rank directory
         if rank is None or rank in by_rank:
             return [
                 not_applicable(

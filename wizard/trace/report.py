@@ -202,7 +202,9 @@ class TraceReport:
     plot: PlotData | None = None  # when a picture was asked for (the HTML report)
     health: list[HealthCheck] = field(default_factory=list)  # the health check's verdicts, in registry order
     collectives: dict[str, list[float]] = field(default_factory=dict)  # NCCL kernels' starts: for rank skew
-    skew_rank: int | None = None  # the rank for the cross-rank check: distributedInfo, else the file name's
+    skew_rank: int | None = (
+        None  # distributedInfo.rank for the cross-rank check (a rank directory falls back to the file name)
+    )
     passes: dict[str, Any] = field(default_factory=dict)  # registered passes' results, by pass name
     rocm_metrics: int = 0  # kernels of a ROCm trace that carry blocks/warps per SM (listed, never checked)
     resident_warps: list[int] = field(default_factory=list)  # per-SM warp limits F is counted against (not ROCm)
