@@ -10,6 +10,7 @@ from typing import Any
 from wizard import __version__
 from wizard.errors import UsageError
 from wizard.exit_status import epilog
+from wizard.schemas import TRACE_REPORT, TRANSCRIPT
 
 
 class _Parser(argparse.ArgumentParser):
@@ -65,9 +66,7 @@ def _add_run(sub: _Sub, kw: dict[str, Any]) -> None:
     run.add_argument("--set", action="append", default=[], metavar="QUESTION=VALUE", help="answer one question")
     run.add_argument("--defaults", action="store_true", help="take each unanswered question's default (no prompts)")
     run.add_argument("--record", metavar="FILE", help="write the answers given, to replay with --answers")
-    run.add_argument(
-        "--json", action="store_true", help="print the transcript as JSON (schema warpwizard.transcript/1)"
-    )
+    run.add_argument("--json", action="store_true", help=f"print the transcript as JSON (schema {TRANSCRIPT})")
     _add_report(run)
     run.add_argument("--force", action="store_true", help="replace --report and --record files that exist")
     run.add_argument("--teach", action="store_true", help="explain every step and node as you go")
@@ -106,7 +105,7 @@ def _add_probe(sub: _Sub, kw: dict[str, Any]) -> None:
     )
     probe.add_argument("name", help="a registered probe, e.g. trace.inspect, profiler.reprofile, op.isolate")
     probe.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="one of its parameters")
-    probe.add_argument("--json", action="store_true", help="print the report (schema warpwizard.transcript/1)")
+    probe.add_argument("--json", action="store_true", help=f"print the report (schema {TRANSCRIPT})")
     probe.add_argument(
         "--output",
         metavar="FILE",
@@ -174,7 +173,7 @@ def _add_trace(sub: _Sub, kw: dict[str, Any]) -> None:
     tsub = trace.add_subparsers(dest="trace_command", metavar="ACTION", parser_class=_Parser)
     ins = tsub.add_parser("inspect", help="explain every impossible kernel metric in traces", **kw)
     ins.add_argument("paths", nargs="+", metavar="PATH", help=".json/.json.gz traces or per-rank directories")
-    ins.add_argument("--json", action="store_true", help="machine-readable (schema warpwizard.trace-report/2)")
+    ins.add_argument("--json", action="store_true", help=f"machine-readable (schema {TRACE_REPORT})")
     ins.add_argument("--markdown", metavar="FILE", help="write Markdown for a bug report ('-': to stdout, alone)")
     _add_report(ins)
     ins.add_argument("--force", action="store_true", help="replace a --markdown or --report file that exists")

@@ -112,9 +112,7 @@ def _write_outputs(opts: RunOptions, pb: Playbook, answers: dict[str, Any], tran
         text = answers_text(transcript.answers, pb.id)
         write_text(opts.record, text, inputs=inputs, force=opts.force, what="answers record")
     if opts.report:
-        from wizard.report.registry import render_transcript
-
-        text = render_transcript(transcript, Path(opts.report).suffix)
+        text = transcript.render(Path(opts.report).suffix)
         write_text(opts.report, text, inputs=inputs, force=opts.force, what="report")
 
 
