@@ -108,6 +108,7 @@ LOADER_ONLY = {
     "unknown-fact.yaml": "the probe registry's facts",
     "unknown-target.yaml": "the graph",
     "unreachable.yaml": "the graph",
+    "wrong-fact-type.yaml": "the probe registry's fact types, against the conditions' literals",
     "yaml-syntax.yaml": "YAML syntax",
 }
 

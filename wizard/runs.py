@@ -447,7 +447,9 @@ def run_probe(
         {"id": f"probe:{name}", "title": f"warpwizard probe {name}", "version": "1"}, clock.now()
     )
     started = clock.monotonic()
-    entry = TranscriptEntry(node=name, kind="probe", step=None, started=clock.now().isoformat(), duration_s=0.0)
+    entry = TranscriptEntry(
+        node=name, kind="probe", step=None, started=clock.now().isoformat(), duration_s=0.0, probe=name
+    )
     result = _run_probe(builtin_probes()[name], full, env, timeout)
     entry.inputs = full
     entry.record(result)

@@ -140,6 +140,7 @@ class Engine:
             step=node.step,
             started=self.env.system.clock.now().isoformat(),
             duration_s=0.0,
+            probe=node.probe if isinstance(node, ProbeNode) else None,
         )
 
     def _visit(self, node: Node) -> str | None:

@@ -20,6 +20,9 @@ from wizard.schemas import TRANSCRIPT
 if TYPE_CHECKING:
     from wizard.trace.report import Inspection
 
+ENV_PROBE = "env"  # whose facts say which machine ran (torch, driver, GPUs)
+TRACE_PROBE = "trace.inspect"  # whose facts name the traces a run read
+
 
 @dataclass(slots=True)
 class TranscriptEntry:
@@ -28,6 +31,7 @@ class TranscriptEntry:
     step: str | None
     started: str
     duration_s: float
+    probe: str | None = None  # the probe a probe node ran: consumers find its facts by this name
     prompt: str | None = None
     answer: Any = None
     answer_origin: str | None = None
@@ -98,7 +102,7 @@ class Transcript:
         self.answers = dict(answers)
         for entry in self.entries:  # what the env probe learnt identifies the machine for `compare`
             facts = entry.facts or {}
-            if "torch_version" in facts:
+            if entry.probe == ENV_PROBE and "torch_version" in facts:  # a skipped env probe has no versions
                 self.host.update(
                     torch=facts.get("torch_version"),
                     driver=facts.get("driver_version"),
@@ -113,9 +117,8 @@ class Transcript:
         from wizard.trace.inspect import inspect_paths
 
         for entry in self.entries:
-            facts = entry.facts or {}
-            files = facts.get("files")
-            if entry.kind == "probe" and "kernels_checked" in facts and isinstance(files, list):
+            files = (entry.facts or {}).get("files")
+            if entry.probe == TRACE_PROBE and isinstance(files, list):
                 present = [f for f in files if isinstance(f, str) and os.path.isfile(f)]
                 if present:
                     return inspect_paths(present, plots=True)

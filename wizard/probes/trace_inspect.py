@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Annotated, Any, TypedDict
 
 from wizard.environment import Environment
 from wizard.errors import InputFileError, OutputFileError
 from wizard.outputs import write_own
-from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status
+from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status, declared_facts
 from wizard.serialize import dumps
 from wizard.trace.inspect import FindingGroup, Inspection, inspect_paths, launched_by
 from wizard.trace.kineto_math import INT32_MAX
@@ -120,46 +120,60 @@ def inspection_facts(inspection: Inspection) -> dict[str, Any]:
     return facts
 
 
-FACT_HELP = {
-    "mechanisms": f"ids of the wrong mechanisms found ({', '.join(sorted(WRONG, key=ORDER.__getitem__))})",
-    "mechanism_counts": "kernels per mechanism id, F (by design) included",
-    "impossible": "whether any value is impossible or wrong",
-    "negative_values": f"whether any blocks/warps per SM came out negative ({', '.join(sorted(NEGATIVE))})",
-    "non_finite_values": f"whether any value was inf or nan ({', '.join(sorted(NON_FINITE))})",
-    "kernels": "GPU kernels in the trace(s)",
-    "kernels_checked": "kernels with launch dimensions that were recomputed",
-    "flagged_kernels": "kernels with a profiler-bug finding",
-    "large_by_design": "kernels whose large warps per SM are correct (F)",
-    "max_true_warps_per_sm": "largest recomputed warps per SM",
-    "rocm": "whether the trace came from an AMD GPU (no such metrics recorded)",
-    "cpu_only": "whether no GPU kernel was recorded at all",
-    "truncated": "whether a trace file was cut off",
-    "gpus": "GPU names from the trace's device properties",
-    "files": "trace files read",
-    "workload": "fingerprint of the work recorded (kernel names, grids, blocks): compare's 'same work?'",
-    "ranks": "distributed ranks found",
-    "notes": "notes from the reader (inferred SM counts, truncation, ...)",
-    "worst_mechanism": "mechanism of the most serious finding",
-    "worst_title": "what that mechanism is",
-    "worst_kernel": "kernel name of the most serious finding",
-    "worst_count": "how many launches of that kernel share the finding",
-    "worst_evidence": "the evidence line, with reported and true values",
-    "worst_grid": "its grid [x, y, z]",
-    "worst_grid_suspect": "whether that grid is one no legal launch has (x > 2^31-1, y or z > 65535, or <= 0)",
-    "found_by_rank": "each wrong mechanism with its summary and, for several files, the ranks it was found on",
-    "also_do": "what to do for each wrong mechanism other than the worst one",
-    "torch_validator": "what the probed interpreter's torch.profiler._trace_validator says of each file",
-    "worst_block": "its block [x, y, z]",
-    "worst_reported": "metric -> value the trace shows",
-    "worst_true": "metric -> true value",
-    "worst_op": "the PyTorch op that launched it",
-    "worst_op_dims": "that op's input shapes, when recorded",
-    "worst_op_types": "that op's input dtypes, when recorded",
-    "worst_python_frame": "innermost Python frame outside torch (the user's launch site), when recorded",
-    "worst_file": "the trace file it is in",
-    "error": "why the trace could not be read (when the probe errs)",
-    "non_finite_spelling": "bare (invalid JSON) | quoted | None: how inf/nan were written",
-}
+_WRONG_IDS = ", ".join(sorted(WRONG, key=ORDER.__getitem__))
+
+
+class TraceInspectFacts(TypedDict, total=False):
+    """What trace.inspect finds, declared once: the help, ``probes``, the schema and the loader read it."""
+
+    mechanisms: Annotated[list[str], f"ids of the wrong mechanisms found ({_WRONG_IDS})"]
+    mechanism_counts: Annotated[dict[str, int], "kernels per mechanism id, F (by design) included"]
+    impossible: Annotated[bool, "whether any value is impossible or wrong"]
+    negative_values: Annotated[
+        bool, f"whether any blocks/warps per SM came out negative ({', '.join(sorted(NEGATIVE))})"
+    ]
+    non_finite_values: Annotated[bool, f"whether any value was inf or nan ({', '.join(sorted(NON_FINITE))})"]
+    kernels: Annotated[int, "GPU kernels in the trace(s)"]
+    kernels_checked: Annotated[int, "kernels with launch dimensions that were recomputed"]
+    flagged_kernels: Annotated[int, "kernels with a profiler-bug finding"]
+    large_by_design: Annotated[int, "kernels whose large warps per SM are correct (F)"]
+    max_true_warps_per_sm: Annotated[float, "largest recomputed warps per SM"]
+    rocm: Annotated[bool, "whether the trace came from an AMD GPU (no such metrics recorded)"]
+    cpu_only: Annotated[bool, "whether no GPU kernel was recorded at all"]
+    truncated: Annotated[bool, "whether a trace file was cut off"]
+    gpus: Annotated[list[str], "GPU names from the trace's device properties"]
+    files: Annotated[list[str], "trace files read"]
+    workload: Annotated[str, "fingerprint of the work recorded (kernel names, grids, blocks): compare's 'same work?'"]
+    ranks: Annotated[list[int], "distributed ranks found"]
+    notes: Annotated[list[str], "notes from the reader (inferred SM counts, truncation, ...)"]
+    worst_mechanism: Annotated[str | None, "mechanism of the most serious finding"]
+    worst_title: Annotated[str | None, "what that mechanism is"]
+    worst_kernel: Annotated[str | None, "kernel name of the most serious finding"]
+    worst_count: Annotated[int, "how many launches of that kernel share the finding"]
+    worst_evidence: Annotated[str | None, "the evidence line, with reported and true values"]
+    worst_grid: Annotated[list[int] | None, "its grid [x, y, z]"]
+    worst_grid_suspect: Annotated[
+        bool, "whether that grid is one no legal launch has (x > 2^31-1, y or z > 65535, or <= 0)"
+    ]
+    found_by_rank: Annotated[
+        list[str], "each wrong mechanism with its summary and, for several files, the ranks it was found on"
+    ]
+    also_do: Annotated[list[str], "what to do for each wrong mechanism other than the worst one"]
+    torch_validator: Annotated[
+        list[str], "what the probed interpreter's torch.profiler._trace_validator says of each file"
+    ]
+    worst_block: Annotated[list[int] | None, "its block [x, y, z]"]
+    worst_reported: Annotated[dict[str, float | str | None] | None, "metric -> value the trace shows"]
+    worst_true: Annotated[dict[str, float | str | None] | None, "metric -> true value"]
+    worst_op: Annotated[str | None, "the PyTorch op that launched it"]
+    worst_op_dims: Annotated[str | None, "that op's input shapes, when recorded"]
+    worst_op_types: Annotated[str | None, "that op's input dtypes, when recorded"]
+    worst_python_frame: Annotated[
+        str | None, "innermost Python frame outside torch (the user's launch site), when recorded"
+    ]
+    worst_file: Annotated[str | None, "the trace file it is in"]
+    error: Annotated[str, "why the trace could not be read (when the probe errs)"]
+    non_finite_spelling: Annotated[str | None, "bare (invalid JSON) | quoted | None: how inf/nan were written"]
 
 
 MAX_VALIDATED = 8  # files given to torch's checker: each is a json.load in the probed interpreter
@@ -204,7 +218,7 @@ class TraceInspectProbe:
             default=False,
         ),
     )
-    facts: tuple[FactSpec, ...] = tuple(FactSpec(k, "any", v) for k, v in FACT_HELP.items())
+    facts: tuple[FactSpec, ...] = declared_facts(TraceInspectFacts)
 
     def run(self, env: Environment, params: Mapping[str, Any], *, timeout: float = 600.0) -> ProbeResult:
         paths = [p for p in _paths(params.get("paths")) if p]
