@@ -119,3 +119,4 @@ def notebook_html(inspection: Inspection) -> str:
 register("inspection", render_inspection)
 register("transcript", render_transcript)
 register("notebook", notebook_html)
+register("format", lambda path: format_for(path).name)  # a report file's format, checked before any work
