@@ -288,7 +288,8 @@ def cmd_examples(ctx: Context) -> ExitStatus:
     for path in written:
         ctx.write(f"wrote {path}\n")
     flag = " --allow-commands" if any(p.suffix == ".py" for p in written) else ""  # its answers name a workload
-    ctx.write(f"try it: warpwizard run negative-warps-per-sm --answers {destination / 'answers.yaml'}{flag}\n")
+    playbook = next(e.playbook for e in list_examples() if e.name == name)
+    ctx.write(f"try it: warpwizard run {playbook} --answers {destination / 'answers.yaml'}{flag}\n")
     return ExitStatus.OK
 
 
