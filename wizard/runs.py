@@ -38,7 +38,7 @@ from wizard.errors import (
 from wizard.options import Options
 from wizard.playbook.model import Playbook, yes_no
 from wizard.probes.base import PARAM_TYPES, ParamSpec, ProbeInfo, with_defaults
-from wizard.probes.registry import builtin_probes, catalog
+from wizard.probes.registry import catalog, registered_probes
 from wizard.system import System
 
 if TYPE_CHECKING:
@@ -104,7 +104,7 @@ def prepare_run(
     pb = playbook if isinstance(playbook, Playbook) else load_playbook(_path_text(playbook, "playbook"))
     system = system or System()
     env = Environment(system, (options or Options()).settings(system))
-    return Engine(pb, source, builtin_probes(), env, observer=observer, reuse=reuse)
+    return Engine(pb, source, registered_probes(), env, observer=observer, reuse=reuse)
 
 
 def _library_continue(playbook_id: str) -> str:
@@ -664,7 +664,7 @@ def run_probe(
     entry = TranscriptEntry(
         node=name, kind="probe", step=None, started=clock.now().isoformat(), duration_s=0.0, probe=name
     )
-    result = _run_probe(builtin_probes()[name], full, env, timeout)
+    result = _run_probe(registered_probes()[name], full, env, timeout)
     entry.inputs = full
     entry.record(result)
     entry.duration_s = round(clock.monotonic() - started, 6)

@@ -209,6 +209,7 @@ class ProbeInfo:
     params: tuple[ParamSpec, ...]
     facts: tuple[FactSpec, ...]
     runs_programs: str = ""
+    origin: str = "builtin"  # or "plugin <package> <version>": an installed package's entry point
 
     def param(self, name: str) -> ParamSpec | None:
         return next((p for p in self.params if p.name == name), None)
@@ -221,6 +222,7 @@ class ProbeInfo:
             "name": self.name,
             "summary": self.summary,
             "runs_programs": self.runs_programs or None,
+            "origin": self.origin,
             "params": [asdict(p) for p in self.params],
             "facts": [asdict(f) for f in self.facts],
         }
@@ -234,8 +236,8 @@ def with_defaults(specs: tuple[ParamSpec, ...], params: Mapping[str, Any]) -> di
     return {**{p.name: p.default for p in specs if p.default is not None}, **params}
 
 
-def info(probe: Probe) -> ProbeInfo:
-    return ProbeInfo(probe.name, probe.summary, probe.params, probe.facts, getattr(probe, "runs_programs", ""))
+def info(probe: Probe, origin: str = "builtin") -> ProbeInfo:
+    return ProbeInfo(probe.name, probe.summary, probe.params, probe.facts, getattr(probe, "runs_programs", ""), origin)
 
 
 def ensure_dir(path: Path) -> Path:
