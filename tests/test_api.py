@@ -296,3 +296,19 @@ def test_the_library_run_is_the_commands_run_interrupt_resume_and_from(tmp_path:
         wizard.run_playbook("negative-warps-per-sm", previous, resume=True, system=system)
     plan = wizard.run_playbook("negative-warps-per-sm", {"have": "trace"}, dry_run=True, system=system)
     assert plan.to_dict()["schema"] == "warpwizard.plan/1"
+
+
+def test_the_library_names_its_own_keywords_and_the_cli_its_flags(run_cli: Any) -> None:
+    """A Python caller who passed ``sets=`` is told about ``sets=``, never ``--set``; the CLI, which passes
+    ``spell=``, about ``--set``: one message, two spellings."""
+    with pytest.raises(wizard.AnswersError) as library:
+        wizard.run_playbook("negative-warps-per-sm", sets=["have"])
+    assert library.value.problems == ["sets= 'have': expected QUESTION=VALUE"]
+    with pytest.raises(wizard.UsageError, match=r"^from_node= and from_step= rerun a previous run: .* as answers=$"):
+        wizard.run_playbook("negative-warps-per-sm", {"have": "trace"}, from_node="inspect")
+    with pytest.raises(wizard.AnswersError) as missing:
+        wizard.run_playbook("negative-warps-per-sm", {"have": "trace"})
+    assert missing.value.problems[0].endswith("answer them with answers= or sets=, or use defaults=")
+    assert "--" not in missing.value.problems[0]
+    cli = run_cli("run", "negative-warps-per-sm", "--set", "have")
+    assert cli.status != 0 and "--set 'have': expected QUESTION=VALUE" in cli.stderr

@@ -37,12 +37,13 @@ from wizard.errors import (
 )
 from wizard.options import Options
 from wizard.playbook.model import Playbook, yes_no
-from wizard.probes.base import PARAM_TYPES, ParamSpec, ProbeInfo, with_defaults
+from wizard.probes.base import PARAM_TYPES, ParamSpec, ProbeInfo, ProbeResult, with_defaults
 from wizard.probes.registry import catalog, registered_probes
 from wizard.system import System
 
 if TYPE_CHECKING:
     from wizard.engine.plan import Plan
+    from wizard.playbook.trust import ProgramUse
 
 # -- playbooks ------------------------------------------------------------------------------------
 
@@ -98,13 +99,14 @@ def prepare_run(
     system: System | None = None,
     observer: EngineObserver | None = None,
     reuse: Reuse | None = None,
+    spell: Callable[[str], str] = str,
 ) -> Engine:
     """An engine ready to walk ``playbook``; ``.run()`` returns the transcript and ``.state`` holds the
     answers so far (the CLI saves them on Ctrl-C). ``run_playbook`` is this with answers from a mapping."""
     pb = playbook if isinstance(playbook, Playbook) else load_playbook(_path_text(playbook, "playbook"))
     system = system or System()
     env = Environment(system, (options or Options()).settings(system))
-    return Engine(pb, source, registered_probes(), env, observer=observer, reuse=reuse)
+    return Engine(pb, source, registered_probes(), env, observer=observer, reuse=reuse, spell=spell)
 
 
 def _library_continue(playbook_id: str) -> str:
@@ -211,7 +213,7 @@ def run_playbook(
     if resume:
         answers_file = _resumed(pb, answers_file, system, notify, spell)
     values, origins = given_answers(
-        pb, answers_file=answers_file, sets=sets, workload=options.workload, stdin=system.stdin
+        pb, answers_file=answers_file, sets=sets, workload=options.workload, stdin=system.stdin, spell=spell
     )
     values.update(given)
     origins.update(dict.fromkeys(given, ORIGIN_FILE))
@@ -222,9 +224,11 @@ def run_playbook(
     outputs.check(options, values, spell)
     reuse = _reuse(pb, answers_file, node=from_node, step=from_step, notify=notify, spell=spell)
     source = (
-        answer_source(pb, values, origins) if answer_source else scripted_answers(values, origins, defaults=defaults)
+        answer_source(pb, values, origins)
+        if answer_source
+        else scripted_answers(values, origins, defaults=defaults, spell=spell)
     )
-    engine = prepare_run(pb, source, options, system=system, observer=observer, reuse=reuse)
+    engine = prepare_run(pb, source, options, system=system, observer=observer, reuse=reuse, spell=spell)
     hint = f"answer them with {spell('answers')} or {spell('sets')}, or use {spell('defaults')}"
     try:
         transcript = walk(engine, values, hint)
@@ -369,6 +373,7 @@ def given_answers(
     sets: Sequence[str] = (),
     workload: str | None = None,
     stdin: Any = None,
+    spell: Callable[[str], str] = str,
 ) -> tuple[dict[str, Any], dict[str, str]]:
     """The answers a command line gives and where each came from: the file (its relative paths taken
     from where the file is), ``--workload`` for the questions it answers, then ``--set`` (which wins)."""
@@ -383,15 +388,17 @@ def given_answers(
         origins.update(dict.fromkeys(values, ORIGIN_FILE))
     for question in workload_questions(pb) if workload else ():
         values[question], origins[question] = workload, ORIGIN_COMMAND_LINE
-    given_here = parse_set_options(list(sets))
+    given_here = parse_set_options(list(sets), spell)
     values.update(given_here)
     origins.update(dict.fromkeys(given_here, ORIGIN_COMMAND_LINE))
     return values, origins
 
 
-def scripted_answers(values: Mapping[str, Any], origins: Mapping[str, str], *, defaults: bool) -> AnswerSource:
+def scripted_answers(
+    values: Mapping[str, Any], origins: Mapping[str, str], *, defaults: bool, spell: Callable[[str], str] = str
+) -> AnswerSource:
     """Answers with nobody to ask: the given ones, then the defaults when ``defaults``."""
-    return MappingAnswers(values, use_defaults=defaults, origins=origins)
+    return MappingAnswers(values, use_defaults=defaults, origins=origins, spell=spell)
 
 
 def answers_text(answers: Mapping[str, Any], playbook_id: str) -> str:
@@ -453,7 +460,7 @@ class Checked:
     name: str
     problems: list[str]
     summary: str = ""
-    program_uses: list[Any] = field(default_factory=list)
+    program_uses: list[ProgramUse] = field(default_factory=list)
 
 
 def check_playbooks(
@@ -525,7 +532,7 @@ def answers_file_template(pb: Playbook) -> str:
     return answers_template(pb, frozenset(program_questions(pb)))
 
 
-def machine_facts(system: System | None = None, python: str | None = None) -> Any:
+def machine_facts(system: System | None = None, python: str | None = None) -> ProbeResult:
     """The ``env`` probe's result for this machine (versions, GPUs via NVML, profilers): no workspace
     is left behind."""
     import tempfile

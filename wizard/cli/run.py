@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from wizard.exit_status import ExitStatus
 from wizard.options import Options
+from wizard.schemas import TRANSCRIPT
 from wizard.serialize import dumps
 from wizard.system import System
 from wizard.untrusted import rich_text
@@ -18,41 +19,96 @@ if TYPE_CHECKING:
     from wizard.playbook.model import Playbook
 
 
+def _arg(help: str, *, flag: str | None = None, metavar: str | None = None, **kind: Any) -> dict[str, Any]:
+    """A field's command-line declaration: wizard/cli/parser.py builds ``run``'s arguments from these."""
+    return {"help": help, "flag": flag, "metavar": metavar, "kind": kind}
+
+
 @dataclass
 class RunOptions:
-    playbook: str
-    answers_file: str | None = None
-    sets: list[str] = field(default_factory=list)
-    defaults: bool = False
-    record: str | None = None
-    json_out: bool = False
-    report: str | None = None
-    teach: bool = False
-    options: Options = field(default_factory=Options)  # what probes may do, where they write
-    playbook_dirs: list[str] = field(default_factory=list)
-    force: bool = False
-    resume: bool = False
-    fail_on: str | None = None  # warning | error: exit 1 when the diagnosis is at least that severe
-    dry_run: bool = False
-    from_node: str | None = None  # rerun from here, reusing the --answers transcript's earlier results
-    from_step: int | None = None
+    """``warpwizard run``'s options, declared once: each field's metadata is its argument (parser.py builds
+    them), its name the library's (``wizard.run_playbook``'s keyword, which ``_flag`` spells as the flag)."""
 
+    playbook: str = field(metadata={"help": "playbook name (see 'list') or path to a .yaml file", "positional": True})
+    answers: str | None = field(
+        default=None, metadata=_arg("answers (YAML/JSON, '-' for stdin): no prompts", metavar="FILE")
+    )
+    sets: list[str] = field(
+        default_factory=list,
+        metadata=_arg("answer one question", flag="--set", metavar="QUESTION=VALUE", action="append", default=[]),
+    )
+    defaults: bool = field(
+        default=False,
+        metadata=_arg("take each unanswered question's default (no prompts)", action="store_true"),
+    )
+    record: str | None = field(
+        default=None, metadata=_arg("write the answers given, to replay with --answers", metavar="FILE")
+    )
+    json_out: bool = field(
+        default=False,
+        metadata=_arg(f"print the transcript as JSON (schema {TRANSCRIPT})", flag="--json", action="store_true"),
+    )
+    report: str | None = field(default=None, metadata={"shared": "report"})  # parser.py's one --report
+    force: bool = field(
+        default=False, metadata=_arg("replace --report and --record files that exist", action="store_true")
+    )
+    teach: bool = field(default=False, metadata=_arg("explain every step and node as you go", action="store_true"))
+    resume: bool = field(
+        default=False,
+        metadata=_arg(
+            "continue the last interrupted session of this playbook (saved on Ctrl-C, SIGTERM, SIGHUP)",
+            action="store_true",
+        ),
+    )
+    from_node: str | None = field(
+        default=None,
+        metadata=_arg(
+            "rerun from NODE, reusing the earlier probes' results of the --json transcript given as --answers",
+            flag="--from",
+            metavar="NODE",
+            group="start",
+        ),
+    )
+    from_step: int | None = field(
+        default=None,
+        metadata=_arg("like --from, from the first node of step N", metavar="N", type=int, group="start"),
+    )
+    dry_run: bool = field(
+        default=False,
+        metadata=_arg(
+            "print the path the answers take, every probe and program it would run; run nothing",
+            action="store_true",
+        ),
+    )
+    fail_on: str | None = field(  # warning | error: exit 1 when the diagnosis is at least that severe
+        default=None,
+        metadata=_arg(
+            "exit 1 when the diagnosis is at least this severe: warning or error (for CI)",
+            metavar="SEVERITY",
+            choices=("warning", "error"),
+        ),
+    )
+    options: Options = field(default_factory=Options)  # what probes may do, where they write (Options' own)
+    playbook_dirs: list[str] = field(default_factory=list)  # the global --playbook-dir
+
+    @classmethod
+    def parsed(cls, args: Any, *, options: Options, playbook_dirs: list[str]) -> RunOptions:
+        """The options a parsed ``run`` command line holds (its arguments are these fields)."""
+        given = {f.name: getattr(args, f.name) for f in fields(cls) if f.name not in ("options", "playbook_dirs")}
+        return cls(**given, options=options, playbook_dirs=playbook_dirs)
+
+
+def flag_of(name: str) -> str:
+    """The flag a field of RunOptions or Options declares: ``--set`` for ``sets``, ``--from`` for ``from_node``."""
+    for spec in (*fields(RunOptions), *fields(Options)):
+        if spec.name == name:
+            return spec.metadata.get("flag") or "--" + name.replace("_", "-")
+    return "--" + name.replace("_", "-")
+
+
+_flag = flag_of  # what the library's ``spell=`` gets: its keyword names, as this command line spells them
 
 SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
-
-# The library's names for what the command line calls by its flags (wizard.runs speaks its own terms).
-FLAGS = {
-    "answers": "--answers",
-    "sets": "--set",
-    "defaults": "--defaults",
-    "resume": "--resume",
-    "from_node": "--from",
-    "from_step": "--from-step",
-}
-
-
-def _flag(name: str) -> str:
-    return FLAGS.get(name, f"--{name.replace('_', '-')}")
 
 
 def run_playbook(opts: RunOptions, system: System, ui: Any, out: Any, stdout: Any) -> ExitStatus:
@@ -75,8 +131,8 @@ def run_playbook(opts: RunOptions, system: System, ui: Any, out: Any, stdout: An
         from wizard.ui.prompts import InteractiveAnswers
 
         source: AnswerSource
-        if opts.defaults or opts.json_out or ((opts.answers_file or opts.resume) and not system.interactive):
-            source = scripted_answers(values, origins, defaults=opts.defaults)
+        if opts.defaults or opts.json_out or ((opts.answers or opts.resume) and not system.interactive):
+            source = scripted_answers(values, origins, defaults=opts.defaults, spell=_flag)
         else:
             source = InteractiveAnswers(values, origins=origins, console=ui, interactive=system.interactive)
         if opts.teach or getattr(source, "interactive", False):
@@ -94,12 +150,12 @@ def run_playbook(opts: RunOptions, system: System, ui: Any, out: Any, stdout: An
         "spell": _flag,
     }
     if opts.dry_run:
-        plan = run(opts.playbook, opts.answers_file, dry_run=True, **common)
+        plan = run(opts.playbook, opts.answers, dry_run=True, **common)
         return _show_plan(plan, opts, out=out, stdout=stdout)
     try:
         transcript = run(
             opts.playbook,
-            opts.answers_file,
+            opts.answers,
             record=opts.record,
             report=opts.report,
             force=opts.force,
@@ -134,7 +190,7 @@ def _save_interrupted(
     why nowhere, and the command that continues (none when they went to --record's file)."""
     from wizard.runs import run_inputs, save_interrupted
 
-    inputs = [p for p in (opts.answers_file, pb.path) if p and p != "-"] + run_inputs(opts.options, answers.values())
+    inputs = [p for p in (opts.answers, pb.path) if p and p != "-"] + run_inputs(opts.options, answers.values())
     saved, note = save_interrupted(pb, answers, system, record=opts.record, inputs=inputs)
     return saved, note, _continue_with(pb.id) if saved and not opts.record else None
 

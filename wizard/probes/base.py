@@ -93,24 +93,12 @@ def declared_facts(declaration: type) -> tuple[FactSpec, ...]:
     return tuple(specs)
 
 
-def _alternatives(text: str) -> list[str]:
-    """``a | list[b | c]`` -> ``['a', 'list[b | c]']``: split at the top level only."""
+def _split(text: str, sep: str) -> list[str]:
+    """``a | list[b | c]`` at ``|`` -> ``['a', 'list[b | c]']``: split at the top level only."""
     parts, depth, start = [], 0, 0
     for i, ch in enumerate(text):
-        depth += ch == "["
-        depth -= ch == "]"
-        if ch == "|" and depth == 0:
-            parts.append(text[start:i].strip())
-            start = i + 1
-    return [*parts, text[start:].strip()]
-
-
-def _split_args(text: str) -> list[str]:
-    parts, depth, start = [], 0, 0
-    for i, ch in enumerate(text):
-        depth += ch == "["
-        depth -= ch == "]"
-        if ch == "," and depth == 0:
+        depth += (ch == "[") - (ch == "]")
+        if ch == sep and depth == 0:
             parts.append(text[start:i].strip())
             start = i + 1
     return [*parts, text[start:].strip()]
@@ -130,13 +118,13 @@ _SCALARS: dict[str, Callable[[Any], bool]] = {
 
 def fact_matches(type_: str, value: Any) -> bool:
     """Whether a produced value has its declared type (``FactSpec.type``)."""
-    for alt in _alternatives(type_):
+    for alt in _split(type_, "|"):
         head, _, rest = alt.partition("[")
         if not rest:
             if _SCALARS[alt](value):
                 return True
             continue
-        inner = _split_args(rest[:-1])
+        inner = _split(rest[:-1], ",")
         if head == "list" and isinstance(value, list) and all(fact_matches(inner[0], v) for v in value):
             return True
         if head == "dict" and isinstance(value, dict):
@@ -149,7 +137,7 @@ def fact_matches(type_: str, value: Any) -> bool:
 def fact_kinds(type_: str) -> set[str]:
     """The outer kinds a fact may have (``{'list', 'None'}`` for ``list[str] | None``): what the loader
     checks a condition's comparison and ``in`` against."""
-    return {alt.partition("[")[0] for alt in _alternatives(type_)}
+    return {alt.partition("[")[0] for alt in _split(type_, "|")}
 
 
 def fact_problems(specs: tuple[FactSpec, ...], facts: Mapping[str, Any]) -> list[str]:
