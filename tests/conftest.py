@@ -167,6 +167,31 @@ class CliResult:
         return strict_json(self.stdout)
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _facts_match_their_declaration() -> Any:
+    """Every probe run anywhere in the tests (the CLI in-process included) produces only facts its
+    declaration names, each of its declared type: a misspelt or mistyped fact fails the test that ran it."""
+    from wizard.probes.base import fact_problems
+    from wizard.probes.registry import builtin_probes
+
+    originals = {type(p): type(p).run for p in builtin_probes().values()}
+
+    def checked(original: Any) -> Any:
+        def run(self: Any, env: Any, params: Any, *, timeout: float = 600.0) -> Any:
+            result = original(self, env, params, timeout=timeout)
+            problems = fact_problems(self.facts, result.facts)
+            assert problems == [], f"probe {self.name}: {problems}"
+            return result
+
+        return run
+
+    for cls, original in originals.items():
+        cls.run = checked(original)  # type: ignore[method-assign]
+    yield
+    for cls, original in originals.items():
+        cls.run = original  # type: ignore[method-assign]
+
+
 @pytest.fixture(autouse=True)
 def _report_dir_in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Probes' workspaces and saved sessions go to the user's state directory unless told otherwise:

@@ -227,3 +227,88 @@ def test_answers_from_the_api_cannot_name_a_program(tmp_path: Path) -> None:
     )
     refused = [e for e in transcript.entries if e.facts and e.facts.get("reason") == "program not allowed"]
     assert refused and not Path("PWNED").exists()
+
+
+class _StopsAt:
+    """An answer source that answers from a mapping and is interrupted (Ctrl-C) at one question."""
+
+    def __init__(self, values: dict[str, Any], stop: str) -> None:
+        self.values, self.stop = values, stop
+
+    def answer(self, question: Any, prompt: str) -> tuple[Any, str]:
+        if question.id == self.stop:
+            raise KeyboardInterrupt
+        return self.values[question.id], "file"
+
+    def confirm(self, question: Any, value: Any, what: str) -> bool:
+        return False
+
+
+def test_the_library_run_is_the_commands_run_interrupt_resume_and_from(tmp_path: Path) -> None:
+    """wizard.run_playbook is the one run ``warpwizard run`` calls: a Ctrl-C saves the session and says
+    how to continue in the library's terms, ``resume=True`` continues it, ``from_node`` reuses a transcript."""
+    from wizard.system import System
+
+    system = System(environ={"XDG_STATE_HOME": str(tmp_path / "state")})
+    options = wizard.Options(report_dir=tmp_path / "r")
+    trace = str(EXAMPLES / "traces" / "grid-overflow.json")
+    with pytest.raises(wizard.errors.Interrupted) as stopped:
+        wizard.run_playbook(
+            "negative-warps-per-sm",
+            options=options,
+            system=system,
+            answer_source=lambda pb, values, origins: _StopsAt({"have": "trace"}, "trace_path"),
+        )
+    session = Path(str(stopped.value.saved_to))
+    assert session.parent == tmp_path / "state" / "warpwizard" / "sessions"
+    assert stopped.value.resume == "continue with: wizard.run_playbook('negative-warps-per-sm', resume=True)"
+
+    heard: list[tuple[str, str]] = []
+    resumed = wizard.run_playbook(
+        "negative-warps-per-sm",
+        sets=[f"trace_path={trace}"],
+        resume=True,
+        options=options,
+        system=system,
+        notify=lambda kind, text: heard.append((kind, text)),
+    )
+    assert resumed.answers == {"have": "trace", "trace_path": trace}
+    assert resumed.diagnosis == "profiler-bug-grid-overflow"
+    assert ("resumed", f"resuming from {session}") in heard
+
+    previous = tmp_path / "previous.json"
+    previous.write_text(json.dumps(resumed.to_dict()))
+    heard.clear()
+    again = wizard.run_playbook(
+        "negative-warps-per-sm",
+        previous,
+        from_node="route_mechanism",
+        options=options,
+        system=system,
+        notify=lambda kind, text: heard.append((kind, text)),
+    )
+    inspect = next(e for e in again.entries if e.node == "inspect")
+    assert inspect.reused_from == str(previous) and inspect.probe == "trace.inspect"
+    assert again.diagnosis == "profiler-bug-grid-overflow"
+    assert ("rerun", "rerunning from route_mechanism; reusing the recorded results of: inspect") in heard
+
+    with pytest.raises(wizard.UsageError, match=r"^resume= continues a saved session; give it or answers=, not both"):
+        wizard.run_playbook("negative-warps-per-sm", previous, resume=True, system=system)
+    plan = wizard.run_playbook("negative-warps-per-sm", {"have": "trace"}, dry_run=True, system=system)
+    assert plan.to_dict()["schema"] == "warpwizard.plan/1"
+
+
+def test_the_library_names_its_own_keywords_and_the_cli_its_flags(run_cli: Any) -> None:
+    """A Python caller who passed ``sets=`` is told about ``sets=``, never ``--set``; the CLI, which passes
+    ``spell=``, about ``--set``: one message, two spellings."""
+    with pytest.raises(wizard.AnswersError) as library:
+        wizard.run_playbook("negative-warps-per-sm", sets=["have"])
+    assert library.value.problems == ["sets= 'have': expected QUESTION=VALUE"]
+    with pytest.raises(wizard.UsageError, match=r"^from_node= and from_step= rerun a previous run: .* as answers=$"):
+        wizard.run_playbook("negative-warps-per-sm", {"have": "trace"}, from_node="inspect")
+    with pytest.raises(wizard.AnswersError) as missing:
+        wizard.run_playbook("negative-warps-per-sm", {"have": "trace"})
+    assert missing.value.problems[0].endswith("answer them with answers= or sets=, or use defaults=")
+    assert "--" not in missing.value.problems[0]
+    cli = run_cli("run", "negative-warps-per-sm", "--set", "have")
+    assert cli.status != 0 and "--set 'have': expected QUESTION=VALUE" in cli.stderr

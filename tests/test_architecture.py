@@ -45,14 +45,36 @@ def _layer(rel: str) -> str:
     return parts[1] if len(parts) > 2 else Path(rel).stem
 
 
-def _imports(tree: ast.Module) -> Iterator[tuple[int, str]]:
-    """Every module imported anywhere in the file, function-level imports included."""
+def _type_checking(tree: ast.Module) -> set[int]:
+    """The nodes inside ``if TYPE_CHECKING:`` blocks: imports type checkers read and Python never runs."""
+    inside: set[int] = set()
     for node in ast.walk(tree):
+        if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
+            inside.update(id(n) for stmt in node.body for n in ast.walk(stmt))
+    return inside
+
+
+DYNAMIC = ("importlib.import_module", "import_module", "__import__")
+
+
+def _imports(tree: ast.Module, *, run_time: bool = False) -> Iterator[tuple[int, str]]:
+    """Every module imported anywhere in the file, function-level imports and ``importlib``/``__import__``
+    calls with a literal name included; ``run_time``: leave out what only type checkers read."""
+    skip = _type_checking(tree) if run_time else set()
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
         if isinstance(node, ast.Import):
             for alias in node.names:
                 yield node.lineno, alias.name
         elif isinstance(node, ast.ImportFrom) and node.module:
             yield node.lineno, node.module
+        elif isinstance(node, ast.Call) and ast.unparse(node.func) in DYNAMIC and node.args:
+            first = node.args[0]
+            yield (
+                node.lineno,
+                first.value if isinstance(first, ast.Constant) and isinstance(first.value, str) else "<computed>",
+            )
 
 
 def _calls(tree: ast.Module) -> Iterator[tuple[int, str]]:
@@ -72,14 +94,110 @@ MODULES = dict(_modules())
 
 @pytest.mark.parametrize("layer", sorted(FORBIDDEN))
 def test_layers_import_only_downwards(layer: str) -> None:
+    """The CLI may name the library's types for its type checker (``if TYPE_CHECKING:``), never load them."""
     bad = [
         f"{rel}:{line}: imports {name}"
         for rel, tree in MODULES.items()
         if _layer(rel) == layer
-        for line, name in _imports(tree)
+        for line, name in _imports(tree, run_time=layer == "cli")
         if name.startswith("wizard.") and name.split(".")[1] in FORBIDDEN[layer]
     ]
     assert bad == []
+
+
+def _module_name(rel: str) -> str:
+    name = rel.removesuffix(".py").replace("/", ".")
+    return name.removesuffix(".__init__")
+
+
+# Where importlib may load code by a name computed at run time: the package's face loads each public
+# name on first use (its table, read below as imports); plugins are installed packages' entry points.
+DYNAMIC_IMPORTS = {"wizard/__init__.py", "wizard/plugins.py"}
+
+
+def test_no_module_imports_by_a_name_the_test_cannot_read() -> None:
+    bad = [
+        f"{rel}:{line}: {name}"
+        for rel, tree in MODULES.items()
+        if rel not in DYNAMIC_IMPORTS
+        for line, name in _imports(tree)
+        if name == "<computed>" or name.split(".")[0] == "importlib"
+    ]
+    assert bad == []
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """wizard module -> the wizard modules it imports when it runs (function-level imports included)."""
+    names = {_module_name(rel): rel for rel in MODULES}
+    graph: dict[str, set[str]] = {}
+    for name, rel in names.items():
+        tree = MODULES[rel]
+        found = set()
+        for node in ast.walk(tree):  # `from wizard.x import y`: y may be a module of its own
+            if isinstance(node, ast.ImportFrom) and node.module and id(node) not in _type_checking(tree):
+                found |= {f"{node.module}.{a.name}" for a in node.names} & names.keys()
+        found |= {imported for _, imported in _imports(tree, run_time=True) if imported in names}
+        graph[name] = found - {name, "wizard"}  # the package itself runs first whoever imports it
+    graph["wizard"] |= {module for module in ast.literal_eval(_lazy_table()) if module in names}
+    return graph
+
+
+def _lazy_table() -> str:
+    """wizard/__init__.py's ``_MODULES``: the modules its public names load from, on first use."""
+    for node in MODULES["wizard/__init__.py"].body:
+        if isinstance(node, ast.AnnAssign) and ast.unparse(node.target) == "_MODULES" and node.value is not None:
+            return ast.unparse(node.value)
+    raise AssertionError("wizard/__init__.py has no _MODULES table")
+
+
+def test_modules_import_from_the_package_itself_only_its_version() -> None:
+    """So leaving the package out of the graph below hides no dependency: it defines __version__ first."""
+    bad = [
+        f"{rel}:{node.lineno}: from wizard import {alias.name}"
+        for rel, tree in MODULES.items()
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module == "wizard" and rel != "wizard/__init__.py"
+        for alias in node.names
+        if alias.name != "__version__" and f"wizard/{alias.name}.py" not in MODULES
+    ]
+    assert bad == []
+
+
+def test_no_import_cycle_among_wizard_modules() -> None:
+    graph = _import_graph()
+    assert {"wizard.api", "wizard.report.registry"} <= graph["wizard"]  # the table and the renderers were read
+    cycles = []
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+
+    def visit(name: str, path: list[str]) -> None:
+        state[name] = 1
+        for nxt in sorted(graph[name]):
+            if state.get(nxt) == 1:
+                cycles.append(" -> ".join([*path[path.index(nxt) :], nxt]))
+            elif nxt not in state:
+                visit(nxt, [*path, nxt])
+        state[name] = 2
+
+    for name in sorted(graph):
+        if name not in state:
+            visit(name, [name])
+    assert cycles == []
+
+
+# The records: what the library returns and the engine keeps. They render only through wizard.rendering.
+RECORDS = {"wizard/trace/report.py", "wizard/engine/transcript.py", "wizard/trace/records.py"}
+
+
+def test_no_record_imports_a_renderer() -> None:
+    bad = [
+        f"{rel}:{line}: imports {name}"
+        for rel in sorted(RECORDS)
+        for line, name in _imports(MODULES[rel])
+        if name.split(".")[:2] in (["wizard", "report"], ["wizard", "ui"]) or name.split(".")[0] == "importlib"
+    ]
+    assert bad == []
+    renders = {"wizard/trace/report.py", "wizard/engine/transcript.py"}
+    assert all("wizard.rendering" in {name for _, name in _imports(MODULES[rel])} for rel in renders)
 
 
 def test_only_the_ui_uses_rich_or_questionary() -> None:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import jsonschema
+import pytest
 
 from tests.conftest import REPO
 from wizard.playbook.graph import dot, explain, mermaid
 from wizard.playbook.loader import load_playbook
+from wizard.playbook.model import ConclusionNode
 from wizard.playbook.schema import SCHEMA_PATH, build_schema
 from wizard.playbook.yaml_source import load_located
 from wizard.probes.registry import catalog
@@ -67,6 +70,23 @@ def test_graph_formats_and_explain() -> None:
     assert "profiler-bug-grid-overflow" in words
 
 
+SHIPPED = sorted((REPO / "playbooks").glob("*.yaml")) + sorted((REPO / "examples" / "playbooks").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.stem)
+def test_every_shipped_playbook_is_drawn_and_explained(path: Path) -> None:
+    """The graph page shows every shipped playbook as it is now; each draws and explains itself whole."""
+    pb = load_playbook(path, catalog())
+    committed = (REPO / "docs" / "flagship-graph.md").read_text()
+    assert f"## {pb.id}: {pb.title}\n" in committed, "run: bash scripts/update-graph"
+    assert "```mermaid\n" + mermaid(pb) + "```" in committed, "run: bash scripts/update-graph"
+    assert dot(pb).startswith(f'digraph "{pb.id}"')
+    words = explain(pb)
+    for i, step in enumerate(pb.steps, 1):
+        assert f"## Step {i} of {len(pb.steps)}: {step.title}" in words
+    assert all(n.diagnosis in words for n in pb.nodes.values() if isinstance(n, ConclusionNode))
+
+
 def test_readme_exit_codes_are_the_enum() -> None:
     """The README's table, the --help epilog and the enum say the same thing."""
     import re
@@ -108,6 +128,7 @@ LOADER_ONLY = {
     "unknown-fact.yaml": "the probe registry's facts",
     "unknown-target.yaml": "the graph",
     "unreachable.yaml": "the graph",
+    "wrong-fact-type.yaml": "the probe registry's fact types, against the conditions' literals",
     "yaml-syntax.yaml": "YAML syntax",
 }
 

@@ -113,3 +113,19 @@ def test_the_profiler_example_on_the_cpu_finds_nothing_and_says_so(tmp_path: Pat
         "no GPU kernels in this profile (no CUDA device here), so no kernel metrics to check",
     ]
     assert re.fullmatch(r"example\.\d+\.pt\.trace\.json", trace.name)
+
+
+def test_every_example_names_its_playbook_and_the_copy_says_to_run_it(tmp_path: Path) -> None:
+    """examples/manifest.yaml names each example's playbook; `warpwizard examples NAME` prints that one."""
+    from tests.conftest import run_inprocess
+    from wizard.examples import list_examples
+    from wizard.runs import found_playbooks
+
+    shipped = {f.name for f in found_playbooks()}
+    examples = list_examples()
+    assert all(e.playbook in shipped for e in examples) and len(examples) == len(MANIFEST["examples"])
+    assert all("playbook" in e for e in MANIFEST["examples"])
+    chosen = examples[-1]
+    copied = run_inprocess("examples", chosen.name, "--to", str(tmp_path / "copy"))
+    assert copied.status == 0, copied.stderr
+    assert f"try it: warpwizard run {chosen.playbook} --answers {tmp_path / 'copy' / 'answers.yaml'}" in copied.stdout

@@ -34,6 +34,12 @@ EXPECTED: dict[str, list[str]] = {
     "unknown-fact.yaml": [
         "13:14: probe 'trace.inspect' (node 'inspect') has no fact 'mechanizms' (did you mean 'mechanisms'?)"
     ],
+    "wrong-fact-type.yaml": [
+        "13:15: facts.inspect.impossible is bool: comparing it with 'yes' always gives the same answer",
+        "15:15: 'in' on facts.inspect.kernels, which is int, not a list, dict or string",
+        "17:15: facts.inspect.kernels is int: comparing it with 'many' always gives the same answer",
+        "17:15: facts.inspect.worst_grid is list[int] | None: comparing it with 3 always gives the same answer",
+    ],
     "code-in-condition.yaml": [
         "8:15: bad condition \"__import__('os').system('echo pwned')\": only plain function calls"
     ],
@@ -74,6 +80,19 @@ def test_broken_playbook_messages(name: str) -> None:
     for expected in EXPECTED[name]:
         assert any(p.startswith(f"{path}:{expected}") for p in problems), (expected, problems)
     assert all(p.startswith(f"{path}:") and "\n" not in p for p in problems)
+
+
+def test_a_well_typed_condition_is_not_refused() -> None:
+    """wrong-fact-type.yaml's fourth branch compares each fact with a literal of its own type: no problem."""
+    problems = load_problems(BROKEN / "wrong-fact-type.yaml")
+    assert not any(":19:" in p for p in problems), problems
+    assert len(problems) == 4, problems
+
+
+def load_problems(path: Path) -> list[str]:
+    with pytest.raises(PlaybookError) as info:
+        load_playbook(path, PROBES)
+    return info.value.problems
 
 
 def test_shipped_and_example_playbooks_load() -> None:

@@ -460,6 +460,49 @@ def test_command_probe_needs_opt_in(tmp_path: Path) -> None:
     assert allowed.status is Status.PASS and allowed.facts["output_tail"] == "hi"
 
 
+def _runs_here(tmp_path: Path) -> dict[str, list[tuple[Environment, dict[str, Any]]]]:
+    """Each probe on the paths that run on this machine without torch or a GPU (the tests with torch
+    run the rest, each checked by conftest's fact check too)."""
+    traces = EXAMPLES / "traces"
+    no_torch = env_for(tmp_path, python="/usr/bin/false")
+    failing = Workload.parse("python -c 'import sys; sys.exit(3)'", sys.executable)
+    return {
+        "trace.inspect": [
+            (no_torch, {"paths": str(traces / "grid-overflow.json")}),
+            (no_torch, {"paths": str(traces / "corrupt.json")}),
+            (no_torch, {"paths": []}),
+            (no_torch, {"paths": [str(p) for p in sorted(traces.glob("*.json"))[:6]]}),
+        ],
+        "env": [(env_for(tmp_path, python="/usr/bin/false", nvml_loader=FakeNvml), {}), (no_torch, {})],
+        "profiler.reprofile": [(no_torch, {}), (env_for(tmp_path, python="/usr/bin/false", workload=failing), {})],
+        "cuda.launch_blocking": [(no_torch, {}), (env_for(tmp_path, python="/usr/bin/false", workload=failing), {})],
+        "op.isolate": [(no_torch, {}), (no_torch, {"trace": str(traces / "grid-overflow.json")})],
+        "hardware.compare": [(no_torch, {"reports": []}), (no_torch, {})],
+        "metrics.sanity": [
+            (no_torch, {"trace": str(traces / "impossible-registers.json")}),
+            (no_torch, {"trace": str(traces / "shared-memory-over-48k.json")}),
+        ],
+        "command.run": [
+            (no_torch, {"argv": ["echo", "hi"]}),
+            (env_for(tmp_path, allow_commands=True), {"argv": ["sh", "-c", "echo out; exit 2"]}),
+        ],
+    }
+
+
+def test_every_probe_produces_the_facts_it_declares(tmp_path: Path) -> None:
+    """A fact the probe produces but does not declare (a misspelling), or of another type than declared,
+    would send a playbook down a default branch: every probe, every path that runs here."""
+    from wizard.probes.base import fact_problems
+
+    runs = _runs_here(tmp_path)
+    assert set(runs) == set(builtin_probes())
+    for name, probe in builtin_probes().items():
+        for env, params in runs[name]:
+            result = probe.run(env, params, timeout=60)
+            assert result.facts, (name, params)
+            assert fact_problems(probe.facts, result.facts) == [], (name, params)
+
+
 def test_every_probe_declares_its_contract() -> None:
     for name, probe in builtin_probes().items():
         assert probe.name == name and probe.summary and probe.facts

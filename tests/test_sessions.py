@@ -315,7 +315,7 @@ def test_probes_shows_one_probe_whole_and_all_as_json() -> None:
 
     one = run_inprocess("probes", "trace.inspect")
     assert one.status == 0
-    assert "    max_true_warps_per_sm (any): " in one.stdout  # a fact name the table cut at 80 columns
+    assert "    max_true_warps_per_sm (float): " in one.stdout  # a fact name the table cut at 80 columns
     everything = strict_json(run_inprocess("probes", "--json").stdout)
     from wizard.runs import list_probes
 

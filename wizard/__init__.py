@@ -19,7 +19,18 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+from wizard import rendering as _rendering
+
 __version__ = "0.1.0"
+
+
+def _report_layer() -> None:
+    """The renderers: wizard.report registers them when imported, the first time a record renders itself
+    (``to_html``, ``to_markdown``, ``_repr_html_``); records never import the report layer themselves."""
+    import wizard.report.registry  # noqa: F401
+
+
+_rendering.provide(_report_layer)
 
 # Three views of one list, kept equal by tests/test_api.py: where each public name is defined (for
 # loading it on first use), __all__, and the imports type checkers read.

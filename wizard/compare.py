@@ -72,6 +72,21 @@ def _mechanisms(names: Any) -> set[str]:
     return set(sorted(found)[:MAX_ITEMS])
 
 
+# The probes whose facts say which mechanisms a run saw (trace.inspect in a trace, the others in a re-run).
+SHOW_MECHANISMS = {"trace.inspect", "profiler.reprofile", "op.isolate"}
+
+
+def _probe(entry: dict[str, Any], facts: dict[str, Any]) -> str | None:
+    """The probe an entry ran, by its name; a transcript written before entries carried it is told by its
+    facts (the env probe's torch version, a mechanism probe's mechanisms)."""
+    name = entry.get("probe")
+    if "probe" in entry:
+        return name if isinstance(name, str) else None
+    if "torch_version" in facts:
+        return "env"
+    return "trace.inspect" if "mechanisms" in facts else None
+
+
 def _from_transcript(data: dict[str, Any], source: str) -> MachineReport:
     host: dict[str, Any] = data["host"] if isinstance(data.get("host"), dict) else {}
     mechanisms: set[str] = set()
@@ -84,15 +99,16 @@ def _from_transcript(data: dict[str, Any], source: str) -> MachineReport:
         facts = entry.get("facts") if isinstance(entry, dict) else None
         if not isinstance(facts, dict):
             continue
+        probe = _probe(entry, facts)
         # trace.inspect says "impossible"; a probe that re-ran the workload or a repro, "reproduced"
         shown = facts.get("impossible", facts.get("reproduced"))
         ran_kernels = facts.get("cuda_available") is not False  # a CPU-only re-run shows nothing either way
-        if "mechanisms" in facts and isinstance(shown, bool) and ran_kernels:
+        if probe in SHOW_MECHANISMS and isinstance(shown, bool) and ran_kernels:
             mechanisms |= _mechanisms(facts.get("mechanisms") if isinstance(facts.get("mechanisms"), list) else ())
             impossible = bool(impossible) or shown
             work = work or _text(facts.get("workload"))
             gpus = gpus or _texts(facts.get("gpus"))
-        if "torch_version" in facts:
+        if probe == "env":
             torch = torch or _text(facts.get("torch_version"))
             driver = driver or _text(facts.get("driver_version"))
             gpus = gpus or _texts(facts.get("gpu_names"))

@@ -29,6 +29,7 @@ class Example:
     diagnosis: str
     planted: str
     answers: Path
+    playbook: str  # the playbook it runs (examples/manifest.yaml names one per example)
 
 
 def list_examples() -> list[Example]:
@@ -42,6 +43,7 @@ def list_examples() -> list[Example]:
             e["diagnosis"],
             " ".join(str(e.get("planted", "")).split()),
             root / "answers" / Path(e["answers"]).name,
+            str(e.get("playbook") or manifest["playbook"]),
         )
         for e in manifest["examples"]
     ]

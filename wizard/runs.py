@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from wizard.api import PathLike, path_text
 from wizard.engine.answers import ORIGIN_FILE, AnswerSource, MappingAnswers, check_answers, load_answers_file
@@ -25,12 +25,25 @@ from wizard.engine.engine import run_probe as _run_probe
 from wizard.engine.reuse import Reuse
 from wizard.engine.transcript import Transcript, TranscriptEntry
 from wizard.environment import Environment, Workload
-from wizard.errors import AnswersError, PlaybookError, PlaybookNotFound, UsageError
+from wizard.errors import (
+    AnswersError,
+    Interrupted,
+    OutputFileError,
+    PlaybookError,
+    PlaybookNotFound,
+    Terminated,
+    TerminateSignal,
+    UsageError,
+)
 from wizard.options import Options
 from wizard.playbook.model import Playbook, yes_no
-from wizard.probes.base import PARAM_TYPES, ParamSpec, ProbeInfo, with_defaults
-from wizard.probes.registry import builtin_probes, catalog
+from wizard.probes.base import PARAM_TYPES, ParamSpec, ProbeInfo, ProbeResult, with_defaults
+from wizard.probes.registry import catalog, registered_probes
 from wizard.system import System
+
+if TYPE_CHECKING:
+    from wizard.engine.plan import Plan
+    from wizard.playbook.trust import ProgramUse
 
 # -- playbooks ------------------------------------------------------------------------------------
 
@@ -86,40 +99,262 @@ def prepare_run(
     system: System | None = None,
     observer: EngineObserver | None = None,
     reuse: Reuse | None = None,
+    spell: Callable[[str], str] = str,
 ) -> Engine:
     """An engine ready to walk ``playbook``; ``.run()`` returns the transcript and ``.state`` holds the
     answers so far (the CLI saves them on Ctrl-C). ``run_playbook`` is this with answers from a mapping."""
     pb = playbook if isinstance(playbook, Playbook) else load_playbook(_path_text(playbook, "playbook"))
     system = system or System()
     env = Environment(system, (options or Options()).settings(system))
-    return Engine(pb, source, builtin_probes(), env, observer=observer, reuse=reuse)
+    return Engine(pb, source, registered_probes(), env, observer=observer, reuse=reuse, spell=spell)
+
+
+def _library_continue(playbook_id: str) -> str:
+    return f"continue with: wizard.run_playbook({playbook_id!r}, resume=True)"
+
+
+@overload
+def run_playbook(
+    playbook: Playbook | PathLike,
+    answers: Mapping[str, Any] | PathLike | None = ...,
+    *,
+    dry_run: Literal[False] = ...,
+    defaults: bool = ...,
+    options: Options | None = ...,
+    system: System | None = ...,
+    sets: Sequence[str] = ...,
+    resume: bool = ...,
+    record: PathLike | None = ...,
+    report: PathLike | None = ...,
+    force: bool = ...,
+    from_node: str | None = ...,
+    from_step: int | None = ...,
+    playbook_dirs: Sequence[str] = ...,
+    answer_source: Callable[[Playbook, dict[str, Any], dict[str, str]], AnswerSource] | None = ...,
+    observer: EngineObserver | None = ...,
+    notify: Callable[[str, str], None] = ...,
+    spell: Callable[[str], str] = ...,
+    continue_with: Callable[[str], str] = ...,
+) -> Transcript: ...
+
+
+@overload
+def run_playbook(
+    playbook: Playbook | PathLike,
+    answers: Mapping[str, Any] | PathLike | None = ...,
+    *,
+    dry_run: Literal[True],
+    defaults: bool = ...,
+    options: Options | None = ...,
+    system: System | None = ...,
+    sets: Sequence[str] = ...,
+    resume: bool = ...,
+    record: PathLike | None = ...,
+    report: PathLike | None = ...,
+    force: bool = ...,
+    from_node: str | None = ...,
+    from_step: int | None = ...,
+    playbook_dirs: Sequence[str] = ...,
+    answer_source: Callable[[Playbook, dict[str, Any], dict[str, str]], AnswerSource] | None = ...,
+    observer: EngineObserver | None = ...,
+    notify: Callable[[str, str], None] = ...,
+    spell: Callable[[str], str] = ...,
+    continue_with: Callable[[str], str] = ...,
+) -> Plan: ...
 
 
 def run_playbook(
     playbook: Playbook | PathLike,
     answers: Mapping[str, Any] | PathLike | None = None,
     *,
+    dry_run: bool = False,
     defaults: bool = False,
     options: Options | None = None,
     system: System | None = None,
-) -> Transcript:
-    """Walk a playbook to its diagnosis without a person: ``answers`` (a mapping of question id to
-    value, or a YAML/JSON answers file) answer the questions, ``defaults`` fills the rest from the
-    playbook. ``transcript.diagnosis`` and ``transcript.evidence`` hold the outcome.
+    sets: Sequence[str] = (),
+    resume: bool = False,
+    record: PathLike | None = None,
+    report: PathLike | None = None,
+    force: bool = False,
+    from_node: str | None = None,
+    from_step: int | None = None,
+    playbook_dirs: Sequence[str] = (),
+    answer_source: Callable[[Playbook, dict[str, Any], dict[str, str]], AnswerSource] | None = None,
+    observer: EngineObserver | None = None,
+    notify: Callable[[str, str], None] = lambda kind, text: None,
+    spell: Callable[[str], str] = lambda name: f"{name}=",
+    continue_with: Callable[[str], str] = _library_continue,
+) -> Transcript | Plan:
+    """Walk a playbook to its diagnosis: the one run, which ``warpwizard run`` calls too.
 
-    Raises AnswersError naming any unknown, invalid or missing answer (before any probe runs, where
-    it can), PlaybookError / PlaybookNotFound, UsageError for bad options."""
+    ``answers`` (a mapping of question id to value, or a YAML/JSON answers file, its relative paths taken
+    from where it is) and ``sets`` (``"ID=VALUE"``, which win) answer the questions; ``defaults`` fills the
+    rest from the playbook; ``answer_source(playbook, values, origins)`` may put a person in for the rest (the CLI's
+    prompts). ``resume``: the answers of this playbook's last interrupted session. ``from_node`` /
+    ``from_step``: rerun from there, reusing the earlier probes' results in ``answers`` (a transcript).
+    ``record`` / ``report``: write the answers given / a report (``.md``, ``.html``, ``.json``), checked
+    before any probe runs and never over what the run read (``force`` replaces another file). On Ctrl-C or
+    SIGTERM the answers so far are saved and Interrupted / Terminated say where. ``dry_run``: the Plan
+    (nothing runs, nothing is written). ``transcript.diagnosis`` and ``transcript.evidence`` hold the outcome.
 
-    pb = playbook if isinstance(playbook, Playbook) else load_playbook(_path_text(playbook, "playbook"))
-    if isinstance(answers, Mapping):
-        values = dict(answers)
-    elif answers is None:
-        values = {}
-    else:  # a file, read as the command line reads it (its relative paths from where it is)
-        values, _ = given_answers(pb, answers_file=_path_text(answers, "answers"))
+    ``spell`` names an option as the caller knows it (``sets=`` here, ``--set`` on a command line),
+    ``notify(kind, text)`` hears what the run decided (``resumed``, ``rerun``) and where probes wrote
+    (``workspace``), ``continue_with`` says how to resume.
+    Raises AnswersError, PlaybookError / PlaybookNotFound, UsageError for bad options."""
+    system = system or System()
+    options = options or Options()
+    pb = (
+        playbook
+        if isinstance(playbook, Playbook)
+        else load_playbook(_path_text(playbook, "playbook"), playbook_dirs=playbook_dirs, environ=system.environ)
+    )
+    given = dict(answers) if isinstance(answers, Mapping) else {}
+    answers_file = None if answers is None or isinstance(answers, Mapping) else _path_text(answers, "answers")
+    if resume:
+        answers_file = _resumed(pb, answers_file, system, notify, spell)
+    values, origins = given_answers(
+        pb,
+        answers_file=answers_file,
+        sets=sets,
+        workload=options.workload,
+        stdin=system.stdin,
+        nofollow=resume,  # a session file is opened only if it is the user's own regular file
+        spell=spell,
+    )
+    values.update(given)
+    origins.update(dict.fromkeys(given, ORIGIN_FILE))
     check_given(pb, values)
-    engine = prepare_run(pb, MappingAnswers(values, use_defaults=defaults, origin=ORIGIN_FILE), options, system=system)
-    return walk(engine, values, "pass them in answers, or defaults=True")
+    if dry_run:
+        return _plan(pb, values, origins, defaults=defaults, allow_commands=options.allow_commands)
+    outputs = RunOutputs(record, report, force, [p for p in (answers_file, pb.path) if p and p != "-"])
+    outputs.check(options, values, spell)
+    reuse = _reuse(pb, answers_file, node=from_node, step=from_step, notify=notify, spell=spell)
+    source = (
+        answer_source(pb, values, origins)
+        if answer_source
+        else scripted_answers(values, origins, defaults=defaults, spell=spell)
+    )
+    engine = prepare_run(pb, source, options, system=system, observer=observer, reuse=reuse, spell=spell)
+    hint = f"answer them with {spell('answers')} or {spell('sets')}, or use {spell('defaults')}"
+    try:
+        transcript = walk(engine, values, hint)
+    except KeyboardInterrupt as exc:
+        answered = engine.state.answers
+        saved, note = save_interrupted(pb, answered, system, record=record, inputs=outputs.inputs(options, answered))
+        resume_hint = continue_with(pb.id) if saved and not record else None
+        if isinstance(exc, TerminateSignal):
+            raise Terminated(saved, note, resume_hint, exc.signum) from None
+        raise Interrupted(saved, note, resume_hint) from None
+    outputs.write(transcript, options)
+    workspace = engine.env.settings.report_dir
+    if workspace.is_dir():  # probes wrote there: say where (never in the current directory unasked)
+        notify("workspace", f"this run's files: {workspace}")
+    return transcript
+
+
+@dataclass
+class RunOutputs:
+    """``record`` and ``report``: checked before anything runs, written at the end, never over an input."""
+
+    record: PathLike | None
+    report: PathLike | None
+    force: bool
+    read: list[str]  # the answers file and the playbook
+
+    def inputs(self, options: Options, answers: Mapping[str, Any]) -> list[str]:
+        """What the run reads, which no output replaces (answers typed at the prompt included)."""
+        return self.read + run_inputs(options, answers.values())
+
+    def check(self, options: Options, values: Mapping[str, Any], spell: Callable[[str], str]) -> None:
+        """Refused before any probe runs: an unknown report format, an output onto an input or over a
+        file (without ``force``), two outputs naming one file."""
+        from wizard.outputs import check_outputs
+        from wizard.rendering import renderer
+
+        if self.report:
+            renderer("format")(os.fspath(self.report))  # an unknown suffix, the html extra missing: said now
+        named = [(os.fspath(p), what) for p, what in ((self.record, "answers record"), (self.report, "report")) if p]
+        check_outputs(named, inputs=self.inputs(options, values), force=self.force)
+
+    def write(self, transcript: Transcript, options: Options) -> None:
+        from wizard.outputs import write_text
+
+        inputs = self.inputs(options, transcript.answers)
+        pb_id = transcript.playbook["id"]
+        if self.record:
+            text = answers_text(transcript.answers, pb_id)
+            write_text(os.fspath(self.record), text, inputs=inputs, force=self.force, what="answers record")
+        if self.report:
+            text = transcript.render(Path(self.report).suffix)
+            write_text(os.fspath(self.report), text, inputs=inputs, force=self.force, what="report")
+
+
+def _resumed(
+    pb: Playbook,
+    answers_file: str | None,
+    system: System,
+    notify: Callable[[str, str], None],
+    spell: Callable[[str], str],
+) -> str:
+    """``resume``: the last interrupted session of this playbook becomes the answers file."""
+    if answers_file:
+        raise UsageError(f"{spell('resume')} continues a saved session; give it or {spell('answers')}, not both")
+    found = latest_session(pb.id, system.environ)
+    if found is None:
+        where = sessions_dir(system.environ)
+        raise UsageError(f"no interrupted session of {pb.id} to resume (sessions are saved in {where})")
+    notify("resumed", f"resuming from {found}")
+    return str(found)
+
+
+def _reuse(
+    pb: Playbook,
+    answers_file: str | None,
+    *,
+    node: str | None,
+    step: int | None,
+    notify: Callable[[str, str], None],
+    spell: Callable[[str], str],
+) -> Reuse | None:
+    """``from_node`` / ``from_step``: the earlier probes' results from the answers' transcript."""
+    if node is None and step is None:
+        return None
+    if not answers_file or answers_file == "-":
+        raise UsageError(
+            f"{spell('from_node')} and {spell('from_step')} rerun a previous run: "
+            f"give its JSON transcript as {spell('answers')}"
+        )
+    from wizard.engine.reuse import recorded
+
+    reuse = recorded(pb, answers_file, node=node, step=step)
+    names = ", ".join(reuse.results) or "none"
+    notify(
+        "rerun",
+        f"rerunning from {reuse.start}; reusing the recorded results of: {names} (each only where its inputs and "
+        "the files they name are unchanged; the transcript says why any ran again)",
+    )
+    return reuse
+
+
+def save_interrupted(
+    pb: Playbook, answers: dict[str, Any], system: System, *, record: PathLike | None = None, inputs: list[str]
+) -> tuple[str | None, str]:
+    """Where an interrupted run's answers went (never over an existing file), or why nowhere: ``record``'s
+    name when given (beside a file already there), else a session in the state directory."""
+    from wizard.outputs import write_text
+
+    if not answers:
+        return None, "; no question was answered yet, so nothing was saved"
+    try:
+        if record:  # an earlier run's file, or the user's own: the next free name beside it, taken atomically
+            target = write_text(
+                os.fspath(record), answers_text(answers, pb.id), inputs=inputs, what="answers", free=True
+            )
+            return str(target), ""
+        saved = save_session(pb, answers, system.environ, system.clock.now())
+    except OutputFileError as exc:
+        return None, f"; the answers could not be saved ({exc})"
+    return str(saved), ""
 
 
 def check_given(pb: Playbook, values: Mapping[str, Any]) -> None:
@@ -149,6 +384,7 @@ def given_answers(
     workload: str | None = None,
     stdin: Any = None,
     nofollow: bool = False,
+    spell: Callable[[str], str] = str,
 ) -> tuple[dict[str, Any], dict[str, str]]:
     """The answers a command line gives and where each came from: the file (its relative paths taken
     from where the file is), ``--workload`` for the questions it answers, then ``--set`` (which wins)."""
@@ -163,15 +399,17 @@ def given_answers(
         origins.update(dict.fromkeys(values, ORIGIN_FILE))
     for question in workload_questions(pb) if workload else ():
         values[question], origins[question] = workload, ORIGIN_COMMAND_LINE
-    given_here = parse_set_options(list(sets))
+    given_here = parse_set_options(list(sets), spell)
     values.update(given_here)
     origins.update(dict.fromkeys(given_here, ORIGIN_COMMAND_LINE))
     return values, origins
 
 
-def scripted_answers(values: Mapping[str, Any], origins: Mapping[str, str], *, defaults: bool) -> AnswerSource:
+def scripted_answers(
+    values: Mapping[str, Any], origins: Mapping[str, str], *, defaults: bool, spell: Callable[[str], str] = str
+) -> AnswerSource:
     """Answers with nobody to ask: the given ones, then the defaults when ``defaults``."""
-    return MappingAnswers(values, use_defaults=defaults, origins=origins)
+    return MappingAnswers(values, use_defaults=defaults, origins=origins, spell=spell)
 
 
 def answers_text(answers: Mapping[str, Any], playbook_id: str) -> str:
@@ -181,20 +419,13 @@ def answers_text(answers: Mapping[str, Any], playbook_id: str) -> str:
     return dump_answers(answers, playbook_id)
 
 
-def dry_run(
+def _plan(
     pb: Playbook, values: Mapping[str, Any], origins: Mapping[str, str], *, defaults: bool, allow_commands: bool
-) -> Any:
+) -> Plan:
     """The path the answers take as far as they decide it, every probe and program (nothing runs)."""
     from wizard.engine.plan import plan_run
 
     return plan_run(pb, values, origins, catalog(), defaults=defaults, allow_commands=allow_commands)
-
-
-def reuse_from(pb: Playbook, transcript: str, *, node: str | None, step: int | None) -> Reuse:
-    """A previous run's probe results before ``node`` (or step ``step``), for ``--from``."""
-    from wizard.engine.reuse import recorded
-
-    return recorded(pb, transcript, node=node, step=step)
 
 
 def _path_text(value: Any, what: str) -> str:
@@ -240,7 +471,7 @@ class Checked:
     name: str
     problems: list[str]
     summary: str = ""
-    program_uses: list[Any] = field(default_factory=list)
+    program_uses: list[ProgramUse] = field(default_factory=list)
 
 
 def check_playbooks(
@@ -312,7 +543,7 @@ def answers_file_template(pb: Playbook) -> str:
     return answers_template(pb, frozenset(program_questions(pb)))
 
 
-def machine_facts(system: System | None = None, python: str | None = None) -> Any:
+def machine_facts(system: System | None = None, python: str | None = None) -> ProbeResult:
     """The ``env`` probe's result for this machine (versions, GPUs via NVML, profilers): no workspace
     is left behind."""
     import tempfile
@@ -477,8 +708,10 @@ def run_probe(
         {"id": f"probe:{name}", "title": f"warpwizard probe {name}", "version": "1"}, clock.now()
     )
     started = clock.monotonic()
-    entry = TranscriptEntry(node=name, kind="probe", step=None, started=clock.now().isoformat(), duration_s=0.0)
-    result = _run_probe(builtin_probes()[name], full, env, timeout)
+    entry = TranscriptEntry(
+        node=name, kind="probe", step=None, started=clock.now().isoformat(), duration_s=0.0, probe=name
+    )
+    result = _run_probe(registered_probes()[name], full, env, timeout)
     entry.inputs = full
     entry.record(result)
     entry.duration_s = round(clock.monotonic() - started, 6)

@@ -18,7 +18,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import IO, TYPE_CHECKING, Any, cast
 
 from wizard.cli.parser import build_parser, probe_options
 from wizard.errors import (
@@ -40,6 +40,12 @@ from wizard.errors import (
 from wizard.exit_status import ExitStatus, for_signal
 from wizard.system import System
 from wizard.untrusted import visible
+
+if TYPE_CHECKING:  # the library's types, for the type checker only: at run time the CLI loads none of them
+    from wizard.engine.transcript import Transcript
+    from wizard.options import Options
+    from wizard.playbook.model import Playbook
+    from wizard.probes.base import ProbeInfo
 
 
 class _Stream:
@@ -111,19 +117,19 @@ class Context:
         return list(self.args.playbook_dir)
 
 
-def _catalog() -> Any:
+def _catalog() -> dict[str, ProbeInfo]:
     from wizard.runs import list_probes
 
     return list_probes()
 
 
-def _load(ctx: Context, name: str) -> Any:
+def _load(ctx: Context, name: str) -> Playbook:
     from wizard.runs import load_playbook
 
     return load_playbook(name, playbook_dirs=ctx.playbook_dirs, environ=ctx.system.environ)
 
 
-def _probe_options(ctx: Context) -> Any:
+def _probe_options(ctx: Context) -> Options:
     """The options of ``run`` and ``probe`` for probes, checked now (a workload that is not Python)."""
     options = probe_options(ctx.args)
     options.settings(ctx.system, spell=_option)
@@ -134,26 +140,9 @@ def _probe_options(ctx: Context) -> Any:
 def cmd_run(ctx: Context, playbook_name: str | None = None) -> ExitStatus:
     from wizard.cli.run import RunOptions, run_playbook
 
-    args = ctx.args
-    options = RunOptions(
-        playbook=playbook_name or args.playbook,
-        answers_file=args.answers,
-        sets=args.set,
-        defaults=args.defaults,
-        record=args.record,
-        json_out=args.json,
-        report=args.report,
-        force=args.force,
-        teach=args.teach,
-        resume=args.resume,
-        fail_on=args.fail_on,
-        dry_run=args.dry_run,
-        from_node=args.from_node,
-        from_step=args.from_step,
-        options=_probe_options(ctx),
-        playbook_dirs=ctx.playbook_dirs,
-    )
-    return run_playbook(options, ctx.system, ctx.console(stderr=args.json), ctx.console(), ctx.stdout)
+    options = RunOptions.parsed(ctx.args, options=_probe_options(ctx), playbook_dirs=ctx.playbook_dirs)
+    options.playbook = playbook_name or options.playbook
+    return run_playbook(options, ctx.system, ctx.console(stderr=options.json_out), ctx.console(), ctx.stdout)
 
 
 def cmd_probe(ctx: Context) -> ExitStatus:
@@ -186,7 +175,7 @@ def cmd_probe(ctx: Context) -> ExitStatus:
     return {"fail": ExitStatus.FINDINGS, "error": ExitStatus.PROBE_FAILURE}.get(status or "", ExitStatus.OK)
 
 
-def _show_probe(ctx: Context, transcript: Any, target: str | None, inputs: list[str]) -> None:
+def _show_probe(ctx: Context, transcript: Transcript, target: str | None, inputs: list[str]) -> None:
     from wizard.serialize import dumps
 
     document = dumps(transcript.to_dict()) + "\n"
@@ -291,7 +280,8 @@ def cmd_examples(ctx: Context) -> ExitStatus:
     for path in written:
         ctx.write(f"wrote {path}\n")
     flag = " --allow-commands" if any(p.suffix == ".py" for p in written) else ""  # its answers name a workload
-    ctx.write(f"try it: warpwizard run negative-warps-per-sm --answers {destination / 'answers.yaml'}{flag}\n")
+    playbook = next(e.playbook for e in list_examples() if e.name == name)
+    ctx.write(f"try it: warpwizard run {playbook} --answers {destination / 'answers.yaml'}{flag}\n")
     return ExitStatus.OK
 
 

@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from wizard import __version__
 from wizard.errors import UsageError
 from wizard.exit_status import epilog
+from wizard.schemas import TRACE_REPORT, TRANSCRIPT
+
+if TYPE_CHECKING:
+    from wizard.options import Options
 
 
 class _Parser(argparse.ArgumentParser):
@@ -70,42 +74,28 @@ def _add_progress(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_run(sub: _Sub, kw: dict[str, Any]) -> None:
+    """``run``'s arguments, one per field of ``wizard.cli.run.RunOptions`` (declared there and nowhere else),
+    then the probes' options (``Options``')."""
+    from wizard.cli.run import RunOptions
+
     run = sub.add_parser("run", help="walk a playbook to a diagnosis", **kw)
-    run.add_argument("playbook", help="playbook name (see 'list') or path to a .yaml file")
-    run.add_argument("--answers", metavar="FILE", help="answers (YAML/JSON, '-' for stdin): no prompts")
-    run.add_argument("--set", action="append", default=[], metavar="QUESTION=VALUE", help="answer one question")
-    run.add_argument("--defaults", action="store_true", help="take each unanswered question's default (no prompts)")
-    run.add_argument("--record", metavar="FILE", help="write the answers given, to replay with --answers")
-    run.add_argument(
-        "--json", action="store_true", help="print the transcript as JSON (schema warpwizard.transcript/1)"
-    )
-    _add_report(run)
-    run.add_argument("--force", action="store_true", help="replace --report and --record files that exist")
-    run.add_argument("--teach", action="store_true", help="explain every step and node as you go")
-    run.add_argument(
-        "--resume",
-        action="store_true",
-        help="continue the last interrupted session of this playbook (saved on Ctrl-C, SIGTERM, SIGHUP)",
-    )
-    start = run.add_mutually_exclusive_group()
-    start.add_argument(
-        "--from",
-        dest="from_node",
-        metavar="NODE",
-        help="rerun from NODE, reusing the earlier probes' results of the --json transcript given as --answers",
-    )
-    start.add_argument("--from-step", type=int, metavar="N", help="like --from, from the first node of step N")
-    run.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="print the path the answers take, every probe and program it would run; run nothing",
-    )
-    run.add_argument(
-        "--fail-on",
-        choices=("warning", "error"),
-        metavar="SEVERITY",
-        help="exit 1 when the diagnosis is at least this severe: warning or error (for CI)",
-    )
+    groups: dict[str, Any] = {}
+    for spec in dataclasses.fields(RunOptions):
+        meta = dict(spec.metadata)
+        if meta.get("positional"):
+            run.add_argument(spec.name, help=meta["help"])
+        elif meta.get("shared") == "report":
+            _add_report(run)
+        elif meta:
+            kind = dict(meta["kind"])
+            group = kind.pop("group", None)
+            if group and group not in groups:
+                groups[group] = run.add_mutually_exclusive_group()
+            target = groups[group] if group else run
+            flag = meta["flag"] or "--" + spec.name.replace("_", "-")
+            if meta["metavar"]:
+                kind["metavar"] = meta["metavar"]
+            target.add_argument(flag, dest=spec.name, help=meta["help"], **kind)
     _add_probe_options(run)
     _add_progress(run)
 
@@ -118,7 +108,7 @@ def _add_probe(sub: _Sub, kw: dict[str, Any]) -> None:
     )
     probe.add_argument("name", help="a registered probe, e.g. trace.inspect, profiler.reprofile, op.isolate")
     probe.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="one of its parameters")
-    probe.add_argument("--json", action="store_true", help="print the report (schema warpwizard.transcript/1)")
+    probe.add_argument("--json", action="store_true", help=f"print the report (schema {TRANSCRIPT})")
     probe.add_argument(
         "--output",
         metavar="FILE",
@@ -152,7 +142,7 @@ def _add_probe_options(parser: argparse.ArgumentParser) -> None:
         parser.add_argument(flag, dest=spec.name, help=spec.metadata["help"], **kind)
 
 
-def probe_options(args: argparse.Namespace) -> Any:
+def probe_options(args: argparse.Namespace) -> Options:
     """The ``Options`` a command line asked for (the parsed arguments of ``_add_probe_options``)."""
     from wizard.options import Options
 
@@ -190,7 +180,7 @@ def _add_trace(sub: _Sub, kw: dict[str, Any]) -> None:
     tsub = trace.add_subparsers(dest="trace_command", metavar="ACTION", parser_class=_Parser)
     ins = tsub.add_parser("inspect", help="explain every impossible kernel metric in traces", **kw)
     ins.add_argument("paths", nargs="+", metavar="PATH", help=".json/.json.gz traces or per-rank directories")
-    ins.add_argument("--json", action="store_true", help="machine-readable (schema warpwizard.trace-report/2)")
+    ins.add_argument("--json", action="store_true", help=f"machine-readable (schema {TRACE_REPORT})")
     ins.add_argument("--markdown", metavar="FILE", help="write Markdown for a bug report ('-': to stdout, alone)")
     _add_report(ins)
     ins.add_argument("--force", action="store_true", help="replace a --markdown or --report file that exists")

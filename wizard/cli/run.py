@@ -1,199 +1,202 @@
-"""``warpwizard run``: wire answers, probes, environment and terminal to the engine."""
+"""``warpwizard run``: the library's one run (``wizard.runs.run_playbook``) with a terminal around it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any
 
-from wizard.errors import Interrupted, OutputFileError, Terminated, TerminateSignal, UsageError
 from wizard.exit_status import ExitStatus
 from wizard.options import Options
-from wizard.outputs import check_outputs, write_text
-from wizard.runs import (
-    answers_text,
-    check_given,
-    dry_run,
-    given_answers,
-    latest_session,
-    load_playbook,
-    prepare_run,
-    reuse_from,
-    run_inputs,
-    save_session,
-    scripted_answers,
-    sessions_dir,
-    walk,
-)
+from wizard.schemas import TRANSCRIPT
 from wizard.serialize import dumps
 from wizard.system import System
 from wizard.untrusted import rich_text
 
-Playbook = Any  # wizard.playbook.model.Playbook: the CLI reaches playbooks only through wizard.runs
+if TYPE_CHECKING:
+    from wizard.engine.answers import AnswerSource
+    from wizard.engine.plan import Plan
+    from wizard.engine.transcript import Transcript
+    from wizard.playbook.model import Playbook
+
+
+def _arg(help: str, *, flag: str | None = None, metavar: str | None = None, **kind: Any) -> dict[str, Any]:
+    """A field's command-line declaration: wizard/cli/parser.py builds ``run``'s arguments from these."""
+    return {"help": help, "flag": flag, "metavar": metavar, "kind": kind}
 
 
 @dataclass
 class RunOptions:
-    playbook: str
-    answers_file: str | None = None
-    sets: list[str] = field(default_factory=list)
-    defaults: bool = False
-    record: str | None = None
-    json_out: bool = False
-    report: str | None = None
-    teach: bool = False
-    options: Options = field(default_factory=Options)  # what probes may do, where they write
-    playbook_dirs: list[str] = field(default_factory=list)
-    force: bool = False
-    resume: bool = False
-    fail_on: str | None = None  # warning | error: exit 1 when the diagnosis is at least that severe
-    dry_run: bool = False
-    from_node: str | None = None  # rerun from here, reusing the --answers transcript's earlier results
-    from_step: int | None = None
+    """``warpwizard run``'s options, declared once: each field's metadata is its argument (parser.py builds
+    them), its name the library's (``wizard.run_playbook``'s keyword, which ``_flag`` spells as the flag)."""
 
+    playbook: str = field(metadata={"help": "playbook name (see 'list') or path to a .yaml file", "positional": True})
+    answers: str | None = field(
+        default=None, metadata=_arg("answers (YAML/JSON, '-' for stdin): no prompts", metavar="FILE")
+    )
+    sets: list[str] = field(
+        default_factory=list,
+        metadata=_arg("answer one question", flag="--set", metavar="QUESTION=VALUE", action="append", default=[]),
+    )
+    defaults: bool = field(
+        default=False,
+        metadata=_arg("take each unanswered question's default (no prompts)", action="store_true"),
+    )
+    record: str | None = field(
+        default=None, metadata=_arg("write the answers given, to replay with --answers", metavar="FILE")
+    )
+    json_out: bool = field(
+        default=False,
+        metadata=_arg(f"print the transcript as JSON (schema {TRANSCRIPT})", flag="--json", action="store_true"),
+    )
+    report: str | None = field(default=None, metadata={"shared": "report"})  # parser.py's one --report
+    force: bool = field(
+        default=False, metadata=_arg("replace --report and --record files that exist", action="store_true")
+    )
+    teach: bool = field(default=False, metadata=_arg("explain every step and node as you go", action="store_true"))
+    resume: bool = field(
+        default=False,
+        metadata=_arg(
+            "continue the last interrupted session of this playbook (saved on Ctrl-C, SIGTERM, SIGHUP)",
+            action="store_true",
+        ),
+    )
+    from_node: str | None = field(
+        default=None,
+        metadata=_arg(
+            "rerun from NODE, reusing the earlier probes' results of the --json transcript given as --answers",
+            flag="--from",
+            metavar="NODE",
+            group="start",
+        ),
+    )
+    from_step: int | None = field(
+        default=None,
+        metadata=_arg("like --from, from the first node of step N", metavar="N", type=int, group="start"),
+    )
+    dry_run: bool = field(
+        default=False,
+        metadata=_arg(
+            "print the path the answers take, every probe and program it would run; run nothing",
+            action="store_true",
+        ),
+    )
+    fail_on: str | None = field(  # warning | error: exit 1 when the diagnosis is at least that severe
+        default=None,
+        metadata=_arg(
+            "exit 1 when the diagnosis is at least this severe: warning or error (for CI)",
+            metavar="SEVERITY",
+            choices=("warning", "error"),
+        ),
+    )
+    options: Options = field(default_factory=Options)  # what probes may do, where they write (Options' own)
+    playbook_dirs: list[str] = field(default_factory=list)  # the global --playbook-dir
+
+    @classmethod
+    def parsed(cls, args: Any, *, options: Options, playbook_dirs: list[str]) -> RunOptions:
+        """The options a parsed ``run`` command line holds (its arguments are these fields)."""
+        given = {f.name: getattr(args, f.name) for f in fields(cls) if f.name not in ("options", "playbook_dirs")}
+        return cls(**given, options=options, playbook_dirs=playbook_dirs)
+
+
+def flag_of(name: str) -> str:
+    """The flag a field of RunOptions or Options declares: ``--set`` for ``sets``, ``--from`` for ``from_node``."""
+    for spec in (*fields(RunOptions), *fields(Options)):
+        if spec.name == name:
+            return spec.metadata.get("flag") or "--" + name.replace("_", "-")
+    return "--" + name.replace("_", "-")
+
+
+_flag = flag_of  # what the library's ``spell=`` gets: its keyword names, as this command line spells them
 
 SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
 
 
-def _resume(opts: RunOptions, pb: Playbook, system: System, ui: Any) -> None:
-    """--resume: the last interrupted session of this playbook becomes the answers file."""
-    if opts.answers_file:
-        raise UsageError("--resume continues a saved session; give it or --answers, not both")
-    found = latest_session(pb.id, system.environ)
-    if found is None:
-        where = sessions_dir(system.environ)
-        raise UsageError(f"no interrupted session of {pb.id} to resume (sessions are saved in {where})")
-    opts.answers_file = str(found)
-    ui.print(rich_text(f"resuming from {found}", "dim"))
-
-
-def _inputs(opts: RunOptions, pb: Playbook, answers: dict[str, Any]) -> list[str]:
-    """What the run reads: answers file, playbook, and what the options and answers name (traces,
-    reports, scripts): never replaced by --report or --record, even with --force."""
-    files = [p for p in (opts.answers_file, pb.path) if p and p != "-"]
-    return files + run_inputs(opts.options, answers.values())
-
-
-def _preflight(opts: RunOptions, pb: Playbook, values: dict[str, Any]) -> None:
-    """Refuse now, before any probe runs, an output that could not be written at the end."""
-    if opts.report:
-        from wizard.report.registry import format_for
-
-        format_for(opts.report)  # an unknown suffix, or the html extra missing: said before anything runs
-    named = [(path, what) for path, what in ((opts.record, "answers record"), (opts.report, "report")) if path]
-    check_outputs(named, inputs=_inputs(opts, pb, values), force=opts.force)
-
-
-def _save_interrupted(
-    opts: RunOptions, pb: Playbook, answers: dict[str, Any], system: System
-) -> tuple[str | None, str, str | None]:
-    """Where the answers so far went (never over an existing file), why nowhere, and the command
-    that continues: --record's name when given, else a session in the state directory."""
-    if not answers:
-        return None, "; no question was answered yet, so nothing was saved", None
-    try:
-        if opts.record:
-            text = answers_text(answers, pb.id)  # beside an earlier run's file, or the user's own
-            target = write_text(opts.record, text, inputs=_inputs(opts, pb, answers), what="answers", free=True)
-            return str(target), "", None
-        saved = save_session(pb, answers, system.environ, system.clock.now())
-    except OutputFileError as exc:
-        return None, f"; the answers could not be saved ({exc})", None
-    return str(saved), "", f"continue with: warpwizard run {pb.id} --resume"
-
-
-def _write_outputs(opts: RunOptions, pb: Playbook, answers: dict[str, Any], transcript: Any) -> None:
-    """--record and --report, never over what the run read (answers typed at the prompt included)."""
-    inputs = _inputs(opts, pb, answers)
-    if opts.record:
-        text = answers_text(transcript.answers, pb.id)
-        write_text(opts.record, text, inputs=inputs, force=opts.force, what="answers record")
-    if opts.report:
-        from wizard.report.registry import render_transcript
-
-        text = render_transcript(transcript, Path(opts.report).suffix)
-        write_text(opts.report, text, inputs=inputs, force=opts.force, what="report")
-
-
-def _reuse(opts: RunOptions, pb: Playbook, ui: Any) -> Any:
-    """--from NODE / --from-step N: the earlier probes' results from the --answers transcript."""
-    if opts.from_node is None and opts.from_step is None:
-        return None
-    if not opts.answers_file or opts.answers_file == "-":
-        raise UsageError("--from and --from-step rerun a previous run: give its --json transcript with --answers FILE")
-    reuse = reuse_from(pb, opts.answers_file, node=opts.from_node, step=opts.from_step)
-    names = ", ".join(reuse.results) or "none"
-    ui.print(
-        rich_text(
-            f"rerunning from {reuse.start}; reusing the recorded results of: {names} (each only where its inputs and "
-            "the files they name are unchanged; the transcript says why any ran again)",
-            "dim",
-        )
-    )
-    return reuse
-
-
-def _source(opts: RunOptions, system: System, ui: Any, values: dict[str, Any], origins: dict[str, str]) -> Any:
-    """Answers from the file and the command line; at a terminal, a person answers the rest (and
-    confirms a saved program before it runs). --defaults, --json or no terminal: no prompts."""
-    if opts.defaults or opts.json_out or (opts.answers_file and not system.interactive):
-        return scripted_answers(values, origins, defaults=opts.defaults)
-    from wizard.ui.prompts import InteractiveAnswers
-
-    return InteractiveAnswers(values, origins=origins, console=ui, interactive=system.interactive)
-
-
 def run_playbook(opts: RunOptions, system: System, ui: Any, out: Any, stdout: Any) -> ExitStatus:
+    from wizard.runs import run_playbook as run
     from wizard.ui.render import TerminalObserver, conclusion_panel, playbook_heading
 
-    pb = load_playbook(opts.playbook, playbook_dirs=opts.playbook_dirs, environ=system.environ)
-    if opts.resume:
-        _resume(opts, pb, system, ui)
-    values, origins = given_answers(
-        pb,
-        answers_file=opts.answers_file,
-        sets=opts.sets,
-        workload=opts.options.workload,
-        stdin=system.stdin,
-        nofollow=opts.resume,
-    )
-    check_given(pb, values)
-    if opts.dry_run:
-        return _dry_run(opts, pb, values, origins, out=out, stdout=stdout)
-    _preflight(opts, pb, values)
-    source = _source(opts, system, ui, values, origins)
     observer = TerminalObserver(ui, teach=opts.teach, progress=system.progress)
-    reuse = _reuse(opts, pb, ui)
-    engine = prepare_run(pb, source, opts.options, system=system, observer=observer, reuse=reuse)
-    if opts.teach or getattr(source, "interactive", False):
-        ui.print(playbook_heading(pb, teach=opts.teach))
+    later: list[str] = []
+
+    def notify(kind: str, text: str) -> None:
+        if kind == "workspace":
+            later.append(text)  # after the conclusion
+        else:
+            ui.print(rich_text(text, "dim"))
+
+    def answer_source(pb: Playbook, values: dict[str, Any], origins: dict[str, str]) -> AnswerSource:
+        """At a terminal, a person answers the rest (and confirms a saved program before it runs);
+        --defaults, --json or answers from a file with no terminal: no prompts."""
+        from wizard.runs import scripted_answers
+        from wizard.ui.prompts import InteractiveAnswers
+
+        source: AnswerSource
+        if opts.defaults or opts.json_out or ((opts.answers or opts.resume) and not system.interactive):
+            source = scripted_answers(values, origins, defaults=opts.defaults, spell=_flag)
+        else:
+            source = InteractiveAnswers(values, origins=origins, console=ui, interactive=system.interactive)
+        if opts.teach or getattr(source, "interactive", False):
+            ui.print(playbook_heading(pb, teach=opts.teach))
+        return source
+
+    common: dict[str, Any] = {
+        "defaults": opts.defaults,
+        "options": opts.options,
+        "system": system,
+        "sets": opts.sets,
+        "resume": opts.resume,
+        "playbook_dirs": opts.playbook_dirs,
+        "notify": notify,
+        "spell": _flag,
+    }
+    if opts.dry_run:
+        plan = run(opts.playbook, opts.answers, dry_run=True, **common)
+        return _show_plan(plan, opts, out=out, stdout=stdout)
     try:
-        transcript = walk(engine, values, "give them in the answers file, with --set ID=VALUE, or use --defaults")
-    except KeyboardInterrupt as exc:
-        saved, note, resume = _save_interrupted(opts, pb, engine.state.answers, system)
-        if isinstance(exc, TerminateSignal):
-            raise Terminated(saved, note, resume, exc.signum) from None
-        raise Interrupted(saved, note, resume) from None
+        transcript = run(
+            opts.playbook,
+            opts.answers,
+            record=opts.record,
+            report=opts.report,
+            force=opts.force,
+            from_node=opts.from_node,
+            from_step=opts.from_step,
+            answer_source=answer_source,
+            observer=observer,
+            continue_with=_continue_with,
+            **common,
+        )
     finally:
         observer.close()
-    _write_outputs(opts, pb, transcript.answers, transcript)
     if opts.json_out:
         stdout.write(dumps(transcript.to_dict()) + "\n")
     elif transcript.conclusion is not None:
         out.print(conclusion_panel(transcript))
         if opts.report:
             out.print(rich_text(f"report written to {opts.report}", "dim"))
-    workspace = engine.env.settings.report_dir
-    if workspace.is_dir():  # probes wrote there: say where (never in the current directory unasked)
-        ui.print(rich_text(f"this run's files: {workspace}", "dim"))
+    for text in later:
+        ui.print(rich_text(text, "dim"))
     return _gate(opts, transcript)
 
 
-def _dry_run(
-    opts: RunOptions, pb: Playbook, values: dict[str, Any], origins: dict[str, str], *, out: Any, stdout: Any
-) -> ExitStatus:
+def _continue_with(playbook_id: str) -> str:
+    return f"continue with: warpwizard run {playbook_id} --resume"
+
+
+def _save_interrupted(
+    opts: RunOptions, pb: Playbook, answers: dict[str, Any], system: System
+) -> tuple[str | None, str, str | None]:
+    """What a Ctrl-C leaves, as the command line says it: where the answers went (the library's rule),
+    why nowhere, and the command that continues (none when they went to --record's file)."""
+    from wizard.runs import run_inputs, save_interrupted
+
+    inputs = [p for p in (opts.answers, pb.path) if p and p != "-"] + run_inputs(opts.options, answers.values())
+    saved, note = save_interrupted(pb, answers, system, record=opts.record, inputs=inputs)
+    return saved, note, _continue_with(pb.id) if saved and not opts.record else None
+
+
+def _show_plan(plan: Plan, opts: RunOptions, *, out: Any, stdout: Any) -> ExitStatus:
     """--dry-run: the plan, printed or as JSON; no probe runs, no file is written."""
-    plan = dry_run(pb, values, origins, defaults=opts.defaults, allow_commands=opts.options.allow_commands)
     if opts.json_out:
         stdout.write(dumps(plan.to_dict()) + "\n")
         return ExitStatus.OK
@@ -204,7 +207,7 @@ def _dry_run(
     return ExitStatus.OK
 
 
-def _gate(opts: RunOptions, transcript: Any) -> ExitStatus:
+def _gate(opts: RunOptions, transcript: Transcript) -> ExitStatus:
     """--fail-on: exit 1 when the diagnosis is at least as severe as asked (for CI)."""
     severity = transcript.conclusion.severity if transcript.conclusion is not None else None
     if opts.fail_on and SEVERITY_RANK.get(severity or "", -1) >= SEVERITY_RANK[opts.fail_on]:

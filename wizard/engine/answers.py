@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 import yaml
@@ -89,7 +89,9 @@ class MappingAnswers:
         use_defaults: bool = False,
         origin: str = ORIGIN_FILE,
         origins: Mapping[str, str] | None = None,
+        spell: Callable[[str], str] = str,
     ) -> None:
+        self.spell = spell  # names an option as the caller knows it: --set on a command line, sets= in Python
         self.values = dict(values)
         self.use_defaults = use_defaults
         self.origins = {key: (origins or {}).get(key, origin) for key in self.values}
@@ -107,7 +109,10 @@ class MappingAnswers:
                 return question.coerce(question.default), ORIGIN_DEFAULT
             except AnswerInvalid as exc:
                 raise AnswersError(
-                    [f"default for {question.id!r} ({prompt}): {exc}; answer it with --set {question.id}=VALUE"]
+                    [
+                        f"default for {question.id!r} ({prompt}): {exc}; "
+                        f"answer it with {self.spell('sets')} {question.id}=VALUE"
+                    ]
                 ) from None
         raise MissingAnswer(question)
 
@@ -213,16 +218,17 @@ def load_answers_file(path: str, stdin: Any = None, *, nofollow: bool = False) -
     return {str(k): v for k, v in data.items()}
 
 
-def parse_set_options(items: list[str]) -> dict[str, Any]:
-    """``--set id=value`` pairs; the value is read as YAML (so true, 3, [a, b] work)."""
+def parse_set_options(items: list[str], spell: Callable[[str], str] = str) -> dict[str, Any]:
+    """``id=value`` pairs (``--set``, ``sets=``: ``spell`` names them); the value is read as YAML (so true,
+    3, [a, b] work)."""
     out: dict[str, Any] = {}
     for item in items:
         if "=" not in item:
-            raise AnswersError([f"--set {item!r}: expected QUESTION=VALUE"])
+            raise AnswersError([f"{spell('sets')} {item!r}: expected QUESTION=VALUE"])
         key, raw = item.split("=", 1)
         key = key.strip()
         if key in out:
-            raise AnswersError([f"--set {key}: given twice; each question is answered once"])
+            raise AnswersError([f"{spell('sets')} {key}: given twice; each question is answered once"])
         try:
             out[key] = yaml.load(raw, Loader=BoundedLoader) if raw.strip() else ""
         except yaml.YAMLError:

@@ -7,7 +7,7 @@ observer (the terminal UI, or nothing) is told as nodes are entered and probes r
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -107,7 +107,9 @@ class Engine:
         *,
         observer: EngineObserver | None = None,
         reuse: Reuse | None = None,
+        spell: Callable[[str], str] = str,
     ) -> None:
+        self.spell = spell  # names an option as the caller knows it: --workload on a command line
         self.playbook = playbook
         self.answers = answers
         self.probes = probes
@@ -140,6 +142,7 @@ class Engine:
             step=node.step,
             started=self.env.system.clock.now().isoformat(),
             duration_s=0.0,
+            probe=node.probe if isinstance(node, ProbeNode) else None,
         )
 
     def _visit(self, node: Node) -> str | None:
@@ -243,10 +246,11 @@ class Engine:
         entry.input_files = input_files(probe.params, params) or None  # what it read, before it ran
         refused = self._refused_programs(node, probe, params)
         if refused and not self.env.settings.allow_commands:
+            yours = ", ".join(self.spell(name) for name in ("workload", "python", "sets"))
             return ProbeResult(
                 Status.SKIP,
-                f"not run: {'; '.join(refused)}; only you decide what runs on this machine: give it on the "
-                "command line (--workload, --python, --set) or at the prompt, or rerun with --allow-commands",
+                f"not run: {'; '.join(refused)}; only you decide what runs on this machine: give it "
+                f"yourself ({yours}) or at the prompt, or rerun with {self.spell('allow_commands')}",
                 facts={"reason": "program not allowed", "refused": "; ".join(refused)},
             )
         return run_probe(probe, params, self.env, node.timeout)

@@ -17,8 +17,7 @@ from wizard.engine.answers import ORIGIN_DEFAULT
 from wizard.engine.engine import MAX_VISITS, RunState, program_params, render, render_params
 from wizard.playbook.model import AnswerInvalid, ConclusionNode, DecisionNode, Playbook, ProbeNode, QuestionNode
 from wizard.probes.base import ProbeInfo, with_defaults
-
-PLAN_SCHEMA = "warpwizard.plan/1"
+from wizard.schemas import PLAN
 
 
 @dataclass(slots=True)
@@ -62,7 +61,7 @@ class Plan:
         from wizard.serialize import clean
 
         return {
-            "schema": PLAN_SCHEMA,
+            "schema": PLAN,
             "playbook": self.playbook,
             "steps": [clean(asdict(s)) for s in self.steps],
             "stops": self.stops,

@@ -9,12 +9,19 @@ from __future__ import annotations
 import datetime as _dt
 import platform
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from wizard import __version__
 from wizard.playbook.model import Playbook
 from wizard.probes.base import ProbeResult
+from wizard.rendering import render
 from wizard.schemas import TRANSCRIPT
+
+if TYPE_CHECKING:
+    from wizard.trace.report import Inspection
+
+ENV_PROBE = "env"  # whose facts say which machine ran (torch, driver, GPUs)
+TRACE_PROBE = "trace.inspect"  # whose facts name the traces a run read
 
 
 @dataclass(slots=True)
@@ -24,6 +31,7 @@ class TranscriptEntry:
     step: str | None
     started: str
     duration_s: float
+    probe: str | None = None  # the probe a probe node ran: consumers find its facts by this name
     prompt: str | None = None
     answer: Any = None
     answer_origin: str | None = None
@@ -53,14 +61,6 @@ class Conclusion:
     evidence: list[str]
     fix: list[str]
     links: list[str]
-
-
-def _renderers() -> Any:
-    """wizard.report's registry, reached at call time: rendering is the one call from a record up to the
-    report layer (docs/architecture.md), so importing the engine loads no renderer."""
-    import importlib
-
-    return importlib.import_module("wizard.report.registry")
 
 
 @dataclass(slots=True)
@@ -104,21 +104,41 @@ class Transcript:
         self.answers = dict(answers)
         for entry in self.entries:  # what the env probe learnt identifies the machine for `compare`
             facts = entry.facts or {}
-            if "torch_version" in facts:
+            if entry.probe == ENV_PROBE and "torch_version" in facts:  # a skipped env probe has no versions
                 self.host.update(
                     torch=facts.get("torch_version"),
                     driver=facts.get("driver_version"),
                     gpus=facts.get("gpu_names") or [],
                 )
 
+    def trace_inspection(self) -> Inspection | None:
+        """The traces this run's trace doctor read, inspected again with what pictures need (the transcript
+        keeps facts, not launches); None when the run read none or they are gone."""
+        import os
+
+        from wizard.trace.inspect import inspect_paths
+
+        for entry in self.entries:
+            files = (entry.facts or {}).get("files")
+            if entry.probe == TRACE_PROBE and isinstance(files, list):
+                present = [f for f in files if isinstance(f, str) and os.path.isfile(f)]
+                if present:
+                    return inspect_paths(present, plots=True)
+        return None
+
+    def render(self, suffix: str) -> str:
+        """This record in the format a report file's suffix names (``.md``, ``.html``, ``.json``): what
+        ``run --report FILE`` writes. The HTML page draws the trace the run read (``trace_inspection``)."""
+        return render("transcript", self, suffix, self.trace_inspection)
+
     def to_markdown(self) -> str:
         """The Markdown report ``warpwizard run --report FILE.md`` writes (for a bug report)."""
-        return str(_renderers().render_transcript(self, ".md"))
+        return self.render(".md")
 
     def to_html(self) -> str:
         """One self-contained HTML page: the diagnosis, the trace's pictures and findings, the path taken,
         the machine (needs ``warpwizard[html]``)."""
-        return str(_renderers().render_transcript(self, ".html"))
+        return self.render(".html")
 
     def _repr_html_(self) -> str:
         """In a notebook: the diagnosis and the path as HTML, every text escaped (no plots: no plotly needed)."""

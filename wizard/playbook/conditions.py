@@ -237,6 +237,56 @@ def parse(source: str) -> Expression:
     return Expression(text, tree, tuple(checker.refs))
 
 
+def _literal_kind(node: ast.AST) -> str | None:
+    """What a literal in a condition is, in a fact type's words (``fact_matches``'s)."""
+    if isinstance(node, ast.Constant):
+        return {bool: "bool", int: "int", float: "float", str: "str", type(None): "None"}.get(type(node.value))
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return "list"
+    return None
+
+
+def type_problems(expr: Expression, fact_type: Callable[[str, str], str | None]) -> list[str]:
+    """Comparisons a fact's declared type makes meaningless, found when the playbook loads instead of a run
+    silently taking the default branch: a bool fact compared with a string, ``in`` on a number.
+    ``fact_type(node, fact)`` is the declared type (``FactSpec.type``), or None when unknown."""
+    from wizard.probes.base import fact_kinds, fact_matches
+
+    def declared(node: ast.AST) -> tuple[str, str] | None:
+        chain = _chain(node)
+        if chain is None or len(chain) != 3 or chain[0] != "facts":
+            return None
+        found = fact_type(chain[1], chain[2])
+        return (f"facts.{chain[1]}.{chain[2]}", found) if found is not None else None
+
+    problems = []
+    for node in ast.walk(expr.tree):
+        if not isinstance(node, ast.Compare):
+            continue
+        operands = [node.left, *node.comparators]
+        for op, left, right in zip(node.ops, operands, operands[1:], strict=False):
+            if isinstance(op, (ast.In, ast.NotIn)):
+                container = declared(right)
+                if container and not fact_kinds(container[1]) & {"any", "list", "dict", "str"}:
+                    problems.append(f"'in' on {container[0]}, which is {container[1]}, not a list, dict or string")
+                continue
+            for fact, other in ((declared(left), right), (declared(right), left)):
+                kind = _literal_kind(other)
+                if fact is None or kind in (None, "None") or "any" in fact_kinds(fact[1]):
+                    continue
+                kinds = fact_kinds(fact[1])
+                fits = (
+                    (kind in ("int", "float") and bool(kinds & {"int", "float"}))
+                    or (kind == "list" and "list" in kinds)
+                    or (isinstance(other, ast.Constant) and fact_matches(fact[1], other.value))
+                )
+                if not fits:
+                    problems.append(
+                        f"{fact[0]} is {fact[1]}: comparing it with {ast.unparse(other)} always gives the same answer"
+                    )
+    return problems
+
+
 def _lookup(chain: list[str], scope: Mapping[str, Any]) -> Any:
     value: Any = scope.get(chain[0])
     for part in chain[1:]:

@@ -47,13 +47,17 @@ def playbook_files(directory: Path) -> list[Path]:
 
 
 def list_playbooks(extra: list[str] | None = None, environ: Mapping[str, str] | None = None) -> list[Found]:
-    """Every playbook file on the search path; an earlier directory shadows a later one."""
+    """Every playbook file on the search path, then those installed packages add (entry point
+    ``warpwizard.playbooks``); an earlier place shadows a later one. Where a playbook came from trusts
+    it with nothing: every one is loaded and run under the same rules."""
+    from wizard.plugins import installed_playbook_paths
+
+    places = [(d, "package" if d == packaged_dir() else str(d)) for d in search_dirs(extra, environ)]
+    places += [(p.value, p.origin) for p in installed_playbook_paths()]
     seen: dict[str, Found] = {}
-    for d in search_dirs(extra, environ):
-        if not d.is_dir():
-            continue
-        origin = "package" if d == packaged_dir() else str(d)
-        for f in playbook_files(d):
+    for place, origin in places:
+        files = [place] if place.suffix in (".yaml", ".yml") and place.is_file() else playbook_files(place)
+        for f in files:
             if f.stem not in seen:
                 seen[f.stem] = Found(f.stem, f, origin)
     return list(seen.values())

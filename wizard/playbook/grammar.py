@@ -136,9 +136,11 @@ _TEMPLATE = {"type": "string", "pattern": "\\{\\{"}
 
 
 def _params_schema(info: ProbeInfo) -> dict[str, Any]:
+    """A probe's parameters, and (as an annotation editors show) the facts its conditions may read."""
     return {
         "if": {"properties": {"probe": {"const": info.name}}},
         "then": {
+            "x-facts": {f.name: {"type": f.type, "description": f.help} for f in info.facts},
             "properties": {
                 "params": {
                     "type": "object",
@@ -146,7 +148,7 @@ def _params_schema(info: ProbeInfo) -> dict[str, Any]:
                     "required": [p.name for p in info.params if p.required],
                     "properties": {p.name: {"anyOf": [PARAM_SCHEMAS[p.type], _TEMPLATE]} for p in info.params},
                 }
-            }
+            },
         },
     }
 

@@ -16,7 +16,15 @@ from typing import Any
 
 from wizard.errors import PlaybookError
 from wizard.playbook import grammar, patterns
-from wizard.playbook.conditions import Expression, ExpressionError, Reference, Template, parse, parse_template
+from wizard.playbook.conditions import (
+    Expression,
+    ExpressionError,
+    Reference,
+    Template,
+    parse,
+    parse_template,
+    type_problems,
+)
 from wizard.playbook.model import (
     QUESTION_TYPES,
     SEVERITIES,
@@ -389,6 +397,22 @@ def _check_references(c: _Checker, nodes: dict[str, Node], node_where: dict[str,
                         f"{ref.fact!r}{_suggest(ref.fact, [f.name for f in spec.facts])}; its facts: "
                         f"{', '.join(f.name for f in spec.facts)}",
                     )
+        for at, holder in node.expressions():
+            for problem in _typed(c, nodes, holder):
+                c.problem((*where, *at), problem)
+
+
+def _typed(c: _Checker, nodes: dict[str, Node], holder: Template | Expression) -> list[str]:
+    """A condition that compares a fact with a value of another type, or asks ``in`` of a number."""
+
+    def fact_type(node_id: str, fact: str) -> str | None:
+        target = nodes.get(node_id)
+        spec = c.probes.get(target.probe) if isinstance(target, ProbeNode) else None
+        found = spec.fact(fact) if spec is not None else None
+        return found.type if found is not None else None
+
+    parts = holder.parts if isinstance(holder, Template) else (holder,)
+    return [p for part in parts if isinstance(part, Expression) for p in type_problems(part, fact_type)]
 
 
 def _references(node: Node) -> list[tuple[Reference, Path_]]:

@@ -7,10 +7,12 @@ its conditions read are checked against these declarations when the playbook loa
 from __future__ import annotations
 
 import enum
+import types
+import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Annotated, Any, Protocol, TypedDict
 
 if TYPE_CHECKING:
     from wizard.environment import Environment
@@ -53,16 +55,113 @@ class ParamSpec:
 
 @dataclass(frozen=True, slots=True)
 class FactSpec:
+    """One fact as the help, ``probes --json`` and the playbook schema show it; derived from a probe's
+    declaration (``declared_facts``), never written by hand. ``type`` is Python's spelling
+    (``str | None``, ``list[str]``, ``dict[str, int]``), which ``fact_matches`` reads."""
+
     name: str
     type: str
     help: str
 
 
-# Facts any probe node may carry, whatever its probe: why it did not run.
-COMMON_FACTS = (
-    FactSpec("reason", "str", "why the probe did not run or skipped (no workload, program not allowed, ...)"),
-    FactSpec("refused", "str", "what the engine refused to run, and where that came from"),
-)
+def type_text(hint: Any) -> str:
+    """A fact's type as people and the loader read it: ``int | None``, ``list[str]``, ``dict[str, any]``."""
+    if hint is Any:
+        return "any"
+    if hint is None or hint is type(None):
+        return "None"
+    args = typing.get_args(hint)
+    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+        return " | ".join(type_text(a) for a in args)
+    origin = typing.get_origin(hint)
+    if origin in (list, dict):
+        return f"{origin.__name__}[{', '.join(type_text(a) for a in args)}]" if args else origin.__name__
+    if isinstance(hint, type) and hint in (str, int, float, bool, list, dict):
+        return hint.__name__
+    raise TypeError(f"a fact's type is str, int, float, bool, None, list[...], dict[...] or a union, not {hint!r}")
+
+
+def declared_facts(declaration: type) -> tuple[FactSpec, ...]:
+    """A probe's facts from its one declaration: a TypedDict whose fields read ``Annotated[type, "help"]``."""
+    hints = typing.get_type_hints(declaration, include_extras=True)
+    specs = []
+    for name, hint in hints.items():
+        if typing.get_origin(hint) is not Annotated:
+            raise TypeError(f"{declaration.__name__}.{name}: declare it as Annotated[type, 'what it means']")
+        kind, help_text = typing.get_args(hint)[:2]
+        specs.append(FactSpec(name, type_text(kind), str(help_text)))
+    return tuple(specs)
+
+
+def _split(text: str, sep: str) -> list[str]:
+    """``a | list[b | c]`` at ``|`` -> ``['a', 'list[b | c]']``: split at the top level only."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += (ch == "[") - (ch == "]")
+        if ch == sep and depth == 0:
+            parts.append(text[start:i].strip())
+            start = i + 1
+    return [*parts, text[start:].strip()]
+
+
+_SCALARS: dict[str, Callable[[Any], bool]] = {
+    "any": lambda v: True,
+    "None": lambda v: v is None,
+    "str": lambda v: isinstance(v, str),
+    "bool": lambda v: isinstance(v, bool),
+    "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "float": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    "list": lambda v: isinstance(v, list),
+    "dict": lambda v: isinstance(v, dict),
+}
+
+
+def fact_matches(type_: str, value: Any) -> bool:
+    """Whether a produced value has its declared type (``FactSpec.type``)."""
+    for alt in _split(type_, "|"):
+        head, _, rest = alt.partition("[")
+        if not rest:
+            if _SCALARS[alt](value):
+                return True
+            continue
+        inner = _split(rest[:-1], ",")
+        if head == "list" and isinstance(value, list) and all(fact_matches(inner[0], v) for v in value):
+            return True
+        if head == "dict" and isinstance(value, dict):
+            key, item = inner
+            if all(fact_matches(key, k) and fact_matches(item, v) for k, v in value.items()):
+                return True
+    return False
+
+
+def fact_kinds(type_: str) -> set[str]:
+    """The outer kinds a fact may have (``{'list', 'None'}`` for ``list[str] | None``): what the loader
+    checks a condition's comparison and ``in`` against."""
+    return {alt.partition("[")[0] for alt in _split(type_, "|")}
+
+
+def fact_problems(specs: tuple[FactSpec, ...], facts: Mapping[str, Any]) -> list[str]:
+    """Where produced facts break their declaration: a name not declared, a value of another type."""
+    declared = {f.name: f for f in (*specs, *COMMON_FACTS)}
+    problems = []
+    for name, value in facts.items():
+        spec = declared.get(name)
+        if spec is None:
+            problems.append(f"fact {name!r} is not declared")
+        elif not fact_matches(spec.type, value):
+            problems.append(f"fact {name!r} is declared {spec.type}, produced {type(value).__name__}: {value!r:.80}")
+    return problems
+
+
+class CommonFacts(TypedDict, total=False):
+    """Facts any probe node may carry, whatever its probe: why it did not run."""
+
+    reason: Annotated[str, "why the probe did not run or skipped (no workload, program not allowed, ...)"]
+    refused: Annotated[str, "what the engine refused to run, and where that came from"]
+    timed_out: Annotated[bool, "whether a program the probe started ran past its timeout and was killed"]
+
+
+COMMON_FACTS = declared_facts(CommonFacts)
 
 
 @dataclass(slots=True)
@@ -98,6 +197,7 @@ class ProbeInfo:
     params: tuple[ParamSpec, ...]
     facts: tuple[FactSpec, ...]
     runs_programs: str = ""
+    origin: str = "builtin"  # or "plugin <package> <version>": an installed package's entry point
 
     def param(self, name: str) -> ParamSpec | None:
         return next((p for p in self.params if p.name == name), None)
@@ -110,6 +210,7 @@ class ProbeInfo:
             "name": self.name,
             "summary": self.summary,
             "runs_programs": self.runs_programs or None,
+            "origin": self.origin,
             "params": [asdict(p) for p in self.params],
             "facts": [asdict(f) for f in self.facts],
         }
@@ -123,8 +224,8 @@ def with_defaults(specs: tuple[ParamSpec, ...], params: Mapping[str, Any]) -> di
     return {**{p.name: p.default for p in specs if p.default is not None}, **params}
 
 
-def info(probe: Probe) -> ProbeInfo:
-    return ProbeInfo(probe.name, probe.summary, probe.params, probe.facts, getattr(probe, "runs_programs", ""))
+def info(probe: Probe, origin: str = "builtin") -> ProbeInfo:
+    return ProbeInfo(probe.name, probe.summary, probe.params, probe.facts, getattr(probe, "runs_programs", ""), origin)
 
 
 def ensure_dir(path: Path) -> Path:

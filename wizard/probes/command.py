@@ -5,12 +5,20 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Annotated, Any, TypedDict
 
 from wizard.environment import Environment
-from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status
+from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status, declared_facts
 from wizard.probes.common import shown_command
 from wizard.progress import task
+
+
+class CommandFacts(TypedDict, total=False):
+    """The facts CommandProbe declares once (help, ``probes``, the schema and the loader read them)."""
+
+    exit_code: Annotated[int | None, "the command's exit code (None: not run or timed out)"]
+    output_tail: Annotated[str, "the last lines of its output"]
+    allowed: Annotated[bool, "whether the user allowed commands"]
 
 
 class CommandProbe:
@@ -21,11 +29,7 @@ class CommandProbe:
         ParamSpec("argv", "list[str]", "the command and its arguments (no shell)", required=True, runs=True),
         ParamSpec("expect_exit", "int", "exit code that means pass", default=0),
     )
-    facts: tuple[FactSpec, ...] = (
-        FactSpec("exit_code", "int", "the command's exit code (None: not run or timed out)"),
-        FactSpec("output_tail", "str", "the last lines of its output"),
-        FactSpec("allowed", "bool", "whether the user allowed commands"),
-    )
+    facts: tuple[FactSpec, ...] = declared_facts(CommandFacts)
 
     def run(self, env: Environment, params: Mapping[str, Any], *, timeout: float = 600.0) -> ProbeResult:
         argv = [str(a) for a in params.get("argv") or []]

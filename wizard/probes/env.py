@@ -7,10 +7,10 @@ torch are facts for the playbook to branch on.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Annotated, Any, TypedDict
 
 from wizard.environment import Environment
-from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status
+from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status, declared_facts
 from wizard.probes.common import run_harness
 
 PROFILER_TOOLS = ("ncu", "nsys", "compute-sanitizer")
@@ -110,6 +110,24 @@ def visible_gpus(env: Environment) -> tuple[list[str], str | None]:
     return [str(g.get("name")) for g in gpus], str(driver) if driver is not None else None
 
 
+class EnvFacts(TypedDict, total=False):
+    """The facts EnvProbe declares once (help, ``probes``, the schema and the loader read them)."""
+
+    torch_version: Annotated[str, "torch.__version__ in the target interpreter"]
+    cuda_version: Annotated[str | None, "CUDA version torch was built with (None: CPU build)"]
+    cuda_available: Annotated[bool, "torch.cuda.is_available()"]
+    gpu_count: Annotated[int, "GPUs torch can see"]
+    gpus: Annotated[list[dict[str, Any]], "per GPU: name, compute capability, SM count, memory"]
+    gpu_names: Annotated[list[str], "GPU names"]
+    driver_version: Annotated[str, "NVIDIA driver version via NVML"]
+    nvml: Annotated[str, "'ok' or 'could not collect: why'"]
+    kineto_available: Annotated[bool | None, "torch.profiler.kineto_available()"]
+    cudnn_version: Annotated[int | None, "cuDNN version"]
+    profilers: Annotated[list[str], "profilers found: torch.profiler, legacy, ncu, nsys, compute-sanitizer"]
+    mig: Annotated[bool, "whether any GPU is in MIG mode"]
+    nvml_gpus: Annotated[list[dict[str, Any]], "per GPU as NVML sees it: index, name, memory, MIG mode, clocks"]
+
+
 class EnvProbe:
     name = "env"
     summary = "Versions (torch, CUDA, cuDNN, driver, Kineto), GPUs via NVML, and which profilers exist"
@@ -117,20 +135,7 @@ class EnvProbe:
     params: tuple[ParamSpec, ...] = (
         ParamSpec("python", "path", "interpreter to ask (default: --python)", default=None, runs=True),
     )
-    facts: tuple[FactSpec, ...] = (
-        FactSpec("torch_version", "str", "torch.__version__ in the target interpreter"),
-        FactSpec("cuda_version", "str", "CUDA version torch was built with (None: CPU build)"),
-        FactSpec("cuda_available", "bool", "torch.cuda.is_available()"),
-        FactSpec("gpu_count", "int", "GPUs torch can see"),
-        FactSpec("gpus", "list", "per GPU: name, compute capability, SM count, memory"),
-        FactSpec("gpu_names", "list", "GPU names"),
-        FactSpec("driver_version", "str", "NVIDIA driver version via NVML"),
-        FactSpec("nvml", "str", "'ok' or 'could not collect: why'"),
-        FactSpec("kineto_available", "bool", "torch.profiler.kineto_available()"),
-        FactSpec("cudnn_version", "int", "cuDNN version"),
-        FactSpec("profilers", "list", "profilers found: torch.profiler, legacy, ncu, nsys, compute-sanitizer"),
-        FactSpec("mig", "bool", "whether any GPU is in MIG mode"),
-    )
+    facts: tuple[FactSpec, ...] = declared_facts(EnvFacts)
 
     def run(self, env: Environment, params: Mapping[str, Any], *, timeout: float = 120.0) -> ProbeResult:
         python = params.get("python") or env.settings.python

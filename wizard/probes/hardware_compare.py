@@ -7,15 +7,26 @@ from __future__ import annotations
 import socket
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, TypedDict
 
 from wizard.compare import MachineReport, compare, load_report
 from wizard.environment import Environment
 from wizard.errors import InputFileError
-from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status, ensure_dir
+from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status, declared_facts, ensure_dir
 from wizard.probes.common import parse_result, run_harness
 from wizard.probes.trace_inspect import inspection_facts
 from wizard.trace.inspect import inspect_paths
+
+
+class HardwareCompareFacts(TypedDict, total=False):
+    """The facts HardwareCompareProbe declares once (help, ``probes``, the schema and the loader read them)."""
+
+    gpus_tested: Annotated[list[str], "local GPUs the repro ran on"]
+    reproduces_on: Annotated[list[str], "machines/GPUs that show impossible values"]
+    clean_on: Annotated[list[str], "machines/GPUs that do not"]
+    hardware_specific: Annotated[bool, "whether it depends on the GPU model, machine or driver"]
+    verdict: Annotated[str, "the comparison in words"]
+    machines: Annotated[int, "how many data points were compared"]
 
 
 class HardwareCompareProbe:
@@ -26,14 +37,7 @@ class HardwareCompareProbe:
         ParamSpec("repro", "path", "repro script (default: the one op.isolate wrote)", default=None, runs=True),
         ParamSpec("reports", "list[str]", "JSON reports from other machines (default: --compare)", default=None),
     )
-    facts: tuple[FactSpec, ...] = (
-        FactSpec("gpus_tested", "list", "local GPUs the repro ran on"),
-        FactSpec("reproduces_on", "list", "machines/GPUs that show impossible values"),
-        FactSpec("clean_on", "list", "machines/GPUs that do not"),
-        FactSpec("hardware_specific", "bool", "whether it depends on the GPU model, machine or driver"),
-        FactSpec("verdict", "str", "the comparison in words"),
-        FactSpec("machines", "int", "how many data points were compared"),
-    )
+    facts: tuple[FactSpec, ...] = declared_facts(HardwareCompareFacts)
 
     def run(self, env: Environment, params: Mapping[str, Any], *, timeout: float = 600.0) -> ProbeResult:
         reports, problems = _load_reports(params.get("reports") or env.settings.compare_reports)

@@ -7,13 +7,31 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, TypedDict
 
 from wizard.environment import Environment
-from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, ensure_dir
+from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, declared_facts, ensure_dir
 from wizard.probes.common import HARNESS, HarnessRun, harness_failure, no_workload, run_harness, workload_argv
 from wizard.probes.cuda_errors import CudaFailure, find_cuda_failure, parse_sanitizer, sanitizer_summary
 from wizard.probes.verdicts import launch_blocking_verdict
+
+
+class LaunchBlockingFacts(TypedDict, total=False):
+    """The facts LaunchBlockingProbe declares once (help, ``probes``, the schema and the loader read them)."""
+
+    cuda_available: Annotated[bool, "whether the workload saw a CUDA device"]
+    cuda_error: Annotated[str | None, "the CUDA error message, or None"]
+    error_name: Annotated[str | None, "cudaErrorXxx when printed"]
+    exception: Annotated[str | None, "the Python exception type"]
+    python_frame: Annotated[str | None, "file:line in function that launched the failing kernel"]
+    device_assert: Annotated[str | None, "a device-side assertion line, when one fired"]
+    exit_code: Annotated[int, "the workload's exit code"]
+    dsa: Annotated[str, "device-side assertions: enabled | unavailable in this build"]
+    sanitizer_errors: Annotated[int | None, "compute-sanitizer memcheck error count (None: not run)"]
+    sanitizer_first: Annotated[str | None, "its first error record (an invalid access or an assert)"]
+    sanitizer_location: Annotated[str | None, "kernel+offset [file:line] of that access"]
+    sanitizer_python_frame: Annotated[str | None, "the Python frame compute-sanitizer saved for that record"]
+    sanitizer_summary: Annotated[str, "what compute-sanitizer found, in words (or why it did not run)"]
 
 
 class LaunchBlockingProbe:
@@ -24,21 +42,7 @@ class LaunchBlockingProbe:
         ParamSpec("workload", "str", "command to run (default: --workload)", default=None, runs=True),
         ParamSpec("sanitizer", "bool", "also run compute-sanitizer memcheck (needs --allow-sanitizer)", default=True),
     )
-    facts: tuple[FactSpec, ...] = (
-        FactSpec("cuda_available", "bool", "whether the workload saw a CUDA device"),
-        FactSpec("cuda_error", "str", "the CUDA error message, or None"),
-        FactSpec("error_name", "str", "cudaErrorXxx when printed"),
-        FactSpec("exception", "str", "the Python exception type"),
-        FactSpec("python_frame", "str", "file:line in function that launched the failing kernel"),
-        FactSpec("device_assert", "str", "a device-side assertion line, when one fired"),
-        FactSpec("exit_code", "int", "the workload's exit code"),
-        FactSpec("dsa", "str", "device-side assertions: enabled | unavailable in this build"),
-        FactSpec("sanitizer_errors", "int", "compute-sanitizer memcheck error count (None: not run)"),
-        FactSpec("sanitizer_first", "str", "its first error record (an invalid access or an assert)"),
-        FactSpec("sanitizer_location", "str", "kernel+offset [file:line] of that access"),
-        FactSpec("sanitizer_python_frame", "str", "the Python frame compute-sanitizer saved for that record"),
-        FactSpec("sanitizer_summary", "str", "what compute-sanitizer found, in words (or why it did not run)"),
-    )
+    facts: tuple[FactSpec, ...] = declared_facts(LaunchBlockingFacts)
 
     def run(self, env: Environment, params: Mapping[str, Any], *, timeout: float = 600.0) -> ProbeResult:
         argv = workload_argv(env, dict(params))

@@ -5,11 +5,11 @@ the device can physically do, using the trace doctor's occupancy calculator.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Annotated, Any, TypedDict
 
 from wizard.environment import Environment
 from wizard.errors import InputFileError
-from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status
+from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status, declared_facts
 from wizard.probes.verdicts import HARD_LIMITS, SOFT, Sanity, check_limits, sanity_verdict
 from wizard.trace.analysis import resident_blocks
 from wizard.trace.counters import Series, read_counters
@@ -20,27 +20,33 @@ from wizard.trace.records import KernelRecord
 from wizard.untrusted import cut
 
 
+class MetricsSanityFacts(TypedDict, total=False):
+    """The facts MetricsSanityProbe declares once (help, ``probes``, the schema and the loader read them)."""
+
+    kernels: Annotated[int, "kernels checked"]
+    impossible_registers: Annotated[int, "kernels with more registers per thread than the architecture allows"]
+    impossible_shared_memory: Annotated[int, "kernels above the opt-in shared memory limit"]
+    impossible_block: Annotated[int, "kernels with more threads per block than allowed"]
+    occupancy_above_100: Annotated[int, "kernels whose reported occupancy exceeds 100%"]
+    above_48kb: Annotated[int, "kernels above 48 KB of shared memory (reported 0%: mechanism E)"]
+    low_occupancy: Annotated[int, "kernels whose theoretical occupancy is under 25%"]
+    top_limiter: Annotated[str | None, "most common limiting factor of theoretical occupancy"]
+    limiters: Annotated[dict[str, int], "limiting factor -> kernels"]
+    examples: Annotated[list[str], "one line per kind of problem found"]
+    counters: Annotated[
+        list[str], "PM-sampling counter series the trace carries (PyTorch 2.15+), e.g. sm__warps_active"
+    ]
+    measured: Annotated[
+        list[dict[str, Any]], "per kernel covered by samples: the measured counter beside the computed value"
+    ]
+
+
 class MetricsSanityProbe:
     name = "metrics.sanity"
     summary = "Registers, shared memory, block size and occupancy against the device's hard limits"
     runs_programs = ""
     params: tuple[ParamSpec, ...] = (ParamSpec("trace", "paths", "trace file(s) to check", required=True),)
-    facts: tuple[FactSpec, ...] = (
-        FactSpec("kernels", "int", "kernels checked"),
-        FactSpec("impossible_registers", "int", "kernels with more registers per thread than the architecture allows"),
-        FactSpec("impossible_shared_memory", "int", "kernels above the opt-in shared memory limit"),
-        FactSpec("impossible_block", "int", "kernels with more threads per block than allowed"),
-        FactSpec("occupancy_above_100", "int", "kernels whose reported occupancy exceeds 100%"),
-        FactSpec("above_48kb", "int", "kernels above 48 KB of shared memory (reported 0%: mechanism E)"),
-        FactSpec("low_occupancy", "int", "kernels whose theoretical occupancy is under 25%"),
-        FactSpec("top_limiter", "str", "most common limiting factor of theoretical occupancy"),
-        FactSpec("limiters", "dict", "limiting factor -> kernels"),
-        FactSpec("examples", "list", "one line per kind of problem found"),
-        FactSpec(
-            "counters", "list", "PM-sampling counter series the trace carries (PyTorch 2.15+), e.g. sm__warps_active"
-        ),
-        FactSpec("measured", "list", "per kernel covered by samples: the measured counter beside the computed value"),
-    )
+    facts: tuple[FactSpec, ...] = declared_facts(MetricsSanityFacts)
 
     def run(self, env: Environment, params: Mapping[str, Any], *, timeout: float = 600.0) -> ProbeResult:
         paths = params.get("trace")

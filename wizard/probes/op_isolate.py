@@ -10,11 +10,11 @@ import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, TypedDict
 
 from wizard.environment import Environment
 from wizard.outputs import free_path, write_text
-from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status, ensure_dir
+from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status, declared_facts, ensure_dir
 from wizard.probes.common import MARK, parse_result
 from wizard.probes.trace_inspect import inspection_facts
 from wizard.probes.verdicts import op_isolate_verdict
@@ -153,6 +153,19 @@ def _loads(value: Any) -> Any:
     return value
 
 
+class OpIsolateFacts(TypedDict, total=False):
+    """The facts OpIsolateProbe declares once (help, ``probes``, the schema and the loader read them)."""
+
+    op: Annotated[str | None, "the op isolated"]
+    workload: Annotated[str, "fingerprint of the repro's work (op, shapes, dtypes): compare's 'same work?'"]
+    input_dims: Annotated[str, "its input shapes"]
+    input_types: Annotated[str, "its input dtypes"]
+    repro_script: Annotated[str, "path of the standalone script"]
+    device: Annotated[str | None, "cuda | cpu: where the repro ran"]
+    reproduced: Annotated[bool | None, "whether the lone op shows the anomaly (None: could not tell)"]
+    mechanisms: Annotated[list[str], "mechanisms found in the repro's trace"]
+
+
 class OpIsolateProbe:
     name = "op.isolate"
     summary = "Write a one-op repro from the flagged kernel's op, shapes and dtypes; run it alone under the profiler"
@@ -163,16 +176,7 @@ class OpIsolateProbe:
         ParamSpec("input_dims", "str", "JSON list of input shapes (with op)", default=None),
         ParamSpec("input_types", "str", "JSON list of input dtypes (with op)", default=None),
     )
-    facts: tuple[FactSpec, ...] = (
-        FactSpec("op", "str", "the op isolated"),
-        FactSpec("workload", "str", "fingerprint of the repro's work (op, shapes, dtypes): compare's 'same work?'"),
-        FactSpec("input_dims", "str", "its input shapes"),
-        FactSpec("input_types", "str", "its input dtypes"),
-        FactSpec("repro_script", "str", "path of the standalone script"),
-        FactSpec("device", "str", "cuda | cpu: where the repro ran"),
-        FactSpec("reproduced", "bool", "whether the lone op shows the anomaly (None: could not tell)"),
-        FactSpec("mechanisms", "list", "mechanisms found in the repro's trace"),
-    )
+    facts: tuple[FactSpec, ...] = declared_facts(OpIsolateFacts)
 
     def run(self, env: Environment, params: Mapping[str, Any], *, timeout: float = 600.0) -> ProbeResult:
         op, dims, types, skipped = _the_op(params)

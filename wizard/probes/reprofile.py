@@ -9,10 +9,10 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, TypedDict
 
 from wizard.environment import Environment
-from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status, ensure_dir
+from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status, declared_facts, ensure_dir
 from wizard.probes.common import (
     HarnessRun,
     harness_failure,
@@ -150,6 +150,24 @@ def _workload_failed(run: HarnessRun, cuda: bool) -> ProbeResult | None:
     return ProbeResult(Status.ERROR, summary, facts=facts, evidence=evidence, files=[run.command.log_path or ""])
 
 
+class ReprofileFacts(TypedDict, total=False):
+    """The facts ReprofileProbe declares once (help, ``probes``, the schema and the loader read them)."""
+
+    trace: Annotated[str, "the fresh torch.profiler trace"]
+    cuda_available: Annotated[bool, "whether the workload saw a CUDA device"]
+    reproduced: Annotated[bool, "whether the fresh trace shows impossible values again"]
+    mechanisms: Annotated[list[str], "mechanisms in the fresh trace"]
+    follows: Annotated[str, "profiler | kernel | not reproduced | unknown"]
+    profilers_run: Annotated[list[str], "what ran"]
+    profilers_skipped: Annotated[dict[str, str], "what could not run, and why"]
+    versions: Annotated[dict[str, list[str]], "interpreter -> mechanisms found with its torch"]
+    workload_failed: Annotated[bool, "whether the workload failed (a non-zero exit or a CUDA error)"]
+    exit_code: Annotated[int | None, "the workload's exit code under the profiler"]
+    output_tail: Annotated[str, "how a failed workload ended: its exception, or its last line of output"]
+    workload_error: Annotated[str | None, "the CUDA error that stopped the workload under the profiler, or None"]
+    ncu: Annotated[dict[str, float | str | None], "Nsight Compute's launch and occupancy metrics of the worst kernel"]
+
+
 class ReprofileProbe:
     name = "profiler.reprofile"
     summary = "Re-run the workload under torch.profiler and every other available profiler; compare"
@@ -164,20 +182,7 @@ class ReprofileProbe:
             runs=True,
         ),
     )
-    facts: tuple[FactSpec, ...] = (
-        FactSpec("trace", "str", "the fresh torch.profiler trace"),
-        FactSpec("cuda_available", "bool", "whether the workload saw a CUDA device"),
-        FactSpec("reproduced", "bool", "whether the fresh trace shows impossible values again"),
-        FactSpec("mechanisms", "list", "mechanisms in the fresh trace"),
-        FactSpec("follows", "str", "profiler | kernel | not reproduced | unknown"),
-        FactSpec("profilers_run", "list", "what ran"),
-        FactSpec("profilers_skipped", "dict", "what could not run, and why"),
-        FactSpec("versions", "dict", "interpreter -> mechanisms found with its torch"),
-        FactSpec("workload_failed", "bool", "whether the workload failed (a non-zero exit or a CUDA error)"),
-        FactSpec("exit_code", "int", "the workload's exit code under the profiler"),
-        FactSpec("output_tail", "str", "how a failed workload ended: its exception, or its last line of output"),
-        FactSpec("workload_error", "str", "the CUDA error that stopped the workload under the profiler, or None"),
-    )
+    facts: tuple[FactSpec, ...] = declared_facts(ReprofileFacts)
 
     def run(self, env: Environment, params: Mapping[str, Any], *, timeout: float = 600.0) -> ProbeResult:
         argv = workload_argv(env, dict(params))

@@ -5,12 +5,12 @@ from __future__ import annotations
 import dataclasses
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any, Generic, TypeVar
+from typing import Annotated, Any, Generic, TypedDict, TypeVar
 
 from wizard.environment import Environment
 from wizard.errors import InputFileError, OutputFileError
 from wizard.outputs import write_own
-from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status
+from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status, declared_facts
 from wizard.progress import NO_PROGRESS, task
 from wizard.serialize import dumps
 from wizard.trace.inspect import FindingGroup, Inspection, inspect_paths, launched_by
@@ -206,88 +206,116 @@ def health_facts(inspection: Inspection) -> dict[str, Any]:
     }
 
 
-HEALTH_FACT_HELP = {
-    "health_status": "the worst health-check status: ok, not_applicable, info, warning or error",
-    "health_problems": "ids of the health checks at warning or worse (docs/health.md)",
-    "health_playbooks": "the playbooks those problems continue into, in triage order (missing data first)",
-    "health_next": "the first of them: where a triage continues (None when the trace is healthy)",
-    "health_summary": "one line per problem: check id and what it found",
-    "missing_kernels": "launch calls whose kernel is not in the trace (kernels-missing)",
-    "launch_calls": "kernel launch calls in the trace(s)",
-    "missing_in_last_1pct": "of the missing ones, those in the last 1% of the trace (cut by the profiler's stop)",
-    "captured_launches": "launch calls made while capturing a CUDA graph (they run no kernel)",
-    "launches_without_id": "launch calls without a correlation id",
-    "launch_apis": "the kernel launch APIs the trace records (cudaLaunchKernel, cuLaunchKernelEx, ...)",
-    "overlapping_kernels": "kernels that start before the previous kernel on their stream ended (kernels-overlap)",
-    "graph_launches": "cudaGraphLaunch / hipGraphLaunch calls",
-    "graph_kernels": "kernels run by those graph launches",
-    "graph_mode": "eager, graph or mixed",
-    "unlinked_kernels": "kernels whose correlation id matches no launch call",
-    "unlinked_before_first_call": "of those, the ones that ran before the trace's first runtime call",
-    "negative_durations": "GPU events with a negative duration",
-    "zero_durations": "kernels with a zero duration",
-    "kernels_before_launch": "kernels that start before their own launch call (clock-skew)",
-    "launch_offset_min_us": "smallest kernel start minus launch call start, in µs",
-    "launch_offset_median_us": "median kernel start minus launch call start, in µs",
-    "launch_offset_trend": "constant, growing or shrinking over the trace",
-    "rank_skew_collectives": "NCCL collectives compared across ranks (rank-skew)",
-    "rank_skew_max_us": "largest start skew of one collective across ranks, in µs",
-    "rank_skew_median_us": "median start skew across ranks, in µs",
-    "straggler_rank": "the rank that started last most often",
-    "python_stacks": "whether Python stacks were recorded (python_function events)",
-    "trace_events": "events with a category in the trace(s)",
-}
+_WRONG_IDS = ", ".join(sorted(WRONG, key=ORDER.__getitem__))
 
 
-FACT_HELP = {
-    "mechanisms": f"ids of the wrong mechanisms found ({', '.join(sorted(WRONG, key=ORDER.__getitem__))})",
-    "mechanism_counts": "kernels per mechanism id, F (by design) included",
-    "impossible": "whether any value is impossible or wrong",
-    "negative_values": f"whether any blocks/warps per SM came out negative ({', '.join(sorted(NEGATIVE))})",
-    "non_finite_values": f"whether any value was inf or nan ({', '.join(sorted(NON_FINITE))})",
-    "kernels": "GPU kernels in the trace(s)",
-    "kernels_checked": "kernels with launch dimensions that were recomputed",
-    "flagged_kernels": "kernels with a profiler-bug finding",
-    "large_by_design": "kernels whose warps per SM exceed their GPU's resident-warp limit and are correct (F)",
-    "resident_warps": "the most warps an SM of the trace's GPUs holds at once (maxThreadsPerMultiprocessor / 32: "
-    "32 on cc 7.5, 48 on most consumer GPUs, 64 on data-centre ones), each once",
-    "max_true_warps_per_sm": "largest recomputed warps per SM",
-    "rocm": "whether the trace came from an AMD GPU (its values are listed, never checked)",
-    "rocm_metrics": "kernels of ROCm traces that carry blocks/warps per SM (0: the profiler recorded none)",
-    "cpu_only": "whether no GPU kernel was recorded at all",
-    "truncated": "whether a trace file was cut off",
-    "gpus": "GPU names from the trace's device properties",
-    "files": "trace files read",
-    "workload": "fingerprint of the work recorded (kernel names, grids, blocks): compare's 'same work?'",
-    "ranks": "distributed ranks found",
-    "notes": "notes from the reader (inferred SM counts, truncation, ...)",
-    "worst_mechanism": "mechanism of the most serious finding",
-    "worst_title": "what that mechanism is",
-    "worst_kernel": "kernel name of the most serious finding",
-    "worst_count": "how many launches of that kernel share the finding",
-    "worst_evidence": "the evidence line, with reported and true values",
-    "worst_grid": "its grid [x, y, z]",
-    "worst_grid_suspect": "whether that grid is one no legal launch has (x > 2^31-1, y or z > 65535, or <= 0)",
-    "found_by_rank": "each wrong mechanism with its summary and, for several files, the ranks it was found on",
-    "also_do": "what to do for each wrong mechanism other than the worst one",
-    "torch_validator": "what the probed interpreter's torch.profiler._trace_validator says of each file",
-    "worst_block": "its block [x, y, z]",
-    "worst_reported": "metric -> value the trace shows",
-    "worst_true": "metric -> true value",
-    "worst_op": "the PyTorch op that launched it",
-    "worst_op_dims": "that op's input shapes, when recorded",
-    "worst_op_types": "that op's input dtypes, when recorded",
-    "worst_python_frame": "innermost Python frame outside torch (the user's launch site), when recorded",
-    "worst_file": "the trace file it is in",
-    "error": "why the trace could not be read (when the probe errs)",
-    "non_finite_spelling": "bare (invalid JSON) | quoted | None: how inf/nan were written",
-    "d_capability": "the compute capability of mechanism D's launches (e.g. '7.0'), None without D",
-    "d_cause": "header (a CUDA header older than the GPU) | inputs (every CUDA header knows the capability: the "
-    "calculator rejected the launch's inputs) | None without D",
-    "d_header": "the first CUDA release whose cuda_occupancy.h knows D's capability (e.g. '11.8'); None when every "
-    "header knows it, or none warpwizard knows of does",
-    **HEALTH_FACT_HELP,
-}
+class TraceInspectFacts(TypedDict, total=False):
+    """What trace.inspect finds, declared once: the help, ``probes``, the schema and the loader read it."""
+
+    mechanisms: Annotated[list[str], f"ids of the wrong mechanisms found ({_WRONG_IDS})"]
+    mechanism_counts: Annotated[dict[str, int], "kernels per mechanism id, F (by design) included"]
+    impossible: Annotated[bool, "whether any value is impossible or wrong"]
+    negative_values: Annotated[
+        bool, f"whether any blocks/warps per SM came out negative ({', '.join(sorted(NEGATIVE))})"
+    ]
+    non_finite_values: Annotated[bool, f"whether any value was inf or nan ({', '.join(sorted(NON_FINITE))})"]
+    kernels: Annotated[int, "GPU kernels in the trace(s)"]
+    kernels_checked: Annotated[int, "kernels with launch dimensions that were recomputed"]
+    flagged_kernels: Annotated[int, "kernels with a profiler-bug finding"]
+    large_by_design: Annotated[int, "kernels whose large warps per SM are correct (F)"]
+    max_true_warps_per_sm: Annotated[float, "largest recomputed warps per SM"]
+    rocm: Annotated[bool, "whether the trace came from an AMD GPU (no such metrics recorded)"]
+    cpu_only: Annotated[bool, "whether no GPU kernel was recorded at all"]
+    truncated: Annotated[bool, "whether a trace file was cut off"]
+    gpus: Annotated[list[str], "GPU names from the trace's device properties"]
+    files: Annotated[list[str], "trace files read"]
+    workload: Annotated[str, "fingerprint of the work recorded (kernel names, grids, blocks): compare's 'same work?'"]
+    ranks: Annotated[list[int], "distributed ranks found"]
+    notes: Annotated[list[str], "notes from the reader (inferred SM counts, truncation, ...)"]
+    worst_mechanism: Annotated[str | None, "mechanism of the most serious finding"]
+    worst_title: Annotated[str | None, "what that mechanism is"]
+    worst_kernel: Annotated[str | None, "kernel name of the most serious finding"]
+    worst_count: Annotated[int, "how many launches of that kernel share the finding"]
+    worst_evidence: Annotated[str | None, "the evidence line, with reported and true values"]
+    worst_grid: Annotated[list[int] | None, "its grid [x, y, z]"]
+    worst_grid_suspect: Annotated[
+        bool, "whether that grid is one no legal launch has (x > 2^31-1, y or z > 65535, or <= 0)"
+    ]
+    found_by_rank: Annotated[
+        list[str], "each wrong mechanism with its summary and, for several files, the ranks it was found on"
+    ]
+    also_do: Annotated[list[str], "what to do for each wrong mechanism other than the worst one"]
+    torch_validator: Annotated[
+        list[str], "what the probed interpreter's torch.profiler._trace_validator says of each file"
+    ]
+    worst_block: Annotated[list[int] | None, "its block [x, y, z]"]
+    worst_reported: Annotated[dict[str, float | str | None] | None, "metric -> value the trace shows"]
+    worst_true: Annotated[dict[str, float | str | None] | None, "metric -> true value"]
+    worst_op: Annotated[str | None, "the PyTorch op that launched it"]
+    worst_op_dims: Annotated[str | None, "that op's input shapes, when recorded"]
+    worst_op_types: Annotated[str | None, "that op's input dtypes, when recorded"]
+    worst_python_frame: Annotated[
+        str | None, "innermost Python frame outside torch (the user's launch site), when recorded"
+    ]
+    worst_file: Annotated[str | None, "the trace file it is in"]
+    error: Annotated[str, "why the trace could not be read (when the probe errs)"]
+    non_finite_spelling: Annotated[str | None, "bare (invalid JSON) | quoted | None: how inf/nan were written"]
+    health_status: Annotated[str, "the worst health-check status: ok, not_applicable, info, warning or error"]
+    health_problems: Annotated[list[str], "ids of the health checks at warning or worse (docs/health.md)"]
+    health_playbooks: Annotated[
+        list[str], "the playbooks those problems continue into, in triage order (missing data first)"
+    ]
+    health_next: Annotated[str | None, "the first of them: where a triage continues (None when the trace is healthy)"]
+    health_summary: Annotated[list[str], "one line per problem: check id and what it found"]
+    missing_kernels: Annotated[int, "launch calls whose kernel is not in the trace (kernels-missing)"]
+    launch_calls: Annotated[int, "kernel launch calls in the trace(s)"]
+    missing_in_last_1pct: Annotated[
+        int, "of the missing ones, those in the last 1% of the trace (cut by the profiler's stop)"
+    ]
+    captured_launches: Annotated[int, "launch calls made while capturing a CUDA graph (they run no kernel)"]
+    launches_without_id: Annotated[int, "launch calls without a correlation id"]
+    launch_apis: Annotated[
+        list[str], "the kernel launch APIs the trace records (cudaLaunchKernel, cuLaunchKernelEx, ...)"
+    ]
+    overlapping_kernels: Annotated[
+        int, "kernels that start before the previous kernel on their stream ended (kernels-overlap)"
+    ]
+    graph_launches: Annotated[int, "cudaGraphLaunch / hipGraphLaunch calls"]
+    graph_kernels: Annotated[int, "kernels run by those graph launches"]
+    graph_mode: Annotated[str, "eager, graph or mixed"]
+    unlinked_kernels: Annotated[int, "kernels whose correlation id matches no launch call"]
+    unlinked_before_first_call: Annotated[int, "of those, the ones that ran before the trace's first runtime call"]
+    negative_durations: Annotated[int, "GPU events with a negative duration"]
+    zero_durations: Annotated[int, "kernels with a zero duration"]
+    kernels_before_launch: Annotated[int, "kernels that start before their own launch call (clock-skew)"]
+    launch_offset_min_us: Annotated[float | None, "smallest kernel start minus launch call start, in µs"]
+    launch_offset_median_us: Annotated[float | None, "median kernel start minus launch call start, in µs"]
+    launch_offset_trend: Annotated[str | None, "constant, growing or shrinking over the trace"]
+    rank_skew_collectives: Annotated[int, "NCCL collectives compared across ranks (rank-skew)"]
+    rank_skew_max_us: Annotated[float | None, "largest start skew of one collective across ranks, in µs"]
+    rank_skew_median_us: Annotated[float | None, "median start skew across ranks, in µs"]
+    straggler_rank: Annotated[int | None, "the rank that started last most often"]
+    python_stacks: Annotated[bool, "whether Python stacks were recorded (python_function events)"]
+    trace_events: Annotated[int, "events with a category in the trace(s)"]
+    resident_warps: Annotated[
+        list[int],
+        "the most warps an SM of the trace's GPUs holds at once (maxThreadsPerMultiprocessor / 32: 32 on cc 7.5, "
+        "48 on most consumer GPUs, 64 on data-centre ones), each once",
+    ]
+    rocm_metrics: Annotated[
+        int, "kernels of ROCm traces that carry blocks/warps per SM (0: the profiler recorded none)"
+    ]
+    d_capability: Annotated[str | None, "the compute capability of mechanism D's launches (e.g. '7.0'), None without D"]
+    d_cause: Annotated[
+        str | None,
+        "header (a CUDA header older than the GPU) | inputs (every CUDA header knows the capability: the "
+        "calculator rejected the launch's inputs) | None without D",
+    ]
+    d_header: Annotated[
+        str | None,
+        "the first CUDA release whose cuda_occupancy.h knows D's capability (e.g. '11.8'); None when every "
+        "header knows it, or none warpwizard knows of does",
+    ]
 
 
 T = TypeVar("T")
@@ -366,7 +394,7 @@ class TraceInspectProbe:
             default=False,
         ),
     )
-    facts: tuple[FactSpec, ...] = tuple(FactSpec(k, "any", v) for k, v in FACT_HELP.items())
+    facts: tuple[FactSpec, ...] = declared_facts(TraceInspectFacts)
 
     def run(self, env: Environment, params: Mapping[str, Any], *, timeout: float = 600.0) -> ProbeResult:
         paths = [p for p in _paths(params.get("paths")) if p]

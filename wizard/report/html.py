@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime as _dt
 from typing import Any
 
-from wizard.engine.transcript import Transcript
+from wizard.engine.transcript import ENV_PROBE, Transcript
 from wizard.report.view import NAME_LIMIT, FindingRow, InspectionView, inspection_view, per_rank_counts
 from wizard.trace.inspect import Inspection
 from wizard.trace.mechanisms import BY_ID, is_wrong
@@ -354,7 +354,7 @@ def _environment(t: Transcript) -> str:
     facts: dict[str, Any] = {**t.host, **{f"warpwizard's {k}": v for k, v in t.tool.items()}}
     probed = False
     for e in t.entries:
-        if e.kind == "probe" and e.facts and "torch_version" in e.facts:  # the env probe's machine facts
+        if e.probe == ENV_PROBE and e.facts:  # the env probe's machine facts
             facts.update(e.facts)
             probed = True
     rows = "".join(f"<dt>{html_text(k, 80)}</dt><dd>{html_text(v, 400)}</dd>" for k, v in environment_rows(facts)[:60])

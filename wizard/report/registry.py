@@ -10,6 +10,7 @@ from pathlib import Path
 
 from wizard.engine.transcript import Transcript
 from wizard.errors import UsageError
+from wizard.rendering import register
 from wizard.trace.inspect import Inspection
 
 
@@ -87,32 +88,16 @@ def format_for(path: str | Path) -> ReportFormat:
     return found
 
 
-def transcript_inspection(transcript: Transcript) -> Inspection | None:
-    """The traces a run's trace doctor read, inspected again with what pictures need (the transcript keeps
-    facts, not launches); None when the run read none or they are gone."""
-    import os
-
-    from wizard.trace.inspect import inspect_paths
-
-    for entry in transcript.entries:
-        facts = entry.facts or {}
-        files = facts.get("files")
-        if entry.kind == "probe" and "kernels_checked" in facts and isinstance(files, list):
-            present = [f for f in files if isinstance(f, str) and os.path.isfile(f)]
-            if present:
-                return inspect_paths(present, plots=True)
-    return None
-
-
 def render_inspection(inspection: Inspection, suffix: str) -> str:
     """An inspection in the format a suffix names (``.md``, ``.html``, ``.json``)."""
     return format_for(f"report{suffix}").inspection(inspection)
 
 
-def render_transcript(transcript: Transcript, suffix: str) -> str:
-    """A run's record in the format a suffix names; the HTML page draws the trace the run read."""
+def render_transcript(transcript: Transcript, suffix: str, inspection: Callable[[], Inspection | None]) -> str:
+    """A run's record in the format a suffix names; the HTML page draws the trace the run read, which the
+    record supplies (``inspection``, called only by a format that draws it: the report computes nothing)."""
     chosen = format_for(f"report{suffix}")
-    return chosen.transcript(transcript, transcript_inspection(transcript) if chosen.needs_inspection else None)
+    return chosen.transcript(transcript, inspection() if chosen.needs_inspection else None)
 
 
 NOTEBOOK_ROWS = 200  # finding groups in a notebook cell; the rest are counted
@@ -128,3 +113,10 @@ def notebook_html(inspection: Inspection) -> str:
     view = inspection_view(inspection, limit=NOTEBOOK_ROWS)
     caption = f"<p><b>warpwizard</b>: {view.files} trace(s), {html_text(view.verdict, 600)}</p>"
     return caption + (findings_table(view) if view.rows else "")
+
+
+# The seam records render through (wizard/rendering.py): registered when this module is imported.
+register("inspection", render_inspection)
+register("transcript", render_transcript)
+register("notebook", notebook_html)
+register("format", lambda path: format_for(path).name)  # a report file's format, checked before any work

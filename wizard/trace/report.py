@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from wizard.frames import innermost_user_frame, trace_frame_path
+from wizard.rendering import render
 from wizard.schemas import TRACE_REPORT
 from wizard.serialize import clean
 from wizard.trace.analysis import Finding
@@ -169,14 +170,6 @@ class PlotData:
     timeline_omitted: int = 0
 
 
-def _renderers() -> Any:
-    """wizard.report's registry, reached at call time: rendering is the one call from a record up to the
-    report layer (docs/architecture.md), so the trace doctor loads no renderer."""
-    import importlib
-
-    return importlib.import_module("wizard.report.registry")
-
-
 @dataclass(slots=True)
 class TraceReport:
     path: str
@@ -328,15 +321,15 @@ class Inspection:
 
     def _repr_html_(self) -> str:
         """In a notebook: the findings table the HTML page shows, every text escaped (no plotly needed)."""
-        return str(_renderers().notebook_html(self))
+        return render("notebook", self)
 
     def to_html(self) -> str:
         """One self-contained HTML page with plots (needs ``warpwizard[html]``): what ``--report FILE.html`` writes."""
-        return str(_renderers().render_inspection(self, ".html"))
+        return render("inspection", self, ".html")
 
     def to_markdown(self) -> str:
         """The Markdown report ``trace inspect --report FILE.md`` writes."""
-        return str(_renderers().render_inspection(self, ".md"))
+        return render("inspection", self, ".md")
 
     def to_dict(self) -> dict[str, Any]:
         return {

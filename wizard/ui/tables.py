@@ -26,7 +26,7 @@ def playbooks_table(rows: Iterable[tuple[str, str | None, str, str, str, str | N
 
 def probes_table(probes: Mapping[str, ProbeInfo]) -> Table:
     table = Table(title="registered probes", show_lines=True)
-    for col in ("probe", "what it does", "parameters", "facts"):
+    for col in ("probe", "what it does", "parameters", "facts", "from"):
         table.add_column(col)
     for info in probes.values():
         params = "\n".join(
@@ -35,13 +35,13 @@ def probes_table(probes: Mapping[str, ProbeInfo]) -> Table:
         )
         facts = ", ".join(f.name for f in info.facts)
         what = info.summary + (f"\nruns: {info.runs_programs}" if info.runs_programs else "")
-        table.add_row(Text(info.name), Text(what), Text(params), Text(facts))
+        table.add_row(Text(info.name), Text(what), Text(params), Text(facts), Text(info.origin))
     return table
 
 
 def probe_lines(info: ProbeInfo) -> list[str]:
     """One probe in full, as a playbook author needs it: every parameter and fact, nothing cut."""
-    lines = [f"{info.name}: {info.summary}"]
+    lines = [f"{info.name}: {info.summary}", f"  from: {info.origin}"]
     if info.runs_programs:
         lines.append(f"  runs: {info.runs_programs}")
     lines.append("  parameters:" if info.params else "  parameters: none")

@@ -1,0 +1,159 @@
+"""Plugins: installed packages add probes and playbooks through entry points (docs/plugins.md). A probe
+is code the user installed; a playbook from a plugin is data and keeps every playbook rule."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, RunCli, cli_env, strict_json
+
+PLUGIN = REPO / "examples" / "plugin"
+PACKAGE = "warpwizard_example_plugin"
+
+
+def _installed(site: Path, dist: str, entry_points: str) -> None:
+    """A distribution as pip leaves one (its .dist-info beside its code): importlib.metadata finds it."""
+    info = site / f"{dist.replace('-', '_')}-0.1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 0.1.0\n")
+    (info / "entry_points.txt").write_text(entry_points)
+
+
+@pytest.fixture
+def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A site directory on sys.path for this test; the modules it adds are forgotten after it."""
+    where = tmp_path / "site"
+    where.mkdir()
+    monkeypatch.syspath_prepend(str(where))
+    before = set(sys.modules)
+    yield where
+    for name in set(sys.modules) - before:
+        if name.startswith(("warpwizard_example_plugin", "hostile_plugin", "clashing_plugin")):
+            del sys.modules[name]
+
+
+def _example_plugin(site: Path) -> None:
+    shutil.copytree(PLUGIN / PACKAGE, site / PACKAGE)
+    _installed(
+        site,
+        "warpwizard-example-plugin",
+        f"[warpwizard.probes]\ndisk-free-space = {PACKAGE}:FreeSpaceProbe\n\n"
+        f"[warpwizard.playbooks]\nexample = {PACKAGE}.playbooks\n",
+    )
+
+
+def _expected(directory: Path) -> str:
+    return "enough-disk-space" if shutil.disk_usage(directory).free / 1e9 >= 2.0 else "disk-too-full-for-trace"
+
+
+def test_an_installed_plugin_adds_a_probe_and_a_playbook(site: Path, run_cli: RunCli, tmp_path: Path) -> None:
+    _example_plugin(site)
+    probes = run_cli("probes", "disk.free_space")
+    assert probes.status == 0, probes.stderr
+    assert "  from: plugin warpwizard-example-plugin 0.1.0" in probes.stdout
+    assert "    free_gb (float | None): " in probes.stdout  # its facts, typed, from its one declaration
+    listed = strict_json(run_cli("probes", "--json").stdout)
+    assert {p["name"]: p["origin"] for p in listed}["trace.inspect"] == "builtin"
+    shown = run_cli("list")
+    assert shown.status == 0 and "trace-disk-space" in shown.stdout and "warpwizard-example-plugin" in shown.stdout
+    ran = run_cli("run", "trace-disk-space", "--set", f"trace_dir={tmp_path}", "--json")
+    assert ran.status == 0, ran.stderr
+    transcript = strict_json(ran.stdout)
+    assert transcript["conclusion"]["diagnosis"] == _expected(tmp_path)
+    space = next(e for e in transcript["entries"] if e["node"] == "space")
+    assert space["probe"] == "disk.free_space" and space["facts"]["path"] == str(tmp_path)
+
+
+def test_a_plugins_playbook_is_untrusted_data(site: Path, run_cli: RunCli, tmp_path: Path) -> None:
+    """A playbook from an installed package runs no program the user did not allow, and is checked like
+    any playbook: installing it trusts it with nothing."""
+    (site / "hostile_plugin").mkdir()
+    (site / "hostile_plugin" / "__init__.py").write_text("")
+    marker = tmp_path / "PWNED"
+    (site / "hostile_plugin" / "runs-a-program.yaml").write_text(
+        "id: runs-a-program\ntitle: Runs a program\nversion: '1'\nnodes:\n"
+        "  - {id: cmd, kind: probe, probe: command.run, "
+        f"params: {{argv: [touch, {json.dumps(str(marker))}]}}, next: done}}\n"
+        "  - {id: done, kind: conclusion, diagnosis: ran, summary: 'allowed {{ facts.cmd.allowed }}'}\n"
+    )
+    (site / "hostile_plugin" / "misspelt.yaml").write_text(
+        "id: misspelt\ntitle: Misspelt\nversion: '1'\nnodes:\n"
+        "  - {id: inspect, kind: probe, probe: trace.inspect, params: {paths: t.json}, next: done}\n"
+        "  - {id: done, kind: conclusion, diagnosis: a, summary: '{{ facts.inspect.mechanizms }}'}\n"
+    )
+    _installed(site, "hostile-plugin", "[warpwizard.playbooks]\nhostile = hostile_plugin\n")
+    ran = run_cli("run", "runs-a-program", "--json")
+    assert ran.status == 0, ran.stderr
+    cmd = next(e for e in strict_json(ran.stdout)["entries"] if e["node"] == "cmd")
+    assert cmd["status"] == "skip" and cmd["facts"]["reason"] == "program not allowed" and not marker.exists()
+    refused = run_cli("run", "misspelt")
+    assert refused.status != 0 and "has no fact 'mechanizms'" in refused.stderr
+
+
+def test_a_broken_or_clashing_probe_plugin_is_one_line(site: Path, run_cli: RunCli) -> None:
+    (site / "clashing_plugin.py").write_text(
+        "from wizard.probes.env import EnvProbe\n\nclass Again(EnvProbe):\n    pass\n"
+    )
+    _installed(site, "clashing-plugin", "[warpwizard.probes]\nagain = clashing_plugin:Again\n")
+    clash = run_cli("probes")
+    assert clash.status == 5, clash.stderr  # ExitStatus.PROBE_FAILURE, never 70
+    assert "probe plugin 'again' (plugin clashing-plugin 0.1.0) is named 'env', which builtin already registers" in (
+        clash.stderr
+    )
+    (site / "hostile_plugin.py").write_text("broken = 1 / 0\n")
+    _installed(site, "hostile-plugin", "[warpwizard.probes]\nbroken = hostile_plugin:Probe\n")
+    broken = run_cli("probes")
+    assert broken.status == 5, broken.stderr
+    assert "probe plugin 'broken' (plugin hostile-plugin 0.1.0, hostile_plugin:Probe) could not load: " in broken.stderr
+    assert "ZeroDivisionError" in broken.stderr and "Traceback" not in broken.stderr
+
+
+@pytest.mark.slow
+def test_the_example_plugin_installed_in_a_fresh_venv(tmp_path: Path) -> None:
+    """docs/plugins.md, for real: build this project's wheel and the example plugin's, install both into
+    a fresh venv (offline: no dependencies fetched), and `warpwizard run` walks the plugin's playbook."""
+    dist = tmp_path / "dist"
+    for project in (REPO, PLUGIN):
+        built = subprocess.run(
+            [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(dist), project],
+            capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert built.returncode == 0, built.stderr
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    python = venv / "bin" / "python"
+    wheels = sorted(str(w) for w in dist.glob("*.whl"))
+    assert len(wheels) == 2
+    install = subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--no-index", "-q", *wheels],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert install.returncode == 0, install.stderr
+    site = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    Path(site, "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")  # dependencies from here
+    env = cli_env(WARPWIZARD_REPORT_DIR=str(tmp_path / "report"), XDG_STATE_HOME=str(tmp_path / "state"))
+    warpwizard = str(venv / "bin" / "warpwizard")
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([warpwizard, *args], capture_output=True, text=True, cwd=tmp_path, timeout=120, env=env)
+
+    probes = run("probes", "disk.free_space")
+    assert probes.returncode == 0 and "from: plugin warpwizard-example-plugin 0.1.0" in probes.stdout, probes.stderr
+    listed = run("list")
+    assert listed.returncode == 0 and "trace-disk-space" in listed.stdout, listed.stderr
+    ran = run("run", "trace-disk-space", "--set", f"trace_dir={tmp_path}", "--json")
+    assert ran.returncode == 0, ran.stderr
+    assert strict_json(ran.stdout)["conclusion"]["diagnosis"] == _expected(tmp_path)
+    assert not os.path.exists(tmp_path / "PWNED")

@@ -1,0 +1,80 @@
+"""Plugins: installed packages that add probes and playbooks through entry points, as pytest and httpie
+plugins do (docs/plugins.md).
+
+``warpwizard.probes``: each entry point names a probe class (or instance) with the ``Probe`` shape of
+wizard/probes/base.py. A probe is code the user chose to install, so it runs as warpwizard's own do.
+``warpwizard.playbooks``: each entry point names a directory or file of playbooks (a path, or a module
+whose folder holds them). A playbook is data from anywhere: it is loaded and run under every rule a
+playbook from a path is (docs/security.md); coming from an installed package trusts it with nothing.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from wizard.errors import PlaybookNotFound, ProbeInfrastructureError
+
+PROBES_GROUP = "warpwizard.probes"
+PLAYBOOKS_GROUP = "warpwizard.playbooks"
+
+
+@dataclass(frozen=True, slots=True)
+class Plugin:
+    """One entry point: what it is called, the package that declared it, and what it loaded."""
+
+    name: str
+    origin: str  # "plugin <distribution> <version>", what `probes` and `list` show
+    value: Any
+
+
+def _origin(entry: metadata.EntryPoint) -> str:
+    dist = entry.dist
+    return f"plugin {dist.name} {dist.version}" if dist is not None else f"plugin {entry.value}"
+
+
+def _entries(group: str) -> list[metadata.EntryPoint]:
+    return sorted(metadata.entry_points(group=group), key=lambda e: (e.name, e.value))
+
+
+def installed_probes() -> list[Plugin]:
+    """Each installed probe, instantiated; a plugin that cannot load is a ProbeInfrastructureError naming it."""
+    found = []
+    for entry in _entries(PROBES_GROUP):
+        try:
+            loaded = entry.load()
+            probe = loaded() if isinstance(loaded, type) else loaded
+        except Exception as exc:  # noqa: BLE001 (a third party's import or constructor: say whose, no traceback)
+            raise ProbeInfrastructureError(
+                f"probe plugin {entry.name!r} ({_origin(entry)}, {entry.value}) could not load: "
+                f"{type(exc).__name__}: {exc}"
+            ) from None
+        found.append(Plugin(entry.name, _origin(entry), probe))
+    return found
+
+
+def installed_playbook_paths() -> list[Plugin]:
+    """Each installed playbook location as a Path (a directory of playbooks, or one playbook file)."""
+    found = []
+    for entry in _entries(PLAYBOOKS_GROUP):
+        try:
+            loaded = entry.load()
+        except Exception as exc:  # noqa: BLE001 (a third party's import: say whose)
+            raise PlaybookNotFound(
+                f"playbook plugin {entry.name!r} ({_origin(entry)}, {entry.value}) could not load: "
+                f"{type(exc).__name__}: {exc}"
+            ) from None
+        if isinstance(loaded, ModuleType) and loaded.__file__:
+            path = Path(loaded.__file__).parent
+        elif isinstance(loaded, (str, os.PathLike)):
+            path = Path(loaded)
+        else:
+            raise PlaybookNotFound(
+                f"playbook plugin {entry.name!r} ({_origin(entry)}): {entry.value} is not a path or a module"
+            )
+        found.append(Plugin(entry.name, _origin(entry), path))
+    return found
