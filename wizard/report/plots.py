@@ -229,6 +229,9 @@ HEALTH_COLOURS = {
 }
 
 
+HEALTH_LANES = 30  # lanes drawn in the health timeline: the ones with the most problem events
+
+
 def health_timeline(reports: list[tuple[str, list[Any]]]) -> str | None:
     """Where the health problems lie in time, per rank and stream (or thread, for dropped launches): each
     check's bounded samples, binned, a marker per busy bin sized by events."""
@@ -240,6 +243,10 @@ def health_timeline(reports: list[tuple[str, list[Any]]]) -> str | None:
                 marks_of.setdefault(check.check, []).extend((f"{label} · {lane}", ts) for ts, lane in check.samples)
     if not marks_of:
         return None
+    per_lane: Counter[str] = Counter(lane for marks in marks_of.values() for lane, _ in marks)
+    shown = {lane for lane, _ in per_lane.most_common(HEALTH_LANES)}  # the busiest lanes, as the other plots cap
+    omitted = len(per_lane) - len(shown)
+    marks_of = {check: [m for m in marks if m[0] in shown] for check, marks in marks_of.items()}
     times = [ts for marks in marks_of.values() for _, ts in marks]
     start, end = min(times), max(times)
     width = (end - start) / TIME_BINS
@@ -263,7 +270,8 @@ def health_timeline(reports: list[tuple[str, list[Any]]]) -> str | None:
             )
         )
     fig.update_layout(
-        title={"text": "where the trace's problems are, per rank and stream"},
+        title={"text": "where the trace's problems are, per rank and stream"
+               + (f" ({omitted} more lanes not drawn)" if omitted else "")},
         xaxis={"title": {"text": "ms since the first problem"}}, yaxis={"type": "category"},
         height=max(260, 60 + 28 * min(len(lanes), 40)),
         margin={"l": 160, "r": 10, "t": 50, "b": 50}, legend={"orientation": "h", "y": -0.3},
