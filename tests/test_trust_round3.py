@@ -277,7 +277,7 @@ def _draws_quickly(page: Path, tmp_path: Path) -> None:
             tab.wait_for_selector("body[data-plots=drawn]", timeout=60_000)
             assert time.monotonic() - started < 20  # was 199 s for 100,000 kernels
             heights = tab.eval_on_selector_all(".plot", "ps => ps.map(p => p.getBoundingClientRect().height)")
-            # four pictures of the kernel checks and the health timeline; the timeline was 2.8 million px for 100,000 streams
+            # the four pictures of the kernel checks and the health timeline (once 2.8 million px for 100,000 streams)
             assert len(heights) == 5 and max(heights) < 1200
         finally:
             browser.close()
