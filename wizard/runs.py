@@ -16,7 +16,7 @@ import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from wizard.api import PathLike, path_text
 from wizard.engine.answers import ORIGIN_FILE, AnswerSource, MappingAnswers, check_answers, load_answers_file
@@ -31,6 +31,9 @@ from wizard.playbook.model import Playbook, yes_no
 from wizard.probes.base import PARAM_TYPES, ParamSpec, ProbeInfo, with_defaults
 from wizard.probes.registry import builtin_probes, catalog
 from wizard.system import System
+
+if TYPE_CHECKING:
+    from wizard.engine.chain import Chain
 
 # -- playbooks ------------------------------------------------------------------------------------
 
@@ -86,13 +89,39 @@ def prepare_run(
     system: System | None = None,
     observer: EngineObserver | None = None,
     reuse: Reuse | None = None,
-) -> Engine:
-    """An engine ready to walk ``playbook``; ``.run()`` returns the transcript and ``.state`` holds the
-    answers so far (the CLI saves them on Ctrl-C). ``run_playbook`` is this with answers from a mapping."""
-    pb = playbook if isinstance(playbook, Playbook) else load_playbook(_path_text(playbook, "playbook"))
+    playbook_dirs: Sequence[str] = (),
+) -> Chain:
+    """An engine ready to walk ``playbook`` and the playbooks its conclusions continue into (found by id on
+    the same search path); ``.run()`` returns the transcript and ``.state`` holds the answers so far (the
+    CLI saves them on Ctrl-C). ``run_playbook`` is this with answers from a mapping."""
+    from wizard.engine.chain import Chain
+
     system = system or System()
+    pb = (
+        playbook
+        if isinstance(playbook, Playbook)
+        else load_playbook(_path_text(playbook, "playbook"), playbook_dirs=playbook_dirs, environ=system.environ)
+    )
     env = Environment(system, (options or Options()).settings(system))
-    return Engine(pb, source, builtin_probes(), env, observer=observer, reuse=reuse)
+    engine = Engine(pb, source, builtin_probes(), env, observer=observer, reuse=reuse)
+    return Chain(engine, playbook_loader(playbook_dirs, system.environ))
+
+
+def playbook_loader(playbook_dirs: Sequence[str] = (), environ: Mapping[str, str] | None = None) -> Any:
+    """Loads a playbook by id from the search path (never a path): where a conclusion continues."""
+    from wizard.playbook.discovery import load_named
+
+    return lambda name: load_named(name, catalog(), list(playbook_dirs), environ)
+
+
+def chain_of(pb: Playbook, playbook_dirs: Sequence[str] = (), environ: Mapping[str, str] | None = None) -> Playbook:
+    """``pb`` with every node of the playbooks it may continue into (the first's where ids repeat): what
+    its answers may answer, and the questions ``warpwizard answers`` lists. Never walked."""
+    from wizard.engine.chain import chain_view, reachable_playbooks
+
+    if not pb.continuations():
+        return pb
+    return chain_view(reachable_playbooks(pb, playbook_loader(playbook_dirs, environ)))
 
 
 def run_playbook(
@@ -102,23 +131,31 @@ def run_playbook(
     defaults: bool = False,
     options: Options | None = None,
     system: System | None = None,
+    playbook_dirs: Sequence[str] = (),
 ) -> Transcript:
-    """Walk a playbook to its diagnosis without a person: ``answers`` (a mapping of question id to
-    value, or a YAML/JSON answers file) answer the questions, ``defaults`` fills the rest from the
-    playbook. ``transcript.diagnosis`` and ``transcript.evidence`` hold the outcome.
+    """Walk a playbook (and those it continues into) to its diagnosis without a person: ``answers`` (a
+    mapping of question id to value, or a YAML/JSON answers file) answer the questions, ``defaults`` fills
+    the rest from the playbook. ``transcript.diagnosis`` and ``transcript.evidence`` hold the outcome.
 
     Raises AnswersError naming any unknown, invalid or missing answer (before any probe runs, where
     it can), PlaybookError / PlaybookNotFound, UsageError for bad options."""
 
-    pb = playbook if isinstance(playbook, Playbook) else load_playbook(_path_text(playbook, "playbook"))
+    environ = (system or System()).environ
+    pb = (
+        playbook
+        if isinstance(playbook, Playbook)
+        else load_playbook(_path_text(playbook, "playbook"), playbook_dirs=playbook_dirs, environ=environ)
+    )
+    whole = chain_of(pb, playbook_dirs, environ)
     if isinstance(answers, Mapping):
         values = dict(answers)
     elif answers is None:
         values = {}
     else:  # a file, read as the command line reads it (its relative paths from where it is)
-        values, _ = given_answers(pb, answers_file=_path_text(answers, "answers"))
-    check_given(pb, values)
-    engine = prepare_run(pb, MappingAnswers(values, use_defaults=defaults, origin=ORIGIN_FILE), options, system=system)
+        values, _ = given_answers(whole, answers_file=_path_text(answers, "answers"))
+    check_given(whole, values)
+    source = MappingAnswers(values, use_defaults=defaults, origin=ORIGIN_FILE)
+    engine = prepare_run(pb, source, options, system=system, playbook_dirs=playbook_dirs)
     return walk(engine, values, "pass them in answers, or defaults=True")
 
 
@@ -129,7 +166,7 @@ def check_given(pb: Playbook, values: Mapping[str, Any]) -> None:
         raise AnswersError(problems)
 
 
-def walk(engine: Engine, given: Mapping[str, Any], hint: str) -> Transcript:
+def walk(engine: Engine | Chain, given: Mapping[str, Any], hint: str) -> Transcript:
     """Run a prepared engine; an unanswered question becomes an AnswersError naming it and the
     questions that may follow (``hint`` says, in the caller's words, how to answer them)."""
     from wizard.engine.answers import MissingAnswer, missing_answer_message
@@ -181,12 +218,27 @@ def answers_text(answers: Mapping[str, Any], playbook_id: str) -> str:
 
 
 def dry_run(
-    pb: Playbook, values: Mapping[str, Any], origins: Mapping[str, str], *, defaults: bool, allow_commands: bool
+    pb: Playbook,
+    values: Mapping[str, Any],
+    origins: Mapping[str, str],
+    *,
+    defaults: bool,
+    allow_commands: bool,
+    playbook_dirs: Sequence[str] = (),
+    environ: Mapping[str, str] | None = None,
 ) -> Any:
     """The path the answers take as far as they decide it, every probe and program (nothing runs)."""
     from wizard.engine.plan import plan_run
 
-    return plan_run(pb, values, origins, catalog(), defaults=defaults, allow_commands=allow_commands)
+    return plan_run(
+        pb,
+        values,
+        origins,
+        catalog(),
+        defaults=defaults,
+        allow_commands=allow_commands,
+        load=playbook_loader(playbook_dirs, environ),
+    )
 
 
 def reuse_from(pb: Playbook, transcript: str, *, node: str | None, step: int | None) -> Reuse:
@@ -247,6 +299,7 @@ def check_playbooks(
 ) -> list[Checked]:
     """``warpwizard validate``: names, paths or directories (expanded to the playbooks in them)."""
     from wizard.playbook.loader import load_playbook as _load
+    from wizard.playbook.loader import unknown_continuations
     from wizard.playbook.trust import program_uses
 
     probes, out = catalog(), []
@@ -258,6 +311,10 @@ def check_playbooks(
             pb = _load(path, probes)
         except PlaybookError as exc:
             out.append(Checked(name, list(exc.problems)))
+            continue
+        unknown = unknown_continuations(str(path), pb, playbook_names(playbook_dirs, environ))
+        if unknown:
+            out.append(Checked(name, unknown))
             continue
         summary = f"{pb.path}: ok ({len(pb.nodes)} nodes, {len(pb.steps)} steps)"
         out.append(Checked(name, [], summary, list(program_uses(pb, probes))))
@@ -291,10 +348,11 @@ def playbook_graph(pb: Playbook, form: str) -> str:
 
 
 def explain_playbook(pb: Playbook) -> str:
-    """The whole tree in words (Markdown), for onboarding."""
+    """The whole tree in words (Markdown), for onboarding: each GPU word defined where it first appears."""
+    from wizard.playbook.glossary import with_definitions
     from wizard.playbook.graph import explain
 
-    return explain(pb)
+    return with_definitions(explain(pb))
 
 
 def playbook_schema() -> str:
@@ -304,11 +362,15 @@ def playbook_schema() -> str:
     return SCHEMA_PATH.read_text(encoding="utf-8")
 
 
-def answers_file_template(pb: Playbook) -> str:
-    """A commented answers file to fill in (``warpwizard answers``)."""
+def answers_file_template(
+    pb: Playbook, playbook_dirs: Sequence[str] = (), environ: Mapping[str, str] | None = None
+) -> str:
+    """A commented answers file to fill in (``warpwizard answers``): every question of the playbook and of
+    the playbooks it may continue into, once each."""
     from wizard.engine.answers import answers_template
 
-    return answers_template(pb, frozenset(program_questions(pb)))
+    whole = chain_of(pb, playbook_dirs, environ)
+    return answers_template(whole, frozenset(program_questions(whole)))
 
 
 def machine_facts(system: System | None = None, python: str | None = None) -> Any:

@@ -12,6 +12,7 @@ from wizard.options import Options
 from wizard.outputs import check_output, free_path, write_text
 from wizard.runs import (
     answers_text,
+    chain_of,
     check_given,
     dry_run,
     given_answers,
@@ -146,17 +147,20 @@ def run_playbook(opts: RunOptions, system: System, ui: Any, out: Any, stdout: An
     pb = load_playbook(opts.playbook, playbook_dirs=opts.playbook_dirs, environ=system.environ)
     if opts.resume:
         _resume(opts, pb, system, ui)
+    whole = chain_of(pb, opts.playbook_dirs, system.environ)  # the answers may answer any playbook it continues into
     values, origins = given_answers(
-        pb, answers_file=opts.answers_file, sets=opts.sets, workload=opts.options.workload, stdin=system.stdin
+        whole, answers_file=opts.answers_file, sets=opts.sets, workload=opts.options.workload, stdin=system.stdin
     )
-    check_given(pb, values)
+    check_given(whole, values)
     if opts.dry_run:
-        return _dry_run(opts, pb, values, origins, out=out, stdout=stdout)
+        return _dry_run(opts, pb, values, origins, out=out, stdout=stdout, environ=system.environ)
     _preflight(opts, pb, values)
     source = _source(opts, system, ui, values, origins)
     observer = TerminalObserver(ui, teach=opts.teach)
     reuse = _reuse(opts, pb, ui)
-    engine = prepare_run(pb, source, opts.options, system=system, observer=observer, reuse=reuse)
+    engine = prepare_run(
+        pb, source, opts.options, system=system, observer=observer, reuse=reuse, playbook_dirs=opts.playbook_dirs
+    )
     if opts.teach or getattr(source, "interactive", False):
         ui.print(playbook_heading(pb, teach=opts.teach))
     try:
@@ -175,6 +179,8 @@ def run_playbook(opts: RunOptions, system: System, ui: Any, out: Any, stdout: An
         out.print(conclusion_panel(transcript))
         if opts.report:
             out.print(rich_text(f"report written to {opts.report}", "dim"))
+    for line in also_found(opts, transcript):
+        out.print(rich_text(line))
     workspace = engine.env.settings.report_dir
     if workspace.is_dir():  # probes wrote there: say where (never in the current directory unasked)
         ui.print(rich_text(f"this run's files: {workspace}", "dim"))
@@ -182,10 +188,25 @@ def run_playbook(opts: RunOptions, system: System, ui: Any, out: Any, stdout: An
 
 
 def _dry_run(
-    opts: RunOptions, pb: Playbook, values: dict[str, Any], origins: dict[str, str], *, out: Any, stdout: Any
+    opts: RunOptions,
+    pb: Playbook,
+    values: dict[str, Any],
+    origins: dict[str, str],
+    *,
+    out: Any,
+    stdout: Any,
+    environ: Any = None,
 ) -> ExitStatus:
     """--dry-run: the plan, printed or as JSON; no probe runs, no file is written."""
-    plan = dry_run(pb, values, origins, defaults=opts.defaults, allow_commands=opts.options.allow_commands)
+    plan = dry_run(
+        pb,
+        values,
+        origins,
+        defaults=opts.defaults,
+        allow_commands=opts.options.allow_commands,
+        playbook_dirs=opts.playbook_dirs,
+        environ=environ,
+    )
     if opts.json_out:
         stdout.write(dumps(plan.to_dict()) + "\n")
         return ExitStatus.OK
@@ -194,6 +215,19 @@ def _dry_run(
     for line in plan_lines(plan):
         out.print(rich_text(line))
     return ExitStatus.OK
+
+
+def also_found(opts: RunOptions, transcript: Any) -> list[str]:
+    """After a chained run, the other playbooks its conclusions named as worth running, with the command
+    that runs each on the same answers."""
+    again = opts.record or (opts.answers_file if opts.answers_file not in (None, "-") else None)
+    import shlex
+
+    tail = f" --answers {shlex.quote(again)}" if again else ""
+    dirs = "".join(f" --playbook-dir {shlex.quote(d)}" for d in opts.playbook_dirs)
+    return [
+        f"also found: {name} → warpwizard run {name}{tail}{dirs}" for link in transcript.chain for name in link.also
+    ]
 
 
 def _gate(opts: RunOptions, transcript: Any) -> ExitStatus:

@@ -17,7 +17,7 @@ from wizard.engine.transcript import Conclusion, Transcript, TranscriptEntry
 from wizard.environment import Environment
 from wizard.errors import AnswersError, ProbeInfrastructureError, WizardError
 from wizard.playbook.conditions import Template
-from wizard.playbook.model import ConclusionNode, DecisionNode, Node, Playbook, ProbeNode, QuestionNode
+from wizard.playbook.model import AnswerInvalid, ConclusionNode, DecisionNode, Node, Playbook, ProbeNode, QuestionNode
 from wizard.playbook.trust import answer_sources, refusal
 from wizard.probes.base import ParamSpec, Probe, ProbeResult, Status, with_defaults
 
@@ -29,6 +29,7 @@ class EngineObserver(Protocol):
     def probe_started(self, node: ProbeNode, params: Mapping[str, Any]) -> None: ...
     def probe_finished(self, node: ProbeNode, result: ProbeResult) -> None: ...
     def decided(self, node: DecisionNode, target: str, reason: str) -> None: ...
+    def continued(self, playbook: Playbook) -> None: ...
 
 
 class _NullObserver:
@@ -43,6 +44,25 @@ class _NullObserver:
 
     def decided(self, node: DecisionNode, target: str, reason: str) -> None:
         pass
+
+    def continued(self, playbook: Playbook) -> None:
+        pass
+
+
+@dataclass(slots=True)
+class Earlier:
+    """What the playbooks walked before this one in a chained run left: where each answer was given, and
+    each probe's inputs and result, for the next playbook to carry instead of asking or running again."""
+
+    answered_in: dict[str, str] = field(default_factory=dict)  # question id -> playbook id
+    results: list[tuple[str, dict[str, Any], ProbeResult, str]] = field(default_factory=list)
+
+    def result(self, probe: str, inputs: Mapping[str, Any]) -> tuple[ProbeResult, str] | None:
+        """The earlier result of ``probe`` with exactly these inputs, and where it ran ("playbook:node")."""
+        for name, given, result, where in self.results:
+            if name == probe and given == dict(inputs):
+                return result, where
+        return None
 
 
 @dataclass
@@ -107,6 +127,9 @@ class Engine:
         *,
         observer: EngineObserver | None = None,
         reuse: Reuse | None = None,
+        state: RunState | None = None,
+        transcript: Transcript | None = None,
+        earlier: Earlier | None = None,
     ) -> None:
         self.playbook = playbook
         self.answers = answers
@@ -114,8 +137,11 @@ class Engine:
         self.env = env
         self.reuse = reuse  # a previous run's results for the probes before --from's node
         self.observer: EngineObserver = observer or _NullObserver()
-        self.state = RunState()
-        self.transcript = Transcript.start(playbook, env.system.clock.now())
+        # A chained run's next playbook shares the state and transcript of the ones before (wizard/engine/chain.py).
+        self.state = state or RunState()
+        self.transcript = transcript or Transcript.start(playbook, env.system.clock.now())
+        self.earlier = earlier or Earlier()
+        self.ran: list[tuple[str, dict[str, Any], ProbeResult, str]] = []  # this playbook's probes, as run
 
     def run(self) -> Transcript:
         node_id: str | None = self.playbook.start
@@ -150,7 +176,7 @@ class Engine:
         if isinstance(node, QuestionNode):
             prompt = render(node.prompt, self.state)
             entry.prompt = prompt
-            value, origin = self.answers.answer(node, prompt)
+            value, origin = self._carried(node, entry) or self.answers.answer(node, prompt)
             self.state.answers[node.id] = value
             self.state.origins[node.id] = origin
             entry.answer, entry.answer_origin = value, origin
@@ -159,7 +185,10 @@ class Engine:
             params = self._params(node)
             entry.inputs = params
             self.observer.probe_started(node, params)
-            result = self._reused(node, entry) or self._run_probe(node, params)
+            result = self._reused(node, entry)
+            if result is None:
+                result = self._run_probe(node, params)
+                self.ran.append((node.probe, dict(params), result, f"{self.playbook.id}:{node.id}"))
             self.observer.probe_finished(node, result)
             self.state.facts[node.id] = result.facts
             self.state.status[node.id] = result.status.value
@@ -192,12 +221,34 @@ class Engine:
         entry.duration_s = round(self.env.system.clock.monotonic() - started, 6)
         return nxt
 
-    def _reused(self, node: ProbeNode, entry: TranscriptEntry) -> ProbeResult | None:
-        """The previous run's result for this probe, once, when rerunning from a later node."""
-        if self.reuse is None or node.id not in self.reuse.results:
+    def _carried(self, node: QuestionNode, entry: TranscriptEntry) -> tuple[Any, str] | None:
+        """A question an earlier playbook of this run asked: its answer and origin, not asked again."""
+        where = self.earlier.answered_in.get(node.id)
+        if where is None:
             return None
-        entry.reused_from = self.reuse.source
-        return self.reuse.results.pop(node.id)
+        try:
+            value = node.coerce(self.state.answers[node.id], check_exists=False)
+        except AnswerInvalid as exc:
+            why = f"question {node.id!r} was answered in {where}; that answer does not fit here: {exc}"
+            raise AnswersError([f"{self.playbook.path}: {why}"]) from None
+        entry.carried_from = f"{where}:{node.id}"
+        return value, self.state.origins[node.id]
+
+    def _reused(self, node: ProbeNode, entry: TranscriptEntry) -> ProbeResult | None:
+        """The previous run's result for this probe, once, when rerunning from a later node; or, in a
+        chained run, an earlier playbook's result of the same probe with the same inputs."""
+        if self.reuse is not None and node.id in self.reuse.results:
+            entry.reused_from = self.reuse.source
+            return self.reuse.results.pop(node.id)
+        probe = self.probes.get(node.probe)
+        if probe is None or not self.earlier.results:
+            return None
+        full = with_defaults(probe.params, entry.inputs or {})
+        found = self.earlier.result(node.probe, full)
+        if found is None:
+            return None
+        entry.inputs, entry.carried_from = full, found[1]
+        return found[0]
 
     def _params(self, node: ProbeNode) -> dict[str, Any]:
         return render_params(node, self.state)

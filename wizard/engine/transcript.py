@@ -35,6 +35,8 @@ class TranscriptEntry:
     files: list[str] | None = None
     next: str | None = None
     reused_from: str | None = None  # the transcript this probe's result was taken from (--from)
+    carried_from: str | None = None  # chained run: "playbook:node" whose answer or probe result this reuses
+    playbook: str | None = None  # chained run: the playbook this entry belongs to
 
     def record(self, result: ProbeResult) -> None:
         """What a probe found, as the transcript keeps it."""
@@ -51,6 +53,17 @@ class Conclusion:
     evidence: list[str]
     fix: list[str]
     links: list[str]
+
+
+@dataclass(slots=True)
+class ChainLink:
+    """One playbook of a chained run: which, how many entries it added, its conclusion, where it went on."""
+
+    playbook: dict[str, str]
+    entries: int
+    conclusion: Conclusion | None
+    continued_to: str | None = None
+    also: list[str] = field(default_factory=list)  # other playbooks the conclusion says are worth running
 
 
 def _renderers() -> Any:
@@ -71,6 +84,7 @@ class Transcript:
     answers: dict[str, Any] = field(default_factory=dict)
     tool: dict[str, str] = field(default_factory=dict)
     host: dict[str, Any] = field(default_factory=dict)
+    chain: list[ChainLink] = field(default_factory=list)  # empty unless a conclusion continued
 
     @property
     def diagnosis(self) -> str | None:
@@ -136,4 +150,6 @@ class Transcript:
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["entries"] = [{k: v for k, v in e.items() if v is not None} for e in data["entries"]]
+        if not self.chain:  # the shape of a one-playbook run is unchanged
+            del data["chain"]
         return {"schema": TRANSCRIPT, **data}  # schema first, for people reading the file
