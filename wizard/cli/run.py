@@ -179,8 +179,8 @@ def run_playbook(opts: RunOptions, system: System, ui: Any, out: Any, stdout: An
         out.print(conclusion_panel(transcript))
         if opts.report:
             out.print(rich_text(f"report written to {opts.report}", "dim"))
-    for line in also_found(opts, transcript):
-        out.print(rich_text(line))
+        for line in also_found(opts, transcript):
+            out.print(rich_text(line))
     workspace = engine.env.settings.report_dir
     if workspace.is_dir():  # probes wrote there: say where (never in the current directory unasked)
         ui.print(rich_text(f"this run's files: {workspace}", "dim"))
