@@ -179,6 +179,15 @@ def test_triage_says_a_healthy_trace_is_healthy_and_what_it_checked(tmp_path: Pa
         assert check in checked
 
 
+def test_triage_hands_a_trace_without_metrics_to_the_flagship_first_step(tmp_path: Path, run_cli: RunCli) -> None:
+    answers = _answers(tmp_path, have="trace", trace_path=EXAMPLES / "traces" / "rocm-mi300x.json")
+    doc = strict_json(run_cli("run", "triage", "--answers", str(answers), "--json").stdout)
+    assert [(link["playbook"]["id"], link["conclusion"]["diagnosis"]) for link in doc["chain"]] == [
+        ("triage", "trace-has-no-metrics"),
+        ("negative-warps-per-sm", "rocm-no-such-metrics"),
+    ]
+
+
 def test_one_answers_file_starts_the_triage_or_the_flagship(tmp_path: Path, run_cli: RunCli) -> None:
     answers = _answers(tmp_path, have="trace", trace_path=GRID)
     direct = strict_json(run_cli("run", "negative-warps-per-sm", "--answers", str(answers), "--json").stdout)
