@@ -70,6 +70,7 @@ def test_chain_through_the_cli_with_an_answers_file(tmp_path: Path, run_cli: Run
     shown = run_cli("--playbook-dir", str(CHAIN), "run", "chain-a", "--answers", str(answers))
     assert shown.status == 0, shown.stderr
     assert "Continuing with chain-b: Chain B (the end)" in shown.stderr + shown.stdout
+    assert (shown.stderr + shown.stdout).count("the result above, reused: not run again") == 1
     assert f"also found: chain-c → warpwizard run chain-c --answers {answers} --playbook-dir {CHAIN}" in shown.stdout
 
 

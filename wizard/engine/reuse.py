@@ -85,7 +85,8 @@ def recorded(pb: Playbook, path: str, *, node: str | None = None, step: int | No
     if not isinstance(about, dict) or about.get("id") != pb.id:
         found = about.get("id") if isinstance(about, dict) else None
         raise UsageError(f"--from: {path} is a transcript of playbook {found!r}, not {pb.id}")
-    entries = [e for e in data.get("entries") or [] if isinstance(e, dict)]
+    # a chained run's entries of later playbooks are theirs: --from reruns the playbook the run started with
+    entries = [e for e in data.get("entries") or [] if isinstance(e, dict) and e.get("playbook") in (None, pb.id)]
     nodes = [str(e.get("node")) for e in entries]
     start = _start(pb, nodes, entries, node, step)
     reuse = Reuse(path, start)

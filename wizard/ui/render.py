@@ -71,6 +71,7 @@ class TerminalObserver:
         self.step: str | None = None
         self.spinner: Spinner | None = None
         self.glossary = Glossary()  # one session: each word defined once
+        self.shown_results: list[ProbeResult] = []
 
     def _new_words(self, text: str) -> None:
         """--teach: a GPU word this session has not defined yet, defined once where it first appears."""
@@ -116,6 +117,18 @@ class TerminalObserver:
             self.spinner.stop()
             self.spinner = None
         style = STATUS_STYLE.get(result.status.value, "white")
+        if any(result is seen for seen in self.shown_results):  # a chained run reuses an earlier playbook's result
+            self.console.print(
+                Text.assemble(
+                    ("  ● ", style),
+                    (node.probe, "bold"),
+                    " ",
+                    (result.status.value.upper(), f"bold {style}"),
+                    ("  the result above, reused: not run again", "dim"),
+                )
+            )
+            return
+        self.shown_results.append(result)
         self.console.print(
             Text.assemble(
                 ("  ● ", style),
