@@ -227,6 +227,8 @@ def test_explain_defines_each_word_where_it_first_appears() -> None:
     for word in ("warp", "SM", "occupancy", "kernel", "Kineto"):
         assert text.count(f"> *new word* **{word}**") == 1, word
     assert with_definitions("nothing to define here") == "nothing to define here"
+    fenced = with_definitions("```\nwarp\n\nkernel\n```\n\nafter")
+    assert fenced.startswith("```\nwarp\n\nkernel\n```\n\n> *new word* **kernel**")  # never inside a code block
 
 
 @pytest.mark.skipif(os.name != "posix", reason="pseudo-terminals need a POSIX system")

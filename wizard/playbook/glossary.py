@@ -120,9 +120,14 @@ def with_definitions(markdown: str) -> str:
     uses it (``warpwizard explain``)."""
     glossary = Glossary()
     out: list[str] = []
+    pending = ""  # text since the last place a definition may go (never inside a ``` block)
     for paragraph in markdown.split("\n\n"):
         out.append(paragraph)
-        words = glossary.new_words(paragraph)
+        pending += paragraph + "\n"
+        if sum(line.lstrip().startswith("```") for line in pending.splitlines()) % 2:
+            continue
+        words = glossary.new_words(pending)
+        pending = ""
         if words:
             out.append("\n".join(f"> *new word* **{t.word}**: {t.definition}" for t in words))
     return "\n\n".join(out)
