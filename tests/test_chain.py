@@ -94,6 +94,14 @@ def test_answers_template_lists_every_reachable_question_once(run_cli: RunCli) -
     assert sorted(asked) == ["size", "trace_path", "where"]
 
 
+def test_the_triage_answers_file_lists_the_flagship_questions_too(run_cli: RunCli) -> None:
+    text = run_cli("answers", "triage").stdout
+    for question in ("have", "trace_path", "described", "symptom", "custom_kernel", "torch_era"):
+        assert len(re.findall(rf"^#? ?{question}:", text, re.MULTILINE)) == 1, question
+    explained = run_cli("explain", "triage").stdout
+    assert "then continues into the playbook `{{ facts.inspect.health_next }}` names, one of:" in explained
+
+
 def test_dry_run_plans_across_the_chain(run_cli: RunCli) -> None:
     args = ["--set", f"trace_path={HEALTHY}", "--set", "where=chain-b", "--set", "size=3", "--dry-run"]
     result = run_cli("--playbook-dir", str(CHAIN), "run", "chain-a", *args)
