@@ -211,12 +211,9 @@ def test_every_example_at_a_real_terminal(example: dict[str, str]) -> None:
     assert diagnosis == example["diagnosis"]
 
 
-def test_no_arguments_at_a_terminal_offers_the_playbooks(tmp_path: Path) -> None:
-    child = spawn([], tmp_path)
-    child.expect("1 playbook\\(s\\) found; add a team's own with --playbook-dir")
-    child.expect("Which playbook")
-    child.expect("negative-warps-per-sm: Negative")  # name, title and where it came from
-    child.send("\r")
+def test_no_arguments_at_a_terminal_starts_the_triage(tmp_path: Path) -> None:
+    child = spawn([], tmp_path)  # issue 26: the triage is the front door (`warpwizard list` lists playbooks)
+    child.expect("What is wrong with my profile")
     child.expect("What do you have to start from")
     child.sendintr()
     finish(child)

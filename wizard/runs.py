@@ -42,6 +42,7 @@ from wizard.probes.registry import catalog, registered_probes
 from wizard.system import System
 
 if TYPE_CHECKING:
+    from wizard.engine.chain import Chain
     from wizard.engine.plan import Plan
     from wizard.playbook.trust import ProgramUse
 
@@ -100,13 +101,39 @@ def prepare_run(
     observer: EngineObserver | None = None,
     reuse: Reuse | None = None,
     spell: Callable[[str], str] = str,
-) -> Engine:
-    """An engine ready to walk ``playbook``; ``.run()`` returns the transcript and ``.state`` holds the
-    answers so far (the CLI saves them on Ctrl-C). ``run_playbook`` is this with answers from a mapping."""
-    pb = playbook if isinstance(playbook, Playbook) else load_playbook(_path_text(playbook, "playbook"))
+    playbook_dirs: Sequence[str] = (),
+) -> Chain:
+    """An engine ready to walk ``playbook`` and the playbooks its conclusions continue into (found by id on
+    the same search path); ``.run()`` returns the transcript and ``.state`` holds the answers so far (the
+    CLI saves them on Ctrl-C)."""
+    from wizard.engine.chain import Chain
+
     system = system or System()
+    pb = (
+        playbook
+        if isinstance(playbook, Playbook)
+        else load_playbook(_path_text(playbook, "playbook"), playbook_dirs=playbook_dirs, environ=system.environ)
+    )
     env = Environment(system, (options or Options()).settings(system))
-    return Engine(pb, source, registered_probes(), env, observer=observer, reuse=reuse, spell=spell)
+    engine = Engine(pb, source, registered_probes(), env, observer=observer, reuse=reuse, spell=spell)
+    return Chain(engine, playbook_loader(playbook_dirs, system.environ))
+
+
+def playbook_loader(playbook_dirs: Sequence[str] = (), environ: Mapping[str, str] | None = None) -> Any:
+    """Loads a playbook by id from the search path (never a path): where a conclusion continues."""
+    from wizard.playbook.discovery import load_named
+
+    return lambda name: load_named(name, catalog(), list(playbook_dirs), environ)
+
+
+def chain_of(pb: Playbook, playbook_dirs: Sequence[str] = (), environ: Mapping[str, str] | None = None) -> Playbook:
+    """``pb`` with every node of the playbooks it may continue into (the first's where ids repeat): what
+    its answers may answer, and the questions ``warpwizard answers`` lists. Never walked."""
+    from wizard.engine.chain import chain_view, reachable_playbooks
+
+    if not pb.continuations():
+        return pb
+    return chain_view(reachable_playbooks(pb, playbook_loader(playbook_dirs, environ)))
 
 
 def _library_continue(playbook_id: str) -> str:
@@ -212,8 +239,9 @@ def run_playbook(
     answers_file = None if answers is None or isinstance(answers, Mapping) else _path_text(answers, "answers")
     if resume:
         answers_file = _resumed(pb, answers_file, system, notify, spell)
+    whole = chain_of(pb, playbook_dirs, system.environ)  # the questions of every playbook it may continue into
     values, origins = given_answers(
-        pb,
+        whole,
         answers_file=answers_file,
         sets=sets,
         workload=options.workload,
@@ -223,9 +251,17 @@ def run_playbook(
     )
     values.update(given)
     origins.update(dict.fromkeys(given, ORIGIN_FILE))
-    check_given(pb, values)
+    check_given(whole, values)
     if dry_run:
-        return _plan(pb, values, origins, defaults=defaults, allow_commands=options.allow_commands)
+        return _plan(
+            pb,
+            values,
+            origins,
+            defaults=defaults,
+            allow_commands=options.allow_commands,
+            playbook_dirs=playbook_dirs,
+            environ=system.environ,
+        )
     outputs = RunOutputs(record, report, force, [p for p in (answers_file, pb.path) if p and p != "-"])
     outputs.check(options, values, spell)
     reuse = _reuse(pb, answers_file, node=from_node, step=from_step, notify=notify, spell=spell)
@@ -234,7 +270,9 @@ def run_playbook(
         if answer_source
         else scripted_answers(values, origins, defaults=defaults, spell=spell)
     )
-    engine = prepare_run(pb, source, options, system=system, observer=observer, reuse=reuse, spell=spell)
+    engine = prepare_run(
+        pb, source, options, system=system, observer=observer, reuse=reuse, spell=spell, playbook_dirs=playbook_dirs
+    )
     hint = f"answer them with {spell('answers')} or {spell('sets')}, or use {spell('defaults')}"
     try:
         transcript = walk(engine, values, hint)
@@ -364,7 +402,7 @@ def check_given(pb: Playbook, values: Mapping[str, Any]) -> None:
         raise AnswersError(problems)
 
 
-def walk(engine: Engine, given: Mapping[str, Any], hint: str) -> Transcript:
+def walk(engine: Engine | Chain, given: Mapping[str, Any], hint: str) -> Transcript:
     """Run a prepared engine; an unanswered question becomes an AnswersError naming it and the
     questions that may follow (``hint`` says, in the caller's words, how to answer them)."""
     from wizard.engine.answers import MissingAnswer, missing_answer_message
@@ -420,12 +458,28 @@ def answers_text(answers: Mapping[str, Any], playbook_id: str) -> str:
 
 
 def _plan(
-    pb: Playbook, values: Mapping[str, Any], origins: Mapping[str, str], *, defaults: bool, allow_commands: bool
+    pb: Playbook,
+    values: Mapping[str, Any],
+    origins: Mapping[str, str],
+    *,
+    defaults: bool,
+    allow_commands: bool,
+    playbook_dirs: Sequence[str] = (),
+    environ: Mapping[str, str] | None = None,
 ) -> Plan:
-    """The path the answers take as far as they decide it, every probe and program (nothing runs)."""
+    """The path the answers take as far as they decide it, every probe and program, across the playbooks
+    it continues into (nothing runs)."""
     from wizard.engine.plan import plan_run
 
-    return plan_run(pb, values, origins, catalog(), defaults=defaults, allow_commands=allow_commands)
+    return plan_run(
+        pb,
+        values,
+        origins,
+        catalog(),
+        defaults=defaults,
+        allow_commands=allow_commands,
+        load=playbook_loader(playbook_dirs, environ),
+    )
 
 
 def _path_text(value: Any, what: str) -> str:
@@ -479,6 +533,7 @@ def check_playbooks(
 ) -> list[Checked]:
     """``warpwizard validate``: names, paths or directories (expanded to the playbooks in them)."""
     from wizard.playbook.loader import load_playbook as _load
+    from wizard.playbook.loader import unknown_continuations
     from wizard.playbook.trust import program_uses
 
     probes, out = catalog(), []
@@ -490,6 +545,10 @@ def check_playbooks(
             pb = _load(path, probes)
         except PlaybookError as exc:
             out.append(Checked(name, list(exc.problems)))
+            continue
+        unknown = unknown_continuations(str(path), pb, playbook_names(playbook_dirs, environ))
+        if unknown:
+            out.append(Checked(name, unknown))
             continue
         summary = f"{pb.path}: ok ({len(pb.nodes)} nodes, {len(pb.steps)} steps)"
         out.append(Checked(name, [], summary, list(program_uses(pb, probes))))
@@ -523,10 +582,11 @@ def playbook_graph(pb: Playbook, form: str) -> str:
 
 
 def explain_playbook(pb: Playbook) -> str:
-    """The whole tree in words (Markdown), for onboarding."""
+    """The whole tree in words (Markdown), for onboarding: each GPU word defined where it first appears."""
+    from wizard.playbook.glossary import with_definitions
     from wizard.playbook.graph import explain
 
-    return explain(pb)
+    return with_definitions(explain(pb))
 
 
 def playbook_schema() -> str:
@@ -536,11 +596,15 @@ def playbook_schema() -> str:
     return SCHEMA_PATH.read_text(encoding="utf-8")
 
 
-def answers_file_template(pb: Playbook) -> str:
-    """A commented answers file to fill in (``warpwizard answers``)."""
+def answers_file_template(
+    pb: Playbook, playbook_dirs: Sequence[str] = (), environ: Mapping[str, str] | None = None
+) -> str:
+    """A commented answers file to fill in (``warpwizard answers``): every question of the playbook and of
+    the playbooks it may continue into, once each."""
     from wizard.engine.answers import answers_template
 
-    return answers_template(pb, frozenset(program_questions(pb)))
+    whole = chain_of(pb, playbook_dirs, environ)
+    return answers_template(whole, frozenset(program_questions(whole)))
 
 
 def machine_facts(system: System | None = None, python: str | None = None) -> ProbeResult:

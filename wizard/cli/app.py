@@ -240,7 +240,7 @@ def cmd_explain(ctx: Context) -> ExitStatus:
 def cmd_answers(ctx: Context) -> ExitStatus:
     from wizard.runs import answers_file_template
 
-    ctx.write(answers_file_template(_load(ctx, ctx.args.playbook)))
+    ctx.write(answers_file_template(_load(ctx, ctx.args.playbook), ctx.playbook_dirs, ctx.system.environ))
     return ExitStatus.OK
 
 
@@ -423,7 +423,9 @@ def cmd_env(ctx: Context) -> ExitStatus:
 
 
 def cmd_default(ctx: Context, parser: argparse.ArgumentParser) -> ExitStatus:
-    """No command: say which playbooks there are, let the person pick, and run it at the terminal."""
+    """No command at a terminal: the triage, the front door (it asks what you have, checks the trace's
+    health and continues into the playbook for what it finds); without a triage playbook on the search
+    path, the list to pick from (``warpwizard list`` shows it too)."""
     if not ctx.system.interactive:
         parser.print_help(cast(IO[str], ctx.stderr))
         raise UsageError(
@@ -435,12 +437,15 @@ def cmd_default(ctx: Context, parser: argparse.ArgumentParser) -> ExitStatus:
     found = found_playbooks(ctx.playbook_dirs, ctx.system.environ)
     if not found:
         raise UsageError("warpwizard: no playbooks found")
-    name = choose_playbook(found, ctx.console())
+    triage = [f for f in found if f.name == TRIAGE and f.problem is None]
+    name = TRIAGE if triage else choose_playbook(found, ctx.console())
     run_args = parser.parse_args(["run", name])
     run_args.no_color, run_args.playbook_dir = ctx.args.no_color, ctx.args.playbook_dir
     ctx.args = run_args
     return cmd_run(ctx, name)
 
+
+TRIAGE = "triage"  # the playbook `warpwizard` alone starts
 
 COMMANDS: dict[str, Callable[[Context], ExitStatus]] = {
     "run": cmd_run,

@@ -174,9 +174,25 @@ def run_playbook(opts: RunOptions, system: System, ui: Any, out: Any, stdout: An
         out.print(conclusion_panel(transcript))
         if opts.report:
             out.print(rich_text(f"report written to {opts.report}", "dim"))
+        for line in also_found(opts, transcript):
+            out.print(rich_text(line))
     for text in later:
         ui.print(rich_text(text, "dim"))
     return _gate(opts, transcript)
+
+
+def also_found(opts: RunOptions, transcript: Transcript) -> list[str]:
+    """After a chained run, the other playbooks its conclusions named as worth running, with the command
+    that runs each on the same answers."""
+    import shlex
+
+    given = opts.answers if isinstance(opts.answers, str) and opts.answers != "-" else None
+    again = opts.record or given
+    tail = f" --answers {shlex.quote(str(again))}" if again else ""
+    dirs = "".join(f" --playbook-dir {shlex.quote(d)}" for d in opts.playbook_dirs)
+    return [
+        f"also found: {name} → warpwizard run {name}{tail}{dirs}" for link in transcript.chain for name in link.also
+    ]
 
 
 def _continue_with(playbook_id: str) -> str:

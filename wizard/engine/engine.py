@@ -17,7 +17,7 @@ from wizard.engine.transcript import Conclusion, Transcript, TranscriptEntry
 from wizard.environment import Environment
 from wizard.errors import AnswersError, ProbeInfrastructureError, WizardError
 from wizard.playbook.conditions import Template
-from wizard.playbook.model import ConclusionNode, DecisionNode, Node, Playbook, ProbeNode, QuestionNode
+from wizard.playbook.model import AnswerInvalid, ConclusionNode, DecisionNode, Node, Playbook, ProbeNode, QuestionNode
 from wizard.playbook.trust import answer_sources, refusal
 from wizard.probes.base import ParamSpec, Probe, ProbeResult, Status, with_defaults
 
@@ -29,6 +29,7 @@ class EngineObserver(Protocol):
     def probe_started(self, node: ProbeNode, params: Mapping[str, Any]) -> None: ...
     def probe_finished(self, node: ProbeNode, result: ProbeResult) -> None: ...
     def decided(self, node: DecisionNode, target: str, reason: str) -> None: ...
+    def continued(self, playbook: Playbook) -> None: ...
 
 
 class _NullObserver:
@@ -43,6 +44,25 @@ class _NullObserver:
 
     def decided(self, node: DecisionNode, target: str, reason: str) -> None:
         pass
+
+    def continued(self, playbook: Playbook) -> None:
+        pass
+
+
+@dataclass(slots=True)
+class Earlier:
+    """What the playbooks walked before this one in a chained run left: where each answer was given, and
+    each probe's inputs and result, for the next playbook to carry instead of asking or running again."""
+
+    answered_in: dict[str, str] = field(default_factory=dict)  # question id -> playbook id
+    results: list[tuple[str, dict[str, Any], ProbeResult, str]] = field(default_factory=list)
+
+    def result(self, probe: str, inputs: Mapping[str, Any]) -> tuple[ProbeResult, str] | None:
+        """The earlier result of ``probe`` with exactly these inputs, and where it ran ("playbook:node")."""
+        for name, given, result, where in self.results:
+            if name == probe and given == dict(inputs):
+                return result, where
+        return None
 
 
 @dataclass
@@ -108,6 +128,9 @@ class Engine:
         observer: EngineObserver | None = None,
         reuse: Reuse | None = None,
         spell: Callable[[str], str] = str,
+        state: RunState | None = None,
+        transcript: Transcript | None = None,
+        earlier: Earlier | None = None,
     ) -> None:
         self.spell = spell  # names an option as the caller knows it: --workload on a command line
         self.playbook = playbook
@@ -116,8 +139,11 @@ class Engine:
         self.env = env
         self.reuse = reuse  # a previous run's results for the probes before --from's node
         self.observer: EngineObserver = observer or _NullObserver()
-        self.state = RunState()
-        self.transcript = Transcript.start(playbook, env.system.clock.now())
+        # A chained run's next playbook shares the state and transcript of the ones before (wizard/engine/chain.py).
+        self.state = state or RunState()
+        self.transcript = transcript or Transcript.start(playbook, env.system.clock.now())
+        self.earlier = earlier or Earlier()
+        self.ran: list[tuple[str, dict[str, Any], ProbeResult, str]] = []  # this playbook's probes, as run
 
     def run(self) -> Transcript:
         node_id: str | None = self.playbook.start
@@ -153,7 +179,7 @@ class Engine:
         if isinstance(node, QuestionNode):
             prompt = render(node.prompt, self.state)
             entry.prompt = prompt
-            value, origin = self.answers.answer(node, prompt)
+            value, origin = self._carried(node, entry) or self.answers.answer(node, prompt)
             self.state.answers[node.id] = value
             self.state.origins[node.id] = origin
             entry.answer, entry.answer_origin = value, origin
@@ -162,7 +188,10 @@ class Engine:
             params = self._params(node)
             entry.inputs = params
             self.observer.probe_started(node, params)
-            result = self._reused(node, params, entry) or self._run_probe(node, params, entry)
+            result = self._reused(node, params, entry)
+            if result is None:
+                result = self._run_probe(node, params, entry)
+                self.ran.append((node.probe, dict(params), result, f"{self.playbook.id}:{node.id}"))
             self.observer.probe_finished(node, result)
             self.state.facts[node.id] = result.facts
             self.state.status[node.id] = result.status.value
@@ -195,20 +224,40 @@ class Engine:
         entry.duration_s = round(self.env.system.clock.monotonic() - started, 6)
         return nxt
 
+    def _carried(self, node: QuestionNode, entry: TranscriptEntry) -> tuple[Any, str] | None:
+        """A question an earlier playbook of this run asked: its answer and origin, not asked again."""
+        where = self.earlier.answered_in.get(node.id)
+        if where is None:
+            return None
+        try:
+            value = node.coerce(self.state.answers[node.id], check_exists=False)
+        except AnswerInvalid as exc:
+            why = f"question {node.id!r} was answered in {where}; that answer does not fit here: {exc}"
+            raise AnswersError([f"{self.playbook.path}: {why}"]) from None
+        entry.carried_from = f"{where}:{node.id}"
+        return value, self.state.origins[node.id]
+
     def _reused(self, node: ProbeNode, params: dict[str, Any], entry: TranscriptEntry) -> ProbeResult | None:
-        """The previous run's result for this probe, once, when rerunning from a later node, and only
-        for the same inputs and unchanged files (else the entry says why the probe runs again)."""
+        """The previous run's result for this probe, once, when rerunning from a later node, and only for the
+        same inputs and unchanged files (else the entry says why the probe runs again); or, in a chained run,
+        an earlier playbook's result of the same probe with the same inputs."""
         probe = self.probes.get(node.probe)
-        if self.reuse is None or probe is None:
+        if probe is None:
             return None
         full = with_defaults(probe.params, params)
-        result, why = self.reuse.take(node.id, full, probe.params)
-        if result is None:
+        if self.reuse is not None:
+            result, why = self.reuse.take(node.id, full, probe.params)
+            if result is not None:
+                params.update(full)  # in place: the transcript's inputs show them
+                entry.reused_from, entry.input_files = self.reuse.source, input_files(probe.params, full)
+                return result
             entry.not_reused = why or None
+        found = self.earlier.result(node.probe, full) if self.earlier.results else None
+        if found is None:
             return None
-        params.update(full)  # in place: the transcript's inputs show them
-        entry.reused_from, entry.input_files = self.reuse.source, input_files(probe.params, full)
-        return result
+        params.update(full)
+        entry.carried_from = found[1]
+        return found[0]
 
     def _params(self, node: ProbeNode) -> dict[str, Any]:
         return render_params(node, self.state)

@@ -9,12 +9,13 @@ start, and whether that program may run (the same trust rule as a real run).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from wizard.engine.answers import ORIGIN_DEFAULT
 from wizard.engine.engine import MAX_VISITS, RunState, program_params, render, render_params
+from wizard.playbook.grammar import MAX_CHAIN
 from wizard.playbook.model import AnswerInvalid, ConclusionNode, DecisionNode, Playbook, ProbeNode, QuestionNode
 from wizard.probes.base import ProbeInfo, with_defaults
 from wizard.schemas import PLAN
@@ -40,6 +41,7 @@ class PlanStep:
     programs: list[Program] = field(default_factory=list)
     decided_by: str | None = None
     next: str | None = None
+    playbook: str | None = None  # set when the plan continues into another playbook
 
 
 @dataclass(slots=True)
@@ -146,19 +148,36 @@ def plan_run(
     *,
     defaults: bool = False,
     allow_commands: bool = False,
+    load: Callable[[str], Playbook] | None = None,
 ) -> Plan:
-    """The path ``answers`` take through ``pb``, stopping where they no longer decide it."""
+    """The path ``answers`` take through ``pb`` (and the playbooks it continues into, loaded by id with
+    ``load``), stopping where they no longer decide it."""
+    first = pb
     walk = _Walk(pb, answers, origins, probes, defaults, allow_commands)
     steps: list[PlanStep] = []
     node_id: str | None = pb.start
+    walked = [pb.id]
     for _ in range(MAX_VISITS):
         if node_id is None:
-            return Plan(pb.id, steps, "the playbook ends without a conclusion")
+            return Plan(first.id, steps, "the playbook ends without a conclusion")
         node = pb.nodes[node_id]
-        step = PlanStep(node.id, node.kind, node.step)
+        step = PlanStep(node.id, node.kind, node.step, playbook=pb.id if len(walked) > 1 else None)
         steps.append(step)
+        if isinstance(node, ConclusionNode) and node.continues is not None and load is not None:
+            target = node.continues.playbook.render(walk.state.scope())
+            if target not in node.continues.choices or target in walked or len(walked) >= MAX_CHAIN:
+                ids = ", ".join(node.continues.choices)
+                return Plan(first.id, steps, f"{node.id} continues into the playbook its facts name, one of: {ids}")
+            if len(walked) == 1:
+                for earlier in steps:
+                    earlier.playbook = pb.id
+            step.next = f"playbook {target}"
+            pb = walk.pb = load(target)
+            walked.append(pb.id)
+            node_id = pb.start
+            continue
         if isinstance(node, ConclusionNode):
-            return Plan(pb.id, steps, f"diagnosis {node.diagnosis} ({node.severity})", node.diagnosis)
+            return Plan(first.id, steps, f"diagnosis {node.diagnosis} ({node.severity})", node.diagnosis)
         if isinstance(node, QuestionNode):
             node_id, stop = walk.question(node, step)
         elif isinstance(node, ProbeNode):
@@ -167,5 +186,5 @@ def plan_run(
             assert isinstance(node, DecisionNode)
             node_id, stop = walk.decision(node, step)
         if stop is not None:
-            return Plan(pb.id, steps, stop)
-    return Plan(pb.id, steps, f"stopped after {MAX_VISITS} nodes: the answers keep the run in a loop")
+            return Plan(first.id, steps, stop)
+    return Plan(first.id, steps, f"stopped after {MAX_VISITS} nodes: the answers keep the run in a loop")

@@ -232,7 +232,8 @@ def recorded(pb: Playbook, path: str, *, node: str | None = None, step: int | No
         found = about.get("id") if isinstance(about, dict) else None
         shown = repr(visible(found)[:80]) if isinstance(found, str) else visible(repr(found))[:80]
         raise UsageError(f"--from: {path} is a transcript of playbook {shown}, not {pb.id}")
-    entries = _entries(path, data)
+    # a chained run's entries of later playbooks are theirs: --from reruns the playbook the run started with
+    entries = [e for e in _entries(path, data) if e.get("playbook") in (None, pb.id)]
     nodes = [e["node"] for e in entries]
     start = _start(pb, nodes, entries, node, step)
     reuse = Reuse(path, start)

@@ -45,6 +45,8 @@ class TranscriptEntry:
     reused_from: str | None = None  # the transcript this probe's result was taken from (--from)
     not_reused: str | None = None  # why --from ran this probe again instead (inputs or files changed)
     input_files: dict[str, Any] | None = None  # fingerprints of the files its inputs name (for --from)
+    carried_from: str | None = None  # chained run: "playbook:node" whose answer or probe result this reuses
+    playbook: str | None = None  # chained run: the playbook this entry belongs to
 
     def record(self, result: ProbeResult) -> None:
         """What a probe found, as the transcript keeps it."""
@@ -64,6 +66,17 @@ class Conclusion:
 
 
 @dataclass(slots=True)
+class ChainLink:
+    """One playbook of a chained run: which, how many entries it added, its conclusion, where it went on."""
+
+    playbook: dict[str, str]
+    entries: int
+    conclusion: Conclusion | None
+    continued_to: str | None = None
+    also: list[str] = field(default_factory=list)  # other playbooks the conclusion says are worth running
+
+
+@dataclass(slots=True)
 class Transcript:
     playbook: dict[str, str]
     started: str
@@ -73,6 +86,7 @@ class Transcript:
     answers: dict[str, Any] = field(default_factory=dict)
     tool: dict[str, str] = field(default_factory=dict)
     host: dict[str, Any] = field(default_factory=dict)
+    chain: list[ChainLink] = field(default_factory=list)  # empty unless a conclusion continued
 
     @property
     def diagnosis(self) -> str | None:
@@ -158,4 +172,6 @@ class Transcript:
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["entries"] = [{k: v for k, v in e.items() if v is not None} for e in data["entries"]]
+        if not self.chain:  # the shape of a one-playbook run is unchanged
+            del data["chain"]
         return {"schema": TRANSCRIPT, **data}  # schema first, for people reading the file

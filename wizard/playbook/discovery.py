@@ -91,4 +91,19 @@ def load(
     return load_playbook(resolve(name, extra, environ), probes)
 
 
+def load_named(
+    name: str, probes: Mapping[str, ProbeInfo], extra: list[str] | None = None, environ: Mapping[str, str] | None = None
+) -> Playbook:
+    """A playbook by its name on the search path only, never a path: where a conclusion continues."""
+    from wizard.playbook.loader import PLAYBOOK_ID_PATTERN
+
+    if not PLAYBOOK_ID_PATTERN.fullmatch(name):
+        raise PlaybookNotFound(f"{name!r} is not a playbook id")
+    for found in list_playbooks(extra, environ):
+        if found.name == name:
+            return load_playbook(found.path, probes)
+    names = ", ".join(f.name for f in list_playbooks(extra, environ)) or "none"
+    raise PlaybookNotFound(f"no playbook named {name!r} on the search path; available: {names}")
+
+
 __all__ = ["Found", "PlaybookError", "list_playbooks", "load", "packaged_dir", "resolve"]

@@ -19,6 +19,8 @@ ID = {"type": "string", "pattern": "^[a-z][a-z0-9_]*$"}
 TEXT = {"type": "string"}
 TARGET = {**ID, "description": "id of the node to go to"}
 PLAYBOOK_ID = {"type": "string", "pattern": "^[a-z0-9][a-z0-9_-]*$"}
+# How many playbooks one run may walk when conclusions continue into others (each at most once).
+MAX_CHAIN = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +57,25 @@ VALIDATE = (
 BRANCH = (
     Field("when", {**TEXT, "description": "condition over answers., facts., status."}, True),
     Field("goto", TARGET, True),
+)
+CONTINUE = (
+    Field(
+        "playbook",
+        {**TEXT, "description": "the playbook to continue into: an id, or a {{ template }} naming one"},
+        True,
+    ),
+    Field(
+        "choices",
+        {
+            "type": "array",
+            "minItems": 1,
+            "uniqueItems": True,
+            "items": PLAYBOOK_ID,
+            "description": "every id it may name",
+        },
+        True,
+    ),
+    Field("also", {**TEXT, "description": "a {{ template }} for a list of other choices worth running afterwards"}),
 )
 COMMON = (
     Field("id", {**ID, "description": "snake_case id; conditions name nodes by it"}, True),
@@ -109,6 +130,12 @@ KINDS: dict[str, tuple[Field, ...]] = {
         Field("evidence", {"type": "array", "items": TEXT}),
         Field("fix", {"type": "array", "items": TEXT}),
         Field("links", {"type": "array", "items": TEXT}),
+        Field(
+            "continue",
+            _object(
+                CONTINUE, description="after this conclusion, walk another playbook with the same answers and facts"
+            ),
+        ),
     ),
 }
 TOP = (

@@ -118,6 +118,10 @@ def _node_lines(node: Node) -> list[str]:
     elif isinstance(node, ConclusionNode):
         summary = node.summary.source.strip() if node.summary else ""
         out.append(f"- **Diagnosis `{node.diagnosis}`** ({node.severity}): {summary}")
+        if node.continues is not None:
+            where = node.continues.playbook.source.strip()
+            ids = ", ".join(f"`{c}`" for c in node.continues.choices)
+            out.append(f"  then continues into the playbook `{where}` names, one of: {ids}")
     if node.explain:
         out.append("  " + " ".join(node.explain.split()))
     out += [f"  - {e.label or 'then'} -> `{e.target}`" for e in node.edges()]

@@ -32,6 +32,7 @@ from wizard.playbook.model import (
     Branch,
     Choice,
     ConclusionNode,
+    Continuation,
     DecisionNode,
     Node,
     Playbook,
@@ -369,7 +370,60 @@ def _conclusion(c: _Checker, raw: dict[str, Any], base: dict[str, Any], where: P
     node.fix = texts("fix")
     links = raw.get("links") or []
     node.links = tuple(str(x) for x in links) if isinstance(links, list) else ()
+    if "continue" in raw:
+        node.continues = _continuation(c, raw["continue"], (*where, "continue"))
     return node
+
+
+CONTINUE_KEYS = grammar.names(grammar.CONTINUE)
+
+
+def _continuation(c: _Checker, raw: Any, where: Path_) -> Continuation | None:
+    """A conclusion's ``continue``: a playbook template, the ids it may name (never a path: a run loads
+    them by name from the search path), and which of them are worth running afterwards."""
+    if not isinstance(raw, dict):
+        c.problem(where, "'continue' must be a mapping with 'playbook' and 'choices'")
+        return None
+    c.unknown_keys(raw, CONTINUE_KEYS, where, "'continue'")
+    choices = raw.get("choices")
+    if not isinstance(choices, list) or not choices:
+        c.problem(
+            (*where, "choices") if "choices" in raw else where, "'continue' needs 'choices': a list of playbook ids"
+        )
+        choices = []
+    ids: list[str] = []
+    for i, choice in enumerate(choices):
+        if not isinstance(choice, str) or not PLAYBOOK_ID_PATTERN.fullmatch(choice):
+            c.problem((*where, "choices", i), f"{choice!r} is not a playbook id (lower-case letters, digits, '-', '_')")
+        elif choice in ids:
+            c.problem((*where, "choices", i), f"duplicate choice {choice!r}")
+        else:
+            ids.append(choice)
+    template = c.template(c.text(raw, "playbook", where, "'continue'"), (*where, "playbook"))
+    if template is None:
+        return None
+    literal = template.parts[0] if len(template.parts) == 1 and isinstance(template.parts[0], str) else None
+    if literal is not None and ids and literal not in ids:
+        c.problem((*where, "playbook"), f"playbook {literal!r} is not one of the choices: {', '.join(ids)}")
+    also = c.template(raw["also"], (*where, "also")) if raw.get("also") is not None else None
+    return Continuation(template, tuple(ids), also)
+
+
+def unknown_continuations(path: str, pb: Playbook, known: frozenset[str]) -> list[str]:
+    """``file:line:column`` for each ``continue`` choice that names no playbook on the search path
+    (``validate`` checks this; loading one file alone cannot know the catalogue)."""
+    text = Path(path).read_text(encoding="utf-8")
+    located = load_located(text)
+    c = _Checker(path, located, {})
+    raw_nodes = located.data.get("nodes") if isinstance(located.data, dict) else None
+    for i, raw in enumerate(raw_nodes if isinstance(raw_nodes, list) else []):
+        node = pb.nodes.get(str(raw.get("id"))) if isinstance(raw, dict) else None
+        if isinstance(node, ConclusionNode) and node.continues is not None:
+            for j, choice in enumerate(raw["continue"]["choices"]):
+                if choice not in known:
+                    close = _suggest(choice, sorted(known))
+                    c.problem(("nodes", i, "continue", "choices", j), f"no playbook named {choice!r}{close}")
+    return c.formatted()
 
 
 _BUILDERS = {"question": _question, "probe": _probe, "decision": _decision, "conclusion": _conclusion}

@@ -241,6 +241,16 @@ class DecisionNode(Node):
         return out
 
 
+@dataclass(frozen=True, slots=True)
+class Continuation:
+    """Where a conclusion continues: a template that must render to one of ``choices`` (playbook ids the
+    loader checked), and optionally the other choices worth running afterwards."""
+
+    playbook: Template
+    choices: tuple[str, ...]
+    also: Template | None = None
+
+
 @dataclass(slots=True)
 class ConclusionNode(Node):
     diagnosis: str = ""
@@ -249,6 +259,7 @@ class ConclusionNode(Node):
     evidence: tuple[Template, ...] = ()
     fix: tuple[Template, ...] = ()
     links: tuple[str, ...] = ()
+    continues: Continuation | None = None
 
     def expressions(self) -> list[tuple[tuple[str | int, ...], Template | Expression]]:
         out: list[tuple[tuple[str | int, ...], Template | Expression]] = []
@@ -256,6 +267,10 @@ class ConclusionNode(Node):
             out.append((("summary",), self.summary))
         out += [(("evidence", i), t) for i, t in enumerate(self.evidence)]
         out += [(("fix", i), t) for i, t in enumerate(self.fix)]
+        if self.continues is not None:
+            out.append((("continue", "playbook"), self.continues.playbook))
+            if self.continues.also is not None:
+                out.append((("continue", "also"), self.continues.also))
         return out
 
 
@@ -278,6 +293,14 @@ class Playbook:
 
     def questions(self) -> list[QuestionNode]:
         return [n for n in self.nodes.values() if isinstance(n, QuestionNode)]
+
+    def continuations(self) -> list[str]:
+        """Every playbook id a conclusion of this one may continue into, in the order written, once each."""
+        found: dict[str, None] = {}
+        for node in self.nodes.values():
+            if isinstance(node, ConclusionNode) and node.continues is not None:
+                found.update(dict.fromkeys(node.continues.choices))
+        return list(found)
 
     def successors(self, node: Node) -> list[str]:
         return [edge.target for edge in node.edges()]

@@ -179,6 +179,7 @@ def health_facts(inspection: Inspection) -> dict[str, Any]:
         "health_playbooks": playbooks,
         "health_next": playbooks[0] if playbooks else None,
         "health_summary": [f"{c.check}: {c.summary}" for c in sorted(problems, key=lambda c: ids.index(c.check))],
+        "health_checks": [f"{c.check} ({c.status}): {c.summary}" for c in checks],
         "missing_kernels": _total(checks, "kernels-missing"),
         "launch_calls": _total(checks, "kernels-missing", "launches"),
         "missing_in_last_1pct": _total(checks, "kernels-missing", "in_last_1pct"),
@@ -267,6 +268,7 @@ class TraceInspectFacts(TypedDict, total=False):
     ]
     health_next: Annotated[str | None, "the first of them: where a triage continues (None when the trace is healthy)"]
     health_summary: Annotated[list[str], "one line per problem: check id and what it found"]
+    health_checks: Annotated[list[str], "one line per check run, problem or not: check id, status and what it found"]
     missing_kernels: Annotated[int, "launch calls whose kernel is not in the trace (kernels-missing)"]
     launch_calls: Annotated[int, "kernel launch calls in the trace(s)"]
     missing_in_last_1pct: Annotated[

@@ -305,8 +305,22 @@ def inspection_html(inspection: Inspection) -> str:
 
 
 def _steps(t: Transcript) -> str:
+    from wizard.report.markdown import by_playbook
+
+    groups = by_playbook(t)
+    if len(groups) == 1:
+        return f"<h2>Path through the playbook</h2>{_path(groups[0][1], 'ww-steps')}"
+    titles = {link.playbook["id"]: link.playbook.get("title", "") for link in t.chain}
+    return "".join(
+        f"<h2>Path through <code>{html_text(pb, 80)}</code>: {html_text(titles.get(pb, ''), 200)}</h2>"
+        + _path(entries, f"ww-steps-{i}")
+        for i, (pb, entries) in enumerate(groups, 1)
+    )
+
+
+def _path(entries: list[Any], ident: str) -> str:
     items = []
-    for e in t.entries:
+    for e in entries:
         if e.kind == "question":
             text = (
                 f"<b>{html_text(e.prompt or e.node, 600)}</b> → {html_text(e.answer, 400)} "
@@ -325,8 +339,10 @@ def _steps(t: Transcript) -> str:
             text = f"<code>{html_text(e.node, 80)}</code>: diagnosis"
         step = f'<span class="note">[{html_text(e.step, 40)}]</span> ' if e.step else ""
         branch = f' <span class="note">→ {html_text(e.next, 80)}</span>' if e.next else ""
+        if e.carried_from:
+            branch += f' <span class="note">(from {html_text(e.carried_from, 120)})</span>'
         items.append(f"<li>{step}{text}{branch}</li>")
-    return f'<h2>Path through the playbook</h2><ol class="steps" id="ww-steps">{"".join(items)}</ol>'
+    return f'<ol class="steps" id="{ident}">{"".join(items)}</ol>'
 
 
 def _diagnosis(t: Transcript) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from wizard.engine.transcript import Transcript
+from wizard.engine.transcript import Transcript, TranscriptEntry
 from wizard.report.view import wrong_rows
 from wizard.trace.inspect import Inspection
 from wizard.trace.report import MAX_GROUPS
@@ -32,19 +32,10 @@ def transcript_markdown(t: Transcript) -> str:
             out += ["### What to do", ""] + [f"{i}. {markdown_prose(f)}" for i, f in enumerate(c.fix, 1)] + [""]
         if c.links:
             out += ["### Links", ""] + [f"- {markdown_prose(link)}" for link in c.links] + [""]
-    out += ["## Steps taken", "", "| # | node | kind | result | next |", "|---|---|---|---|---|"]
-    for i, e in enumerate(t.entries, 1):
-        if e.kind == "question":
-            result = f"{markdown_prose(e.prompt)} → **{markdown(e.answer)}** ({e.answer_origin})"
-        elif e.kind == "probe":
-            result = f"**{e.status}**: {markdown_prose(e.summary)}"
-        elif e.kind == "decision":
-            result = f"because {markdown_code(e.summary, table=True)}"
-        else:
-            result = "diagnosis"
-        out.append(f"| {i} | {markdown_code(e.node, table=True)} | {e.kind} | {result} | {markdown(e.next or '')} |")
-    out.append("")
-    probes = [e for e in t.entries if e.kind == "probe" and (e.evidence or e.files)]
+    out += chain_markdown(t)
+    for n, (playbook, entries) in enumerate(by_playbook(t), 1):
+        out += _steps_table(n, playbook, entries) if playbook else _steps_table(0, "", entries)
+    probes = [e for e in t.entries if e.kind == "probe" and not e.carried_from and (e.evidence or e.files)]
     if probes:
         out += ["## Probe evidence", ""]
         for e in probes:
@@ -54,6 +45,52 @@ def transcript_markdown(t: Transcript) -> str:
             out.append("")
     out += ["## Answers (replay with `--answers`)", "", "```yaml", dump_answers_text(t.answers).rstrip("\n"), "```", ""]
     return "\n".join(out)
+
+
+def by_playbook(t: Transcript) -> list[tuple[str, list[TranscriptEntry]]]:
+    """The entries in runs of one playbook each (one run of all of them when the run did not continue)."""
+    groups: list[tuple[str, list[TranscriptEntry]]] = []
+    for e in t.entries:
+        if not groups or groups[-1][0] != (e.playbook or ""):
+            groups.append((e.playbook or "", []))
+        groups[-1][1].append(e)
+    return groups
+
+
+def chain_markdown(t: Transcript) -> list[str]:
+    """A chained run: each playbook walked, its conclusion, and where it continued."""
+    if not t.chain:
+        return []
+    out = ["## Playbooks walked", ""]
+    for i, link in enumerate(t.chain, 1):
+        c = link.conclusion
+        line = f"{i}. {markdown_code(link.playbook['id'])} ({markdown(link.playbook['title'])})"
+        if c is not None:
+            line += f": {markdown_code(c.diagnosis)}, {markdown_prose(c.summary)}"
+        if link.continued_to:
+            line += f" Continued into {markdown_code(link.continued_to)}."
+        if link.also:
+            line += f" Also worth running: {', '.join(markdown_code(a) for a in link.also)}."
+        out.append(line)
+    return [*out, ""]
+
+
+def _steps_table(n: int, playbook: str, entries: list[TranscriptEntry]) -> list[str]:
+    title = f"## Steps taken in {markdown_code(playbook)}" if playbook else "## Steps taken"
+    out = [title, "", "| # | node | kind | result | next |", "|---|---|---|---|---|"]
+    for i, e in enumerate(entries, 1):
+        if e.kind == "question":
+            result = f"{markdown_prose(e.prompt)} → **{markdown(e.answer)}** ({e.answer_origin})"
+        elif e.kind == "probe":
+            result = f"**{e.status}**: {markdown_prose(e.summary)}"
+        elif e.kind == "decision":
+            result = f"because {markdown_code(e.summary, table=True)}"
+        else:
+            result = "diagnosis"
+        if e.carried_from:
+            result += f" (from {markdown_code(e.carried_from, table=True)})"
+        out.append(f"| {i} | {markdown_code(e.node, table=True)} | {e.kind} | {result} | {markdown(e.next or '')} |")
+    return [*out, ""]
 
 
 def dump_answers_text(answers: dict[str, Any]) -> str:

@@ -17,6 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from wizard.engine.transcript import Transcript
+from wizard.playbook.glossary import Glossary
 from wizard.playbook.model import DecisionNode, Node, Playbook, ProbeNode
 from wizard.playbook.trust import ProgramUse
 from wizard.probes.base import ProbeResult
@@ -71,6 +72,15 @@ class TerminalObserver:
         self.progress = progress
         self.step: str | None = None
         self.running: Task | None = None
+        self.glossary = Glossary()  # one session: each word defined once
+        self.shown_results: list[ProbeResult] = []
+
+    def _new_words(self, text: str) -> None:
+        """--teach: a GPU word this session has not defined yet, defined once where it first appears."""
+        for term in self.glossary.new_words(text):
+            self.console.print(
+                Text.assemble(("  new word ", "bold magenta"), (term.word, "bold"), f": {term.definition}")
+            )
 
     def node_entered(self, playbook: Playbook, node: Node, step_number: int | None) -> None:
         if node.step and node.step != self.step:
@@ -86,6 +96,7 @@ class TerminalObserver:
                         border_style="blue",
                     )
                 )
+                self._new_words(step.explain)
         if self.teach and node.explain:
             self.console.print(
                 Panel(
@@ -94,6 +105,10 @@ class TerminalObserver:
                     border_style="dim",
                 )
             )
+            self._new_words(node.explain)
+        prompt = getattr(node, "prompt", None)
+        if self.teach and prompt is not None:
+            self._new_words(prompt.source)  # before the question is asked, so the word is known when read
 
     def probe_started(self, node: ProbeNode, params: Mapping[str, Any]) -> None:
         self.running = self.progress.task(node.probe, doing="running")
@@ -101,6 +116,18 @@ class TerminalObserver:
     def probe_finished(self, node: ProbeNode, result: ProbeResult) -> None:
         self.close()  # the live line is erased before the result is printed
         style = STATUS_STYLE.get(result.status.value, "white")
+        if any(result is seen for seen in self.shown_results):  # a chained run reuses an earlier playbook's result
+            self.console.print(
+                Text.assemble(
+                    ("  ● ", style),
+                    (node.probe, "bold"),
+                    " ",
+                    (result.status.value.upper(), f"bold {style}"),
+                    ("  the result above, reused: not run again", "dim"),
+                )
+            )
+            return
+        self.shown_results.append(result)
         self.console.print(
             Text.assemble(
                 ("  ● ", style),
@@ -117,6 +144,11 @@ class TerminalObserver:
     def decided(self, node: DecisionNode, target: str, reason: str) -> None:
         if self.teach:
             self.console.print(rich_text(f"  → {target}  (because {reason})", "dim"))
+
+    def continued(self, playbook: Playbook) -> None:
+        """A conclusion continued into another playbook: a rule between the two, and its steps anew."""
+        self.step = None
+        self.console.rule(rich_text(f"Continuing with {playbook.id}: {playbook.title}", "bold"))
 
     def close(self) -> None:
         if self.running is not None:
@@ -333,5 +365,7 @@ def plan_lines(plan: Any) -> list[str]:
                 lines.append(f"      {verdict}: {program.parameter} {program.value!r}")
         elif step.kind == "decision" and step.next is not None:
             lines.append(f"  → {step.node}: {step.decided_by} -> {step.next}")
+        elif step.kind == "conclusion" and step.next is not None:
+            lines.append(f"  ⇒ {step.node} continues into {step.next}")
     lines.append(f"  ■ {plan.stops}")
     return lines

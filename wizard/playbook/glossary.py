@@ -1,0 +1,133 @@
+"""GPU basics for new engineers: each word defined once, used by every playbook.
+
+With ``--teach`` (and in ``warpwizard explain``), the first time one of these words appears in the text a
+session shows (a step's or node's explanation, a prompt), its definition is shown once, never again in
+that session. Playbook text is only searched for the words (our own patterns, never the playbook's), so
+nothing in it is executed.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class Term:
+    word: str
+    pattern: re.Pattern[str]
+    definition: str
+
+
+def _term(word: str, forms: str, definition: str, *, case: bool = False) -> Term:
+    flags = 0 if case else re.IGNORECASE
+    return Term(word, re.compile(rf"(?<![\w.-])(?:{forms})(?![\w-])", flags), definition)
+
+
+# Brief and correct; the order is the order a newcomer meets them in a profile.
+TERMS: tuple[Term, ...] = (
+    _term(
+        "kernel",
+        "kernels?",
+        "a function that runs on the GPU, started from the CPU; one op (a matmul, an add) launches one or more.",
+    ),
+    _term(
+        "launch",
+        "launch(?:es|ed|ing)?",
+        "the CPU call (cudaLaunchKernel and kin) that queues a kernel on the GPU; it returns before the kernel runs.",
+    ),
+    _term(
+        "grid / block",
+        "grids?|blocks?|thread blocks?",
+        "a launch's shape: the grid is how many blocks run (x, y, z); a block is a group of threads (up to 1024) "
+        "that run on one SM and share its memory.",
+    ),
+    _term(
+        "warp",
+        "warps?",
+        "32 threads of a block that an SM runs together, in lockstep: the unit the GPU schedules.",
+    ),
+    _term(
+        "SM",
+        "SMs?|streaming multiprocessors?",
+        "streaming multiprocessor: one of the GPU's processors (an H100 has 132); each runs blocks, and holds the "
+        "registers and shared memory they use.",
+        case=True,
+    ),
+    _term(
+        "occupancy",
+        "occupancy",
+        "the warps resident on an SM as a share of the most it can hold; registers and shared memory per block "
+        "limit it. Higher is not always faster.",
+    ),
+    _term(
+        "stream",
+        "streams?",
+        "a queue of GPU work: kernels on one stream run in order, kernels on different streams may overlap.",
+    ),
+    _term(
+        "correlation id",
+        "correlation ids?|correlation",
+        "the number the profiler gives a launch and the kernel it started, so a trace can link CPU call and GPU work.",
+    ),
+    _term(
+        "CUPTI",
+        "CUPTI",
+        "NVIDIA's CUDA Profiling Tools Interface: the library that reports kernels and their times to profilers.",
+        case=True,
+    ),
+    _term(
+        "Kineto",
+        "Kineto",
+        "the PyTorch profiler's GPU part: it reads CUPTI (or ROCm's roctracer) and writes the trace JSON.",
+    ),
+    _term(
+        "CUDA graph",
+        "CUDA graphs?|graphs? launch(?:es)?|cudaGraphLaunch",
+        "kernels captured once and replayed with one launch (cudaGraphLaunch); saves CPU time, hides the kernels' "
+        "individual launches.",
+    ),
+    _term(
+        "NCCL",
+        "NCCL",
+        "NVIDIA's library for collectives between GPUs (all-reduce, all-gather); each call waits for every rank.",
+        case=True,
+    ),
+    _term(
+        "rank",
+        "ranks?",
+        "one process of a distributed job, usually one per GPU, numbered from 0.",
+    ),
+)
+
+
+@dataclass
+class Glossary:
+    """One session's glossary: which words were already defined."""
+
+    terms: tuple[Term, ...] = TERMS
+    shown: set[str] = field(default_factory=set)
+
+    def new_words(self, text: str) -> list[Term]:
+        """The terms ``text`` uses that this session has not defined yet, in glossary order; now defined."""
+        found = [t for t in self.terms if t.word not in self.shown and t.pattern.search(text)]
+        self.shown.update(t.word for t in found)
+        return found
+
+
+def with_definitions(markdown: str) -> str:
+    """Markdown with each glossary word defined once, in a quoted line after the paragraph that first
+    uses it (``warpwizard explain``)."""
+    glossary = Glossary()
+    out: list[str] = []
+    pending = ""  # text since the last place a definition may go (never inside a ``` block)
+    for paragraph in markdown.split("\n\n"):
+        out.append(paragraph)
+        pending += paragraph + "\n"
+        if sum(line.lstrip().startswith("```") for line in pending.splitlines()) % 2:
+            continue
+        words = glossary.new_words(pending)
+        pending = ""
+        if words:
+            out.append("\n".join(f"> *new word* **{t.word}**: {t.definition}" for t in words))
+    return "\n\n".join(out)
