@@ -280,7 +280,8 @@ def cmd_examples(ctx: Context) -> ExitStatus:
     name = ctx.args.name
     if name is None:
         for example in list_examples():
-            ctx.write(f"{example.name:<28} {example.diagnosis}\n")
+            other = f"  (warpwizard run {example.playbook})" if example.playbook != "negative-warps-per-sm" else ""
+            ctx.write(f"{example.name:<28} {example.diagnosis}{other}\n")
         ctx.write("copy one out to try it: warpwizard examples NAME [--to DIR]\n")
         return ExitStatus.OK
     destination = Path(ctx.args.to or name)
@@ -288,7 +289,8 @@ def cmd_examples(ctx: Context) -> ExitStatus:
     for path in written:
         ctx.write(f"wrote {path}\n")
     flag = " --allow-commands" if any(p.suffix == ".py" for p in written) else ""  # its answers name a workload
-    ctx.write(f"try it: warpwizard run negative-warps-per-sm --answers {destination / 'answers.yaml'}{flag}\n")
+    playbook = next(e.playbook for e in list_examples() if e.name == name)
+    ctx.write(f"try it: warpwizard run {playbook} --answers {destination / 'answers.yaml'}{flag}\n")
     return ExitStatus.OK
 
 
