@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from tests.conftest import REPO, RunCli, cli_env, strict_json
+from tests.test_health_probes import LINED_UP, SKEWED, rank_dir
 from wizard.testing.traces import KernelSpec, TraceBuilder
 
 PLAYBOOKS = ("kernels-missing", "kernels-hidden", "cuda-graphs", "impossible-timing", "rank-skew")
@@ -137,29 +138,12 @@ def t_drifting(d: Path) -> Path:
     return b.write(d / "drift.json")
 
 
-def ranks(d: Path, name: str, waits: list[list[float]]) -> Path:
-    directory = d / name
-    directory.mkdir()
-    for rank, rank_waits in enumerate(waits):
-        b = TraceBuilder()
-        b.set_metadata("distributedInfo", {"rank": rank, "world_size": len(waits)})
-        for wait in rank_waits:
-            b.wait(wait)
-            b.add(spec("ncclDevKernel_AllReduce_Sum_f32_RING_LL"))
-        b.write(directory / f"rank{rank}.json")
-    return directory
-
-
-SKEWED: list[list[float]] = [[0, 0, 0], [400, 0, 0], [100, 500, 0]]
-LINED_UP: list[list[float]] = [[0, 0, 0], [2, 0, 0], [0, 1, 0]]
-
-
 def t_skewed(d: Path) -> Path:
-    return ranks(d, "job", SKEWED)
+    return rank_dir(d / "job", SKEWED)
 
 
 def t_lined_up(d: Path) -> Path:
-    return ranks(d, "job", LINED_UP)
+    return rank_dir(d / "job", LINED_UP)
 
 
 def t_corrupt(d: Path) -> Path:
