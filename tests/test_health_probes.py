@@ -286,3 +286,13 @@ def test_baseline_skips_with_the_reason(tmp_path: Path, params: dict[str, Any], 
     )
     assert result.status is status
     assert reason in result.facts["reason"]
+
+
+def test_the_baseline_through_the_probe_command(run_cli: RunCli) -> None:
+    """docs/clusters.md's command on the shipped rank-skew example: exit 1 (it found the waiting), one report."""
+    traces = EXAMPLES / "traces"
+    result = run_cli("probe", "ranks.baseline", "--param", f"paths={traces / 'rank-skew'}",
+                     "--param", f"baseline={traces / 'rank-skew-baseline'}", "--json")  # fmt: skip
+    assert result.returncode == 1, result.stderr
+    (entry,) = strict_json(result.stdout)["entries"]
+    assert (entry["status"], entry["facts"]["skew_removed_us"], entry["facts"]["straggler_rank"]) == ("fail", 997.0, 2)
