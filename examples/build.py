@@ -110,12 +110,79 @@ def examples() -> dict[str, TraceBuilder]:
     b.add(KernelSpec("void corrupted_record_kernel", (2048, 1, 1), (128, 1, 1), 300, 0, "aten::mul",
                      [[1024, 256], [1024, 256]], ["float", "float"], plant="garbled"))
     out["impossible-registers.json"] = b
+    out.update(health_examples())
+    return out
+
+
+def _step(b: TraceBuilder, n: int = 2, **kw: object) -> None:
+    """Healthy launches of the demo mix (the steps around a planted problem; its GEMM above 48 KB left out,
+    so each example has its one problem)."""
+    for spec in healthy()[:n]:
+        for key, value in kw.items():
+            setattr(spec, key, value)
+        b.add(spec)
+
+
+def _nccl(b: TraceBuilder, waits: list[float]) -> None:
+    for wait in waits:
+        b.wait(wait)
+        b.add(KernelSpec("ncclDevKernel_AllReduce_Sum_bf16_RING_LL", (4, 1, 1), (512, 1, 1), 96, 0,
+                         "nccl:all_reduce", [[4194304]], ["c10::BFloat16"], dur=40.0))
+        _step(b, 2)
+
+
+def health_examples() -> dict[str, TraceBuilder]:
+    """One trace per health-check playbook, each with its problem planted by the builder."""
+    out: dict[str, TraceBuilder] = {}
+
+    b = TraceBuilder(gpu="H100")  # kernels-missing: the middle step's kernels never arrived
+    _step(b)
+    for spec in healthy()[:2]:
+        spec.kernel = False
+        b.add(spec)
+    _step(b)
+    _step(b)
+    out["kernels-missing.json"] = b
+
+    b = TraceBuilder(gpu="H100")  # kernels-hidden: PDL launches overlap their predecessor on stream 7
+    _step(b)
+    for i in range(3):
+        b.add(KernelSpec(f"void moe::fused_moe_kernel<{i}>", (132, 1, 1), (256, 1, 1), 128, 65536,
+                         "moe::fused_experts", [[4096, 7168]], ["c10::BFloat16"], launch="cuLaunchKernelEx", dur=160.0))
+    _step(b)
+    out["kernels-hidden.json"] = b
+
+    b = TraceBuilder(gpu="H100")  # cuda-graphs: three replays of a 5-kernel graph, only the first recorded whole
+    nodes = [KernelSpec(f"triton_poi_fused_{i}", (512, 1, 1), (128, 1, 1), 32, 0, "") for i in range(5)]
+    b.add_graph(nodes)
+    b.add_graph(nodes[:1])
+    b.add_graph(nodes[:1])
+    out["cuda-graphs.json"] = b
+
+    b = TraceBuilder(gpu="H100")  # impossible-timing: every kernel 4 µs before its launch call
+    _step(b, 2, kernel_delay=-4.0)
+    _step(b, 2, kernel_delay=-4.0)
+    out["impossible-timing.json"] = b
+
+    for rank, waits in enumerate(([0, 0, 0], [850, 0, 0], [300, 700, 0])):  # rank-skew: rank 2 arrives late
+        b = TraceBuilder(gpu="H100")
+        b.set_metadata("distributedInfo", {"rank": rank, "world_size": 3})
+        _nccl(b, waits)
+        out[f"rank-skew/rank{rank}.json"] = b
+    for rank, waits in enumerate(([0, 0, 0], [3, 0, 0], [0, 2, 0])):  # after a barrier: µs apart
+        b = TraceBuilder(gpu="H100")
+        b.set_metadata("distributedInfo", {"rank": rank, "world_size": 3})
+        _nccl(b, waits)
+        out[f"rank-skew-baseline/rank{rank}.json"] = b
     return out
 
 
 def write_all(target: Path) -> list[Path]:
     target.mkdir(parents=True, exist_ok=True)
-    written = [builder.write(target / name) for name, builder in examples().items()]
+    written = []
+    for name, builder in examples().items():
+        (target / name).parent.mkdir(parents=True, exist_ok=True)  # a rank directory's traces
+        written.append(builder.write(target / name))
     corrupt = target / "corrupt.json"
     good = TraceBuilder(gpu="H100")
     good.add(healthy()[0])
@@ -130,8 +197,9 @@ def main(argv: list[str]) -> int:
     traces = HERE / "traces"
     if "--check" in argv:
         with tempfile.TemporaryDirectory() as tmp:
-            stale = [p.name for p in write_all(Path(tmp))
-                     if not (traces / p.name).exists() or (traces / p.name).read_bytes() != p.read_bytes()]
+            made = {str(p.relative_to(tmp)): p for p in write_all(Path(tmp))}
+            stale = [name for name, p in made.items()
+                     if not (traces / name).exists() or (traces / name).read_bytes() != p.read_bytes()]
         if stale:
             print(f"stale examples (run python examples/build.py): {', '.join(stale)}")
             return 1

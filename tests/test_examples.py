@@ -26,7 +26,8 @@ def test_manifest_covers_every_answers_file() -> None:
 @pytest.mark.parametrize("example", MANIFEST["examples"], ids=lambda e: e["name"])
 def test_example_reaches_its_diagnosis(run_cli: RunCli, example: dict[str, Any]) -> None:
     extra = example.get("args", [])
-    result = run_cli("run", MANIFEST["playbook"], "--answers", example["answers"], "--json", *extra)
+    playbook = example.get("playbook", MANIFEST["playbook"])
+    result = run_cli("run", playbook, "--answers", example["answers"], "--json", *extra)
     assert result.returncode == 0, result.stderr
     data = strict_json(result.stdout)
     conclusion = data["conclusion"]

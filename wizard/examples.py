@@ -71,11 +71,18 @@ def copy_example(name: str, destination: str | os.PathLike[str]) -> list[Path]:
     except OSError as exc:
         raise OutputFileError(f"{target}: cannot create the directory ({exc.strerror or exc})") from None
     written: list[Path] = []
-    trace = answers.get("trace_path")
-    if isinstance(trace, str):
+    for key in ("trace_path", "baseline_path"):  # a trace, or a rank directory of them
+        trace = answers.get(key)
+        if not isinstance(trace, str):
+            continue
         source = (example.answers.parent / trace).resolve()
-        written.append(write_bytes(target / source.name, source.read_bytes(), what="example trace"))
-        answers["trace_path"] = source.name  # relative to the answers file, which sits beside it
+        if source.is_dir():
+            (target / source.name).mkdir(exist_ok=True)
+            for item in sorted(source.iterdir()):
+                written.append(write_bytes(target / source.name / item.name, item.read_bytes(), what="example trace"))
+        else:
+            written.append(write_bytes(target / source.name, source.read_bytes(), what="example trace"))
+        answers[key] = source.name  # relative to the answers file, which sits beside it
     command = answers.get("workload_cmd")
     if isinstance(command, str) and command.startswith("python examples/workloads/"):
         script = examples_dir() / "workloads" / command.split()[1].rsplit("/", 1)[-1]

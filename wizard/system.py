@@ -48,6 +48,27 @@ def load_pynvml() -> Any:
     return pynvml
 
 
+MAX_SYSTEM_FILE = 1 << 20  # /proc and /etc files are small; a bigger one is not what we asked for
+
+
+def read_system_file(path: str) -> str | None:
+    """A small text file of the machine (/proc/self/status, /etc/modprobe.d/...), or None when absent or
+    unreadable: probes treat a missing file as 'could not tell', never as an error."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(MAX_SYSTEM_FILE).decode("utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def list_system_dir(path: str) -> list[str]:
+    """The names in a directory of the machine, sorted; [] when it is absent or unreadable."""
+    try:
+        return sorted(os.listdir(path))
+    except OSError:
+        return []
+
+
 def _isatty(stream: IO[Any]) -> bool:
     try:
         return bool(stream.isatty())
@@ -67,6 +88,8 @@ class System:
     which: Callable[[str], str | None] = shutil.which
     isatty: Callable[[IO[Any]], bool] = _isatty
     progress: Progress = field(default_factory=NoProgress)  # where long work reports; the CLI's renders it
+    read_file: Callable[[str], str | None] = read_system_file  # the machine's small files, for probes
+    list_dir: Callable[[str], list[str]] = list_system_dir
 
     @property
     def interactive(self) -> bool:

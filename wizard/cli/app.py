@@ -272,7 +272,8 @@ def cmd_examples(ctx: Context) -> ExitStatus:
     name = ctx.args.name
     if name is None:
         for example in list_examples():
-            ctx.write(f"{example.name:<28} {example.diagnosis}\n")
+            other = f"  (warpwizard run {example.playbook})" if example.playbook != "negative-warps-per-sm" else ""
+            ctx.write(f"{example.name:<28} {example.diagnosis}{other}\n")
         ctx.write("copy one out to try it: warpwizard examples NAME [--to DIR]\n")
         return ExitStatus.OK
     destination = Path(ctx.args.to or name)

@@ -9,6 +9,7 @@ Modes:
   legacy OUT -- ARGV...    run it under the legacy autograd profiler (no Kineto)
   run -- ARGV...           run it plainly (CUDA_LAUNCH_BLOCKING is set by the caller)
   validate TRACE           this torch's own trace checker (torch.profiler._trace_validator, 2.12+)
+  libdirs                  where this torch keeps its shared libraries (torch/lib, nvidia/*/lib), without importing it
 """
 
 from __future__ import annotations
@@ -221,6 +222,22 @@ def validate(trace: str) -> None:
     )
 
 
+def lib_dirs() -> dict[str, Any]:
+    """The directories this interpreter's torch loads CUDA libraries from (its own lib/ and the nvidia-*
+    wheels beside it), found without importing torch: CUPTI is looked for there."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        return {"ok": True, "torch_dir": None, "dirs": []}
+    torch_dir = next(iter(spec.submodule_search_locations))
+    dirs = [os.path.join(torch_dir, "lib")]
+    nvidia = os.path.join(os.path.dirname(torch_dir), "nvidia")
+    if os.path.isdir(nvidia):
+        dirs += [os.path.join(nvidia, d, "lib") for d in sorted(os.listdir(nvidia))]
+    return {"ok": True, "torch_dir": torch_dir, "dirs": [d for d in dirs if os.path.isdir(d)]}
+
+
 def main(args: list[str]) -> None:
     if not args:
         print(__doc__)
@@ -231,6 +248,8 @@ def main(args: list[str]) -> None:
         emit({"ok": True, **env_info()})
     elif mode in ("profile", "legacy"):
         profile(args[1], rest, legacy=mode == "legacy")
+    elif mode == "libdirs":
+        emit(lib_dirs())
     elif mode == "validate" and len(args) == 2:
         validate(args[1])
     elif mode == "run":

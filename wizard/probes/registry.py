@@ -13,11 +13,14 @@ def builtin_probes() -> dict[str, Probe]:
     # Probe modules import only light things at module level; torch, pynvml and
     # subprocesses are touched inside run().
     from wizard.probes.command import CommandProbe
+    from wizard.probes.cupti_env import CuptiEnvProbe
     from wizard.probes.env import EnvProbe
     from wizard.probes.hardware_compare import HardwareCompareProbe
+    from wizard.probes.kineto_log import KinetoLogProbe
     from wizard.probes.launch_blocking import LaunchBlockingProbe
     from wizard.probes.metrics_sanity import MetricsSanityProbe
     from wizard.probes.op_isolate import OpIsolateProbe
+    from wizard.probes.rank_baseline import RankBaselineProbe
     from wizard.probes.reprofile import ReprofileProbe
     from wizard.probes.trace_inspect import TraceInspectProbe
 
@@ -30,6 +33,9 @@ def builtin_probes() -> dict[str, Probe]:
         HardwareCompareProbe(),
         MetricsSanityProbe(),
         CommandProbe(),
+        CuptiEnvProbe(),
+        KinetoLogProbe(),
+        RankBaselineProbe(),
     ]
     return {p.name: p for p in probes}
 

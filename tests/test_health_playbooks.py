@@ -1,0 +1,459 @@
+"""The health check's five playbooks: each validates, starts like the flagship, and reaches every one of its
+conclusions from an answers file on a trace the builder made (through the real CLI)."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.conftest import REPO, RunCli, cli_env, strict_json
+from tests.test_health_probes import LINED_UP, SKEWED, rank_dir
+from wizard.testing.traces import KernelSpec, TraceBuilder
+
+PLAYBOOKS = ("kernels-missing", "kernels-hidden", "cuda-graphs", "impossible-timing", "rank-skew")
+CORRUPT = REPO / "examples" / "traces" / "corrupt.json"
+
+
+def spec(name: str = "k", **kw: Any) -> KernelSpec:
+    return KernelSpec(name, (64, 1, 1), (128, 1, 1), **kw)
+
+
+def healthy(b: TraceBuilder, n: int = 4, **kw: Any) -> TraceBuilder:
+    for i in range(n):
+        b.add(spec(f"healthy_{i}", **kw))
+    return b
+
+
+# -- the traces: one builder per planted problem --------------------------------------------------------------
+
+
+def t_healthy(d: Path) -> Path:
+    return healthy(TraceBuilder()).write(d / "healthy.json")
+
+
+def t_cpu_only(d: Path) -> Path:
+    b = TraceBuilder()
+    for name in ("aten::empty", "aten::mm"):
+        b.add_cpu_op(name)
+    return b.write(d / "cpu.json")
+
+
+def t_dropped_middle(d: Path) -> Path:
+    b = healthy(TraceBuilder(), 3)
+    b.add(spec("dropped", kernel=False, repeat=2))
+    return healthy(b, 300).write(d / "dropped.json")
+
+
+def t_cut_at_end(d: Path) -> Path:
+    b = healthy(TraceBuilder(), 300)
+    b.add(spec("cut", kernel=False))
+    return b.write(d / "cut.json")
+
+
+def t_before_window(d: Path) -> Path:
+    b = TraceBuilder()
+    b.add(spec("previous_step_tail", launch=None, repeat=2))
+    return healthy(b).write(d / "before.json")
+
+
+def t_unlinked(d: Path) -> Path:
+    b = healthy(TraceBuilder(), 2)
+    b.add(spec("triton_kernel", launch=None, repeat=3))
+    return b.write(d / "unlinked.json")
+
+
+def t_pdl(d: Path) -> Path:
+    b = healthy(TraceBuilder(), 2)
+    b.add(spec("moe_a", launch="cuLaunchKernelEx", dur=160.0))
+    b.add(spec("moe_b", launch="cuLaunchKernelEx", dur=160.0))
+    return healthy(b, 2).write(d / "pdl.json")
+
+
+def t_overlap(d: Path) -> Path:
+    b = TraceBuilder()
+    b.add(spec("long", dur=250.0))
+    return healthy(b, 3).write(d / "overlap.json")
+
+
+def t_overlap_zero(d: Path) -> Path:
+    b = TraceBuilder()
+    b.add(spec("long", dur=250.0))
+    b.add(spec("zero", dur=0.0))
+    return healthy(b, 2).write(d / "overlap-zero.json")
+
+
+def t_graph_replays(d: Path) -> Path:
+    b = TraceBuilder()
+    nodes = [spec(f"node_{i}") for i in range(5)]
+    b.add_graph(nodes)
+    b.add_graph(nodes)
+    return b.write(d / "graph.json")
+
+
+def t_capture(d: Path) -> Path:
+    b = TraceBuilder()
+    b.add_call("cudaStreamBeginCapture")
+    b.add(spec("captured", kernel=False, repeat=3))
+    b.add_call("cudaStreamEndCapture")
+    return b.write(d / "capture.json")
+
+
+def t_negative(d: Path) -> Path:
+    b = healthy(TraceBuilder(), 2)
+    b.add(spec("negative", dur=-3.0))
+    return b.write(d / "negative.json")
+
+
+def t_rocm_negative(d: Path) -> Path:
+    b = healthy(TraceBuilder(gpu="MI300X"), 2, launch="hipLaunchKernel")
+    b.add(spec("negative", dur=-3.0, launch="hipLaunchKernel"))
+    return b.write(d / "rocm-negative.json")
+
+
+def t_zero(d: Path) -> Path:
+    b = healthy(TraceBuilder(), 2)
+    b.add(spec("zero", dur=0.0, repeat=2))
+    return b.write(d / "zero.json")
+
+
+def t_constant_offset(d: Path) -> Path:
+    return healthy(TraceBuilder(), 6, kernel_delay=-4.0).write(d / "offset.json")
+
+
+def t_rocm_offset(d: Path) -> Path:
+    return healthy(TraceBuilder(gpu="MI300X"), 6, kernel_delay=-4.0, launch="hipLaunchKernel").write(d / "rocm.json")
+
+
+def t_drifting(d: Path) -> Path:
+    b = TraceBuilder()
+    for i, delay in enumerate((-1.0, -1.0, -50.0, -100.0, -150.0, -200.0)):
+        b.add(spec(f"k{i}", kernel_delay=delay))
+    return b.write(d / "drift.json")
+
+
+def t_skewed(d: Path) -> Path:
+    return rank_dir(d / "job", SKEWED)
+
+
+def t_lined_up(d: Path) -> Path:
+    return rank_dir(d / "job", LINED_UP)
+
+
+def t_corrupt(d: Path) -> Path:
+    return CORRUPT
+
+
+@dataclass
+class Case:
+    playbook: str
+    trace: Callable[[Path], Path] | None
+    answers: dict[str, Any]
+    diagnosis: str
+    evidence: str
+    env: dict[str, str] = field(default_factory=dict)
+    files: dict[str, Callable[[Path], Path]] = field(default_factory=dict)  # answer id -> a path built for it
+
+
+SESSION_ONE = {"read_when": "after", "sessions": "one"}
+
+CASES = [
+    # kernels-missing
+    Case("kernels-missing", t_healthy, {}, "no-kernels-missing", "4 kernels, 4 launch calls, 0 without a kernel"),
+    Case("kernels-missing", t_cut_at_end, {},
+         "kernels-cut-at-stop", "1 of 301 launch calls have no kernel; 1 of them in the last 1%"),
+    Case("kernels-missing", t_before_window, {},
+         "kernels-launched-before-window", "2 unlinked kernel(s), 2 of them before the first runtime call"),
+    Case("kernels-missing", t_unlinked, {}, "unlinked-launch-api", "launch APIs recorded: cudaLaunchKernel"),
+    Case("kernels-missing", t_cpu_only, {"activities": False},
+         "cuda-activity-not-requested", "0 kernels, 0 launch calls in the trace"),
+    Case("kernels-missing", t_cpu_only, {"activities": True, "same_machine": True}, "second-libcupti",
+         "2 directories on LD_LIBRARY_PATH hold a libcupti",
+         env={"LD_LIBRARY_PATH": "cuda/extras/CUPTI/lib64:venv/cupti"}),
+    Case("kernels-missing", t_dropped_middle, {"read_when": "early"},
+         "trace-read-before-flush", "2 of 305 launch calls have no kernel"),
+    Case("kernels-missing", t_dropped_middle, {"read_when": "after", "sessions": "several"},
+         "records-dropped-second-session", "2 of 305 launch calls have no kernel"),
+    Case("kernels-missing", t_dropped_middle, {**SESSION_ONE, "log_said": "privileges"},
+         "cupti-privileges", "ERR_NVGPUCTRPERM"),
+    Case("kernels-missing", t_dropped_middle, {**SESSION_ONE, "log_said": "not_initialized"},
+         "cupti-init-failed", "CUPTI_ERROR_NOT_INITIALIZED"),
+    Case("kernels-missing", t_dropped_middle, {**SESSION_ONE, "log_said": "not_available"},
+         "cupti-unavailable", "pytorch/pytorch#67349"),
+    Case("kernels-missing", t_dropped_middle, {**SESSION_ONE, "log_said": "out_of_range"},
+         "records-out-of-range", "pytorch/kineto#996"),
+    Case("kernels-missing", t_dropped_middle, {**SESSION_ONE, "log_said": "dropped"},
+         "cupti-buffer-limit", "maxGpuBufferCount"),
+    Case("kernels-missing", t_dropped_middle, {**SESSION_ONE, "log_said": "nothing"},
+         "kernels-missing-cause-unknown", "2 of 305 launch calls have no kernel; 303 kernels in all"),
+    Case("kernels-missing", t_corrupt, {}, "trace-unreadable", "byte 767"),
+    # kernels-hidden
+    Case("kernels-hidden", t_pdl, {"viewer": "perfetto"},
+         "pdl-overlap-hidden", "launch APIs: cuLaunchKernelEx, cudaLaunchKernel"),
+    Case("kernels-hidden", None, {"have": "description", "symptom": "gap", "viewer": "perfetto", "pdl_question": True},
+         "pdl-overlap-hidden", "google/perfetto#4280"),
+    Case("kernels-hidden", t_overlap, {"viewer": "chrome"},
+         "same-stream-overlap", "2 kernel(s) start before the previous kernel"),
+    Case("kernels-hidden", t_overlap_zero, {"viewer": "perfetto"}, "overlap-from-bad-durations", "0 negative, 1 zero"),
+    Case("kernels-hidden", t_overlap, {"viewer": "analyser"}, "overlap-double-counted", "2 overlapping kernel(s)"),
+    Case("kernels-hidden", t_healthy, {}, "kernels-not-hidden", "4 kernels, 0 overlapping"),
+    Case("kernels-hidden", t_corrupt, {}, "trace-unreadable", "byte 767"),
+    # cuda-graphs
+    Case("cuda-graphs", t_healthy, {}, "no-graph-launches", "graph launches: 0; mode eager; 4 kernels"),
+    Case("cuda-graphs", t_capture, {}, "graph-capture-only", "3 captured launch(es), 0 graph launches, 0 kernels"),
+    Case("cuda-graphs", t_graph_replays, {"goal": "per_op"},
+         "graph-no-op-attribution", "2 launch(es) ran 10 kernel(s); mode graph"),
+    Case("cuda-graphs", t_graph_replays, {"goal": "idle", "graph_nodes": 8},
+         "graph-replays-under-recorded", "kernels linked to them 10, expected 16"),
+    Case("cuda-graphs", t_graph_replays, {"goal": "idle", "graph_nodes": 5},
+         "graph-idle-unverified", "as many as 5 nodes per replay expect"),
+    Case("cuda-graphs", t_graph_replays, {"goal": "kernels"},
+         "graph-kernel-times-ok", "graph launches 2, their kernels 10"),
+    Case("cuda-graphs", t_corrupt, {}, "trace-unreadable", "byte 767"),
+    # impossible-timing
+    Case("impossible-timing", t_negative, {}, "negative-durations-recorded", "durations: 1 GPU event"),
+    Case("impossible-timing", t_rocm_negative, {}, "rocm-negative-durations", "GPUs: AMD Instinct MI300X"),
+    Case("impossible-timing", t_zero, {}, "zero-durations", "2 kernel(s) have a zero duration"),
+    Case("impossible-timing", t_constant_offset, {}, "constant-clock-offset", "smallest -4 µs, trend constant"),
+    Case("impossible-timing", t_rocm_offset, {},
+         "rocm-clock-source", "kernel minus launch: median -4.0 µs, trend constant"),
+    Case("impossible-timing", t_drifting, {"sessions": "several"}, "clock-domain-reregistered", "trend shrinking"),
+    Case("impossible-timing", t_drifting, {"sessions": "one"},
+         "clock-drift", "kernel minus launch: median -75.0 µs, smallest -200.0 µs"),
+    Case("impossible-timing", t_healthy, {"symptom": "analyser"},
+         "analyser-rounding", "negative durations in the file: 0"),
+    Case("impossible-timing", t_overlap, {"symptom": "overrun"},
+         "duration-overrun", "2 kernel(s) overlap their stream predecessor"),
+    Case("impossible-timing", t_healthy, {"symptom": "nothing"},
+         "timing-consistent", "no negative or zero duration, no kernel before its launch"),
+    Case("impossible-timing", t_corrupt, {}, "trace-unreadable", "byte 767"),
+    # rank-skew
+    Case("rank-skew", t_healthy, {}, "rank-skew-needs-every-rank", "this is 1 trace(s) of one rank"),
+    Case("rank-skew", t_lined_up, {}, "no-rank-skew", "collectives compared: 3"),
+    Case("rank-skew", t_skewed, {"same_host": True, "have_baseline": False},
+         "rank-skew-waiting-suspected", "rank 2 starts last most often"),
+    Case("rank-skew", t_skewed, {"same_host": True, "have_baseline": True}, "nccl-time-is-waiting",
+         "before: median 600 µs, max 600 µs; after the barrier: median 2 µs", files={"baseline_path": t_lined_up}),
+    Case("rank-skew", t_skewed, {"same_host": False, "have_baseline": True}, "host-clock-offset",
+         "before: median 600 µs; after the barrier: median 600 µs", files={"baseline_path": t_skewed}),
+    Case("rank-skew", t_skewed, {"same_host": True, "have_baseline": True}, "straggler-persists",
+         "after the barrier: median 600 µs, max 600 µs", files={"baseline_path": t_skewed}),
+    Case("rank-skew", t_corrupt, {}, "trace-unreadable", "byte 767"),
+]  # fmt: skip
+
+
+def conclusions(playbook: str) -> set[str]:
+    doc = yaml.safe_load((REPO / "playbooks" / f"{playbook}.yaml").read_text())
+    return {n["diagnosis"] for n in doc["nodes"] if n["kind"] == "conclusion"}
+
+
+def shown(data: dict[str, Any]) -> str:
+    conclusion = data["conclusion"]
+    lines = [conclusion["summary"], *conclusion["evidence"], *conclusion.get("fix", [])]
+    lines += [line for e in data["entries"] for line in (e.get("evidence") or [])]
+    return " ".join(" ".join(lines).split())
+
+
+def walk(run_cli: RunCli, case: Case, tmp_path: Path, *extra: str, env: dict[str, str] | None = None) -> Any:
+    answers: dict[str, Any] = {"have": "trace"}
+    if case.trace is not None:
+        answers["trace_path"] = str(case.trace(tmp_path))
+    for key, build in case.files.items():
+        base = tmp_path / key
+        base.mkdir()
+        answers[key] = str(build(base))
+    answers.update(case.answers)
+    path = tmp_path / "answers.yaml"
+    path.write_text(yaml.safe_dump(answers))
+    if case.env:  # a machine with these variables, and libcupti files where LD_LIBRARY_PATH looks
+        paths = [tmp_path / d for d in case.env.get("LD_LIBRARY_PATH", "").split(":") if d]
+        for directory in paths:
+            directory.mkdir(parents=True)
+            (directory / "libcupti.so.12").write_bytes(b"")
+        env = cli_env(WARPWIZARD_REPORT_DIR=str(tmp_path / "report"), LD_LIBRARY_PATH=":".join(map(str, paths)))
+    result = run_cli("run", case.playbook, "--answers", str(path), "--json", *extra, env=env)
+    assert result.returncode == 0, result.stderr
+    return strict_json(result.stdout)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c.playbook}:{c.diagnosis}")
+def test_each_conclusion_is_reached_from_answers(run_cli: RunCli, case: Case, tmp_path: Path) -> None:
+    data = walk(run_cli, case, tmp_path)
+    assert data["conclusion"]["diagnosis"] == case.diagnosis, shown(data)
+    assert case.evidence in shown(data), shown(data)
+
+
+@pytest.mark.parametrize("playbook", PLAYBOOKS)
+def test_every_conclusion_has_a_case(playbook: str) -> None:
+    reached = {c.diagnosis for c in CASES if c.playbook == playbook} | {
+        c.diagnosis for c in MEASURED if c.playbook == playbook
+    }
+    assert reached == conclusions(playbook)
+
+
+@pytest.mark.parametrize("playbook", PLAYBOOKS)
+def test_each_playbook_validates(run_cli: RunCli, playbook: str) -> None:
+    result = run_cli("validate", f"playbooks/{playbook}.yaml")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("playbook", PLAYBOOKS)
+def test_each_starts_like_the_flagship(playbook: str) -> None:
+    """One answers file starts any of them, and a triage continues into them sharing the inspection."""
+
+    def head(name: str) -> dict[str, Any]:
+        doc = yaml.safe_load((REPO / "playbooks" / f"{name}.yaml").read_text())
+        nodes = {n["id"]: n for n in doc["nodes"]}
+        return {
+            "first": doc["nodes"][0]["id"],
+            "choices": nodes["have"]["choices"],
+            "trace_path": {k: nodes["trace_path"][k] for k in ("type", "validate", "next")},
+            "inspect": (nodes["inspect"]["probe"], nodes["inspect"]["params"]),
+        }
+
+    assert head(playbook) == head("negative-warps-per-sm")
+    doc = yaml.safe_load((REPO / "playbooks" / f"{playbook}.yaml").read_text())
+    missing = [n["id"] for n in doc["nodes"] if n["kind"] != "conclusion" and not n.get("explain")]
+    missing = [
+        i for i in missing if i not in ("baseline_path", "replay_route", "log_route", "persist_route", "platform")
+    ]
+    assert not missing, f"nodes without explain: {missing}"
+    assert all(s.get("explain") for s in doc["steps"])
+
+
+# -- the measured path: the kineto_log probe on a machine with a GPU, through the injected runner -------------
+
+
+class GpuHarness:
+    """Answers the harness as a CUDA machine's would: writes the fresh trace the profile asked for and
+    prints Kineto's log; the trace validator is 'not available'."""
+
+    def __init__(self, log: str, trace: Callable[[Path], Path]) -> None:
+        self.log, self.trace = log, trace
+        self.calls: list[list[str]] = []
+        self.envs: list[dict[str, str]] = []
+
+    def run(
+        self, argv: Any, *, timeout: float, env: Any = None, cwd: str | None = None, log_path: Path | None = None
+    ) -> Any:
+        from wizard.runner import CommandResult
+
+        argv = [str(a) for a in argv]
+        self.calls.append(argv)
+        self.envs.append(dict(env or {}))
+        mode = argv[2] if len(argv) > 2 else ""
+        if mode == "profile":
+            out = Path(argv[3])
+            (out.parent / "built").mkdir(exist_ok=True)
+            built = self.trace(out.parent / "built")
+            out.write_bytes(built.read_bytes())
+            result = {"ok": True, "exit_code": 0, "cuda_available": True, "torch_version": "2.13.0+cu130"}
+            output = self.log + "\nWARPWIZARD_RESULT " + json.dumps(result) + "\n"
+        elif mode == "validate":
+            output = 'WARPWIZARD_RESULT {"ok": true, "available": false, "reason": "not here"}\n'
+        else:
+            output = 'WARPWIZARD_RESULT {"ok": true, "dirs": []}\n'
+        return CommandResult(argv, 0, output, 0.1, False, log_path=str(log_path) if log_path else None)
+
+
+def run_with(runner: Any, *args: str, cwd: Path) -> tuple[int, str, str]:
+    from wizard.cli.app import main
+    from wizard.system import System
+
+    out, err = io.StringIO(), io.StringIO()
+    environ = cli_env(WARPWIZARD_REPORT_DIR=str(cwd / "report"))
+    system = System(stdin=io.StringIO(""), stdout=out, stderr=err, environ=environ, runner=runner,
+                    isatty=lambda s: False)  # fmt: skip
+    status = main(["--debug", *args], system)
+    return status, out.getvalue(), err.getvalue()
+
+
+RECORD_COUNTS = (
+    "INFO:2026-11-30 22:10:01 4242:4242 CuptiActivityProfiler.cpp:1012] Processed 305 GPU records (9760 bytes)\n"
+    "INFO:2026-11-30 22:10:01 4242:4242 CuptiActivityProfiler.cpp:1120] Record counts: Out-of-range = 2, "
+    "Blocklisted runtime = 0, Invalid ext correlations = 0, CPU GPU out-of-order = 0, Unexpected CUDA events = 0, "
+    "CUPTI stopped early? = 0\n"
+)
+
+
+@dataclass
+class Measured:
+    playbook: str
+    log: str
+    fresh: Callable[[Path], Path]
+    diagnosis: str
+    evidence: str
+
+
+MEASURED = [
+    Measured("kernels-missing", RECORD_COUNTS, t_dropped_middle, "records-out-of-range",
+             "Record counts: Out-of-range = 2"),
+    Measured("kernels-missing", "INFO: Record counts: Out-of-range = 0, Blocklisted runtime = 0\n", t_healthy,
+             "kernels-missing-not-reproduced", "records every kernel (4 of 4 launches)"),
+    Measured("kernels-missing", "WARNING: CUPTI_ERROR_INSUFFICIENT_PRIVILEGES: see ERR_NVGPUCTRPERM\n", t_cpu_only,
+             "cupti-privileges", "ERR_NVGPUCTRPERM"),
+    Measured("kernels-missing", "ERROR: cuptiActivityEnable failed: CUPTI_ERROR_NOT_INITIALIZED\n", t_cpu_only,
+             "cupti-init-failed", "CUPTI_ERROR_NOT_INITIALIZED"),
+    Measured("kernels-missing", "UserWarning: CUPTI tracing is not available, falling back to legacy CUDA profiling\n",
+             t_cpu_only, "cupti-unavailable", "falling back"),
+    Measured("kernels-missing", "WARNING: CUPTI dropped 120 activity records (maxGpuBufferCount reached)\n", t_healthy,
+             "cupti-buffer-limit", "dropped records: 120"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", MEASURED, ids=lambda c: c.diagnosis)
+def test_the_measured_path_on_a_gpu_machine(case: Measured, tmp_path: Path) -> None:
+    """kernels-missing with a workload on a (simulated) CUDA machine: the probe runs the harness once with
+    KINETO_LOG_LEVEL=0 and the playbook concludes from Kineto's log and the fresh trace's counts."""
+    trace = t_dropped_middle(tmp_path)
+    answers = tmp_path / "answers.yaml"
+    answers.write_text(yaml.safe_dump({"have": "trace", "trace_path": str(trace), **SESSION_ONE}))
+    runner = GpuHarness(case.log, case.fresh)
+    status, out, err = run_with(runner, "run", case.playbook, "--answers", str(answers), "--json",
+                                "--workload", "python train.py", cwd=tmp_path)  # fmt: skip
+    assert status == 0, err
+    data = strict_json(out)
+    assert data["conclusion"]["diagnosis"] == case.diagnosis, shown(data)
+    assert case.evidence in shown(data), shown(data)
+    (profiled,) = [i for i, argv in enumerate(runner.calls) if argv[2] == "profile"]
+    assert runner.envs[profiled]["KINETO_LOG_LEVEL"] == "0"
+    assert runner.calls[profiled][-2:] == ["--", "train.py"]
+
+
+def test_examples_list_the_health_playbooks(run_cli: RunCli, tmp_path: Path) -> None:
+    listed = run_cli("examples").stdout
+    for name in PLAYBOOKS:
+        assert f"(warpwizard run {name})" in listed
+    copied = run_cli("examples", "rank-skew", "--to", str(tmp_path / "try"))
+    assert copied.returncode == 0, copied.stderr
+    assert f"try it: warpwizard run rank-skew --answers {tmp_path / 'try' / 'answers.yaml'}" in copied.stdout
+    assert sorted(p.name for p in (tmp_path / "try" / "rank-skew-baseline").iterdir()) == [
+        "rank0.json", "rank1.json", "rank2.json"
+    ]  # fmt: skip
+    result = run_cli("run", "rank-skew", "--answers", str(tmp_path / "try" / "answers.yaml"), "--json")
+    assert strict_json(result.stdout)["conclusion"]["diagnosis"] == "nccl-time-is-waiting"
+
+
+def test_the_graphs_doc_is_current() -> None:
+    from wizard.playbook.graph import mermaid
+    from wizard.playbook.loader import load_playbook
+    from wizard.probes.registry import catalog
+
+    committed = (REPO / "docs" / "playbook-graphs.md").read_text()
+    for path in sorted((REPO / "playbooks").glob("*.yaml")):
+        pb = load_playbook(path, catalog())
+        assert f"## {pb.id}\n" in committed and "```mermaid\n" + mermaid(pb) + "```" in committed, (
+            "run: bash scripts/update-graph"
+        )
+
+
+def test_the_readme_lists_every_playbook() -> None:
+    readme = (REPO / "README.md").read_text()
+    for path in (REPO / "playbooks").glob("*.yaml"):
+        assert f"| [`{path.stem}`](playbooks/{path.name}) |" in readme

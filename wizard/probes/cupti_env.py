@@ -1,0 +1,233 @@
+"""``cupti.env``: why CUPTI might fail to start here, measured from the machine's own files.
+
+A trace without kernels most often means CUPTI did not initialise: a second ``libcupti`` on
+``LD_LIBRARY_PATH`` (pytorch/pytorch#118982), the driver restricting profiling to admin users
+(``NVreg_RestrictProfilingToAdminUsers``, NVIDIA's ERR_NVGPUCTRPERM page), or a container without
+``CAP_SYS_ADMIN``. Every file is read through the System (``read_file``, ``list_dir``), so tests
+simulate a restricted machine; ``ldconfig -p`` and the probed interpreter run through its runner.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from wizard.environment import Environment
+from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status
+from wizard.untrusted import cut
+
+PARAMS_FILE = "/proc/driver/nvidia/params"
+MODPROBE_DIRS = ("/etc/modprobe.d", "/usr/lib/modprobe.d", "/lib/modprobe.d", "/run/modprobe.d")
+STATUS_FILE = "/proc/self/status"
+CAPABILITIES = {21: "CAP_SYS_ADMIN", 38: "CAP_PERFMON", 12: "CAP_NET_ADMIN", 19: "CAP_SYS_PTRACE"}
+_CUPTI = re.compile(r"^libcupti\.so(\.[0-9.]+)?$")
+_RESTRICT = re.compile(r"NVreg_RestrictProfilingToAdminUsers\s*=\s*(\d+)")
+_ADMIN_ONLY = re.compile(r"^RmProfilingAdminOnly:\s*(\d+)", re.MULTILINE)
+MAX_DIRS = 64  # LD_LIBRARY_PATH entries and modprobe files looked at
+
+
+@dataclass(slots=True)
+class CuptiFindings:
+    """What the machine says, before any judgement."""
+
+    on_path: dict[str, list[str]] = field(default_factory=dict)  # LD_LIBRARY_PATH dir -> libcupti files
+    in_torch: dict[str, list[str]] = field(default_factory=dict)  # torch's own lib dirs -> libcupti files
+    ldconfig: list[str] = field(default_factory=list)
+    restricted: bool | None = None
+    restriction_source: str = "unknown: no NVIDIA driver parameters readable here"
+    capabilities: list[str] | None = None
+    uid: int | None = None
+    container: bool = False
+
+
+def _cupti_in(env: Environment, directory: str) -> list[str]:
+    return [f"{directory.rstrip('/')}/{n}" for n in env.system.list_dir(directory) if _CUPTI.match(n)]
+
+
+def _ldconfig(env: Environment, timeout: float) -> list[str]:
+    """libcupti entries of the dynamic linker's cache (``ldconfig -p``), where ldconfig exists."""
+    ldconfig = env.system.which("ldconfig") or env.system.which("/sbin/ldconfig")
+    if ldconfig is None:
+        return []
+    result = env.system.runner.run([ldconfig, "-p"], timeout=min(timeout, 30.0))
+    found = []
+    for line in result.output.splitlines():
+        if "libcupti" in line and "=>" in line:
+            found.append(line.split("=>", 1)[1].strip())
+    return sorted(set(found))[:MAX_DIRS]
+
+
+def _torch_dirs(env: Environment, python: str, timeout: float) -> list[str]:
+    from wizard.probes.common import run_harness
+
+    run = run_harness(env, "libdirs", [], timeout=min(timeout, 60.0), log_name="cupti-libdirs", python=python)
+    dirs = (run.result or {}).get("dirs") or []
+    return [str(d) for d in dirs if isinstance(d, str)][:MAX_DIRS]
+
+
+def restriction(env: Environment) -> tuple[bool | None, str]:
+    """Whether the driver restricts GPU profiling to admin users, and where that was read."""
+    params = env.system.read_file(PARAMS_FILE)
+    if params is not None:
+        found = _ADMIN_ONLY.search(params)
+        if found:
+            return found.group(1) != "0", f"{PARAMS_FILE}: RmProfilingAdminOnly: {found.group(1)}"
+    for directory in MODPROBE_DIRS:
+        for name in env.system.list_dir(directory)[:MAX_DIRS]:
+            if not name.endswith(".conf"):
+                continue
+            text = env.system.read_file(f"{directory}/{name}") or ""
+            for line in text.splitlines():
+                found = _RESTRICT.search(line.split("#", 1)[0])
+                if found:
+                    return found.group(
+                        1
+                    ) != "0", f"{directory}/{name}: NVreg_RestrictProfilingToAdminUsers={found.group(1)}"
+    if params is not None:
+        return None, f"{PARAMS_FILE} has no RmProfilingAdminOnly line (an old driver, or not NVIDIA's)"
+    return None, "unknown: no NVIDIA driver parameters readable here"
+
+
+def capabilities(status: str | None) -> tuple[list[str] | None, int | None]:
+    """The effective capabilities (of the ones that matter for profiling) and the uid, from /proc/self/status."""
+    if status is None:
+        return None, None
+    caps: list[str] | None = None
+    uid = None
+    for line in status.splitlines():
+        if line.startswith("CapEff:"):
+            try:
+                mask = int(line.split(":", 1)[1].strip(), 16)
+            except ValueError:
+                continue
+            caps = [name for bit, name in sorted(CAPABILITIES.items()) if mask >> bit & 1]
+        elif line.startswith("Uid:"):
+            parts = line.split()
+            if len(parts) > 2 and parts[2].isdigit():
+                uid = int(parts[2])  # the effective uid
+    return caps, uid
+
+
+def gather(env: Environment, python: str, timeout: float) -> CuptiFindings:
+    found = CuptiFindings()
+    for directory in [d for d in env.system.environ.get("LD_LIBRARY_PATH", "").split(":") if d][:MAX_DIRS]:
+        libs = _cupti_in(env, directory)
+        if libs:
+            found.on_path[directory] = libs
+    for directory in _torch_dirs(env, python, timeout):
+        libs = _cupti_in(env, directory)
+        if libs:
+            found.in_torch[directory] = libs
+    found.ldconfig = _ldconfig(env, timeout)
+    found.restricted, found.restriction_source = restriction(env)
+    found.capabilities, found.uid = capabilities(env.system.read_file(STATUS_FILE))
+    found.container = env.system.read_file("/.dockerenv") is not None or any(
+        marker in (env.system.read_file("/proc/1/cgroup") or "") for marker in ("docker", "kubepods", "containerd")
+    )
+    return found
+
+
+def duplicates(found: CuptiFindings) -> list[str]:
+    """Why more than one libcupti can be loaded: several on LD_LIBRARY_PATH, or one there beside torch's own."""
+    reasons = []
+    if len(found.on_path) > 1:
+        reasons.append(
+            f"{len(found.on_path)} directories on LD_LIBRARY_PATH hold a libcupti: {', '.join(found.on_path)}"
+        )
+    torch_dirs = [d for d in found.in_torch if d not in found.on_path]
+    if found.on_path and torch_dirs:
+        reasons.append(
+            f"LD_LIBRARY_PATH's {', '.join(found.on_path)} comes before the one torch ships in {', '.join(torch_dirs)}"
+        )
+    return reasons
+
+
+class CuptiEnvProbe:
+    name = "cupti.env"
+    summary = (
+        "CUPTI libraries found (LD_LIBRARY_PATH, torch, ldconfig), the driver's profiling restriction, capabilities"
+    )
+    runs_programs = (
+        "ldconfig -p, and the target interpreter to find torch's library directories (torch is not imported)"
+    )
+    params: tuple[ParamSpec, ...] = (
+        ParamSpec(
+            "python", "path", "interpreter whose torch is looked at (default: --python)", default=None, runs=True
+        ),
+    )
+    facts: tuple[FactSpec, ...] = (
+        FactSpec("cupti_libraries", "list", "every libcupti found: LD_LIBRARY_PATH, torch's lib dirs, ldconfig -p"),
+        FactSpec("cupti_on_path", "list", "LD_LIBRARY_PATH directories that hold a libcupti"),
+        FactSpec("cupti_in_torch", "list", "torch's own library directories that hold a libcupti"),
+        FactSpec("cupti_duplicates", "bool", "whether more than one libcupti can be loaded (pytorch/pytorch#118982)"),
+        FactSpec("cupti_duplicate_reasons", "list", "why: which directories"),
+        FactSpec(
+            "profiling_restricted", "bool", "the driver restricts profiling to admin users (None: could not tell)"
+        ),
+        FactSpec("restriction_source", "str", "where the restriction was read (driver params, modprobe.d)"),
+        FactSpec("capabilities", "list", "effective capabilities that matter (CAP_SYS_ADMIN, CAP_PERFMON, ...)"),
+        FactSpec("cap_sys_admin", "bool", "CAP_SYS_ADMIN is effective (None: could not tell)"),
+        FactSpec("cap_perfmon", "bool", "CAP_PERFMON is effective (counts from driver R565)"),
+        FactSpec("is_root", "bool", "the effective uid is 0"),
+        FactSpec("in_container", "bool", "a container's markers are present (/.dockerenv, docker/kubepods cgroups)"),
+        FactSpec("profiling_allowed", "bool", "not restricted, or this process may profile anyway (None: unknown)"),
+    )
+
+    def run(self, env: Environment, params: Mapping[str, Any], *, timeout: float = 120.0) -> ProbeResult:
+        found = gather(env, params.get("python") or env.settings.python, timeout)
+        caps = found.capabilities
+        admin = None if caps is None else "CAP_SYS_ADMIN" in caps
+        perfmon = None if caps is None else "CAP_PERFMON" in caps
+        allowed = True if found.restricted is False else (True if admin or perfmon else None)
+        if found.restricted and caps is not None and not (admin or perfmon):
+            allowed = False
+        reasons = duplicates(found)
+        libraries = sorted(
+            {*(lib for libs in [*found.on_path.values(), *found.in_torch.values()] for lib in libs), *found.ldconfig}
+        )
+        facts: dict[str, Any] = {
+            "cupti_libraries": libraries,
+            "cupti_on_path": list(found.on_path),
+            "cupti_in_torch": list(found.in_torch),
+            "cupti_duplicates": bool(reasons),
+            "cupti_duplicate_reasons": reasons,
+            "profiling_restricted": found.restricted,
+            "restriction_source": found.restriction_source,
+            "capabilities": caps,
+            "cap_sys_admin": admin,
+            "cap_perfmon": perfmon,
+            "is_root": None if found.uid is None else found.uid == 0,
+            "in_container": found.container,
+            "profiling_allowed": allowed,
+        }
+        restricted = {True: "restricted to admin users", False: "not restricted", None: "could not tell"}
+        evidence = [
+            f"libcupti found: {', '.join(cut(x, 200) for x in libraries[:8]) or 'none'}",
+            *reasons,
+            f"driver profiling: {restricted[found.restricted]} ({cut(found.restriction_source, 200)})",
+            "capabilities: "
+            + (
+                "could not read /proc/self/status"
+                if caps is None
+                else ", ".join(caps) or "none of CAP_SYS_ADMIN, CAP_PERFMON"
+            )
+            + ("" if found.uid is None else f"; uid {found.uid}")
+            + ("; in a container" if found.container else ""),
+        ]
+        if reasons:
+            return ProbeResult(Status.FAIL, "more than one libcupti can be loaded: " + reasons[0], facts, evidence)
+        if allowed is False:
+            return ProbeResult(
+                Status.FAIL,
+                "the driver restricts profiling to admin users, and this process has neither CAP_SYS_ADMIN "
+                "nor CAP_PERFMON",
+                facts,
+                evidence,
+            )
+        if not libraries:
+            return ProbeResult(
+                Status.WARN, "no libcupti found on LD_LIBRARY_PATH, in torch or in ldconfig's cache", facts, evidence
+            )
+        return ProbeResult(Status.PASS, "one CUPTI, and profiling is allowed or not restricted here", facts, evidence)

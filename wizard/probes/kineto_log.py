@@ -1,0 +1,198 @@
+"""``profiler.kineto_log``: profile the workload once more, one session in a fresh process, with Kineto's
+log raised, and read what the profiler says about itself.
+
+The only visible sign of kernel records dropped out of the capture window is Kineto's ``Record counts:
+Out-of-range = N`` INFO line (pytorch/pytorch#192021, pytorch/kineto#996); CUPTI's failures show as
+``CUPTI_ERROR_*`` codes or PyTorch's "CUPTI tracing is not available" warning (pytorch/pytorch#65393,
+#118982). The parser is a pure function over the log's text; the probe runs the harness through the
+System's runner with ``KINETO_LOG_LEVEL`` set, then counts kernels against launches in the fresh trace.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from wizard.environment import Environment
+from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status, ensure_dir
+from wizard.probes.common import harness_failure, no_workload, run_harness, workload_argv
+from wizard.untrusted import cut
+
+_COUNTS = re.compile(r"Record counts:\s*(.*)$")
+_PAIR = re.compile(r"([A-Za-z][A-Za-z0-9 ?_-]*?)\s*=\s*(-?\d+)")
+_CUPTI_ERROR = re.compile(r"\bCUPTI_ERROR_[A-Z_]+\b")
+_UNAVAILABLE = re.compile(r"CUPTI tracing is not available|CUDA profiler activities will be missing", re.IGNORECASE)
+_DROPPED = re.compile(r"(?:dropped\s+(\d+)|(\d+)\s+(?:activity\s+)?records?\s+(?:were\s+)?dropped)", re.IGNORECASE)
+_BUFFER = re.compile(r"Requested GPU activity buffer|activity buffer.*(?:limit|exceed|full)|maxGpuBufferCount", re.I)
+_PROCESSED = re.compile(r"Processed\s+(\d+)\s+GPU records")
+MAX_LINES = 200_000  # of the log read; the runner already bounds its size
+
+
+@dataclass(slots=True)
+class KinetoLog:
+    """What Kineto and CUPTI said in one profiled run."""
+
+    record_counts: dict[str, int] = field(default_factory=dict)
+    cupti_errors: list[str] = field(default_factory=list)
+    nvgpuctrperm: bool = False
+    cupti_unavailable: bool = False
+    dropped_records: int = 0
+    buffer_lines: list[str] = field(default_factory=list)
+    gpu_records: int | None = None
+    lines: list[str] = field(default_factory=list)  # the lines that said any of it, for evidence
+
+    @property
+    def out_of_range(self) -> int:
+        return self.record_counts.get("Out-of-range", 0)
+
+
+def parse_kineto_log(text: str) -> KinetoLog:
+    """Kineto's record counts, CUPTI's error codes, the fallback warning and dropped-record lines."""
+    found = KinetoLog()
+    errors: list[str] = []
+    for line in text.splitlines()[:MAX_LINES]:
+        said = False
+        counts = _COUNTS.search(line)
+        if counts:
+            for key, value in _PAIR.findall(counts.group(1)):
+                found.record_counts[key.strip()] = found.record_counts.get(key.strip(), 0) + int(value)
+            said = True
+        for code in _CUPTI_ERROR.findall(line):
+            if code not in errors:
+                errors.append(code)
+            said = True
+        if "ERR_NVGPUCTRPERM" in line:
+            found.nvgpuctrperm = said = True
+        if _UNAVAILABLE.search(line):
+            found.cupti_unavailable = said = True
+        dropped = _DROPPED.search(line)
+        if dropped and ("record" in line.lower() or "cupti" in line.lower()):
+            found.dropped_records += int(dropped.group(1) or dropped.group(2))
+            said = True
+        if _BUFFER.search(line):
+            found.buffer_lines.append(cut(line.strip(), 300))
+            said = True
+        processed = _PROCESSED.search(line)
+        if processed:
+            found.gpu_records = (found.gpu_records or 0) + int(processed.group(1))
+            said = True
+        if said and len(found.lines) < 12:
+            found.lines.append(cut(line.strip(), 300))
+    found.cupti_errors = errors
+    return found
+
+
+def log_facts(log: KinetoLog) -> dict[str, Any]:
+    return {
+        "record_counts": dict(log.record_counts),
+        "out_of_range": log.out_of_range,
+        "cupti_errors": list(log.cupti_errors),
+        "cupti_privileges": log.nvgpuctrperm or "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES" in log.cupti_errors,
+        "cupti_not_initialized": "CUPTI_ERROR_NOT_INITIALIZED" in log.cupti_errors,
+        "cupti_unavailable": log.cupti_unavailable,
+        "dropped_records": log.dropped_records,
+        "buffer_warnings": list(log.buffer_lines),
+        "gpu_records": log.gpu_records,
+        "log_lines": list(log.lines),
+    }
+
+
+def judge(log: KinetoLog, cuda: bool, kernels: int, missing: int) -> tuple[Status, str]:
+    """The log's verdict first (it names the cause), then the fresh trace's counts."""
+    if log.nvgpuctrperm or "CUPTI_ERROR_INSUFFICIENT_PRIVILEGES" in log.cupti_errors:
+        return Status.FAIL, "CUPTI refused for lack of privileges (ERR_NVGPUCTRPERM)"
+    if log.cupti_errors:
+        return Status.FAIL, f"CUPTI failed: {', '.join(log.cupti_errors)}"
+    if log.cupti_unavailable:
+        return Status.FAIL, "CUPTI tracing is not available: the profiler fell back and records no kernels"
+    if log.out_of_range:
+        return Status.FAIL, f"Kineto dropped {log.out_of_range} record(s) as out of the capture window"
+    if log.dropped_records or log.buffer_lines:
+        return Status.FAIL, f"CUPTI dropped {log.dropped_records} record(s) (activity buffer limits)"
+    if not cuda:
+        return (
+            Status.SKIP,
+            "no CUDA device here: the log shows no CUPTI problem, and no kernel ran to compare with launches",
+        )
+    if missing or not kernels:
+        return Status.FAIL, f"the fresh single-session trace still misses {missing} kernel(s) of its launches"
+    return Status.PASS, f"one session in a fresh process records every kernel ({kernels}): the loss is not reproduced"
+
+
+class KinetoLogProbe:
+    name = "profiler.kineto_log"
+    summary = "Re-profile once in a fresh process with KINETO_LOG_LEVEL raised; read Record counts and CUPTI errors"
+    runs_programs = "the workload under torch.profiler (one session) with Kineto's verbose log"
+    params: tuple[ParamSpec, ...] = (
+        ParamSpec("workload", "str", "command to run (default: --workload)", default=None, runs=True),
+        ParamSpec(
+            "log_level", "int", "KINETO_LOG_LEVEL (0 = VERBOSE/INFO, the level that prints Record counts)", default=0
+        ),
+    )
+    facts: tuple[FactSpec, ...] = (
+        FactSpec("trace", "str", "the fresh trace"),
+        FactSpec("cuda_available", "bool", "whether the workload saw a CUDA device"),
+        FactSpec("record_counts", "dict", "Kineto's 'Record counts' line: name -> count (Out-of-range, ...)"),
+        FactSpec("out_of_range", "int", "records Kineto dropped as outside the capture window"),
+        FactSpec("cupti_errors", "list", "CUPTI_ERROR_* codes in the log"),
+        FactSpec("cupti_privileges", "bool", "ERR_NVGPUCTRPERM or CUPTI_ERROR_INSUFFICIENT_PRIVILEGES was logged"),
+        FactSpec("cupti_not_initialized", "bool", "CUPTI_ERROR_NOT_INITIALIZED was logged"),
+        FactSpec("cupti_unavailable", "bool", "'CUPTI tracing is not available' (the profiler fell back)"),
+        FactSpec("dropped_records", "int", "records CUPTI reported dropped"),
+        FactSpec("buffer_warnings", "list", "activity-buffer lines of the log"),
+        FactSpec("gpu_records", "int", "GPU records Kineto processed ('Processed N GPU records')"),
+        FactSpec("log_lines", "list", "the log lines behind these facts"),
+        FactSpec("kernels", "int", "kernels in the fresh trace"),
+        FactSpec("launch_calls", "int", "launch calls in the fresh trace"),
+        FactSpec("missing_kernels", "int", "launch calls of the fresh trace without their kernel"),
+    )
+
+    def run(self, env: Environment, params: Mapping[str, Any], *, timeout: float = 600.0) -> ProbeResult:
+        argv = workload_argv(env, dict(params))
+        if argv is None:
+            return no_workload(self.name)
+        out_dir = ensure_dir(env.settings.report_dir / "kineto-log")
+        trace = out_dir / "single-session.json"
+        level = 0 if params.get("log_level") is None else int(params["log_level"])
+        run = run_harness(
+            env,
+            "profile",
+            [str(trace), "--", *argv],
+            timeout=timeout,
+            log_name="kineto-log",
+            extra_env={"KINETO_LOG_LEVEL": str(level)},
+        )
+        failed = harness_failure(self.name, run)
+        if failed is not None:
+            return failed
+        assert run.result is not None
+        cuda = bool(run.result.get("cuda_available"))
+        log = parse_kineto_log(run.command.output)
+        facts: dict[str, Any] = {"cuda_available": cuda, **log_facts(log), "trace": None}
+        kernels = launches = missing = 0
+        if trace.exists():
+            from wizard.probes.trace_inspect import inspection_facts
+            from wizard.trace.inspect import inspect_paths
+
+            fresh = inspection_facts(inspect_paths([str(trace)]))
+            kernels, launches, missing = fresh["kernels"], fresh["launch_calls"], fresh["missing_kernels"]
+            facts["trace"] = str(trace)
+        facts.update(kernels=kernels, launch_calls=launches, missing_kernels=missing)
+        status, summary = judge(log, cuda, kernels, missing)
+        if status is Status.SKIP:
+            facts["reason"] = "no CUDA device: no kernels to count against launches"
+        counts = ", ".join(f"{k} = {v}" for k, v in log.record_counts.items()) or "none logged"
+        evidence = [
+            f"one profiling session in a fresh process, KINETO_LOG_LEVEL={level}",
+            f"Kineto's record counts: {counts}",
+            f"CUPTI errors: {', '.join(log.cupti_errors) or 'none'}"
+            + ("; CUPTI tracing is not available (fallback)" if log.cupti_unavailable else ""),
+            f"fresh trace: {kernels} kernel(s), {launches} launch call(s), {missing} without their kernel"
+            if facts["trace"]
+            else "no fresh trace was written",
+            *log.lines[:6],
+        ]
+        files = [p for p in (facts["trace"], run.command.log_path) if p]
+        return ProbeResult(status, summary, facts=facts, evidence=evidence, files=files)
