@@ -240,6 +240,7 @@ class Checked:
     problems: list[str]
     summary: str = ""
     program_uses: list[Any] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # it loads, but something reads other than meant
 
 
 def check_playbooks(
@@ -247,6 +248,7 @@ def check_playbooks(
 ) -> list[Checked]:
     """``warpwizard validate``: names, paths or directories (expanded to the playbooks in them)."""
     from wizard.playbook.loader import load_playbook as _load
+    from wizard.playbook.loader import prose_warnings
     from wizard.playbook.trust import program_uses
 
     probes, out = catalog(), []
@@ -260,7 +262,7 @@ def check_playbooks(
             out.append(Checked(name, list(exc.problems)))
             continue
         summary = f"{pb.path}: ok ({len(pb.nodes)} nodes, {len(pb.steps)} steps)"
-        out.append(Checked(name, [], summary, list(program_uses(pb, probes))))
+        out.append(Checked(name, [], summary, list(program_uses(pb, probes)), prose_warnings(path)))
     return out
 
 

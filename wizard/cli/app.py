@@ -220,7 +220,7 @@ def cmd_validate(ctx: Context) -> ExitStatus:
 
     checked = check_playbooks(ctx.args.paths, ctx.playbook_dirs, ctx.system.environ)
     for one in checked:
-        for line in one.problems or [one.summary, *program_use_lines(one.program_uses)]:
+        for line in one.problems or [one.summary, *one.warnings, *program_use_lines(one.program_uses)]:
             ctx.write(visible(line) + "\n")
     return ExitStatus.INVALID_PLAYBOOK if any(one.problems for one in checked) else ExitStatus.OK
 
