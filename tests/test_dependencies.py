@@ -18,7 +18,7 @@ import pytest
 from packaging.markers import default_environment
 from packaging.requirements import Requirement
 
-from tests.conftest import REPO
+from tests.conftest import REPO, budget
 from wizard.playbook import patterns
 
 tomllib = pytest.importorskip("tomllib", reason="reading pyproject.toml needs Python 3.11's tomllib")
@@ -123,7 +123,7 @@ def test_a_catastrophic_pattern_is_bounded_on_both_engines(engine: str) -> None:
         assert engine == "re2"
         assert not matched
     # Re's backtracking takes longer than the universe's age here; the bound is the timeout, with room for load.
-    assert time.monotonic() - started < 30
+    assert time.monotonic() - started < budget(15)
 
 
 def test_a_playbook_answer_is_checked_on_both_engines(engine: str) -> None:
