@@ -9,6 +9,7 @@ from typing import Any
 
 from wizard.environment import Environment
 from wizard.errors import InputFileError
+from wizard.formatting import plural
 from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status
 from wizard.probes.verdicts import HARD_LIMITS, SOFT, Sanity, check_limits, sanity_verdict
 from wizard.trace.analysis import resident_blocks
@@ -24,7 +25,7 @@ class MetricsSanityProbe:
     name = "metrics.sanity"
     summary = "Registers, shared memory, block size and occupancy against the device's hard limits"
     runs_programs = ""
-    params: tuple[ParamSpec, ...] = (ParamSpec("trace", "paths", "trace file(s) to check", required=True),)
+    params: tuple[ParamSpec, ...] = (ParamSpec("trace", "paths", "the trace files to check", required=True),)
     facts: tuple[FactSpec, ...] = (
         FactSpec("kernels", "int", "kernels checked"),
         FactSpec("impossible_registers", "int", "kernels with more registers per thread than the architecture allows"),
@@ -94,8 +95,8 @@ def measured_beside_computed(
             computed = _resident_warps(k, device_for(devices, k.device))
             beside = f", computed at most {computed:.4g} resident warps per SM" if computed is not None else ""
             out.append(
-                f"{cut(k.name, 160)}: {cut(name, 80)} measured {mean:.4g} (mean of {len(values)} sample(s) while it "
-                f"ran){beside}"
+                f"{cut(k.name, 160)}: {cut(name, 80)} measured {mean:.4g} (mean of "
+                f"{plural(len(values), 'sample')} while it ran){beside}"
             )
     return out
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from wizard.environment import Environment
 from wizard.errors import InputFileError, OutputFileError
+from wizard.formatting import plural
 from wizard.outputs import write_own
 from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status
 from wizard.serialize import dumps
@@ -195,7 +196,7 @@ class TraceInspectProbe:
     summary = "Recompute every kernel's blocks/warps per SM and occupancy; name each impossible value's mechanism"
     runs_programs = ""
     params: tuple[ParamSpec, ...] = (
-        ParamSpec("paths", "paths", "trace file(s) or a per-rank directory", required=True),
+        ParamSpec("paths", "paths", "trace files or a per-rank directory", required=True),
         ParamSpec("jobs", "int", "parallel processes for several files", default=None),
         ParamSpec(
             "torch_validator",
@@ -239,7 +240,7 @@ class TraceInspectProbe:
         if facts["impossible"]:
             status = Status.FAIL
             summary = (
-                f"{facts['flagged_kernels']} kernel launch(es) with wrong values; mechanisms "
+                f"{plural(facts['flagged_kernels'], 'kernel launch')} with wrong values; mechanisms "
                 f"{', '.join(facts['mechanisms'])}"
             )
         elif facts["rocm"] or facts["cpu_only"]:

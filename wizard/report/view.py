@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from wizard.formatting import compact
+from wizard.formatting import compact, plural
 from wizard.trace.inspect import Inspection, launched_by
 from wizard.trace.mechanisms import is_wrong
 from wizard.trace.report import MAX_GROUPS, FindingGroup, TraceReport
@@ -75,7 +75,7 @@ class InspectionView:
         if not wrong:
             return f"no wrong values in {self.kernels_checked} checked kernel launches"
         named = ", ".join(f"{m} ({n})" for m, n in sorted(wrong.items()))
-        return f"{self.wrong_launches} launch(es) with wrong values; mechanisms {named}"
+        return f"{plural(self.wrong_launches, 'launch')} with wrong values; mechanisms {named}"
 
 
 def _row(report: TraceReport, group: FindingGroup) -> FindingRow:

@@ -18,6 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from wizard.engine.transcript import Transcript
+from wizard.formatting import plural
 from wizard.playbook.model import DecisionNode, Node, Playbook, ProbeNode
 from wizard.playbook.trust import ProgramUse
 from wizard.probes.base import ProbeResult
@@ -173,7 +174,8 @@ def fix_summary_lines(summary: Any) -> list[str]:
     ]
     if summary.uncorrectable:
         lines.append(
-            f"{summary.uncorrectable} kernel(s) could not be corrected (the trace lacks their device's SM count)"
+            f"{plural(summary.uncorrectable, 'kernel')} could not be corrected "
+            "(the trace lacks their device's SM count)"
         )
     return lines
 
@@ -255,7 +257,8 @@ def _report_view(report: TraceReport, show_all: bool) -> Group:
     if hidden and not show_all:
         items.append(
             Text(
-                f"  {hidden} kernel launch(es) with large warps per SM are correct by design (F); --all lists them",
+                f"  {plural(hidden, 'kernel launch')} with large warps per SM are correct by design (F); "
+                "--all lists them",
                 style="dim",
             )
         )
