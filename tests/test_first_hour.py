@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.conftest import EXAMPLES, REPO, RunCli
+from tests.conftest import EXAMPLES, REPO, RunCli, run_inprocess
 
 FLAGSHIP = REPO / "playbooks" / "negative-warps-per-sm.yaml"
 
@@ -49,3 +49,67 @@ def test_templates_say_plurals_and_mappings_in_words() -> None:
     assert parse_template("{{ plural(facts.i.missing, 'launch') }} here").render(scope).startswith("<unknown:")
     said = [plural(2, "kernel launch"), plural(3, "entry"), plural(1, "GPU")]
     assert said == ["2 kernel launches", "3 entries", "1 GPU"]
+
+
+SMALL = """\
+id: small
+title: A confirm without a default
+version: "1"
+steps: [{id: s, title: S}]
+nodes:
+  - {id: sure, kind: question, step: s, type: confirm, prompt: "Sure?", next: {true: name, false: no_end}}
+  - {id: name, kind: question, step: s, type: text, prompt: "Name?", next: yes_end}
+  - {id: yes_end, kind: conclusion, diagnosis: said-yes, severity: info, summary: "yes"}
+  - {id: no_end, kind: conclusion, diagnosis: said-no, severity: info, summary: "no"}
+"""
+
+
+def test_a_confirm_without_a_default_is_yes_at_the_prompt_and_with_defaults(run_cli: RunCli, tmp_path: Path) -> None:
+    playbook = tmp_path / "small.yaml"
+    playbook.write_text(SMALL)
+    result = run_cli("run", str(playbook), "--defaults", "--set", "name=x", "--json")
+    assert result.returncode == 0, result.stderr
+    assert result.json["conclusion"]["diagnosis"] == "said-yes"
+    template = run_cli("answers", str(playbook)).stdout
+    assert "sure: true" in template
+
+
+def test_a_question_without_a_default_is_not_offered_to_defaults(run_cli: RunCli, tmp_path: Path) -> None:
+    playbook = tmp_path / "small.yaml"
+    playbook.write_text(SMALL)
+    result = run_cli("run", str(playbook), "--defaults", "--json")
+    assert result.returncode != 0
+    assert "missing answer for question 'name'; it has no default: give them in the answers file" in result.stderr
+    assert "--defaults" not in result.stderr
+
+
+def test_the_answers_template_and_dry_run_show_no_raw_expressions_or_none(run_cli: RunCli) -> None:
+    template = run_cli("answers", "negative-warps-per-sm").stdout
+    assert "{{" not in template
+    assert "# Is the flagged kernel, <the worst kernel>, your own code" in template
+    dry = run_cli("run", "negative-warps-per-sm", "--dry-run").stdout
+    assert "None" not in dry and "would ask have: What do you have to start from?" in dry
+
+
+def test_a_finished_session_is_not_resumable_again(tmp_path: Path) -> None:
+    sessions = tmp_path / "state" / "warpwizard" / "sessions"
+    sessions.mkdir(parents=True, mode=0o700)
+    trace = EXAMPLES / "traces" / "old-sm-count.json"
+    (sessions / "negative-warps-per-sm-20261130T070000.yaml").write_text(f"have: trace\ntrace_path: {trace}\n")
+    first = run_inprocess("run", "negative-warps-per-sm", "--resume", "--json")
+    assert first.status == 0, first.stderr
+    assert list(sessions.iterdir()) == []  # done: --resume would replay its probes
+    again = run_inprocess("run", "negative-warps-per-sm", "--resume", "--json")
+    assert again.status == 2 and "no interrupted session of negative-warps-per-sm" in again.stderr
+
+
+def test_an_interrupted_guided_run_resumes_guided(tmp_path: Path) -> None:
+    from wizard.cli.run import RunOptions, _save_interrupted
+    from wizard.runs import load_playbook
+    from wizard.system import System
+
+    pb = load_playbook("negative-warps-per-sm")
+    opts = RunOptions(playbook="negative-warps-per-sm", teach=True)
+    saved, note, resume = _save_interrupted(opts, pb, {"have": "description"}, System())
+    assert saved is not None and note == ""
+    assert resume == "continue with: warpwizard run negative-warps-per-sm --resume --teach"

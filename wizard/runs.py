@@ -119,7 +119,7 @@ def run_playbook(
         values, _ = given_answers(pb, answers_file=_path_text(answers, "answers"))
     check_given(pb, values)
     engine = prepare_run(pb, MappingAnswers(values, use_defaults=defaults, origin=ORIGIN_FILE), options, system=system)
-    return walk(engine, values, "pass them in answers, or defaults=True")
+    return walk(engine, values, "pass them in answers", "defaults=True")
 
 
 def check_given(pb: Playbook, values: Mapping[str, Any]) -> None:
@@ -129,16 +129,18 @@ def check_given(pb: Playbook, values: Mapping[str, Any]) -> None:
         raise AnswersError(problems)
 
 
-def walk(engine: Engine, given: Mapping[str, Any], hint: str) -> Transcript:
+def walk(engine: Engine, given: Mapping[str, Any], hint: str, defaults_hint: str = "") -> Transcript:
     """Run a prepared engine; an unanswered question becomes an AnswersError naming it and the
-    questions that may follow (``hint`` says, in the caller's words, how to answer them)."""
+    questions that may follow (``hint`` says, in the caller's words, how to answer them;
+    ``defaults_hint`` how to take the defaults, offered only for a question that has one)."""
     from wizard.engine.answers import MissingAnswer, missing_answer_message
 
     try:
         return engine.run()
     except MissingAnswer as exc:
         answered = set(engine.state.answers) | set(given)
-        raise AnswersError([missing_answer_message(engine.playbook, exc.question, answered, hint)]) from None
+        message = missing_answer_message(engine.playbook, exc.question, answered, hint, defaults_hint)
+        raise AnswersError([message]) from None
 
 
 def given_answers(
@@ -365,6 +367,17 @@ def latest_session(playbook_id: str, environ: Mapping[str, str]) -> Path | None:
     except OSError:
         return None
     return max(found, key=lambda p: (p.stat().st_mtime, p.name), default=None)
+
+
+def end_session(path: str | os.PathLike[str], environ: Mapping[str, str]) -> None:
+    """A resumed session that reached its conclusion is done: ``--resume`` must not find it again
+    (and replay its probes). Only a file in the sessions directory is ever removed."""
+    target = Path(path)
+    if target.parent.resolve() == sessions_dir(environ).resolve():
+        try:
+            target.unlink()
+        except FileNotFoundError:
+            pass
 
 
 def program_questions(pb: Playbook, parameter: str | None = None) -> list[str]:

@@ -14,6 +14,7 @@ from wizard.runs import (
     answers_text,
     check_given,
     dry_run,
+    end_session,
     given_answers,
     latest_session,
     load_playbook,
@@ -102,7 +103,8 @@ def _save_interrupted(
         saved = save_session(pb, answers, system.environ, system.clock.now())
     except OutputFileError as exc:
         return None, f"; the answers could not be saved ({exc})", None
-    return str(saved), "", f"continue with: warpwizard run {pb.id} --resume"
+    teach = " --teach" if opts.teach else ""  # a guided run resumes guided
+    return str(saved), "", f"continue with: warpwizard run {pb.id} --resume{teach}"
 
 
 def _write_outputs(opts: RunOptions, pb: Playbook, answers: dict[str, Any], transcript: Any) -> None:
@@ -146,6 +148,7 @@ def run_playbook(opts: RunOptions, system: System, ui: Any, out: Any, stdout: An
     pb = load_playbook(opts.playbook, playbook_dirs=opts.playbook_dirs, environ=system.environ)
     if opts.resume:
         _resume(opts, pb, system, ui)
+    resumed = opts.answers_file if opts.resume else None
     values, origins = given_answers(
         pb, answers_file=opts.answers_file, sets=opts.sets, workload=opts.options.workload, stdin=system.stdin
     )
@@ -160,7 +163,7 @@ def run_playbook(opts: RunOptions, system: System, ui: Any, out: Any, stdout: An
     if opts.teach or getattr(source, "interactive", False):
         ui.print(playbook_heading(pb, teach=opts.teach))
     try:
-        transcript = walk(engine, values, "give them in the answers file, with --set ID=VALUE, or use --defaults")
+        transcript = walk(engine, values, "give them in the answers file or with --set ID=VALUE", "use --defaults")
     except KeyboardInterrupt as exc:
         saved, note, resume = _save_interrupted(opts, pb, engine.state.answers, system)
         if isinstance(exc, TerminateSignal):
@@ -168,6 +171,8 @@ def run_playbook(opts: RunOptions, system: System, ui: Any, out: Any, stdout: An
         raise Interrupted(saved, note, resume) from None
     finally:
         observer.close()
+    if resumed:
+        end_session(resumed, system.environ)
     _write_outputs(opts, pb, transcript.answers, transcript)
     if opts.json_out:
         stdout.write(dumps(transcript.to_dict()) + "\n")

@@ -210,6 +210,8 @@ def _question(c: _Checker, raw: dict[str, Any], base: dict[str, Any], where: Pat
         c.problem((*where, "choices"), "'choices' applies only to select questions")
     node.validation = _validation(c, raw.get("validate"), (*where, "validate"), qtype)
     node.default = raw.get("default")
+    if node.default is None and qtype == "confirm":
+        node.default = True  # what Enter answers at the prompt, so --defaults and the template agree
     if node.default is not None:
         try:
             node.default = node.coerce(node.default, check_exists=False)

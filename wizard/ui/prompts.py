@@ -92,7 +92,7 @@ class InteractiveAnswers:
 
         instruction = visible(question.help) if question.help else None
         if question.type == "confirm":
-            yes = bool(question.default) if question.default is not None else True
+            yes = bool(question.default)  # the loader gives every confirm a default (yes when unwritten)
             return questionary.confirm(prompt, default=yes, instruction=instruction, auto_enter=False).unsafe_ask()
         if question.type == "select":
             choices = [questionary.Choice(title=visible(c.label), value=c.value) for c in question.choices]

@@ -271,7 +271,7 @@ def plan_lines(plan: Any) -> list[str]:
     """A dry run in words: each node on the path, what answered it, each probe and program."""
     lines = [f"dry run of {plan.playbook}: nothing is run, nothing is written"]
     for step in plan.steps:
-        if step.kind == "question":
+        if step.kind == "question" and step.origin is not None:  # unanswered: the "would ask" line says so
             lines.append(f"  ? {step.node} = {step.answer!r} ({step.origin})")
         elif step.kind == "probe":
             params = ", ".join(f"{k}={v!r}" for k, v in step.params.items() if v not in (None, "", []))
