@@ -113,3 +113,15 @@ def test_an_interrupted_guided_run_resumes_guided(tmp_path: Path) -> None:
     saved, note, resume = _save_interrupted(opts, pb, {"have": "description"}, System())
     assert saved is not None and note == ""
     assert resume == "continue with: warpwizard run negative-warps-per-sm --resume --teach"
+
+
+def test_compare_of_two_reports_that_both_skipped_says_why_it_cannot(run_cli: RunCli, tmp_path: Path) -> None:
+    answers = str(EXAMPLES / "answers" / "description-old-pytorch.yaml")
+    for name in ("one.json", "two.json"):  # a description only: nothing inspected, nothing ran on a GPU
+        ran = run_cli("run", "negative-warps-per-sm", "--answers", answers, "--json")
+        (tmp_path / name).write_text(ran.stdout)
+    result = run_cli("compare", str(tmp_path / "one.json"), str(tmp_path / "two.json"))
+    assert result.returncode == 0, result.stderr
+    said = " ".join(result.stdout.split())
+    assert "cannot compare: 0 of 2 reports say whether impossible values showed; one.json, two.json" in said
+    assert "not enough reports" not in said
