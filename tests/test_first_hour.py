@@ -125,3 +125,33 @@ def test_compare_of_two_reports_that_both_skipped_says_why_it_cannot(run_cli: Ru
     said = " ".join(result.stdout.split())
     assert "cannot compare: 0 of 2 reports say whether impossible values showed; one.json, two.json" in said
     assert "not enough reports" not in said
+
+
+# -- the terminal at 80 columns ------------------------------------------------------------------------
+
+
+def _at_80(run_cli: RunCli, tmp_path: Path, *args: str) -> str:
+    from tests.conftest import cli_env
+
+    result = run_cli(*args, env=cli_env(COLUMNS="80", WARPWIZARD_REPORT_DIR=str(tmp_path / "report")))
+    assert all(len(line) <= 80 for line in result.stdout.splitlines()), result.stdout
+    return str(result.stdout)
+
+
+def test_list_and_probes_at_80_columns_never_cut_a_name(run_cli: RunCli, tmp_path: Path) -> None:
+    from wizard.probes.registry import catalog
+
+    listed = _at_80(run_cli, tmp_path, "--playbook-dir", str(REPO / "examples" / "playbooks"), "list")
+    assert "│ negative-warps-per-sm │" in listed and "│ torch-sees-no-gpu     │" in listed
+    probes = _at_80(run_cli, tmp_path, "probes")
+    cells = {cell.strip() for line in probes.splitlines() for cell in line.split("│")}
+    for info in catalog().values():
+        assert info.name in cells
+        assert {f.name for f in info.facts} <= cells, info.name  # each fact whole, none cut with "…"
+
+
+def test_the_findings_table_at_80_columns_gives_a_metric_one_line(run_cli: RunCli, tmp_path: Path) -> None:
+    shown = _at_80(run_cli, tmp_path, "trace", "inspect", str(EXAMPLES / "traces" / "grid-overflow.json"))
+    assert "blocks/SM -9.81036e+06 → 2.273e+07" in shown
+    assert "warps/SM -7.848e+07 → 1.818e+08" in shown
+    assert "1 kernel launch with large warps per SM is correct by design (F)" in " ".join(shown.split())
