@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import EXAMPLES, REPO, RunCli, run_inprocess
 
 FLAGSHIP = REPO / "playbooks" / "negative-warps-per-sm.yaml"
@@ -155,3 +157,20 @@ def test_the_findings_table_at_80_columns_gives_a_metric_one_line(run_cli: RunCl
     assert "blocks/SM -9.81036e+06 → 2.273e+07" in shown
     assert "warps/SM -7.848e+07 → 1.818e+08" in shown
     assert "1 kernel launch with large warps per SM is correct by design (F)" in " ".join(shown.split())
+
+
+# -- the HTML report -----------------------------------------------------------------------------------
+
+
+def test_the_html_report_says_the_verdict_in_words_and_no_none_device(run_cli: RunCli, tmp_path: Path) -> None:
+    pytest.importorskip("plotly")
+    page = tmp_path / "old.html"
+    result = run_cli("trace", "inspect", str(EXAMPLES / "traces" / "old-sm-count.json"), "--report", str(page))
+    assert result.returncode == 1, result.stderr
+    html = page.read_text()
+    assert "None SMs" not in html and "cc None" not in html
+    assert "device 0 (no deviceProperties: SM count and compute capability unknown)" in html
+    assert (
+        "4 launches with wrong values: SM count read as -1 (PyTorch 1.8/1.9 on Turing and later) (B: 4 launches)"
+        in html
+    )
