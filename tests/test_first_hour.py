@@ -174,3 +174,20 @@ def test_the_html_report_says_the_verdict_in_words_and_no_none_device(run_cli: R
         "4 launches with wrong values: SM count read as -1 (PyTorch 1.8/1.9 on Turing and later) (B: 4 launches)"
         in html
     )
+
+
+def test_the_hard_questions_say_how_to_find_the_answer(run_cli: RunCli) -> None:
+    from wizard.runs import load_playbook
+
+    pb = load_playbook("negative-warps-per-sm")
+    for qid in ("custom_kernel", "launch_math", "torch_era"):
+        question = pb.nodes[qid]
+        assert getattr(question, "help", "").startswith("How to"), qid
+    template = run_cli("answers", "negative-warps-per-sm").stdout
+    assert "#   How to find out: open the launch" in template  # the answers file carries the help too
+
+
+def test_no_conclusion_asks_to_attach_a_report_the_run_may_not_have_written() -> None:
+    source = FLAGSHIP.read_text()
+    assert "this report attached" not in source and "attach this report" not in source
+    assert "rerun with --report report.html (or --json > report.json) to write one" in source
