@@ -507,3 +507,30 @@ def _coerce(param: ParamSpec, text: str, probe: str) -> Any:
     if kind == "list[str]":
         return [text]
     return text
+
+
+def completion_names(
+    kind: str, playbook_dirs: Sequence[str] = (), environ: Mapping[str, str] | None = None
+) -> list[str]:
+    """What shell completion offers for ``kind`` (playbooks, probes, nodes, examples): this
+    installation's names, the search path's playbooks included. Never raises on a playbook that
+    does not load: completion runs while someone types."""
+    if kind == "probes":
+        return sorted(catalog())
+    if kind == "examples":
+        from wizard.examples import list_examples
+
+        return [e.name for e in list_examples()]
+    from wizard.playbook.discovery import list_playbooks
+    from wizard.playbook.loader import load_playbook as _load
+
+    found = list_playbooks(list(playbook_dirs), environ)
+    if kind == "playbooks":
+        return sorted({f.name for f in found})
+    probes, ids = catalog(), set()
+    for f in found:
+        try:
+            ids |= set(_load(f.path, probes).nodes)
+        except (PlaybookError, PlaybookNotFound, OSError):
+            continue
+    return sorted(ids)
