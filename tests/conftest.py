@@ -53,6 +53,28 @@ REAL_TRACES: dict[str, int] = {
 }
 
 
+# A test waits for an event (a prompt, a line, an exit), never for a wall-clock budget that a busy
+# machine breaks. What remains is a guard against a hang: long enough for any load, short enough
+# that a hung test still ends (pytest-timeout's, in pyproject.toml, is longer still).
+HANG_GUARD_S = 600.0
+
+
+def load_factor() -> float:
+    """How much slower than idle this machine runs now: runnable processes per core (at least 1),
+    times WARPWIZARD_TEST_SLOWDOWN (for a machine slow in other ways)."""
+    try:
+        busy = os.getloadavg()[0] / (os.cpu_count() or 1)
+    except OSError:
+        busy = 1.0
+    return max(1.0, busy) * max(1.0, float(os.environ.get("WARPWIZARD_TEST_SLOWDOWN") or 1))
+
+
+def budget(seconds: float) -> float:
+    """A bound that a test asserts (a hostile input is refused within it), scaled to the load, so a
+    busy runner does not fail it while a hang or a quadratic blow-up still does."""
+    return seconds * 2 * load_factor()
+
+
 def cli_command() -> list[str]:
     """The installed console script (the real entry point), else ``python -m wizard``."""
     script = Path(sys.executable).with_name("warpwizard")

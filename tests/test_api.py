@@ -189,7 +189,7 @@ def test_to_dataframe_without_pandas_says_how_to_get_it(monkeypatch: pytest.Monk
 def test_html_in_a_notebook_escapes_the_trace_text() -> None:
     html = wizard.inspect_traces(TRACES / "grid-overflow.json")._repr_html_()
     assert "index_elementwise_kernel&lt;128, 4, at::native::gpu_index_kernel&lt;float&gt; &gt;" in html
-    assert "<float>" not in html and "2 launch(es) with wrong values; mechanisms A (1), E (1)" in html
+    assert "<float>" not in html and "2 launches with wrong values: grid size overflows int32" in html
 
 
 def test_fix_trace_through_the_api(tmp_path: Path) -> None:

@@ -157,12 +157,13 @@ def _docs_block(title: str) -> str:
 @needs_torch
 @pytest.mark.slow
 def test_the_torchrun_recipe_verbatim_on_one_machine_with_two_processes(tmp_path: Path) -> None:
-    """docs/clusters.md's torchrun command, its warpwizard part word for word; only the rendezvous is
-    this machine's (two processes instead of two nodes of eight). No reports/ exists beforehand."""
+    """docs/clusters.md's one-machine torchrun command word for word (it once gave only the two-node
+    form, which on one machine waits for a second node and ends in a C++ stack trace); only the
+    programs' paths are this environment's. No reports/ exists beforehand."""
     import shlex
 
     words = shlex.split(_docs_block("torchrun"))
-    assert words[:2] == ["torchrun", "--nnodes"] and "--no-python" in words
+    assert words[:7] == ["torchrun", "--standalone", "--nnodes", "1", "--nproc-per-node", "2", "--no-python"]
     recipe = words[words.index("--no-python") + 1 :]
     assert recipe[:3] == ["warpwizard", "probe", "op.isolate"] and recipe[-2:] == [
         "--output",
@@ -170,17 +171,7 @@ def test_the_torchrun_recipe_verbatim_on_one_machine_with_two_processes(tmp_path
     ]
     torchrun = Path(sys.executable).with_name("torchrun")
     warpwizard = cli_command()
-    argv = [
-        str(torchrun),
-        "--standalone",
-        "--nnodes",
-        "1",
-        "--nproc-per-node",
-        "2",
-        "--no-python",
-        *warpwizard,
-        *recipe[1:],
-    ]
+    argv = [str(torchrun), *words[1:7], *warpwizard, *recipe[1:]]
     env = cli_env()
     env.pop("WARPWIZARD_REPORT_DIR", None)  # each rank its own workspace, as a user's would be
     done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
@@ -255,3 +246,12 @@ def test_srun_and_mpirun_recipes_with_stand_ins(tmp_path: Path, launcher: str, v
     merged = run_inprocess("compare", *(str(p) for p in sorted((tmp_path / "reports").iterdir())), "--json")
     assert merged.json["same_work"] is True
     assert sorted(m["host"] for m in merged.json["machines"]) == [f"{host} rank 0", f"{host} rank 1"]
+
+
+def test_the_several_node_torchrun_form_says_what_it_needs() -> None:
+    text = (REPO / "docs" / "clusters.md").read_text()
+    section = text[text.index("## torchrun") : text.index("## Open MPI")]
+    several = section[section.index("On several nodes") :]
+    assert "--rdzv-endpoint head:29500" in several
+    for need in ("start the same command on every node", "`head` is that node's host name", "waits for the other"):
+        assert need in " ".join(several.split()), need

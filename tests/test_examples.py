@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.conftest import EXAMPLES, REPO, RunCli, needs_torch, strict_json
+from tests.conftest import EXAMPLES, HANG_GUARD_S, REPO, RunCli, needs_torch, strict_json
 
 MANIFEST = yaml.safe_load((EXAMPLES / "manifest.yaml").read_text())
 
@@ -71,7 +71,7 @@ def test_the_dataframe_example_compares_reported_with_true_values() -> None:
         [sys.executable, "examples/python/dataframe.py"], cwd=REPO, capture_output=True, text=True, timeout=120
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines()[-1] == "2 of 4 launches carry a wrong value; mechanisms {'F': 1, 'E': 1, 'A': 1}"
+    assert result.stdout.splitlines()[-1] == "2 of 4 launches carry a wrong value; mechanisms A (1), E (1), F (1)"
 
 
 def test_the_dataframe_example_draws_its_plot(tmp_path: Path) -> None:
@@ -130,3 +130,26 @@ def test_every_example_names_its_playbook_and_the_copy_says_to_run_it(tmp_path: 
     copied = run_inprocess("examples", chosen.name, "--to", str(tmp_path / "copy"))
     assert copied.status == 0, copied.stderr
     assert f"try it: warpwizard run {chosen.playbook} --answers {tmp_path / 'copy' / 'answers.yaml'}" in copied.stdout
+
+
+def test_the_examples_readme_names_the_diagnosis_each_example_reaches() -> None:
+    """The README's table against the manifest, whose every entry test_example_reaches_its_diagnosis runs:
+    the README once named kernel-launch-configuration for an example that reaches trace-sm-count-mismatch."""
+    text = (EXAMPLES / "README.md").read_text()
+    named = dict(re.findall(r"^\| \[`[^`]+`\]\((answers/[^)]+)\) \| `([a-z0-9-]+)` \|", text, re.M))
+    reached = {e["answers"].removeprefix("examples/"): e["diagnosis"] for e in MANIFEST["examples"]}
+    assert named == reached
+
+
+def test_the_dataframe_example_refuses_to_write_a_page_into_a_png(tmp_path: Path) -> None:
+    pytest.importorskip("pandas")
+    out = tmp_path / "plot.png"
+    trace = str(REPO / "examples" / "traces" / "grid-overflow.json")
+    result = subprocess.run(
+        [sys.executable, "examples/python/dataframe.py", trace, str(out)],
+        cwd=REPO, capture_output=True, text=True, timeout=HANG_GUARD_S,
+    )  # fmt: skip
+    assert result.returncode == 1 and "the plot is an HTML page; name it PLOT.html" in result.stderr
+    assert not out.exists()
+    readme = (EXAMPLES / "README.md").read_text()
+    assert "plot.html" in readme and "matplotlib" not in readme

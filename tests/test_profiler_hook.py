@@ -42,10 +42,10 @@ def test_one_warning_per_mechanism_with_the_true_value(tmp_path: Path, caplog: p
         check = wizard.profiler.export_chrome_trace(StandIn(), tmp_path / "t.json")
     messages = [str(w.message) for w in caught if issubclass(w.category, wizard.WarpWizardWarning)]
     assert messages == [
-        "warpwizard: mechanism A in 1 launch(es), e.g. index_kernel: blocks per SM -9810358 (true 22727272.7); "
+        "warpwizard: mechanism A in 1 launch, e.g. index_kernel: blocks per SM -9810358 (true 22727272.7); "
         "warps per SM -78482864 (true 181818182); est. achieved occupancy % -122629474 (true 100): "
         "grid size overflows int32 (gridX*gridY*gridZ > 2^31-1)",
-        "warpwizard: mechanism E in 1 launch(es), e.g. sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_"
+        "warpwizard: mechanism E in 1 launch, e.g. sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_"
         "warpgroupsize1x1x1: est. achieved occupancy % 0 (true 18.1818182): "
         "occupancy judged with the default 48 KB shared-memory limit",
     ]
@@ -86,8 +86,8 @@ def test_the_handler_is_pytorchs_own_then_a_check(tmp_path: Path) -> None:
     (path,) = prof.exported
     assert re.fullmatch(re.escape(str(tmp_path / "tb" / "rank0.")) + r"\d+\.pt\.trace\.json\.gz", path)
     assert [str(w.message)[:36] for w in caught] == [
-        "warpwizard: mechanism A in 1 launch(",
-        "warpwizard: mechanism E in 1 launch(",
+        "warpwizard: mechanism A in 1 launch,",
+        "warpwizard: mechanism E in 1 launch,",
     ]
 
 

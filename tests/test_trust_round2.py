@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 
 from tests.conftest import (
     EXAMPLES,
+    budget,
     cli_command,
     cli_env,
     needs_torch,
@@ -447,7 +448,7 @@ def test_compare_of_a_huge_hostile_report_is_fast_and_bounded(tmp_path: Path) ->
     started = time.monotonic()
     result = run_inprocess("compare", str(big), str(tmp_path / "a.json"))
     assert result.status == 0, result.stderr
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < budget(5)
     assert len(result.stdout) < 20_000
     machines = strict_json(run_inprocess("compare", str(big), str(tmp_path / "a.json"), "--json").stdout)["machines"]
     assert len(machines[0]["host"]) == 160 and machines[0]["host"].endswith("…")
@@ -523,7 +524,7 @@ def test_a_failed_run_kills_its_workers_instead_of_waiting_for_them() -> None:
         pool.submit(time.sleep, 60)
         time.sleep(0.5)
         raise MemoryError
-    assert time.monotonic() - started < 15
+    assert time.monotonic() - started < budget(15)
 
 
 # -- exit 70 and silent acceptance ----------------------------------------------------------------

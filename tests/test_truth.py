@@ -75,7 +75,7 @@ def test_c_and_c_prime_on_one_launch_count_one_wrong_launch() -> None:
     run = run_inprocess("probe", "trace.inspect", "--param", f"paths={trace}", "--json")
     entry = run.json["entries"][0]
     assert entry["facts"]["flagged_kernels"] == 1
-    assert entry["summary"].startswith("1 kernel launch(es) with wrong values")
+    assert entry["summary"].startswith("1 kernel launch with wrong values")
 
 
 def test_a_contradicting_sms_gives_way_to_the_count_the_trace_proves(tmp_path: Path) -> None:

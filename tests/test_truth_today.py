@@ -170,7 +170,7 @@ def test_pm_sampling_counters_are_read_and_shown_beside_the_computed_value(tmp_p
     facts = strict_json(result.stdout)["entries"][0]["facts"]
     assert facts["counters"] == ["sm__warps_active.avg.per_cycle_active"]
     assert facts["measured"] == [
-        "gemm: sm__warps_active.avg.per_cycle_active measured 12 (mean of 3 sample(s) while it ran), computed at "
+        "gemm: sm__warps_active.avg.per_cycle_active measured 12 (mean of 3 samples while it ran), computed at "
         "most 12 resident warps per SM"
     ]
 

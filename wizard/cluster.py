@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from wizard.errors import UsageError
+from wizard.formatting import plural
 from wizard.untrusted import visible
 from wizard.workspace import safe_name
 
@@ -63,8 +64,9 @@ def device_for_rank(environ: Mapping[str, str], local_rank: int) -> str:
         return str(local_rank)
     if local_rank >= len(visible):
         raise UsageError(
-            f"--device-from-rank: local rank {local_rank}, but CUDA_VISIBLE_DEVICES lists {len(visible)} "
-            "device(s); the launcher already gives each process its GPU (e.g. srun --gpus-per-task 1): "
+            f"--device-from-rank: local rank {local_rank}, but CUDA_VISIBLE_DEVICES lists "
+            f"{plural(len(visible), 'device')}; the launcher already gives each process its GPU "
+            "(e.g. srun --gpus-per-task 1): "
             "leave --device-from-rank out"
         )
     return visible[local_rank]

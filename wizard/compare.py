@@ -252,10 +252,24 @@ class Comparison:
     def hardware_specific(self) -> bool:
         return self.same_work and any(self._specific(m) for m in self.by_mechanism)
 
+    def _why_not(self) -> str:
+        """Why there is nothing to compare, said so that the next run can fix it (it once said only
+        "not enough reports" of two reports that both skipped)."""
+        silent = [m for m in self.machines if m.impossible is None]
+        if len(self.machines) < 2:
+            return "cannot compare: one report; give two or more, from different machines or runs"
+        names = ", ".join(Path(m.source).name for m in silent[:8]) + (", ..." if len(silent) > 8 else "")
+        whose = "its" if len(silent) == 1 else "their"
+        return (
+            f"cannot compare: {len(self.known)} of {len(self.machines)} reports say whether impossible values "
+            f"showed; {names} inspected no trace and reran nothing on a GPU ({whose} probes skipped or ran on the "
+            "CPU); compare reports from runs that inspected a trace or ran the workload or a repro on a GPU"
+        )
+
     @property
     def verdict(self) -> str:
         if len(self.known) < 2:
-            return "not enough reports to compare"
+            return self._why_not()
         if not self.by_mechanism:
             return "no machine shows impossible values"
         # Mechanisms seen on the same machines, the same way, share one sentence ("A, E on every

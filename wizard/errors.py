@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from wizard.formatting import plural
+
 
 class WizardError(Exception):
     """Base of every error a user can cause; its message is one line, ready to print."""
@@ -41,7 +43,7 @@ class PlaybookError(WizardError):
     def __init__(self, problems: list[str]) -> None:
         self.problems = problems
         first = problems[0] if problems else "invalid playbook"
-        more = f" (and {len(problems) - 1} more problem(s))" if len(problems) > 1 else ""
+        more = f" (and {plural(len(problems) - 1, 'more problem')})" if len(problems) > 1 else ""
         super().__init__(first + more)
 
     def __reduce__(self) -> tuple[type, tuple[list[str]]]:

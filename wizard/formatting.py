@@ -8,6 +8,7 @@
   significant digits for very large or very small values.
 - ``count``: a number another tool printed as a float although it counts things (ncu's grid sizes).
 - ``shown``: any value quoted in a message: its repr, cut to what one terminal line can hold.
+- ``plural``: a count and its noun, "1 launch", "4 launches" (never "launch(es)").
 
 Non-finite values read ``inf``, ``-inf``, ``nan`` everywhere.
 """
@@ -65,3 +66,18 @@ def shown(value: Any, width: int = 120) -> str:
         return f"an integer of {value.bit_length()} bits"
     text = repr(value)
     return text if len(text) <= width else text[: width - 20] + f"... ({len(text)} characters)"
+
+
+def plural(number: float, noun: str) -> str:
+    """``number`` and ``noun`` as a person says them: "1 launch", "4 launches", "0 files" (the
+    last word takes the plural: "2 kernel launches")."""
+    words = noun.rsplit(" ", 1)
+    last = words[-1]
+    if number != 1:
+        if last.endswith(("s", "x", "ch", "sh")):
+            last += "es"
+        elif last.endswith("y") and last[-2:-1] not in ("a", "e", "i", "o", "u"):
+            last = last[:-1] + "ies"
+        else:
+            last += "s"
+    return f"{exact(number)} {' '.join([*words[:-1], last])}"

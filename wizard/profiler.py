@@ -116,7 +116,7 @@ def health_warnings(inspection: Any) -> list[str]:
 
 def mechanism_warnings(inspection: Any) -> list[str]:
     """One line per mechanism with wrong values: its worst kernel, reported against true, and the cause."""
-    from wizard.formatting import exact
+    from wizard.formatting import exact, plural
     from wizard.trace.mechanisms import is_wrong
     from wizard.untrusted import visible
 
@@ -134,8 +134,8 @@ def mechanism_warnings(inspection: Any) -> list[str]:
         )
         count = sum(g.count for g in inspection.findings if g.mechanism == group.mechanism)
         lines.append(
-            f"warpwizard: mechanism {group.mechanism} in {count} launch(es), e.g. {visible(group.kernel)[:100]}: "
-            f"{values}: {group.title}"
+            f"warpwizard: mechanism {group.mechanism} in {plural(count, 'launch')}, "
+            f"e.g. {visible(group.kernel)[:100]}: {values}: {group.title}"
         )
     return lines
 

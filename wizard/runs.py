@@ -273,9 +273,9 @@ def run_playbook(
     engine = prepare_run(
         pb, source, options, system=system, observer=observer, reuse=reuse, spell=spell, playbook_dirs=playbook_dirs
     )
-    hint = f"answer them with {spell('answers')} or {spell('sets')}, or use {spell('defaults')}"
+    hint = f"answer them with {spell('answers')} or {spell('sets')}"
     try:
-        transcript = walk(engine, values, hint)
+        transcript = walk(engine, values, hint, f"use {spell('defaults')}")
     except KeyboardInterrupt as exc:
         answered = engine.state.answers
         saved, note = save_interrupted(pb, answered, system, record=record, inputs=outputs.inputs(options, answered))
@@ -283,6 +283,8 @@ def run_playbook(
         if isinstance(exc, TerminateSignal):
             raise Terminated(saved, note, resume_hint, exc.signum) from None
         raise Interrupted(saved, note, resume_hint) from None
+    if resume and answers_file and transcript.conclusion is not None:
+        end_session(answers_file, system.environ)  # done: --resume must not find it again and replay its probes
     outputs.write(transcript, options)
     workspace = engine.env.settings.report_dir
     if workspace.is_dir():  # probes wrote there: say where (never in the current directory unasked)
@@ -402,16 +404,18 @@ def check_given(pb: Playbook, values: Mapping[str, Any]) -> None:
         raise AnswersError(problems)
 
 
-def walk(engine: Engine | Chain, given: Mapping[str, Any], hint: str) -> Transcript:
+def walk(engine: Engine | Chain, given: Mapping[str, Any], hint: str, defaults_hint: str = "") -> Transcript:
     """Run a prepared engine; an unanswered question becomes an AnswersError naming it and the
-    questions that may follow (``hint`` says, in the caller's words, how to answer them)."""
+    questions that may follow (``hint`` says, in the caller's words, how to answer them;
+    ``defaults_hint`` how to take the defaults, offered only for a question that has one)."""
     from wizard.engine.answers import MissingAnswer, missing_answer_message
 
     try:
         return engine.run()
     except MissingAnswer as exc:
         answered = set(engine.state.answers) | set(given)
-        raise AnswersError([missing_answer_message(engine.playbook, exc.question, answered, hint)]) from None
+        message = missing_answer_message(engine.playbook, exc.question, answered, hint, defaults_hint)
+        raise AnswersError([message]) from None
 
 
 def given_answers(
@@ -526,6 +530,7 @@ class Checked:
     problems: list[str]
     summary: str = ""
     program_uses: list[ProgramUse] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # it loads, but something reads other than meant
 
 
 def check_playbooks(
@@ -533,7 +538,7 @@ def check_playbooks(
 ) -> list[Checked]:
     """``warpwizard validate``: names, paths or directories (expanded to the playbooks in them)."""
     from wizard.playbook.loader import load_playbook as _load
-    from wizard.playbook.loader import unknown_continuations
+    from wizard.playbook.loader import prose_warnings, unknown_continuations
     from wizard.playbook.trust import program_uses
 
     probes, out = catalog(), []
@@ -551,7 +556,7 @@ def check_playbooks(
             out.append(Checked(name, unknown))
             continue
         summary = f"{pb.path}: ok ({len(pb.nodes)} nodes, {len(pb.steps)} steps)"
-        out.append(Checked(name, [], summary, list(program_uses(pb, probes))))
+        out.append(Checked(name, [], summary, list(program_uses(pb, probes)), prose_warnings(path)))
     return out
 
 
@@ -684,6 +689,17 @@ def latest_session(playbook_id: str, environ: Mapping[str, str]) -> Path | None:
     except OSError:
         return None
     return real / max(found)[1] if found else None
+
+
+def end_session(path: str | os.PathLike[str], environ: Mapping[str, str]) -> None:
+    """A resumed session that reached its conclusion is done: ``--resume`` must not find it again
+    (and replay its probes). Only a file in the sessions directory is ever removed."""
+    target = Path(path)
+    if target.parent.resolve() == sessions_dir(environ).resolve():
+        try:
+            target.unlink()
+        except FileNotFoundError:
+            pass
 
 
 def program_questions(pb: Playbook, parameter: str | None = None) -> list[str]:
@@ -826,3 +842,30 @@ def playbook_names(playbook_dirs: Sequence[str] = (), environ: Mapping[str, str]
     from wizard.playbook.discovery import list_playbooks
 
     return frozenset(found.name for found in list_playbooks(list(playbook_dirs), environ))
+
+
+def completion_names(
+    kind: str, playbook_dirs: Sequence[str] = (), environ: Mapping[str, str] | None = None
+) -> list[str]:
+    """What shell completion offers for ``kind`` (playbooks, probes, nodes, examples): this
+    installation's names, the search path's playbooks included. Never raises on a playbook that
+    does not load: completion runs while someone types."""
+    if kind == "probes":
+        return sorted(catalog())
+    if kind == "examples":
+        from wizard.examples import list_examples
+
+        return [e.name for e in list_examples()]
+    from wizard.playbook.discovery import list_playbooks
+    from wizard.playbook.loader import load_playbook as _load
+
+    found = list_playbooks(list(playbook_dirs), environ)
+    if kind == "playbooks":
+        return sorted({f.name for f in found})
+    probes, ids = catalog(), set()
+    for f in found:
+        try:
+            ids |= set(_load(f.path, probes).nodes)
+        except (PlaybookError, PlaybookNotFound, OSError):
+            continue
+    return sorted(ids)

@@ -28,13 +28,17 @@ def main() -> None:
     shown["s_name"] = shown["s_name"].str.slice(0, 40)
     print(shown.to_string(index=False))
     wrong = frame[frame["mechanism"].notna() & (frame["mechanism"] != "F")]  # F: large by design, not wrong
-    print(f"\n{len(wrong)} of {len(frame)} launches carry a wrong value; mechanisms {report.mechanisms}")
+    found = ", ".join(f"{m} ({n})" for m, n in sorted(report.mechanisms.items()))
+    print(f"\n{len(wrong)} of {len(frame)} launches carry a wrong value; mechanisms {found}")
     if len(sys.argv) > 2:
         plot(frame, sys.argv[2])
 
 
 def plot(frame: object, path: str) -> None:
-    """The figure as an HTML file that opens offline (plotly, the html extra)."""
+    """The figure as an HTML file that opens offline (plotly, the html extra). Only to a name ending
+    in .html: plotly writes a page, and a page named plot.png opens in no image viewer."""
+    if not path.lower().endswith((".html", ".htm")):
+        sys.exit(f"dataframe.py: {path}: the plot is an HTML page; name it PLOT.html")
     try:
         fig = figure(frame)
     except ImportError:

@@ -212,7 +212,7 @@ def cmd_validate(ctx: Context) -> ExitStatus:
 
     checked = check_playbooks(ctx.args.paths, ctx.playbook_dirs, ctx.system.environ)
     for one in checked:
-        for line in one.problems or [one.summary, *program_use_lines(one.program_uses)]:
+        for line in one.problems or [one.summary, *one.warnings, *program_use_lines(one.program_uses)]:
             ctx.write(visible(line) + "\n")
     return ExitStatus.INVALID_PLAYBOOK if any(one.problems for one in checked) else ExitStatus.OK
 
@@ -289,9 +289,17 @@ def cmd_examples(ctx: Context) -> ExitStatus:
 def cmd_completion(ctx: Context) -> ExitStatus:
     """Generated from this parser by shtab, so it never drifts from the options (installed with e.g.
     ``warpwizard completion bash > ~/.local/share/bash-completion/completions/warpwizard``)."""
-    import shtab
+    from wizard.cli.completion import script
+    from wizard.runs import completion_names
 
-    ctx.write(shtab.complete(build_parser(), shell=ctx.args.shell))
+    if ctx.args.names:  # what the script asks while someone presses Tab: this installation's names
+        ctx.write(
+            "".join(f"{name}\n" for name in completion_names(ctx.args.names, ctx.playbook_dirs, ctx.system.environ))
+        )
+        return ExitStatus.OK
+    if not ctx.args.shell:
+        raise UsageError("warpwizard completion: name a shell: bash, zsh, fish, tcsh or powershell")
+    ctx.write(script(build_parser(), ctx.args.shell))
     return ExitStatus.OK
 
 

@@ -169,7 +169,8 @@ def _add_catalogue_commands(sub: _Sub) -> None:
     ex.add_argument("name", nargs="?", help="the example to copy (see the list)")
     ex.add_argument("--to", metavar="DIR", help="where to copy it (default: ./NAME)")
     comp = sub.add_parser("completion", help="print a shell completion script (bash, zsh, fish, tcsh, powershell)")
-    comp.add_argument("shell", choices=("bash", "zsh", "fish", "tcsh", "powershell"))
+    comp.add_argument("shell", nargs="?", choices=("bash", "zsh", "fish", "tcsh", "powershell"))
+    comp.add_argument("--names", choices=("playbooks", "probes", "nodes", "examples"), help=argparse.SUPPRESS)
 
 
 FAIL_ON = ("info", "warning", "error", "never")

@@ -163,7 +163,7 @@ def run_playbook(opts: RunOptions, system: System, ui: Any, out: Any, stdout: An
             from_step=opts.from_step,
             answer_source=answer_source,
             observer=observer,
-            continue_with=_continue_with,
+            continue_with=lambda playbook_id: _continue_with(playbook_id, teach=opts.teach),
             **common,
         )
     finally:
@@ -195,8 +195,9 @@ def also_found(opts: RunOptions, transcript: Transcript) -> list[str]:
     ]
 
 
-def _continue_with(playbook_id: str) -> str:
-    return f"continue with: warpwizard run {playbook_id} --resume"
+def _continue_with(playbook_id: str, *, teach: bool = False) -> str:
+    """The command that resumes an interrupted run; a guided (--teach) run resumes guided."""
+    return f"continue with: warpwizard run {playbook_id} --resume" + (" --teach" if teach else "")
 
 
 def _save_interrupted(
@@ -208,7 +209,7 @@ def _save_interrupted(
 
     inputs = [p for p in (opts.answers, pb.path) if p and p != "-"] + run_inputs(opts.options, answers.values())
     saved, note = save_interrupted(pb, answers, system, record=opts.record, inputs=inputs)
-    return saved, note, _continue_with(pb.id) if saved and not opts.record else None
+    return saved, note, _continue_with(pb.id, teach=opts.teach) if saved and not opts.record else None
 
 
 def _show_plan(plan: Plan, opts: RunOptions, *, out: Any, stdout: Any) -> ExitStatus:

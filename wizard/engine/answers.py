@@ -51,16 +51,21 @@ class MissingAnswer(Exception):
         self.question = question
 
 
-def missing_answer_message(pb: Playbook, missing: QuestionNode, answered: set[str], hint: str) -> str:
+def missing_answer_message(
+    pb: Playbook, missing: QuestionNode, answered: set[str], hint: str, defaults_hint: str = ""
+) -> str:
     """Name the missing question, and the unanswered ones that may follow it; then ``hint``, how
-    the caller gives answers (a command line's options, or a function's arguments)."""
+    the caller gives answers (a command line's options, or a function's arguments), and
+    ``defaults_hint`` only where the question has a default to take (else it has none to offer)."""
     ahead = pb.reachable_from(missing.id) - {missing.id} - answered
     later = [n.id for n in pb.nodes.values() if isinstance(n, QuestionNode) and n.id in ahead]
     default = f" (default: {missing.default!r})" if missing.default is not None else ""
     text = f"missing answer for question {missing.id!r}{default}"
     if later:
         text += f"; depending on the answers, these may follow: {', '.join(later)}"
-    return f"{text}; {hint}"
+    if missing.default is None:
+        return f"{text}; it has no default: {hint}"
+    return f"{text}; {hint}" + (f", or {defaults_hint}" if defaults_hint else "")
 
 
 class AnswerSource(Protocol):
@@ -268,8 +273,24 @@ def answers_template(playbook: Playbook, programs: frozenset[str] = frozenset())
     return "\n".join(out)
 
 
+def _readable(template: Any) -> str:
+    """A prompt as a person reads it before the run: each ``{{ facts.inspect.worst_kernel }}`` hole
+    becomes ``<the worst kernel>`` (what the run will put there), never the raw expression."""
+    from wizard.playbook.conditions import Expression
+
+    out = []
+    for part in template.parts:
+        if isinstance(part, Expression):
+            last = part.references[-1] if part.references else None
+            name = (last.fact or last.node) if last is not None else "value"
+            out.append(f"<the {name.replace('_', ' ')}>")
+        else:
+            out.append(part)
+    return "".join(out)
+
+
 def _template_entry(q: QuestionNode, step: str, names_program: bool) -> list[str]:
-    prompt = q.prompt.source if q.prompt is not None else q.id
+    prompt = _readable(q.prompt) if q.prompt is not None else q.id
     lines = [f"# {template_text(prompt)}"]
     if q.help:
         lines.append(f"#   {template_text(q.help)}")

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from wizard.formatting import rounded
+from wizard.formatting import plural, rounded
 
 ROOTS = ("answers", "facts", "status")
 # Playbooks come from other people: bound what an expression may be and may build.
@@ -63,6 +63,7 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "abs": lambda v: abs(v) if isinstance(v, (int, float)) else None,
     "first": lambda v: v[0] if isinstance(v, (list, tuple)) and v else None,
     "default": lambda v, d: d if v is None or v == "" else v,
+    "plural": lambda n, noun: plural(n, str(noun)) if isinstance(n, (int, float)) and not isinstance(n, bool) else None,
     "dims": lambda v: "x".join(str(d) for d in v) if isinstance(v, (list, tuple)) else ("" if v is None else str(v)),
 }
 
@@ -405,6 +406,8 @@ def _text(value: Any) -> str:
             return rounded(value)
         if isinstance(value, (list, tuple)):
             return _join(value)
+        if isinstance(value, dict):  # "B: 4, E: 2", never Python's "{'B': 4}"
+            return ", ".join(f"{_text(k)}: {_text(v)}" for k, v in value.items())
         return "" if value is None else str(value)
     except ValueError:  # an integer of more than 4300 digits (Python refuses to print it)
         return "<number too large to print>"

@@ -43,7 +43,14 @@ from wizard.playbook.model import (
     reachable,
     yes_no,
 )
-from wizard.playbook.yaml_source import MAX_YAML_CHARS, Located, Path_, YamlSyntaxError, load_located
+from wizard.playbook.yaml_source import (
+    MAX_YAML_CHARS,
+    Located,
+    Path_,
+    YamlSyntaxError,
+    comments_cutting_text,
+    load_located,
+)
 from wizard.probes.base import OUTCOMES, PARAM_TYPES, ParamSpec, ProbeInfo
 
 # The grammar's patterns, used with fullmatch: Python's '$' also matches before a trailing newline,
@@ -229,6 +236,8 @@ def _question(c: _Checker, raw: dict[str, Any], base: dict[str, Any], where: Pat
         c.problem((*where, "choices"), "'choices' applies only to select questions")
     node.validation = _validation(c, raw.get("validate"), (*where, "validate"), qtype)
     node.default = raw.get("default")
+    if node.default is None and qtype == "confirm":
+        node.default = True  # what Enter answers at the prompt, so --defaults and the template agree
     if node.default is not None:
         try:
             node.default = node.coerce(node.default, check_exists=False)
@@ -628,6 +637,25 @@ def load_playbook_text(text: str, path: str, probes: Mapping[str, ProbeInfo]) ->
     if c.problems:
         raise PlaybookError(c.formatted())
     return Playbook(pid, title, description, version, steps, nodes, start, path)
+
+
+# Keys whose values people read: a `#` comment after a plain scalar there cuts the sentence.
+PROSE_KEYS = frozenset({"text", "prompt", "explain", "fix", "help", "evidence", "title", "description"})
+
+
+def prose_warnings(path: str | Path) -> list[str]:
+    """``file:line:column: warning: ...`` for each plain scalar in prose that a ``#`` comment cuts
+    short (`` #325`` in an unquoted line is a YAML comment, not text). Only for a file that loads."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+        cut = comments_cutting_text(text, PROSE_KEYS)
+    except (OSError, ValueError, YamlSyntaxError):
+        return []  # loading reports these as problems
+    return [
+        f"{path}:{line}:{col}: warning: the {key!r} text ends here: ' #' starts a YAML comment, so what "
+        "follows is not shown; put the text in quotes (or write '#' without the space before it)"
+        for line, col, key in cut
+    ]
 
 
 def load_playbook(path: str | Path, probes: Mapping[str, ProbeInfo]) -> Playbook:

@@ -173,3 +173,27 @@ class _Builder:
             raise YamlSyntaxError(
                 f"YAML error: the value {str(node.value)[:20]!r}... cannot be read as a number or date", *_at(node)
             ) from None
+
+
+def comments_cutting_text(text: str, keys: frozenset[str]) -> list[tuple[int, int, str]]:
+    """(line, column, key) of each plain (unquoted) scalar under one of ``keys`` that a ``#`` comment
+    follows on its line. YAML reads `` #325`` as a comment, so `fix: upgrade (issue #325)` says
+    only "upgrade (issue": the author meant the text, and a warning says so."""
+    root = _parse(text)
+    lines = text.splitlines()
+    found: list[tuple[int, int, str]] = []
+    stack: list[tuple[yaml.Node, str | None]] = [(root, None)] if root is not None else []
+    while stack:
+        node, under = stack.pop()
+        if isinstance(node, yaml.MappingNode):
+            for key_node, value_node in node.value:
+                key = str(key_node.value) if isinstance(key_node, yaml.ScalarNode) else None
+                stack.append((value_node, key if key in keys else under))
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend((item, under) for item in node.value)
+        elif under is not None and isinstance(node, yaml.ScalarNode) and not node.style:
+            end = node.end_mark
+            rest = lines[end.line][end.column :] if end.line < len(lines) else ""
+            if rest[:1].isspace() and rest.lstrip().startswith("#"):
+                found.append((end.line + 1, end.column + 1 + len(rest) - len(rest.lstrip()), under))
+    return sorted(found)

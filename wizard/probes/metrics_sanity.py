@@ -9,6 +9,7 @@ from typing import Annotated, Any, TypedDict
 
 from wizard.environment import Environment
 from wizard.errors import InputFileError
+from wizard.formatting import plural
 from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status, declared_facts
 from wizard.probes.verdicts import HARD_LIMITS, SOFT, Sanity, check_limits, sanity_verdict
 from wizard.trace.analysis import resident_blocks
@@ -45,7 +46,7 @@ class MetricsSanityProbe:
     name = "metrics.sanity"
     summary = "Registers, shared memory, block size and occupancy against the device's hard limits"
     runs_programs = ""
-    params: tuple[ParamSpec, ...] = (ParamSpec("trace", "paths", "trace file(s) to check", required=True),)
+    params: tuple[ParamSpec, ...] = (ParamSpec("trace", "paths", "the trace files to check", required=True),)
     facts: tuple[FactSpec, ...] = declared_facts(MetricsSanityFacts)
 
     def run(self, env: Environment, params: Mapping[str, Any], *, timeout: float = 600.0) -> ProbeResult:
@@ -99,8 +100,8 @@ def measured_beside_computed(
             mean = sum(values) / len(values)
             beside = _computed_words(k, device_for(devices, k.device))
             out.append(
-                f"{cut(k.name, 160)}: {cut(name, 80)} measured {mean:.4g} (mean of {len(values)} sample(s) while it "
-                f"ran){beside}"
+                f"{cut(k.name, 160)}: {cut(name, 80)} measured {mean:.4g} (mean of "
+                f"{plural(len(values), 'sample')} while it ran){beside}"
             )
     return out
 

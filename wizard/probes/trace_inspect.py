@@ -9,6 +9,7 @@ from typing import Annotated, Any, Generic, TypedDict, TypeVar
 
 from wizard.environment import Environment
 from wizard.errors import InputFileError, OutputFileError
+from wizard.formatting import plural
 from wizard.outputs import write_own
 from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status, declared_facts
 from wizard.progress import NO_PROGRESS, task
@@ -387,7 +388,7 @@ class TraceInspectProbe:
     summary = "Recompute every kernel's blocks/warps per SM and occupancy; name each impossible value's mechanism"
     runs_programs = ""
     params: tuple[ParamSpec, ...] = (
-        ParamSpec("paths", "paths", "trace file(s) or a per-rank directory", required=True),
+        ParamSpec("paths", "paths", "trace files or a per-rank directory", required=True),
         ParamSpec("jobs", "int", "parallel processes for several files", default=None),
         ParamSpec(
             "torch_validator",
@@ -438,7 +439,7 @@ class TraceInspectProbe:
         if facts["impossible"]:
             status = Status.FAIL
             summary = (
-                f"{facts['flagged_kernels']} kernel launch(es) with wrong values; mechanisms "
+                f"{plural(facts['flagged_kernels'], 'kernel launch')} with wrong values; mechanisms "
                 f"{', '.join(facts['mechanisms'])}"
             )
         elif facts["rocm"] or facts["cpu_only"]:

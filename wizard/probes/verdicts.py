@@ -11,6 +11,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from wizard.formatting import plural
 from wizard.probes.base import Status
 from wizard.trace.kineto_math import product
 from wizard.trace.mechanisms import SMEM_DEFAULT_LIMIT, Mechanism
@@ -169,11 +170,12 @@ def sanity_verdict(sanity: Sanity) -> tuple[Status, str]:
     if sanity.checked == 0:
         return Status.SKIP, "no kernel with launch dimensions and known device limits"
     if hard:
-        return Status.FAIL, f"{hard} kernel(s) with values the hardware cannot produce"
+        return Status.FAIL, f"{plural(hard, 'kernel')} with values the hardware cannot produce"
     if sanity.counts["above_48kb"]:
         return (
             Status.WARN,
-            f"registers, shared memory and block sizes are possible; {sanity.counts['above_48kb']} kernel(s) above "
+            "registers, shared memory and block sizes are possible; "
+            f"{plural(sanity.counts['above_48kb'], 'kernel')} above "
             "48 KB get a wrong 0% occupancy (E)",
         )
     return Status.PASS, f"all {sanity.checked} kernels within the device's limits"

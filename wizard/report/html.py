@@ -14,6 +14,7 @@ import datetime as _dt
 from typing import Any
 
 from wizard.engine.transcript import ENV_PROBE, Transcript
+from wizard.formatting import plural
 from wizard.report.view import NAME_LIMIT, FindingRow, InspectionView, inspection_view, per_rank_counts
 from wizard.trace.inspect import Inspection
 from wizard.trace.mechanisms import BY_ID, is_wrong
@@ -156,7 +157,7 @@ def _verdict(view: InspectionView) -> str:
     facts = [
         f"<div><b>{html_text(view.verdict, 600)}</b></div>",
         f"<div>mechanisms found: {_badges(view.mechanisms)}</div>",
-        f"<div>{view.kernels_checked} of {view.kernels} kernel launches checked in {view.files} file(s)</div>",
+        f"<div>{view.kernels_checked} of {view.kernels} kernel launches checked in {plural(view.files, 'file')}</div>",
         f"<div>devices: {html_text(', '.join(view.devices) or 'unknown', 600)}</div>",
     ]
     if view.ranks:
@@ -204,7 +205,8 @@ def findings_table(view: InspectionView) -> str:
     ]
     rows = "".join(_row(r, multi) for r in view.rows)
     more = (
-        f'<p class="note">{view.rows_omitted} more finding group(s), not listed (the JSON report has them all)</p>'
+        f'<p class="note">{plural(view.rows_omitted, "more finding group")}, not listed '
+        "(the JSON report has them all)</p>"
         if view.rows_omitted
         else ""
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from wizard.engine.transcript import Transcript, TranscriptEntry
+from wizard.formatting import plural
 from wizard.report.view import wrong_rows
 from wizard.trace.inspect import Inspection
 from wizard.trace.report import MAX_GROUPS
@@ -152,7 +153,7 @@ def inspection_markdown(inspection: Inspection) -> str:
                 ]
                 out.append("| " + " | ".join(cells) + " |")
             if len(bugs) > MAX_GROUPS:
-                out.append(f"\n{len(bugs) - MAX_GROUPS} more kernel(s) with wrong values, not listed")
+                out.append(f"\n{plural(len(bugs) - MAX_GROUPS, 'more kernel')} with wrong values, not listed")
             out.append("")
             out += ["### Evidence", ""] + [
                 f"- **{markdown(row.mechanism)}** {markdown_code(row.kernel)}: {markdown_prose(row.evidence)}"

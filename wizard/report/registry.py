@@ -10,6 +10,7 @@ from pathlib import Path
 
 from wizard.engine.transcript import Transcript
 from wizard.errors import UsageError
+from wizard.formatting import plural
 from wizard.rendering import register
 from wizard.trace.inspect import Inspection
 
@@ -111,7 +112,7 @@ def notebook_html(inspection: Inspection) -> str:
     from wizard.untrusted import html_text
 
     view = inspection_view(inspection, limit=NOTEBOOK_ROWS)
-    caption = f"<p><b>warpwizard</b>: {view.files} trace(s), {html_text(view.verdict, 600)}</p>"
+    caption = f"<p><b>warpwizard</b>: {plural(view.files, 'trace')}, {html_text(view.verdict, 600)}</p>"
     return caption + (findings_table(view) if view.rows else "")
 
 

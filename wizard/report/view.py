@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from wizard.formatting import compact
+from wizard.formatting import compact, plural
 from wizard.trace.inspect import Inspection, launched_by
-from wizard.trace.mechanisms import is_wrong
+from wizard.trace.mechanisms import BY_ID, is_wrong
 from wizard.trace.report import MAX_GROUPS, FindingGroup, TraceReport
 from wizard.untrusted import cut
 
@@ -74,8 +74,23 @@ class InspectionView:
         wrong = {m: n for m, n in self.mechanisms.items() if is_wrong(m)}
         if not wrong:
             return f"no wrong values in {self.kernels_checked} checked kernel launches"
-        named = ", ".join(f"{m} ({n})" for m, n in sorted(wrong.items()))
-        return f"{self.wrong_launches} launch(es) with wrong values; mechanisms {named}"
+        # In words first, the letters after: "mechanisms A (1), E (1)" said nothing to a newcomer.
+        named = "; ".join(
+            f"{BY_ID[m].summary if m in BY_ID else 'unknown mechanism'} ({m}: {plural(n, 'launch')})"
+            for m, n in sorted(wrong.items())
+        )
+        return f"{plural(self.wrong_launches, 'launch')} with wrong values: {named}"
+
+
+def device_label(device: dict[str, Any]) -> str:
+    """A GPU as a report names it, saying only what the trace records (never "None SMs, cc None")."""
+    known = [
+        f"{device['num_sms']} SMs" if device.get("num_sms") is not None else "",
+        f"cc {device['compute_capability']}" if device.get("compute_capability") is not None else "",
+    ]
+    shown = ", ".join(k for k in known if k) or "no deviceProperties: SM count and compute capability unknown"
+    name = device.get("name") or f"device {device.get('id', '?')}"
+    return f"{name} ({shown})"
 
 
 def _row(report: TraceReport, group: FindingGroup) -> FindingRow:
@@ -103,9 +118,7 @@ def inspection_view(inspection: Inspection, *, by_design: bool = True, limit: in
     rows = [row for r in reports for row in wrong_rows(r)]
     if by_design:
         rows += [_row(r, g) for r in reports for g in r.groups if not g.wrong]
-    devices = sorted(
-        {f"{d['name'] or 'GPU'} ({d['num_sms']} SMs, cc {d['compute_capability']})" for r in reports for d in r.devices}
-    )
+    devices = sorted({device_label(d) for r in reports for d in r.devices})
     return InspectionView(
         files=len(reports),
         kernels=sum(r.kernels for r in reports),

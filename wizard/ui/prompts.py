@@ -14,6 +14,7 @@ from typing import Any
 
 from wizard.engine.answers import ORIGIN_COMMAND_LINE, ORIGIN_INTERACTIVE, MappingAnswers, MissingAnswer
 from wizard.errors import NoTerminalError
+from wizard.formatting import plural
 from wizard.playbook.model import AnswerInvalid, QuestionNode
 from wizard.untrusted import rich_text, visible
 
@@ -91,7 +92,7 @@ class InteractiveAnswers:
 
         instruction = visible(question.help) if question.help else None
         if question.type == "confirm":
-            yes = bool(question.default) if question.default is not None else True
+            yes = bool(question.default)  # the loader gives every confirm a default (yes when unwritten)
             return questionary.confirm(prompt, default=yes, instruction=instruction, auto_enter=False).unsafe_ask()
         if question.type == "select":
             choices = [questionary.Choice(title=visible(c.label), value=c.value) for c in question.choices]
@@ -113,7 +114,8 @@ def choose_playbook(found: Sequence[Any], console: Any) -> str:
     titles = {f.name: f.title or invalid for f in found}
     console.print(
         rich_text(
-            f"{len(found)} playbook(s) found; add a team's own with --playbook-dir DIR or WARPWIZARD_PLAYBOOK_PATH",
+            f"{plural(len(found), 'playbook')} found; "
+            "add a team's own with --playbook-dir DIR or WARPWIZARD_PLAYBOOK_PATH",
             "dim",
         )
     )

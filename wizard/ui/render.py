@@ -17,6 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from wizard.engine.transcript import Transcript
+from wizard.formatting import plural
 from wizard.playbook.glossary import Glossary
 from wizard.playbook.model import DecisionNode, Node, Playbook, ProbeNode
 from wizard.playbook.trust import ProgramUse
@@ -26,6 +27,9 @@ from wizard.report.view import value_cells
 from wizard.trace.health import RANK as HEALTH_RANK
 from wizard.trace.inspect import Inspection, TraceReport, launched_by
 from wizard.untrusted import cut, rich_text, visible
+
+# The metrics' names as a narrow table cell says them; the evidence lines below it use the full ones.
+METRIC_LABELS = {"blocks per SM": "blocks/SM", "warps per SM": "warps/SM", "est. achieved occupancy %": "occupancy %"}
 
 STATUS_STYLE = {"pass": "green", "warn": "yellow", "fail": "red", "skip": "cyan", "error": "magenta"}
 SEVERITY_STYLE = {"info": "green", "warning": "yellow", "error": "red"}
@@ -206,7 +210,8 @@ def fix_summary_lines(summary: Any) -> list[str]:
     ]
     if summary.uncorrectable:
         lines.append(
-            f"{summary.uncorrectable} kernel(s) could not be corrected (the trace lacks their device's SM count)"
+            f"{plural(summary.uncorrectable, 'kernel')} could not be corrected "
+            "(the trace lacks their device's SM count)"
         )
     if summary.moved:
         lines.append(
@@ -315,22 +320,29 @@ def _report_view(report: TraceReport, show_all: bool) -> Group:
     items: list[Any] = [head, verdict]
     groups = [g for g in report.groups if show_all or g.wrong]
     if groups:
-        table = Table(show_lines=False, expand=False, pad_edge=False)
-        table.add_column("mech", style="bold")
-        table.add_column("kernel")
-        table.add_column("count", justify="right")
-        table.add_column("reported → true")
-        table.add_column("launched by")
-        for g in groups[:40]:
-            changes = [
-                f"{c.metric}: {c.reported} → {c.true}" for c in value_cells(g.worst.reported, g.worst.true) if c.changed
+        changes = {
+            id(g): [
+                f"{METRIC_LABELS.get(c.metric, c.metric)} {c.reported} → {c.true}"
+                for c in value_cells(g.worst.reported, g.worst.true)
+                if c.changed
             ]
+            for g in groups[:40]
+        }
+        table = Table(show_lines=True, expand=False, pad_edge=False)
+        table.add_column("mech", style="bold", no_wrap=True)
+        table.add_column("kernel", overflow="fold")
+        table.add_column("count", justify="right", no_wrap=True)
+        # One metric a line, never wrapped: at 80 columns "reported → true" took four lines a metric.
+        widest = max((len(line) for lines in changes.values() for line in lines), default=1)
+        table.add_column("reported → true", no_wrap=True, min_width=min(widest, 40))
+        table.add_column("launched by", overflow="fold")
+        for g in groups[:40]:
             op = launched_by(g.op)
             table.add_row(
                 Text(g.mechanism),
                 rich_text(short(visible(g.kernel), 48)),
                 Text(str(g.count)),
-                Text("\n".join(changes) or "—"),
+                Text("\n".join(changes[id(g)]) or "—"),
                 rich_text(short(visible(op), 40)),
             )
         items.append(table)
@@ -342,7 +354,8 @@ def _report_view(report: TraceReport, show_all: bool) -> Group:
     if hidden and not show_all:
         items.append(
             Text(
-                f"  {hidden} kernel launch(es) with large warps per SM are correct by design (F); --all lists them",
+                f"  {plural(hidden, 'kernel launch')} with large warps per SM "
+                f"{'is' if hidden == 1 else 'are'} correct by design (F); --all lists them",
                 style="dim",
             )
         )
@@ -355,7 +368,7 @@ def plan_lines(plan: Any) -> list[str]:
     """A dry run in words: each node on the path, what answered it, each probe and program."""
     lines = [f"dry run of {plan.playbook}: nothing is run, nothing is written"]
     for step in plan.steps:
-        if step.kind == "question":
+        if step.kind == "question" and step.origin is not None:  # unanswered: the "would ask" line says so
             lines.append(f"  ? {step.node} = {step.answer!r} ({step.origin})")
         elif step.kind == "probe":
             params = ", ".join(f"{k}={v!r}" for k, v in step.params.items() if v not in (None, "", []))

@@ -15,8 +15,11 @@ from wizard.untrusted import rich_text
 
 def playbooks_table(rows: Iterable[tuple[str, str | None, str, str, str, str | None]]) -> Table:
     """Rows of (name, title, version, steps, origin, problem); a problem replaces the title."""
+    rows = list(rows)
     table = Table(title="playbooks")
-    for col in ("name", "title", "version", "steps", "from"):
+    # The name is what people type: never cut, never wrapped; the title wraps at spaces instead.
+    table.add_column("name", no_wrap=True, min_width=_longest(r[0] for r in rows))
+    for col in ("title", "version", "steps", "from"):
         table.add_column(col)
     for name, title, version, steps, origin, problem in rows:
         shown = rich_text(f"invalid: {problem}", "red") if problem is not None else rich_text(title or "")
@@ -26,17 +29,26 @@ def playbooks_table(rows: Iterable[tuple[str, str | None, str, str, str, str | N
 
 def probes_table(probes: Mapping[str, ProbeInfo]) -> Table:
     table = Table(title="registered probes", show_lines=True)
-    for col in ("probe", "what it does", "parameters", "facts", "from"):
-        table.add_column(col)
+    # Probe and fact names are what playbooks type: whole, one fact a line (a comma-joined list was
+    # cut to "non_finite_value…" at 80 columns); the description wraps at spaces.
+    table.add_column("probe", no_wrap=True, min_width=_longest(probes))
+    table.add_column("what it does, parameters", overflow="fold")  # fold: only a name longer than the column
+    longest_fact = _longest(f.name for info in probes.values() for f in info.facts)
+    table.add_column("facts", no_wrap=True, min_width=longest_fact)
+    table.add_column("from", no_wrap=True)
     for info in probes.values():
-        params = "\n".join(
-            f"{p.name}: {p.type}{' (required)' if p.required else ''}{' (names a program)' if p.runs else ''}"
+        params = "".join(
+            f"\n• {p.name}: {p.type}{' (required)' if p.required else ''}{' (names a program)' if p.runs else ''}"
             for p in info.params
         )
-        facts = ", ".join(f.name for f in info.facts)
+        facts = "\n".join(f.name for f in info.facts)
         what = info.summary + (f"\nruns: {info.runs_programs}" if info.runs_programs else "")
-        table.add_row(Text(info.name), Text(what), Text(params), Text(facts), Text(info.origin))
+        table.add_row(Text(info.name), Text(what + ("\n" + params if params else "")), Text(facts), Text(info.origin))
     return table
+
+
+def _longest(names: Iterable[str]) -> int:
+    return max((len(n) for n in names), default=1)
 
 
 def probe_lines(info: ProbeInfo) -> list[str]:

@@ -1,0 +1,74 @@
+"""Shell completion: shtab's script from the parser, told what each argument takes.
+
+shtab alone completed no playbook, probe or file name, and a positional without a completer
+turned off the shell's own filename completion. Here every argument that takes a path completes
+paths (directories where a directory is taken), playbook arguments complete playbook ids and
+files, probe names and ``--from``'s node ids come from this installation, asked at completion
+time (``warpwizard completion --names KIND``, from ``runs.completion_names``), so a team's
+playbooks on the search path complete too.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+NAME_KINDS = ("playbooks", "probes", "nodes", "examples")
+
+# Arguments by what they take: (command, dest) where the dest alone is ambiguous, else dest or metavar.
+_PATH_METAVARS = {"FILE", "PATH", "REPORT.json"}
+_PATH_DESTS = {"paths", "input", "output", "reports"}  # validate/trace inspect, trace fix, compare
+_PLAYBOOK = {("run", "playbook"), ("graph", "playbook"), ("explain", "playbook"), ("answers", "playbook")}
+_PLAYBOOK |= {("validate", "paths")}
+_PROBE = {("probe", "name"), ("probes", "name")}
+_EXAMPLE = {("examples", "name")}
+
+
+def _dynamic(kind: str, with_files: bool) -> dict[str, Any]:
+    """A shtab completer that asks this program for ``kind`` names (and paths, when ``with_files``)."""
+    ask = f"warpwizard completion --names {kind} 2>/dev/null"
+    fn = f"_warpwizard_names_{kind}{'_files' if with_files else ''}"
+    files_bash = '\n  compgen -f -- "$1"' if with_files else ""
+    files_zsh = "\n  _files" if with_files else ""
+    files_fish = "; __fish_complete_path (commandline -ct)" if with_files else ""
+    return {
+        "bash": fn,
+        "zsh": fn,  # a function: zsh's _arguments specs are expanded when the script is sourced
+        "fish": f"({ask}{files_fish})",
+        "tcsh": "f" if with_files else "",
+        "preamble": {
+            "bash": f'{fn}() {{\n  compgen -W "$({ask})" -- "$1"{files_bash}\n}}\n',
+            "zsh": f'{fn}() {{\n  local -a names\n  names=(${{(f)"$({ask})"}})\n  compadd -a names{files_zsh}\n}}\n',
+        },
+    }
+
+
+def _attach(parser: argparse.ArgumentParser, command: str = "") -> None:
+    import shtab
+
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                _attach(sub, f"{command} {name}".strip())
+            continue
+        where = (command.rsplit(" ", maxsplit=1)[-1] if command else "", action.dest)
+        if where in _PLAYBOOK:
+            action.complete = _dynamic("playbooks", with_files=True)  # type: ignore[attr-defined]
+        elif where in _PROBE:
+            action.complete = _dynamic("probes", with_files=False)  # type: ignore[attr-defined]
+        elif where in _EXAMPLE:
+            action.complete = _dynamic("examples", with_files=False)  # type: ignore[attr-defined]
+        elif action.dest == "from_node":
+            action.complete = _dynamic("nodes", with_files=False)  # type: ignore[attr-defined]
+        elif action.metavar == "DIR":
+            action.complete = shtab.DIRECTORY  # type: ignore[attr-defined]
+        elif action.metavar in _PATH_METAVARS or (not action.option_strings and action.dest in _PATH_DESTS):
+            action.complete = shtab.FILE  # type: ignore[attr-defined]
+
+
+def script(parser: argparse.ArgumentParser, shell: str) -> str:
+    """The completion script for ``shell``, generated from ``parser`` (so it never drifts from the options)."""
+    import shtab
+
+    _attach(parser)
+    return str(shtab.complete(parser, shell=shell))
