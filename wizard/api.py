@@ -16,7 +16,7 @@ from wizard.errors import UsageError
 from wizard.progress import NO_PROGRESS, Progress
 from wizard.trace.fix import FixSummary
 from wizard.trace.fix import fix_trace as _fix_trace
-from wizard.trace.health import HealthCheck, check_selection, rank_skew
+from wizard.trace.health import HealthCheck, check_selection
 from wizard.trace.inspect import DEFAULT_MAX_LAUNCHES, KEEP_CHOICES, Keep, check_limits, inspect_paths
 from wizard.trace.report import Inspection
 
@@ -121,6 +121,8 @@ def rank_skew_of(machines: Iterable[MachineReport]) -> HealthCheck | None:
     reports = list(machines)
     if sum(len(m.collectives) for m in reports) < 2:
         return None
+    from wizard.trace.health_checks import rank_skew
+
     ranks = ranks_of(reports)
     if ranks is None:
         return HealthCheck(

@@ -27,7 +27,6 @@ from wizard.trace.analysis import MemoChecker
 from wizard.trace.collector import Truncation
 from wizard.trace.devices import device_table
 from wizard.trace.events import BARE_MARK
-from wizard.trace.health import overlapping_kernels
 from wizard.trace.kineto_math import prints_truth
 from wizard.trace.reader import KERNEL_CATEGORIES, EventSink, nesting_budget, parse_into, read_trace
 from wizard.trace.records import KernelRecord
@@ -280,7 +279,11 @@ def _fix_trace(src: Path, out: Path, *, force: bool, split_overlaps: bool, progr
     with atomic_file(out, inputs=[src], force=force, what="corrected trace") as target:
         compressed = gzip.GzipFile(fileobj=target, mode="wb", mtime=0) if out.name.endswith(".gz") else None
         fh = cast(IO[bytes], compressed) if compressed is not None else target
-        lanes = Lanes(contents.kernels, overlapping_kernels(contents)) if split_overlaps else None
+        lanes = None
+        if split_overlaps:
+            from wizard.trace.health_checks import overlapping_kernels  # numpy, only when asked
+
+            lanes = Lanes(contents.kernels, overlapping_kernels(contents))
         sink = _FixSink(fh, corrections, contents.layout == "array", contents.typed, lanes)
         if contents.layout != "array":
             fh.write(b"{")

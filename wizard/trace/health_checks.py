@@ -318,8 +318,8 @@ def overlapping(kernels: _Kernels) -> Ints:
     return np.concatenate(hits) if hits else np.zeros(0, dtype=np.int64)
 
 
-def hidden_kernels(contents: TraceContents) -> list[int]:
-    """The positions of the kernels a viewer hides (``kernels-overlap``)."""
+def overlapping_kernels(contents: TraceContents) -> list[int]:
+    """The positions of the kernels a viewer hides (``kernels-overlap``), for ``trace fix --split-overlaps``."""
     return sorted(overlapping(_Kernels.of(contents)).tolist())
 
 

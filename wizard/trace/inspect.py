@@ -19,7 +19,7 @@ from wizard.errors import InputFileError, UsageError
 from wizard.progress import NO_PROGRESS, Progress, Task, reading, relayed, task
 from wizard.trace.analysis import SM_COUNT_HINT, Finding, KernelCheck, MemoChecker
 from wizard.trace.devices import DeviceInfo, device_table, sm_count_conflicts
-from wizard.trace.health import HealthResult, job_health
+from wizard.trace.health_pass import HealthPass, HealthResult, job_health
 from wizard.trace.mechanisms import Mechanism, is_wrong
 from wizard.trace.parallel import worker_pool
 from wizard.trace.passes import PassOptions, make_passes
@@ -602,7 +602,7 @@ def inspect_trace(
     """One read of one trace, every pass over it: the kernel checks (the report), the health check
     (``report.health``) and any registered pass (``report.passes``)."""
     started = time.perf_counter()
-    passes = make_passes(PassOptions(sms, max_launches, keep, plots, checks))
+    passes = make_passes(PassOptions(sms, max_launches, keep, plots, checks), (MechanismPass, HealthPass))
 
     def feed(contents: TraceContents) -> None:
         for one in passes:

@@ -58,9 +58,7 @@ def unregister_pass(name: str) -> None:
 BUILTIN = ("mechanisms", "health")  # the kernel-metric checks, then the health check (which reads their count)
 
 
-def make_passes(options: PassOptions) -> list[TracePass]:
-    """The built-in passes, then the registered ones (imported here: the passes import the reader's records)."""
-    from wizard.trace.health import HealthPass
-    from wizard.trace.inspect import MechanismPass
-
-    return [MechanismPass(options), HealthPass(options), *(factory(options) for factory in PASSES.values())]
+def make_passes(options: PassOptions, builtin: tuple[PassFactory, ...]) -> list[TracePass]:
+    """The built-in passes the inspection gives (the kernel checks, then the health check, which reads their
+    count), then the registered ones, in registration order."""
+    return [factory(options) for factory in (*builtin, *PASSES.values())]

@@ -1,0 +1,76 @@
+"""The health check as a pass over one read (``HealthPass``), and the job's checks over every rank's summary.
+
+Light on purpose: ``health_checks`` (numpy) is imported only when a pass finishes, after the read, so it adds
+nothing to the reader's peak memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from wizard.trace.collector import TraceContents
+from wizard.trace.health import HealthCheck, not_applicable, rank_of
+
+
+@dataclass(slots=True)
+class HealthResult:
+    """The health pass's result for one trace: its checks, and what the cross-rank check needs of it."""
+
+    checks: list[HealthCheck]
+    collectives: dict[str, list[float]]
+    rank: int | None
+
+
+class HealthPass:
+    """Every per-trace check, after the kernel checks (whose wrong-launch count is one of them)."""
+
+    name = "health"
+
+    def __init__(self, options: Any) -> None:
+        self.selected: frozenset[str] | None = options.checks
+
+    def feed(self, contents: TraceContents) -> None:
+        """Nothing while reading: the checks need every event."""
+
+    def finish(self, contents: TraceContents, results: Mapping[str, Any]) -> HealthResult:
+        from wizard.trace.health_checks import check_trace, collectives
+
+        mechanisms = results.get("mechanisms")
+        wrong = int(getattr(mechanisms, "wrong_launches", 0))
+        checked = int(getattr(mechanisms, "kernels_checked", 0))
+        declared = getattr(mechanisms, "rank", None)
+        return HealthResult(
+            check_trace(contents, wrong_launches=wrong, checked=checked, selected=self.selected),
+            collectives(contents) if self.selected is None or "rank-skew" in self.selected else {},
+            declared if isinstance(declared, int) else None,
+        )
+
+
+def job_health(reports: Sequence[Any], selected: frozenset[str] | None = None) -> list[HealthCheck]:
+    """The checks over a job's traces (rank skew), from each rank's summary: the collectives' starts
+    that the per-rank report carries, so no process has to read every rank's trace."""
+    if selected is not None and "rank-skew" not in selected:
+        return []
+    from wizard.trace.health_checks import rank_skew
+
+    if len(reports) < 2:
+        return [rank_skew({})]
+    by_rank: dict[int, Mapping[str, Sequence[float]]] = {}
+    for report in reports:
+        rank = rank_of(report.skew_rank, report.path)  # a file name's number only inside a rank directory
+        if rank is None or rank in by_rank:
+            return [
+                not_applicable(
+                    "rank-skew",
+                    "the traces' ranks are unknown or repeated "
+                    "(no distributedInfo.rank and no number in the file name)",
+                    ranks=[],
+                    median_us=None,
+                    max_us=None,
+                    last_by_rank={},
+                )
+            ]
+        by_rank[rank] = report.collectives
+    return [rank_skew(by_rank)]
