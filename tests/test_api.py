@@ -290,7 +290,11 @@ def test_the_library_run_is_the_commands_run_interrupt_resume_and_from(tmp_path:
     inspect = next(e for e in again.entries if e.node == "inspect")
     assert inspect.reused_from == str(previous) and inspect.probe == "trace.inspect"
     assert again.diagnosis == "profiler-bug-grid-overflow"
-    assert ("rerun", "rerunning from route_mechanism; reusing the recorded results of: inspect") in heard
+    assert (
+        "rerun",
+        "rerunning from route_mechanism; reusing the recorded results of: inspect (each only where its inputs and "
+        "the files they name are unchanged; the transcript says why any ran again)",
+    ) in heard
 
     with pytest.raises(wizard.UsageError, match=r"^resume= continues a saved session; give it or answers=, not both"):
         wizard.run_playbook("negative-warps-per-sm", previous, resume=True, system=system)

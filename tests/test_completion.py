@@ -94,7 +94,18 @@ def test_completion_in_a_real_shell(shell: str, tmp_path: Path, run_cli: RunCli)
 
 def test_the_names_the_scripts_ask_for(run_cli: RunCli) -> None:
     playbooks = run_cli("--playbook-dir", "examples/playbooks", "completion", "--names", "playbooks").stdout.split()
-    assert playbooks == ["negative-warps-per-sm", "torch-sees-no-gpu"]
+    assert playbooks == sorted(
+        [
+            "cuda-graphs",
+            "impossible-timing",
+            "kernels-hidden",
+            "kernels-missing",
+            "negative-warps-per-sm",
+            "rank-skew",
+            "torch-sees-no-gpu",
+            "triage",
+        ]
+    )
     assert "trace.inspect" in run_cli("completion", "--names", "probes").stdout.split()
     nodes = run_cli("completion", "--names", "nodes").stdout.split()
     assert {"custom_kernel", "inspect", "have"} <= set(nodes)

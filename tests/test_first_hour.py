@@ -81,7 +81,7 @@ def test_a_question_without_a_default_is_not_offered_to_defaults(run_cli: RunCli
     playbook.write_text(SMALL)
     result = run_cli("run", str(playbook), "--defaults", "--json")
     assert result.returncode != 0
-    assert "missing answer for question 'name'; it has no default: give them in the answers file" in result.stderr
+    assert "missing answer for question 'name'; it has no default: answer them with --answers or --set" in result.stderr
     assert "--defaults" not in result.stderr
 
 

@@ -486,6 +486,12 @@ def _runs_here(tmp_path: Path) -> dict[str, list[tuple[Environment, dict[str, An
             (no_torch, {"argv": ["echo", "hi"]}),
             (env_for(tmp_path, allow_commands=True), {"argv": ["sh", "-c", "echo out; exit 2"]}),
         ],
+        "cupti.env": [(no_torch, {})],
+        "profiler.kineto_log": [(no_torch, {}), (env_for(tmp_path, python="/usr/bin/false", workload=failing), {})],
+        "ranks.baseline": [
+            (no_torch, {"paths": str(traces / "rank-skew"), "baseline": str(traces / "rank-skew-baseline")}),
+            (no_torch, {"paths": str(traces / "grid-overflow.json")}),
+        ],
     }
 
 

@@ -22,7 +22,7 @@ from typing import Any
 import pexpect
 import pytest
 
-from tests.conftest import EXAMPLES, REPO, cli_command, cli_env, needs_torch, strict_json
+from tests.conftest import EXAMPLES, HANG_GUARD_S, REPO, cli_command, cli_env, needs_torch, strict_json
 from wizard.cli.app import main
 from wizard.system import System
 from wizard.testing.traces import TraceBuilder, demo_launches
@@ -299,7 +299,7 @@ def spawn(args: list[str], cwd: Path, **extra: str) -> pexpect.spawn[str]:
         cwd=str(cwd),
         env=terminal_env(**extra),
         encoding="utf-8",
-        timeout=600,  # a ceiling for a stuck run on a loaded machine, not a budget: each step waits on output
+        timeout=HANG_GUARD_S,  # a ceiling for a stuck run, not a budget: each step waits on output
         dimensions=(40, 120),
     )
 

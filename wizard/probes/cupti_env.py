@@ -161,18 +161,26 @@ class CuptiEnvProbe:
         FactSpec("cupti_libraries", "list", "every libcupti found: LD_LIBRARY_PATH, torch's lib dirs, ldconfig -p"),
         FactSpec("cupti_on_path", "list", "LD_LIBRARY_PATH directories that hold a libcupti"),
         FactSpec("cupti_in_torch", "list", "torch's own library directories that hold a libcupti"),
-        FactSpec("cupti_duplicates", "bool", "whether more than one libcupti can be loaded (pytorch/pytorch#118982)"),
+        FactSpec(
+            "cupti_duplicates", "bool | None", "whether more than one libcupti can be loaded (pytorch/pytorch#118982)"
+        ),
         FactSpec("cupti_duplicate_reasons", "list", "why: which directories"),
         FactSpec(
-            "profiling_restricted", "bool", "the driver restricts profiling to admin users (None: could not tell)"
+            "profiling_restricted",
+            "bool | None",
+            "the driver restricts profiling to admin users (None: could not tell)",
         ),
-        FactSpec("restriction_source", "str", "where the restriction was read (driver params, modprobe.d)"),
-        FactSpec("capabilities", "list", "effective capabilities that matter (CAP_SYS_ADMIN, CAP_PERFMON, ...)"),
-        FactSpec("cap_sys_admin", "bool", "CAP_SYS_ADMIN is effective (None: could not tell)"),
-        FactSpec("cap_perfmon", "bool", "CAP_PERFMON is effective (counts from driver R565)"),
-        FactSpec("is_root", "bool", "the effective uid is 0"),
-        FactSpec("in_container", "bool", "a container's markers are present (/.dockerenv, docker/kubepods cgroups)"),
-        FactSpec("profiling_allowed", "bool", "not restricted, or this process may profile anyway (None: unknown)"),
+        FactSpec("restriction_source", "str | None", "where the restriction was read (driver params, modprobe.d)"),
+        FactSpec("capabilities", "list | None", "effective capabilities that matter (CAP_SYS_ADMIN, CAP_PERFMON, ...)"),
+        FactSpec("cap_sys_admin", "bool | None", "CAP_SYS_ADMIN is effective (None: could not tell)"),
+        FactSpec("cap_perfmon", "bool | None", "CAP_PERFMON is effective (counts from driver R565)"),
+        FactSpec("is_root", "bool | None", "the effective uid is 0"),
+        FactSpec(
+            "in_container", "bool | None", "a container's markers are present (/.dockerenv, docker/kubepods cgroups)"
+        ),
+        FactSpec(
+            "profiling_allowed", "bool | None", "not restricted, or this process may profile anyway (None: unknown)"
+        ),
     )
 
     def run(self, env: Environment, params: Mapping[str, Any], *, timeout: float = 120.0) -> ProbeResult:

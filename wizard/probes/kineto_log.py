@@ -132,21 +132,23 @@ class KinetoLogProbe:
         ),
     )
     facts: tuple[FactSpec, ...] = (
-        FactSpec("trace", "str", "the fresh trace"),
-        FactSpec("cuda_available", "bool", "whether the workload saw a CUDA device"),
+        FactSpec("trace", "str | None", "the fresh trace"),
+        FactSpec("cuda_available", "bool | None", "whether the workload saw a CUDA device"),
         FactSpec("record_counts", "dict", "Kineto's 'Record counts' line: name -> count (Out-of-range, ...)"),
-        FactSpec("out_of_range", "int", "records Kineto dropped as outside the capture window"),
+        FactSpec("out_of_range", "int | None", "records Kineto dropped as outside the capture window"),
         FactSpec("cupti_errors", "list", "CUPTI_ERROR_* codes in the log"),
-        FactSpec("cupti_privileges", "bool", "ERR_NVGPUCTRPERM or CUPTI_ERROR_INSUFFICIENT_PRIVILEGES was logged"),
-        FactSpec("cupti_not_initialized", "bool", "CUPTI_ERROR_NOT_INITIALIZED was logged"),
-        FactSpec("cupti_unavailable", "bool", "'CUPTI tracing is not available' (the profiler fell back)"),
-        FactSpec("dropped_records", "int", "records CUPTI reported dropped"),
+        FactSpec(
+            "cupti_privileges", "bool | None", "ERR_NVGPUCTRPERM or CUPTI_ERROR_INSUFFICIENT_PRIVILEGES was logged"
+        ),
+        FactSpec("cupti_not_initialized", "bool | None", "CUPTI_ERROR_NOT_INITIALIZED was logged"),
+        FactSpec("cupti_unavailable", "bool | None", "'CUPTI tracing is not available' (the profiler fell back)"),
+        FactSpec("dropped_records", "int | None", "records CUPTI reported dropped"),
         FactSpec("buffer_warnings", "list", "activity-buffer lines of the log"),
-        FactSpec("gpu_records", "int", "GPU records Kineto processed ('Processed N GPU records')"),
+        FactSpec("gpu_records", "int | None", "GPU records Kineto processed ('Processed N GPU records')"),
         FactSpec("log_lines", "list", "the log lines behind these facts"),
-        FactSpec("kernels", "int", "kernels in the fresh trace"),
-        FactSpec("launch_calls", "int", "launch calls in the fresh trace"),
-        FactSpec("missing_kernels", "int", "launch calls of the fresh trace without their kernel"),
+        FactSpec("kernels", "int | None", "kernels in the fresh trace"),
+        FactSpec("launch_calls", "int | None", "launch calls in the fresh trace"),
+        FactSpec("missing_kernels", "int | None", "launch calls of the fresh trace without their kernel"),
     )
 
     def run(self, env: Environment, params: Mapping[str, Any], *, timeout: float = 600.0) -> ProbeResult:

@@ -38,7 +38,7 @@ class MetricsSanityFacts(TypedDict, total=False):
         list[str], "PM-sampling counter series the trace carries (PyTorch 2.15+), e.g. sm__warps_active"
     ]
     measured: Annotated[
-        list[dict[str, Any]], "per kernel covered by samples: the measured counter beside the computed value"
+        list[str], "per kernel covered by samples: the measured counter beside the computed value, in words"
     ]
 
 

@@ -158,8 +158,8 @@ class OpIsolateFacts(TypedDict, total=False):
 
     op: Annotated[str | None, "the op isolated"]
     workload: Annotated[str, "fingerprint of the repro's work (op, shapes, dtypes): compare's 'same work?'"]
-    input_dims: Annotated[str, "its input shapes"]
-    input_types: Annotated[str, "its input dtypes"]
+    input_dims: Annotated[str | None, "its input shapes (None: not recorded)"]
+    input_types: Annotated[str | None, "its input dtypes (None: not recorded)"]
     repro_script: Annotated[str, "path of the standalone script"]
     device: Annotated[str | None, "cuda | cpu: where the repro ran"]
     reproduced: Annotated[bool | None, "whether the lone op shows the anomaly (None: could not tell)"]

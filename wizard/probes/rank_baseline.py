@@ -102,14 +102,15 @@ class RankBaselineProbe:
     )
     facts: tuple[FactSpec, ...] = (
         FactSpec("ranks", "list", "ranks compared"),
-        FactSpec("skew_median_us", "float", "median start skew of the job's collectives, µs"),
-        FactSpec("skew_max_us", "float", "largest start skew, µs"),
-        FactSpec("baseline_median_us", "float", "median start skew after the barrier, µs"),
-        FactSpec("baseline_max_us", "float", "largest start skew after the barrier, µs"),
-        FactSpec("skew_removed_us", "float", "median skew the barrier removed, µs: arrival skew, i.e. waiting"),
-        FactSpec("waiting", "bool", "the barrier removed at least half the skew: NCCL time was mostly waiting"),
-        FactSpec("straggler_rank", "int", "the rank that started last most often, before the barrier"),
-        FactSpec("baseline_straggler_rank", "int", "the same after the barrier"),
+        FactSpec("error", "str", "why the traces or reports could not be read (when the probe errs)"),
+        FactSpec("skew_median_us", "float | None", "median start skew of the job's collectives, µs"),
+        FactSpec("skew_max_us", "float | None", "largest start skew, µs"),
+        FactSpec("baseline_median_us", "float | None", "median start skew after the barrier, µs"),
+        FactSpec("baseline_max_us", "float | None", "largest start skew after the barrier, µs"),
+        FactSpec("skew_removed_us", "float | None", "median skew the barrier removed, µs: arrival skew, i.e. waiting"),
+        FactSpec("waiting", "bool | None", "the barrier removed at least half the skew: NCCL time was mostly waiting"),
+        FactSpec("straggler_rank", "int | None", "the rank that started last most often, before the barrier"),
+        FactSpec("baseline_straggler_rank", "int | None", "the same after the barrier"),
     )
 
     def run(self, env: Environment, params: Mapping[str, Any], *, timeout: float = 600.0) -> ProbeResult:
