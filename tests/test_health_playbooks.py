@@ -196,7 +196,7 @@ CASES = [
     # kernels-hidden
     Case("kernels-hidden", t_pdl, {"viewer": "perfetto"},
          "pdl-overlap-hidden", "launch APIs: cuLaunchKernelEx, cudaLaunchKernel"),
-    Case("kernels-hidden", None, {"have": "description", "symptom": "gap", "viewer": "perfetto", "pdl_question": True},
+    Case("kernels-hidden", None, {"have": "description", "hidden_symptom": "gap", "viewer": "perfetto", "pdl_question": True},
          "pdl-overlap-hidden", "google/perfetto#4280"),
     Case("kernels-hidden", t_overlap, {"viewer": "chrome"},
          "same-stream-overlap", "2 kernel(s) start before the previous kernel"),
@@ -226,11 +226,11 @@ CASES = [
     Case("impossible-timing", t_drifting, {"sessions": "several"}, "clock-domain-reregistered", "trend shrinking"),
     Case("impossible-timing", t_drifting, {"sessions": "one"},
          "clock-drift", "kernel minus launch: median -75.0 µs, smallest -200.0 µs"),
-    Case("impossible-timing", t_healthy, {"symptom": "analyser"},
+    Case("impossible-timing", t_healthy, {"timing_symptom": "analyser"},
          "analyser-rounding", "negative durations in the file: 0"),
-    Case("impossible-timing", t_overlap, {"symptom": "overrun"},
+    Case("impossible-timing", t_overlap, {"timing_symptom": "overrun"},
          "duration-overrun", "2 kernel(s) overlap their stream predecessor"),
-    Case("impossible-timing", t_healthy, {"symptom": "nothing"},
+    Case("impossible-timing", t_healthy, {"timing_symptom": "nothing"},
          "timing-consistent", "no negative or zero duration, no kernel before its launch"),
     Case("impossible-timing", t_corrupt, {}, "trace-unreadable", "byte 767"),
     # rank-skew

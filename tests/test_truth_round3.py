@@ -469,7 +469,7 @@ def test_the_by_design_conclusion_names_the_gpus_own_resident_warp_limit(tmp_pat
     assert "not comparable to the at most 32 warps an SM of this GPU holds at once" in conclusion["summary"]
     assert "64" not in conclusion["summary"]
     assert (
-        "5 kernel launch(es) with more than 32 warps per SM (the most an SM of this GPU holds at once), all correct"
+        "5 kernel launches with more than 32 warps per SM (the most an SM of this GPU holds at once), all correct"
         in conclusion["evidence"]
     )
 
@@ -482,7 +482,7 @@ def test_the_real_rtx_2080_ti_trace_counts_launches_above_32_warps(tmp_path: Pat
     conclusion = transcript["conclusion"]
     assert conclusion["diagnosis"] == "not-a-bug-large-by-design"
     assert (
-        "3438 kernel launch(es) with more than 32 warps per SM (the most an SM of this GPU holds at once), all correct"
+        "3438 kernel launches with more than 32 warps per SM (the most an SM of this GPU holds at once), all correct"
         in conclusion["evidence"]
     )
 
@@ -642,9 +642,9 @@ def test_resident_warps_of_a_grid_smaller_than_the_gpu_are_a_mean_not_a_maximum(
     result = run_inprocess("probe", "metrics.sanity", "--param", f"trace={path}", "--json")
     facts = strict_json(result.stdout)["entries"][0]["facts"]
     assert facts["measured"] == [
-        "gemm: sm__warps_active.avg.per_cycle_active measured 12 (mean of 1 sample(s) while it ran), computed at "
+        "gemm: sm__warps_active.avg.per_cycle_active measured 12 (mean of 1 sample while it ran), computed at "
         "most 12 resident warps per SM",
-        "tiny: sm__warps_active.avg.per_cycle_active measured 0.5 (mean of 1 sample(s) while it ran), computed "
+        "tiny: sm__warps_active.avg.per_cycle_active measured 0.5 (mean of 1 sample while it ran), computed "
         "0.6061 resident warps per SM on average (its 80 blocks over 132 SMs; at most 1 on one SM)",
     ]
 
