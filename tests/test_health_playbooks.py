@@ -196,7 +196,8 @@ CASES = [
     # kernels-hidden
     Case("kernels-hidden", t_pdl, {"viewer": "perfetto"},
          "pdl-overlap-hidden", "launch APIs: cuLaunchKernelEx, cudaLaunchKernel"),
-    Case("kernels-hidden", None, {"have": "description", "hidden_symptom": "gap", "viewer": "perfetto", "pdl_question": True},
+    Case("kernels-hidden", None,
+         {"have": "description", "hidden_symptom": "gap", "viewer": "perfetto", "pdl_question": True},
          "pdl-overlap-hidden", "google/perfetto#4280"),
     Case("kernels-hidden", t_overlap, {"viewer": "chrome"},
          "same-stream-overlap", "2 kernel(s) start before the previous kernel"),
