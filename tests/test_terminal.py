@@ -172,11 +172,12 @@ def test_a_typed_workload_is_confirmed_at_resume_not_refused(tmp_path: Path) -> 
     assert diagnosis == "no-gpu-kernels"
 
 
-def _flagship_questions() -> dict[str, object]:
+def _flagship_questions(playbook: str = "negative-warps-per-sm") -> dict[str, object]:
+    """The questions of a shipped playbook (the flagship unless named), by id."""
     from wizard.playbook.loader import load_playbook
     from wizard.probes.registry import catalog
 
-    pb = load_playbook(REPO / "playbooks" / "negative-warps-per-sm.yaml", catalog())
+    pb = load_playbook(REPO / "playbooks" / f"{playbook}.yaml", catalog())
     return {q.id: q for q in pb.questions()}
 
 
@@ -188,10 +189,11 @@ def test_every_example_at_a_real_terminal(example: dict[str, str]) -> None:
     """Answer the real prompts the way a person would (arrow keys, y/n, typing) from the answers file."""
     from wizard.playbook.model import QuestionNode
 
-    questions = _flagship_questions()
+    playbook = example.get("playbook") or EXAMPLE_MANIFEST["playbook"]
+    questions = _flagship_questions(playbook)
     answers = yaml.safe_load((REPO / example["answers"]).read_text())
     waiting = {qid: q for qid, q in questions.items() if isinstance(q, QuestionNode)}
-    child = spawn(["run", "negative-warps-per-sm"], REPO)
+    child = spawn(["run", playbook], REPO)
     while True:
         ids = list(waiting)
         patterns = [re.escape(prompt_text(waiting[i])[:40]) for i in ids]
