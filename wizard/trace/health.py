@@ -165,10 +165,6 @@ def verb(n: int, one: str, many: str) -> str:
     return one if n == 1 else many
 
 
-def counted(n: int, one: str, many: str | None = None) -> str:
-    return f"{n} {one if n == 1 else (many or one + 's')}"
-
-
 _NUMBER = re.compile(r"\d+")
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from wizard.formatting import plural
 from wizard.trace.collector import TraceContents
 from wizard.trace.health import (
     CAPTURE_BEGIN,
@@ -31,7 +32,6 @@ from wizard.trace.health import (
     WINDOW_CHUNK,
     HealthCheck,
     HealthExample,
-    counted,
     make_check,
     not_applicable,
     verb,
@@ -195,14 +195,14 @@ def impossible_metrics(contents: TraceContents, wrong_launches: int, checked: in
         return not_applicable("impossible-metrics", reason, wrong_launches=0)
     if not wrong_launches:
         return make_check(
-            "impossible-metrics", 0, "ok", f"every one of {counted(checked, 'checked launch', 'checked launches')} "
+            "impossible-metrics", 0, "ok", f"every one of {plural(checked, 'checked launch')} "
             "holds possible values", "", details={"wrong_launches": 0},
         )  # fmt: skip
     return make_check(
         "impossible-metrics",
         wrong_launches,
         "error",
-        f"{counted(wrong_launches, 'launch', 'launches')} with an impossible or wrong blocks/warps per SM or occupancy",
+        f"{plural(wrong_launches, 'launch')} with an impossible or wrong blocks/warps per SM or occupancy",
         "the profiler computed these values wrongly; read the true values in the findings, not the trace's",
         details={"wrong_launches": wrong_launches},
     )
@@ -265,13 +265,13 @@ def kernels_missing(
         _call_example(contents, calls, i, "no kernel event has this correlation id") for i in missing[:EXAMPLES]
     ]
     if not count:
-        return make_check("kernels-missing", 0, "ok", f"every one of {counted(launches, 'launch call')} has its kernel",
+        return make_check("kernels-missing", 0, "ok", f"every one of {plural(launches, 'launch call')} has its kernel",
                       "", details=details)  # fmt: skip
     share = count / launches
     if late == count:
         return make_check(
             "kernels-missing", count, "info",
-            f"{counted(count, 'launch', 'launches')} in the last 1% of the trace "
+            f"{plural(count, 'launch')} in the last 1% of the trace "
             f"{verb(count, 'has', 'have')} no kernel: "
             "cut by the profiler's stop",
             "expected at the end of a profiling window; the numbers before it are complete",
@@ -280,7 +280,7 @@ def kernels_missing(
     samples = _call_samples(contents, calls, missing)
     return make_check(
         "kernels-missing", count, "error",
-        f"{counted(count, 'launch', 'launches')} of {launches} ({share:.1%}) "
+        f"{plural(count, 'launch')} of {launches} ({share:.1%}) "
         f"{verb(count, 'has', 'have')} no kernel event",
         "GPU time, idle %, kernel counts and every per-op GPU figure read from this trace are too low: the "
         "profiler dropped kernel records (CUPTI failing, records out of range after a second profiling "
@@ -338,9 +338,9 @@ def kernels_overlap(kernels: _Kernels) -> HealthCheck:
         "kernels-overlap",
         len(hidden),
         "warning",
-        f"{counted(len(hidden), 'kernel')} {verb(len(hidden), 'starts', 'start')} before the previous kernel on "
+        f"{plural(len(hidden), 'kernel')} {verb(len(hidden), 'starts', 'start')} before the previous kernel on "
         f"{verb(len(hidden), 'its', 'their')} stream ended "
-        f"({counted(affected, 'stream')})",
+        f"({plural(affected, 'stream')})",
         "Perfetto drops (and chrome://tracing misnests) a complete event that overlaps an earlier one on the same "
         "row, so these kernels are in the file but not on screen; `warpwizard trace fix --split-overlaps` writes "
         "a copy that shows them all. Programmatic Dependent Launch overlaps kernels legitimately",
@@ -363,8 +363,8 @@ def graph_launches(contents: TraceContents, calls: _Calls, kernels: _Kernels) ->
         "graph-launches",
         graphs,
         "warning",
-        f"{counted(graphs, 'graph launch', 'graph launches')} {verb(graphs, 'stands', 'stand')} for "
-        f"{counted(replayed, 'kernel')} ({mode} trace)",
+        f"{plural(graphs, 'graph launch')} {verb(graphs, 'stands', 'stand')} for "
+        f"{plural(replayed, 'kernel')} ({mode} trace)",
         "a graph launch runs many kernels from one call, so per-op GPU time cannot be attributed to PyTorch ops, "
         "and profilers under-record replays: idle % and GPU busy time from this trace are unreliable. "
         "Compare with an eager trace of the same step",
@@ -393,7 +393,7 @@ def unlinked_kernels(calls: _Calls, kernels: _Kernels) -> HealthCheck:
         "unlinked-kernels",
         len(orphans),
         "warning",
-        f"{counted(len(orphans), 'kernel')} of {n} {verb(len(orphans), 'links', 'link')} to no launch call{before}",
+        f"{plural(len(orphans), 'kernel')} of {n} {verb(len(orphans), 'links', 'link')} to no launch call{before}",
         "these kernels cannot be attributed to the op or Python line that launched them, and analyzers that "
         "follow launch links (critical path, launch latency) skip them: the launch API may be one the profiler "
         "does not record (cuLaunchKernelEx, Triton, ROCm) or the calls were dropped",
@@ -415,7 +415,7 @@ def durations(contents: TraceContents, kernels: _Kernels) -> HealthCheck:
     count = len(negative_k) + len(negative_o)
     details = {"zero": zero, "gpu_events": events}
     if not count:
-        summary = "no negative durations" + (f"; {counted(zero, 'kernel')} of zero duration" if zero else "")
+        summary = "no negative durations" + (f"; {plural(zero, 'kernel')} of zero duration" if zero else "")
         return make_check("durations", 0, "ok", summary, "", details=details)
     examples = [kernels.example(int(i), "negative duration") for i in negative_k[:EXAMPLES]]
     for i in negative_o[: max(0, EXAMPLES - len(examples))]:
@@ -427,8 +427,8 @@ def durations(contents: TraceContents, kernels: _Kernels) -> HealthCheck:
         "durations",
         count,
         "error",
-        f"{counted(count, 'GPU event')} with a negative duration"
-        + (f"; {counted(zero, 'kernel')} of zero duration" if zero else ""),
+        f"{plural(count, 'GPU event')} with a negative duration"
+        + (f"; {plural(zero, 'kernel')} of zero duration" if zero else ""),
         "sums and means of GPU time over these events are wrong (a negative duration subtracts time); the "
         "timestamps were recorded wrongly (an end of 0 or -1, deferred completion on ROCm)",
         details=details,
@@ -479,7 +479,7 @@ def clock_skew(contents: TraceContents, calls: _Calls, kernels: _Kernels) -> Hea
         "clock-skew",
         len(before),
         "warning",
-        f"{counted(len(before), 'kernel')} {verb(len(before), 'starts before its', 'start before their')} own launch "
+        f"{plural(len(before), 'kernel')} {verb(len(before), 'starts before its', 'start before their')} own launch "
         f"call (by up to {-worst:.3f} µs; "
         f"offsets {trend})",
         "GPU and CPU clocks disagree in this trace: launch latency, the CPU-GPU gaps and the flow arrows are "
@@ -517,7 +517,7 @@ def trace_size(contents: TraceContents) -> HealthCheck:
         "trace-size",
         count,
         "info",
-        f"{counted(count, 'event')} in {_bytes(size)}; {why}",
+        f"{plural(count, 'event')} in {_bytes(size)}; {why}",
         "a trace above a few hundred MB may not open in Perfetto or TensorBoard: profile fewer active steps, "
         "drop with_stack or record_shapes where not needed",
         details=details,
@@ -542,7 +542,7 @@ def stacks_missing(contents: TraceContents) -> HealthCheck:
         "stacks-missing",
         cpu_ops,
         "info",
-        f"{counted(cpu_ops, 'CPU op')} without Python stacks (no python_function events)",
+        f"{plural(cpu_ops, 'CPU op')} without Python stacks (no python_function events)",
         "findings name the op and shapes that launched a kernel but not the Python line; profile with "
         "with_stack=True to get it",
         details={"cpu_ops": cpu_ops},
@@ -650,7 +650,7 @@ def rank_skew(ranks: Mapping[int, Mapping[str, Sequence[float]]]) -> HealthCheck
         "rank-skew",
         len(skews),
         "warning",
-        f"{counted(len(skews), 'collective')} across {len(order)} ranks {verb(len(skews), 'starts', 'start')} up to "
+        f"{plural(len(skews), 'collective')} across {len(order)} ranks {verb(len(skews), 'starts', 'start')} up to "
         f"{max(skews):.1f} µs apart "
         f"(median {details['median_us']:.1f} µs); rank {straggler} started last {times} times",
         "an NCCL kernel's time on the early ranks includes waiting for the last rank to arrive: read it as "
