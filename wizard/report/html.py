@@ -250,16 +250,11 @@ def health_section(inspection: Inspection) -> str:
     """The health check first: the problems of every trace as a table, worst first, each with what it means
     and where a playbook continues; the other checks folded below; the picture of where the problems lie
     is the page's first plot."""
-    from wizard.trace.health import RANK
-
-    rows = [(r.label, c) for r in inspection.reports for c in r.health]
-    rows += [("all ranks", c) for c in inspection.job_health]
+    rows = inspection.health_rows()
     if not rows:
         return ""
-    rows.sort(key=lambda row: -RANK[row[1].status])
     problems = [row for row in rows if row[1].problem]
     rest = [row for row in rows if not row[1].problem]
-    title = f"{len(problems)} problem{'s' if len(problems) != 1 else ''} found" if problems else "no problem found"
     several = len(inspection.reports) > 1
     head = ("<th>trace</th>" if several else "") + (
         "<th>status</th><th>check</th><th>count</th><th>what it found</th><th>continue with</th>"
@@ -278,7 +273,7 @@ def health_section(inspection: Inspection) -> str:
         else ""
     )
     return (
-        f'<section id="ww-health"><h2>Trace health: {title}</h2>'
+        f'<section id="ww-health"><h2>{html_text(inspection.health_headline, 80)}</h2>'
         f"{table(problems, 'ww-health-table') if problems else ''}{folded}</section>"
     )
 

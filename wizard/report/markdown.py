@@ -104,18 +104,11 @@ def dump_answers_text(answers: dict[str, Any]) -> str:
 
 def health_markdown(inspection: Inspection) -> list[str]:
     """The health check as a table: the problems first, then the other checks, each with its status."""
-    from wizard.trace.health import RANK
-
-    rows = [(r.label, c) for r in inspection.reports for c in r.health]
-    rows += [("all ranks", c) for c in inspection.job_health]
+    rows = inspection.health_rows()
     if not rows:
         return []
-    rows.sort(key=lambda row: -RANK[row[1].status])
-    problems = sum(1 for _, c in rows if c.problem)
     out = [
-        f"## Trace health: {problems} problem{'s' if problems != 1 else ''} found"
-        if problems
-        else "## Trace health: no problem found",
+        f"## {inspection.health_headline}",
         "",
         "| trace | status | check | count | what it found | continue with |",
         "|---|---|---|---|---|---|",

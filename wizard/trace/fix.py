@@ -118,23 +118,26 @@ class _FixSink(EventSink):
 
     def events_end(self) -> None:
         if self.lanes is not None:  # name the extra lanes, as the profiler names its rows
-            self.add_raw([_dumps(event) for event in self.lanes.names()], named=True)
+            for event in self.lanes.names():
+                self._write(_dumps(event))
         self.out.write(b"\n]")
         self.events_open = False
 
-    def add_raw(self, events: list[bytes], *, named: bool = False) -> None:
+    def add_raw(self, events: list[bytes]) -> None:
         for raw in events:
-            if named:
-                pass
-            elif b'ernel"' in raw:
+            if b'ernel"' in raw:
                 raw = self._fix(raw)
             elif self.lanes is not None and self.lanes.flows and b'"f"' in raw:
                 raw = self._move_flow(raw)
             else:
                 raw = _quoted(raw)
-            self.out.write(b"\n  " if self.first_event else b",\n  ")
-            self.first_event = False
-            self.out.write(raw)
+            self._write(raw)
+
+    def _write(self, raw: bytes) -> None:
+        """One event of the copy's list, after a separator."""
+        self.out.write(b"\n  " if self.first_event else b",\n  ")
+        self.first_event = False
+        self.out.write(raw)
 
     def _fix(self, raw: bytes) -> bytes:
         try:

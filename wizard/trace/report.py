@@ -11,6 +11,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from wizard.formatting import plural
 from wizard.frames import innermost_user_frame, trace_frame_path
 from wizard.rendering import render
 from wizard.schemas import TRACE_REPORT
@@ -278,6 +279,18 @@ class Inspection:
         floor = RANK[at_least]
         found = [c for c in self.health if RANK[c.status] >= floor]
         return sorted(found, key=lambda c: -RANK[c.status])
+
+    def health_rows(self) -> list[tuple[str, HealthCheck]]:
+        """Every check with what it is about (the trace's label, or "all ranks" for the job's), worst first:
+        what the terminal, Markdown and HTML show."""
+        rows = [(r.label, c) for r in self.reports for c in r.health] + [("all ranks", c) for c in self.job_health]
+        return sorted(rows, key=lambda row: -RANK[row[1].status])
+
+    @property
+    def health_headline(self) -> str:
+        """'Trace health: 2 problems found', or 'Trace health: no problem found'."""
+        problems = sum(1 for c in self.health if c.problem)
+        return f"Trace health: {plural(problems, 'problem')} found" if problems else "Trace health: no problem found"
 
     def health_dataframe(self) -> Any:
         """Every check's examples as one pandas DataFrame (a ``check`` and a ``trace`` column added)."""

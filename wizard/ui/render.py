@@ -24,7 +24,6 @@ from wizard.playbook.trust import ProgramUse
 from wizard.probes.base import ProbeResult
 from wizard.progress import NO_PROGRESS, Progress, Task
 from wizard.report.view import value_cells
-from wizard.trace.health import RANK as HEALTH_RANK
 from wizard.trace.inspect import Inspection, TraceReport, launched_by
 from wizard.untrusted import cut, rich_text, visible
 
@@ -246,18 +245,12 @@ HEALTH_MARK = {"error": "✗", "warning": "!", "info": "i", "not_applicable": "-
 def health_view(inspection: Inspection, *, verbose: bool = False, playbooks: frozenset[str] = frozenset()) -> Group:
     """The health summary that leads an inspection: one line per check that is not ok, worst first
     (every check, with its meaning and examples, when ``verbose``); where a playbook continues, its command."""
-    rows: list[tuple[str, Any]] = [(r.label, c) for r in inspection.reports for c in r.health]
-    rows += [("all ranks", c) for c in inspection.job_health]
+    rows = inspection.health_rows()
     several = len(inspection.reports) > 1
     shown = rows if verbose else [(label, c) for label, c in rows if c.status not in ("ok", "not_applicable")]
-    shown.sort(key=lambda row: -HEALTH_RANK[row[1].status])
     status = inspection.health_status
     problems = sum(1 for _, c in rows if c.problem)
-    title = (
-        f"Trace health: {problems} problem{'s' if problems != 1 else ''} found"
-        if problems
-        else "Trace health: no problem found"
-    )
+    title = inspection.health_headline
     items: list[Any] = [Text(title, style=HEALTH_STYLE.get(status, "bold") if problems else "bold green")]
     for label, check in shown:
         line = Text("  ")
