@@ -149,3 +149,90 @@ nodes:
     engine = Engine(pb, MappingAnswers({"again": True}), {}, Environment.of(clock=FixedClock()))
     with pytest.raises(AnswersError, match="stopped after"):
         engine.run()
+
+
+class FakeWorkloadProbe:
+    """A probe that runs the user's workload (like cuda.launch_blocking): records what it was given."""
+
+    name = "fake.workload"
+    summary = "runs your workload once"
+    runs_programs = "the workload"
+    params: tuple[ParamSpec, ...] = (ParamSpec("workload", "str", "command", default=None, runs=True),)
+    facts: tuple[FactSpec, ...] = ()
+
+    def __init__(self) -> None:
+        self.calls: list[Mapping[str, Any]] = []
+
+    def run(self, env: Environment, params: Mapping[str, Any], *, timeout: float = 600.0) -> ProbeResult:
+        self.calls.append(dict(params))
+        return ProbeResult(Status.PASS if params.get("workload") else Status.SKIP, "ran")
+
+
+WORKLOAD_PLAYBOOK = """
+id: twice
+title: Twice
+version: 1
+nodes:
+  - {id: cmd, kind: question, type: text, prompt: "Command, if any?", default: "", next: first}
+  - {id: first, kind: probe, probe: fake.workload, params: {workload: "{{ answers.cmd }}"}, next: second}
+  - {id: second, kind: probe, probe: fake.workload, next: done}
+  - {id: done, kind: conclusion, diagnosis: done, summary: done}
+"""
+
+
+class AsksForWorkload(MappingAnswers):
+    """Answers like a person at the terminal: types ``typed`` in turn until one is accepted."""
+
+    def __init__(self, typed: list[str], cmd: str = "") -> None:
+        super().__init__({"cmd": cmd}, origin="interactive")
+        self.typed = typed
+        self.asked: list[tuple[str, list[str | None]]] = []
+
+    def workload(self, probe: str, summary: str, check: Any) -> str | None:
+        problems = [check(text) for text in self.typed]
+        self.asked.append((probe, problems))
+        accepted = [text for text, problem in zip(self.typed, problems, strict=True) if problem is None]
+        return accepted[0] if accepted else None
+
+
+def _run_workload(answers: MappingAnswers, **settings: Any) -> FakeWorkloadProbe:
+    probe = FakeWorkloadProbe()
+    pb = load_playbook_text(WORKLOAD_PLAYBOOK, "twice.yaml", {probe.name: info(probe)})
+    env = Environment.of(clock=FixedClock(), python="python3", **settings)
+    Engine(pb, answers, {probe.name: probe}, env).run()
+    return probe
+
+
+def test_a_step_that_needs_the_workload_asks_for_it_once_and_every_later_step_uses_it() -> None:
+    answers = AsksForWorkload(["train.sh", "python train.py --steps 3"])
+    probe = _run_workload(answers)
+    assert [call["workload"] for call in probe.calls] == ["python train.py --steps 3"] * 2
+    assert len(answers.asked) == 1  # once a run, not once a step
+    name, problems = answers.asked[0]
+    assert name == "fake.workload"
+    assert problems[0] is not None and "'train.sh' is not a Python program" in problems[0]
+    assert problems[1] is None
+
+
+def test_a_declined_workload_is_asked_once_and_the_steps_skip() -> None:
+    answers = AsksForWorkload([])
+    probe = _run_workload(answers)
+    assert [call.get("workload") for call in probe.calls] == ["", None]
+    assert len(answers.asked) == 1
+
+
+def test_nobody_is_asked_for_a_workload_given_on_the_command_line_or_by_an_answer() -> None:
+    from wizard.environment import Workload
+
+    given = AsksForWorkload(["python other.py"])
+    _run_workload(given, workload=Workload.parse("python train.py", "python3"))
+    assert given.asked == []
+    answered = AsksForWorkload(["python other.py"], cmd="python train.py")
+    probe = _run_workload(answered)
+    assert answered.asked == [("fake.workload", [None])]  # the second node has no answer to read
+    assert [call["workload"] for call in probe.calls] == ["python train.py", "python other.py"]
+
+
+def test_a_file_or_defaults_never_asks_for_a_workload() -> None:
+    probe = _run_workload(MappingAnswers({}, use_defaults=True))
+    assert [call.get("workload") for call in probe.calls] == ["", None]

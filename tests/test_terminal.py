@@ -172,6 +172,36 @@ def test_a_typed_workload_is_confirmed_at_resume_not_refused(tmp_path: Path) -> 
     assert diagnosis == "no-gpu-kernels"
 
 
+@needs_torch
+def test_a_step_that_needs_the_workload_asks_for_it_at_the_terminal_once(tmp_path: Path) -> None:
+    """Issue 27: an interactive run asked no workload and its steps skipped with "run with --workload"."""
+    books = tmp_path / "books"
+    books.mkdir()
+    (books / "blocking.yaml").write_text(
+        "id: blocking\ntitle: Blocking twice\nversion: '1'\nnodes:\n"
+        "  - {id: first, kind: probe, probe: cuda.launch_blocking, next: second}\n"
+        "  - {id: second, kind: probe, probe: cuda.launch_blocking, next: done}\n"
+        "  - {id: done, kind: conclusion, diagnosis: ran-twice,"
+        " summary: 'exits {{ facts.first.exit_code }} and {{ facts.second.exit_code }}'}\n"
+    )
+    child = spawn(["--playbook-dir", str(books), "run", "blocking", "--report-dir", str(tmp_path / "wr")], tmp_path)
+    child.expect("cuda.launch_blocking needs your workload")
+    child.expect("Which command runs your workload")
+    child.send("train.sh\r")
+    child.expect("'train.sh' is not a Python program")
+    child.expect("Which command runs your workload")
+    child.send("\x15")  # Ctrl-U: the rejected text is kept for editing
+    child.send("python -c 'raise SystemExit(3)'\r")
+    child.expect(r"Diagnosis: ([a-z0-9-]+)")
+    diagnosis = matched(child)
+    output = finish(child)
+    assert child.exitstatus == 0
+    assert diagnosis == "ran-twice"
+    assert "exits 3 and 3" in output  # the one answer served both steps
+    assert output.count("Which command runs your workload") == 0  # not asked again after the diagnosis
+    assert "--workload" not in output
+
+
 def _flagship_questions(playbook: str = "negative-warps-per-sm") -> dict[str, object]:
     """The questions of a shipped playbook (the flagship unless named), by id."""
     from wizard.playbook.loader import load_playbook

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 from wizard.engine.answers import ORIGIN_DEFAULT, ORIGIN_FILE, ORIGIN_INTERACTIVE, TRUSTED_ORIGINS, AnswerSource
 from wizard.engine.reuse import Reuse, input_files
 from wizard.engine.transcript import Conclusion, Transcript, TranscriptEntry
-from wizard.environment import Environment
+from wizard.environment import Environment, Workload
 from wizard.errors import AnswersError, ProbeInfrastructureError, WizardError
 from wizard.playbook.conditions import Template
 from wizard.playbook.model import AnswerInvalid, ConclusionNode, DecisionNode, Node, Playbook, ProbeNode, QuestionNode
@@ -73,6 +73,8 @@ class RunState:
     facts: dict[str, dict[str, Any]] = field(default_factory=dict)
     status: dict[str, str] = field(default_factory=dict)
     origins: dict[str, str] = field(default_factory=dict)
+    # The workload typed at the prompt when a probe needed one (asked once a run; "" when declined).
+    workload: str | None = None
 
     def scope(self) -> dict[str, Any]:
         return {"answers": self.answers, "facts": self.facts, "status": self.status}
@@ -260,7 +262,33 @@ class Engine:
         return found[0]
 
     def _params(self, node: ProbeNode) -> dict[str, Any]:
-        return render_params(node, self.state)
+        params = render_params(node, self.state)
+        workload = self._asked_workload(node, params)
+        if workload:
+            params["workload"] = workload  # typed by the person at the terminal: their own
+        return params
+
+    def _asked_workload(self, node: ProbeNode, params: Mapping[str, Any]) -> str | None:
+        """A step that runs the workload, with none given (no --workload, no answer): ask once a run,
+        where someone can answer; the same command then serves every later step."""
+        probe = self.probes.get(node.probe)
+        spec = next((p for p in probe.params if p.name == "workload" and p.runs), None) if probe else None
+        if spec is None or self.env.settings.workload is not None:
+            return None
+        given = params.get("workload")
+        if isinstance(given, str) and given.strip():
+            return None
+        if self.state.workload is None:
+            assert probe is not None
+            self.state.workload = self.answers.workload(node.probe, probe.summary, self._workload_problem) or ""
+        return self.state.workload
+
+    def _workload_problem(self, text: str) -> str | None:
+        try:
+            Workload.parse(text, self.env.settings.python)
+        except ValueError as exc:
+            return str(exc)
+        return None
 
     def _refused_programs(self, node: ProbeNode, probe: Probe, params: Mapping[str, Any]) -> list[str]:
         """Parameters naming what to execute whose value the user did not give themselves."""

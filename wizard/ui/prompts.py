@@ -9,7 +9,7 @@ the prompt); path completion never shows a traceback, whatever is typed.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from wizard.engine.answers import ORIGIN_COMMAND_LINE, ORIGIN_INTERACTIVE, MappingAnswers, MissingAnswer
@@ -64,6 +64,29 @@ class InteractiveAnswers:
             self.console.print(rich_text(f"  {question.id} comes from a file: {visible(value)}", "yellow"))
         prompt = f"Run {what} {visible(value)!r}?"
         return bool(questionary.confirm(prompt, default=False, auto_enter=False).unsafe_ask())
+
+    def workload(self, probe: str, summary: str, check: Callable[[str], str | None]) -> str | None:
+        """Ask for the command that runs the workload, once, when a step needs it; Enter skips the step."""
+        if not self.interactive:
+            return None
+        import questionary
+
+        if self.console is not None:
+            self.console.print(rich_text(f"  {probe} needs your workload: {summary}", "yellow"))
+        typed = ""
+        while True:
+            text = str(
+                questionary.text(
+                    "Which command runs your workload? (e.g. python train.py --steps 3; Enter skips this step)",
+                    default=typed,
+                ).unsafe_ask()
+            ).strip()
+            problem = check(text) if text else None
+            if problem is None:
+                return text or None
+            if self.console is not None:
+                self.console.print(rich_text(f"  ✗ {problem}; try again", "red"))
+            typed = text
 
     def answer(self, question: QuestionNode, prompt: str) -> tuple[Any, str]:
         try:
