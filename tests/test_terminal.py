@@ -17,8 +17,8 @@ from wizard.playbook.model import QuestionNode
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="pseudo-terminals need a POSIX system")
 
 
-def spawn(args: list[str], cwd: Path) -> pexpect.spawn[str]:
-    env = dict(os.environ, NO_COLOR="1", COLUMNS="160", LINES="50", TERM="xterm", PROMPT_TOOLKIT_NO_CPR="1")
+def spawn(args: list[str], cwd: Path, columns: int = 160) -> pexpect.spawn[str]:
+    env = dict(os.environ, NO_COLOR="1", COLUMNS=str(columns), LINES="50", TERM="xterm", PROMPT_TOOLKIT_NO_CPR="1")
     command = cli_command()
     child = pexpect.spawn(
         command[0],
@@ -27,7 +27,7 @@ def spawn(args: list[str], cwd: Path) -> pexpect.spawn[str]:
         env=env,
         encoding="utf-8",
         timeout=HANG_GUARD_S,
-        dimensions=(50, 160),
+        dimensions=(50, columns),
     )
     return child
 
@@ -200,6 +200,76 @@ def test_a_step_that_needs_the_workload_asks_for_it_at_the_terminal_once(tmp_pat
     assert "exits 3 and 3" in output  # the one answer served both steps
     assert output.count("Which command runs your workload") == 0  # not asked again after the diagnosis
     assert "--workload" not in output
+
+
+def test_enter_in_the_path_completion_menu_submits_the_highlighted_path(tmp_path: Path) -> None:
+    """Issue 27: Enter only closed the completion menu; a second Enter was needed."""
+    child = spawn(["run", "negative-warps-per-sm"], EXAMPLES)
+    child.expect("What do you have to start from")
+    child.send("\r")
+    child.expect("Path to the trace")
+    child.send("traces/old-sm-co")
+    child.expect("old-sm-count.json")  # the menu, opened while typing
+    child.send("\x1b[B")  # highlight the one completion
+    child.expect("old-sm-count.json")
+    child.send("\r")  # once
+    child.expect("Diagnosis: profiler-bug-old-sm-count")
+    finish(child)
+    assert child.exitstatus == 0
+
+
+LONG_PROMPT = (
+    "Can the grid of void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>> exceed the "
+    "limits (x > 2^31-1, y or z > 65535), or is the grid computed in 32-bit int?"
+)
+LONG_HELP = (
+    "How to find out: open the launch (kernel<<<grid, block>>> or the dim3 passed to it, or the grid lambda of a "
+    "Triton kernel) and look at the type of the number of blocks; int (32-bit) with an element count n over about "
+    "two billion overflows. Not sure: answer no."
+)
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+def test_a_long_prompt_and_its_help_wrap_between_words(tmp_path: Path, columns: int) -> None:
+    """Issue 27: prompts wrapped mid-word at 120 columns (the help, as questionary's instruction, also hid (y/N))."""
+    pyte = pytest.importorskip("pyte")
+    books = tmp_path / "books"
+    books.mkdir()
+    (books / "long.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "id": "long",
+                "title": "Long",
+                "version": "1",
+                "nodes": [
+                    {
+                        "id": "q",
+                        "kind": "question",
+                        "type": "confirm",
+                        "prompt": LONG_PROMPT,
+                        "help": LONG_HELP,
+                        "default": False,
+                        "next": "done",
+                    },
+                    {"id": "done", "kind": "conclusion", "diagnosis": "asked", "summary": "asked"},
+                ],
+            },
+            width=1000,
+        )
+    )
+    screen = pyte.Screen(columns, 50)
+    stream = pyte.Stream(screen)
+    child = spawn(["--playbook-dir", str(books), "run", "long"], tmp_path, columns)
+    child.expect(r"\(y/N\)")
+    stream.feed(str(child.before) + str(child.after))
+    child.send("\r")
+    stream.feed(finish(child))
+    assert child.exitstatus == 0
+    lines = [line.rstrip() for line in screen.display]
+    assert all(len(line) <= columns for line in lines)
+    words = set(" ".join(lines).split())
+    cut = [w for w in (LONG_PROMPT + " " + LONG_HELP).split() if w not in words]
+    assert cut == []  # every word whole on one line of the screen
 
 
 def _flagship_questions(playbook: str = "negative-warps-per-sm") -> dict[str, object]:

@@ -263,6 +263,30 @@ def test_step_one_reports_pytorchs_own_validator_beside_ours(tmp_path: Path) -> 
         assert line.endswith("on grid-overflow.json: its timeline rules all pass")
 
 
+def test_pytorchs_validator_is_loaded_without_importing_torch() -> None:
+    """Issue 27: the flagship ran 8x slower than trace inspect once torch was installed. The harness meant to
+    load the stdlib-only checker from torch's directory, but the load always failed (its dataclasses look up
+    their module in sys.modules) and fell back to importing torch: 2.7 s a run instead of 0.1 s."""
+    import subprocess
+    import sys
+
+    if importlib.util.find_spec("torch") is None:
+        pytest.skip("torch is not installed in this interpreter")
+    harness = REPO / "wizard" / "probes" / "harness.py"
+    # run as the probes run it: the script in a fresh interpreter
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", str(harness), "validate", str(EXAMPLES / "traces" / "grid-overflow.json")],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    (line,) = [x for x in done.stdout.splitlines() if x.startswith("WARPWIZARD_RESULT ")]
+    result = json.loads(line.removeprefix("WARPWIZARD_RESULT "))
+    assert (result["passed"], result["loaded"]) == (True, "standalone")
+    imported = {row.split("|")[-1].strip() for row in done.stderr.splitlines() if row.startswith("import time:")}
+    assert "torch" not in imported
+
+
 def test_fixed_output_still_passes_pytorchs_validator(tmp_path: Path) -> None:
     pytest.importorskip("torch.profiler._trace_validator")
     from torch.profiler._trace_validator import validate_trace

@@ -196,13 +196,18 @@ def validate(trace: str) -> None:
     if not os.path.isfile(path):
         emit({"ok": True, "available": False, "torch": version, "reason": "this torch has no trace validator"})
         return
+    loaded = "standalone"
     try:
         module_spec = importlib.util.spec_from_file_location("_warpwizard_trace_validator", path)
         assert module_spec is not None and module_spec.loader is not None
         module = importlib.util.module_from_spec(module_spec)
+        sys.modules[module_spec.name] = module  # its dataclasses look their module up there
         module_spec.loader.exec_module(module)
     except Exception:  # noqa: BLE001 - it needs torch after all
+        sys.modules.pop("_warpwizard_trace_validator", None)
         from torch.profiler import _trace_validator as module  # type: ignore[no-redef]
+
+        loaded = "with torch"
     try:
         passed, violations = module.validate_trace(trace)
     except Exception as exc:  # noqa: BLE001 - the checker itself failed on this file: that is the finding
@@ -218,6 +223,7 @@ def validate(trace: str) -> None:
             "passed": bool(passed),
             "violations": found,
             "violations_total": len(violations),
+            "loaded": loaded,
         }
     )
 

@@ -113,20 +113,65 @@ class InteractiveAnswers:
     def _ask(self, question: QuestionNode, prompt: str, typed: str) -> Any:
         import questionary
 
-        instruction = visible(question.help) if question.help else None
+        if question.help and not typed and self.console is not None:
+            # Said above the prompt, wrapped at word boundaries by rich: as questionary's instruction it would
+            # replace the (Y/n) hint and wrap mid-word on one long line.
+            from rich.padding import Padding
+
+            self.console.print(Padding(rich_text(visible(question.help), "dim"), (0, 0, 0, 2)))
         if question.type == "confirm":
             yes = bool(question.default)  # the loader gives every confirm a default (yes when unwritten)
-            return questionary.confirm(prompt, default=yes, instruction=instruction, auto_enter=False).unsafe_ask()
+            shown = self._wrapped(prompt, room=8)
+            return questionary.confirm(shown, default=yes, auto_enter=False).unsafe_ask()
         if question.type == "select":
             choices = [questionary.Choice(title=visible(c.label), value=c.value) for c in question.choices]
             selected = next((c for c in choices if c.value == question.default), None)
-            return questionary.select(prompt, choices=choices, default=selected, instruction=instruction).unsafe_ask()
+            shown = self._wrapped(prompt, room=20)
+            return questionary.select(shown, choices=choices, default=selected).unsafe_ask()
         # The default is shown, not pre-filled: typing a path must not append to it.
         shown = prompt if question.default is None else f"{prompt} [default: {visible(question.default)}]"
-        if question.type == "path":  # questionary.path takes no instruction: fold help into the message
-            shown = f"{shown} ({instruction})" if instruction else shown
-            return questionary.path(shown, default=typed, completer=_safe_path_completer()).unsafe_ask()
-        return questionary.text(shown, default=typed, instruction=instruction).unsafe_ask()
+        shown = self._wrapped(shown, room=20)
+        if question.type == "path":
+            return submit_from_menu(
+                questionary.path(shown, default=typed, completer=_safe_path_completer())
+            ).unsafe_ask()
+        return questionary.text(shown, default=typed).unsafe_ask()
+
+    def _wrapped(self, prompt: str, room: int) -> str:
+        """The prompt broken at spaces to the terminal's width ("? " before it, ``room`` columns kept on its
+        last line for the hint and the first typed characters): a terminal breaks a long line mid-word."""
+        import textwrap
+
+        width = getattr(self.console, "width", 0) or 80
+        lines = textwrap.wrap(prompt, width=max(20, width - 3), break_long_words=False, break_on_hyphens=False)
+        if len(lines) > 0 and len(lines[-1]) + room > width - 3:
+            lines[-1:] = textwrap.wrap(lines[-1], width=max(10, width - 3 - room), break_long_words=False)
+        return "\n  ".join(lines) or prompt
+
+
+def submit_from_menu(question: Any) -> Any:
+    """Enter submits what the path prompt shows, the menu's highlighted completion included (questionary's
+    Enter only closed an open completion menu, and the menu opens as one types, so a second Enter was
+    needed); '/' or Tab still go into a directory."""
+    import os
+
+    from prompt_toolkit.key_binding import KeyBindings, merge_key_bindings
+    from prompt_toolkit.keys import Keys
+
+    own = KeyBindings()
+
+    @own.add(Keys.ControlM, eager=True)
+    def _enter(event: Any) -> None:
+        buffer = event.current_buffer
+        buffer.complete_state = None  # the highlighted completion is already in the text
+        if buffer.validate(set_cursor=True):
+            text = buffer.document.text
+            event.app.exit(result=text[:-1] if text.endswith(os.sep) and len(text) > 1 else text)
+            buffer.append_to_history()
+
+    app = question.application
+    app.key_bindings = merge_key_bindings([app.key_bindings, own])  # the last binding for a key wins
+    return question
 
 
 def choose_playbook(found: Sequence[Any], console: Any) -> str:
