@@ -76,7 +76,7 @@ def test_zsh_registers_the_completion_and_its_name_functions(tmp_path: Path, run
 
 @pytest.mark.parametrize("way", sorted(LOADERS))
 def test_completion_in_a_real_shell(way: str, tmp_path: Path, run_cli: RunCli) -> None:
-    shell = way.split("-")[0]
+    shell = way.split("-", maxsplit=1)[0]
     program = shutil.which(shell)
     if program is None:
         pytest.skip(f"{shell} is not installed (apt-get install -y {shell}; .ci/run installs it)")
