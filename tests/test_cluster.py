@@ -33,7 +33,7 @@ def test_probe_words_and_errors(run_cli: RunCli) -> None:
     assert healthy.stdout.startswith("trace.inspect: PASS  all 1 kernels agree with the recomputation\n")
     cases = [
         (["probe", "nope"], "warpwizard: error: unknown probe 'nope'; registered: command.run, cuda.launch_blocking"),
-        (["probe", "trace.inspect"], "warpwizard: error: probe trace.inspect: missing required parameter(s): paths"),
+        (["probe", "trace.inspect"], "warpwizard: error: probe trace.inspect: missing required parameter: paths"),
         (
             ["probe", "trace.inspect", "--param", "bogus=1"],
             "warpwizard: error: probe trace.inspect has no parameter 'bogus'; its parameters: paths, jobs",

@@ -214,7 +214,7 @@ def fix_summary_lines(summary: Any) -> list[str]:
         )
     if summary.moved:
         lines.append(
-            f"moved {summary.moved} overlapping kernel(s) to {summary.lanes} extra row(s) named "
+            f"moved {plural(summary.moved, 'overlapping kernel')} to {plural(summary.lanes, 'extra row')} named "
             "'stream N (overlapping kernels, lane K)'; each keeps its original tid under "
             "args['warpwizard original tid']"
         )
