@@ -35,7 +35,7 @@ from wizard.errors import (
     TerminateSignal,
     UsageError,
 )
-from wizard.formatting import verb
+from wizard.formatting import plural, verb
 from wizard.options import Options
 from wizard.playbook.model import Playbook, yes_no
 from wizard.probes.base import PARAM_TYPES, ParamSpec, ProbeInfo, ProbeResult, with_defaults
@@ -556,7 +556,7 @@ def check_playbooks(
         if unknown:
             out.append(Checked(name, unknown))
             continue
-        summary = f"{pb.path}: ok ({len(pb.nodes)} nodes, {len(pb.steps)} steps)"
+        summary = f"{pb.path}: ok ({plural(len(pb.nodes), 'node')}, {plural(len(pb.steps), 'step')})"
         out.append(Checked(name, [], summary, list(program_uses(pb, probes)), prose_warnings(path)))
     return out
 

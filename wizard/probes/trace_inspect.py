@@ -457,7 +457,11 @@ class TraceInspectProbe:
             )
         else:
             status = Status.PASS
-            summary = f"all {facts['kernels_checked']} kernels agree with the recomputation"
-            if facts["large_by_design"]:
-                summary += f"; {facts['large_by_design']} have large warps per SM, which is by design (F)"
+            checked, large = facts["kernels_checked"], facts["large_by_design"]
+            summary = (
+                f"{verb(checked, 'the', 'all')} {plural(checked, 'kernel')} {verb(checked, 'agrees', 'agree')} "
+                "with the recomputation"
+            )
+            if large:
+                summary += f"; {large} {verb(large, 'has', 'have')} large warps per SM, which is by design (F)"
         return ProbeResult(status, summary, facts=facts, evidence=evidence, files=files)
