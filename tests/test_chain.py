@@ -31,7 +31,7 @@ def _answers(tmp_path: Path, **values: object) -> Path:
 def test_a_run_continues_with_the_same_answers_and_results() -> None:
     t = run_playbook("chain-a", {"trace_path": str(HEALTHY), "where": "chain-b", "size": 3}, playbook_dirs=[str(CHAIN)])
     assert t.diagnosis == "b-done"
-    assert t.conclusion is not None and t.conclusion.summary == "B: 1 kernel(s) checked, 3 expected."
+    assert t.conclusion is not None and t.conclusion.summary == "B: 1 kernel checked, 3 expected."
     assert [(link.playbook["id"], link.continued_to) for link in t.chain] == [("chain-a", "chain-b"), ("chain-b", None)]
     assert t.chain[0].conclusion is not None and t.chain[0].conclusion.diagnosis == "a-continues"
     assert t.chain[0].also == ["chain-c"]  # the one continued into is not repeated

@@ -30,10 +30,10 @@ def test_probe_prints_a_report_that_compare_reads(run_cli: RunCli, tmp_path: Pat
 def test_probe_words_and_errors(run_cli: RunCli) -> None:
     healthy = run_cli("probe", "trace.inspect", "--param", f"paths={TRACES / 'healthy-small.json'}")
     assert healthy.returncode == 0
-    assert healthy.stdout.startswith("trace.inspect: PASS  all 1 kernels agree with the recomputation\n")
+    assert healthy.stdout.startswith("trace.inspect: PASS  the 1 kernel agrees with the recomputation\n")
     cases = [
         (["probe", "nope"], "warpwizard: error: unknown probe 'nope'; registered: command.run, cuda.launch_blocking"),
-        (["probe", "trace.inspect"], "warpwizard: error: probe trace.inspect: missing required parameter(s): paths"),
+        (["probe", "trace.inspect"], "warpwizard: error: probe trace.inspect: missing required parameter: paths"),
         (
             ["probe", "trace.inspect", "--param", "bogus=1"],
             "warpwizard: error: probe trace.inspect has no parameter 'bogus'; its parameters: paths, jobs",

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import ast
+import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -191,3 +194,81 @@ def test_no_conclusion_asks_to_attach_a_report_the_run_may_not_have_written() ->
     source = FLAGSHIP.read_text()
     assert "this report attached" not in source and "attach this report" not in source
     assert "rerun with --report report.html (or --json > report.json) to write one" in source
+
+
+# "launch(es)", "kernel(s)": a word with its plural ending in brackets, which no person says.
+HEDGED_PLURAL = re.compile(r"\b[A-Za-z]+\((?:s|es)\)")
+# Code inside a string, not plurals: the repro script op.isolate writes takes math.prod and len of each shape.
+NOT_PLURALS = {("wizard/probes/op_isolate.py", "prod(s)"), ("wizard/probes/op_isolate.py", "len(s)")}
+
+
+def _docstrings(tree: ast.Module) -> set[int]:
+    """Docstrings say why to a reader of the code; a user never sees them."""
+    owners = [
+        tree,
+        *(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))),
+    ]
+    return {
+        id(owner.body[0].value)
+        for owner in owners
+        if owner.body and isinstance(owner.body[0], ast.Expr) and isinstance(owner.body[0].value, ast.Constant)
+    }
+
+
+def _hedged_plurals() -> list[str]:
+    found = []
+    for path in sorted((REPO / "wizard").rglob("*.py")):
+        rel = path.relative_to(REPO).as_posix()
+        if rel.startswith("wizard/report/"):
+            continue  # the HTML report's words are mended with the report (issue 27's report points)
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        skip = _docstrings(tree)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skip:
+                found += [
+                    f"{rel}:{node.lineno}: {m}"
+                    for m in HEDGED_PLURAL.findall(node.value)
+                    if (rel, m) not in NOT_PLURALS
+                ]
+    for path in sorted((REPO / "playbooks").glob("*.yaml")):
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            found += [f"playbooks/{path.name}:{number}: {m}" for m in HEDGED_PLURAL.findall(line)]
+    return found
+
+
+def test_no_message_or_playbook_hedges_a_plural() -> None:
+    assert _hedged_plurals() == []
+
+
+def test_counts_in_messages_agree_with_their_number() -> None:
+    from wizard.playbook.loader import load_playbook
+    from wizard.playbook.model import ConclusionNode
+    from wizard.probes.kineto_log import KinetoLog, judge
+    from wizard.probes.registry import catalog
+    from wizard.trace.records import ProfilerOccupancy
+
+    assert ProfilerOccupancy(1, "SMEM", None, None, None, None, None).words() == "1 block per SM, limited by SMEM"
+    assert ProfilerOccupancy(2, "REGS", None, None, None, None, None).words() == "2 blocks per SM, limited by REGS"
+    said = [judge(KinetoLog(record_counts={"Out-of-range": n}), True, 4, 0)[1] for n in (1, 2)]
+    assert said == [
+        "Kineto dropped 1 record as out of the capture window",
+        "Kineto dropped 2 records as out of the capture window",
+    ]
+
+    def summary(playbook: str, node: str, scope: dict[str, Any]) -> str:
+        conclusion = load_playbook(REPO / "playbooks" / f"{playbook}.yaml", catalog()).nodes[node]
+        assert isinstance(conclusion, ConclusionNode) and conclusion.summary is not None
+        return str(conclusion.summary.render(scope))
+
+    files = [["a.json"], ["a.json", "b.json"]]
+    read = [summary("triage", "no_kernels", {"facts": {"inspect": {"files": f}}}) for f in files]
+    assert "(1 file read)" in read[0] and "(2 files read)" in read[1]
+    hidden = [
+        summary("kernels-hidden", "pdl", {"facts": {"inspect": {"files": ["a.json"], "overlapping_kernels": n}}})
+        for n in (1, 2, None)  # None: the count is missing, and the sentence still reads
+    ]
+    assert [s[s.index("Here it hides") :] for s in hidden] == [
+        "Here it hides 1 kernel.",
+        "Here it hides 2 kernels.",
+        "Here it hides some kernels.",
+    ]

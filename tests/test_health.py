@@ -325,7 +325,7 @@ def test_split_overlaps_shows_every_kernel(tmp_path: Path, run_cli: RunCli) -> N
     out = tmp_path / "split.json"
     result = run_cli("trace", "fix", "--split-overlaps", str(path), str(out))
     assert result.returncode == 0, result.stderr
-    assert "moved 3 overlapping kernel(s) to 3 extra row(s)" in result.stdout
+    assert "moved 3 overlapping kernels to 3 extra rows" in result.stdout
     doc = strict_json(out.read_text())
     events = doc["traceEvents"]
     kernels = [e for e in events if e.get("cat") == "kernel"]

@@ -214,7 +214,7 @@ def test_kineto_log_judges_a_recorded_gpu_log(tmp_path: Path) -> None:
     env = Environment.of(report_dir=tmp_path / "report", workload=workload, runner=runner)
     result = KinetoLogProbe().run(env, {"log_level": 1})
     assert result.status is Status.FAIL
-    assert result.summary == "Kineto dropped 1203 record(s) as out of the capture window"
+    assert result.summary == "Kineto dropped 1203 records as out of the capture window"
     assert (result.facts["out_of_range"], result.facts["dropped_records"]) == (1203, 64)
     assert runner.calls[0][2:4] == ["profile", str(tmp_path / "report" / "kineto-log" / "single-session.json")]
 

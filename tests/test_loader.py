@@ -57,7 +57,7 @@ EXPECTED: dict[str, list[str]] = {
     ],
     "duplicate-key.yaml": ["8:5: duplicate key 'diagnosis' in nodes/0"],
     "bad-node-id.yaml": ["5:9: node id 'check-trace' must be snake_case"],
-    "select-dead-end.yaml": ["10:11: dead end: no 'next' for answer(s) 'b'"],
+    "select-dead-end.yaml": ["10:11: dead end: no 'next' for the answer 'b'; add it or a '*' fallback"],
     "many-problems.yaml": [
         "9:11: unknown step 'tow'",
         "12:11: unknown node 'nowhere'",

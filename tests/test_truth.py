@@ -128,7 +128,7 @@ def test_a_rocm_trace_that_carries_the_metrics_is_not_said_to_carry_none(tmp_pat
             event["args"].update({"blocks per SM": 13.5, "warps per SM": 108.0})
     trace.write_text(json.dumps(doc))
     note = run_inprocess("trace", "inspect", str(trace), "--json").json["reports"][0]["notes"][0]
-    assert note.startswith("ROCm trace: 1 kernel(s) carry blocks/warps per SM, but warpwizard does not check")
+    assert note.startswith("ROCm trace: 1 kernel carries blocks/warps per SM, but warpwizard does not check")
 
 
 @pytest.mark.parametrize("cc", [(13, 0), (12, 9)])

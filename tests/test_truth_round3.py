@@ -406,10 +406,10 @@ def test_a_printed_occupancy_that_follows_kinetos_own_object_is_a_note_with_the_
     assert report["mechanisms"] == {} and report["wrong_launches"] == 0
     (note,) = [n for n in report["notes"] if n.startswith("Kineto's own occupancy calculator")]
     assert note == (
-        "Kineto's own occupancy calculator gives 5 block(s) per SM, limited by REGS where warpwizard's gives 6 "
+        "Kineto's own occupancy calculator gives 5 blocks per SM, limited by REGS where warpwizard's gives 6 "
         "(registers) on compute capability 9.0 (256 threads, 40 registers, 0 B shared memory): one of the two "
         "calculators' tables is not this GPU's; the printed est. achieved occupancy % follows Kineto's, so it is "
-        "not called wrong (3 launch(es))"
+        "not called wrong (3 launches)"
     )
 
 
@@ -585,14 +585,14 @@ def test_a_rocm_trace_carrying_the_metrics_is_not_said_to_record_none(tmp_path: 
     conclusion = transcript["conclusion"]
     assert conclusion["diagnosis"] == "rocm-no-such-metrics"
     assert conclusion["summary"] == (
-        "This is a ROCm (AMD GPU) trace. 2 kernel(s) carry blocks or warps per SM, but warpwizard does not check "
-        "them: AMD GPUs count compute units and 64-thread wavefronts, and no occupancy calculator is known for "
+        "This is a ROCm (AMD GPU) trace. Blocks or warps per SM are recorded on 2 kernels, but warpwizard does not "
+        "check them: AMD GPUs count compute units and 64-thread wavefronts, and no occupancy calculator is known for "
         "them, so they are listed as they are."
     )
     (inspect,) = [e for e in transcript["entries"] if e["node"] == "inspect"]
     assert inspect["facts"]["resident_warps"] == []  # AMD's SMs hold 64-thread wavefronts: no NVIDIA limit
     assert inspect["summary"] == (
-        "nothing checked: ROCm trace (2 kernel(s) carry blocks/warps per SM; warpwizard does not check AMD values)"
+        "nothing checked: ROCm trace (2 kernels carry blocks/warps per SM; warpwizard does not check AMD values)"
     )
 
 

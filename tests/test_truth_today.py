@@ -101,7 +101,7 @@ def test_a_typed_trace_gives_the_same_findings_and_true_values_as_the_classic_sp
     true = {(r.s_name, r.true_blocks_per_sm, r.true_warps_per_sm, r.true_est_occupancy) for r in new.launches}
     assert true == {(r.s_name, r.true_blocks_per_sm, r.true_warps_per_sm, r.true_est_occupancy) for r in old.launches}
     (e_group,) = [g for g in new.reports[0].groups if g.mechanism == "E"]
-    assert e_group.worst.evidence.endswith("Kineto's own calculator says 0 block(s) per SM, limited by SMEM")
+    assert e_group.worst.evidence.endswith("Kineto's own calculator says 0 blocks per SM, limited by SMEM")
 
 
 def test_fix_keeps_the_typed_spelling(tmp_path: Path) -> None:
@@ -149,10 +149,10 @@ def test_the_profilers_calculator_disagreeing_with_ours_is_a_note_not_a_finding(
     report = wizard.inspect_traces(path)
     assert report.mechanisms == {}
     (note,) = [n for n in report.reports[0].notes if n.startswith("Kineto's own occupancy calculator")]
-    assert note.startswith("Kineto's own occupancy calculator gives 5 block(s) per SM, limited by REGS where ")
+    assert note.startswith("Kineto's own occupancy calculator gives 5 blocks per SM, limited by REGS where ")
     assert note.endswith(
         "warpwizard's gives 6 (registers) on compute capability 9.0 (256 threads, 40 registers, 0 B "
-        "shared memory): one of the two calculators' tables is not this GPU's (3 launch(es))"
+        "shared memory): one of the two calculators' tables is not this GPU's (3 launches)"
     )
 
 

@@ -8,7 +8,8 @@
   significant digits for very large or very small values.
 - ``count``: a number another tool printed as a float although it counts things (ncu's grid sizes).
 - ``shown``: any value quoted in a message: its repr, cut to what one terminal line can hold.
-- ``plural``: a count and its noun, "1 launch", "4 launches" (never "launch(es)").
+- ``plural``: a count and its noun, "1 launch", "4 launches" (never "launch(es)"); ``verb``: the
+  verb that agrees with that count, "1 kernel was", "2 kernels were".
 
 Non-finite values read ``inf``, ``-inf``, ``nan`` everywhere.
 """
@@ -81,3 +82,8 @@ def plural(number: float, noun: str) -> str:
         else:
             last += "s"
     return f"{exact(number)} {' '.join([*words[:-1], last])}"
+
+
+def verb(number: float, one: str, many: str) -> str:
+    """The verb form that agrees with ``number`` things: ``one`` for exactly 1, else ``many``."""
+    return one if number == 1 else many

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from wizard.errors import WarpWizardWarning
+from wizard.formatting import plural
 from wizard.untrusted import visible
 
 LOG = logging.getLogger("warpwizard")
@@ -83,7 +84,8 @@ class TraceChecker:
         result.inspection = inspection
         lines = mechanism_warnings(inspection) + health_warnings(inspection)
         if not lines:
-            _log(logging.INFO, f"warpwizard: {result.trace}: {_checked(inspection)} kernels checked, no wrong values")
+            checked = plural(_checked(inspection), "kernel")
+            _log(logging.INFO, f"warpwizard: {result.trace}: {checked} checked, no wrong values")
         if self.fix and inspection.impossible:
             try:
                 result.fixed = str(_fix_beside(result.trace, self.fix))

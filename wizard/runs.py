@@ -35,6 +35,7 @@ from wizard.errors import (
     TerminateSignal,
     UsageError,
 )
+from wizard.formatting import plural, verb
 from wizard.options import Options
 from wizard.playbook.model import Playbook, yes_no
 from wizard.probes.base import PARAM_TYPES, ParamSpec, ProbeInfo, ProbeResult, with_defaults
@@ -555,7 +556,7 @@ def check_playbooks(
         if unknown:
             out.append(Checked(name, unknown))
             continue
-        summary = f"{pb.path}: ok ({len(pb.nodes)} nodes, {len(pb.steps)} steps)"
+        summary = f"{pb.path}: ok ({plural(len(pb.nodes), 'node')}, {plural(len(pb.steps), 'step')})"
         out.append(Checked(name, [], summary, list(program_uses(pb, probes)), prose_warnings(path)))
     return out
 
@@ -779,7 +780,8 @@ def run_probe(
             raise UsageError(f"probe {name}: parameter {key} takes a {param.type}, not {type(value).__name__}")
     missing = [p.name for p in spec.params if p.required and p.name not in given]
     if missing:
-        raise UsageError(f"probe {name}: missing required parameter(s): {', '.join(missing)}")
+        noun = verb(len(missing), "parameter", "parameters")
+        raise UsageError(f"probe {name}: missing required {noun}: {', '.join(missing)}")
     full = with_defaults(spec.params, given)
     system = system or System()
     env = Environment(system, (options or Options()).settings(system))

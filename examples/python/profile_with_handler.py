@@ -66,9 +66,12 @@ def main() -> None:
     if report.kernels == 0:
         print("no GPU kernels in this profile (no CUDA device here), so no kernel metrics to check")
     elif check.warnings:
-        print(f"{len(check.warnings)} mechanism(s) found; corrected copy: {check.fixed}")
+        found = len(check.warnings)
+        print(f"{found} {'mechanism' if found == 1 else 'mechanisms'} found; corrected copy: {check.fixed}")
     else:
-        print(f"{report.kernels_checked} kernel launches checked: every value agrees with the recomputation")
+        checked = report.kernels_checked
+        launches = "kernel launch" if checked == 1 else "kernel launches"
+        print(f"{checked} {launches} checked: every value agrees with the recomputation")
 
 
 if __name__ == "__main__":

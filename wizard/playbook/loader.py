@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from wizard.errors import PlaybookError
+from wizard.formatting import verb
 from wizard.playbook import grammar, patterns
 from wizard.playbook.conditions import (
     Expression,
@@ -487,10 +488,13 @@ def _question_dead_end(c: _Checker, node: QuestionNode, where: Path_) -> None:
         values = {"select": [ch.value for ch in node.choices], "confirm": [True, False]}.get(node.type, [])
         missing = [v for v in values if node.target(v) is None]
         if missing or node.type not in ("select", "confirm"):
+            listed = ", ".join(map(repr, missing))
             c.problem(
                 (*where, "next"),
-                f"dead end: no 'next' for answer(s) {', '.join(map(repr, missing)) or '(any other)'}; "
-                "add them or a '*' fallback",
+                f"dead end: no 'next' for {verb(len(missing), 'the answer', 'the answers')} {listed}; "
+                f"add {verb(len(missing), 'it', 'them')} or a '*' fallback"
+                if missing
+                else "dead end: no 'next' for any other answer; add a '*' fallback",
             )
     elif node.next is None:
         c.problem(where, f"dead end: question {node.id!r} has no 'next'")

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wizard.environment import Environment
+from wizard.formatting import plural
 from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status, ensure_dir
 from wizard.probes.common import harness_failure, no_workload, run_harness, workload_argv
 from wizard.untrusted import cut
@@ -108,16 +109,16 @@ def judge(log: KinetoLog, cuda: bool, kernels: int, missing: int) -> tuple[Statu
     if log.cupti_unavailable:
         return Status.FAIL, "CUPTI tracing is not available: the profiler fell back and records no kernels"
     if log.out_of_range:
-        return Status.FAIL, f"Kineto dropped {log.out_of_range} record(s) as out of the capture window"
+        return Status.FAIL, f"Kineto dropped {plural(log.out_of_range, 'record')} as out of the capture window"
     if log.dropped_records or log.buffer_lines:
-        return Status.FAIL, f"CUPTI dropped {log.dropped_records} record(s) (activity buffer limits)"
+        return Status.FAIL, f"CUPTI dropped {plural(log.dropped_records, 'record')} (activity buffer limits)"
     if not cuda:
         return (
             Status.SKIP,
             "no CUDA device here: the log shows no CUPTI problem, and no kernel ran to compare with launches",
         )
     if missing or not kernels:
-        return Status.FAIL, f"the fresh single-session trace still misses {missing} kernel(s) of its launches"
+        return Status.FAIL, f"the fresh single-session trace still misses {plural(missing, 'kernel')} of its launches"
     return Status.PASS, f"one session in a fresh process records every kernel ({kernels}): the loss is not reproduced"
 
 
@@ -191,7 +192,8 @@ class KinetoLogProbe:
             f"Kineto's record counts: {counts}",
             f"CUPTI errors: {', '.join(log.cupti_errors) or 'none'}"
             + ("; CUPTI tracing is not available (fallback)" if log.cupti_unavailable else ""),
-            f"fresh trace: {kernels} kernel(s), {launches} launch call(s), {missing} without their kernel"
+            f"fresh trace: {plural(kernels, 'kernel')}, {plural(launches, 'launch call')}, "
+            f"{missing} without their kernel"
             if facts["trace"]
             else "no fresh trace was written",
             *log.lines[:6],

@@ -15,6 +15,7 @@ from typing import Any
 
 from wizard.environment import Environment
 from wizard.errors import InputFileError
+from wizard.formatting import plural
 from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status
 from wizard.trace.health import HealthCheck
 
@@ -150,9 +151,9 @@ class RankBaselineProbe:
         }
         evidence = [
             f"before the barrier: median skew {compared.median_us:.1f} µs, max {compared.max_us:.1f} µs "
-            f"over {before.count} collective(s); rank {facts['straggler_rank']} started last most often",
+            f"over {plural(before.count, 'collective')}; rank {facts['straggler_rank']} started last most often",
             f"after the barrier: median skew {compared.baseline_median_us:.1f} µs, "
-            f"max {compared.baseline_max_us:.1f} µs over {after.count} collective(s)",
+            f"max {compared.baseline_max_us:.1f} µs over {plural(after.count, 'collective')}",
         ]
         if compared.waiting:
             summary = (

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Generic, TypedDict, TypeVar
 
 from wizard.environment import Environment
 from wizard.errors import InputFileError, OutputFileError
-from wizard.formatting import plural
+from wizard.formatting import plural, verb
 from wizard.outputs import write_own
 from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status, declared_facts
 from wizard.progress import NO_PROGRESS, task
@@ -221,7 +221,7 @@ class TraceInspectFacts(TypedDict, total=False):
         bool, f"whether any blocks/warps per SM came out negative ({', '.join(sorted(NEGATIVE))})"
     ]
     non_finite_values: Annotated[bool, f"whether any value was inf or nan ({', '.join(sorted(NON_FINITE))})"]
-    kernels: Annotated[int, "GPU kernels in the trace(s)"]
+    kernels: Annotated[int, "GPU kernels in the traces"]
     kernels_checked: Annotated[int, "kernels with launch dimensions that were recomputed"]
     flagged_kernels: Annotated[int, "kernels with a profiler-bug finding"]
     large_by_design: Annotated[int, "kernels whose large warps per SM are correct (F)"]
@@ -271,7 +271,7 @@ class TraceInspectFacts(TypedDict, total=False):
     health_summary: Annotated[list[str], "one line per problem: check id and what it found"]
     health_checks: Annotated[list[str], "one line per check run, problem or not: check id, status and what it found"]
     missing_kernels: Annotated[int, "launch calls whose kernel is not in the trace (kernels-missing)"]
-    launch_calls: Annotated[int, "kernel launch calls in the trace(s)"]
+    launch_calls: Annotated[int, "kernel launch calls in the traces"]
     missing_in_last_1pct: Annotated[
         int, "of the missing ones, those in the last 1% of the trace (cut by the profiler's stop)"
     ]
@@ -299,7 +299,7 @@ class TraceInspectFacts(TypedDict, total=False):
     rank_skew_median_us: Annotated[float | None, "median start skew across ranks, in µs"]
     straggler_rank: Annotated[int | None, "the rank that started last most often"]
     python_stacks: Annotated[bool, "whether Python stacks were recorded (python_function events)"]
-    trace_events: Annotated[int, "events with a category in the trace(s)"]
+    trace_events: Annotated[int, "events with a category in the traces"]
     resident_warps: Annotated[
         list[int],
         "the most warps an SM of the trace's GPUs holds at once (maxThreadsPerMultiprocessor / 32: 32 on cc 7.5, "
@@ -347,8 +347,9 @@ def _torch_validator(env: Environment, path: str, timeout: float) -> str:
         for v in violations[:3]
         if isinstance(v, dict)
     )
-    total = data.get("violations_total", len(violations))
-    return f"PyTorch's trace validator ({torch}) on {name}: {total} violation(s): {shown}"
+    total = data.get("violations_total")
+    total = total if isinstance(total, int) and not isinstance(total, bool) else len(violations)
+    return f"PyTorch's trace validator ({torch}) on {name}: {plural(total, 'violation')}: {shown}"
 
 
 def _torch_validators(env: Environment, paths: list[str], timeout: float) -> list[str]:
@@ -445,7 +446,8 @@ class TraceInspectProbe:
         elif facts["rocm"] or facts["cpu_only"]:
             status = Status.SKIP
             rocm = (
-                f"ROCm trace ({facts['rocm_metrics']} kernel(s) carry blocks/warps per SM; warpwizard does not check "
+                f"ROCm trace ({plural(facts['rocm_metrics'], 'kernel')} "
+                f"{verb(facts['rocm_metrics'], 'carries', 'carry')} blocks/warps per SM; warpwizard does not check "
                 "AMD values)"
                 if facts["rocm_metrics"]
                 else "ROCm trace (no such metrics recorded)"
@@ -455,7 +457,11 @@ class TraceInspectProbe:
             )
         else:
             status = Status.PASS
-            summary = f"all {facts['kernels_checked']} kernels agree with the recomputation"
-            if facts["large_by_design"]:
-                summary += f"; {facts['large_by_design']} have large warps per SM, which is by design (F)"
+            checked, large = facts["kernels_checked"], facts["large_by_design"]
+            summary = (
+                f"{verb(checked, 'the', 'all')} {plural(checked, 'kernel')} {verb(checked, 'agrees', 'agree')} "
+                "with the recomputation"
+            )
+            if large:
+                summary += f"; {large} {verb(large, 'has', 'have')} large warps per SM, which is by design (F)"
         return ProbeResult(status, summary, facts=facts, evidence=evidence, files=files)

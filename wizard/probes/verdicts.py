@@ -11,7 +11,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from wizard.formatting import plural
+from wizard.formatting import plural, verb
 from wizard.probes.base import Status
 from wizard.trace.kineto_math import product
 from wizard.trace.mechanisms import SMEM_DEFAULT_LIMIT, Mechanism
@@ -178,4 +178,7 @@ def sanity_verdict(sanity: Sanity) -> tuple[Status, str]:
             f"{plural(sanity.counts['above_48kb'], 'kernel')} above "
             "48 KB get a wrong 0% occupancy (E)",
         )
-    return Status.PASS, f"all {sanity.checked} kernels within the device's limits"
+    return (
+        Status.PASS,
+        f"{verb(sanity.checked, 'the', 'all')} {plural(sanity.checked, 'kernel')} within the device's limits",
+    )

@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from wizard.formatting import exact
+from wizard.formatting import exact, plural, verb
 from wizard.trace.devices import DeviceInfo, device_for
 from wizard.trace.gpus import sm_count_examples
 from wizard.trace.kineto_math import (
@@ -570,11 +570,14 @@ def _shared_memory_limit(ctx: LaunchContext, device: DeviceInfo, label: str) -> 
         return  # the printed 0 is the truth rounded (a few blocks of a small kernel): nothing is wrong
     fixed = dict(ctx.true)
     fixed[label] = value
+    fit = "an unknown number of blocks per SM fit"
+    if opt_active is not None:
+        fit = f"{plural(opt_active, 'block')} per SM {verb(opt_active, 'fits', 'fit')}"
     ctx.add(
         Mechanism.SHARED_MEMORY_LIMIT,
         f"{label} = 0 for a kernel that ran: shared memory {k.shared_memory} B > {SMEM_DEFAULT_LIMIT} B (48 KB), "
         f"the default per-block limit Kineto passes to the occupancy calculator; with the opt-in limit "
-        f"sharedMemPerBlockOptin = {device.limits.shared_mem_per_block_optin} B, {opt_active} block(s) per SM fit, "
+        f"sharedMemPerBlockOptin = {device.limits.shared_mem_per_block_optin} B, {fit}, "
         f"so the occupancy is {exact(round(value, 1) if value is not None else None)}%, "
         f"limited by {', '.join(factors) or 'nothing'}"
         + (f"; Kineto's own calculator says {k.profiler_occupancy.words()}" if k.profiler_occupancy else ""),

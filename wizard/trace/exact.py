@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from wizard.formatting import plural, verb
 from wizard.trace.buffer import Buffer
 from wizard.trace.collector import TraceContents, Truncation
 from wizard.trace.events import BARE_MARK, BARE_TOKEN, Event, event_from_dict, quote_bare
@@ -128,7 +129,8 @@ class ExactDecoder:
             start,
             partial,
             self.contents.last_ts,
-            f"the file ends inside an event at byte {start}: {partial} byte(s) of a partial event were dropped, "
+            f"the file ends inside an event at byte {start}: {plural(partial, 'byte')} of a partial event "
+            f"{verb(partial, 'was', 'were')} dropped, "
             "and the end of the event list (and any keys after it, such as deviceProperties) is missing",
         )
         b.pos = len(b.buf)

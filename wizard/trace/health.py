@@ -161,10 +161,6 @@ def not_applicable(spec_id: str, reason: str, **details: Any) -> HealthCheck:
     return make_check(spec_id, 0, "not_applicable", f"not applicable: {reason}", "", reason=reason, details=details)
 
 
-def verb(n: int, one: str, many: str) -> str:
-    return one if n == 1 else many
-
-
 _NUMBER = re.compile(r"\d+")
 
 

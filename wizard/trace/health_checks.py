@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from wizard.formatting import plural
+from wizard.formatting import plural, verb
 from wizard.trace.collector import TraceContents
 from wizard.trace.health import (
     CAPTURE_BEGIN,
@@ -34,7 +34,6 @@ from wizard.trace.health import (
     HealthExample,
     make_check,
     not_applicable,
-    verb,
 )
 from wizard.trace.records import NO_CORRELATION
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from wizard.errors import InputFileError, UsageError
+from wizard.formatting import plural, verb
 from wizard.progress import NO_PROGRESS, Progress, Task, reading, relayed, task
 from wizard.trace.analysis import SM_COUNT_HINT, Finding, KernelCheck, MemoChecker
 from wizard.trace.devices import DeviceInfo, device_table, sm_count_conflicts
@@ -449,7 +450,7 @@ def _unverified_occupancy_notes(devices: dict[int, DeviceInfo], objects: bool) -
 
 def _tool_notes(notes: Counter[str]) -> list[str]:
     """What the trace's own occupancy objects say against warpwizard's calculator, with how often."""
-    return [f"{note} ({count} launch(es))" for note, count in notes.most_common(8)]
+    return [f"{note} ({plural(count, 'launch')})" for note, count in notes.most_common(8)]
 
 
 def _rocm_carrying(contents: TraceContents) -> int:
@@ -464,7 +465,8 @@ def _rocm_note(contents: TraceContents) -> str:
     carrying = _rocm_carrying(contents)
     if carrying:
         return (
-            f"ROCm trace: {carrying} kernel(s) carry blocks/warps per SM, but warpwizard does not check ROCm values "
+            f"ROCm trace: {plural(carrying, 'kernel')} {verb(carrying, 'carries', 'carry')} blocks/warps per SM, "
+            "but warpwizard does not check ROCm values "
             "(AMD GPUs count compute units and 64-thread wavefronts, and no occupancy calculator is known for "
             "them); they are listed as they are"
         )
@@ -494,15 +496,16 @@ def _notes(
     already_fixed = sum(1 for k in contents.kernels if k.fixed is not None)
     if already_fixed:
         notes.append(
-            f"{already_fixed} kernel(s) were already corrected by `warpwizard trace fix` "
-            "(originals under 'warpwizard original'); they are not checked again"
+            f"{plural(already_fixed, 'kernel')} {verb(already_fixed, 'was', 'were')} already corrected by "
+            "`warpwizard trace fix` (originals under 'warpwizard original'); "
+            f"{verb(already_fixed, 'it is', 'they are')} not checked again"
         )
     if contents.truncation is not None:
         notes.append(f"truncated: {contents.truncation.detail}")
     if contents.counter_events:
         notes.append(
-            f"{contents.counter_events} CUPTI PM-sampling counter event(s) (PyTorch 2.15+): measured values, shown "
-            "beside the computed ones by the flagship's step 6 (metrics.sanity)"
+            f"{plural(contents.counter_events, 'CUPTI PM-sampling counter event')} (PyTorch 2.15+): "
+            "measured values, shown beside the computed ones by the flagship's step 6 (metrics.sanity)"
         )
     if mechanisms.get(Mechanism.BY_DESIGN.value):
         notes.append(

@@ -14,6 +14,8 @@ from typing import Any, overload
 
 import msgspec
 
+from wizard.formatting import plural
+
 Dim3 = tuple[int, int, int]
 
 
@@ -38,8 +40,8 @@ class ProfilerOccupancy(msgspec.Struct, gc=False, frozen=True):
 
     def words(self) -> str:
         """'0 blocks per SM, limited by SMEM': the object in the profiler's own words."""
-        active = "?" if self.active_blocks is None else str(self.active_blocks)
-        return f"{active} block(s) per SM, limited by {self.limiting_factors or 'nothing named'}"
+        active = "? blocks" if self.active_blocks is None else plural(self.active_blocks, "block")
+        return f"{active} per SM, limited by {self.limiting_factors or 'nothing named'}"
 
 
 class KernelRecord(msgspec.Struct, gc=False):

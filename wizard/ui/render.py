@@ -204,7 +204,7 @@ def fix_summary_lines(summary: Any) -> list[str]:
     mechanisms = ", ".join(f"{m}: {n}" for m, n in summary.mechanisms.items()) or "none"
     kept = "; originals kept under args['warpwizard original']" if summary.corrected else ""
     lines = [
-        f"wrote {summary.output}: corrected {summary.corrected} of {summary.kernels} kernels "
+        f"wrote {summary.output}: corrected {summary.corrected} of {plural(summary.kernels, 'kernel')} "
         f"(mechanisms {mechanisms}){kept}"
     ]
     if summary.uncorrectable:
@@ -214,7 +214,7 @@ def fix_summary_lines(summary: Any) -> list[str]:
         )
     if summary.moved:
         lines.append(
-            f"moved {summary.moved} overlapping kernel(s) to {summary.lanes} extra row(s) named "
+            f"moved {plural(summary.moved, 'overlapping kernel')} to {plural(summary.lanes, 'extra row')} named "
             "'stream N (overlapping kernels, lane K)'; each keeps its original tid under "
             "args['warpwizard original tid']"
         )
@@ -302,7 +302,9 @@ def _report_view(report: TraceReport, show_all: bool) -> Group:
     head.append(visible(report.path), style="bold")
     if report.rank is not None:
         head.append(f"  rank {report.rank}")
-    head.append(f"\n{report.events} events, {report.kernels} kernels ({report.kernels_checked} checked)")
+    head.append(
+        f"\n{plural(report.events, 'event')}, {plural(report.kernels, 'kernel')} ({report.kernels_checked} checked)"
+    )
     if report.devices:
         kinds = Counter(_device_label(d) for d in report.devices)
         head.append(visible("; " + ", ".join(f"{n} x {kind}" if n > 1 else kind for kind, n in kinds.items())))
