@@ -201,6 +201,14 @@ def test_a_step_that_needs_the_workload_asks_for_it_at_the_terminal_once(tmp_pat
     assert output.count("Which command runs your workload") == 0  # not asked again after the diagnosis
     assert "--workload" not in output
 
+    answers = tmp_path / "answers.yaml"  # an answers file that gives no workload means none: not asked
+    answers.write_text("{}\n")
+    child = spawn(["--playbook-dir", str(books), "run", "blocking", "--answers", str(answers)], tmp_path)
+    child.expect(r"Diagnosis: ([a-z0-9-]+)")
+    output = str(child.before) + finish(child)
+    assert "Which command runs your workload" not in output
+    assert "no workload given" in output
+
 
 def test_enter_in_the_path_completion_menu_submits_the_highlighted_path(tmp_path: Path) -> None:
     """Issue 27: Enter only closed the completion menu; a second Enter was needed."""

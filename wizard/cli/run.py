@@ -134,7 +134,9 @@ def run_playbook(opts: RunOptions, system: System, ui: Any, out: Any, stdout: An
         if opts.defaults or opts.json_out or ((opts.answers or opts.resume) and not system.interactive):
             source = scripted_answers(values, origins, defaults=opts.defaults, spell=_flag)
         else:
-            source = InteractiveAnswers(values, origins=origins, console=ui, interactive=system.interactive)
+            source = InteractiveAnswers(
+                values, origins=origins, console=ui, interactive=system.interactive, ask_workload=not opts.answers
+            )
         if opts.teach or getattr(source, "interactive", False):
             ui.print(playbook_heading(pb, teach=opts.teach))
         return source

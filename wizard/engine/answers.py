@@ -152,7 +152,8 @@ def check_answers(playbook: Playbook, values: Mapping[str, Any]) -> list[str]:
         if q is None:
             close = difflib.get_close_matches(key, list(questions), n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
-            problems.append(f"unknown question id {key!r}{hint}; playbook {playbook.id!r} asks: {', '.join(questions)}")
+            asks = f"asks: {', '.join(questions)}" if questions else "asks no question"
+            problems.append(f"unknown question id {key!r}{hint}; playbook {playbook.id!r} {asks}")
             continue
         try:
             q.coerce(value)

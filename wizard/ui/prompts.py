@@ -48,10 +48,13 @@ class InteractiveAnswers:
         origins: Mapping[str, str] | None = None,
         console: Any = None,
         interactive: bool = True,
+        ask_workload: bool = True,
     ) -> None:
         self.preset = MappingAnswers(preset or {}, origin=ORIGIN_COMMAND_LINE, origins=origins)
         self.console = console
         self.interactive = interactive
+        # An answers file that gives no workload means none: asked only in a run without one.
+        self.ask_workload = ask_workload
 
     def confirm(self, question: QuestionNode, value: Any, what: str) -> bool:
         """Ask the person whether a program from a file (a saved session, an answers file) may run:
@@ -67,7 +70,7 @@ class InteractiveAnswers:
 
     def workload(self, probe: str, summary: str, check: Callable[[str], str | None]) -> str | None:
         """Ask for the command that runs the workload, once, when a step needs it; Enter skips the step."""
-        if not self.interactive:
+        if not (self.interactive and self.ask_workload):
             return None
         import questionary
 
