@@ -318,6 +318,44 @@ def big_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return big
 
 
+# A fresh interpreter: a thread holds ctypes' import lock (as the validator's thread did while it loaded
+# libc for its subprocess) at the instant the rank directory's workers fork; each worker then imports
+# numpy, which imports ctypes. Before the fix the workers waited for that lock forever.
+FORK_WHILE_IMPORTING = """
+import importlib.abc, sys, threading, time
+from wizard.trace.inspect import inspect_paths
+assert "ctypes" not in sys.modules and "numpy" not in sys.modules
+holding = threading.Event()
+
+class Slow(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name == "ctypes" and threading.current_thread().name == "importer":
+            holding.set()
+            time.sleep(3)  # with ctypes' module lock held
+        return None
+
+sys.meta_path.insert(0, Slow())
+threading.Thread(target=lambda: __import__("ctypes"), name="importer").start()
+holding.wait()
+inspection = inspect_paths([sys.argv[1]], 2)
+print("ranks", len(inspection.reports))
+"""
+
+
+def test_a_rank_directory_is_read_while_another_thread_imports(tmp_path: Path) -> None:
+    """The flagship on a rank directory hung: forked workers inherited an import lock another thread held."""
+    ranks = EXAMPLES / "traces" / "rank-skew"
+    done = subprocess.run(
+        [sys.executable, "-c", FORK_WHILE_IMPORTING, str(ranks)],
+        capture_output=True,
+        text=True,
+        timeout=HANG_GUARD_S,
+        cwd=REPO,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["ranks", str(len(list(ranks.glob("*.json"))))]
+
+
 def test_the_bar_appears_on_a_big_trace_and_is_gone_when_the_report_prints(big_trace: Path, tmp_path: Path) -> None:
     child = spawn(["trace", "inspect", str(big_trace)], tmp_path)
     child.expect(r"big\.json\S*  reading")

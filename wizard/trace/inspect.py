@@ -38,6 +38,9 @@ from wizard.trace.report import (
     launched_by,
 )
 
+# What a file's inspection imports lazily (the health checks count with numpy): loaded before the workers fork.
+WORKER_IMPORTS = ("wizard.trace.health_checks",)
+
 __all__ = [
     "DEFAULT_MAX_LAUNCHES",
     "Classifier",
@@ -679,7 +682,8 @@ def inspect_paths(
                     )
                     done.update(len(reports))
             else:
-                with relayed(progress) as theirs, worker_pool(workers) as pool:  # each worker's file gets its bar
+                # each worker's file gets its bar; the health checks' numpy (and its ctypes) loaded before the fork
+                with relayed(progress) as theirs, worker_pool(workers, WORKER_IMPORTS) as pool:
                     one = partial(
                         inspect_trace,
                         sms=sms,
