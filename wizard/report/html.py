@@ -17,6 +17,7 @@ from typing import Any
 from wizard.engine.transcript import ENV_PROBE, Transcript
 from wizard.formatting import plural
 from wizard.report.view import NAME_LIMIT, FindingRow, InspectionView, inspection_view, per_rank_counts
+from wizard.trace.health import verb
 from wizard.trace.inspect import Inspection
 from wizard.trace.mechanisms import BY_ID, is_wrong
 from wizard.untrusted import html_text, script_json
@@ -48,7 +49,7 @@ th[aria-sort=ascending]::after { content: " \\25B2"; } th[aria-sort=descending]:
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 table.findings td.mech { width: 3em; } table.findings td.kernel:not(.frame) { width: 24%; }
 table.findings td.evidence { width: 30%; } .cells span { white-space: nowrap; }
-code.check { white-space: nowrap; }
+code.check, td.status { white-space: nowrap; }
 input[type=search] { width: 100%; max-width: 420px; padding: 6px 8px; margin: 4px 0 8px;
                      border: 1px solid var(--line); border-radius: 6px; font: inherit; }
 figure.picture { margin: 8px 0 24px; } figure.picture h3 { font-weight: 600; }
@@ -59,6 +60,8 @@ ul.key li { display: inline-block; margin: 2px 14px 2px 0; }
           background: var(--c); vertical-align: baseline; }
 .swatch.square { border-radius: 1px; } .swatch.diamond { border-radius: 1px; transform: rotate(45deg) scale(0.85); }
 .swatch.line { height: 0; width: 16px; border-radius: 0; border-top: 2px dotted var(--c); background: none; }
+pre.command { white-space: pre-wrap; overflow-wrap: anywhere; background: var(--card); padding: 6px 10px;
+              border-radius: 6px; margin: 4px 0 12px; }
 ol.steps li { margin: 6px 0; } .status { font-weight: 600; }
 .status.fail, .status.error { color: var(--bad); } .status.pass, .status.ok { color: var(--ok); }
 .status.warning { color: #9a6700; }
@@ -72,7 +75,7 @@ dl.env dt { color: var(--muted); } dl.env dd { margin: 0; word-break: break-all;
   table.reflow th { position: static; border: 1px solid var(--line); border-radius: 12px; padding: 1px 8px;
                     font-size: 0.85em; font-weight: 500; }
   table.health thead { display: none; }
-  table.reflow tr { border: 1px solid var(--line); border-radius: 8px; margin: 8px 0; padding: 6px 10px; }
+  table.reflow tbody tr { border: 1px solid var(--line); border-radius: 8px; margin: 8px 0; padding: 6px 10px; }
   table.reflow td { border: 0; padding: 2px 0; text-align: left; }
   table.reflow td:empty { display: none; }
   table.reflow td[data-label]::before { content: attr(data-label) ": "; color: var(--muted); font-size: 0.85em;
@@ -341,27 +344,25 @@ def perfetto_hint(inspection: Inspection) -> str:
         if hidden is None:
             continue
         streams = sorted({e.stream for e in hidden.examples if e.stream is not None}, key=str)
-        named = ", ".join(f"stream {s}" for s in streams[:5])
-        lanes = (
-            f"new rows named <code>stream {html_text(streams[0], 20)} (overlapping kernels, lane 1)</code>, lane 2 "
-            f"and so on, one per depth of overlap ({html_text(named, 200)}"
-            + (f" and {plural(len(streams) - 5, 'more stream')}" if len(streams) > 5 else "")
-            + ")"
-            if streams
-            else "new rows named <code>stream N (overlapping kernels, lane K)</code>"
+        affected = max(int(hidden.details.get("lanes") or 0), len(streams))
+        where = ", ".join(f"stream {html_text(s, 20)}" for s in streams[:5]) + (
+            f" and {plural(affected - len(streams[:5]), 'more stream')}" if affected > len(streams[:5]) else ""
         )
+        row = f"stream {html_text(streams[0], 20)}" if streams else "stream N"
         stem = r.path[: -len(".json.gz")] if r.path.endswith(".json.gz") else r.path.rsplit(".", 1)[0]
         command = shlex.join(["warpwizard", "trace", "fix", "--split-overlaps", r.path, f"{stem}-lanes.json"])
         fixes.append(
-            f"<p>{plural(hidden.count, 'kernel')} of <code>{html_text(r.label, 200)}</code> overlap the kernel "
-            f"before them, and a viewer hides them; <code>{html_text(command, 1000)}</code> writes a copy that "
-            f"shows them all, on {lanes}.</p>"
+            f"<p>{plural(hidden.count, 'kernel')} of <code>{html_text(r.label, 200)}</code> "
+            f"{verb(hidden.count, 'overlaps', 'overlap')} the kernel "
+            f"before them{f' on {where}' if where else ''}, so a viewer hides them. This writes a copy that shows "
+            f"them all, on new rows <code>{row} (overlapping kernels, lane 1)</code>, lane 2 and so on, one per "
+            f'depth of overlap:</p><pre class="command"><code>{html_text(command, 1000)}</code></pre>'
         )
     return (
         '<section id="ww-perfetto"><h2>Open the trace in Perfetto</h2>'
         "<p>Go to <code>ui.perfetto.dev</code>, choose <b>Open trace file</b> and pick "
         + ("this file" if len(reports) == 1 else "one of these files")
-        + " (or load it in <code>chrome://tracing</code>; .gz files open as they are):</p>"
+        + " (a .gz file opens as it is; <code>chrome://tracing</code> opens them too):</p>"
         + f"<ul>{paths}</ul>{more}{''.join(fixes[:10])}</section>"
     )
 

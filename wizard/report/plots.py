@@ -251,12 +251,14 @@ def reported_vs_true(points: list[Point], metric: str) -> Picture:
     )
     rows = {part: i for i, part in enumerate(parts, 1)}
     key: dict[str, tuple[str, str, str]] = {}
+    order = {shown: ORDER.get(shown, 98 if shown == RIGHT else 99) for p in points for shown in (_shown_as(p),)}
     for part in parts:
         shown_as = {p: _shown_as(p) for p in placed[part]}
-        for shown in sorted(set(shown_as.values()), key=lambda m: ORDER.get(m, 98 if m == RIGHT else 99)):
+        for shown in sorted(set(shown_as.values()), key=order.__getitem__):
             trace, entry = _points(go, part, shown, [p for p in placed[part] if shown_as[p] == shown])
             fig.add_trace(trace, row=rows[part], col=1)
-            key.setdefault(entry[2], entry)
+            key.setdefault(shown, entry)
+    key = dict(sorted(key.items(), key=lambda item: order[item[0]]))
     ends = [float(v) for p in placed.get("main", []) for v in (p[2], p[3]) if v is not None]
     if ends:  # the equality line spans every value drawn on the main axes
         lo, hi = min(ends), max(ends)
