@@ -47,8 +47,8 @@ th { background: var(--card); position: sticky; top: 0; white-space: nowrap; }
 #ww-findings th { cursor: pointer; }
 th[aria-sort=ascending]::after { content: " \\25B2"; } th[aria-sort=descending]::after { content: " \\25BC"; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
-table.findings td.mech { width: 3em; } table.findings td.kernel:not(.frame) { width: 24%; }
-table.findings td.evidence { width: 30%; } .cells span { white-space: nowrap; }
+#ww-findings td.mech { width: 3em; } #ww-findings td.kernel:not(.frame) { width: 24%; }
+#ww-findings td.evidence { width: 30%; } .cells span { white-space: nowrap; }
 code.check, td.status { white-space: nowrap; }
 input[type=search] { width: 100%; max-width: 420px; padding: 6px 8px; margin: 4px 0 8px;
                      border: 1px solid var(--line); border-radius: 6px; font: inherit; }
@@ -70,17 +70,17 @@ dl.env { display: grid; grid-template-columns: minmax(0, max-content) minmax(0, 
 dl.env dt { color: var(--muted); } dl.env dd { margin: 0; word-break: break-all; }
 @media (max-width: 1000px) {
   /* a table is a stack of cards: each row a card, each cell a labelled line (the header sorts, as chips) */
-  table.reflow, table.reflow tbody, table.reflow tr, table.reflow td { display: block; width: auto !important; }
-  table.reflow thead tr { display: flex; flex-wrap: wrap; gap: 4px; margin-bottom: 4px; }
-  table.reflow th { position: static; border: 1px solid var(--line); border-radius: 12px; padding: 1px 8px;
-                    font-size: 0.85em; font-weight: 500; }
-  table.health thead { display: none; }
-  table.reflow tbody tr { border: 1px solid var(--line); border-radius: 8px; margin: 8px 0; padding: 6px 10px; }
-  table.reflow td { border: 0; padding: 2px 0; text-align: left; }
-  table.reflow td:empty { display: none; }
-  table.reflow td[data-label]::before { content: attr(data-label) ": "; color: var(--muted); font-size: 0.85em;
-                                        font-family: system-ui, sans-serif; word-break: normal; }
-  table.reflow td.cells::before, table.reflow td.evidence::before { display: block; }
+  .reflow table, .reflow tbody, .reflow tr, .reflow td { display: block; width: auto !important; }
+  .reflow thead tr { display: flex; flex-wrap: wrap; gap: 4px; margin-bottom: 4px; }
+  .reflow th { position: static; border: 1px solid var(--line); border-radius: 12px; padding: 1px 8px;
+               font-size: 0.85em; font-weight: 500; }
+  .reflow.health thead { display: none; }
+  .reflow tbody tr { border: 1px solid var(--line); border-radius: 8px; margin: 8px 0; padding: 6px 10px; }
+  .reflow td { border: 0; padding: 2px 0; text-align: left; }
+  .reflow td:empty { display: none; }
+  .reflow td[data-label]::before { content: attr(data-label) ": "; color: var(--muted); font-size: 0.85em;
+                                   font-family: system-ui, sans-serif; word-break: normal; }
+  .reflow td.cells::before, .reflow td.evidence::before { display: block; }
 }
 @media (max-width: 600px) { body { padding: 10px; font-size: 14px; } h1 { font-size: 1.25em; }
   dl.env { grid-template-columns: minmax(0, 1fr); } dl.env dd { margin-bottom: 4px; } }
@@ -238,7 +238,7 @@ def findings_table(view: InspectionView) -> str:
         else ""
     )
     return (
-        '<div class="scroll"><table id="ww-findings" class="reflow findings"><thead><tr>'
+        '<div class="scroll reflow"><table id="ww-findings"><thead><tr>'
         + "".join(f"<th>{h}</th>" for h in heads)
         + f"</tr></thead><tbody>{rows}</tbody></table></div>{more}"
     )
@@ -292,7 +292,7 @@ def health_section(inspection: Inspection) -> str:
 
     def table(chosen: list[tuple[str, Any]], ident: str) -> str:
         return (
-            f'<div class="scroll"><table id="{ident}" class="reflow health"><thead><tr>{head}</tr></thead>'
+            f'<div class="scroll reflow health"><table id="{ident}"><thead><tr>{head}</tr></thead>'
             f"<tbody>{_health_rows(chosen, several)}</tbody></table></div>"
         )
 

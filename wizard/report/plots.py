@@ -354,7 +354,7 @@ def timeline(reports: list[tuple[str, PlotData]]) -> Picture | None:
     lanes = len({m[1] for marks in rows.values() for m in marks})
     fig.update_layout(
         _layout(
-            max(220, 90 + 28 * lanes),
+            max(200, 60 + 28 * lanes),
             title={"text": title},
             xaxis={"title": {"text": "ms since the first wrong launch"}, "automargin": True},
             yaxis=_lane_axis(lanes),
@@ -422,7 +422,7 @@ def health_timeline(reports: list[tuple[str, list[Any]]]) -> Picture | None:
     )
     fig.update_layout(
         _layout(
-            max(220, 90 + 28 * min(len(lanes), 40)),
+            max(200, 60 + 28 * min(len(lanes), 40)),
             title={"text": title},
             xaxis={"title": {"text": "ms since the first problem"}, "automargin": True},
             yaxis=_lane_axis(len(lanes)),
