@@ -47,8 +47,9 @@ th { background: var(--card); position: sticky; top: 0; white-space: nowrap; }
 #ww-findings th { cursor: pointer; }
 th[aria-sort=ascending]::after { content: " \\25B2"; } th[aria-sort=descending]::after { content: " \\25BC"; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
-#ww-findings td.mech { width: 3em; } #ww-findings td.kernel:not(.frame) { width: 24%; }
-#ww-findings td.evidence { width: 30%; } .cells span { white-space: nowrap; }
+#ww-findings td.mech { width: 3em; } #ww-findings td.kernel:not(.frame) { width: 22%; }
+#ww-findings td.evidence { width: 28%; } #ww-findings td.where { width: 10%; min-width: 8em; }
+#ww-findings td.num { width: 4em; } .cells span { white-space: nowrap; }
 code.check, td.status { white-space: nowrap; }
 input[type=search] { width: 100%; max-width: 420px; padding: 6px 8px; margin: 4px 0 8px;
                      border: 1px solid var(--line); border-radius: 6px; font: inherit; }
@@ -205,7 +206,7 @@ def _row(row: FindingRow, multi: bool) -> str:
     )
     return (
         "<tr>"
-        + (_cell(row.where, 200, "where") if multi else "")
+        + (_cell(row.where, 200, "where", "where") if multi else "")
         + f'<td data-label="mech" class="mech" title="{html_text(row.title, 200)}">'
         + f"<b>{html_text(row.mechanism, 8)}</b></td>"
         + _cell(row.kernel, NAME_LIMIT, "kernel", "kernel")

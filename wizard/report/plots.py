@@ -176,7 +176,7 @@ def _points(go: Any, part: str, shown: str, ours: list[Point]) -> tuple[Any, tup
     symbol = MARKERS[RIGHT] if shown == RIGHT else MARKERS["main"]
     label = (
         "a right value, on launches whose wrong value is another metric ("
-        + ", ".join(sorted({html_text(p[1], 8) for p in ours}))
+        + ", ".join(sorted({p[1] for p in ours}))
         + ")"
         if shown == RIGHT
         else _label(shown)
@@ -190,7 +190,7 @@ def _points(go: Any, part: str, shown: str, ours: list[Point]) -> tuple[Any, tup
         x=x,
         y=y,
         mode="markers",
-        name=label,
+        name=html_text(label, 400),  # plotly reads names as HTML; the page's key escapes its own copy
         marker={"color": colour, "symbol": symbol, "size": [_size(p[4]) for p in ours], "opacity": 0.8},
         text=[
             f"{html_text(p[1], 8)}: {plural(p[4], 'launch')}<br>reported {html_text(p[2], 40)}"
