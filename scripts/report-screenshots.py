@@ -124,11 +124,12 @@ def main() -> int:
             page.close()
             for name, answers_file in pages.items():
                 page_file = base / f"{name}.html"
+                # no terminal: a run that finds a question unanswered says so, never waits
                 subprocess.run(
                     [sys.executable, "-m", "wizard", "run", "negative-warps-per-sm", "--answers", str(answers_file),
                      "--report", str(page_file)],
                     check=True, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL, timeout=300,
-                )  # fmt: skip  (no terminal: a run that finds a question unanswered says so, never waits)
+                )  # fmt: skip
                 for width, height in ((1280, 1500), (390, 1500)):
                     page = browser.new_page(viewport={"width": width, "height": height})
                     page.route("**/*", lambda r: r.continue_() if r.request.url.startswith("file:") else r.abort())
