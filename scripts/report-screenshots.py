@@ -3,7 +3,8 @@ four-rank directory with A, B, C and E, each at 1280 and at 390 pixels wide (a p
 
     .venv/bin/python scripts/report-screenshots.py      # needs the html and test extras, and chromium
 
-Each screenshot is the top of the page (the verdict and the first pictures), kept small.
+Each run's screenshot starts at the trace's verdict (then the first pictures), kept small; the health
+page's is its top.
 """
 
 from __future__ import annotations
@@ -108,6 +109,7 @@ def main() -> int:
             ],
             check=False,
             stdout=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL,
         )  # fmt: skip  (exit 1: the traces have problems)
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
@@ -122,10 +124,11 @@ def main() -> int:
             page.close()
             for name, answers_file in pages.items():
                 page_file = base / f"{name}.html"
+                # no terminal: a run that finds a question unanswered says so, never waits
                 subprocess.run(
                     [sys.executable, "-m", "wizard", "run", "negative-warps-per-sm", "--answers", str(answers_file),
                      "--report", str(page_file)],
-                    check=True, stdout=subprocess.DEVNULL,
+                    check=True, stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL, timeout=300,
                 )  # fmt: skip
                 for width, height in ((1280, 1500), (390, 1500)):
                     page = browser.new_page(viewport={"width": width, "height": height})
@@ -134,7 +137,11 @@ def main() -> int:
                     page.wait_for_selector("body[data-plots=drawn]", timeout=30_000)
                     page.wait_for_timeout(300)
                     shot = OUT / f"{name}-{width}.png"
-                    page.screenshot(path=str(shot), clip={"x": 0, "y": 0, "width": width, "height": height})
+                    # from the trace's verdict down: the pictures, not only the run's diagnosis above them
+                    top = page.evaluate("Math.max(0, document.querySelectorAll('#ww-verdict')[1].offsetTop - 16)")
+                    page.screenshot(
+                        path=str(shot), full_page=True, clip={"x": 0, "y": top, "width": width, "height": height}
+                    )
                     print(f"wrote {shot.relative_to(REPO)} ({shot.stat().st_size // 1024} KB)")
                     page.close()
             browser.close()

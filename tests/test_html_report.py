@@ -30,14 +30,19 @@ playwright_api = pytest.importorskip("playwright.sync_api", reason="browser test
 needs_browser = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium (apt-get install -y chromium; .ci/run does)")
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
+def chromium() -> Iterator[Any]:
+    """Debian's Chromium driven by Playwright, for a module's browser fixture (test_html_layout's too)."""
     if CHROMIUM is None:
         pytest.skip("no Chromium")
     with playwright_api.sync_playwright() as p:
         launched = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         yield launched
         launched.close()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    yield from chromium()
 
 
 def _artifacts(tmp_path: Path) -> Path:

@@ -11,11 +11,13 @@ built from data.
 from __future__ import annotations
 
 import datetime as _dt
+import shlex
 from typing import Any
 
 from wizard.engine.transcript import ENV_PROBE, Transcript
 from wizard.formatting import plural
 from wizard.report.view import NAME_LIMIT, FindingRow, InspectionView, inspection_view, per_rank_counts
+from wizard.trace.health import verb
 from wizard.trace.inspect import Inspection
 from wizard.trace.mechanisms import BY_ID, is_wrong
 from wizard.untrusted import html_text, script_json
@@ -30,33 +32,59 @@ STYLE = """
 * { box-sizing: border-box; }
 body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: var(--fg);
        background: var(--bg); margin: 0 auto; padding: 16px; max-width: 1200px; overflow-wrap: anywhere; }
-table { overflow-wrap: normal; }
 h1 { font-size: 1.5em; margin: 0 0 4px; } h2 { font-size: 1.2em; margin: 28px 0 8px; }
+h3 { font-size: 1em; margin: 16px 0 4px; }
 .meta, .note { color: var(--muted); font-size: 0.9em; }
 .card { background: var(--card); border: 1px solid var(--line); border-radius: 8px; padding: 12px 16px; }
 .verdict.bad { border-left: 6px solid var(--bad); } .verdict.good { border-left: 6px solid var(--ok); }
 .badge { display: inline-block; border-radius: 10px; padding: 1px 8px; margin: 2px 4px 2px 0;
          background: #fff; border: 1px solid var(--line); font-size: 0.85em; }
 code, .kernel { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 0.85em; }
-.kernel { word-break: break-all; } td.kernel { min-width: 280px; } td.frame { min-width: 160px; }
-.scroll { overflow-x: auto; -webkit-overflow-scrolling: touch; }
+.kernel { word-break: break-all; }
 table { border-collapse: collapse; width: 100%; }
 th, td { border-bottom: 1px solid var(--line); padding: 6px 8px; text-align: left; vertical-align: top; }
-th { background: var(--card); position: sticky; top: 0; cursor: pointer; white-space: nowrap; }
+th { background: var(--card); position: sticky; top: 0; white-space: nowrap; }
+#ww-findings th { cursor: pointer; }
 th[aria-sort=ascending]::after { content: " \\25B2"; } th[aria-sort=descending]::after { content: " \\25BC"; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
-.cells div { white-space: nowrap; } .evidence { min-width: 260px; }
+#ww-findings td.mech { width: 3em; } #ww-findings td.kernel:not(.frame) { width: 22%; }
+#ww-findings td.evidence { width: 28%; } #ww-findings td.where { width: 10%; min-width: 8em; }
+#ww-findings td.num { width: 4em; } .cells span { white-space: nowrap; }
+code.check, td.status { white-space: nowrap; }
 input[type=search] { width: 100%; max-width: 420px; padding: 6px 8px; margin: 4px 0 8px;
                      border: 1px solid var(--line); border-radius: 6px; font: inherit; }
-.plot { width: 100%; min-height: 260px; margin: 8px 0 16px; }
+figure.picture { margin: 8px 0 24px; } figure.picture h3 { font-weight: 600; }
+.plot { width: 100%; min-height: 160px; }
+ul.key { list-style: none; padding: 0; margin: 4px 0; font-size: 0.85em; }
+ul.key li { display: inline-block; margin: 2px 14px 2px 0; }
+.swatch { display: inline-block; width: 10px; height: 10px; margin-right: 6px; border-radius: 50%;
+          background: var(--c); vertical-align: baseline; }
+.swatch.square { border-radius: 1px; } .swatch.diamond { border-radius: 1px; transform: rotate(45deg) scale(0.85); }
+.swatch.line { height: 0; width: 16px; border-radius: 0; border-top: 2px dotted var(--c); background: none; }
+pre.command { white-space: pre-wrap; overflow-wrap: anywhere; background: var(--card); padding: 6px 10px;
+              border-radius: 6px; margin: 4px 0 12px; }
 ol.steps li { margin: 6px 0; } .status { font-weight: 600; }
 .status.fail, .status.error { color: var(--bad); } .status.pass, .status.ok { color: var(--ok); }
 .status.warning { color: #9a6700; }
-code.check { white-space: nowrap; } .status.info, .status.not_applicable { color: var(--muted); }
-dl.env { display: grid; grid-template-columns: max-content 1fr; gap: 2px 12px; }
+.status.info, .status.not_applicable { color: var(--muted); }
+dl.env { display: grid; grid-template-columns: minmax(0, max-content) minmax(0, 1fr); gap: 2px 12px; }
 dl.env dt { color: var(--muted); } dl.env dd { margin: 0; word-break: break-all; }
+@media (max-width: 1000px) {
+  /* a table is a stack of cards: each row a card, each cell a labelled line (the header sorts, as chips) */
+  .reflow table, .reflow tbody, .reflow tr, .reflow td { display: block; width: auto !important; }
+  .reflow thead tr { display: flex; flex-wrap: wrap; gap: 4px; margin-bottom: 4px; }
+  .reflow th { position: static; border: 1px solid var(--line); border-radius: 12px; padding: 1px 8px;
+               font-size: 0.85em; font-weight: 500; }
+  .reflow.health thead { display: none; }
+  .reflow tbody tr { border: 1px solid var(--line); border-radius: 8px; margin: 8px 0; padding: 6px 10px; }
+  .reflow td { border: 0; padding: 2px 0; text-align: left; }
+  .reflow td:empty { display: none; }
+  .reflow td[data-label]::before { content: attr(data-label) ": "; color: var(--muted); font-size: 0.85em;
+                                   font-family: system-ui, sans-serif; word-break: normal; }
+  .reflow td.cells::before, .reflow td.evidence::before { display: block; }
+}
 @media (max-width: 600px) { body { padding: 10px; font-size: 14px; } h1 { font-size: 1.25em; }
-  td, th { padding: 4px 6px; } .evidence { min-width: 200px; } td.kernel { min-width: 200px; } }
+  dl.env { grid-template-columns: minmax(0, 1fr); } dl.env dd { margin-bottom: 4px; } }
 """
 
 # Static: it reads the payload and the table, never builds markup from data (textContent only).
@@ -99,12 +127,9 @@ SCRIPT = """
     var script = document.createElement("script");
     script.src = URL.createObjectURL(new Blob([code], { type: "text/javascript" }));
     script.addEventListener("load", function () {
-      var holder = document.getElementById("ww-plots");
       payload.figures.forEach(function (figure, i) {
-        var div = document.createElement("div");
-        div.className = "plot";
-        div.id = "ww-plot-" + i;
-        holder.appendChild(div);
+        var div = document.getElementById("ww-plot-" + i);
+        figure.layout.title = { text: "" };  // the page's heading above says it, and wraps
         window.Plotly.newPlot(div, figure.data, figure.layout, { responsive: true, displaylogo: false });
       });
       document.body.setAttribute("data-plots", "drawn");
@@ -116,6 +141,7 @@ SCRIPT = """
 
 
 def _page(title: str, body: list[str], figures: list[str]) -> str:
+    """The page around ``body``; ``figures`` are plotly's JSON, drawn into ``#ww-plot-N``."""
     from wizard import __version__
     from wizard.report.plots import plotly_bundle
 
@@ -165,28 +191,30 @@ def _verdict(view: InspectionView) -> str:
     return f'<section class="card verdict {"bad" if bad else "good"}" id="ww-verdict">{"".join(facts)}</section>'
 
 
-def _cell(text: str, limit: int, cls: str = "", sort: str | None = None) -> str:
+def _cell(text: str, limit: int, label: str, cls: str = "", sort: str | None = None) -> str:
     attrs = f' class="{cls}"' if cls else ""
     if sort is not None:
         attrs += f' data-sort="{html_text(sort, 40)}"'
-    return f"<td{attrs}>{html_text(text, limit)}</td>"
+    return f'<td data-label="{label}"{attrs}>{html_text(text, limit)}</td>'
 
 
 def _row(row: FindingRow, multi: bool) -> str:
     values = "".join(
-        f"<div>{html_text(c.metric, 60)}: {html_text(c.reported, 40)} → {html_text(c.true, 40)}</div>"
+        f"<div><span>{html_text(c.metric, 60)}:</span> "
+        f"<span>{html_text(c.reported, 40)} → {html_text(c.true, 40)}</span></div>"
         for c in row.cells
     )
     return (
         "<tr>"
-        + (_cell(row.where, 200) if multi else "")
-        + f'<td title="{html_text(row.title, 200)}"><b>{html_text(row.mechanism, 8)}</b></td>'
-        + _cell(row.kernel, NAME_LIMIT, "kernel")
-        + _cell(str(row.count), 20, "num", str(row.count))
-        + f'<td class="cells">{values}</td>'
-        + _cell(row.launched_by, 1000)
-        + _cell(row.python_frame or "", 400, "kernel frame")
-        + _cell(row.evidence, 4000, "evidence")
+        + (_cell(row.where, 200, "where", "where") if multi else "")
+        + f'<td data-label="mech" class="mech" title="{html_text(row.title, 200)}">'
+        + f"<b>{html_text(row.mechanism, 8)}</b></td>"
+        + _cell(row.kernel, NAME_LIMIT, "kernel", "kernel")
+        + _cell(str(row.count), 20, "launches", "num", str(row.count))
+        + f'<td data-label="reported → true" class="cells">{values}</td>'
+        + _cell(row.launched_by, 1000, "launched by", "op")
+        + _cell(row.python_frame or "", 400, "Python frame", "kernel frame")
+        + _cell(row.evidence, 4000, "evidence", "evidence")
         + "</tr>"
     )
 
@@ -211,7 +239,7 @@ def findings_table(view: InspectionView) -> str:
         else ""
     )
     return (
-        '<div class="scroll"><table id="ww-findings"><thead><tr>'
+        '<div class="scroll reflow"><table id="ww-findings"><thead><tr>'
         + "".join(f"<th>{h}</th>" for h in heads)
         + f"</tr></thead><tbody>{rows}</tbody></table></div>{more}"
     )
@@ -236,12 +264,15 @@ def _health_rows(rows: list[tuple[str, Any]], several: bool) -> str:
     out = []
     for label, c in rows:
         meaning = f'<div class="note">{html_text(c.meaning, 600)}</div>' if c.problem and c.meaning else ""
-        where = f"<td>{html_text(label, 80)}</td>" if several else ""
-        playbook = html_text(f"warpwizard run {c.playbook}", 120) if c.problem and c.playbook else ""
+        where = f'<td data-label="trace">{html_text(label, 80)}</td>' if several else ""
+        playbook = f"<code>{html_text(f'warpwizard run {c.playbook}', 120)}</code>" if c.problem and c.playbook else ""
         out.append(
-            f'<tr class="health {c.status}">{where}<td class="status {c.status}">{HEALTH_LABEL[c.status]}</td>'
-            f'<td><code class="check">{html_text(c.check, 40)}</code></td><td class="num">{c.count}</td>'
-            f"<td>{html_text(c.summary, 600)}{meaning}</td><td><code>{playbook}</code></td></tr>"
+            f'<tr class="health {c.status}">{where}'
+            f'<td data-label="status" class="status {c.status}">{HEALTH_LABEL[c.status]}</td>'
+            f'<td data-label="check"><code class="check">{html_text(c.check, 40)}</code></td>'
+            f'<td data-label="count" class="num">{c.count}</td>'
+            f'<td data-label="what it found">{html_text(c.summary, 600)}{meaning}</td>'
+            f'<td data-label="continue with">{playbook}</td></tr>'
         )
     return "".join(out)
 
@@ -262,12 +293,12 @@ def health_section(inspection: Inspection) -> str:
 
     def table(chosen: list[tuple[str, Any]], ident: str) -> str:
         return (
-            f'<div class="scroll"><table id="{ident}"><thead><tr>{head}</tr></thead>'
+            f'<div class="scroll reflow health"><table id="{ident}"><thead><tr>{head}</tr></thead>'
             f"<tbody>{_health_rows(chosen, several)}</tbody></table></div>"
         )
 
     folded = (
-        f"<details><summary>{len(rest)} more check(s): info, ok or not applicable</summary>"
+        f"<details><summary>{plural(len(rest), 'more check')}: info, ok or not applicable</summary>"
         f"{table(rest, 'ww-health-rest')}</details>"
         if rest
         else ""
@@ -278,20 +309,80 @@ def health_section(inspection: Inspection) -> str:
     )
 
 
+def _key(key: list[tuple[str, str, str]]) -> str:
+    items = "".join(
+        f'<li><span class="swatch {html_text(symbol, 20)}" style="--c:{html_text(colour, 20)}"></span>'
+        f"{html_text(label, 400)}</li>"
+        for colour, symbol, label in key
+    )
+    return f'<ul class="key">{items}</ul>' if items else ""
+
+
+def pictures_html(pictures: list[Any]) -> str:
+    """Each picture's box: its title, the plot the script draws, what it could not draw and why, its key.
+    The words are the page's own HTML (escaped), so they wrap at any width and read without JavaScript."""
+    out = []
+    for i, picture in enumerate(pictures):
+        notes = "".join(f'<p class="note">{html_text(n, 600)}</p>' for n in picture.notes)
+        out.append(
+            f'<figure class="picture"><h3>{html_text(picture.title, 400)}</h3>'
+            f'<div class="plot" id="ww-plot-{i}"></div>{notes}{_key(picture.key)}</figure>'
+        )
+    return "".join(out)
+
+
+def perfetto_hint(inspection: Inspection) -> str:
+    """How to look at the trace itself: the path, where to open it, and, when the health check found kernels
+    a viewer hides, the ``trace fix --split-overlaps`` command and the lanes it adds."""
+    reports = inspection.reports
+    if not reports:
+        return ""
+    paths = "".join(f"<li><code>{html_text(r.path, 400)}</code></li>" for r in reports[:20])
+    more = f'<p class="note">and {plural(len(reports) - 20, "more trace")}</p>' if len(reports) > 20 else ""
+    fixes = []
+    for r in reports:
+        hidden = next((c for c in r.health if c.check == "kernels-overlap" and c.problem), None)
+        if hidden is None:
+            continue
+        streams = sorted({e.stream for e in hidden.examples if e.stream is not None}, key=str)
+        affected = max(int(hidden.details.get("lanes") or 0), len(streams))
+        where = ", ".join(f"stream {html_text(s, 20)}" for s in streams[:5]) + (
+            f" and {plural(affected - len(streams[:5]), 'more stream')}" if affected > len(streams[:5]) else ""
+        )
+        row = f"stream {html_text(streams[0], 20)}" if streams else "stream N"
+        stem = r.path[: -len(".json.gz")] if r.path.endswith(".json.gz") else r.path.rsplit(".", 1)[0]
+        command = shlex.join(["warpwizard", "trace", "fix", "--split-overlaps", r.path, f"{stem}-lanes.json"])
+        fixes.append(
+            f"<p>{plural(hidden.count, 'kernel')} of <code>{html_text(r.label, 200)}</code> "
+            f"{verb(hidden.count, 'overlaps', 'overlap')} the kernel "
+            f"before them{f' on {where}' if where else ''}, so a viewer hides them. This writes a copy that shows "
+            f"them all, on new rows <code>{row} (overlapping kernels, lane 1)</code>, lane 2 and so on, one per "
+            f'depth of overlap:</p><pre class="command"><code>{html_text(command, 1000)}</code></pre>'
+        )
+    return (
+        '<section id="ww-perfetto"><h2>Open the trace in Perfetto</h2>'
+        "<p>Go to <code>ui.perfetto.dev</code>, choose <b>Open trace file</b> and pick "
+        + ("this file" if len(reports) == 1 else "one of these files")
+        + " (a .gz file opens as it is; <code>chrome://tracing</code> opens them too):</p>"
+        + f"<ul>{paths}</ul>{more}{''.join(fixes[:10])}</section>"
+    )
+
+
 def _inspection_sections(inspection: Inspection, view: InspectionView) -> tuple[list[str], list[str]]:
     from wizard.report.plots import figures
 
-    plots = figures(inspection, per_rank_counts(inspection))
+    pictures = figures(inspection, per_rank_counts(inspection))
     body = [
-        "<h2>Pictures</h2>" if plots else "",
-        '<div id="ww-plots"></div>',
+        "<h2>Pictures</h2>" if pictures else "",
+        f'<div id="ww-plots">{pictures_html(pictures)}</div>',
         "<h2>Findings</h2>",
         '<input type="search" id="ww-filter" placeholder="filter: kernel, op, mechanism, evidence" '
         'aria-label="filter the findings">',
         findings_table(view),
         _notes(view),
+        perfetto_hint(inspection),
     ]
-    return body, plots
+    return body, [picture.figure for picture in pictures]
 
 
 def inspection_html(inspection: Inspection) -> str:

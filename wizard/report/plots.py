@@ -14,11 +14,14 @@ import gzip
 import math
 import threading
 from collections import Counter
+from dataclasses import dataclass, field
 from typing import Any
 
 from wizard.errors import MissingDependency
+from wizard.formatting import exact, plural
 from wizard.trace.inspect import Inspection
-from wizard.trace.mechanisms import BY_ID, ORDER
+from wizard.trace.kineto_math import prints_truth
+from wizard.trace.mechanisms import BY_ID, ORDER, is_wrong
 from wizard.trace.report import PlotData
 from wizard.untrusted import html_text
 
@@ -73,6 +76,18 @@ def prepare() -> None:
     _PREPARING[0].start()
 
 
+@dataclass(frozen=True, slots=True)
+class Picture:
+    """One picture of the page: plotly's figure, and the words the page sets around it in HTML, where they
+    wrap at any width (a plotly title or legend is one line, cut on a phone): the title, what the picture
+    could not draw and why, and the key to its colours."""
+
+    figure: str  # plotly's JSON; its layout keeps the title, the page draws it as a heading instead
+    title: str
+    notes: list[str] = field(default_factory=list)
+    key: list[tuple[str, str, str]] = field(default_factory=list)  # (colour, marker symbol, label)
+
+
 def _impossible_row(value: float) -> str | None:
     if math.isnan(value):
         return "nan"
@@ -94,50 +109,158 @@ def _size(count: int) -> float:
     return 7 + 4 * math.log10(max(count, 1))
 
 
-def reported_vs_true(points: list[tuple[str, str, float | None, float | None, int]], metric: str) -> str:
+def _layout(height: int, **more: Any) -> dict[str, Any]:
+    """What every picture shares: it fills its box at any width (the page's config makes it follow the
+    window), the legend is the page's key below it, and the top margin is the toolbar's, never a title's."""
+    return {
+        "autosize": True,
+        "height": height,
+        "showlegend": False,
+        "margin": {"l": 56, "r": 12, "t": 32, "b": 48},
+        **more,
+    }
+
+
+Point = tuple[str, str, float | None, float | None, int]  # (metric, mechanism or "ok", reported, true, launches)
+RIGHT = "right"  # a launch whose wrong value is another metric: this one is drawn as right
+MARKERS = {"main": "circle", RIGHT: "diamond"}
+
+
+def _shown_as(point: Point) -> str:
+    """What a point is drawn as: its mechanism where this metric's value is wrong; "right" where the launch's
+    mechanism made another of its values wrong (E's and D's blocks and warps per SM are right, only their
+    occupancy is not), so a right value is never coloured as a wrong one."""
+    _, mechanism, reported, true, _ = point
+    if mechanism == "ok" or not is_wrong(mechanism):
+        return mechanism
+    if reported is not None and true is not None and prints_truth(reported, true):
+        return RIGHT
+    return mechanism
+
+
+def _where(point: Point) -> str:
+    """The part of a reported-against-true picture a point goes to, or why it cannot be drawn."""
+    _, _, reported, true, _ = point
+    if reported is None:
+        return "no reported value"
+    if true is None:
+        return "unknown" if math.isfinite(reported) else "no true value and a reported value that is not finite"
+    if not math.isfinite(true) or true <= 0:
+        return f"a true value of {exact(true)}, which a log axis cannot show"
+    return "main" if _impossible_row(reported) is None else "strip"
+
+
+PARTS = ("main", "strip", "unknown")  # the rows of a reported-against-true picture, top to bottom
+PART_HEIGHT = {"main": 280, "strip": 110, "unknown": 90}
+
+
+def _placement(points: list[Point], metric: str) -> tuple[dict[str, list[Point]], list[str], str]:
+    """The points of one metric drawn in each part (the most launched, at most MAX_POINTS), the notes on
+    those that cannot be drawn and why, and the title (which counts the points left out)."""
+    placed: dict[str, list[Point]] = {}
+    for p in sorted((p for p in points if p[0] == metric), key=lambda p: -p[4]):
+        placed.setdefault(_where(p), []).append(p)
+    notes = [f"{plural(sum(p[4] for p in lost), 'launch')} not drawn: {why}" for why, lost in placed.items()]
+    notes = [note for note, why in zip(notes, placed, strict=True) if why not in PARTS]
+    drawable = sorted((p for part in PARTS for p in placed.get(part, [])), key=lambda p: -p[4])
+    chosen = set(drawable[:MAX_POINTS])  # a page that draws, whatever the trace
+    title = f"{metric}: reported against true, per distinct launch"
+    left = drawable[MAX_POINTS:]
+    title += _not_drawn(len(left), sum(p[4] for p in left), "point")
+    return {part: [p for p in placed[part] if p in chosen] for part in PARTS if part in placed}, notes, title
+
+
+def _points(go: Any, part: str, shown: str, ours: list[Point]) -> tuple[Any, tuple[str, str, str]]:
+    """One mechanism's points in one part, and their key: a right value drawn as right, whatever its launch."""
+    colour = PALETTE["ok"] if shown == RIGHT else PALETTE.get(shown, "#444444")
+    symbol = MARKERS[RIGHT] if shown == RIGHT else MARKERS["main"]
+    label = (
+        "a right value, on launches whose wrong value is another metric ("
+        + ", ".join(sorted({p[1] for p in ours}))
+        + ")"
+        if shown == RIGHT
+        else _label(shown)
+    )
+    x: list[Any] = [p[2] if part == "unknown" else p[3] for p in ours]
+    y: list[Any] = [
+        p[2] if part == "main" else "true unknown" if part == "unknown" else _impossible_row(float(p[2] or 0))
+        for p in ours
+    ]
+    trace = go.Scatter(
+        x=x,
+        y=y,
+        mode="markers",
+        name=html_text(label, 400),  # plotly reads names as HTML; the page's key escapes its own copy
+        marker={"color": colour, "symbol": symbol, "size": [_size(p[4]) for p in ours], "opacity": 0.8},
+        text=[
+            f"{html_text(p[1], 8)}: {plural(p[4], 'launch')}<br>reported {html_text(p[2], 40)}"
+            f"<br>true {'unknown' if p[3] is None else format(p[3], '.6g')}"
+            + ("<br>this value is right" if shown == RIGHT else "")
+            for p in ours
+        ],
+        hoverinfo="text",
+    )
+    return trace, (colour, symbol, label)
+
+
+def _axes(fig: Any, rows: dict[str, int], metric: str, placed: dict[str, list[Point]]) -> None:
+    if "main" in rows:
+        fig.update_xaxes(type="log", row=rows["main"], col=1)
+        fig.update_yaxes(type="log", title_text="reported", row=rows["main"], col=1)
+    if "strip" in rows:
+        fig.update_xaxes(type="log", row=rows["strip"], col=1)
+        if "main" in rows:
+            fig.update_xaxes(matches="x", row=rows["strip"], col=1)
+        present = {_impossible_row(float(p[2] or 0)) for p in placed["strip"]}
+        fig.update_yaxes(
+            type="category",
+            categoryorder="array",
+            categoryarray=[r for r in IMPOSSIBLE_ROWS if r in present],
+            row=rows["strip"],
+            col=1,
+        )
+    true_row = rows.get("strip", rows.get("main"))
+    if true_row is not None:
+        fig.update_xaxes(title_text=f"true {metric}", row=true_row, col=1)
+    if "unknown" in rows:
+        fig.update_xaxes(title_text=f"reported {metric} (true value unknown)", row=rows["unknown"], col=1)
+        fig.update_yaxes(type="category", row=rows["unknown"], col=1)
+
+
+def reported_vs_true(points: list[Point], metric: str) -> Picture:
     """Reported against true values of one metric: each distinct point sized by its launches, coloured by
-    mechanism, the line where they are equal; below, in a strip of its own, the values a log axis
-    cannot show (negative, zero, inf, nan) against their true value."""
+    mechanism where this value is wrong, the line where they are equal. Below, each in a strip of its own
+    and only when there are some: the values a log axis cannot show (negative, zero, inf, nan) against
+    their true value, and the launches whose true value is unknown (B without an SM count) at their
+    reported value. Whatever is not drawn is counted, with why, in the picture's notes."""
     go = require_plotly()
     from plotly.subplots import make_subplots
 
-    fig = make_subplots(rows=2, cols=1, row_heights=[0.75, 0.25], vertical_spacing=0.12, shared_xaxes=True)
-    drawable = [p for p in points if p[0] == metric and p[3] is not None and p[3] > 0 and p[2] is not None]
-    chosen = sorted(drawable, key=lambda p: -p[4])[:MAX_POINTS]  # a page that draws, whatever the trace
-    left = _not_drawn(len(drawable) - len(chosen), sum(p[4] for p in drawable) - sum(p[4] for p in chosen), "point")
-    ends: list[float] = []  # every value drawn on the log axes: the equality line spans them
-    for mechanism in sorted({p[1] for p in chosen}, key=lambda m: ORDER.get(m, 99)):
-        mine = [p for p in chosen if p[1] == mechanism]
-        good = [p for p in mine if _impossible_row(p[2]) is None]  # type: ignore[arg-type]
-        bad = [p for p in mine if _impossible_row(p[2]) is not None]  # type: ignore[arg-type]
-        colour = PALETTE.get(mechanism, "#444444")
-        for row, group, ys in (
-            (1, good, [p[2] for p in good]),
-            (2, bad, [_impossible_row(p[2]) for p in bad]),  # type: ignore[arg-type]
-        ):
-            if not group:
-                continue
-            fig.add_trace(
-                go.Scatter(
-                    x=[p[3] for p in group],
-                    y=ys,
-                    mode="markers",
-                    name=_label(mechanism),
-                    legendgroup=mechanism,
-                    showlegend=row == 1 or not good,
-                    marker={"color": colour, "size": [_size(p[4]) for p in group], "opacity": 0.8},
-                    text=[
-                        f"{html_text(mechanism, 8)}: {p[4]} launch(es)<br>reported {html_text(p[2], 40)}"
-                        f"<br>true {p[3]:.6g}"
-                        for p in group
-                    ],
-                    hoverinfo="text",
-                ),
-                row=row,
-                col=1,
-            )
-        ends += [float(p[3] or 0) for p in mine] + [float(p[2] or 0) for p in good if (p[2] or 0) > 0]
-    if ends:
+    placed, notes, title = _placement(points, metric)
+    parts = [part for part in PARTS if placed.get(part)]
+    if not parts:
+        fig = go.Figure()
+        fig.add_annotation(text="nothing to draw", showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper")
+        fig.update_layout(_layout(120, title={"text": title}, xaxis={"visible": False}, yaxis={"visible": False}))
+        return Picture(str(fig.to_json(validate=False)), title, notes)
+    fig = make_subplots(
+        rows=len(parts),
+        cols=1,
+        row_heights=[PART_HEIGHT[part] for part in parts],
+        vertical_spacing=min(0.3, 70 / sum(PART_HEIGHT[part] for part in parts)) if len(parts) > 1 else 0.0,
+    )
+    rows = {part: i for i, part in enumerate(parts, 1)}
+    key: dict[str, tuple[str, str, str]] = {}
+    order = {shown: ORDER.get(shown, 98 if shown == RIGHT else 99) for p in points for shown in (_shown_as(p),)}
+    for part in parts:
+        shown_as = {p: _shown_as(p) for p in placed[part]}
+        for shown in sorted(set(shown_as.values()), key=order.__getitem__):
+            trace, entry = _points(go, part, shown, [p for p in placed[part] if shown_as[p] == shown])
+            fig.add_trace(trace, row=rows[part], col=1)
+            key.setdefault(shown, entry)
+    key = dict(sorted(key.items(), key=lambda item: order[item[0]]))
+    ends = [float(v) for p in placed.get("main", []) for v in (p[2], p[3]) if v is not None]
+    if ends:  # the equality line spans every value drawn on the main axes
         lo, hi = min(ends), max(ends)
         fig.add_trace(
             go.Scatter(
@@ -146,20 +269,25 @@ def reported_vs_true(points: list[tuple[str, str, float | None, float | None, in
             ),
             row=1, col=1,
         )  # fmt: skip
-    fig.update_xaxes(type="log", title_text=f"true {metric}", row=2, col=1)
-    fig.update_xaxes(type="log", row=1, col=1)
-    fig.update_yaxes(type="log", title_text=f"reported {metric}", row=1, col=1)
-    fig.update_yaxes(type="category", categoryorder="array", categoryarray=list(IMPOSSIBLE_ROWS), row=2, col=1)
-    fig.update_layout(
-        title={"text": f"{metric}: reported against true, per distinct launch{left}"},
-        height=520, margin={"l": 60, "r": 10, "t": 50, "b": 50}, legend={"orientation": "h", "y": -0.25},
-    )  # fmt: skip
-    return str(fig.to_json(validate=False))
+        key["reported = true"] = ("#999999", "line", "reported = true (a point on this line is right)")
+    _axes(fig, rows, metric, placed)
+    if "unknown" in rows:
+        notes.append(
+            f"{plural(sum(p[4] for p in placed['unknown']), 'launch')} with no true value to set against (the "
+            'trace lacks the SM count; --sms N gives it): drawn at their reported value, in the row "true unknown"'
+        )
+    if not any(is_wrong(_shown_as(p)) for part in parts for p in placed[part]):
+        notes.append(f"nothing impossible here: every {metric} drawn is right")
+    height = sum(PART_HEIGHT[part] for part in parts) + 60 + 70 * (len(parts) - 1)
+    fig.update_layout(_layout(height, title={"text": title}))
+    return Picture(str(fig.to_json(validate=False)), title, notes, list(key.values()))
 
 
 def _not_drawn(items: int, launches: int, what: str) -> str:
     """The words a picture's title adds for what it leaves out (the most launched are drawn)."""
-    return f" (the top {what}s by launches; {items} more {what}(s), {launches} launch(es), not drawn)" if items else ""
+    if not items:
+        return ""
+    return f" (the top {what}s by launches; {plural(items, 'more ' + what)}, {plural(launches, 'launch')}, not drawn)"
 
 
 def _top_lanes(launches: Counter[str]) -> set[str]:
@@ -170,7 +298,12 @@ def _bins(times: list[float], start: float, width: float) -> Counter[int]:
     return Counter(int((t - start) / width) if width > 0 else 0 for t in times)
 
 
-def timeline(reports: list[tuple[str, PlotData]]) -> str | None:
+def _lane_axis(lanes: int) -> dict[str, Any]:
+    """A category axis of lanes whose names stay inside the picture (automargin), at any width."""
+    return {"type": "category", "automargin": True, "tickfont": {"size": 10}}
+
+
+def timeline(reports: list[tuple[str, PlotData]]) -> Picture | None:
     """When the wrong launches ran, per rank and stream: binned, a marker per busy bin sized by launches."""
     go = require_plotly()
     spans = [(label, p) for label, p in reports if p.timeline]
@@ -196,28 +329,38 @@ def timeline(reports: list[tuple[str, PlotData]]) -> str | None:
     lanes_left = _not_drawn(
         len(per_lane) - len(drawn), sum(per_lane.values()) - sum(per_lane[n] for n in drawn), "lane"
     )
+    key = []
     for mechanism in sorted(rows, key=lambda m: ORDER.get(m, 99)):
         marks = rows[mechanism]
+        colour = PALETTE.get(mechanism, "#444444")
+        key.append((colour, MARKERS["main"], _label(mechanism)))
         fig.add_trace(
             go.Scatter(
                 x=[m[0] for m in marks],
                 y=[m[1] for m in marks],
                 mode="markers",
                 name=_label(mechanism),
-                marker={"color": PALETTE.get(mechanism, "#444444"), "size": [_size(m[2]) for m in marks]},
-                text=[f"{html_text(mechanism, 8)}: {m[2]} launch(es) around {m[0]:.3f} ms" for m in marks],
+                marker={"color": colour, "size": [_size(m[2]) for m in marks]},
+                text=[f"{html_text(mechanism, 8)}: {plural(m[2], 'launch')} around {m[0]:.3f} ms" for m in marks],
                 hoverinfo="text",
             )
         )
     omitted = sum(p.timeline_omitted for _, p in spans)
+    title = (
+        "wrong launches over time, per rank and stream"
+        + (f" ({plural(omitted, 'more launch')} not drawn)" if omitted else "")
+        + lanes_left
+    )
+    lanes = len({m[1] for marks in rows.values() for m in marks})
     fig.update_layout(
-        title={"text": "wrong launches over time, per rank and stream"
-               + (f" ({omitted} more launches not drawn)" if omitted else "") + lanes_left},
-        xaxis={"title": {"text": "ms since the first launch"}}, yaxis={"type": "category"},
-        height=max(260, 60 + 28 * len({m[1] for marks in rows.values() for m in marks})),
-        margin={"l": 160, "r": 10, "t": 50, "b": 50}, legend={"orientation": "h", "y": -0.3},
-    )  # fmt: skip
-    return str(fig.to_json(validate=False))
+        _layout(
+            max(200, 60 + 28 * lanes),
+            title={"text": title},
+            xaxis={"title": {"text": "ms since the first wrong launch"}, "automargin": True},
+            yaxis=_lane_axis(lanes),
+        )
+    )
+    return Picture(str(fig.to_json(validate=False)), title, [], key)
 
 
 HEALTH_COLOURS = {
@@ -232,7 +375,7 @@ HEALTH_COLOURS = {
 HEALTH_LANES = 30  # lanes drawn in the health timeline: the ones with the most problem events
 
 
-def health_timeline(reports: list[tuple[str, list[Any]]]) -> str | None:
+def health_timeline(reports: list[tuple[str, list[Any]]]) -> Picture | None:
     """Where the health problems lie in time, per rank and stream (or thread, for dropped launches): each
     check's bounded samples, binned, a marker per busy bin sized by events."""
     go = require_plotly()
@@ -252,34 +395,43 @@ def health_timeline(reports: list[tuple[str, list[Any]]]) -> str | None:
     width = (end - start) / TIME_BINS
     fig = go.Figure()
     lanes: set[str] = set()
+    key = []
     for check, marks in marks_of.items():
         binned: Counter[tuple[str, int]] = Counter(
             (lane, int((ts - start) / width) if width > 0 else 0) for lane, ts in marks
         )
         rows = sorted(binned.items())
         lanes.update(html_text(lane, 80) for (lane, _), _ in rows)
+        colour = HEALTH_COLOURS.get(check, "#444444")
+        key.append((colour, MARKERS["main"], check))
         fig.add_trace(
             go.Scatter(
                 x=[(b + 0.5) * width / 1000.0 for (_, b), _ in rows],
                 y=[html_text(lane, 80) for (lane, _), _ in rows],
                 mode="markers",
                 name=check,
-                marker={"color": HEALTH_COLOURS.get(check, "#444444"), "size": [_size(n) for _, n in rows]},
-                text=[f"{check}: {n} event(s) around {(b + 0.5) * width / 1000.0:.3f} ms" for (_, b), n in rows],
+                marker={"color": colour, "size": [_size(n) for _, n in rows]},
+                text=[
+                    f"{check}: {plural(n, 'event')} around {(b + 0.5) * width / 1000.0:.3f} ms" for (_, b), n in rows
+                ],
                 hoverinfo="text",
             )
         )
+    title = "where the trace's problems are, per rank and stream" + (
+        f" ({plural(omitted, 'more lane')} not drawn)" if omitted else ""
+    )
     fig.update_layout(
-        title={"text": "where the trace's problems are, per rank and stream"
-               + (f" ({omitted} more lanes not drawn)" if omitted else "")},
-        xaxis={"title": {"text": "ms since the first problem"}}, yaxis={"type": "category"},
-        height=max(260, 60 + 28 * min(len(lanes), 40)),
-        margin={"l": 160, "r": 10, "t": 50, "b": 50}, legend={"orientation": "h", "y": -0.3},
-    )  # fmt: skip
-    return str(fig.to_json(validate=False))
+        _layout(
+            max(200, 60 + 28 * min(len(lanes), 40)),
+            title={"text": title},
+            xaxis={"title": {"text": "ms since the first problem"}, "automargin": True},
+            yaxis=_lane_axis(len(lanes)),
+        )
+    )
+    return Picture(str(fig.to_json(validate=False)), title, [], key)
 
 
-def per_rank(counts: dict[str, dict[str, int]]) -> str | None:
+def per_rank(counts: dict[str, dict[str, int]]) -> Picture | None:
     """Launches per mechanism and rank, stacked: which rank has which problem."""
     go = require_plotly()
     per_label: Counter[str] = Counter()
@@ -290,21 +442,24 @@ def per_rank(counts: dict[str, dict[str, int]]) -> str | None:
     labels = sorted(_top_lanes(per_label))
     left = _not_drawn(len(per_label) - len(labels), sum(per_label.values()) - sum(per_label[n] for n in labels), "rank")
     fig = go.Figure()
+    key = []
     for mechanism in sorted(counts, key=lambda m: ORDER.get(m, 99)):
         per = counts[mechanism]
+        colour = PALETTE.get(mechanism, "#444444")
+        key.append((colour, "square", _label(mechanism)))
         fig.add_trace(
             go.Bar(
                 x=[html_text(label, 80) for label in labels],
                 y=[per.get(label, 0) for label in labels],
                 name=_label(mechanism),
-                marker={"color": PALETTE.get(mechanism, "#444444")},
+                marker={"color": colour},
             )
         )
+    title = f"launches per mechanism and rank{left}"
     fig.update_layout(
-        barmode="stack", title={"text": f"launches per mechanism and rank{left}"}, height=360,
-        margin={"l": 60, "r": 10, "t": 50, "b": 50}, legend={"orientation": "h", "y": -0.25},
-    )  # fmt: skip
-    return str(fig.to_json(validate=False))
+        _layout(340, barmode="stack", title={"text": title}, xaxis={"automargin": True}, yaxis={"title": "launches"})
+    )
+    return Picture(str(fig.to_json(validate=False)), title, [], key)
 
 
 def points_from_launches(inspection: Inspection) -> list[tuple[str, str, float | None, float | None, int]]:
@@ -323,8 +478,8 @@ def points_from_launches(inspection: Inspection) -> list[tuple[str, str, float |
     return [(m, mech, r, t, n) for (m, mech, r, t), n in counts.items()]
 
 
-def figures(inspection: Inspection, rank_counts: dict[str, dict[str, int]]) -> list[str]:
-    """Every picture of an inspection, in page order, each as plotly's JSON."""
+def figures(inspection: Inspection, rank_counts: dict[str, dict[str, int]]) -> list[Picture]:
+    """Every picture of an inspection, in page order."""
     points = [p for r in inspection.reports if r.plot is not None for p in r.plot.points]
     if not points and inspection.launches:
         points = points_from_launches(inspection)
