@@ -11,7 +11,7 @@ import pexpect
 import pytest
 import yaml
 
-from tests.conftest import EXAMPLES, HANG_GUARD_S, REPO, RunCli, cli_command, needs_torch, strict_json
+from tests.conftest import EXAMPLES, HANG_GUARD_S, REPO, RunCli, cli_command, cli_env, needs_torch, strict_json
 from wizard.playbook.model import QuestionNode
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="pseudo-terminals need a POSIX system")
@@ -224,6 +224,48 @@ def test_enter_in_the_path_completion_menu_submits_the_highlighted_path(tmp_path
     child.expect("Diagnosis: profiler-bug-old-sm-count")
     finish(child)
     assert child.exitstatus == 0
+
+
+SCREEN_COMMANDS = [
+    ["examples"],
+    ["env"],
+    ["probes", "trace.inspect"],
+    ["validate", "playbooks/negative-warps-per-sm.yaml"],
+    ["trace", "inspect", "examples/traces/old-sm-count.json"],
+    ["trace", "inspect", "examples/traces/grid-overflow.json", "--verbose"],
+    ["run", "negative-warps-per-sm", "--answers", "examples/answers/grid-overflow.yaml"],
+]
+SEPARATORS = re.compile(r"[\s│┃|]+")
+
+
+def _screen(args: list[str], columns: int) -> list[str]:
+    """What a terminal ``columns`` wide shows: the pty's bytes rendered by pyte, cell by cell."""
+    pyte = pytest.importorskip("pyte")
+    screen = pyte.Screen(columns, 400)
+    stream = pyte.Stream(screen)
+    child = spawn(args, REPO, columns)
+    child.setwinsize(400, columns)
+    stream.feed(finish(child))
+    return [line.rstrip() for line in screen.display]
+
+
+@pytest.mark.parametrize("args", SCREEN_COMMANDS, ids=" ".join)
+def test_at_80_columns_no_word_is_broken_across_lines(args: list[str], run_cli: RunCli) -> None:
+    """Issue 27: plain lines (examples, env, probes NAME, validate) were left to the terminal, which breaks
+    mid-word ("NVML Shared Library Not Foun" / "d"). A break is mid-word when the two pieces joined are a
+    word of the same output unwrapped and either piece alone is not."""
+    lines = _screen(args, 80)
+    wide = run_cli(*args, env=cli_env(COLUMNS="3000"))
+    words = set(SEPARATORS.split(wide.stdout + wide.stderr))
+    broken = []
+    for above, below in zip(lines, lines[1:], strict=False):
+        if len(above) < 79 or not above[-1:].strip() or not below[:1].strip():
+            continue
+        a, b = SEPARATORS.split(above)[-1], SEPARATORS.split(below)[0]
+        if a + b in words and not (a in words and b in words):
+            broken.append(f"{a}|{b}")
+    assert broken == []
+    assert max(len(line) for line in lines) <= 80
 
 
 LONG_PROMPT = (

@@ -112,6 +112,24 @@ class Context:
     def write(self, text: str) -> None:
         self.stdout.write(text)
 
+    def say(self, line: str, *, hang: int | None = None) -> None:
+        """A line of prose, escaped: at a terminal, broken between words at its width and continued
+        under the line's indent plus ``hang`` (2 by default), where the terminal itself breaks
+        mid-word; whole when piped, for grep and scripts."""
+        line = visible(line)
+        if not self.system.isatty(self.system.stdout):
+            self.write(line + "\n")
+            return
+        import textwrap
+
+        indent = line[: len(line) - len(line.lstrip(" "))]
+        more = " " * (hang if hang is not None else len(indent) + 2)
+        width = max(20, int(self.console().width))
+        wrapped = textwrap.wrap(
+            line, width, subsequent_indent=more, break_long_words=False, break_on_hyphens=False, drop_whitespace=True
+        )
+        self.write("\n".join([indent + wrapped[0].lstrip(" "), *wrapped[1:]]) + "\n" if wrapped else "\n")
+
     @property
     def playbook_dirs(self) -> list[str]:
         return list(self.args.playbook_dir)
@@ -191,7 +209,7 @@ def _show_probe(ctx: Context, transcript: Transcript, target: str | None, inputs
     from wizard.ui.render import probe_result_lines
 
     for line in probe_result_lines(transcript.entries[0], target):
-        ctx.write(visible(line) + "\n")
+        ctx.say(line)
 
 
 def cmd_list(ctx: Context) -> ExitStatus:
@@ -213,7 +231,7 @@ def cmd_validate(ctx: Context) -> ExitStatus:
     checked = check_playbooks(ctx.args.paths, ctx.playbook_dirs, ctx.system.environ)
     for one in checked:
         for line in one.problems or [one.summary, *one.warnings, *program_use_lines(one.program_uses)]:
-            ctx.write(visible(line) + "\n")
+            ctx.say(line)
     return ExitStatus.INVALID_PLAYBOOK if any(one.problems for one in checked) else ExitStatus.OK
 
 
@@ -258,7 +276,7 @@ def cmd_probes(ctx: Context) -> ExitStatus:
         from wizard.ui.tables import probe_lines
 
         for line in probe_lines(probes[name]):
-            ctx.write(visible(line) + "\n")
+            ctx.say(line)
     else:
         from wizard.ui.tables import probes_table
 
@@ -273,8 +291,8 @@ def cmd_examples(ctx: Context) -> ExitStatus:
     if name is None:
         for example in list_examples():
             other = f"  (warpwizard run {example.playbook})" if example.playbook != "negative-warps-per-sm" else ""
-            ctx.write(f"{example.name:<28} {example.diagnosis}{other}\n")
-        ctx.write("copy one out to try it: warpwizard examples NAME [--to DIR]\n")
+            ctx.say(f"{example.name:<28} {example.diagnosis}{other}", hang=29)
+        ctx.say("copy one out to try it: warpwizard examples NAME [--to DIR]")
         return ExitStatus.OK
     destination = Path(ctx.args.to or name)
     written = copy_example(name, destination)
@@ -332,7 +350,7 @@ def _trace_fix(ctx: Context) -> ExitStatus:
         progress=ctx.system.progress,
     )
     for line in fix_summary_lines(summary):
-        ctx.write(visible(line) + "\n")
+        ctx.say(line)
     if summary.truncation is not None:
         ctx.stderr.write(visible(truncation_warning(args.input, summary.truncation.detail)) + "\n")
     return ExitStatus.OK
@@ -427,7 +445,7 @@ def cmd_env(ctx: Context) -> ExitStatus:
         ctx.write(dumps(result.facts) + "\n")
     else:
         for line in result.evidence:
-            ctx.write(visible(line) + "\n")
+            ctx.say(line)
     return ExitStatus.OK
 
 
