@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import time
@@ -258,7 +259,7 @@ def test_at_80_columns_no_word_is_broken_across_lines(args: list[str], run_cli: 
     wide = run_cli(*args, env=cli_env(COLUMNS="3000"))
     words = set(SEPARATORS.split(wide.stdout + wide.stderr))
     broken = []
-    for above, below in zip(lines, lines[1:], strict=False):
+    for above, below in itertools.pairwise(lines):
         if len(above) < 79 or not above[-1:].strip() or not below[:1].strip():
             continue
         a, b = SEPARATORS.split(above)[-1], SEPARATORS.split(below)[0]
