@@ -77,12 +77,11 @@ class AnswerSource(Protocol):
 
     def confirm(self, question: QuestionNode, value: Any, what: str) -> bool:
         """Whether a person confirms that ``value`` (an answer from a file naming a program, ``what``)
-        may run; a source with nobody to ask says no."""
-        ...
+        may run; a source with nobody to ask says no.
 
-    def workload(self, probe: str, summary: str, check: Callable[[str], str | None]) -> str | None:
-        """The command that runs the user's workload, asked once when a probe needs one and nothing
-        gave it (``check`` says what is wrong with a typed command, or None); None: not given."""
+        A source may also have ``workload(probe, summary, check) -> str | None``: the command that runs
+        the user's workload, asked once when a probe needs one and nothing gave it (``check`` says what
+        is wrong with a typed command, or None). Optional, so sources written before it still work."""
         ...
 
 
@@ -129,10 +128,6 @@ class MappingAnswers:
     def confirm(self, question: QuestionNode, value: Any, what: str) -> bool:
         """Nobody to ask: a file alone never decides what runs."""
         return False
-
-    def workload(self, probe: str, summary: str, check: Callable[[str], str | None]) -> str | None:
-        """Nobody to ask: the step skips and says which option gives the workload."""
-        return None
 
 
 def check_answers(playbook: Playbook, values: Mapping[str, Any]) -> list[str]:

@@ -278,9 +278,10 @@ class Engine:
         given = params.get("workload")
         if isinstance(given, str) and given.strip():
             return None
-        if self.state.workload is None:
+        ask = getattr(self.answers, "workload", None)  # optional: a source with nobody to ask has none
+        if self.state.workload is None and ask is not None:
             assert probe is not None
-            self.state.workload = self.answers.workload(node.probe, probe.summary, self._workload_problem) or ""
+            self.state.workload = ask(node.probe, probe.summary, self._workload_problem) or ""
         return self.state.workload
 
     def _workload_problem(self, text: str) -> str | None:

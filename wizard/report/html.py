@@ -15,9 +15,8 @@ import shlex
 from typing import Any
 
 from wizard.engine.transcript import ENV_PROBE, Transcript
-from wizard.formatting import plural
+from wizard.formatting import plural, verb
 from wizard.report.view import NAME_LIMIT, FindingRow, InspectionView, inspection_view, per_rank_counts
-from wizard.trace.health import verb
 from wizard.trace.inspect import Inspection
 from wizard.trace.mechanisms import BY_ID, is_wrong
 from wizard.untrusted import html_text, script_json
