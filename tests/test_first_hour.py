@@ -247,6 +247,13 @@ def test_counts_in_messages_agree_with_their_number() -> None:
 
     assert ProfilerOccupancy(1, "SMEM", None, None, None, None, None).words() == "1 block per SM, limited by SMEM"
     assert ProfilerOccupancy(2, "REGS", None, None, None, None, None).words() == "2 blocks per SM, limited by REGS"
+    # a count of zero is never said: buffer warnings alone, or no kernel at all, are said as what they are
+    assert judge(KinetoLog(buffer_lines=["CUPTI buffer full"]), True, 4, 0)[1] == (
+        "CUPTI ran short of activity buffers (1 warning in the log)"
+    )
+    assert judge(KinetoLog(), True, 0, 0)[1] == (
+        "the fresh single-session trace holds no kernel at all, though CUDA was available"
+    )
     said = [judge(KinetoLog(record_counts={"Out-of-range": n}), True, 4, 0)[1] for n in (1, 2)]
     assert said == [
         "Kineto dropped 1 record as out of the capture window",

@@ -110,14 +110,21 @@ def judge(log: KinetoLog, cuda: bool, kernels: int, missing: int) -> tuple[Statu
         return Status.FAIL, "CUPTI tracing is not available: the profiler fell back and records no kernels"
     if log.out_of_range:
         return Status.FAIL, f"Kineto dropped {plural(log.out_of_range, 'record')} as out of the capture window"
-    if log.dropped_records or log.buffer_lines:
+    if log.dropped_records:
         return Status.FAIL, f"CUPTI dropped {plural(log.dropped_records, 'record')} (activity buffer limits)"
+    if log.buffer_lines:
+        return (
+            Status.FAIL,
+            f"CUPTI ran short of activity buffers ({plural(len(log.buffer_lines), 'warning')} in the log)",
+        )
     if not cuda:
         return (
             Status.SKIP,
             "no CUDA device here: the log shows no CUPTI problem, and no kernel ran to compare with launches",
         )
-    if missing or not kernels:
+    if not kernels:
+        return Status.FAIL, "the fresh single-session trace holds no kernel at all, though CUDA was available"
+    if missing:
         return Status.FAIL, f"the fresh single-session trace still misses {plural(missing, 'kernel')} of its launches"
     return Status.PASS, f"one session in a fresh process records every kernel ({kernels}): the loss is not reproduced"
 
