@@ -422,6 +422,8 @@ def _continuation(c: _Checker, raw: Any, where: Path_) -> Continuation | None:
 def unknown_continuations(path: str, pb: Playbook, known: frozenset[str]) -> list[str]:
     """``file:line:column`` for each ``continue`` choice that names no playbook on the search path
     (``validate`` checks this; loading one file alone cannot know the catalogue)."""
+    if not any(isinstance(node, ConclusionNode) and node.continues is not None for node in pb.nodes.values()):
+        return []  # nothing to look up: the file is not read again
     text = Path(path).read_text(encoding="utf-8")
     located = load_located(text)
     c = _Checker(path, located, {})

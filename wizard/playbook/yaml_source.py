@@ -7,6 +7,7 @@ marks is what lets every problem be reported as ``file:line:column``.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -111,8 +112,11 @@ def load_located(text: str) -> Located:
     return located
 
 
+@functools.lru_cache(maxsize=4)
 def _parse(text: str) -> yaml.Node | None:
-    """The document's node tree; a YAML error becomes a YamlSyntaxError at its line and column."""
+    """The document's node tree; a YAML error becomes a YamlSyntaxError at its line and column.
+    Remembered for the last few texts: loading, checking the chain and the comment warnings read the
+    same playbook (a 20,000-node one was parsed three times); no caller changes a node."""
     try:
         return _compose(text)
     except yaml.MarkedYAMLError as exc:
