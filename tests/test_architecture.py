@@ -347,3 +347,26 @@ def test_foundation_modules_import_no_layer() -> None:
         if name.startswith("wizard.") and name.split(".")[1] in LAYERS
     ]
     assert bad == []
+
+
+def test_helper_threads_start_through_threads_start() -> None:
+    """A helper thread that does not block SIGINT can take Ctrl-C from the main thread (wizard/threads.py)."""
+    bad = []
+    for rel, tree in MODULES.items():
+        made = {
+            ast.unparse(target)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Call)
+            and ast.unparse(node.value.func) in ("threading.Thread", "threading.Timer")
+            for target in node.targets
+        }
+        bad += [
+            f"{rel}:{node.lineno}: {ast.unparse(node)}"
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "start"
+            and ast.unparse(node.func.value) in made
+        ]
+    assert bad == []

@@ -13,6 +13,7 @@ import io
 import os
 import pty
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -381,6 +382,20 @@ def test_no_bar_on_a_small_trace(tmp_path: Path) -> None:
     assert HIDE_CURSOR not in output and "reading" not in output
 
 
+def _helper_threads_blocking(pid: int) -> dict[str, bool]:
+    """Each thread of ``pid`` but its main one: whether it blocks SIGINT (Linux's /proc)."""
+    tasks = Path(f"/proc/{pid}/task")
+    if not tasks.is_dir():
+        pytest.skip("no /proc here to read the threads' signal masks from")
+    found = {}
+    for task in tasks.iterdir():
+        if task.name == str(pid):
+            continue
+        status = dict(line.split(":\t", 1) for line in (task / "status").read_text().splitlines() if ":\t" in line)
+        found[f"{status['Name'].strip()} {task.name}"] = bool(int(status["SigBlk"], 16) & (1 << (signal.SIGINT - 1)))
+    return found
+
+
 def test_ctrl_c_during_the_bar_stops_cleanly(big_trace: Path, tmp_path: Path) -> None:
     """The trace comes through a FIFO whose writer stops a third of the way in: the read waits there
     with its bar up, however fast the machine, until Ctrl-C."""
@@ -400,6 +415,10 @@ def test_ctrl_c_during_the_bar_stops_cleanly(big_trace: Path, tmp_path: Path) ->
         child = spawn(["trace", "inspect", str(fifo)], tmp_path)
         child.expect(r"stalled\.json\S*  reading")
         child.expect(r"[\d.]+ MB")  # bytes read (a pipe has no size to read them of)
+        # Every helper thread (the bar's refresh and timer) blocks SIGINT: one that took it left the main
+        # thread asleep in its read, and Ctrl-C did nothing (seen under load).
+        helpers = _helper_threads_blocking(child.pid)
+        assert helpers and all(helpers.values()), helpers
         child.sendintr()
         child.expect("warpwizard: error: interrupted")
         before = str(child.before)

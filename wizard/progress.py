@@ -137,6 +137,8 @@ def relayed(progress: Progress) -> Iterator[Progress]:
     import multiprocessing
     import threading
 
+    from wizard.threads import start
+
     reader, writer = multiprocessing.get_context("fork").Pipe(duplex=False)
     tasks: dict[Any, Task] = {}
     stop = threading.Event()
@@ -160,7 +162,7 @@ def relayed(progress: Progress) -> Iterator[Progress]:
 
     listener = threading.Thread(target=listen, name="progress-relay", daemon=True)
     _RELAY["pipe"] = writer
-    listener.start()
+    start(listener)
     try:
         yield RelayedProgress()
     finally:

@@ -20,6 +20,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from wizard.threads import start
+
 HEAD_BYTES = 64 * 1024
 TAIL_BYTES = 256 * 1024
 
@@ -169,7 +171,7 @@ def _wait_reading(proc: subprocess.Popen[bytes], sink: _Bounded, timeout: float)
             sink.feed(chunk)
 
     reader = threading.Thread(target=pump, daemon=True)
-    reader.start()
+    start(reader)
     timed_out = False
     try:
         proc.wait(timeout=timeout)

@@ -14,6 +14,7 @@ from wizard.outputs import write_own
 from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status, declared_facts
 from wizard.progress import NO_PROGRESS, task
 from wizard.serialize import dumps
+from wizard.threads import start
 from wizard.trace.inspect import FindingGroup, Inspection, inspect_paths, launched_by
 from wizard.trace.kineto_math import INT32_MAX
 from wizard.trace.mechanisms import BY_ID, NEGATIVE, NON_FINITE, ORDER, WRONG, Mechanism, is_wrong
@@ -368,7 +369,7 @@ class _Beside(Generic[T]):
         self._value: T | None = None
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="beside", daemon=True)
-        self._thread.start()
+        start(self._thread)
 
     def _run(self) -> None:
         try:

@@ -19,6 +19,7 @@ from typing import Any
 
 from wizard.errors import MissingDependency
 from wizard.formatting import exact, plural
+from wizard.threads import start
 from wizard.trace.inspect import Inspection
 from wizard.trace.kineto_math import prints_truth
 from wizard.trace.mechanisms import BY_ID, ORDER, is_wrong
@@ -73,7 +74,7 @@ def prepare() -> None:
         if _PREPARING or _BUNDLE:
             return
         _PREPARING.append(threading.Thread(target=plotly_bundle, name="warpwizard-plotly", daemon=True))
-    _PREPARING[0].start()
+    start(_PREPARING[0])
 
 
 @dataclass(frozen=True, slots=True)

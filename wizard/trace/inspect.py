@@ -38,9 +38,6 @@ from wizard.trace.report import (
     launched_by,
 )
 
-# What a file's inspection imports lazily (the health checks count with numpy): loaded before the workers fork.
-WORKER_IMPORTS = ("wizard.trace.health_checks",)
-
 __all__ = [
     "DEFAULT_MAX_LAUNCHES",
     "Classifier",
@@ -682,8 +679,12 @@ def inspect_paths(
                     )
                     done.update(len(reports))
             else:
-                # each worker's file gets its bar; the health checks' numpy (and its ctypes) loaded before the fork
-                with relayed(progress) as theirs, worker_pool(workers, WORKER_IMPORTS) as pool:
+                # What the workers import lazily (the health checks' numpy, and its ctypes) is imported here first.
+                # A fork copies each module's import lock as it is: when another thread (PyTorch's validator beside
+                # the inspection) was importing one of them at that instant, the workers waited for it forever.
+                import wizard.trace.health_checks  # noqa: F401
+
+                with relayed(progress) as theirs, worker_pool(workers) as pool:  # each worker's file gets its bar
                     one = partial(
                         inspect_trace,
                         sms=sms,

@@ -40,16 +40,7 @@ def decode_range(path: str, start: int, end: int) -> PieceResult | None:
     return decode_piece(fh.read(end - start))
 
 
-def new_pool(workers: int, preload: tuple[str, ...] = ()) -> ProcessPoolExecutor:
-    """Workers forked from this process. ``preload``: the modules they would import lazily, imported
-    here first. A fork copies each module's import lock as it is: when another thread of this process
-    (PyTorch's validator beside the inspection) was importing one of them at that instant, the workers
-    waited for it forever (a rank directory through a playbook hung, the children stuck in numpy's
-    import of ctypes). Imported here, this thread waits for the other to finish instead."""
-    import importlib
-
-    for name in preload:
-        importlib.import_module(name)
+def new_pool(workers: int) -> ProcessPoolExecutor:
     return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"))
 
 
@@ -71,9 +62,9 @@ def stop_pool(pool: ProcessPoolExecutor, *, failed: bool) -> None:
 
 
 @contextlib.contextmanager
-def worker_pool(workers: int, preload: tuple[str, ...] = ()) -> Iterator[ProcessPoolExecutor]:
+def worker_pool(workers: int) -> Iterator[ProcessPoolExecutor]:
     """A process pool that never outlives an error in this process (see ``stop_pool``)."""
-    pool = new_pool(workers, preload)
+    pool = new_pool(workers)
     failed = True
     try:
         yield pool

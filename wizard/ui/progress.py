@@ -29,6 +29,7 @@ from rich.text import Text
 
 from wizard.progress import Task, Unit
 from wizard.system import Clock
+from wizard.threads import signals_to_main_thread, start
 from wizard.untrusted import cut, rich_text, visible
 
 DELAY = 0.5  # seconds of work before anything is shown
@@ -199,7 +200,7 @@ class TerminalProgress:
             return
         self._timer = threading.Timer(self.delay if wait is None else wait, self._on_timer)
         self._timer.daemon = True
-        self._timer.start()
+        start(self._timer)
 
     def _on_timer(self) -> None:
         """The delay is the clock's (injected: tests move it), so wait again while it says too early."""
@@ -233,7 +234,8 @@ class TerminalProgress:
         )
         for line in self._lines:
             self._add(line)
-        self._bars.start()
+        with signals_to_main_thread():  # rich's refresh thread
+            self._bars.start()
 
     def _hide(self) -> None:
         if self._timer is not None:
