@@ -417,6 +417,7 @@ def test_ctrl_c_during_the_bar_stops_cleanly(big_trace: Path, tmp_path: Path) ->
         child.expect(r"[\d.]+ MB")  # bytes read (a pipe has no size to read them of)
         # Every helper thread (the bar's refresh and timer) blocks SIGINT: one that took it left the main
         # thread asleep in its read, and Ctrl-C did nothing (seen under load).
+        assert child.pid is not None
         helpers = _helper_threads_blocking(child.pid)
         assert helpers and all(helpers.values()), helpers
         child.sendintr()
