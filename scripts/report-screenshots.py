@@ -138,7 +138,9 @@ def main() -> int:
                     page.wait_for_timeout(300)
                     shot = OUT / f"{name}-{width}.png"
                     # from the trace's verdict down: the pictures, not only the run's diagnosis above them
-                    top = page.evaluate("Math.max(0, document.querySelectorAll('#ww-verdict')[1].offsetTop - 16)")
+                    top = page.evaluate(
+                        "Math.max(0, (document.getElementById('ww-verdict') || document.body).offsetTop - 16)"
+                    )
                     page.screenshot(
                         path=str(shot), full_page=True, clip={"x": 0, "y": top, "width": width, "height": height}
                     )

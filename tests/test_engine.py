@@ -236,3 +236,12 @@ def test_nobody_is_asked_for_a_workload_given_on_the_command_line_or_by_an_answe
 def test_a_file_or_defaults_never_asks_for_a_workload() -> None:
     probe = _run_workload(MappingAnswers({}, use_defaults=True))
     assert [call.get("workload") for call in probe.calls] == ["", None]
+
+
+def test_a_typed_workload_is_the_users_own_even_where_the_node_reads_a_files_answer() -> None:
+    """The node's workload comes from an answers-file question left empty: what the person types at the
+    prompt runs, with no refusal and no confirmation."""
+    answers = AsksForWorkload(["python train.py"])
+    answers.origins["cmd"] = "file"
+    probe = _run_workload(answers)
+    assert [call["workload"] for call in probe.calls] == ["python train.py", "python train.py"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -277,3 +278,18 @@ def test_counts_in_messages_agree_with_their_number() -> None:
         "Here it hides 2 kernels.",
         "Here it hides some kernels.",
     ]
+
+
+def test_a_trace_whose_kernels_carry_no_metrics_is_not_said_to_agree(tmp_path: Path) -> None:
+    """'all 0 kernels agree with the recomputation' for kernels with nothing to recompute."""
+    from wizard.environment import Environment
+    from wizard.probes.trace_inspect import TraceInspectProbe
+
+    trace = tmp_path / "bare.json"
+    kernel = {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 10, "dur": 5, "args": {"device": 0}}
+    trace.write_text(json.dumps({"traceEvents": [kernel, {**kernel, "ts": 20}]}))
+    result = TraceInspectProbe().run(Environment.of(), {"paths": [str(trace)]})
+    assert (result.status.value, result.summary) == (
+        "pass",
+        "none of the 2 kernels carries blocks/warps per SM or occupancy: nothing to recompute",
+    )

@@ -172,7 +172,8 @@ def test_a_run_page_for_a_rank_directory_has_the_diagnosis_the_path_and_the_rank
     assert result.status == 0, result.stderr
     page, seen = _open(browser, out, _artifacts(tmp_path) / f"run-ranks-{width}.png", width)
     assert seen == {"errors": [], "blocked": [], "dialogs": []}
-    assert "profiler-bug-grid-overflow" in page.text_content("#ww-verdict")
+    assert "profiler-bug-grid-overflow" in page.text_content("#ww-run-verdict")
+    assert page.eval_on_selector_all("[id]", "es => es.length - new Set(es.map(e => e.id)).size") == 0  # ids unique
     steps = page.eval_on_selector_all("#ww-steps > li", "ls => ls.length")
     assert steps >= 5
     assert len(page.query_selector_all(".plot")) == 5  # three metrics, the timeline, the per-rank bars

@@ -391,9 +391,33 @@ def _helper_threads_blocking(pid: int) -> dict[str, bool]:
     for task in tasks.iterdir():
         if task.name == str(pid):
             continue
-        status = dict(line.split(":\t", 1) for line in (task / "status").read_text().splitlines() if ":\t" in line)
+        try:
+            text = (task / "status").read_text()
+        except (FileNotFoundError, ProcessLookupError):  # a thread that ended meanwhile (the bar's timer)
+            continue
+        status = dict(line.split(":\t", 1) for line in text.splitlines() if ":\t" in line)
         found[f"{status['Name'].strip()} {task.name}"] = bool(int(status["SigBlk"], 16) & (1 << (signal.SIGINT - 1)))
     return found
+
+
+def test_a_program_started_from_a_helper_thread_takes_the_stop_signals() -> None:
+    """A fork keeps its thread's signal mask through exec: PyTorch's validator, started from the thread
+    beside the inspection, ignored the SIGTERM of a timeout until SIGKILL came."""
+    if not Path("/proc/self/status").exists():
+        pytest.skip("no /proc here to read a signal mask from")
+    from wizard.runner import SubprocessRunner
+    from wizard.threads import STOPPING, start
+
+    found: list[str] = []
+    code = "print([x for x in open('/proc/self/status') if x.startswith('SigBlk')][0])"
+
+    def helper() -> None:
+        found.append(SubprocessRunner().run([sys.executable, "-c", code], timeout=HANG_GUARD_S).output)
+
+    start(threading.Thread(target=helper)).join()
+    (line,) = [x for x in found[0].splitlines() if x.startswith("SigBlk")]
+    blocked = int(line.split()[1], 16)
+    assert [s for s in STOPPING if blocked & (1 << (int(s) - 1))] == []
 
 
 def test_ctrl_c_during_the_bar_stops_cleanly(big_trace: Path, tmp_path: Path) -> None:

@@ -253,14 +253,19 @@ def _fix_beside(trace: str, where: bool | str | os.PathLike[str]) -> Path:
     raise NameTaken(f"{_beside(trace, where, 'warpwizard-fixed')}: no free name for the corrected copy")
 
 
+def split_trace_name(name: str) -> tuple[str, str]:
+    """A trace file's name as (stem, suffix): ``rank0.pt.trace.json.gz`` is ``rank0`` and ``.pt.trace.json.gz``."""
+    suffix = next((s for s in TRACE_SUFFIXES if name.endswith(s)), Path(name).suffix)
+    return (name[: len(name) - len(suffix)] if suffix else name), suffix
+
+
 def _beside(trace: str, where: bool | str | os.PathLike[str], tag: str, *, report: bool = False) -> Path:
     """``<name>.<tag>.pt.trace.json[.gz]`` (or ``<name>.<tag>.json`` for a report) beside the trace or
     in the directory given, never over an existing file."""
     from wizard.outputs import free_path
 
     source = Path(trace)
-    suffix = next((s for s in TRACE_SUFFIXES if source.name.endswith(s)), source.suffix)
-    stem = source.name[: len(source.name) - len(suffix)] if suffix else source.name
+    stem, suffix = split_trace_name(source.name)
     name = f"{stem}.{tag}.json" if report else f"{stem}.{tag}{suffix}"
     folder = source.parent if isinstance(where, bool) else Path(os.fspath(where))
     folder.mkdir(parents=True, exist_ok=True)

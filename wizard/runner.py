@@ -9,6 +9,7 @@ cannot fill memory.
 
 from __future__ import annotations
 
+import ctypes  # here, not in a thread: a fork while another thread imports it left the children stuck
 import os
 import signal
 import subprocess
@@ -19,8 +20,9 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from wizard.threads import start
+from wizard.threads import STOPPING, start
 
 HEAD_BYTES = 64 * 1024
 TAIL_BYTES = 256 * 1024
@@ -91,26 +93,32 @@ PR_SET_PDEATHSIG = 1
 
 
 def die_with_parent() -> Callable[[], None] | None:
-    """A ``preexec_fn`` that makes the child get SIGKILL when this process dies (Linux's
-    ``prctl(PR_SET_PDEATHSIG)``), or None where there is no such thing. libc is loaded here, before
-    the fork; the child only makes the call, and exits at once if its parent is already gone."""
-    if not sys.platform.startswith("linux"):
+    """A ``preexec_fn``: the child takes the stop signals again (a helper thread that starts it blocks
+    them, wizard/threads.py, and a fork keeps the mask through exec: the validator ignored SIGTERM), and
+    gets SIGKILL when this process dies (Linux's ``prctl(PR_SET_PDEATHSIG)``). libc is loaded here,
+    before the fork; the child only makes the calls, and exits at once if its parent is already gone."""
+    if os.name != "posix":
         return None
-    import ctypes
-
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        prctl = libc.prctl
-    except (OSError, AttributeError):
-        return None
+    prctl = _prctl()
     parent = os.getpid()
 
     def arm() -> None:
-        prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        if os.getppid() != parent:  # died between the fork and the call
-            os._exit(137)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPPING)
+        if prctl is not None:
+            prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+            if os.getppid() != parent:  # died between the fork and the call
+                os._exit(137)
 
     return arm
+
+
+def _prctl() -> Any:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
 
 
 class SubprocessRunner:

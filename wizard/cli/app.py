@@ -113,9 +113,9 @@ class Context:
         self.stdout.write(text)
 
     def say(self, line: str, *, hang: int | None = None) -> None:
-        """A line of prose, escaped: at a terminal, broken between words at its width and continued
-        under the line's indent plus ``hang`` (2 by default), where the terminal itself breaks
-        mid-word; whole when piped, for grep and scripts."""
+        """A line of prose, escaped: at a terminal, broken between words at its width and continued at
+        column ``hang`` (default: the line's indent plus 2), where the terminal itself breaks mid-word;
+        whole when piped, for grep and scripts."""
         line = visible(line)
         if not self.system.isatty(self.system.stdout):
             self.write(line + "\n")

@@ -192,6 +192,7 @@ class Engine:
             self.observer.probe_started(node, params)
             result = self._reused(node, params, entry)
             if result is None:
+                self._ask_workload(node, params)  # only for a probe that runs: a reused result asks nothing
                 result = self._run_probe(node, params, entry)
                 self.ran.append((node.probe, dict(params), result, f"{self.playbook.id}:{node.id}"))
             self.observer.probe_finished(node, result)
@@ -262,11 +263,12 @@ class Engine:
         return found[0]
 
     def _params(self, node: ProbeNode) -> dict[str, Any]:
-        params = render_params(node, self.state)
+        return render_params(node, self.state)
+
+    def _ask_workload(self, node: ProbeNode, params: dict[str, Any]) -> None:
         workload = self._asked_workload(node, params)
         if workload:
             params["workload"] = workload  # typed by the person at the terminal: their own
-        return params
 
     def _asked_workload(self, node: ProbeNode, params: Mapping[str, Any]) -> str | None:
         """A step that runs the workload, with none given (no --workload, no answer): ask once a run,
@@ -296,7 +298,9 @@ class Engine:
         return [
             f"{name} {value!r} ({why})"
             for name, value, why in program_params(node, probe.params, params, self.state.origins)
-            if why is not None and not self._confirmed(node.params[name], value, name)
+            if why is not None
+            and not (name == "workload" and value == self.state.workload)  # typed at the prompt this run
+            and not self._confirmed(node.params[name], value, name)
         ]
 
     def _confirmed(self, raw: Any, value: Any, what: str) -> bool:

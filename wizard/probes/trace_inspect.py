@@ -462,6 +462,9 @@ class TraceInspectProbe:
             summary = (
                 f"{verb(checked, 'the', 'all')} {plural(checked, 'kernel')} {verb(checked, 'agrees', 'agree')} "
                 "with the recomputation"
+                if checked
+                else f"none of the {plural(facts['kernels'], 'kernel')} carries blocks/warps per SM or occupancy: "
+                "nothing to recompute"
             )
             if large:
                 summary += f"; {large} {verb(large, 'has', 'have')} large warps per SM, which is by design (F)"

@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import datetime as _dt
 import shlex
+from pathlib import Path
 from typing import Any
 
 from wizard.engine.transcript import ENV_PROBE, Transcript
 from wizard.formatting import plural, verb
+from wizard.profiler import split_trace_name
 from wizard.report.view import NAME_LIMIT, FindingRow, InspectionView, inspection_view, per_rank_counts
 from wizard.trace.inspect import Inspection
 from wizard.trace.mechanisms import BY_ID, is_wrong
@@ -349,8 +351,10 @@ def perfetto_hint(inspection: Inspection) -> str:
             f" and {plural(affected - len(streams[:5]), 'more stream')}" if affected > len(streams[:5]) else ""
         )
         row = f"stream {html_text(streams[0], 20)}" if streams else "stream N"
-        stem = r.path[: -len(".json.gz")] if r.path.endswith(".json.gz") else r.path.rsplit(".", 1)[0]
-        command = shlex.join(["warpwizard", "trace", "fix", "--split-overlaps", r.path, f"{stem}-lanes.json"])
+        source = Path(r.path)
+        out = source.with_name(f"{split_trace_name(source.name)[0] or 'trace'}-lanes.json")
+        target = f"./{out}" if str(out).startswith("-") else str(out)  # never read as an option
+        command = shlex.join(["warpwizard", "trace", "fix", "--split-overlaps", r.path, target])
         fixes.append(
             f"<p>{plural(hidden.count, 'kernel')} of <code>{html_text(r.label, 200)}</code> "
             f"{verb(hidden.count, 'overlaps', 'overlap')} the kernel "
@@ -435,13 +439,13 @@ def _path(entries: list[Any], ident: str) -> str:
 def _diagnosis(t: Transcript) -> str:
     c = t.conclusion
     if c is None:
-        return '<section class="card verdict bad" id="ww-verdict"><b>No diagnosis reached</b></section>'
+        return '<section class="card verdict bad" id="ww-run-verdict"><b>No diagnosis reached</b></section>'
     evidence = "".join(f"<li>{html_text(e, 4000)}</li>" for e in c.evidence)
     fixes = "".join(f"<li>{html_text(f, 4000)}</li>" for f in c.fix)
     links = "".join(f"<li><code>{html_text(link, 400)}</code></li>" for link in c.links)
     bad = c.severity in ("error", "warning")
     return (
-        f'<section class="card verdict {"bad" if bad else "good"}" id="ww-verdict">'
+        f'<section class="card verdict {"bad" if bad else "good"}" id="ww-run-verdict">'
         f"<div><b>Diagnosis: <code>{html_text(c.diagnosis, 120)}</code> ({html_text(c.severity, 20)})</b></div>"
         f"<p>{html_text(c.summary, 4000)}</p>"
         + (f"<h3>Evidence</h3><ul>{evidence}</ul>" if evidence else "")

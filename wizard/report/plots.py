@@ -299,7 +299,7 @@ def _bins(times: list[float], start: float, width: float) -> Counter[int]:
     return Counter(int((t - start) / width) if width > 0 else 0 for t in times)
 
 
-def _lane_axis(lanes: int) -> dict[str, Any]:
+def _lane_axis() -> dict[str, Any]:
     """A category axis of lanes whose names stay inside the picture (automargin), at any width."""
     return {"type": "category", "automargin": True, "tickfont": {"size": 10}}
 
@@ -358,7 +358,7 @@ def timeline(reports: list[tuple[str, PlotData]]) -> Picture | None:
             max(200, 60 + 28 * lanes),
             title={"text": title},
             xaxis={"title": {"text": "ms since the first wrong launch"}, "automargin": True},
-            yaxis=_lane_axis(lanes),
+            yaxis=_lane_axis(),
         )
     )
     return Picture(str(fig.to_json(validate=False)), title, [], key)
@@ -426,7 +426,7 @@ def health_timeline(reports: list[tuple[str, list[Any]]]) -> Picture | None:
             max(200, 60 + 28 * min(len(lanes), 40)),
             title={"text": title},
             xaxis={"title": {"text": "ms since the first problem"}, "automargin": True},
-            yaxis=_lane_axis(len(lanes)),
+            yaxis=_lane_axis(),
         )
     )
     return Picture(str(fig.to_json(validate=False)), title, [], key)

@@ -80,7 +80,11 @@ class InteractiveAnswers:
         while True:
             text = str(
                 questionary.text(
-                    "Which command runs your workload? (e.g. python train.py --steps 3; Enter skips this step)",
+                    self._wrapped(
+                        "Which command runs your workload? (e.g. python train.py --steps 3; Enter skips the "
+                        "steps that need it)",
+                        room=20,
+                    ),
                     default=typed,
                 ).unsafe_ask()
             ).strip()
