@@ -87,3 +87,20 @@ def plural(number: float, noun: str) -> str:
 def verb(number: float, one: str, many: str) -> str:
     """The verb form that agrees with ``number`` things: ``one`` for exactly 1, else ``many``."""
     return one if number == 1 else many
+
+
+def wrap_words(text: str, width: int, *, hang: str = "", room: int = 0) -> list[str]:
+    """``text`` broken between words into lines of at most ``width`` columns (a terminal breaks a long line
+    mid-word), lines after the first starting with ``hang``, the last keeping ``room`` columns free (for
+    what follows it on its line); a word longer than a line stays whole. The first line keeps its indent."""
+    import textwrap
+
+    def wrap(part: str, columns: int) -> list[str]:
+        return textwrap.wrap(
+            part, max(10, columns), subsequent_indent=hang, break_long_words=False, break_on_hyphens=False
+        )
+
+    lines = wrap(text, width)
+    if lines and room and len(lines[-1]) + room > width:
+        lines[-1:] = wrap(lines[-1], width - room)
+    return lines

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import signal
-import sys
 import threading
 from collections.abc import Iterator
 
@@ -21,7 +20,7 @@ STOPPING = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP
 @contextlib.contextmanager
 def signals_to_main_thread() -> Iterator[None]:
     """Threads started in this block block the stop signals; this thread's own mask is restored."""
-    if not hasattr(signal, "pthread_sigmask") or sys.platform == "win32":
+    if not hasattr(signal, "pthread_sigmask"):  # Windows
         yield
         return
     previous = signal.pthread_sigmask(signal.SIG_BLOCK, STOPPING)

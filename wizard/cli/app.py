@@ -120,15 +120,11 @@ class Context:
         if not self.system.isatty(self.system.stdout):
             self.write(line + "\n")
             return
-        import textwrap
+        from wizard.formatting import wrap_words
 
-        indent = line[: len(line) - len(line.lstrip(" "))]
-        more = " " * (hang if hang is not None else len(indent) + 2)
-        width = max(20, int(self.console().width))
-        wrapped = textwrap.wrap(
-            line, width, subsequent_indent=more, break_long_words=False, break_on_hyphens=False, drop_whitespace=True
-        )
-        self.write("\n".join([indent + wrapped[0].lstrip(" "), *wrapped[1:]]) + "\n" if wrapped else "\n")
+        indent = len(line) - len(line.lstrip(" "))
+        more = " " * (hang if hang is not None else indent + 2)
+        self.write("\n".join(wrap_words(line, int(self.console().width), hang=more)) + "\n")
 
     @property
     def playbook_dirs(self) -> list[str]:

@@ -19,7 +19,7 @@ from wizard.errors import AnswersError, ProbeInfrastructureError, WizardError
 from wizard.playbook.conditions import Template
 from wizard.playbook.model import AnswerInvalid, ConclusionNode, DecisionNode, Node, Playbook, ProbeNode, QuestionNode
 from wizard.playbook.trust import answer_sources, refusal
-from wizard.probes.base import ParamSpec, Probe, ProbeResult, Status, with_defaults
+from wizard.probes.base import WORKLOAD, ParamSpec, Probe, ProbeResult, Status, with_defaults
 
 MAX_VISITS = 500
 
@@ -266,25 +266,22 @@ class Engine:
         return render_params(node, self.state)
 
     def _ask_workload(self, node: ProbeNode, params: dict[str, Any]) -> None:
-        workload = self._asked_workload(node, params)
-        if workload:
-            params["workload"] = workload  # typed by the person at the terminal: their own
-
-    def _asked_workload(self, node: ProbeNode, params: Mapping[str, Any]) -> str | None:
-        """A step that runs the workload, with none given (no --workload, no answer): ask once a run,
-        where someone can answer; the same command then serves every later step."""
+        """A step that runs the workload, with none given (no --workload, no answer): ask once a run, where
+        someone can answer; what they type is their own, and serves every later step."""
         probe = self.probes.get(node.probe)
-        spec = next((p for p in probe.params if p.name == "workload" and p.runs), None) if probe else None
-        if spec is None or self.env.settings.workload is not None:
-            return None
-        given = params.get("workload")
-        if isinstance(given, str) and given.strip():
-            return None
+        given = params.get(WORKLOAD.name)
+        if (
+            probe is None
+            or not any(p.name == WORKLOAD.name and p.runs for p in probe.params)  # a plugin's, with its own help
+            or self.env.settings.workload is not None
+            or (isinstance(given, str) and given.strip())
+        ):
+            return
         ask = getattr(self.answers, "workload", None)  # optional: a source with nobody to ask has none
         if self.state.workload is None and ask is not None:
-            assert probe is not None
             self.state.workload = ask(node.probe, probe.summary, self._workload_problem) or ""
-        return self.state.workload
+        if self.state.workload:
+            params[WORKLOAD.name] = self.state.workload
 
     def _workload_problem(self, text: str) -> str | None:
         try:
@@ -299,7 +296,7 @@ class Engine:
             f"{name} {value!r} ({why})"
             for name, value, why in program_params(node, probe.params, params, self.state.origins)
             if why is not None
-            and not (name == "workload" and value == self.state.workload)  # typed at the prompt this run
+            and not (name == WORKLOAD.name and value == self.state.workload)  # typed at the prompt this run
             and not self._confirmed(node.params[name], value, name)
         ]
 

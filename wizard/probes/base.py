@@ -53,6 +53,11 @@ class ParamSpec:
     runs: bool = False
 
 
+# The user's program, as every probe that runs it declares it: the engine asks for it at a terminal when a
+# probe with this parameter is about to run and nothing gave it (wizard/engine/engine.py).
+WORKLOAD = ParamSpec("workload", "str", "command to run (default: --workload)", default=None, runs=True)
+
+
 @dataclass(frozen=True, slots=True)
 class FactSpec:
     """One fact as the help, ``probes --json`` and the playbook schema show it; derived from a probe's

@@ -17,7 +17,7 @@ from typing import Any
 
 from wizard.environment import Environment
 from wizard.formatting import plural
-from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status, ensure_dir
+from wizard.probes.base import WORKLOAD, FactSpec, ParamSpec, ProbeResult, Status, ensure_dir
 from wizard.probes.common import harness_failure, no_workload, run_harness, workload_argv
 from wizard.untrusted import cut
 
@@ -134,7 +134,7 @@ class KinetoLogProbe:
     summary = "Re-profile once in a fresh process with KINETO_LOG_LEVEL raised; read Record counts and CUPTI errors"
     runs_programs = "the workload under torch.profiler (one session) with Kineto's verbose log"
     params: tuple[ParamSpec, ...] = (
-        ParamSpec("workload", "str", "command to run (default: --workload)", default=None, runs=True),
+        WORKLOAD,
         ParamSpec(
             "log_level", "int", "KINETO_LOG_LEVEL (0 = VERBOSE/INFO, the level that prints Record counts)", default=0
         ),

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 from wizard.environment import Environment
-from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, declared_facts, ensure_dir
+from wizard.probes.base import WORKLOAD, FactSpec, ParamSpec, ProbeResult, declared_facts, ensure_dir
 from wizard.probes.common import HARNESS, HarnessRun, harness_failure, no_workload, run_harness, workload_argv
 from wizard.probes.cuda_errors import CudaFailure, find_cuda_failure, parse_sanitizer, sanitizer_summary
 from wizard.probes.verdicts import launch_blocking_verdict
@@ -39,7 +39,7 @@ class LaunchBlockingProbe:
     summary = "Re-run with CUDA_LAUNCH_BLOCKING=1 (and device-side assertions); find the first CUDA error"
     runs_programs = "the workload with CUDA_LAUNCH_BLOCKING=1 (and compute-sanitizer with --allow-sanitizer)"
     params: tuple[ParamSpec, ...] = (
-        ParamSpec("workload", "str", "command to run (default: --workload)", default=None, runs=True),
+        WORKLOAD,
         ParamSpec("sanitizer", "bool", "also run compute-sanitizer memcheck (needs --allow-sanitizer)", default=True),
     )
     facts: tuple[FactSpec, ...] = declared_facts(LaunchBlockingFacts)

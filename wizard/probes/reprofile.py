@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 from wizard.environment import Environment
-from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status, declared_facts, ensure_dir
+from wizard.probes.base import WORKLOAD, FactSpec, ParamSpec, ProbeResult, Status, declared_facts, ensure_dir
 from wizard.probes.common import (
     HarnessRun,
     harness_failure,
@@ -173,7 +173,7 @@ class ReprofileProbe:
     summary = "Re-run the workload under torch.profiler and every other available profiler; compare"
     runs_programs = "the workload under torch.profiler, the legacy profiler, nsys and ncu"
     params: tuple[ParamSpec, ...] = (
-        ParamSpec("workload", "str", "command to run (default: --workload)", default=None, runs=True),
+        WORKLOAD,
         ParamSpec(
             "other_python",
             "list[str]",

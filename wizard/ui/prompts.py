@@ -14,7 +14,7 @@ from typing import Any
 
 from wizard.engine.answers import ORIGIN_COMMAND_LINE, ORIGIN_INTERACTIVE, MappingAnswers, MissingAnswer
 from wizard.errors import NoTerminalError
-from wizard.formatting import plural
+from wizard.formatting import plural, wrap_words
 from wizard.playbook.model import AnswerInvalid, QuestionNode
 from wizard.untrusted import rich_text, visible
 
@@ -147,13 +147,8 @@ class InteractiveAnswers:
     def _wrapped(self, prompt: str, room: int) -> str:
         """The prompt broken at spaces to the terminal's width ("? " before it, ``room`` columns kept on its
         last line for the hint and the first typed characters): a terminal breaks a long line mid-word."""
-        import textwrap
-
         width = getattr(self.console, "width", 0) or 80
-        lines = textwrap.wrap(prompt, width=max(20, width - 3), break_long_words=False, break_on_hyphens=False)
-        if len(lines) > 0 and len(lines[-1]) + room > width - 3:
-            lines[-1:] = textwrap.wrap(lines[-1], width=max(10, width - 3 - room), break_long_words=False)
-        return "\n  ".join(lines) or prompt
+        return "\n".join(wrap_words(prompt, width - 3, hang="  ", room=room)) or prompt
 
 
 def submit_from_menu(question: Any) -> Any:
