@@ -9,7 +9,6 @@ cannot fill memory.
 
 from __future__ import annotations
 
-import ctypes  # here, not in a thread: a fork while another thread imports it left the children stuck
 import os
 import signal
 import subprocess
@@ -115,6 +114,10 @@ def die_with_parent() -> Callable[[], None] | None:
 def _prctl() -> Any:
     if not sys.platform.startswith("linux"):
         return None
+    # Imported here, not at start-up (every command would pay for it). It may be a helper thread's import:
+    # code that forks workers imports what they need first (wizard/trace/inspect.py).
+    import ctypes
+
     try:
         return ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):
