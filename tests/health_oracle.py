@@ -1,9 +1,10 @@
 """A second, independent computation of the trace health checks (issue 25), for the tests.
 
 Written from the JSON contract's text alone (the sentences quoted in each docstring) and sharing no
-code with warpwizard: only ``json``, ``gzip``, ``math``, ``re``, ``statistics`` and ``yaml`` (to read the flagship playbook). The tests compare every count
-that ``warpwizard trace inspect --json`` reports with what this module finds in the same file; two
-readings that agree on every real trace are worth more than one reading tested against itself.
+code with warpwizard: only ``json``, ``gzip``, ``math``, ``re``, ``statistics`` and ``yaml`` (to read
+the flagship playbook's own verdicts). The tests compare every count that ``warpwizard trace inspect
+--json`` reports with what this module finds in the same file; two readings that agree on every real
+trace are worth more than one reading tested against itself.
 
 Readings of the contract that its text leaves open, chosen here and named where they are used:
 - an event counts only when it is a JSON object; "ph X" events only are calls, kernels and GPU events;
@@ -20,6 +21,7 @@ import math
 import re
 import statistics
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -421,7 +423,7 @@ def allowed_statuses(check: str, fields: dict[str, Any]) -> set[str]:
         return {"not_applicable"}
     if fields["count"] == 0:
         return {"not_applicable"} if cannot_show(check, fields) else {"ok"}
-    one = {
+    one: dict[str, Callable[[], str]] = {
         "impossible-metrics": lambda: metrics_status(fields.get("mechanisms") or {}),
         "kernels-missing": lambda: "info" if fields["explained"] == fields["count"] else "error",
         "graph-launches": lambda: "warning" if fields["unrecorded"] else "info",

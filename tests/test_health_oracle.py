@@ -325,9 +325,7 @@ def test_rank_skew_instances_on_every_rank_and_ties() -> None:
     }
     assert oracle.allowed_statuses("rank-skew", fields) == {"info"}  # 2 µs: below the 100 µs floor
     # ranks 0 and 1 alone: skews 2, 0, 4 and 1 (the broadcast too): a median of 1.5 reaches a 1.5 µs floor
-    assert oracle.allowed_statuses("rank-skew", oracle.rank_skew([(0, rank0), (1, rank1)], floor_us=1.5)) == {
-        "warning"
-    }
+    assert oracle.allowed_statuses("rank-skew", oracle.rank_skew([(0, rank0), (1, rank1)], floor_us=1.5)) == {"warning"}
     single = oracle.rank_skew([(0, rank0)])
     assert single == {"count": 0, "ranks": [0], "unmeasured": 0, "floor_us": 100.0, "applicable": False}
     assert oracle.allowed_statuses("rank-skew", single) == {"not_applicable"}
@@ -481,8 +479,15 @@ def _report_as_the_contract_says(path: Path) -> dict[str, Any]:
     """A report written from the oracle's own fields, as a correct build would: for testing the comparison."""
     events, _ = oracle.load_events(path)
     health: list[dict[str, Any]] = [
-        {"check": "impossible-metrics", "status": "ok", "count": 0, "playbook": None, "summary": "", "meaning": "",
-         "mechanisms": {}}
+        {
+            "check": "impossible-metrics",
+            "status": "ok",
+            "count": 0,
+            "playbook": None,
+            "summary": "",
+            "meaning": "",
+            "mechanisms": {},
+        }
     ]
     for check, fields in oracle.per_trace(events, path).items():
         status = sorted(oracle.allowed_statuses(check, fields))[0]

@@ -185,7 +185,7 @@ CASES = [
          "kernels-cut-at-stop", "1 of 301 launch calls have no kernel; 1 of them in the last 1%"),
     Case("kernels-missing", t_before_window, {},
          "kernels-launched-before-window",
-         "2 unlinked kernels, 2 of them with a correlation id below the first call's; 2 ran before the first runtime call"),
+         "2 unlinked kernels, 2 of them with a correlation id below the first call's; 2 ran before the first"),
     Case("kernels-missing", t_range_profiler, {},
          "cupti-range-profiler-trace", "3 of 3 launch calls measured by the range profiler"),
     Case("kernels-missing", t_unlinked, {}, "unlinked-launch-api", "launch APIs recorded: cudaLaunchKernel"),

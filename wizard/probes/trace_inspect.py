@@ -207,7 +207,9 @@ def health_facts(inspection: Inspection) -> dict[str, Any]:
         "rank_skew_collectives": skew.count if skew is not None else 0,
         "rank_skew_max_us": skew.details.get("max_us") if skew is not None else None,
         "rank_skew_median_us": skew.details.get("median_us") if skew is not None else None,
-        "rank_skew_floor_us": skew.details.get("floor_us", RANK_SKEW_FLOOR_US) if skew is not None else RANK_SKEW_FLOOR_US,
+        "rank_skew_floor_us": skew.details.get("floor_us", RANK_SKEW_FLOOR_US)
+        if skew is not None
+        else RANK_SKEW_FLOOR_US,
         "rank_skew_status": skew.status if skew is not None else "not_applicable",
         "straggler_rank": int(max(last, key=lambda r: (last[r], -int(r)))) if last else None,
         "python_stacks": not any(c.check == "stacks-missing" and c.count for c in checks),

@@ -51,7 +51,9 @@ LAUNCH_APIS: tuple[LaunchApi, ...] = (
     ),
     LaunchApi("cuLaunchKernel", "launch", _DRIVER),
     LaunchApi("cuLaunchKernelEx", "launch", _DRIVER),
-    LaunchApi("cuLaunchCooperativeKernel", "launch", "written by other CUPTI-based profilers' traces (kept from before)"),
+    LaunchApi(
+        "cuLaunchCooperativeKernel", "launch", "written by other CUPTI-based profilers' traces (kept from before)"
+    ),
     *(
         LaunchApi(name, "launch", _ROCM)
         for name in (

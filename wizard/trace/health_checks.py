@@ -28,8 +28,8 @@ from wizard.trace.health import (
     EXAMPLES,
     GRAPH_LAUNCH_CALLS,
     LAUNCH_CALLS,
-    RANK,
     PYTHON_SHARE_WORTH_A_WORD,
+    RANK,
     RANK_SKEW_FLOOR_US,
     SAMPLES,
     SIZE_CATEGORIES,
@@ -318,7 +318,7 @@ def kernels_missing(
             "kernels-missing", count, "info",
             f"a CUPTI range-profiler trace: {plural(ranged, 'launch')} of {launches} "
             f"{verb(ranged, 'has', 'have')} a cuda_profiler_range event with counters instead of a kernel"
-            + (f"; {count - ranged} more in the last 1% of the trace, cut by the profiler's stop" if count > ranged else ""),
+            + (f"; {count - ranged} more in the last 1%, cut by the profiler's stop" if count > ranged else ""),
             "the range profiler measures each kernel's counters and records no kernel events: nothing was dropped, "
             "but the trace has no kernel times (GPU time, idle %, per-op GPU time); profile without the range "
             "profiler for those",
@@ -443,7 +443,9 @@ def graph_launches(contents: TraceContents, calls: _Calls, kernels: _Kernels) ->
         "(AMD-AGI/Hyperloom PR #1121: only about 1 of N replays recorded). Compare with an eager trace of the "
         "same step",
         details=details,
-        examples=[_call_example(contents, calls, int(i), "no kernel has this correlation id") for i in unrecorded[:EXAMPLES]],
+        examples=[
+            _call_example(contents, calls, int(i), "no kernel has this correlation id") for i in unrecorded[:EXAMPLES]
+        ],
         samples=_call_samples(contents, calls, unrecorded),
     )
 
@@ -728,9 +730,7 @@ def collectives(contents: TraceContents) -> dict[str, list[float]]:
     return out
 
 
-def rank_skew(
-    ranks: Mapping[int, Mapping[str, Sequence[float]]], floor_us: float = RANK_SKEW_FLOOR_US
-) -> HealthCheck:
+def rank_skew(ranks: Mapping[int, Mapping[str, Sequence[float]]], floor_us: float = RANK_SKEW_FLOOR_US) -> HealthCheck:
     """How far the same collective's starts differ across ranks (the i-th kernel of one NCCL name on each);
     a warning when the median reaches ``floor_us``. A spread that is not a finite number (start times near
     1e308) is not a measurement: it is counted as ``unmeasured`` and judges nothing."""

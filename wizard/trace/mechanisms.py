@@ -34,7 +34,9 @@ class Mechanism(str, Enum):
     conclusion: str
     verdict: str
 
-    def __new__(cls, value: str, summary: str, kind: Kind, remedy: str, conclusion: str, verdict: str) -> Mechanism:
+    def __new__(  # noqa: PLR0917 - an Enum member's value tuple arrives positionally
+        cls, value: str, summary: str, kind: Kind, remedy: str, conclusion: str, verdict: str
+    ) -> Mechanism:
         member = str.__new__(cls, value)
         member._value_ = value
         member.summary = summary
