@@ -236,15 +236,19 @@ def test_clock_skew_offsets_drift_and_the_earliest_call() -> None:
     assert oracle.clock_skew(events) == {
         "count": 1,
         "linked": 6,
+        "unmeasured": 0,
         "min_us": -2.0,
         "median_us": 15.0,
         "drift_us": 29.0,
     }
     two = oracle.clock_skew([call(LAUNCH, 0, 1), kernel(3, 1), call(LAUNCH, 1, 2), kernel(2, 2)])
-    assert two == {"count": 0, "linked": 2, "min_us": 1.0, "median_us": 2.0, "drift_us": None}
+    assert two == {"count": 0, "linked": 2, "unmeasured": 0, "min_us": 1.0, "median_us": 2.0, "drift_us": None}
+    far = oracle.clock_skew([call(LAUNCH, 1.7e308, 1), kernel(-1.7e308, 1), call(LAUNCH, 0, 2), kernel(3, 2)])
+    assert far == {"count": 0, "linked": 2, "unmeasured": 1, "min_us": 3.0, "median_us": 3.0, "drift_us": None}
     assert oracle.clock_skew([kernel(1, 1)]) == {
         "count": 0,
         "linked": 0,
+        "unmeasured": 0,
         "min_us": None,
         "median_us": None,
         "drift_us": None,

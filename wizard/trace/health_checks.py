@@ -221,7 +221,7 @@ def impossible_metrics(
             "holds possible values", "", details=details,
         )  # fmt: skip
     status = metrics_status(wrong)
-    named = ", ".join(f"{m} ({n})" for m, n in wrong.items())
+    named = "; ".join(f"{m} ({n}), {BY_ID[m].summary}" if m in BY_ID else f"{m} ({n})" for m, n in wrong.items())
     meaning = (
         "the profiler judged occupancy with the default 48 KB shared-memory limit (mechanism E): the kernels "
         "ran as they should; read the true occupancy in the findings, not the trace's 0%"
@@ -233,12 +233,11 @@ def impossible_metrics(
         if status == "info"
         else "an impossible or wrong blocks/warps per SM or occupancy"
     )
-    titles = "; ".join(f"{m}: {BY_ID[m].summary}" for m in wrong if m in BY_ID)
     return make_check(
         "impossible-metrics",
         wrong_launches,
         status,
-        f"{plural(wrong_launches, 'launch')} with {what} (mechanism {named}; {titles})",
+        f"{plural(wrong_launches, 'launch')} with {what}: {named}",
         meaning,
         details=details,
     )
@@ -538,7 +537,7 @@ def durations(contents: TraceContents, kernels: _Kernels) -> HealthCheck:
 
 def clock_skew(contents: TraceContents, calls: _Calls, kernels: _Kernels) -> HealthCheck:
     linked_calls = (calls.launch | calls.graph) & (calls.corr != NO_CORRELATION)
-    empty = {"linked": 0, "min_us": None, "median_us": None, "drift_us": None, "trend": "constant"}
+    empty = {"linked": 0, "min_us": None, "median_us": None, "drift_us": None, "trend": "constant", "unmeasured": 0}
     if not linked_calls.any() or not len(kernels.ts):
         return not_applicable("clock-skew", "no kernel links to a launch call", **empty)
     ids, ts = calls.corr[linked_calls], calls.ts[linked_calls]
@@ -555,7 +554,18 @@ def clock_skew(contents: TraceContents, calls: _Calls, kernels: _Kernels) -> Hea
     if not len(linked):
         return not_applicable("clock-skew", "no kernel links to a launch call", **empty)
     offsets = kernels.ts[linked] - ts[where[found]]
-    before = linked[offsets < 0]
+    measured = np.isfinite(offsets)  # a difference of times near 1e308 is no measurement: left out, counted
+    unmeasured = int((~measured).sum())
+    if unmeasured:
+        offsets, linked_ok = offsets[measured], linked[measured]
+        if not len(offsets):
+            return not_applicable(
+                "clock-skew", "the offsets could not be measured: kernel and call times are not finite differences",
+                **{**empty, "linked": len(linked), "unmeasured": unmeasured},
+            )  # fmt: skip
+    else:
+        linked_ok = linked
+    before = linked_ok[offsets < 0]
     third = len(offsets) // 3
     median = float(np.median(offsets))
     drift = float(np.median(offsets[-third:]) - np.median(offsets[:third])) if third else None
@@ -563,6 +573,7 @@ def clock_skew(contents: TraceContents, calls: _Calls, kernels: _Kernels) -> Hea
     trend = "constant" if drift is None or abs(drift) <= tolerance else ("growing" if drift > 0 else "shrinking")
     details = {
         "linked": len(linked),
+        "unmeasured": unmeasured,
         "min_us": float(offsets.min()),
         "median_us": median,
         "drift_us": drift,
@@ -622,6 +633,8 @@ def trace_size(contents: TraceContents) -> HealthCheck:
         return make_check("trace-size", 0, "ok", f"no categorised events in {packed}", "", details=details)
     said = f"{plural(count, 'event')} in {packed}; most events are {largest!s:.40} ({ranked[0][1]})"
     big, stacks = unpacked >= SIZE_WORTH_A_WORD, share >= PYTHON_SHARE_WORTH_A_WORD
+    if stacks:
+        said += f"; python_function events are {share:.0%} of them"
     if not (big or stacks):
         return make_check("trace-size", count, "ok", said, "", details=details)
     why = []
@@ -698,6 +711,8 @@ def check_trace(
     """Every selected per-trace check, in the registry's order."""
     chosen = set(CHECK_IDS) if selected is None else selected
     tables = _Tables(contents)
+    # times near 1e308 overflow to inf: each check counts what it cannot measure; numpy prints nothing
+    quiet = np.errstate(over="ignore", invalid="ignore")
     makers: dict[str, Callable[[], HealthCheck]] = {
         "impossible-metrics": lambda: impossible_metrics(contents, wrong_launches, checked, mechanisms or {}),
         "kernels-missing": lambda: kernels_missing(contents, tables.calls, tables.kernels, window(contents)),
@@ -709,7 +724,8 @@ def check_trace(
         "trace-size": lambda: trace_size(contents),
         "stacks-missing": lambda: stacks_missing(contents),
     }
-    return [makers[c.id]() for c in CHECKS if c.scope == "trace" and c.id in chosen]
+    with quiet:
+        return [makers[c.id]() for c in CHECKS if c.scope == "trace" and c.id in chosen]
 
 
 def collectives(contents: TraceContents) -> dict[str, list[float]]:
