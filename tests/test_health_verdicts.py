@@ -427,3 +427,37 @@ def test_times_near_1e308_print_no_numpy_warning_and_no_infinite_verdict(tmp_pat
     assert (skew["status"], skew["count"], skew["linked"], skew["unmeasured"]) == ("ok", 0, 2, 1)
     assert (skew["min_us"], skew["median_us"]) == (3.0, 3.0)
     assert not re.search(r"\binf\b", run_cli("trace", "inspect", "--verbose", str(path)).stdout)
+
+
+def test_the_docs_verdict_table_is_the_mechanism_table() -> None:
+    text = (REPO / "docs" / "health.md").read_text()
+    rows = re.findall(r"^\| (\S+) \(.*\) \| `(\w+)` \| `(\w+)`", text, flags=re.MULTILINE)
+    assert rows == [(m.value, m.conclusion, m.verdict) for m in Mechanism]
+
+
+def test_the_triage_calls_jitter_level_skew_healthy(tmp_path: Path, run_cli: RunCli) -> None:
+    conclusion = conclude(run_cli, "triage", rank_dir(tmp_path / "job", JITTER), tmp_path)
+    assert conclusion["diagnosis"] == "trace-healthy"
+    late = rank_dir(tmp_path / "late", STRAGGLER)  # the triage continues into rank-skew, which diagnoses it
+    straggling = conclude(run_cli, "triage", late, tmp_path, same_host=True, have_baseline=False)
+    assert straggling["diagnosis"] == "rank-skew-waiting-suspected"
+
+
+def test_the_flagships_words_on_d_and_g(tmp_path: Path, run_cli: RunCli) -> None:
+    """D on a V100 (cc 7.0, known to every CUDA header) never says to get a newer PyTorch; G with values on
+    114 SMs and deviceProperties of 132 prints no empty line."""
+    import dataclasses
+
+    v100 = TraceBuilder(gpu="V100")
+    v100.add(KernelSpec("gemm", (64, 8, 1), (256, 1, 1), plant="D"))
+    d = conclude(run_cli, "negative-warps-per-sm", v100.write(tmp_path / "d.json"), tmp_path)
+    assert d["diagnosis"] == "profiler-bug-occupancy-calculator"
+    said = " ".join([d["summary"], *d["fix"]])
+    assert "newer PyTorch" not in said.replace("A newer PyTorch or CUDA will not change this", "")
+    h100 = TraceBuilder(gpu="H100")
+    h100.limits = dataclasses.replace(h100.limits, num_sms=114)  # the profiler's GPU had 114 SMs
+    h100.add(KernelSpec("gemm", (456, 1, 1), (256, 1, 1)))
+    g = conclude(run_cli, "negative-warps-per-sm", h100.write(tmp_path / "g.json"), tmp_path)
+    assert g["diagnosis"] == "trace-sm-count-mismatch"
+    assert all(line.strip() for line in [*g["evidence"], *g["fix"]])
+    assert "on 114 SMs the true values are 4 and 32, on 132 SMs they would be 3.45454545" in g["evidence"][0]
