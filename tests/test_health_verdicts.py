@@ -261,7 +261,7 @@ def test_the_floor_is_settable_from_the_cli_and_the_api(tmp_path: Path, run_cli:
 def test_the_rank_skew_playbook_and_the_baseline_probe_read_the_checks_floor() -> None:
     from wizard.probes import rank_baseline
 
-    assert rank_baseline.FLOOR_US is RANK_SKEW_FLOOR_US or rank_baseline.FLOOR_US == RANK_SKEW_FLOOR_US
+    assert rank_baseline.FLOOR_US == RANK_SKEW_FLOOR_US == 100.0
     text = (REPO / "playbooks" / "rank-skew.yaml").read_text()
     assert "facts.inspect.rank_skew_median_us >= facts.inspect.rank_skew_floor_us" in text
     assert ">= 10" not in text
