@@ -461,3 +461,17 @@ def test_the_flagships_words_on_d_and_g(tmp_path: Path, run_cli: RunCli) -> None
     assert g["diagnosis"] == "trace-sm-count-mismatch"
     assert all(line.strip() for line in [*g["evidence"], *g["fix"]])
     assert "on 114 SMs the true values are 4 and 32, on 132 SMs they would be 3.45454545" in g["evidence"][0]
+
+
+def test_worker_processes_keep_every_range_events_id(tmp_path: Path) -> None:
+    """The ids travel from each worker's block to the merged timeline (Timeline.merge), in file order."""
+    from wizard.trace.reader import ReaderConfig, read_trace
+
+    b = TraceBuilder()
+    b.add_ranged(spec("gemm", repeat=300))
+    path = b.write(tmp_path / "ranges.json")
+    small = {"block_size": 4096, "parallel_block": 2048, "parallel_min_bytes": 0}
+    one = read_trace(path, config=ReaderConfig(**small, workers=0))
+    two = read_trace(path, config=ReaderConfig(**small, workers=2))
+    assert two.timing["workers"] == 2
+    assert one.timeline.profiler_ranges == two.timeline.profiler_ranges == list(range(100, 400))
