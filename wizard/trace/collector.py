@@ -77,7 +77,9 @@ class TraceContents:
     path: str
     bytes_read: int = 0
     compressed: bool = False
-    layout: str = "object"  # object | array (PyTorch 1.8)
+    layout: str = "object"  # object | array (PyTorch 1.8) | sqlite (Nsight Systems)
+    format: str = "kineto-json"  # wizard.trace.formats: which reader read it
+    writer: str = ""  # the profiler that wrote it, where the file says ("" when it does not)
     metadata: dict[str, Any] = field(default_factory=dict)
     kernels: KernelTable = field(default_factory=KernelTable)
     runtime: RuntimeIndex = field(default_factory=RuntimeIndex)

@@ -20,6 +20,7 @@ from wizard.formatting import plural, verb
 from wizard.progress import NO_PROGRESS, Progress, Task, reading, relayed, task
 from wizard.trace.analysis import SM_COUNT_HINT, Finding, KernelCheck, MemoChecker
 from wizard.trace.devices import DeviceInfo, device_table, sm_count_conflicts
+from wizard.trace.formats import BY_ID, KINETO_JSON
 from wizard.trace.health_pass import HealthPass, HealthResult, job_health
 from wizard.trace.mechanisms import Mechanism, is_wrong
 from wizard.trace.parallel import worker_pool
@@ -316,6 +317,8 @@ def analyse(
         path=contents.path,
         rank=_rank(contents),
         layout=contents.layout,
+        format=contents.format,
+        writer=contents.writer,
         compressed=contents.compressed,
         bytes_read=contents.bytes_read,
         events=contents.events,
@@ -480,7 +483,7 @@ def _notes(
     contents: TraceContents, devices: dict[int, DeviceInfo], sms: int | None, mechanisms: Counter[str]
 ) -> list[str]:
     """What a reader of the report should know about the trace itself, in order."""
-    notes: list[str] = []
+    notes: list[str] = _format_notes(contents)
     if contents.is_rocm:  # nothing is checked, so no note says what was
         notes.append(_rocm_note(contents))
     else:
@@ -512,6 +515,26 @@ def _notes(
             "large warps-per-SM values are by design (mechanism F): the metric divides the whole "
             f"grid's warps by the SM count; it is not resident warps and is not comparable to {_resident(devices)}"
         )
+    return notes
+
+
+def _format_notes(contents: TraceContents) -> list[str]:
+    """For a format other than Kineto's JSON: what was read, what it cannot carry, and what its writer said of
+    its own collection (Nsight Systems' warnings and errors)."""
+    if contents.format == KINETO_JSON.id:
+        return []
+    fmt = BY_ID[contents.format]
+    notes = [
+        f"read as {_article(fmt.name)} {fmt.name}" + (f", written by {contents.writer}" if contents.writer else "")
+    ]
+    notes += [f"this format cannot show {check}: {why}" for check, why in fmt.cannot_show.items()]
+    nsys = contents.metadata.get("nsys")
+    if isinstance(nsys, dict):
+        diagnostics = nsys.get("diagnostics") or []
+        for d in diagnostics[:3]:
+            notes.append(f"Nsight Systems {d['severity']}: {d['text']}")
+        if len(diagnostics) > 3:
+            notes.append(f"{plural(len(diagnostics) - 3, 'more Nsight Systems diagnostic')} in the JSON report")
     return notes
 
 
