@@ -80,6 +80,7 @@ class TraceContents:
     layout: str = "object"  # object | array (PyTorch 1.8) | sqlite (Nsight Systems)
     format: str = "kineto-json"  # wizard.trace.formats: which reader read it
     writer: str = ""  # the profiler that wrote it, where the file says ("" when it does not)
+    cannot_show: dict[str, str] = field(default_factory=dict)  # health checks this writer's file cannot show, why
     metadata: dict[str, Any] = field(default_factory=dict)
     kernels: KernelTable = field(default_factory=KernelTable)
     runtime: RuntimeIndex = field(default_factory=RuntimeIndex)

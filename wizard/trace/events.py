@@ -99,6 +99,19 @@ def event_from_dict(obj: Any) -> Event | None:
     )
 
 
+def event_from_parts(  # noqa: PLR0917 - an event's fields, in the JSON's order
+    cat: str | None, name: str, pid: Any, tid: Any, ts: float, dur: float, args: dict[str, Any]
+) -> Event:
+    """An event another format's reader decoded (its args by the JSON's names), shaped like the fast path's
+    struct: only the args the struct has are kept, looked up by each arg rather than each field."""
+    values: dict[str, Any] = {}
+    for encoded, value in args.items():
+        attr = _ARG_ENCODED.get(encoded)
+        if attr is not None:
+            values[attr] = msgspec.Raw(msgspec.json.encode(value)) if attr in _RAW_FIELDS else value
+    return Event(cat=cat, name=name, pid=_key(pid), tid=_key(tid), ts=ts, dur=dur, args=EventArgs(**values))
+
+
 def _scalar(value: Any) -> str | int | float | None:
     if value is None or (isinstance(value, (str, int, float)) and not isinstance(value, bool)):
         return value

@@ -61,7 +61,7 @@ PERFETTO_PROTO = TraceFormat(
     rewritable=False,
 )
 FORMATS: tuple[TraceFormat, ...] = (KINETO_JSON, NSYS_SQLITE, PERFETTO_PROTO)
-READABLE: tuple[TraceFormat, ...] = (KINETO_JSON, NSYS_SQLITE)  # those this version has a reader for
+READABLE: tuple[TraceFormat, ...] = FORMATS  # those this version has a reader for (all, now)
 BY_ID: dict[str, TraceFormat] = {f.id: f for f in FORMATS}
 
 
@@ -79,12 +79,15 @@ def _by_content(head: bytes) -> TraceFormat | None:
     """The format the first bytes say, or None when they say nothing known."""
     if head.startswith(SQLITE_MAGIC):
         return NSYS_SQLITE
+    # A Perfetto trace is a protobuf ``Trace``: repeated field 1 (``packet``), length-delimited: tag 0x0a, which
+    # is also a newline, so the packet itself is decoded before the bytes are taken for a JSON file's blanks
+    from wizard.trace.perfetto import looks_like_packets
+
+    if looks_like_packets(head):
+        return PERFETTO_PROTO
     text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
     if text[:1] in (b"{", b"["):
         return KINETO_JSON
-    # A Perfetto trace is a protobuf ``Trace``: repeated field 1 (``packet``), length-delimited, so tag 0x0a
-    if head[:1] == b"\x0a":
-        return PERFETTO_PROTO
     return None
 
 

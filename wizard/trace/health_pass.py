@@ -54,7 +54,7 @@ class HealthPass:
 def _as_format_shows(contents: TraceContents, checks: list[HealthCheck]) -> list[HealthCheck]:
     """A check whose problem the file's format cannot carry is not applicable, with the format's reason: an
     Nsight Systems export has no occupancy to be impossible, so "ok" would claim what it never showed."""
-    cannot = BY_ID[contents.format].cannot_show
+    cannot = {**BY_ID[contents.format].cannot_show, **contents.cannot_show}
     return [_not_shown(check, cannot[check.check]) if check.check in cannot else check for check in checks]
 
 

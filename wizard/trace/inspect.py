@@ -527,7 +527,8 @@ def _format_notes(contents: TraceContents) -> list[str]:
     notes = [
         f"read as {_article(fmt.name)} {fmt.name}" + (f", written by {contents.writer}" if contents.writer else "")
     ]
-    notes += [f"this format cannot show {check}: {why}" for check, why in fmt.cannot_show.items()]
+    cannot = {**fmt.cannot_show, **contents.cannot_show}
+    notes += [f"this file cannot show {check}: {why}" for check, why in cannot.items()]
     nsys = contents.metadata.get("nsys")
     if isinstance(nsys, dict):
         diagnostics = nsys.get("diagnostics") or []

@@ -30,6 +30,7 @@ from wizard.trace.exact import ExactDecoder
 from wizard.trace.formats import (
     KINETO_JSON,
     NSYS_SQLITE,
+    PERFETTO_PROTO,
     TraceFormat,
     detect,
     is_trace_name,
@@ -429,6 +430,10 @@ def _read_other(p: Path, fmt: TraceFormat, on_read: Callable[[int], None] | None
         from wizard.trace.nsys import read_nsys
 
         return read_nsys(p, on_read=on_read)
+    if fmt is PERFETTO_PROTO:
+        from wizard.trace.perfetto import read_perfetto
+
+        return read_perfetto(p, on_read=on_read)
     raise unreadable(p, fmt)
 
 
