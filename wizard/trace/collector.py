@@ -394,7 +394,7 @@ class Collector(EventSink):
         ts, dur = ev.ts, ev.dur
         value = self._value
         bps, wps, occ = value(args.blocks_per_sm), value(args.warps_per_sm), value(occupancy_value)
-        stream = args.stream
+        stream = args.stream if args.original_stream is None else args.original_stream  # Cuspy's lanes: the real one
         if stream is not None and type(stream) not in (int, str, float, bool):
             stream = str(stream)[:64]  # a list or object as a stream id: shown, never a key that breaks
         # Positional: this runs for every kernel of a gigabyte trace (field order of KernelRecord).

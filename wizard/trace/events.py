@@ -52,6 +52,7 @@ class EventArgs(msgspec.Struct, gc=False):
     call_stack: Any = msgspec.field(default=None, name="Call stack")
     fixed: Any = msgspec.field(default=None, name="warpwizard mechanism")
     profiler_occupancy: Any = msgspec.field(default=None, name="occupancy")
+    original_stream: Any = None  # Cuspy: the CUDA stream of an op it moved to a logical lane (``stream``)
 
 
 class Event(msgspec.Struct, gc=False):

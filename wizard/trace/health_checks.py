@@ -412,7 +412,10 @@ def durations(contents: TraceContents, kernels: _Kernels) -> HealthCheck:
     negative_o = np.flatnonzero(op_dur < 0)
     zero = int((kernels.dur == 0).sum())
     count = len(negative_k) + len(negative_o)
-    details = {"zero": zero, "gpu_events": events}
+    details: dict[str, Any] = {"zero": zero, "gpu_events": events}
+    clamped = contents.metadata.get("cuspy")
+    if not count and isinstance(clamped, dict):
+        return _clamped_durations(clamped, details)
     if not count:
         summary = "no negative durations" + (f"; {plural(zero, 'kernel')} of zero duration" if zero else "")
         return make_check("durations", 0, "ok", summary, "", details=details)
@@ -434,6 +437,31 @@ def durations(contents: TraceContents, kernels: _Kernels) -> HealthCheck:
         examples=examples,
         samples=_kernel_samples(kernels, negative_k),
     )
+
+
+def _clamped_durations(clamped: Mapping[str, int], details: dict[str, Any]) -> HealthCheck:
+    """A Cuspy trace, whose exporter clamps ts and dur at 0 (wizard/trace/cuspy.py): a negative duration cannot
+    show, but what the clamping left can. An event pinned at ts 0 started before the trace's base time, which no
+    real event can: a warning. Zero durations may be clamped negatives or real: said, at info."""
+    at_zero, zero = int(clamped["at_zero"]), int(clamped["zero_duration"])
+    details.update(at_zero=at_zero, clamped_zero=zero)
+    may_hide = (
+        f"{plural(zero, 'GPU event')} of zero duration, which may be negative durations Cuspy clamped to 0"
+        if zero
+        else "no GPU event of zero duration"
+    )
+    if at_zero:
+        return make_check(
+            "durations", at_zero, "warning",
+            f"{plural(at_zero, 'event')} pinned at ts 0 by Cuspy's clamping (a start before the trace's base time); "
+            + may_hide,
+            "a start before the trace's base time is a bad timestamp (a 0 or garbage CUPTI time) that Cuspy clamped to "
+            "0: the window, idle % and every span measured from the trace's start are wrong",
+            details=details,
+        )  # fmt: skip
+    status = "info" if zero else "ok"
+    return make_check("durations", 0, status, f"no negative durations can show (Cuspy clamps them); {may_hide}",
+                      "", details=details)  # fmt: skip
 
 
 def clock_skew(contents: TraceContents, calls: _Calls, kernels: _Kernels) -> HealthCheck:

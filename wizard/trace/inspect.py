@@ -519,14 +519,20 @@ def _notes(
 
 
 def _format_notes(contents: TraceContents) -> list[str]:
-    """For a format other than Kineto's JSON: what was read, what it cannot carry, and what its writer said of
-    its own collection (Nsight Systems' warnings and errors)."""
-    if contents.format == KINETO_JSON.id:
+    """For a format other than Kineto's JSON, or Cuspy's JSON: what was read, what it cannot carry, and what its
+    writer said of its own collection (Nsight Systems' warnings and errors)."""
+    cuspy = contents.metadata.get("cuspy")
+    if contents.format == KINETO_JSON.id and not isinstance(cuspy, dict):
         return []
     fmt = BY_ID[contents.format]
     notes = [
         f"read as {_article(fmt.name)} {fmt.name}" + (f", written by {contents.writer}" if contents.writer else "")
     ]
+    if isinstance(cuspy, dict) and cuspy.get("lanes"):
+        notes.append(
+            f"{plural(int(cuspy['lanes']), 'kernel')} drawn on Cuspy's logical lanes (CUDA-graph ops moved off their "
+            "stream): checked on their real stream (original_stream), shown on the lane"
+        )
     cannot = {**fmt.cannot_show, **contents.cannot_show}
     notes += [f"this file cannot show {check}: {why}" for check, why in cannot.items()]
     nsys = contents.metadata.get("nsys")

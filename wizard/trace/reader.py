@@ -13,6 +13,7 @@ Jobs: ``source`` inflates, ``buffer`` holds the window, ``scan`` finds cuts, ``e
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import os
 import sys
@@ -441,7 +442,14 @@ _KINETO_CATEGORIES = frozenset({"cpu_op", "Operator", "kernel", "Kernel", "cuda_
 
 
 def json_writer(contents: TraceContents) -> str:
-    """Who wrote a Chrome-JSON trace, where it says: Kineto's ``schemaVersion`` key or its categories."""
+    """Who wrote a Chrome-JSON trace, where it says: Kineto's ``schemaVersion`` key or its categories; Cuspy's
+    GPU side by what it leaves out (``wizard.trace.cuspy``), whose clamping is then counted for the checks."""
+    from wizard.trace import cuspy
+
+    if cuspy.is_cuspy(contents):
+        contents.cannot_show.update(cuspy.CANNOT_SHOW)
+        contents.metadata["cuspy"] = dataclasses.asdict(cuspy.clamped(contents))
+        return cuspy.WRITER
     if "schemaVersion" in contents.metadata or _KINETO_CATEGORIES & contents.timeline.categories.keys():
         return "PyTorch profiler (Kineto)"
     return ""
