@@ -294,3 +294,25 @@ def test_the_format_table_is_the_documented_one() -> None:
     assert rows == {f.id: "yes" if f.rewritable else "no" for f in FORMATS}
     assert {f.id for f in READABLE} == {"kineto-json", "nsys-sqlite", "perfetto-proto"}
     json.dumps(rows)  # plain data
+
+
+def test_the_triage_reads_an_export_and_continues_where_its_health_says(run_cli: Any, tmp_path: Path) -> None:
+    """An export with two launches whose kernels were dropped mid-trace: the triage's health check finds them and
+    continues into kernels-missing, which concludes from the answers; PyTorch's validator (Chrome JSON only) is
+    said not to run, never fed the database."""
+    import yaml
+
+    calls = [Call(10_000 * i, 10_000 * i + 300, 100 + i) for i in range(1, 301)]
+    kernels = [Kernel(10_000 * i + 500, 10_000 * i + 900, 100 + i) for i in range(1, 301) if i not in (100, 200)]
+    path = write_export(tmp_path / "dropped.sqlite", kernels, calls)
+    answers = tmp_path / "answers.yaml"
+    answers.write_text(yaml.safe_dump({"have": "trace", "trace_path": str(path), "read_when": "early"}))
+    result = run_cli("run", "triage", "--answers", str(answers), "--json")
+    assert result.status == 0, result.stderr
+    data = strict_json(result.stdout)
+    assert [link["playbook"]["id"] for link in data["chain"]] == ["triage", "kernels-missing"]
+    assert data["conclusion"]["diagnosis"] == "trace-read-before-flush"
+    evidence = " ".join(line for e in data["entries"] for line in (e.get("evidence") or []))
+    assert "PyTorch's trace validator not run on dropped.sqlite: it reads Chrome JSON; this is an Nsight Systems" in (
+        evidence
+    )

@@ -34,6 +34,10 @@ class TraceFormat:
     rewritable: bool  # ``trace fix`` can write a corrected copy of it
     cannot_show: Mapping[str, str] = field(default_factory=dict)  # health check id -> why not
 
+    @property
+    def name_with_article(self) -> str:
+        return f"{_article(self.name)} {self.name}"
+
 
 KINETO_JSON = TraceFormat(
     "kineto-json",
@@ -134,7 +138,7 @@ def _by_name(name: str) -> TraceFormat | None:
 def unreadable(path: Path, fmt: TraceFormat) -> InputFileError:
     """The one-line error for a format recognised but not read by this version."""
     return InputFileError(
-        f"{path}: {_article(fmt.name)} {fmt.name} ({fmt.writers}); this version of warpwizard reads "
+        f"{path}: {fmt.name_with_article} ({fmt.writers}); this version of warpwizard reads "
         + ", ".join(f.name for f in READABLE)
         + " (docs/trace-formats.md)"
     )
@@ -146,7 +150,7 @@ def refuse_unwritable(name: str) -> None:
     if not fmt.rewritable:
         rewritable = ", ".join(f.name for f in FORMATS if f.rewritable)
         raise InputFileError(
-            f"{name}: {_article(fmt.name)} {fmt.name}; `trace fix` writes corrected copies of {rewritable} only "
+            f"{name}: {fmt.name_with_article}; `trace fix` writes corrected copies of {rewritable} only "
             "(nothing was written)"
         )
 
