@@ -563,6 +563,11 @@ def _article(name: str) -> str:
     return "an" if name[:1].upper() in "AEFHILMNORSX" else "a"
 
 
+def _carries_metrics(contents: TraceContents) -> bool:
+    """Some kernel carries blocks or warps per SM (one per distinct launch shape is looked at)."""
+    return any(s[9].spelling != "missing" or s[10].spelling != "missing" for s in contents.kernels.columns()[4])
+
+
 def _sm_count_notes(contents: TraceContents, devices: dict[int, DeviceInfo], sms: int | None) -> list[str]:
     """Where the SM count came from when the trace gives none: --sms (and whether it fits), or inference;
     and that --sms went unused when the trace gives its own."""
@@ -572,8 +577,8 @@ def _sm_count_notes(contents: TraceContents, devices: dict[int, DeviceInfo], sms
             f"the SM count given with --sms ({sms}) was not used: the trace has deviceProperties, and its devices' "
             f"own SM counts were used ({' or '.join(map(str, own)) or 'none usable'})"
         ]
-    if contents.device_properties or not contents.kernels or contents.is_rocm:
-        return []
+    if contents.device_properties or not contents.kernels or contents.is_rocm or not _carries_metrics(contents):
+        return []  # (a trace whose kernels carry no metrics, Cuspy's or nsys's, has nothing to recompute with one)
     inferred = [d for d in devices.values() if d.source == "inferred"]
     if sms is not None:  # device_table let the count the kernels prove win over a contradicting --sms
         overruled = [
