@@ -316,3 +316,15 @@ def test_the_triage_reads_an_export_and_continues_where_its_health_says(run_cli:
     assert "PyTorch's trace validator not run on dropped.sqlite: it reads Chrome JSON; this is an Nsight Systems" in (
         evidence
     )
+
+
+def test_true_values_are_computed_where_the_format_prints_none(run_cli: Any, tmp_path: Path) -> None:
+    """nsys prints no per-SM metrics: a kernel's true values follow from its grid, block and the device's SM count
+    (108 blocks on 132 SMs: 108/132 blocks and 108*256/32/132 warps per SM), said in a note and in the report."""
+    report = _report(run_cli("trace", "inspect", str(_planted(tmp_path)), "--json", "--fail-on", "never"))
+    assert (report["kernels_checked"], report["computed_launches"]) == (0, 2)
+    assert report["max_true_warps_per_sm"] == pytest.approx(108 * 256 / 32 / 132)
+    assert (
+        "no kernel carries blocks/warps per SM or occupancy; the true values of 2 launches were computed from grid, "
+        "block and the SM count (largest warps per SM 6.54545: the whole grid's warps per SM)"
+    ) in report["notes"]

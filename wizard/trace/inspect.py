@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from wizard.errors import InputFileError, UsageError
-from wizard.formatting import plural, verb
+from wizard.formatting import compact, plural, verb
 from wizard.progress import NO_PROGRESS, Progress, Task, reading, relayed, task
 from wizard.trace.analysis import SM_COUNT_HINT, Finding, KernelCheck, MemoChecker
 from wizard.trace.devices import DeviceInfo, device_table, sm_count_conflicts
@@ -146,6 +146,8 @@ class Classifier:
         self.mechanisms: Counter[str] = Counter()
         self.checked = 0
         self.max_true_wps: float | None = None
+        self.computed = 0  # launches that print no metrics but whose true values were computed (Cuspy, nsys)
+        self.max_computed_wps: float | None = None
         self.typed = typed
         self.checker = MemoChecker(devices, rocm, typed)
         self.tool_notes: Counter[str] = Counter()  # launches per note about the calculators, not the launch
@@ -175,6 +177,8 @@ class Classifier:
                 self._draw(k, result, findings, wrong)
             if result.notes:
                 self.tool_notes.update(result.notes)
+            if not result.checked and result.true:
+                self._computed(result)
             if result.checked:
                 self.checked += 1
                 true_wps = result.corrected.get("warps per SM")
@@ -210,6 +214,13 @@ class Classifier:
                     if bad > worst_badness[key]:
                         group.worst = _for_kernel(finding, k)
                         worst_badness[key] = bad
+
+    def _computed(self, result: KernelCheck) -> None:
+        """A launch that printed nothing to check, whose true values were computed (Cuspy, nsys)."""
+        self.computed += 1
+        wps = result.true.get("warps per SM")
+        if isinstance(wps, float) and math.isfinite(wps):
+            self.max_computed_wps = max(self.max_computed_wps or 0.0, wps)
 
     def _draw(self, k: KernelRecord, result: KernelCheck, findings: list[tuple[Finding, float]], wrong: bool) -> None:
         """Count the launch under its distinct check; keep a wrong launch's start for the timeline."""
@@ -331,8 +342,11 @@ def analyse(
         truncation=contents.truncation,
         mechanisms=dict(classifier.mechanisms),
         groups=ordered,
-        notes=_notes(contents, devices, sms, classifier.mechanisms) + _tool_notes(classifier.tool_notes),
-        max_true_warps_per_sm=classifier.max_true_wps,
+        notes=_notes(contents, devices, sms, classifier.mechanisms)
+        + _computed_note(classifier)
+        + _tool_notes(classifier.tool_notes),
+        max_true_warps_per_sm=classifier.max_true_wps if classifier.checked else classifier.max_computed_wps,
+        computed_launches=classifier.computed,
         timing=timing,
         non_finite=dict(contents.non_finite),
         launches=_launch_records(contents, classifier.checker, keep),
@@ -448,6 +462,18 @@ def _unverified_occupancy_notes(devices: dict[int, DeviceInfo], objects: bool) -
         f"the occupancy could not be verified for compute capability {major}.{minor} (warpwizard's calculator has "
         "no table for it yet); blocks and warps per SM were checked, occupancy values are shown as printed"
         for major, minor in unknown
+    ]
+
+
+def _computed_note(classifier: Classifier) -> list[str]:
+    """Where the trace prints no metrics (Cuspy, Nsight Systems), the true values were computed instead."""
+    if not classifier.computed or classifier.checked:
+        return []
+    largest = classifier.max_computed_wps
+    return [
+        f"no kernel carries blocks/warps per SM or occupancy; the true values of "
+        f"{plural(classifier.computed, 'launch')} were computed from grid, block and the SM count"
+        + (f" (largest warps per SM {compact(largest)}: the whole grid's warps per SM)" if largest is not None else "")
     ]
 
 

@@ -203,6 +203,7 @@ class TraceReport:
     rocm_metrics: int = 0  # kernels of a ROCm trace that carry blocks/warps per SM (listed, never checked)
     resident_warps: list[int] = field(default_factory=list)  # per-SM warp limits F is counted against (not ROCm)
     format: str = "kineto-json"  # which reader read it (wizard.trace.formats)
+    computed_launches: int = 0  # launches printing no metrics whose true values were computed (Cuspy, nsys)
     writer: str = ""  # the profiler that wrote it, where the file says
 
     @property
@@ -227,6 +228,7 @@ class TraceReport:
                 "events": self.events,
                 "kernels": self.kernels,
                 "kernels_checked": self.kernels_checked,
+                "computed_launches": self.computed_launches,
                 "wrong_launches": self.wrong_launches,
                 "devices": self.devices,
                 "rocm": self.rocm,
