@@ -17,6 +17,7 @@ from wizard.errors import UsageError
 from wizard.progress import NO_PROGRESS, Progress
 from wizard.trace.fix import FixSummary
 from wizard.trace.fix import fix_trace as _fix_trace
+from wizard.trace.formats import refuse_unwritable
 from wizard.trace.health import RANK_SKEW_FLOOR_US, HealthCheck, check_selection
 from wizard.trace.inspect import DEFAULT_MAX_LAUNCHES, KEEP_CHOICES, Keep, check_limits, inspect_paths
 from wizard.trace.report import Inspection
@@ -131,6 +132,7 @@ def fix_trace(
     them all (the original tid kept under ``args["warpwizard original tid"]``). Never writes over the
     input, nor over an existing file unless ``force``. Raises InputFileError, OutputFileError."""
     (source_name,), (output_name,) = path_names(source), path_names(output)
+    refuse_unwritable(source_name)
     return _fix_trace(source_name, output_name, force=force, split_overlaps=split_overlaps, progress=progress)
 
 

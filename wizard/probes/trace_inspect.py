@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Annotated, Any, Generic, TypedDict, TypeVar
 
 from wizard.environment import Environment
@@ -15,6 +16,7 @@ from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status, declare
 from wizard.progress import NO_PROGRESS, task
 from wizard.serialize import dumps
 from wizard.threads import start
+from wizard.trace.formats import KINETO_JSON, detect
 from wizard.trace.health import RANK_SKEW_FLOOR_US
 from wizard.trace.inspect import FindingGroup, Inspection, inspect_paths, launched_by
 from wizard.trace.kineto_math import INT32_MAX
@@ -352,6 +354,9 @@ def _torch_validator(env: Environment, path: str, timeout: float) -> str:
     from wizard.probes.common import run_harness
 
     name = cut(path.rsplit("/", 1)[-1], 80)
+    fmt = detect(Path(path))
+    if fmt is not KINETO_JSON:  # it json.loads the file: another format would only fail to decode
+        return f"PyTorch's trace validator not run on {name}: it reads Chrome JSON; this is {fmt.name_with_article}"
     run = run_harness(env, "validate", [path], timeout=min(timeout, 300.0), log_name="trace-validator")
     data = run.result or {}
     torch = f"torch {cut(str(data.get('torch')), 40)}" if data.get("torch") else "torch"

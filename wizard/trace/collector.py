@@ -82,7 +82,10 @@ class TraceContents:
     path: str
     bytes_read: int = 0
     compressed: bool = False
-    layout: str = "object"  # object | array (PyTorch 1.8)
+    layout: str = "object"  # object | array (PyTorch 1.8) | sqlite (Nsight Systems)
+    format: str = "kineto-json"  # wizard.trace.formats: which reader read it
+    writer: str = ""  # the profiler that wrote it, where the file says ("" when it does not)
+    cannot_show: dict[str, str] = field(default_factory=dict)  # health checks this writer's file cannot show, why
     metadata: dict[str, Any] = field(default_factory=dict)
     kernels: KernelTable = field(default_factory=KernelTable)
     runtime: RuntimeIndex = field(default_factory=RuntimeIndex)
@@ -400,7 +403,7 @@ class Collector(EventSink):
         ts, dur = ev.ts, ev.dur
         value = self._value
         bps, wps, occ = value(args.blocks_per_sm), value(args.warps_per_sm), value(occupancy_value)
-        stream = args.stream
+        stream = args.stream if args.original_stream is None else args.original_stream  # Cuspy's lanes: the real one
         if stream is not None and type(stream) not in (int, str, float, bool):
             stream = str(stream)[:64]  # a list or object as a stream id: shown, never a key that breaks
         # Positional: this runs for every kernel of a gigabyte trace (field order of KernelRecord).

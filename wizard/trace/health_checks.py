@@ -41,7 +41,7 @@ from wizard.trace.health import (
     not_applicable,
 )
 from wizard.trace.mechanisms import BY_ID, is_wrong
-from wizard.trace.records import NO_CORRELATION
+from wizard.trace.records import NO_CORRELATION, PROCESS_SHIFT
 
 Floats = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.integer[Any]]
@@ -450,6 +450,22 @@ def graph_launches(contents: TraceContents, calls: _Calls, kernels: _Kernels) ->
     )
 
 
+def _before_window(orphan_ids: Ints, call_ids: Ints) -> npt.NDArray[np.bool_]:
+    """Which unlinked kernels have a correlation id below every call's of their process: CUPTI numbers ids per
+    process, in launch order. A reader of a format holding several processes (an Nsight Systems export) puts the
+    process's index above bit PROCESS_SHIFT; a Kineto trace is one process, all its ids below it."""
+    before = np.zeros(len(orphan_ids), dtype=bool)
+    if not len(call_ids) or not len(orphan_ids):
+        return before
+    known = orphan_ids != NO_CORRELATION
+    call_process = call_ids >> PROCESS_SHIFT
+    orphan_process = orphan_ids >> PROCESS_SHIFT
+    for process in _distinct(call_process).tolist():
+        first = call_ids[call_process == process].min()
+        before |= known & (orphan_process == process) & (orphan_ids < first)
+    return before
+
+
 def unlinked_kernels(calls: _Calls, kernels: _Kernels) -> HealthCheck:
     n = len(kernels.ts)
     linked_calls = (calls.launch | calls.graph) & (calls.corr != NO_CORRELATION)
@@ -465,12 +481,7 @@ def unlinked_kernels(calls: _Calls, kernels: _Kernels) -> HealthCheck:
     # before the profiler recorded calls (the previous step's tail)
     call_ids = calls.corr[calls.corr != NO_CORRELATION]
     first_id = int(call_ids.min()) if len(call_ids) else None
-    orphan_ids = kernels.corr[orphans]
-    before = (
-        (orphan_ids != NO_CORRELATION) & (orphan_ids < first_id)
-        if first_id is not None
-        else np.zeros(len(orphans), dtype=bool)
-    )
+    before = _before_window(kernels.corr[orphans], call_ids)
     before_window = int(before.sum())
     details = {"kernels": n, "before_window": before_window, "before_first_call": early}
     if not len(orphans):
@@ -512,7 +523,10 @@ def durations(contents: TraceContents, kernels: _Kernels) -> HealthCheck:
     negative_o = np.flatnonzero(op_dur < 0)
     zero = int((kernels.dur == 0).sum())
     count = len(negative_k) + len(negative_o)
-    details = {"zero": zero, "gpu_events": events}
+    details: dict[str, Any] = {"zero": zero, "gpu_events": events}
+    clamped = contents.metadata.get("cuspy")
+    if not count and isinstance(clamped, dict):
+        return _clamped_durations(clamped, details)
     if not count:
         summary = "no negative durations" + (f"; {plural(zero, 'kernel')} of zero duration" if zero else "")
         return make_check("durations", 0, "ok", summary, "", details=details)
@@ -534,6 +548,31 @@ def durations(contents: TraceContents, kernels: _Kernels) -> HealthCheck:
         examples=examples,
         samples=_kernel_samples(kernels, negative_k),
     )
+
+
+def _clamped_durations(clamped: Mapping[str, int], details: dict[str, Any]) -> HealthCheck:
+    """A Cuspy trace, whose exporter clamps ts and dur at 0 (wizard/trace/cuspy.py): a negative duration cannot
+    show, but what the clamping left can. An event pinned at ts 0 started before the trace's base time, which no
+    real event can: a warning. Zero durations may be clamped negatives or real: said, at info."""
+    at_zero, zero = int(clamped["at_zero"]), int(clamped["zero_duration"])
+    details.update(at_zero=at_zero, clamped_zero=zero)
+    may_hide = (
+        f"{plural(zero, 'GPU event')} of zero duration, which may be negative durations Cuspy clamped to 0"
+        if zero
+        else "no GPU event of zero duration"
+    )
+    if at_zero:
+        return make_check(
+            "durations", at_zero, "warning",
+            f"{plural(at_zero, 'event')} pinned at ts 0 by Cuspy's clamping (a start before the trace's base time); "
+            + may_hide,
+            "a start before the trace's base time is a bad timestamp (a 0 or garbage CUPTI time) that Cuspy clamped to "
+            "0: the window, idle % and every span measured from the trace's start are wrong",
+            details=details,
+        )  # fmt: skip
+    status = "info" if zero else "ok"
+    return make_check("durations", 0, status, f"no negative durations can show (Cuspy clamps them); {may_hide}",
+                      "", details=details)  # fmt: skip
 
 
 def clock_skew(contents: TraceContents, calls: _Calls, kernels: _Kernels) -> HealthCheck:

@@ -7,10 +7,11 @@ nothing to the reader's peak memory.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from wizard.trace.collector import TraceContents
+from wizard.trace.formats import BY_ID
 from wizard.trace.health import RANK_SKEW_FLOOR_US, HealthCheck, not_applicable, rank_of
 
 
@@ -43,16 +44,33 @@ class HealthPass:
         declared = getattr(mechanisms, "rank", None)
         found = getattr(mechanisms, "mechanisms", None)
         return HealthResult(
-            check_trace(
+            _as_format_shows(
                 contents,
-                wrong_launches=wrong,
-                checked=checked,
-                mechanisms=found if isinstance(found, dict) else {},
-                selected=self.selected,
+                check_trace(
+                    contents,
+                    wrong_launches=wrong,
+                    checked=checked,
+                    mechanisms=found if isinstance(found, dict) else {},
+                    selected=self.selected,
+                ),
             ),
             collectives(contents) if self.selected is None or "rank-skew" in self.selected else {},
             declared if isinstance(declared, int) else None,
         )
+
+
+def _as_format_shows(contents: TraceContents, checks: list[HealthCheck]) -> list[HealthCheck]:
+    """A check whose problem the file's format cannot carry is not applicable, with the format's reason: an
+    Nsight Systems export has no occupancy to be impossible, so "ok" would claim what it never showed."""
+    cannot = {**BY_ID[contents.format].cannot_show, **contents.cannot_show}
+    return [_not_shown(check, cannot[check.check]) if check.check in cannot else check for check in checks]
+
+
+def _not_shown(check: HealthCheck, reason: str) -> HealthCheck:
+    return replace(
+        check, status="not_applicable", count=0, summary=f"not applicable: {reason}", meaning="", reason=reason,
+        examples=[], samples=[],
+    )  # fmt: skip
 
 
 def job_health(
