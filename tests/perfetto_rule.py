@@ -200,8 +200,12 @@ def _close_stack(stack: list[Slice], new_ts: int, new_dur: int) -> int | None:
 
 
 def rule(path: Path) -> Result:
+    """Every X and instant event of the file through Perfetto's stacks, its numbers read as Perfetto reads them."""
+    return rule_of(load_events(path))
+
+
+def rule_of(events: list[dict[str, Any]]) -> Result:
     """Every X and instant event through Perfetto's stacks, one main track per (pid, tid); the flows bound."""
-    events = load_events(path)
     result = Result(events)
     queue: list[tuple[tuple[int, int, int], int, int]] = []
     for n, e in enumerate(events):

@@ -306,6 +306,7 @@ class _Hidden:
 
     kernels: Ints  # kernel positions, in the rows' order
     overlap_ns: Ints  # per kernel: how long it shares with the open event it cannot nest under
+    overhang_ns: Ints  # per kernel: how far it runs past that event's end
     under_kernel: npt.NDArray[np.bool_]  # per kernel: that open event is a kernel (not an annotation, copy, ...)
     rows: int  # rows holding such a kernel
     others: Counter[str]  # non-kernel events that cannot nest, by category
@@ -322,6 +323,7 @@ def _hidden(contents: TraceContents) -> _Hidden:
     return _Hidden(
         events.ref[mine],
         events.ts[theirs] + events.dur[theirs] - events.ts[mine],
+        events.ts[mine] + events.dur[mine] - events.ts[theirs] - events.dur[theirs],
         events.kind[theirs] == nesting.KERNEL,
         len(_distinct(events.row[mine])),
         others,
@@ -345,22 +347,24 @@ def kernels_overlap(contents: TraceContents, calls: _Calls, kernels: _Kernels) -
     n = len(kernels.ts)
     if not n:
         return not_applicable(
-            "kernels-overlap", "no GPU kernels", kernels=0, lanes=0, pdl=0, graph=0, max_overlap_us=0.0, other_events={}
-        )
+            "kernels-overlap", "no GPU kernels",
+            kernels=0, lanes=0, pdl=0, rounding=0, graph=0, max_overlap_us=0.0, other_events={},
+        )  # fmt: skip
     found = _hidden(contents)
     count = len(found.kernels)
     corr = kernels.corr[found.kernels]
-    pdl = _pdl(calls, corr)
-    graph_ids = _distinct(calls.corr[calls.graph & (calls.corr != NO_CORRELATION)])
-    graph = _member(corr, graph_ids)
     overlap_us = found.overlap_ns / 1000.0
-    longest = float(overlap_us.max()) if count else 0.0
-    others = dict(sorted(found.others.items(), key=lambda kv: (-kv[1], kv[0])))
+    launched_ex = _pdl(calls, corr)
+    pdl = launched_ex & found.under_kernel & (overlap_us <= PDL_OVERLAP_US)
+    rounding = ~found.under_kernel & (found.overhang_ns <= ROUNDING_US * 1000)
+    graph_ids = _distinct(calls.corr[calls.graph & (calls.corr != NO_CORRELATION)])
+    graph = int(_member(corr, graph_ids).sum())
     details = {
-        "kernels": n, "lanes": found.rows, "pdl": int(pdl.sum()), "graph": int(graph.sum()),
-        "max_overlap_us": longest, "other_events": others,
+        "kernels": n, "lanes": found.rows, "pdl": int(pdl.sum()), "rounding": int(rounding.sum()), "graph": graph,
+        "max_overlap_us": float(overlap_us.max()) if count else 0.0,
+        "other_events": dict(sorted(found.others.items(), key=lambda kv: (-kv[1], kv[0]))),
     }  # fmt: skip
-    status, summary, meaning = _overlap_verdict(count, found, pdl, overlap_us, int(graph.sum()))
+    status, summary, meaning = _overlap_verdict(count, found, details, overlap_us)
     if not count:
         return make_check("kernels-overlap", 0, status, summary, meaning, details=details)
     first = np.argsort(found.kernels, kind="stable")[:EXAMPLES].tolist()
@@ -370,8 +374,8 @@ def kernels_overlap(contents: TraceContents, calls: _Calls, kernels: _Kernels) -
             kernels.example(
                 int(found.kernels[i]),
                 f"starts {overlap_us[i]:.3f} µs before the {'kernel' if found.under_kernel[i] else 'event'} "
-                "it would nest under ends, and ends after it"
-                + (" (launched with cuLaunchKernelEx/cudaLaunchKernelExC)" if pdl[i] else ""),
+                "open on its row ends, and ends after it"
+                + (" (launched with cuLaunchKernelEx/cudaLaunchKernelExC)" if launched_ex[i] else ""),
             )
             for i in first
         ],
@@ -379,45 +383,40 @@ def kernels_overlap(contents: TraceContents, calls: _Calls, kernels: _Kernels) -
     )  # fmt: skip
 
 
-def _overlap_verdict(
-    count: int, found: _Hidden, pdl: npt.NDArray[np.bool_], overlap_us: Floats, graph: int
-) -> tuple[str, str, str]:
-    """Status and words: PDL-sized overlaps with their launch evidence are ``info`` (the GPU did overlap them;
-    only the viewer suffers), anything else a ``warning`` (a duration that overruns its successor, or an overlap
+def _overlap_verdict(count: int, found: _Hidden, details: dict[str, Any], overlap_us: Floats) -> tuple[str, str, str]:
+    """Status and words: overlaps of PDL's size with its launch evidence, and ends a rounding apart, are ``info``
+    (only the viewer suffers); anything else a ``warning`` (a duration that overruns its successor, or an overlap
     nothing in the trace asked for)."""
     others = sum(found.others.values())
     other_words = (
-        f"; {plural(others, 'other GPU event')} ({', '.join(found.others)}) cannot nest either"
-        if others
-        else ""
+        f"; {plural(others, 'other GPU event')} ({', '.join(found.others)}) cannot nest either" if others else ""
     )
     if not count:
         return "ok", f"every kernel nests on its row, as Perfetto draws it{other_words}", ""
-    pdl_sized = pdl & found.under_kernel & (overlap_us <= PDL_OVERLAP_US)
-    rounding = ~found.under_kernel & (overlap_us <= ROUNDING_US)
-    rest = count - int(pdl_sized.sum()) - int(rounding.sum())
-    status = "info" if rest == 0 else "warning"
+    pdl, rounding, graph = details["pdl"], details["rounding"], details["graph"]
+    rest = count - pdl - rounding
     summary = (
         f"{plural(count, 'kernel')} {verb(count, 'starts', 'start')} inside an earlier event on "
         f"{verb(count, 'its', 'their')} row and {verb(count, 'ends', 'end')} after it "
-        f"({plural(found.rows, 'row')}, overlapping by up to {float(overlap_us.max()):.3f} µs){other_words}"
+        f"({plural(found.rows, 'row')}, overlapping by up to {float(overlap_us.max()):.3f} µs): hidden before "
+        f"Perfetto v57, on an extra row with a wrong launch arrow from v57{other_words}"
     )
     causes = []
-    if pdl_sized.any():
+    if pdl:
         causes.append(
-            f"{plural(int(pdl_sized.sum()), 'kernel')} launched with cuLaunchKernelEx/cudaLaunchKernelExC "
-            f"{verb(int(pdl_sized.sum()), 'overlaps', 'overlap')} a kernel by at most {PDL_OVERLAP_US:g} µs: "
-            "Programmatic Dependent Launch, the GPU ran them overlapped on purpose"
+            f"{plural(pdl, 'kernel')} launched with cuLaunchKernelEx/cudaLaunchKernelExC "
+            f"{verb(pdl, 'overlaps', 'overlap')} a kernel by at most {PDL_OVERLAP_US:g} µs: Programmatic Dependent "
+            "Launch, the GPU ran them overlapped on purpose"
         )
-    if rounding.any():
+    if rounding:
         causes.append(
-            f"{plural(int(rounding.sum()), 'kernel')} {verb(int(rounding.sum()), 'ends', 'end')} at most "
-            f"{ROUNDING_US:g} µs after the annotation or copy around {verb(int(rounding.sum()), 'it', 'them')}: "
-            "the same microsecond, apart once Perfetto rounds microseconds to nanoseconds"
+            f"{plural(rounding, 'kernel')} {verb(rounding, 'ends', 'end')} at most {ROUNDING_US:g} µs after the "
+            f"annotation or copy around {verb(rounding, 'it', 'them')}: the same microsecond, apart once Perfetto "
+            "rounds microseconds to nanoseconds"
         )
     if rest:
         replay = (
-            f", {plural(graph, 'graph-replay kernel')} among them (one cudaGraphLaunch, not Programmatic Dependent "
+            f", {plural(graph, 'graph-replay kernel')} among them (one cudaGraphLaunch: not Programmatic Dependent "
             "Launch)"
             if graph
             else ""
@@ -426,15 +425,14 @@ def _overlap_verdict(
             f"{plural(rest, 'other')} overrun the event before {verb(rest, 'it', 'them')}{replay}: a recorded "
             "duration or time the GPU cannot have had, or an overlap nothing in the trace asked for"
         )
-    cause = "; ".join(causes)
     meaning = (
-        "Perfetto cannot nest a slice that starts inside another on its row and ends after it: before v57 it drops "
-        "it (hidden), from v57 (ui.perfetto.dev) it draws it on an extra row, and in both its launch arrow binds to "
-        "the row's top slice, another event; chrome://tracing misnests it. "
-        f"{cause}. `warpwizard trace fix --split-overlaps` writes a copy with them on rows of their own and each "
-        "arrow on its own kernel"
+        "Perfetto cannot nest a slice that starts inside another on its row and ends after it: v51 to v56 drop it "
+        "(hidden), v57 on (ui.perfetto.dev) draw it on an extra row, and in both its launch arrow binds to the "
+        "row's top slice, another event; older Perfetto builds embedded in other tools may misnest it. "
+        f"{'; '.join(causes)}. `warpwizard trace fix --split-overlaps` writes a copy with them on rows of their own "
+        "and each arrow on its own kernel"
     )
-    return status, summary, meaning
+    return ("info" if rest == 0 else "warning"), summary, meaning
 
 
 def graph_launches(contents: TraceContents, calls: _Calls, kernels: _Kernels) -> HealthCheck:
