@@ -398,8 +398,8 @@ def _overlap_verdict(count: int, found: _Hidden, details: dict[str, Any], overla
     summary = (
         f"{plural(count, 'kernel')} {verb(count, 'starts', 'start')} inside an earlier event on "
         f"{verb(count, 'its', 'their')} row and {verb(count, 'ends', 'end')} after it "
-        f"({plural(found.rows, 'row')}, overlapping by up to {float(overlap_us.max()):.3f} µs): hidden before "
-        f"Perfetto v57, on an extra row with a wrong launch arrow from v57{other_words}"
+        f"({plural(found.rows, 'row')}, by up to {float(overlap_us.max()):.3f} µs): hidden before Perfetto v57, "
+        f"apart with a wrong launch arrow from v57{other_words}"
     )
     causes = []
     if pdl:
