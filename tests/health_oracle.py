@@ -197,27 +197,36 @@ def kernels_missing(events: list[Event]) -> dict[str, Any]:
     }
 
 
-PDL_LAUNCH_NAMES = frozenset({"cuLaunchKernelEx", "cuLaunchKernelEx_ptsz", "cudaLaunchKernelExC", "cudaLaunchKernelExC_ptsz"})
+PDL_LAUNCH_NAMES = frozenset(
+    {"cuLaunchKernelEx", "cuLaunchKernelEx_ptsz", "cudaLaunchKernelExC", "cudaLaunchKernelExC_ptsz"}
+)
 
 
 def kernels_overlap(events: list[Event]) -> dict[str, Any]:
     """Contract: "kernels Perfetto cannot nest on their row (tests/perfetto_rule.py: Perfetto's source). `lanes`: rows
     with such a kernel; `kernels`: all kernel events; `pdl`: those launched by a cuLaunchKernelEx/cudaLaunchKernelExC
     call (same correlation id) that overlap a kernel by at most 5 µs; `rounding`: those that end at most 1 µs after
-    the end of the other event they overlap; `graph`: those whose correlation id is a graph launch call's; `max_overlap_us`: the open event's
-    end minus the kernel's start, at most; `other_events`: the other X events of kernel rows that cannot nest, by
-    category." """
+    the end of the other event they overlap; `graph`: those whose correlation id is a graph launch call's;
+    `max_overlap_us`: the open event's end minus the kernel's start, at most; `other_events`: the other X events of
+    kernel rows that cannot nest, by category." """
     from tests import perfetto_rule
 
     result = perfetto_rule.rule_of(events)
     kernels = [i for i, e in enumerate(events) if is_kernel(e)]
     kernel_rows = {result.rows[i] for i in kernels if i in result.rows}
     hidden = [i for i in result.spilled if is_kernel(events[i])]
-    pdl_ids = {c for e in events if is_launch(e) and e.get("name") in PDL_LAUNCH_NAMES and (c := correlation(e)) is not None}
+    pdl_ids = {
+        c for e in events if is_launch(e) and e.get("name") in PDL_LAUNCH_NAMES and (c := correlation(e)) is not None
+    }
     graph_ids = {c for e in events if is_graph_launch(e) and (c := correlation(e)) is not None}
     pdl = rounding = 0
     longest = 0
-    ns = perfetto_rule.to_ns
+
+    def ns(value: Any) -> int:
+        found = perfetto_rule.to_ns(value)
+        assert found is not None  # an event on a stack has a time
+        return found
+
     for i in hidden:
         other = events[result.conflicts[i]]
         other_end = ns(other["ts"]) + ns(other["dur"])

@@ -1,6 +1,6 @@
 """Perfetto's own rule for complete ("X") events, written from Perfetto's source, for the tests (issue 33).
 
-This module shares no code with warpwizard (only ``json``, ``gzip`` and ``fractions``). It follows
+This module shares no code with warpwizard (only ``json``, ``gzip``, ``math`` and ``fractions``). It follows
 google/perfetto at commit ec5d16b14b743ba6063d720956d6d6af6610fd72 (2026-08-22; v57.0 is 705d35f2d8e1,
 PR #6284 is 9b3d72f4f1, the first tag holding it is v57.0), file and line as cited below:
 
@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -94,7 +95,7 @@ def to_ns(value: Any) -> int | None:
     if isinstance(value, int):
         return value * 1000
     if isinstance(value, float):
-        if value != value or value in (float("inf"), float("-inf")):
+        if not math.isfinite(value):
             return None
         return int(value) * 1000 if value == int(value) else _llround(value * 1000.0)
     if isinstance(value, str):
@@ -141,7 +142,7 @@ class Result:
 
     def owns(self, slice_index: int, flow_index: int) -> bool:
         s, f = self.events[slice_index], self.events[flow_index]
-        args = s.get("args") if isinstance(s.get("args"), dict) else {}
+        args = s["args"] if isinstance(s.get("args"), dict) else {}
         return (
             s.get("ph") == "X"
             and self.rows.get(slice_index) == self.rows.get(flow_index)
@@ -220,53 +221,70 @@ def rule_of(events: list[dict[str, Any]]) -> Result:
         result.rows[n] = _row(e)
         queue.append((_sort_key(n, e, ts), n, ts))
     queue.sort()
-    stacks: dict[tuple[Any, Any], list[Slice]] = {}
-    starts: dict[tuple[Any, Any, Any], int] = {}
-    pending: dict[tuple[Any, Any], list[tuple[int, tuple[Any, Any, Any]]]] = {}
+    walk = _Walk(result)
+    for _, n, ts in queue:
+        phase = str(events[n].get("ph", ""))[:1]
+        if phase == "X":
+            walk.complete(n, ts)
+        elif phase in "iIR" and events[n].get("s", "t") == "t":
+            walk.instant(n, ts)
+        elif phase in "sf":
+            walk.flow(n, phase)
+    return result
 
-    def push(row: tuple[Any, Any], s: Slice) -> None:
-        stack = stacks.setdefault(row, [])
+
+class _Walk:
+    """The importer's state: a slice stack per main track, flow starts by v1 id, flow ends waiting for a slice."""
+
+    def __init__(self, result: Result) -> None:
+        self.result = result
+        self.stacks: dict[tuple[Any, Any], list[Slice]] = {}
+        self.starts: dict[tuple[Any, Any, Any], int] = {}
+        self.pending: dict[tuple[Any, Any], list[tuple[int, tuple[Any, Any, Any]]]] = {}
+
+    def _push(self, row: tuple[Any, Any], s: Slice) -> None:
+        stack = self.stacks.setdefault(row, [])
         if len(stack) >= MAX_DEPTH:
             return
         stack.append(s)
-        for f, key in pending.pop(row, []):  # flow_tracker.cc 140-152
-            result.flows.append((f, starts.get(key), s.index))
+        for f, key in self.pending.pop(row, []):  # flow_tracker.cc 140-152
+            self.result.flows.append((f, self.starts.get(key), s.index))
 
-    for _, n, ts in queue:
-        e = events[n]
-        phase = str(e.get("ph", ""))[:1]
-        row = result.rows[n]
-        stack = stacks.setdefault(row, [])
-        if phase == "X":
-            dur = to_ns(e.get("dur"))
-            if dur is None or dur < 0:
-                continue
-            conflict = _close_stack(stack, ts, dur)
-            if conflict is not None:
-                result.spilled.append(n)
-                result.conflicts[n] = conflict
-                continue
-            push(row, Slice(n, ts, dur))
-        elif phase in "iIR" and e.get("s", "t") == "t":
-            if _close_stack(stack, ts, 0) is None:
-                push(row, Slice(n, ts, 0))
-        elif phase in "stf":
-            flow_id = e.get("id")
-            if isinstance(flow_id, str):
-                try:
-                    flow_id = int(flow_id, 16)
-                except ValueError:
-                    continue
-            if not isinstance(flow_id, int) or isinstance(flow_id, bool):
-                continue
-            key = (flow_id, e.get("cat"), e.get("name"))
-            top = stack[-1].index if stack else None
-            if phase == "s":
-                if top is not None and key not in starts:
-                    starts[key] = top
-            elif phase == "f":
-                if e.get("bp") != "e":
-                    pending.setdefault(row, []).append((n, key))
-                elif key in starts:
-                    result.flows.append((n, starts[key], top))
-    return result
+    def complete(self, n: int, ts: int) -> None:
+        row = self.result.rows[n]
+        dur = to_ns(self.result.events[n].get("dur"))
+        if dur is None or dur < 0:
+            return
+        conflict = _close_stack(self.stacks.setdefault(row, []), ts, dur)
+        if conflict is not None:
+            self.result.spilled.append(n)
+            self.result.conflicts[n] = conflict
+            return
+        self._push(row, Slice(n, ts, dur))
+
+    def instant(self, n: int, ts: int) -> None:
+        row = self.result.rows[n]
+        if _close_stack(self.stacks.setdefault(row, []), ts, 0) is None:
+            self._push(row, Slice(n, ts, 0))
+
+    def flow(self, n: int, phase: str) -> None:
+        e = self.result.events[n]
+        flow_id = e.get("id")
+        if isinstance(flow_id, str):
+            try:
+                flow_id = int(flow_id, 16)
+            except ValueError:
+                return
+        if not isinstance(flow_id, int) or isinstance(flow_id, bool):
+            return
+        key = (flow_id, e.get("cat"), e.get("name"))
+        row = self.result.rows[n]
+        stack = self.stacks.get(row) or []
+        top = stack[-1].index if stack else None
+        if phase == "s":
+            if top is not None and key not in self.starts:
+                self.starts[key] = top
+        elif e.get("bp") != "e":
+            self.pending.setdefault(row, []).append((n, key))
+        elif key in self.starts:
+            self.result.flows.append((n, self.starts[key], top))

@@ -3,7 +3,6 @@ through the API and the real command line; the one-read contract of the passes."
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any

@@ -212,7 +212,7 @@ CASES = [
     Case("kernels-hidden", t_pdl, {"viewer": "perfetto"},
          "pdl-overlap-hidden", "launch APIs: cuLaunchKernelEx, cudaLaunchKernel"),
     Case("kernels-hidden", t_pdl, {"viewer": "perfetto"}, "pdl-overlap-hidden",
-         "kernels Perfetto cannot nest: 1; launched with cuLaunchKernelEx/cudaLaunchKernelExC, overlapping a kernel by at most 5 µs: 1"),
+         "cannot nest: 1; launched with cuLaunchKernelEx/cudaLaunchKernelExC, overlapping a kernel by at most 5 µs: 1"),
     Case("kernels-hidden", t_graph_overlap, {"viewer": "perfetto"}, "graph-replay-overlap",
          "kernels Perfetto cannot nest: 1; run by graph launches: 1; graph launches: 1"),
     Case("kernels-hidden", t_rounding, {"viewer": "perfetto"}, "overlap-from-rounding",

@@ -57,7 +57,9 @@ class KernelSpec:
     kernel: bool = True
     kernel_delay: float = 27.0
     stream: int = 7
-    at: float | None = None  # the kernel's start, µs after the trace's first event (None: kernel_delay after its launch)
+    at: float | None = (
+        None  # the kernel's start, µs after the trace's first event (None: kernel_delay after its launch)
+    )
 
 
 def _typed(value: float) -> float | int:

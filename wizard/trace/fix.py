@@ -237,9 +237,9 @@ class Lanes:
 
     def __init__(self, contents: TraceContents) -> None:
         self.moved: dict[int, str] = {}  # kernel index -> its new tid
-        self.gpu_ops: dict[tuple[Any, Any, float, float], str] = {}  # (pid, tid, ts, dur) -> new tid
-        self.others: dict[tuple[Any, Any, Any, float, float], str] = {}  # (cat, pid, tid, ts, dur) -> new tid
-        self.flows: dict[tuple[Any, Any, Any, float], str] = {}  # (id or None, pid, tid, ts) of an arrow's end
+        self.gpu_ops: dict[tuple[Any, ...], str] = {}  # (pid, tid, ts, dur) -> new tid
+        self.others: dict[tuple[Any, ...], str] = {}  # (cat, pid, tid, ts, dur) -> new tid
+        self.flows: dict[tuple[Any, ...], str] = {}  # (id or None, pid, tid, ts) of an arrow's end
         self.rows: dict[tuple[Any, str], str] = {}  # (pid, new tid) -> the row's name
         self.marks: tuple[bytes, ...] = ()  # bytes an event to move besides kernels holds (its category)
         from wizard.trace import nesting  # numpy, only when asked

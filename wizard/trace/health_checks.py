@@ -290,7 +290,9 @@ def kernels_missing(
 
 # Launch calls that can carry the programmatic-stream-serialization attribute (Programmatic Dependent Launch):
 # the evidence that an overlap was asked for; a graph replay's kernels share one cudaGraphLaunch and are not it.
-PDL_LAUNCH_CALLS = frozenset({"cuLaunchKernelEx", "cuLaunchKernelEx_ptsz", "cudaLaunchKernelExC", "cudaLaunchKernelExC_ptsz"})
+PDL_LAUNCH_CALLS = frozenset(
+    {"cuLaunchKernelEx", "cuLaunchKernelEx_ptsz", "cudaLaunchKernelExC", "cudaLaunchKernelExC_ptsz"}
+)
 # The longest overlap still read as PDL's: the dependent kernel starts while its predecessor's last blocks drain
 # (on the B200 trace 0.13-3.7 µs); a predecessor whose recorded end runs tens of µs past its successor's start
 # is a duration the GPU cannot have had, not a launch the program asked for (docs/health.md).

@@ -1,4 +1,4 @@
-"""Which complete events Perfetto cannot nest on their row: the kernels-overlap check and ``trace fix --split-overlaps``.
+"""Which complete events Perfetto cannot nest on their row: kernels-overlap and ``trace fix --split-overlaps``.
 
 Perfetto's JSON importer (docs/health.md, "kernels-overlap", cites the source) puts every complete ("X")
 event of one (pid, tid) on one row, in the order (ts, the longer first, file order), with times in integer
@@ -12,6 +12,8 @@ separate functions here; the check's judging and wording stay in ``health_checks
 from __future__ import annotations
 
 import heapq
+import itertools
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -34,7 +36,7 @@ def perfetto_row(pid: Any, tid: Any) -> tuple[Any, Any]:
     def number(value: Any) -> Any:
         if isinstance(value, str):
             return ("string", value)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
             return 0
         if isinstance(value, float) and abs(value) > 2**63:
             return 0
@@ -114,7 +116,7 @@ def gather(contents: TraceContents) -> RowEvents:
         cats = [str(k[2]) for k in slices.rows]
         parts.append((_floats(slices.ts), _floats(slices.dur), slice_rows[slice_row], OTHER, cats, slice_row))
     rows, tss, durs, kinds, refs, cat_ids, cat_names = [], [], [], [], [], [], ["kernel"]
-    for ts_us, dur_us, row, kind, names, shape in parts:
+    for ts_us, dur_us, row, table, names, shape in parts:
         ts, ts_ok = to_ns(ts_us)
         dur, dur_ok = to_ns(dur_us)
         # Perfetto drops what it cannot read, a negative ts and a negative duration before any stack sees them.
@@ -123,7 +125,7 @@ def gather(contents: TraceContents) -> RowEvents:
         rows.append(row[where])
         tss.append(ts[where])
         durs.append(dur[where])
-        kinds.append(np.full(len(where), kind, dtype=np.int8))
+        kinds.append(np.full(len(where), table, dtype=np.int8))
         refs.append(where.astype(np.int64))
         if names is None:
             cat_ids.append(np.zeros(len(where), dtype=np.int64))
@@ -155,8 +157,8 @@ def _clusters(events: RowEvents) -> Iterable[tuple[int, int]]:
         if e - s > 1:
             reach[s + 1 : e] = np.maximum.accumulate(ends[s : e - 1])
     free = new_row | (events.ts > reach) | ((events.ts == reach) & (events.dur > 0))
-    bounds = np.flatnonzero(free).tolist() + [n]
-    return [(a, b) for a, b in zip(bounds[:-1], bounds[1:], strict=True) if b - a > 1]
+    bounds = [*np.flatnonzero(free).tolist(), n]
+    return [(a, b) for a, b in itertools.pairwise(bounds) if b - a > 1]
 
 
 def cannot_nest(events: RowEvents) -> tuple[I64, I64]:
