@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from wizard.formatting import plural, verb
+from wizard.trace import nesting
 from wizard.trace.collector import TraceContents
 from wizard.trace.health import (
     CAPTURE_BEGIN,
@@ -315,8 +316,7 @@ class _Hidden:
 
 
 def _hidden(contents: TraceContents) -> _Hidden:
-    from wizard.trace import nesting
-
+    """Perfetto's rule over the kernel rows (``nesting``), kept to the kernels, and the rest counted by category."""
     events = nesting.gather(contents)
     hidden, against = nesting.cannot_nest(events)
     is_kernel = events.kind[hidden] == nesting.KERNEL if len(hidden) else np.zeros(0, dtype=bool)
@@ -330,11 +330,6 @@ def _hidden(contents: TraceContents) -> _Hidden:
         len(_distinct(events.row[mine])),
         others,
     )
-
-
-def overlapping_kernels(contents: TraceContents) -> list[int]:
-    """The positions of the kernels Perfetto cannot nest on their row (``kernels-overlap``)."""
-    return sorted(_hidden(contents).kernels.tolist())
 
 
 def _pdl(calls: _Calls, corr: Ints) -> npt.NDArray[np.bool_]:
