@@ -162,7 +162,7 @@ def test_pdl_is_named_only_with_its_evidence(tmp_path: Path, run_cli: RunCli) ->
 def test_an_annotation_copy_or_sync_that_cannot_nest_is_counted_apart(tmp_path: Path, run_cli: RunCli) -> None:
     b = TraceBuilder()
     b.add(spec("kernel", at=0.0, dur=100.0))
-    b.add_gpu_annotation("late_range", at=50.0, dur=100.0)  # 50-150 over the kernel's end
+    b.add_gpu_annotation("attention_kernel", at=50.0, dur=100.0)  # 50-150 over the kernel's end; "kernel" in its name
     check, rule = agree_and_fix(run_cli, b.write(tmp_path / "t.json"), tmp_path)
     assert (check["count"], check["status"], check["other_events"]) == (0, "ok", {"gpu_user_annotation": 1})
     assert "1 other GPU event (gpu_user_annotation) cannot nest either" in check["summary"]

@@ -124,17 +124,17 @@ class _FixSink(EventSink):
         self.events_open = False
 
     def add_raw(self, events: list[bytes]) -> None:
-        lanes = self.lanes
         for raw in events:
-            if b'ernel"' in raw:
-                raw = self._fix(raw)
-            elif lanes is not None and lanes.flows and b'"f"' in raw:
-                raw = self._move_flow(raw)
-            elif lanes is not None and lanes.marks and any(mark in raw for mark in lanes.marks):
-                raw = self._move_other(raw)
-            else:
-                raw = _quoted(raw)
-            self._write(raw)
+            self._write(self._fix(raw) if b'ernel"' in raw else self._not_kernel(raw))
+
+    def _not_kernel(self, raw: bytes) -> bytes:
+        """Any other event: a flow end or a copy, sync or annotation that moves with --split-overlaps, or as it is."""
+        lanes = self.lanes
+        if lanes is not None and lanes.flows and b'"f"' in raw:
+            return self._move_flow(raw)
+        if lanes is not None and lanes.marks and any(mark in raw for mark in lanes.marks):
+            return self._move_other(raw)
+        return _quoted(raw)
 
     def _write(self, raw: bytes) -> None:
         """One event of the copy's list, after a separator."""
@@ -147,8 +147,10 @@ class _FixSink(EventSink):
             event = json.loads(raw)
         except (ValueError, RecursionError):  # ValueError: also a number of more than 4,300 digits
             return _quoted(raw)
-        if not isinstance(event, dict) or event.get("cat") not in KERNEL_CATEGORIES:
+        if not isinstance(event, dict):
             return _quoted(raw)
+        if event.get("cat") not in KERNEL_CATEGORIES:  # "kernel" in a name or an argument
+            return self._not_kernel(raw)
         index = self.kernel_index
         self.kernel_index += 1
         fix = self.corrections.get(index)
@@ -184,8 +186,9 @@ class _FixSink(EventSink):
             event = json.loads(raw)
         except (ValueError, RecursionError):
             return _quoted(raw)
-        if not isinstance(event, dict) or event.get("ph") != "f":
-            return _quoted(raw)
+        if not isinstance(event, dict) or event.get("ph") != "f":  # '"f"' elsewhere in the event
+            marks = self.lanes.marks
+            return self._move_other(raw) if marks and any(mark in raw for mark in marks) else _quoted(raw)
         where = (event.get("pid"), event.get("tid"), _number(event.get("ts")))
         lane = self.lanes.flows.get((event.get("id"), *where)) or self.lanes.flows.get((None, *where))
         if lane is None:
