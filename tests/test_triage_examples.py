@@ -43,9 +43,11 @@ def test_the_triage_does_not_take_pdl_overlaps_for_a_problem(run_cli: RunCli, tm
     info (docs/health.md), so the triage does not continue into kernels-hidden (`warpwizard run kernels-hidden`
     still names them)."""
     data = _triage(run_cli, tmp_path, "kernels-hidden.json")
-    chain = data["chain"]
-    assert isinstance(chain, list)
-    assert "kernels-hidden" not in [link["playbook"]["id"] for link in chain]
+    assert "chain" not in data  # no playbook continued from the triage
+    conclusion = data["conclusion"]
+    assert isinstance(conclusion, dict)
+    assert conclusion["diagnosis"] == "trace-healthy"
+    assert "kernels-overlap (info): 1 kernel starts inside an earlier event on its row" in str(conclusion["evidence"])
 
 
 def test_the_triage_calls_a_healthy_trace_healthy_and_says_what_it_checked(run_cli: RunCli, tmp_path: Path) -> None:

@@ -48,6 +48,8 @@ class Truncation:
 
 
 STEP_CAP = 100_000  # ProfilerStep intervals kept (a trace has one per profiled step)
+RANGE_CAP = 1_000_000  # correlation ids of cuda_profiler_range events kept (the range profiler's maxRanges is far less)
+PROFILER_RANGE = "cuda_profiler_range"  # Kineto's CUPTI range profiler: one event per kernel, with counters
 
 
 @dataclass
@@ -63,6 +65,8 @@ class Timeline:
     first_ts: float = math.inf  # over the X events kept nowhere else (annotations, steps, ...)
     last_end: float = -math.inf
     steps: list[tuple[float, float, str]] = field(default_factory=list)
+    # the correlation ids of the CUPTI range profiler's events (its launches have no kernel event: health.md)
+    profiler_ranges: list[int] = field(default_factory=list)
 
     def merge(self, other: Timeline) -> None:
         """A later block's timeline after this one."""
@@ -72,6 +76,7 @@ class Timeline:
         self.first_ts = min(self.first_ts, other.first_ts)
         self.last_end = max(self.last_end, other.last_end)
         self.steps.extend(other.steps[: max(0, STEP_CAP - len(self.steps))])
+        self.profiler_ranges.extend(other.profiler_ranges[: max(0, RANGE_CAP - len(self.profiler_ranges))])
 
 
 @dataclass
@@ -303,6 +308,10 @@ class Collector(EventSink):
         name = ev.name
         if type(name) is str and name.startswith("ProfilerStep#") and len(timeline.steps) < STEP_CAP:
             timeline.steps.append((start, end, self._intern(name)))
+        elif ev.cat == PROFILER_RANGE and ev.args is not None and len(timeline.profiler_ranges) < RANGE_CAP:
+            corr = as_int(ev.args.correlation)
+            if corr is not None:
+                timeline.profiler_ranges.append(corr)
 
     def _gpu_op(self, ev: Event) -> None:
         args = ev.args or _NO_ARGS

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from wizard.trace.collector import TraceContents
-from wizard.trace.health import HealthCheck, not_applicable, rank_of
+from wizard.trace.health import RANK_SKEW_FLOOR_US, HealthCheck, not_applicable, rank_of
 
 
 @dataclass(slots=True)
@@ -41,14 +41,23 @@ class HealthPass:
         wrong = int(getattr(mechanisms, "wrong_launches", 0))
         checked = int(getattr(mechanisms, "kernels_checked", 0))
         declared = getattr(mechanisms, "rank", None)
+        found = getattr(mechanisms, "mechanisms", None)
         return HealthResult(
-            check_trace(contents, wrong_launches=wrong, checked=checked, selected=self.selected),
+            check_trace(
+                contents,
+                wrong_launches=wrong,
+                checked=checked,
+                mechanisms=found if isinstance(found, dict) else {},
+                selected=self.selected,
+            ),
             collectives(contents) if self.selected is None or "rank-skew" in self.selected else {},
             declared if isinstance(declared, int) else None,
         )
 
 
-def job_health(reports: Sequence[Any], selected: frozenset[str] | None = None) -> list[HealthCheck]:
+def job_health(
+    reports: Sequence[Any], selected: frozenset[str] | None = None, floor_us: float = RANK_SKEW_FLOOR_US
+) -> list[HealthCheck]:
     """The checks over a job's traces (rank skew), from each rank's summary: the collectives' starts
     that the per-rank report carries, so no process has to read every rank's trace."""
     if selected is not None and "rank-skew" not in selected:
@@ -56,7 +65,7 @@ def job_health(reports: Sequence[Any], selected: frozenset[str] | None = None) -
     from wizard.trace.health_checks import rank_skew
 
     if len(reports) < 2:
-        return [rank_skew({})]
+        return [rank_skew({}, floor_us)]
     by_rank: dict[int, Mapping[str, Sequence[float]]] = {}
     for report in reports:
         rank = rank_of(report.skew_rank, report.path)  # a file name's number only inside a rank directory
@@ -67,10 +76,12 @@ def job_health(reports: Sequence[Any], selected: frozenset[str] | None = None) -
                     "the traces' ranks are unknown or repeated "
                     "(no distributedInfo.rank and no number in the file name)",
                     ranks=[],
+                    unmeasured=0,
+                    floor_us=floor_us,
                     median_us=None,
                     max_us=None,
                     last_by_rank={},
                 )
             ]
         by_rank[rank] = report.collectives
-    return [rank_skew(by_rank)]
+    return [rank_skew(by_rank, floor_us)]

@@ -20,6 +20,7 @@ from wizard.formatting import plural, verb
 from wizard.progress import NO_PROGRESS, Progress, Task, reading, relayed, task
 from wizard.trace.analysis import SM_COUNT_HINT, Finding, KernelCheck, MemoChecker
 from wizard.trace.devices import DeviceInfo, device_table, sm_count_conflicts
+from wizard.trace.health import RANK_SKEW_FLOOR_US
 from wizard.trace.health_pass import HealthPass, HealthResult, job_health
 from wizard.trace.mechanisms import Mechanism, is_wrong
 from wizard.trace.parallel import worker_pool
@@ -651,6 +652,7 @@ def inspect_paths(
     plots: bool = False,
     progress: Progress = NO_PROGRESS,
     checks: frozenset[str] | None = None,
+    rank_skew_floor_us: float = RANK_SKEW_FLOOR_US,
 ) -> Inspection:
     """Inspect files and per-rank directories.
 
@@ -696,7 +698,7 @@ def inspect_paths(
                     )
                     reports = list(_in_order(pool.map(one, [str(f) for f in files]), done))
     ranks = len(paths) == 1 and Path(paths[0]).is_dir()  # one job's traces, a rank each: not unrelated files
-    return Inspection(reports, job_health(reports if ranks else reports[:1], checks))
+    return Inspection(reports, job_health(reports if ranks else reports[:1], checks, rank_skew_floor_us))
 
 
 def _in_order(results: Iterator[TraceReport], done: Task) -> Iterator[TraceReport]:
