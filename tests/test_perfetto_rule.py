@@ -223,3 +223,15 @@ def test_every_shared_trace_agrees_with_perfetto_and_its_copy_nests(
     if path.name == "b200-eager.json.gz":  # every one PDL's: eager cuLaunchKernelEx/cudaLaunchKernelExC, <= 3.744 µs
         assert (check["pdl"], check["status"], check["max_overlap_us"]) == (38, "info", 3.744)
         assert len(gpu_arrows(rule)) == 38  # each one's arrow on the kernel before it
+
+
+def test_the_triage_takes_a_graph_replay_overlap_to_kernels_hidden_not_to_pdl(tmp_path: Path, run_cli: RunCli) -> None:
+    b = TraceBuilder()
+    b.add_graph([spec("node_0", at=0.0, dur=50.0), spec("node_1", at=40.0, dur=50.0)], flows=True)
+    answers = tmp_path / "answers.yaml"
+    answers.write_text(f"have: trace\ntrace_path: {b.write(tmp_path / 'graph.json')}\nviewer: perfetto\n")
+    result = run_cli("run", "triage", "--answers", str(answers), "--defaults", "--json")
+    assert result.returncode in (0, 1), result.stderr
+    data = strict_json(result.stdout)
+    assert [link["playbook"]["id"] for link in data["chain"]] == ["triage", "kernels-hidden"]
+    assert data["conclusion"]["diagnosis"] == "graph-replay-overlap"
