@@ -209,21 +209,58 @@ def kernels_missing(events: list[Event]) -> dict[str, Any]:
     }
 
 
+PDL_LAUNCH_NAMES = frozenset(
+    {"cuLaunchKernelEx", "cuLaunchKernelEx_ptsz", "cudaLaunchKernelExC", "cudaLaunchKernelExC_ptsz"}
+)
+
+
 def kernels_overlap(events: list[Event]) -> dict[str, Any]:
-    """Contract: "per (args.device, args.stream) (missing ones are None keys) kernels in order; count the kernels
-    whose ts is below the largest end (ts + max(dur,0)) of the earlier kernels on that lane. `lanes`: how
-    many lanes have at least one such kernel. `kernels`: all kernel events."
-    """
-    kernels = [e for e in events if is_kernel(e)]
-    reach: dict[tuple[Any, Any], float] = {}
-    hidden: Counter[tuple[Any, Any]] = Counter()
-    for ts, e in in_order(kernels):
-        args = _args(e)
-        lane = (args.get("device"), args.get("stream"))
-        if lane in reach and ts < reach[lane]:
-            hidden[lane] += 1
-        reach[lane] = max(reach.get(lane, end_of(e, ts)), end_of(e, ts))
-    return {"count": sum(hidden.values()), "lanes": len(hidden), "kernels": len(kernels)}
+    """Contract: "kernels Perfetto cannot nest on their row (tests/perfetto_rule.py: Perfetto's source). `lanes`: rows
+    with such a kernel; `kernels`: all kernel events; `pdl`: those launched by a cuLaunchKernelEx/cudaLaunchKernelExC
+    call (same correlation id) that overlap a kernel by at most 5 µs; `rounding`: those that end at most 1 µs after
+    the end of the other event they overlap; `graph`: those whose correlation id is a graph launch call's;
+    `max_overlap_us`: the open event's end minus the kernel's start, at most; `other_events`: the other X events of
+    kernel rows that cannot nest, by category." """
+    from tests import perfetto_rule
+
+    result = perfetto_rule.rule_of(events)
+    kernels = [i for i, e in enumerate(events) if is_kernel(e)]
+    kernel_rows = {result.rows[i] for i in kernels if i in result.rows}
+    hidden = [i for i in result.spilled if is_kernel(events[i])]
+    pdl_ids = {
+        c for e in events if is_launch(e) and e.get("name") in PDL_LAUNCH_NAMES and (c := correlation(e)) is not None
+    }
+    graph_ids = {c for e in events if is_graph_launch(e) and (c := correlation(e)) is not None}
+    pdl = rounding = 0
+    longest = 0
+
+    def ns(value: Any) -> int:
+        found = perfetto_rule.to_ns(value)
+        assert found is not None  # an event on a stack has a time
+        return found
+
+    for i in hidden:
+        other = events[result.conflicts[i]]
+        other_end = ns(other["ts"]) + ns(other["dur"])
+        shared, past = other_end - ns(events[i]["ts"]), ns(events[i]["ts"]) + ns(events[i]["dur"]) - other_end
+        longest = max(longest, shared)
+        if is_kernel(other) and correlation(events[i]) in pdl_ids and shared <= 5000:
+            pdl += 1
+        elif not is_kernel(other) and past <= 1000:
+            rounding += 1
+    others = Counter(
+        str(events[i].get("cat")) for i in result.spilled if not is_kernel(events[i]) and result.rows[i] in kernel_rows
+    )
+    return {
+        "count": len(hidden),
+        "lanes": len({result.rows[i] for i in hidden}),
+        "kernels": len(kernels),
+        "pdl": pdl,
+        "rounding": rounding,
+        "graph": sum(1 for i in hidden if correlation(events[i]) in graph_ids),
+        "max_overlap_us": longest / 1000,
+        "other_events": dict(others),
+    }
 
 
 def graph_launches(events: list[Event]) -> dict[str, Any]:
@@ -440,6 +477,8 @@ def allowed_statuses(check: str, fields: dict[str, Any]) -> set[str]:
             else "ok"
         ),
         "stacks-missing": lambda: "info",
+        # docs/health.md: info when every kernel that cannot nest is PDL's or a rounding's
+        "kernels-overlap": lambda: "info" if fields["pdl"] + fields["rounding"] == fields["count"] else "warning",
         "rank-skew": lambda: "warning" if fields["median_us"] >= fields.get("floor_us", RANK_SKEW_FLOOR_US) else "info",
     }
     if check in one:

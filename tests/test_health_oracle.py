@@ -128,22 +128,29 @@ def test_capture_ties_in_ts_go_by_file_order() -> None:
     assert oracle.kernels_missing(shuffled)["captured"] == 1
 
 
-def test_kernels_overlap_per_lane_in_order() -> None:
+def test_kernels_overlap_is_what_perfetto_cannot_nest_per_row() -> None:
+    annotation = {"ph": "X", "cat": "gpu_user_annotation", "name": "a", "pid": 0, "tid": 8, "ts": 0, "dur": 50}
+    memcpy = {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD", "pid": 0, "tid": 7, "ts": 11, "dur": 10}
     events = [
-        kernel(5, dur=1),  # written first but starts after the next one: 5 < 10, hidden
+        kernel(5, dur=10),  # written first, sorted second: starts inside [0, 10) and ends at 15: cannot nest
         kernel(0, dur=10),
-        kernel(10, dur=5),  # ts 10 is not below the end 10: not counted; end now 15
-        kernel(12, dur=None),  # missing dur: 12 < 15, counted; its end is 12
-        kernel(20, dur=-5),  # 20 is not below 15; a negative dur ends at 20
-        kernel(20, dur=2),  # ties with the previous one at 20: not below its end 20
-        kernel(3, dur=100, stream=8),  # another lane: hides nothing on stream 7
-        kernel(0, dur=5, stream=None, device=None),  # the (None, None) lane
-        kernel(4, dur=1, stream=None, device=None),  # 4 < 5: counted
-        kernel(30, dur=5, device=1),
-        kernel(30, dur=5, device=1),  # identical ts: the later in the file is below 35, counted
+        kernel(2, dur=3),  # ends at 5, inside [0, 10): nests
+        kernel(10, dur=5),  # starts where [0, 10) ends: that one is popped, this one nests
+        memcpy,  # 11-21 on the same row: over [10, 15)'s end: cannot nest, not a kernel
+        kernel(12, dur=None),  # no dur: Perfetto drops it (json_parser_failure)
+        kernel(20, dur=-5),  # negative: dropped before the stack is looked at
+        kernel(14, dur=2),  # 14-16: over [10, 15)'s end (the copy was never pushed): cannot nest
+        annotation,  # row (0, 8)
+        kernel(3, dur=100, stream=8),  # inside the annotation, ends after it: cannot nest
+        kernel(60, dur=1, stream=8),  # the annotation ended at 50: nests
+        kernel(30, dur=5, device=1, stream=9),
+        kernel(30, dur=5, device=1, stream=9),  # identical: nests in the first
         call(LAUNCH, 1, 1),  # not a kernel
     ]
-    assert oracle.kernels_overlap(events) == {"count": 4, "lanes": 3, "kernels": 11}
+    assert oracle.kernels_overlap(events) == {
+        "count": 3, "lanes": 2, "kernels": 11, "pdl": 0, "rounding": 0, "graph": 0, "max_overlap_us": 47.0,
+        "other_events": {"gpu_memcpy": 1},
+    }  # fmt: skip
 
 
 def test_graph_launches_and_mode() -> None:
@@ -505,13 +512,13 @@ def _report_as_the_contract_says(path: Path) -> dict[str, Any]:
 
 
 def test_the_comparison_names_trace_check_and_field(tmp_path: Path) -> None:
-    events = [cpu_op(0, 100), call(LAUNCH, 1, 1), kernel(5, 1, dur=10), kernel(6, 1, dur=1), call(LAUNCH, 7, 2)]
+    events = [cpu_op(0, 100), call(LAUNCH, 1, 1), kernel(5, 1, dur=10), kernel(6, 1, dur=10), call(LAUNCH, 7, 2)]
     path = tmp_path / "small.json"
     path.write_text(json.dumps({"traceEvents": events}))
     report = _report_as_the_contract_says(path)
     _compare_report("small.json", report, path)  # agrees with itself
     overlap = next(c for c in report["health"] if c["check"] == "kernels-overlap")
-    assert overlap["count"] == 1 and overlap["status"] == "error"
+    assert overlap["count"] == 1 and overlap["status"] == "warning"
     overlap["lanes"] = 2
     with pytest.raises(AssertionError, match=re.escape("small.json kernels-overlap lanes: report 2, oracle 1")):
         _compare_report("small.json", report, path)

@@ -189,14 +189,16 @@ def test_the_page_says_how_to_open_the_trace_and_the_fix_that_shows_hidden_kerne
     trace = tmp_path / "in <b>&'dir" / "kernels-hidden.json"
     trace.parent.mkdir()
     trace.write_text((TRACES / "kernels-hidden.json").read_text())
-    page = _page(tmp_path, "hidden", trace)
+    page = _page(tmp_path, "hidden", trace, status=0)  # PDL's overlap and E are info
     html = page.read_text()
     hint = html[html.index('<section id="ww-perfetto">') :]
     hint = hint[: hint.index("</section>")]
     assert "<b>&" not in hint and "in &lt;b&gt;&amp;&#x27;dir" in hint  # the path, escaped
     assert "Go to <code>ui.perfetto.dev</code>, choose <b>Open trace file</b>" in hint
     assert "<code>chrome://tracing</code>" in hint
-    assert "3 kernels of <code>kernels-hidden.json</code> overlap the kernel before them on stream 7" in hint
+    assert (
+        "1 kernel of <code>kernels-hidden.json</code> starts inside an earlier event on stream 7 and ends after" in hint
+    )
     assert "<code>stream 7 (overlapping kernels, lane 1)</code>" in hint
     import html as html_module
 

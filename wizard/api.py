@@ -127,9 +127,10 @@ def fix_trace(
     progress: Progress = NO_PROGRESS,
 ) -> FixSummary:
     """Write a copy of ``source`` whose wrong kernel metrics hold their true values (originals kept
-    under ``args["warpwizard original"]``); gzip when ``output`` ends in ``.gz``. ``split_overlaps``: kernels
-    that overlap an earlier one on their stream go to extra rows named after the stream, so Perfetto shows
-    them all (the original tid kept under ``args["warpwizard original tid"]``). Never writes over the
+    under ``args["warpwizard original"]``); gzip when ``output`` ends in ``.gz``. ``split_overlaps``: the
+    kernels (and copies, syncs, annotations) Perfetto cannot nest on their row go to extra rows named after the
+    stream, each with its own launch arrow, so Perfetto shows them all where they belong (the original tid kept
+    under ``args["warpwizard original tid"]``; docs/health.md). Never writes over the
     input, nor over an existing file unless ``force``. Raises InputFileError, OutputFileError."""
     (source_name,), (output_name,) = path_names(source), path_names(output)
     refuse_unwritable(source_name)

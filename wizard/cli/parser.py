@@ -239,7 +239,8 @@ def _add_trace(sub: _Sub, kw: dict[str, Any]) -> None:
     fix.add_argument(
         "--split-overlaps",
         action="store_true",
-        help="move kernels that overlap an earlier one on their stream to extra rows, so Perfetto shows them all",
+        help="move the kernels Perfetto cannot nest on their stream's row to extra rows, each with its own launch "
+        "arrow, so Perfetto shows them all",
     )
 
 

@@ -192,6 +192,9 @@ def health_facts(inspection: Inspection) -> dict[str, Any]:
         "launches_without_id": _total(checks, "kernels-missing", "no_correlation"),
         "launch_apis": sorted(apis),
         "overlapping_kernels": _total(checks, "kernels-overlap"),
+        "pdl_overlapping_kernels": _total(checks, "kernels-overlap", "pdl"),
+        "rounding_overlapping_kernels": _total(checks, "kernels-overlap", "rounding"),
+        "graph_overlapping_kernels": _total(checks, "kernels-overlap", "graph"),
         "graph_launches": _total(checks, "graph-launches"),
         "graph_kernels": _total(checks, "graph-launches", "kernels"),
         "graph_mode": next((m for m in ("mixed", "graph") if any(c.details.get("mode") == m for c in checks)), "eager"),
@@ -292,8 +295,15 @@ class TraceInspectFacts(TypedDict, total=False):
         list[str], "the kernel launch APIs the trace records (cudaLaunchKernel, cuLaunchKernelEx, ...)"
     ]
     overlapping_kernels: Annotated[
-        int, "kernels that start before the previous kernel on their stream ended (kernels-overlap)"
+        int, "kernels Perfetto cannot nest on their row: they start inside an earlier event and end after it"
     ]
+    pdl_overlapping_kernels: Annotated[
+        int, "of those, launched with cuLaunchKernelEx/cudaLaunchKernelExC and overlapping a kernel by at most 5 µs"
+    ]
+    rounding_overlapping_kernels: Annotated[
+        int, "of those, ending at most 1 µs after the annotation or copy they overlap (a rounding)"
+    ]
+    graph_overlapping_kernels: Annotated[int, "of those, run by a graph launch (one correlation id: not PDL)"]
     graph_launches: Annotated[int, "cudaGraphLaunch / hipGraphLaunch calls"]
     graph_kernels: Annotated[int, "kernels run by those graph launches"]
     graph_mode: Annotated[str, "eager, graph or mixed"]

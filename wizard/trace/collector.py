@@ -33,6 +33,7 @@ from wizard.trace.records import (
     ProfilerOccupancy,
     ReportedValue,
     RuntimeIndex,
+    SliceTable,
 )
 
 
@@ -55,9 +56,11 @@ PROFILER_RANGE = "cuda_profiler_range"  # Kineto's CUPTI range profiler: one eve
 class Timeline:
     """What passes other than the kernel checks need, kept in the same read and as compactly: GPU
     copies and sets, events per category (flow arrows included), the time window of every complete
-    ("X") event the other tables do not hold, and the ProfilerStep intervals."""
+    ("X") event the other tables do not hold and those events themselves (``slices``: where they lie and on
+    which row, for the kernels-overlap check), and the ProfilerStep intervals."""
 
     gpu_ops: GpuOpTable = field(default_factory=GpuOpTable)
+    slices: SliceTable = field(default_factory=SliceTable)
     categories: Counter[str] = field(default_factory=Counter)
     first_ts: float = math.inf  # over the X events kept nowhere else (annotations, steps, ...)
     last_end: float = -math.inf
@@ -68,6 +71,7 @@ class Timeline:
     def merge(self, other: Timeline) -> None:
         """A later block's timeline after this one."""
         self.gpu_ops.extend(other.gpu_ops)
+        self.slices.extend(other.slices)
         self.categories.update(other.categories)
         self.first_ts = min(self.first_ts, other.first_ts)
         self.last_end = max(self.last_end, other.last_end)
@@ -299,7 +303,9 @@ class Collector(EventSink):
         if start is None:
             return
         timeline = self.c.timeline
-        end = start + max(_number(ev.dur) or 0.0, 0.0)
+        dur = _number(ev.dur) or 0.0
+        end = start + max(dur, 0.0)
+        timeline.slices.add(start, dur, (ev.pid, ev.tid, ev.cat))
         timeline.first_ts = min(timeline.first_ts, start)
         timeline.last_end = max(timeline.last_end, end)
         name = ev.name

@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from wizard.formatting import plural, verb
+from wizard.trace import nesting
 from wizard.trace.collector import TraceContents
 from wizard.trace.health import (
     CAPTURE_BEGIN,
@@ -344,65 +345,147 @@ def kernels_missing(
     )  # fmt: skip
 
 
-def _lanes(kernels: _Kernels) -> Ints:
-    """Each kernel's (device, stream) lane as a number."""
-    lane_ids: dict[tuple[Any, Any], int] = {}
-    per_shape = np.array([lane_ids.setdefault((s[3], s[4]), len(lane_ids)) for s in kernels.shapes] or [0])
-    return per_shape[kernels.shape].astype(np.int64) if len(kernels.shape) else np.zeros(0, dtype=np.int64)
+# Launch calls that can carry the programmatic-stream-serialization attribute (Programmatic Dependent Launch):
+# the evidence that an overlap was asked for; a graph replay's kernels share one cudaGraphLaunch and are not it.
+PDL_LAUNCH_CALLS = frozenset(
+    {"cuLaunchKernelEx", "cuLaunchKernelEx_ptsz", "cudaLaunchKernelExC", "cudaLaunchKernelExC_ptsz"}
+)
+# The longest overlap still read as PDL's: the dependent kernel starts while its predecessor's last blocks drain
+# (on the B200 trace 0.13-3.7 µs); a predecessor whose recorded end runs tens of µs past its successor's start
+# is a duration the GPU cannot have had, not a launch the program asked for (docs/health.md).
+PDL_OVERLAP_US = 5.0
+# A kernel that ends this little after the annotation or copy around it shares that event's microsecond: Perfetto's
+# llround(us * 1000) of microsecond-epoch doubles (a step of 0.25 µs) puts equal decimal ends apart.
+ROUNDING_US = 1.0
 
 
-def overlapping(kernels: _Kernels) -> Ints:
-    """Kernels that start before an earlier kernel on their (device, stream) ended, in lane-and-time order."""
-    n = len(kernels.ts)
-    if n < 2:
-        return np.zeros(0, dtype=np.int64)
-    lanes = _lanes(kernels)
-    order = np.lexsort((kernels.ts, lanes))  # stable: file order for ties
-    ts = kernels.ts[order]
-    ends = ts + np.maximum(kernels.dur[order], 0.0)
-    lane = lanes[order]
-    bounds = np.flatnonzero(np.diff(lane)) + 1
-    hits: list[Ints] = []
-    for start, stop in zip(np.concatenate(([0], bounds)), np.concatenate((bounds, [n])), strict=True):
-        if stop - start < 2:
-            continue
-        running = np.maximum.accumulate(ends[start : stop - 1])
-        found = np.flatnonzero(ts[start + 1 : stop] < running) + start + 1
-        if len(found):
-            hits.append(order[found])
-    return np.concatenate(hits) if hits else np.zeros(0, dtype=np.int64)
+@dataclass(slots=True)
+class _Hidden:
+    """The kernels-overlap check's facts: which events of the kernel rows Perfetto cannot nest."""
+
+    kernels: Ints  # kernel positions, in the rows' order
+    overlap_ns: Ints  # per kernel: how long it shares with the open event it cannot nest under
+    overhang_ns: Ints  # per kernel: how far it runs past that event's end
+    under_kernel: npt.NDArray[np.bool_]  # per kernel: that open event is a kernel (not an annotation, copy, ...)
+    rows: int  # rows holding such a kernel
+    others: Counter[str]  # non-kernel events that cannot nest, by category
 
 
-def overlapping_kernels(contents: TraceContents) -> list[int]:
-    """The positions of the kernels a viewer hides (``kernels-overlap``), for ``trace fix --split-overlaps``."""
-    return sorted(overlapping(_Kernels.of(contents)).tolist())
+def _hidden(contents: TraceContents) -> _Hidden:
+    """Perfetto's rule over the kernel rows (``nesting``), kept to the kernels, and the rest counted by category."""
+    events = nesting.gather(contents)
+    hidden, against = nesting.cannot_nest(events)
+    is_kernel = events.kind[hidden] == nesting.KERNEL if len(hidden) else np.zeros(0, dtype=bool)
+    mine, theirs = hidden[is_kernel], against[is_kernel]
+    others = Counter(events.categories[j] for j in hidden[~is_kernel].tolist())
+    return _Hidden(
+        events.ref[mine],
+        events.ts[theirs] + events.dur[theirs] - events.ts[mine],
+        events.ts[mine] + events.dur[mine] - events.ts[theirs] - events.dur[theirs],
+        events.kind[theirs] == nesting.KERNEL,
+        len(_distinct(events.row[mine])),
+        others,
+    )
 
 
-def kernels_overlap(kernels: _Kernels) -> HealthCheck:
+def _pdl(calls: _Calls, corr: Ints) -> npt.NDArray[np.bool_]:
+    """Which of these correlation ids an eager launch call that can ask for PDL made."""
+    ex = np.array([n in PDL_LAUNCH_CALLS for n in calls.names] or [False])
+    made = calls.launch & ex[calls.name_of] if len(calls.name_of) else np.zeros(0, dtype=bool)
+    ids = _distinct(calls.corr[made & (calls.corr != NO_CORRELATION)])
+    return _member(corr, ids)
+
+
+def kernels_overlap(contents: TraceContents, calls: _Calls, kernels: _Kernels) -> HealthCheck:
     n = len(kernels.ts)
     if not n:
-        return not_applicable("kernels-overlap", "no GPU kernels", kernels=0, lanes=0)
-    hidden = overlapping(kernels)
-    lanes = _lanes(kernels)
-    affected = len(_distinct(lanes[hidden])) if len(hidden) else 0
-    details = {"kernels": n, "lanes": affected}
-    if not len(hidden):
-        return make_check("kernels-overlap", 0, "ok", "no two kernels overlap on one stream", "", details=details)
-    first = np.sort(hidden)[:EXAMPLES]
+        return not_applicable(
+            "kernels-overlap", "no GPU kernels",
+            kernels=0, lanes=0, pdl=0, rounding=0, graph=0, max_overlap_us=0.0, other_events={},
+        )  # fmt: skip
+    found = _hidden(contents)
+    count = len(found.kernels)
+    corr = kernels.corr[found.kernels]
+    overlap_us = found.overlap_ns / 1000.0
+    launched_ex = _pdl(calls, corr)
+    pdl = launched_ex & found.under_kernel & (overlap_us <= PDL_OVERLAP_US)
+    rounding = ~found.under_kernel & (found.overhang_ns <= ROUNDING_US * 1000)
+    graph_ids = _distinct(calls.corr[calls.graph & (calls.corr != NO_CORRELATION)])
+    graph = int(_member(corr, graph_ids).sum())
+    details = {
+        "kernels": n, "lanes": found.rows, "pdl": int(pdl.sum()), "rounding": int(rounding.sum()), "graph": graph,
+        "max_overlap_us": float(overlap_us.max()) if count else 0.0,
+        "other_events": dict(sorted(found.others.items(), key=lambda kv: (-kv[1], kv[0]))),
+    }  # fmt: skip
+    status, summary, meaning = _overlap_verdict(count, found, details, overlap_us)
+    if not count:
+        return make_check("kernels-overlap", 0, status, summary, meaning, details=details)
+    first = np.argsort(found.kernels, kind="stable")[:EXAMPLES].tolist()
     return make_check(
-        "kernels-overlap",
-        len(hidden),
-        "warning",
-        f"{plural(len(hidden), 'kernel')} {verb(len(hidden), 'starts', 'start')} before the previous kernel on "
-        f"{verb(len(hidden), 'its', 'their')} stream ended "
-        f"({plural(affected, 'stream')})",
-        "Perfetto drops (and chrome://tracing misnests) a complete event that overlaps an earlier one on the same "
-        "row, so these kernels are in the file but not on screen; `warpwizard trace fix --split-overlaps` writes "
-        "a copy that shows them all. Programmatic Dependent Launch overlaps kernels legitimately",
-        details=details,
-        examples=[kernels.example(int(i), "starts before the previous kernel on its stream ended") for i in first],
-        samples=_kernel_samples(kernels, hidden),
+        "kernels-overlap", count, status, summary, meaning, details=details,
+        examples=[
+            kernels.example(
+                int(found.kernels[i]),
+                f"starts {overlap_us[i]:.3f} µs before the {'kernel' if found.under_kernel[i] else 'event'} "
+                "open on its row ends, and ends after it"
+                + (" (launched with cuLaunchKernelEx/cudaLaunchKernelExC)" if launched_ex[i] else ""),
+            )
+            for i in first
+        ],
+        samples=_kernel_samples(kernels, found.kernels),
+    )  # fmt: skip
+
+
+def _overlap_verdict(count: int, found: _Hidden, details: dict[str, Any], overlap_us: Floats) -> tuple[str, str, str]:
+    """Status and words: overlaps of PDL's size with its launch evidence, and ends a rounding apart, are ``info``
+    (only the viewer suffers); anything else a ``warning`` (a duration that overruns its successor, or an overlap
+    nothing in the trace asked for)."""
+    others = sum(found.others.values())
+    other_words = (
+        f"; {plural(others, 'other GPU event')} ({', '.join(found.others)}) cannot nest either" if others else ""
     )
+    if not count:
+        return "ok", f"every kernel nests on its row, as Perfetto draws it{other_words}", ""
+    pdl, rounding, graph = details["pdl"], details["rounding"], details["graph"]
+    rest = count - pdl - rounding
+    summary = (
+        f"{plural(count, 'kernel')} {verb(count, 'starts', 'start')} inside an earlier event on "
+        f"{verb(count, 'its', 'their')} row and {verb(count, 'ends', 'end')} after it "
+        f"({plural(found.rows, 'row')}, by up to {float(overlap_us.max()):.3f} µs): hidden before Perfetto v57, "
+        f"apart with a wrong launch arrow from v57{other_words}"
+    )
+    causes = []
+    if pdl:
+        causes.append(
+            f"{plural(pdl, 'kernel')} launched with cuLaunchKernelEx/cudaLaunchKernelExC "
+            f"{verb(pdl, 'overlaps', 'overlap')} a kernel by at most {PDL_OVERLAP_US:g} µs: Programmatic Dependent "
+            "Launch, the GPU ran them overlapped on purpose"
+        )
+    if rounding:
+        causes.append(
+            f"{plural(rounding, 'kernel')} {verb(rounding, 'ends', 'end')} at most {ROUNDING_US:g} µs after the "
+            f"annotation or copy around {verb(rounding, 'it', 'them')}: the same microsecond, apart once Perfetto "
+            "rounds microseconds to nanoseconds"
+        )
+    if rest:
+        replay = (
+            f", {plural(graph, 'graph-replay kernel')} among them (one cudaGraphLaunch: not Programmatic Dependent "
+            "Launch)"
+            if graph
+            else ""
+        )
+        causes.append(
+            f"{plural(rest, 'other')} overrun the event before {verb(rest, 'it', 'them')}{replay}: a recorded "
+            "duration or time the GPU cannot have had, or an overlap nothing in the trace asked for"
+        )
+    meaning = (
+        "Perfetto cannot nest a slice that starts inside another on its row and ends after it: v51 to v56 drop it "
+        "(hidden), v57 on (ui.perfetto.dev) draw it on an extra row, and in both its launch arrow binds to the "
+        "row's top slice, another event; older Perfetto builds embedded in other tools may misnest it. "
+        f"{'; '.join(causes)}. `warpwizard trace fix --split-overlaps` writes a copy with them on rows of their own "
+        "and each arrow on its own kernel"
+    )
+    return ("info" if rest == 0 else "warning"), summary, meaning
 
 
 def graph_launches(contents: TraceContents, calls: _Calls, kernels: _Kernels) -> HealthCheck:
@@ -756,7 +839,7 @@ def check_trace(
     makers: dict[str, Callable[[], HealthCheck]] = {
         "impossible-metrics": lambda: impossible_metrics(contents, wrong_launches, checked, mechanisms or {}),
         "kernels-missing": lambda: kernels_missing(contents, tables.calls, tables.kernels, window(contents)),
-        "kernels-overlap": lambda: kernels_overlap(tables.kernels),
+        "kernels-overlap": lambda: kernels_overlap(contents, tables.calls, tables.kernels),
         "graph-launches": lambda: graph_launches(contents, tables.calls, tables.kernels),
         "unlinked-kernels": lambda: unlinked_kernels(tables.calls, tables.kernels),
         "durations": lambda: durations(contents, tables.kernels),

@@ -212,6 +212,43 @@ class GpuOpTable:
         self.shape.extend(remap[i] for i in other.shape)
 
 
+class SliceTable:
+    """The complete ("X") events no other table keeps (annotations, syncs, steps, ...): start, duration and
+    which (pid, tid, cat) in flat arrays, each distinct (pid, tid, cat) once. The kernels-overlap check reads
+    the ones on kernel rows (Perfetto nests every X event of a row together, docs/health.md)."""
+
+    __slots__ = ("_ids", "dur", "row", "rows", "ts")
+
+    def __init__(self) -> None:
+        self.ts = array("d")
+        self.dur = array("d")
+        self.row = array("i")
+        self.rows: list[tuple[Any, Any, Any]] = []
+        self._ids: dict[tuple[Any, Any, Any], int] = {}
+
+    def __len__(self) -> int:
+        return len(self.ts)
+
+    def _id(self, key: tuple[Any, Any, Any]) -> int:
+        found = self._ids.get(key)
+        if found is None:
+            found = self._ids[key] = len(self.rows)
+            self.rows.append(key)
+        return found
+
+    def add(self, ts: float, dur: float, key: tuple[Any, Any, Any]) -> None:
+        """One event; ``key`` is (pid, tid, cat)."""
+        self.ts.append(ts)
+        self.dur.append(dur)
+        self.row.append(self._id(key))
+
+    def extend(self, other: SliceTable) -> None:
+        remap = array("i", (self._id(key) for key in other.rows))
+        self.ts.extend(other.ts)
+        self.dur.extend(other.dur)
+        self.row.extend(array("i", map(remap.__getitem__, other.row)))
+
+
 @dataclass(frozen=True, slots=True)
 class RuntimeCall:
     pid: Any
