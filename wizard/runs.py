@@ -588,11 +588,14 @@ def playbook_graph(pb: Playbook, form: str) -> str:
 
 
 def explain_playbook(pb: Playbook) -> str:
-    """The whole tree in words (Markdown), for onboarding: each GPU word defined where it first appears."""
+    """The whole tree in words (Markdown), for onboarding: each GPU word defined where it first appears.
+    Playbook text is untrusted: its control characters are shown as escapes (as ``run --teach`` shows
+    them), so no title or prompt can retitle the window, clear the screen or draw a hyperlink."""
     from wizard.playbook.glossary import with_definitions
     from wizard.playbook.graph import explain
+    from wizard.untrusted import visible
 
-    return with_definitions(explain(pb))
+    return visible(with_definitions(explain(pb)), newlines=True)
 
 
 def playbook_schema() -> str:

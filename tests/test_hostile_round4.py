@@ -1,0 +1,213 @@
+"""Trust, round 4 (issue 36): the health check, chains, plugins and new probes under hostile input.
+
+Each test failed on the code before the change it covers and asserts the one right outcome: the exit
+code, the line's words, the bound, nothing written or changed. Items 1, 5 and 13 of the issue are
+covered where they were fixed (the fixer's time, trace-size's categories, non-finite spreads).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import EXAMPLES, RunCli
+from wizard.errors import UsageError
+from wizard.testing.traces import KernelSpec, TraceBuilder
+
+TRACES = EXAMPLES / "traces"
+GRID = TRACES / "grid-overflow.json"
+HEALTHY = TRACES / "healthy-small.json"
+
+
+def _one_line_error(stderr: str) -> str:
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Traceback" not in stderr, stderr
+    return lines[0]
+
+
+# -- 2. a 400-digit integer timestamp is a value that is not a time, never exit 70 -------------------
+
+HUGE = "9" * 400
+
+
+def _huge_ts_trace(tmp_path: Path, category: str, *, last: bool) -> Path:
+    """Two healthy launches; one event of ``category`` gets a 400-digit integer ``ts`` (the last event of
+    the file when ``last``: where the reader takes the trace's end time from)."""
+    builder = TraceBuilder(gpu="H100")
+    for _ in range(2):
+        builder.add(KernelSpec("void k<float>", (4, 1, 1), (128, 1, 1), python_stack=("train.py(7): step",)))
+    document = builder.document()
+    events = document["traceEvents"]
+    chosen = [e for e in events if e.get("cat") == category][-1 if last else 0]
+    if last:
+        events.remove(chosen)
+        events.append(chosen)
+    chosen["ts"] = "HUGE-TS"
+    path = tmp_path / f"huge-{category}.json"
+    path.write_text(json.dumps(document).replace('"HUGE-TS"', HUGE))
+    return path
+
+
+@pytest.mark.parametrize("last", [True, False], ids=["last-event", "first-of-its-kind"])
+@pytest.mark.parametrize("category", ["cuda_runtime", "kernel", "cpu_op", "python_function"])
+def test_a_400_digit_timestamp_is_read_not_an_internal_error(
+    run_cli: RunCli, tmp_path: Path, category: str, last: bool
+) -> None:
+    path = _huge_ts_trace(tmp_path, category, last=last)
+    result = run_cli("trace", "inspect", str(path), "--json")
+    assert result.status in (0, 1), result.stderr  # a verdict (problems found or not), never 70
+    assert "internal error" not in result.stderr and "Traceback" not in result.stderr
+    document = result.json
+    assert document["reports"][0]["kernels"] == 2
+
+
+def test_a_400_digit_counter_timestamp_or_value_is_skipped(tmp_path: Path) -> None:
+    from wizard.trace.counters import read_counters
+
+    builder = TraceBuilder(gpu="H100")
+    builder.add(KernelSpec("void k<float>", (4, 1, 1), (128, 1, 1)))
+    builder.add_counter("SM Active", 1.0, 50.0)
+    builder.add_counter("SM Active", 2.0, 60.0)
+    builder.add_counter("SM Active", 3.0, 70.0)
+    document = builder.document()
+    counters = [e for e in document["traceEvents"] if e.get("ph") == "C"]
+    counters[0]["ts"] = "HUGE-TS"
+    counters[1]["args"] = {"value": "HUGE-TS"}
+    path = tmp_path / "counters.json"
+    path.write_text(json.dumps(document).replace('"HUGE-TS"', HUGE))
+    found = read_counters(str(path))
+    assert [(key, list(series.values)) for key, series in found.items()] == [((0, "SM Active"), [70.0])]
+
+
+# -- 3. profiler.kineto_log reads counts as bounded ASCII numbers --------------------------------------
+
+
+def test_a_5000_digit_record_count_is_not_a_count() -> None:
+    from wizard.probes.kineto_log import judge, parse_kineto_log
+
+    log = parse_kineto_log("INFO Record counts: Out-of-range = " + "9" * 5000 + ", Total = 12\n")
+    assert log.record_counts == {"Total": 12}
+    assert judge(log, True, 12, 0)[0].value == "pass"
+
+
+def test_a_negative_record_count_is_never_a_number_of_dropped_records() -> None:
+    from wizard.probes.kineto_log import judge, parse_kineto_log
+
+    log = parse_kineto_log(
+        "Record counts: Out-of-range = -5\nCUPTI dropped -4 records\nProcessed -3 GPU records\n"
+        "Record counts: Out-of-range = \u0663\n"
+    )
+    assert (log.out_of_range, log.dropped_records, log.gpu_records, log.record_counts) == (0, 0, None, {})
+    status, summary = judge(log, True, 7, 0)
+    assert status.value == "pass" and "dropped" not in summary
+
+
+def test_record_counts_keep_a_bounded_number_of_names() -> None:
+    from wizard.probes.kineto_log import MAX_COUNT_NAMES, parse_kineto_log
+
+    line = "Record counts: " + ", ".join(f"K{i} = 1" for i in range(500))
+    assert len(parse_kineto_log(line).record_counts) == MAX_COUNT_NAMES
+
+
+# -- 4. explain shows a playbook's control sequences as escapes ---------------------------------------
+
+ESCAPES = """\
+id: hostile-explain
+title: "Title \\e]0;pwned\\a"
+description: "Clear \\e[2J here"
+version: "1"
+steps:
+  - id: s
+    title: "Step \\e[31m red"
+    explain: "Why \\e]8;;https://evil.example\\e\\\\pip install torch\\e]8;;\\e\\\\ done"
+nodes:
+  - id: ask
+    kind: question
+    step: s
+    type: text
+    prompt: "Prompt \\e[H\\e[2J"
+    next: done
+  - id: done
+    kind: conclusion
+    diagnosis: done
+    severity: info
+    summary: "Summary \\u202e reversed"
+    explain: "Because \\x9b2J"
+"""
+
+
+def test_explain_prints_no_control_sequence_of_a_playbook(run_cli: RunCli, tmp_path: Path) -> None:
+    path = tmp_path / "hostile-explain.yaml"
+    path.write_text(ESCAPES)
+    result = run_cli("explain", str(path))
+    assert result.status == 0, result.stderr
+    assert "\x1b" not in result.stdout and "\x9b" not in result.stdout and "\u202e" not in result.stdout
+    assert "# Title \\x1b]0;pwned\\x07" in result.stdout
+    assert "Clear \\x1b[2J here" in result.stdout
+    assert "Why \\x1b]8;;https://evil.example\\x1b\\pip install torch\\x1b]8;;\\x1b\\ done" in result.stdout
+    assert "Prompt \\x1b[H\\x1b[2J" in result.stdout and "Summary \\u202e reversed" in result.stdout
+    assert "Because \\x9b2J" in result.stdout
+
+
+def test_explain_from_python_escapes_the_same_way(tmp_path: Path) -> None:
+    from wizard.runs import explain_playbook, load_playbook
+
+    path = tmp_path / "hostile-explain.yaml"
+    path.write_text(ESCAPES)
+    text = explain_playbook(load_playbook(str(path)))
+    assert "\x1b" not in text and text.startswith("# Title \\x1b]0;pwned\\x07\n")
+
+
+# -- 7. an empty selection of health checks is refused ---------------------------------------------------
+
+ALL_CHECKS = (
+    "impossible-metrics, kernels-missing, kernels-overlap, graph-launches, unlinked-kernels, durations, "
+    "clock-skew, trace-size, stacks-missing, rank-skew"
+)
+
+
+@pytest.mark.parametrize("value", ["", ",", " , ,"])
+def test_an_empty_checks_list_is_a_usage_error(run_cli: RunCli, value: str) -> None:
+    result = run_cli("trace", "inspect", str(GRID), "--checks", value)
+    assert result.status == 2 and result.stdout == ""
+    assert _one_line_error(result.stderr) == (
+        f"warpwizard: error: --checks names no health check to run; the checks are {ALL_CHECKS}"
+    )
+
+
+def test_skipping_every_check_is_a_usage_error(run_cli: RunCli) -> None:
+    every = ALL_CHECKS.replace(" ", "")
+    result = run_cli("trace", "inspect", str(GRID), "--skip-checks", every)
+    assert result.status == 2 and result.stdout == ""
+    assert _one_line_error(result.stderr) == (
+        f"warpwizard: error: --skip-checks leaves no health check to run; the checks are {ALL_CHECKS}"
+    )
+
+
+def test_checks_that_leave_nothing_after_skipping_are_a_usage_error() -> None:
+    from wizard.api import inspect_traces
+
+    with pytest.raises(UsageError, match=r"^skip_checks leaves no health check to run; the checks are "):
+        inspect_traces(GRID, checks=["durations"], skip_checks=["durations"], jobs=1)
+
+
+# -- 16. a check id that is not a string is the documented UsageError --------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("keyword", "value", "words"),
+    [
+        ("checks", [1], "checks must hold check ids (strings), not int 1"),
+        ("skip_checks", [None], "skip_checks must hold check ids (strings), not NoneType None"),
+        ("checks", 5, "checks must be a list of check ids, not one int"),
+    ],
+)
+def test_a_check_id_of_the_wrong_type_is_a_usage_error(keyword: str, value: Any, words: str) -> None:
+    from wizard.api import inspect_traces
+
+    with pytest.raises(UsageError) as caught:
+        inspect_traces(GRID, jobs=1, **{keyword: value})
+    assert str(caught.value) == words
