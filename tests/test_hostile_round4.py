@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import EXAMPLES, RunCli
+from tests.conftest import EXAMPLES, RunCli, strict_json
 from wizard.errors import UsageError
 from wizard.testing.traces import KernelSpec, TraceBuilder
 
@@ -211,3 +211,129 @@ def test_a_check_id_of_the_wrong_type_is_a_usage_error(keyword: str, value: Any,
     with pytest.raises(UsageError) as caught:
         inspect_traces(GRID, jobs=1, **{keyword: value})
     assert str(caught.value) == words
+
+
+# -- 15. a rank is ASCII digits in a range, from a name, a trace or a report ----------------------------
+
+
+def _rank_directory(tmp_path: Path, third: str, *, declared: Any = None) -> Path:
+    """Ranks 0 and 1 (declared), and a third trace named ``third`` declaring ``declared`` (nothing when None)."""
+    from tests.test_health import rank_trace
+
+    ranks = tmp_path / "ranks"
+    ranks.mkdir()
+    rank_trace(ranks, 0, [0, 0])
+    rank_trace(ranks, 1, [30, 0])
+    rank_trace(ranks, 2, [10, 50], declared=False)
+    document = json.loads((ranks / "rank2.json").read_text())
+    if declared is not None:
+        document["distributedInfo"] = {"rank": "DECLARED", "world_size": 3}
+    (ranks / "rank2.json").unlink()
+    (ranks / third).write_text(json.dumps(document).replace('"DECLARED"', str(declared)))
+    return ranks
+
+
+@pytest.mark.parametrize(
+    ("third", "declared"),
+    [
+        ("rank\u0663.json", None),  # ARABIC-INDIC DIGIT THREE
+        ("rank\uff12.json", None),  # FULLWIDTH DIGIT TWO
+        ("rank" + "7" * 200 + ".json", None),
+        ("other.json", -1),
+        ("other.json", 10**300),
+    ],
+    ids=["arabic-indic", "fullwidth", "200-digits", "declared-minus-one", "declared-10^300"],
+)
+def test_a_rank_that_is_not_ascii_digits_in_range_is_unknown(
+    run_cli: RunCli, tmp_path: Path, third: str, declared: Any
+) -> None:
+    ranks = _rank_directory(tmp_path, third, declared=declared)
+    result = run_cli("trace", "inspect", "--json", "--checks", "rank-skew", str(ranks))
+    (skew,) = result.json["health"]
+    assert (skew["check"], skew["status"], skew["ranks"]) == ("rank-skew", "not_applicable", [])
+    assert skew["reason"] == (
+        "the traces' ranks are unknown or repeated (no distributedInfo.rank and no number in the file name)"
+    )
+
+
+def test_the_same_directory_with_an_ascii_rank_is_checked(run_cli: RunCli, tmp_path: Path) -> None:
+    ranks = _rank_directory(tmp_path, "rank2.json")
+    result = run_cli("trace", "inspect", "--json", "--checks", "rank-skew", str(ranks))
+    (skew,) = result.json["health"]
+    assert (skew["status"], skew["ranks"]) == ("warning", [0, 1, 2])
+
+
+def _report_with_rank(tmp_path: Path, name: str, rank: Any, path: str = "trace.json") -> Path:
+    collectives = {"starts": {"ncclDevKernel_AllReduce": [1.0, 2.0]}, "rank": "RANK"}
+    document = {
+        "schema": "warpwizard.trace-report/2",
+        "host": {"hostname": name, "rank": "RANK"},
+        "impossible": False,
+        "mechanisms": {},
+        "reports": [{"path": path, "collectives": collectives}],
+    }
+    out = tmp_path / f"{name}.json"
+    out.write_text(json.dumps(document).replace('"RANK"', json.dumps(rank) if rank is not None else "null"))
+    return out
+
+
+@pytest.mark.parametrize("rank", [-1, 10**300, True, 2.0, "3"], ids=["minus-one", "10^300", "bool", "float", "text"])
+def test_a_reports_collectives_rank_out_of_range_is_no_rank(tmp_path: Path, rank: Any) -> None:
+    from wizard.compare import load_report
+
+    found = load_report(str(_report_with_rank(tmp_path, "node", rank)))
+    assert (found.collectives, found.host) == ({}, "node")
+
+
+@pytest.mark.parametrize(
+    ("path", "rank"),
+    [("rank\u0663.json", None), ("rank" + "9" * 200 + ".json", None), ("rank12.json", 12)],
+    ids=["arabic-indic", "200-digits", "ascii"],
+)
+def test_a_reports_rank_from_its_file_name_is_ascii_digits(tmp_path: Path, path: str, rank: int | None) -> None:
+    from wizard.compare import load_report
+
+    found = load_report(str(_report_with_rank(tmp_path, "node", None, path=path)))
+    assert list(found.collectives) == ([] if rank is None else [rank])
+
+
+# -- 18. --json prints a JSON object naming the error when the input cannot be read -----------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "words", "code"),
+    [
+        (("trace", "inspect", "{missing}", "--json"), "{missing}: no such file", 6),
+        (("compare", "{missing}", "--json"), "{missing}: no such report", 6),
+        (("trace", "inspect", str(GRID), "--checks", "", "--json"), "--checks names no health check to run; the "
+         f"checks are {ALL_CHECKS}", 2),
+    ],
+    ids=["trace-inspect", "compare", "usage"],
+)  # fmt: skip
+def test_json_output_names_the_error_and_its_exit_code(
+    run_cli: RunCli, tmp_path: Path, args: tuple[str, ...], words: str, code: int
+) -> None:
+    missing = str(tmp_path / "missing.json")
+    result = run_cli(*(a.format(missing=missing) for a in args))
+    assert result.status == code
+    assert strict_json(result.stdout) == {
+        "schema": "warpwizard.error/1",
+        "error": words.format(missing=missing),
+        "exit_code": code,
+        "exit": {6: "input_error", 2: "usage"}[code],
+    }
+    assert _one_line_error(result.stderr) == "warpwizard: error: " + words.format(missing=missing)
+
+
+def test_an_output_refused_before_the_work_is_one_json_error(run_cli: RunCli, tmp_path: Path) -> None:
+    taken = tmp_path / "taken.json"
+    taken.write_text("{}")
+    result = run_cli("probe", "trace.inspect", "--param", f"paths={HEALTHY}", "--json", "--output", str(taken))
+    assert result.status == 7
+    assert strict_json(result.stdout) == {
+        "schema": "warpwizard.error/1",
+        "error": f"{taken}: already exists; name another file, or pass --force to replace it",
+        "exit_code": 7,
+        "exit": "output_error",
+    }
+    assert taken.read_text() == "{}"

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from wizard import schemas
+from wizard.cluster import rank_in_name, rank_value
 from wizard.errors import InputFileError
 from wizard.untrusted import cut, visible
 
@@ -113,8 +113,8 @@ def _from_transcript(data: dict[str, Any], source: str) -> MachineReport:
             driver = driver or _text(facts.get("driver_version"))
             gpus = gpus or _texts(facts.get("gpu_names"))
     hostname = _text(host.get("hostname")) or "?"
-    rank = host.get("rank")
-    if isinstance(rank, int) and not isinstance(rank, bool):  # one report per process of a launcher's job
+    rank = rank_value(host.get("rank"))
+    if rank is not None:  # one report per process of a launcher's job
         hostname = f"{hostname} rank {rank}"
     mechanisms_found = sorted(_mechanisms(mechanisms - {BY_DESIGN}))
     return MachineReport(source, hostname, gpus, torch, driver, mechanisms_found, impossible, work)
@@ -155,11 +155,11 @@ def _collectives(reports: list[Any]) -> dict[int, dict[str, list[float]]]:
         found = r.get("collectives") if isinstance(r, dict) else None
         if not isinstance(found, dict):
             continue
-        rank, starts = found.get("rank"), found.get("starts")
-        if rank is None and isinstance(r.get("path"), str):  # no distributedInfo: the trace file's number
-            number = re.search(r"\d+", r["path"].rsplit("/", 1)[-1])
-            rank = int(number.group()) if number and len(number.group()) < 10 else None
-        if not isinstance(rank, int) or isinstance(rank, bool) or not isinstance(starts, dict):
+        declared, starts = found.get("rank"), found.get("starts")
+        rank = rank_value(declared)
+        if declared is None and isinstance(r.get("path"), str):  # no distributedInfo: the trace file's number
+            rank = rank_in_name(r["path"].rsplit("/", 1)[-1])
+        if rank is None or not isinstance(starts, dict):
             continue
         out[rank] = {
             _cut(name): [
