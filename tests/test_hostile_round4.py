@@ -8,12 +8,15 @@ covered where they were fixed (the fixer's time, trace-size's categories, non-fi
 from __future__ import annotations
 
 import json
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.conftest import EXAMPLES, RunCli, strict_json
+from tests.test_plugins import _installed
 from wizard.errors import UsageError
 from wizard.testing.traces import KernelSpec, TraceBuilder
 
@@ -337,3 +340,98 @@ def test_an_output_refused_before_the_work_is_one_json_error(run_cli: RunCli, tm
         "exit": "output_error",
     }
     assert taken.read_text() == "{}"
+
+
+# -- 8. a plugin that calls sys.exit() at import is one line naming it, exit 5 -----------------------------
+
+
+@pytest.fixture
+def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A site directory on sys.path for this test (as tests/test_plugins.py's); its modules are forgotten after."""
+    where = tmp_path / "site"
+    where.mkdir()
+    monkeypatch.syspath_prepend(str(where))
+    before = set(sys.modules)
+    yield where
+    for name in set(sys.modules) - before:
+        if name.startswith("hostile_plugin"):
+            del sys.modules[name]
+
+
+QUITS = "warpwizard: error: probe plugin 'quits' (plugin hostile-plugin 0.1.0, hostile_plugin:Probe) could not load: "
+
+
+TRIAGE = EXAMPLES.parent / "playbooks" / "triage.yaml"
+
+
+@pytest.mark.parametrize("args", [("list",), ("probes",), ("validate", str(TRIAGE)), ("run", "triage")])
+@pytest.mark.parametrize(("code", "shown"), [("3", "3"), ("'bye'", "'bye'"), ("", "None")])
+def test_a_plugin_exiting_at_import_is_one_line_and_exit_5(
+    site: Path, run_cli: RunCli, args: tuple[str, ...], code: str, shown: str
+) -> None:
+    (site / "hostile_plugin.py").write_text(f"import sys\nsys.exit({code})\n")
+    _installed(site, "hostile-plugin", "[warpwizard.probes]\nquits = hostile_plugin:Probe\n")
+    result = run_cli(*args, stdin="")
+    assert result.status == 5
+    assert _one_line_error(result.stderr) == QUITS + f"it called sys.exit({shown}) while loading"
+
+
+def test_a_playbook_plugin_exiting_at_import_is_one_line_and_exit_5(site: Path, run_cli: RunCli) -> None:
+    (site / "hostile_plugin.py").write_text("raise SystemExit(4)\n")
+    _installed(site, "hostile-plugin", "[warpwizard.playbooks]\nbooks = hostile_plugin\n")
+    result = run_cli("list")
+    assert result.status == 5
+    assert _one_line_error(result.stderr) == (
+        "warpwizard: error: playbook plugin 'books' (plugin hostile-plugin 0.1.0, hostile_plugin) could not load: "
+        "it called sys.exit(4) while loading"
+    )
+
+
+# -- 9. a plugin probe that raises or returns the wrong type is its ERROR result, naming the plugin ------------
+
+ODD_PROBE = """\
+from wizard.probes.base import FactSpec, ProbeResult, Status
+
+
+class Probe:
+    name = "odd.probe"
+    summary = "misbehaves"
+    params = ()
+    facts = (FactSpec("free_gb", "float | None", "free space"),)
+    runs_programs = ""
+
+    def run(self, env, params, *, timeout=600.0):
+        return {BODY}
+"""
+
+
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [
+        ("int('x')", "raised ValueError: invalid literal for int() with base 10: 'x'"),
+        ("__import__('sys').exit(9)", "raised SystemExit: 9"),
+        ("'pass'", "returned str, not a ProbeResult"),
+        ("None", "returned NoneType, not a ProbeResult"),
+        (
+            "ProbeResult('pass', 'fine')",
+            "returned a ProbeResult whose status is not a Status or whose summary is not a str",
+        ),
+        (
+            "ProbeResult(Status.PASS, 'fine', facts={'free_gb': 'lots'})",
+            "returned facts that break its declaration: fact 'free_gb' is declared float | None, produced str: 'lots'",
+        ),
+        (
+            "ProbeResult(Status.PASS, 'fine', evidence='one line')",
+            "returned evidence or files that are not lists of str",
+        ),
+    ],
+    ids=["raises", "exits", "str", "none", "status-text", "fact-type", "evidence-text"],
+)
+def test_a_misbehaving_plugin_probe_is_an_error_naming_it(site: Path, run_cli: RunCli, body: str, words: str) -> None:
+    (site / "hostile_plugin.py").write_text(ODD_PROBE.replace("{BODY}", body))
+    _installed(site, "hostile-plugin", "[warpwizard.probes]\nodd = hostile_plugin:Probe\n")
+    result = run_cli("probe", "odd.probe", "--json")
+    assert result.status == 5, result.stderr  # `probe`: it ended in error; never 70
+    (entry,) = result.json["entries"]
+    assert (entry["status"], entry["summary"]) == ("error", f"probe plugin 'odd' (plugin hostile-plugin 0.1.0) {words}")
+    assert "internal error" not in result.stderr
