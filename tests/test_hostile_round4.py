@@ -435,3 +435,97 @@ def test_a_misbehaving_plugin_probe_is_an_error_naming_it(site: Path, run_cli: R
     (entry,) = result.json["entries"]
     assert (entry["status"], entry["summary"]) == ("error", f"probe plugin 'odd' (plugin hostile-plugin 0.1.0) {words}")
     assert "internal error" not in result.stderr
+
+
+# -- 10, 11. a chain keeps the CLI's words; its dry run stops where the run stops -------------------------------
+
+ENDS = """\
+id: {id}
+title: {title}
+version: "1"
+nodes:
+  - id: end
+    kind: conclusion
+    diagnosis: done-{id}
+    severity: info
+    summary: "{id} done"
+"""
+CONTINUES = """\
+    continue:
+      playbook: {next}
+      choices: [{next}]
+"""
+RUNS_ECHO = """\
+id: {id}
+title: Runs echo
+version: "1"
+nodes:
+  - id: run_it
+    kind: probe
+    probe: command.run
+    params:
+      argv: ["echo", "hi"]
+    next: end
+  - id: end
+    kind: conclusion
+    diagnosis: ran
+    severity: info
+    summary: ran
+"""
+
+
+def _chain(directory: Path, ids: list[str], then: str | None = None) -> Path:
+    """Playbooks that each conclude at once and continue into the next id (the last into ``then``, if any)."""
+    directory.mkdir(exist_ok=True)
+    for i, name in enumerate(ids):
+        after = ids[i + 1] if i + 1 < len(ids) else then
+        text = ENDS.format(id=name, title=name.upper()) + (CONTINUES.format(next=after) if after else "")
+        (directory / f"{name}.yaml").write_text(text)
+    return directory
+
+
+def test_a_program_refused_in_a_continued_playbook_names_the_cli_options(run_cli: RunCli, tmp_path: Path) -> None:
+    books = _chain(tmp_path / "books", ["first"], then="second")
+    (books / "second.yaml").write_text(RUNS_ECHO.format(id="second"))
+    result = run_cli("--playbook-dir", str(books), "run", "first", "--json")
+    assert result.status == 0, result.stderr
+    (entry,) = [e for e in result.json["entries"] if e["node"] == "run_it"]
+    assert (entry["status"], entry["summary"]) == (
+        "skip",
+        "not run: argv ['echo', 'hi'] (written in the playbook); only you decide what runs on this machine: give it "
+        "yourself (--workload, --python, --set) or at the prompt, or rerun with --allow-commands",
+    )
+
+
+def test_the_dry_run_of_a_chain_of_ten_stops_where_the_run_stops(run_cli: RunCli, tmp_path: Path) -> None:
+    ids = [f"p{i}" for i in range(10)]
+    books = _chain(tmp_path / "books", ids)
+    line = f"{books / 'p7.yaml'}:5: conclusion 'end': a run continues through at most 8 playbooks"
+    real = run_cli("--playbook-dir", str(books), "run", "p0")
+    assert (real.status, _one_line_error(real.stderr)) == (3, line)
+    planned = run_cli("--playbook-dir", str(books), "run", "p0", "--dry-run")
+    assert (planned.status, _one_line_error(planned.stderr)) == (3, line)
+
+
+def test_the_dry_run_of_a_chain_that_comes_back_stops_where_the_run_stops(run_cli: RunCli, tmp_path: Path) -> None:
+    books = _chain(tmp_path / "books", ["ping", "pong"], then="ping")
+    line = (
+        f"{books / 'pong.yaml'}:5: conclusion 'end' continues to 'ping' again (ping -> pong -> ping); "
+        "a run walks each playbook once"
+    )
+    real = run_cli("--playbook-dir", str(books), "run", "ping")
+    assert (real.status, _one_line_error(real.stderr)) == (3, line)
+    planned = run_cli("--playbook-dir", str(books), "run", "ping", "--dry-run", "--json")
+    assert (planned.status, _one_line_error(planned.stderr)) == (3, line)
+    assert planned.json["exit_code"] == 3
+
+
+def test_the_dry_run_of_a_literal_continuation_names_it(run_cli: RunCli, tmp_path: Path) -> None:
+    books = _chain(tmp_path / "books", ["one", "two"])
+    planned = run_cli("--playbook-dir", str(books), "run", "one", "--dry-run", "--json")
+    assert planned.status == 0, planned.stderr
+    assert (planned.json["stops"], planned.json["diagnosis"]) == ("diagnosis done-two (info)", "done-two")
+    assert [(s["node"], s["playbook"], s["next"]) for s in planned.json["steps"]] == [
+        ("end", "one", "playbook two"),
+        ("end", "two", None),
+    ]

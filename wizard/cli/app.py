@@ -622,7 +622,7 @@ def _failed(args: Any, stdout: _Stream, stderr: _Stream, lines: list[str], statu
     naming the error and the exit code there (a script reading stdout never gets an empty document)."""
     for line in lines:
         stderr.write(visible(line) + "\n")
-    if getattr(args, "json", False) and not stdout.written:
+    if (getattr(args, "json", False) or getattr(args, "json_out", False)) and not stdout.written:
         from wizard.schemas import ERROR
         from wizard.serialize import dumps
 
