@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import EXAMPLES, RunCli, strict_json
+from tests.conftest import EXAMPLES, RunCli, cli_env, strict_json
 from tests.test_plugins import _installed
 from wizard.errors import UsageError
 from wizard.testing.traces import KernelSpec, TraceBuilder
@@ -529,3 +529,53 @@ def test_the_dry_run_of_a_literal_continuation_names_it(run_cli: RunCli, tmp_pat
         ("end", "one", "playbook two"),
         ("end", "two", None),
     ]
+
+
+# -- 12. a playbook on the search path that shadows a shipped id says so ---------------------------------------
+
+
+def _shadow(tmp_path: Path, name: str = "kernels-missing") -> Path:
+    team = tmp_path / "team"
+    team.mkdir()
+    text = (EXAMPLES.parent / "playbooks" / f"{name}.yaml").read_text()
+    (team / f"{name}.yaml").write_text(text.replace("\ntitle: ", "\ntitle: Team's ", 1))
+    return team
+
+
+def _shadow_line(team: Path, name: str = "kernels-missing") -> str:
+    return (
+        f"note: playbook {name!r} is {team / (name + '.yaml')}, which shadows the shipped playbook of that id (the "
+        "search path's order: the directories given, then WARPWIZARD_PLAYBOOK_PATH, then the package's, then plugins)"
+    )
+
+
+def test_list_says_which_shipped_playbook_is_shadowed(run_cli: RunCli, tmp_path: Path) -> None:
+    team = _shadow(tmp_path)
+    result = run_cli("--playbook-dir", str(team), "list")
+    assert result.status == 0, result.stderr
+    assert result.stdout.splitlines()[-1] == _shadow_line(team)
+    assert sum("shadows" in line for line in result.stdout.splitlines()) == 1
+
+
+def test_a_run_continuing_into_a_shadowed_playbook_says_so(run_cli: RunCli, tmp_path: Path) -> None:
+    team = _shadow(tmp_path)
+    env = {**cli_env(WARPWIZARD_REPORT_DIR=str(tmp_path / "report")), "WARPWIZARD_PLAYBOOK_PATH": str(team)}
+    result = run_cli("run", "triage", "--dry-run", "--json", env=env)
+    assert result.status == 0, result.stderr
+    assert result.json["schema"] == "warpwizard.plan/1"
+    assert " ".join(result.stderr.split()) == _shadow_line(team)  # the one line, as the terminal wraps it
+
+
+def test_a_run_of_the_shadowing_playbook_by_id_says_so_and_by_path_does_not(run_cli: RunCli, tmp_path: Path) -> None:
+    team = _shadow(tmp_path)
+    by_id = run_cli("--playbook-dir", str(team), "run", "kernels-missing", "--dry-run", "--json")
+    assert " ".join(by_id.stderr.split()) == _shadow_line(team)
+    by_path = run_cli("--playbook-dir", str(team), "run", str(team / "kernels-missing.yaml"), "--dry-run", "--json")
+    assert (by_path.status, by_path.stderr) == (0, "")
+
+
+def test_a_new_id_on_the_search_path_shadows_nothing(run_cli: RunCli, tmp_path: Path) -> None:
+    team = tmp_path / "team"
+    _chain(team, ["ours"])
+    result = run_cli("--playbook-dir", str(team), "list")
+    assert result.status == 0 and "shadows" not in result.stdout

@@ -214,11 +214,12 @@ def cmd_list(ctx: Context) -> ExitStatus:
     from wizard.runs import found_playbooks
     from wizard.ui.tables import playbooks_table
 
-    rows = [
-        (f.name, f.title, f.version, str(f.steps) if f.title else "", f.origin, f.problem)
-        for f in found_playbooks(ctx.playbook_dirs, ctx.system.environ)
-    ]
+    found = found_playbooks(ctx.playbook_dirs, ctx.system.environ)
+    rows = [(f.name, f.title, f.version, str(f.steps) if f.title else "", f.origin, f.problem) for f in found]
     ctx.console().print(playbooks_table(rows))
+    for f in found:
+        if f.shadowing:
+            ctx.say(f"note: {f.shadowing}")
     return ExitStatus.OK
 
 
