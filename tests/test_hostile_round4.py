@@ -579,3 +579,97 @@ def test_a_new_id_on_the_search_path_shadows_nothing(run_cli: RunCli, tmp_path: 
     _chain(team, ["ours"])
     result = run_cli("--playbook-dir", str(team), "list")
     assert result.status == 0 and "shadows" not in result.stdout
+
+
+# -- 17. a program probe results chose is shown at the prompt before it runs, even with --allow-commands ------
+
+FACTS_PICK = """\
+id: facts-pick
+title: Facts pick the program
+version: "1"
+nodes:
+  - id: look
+    kind: probe
+    probe: trace.inspect
+    params:
+      paths: "{trace}"
+    next: run_it
+  - id: run_it
+    kind: probe
+    probe: command.run
+    params:
+      argv: ["{{{{ facts.look.worst_kernel }}}}", "--version"]
+    next: end
+  - id: end
+    kind: conclusion
+    diagnosis: done
+    severity: info
+    summary: done
+"""
+PICKED = ["void at::native::index_elementwise_kernel<128, 4, at::native::gpu_index_kernel<float> >", "--version"]
+
+
+class _Person:
+    """An answer source with a person at the terminal who answers ``yes`` to every program shown."""
+
+    def __init__(self, yes: bool | None) -> None:
+        from wizard.engine.answers import MappingAnswers
+
+        self.inner = MappingAnswers({})
+        self.yes = yes
+        self.shown: list[tuple[str, Any, str, str]] = []
+
+    def answer(self, question: Any, prompt: str) -> Any:
+        return self.inner.answer(question, prompt)
+
+    def confirm(self, question: Any, value: Any, what: str) -> bool:
+        return False
+
+    def confirm_program(self, node: str, value: Any, what: str, why: str) -> bool | None:
+        self.shown.append((node, value, what, why))
+        return self.yes
+
+
+def _facts_pick(tmp_path: Path, yes: bool | None, *, allow: bool) -> tuple[Any, _Person]:
+    from wizard.options import Options
+    from wizard.runs import run_playbook
+
+    path = tmp_path / "facts-pick.yaml"
+    path.write_text(FACTS_PICK.format(trace=GRID))
+    person = _Person(yes)
+    transcript = run_playbook(
+        str(path),
+        {},
+        options=Options(allow_commands=allow, report_dir=str(tmp_path / "report")),
+        answer_source=lambda pb, values, origins: person,
+    )
+    (entry,) = [e for e in transcript.entries if e.node == "run_it"]
+    return entry, person
+
+
+WHY = "item 0 (the program) taken from probe results (facts.look.worst_kernel), which come from traces, transcripts "
+WHY += "and other files; the rest written in the playbook"
+
+
+@pytest.mark.parametrize("allow", [True, False], ids=["allow-commands", "no-allow-commands"])
+def test_a_program_chosen_by_facts_and_declined_at_the_prompt_never_runs(tmp_path: Path, allow: bool) -> None:
+    entry, person = _facts_pick(tmp_path, False, allow=allow)
+    assert person.shown == [("run_it", PICKED, "argv", WHY)]
+    assert entry.status == "skip"
+    assert entry.summary.endswith("you declined it at the prompt")
+    assert entry.facts["reason"] == "program declined"
+
+
+def test_a_program_chosen_by_facts_runs_once_the_person_saw_it(tmp_path: Path) -> None:
+    entry, person = _facts_pick(tmp_path, True, allow=True)
+    assert person.shown == [("run_it", PICKED, "argv", WHY)]
+    assert (entry.status, entry.summary) == ("fail", "exit code 127 (expected 0)")  # it ran: a kernel is no program
+
+
+@pytest.mark.parametrize(("allow", "ran"), [(False, False), (True, True)], ids=["refused", "explicitly-allowed"])
+def test_with_nobody_to_ask_a_program_chosen_by_facts_needs_allow_commands(
+    tmp_path: Path, allow: bool, ran: bool
+) -> None:
+    entry, person = _facts_pick(tmp_path, None, allow=allow)
+    assert person.shown == [("run_it", PICKED, "argv", WHY)]  # offered to the source, which had nobody to show
+    assert (entry.status, entry.facts.get("reason")) == (("fail", None) if ran else ("skip", "program not allowed"))
