@@ -673,3 +673,96 @@ def test_with_nobody_to_ask_a_program_chosen_by_facts_needs_allow_commands(
     entry, person = _facts_pick(tmp_path, None, allow=allow)
     assert person.shown == [("run_it", PICKED, "argv", WHY)]  # offered to the source, which had nobody to show
     assert (entry.status, entry.facts.get("reason")) == (("fail", None) if ran else ("skip", "program not allowed"))
+
+
+# -- 14. cupti.env: ldconfig's cache compared, only libraries counted, a hanging --python is no pass -----------
+
+ELF_SO = b"\x7fELF\x02\x01\x01" + bytes(9) + b"\x03\x00"  # the header of a 64-bit little-endian ET_DYN object
+TORCH_LIB = "/venv/site-packages/nvidia/cuda_cupti/lib"
+
+
+def _cupti(tmp_path: Path, *, ld_path: str = "", ldconfig: str = "", timed_out: bool = False) -> Any:
+    """cupti.env with the real System's files (this test's tmp_path) and a runner that answers ldconfig and the
+    harness; ``timed_out``: the interpreter asked for torch's directories never answers."""
+    from tests.conftest import ScriptedRunner
+    from wizard.environment import Environment
+    from wizard.probes.cupti_env import CuptiEnvProbe
+    from wizard.runner import CommandResult
+
+    torch_dir = tmp_path / TORCH_LIB.lstrip("/")
+    output = ldconfig + "\nWARPWIZARD_RESULT " + json.dumps({"ok": True, "dirs": [str(torch_dir)]}) + "\n"
+
+    class Runner(ScriptedRunner):
+        def run(self, argv: Any, *, timeout: float, **kw: Any) -> Any:
+            self.timeouts = [*getattr(self, "timeouts", []), timeout]
+            if timed_out and argv[0] != "/sbin/ldconfig":
+                self.calls.append(list(argv))
+                return CommandResult(list(argv), None, "", timeout, True)
+            return super().run(argv, timeout=timeout, **kw)
+
+    runner = Runner(output)
+    env = Environment.of(
+        report_dir=tmp_path / "report",
+        environ={"LD_LIBRARY_PATH": ld_path} if ld_path else {},
+        read_file=lambda path: None,
+        runner=runner,
+        which=lambda name: "/sbin/ldconfig" if name == "ldconfig" else None,
+    )
+    return CuptiEnvProbe().run(env, {}), runner
+
+
+def _library(path: Path, data: bytes = ELF_SO) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return path
+
+
+def test_cupti_env_compares_the_ldconfig_cache(tmp_path: Path) -> None:
+    torch = _library(tmp_path / TORCH_LIB.lstrip("/") / "libcupti.so.12")
+    old = _library(tmp_path / "cuda-11.8/lib64/libcupti.so.11.8")
+    new = _library(tmp_path / "cuda-12.4/lib64/libcupti.so.2024.1.1")
+    ldconfig = "".join(f"\tlibcupti.so (libc6,x86-64) => {p}\n" for p in (old, new))
+    result, _ = _cupti(tmp_path, ldconfig=ldconfig)
+    assert (result.status.value, result.facts["cupti_duplicates"]) == ("fail", True)
+    assert result.facts["cupti_versions"] == {
+        "11.8": [str(old.parent)],
+        "12": [str(torch.parent)],
+        "2024.1.1": [str(new.parent)],
+    }
+    assert result.summary == (
+        f"more than one libcupti can be loaded: 3 versions of libcupti are found: 11.8 in {old.parent}; "
+        f"2024.1.1 in {new.parent}; 12 in {torch.parent}"  # in the order of their paths
+    )
+
+
+def test_cupti_env_counts_only_shared_objects(tmp_path: Path) -> None:
+    import os
+
+    torch = _library(tmp_path / TORCH_LIB.lstrip("/") / "libcupti.so.12")
+    odd = tmp_path / "odd"
+    odd.mkdir()
+    os.mkfifo(odd / "libcupti.so")  # opened without a writer, it would hang the probe
+    (odd / "libcupti.so.12").symlink_to(odd / "gone.so")  # dangling
+    (odd / "libcupti.so.13").write_text("INPUT(-lcupti)\n")  # a linker script: text
+    (odd / "libcupti.so.14").mkdir()
+    link = tmp_path / "linked"
+    link.mkdir()
+    (link / "libcupti.so.12").symlink_to(torch)  # resolves to torch's own: the same library
+    result, _ = _cupti(tmp_path, ld_path=f"{odd}:{link}")
+    assert result.facts["cupti_on_path"] == [str(link)]
+    assert result.facts["cupti_libraries"] == sorted([str(link / "libcupti.so.12"), str(torch)])
+    assert result.facts["cupti_versions"] == {"12": [str(link), str(torch.parent)]}
+    assert result.facts["cupti_duplicate_reasons"] == [
+        f"LD_LIBRARY_PATH's {link} comes before the one torch ships in {torch.parent}"
+    ]
+
+
+def test_a_hanging_python_is_not_a_pass(tmp_path: Path) -> None:
+    _library(tmp_path / "only/libcupti.so.12")
+    result, runner = _cupti(tmp_path, ld_path=str(tmp_path / "only"), timed_out=True)
+    assert result.status.value == "warn"
+    python = runner.calls[0][0]
+    assert result.summary == (
+        f"torch's own libcupti could not be looked for: the interpreter {python} did not answer within 20 s (killed)"
+    )
+    assert runner.timeouts[0] == 20.0  # not the minute it waited before
