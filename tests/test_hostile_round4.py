@@ -766,3 +766,86 @@ def test_a_hanging_python_is_not_a_pass(tmp_path: Path) -> None:
         f"torch's own libcupti could not be looked for: the interpreter {python} did not answer within 20 s (killed)"
     )
     assert runner.timeouts[0] == 20.0  # not the minute it waited before
+
+
+# -- 6. compare and ranks.baseline: bounded memory, starts as arrays, a cap per document ----------------------
+
+
+def _peak_of_loading(path: Path) -> tuple[Any, int]:
+    """(the report, the peak bytes Python allocated loading it)."""
+    import tracemalloc
+
+    from wizard.compare import load_report
+
+    tracemalloc.start()
+    try:
+        report = load_report(str(path))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    return report, peak
+
+
+def test_a_report_of_empty_objects_costs_about_its_size(tmp_path: Path) -> None:
+    path = tmp_path / "empties.json"
+    count = 2_000_000  # 6 MB of `{},`: json.loads built 25 bytes of objects for each byte (150 MB)
+    path.write_text(
+        '{"schema": "warpwizard.trace-report/2", "reports": [{"groups": [' + ",".join(["{}"] * count) + "]}]}"
+    )
+    report, peak = _peak_of_loading(path)
+    assert (report.collectives, report.impossible) == ({}, False)
+    assert peak < 2 * path.stat().st_size + (1 << 20)
+
+
+def test_a_transcript_of_empty_objects_costs_about_its_size(tmp_path: Path) -> None:
+    path = tmp_path / "entries.json"
+    path.write_text('{"schema": "warpwizard.transcript/1", "entries": [' + ",".join(["{}"] * 2_000_000) + "]}")
+    report, peak = _peak_of_loading(path)
+    assert (report.impossible, report.mechanisms) == (None, [])
+    assert peak < 2 * path.stat().st_size + (1 << 20)
+
+
+def _collectives_report(path: Path, ranks: int, names: int, starts: int) -> Path:
+    reports = [
+        {
+            "path": f"rank{r}.json",
+            "collectives": {
+                "rank": r,
+                "starts": {f"nccl{n}": [r + 0.5 * i for i in range(starts)] for n in range(names)},
+            },
+        }
+        for r in range(ranks)
+    ]
+    path.write_text(json.dumps({"schema": "warpwizard.trace-report/2", "reports": reports}))
+    return path
+
+
+def test_starts_are_kept_as_arrays_of_doubles(tmp_path: Path) -> None:
+    from array import array
+
+    report, _ = _peak_of_loading(_collectives_report(tmp_path / "r.json", 2, 2, 3))
+    assert {r: {n: (type(v), v.typecode, list(v)) for n, v in s.items()} for r, s in report.collectives.items()} == {
+        r: {f"nccl{n}": (array, "d", [r + 0.0, r + 0.5, r + 1.0]) for n in range(2)} for r in range(2)
+    }
+
+
+def test_one_document_keeps_at_most_a_million_starts(tmp_path: Path) -> None:
+    from wizard.compare import MAX_DOCUMENT_STARTS
+
+    report, _ = _peak_of_loading(_collectives_report(tmp_path / "r.json", 51, 2, 10_000))  # 1,020,000 starts
+    kept = [len(v) for r in sorted(report.collectives) for v in report.collectives[r].values()]
+    assert MAX_DOCUMENT_STARTS == 1_000_000 and kept == [10_000] * 100  # 50 ranks' starts: the cap
+    assert report.collectives[50] == {}  # the last rank is there, with no room left for its starts
+
+
+@pytest.mark.parametrize("length", [12_000, 100_000], ids=["decoded-whole", "item-by-item"])
+def test_a_long_list_of_starts_keeps_its_first_ten_thousand_numbers(tmp_path: Path, length: int) -> None:
+    path = tmp_path / "r.json"
+    values = ["x", True, 1e400, *range(length)]  # text, a bool and an overflow are not times
+    collectives = {"rank": 0, "starts": {"nccl": "VALUES"}}
+    text = json.dumps({"schema": "warpwizard.trace-report/2", "reports": [{"collectives": collectives}]})
+    path.write_text(
+        text.replace('"VALUES"', "[" + ",".join(json.dumps(v) if v != 1e400 else "1e400" for v in values) + "]")
+    )
+    report, _ = _peak_of_loading(path)
+    assert list(report.collectives[0]["nccl"]) == [float(i) for i in range(10_000)]
