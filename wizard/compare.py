@@ -315,10 +315,10 @@ def _starts(raw: memoryview, room: int) -> array[float]:
     return kept
 
 
-def _collectives(reports: list[_Report]) -> dict[int, dict[str, array[float]]]:
+def _collectives(reports: list[_Report]) -> dict[int, dict[str, Sequence[float]]]:
     """Each per-rank report's ``collectives`` (rank, NCCL kernel starts per name), bounded and typed: at most
     MAX_DOCUMENT_STARTS starts in all from one document."""
-    out: dict[int, dict[str, array[float]]] = {}
+    out: dict[int, dict[str, Sequence[float]]] = {}
     room = MAX_DOCUMENT_STARTS
     for r in reports:
         found = _as(r.collectives, _Collectives)
@@ -330,7 +330,7 @@ def _collectives(reports: list[_Report]) -> dict[int, dict[str, array[float]]]:
             rank = rank_in_name(path.rsplit("/", 1)[-1])
         if rank is None or not _is_object(found.starts):
             continue
-        kept: dict[str, array[float]] = {}
+        kept: dict[str, Sequence[float]] = {}
         for name, values in _members(found.starts, MAX_ITEMS):
             if room <= 0:
                 break

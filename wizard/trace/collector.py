@@ -181,7 +181,7 @@ def _number(value: Any) -> float | None:
     """A timestamp or duration: numbers as they are, numeric strings parsed, the rest None (an integer
     past a double's range, e.g. 400 digits, too: ``float()`` of it raises OverflowError)."""
     if type(value) is float:
-        return value  # type: ignore[no-any-return]
+        return value
     return as_float(value)
 
 
