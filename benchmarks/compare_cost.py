@@ -147,8 +147,8 @@ def main(argv: list[str]) -> int:
             )
             for count in args.ranks
         ]
-        cases.append((f"one {args.big_mb} MB report of collectives", [directory / "big.json"]))
-        cases.append((f"one {args.big_mb} MB report of empty objects", [directory / "empties.json"]))
+        cases.append(("one report of collectives, at most --big-mb", [directory / "big.json"]))
+        cases.append(("one report of empty objects (`[{}, {}, ...]`)", [directory / "empties.json"]))
         for label, paths in cases:
             size = sum(p.stat().st_size for p in paths)
             for name, source in sources:
