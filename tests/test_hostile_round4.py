@@ -849,3 +849,25 @@ def test_a_long_list_of_starts_keeps_its_first_ten_thousand_numbers(tmp_path: Pa
     )
     report, _ = _peak_of_loading(path)
     assert list(report.collectives[0]["nccl"]) == [float(i) for i in range(10_000)]
+
+
+@pytest.mark.parametrize(("reply", "status"), [("n", "SKIP"), ("y", "FAIL")], ids=["declined", "confirmed"])
+def test_at_a_real_terminal_a_program_chosen_by_facts_waits_for_the_person(
+    tmp_path: Path, reply: str, status: str
+) -> None:
+    """The console script in a pseudo-terminal, with --allow-commands: the program is shown and asked about."""
+    import re
+
+    from tests.test_terminal import finish, spawn
+
+    path = tmp_path / "facts-pick.yaml"
+    path.write_text(FACTS_PICK.format(trace=GRID))
+    child = spawn(["run", str(path), "--allow-commands", "--report-dir", str(tmp_path / "report")], tmp_path)
+    child.expect("Run argv ")
+    shown = " ".join(re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", str(child.before)).split())
+    assert f"run_it: argv {PICKED!r} is {WHY}" in shown
+    child.send(f"{reply}\r")
+    output = " ".join(re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", finish(child)).split())
+    assert child.exitstatus == 0
+    assert f"command.run {status}" in output
+    assert output.count("you declined it at the prompt") == (reply == "n")
