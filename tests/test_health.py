@@ -53,7 +53,7 @@ def test_a_healthy_trace_is_ok_on_every_check(tmp_path: Path) -> None:
         "unlinked-kernels": "ok",
         "durations": "ok",
         "clock-skew": "ok",
-        "trace-size": "info",
+        "trace-size": "ok",  # small, and no Python events: nothing worth a word (issue 37 item 9)
         "stacks-missing": "info",  # the builder's ops carry no python_function frames unless asked
     }
     assert found["graph-launches"]["mode"] == "eager"
@@ -141,7 +141,9 @@ def test_graph_launches_and_their_kernels(tmp_path: Path) -> None:
     b.add_graph([spec(f"node_{i}") for i in range(5)])
     found = checks(b.write(tmp_path / "graph.json"))
     graphs = found["graph-launches"]
-    assert (graphs["status"], graphs["count"], graphs["kernels"], graphs["mode"]) == ("warning", 2, 10, "graph")
+    # a graph trace whose replays are all recorded is a fact about what it can tell, not a problem (issue 33 item 5)
+    assert (graphs["status"], graphs["count"], graphs["kernels"], graphs["mode"]) == ("info", 2, 10, "graph")
+    assert graphs["unrecorded"] == 0
     assert found["unlinked-kernels"]["count"] == 0  # graph kernels link to their graph launch
     assert found["kernels-missing"]["status"] == "not_applicable"
     b.add(spec("eager"))
@@ -219,11 +221,11 @@ def test_rank_skew_across_a_rank_directory(tmp_path: Path, run_cli: RunCli) -> N
     rank_trace(ranks, 1, [30, 0])  # rank 1 is 30 us late on both
     rank_trace(ranks, 2, [10, 50], declared=False)  # rank from the file name; 60 us late on the second
     result = run_cli("trace", "inspect", "--json", str(ranks))
-    assert result.returncode == 1
+    assert result.returncode == 0  # a 60 µs median is below the 100 µs floor: launch jitter, info
     data = strict_json(result.stdout)
     (skew,) = data["health"]
     assert skew["check"] == "rank-skew"
-    assert (skew["status"], skew["count"], skew["ranks"]) == ("warning", 3, [0, 1, 2])
+    assert (skew["status"], skew["count"], skew["ranks"], skew["floor_us"]) == ("info", 3, [0, 1, 2], 100.0)
     # instance 0: starts 0, 30, 10 -> 30; instance 1: 0, 30, 60 -> 60 (each rank's clock moved by its waits);
     # broadcast: 1 instance on every rank, started after the all-reduces: 0+0, 30, 60 -> 60
     assert (skew["median_us"], skew["max_us"]) == (60.0, 60.0)
@@ -369,7 +371,7 @@ def test_rank_skew_from_per_rank_summaries_equals_the_directory(tmp_path: Path, 
     assert merged == together
     assert "collectives" not in strict_json(run_cli("compare", "--json", *summaries).stdout)["machines"][0]
     shown = run_cli("compare", *summaries).stdout
-    assert "rank skew (warning): 3 collectives across 3 ranks start up to 60.0 µs apart" in " ".join(shown.split())
+    assert "rank skew (info): 3 collectives across 3 ranks start up to 60.0 µs apart" in " ".join(shown.split())
     twice = strict_json(run_cli("compare", "--json", summaries[0], summaries[0]).stdout)["health"][0]
     assert (twice["status"], twice["reason"]) == (
         "not_applicable",

@@ -63,6 +63,21 @@ def t_before_window(d: Path) -> Path:
     return healthy(b).write(d / "before.json")
 
 
+def t_range_profiler(d: Path) -> Path:
+    b = TraceBuilder()
+    b.add_ranged(spec("gemm", repeat=3))
+    return b.write(d / "ranges.json")
+
+
+def t_graph_unrecorded(d: Path) -> Path:
+    b = TraceBuilder()
+    nodes = [spec(f"node_{i}") for i in range(5)]
+    b.add_graph(nodes)
+    b.add_graph([])  # a replay whose kernels the profiler did not record
+    b.add_graph(nodes)
+    return b.write(d / "graph-unrecorded.json")
+
+
 def t_unlinked(d: Path) -> Path:
     b = healthy(TraceBuilder(), 2)
     b.add(spec("triton_kernel", launch=None, repeat=3))
@@ -169,7 +184,10 @@ CASES = [
     Case("kernels-missing", t_cut_at_end, {},
          "kernels-cut-at-stop", "1 of 301 launch calls have no kernel; 1 of them in the last 1%"),
     Case("kernels-missing", t_before_window, {},
-         "kernels-launched-before-window", "2 unlinked kernels, 2 of them before the first runtime call"),
+         "kernels-launched-before-window",
+         "2 unlinked kernels, 2 of them with a correlation id below the first call's; 2 ran before the first"),
+    Case("kernels-missing", t_range_profiler, {},
+         "cupti-range-profiler-trace", "3 of 3 launch calls measured by the range profiler"),
     Case("kernels-missing", t_unlinked, {}, "unlinked-launch-api", "launch APIs recorded: cudaLaunchKernel"),
     Case("kernels-missing", t_cpu_only, {"activities": False},
          "cuda-activity-not-requested", "0 kernels, 0 launch calls in the trace"),
@@ -216,6 +234,8 @@ CASES = [
          "graph-idle-unverified", "as many as 5 nodes per replay expect"),
     Case("cuda-graphs", t_graph_replays, {"goal": "kernels"},
          "graph-kernel-times-ok", "graph launches 2, their kernels 10"),
+    Case("cuda-graphs", t_graph_unrecorded, {},
+         "graph-replays-unrecorded", "graph launches 3, without a kernel 1, kernels linked to them 10"),
     Case("cuda-graphs", t_corrupt, {}, "trace-unreadable", "byte 767"),
     # impossible-timing
     Case("impossible-timing", t_negative, {}, "negative-durations-recorded", "durations: 1 GPU event"),

@@ -263,7 +263,7 @@ def test_the_same_directory_with_an_ascii_rank_is_checked(run_cli: RunCli, tmp_p
     ranks = _rank_directory(tmp_path, "rank2.json")
     result = run_cli("trace", "inspect", "--json", "--checks", "rank-skew", str(ranks))
     (skew,) = result.json["health"]
-    assert (skew["status"], skew["ranks"]) == ("warning", [0, 1, 2])
+    assert (skew["status"], skew["ranks"]) == ("info", [0, 1, 2])  # checked: a 60 µs median, under the floor
 
 
 def _report_with_rank(tmp_path: Path, name: str, rank: Any, path: str = "trace.json") -> Path:

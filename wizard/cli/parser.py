@@ -194,6 +194,13 @@ def _add_trace(sub: _Sub, kw: dict[str, Any]) -> None:
     )
     ins.add_argument("--skip-checks", metavar="ID,...", help="leave out these health checks")
     ins.add_argument(
+        "--rank-skew-floor-us",
+        type=float,
+        default=None,
+        metavar="US",
+        help="median start skew across ranks at which rank-skew is a warning (default 100 µs; below: info)",
+    )
+    ins.add_argument(
         "--fail-on",
         choices=FAIL_ON,
         default="warning",

@@ -9,6 +9,7 @@ exactly the wrong value a real profiler prints. Device properties are real GPUs'
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import math
@@ -304,6 +305,16 @@ class TraceBuilder:
             self._complete(self._cats[2], spec.name, (device, spec.stream), (ts, spec.dur), args)
             ts += spec.dur + 1
         self._clock = ts + 100
+
+    def add_ranged(self, spec: KernelSpec, counters: dict[str, float] | None = None) -> None:
+        """A launch measured by Kineto's CUPTI range profiler: its call, and a ``cuda_profiler_range`` event with
+        the kernel's name, the launch's correlation id and one arg per counter instead of a kernel event
+        (pytorch/kineto b5d29fc073, libkineto/src/CuptiRangeProfiler.cpp:182-195)."""
+        for _ in range(spec.repeat):
+            corr = self._correlation
+            self._add_one(dataclasses.replace(spec, kernel=False, repeat=1))
+            args: dict[str, Any] = {"correlation": corr, **(counters or {"kineto__cuda_core_flops": 1024.0})}
+            self._complete("cuda_profiler_range", spec.name, (spec.device, 0), (self._clock - 50.0, 10.0), args)
 
     def add_memcpy(self, dur: float = 4.0, *, device: int = 0, stream: int = 7) -> None:
         """A device copy: its runtime call and its GPU event (``dur`` as the profiler wrote it)."""

@@ -47,6 +47,8 @@ class Truncation:
 
 
 STEP_CAP = 100_000  # ProfilerStep intervals kept (a trace has one per profiled step)
+RANGE_CAP = 1_000_000  # correlation ids of cuda_profiler_range events kept (the range profiler's maxRanges is far less)
+PROFILER_RANGE = "cuda_profiler_range"  # Kineto's CUPTI range profiler: one event per kernel, with counters
 
 
 @dataclass
@@ -60,6 +62,8 @@ class Timeline:
     first_ts: float = math.inf  # over the X events kept nowhere else (annotations, steps, ...)
     last_end: float = -math.inf
     steps: list[tuple[float, float, str]] = field(default_factory=list)
+    # the correlation ids of the CUPTI range profiler's events (its launches have no kernel event: health.md)
+    profiler_ranges: list[int] = field(default_factory=list)
 
     def merge(self, other: Timeline) -> None:
         """A later block's timeline after this one."""
@@ -68,6 +72,7 @@ class Timeline:
         self.first_ts = min(self.first_ts, other.first_ts)
         self.last_end = max(self.last_end, other.last_end)
         self.steps.extend(other.steps[: max(0, STEP_CAP - len(self.steps))])
+        self.profiler_ranges.extend(other.profiler_ranges[: max(0, RANGE_CAP - len(self.profiler_ranges))])
 
 
 @dataclass
@@ -77,7 +82,10 @@ class TraceContents:
     path: str
     bytes_read: int = 0
     compressed: bool = False
-    layout: str = "object"  # object | array (PyTorch 1.8)
+    layout: str = "object"  # object | array (PyTorch 1.8) | sqlite (Nsight Systems)
+    format: str = "kineto-json"  # wizard.trace.formats: which reader read it
+    writer: str = ""  # the profiler that wrote it, where the file says ("" when it does not)
+    cannot_show: dict[str, str] = field(default_factory=dict)  # health checks this writer's file cannot show, why
     metadata: dict[str, Any] = field(default_factory=dict)
     kernels: KernelTable = field(default_factory=KernelTable)
     runtime: RuntimeIndex = field(default_factory=RuntimeIndex)
@@ -299,6 +307,10 @@ class Collector(EventSink):
         name = ev.name
         if type(name) is str and name.startswith("ProfilerStep#") and len(timeline.steps) < STEP_CAP:
             timeline.steps.append((start, end, self._intern(name)))
+        elif ev.cat == PROFILER_RANGE and ev.args is not None and len(timeline.profiler_ranges) < RANGE_CAP:
+            corr = as_int(ev.args.correlation)
+            if corr is not None:
+                timeline.profiler_ranges.append(corr)
 
     def _gpu_op(self, ev: Event) -> None:
         args = ev.args or _NO_ARGS
@@ -393,7 +405,7 @@ class Collector(EventSink):
         ts, dur = ev.ts, ev.dur
         value = self._value
         bps, wps, occ = value(args.blocks_per_sm), value(args.warps_per_sm), value(occupancy_value)
-        stream = args.stream
+        stream = args.stream if args.original_stream is None else args.original_stream  # Cuspy's lanes: the real one
         if stream is not None and type(stream) not in (int, str, float, bool):
             stream = str(stream)[:64]  # a list or object as a stream id: shown, never a key that breaks
         # Positional: this runs for every kernel of a gigabyte trace (field order of KernelRecord).
