@@ -317,7 +317,7 @@ def walk(run_cli: RunCli, case: Case, tmp_path: Path, *extra: str, env: dict[str
         paths = [tmp_path / d for d in case.env.get("LD_LIBRARY_PATH", "").split(":") if d]
         for directory in paths:
             directory.mkdir(parents=True)
-            (directory / "libcupti.so.12").write_bytes(b"")
+            (directory / "libcupti.so.12").write_bytes(b"\x7fELF\x02\x01\x01" + bytes(9) + b"\x03\x00")  # ET_DYN
         env = cli_env(WARPWIZARD_REPORT_DIR=str(tmp_path / "report"), LD_LIBRARY_PATH=":".join(map(str, paths)))
     result = run_cli("run", case.playbook, "--answers", str(path), "--json", *extra, env=env)
     assert result.returncode == 0, result.stderr

@@ -32,27 +32,43 @@ ROOT_CAPS = "CapEff:\t000001ffffffffff\n"  # every capability, as root in a priv
 PLAIN_CAPS = "CapEff:\t00000000a80425fb\n"  # docker's default set: no CAP_SYS_ADMIN (21), no CAP_PERFMON (38)
 
 
-class Machine:
-    """A machine's files, for the System's read_file and list_dir."""
+ELF_SO = "\x7fELF shared object"  # a library's contents, as this fake machine tells them (the real check: system.py)
 
-    def __init__(self, files: dict[str, str]) -> None:
+
+class Machine:
+    """A machine's files, for the System's read_file, list_dir and shared_object; ``links``: name -> target."""
+
+    def __init__(self, files: dict[str, str], links: dict[str, str] | None = None) -> None:
         self.files = files
+        self.links = links or {}
 
     def read(self, path: str) -> str | None:
         return self.files.get(path)
+
+    def shared_object(self, path: str) -> str | None:
+        real = self.links.get(path, path)
+        return real if self.files.get(real, "").startswith("\x7fELF") else None
 
     def listdir(self, path: str) -> list[str]:
         prefix = path.rstrip("/") + "/"
         return sorted({p[len(prefix) :].split("/")[0] for p in self.files if p.startswith(prefix)})
 
 
-def machine_env(tmp_path: Path, files: dict[str, str], *, ld_path: str = "", ldconfig: str = "") -> Environment:
-    machine = Machine(files)
+def machine_env(
+    tmp_path: Path,
+    files: dict[str, str],
+    *,
+    ld_path: str = "",
+    ldconfig: str = "",
+    links: dict[str, str] | None = None,
+) -> Environment:
+    machine = Machine(files, links)
     return Environment.of(
         report_dir=tmp_path / "report",
         environ={"LD_LIBRARY_PATH": ld_path} if ld_path else {},
         read_file=machine.read,
         list_dir=machine.listdir,
+        shared_object=machine.shared_object,
         runner=ScriptedRunner(
             ldconfig + '\nWARPWIZARD_RESULT {"ok": true, "dirs": ["/venv/site-packages/nvidia/cuda_cupti/lib"]}\n'
         ),
@@ -65,7 +81,7 @@ def test_a_restricted_container_cannot_profile(tmp_path: Path) -> None:
         "/proc/driver/nvidia/params": "ResmanDebugLevel: 4294967295\nRmProfilingAdminOnly: 1\n",
         "/proc/self/status": "Name:\tpython\nUid:\t1000\t1000\t1000\t1000\n" + PLAIN_CAPS,
         "/.dockerenv": "",
-        "/venv/site-packages/nvidia/cuda_cupti/lib/libcupti.so.12": "",
+        "/venv/site-packages/nvidia/cuda_cupti/lib/libcupti.so.12": ELF_SO,
     }
     result = CuptiEnvProbe().run(machine_env(tmp_path, files), {})
     assert result.status is Status.FAIL
@@ -94,15 +110,19 @@ def test_the_restriction_from_modprobe_d_and_an_admin_process(tmp_path: Path) ->
 
 def test_a_second_libcupti_on_the_path(tmp_path: Path) -> None:
     files = {
-        "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.12": "",
-        "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so": "",
-        "/usr/local/cuda/extras/CUPTI/lib64/libnvperf_host.so": "",
-        "/venv/site-packages/nvidia/cuda_cupti/lib/libcupti.so.12": "",
+        "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.12": ELF_SO,
+        "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so": "",  # a link to libcupti.so.12
+        "/usr/local/cuda/extras/CUPTI/lib64/libnvperf_host.so": ELF_SO,
+        "/venv/site-packages/nvidia/cuda_cupti/lib/libcupti.so.12": ELF_SO,
+        "/usr/lib/x86_64-linux-gnu/libcupti.so.12": ELF_SO,
     }
+    links = {"/usr/local/cuda/extras/CUPTI/lib64/libcupti.so": "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.12"}
     ldconfig = (
         "\tlibcupti.so.12 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libcupti.so.12\n\tlibc.so.6 => /lib/libc.so.6\n"
     )
-    env = machine_env(tmp_path, files, ld_path="/usr/local/cuda/extras/CUPTI/lib64:/opt/empty", ldconfig=ldconfig)
+    env = machine_env(
+        tmp_path, files, ld_path="/usr/local/cuda/extras/CUPTI/lib64:/opt/empty", ldconfig=ldconfig, links=links
+    )
     result = CuptiEnvProbe().run(env, {})
     facts = result.facts
     assert result.status is Status.FAIL and facts["cupti_duplicates"] is True

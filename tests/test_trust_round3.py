@@ -145,7 +145,13 @@ def test_a_hostile_transcript_is_one_line_and_exit_6(tmp_path: Path, change: Any
     assert result.returncode == 6, result.stderr  # was 70: TypeError, RecursionError
     line = _one_line_error(result.stderr)
     assert line.startswith(f"warpwizard: error: --from: {transcript}: ") and message in line
-    assert result.stdout == ""
+    # issue 36 item 18: with --json, stdout holds the error object (was empty), naming the same line
+    assert strict_json(result.stdout) == {
+        "schema": "warpwizard.error/1",
+        "error": line.removeprefix("warpwizard: error: "),
+        "exit_code": 6,
+        "exit": "input_error",
+    }
 
 
 # -- 3. playbook text never becomes YAML in the answers template --------------------------------------

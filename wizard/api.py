@@ -18,7 +18,7 @@ from wizard.progress import NO_PROGRESS, Progress
 from wizard.trace.fix import FixSummary
 from wizard.trace.fix import fix_trace as _fix_trace
 from wizard.trace.formats import refuse_unwritable
-from wizard.trace.health import RANK_SKEW_FLOOR_US, HealthCheck, check_selection
+from wizard.trace.health import CHECK_IDS, RANK_SKEW_FLOOR_US, HealthCheck, check_selection
 from wizard.trace.inspect import DEFAULT_MAX_LAUNCHES, KEEP_CHOICES, Keep, check_limits, inspect_paths
 from wizard.trace.report import Inspection
 
@@ -83,16 +83,28 @@ def skew_floor(value: object, *, spell: Callable[[str], str] = str) -> float:
 def health_selection(
     checks: Iterable[str] | None, skip_checks: Iterable[str] | None, *, spell: Callable[[str], str] = str
 ) -> frozenset[str] | None:
-    """The health checks asked for, or None for all; an unknown id is a UsageError naming the valid ones."""
+    """The health checks asked for, or None for all; an unknown id, an id that is not a string, or a
+    selection that leaves no check (``--checks ''``: a CI gate's empty variable must not pass) is a
+    UsageError naming the valid ones."""
     if checks is None and not skip_checks:
         return None
+    lists: dict[str, list[str] | None] = {}
     for name, given in (("checks", checks), ("skip_checks", skip_checks)):
-        if isinstance(given, (str, bytes)):
+        if isinstance(given, (str, bytes)) or not (given is None or isinstance(given, Iterable)):
             raise UsageError(f"{spell(name)} must be a list of check ids, not one {type(given).__name__}")
+        items = None if given is None else list(given)
+        for odd in (item for item in items or () if not isinstance(item, str)):
+            raise UsageError(f"{spell(name)} must hold check ids (strings), not {type(odd).__name__} {odd!r:.60}")
+        lists[name] = items
     try:
-        return check_selection(checks, skip_checks)
+        selected = check_selection(lists["checks"], lists["skip_checks"])
     except ValueError as exc:
         raise UsageError(f"{spell('checks')}: {exc}") from None
+    if not selected:
+        empty = lists["checks"] is not None and not lists["checks"]
+        what = f"{spell('checks')} names no health check" if empty else f"{spell('skip_checks')} leaves no health check"
+        raise UsageError(f"{what} to run; the checks are {', '.join(CHECK_IDS)}")
+    return selected
 
 
 def check_numbers(jobs: object, sms: object, max_launches: object, *, spell: Callable[[str], str] = str) -> None:

@@ -8,14 +8,18 @@ their scheduler (``srun``, ``torchrun``) and the files be compared in one place.
 
 from __future__ import annotations
 
-import json
 import math
 import re
-from dataclasses import asdict, dataclass, field
+from array import array
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+import msgspec
 
 from wizard import schemas
+from wizard.cluster import rank_in_name, rank_value
 from wizard.errors import InputFileError
 from wizard.untrusted import cut, visible
 
@@ -31,7 +35,7 @@ class MachineReport:
     impossible: bool | None
     work: str | None = None  # fingerprint of what ran (a trace's kernels and shapes, a repro's op and shapes)
     # rank -> NCCL kernel name -> starts: what a trace report carries for the cross-rank check
-    collectives: dict[int, dict[str, list[float]]] = field(default_factory=dict)
+    collectives: dict[int, dict[str, Sequence[float]]] = field(default_factory=dict)
 
     @property
     def key(self) -> str:
@@ -48,15 +52,154 @@ MAX_STARTS = 10_000  # collective starts kept per name (trace.health keeps as ma
 BY_DESIGN = "F"  # trace.mechanisms.Mechanism.BY_DESIGN: this module imports no layer; a test checks they agree
 
 
+MAX_DOCUMENT_STARTS = 1_000_000  # collective starts kept from one document (8 MB as arrays), whatever it holds
+MAX_ENTRIES = 10_000  # a transcript's entries read (as --from reads transcripts)
+_SMALL_LIST = 32 * MAX_STARTS  # bytes of a list decoded whole; a longer one is read item by item, up to the cap
+
+
 def _cut(text: str) -> str:
     return cut(text, MAX_TEXT)
 
 
-def _texts(value: Any) -> list[str]:
+# -- reading another machine's report without building it ------------------------------------------
+# json.loads of a report built every value of it: 25 bytes of memory per byte of `[{}, {}, ...]`, 1.5 GB
+# for one 61 MB report. The document is checked once by msgspec without building anything (a Raw), and
+# only the fields compare uses are decoded, each into the type it must have (anything else: absent),
+# lists and objects item by item up to their bound.
+
+_NOTHING = msgspec.Raw(b"")
+_TRAILING = re.compile(r"trailing characters \(byte ([0-9]+)\)")
+_BLANKS = frozenset(b" \t\r\n")
+_Scalar = str | int | float | None
+
+
+def _end(view: memoryview) -> int:
+    """Where the first JSON value in ``view`` ends, blanks after it included (the document was checked whole
+    already): msgspec reads one value and names the 1-based byte of what follows it."""
+    try:
+        msgspec.json.decode(view, type=msgspec.Raw)
+    except msgspec.DecodeError as exc:
+        found = _TRAILING.search(str(exc))
+        if found is None:
+            raise
+        return int(found.group(1)) - 1
+    return len(view)
+
+
+def _skip(view: memoryview, at: int) -> int:
+    while at < len(view) and view[at] in _BLANKS:
+        at += 1
+    return at
+
+
+def _items(raw: bytes | memoryview, limit: int) -> Iterator[memoryview]:
+    """The first ``limit`` items of a JSON array (nothing when it is not one), none built."""
+    view = memoryview(raw)
+    at = _skip(view, 0)
+    if at >= len(view) or view[at] != ord("["):
+        return
+    at, taken = _skip(view, at + 1), 0
+    while at < len(view) and view[at] != ord("]") and taken < limit:
+        end = at + _end(view[at:])
+        yield view[at:end]
+        taken += 1
+        at = _skip(view, end)
+        if at < len(view) and view[at] == ord(","):
+            at = _skip(view, at + 1)
+
+
+def _members(raw: bytes | memoryview, limit: int) -> Iterator[tuple[str, memoryview]]:
+    """The first ``limit`` members of a JSON object (nothing when it is not one), values not built."""
+    view = memoryview(raw)
+    at = _skip(view, 0)
+    if at >= len(view) or view[at] != ord("{"):
+        return
+    at, taken = _skip(view, at + 1), 0
+    while at < len(view) and view[at] != ord("}") and taken < limit:
+        key_end = at + _end(view[at:])
+        key = msgspec.json.decode(view[at:key_end], type=str)
+        at = _skip(view, _skip(view, key_end) + 1)  # past the colon
+        end = at + _end(view[at:])
+        yield key, view[at:end]
+        taken += 1
+        at = _skip(view, end)
+        if at < len(view) and view[at] == ord(","):
+            at = _skip(view, at + 1)
+
+
+T = TypeVar("T")
+
+
+def _as(raw: bytes | memoryview, kind: type[T]) -> T | None:
+    """``raw`` decoded as ``kind``, or None when absent or of another type (a struct of Raws skips every
+    field it does not name; a scalar type refuses an array before building it)."""
+    if not len(raw):
+        return None
+    try:
+        return msgspec.json.decode(raw, type=kind)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return None
+
+
+def _value(raw: bytes | memoryview) -> Any:
+    """A scalar (str, int, float, bool, null) as it is; an array or object (not built): None."""
+    value: Any = _as(raw, _Scalar | bool)  # type: ignore[arg-type]
+    return value
+
+
+class _Host(msgspec.Struct):
+    hostname: msgspec.Raw = _NOTHING
+    rank: msgspec.Raw = _NOTHING
+    gpus: msgspec.Raw = _NOTHING
+    torch: msgspec.Raw = _NOTHING
+    driver: msgspec.Raw = _NOTHING
+
+
+class _Facts(msgspec.Struct):
+    impossible: msgspec.Raw = _NOTHING
+    reproduced: msgspec.Raw = _NOTHING
+    cuda_available: msgspec.Raw = _NOTHING
+    mechanisms: msgspec.Raw = _NOTHING
+    workload: msgspec.Raw = _NOTHING
+    gpus: msgspec.Raw = _NOTHING
+    torch_version: msgspec.Raw = _NOTHING
+    driver_version: msgspec.Raw = _NOTHING
+    gpu_names: msgspec.Raw = _NOTHING
+
+
+class _Entry(msgspec.Struct):
+    probe: msgspec.Raw = _NOTHING
+    facts: msgspec.Raw = _NOTHING
+
+
+class _Report(msgspec.Struct):
+    path: msgspec.Raw = _NOTHING
+    devices: msgspec.Raw = _NOTHING
+    collectives: msgspec.Raw = _NOTHING
+
+
+class _Device(msgspec.Struct):
+    name: msgspec.Raw = _NOTHING
+
+
+class _Collectives(msgspec.Struct):
+    rank: msgspec.Raw = _NOTHING
+    starts: msgspec.Raw = _NOTHING
+
+
+class _Document(msgspec.Struct):
+    schema: msgspec.Raw = _NOTHING
+    host: msgspec.Raw = _NOTHING
+    entries: msgspec.Raw = _NOTHING
+    reports: msgspec.Raw = _NOTHING
+    mechanisms: msgspec.Raw = _NOTHING
+    impossible: msgspec.Raw = _NOTHING
+    workload: msgspec.Raw = _NOTHING
+
+
+def _texts(raw: bytes | memoryview) -> list[str]:
     """A list of names from another machine's report: strings only, whatever else is there; bounded."""
-    if not isinstance(value, list):
-        return []
-    names = (_text(v) for v in value[: MAX_ITEMS * 4])
+    names = (_text(_value(item)) for item in _items(raw, MAX_ITEMS * 4))
     return [n for n in names if n is not None][:MAX_ITEMS]
 
 
@@ -66,75 +209,79 @@ def _text(value: Any) -> str | None:
     return None
 
 
-def _mechanisms(names: Any) -> set[str]:
+def _mechanisms(names: Iterable[Any]) -> set[str]:
     """Mechanism ids as a set: short names only, at most MAX_ITEMS."""
-    found = {n for n in names if isinstance(n, str) and 0 < len(n) <= MAX_MECHANISM} if names else set()
+    found = {n for n in names if isinstance(n, str) and 0 < len(n) <= MAX_MECHANISM}
     return set(sorted(found)[:MAX_ITEMS])
+
+
+def _names(raw: bytes | memoryview) -> list[Any]:
+    """The first items of a list of mechanism ids, each a scalar or None."""
+    return [_value(item) for item in _items(raw, MAX_ITEMS * 64)]
 
 
 # The probes whose facts say which mechanisms a run saw (trace.inspect in a trace, the others in a re-run).
 SHOW_MECHANISMS = {"trace.inspect", "profiler.reprofile", "op.isolate"}
 
 
-def _probe(entry: dict[str, Any], facts: dict[str, Any]) -> str | None:
+def _probe(entry: _Entry, facts: _Facts) -> str | None:
     """The probe an entry ran, by its name; a transcript written before entries carried it is told by its
     facts (the env probe's torch version, a mechanism probe's mechanisms)."""
-    name = entry.get("probe")
-    if "probe" in entry:
+    if len(entry.probe):
+        name = _value(entry.probe)
         return name if isinstance(name, str) else None
-    if "torch_version" in facts:
+    if len(facts.torch_version):
         return "env"
-    return "trace.inspect" if "mechanisms" in facts else None
+    return "trace.inspect" if len(facts.mechanisms) else None
 
 
-def _from_transcript(data: dict[str, Any], source: str) -> MachineReport:
-    host: dict[str, Any] = data["host"] if isinstance(data.get("host"), dict) else {}
+def _from_transcript(data: _Document, source: str) -> MachineReport:
+    host = _as(data.host, _Host) or _Host()
     mechanisms: set[str] = set()
     impossible: bool | None = None
-    gpus = _texts(host.get("gpus"))
-    torch, driver = _text(host.get("torch")), _text(host.get("driver"))
-    entries: list[Any] = data["entries"] if isinstance(data.get("entries"), list) else []
+    gpus = _texts(host.gpus)
+    torch, driver = _text(_value(host.torch)), _text(_value(host.driver))
     work: str | None = None
-    for entry in entries:
-        facts = entry.get("facts") if isinstance(entry, dict) else None
-        if not isinstance(facts, dict):
+    for item in _items(data.entries, MAX_ENTRIES):
+        entry = _as(item, _Entry)
+        facts = _as(entry.facts, _Facts) if entry is not None else None
+        if entry is None or facts is None:
             continue
         probe = _probe(entry, facts)
         # trace.inspect says "impossible"; a probe that re-ran the workload or a repro, "reproduced"
-        shown = facts.get("impossible", facts.get("reproduced"))
-        ran_kernels = facts.get("cuda_available") is not False  # a CPU-only re-run shows nothing either way
+        shown = _value(facts.impossible) if len(facts.impossible) else _value(facts.reproduced)
+        ran_kernels = _value(facts.cuda_available) is not False  # a CPU-only re-run shows nothing either way
         if probe in SHOW_MECHANISMS and isinstance(shown, bool) and ran_kernels:
-            mechanisms |= _mechanisms(facts.get("mechanisms") if isinstance(facts.get("mechanisms"), list) else ())
+            mechanisms |= _mechanisms(_names(facts.mechanisms))
             impossible = bool(impossible) or shown
-            work = work or _text(facts.get("workload"))
-            gpus = gpus or _texts(facts.get("gpus"))
+            work = work or _text(_value(facts.workload))
+            gpus = gpus or _texts(facts.gpus)
         if probe == "env":
-            torch = torch or _text(facts.get("torch_version"))
-            driver = driver or _text(facts.get("driver_version"))
-            gpus = gpus or _texts(facts.get("gpu_names"))
-    hostname = _text(host.get("hostname")) or "?"
-    rank = host.get("rank")
-    if isinstance(rank, int) and not isinstance(rank, bool):  # one report per process of a launcher's job
+            torch = torch or _text(_value(facts.torch_version))
+            driver = driver or _text(_value(facts.driver_version))
+            gpus = gpus or _texts(facts.gpu_names)
+    hostname = _text(_value(host.hostname)) or "?"
+    rank = rank_value(_value(host.rank))
+    if rank is not None:  # one report per process of a launcher's job
         hostname = f"{hostname} rank {rank}"
     mechanisms_found = sorted(_mechanisms(mechanisms - {BY_DESIGN}))
     return MachineReport(source, hostname, gpus, torch, driver, mechanisms_found, impossible, work)
 
 
-def _from_trace_report(data: dict[str, Any], source: str) -> MachineReport:
-    reports: list[Any] = data["reports"] if isinstance(data.get("reports"), list) else []
+def _from_trace_report(data: _Document, source: str) -> MachineReport:
+    reports = [r for item in _items(data.reports, MAX_RANKS) if (r := _as(item, _Report)) is not None]
     gpus = sorted(
         {
-            _cut(d["name"])
+            _cut(name)
             for r in reports[:MAX_ITEMS]
-            if isinstance(r, dict) and isinstance(r.get("devices"), list)
-            for d in r["devices"][:MAX_ITEMS]
-            if isinstance(d, dict) and isinstance(d.get("name"), str) and d["name"]
+            for item in _items(r.devices, MAX_ITEMS)
+            if (d := _as(item, _Device)) is not None and isinstance(name := _value(d.name), str) and name
         }
     )[:MAX_ITEMS]
-    found = data.get("mechanisms")
-    mechanisms = sorted(_mechanisms(m for m in found if m != BY_DESIGN)) if isinstance(found, dict) else []
-    host = data.get("host")
-    hostname = _text(host.get("hostname")) if isinstance(host, dict) else None
+    found = [key for key, _ in _members(data.mechanisms, MAX_ITEMS * 64)]
+    mechanisms = sorted(_mechanisms(m for m in found if m != BY_DESIGN))
+    host = _as(data.host, _Host)
+    hostname = _text(_value(host.hostname)) if host is not None else None
     return MachineReport(
         source,
         hostname or _cut(Path(source).stem),
@@ -142,55 +289,98 @@ def _from_trace_report(data: dict[str, Any], source: str) -> MachineReport:
         None,
         None,
         mechanisms,
-        data.get("impossible") is True,
-        _text(data.get("workload")),
+        _value(data.impossible) is True,
+        _text(_value(data.workload)),
         _collectives(reports),
     )
 
 
-def _collectives(reports: list[Any]) -> dict[int, dict[str, list[float]]]:
-    """Each per-rank report's ``collectives`` (rank, NCCL kernel starts per name), bounded and typed."""
-    out: dict[int, dict[str, list[float]]] = {}
-    for r in reports[:MAX_RANKS]:
-        found = r.get("collectives") if isinstance(r, dict) else None
-        if not isinstance(found, dict):
+def _starts(raw: memoryview, room: int) -> array[float]:
+    """One NCCL name's starts: finite numbers, at most MAX_STARTS and ``room``, kept as an array of doubles."""
+    limit = min(MAX_STARTS, room)
+    values: list[Any] | None = _as(raw, list[Any]) if len(raw) <= _SMALL_LIST else None
+    if values is None:  # a long list, or one holding what msgspec refuses (1e400): item by item, never whole
+        values = [_value(item) for item in _items(raw, limit + 64)]
+    numbers = (v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool))
+    kept = array("d")
+    for v in numbers:
+        try:
+            number = float(v)
+        except OverflowError:  # a 400-digit integer is no time
             continue
-        rank, starts = found.get("rank"), found.get("starts")
-        if rank is None and isinstance(r.get("path"), str):  # no distributedInfo: the trace file's number
-            number = re.search(r"\d+", r["path"].rsplit("/", 1)[-1])
-            rank = int(number.group()) if number and len(number.group()) < 10 else None
-        if not isinstance(rank, int) or isinstance(rank, bool) or not isinstance(starts, dict):
+        if math.isfinite(number):
+            kept.append(number)
+            if len(kept) >= limit:
+                break
+    return kept
+
+
+def _collectives(reports: list[_Report]) -> dict[int, dict[str, Sequence[float]]]:
+    """Each per-rank report's ``collectives`` (rank, NCCL kernel starts per name), bounded and typed: at most
+    MAX_DOCUMENT_STARTS starts in all from one document."""
+    out: dict[int, dict[str, Sequence[float]]] = {}
+    room = MAX_DOCUMENT_STARTS
+    for r in reports:
+        found = _as(r.collectives, _Collectives)
+        if found is None:
             continue
-        out[rank] = {
-            _cut(name): [
-                float(v)
-                for v in values[:MAX_STARTS]
-                if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-            ]
-            for name, values in list(starts.items())[:MAX_ITEMS]
-            if isinstance(name, str) and isinstance(values, list)
-        }
+        rank, path = rank_value(_value(found.rank)), _value(r.path)
+        absent = not len(found.rank) or bytes(found.rank).strip() == b"null"
+        if absent and isinstance(path, str):  # no distributedInfo: the trace file's number
+            rank = rank_in_name(path.rsplit("/", 1)[-1])
+        if rank is None or not _is_object(found.starts):
+            continue
+        kept: dict[str, Sequence[float]] = {}
+        for name, values in _members(found.starts, MAX_ITEMS):
+            if room <= 0:
+                break
+            if _is_array(values):
+                kept[_cut(name)] = starts = _starts(values, room)
+                room -= len(starts)
+        out[rank] = kept
     return out
+
+
+def _is_object(raw: bytes | memoryview) -> bool:
+    view = memoryview(raw)
+    at = _skip(view, 0)
+    return at < len(view) and view[at] == ord("{")
+
+
+def _is_array(raw: bytes | memoryview) -> bool:
+    view = memoryview(raw)
+    at = _skip(view, 0)
+    return at < len(view) and view[at] == ord("[")
 
 
 MAX_REPORT_BYTES = 64 << 20
 
 
+def _read(path: str) -> bytearray:
+    """The report's bytes, at most MAX_REPORT_BYTES, in blocks: ``read(64 MB)`` would take 64 MB at once."""
+    data = bytearray()
+    with open(path, "rb") as fh:
+        while block := fh.read(1 << 20):
+            data += block
+            if len(data) > MAX_REPORT_BYTES:
+                raise InputFileError(f"{path}: too large for a warpwizard report (over {MAX_REPORT_BYTES} bytes)")
+    return data
+
+
 def load_report(path: str) -> MachineReport:
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read(MAX_REPORT_BYTES + 1)
-        if len(raw) > MAX_REPORT_BYTES:
-            raise InputFileError(f"{path}: too large for a warpwizard report (over {MAX_REPORT_BYTES} bytes)")
-        data = json.loads(raw.decode("utf-8"))
+        raw = _read(path)
+        data = msgspec.json.decode(raw, type=_Document)  # checked whole (UTF-8 too), nothing built but the top
     except FileNotFoundError:
         raise InputFileError(f"{path}: no such report") from None
     except IsADirectoryError:
         raise InputFileError(f"{path}: is a directory, not a report") from None
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError, msgspec.DecodeError) as exc:
         reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
         raise InputFileError(f"{path}: not a warpwizard JSON report ({reason})") from None
-    schema = data.get("schema") if isinstance(data, dict) else None
+    except msgspec.ValidationError:  # not an object at the top
+        data = _Document()
+    schema = _value(data.schema)
     document = schemas.kind(schema)
     if document == "warpwizard.transcript":
         return _from_transcript(data, path)
@@ -225,7 +415,9 @@ class Comparison:
     def to_dict(self) -> dict[str, Any]:
         """What ``warpwizard compare --json`` prints."""
         return {
-            "machines": [{k: v for k, v in asdict(m).items() if k != "collectives"} for m in self.machines],
+            "machines": [  # every field but the collectives (never copied: they can be 8 MB a report)
+                {f.name: getattr(m, f.name) for f in fields(m) if f.name != "collectives"} for m in self.machines
+            ],
             "verdict": self.verdict,
             "hardware_specific": self.hardware_specific,
             "same_work": self.same_work,
@@ -309,9 +501,9 @@ class Comparison:
         return head + "; ".join(parts)
 
 
-def ranks_of(reports: list[MachineReport]) -> dict[int, dict[str, list[float]]] | None:
+def ranks_of(reports: list[MachineReport]) -> dict[int, dict[str, Sequence[float]]] | None:
     """Every rank's collectives across the reports, or None when a rank appears twice (not one job)."""
-    out: dict[int, dict[str, list[float]]] = {}
+    out: dict[int, dict[str, Sequence[float]]] = {}
     for m in reports:
         for rank, starts in m.collectives.items():
             if rank in out:

@@ -73,6 +73,10 @@ class ProbeInfrastructureError(WizardError):
     """A probe could not be run at all (not the same as a probe that ran and failed)."""
 
 
+class PluginError(ProbeInfrastructureError):
+    """An installed plugin (probes or playbooks) could not load: the message names it and its package."""
+
+
 class MissingDependency(WizardError, ImportError):
     """An optional library a feature needs is not installed (pandas for ``to_dataframe()``)."""
 

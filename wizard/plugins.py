@@ -17,7 +17,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from wizard.errors import PlaybookNotFound, ProbeInfrastructureError
+from wizard.errors import PluginError
 
 PROBES_GROUP = "warpwizard.probes"
 PLAYBOOKS_GROUP = "warpwizard.playbooks"
@@ -37,21 +37,27 @@ def _origin(entry: metadata.EntryPoint) -> str:
     return f"plugin {dist.name} {dist.version}" if dist is not None else f"plugin {entry.value}"
 
 
+def _failure(exc: BaseException) -> str:
+    """Why a plugin did not load, in words: sys.exit() at import ends nothing but the plugin."""
+    if isinstance(exc, SystemExit):
+        return f"it called sys.exit({exc.code!r}) while loading"
+    return f"{type(exc).__name__}: {exc}"
+
+
 def _entries(group: str) -> list[metadata.EntryPoint]:
     return sorted(metadata.entry_points(group=group), key=lambda e: (e.name, e.value))
 
 
 def installed_probes() -> list[Plugin]:
-    """Each installed probe, instantiated; a plugin that cannot load is a ProbeInfrastructureError naming it."""
+    """Each installed probe, instantiated; a plugin that cannot load is a PluginError naming it."""
     found = []
     for entry in _entries(PROBES_GROUP):
         try:
             loaded = entry.load()
             probe = loaded() if isinstance(loaded, type) else loaded
-        except Exception as exc:  # noqa: BLE001 (a third party's import or constructor: say whose, no traceback)
-            raise ProbeInfrastructureError(
-                f"probe plugin {entry.name!r} ({_origin(entry)}, {entry.value}) could not load: "
-                f"{type(exc).__name__}: {exc}"
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 (a third party's import or constructor: say whose)
+            raise PluginError(
+                f"probe plugin {entry.name!r} ({_origin(entry)}, {entry.value}) could not load: {_failure(exc)}"
             ) from None
         found.append(Plugin(entry.name, _origin(entry), probe))
     return found
@@ -63,17 +69,16 @@ def installed_playbook_paths() -> list[Plugin]:
     for entry in _entries(PLAYBOOKS_GROUP):
         try:
             loaded = entry.load()
-        except Exception as exc:  # noqa: BLE001 (a third party's import: say whose)
-            raise PlaybookNotFound(
-                f"playbook plugin {entry.name!r} ({_origin(entry)}, {entry.value}) could not load: "
-                f"{type(exc).__name__}: {exc}"
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 (a third party's import: say whose)
+            raise PluginError(
+                f"playbook plugin {entry.name!r} ({_origin(entry)}, {entry.value}) could not load: {_failure(exc)}"
             ) from None
         if isinstance(loaded, ModuleType) and loaded.__file__:
             path = Path(loaded.__file__).parent
         elif isinstance(loaded, (str, os.PathLike)):
             path = Path(loaded)
         else:
-            raise PlaybookNotFound(
+            raise PluginError(
                 f"playbook plugin {entry.name!r} ({_origin(entry)}): {entry.value} is not a path or a module"
             )
         found.append(Plugin(entry.name, _origin(entry), path))

@@ -137,6 +137,20 @@ def chain_of(pb: Playbook, playbook_dirs: Sequence[str] = (), environ: Mapping[s
     return chain_view(reachable_playbooks(pb, playbook_loader(playbook_dirs, environ)))
 
 
+def _named_by_id(playbook: object) -> bool:
+    """Whether the caller named the playbook by id (found on the search path), not by a path."""
+    return isinstance(playbook, str) and Path(playbook).suffix not in (".yaml", ".yml") and os.sep not in playbook
+
+
+def _continued_ids(pb: Playbook, playbook_dirs: Sequence[str], environ: Mapping[str, str] | None) -> list[str]:
+    """The ids of the playbooks a run of ``pb`` may continue into, directly or further (loaded by id)."""
+    from wizard.engine.chain import reachable_playbooks
+
+    if not pb.continuations():
+        return []
+    return [p.id for p in reachable_playbooks(pb, playbook_loader(playbook_dirs, environ))[1:]]
+
+
 def _library_continue(playbook_id: str) -> str:
     return f"continue with: wizard.run_playbook({playbook_id!r}, resume=True)"
 
@@ -241,6 +255,10 @@ def run_playbook(
     if resume:
         answers_file = _resumed(pb, answers_file, system, notify, spell)
     whole = chain_of(pb, playbook_dirs, system.environ)  # the questions of every playbook it may continue into
+    walked_by_id = [pb.id] if _named_by_id(playbook) else []
+    walked_by_id += _continued_ids(pb, playbook_dirs, system.environ)
+    for line in shadowed_notes(walked_by_id, playbook_dirs, system.environ):
+        notify("shadowed", line)
     values, origins = given_answers(
         whole,
         answers_file=answers_file,
@@ -504,23 +522,37 @@ class FoundPlaybook:
     version: str = ""
     steps: int = 0
     problem: str | None = None
+    shadowing: str | None = None  # the line saying it hides a shipped playbook of its id
 
 
 def found_playbooks(playbook_dirs: Sequence[str] = (), environ: Mapping[str, str] | None = None) -> list[FoundPlaybook]:
     """Every playbook on the search path (the package, ``playbook_dirs``, ``WARPWIZARD_PLAYBOOK_PATH``),
     each loaded; one that does not load is listed with its first problem."""
-    from wizard.playbook.discovery import list_playbooks
+    from wizard.playbook.discovery import list_playbooks, shadowing
     from wizard.playbook.loader import load_playbook as _load
 
     probes, out = catalog(), []
     for found in list_playbooks(list(playbook_dirs), environ):
+        hides = shadowing(found)
         try:
             pb = _load(found.path, probes)
         except (PlaybookError, PlaybookNotFound) as exc:  # one bad file is a row, not the end of the listing
-            out.append(FoundPlaybook(found.name, found.origin, problem=str(exc)))
+            out.append(FoundPlaybook(found.name, found.origin, problem=str(exc), shadowing=hides))
             continue
-        out.append(FoundPlaybook(found.name, found.origin, pb.title, pb.version, len(pb.steps)))
+        out.append(FoundPlaybook(found.name, found.origin, pb.title, pb.version, len(pb.steps), shadowing=hides))
     return out
+
+
+def shadowed_notes(
+    ids: Sequence[str], playbook_dirs: Sequence[str] = (), environ: Mapping[str, str] | None = None
+) -> list[str]:
+    """For each of ``ids`` a run walks by id (its start named by id, the playbooks it may continue into) that a
+    playbook on the search path takes from the shipped one, the line that says so."""
+    from wizard.playbook.discovery import list_playbooks, shadowing
+
+    wanted = set(ids)
+    lines = (shadowing(found) for found in list_playbooks(list(playbook_dirs), environ) if found.name in wanted)
+    return [line for line in lines if line is not None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -588,11 +620,14 @@ def playbook_graph(pb: Playbook, form: str) -> str:
 
 
 def explain_playbook(pb: Playbook) -> str:
-    """The whole tree in words (Markdown), for onboarding: each GPU word defined where it first appears."""
+    """The whole tree in words (Markdown), for onboarding: each GPU word defined where it first appears.
+    Playbook text is untrusted: its control characters are shown as escapes (as ``run --teach`` shows
+    them), so no title or prompt can retitle the window, clear the screen or draw a hyperlink."""
     from wizard.playbook.glossary import with_definitions
     from wizard.playbook.graph import explain
+    from wizard.untrusted import visible
 
-    return with_definitions(explain(pb))
+    return visible(with_definitions(explain(pb)), newlines=True)
 
 
 def playbook_schema() -> str:

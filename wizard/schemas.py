@@ -11,6 +11,7 @@ import re
 TRANSCRIPT = "warpwizard.transcript/1"
 TRACE_REPORT = "warpwizard.trace-report/2"
 PLAN = "warpwizard.plan/1"  # run --dry-run --json: written, never read back
+ERROR = "warpwizard.error/1"  # any --json command that failed before its document: written, never read back
 
 READABLE: dict[str, tuple[int, ...]] = {
     "warpwizard.transcript": (1,),

@@ -61,6 +61,26 @@ def read_system_file(path: str) -> str | None:
         return None
 
 
+def shared_object(path: str) -> str | None:
+    """The file ``path`` resolves to when it is an ELF shared object (a regular file, or a link that
+    resolves to one, of type ET_DYN), else None: a FIFO, a dangling link or a text file named
+    ``libcupti.so`` is no library (and opening a FIFO without O_NONBLOCK would wait for a writer)."""
+    import stat
+
+    try:
+        real = os.path.realpath(path)
+        if not stat.S_ISREG(os.stat(real).st_mode):
+            return None
+        with open(real, "rb") as fh:
+            head = fh.read(18)
+    except OSError:
+        return None
+    if len(head) < 18 or head[:4] != b"\x7fELF" or head[5] not in (1, 2):
+        return None
+    kind = int.from_bytes(head[16:18], "little" if head[5] == 1 else "big")
+    return real if kind == 3 else None  # ET_DYN
+
+
 def list_system_dir(path: str) -> list[str]:
     """The names in a directory of the machine, sorted; [] when it is absent or unreadable."""
     try:
@@ -90,6 +110,7 @@ class System:
     progress: Progress = field(default_factory=NoProgress)  # where long work reports; the CLI's renders it
     read_file: Callable[[str], str | None] = read_system_file  # the machine's small files, for probes
     list_dir: Callable[[str], list[str]] = list_system_dir
+    shared_object: Callable[[str], str | None] = shared_object  # what a library's path resolves to, if it is one
 
     @property
     def interactive(self) -> bool:

@@ -56,8 +56,10 @@ class _Stream:
     def __init__(self, inner: IO[str]) -> None:
         self.inner = inner
         self.broken = False
+        self.written = False  # anything at all: a --json failure then adds no second document
 
     def write(self, text: str) -> int:
+        self.written = self.written or bool(text)
         if not self.broken:
             try:
                 self.inner.write(text)
@@ -212,11 +214,12 @@ def cmd_list(ctx: Context) -> ExitStatus:
     from wizard.runs import found_playbooks
     from wizard.ui.tables import playbooks_table
 
-    rows = [
-        (f.name, f.title, f.version, str(f.steps) if f.title else "", f.origin, f.problem)
-        for f in found_playbooks(ctx.playbook_dirs, ctx.system.environ)
-    ]
+    found = found_playbooks(ctx.playbook_dirs, ctx.system.environ)
+    rows = [(f.name, f.title, f.version, str(f.steps) if f.title else "", f.origin, f.problem) for f in found]
     ctx.console().print(playbooks_table(rows))
+    for f in found:
+        if f.shadowing:
+            ctx.say(f"note: {f.shadowing}")
     return ExitStatus.OK
 
 
@@ -586,6 +589,7 @@ def main(argv: list[str] | None = None, system: System | None = None) -> int:
     debug = "--debug" in arguments
     stdout, stderr = _Stream(system.stdout), _Stream(system.stderr)
     parser = build_parser()
+    args: argparse.Namespace | None = None
     try:
         with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
             args = parser.parse_args(arguments)  # --help and --version print through these
@@ -604,18 +608,31 @@ def main(argv: list[str] | None = None, system: System | None = None) -> int:
         stdout.flush()
         return int(exc.code or 0) if isinstance(exc.code, int) else 0
     except (WizardError, KeyboardInterrupt) as exc:
-        for line in _error_lines(exc):
-            stderr.write(visible(line) + "\n")
-        return int(_status_of(exc))
+        return _failed(args, stdout, stderr, _error_lines(exc), _status_of(exc))
     except Exception as exc:
         if _out_of_memory(exc):  # documented (exit 8), not an internal error, with --debug too
-            stderr.write(f"warpwizard: error: {_OUT_OF_MEMORY_LINE}\n")
-            return int(ExitStatus.OUT_OF_MEMORY)
+            memory = f"warpwizard: error: {_OUT_OF_MEMORY_LINE}"
+            return _failed(args, stdout, stderr, [memory], ExitStatus.OUT_OF_MEMORY)
         if debug:
             raise
         message = f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)"
-        stderr.write(visible(f"warpwizard: error: {message}") + "\n")
-        return int(ExitStatus.INTERNAL)
+        return _failed(args, stdout, stderr, [f"warpwizard: error: {message}"], ExitStatus.INTERNAL)
+
+
+def _failed(args: Any, stdout: _Stream, stderr: _Stream, lines: list[str], status: ExitStatus) -> int:
+    """The error's lines on stderr; with ``--json``, when nothing reached stdout yet, also one JSON object
+    naming the error and the exit code there (a script reading stdout never gets an empty document)."""
+    for line in lines:
+        stderr.write(visible(line) + "\n")
+    if (getattr(args, "json", False) or getattr(args, "json_out", False)) and not stdout.written:
+        from wizard.schemas import ERROR
+        from wizard.serialize import dumps
+
+        said = [line.removeprefix("warpwizard: error: ") for line in lines]
+        document = {"schema": ERROR, "error": "\n".join(said), "exit_code": int(status), "exit": status.name.lower()}
+        stdout.write(dumps(document) + "\n")
+        stdout.flush()
+    return int(status)
 
 
 STOP_SIGNALS = ("SIGTERM", "SIGHUP", "SIGQUIT")

@@ -122,7 +122,7 @@ def run_playbook(opts: RunOptions, system: System, ui: Any, out: Any, stdout: An
         if kind == "workspace":
             later.append(text)  # after the conclusion
         else:
-            ui.print(rich_text(text, "dim"))
+            ui.print(rich_text(f"note: {text}" if kind == "shadowed" else text, "dim"))
 
     def answer_source(pb: Playbook, values: dict[str, Any], origins: dict[str, str]) -> AnswerSource:
         """At a terminal, a person answers the rest (and confirms a saved program before it runs);

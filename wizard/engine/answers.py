@@ -81,7 +81,9 @@ class AnswerSource(Protocol):
 
         A source may also have ``workload(probe, summary, check) -> str | None``: the command that runs
         the user's workload, asked once when a probe needs one and nothing gave it (``check`` says what
-        is wrong with a typed command, or None). Optional, so sources written before it still work."""
+        is wrong with a typed command, or None); and ``confirm_program(node, value, what, why) -> bool |
+        None``: whether a person who was shown a program that probe results chose lets it run (None:
+        nobody to show it to). Optional, so sources written before them still work."""
         ...
 
 

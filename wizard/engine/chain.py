@@ -26,6 +26,22 @@ def about(pb: Playbook) -> dict[str, str]:
     return {"id": pb.id, "title": pb.title, "version": pb.version, "path": pb.path}
 
 
+def continuation_problem(pb: Playbook, node: ConclusionNode, value: Any, walked: list[str]) -> str | None:
+    """Why a run stops where ``node`` continues to ``value`` after ``walked`` (None: it goes on): the one
+    rule the run and its ``--dry-run`` plan both keep."""
+    assert node.continues is not None
+    where = f"{pb.path}:{node.line}: conclusion {node.id!r}"
+    if not isinstance(value, str) or value not in node.continues.choices:
+        choices = ", ".join(node.continues.choices)
+        return f"{where} continues to {shown(value)}, which is not one of its choices: {choices}"
+    if value in walked:
+        path = " -> ".join([*walked, value])
+        return f"{where} continues to {value!r} again ({path}); a run walks each playbook once"
+    if len(walked) >= MAX_CHAIN:
+        return f"{where}: a run continues through at most {MAX_CHAIN} playbooks"
+    return None
+
+
 class Chain:
     """An engine that goes on where a conclusion continues; it reads like one Engine to its callers
     (``run()``, ``state``, ``playbook``, ``env``, ``transcript``)."""
@@ -79,6 +95,7 @@ class Chain:
                 engine.probes,
                 engine.env,
                 observer=engine.observer,
+                spell=engine.spell,  # a refused program names the CLI's options in every playbook of the chain
                 state=engine.state,
                 transcript=transcript,
                 earlier=engine.earlier,
@@ -94,15 +111,10 @@ class Chain:
         """The playbook id the continuation renders to: one of its choices, not walked yet, within the bound."""
         assert node.continues is not None
         value = node.continues.playbook.render(self.engine.state.scope())
-        where = f"{pb.path}:{node.line}: conclusion {node.id!r}"
-        if not isinstance(value, str) or value not in node.continues.choices:
-            choices = ", ".join(node.continues.choices)
-            raise PlaybookError([f"{where} continues to {shown(value)}, which is not one of its choices: {choices}"])
-        if value in self.walked:
-            path = " -> ".join([*self.walked, value])
-            raise PlaybookError([f"{where} continues to {value!r} again ({path}); a run walks each playbook once"])
-        if len(self.walked) >= MAX_CHAIN:
-            raise PlaybookError([f"{where}: a run continues through at most {MAX_CHAIN} playbooks"])
+        problem = continuation_problem(pb, node, value, self.walked)
+        if problem is not None:
+            raise PlaybookError([problem])
+        assert isinstance(value, str)
         return value
 
     def _also(self, engine: Engine, node: ConclusionNode, target: str) -> list[str]:

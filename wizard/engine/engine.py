@@ -18,7 +18,7 @@ from wizard.environment import Environment, Workload
 from wizard.errors import AnswersError, ProbeInfrastructureError, WizardError
 from wizard.playbook.conditions import Template
 from wizard.playbook.model import AnswerInvalid, ConclusionNode, DecisionNode, Node, Playbook, ProbeNode, QuestionNode
-from wizard.playbook.trust import answer_sources, refusal
+from wizard.playbook.trust import answer_sources, chosen_by_facts, refusal
 from wizard.probes.base import WORKLOAD, ParamSpec, Probe, ProbeResult, Status, with_defaults
 
 MAX_VISITS = 500
@@ -146,6 +146,7 @@ class Engine:
         self.transcript = transcript or Transcript.start(playbook, env.system.clock.now())
         self.earlier = earlier or Earlier()
         self.ran: list[tuple[str, dict[str, Any], ProbeResult, str]] = []  # this playbook's probes, as run
+        self.shown: set[str] = set()  # the running node's programs chosen by probe results, confirmed at the prompt
 
     def run(self) -> Transcript:
         node_id: str | None = self.playbook.start
@@ -297,8 +298,27 @@ class Engine:
             for name, value, why in program_params(node, probe.params, params, self.state.origins)
             if why is not None
             and not (name == WORKLOAD.name and value == self.state.workload)  # typed at the prompt this run
+            and name not in self.shown
             and not self._confirmed(node.params[name], value, name)
         ]
+
+    def _declined_programs(self, node: ProbeNode, probe: Probe, params: Mapping[str, Any]) -> list[str]:
+        """Programs probe results chose (a forged trace or transcript can choose them): where a person is at the
+        terminal, each is shown and runs only on their yes, with or without --allow-commands. Returns the ones
+        declined; those confirmed are kept in ``shown`` (this node's, until the next probe). With nobody to ask,
+        nothing is shown and the usual rule holds: such a program runs only with --allow-commands."""
+        self.shown = set()
+        ask = getattr(self.answers, "confirm_program", None)  # optional, as ``workload`` is
+        declined = []
+        for name, value, why in program_params(node, probe.params, params, self.state.origins):
+            if why is None or ask is None or not chosen_by_facts(node.params.get(name)):
+                continue
+            said = ask(node.id, value, name, why)
+            if said is True:
+                self.shown.add(name)
+            elif said is False:
+                declined.append(f"{name} {value!r} ({why})")
+        return declined
 
     def _confirmed(self, raw: Any, value: Any, what: str) -> bool:
         """A program from a file's answer runs when the person at the terminal says so: that yes
@@ -323,6 +343,13 @@ class Engine:
             raise ProbeInfrastructureError(f"probe {node.probe!r} is not registered")
         params.update(with_defaults(probe.params, params))  # in place: the transcript's inputs show them
         entry.input_files = input_files(probe.params, params) or None  # what it read, before it ran
+        declined = self._declined_programs(node, probe, params)
+        if declined:  # the person at the terminal saw the program probe results chose, and said no
+            return ProbeResult(
+                Status.SKIP,
+                f"not run: {'; '.join(declined)}; you declined it at the prompt",
+                facts={"reason": "program declined", "refused": "; ".join(declined)},
+            )
         refused = self._refused_programs(node, probe, params)
         if refused and not self.env.settings.allow_commands:
             yours = ", ".join(self.spell(name) for name in ("workload", "python", "sets"))

@@ -14,8 +14,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from wizard.engine.answers import ORIGIN_DEFAULT
+from wizard.engine.chain import continuation_problem
 from wizard.engine.engine import MAX_VISITS, RunState, program_params, render, render_params
-from wizard.playbook.grammar import MAX_CHAIN
+from wizard.errors import PlaybookError
 from wizard.playbook.model import AnswerInvalid, ConclusionNode, DecisionNode, Playbook, ProbeNode, QuestionNode
 from wizard.probes.base import ProbeInfo, with_defaults
 from wizard.schemas import PLAN
@@ -164,10 +165,15 @@ def plan_run(
         step = PlanStep(node.id, node.kind, node.step, playbook=pb.id if len(walked) > 1 else None)
         steps.append(step)
         if isinstance(node, ConclusionNode) and node.continues is not None and load is not None:
-            target = node.continues.playbook.render(walk.state.scope())
-            if target not in node.continues.choices or target in walked or len(walked) >= MAX_CHAIN:
+            template = node.continues.playbook
+            target = template.render(walk.state.scope())
+            by_facts = any(r.root != "answers" for r in template.references)
+            if by_facts and target not in node.continues.choices:  # what a probe finds picks it: not known yet
                 ids = ", ".join(node.continues.choices)
                 return Plan(first.id, steps, f"{node.id} continues into the playbook its facts name, one of: {ids}")
+            problem = continuation_problem(pb, node, target, walked)
+            if problem is not None:  # the run would stop here: the plan stops with its line and exit status
+                raise PlaybookError([problem])
             if len(walked) == 1:
                 for earlier in steps:
                     earlier.playbook = pb.id

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ class Found:
     name: str
     path: Path
     origin: str
+    shadows: tuple[str, ...] = ()  # the origins of the later files of this id it hides ("package": a shipped one)
 
 
 def playbook_files(directory: Path) -> list[Path]:
@@ -52,15 +54,32 @@ def list_playbooks(extra: list[str] | None = None, environ: Mapping[str, str] | 
     it with nothing: every one is loaded and run under the same rules."""
     from wizard.plugins import installed_playbook_paths
 
-    places = [(d, "package" if d == packaged_dir() else str(d)) for d in search_dirs(extra, environ)]
+    places = [(d, SHIPPED if d == packaged_dir() else str(d)) for d in search_dirs(extra, environ)]
     places += [(p.value, p.origin) for p in installed_playbook_paths()]
     seen: dict[str, Found] = {}
     for place, origin in places:
         files = [place] if place.suffix in (".yaml", ".yml") and place.is_file() else playbook_files(place)
         for f in files:
-            if f.stem not in seen:
+            first = seen.get(f.stem)
+            if first is None:
                 seen[f.stem] = Found(f.stem, f, origin)
+            elif origin not in first.shadows:
+                seen[f.stem] = dataclasses.replace(first, shadows=(*first.shadows, origin))
     return list(seen.values())
+
+
+SHIPPED = "package"  # the origin of warpwizard's own playbooks
+
+
+def shadowing(found: Found) -> str | None:
+    """The one line that says ``found`` hides a shipped playbook of its id (None when it does not): a team's
+    ``triage.yaml`` on the search path is walked instead of warpwizard's, also where a run continues into it."""
+    if SHIPPED not in found.shadows:
+        return None
+    return (
+        f"playbook {found.name!r} is {found.path}, which shadows the shipped playbook of that id (the search "
+        f"path's order: the directories given, then {ENV_VAR}, then the package's, then plugins)"
+    )
 
 
 def resolve(name: str, extra: list[str] | None = None, environ: Mapping[str, str] | None = None) -> Path:

@@ -45,6 +45,13 @@ def _one_source(raw: Any) -> str | None:
     return None
 
 
+def chosen_by_facts(raw: Any) -> bool:
+    """Whether probe results (which come from traces and, with ``--from``, transcripts) shape a value or
+    any item of it: such a program is shown to the person before it runs, even with ``--allow-commands``."""
+    items = raw if isinstance(raw, list) else [raw]
+    return any(isinstance(i, Template) and any(r.root != "answers" for r in i.references) for i in items)
+
+
 def _not_yours(raw: Any) -> str:
     """Where a program-naming value that is not the user's own comes from: each item of a list
     (``argv``) named, the first being the program itself."""

@@ -26,6 +26,7 @@ _CUPTI = re.compile(r"^libcupti\.so(\.[0-9.]+)?$")
 _RESTRICT = re.compile(r"NVreg_RestrictProfilingToAdminUsers\s*=\s*(\d+)")
 _ADMIN_ONLY = re.compile(r"^RmProfilingAdminOnly:\s*(\d+)", re.MULTILINE)
 MAX_DIRS = 64  # LD_LIBRARY_PATH entries and modprobe files looked at
+PYTHON_TIMEOUT_S = 20.0  # for the interpreter to list torch's library directories (it imports nothing)
 
 
 @dataclass(slots=True)
@@ -40,31 +41,64 @@ class CuptiFindings:
     capabilities: list[str] | None = None
     uid: int | None = None
     container: bool = False
+    resolved: dict[str, str] = field(default_factory=dict)  # each library found -> the file it resolves to
+    python_problem: str | None = None  # why torch's own directories are unknown (the interpreter hung, failed)
 
 
-def _cupti_in(env: Environment, directory: str) -> list[str]:
-    return [f"{directory.rstrip('/')}/{n}" for n in env.system.list_dir(directory) if _CUPTI.match(n)]
+def _library(env: Environment, found: CuptiFindings, path: str) -> bool:
+    """Whether ``path`` is a libcupti that can be loaded: an ELF shared object, or a link that resolves to one."""
+    real = env.system.shared_object(path)
+    if real is not None:
+        found.resolved[path] = real
+    return real is not None
 
 
-def _ldconfig(env: Environment, timeout: float) -> list[str]:
-    """libcupti entries of the dynamic linker's cache (``ldconfig -p``), where ldconfig exists."""
+def _cupti_in(env: Environment, found: CuptiFindings, directory: str) -> list[str]:
+    names = [f"{directory.rstrip('/')}/{n}" for n in env.system.list_dir(directory) if _CUPTI.match(n)]
+    return [path for path in names if _library(env, found, path)]
+
+
+def _ldconfig(env: Environment, found: CuptiFindings, timeout: float) -> list[str]:
+    """libcupti entries of the dynamic linker's cache (``ldconfig -p``) that are libraries, where ldconfig exists."""
     ldconfig = env.system.which("ldconfig") or env.system.which("/sbin/ldconfig")
     if ldconfig is None:
         return []
     result = env.system.runner.run([ldconfig, "-p"], timeout=min(timeout, 30.0))
-    found = []
+    named = []
     for line in result.output.splitlines():
         if "libcupti" in line and "=>" in line:
-            found.append(line.split("=>", 1)[1].strip())
-    return sorted(set(found))[:MAX_DIRS]
+            named.append(line.split("=>", 1)[1].strip())
+    return [path for path in sorted(set(named))[:MAX_DIRS] if _library(env, found, path)]
 
 
-def _torch_dirs(env: Environment, python: str, timeout: float) -> list[str]:
+def _torch_dirs(env: Environment, found: CuptiFindings, python: str, timeout: float) -> list[str]:
     from wizard.probes.common import run_harness
 
-    run = run_harness(env, "libdirs", [], timeout=min(timeout, 60.0), log_name="cupti-libdirs", python=python)
+    limit = min(timeout, PYTHON_TIMEOUT_S)
+    run = run_harness(env, "libdirs", [], timeout=limit, log_name="cupti-libdirs", python=python)
+    if run.command.timed_out:
+        found.python_problem = f"the interpreter {python} did not answer within {limit:g} s (killed)"
+    elif run.result is None:
+        found.python_problem = f"the interpreter {python} did not report (exit {run.command.returncode})"
     dirs = (run.result or {}).get("dirs") or []
     return [str(d) for d in dirs if isinstance(d, str)][:MAX_DIRS]
+
+
+def version(real: str) -> str:
+    """A libcupti's version, from the name of the file it resolves to (``libcupti.so.2024.1.1``: 2024.1.1)."""
+    name = real.rsplit("/", 1)[-1]
+    return name.partition("libcupti.so")[2].lstrip(".") or "unversioned"
+
+
+def versions(found: CuptiFindings) -> dict[str, list[str]]:
+    """Each libcupti version found (LD_LIBRARY_PATH, torch's directories, ldconfig's cache) -> the directories."""
+    out: dict[str, list[str]] = {}
+    for path, real in sorted(found.resolved.items()):
+        where = out.setdefault(version(real), [])
+        directory = path.rsplit("/", 1)[0]
+        if directory not in where:
+            where.append(directory)
+    return out
 
 
 def restriction(env: Environment) -> tuple[bool | None, str]:
@@ -113,14 +147,14 @@ def capabilities(status: str | None) -> tuple[list[str] | None, int | None]:
 def gather(env: Environment, python: str, timeout: float) -> CuptiFindings:
     found = CuptiFindings()
     for directory in [d for d in env.system.environ.get("LD_LIBRARY_PATH", "").split(":") if d][:MAX_DIRS]:
-        libs = _cupti_in(env, directory)
+        libs = _cupti_in(env, found, directory)
         if libs:
             found.on_path[directory] = libs
-    for directory in _torch_dirs(env, python, timeout):
-        libs = _cupti_in(env, directory)
+    for directory in _torch_dirs(env, found, python, timeout):
+        libs = _cupti_in(env, found, directory)
         if libs:
             found.in_torch[directory] = libs
-    found.ldconfig = _ldconfig(env, timeout)
+    found.ldconfig = _ldconfig(env, found, timeout)
     found.restricted, found.restriction_source = restriction(env)
     found.capabilities, found.uid = capabilities(env.system.read_file(STATUS_FILE))
     found.container = env.system.read_file("/.dockerenv") is not None or any(
@@ -141,6 +175,10 @@ def duplicates(found: CuptiFindings) -> list[str]:
         reasons.append(
             f"LD_LIBRARY_PATH's {', '.join(found.on_path)} comes before the one torch ships in {', '.join(torch_dirs)}"
         )
+    found_versions = versions(found)
+    if len(found_versions) > 1:  # ldconfig's cache counts too: a library loaded by name may get any of them
+        listed = "; ".join(f"{v} in {', '.join(dirs)}" for v, dirs in found_versions.items())
+        reasons.append(f"{len(found_versions)} versions of libcupti are found: {listed}")
     return reasons
 
 
@@ -158,7 +196,12 @@ class CuptiEnvProbe:
         ),
     )
     facts: tuple[FactSpec, ...] = (
-        FactSpec("cupti_libraries", "list", "every libcupti found: LD_LIBRARY_PATH, torch's lib dirs, ldconfig -p"),
+        FactSpec(
+            "cupti_libraries",
+            "list",
+            "every libcupti found (ELF shared objects, links resolved): LD_LIBRARY_PATH, torch's lib dirs, ldconfig -p",
+        ),
+        FactSpec("cupti_versions", "dict", "each libcupti version found -> the directories holding it"),
         FactSpec("cupti_on_path", "list", "LD_LIBRARY_PATH directories that hold a libcupti"),
         FactSpec("cupti_in_torch", "list", "torch's own library directories that hold a libcupti"),
         FactSpec(
@@ -201,6 +244,7 @@ class CuptiEnvProbe:
             "cupti_in_torch": list(found.in_torch),
             "cupti_duplicates": bool(reasons),
             "cupti_duplicate_reasons": reasons,
+            "cupti_versions": versions(found),
             "profiling_restricted": found.restricted,
             "restriction_source": found.restriction_source,
             "capabilities": caps,
@@ -233,6 +277,11 @@ class CuptiEnvProbe:
                 "nor CAP_PERFMON",
                 facts,
                 evidence,
+            )
+        if found.python_problem is not None:  # torch's own libcupti is unknown: no "one CUPTI" without it
+            evidence.append(found.python_problem)
+            return ProbeResult(
+                Status.WARN, f"torch's own libcupti could not be looked for: {found.python_problem}", facts, evidence
             )
         if not libraries:
             return ProbeResult(

@@ -22,13 +22,26 @@ from wizard.probes.common import harness_failure, no_workload, run_harness, work
 from wizard.untrusted import cut
 
 _COUNTS = re.compile(r"Record counts:\s*(.*)$")
-_PAIR = re.compile(r"([A-Za-z][A-Za-z0-9 ?_-]*?)\s*=\s*(-?\d+)")
+# Counts are ASCII digits (``\d`` would take Arabic-Indic or fullwidth ones); a sign or more than
+# COUNT_DIGITS digits is not a count a profiler printed, and the pair is ignored (a log is untrusted text).
+_PAIR = re.compile(r"([A-Za-z][A-Za-z0-9 ?_-]*?)\s*=\s*(-?[0-9]+)")
 _CUPTI_ERROR = re.compile(r"\bCUPTI_ERROR_[A-Z_]+\b")
 _UNAVAILABLE = re.compile(r"CUPTI tracing is not available|CUDA profiler activities will be missing", re.IGNORECASE)
-_DROPPED = re.compile(r"(?:dropped\s+(\d+)|(\d+)\s+(?:activity\s+)?records?\s+(?:were\s+)?dropped)", re.IGNORECASE)
+_DROPPED = re.compile(
+    r"(?:dropped\s+(-?[0-9]+)|(-?[0-9]+)\s+(?:activity\s+)?records?\s+(?:were\s+)?dropped)", re.IGNORECASE
+)
 _BUFFER = re.compile(r"Requested GPU activity buffer|activity buffer.*(?:limit|exceed|full)|maxGpuBufferCount", re.I)
-_PROCESSED = re.compile(r"Processed\s+(\d+)\s+GPU records")
+_PROCESSED = re.compile(r"Processed\s+(-?[0-9]+)\s+GPU records")
 MAX_LINES = 200_000  # of the log read; the runner already bounds its size
+COUNT_DIGITS = 15  # a count past 10^15 records is no profiler's (a 5,000-digit int() took seconds, then exit 70)
+MAX_COUNT_NAMES = 32  # distinct names in "Record counts" kept
+
+
+def count(text: str) -> int | None:
+    """A record count as the log wrote it, or None: negative, or longer than COUNT_DIGITS digits."""
+    if text.startswith("-") or len(text) > COUNT_DIGITS:
+        return None
+    return int(text)
 
 
 @dataclass(slots=True)
@@ -57,8 +70,11 @@ def parse_kineto_log(text: str) -> KinetoLog:
         said = False
         counts = _COUNTS.search(line)
         if counts:
-            for key, value in _PAIR.findall(counts.group(1)):
-                found.record_counts[key.strip()] = found.record_counts.get(key.strip(), 0) + int(value)
+            for key, written in _PAIR.findall(counts.group(1)):
+                name, value = key.strip(), count(written)
+                known = name in found.record_counts or len(found.record_counts) < MAX_COUNT_NAMES
+                if value is not None and known:
+                    found.record_counts[name] = found.record_counts.get(name, 0) + value
             said = True
         for code in _CUPTI_ERROR.findall(line):
             if code not in errors:
@@ -70,14 +86,15 @@ def parse_kineto_log(text: str) -> KinetoLog:
             found.cupti_unavailable = said = True
         dropped = _DROPPED.search(line)
         if dropped and ("record" in line.lower() or "cupti" in line.lower()):
-            found.dropped_records += int(dropped.group(1) or dropped.group(2))
+            found.dropped_records += count(dropped.group(1) or dropped.group(2)) or 0
             said = True
         if _BUFFER.search(line):
             found.buffer_lines.append(cut(line.strip(), 300))
             said = True
         processed = _PROCESSED.search(line)
-        if processed:
-            found.gpu_records = (found.gpu_records or 0) + int(processed.group(1))
+        processed_count = count(processed.group(1)) if processed else None
+        if processed_count is not None:
+            found.gpu_records = (found.gpu_records or 0) + processed_count
             said = True
         if said and len(found.lines) < 12:
             found.lines.append(cut(line.strip(), 300))

@@ -3,8 +3,14 @@
 
 from __future__ import annotations
 
-from wizard.errors import ProbeInfrastructureError
-from wizard.probes.base import FactSpec, ParamSpec, Probe, ProbeInfo, info
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from wizard.errors import PluginError, WizardError
+from wizard.probes.base import FactSpec, ParamSpec, Probe, ProbeInfo, ProbeResult, Status, fact_problems, info
+
+if TYPE_CHECKING:
+    from wizard.environment import Environment
 
 BUILTIN = "builtin"
 
@@ -68,15 +74,57 @@ def _with_origins() -> dict[str, tuple[Probe, str]]:
     for plugin in installed_probes():
         problem = _shape_problem(plugin.value)
         if problem is not None:
-            raise ProbeInfrastructureError(f"probe plugin {plugin.name!r} ({plugin.origin}) {problem}")
+            raise PluginError(f"probe plugin {plugin.name!r} ({plugin.origin}) {problem}")
         probe: Probe = plugin.value
         if probe.name in probes:
-            raise ProbeInfrastructureError(
+            raise PluginError(
                 f"probe plugin {plugin.name!r} ({plugin.origin}) is named {probe.name!r}, "
                 f"which {probes[probe.name][1]} already registers"
             )
-        probes[probe.name] = (probe, plugin.origin)
+        probes[probe.name] = (PluginProbe(probe, plugin.name, plugin.origin), plugin.origin)
     return probes
+
+
+class PluginProbe:
+    """An installed probe, as the engine runs it: what its ``run`` raises (but warpwizard's own errors and
+    interrupts) or returns that is not a ProbeResult keeping its declared facts is that probe's ERROR
+    result naming the plugin and its package, never an internal error (exit 70)."""
+
+    def __init__(self, probe: Probe, entry: str, origin: str) -> None:
+        self.probe, self.entry, self.origin = probe, entry, origin
+        self.name, self.summary, self.params, self.facts = probe.name, probe.summary, probe.params, probe.facts
+        self.runs_programs = str(getattr(probe, "runs_programs", "") or "")
+
+    def __getattr__(self, attribute: str) -> Any:  # anything else the plugin's class declares
+        return getattr(self.probe, attribute)
+
+    def _error(self, what: str) -> ProbeResult:
+        return ProbeResult(Status.ERROR, f"probe plugin {self.entry!r} ({self.origin}) {what}")
+
+    def run(self, env: Environment, params: Mapping[str, Any], *, timeout: float = 600.0) -> ProbeResult:
+        try:
+            result = self.probe.run(env, params, timeout=timeout)
+        except (WizardError, OSError):
+            raise  # the engine's own handling: a domain error is the result, an OS error could not run
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 (a third party's code: say whose, no traceback)
+            return self._error(f"raised {type(exc).__name__}: {exc}")
+        problem = _result_problem(result, self.facts)
+        return result if problem is None else self._error(problem)
+
+
+def _result_problem(result: object, facts: tuple[FactSpec, ...]) -> str | None:
+    """What a plugin's return value lacks of a ProbeResult that keeps its declaration, or None."""
+    if not isinstance(result, ProbeResult):
+        return f"returned {type(result).__name__}, not a ProbeResult"
+    if not isinstance(result.status, Status) or not isinstance(result.summary, str):
+        return "returned a ProbeResult whose status is not a Status or whose summary is not a str"
+    lists = (result.evidence, result.files)
+    if not all(isinstance(items, list) and all(isinstance(i, str) for i in items) for items in lists):
+        return "returned evidence or files that are not lists of str"
+    if not isinstance(result.facts, dict) or not all(isinstance(k, str) for k in result.facts):
+        return "returned facts that are not a dict keyed by str"
+    problems = fact_problems(facts, result.facts)
+    return f"returned facts that break its declaration: {problems[0]}" if problems else None
 
 
 def catalog(probes: dict[str, Probe] | None = None) -> dict[str, ProbeInfo]:

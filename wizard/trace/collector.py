@@ -190,10 +190,10 @@ THEORETICAL_KEY = "theoretical occupancy %"
 
 
 def _number(value: Any) -> float | None:
-    """A timestamp or duration: numbers as they are, numeric strings parsed, the rest None."""
-    kind = type(value)
-    if kind is float or kind is int:
-        return float(value)
+    """A timestamp or duration: numbers as they are, numeric strings parsed, the rest None (an integer
+    past a double's range, e.g. 400 digits, too: ``float()`` of it raises OverflowError)."""
+    if type(value) is float:
+        return value
     return as_float(value)
 
 
@@ -268,20 +268,22 @@ class Collector(EventSink):
         for ev in reversed(events):
             last = ev.ts
             if type(last) is float or type(last) is int:
-                c.last_ts = float(last)
-                break
+                last = _number(last)
+                if last is not None:
+                    c.last_ts = last
+                    break
         add_op = c.ops.add
         op_ref = self._op_ref
         for ev in events:
             cat = ev.cat
             if cat in OP_CATEGORIES:
                 ts, dur = ev.ts, ev.dur
-                if type(ts) is not int and type(ts) is not float:
-                    ts = as_float(ts)
+                if type(ts) is not float:
+                    ts = _number(ts)
                     if ts is None:
                         continue
-                if type(dur) is not int and type(dur) is not float:
-                    dur = as_float(dur) or 0.0
+                if type(dur) is not float:
+                    dur = _number(dur) or 0.0
                 add_op(ev.pid, ev.tid, ts, ts + dur, op_ref(ev))
             elif cat in RUNTIME_CATEGORIES:
                 self._runtime(ev)
@@ -337,12 +339,12 @@ class Collector(EventSink):
         ts, dur = ev.ts, ev.dur
         if type(corr) is not int and corr is not None:
             corr = as_int(corr)
-        if type(ts) is not int and type(ts) is not float:
-            ts = as_float(ts)
+        if type(ts) is not float:
+            ts = _number(ts)
             if ts is None:
                 return
-        if type(dur) is not int and type(dur) is not float:
-            dur = as_float(dur) or 0.0
+        if type(dur) is not float:
+            dur = _number(dur) or 0.0
         self.c.runtime.add(corr, ev.pid, ev.tid, ts, ev.name, dur=dur)
 
     def _python(self, ev: Event) -> None:
@@ -414,8 +416,8 @@ class Collector(EventSink):
             stream = str(stream)[:64]  # a list or object as a stream id: shown, never a key that breaks
         # Positional: this runs for every kernel of a gigabyte trace (field order of KernelRecord).
         self.c.kernels.add(
-            float(ts) if type(ts) is float or type(ts) is int else (_number(ts) or 0.0),
-            float(dur) if type(dur) is float or type(dur) is int else (_number(dur) or 0.0),
+            ts if type(ts) is float else (_number(ts) or 0.0),
+            dur if type(dur) is float else (_number(dur) or 0.0),
             correlation if type(correlation) is int else as_int(correlation),
             (
                 self._intern(str(ev.name)),

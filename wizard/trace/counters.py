@@ -18,6 +18,7 @@ from pathlib import Path
 import msgspec
 
 from wizard.trace.collector import EventSink
+from wizard.trace.events import as_float
 from wizard.trace.reader import parse_into
 
 MAX_SAMPLES = 1_000_000
@@ -67,15 +68,17 @@ class _CounterSink(EventSink):
             return
         match = _PID.fullmatch(str(event.get("pid")))
         ts, args = event.get("ts"), event.get("args")
-        if match is None or not isinstance(ts, (int, float)) or isinstance(ts, bool) or not isinstance(args, dict):
+        start = as_float(ts) if isinstance(ts, (int, float)) else None  # None past a double's range (400 digits)
+        if match is None or start is None or not isinstance(args, dict):
             return
         device, name = int(match.group(1)), str(event.get("name", ""))[:120]
         for key, value in list(args.items())[:32]:
-            if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+            number = as_float(value) if isinstance(value, (int, float)) else None
+            if number is not None and math.isfinite(number):
                 series = name if key == "value" else str(key)[:120]
                 found = self.series.setdefault((device, series), Series())
-                found.ts.append(float(ts))
-                found.values.append(float(value))
+                found.ts.append(start)
+                found.values.append(number)
                 self.samples += 1
 
 

@@ -9,10 +9,11 @@ exactly (an independent computation in tests/health_oracle.py checks them on eve
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
+
+from wizard.cluster import rank_in_name, rank_value
 
 KINETO = "pytorch/kineto@114171dfba6867d2a898634670d9a3197dbb9595"  # the commit the sources below were read at
 _RUNTIME = (
@@ -216,12 +217,8 @@ def not_applicable(spec_id: str, reason: str, **details: Any) -> HealthCheck:
     return make_check(spec_id, 0, "not_applicable", f"not applicable: {reason}", "", reason=reason, details=details)
 
 
-_NUMBER = re.compile(r"\d+")
-
-
 def rank_of(declared: int | None, path: str) -> int | None:
-    """distributedInfo.rank, else the first number in the file name."""
+    """distributedInfo.rank, else the first number in the file name (wizard.cluster: ASCII digits, a range)."""
     if declared is not None:
-        return declared
-    found = _NUMBER.search(os.path.basename(path))
-    return int(found.group()) if found else None
+        return rank_value(declared)
+    return rank_in_name(os.path.basename(path))

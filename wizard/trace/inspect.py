@@ -15,6 +15,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
+from wizard.cluster import rank_value
 from wizard.errors import InputFileError, UsageError
 from wizard.formatting import compact, plural, verb
 from wizard.progress import NO_PROGRESS, Progress, Task, reading, relayed, task
@@ -96,9 +97,7 @@ def link_op(
 
 def _rank(contents: TraceContents) -> int | None:
     info = contents.metadata.get("distributedInfo")
-    if isinstance(info, dict) and isinstance(info.get("rank"), int):
-        return int(info["rank"])
-    return None
+    return rank_value(info.get("rank")) if isinstance(info, dict) else None
 
 
 def _device_summary(devices: dict[int, DeviceInfo]) -> list[dict[str, Any]]:

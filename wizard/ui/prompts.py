@@ -68,6 +68,19 @@ class InteractiveAnswers:
         prompt = f"Run {what} {visible(value)!r}?"
         return bool(questionary.confirm(prompt, default=False, auto_enter=False).unsafe_ask())
 
+    def confirm_program(self, node: str, value: Any, what: str, why: str) -> bool | None:
+        """Show a program that probe results chose (they come from traces and transcripts, which anyone can
+        forge) and ask whether it may run, with or without --allow-commands. No terminal: None (nobody to
+        show it to; then only --allow-commands lets it run)."""
+        if not self.interactive:
+            return None
+        import questionary
+
+        if self.console is not None:
+            self.console.print(rich_text(f"  {node}: {what} {visible(value)} is {why}", "yellow"))
+        prompt = f"Run {what} {visible(value)!r}?"
+        return bool(questionary.confirm(prompt, default=False, auto_enter=False).unsafe_ask())
+
     def workload(self, probe: str, summary: str, check: Callable[[str], str | None]) -> str | None:
         """Ask for the command that runs the workload, once, when a step needs it; Enter skips the step."""
         if not (self.interactive and self.ask_workload):
