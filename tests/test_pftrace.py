@@ -21,8 +21,9 @@ pb = pytest.importorskip("perfetto.protos.perfetto.trace.perfetto_trace_pb2")
 proto_builder = pytest.importorskip("perfetto.trace_builder.proto_builder")
 
 from tests.conftest import CliResult, strict_json  # noqa: E402
-from wizard.testing.pftrace import BASE_NS, convert, cuspy, varint  # noqa: E402
+from wizard.testing.pftrace import convert, cuspy, varint  # noqa: E402
 from wizard.testing.traces import KernelSpec, TraceBuilder, demo_launches  # noqa: E402
+from wizard.trace.collector import TraceContents  # noqa: E402
 
 GRID_OVERFLOW = KernelSpec(
     "void at::native::index_elementwise_kernel<128, 4>", (100000, 30000, 1), (256, 1, 1), op="aten::index_select"
@@ -133,7 +134,7 @@ def test_a_cuspy_pftrace(run_cli: Any, tmp_path: Path) -> None:
     path = _cuspy_file(tmp_path)
     report = _inspect(run_cli, path)
     assert (report["format"], report["writer"], report["compressed"]) == (
-        "perfetto-proto", "PyTorch profiler with the Cuspy collector (PyTorch 2.15+)", True
+        "perfetto-proto", "PyTorch profiler with the Cuspy collector (PyTorch 2.15; cupti_monitor in 2.13-2.14)", True
     )  # fmt: skip
     checks = _checks(report)
     assert report["kernels"] == 2 == _second_reading(path.read_bytes())["stage 1"]
@@ -141,6 +142,8 @@ def test_a_cuspy_pftrace(run_cli: Any, tmp_path: Path) -> None:
     assert checks["unlinked-kernels"] == ("ok", 0)  # 102's launch took its id from the render stage it links to
     assert checks["impossible-metrics"][0] == "not_applicable"
     assert checks["kernels-overlap"][0] == "not_applicable"  # Cuspy clamps overlaps away before writing
+    durations = next(c for c in report["health"] if c["check"] == "durations")
+    assert (durations["status"], durations["clamped_zero"], durations["at_zero"]) == ("info", 1, 0)
     overlap = next(c for c in report["health"] if c["check"] == "kernels-overlap")
     assert overlap["reason"].startswith("Cuspy clamps each GPU op's end to the next op's start on its lane")
 
@@ -154,7 +157,7 @@ def test_cuspy_kernels_link_to_their_op_with_grid_and_block(tmp_path: Path) -> N
     assert (first.name, first.grid, first.block, first.registers, first.stream) == (
         "void gemm<128>", (108, 1, 1), (256, 1, 1), 32, 7
     )  # fmt: skip
-    assert first.ts == (BASE_NS % (7_889_238 * 10**9) + 1_000) / 1000  # relative to Kineto's base, as Cuspy's JSON
+    assert first.ts == 1.0  # 1,000 ns after Cuspy's base time (its clock snapshot): relative, as Cuspy's JSON
     link = link_op(contents, first)
     assert link is not None and (link.op, link.runtime_call) == ("aten::mm", "cudaLaunchKernel")
 
@@ -169,11 +172,14 @@ def _error(run_cli: Any, path: Path, pattern: str) -> None:
     assert len(lines) == 1 and re.search(pattern, lines[0]), result.stderr
 
 
-def test_a_cut_off_trace_names_the_byte(run_cli: Any, tmp_path: Path) -> None:
+def test_a_cut_off_trace_keeps_what_came_before_and_names_the_byte(run_cli: Any, tmp_path: Path) -> None:
     data = convert(json.loads(_planted_json(tmp_path).read_text()))
     path = tmp_path / "cut.pftrace"
     path.write_bytes(data[: len(data) // 2])
-    _error(run_cli, path, r"cut\.pftrace: not a readable Perfetto trace at byte \d+: the file ends inside a packet")
+    report = _inspect(run_cli, path)
+    detail = report["truncation"]["detail"]
+    assert re.fullmatch(r"the file ends inside a packet at byte \d+(; \d+ slices? left open)?", detail), detail
+    assert report["truncation"]["at_byte"] < len(data) // 2
 
 
 def test_a_packet_too_large_is_refused_before_it_is_read(run_cli: Any, tmp_path: Path) -> None:
@@ -201,6 +207,13 @@ def test_deep_annotations_and_many_open_slices_are_bounded(tmp_path: Path) -> No
     path = tmp_path / "deep.pftrace"
     path.write_bytes(pb.Trace(packet=[packet, end]).SerializeToString())
     assert read_trace(path).ops.count == 1
+    reader = perfetto._Reader(TraceContents(path=str(path)))
+    raw = packet.track_event.debug_annotations[0].SerializeToString()
+    name, value = reader._annotations(raw, (0, len(raw)), perfetto._Sequence())
+    depth = 0
+    while isinstance(value, dict) and value:
+        value, depth = value["x"], depth + 1
+    assert (name, depth, value) == ("deep", perfetto.MAX_DEPTH, None)  # read to the bound, the rest dropped
     plain = pb.TracePacket(timestamp=1000, trusted_packet_sequence_id=1)
     plain.track_event.type, plain.track_event.track_uuid = 1, 5
     opens = pb.Trace(packet=[plain] * (perfetto.MAX_OPEN + 1))
@@ -226,3 +239,114 @@ def test_packets_are_read_one_at_a_time(tmp_path: Path) -> None:
     packets = sum(1 for _ in perfetto._Packets(Counting(data), None))
     assert packets == len(pb.Trace.FromString(data).packet)
     assert max(asked) == perfetto.CHUNK and len(data) > 4 * perfetto.CHUNK
+
+
+def _first_packet_of(size: int) -> bytes:
+    """A trace whose first packet is a process track named with ``size`` characters (a long process name)."""
+    trace = pb.Trace()
+    p = trace.packet.add()
+    p.track_descriptor.uuid, p.track_descriptor.process.pid = 1, 4242
+    p.track_descriptor.process.process_name = "p" * size
+    first: bytes = trace.SerializeToString()
+    return first + convert(json.loads(_planted_json_text()))
+
+
+def _planted_json_text() -> str:
+    b = TraceBuilder()
+    b.add(KernelSpec("void k", (64, 1, 1), (128, 1, 1)))
+    return b.text()
+
+
+@pytest.mark.parametrize("size", [107, 5000])
+@pytest.mark.parametrize("packed", [False, True])
+def test_a_long_first_packet_is_recognised(run_cli: Any, tmp_path: Path, size: int, packed: bool) -> None:
+    """The first packet runs past the bytes looked at (a 107-character process name inflates past 64 bytes; 5,000
+    past the 4,096 read): still a Perfetto trace, gzipped or not, named anything."""
+    data = _first_packet_of(size)
+    path = tmp_path / "trace.bin"
+    path.write_bytes(gzip.compress(data) if packed else data)
+    report = _inspect(run_cli, path)
+    assert (report["format"], report["kernels"]) == ("perfetto-proto", 1)
+
+
+def test_a_json_trace_starting_with_a_newline_is_json(run_cli: Any, tmp_path: Path) -> None:
+    """A newline is also protobuf's tag for field 1: a JSON file that starts with one is still JSON."""
+    for name in ("a" * 60, "b" * 123, "trace"):
+        b = TraceBuilder()
+        b.set_metadata("traceName", name)
+        b.add(KernelSpec("void k", (64, 1, 1), (128, 1, 1)))
+        path = tmp_path / f"{len(name)}.json"
+        path.write_text("\n" + b.text())
+        assert _inspect(run_cli, path)["format"] == "kineto-json"
+
+
+@pytest.mark.parametrize("value", ["\u00b2", "--5", "9" * 40])
+def test_an_extra_data_value_that_is_no_integer_stays_text(run_cli: Any, tmp_path: Path, value: str) -> None:
+    path = cuspy(tmp_path / "odd.pftrace.gz", stages=[{"name": "void k", "ts": 1_000, "dur": 10, "correlation": value,
+                 "grid": (1, 1, 1), "block": (32, 1, 1)}], launches=[])  # fmt: skip
+    report = _inspect(run_cli, path)
+    assert report["kernels"] == 1
+
+
+def test_a_cut_off_gzip_keeps_what_came_before(run_cli: Any, tmp_path: Path) -> None:
+    """As a cut JSON trace: the packets before the cut are read, the report says where it stopped."""
+    data = gzip.compress(convert(json.loads(_planted_json(tmp_path).read_text())))
+    path = tmp_path / "cut.pftrace.gz"
+    path.write_bytes(data[: len(data) * 2 // 3])
+    report = _inspect(run_cli, path)
+    assert report["truncation"] is not None and report["truncation"]["detail"].startswith("the gzip stream ends")
+    assert 0 < report["kernels"] < 8
+
+
+def test_a_pipe_is_read_as_it_streams(tmp_path: Path) -> None:
+    import os
+    import threading
+
+    from wizard.trace.reader import read_trace
+
+    data = gzip.compress(convert(json.loads(_planted_json(tmp_path).read_text())))
+    fifo = tmp_path / "stream.pftrace.gz"
+    os.mkfifo(fifo)
+
+    def feed() -> None:
+        with open(fifo, "wb") as fh:
+            fh.write(data)
+
+    writer = threading.Thread(target=feed)
+    writer.start()
+    try:
+        contents = read_trace(fifo)
+    finally:
+        writer.join()
+    regular = tmp_path / "file.pftrace.gz"
+    regular.write_bytes(data)
+    assert contents.format == "perfetto-proto"
+    assert len(contents.kernels) == len(read_trace(regular).kernels) == 6  # the six kernels planted
+
+
+def test_packed_category_ids_and_links_are_read(tmp_path: Path) -> None:
+    """proto3 writers pack repeated scalars: a packed category_iids and a packed gpu_correlation read as unpacked."""
+    from wizard.trace import perfetto
+
+    seq = perfetto._Sequence()
+    seq.tables["categories"][5] = "cuda_runtime"
+    reader = perfetto._Reader(TraceContents(path="x"))
+    body = varint(3 << 3 | 2) + varint(2) + varint(5) + varint(6)  # category_iids [5, 6], packed
+    body += varint(9 << 3) + varint(1) + varint(11 << 3) + varint(0)  # type BEGIN, track 0
+    links = varint(1 << 3 | 2) + varint(2) + varint(7) + varint(8)
+    body += varint(3000 << 3 | 2) + varint(len(links)) + links
+    reader._track_event(body, (0, len(body)), 1000, seq)
+    (began,) = reader.open[0]
+    assert (began.cat, began.gpu_correlation) == ("cuda_runtime", [7, 8])
+
+
+def test_writer_sequences_are_bounded(tmp_path: Path) -> None:
+    from wizard.errors import InputFileError
+    from wizard.trace import perfetto
+    from wizard.trace.reader import read_trace
+
+    packets = [pb.TracePacket(timestamp=1, trusted_packet_sequence_id=n + 1) for n in range(perfetto.MAX_SEQUENCES + 1)]
+    path = tmp_path / "many.pftrace"
+    path.write_bytes(pb.Trace(packet=packets).SerializeToString())
+    with pytest.raises(InputFileError, match=f"more than {perfetto.MAX_SEQUENCES} writer sequences"):
+        read_trace(path)

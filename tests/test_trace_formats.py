@@ -10,7 +10,6 @@ file with plain SQL here, which shares no code with the reader.
 from __future__ import annotations
 
 import gzip
-import json
 import re
 import shutil
 import sqlite3
@@ -94,12 +93,21 @@ def test_real_nsys_exports_read_with_every_check(run_cli: Any, path: Path, write
 
 
 @needs_shared
-def test_real_exports_counts_are_what_they_hold() -> None:
-    """What the two exports show, written down (docs/trace-formats.md): the mock has 2 kernels, each linked;
-    the two-GPU capture, cut to a 300 ms window by nsys-ai's fixture script, has 4,010 kernels of which 24 link
-    to no launch call: their calls fell before the cut (12 have ids below the first call of their process)."""
+def test_real_exports_show_what_they_hold(run_cli: Any) -> None:
+    """What the two exports show, written down in docs/trace-formats.md: the mock's 2 kernels each link to their
+    launch; the two-GPU capture, cut to a 300 ms window by nsys-ai's fixture script, has 4,010 kernels, 24 of which
+    link to no launch call, all with ids below their process's first call (12 on each of the two processes): their
+    calls fell before the cut; 20 launches at the end lost their kernels to it; and on device 0, stream 7, one
+    reduce kernel starts 12.442 µs before the elementwise kernel before it ends."""
     assert _independent(MOCK) == {"kernels": 2, "calls": 9, "unlinked": 0}
     assert _independent(MFU) == {"kernels": 4010, "calls": 7466, "unlinked": 24}
+    report = _report(run_cli("trace", "inspect", str(MFU), "--json", "--fail-on", "never"))
+    unlinked, missing, overlap = (_check(report, c) for c in ("unlinked-kernels", "kernels-missing", "kernels-overlap"))
+    assert (unlinked["status"], unlinked["count"], unlinked["before_window"]) == ("info", 24, 24)
+    assert unlinked["summary"].endswith("(correlation ids below the first call's of their process)")
+    assert (missing["status"], missing["count"], missing["in_last_1pct"]) == ("info", 20, 20)
+    assert (overlap["status"], overlap["count"], overlap["max_overlap_us"]) == ("warning", 1, 12.442)
+    assert overlap["examples"][0]["name"].startswith("void at::native::reduce_kernel<")
 
 
 def _planted(tmp_path: Path, **kw: Any) -> Path:
@@ -287,13 +295,12 @@ def test_trace_fix_refuses_a_format_it_cannot_write(run_cli: Any, tmp_path: Path
 
 def test_the_format_table_is_the_documented_one() -> None:
     """docs/trace-formats.md lists every format of the table, with whether trace fix rewrites it."""
-    from wizard.trace.formats import FORMATS, READABLE
+    from wizard.trace.formats import FORMATS
 
     doc = (Path(__file__).parents[1] / "docs" / "trace-formats.md").read_text()
     rows = dict(re.findall(r"^\| `([a-z-]+)` \|.*\| (yes|no) \|$", doc, re.M))
     assert rows == {f.id: "yes" if f.rewritable else "no" for f in FORMATS}
-    assert {f.id for f in READABLE} == {"kineto-json", "nsys-sqlite", "perfetto-proto"}
-    json.dumps(rows)  # plain data
+    assert [f.id for f in FORMATS] == ["kineto-json", "nsys-sqlite", "perfetto-proto"]
 
 
 def test_the_triage_reads_an_export_and_continues_where_its_health_says(run_cli: Any, tmp_path: Path) -> None:

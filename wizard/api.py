@@ -42,8 +42,8 @@ def inspect_traces(
     rank_skew_floor_us: float | None = None,
     spell: Callable[[str], str] = str,
 ) -> Inspection:
-    """Check every kernel launch of one or more traces (``.json``/``.json.gz`` files, or per-rank
-    directories) and explain each impossible value.
+    """Check every kernel launch of one or more traces (Kineto or Cuspy JSON, ``.json.gz``, Perfetto ``.pftrace``,
+    Nsight Systems ``.sqlite``, or per-rank directories of them) and explain each impossible value.
 
     ``sms``: the SM count for traces without device properties (PyTorch 1.8). ``jobs``: processes
     to use (default: the cores; 1: all in this process). ``launches``: which per-launch records the

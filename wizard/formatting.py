@@ -84,6 +84,11 @@ def plural(number: float, noun: str) -> str:
     return f"{exact(number)} {' '.join([*words[:-1], last])}"
 
 
+def article(name: str) -> str:
+    """'an' before a name read with a vowel sound (an A100, an H100, an Nsight Systems export), else 'a'."""
+    return "an" if name[:1].upper() in "AEFHILMNORSX" else "a"
+
+
 def verb(number: float, one: str, many: str) -> str:
     """The verb form that agrees with ``number`` things: ``one`` for exactly 1, else ``many``."""
     return one if number == 1 else many

@@ -107,7 +107,7 @@ class Context:
             self.consoles[stderr] = make_console(
                 self.stderr if stderr else self.stdout,
                 no_color=no_color,
-                width=int(columns) if columns.isdigit() and int(columns) > 0 else None,
+                width=int(columns) if columns.isascii() and columns.isdigit() and int(columns) > 0 else None,
             )
         return self.consoles[stderr]
 

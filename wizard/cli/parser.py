@@ -180,7 +180,12 @@ def _add_trace(sub: _Sub, kw: dict[str, Any]) -> None:
     trace = sub.add_parser("trace", help="inspect or fix profiler traces")
     tsub = trace.add_subparsers(dest="trace_command", metavar="ACTION", parser_class=_Parser)
     ins = tsub.add_parser("inspect", help="explain every impossible kernel metric in traces", **kw)
-    ins.add_argument("paths", nargs="+", metavar="PATH", help=".json/.json.gz traces or per-rank directories")
+    ins.add_argument(
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="traces (Kineto or Cuspy JSON, .json.gz, .pftrace[.gz], nsys .sqlite) or per-rank directories",
+    )
     ins.add_argument("--json", action="store_true", help=f"machine-readable (schema {TRACE_REPORT})")
     ins.add_argument("--markdown", metavar="FILE", help="write Markdown for a bug report ('-': to stdout, alone)")
     _add_report(ins)

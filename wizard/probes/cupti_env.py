@@ -139,7 +139,7 @@ def capabilities(status: str | None) -> tuple[list[str] | None, int | None]:
             caps = [name for bit, name in sorted(CAPABILITIES.items()) if mask >> bit & 1]
         elif line.startswith("Uid:"):
             parts = line.split()
-            if len(parts) > 2 and parts[2].isdigit():
+            if len(parts) > 2 and parts[2].isascii() and parts[2].isdigit():
                 uid = int(parts[2])  # the effective uid
     return caps, uid
 

@@ -87,7 +87,8 @@ def _calculator_failure(inspection: Inspection) -> dict[str, Any]:
     report, group = max(groups, key=lambda pair: pair[1].count)
     cc = next((d["compute_capability"] for d in report.devices if d["id"] == group.worst.device), None)
     major, _, minor = str(cc).partition(".")
-    key = (int(major), int(minor)) if major.isdigit() and minor.isdigit() else None
+    digits = major.isascii() and minor.isascii() and major.isdigit() and minor.isdigit()  # '²' is a digit to isdigit
+    key = (int(major), int(minor)) if digits else None
     header = MIN_CUDA_HEADER.get(key) if key else None
     every_header = key in ARCHITECTURES and header is None
     return {"d_capability": cc, "d_cause": "inputs" if every_header else "header", "d_header": header}

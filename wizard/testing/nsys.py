@@ -88,14 +88,15 @@ def write_export(
             CREATE TABLE TARGET_INFO_GPU (vmId INTEGER, id INTEGER, name TEXT, smCount INTEGER, computeMajor INTEGER,
                 computeMinor INTEGER, maxWarpsPerSm INTEGER, threadsPerWarp INTEGER, maxRegistersPerSm INTEGER,
                 maxRegistersPerBlock INTEGER, maxShmemPerBlock INTEGER, maxShmemPerSm INTEGER,
-                maxShmemPerBlockOptin INTEGER, totalMemory INTEGER, maxThreadsPerBlock INTEGER, maxBlocksPerSm INTEGER);
+                maxShmemPerBlockOptin INTEGER, totalMemory INTEGER, maxThreadsPerBlock INTEGER, maxBlocksPerSm INTEGER,
+                cuDevice INTEGER);
             """
         )
         strings: dict[str, int] = {}
 
         def sid(text: str) -> int:
-            if text not in strings:
-                strings[text] = len(strings) + 1
+            if text not in strings:  # from 0, as nsys numbers them
+                strings[text] = len(strings)
                 db.execute("INSERT INTO StringIds VALUES (?, ?)", (strings[text], text))
             return strings[text]
 
@@ -123,8 +124,8 @@ def write_export(
         db.executemany("INSERT INTO DIAGNOSTIC_EVENT VALUES (0, 1, 1, ?, ?, 0)", list(diagnostics))
         if gpu is not None:
             db.execute(
-                "INSERT INTO TARGET_INFO_GPU VALUES (0,0,?,?,9,0,64,32,65536,65536,49152,233472,232448,85520809984,"
-                "1024,32)",
+                "INSERT INTO TARGET_INFO_GPU VALUES (0,7,?,?,9,0,64,32,65536,65536,49152,233472,232448,85520809984,"
+                "1024,32,0)",  # nsys's own id 7, CUDA ordinal 0 (what kernels' deviceId is)
                 (gpu, sm_count),
             )
     db.close()

@@ -130,7 +130,24 @@ def field(number: int, payload: bytes) -> bytes:
     return varint(number << 3 | 2) + varint(len(payload)) + payload
 
 
-BASE_NS = 1_767_000_000 * 10**9  # an epoch-derived base, as Cuspy's packets carry (absolute ns)
+BASE_NS = 224 * 7_889_238 * 10**9  # Cuspy's base time: Kineto's baseTimeNanoseconds, a multiple of three months
+
+
+def _clock_snapshot(packet: Any) -> None:
+    """Cuspy's first packet: the clock snapshot at its base time (BOOTTIME and REALTIME both at the base)."""
+    packet.timestamp, packet.trusted_packet_sequence_id = BASE_NS, 1
+    packet.clock_snapshot.clocks.add(clock_id=6, timestamp=BASE_NS)  # BUILTIN_CLOCK_BOOTTIME
+    packet.clock_snapshot.clocks.add(clock_id=1, timestamp=BASE_NS)  # BUILTIN_CLOCK_REALTIME
+
+
+def _process_and_thread(trace: Any) -> None:
+    p = trace.packet.add()
+    p.track_descriptor.uuid, p.track_descriptor.process.pid = 1, 4242
+    p.track_descriptor.process.process_name = "python"
+    p = trace.packet.add()
+    p.track_descriptor.uuid, p.track_descriptor.parent_uuid = 2, 1
+    p.track_descriptor.thread.pid, p.track_descriptor.thread.tid = 4242, 4243
+    p.track_descriptor.thread.thread_name = "thread 4243"
 
 
 def cuspy(path: Path, *, stages: list[dict[str, Any]], launches: list[dict[str, Any]]) -> Path:
@@ -139,13 +156,8 @@ def cuspy(path: Path, *, stages: list[dict[str, Any]], launches: list[dict[str, 
     render stage per op; gzipped."""
     pb = _pb()
     trace = pb.Trace()
-    p = trace.packet.add()
-    p.track_descriptor.uuid, p.track_descriptor.process.pid = 1, 4242
-    p.track_descriptor.process.process_name = "python"
-    p = trace.packet.add()
-    p.track_descriptor.uuid, p.track_descriptor.parent_uuid = 2, 1
-    p.track_descriptor.thread.pid, p.track_descriptor.thread.tid = 4242, 4243
-    p.track_descriptor.thread.thread_name = "thread 4243"
+    _clock_snapshot(trace.packet.add())
+    _process_and_thread(trace)
     names = ["aten::mm", "cudaLaunchKernel", *sorted({s["name"] for s in stages})]
     interned = trace.packet.add()
     interned.trusted_packet_sequence_id = 1
@@ -164,7 +176,7 @@ def cuspy(path: Path, *, stages: list[dict[str, Any]], launches: list[dict[str, 
     )
     clear = pb.TracePacket(trusted_packet_sequence_id=1)
     raw.append(field(1, clear.SerializeToString() + field(12, compute)))
-    for launch in launches:  # an op around each launch, as Cuspy's groups: all begins, then all ends
+    for launch in launches:  # an op around each launch, each begin followed by its end
         for name_iid, cat_iid, start, end, anno in (
             (1, 1, launch["ts"] - 500, launch["ts"] + 900, False), (2, 2, launch["ts"], launch["ts"] + 300, True)
         ):  # fmt: skip

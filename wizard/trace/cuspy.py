@@ -33,11 +33,12 @@ CANNOT_SHOW = {
 
 
 def is_cuspy(contents: TraceContents) -> bool:
-    """CUDA kernels of which none carries Kineto's per-SM metrics, in a trace whose CPU side is Kineto's."""
-    if not len(contents.kernels) or contents.is_rocm or "schemaVersion" not in contents.metadata:
+    """CUDA kernels (with CUDA runtime or driver calls) of which none carries Kineto's per-SM metrics, in a trace
+    whose CPU side is Kineto's."""
+    cuda = contents.timeline.categories.keys() & {"cuda_runtime", "cuda_driver"}  # not an XPU or ROCm trace
+    if not len(contents.kernels) or contents.is_rocm or not cuda or "schemaVersion" not in contents.metadata:
         return False
-    shapes = contents.kernels.columns()[4]
-    return all(s[9].spelling == "missing" and s[10].spelling == "missing" for s in shapes)
+    return not contents.kernels.carries_metrics()
 
 
 @dataclass(frozen=True, slots=True)

@@ -140,6 +140,7 @@ def quote_bare_bytes(match: re.Match[bytes]) -> bytes:
     return match.group(1) + b'"' + BARE_MARK.encode() + match.group(2) + b'"'
 
 
+_DECIMAL = re.compile(r"-?[0-9]+")  # ASCII digits: str.isdigit() takes '²', which int() refuses
 INT_LIMIT = 1 << 63  # ids, counts and dimensions beyond int64 are damage, not data
 
 
@@ -151,7 +152,7 @@ def as_int(value: Any) -> int | None:
         return value if -INT_LIMIT < value < INT_LIMIT else None
     if isinstance(value, float):
         return int(value) if value.is_integer() and abs(value) < INT_LIMIT else None
-    if isinstance(value, str) and len(value) < 24 and value.strip().lstrip("-").isdigit():
+    if isinstance(value, str) and len(value) < 24 and _DECIMAL.fullmatch(value.strip()):
         return as_int(int(value))
     return None
 

@@ -15,8 +15,10 @@ import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from wizard.errors import InputFileError
+from wizard.formatting import article
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 GZIP_MAGIC = b"\x1f\x8b"
@@ -36,7 +38,7 @@ class TraceFormat:
 
     @property
     def name_with_article(self) -> str:
-        return f"{_article(self.name)} {self.name}"
+        return f"{article(self.name)} {self.name}"
 
 
 KINETO_JSON = TraceFormat(
@@ -65,43 +67,52 @@ PERFETTO_PROTO = TraceFormat(
     rewritable=False,
 )
 FORMATS: tuple[TraceFormat, ...] = (KINETO_JSON, NSYS_SQLITE, PERFETTO_PROTO)
-READABLE: tuple[TraceFormat, ...] = FORMATS  # those this version has a reader for (all, now)
 BY_ID: dict[str, TraceFormat] = {f.id: f for f in FORMATS}
 
 
 def is_trace_name(name: str) -> bool:
     """A file a directory of traces is expected to hold (a per-rank directory may mix formats)."""
-    return any(name.endswith(suffix) for f in READABLE for suffix in f.suffixes)
+    return any(name.endswith(suffix) for f in FORMATS for suffix in f.suffixes)
 
 
 def trace_suffixes() -> list[str]:
     """The file names a directory of traces is searched for."""
-    return [suffix for f in READABLE for suffix in f.suffixes]
+    return [suffix for f in FORMATS for suffix in f.suffixes]
 
 
-def _by_content(head: bytes) -> TraceFormat | None:
-    """The format the first bytes say, or None when they say nothing known."""
+def _is_text(head: bytes) -> bool:
+    """No byte a text file never holds (controls other than tab, newline, carriage return): a protobuf packet's
+    tags and lengths are such bytes, a JSON file has none."""
+    return not any(b < 0x09 or 0x0B <= b < 0x0D or 0x0E <= b < 0x20 for b in head[:512])
+
+
+def _by_content(head: bytes, *, cut: bool) -> TraceFormat | None:
+    """The format the first bytes say, or None when they say nothing known. ``cut``: the file goes on past them."""
     if head.startswith(SQLITE_MAGIC):
         return NSYS_SQLITE
+    text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if text[:1] in (b"{", b"[") and _is_text(head):
+        return KINETO_JSON
     # A Perfetto trace is a protobuf ``Trace``: repeated field 1 (``packet``), length-delimited: tag 0x0a, which
     # is also a newline, so the packet itself is decoded before the bytes are taken for a JSON file's blanks
     from wizard.trace.perfetto import looks_like_packets
 
-    if looks_like_packets(head):
+    if looks_like_packets(head, cut=cut):
         return PERFETTO_PROTO
-    text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
     if text[:1] in (b"{", b"["):
         return KINETO_JSON
     return None
 
 
-def _inflated_head(head: bytes) -> bytes:
-    """The first bytes a gzip member inflates to (a damaged stream gives what came before the damage)."""
+def _inflated_head(head: bytes) -> tuple[bytes, bool]:
+    """The first bytes a gzip member inflates to, and whether the member goes on past them (a damaged stream
+    gives what came before the damage)."""
     inflater = zlib.decompressobj(31)
     try:
-        return inflater.decompress(head, 64)
+        inflated = inflater.decompress(head, HEAD_BYTES)
     except zlib.error:
-        return b""
+        return b"", False
+    return inflated, not inflater.eof
 
 
 def detect(path: Path) -> TraceFormat:
@@ -119,13 +130,14 @@ def detect(path: Path) -> TraceFormat:
     except OSError:
         return KINETO_JSON
     if head.startswith(GZIP_MAGIC):
-        found = _by_content(_inflated_head(head))
+        inflated, cut = _inflated_head(head)
+        found = _by_content(inflated, cut=cut)
         if found is NSYS_SQLITE:
             raise InputFileError(
                 f"{path}: a gzip-compressed SQLite database; unpack it first (gunzip), a SQLite file is read in place"
             )
-        return found or KINETO_JSON
-    return _by_content(head) or _by_name(path.name) or KINETO_JSON
+        return found or _by_name(path.name.removesuffix(".gz")) or KINETO_JSON
+    return _by_content(head, cut=len(head) == HEAD_BYTES) or _by_name(path.name) or KINETO_JSON
 
 
 def _by_name(name: str) -> TraceFormat | None:
@@ -133,15 +145,6 @@ def _by_name(name: str) -> TraceFormat | None:
         if any(name.endswith(suffix) for suffix in f.suffixes):
             return f
     return None
-
-
-def unreadable(path: Path, fmt: TraceFormat) -> InputFileError:
-    """The one-line error for a format recognised but not read by this version."""
-    return InputFileError(
-        f"{path}: {fmt.name_with_article} ({fmt.writers}); this version of warpwizard reads "
-        + ", ".join(f.name for f in READABLE)
-        + " (docs/trace-formats.md)"
-    )
 
 
 def refuse_unwritable(name: str) -> None:
@@ -155,5 +158,6 @@ def refuse_unwritable(name: str) -> None:
         )
 
 
-def _article(name: str) -> str:
-    return "an" if name[:1].upper() in "AEFHILMNORSX" else "a"
+def cannot_show(contents: Any) -> dict[str, str]:
+    """The health checks this file cannot show, and why: its format's, then its writer's (Cuspy's .pftrace)."""
+    return {**BY_ID[contents.format].cannot_show, **contents.cannot_show}

@@ -572,10 +572,12 @@ def unlinked_kernels(calls: _Calls, kernels: _Kernels) -> HealthCheck:
     count = len(orphans)
     inside = orphans[~before]
     if not len(inside):
+        several = len(_distinct(call_ids >> PROCESS_SHIFT)) > 1  # an export of several processes (nsys)
+        below = "the first call's of their process" if several else f"the first call's, {first_id}"
         return make_check(
             "unlinked-kernels", count, "info",
             f"{plural(count, 'kernel')} of {n} {verb(count, 'links', 'link')} to no launch call: launched before "
-            f"the profiling window started (correlation {verb(count, 'id', 'ids')} below the first call's, {first_id})",
+            f"the profiling window started (correlation {verb(count, 'id', 'ids')} below {below})",
             "how tracing works: the previous step's kernels were still running when the profiler started; "
             "every kernel launched inside the window links to its call",
             details=details,

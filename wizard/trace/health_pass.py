@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from wizard.trace.collector import TraceContents
-from wizard.trace.formats import BY_ID
+from wizard.trace.formats import cannot_show
 from wizard.trace.health import RANK_SKEW_FLOOR_US, HealthCheck, not_applicable, rank_of
 
 
@@ -62,7 +62,7 @@ class HealthPass:
 def _as_format_shows(contents: TraceContents, checks: list[HealthCheck]) -> list[HealthCheck]:
     """A check whose problem the file's format cannot carry is not applicable, with the format's reason: an
     Nsight Systems export has no occupancy to be impossible, so "ok" would claim what it never showed."""
-    cannot = {**BY_ID[contents.format].cannot_show, **contents.cannot_show}
+    cannot = cannot_show(contents)
     return [_not_shown(check, cannot[check.check]) if check.check in cannot else check for check in checks]
 
 

@@ -17,11 +17,11 @@ from typing import Any, Literal
 
 from wizard.cluster import rank_value
 from wizard.errors import InputFileError, UsageError
-from wizard.formatting import compact, plural, verb
+from wizard.formatting import article, compact, plural, verb
 from wizard.progress import NO_PROGRESS, Progress, Task, reading, relayed, task
 from wizard.trace.analysis import SM_COUNT_HINT, Finding, KernelCheck, MemoChecker
 from wizard.trace.devices import DeviceInfo, device_table, sm_count_conflicts
-from wizard.trace.formats import BY_ID, KINETO_JSON
+from wizard.trace.formats import BY_ID, KINETO_JSON, cannot_show
 from wizard.trace.health import RANK_SKEW_FLOOR_US
 from wizard.trace.health_pass import HealthPass, HealthResult, job_health
 from wizard.trace.mechanisms import Mechanism, is_wrong
@@ -551,16 +551,18 @@ def _format_notes(contents: TraceContents) -> list[str]:
     if contents.format == KINETO_JSON.id and not isinstance(cuspy, dict):
         return []
     fmt = BY_ID[contents.format]
-    notes = [
-        f"read as {_article(fmt.name)} {fmt.name}" + (f", written by {contents.writer}" if contents.writer else "")
-    ]
+    notes = [f"read as {fmt.name_with_article}" + (f", written by {contents.writer}" if contents.writer else "")]
     if isinstance(cuspy, dict) and cuspy.get("lanes"):
         notes.append(
             f"{plural(int(cuspy['lanes']), 'kernel')} drawn on Cuspy's logical lanes (CUDA-graph ops moved off their "
             "stream): checked on their real stream (original_stream), shown on the lane"
         )
-    cannot = {**fmt.cannot_show, **contents.cannot_show}
-    notes += [f"this file cannot show {check}: {why}" for check, why in cannot.items()]
+    notes += [f"this file cannot show {check}: {why}" for check, why in cannot_show(contents).items()]
+    if contents.metadata.get("perfetto_clocks"):
+        notes.append(
+            "this trace names clocks or packet defaults (TracePacketDefaults, timestamp_clock_id) that are not "
+            "applied here: its times may be offset"
+        )
     nsys = contents.metadata.get("nsys")
     if isinstance(nsys, dict):
         diagnostics = nsys.get("diagnostics") or []
@@ -584,16 +586,6 @@ def _resident(devices: dict[int, DeviceInfo]) -> str:
     return f"the at most {' or '.join(map(str, most))} warps an SM of this GPU holds at once"
 
 
-def _article(name: str) -> str:
-    """'an' before a name read with a vowel sound (an A100, an H100, an RTX 2080 Ti), else 'a'."""
-    return "an" if name[:1].upper() in "AEFHILMNORSX" else "a"
-
-
-def _carries_metrics(contents: TraceContents) -> bool:
-    """Some kernel carries blocks or warps per SM (one per distinct launch shape is looked at)."""
-    return any(s[9].spelling != "missing" or s[10].spelling != "missing" for s in contents.kernels.columns()[4])
-
-
 def _sm_count_notes(contents: TraceContents, devices: dict[int, DeviceInfo], sms: int | None) -> list[str]:
     """Where the SM count came from when the trace gives none: --sms (and whether it fits), or inference;
     and that --sms went unused when the trace gives its own."""
@@ -603,13 +595,13 @@ def _sm_count_notes(contents: TraceContents, devices: dict[int, DeviceInfo], sms
             f"the SM count given with --sms ({sms}) was not used: the trace has deviceProperties, and its devices' "
             f"own SM counts were used ({' or '.join(map(str, own)) or 'none usable'})"
         ]
-    if contents.device_properties or not contents.kernels or contents.is_rocm or not _carries_metrics(contents):
+    if contents.device_properties or not contents.kernels or contents.is_rocm or not contents.kernels.carries_metrics():
         return []  # (a trace whose kernels carry no metrics, Cuspy's or nsys's, has nothing to recompute with one)
     inferred = [d for d in devices.values() if d.source == "inferred"]
     if sms is not None:  # device_table let the count the kernels prove win over a contradicting --sms
         overruled = [
             f"the SM count given with --sms ({sms}) does not fit this trace: its kernels' blocks per SM fit "
-            f"{d.num_sms} SMs exactly{f' ({_article(d.name)} {d.name})' if d.name else ''}, so {d.num_sms} was used"
+            f"{d.num_sms} SMs exactly{f' ({article(d.name)} {d.name})' if d.name else ''}, so {d.num_sms} was used"
             for d in inferred
         ]
         return overruled or [f"the trace has no deviceProperties; using the SM count given with --sms: {sms}"]

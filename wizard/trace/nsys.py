@@ -24,7 +24,6 @@ whole read bounded in time (``NsysConfig``).
 
 from __future__ import annotations
 
-import math
 import re
 import sqlite3
 import time
@@ -214,19 +213,21 @@ class _Export:
         for start, end, name_id in self._rows("PROFILER_OVERHEAD", ("start", "end", "nameId"), required=2):
             s, e = _int(start), _int(end)
             if s is not None and e is not None and e >= s:
-                spent[cut(self.strings.get(_int(name_id) or -1, "unknown"), 80)] += e - s
+                spent[cut(self._string(name_id) or "unknown", 80)] += e - s
         return dict(spent.most_common(20))
 
     def _devices(self) -> list[dict[str, Any]]:
         cols = (
             "id", "name", "computeMajor", "computeMinor", "smCount", "maxWarpsPerSm", "threadsPerWarp",
             "maxRegistersPerSm", "maxRegistersPerBlock", "maxShmemPerBlock", "maxShmemPerSm", "maxShmemPerBlockOptin",
-            "totalMemory", "maxThreadsPerBlock", "maxBlocksPerSm",
+            "totalMemory", "maxThreadsPerBlock", "cuDevice",
         )  # fmt: skip
         devices: list[dict[str, Any]] = []
         for row in self._rows("TARGET_INFO_GPU", cols, required=1):
             v = dict(zip(cols, row, strict=True))
-            ident = _int(v["id"])
+            ident = _int(v["cuDevice"])  # the CUDA ordinal, which kernels' deviceId is; `id` is nsys's own
+            if ident is None:
+                ident = _int(v["id"])
             if ident is None:
                 continue
             warps, warp = _int(v["maxWarpsPerSm"]), _int(v["threadsPerWarp"])
@@ -255,6 +256,8 @@ class _Export:
         for table, column in (
             ("CUPTI_ACTIVITY_KIND_KERNEL", "globalPid"),
             ("CUPTI_ACTIVITY_KIND_RUNTIME", "globalTid"),
+            ("CUPTI_ACTIVITY_KIND_MEMCPY", "globalPid"),
+            ("CUPTI_ACTIVITY_KIND_MEMSET", "globalPid"),
         ):
             if column in self._columns(table):
                 quoted = f'SELECT DISTINCT "{column}" FROM "{table}"'
@@ -269,9 +272,13 @@ class _Export:
             return (self.processes.get(_pid(g), 0) << PROCESS_SHIFT) | (corr & ((1 << PROCESS_SHIFT) - 1))
         return corr
 
+    def _string(self, sid: Any) -> str | None:
+        """A StringIds entry (id 0 is a string too: 'GpuMetrics' in both real exports)."""
+        return self.strings.get(sid) if type(sid) is int else None
+
     def _name(self, *ids: Any) -> str:
         for sid in ids:
-            text = self.strings.get(_int(sid) or -1) if type(sid) is int else None
+            text = self._string(sid)
             if text:
                 return text
         return "unknown"
@@ -370,6 +377,6 @@ def _span(start: Any, end: Any) -> tuple[float | None, float]:
     """Nanosecond start and end as Kineto's microsecond ``ts`` and ``dur`` (an end before the start, or none,
     is a duration of its difference or 0: durations are reported as recorded, never repaired)."""
     s, e = _int(start), _int(end)
-    if s is None or not math.isfinite(s):
+    if s is None:
         return None, 0.0
     return s / 1000.0, ((e - s) / 1000.0 if e is not None else 0.0)

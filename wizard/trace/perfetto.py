@@ -27,8 +27,11 @@ slices are bounded, a truncated or damaged packet ends the read with a one-line 
 
 from __future__ import annotations
 
-import gzip
+import dataclasses
+import io
+import re
 import struct
+import time
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -38,7 +41,9 @@ from typing import IO, Any
 import msgspec
 
 from wizard.errors import InputFileError
-from wizard.trace.collector import Collector, TraceContents
+from wizard.formatting import plural
+from wizard.trace import cuspy
+from wizard.trace.collector import Collector, TraceContents, Truncation
 from wizard.trace.events import (
     GPU_OP_CATEGORIES,
     KERNEL_CATEGORIES,
@@ -50,7 +55,10 @@ from wizard.trace.events import (
 from wizard.untrusted import cut, visible
 
 MAX_PACKET = 64 << 20  # one TracePacket; Perfetto's own writers stay far below (a chunk is 64 KB)
-MAX_INTERNED = 4_000_000  # entries of every interned table together
+MAX_INTERNED = 4_000_000  # live entries of every interned table together (a clear frees its sequence's)
+MAX_SEQUENCES = 10_000  # writer sequences (each has its own interned state)
+MAX_FIELDS = 1_000_000  # fields of one message: a 64 MB packet of one-byte fields would be a list of 64 million
+MAX_PENDING = 1_000_000  # launches waiting for the render stage they link to
 MAX_OPEN = 100_000  # slices open at once, over every track
 MAX_DEPTH = 32  # nesting of debug annotations kept (deeper values are dropped, not followed)
 CHUNK = 1 << 20
@@ -69,7 +77,8 @@ _TE_CATEGORY_IIDS, _TE_DEBUG, _TE_TYPE, _TE_NAME_IID, _TE_TRACK, _TE_CATEGORIES,
     3, 4, 9, 10, 11, 22, 23, 6,
 )  # fmt: skip
 _TE_GPU_CORRELATION = 3000  # Cuspy's GpuTrackEvent.gpu_correlation (field 1: render-stage event ids)
-_SLICE_BEGIN, _SLICE_END, _INSTANT = 1, 2, 3
+_SLICE_BEGIN, _SLICE_END = 1, 2
+_CLOCK_SNAPSHOT, _CLOCK_ID, _DEFAULTS = 6, 58, 59  # TracePacket fields
 # InternedData: (field, table) for the name-like tables read
 _INTERNED_TABLES = {1: "categories", 2: "names", 3: "annotation_names", 24: "gpu_specs", 1000: "kernels"}
 _INTERNED_STRINGS = 29  # debug_annotation_string_values (InternedString: iid 1, str 2)
@@ -90,6 +99,9 @@ _EXTRA_ARGS = {"correlation": "correlation", "stream id": "stream", "graph id": 
 # The categories whose args the collector reads (the rest: name, row and time only), so only their debug
 # annotations are decoded: a with_stack trace's python_function slices are most of its events
 ARGS_READ = KERNEL_CATEGORIES | RUNTIME_CATEGORIES | OP_CATEGORIES | GPU_OP_CATEGORIES
+
+
+_DECIMAL = re.compile(r"-?[0-9]{1,20}")  # an integer extra_data value, ASCII digits only
 
 
 class _Damaged(Exception):
@@ -156,10 +168,26 @@ def _fields(b: bytes, start: int = 0, end: int | None = None) -> list[tuple[int,
                 i += 4
             else:
                 raise _Damaged(f"wire type {wire}")
+            if len(out) > MAX_FIELDS:
+                raise _Damaged(f"a message of more than {MAX_FIELDS} fields")
         if i > end:
             raise _Damaged("a field runs past its message")
     except IndexError:
         raise _Damaged("a message cut off") from None
+    return out
+
+
+def _varints(b: bytes, wire: int, value: Any) -> list[int]:
+    """A repeated varint field's values from one field: one value, or a packed run of them (proto3 writers pack
+    repeated scalars; a reader must take both)."""
+    if wire == 0:
+        return [value]
+    if wire != 2:
+        return []
+    out, i = [], value[0]
+    while i < value[1]:
+        v, i = _varint(b, i)
+        out.append(v)
     return out
 
 
@@ -178,6 +206,8 @@ class _Sequence:
 
     tables: dict[str, dict[int, str]] = field(default_factory=lambda: {t: {} for t in _INTERNED_TABLES.values()})
     strings: dict[int, str] = field(default_factory=dict)
+    interned: int = 0  # entries held, for the bound over every sequence
+    default_track: int = 0  # TracePacketDefaults.track_event_defaults.track_uuid
     memo: dict[bytes, tuple[str, Any]] = field(default_factory=dict)  # debug annotations by their bytes
 
 
@@ -210,8 +240,8 @@ class _Reader:
         self.open_count = 0
         self.base: int | None = None
         self.batch: list[Event] = []
-        self.stages = 0  # render stages read (Cuspy)
         self.track_events = 0
+        self.clocks = False  # packets named a clock or defaults this reader does not apply
         self.cuspy = False  # raw fields only Cuspy writes were seen
         self.event_correlation: dict[int, int] = {}  # render stage event_id -> correlation (launch links)
         self.pending: list[tuple[dict[str, Any], list[int]]] = []  # launches whose correlation is a link
@@ -224,6 +254,8 @@ class _Reader:
         flags = 0
         body: tuple[int, tuple[int, int]] | None = None
         interned: tuple[int, int] | None = None
+        defaults: tuple[int, int] | None = None
+        snapshot = False
         for number, wire, value in _fields(b):
             if number == _TIMESTAMP and wire == 0:
                 ts = value
@@ -237,9 +269,17 @@ class _Reader:
                 interned = value
             elif number in (_TRACK_EVENT, _TRACK_DESCRIPTOR, _RENDER_STAGE) and wire == 2:
                 body = (number, value)
-        if flags & _SEQ_INCREMENTAL_STATE_CLEARED:
-            self.sequences[seq_id] = _Sequence()
-        seq = self.sequences.setdefault(seq_id, _Sequence())
+            elif number == _DEFAULTS and wire == 2:
+                defaults = value
+            elif number == _CLOCK_SNAPSHOT and wire == 2:
+                snapshot = True
+            elif number == _CLOCK_ID:
+                self.clocks = True
+        if snapshot and ts is not None and self.base is None:
+            self._base_from(ts)
+        seq = self._sequence(seq_id, bool(flags & _SEQ_INCREMENTAL_STATE_CLEARED))
+        if defaults is not None:
+            self._defaults(b, defaults, seq)
         if interned is not None:
             self._interned(b, interned, seq)
         if body is None:
@@ -251,6 +291,36 @@ class _Reader:
             self._track_event(b, span, ts, seq)
         elif ts is not None:
             self._render_stage(b, span, ts, seq)
+
+    def _sequence(self, seq_id: int, cleared: bool) -> _Sequence:
+        """The writer sequence's interned state, anew when the packet clears it."""
+        seq = self.sequences.get(seq_id)
+        if seq is not None and not cleared:
+            return seq
+        if seq is not None:
+            self.interned -= seq.interned
+        elif len(self.sequences) >= MAX_SEQUENCES:
+            raise _Damaged(f"more than {MAX_SEQUENCES} writer sequences")
+        seq = self.sequences[seq_id] = _Sequence()
+        return seq
+
+    def _base_from(self, ts: int) -> None:
+        """Cuspy's first packet is a clock snapshot at its base time (Kineto's baseTimeNanoseconds, a multiple of
+        three months): times are then said relative to it, as Cuspy's JSON says them. Any other writer's times
+        stay absolute, as the JSON it was converted from."""
+        period = TRIMONTH_S * 10**9
+        self.base = ts if ts % period == 0 else 0
+
+    def _defaults(self, b: bytes, span: tuple[int, int], seq: _Sequence) -> None:
+        """TracePacketDefaults: the track a sequence's events default to (the Perfetto SDK's thread tracks);
+        a default clock other than the trace's is not applied, and said."""
+        for number, wire, value in _fields(b, *span):
+            if number == 11 and wire == 2:  # track_event_defaults
+                for n, w, v in _fields(b, *value):
+                    if n == 11 and w == 0:
+                        seq.default_track = v
+            elif number == 58:
+                self.clocks = True
 
     def _interned(self, b: bytes, span: tuple[int, int], seq: _Sequence) -> None:
         for number, wire, value in _fields(b, *span):
@@ -269,6 +339,7 @@ class _Reader:
                 elif n == 3 and w == 2 and table == "kernels":
                     kernel_name = _text(b, v)  # demangled_name, which Cuspy writes (no mangled name)
             self.interned += 1
+            seq.interned += 1
             if self.interned > MAX_INTERNED:
                 raise _Damaged(f"more than {MAX_INTERNED} interned strings")
             if table is None:
@@ -364,7 +435,7 @@ class _Reader:
         return found
 
     def _track_event(self, b: bytes, span: tuple[int, int], ts: int, seq: _Sequence) -> None:  # noqa: PLR0912
-        kind, track = 0, 0
+        kind, track = 0, seq.default_track
         name = ""
         cat: str | None = None
         args: dict[str, Any] = {}
@@ -380,15 +451,18 @@ class _Reader:
                 name = seq.tables["names"].get(value, "")
             elif number == _TE_NAME and wire == 2:
                 name = _text(b, value)
-            elif number == _TE_CATEGORY_IIDS and wire == 0 and cat is None:
-                cat = seq.tables["categories"].get(value)
+            elif number == _TE_CATEGORY_IIDS and cat is None:
+                ids = _varints(b, wire, value)
+                cat = seq.tables["categories"].get(ids[0]) if ids else None
             elif number == _TE_CATEGORIES and wire == 2 and cat is None:
                 cat = _text(b, value)
             elif number == _TE_DEBUG and wire == 2:
                 notes.append(value)
             elif number == _TE_GPU_CORRELATION and wire == 2:
                 self.cuspy = True
-                links.extend(v for n, w, v in _fields(b, *value) if n == 1 and w == 0)
+                for n, w, v in _fields(b, *value):
+                    if n == 1:
+                        links.extend(_varints(b, w, v))
             elif number == _TE_LEGACY and wire == 2:
                 for n, w, v in _fields(b, *value):
                     if n == 3 and w == 0:
@@ -409,6 +483,8 @@ class _Reader:
             if stack:
                 began = stack.pop()
                 self.open_count -= 1
+                if not stack:
+                    del self.open[track]
                 self._emit(track, began.ts, ts - began.ts, began.name, began.cat, began.args, began.gpu_correlation)
         elif legacy_dur is not None:  # a complete event in the legacy form (phase X with a duration)
             self._emit(track, ts, legacy_dur * 1000, name, cat, args, links)
@@ -439,7 +515,6 @@ class _Reader:
                 self._extra(b, value, args)
             elif number == 21 and wire == 2:
                 self._launch(b, value, seq, args)
-        self.stages += 1
         specs = seq.tables["gpu_specs"]
         stage_name = specs.get(stage, "")
         cat = _STAGE_CATEGORIES.get(stage_name, "gpu_render_stage")
@@ -459,8 +534,7 @@ class _Reader:
                 value = _text(b, v)
         arg = _EXTRA_ARGS.get(key)
         if arg is not None:
-            number = value.strip()
-            args[arg] = int(number) if number.lstrip("-").isdigit() and len(number) < 24 else value
+            args[arg] = int(value) if _DECIMAL.fullmatch(value) else value
 
     def _launch(self, b: bytes, span: tuple[int, int], seq: _Sequence, args: dict[str, Any]) -> None:
         for number, wire, value in _fields(b, *span):
@@ -486,6 +560,8 @@ class _Reader:
         if links and "correlation" not in args:
             doc = {"cat": cat, "name": name, "pid": where.pid, "tid": where.tid, "ts": self._us(ts),
                    "dur": dur / 1000.0, "args": args}  # fmt: skip
+            if len(self.pending) >= MAX_PENDING:
+                raise _Damaged(f"more than {MAX_PENDING} launches linked to render stages not yet read")
             self.pending.append((doc, links))
             return
         self._event(cat, name, where.pid, where.tid, ts, dur, args)
@@ -493,9 +569,7 @@ class _Reader:
     def _us(self, ns: int) -> float:
         """Microseconds as the JSON export of the same run has them: Cuspy's relative to Kineto's base (the
         three-month period the first timestamp falls in), a converter's absolute, as the JSON it converted."""
-        if self.base is None:
-            self.base = (ns // (TRIMONTH_S * 10**9)) * TRIMONTH_S * 10**9 if self.cuspy else 0
-        return (ns - self.base) / 1000.0
+        return (ns - (self.base or 0)) / 1000.0
 
     def _event(  # noqa: PLR0917 - an event's fields, as the JSON reader's events have them
         self, cat: str | None, name: str, pid: Any, tid: Any, ts: int, dur: int, args: dict[str, Any]
@@ -535,26 +609,78 @@ def _double(bits: int) -> float:
     return value
 
 
-def looks_like_packets(head: bytes) -> bool:
-    """Whether these first bytes are a protobuf ``Trace``: field 1 (a packet), whose bytes, where the head holds
-    them all, decode as fields of known wire types. A JSON file cannot pass (its first byte is ``{`` or ``[``
-    after blanks, never the tag 0x0a followed by a well-formed message)."""
+# TracePacket fields a writer PyTorch users meet puts in the first packet (a packet of none of these is not taken
+# for a trace: a JSON file's blanks and first bytes could decode as some message)
+_FIRST_PACKET_FIELDS = frozenset({_TIMESTAMP, _TRACK_EVENT, _INTERNED, _SEQ_ID, _SEQ_FLAGS, _CLEARED,
+                                  _TRACK_DESCRIPTOR, _RENDER_STAGE, 6, 58, 59, 87})  # fmt: skip
+
+
+def looks_like_packets(head: bytes, *, cut: bool) -> bool:
+    """Whether these first bytes are a protobuf ``Trace``: field 1 (a packet) holding only fields a TracePacket
+    has, and then the next packet's tag. ``cut``: the file goes on past the head, so the first packet may too
+    (then what the head holds of it must decode). Text (a JSON file, even one that starts with a newline, which is
+    also the tag 0x0a) never passes: a packet's bytes are not all printable."""
     if head[:1] != b"\x0a":
         return False
     try:
         size, i = _varint(head, 1)
-        packet = head[i : i + size]
-        for _ in _fields(packet):
-            pass
     except (_Damaged, IndexError):
         return False
-    return size > 0 and (len(packet) == size or len(head) - i < size)
+    end = i + size
+    if size == 0 or (end > len(head) and not cut):
+        return False
+    try:
+        fields = _fields(head, i, min(end, len(head))) if end <= len(head) else _fields_of_prefix(head, i)
+    except _Damaged:
+        return False
+    if not fields or any(number not in _FIRST_PACKET_FIELDS for number, _, _ in fields):
+        return False
+    return end >= len(head) or head[end : end + 1] == b"\x0a"
+
+
+def _fields_of_prefix(b: bytes, start: int) -> list[tuple[int, int, Any]]:
+    """The whole fields at the start of a message the head cut off (the last, cut field left out)."""
+    out: list[tuple[int, int, Any]] = []
+    i, end = start, len(b)
+    while i < end:
+        value: Any
+        try:
+            key, j = _varint(b, i)
+            wire = key & 7
+            if wire == 0:
+                value, j = _varint(b, j)
+            elif wire == 2:
+                size, j = _varint(b, j)
+                if j + size > end:  # the field the head cut: its number and type are known, its value is not
+                    out.append((key >> 3, wire, None))
+                    break
+                value, j = (j, j + size), j + size
+            elif wire in (1, 5):
+                j += 8 if wire == 1 else 4
+                if j > end:
+                    break
+                value = 0
+            else:
+                raise _Damaged(f"wire type {wire}")
+        except IndexError:
+            break
+        out.append((key >> 3, wire, value))
+        i = j
+    return out
+
+
+class _Cut(Exception):
+    """The stream ends inside a packet: what came before it stands, as the JSON reader keeps a cut trace's events."""
+
+    def __init__(self, at: int, partial: int, why: str) -> None:
+        super().__init__(why)
+        self.at, self.partial = at, partial
 
 
 class _Packets:
     """The ``Trace`` message's packets (field 1), one at a time, from a stream: never the whole file."""
 
-    def __init__(self, fh: IO[bytes], on_read: Callable[[int], None] | None) -> None:
+    def __init__(self, fh: Any, on_read: Callable[[], None] | None = None) -> None:
         self.fh = fh
         self.buf = b""
         self.pos = 0
@@ -565,14 +691,18 @@ class _Packets:
     def _fill(self, need: int) -> bool:
         """At least ``need`` bytes after pos, unless the stream ends first."""
         while len(self.buf) - self.pos < need:
-            chunk = self.fh.read(max(CHUNK, need))
+            try:
+                chunk = self.fh.read(max(CHUNK, need))
+            except EOFError as exc:  # a gzip stream cut off or damaged
+                at, partial = self.offset + len(self.buf), len(self.buf) - self.pos
+                raise _Cut(at, partial, f"the gzip stream ends: {exc}") from None
             if not chunk:
                 return False
             self.offset += self.pos
             self.buf = self.buf[self.pos :] + chunk
             self.pos = 0
             if self.on_read is not None:
-                self.on_read(len(chunk))
+                self.on_read()
         return True
 
     def __iter__(self) -> Iterator[tuple[int, bytes]]:
@@ -586,59 +716,138 @@ class _Packets:
                     raise _Damaged(f"field {key >> 3} of the trace is not a message")
                 size, i = _varint(self.buf, i)
             except IndexError:
-                raise _Damaged("the file ends inside a packet's header") from None
+                raise _Cut(start, len(self.buf) - self.pos, "the file ends inside a packet's header") from None
             if size > MAX_PACKET:
                 raise _Damaged(f"a packet of {size} bytes (at most {MAX_PACKET})")
             self.pos = i
             if not self._fill(size):
-                raise _Damaged("the file ends inside a packet")
+                raise _Cut(start, len(self.buf) - self.pos, "the file ends inside a packet")
             body = self.buf[self.pos : self.pos + size]
             self.pos += size
             if key >> 3 == 1:
                 yield start, body
 
 
-def read_perfetto(path: Path, on_read: Callable[[int], None] | None = None) -> TraceContents:
-    """A Perfetto protobuf trace (gzip-compressed or not) as the contents every pass reads."""
+class _Inflating:
+    """A gzip file's members inflated as they are read, never more than asked for (a gzip bomb costs one chunk):
+    what came before a cut or a damaged block is returned first; the next read then says the stream ended."""
+
+    def __init__(self, raw: IO[bytes]) -> None:
+        self.raw = raw
+        self.inflater = zlib.decompressobj(31)
+        self.ended: str | None = None  # why the stream ended early, said at the next read
+
+    def read(self, size: int) -> bytes:
+        if self.ended is not None:
+            raise EOFError(self.ended)
+        out: list[bytes] = []
+        got = 0
+        try:
+            while got < size:
+                data = self._some(size - got)
+                if data is None:
+                    break
+                out.append(data)
+                got += len(data)
+        except zlib.error as exc:
+            self.ended = f"damaged ({exc})"
+        if not out and self.ended is not None:
+            raise EOFError(self.ended)
+        return b"".join(out)
+
+    def _some(self, size: int) -> bytes | None:
+        """Some inflated bytes, or None at the end of the last member."""
+        inflater = self.inflater
+        if inflater.unconsumed_tail:
+            return inflater.decompress(inflater.unconsumed_tail, size)
+        if inflater.eof:
+            rest = inflater.unused_data or self.raw.read(CHUNK)
+            if not rest.startswith(b"\x1f\x8b"):  # the end, or padding after the last member
+                return None
+            self.inflater = zlib.decompressobj(31)
+            return self.inflater.decompress(rest, size)
+        chunk = self.raw.read(CHUNK)
+        if not chunk:
+            self.ended = "Compressed file ended before the end-of-stream marker was reached"
+            return None
+        return inflater.decompress(chunk, size)
+
+
+@dataclass(frozen=True, slots=True)
+class PerfettoConfig:
+    """The bounds of one read (tests shrink them)."""
+
+    max_seconds: float = 1800.0  # the whole read: a hostile file cannot make it run for ever
+    clock: Callable[[], float] = time.monotonic
+
+
+def read_perfetto(
+    path: Path, on_read: Callable[[int], None] | None = None, config: PerfettoConfig | None = None
+) -> TraceContents:
+    """A Perfetto protobuf trace (gzip-compressed or not, a file or a pipe) as the contents every pass reads.
+    ``on_read`` is told the bytes of the file consumed (compressed ones for .gz), as the JSON reader tells it."""
+    config = config or PerfettoConfig()
     contents = TraceContents(path=str(path))
     contents.layout = "protobuf"
     contents.format = "perfetto-proto"
     reader = _Reader(contents)
     packets: _Packets | None = None
+    deadline = config.clock() + config.max_seconds
     try:
         with open(path, "rb") as raw:
-            contents.compressed = raw.read(2) == b"\x1f\x8b"
-            raw.seek(0)
-            stream: IO[bytes] = gzip.GzipFile(fileobj=raw, mode="rb") if contents.compressed else raw  # type: ignore[assignment]
-            packets = _Packets(stream, on_read)
-            for _, packet in packets:
+            contents.compressed = raw.peek(2)[:2] == b"\x1f\x8b"  # a pipe cannot seek back
+            stream: Any = _Inflating(raw) if contents.compressed else raw
+            consumed = _Consumed(raw, on_read)
+            packets = _Packets(stream, consumed)
+            for n, (_, packet) in enumerate(packets):
                 reader.packet(packet)
-            contents.bytes_read = raw.tell()
+                if n % 4096 == 0 and config.clock() > deadline:
+                    raise _Damaged(f"the read took longer than {config.max_seconds:.0f} s")
+            consumed()
+    except _Cut as cut_off:
+        contents.truncation = Truncation(cut_off.at, cut_off.partial, None, f"{cut_off} at byte {cut_off.at}")
     except _Damaged as exc:
         where = "inflated byte" if contents.compressed else "byte"
         at = packets.start if packets is not None else 0
         raise InputFileError(f"{path}: not a readable Perfetto trace at {where} {at}: {exc}") from None
-    except (OSError, EOFError, zlib.error) as exc:
+    except OSError as exc:
         raise InputFileError(f"{path}: cannot read ({cut(visible(str(exc)), 200)})") from None
     reader.finish()
-    if reader.open_count:
-        contents.metadata["perfetto_open_slices"] = reader.open_count
-    contents.writer = _writer(reader)
-    if reader.cuspy:
-        contents.cannot_show.update(CUSPY_CANNOT_SHOW)
+    contents.bytes_read = consumed.total
+    if reader.open_count and contents.truncation is not None:
+        contents.truncation.detail += f"; {plural(reader.open_count, 'slice')} left open"
+    _writer(reader)
     return contents
 
 
-CUSPY_CANNOT_SHOW = {
-    "impossible-metrics": "Cuspy writes no blocks per SM, warps per SM or occupancy to check",
-    "kernels-overlap": "Cuspy clamps each GPU op's end to the next op's start on its lane before writing a .pftrace, "
-    "so overlaps are removed from the file (the JSON export of the same run keeps them)",
-}
+class _Consumed:
+    """Tells ``on_read`` how many bytes of the file (not of the inflated stream) have been consumed."""
+
+    def __init__(self, raw: io.BufferedReader, on_read: Callable[[int], None] | None) -> None:
+        self.raw, self.on_read, self.total = raw, on_read, 0
+
+    def __call__(self) -> None:
+        try:
+            self.total = self.raw.tell()
+        except OSError:  # a pipe: no position
+            return
+        if self.on_read is not None:
+            self.on_read(self.total)
 
 
-def _writer(reader: _Reader) -> str:
+def _writer(reader: _Reader) -> None:
+    """Who wrote it: Cuspy (whose clamping is then counted, as for its JSON), a converter of Kineto's JSON, or
+    nobody this reader knows."""
+    c = reader.c
     if reader.cuspy:
-        return "PyTorch profiler with the Cuspy collector (PyTorch 2.15+)"
-    if reader.track_events and reader.c.timeline.categories.keys() & {"kernel", "cpu_op", "cuda_runtime"}:
-        return "Kineto's events as TrackEvent slices (a JSON-to-Perfetto converter)"
-    return ""
+        c.writer = cuspy.WRITER
+        c.cannot_show.update(cuspy.CANNOT_SHOW)
+        c.cannot_show["kernels-overlap"] = (
+            "Cuspy clamps each GPU op's end to the next op's start on its lane before writing a .pftrace, so overlaps "
+            "are removed from the file (the JSON export of the same run keeps them)"
+        )
+        c.metadata["cuspy"] = dataclasses.asdict(cuspy.clamped(c))
+    elif reader.track_events and c.timeline.categories.keys() & {"kernel", "cpu_op", "cuda_runtime"}:
+        c.writer = "Kineto's events as TrackEvent slices (a JSON-to-Perfetto converter)"
+    if reader.clocks:
+        c.metadata["perfetto_clocks"] = True

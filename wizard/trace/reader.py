@@ -36,7 +36,6 @@ from wizard.trace.formats import (
     detect,
     is_trace_name,
     trace_suffixes,
-    unreadable,
 )
 from wizard.trace.parallel import NeedsExactPath, ParallelDecoder
 from wizard.trace.scan import after_separator, find_cut, list_end
@@ -435,7 +434,7 @@ def _read_other(p: Path, fmt: TraceFormat, on_read: Callable[[int], None] | None
         from wizard.trace.perfetto import read_perfetto
 
         return read_perfetto(p, on_read=on_read)
-    raise unreadable(p, fmt)
+    raise AssertionError(f"no reader for {fmt.id}")  # every format of the table has one
 
 
 _KINETO_CATEGORIES = frozenset({"cpu_op", "Operator", "kernel", "Kernel", "cuda_runtime", "Runtime", "ac2g"})

@@ -160,6 +160,10 @@ class KernelTable(Sequence[KernelRecord]):
         combinations: passes over every launch read these at C speed instead of making records."""
         return self._ts, self._dur, self._corr, self._shape, self._shapes
 
+    def carries_metrics(self) -> bool:
+        """Whether any launch carries blocks or warps per SM (Cuspy's and Nsight Systems' never do)."""
+        return any(s[9].spelling != "missing" or s[10].spelling != "missing" for s in self._shapes)
+
     def carries_profiler_occupancy(self) -> bool:
         """Whether any launch carries Kineto's own occupancy object (PyTorch 2.12 on)."""
         return any(s[14] is not None for s in self._shapes)
