@@ -31,22 +31,22 @@ from wizard.testing.pftrace import convert  # noqa: E402
 from wizard.testing.traces import TraceBuilder, demo_launches  # noqa: E402
 
 
-def run(trace: Path) -> tuple[float, float, float, int]:
-    """(wall s, cpu s, peak MB, exit code) of one `trace inspect --json --jobs 1`."""
+def run(trace: Path) -> tuple[float, float, float, int, int]:
+    """(wall s, cpu s, peak MB, exit code, kernels read) of one `trace inspect --json --jobs 1`."""
     started = time.perf_counter()
-    child = subprocess.Popen(
-        [sys.executable, "-m", "wizard", "trace", "inspect", "--json", "--jobs", "1", "--fail-on", "never", str(trace)],
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    _, status, usage = os.wait4(child.pid, 0)
-    return (
-        time.perf_counter() - started,
-        usage.ru_utime + usage.ru_stime,
-        usage.ru_maxrss / 1024,
-        os.waitstatus_to_exitcode(status),
-    )
+    with tempfile.TemporaryFile() as out:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "wizard", "trace", "inspect", "--json", "--jobs", "1", "--fail-on", "never",
+             str(trace)],
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+            stdout=out,
+            stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        _, status, usage = os.wait4(child.pid, 0)
+        wall = time.perf_counter() - started
+        out.seek(0)
+        kernels = sum(r["kernels"] for r in json.loads(out.read())["reports"])
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status), kernels
 
 
 def build(directory: Path, launches: int) -> list[Path]:
@@ -80,7 +80,7 @@ def main() -> int:
         files = [Path(tmp) / n for n in ("trace.json", "trace.json.gz", "trace.pftrace", "trace.pftrace.gz")]
         if args.nsys:
             files.append(args.nsys)
-        results: dict[Path, list[tuple[float, float, float, int]]] = {f: [] for f in files}
+        results: dict[Path, list[tuple[float, float, float, int, int]]] = {f: [] for f in files}
         for _ in range(args.runs):
             for f in files:
                 results[f].append(run(f))
@@ -88,6 +88,8 @@ def main() -> int:
             "| file | size | wall s | CPU s | peak MB |",
             "|---|---|---|---|---|",
         ]
+        same = {runs[0][4] for f, runs in results.items() if f.name.startswith("trace.")}
+        assert len(same) == 1, f"the formats read different kernel counts: {same}"  # the same events in each
         for f, runs in results.items():
             assert all(r[3] == 0 for r in runs), f"{f}: exit {runs}"
             rows.append(
@@ -97,7 +99,9 @@ def main() -> int:
     table = "\n".join(rows)
     print(table)
     if args.markdown:
-        args.markdown.write_text(f"{args.launches} launches, {args.runs} runs each, medians\n\n{table}\n")
+        from wizard.outputs import write_text
+
+        write_text(args.markdown, f"{args.launches} launches, {args.runs} runs each, medians\n\n{table}\n", force=True)
     return 0
 
 

@@ -350,3 +350,44 @@ def test_writer_sequences_are_bounded(tmp_path: Path) -> None:
     path.write_bytes(pb.Trace(packet=packets).SerializeToString())
     with pytest.raises(InputFileError, match=f"more than {perfetto.MAX_SEQUENCES} writer sequences"):
         read_trace(path)
+
+
+def test_every_annotation_form_a_writer_may_use(tmp_path: Path) -> None:
+    """Interned annotation names and string values, every scalar type, arrays (a grid written as array_values),
+    dicts, and a complete event in the legacy form (phase X with a duration, no end packet): each read as the JSON
+    args it stands for (perfetto's debug_annotation.proto, track_event.proto)."""
+    from wizard.trace.reader import read_trace
+
+    interned = pb.TracePacket(trusted_packet_sequence_id=1, sequence_flags=1)
+    for iid, name in enumerate(["grid", "block", "correlation", "device", "stream", "queued", "note"], 1):
+        interned.interned_data.debug_annotation_names.add(iid=iid, name=name)
+    interned.interned_data.debug_annotation_string_values.add(iid=1, str=b"from an interned string")
+    kernel = pb.TracePacket(timestamp=5_000, trusted_packet_sequence_id=1)
+    te = kernel.track_event
+    te.type, te.track_uuid, te.name = pb.TrackEvent.TYPE_SLICE_BEGIN, 9, "void k"
+    te.categories.append("kernel")
+    for iid, dims in ((1, (108, 2, 1)), (2, (256, 1, 1))):
+        a = te.debug_annotations.add(name_iid=iid)
+        for d in dims:
+            a.array_values.add(uint_value=d)
+    te.debug_annotations.add(name_iid=3, uint_value=77)
+    te.debug_annotations.add(name_iid=4, int_value=0)
+    te.debug_annotations.add(name_iid=5, string_value="7")
+    te.debug_annotations.add(name_iid=6, bool_value=True)
+    te.debug_annotations.add(name_iid=7, string_value_iid=1)
+    end = pb.TracePacket(timestamp=6_500, trusted_packet_sequence_id=1)
+    end.track_event.type, end.track_event.track_uuid = pb.TrackEvent.TYPE_SLICE_END, 9
+    call = pb.TracePacket(timestamp=4_000, trusted_packet_sequence_id=1)
+    call.track_event.track_uuid, call.track_event.name = 10, "cudaLaunchKernel"
+    call.track_event.categories.append("cuda_runtime")
+    call.track_event.legacy_event.phase, call.track_event.legacy_event.duration_us = ord("X"), 3
+    call.track_event.debug_annotations.add(name="correlation", int_value=77)
+    path = tmp_path / "forms.pftrace"
+    path.write_bytes(pb.Trace(packet=[interned, kernel, end, call]).SerializeToString())
+    contents = read_trace(path)
+    k = next(iter(contents.kernels))
+    assert (k.grid, k.block, k.correlation, k.device, k.stream, k.ts, k.dur) == (
+        (108, 2, 1), (256, 1, 1), 77, 0, "7", 5.0, 1.5
+    )  # fmt: skip
+    (call_start,) = list(contents.runtime.starts)
+    assert (call_start, list(contents.runtime.correlations)) == (4.0, [77])
