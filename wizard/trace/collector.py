@@ -47,6 +47,8 @@ class Truncation:
 
 
 STEP_CAP = 100_000  # ProfilerStep intervals kept (a trace has one per profiled step)
+ANNOTATION_CAP = 100_000  # record_function spans, GPU annotations and profiler-overhead events kept (each kind)
+OVERHEAD_CATEGORIES = frozenset({"overhead", "Overhead"})  # Kineto's ActivityType::OVERHEAD ("overhead")
 
 
 @dataclass
@@ -60,6 +62,12 @@ class Timeline:
     first_ts: float = math.inf  # over the X events kept nowhere else (annotations, steps, ...)
     last_end: float = -math.inf
     steps: list[tuple[float, float, str]] = field(default_factory=list)
+    # for the summary-table check (what key_averages() adds up): record_function spans on CPU threads
+    # (pid, tid, start, end, name), GPU annotations (start, end, name) and profiler-overhead events
+    # (start, end, name, correlation or None)
+    annotations: list[tuple[Any, Any, float, float, str]] = field(default_factory=list)
+    gpu_annotations: list[tuple[float, float, str]] = field(default_factory=list)
+    overheads: list[tuple[float, float, str, int | None]] = field(default_factory=list)
 
     def merge(self, other: Timeline) -> None:
         """A later block's timeline after this one."""
@@ -68,6 +76,9 @@ class Timeline:
         self.first_ts = min(self.first_ts, other.first_ts)
         self.last_end = max(self.last_end, other.last_end)
         self.steps.extend(other.steps[: max(0, STEP_CAP - len(self.steps))])
+        self.annotations.extend(other.annotations[: max(0, ANNOTATION_CAP - len(self.annotations))])
+        self.gpu_annotations.extend(other.gpu_annotations[: max(0, ANNOTATION_CAP - len(self.gpu_annotations))])
+        self.overheads.extend(other.overheads[: max(0, ANNOTATION_CAP - len(self.overheads))])
 
 
 @dataclass
@@ -297,6 +308,15 @@ class Collector(EventSink):
         name = ev.name
         if type(name) is str and name.startswith("ProfilerStep#") and len(timeline.steps) < STEP_CAP:
             timeline.steps.append((start, end, self._intern(name)))
+        cat = ev.cat
+        if cat == "user_annotation" and len(timeline.annotations) < ANNOTATION_CAP:
+            timeline.annotations.append((ev.pid, ev.tid, start, end, self._intern(str(name))))
+        elif cat == "gpu_user_annotation" and len(timeline.gpu_annotations) < ANNOTATION_CAP:
+            timeline.gpu_annotations.append((start, end, self._intern(str(name))))
+        elif cat in OVERHEAD_CATEGORIES and len(timeline.overheads) < ANNOTATION_CAP:
+            corr = ev.args.correlation if ev.args is not None else None
+            corr = corr if type(corr) is int else as_int(corr)
+            timeline.overheads.append((start, end, self._intern(str(name)), corr))
 
     def _gpu_op(self, ev: Event) -> None:
         args = ev.args or _NO_ARGS

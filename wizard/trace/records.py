@@ -385,6 +385,13 @@ class IntervalIndex:
             if t.starts:
                 yield t.starts, t.ends
 
+    def threads(self) -> Iterator[tuple[tuple[Any, Any], array[float], array[float], list[Any]]]:
+        """Per thread, its (pid, tid), the starts, the ends and each interval's descriptor (the summary table
+        rebuilds PyTorch's op tree from them)."""
+        for key, t in self._threads.items():
+            if t.starts:
+                yield key, t.starts, t.ends, [self._descriptors[r] for r in t.refs]
+
     def merge(self, other: IntervalIndex) -> None:
         """Append another index's intervals (a later part of the same trace)."""
         refs = array("i", (self.ref(d) for d in other._descriptors))
