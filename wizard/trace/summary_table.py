@@ -130,17 +130,18 @@ def _tree(contents: TraceContents) -> dict[tuple[Any, Any], list[_Node]]:
 
 
 def _innermost(nodes: list[_Node], times: list[float]) -> list[int]:
-    """For each time (sorted), the innermost node holding it (-1: none): one sweep with a stack."""
+    """For each time (sorted), the innermost node holding it, start <= t < end as PyTorch's tree has it (a call
+    starting where an op ends is not its child); -1 for none. One sweep with a stack."""
     out: list[int] = []
     stack: list[int] = []
     j = 0
     for t in times:
         while j < len(nodes) and nodes[j].start <= t:
-            while stack and nodes[stack[-1]].end < nodes[j].start:
+            while stack and nodes[stack[-1]].end <= nodes[j].start:
                 stack.pop()
             stack.append(j)
             j += 1
-        while stack and nodes[stack[-1]].end < t:
+        while stack and nodes[stack[-1]].end <= t:
             stack.pop()
         out.append(stack[-1] if stack else -1)
     return out
