@@ -21,15 +21,19 @@ What PyTorch 2.13 does, read in the installed wheel (torch==2.13.0, the venv's s
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-from tests.conftest import TRACES, strict_json
+import wizard
+from tests.conftest import TRACES, needs_torch, strict_json
 from tests.health_oracle import load_events
 from tests.summary_oracle import key_averages
 from wizard.testing.traces import KernelSpec, TraceBuilder
+from wizard.trace.summary_table import PrintedRow, printed_total
 
 
 def spec(name: str, op: str = "aten::add", **kw: Any) -> KernelSpec:
@@ -110,8 +114,8 @@ def test_overhead_records_carrying_a_launch_id_double_the_ops_device_time(tmp_pa
     assert table[("Activity Buffer Request", "overhead")] == (1, 8.1, 8.1, 0.0, 0.0)
     assert table[("aten::mul", "op")] == (1, 5.0, 5.0, 5.0, 5.0)
     assert found["table_self_us"] == pytest.approx(13.1)  # overhead rows are CPU rows: not in the total
-    assert "2 ops report more device time than their GPU events ran (1 overhead record claims 8.1 µs" in (
-        found["summary"]
+    assert (
+        "2 ops report more device time than their GPU events ran (1 overhead record claims 8.1 µs" in (found["summary"])
     )
     agrees_with_oracle(found, path, "external")
     agrees_with_oracle(found, path, "call")
@@ -256,3 +260,97 @@ def test_what_the_b200_and_h800_traces_show() -> None:
     assert round(found["summary-table"]["annotation_us"], 1) == 84068.1
     table = inspect(h800)["summary-table"]
     assert (table["table_self_us"], table["busy_us"]) == (244069.0, 128515.0)
+
+
+# -- the profiler hook: the table the user printed ----------------------------------------------------------
+
+
+@needs_torch
+def test_the_hook_reads_the_real_key_averages_table_of_a_cpu_run(tmp_path: Path) -> None:
+    """A real torch.profiler run on CPU (torch 2.13 CPU has no kernels): the hook reads every row of the real
+    ``key_averages()``, with the table's own numbers, and finds nothing to say (no GPU events to compare)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        torch.mm(torch.ones(64, 64), torch.ones(64, 64)).sum()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", wizard.WarpWizardWarning)  # a finding would raise here
+        check = wizard.profiler.export_chrome_trace(prof, tmp_path / "cpu.json")
+    table = prof.key_averages()
+    assert [(r.name, r.calls, r.self_us, r.total_us, r.device) for r in check.printed] == [
+        (e.key, e.count, e.self_device_time_total, e.device_time_total, False) for e in table
+    ]
+    assert {"aten::mm", "aten::sum"} <= {r.name for r in check.printed}
+    assert printed_total(check.printed) == 0.0
+    assert check.warnings == []
+    summary = next(c for c in check.inspection.health if c.check == "summary-table")
+    assert summary.status == "not_applicable"
+
+
+def printed_as_pytorch(path: Path) -> list[PrintedRow]:
+    """The rows ``key_averages()`` would print for a builder trace, from the oracle (no warpwizard code)."""
+    events, _ = load_events(path)
+    want = key_averages(events, "external")
+    rows = [PrintedRow(n, int(v[0]), v[1], v[2], False, False) for n, v in want["ops"].items()]
+    rows += [PrintedRow(n, int(v[0]), v[1], v[1], True, False) for n, v in want["gpu"].items()]
+    return rows + [PrintedRow(n, 1, us, us, True, True) for n, us in want["annotations"].items()]
+
+
+class Planted:
+    """A profiler whose trace is a builder's and whose table is the one PyTorch would print for it."""
+
+    def __init__(self, b: TraceBuilder) -> None:
+        self.b = b
+        self.rows: list[PrintedRow] = []
+
+    def export_chrome_trace(self, path: str) -> None:
+        self.b.write(path)
+        self.rows = printed_as_pytorch(Path(path))
+
+    def key_averages(self) -> list[Any]:
+        device = {True: "DeviceType.CUDA", False: "DeviceType.CPU"}
+        return [
+            SimpleNamespace(
+                key=r.name, count=r.calls, self_device_time_total=r.self_us, device_time_total=r.total_us,
+                device_type=device[r.device], is_user_annotation=r.annotation,
+            )
+            for r in self.rows
+        ]  # fmt: skip
+
+
+def test_the_hook_warns_where_the_printed_table_claims_more_than_the_kernels_ran(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    b.add(spec("k_add", dur=8.5))  # a quarter µs: what a float holds at the builder's clock
+    b.add_overhead("Activity Buffer Request", 30.0, correlation=b.last_correlation)
+    b.add(spec("long", "aten::mm", dur=150.0, stream=7))
+    b.add(spec("side", "aten::mm", dur=60.0, stream=9))
+    path = tmp_path / "t.json"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        check = wizard.profiler.export_chrome_trace(Planted(b), path)
+    hook = [str(w.message) for w in caught if "key_averages()" in str(w.message)]
+    assert hook == [
+        f"warpwizard: key_averages() row aten::add reports 17.0 µs of device time in 1 call; its GPU events ran "
+        f"8.5 µs (trace {path})",
+        "warpwizard: key_averages() Self CUDA time total 218.5 µs is 1.30x the 168.5 µs the GPU was busy: each "
+        f"Self CUDA % is a share of summed kernel time, not of GPU time (trace {path})",
+    ]
+    assert [line for line in check.warnings if "key_averages()" in line] == hook
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", wizard.WarpWizardWarning)
+        with pytest.raises(wizard.WarpWizardWarning, match="trace health warning: summary-table"):
+            wizard.profiler.export_chrome_trace(Planted(b), tmp_path / "u.json")
+        b2 = TraceBuilder()
+        b2.add(spec("k_add", dur=8.1))
+        b2.add_overhead("Activity Buffer Request", 30.0, correlation=b2.last_correlation)
+        planted = Planted(b2)
+        with pytest.raises(wizard.WarpWizardWarning, match=r"key_averages\(\) row aten::add reports 16.2 µs"):
+            wizard.profiler.TraceChecker().compare_table(planted, _checked_quietly(planted, tmp_path / "v.json"))
+
+
+def _checked_quietly(prof: Planted, path: Path) -> Any:
+    prof.export_chrome_trace(str(path))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", wizard.WarpWizardWarning)
+        return wizard.profiler.TraceChecker().check(path)

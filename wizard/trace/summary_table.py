@@ -401,3 +401,48 @@ def profiler_overhead(contents: TraceContents, span: tuple[float, float] | None)
         "unprofiled run with the profiler.overhead probe",
         details=details,
     )
+
+
+# -- the table the user printed (the profiler hook) ------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PrintedRow:
+    """One row of ``prof.key_averages()`` as the user's table shows it (µs)."""
+
+    name: str
+    calls: int
+    self_us: float
+    total_us: float
+    device: bool  # a device-type row (a kernel, copy, set, or a GPU annotation)
+    annotation: bool  # is_user_annotation
+
+
+def printed_total(rows: list[PrintedRow]) -> float:
+    """ "Self CUDA time total" as ``_build_table`` sums it: device rows' self time, user annotations left out."""
+    return sum(r.self_us for r in rows if r.device and not r.annotation)
+
+
+def compare_printed(rows: list[PrintedRow], check: HealthCheck) -> list[str]:
+    """What the printed table claims beyond the trace's GPU events counted once (the summary-table check's rows
+    and sums): each CPU row whose device total exceeds its GPU events by the margin, and the Self CUDA total
+    against the time the GPU was busy. Nothing where the trace has no GPU events (a CPU run)."""
+    if check.status == "not_applicable":
+        return []
+    true = {r["name"]: r for r in check.details.get("rows", []) if r["kind"] == "op"}
+    lines = []
+    for row in rows:
+        found = true.get(row.name)
+        if row.device or found is None or not off_by_margin(row.total_us, found["true_total_us"]):
+            continue
+        lines.append(
+            f"key_averages() row {row.name} reports {_us(row.total_us)} of device time in "
+            f"{plural(row.calls, 'call')}; its GPU events ran {_us(found['true_total_us'])}"
+        )
+    total, busy = printed_total(rows), float(check.details.get("busy_us", 0.0))
+    if off_by_margin(total, busy):
+        lines.append(
+            f"key_averages() Self CUDA time total {_us(total)} is {total / max(busy, 1e-9):.2f}x the {_us(busy)} "
+            "the GPU was busy: each Self CUDA % is a share of summed kernel time, not of GPU time"
+        )
+    return lines
