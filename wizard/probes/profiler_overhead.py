@@ -1,9 +1,10 @@
 """``profiler.overhead``: how much longer the workload takes under torch.profiler than without it.
 
 The workload runs in one fresh process (the harness's ``overhead`` mode): an untimed warm-up run plain and one
-profiled (Kineto's one-time start), then ``runs`` plain and ``runs`` profiled runs interleaved, each timed with the device synchronised. The inflation is the
-profiled median over the plain median, less one; its threshold is the one nsys-ai's doctor uses (warn above 10%,
-fail above 20%). A profiled step that is slower than the real one makes every time in the trace too long.
+profiled (Kineto's one-time start), then ``runs`` plain and ``runs`` profiled runs interleaved, each timed with
+the device synchronised. The inflation is the profiled median over the plain median, less one; its thresholds
+are nsys-ai's doctor's (warn above 10%, fail above 20%). A profiled step slower than the real one makes every
+time in the trace too long.
 """
 
 from __future__ import annotations
