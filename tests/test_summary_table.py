@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 
 import wizard
-from tests.conftest import TRACES, needs_torch, strict_json
+from tests.conftest import TRACES, RunCli, needs_torch, strict_json
 from tests.health_oracle import load_events
 from tests.summary_oracle import key_averages
 from wizard.testing.traces import KernelSpec, TraceBuilder
@@ -354,3 +354,37 @@ def _checked_quietly(prof: Planted, path: Path) -> Any:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", wizard.WarpWizardWarning)
         return wizard.profiler.TraceChecker().check(path)
+
+
+# -- the report: the corrected table beside the reported one ------------------------------------------------
+
+
+def test_the_report_prints_the_corrected_table_beside_the_reported_one(tmp_path: Path, run_cli: RunCli) -> None:
+    b = TraceBuilder()
+    b.add(spec("k_add", dur=8.0))
+    b.add_overhead("Activity Buffer Request", 30.0, correlation=b.last_correlation)
+    trace = b.write(tmp_path / "t.json")
+    md, page = tmp_path / "r.md", tmp_path / "r.html"
+    assert run_cli("trace", "inspect", "--fail-on", "never", "--report", str(md), str(trace)).returncode == 0
+    assert run_cli("trace", "inspect", "--fail-on", "never", "--report", str(page), str(trace)).returncode == 0
+    text = md.read_text()
+    assert f"## key_averages(), reported and counted once: `{trace}` (warning)" in text
+    assert "| `aten::add` | op | 1 | 8.0 | 8.0 | **16.0** | 8.0 |" in text
+    assert "| `Activity Buffer Request` | profiler overhead | 1 | 8.0 | 0.0 | **8.0** | 0.0 |" in text
+    assert "| `k_add` | GPU event | 1 | 8.0 | 8.0 | 8.0 | 8.0 |" in text
+    html = page.read_text()
+    assert '<section id="ww-summary-table"><h2>key_averages(), reported and counted once</h2>' in html
+    assert (
+        '<tr class="health warning"><td data-label="row"><code>aten::add</code></td><td data-label="kind">op</td>'
+        '<td data-label="calls" class="num">1</td><td data-label="Self CUDA reported" class="num">8.0</td>'
+        '<td data-label="counted once" class="num">8.0</td><td data-label="CUDA total reported" class="num">16.0</td>'
+        '<td data-label="counted once" class="num">8.0</td></tr>'
+    ) in html
+
+
+def test_a_trace_without_gpu_events_has_no_table_section(tmp_path: Path, run_cli: RunCli) -> None:
+    b = TraceBuilder()
+    b.add_cpu_op("aten::add")
+    trace, md = b.write(tmp_path / "t.json"), tmp_path / "r.md"
+    assert run_cli("trace", "inspect", "--fail-on", "never", "--report", str(md), str(trace)).returncode == 0
+    assert "key_averages(), reported and counted once" not in md.read_text()
