@@ -70,9 +70,8 @@ class ProfilerOverheadProbe:
             return no_workload(self.name)
         runs = params.get("runs", 5)
         if not isinstance(runs, int) or isinstance(runs, bool) or not 1 <= runs <= MAX_RUNS:
-            return ProbeResult(
-                Status.ERROR, f"{self.name}: runs must be a whole number from 1 to {MAX_RUNS}, not {runs!r}"
-            )
+            why = f"runs must be a whole number from 1 to {MAX_RUNS}, not {runs!r}"
+            return ProbeResult(Status.ERROR, f"{self.name}: {why}", facts={"reason": why})
         run = run_harness(env, "overhead", [str(runs), "--", *argv], timeout=timeout, log_name="profiler-overhead")
         failed = harness_failure(self.name, run)
         if failed is not None:
