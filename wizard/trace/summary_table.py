@@ -20,9 +20,12 @@ Gathering (the op tree and what each op launched), judging (the margins) and wor
 from __future__ import annotations
 
 import statistics
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 from wizard.formatting import plural, verb
 from wizard.trace.collector import TraceContents
@@ -34,6 +37,9 @@ MIN_US = 1.0  # and by at least a microsecond (a rounding never fires)
 OVERHEAD_SHARE = 0.10  # profiler overhead above 10% of the window (nsys-ai's doctor warns there, fails at 20%)
 TABLE_ROWS = 20  # rows kept in the report (by reported self device time)
 STEPS_KEPT = 64  # ProfilerStep durations kept in the details
+
+Floats = npt.NDArray[np.float64]
+Ints = npt.NDArray[np.int64]
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,108 +84,173 @@ class SummaryTable:
 # -- gathering ---------------------------------------------------------------------------------------
 
 
-def _gpu_events(contents: TraceContents) -> list[tuple[float, float, int, str, str]]:
-    """(start, duration, correlation, name, kind) of every kernel, copy and set."""
-    ts, dur, corr, shape, shapes = contents.kernels.columns()
-    out = [(ts[i], dur[i], corr[i], str(shapes[shape[i]][0]), "gpu") for i in range(len(ts))]
-    ops = contents.timeline.gpu_ops
-    out += [(ops.ts[i], ops.dur[i], ops.corr[i], str(ops.shapes[ops.shape[i]][0]), "gpu") for i in range(len(ops))]
-    return out
+def _floats(values: Any) -> Floats:
+    return np.frombuffer(values, dtype=np.float64) if len(values) else np.zeros(0, dtype=np.float64)
 
 
-def _first_calls(contents: TraceContents) -> dict[int, tuple[tuple[Any, Any], float]]:
-    """Each correlation id's earliest runtime call: its thread and start."""
-    rt = contents.runtime
-    out: dict[int, tuple[tuple[Any, Any], float]] = {}
-    for i, corr in enumerate(rt.correlations):
-        if corr == NO_CORRELATION:
-            continue
-        found = out.get(corr)
-        if found is None or rt.starts[i] < found[1]:
-            out[corr] = (rt.thread(rt.threads[i]), rt.starts[i])
-    return out
+def _ints(values: Any) -> Ints:
+    if not len(values):
+        return np.zeros(0, dtype=np.int64)
+    return np.frombuffer(values, dtype=np.int64 if values.itemsize == 8 else np.int32).astype(np.int64)
 
 
 @dataclass(slots=True)
-class _Node:
-    start: float
-    end: float
-    name: str
-    parent: int = -1
-    own: float = 0.0  # GPU time launched from this op itself
-    claimed: float = 0.0  # the same GPU time again, through overhead records carrying its launch's id
+class _Events:
+    """Every kernel, copy and set: start, duration (a negative one as 0), correlation, and a name id."""
+
+    ts: Floats
+    dur: Floats
+    corr: Ints
+    name: Ints
+    names: list[str]
+
+    @classmethod
+    def of(cls, contents: TraceContents) -> _Events:
+        ts, dur, corr, shape, shapes = contents.kernels.columns()
+        ops = contents.timeline.gpu_ops
+        names: list[str] = []
+        ids: dict[str, int] = {}
+
+        def name_ids(shape_names: list[str]) -> Ints:
+            return np.array([ids.setdefault(n, len(ids)) for n in shape_names] or [0], dtype=np.int64)
+
+        kernel_names = name_ids([str(s[0]) for s in shapes])
+        op_names = name_ids([str(s[0]) for s in ops.shapes])
+        names = list(ids)
+        return cls(
+            np.concatenate((_floats(ts), _floats(ops.ts))),
+            np.maximum(np.concatenate((_floats(dur), _floats(ops.dur))), 0.0),
+            np.concatenate((_ints(corr), _ints(ops.corr))),
+            np.concatenate((kernel_names[_ints(shape)], op_names[_ints(ops.shape)])),
+            names,
+        )
 
 
-def _tree(contents: TraceContents) -> dict[tuple[Any, Any], list[_Node]]:
-    """Per thread, the CPU ops and record_function spans sorted by (start, -end), each with its parent: the
-    innermost earlier span that holds it whole (``_populate_cpu_children``'s rule)."""
-    spans: dict[tuple[Any, Any], list[_Node]] = defaultdict(list)
-    for key, starts, ends, infos in contents.ops.threads():
-        spans[key] += [_Node(s, e, info.name) for s, e, info in zip(starts, ends, infos, strict=True)]
+def _launches(contents: TraceContents, corr: Ints) -> tuple[Ints, Floats]:
+    """For each GPU event, its launch: the earliest runtime call with its correlation id (thread id, start);
+    thread -1 where no call has the id."""
+    rt = contents.runtime
+    ids, starts, threads = _ints(rt.correlations), _floats(rt.starts), _ints(rt.threads)
+    keep = ids != NO_CORRELATION
+    ids, starts, threads = ids[keep], starts[keep], threads[keep]
+    order = np.lexsort((starts, ids))
+    ids, starts, threads = ids[order], starts[order], threads[order]
+    first = np.ones(len(ids), dtype=bool)
+    first[1:] = ids[1:] != ids[:-1]
+    ids, starts, threads = ids[first], starts[first], threads[first]
+    thread = np.full(len(corr), -1, dtype=np.int64)
+    at = np.zeros(len(corr), dtype=np.float64)
+    if len(ids) and len(corr):
+        where = np.minimum(np.searchsorted(ids, corr), len(ids) - 1)
+        found = (ids[where] == corr) & (corr != NO_CORRELATION)
+        thread[found] = threads[where[found]]
+        at[found] = starts[where[found]]
+    return thread, at
+
+
+@dataclass(slots=True)
+class _Thread:
+    """One thread's ops and record_function spans that hold a launch, sorted by (start, -end), with parents."""
+
+    start: Floats
+    end: Floats
+    name: list[str]
+    parent: list[int]
+
+
+def _spans(contents: TraceContents) -> dict[tuple[Any, Any], tuple[Floats, Floats, list[str]]]:
+    """Per thread, every CPU op and record_function span: starts, ends, names."""
+    out: dict[tuple[Any, Any], tuple[Floats, Floats, list[str]]] = {}
+    for key, starts, ends, refs in contents.ops.threads():
+        names = [contents.ops.descriptor(r).name for r in refs]
+        out[key] = (_floats(starts), _floats(ends), names)
+    extra: dict[tuple[Any, Any], list[tuple[float, float, str]]] = defaultdict(list)
     for pid, tid, start, end, name in contents.timeline.annotations:
-        spans[(pid, tid)].append(_Node(start, end, name))
-    for nodes in spans.values():
-        nodes.sort(key=lambda n: (n.start, -n.end))
-        stack: list[int] = []
-        for i, node in enumerate(nodes):
-            while stack and (node.start >= nodes[stack[-1]].end or node.end > nodes[stack[-1]].end):
-                stack.pop()
-            node.parent = stack[-1] if stack else -1
-            stack.append(i)
-    return spans
-
-
-def _innermost(nodes: list[_Node], times: list[float]) -> list[int]:
-    """For each time (sorted), the innermost node holding it, start <= t < end as PyTorch's tree has it (a call
-    starting where an op ends is not its child); -1 for none. One sweep with a stack."""
-    out: list[int] = []
-    stack: list[int] = []
-    j = 0
-    for t in times:
-        while j < len(nodes) and nodes[j].start <= t:
-            while stack and nodes[stack[-1]].end <= nodes[j].start:
-                stack.pop()
-            stack.append(j)
-            j += 1
-        while stack and nodes[stack[-1]].end <= t:
-            stack.pop()
-        out.append(stack[-1] if stack else -1)
+        extra[(pid, tid)].append((start, end, name))
+    for key, spans in extra.items():
+        s, e, n = out.get(key, (np.zeros(0), np.zeros(0), []))
+        out[key] = (
+            np.concatenate((s, np.array([x[0] for x in spans]))),
+            np.concatenate((e, np.array([x[1] for x in spans]))),
+            n + [x[2] for x in spans],
+        )
     return out
+
+
+def _thread_tree(start: Floats, end: Floats, names: list[str], queries: Floats) -> _Thread:
+    """The spans that hold at least one launch (the others carry no device time), sorted by (start, -end), each
+    with its parent: the innermost earlier span holding it whole (``_populate_cpu_children``'s rule)."""
+    q = np.sort(queries)
+    holds = np.searchsorted(q, end, side="left") > np.searchsorted(q, start, side="left")  # start <= t < end
+    chosen = np.flatnonzero(holds)
+    order = chosen[np.lexsort((-end[chosen], start[chosen]))]
+    s, e = start[order].tolist(), end[order].tolist()
+    parent: list[int] = []
+    stack: list[int] = []
+    for i in range(len(s)):
+        while stack and (s[i] >= e[stack[-1]] or e[i] > e[stack[-1]]):
+            stack.pop()
+        parent.append(stack[-1] if stack else -1)
+        stack.append(i)
+    return _Thread(start[order], end[order], [names[i] for i in order.tolist()], parent)
+
+
+def _innermost(tree: _Thread, times: Floats) -> Ints:
+    """For each time, the innermost span holding it (start <= t < end, as PyTorch's tree has it: a call starting
+    where an op ends is not its child), -1 for none: the latest-starting span at or before t, then up its
+    parents until one holds t."""
+    where = np.searchsorted(tree.start, times, side="right") - 1
+    parents = np.array([*tree.parent, -1], dtype=np.int64)  # -1 indexes the sentinel: -1 stays -1
+    ends = np.append(tree.end, np.inf)
+    while True:
+        outside = (where >= 0) & (ends[where] <= times)
+        if not outside.any():
+            return where
+        where[outside] = parents[where[outside]]
 
 
 def summary_table(contents: TraceContents) -> SummaryTable:
     """The table ``key_averages()`` prints for this trace, with each row's time from the GPU events counted once."""
-    events = _gpu_events(contents)
-    calls = _first_calls(contents)
-    tree = _tree(contents)
+    events = _Events.of(contents)
+    thread_of, call_ts = _launches(contents, events.corr)
     claims: dict[int, int] = defaultdict(int)  # correlation id -> overhead records carrying it
     overheads = contents.timeline.overheads
     for _, _, _, corr in overheads:
         if corr is not None:
             claims[corr] += 1
-    queries: dict[tuple[Any, Any], list[tuple[float, int]]] = defaultdict(list)
-    for n, (_, _, corr, _, _) in enumerate(events):
-        found = calls.get(corr)
-        if found is not None and found[0] in tree:
-            queries[found[0]].append((found[1], n))
+    claim_ids = np.array(sorted(claims), dtype=np.int64)
+    claim_counts = np.array([claims[c] for c in sorted(claims)], dtype=np.float64)
+    times = np.zeros(len(events.ts), dtype=np.float64)
+    if len(claim_ids):
+        where = np.minimum(np.searchsorted(claim_ids, events.corr), len(claim_ids) - 1)
+        times = np.where(claim_ids[where] == events.corr, claim_counts[where], 0.0)
+    spans = _spans(contents)
+    keys = {key: n for n, key in enumerate(contents.runtime.thread(t) for t in range(_thread_count(contents)))}
+    op_rows: dict[str, list[float]] = defaultdict(lambda: [0, 0.0, 0.0, 0.0, 0.0])
     linked = 0
+    for key, n in keys.items():
+        mine = np.flatnonzero(thread_of == n)
+        if key not in spans or not len(mine):
+            continue
+        tree = _thread_tree(*spans[key], call_ts[mine])
+        owner = _innermost(tree, call_ts[mine])
+        held = owner >= 0
+        linked += int(held.sum())
+        size = len(tree.name)
+        own = np.bincount(owner[held], weights=events.dur[mine][held], minlength=size).tolist()
+        claimed = np.bincount(owner[held], weights=(events.dur[mine] * times[mine])[held], minlength=size).tolist()
+        _add_rows(op_rows, tree, own, claimed)
+    table = SummaryTable(gpu_events=len(events.ts), linked=linked, overhead_events=len(overheads))
+    calls = Counter(name for _, _, names in spans.values() for name in names)  # every instance is a call
+    table.rows = [
+        SummaryRow(name, "op", calls[name], r[1], r[2], r[3], r[4]) for name, r in op_rows.items()
+    ] + _device_rows(events, contents)
+    by_corr: dict[int, float] = {}
+    if claims:
+        hit = np.isin(events.corr, claim_ids)
+        for corr, dur in zip(events.corr[hit].tolist(), events.dur[hit].tolist(), strict=True):
+            by_corr[corr] = by_corr.get(corr, 0.0) + dur
     claimed_by_name: dict[str, float] = defaultdict(float)
-    by_corr: dict[int, float] = defaultdict(float)
-    for _, dur, corr, _, _ in events:
-        if corr in claims:
-            by_corr[corr] += max(dur, 0.0)
-    for key, wanted in queries.items():
-        wanted.sort()
-        nodes = tree[key]
-        for (_, n), where in zip(wanted, _innermost(nodes, [t for t, _ in wanted]), strict=True):
-            if where < 0:
-                continue
-            linked += 1
-            dur = max(events[n][1], 0.0)
-            nodes[where].own += dur
-            nodes[where].claimed += dur * claims.get(events[n][2], 0)
-    table = SummaryTable(gpu_events=len(events), linked=linked, overhead_events=len(overheads))
-    table.rows = _op_rows(tree) + _device_rows(events, contents)
     for _, _, name, corr in overheads:
         if corr is not None and corr in by_corr:
             table.claiming += 1
@@ -189,60 +260,61 @@ def summary_table(contents: TraceContents) -> SummaryTable:
     table.rows.sort(key=lambda r: (-r.reported_self_us, -r.reported_total_us, r.name))
     table.table_self_us = sum(r.reported_self_us for r in table.rows if r.kind == "gpu")
     table.annotation_us = sum(r.reported_self_us for r in table.rows if r.kind == "gpu_annotation")
-    table.busy_us = _union([(e[0], e[0] + max(e[1], 0.0)) for e in events])
+    table.busy_us = _union(events.ts, events.ts + events.dur)
     return table
 
 
-def _op_rows(tree: dict[tuple[Any, Any], list[_Node]]) -> list[SummaryRow]:
-    """Per op name: key_averages()'s self and total (the overhead records' claims in the total), and the same
-    with each GPU event once."""
-    sums: dict[str, list[float]] = defaultdict(lambda: [0, 0.0, 0.0, 0.0, 0.0])
-    for nodes in tree.values():
-        total = [n.own + n.claimed for n in nodes]
-        true_total = [n.own for n in nodes]
-        for i in range(len(nodes) - 1, -1, -1):  # children come after their parent
-            parent = nodes[i].parent
-            if parent >= 0:
-                total[parent] += total[i]
-                true_total[parent] += true_total[i]
-        for i, node in enumerate(nodes):
-            row = sums[node.name]
-            row[0] += 1
-            row[1] += node.own
-            row[2] += total[i]
-            row[3] += node.own
-            row[4] += true_total[i]
-    return [
-        SummaryRow(name, "op", int(s[0]), s[1], s[2], s[3], s[4]) for name, s in sums.items() if s[2] > 0 or s[4] > 0
-    ]
+def _thread_count(contents: TraceContents) -> int:
+    threads = _ints(contents.runtime.threads)
+    return int(threads.max()) + 1 if len(threads) else 0
 
 
-def _device_rows(events: list[tuple[float, float, int, str, str]], contents: TraceContents) -> list[SummaryRow]:
+def _add_rows(rows: dict[str, list[float]], tree: _Thread, own: list[float], claimed: list[float]) -> None:
+    """Per op name: key_averages()' self and total (an overhead record's claim in its op's total, as a child's),
+    and the same with each GPU event once; the totals summed up the tree."""
+    total = [a + b for a, b in zip(own, claimed, strict=True)]
+    true_total = list(own)
+    for i in range(len(total) - 1, -1, -1):  # children come after their parent
+        parent = tree.parent[i]
+        if parent >= 0:
+            total[parent] += total[i]
+            true_total[parent] += true_total[i]
+    for i, name in enumerate(tree.name):
+        row = rows[name]
+        row[0] += 1
+        row[1] += own[i]
+        row[2] += total[i]
+        row[3] += own[i]
+        row[4] += true_total[i]
+
+
+def _device_rows(events: _Events, contents: TraceContents) -> list[SummaryRow]:
     """The GPU events' own rows (self = total = duration), and the GPU annotations' (no device work of their own)."""
-    sums: dict[tuple[str, str], list[float]] = defaultdict(lambda: [0, 0.0])
-    for _, dur, _, name, kind in events:
-        row = sums[(name, kind)]
-        row[0] += 1
-        row[1] += max(dur, 0.0)
+    calls = np.bincount(events.name, minlength=len(events.names)).tolist()
+    times = np.bincount(events.name, weights=events.dur, minlength=len(events.names)).tolist()
+    rows = [
+        SummaryRow(name, "gpu", calls[n], times[n], times[n], times[n], times[n])
+        for n, name in enumerate(events.names)
+        if calls[n]
+    ]
+    annotations: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
     for start, end, name in contents.timeline.gpu_annotations:
-        row = sums[(name, "gpu_annotation")]
-        row[0] += 1
-        row[1] += end - start
-    return [
-        SummaryRow(name, kind, int(s[0]), s[1], s[1], s[1] if kind == "gpu" else 0.0, s[1] if kind == "gpu" else 0.0)
-        for (name, kind), s in sums.items()
+        annotations[name][0] += 1
+        annotations[name][1] += end - start
+    return rows + [
+        SummaryRow(name, "gpu_annotation", int(a[0]), a[1], a[1], 0.0, 0.0) for name, a in annotations.items()
     ]
 
 
-def _union(spans: list[tuple[float, float]]) -> float:
+def _union(starts: Floats, ends: Floats) -> float:
     """The length of the union of intervals."""
-    total, end = 0.0, -float("inf")
-    for s, e in sorted(spans):
-        if e <= end:
-            continue
-        total += e - max(s, end)
-        end = e
-    return total
+    if not len(starts):
+        return 0.0
+    order = np.argsort(starts, kind="stable")
+    s, e = starts[order], ends[order]
+    reach = np.maximum.accumulate(e)
+    begins = np.maximum(s, np.concatenate(([-np.inf], reach[:-1])))
+    return float(np.maximum(e - begins, 0.0)[e > np.concatenate(([-np.inf], reach[:-1]))].sum())
 
 
 # -- judging -----------------------------------------------------------------------------------------
