@@ -20,7 +20,7 @@ Gathering (the op tree and what each op launched), judging (the margins) and wor
 from __future__ import annotations
 
 import statistics
-from collections import Counter, defaultdict
+from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -154,30 +154,52 @@ class _Thread:
 
     start: Floats
     end: Floats
-    name: list[str]
+    name: Ints  # name ids (``_Spans.names``)
     parent: list[int]
 
 
-def _spans(contents: TraceContents) -> dict[tuple[Any, Any], tuple[Floats, Floats, list[str]]]:
-    """Per thread, every CPU op and record_function span: starts, ends, names."""
-    out: dict[tuple[Any, Any], tuple[Floats, Floats, list[str]]] = {}
-    for key, starts, ends, refs in contents.ops.threads():
-        names = [contents.ops.descriptor(r).name for r in refs]
-        out[key] = (_floats(starts), _floats(ends), names)
-    extra: dict[tuple[Any, Any], list[tuple[float, float, str]]] = defaultdict(list)
-    for pid, tid, start, end, name in contents.timeline.annotations:
-        extra[(pid, tid)].append((start, end, name))
-    for key, spans in extra.items():
-        s, e, n = out.get(key, (np.zeros(0), np.zeros(0), []))
-        out[key] = (
-            np.concatenate((s, np.array([x[0] for x in spans]))),
-            np.concatenate((e, np.array([x[1] for x in spans]))),
-            n + [x[2] for x in spans],
+@dataclass(slots=True)
+class _Spans:
+    """Per thread, every CPU op and record_function span (starts, ends, name ids), and the names by id."""
+
+    threads: dict[tuple[Any, Any], tuple[Floats, Floats, Ints]]
+    names: list[str]
+
+    @classmethod
+    def of(cls, contents: TraceContents) -> _Spans:
+        threads: dict[tuple[Any, Any], tuple[Floats, Floats, Ints]] = {}
+        found = list(contents.ops.threads())
+        top = max((int(_ints(refs).max()) for _, _, _, refs in found), default=-1)
+        ids_of: dict[str, int] = {}  # descriptors differ by shapes and stacks; key_averages() keys by name
+        name_of = np.array(
+            [ids_of.setdefault(contents.ops.descriptor(r).name, len(ids_of)) for r in range(top + 1)] or [0],
+            dtype=np.int64,
         )
-    return out
+        for key, starts, ends, refs in found:
+            threads[key] = (_floats(starts), _floats(ends), name_of[_ints(refs)])
+        extra: dict[tuple[Any, Any], list[tuple[float, float, int]]] = defaultdict(list)
+        for pid, tid, start, end, name in contents.timeline.annotations:
+            extra[(pid, tid)].append((start, end, ids_of.setdefault(name, len(ids_of))))
+        names = list(ids_of)
+        for key, spans in extra.items():
+            empty = np.zeros(0, dtype=np.float64)
+            s, e, n = threads.get(key, (empty, empty, np.zeros(0, dtype=np.int64)))
+            threads[key] = (
+                np.concatenate((s, np.array([x[0] for x in spans]))),
+                np.concatenate((e, np.array([x[1] for x in spans]))),
+                np.concatenate((n, np.array([x[2] for x in spans], dtype=np.int64))),
+            )
+        return cls(threads, names)
+
+    def calls(self) -> Ints:
+        """Instances per name id: key_averages() counts every one, with device time or not."""
+        counts = np.zeros(len(self.names), dtype=np.int64)
+        for _, _, ids in self.threads.values():
+            counts += np.bincount(ids, minlength=len(self.names))
+        return counts
 
 
-def _thread_tree(start: Floats, end: Floats, names: list[str], queries: Floats) -> _Thread:
+def _thread_tree(start: Floats, end: Floats, names: Ints, queries: Floats) -> _Thread:
     """The spans that hold at least one launch (the others carry no device time), sorted by (start, -end), each
     with its parent: the innermost earlier span holding it whole (``_populate_cpu_children``'s rule)."""
     q = np.sort(queries)
@@ -192,7 +214,7 @@ def _thread_tree(start: Floats, end: Floats, names: list[str], queries: Floats) 
             stack.pop()
         parent.append(stack[-1] if stack else -1)
         stack.append(i)
-    return _Thread(start[order], end[order], [names[i] for i in order.tolist()], parent)
+    return _Thread(start[order], end[order], names[order], parent)
 
 
 def _innermost(tree: _Thread, times: Floats) -> Ints:
@@ -224,26 +246,33 @@ def summary_table(contents: TraceContents) -> SummaryTable:
     if len(claim_ids):
         where = np.minimum(np.searchsorted(claim_ids, events.corr), len(claim_ids) - 1)
         times = np.where(claim_ids[where] == events.corr, claim_counts[where], 0.0)
-    spans = _spans(contents)
+    spans = _Spans.of(contents)
     keys = {key: n for n, key in enumerate(contents.runtime.thread(t) for t in range(_thread_count(contents)))}
-    op_rows: dict[str, list[float]] = defaultdict(lambda: [0, 0.0, 0.0, 0.0, 0.0])
+    sums = np.zeros((4, len(spans.names)), dtype=np.float64)  # own, total, true total (self = own)
     linked = 0
     for key, n in keys.items():
         mine = np.flatnonzero(thread_of == n)
-        if key not in spans or not len(mine):
+        if key not in spans.threads or not len(mine):
             continue
-        tree = _thread_tree(*spans[key], call_ts[mine])
+        tree = _thread_tree(*spans.threads[key], call_ts[mine])
         owner = _innermost(tree, call_ts[mine])
         held = owner >= 0
         linked += int(held.sum())
         size = len(tree.name)
-        own = np.bincount(owner[held], weights=events.dur[mine][held], minlength=size).tolist()
-        claimed = np.bincount(owner[held], weights=(events.dur[mine] * times[mine])[held], minlength=size).tolist()
-        _add_rows(op_rows, tree, own, claimed)
+        own = np.bincount(owner[held], weights=events.dur[mine][held], minlength=size)
+        claimed = np.bincount(owner[held], weights=(events.dur[mine] * times[mine])[held], minlength=size)
+        total, true_total = _up_the_tree(tree.parent, (own + claimed).tolist(), own.tolist())
+        sums[0] += np.bincount(tree.name, weights=own, minlength=len(spans.names))
+        sums[1] += np.bincount(tree.name, weights=total, minlength=len(spans.names))
+        sums[2] += np.bincount(tree.name, weights=true_total, minlength=len(spans.names))
+        sums[3] += np.bincount(tree.name, minlength=len(spans.names))
     table = SummaryTable(gpu_events=len(events.ts), linked=linked, overhead_events=len(overheads))
-    calls = Counter(name for _, _, names in spans.values() for name in names)  # every instance is a call
+    calls = spans.calls().tolist()
+    own_s, total_s, true_s, held_s = (row.tolist() for row in sums)
     table.rows = [
-        SummaryRow(name, "op", calls[name], r[1], r[2], r[3], r[4]) for name, r in op_rows.items()
+        SummaryRow(name, "op", calls[n], own_s[n], total_s[n], own_s[n], true_s[n])
+        for n, name in enumerate(spans.names)
+        if held_s[n]
     ] + _device_rows(events, contents)
     by_corr: dict[int, float] = {}
     if claims:
@@ -269,23 +298,15 @@ def _thread_count(contents: TraceContents) -> int:
     return int(threads.max()) + 1 if len(threads) else 0
 
 
-def _add_rows(rows: dict[str, list[float]], tree: _Thread, own: list[float], claimed: list[float]) -> None:
-    """Per op name: key_averages()' self and total (an overhead record's claim in its op's total, as a child's),
-    and the same with each GPU event once; the totals summed up the tree."""
-    total = [a + b for a, b in zip(own, claimed, strict=True)]
-    true_total = list(own)
+def _up_the_tree(parent: list[int], total: list[float], true_total: list[float]) -> tuple[list[float], list[float]]:
+    """Each span's device total: its own plus its children's (an overhead record's claim is in ``total`` as a
+    child's would be), and the same with each GPU event once."""
     for i in range(len(total) - 1, -1, -1):  # children come after their parent
-        parent = tree.parent[i]
-        if parent >= 0:
-            total[parent] += total[i]
-            true_total[parent] += true_total[i]
-    for i, name in enumerate(tree.name):
-        row = rows[name]
-        row[0] += 1
-        row[1] += own[i]
-        row[2] += total[i]
-        row[3] += own[i]
-        row[4] += true_total[i]
+        up = parent[i]
+        if up >= 0:
+            total[up] += total[i]
+            true_total[up] += true_total[i]
+    return total, true_total
 
 
 def _device_rows(events: _Events, contents: TraceContents) -> list[SummaryRow]:
