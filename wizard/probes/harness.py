@@ -190,8 +190,8 @@ def overhead(runs: int, argv: list[str]) -> None:
     if cuda:
         activities.append(torch.profiler.ProfilerActivity.CUDA)
 
-    def timed(profiled: bool) -> tuple[int, float]:
-        start = time.perf_counter()
+    def timed(profiled: bool) -> tuple[int, float, float]:
+        start, cpu = time.perf_counter(), time.process_time()
         if profiled:
             with torch.profiler.profile(activities=activities):
                 code = _run_script(argv)
@@ -201,19 +201,19 @@ def overhead(runs: int, argv: list[str]) -> None:
             code = _run_script(argv)
             if cuda:
                 torch.cuda.synchronize()
-        return code, time.perf_counter() - start
+        return code, time.perf_counter() - start, time.process_time() - cpu
 
-    plain: list[float] = []
-    profiled: list[float] = []
-    code, _ = timed(False)
+    times: dict[str, list[float]] = {"plain_s": [], "profiled_s": [], "plain_cpu_s": [], "profiled_cpu_s": []}
+    code, _, _ = timed(False)
     if code == 0:
-        code, _ = timed(True)  # the first session also starts Kineto (and CUPTI): a one-time cost, not the step's
+        code, _, _ = timed(True)  # the first session also starts Kineto (and CUPTI): a one-time cost, not the step's
     for _ in range(runs if code == 0 else 0):
-        for times, under in ((plain, False), (profiled, True)):
-            code, seconds = timed(under)
+        for kind, under in (("plain", False), ("profiled", True)):
+            code, wall, cpu = timed(under)
             if code:
                 break
-            times.append(seconds)
+            times[f"{kind}_s"].append(wall)
+            times[f"{kind}_cpu_s"].append(cpu)
         if code:
             break
     failure = FAILURE[-1] if FAILURE else None
@@ -224,8 +224,7 @@ def overhead(runs: int, argv: list[str]) -> None:
             "cuda_available": cuda,
             "failure": failure,
             "torch_version": torch.__version__,
-            "plain_s": plain,
-            "profiled_s": profiled,
+            **times,
         }
     )
 

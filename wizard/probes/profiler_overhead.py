@@ -31,6 +31,10 @@ class ProfilerOverheadFacts(TypedDict, total=False):
     plain_median_s: Annotated[float | None, "median plain run, in seconds"]
     profiled_median_s: Annotated[float | None, "median profiled run, in seconds"]
     inflation: Annotated[float | None, "profiled median / plain median - 1 (0.1 = 10% slower under the profiler)"]
+    cpu_inflation: Annotated[
+        float | None,
+        "the same over the process's CPU time (time.process_time): less sensitive to other programs on the machine",
+    ]
     best_inflation: Annotated[
         float | None, "fastest profiled run / fastest plain run - 1: the same, less the noise of a loaded machine"
     ]
@@ -52,6 +56,14 @@ def overhead_verdict(plain: list[float], profiled: list[float]) -> tuple[Status,
     if inflation > WARN:
         return Status.WARN, f"{words}: above {WARN:.0%}, read the trace's times as upper bounds", inflation
     return Status.PASS, f"{words}: within {WARN:.0%}", inflation
+
+
+def _ratio(profiled: Any, plain: Any) -> float | None:
+    """Median over median, less one, of two lists of seconds (None where either is empty or zero)."""
+    if not isinstance(profiled, list) or not isinstance(plain, list) or not profiled or not plain:
+        return None
+    base = statistics.median(float(x) for x in plain)
+    return statistics.median(float(x) for x in profiled) / base - 1 if base > 0 else None
 
 
 class ProfilerOverheadProbe:
@@ -94,6 +106,7 @@ class ProfilerOverheadProbe:
             "profiled_median_s": statistics.median(profiled) if profiled else None,
             "inflation": inflation,
             "best_inflation": min(profiled) / min(plain) - 1 if plain and profiled and min(plain) > 0 else None,
+            "cpu_inflation": _ratio(run.result.get("profiled_cpu_s"), run.result.get("plain_cpu_s")),
             "cuda_available": bool(run.result.get("cuda_available")),
             "exit_code": run.result.get("exit_code"),
         }
