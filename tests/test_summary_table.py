@@ -388,3 +388,53 @@ def test_a_trace_without_gpu_events_has_no_table_section(tmp_path: Path, run_cli
     trace, md = b.write(tmp_path / "t.json"), tmp_path / "r.md"
     assert run_cli("trace", "inspect", "--fail-on", "never", "--report", str(md), str(trace)).returncode == 0
     assert "key_averages(), reported and counted once" not in md.read_text()
+
+
+# -- the profiler.overhead probe ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("plain", "profiled", "status", "inflation"),
+    [
+        ([1.0, 1.0, 1.0], [1.09, 1.09, 1.09], "pass", 0.09),  # under 10%: within
+        ([1.0, 2.0, 1.0], [1.15, 1.0, 1.2], "warn", 0.15),  # medians 1.0 and 1.15
+        ([1.0], [1.25], "fail", 0.25),
+        ([1.0, 1.0], [0.9, 0.9], "pass", -0.1),
+    ],
+)
+def test_overhead_verdict(plain: list[float], profiled: list[float], status: str, inflation: float) -> None:
+    from wizard.probes.profiler_overhead import overhead_verdict
+
+    found, summary, value = overhead_verdict(plain, profiled)
+    assert (found.value, value) == (status, pytest.approx(inflation))
+    assert summary.startswith("under torch.profiler the workload took ")
+
+
+def test_overhead_verdict_without_runs_skips() -> None:
+    from wizard.probes.profiler_overhead import overhead_verdict
+
+    assert [s.value for s, _, _ in (overhead_verdict([], [1.0]), overhead_verdict([0.0], [1.0]))] == ["skip", "skip"]
+
+
+@needs_torch
+def test_the_overhead_probe_times_a_real_cpu_workload(tmp_path: Path, run_cli: RunCli) -> None:
+    """A real run on CPU: two plain and two profiled timings after the warm-ups, the inflation their medians'."""
+    script = tmp_path / "steps.py"
+    script.write_text("import torch\nx = torch.ones(32, 32)\nfor _ in range(20):\n    x = (x @ x).tanh()\n")
+    result = run_cli("probe", "profiler.overhead", "--workload", f"python {script}", "--param", "runs=2", "--json")
+    (entry,) = [e for e in strict_json(result.stdout)["entries"] if e["kind"] == "probe"]
+    facts = entry["facts"]
+    assert (facts["runs"], len(facts["plain_s"]), len(facts["profiled_s"]), facts["exit_code"]) == (2, 2, 2, 0)
+    assert facts["plain_median_s"] == pytest.approx(sum(facts["plain_s"]) / 2)
+    assert facts["inflation"] == pytest.approx(facts["profiled_median_s"] / facts["plain_median_s"] - 1)
+    assert (
+        entry["status"]
+        == {True: "fail", False: "warn" if facts["inflation"] > 0.1 else "pass"}[facts["inflation"] > 0.2]
+    )
+    assert facts["cuda_available"] is False
+
+
+def test_the_overhead_probe_refuses_a_bad_run_count(tmp_path: Path, run_cli: RunCli) -> None:
+    result = run_cli("probe", "profiler.overhead", "--workload", "python x.py", "--param", "runs=0", "--json")
+    (entry,) = [e for e in strict_json(result.stdout)["entries"] if e["kind"] == "probe"]
+    assert (entry["status"], entry["facts"]["reason"]) == ("error", "runs must be a whole number from 1 to 50, not 0")
