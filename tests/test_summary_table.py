@@ -438,3 +438,37 @@ def test_the_overhead_probe_refuses_a_bad_run_count(tmp_path: Path, run_cli: Run
     result = run_cli("probe", "profiler.overhead", "--workload", "python x.py", "--param", "runs=0", "--json")
     (entry,) = [e for e in strict_json(result.stdout)["entries"] if e["kind"] == "probe"]
     assert (entry["status"], entry["facts"]["reason"]) == ("error", "runs must be a whole number from 1 to 50, not 0")
+
+
+def test_kernel_busy_beside_measured_sm_active(tmp_path: Path) -> None:
+    """PM sampling (PyTorch 2.15+): a kernel runs half of the sampled 400 µs, the SMs were active 20% on average."""
+    b = TraceBuilder()
+    b.add(spec("k", dur=100.0))  # +30 to +130
+    b.add(spec("k", dur=100.0))  # +130 to +230
+    first = b.kernel_spans[0][0]
+    for i, value in enumerate((10.0, 30.0, 20.0, 20.0, 20.0)):
+        b.add_counter("sm__cycles_active.avg.pct_of_peak_sustained_elapsed", first - 100 + 100 * i, value)
+    b.add_counter("sm__warps_active.avg.per_cycle_active", first, 3.0)  # not SM-active: not read
+    found = inspect(b.write(tmp_path / "t.json"))["summary-table"]
+    assert found["sm_active"] == [
+        {
+            "device": 0,
+            "counter": "sm__cycles_active.avg.pct_of_peak_sustained_elapsed",
+            "samples": 5,
+            "span_us": 400.0,
+            "kernel_busy_pct": 50.0,
+            "sm_active_pct": 20.0,
+        }
+    ]
+    assert found["status"] == "ok"
+    assert (
+        "; device 0: a kernel ran 50.0% of the sampled time, the SMs were active 20.0% "
+        "(sm__cycles_active.avg.pct_of_peak_sustained_elapsed); kernel-busy is time with any kernel running, "
+        "SM-active the share of SM cycles with work"
+    ) in found["summary"]
+
+
+def test_no_counters_no_sm_active(tmp_path: Path) -> None:
+    b = TraceBuilder()
+    b.add(spec("k"))
+    assert inspect(b.write(tmp_path / "t.json"))["summary-table"]["sm_active"] == []

@@ -338,6 +338,43 @@ def _union(starts: Floats, ends: Floats) -> float:
     return float(np.maximum(e - begins, 0.0)[e > np.concatenate(([-np.inf], reach[:-1]))].sum())
 
 
+SM_ACTIVE = "sm__cycles_active"  # PM sampling's share of cycles with work on an SM (a percent series)
+
+
+def sm_active(contents: TraceContents) -> list[dict[str, Any]]:
+    """Per device with a PM-sampling ``sm__cycles_active`` percent series (PyTorch 2.15+ traces; a second read
+    of the file, only when the reader counted counter events): over the span its samples cover, the share of
+    time a kernel ran (kernel-busy %) beside the mean measured SM-active %."""
+    if not contents.counter_events or not contents.path:
+        return []
+    from wizard.trace.counters import read_counters
+
+    ts, dur, _, shape, shapes = contents.kernels.columns()
+    starts, durs = _floats(ts), np.maximum(_floats(dur), 0.0)
+    device_of = np.array([s[3] if isinstance(s[3], int) else -1 for s in shapes] or [-1], dtype=np.int64)
+    devices = device_of[_ints(shape)] if len(starts) else np.zeros(0, dtype=np.int64)
+    out = []
+    for (device, name), series in sorted(read_counters(contents.path).items()):
+        if not name.startswith(SM_ACTIVE) or "pct" not in name or len(series.ts) < 2:
+            continue
+        first, last = series.ts[0], series.ts[-1]
+        mine = devices == device
+        begin = np.clip(starts[mine], first, last)
+        end = np.clip(starts[mine] + durs[mine], first, last)
+        busy = _union(begin, end) / (last - first) if last > first else 0.0
+        out.append(
+            {
+                "device": device,
+                "counter": name,
+                "samples": len(series.values),
+                "span_us": last - first,
+                "kernel_busy_pct": 100.0 * busy,
+                "sm_active_pct": statistics.fmean(series.values),
+            }
+        )
+    return out
+
+
 # -- judging -----------------------------------------------------------------------------------------
 
 
@@ -384,6 +421,7 @@ def summary_table_check(contents: TraceContents) -> HealthCheck:
         "over_wall_clock": False,
         "margin": MARGIN,
         "rows": [r.to_dict() for r in table.rows[:TABLE_ROWS]],
+        "sm_active": sm_active(contents),
     }
     if not table.gpu_events:
         return not_applicable(
@@ -394,9 +432,21 @@ def summary_table_check(contents: TraceContents) -> HealthCheck:
     details["inflated_ops"] = sum(1 for r in inflated if r.kind == "op")
     details["over_wall_clock"] = over
     annotations = (
-        f"; {_us(table.annotation_us)} of GPU annotations shown as Self CUDA rows, left out of the total"
-        if table.annotation_us
-        else ""
+        (
+            f"; {_us(table.annotation_us)} of GPU annotations shown as Self CUDA rows, left out of the total"
+            if table.annotation_us
+            else ""
+        )
+        + "".join(
+            f"; device {d['device']}: a kernel ran {d['kernel_busy_pct']:.1f}% of the sampled time, the SMs were "
+            f"active {d['sm_active_pct']:.1f}% ({d['counter']})"
+            for d in details["sm_active"]
+        )
+        + (
+            "; kernel-busy is time with any kernel running, SM-active the share of SM cycles with work"
+            if details["sm_active"]
+            else ""
+        )
     )
     if not inflated and not over:
         return make_check(
