@@ -6,6 +6,9 @@ mechanism found, emits one ``WarpWizardWarning`` (and a ``logging`` record on th
 logger) naming the kernel, the wrong and the true value and the cause. Optionally it writes a
 corrected copy beside the trace (for TensorBoard, Perfetto and HTA) and a JSON report.
 ``export_chrome_trace(prof, path)`` does the same for a plain ``prof.export_chrome_trace(path)``.
+Where the profiler is at hand, the table the user prints (``prof.key_averages()``) is compared with the
+trace's GPU events counted once (the summary-table check): a row that claims more device time than its
+kernels ran, or a Self CUDA total above the GPU's busy time, is one more warning.
 
 Checking never breaks training: any error inside it becomes a warning and the caller goes on. It
 runs in the calling process (no worker processes) and costs one read of the trace. torch is

@@ -31,12 +31,15 @@ from wizard.formatting import plural, verb
 from wizard.trace.collector import TraceContents
 from wizard.trace.health import HealthCheck, make_check, not_applicable
 from wizard.trace.records import NO_CORRELATION
+from wizard.untrusted import cut
 
 MARGIN = 0.10  # a reported device time more than 10% above the GPU events counted once misleads
 MIN_US = 1.0  # and by at least a microsecond (a rounding never fires)
 OVERHEAD_SHARE = 0.10  # profiler overhead above 10% of the window (nsys-ai's doctor warns there, fails at 20%)
 TABLE_ROWS = 20  # rows kept in the report (by reported self device time)
 STEPS_KEPT = 64  # ProfilerStep durations kept in the details
+KINDS_KEPT = 16  # overhead record names kept in the details (CUPTI has nine; a hostile trace any number)
+KINDS_SHOWN = 4  # and named in the summary
 
 Floats = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.int64]
@@ -516,7 +519,7 @@ def profiler_overhead(contents: TraceContents, span: tuple[float, float] | None)
         "window_us": window_us,
         "share": share,
         "threshold": OVERHEAD_SHARE,
-        "kinds": dict(sorted(by_name.items(), key=lambda kv: (-kv[1], kv[0]))),
+        "kinds": dict(sorted(by_name.items(), key=lambda kv: (-kv[1], kv[0]))[:KINDS_KEPT]),
         **step_drift(contents.timeline.steps),
     }
     drift = details["drift"]
@@ -537,7 +540,8 @@ def profiler_overhead(contents: TraceContents, span: tuple[float, float] | None)
         "profiler-overhead",
         n,
         status,
-        f"{plural(n, 'profiler-overhead record')} ({', '.join(sorted(by_name))}) took {_us(overhead_us)}, "
+        f"{plural(n, 'profiler-overhead record')} ({', '.join(cut(k, 60) for k in sorted(by_name)[:KINDS_SHOWN])}"
+        f"{', ...' if len(by_name) > KINDS_SHOWN else ''}) took {_us(overhead_us)}, "
         f"{share:.1%} of the window{steps}",
         "the profiler spent this time on its own work (CUPTI activity buffer requests, lazy function loading) "
         f"inside the profiled window; above {OVERHEAD_SHARE:.0%} the measured step is inflated: time an "
