@@ -21,6 +21,7 @@ What PyTorch 2.13 does, read in the installed wheel (torch==2.13.0, the venv's s
 
 from __future__ import annotations
 
+import json
 import warnings
 from pathlib import Path
 from types import SimpleNamespace
@@ -472,3 +473,27 @@ def test_no_counters_no_sm_active(tmp_path: Path) -> None:
     b = TraceBuilder()
     b.add(spec("k"))
     assert inspect(b.write(tmp_path / "t.json"))["summary-table"]["sm_active"] == []
+
+
+def test_hostile_overhead_and_annotation_records_are_read_within_bounds(tmp_path: Path) -> None:
+    """An id past int64, a word as an id, a list as a name, a missing duration: one clear reading, no crash."""
+    b = TraceBuilder()
+    b.add(spec("k", dur=10.0))
+    doc = b.document()
+    op_ts = next(e["ts"] for e in doc["traceEvents"] if e.get("cat") == "cpu_op")
+    doc["traceEvents"] += [
+        {"ph": "X", "cat": "overhead", "name": "Resource", "pid": -1, "tid": 0, "ts": 1.0, "dur": 2.0,
+         "args": {"correlation": 10**30}},
+        {"ph": "X", "cat": "overhead", "name": "Buffer Flush", "pid": -1, "tid": 0, "ts": 1.0, "dur": 3.0,
+         "args": {"correlation": "many"}},
+        {"ph": "X", "cat": "gpu_user_annotation", "name": 7, "pid": 0, "tid": 7, "ts": 2.0, "dur": 4.0},
+        {"ph": "X", "cat": "user_annotation", "name": "step", "pid": 4242, "tid": 4242, "ts": str(op_ts - 1),
+         "dur": 1e9},
+    ]  # fmt: skip
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(doc))
+    found = inspect(path)
+    assert (found["summary-table"]["claiming"], found["summary-table"]["annotation_us"]) == (0, 4.0)
+    assert rows(found["summary-table"])[("7", "gpu_annotation")] == (1, 4.0, 4.0, 0.0, 0.0)
+    assert rows(found["summary-table"])[("step", "op")] == (1, 0.0, 10.0, 0.0, 10.0)
+    assert found["profiler-overhead"]["kinds"] == {"Buffer Flush": 3.0, "Resource": 2.0}

@@ -314,8 +314,7 @@ class Collector(EventSink):
         elif cat == "gpu_user_annotation" and len(timeline.gpu_annotations) < ANNOTATION_CAP:
             timeline.gpu_annotations.append((start, end, self._intern(str(name))))
         elif cat in OVERHEAD_CATEGORIES and len(timeline.overheads) < ANNOTATION_CAP:
-            corr = ev.args.correlation if ev.args is not None else None
-            corr = corr if type(corr) is int else as_int(corr)
+            corr = as_int(ev.args.correlation) if ev.args is not None else None  # bounded: an id, not damage
             timeline.overheads.append((start, end, self._intern(str(name)), corr))
 
     def _gpu_op(self, ev: Event) -> None:
