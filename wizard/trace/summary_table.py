@@ -11,7 +11,7 @@ torch/autograd/profiler_util.py ``EventList._build_tree``, ``FunctionEvent.devic
   launch's kernels too, so the op around it counts them twice and the overhead row shows them as its own;
 - GPU events and ``gpu_user_annotation`` spans are rows of their own (self = duration), and the table's
   "Self CUDA time total" (the denominator of every "Self CUDA %") sums the GPU rows, annotations left out
-  since 2.4.
+  (the fix for pytorch#130730).
 
 Gathering (the op tree and what each op launched), judging (the margins) and wording are separate functions;
 ``health_checks`` registers the two checks.
