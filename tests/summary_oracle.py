@@ -46,17 +46,7 @@ def key_averages(events: list[Event], link: str = "call") -> dict[str, Any]:
     by_thread: dict[tuple[Any, Any], list[int]] = defaultdict(list)
     for i, n in enumerate(nodes):
         by_thread[(n.get("pid"), n.get("tid"))].append(i)
-    parent = [-1] * len(nodes)
-    order: list[int] = []
-    for members in by_thread.values():
-        ranked = sorted(members, key=lambda i: (nodes[i]["ts"], -_dur(nodes[i]), i))
-        for k, i in enumerate(ranked):
-            s, e = nodes[i]["ts"], nodes[i]["ts"] + _dur(nodes[i])
-            j = ranked[k - 1] if k else -1
-            while j >= 0 and not (nodes[j]["ts"] <= s and e <= nodes[j]["ts"] + _dur(nodes[j])):
-                j = parent[j]  # a span that holds this one holds every span between it and this one
-            parent[i] = j
-        order += ranked
+    parent, order = _parents(nodes, by_thread)
     owner = _owners(events, nodes, gpu, by_thread, link)
     claims: dict[int, int] = defaultdict(int)
     overheads = [e for e in events if isinstance(e, dict) and e.get("cat") == "overhead"]
@@ -88,6 +78,37 @@ def key_averages(events: list[Event], link: str = "call") -> dict[str, Any]:
         row[2] += totals[i]
         row[3] += own[i]
         row[4] += true_totals[i]
+    gpu_rows, annotations, overhead, claiming, busy = _device(events, gpu, overheads)
+    return {
+        "ops": {k: v for k, v in ops.items() if v[2] > 0 or v[4] > 0},
+        "gpu": dict(gpu_rows),
+        "annotations": dict(annotations),
+        "overhead": dict(overhead),
+        "table_self_us": sum(v[1] for v in gpu_rows.values()),
+        "busy_us": busy,
+        "claiming": claiming,
+    }
+
+
+def _parents(nodes: list[Event], by_thread: dict[tuple[Any, Any], list[int]]) -> tuple[list[int], list[int]]:
+    """Each node's parent (the nearest earlier span holding it whole, -1 for none), and every node in
+    (thread, start, -end) order."""
+    parent = [-1] * len(nodes)
+    order: list[int] = []
+    for members in by_thread.values():
+        ranked = sorted(members, key=lambda i: (nodes[i]["ts"], -_dur(nodes[i]), i))
+        for k, i in enumerate(ranked):
+            s, e = nodes[i]["ts"], nodes[i]["ts"] + _dur(nodes[i])
+            j = ranked[k - 1] if k else -1
+            while j >= 0 and not (nodes[j]["ts"] <= s and e <= nodes[j]["ts"] + _dur(nodes[j])):
+                j = parent[j]  # a span that holds this one holds every span between it and this one
+            parent[i] = j
+        order += ranked
+    return parent, order
+
+
+def _device(events: list[Event], gpu: list[Event], overheads: list[Event]) -> tuple[Any, ...]:
+    """The GPU rows, the annotations' time, what overhead records claim (and how many do), the busy time."""
     gpu_rows: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
     for g in gpu:
         gpu_rows[str(g.get("name"))][0] += 1
@@ -111,15 +132,7 @@ def key_averages(events: list[Event], link: str = "call") -> dict[str, Any]:
         if e > reach:
             busy += e - max(s, reach)
             reach = e
-    return {
-        "ops": {k: v for k, v in ops.items() if v[2] > 0 or v[4] > 0},
-        "gpu": dict(gpu_rows),
-        "annotations": dict(annotations),
-        "overhead": dict(overhead),
-        "table_self_us": sum(v[1] for v in gpu_rows.values()),
-        "busy_us": busy,
-        "claiming": claiming,
-    }
+    return gpu_rows, annotations, overhead, claiming, busy
 
 
 def _owners(
