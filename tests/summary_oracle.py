@@ -47,7 +47,7 @@ def key_averages(events: list[Event], link: str = "call") -> dict[str, Any]:
     for i, n in enumerate(nodes):
         by_thread[(n.get("pid"), n.get("tid"))].append(i)
     parent, order = _parents(nodes, by_thread)
-    owner = _owners(events, nodes, gpu, by_thread, link)
+    owner = _owners(events, nodes, gpu, (by_thread, parent), link)
     claims: dict[int, int] = defaultdict(int)
     overheads = [e for e in events if isinstance(e, dict) and e.get("cat") == "overhead"]
     for o in overheads:
@@ -139,10 +139,13 @@ def _owners(
     events: list[Event],
     nodes: list[Event],
     gpu: list[Event],
-    by_thread: dict[tuple[Any, Any], list[int]],
+    tree: tuple[dict[tuple[Any, Any], list[int]], list[int]],
     link: str,
 ) -> list[int | None]:
-    """Each GPU event's op (a node index), or None."""
+    """Each GPU event's op (a node index), or None: by External id, or the latest-starting span on the launch
+    call's thread at or before the call (the shortest on a tie), then up its parents until one holds the call
+    (start <= call < end: PyTorch's tree has a span ending where the call starts not hold it)."""
+    by_thread, parent = tree
     if link == "external":
         ext = {_args(n).get("External id"): i for i, n in enumerate(nodes) if n.get("cat") != "user_annotation"}
         return [ext.get(_args(g).get("External id")) for g in gpu]
@@ -151,22 +154,18 @@ def _owners(
         corr = _args(c).get("correlation")
         if isinstance(corr, int) and (corr not in calls or c["ts"] < calls[corr]["ts"]):
             calls[corr] = c
-    starts = {k: sorted((nodes[i]["ts"], i) for i in v) for k, v in by_thread.items()}
+    ranked = {k: sorted(v, key=lambda i: (nodes[i]["ts"], -_dur(nodes[i]), i)) for k, v in by_thread.items()}
+    starts = {k: [nodes[i]["ts"] for i in v] for k, v in ranked.items()}
     out: list[int | None] = []
     for g in gpu:
         call = calls.get(_args(g).get("correlation"))  # type: ignore[arg-type]
         found = None
         if call is not None:
-            mine = starts.get((call.get("pid"), call.get("tid")), [])
-            at = bisect.bisect_right(mine, (call["ts"], float("inf")))
-            best: tuple[float, float, int] | None = None
-            for ts, i in reversed(mine[:at]):  # the holding op that starts last (the shortest on a tie)
-                end = ts + _dur(nodes[i])
-                if end > call["ts"]:  # PyTorch's tree: a span ending where the call starts does not hold it
-                    if best is None or (ts, -end) > (best[0], -best[1]):
-                        best = (ts, end, i)
-                    if best[0] > ts:
-                        break
-            found = best[2] if best else None
+            key = (call.get("pid"), call.get("tid"))
+            at = bisect.bisect_right(starts.get(key, []), call["ts"]) - 1
+            j = ranked[key][at] if at >= 0 else -1
+            while j >= 0 and not (nodes[j]["ts"] <= call["ts"] < nodes[j]["ts"] + _dur(nodes[j])):
+                j = parent[j]
+            found = j if j >= 0 else None
         out.append(found)
     return out
