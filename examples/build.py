@@ -144,19 +144,19 @@ def health_examples() -> dict[str, TraceBuilder]:
     _step(b)
     out["kernels-missing.json"] = b
 
-    b = TraceBuilder(gpu="H100")  # kernels-hidden: PDL launches overlap their predecessor on stream 7
+    b = TraceBuilder(gpu="H100")  # kernels-hidden: PDL launches start 1 µs before their predecessor on stream 7 ends
     _step(b)
     for i in range(3):
         b.add(KernelSpec(f"void moe::fused_moe_kernel<{i}>", (132, 1, 1), (256, 1, 1), 128, 65536,
-                         "moe::fused_experts", [[4096, 7168]], ["c10::BFloat16"], launch="cuLaunchKernelEx", dur=160.0))
+                         "moe::fused_experts", [[4096, 7168]], ["c10::BFloat16"], launch="cuLaunchKernelEx", dur=101.0))
     _step(b)
     out["kernels-hidden.json"] = b
 
-    b = TraceBuilder(gpu="H100")  # cuda-graphs: three replays of a 5-kernel graph, only the first recorded whole
+    b = TraceBuilder(gpu="H100")  # cuda-graphs: three replays of a 5-kernel graph, the last one not recorded at all
     nodes = [KernelSpec(f"triton_poi_fused_{i}", (512, 1, 1), (128, 1, 1), 32, 0, "") for i in range(5)]
     b.add_graph(nodes)
     b.add_graph(nodes[:1])
-    b.add_graph(nodes[:1])
+    b.add_graph([])
     out["cuda-graphs.json"] = b
 
     b = TraceBuilder(gpu="H100")  # impossible-timing: every kernel 4 µs before its launch call

@@ -1,9 +1,10 @@
 """A second, independent computation of the trace health checks (issue 25), for the tests.
 
 Written from the JSON contract's text alone (the sentences quoted in each docstring) and sharing no
-code with warpwizard: only ``json``, ``gzip``, ``re`` and ``statistics``. The tests compare every count
-that ``warpwizard trace inspect --json`` reports with what this module finds in the same file; two
-readings that agree on every real trace are worth more than one reading tested against itself.
+code with warpwizard: only ``json``, ``gzip``, ``math``, ``re``, ``statistics`` and ``yaml`` (to read
+the flagship playbook's own verdicts). The tests compare every count that ``warpwizard trace inspect
+--json`` reports with what this module finds in the same file; two readings that agree on every real
+trace are worth more than one reading tested against itself.
 
 Readings of the contract that its text leaves open, chosen here and named where they are used:
 - an event counts only when it is a JSON object; "ph X" events only are calls, kernels and GPU events;
@@ -16,9 +17,11 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 import re
 import statistics
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,23 +31,26 @@ KERNEL_CATS = frozenset({"kernel", "Kernel"})
 GPU_CATS = KERNEL_CATS | {"gpu_memcpy", "gpu_memset", "Memcpy", "Memset"}
 CALL_CATS = frozenset({"cuda_runtime", "cuda_driver", "Runtime"})
 CPU_OP_CATS = frozenset({"cpu_op", "Operator"})
-LAUNCH_NAMES = frozenset(
-    {
-        "cudaLaunchKernel",
-        "cudaLaunchKernelExC",
-        "cudaLaunchCooperativeKernel",
-        "cudaLaunchCooperativeKernelMultiDevice",
-        "cuLaunchKernel",
-        "cuLaunchKernelEx",
-        "cuLaunchCooperativeKernel",
-        "hipLaunchKernel",
-        "hipExtLaunchKernel",
-        "hipModuleLaunchKernel",
-        "hipExtModuleLaunchKernel",
-        "hipLaunchCooperativeKernel",
-    }
-)
-GRAPH_LAUNCH_NAMES = frozenset({"cudaGraphLaunch", "hipGraphLaunch"})
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "health.md"
+FLAGSHIP = Path(__file__).resolve().parents[1] / "playbooks" / "negative-warps-per-sm.yaml"
+
+
+def _names_after(label: str) -> frozenset[str]:
+    """The call names docs/health.md lists after ``label`` (its Terms: backticked names up to the line's end)."""
+    for line in DOCS.read_text().splitlines():
+        if line.startswith(f"- **{label}**"):
+            return frozenset(re.findall(r"`([A-Za-z_][A-Za-z0-9_]*)`", line))
+    raise AssertionError(f"docs/health.md has no {label!r} term")
+
+
+# Contract: the Terms' "Launch calls" and "Graph-launch calls" lines (each a list of backticked names).
+LAUNCH_NAMES = _names_after("Launch calls")
+GRAPH_LAUNCH_NAMES = _names_after("Graph-launch calls")
+RANGE_CAT = "cuda_profiler_range"
+SIZE_WORTH_A_WORD = 256 * 1024 * 1024  # contract: "unpacked size of 256 MiB or more"
+PYTHON_SHARE_WORTH_A_WORD = 0.4  # contract: "python_share of 0.4 or more"
+TOP_CATEGORIES = 20  # contract: "the 20 largest categories"
+RANK_SKEW_FLOOR_US = 100.0  # contract: "the floor, 100 µs unless --rank-skew-floor-us says otherwise"
 BEGIN_CAPTURE = frozenset({"cudaStreamBeginCapture", "hipStreamBeginCapture"})
 END_CAPTURE = frozenset({"cudaStreamEndCapture", "hipStreamEndCapture"})
 
@@ -174,7 +180,9 @@ def kernels_missing(events: list[Event]) -> dict[str, Any]:
     """Contract: "count = launch calls, not captured, with a correlation id matching no kernel event's correlation
     anywhere in the file. `launches`: all launch calls. `in_last_1pct`: how many of the counted ones start
     at ts >= window_end - 0.01 * (window_end - window_start). `captured`: captured launch calls (all of
-    them). `no_correlation`: launch calls without a correlation id."
+    them). `no_correlation`: launch calls without a correlation id. `profiler_ranges`: of the counted ones,
+    those whose correlation id a cuda_profiler_range event carries (Kineto's CUPTI range profiler)."
+    ``explained`` is this oracle's own field: counted launches in the last 1% or with a range event.
     """
     launches = [e for e in events if is_launch(e)]
     kernel_ids = {c for e in events if is_kernel(e) and (c := correlation(e)) is not None}
@@ -183,35 +191,76 @@ def kernels_missing(events: list[Event]) -> dict[str, Any]:
         e for e in launches if id(e) not in captured and (c := correlation(e)) is not None and c not in kernel_ids
     ]
     span = window(events)
-    late = 0
+    late: set[int] = set()
     if span is not None:
         start, end = span
         cut = end - 0.01 * (end - start)
-        late = sum(1 for e in counted if (ts := ts_of(e)) is not None and ts >= cut)
+        late = {id(e) for e in counted if (ts := ts_of(e)) is not None and ts >= cut}
+    range_ids = {c for e in events if e.get("cat") == RANGE_CAT and (c := correlation(e)) is not None}
+    ranged = {id(e) for e in counted if correlation(e) in range_ids}
     return {
         "count": len(counted),
         "launches": len(launches),
-        "in_last_1pct": late,
+        "in_last_1pct": len(late),
         "captured": len(captured),
         "no_correlation": sum(1 for e in launches if correlation(e) is None),
+        "profiler_ranges": len(ranged),
+        "explained": len(late | ranged),
     }
 
 
+PDL_LAUNCH_NAMES = frozenset(
+    {"cuLaunchKernelEx", "cuLaunchKernelEx_ptsz", "cudaLaunchKernelExC", "cudaLaunchKernelExC_ptsz"}
+)
+
+
 def kernels_overlap(events: list[Event]) -> dict[str, Any]:
-    """Contract: "per (args.device, args.stream) (missing ones are None keys) kernels in order; count the kernels
-    whose ts is below the largest end (ts + max(dur,0)) of the earlier kernels on that lane. `lanes`: how
-    many lanes have at least one such kernel. `kernels`: all kernel events."
-    """
-    kernels = [e for e in events if is_kernel(e)]
-    reach: dict[tuple[Any, Any], float] = {}
-    hidden: Counter[tuple[Any, Any]] = Counter()
-    for ts, e in in_order(kernels):
-        args = _args(e)
-        lane = (args.get("device"), args.get("stream"))
-        if lane in reach and ts < reach[lane]:
-            hidden[lane] += 1
-        reach[lane] = max(reach.get(lane, end_of(e, ts)), end_of(e, ts))
-    return {"count": sum(hidden.values()), "lanes": len(hidden), "kernels": len(kernels)}
+    """Contract: "kernels Perfetto cannot nest on their row (tests/perfetto_rule.py: Perfetto's source). `lanes`: rows
+    with such a kernel; `kernels`: all kernel events; `pdl`: those launched by a cuLaunchKernelEx/cudaLaunchKernelExC
+    call (same correlation id) that overlap a kernel by at most 5 µs; `rounding`: those that end at most 1 µs after
+    the end of the other event they overlap; `graph`: those whose correlation id is a graph launch call's;
+    `max_overlap_us`: the open event's end minus the kernel's start, at most; `other_events`: the other X events of
+    kernel rows that cannot nest, by category." """
+    from tests import perfetto_rule
+
+    result = perfetto_rule.rule_of(events)
+    kernels = [i for i, e in enumerate(events) if is_kernel(e)]
+    kernel_rows = {result.rows[i] for i in kernels if i in result.rows}
+    hidden = [i for i in result.spilled if is_kernel(events[i])]
+    pdl_ids = {
+        c for e in events if is_launch(e) and e.get("name") in PDL_LAUNCH_NAMES and (c := correlation(e)) is not None
+    }
+    graph_ids = {c for e in events if is_graph_launch(e) and (c := correlation(e)) is not None}
+    pdl = rounding = 0
+    longest = 0
+
+    def ns(value: Any) -> int:
+        found = perfetto_rule.to_ns(value)
+        assert found is not None  # an event on a stack has a time
+        return found
+
+    for i in hidden:
+        other = events[result.conflicts[i]]
+        other_end = ns(other["ts"]) + ns(other["dur"])
+        shared, past = other_end - ns(events[i]["ts"]), ns(events[i]["ts"]) + ns(events[i]["dur"]) - other_end
+        longest = max(longest, shared)
+        if is_kernel(other) and correlation(events[i]) in pdl_ids and shared <= 5000:
+            pdl += 1
+        elif not is_kernel(other) and past <= 1000:
+            rounding += 1
+    others = Counter(
+        str(events[i].get("cat")) for i in result.spilled if not is_kernel(events[i]) and result.rows[i] in kernel_rows
+    )
+    return {
+        "count": len(hidden),
+        "lanes": len({result.rows[i] for i in hidden}),
+        "kernels": len(kernels),
+        "pdl": pdl,
+        "rounding": rounding,
+        "graph": sum(1 for i in hidden if correlation(events[i]) in graph_ids),
+        "max_overlap_us": longest / 1000,
+        "other_events": dict(others),
+    }
 
 
 def graph_launches(events: list[Event]) -> dict[str, Any]:
@@ -223,7 +272,13 @@ def graph_launches(events: list[Event]) -> dict[str, Any]:
     kernels = sum(1 for e in events if is_kernel(e) and correlation(e) in graph_ids)
     any_launch = any(is_launch(e) for e in events)
     mode = "eager" if not graphs else "mixed" if any_launch else "graph"
-    return {"count": len(graphs), "kernels": kernels, "mode": mode}
+    # Contract: "`unrecorded`: graph-launch calls (with a correlation id) whose id matches no kernel, counted
+    # only while at least one other graph-launch call has a kernel"
+    kernel_ids = {c for e in events if is_kernel(e) and (c := correlation(e)) is not None}
+    with_id = [c for e in graphs if (c := correlation(e)) is not None]
+    empty = [c for c in with_id if c not in kernel_ids]
+    unrecorded = len(empty) if len(empty) < len(with_id) else 0
+    return {"count": len(graphs), "kernels": kernels, "mode": mode, "unrecorded": unrecorded}
 
 
 def unlinked_kernels(events: list[Event]) -> dict[str, Any]:
@@ -236,10 +291,25 @@ def unlinked_kernels(events: list[Event]) -> dict[str, Any]:
     calls = [e for e in events if is_launch(e) or is_graph_launch(e)]
     kernels = [e for e in events if is_kernel(e)]
     if not calls:
-        return {"count": 0, "kernels": len(kernels), "applicable": False}
+        return {"count": 0, "kernels": len(kernels), "before_window": 0, "before_first_call": 0, "applicable": False}
     linked = {c for e in calls if (c := correlation(e)) is not None}
-    unlinked = sum(1 for e in kernels if correlation(e) is None or correlation(e) not in linked)
-    return {"count": unlinked, "kernels": len(kernels), "applicable": True}
+    unlinked = [e for e in kernels if correlation(e) is None or correlation(e) not in linked]
+    # Contract: "`before_window`: those whose correlation id is below the smallest correlation id of any call
+    # in the file (CUPTI numbers launches in order)"; "`before_first_call`: those whose ts is below the
+    # smallest ts of any call"
+    call_ids = [c for e in events if is_call(e) and (c := correlation(e)) is not None]
+    first_id = min(call_ids) if call_ids else None
+    call_ts = [ts for e in events if is_call(e) and (ts := ts_of(e)) is not None]
+    first_ts = min(call_ts) if call_ts else None
+    before = sum(1 for e in unlinked if first_id is not None and (c := correlation(e)) is not None and c < first_id)
+    early = sum(1 for e in unlinked if first_ts is not None and (ts := ts_of(e)) is not None and ts < first_ts)
+    return {
+        "count": len(unlinked),
+        "kernels": len(kernels),
+        "before_window": before,
+        "before_first_call": early,
+        "applicable": True,
+    }
 
 
 def durations(events: list[Event]) -> dict[str, Any]:
@@ -266,16 +336,20 @@ def clock_skew(events: list[Event]) -> dict[str, Any]:
         c = correlation(e)
         if c is not None and c not in call_ts:
             call_ts[c] = ts  # the earliest by order: the first one met
-    offsets = [
+    every = [
         ts - call_ts[c] for ts, e in in_order([e for e in events if is_kernel(e)]) if (c := correlation(e)) in call_ts
     ]
+    # Contract: "an offset that is not a finite number (times near 1e308) is no measurement: `unmeasured` counts
+    # those kernels; they take no part in count, min, median or drift"
+    offsets = [o for o in every if math.isfinite(o)]
     third = len(offsets) // 3
     drift = None
     if len(offsets) >= 3:
         drift = statistics.median(offsets[-third:]) - statistics.median(offsets[:third])
     return {
         "count": sum(1 for o in offsets if o < 0),
-        "linked": len(offsets),
+        "linked": len(every),
+        "unmeasured": len(every) - len(offsets),
         "min_us": min(offsets) if offsets else None,
         "median_us": statistics.median(offsets) if offsets else None,
         "drift_us": drift,
@@ -283,9 +357,11 @@ def clock_skew(events: list[Event]) -> dict[str, Any]:
 
 
 def trace_size(events: list[Event], path: Path) -> dict[str, Any]:
-    """Contract: "count = events (any ph) that have a `cat`. `categories`: {cat: count}. `bytes`: the file's size on
-    disk. `python_share`: python_function events / count (0 when count is 0). `largest`: the category
-    with the most events."
+    """Contract: "count = events (any ph) that have a `cat`. `categories`: the 20 largest categories {cat: count}
+    (most events first, then by name); `other_categories`, `other_events`: how many categories, and events
+    in them, are left out. `bytes`: the file's size on disk; `unpacked_bytes`: the JSON's size (unpacked,
+    for a .gz); `compressed`. `python_share`: python_function events / count (0 when count is 0).
+    `largest`: the category with the most events."
 
     The contract names no tie-break for ``largest``: ``largest_ties`` lists every category at the top.
     """
@@ -293,10 +369,17 @@ def trace_size(events: list[Event], path: Path) -> dict[str, Any]:
     count = sum(categories.values())
     top = max(categories.values(), default=0)
     ties = sorted(cat for cat, n in categories.items() if n == top)
+    ranked = sorted(categories.items(), key=lambda kv: (-kv[1], kv[0]))
+    raw = path.read_bytes()
+    packed = path.name.endswith(".gz")
     return {
         "count": count,
-        "categories": dict(categories),
-        "bytes": path.stat().st_size,
+        "categories": dict(ranked[:TOP_CATEGORIES]),
+        "other_categories": len(ranked[TOP_CATEGORIES:]),
+        "other_events": sum(n for _, n in ranked[TOP_CATEGORIES:]),
+        "bytes": len(raw),
+        "unpacked_bytes": len(gzip.decompress(raw)) if packed else len(raw),
+        "compressed": packed,
         "python_share": categories["python_function"] / count if count else 0,
         "largest": ties[0] if ties else None,
         "largest_ties": ties,
@@ -324,17 +407,19 @@ def rank_of(top: Any, filename: str) -> int | None:
     return int(digits.group()) if digits else None
 
 
-def rank_skew(ranked: list[tuple[int, list[Event]]]) -> dict[str, Any]:
+def rank_skew(ranked: list[tuple[int, list[Event]]], floor_us: float = RANK_SKEW_FLOOR_US) -> dict[str, Any]:
     """Contract: "Take the i-th kernel (in order) of one name containing "nccl" (case-insensitive) on each rank;
     only instances present on every rank count. Skew = largest start minus smallest. `count`: those
     instances (zero skew included). `median_us`, `max_us`: of the skews. `last_by_rank`: {rank (as a
-    string key): how often it started last}, with the lowest rank on a tie. `ranks`: the ranks, sorted."
+    string key): how often it started last}, with the lowest rank on a tie. `ranks`: the ranks, sorted.
+    A skew that is not a finite number is no measurement: `unmeasured` counts those instances, they take
+    no part in the rest, and with none measured the check is not applicable. `floor_us`: the floor."
 
     ``applicable`` is this oracle's own field: a single trace is not_applicable.
     """
     ranks = sorted(rank for rank, _ in ranked)
     if len(ranked) < 2:
-        return {"count": 0, "ranks": ranks, "applicable": False}
+        return {"count": 0, "ranks": ranks, "unmeasured": 0, "floor_us": floor_us, "applicable": False}
     starts: list[dict[str, list[float]]] = []  # per rank: nccl kernel name -> starts in order
     for _, events in ranked:
         by_name: dict[str, list[float]] = defaultdict(list)
@@ -344,13 +429,18 @@ def rank_skew(ranked: list[tuple[int, list[Event]]]) -> dict[str, Any]:
                 by_name[name].append(ts)
         starts.append(by_name)
     skews: list[float] = []
+    unmeasured = 0
     last: Counter[int] = Counter()
     shared = set(starts[0]).intersection(*starts[1:])
     for name in sorted(shared):
         for i in range(min(len(s[name]) for s in starts)):
             instance = [(rank, s[name][i]) for (rank, _), s in zip(ranked, starts, strict=True)]
             latest = max(ts for _, ts in instance)
-            skews.append(latest - min(ts for _, ts in instance))
+            skew = latest - min(ts for _, ts in instance)
+            if not math.isfinite(skew):
+                unmeasured += 1
+                continue
+            skews.append(skew)
             last[min(rank for rank, ts in instance if ts == latest)] += 1
     return {
         "count": len(skews),
@@ -358,7 +448,9 @@ def rank_skew(ranked: list[tuple[int, list[Event]]]) -> dict[str, Any]:
         "max_us": max(skews) if skews else None,
         "last_by_rank": {str(rank): n for rank, n in sorted(last.items())},
         "ranks": ranks,
-        "applicable": True,
+        "unmeasured": unmeasured,
+        "floor_us": floor_us,
+        "applicable": bool(skews) or not unmeasured,
     }
 
 
@@ -366,17 +458,59 @@ def rank_skew(ranked: list[tuple[int, list[Event]]]) -> dict[str, Any]:
 
 
 def allowed_statuses(check: str, fields: dict[str, Any]) -> set[str]:
-    """Contract: "Status: ok when count is 0; info for trace-size, stacks-missing, and a kernels-missing whose counted
-    launches all lie in the last 1% of the window; warning or error for the others with count > 0." """
+    """Contract (docs/health.md, "The checks" and its status column): the one status each check's counts give.
+    ``kernels-overlap`` keeps "warning or error" here (its rule is Perfetto's, checked elsewhere)."""
     if fields.get("applicable") is False:
         return {"not_applicable"}
     if fields["count"] == 0:
         return {"not_applicable"} if cannot_show(check, fields) else {"ok"}
-    if check in ("trace-size", "stacks-missing"):
-        return {"info"}
-    if check == "kernels-missing" and fields["in_last_1pct"] == fields["count"]:
-        return {"info"}
+    one: dict[str, Callable[[], str]] = {
+        "impossible-metrics": lambda: metrics_status(fields.get("mechanisms") or {}),
+        "kernels-missing": lambda: "info" if fields["explained"] == fields["count"] else "error",
+        "graph-launches": lambda: "warning" if fields["unrecorded"] else "info",
+        "unlinked-kernels": lambda: "info" if fields["before_window"] == fields["count"] else "warning",
+        "durations": lambda: "error",
+        "clock-skew": lambda: "warning",
+        "trace-size": lambda: (
+            "info"
+            if fields["unpacked_bytes"] >= SIZE_WORTH_A_WORD or fields["python_share"] >= PYTHON_SHARE_WORTH_A_WORD
+            else "ok"
+        ),
+        "stacks-missing": lambda: "info",
+        # docs/health.md: info when every kernel that cannot nest is PDL's or a rounding's
+        "kernels-overlap": lambda: "info" if fields["pdl"] + fields["rounding"] == fields["count"] else "warning",
+        "rank-skew": lambda: "warning" if fields["median_us"] >= fields.get("floor_us", RANK_SKEW_FLOOR_US) else "info",
+    }
+    if check in one:
+        return {one[check]()}
     return {"warning", "error"}
+
+
+def flagship_verdicts() -> dict[str, str]:
+    """Contract: "impossible-metrics: the worst severity the flagship playbook's conclusions give the mechanisms
+    found". Read from the playbook's text itself: its route_mechanism branches ``'X' in
+    facts.inspect.mechanisms`` and the severity of the conclusion each goes to; the ids the route does not name
+    take the docs' table (C' with C's conclusion, ? the unresolved one's)."""
+    import yaml
+
+    playbook = yaml.safe_load(FLAGSHIP.read_text())
+    nodes = {n["id"]: n for n in playbook["nodes"]}
+    verdicts: dict[str, str] = {}
+    for branch in nodes["route_mechanism"]["branches"]:
+        named = re.fullmatch(r"""['"](.+)['"] in facts\.inspect\.mechanisms""", branch["when"].strip())
+        assert named, branch["when"]
+        verdicts[named.group(1)] = nodes[branch["goto"]]["severity"]
+    verdicts["C'"] = verdicts["C"]
+    verdicts["?"] = nodes["unresolved"]["severity"]
+    return verdicts
+
+
+def metrics_status(mechanisms: dict[str, int]) -> str:
+    """The worst verdict over the wrong mechanisms found (F, by design, is not wrong)."""
+    order = ["info", "warning", "error"]
+    verdicts = flagship_verdicts()
+    found = [verdicts.get(m, "error") for m, n in mechanisms.items() if n and m != "F"]
+    return max(found, key=order.index) if found else "error"
 
 
 def cannot_show(check: str, fields: dict[str, Any]) -> bool:
@@ -388,7 +522,7 @@ def cannot_show(check: str, fields: dict[str, Any]) -> bool:
         "kernels-missing": fields.get("launches") == 0,
         "kernels-overlap": fields.get("kernels") == 0,
         "durations": fields.get("gpu_events") == 0,
-        "clock-skew": fields.get("linked") == 0,
+        "clock-skew": fields.get("linked") == 0 or fields.get("linked") == fields.get("unmeasured"),
         "stacks-missing": fields.get("cpu_ops") == 0,
     }.get(check, False)
 

@@ -322,6 +322,7 @@ JSON_DUMPS_ELSEWHERE = {
     "wizard/probes/op_isolate.py",  # the repro's data literal (ASCII-only JSON inside repr())
     "wizard/playbook/schema.py",  # the committed schema file, indented for editors and diffs
     "wizard/testing/traces.py",  # the trace builder writes traces as Kineto does
+    "wizard/testing/pftrace.py",  # a converter's legacy_json_value, as the converter writes it
 }
 
 

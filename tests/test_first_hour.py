@@ -273,10 +273,10 @@ def test_counts_in_messages_agree_with_their_number() -> None:
         summary("kernels-hidden", "pdl", {"facts": {"inspect": {"files": ["a.json"], "overlapping_kernels": n}}})
         for n in (1, 2, None)  # None: the count is missing, and the sentence still reads
     ]
-    assert [s[s.index("Here it hides") :] for s in hidden] == [
-        "Here it hides 1 kernel.",
-        "Here it hides 2 kernels.",
-        "Here it hides some kernels.",
+    assert [s[s.index("Here ") :] for s in hidden] == [
+        "Here 1 kernel cannot nest.",
+        "Here 2 kernels cannot nest.",
+        "Here some kernels cannot nest.",
     ]
 
 

@@ -3,7 +3,6 @@ through the API and the real command line; the one-read contract of the passes."
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -11,6 +10,7 @@ from typing import Any
 import pytest
 
 import wizard
+from tests import perfetto_rule
 from tests.conftest import RunCli, strict_json
 from wizard.errors import UsageError
 from wizard.testing.traces import KernelSpec, TraceBuilder
@@ -53,7 +53,7 @@ def test_a_healthy_trace_is_ok_on_every_check(tmp_path: Path) -> None:
         "unlinked-kernels": "ok",
         "durations": "ok",
         "clock-skew": "ok",
-        "trace-size": "info",
+        "trace-size": "ok",  # small, and no Python events: nothing worth a word (issue 37 item 9)
         "stacks-missing": "info",  # the builder's ops carry no python_function frames unless asked
         "summary-table": "ok",
         "profiler-overhead": "ok",
@@ -112,19 +112,23 @@ def test_launch_calls_without_an_id_are_counted(tmp_path: Path) -> None:
 
 def test_overlapping_kernels_on_one_stream(tmp_path: Path) -> None:
     b = TraceBuilder()
-    b.add(spec("long", dur=250.0))  # runs over the next two launches (100 us apart)
-    b.add(spec("hidden_1"))
-    b.add(spec("hidden_2"))
-    b.add(spec("other_stream", stream=9, dur=500.0))
-    b.add(spec("fine_on_9", stream=9))  # hidden by other_stream
+    b.add(spec("long", dur=250.0))  # 30-280 (the builder launches every 100 us)
+    b.add(spec("hidden_1", dur=200.0))  # 130-330: starts inside long, ends after it
+    b.add(spec("hidden_2", dur=200.0))  # 230-430: long is still the open slice (hidden_1 was never pushed)
+    b.add(spec("other_stream", stream=9, dur=500.0))  # 330-830
+    b.add(spec("hidden_on_9", stream=9, dur=500.0))  # 430-930
+    b.add(spec("nested_on_9", stream=9))  # 530-542: inside other_stream, nests
     healthy(b, 3)
     found = checks(b.write(tmp_path / "t.json"))["kernels-overlap"]
-    assert (found["status"], found["count"], found["lanes"], found["kernels"]) == ("warning", 3, 2, 8)
-    assert [e["name"] for e in found["examples"]] == ["hidden_1", "hidden_2", "fine_on_9"]
+    assert (found["status"], found["count"], found["lanes"], found["kernels"]) == ("warning", 3, 2, 9)
+    assert (found["pdl"], found["graph"], found["max_overlap_us"], found["other_events"]) == (0, 0, 400.0, {})
+    assert [e["name"] for e in found["examples"]] == ["hidden_1", "hidden_2", "hidden_on_9"]
     assert found["playbook"] == "kernels-hidden"
 
 
-def test_identical_starts_count_in_file_order(tmp_path: Path) -> None:
+def test_identical_starts_nest_longer_first(tmp_path: Path) -> None:
+    """Perfetto sorts equal starts longer first (trace_sorter.h 206-216): a, then c (equal end: nests), then b
+    (zero duration: nests); nothing is hidden."""
     events = [
         {"ph": "X", "cat": "kernel", "name": n, "pid": 0, "tid": 7, "ts": 100, "dur": d,
          "args": {"device": 0, "stream": 7}}
@@ -133,7 +137,7 @@ def test_identical_starts_count_in_file_order(tmp_path: Path) -> None:
     path = tmp_path / "t.json"
     path.write_text(__import__("json").dumps({"traceEvents": events}))
     found = checks(path)
-    assert found["kernels-overlap"]["count"] == 2  # b and c start before a's end
+    assert (found["kernels-overlap"]["count"], found["kernels-overlap"]["status"]) == (0, "ok")
     assert found["durations"]["zero"] == 1
 
 
@@ -143,7 +147,9 @@ def test_graph_launches_and_their_kernels(tmp_path: Path) -> None:
     b.add_graph([spec(f"node_{i}") for i in range(5)])
     found = checks(b.write(tmp_path / "graph.json"))
     graphs = found["graph-launches"]
-    assert (graphs["status"], graphs["count"], graphs["kernels"], graphs["mode"]) == ("warning", 2, 10, "graph")
+    # a graph trace whose replays are all recorded is a fact about what it can tell, not a problem (issue 33 item 5)
+    assert (graphs["status"], graphs["count"], graphs["kernels"], graphs["mode"]) == ("info", 2, 10, "graph")
+    assert graphs["unrecorded"] == 0
     assert found["unlinked-kernels"]["count"] == 0  # graph kernels link to their graph launch
     assert found["kernels-missing"]["status"] == "not_applicable"
     b.add(spec("eager"))
@@ -221,11 +227,11 @@ def test_rank_skew_across_a_rank_directory(tmp_path: Path, run_cli: RunCli) -> N
     rank_trace(ranks, 1, [30, 0])  # rank 1 is 30 us late on both
     rank_trace(ranks, 2, [10, 50], declared=False)  # rank from the file name; 60 us late on the second
     result = run_cli("trace", "inspect", "--json", str(ranks))
-    assert result.returncode == 1
+    assert result.returncode == 0  # a 60 µs median is below the 100 µs floor: launch jitter, info
     data = strict_json(result.stdout)
     (skew,) = data["health"]
     assert skew["check"] == "rank-skew"
-    assert (skew["status"], skew["count"], skew["ranks"]) == ("warning", 3, [0, 1, 2])
+    assert (skew["status"], skew["count"], skew["ranks"], skew["floor_us"]) == ("info", 3, [0, 1, 2], 100.0)
     # instance 0: starts 0, 30, 10 -> 30; instance 1: 0, 30, 60 -> 60 (each rank's clock moved by its waits);
     # broadcast: 1 instance on every rank, started after the all-reduces: 0+0, 30, 60 -> 60
     assert (skew["median_us"], skew["max_us"]) == (60.0, 60.0)
@@ -318,38 +324,37 @@ def test_health_examples_as_a_dataframe(tmp_path: Path) -> None:
 def test_split_overlaps_shows_every_kernel(tmp_path: Path, run_cli: RunCli) -> None:
     b = TraceBuilder()
     b.add(spec("long", dur=250.0))  # 30-280 (the builder launches every 100 us)
-    b.add(spec("hidden_1", dur=120.0))  # 130-250: a row of its own
-    b.add(spec("hidden_2", dur=120.0))  # 230-350: over both: a second extra row
-    b.add(spec("other_stream", stream=9, dur=500.0))
-    b.add(spec("fine_on_9", stream=9))
+    b.add(spec("nested", dur=120.0))  # 130-250: inside long, stays
+    b.add(spec("hidden_1", dur=200.0))  # 230-430: starts inside nested, ends after it: lane 1
+    b.add(spec("after", dur=200.0))  # 330-530: long and nested have ended, hidden_1 is not on row 0: stays
+    b.add(spec("hidden_2", dur=200.0))  # 430-630: over after's end; lane 1 again (hidden_1 ends at 430)
+    b.add(spec("other_stream", stream=9, dur=500.0))  # 530-1030
+    b.add(spec("hidden_on_9", stream=9, dur=500.0))  # 630-1130
     healthy(b, 3)
     path = b.write(tmp_path / "t.json")
+    rule = perfetto_rule.rule(path)
+    hidden = {rule.events[i]["name"] for i in rule.spilled_kernels()}
+    assert hidden == {"hidden_1", "hidden_2", "hidden_on_9"}
     out = tmp_path / "split.json"
     result = run_cli("trace", "fix", "--split-overlaps", str(path), str(out))
     assert result.returncode == 0, result.stderr
-    assert "moved 3 overlapping kernels to 3 extra rows" in result.stdout
+    assert "moved 3 overlapping kernels to 2 extra rows" in result.stdout
     doc = strict_json(out.read_text())
     events = doc["traceEvents"]
     kernels = [e for e in events if e.get("cat") == "kernel"]
     assert sorted(k["name"] for k in kernels) == sorted(
         e["name"] for e in b.document()["traceEvents"] if e.get("cat") == "kernel"
     )
-    rows: dict[tuple[Any, Any], list[tuple[float, float]]] = {}
-    for k in kernels:
-        rows.setdefault((k["pid"], k["tid"]), []).append((k["ts"], k["ts"] + max(k["dur"], 0)))
-    for spans in rows.values():  # no two kernels on one row overlap
-        spans.sort()
-        assert all(later[0] >= earlier[1] for earlier, later in itertools.pairwise(spans))
     moved = {k["name"]: (k["tid"], k["args"]["warpwizard original tid"]) for k in kernels if k["tid"] not in (7, 9)}
     assert moved == {
         "hidden_1": ("stream 7 overlap 1", 7),
-        "hidden_2": ("stream 7 overlap 2", 7),
-        "fine_on_9": ("stream 9 overlap 1", 9),
+        "hidden_2": ("stream 7 overlap 1", 7),
+        "hidden_on_9": ("stream 9 overlap 1", 9),
     }
     names = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e.get("ph") == "M"}
-    assert names[(0, "stream 7 overlap 2")] == "stream 7 (overlapping kernels, lane 2)"
-    flows = {e["id"]: e["tid"] for e in events if e.get("ph") == "f"}
-    assert sorted(t for t in flows.values() if isinstance(t, str)) == sorted(t for t, _ in moved.values())
+    assert names[(0, "stream 7 overlap 1")] == "stream 7 (overlapping kernels, lane 1)"
+    fixed = perfetto_rule.rule(out)  # Perfetto's rule on the copy: everything nests, every arrow on its kernel
+    assert (fixed.spilled, fixed.wrong_arrows(), len(fixed.flows)) == ([], [], len(rule.flows))
     validator = pytest.importorskip("torch.profiler._trace_validator")
     validator.validate_trace(str(out))  # PyTorch's own validator takes the copy
 
@@ -371,7 +376,7 @@ def test_rank_skew_from_per_rank_summaries_equals_the_directory(tmp_path: Path, 
     assert merged == together
     assert "collectives" not in strict_json(run_cli("compare", "--json", *summaries).stdout)["machines"][0]
     shown = run_cli("compare", *summaries).stdout
-    assert "rank skew (warning): 3 collectives across 3 ranks start up to 60.0 µs apart" in " ".join(shown.split())
+    assert "rank skew (info): 3 collectives across 3 ranks start up to 60.0 µs apart" in " ".join(shown.split())
     twice = strict_json(run_cli("compare", "--json", summaries[0], summaries[0]).stdout)["health"][0]
     assert (twice["status"], twice["reason"]) == (
         "not_applicable",
@@ -443,6 +448,7 @@ def test_the_inspect_probe_gives_the_health_as_facts(tmp_path: Path) -> None:
     b.add(spec("dropped", kernel=False, launch="cuLaunchKernelEx"))
     healthy(b, 5)
     b.add(spec("overlapping", dur=250.0))
+    b.add(spec("overlapped", dur=200.0))  # starts inside "overlapping", ends after it
     healthy(b, 2)
     (entry,) = wizard.run_probe("trace.inspect", {"paths": str(b.write(tmp_path / "t.json"))}).entries
     facts = entry.facts
@@ -451,8 +457,8 @@ def test_the_inspect_probe_gives_the_health_as_facts(tmp_path: Path) -> None:
     assert facts["health_playbooks"] == ["kernels-missing", "impossible-timing", "kernels-hidden"]
     assert facts["health_next"] == "kernels-missing"
     assert facts["health_status"] == "error"
-    assert (facts["missing_kernels"], facts["launch_calls"], facts["missing_in_last_1pct"]) == (1, 310, 0)
+    assert (facts["missing_kernels"], facts["launch_calls"], facts["missing_in_last_1pct"]) == (1, 311, 0)
     assert facts["launch_apis"] == ["cuLaunchKernelEx", "cudaLaunchKernel"]
-    assert (facts["overlapping_kernels"], facts["kernels_before_launch"]) == (2, 1)
+    assert (facts["overlapping_kernels"], facts["kernels_before_launch"]) == (1, 1)
     assert facts["launch_offset_min_us"] == -4.0
     assert facts["graph_mode"] == "eager"

@@ -63,6 +63,21 @@ def t_before_window(d: Path) -> Path:
     return healthy(b).write(d / "before.json")
 
 
+def t_range_profiler(d: Path) -> Path:
+    b = TraceBuilder()
+    b.add_ranged(spec("gemm", repeat=3))
+    return b.write(d / "ranges.json")
+
+
+def t_graph_unrecorded(d: Path) -> Path:
+    b = TraceBuilder()
+    nodes = [spec(f"node_{i}") for i in range(5)]
+    b.add_graph(nodes)
+    b.add_graph([])  # a replay whose kernels the profiler did not record
+    b.add_graph(nodes)
+    return b.write(d / "graph-unrecorded.json")
+
+
 def t_unlinked(d: Path) -> Path:
     b = healthy(TraceBuilder(), 2)
     b.add(spec("triton_kernel", launch=None, repeat=3))
@@ -71,22 +86,37 @@ def t_unlinked(d: Path) -> Path:
 
 def t_pdl(d: Path) -> Path:
     b = healthy(TraceBuilder(), 2)
-    b.add(spec("moe_a", launch="cuLaunchKernelEx", dur=160.0))
-    b.add(spec("moe_b", launch="cuLaunchKernelEx", dur=160.0))
+    b.add(spec("moe_a", launch="cuLaunchKernelEx", dur=101.0))  # 230-331
+    b.add(spec("moe_b", launch="cuLaunchKernelEx", dur=101.0))  # 330-431: 1 µs before moe_a ends
     return healthy(b, 2).write(d / "pdl.json")
 
 
 def t_overlap(d: Path) -> Path:
     b = TraceBuilder()
-    b.add(spec("long", dur=250.0))
-    return healthy(b, 3).write(d / "overlap.json")
+    b.add(spec("long", dur=250.0))  # 30-280
+    b.add(spec("over", dur=200.0))  # 130-330: starts inside long, ends after it
+    return healthy(b, 2).write(d / "overlap.json")
 
 
 def t_overlap_zero(d: Path) -> Path:
     b = TraceBuilder()
-    b.add(spec("long", dur=250.0))
-    b.add(spec("zero", dur=0.0))
+    b.add(spec("long", dur=250.0))  # 30-280
+    b.add(spec("zero", dur=0.0))  # 130: nests
+    b.add(spec("over", dur=200.0))  # 230-430: over long's end
     return healthy(b, 2).write(d / "overlap-zero.json")
+
+
+def t_graph_overlap(d: Path) -> Path:
+    b = TraceBuilder()
+    b.add_graph([spec("node_0", at=0.0, dur=50.0), spec("node_1", at=40.0, dur=50.0)], flows=True)
+    return b.write(d / "graph-overlap.json")
+
+
+def t_rounding(d: Path) -> Path:
+    b = TraceBuilder()
+    b.add_gpu_annotation("range", at=100.0, dur=10.5)
+    b.add(spec("rounded", at=100.25, dur=10.25))  # the same decimal end; 102 ns past it in Perfetto's ns
+    return b.write(d / "rounding.json")
 
 
 def t_graph_replays(d: Path) -> Path:
@@ -169,7 +199,10 @@ CASES = [
     Case("kernels-missing", t_cut_at_end, {},
          "kernels-cut-at-stop", "1 of 301 launch calls have no kernel; 1 of them in the last 1%"),
     Case("kernels-missing", t_before_window, {},
-         "kernels-launched-before-window", "2 unlinked kernels, 2 of them before the first runtime call"),
+         "kernels-launched-before-window",
+         "2 unlinked kernels, 2 of them with a correlation id below the first call's; 2 ran before the first"),
+    Case("kernels-missing", t_range_profiler, {},
+         "cupti-range-profiler-trace", "3 of 3 launch calls measured by the range profiler"),
     Case("kernels-missing", t_unlinked, {}, "unlinked-launch-api", "launch APIs recorded: cudaLaunchKernel"),
     Case("kernels-missing", t_cpu_only, {"activities": False},
          "cuda-activity-not-requested", "0 kernels, 0 launch calls in the trace"),
@@ -196,13 +229,19 @@ CASES = [
     # kernels-hidden
     Case("kernels-hidden", t_pdl, {"viewer": "perfetto"},
          "pdl-overlap-hidden", "launch APIs: cuLaunchKernelEx, cudaLaunchKernel"),
+    Case("kernels-hidden", t_pdl, {"viewer": "perfetto"}, "pdl-overlap-hidden",
+         "cannot nest: 1; launched with cuLaunchKernelEx/cudaLaunchKernelExC, overlapping a kernel by at most 5 µs: 1"),
+    Case("kernels-hidden", t_graph_overlap, {"viewer": "perfetto"}, "graph-replay-overlap",
+         "kernels Perfetto cannot nest: 1; run by graph launches: 1; graph launches: 1"),
+    Case("kernels-hidden", t_rounding, {"viewer": "perfetto"}, "overlap-from-rounding",
+         "kernels Perfetto cannot nest: 1; ending at most 1 µs after the event around them: 1"),
     Case("kernels-hidden", None,
          {"have": "description", "hidden_symptom": "gap", "viewer": "perfetto", "pdl_question": True},
          "pdl-overlap-hidden", "google/perfetto#4280"),
     Case("kernels-hidden", t_overlap, {"viewer": "chrome"},
-         "same-stream-overlap", "before the previous kernel on their stream ends (2 kernels), with no PDL"),
+         "same-stream-overlap", "inside an earlier kernel on their stream and end after it (1 kernel), with no PDL"),
     Case("kernels-hidden", t_overlap_zero, {"viewer": "perfetto"}, "overlap-from-bad-durations", "0 negative, 1 zero"),
-    Case("kernels-hidden", t_overlap, {"viewer": "analyser"}, "overlap-double-counted", "2 overlapping kernels"),
+    Case("kernels-hidden", t_overlap, {"viewer": "analyser"}, "overlap-double-counted", "1 overlapping kernel"),
     Case("kernels-hidden", t_healthy, {}, "kernels-not-hidden", "4 kernels, 0 overlapping"),
     Case("kernels-hidden", t_corrupt, {}, "trace-unreadable", "byte 767"),
     # cuda-graphs
@@ -216,6 +255,8 @@ CASES = [
          "graph-idle-unverified", "as many as 5 nodes per replay expect"),
     Case("cuda-graphs", t_graph_replays, {"goal": "kernels"},
          "graph-kernel-times-ok", "graph launches 2, their kernels 10"),
+    Case("cuda-graphs", t_graph_unrecorded, {},
+         "graph-replays-unrecorded", "graph launches 3, without a kernel 1, kernels linked to them 10"),
     Case("cuda-graphs", t_corrupt, {}, "trace-unreadable", "byte 767"),
     # impossible-timing
     Case("impossible-timing", t_negative, {}, "negative-durations-recorded", "durations: 1 GPU event"),
@@ -230,7 +271,7 @@ CASES = [
     Case("impossible-timing", t_healthy, {"timing_symptom": "analyser"},
          "analyser-rounding", "negative durations in the file: 0"),
     Case("impossible-timing", t_overlap, {"timing_symptom": "overrun"},
-         "duration-overrun", "kernels that overlap their stream predecessor: 2"),
+         "duration-overrun", "kernels that overlap their stream predecessor: 1"),
     Case("impossible-timing", t_healthy, {"timing_symptom": "nothing"},
          "timing-consistent", "no negative or zero duration, no kernel before its launch"),
     Case("impossible-timing", t_corrupt, {}, "trace-unreadable", "byte 767"),

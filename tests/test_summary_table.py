@@ -140,7 +140,7 @@ def test_kernels_on_concurrent_streams_add_up_past_the_wall_clock(tmp_path: Path
     path = b.write(tmp_path / "t.json")
     found = inspect(path)["summary-table"]
     assert (found["table_self_us"], found["busy_us"]) == (210.0, 160.0)
-    assert (found["status"], found["count"], found["over_wall_clock"]) == ("warning", 1, True)
+    assert (found["status"], found["count"], found["over_wall_clock"]) == ("info", 1, True)  # a reading, not a bug
     assert found["summary"] == "Self CUDA total 210.0 µs is 1.31x the 160.0 µs the GPU was busy"
     agrees_with_oracle(found, path, "external")
 
@@ -157,9 +157,8 @@ def test_ten_percent_over_the_wall_clock_is_inside_the_margin(tmp_path: Path) ->
 
 def test_gpu_annotations_are_rows_but_not_in_the_total(tmp_path: Path) -> None:
     b = TraceBuilder()
-    start = b.clock
     b.add(spec("k", dur=20.0))
-    b.add_gpu_annotation("ProfilerStep#1", start, 95.0)
+    b.add_gpu_annotation("ProfilerStep#1", at=0.0, dur=95.0)  # from the builder's start, over the kernel
     path = b.write(tmp_path / "t.json")
     found = inspect(path)["summary-table"]
     assert rows(found)[("ProfilerStep#1", "gpu_annotation")] == (1, 95.0, 95.0, 0.0, 0.0)
@@ -223,7 +222,7 @@ REAL = {
     "b200-eager.json.gz": ("ok", 0, "info"),
     "cpu-only-rank34.json.gz": ("not_applicable", 0, "not_applicable"),
     "h100-bert-small.json.gz": ("ok", 0, "ok"),
-    "h800-deepseek-train-rank0.json.gz": ("warning", 1, "ok"),
+    "h800-deepseek-train-rank0.json.gz": ("info", 1, "ok"),
     "mi250-rocm-minitoy.json.gz": ("ok", 0, "ok"),
     "mi300-bert-small.json.gz": ("ok", 0, "ok"),
     "rtx2080ti-linear.json.gz": ("ok", 0, "ok"),

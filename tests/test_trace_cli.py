@@ -43,7 +43,7 @@ def test_inspect_markdown(run_cli: RunCli, tmp_path: Path) -> None:
 def test_inspect_every_real_trace_through_the_cli(run_cli: RunCli) -> None:
     paths = [str(p) for p in sorted(TRACES.glob("*.json*"))] + [str(TRACES / "dlrm-2ranks")]
     result = run_cli("trace", "inspect", "--json", *paths, timeout=300)
-    assert result.returncode == 1  # E is in several of them
+    assert result.returncode == 0  # E alone and b200-eager's PDL overlaps are info (issue 33)
     data = strict_json(result.stdout)
     assert len(data["reports"]) == len(REAL_TRACES)
     assert set(data["mechanisms"]) <= {"E", "F"}
@@ -57,7 +57,7 @@ def test_truncated_trace_through_the_cli(run_cli: RunCli, tmp_path: Path) -> Non
     path = tmp_path / "cut.json"
     path.write_text(text[: len(text) // 2])
     result = run_cli("trace", "inspect", str(path))
-    assert result.returncode == 1  # the GEMM's 0% occupancy (E) is in the half that was read
+    assert result.returncode == 0  # the GEMM's 0% occupancy (E, info: issue 33) is in the half that was read
     assert "E    │ sm90_xmma_gemm" in result.stdout and "│    15 │" in result.stdout
     assert "truncated: the file ends inside an event at byte" in " ".join(result.stdout.split())
 

@@ -12,7 +12,6 @@ from tests.conftest import EXAMPLES, RunCli, strict_json
 CASES = [
     ("grid-overflow.json", "negative-warps-per-sm"),
     ("kernels-missing.json", "kernels-missing"),
-    ("kernels-hidden.json", "kernels-hidden"),
     ("cuda-graphs.json", "cuda-graphs"),
     ("impossible-timing.json", "impossible-timing"),
     ("rank-skew", "rank-skew"),
@@ -37,6 +36,18 @@ def test_the_triage_continues_into_the_playbook_for_the_planted_problem(
     chain = data["chain"]
     assert isinstance(chain, list)
     assert [link["playbook"]["id"] for link in chain] == ["triage", playbook]
+
+
+def test_the_triage_does_not_take_pdl_overlaps_for_a_problem(run_cli: RunCli, tmp_path: Path) -> None:
+    """kernels-hidden.json's overlaps are Programmatic Dependent Launch's, with their evidence: kernels-overlap is
+    info (docs/health.md), so the triage does not continue into kernels-hidden (`warpwizard run kernels-hidden`
+    still names them)."""
+    data = _triage(run_cli, tmp_path, "kernels-hidden.json")
+    assert "chain" not in data  # no playbook continued from the triage
+    conclusion = data["conclusion"]
+    assert isinstance(conclusion, dict)
+    assert conclusion["diagnosis"] == "trace-healthy"
+    assert "kernels-overlap (info): 1 kernel starts inside an earlier event on its row" in str(conclusion["evidence"])
 
 
 def test_the_triage_calls_a_healthy_trace_healthy_and_says_what_it_checked(run_cli: RunCli, tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ hooks start no faster than that.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Iterable
 
@@ -16,7 +17,8 @@ from wizard.errors import UsageError
 from wizard.progress import NO_PROGRESS, Progress
 from wizard.trace.fix import FixSummary
 from wizard.trace.fix import fix_trace as _fix_trace
-from wizard.trace.health import HealthCheck, check_selection
+from wizard.trace.formats import refuse_unwritable
+from wizard.trace.health import RANK_SKEW_FLOOR_US, HealthCheck, check_selection
 from wizard.trace.inspect import DEFAULT_MAX_LAUNCHES, KEEP_CHOICES, Keep, check_limits, inspect_paths
 from wizard.trace.report import Inspection
 
@@ -37,6 +39,7 @@ def inspect_traces(
     progress: Progress = NO_PROGRESS,
     checks: Iterable[str] | None = None,
     skip_checks: Iterable[str] | None = None,
+    rank_skew_floor_us: float | None = None,
     spell: Callable[[str], str] = str,
 ) -> Inspection:
     """Check every kernel launch of one or more traces (``.json``/``.json.gz`` files, or per-rank
@@ -50,14 +53,31 @@ def inspect_traces(
     ``progress``: told each file's bytes as read (wizard.progress; by default nothing is reported or printed).
     ``checks`` / ``skip_checks``: the health checks to run (ids in ``wizard.trace.health.CHECK_IDS``; default
     all), each trace's in ``report.health``, every one in ``Inspection.health``.
+    ``rank_skew_floor_us``: the median start skew across ranks at which ``rank-skew`` is a warning (default
+    ``wizard.trace.health.RANK_SKEW_FLOOR_US``, 100 µs; below it, launch jitter: ``info``).
     Raises InputFileError / TraceReadError for a file that cannot be read, UsageError for bad numbers or ids.
     """
     if launches not in KEEP_CHOICES:
         raise UsageError(f"launches must be one of {', '.join(KEEP_CHOICES)}, not {launches!r}")
     check_limits(jobs, sms, max_launches, spell=spell)
     selected = health_selection(checks, skip_checks, spell=spell)
+    floor = skew_floor(rank_skew_floor_us, spell=spell)
     limit = DEFAULT_MAX_LAUNCHES if max_launches is None else max_launches
-    return inspect_paths(path_names(paths), jobs, sms, limit, launches, plots=plots, progress=progress, checks=selected)
+    return inspect_paths(
+        path_names(paths), jobs, sms, limit, launches, plots=plots, progress=progress, checks=selected,
+        rank_skew_floor_us=floor,
+    )  # fmt: skip
+
+
+def skew_floor(value: object, *, spell: Callable[[str], str] = str) -> float:
+    """The rank-skew floor asked for (None: the default), a finite number of µs, 0 or more."""
+    if value is None:
+        return RANK_SKEW_FLOOR_US
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise UsageError(f"{spell('rank_skew_floor_us')} must be a number of µs, not {type(value).__name__}")
+    if not math.isfinite(value) or value < 0:
+        raise UsageError(f"{spell('rank_skew_floor_us')} must be a finite number of µs, 0 or more, not {value}")
+    return float(value)
 
 
 def health_selection(
@@ -107,11 +127,13 @@ def fix_trace(
     progress: Progress = NO_PROGRESS,
 ) -> FixSummary:
     """Write a copy of ``source`` whose wrong kernel metrics hold their true values (originals kept
-    under ``args["warpwizard original"]``); gzip when ``output`` ends in ``.gz``. ``split_overlaps``: kernels
-    that overlap an earlier one on their stream go to extra rows named after the stream, so Perfetto shows
-    them all (the original tid kept under ``args["warpwizard original tid"]``). Never writes over the
+    under ``args["warpwizard original"]``); gzip when ``output`` ends in ``.gz``. ``split_overlaps``: the
+    kernels (and copies, syncs, annotations) Perfetto cannot nest on their row go to extra rows named after the
+    stream, each with its own launch arrow, so Perfetto shows them all where they belong (the original tid kept
+    under ``args["warpwizard original tid"]``; docs/health.md). Never writes over the
     input, nor over an existing file unless ``force``. Raises InputFileError, OutputFileError."""
     (source_name,), (output_name,) = path_names(source), path_names(output)
+    refuse_unwritable(source_name)
     return _fix_trace(source_name, output_name, force=force, split_overlaps=split_overlaps, progress=progress)
 
 
@@ -128,5 +150,7 @@ def rank_skew_of(machines: Iterable[MachineReport]) -> HealthCheck | None:
         return HealthCheck(
             "rank-skew", "not_applicable", 0, "rank-skew", "not applicable: a rank appears in two reports", "",
             reason="a rank appears in two reports: they are not one job's",
+            details={"ranks": [], "median_us": None, "max_us": None, "last_by_rank": {},
+                     "floor_us": RANK_SKEW_FLOOR_US, "unmeasured": 0},
         )  # fmt: skip
     return rank_skew(ranks)

@@ -31,7 +31,7 @@ from wizard.untrusted import visible
 
 LOG = logging.getLogger("warpwizard")
 LOG.addHandler(logging.NullHandler())  # a library's records go where the application's logging sends them
-TRACE_SUFFIXES = (".pt.trace.json.gz", ".pt.trace.json", ".json.gz", ".json")
+TRACE_SUFFIXES = (".pt.trace.json.gz", ".pt.trace.json", ".json.gz", ".json", ".pftrace.gz", ".pftrace")
 
 __all__ = ["TraceCheck", "TraceChecker", "WarpWizardWarning", "export_chrome_trace", "tensorboard_trace_handler"]
 

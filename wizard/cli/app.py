@@ -377,6 +377,7 @@ def _trace_inspect(ctx: Context) -> ExitStatus:
         progress=ctx.system.progress,
         checks=_ids(args.checks),
         skip_checks=_ids(args.skip_checks),
+        rank_skew_floor_us=args.rank_skew_floor_us,
         spell=_option,
     )
     if args.json:

@@ -194,6 +194,13 @@ def _add_trace(sub: _Sub, kw: dict[str, Any]) -> None:
     )
     ins.add_argument("--skip-checks", metavar="ID,...", help="leave out these health checks")
     ins.add_argument(
+        "--rank-skew-floor-us",
+        type=float,
+        default=None,
+        metavar="US",
+        help="median start skew across ranks at which rank-skew is a warning (default 100 µs; below: info)",
+    )
+    ins.add_argument(
         "--fail-on",
         choices=FAIL_ON,
         default="warning",
@@ -232,7 +239,8 @@ def _add_trace(sub: _Sub, kw: dict[str, Any]) -> None:
     fix.add_argument(
         "--split-overlaps",
         action="store_true",
-        help="move kernels that overlap an earlier one on their stream to extra rows, so Perfetto shows them all",
+        help="move the kernels Perfetto cannot nest on their stream's row to extra rows, each with its own launch "
+        "arrow, so Perfetto shows them all",
     )
 
 

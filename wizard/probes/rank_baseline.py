@@ -9,6 +9,7 @@ really starts late; the skew it removes was arrival skew (meta-pytorch/attention
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -17,10 +18,10 @@ from wizard.environment import Environment
 from wizard.errors import InputFileError
 from wizard.formatting import plural
 from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status
-from wizard.trace.health import HealthCheck
+from wizard.trace.health import RANK_SKEW_FLOOR_US, HealthCheck
 
 WAITING_SHARE = 0.5  # a barrier that removes at least half the median skew: the skew was waiting
-FLOOR_US = 10.0  # below this, skew is launch jitter, not waiting worth a diagnosis
+FLOOR_US = RANK_SKEW_FLOOR_US  # below this, skew is launch jitter: the rank-skew check's own floor
 
 
 def _paths(value: Any) -> list[str]:
@@ -85,7 +86,10 @@ class SkewComparison:
 
 
 def _us(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) else None
+    """A skew in µs, or None where it is not a measurement (not a number, or not finite)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
 
 
 class RankBaselineProbe:
@@ -129,7 +133,7 @@ class RankBaselineProbe:
         except InputFileError as exc:
             return ProbeResult(Status.ERROR, str(exc), facts={"error": str(exc)})
         for name, check in (("job", before), ("baseline", after)):
-            if check.status == "not_applicable" or check.details.get("median_us") is None:
+            if check.status == "not_applicable" or _us(check.details.get("median_us")) is None:
                 why = check.reason or "no NCCL collective is present on every rank"
                 return ProbeResult(Status.SKIP, f"the {name}'s traces give no rank skew: {why}", facts={"reason": why})
         compared = SkewComparison(

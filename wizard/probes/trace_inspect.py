@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Annotated, Any, Generic, TypedDict, TypeVar
 
 from wizard.environment import Environment
@@ -15,6 +16,8 @@ from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status, declare
 from wizard.progress import NO_PROGRESS, task
 from wizard.serialize import dumps
 from wizard.threads import start
+from wizard.trace.formats import KINETO_JSON, detect
+from wizard.trace.health import RANK_SKEW_FLOOR_US
 from wizard.trace.inspect import FindingGroup, Inspection, inspect_paths, launched_by
 from wizard.trace.kineto_math import INT32_MAX
 from wizard.trace.mechanisms import BY_ID, NEGATIVE, NON_FINITE, ORDER, WRONG, Mechanism, is_wrong
@@ -189,11 +192,17 @@ def health_facts(inspection: Inspection) -> dict[str, Any]:
         "launches_without_id": _total(checks, "kernels-missing", "no_correlation"),
         "launch_apis": sorted(apis),
         "overlapping_kernels": _total(checks, "kernels-overlap"),
+        "pdl_overlapping_kernels": _total(checks, "kernels-overlap", "pdl"),
+        "rounding_overlapping_kernels": _total(checks, "kernels-overlap", "rounding"),
+        "graph_overlapping_kernels": _total(checks, "kernels-overlap", "graph"),
         "graph_launches": _total(checks, "graph-launches"),
         "graph_kernels": _total(checks, "graph-launches", "kernels"),
         "graph_mode": next((m for m in ("mixed", "graph") if any(c.details.get("mode") == m for c in checks)), "eager"),
         "unlinked_kernels": _total(checks, "unlinked-kernels"),
         "unlinked_before_first_call": _total(checks, "unlinked-kernels", "before_first_call"),
+        "unlinked_before_window": _total(checks, "unlinked-kernels", "before_window"),
+        "graph_unrecorded": _total(checks, "graph-launches", "unrecorded"),
+        "range_profiler_launches": _total(checks, "kernels-missing", "profiler_ranges"),
         "negative_durations": _total(checks, "durations"),
         "zero_durations": _total(checks, "durations", "zero"),
         "kernels_before_launch": _total(checks, "clock-skew"),
@@ -203,6 +212,10 @@ def health_facts(inspection: Inspection) -> dict[str, Any]:
         "rank_skew_collectives": skew.count if skew is not None else 0,
         "rank_skew_max_us": skew.details.get("max_us") if skew is not None else None,
         "rank_skew_median_us": skew.details.get("median_us") if skew is not None else None,
+        "rank_skew_floor_us": skew.details.get("floor_us", RANK_SKEW_FLOOR_US)
+        if skew is not None
+        else RANK_SKEW_FLOOR_US,
+        "rank_skew_status": skew.status if skew is not None else "not_applicable",
         "straggler_rank": int(max(last, key=lambda r: (last[r], -int(r)))) if last else None,
         "python_stacks": not any(c.check == "stacks-missing" and c.count for c in checks),
         "trace_events": _total(checks, "trace-size"),
@@ -305,13 +318,27 @@ class TraceInspectFacts(TypedDict, total=False):
         list[str], "the kernel launch APIs the trace records (cudaLaunchKernel, cuLaunchKernelEx, ...)"
     ]
     overlapping_kernels: Annotated[
-        int, "kernels that start before the previous kernel on their stream ended (kernels-overlap)"
+        int, "kernels Perfetto cannot nest on their row: they start inside an earlier event and end after it"
     ]
+    pdl_overlapping_kernels: Annotated[
+        int, "of those, launched with cuLaunchKernelEx/cudaLaunchKernelExC and overlapping a kernel by at most 5 µs"
+    ]
+    rounding_overlapping_kernels: Annotated[
+        int, "of those, ending at most 1 µs after the annotation or copy they overlap (a rounding)"
+    ]
+    graph_overlapping_kernels: Annotated[int, "of those, run by a graph launch (one correlation id: not PDL)"]
     graph_launches: Annotated[int, "cudaGraphLaunch / hipGraphLaunch calls"]
     graph_kernels: Annotated[int, "kernels run by those graph launches"]
     graph_mode: Annotated[str, "eager, graph or mixed"]
     unlinked_kernels: Annotated[int, "kernels whose correlation id matches no launch call"]
     unlinked_before_first_call: Annotated[int, "of those, the ones that ran before the trace's first runtime call"]
+    unlinked_before_window: Annotated[
+        int, "of those, the ones launched before the profiling window (correlation id below every call's)"
+    ]
+    graph_unrecorded: Annotated[int, "graph launches with no kernel while other graph launches have theirs"]
+    range_profiler_launches: Annotated[
+        int, "launches measured by the CUPTI range profiler (a cuda_profiler_range event instead of a kernel)"
+    ]
     negative_durations: Annotated[int, "GPU events with a negative duration"]
     zero_durations: Annotated[int, "kernels with a zero duration"]
     kernels_before_launch: Annotated[int, "kernels that start before their own launch call (clock-skew)"]
@@ -321,6 +348,10 @@ class TraceInspectFacts(TypedDict, total=False):
     rank_skew_collectives: Annotated[int, "NCCL collectives compared across ranks (rank-skew)"]
     rank_skew_max_us: Annotated[float | None, "largest start skew of one collective across ranks, in µs"]
     rank_skew_median_us: Annotated[float | None, "median start skew across ranks, in µs"]
+    rank_skew_floor_us: Annotated[
+        float, "the median skew at which rank-skew is a warning, in µs (the check's floor, docs/health.md)"
+    ]
+    rank_skew_status: Annotated[str, "the rank-skew check's status: warning at or above the floor, info below"]
     straggler_rank: Annotated[int | None, "the rank that started last most often"]
     python_stacks: Annotated[bool, "whether Python stacks were recorded (python_function events)"]
     trace_events: Annotated[int, "events with a category in the traces"]
@@ -371,6 +402,9 @@ def _torch_validator(env: Environment, path: str, timeout: float) -> str:
     from wizard.probes.common import run_harness
 
     name = cut(path.rsplit("/", 1)[-1], 80)
+    fmt = detect(Path(path))
+    if fmt is not KINETO_JSON:  # it json.loads the file: another format would only fail to decode
+        return f"PyTorch's trace validator not run on {name}: it reads Chrome JSON; this is {fmt.name_with_article}"
     run = run_harness(env, "validate", [path], timeout=min(timeout, 300.0), log_name="trace-validator")
     data = run.result or {}
     torch = f"torch {cut(str(data.get('torch')), 40)}" if data.get("torch") else "torch"

@@ -380,7 +380,7 @@ def perfetto_hint(inspection: Inspection) -> str:
     more = f'<p class="note">and {plural(len(reports) - 20, "more trace")}</p>' if len(reports) > 20 else ""
     fixes = []
     for r in reports:
-        hidden = next((c for c in r.health if c.check == "kernels-overlap" and c.problem), None)
+        hidden = next((c for c in r.health if c.check == "kernels-overlap" and c.count), None)  # info too
         if hidden is None:
             continue
         streams = sorted({e.stream for e in hidden.examples if e.stream is not None}, key=str)
@@ -395,10 +395,11 @@ def perfetto_hint(inspection: Inspection) -> str:
         command = shlex.join(["warpwizard", "trace", "fix", "--split-overlaps", r.path, target])
         fixes.append(
             f"<p>{plural(hidden.count, 'kernel')} of <code>{html_text(r.label, 200)}</code> "
-            f"{verb(hidden.count, 'overlaps', 'overlap')} the kernel "
-            f"before them{f' on {where}' if where else ''}, so a viewer hides them. This writes a copy that shows "
-            f"them all, on new rows <code>{row} (overlapping kernels, lane 1)</code>, lane 2 and so on, one per "
-            f'depth of overlap:</p><pre class="command"><code>{html_text(command, 1000)}</code></pre>'
+            f"{verb(hidden.count, 'starts', 'start')} inside an earlier event{f' on {where}' if where else ''} and "
+            f"{verb(hidden.count, 'ends', 'end')} after it: Perfetto hides such a kernel before v57 and draws it "
+            "apart, its launch arrow on another kernel, from v57. This writes a copy that shows them all, each "
+            f"arrow on its own kernel, on new rows <code>{row} (overlapping kernels, lane 1)</code>, lane 2 and so "
+            f'on, the lowest free at each start:</p><pre class="command"><code>{html_text(command, 1000)}</code></pre>'
         )
     return (
         '<section id="ww-perfetto"><h2>Open the trace in Perfetto</h2>'

@@ -9,6 +9,7 @@ exactly the wrong value a real profiler prints. Device properties are real GPUs'
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import math
@@ -57,6 +58,9 @@ class KernelSpec:
     kernel: bool = True
     kernel_delay: float = 27.0
     stream: int = 7
+    at: float | None = (
+        None  # the kernel's start, µs after the trace's first event (None: kernel_delay after its launch)
+    )
 
 
 def _typed(value: float) -> float | int:
@@ -125,6 +129,7 @@ class TraceBuilder:
     tid: int = 4242
     _events: list[dict[str, Any]] = field(default_factory=list)
     _clock: float = 1_700_000_000_000_000.0
+    _origin: float = 1_700_000_000_000_000.0  # where ``at`` counts from: microsecond-epoch times, as Kineto writes
     _correlation: int = 100
     _external: int = 1
     _metadata: dict[str, Any] = field(default_factory=dict)
@@ -207,7 +212,7 @@ class TraceBuilder:
         if spec.launch is not None:
             self._complete(runtime_cat, spec.launch, (self.pid, tid), (start + depth + 3, 6.0), launch_args)
         device = self.devices + 3 if spec.plant == "C" else spec.device  # C: a device the trace does not describe
-        kernel_ts = start + depth + 3 + spec.kernel_delay
+        kernel_ts = start + depth + 3 + spec.kernel_delay if spec.at is None else self._origin + spec.at
         if not spec.kernel:
             self._clock += 100.0
             return
@@ -293,17 +298,32 @@ class TraceBuilder:
         self._clock += dur + 3
         return corr
 
-    def add_graph(self, specs: Sequence[KernelSpec], call: str = "cudaGraphLaunch") -> None:
-        """One graph launch whose kernels all carry its correlation id (a replay, as CUPTI records it)."""
+    def add_graph(self, specs: Sequence[KernelSpec], call: str = "cudaGraphLaunch", *, flows: bool = False) -> None:
+        """One graph launch whose kernels all carry its correlation id (a replay, as CUPTI records it); ``flows``:
+        Kineto's arrows too, one start at the launch call and an end at each kernel, all with that one id."""
+        launch_ts = self._clock
         corr = self.add_call(call, dur=8.0)
         device = specs[0].device if specs else 0
         ts = self._clock + 20
         for spec in specs:
             args = self._kernel_args(spec, 0, corr, device)
             args["stream"] = spec.stream
-            self._complete(self._cats[2], spec.name, (device, spec.stream), (ts, spec.dur), args)
-            ts += spec.dur + 1
+            start = ts if spec.at is None else self._origin + spec.at
+            self._complete(self._cats[2], spec.name, (device, spec.stream), (start, spec.dur), args)
+            if flows:
+                self._flow(corr, (self.pid, self.tid, launch_ts), (device, spec.stream, start))
+            ts = start + spec.dur + 1
         self._clock = ts + 100
+
+    def add_ranged(self, spec: KernelSpec, counters: dict[str, float] | None = None) -> None:
+        """A launch measured by Kineto's CUPTI range profiler: its call, and a ``cuda_profiler_range`` event with
+        the kernel's name, the launch's correlation id and one arg per counter instead of a kernel event
+        (pytorch/kineto b5d29fc073, libkineto/src/CuptiRangeProfiler.cpp:182-195)."""
+        for _ in range(spec.repeat):
+            corr = self._correlation
+            self._add_one(dataclasses.replace(spec, kernel=False, repeat=1))
+            args: dict[str, Any] = {"correlation": corr, **(counters or {"kineto__cuda_core_flops": 1024.0})}
+            self._complete("cuda_profiler_range", spec.name, (spec.device, 0), (self._clock - 50.0, 10.0), args)
 
     def add_memcpy(self, dur: float = 4.0, *, device: int = 0, stream: int = 7) -> None:
         """A device copy: its runtime call and its GPU event (``dur`` as the profiler wrote it)."""
@@ -311,6 +331,14 @@ class TraceBuilder:
         args = {"device": device, "context": 1, "stream": stream, "correlation": corr, "bytes": 4096}
         self._complete("gpu_memcpy", "Memcpy HtoD (Pageable -> Device)", (device, stream), (self._clock, dur), args)
         self._clock += 50
+
+    def add_gpu_annotation(self, name: str, at: float, dur: float, *, device: int = 0, stream: int = 7) -> None:
+        """A ``record_function`` range as Kineto draws it on the GPU row (``gpu_user_annotation``): it shares the
+        kernels' row (pid = device, tid = stream), so Perfetto nests them under it. ``at`` as KernelSpec's."""
+        self._complete(
+            "gpu_user_annotation", name, (device, stream), (self._origin + at, dur), {"External id": self._external}
+        )
+        self._external += 1
 
     def wait(self, us: float) -> None:
         """Time passes with nothing recorded (ranks that start their steps at different times)."""
@@ -362,11 +390,6 @@ class TraceBuilder:
         )
         if ts is None:
             self._clock += dur + 1
-
-    def add_gpu_annotation(self, name: str, ts: float, dur: float, *, device: int = 0, stream: int = 7) -> None:
-        """A ``gpu_user_annotation`` span (a record_function's range drawn on the GPU's row)."""
-        self._complete("gpu_user_annotation", name, (device, stream), (ts, dur), {"External id": self._external})
-        self._external += 1
 
     def add_counter(self, name: str, ts: float, value: float, device: int = 0) -> None:
         """A CUPTI PM-sampling sample (PyTorch 2.15+): a Chrome counter event under "GPU N Counters"."""

@@ -598,7 +598,7 @@ def check_kernel(k: KernelRecord, device: DeviceInfo | None, *, rocm: bool = Fal
             return _unrecomputable(k, "the launch's grid or block is missing or not three whole numbers")
         return KernelCheck()
     if k.blocks_per_sm.value is None and k.warps_per_sm.value is None and k.occupancy.value is None:
-        return KernelCheck()
+        return _computed(k, k.grid, k.block, device)
     ctx = _context(k, device, k.grid, k.block)
     ctx.typed = typed
     for detect in DETECTORS:
@@ -606,6 +606,22 @@ def check_kernel(k: KernelRecord, device: DeviceInfo | None, *, rocm: bool = Fal
             break
     ctx.result.true = dict(ctx.true)
     return ctx.result
+
+
+def _computed(k: KernelRecord, grid: Dim3, block: Dim3, device: DeviceInfo | None) -> KernelCheck:
+    """A launch the trace prints no metrics for (Cuspy's and Nsight Systems' never do): nothing to check, but its
+    true values follow from grid, block and the device's SM count (occupancy with the opt-in shared-memory limit)."""
+    if device is None or not device.num_sms:
+        return KernelCheck()
+    blocks, threads = product(grid), product(block)
+    occupancy, _, _ = _true_occupancy(device, k, threads, blocks)
+    return KernelCheck(
+        true={
+            "blocks per SM": true_blocks_per_sm(grid, device.num_sms),
+            "warps per SM": true_warps_per_sm(grid, block, device.num_sms),
+            "est. achieved occupancy %": occupancy,
+        }
+    )
 
 
 class MemoChecker:

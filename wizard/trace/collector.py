@@ -33,6 +33,7 @@ from wizard.trace.records import (
     ProfilerOccupancy,
     ReportedValue,
     RuntimeIndex,
+    SliceTable,
 )
 
 
@@ -47,6 +48,8 @@ class Truncation:
 
 
 STEP_CAP = 100_000  # ProfilerStep intervals kept (a trace has one per profiled step)
+RANGE_CAP = 1_000_000  # correlation ids of cuda_profiler_range events kept (the range profiler's maxRanges is far less)
+PROFILER_RANGE = "cuda_profiler_range"  # Kineto's CUPTI range profiler: one event per kernel, with counters
 ANNOTATION_CAP = 100_000  # record_function spans, GPU annotations and profiler-overhead events kept (each kind)
 OVERHEAD_CATEGORIES = frozenset({"overhead", "Overhead"})  # Kineto's ActivityType::OVERHEAD ("overhead")
 
@@ -55,13 +58,17 @@ OVERHEAD_CATEGORIES = frozenset({"overhead", "Overhead"})  # Kineto's ActivityTy
 class Timeline:
     """What passes other than the kernel checks need, kept in the same read and as compactly: GPU
     copies and sets, events per category (flow arrows included), the time window of every complete
-    ("X") event the other tables do not hold, and the ProfilerStep intervals."""
+    ("X") event the other tables do not hold and those events themselves (``slices``: where they lie and on
+    which row, for the kernels-overlap check), and the ProfilerStep intervals."""
 
     gpu_ops: GpuOpTable = field(default_factory=GpuOpTable)
+    slices: SliceTable = field(default_factory=SliceTable)
     categories: Counter[str] = field(default_factory=Counter)
     first_ts: float = math.inf  # over the X events kept nowhere else (annotations, steps, ...)
     last_end: float = -math.inf
     steps: list[tuple[float, float, str]] = field(default_factory=list)
+    # the correlation ids of the CUPTI range profiler's events (its launches have no kernel event: health.md)
+    profiler_ranges: list[int] = field(default_factory=list)
     # for the summary-table check (what key_averages() adds up): record_function spans on CPU threads
     # (pid, tid, start, end, name), GPU annotations (start, end, name) and profiler-overhead events
     # (start, end, name, correlation or None)
@@ -72,10 +79,12 @@ class Timeline:
     def merge(self, other: Timeline) -> None:
         """A later block's timeline after this one."""
         self.gpu_ops.extend(other.gpu_ops)
+        self.slices.extend(other.slices)
         self.categories.update(other.categories)
         self.first_ts = min(self.first_ts, other.first_ts)
         self.last_end = max(self.last_end, other.last_end)
         self.steps.extend(other.steps[: max(0, STEP_CAP - len(self.steps))])
+        self.profiler_ranges.extend(other.profiler_ranges[: max(0, RANGE_CAP - len(self.profiler_ranges))])
         self.annotations.extend(other.annotations[: max(0, ANNOTATION_CAP - len(self.annotations))])
         self.gpu_annotations.extend(other.gpu_annotations[: max(0, ANNOTATION_CAP - len(self.gpu_annotations))])
         self.overheads.extend(other.overheads[: max(0, ANNOTATION_CAP - len(self.overheads))])
@@ -88,7 +97,10 @@ class TraceContents:
     path: str
     bytes_read: int = 0
     compressed: bool = False
-    layout: str = "object"  # object | array (PyTorch 1.8)
+    layout: str = "object"  # object | array (PyTorch 1.8) | sqlite (Nsight Systems)
+    format: str = "kineto-json"  # wizard.trace.formats: which reader read it
+    writer: str = ""  # the profiler that wrote it, where the file says ("" when it does not)
+    cannot_show: dict[str, str] = field(default_factory=dict)  # health checks this writer's file cannot show, why
     metadata: dict[str, Any] = field(default_factory=dict)
     kernels: KernelTable = field(default_factory=KernelTable)
     runtime: RuntimeIndex = field(default_factory=RuntimeIndex)
@@ -302,12 +314,18 @@ class Collector(EventSink):
         if start is None:
             return
         timeline = self.c.timeline
-        end = start + max(_number(ev.dur) or 0.0, 0.0)
+        dur = _number(ev.dur) or 0.0
+        end = start + max(dur, 0.0)
+        timeline.slices.add(start, dur, (ev.pid, ev.tid, ev.cat))
         timeline.first_ts = min(timeline.first_ts, start)
         timeline.last_end = max(timeline.last_end, end)
         name = ev.name
         if type(name) is str and name.startswith("ProfilerStep#") and len(timeline.steps) < STEP_CAP:
             timeline.steps.append((start, end, self._intern(name)))
+        elif ev.cat == PROFILER_RANGE and ev.args is not None and len(timeline.profiler_ranges) < RANGE_CAP:
+            corr = as_int(ev.args.correlation)
+            if corr is not None:
+                timeline.profiler_ranges.append(corr)
         cat = ev.cat
         if cat == "user_annotation" and len(timeline.annotations) < ANNOTATION_CAP:
             timeline.annotations.append((ev.pid, ev.tid, start, end, self._intern(str(name))))
@@ -410,7 +428,7 @@ class Collector(EventSink):
         ts, dur = ev.ts, ev.dur
         value = self._value
         bps, wps, occ = value(args.blocks_per_sm), value(args.warps_per_sm), value(occupancy_value)
-        stream = args.stream
+        stream = args.stream if args.original_stream is None else args.original_stream  # Cuspy's lanes: the real one
         if stream is not None and type(stream) not in (int, str, float, bool):
             stream = str(stream)[:64]  # a list or object as a stream id: shown, never a key that breaks
         # Positional: this runs for every kernel of a gigabyte trace (field order of KernelRecord).

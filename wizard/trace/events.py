@@ -52,6 +52,7 @@ class EventArgs(msgspec.Struct, gc=False):
     call_stack: Any = msgspec.field(default=None, name="Call stack")
     fixed: Any = msgspec.field(default=None, name="warpwizard mechanism")
     profiler_occupancy: Any = msgspec.field(default=None, name="occupancy")
+    original_stream: Any = None  # Cuspy: the CUDA stream of an op it moved to a logical lane (``stream``)
 
 
 class Event(msgspec.Struct, gc=False):
@@ -97,6 +98,19 @@ def event_from_dict(obj: Any) -> Event | None:
         dur=_number_or_text(obj.get("dur")),
         args=args,
     )
+
+
+def event_from_parts(  # noqa: PLR0917 - an event's fields, in the JSON's order
+    cat: str | None, name: str, pid: Any, tid: Any, ts: float, dur: float, args: dict[str, Any]
+) -> Event:
+    """An event another format's reader decoded (its args by the JSON's names), shaped like the fast path's
+    struct: only the args the struct has are kept, looked up by each arg rather than each field."""
+    values: dict[str, Any] = {}
+    for encoded, value in args.items():
+        attr = _ARG_ENCODED.get(encoded)
+        if attr is not None:
+            values[attr] = msgspec.Raw(msgspec.json.encode(value)) if attr in _RAW_FIELDS else value
+    return Event(cat=cat, name=name, pid=_key(pid), tid=_key(tid), ts=ts, dur=dur, args=EventArgs(**values))
 
 
 def _scalar(value: Any) -> str | int | float | None:

@@ -15,7 +15,6 @@ import gzip
 import json
 import math
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, cast
@@ -24,12 +23,12 @@ from wizard.formatting import non_finite_text
 from wizard.outputs import atomic_file, check_output
 from wizard.progress import NO_PROGRESS, Progress, reading
 from wizard.trace.analysis import MemoChecker
-from wizard.trace.collector import Truncation
+from wizard.trace.collector import TraceContents, Truncation
 from wizard.trace.devices import device_table
-from wizard.trace.events import BARE_MARK
+from wizard.trace.events import BARE_MARK, GPU_OP_CATEGORIES, as_float
 from wizard.trace.kineto_math import prints_truth
 from wizard.trace.reader import KERNEL_CATEGORIES, EventSink, nesting_budget, parse_into, read_trace
-from wizard.trace.records import KernelRecord
+from wizard.trace.records import NO_CORRELATION, KernelRecord
 
 ORIGINAL_ARG = "warpwizard original"
 ORIGINAL_TID_ARG = "warpwizard original tid"
@@ -48,6 +47,7 @@ class FixSummary:
     truncation: Truncation | None = None
     moved: int = 0  # kernels put on an extra lane by --split-overlaps
     lanes: int = 0  # extra lanes made for them
+    moved_other: int = 0  # copies, syncs and annotations of kernel rows moved with them
 
 
 def _quoted(raw: bytes) -> bytes:
@@ -125,13 +125,16 @@ class _FixSink(EventSink):
 
     def add_raw(self, events: list[bytes]) -> None:
         for raw in events:
-            if b'ernel"' in raw:
-                raw = self._fix(raw)
-            elif self.lanes is not None and self.lanes.flows and b'"f"' in raw:
-                raw = self._move_flow(raw)
-            else:
-                raw = _quoted(raw)
-            self._write(raw)
+            self._write(self._fix(raw) if b'ernel"' in raw else self._not_kernel(raw))
+
+    def _not_kernel(self, raw: bytes) -> bytes:
+        """Any other event: a flow end or a copy, sync or annotation that moves with --split-overlaps, or as it is."""
+        lanes = self.lanes
+        if lanes is not None and lanes.flows and b'"f"' in raw:
+            return self._move_flow(raw)
+        if lanes is not None and lanes.marks and any(mark in raw for mark in lanes.marks):
+            return self._move_other(raw)
+        return _quoted(raw)
 
     def _write(self, raw: bytes) -> None:
         """One event of the copy's list, after a separator."""
@@ -144,13 +147,17 @@ class _FixSink(EventSink):
             event = json.loads(raw)
         except (ValueError, RecursionError):  # ValueError: also a number of more than 4,300 digits
             return _quoted(raw)
-        if not isinstance(event, dict) or event.get("cat") not in KERNEL_CATEGORIES:
+        if not isinstance(event, dict):
             return _quoted(raw)
+        if event.get("cat") not in KERNEL_CATEGORIES:  # "kernel" in a name or an argument
+            return self._not_kernel(raw)
         index = self.kernel_index
         self.kernel_index += 1
         fix = self.corrections.get(index)
         lane = self.lanes.moved.get(index) if self.lanes is not None else None
         args = event.get("args")
+        if lane is not None and args is None:
+            event["args"] = args = {}
         if (fix is None and lane is None) or not isinstance(args, dict):
             return _quoted(raw)
         event = _unmarked(event)
@@ -171,51 +178,112 @@ class _FixSink(EventSink):
         return _dumps(event)
 
     def _move_flow(self, raw: bytes) -> bytes:
-        """A flow arrow's end follows its kernel to the kernel's new lane."""
+        """A flow arrow's end follows its own event (same id, row and start) to that event's lane: Perfetto binds an
+        end with ``bp: "e"`` to the top slice of its row at its time (flow_tracker.cc ``End``), so on the lane it
+        binds to that event and nothing else moves (a graph replay's kernels share one id)."""
         assert self.lanes is not None
         try:
             event = json.loads(raw)
         except (ValueError, RecursionError):
             return _quoted(raw)
-        if not isinstance(event, dict) or event.get("ph") != "f":
-            return _quoted(raw)
-        lane = self.lanes.flows.get((event.get("id"), event.get("pid"), event.get("tid")))
+        if not isinstance(event, dict) or event.get("ph") != "f":  # '"f"' elsewhere in the event
+            marks = self.lanes.marks
+            return self._move_other(raw) if marks and any(mark in raw for mark in marks) else _quoted(raw)
+        where = (event.get("pid"), event.get("tid"), _number(event.get("ts")))
+        lane = self.lanes.flows.get((event.get("id"), *where)) or self.lanes.flows.get((None, *where))
         if lane is None:
             return _quoted(raw)
         event = _unmarked(event)
         event["tid"] = lane
         return _dumps(event)
 
+    def _move_other(self, raw: bytes) -> bytes:
+        """A copy, set, sync or annotation that cannot nest on a kernel row, to its lane (matched by category, row,
+        start and duration: identical events nest alike)."""
+        assert self.lanes is not None
+        try:
+            event = json.loads(raw)
+        except (ValueError, RecursionError):
+            return _quoted(raw)
+        if not isinstance(event, dict) or event.get("ph") != "X":
+            return _quoted(raw)
+        cat = event.get("cat")
+        where = (event.get("pid"), event.get("tid"), _number(event.get("ts")), _number(event.get("dur")) or 0.0)
+        lane = self.lanes.gpu_ops.get(where) if cat in GPU_OP_CATEGORIES else self.lanes.others.get((cat, *where))
+        if lane is None:
+            return _quoted(raw)
+        event = _unmarked(event)
+        args = event.get("args")
+        if not isinstance(args, dict):
+            event["args"] = args = {}
+        args[ORIGINAL_TID_ARG] = event.get("tid")
+        event["tid"] = lane
+        return _dumps(event)
+
+
+def _number(value: Any) -> float | None:
+    """A time as the reader reads it (numbers as they are, numeric strings parsed)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        try:
+            return float(value)
+        except OverflowError:
+            return None
+    return as_float(value)
+
 
 class Lanes:
-    """``--split-overlaps``: kernels a viewer would hide (they start before the previous kernel on their stream
-    ended) moved to extra rows, one per depth of overlap, named after their stream; nothing else changes."""
+    """``--split-overlaps``: the events Perfetto cannot nest on a kernel row (``kernels-overlap``: kernels, and the
+    copies, syncs and annotations beside them) moved to extra rows of that row, the lowest one free at each start
+    (``nesting.lanes``, O(n log n)), named after the row's stream; every flow end follows its own event only."""
 
-    def __init__(self, kernels: Sequence[KernelRecord], overlapping: Sequence[int]) -> None:
+    def __init__(self, contents: TraceContents) -> None:
         self.moved: dict[int, str] = {}  # kernel index -> its new tid
-        self.flows: dict[tuple[Any, Any, Any], str] = {}  # (correlation, pid, tid) of its arrow's end -> new tid
+        self.gpu_ops: dict[tuple[Any, ...], str] = {}  # (pid, tid, ts, dur) -> new tid
+        self.others: dict[tuple[Any, ...], str] = {}  # (cat, pid, tid, ts, dur) -> new tid
+        self.flows: dict[tuple[Any, ...], str] = {}  # (id or None, pid, tid, ts) of an arrow's end
         self.rows: dict[tuple[Any, str], str] = {}  # (pid, new tid) -> the row's name
-        hidden = set(overlapping)
-        by_lane: dict[tuple[Any, Any], list[KernelRecord]] = {}
-        for k in kernels:
-            by_lane.setdefault((k.device, k.stream), []).append(k)
-        for lane_kernels in by_lane.values():
-            if not any(k.index in hidden for k in lane_kernels):
-                continue
-            ends: list[float] = []  # each row's last end; row 0 is the stream's own
-            for k in sorted(lane_kernels, key=lambda k: k.ts):  # stable: file order for ties
-                row = next((r for r, end in enumerate(ends) if k.ts >= end), len(ends))
-                end = k.ts + max(k.dur, 0.0)
-                if row == len(ends):
-                    ends.append(end)
-                else:
-                    ends[row] = end
-                if row:
-                    tid = f"stream {k.stream} overlap {row}"
-                    self.moved[k.index] = tid
-                    self.rows[(k.pid, tid)] = f"stream {k.stream} (overlapping kernels, lane {row})"
-                    if k.correlation is not None:
-                        self.flows[(k.correlation, k.pid, k.tid)] = tid
+        self.marks: tuple[bytes, ...] = ()  # bytes an event to move besides kernels holds (its category)
+        from wizard.trace import nesting  # numpy, only when asked
+
+        events = nesting.gather(contents)
+        hidden, _ = nesting.cannot_nest(events)
+        moves = nesting.lanes(events, hidden)
+        self.scans = moves.scans
+        kernels, ops, slices = contents.kernels, contents.timeline.gpu_ops, contents.timeline.slices
+        streams: dict[tuple[Any, Any], Any] = {}  # a row's stream, named by its kernels
+        for shape in kernels.columns()[4]:
+            streams.setdefault(nesting.perfetto_row(shape[1], shape[2]), shape[4])
+        marks: set[bytes] = set()
+        for (kind, ref), lane in moves.lanes.items():
+            if kind == nesting.KERNEL:
+                k = kernels[ref]
+                pid, tid, ts, corr = k.pid, k.tid, k.ts, k.correlation
+            elif kind == nesting.GPU_OP:
+                shape = ops.shapes[ops.shape[ref]]
+                pid, tid, ts = shape[1], shape[2], ops.ts[ref]
+                corr = None if ops.corr[ref] == NO_CORRELATION else ops.corr[ref]
+            else:
+                pid, tid, cat = slices.rows[slices.row[ref]]
+                ts, corr = slices.ts[ref], None
+            stream = streams.get(nesting.perfetto_row(pid, tid), tid)
+            name = f"stream {stream} overlap {lane}"
+            self.rows[(pid, name)] = f"stream {stream} (overlapping kernels, lane {lane})"
+            self.flows[(corr, pid, tid, ts)] = name
+            if kind == nesting.KERNEL:
+                self.moved[ref] = name
+            elif kind == nesting.GPU_OP:
+                self.gpu_ops[(pid, tid, ts, ops.dur[ref])] = name
+                marks.update(_dumps(c) for c in GPU_OP_CATEGORIES)
+            else:
+                self.others[(cat, pid, tid, ts, slices.dur[ref])] = name
+                marks.add(_dumps(cat))
+        self.marks = tuple(sorted(marks))
+
+    @property
+    def moved_other(self) -> int:
+        return len(self.gpu_ops) + len(self.others)
 
     def names(self) -> list[dict[str, Any]]:
         return [
@@ -282,11 +350,7 @@ def _fix_trace(src: Path, out: Path, *, force: bool, split_overlaps: bool, progr
     with atomic_file(out, inputs=[src], force=force, what="corrected trace") as target:
         compressed = gzip.GzipFile(fileobj=target, mode="wb", mtime=0) if out.name.endswith(".gz") else None
         fh = cast(IO[bytes], compressed) if compressed is not None else target
-        lanes = None
-        if split_overlaps:
-            from wizard.trace.health_checks import overlapping_kernels  # numpy, only when asked
-
-            lanes = Lanes(contents.kernels, overlapping_kernels(contents))
+        lanes = Lanes(contents) if split_overlaps else None
         sink = _FixSink(fh, corrections, contents.layout == "array", contents.typed, lanes)
         if contents.layout != "array":
             fh.write(b"{")
@@ -307,4 +371,5 @@ def _fix_trace(src: Path, out: Path, *, force: bool, split_overlaps: bool, progr
         parsed.truncation,
         moved=len(lanes.moved) if lanes else 0,
         lanes=len(lanes.rows) if lanes else 0,
+        moved_other=lanes.moved_other if lanes else 0,
     )

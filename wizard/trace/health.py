@@ -14,23 +14,69 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-LAUNCH_CALLS = frozenset(
-    {
-        "cudaLaunchKernel",
-        "cudaLaunchKernelExC",
-        "cudaLaunchCooperativeKernel",
-        "cudaLaunchCooperativeKernelMultiDevice",
-        "cuLaunchKernel",
-        "cuLaunchKernelEx",
-        "cuLaunchCooperativeKernel",
-        "hipLaunchKernel",
-        "hipExtLaunchKernel",
-        "hipModuleLaunchKernel",
-        "hipExtModuleLaunchKernel",
-        "hipLaunchCooperativeKernel",
-    }
+KINETO = "pytorch/kineto@114171dfba6867d2a898634670d9a3197dbb9595"  # the commit the sources below were read at
+_RUNTIME = (
+    f"{KINETO} libkineto/src/CuptiActivity.h:104 names a runtime call runtimeCbidName(cbid), which "
+    "cupti_strings.cpp:106-123 takes from cuptiGetCallbackName less its _vNNNN suffix (CUPTI's "
+    "CUPTI_RUNTIME_TRACE_CBID_<name>_vNNNN); Kineto records every runtime call"
 )
-GRAPH_LAUNCH_CALLS = frozenset({"cudaGraphLaunch", "hipGraphLaunch"})
+_DRIVER = f"{KINETO} libkineto/src/CuptiCbidRegistry.cpp:165-178: the only driver calls Kineto records"
+_ROCM = f"{KINETO} libkineto/src/RocprofLogger.cpp:210-227 isKernelApi: the HIP calls Kineto records as launches"
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchApi:
+    """A call name Kineto writes for a kernel launch (``launch``) or a graph replay (``graph``), and where its
+    source says so: one table that the checks, docs/health.md and the tests read."""
+
+    name: str
+    kind: str  # launch | graph
+    source: str
+
+
+LAUNCH_APIS: tuple[LaunchApi, ...] = (
+    *(
+        LaunchApi(name, "launch", _RUNTIME)
+        for name in (
+            "cudaLaunchKernel",
+            "cudaLaunchKernel_ptsz",
+            "__cudaLaunchKernel",  # CUDA 13 routes cudaLaunchKernel through it (CUPTI ..._v13000)
+            "__cudaLaunchKernel_ptsz",
+            "cudaLaunchKernelExC",
+            "cudaLaunchKernelExC_ptsz",
+            "cudaLaunchCooperativeKernel",
+            "cudaLaunchCooperativeKernel_ptsz",
+            "cudaLaunchCooperativeKernelMultiDevice",
+        )
+    ),
+    LaunchApi("cuLaunchKernel", "launch", _DRIVER),
+    LaunchApi("cuLaunchKernelEx", "launch", _DRIVER),
+    LaunchApi(
+        "cuLaunchCooperativeKernel", "launch", "written by other CUPTI-based profilers' traces (kept from before)"
+    ),
+    *(
+        LaunchApi(name, "launch", _ROCM)
+        for name in (
+            "hipLaunchKernel",
+            "hipLaunchKernel_spt",
+            "hipExtLaunchKernel",
+            "hipModuleLaunchKernel",
+            "hipExtModuleLaunchKernel",
+            "hipHccModuleLaunchKernel",
+            "hipLaunchCooperativeKernel",
+            "hipLaunchCooperativeKernel_spt",
+            "hipModuleLaunchCooperativeKernel",
+            "hipLaunchCooperativeKernelMultiDevice",
+            "hipModuleLaunchCooperativeKernelMultiDevice",
+            "hipExtLaunchMultiKernelMultiDevice",
+        )
+    ),
+    LaunchApi("cudaGraphLaunch", "graph", _RUNTIME),
+    LaunchApi("cudaGraphLaunch_ptsz", "graph", _RUNTIME),
+    LaunchApi("hipGraphLaunch", "graph", f"{KINETO} libkineto/src/RocprofActivity_inl.h:198 (a flow start)"),
+)
+LAUNCH_CALLS = frozenset(a.name for a in LAUNCH_APIS if a.kind == "launch")
+GRAPH_LAUNCH_CALLS = frozenset(a.name for a in LAUNCH_APIS if a.kind == "graph")
 CAPTURE_BEGIN = frozenset({"cudaStreamBeginCapture", "hipStreamBeginCapture"})
 CAPTURE_END = frozenset({"cudaStreamEndCapture", "hipStreamEndCapture"})
 
@@ -41,6 +87,15 @@ WINDOW_CHUNK = 1 << 16  # events per slice when finding the window's end
 SAMPLES = 2000  # events per check kept for the health timeline (spread evenly over all of them)
 COLLECTIVE_NAMES = 64  # NCCL kernel names kept per trace for the cross-rank check
 COLLECTIVE_INSTANCES = 10_000  # starts kept per name
+# The median start skew across ranks at which rank-skew is a warning (and the rank-skew playbook diagnoses
+# waiting): below it, skew is NCCL launch jitter (dlrm-2ranks: 17 µs median between two ranks of one host).
+# ``trace inspect --rank-skew-floor-us`` / ``inspect_traces(rank_skew_floor_us=...)`` set another.
+RANK_SKEW_FLOOR_US = 100.0
+# trace-size is worth a word (info) from these: the unpacked JSON a viewer must hold (Perfetto's UI and
+# TensorBoard load the whole text in a browser tab), or a with_stack trace whose Python events dominate
+SIZE_WORTH_A_WORD = 256 << 20
+PYTHON_SHARE_WORTH_A_WORD = 0.4
+SIZE_CATEGORIES = 20  # trace-size's categories: the largest, the rest counted
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from wizard.formatting import plural, verb
+from wizard.trace import nesting
 from wizard.trace.collector import TraceContents
 from wizard.trace.health import (
     CAPTURE_BEGIN,
@@ -28,14 +29,20 @@ from wizard.trace.health import (
     EXAMPLES,
     GRAPH_LAUNCH_CALLS,
     LAUNCH_CALLS,
+    PYTHON_SHARE_WORTH_A_WORD,
+    RANK,
+    RANK_SKEW_FLOOR_US,
     SAMPLES,
+    SIZE_CATEGORIES,
+    SIZE_WORTH_A_WORD,
     WINDOW_CHUNK,
     HealthCheck,
     HealthExample,
     make_check,
     not_applicable,
 )
-from wizard.trace.records import NO_CORRELATION
+from wizard.trace.mechanisms import BY_ID, is_wrong
+from wizard.trace.records import NO_CORRELATION, PROCESS_SHIFT
 from wizard.trace.summary_table import profiler_overhead, summary_table_check
 
 Floats = npt.NDArray[np.float64]
@@ -189,22 +196,52 @@ def window(contents: TraceContents) -> tuple[float, float] | None:
     return min(starts), max(ends)
 
 
-def impossible_metrics(contents: TraceContents, wrong_launches: int, checked: int) -> HealthCheck:
+def metrics_status(mechanisms: Mapping[str, int]) -> str:
+    """The worst severity the flagship's conclusions give the wrong mechanisms found (``Mechanism.verdict``,
+    the one table both read): E alone is the flagship's ``info``; an id no table knows is an ``error``."""
+    worst: str | None = None
+    for mechanism_id, n in mechanisms.items():
+        found = BY_ID.get(mechanism_id)
+        if not n or (found is not None and not found.wrong):
+            continue
+        verdict = found.verdict if found is not None else "error"
+        worst = verdict if worst is None or RANK[verdict] > RANK[worst] else worst
+    return worst or "error"  # wrong launches with no mechanism named: nothing says they are benign
+
+
+def impossible_metrics(
+    contents: TraceContents, wrong_launches: int, checked: int, mechanisms: Mapping[str, int]
+) -> HealthCheck:
     if not checked:
         reason = "no kernel carries blocks or warps per SM to check" if len(contents.kernels) else "no GPU kernels"
-        return not_applicable("impossible-metrics", reason, wrong_launches=0)
+        return not_applicable("impossible-metrics", reason, wrong_launches=0, mechanisms={})
+    wrong = {m: n for m, n in sorted(mechanisms.items()) if n and is_wrong(m)}
+    details = {"wrong_launches": wrong_launches, "mechanisms": wrong}
     if not wrong_launches:
         return make_check(
             "impossible-metrics", 0, "ok", f"every one of {plural(checked, 'checked launch')} "
-            "holds possible values", "", details={"wrong_launches": 0},
+            "holds possible values", "", details=details,
         )  # fmt: skip
+    status = metrics_status(wrong)
+    named = "; ".join(f"{m} ({n}), {BY_ID[m].summary}" if m in BY_ID else f"{m} ({n})" for m, n in wrong.items())
+    meaning = (
+        "the profiler judged occupancy with the default 48 KB shared-memory limit (mechanism E): the kernels "
+        "ran as they should; read the true occupancy in the findings, not the trace's 0%"
+        if status == "info"
+        else "the profiler computed these values wrongly; read the true values in the findings, not the trace's"
+    )
+    what = (
+        "a wrong value that is the profiler's and harmless"
+        if status == "info"
+        else "an impossible or wrong blocks/warps per SM or occupancy"
+    )
     return make_check(
         "impossible-metrics",
         wrong_launches,
-        "error",
-        f"{plural(wrong_launches, 'launch')} with an impossible or wrong blocks/warps per SM or occupancy",
-        "the profiler computed these values wrongly; read the true values in the findings, not the trace's",
-        details={"wrong_launches": wrong_launches},
+        status,
+        f"{plural(wrong_launches, 'launch')} with {what}: {named}",
+        meaning,
+        details=details,
     )
 
 
@@ -239,7 +276,7 @@ def kernels_missing(
     if not launches:
         return not_applicable(
             "kernels-missing", "no kernel launch calls in this trace to compare kernels against",
-            launches=0, in_last_1pct=0, captured=0, no_correlation=0,
+            launches=0, in_last_1pct=0, captured=0, no_correlation=0, profiler_ranges=0,
         )  # fmt: skip
     captured = _captured(contents, calls) & calls.launch
     has_id = calls.corr != NO_CORRELATION
@@ -248,10 +285,16 @@ def kernels_missing(
     candidates = calls.launch & has_id & ~captured
     chosen = np.flatnonzero(candidates)
     missing = chosen[~_member(calls.corr[chosen], kernel_ids)]
-    late = 0
+    late_mask = np.zeros(len(missing), dtype=bool)
     if len(missing) and span is not None:
         first, last = span
-        late = int((calls.ts[missing] >= last - 0.01 * (last - first)).sum())
+        late_mask = calls.ts[missing] >= last - 0.01 * (last - first)
+    late = int(late_mask.sum())
+    # Kineto's CUPTI range profiler writes a cuda_profiler_range event (with counters) per kernel, carrying the
+    # launch's correlation id, instead of a kernel event: the launch was measured, not dropped
+    ranges = _distinct(np.array(contents.timeline.profiler_ranges, dtype=np.int64))
+    ranged_mask = _member(calls.corr[missing], ranges) if len(ranges) else np.zeros(len(missing), dtype=bool)
+    ranged = int(ranged_mask.sum())
     count = len(missing)
     apis = np.bincount(calls.name_of[calls.launch], minlength=len(calls.names))
     details = {
@@ -259,15 +302,29 @@ def kernels_missing(
         "in_last_1pct": late,
         "captured": int(captured.sum()),
         "no_correlation": no_correlation,
+        "profiler_ranges": ranged,
         "apis": {calls.names[n]: int(c) for n, c in enumerate(apis.tolist()) if c},
     }
-    examples = [
-        _call_example(contents, calls, i, "no kernel event has this correlation id") for i in missing[:EXAMPLES]
-    ]
     if not count:
         return make_check("kernels-missing", 0, "ok", f"every one of {plural(launches, 'launch call')} has its kernel",
                       "", details=details)  # fmt: skip
+    dropped = missing[~(late_mask | ranged_mask)]
+    examples = [
+        _call_example(contents, calls, int(i), "no kernel event has this correlation id")
+        for i in (dropped if len(dropped) else missing)[:EXAMPLES]
+    ]
     share = count / launches
+    if ranged and not len(dropped):
+        return make_check(
+            "kernels-missing", count, "info",
+            f"a CUPTI range-profiler trace: {plural(ranged, 'launch')} of {launches} "
+            f"{verb(ranged, 'has', 'have')} a cuda_profiler_range event with counters instead of a kernel"
+            + (f"; {count - ranged} more in the last 1%, cut by the profiler's stop" if count > ranged else ""),
+            "the range profiler measures each kernel's counters and records no kernel events: nothing was dropped, "
+            "but the trace has no kernel times (GPU time, idle %, per-op GPU time); profile without the range "
+            "profiler for those",
+            details=details, examples=examples,
+        )  # fmt: skip
     if late == count:
         return make_check(
             "kernels-missing", count, "info",
@@ -289,117 +346,254 @@ def kernels_missing(
     )  # fmt: skip
 
 
-def _lanes(kernels: _Kernels) -> Ints:
-    """Each kernel's (device, stream) lane as a number."""
-    lane_ids: dict[tuple[Any, Any], int] = {}
-    per_shape = np.array([lane_ids.setdefault((s[3], s[4]), len(lane_ids)) for s in kernels.shapes] or [0])
-    return per_shape[kernels.shape].astype(np.int64) if len(kernels.shape) else np.zeros(0, dtype=np.int64)
+# Launch calls that can carry the programmatic-stream-serialization attribute (Programmatic Dependent Launch):
+# the evidence that an overlap was asked for; a graph replay's kernels share one cudaGraphLaunch and are not it.
+PDL_LAUNCH_CALLS = frozenset(
+    {"cuLaunchKernelEx", "cuLaunchKernelEx_ptsz", "cudaLaunchKernelExC", "cudaLaunchKernelExC_ptsz"}
+)
+# The longest overlap still read as PDL's: the dependent kernel starts while its predecessor's last blocks drain
+# (on the B200 trace 0.13-3.7 µs); a predecessor whose recorded end runs tens of µs past its successor's start
+# is a duration the GPU cannot have had, not a launch the program asked for (docs/health.md).
+PDL_OVERLAP_US = 5.0
+# A kernel that ends this little after the annotation or copy around it shares that event's microsecond: Perfetto's
+# llround(us * 1000) of microsecond-epoch doubles (a step of 0.25 µs) puts equal decimal ends apart.
+ROUNDING_US = 1.0
 
 
-def overlapping(kernels: _Kernels) -> Ints:
-    """Kernels that start before an earlier kernel on their (device, stream) ended, in lane-and-time order."""
-    n = len(kernels.ts)
-    if n < 2:
-        return np.zeros(0, dtype=np.int64)
-    lanes = _lanes(kernels)
-    order = np.lexsort((kernels.ts, lanes))  # stable: file order for ties
-    ts = kernels.ts[order]
-    ends = ts + np.maximum(kernels.dur[order], 0.0)
-    lane = lanes[order]
-    bounds = np.flatnonzero(np.diff(lane)) + 1
-    hits: list[Ints] = []
-    for start, stop in zip(np.concatenate(([0], bounds)), np.concatenate((bounds, [n])), strict=True):
-        if stop - start < 2:
-            continue
-        running = np.maximum.accumulate(ends[start : stop - 1])
-        found = np.flatnonzero(ts[start + 1 : stop] < running) + start + 1
-        if len(found):
-            hits.append(order[found])
-    return np.concatenate(hits) if hits else np.zeros(0, dtype=np.int64)
+@dataclass(slots=True)
+class _Hidden:
+    """The kernels-overlap check's facts: which events of the kernel rows Perfetto cannot nest."""
+
+    kernels: Ints  # kernel positions, in the rows' order
+    overlap_ns: Ints  # per kernel: how long it shares with the open event it cannot nest under
+    overhang_ns: Ints  # per kernel: how far it runs past that event's end
+    under_kernel: npt.NDArray[np.bool_]  # per kernel: that open event is a kernel (not an annotation, copy, ...)
+    rows: int  # rows holding such a kernel
+    others: Counter[str]  # non-kernel events that cannot nest, by category
 
 
-def overlapping_kernels(contents: TraceContents) -> list[int]:
-    """The positions of the kernels a viewer hides (``kernels-overlap``), for ``trace fix --split-overlaps``."""
-    return sorted(overlapping(_Kernels.of(contents)).tolist())
+def _hidden(contents: TraceContents) -> _Hidden:
+    """Perfetto's rule over the kernel rows (``nesting``), kept to the kernels, and the rest counted by category."""
+    events = nesting.gather(contents)
+    hidden, against = nesting.cannot_nest(events)
+    is_kernel = events.kind[hidden] == nesting.KERNEL if len(hidden) else np.zeros(0, dtype=bool)
+    mine, theirs = hidden[is_kernel], against[is_kernel]
+    others = Counter(events.categories[j] for j in hidden[~is_kernel].tolist())
+    return _Hidden(
+        events.ref[mine],
+        events.ts[theirs] + events.dur[theirs] - events.ts[mine],
+        events.ts[mine] + events.dur[mine] - events.ts[theirs] - events.dur[theirs],
+        events.kind[theirs] == nesting.KERNEL,
+        len(_distinct(events.row[mine])),
+        others,
+    )
 
 
-def kernels_overlap(kernels: _Kernels) -> HealthCheck:
+def _pdl(calls: _Calls, corr: Ints) -> npt.NDArray[np.bool_]:
+    """Which of these correlation ids an eager launch call that can ask for PDL made."""
+    ex = np.array([n in PDL_LAUNCH_CALLS for n in calls.names] or [False])
+    made = calls.launch & ex[calls.name_of] if len(calls.name_of) else np.zeros(0, dtype=bool)
+    ids = _distinct(calls.corr[made & (calls.corr != NO_CORRELATION)])
+    return _member(corr, ids)
+
+
+def kernels_overlap(contents: TraceContents, calls: _Calls, kernels: _Kernels) -> HealthCheck:
     n = len(kernels.ts)
     if not n:
-        return not_applicable("kernels-overlap", "no GPU kernels", kernels=0, lanes=0)
-    hidden = overlapping(kernels)
-    lanes = _lanes(kernels)
-    affected = len(_distinct(lanes[hidden])) if len(hidden) else 0
-    details = {"kernels": n, "lanes": affected}
-    if not len(hidden):
-        return make_check("kernels-overlap", 0, "ok", "no two kernels overlap on one stream", "", details=details)
-    first = np.sort(hidden)[:EXAMPLES]
+        return not_applicable(
+            "kernels-overlap", "no GPU kernels",
+            kernels=0, lanes=0, pdl=0, rounding=0, graph=0, max_overlap_us=0.0, other_events={},
+        )  # fmt: skip
+    found = _hidden(contents)
+    count = len(found.kernels)
+    corr = kernels.corr[found.kernels]
+    overlap_us = found.overlap_ns / 1000.0
+    launched_ex = _pdl(calls, corr)
+    pdl = launched_ex & found.under_kernel & (overlap_us <= PDL_OVERLAP_US)
+    rounding = ~found.under_kernel & (found.overhang_ns <= ROUNDING_US * 1000)
+    graph_ids = _distinct(calls.corr[calls.graph & (calls.corr != NO_CORRELATION)])
+    graph = int(_member(corr, graph_ids).sum())
+    details = {
+        "kernels": n, "lanes": found.rows, "pdl": int(pdl.sum()), "rounding": int(rounding.sum()), "graph": graph,
+        "max_overlap_us": float(overlap_us.max()) if count else 0.0,
+        "other_events": dict(sorted(found.others.items(), key=lambda kv: (-kv[1], kv[0]))),
+    }  # fmt: skip
+    status, summary, meaning = _overlap_verdict(count, found, details, overlap_us)
+    if not count:
+        return make_check("kernels-overlap", 0, status, summary, meaning, details=details)
+    first = np.argsort(found.kernels, kind="stable")[:EXAMPLES].tolist()
     return make_check(
-        "kernels-overlap",
-        len(hidden),
-        "warning",
-        f"{plural(len(hidden), 'kernel')} {verb(len(hidden), 'starts', 'start')} before the previous kernel on "
-        f"{verb(len(hidden), 'its', 'their')} stream ended "
-        f"({plural(affected, 'stream')})",
-        "Perfetto drops (and chrome://tracing misnests) a complete event that overlaps an earlier one on the same "
-        "row, so these kernels are in the file but not on screen; `warpwizard trace fix --split-overlaps` writes "
-        "a copy that shows them all. Programmatic Dependent Launch overlaps kernels legitimately",
-        details=details,
-        examples=[kernels.example(int(i), "starts before the previous kernel on its stream ended") for i in first],
-        samples=_kernel_samples(kernels, hidden),
+        "kernels-overlap", count, status, summary, meaning, details=details,
+        examples=[
+            kernels.example(
+                int(found.kernels[i]),
+                f"starts {overlap_us[i]:.3f} µs before the {'kernel' if found.under_kernel[i] else 'event'} "
+                "open on its row ends, and ends after it"
+                + (" (launched with cuLaunchKernelEx/cudaLaunchKernelExC)" if launched_ex[i] else ""),
+            )
+            for i in first
+        ],
+        samples=_kernel_samples(kernels, found.kernels),
+    )  # fmt: skip
+
+
+def _overlap_verdict(count: int, found: _Hidden, details: dict[str, Any], overlap_us: Floats) -> tuple[str, str, str]:
+    """Status and words: overlaps of PDL's size with its launch evidence, and ends a rounding apart, are ``info``
+    (only the viewer suffers); anything else a ``warning`` (a duration that overruns its successor, or an overlap
+    nothing in the trace asked for)."""
+    others = sum(found.others.values())
+    other_words = (
+        f"; {plural(others, 'other GPU event')} ({', '.join(found.others)}) cannot nest either" if others else ""
     )
+    if not count:
+        return "ok", f"every kernel nests on its row, as Perfetto draws it{other_words}", ""
+    pdl, rounding, graph = details["pdl"], details["rounding"], details["graph"]
+    rest = count - pdl - rounding
+    summary = (
+        f"{plural(count, 'kernel')} {verb(count, 'starts', 'start')} inside an earlier event on "
+        f"{verb(count, 'its', 'their')} row and {verb(count, 'ends', 'end')} after it "
+        f"({plural(found.rows, 'row')}, by up to {float(overlap_us.max()):.3f} µs): hidden before Perfetto v57, "
+        f"apart with a wrong launch arrow from v57{other_words}"
+    )
+    causes = []
+    if pdl:
+        causes.append(
+            f"{plural(pdl, 'kernel')} launched with cuLaunchKernelEx/cudaLaunchKernelExC "
+            f"{verb(pdl, 'overlaps', 'overlap')} a kernel by at most {PDL_OVERLAP_US:g} µs: Programmatic Dependent "
+            "Launch, the GPU ran them overlapped on purpose"
+        )
+    if rounding:
+        causes.append(
+            f"{plural(rounding, 'kernel')} {verb(rounding, 'ends', 'end')} at most {ROUNDING_US:g} µs after the "
+            f"annotation or copy around {verb(rounding, 'it', 'them')}: the same microsecond, apart once Perfetto "
+            "rounds microseconds to nanoseconds"
+        )
+    if rest:
+        replay = (
+            f", {plural(graph, 'graph-replay kernel')} among them (one cudaGraphLaunch: not Programmatic Dependent "
+            "Launch)"
+            if graph
+            else ""
+        )
+        causes.append(
+            f"{plural(rest, 'other')} overrun the event before {verb(rest, 'it', 'them')}{replay}: a recorded "
+            "duration or time the GPU cannot have had, or an overlap nothing in the trace asked for"
+        )
+    meaning = (
+        "Perfetto cannot nest a slice that starts inside another on its row and ends after it: v51 to v56 drop it "
+        "(hidden), v57 on (ui.perfetto.dev) draw it on an extra row, and in both its launch arrow binds to the "
+        "row's top slice, another event; older Perfetto builds embedded in other tools may misnest it. "
+        f"{'; '.join(causes)}. `warpwizard trace fix --split-overlaps` writes a copy with them on rows of their own "
+        "and each arrow on its own kernel"
+    )
+    return ("info" if rest == 0 else "warning"), summary, meaning
 
 
 def graph_launches(contents: TraceContents, calls: _Calls, kernels: _Kernels) -> HealthCheck:
     graphs = int(calls.graph.sum())
     launches = int(calls.launch.sum())
-    graph_ids = _distinct(calls.corr[calls.graph & (calls.corr != NO_CORRELATION)])
+    with_id = np.flatnonzero(calls.graph & (calls.corr != NO_CORRELATION))
+    graph_ids = _distinct(calls.corr[with_id])
     replayed = int(_member(kernels.corr, graph_ids).sum()) if len(graph_ids) else 0
     mode = "eager" if not graphs else ("graph" if not launches else "mixed")
-    details = {"kernels": replayed, "mode": mode}
     if not graphs:
+        details = {"kernels": replayed, "mode": mode, "unrecorded": 0}
         return make_check("graph-launches", 0, "ok", "no graph launches: an eager trace", "", details=details)
+    kernel_ids = _distinct(kernels.corr[kernels.corr != NO_CORRELATION])
+    empty = with_id[~_member(calls.corr[with_id], kernel_ids)]
+    # under-recorded replays: a graph launch with no kernel while other graph launches have theirs
+    unrecorded = empty if len(empty) < len(with_id) else empty[:0]
+    details = {"kernels": replayed, "mode": mode, "unrecorded": len(unrecorded)}
+    stands = (
+        f"{plural(graphs, 'graph launch')} {verb(graphs, 'stands', 'stand')} for "
+        f"{plural(replayed, 'kernel')} ({mode} trace)"
+    )
+    if not len(unrecorded):
+        return make_check(
+            "graph-launches", graphs, "info", f"{stands}; every replay's kernels are recorded",
+            "a graph launch runs many kernels from one call, so per-op GPU time cannot be attributed to PyTorch "
+            "ops and the CPU side shows one call per replay; the kernels' own times are complete",
+            details=details,
+            examples=[_call_example(contents, calls, int(i)) for i in np.flatnonzero(calls.graph)[:EXAMPLES]],
+        )  # fmt: skip
+    n = len(unrecorded)
     return make_check(
         "graph-launches",
         graphs,
         "warning",
-        f"{plural(graphs, 'graph launch')} {verb(graphs, 'stands', 'stand')} for "
-        f"{plural(replayed, 'kernel')} ({mode} trace)",
-        "a graph launch runs many kernels from one call, so per-op GPU time cannot be attributed to PyTorch ops, "
-        "and profilers under-record replays: idle % and GPU busy time from this trace are unreliable. "
-        "Compare with an eager trace of the same step",
+        f"{stands}; {plural(n, 'replay')} {verb(n, 'has', 'have')} no kernel recorded while "
+        f"{plural(len(with_id) - n, 'other')} {verb(len(with_id) - n, 'has', 'have')} theirs",
+        "the profiler under-recorded the graph's replays: idle % and GPU busy time from this trace are too low "
+        "(AMD-AGI/Hyperloom PR #1121: only about 1 of N replays recorded). Compare with an eager trace of the "
+        "same step",
         details=details,
-        examples=[_call_example(contents, calls, int(i)) for i in np.flatnonzero(calls.graph)[:EXAMPLES]],
+        examples=[
+            _call_example(contents, calls, int(i), "no kernel has this correlation id") for i in unrecorded[:EXAMPLES]
+        ],
+        samples=_call_samples(contents, calls, unrecorded),
     )
+
+
+def _before_window(orphan_ids: Ints, call_ids: Ints) -> npt.NDArray[np.bool_]:
+    """Which unlinked kernels have a correlation id below every call's of their process: CUPTI numbers ids per
+    process, in launch order. A reader of a format holding several processes (an Nsight Systems export) puts the
+    process's index above bit PROCESS_SHIFT; a Kineto trace is one process, all its ids below it."""
+    before = np.zeros(len(orphan_ids), dtype=bool)
+    if not len(call_ids) or not len(orphan_ids):
+        return before
+    known = orphan_ids != NO_CORRELATION
+    call_process = call_ids >> PROCESS_SHIFT
+    orphan_process = orphan_ids >> PROCESS_SHIFT
+    for process in _distinct(call_process).tolist():
+        first = call_ids[call_process == process].min()
+        before |= known & (orphan_process == process) & (orphan_ids < first)
+    return before
 
 
 def unlinked_kernels(calls: _Calls, kernels: _Kernels) -> HealthCheck:
     n = len(kernels.ts)
     linked_calls = (calls.launch | calls.graph) & (calls.corr != NO_CORRELATION)
     if not (calls.launch | calls.graph).any():
-        return not_applicable("unlinked-kernels", "the trace has no launch or graph-launch calls", kernels=n)
+        return not_applicable(
+            "unlinked-kernels", "the trace has no launch or graph-launch calls",
+            kernels=n, before_window=0, before_first_call=0,
+        )  # fmt: skip
     ids = _distinct(calls.corr[linked_calls])
     orphans = np.flatnonzero(~_member(kernels.corr, ids))
     early = int((kernels.ts[orphans] < calls.ts.min()).sum()) if len(orphans) else 0
-    details = {"kernels": n, "before_first_call": early}
+    # CUPTI hands out correlation ids in launch order: a kernel whose id is below every call's was launched
+    # before the profiler recorded calls (the previous step's tail)
+    call_ids = calls.corr[calls.corr != NO_CORRELATION]
+    first_id = int(call_ids.min()) if len(call_ids) else None
+    before = _before_window(kernels.corr[orphans], call_ids)
+    before_window = int(before.sum())
+    details = {"kernels": n, "before_window": before_window, "before_first_call": early}
     if not len(orphans):
         return make_check("unlinked-kernels", 0, "ok", "every kernel links to its launch call", "", details=details)
-    before = (
-        f"; {early} of them ran before the trace's first runtime call (launched before the profiler started)"
-        if early
-        else ""
-    )
+    count = len(orphans)
+    inside = orphans[~before]
+    if not len(inside):
+        return make_check(
+            "unlinked-kernels", count, "info",
+            f"{plural(count, 'kernel')} of {n} {verb(count, 'links', 'link')} to no launch call: launched before "
+            f"the profiling window started (correlation {verb(count, 'id', 'ids')} below the first call's, {first_id})",
+            "how tracing works: the previous step's kernels were still running when the profiler started; "
+            "every kernel launched inside the window links to its call",
+            details=details,
+            examples=[kernels.example(int(i), "launched before the profiling window") for i in orphans[:EXAMPLES]],
+        )  # fmt: skip
+    said = f"; {before_window} of them launched before the profiling window started" if before_window else ""
     return make_check(
         "unlinked-kernels",
-        len(orphans),
+        count,
         "warning",
-        f"{plural(len(orphans), 'kernel')} of {n} {verb(len(orphans), 'links', 'link')} to no launch call{before}",
+        f"{plural(count, 'kernel')} of {n} {verb(count, 'links', 'link')} to no launch call{said}",
         "these kernels cannot be attributed to the op or Python line that launched them, and analyzers that "
         "follow launch links (critical path, launch latency) skip them: the launch API may be one the profiler "
         "does not record (cuLaunchKernelEx, Triton, ROCm) or the calls were dropped",
         details=details,
-        examples=[kernels.example(int(i), "no launch call has this correlation id") for i in orphans[:EXAMPLES]],
-        samples=_kernel_samples(kernels, orphans),
+        examples=[kernels.example(int(i), "no launch call has this correlation id") for i in inside[:EXAMPLES]],
+        samples=_kernel_samples(kernels, inside),
     )
 
 
@@ -413,7 +607,10 @@ def durations(contents: TraceContents, kernels: _Kernels) -> HealthCheck:
     negative_o = np.flatnonzero(op_dur < 0)
     zero = int((kernels.dur == 0).sum())
     count = len(negative_k) + len(negative_o)
-    details = {"zero": zero, "gpu_events": events}
+    details: dict[str, Any] = {"zero": zero, "gpu_events": events}
+    clamped = contents.metadata.get("cuspy")
+    if not count and isinstance(clamped, dict):
+        return _clamped_durations(clamped, details)
     if not count:
         summary = "no negative durations" + (f"; {plural(zero, 'kernel')} of zero duration" if zero else "")
         return make_check("durations", 0, "ok", summary, "", details=details)
@@ -437,9 +634,34 @@ def durations(contents: TraceContents, kernels: _Kernels) -> HealthCheck:
     )
 
 
+def _clamped_durations(clamped: Mapping[str, int], details: dict[str, Any]) -> HealthCheck:
+    """A Cuspy trace, whose exporter clamps ts and dur at 0 (wizard/trace/cuspy.py): a negative duration cannot
+    show, but what the clamping left can. An event pinned at ts 0 started before the trace's base time, which no
+    real event can: a warning. Zero durations may be clamped negatives or real: said, at info."""
+    at_zero, zero = int(clamped["at_zero"]), int(clamped["zero_duration"])
+    details.update(at_zero=at_zero, clamped_zero=zero)
+    may_hide = (
+        f"{plural(zero, 'GPU event')} of zero duration, which may be negative durations Cuspy clamped to 0"
+        if zero
+        else "no GPU event of zero duration"
+    )
+    if at_zero:
+        return make_check(
+            "durations", at_zero, "warning",
+            f"{plural(at_zero, 'event')} pinned at ts 0 by Cuspy's clamping (a start before the trace's base time); "
+            + may_hide,
+            "a start before the trace's base time is a bad timestamp (a 0 or garbage CUPTI time) that Cuspy clamped to "
+            "0: the window, idle % and every span measured from the trace's start are wrong",
+            details=details,
+        )  # fmt: skip
+    status = "info" if zero else "ok"
+    return make_check("durations", 0, status, f"no negative durations can show (Cuspy clamps them); {may_hide}",
+                      "", details=details)  # fmt: skip
+
+
 def clock_skew(contents: TraceContents, calls: _Calls, kernels: _Kernels) -> HealthCheck:
     linked_calls = (calls.launch | calls.graph) & (calls.corr != NO_CORRELATION)
-    empty = {"linked": 0, "min_us": None, "median_us": None, "drift_us": None, "trend": "constant"}
+    empty = {"linked": 0, "min_us": None, "median_us": None, "drift_us": None, "trend": "constant", "unmeasured": 0}
     if not linked_calls.any() or not len(kernels.ts):
         return not_applicable("clock-skew", "no kernel links to a launch call", **empty)
     ids, ts = calls.corr[linked_calls], calls.ts[linked_calls]
@@ -456,7 +678,18 @@ def clock_skew(contents: TraceContents, calls: _Calls, kernels: _Kernels) -> Hea
     if not len(linked):
         return not_applicable("clock-skew", "no kernel links to a launch call", **empty)
     offsets = kernels.ts[linked] - ts[where[found]]
-    before = linked[offsets < 0]
+    measured = np.isfinite(offsets)  # a difference of times near 1e308 is no measurement: left out, counted
+    unmeasured = int((~measured).sum())
+    if unmeasured:
+        offsets, linked_ok = offsets[measured], linked[measured]
+        if not len(offsets):
+            return not_applicable(
+                "clock-skew", "the offsets could not be measured: kernel and call times are not finite differences",
+                **{**empty, "linked": len(linked), "unmeasured": unmeasured},
+            )  # fmt: skip
+    else:
+        linked_ok = linked
+    before = linked_ok[offsets < 0]
     third = len(offsets) // 3
     median = float(np.median(offsets))
     drift = float(np.median(offsets[-third:]) - np.median(offsets[:third])) if third else None
@@ -464,6 +697,7 @@ def clock_skew(contents: TraceContents, calls: _Calls, kernels: _Kernels) -> Hea
     trend = "constant" if drift is None or abs(drift) <= tolerance else ("growing" if drift > 0 else "shrinking")
     details = {
         "linked": len(linked),
+        "unmeasured": unmeasured,
         "min_us": float(offsets.min()),
         "median_us": median,
         "drift_us": drift,
@@ -499,29 +733,46 @@ def _size_on_disk(path: str) -> int:
 
 
 def trace_size(contents: TraceContents) -> HealthCheck:
-    categories = dict(sorted(contents.timeline.categories.items(), key=lambda kv: (-kv[1], str(kv[0]))))
-    count = sum(categories.values())
-    size = _size_on_disk(contents.path) if contents.path else contents.bytes_read
-    python = categories.get("python_function", 0)
+    ranked = sorted(contents.timeline.categories.items(), key=lambda kv: (-kv[1], str(kv[0])))
+    count = sum(n for _, n in ranked)
+    categories = dict(ranked[:SIZE_CATEGORIES])
+    other = ranked[SIZE_CATEGORIES:]
+    unpacked = contents.bytes_read
+    size = _size_on_disk(contents.path) if contents.path else unpacked
+    python = contents.timeline.categories.get("python_function", 0)
     share = python / count if count else 0.0
-    largest = next(iter(categories), None)
-    details = {"categories": categories, "bytes": size, "python_share": share, "largest": largest}
+    largest = ranked[0][0] if ranked else None
+    details = {
+        "categories": categories,
+        "other_categories": len(other),
+        "other_events": sum(n for _, n in other),
+        "bytes": size,
+        "unpacked_bytes": unpacked,
+        "compressed": contents.compressed,
+        "python_share": share,
+        "largest": largest,
+    }
+    packed = f"{_bytes(size)} ({_bytes(unpacked)} unpacked)" if contents.compressed else _bytes(size)
     if not count:
-        return make_check("trace-size", 0, "ok", "no categorised events", "", details=details)
-    why = (
-        f"python_function events are {share:.0%} of the events: the trace was recorded with with_stack=True"
-        if share >= 0.4
-        else f"most events are {largest!s:.40} ({categories[largest] if largest else 0})"
-    )
-    return make_check(
-        "trace-size",
-        count,
-        "info",
-        f"{plural(count, 'event')} in {_bytes(size)}; {why}",
-        "a trace above a few hundred MB may not open in Perfetto or TensorBoard: profile fewer active steps, "
-        "drop with_stack or record_shapes where not needed",
-        details=details,
-    )
+        return make_check("trace-size", 0, "ok", f"no categorised events in {packed}", "", details=details)
+    said = f"{plural(count, 'event')} in {packed}; most events are {largest!s:.40} ({ranked[0][1]})"
+    big, stacks = unpacked >= SIZE_WORTH_A_WORD, share >= PYTHON_SHARE_WORTH_A_WORD
+    if stacks:
+        said += f"; python_function events are {share:.0%} of them"
+    if not (big or stacks):
+        return make_check("trace-size", count, "ok", said, "", details=details)
+    why = []
+    if big:
+        why.append(
+            f"{_bytes(unpacked)} of JSON may not open in Perfetto or TensorBoard (the browser holds the whole "
+            "text): profile fewer active steps"
+        )
+    if stacks:
+        why.append(
+            f"python_function events are {share:.0%} of the events (with_stack=True): drop with_stack where the "
+            "Python line is not needed"
+        )
+    return make_check("trace-size", count, "info", said, "; ".join(why), details=details)
 
 
 def _bytes(n: int) -> str:
@@ -574,15 +825,22 @@ class _Tables:
 
 
 def check_trace(
-    contents: TraceContents, *, wrong_launches: int, checked: int, selected: frozenset[str] | None = None
+    contents: TraceContents,
+    *,
+    wrong_launches: int,
+    checked: int,
+    mechanisms: Mapping[str, int] | None = None,
+    selected: frozenset[str] | None = None,
 ) -> list[HealthCheck]:
     """Every selected per-trace check, in the registry's order."""
     chosen = set(CHECK_IDS) if selected is None else selected
     tables = _Tables(contents)
+    # times near 1e308 overflow to inf: each check counts what it cannot measure; numpy prints nothing
+    quiet = np.errstate(over="ignore", invalid="ignore")
     makers: dict[str, Callable[[], HealthCheck]] = {
-        "impossible-metrics": lambda: impossible_metrics(contents, wrong_launches, checked),
+        "impossible-metrics": lambda: impossible_metrics(contents, wrong_launches, checked, mechanisms or {}),
         "kernels-missing": lambda: kernels_missing(contents, tables.calls, tables.kernels, window(contents)),
-        "kernels-overlap": lambda: kernels_overlap(tables.kernels),
+        "kernels-overlap": lambda: kernels_overlap(contents, tables.calls, tables.kernels),
         "graph-launches": lambda: graph_launches(contents, tables.calls, tables.kernels),
         "unlinked-kernels": lambda: unlinked_kernels(tables.calls, tables.kernels),
         "durations": lambda: durations(contents, tables.kernels),
@@ -592,7 +850,8 @@ def check_trace(
         "summary-table": lambda: summary_table_check(contents),
         "profiler-overhead": lambda: profiler_overhead(contents, window(contents)),
     }
-    return [makers[c.id]() for c in CHECKS if c.scope == "trace" and c.id in chosen]
+    with quiet:
+        return [makers[c.id]() for c in CHECKS if c.scope == "trace" and c.id in chosen]
 
 
 def collectives(contents: TraceContents) -> dict[str, list[float]]:
@@ -613,22 +872,32 @@ def collectives(contents: TraceContents) -> dict[str, list[float]]:
     return out
 
 
-def rank_skew(ranks: Mapping[int, Mapping[str, Sequence[float]]]) -> HealthCheck:
-    """How far the same collective's starts differ across ranks (the i-th kernel of one NCCL name on each)."""
+def rank_skew(ranks: Mapping[int, Mapping[str, Sequence[float]]], floor_us: float = RANK_SKEW_FLOOR_US) -> HealthCheck:
+    """How far the same collective's starts differ across ranks (the i-th kernel of one NCCL name on each);
+    a warning when the median reaches ``floor_us``. A spread that is not a finite number (start times near
+    1e308) is not a measurement: it is counted as ``unmeasured`` and judges nothing."""
     order = sorted(ranks)
+    empty: dict[str, Any] = {"median_us": None, "max_us": None, "last_by_rank": {}, "floor_us": floor_us}
     if len(order) < 2:
         reason = "not a rank directory: rank skew compares the traces of one job, a trace per rank"
-        return not_applicable("rank-skew", reason, ranks=order, median_us=None, max_us=None, last_by_rank={})
+        return not_applicable("rank-skew", reason, ranks=order, unmeasured=0, **empty)
     names = set.intersection(*(set(ranks[r]) for r in order))
     skews: list[float] = []
+    unmeasured = 0
     last: Counter[int] = Counter()
     examples: list[HealthExample] = []
     for name in sorted(names):
         depth = min(len(ranks[r][name]) for r in order)
         if not depth:
             continue
-        starts = np.array([list(ranks[r][name][:depth]) for r in order])  # ranks x instances
-        spread = starts.max(axis=0) - starts.min(axis=0)
+        starts = np.array([list(ranks[r][name][:depth]) for r in order], dtype=np.float64)  # ranks x instances
+        with np.errstate(all="ignore"):  # 1e308 - -1e308 is inf: counted below, never printed as a warning
+            spread = starts.max(axis=0) - starts.min(axis=0)
+        measured = np.isfinite(spread)
+        unmeasured += int((~measured).sum())
+        if not measured.any():
+            continue
+        starts, spread = starts[:, measured], spread[measured]
         skews.extend(spread.tolist())
         latest = np.argmax(starts, axis=0)  # first (lowest) rank among equals
         last.update(order[int(r)] for r in latest)
@@ -639,22 +908,41 @@ def rank_skew(ranks: Mapping[int, Mapping[str, Sequence[float]]]) -> HealthCheck
                               f"instance {worst}: rank {order[int(latest[worst])]} started {spread[worst]:.1f} µs "
                               "after the first")
             )  # fmt: skip
+    if unmeasured and not skews:
+        return not_applicable(
+            "rank-skew",
+            f"the skew could not be measured: the start times of {plural(unmeasured, 'collective')} across ranks "
+            "are not finite numbers",
+            ranks=order, unmeasured=unmeasured, **empty,
+        )  # fmt: skip
+    median = float(np.median(skews)) if skews else None
     details = {
         "ranks": order,
-        "median_us": float(np.median(skews)) if skews else None,
+        "median_us": median,
         "max_us": float(max(skews)) if skews else None,
         "last_by_rank": {str(r): n for r, n in sorted(last.items())},
+        "floor_us": floor_us,
+        "unmeasured": unmeasured,
     }
-    if not skews:
+    if not skews or median is None:
         return make_check("rank-skew", 0, "ok", "no NCCL collective is present on every rank", "", details=details)
     straggler, times = last.most_common(1)[0]
+    summary = (
+        f"{plural(len(skews), 'collective')} across {len(order)} ranks {verb(len(skews), 'starts', 'start')} up to "
+        f"{max(skews):.1f} µs apart (median {median:.1f} µs); rank {straggler} started last {times} times"
+        + (f"; {unmeasured} not measurable (start times not finite)" if unmeasured else "")
+    )
+    if median < floor_us:
+        return make_check(
+            "rank-skew", len(skews), "info", f"{summary}: below the {floor_us:g} µs floor, launch jitter",
+            "the ranks reach their collectives together, within launch jitter: NCCL time is transfer time",
+            details=details, examples=examples,
+        )  # fmt: skip
     return make_check(
         "rank-skew",
         len(skews),
         "warning",
-        f"{plural(len(skews), 'collective')} across {len(order)} ranks {verb(len(skews), 'starts', 'start')} up to "
-        f"{max(skews):.1f} µs apart "
-        f"(median {details['median_us']:.1f} µs); rank {straggler} started last {times} times",
+        summary,
         "an NCCL kernel's time on the early ranks includes waiting for the last rank to arrive: read it as "
         "launch skew, not transfer time, and look at the straggler rank's work before the collective",
         details=details,

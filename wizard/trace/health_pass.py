@@ -7,11 +7,12 @@ nothing to the reader's peak memory.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from wizard.trace.collector import TraceContents
-from wizard.trace.health import HealthCheck, not_applicable, rank_of
+from wizard.trace.formats import BY_ID
+from wizard.trace.health import RANK_SKEW_FLOOR_US, HealthCheck, not_applicable, rank_of
 
 
 @dataclass(slots=True)
@@ -41,14 +42,40 @@ class HealthPass:
         wrong = int(getattr(mechanisms, "wrong_launches", 0))
         checked = int(getattr(mechanisms, "kernels_checked", 0))
         declared = getattr(mechanisms, "rank", None)
+        found = getattr(mechanisms, "mechanisms", None)
         return HealthResult(
-            check_trace(contents, wrong_launches=wrong, checked=checked, selected=self.selected),
+            _as_format_shows(
+                contents,
+                check_trace(
+                    contents,
+                    wrong_launches=wrong,
+                    checked=checked,
+                    mechanisms=found if isinstance(found, dict) else {},
+                    selected=self.selected,
+                ),
+            ),
             collectives(contents) if self.selected is None or "rank-skew" in self.selected else {},
             declared if isinstance(declared, int) else None,
         )
 
 
-def job_health(reports: Sequence[Any], selected: frozenset[str] | None = None) -> list[HealthCheck]:
+def _as_format_shows(contents: TraceContents, checks: list[HealthCheck]) -> list[HealthCheck]:
+    """A check whose problem the file's format cannot carry is not applicable, with the format's reason: an
+    Nsight Systems export has no occupancy to be impossible, so "ok" would claim what it never showed."""
+    cannot = {**BY_ID[contents.format].cannot_show, **contents.cannot_show}
+    return [_not_shown(check, cannot[check.check]) if check.check in cannot else check for check in checks]
+
+
+def _not_shown(check: HealthCheck, reason: str) -> HealthCheck:
+    return replace(
+        check, status="not_applicable", count=0, summary=f"not applicable: {reason}", meaning="", reason=reason,
+        examples=[], samples=[],
+    )  # fmt: skip
+
+
+def job_health(
+    reports: Sequence[Any], selected: frozenset[str] | None = None, floor_us: float = RANK_SKEW_FLOOR_US
+) -> list[HealthCheck]:
     """The checks over a job's traces (rank skew), from each rank's summary: the collectives' starts
     that the per-rank report carries, so no process has to read every rank's trace."""
     if selected is not None and "rank-skew" not in selected:
@@ -56,7 +83,7 @@ def job_health(reports: Sequence[Any], selected: frozenset[str] | None = None) -
     from wizard.trace.health_checks import rank_skew
 
     if len(reports) < 2:
-        return [rank_skew({})]
+        return [rank_skew({}, floor_us)]
     by_rank: dict[int, Mapping[str, Sequence[float]]] = {}
     for report in reports:
         rank = rank_of(report.skew_rank, report.path)  # a file name's number only inside a rank directory
@@ -67,10 +94,12 @@ def job_health(reports: Sequence[Any], selected: frozenset[str] | None = None) -
                     "the traces' ranks are unknown or repeated "
                     "(no distributedInfo.rank and no number in the file name)",
                     ranks=[],
+                    unmeasured=0,
+                    floor_us=floor_us,
                     median_us=None,
                     max_us=None,
                     last_by_rank={},
                 )
             ]
         by_rank[rank] = report.collectives
-    return [rank_skew(by_rank)]
+    return [rank_skew(by_rank, floor_us)]

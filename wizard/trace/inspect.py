@@ -16,10 +16,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 from wizard.errors import InputFileError, UsageError
-from wizard.formatting import plural, verb
+from wizard.formatting import compact, plural, verb
 from wizard.progress import NO_PROGRESS, Progress, Task, reading, relayed, task
 from wizard.trace.analysis import SM_COUNT_HINT, Finding, KernelCheck, MemoChecker
 from wizard.trace.devices import DeviceInfo, device_table, sm_count_conflicts
+from wizard.trace.formats import BY_ID, KINETO_JSON
+from wizard.trace.health import RANK_SKEW_FLOOR_US
 from wizard.trace.health_pass import HealthPass, HealthResult, job_health
 from wizard.trace.mechanisms import Mechanism, is_wrong
 from wizard.trace.parallel import worker_pool
@@ -145,6 +147,8 @@ class Classifier:
         self.mechanisms: Counter[str] = Counter()
         self.checked = 0
         self.max_true_wps: float | None = None
+        self.computed = 0  # launches that print no metrics but whose true values were computed (Cuspy, nsys)
+        self.max_computed_wps: float | None = None
         self.typed = typed
         self.checker = MemoChecker(devices, rocm, typed)
         self.tool_notes: Counter[str] = Counter()  # launches per note about the calculators, not the launch
@@ -174,6 +178,8 @@ class Classifier:
                 self._draw(k, result, findings, wrong)
             if result.notes:
                 self.tool_notes.update(result.notes)
+            if not result.checked and result.true:
+                self._computed(result)
             if result.checked:
                 self.checked += 1
                 true_wps = result.corrected.get("warps per SM")
@@ -209,6 +215,13 @@ class Classifier:
                     if bad > worst_badness[key]:
                         group.worst = _for_kernel(finding, k)
                         worst_badness[key] = bad
+
+    def _computed(self, result: KernelCheck) -> None:
+        """A launch that printed nothing to check, whose true values were computed (Cuspy, nsys)."""
+        self.computed += 1
+        wps = result.true.get("warps per SM")
+        if isinstance(wps, float) and math.isfinite(wps):
+            self.max_computed_wps = max(self.max_computed_wps or 0.0, wps)
 
     def _draw(self, k: KernelRecord, result: KernelCheck, findings: list[tuple[Finding, float]], wrong: bool) -> None:
         """Count the launch under its distinct check; keep a wrong launch's start for the timeline."""
@@ -316,6 +329,8 @@ def analyse(
         path=contents.path,
         rank=_rank(contents),
         layout=contents.layout,
+        format=contents.format,
+        writer=contents.writer,
         compressed=contents.compressed,
         bytes_read=contents.bytes_read,
         events=contents.events,
@@ -328,8 +343,11 @@ def analyse(
         truncation=contents.truncation,
         mechanisms=dict(classifier.mechanisms),
         groups=ordered,
-        notes=_notes(contents, devices, sms, classifier.mechanisms) + _tool_notes(classifier.tool_notes),
-        max_true_warps_per_sm=classifier.max_true_wps,
+        notes=_notes(contents, devices, sms, classifier.mechanisms)
+        + _computed_note(classifier)
+        + _tool_notes(classifier.tool_notes),
+        max_true_warps_per_sm=classifier.max_true_wps if classifier.checked else classifier.max_computed_wps,
+        computed_launches=classifier.computed,
         timing=timing,
         non_finite=dict(contents.non_finite),
         launches=_launch_records(contents, classifier.checker, keep),
@@ -448,6 +466,18 @@ def _unverified_occupancy_notes(devices: dict[int, DeviceInfo], objects: bool) -
     ]
 
 
+def _computed_note(classifier: Classifier) -> list[str]:
+    """Where the trace prints no metrics (Cuspy, Nsight Systems), the true values were computed instead."""
+    if not classifier.computed or classifier.checked:
+        return []
+    largest = classifier.max_computed_wps
+    return [
+        f"no kernel carries blocks/warps per SM or occupancy; the true values of "
+        f"{plural(classifier.computed, 'launch')} were computed from grid, block and the SM count"
+        + (f" (largest warps per SM {compact(largest)}: the whole grid's warps per SM)" if largest is not None else "")
+    ]
+
+
 def _tool_notes(notes: Counter[str]) -> list[str]:
     """What the trace's own occupancy objects say against warpwizard's calculator, with how often."""
     return [f"{note} ({plural(count, 'launch')})" for note, count in notes.most_common(8)]
@@ -480,7 +510,7 @@ def _notes(
     contents: TraceContents, devices: dict[int, DeviceInfo], sms: int | None, mechanisms: Counter[str]
 ) -> list[str]:
     """What a reader of the report should know about the trace itself, in order."""
-    notes: list[str] = []
+    notes: list[str] = _format_notes(contents)
     if contents.is_rocm:  # nothing is checked, so no note says what was
         notes.append(_rocm_note(contents))
     else:
@@ -515,6 +545,33 @@ def _notes(
     return notes
 
 
+def _format_notes(contents: TraceContents) -> list[str]:
+    """For a format other than Kineto's JSON, or Cuspy's JSON: what was read, what it cannot carry, and what its
+    writer said of its own collection (Nsight Systems' warnings and errors)."""
+    cuspy = contents.metadata.get("cuspy")
+    if contents.format == KINETO_JSON.id and not isinstance(cuspy, dict):
+        return []
+    fmt = BY_ID[contents.format]
+    notes = [
+        f"read as {_article(fmt.name)} {fmt.name}" + (f", written by {contents.writer}" if contents.writer else "")
+    ]
+    if isinstance(cuspy, dict) and cuspy.get("lanes"):
+        notes.append(
+            f"{plural(int(cuspy['lanes']), 'kernel')} drawn on Cuspy's logical lanes (CUDA-graph ops moved off their "
+            "stream): checked on their real stream (original_stream), shown on the lane"
+        )
+    cannot = {**fmt.cannot_show, **contents.cannot_show}
+    notes += [f"this file cannot show {check}: {why}" for check, why in cannot.items()]
+    nsys = contents.metadata.get("nsys")
+    if isinstance(nsys, dict):
+        diagnostics = nsys.get("diagnostics") or []
+        for d in diagnostics[:3]:
+            notes.append(f"Nsight Systems {d['severity']}: {d['text']}")
+        if len(diagnostics) > 3:
+            notes.append(f"{plural(len(diagnostics) - 3, 'more Nsight Systems diagnostic')} in the JSON report")
+    return notes
+
+
 def _resident_limits(devices: dict[int, DeviceInfo]) -> list[int]:
     """The warps an SM of these GPUs holds at once (32 on a cc 7.5 GPU, 48 on most consumer ones, 64 on
     data-centre ones), from the trace's own device limits: what F is counted against."""
@@ -533,6 +590,11 @@ def _article(name: str) -> str:
     return "an" if name[:1].upper() in "AEFHILMNORSX" else "a"
 
 
+def _carries_metrics(contents: TraceContents) -> bool:
+    """Some kernel carries blocks or warps per SM (one per distinct launch shape is looked at)."""
+    return any(s[9].spelling != "missing" or s[10].spelling != "missing" for s in contents.kernels.columns()[4])
+
+
 def _sm_count_notes(contents: TraceContents, devices: dict[int, DeviceInfo], sms: int | None) -> list[str]:
     """Where the SM count came from when the trace gives none: --sms (and whether it fits), or inference;
     and that --sms went unused when the trace gives its own."""
@@ -542,8 +604,8 @@ def _sm_count_notes(contents: TraceContents, devices: dict[int, DeviceInfo], sms
             f"the SM count given with --sms ({sms}) was not used: the trace has deviceProperties, and its devices' "
             f"own SM counts were used ({' or '.join(map(str, own)) or 'none usable'})"
         ]
-    if contents.device_properties or not contents.kernels or contents.is_rocm:
-        return []
+    if contents.device_properties or not contents.kernels or contents.is_rocm or not _carries_metrics(contents):
+        return []  # (a trace whose kernels carry no metrics, Cuspy's or nsys's, has nothing to recompute with one)
     inferred = [d for d in devices.values() if d.source == "inferred"]
     if sms is not None:  # device_table let the count the kernels prove win over a contradicting --sms
         overruled = [
@@ -651,6 +713,7 @@ def inspect_paths(
     plots: bool = False,
     progress: Progress = NO_PROGRESS,
     checks: frozenset[str] | None = None,
+    rank_skew_floor_us: float = RANK_SKEW_FLOOR_US,
 ) -> Inspection:
     """Inspect files and per-rank directories.
 
@@ -696,7 +759,7 @@ def inspect_paths(
                     )
                     reports = list(_in_order(pool.map(one, [str(f) for f in files]), done))
     ranks = len(paths) == 1 and Path(paths[0]).is_dir()  # one job's traces, a rank each: not unrelated files
-    return Inspection(reports, job_health(reports if ranks else reports[:1], checks))
+    return Inspection(reports, job_health(reports if ranks else reports[:1], checks, rank_skew_floor_us))
 
 
 def _in_order(results: Iterator[TraceReport], done: Task) -> Iterator[TraceReport]:

@@ -31,13 +31,19 @@ class Mechanism(str, Enum):
     summary: str
     kind: Kind
     remedy: str
+    conclusion: str
+    verdict: str
 
-    def __new__(cls, value: str, summary: str, kind: Kind, remedy: str) -> Mechanism:
+    def __new__(  # noqa: PLR0917 - an Enum member's value tuple arrives positionally
+        cls, value: str, summary: str, kind: Kind, remedy: str, conclusion: str, verdict: str
+    ) -> Mechanism:
         member = str.__new__(cls, value)
         member._value_ = value
         member.summary = summary
         member.kind = kind
         member.remedy = remedy
+        member.conclusion = conclusion  # the flagship's conclusion node for it (negative-warps-per-sm.yaml)
+        member.verdict = verdict  # that conclusion's severity: the health check's impossible-metrics status too
         return member
 
     GRID_OVERFLOW = (
@@ -46,18 +52,24 @@ class Mechanism(str, Enum):
         Kind.PROFILER_BUG,
         "nothing to change in the model: read the true values (`warpwizard trace fix` writes them); the int32 "
         "product is still in PyTorch's Kineto, report it against pytorch/pytorch",
+        "grid_overflow",
+        "warning",
     )
     EARLY_OVERFLOW = (
         "A'",
         "early Kineto multiplied grid and block in int32",
         Kind.PROFILER_BUG,
         "upgrade PyTorch (this is PyTorch 1.8's Kineto); `warpwizard trace fix` writes the true values",
+        "early_overflow",
+        "warning",
     )
     OLD_SM_COUNT = (
         "B",
         "SM count read as -1 (PyTorch 1.8/1.9 on Turing and later)",
         Kind.PROFILER_BUG,
         "upgrade to PyTorch 1.10 or later (kineto #325)",
+        "old_sm_count",
+        "warning",
     )
     UNKNOWN_DEVICE = (
         "C",
@@ -65,12 +77,16 @@ class Mechanism(str, Enum):
         Kind.PROFILER_BUG,
         "check which devices the process saw when profiling started (CUDA_VISIBLE_DEVICES changed after CUDA "
         "initialised is the usual cause)",
+        "unknown_device",
+        "warning",
     )
     NON_FINITE_JSON = (
         "C'",
         "non-finite value written as a bare token or a string",
         Kind.PROFILER_BUG,
         "`warpwizard trace fix` writes a copy other tools can load",
+        "unknown_device",
+        "warning",
     )
     OCCUPANCY_CALCULATOR = (
         "D",
@@ -78,12 +94,16 @@ class Mechanism(str, Enum):
         Kind.PROFILER_BUG,
         "install a PyTorch built with a CUDA whose header knows the GPU, where the evidence names one (a capability "
         "every header knows failed on its inputs instead)",
+        "occupancy_calculator",
+        "warning",
     )
     SHARED_MEMORY_LIMIT = (
         "E",
         "occupancy judged with the default 48 KB shared-memory limit",
         Kind.PROFILER_BUG,
         "ignore the 0%: the kernel opted in to more shared memory; the true occupancy is in the report",
+        "shared_memory_limit",
+        "info",
     )
     SM_COUNT_MISMATCH = (
         "G",
@@ -91,18 +111,24 @@ class Mechanism(str, Enum):
         Kind.TRACE_INPUT,
         "the trace's device table is not the profiled GPU's (a merged, edited or re-stamped trace): take the "
         "trace as the profiler wrote it, in one process",
+        "sm_count_mismatch",
+        "warning",
     )
     BY_DESIGN = (
         "F",
         "large values are by design: the metric counts the whole grid",
         Kind.BY_DESIGN,
         "nothing: for resident warps use Nsight Compute's sm__warps_active.avg.per_cycle_active",
+        "by_design",
+        "info",
     )
     UNEXPLAINED = (
         "?",
         "value disagrees with the recomputation; no known mechanism explains it",
         Kind.UNEXPLAINED,
         "follow the flagship's later steps (isolate the op, CUDA_LAUNCH_BLOCKING, other hardware)",
+        "unresolved",
+        "warning",
     )
 
     @property

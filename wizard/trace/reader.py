@@ -13,6 +13,7 @@ Jobs: ``source`` inflates, ``buffer`` holds the window, ``scan`` finds cuts, ``e
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import os
 import sys
@@ -27,6 +28,16 @@ from wizard.trace.buffer import Buffer
 from wizard.trace.collector import Collector, EventSink, TraceContents, Truncation
 from wizard.trace.events import EVENTS_DECODER, KERNEL_CATEGORIES, RAW_DECODER, Event, decode_block, unmark_bare
 from wizard.trace.exact import ExactDecoder
+from wizard.trace.formats import (
+    KINETO_JSON,
+    NSYS_SQLITE,
+    PERFETTO_PROTO,
+    TraceFormat,
+    detect,
+    is_trace_name,
+    trace_suffixes,
+    unreadable,
+)
 from wizard.trace.parallel import NeedsExactPath, ParallelDecoder
 from wizard.trace.scan import after_separator, find_cut, list_end
 from wizard.trace.source import TraceSource
@@ -387,7 +398,8 @@ def read_trace(
     config: ReaderConfig | None = None,
     on_read: Callable[[int], None] | None = None,
 ) -> TraceContents:
-    """Read one trace file (``.json`` or ``.json.gz``, or a pipe) into compact records.
+    """Read one trace file (``.json`` or ``.json.gz``, or a pipe; an Nsight Systems SQLite export by its own
+    reader, ``wizard.trace.formats`` tells which from the first bytes) into compact records.
 
     Big files are decoded by worker processes block by block and merged in file order;
     any block that needs the exact decoder sends the whole file down the sequential path,
@@ -397,13 +409,50 @@ def read_trace(
     """
     config = config or ReaderConfig()
     p = path if isinstance(path, Path) else input_path(path)
+    fmt = detect(p)
+    if fmt is not KINETO_JSON:
+        return _read_other(p, fmt, on_read)
     workers = _parallel_workers(p, config)
+    contents: TraceContents | None = None
     if workers:
         try:
-            return _read(p, workers, config, on_progress, on_read)
+            contents = _read(p, workers, config, on_progress, on_read)
         except NeedsExactPath:
             pass
-    return _read(p, 0, config, on_read=on_read)
+    if contents is None:
+        contents = _read(p, 0, config, on_read=on_read)
+    contents.writer = json_writer(contents)
+    return contents
+
+
+def _read_other(p: Path, fmt: TraceFormat, on_read: Callable[[int], None] | None) -> TraceContents:
+    """A format other than Chrome JSON, by its own reader (imported only when such a file is read)."""
+    if fmt is NSYS_SQLITE:
+        from wizard.trace.nsys import read_nsys
+
+        return read_nsys(p, on_read=on_read)
+    if fmt is PERFETTO_PROTO:
+        from wizard.trace.perfetto import read_perfetto
+
+        return read_perfetto(p, on_read=on_read)
+    raise unreadable(p, fmt)
+
+
+_KINETO_CATEGORIES = frozenset({"cpu_op", "Operator", "kernel", "Kernel", "cuda_runtime", "Runtime", "ac2g"})
+
+
+def json_writer(contents: TraceContents) -> str:
+    """Who wrote a Chrome-JSON trace, where it says: Kineto's ``schemaVersion`` key or its categories; Cuspy's
+    GPU side by what it leaves out (``wizard.trace.cuspy``), whose clamping is then counted for the checks."""
+    from wizard.trace import cuspy
+
+    if cuspy.is_cuspy(contents):
+        contents.cannot_show.update(cuspy.CANNOT_SHOW)
+        contents.metadata["cuspy"] = dataclasses.asdict(cuspy.clamped(contents))
+        return cuspy.WRITER
+    if "schemaVersion" in contents.metadata or _KINETO_CATEGORIES & contents.timeline.categories.keys():
+        return "PyTorch profiler (Kineto)"
+    return ""
 
 
 MAX_PATH_BYTES = 4096  # PATH_MAX on Linux: no longer name can be opened
@@ -436,13 +485,11 @@ def iter_trace_files(paths: list[str]) -> Iterator[Path]:
             raise InputFileError(f"{shown_path(name)}: cannot read ({exc.strerror or exc})") from None
         if is_dir:
             try:
-                found = sorted(
-                    f for f in p.iterdir() if f.is_file() and (f.name.endswith(".json") or f.name.endswith(".json.gz"))
-                )
+                found = sorted(f for f in p.iterdir() if f.is_file() and is_trace_name(f.name))
             except OSError as exc:
                 raise InputFileError(f"{p}: cannot list the directory ({exc.strerror or exc})") from None
             if not found:
-                raise InputFileError(f"{p}: directory holds no .json or .json.gz trace")
+                raise InputFileError(f"{p}: directory holds no trace ({', '.join(trace_suffixes())})")
             yield from found
         else:
             yield p

@@ -70,6 +70,9 @@ class KernelRecord(msgspec.Struct, gc=False):
 
 _NO_CORRELATION = -(2**63)
 NO_CORRELATION = _NO_CORRELATION  # what a correlation column holds for an event without an id
+# CUPTI numbers correlation ids per process (32-bit); a reader of a file holding several processes keeps them apart
+# with the process's index above this bit (wizard/trace/nsys.py), so ids still rise in launch order within each
+PROCESS_SHIFT = 40
 _Shape = tuple[Any, ...]  # KernelRecord's fields but ts, dur, correlation and index
 
 
@@ -207,6 +210,43 @@ class GpuOpTable:
         self.dur.extend(other.dur)
         self.corr.extend(other.corr)
         self.shape.extend(remap[i] for i in other.shape)
+
+
+class SliceTable:
+    """The complete ("X") events no other table keeps (annotations, syncs, steps, ...): start, duration and
+    which (pid, tid, cat) in flat arrays, each distinct (pid, tid, cat) once. The kernels-overlap check reads
+    the ones on kernel rows (Perfetto nests every X event of a row together, docs/health.md)."""
+
+    __slots__ = ("_ids", "dur", "row", "rows", "ts")
+
+    def __init__(self) -> None:
+        self.ts = array("d")
+        self.dur = array("d")
+        self.row = array("i")
+        self.rows: list[tuple[Any, Any, Any]] = []
+        self._ids: dict[tuple[Any, Any, Any], int] = {}
+
+    def __len__(self) -> int:
+        return len(self.ts)
+
+    def _id(self, key: tuple[Any, Any, Any]) -> int:
+        found = self._ids.get(key)
+        if found is None:
+            found = self._ids[key] = len(self.rows)
+            self.rows.append(key)
+        return found
+
+    def add(self, ts: float, dur: float, key: tuple[Any, Any, Any]) -> None:
+        """One event; ``key`` is (pid, tid, cat)."""
+        self.ts.append(ts)
+        self.dur.append(dur)
+        self.row.append(self._id(key))
+
+    def extend(self, other: SliceTable) -> None:
+        remap = array("i", (self._id(key) for key in other.rows))
+        self.ts.extend(other.ts)
+        self.dur.extend(other.dur)
+        self.row.extend(array("i", map(remap.__getitem__, other.row)))
 
 
 @dataclass(frozen=True, slots=True)

@@ -202,6 +202,9 @@ class TraceReport:
     passes: dict[str, Any] = field(default_factory=dict)  # registered passes' results, by pass name
     rocm_metrics: int = 0  # kernels of a ROCm trace that carry blocks/warps per SM (listed, never checked)
     resident_warps: list[int] = field(default_factory=list)  # per-SM warp limits F is counted against (not ROCm)
+    format: str = "kineto-json"  # which reader read it (wizard.trace.formats)
+    computed_launches: int = 0  # launches printing no metrics whose true values were computed (Cuspy, nsys)
+    writer: str = ""  # the profiler that wrote it, where the file says
 
     @property
     def impossible(self) -> bool:
@@ -218,11 +221,14 @@ class TraceReport:
                 "path": self.path,
                 "rank": self.rank,
                 "layout": self.layout,
+                "format": self.format,
+                "writer": self.writer,
                 "compressed": self.compressed,
                 "bytes_read": self.bytes_read,
                 "events": self.events,
                 "kernels": self.kernels,
                 "kernels_checked": self.kernels_checked,
+                "computed_launches": self.computed_launches,
                 "wrong_launches": self.wrong_launches,
                 "devices": self.devices,
                 "rocm": self.rocm,

@@ -212,9 +212,11 @@ def fix_summary_lines(summary: Any) -> list[str]:
             f"{plural(summary.uncorrectable, 'kernel')} could not be corrected "
             "(the trace lacks their device's SM count)"
         )
-    if summary.moved:
+    if summary.moved or summary.moved_other:
+        others = f" and {plural(summary.moved_other, 'other GPU event')}" if summary.moved_other else ""
         lines.append(
-            f"moved {plural(summary.moved, 'overlapping kernel')} to {plural(summary.lanes, 'extra row')} named "
+            f"moved {plural(summary.moved, 'overlapping kernel')}{others} to {plural(summary.lanes, 'extra row')} "
+            "named "
             "'stream N (overlapping kernels, lane K)'; each keeps its original tid under "
             "args['warpwizard original tid']"
         )

@@ -1,0 +1,228 @@
+"""Perfetto protobuf traces (issue 35): read packet by packet into the same contents as JSON, so the same events
+give the same findings in both formats, apart from what a format cannot carry (named in each test).
+
+Writers (wizard/testing/pftrace.py): Perfetto's own Python package writes every file here, ``convert`` as
+drisspg/transformer_nuggets converts Kineto JSON to TrackEvent slices, ``cuspy`` as PyTorch 2.15's Cuspy encoder
+writes (torch/csrc/profiler/cuspy/cuspy_pftrace.cpp). Counts are checked against a second reading by Perfetto's
+generated bindings, sharing no code with warpwizard's decoder.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pb = pytest.importorskip("perfetto.protos.perfetto.trace.perfetto_trace_pb2")
+proto_builder = pytest.importorskip("perfetto.trace_builder.proto_builder")
+
+from tests.conftest import CliResult, strict_json  # noqa: E402
+from wizard.testing.pftrace import BASE_NS, convert, cuspy, varint  # noqa: E402
+from wizard.testing.traces import KernelSpec, TraceBuilder, demo_launches  # noqa: E402
+
+GRID_OVERFLOW = KernelSpec(
+    "void at::native::index_elementwise_kernel<128, 4>", (100000, 30000, 1), (256, 1, 1), op="aten::index_select"
+)
+
+
+# -- the second reading ----------------------------------------------------------------------------------------
+
+
+def _second_reading(data: bytes) -> dict[str, int]:
+    """Counts by the generated bindings: slices per category (begins), render stages per stage iid."""
+    trace = pb.Trace.FromString(gzip.decompress(data) if data[:2] == b"\x1f\x8b" else data)
+    counts: dict[str, int] = {}
+    categories: dict[int, str] = {}
+    for packet in trace.packet:
+        for c in packet.interned_data.event_categories:
+            categories[c.iid] = c.name
+        if packet.HasField("track_event") and packet.track_event.type == pb.TrackEvent.TYPE_SLICE_BEGIN:
+            te = packet.track_event
+            cat = te.categories[0] if te.categories else categories.get(te.category_iids[0], "")
+            counts[cat] = counts.get(cat, 0) + 1
+        if packet.HasField("gpu_render_stage_event"):
+            key = f"stage {packet.gpu_render_stage_event.stage_iid}"
+            counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def _inspect(run_cli: Any, path: Path) -> dict[str, Any]:
+    result: CliResult = run_cli("trace", "inspect", str(path), "--json", "--fail-on", "never")
+    assert result.status == 0, result.stderr
+    (report,) = strict_json(result.stdout)["reports"]
+    assert isinstance(report, dict)
+    return report
+
+
+def _checks(report: dict[str, Any]) -> dict[str, tuple[str, int]]:
+    return {c["check"]: (c["status"], c["count"]) for c in report["health"]}
+
+
+# -- tests -----------------------------------------------------------------------------------------------------
+
+
+def _planted_json(tmp_path: Path) -> Path:
+    """Healthy launches, a grid that overflows int32 (A), a GEMM above 48 KB (E), a dropped kernel, a kernel with
+    no launch call, and one that starts before its launch."""
+    b = TraceBuilder()
+    for spec in demo_launches():
+        b.add(spec)
+    b.add(GRID_OVERFLOW)
+    b.add(KernelSpec("void dropped_kernel", (64, 1, 1), (128, 1, 1), kernel=False))
+    b.add(KernelSpec("void orphan_kernel", (64, 1, 1), (128, 1, 1), launch=None))
+    b.add(KernelSpec("void early_kernel", (64, 1, 1), (128, 1, 1), kernel_delay=-3.0))
+    return b.write(tmp_path / "planted.json")
+
+
+def test_the_same_events_give_the_same_findings_in_json_and_pftrace(run_cli: Any, tmp_path: Path) -> None:
+    """What the conversion cannot carry, and so is left out of the comparison: the top-level deviceProperties (the
+    SM count is then inferred from the kernels' own numbers, as for a trace without them), the file's size
+    (trace-size), and the flow arrows."""
+    source = _planted_json(tmp_path)
+    doc = json.loads(source.read_text())
+    converted = tmp_path / "planted.pftrace"
+    converted.write_bytes(convert(doc))
+    as_json, as_proto = _inspect(run_cli, source), _inspect(run_cli, converted)
+    assert (as_proto["format"], as_proto["writer"]) == (
+        "perfetto-proto", "Kineto's events as TrackEvent slices (a JSON-to-Perfetto converter)"
+    )  # fmt: skip
+    same = ("kernels", "kernels_checked", "wrong_launches", "mechanisms", "impossible")
+    assert {k: as_proto[k] for k in same} == {k: as_json[k] for k in same}
+    json_checks, proto_checks = _checks(as_json), _checks(as_proto)
+    json_checks.pop("trace-size"), proto_checks.pop("trace-size")
+    assert proto_checks == json_checks
+    assert json_checks["kernels-missing"][1] == 1 and json_checks["unlinked-kernels"][1] == 1
+    assert json_checks["clock-skew"][1] == 1 and as_json["mechanisms"].get("A") == 1
+    reading = _second_reading(converted.read_bytes())
+    assert reading["kernel"] == as_proto["kernels"]
+
+
+def test_a_converter_drops_zero_and_negative_durations(run_cli: Any, tmp_path: Path) -> None:
+    """transformer_nuggets keeps only X events with a positive duration: a negative-duration kernel in the JSON is
+    gone from its .pftrace, so `durations` there cannot see it; the JSON shows it."""
+    b = TraceBuilder()
+    b.add(KernelSpec("void good", (64, 1, 1), (128, 1, 1)))
+    b.add(KernelSpec("void bad", (64, 1, 1), (128, 1, 1), dur=-5.0))
+    source = b.write(tmp_path / "neg.json")
+    converted = tmp_path / "neg.pftrace"
+    converted.write_bytes(convert(json.loads(source.read_text())))
+    assert _checks(_inspect(run_cli, source))["durations"] == ("error", 1)
+    proto = _inspect(run_cli, converted)
+    assert proto["kernels"] == 1 and _checks(proto)["durations"] == ("ok", 0)
+
+
+def _cuspy_file(tmp_path: Path) -> Path:
+    shape = {"name": "void gemm<128>", "grid": (108, 1, 1), "block": (256, 1, 1)}
+    stages = [
+        {**shape, "ts": 1_000, "dur": 400, "correlation": 101},
+        {**shape, "ts": 2_000, "dur": 0, "correlation": 102},  # clamped to zero by the writer
+    ]
+    launches = [
+        {"ts": 600, "correlation": 101, "links": [1]},
+        {"ts": 1_600, "correlation": 102, "links": [2], "annotate": False},  # linked only through gpu_correlation
+        {"ts": 2_600, "correlation": 103, "links": []},  # its kernel was dropped
+    ]
+    return cuspy(tmp_path / "cuspy.pftrace.gz", stages=stages, launches=launches)
+
+
+def test_a_cuspy_pftrace(run_cli: Any, tmp_path: Path) -> None:
+    path = _cuspy_file(tmp_path)
+    report = _inspect(run_cli, path)
+    assert (report["format"], report["writer"], report["compressed"]) == (
+        "perfetto-proto", "PyTorch profiler with the Cuspy collector (PyTorch 2.15+)", True
+    )  # fmt: skip
+    checks = _checks(report)
+    assert report["kernels"] == 2 == _second_reading(path.read_bytes())["stage 1"]
+    assert checks["kernels-missing"] == ("error", 1)  # launch 103
+    assert checks["unlinked-kernels"] == ("ok", 0)  # 102's launch took its id from the render stage it links to
+    assert checks["impossible-metrics"][0] == "not_applicable"
+    assert checks["kernels-overlap"][0] == "not_applicable"  # Cuspy clamps overlaps away before writing
+    overlap = next(c for c in report["health"] if c["check"] == "kernels-overlap")
+    assert overlap["reason"].startswith("Cuspy clamps each GPU op's end to the next op's start on its lane")
+
+
+def test_cuspy_kernels_link_to_their_op_with_grid_and_block(tmp_path: Path) -> None:
+    from wizard.trace.inspect import link_op
+    from wizard.trace.reader import read_trace
+
+    contents = read_trace(_cuspy_file(tmp_path))
+    first = next(iter(contents.kernels))
+    assert (first.name, first.grid, first.block, first.registers, first.stream) == (
+        "void gemm<128>", (108, 1, 1), (256, 1, 1), 32, 7
+    )  # fmt: skip
+    assert first.ts == (BASE_NS % (7_889_238 * 10**9) + 1_000) / 1000  # relative to Kineto's base, as Cuspy's JSON
+    link = link_op(contents, first)
+    assert link is not None and (link.op, link.runtime_call) == ("aten::mm", "cudaLaunchKernel")
+
+
+# -- hostile files -----------------------------------------------------------------------------------------------
+
+
+def _error(run_cli: Any, path: Path, pattern: str) -> None:
+    result = run_cli("trace", "inspect", str(path))
+    assert result.status == 6, (result.status, result.stderr)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and re.search(pattern, lines[0]), result.stderr
+
+
+def test_a_cut_off_trace_names_the_byte(run_cli: Any, tmp_path: Path) -> None:
+    data = convert(json.loads(_planted_json(tmp_path).read_text()))
+    path = tmp_path / "cut.pftrace"
+    path.write_bytes(data[: len(data) // 2])
+    _error(run_cli, path, r"cut\.pftrace: not a readable Perfetto trace at byte \d+: the file ends inside a packet")
+
+
+def test_a_packet_too_large_is_refused_before_it_is_read(run_cli: Any, tmp_path: Path) -> None:
+    path = tmp_path / "big.pftrace"
+    path.write_bytes(b"\x0a\x02\x08\x01" + b"\x0a" + varint(1 << 40))
+    _error(run_cli, path, r"big\.pftrace: .* at byte 4: a packet of 1099511627776 bytes \(at most 67108864\)")
+
+
+def test_deep_annotations_and_many_open_slices_are_bounded(tmp_path: Path) -> None:
+    from wizard.errors import InputFileError
+    from wizard.trace import perfetto
+    from wizard.trace.reader import read_trace
+
+    nested = pb.DebugAnnotation(name="deep")
+    inner = nested
+    for _ in range(60):  # past MAX_DEPTH (protobuf's own writer stops at 100): read to the bound, no further
+        inner = inner.dict_entries.add(name="x")
+    inner.int_value = 1
+    packet = pb.TracePacket(timestamp=1000, trusted_packet_sequence_id=1)
+    packet.track_event.type, packet.track_event.track_uuid, packet.track_event.name = 1, 5, "op"
+    packet.track_event.categories.append("cpu_op")
+    packet.track_event.debug_annotations.append(nested)
+    end = pb.TracePacket(timestamp=2000, trusted_packet_sequence_id=1)
+    end.track_event.type, end.track_event.track_uuid = 2, 5
+    path = tmp_path / "deep.pftrace"
+    path.write_bytes(pb.Trace(packet=[packet, end]).SerializeToString())
+    assert read_trace(path).ops.count == 1
+    plain = pb.TracePacket(timestamp=1000, trusted_packet_sequence_id=1)
+    plain.track_event.type, plain.track_event.track_uuid = 1, 5
+    opens = pb.Trace(packet=[plain] * (perfetto.MAX_OPEN + 1))
+    path.write_bytes(opens.SerializeToString())
+    with pytest.raises(InputFileError, match=f"more than {perfetto.MAX_OPEN} slices open at once"):
+        read_trace(path)
+
+
+def test_packets_are_read_one_at_a_time(tmp_path: Path) -> None:
+    """The stream is read in chunks of CHUNK bytes (or one packet where larger), never whole."""
+    import io
+
+    from wizard.trace import perfetto
+
+    data = convert(json.loads(_planted_json(tmp_path).read_text())) * 1000
+    asked: list[int] = []
+
+    class Counting(io.BytesIO):
+        def read(self, size: int | None = -1) -> bytes:
+            asked.append(-1 if size is None else size)
+            return super().read(size)
+
+    packets = sum(1 for _ in perfetto._Packets(Counting(data), None))
+    assert packets == len(pb.Trace.FromString(data).packet)
+    assert max(asked) == perfetto.CHUNK and len(data) > 4 * perfetto.CHUNK

@@ -1,0 +1,159 @@
+"""The trace formats warpwizard reads: how each is recognised, who writes it, and what it cannot show.
+
+A format is one row of ``FORMATS`` and one reader module. A file is recognised by its first bytes (content
+first: a ``.json`` that is really an Nsight Systems export is read as one), its name only where the content
+cannot say (a pipe, which cannot be looked into without consuming it). ``cannot_show`` names the health checks
+whose problem the format cannot carry, with the reason the report gives (``not_applicable``), so no check
+reports "ok" about something the file could never have shown.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from wizard.errors import InputFileError
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+GZIP_MAGIC = b"\x1f\x8b"
+HEAD_BYTES = 4096  # read to recognise a file (a gzip member's first inflated bytes come from far fewer)
+
+
+@dataclass(frozen=True, slots=True)
+class TraceFormat:
+    """One format the reader takes."""
+
+    id: str  # the report's ``format``
+    name: str  # for people
+    writers: str  # who writes it
+    suffixes: tuple[str, ...]  # names it usually has (a directory of traces lists these)
+    rewritable: bool  # ``trace fix`` can write a corrected copy of it
+    cannot_show: Mapping[str, str] = field(default_factory=dict)  # health check id -> why not
+
+    @property
+    def name_with_article(self) -> str:
+        return f"{_article(self.name)} {self.name}"
+
+
+KINETO_JSON = TraceFormat(
+    "kineto-json",
+    "Chrome trace JSON",
+    "the PyTorch profiler (Kineto), and tools that write its format",
+    (".json", ".json.gz"),
+    rewritable=True,
+)
+NSYS_SQLITE = TraceFormat(
+    "nsys-sqlite",
+    "Nsight Systems SQLite export",
+    "NVIDIA Nsight Systems (`nsys export --type sqlite`, `nsys profile --export sqlite`)",
+    (".sqlite",),
+    rewritable=False,
+    cannot_show={
+        "impossible-metrics": "Nsight Systems prints no blocks per SM, warps per SM or occupancy to check",
+        "stacks-missing": "Nsight Systems records call stacks its own way (--backtrace), not as python_function events",
+    },
+)
+PERFETTO_PROTO = TraceFormat(
+    "perfetto-proto",
+    "Perfetto protobuf trace",
+    "PyTorch 2.15's Cuspy collector (`export_chrome_trace('x.pftrace')`), converters to TrackEvent",
+    (".pftrace", ".pftrace.gz", ".perfetto-trace"),
+    rewritable=False,
+)
+FORMATS: tuple[TraceFormat, ...] = (KINETO_JSON, NSYS_SQLITE, PERFETTO_PROTO)
+READABLE: tuple[TraceFormat, ...] = FORMATS  # those this version has a reader for (all, now)
+BY_ID: dict[str, TraceFormat] = {f.id: f for f in FORMATS}
+
+
+def is_trace_name(name: str) -> bool:
+    """A file a directory of traces is expected to hold (a per-rank directory may mix formats)."""
+    return any(name.endswith(suffix) for f in READABLE for suffix in f.suffixes)
+
+
+def trace_suffixes() -> list[str]:
+    """The file names a directory of traces is searched for."""
+    return [suffix for f in READABLE for suffix in f.suffixes]
+
+
+def _by_content(head: bytes) -> TraceFormat | None:
+    """The format the first bytes say, or None when they say nothing known."""
+    if head.startswith(SQLITE_MAGIC):
+        return NSYS_SQLITE
+    # A Perfetto trace is a protobuf ``Trace``: repeated field 1 (``packet``), length-delimited: tag 0x0a, which
+    # is also a newline, so the packet itself is decoded before the bytes are taken for a JSON file's blanks
+    from wizard.trace.perfetto import looks_like_packets
+
+    if looks_like_packets(head):
+        return PERFETTO_PROTO
+    text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if text[:1] in (b"{", b"["):
+        return KINETO_JSON
+    return None
+
+
+def _inflated_head(head: bytes) -> bytes:
+    """The first bytes a gzip member inflates to (a damaged stream gives what came before the damage)."""
+    inflater = zlib.decompressobj(31)
+    try:
+        return inflater.decompress(head, 64)
+    except zlib.error:
+        return b""
+
+
+def detect(path: Path) -> TraceFormat:
+    """The format of ``path``: by its first bytes for a regular file, by its name for a pipe. JSON when
+    nothing tells (the JSON reader's error then says what the bytes are)."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return KINETO_JSON  # the reader's open says why it cannot be read
+    if not stat.S_ISREG(info.st_mode):
+        return _by_name(path.name) or KINETO_JSON
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(HEAD_BYTES)
+    except OSError:
+        return KINETO_JSON
+    if head.startswith(GZIP_MAGIC):
+        found = _by_content(_inflated_head(head))
+        if found is NSYS_SQLITE:
+            raise InputFileError(
+                f"{path}: a gzip-compressed SQLite database; unpack it first (gunzip), a SQLite file is read in place"
+            )
+        return found or KINETO_JSON
+    return _by_content(head) or _by_name(path.name) or KINETO_JSON
+
+
+def _by_name(name: str) -> TraceFormat | None:
+    for f in FORMATS:
+        if any(name.endswith(suffix) for suffix in f.suffixes):
+            return f
+    return None
+
+
+def unreadable(path: Path, fmt: TraceFormat) -> InputFileError:
+    """The one-line error for a format recognised but not read by this version."""
+    return InputFileError(
+        f"{path}: {fmt.name_with_article} ({fmt.writers}); this version of warpwizard reads "
+        + ", ".join(f.name for f in READABLE)
+        + " (docs/trace-formats.md)"
+    )
+
+
+def refuse_unwritable(name: str) -> None:
+    """``trace fix`` on a format it cannot write back: one line, before anything is opened for writing."""
+    fmt = detect(Path(name))
+    if not fmt.rewritable:
+        rewritable = ", ".join(f.name for f in FORMATS if f.rewritable)
+        raise InputFileError(
+            f"{name}: {fmt.name_with_article}; `trace fix` writes corrected copies of {rewritable} only "
+            "(nothing was written)"
+        )
+
+
+def _article(name: str) -> str:
+    return "an" if name[:1].upper() in "AEFHILMNORSX" else "a"

@@ -1,0 +1,234 @@
+"""Which complete events Perfetto cannot nest on their row: kernels-overlap and ``trace fix --split-overlaps``.
+
+Perfetto's JSON importer (docs/health.md, "kernels-overlap", cites the source) puts every complete ("X")
+event of one (pid, tid) on one row, in the order (ts, the longer first, file order), with times in integer
+nanoseconds (``llround(us * 1000)``); an event nests under the innermost open one when it ends at or
+before that one's end, and one that starts inside it and ends after it cannot nest: Perfetto v51-v56 drop
+it, v57 on draws it on an extra row, and either way its flow arrow binds to the row's top slice, another
+event. Gathering (the rows' events as arrays), the rule (a stack per row) and the lanes of the fix are
+separate functions here; the check's judging and wording stay in ``health_checks``.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from wizard.trace.collector import TraceContents
+
+I64 = npt.NDArray[np.int64]
+MAX_DEPTH = 512  # Perfetto's kMaxDepth: a slice deeper than this is not drawn at all
+KERNEL, GPU_OP, OTHER = 0, 1, 2  # which table an event came from
+_US_LIMIT = 9.2e15  # µs whose nanoseconds still fit an int64, as Perfetto stores them
+
+
+def perfetto_row(pid: Any, tid: Any) -> tuple[Any, Any]:
+    """The row Perfetto draws a (pid, tid) on: a string is its own id, a number an unsigned 32-bit one (0 when out
+    of range), and a tid of 0 is the pid's when the pid is not 0."""
+
+    def number(value: Any) -> Any:
+        if isinstance(value, str):
+            return ("string", value)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+            return 0
+        if isinstance(value, float) and abs(value) > 2**63:
+            return 0
+        n = int(value)
+        return n if 0 <= n <= 2**32 - 1 else 0
+
+    p, t = number(pid), number(tid)
+    if t == 0 and p != 0 and not isinstance(tid, str):
+        t = p
+    return (p, t)
+
+
+def to_ns(us: npt.NDArray[np.float64]) -> tuple[I64, npt.NDArray[np.bool_]]:
+    """Microseconds as Perfetto's nanoseconds (a whole number times 1000, any other ``llround(us * 1000.0)``)
+    and which ones Perfetto can read at all (finite, within an int64 of nanoseconds)."""
+    valid = np.isfinite(us) & (np.abs(us) < _US_LIMIT)
+    safe = np.where(valid, us, 0.0)
+    whole = safe == np.trunc(safe)
+    product = safe * 1000.0
+    truncated = np.trunc(product)
+    rest = product - truncated  # exact: a double minus its integer part
+    rounded = truncated + np.where(np.abs(rest) >= 0.5, np.sign(product), 0.0)
+    ns = np.where(whole, safe.astype(np.int64) * 1000, rounded.astype(np.int64))
+    return ns.astype(np.int64), valid
+
+
+@dataclass(slots=True)
+class RowEvents:
+    """Every X event on a row that holds a kernel, as arrays in one order: (row, ts, the longer first, table,
+    position in its table); times in Perfetto's nanoseconds. ``ref`` is the position in the event's own table
+    (the kernel index for kernels)."""
+
+    row: I64
+    ts: I64
+    dur: I64
+    kind: npt.NDArray[np.int8]
+    ref: I64
+    rows: list[tuple[Any, Any]]  # row number -> its (pid, tid) as Perfetto keys it
+    categories: list[str]  # per event, for the non-kernels' count (kernels: "kernel")
+
+    def __len__(self) -> int:
+        return len(self.ts)
+
+
+def _floats(values: Any) -> npt.NDArray[np.float64]:
+    return np.frombuffer(values, dtype=np.float64) if len(values) else np.zeros(0, dtype=np.float64)
+
+
+def _ints(values: Any) -> I64:
+    return np.frombuffer(values, dtype=np.int32).astype(np.int64) if len(values) else np.zeros(0, dtype=np.int64)
+
+
+def _gpu_op_category(name: str) -> str:
+    """A copy or set's category by its name as Kineto writes it ("Memcpy HtoD ...", "Memset (Device)")."""
+    return "gpu_memset" if name.startswith("Memset") else "gpu_memcpy"
+
+
+def gather(contents: TraceContents) -> RowEvents:
+    """The kernels, GPU copies/sets and other complete events of the rows that hold kernels."""
+    ts_k, dur_k, _, shape_k, shapes = contents.kernels.columns()
+    row_ids: dict[tuple[Any, Any], int] = {}
+    kernel_rows = np.array([row_ids.setdefault(perfetto_row(s[1], s[2]), len(row_ids)) for s in shapes] or [0])
+    parts: list[tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], I64, int, list[str] | None, I64]] = []
+    k_shape = _ints(shape_k)
+    if len(k_shape):
+        parts.append((_floats(ts_k), _floats(dur_k), kernel_rows[k_shape], KERNEL, None, k_shape))
+    ops = contents.timeline.gpu_ops
+    op_rows = np.array([row_ids.get(perfetto_row(s[1], s[2]), -1) for s in ops.shapes] or [-1])
+    op_shape = _ints(ops.shape)
+    if len(op_shape):
+        labels = [_gpu_op_category(str(s[0])) for s in ops.shapes]
+        parts.append((_floats(ops.ts), _floats(ops.dur), op_rows[op_shape], GPU_OP, labels, op_shape))
+    slices = contents.timeline.slices
+    slice_rows = np.array([row_ids.get(perfetto_row(k[0], k[1]), -1) for k in slices.rows] or [-1])
+    slice_row = _ints(slices.row)
+    if len(slice_row):
+        cats = [str(k[2]) for k in slices.rows]
+        parts.append((_floats(slices.ts), _floats(slices.dur), slice_rows[slice_row], OTHER, cats, slice_row))
+    rows, tss, durs, kinds, refs, cat_ids, cat_names = [], [], [], [], [], [], ["kernel"]
+    for ts_us, dur_us, row, table, names, shape in parts:
+        ts, ts_ok = to_ns(ts_us)
+        dur, dur_ok = to_ns(dur_us)
+        # Perfetto drops what it cannot read, a negative ts and a negative duration before any stack sees them.
+        keep = (row >= 0) & ts_ok & dur_ok & (ts >= 0) & (dur >= 0)
+        where = np.flatnonzero(keep)
+        rows.append(row[where])
+        tss.append(ts[where])
+        durs.append(dur[where])
+        kinds.append(np.full(len(where), table, dtype=np.int8))
+        refs.append(where.astype(np.int64))
+        if names is None:
+            cat_ids.append(np.zeros(len(where), dtype=np.int64))
+        else:
+            offset = len(cat_names)
+            cat_names.extend(names)
+            cat_ids.append(shape[where] + offset)
+    if not rows:
+        empty = np.zeros(0, dtype=np.int64)
+        return RowEvents(empty, empty, empty, np.zeros(0, dtype=np.int8), empty, list(row_ids), [])
+    row, ts, dur = np.concatenate(rows), np.concatenate(tss), np.concatenate(durs)
+    kind, ref, cat = np.concatenate(kinds), np.concatenate(refs), np.concatenate(cat_ids)
+    order = np.lexsort((ref, kind, -dur, ts, row))
+    names = [cat_names[i] for i in cat[order].tolist()] if len(cat_names) > 1 else ["kernel"] * len(order)
+    return RowEvents(row[order], ts[order], dur[order], kind[order], ref[order], list(row_ids), names)
+
+
+def _clusters(events: RowEvents) -> Iterable[tuple[int, int]]:
+    """Runs of events whose first finds its row's stack empty (it starts after every earlier event of the row ended,
+    or at that end with a duration), so each run is decided alone; runs of one event nest by themselves."""
+    n = len(events)
+    if n < 2:
+        return []
+    ends = events.ts + events.dur
+    new_row = np.concatenate(([True], events.row[1:] != events.row[:-1]))
+    reach = np.full(n, np.iinfo(np.int64).min, dtype=np.int64)  # the latest end of the row's earlier events
+    starts = np.flatnonzero(new_row).tolist()
+    for s, e in zip(starts, [*starts[1:], n], strict=True):
+        if e - s > 1:
+            reach[s + 1 : e] = np.maximum.accumulate(ends[s : e - 1])
+    free = new_row | (events.ts > reach) | ((events.ts == reach) & (events.dur > 0))
+    bounds = [*np.flatnonzero(free).tolist(), n]
+    return [(a, b) for a, b in itertools.pairwise(bounds) if b - a > 1]
+
+
+def cannot_nest(events: RowEvents) -> tuple[I64, I64]:
+    """The positions (in ``events``) of the events Perfetto cannot nest, and for each the open event it overlaps:
+    slice_tracker.cc ``MaybeCloseStack``, a stack per row walked from the top."""
+    ts_all, dur_all = events.ts.tolist(), events.dur.tolist()
+    hidden: list[int] = []
+    against: list[int] = []
+    for a, b in _clusters(events):
+        stack: list[int] = []
+        for j in range(a, b):
+            t, d = ts_all[j], dur_all[j]
+            i = len(stack) - 1
+            conflict = -1
+            while i >= 0:
+                top = stack[i]
+                end = ts_all[top] + dur_all[top]
+                if end < t or (end == t and not (dur_all[top] == 0 and d == 0)):
+                    stack.pop()  # Perfetto pops the top, whichever slice it is looking at
+                    i -= 1
+                    continue
+                if t < end < t + d:
+                    conflict = top
+                    break
+                i -= 1
+            if conflict >= 0:
+                hidden.append(j)
+                against.append(conflict)
+            elif len(stack) < MAX_DEPTH:
+                stack.append(j)
+    return np.array(hidden, dtype=np.int64), np.array(against, dtype=np.int64)
+
+
+@dataclass(slots=True)
+class Moves:
+    """``--split-overlaps``: each event that cannot nest, by (table, position), to its extra lane on its row
+    (1, 2, ...; the lowest whose last event ended by its start)."""
+
+    lanes: dict[tuple[int, int], int]
+    categories: dict[tuple[int, int], str]
+    scans: int  # heap operations made (the fixer's cost: O(n log n), issue 36)
+
+
+def lanes(events: RowEvents, hidden: I64) -> Moves:
+    """Extra lanes, per row, in Perfetto's order: the lowest lane free at an event's start from a heap of free
+    lanes, and a heap of the busy ones by their end (equal ends and starts do not overlap: Perfetto pops a slice
+    that ends where the next starts)."""
+    out: dict[tuple[int, int], int] = {}
+    cats: dict[tuple[int, int], str] = {}
+    scans = 0
+    by_row: dict[int, list[int]] = {}
+    for j in hidden.tolist():  # already in (row, ts, longer first, file) order
+        by_row.setdefault(int(events.row[j]), []).append(j)
+    for positions in by_row.values():
+        free: list[int] = []  # lanes free now, lowest first
+        busy: list[tuple[int, int]] = []  # (end, lane)
+        made = 0
+        for j in positions:
+            t, end = int(events.ts[j]), int(events.ts[j] + events.dur[j])
+            while busy and busy[0][0] <= t:
+                heapq.heappush(free, heapq.heappop(busy)[1])
+                scans += 2
+            if free:
+                lane = heapq.heappop(free)
+            else:
+                made += 1
+                lane = made
+            scans += 1
+            heapq.heappush(busy, (end, lane))
+            key = (int(events.kind[j]), int(events.ref[j]))
+            out[key] = lane
+            cats[key] = events.categories[j]
+    return Moves(out, cats, scans)

@@ -1,0 +1,375 @@
+"""Reader for Nsight Systems' SQLite export (``nsys export --type sqlite``): the same compact contents the JSON
+reader gives, so every pass reads it unchanged.
+
+What is read, table by table (nsys's schema, as exported by 2026.1 and 2026.2; columns missing in other
+versions are skipped, never guessed):
+
+- ``CUPTI_ACTIVITY_KIND_KERNEL``: one kernel each; the row is (pid = device, tid = stream) as Kineto writes it;
+  grid, block, registers, static + dynamic shared memory. nsys prints no blocks/warps per SM or occupancy.
+- ``CUPTI_ACTIVITY_KIND_RUNTIME``: runtime (eventClass 0) and driver (1) calls, named through ``StringIds``
+  without nsys's version suffix (``cudaLaunchKernel_v7000`` is ``cudaLaunchKernel``); pid and tid from
+  ``globalTid`` (nsys: pid = bits 24-47, tid = bits 0-23).
+- ``CUPTI_ACTIVITY_KIND_MEMCPY`` / ``_MEMSET``: GPU copies and sets.
+- ``NVTX_EVENTS``: ranges; PyTorch's ``emit_nvtx`` ranges (``aten::mm, seq = 3, op_id = 7, sizes = ...``) are
+  its ops (``cpu_op``), named by the text before the first of those fields; other ranges are annotations.
+- ``TARGET_INFO_GPU``: the devices, as ``deviceProperties``; ``META_DATA_EXPORT``: nsys's version;
+  ``DIAGNOSTIC_EVENT`` (warnings and errors) and ``PROFILER_OVERHEAD``: what nsys says of its own collection.
+
+Correlation ids are per process in CUPTI; an export of several processes keeps them apart by putting the
+process's index (in order of pid) above bit 40 (``PROCESS_SHIFT``), so ids still rise in launch order within
+a process. The file is untrusted: opened read-only and immutable, ``trusted_schema`` off, only fixed queries
+over tables (never views) whose columns were checked first, every value's type checked, text cut, and the
+whole read bounded in time (``NsysConfig``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import sqlite3
+import time
+import urllib.parse
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from wizard.errors import InputFileError
+from wizard.trace.collector import Collector, TraceContents
+from wizard.trace.events import Event, EventArgs
+from wizard.trace.records import PROCESS_SHIFT
+from wizard.untrusted import cut, visible
+
+_VERSION_SUFFIX = re.compile(r"_v\d{4,}$")  # nsys names API calls with the version they entered CUDA in
+# torch/csrc/profiler/util.cpp getNvtxStr: "name[, seq = N][, op_id = N][, sizes = [...]][, input_op_ids = ...]"
+_TORCH_NVTX = re.compile(r"^(?P<name>[^,]+), (?:seq = -?\d+|op_id = \d+|sizes = \[)")
+_RANGE_TYPES = frozenset({59, 60, 70, 71})  # NvtxPushPopRange, NvtxStartEndRange and their NVTXT forms
+MAX_TEXT = 4096  # characters kept of a name
+MAX_DIAGNOSTICS = 20  # nsys's own warnings and errors kept, as evidence
+BATCH = 50_000  # rows handed to the collector at once
+_SEVERITY = {2: "warning", 3: "error"}  # ENUM_DIAGNOSTIC_SEVERITY_LEVEL; info and verbose are not evidence
+_RUNTIME_CLASS = {0: "cuda_runtime", 1: "cuda_driver"}  # ENUM_NSYS_EVENT_CLASS
+
+
+@dataclass(frozen=True, slots=True)
+class NsysConfig:
+    """The bounds of one read (tests shrink them)."""
+
+    max_seconds: float = 600.0  # the whole read: a hostile schema cannot make it run for ever
+    max_text_bytes: int = 1 << 20  # SQLite's own limit on one value's length while reading
+    check_every: int = 100_000  # SQLite virtual-machine steps between two looks at the clock
+    clock: Callable[[], float] = time.monotonic
+
+
+def read_nsys(
+    path: Path, config: NsysConfig | None = None, on_read: Callable[[int], None] | None = None
+) -> TraceContents:
+    """An Nsight Systems SQLite export as the contents every pass reads."""
+    config = config or NsysConfig()
+    contents = TraceContents(path=str(path))
+    contents.layout = "sqlite"
+    contents.format = "nsys-sqlite"
+    try:
+        contents.bytes_read = path.stat().st_size
+        with _connect(path, config) as db:
+            _Export(db, contents).read()
+    except sqlite3.DatabaseError as exc:  # not a database, malformed, or interrupted by the time bound
+        detail = "took too long to read (over the time bound)" if "interrupt" in str(exc) else str(exc)
+        raise InputFileError(
+            f"{path}: cannot read as an Nsight Systems SQLite export: {cut(visible(detail), 200)}"
+        ) from None
+    except OSError as exc:
+        raise InputFileError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if on_read is not None:
+        on_read(contents.bytes_read)
+    return contents
+
+
+class _Connection:
+    """A read-only connection, closed on exit."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+
+    def __enter__(self) -> sqlite3.Connection:
+        return self.db
+
+    def __exit__(self, *exc: object) -> None:
+        self.db.close()
+
+
+def _connect(path: Path, config: NsysConfig) -> _Connection:
+    uri = f"file:{urllib.parse.quote(str(path.resolve()))}?mode=ro&immutable=1"
+    db = sqlite3.connect(uri, uri=True, check_same_thread=False)
+    db.execute("PRAGMA trusted_schema = OFF")  # no function a schema names runs
+    db.execute("PRAGMA query_only = ON")
+    db.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, config.max_text_bytes)
+    deadline = config.clock() + config.max_seconds
+    db.set_progress_handler(lambda: 1 if config.clock() > deadline else 0, config.check_every)
+    return _Connection(db)
+
+
+def _int(value: Any) -> int | None:
+    """An integer column's value, or None where the file holds anything else (SQLite is dynamically typed)."""
+    return value if type(value) is int else None
+
+
+def _text(value: Any) -> str | None:
+    return value[:MAX_TEXT] if type(value) is str else None
+
+
+class _Export:
+    """One export's tables, read into the collector."""
+
+    def __init__(self, db: sqlite3.Connection, contents: TraceContents) -> None:
+        self.db = db
+        self.c = contents
+        self.collector = Collector(contents)
+        self.tables = {
+            str(name)
+            for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            if isinstance(name, str)
+        }
+        self.strings: dict[int, str] = {}
+        self.processes: dict[int, int] = {}  # pid -> its index, for correlation ids
+
+    def read(self) -> None:
+        if "StringIds" not in self.tables and "META_DATA_EXPORT" not in self.tables:
+            raise InputFileError(
+                f"{self.c.path}: a SQLite database, but not an Nsight Systems export "
+                "(no StringIds or META_DATA_EXPORT table)"
+            )
+        for sid, value in self._rows("StringIds", ("id", "value")):
+            text = _text(value)
+            if type(sid) is int and text is not None:
+                self.strings[sid] = text
+        self._metadata()
+        self._processes()
+        self._add(self._kernels())
+        self._add(self._runtime())
+        self._add(self._gpu_ops("CUPTI_ACTIVITY_KIND_MEMCPY", "gpu_memcpy"))
+        self._add(self._gpu_ops("CUPTI_ACTIVITY_KIND_MEMSET", "gpu_memset"))
+        self._add(self._nvtx())
+
+    # -- the tables -----------------------------------------------------------------------------------
+
+    def _columns(self, table: str) -> set[str]:
+        if table not in self.tables:
+            return set()
+        quoted = table.replace('"', '""')
+        return {str(row[1]) for row in self.db.execute(f'PRAGMA table_info("{quoted}")')}
+
+    def _rows(self, table: str, wanted: Sequence[str], *, required: int | None = None) -> Iterator[tuple[Any, ...]]:
+        """The rows of ``table`` with the ``wanted`` columns (a missing optional one reads as NULL); nothing when
+        the table or one of the first ``required`` columns is missing. Names are this module's, never the file's."""
+        have = self._columns(table)
+        need = wanted[: len(wanted) if required is None else required]
+        if not have or any(name not in have for name in need):
+            return
+        picked = ", ".join(f'"{name}"' if name in have else "NULL" for name in wanted)
+        cursor = self.db.execute(f'SELECT {picked} FROM "{table}"')
+        while batch := cursor.fetchmany(BATCH):
+            yield from batch
+
+    def _add(self, events: Iterator[Event]) -> None:
+        batch: list[Event] = []
+        for event in events:
+            batch.append(event)
+            if len(batch) >= BATCH:
+                self.collector.add(batch)
+                batch = []
+        if batch:
+            self.collector.add(batch)
+
+    def _metadata(self) -> None:
+        meta = {
+            key: value
+            for key, value in self._rows("META_DATA_EXPORT", ("name", "value"))
+            if isinstance(key, str) and isinstance(value, str)
+        }
+        version = cut(meta.get("EXPORT_PRODUCT_VERSION", ""), 40)
+        self.c.writer = f"NVIDIA Nsight Systems {version}".strip()
+        self.c.metadata["nsys"] = {
+            "version": version or None,
+            "schema": cut(meta.get("EXPORT_SCHEMA_VERSION", ""), 40) or None,
+            "diagnostics": self._diagnostics(),
+            "overhead_ns": self._overhead(),
+        }
+        devices = self._devices()
+        if devices:
+            self.c.metadata["deviceProperties"] = devices
+
+    def _diagnostics(self) -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = []
+        for severity, text in self._rows("DIAGNOSTIC_EVENT", ("severity", "text")):
+            level = _SEVERITY.get(_int(severity) or 0)
+            if level and isinstance(text, str) and len(found) < MAX_DIAGNOSTICS:
+                found.append({"severity": level, "text": cut(visible(" ".join(text.split())), 300)})
+        return found
+
+    def _overhead(self) -> dict[str, int]:
+        """nsys's own overhead, nanoseconds per kind (``PROFILER_OVERHEAD``, named through StringIds)."""
+        spent: Counter[str] = Counter()
+        for start, end, name_id in self._rows("PROFILER_OVERHEAD", ("start", "end", "nameId"), required=2):
+            s, e = _int(start), _int(end)
+            if s is not None and e is not None and e >= s:
+                spent[cut(self.strings.get(_int(name_id) or -1, "unknown"), 80)] += e - s
+        return dict(spent.most_common(20))
+
+    def _devices(self) -> list[dict[str, Any]]:
+        cols = (
+            "id", "name", "computeMajor", "computeMinor", "smCount", "maxWarpsPerSm", "threadsPerWarp",
+            "maxRegistersPerSm", "maxRegistersPerBlock", "maxShmemPerBlock", "maxShmemPerSm", "maxShmemPerBlockOptin",
+            "totalMemory", "maxThreadsPerBlock", "maxBlocksPerSm",
+        )  # fmt: skip
+        devices: list[dict[str, Any]] = []
+        for row in self._rows("TARGET_INFO_GPU", cols, required=1):
+            v = dict(zip(cols, row, strict=True))
+            ident = _int(v["id"])
+            if ident is None:
+                continue
+            warps, warp = _int(v["maxWarpsPerSm"]), _int(v["threadsPerWarp"])
+            props = {
+                "id": ident,
+                "name": _text(v["name"]) or "",
+                "computeMajor": _int(v["computeMajor"]),
+                "computeMinor": _int(v["computeMinor"]),
+                "numSms": _int(v["smCount"]),
+                "maxThreadsPerMultiprocessor": warps * warp if warps is not None and warp is not None else None,
+                "regsPerMultiprocessor": _int(v["maxRegistersPerSm"]),
+                "regsPerBlock": _int(v["maxRegistersPerBlock"]),
+                "sharedMemPerBlock": _int(v["maxShmemPerBlock"]),
+                "sharedMemPerMultiprocessor": _int(v["maxShmemPerSm"]),
+                "sharedMemPerBlockOptin": _int(v["maxShmemPerBlockOptin"]),
+                "totalGlobalMem": _int(v["totalMemory"]),
+                "maxThreadsPerBlock": _int(v["maxThreadsPerBlock"]),
+                "warpSize": warp,
+            }
+            devices.append({k: value for k, value in props.items() if value is not None})
+        return devices
+
+    def _processes(self) -> None:
+        """Every process that launched or ran something, in pid order (their correlation ids are kept apart)."""
+        pids: set[int] = set()
+        for table, column in (
+            ("CUPTI_ACTIVITY_KIND_KERNEL", "globalPid"),
+            ("CUPTI_ACTIVITY_KIND_RUNTIME", "globalTid"),
+        ):
+            if column in self._columns(table):
+                quoted = f'SELECT DISTINCT "{column}" FROM "{table}"'
+                pids.update(_pid(g) for (g,) in self.db.execute(quoted) if _int(g) is not None)
+        self.processes = {pid: n for n, pid in enumerate(sorted(pids))} if len(pids) > 1 else {}
+
+    def _correlation(self, value: Any, global_id: Any) -> int | None:
+        corr, g = _int(value), _int(global_id)
+        if corr is None:
+            return None
+        if self.processes and g is not None:
+            return (self.processes.get(_pid(g), 0) << PROCESS_SHIFT) | (corr & ((1 << PROCESS_SHIFT) - 1))
+        return corr
+
+    def _name(self, *ids: Any) -> str:
+        for sid in ids:
+            text = self.strings.get(_int(sid) or -1) if type(sid) is int else None
+            if text:
+                return text
+        return "unknown"
+
+    def _kernels(self) -> Iterator[Event]:
+        cols = (
+            "start", "end", "deviceId", "streamId", "correlationId", "globalPid", "demangledName", "shortName",
+            "gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ", "registersPerThread", "staticSharedMemory",
+            "dynamicSharedMemory",
+        )  # fmt: skip
+        for row in self._rows("CUPTI_ACTIVITY_KIND_KERNEL", cols, required=5):
+            start, end, device, stream, corr, gpid, demangled, short, *dims = row
+            ts, dur = _span(start, end)
+            if ts is None:
+                continue
+            gx, gy, gz, bx, by, bz, regs, static, dynamic = (_int(d) for d in dims)
+            smem = static + dynamic if static is not None and dynamic is not None else None
+            yield Event(
+                cat="kernel",
+                name=self._name(demangled, short),
+                pid=_int(device),
+                tid=_int(stream),
+                ts=ts,
+                dur=dur,
+                args=EventArgs(
+                    correlation=self._correlation(corr, gpid),
+                    device=_int(device),
+                    stream=_int(stream),
+                    grid=[gx, gy, gz] if None not in (gx, gy, gz) else None,
+                    block=[bx, by, bz] if None not in (bx, by, bz) else None,
+                    registers=regs,
+                    shared_memory=smem,
+                ),
+            )
+
+    def _runtime(self) -> Iterator[Event]:
+        cols = ("start", "end", "eventClass", "globalTid", "correlationId", "nameId")
+        for start, end, kind, gtid, corr, name_id in self._rows("CUPTI_ACTIVITY_KIND_RUNTIME", cols):
+            ts, dur = _span(start, end)
+            g = _int(gtid)
+            if ts is None or g is None:
+                continue
+            yield Event(
+                cat=_RUNTIME_CLASS.get(_int(kind) or 0, "cuda_runtime"),
+                name=_VERSION_SUFFIX.sub("", self._name(name_id)),
+                pid=_pid(g),
+                tid=g & 0xFFFFFF,
+                ts=ts,
+                dur=dur,
+                args=EventArgs(correlation=self._correlation(corr, g)),
+            )
+
+    def _gpu_ops(self, table: str, category: str) -> Iterator[Event]:
+        cols = ("start", "end", "deviceId", "streamId", "correlationId", "globalPid", "bytes")
+        label = "Memcpy" if category == "gpu_memcpy" else "Memset"
+        for start, end, device, stream, corr, gpid, size in self._rows(table, cols, required=4):
+            ts, dur = _span(start, end)
+            if ts is None:
+                continue
+            nbytes = _int(size)
+            yield Event(
+                cat=category,
+                name=f"{label} ({nbytes} bytes)" if nbytes is not None else label,
+                pid=_int(device),
+                tid=_int(stream),
+                ts=ts,
+                dur=dur,
+                args=EventArgs(correlation=self._correlation(corr, gpid), device=_int(device), stream=_int(stream)),
+            )
+
+    def _nvtx(self) -> Iterator[Event]:
+        cols = ("start", "end", "eventType", "text", "textId", "globalTid")
+        for start, end, kind, text, text_id, gtid in self._rows("NVTX_EVENTS", cols):
+            ts, dur = _span(start, end)
+            g = _int(gtid)
+            if ts is None or g is None or _int(kind) not in _RANGE_TYPES:
+                continue
+            label = _text(text) or self._name(text_id)
+            op = _TORCH_NVTX.match(label)
+            yield Event(
+                cat="cpu_op" if op else "user_annotation",
+                name=op.group("name") if op else label,
+                pid=_pid(g),
+                tid=g & 0xFFFFFF,
+                ts=ts,
+                dur=dur,
+            )
+
+
+def _pid(global_id: int) -> int:
+    """nsys's globalTid/globalPid: the process id in bits 24-47."""
+    return (global_id >> 24) & 0xFFFFFF
+
+
+def _span(start: Any, end: Any) -> tuple[float | None, float]:
+    """Nanosecond start and end as Kineto's microsecond ``ts`` and ``dur`` (an end before the start, or none,
+    is a duration of its difference or 0: durations are reported as recorded, never repaired)."""
+    s, e = _int(start), _int(end)
+    if s is None or not math.isfinite(s):
+        return None, 0.0
+    return s / 1000.0, ((e - s) / 1000.0 if e is not None else 0.0)

@@ -1,0 +1,644 @@
+"""Reader for Perfetto protobuf traces (``.pftrace``, ``.pftrace.gz``, ``.perfetto-trace``), packet by packet,
+into the same contents the JSON reader gives.
+
+Two writers matter to PyTorch users, and both are read by one small decoder of the few messages they use
+(perfetto's ``protos/perfetto/trace``; field numbers as the ``perfetto`` package's generated bindings give them,
+which the tests use to write and to read the same files a second time):
+
+- **TrackEvent slices** (``TracePacket.track_event``, 11): ``TYPE_SLICE_BEGIN``/``END`` pairs per track, names
+  and categories interned (``InternedData`` 12), args as debug annotations. Converters of Kineto JSON
+  (drisspg/transformer_nuggets' ``track_event.py``) write every event this way, so kernels arrive as slices whose
+  category is ``kernel``, with the JSON's args.
+- **PyTorch 2.15's Cuspy** (``torch/csrc/profiler/cuspy/cuspy_pftrace.cpp``): CPU ops and runtime calls as
+  TrackEvent slices (a launch's ``gpu_correlation``, raw field 3000, lists the render stages it launched), and
+  one ``GpuRenderStageEvent`` (53) per GPU op: stage (Kernel, Memcpy, Memset, Annotation, ...) by
+  ``stage_iid``, the lane by ``hw_queue_iid``, grid and block in ``launch``, the kernel's name through
+  ``InternedComputeKernel`` (raw field 1000 of InternedData), correlation and stream in ``extra_data``. Cuspy
+  clamps each GPU op's end to the next op's start on its lane before writing (``_build_render_stages`` in
+  ``torch/profiler/_cuspy/trace.py``): overlaps cannot be seen in its files, so ``kernels-overlap`` is not
+  applicable there; static shared memory is not written (only the dynamic part).
+
+Timestamps are nanoseconds; they become Kineto's microseconds after subtracting Kineto's base (the start of the
+three-month period the first timestamp falls in), so values match the JSON export of the same run.
+
+The file is untrusted: a packet is at most ``MAX_PACKET`` bytes, nesting is bounded, interned tables and open
+slices are bounded, a truncated or damaged packet ends the read with a one-line error naming its offset.
+"""
+
+from __future__ import annotations
+
+import gzip
+import struct
+import zlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import msgspec
+
+from wizard.errors import InputFileError
+from wizard.trace.collector import Collector, TraceContents
+from wizard.trace.events import (
+    GPU_OP_CATEGORIES,
+    KERNEL_CATEGORIES,
+    OP_CATEGORIES,
+    RUNTIME_CATEGORIES,
+    Event,
+    event_from_parts,
+)
+from wizard.untrusted import cut, visible
+
+MAX_PACKET = 64 << 20  # one TracePacket; Perfetto's own writers stay far below (a chunk is 64 KB)
+MAX_INTERNED = 4_000_000  # entries of every interned table together
+MAX_OPEN = 100_000  # slices open at once, over every track
+MAX_DEPTH = 32  # nesting of debug annotations kept (deeper values are dropped, not followed)
+CHUNK = 1 << 20
+MEMO_BYTES = 64  # debug annotations at most this long are remembered by their bytes
+MEMO_ENTRIES = 100_000  # and at most this many per sequence
+BATCH = 50_000
+TRIMONTH_S = 7_889_238  # Kineto's base-time period (torch/profiler/_cuspy/trace.py: _TRIMONTH_SECONDS)
+
+# TracePacket
+_TIMESTAMP, _TRACK_EVENT, _INTERNED, _SEQ_ID, _SEQ_FLAGS, _CLEARED, _TRACK_DESCRIPTOR, _RENDER_STAGE = (
+    8, 11, 12, 10, 13, 41, 60, 53,
+)  # fmt: skip
+_SEQ_INCREMENTAL_STATE_CLEARED = 1
+# TrackEvent
+_TE_CATEGORY_IIDS, _TE_DEBUG, _TE_TYPE, _TE_NAME_IID, _TE_TRACK, _TE_CATEGORIES, _TE_NAME, _TE_LEGACY = (
+    3, 4, 9, 10, 11, 22, 23, 6,
+)  # fmt: skip
+_TE_GPU_CORRELATION = 3000  # Cuspy's GpuTrackEvent.gpu_correlation (field 1: render-stage event ids)
+_SLICE_BEGIN, _SLICE_END, _INSTANT = 1, 2, 3
+# InternedData: (field, table) for the name-like tables read
+_INTERNED_TABLES = {1: "categories", 2: "names", 3: "annotation_names", 24: "gpu_specs", 1000: "kernels"}
+_INTERNED_STRINGS = 29  # debug_annotation_string_values (InternedString: iid 1, str 2)
+# Cuspy's render stages by name (its _RENDER_STAGES), as Kineto's categories
+_STAGE_CATEGORIES = {
+    "Kernel": "kernel",
+    "Memcpy": "gpu_memcpy",
+    "Memset": "gpu_memset",
+    "Annotation": "gpu_user_annotation",
+    "EventRecord": "graph_event_node",
+    "HostNode": "graph_host_node",
+}
+# extra_data keys Cuspy writes, as the JSON's args
+_EXTRA_ARGS = {"correlation": "correlation", "stream id": "stream", "graph id": "graph id",
+               "graph node id": "graph node id", "bytes": "bytes"}  # fmt: skip
+
+
+# The categories whose args the collector reads (the rest: name, row and time only), so only their debug
+# annotations are decoded: a with_stack trace's python_function slices are most of its events
+ARGS_READ = KERNEL_CATEGORIES | RUNTIME_CATEGORIES | OP_CATEGORIES | GPU_OP_CATEGORIES
+
+
+class _Damaged(Exception):
+    """A message that does not decode: the read stops with the offset."""
+
+
+def _varint(b: bytes, i: int) -> tuple[int, int]:
+    x = b[i]
+    if x < 0x80:
+        return x, i + 1
+    y = b[i + 1]
+    if y < 0x80:
+        return (x & 0x7F) | (y << 7), i + 2
+    result, shift = (x & 0x7F) | ((y & 0x7F) << 7), 14
+    i += 1
+    while True:
+        i += 1
+        x = b[i]
+        result |= (x & 0x7F) << shift
+        if x < 0x80:
+            return result, i + 1
+        shift += 7
+        if shift > 63:
+            raise _Damaged("a varint longer than 10 bytes")
+
+
+def _fields(b: bytes, start: int = 0, end: int | None = None) -> list[tuple[int, int, Any]]:  # noqa: PLR0912
+    """(field number, wire type, value) of one message: an int for varints and fixed fields, a ``(start, end)``
+    pair into ``b`` for a length-delimited field (nothing is copied). One-byte varints, nearly every tag and
+    most values, are read inline: this loop is most of a read's time."""
+    out: list[tuple[int, int, Any]] = []
+    append = out.append
+    i, end = start, len(b) if end is None else end
+    try:
+        while i < end:
+            key = b[i]
+            if key < 0x80:
+                i += 1
+            else:
+                key, i = _varint(b, i)
+            wire = key & 7
+            if wire == 0:
+                value = b[i]
+                if value < 0x80:
+                    i += 1
+                else:
+                    value, i = _varint(b, i)
+                append((key >> 3, 0, value))
+            elif wire == 2:
+                size = b[i]
+                if size < 0x80:
+                    i += 1
+                else:
+                    size, i = _varint(b, i)
+                if i + size > end:
+                    raise _Damaged("a field runs past its message")
+                append((key >> 3, 2, (i, i + size)))
+                i += size
+            elif wire == 1:
+                append((key >> 3, 1, int.from_bytes(b[i : i + 8], "little")))
+                i += 8
+            elif wire == 5:
+                append((key >> 3, 5, int.from_bytes(b[i : i + 4], "little")))
+                i += 4
+            else:
+                raise _Damaged(f"wire type {wire}")
+        if i > end:
+            raise _Damaged("a field runs past its message")
+    except IndexError:
+        raise _Damaged("a message cut off") from None
+    return out
+
+
+def _text(b: bytes, span: tuple[int, int]) -> str:
+    return b[span[0] : span[1]].decode("utf-8", "replace")
+
+
+def _signed(value: int) -> int:
+    """An int64 written as a varint (two's complement in 64 bits)."""
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+@dataclass
+class _Sequence:
+    """One writer sequence's interned state (cleared by SEQ_INCREMENTAL_STATE_CLEARED)."""
+
+    tables: dict[str, dict[int, str]] = field(default_factory=lambda: {t: {} for t in _INTERNED_TABLES.values()})
+    strings: dict[int, str] = field(default_factory=dict)
+    memo: dict[bytes, tuple[str, Any]] = field(default_factory=dict)  # debug annotations by their bytes
+
+
+@dataclass
+class _Track:
+    pid: Any
+    tid: Any
+    name: str
+
+
+@dataclass
+class _Open:
+    ts: int
+    name: str
+    cat: str | None
+    args: dict[str, Any]
+    gpu_correlation: list[int]
+
+
+class _Reader:
+    """The packets of one trace, into the collector."""
+
+    def __init__(self, contents: TraceContents) -> None:
+        self.c = contents
+        self.collector = Collector(contents)
+        self.sequences: dict[int, _Sequence] = {}
+        self.interned = 0
+        self.tracks: dict[int, _Track] = {}
+        self.open: dict[int, list[_Open]] = {}
+        self.open_count = 0
+        self.base: int | None = None
+        self.batch: list[Event] = []
+        self.stages = 0  # render stages read (Cuspy)
+        self.track_events = 0
+        self.cuspy = False  # raw fields only Cuspy writes were seen
+        self.event_correlation: dict[int, int] = {}  # render stage event_id -> correlation (launch links)
+        self.pending: list[tuple[dict[str, Any], list[int]]] = []  # launches whose correlation is a link
+
+    # -- packets ------------------------------------------------------------------------------------------
+
+    def packet(self, b: bytes) -> None:  # noqa: PLR0912
+        ts: int | None = None
+        seq_id = 0
+        flags = 0
+        body: tuple[int, tuple[int, int]] | None = None
+        interned: tuple[int, int] | None = None
+        for number, wire, value in _fields(b):
+            if number == _TIMESTAMP and wire == 0:
+                ts = value
+            elif number == _SEQ_ID and wire == 0:
+                seq_id = value
+            elif number == _SEQ_FLAGS and wire == 0:
+                flags = value
+            elif number == _CLEARED and wire == 0 and value:
+                flags |= _SEQ_INCREMENTAL_STATE_CLEARED
+            elif number == _INTERNED and wire == 2:
+                interned = value
+            elif number in (_TRACK_EVENT, _TRACK_DESCRIPTOR, _RENDER_STAGE) and wire == 2:
+                body = (number, value)
+        if flags & _SEQ_INCREMENTAL_STATE_CLEARED:
+            self.sequences[seq_id] = _Sequence()
+        seq = self.sequences.setdefault(seq_id, _Sequence())
+        if interned is not None:
+            self._interned(b, interned, seq)
+        if body is None:
+            return
+        number, span = body
+        if number == _TRACK_DESCRIPTOR:
+            self._track(b, span)
+        elif ts is not None and number == _TRACK_EVENT:
+            self._track_event(b, span, ts, seq)
+        elif ts is not None:
+            self._render_stage(b, span, ts, seq)
+
+    def _interned(self, b: bytes, span: tuple[int, int], seq: _Sequence) -> None:
+        for number, wire, value in _fields(b, *span):
+            if wire != 2:
+                continue
+            table = _INTERNED_TABLES.get(number)
+            if table is None and number != _INTERNED_STRINGS:
+                continue
+            iid, text = 0, ""
+            kernel_name = ""
+            for n, w, v in _fields(b, *value):
+                if n == 1 and w == 0:
+                    iid = v
+                elif n == 2 and w == 2:
+                    text = _text(b, v)
+                elif n == 3 and w == 2 and table == "kernels":
+                    kernel_name = _text(b, v)  # demangled_name, which Cuspy writes (no mangled name)
+            self.interned += 1
+            if self.interned > MAX_INTERNED:
+                raise _Damaged(f"more than {MAX_INTERNED} interned strings")
+            if table is None:
+                seq.strings[iid] = text
+            else:
+                if table == "kernels":
+                    self.cuspy = True
+                    text = kernel_name or text
+                seq.tables[table][iid] = text
+
+    def _track(self, b: bytes, span: tuple[int, int]) -> None:  # noqa: PLR0912
+        """A track's row: a thread descriptor's (pid, tid); else its parent's pid and the row a viewer merges it
+        into (``sibling_merge_key``: converters split crossing slices over tracks merged into one row), else its
+        name. A process track without a pid (a converter's "Spans") is its name."""
+        uuid, parent, name, merge_key = 0, 0, "", ""
+        pid: Any = None
+        tid: Any = None
+        for number, wire, value in _fields(b, *span):
+            if number == 1 and wire == 0:
+                uuid = value
+            elif number == 5 and wire == 0:
+                parent = value
+            elif number in (2, 10) and wire == 2:
+                name = _text(b, value)
+            elif number == 16 and wire == 2:
+                merge_key = _text(b, value)
+            elif number in (3, 4) and wire == 2:  # process / thread descriptor
+                for n, w, v in _fields(b, *value):
+                    if n == 1 and w == 0:
+                        pid = _signed(v)
+                    elif n == 2 and w == 0 and number == 4:
+                        tid = _signed(v)
+                    elif n in (5, 6) and w == 2 and not name:
+                        name = _text(b, v)
+        if pid is None and parent in self.tracks:
+            pid = self.tracks[parent].pid
+        if pid is None and not parent:
+            pid = name or uuid
+        if tid is None:
+            tid = merge_key or name or uuid
+        if len(self.tracks) < MAX_INTERNED:
+            self.tracks[uuid] = _Track(pid, tid, cut(name, 200))
+
+    def _annotations(self, b: bytes, span: tuple[int, int], seq: _Sequence, depth: int = 0) -> tuple[str, Any]:  # noqa: PLR0912
+        """One debug annotation: (name, value) with arrays and dicts as lists and dicts."""
+        name = ""
+        value: Any = None
+        items: list[Any] = []
+        entries: dict[str, Any] = {}
+        for number, wire, v in _fields(b, *span):
+            if number == 1 and wire == 0:
+                name = seq.tables["annotation_names"].get(v, "")
+            elif number == 10 and wire == 2:
+                name = _text(b, v)
+            elif number == 2 and wire == 0:
+                value = bool(v)
+            elif number == 3 and wire == 0:
+                value = v
+            elif number == 4 and wire == 0:
+                value = _signed(v)
+            elif number == 5 and wire == 1:
+                value = _double(v)
+            elif number == 6 and wire == 2:
+                value = _text(b, v)
+            elif number == 17 and wire == 0:
+                value = seq.strings.get(v, "")
+            elif number == 9 and wire == 2:
+                value = _json(b, v)  # legacy_json_value: converters write lists (grid, Input Dims) this way
+            elif number in (11, 12) and wire == 2 and depth < MAX_DEPTH:
+                key, inner = self._annotations(b, v, seq, depth + 1)
+                if number == 12:
+                    items.append(inner)
+                else:
+                    entries[key] = inner
+        if items:
+            value = items
+        elif entries:
+            value = entries
+        return name, value
+
+    def _annotation(self, b: bytes, span: tuple[int, int], seq: _Sequence) -> tuple[str, Any]:
+        """A debug annotation, remembered by its bytes: a trace repeats the same few thousand (a device, a stream,
+        a grid) on every kernel. Interned names make the same bytes mean another thing in another sequence, so the
+        memo is per sequence."""
+        if span[1] - span[0] > MEMO_BYTES:
+            return self._annotations(b, span, seq)
+        raw = b[span[0] : span[1]]
+        found = seq.memo.get(raw)
+        if found is None:
+            found = self._annotations(b, span, seq)
+            if len(seq.memo) < MEMO_ENTRIES and not isinstance(found[1], (list, dict)):
+                seq.memo[raw] = found
+        return found
+
+    def _track_event(self, b: bytes, span: tuple[int, int], ts: int, seq: _Sequence) -> None:  # noqa: PLR0912
+        kind, track = 0, 0
+        name = ""
+        cat: str | None = None
+        args: dict[str, Any] = {}
+        links: list[int] = []
+        notes: list[tuple[int, int]] = []  # debug annotations, decoded only for the events whose args are read
+        legacy_dur: int | None = None
+        for number, wire, value in _fields(b, *span):
+            if number == _TE_TYPE and wire == 0:
+                kind = value
+            elif number == _TE_TRACK and wire == 0:
+                track = value
+            elif number == _TE_NAME_IID and wire == 0:
+                name = seq.tables["names"].get(value, "")
+            elif number == _TE_NAME and wire == 2:
+                name = _text(b, value)
+            elif number == _TE_CATEGORY_IIDS and wire == 0 and cat is None:
+                cat = seq.tables["categories"].get(value)
+            elif number == _TE_CATEGORIES and wire == 2 and cat is None:
+                cat = _text(b, value)
+            elif number == _TE_DEBUG and wire == 2:
+                notes.append(value)
+            elif number == _TE_GPU_CORRELATION and wire == 2:
+                self.cuspy = True
+                links.extend(v for n, w, v in _fields(b, *value) if n == 1 and w == 0)
+            elif number == _TE_LEGACY and wire == 2:
+                for n, w, v in _fields(b, *value):
+                    if n == 3 and w == 0:
+                        legacy_dur = _signed(v)
+        self.track_events += 1
+        if notes and (cat is None or cat in ARGS_READ):
+            for note in notes:
+                key, v = self._annotation(b, note, seq)
+                if key:
+                    args[key] = v
+        if kind == _SLICE_BEGIN:
+            if self.open_count >= MAX_OPEN:
+                raise _Damaged(f"more than {MAX_OPEN} slices open at once")
+            self.open.setdefault(track, []).append(_Open(ts, name, cat, args, links))
+            self.open_count += 1
+        elif kind == _SLICE_END:
+            stack = self.open.get(track)
+            if stack:
+                began = stack.pop()
+                self.open_count -= 1
+                self._emit(track, began.ts, ts - began.ts, began.name, began.cat, began.args, began.gpu_correlation)
+        elif legacy_dur is not None:  # a complete event in the legacy form (phase X with a duration)
+            self._emit(track, ts, legacy_dur * 1000, name, cat, args, links)
+
+    def _render_stage(self, b: bytes, span: tuple[int, int], ts: int, seq: _Sequence) -> None:
+        event_id = duration = stage = lane = kernel = name_iid = 0
+        gpu = 0
+        name = ""
+        args: dict[str, Any] = {}
+        for number, wire, value in _fields(b, *span):
+            if number == 1 and wire == 0:
+                event_id = value
+            elif number == 2 and wire == 0:
+                duration = value
+            elif number == 14 and wire == 0:
+                stage = value
+            elif number == 13 and wire == 0:
+                lane = value
+            elif number == 11 and wire == 0:
+                gpu = _signed(value)
+            elif number == 19 and wire == 0:
+                kernel = value
+            elif number == 20 and wire == 0:
+                name_iid = value
+            elif number == 17 and wire == 2:
+                name = _text(b, value)
+            elif number == 6 and wire == 2:
+                self._extra(b, value, args)
+            elif number == 21 and wire == 2:
+                self._launch(b, value, seq, args)
+        self.stages += 1
+        specs = seq.tables["gpu_specs"]
+        stage_name = specs.get(stage, "")
+        cat = _STAGE_CATEGORIES.get(stage_name, "gpu_render_stage")
+        label = seq.tables["names"].get(name_iid) or seq.tables["kernels"].get(kernel) or name or stage_name
+        args["device"] = gpu
+        correlation = args.get("correlation")
+        if isinstance(correlation, int) and event_id:
+            self.event_correlation[event_id] = correlation
+        self._event(cat, label, gpu, specs.get(lane) or lane, ts, duration, args)
+
+    def _extra(self, b: bytes, span: tuple[int, int], args: dict[str, Any]) -> None:
+        key = value = ""
+        for n, w, v in _fields(b, *span):
+            if n == 1 and w == 2:
+                key = _text(b, v)
+            elif n == 2 and w == 2:
+                value = _text(b, v)
+        arg = _EXTRA_ARGS.get(key)
+        if arg is not None:
+            number = value.strip()
+            args[arg] = int(number) if number.lstrip("-").isdigit() and len(number) < 24 else value
+
+    def _launch(self, b: bytes, span: tuple[int, int], seq: _Sequence, args: dict[str, Any]) -> None:
+        for number, wire, value in _fields(b, *span):
+            if number in (1, 2) and wire == 2:
+                dims = {n: v for n, w, v in _fields(b, *value) if w == 0 and n in (1, 2, 3)}
+                args["grid" if number == 1 else "block"] = [dims.get(1, 0), dims.get(2, 0), dims.get(3, 0)]
+            elif number == 3 and wire == 2:
+                arg_name, arg_value = 0, None
+                for n, w, v in _fields(b, *value):
+                    if n == 1 and w == 0:
+                        arg_name = v
+                    elif n in (3, 4) and w == 0:  # ExtraComputeArg: int_value 3, uint_value 4
+                        arg_value = _signed(v) if n == 3 else v
+                if arg_name == 1 and arg_value is not None:  # Cuspy's _COMPUTE_ARGS: 1 registers_per_thread
+                    args["registers per thread"] = arg_value
+
+    # -- events ---------------------------------------------------------------------------------------------
+
+    def _emit(  # noqa: PLR0917 - a slice's fields, in the order the packet gives them
+        self, track: int, ts: int, dur: int, name: str, cat: str | None, args: dict[str, Any], links: list[int]
+    ) -> None:
+        where = self.tracks.get(track) or _Track(None, track, "")
+        if links and "correlation" not in args:
+            doc = {"cat": cat, "name": name, "pid": where.pid, "tid": where.tid, "ts": self._us(ts),
+                   "dur": dur / 1000.0, "args": args}  # fmt: skip
+            self.pending.append((doc, links))
+            return
+        self._event(cat, name, where.pid, where.tid, ts, dur, args)
+
+    def _us(self, ns: int) -> float:
+        """Microseconds as the JSON export of the same run has them: Cuspy's relative to Kineto's base (the
+        three-month period the first timestamp falls in), a converter's absolute, as the JSON it converted."""
+        if self.base is None:
+            self.base = (ns // (TRIMONTH_S * 10**9)) * TRIMONTH_S * 10**9 if self.cuspy else 0
+        return (ns - self.base) / 1000.0
+
+    def _event(  # noqa: PLR0917 - an event's fields, as the JSON reader's events have them
+        self, cat: str | None, name: str, pid: Any, tid: Any, ts: int, dur: int, args: dict[str, Any]
+    ) -> None:
+        self.batch.append(event_from_parts(cat, name, pid, tid, self._us(ts), dur / 1000.0, args))
+        if len(self.batch) >= BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.batch:
+            self.collector.add(self.batch)
+            self.batch = []
+
+    def finish(self) -> None:
+        """Launches linked to their render stages by event id (Cuspy) take the stages' correlation; slices still
+        open at the end are counted as the truncation they are."""
+        for doc, links in self.pending:
+            found = next((self.event_correlation[e] for e in links if e in self.event_correlation), None)
+            if found is not None:
+                doc["args"]["correlation"] = found
+            self.batch.append(event_from_parts(**doc))
+        self.pending = []
+        self.flush()
+
+
+def _json(b: bytes, span: tuple[int, int]) -> Any:
+    """A legacy JSON value, decoded (bounded by its packet's size); the text itself where it is not JSON."""
+    raw = b[span[0] : span[1]]
+    try:
+        return msgspec.json.decode(raw)
+    except (msgspec.DecodeError, RecursionError):
+        return raw.decode("utf-8", "replace")
+
+
+def _double(bits: int) -> float:
+    value: float = struct.unpack("<d", bits.to_bytes(8, "little"))[0]
+    return value
+
+
+def looks_like_packets(head: bytes) -> bool:
+    """Whether these first bytes are a protobuf ``Trace``: field 1 (a packet), whose bytes, where the head holds
+    them all, decode as fields of known wire types. A JSON file cannot pass (its first byte is ``{`` or ``[``
+    after blanks, never the tag 0x0a followed by a well-formed message)."""
+    if head[:1] != b"\x0a":
+        return False
+    try:
+        size, i = _varint(head, 1)
+        packet = head[i : i + size]
+        for _ in _fields(packet):
+            pass
+    except (_Damaged, IndexError):
+        return False
+    return size > 0 and (len(packet) == size or len(head) - i < size)
+
+
+class _Packets:
+    """The ``Trace`` message's packets (field 1), one at a time, from a stream: never the whole file."""
+
+    def __init__(self, fh: IO[bytes], on_read: Callable[[int], None] | None) -> None:
+        self.fh = fh
+        self.buf = b""
+        self.pos = 0
+        self.offset = 0  # of buf[0] in the (inflated) stream
+        self.on_read = on_read
+        self.start = 0  # where the packet being read starts, for a message
+
+    def _fill(self, need: int) -> bool:
+        """At least ``need`` bytes after pos, unless the stream ends first."""
+        while len(self.buf) - self.pos < need:
+            chunk = self.fh.read(max(CHUNK, need))
+            if not chunk:
+                return False
+            self.offset += self.pos
+            self.buf = self.buf[self.pos :] + chunk
+            self.pos = 0
+            if self.on_read is not None:
+                self.on_read(len(chunk))
+        return True
+
+    def __iter__(self) -> Iterator[tuple[int, bytes]]:
+        while self._fill(1):
+            self.start = start = self.offset + self.pos
+            self._fill(20)
+            try:
+                key, i = _varint(self.buf, self.pos)
+                wire = key & 7
+                if wire != 2:
+                    raise _Damaged(f"field {key >> 3} of the trace is not a message")
+                size, i = _varint(self.buf, i)
+            except IndexError:
+                raise _Damaged("the file ends inside a packet's header") from None
+            if size > MAX_PACKET:
+                raise _Damaged(f"a packet of {size} bytes (at most {MAX_PACKET})")
+            self.pos = i
+            if not self._fill(size):
+                raise _Damaged("the file ends inside a packet")
+            body = self.buf[self.pos : self.pos + size]
+            self.pos += size
+            if key >> 3 == 1:
+                yield start, body
+
+
+def read_perfetto(path: Path, on_read: Callable[[int], None] | None = None) -> TraceContents:
+    """A Perfetto protobuf trace (gzip-compressed or not) as the contents every pass reads."""
+    contents = TraceContents(path=str(path))
+    contents.layout = "protobuf"
+    contents.format = "perfetto-proto"
+    reader = _Reader(contents)
+    packets: _Packets | None = None
+    try:
+        with open(path, "rb") as raw:
+            contents.compressed = raw.read(2) == b"\x1f\x8b"
+            raw.seek(0)
+            stream: IO[bytes] = gzip.GzipFile(fileobj=raw, mode="rb") if contents.compressed else raw  # type: ignore[assignment]
+            packets = _Packets(stream, on_read)
+            for _, packet in packets:
+                reader.packet(packet)
+            contents.bytes_read = raw.tell()
+    except _Damaged as exc:
+        where = "inflated byte" if contents.compressed else "byte"
+        at = packets.start if packets is not None else 0
+        raise InputFileError(f"{path}: not a readable Perfetto trace at {where} {at}: {exc}") from None
+    except (OSError, EOFError, zlib.error) as exc:
+        raise InputFileError(f"{path}: cannot read ({cut(visible(str(exc)), 200)})") from None
+    reader.finish()
+    if reader.open_count:
+        contents.metadata["perfetto_open_slices"] = reader.open_count
+    contents.writer = _writer(reader)
+    if reader.cuspy:
+        contents.cannot_show.update(CUSPY_CANNOT_SHOW)
+    return contents
+
+
+CUSPY_CANNOT_SHOW = {
+    "impossible-metrics": "Cuspy writes no blocks per SM, warps per SM or occupancy to check",
+    "kernels-overlap": "Cuspy clamps each GPU op's end to the next op's start on its lane before writing a .pftrace, "
+    "so overlaps are removed from the file (the JSON export of the same run keeps them)",
+}
+
+
+def _writer(reader: _Reader) -> str:
+    if reader.cuspy:
+        return "PyTorch profiler with the Cuspy collector (PyTorch 2.15+)"
+    if reader.track_events and reader.c.timeline.categories.keys() & {"kernel", "cpu_op", "cuda_runtime"}:
+        return "Kineto's events as TrackEvent slices (a JSON-to-Perfetto converter)"
+    return ""
