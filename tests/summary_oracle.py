@@ -126,12 +126,14 @@ def _device(events: list[Event], gpu: list[Event], overheads: list[Event]) -> tu
         if isinstance(corr, int) and corr in by_corr:
             claiming += 1
             overhead[str(o.get("name"))] += by_corr[corr]
-    spans = sorted((g["ts"], g["ts"] + _dur(g)) for g in gpu)
-    busy, reach = 0.0, float("-inf")
-    for s, e in spans:
-        if e > reach:
-            busy += e - max(s, reach)
-            reach = e
+    busy = 0.0
+    for device in {_args(g).get("device") for g in gpu}:  # each GPU's own union
+        spans = sorted((g["ts"], g["ts"] + _dur(g)) for g in gpu if _args(g).get("device") == device)
+        reach = float("-inf")
+        for s, e in spans:
+            if e > reach:
+                busy += e - max(s, reach)
+                reach = e
     return gpu_rows, annotations, overhead, claiming, busy
 
 

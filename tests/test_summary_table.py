@@ -497,3 +497,14 @@ def test_hostile_overhead_and_annotation_records_are_read_within_bounds(tmp_path
     assert rows(found["summary-table"])[("7", "gpu_annotation")] == (1, 4.0, 4.0, 0.0, 0.0)
     assert rows(found["summary-table"])[("step", "op")] == (1, 0.0, 10.0, 0.0, 10.0)
     assert found["profiler-overhead"]["kinds"] == {"Buffer Flush": 3.0, "Resource": 2.0}
+
+
+def test_two_gpus_busy_at_once_are_busy_twice(tmp_path: Path) -> None:
+    """The table sums both GPUs' kernels, so GPU busy is each device's union, summed (an nsys export of two GPUs
+    read 1.88x before)."""
+    b = TraceBuilder(devices=2)
+    b.add(spec("on0", dur=150.0, device=0))  # +30 to +180 on GPU 0
+    b.add(spec("on1", dur=60.0, device=1))  # +130 to +190 on GPU 1: at the same time, another device
+    path = b.write(tmp_path / "t.json")
+    found = inspect(path)["summary-table"]
+    assert (found["table_self_us"], found["busy_us"], found["status"]) == (210.0, 210.0, "ok")

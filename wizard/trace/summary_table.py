@@ -77,7 +77,7 @@ class SummaryTable:
     gpu_events: int = 0
     linked: int = 0  # GPU events attributed to an op
     table_self_us: float = 0.0  # "Self CUDA time total": the GPU rows' self times (annotations left out)
-    busy_us: float = 0.0  # the wall-clock union of the GPU events
+    busy_us: float = 0.0  # the wall-clock union of the GPU events, per device, summed
     annotation_us: float = 0.0  # gpu_user_annotation time shown as rows' Self CUDA
     overhead_events: int = 0
     claiming: int = 0  # overhead events carrying a GPU event's correlation id
@@ -106,6 +106,7 @@ class _Events:
     corr: Ints
     name: Ints
     names: list[str]
+    device: Ints  # -1 where the event names none
 
     @classmethod
     def of(cls, contents: TraceContents) -> _Events:
@@ -126,7 +127,13 @@ class _Events:
             np.concatenate((_ints(corr), _ints(ops.corr))),
             np.concatenate((kernel_names[_ints(shape)], op_names[_ints(ops.shape)])),
             names,
+            np.concatenate((_devices(shapes)[_ints(shape)], _devices(ops.shapes)[_ints(ops.shape)])),
         )
+
+
+def _devices(shapes: Any) -> Ints:
+    """Each shape's device (its fourth field), -1 where it is not a whole number."""
+    return np.array([d if type(d) is int else -1 for d in (s[3] for s in shapes)] or [-1], dtype=np.int64)
 
 
 def _launches(contents: TraceContents, corr: Ints) -> tuple[Ints, Floats]:
@@ -292,7 +299,10 @@ def summary_table(contents: TraceContents) -> SummaryTable:
     table.rows.sort(key=lambda r: (-r.reported_self_us, -r.reported_total_us, r.name))
     table.table_self_us = sum(r.reported_self_us for r in table.rows if r.kind == "gpu")
     table.annotation_us = sum(r.reported_self_us for r in table.rows if r.kind == "gpu_annotation")
-    table.busy_us = _union(events.ts, events.ts + events.dur)
+    table.busy_us = sum(  # per device: two GPUs busy at once are busy twice, as their kernels' sum counts them
+        _union(events.ts[events.device == d], (events.ts + events.dur)[events.device == d])
+        for d in np.unique(events.device).tolist()
+    )
     return table
 
 
