@@ -164,6 +164,15 @@ def health_examples() -> dict[str, TraceBuilder]:
     _step(b, 2, kernel_delay=-4.0)
     out["impossible-timing.json"] = b
 
+    b = TraceBuilder(gpu="H100")  # summary-table: an overhead record carries aten::add's launch id (pytorch#193392)
+    _step(b)
+    b.add(KernelSpec("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float> >",
+                     (4096, 1, 1), (128, 1, 1), 26, 0, "aten::add", [[1024, 512], [1024, 512], []],
+                     ["float", "float", "Scalar"], dur=8.0))
+    b.add_overhead("Activity Buffer Request", 12.0, correlation=b.last_correlation)
+    _step(b)
+    out["summary-table.json"] = b
+
     for rank, waits in enumerate(([0, 0, 0], [850, 0, 0], [300, 700, 0])):  # rank-skew: rank 2 arrives late
         b = TraceBuilder(gpu="H100")
         b.set_metadata("distributedInfo", {"rank": rank, "world_size": 3})

@@ -114,6 +114,7 @@ def test_the_names_the_scripts_ask_for(run_cli: RunCli) -> None:
             "kernels-missing",
             "negative-warps-per-sm",
             "rank-skew",
+            "summary-table",
             "torch-sees-no-gpu",
             "triage",
         ]

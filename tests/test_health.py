@@ -55,6 +55,8 @@ def test_a_healthy_trace_is_ok_on_every_check(tmp_path: Path) -> None:
         "clock-skew": "ok",
         "trace-size": "ok",  # small, and no Python events: nothing worth a word (issue 37 item 9)
         "stacks-missing": "info",  # the builder's ops carry no python_function frames unless asked
+        "summary-table": "ok",
+        "profiler-overhead": "ok",
     }
     assert found["graph-launches"]["mode"] == "eager"
     assert found["durations"]["gpu_events"] == 5

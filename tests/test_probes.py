@@ -488,6 +488,11 @@ def _runs_here(tmp_path: Path) -> dict[str, list[tuple[Environment, dict[str, An
         ],
         "cupti.env": [(no_torch, {})],
         "profiler.kineto_log": [(no_torch, {}), (env_for(tmp_path, python="/usr/bin/false", workload=failing), {})],
+        "profiler.overhead": [
+            (no_torch, {}),
+            (env_for(tmp_path, python="/usr/bin/false", workload=failing), {}),
+            (env_for(tmp_path, workload=failing), {"runs": 0}),
+        ],
         "ranks.baseline": [
             (no_torch, {"paths": str(traces / "rank-skew"), "baseline": str(traces / "rank-skew-baseline")}),
             (no_torch, {"paths": str(traces / "grid-overflow.json")}),

@@ -6,6 +6,9 @@ mechanism found, emits one ``WarpWizardWarning`` (and a ``logging`` record on th
 logger) naming the kernel, the wrong and the true value and the cause. Optionally it writes a
 corrected copy beside the trace (for TensorBoard, Perfetto and HTA) and a JSON report.
 ``export_chrome_trace(prof, path)`` does the same for a plain ``prof.export_chrome_trace(path)``.
+Where the profiler is at hand, the table the user prints (``prof.key_averages()``) is compared with the
+trace's GPU events counted once (the summary-table check): a row that claims more device time than its
+kernels ran, or a Self CUDA total above the GPU's busy time, is one more warning.
 
 Checking never breaks training: any error inside it becomes a warning and the caller goes on. It
 runs in the calling process (no worker processes) and costs one read of the trace. torch is
@@ -43,6 +46,7 @@ class TraceCheck:
     fixed: str | None = None
     report: str | None = None
     warnings: list[str] = field(default_factory=list)
+    printed: list[Any] = field(default_factory=list)  # prof.key_averages()' rows, where a profiler was at hand
 
 
 @dataclass
@@ -76,6 +80,18 @@ class TraceChecker:
             _warn(result, line)
         return result
 
+    def compare_table(self, prof: Any, result: TraceCheck) -> None:
+        """The table the user prints, ``prof.key_averages()``, against the trace just checked (its summary-table
+        check): one warning per row that claims more device time than its GPU events ran, and for a Self CUDA
+        total above the GPU's busy time. Never raises, except where WarpWizardWarning is an error."""
+        lines: list[str] = []
+        try:
+            lines = _table_lines(prof, result)
+        except Exception as exc:  # noqa: BLE001 - the training run goes on
+            lines.append(f"warpwizard could not compare key_averages() with {visible(result.trace)}: {visible(exc)}")
+        for line in lines:
+            _warn(result, line)
+
     def _check(self, result: TraceCheck) -> list[str]:
         """The warnings' lines; the corrected copy and the report are written before any is shown."""
         from wizard.api import inspect_traces
@@ -102,6 +118,40 @@ class TraceChecker:
             except Exception as exc:  # noqa: BLE001
                 lines.append(f"warpwizard could not write the report for {visible(result.trace)}: {visible(exc)}")
         return lines
+
+
+def printed_rows(averages: Any) -> list[Any]:
+    """``prof.key_averages()``' rows as the table prints them (``wizard.trace.summary_table.PrintedRow``)."""
+    from wizard.trace.summary_table import PrintedRow
+
+    return [
+        PrintedRow(
+            str(evt.key),
+            int(evt.count),
+            float(evt.self_device_time_total),
+            float(evt.device_time_total),
+            str(evt.device_type).rsplit(".", 1)[-1] != "CPU",
+            bool(getattr(evt, "is_user_annotation", False)),
+        )
+        for evt in averages
+    ]
+
+
+def _table_lines(prof: Any, result: TraceCheck) -> list[str]:
+    """The comparison's warnings: nothing when the profiler has no table or the trace was not checked."""
+    from wizard.trace.summary_table import compare_printed
+
+    averages = getattr(prof, "key_averages", None)
+    if averages is None or result.inspection is None:
+        return []
+    result.printed = printed_rows(averages())
+    check = next((c for c in result.inspection.health if c.check == "summary-table"), None)
+    if check is None:
+        return []
+    return [
+        f"warpwizard: {visible(line)} (trace {visible(result.trace)})"
+        for line in compare_printed(result.printed, check)
+    ]
 
 
 def health_warnings(inspection: Any) -> list[str]:
@@ -164,7 +214,7 @@ def tensorboard_trace_handler(
         recorder = _Recorder(prof)
         torch_handler(dir_name, worker_name, use_gzip, **extra)(recorder)  # PyTorch names and writes the file
         for path in recorder.paths:
-            checker.check(path)
+            checker.compare_table(prof, checker.check(path))
 
     handler.checker = checker  # type: ignore[attr-defined]
     return handler
@@ -180,7 +230,10 @@ def export_chrome_trace(
 ) -> TraceCheck:
     """``prof.export_chrome_trace(path)``, then a check of the trace (see ``TraceChecker``)."""
     prof.export_chrome_trace(os.fspath(path))
-    return TraceChecker(fix=fix, report=report, sms=sms).check(path)
+    checker = TraceChecker(fix=fix, report=report, sms=sms)
+    result = checker.check(path)
+    checker.compare_table(prof, result)
+    return result
 
 
 class _Recorder:

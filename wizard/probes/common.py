@@ -75,6 +75,7 @@ def _doing(mode: str, args: list[str], python: str) -> str:
         "profile": f"profiling `{shown_command(workload)}` under torch.profiler",
         "legacy": f"profiling `{shown_command(workload)}` under the legacy autograd profiler",
         "run": f"running `{shown_command(workload)}`",
+        "overhead": f"timing `{shown_command(workload)}` with and without torch.profiler",
         "validate": "running PyTorch's trace validator",
         "env": f"asking {cut(visible(python), 60)} for its torch and GPUs",
     }

@@ -8,6 +8,7 @@ Modes:
   profile OUT -- ARGV...   run a script under torch.profiler, export a Chrome trace
   legacy OUT -- ARGV...    run it under the legacy autograd profiler (no Kineto)
   run -- ARGV...           run it plainly (CUDA_LAUNCH_BLOCKING is set by the caller)
+  overhead N -- ARGV...    time it N times plainly and N times under torch.profiler (after a warm-up run)
   validate TRACE           this torch's own trace checker (torch.profiler._trace_validator, 2.12+)
   libdirs                  where this torch keeps its shared libraries (torch/lib, nvidia/*/lib), without importing it
 """
@@ -177,6 +178,57 @@ def profile(out: str, argv: list[str], legacy: bool) -> None:
     emit({**result, "ok": code == 0, "exit_code": code, "failure": FAILURE[-1] if FAILURE else None})
 
 
+def overhead(runs: int, argv: list[str]) -> None:
+    """The workload run ``runs`` times plain and ``runs`` times under torch.profiler, interleaved after an
+    untimed warm-up run of each kind (imports, CUDA context, caches; Kineto's start), each timed from start to
+    end with the device synchronised; nothing is exported (an export follows the step)."""
+    import time
+
+    torch = _torch()
+    cuda = bool(torch.cuda.is_available())
+    activities = [torch.profiler.ProfilerActivity.CPU]
+    if cuda:
+        activities.append(torch.profiler.ProfilerActivity.CUDA)
+
+    def timed(profiled: bool) -> tuple[int, float, float]:
+        start, cpu = time.perf_counter(), time.process_time()
+        if profiled:
+            with torch.profiler.profile(activities=activities):
+                code = _run_script(argv)
+                if cuda:
+                    torch.cuda.synchronize()
+        else:
+            code = _run_script(argv)
+            if cuda:
+                torch.cuda.synchronize()
+        return code, time.perf_counter() - start, time.process_time() - cpu
+
+    times: dict[str, list[float]] = {"plain_s": [], "profiled_s": [], "plain_cpu_s": [], "profiled_cpu_s": []}
+    code, _, _ = timed(False)
+    if code == 0:
+        code, _, _ = timed(True)  # the first session also starts Kineto (and CUPTI): a one-time cost, not the step's
+    for _ in range(runs if code == 0 else 0):
+        for kind, under in (("plain", False), ("profiled", True)):
+            code, wall, cpu = timed(under)
+            if code:
+                break
+            times[f"{kind}_s"].append(wall)
+            times[f"{kind}_cpu_s"].append(cpu)
+        if code:
+            break
+    failure = FAILURE[-1] if FAILURE else None
+    emit(
+        {
+            "ok": code == 0,
+            "exit_code": code,
+            "cuda_available": cuda,
+            "failure": failure,
+            "torch_version": torch.__version__,
+            **times,
+        }
+    )
+
+
 def validate(trace: str) -> None:
     """Run this interpreter's torch.profiler._trace_validator on a trace. The module needs only the
     standard library, so it is loaded from torch's directory without importing torch (a second, not
@@ -258,6 +310,8 @@ def main(args: list[str]) -> None:
         emit(lib_dirs())
     elif mode == "validate" and len(args) == 2:
         validate(args[1])
+    elif mode == "overhead" and len(args) > 1 and args[1].isdigit():
+        overhead(int(args[1]), rest)
     elif mode == "run":
         code = _run_script(rest)
         failure = FAILURE[-1] if FAILURE else None

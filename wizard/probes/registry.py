@@ -26,6 +26,7 @@ def builtin_probes() -> dict[str, Probe]:
     from wizard.probes.launch_blocking import LaunchBlockingProbe
     from wizard.probes.metrics_sanity import MetricsSanityProbe
     from wizard.probes.op_isolate import OpIsolateProbe
+    from wizard.probes.profiler_overhead import ProfilerOverheadProbe
     from wizard.probes.rank_baseline import RankBaselineProbe
     from wizard.probes.reprofile import ReprofileProbe
     from wizard.probes.trace_inspect import TraceInspectProbe
@@ -42,6 +43,7 @@ def builtin_probes() -> dict[str, Probe]:
         CuptiEnvProbe(),
         KinetoLogProbe(),
         RankBaselineProbe(),
+        ProfilerOverheadProbe(),
     ]
     return {p.name: p for p in probes}
 

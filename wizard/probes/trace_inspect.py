@@ -220,6 +220,29 @@ def health_facts(inspection: Inspection) -> dict[str, Any]:
         "straggler_rank": int(max(last, key=lambda r: (last[r], -int(r)))) if last else None,
         "python_stacks": not any(c.check == "stacks-missing" and c.count for c in checks),
         "trace_events": _total(checks, "trace-size"),
+        **summary_facts(checks),
+    }
+
+
+def summary_facts(checks: list[Any]) -> dict[str, Any]:
+    """The summary-table and profiler-overhead checks' numbers (summed over a rank directory's traces; the share
+    and drift are the worst trace's)."""
+    shares = [c.details.get("share") for c in checks if c.check == "profiler-overhead"]
+    drifts = [d for c in checks if c.check == "profiler-overhead" and (d := c.details.get("drift")) is not None]
+    return {
+        "summary_inflated_ops": _total(checks, "summary-table", "inflated_ops"),
+        "summary_claiming_overheads": _total(checks, "summary-table", "claiming"),
+        "summary_over_wall_clock": any(c.details.get("over_wall_clock") for c in checks if c.check == "summary-table"),
+        "summary_self_us": sum(
+            float(c.details.get("table_self_us") or 0) for c in checks if c.check == "summary-table"
+        ),
+        "summary_busy_us": sum(float(c.details.get("busy_us") or 0) for c in checks if c.check == "summary-table"),
+        "summary_annotation_us": sum(
+            float(c.details.get("annotation_us") or 0) for c in checks if c.check == "summary-table"
+        ),
+        "overhead_records": _total(checks, "profiler-overhead"),
+        "overhead_share": max((float(s) for s in shares if s is not None), default=None),
+        "step_drift": max(drifts, key=abs, default=None),
     }
 
 
@@ -333,6 +356,21 @@ class TraceInspectFacts(TypedDict, total=False):
     straggler_rank: Annotated[int | None, "the rank that started last most often"]
     python_stacks: Annotated[bool, "whether Python stacks were recorded (python_function events)"]
     trace_events: Annotated[int, "events with a category in the traces"]
+    summary_inflated_ops: Annotated[
+        int, "key_averages() rows whose device total exceeds their GPU events counted once by the margin"
+    ]
+    summary_claiming_overheads: Annotated[int, "profiler-overhead records carrying a GPU event's correlation id"]
+    summary_over_wall_clock: Annotated[
+        bool, "whether key_averages()' Self CUDA total exceeds the time the GPU was busy by the margin"
+    ]
+    summary_self_us: Annotated[float, "key_averages()' Self CUDA time total, recomputed from the trace, in µs"]
+    summary_busy_us: Annotated[float, "the wall-clock union of the GPU events (GPU busy time), in µs"]
+    summary_annotation_us: Annotated[float, "gpu_user_annotation time shown as Self CUDA rows, in µs"]
+    overhead_records: Annotated[int, "CUPTI profiler-overhead records in the traces"]
+    overhead_share: Annotated[float | None, "the largest share of a trace's window spent in them (0.1 = 10%)"]
+    step_drift: Annotated[
+        float | None, "the ProfilerStep spans' drift: the last third's mean against the first third's (0.1 = +10%)"
+    ]
     resident_warps: Annotated[
         list[int],
         "the most warps an SM of the trace's GPUs holds at once (maxThreadsPerMultiprocessor / 32: 32 on cc 7.5, "

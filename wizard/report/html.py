@@ -18,7 +18,14 @@ from typing import Any
 from wizard.engine.transcript import ENV_PROBE, Transcript
 from wizard.formatting import plural, verb
 from wizard.profiler import split_trace_name
-from wizard.report.view import NAME_LIMIT, FindingRow, InspectionView, inspection_view, per_rank_counts
+from wizard.report.view import (
+    NAME_LIMIT,
+    FindingRow,
+    InspectionView,
+    inspection_view,
+    per_rank_counts,
+    summary_table_views,
+)
 from wizard.trace.inspect import Inspection
 from wizard.trace.mechanisms import BY_ID, is_wrong
 from wizard.untrusted import html_text, script_json
@@ -278,6 +285,37 @@ def _health_rows(rows: list[tuple[str, Any]], several: bool) -> str:
     return "".join(out)
 
 
+def summary_table_section(inspection: Inspection) -> str:
+    """key_averages()' table as PyTorch reports it beside each GPU event counted once (the summary-table check);
+    the rows that mislead by the check's margin marked."""
+    parts = []
+    for view in summary_table_views(inspection):
+        totals = "".join(f"<li>{html_text(what, 200)}: {us} µs</li>" for what, us in view.totals)
+        body = "".join(
+            f'<tr class="{"health warning" if off else ""}">'
+            f'<td data-label="row"><code>{html_text(name, 300)}</code></td>'
+            f'<td data-label="kind">{kind}</td><td data-label="calls" class="num">{calls}</td>'
+            f'<td data-label="Self CUDA reported" class="num">{self_r}</td>'
+            f'<td data-label="counted once" class="num">{self_t}</td>'
+            f'<td data-label="CUDA total reported" class="num">{total_r}</td>'
+            f'<td data-label="counted once" class="num">{total_t}</td></tr>'
+            for name, kind, calls, self_r, self_t, total_r, total_t, off in view.rows
+        )
+        parts.append(
+            f"<h3>{html_text(view.path, 200)} ({view.status})</h3><ul>{totals}</ul>"
+            '<div class="scroll reflow"><table><thead><tr><th>row</th><th>kind</th><th>calls</th>'
+            "<th>Self CUDA reported (µs)</th><th>counted once</th><th>CUDA total reported (µs)</th>"
+            f"<th>counted once</th></tr></thead><tbody>{body}</tbody></table></div>"
+        )
+    if not parts:
+        return ""
+    return (
+        '<section id="ww-summary-table"><h2>key_averages(), reported and counted once</h2>'
+        + "".join(parts)
+        + "</section>"
+    )
+
+
 def health_section(inspection: Inspection) -> str:
     """The health check first: the problems of every trace as a table, worst first, each with what it means
     and where a playbook continues; the other checks folded below; the picture of where the problems lie
@@ -393,7 +431,8 @@ def inspection_html(inspection: Inspection) -> str:
     """The page for ``warpwizard trace inspect --report FILE.html`` and ``Inspection.to_html()``."""
     view = inspection_view(inspection)
     body, plots = _inspection_sections(inspection, view)
-    return _page("warpwizard trace inspection", [health_section(inspection), _verdict(view), *body], plots)
+    sections = [health_section(inspection), summary_table_section(inspection), _verdict(view), *body]
+    return _page("warpwizard trace inspection", sections, plots)
 
 
 def _steps(t: Transcript) -> str:

@@ -6,7 +6,7 @@ from typing import Any
 
 from wizard.engine.transcript import Transcript, TranscriptEntry
 from wizard.formatting import plural
-from wizard.report.view import wrong_rows
+from wizard.report.view import summary_table_views, wrong_rows
 from wizard.trace.inspect import Inspection
 from wizard.trace.report import MAX_GROUPS
 from wizard.untrusted import markdown, markdown_code, markdown_prose
@@ -122,8 +122,29 @@ def health_markdown(inspection: Inspection) -> list[str]:
     return [*out, ""]
 
 
+def summary_table_markdown(inspection: Inspection) -> list[str]:
+    """key_averages()' table as PyTorch reports it beside each GPU event counted once (the summary-table check);
+    the rows that mislead by the check's margin in bold."""
+    out: list[str] = []
+    for view in summary_table_views(inspection):
+        out += [f"## key_averages(), reported and counted once: {markdown_code(view.path)} ({view.status})", ""]
+        out += [f"- {markdown(what)}: {us} µs" for what, us in view.totals] + [""]
+        out += [
+            "| row | kind | calls | Self CUDA reported (µs) | counted once | CUDA total reported (µs) | counted once |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for name, kind, calls, self_r, self_t, total_r, total_t, off in view.rows:
+            mark = "**" if off else ""
+            out.append(
+                f"| {markdown_code(name, table=True)} | {kind} | {calls} | {self_r} | {self_t} | "
+                f"{mark}{total_r}{mark} | {total_t} |"
+            )
+        out.append("")
+    return out
+
+
 def inspection_markdown(inspection: Inspection) -> str:
-    out = ["# warpwizard trace inspection", "", *health_markdown(inspection)]
+    out = ["# warpwizard trace inspection", "", *health_markdown(inspection), *summary_table_markdown(inspection)]
     for r in inspection.reports:
         out.append(f"## {markdown_code(r.path)}" + (f" (rank {r.rank})" if r.rank is not None else ""))
         out.append("")

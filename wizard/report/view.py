@@ -147,3 +147,53 @@ def environment_rows(facts: dict[str, Any]) -> list[tuple[str, str]]:
     return [
         (str(k), compact(v) if isinstance(v, (int, float)) else str(v)) for k, v in facts.items() if v not in (None, "")
     ]
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryTableView:
+    """One trace's key_averages() table as reported and with each GPU event counted once (summary-table)."""
+
+    path: str
+    status: str
+    totals: list[tuple[str, str]]  # (what, µs) lines above the table
+    rows: list[tuple[str, str, int, str, str, str, str, bool]]  # name, kind, calls, self r/t, total r/t, off
+
+
+SUMMARY_KINDS = {"op": "op", "gpu": "GPU event", "gpu_annotation": "GPU annotation", "overhead": "profiler overhead"}
+
+
+def _us(value: Any) -> str:
+    return f"{value:,.1f}" if isinstance(value, (int, float)) else "?"
+
+
+def summary_table_views(inspection: Inspection) -> list[SummaryTableView]:
+    """Each trace whose summary-table check could run: its sums and rows, the ones that mislead marked."""
+    from wizard.trace.summary_table import off_by_margin
+
+    out = []
+    for report in inspection.reports:
+        check = next((c for c in report.health if c.check == "summary-table"), None)
+        if check is None or check.status == "not_applicable":
+            continue
+        d = check.details
+        totals = [
+            ("Self CUDA time total, as key_averages().table() prints it", _us(d.get("table_self_us"))),
+            ("GPU busy: the wall-clock union of the GPU events", _us(d.get("busy_us"))),
+            ("GPU annotation time shown as Self CUDA rows (left out of the total)", _us(d.get("annotation_us"))),
+            ("kernel time claimed by profiler-overhead records", _us(d.get("claimed_us"))),
+        ]
+        rows = [
+            (
+                cut(str(r["name"]), NAME_LIMIT),
+                SUMMARY_KINDS.get(r["kind"], r["kind"]),
+                int(r["calls"]),
+                _us(r["reported_self_us"]),
+                _us(r["true_self_us"]),
+                _us(r["reported_total_us"]),
+                _us(r["true_total_us"]),
+                r["kind"] == "overhead" or off_by_margin(r["reported_total_us"], r["true_total_us"]),
+            )
+            for r in d.get("rows", [])
+        ]
+        out.append(SummaryTableView(report.path, check.status, totals, rows))
+    return out

@@ -348,6 +348,49 @@ class TraceBuilder:
         """A top-level key of the trace (``distributedInfo``, ...)."""
         self._metadata[key] = value
 
+    @property
+    def last_correlation(self) -> int:
+        """The correlation id of the latest launch or call added."""
+        return self._correlation - 1
+
+    @property
+    def clock(self) -> float:
+        """Where the next event starts (µs)."""
+        return self._clock
+
+    def span(self, name: str, specs: Sequence[KernelSpec], *, cat: str | None = None) -> tuple[float, float]:
+        """An op (or, with ``cat="user_annotation"``, a record_function span such as ``ProfilerStep#N``) around
+        these launches, on the same thread: PyTorch's tree makes their ops its children. Its (start, end)."""
+        start = self._clock
+        for spec in specs:
+            self.add(spec)
+        end = self._clock
+        tid: Any = str(self.tid) if self.era in ("2021", "pt18") else self.tid
+        args = {"External id": self._external}
+        self._external += 1
+        self._complete(cat or self._cats[0], name, (self.pid, tid), (start, end - start), args)
+        return start, end
+
+    def add_overhead(self, name: str, dur: float, *, correlation: int | None = None, ts: float | None = None) -> None:
+        """A CUPTI overhead record as Kineto writes it (cat ``overhead``, pid -1); ``correlation`` plants the
+        id an overhead record inherits from the launch it interrupted."""
+        args = {"correlation": correlation} if correlation is not None else {}
+        at = self._clock if ts is None else ts
+        self._events.append(
+            {
+                "ph": "X",
+                "cat": "overhead",
+                "name": name,
+                "pid": -1,
+                "tid": 0,
+                "ts": at,
+                "dur": dur,
+                **({"args": args} if args else {}),
+            }
+        )
+        if ts is None:
+            self._clock += dur + 1
+
     def add_counter(self, name: str, ts: float, value: float, device: int = 0) -> None:
         """A CUPTI PM-sampling sample (PyTorch 2.15+): a Chrome counter event under "GPU N Counters"."""
         self._events.append(

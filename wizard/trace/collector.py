@@ -50,6 +50,8 @@ class Truncation:
 STEP_CAP = 100_000  # ProfilerStep intervals kept (a trace has one per profiled step)
 RANGE_CAP = 1_000_000  # correlation ids of cuda_profiler_range events kept (the range profiler's maxRanges is far less)
 PROFILER_RANGE = "cuda_profiler_range"  # Kineto's CUPTI range profiler: one event per kernel, with counters
+ANNOTATION_CAP = 100_000  # record_function spans, GPU annotations and profiler-overhead events kept (each kind)
+OVERHEAD_CATEGORIES = frozenset({"overhead", "Overhead"})  # Kineto's ActivityType::OVERHEAD ("overhead")
 
 
 @dataclass
@@ -67,6 +69,12 @@ class Timeline:
     steps: list[tuple[float, float, str]] = field(default_factory=list)
     # the correlation ids of the CUPTI range profiler's events (its launches have no kernel event: health.md)
     profiler_ranges: list[int] = field(default_factory=list)
+    # for the summary-table check (what key_averages() adds up): record_function spans on CPU threads
+    # (pid, tid, start, end, name), GPU annotations (start, end, name) and profiler-overhead events
+    # (start, end, name, correlation or None)
+    annotations: list[tuple[Any, Any, float, float, str]] = field(default_factory=list)
+    gpu_annotations: list[tuple[float, float, str]] = field(default_factory=list)
+    overheads: list[tuple[float, float, str, int | None]] = field(default_factory=list)
 
     def merge(self, other: Timeline) -> None:
         """A later block's timeline after this one."""
@@ -77,6 +85,9 @@ class Timeline:
         self.last_end = max(self.last_end, other.last_end)
         self.steps.extend(other.steps[: max(0, STEP_CAP - len(self.steps))])
         self.profiler_ranges.extend(other.profiler_ranges[: max(0, RANGE_CAP - len(self.profiler_ranges))])
+        self.annotations.extend(other.annotations[: max(0, ANNOTATION_CAP - len(self.annotations))])
+        self.gpu_annotations.extend(other.gpu_annotations[: max(0, ANNOTATION_CAP - len(self.gpu_annotations))])
+        self.overheads.extend(other.overheads[: max(0, ANNOTATION_CAP - len(self.overheads))])
 
 
 @dataclass
@@ -317,6 +328,14 @@ class Collector(EventSink):
             corr = as_int(ev.args.correlation)
             if corr is not None:
                 timeline.profiler_ranges.append(corr)
+        cat = ev.cat
+        if cat == "user_annotation" and len(timeline.annotations) < ANNOTATION_CAP:
+            timeline.annotations.append((ev.pid, ev.tid, start, end, self._intern(str(name))))
+        elif cat == "gpu_user_annotation" and len(timeline.gpu_annotations) < ANNOTATION_CAP:
+            timeline.gpu_annotations.append((start, end, self._intern(str(name))))
+        elif cat in OVERHEAD_CATEGORIES and len(timeline.overheads) < ANNOTATION_CAP:
+            corr = as_int(ev.args.correlation) if ev.args is not None else None  # bounded: an id, not damage
+            timeline.overheads.append((start, end, self._intern(str(name)), corr))
 
     def _gpu_op(self, ev: Event) -> None:
         args = ev.args or _NO_ARGS

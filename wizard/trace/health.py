@@ -182,6 +182,8 @@ CHECKS: tuple[CheckSpec, ...] = (
     CheckSpec("clock-skew", "impossible-timing", "kernels before their launch"),
     CheckSpec("trace-size", None, "trace size"),
     CheckSpec("stacks-missing", None, "Python stacks not recorded"),
+    CheckSpec("summary-table", "summary-table", "key_averages() device times"),
+    CheckSpec("profiler-overhead", "summary-table", "profiler overhead in the window"),
     CheckSpec("rank-skew", "rank-skew", "collective start skew across ranks", scope="job"),
 )
 CHECK_IDS: tuple[str, ...] = tuple(c.id for c in CHECKS)
@@ -193,6 +195,7 @@ TRIAGE_ORDER = (
     "cuda-graphs",
     "kernels-hidden",
     "rank-skew",
+    "summary-table",
     "negative-warps-per-sm",
 )
 SPEC = {c.id: c for c in CHECKS}

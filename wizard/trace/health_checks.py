@@ -43,6 +43,7 @@ from wizard.trace.health import (
 )
 from wizard.trace.mechanisms import BY_ID, is_wrong
 from wizard.trace.records import NO_CORRELATION, PROCESS_SHIFT
+from wizard.trace.summary_table import profiler_overhead, summary_table_check
 
 Floats = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.integer[Any]]
@@ -848,6 +849,8 @@ def check_trace(
         "clock-skew": lambda: clock_skew(contents, tables.calls, tables.kernels),
         "trace-size": lambda: trace_size(contents),
         "stacks-missing": lambda: stacks_missing(contents),
+        "summary-table": lambda: summary_table_check(contents),
+        "profiler-overhead": lambda: profiler_overhead(contents, window(contents)),
     }
     with quiet:
         return [makers[c.id]() for c in CHECKS if c.scope == "trace" and c.id in chosen]

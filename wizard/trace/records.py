@@ -429,6 +429,17 @@ class IntervalIndex:
             if t.starts:
                 yield t.starts, t.ends
 
+    def threads(self) -> Iterator[tuple[tuple[Any, Any], array[float], array[float], array[int]]]:
+        """Per thread, its (pid, tid), the starts, the ends and each interval's descriptor id (``descriptor``):
+        the summary table rebuilds PyTorch's op tree from them."""
+        for key, t in self._threads.items():
+            if t.starts:
+                yield key, t.starts, t.ends, t.refs
+
+    def descriptor(self, ref: int) -> Any:
+        """The descriptor of an id ``threads`` gave."""
+        return self._descriptors[ref]
+
     def merge(self, other: IntervalIndex) -> None:
         """Append another index's intervals (a later part of the same trace)."""
         refs = array("i", (self.ref(d) for d in other._descriptors))

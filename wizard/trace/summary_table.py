@@ -1,0 +1,605 @@
+"""What ``prof.key_averages()`` reports per op, recomputed from the trace, beside each GPU event counted once.
+
+PyTorch 2.13 builds the table this way (torch/autograd/profiler.py ``_parse_kineto_results``,
+torch/autograd/profiler_util.py ``EventList._build_tree``, ``FunctionEvent.device_time_total`` /
+``self_device_time_total``, ``key_averages``, ``_build_table``; the tests cite the lines):
+
+- every GPU event (kernel, copy, set) whose launch links to a CPU op becomes one of that op's ``kernels``;
+  an op's device total is its own kernels plus its children's totals, its self time the total less the
+  children's; ops nest by time on their thread;
+- a profiler OVERHEAD record is a CPU event: one that carries a launch's correlation id is given that
+  launch's kernels too, so the op around it counts them twice and the overhead row shows them as its own;
+- GPU events and ``gpu_user_annotation`` spans are rows of their own (self = duration), and the table's
+  "Self CUDA time total" (the denominator of every "Self CUDA %") sums the GPU rows, annotations left out
+  (the fix for pytorch#130730).
+
+Gathering (the op tree and what each op launched), judging (the margins) and wording are separate functions;
+``health_checks`` registers the two checks.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from wizard.formatting import plural, verb
+from wizard.trace.collector import TraceContents
+from wizard.trace.health import HealthCheck, make_check, not_applicable
+from wizard.trace.records import NO_CORRELATION
+from wizard.untrusted import cut
+
+MARGIN = 0.10  # a reported device time more than 10% above the GPU events counted once misleads
+MIN_US = 1.0  # and by at least a microsecond (a rounding never fires)
+OVERHEAD_SHARE = 0.10  # profiler overhead above 10% of the window (nsys-ai's doctor warns there, fails at 20%)
+TABLE_ROWS = 20  # rows kept in the report (by reported self device time)
+STEPS_KEPT = 64  # ProfilerStep durations kept in the details
+KINDS_KEPT = 16  # overhead record names kept in the details (CUPTI has nine; a hostile trace any number)
+KINDS_SHOWN = 4  # and named in the summary
+
+Floats = npt.NDArray[np.float64]
+Ints = npt.NDArray[np.int64]
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryRow:
+    """One row of the table, as ``key_averages()`` reports it and as the GPU events counted once give it."""
+
+    name: str
+    kind: str  # op | gpu (a kernel, copy or set) | gpu_annotation | overhead
+    calls: int
+    reported_self_us: float
+    reported_total_us: float
+    true_self_us: float
+    true_total_us: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "calls": self.calls,
+            "reported_self_us": self.reported_self_us,
+            "reported_total_us": self.reported_total_us,
+            "true_self_us": self.true_self_us,
+            "true_total_us": self.true_total_us,
+        }
+
+
+@dataclass(slots=True)
+class SummaryTable:
+    """The whole table and the sums a reader compares."""
+
+    rows: list[SummaryRow] = field(default_factory=list)
+    gpu_events: int = 0
+    linked: int = 0  # GPU events attributed to an op
+    table_self_us: float = 0.0  # "Self CUDA time total": the GPU rows' self times (annotations left out)
+    busy_us: float = 0.0  # the wall-clock union of the GPU events, per device, summed
+    annotation_us: float = 0.0  # gpu_user_annotation time shown as rows' Self CUDA
+    overhead_events: int = 0
+    claiming: int = 0  # overhead events carrying a GPU event's correlation id
+    claimed_us: float = 0.0
+
+
+# -- gathering ---------------------------------------------------------------------------------------
+
+
+def _floats(values: Any) -> Floats:
+    return np.frombuffer(values, dtype=np.float64) if len(values) else np.zeros(0, dtype=np.float64)
+
+
+def _ints(values: Any) -> Ints:
+    if not len(values):
+        return np.zeros(0, dtype=np.int64)
+    return np.frombuffer(values, dtype=np.int64 if values.itemsize == 8 else np.int32).astype(np.int64)
+
+
+@dataclass(slots=True)
+class _Events:
+    """Every kernel, copy and set: start, duration (a negative one as 0), correlation, and a name id."""
+
+    ts: Floats
+    dur: Floats
+    corr: Ints
+    name: Ints
+    names: list[str]
+    device: Ints  # -1 where the event names none
+
+    @classmethod
+    def of(cls, contents: TraceContents) -> _Events:
+        ts, dur, corr, shape, shapes = contents.kernels.columns()
+        ops = contents.timeline.gpu_ops
+        names: list[str] = []
+        ids: dict[str, int] = {}
+
+        def name_ids(shape_names: list[str]) -> Ints:
+            return np.array([ids.setdefault(n, len(ids)) for n in shape_names] or [0], dtype=np.int64)
+
+        kernel_names = name_ids([str(s[0]) for s in shapes])
+        op_names = name_ids([str(s[0]) for s in ops.shapes])
+        names = list(ids)
+        return cls(
+            np.concatenate((_floats(ts), _floats(ops.ts))),
+            np.maximum(np.concatenate((_floats(dur), _floats(ops.dur))), 0.0),
+            np.concatenate((_ints(corr), _ints(ops.corr))),
+            np.concatenate((kernel_names[_ints(shape)], op_names[_ints(ops.shape)])),
+            names,
+            np.concatenate((_devices(shapes)[_ints(shape)], _devices(ops.shapes)[_ints(ops.shape)])),
+        )
+
+
+def _devices(shapes: Any) -> Ints:
+    """Each shape's device (its fourth field), -1 where it is not a whole number."""
+    return np.array([d if type(d) is int else -1 for d in (s[3] for s in shapes)] or [-1], dtype=np.int64)
+
+
+def _launches(contents: TraceContents, corr: Ints) -> tuple[Ints, Floats]:
+    """For each GPU event, its launch: the earliest runtime call with its correlation id (thread id, start);
+    thread -1 where no call has the id."""
+    rt = contents.runtime
+    ids, starts, threads = _ints(rt.correlations), _floats(rt.starts), _ints(rt.threads)
+    keep = ids != NO_CORRELATION
+    ids, starts, threads = ids[keep], starts[keep], threads[keep]
+    order = np.lexsort((starts, ids))
+    ids, starts, threads = ids[order], starts[order], threads[order]
+    first = np.ones(len(ids), dtype=bool)
+    first[1:] = ids[1:] != ids[:-1]
+    ids, starts, threads = ids[first], starts[first], threads[first]
+    thread = np.full(len(corr), -1, dtype=np.int64)
+    at = np.zeros(len(corr), dtype=np.float64)
+    if len(ids) and len(corr):
+        where = np.minimum(np.searchsorted(ids, corr), len(ids) - 1)
+        found = (ids[where] == corr) & (corr != NO_CORRELATION)
+        thread[found] = threads[where[found]]
+        at[found] = starts[where[found]]
+    return thread, at
+
+
+@dataclass(slots=True)
+class _Thread:
+    """One thread's ops and record_function spans that hold a launch, sorted by (start, -end), with parents."""
+
+    start: Floats
+    end: Floats
+    name: Ints  # name ids (``_Spans.names``)
+    parent: list[int]
+
+
+@dataclass(slots=True)
+class _Spans:
+    """Per thread, every CPU op and record_function span (starts, ends, name ids), and the names by id."""
+
+    threads: dict[tuple[Any, Any], tuple[Floats, Floats, Ints]]
+    names: list[str]
+
+    @classmethod
+    def of(cls, contents: TraceContents) -> _Spans:
+        threads: dict[tuple[Any, Any], tuple[Floats, Floats, Ints]] = {}
+        found = list(contents.ops.threads())
+        top = max((int(_ints(refs).max()) for _, _, _, refs in found), default=-1)
+        ids_of: dict[str, int] = {}  # descriptors differ by shapes and stacks; key_averages() keys by name
+        name_of = np.array(
+            [ids_of.setdefault(contents.ops.descriptor(r).name, len(ids_of)) for r in range(top + 1)] or [0],
+            dtype=np.int64,
+        )
+        for key, starts, ends, refs in found:
+            threads[key] = (_floats(starts), _floats(ends), name_of[_ints(refs)])
+        extra: dict[tuple[Any, Any], list[tuple[float, float, int]]] = defaultdict(list)
+        for pid, tid, start, end, name in contents.timeline.annotations:
+            extra[(pid, tid)].append((start, end, ids_of.setdefault(name, len(ids_of))))
+        names = list(ids_of)
+        for key, spans in extra.items():
+            empty = np.zeros(0, dtype=np.float64)
+            s, e, n = threads.get(key, (empty, empty, np.zeros(0, dtype=np.int64)))
+            threads[key] = (
+                np.concatenate((s, np.array([x[0] for x in spans]))),
+                np.concatenate((e, np.array([x[1] for x in spans]))),
+                np.concatenate((n, np.array([x[2] for x in spans], dtype=np.int64))),
+            )
+        return cls(threads, names)
+
+    def calls(self) -> Ints:
+        """Instances per name id: key_averages() counts every one, with device time or not."""
+        counts = np.zeros(len(self.names), dtype=np.int64)
+        for _, _, ids in self.threads.values():
+            counts += np.bincount(ids, minlength=len(self.names))
+        return counts
+
+
+def _thread_tree(start: Floats, end: Floats, names: Ints, queries: Floats) -> _Thread:
+    """The spans that hold at least one launch (the others carry no device time), sorted by (start, -end), each
+    with its parent: the innermost earlier span holding it whole (``_populate_cpu_children``'s rule)."""
+    q = np.sort(queries)
+    holds = np.searchsorted(q, end, side="left") > np.searchsorted(q, start, side="left")  # start <= t < end
+    chosen = np.flatnonzero(holds)
+    order = chosen[np.lexsort((-end[chosen], start[chosen]))]
+    s, e = start[order].tolist(), end[order].tolist()
+    parent: list[int] = []
+    stack: list[int] = []
+    for i in range(len(s)):
+        while stack and (s[i] >= e[stack[-1]] or e[i] > e[stack[-1]]):
+            stack.pop()
+        parent.append(stack[-1] if stack else -1)
+        stack.append(i)
+    return _Thread(start[order], end[order], names[order], parent)
+
+
+def _innermost(tree: _Thread, times: Floats) -> Ints:
+    """For each time, the innermost span holding it (start <= t < end, as PyTorch's tree has it: a call starting
+    where an op ends is not its child), -1 for none: the latest-starting span at or before t, then up its
+    parents until one holds t."""
+    where = np.searchsorted(tree.start, times, side="right") - 1
+    parents = np.array([*tree.parent, -1], dtype=np.int64)  # -1 indexes the sentinel: -1 stays -1
+    ends = np.append(tree.end, np.inf)
+    while True:
+        outside = (where >= 0) & (ends[where] <= times)
+        if not outside.any():
+            return where
+        where[outside] = parents[where[outside]]
+
+
+def summary_table(contents: TraceContents) -> SummaryTable:
+    """The table ``key_averages()`` prints for this trace, with each row's time from the GPU events counted once."""
+    events = _Events.of(contents)
+    thread_of, call_ts = _launches(contents, events.corr)
+    claims: dict[int, int] = defaultdict(int)  # correlation id -> overhead records carrying it
+    overheads = contents.timeline.overheads
+    for _, _, _, corr in overheads:
+        if corr is not None:
+            claims[corr] += 1
+    claim_ids = np.array(sorted(claims), dtype=np.int64)
+    claim_counts = np.array([claims[c] for c in sorted(claims)], dtype=np.float64)
+    times = np.zeros(len(events.ts), dtype=np.float64)
+    if len(claim_ids):
+        where = np.minimum(np.searchsorted(claim_ids, events.corr), len(claim_ids) - 1)
+        times = np.where(claim_ids[where] == events.corr, claim_counts[where], 0.0)
+    spans = _Spans.of(contents)
+    keys = {key: n for n, key in enumerate(contents.runtime.thread(t) for t in range(_thread_count(contents)))}
+    sums = np.zeros((4, len(spans.names)), dtype=np.float64)  # own, total, true total (self = own)
+    linked = 0
+    for key, n in keys.items():
+        mine = np.flatnonzero(thread_of == n)
+        if key not in spans.threads or not len(mine):
+            continue
+        tree = _thread_tree(*spans.threads[key], call_ts[mine])
+        owner = _innermost(tree, call_ts[mine])
+        held = owner >= 0
+        linked += int(held.sum())
+        size = len(tree.name)
+        own = np.bincount(owner[held], weights=events.dur[mine][held], minlength=size)
+        claimed = np.bincount(owner[held], weights=(events.dur[mine] * times[mine])[held], minlength=size)
+        total, true_total = _up_the_tree(tree.parent, (own + claimed).tolist(), own.tolist())
+        sums[0] += np.bincount(tree.name, weights=own, minlength=len(spans.names))
+        sums[1] += np.bincount(tree.name, weights=total, minlength=len(spans.names))
+        sums[2] += np.bincount(tree.name, weights=true_total, minlength=len(spans.names))
+        sums[3] += np.bincount(tree.name, minlength=len(spans.names))
+    table = SummaryTable(gpu_events=len(events.ts), linked=linked, overhead_events=len(overheads))
+    calls = spans.calls().tolist()
+    own_s, total_s, true_s, held_s = (row.tolist() for row in sums)
+    table.rows = [
+        SummaryRow(name, "op", calls[n], own_s[n], total_s[n], own_s[n], true_s[n])
+        for n, name in enumerate(spans.names)
+        if held_s[n]
+    ] + _device_rows(events, contents)
+    by_corr: dict[int, float] = {}
+    if claims:
+        hit = np.isin(events.corr, claim_ids)
+        for corr, dur in zip(events.corr[hit].tolist(), events.dur[hit].tolist(), strict=True):
+            by_corr[corr] = by_corr.get(corr, 0.0) + dur
+    claimed_by_name: dict[str, float] = defaultdict(float)
+    for _, _, name, corr in overheads:
+        if corr is not None and corr in by_corr:
+            table.claiming += 1
+            claimed_by_name[name] += by_corr[corr]
+    table.rows += [SummaryRow(name, "overhead", 1, us, us, 0.0, 0.0) for name, us in claimed_by_name.items()]
+    table.claimed_us = sum(claimed_by_name.values())
+    table.rows.sort(key=lambda r: (-r.reported_self_us, -r.reported_total_us, r.name))
+    table.table_self_us = sum(r.reported_self_us for r in table.rows if r.kind == "gpu")
+    table.annotation_us = sum(r.reported_self_us for r in table.rows if r.kind == "gpu_annotation")
+    table.busy_us = sum(  # per device: two GPUs busy at once are busy twice, as their kernels' sum counts them
+        _union(events.ts[events.device == d], (events.ts + events.dur)[events.device == d])
+        for d in np.unique(events.device).tolist()
+    )
+    return table
+
+
+def _thread_count(contents: TraceContents) -> int:
+    threads = _ints(contents.runtime.threads)
+    return int(threads.max()) + 1 if len(threads) else 0
+
+
+def _up_the_tree(parent: list[int], total: list[float], true_total: list[float]) -> tuple[list[float], list[float]]:
+    """Each span's device total: its own plus its children's (an overhead record's claim is in ``total`` as a
+    child's would be), and the same with each GPU event once."""
+    for i in range(len(total) - 1, -1, -1):  # children come after their parent
+        up = parent[i]
+        if up >= 0:
+            total[up] += total[i]
+            true_total[up] += true_total[i]
+    return total, true_total
+
+
+def _device_rows(events: _Events, contents: TraceContents) -> list[SummaryRow]:
+    """The GPU events' own rows (self = total = duration), and the GPU annotations' (no device work of their own)."""
+    calls = np.bincount(events.name, minlength=len(events.names)).tolist()
+    times = np.bincount(events.name, weights=events.dur, minlength=len(events.names)).tolist()
+    rows = [
+        SummaryRow(name, "gpu", calls[n], times[n], times[n], times[n], times[n])
+        for n, name in enumerate(events.names)
+        if calls[n]
+    ]
+    annotations: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
+    for start, end, name in contents.timeline.gpu_annotations:
+        annotations[name][0] += 1
+        annotations[name][1] += end - start
+    return rows + [
+        SummaryRow(name, "gpu_annotation", int(a[0]), a[1], a[1], 0.0, 0.0) for name, a in annotations.items()
+    ]
+
+
+def _union(starts: Floats, ends: Floats) -> float:
+    """The length of the union of intervals."""
+    if not len(starts):
+        return 0.0
+    order = np.argsort(starts, kind="stable")
+    s, e = starts[order], ends[order]
+    reach = np.maximum.accumulate(e)
+    begins = np.maximum(s, np.concatenate(([-np.inf], reach[:-1])))
+    return float(np.maximum(e - begins, 0.0)[e > np.concatenate(([-np.inf], reach[:-1]))].sum())
+
+
+SM_ACTIVE = "sm__cycles_active"  # PM sampling's share of cycles with work on an SM (a percent series)
+
+
+def sm_active(contents: TraceContents) -> list[dict[str, Any]]:
+    """Per device with a PM-sampling ``sm__cycles_active`` percent series (PyTorch 2.15+ traces; a second read
+    of the file, only when the reader counted counter events): over the span its samples cover, the share of
+    time a kernel ran (kernel-busy %) beside the mean measured SM-active %."""
+    if not contents.counter_events or not contents.path:
+        return []
+    from wizard.trace.counters import read_counters
+
+    ts, dur, _, shape, shapes = contents.kernels.columns()
+    starts, durs = _floats(ts), np.maximum(_floats(dur), 0.0)
+    device_of = np.array([s[3] if isinstance(s[3], int) else -1 for s in shapes] or [-1], dtype=np.int64)
+    devices = device_of[_ints(shape)] if len(starts) else np.zeros(0, dtype=np.int64)
+    out = []
+    for (device, name), series in sorted(read_counters(contents.path).items()):
+        if not name.startswith(SM_ACTIVE) or "pct" not in name or len(series.ts) < 2:
+            continue
+        first, last = series.ts[0], series.ts[-1]
+        mine = devices == device
+        begin = np.clip(starts[mine], first, last)
+        end = np.clip(starts[mine] + durs[mine], first, last)
+        busy = _union(begin, end) / (last - first) if last > first else 0.0
+        out.append(
+            {
+                "device": device,
+                "counter": name,
+                "samples": len(series.values),
+                "span_us": last - first,
+                "kernel_busy_pct": 100.0 * busy,
+                "sm_active_pct": statistics.fmean(series.values),
+            }
+        )
+    return out
+
+
+# -- judging -----------------------------------------------------------------------------------------
+
+
+def off_by_margin(reported: float, true: float) -> bool:
+    """A reported time more than MARGIN above the true one (and by MIN_US): what would mislead a reader."""
+    return reported - true > max(MIN_US, MARGIN * true)
+
+
+def inflated_rows(table: SummaryTable) -> list[SummaryRow]:
+    """Op rows whose device total exceeds their GPU events counted once, and overhead rows claiming GPU time."""
+    return [
+        r
+        for r in table.rows
+        if (r.kind == "op" and off_by_margin(r.reported_total_us, r.true_total_us))
+        or (r.kind == "overhead" and r.reported_self_us > 0)
+    ]
+
+
+def over_wall_clock(table: SummaryTable) -> bool:
+    """The table's Self CUDA total above the wall-clock time the GPU events covered, beyond the margin."""
+    return off_by_margin(table.table_self_us, table.busy_us)
+
+
+# -- wording -----------------------------------------------------------------------------------------
+
+
+def _us(value: float) -> str:
+    return f"{value:,.1f} µs"
+
+
+def summary_table_check(contents: TraceContents) -> HealthCheck:
+    """The ``summary-table`` check: where ``key_averages()`` would mislead its reader, and by how much."""
+    table = summary_table(contents)
+    details: dict[str, Any] = {
+        "gpu_events": table.gpu_events,
+        "linked": table.linked,
+        "table_self_us": table.table_self_us,
+        "busy_us": table.busy_us,
+        "annotation_us": table.annotation_us,
+        "overhead_events": table.overhead_events,
+        "claiming": table.claiming,
+        "claimed_us": table.claimed_us,
+        "inflated_ops": 0,
+        "over_wall_clock": False,
+        "margin": MARGIN,
+        "rows": [r.to_dict() for r in table.rows[:TABLE_ROWS]],
+        "sm_active": sm_active(contents),
+    }
+    if not table.gpu_events:
+        return not_applicable(
+            "summary-table", "no GPU events: key_averages() reports no device time for this trace", **details
+        )
+    inflated = inflated_rows(table)
+    over = over_wall_clock(table)
+    details["inflated_ops"] = sum(1 for r in inflated if r.kind == "op")
+    details["over_wall_clock"] = over
+    annotations = (
+        (
+            f"; {_us(table.annotation_us)} of GPU annotations shown as Self CUDA rows, left out of the total"
+            if table.annotation_us
+            else ""
+        )
+        + "".join(
+            f"; device {d['device']}: a kernel ran {d['kernel_busy_pct']:.1f}% of the sampled time, the SMs were "
+            f"active {d['sm_active_pct']:.1f}% ({d['counter']})"
+            for d in details["sm_active"]
+        )
+        + (
+            "; kernel-busy is time with any kernel running, SM-active the share of SM cycles with work"
+            if details["sm_active"]
+            else ""
+        )
+    )
+    if not inflated and not over:
+        return make_check(
+            "summary-table", 0, "ok",
+            f"key_averages()' device times match the GPU events counted once (Self CUDA total "
+            f"{_us(table.table_self_us)}, GPU busy {_us(table.busy_us)}){annotations}",
+            "", details=details,
+        )  # fmt: skip
+    parts = []
+    if inflated:
+        ops = sum(1 for r in inflated if r.kind == "op")
+        parts.append(
+            f"{plural(ops, 'op')} {verb(ops, 'reports', 'report')} more device time than {verb(ops, 'its', 'their')} "
+            f"GPU events ran ({plural(table.claiming, 'overhead record')} {verb(table.claiming, 'claims', 'claim')} "
+            f"{_us(table.claimed_us)} of kernels)"
+        )
+    if over:
+        parts.append(
+            f"Self CUDA total {_us(table.table_self_us)} is {table.table_self_us / max(table.busy_us, 1e-9):.2f}x "
+            f"the {_us(table.busy_us)} the GPU was busy"
+        )
+    count = len(inflated) + (1 if over else 0)
+    return make_check(
+        "summary-table",
+        count,
+        "warning" if inflated else "info",  # a total past the wall clock is the sum it says it is: a reading
+        "; ".join(parts) + annotations,
+        f"prof.key_averages().table() would mislead here by more than {MARGIN:.0%}: profiler OVERHEAD records "
+        "that carry a launch's correlation id make the op around them count its kernels twice (pytorch#193392); "
+        "kernels on concurrent streams add up past the wall clock, so Self CUDA % is a share of summed kernel "
+        "time, not of GPU time. Read the corrected table (the report's summary-table section) instead",
+        details=details,
+    )
+
+
+def step_drift(steps: list[tuple[float, float, str]]) -> dict[str, Any]:
+    """The active ProfilerStep#N spans' durations and how they drift: the last third's mean against the first
+    third's (None below three steps)."""
+    ordered = sorted(steps)
+    durations = [end - start for start, end, _ in ordered]
+    third = len(durations) // 3
+    drift = None
+    if third:
+        first = statistics.fmean(durations[:third])
+        last = statistics.fmean(durations[-third:])
+        drift = (last - first) / first if first > 0 else None
+    return {
+        "steps": len(durations),
+        "step_us": durations[:STEPS_KEPT],
+        "median_step_us": statistics.median(durations) if durations else None,
+        "drift": drift,
+    }
+
+
+def profiler_overhead(contents: TraceContents, span: tuple[float, float] | None) -> HealthCheck:
+    """The ``profiler-overhead`` check: CUPTI's overhead records (buffer requests, lazy function loading, ...)
+    as a share of the window, and the steps' drift."""
+    overheads = contents.timeline.overheads
+    by_name: dict[str, float] = defaultdict(float)
+    for start, end, name, _ in overheads:
+        by_name[name] += max(end - start, 0.0)
+    overhead_us = sum(by_name.values())
+    window_us = (span[1] - span[0]) if span is not None else 0.0
+    share = overhead_us / window_us if window_us > 0 else 0.0
+    details: dict[str, Any] = {
+        "overhead_us": overhead_us,
+        "window_us": window_us,
+        "share": share,
+        "threshold": OVERHEAD_SHARE,
+        "kinds": dict(sorted(by_name.items(), key=lambda kv: (-kv[1], kv[0]))[:KINDS_KEPT]),
+        **step_drift(contents.timeline.steps),
+    }
+    drift = details["drift"]
+    steps = (
+        f"; {plural(details['steps'], 'step')}, the last third {drift:+.0%} against the first"
+        if drift is not None
+        else ""
+    )
+    if not overheads:
+        if not len(contents.kernels) and not len(contents.timeline.gpu_ops):
+            return not_applicable("profiler-overhead", "no GPU activity: CUPTI writes the overhead records", **details)
+        return make_check(
+            "profiler-overhead", 0, "ok", f"no profiler-overhead records in the trace{steps}", "", details=details
+        )
+    n = len(overheads)
+    status = "warning" if share > OVERHEAD_SHARE else "info"
+    return make_check(
+        "profiler-overhead",
+        n,
+        status,
+        f"{plural(n, 'profiler-overhead record')} ({', '.join(cut(k, 60) for k in sorted(by_name)[:KINDS_SHOWN])}"
+        f"{', ...' if len(by_name) > KINDS_SHOWN else ''}) took {_us(overhead_us)}, "
+        f"{share:.1%} of the window{steps}",
+        "the profiler spent this time on its own work (CUPTI activity buffer requests, lazy function loading) "
+        f"inside the profiled window; above {OVERHEAD_SHARE:.0%} the measured step is inflated: time an "
+        "unprofiled run with the profiler.overhead probe",
+        details=details,
+    )
+
+
+# -- the table the user printed (the profiler hook) ------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PrintedRow:
+    """One row of ``prof.key_averages()`` as the user's table shows it (µs)."""
+
+    name: str
+    calls: int
+    self_us: float
+    total_us: float
+    device: bool  # a device-type row (a kernel, copy, set, or a GPU annotation)
+    annotation: bool  # is_user_annotation
+
+
+def printed_total(rows: list[PrintedRow]) -> float:
+    """ "Self CUDA time total" as ``_build_table`` sums it: device rows' self time, user annotations left out."""
+    return sum(r.self_us for r in rows if r.device and not r.annotation)
+
+
+def compare_printed(rows: list[PrintedRow], check: HealthCheck) -> list[str]:
+    """What the printed table claims beyond the trace's GPU events counted once (the summary-table check's rows
+    and sums): each CPU row whose device total exceeds its GPU events by the margin, and the Self CUDA total
+    against the time the GPU was busy. Nothing where the trace has no GPU events (a CPU run)."""
+    if check.status == "not_applicable":
+        return []
+    true = {r["name"]: r for r in check.details.get("rows", []) if r["kind"] == "op"}
+    lines = []
+    for row in rows:
+        found = true.get(row.name)
+        if row.device or found is None or not off_by_margin(row.total_us, found["true_total_us"]):
+            continue
+        lines.append(
+            f"key_averages() row {row.name} reports {_us(row.total_us)} of device time in "
+            f"{plural(row.calls, 'call')}; its GPU events ran {_us(found['true_total_us'])}"
+        )
+    total, busy = printed_total(rows), float(check.details.get("busy_us", 0.0))
+    if off_by_margin(total, busy):
+        lines.append(
+            f"key_averages() Self CUDA time total {_us(total)} is {total / max(busy, 1e-9):.2f}x the {_us(busy)} "
+            "the GPU was busy: each Self CUDA % is a share of summed kernel time, not of GPU time"
+        )
+    return lines
