@@ -15,7 +15,7 @@ import dataclasses
 import os
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, cast
@@ -445,10 +445,13 @@ def cmd_env(ctx: Context) -> ExitStatus:
     return ExitStatus.OK
 
 
-def cmd_default(ctx: Context, parser: argparse.ArgumentParser) -> ExitStatus:
+def cmd_default(ctx: Context, parser: argparse.ArgumentParser, given: Sequence[str] = ()) -> ExitStatus:
     """No command at a terminal: the triage, the front door (it asks what you have, checks the trace's
     health and continues into the playbook for what it finds); without a triage playbook on the search
-    path, the list to pick from (``warpwizard list`` shows it too)."""
+    path, the list to pick from (``warpwizard list`` shows it too). ``given``: ``run``'s options typed
+    without a command (``warpwizard --teach``), which the run takes as its own."""
+    if given:
+        parser.parse_args(["run", TRIAGE, *given])  # an option `run` does not know: its one-line error
     if not ctx.system.interactive:
         parser.print_help(cast(IO[str], ctx.stderr))
         raise UsageError(
@@ -462,7 +465,7 @@ def cmd_default(ctx: Context, parser: argparse.ArgumentParser) -> ExitStatus:
         raise UsageError("warpwizard: no playbooks found")
     triage = [f for f in found if f.name == TRIAGE and f.problem is None]
     name = TRIAGE if triage else choose_playbook(found, ctx.console())
-    run_args = parser.parse_args(["run", name])
+    run_args = parser.parse_args(["run", name, *given])
     run_args.no_color, run_args.playbook_dir = ctx.args.no_color, ctx.args.playbook_dir
     ctx.args = run_args
     return cmd_run(ctx, name)
@@ -587,13 +590,15 @@ def main(argv: list[str] | None = None, system: System | None = None) -> int:
     parser = build_parser()
     try:
         with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
-            args = parser.parse_args(arguments)  # --help and --version print through these
+            args, given = parser.parse_known_args(arguments)  # --help and --version print through these
+            if given and args.command is not None:
+                parser.parse_args(arguments)  # a command's unknown option: its own one-line error
         ctx = Context(args, system, stdout, stderr)
         _check_playbook_dirs(ctx)
         _place_outputs(ctx)
         shown = _progress(ctx)
         try:
-            status = cmd_default(ctx, parser) if args.command is None else COMMANDS[args.command](ctx)
+            status = cmd_default(ctx, parser, given) if args.command is None else COMMANDS[args.command](ctx)
         finally:
             if shown is not None:
                 shown.close()  # erased before the error line or the exit
