@@ -89,3 +89,70 @@ def test_no_live_line_draws_over_the_workload_prompt(tmp_path: Path, columns: in
     assert any(line.startswith("? Which command runs your workload?") for line in after)
     assert any("profiler.kineto_log" in line and "SKIP" in line for line in after)
 
+
+def _joined(lines: list[str]) -> str:
+    """The screen's words as one line: what a reader reads across the wraps (box edges dropped)."""
+    return " ".join(" ".join(line.replace("│", " ").split()) for line in lines if line.strip())
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+def test_the_triage_shows_the_health_summary_and_the_check_that_chose_before_it_continues(
+    tmp_path: Path, columns: int
+) -> None:
+    """Issue 37.2: the triage printed `trace.inspect PASS all 6 kernels agree` and "Continuing with
+    kernels-missing"; the finding that decided it showed only in the final diagnosis."""
+    screen, stream = _screen_of(columns)
+    child = spawn([], tmp_path, columns)
+    child.expect("What do you have to start from")
+    child.send("\r")
+    child.expect("Path to the trace")
+    child.send(f"{EXAMPLES / 'traces' / 'kernels-missing.json'}\r")
+    child.expect("Where does your code read")
+    stream.feed(str(child.before) + str(child.after))  # type: ignore[attr-defined]
+    child.sendintr()
+    finish(child)
+    lines = _lines(screen)
+    said = _joined(lines)
+    summary = "Trace health: 1 problem found ✗ error kernels-missing 2 launches of 8 (25.0%) have no kernel event"
+    chosen = "→ kernels-missing, chosen by the worst problem: kernels-missing (error): 2 launches of 8 (25.0%)"
+    assert summary in said
+    assert chosen in said
+    assert said.index(summary) < said.index(chosen) < said.index("Continuing with kernels-missing")
+
+
+def _screen_lines(args: list[str], columns: int) -> list[str]:
+    from tests.test_terminal import _screen
+
+    return _screen(args, columns)
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+def test_a_rank_directory_says_the_f_paragraph_once_and_alike_checks_in_one_line(columns: int) -> None:
+    """Issue 37.4: the F paragraph once per rank, trace-size once per rank (16 info lines for 8 ranks)."""
+    lines = _screen_lines(["trace", "inspect", "examples/traces/rank-skew"], columns)
+    said = _joined(lines)
+    assert said.count("large warps-per-SM values are by design (mechanism F)") == 1
+    assert said.count("trace-size") == 1
+    assert "i info trace-size [3 ranks] 57 events in 11.9 KB" in said
+    assert [line.split()[2] for line in lines if line.startswith("  ") and line.split()[:1] == ["i"]] == ["trace-size"]
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+def test_the_e_paragraph_is_said_once_not_once_a_kernel(columns: int) -> None:
+    """Issue 37.4: the B200 trace's E paragraph was printed for each of its six kernels."""
+    trace = REPO.parent / "shared" / "traces" / "b200-eager.json.gz"
+    if not trace.exists():
+        pytest.skip(f"{trace} is not here (the shared real traces)")
+    said = _joined(_screen_lines(["trace", "inspect", str(trace)], columns))
+    assert said.count("the default per-block limit Kineto passes to the occupancy calculator") == 1
+    assert "E: the same for the 6 other kernels of the table (--json has each one's evidence)" in said
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+def test_evidence_under_the_probe_is_not_said_again_in_the_diagnosis_box(columns: int) -> None:
+    """Issue 37.4: the int32 paragraph under trace.inspect and again in the diagnosis box."""
+    args = ["run", "negative-warps-per-sm", "--answers", "examples/answers/grid-overflow.yaml"]
+    said = _joined(_screen_lines(args, columns))
+    assert said.count("the int32 product wraps to -1294967296") == 1
+    assert said.index("the int32 product wraps") < said.index("Diagnosis: profiler-bug-grid-overflow")
+    assert "• and what trace.inspect showed above" in said

@@ -173,7 +173,7 @@ def run_playbook(opts: RunOptions, system: System, ui: Any, out: Any, stdout: An
     if opts.json_out:
         stdout.write(dumps(transcript.to_dict()) + "\n")
     elif transcript.conclusion is not None:
-        out.print(conclusion_panel(transcript))
+        out.print(conclusion_panel(transcript, observer.shown_evidence))
         if opts.report:
             out.print(rich_text(f"report written to {opts.report}", "dim"))
         for line in also_found(opts, transcript):

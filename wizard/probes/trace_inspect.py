@@ -118,7 +118,7 @@ def inspection_facts(inspection: Inspection) -> dict[str, Any]:
         "files": [r.path for r in reports],
         "workload": inspection.workload,
         "ranks": [r.rank for r in reports if r.rank is not None],
-        "notes": [n for r in reports for n in r.notes],
+        "notes": list(dict.fromkeys(n for r in reports for n in r.notes)),  # each once, not once a rank
         "worst_mechanism": worst.mechanism if worst else None,
         "worst_title": worst.title if worst else None,
         "worst_kernel": worst.kernel if worst else None,
@@ -162,7 +162,7 @@ def _total(checks: list[Any], check: str, field: str | None = None) -> int:
 def health_facts(inspection: Inspection) -> dict[str, Any]:
     """The health check's verdicts as facts: which problems, where a triage continues, and each check's
     counts (summed over a rank directory's traces)."""
-    from wizard.trace.health import CHECK_IDS, TRIAGE_ORDER
+    from wizard.trace.health import CHECK_IDS, RANK, TRIAGE_ORDER
 
     checks = inspection.health
     problems = [c for c in checks if c.problem]
@@ -174,6 +174,9 @@ def health_facts(inspection: Inspection) -> dict[str, Any]:
             for name, n in (c.details.get("apis") or {}).items():
                 apis[name] = apis.get(name, 0) + n
     skew = next((c for c in inspection.job_health if c.check == "rank-skew"), None)
+    chosen = next(
+        (c for c in sorted(problems, key=lambda c: -RANK[c.status]) if playbooks and c.playbook == playbooks[0]), None
+    )
     last = (skew.details.get("last_by_rank") or {}) if skew is not None else {}
     return {
         "health_status": inspection.health_status,
@@ -182,6 +185,8 @@ def health_facts(inspection: Inspection) -> dict[str, Any]:
         "health_next": playbooks[0] if playbooks else None,
         "health_summary": [f"{c.check}: {c.summary}" for c in sorted(problems, key=lambda c: ids.index(c.check))],
         "health_checks": [f"{c.check} ({c.status}): {c.summary}" for c in checks],
+        "health_lines": [line.plain() for line in inspection.health_summary()],
+        "health_chosen_by": f"{chosen.check} ({chosen.status}): {chosen.summary}" if chosen else None,
         "missing_kernels": _total(checks, "kernels-missing"),
         "launch_calls": _total(checks, "kernels-missing", "launches"),
         "missing_in_last_1pct": _total(checks, "kernels-missing", "in_last_1pct"),
@@ -271,6 +276,12 @@ class TraceInspectFacts(TypedDict, total=False):
     health_next: Annotated[str | None, "the first of them: where a triage continues (None when the trace is healthy)"]
     health_summary: Annotated[list[str], "one line per problem: check id and what it found"]
     health_checks: Annotated[list[str], "one line per check run, problem or not: check id, status and what it found"]
+    health_lines: Annotated[
+        list[str], "the health summary as `trace inspect` prints it: the checks not ok, worst first, ranks alike once"
+    ]
+    health_chosen_by: Annotated[
+        str | None, "the check whose problem chose health_next, with what it found (None when healthy)"
+    ]
     missing_kernels: Annotated[int, "launch calls whose kernel is not in the trace (kernels-missing)"]
     launch_calls: Annotated[int, "kernel launch calls in the traces"]
     missing_in_last_1pct: Annotated[
@@ -350,7 +361,14 @@ def _torch_validator(env: Environment, path: str, timeout: float) -> str:
     )
     total = data.get("violations_total")
     total = total if isinstance(total, int) and not isinstance(total, bool) else len(violations)
-    return f"PyTorch's trace validator ({torch}) on {name}: {plural(total, 'violation')}: {shown}"
+    # What the validator is, in its own words (torch/profiler/_trace_validator.py, lines 2-3, torch 2.13.0:
+    # "Validates Chrome traces emitted by torch.profiler against rules derived from production issues"), and
+    # that it decides nothing here: a raw "13 violations: _check_nccl_metadata: ..." said neither.
+    return (
+        f"PyTorch's trace validator ({torch}), PyTorch's own rules for a well-formed trace taken from production "
+        f"issues, finds {plural(total, 'violation')} in {name}: {shown}. Each names events a tool that trusts "
+        "those rules may misread; it is a second opinion beside the health checks, which decide the diagnosis"
+    )
 
 
 def _torch_validators(env: Environment, paths: list[str], timeout: float) -> list[str]:

@@ -12,6 +12,7 @@ from typing import Any
 
 from rich.console import Console, Group
 from rich.markdown import Markdown
+from rich.padding import Padding
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
@@ -24,7 +25,9 @@ from wizard.playbook.trust import ProgramUse
 from wizard.probes.base import ProbeResult
 from wizard.progress import NO_PROGRESS, Progress, Task
 from wizard.report.view import value_cells
+from wizard.trace.health import HEALTH_MARK
 from wizard.trace.inspect import Inspection, TraceReport, launched_by
+from wizard.trace.report import HealthLine
 from wizard.untrusted import cut, rich_text, visible
 
 # The metrics' names as a narrow table cell says them; the evidence lines below it use the full ones.
@@ -77,6 +80,8 @@ class TerminalObserver:
         self.running: Task | None = None
         self.glossary = Glossary()  # one session: each word defined once
         self.shown_results: list[ProbeResult] = []
+        self.shown_evidence: dict[str, str] = {}  # evidence printed under a probe -> the probe: the box points to it
+        self.chosen: Mapping[str, Any] | None = None  # the facts of the health summary that chose the next playbook
 
     def _new_words(self, text: str) -> None:
         """--teach: a GPU word this session has not defined yet, defined once where it first appears."""
@@ -141,16 +146,41 @@ class TerminalObserver:
                 (f"({result.duration_s:.1f} s)", "dim"),
             )
         )
-        for line in result.evidence[:6]:
-            self.console.print(rich_text(f"      {short(visible(line), TEXT_LIMIT)}", "dim"))  # wrapped, not cut
+        self._health(result)
+        for line in result.evidence[:6]:  # wrapped under their own indent, not cut
+            self.shown_evidence[line] = node.probe
+            self.console.print(Padding(rich_text(short(visible(line), TEXT_LIMIT), "dim"), (0, 0, 0, 6)))
+
+    def _health(self, result: ProbeResult) -> None:
+        """The trace doctor's health summary, as ``trace inspect`` prints it, so a triage shows the problem
+        that decides where it continues before it continues (its kernel-metrics line alone said "PASS")."""
+        lines = result.facts.get("health_lines")
+        if not isinstance(lines, list):
+            return
+        if result.facts.get("health_chosen_by"):
+            self.chosen = result.facts
+        problems = result.facts.get("health_problems") or []
+        headline = (
+            f"Trace health: {plural(len(problems), 'problem')} found" if problems else "Trace health: no problem found"
+        )
+        self.console.print(Padding(rich_text(headline, "bold"), (0, 0, 0, 4)))
+        for line in lines:
+            status = str(line).split(" ", 2)[1] if str(line).count(" ") > 1 else ""
+            self.console.print(Padding(rich_text(visible(str(line)), HEALTH_STYLE.get(status, "")), (0, 0, 0, 4)))
 
     def decided(self, node: DecisionNode, target: str, reason: str) -> None:
         if self.teach:
             self.console.print(rich_text(f"  → {target}  (because {reason})", "dim"))
 
     def continued(self, playbook: Playbook) -> None:
-        """A conclusion continued into another playbook: a rule between the two, and its steps anew."""
+        """A conclusion continued into another playbook: which check chose it, a rule between the two, and
+        its steps anew."""
         self.step = None
+        if self.chosen is not None and self.chosen.get("health_next") == playbook.id:
+            chosen = visible(str(self.chosen["health_chosen_by"]))
+            self.console.print(
+                Padding(rich_text(f"→ {playbook.id}, chosen by the worst problem: {chosen}"), (0, 0, 0, 2))
+            )
         self.console.rule(rich_text(f"Continuing with {playbook.id}: {playbook.title}", "bold"))
 
     def close(self) -> None:
@@ -159,13 +189,20 @@ class TerminalObserver:
             self.running = None
 
 
-def conclusion_panel(transcript: Transcript) -> Panel:
+def conclusion_panel(transcript: Transcript, shown: Mapping[str, str] | None = None) -> Panel:
+    """The diagnosis box; an evidence line the run already printed under a probe (``shown``: line -> probe)
+    is pointed to, not said again."""
     c = transcript.conclusion
     assert c is not None
     parts: list[Any] = [rich_text(c.summary)]
-    if c.evidence:
+    said = shown or {}
+    fresh = [e for e in c.evidence if not any(e in line for line in said)]
+    above = sorted({probe for e in c.evidence for line, probe in said.items() if e in line})
+    if fresh or above:
         parts.append(Text("\nEvidence", style="bold"))
-        parts += [rich_text(f"  • {e}") for e in c.evidence]
+        parts += [rich_text(f"  • {e}") for e in fresh]
+        if above:
+            parts.append(rich_text(f"  • and what {', '.join(above)} showed above"))
     if c.fix:
         parts.append(Text("\nWhat to do", style="bold"))
         parts += [rich_text(f"  {i}. {f}") for i, f in enumerate(c.fix, 1)]
@@ -239,51 +276,61 @@ def truncation_warning(path: str, detail: str) -> str:
 
 
 HEALTH_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan", "not_applicable": "dim", "ok": "green"}
-HEALTH_MARK = {"error": "✗", "warning": "!", "info": "i", "not_applicable": "-", "ok": "✓"}
 
 
 def health_view(inspection: Inspection, *, verbose: bool = False, playbooks: frozenset[str] = frozenset()) -> Group:
-    """The health summary that leads an inspection: one line per check that is not ok, worst first
-    (every check, with its meaning and examples, when ``verbose``); where a playbook continues, its command."""
+    """The health summary that leads an inspection: one line per check that is not ok, worst first, a check
+    alike on several ranks said once (every check of every trace, with its meaning and examples, when
+    ``verbose``); where a playbook continues, its command."""
     rows = inspection.health_rows()
-    several = len(inspection.reports) > 1
-    shown = rows if verbose else [(label, c) for label, c in rows if c.status not in ("ok", "not_applicable")]
     status = inspection.health_status
     problems = sum(1 for _, c in rows if c.problem)
-    title = inspection.health_headline
-    items: list[Any] = [Text(title, style=HEALTH_STYLE.get(status, "bold") if problems else "bold green")]
-    for label, check in shown:
-        line = Text("  ")
-        line.append(f"{HEALTH_MARK[check.status]} {check.status:<8} ", style=HEALTH_STYLE[check.status])
-        line.append(check.check, style="bold")
-        if several:
-            line.append(visible(f" [{label}]"))
-        line.append("  ")
-        line.append_text(rich_text(check.summary))
-        if check.problem and check.playbook in playbooks:
-            line.append(f"  → warpwizard run {check.playbook}", style="dim")
-        items.append(line)
-        if verbose:
-            if check.meaning:
-                items.append(rich_text(f"      {check.meaning}", "dim"))
-            for e in check.examples:
-                where = f"stream {e.stream}" if e.stream is not None else f"pid {e.pid} tid {e.tid}"
-                corr = f", correlation {e.correlation}" if e.correlation is not None else ""
-                detail = f": {e.detail}" if e.detail else ""
-                items.append(
-                    rich_text(f"      e.g. {short(visible(e.name), 60)} at {e.ts} ({where}{corr}){detail}", "dim")
-                )
-    if not verbose and len(shown) < len(rows):
+    items: list[Any] = [
+        Text(inspection.health_headline, style=HEALTH_STYLE.get(status, "bold") if problems else "bold green")
+    ]
+    if not verbose:
+        summary = inspection.health_summary()
+        items += [health_line(line, playbooks) for line in summary]
+        quiet = sum(1 for _, c in rows if c.status in ("ok", "not_applicable"))
+        if quiet:
+            items.append(Text(f"  {quiet} more checks ok or not applicable; --verbose shows every one", style="dim"))
+        return Group(*items, Text(""))
+    several = len(inspection.reports) > 1
+    for label, check in rows:
         items.append(
-            Text(f"  {len(rows) - len(shown)} more checks ok or not applicable; --verbose shows every one", style="dim")
+            health_line(
+                HealthLine(check.check, check.status, check.playbook, [label] if several else [], [check.summary]),
+                playbooks,
+            )
         )
+        if check.meaning:
+            items.append(rich_text(f"      {check.meaning}", "dim"))
+        for e in check.examples:
+            where = f"stream {e.stream}" if e.stream is not None else f"pid {e.pid} tid {e.tid}"
+            corr = f", correlation {e.correlation}" if e.correlation is not None else ""
+            detail = f": {e.detail}" if e.detail else ""
+            items.append(rich_text(f"      e.g. {short(visible(e.name), 60)} at {e.ts} ({where}{corr}){detail}", "dim"))
     return Group(*items, Text(""))
+
+
+def health_line(line: HealthLine, playbooks: frozenset[str] = frozenset()) -> Text:
+    """One check's line, as ``trace inspect`` prints it (a triage prints the same)."""
+    text = Text("  ")
+    text.append(f"{HEALTH_MARK[line.status]} {line.status:<8} ", style=HEALTH_STYLE[line.status])
+    text.append(line.check, style="bold")
+    text.append(visible(line.label))
+    text.append("  ")
+    text.append_text(rich_text(line.summary))
+    if line.problem and line.playbook in playbooks:
+        text.append(f"  → warpwizard run {line.playbook}", style="dim")
+    return text
 
 
 def inspection_view(inspection: Inspection, *, show_all: bool = False) -> Group:
     blocks: list[Any] = []
+    said: set[str] = set()  # a note (the F paragraph) is said once a run, not once a rank
     for report in inspection.reports:
-        blocks.append(_report_view(report, show_all))
+        blocks.append(_report_view(report, show_all, said))
     if len(inspection.reports) > 1:
         total = ", ".join(f"{m}: {n}" for m, n in sorted(inspection.mechanisms.items())) or "none"
         blocks.append(Text(f"All {len(inspection.reports)} files: mechanisms {total}", style="bold"))
@@ -297,7 +344,7 @@ def _device_label(d: dict[str, Any]) -> str:
     return f"{d['name'] or 'GPU'} ({d['num_sms']} SMs{source})"
 
 
-def _report_view(report: TraceReport, show_all: bool) -> Group:
+def _report_view(report: TraceReport, show_all: bool, said: set[str]) -> Group:
     head = Text()
     head.append(visible(report.path), style="bold")
     if report.rank is not None:
@@ -341,8 +388,24 @@ def _report_view(report: TraceReport, show_all: bool) -> Group:
                 rich_text(short(visible(op), 40)),
             )
         items.append(table)
+        # A mechanism's evidence once, for its worst kernel: the same paragraph for each of six kernels said
+        # nothing new (the table has each one's numbers).
+        alike: Counter[str] = Counter()
         for g in groups[:8]:
+            if g.mechanism in alike:
+                alike[g.mechanism] += 1
+                continue
+            alike[g.mechanism] = 0
             items.append(rich_text(f"  {g.mechanism} · {short(visible(g.kernel), 60)}: {g.worst.evidence}", "dim"))
+        for mechanism, more in alike.items():
+            if more:
+                items.append(
+                    Text(
+                        f"  {mechanism}: the same for the {plural(more, 'other kernel')} of the table "
+                        "(--json has each one's evidence)",
+                        style="dim",
+                    )
+                )
         if len(groups) > 40:
             items.append(Text(f"  … and {len(groups) - 40} more groups (use --json for all)", style="dim"))
     hidden = sum(g.count for g in report.groups if g.severity != "error")
@@ -355,7 +418,9 @@ def _report_view(report: TraceReport, show_all: bool) -> Group:
             )
         )
     for note in report.notes:
-        items.append(rich_text(f"  note: {note}", "yellow"))
+        if note not in said:
+            said.add(note)
+            items.append(rich_text(f"  note: {note}", "yellow"))
     return Group(*items, Text(""))
 
 
