@@ -156,3 +156,34 @@ def test_evidence_under_the_probe_is_not_said_again_in_the_diagnosis_box(columns
     assert said.count("the int32 product wraps to -1294967296") == 1
     assert said.index("the int32 product wraps") < said.index("Diagnosis: profiler-bug-grid-overflow")
     assert "• and what trace.inspect showed above" in said
+
+
+def _rocm_graph_answers(tmp_path: Path, goal: str) -> Path:
+    """An MI300X trace of three hipGraphLaunch replays (the project's builder), and answers that walk
+    cuda-graphs to ``goal``'s conclusion."""
+    from wizard.testing.traces import KernelSpec, TraceBuilder
+
+    builder = TraceBuilder(gpu="MI300X")
+    for _ in range(3):
+        builder.add_graph(
+            [KernelSpec(f"node_{i}", grid=(64, 1, 1), block=(256, 1, 1)) for i in range(4)], call="hipGraphLaunch"
+        )
+    trace = builder.write(tmp_path / "rocm-graphs.json")
+    answers = tmp_path / f"{goal}.yaml"
+    answers.write_text(f"have: trace\ntrace_path: {trace}\ngoal: {goal}\ngraph_nodes: 0\n")
+    return answers
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+def test_cuda_graphs_names_the_call_the_trace_has_and_no_stray_space(tmp_path: Path, columns: int) -> None:
+    """Issue 37.5: cuda-graphs said cudaGraphLaunch on a ROCm trace whose call is hipGraphLaunch, and
+    "3 graph launches ;" when the node count was not given."""
+    per_op = _joined(
+        _screen_lines(["run", "cuda-graphs", "--answers", str(_rocm_graph_answers(tmp_path, "per_op"))], columns)
+    )
+    assert "every replayed kernel links to its hipGraphLaunch, not to the op that captured it" in per_op
+    assert "cudaGraphLaunch," not in per_op
+    idle = _joined(
+        _screen_lines(["run", "cuda-graphs", "--answers", str(_rocm_graph_answers(tmp_path, "idle"))], columns)
+    )
+    assert "The trace records 12 kernels for 3 graph launches; an idle % from a graph trace" in idle

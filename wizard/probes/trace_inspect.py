@@ -159,6 +159,18 @@ def _total(checks: list[Any], check: str, field: str | None = None) -> int:
     return sum(int(c.count if field is None else c.details.get(field) or 0) for c in checks if c.check == check)
 
 
+def _graph_call(inspection: Inspection) -> str:
+    """The graph launch call a conclusion names: the trace's own (a ROCm trace's is hipGraphLaunch)."""
+    from wizard.trace.health import GRAPH_LAUNCH_CALLS
+
+    found = sorted(
+        {e.name for c in inspection.health if c.check == "graph-launches" for e in c.examples} & GRAPH_LAUNCH_CALLS
+    )
+    if found:
+        return " / ".join(found)
+    return "hipGraphLaunch" if any(r.rocm for r in inspection.reports) else "cudaGraphLaunch"
+
+
 def health_facts(inspection: Inspection) -> dict[str, Any]:
     """The health check's verdicts as facts: which problems, where a triage continues, and each check's
     counts (summed over a rank directory's traces)."""
@@ -196,6 +208,7 @@ def health_facts(inspection: Inspection) -> dict[str, Any]:
         "overlapping_kernels": _total(checks, "kernels-overlap"),
         "graph_launches": _total(checks, "graph-launches"),
         "graph_kernels": _total(checks, "graph-launches", "kernels"),
+        "graph_call": _graph_call(inspection),
         "graph_mode": next((m for m in ("mixed", "graph") if any(c.details.get("mode") == m for c in checks)), "eager"),
         "unlinked_kernels": _total(checks, "unlinked-kernels"),
         "unlinked_before_first_call": _total(checks, "unlinked-kernels", "before_first_call"),
@@ -297,6 +310,7 @@ class TraceInspectFacts(TypedDict, total=False):
     ]
     graph_launches: Annotated[int, "cudaGraphLaunch / hipGraphLaunch calls"]
     graph_kernels: Annotated[int, "kernels run by those graph launches"]
+    graph_call: Annotated[str, "the graph launch call the trace has: cudaGraphLaunch, hipGraphLaunch (ROCm) or both"]
     graph_mode: Annotated[str, "eager, graph or mixed"]
     unlinked_kernels: Annotated[int, "kernels whose correlation id matches no launch call"]
     unlinked_before_first_call: Annotated[int, "of those, the ones that ran before the trace's first runtime call"]
