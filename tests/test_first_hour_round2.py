@@ -187,3 +187,24 @@ def test_cuda_graphs_names_the_call_the_trace_has_and_no_stray_space(tmp_path: P
         _screen_lines(["run", "cuda-graphs", "--answers", str(_rocm_graph_answers(tmp_path, "idle"))], columns)
     )
     assert "The trace records 12 kernels for 3 graph launches; an idle % from a graph trace" in idle
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+def test_rank_skew_walks_its_steps_in_order_and_says_the_answers_it_reuses(columns: int) -> None:
+    """Issue 37.6: Step 1, then Step 3 of 3, then Step 2 of 3; baseline_path had no explain; a step whose
+    questions were all answered before showed its header and nothing under it."""
+    lines = _screen_lines(["run", "rank-skew", "--teach", "--answers", "examples/answers/rank-skew.yaml"], columns)
+    headers = [" ".join(line.strip("─ ").split()) for line in lines if "Step " in line and " of 3: " in line]
+    assert headers == [
+        "Step 1 of 3: Verify the profiler's correctness",
+        "Step 2 of 3: Compare the hosts",
+        "Step 3 of 3: Isolate the waiting from the transfer",
+    ]
+    said = _joined(lines)
+    assert "question: baseline_path" in said and "The baseline's traces, one per rank" in said
+    assert "✓ Did every rank run on the same host? yes (reused: answered before, in a file)" in said
+    assert (
+        "✓ Do you have traces of the same step profiled right after torch.distributed.barrier() on every rank? yes"
+        in said
+    )
+    assert "Diagnosis: nccl-time-is-waiting" in said

@@ -388,7 +388,12 @@ def _torch_validator(env: Environment, path: str, timeout: float) -> str:
 def _torch_validators(env: Environment, paths: list[str], timeout: float) -> list[str]:
     """The validator's line for each of the first files the inspection reads (the same files, in its order)."""
     files = list(iter_trace_files(paths))[:MAX_VALIDATED]
-    return [_torch_validator(env, str(f), timeout) for f in files]
+    lines = [_torch_validator(env, str(f), timeout) for f in files]
+    names = [cut(str(f).rsplit("/", 1)[-1], 80) for f in files]
+    alike = {line.replace(f" {name}", " {files}") for line, name in zip(lines, names, strict=True)}
+    if len(lines) > 1 and len(alike) == 1:  # said once for every rank's file, not once a rank
+        return [alike.pop().replace("{files}", f"each of the {len(lines)} files")]
+    return lines
 
 
 class _Beside(Generic[T]):

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from rich.padding import Padding
+
 from wizard.engine.answers import ORIGIN_COMMAND_LINE, ORIGIN_INTERACTIVE, MappingAnswers, MissingAnswer
 from wizard.errors import NoTerminalError
 from wizard.formatting import plural, wrap_words
@@ -97,9 +99,17 @@ class InteractiveAnswers:
 
     def answer(self, question: QuestionNode, prompt: str) -> tuple[Any, str]:
         try:
-            return self.preset.answer(question, prompt)
+            value, origin = self.preset.answer(question, prompt)
         except MissingAnswer:
             pass
+        else:
+            if self.console is not None:  # said, so a resumed step's header is not left empty
+                where = "given with --set" if origin == ORIGIN_COMMAND_LINE else "answered before, in a file"
+                shown = next((c.label for c in question.choices if c.value == value), value)
+                shown = ("yes" if shown else "no") if isinstance(shown, bool) else shown
+                line = f"✓ {visible(prompt)} {visible(str(shown))}  (reused: {where})"
+                self.console.print(Padding(rich_text(line, "dim"), (0, 0, 0, 2)))
+            return value, origin
         if not self.interactive:
             raise NoTerminalError(
                 f"question {question.id!r} ({visible(prompt)}) needs an answer, but stdin is not a terminal; run "
@@ -147,8 +157,10 @@ class InteractiveAnswers:
     def _wrapped(self, prompt: str, room: int) -> str:
         """The prompt broken at spaces to the terminal's width ("? " before it, ``room`` columns kept on its
         last line for the hint and the first typed characters): a terminal breaks a long line mid-word."""
-        width = getattr(self.console, "width", 0) or 80
-        return "\n".join(wrap_words(prompt, width - 3, hang="  ", room=room)) or prompt
+        return "\n".join(wrap_words(prompt, self._width() - 3, hang="  ", room=room)) or prompt
+
+    def _width(self) -> int:
+        return getattr(self.console, "width", 0) or 80
 
 
 def submit_from_menu(question: Any) -> Any:
