@@ -10,7 +10,7 @@ from pathlib import Path
 import pexpect
 import pytest
 
-from tests.conftest import EXAMPLES, HANG_GUARD_S, REPO, cli_command
+from tests.conftest import EXAMPLES, HANG_GUARD_S, REPO, RunCli, cli_command
 from tests.test_terminal import finish, spawn
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="pseudo-terminals need a POSIX system")
@@ -208,3 +208,61 @@ def test_rank_skew_walks_its_steps_in_order_and_says_the_answers_it_reuses(colum
         in said
     )
     assert "Diagnosis: nccl-time-is-waiting" in said
+
+
+# -- help and docs (issue 37.10) -------------------------------------------------------------------
+
+
+def test_help_and_the_package_describe_the_health_check_not_only_negative_warps(run_cli: RunCli) -> None:
+    import tomllib
+
+    top = " ".join(run_cli("--help").stdout.split())
+    assert "Checks the health of any PyTorch profiler trace" in top and "walks you through a playbook" in top
+    inspect_help = " ".join(run_cli("trace", "inspect", "--help").stdout.split())
+    assert "Checks a trace's health (every way a profiler trace is known to lie" in inspect_help
+    description = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["description"]
+    assert description.startswith("Checks the health of any PyTorch profiler trace")
+    assert "playbook" in description
+
+
+def test_the_api_doc_documents_the_health_api_and_the_f_groups_in_findings() -> None:
+    from wizard.api import inspect_traces
+
+    doc = (REPO / "docs" / "api.md").read_text()
+    section = doc[doc.index("### Trace health") : doc.index("### Launch records")]
+    for name in ("health", "health_status", "job_health", "problems"):
+        assert f"- `{name}" in section, name
+    assert "**including the\n  by-design F groups**" in doc
+    inspection = inspect_traces(EXAMPLES / "traces" / "rank-skew")
+    assert inspection.health_status in ("ok", "not_applicable", "info", "warning", "error")
+    assert [c.check for c in inspection.job_health] == ["rank-skew"]
+    assert {c.check for c in inspection.problems()} <= {c.check for c in inspection.health}
+    # findings holds the F groups, which are not wrong: the doc's filter keeps only wrong values
+    groups = inspection.findings
+    assert any(g.mechanism == "F" and not g.wrong for g in groups)
+    assert [g for g in groups if g.wrong] == []
+
+
+def test_the_plugin_doc_names_the_probe_surface_a_plugin_builds_on_and_each_exists() -> None:
+    import re
+
+    import wizard.probes.base as base
+
+    doc = (REPO / "docs" / "plugins.md").read_text()
+    names = re.search(r"A plugin builds on `wizard\.probes\.base` \(([^)]*)\)", doc)
+    assert names is not None
+    listed = re.findall(r"`(\w+)`", names.group(1))
+    assert listed == [
+        "Probe",
+        "ProbeResult",
+        "Status",
+        "ParamSpec",
+        "FactSpec",
+        "declared_facts",
+        "fact_problems",
+        "CommonFacts",
+    ]
+    assert all(hasattr(base, n) for n in listed)
+    plugin = (EXAMPLES / "plugin" / "warpwizard_example_plugin").glob("*.py")
+    imported = {m for path in plugin for m in re.findall(r"^from (wizard[\w.]*) import", path.read_text(), re.M)}
+    assert imported <= {"wizard.probes.base", "wizard.environment", "wizard.outputs"}
