@@ -246,7 +246,7 @@ def test_the_api_doc_documents_the_health_api_and_the_f_groups_in_findings() -> 
 def test_the_plugin_doc_names_the_probe_surface_a_plugin_builds_on_and_each_exists() -> None:
     import re
 
-    import wizard.probes.base as base
+    from wizard.probes import base
 
     doc = (REPO / "docs" / "plugins.md").read_text()
     names = re.search(r"A plugin builds on `wizard\.probes\.base` \(([^)]*)\)", doc)
