@@ -266,3 +266,61 @@ def test_the_plugin_doc_names_the_probe_surface_a_plugin_builds_on_and_each_exis
     plugin = (EXAMPLES / "plugin" / "warpwizard_example_plugin").glob("*.py")
     imported = {m for path in plugin for m in re.findall(r"^from (wizard[\w.]*) import", path.read_text(), re.M)}
     assert imported <= {"wizard.probes.base", "wizard.environment", "wizard.outputs"}
+
+
+# -- completion (issue 37.7) -----------------------------------------------------------------------
+
+
+def _bash_with_completion(tmp_path: Path, run_cli: RunCli) -> pexpect.spawn[str]:
+    import shutil
+    import sys
+
+    if shutil.which("bash") is None:
+        pytest.skip("bash is not installed")
+    script = tmp_path / "warpwizard.bash"
+    script.write_text(run_cli("completion", "bash").stdout)
+    bin_dir = str(Path(sys.executable).parent)
+    env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}", HOME=str(tmp_path), TERM="dumb")
+    env.pop("WARPWIZARD_PLAYBOOK_PATH", None)
+    child = pexpect.spawn(
+        "bash", ["--norc", "--noprofile", "-i"], cwd=str(REPO), env=env, encoding="utf-8", timeout=60,
+        dimensions=(200, 200),
+    )  # fmt: skip
+    child.sendline(f"PS1='$ '; bind 'set completion-query-items 1000'; source {script}; echo LOADED''OK")
+    child.expect("LOADEDOK")
+    return child
+
+
+def _offered(child: pexpect.spawn[str], typed: str) -> set[str]:
+    """What bash lists for Tab Tab after ``typed`` (then the line is dropped)."""
+    child.send(typed + "\t\t")
+    child.sendline("\x15echo DONE''LISTING")
+    child.expect("DONELISTING")
+    return set(str(child.before).split())
+
+
+def test_from_completes_only_the_nodes_of_the_playbook_on_the_line(tmp_path: Path, run_cli: RunCli) -> None:
+    """Issue 37.7: `--from` listed 131 nodes of every playbook."""
+    from wizard.runs import load_playbook
+
+    child = _bash_with_completion(tmp_path, run_cli)
+    try:
+        offered = _offered(child, "warpwizard run rank-skew --from ")
+    finally:
+        child.close(force=True)
+    nodes = set(load_playbook("rank-skew").nodes)
+    assert nodes <= offered
+    assert "custom_kernel" not in offered and "kineto_log" not in offered  # the flagship's, kernels-missing's
+
+
+def test_run_tab_lists_no_hidden_directory_unless_a_dot_is_typed(tmp_path: Path, run_cli: RunCli) -> None:
+    """Issue 37.7: `run <Tab>` listed .git/ and .venv/."""
+    child = _bash_with_completion(tmp_path, run_cli)
+    try:
+        offered = _offered(child, "warpwizard run ")
+        dotted = _offered(child, "warpwizard run .")
+    finally:
+        child.close(force=True)
+    assert {"triage", "rank-skew", "README.md"} <= offered and ({"playbooks", "playbooks/"} & offered)
+    assert not any(name.startswith(".") for name in offered), offered
+    assert ".venv" in dotted or ".git" in dotted  # typed a dot: hidden names are what was asked for

@@ -308,7 +308,12 @@ def cmd_completion(ctx: Context) -> ExitStatus:
 
     if ctx.args.names:  # what the script asks while someone presses Tab: this installation's names
         ctx.write(
-            "".join(f"{name}\n" for name in completion_names(ctx.args.names, ctx.playbook_dirs, ctx.system.environ))
+            "".join(
+                f"{name}\n"
+                for name in completion_names(
+                    ctx.args.names, ctx.playbook_dirs, ctx.system.environ, playbook=ctx.args.playbook
+                )
+            )
         )
         return ExitStatus.OK
     if not ctx.args.shell:

@@ -172,6 +172,7 @@ def _add_catalogue_commands(sub: _Sub) -> None:
     comp = sub.add_parser("completion", help="print a shell completion script (bash, zsh, fish, tcsh, powershell)")
     comp.add_argument("shell", nargs="?", choices=("bash", "zsh", "fish", "tcsh", "powershell"))
     comp.add_argument("--names", choices=("playbooks", "probes", "nodes", "examples"), help=argparse.SUPPRESS)
+    comp.add_argument("--playbook", help=argparse.SUPPRESS)  # --names nodes: only this playbook's (the line's)
 
 
 FAIL_ON = ("info", "warning", "error", "never")
