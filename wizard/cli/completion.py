@@ -53,14 +53,15 @@ def _dynamic(kind: str, with_files: bool) -> dict[str, Any]:
     files_fish = "; __fish_complete_path (commandline -ct)" if with_files else ""
     # bash and zsh: the nodes of the playbook on the line (fish: every playbook's)
     ask_sh = f'warpwizard completion --names {kind} ${{pb:+--playbook "$pb"}} 2>/dev/null' if kind == "nodes" else ask
+    pb_bash, pb_zsh = (_BASH_PLAYBOOK, _ZSH_PLAYBOOK) if kind == "nodes" else ("", "")
     return {
         "bash": fn,
         "zsh": fn,  # a function: zsh's _arguments specs are expanded when the script is sourced
         "fish": f"({ask}{files_fish})",
         "tcsh": "f" if with_files else "",
         "preamble": {
-            "bash": f'{fn}() {{\n{_BASH_PLAYBOOK if kind == "nodes" else ""}  compgen -W "$({ask_sh})" -- "$1"{files_bash}\n}}\n',
-            "zsh": f'{fn}() {{\n{_ZSH_PLAYBOOK if kind == "nodes" else ""}  local -a names\n  names=(${{(f)"$({ask_sh})"}})\n'
+            "bash": f'{fn}() {{\n{pb_bash}  compgen -W "$({ask_sh})" -- "$1"{files_bash}\n}}\n',
+            "zsh": f'{fn}() {{\n{pb_zsh}  local -a names\n  names=(${{(f)"$({ask_sh})"}})\n'
             f"  compadd -a names{files_zsh}\n}}\n",
         },
     }
