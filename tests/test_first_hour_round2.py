@@ -324,3 +324,78 @@ def test_run_tab_lists_no_hidden_directory_unless_a_dot_is_typed(tmp_path: Path,
     assert {"triage", "rank-skew", "README.md"} <= offered and ({"playbooks", "playbooks/"} & offered)
     assert not any(name.startswith(".") for name in offered), offered
     assert ".venv" in dotted or ".git" in dotted  # typed a dot: hidden names are what was asked for
+
+
+# -- --teach (issue 37.3) --------------------------------------------------------------------------
+
+
+def _teach_screen(args: list[str], answers: list[tuple[str, str]], columns: int, tmp_path: Path) -> list[str]:
+    screen, stream = _screen_of(columns, 1000)
+    child = spawn(args, tmp_path, columns)
+    child.setwinsize(1000, columns)
+    for expected, send in answers:
+        child.expect(expected)
+        stream.feed(str(child.before) + str(child.after))  # type: ignore[attr-defined]
+        child.send(send)
+    child.expect(r"Diagnosis: [a-z-]+|Where does your code read")
+    stream.feed(str(child.before) + str(child.after))  # type: ignore[attr-defined]
+    child.sendintr()
+    stream.feed(finish(child))  # type: ignore[attr-defined]
+    return _lines(screen)
+
+
+def _defined_before_used(lines: list[str]) -> list[str]:
+    """Each glossary word's first use on screen, outside a definition, comes after its definition."""
+    from wizard.playbook.glossary import TERMS
+
+    # a definition's own lines (it wraps) run from "new word" to the next line that is not indented as it is
+    inside, in_definition = [], False
+    for line in lines:
+        in_definition = line.startswith("  new word ") or (
+            in_definition and line.startswith("  ") and line[2:3] != " " and not line.startswith("  ●")
+        )
+        inside.append(in_definition)
+    late = []
+    for term in TERMS:
+        defined = next((i for i, line in enumerate(lines) if line.startswith(f"  new word {term.word}:")), None)
+        used = next((i for i, line in enumerate(lines) if not inside[i] and term.pattern.search(line)), None)
+        if used is not None and (defined is None or defined > used):
+            late.append(f"{term.word}: used on line {used} ({lines[used].strip()!r}), defined on line {defined}")
+    return late
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+def test_teach_defines_each_word_before_it_is_used_in_the_triage(tmp_path: Path, columns: int) -> None:
+    """Issue 37.3: "blocks per SM", "warps per SM", "occupancy", "shared memory" and "int32" appeared two
+    screens before they were defined; "shared memory" and "registers" were never defined."""
+    trace = EXAMPLES / "traces" / "kernels-missing.json"
+    lines = _teach_screen(["--teach"], [("start from", "\r"), ("Path to the trace", f"{trace}\r")], columns, tmp_path)
+    assert _defined_before_used(lines) == []
+    said = _joined(lines)
+    assert "new word warps per SM:" in said
+    # the probe's result, then what it means in one plain sentence
+    assert said.index("trace.inspect PASS") < said.index("What this means: the kernels' own numbers are right")
+    # the description reflowed: no YAML line break left inside a sentence
+    assert "or only what you saw); it checks the trace's health" in said
+    assert not any(line.rstrip().endswith("or only what you") for line in lines)
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+def test_teach_spreads_the_flagship_s_words_and_defines_them_before_use(tmp_path: Path, columns: int) -> None:
+    """Issue 37.3: the flagship defined seven words at once before anything happened."""
+    trace = EXAMPLES / "traces" / "grid-overflow.json"
+    lines = _teach_screen(
+        ["run", "negative-warps-per-sm", "--teach"], [("start from", "\r"), ("Path to the trace", f"{trace}\r")],
+        columns, tmp_path,
+    )  # fmt: skip
+    assert _defined_before_used(lines) == []
+    runs, run = [], 0
+    for line in lines:
+        if line.startswith("  new word "):
+            run += 1
+        elif not line.startswith("  ") or line.startswith("  ●") or "─" in line or "╭" in line:
+            runs.append(run)
+            run = 0
+    assert max(runs) <= 5, runs
+    for word in ("shared memory", "registers", "int32", "blocks per SM", "occupancy"):
+        assert any(line.startswith(f"  new word {word}:") for line in lines), word

@@ -33,6 +33,17 @@ from wizard.untrusted import cut, rich_text, visible
 # The metrics' names as a narrow table cell says them; the evidence lines below it use the full ones.
 METRIC_LABELS = {"blocks per SM": "blocks/SM", "warps per SM": "warps/SM", "est. achieved occupancy %": "occupancy %"}
 
+# --teach: what a probe's result means, in one plain sentence, after it is shown.
+RESULT_MEANS = {
+    "pass": "What this means: the check ran and found nothing wrong, so this cause is ruled out.",
+    "pass-with-health": "What this means: the kernels' own numbers are right, but the health check found a "
+    "problem (the lines above); that problem decides where the run goes next.",
+    "fail": "What this means: the check found the problem it looks for; the lines above are the evidence.",
+    "warn": "What this means: the check found something worth a look, not enough on its own to decide.",
+    "skip": "What this means: the check could not run here (the line says why); it rules nothing in or out.",
+    "error": "What this means: the check itself failed (the line says why); nothing was learned from it.",
+}
+
 STATUS_STYLE = {"pass": "green", "warn": "yellow", "fail": "red", "skip": "cyan", "error": "magenta"}
 SEVERITY_STYLE = {"info": "green", "warning": "yellow", "error": "red"}
 
@@ -83,20 +94,33 @@ class TerminalObserver:
         self.shown_evidence: dict[str, str] = {}  # evidence printed under a probe -> the probe: the box points to it
         self.chosen: Mapping[str, Any] | None = None  # the facts of the health summary that chose the next playbook
 
-    def _new_words(self, text: str) -> None:
-        """--teach: a GPU word this session has not defined yet, defined once where it first appears."""
-        for term in self.glossary.new_words(text):
+    def define(self, *texts: str) -> None:
+        """--teach: each GPU word these texts use that this session has not defined yet, defined once, right
+        before the text that first uses it is shown."""
+        if not self.teach:
+            return
+        for term in self.glossary.new_words("\n".join(texts)):
             self.console.print(
-                Text.assemble(("  new word ", "bold magenta"), (term.word, "bold"), f": {term.definition}")
+                Padding(
+                    Text.assemble(("new word ", "bold magenta"), (term.word, "bold"), f": {term.definition}"),
+                    (0, 0, 0, 2),
+                )
             )
+
+    def heading(self, pb: Playbook) -> None:
+        """The playbook's title (and with --teach its description, reflowed), its words defined first."""
+        self.define(pb.title, pb.description or "")
+        self.console.print(playbook_heading(pb, teach=self.teach))
 
     def node_entered(self, playbook: Playbook, node: Node, step_number: int | None) -> None:
         if node.step and node.step != self.step:
             self.step = node.step
             step = playbook.steps[step_number - 1] if step_number else None
             title = step.title if step else node.step
+            self.define(title)
             self.console.rule(rich_text(f"Step {step_number} of {len(playbook.steps)}: {title}", "bold"))
             if self.teach and step and step.explain:
+                self.define(step.explain)
                 self.console.print(
                     Panel(
                         markdown_view(visible(step.explain.strip(), newlines=True)),
@@ -104,8 +128,8 @@ class TerminalObserver:
                         border_style="blue",
                     )
                 )
-                self._new_words(step.explain)
         if self.teach and node.explain:
+            self.define(node.explain)
             self.console.print(
                 Panel(
                     markdown_view(visible(node.explain.strip(), newlines=True)),
@@ -113,10 +137,10 @@ class TerminalObserver:
                     border_style="dim",
                 )
             )
-            self._new_words(node.explain)
         prompt = getattr(node, "prompt", None)
         if self.teach and prompt is not None:
-            self._new_words(prompt.source)  # before the question is asked, so the word is known when read
+            labels = [c.label for c in getattr(node, "choices", ())]
+            self.define(prompt.source, getattr(node, "help", "") or "", *labels)  # known when the question is read
 
     def probe_started(self, node: ProbeNode, params: Mapping[str, Any]) -> None:
         self.running = self.progress.task(node.probe, doing="running")
@@ -136,6 +160,7 @@ class TerminalObserver:
             )
             return
         self.shown_results.append(result)
+        self.define(result.summary, *[str(x) for x in result.facts.get("health_lines") or []], *result.evidence[:6])
         self.console.print(
             Text.assemble(
                 ("  ● ", style),
@@ -150,6 +175,11 @@ class TerminalObserver:
         for line in result.evidence[:6]:  # wrapped under their own indent, not cut
             self.shown_evidence[line] = node.probe
             self.console.print(Padding(rich_text(short(visible(line), TEXT_LIMIT), "dim"), (0, 0, 0, 6)))
+        if self.teach:
+            means = RESULT_MEANS.get(result.status.value, "")
+            if result.status.value == "pass" and result.facts.get("health_problems"):
+                means = RESULT_MEANS["pass-with-health"]
+            self.console.print(Padding(rich_text(means, "italic"), (0, 0, 0, 4)))
 
     def _health(self, result: ProbeResult) -> None:
         """The trace doctor's health summary, as ``trace inspect`` prints it, so a triage shows the problem
@@ -216,8 +246,9 @@ def conclusion_panel(transcript: Transcript, shown: Mapping[str, str] | None = N
 
 def playbook_heading(pb: Playbook, *, teach: bool) -> Group:
     head = Text.assemble((visible(pb.title), "bold"), "  ", (f"({visible(pb.id)} v{visible(pb.version)})", "dim"))
-    if teach and pb.description:
-        return Group(head, rich_text(pb.description.strip(), newlines=True))
+    if teach and pb.description:  # its paragraphs reflowed: YAML's line breaks wrapped again were ragged
+        paragraphs = [" ".join(p.split()) for p in pb.description.strip().split("\n\n")]
+        return Group(head, rich_text("\n\n".join(paragraphs), newlines=True))
     return Group(head)
 
 
