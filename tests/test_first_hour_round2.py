@@ -399,3 +399,56 @@ def test_teach_spreads_the_flagship_s_words_and_defines_them_before_use(tmp_path
     assert max(runs) <= 5, runs
     for word in ("shared memory", "registers", "int32", "blocks per SM", "occupancy"):
         assert any(line.startswith(f"  new word {word}:") for line in lines), word
+
+
+# -- words cut (issue 37.5) ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+def test_choices_and_answer_echoes_are_never_cut_inside_a_word(tmp_path: Path, columns: int) -> None:
+    """Issue 37.5: a choice cut at 80 columns ("... from another thread or p") and answer echoes broken
+    inside words ("healthy-sm" / "all.json")."""
+    from wizard.runs import load_playbook
+
+    screen, stream = _screen_of(columns)
+    child = spawn([], tmp_path, columns)
+    child.expect("What do you have to start from")
+    child.send("\r")
+    child.expect("Path to the trace")
+    child.send(f"{EXAMPLES / 'traces' / 'kernels-missing.json'}\r")
+    child.expect("I don't know")  # the read_when menu, drawn whole
+    stream.feed(str(child.before) + str(child.after))  # type: ignore[attr-defined]
+    menu = _lines(screen)
+    child.send("\x1b[B\r")  # the long choice: read while the profiler still runs
+    child.expect(r"Diagnosis: ([a-z-]+)")
+    stream.feed(str(child.before) + str(child.after) + finish(child))  # type: ignore[attr-defined]
+    lines = _lines(screen)
+    question = load_playbook("kernels-missing").nodes["read_when"]
+    long_label = next(c.label for c in question.choices if c.value == "early")  # type: ignore[attr-defined]
+    words_on = {w for line in menu for w in line.split()}
+    assert [w for w in long_label.split() if w not in words_on] == []  # every word of the menu whole
+    shown = {w for line in lines for w in line.split()}
+    echoed = (
+        f"Where does your code read or copy the trace file? {long_label} {EXAMPLES / 'traces' / 'kernels-missing.json'}"
+    )
+    assert [w for w in echoed.split() if w not in shown] == []
+    assert "While the profiler still runs, or right after stop() from another thread or process" in _joined(lines)
+    assert all(len(line) <= columns for line in lines)
+
+
+@pytest.mark.parametrize("columns", [80, 120])
+def test_the_ctrl_c_message_breaks_between_words(tmp_path: Path, columns: int) -> None:
+    """Issue 37.5: the Ctrl-C message wrapped inside `--resume`."""
+    screen, stream = _screen_of(columns)
+    child = spawn([], tmp_path, columns)
+    child.expect("What do you have to start from")
+    child.send("\r")
+    child.expect("Path to the trace")
+    child.sendintr()
+    stream.feed(str(child.before) + str(child.after) + finish(child))  # type: ignore[attr-defined]
+    assert child.exitstatus == 130
+    lines = _lines(screen)
+    said = _joined(lines)
+    assert "(continue with: warpwizard run triage --resume)" in said
+    assert any("--resume)" in line for line in lines)
+    assert all(len(line) < columns for line in lines if "answers so far saved" in line or "--resume" in line)

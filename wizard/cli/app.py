@@ -519,6 +519,27 @@ def _status_of(exc: BaseException) -> ExitStatus:
     return next(status for kind, status in ERROR_STATUS if isinstance(exc, kind))
 
 
+def _terminal_width(system: System) -> int | None:
+    """The columns of the terminal stderr is, or None (a log or a pipe keeps each message on one line)."""
+    if not system.isatty(system.stderr):
+        return None
+    columns = system.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    try:
+        return os.get_terminal_size(system.stderr.fileno()).columns
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def _wrapped(line: str, width: int | None) -> str:
+    """A message broken between words at the terminal's width: the terminal broke the Ctrl-C line inside
+    ``--resume``."""
+    from wizard.formatting import wrap_words
+
+    return "\n".join(wrap_words(line, width - 1)) or line if width else line
+
+
 def _error_lines(exc: BaseException) -> list[str]:
     if isinstance(exc, PlaybookError):
         return exc.problems  # every problem, one line each
@@ -613,8 +634,9 @@ def main(argv: list[str] | None = None, system: System | None = None) -> int:
         stdout.flush()
         return int(exc.code or 0) if isinstance(exc.code, int) else 0
     except (WizardError, KeyboardInterrupt) as exc:
+        width = _terminal_width(system)
         for line in _error_lines(exc):
-            stderr.write(visible(line) + "\n")
+            stderr.write(_wrapped(visible(line), width) + "\n")
         return int(_status_of(exc))
     except Exception as exc:
         if _out_of_memory(exc):  # documented (exit 8), not an internal error, with --debug too
