@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import pexpect
 import pytest
@@ -452,3 +453,41 @@ def test_the_ctrl_c_message_breaks_between_words(tmp_path: Path, columns: int) -
     assert "(continue with: warpwizard run triage --resume)" in said
     assert any("--resume)" in line for line in lines)
     assert all(len(line) < columns for line in lines if "answers so far saved" in line or "--resume" in line)
+
+
+# -- the HTML report in Chromium (issue 37.8) ------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def browser() -> Any:
+    from tests.test_html_report import chromium
+
+    yield from chromium()
+
+
+def test_the_run_page_renders_code_names_the_real_trace_and_says_no_rank_of_one_file(
+    browser: Any, tmp_path: Path
+) -> None:
+    """Issue 37.8: literal backticks, `warpwizard trace fix TRACE OUT.json` with a placeholder, "ranks: 0"."""
+    pytest.importorskip("plotly")
+    from tests.conftest import run_inprocess
+    from tests.test_html_report import _open
+
+    page_file = tmp_path / "run.html"
+    answers = EXAMPLES / "answers" / "grid-overflow.yaml"
+    ran = run_inprocess("run", "negative-warps-per-sm", "--answers", str(answers), "--report", str(page_file))
+    assert ran.status == 0, ran.stderr
+    page, seen = _open(browser, page_file, tmp_path / "run.png")
+    try:
+        verdict = page.inner_text("#ww-run-verdict")
+        trace = (EXAMPLES / "traces" / "grid-overflow.json").resolve()
+        fixed = trace.with_name("grid-overflow-fixed.json")
+        assert f"warpwizard trace fix {trace} {fixed} writes a copy with them" in " ".join(verdict.split())
+        assert "`" not in verdict and "TRACE OUT.json" not in verdict
+        assert page.eval_on_selector_all("#ww-run-verdict code", "els => els.map(e => e.textContent)")[1:2] == [
+            f"warpwizard trace fix {trace} {fixed}"
+        ]
+        assert "ranks:" not in page.inner_text("body")
+        assert seen["errors"] == []
+    finally:
+        page.close()

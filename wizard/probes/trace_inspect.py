@@ -159,6 +159,30 @@ def _total(checks: list[Any], check: str, field: str | None = None) -> int:
     return sum(int(c.count if field is None else c.details.get(field) or 0) for c in checks if c.check == check)
 
 
+def _fix_commands(inspection: Inspection) -> dict[str, str]:
+    """``trace fix`` with the trace's own path and an output named beside it (a conclusion said
+    ``warpwizard trace fix TRACE OUT.json``): the worst file of a rank directory, else the first."""
+    import shlex
+    from pathlib import Path
+
+    from wizard.profiler import split_trace_name
+
+    worst = next((r for r in inspection.reports if r.groups), inspection.reports[0] if inspection.reports else None)
+    if worst is None:
+        return {
+            "fix_command": "warpwizard trace fix TRACE OUT.json",
+            "split_command": "warpwizard trace fix --split-overlaps TRACE OUT.json",
+        }
+    source = Path(worst.path)
+    stem = split_trace_name(source.name)[0] or "trace"
+    fixed, lanes = (shlex.quote(str(source.with_name(f"{stem}-{tag}.json"))) for tag in ("fixed", "lanes"))
+    path = shlex.quote(str(source))
+    return {
+        "fix_command": f"warpwizard trace fix {path} {fixed}",
+        "split_command": f"warpwizard trace fix --split-overlaps {path} {lanes}",
+    }
+
+
 def _graph_call(inspection: Inspection) -> str:
     """The graph launch call a conclusion names: the trace's own (a ROCm trace's is hipGraphLaunch)."""
     from wizard.trace.health import GRAPH_LAUNCH_CALLS
@@ -209,6 +233,7 @@ def health_facts(inspection: Inspection) -> dict[str, Any]:
         "graph_launches": _total(checks, "graph-launches"),
         "graph_kernels": _total(checks, "graph-launches", "kernels"),
         "graph_call": _graph_call(inspection),
+        **_fix_commands(inspection),
         "graph_mode": next((m for m in ("mixed", "graph") if any(c.details.get("mode") == m for c in checks)), "eager"),
         "unlinked_kernels": _total(checks, "unlinked-kernels"),
         "unlinked_before_first_call": _total(checks, "unlinked-kernels", "before_first_call"),
@@ -310,6 +335,10 @@ class TraceInspectFacts(TypedDict, total=False):
     ]
     graph_launches: Annotated[int, "cudaGraphLaunch / hipGraphLaunch calls"]
     graph_kernels: Annotated[int, "kernels run by those graph launches"]
+    fix_command: Annotated[
+        str, "the `trace fix` command that writes a corrected copy of this trace, its path filled in"
+    ]
+    split_command: Annotated[str, "the `trace fix --split-overlaps` command for this trace, its path filled in"]
     graph_call: Annotated[str, "the graph launch call the trace has: cudaGraphLaunch, hipGraphLaunch (ROCm) or both"]
     graph_mode: Annotated[str, "eager, graph or mixed"]
     unlinked_kernels: Annotated[int, "kernels whose correlation id matches no launch call"]
