@@ -338,9 +338,10 @@ def _teach_screen(args: list[str], answers: list[tuple[str, str]], columns: int,
         child.expect(expected)
         stream.feed(str(child.before) + str(child.after))  # type: ignore[attr-defined]
         child.send(send)
-    child.expect(r"Diagnosis: [a-z-]+|Where does your code read")
+    reached = child.expect([r"Diagnosis: [a-z-]+", "Where does your code read"])
     stream.feed(str(child.before) + str(child.after))  # type: ignore[attr-defined]
-    child.sendintr()
+    if reached == 1:  # a question waits: Ctrl-C (never while the diagnosis is being written)
+        child.sendintr()
     stream.feed(finish(child))  # type: ignore[attr-defined]
     return _lines(screen)
 

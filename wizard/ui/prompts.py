@@ -12,8 +12,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from rich.padding import Padding
-
 from wizard.engine.answers import ORIGIN_COMMAND_LINE, ORIGIN_INTERACTIVE, MappingAnswers, MissingAnswer
 from wizard.errors import NoTerminalError
 from wizard.formatting import plural, wrap_words
@@ -108,7 +106,9 @@ class InteractiveAnswers:
                 shown = next((c.label for c in question.choices if c.value == value), value)
                 shown = ("yes" if shown else "no") if isinstance(shown, bool) else shown
                 line = f"✓ {visible(prompt)} {visible(str(shown))}  (reused: {where})"
-                self.console.print(Padding(rich_text(line, "dim"), (0, 0, 0, 2)))
+                from wizard.ui.render import indented
+
+                indented(self.console, line, 2, "dim")
             return value, origin
         if not self.interactive:
             raise NoTerminalError(

@@ -12,13 +12,12 @@ from typing import Any
 
 from rich.console import Console, Group
 from rich.markdown import Markdown
-from rich.padding import Padding
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
 from wizard.engine.transcript import Transcript
-from wizard.formatting import plural
+from wizard.formatting import plural, wrap_words
 from wizard.playbook.glossary import Glossary
 from wizard.playbook.model import DecisionNode, Node, Playbook, ProbeNode
 from wizard.playbook.trust import ProgramUse
@@ -79,6 +78,13 @@ def short(name: str, width: int = 70) -> str:
     return cut(name, width)
 
 
+def indented(console: Console, text: str, indent: int, style: str = "") -> None:
+    """``text`` broken between words at the console's width, every line ``indent`` columns in, with no
+    trailing blanks (rich's Padding fills each line to the width: a log kept them)."""
+    for line in wrap_words(" " * indent + text, (console.width or 80) - 1, hang=" " * indent):
+        console.print(rich_text(line, style), soft_wrap=True)
+
+
 class TerminalObserver:
     """Shows a run as it goes: step headers, explanations, a live line while a probe runs (on
     ``progress``: the CLI's stderr at a terminal, else nowhere)."""
@@ -100,12 +106,7 @@ class TerminalObserver:
         if not self.teach:
             return
         for term in self.glossary.new_words("\n".join(texts)):
-            self.console.print(
-                Padding(
-                    Text.assemble(("new word ", "bold magenta"), (term.word, "bold"), f": {term.definition}"),
-                    (0, 0, 0, 2),
-                )
-            )
+            indented(self.console, f"new word {term.word}: {term.definition}", 2, "magenta")
 
     def heading(self, pb: Playbook) -> None:
         """The playbook's title (and with --teach its description, reflowed), its words defined first."""
@@ -174,12 +175,12 @@ class TerminalObserver:
         self._health(result)
         for line in result.evidence[:6]:  # wrapped under their own indent, not cut
             self.shown_evidence[line] = node.probe
-            self.console.print(Padding(rich_text(short(visible(line), TEXT_LIMIT), "dim"), (0, 0, 0, 6)))
+            indented(self.console, short(visible(line), TEXT_LIMIT), 6, "dim")
         if self.teach:
             means = RESULT_MEANS.get(result.status.value, "")
             if result.status.value == "pass" and result.facts.get("health_problems"):
                 means = RESULT_MEANS["pass-with-health"]
-            self.console.print(Padding(rich_text(means, "italic"), (0, 0, 0, 4)))
+            indented(self.console, means, 4, "italic")
 
     def _health(self, result: ProbeResult) -> None:
         """The trace doctor's health summary, as ``trace inspect`` prints it, so a triage shows the problem
@@ -193,10 +194,10 @@ class TerminalObserver:
         headline = (
             f"Trace health: {plural(len(problems), 'problem')} found" if problems else "Trace health: no problem found"
         )
-        self.console.print(Padding(rich_text(headline, "bold"), (0, 0, 0, 4)))
+        indented(self.console, headline, 4, "bold")
         for line in lines:
             status = str(line).split(" ", 2)[1] if str(line).count(" ") > 1 else ""
-            self.console.print(Padding(rich_text(visible(str(line)), HEALTH_STYLE.get(status, "")), (0, 0, 0, 4)))
+            indented(self.console, visible(str(line)), 4, HEALTH_STYLE.get(status, ""))
 
     def decided(self, node: DecisionNode, target: str, reason: str) -> None:
         if self.teach:
@@ -208,9 +209,7 @@ class TerminalObserver:
         self.step = None
         if self.chosen is not None and self.chosen.get("health_next") == playbook.id:
             chosen = visible(str(self.chosen["health_chosen_by"]))
-            self.console.print(
-                Padding(rich_text(f"→ {playbook.id}, chosen by the worst problem: {chosen}"), (0, 0, 0, 2))
-            )
+            self.console.print(rich_text(f"  → {playbook.id}, chosen by the worst problem: {chosen}"))
         self.console.rule(rich_text(f"Continuing with {playbook.id}: {playbook.title}", "bold"))
 
     def close(self) -> None:
