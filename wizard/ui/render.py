@@ -209,7 +209,7 @@ class TerminalObserver:
         self.step = None
         if self.chosen is not None and self.chosen.get("health_next") == playbook.id:
             chosen = visible(str(self.chosen["health_chosen_by"]))
-            self.console.print(rich_text(f"  → {playbook.id}, chosen by the worst problem: {chosen}"))
+            indented(self.console, f"→ {playbook.id}, chosen by the worst problem: {chosen}", 2)
         self.console.rule(rich_text(f"Continuing with {playbook.id}: {playbook.title}", "bold"))
 
     def close(self) -> None:
