@@ -81,8 +81,10 @@ def short(name: str, width: int = 70) -> str:
 def indented(console: Console, text: str, indent: int, style: str = "") -> None:
     """``text`` broken between words at the console's width, every line ``indent`` columns in, with no
     trailing blanks (rich's Padding fills each line to the width: a log kept them)."""
-    for line in wrap_words(" " * indent + text, (console.width or 80) - 1, hang=" " * indent):
-        console.print(rich_text(line, style), soft_wrap=True)
+    width = (console.width or 80) - 1
+    for line in wrap_words(" " * indent + text, width, hang=" " * indent):
+        # a word too long for the indented line (a C++ kernel name) starts at the margin, where it may fit whole
+        console.print(rich_text(line.lstrip() if len(line) > width else line, style), soft_wrap=True)
 
 
 class TerminalObserver:
