@@ -115,6 +115,8 @@ def test_ctrl_c_then_resume_asks_only_what_is_left(tmp_path: Path) -> None:
     child = spawn(["run", "negative-warps-per-sm", "--resume"], here)
     child.expect("resuming from ([^\\s\\x1b]+)")
     assert matched(child) == str(saved)
+    child.expect(r"✓ What do you have to start from\? Only what I saw")  # issue 37.6: the reused answer is said
+    child.expect(r"\(reused: answered before, in a file\)")
     questions = _flagship_questions()
     ids = list(questions)
     patterns = [re.escape(prompt_text(questions[i])[:40]) for i in ids]  # type: ignore[arg-type]

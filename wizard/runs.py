@@ -882,11 +882,16 @@ def playbook_names(playbook_dirs: Sequence[str] = (), environ: Mapping[str, str]
 
 
 def completion_names(
-    kind: str, playbook_dirs: Sequence[str] = (), environ: Mapping[str, str] | None = None
+    kind: str,
+    playbook_dirs: Sequence[str] = (),
+    environ: Mapping[str, str] | None = None,
+    *,
+    playbook: str | None = None,
 ) -> list[str]:
     """What shell completion offers for ``kind`` (playbooks, probes, nodes, examples): this
-    installation's names, the search path's playbooks included. Never raises on a playbook that
-    does not load: completion runs while someone types."""
+    installation's names, the search path's playbooks included; nodes only of ``playbook`` (the one on
+    the command line, by name or path) when given. Never raises on a playbook that does not load:
+    completion runs while someone types."""
     if kind == "probes":
         return sorted(catalog())
     if kind == "examples":
@@ -900,6 +905,14 @@ def completion_names(
     if kind == "playbooks":
         return sorted({f.name for f in found})
     probes, ids = catalog(), set()
+    if playbook:
+        named = [f.path for f in found if f.name == playbook] or [Path(playbook)]
+        found = [f for f in found if f.path in named]
+        if not found and Path(playbook).is_file():
+            try:
+                return sorted(_load(Path(playbook), probes).nodes)
+            except (PlaybookError, PlaybookNotFound, OSError):
+                return []
     for f in found:
         try:
             ids |= set(_load(f.path, probes).nodes)

@@ -94,6 +94,13 @@ def script_json(text: str) -> str:
     )
 
 
+def html_prose(text: object, limit: int = 400) -> str:
+    """``html_text`` of a playbook's sentence, its `code spans` drawn as code (a page showed the backticks)."""
+    import re
+
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", html_text(text, limit))
+
+
 def html_text(text: object, limit: int = 400) -> str:
     """Text for an HTML page or a notebook cell: controls shown as escapes (ESC, C1, bidi overrides
     and invisible characters cannot act or hide), cut to ``limit`` characters, then HTML-escaped."""

@@ -15,7 +15,7 @@ import dataclasses
 import os
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, cast
@@ -311,7 +311,12 @@ def cmd_completion(ctx: Context) -> ExitStatus:
 
     if ctx.args.names:  # what the script asks while someone presses Tab: this installation's names
         ctx.write(
-            "".join(f"{name}\n" for name in completion_names(ctx.args.names, ctx.playbook_dirs, ctx.system.environ))
+            "".join(
+                f"{name}\n"
+                for name in completion_names(
+                    ctx.args.names, ctx.playbook_dirs, ctx.system.environ, playbook=ctx.args.playbook
+                )
+            )
         )
         return ExitStatus.OK
     if not ctx.args.shell:
@@ -449,10 +454,13 @@ def cmd_env(ctx: Context) -> ExitStatus:
     return ExitStatus.OK
 
 
-def cmd_default(ctx: Context, parser: argparse.ArgumentParser) -> ExitStatus:
+def cmd_default(ctx: Context, parser: argparse.ArgumentParser, given: Sequence[str] = ()) -> ExitStatus:
     """No command at a terminal: the triage, the front door (it asks what you have, checks the trace's
     health and continues into the playbook for what it finds); without a triage playbook on the search
-    path, the list to pick from (``warpwizard list`` shows it too)."""
+    path, the list to pick from (``warpwizard list`` shows it too). ``given``: ``run``'s options typed
+    without a command (``warpwizard --teach``), which the run takes as its own."""
+    if given:
+        parser.parse_args(["run", TRIAGE, *given])  # an option `run` does not know: its one-line error
     if not ctx.system.interactive:
         parser.print_help(cast(IO[str], ctx.stderr))
         raise UsageError(
@@ -466,7 +474,7 @@ def cmd_default(ctx: Context, parser: argparse.ArgumentParser) -> ExitStatus:
         raise UsageError("warpwizard: no playbooks found")
     triage = [f for f in found if f.name == TRIAGE and f.problem is None]
     name = TRIAGE if triage else choose_playbook(found, ctx.console())
-    run_args = parser.parse_args(["run", name])
+    run_args = parser.parse_args(["run", name, *given])
     run_args.no_color, run_args.playbook_dir = ctx.args.no_color, ctx.args.playbook_dir
     ctx.args = run_args
     return cmd_run(ctx, name)
@@ -513,6 +521,27 @@ def _status_of(exc: BaseException) -> ExitStatus:
     if isinstance(exc, (Terminated, TerminateSignal)):
         return for_signal(exc.signum)
     return next(status for kind, status in ERROR_STATUS if isinstance(exc, kind))
+
+
+def _terminal_width(system: System) -> int | None:
+    """The columns of the terminal stderr is, or None (a log or a pipe keeps each message on one line)."""
+    if not system.isatty(system.stderr):
+        return None
+    columns = system.environ.get("COLUMNS", "")
+    if columns.isascii() and columns.isdigit() and int(columns) > 0:  # '²' is a digit to isdigit, not to int
+        return int(columns)
+    try:
+        return os.get_terminal_size(system.stderr.fileno()).columns
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def _wrapped(line: str, width: int | None) -> str:
+    """A message broken between words at the terminal's width: the terminal broke the Ctrl-C line inside
+    ``--resume``."""
+    from wizard.formatting import wrap_words
+
+    return "\n".join(wrap_words(line, width - 1)) or line if width else line
 
 
 def _error_lines(exc: BaseException) -> list[str]:
@@ -592,13 +621,15 @@ def main(argv: list[str] | None = None, system: System | None = None) -> int:
     args: argparse.Namespace | None = None
     try:
         with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
-            args = parser.parse_args(arguments)  # --help and --version print through these
+            args, given = parser.parse_known_args(arguments)  # --help and --version print through these
+            if given and args.command is not None:
+                parser.parse_args(arguments)  # a command's unknown option: its own one-line error
         ctx = Context(args, system, stdout, stderr)
         _check_playbook_dirs(ctx)
         _place_outputs(ctx)
         shown = _progress(ctx)
         try:
-            status = cmd_default(ctx, parser) if args.command is None else COMMANDS[args.command](ctx)
+            status = cmd_default(ctx, parser, given) if args.command is None else COMMANDS[args.command](ctx)
         finally:
             if shown is not None:
                 shown.close()  # erased before the error line or the exit
@@ -608,7 +639,7 @@ def main(argv: list[str] | None = None, system: System | None = None) -> int:
         stdout.flush()
         return int(exc.code or 0) if isinstance(exc.code, int) else 0
     except (WizardError, KeyboardInterrupt) as exc:
-        return _failed(args, stdout, stderr, _error_lines(exc), _status_of(exc))
+        return _failed(args, stdout, stderr, _error_lines(exc), _status_of(exc), _terminal_width(system))
     except Exception as exc:
         if _out_of_memory(exc):  # documented (exit 8), not an internal error, with --debug too
             memory = f"warpwizard: error: {_OUT_OF_MEMORY_LINE}"
@@ -619,11 +650,14 @@ def main(argv: list[str] | None = None, system: System | None = None) -> int:
         return _failed(args, stdout, stderr, [f"warpwizard: error: {message}"], ExitStatus.INTERNAL)
 
 
-def _failed(args: Any, stdout: _Stream, stderr: _Stream, lines: list[str], status: ExitStatus) -> int:
-    """The error's lines on stderr; with ``--json``, when nothing reached stdout yet, also one JSON object
-    naming the error and the exit code there (a script reading stdout never gets an empty document)."""
+def _failed(  # noqa: PLR0917 - the boundary's streams and what it says on them
+    args: Any, stdout: _Stream, stderr: _Stream, lines: list[str], status: ExitStatus, width: int | None = None
+) -> int:
+    """The error's lines on stderr (broken between words at a terminal's ``width``); with ``--json``, when nothing
+    reached stdout yet, also one JSON object naming the error and the exit code there (a script reading stdout
+    never gets an empty document)."""
     for line in lines:
-        stderr.write(visible(line) + "\n")
+        stderr.write(_wrapped(visible(line), width) + "\n")
     if (getattr(args, "json", False) or getattr(args, "json_out", False)) and not stdout.written:
         from wizard.schemas import ERROR
         from wizard.serialize import dumps

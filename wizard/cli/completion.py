@@ -24,21 +24,45 @@ _PROBE = {("probe", "name"), ("probes", "name")}
 _EXAMPLE = {("examples", "name")}
 
 
+# The playbook a `run` line names, for --from's nodes: the first word after `run` that is not an option.
+_BASH_PLAYBOOK = (
+    '  local pb="" w seen=""\n'
+    '  for w in "${COMP_WORDS[@]:1:COMP_CWORD-1}"; do\n'
+    "    if [[ -n $seen && $w != -* && -z $pb ]]; then pb=$w; fi\n"
+    "    [[ $w == run ]] && seen=1\n"
+    "  done\n"
+)
+_ZSH_PLAYBOOK = (
+    '  local pb="" w seen=""\n'
+    '  for w in "${(@)words[2,CURRENT-1]}"; do\n'
+    "    if [[ -n $seen && $w != -* && -z $pb ]]; then pb=$w; fi\n"
+    "    [[ $w == run ]] && seen=1\n"
+    "  done\n"
+)
+# bash's compgen -f offers hidden files for an empty word (`run <Tab>` listed .git and .venv): only when
+# the name being completed starts with a dot.
+_BASH_NO_HIDDEN = ' | { if [[ ${1##*/} == .* ]]; then cat; else grep -v -E "(^|/)\\.[^/]*$"; fi; }'
+
+
 def _dynamic(kind: str, with_files: bool) -> dict[str, Any]:
     """A shtab completer that asks this program for ``kind`` names (and paths, when ``with_files``)."""
     ask = f"warpwizard completion --names {kind} 2>/dev/null"
     fn = f"_warpwizard_names_{kind}{'_files' if with_files else ''}"
-    files_bash = '\n  compgen -f -- "$1"' if with_files else ""
+    files_bash = '\n  compgen -f -- "$1"' + _BASH_NO_HIDDEN if with_files else ""
     files_zsh = "\n  _files" if with_files else ""
     files_fish = "; __fish_complete_path (commandline -ct)" if with_files else ""
+    # bash and zsh: the nodes of the playbook on the line (fish: every playbook's)
+    ask_sh = f'warpwizard completion --names {kind} ${{pb:+--playbook "$pb"}} 2>/dev/null' if kind == "nodes" else ask
+    pb_bash, pb_zsh = (_BASH_PLAYBOOK, _ZSH_PLAYBOOK) if kind == "nodes" else ("", "")
     return {
         "bash": fn,
         "zsh": fn,  # a function: zsh's _arguments specs are expanded when the script is sourced
         "fish": f"({ask}{files_fish})",
         "tcsh": "f" if with_files else "",
         "preamble": {
-            "bash": f'{fn}() {{\n  compgen -W "$({ask})" -- "$1"{files_bash}\n}}\n',
-            "zsh": f'{fn}() {{\n  local -a names\n  names=(${{(f)"$({ask})"}})\n  compadd -a names{files_zsh}\n}}\n',
+            "bash": f'{fn}() {{\n{pb_bash}  compgen -W "$({ask_sh})" -- "$1"{files_bash}\n}}\n',
+            "zsh": f'{fn}() {{\n{pb_zsh}  local -a names\n  names=(${{(f)"$({ask_sh})"}})\n'
+            f"  compadd -a names{files_zsh}\n}}\n",
         },
     }
 

@@ -26,8 +26,9 @@ def build_parser() -> argparse.ArgumentParser:
     kw: dict[str, Any] = {"epilog": text, "formatter_class": argparse.RawDescriptionHelpFormatter}
     p = _Parser(
         prog="warpwizard",
-        description="Walks you from a negative 'warps per SM' (or inf, nan, 0%) "
-        "in a PyTorch profiler trace to its cause.",
+        description="Checks the health of any PyTorch profiler trace (kernels missing or hidden, impossible "
+        "timing or metrics, CUDA graphs, rank skew) and walks you through a playbook to the cause. With no "
+        "command at a terminal it starts the triage (warpwizard --teach explains as it goes).",
         **kw,
     )
     p.add_argument("-V", "--version", action="version", version=f"warpwizard {__version__}")
@@ -171,6 +172,7 @@ def _add_catalogue_commands(sub: _Sub) -> None:
     comp = sub.add_parser("completion", help="print a shell completion script (bash, zsh, fish, tcsh, powershell)")
     comp.add_argument("shell", nargs="?", choices=("bash", "zsh", "fish", "tcsh", "powershell"))
     comp.add_argument("--names", choices=("playbooks", "probes", "nodes", "examples"), help=argparse.SUPPRESS)
+    comp.add_argument("--playbook", help=argparse.SUPPRESS)  # --names nodes: only this playbook's (the line's)
 
 
 FAIL_ON = ("info", "warning", "error", "never")
@@ -179,7 +181,14 @@ FAIL_ON = ("info", "warning", "error", "never")
 def _add_trace(sub: _Sub, kw: dict[str, Any]) -> None:
     trace = sub.add_parser("trace", help="inspect or fix profiler traces")
     tsub = trace.add_subparsers(dest="trace_command", metavar="ACTION", parser_class=_Parser)
-    ins = tsub.add_parser("inspect", help="explain every impossible kernel metric in traces", **kw)
+    ins = tsub.add_parser(
+        "inspect",
+        help="check a trace's health and explain every impossible kernel metric",
+        description="Checks a trace's health (every way a profiler trace is known to lie: kernels missing or "
+        "hidden, impossible durations or metrics, CUDA graphs, rank skew) and recomputes every kernel's blocks/warps "
+        "per SM and occupancy, naming each wrong value's cause.",
+        **kw,
+    )
     ins.add_argument(
         "paths",
         nargs="+",

@@ -113,7 +113,7 @@ SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
 
 def run_playbook(opts: RunOptions, system: System, ui: Any, out: Any, stdout: Any) -> ExitStatus:
     from wizard.runs import run_playbook as run
-    from wizard.ui.render import TerminalObserver, conclusion_panel, playbook_heading
+    from wizard.ui.render import TerminalObserver, conclusion_panel
 
     observer = TerminalObserver(ui, teach=opts.teach, progress=system.progress)
     later: list[str] = []
@@ -138,7 +138,7 @@ def run_playbook(opts: RunOptions, system: System, ui: Any, out: Any, stdout: An
                 values, origins=origins, console=ui, interactive=system.interactive, ask_workload=not opts.answers
             )
         if opts.teach or getattr(source, "interactive", False):
-            ui.print(playbook_heading(pb, teach=opts.teach))
+            observer.heading(pb)
         return source
 
     common: dict[str, Any] = {
@@ -173,7 +173,9 @@ def run_playbook(opts: RunOptions, system: System, ui: Any, out: Any, stdout: An
     if opts.json_out:
         stdout.write(dumps(transcript.to_dict()) + "\n")
     elif transcript.conclusion is not None:
-        out.print(conclusion_panel(transcript))
+        c = transcript.conclusion
+        observer.define(c.summary, *c.evidence, *c.fix)  # --teach: the diagnosis's new words, before it
+        out.print(conclusion_panel(transcript, observer.shown_evidence))
         if opts.report:
             out.print(rich_text(f"report written to {opts.report}", "dim"))
         for line in also_found(opts, transcript):

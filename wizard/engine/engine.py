@@ -190,7 +190,6 @@ class Engine:
         elif isinstance(node, ProbeNode):
             params = self._params(node)
             entry.inputs = params
-            self.observer.probe_started(node, params)
             result = self._reused(node, params, entry)
             if result is None:
                 self._ask_workload(node, params)  # only for a probe that runs: a reused result asks nothing
@@ -359,6 +358,9 @@ class Engine:
                 f"yourself ({yours}) or at the prompt, or rerun with {self.spell('allow_commands')}",
                 facts={"reason": "program not allowed", "refused": "; ".join(refused)},
             )
+        # Started here, after every question this probe asks (the workload, a confirm): a live line drawn
+        # while a question waits overwrote it, and its timer counted the person's thinking.
+        self.observer.probe_started(node, params)
         return run_probe(probe, params, self.env, node.timeout)
 
 

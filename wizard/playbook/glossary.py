@@ -55,10 +55,40 @@ TERMS: tuple[Term, ...] = (
         case=True,
     ),
     _term(
+        "registers",
+        "registers?",
+        "the fastest memory, private to each thread; each of the GPU's processors has a fixed number (64K on "
+        "recent GPUs), so the more registers a kernel's threads use, the fewer of them run at once.",
+    ),
+    _term(
+        "shared memory",
+        "shared[- ]memory|smem",
+        "fast memory on each of the GPU's processors that the threads of one block share (up to 48 KB per "
+        "block by default, more when a kernel opts in); like registers, it limits how many blocks run at once.",
+    ),
+    _term(
+        "blocks per SM",
+        "blocks[ /]per[ /]SM|blocks/SM",
+        "a profiler metric: the grid's block count divided by the GPU's SM count, the whole grid spread "
+        "evenly over the SMs, not the blocks an SM holds at once.",
+    ),
+    _term(
+        "warps per SM",
+        "warps[ -/]per[ -/]SM|warps/SM",
+        "a profiler metric: blocks per SM times the warps of one block; it counts the whole grid, so thousands "
+        "are legal, but it can never be negative.",
+    ),
+    _term(
         "occupancy",
         "occupancy",
-        "the warps resident on an SM as a share of the most it can hold; registers and shared memory per block "
-        "limit it. Higher is not always faster.",
+        "how full a kernel keeps the GPU's processors, as a share of the most threads they can hold at once; "
+        "the memory each group of threads needs limits it. Higher is not always faster.",
+    ),
+    _term(
+        "int32",
+        "int32|32-bit integers?|32-bit int|signed 32-bit",
+        "a 32-bit signed integer: it holds at most 2^31-1 (about 2.1 billion); a product above that wraps to a "
+        "negative number.",
     ),
     _term(
         "stream",

@@ -122,7 +122,7 @@ def inspection_facts(inspection: Inspection) -> dict[str, Any]:
         "files": [r.path for r in reports],
         "workload": inspection.workload,
         "ranks": [r.rank for r in reports if r.rank is not None],
-        "notes": [n for r in reports for n in r.notes],
+        "notes": list(dict.fromkeys(n for r in reports for n in r.notes)),  # each once, not once a rank
         "worst_mechanism": worst.mechanism if worst else None,
         "worst_title": worst.title if worst else None,
         "worst_kernel": worst.kernel if worst else None,
@@ -163,10 +163,46 @@ def _total(checks: list[Any], check: str, field: str | None = None) -> int:
     return sum(int(c.count if field is None else c.details.get(field) or 0) for c in checks if c.check == check)
 
 
+def _fix_commands(inspection: Inspection) -> dict[str, str]:
+    """``trace fix`` with the trace's own path and an output named beside it (a conclusion said
+    ``warpwizard trace fix TRACE OUT.json``): the worst file of a rank directory, else the first."""
+    import shlex
+    from pathlib import Path
+
+    from wizard.profiler import split_trace_name
+
+    worst = next((r for r in inspection.reports if r.groups), inspection.reports[0] if inspection.reports else None)
+    if worst is None:
+        return {
+            "fix_command": "warpwizard trace fix TRACE OUT.json",
+            "split_command": "warpwizard trace fix --split-overlaps TRACE OUT.json",
+        }
+    source = Path(worst.path)
+    stem = split_trace_name(source.name)[0] or "trace"
+    fixed, lanes = (shlex.quote(str(source.with_name(f"{stem}-{tag}.json"))) for tag in ("fixed", "lanes"))
+    path = shlex.quote(str(source))
+    return {
+        "fix_command": f"warpwizard trace fix {path} {fixed}",
+        "split_command": f"warpwizard trace fix --split-overlaps {path} {lanes}",
+    }
+
+
+def _graph_call(inspection: Inspection) -> str:
+    """The graph launch call a conclusion names: the trace's own (a ROCm trace's is hipGraphLaunch)."""
+    from wizard.trace.health import GRAPH_LAUNCH_CALLS
+
+    found = sorted(
+        {e.name for c in inspection.health if c.check == "graph-launches" for e in c.examples} & GRAPH_LAUNCH_CALLS
+    )
+    if found:
+        return " / ".join(found)
+    return "hipGraphLaunch" if any(r.rocm for r in inspection.reports) else "cudaGraphLaunch"
+
+
 def health_facts(inspection: Inspection) -> dict[str, Any]:
     """The health check's verdicts as facts: which problems, where a triage continues, and each check's
     counts (summed over a rank directory's traces)."""
-    from wizard.trace.health import CHECK_IDS, TRIAGE_ORDER
+    from wizard.trace.health import CHECK_IDS, RANK, TRIAGE_ORDER
 
     checks = inspection.health
     problems = [c for c in checks if c.problem]
@@ -178,6 +214,9 @@ def health_facts(inspection: Inspection) -> dict[str, Any]:
             for name, n in (c.details.get("apis") or {}).items():
                 apis[name] = apis.get(name, 0) + n
     skew = next((c for c in inspection.job_health if c.check == "rank-skew"), None)
+    chosen = next(
+        (c for c in sorted(problems, key=lambda c: -RANK[c.status]) if playbooks and c.playbook == playbooks[0]), None
+    )
     last = (skew.details.get("last_by_rank") or {}) if skew is not None else {}
     return {
         "health_status": inspection.health_status,
@@ -186,6 +225,8 @@ def health_facts(inspection: Inspection) -> dict[str, Any]:
         "health_next": playbooks[0] if playbooks else None,
         "health_summary": [f"{c.check}: {c.summary}" for c in sorted(problems, key=lambda c: ids.index(c.check))],
         "health_checks": [f"{c.check} ({c.status}): {c.summary}" for c in checks],
+        "health_lines": [line.plain() for line in inspection.health_summary()],
+        "health_chosen_by": f"{chosen.check} ({chosen.status}): {chosen.summary}" if chosen else None,
         "missing_kernels": _total(checks, "kernels-missing"),
         "launch_calls": _total(checks, "kernels-missing", "launches"),
         "missing_in_last_1pct": _total(checks, "kernels-missing", "in_last_1pct"),
@@ -198,6 +239,8 @@ def health_facts(inspection: Inspection) -> dict[str, Any]:
         "graph_overlapping_kernels": _total(checks, "kernels-overlap", "graph"),
         "graph_launches": _total(checks, "graph-launches"),
         "graph_kernels": _total(checks, "graph-launches", "kernels"),
+        "graph_call": _graph_call(inspection),
+        **_fix_commands(inspection),
         "graph_mode": next((m for m in ("mixed", "graph") if any(c.details.get("mode") == m for c in checks)), "eager"),
         "unlinked_kernels": _total(checks, "unlinked-kernels"),
         "unlinked_before_first_call": _total(checks, "unlinked-kernels", "before_first_call"),
@@ -308,6 +351,12 @@ class TraceInspectFacts(TypedDict, total=False):
     health_next: Annotated[str | None, "the first of them: where a triage continues (None when the trace is healthy)"]
     health_summary: Annotated[list[str], "one line per problem: check id and what it found"]
     health_checks: Annotated[list[str], "one line per check run, problem or not: check id, status and what it found"]
+    health_lines: Annotated[
+        list[str], "the health summary as `trace inspect` prints it: the checks not ok, worst first, ranks alike once"
+    ]
+    health_chosen_by: Annotated[
+        str | None, "the check whose problem chose health_next, with what it found (None when healthy)"
+    ]
     missing_kernels: Annotated[int, "launch calls whose kernel is not in the trace (kernels-missing)"]
     launch_calls: Annotated[int, "kernel launch calls in the traces"]
     missing_in_last_1pct: Annotated[
@@ -330,6 +379,11 @@ class TraceInspectFacts(TypedDict, total=False):
     graph_overlapping_kernels: Annotated[int, "of those, run by a graph launch (one correlation id: not PDL)"]
     graph_launches: Annotated[int, "cudaGraphLaunch / hipGraphLaunch calls"]
     graph_kernels: Annotated[int, "kernels run by those graph launches"]
+    fix_command: Annotated[
+        str, "the `trace fix` command that writes a corrected copy of this trace, its path filled in"
+    ]
+    split_command: Annotated[str, "the `trace fix --split-overlaps` command for this trace, its path filled in"]
+    graph_call: Annotated[str, "the graph launch call the trace has: cudaGraphLaunch, hipGraphLaunch (ROCm) or both"]
     graph_mode: Annotated[str, "eager, graph or mixed"]
     unlinked_kernels: Annotated[int, "kernels whose correlation id matches no launch call"]
     unlinked_before_first_call: Annotated[int, "of those, the ones that ran before the trace's first runtime call"]
@@ -423,13 +477,25 @@ def _torch_validator(env: Environment, path: str, timeout: float) -> str:
     )
     total = data.get("violations_total")
     total = total if isinstance(total, int) and not isinstance(total, bool) else len(violations)
-    return f"PyTorch's trace validator ({torch}) on {name}: {plural(total, 'violation')}: {shown}"
+    # What the validator is, in its own words (torch/profiler/_trace_validator.py, lines 2-3, torch 2.13.0:
+    # "Validates Chrome traces emitted by torch.profiler against rules derived from production issues"), and
+    # that it decides nothing here: a raw "13 violations: _check_nccl_metadata: ..." said neither.
+    return (
+        f"PyTorch's trace validator ({torch}), PyTorch's own rules for a well-formed trace taken from production "
+        f"issues, finds {plural(total, 'violation')} in {name}: {shown}. Each names events a tool that trusts "
+        "those rules may misread; it is a second opinion beside the health checks, which decide the diagnosis"
+    )
 
 
 def _torch_validators(env: Environment, paths: list[str], timeout: float) -> list[str]:
     """The validator's line for each of the first files the inspection reads (the same files, in its order)."""
     files = list(iter_trace_files(paths))[:MAX_VALIDATED]
-    return [_torch_validator(env, str(f), timeout) for f in files]
+    lines = [_torch_validator(env, str(f), timeout) for f in files]
+    names = [cut(str(f).rsplit("/", 1)[-1], 80) for f in files]
+    alike = {line.replace(f" {name}", " {files}") for line, name in zip(lines, names, strict=True)}
+    if len(lines) > 1 and len(alike) == 1:  # said once for every rank's file, not once a rank
+        return [alike.pop().replace("{files}", f"each of the {len(lines)} files")]
+    return lines
 
 
 class _Beside(Generic[T]):

@@ -28,7 +28,7 @@ from wizard.report.view import (
 )
 from wizard.trace.inspect import Inspection
 from wizard.trace.mechanisms import BY_ID, is_wrong
-from wizard.untrusted import html_text, script_json
+from wizard.untrusted import html_prose, html_text, script_json
 
 CSP = (
     "default-src 'none'; script-src 'unsafe-inline' blob:; style-src 'unsafe-inline'; "
@@ -194,7 +194,7 @@ def _verdict(view: InspectionView) -> str:
         f"<div>{view.kernels_checked} of {view.kernels} kernel launches checked in {plural(view.files, 'file')}</div>",
         f"<div>devices: {html_text(', '.join(view.devices) or 'unknown', 600)}</div>",
     ]
-    if view.ranks:
+    if len(view.ranks) > 1:  # "ranks: 0" said nothing of a single file
         facts.append(f"<div>ranks: {html_text(', '.join(map(str, view.ranks)), 400)}</div>")
     return f'<section class="card verdict {"bad" if bad else "good"}" id="ww-verdict">{"".join(facts)}</section>'
 
@@ -480,14 +480,14 @@ def _diagnosis(t: Transcript) -> str:
     c = t.conclusion
     if c is None:
         return '<section class="card verdict bad" id="ww-run-verdict"><b>No diagnosis reached</b></section>'
-    evidence = "".join(f"<li>{html_text(e, 4000)}</li>" for e in c.evidence)
-    fixes = "".join(f"<li>{html_text(f, 4000)}</li>" for f in c.fix)
+    evidence = "".join(f"<li>{html_prose(e, 4000)}</li>" for e in c.evidence)
+    fixes = "".join(f"<li>{html_prose(f, 4000)}</li>" for f in c.fix)
     links = "".join(f"<li><code>{html_text(link, 400)}</code></li>" for link in c.links)
     bad = c.severity in ("error", "warning")
     return (
         f'<section class="card verdict {"bad" if bad else "good"}" id="ww-run-verdict">'
         f"<div><b>Diagnosis: <code>{html_text(c.diagnosis, 120)}</code> ({html_text(c.severity, 20)})</b></div>"
-        f"<p>{html_text(c.summary, 4000)}</p>"
+        f"<p>{html_prose(c.summary, 4000)}</p>"
         + (f"<h3>Evidence</h3><ul>{evidence}</ul>" if evidence else "")
         + (f"<h3>What to do</h3><ol>{fixes}</ol>" if fixes else "")
         + (f"<h3>Links</h3><ul>{links}</ul>" if links else "")

@@ -189,6 +189,9 @@ CHECKS: tuple[CheckSpec, ...] = (
 CHECK_IDS: tuple[str, ...] = tuple(c.id for c in CHECKS)
 # Where a triage continues when several checks find problems: missing data first, because every other number
 # depends on it; the kernel metrics last.
+# How a status is marked where it is written for a person (the terminal, a triage's lines).
+HEALTH_MARK = {"error": "✗", "warning": "!", "info": "i", "not_applicable": "-", "ok": "✓"}
+
 TRIAGE_ORDER = (
     "kernels-missing",
     "impossible-timing",

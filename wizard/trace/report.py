@@ -18,7 +18,7 @@ from wizard.schemas import TRACE_REPORT
 from wizard.serialize import clean
 from wizard.trace.analysis import Finding
 from wizard.trace.collector import Truncation
-from wizard.trace.health import RANK, HealthCheck
+from wizard.trace.health import HEALTH_MARK, RANK, HealthCheck
 from wizard.trace.mechanisms import is_wrong
 
 
@@ -259,6 +259,43 @@ def launched_by(link: OpLink | None) -> str:
     return f"no op; {link.user_frame}" if link.user_frame else "—"
 
 
+@dataclass
+class HealthLine:
+    """One line of the health summary: a check's status on the traces it names (several ranks' alike
+    collapsed), with the first trace's words."""
+
+    check: str
+    status: str
+    playbook: str | None
+    where: list[str]  # the traces' labels; empty for a single trace
+    summaries: list[str]
+
+    @property
+    def problem(self) -> bool:
+        return RANK[self.status] >= RANK["warning"]
+
+    @property
+    def label(self) -> str:
+        """ " [rank 3]", " [8 ranks]", or "" for a single trace."""
+        if not self.where:
+            return ""
+        if len(self.where) == 1:
+            return f" [{self.where[0]}]"
+        return f" [{plural(len(self.where), 'rank' if all(w.startswith('rank ') for w in self.where) else 'trace')}]"
+
+    @property
+    def summary(self) -> str:
+        """The first trace's words; said once when every trace says the same, else with whose they are."""
+        first = self.summaries[0]
+        if len(set(self.summaries)) <= 1:
+            return first
+        return f"{first} ({self.where[0]}; --verbose shows each trace's)"
+
+    def plain(self) -> str:
+        """As the terminal prints it, without colour: a mark, the status, the check, where, what it found."""
+        return f"{HEALTH_MARK[self.status]} {self.status:<8} {self.check}{self.label}  {self.summary}"
+
+
 @dataclass(slots=True)
 class Inspection:
     """The result over every file asked for (one per rank for a directory)."""
@@ -291,6 +328,24 @@ class Inspection:
         what the terminal, Markdown and HTML show."""
         rows = [(r.label, c) for r in self.reports for c in r.health] + [("all ranks", c) for c in self.job_health]
         return sorted(rows, key=lambda row: -RANK[row[1].status])
+
+    def health_summary(self) -> list[HealthLine]:
+        """The checks that are not ok, worst first, each said once: a check with the same status on several
+        ranks' traces is one line for all of them (eight ranks' ``trace-size`` was eight lines); what the
+        terminal's summary and a triage show."""
+        rows = [(label, c) for label, c in self.health_rows() if c.status not in ("ok", "not_applicable")]
+        several = len(self.reports) > 1
+        lines: list[HealthLine] = []
+        for label, check in rows:
+            same = next((x for x in lines if x.check == check.check and x.status == check.status), None)
+            if same is not None and label != "all ranks":
+                same.where.append(label)
+                same.summaries.append(check.summary)
+                continue
+            lines.append(
+                HealthLine(check.check, check.status, check.playbook, [label] if several else [], [check.summary])
+            )
+        return lines
 
     @property
     def health_headline(self) -> str:

@@ -110,9 +110,19 @@ class InteractiveAnswers:
 
     def answer(self, question: QuestionNode, prompt: str) -> tuple[Any, str]:
         try:
-            return self.preset.answer(question, prompt)
+            value, origin = self.preset.answer(question, prompt)
         except MissingAnswer:
             pass
+        else:
+            if self.console is not None:  # said, so a resumed step's header is not left empty
+                where = "given with --set" if origin == ORIGIN_COMMAND_LINE else "answered before, in a file"
+                shown = next((c.label for c in question.choices if c.value == value), value)
+                shown = ("yes" if shown else "no") if isinstance(shown, bool) else shown
+                line = f"✓ {visible(prompt)} {visible(str(shown))}  (reused: {where})"
+                from wizard.ui.render import indented
+
+                indented(self.console, line, 2, "dim")
+            return value, origin
         if not self.interactive:
             raise NoTerminalError(
                 f"question {question.id!r} ({visible(prompt)}) needs an answer, but stdin is not a terminal; run "
@@ -142,26 +152,53 @@ class InteractiveAnswers:
         if question.type == "confirm":
             yes = bool(question.default)  # the loader gives every confirm a default (yes when unwritten)
             shown = self._wrapped(prompt, room=8)
-            return questionary.confirm(shown, default=yes, auto_enter=False).unsafe_ask()
+            return self._echoed(
+                questionary.confirm(shown, default=yes, auto_enter=False), prompt, lambda v: "Yes" if v else "No"
+            )
         if question.type == "select":
-            choices = [questionary.Choice(title=visible(c.label), value=c.value) for c in question.choices]
+            # a label broken between words under its own start (the terminal cut one at 80 columns: "... or p")
+            choices = [
+                questionary.Choice(
+                    title="\n".join(wrap_words(visible(c.label), self._width() - 4, hang="     ")), value=c.value
+                )
+                for c in question.choices
+            ]
             selected = next((c for c in choices if c.value == question.default), None)
             shown = self._wrapped(prompt, room=20)
-            return questionary.select(shown, choices=choices, default=selected).unsafe_ask()
+            labels = {c.value: c.label for c in question.choices}
+            return self._echoed(
+                questionary.select(shown, choices=choices, default=selected),
+                prompt,
+                lambda v: visible(labels.get(v, str(v))),
+            )
         # The default is shown, not pre-filled: typing a path must not append to it.
         shown = prompt if question.default is None else f"{prompt} [default: {visible(question.default)}]"
         shown = self._wrapped(shown, room=20)
+        echo = f"{prompt} [default: {visible(question.default)}]" if question.default is not None else prompt
         if question.type == "path":
-            return submit_from_menu(
-                questionary.path(shown, default=typed, completer=_safe_path_completer())
-            ).unsafe_ask()
-        return questionary.text(shown, default=typed).unsafe_ask()
+            path = submit_from_menu(questionary.path(shown, default=typed, completer=_safe_path_completer()))
+            return self._echoed(path, echo, lambda v: visible(str(v)))
+        return self._echoed(questionary.text(shown, default=typed), echo, lambda v: visible(str(v)))
+
+    def _echoed(self, asked: Any, prompt: str, said: Callable[[Any], str]) -> Any:
+        """Ask; then questionary's own echo of the answer is erased and the question and its answer are said
+        again, broken between words at the terminal's width (the echo is one long line the terminal broke
+        mid-word: "...or the tot" / "al kernel time")."""
+        if self.console is None:
+            return asked.unsafe_ask()
+        asked.application.erase_when_done = True
+        value = asked.unsafe_ask()
+        for line in wrap_words(f"? {prompt} {said(value)}", self._width() - 1, hang="  "):
+            self.console.print(rich_text(line), soft_wrap=True)
+        return value
 
     def _wrapped(self, prompt: str, room: int) -> str:
         """The prompt broken at spaces to the terminal's width ("? " before it, ``room`` columns kept on its
         last line for the hint and the first typed characters): a terminal breaks a long line mid-word."""
-        width = getattr(self.console, "width", 0) or 80
-        return "\n".join(wrap_words(prompt, width - 3, hang="  ", room=room)) or prompt
+        return "\n".join(wrap_words(prompt, self._width() - 3, hang="  ", room=room)) or prompt
+
+    def _width(self) -> int:
+        return getattr(self.console, "width", 0) or 80
 
 
 def submit_from_menu(question: Any) -> Any:

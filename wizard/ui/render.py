@@ -17,18 +17,31 @@ from rich.table import Table
 from rich.text import Text
 
 from wizard.engine.transcript import Transcript
-from wizard.formatting import plural
+from wizard.formatting import plural, wrap_words
 from wizard.playbook.glossary import Glossary
 from wizard.playbook.model import DecisionNode, Node, Playbook, ProbeNode
 from wizard.playbook.trust import ProgramUse
 from wizard.probes.base import ProbeResult
 from wizard.progress import NO_PROGRESS, Progress, Task
 from wizard.report.view import value_cells
+from wizard.trace.health import HEALTH_MARK
 from wizard.trace.inspect import Inspection, TraceReport, launched_by
+from wizard.trace.report import HealthLine
 from wizard.untrusted import cut, rich_text, visible
 
 # The metrics' names as a narrow table cell says them; the evidence lines below it use the full ones.
 METRIC_LABELS = {"blocks per SM": "blocks/SM", "warps per SM": "warps/SM", "est. achieved occupancy %": "occupancy %"}
+
+# --teach: what a probe's result means, in one plain sentence, after it is shown.
+RESULT_MEANS = {
+    "pass": "What this means: the check ran and found nothing wrong, so this cause is ruled out.",
+    "pass-with-health": "What this means: the kernels' own numbers are right, but the health check found a "
+    "problem (the lines above); that problem decides where the run goes next.",
+    "fail": "What this means: the check found the problem it looks for; the lines above are the evidence.",
+    "warn": "What this means: the check found something worth a look, not enough on its own to decide.",
+    "skip": "What this means: the check could not run here (the line says why); it rules nothing in or out.",
+    "error": "What this means: the check itself failed (the line says why); nothing was learned from it.",
+}
 
 STATUS_STYLE = {"pass": "green", "warn": "yellow", "fail": "red", "skip": "cyan", "error": "magenta"}
 SEVERITY_STYLE = {"info": "green", "warning": "yellow", "error": "red"}
@@ -65,6 +78,15 @@ def short(name: str, width: int = 70) -> str:
     return cut(name, width)
 
 
+def indented(console: Console, text: str, indent: int, style: str = "") -> None:
+    """``text`` broken between words at the console's width, every line ``indent`` columns in, with no
+    trailing blanks (rich's Padding fills each line to the width: a log kept them)."""
+    width = (console.width or 80) - 1
+    for line in wrap_words(" " * indent + text, width, hang=" " * indent):
+        # a word too long for the indented line (a C++ kernel name) starts at the margin, where it may fit whole
+        console.print(rich_text(line.lstrip() if len(line) > width else line, style), soft_wrap=True)
+
+
 class TerminalObserver:
     """Shows a run as it goes: step headers, explanations, a live line while a probe runs (on
     ``progress``: the CLI's stderr at a terminal, else nowhere)."""
@@ -77,21 +99,31 @@ class TerminalObserver:
         self.running: Task | None = None
         self.glossary = Glossary()  # one session: each word defined once
         self.shown_results: list[ProbeResult] = []
+        self.shown_evidence: dict[str, str] = {}  # evidence printed under a probe -> the probe: the box points to it
+        self.chosen: Mapping[str, Any] | None = None  # the facts of the health summary that chose the next playbook
 
-    def _new_words(self, text: str) -> None:
-        """--teach: a GPU word this session has not defined yet, defined once where it first appears."""
-        for term in self.glossary.new_words(text):
-            self.console.print(
-                Text.assemble(("  new word ", "bold magenta"), (term.word, "bold"), f": {term.definition}")
-            )
+    def define(self, *texts: str) -> None:
+        """--teach: each GPU word these texts use that this session has not defined yet, defined once, right
+        before the text that first uses it is shown."""
+        if not self.teach:
+            return
+        for term in self.glossary.new_words("\n".join(texts)):
+            indented(self.console, f"new word {term.word}: {term.definition}", 2, "magenta")
+
+    def heading(self, pb: Playbook) -> None:
+        """The playbook's title (and with --teach its description, reflowed), its words defined first."""
+        self.define(pb.title, pb.description or "")
+        self.console.print(playbook_heading(pb, teach=self.teach))
 
     def node_entered(self, playbook: Playbook, node: Node, step_number: int | None) -> None:
         if node.step and node.step != self.step:
             self.step = node.step
             step = playbook.steps[step_number - 1] if step_number else None
             title = step.title if step else node.step
+            self.define(title)
             self.console.rule(rich_text(f"Step {step_number} of {len(playbook.steps)}: {title}", "bold"))
             if self.teach and step and step.explain:
+                self.define(step.explain)
                 self.console.print(
                     Panel(
                         markdown_view(visible(step.explain.strip(), newlines=True)),
@@ -99,8 +131,8 @@ class TerminalObserver:
                         border_style="blue",
                     )
                 )
-                self._new_words(step.explain)
         if self.teach and node.explain:
+            self.define(node.explain)
             self.console.print(
                 Panel(
                     markdown_view(visible(node.explain.strip(), newlines=True)),
@@ -108,10 +140,10 @@ class TerminalObserver:
                     border_style="dim",
                 )
             )
-            self._new_words(node.explain)
         prompt = getattr(node, "prompt", None)
         if self.teach and prompt is not None:
-            self._new_words(prompt.source)  # before the question is asked, so the word is known when read
+            labels = [c.label for c in getattr(node, "choices", ())]
+            self.define(prompt.source, getattr(node, "help", "") or "", *labels)  # known when the question is read
 
     def probe_started(self, node: ProbeNode, params: Mapping[str, Any]) -> None:
         self.running = self.progress.task(node.probe, doing="running")
@@ -131,6 +163,7 @@ class TerminalObserver:
             )
             return
         self.shown_results.append(result)
+        self.define(result.summary, *[str(x) for x in result.facts.get("health_lines") or []], *result.evidence[:6])
         self.console.print(
             Text.assemble(
                 ("  ● ", style),
@@ -141,16 +174,44 @@ class TerminalObserver:
                 (f"({result.duration_s:.1f} s)", "dim"),
             )
         )
-        for line in result.evidence[:6]:
-            self.console.print(rich_text(f"      {short(visible(line), TEXT_LIMIT)}", "dim"))  # wrapped, not cut
+        self._health(result)
+        for line in result.evidence[:6]:  # wrapped under their own indent, not cut
+            self.shown_evidence[line] = node.probe
+            indented(self.console, short(visible(line), TEXT_LIMIT), 6, "dim")
+        if self.teach:
+            means = RESULT_MEANS.get(result.status.value, "")
+            if result.status.value == "pass" and result.facts.get("health_problems"):
+                means = RESULT_MEANS["pass-with-health"]
+            indented(self.console, means, 4, "italic")
+
+    def _health(self, result: ProbeResult) -> None:
+        """The trace doctor's health summary, as ``trace inspect`` prints it, so a triage shows the problem
+        that decides where it continues before it continues (its kernel-metrics line alone said "PASS")."""
+        lines = result.facts.get("health_lines")
+        if not isinstance(lines, list):
+            return
+        if result.facts.get("health_chosen_by"):
+            self.chosen = result.facts
+        problems = result.facts.get("health_problems") or []
+        headline = (
+            f"Trace health: {plural(len(problems), 'problem')} found" if problems else "Trace health: no problem found"
+        )
+        indented(self.console, headline, 4, "bold")
+        for line in lines:
+            status = str(line).split(" ", 2)[1] if str(line).count(" ") > 1 else ""
+            indented(self.console, visible(str(line)), 4, HEALTH_STYLE.get(status, ""))
 
     def decided(self, node: DecisionNode, target: str, reason: str) -> None:
         if self.teach:
             self.console.print(rich_text(f"  → {target}  (because {reason})", "dim"))
 
     def continued(self, playbook: Playbook) -> None:
-        """A conclusion continued into another playbook: a rule between the two, and its steps anew."""
+        """A conclusion continued into another playbook: which check chose it, a rule between the two, and
+        its steps anew."""
         self.step = None
+        if self.chosen is not None and self.chosen.get("health_next") == playbook.id:
+            chosen = visible(str(self.chosen["health_chosen_by"]))
+            indented(self.console, f"→ {playbook.id}, chosen by the worst problem: {chosen}", 2)
         self.console.rule(rich_text(f"Continuing with {playbook.id}: {playbook.title}", "bold"))
 
     def close(self) -> None:
@@ -159,13 +220,20 @@ class TerminalObserver:
             self.running = None
 
 
-def conclusion_panel(transcript: Transcript) -> Panel:
+def conclusion_panel(transcript: Transcript, shown: Mapping[str, str] | None = None) -> Panel:
+    """The diagnosis box; an evidence line the run already printed under a probe (``shown``: line -> probe)
+    is pointed to, not said again."""
     c = transcript.conclusion
     assert c is not None
     parts: list[Any] = [rich_text(c.summary)]
-    if c.evidence:
+    said = shown or {}
+    fresh = [e for e in c.evidence if not any(e in line for line in said)]
+    above = sorted({probe for e in c.evidence for line, probe in said.items() if e in line})
+    if fresh or above:
         parts.append(Text("\nEvidence", style="bold"))
-        parts += [rich_text(f"  • {e}") for e in c.evidence]
+        parts += [rich_text(f"  • {e}") for e in fresh]
+        if above:
+            parts.append(rich_text(f"  • and what {', '.join(above)} showed above"))
     if c.fix:
         parts.append(Text("\nWhat to do", style="bold"))
         parts += [rich_text(f"  {i}. {f}") for i, f in enumerate(c.fix, 1)]
@@ -179,8 +247,9 @@ def conclusion_panel(transcript: Transcript) -> Panel:
 
 def playbook_heading(pb: Playbook, *, teach: bool) -> Group:
     head = Text.assemble((visible(pb.title), "bold"), "  ", (f"({visible(pb.id)} v{visible(pb.version)})", "dim"))
-    if teach and pb.description:
-        return Group(head, rich_text(pb.description.strip(), newlines=True))
+    if teach and pb.description:  # its paragraphs reflowed: YAML's line breaks wrapped again were ragged
+        paragraphs = [" ".join(p.split()) for p in pb.description.strip().split("\n\n")]
+        return Group(head, rich_text("\n\n".join(paragraphs), newlines=True))
     return Group(head)
 
 
@@ -241,51 +310,61 @@ def truncation_warning(path: str, detail: str) -> str:
 
 
 HEALTH_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan", "not_applicable": "dim", "ok": "green"}
-HEALTH_MARK = {"error": "✗", "warning": "!", "info": "i", "not_applicable": "-", "ok": "✓"}
 
 
 def health_view(inspection: Inspection, *, verbose: bool = False, playbooks: frozenset[str] = frozenset()) -> Group:
-    """The health summary that leads an inspection: one line per check that is not ok, worst first
-    (every check, with its meaning and examples, when ``verbose``); where a playbook continues, its command."""
+    """The health summary that leads an inspection: one line per check that is not ok, worst first, a check
+    alike on several ranks said once (every check of every trace, with its meaning and examples, when
+    ``verbose``); where a playbook continues, its command."""
     rows = inspection.health_rows()
-    several = len(inspection.reports) > 1
-    shown = rows if verbose else [(label, c) for label, c in rows if c.status not in ("ok", "not_applicable")]
     status = inspection.health_status
     problems = sum(1 for _, c in rows if c.problem)
-    title = inspection.health_headline
-    items: list[Any] = [Text(title, style=HEALTH_STYLE.get(status, "bold") if problems else "bold green")]
-    for label, check in shown:
-        line = Text("  ")
-        line.append(f"{HEALTH_MARK[check.status]} {check.status:<8} ", style=HEALTH_STYLE[check.status])
-        line.append(check.check, style="bold")
-        if several:
-            line.append(visible(f" [{label}]"))
-        line.append("  ")
-        line.append_text(rich_text(check.summary))
-        if check.problem and check.playbook in playbooks:
-            line.append(f"  → warpwizard run {check.playbook}", style="dim")
-        items.append(line)
-        if verbose:
-            if check.meaning:
-                items.append(rich_text(f"      {check.meaning}", "dim"))
-            for e in check.examples:
-                where = f"stream {e.stream}" if e.stream is not None else f"pid {e.pid} tid {e.tid}"
-                corr = f", correlation {e.correlation}" if e.correlation is not None else ""
-                detail = f": {e.detail}" if e.detail else ""
-                items.append(
-                    rich_text(f"      e.g. {short(visible(e.name), 60)} at {e.ts} ({where}{corr}){detail}", "dim")
-                )
-    if not verbose and len(shown) < len(rows):
+    items: list[Any] = [
+        Text(inspection.health_headline, style=HEALTH_STYLE.get(status, "bold") if problems else "bold green")
+    ]
+    if not verbose:
+        summary = inspection.health_summary()
+        items += [health_line(line, playbooks) for line in summary]
+        quiet = sum(1 for _, c in rows if c.status in ("ok", "not_applicable"))
+        if quiet:
+            items.append(Text(f"  {quiet} more checks ok or not applicable; --verbose shows every one", style="dim"))
+        return Group(*items, Text(""))
+    several = len(inspection.reports) > 1
+    for label, check in rows:
         items.append(
-            Text(f"  {len(rows) - len(shown)} more checks ok or not applicable; --verbose shows every one", style="dim")
+            health_line(
+                HealthLine(check.check, check.status, check.playbook, [label] if several else [], [check.summary]),
+                playbooks,
+            )
         )
+        if check.meaning:
+            items.append(rich_text(f"      {check.meaning}", "dim"))
+        for e in check.examples:
+            where = f"stream {e.stream}" if e.stream is not None else f"pid {e.pid} tid {e.tid}"
+            corr = f", correlation {e.correlation}" if e.correlation is not None else ""
+            detail = f": {e.detail}" if e.detail else ""
+            items.append(rich_text(f"      e.g. {short(visible(e.name), 60)} at {e.ts} ({where}{corr}){detail}", "dim"))
     return Group(*items, Text(""))
+
+
+def health_line(line: HealthLine, playbooks: frozenset[str] = frozenset()) -> Text:
+    """One check's line, as ``trace inspect`` prints it (a triage prints the same)."""
+    text = Text("  ")
+    text.append(f"{HEALTH_MARK[line.status]} {line.status:<8} ", style=HEALTH_STYLE[line.status])
+    text.append(line.check, style="bold")
+    text.append(visible(line.label))
+    text.append("  ")
+    text.append_text(rich_text(line.summary))
+    if line.problem and line.playbook in playbooks:
+        text.append(f"  → warpwizard run {line.playbook}", style="dim")
+    return text
 
 
 def inspection_view(inspection: Inspection, *, show_all: bool = False) -> Group:
     blocks: list[Any] = []
+    said: set[str] = set()  # a note (the F paragraph) is said once a run, not once a rank
     for report in inspection.reports:
-        blocks.append(_report_view(report, show_all))
+        blocks.append(_report_view(report, show_all, said))
     if len(inspection.reports) > 1:
         total = ", ".join(f"{m}: {n}" for m, n in sorted(inspection.mechanisms.items())) or "none"
         blocks.append(Text(f"All {len(inspection.reports)} files: mechanisms {total}", style="bold"))
@@ -299,7 +378,7 @@ def _device_label(d: dict[str, Any]) -> str:
     return f"{d['name'] or 'GPU'} ({d['num_sms']} SMs{source})"
 
 
-def _report_view(report: TraceReport, show_all: bool) -> Group:
+def _report_view(report: TraceReport, show_all: bool, said: set[str]) -> Group:
     head = Text()
     head.append(visible(report.path), style="bold")
     if report.rank is not None:
@@ -343,8 +422,24 @@ def _report_view(report: TraceReport, show_all: bool) -> Group:
                 rich_text(short(visible(op), 40)),
             )
         items.append(table)
+        # A mechanism's evidence once, for its worst kernel: the same paragraph for each of six kernels said
+        # nothing new (the table has each one's numbers).
+        alike: Counter[str] = Counter()
         for g in groups[:8]:
+            if g.mechanism in alike:
+                alike[g.mechanism] += 1
+                continue
+            alike[g.mechanism] = 0
             items.append(rich_text(f"  {g.mechanism} · {short(visible(g.kernel), 60)}: {g.worst.evidence}", "dim"))
+        for mechanism, more in alike.items():
+            if more:
+                items.append(
+                    Text(
+                        f"  {mechanism}: the same for the {plural(more, 'other kernel')} of the table "
+                        "(--json has each one's evidence)",
+                        style="dim",
+                    )
+                )
         if len(groups) > 40:
             items.append(Text(f"  … and {len(groups) - 40} more groups (use --json for all)", style="dim"))
     hidden = sum(g.count for g in report.groups if g.severity != "error")
@@ -357,7 +452,9 @@ def _report_view(report: TraceReport, show_all: bool) -> Group:
             )
         )
     for note in report.notes:
-        items.append(rich_text(f"  note: {note}", "yellow"))
+        if note not in said:
+            said.add(note)
+            items.append(rich_text(f"  note: {note}", "yellow"))
     return Group(*items, Text(""))
 
 
