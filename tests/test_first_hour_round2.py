@@ -128,13 +128,25 @@ def _screen_lines(args: list[str], columns: int) -> list[str]:
 
 
 @pytest.mark.parametrize("columns", [80, 120])
-def test_a_rank_directory_says_the_f_paragraph_once_and_alike_checks_in_one_line(columns: int) -> None:
-    """Issue 37.4: the F paragraph once per rank, trace-size once per rank (16 info lines for 8 ranks)."""
-    lines = _screen_lines(["trace", "inspect", "examples/traces/rank-skew"], columns)
+def test_a_rank_directory_says_the_f_paragraph_once_and_alike_checks_in_one_line(columns: int, tmp_path: Path) -> None:
+    """Issue 37.4: the F paragraph once per rank, trace-size once per rank (16 info lines for 8 ranks). Three ranks
+    whose Python frames are most of their events (trace-size is info from 40%, docs/health.md) and whose big grids
+    give large warps per SM (F)."""
+    from wizard.testing.traces import KernelSpec, TraceBuilder
+
+    ranks = tmp_path / "ranks"
+    ranks.mkdir()
+    frames = tuple(f"train.py({n}): step" for n in range(8))
+    for rank in range(3):
+        b = TraceBuilder()
+        b.set_metadata("distributedInfo", {"rank": rank})
+        b.add(KernelSpec("void big_elementwise", (400_000, 1, 1), (256, 1, 1), python_stack=frames))
+        b.write(ranks / f"rank{rank}.json")
+    lines = _screen_lines(["trace", "inspect", str(ranks)], columns)
     said = _joined(lines)
     assert said.count("large warps-per-SM values are by design (mechanism F)") == 1
     assert said.count("trace-size") == 1
-    assert "i info trace-size [3 ranks] 57 events in 11.9 KB" in said
+    assert "i info trace-size [3 ranks]" in said
     assert [line.split()[2] for line in lines if line.startswith("  ") and line.split()[:1] == ["i"]] == ["trace-size"]
 
 

@@ -143,12 +143,17 @@ def make_parent(path: str | Path, *, what: str = "output") -> None:
         raise OutputFileError(f"{path}: cannot create the directory for the {what} ({reason})") from None
 
 
-def _open_temporary(parent: Path, name: str) -> tuple[int, Path]:
+def _open_temporary(parent: Path, name: str, made: list[Path]) -> int:
+    """A new temporary file beside the output. Its name is in ``made`` from before it is created, so a signal
+    that lands between the kernel making the file and this function returning (a SIGHUP's handler raises there)
+    still leaves the caller a name to remove: the file never outlives the run."""
     for _ in range(100):
         tmp = parent / f".{name[:100]}.{secrets.token_hex(6)}.tmp"
+        made.append(tmp)
         try:
-            return os.open(tmp, _CREATE_TEMPORARY, 0o666), tmp  # the kernel applies the umask
+            return os.open(tmp, _CREATE_TEMPORARY, 0o666)  # the kernel applies the umask
         except FileExistsError:
+            made.pop()  # somebody else's: never removed
             continue
     raise FileExistsError(errno.EEXIST, "no free temporary name", str(parent))
 
@@ -260,14 +265,14 @@ def _atomic(
     inputs = list(inputs)
     target = Path(path) if free else check_output(path, inputs=inputs, force=force, what=what)
     parent = target.parent if str(target.parent) else Path(".")
-    try:
-        fd, tmp = _open_temporary(parent, target.name)
-    except ValueError:
-        raise OutputFileError(f"{str(target)!r}: cannot write the {what}: the name holds a NUL character") from None
-    except OSError as exc:
-        raise OutputFileError(f"{target}: cannot write the {what} ({exc.strerror or exc})") from None
+    made: list[Path] = []  # the temporary file's name, from before it exists
     named: list[Path] = []
     try:
+        try:
+            fd = _open_temporary(parent, target.name, made)
+        except ValueError:
+            raise OutputFileError(f"{str(target)!r}: cannot write the {what}: the name holds a NUL character") from None
+        tmp = made[-1]
         with os.fdopen(fd, "wb") as fh:
             yield fh, named
             fh.flush()
@@ -288,8 +293,9 @@ def _atomic(
     except OSError as exc:
         raise OutputFileError(f"{target}: cannot write the {what} ({exc.strerror or exc})") from None
     finally:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
+        for name in made:
+            with contextlib.suppress(OSError):
+                name.unlink()
 
 
 @contextlib.contextmanager
