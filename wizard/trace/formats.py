@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import stat
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,10 +35,25 @@ class TraceFormat:
     suffixes: tuple[str, ...]  # names it usually has (a directory of traces lists these)
     rewritable: bool  # ``trace fix`` can write a corrected copy of it
     cannot_show: Mapping[str, str] = field(default_factory=dict)  # health check id -> why not
+    # its reader, (path, on_read) -> TraceContents, importing its module only when such a file is read; None: the
+    # Chrome-JSON walker of reader.py, which every other format's reader feeds the same collector as
+    read: Callable[[Path, Callable[[int], None] | None], Any] | None = None
 
     @property
     def name_with_article(self) -> str:
         return f"{article(self.name)} {self.name}"
+
+
+def _read_nsys(path: Path, on_read: Callable[[int], None] | None) -> Any:
+    from wizard.trace.nsys import read_nsys
+
+    return read_nsys(path, on_read=on_read)
+
+
+def _read_perfetto(path: Path, on_read: Callable[[int], None] | None) -> Any:
+    from wizard.trace.perfetto import read_perfetto
+
+    return read_perfetto(path, on_read=on_read)
 
 
 KINETO_JSON = TraceFormat(
@@ -54,6 +69,7 @@ NSYS_SQLITE = TraceFormat(
     "NVIDIA Nsight Systems (`nsys export --type sqlite`, `nsys profile --export sqlite`)",
     (".sqlite",),
     rewritable=False,
+    read=_read_nsys,
     cannot_show={
         "impossible-metrics": "Nsight Systems prints no blocks per SM, warps per SM or occupancy to check",
         "stacks-missing": "Nsight Systems records call stacks its own way (--backtrace), not as python_function events",
@@ -65,6 +81,7 @@ PERFETTO_PROTO = TraceFormat(
     "PyTorch 2.15's Cuspy collector (`export_chrome_trace('x.pftrace')`), converters to TrackEvent",
     (".pftrace", ".pftrace.gz", ".perfetto-trace"),
     rewritable=False,
+    read=_read_perfetto,
 )
 FORMATS: tuple[TraceFormat, ...] = (KINETO_JSON, NSYS_SQLITE, PERFETTO_PROTO)
 BY_ID: dict[str, TraceFormat] = {f.id: f for f in FORMATS}

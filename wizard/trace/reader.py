@@ -30,8 +30,6 @@ from wizard.trace.events import EVENTS_DECODER, KERNEL_CATEGORIES, RAW_DECODER, 
 from wizard.trace.exact import ExactDecoder
 from wizard.trace.formats import (
     KINETO_JSON,
-    NSYS_SQLITE,
-    PERFETTO_PROTO,
     TraceFormat,
     detect,
     is_trace_name,
@@ -425,16 +423,10 @@ def read_trace(
 
 
 def _read_other(p: Path, fmt: TraceFormat, on_read: Callable[[int], None] | None) -> TraceContents:
-    """A format other than Chrome JSON, by its own reader (imported only when such a file is read)."""
-    if fmt is NSYS_SQLITE:
-        from wizard.trace.nsys import read_nsys
-
-        return read_nsys(p, on_read=on_read)
-    if fmt is PERFETTO_PROTO:
-        from wizard.trace.perfetto import read_perfetto
-
-        return read_perfetto(p, on_read=on_read)
-    raise AssertionError(f"no reader for {fmt.id}")  # every format of the table has one
+    """A format other than Chrome JSON, by the reader its row of the table names."""
+    assert fmt.read is not None  # every format but the JSON this module walks has one
+    contents: TraceContents = fmt.read(p, on_read)
+    return contents
 
 
 _KINETO_CATEGORIES = frozenset({"cpu_op", "Operator", "kernel", "Kernel", "cuda_runtime", "Runtime", "ac2g"})
