@@ -11,7 +11,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -169,6 +169,22 @@ def strict_json(text: str | bytes) -> Any:
     return json.loads(text, parse_constant=_reject_constant)
 
 
+def inspected(run_cli: Any, path: Path) -> dict[str, Any]:
+    """The one trace report of ``trace inspect PATH --json --fail-on never``, parsed strictly (it must succeed)."""
+    result = run_cli("trace", "inspect", str(path), "--json", "--fail-on", "never")
+    assert result.status == 0, result.stderr
+    (report,) = strict_json(result.stdout)["reports"]
+    assert isinstance(report, dict)
+    return report
+
+
+def health_check(report: dict[str, Any], check: str) -> dict[str, Any]:
+    """One health check's verdict in a trace report."""
+    found = next(c for c in report["health"] if c["check"] == check)
+    assert isinstance(found, dict)
+    return found
+
+
 GPU_DATA = REPO / "tests" / "data" / "gpu"
 
 
@@ -187,6 +203,20 @@ class CliResult:
     @property
     def json(self) -> Any:
         return strict_json(self.stdout)
+
+
+@pytest.fixture
+def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A site directory on sys.path for this test (where plugin tests install packages); the modules it adds are
+    forgotten after it."""
+    where = tmp_path / "site"
+    where.mkdir()
+    monkeypatch.syspath_prepend(str(where))
+    before = set(sys.modules)
+    yield where
+    for name in set(sys.modules) - before:
+        if name.startswith(("warpwizard_example_plugin", "hostile_plugin", "clashing_plugin")):
+            del sys.modules[name]
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import HAVE_TORCH, strict_json
+from tests.conftest import HAVE_TORCH, health_check, inspected
 from wizard.testing.traces import KernelSpec, TraceBuilder
 
 cupti = pytest.importorskip("cupti.cupti", reason="cupti-python (the test extra) provides the enums Cuspy imports")
@@ -87,29 +87,15 @@ def cuspy_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-def _report(run_cli: Any, path: Path) -> dict[str, Any]:
-    result = run_cli("trace", "inspect", str(path), "--json", "--fail-on", "never")
-    assert result.status == 0, result.stderr
-    (report,) = strict_json(result.stdout)["reports"]
-    assert isinstance(report, dict)
-    return report
-
-
-def _check(report: dict[str, Any], name: str) -> dict[str, Any]:
-    found = next(c for c in report["health"] if c["check"] == name)
-    assert isinstance(found, dict)
-    return found
-
-
 def test_the_real_exporter_is_recognised_with_what_it_hides(run_cli: Any, cuspy_trace: Path) -> None:
     doc = json.loads(cuspy_trace.read_text())  # the second reading: the file as the exporter wrote it
     kernels = [e for e in doc["traceEvents"] if e.get("cat") == "kernel"]
     assert [k["dur"] for k in kernels] == [5.0, 0.0, 1.0] and not any("blocks per SM" in k["args"] for k in kernels)
     pinned = [e for e in doc["traceEvents"] if e.get("cat") == "cuda_runtime" and e["ts"] == 0]
     assert len(pinned) == 1
-    report = _report(run_cli, cuspy_trace)
+    report = inspected(run_cli, cuspy_trace)
     assert report["writer"] == "PyTorch profiler with the Cuspy collector (PyTorch 2.15; cupti_monitor in 2.13-2.14)"
-    durations = _check(report, "durations")
+    durations = health_check(report, "durations")
     assert (durations["status"], durations["count"], durations["at_zero"], durations["clamped_zero"]) == (
         "warning", 1, 1, 1
     )  # fmt: skip
@@ -117,8 +103,8 @@ def test_the_real_exporter_is_recognised_with_what_it_hides(run_cli: Any, cuspy_
         "1 event pinned at ts 0 by Cuspy's clamping (a start before the trace's base time); 1 GPU event of zero "
         "duration, which may be negative durations Cuspy clamped to 0"
     )
-    assert _check(report, "kernels-missing")["count"] == 1
-    metrics = _check(report, "impossible-metrics")
+    assert health_check(report, "kernels-missing")["count"] == 1
+    metrics = health_check(report, "impossible-metrics")
     assert (metrics["status"], metrics["reason"]) == (
         "not_applicable", "Cuspy writes no blocks per SM, warps per SM or occupancy to check"
     )  # fmt: skip

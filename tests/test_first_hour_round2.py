@@ -11,7 +11,7 @@ from typing import Any
 import pexpect
 import pytest
 
-from tests.conftest import EXAMPLES, HANG_GUARD_S, REPO, RunCli, cli_command
+from tests.conftest import EXAMPLES, HANG_GUARD_S, REPO, RunCli
 from tests.test_terminal import finish, spawn
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="pseudo-terminals need a POSIX system")
@@ -29,18 +29,7 @@ def _lines(screen: object) -> list[str]:
 
 def spawn_live(args: list[str], cwd: Path, columns: int) -> pexpect.spawn[str]:
     """Like ``spawn``, in colour: NO_COLOR turns the live progress line off, and it is what this tests."""
-    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "CI")}
-    env.update(COLUMNS=str(columns), LINES="50", TERM="xterm", PROMPT_TOOLKIT_NO_CPR="1")
-    command = cli_command()
-    return pexpect.spawn(
-        command[0],
-        [*command[1:], *args],
-        cwd=str(cwd),
-        env=env,
-        encoding="utf-8",
-        timeout=HANG_GUARD_S,
-        dimensions=(50, columns),
-    )
+    return spawn(args, cwd, columns, colour=True)
 
 
 def _to_kernels_missing_workload(child: pexpect.spawn[str]) -> str:

@@ -8,8 +8,6 @@ covered where they were fixed (the fixer's time, trace-size's categories, non-fi
 from __future__ import annotations
 
 import json
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -343,19 +341,6 @@ def test_an_output_refused_before_the_work_is_one_json_error(run_cli: RunCli, tm
 
 
 # -- 8. a plugin that calls sys.exit() at import is one line naming it, exit 5 -----------------------------
-
-
-@pytest.fixture
-def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A site directory on sys.path for this test (as tests/test_plugins.py's); its modules are forgotten after."""
-    where = tmp_path / "site"
-    where.mkdir()
-    monkeypatch.syspath_prepend(str(where))
-    before = set(sys.modules)
-    yield where
-    for name in set(sys.modules) - before:
-        if name.startswith("hostile_plugin"):
-            del sys.modules[name]
 
 
 QUITS = "warpwizard: error: probe plugin 'quits' (plugin hostile-plugin 0.1.0, hostile_plugin:Probe) could not load: "

@@ -20,7 +20,7 @@ import pytest
 pb = pytest.importorskip("perfetto.protos.perfetto.trace.perfetto_trace_pb2")
 proto_builder = pytest.importorskip("perfetto.trace_builder.proto_builder")
 
-from tests.conftest import CliResult, strict_json  # noqa: E402
+from tests.conftest import inspected  # noqa: E402
 from wizard.testing.pftrace import convert, cuspy, varint  # noqa: E402
 from wizard.testing.traces import KernelSpec, TraceBuilder, demo_launches  # noqa: E402
 from wizard.trace.collector import TraceContents  # noqa: E402
@@ -51,14 +51,6 @@ def _second_reading(data: bytes) -> dict[str, int]:
     return counts
 
 
-def _inspect(run_cli: Any, path: Path) -> dict[str, Any]:
-    result: CliResult = run_cli("trace", "inspect", str(path), "--json", "--fail-on", "never")
-    assert result.status == 0, result.stderr
-    (report,) = strict_json(result.stdout)["reports"]
-    assert isinstance(report, dict)
-    return report
-
-
 def _checks(report: dict[str, Any]) -> dict[str, tuple[str, int]]:
     return {c["check"]: (c["status"], c["count"]) for c in report["health"]}
 
@@ -87,7 +79,7 @@ def test_the_same_events_give_the_same_findings_in_json_and_pftrace(run_cli: Any
     doc = json.loads(source.read_text())
     converted = tmp_path / "planted.pftrace"
     converted.write_bytes(convert(doc))
-    as_json, as_proto = _inspect(run_cli, source), _inspect(run_cli, converted)
+    as_json, as_proto = inspected(run_cli, source), inspected(run_cli, converted)
     assert (as_proto["format"], as_proto["writer"]) == (
         "perfetto-proto", "Kineto's events as TrackEvent slices (a JSON-to-Perfetto converter)"
     )  # fmt: skip
@@ -111,8 +103,8 @@ def test_a_converter_drops_zero_and_negative_durations(run_cli: Any, tmp_path: P
     source = b.write(tmp_path / "neg.json")
     converted = tmp_path / "neg.pftrace"
     converted.write_bytes(convert(json.loads(source.read_text())))
-    assert _checks(_inspect(run_cli, source))["durations"] == ("error", 1)
-    proto = _inspect(run_cli, converted)
+    assert _checks(inspected(run_cli, source))["durations"] == ("error", 1)
+    proto = inspected(run_cli, converted)
     assert proto["kernels"] == 1 and _checks(proto)["durations"] == ("ok", 0)
 
 
@@ -132,7 +124,7 @@ def _cuspy_file(tmp_path: Path) -> Path:
 
 def test_a_cuspy_pftrace(run_cli: Any, tmp_path: Path) -> None:
     path = _cuspy_file(tmp_path)
-    report = _inspect(run_cli, path)
+    report = inspected(run_cli, path)
     assert (report["format"], report["writer"], report["compressed"]) == (
         "perfetto-proto", "PyTorch profiler with the Cuspy collector (PyTorch 2.15; cupti_monitor in 2.13-2.14)", True
     )  # fmt: skip
@@ -176,7 +168,7 @@ def test_a_cut_off_trace_keeps_what_came_before_and_names_the_byte(run_cli: Any,
     data = convert(json.loads(_planted_json(tmp_path).read_text()))
     path = tmp_path / "cut.pftrace"
     path.write_bytes(data[: len(data) // 2])
-    report = _inspect(run_cli, path)
+    report = inspected(run_cli, path)
     detail = report["truncation"]["detail"]
     assert re.fullmatch(r"the file ends inside a packet at byte \d+(; \d+ slices? left open)?", detail), detail
     assert report["truncation"]["at_byte"] < len(data) // 2
@@ -265,7 +257,7 @@ def test_a_long_first_packet_is_recognised(run_cli: Any, tmp_path: Path, size: i
     data = _first_packet_of(size)
     path = tmp_path / "trace.bin"
     path.write_bytes(gzip.compress(data) if packed else data)
-    report = _inspect(run_cli, path)
+    report = inspected(run_cli, path)
     assert (report["format"], report["kernels"]) == ("perfetto-proto", 1)
 
 
@@ -277,14 +269,14 @@ def test_a_json_trace_starting_with_a_newline_is_json(run_cli: Any, tmp_path: Pa
         b.add(KernelSpec("void k", (64, 1, 1), (128, 1, 1)))
         path = tmp_path / f"{len(name)}.json"
         path.write_text("\n" + b.text())
-        assert _inspect(run_cli, path)["format"] == "kineto-json"
+        assert inspected(run_cli, path)["format"] == "kineto-json"
 
 
 @pytest.mark.parametrize("value", ["\u00b2", "--5", "9" * 40])
 def test_an_extra_data_value_that_is_no_integer_stays_text(run_cli: Any, tmp_path: Path, value: str) -> None:
     path = cuspy(tmp_path / "odd.pftrace.gz", stages=[{"name": "void k", "ts": 1_000, "dur": 10, "correlation": value,
                  "grid": (1, 1, 1), "block": (32, 1, 1)}], launches=[])  # fmt: skip
-    report = _inspect(run_cli, path)
+    report = inspected(run_cli, path)
     assert report["kernels"] == 1
 
 
@@ -293,7 +285,7 @@ def test_a_cut_off_gzip_keeps_what_came_before(run_cli: Any, tmp_path: Path) -> 
     data = gzip.compress(convert(json.loads(_planted_json(tmp_path).read_text())))
     path = tmp_path / "cut.pftrace.gz"
     path.write_bytes(data[: len(data) * 2 // 3])
-    report = _inspect(run_cli, path)
+    report = inspected(run_cli, path)
     assert report["truncation"] is not None and report["truncation"]["detail"].startswith("the gzip stream ends")
     assert 0 < report["kernels"] < 8
 

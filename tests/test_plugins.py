@@ -9,7 +9,6 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,19 +25,6 @@ def _installed(site: Path, dist: str, entry_points: str) -> None:
     info.mkdir(parents=True)
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 0.1.0\n")
     (info / "entry_points.txt").write_text(entry_points)
-
-
-@pytest.fixture
-def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A site directory on sys.path for this test; the modules it adds are forgotten after it."""
-    where = tmp_path / "site"
-    where.mkdir()
-    monkeypatch.syspath_prepend(str(where))
-    before = set(sys.modules)
-    yield where
-    for name in set(sys.modules) - before:
-        if name.startswith(("warpwizard_example_plugin", "hostile_plugin", "clashing_plugin")):
-            del sys.modules[name]
 
 
 def _example_plugin(site: Path) -> None:

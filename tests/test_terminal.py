@@ -18,8 +18,13 @@ from wizard.playbook.model import QuestionNode
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="pseudo-terminals need a POSIX system")
 
 
-def spawn(args: list[str], cwd: Path, columns: int = 160) -> pexpect.spawn[str]:
-    env = dict(os.environ, NO_COLOR="1", COLUMNS=str(columns), LINES="50", TERM="xterm", PROMPT_TOOLKIT_NO_CPR="1")
+def spawn(args: list[str], cwd: Path, columns: int = 160, *, colour: bool = False) -> pexpect.spawn[str]:
+    """The console script at a real terminal; ``colour``: without NO_COLOR and CI, which turn the live progress
+    line off."""
+    env = {k: v for k, v in os.environ.items() if not colour or k not in ("NO_COLOR", "CI")}
+    env.update(COLUMNS=str(columns), LINES="50", TERM="xterm", PROMPT_TOOLKIT_NO_CPR="1")
+    if not colour:
+        env["NO_COLOR"] = "1"
     command = cli_command()
     child = pexpect.spawn(
         command[0],

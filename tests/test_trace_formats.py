@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import TRACES, CliResult, needs_shared, strict_json
+from tests.conftest import TRACES, CliResult, health_check, needs_shared, strict_json
 from wizard.testing.nsys import Call, Kernel, Range, write_export
 
 MOCK = TRACES / "nsys-mock.sqlite"
@@ -59,12 +59,6 @@ def _report(result: CliResult) -> dict[str, Any]:
     return report
 
 
-def _check(report: dict[str, Any], check: str) -> dict[str, Any]:
-    found = next(c for c in report["health"] if c["check"] == check)
-    assert isinstance(found, dict)
-    return found
-
-
 @needs_shared
 @pytest.mark.parametrize(("path", "writer", "devices"), [
     (MOCK, "NVIDIA Nsight Systems 2026.1.1.204", ["NVIDIA GeForce RTX 3080"]),
@@ -78,9 +72,9 @@ def test_real_nsys_exports_read_with_every_check(run_cli: Any, path: Path, write
     assert (report["format"], report["writer"], report["layout"]) == ("nsys-sqlite", writer, "sqlite")
     assert report["kernels"] == truth["kernels"]
     assert [d["name"] for d in report["devices"] if d.get("name")] == devices
-    assert _check(report, "unlinked-kernels")["count"] == truth["unlinked"]
+    assert health_check(report, "unlinked-kernels")["count"] == truth["unlinked"]
     assert (
-        _check(report, "kernels-missing")["launches"]
+        health_check(report, "kernels-missing")["launches"]
         == _sql(
             path,
             "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON s.id = r.nameId "
@@ -88,7 +82,7 @@ def test_real_nsys_exports_read_with_every_check(run_cli: Any, path: Path, write
         )[0][0]
     )
     for check in ("impossible-metrics", "stacks-missing"):  # what nsys cannot show is never "ok"
-        assert _check(report, check)["status"] == "not_applicable"
+        assert health_check(report, check)["status"] == "not_applicable"
     assert report["notes"][0].startswith(f"read as an Nsight Systems SQLite export, written by {writer}")
 
 
@@ -102,7 +96,9 @@ def test_real_exports_show_what_they_hold(run_cli: Any) -> None:
     assert _independent(MOCK) == {"kernels": 2, "calls": 9, "unlinked": 0}
     assert _independent(MFU) == {"kernels": 4010, "calls": 7466, "unlinked": 24}
     report = _report(run_cli("trace", "inspect", str(MFU), "--json", "--fail-on", "never"))
-    unlinked, missing, overlap = (_check(report, c) for c in ("unlinked-kernels", "kernels-missing", "kernels-overlap"))
+    unlinked, missing, overlap = (
+        health_check(report, c) for c in ("unlinked-kernels", "kernels-missing", "kernels-overlap")
+    )
     assert (unlinked["status"], unlinked["count"], unlinked["before_window"]) == ("info", 24, 24)
     assert unlinked["summary"].endswith("(correlation ids below the first call's of their process)")
     assert (missing["status"], missing["count"], missing["in_last_1pct"]) == ("info", 20, 20)
@@ -128,11 +124,11 @@ def _planted(tmp_path: Path, **kw: Any) -> Path:
 def test_a_launch_without_its_kernel_is_counted(run_cli: Any, tmp_path: Path) -> None:
     path = _planted(tmp_path)
     report = _report(run_cli("trace", "inspect", str(path), "--json", "--fail-on", "never"))
-    missing = _check(report, "kernels-missing")
+    missing = health_check(report, "kernels-missing")
     assert (missing["count"], missing["launches"]) == (1, 3)
     assert missing["examples"][0]["name"] == "cudaLaunchKernel"  # nsys's version suffix gone
     assert missing["examples"][0]["correlation"] == 103
-    assert _check(report, "unlinked-kernels")["count"] == 0
+    assert health_check(report, "unlinked-kernels")["count"] == 0
 
 
 def test_negative_duration_and_kernel_before_its_launch(run_cli: Any, tmp_path: Path) -> None:
@@ -143,10 +139,10 @@ def test_negative_duration_and_kernel_before_its_launch(run_cli: Any, tmp_path: 
             "trace", "inspect", str(_planted(tmp_path, kernels=kernels, calls=calls)), "--json", "--fail-on", "never"
         )
     )
-    durations = _check(report, "durations")
+    durations = health_check(report, "durations")
     assert (durations["status"], durations["count"]) == ("error", 1)
     assert durations["examples"][0]["dur"] == pytest.approx(-0.1)  # ns to µs, as recorded, never repaired
-    assert _check(report, "clock-skew")["count"] == 1
+    assert health_check(report, "clock-skew")["count"] == 1
 
 
 def test_correlation_ids_of_two_processes_never_link_across(run_cli: Any, tmp_path: Path) -> None:
@@ -157,8 +153,8 @@ def test_correlation_ids_of_two_processes_never_link_across(run_cli: Any, tmp_pa
         run_cli("trace", "inspect", str(_planted(tmp_path, kernels=kernels, calls=calls, ranges=[])), "--json",
                 "--fail-on", "never")
     )  # fmt: skip
-    assert _check(report, "unlinked-kernels")["count"] == 1
-    assert _check(report, "kernels-missing")["count"] == 1  # process B's call 500 has no kernel
+    assert health_check(report, "unlinked-kernels")["count"] == 1
+    assert health_check(report, "kernels-missing")["count"] == 1  # process B's call 500 has no kernel
 
 
 def test_torch_nvtx_ranges_are_the_ops_that_launched(run_cli: Any, tmp_path: Path) -> None:
@@ -254,7 +250,7 @@ def test_views_and_mistyped_values_are_not_trusted(run_cli: Any, tmp_path: Path)
     db.close()
     report = _report(run_cli("trace", "inspect", str(path), "--json", "--fail-on", "never"))
     assert report["kernels"] == 0
-    assert _check(report, "durations")["gpu_events"] == 1  # the memset with a numeric start
+    assert health_check(report, "durations")["gpu_events"] == 1  # the memset with a numeric start
 
 
 def test_the_read_is_bounded_in_time(tmp_path: Path) -> None:
@@ -350,5 +346,5 @@ def test_before_the_window_is_per_process(run_cli: Any, tmp_path: Path) -> None:
         run_cli("trace", "inspect", str(_planted(tmp_path, kernels=kernels, calls=calls, ranges=[])), "--json",
                 "--fail-on", "never")
     )  # fmt: skip
-    unlinked = _check(report, "unlinked-kernels")
+    unlinked = health_check(report, "unlinked-kernels")
     assert (unlinked["count"], unlinked["before_window"], unlinked["status"]) == (2, 1, "warning")

@@ -51,14 +51,13 @@ class Clamped:
 
 
 def clamped(contents: TraceContents) -> Clamped:
-    ts, dur = (np.frombuffer(c, dtype=np.float64) if len(c) else np.zeros(0) for c in contents.kernels.columns()[:2])
+    starts, durations, _, shape_of, shapes = contents.kernels.columns()
+    ts, dur = (np.frombuffer(c, dtype=np.float64) if len(c) else np.zeros(0) for c in (starts, durations))
     ops = contents.timeline.gpu_ops
     op_ts = np.frombuffer(ops.ts, dtype=np.float64) if len(ops.ts) else np.zeros(0)
     op_dur = np.frombuffer(ops.dur, dtype=np.float64) if len(ops.dur) else np.zeros(0)
     calls = np.frombuffer(contents.runtime.starts, dtype=np.float64) if len(contents.runtime) else np.zeros(0)
-    shapes = contents.kernels.columns()[4]
     moved = np.array([s[2] != s[4] and s[4] is not None for s in shapes] or [False])  # tid (the lane) vs stream
-    shape_of = contents.kernels.columns()[3]
     lanes = int(moved[np.frombuffer(shape_of, dtype=np.int32)].sum()) if len(shape_of) else 0
     return Clamped(
         int((dur == 0).sum() + (op_dur == 0).sum()),
