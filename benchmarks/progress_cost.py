@@ -75,7 +75,7 @@ def parts(trace: Path, seconds: float) -> str:
     from rich.console import Console
 
     from wizard.system import SystemClock
-    from wizard.trace.reader import ReaderConfig
+    from wizard.trace.read.reader import ReaderConfig
     from wizard.ui.progress import REFRESH_PER_SECOND, TerminalProgress
 
     size = trace.stat().st_size

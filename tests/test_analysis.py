@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import ORACLES, REAL_TRACES, TRACES, kernels_of, load_json_trace, needs_shared, write_trace
 from wizard.testing.traces import KernelSpec, TraceBuilder, demo_launches
-from wizard.trace.inspect import inspect_paths, inspect_trace
+from wizard.trace.inspection.inspect import inspect_paths, inspect_trace
 
 UNTOUCHED_ALLOWED = {"E", "F"}  # real traces really contain E (0% above 48 KB) and F (large by design)
 
@@ -222,8 +222,8 @@ def test_c_as_the_2021_placeholders(tmp_path: Path) -> None:
 
 
 def _record(grid: tuple[int, int, int], bps: float, wps: float, occ: float | None = None, **kw: Any) -> Any:
-    from wizard.trace.events import reported
-    from wizard.trace.records import KernelRecord
+    from wizard.trace.read.events import reported
+    from wizard.trace.read.records import KernelRecord
 
     fields: dict[str, Any] = dict(registers=32, shared_memory=0, device=0, occupancy_key="est. achieved occupancy %")
     fields.update(kw)
@@ -234,7 +234,7 @@ def _record(grid: tuple[int, int, int], bps: float, wps: float, occ: float | Non
 
 
 def _h100() -> Any:
-    from wizard.trace.devices import KNOWN_GPUS, DeviceInfo
+    from wizard.trace.metrics.devices import KNOWN_GPUS, DeviceInfo
 
     return DeviceInfo(0, 132, KNOWN_GPUS[132], "deviceProperties", "H100")
 
@@ -253,7 +253,7 @@ def _h100() -> Any:
     ],
 )
 def test_each_detector_alone(detector: str, record: Any, stops: bool, mechanisms: list[str]) -> None:
-    from wizard.trace import analysis
+    from wizard.trace.metrics import detectors as analysis
 
     ctx = analysis._context(record, _h100(), record.grid, record.block)
     registered = {d.__name__: d for d in analysis.DETECTORS}  # the detectors the checker runs, by name
@@ -262,8 +262,8 @@ def test_each_detector_alone(detector: str, record: Any, stops: bool, mechanisms
 
 
 def test_without_an_sm_count_the_bad_fact_is_named() -> None:
-    from wizard.trace import analysis
-    from wizard.trace.devices import DeviceInfo
+    from wizard.trace.metrics import detectors as analysis
+    from wizard.trace.metrics.devices import DeviceInfo
 
     record = _record((100000, 30000, 1), -9810358.0, -78482864.0)
     device = DeviceInfo(0, None, None, "deviceProperties", "H100", "numSms is '132' (str), not a number")

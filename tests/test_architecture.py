@@ -105,6 +105,36 @@ def test_layers_import_only_downwards(layer: str) -> None:
     assert bad == []
 
 
+# The trace layer's rooms (docs/architecture.md, "The trace layer"): room -> rooms it must not import. The
+# reader knows no check; the flagship's metric checks know only what was read; the health check may read the
+# flagship's count; the inspection runs them all; the fixer rewrites what was read and never inspects.
+TRACE_ROOMS: dict[str, set[str]] = {
+    "read": {"metrics", "health", "inspection", "fix"},
+    "metrics": {"health", "inspection", "fix"},
+    "health": {"inspection", "fix"},
+    "fix": {"inspection"},
+}
+
+
+def _room(rel: str) -> str | None:
+    parts = Path(rel).parts
+    if parts[:2] != ("wizard", "trace") or len(parts) < 3:
+        return None
+    return parts[2] if len(parts) > 3 else Path(parts[2]).stem
+
+
+@pytest.mark.parametrize("room", sorted(TRACE_ROOMS))
+def test_trace_rooms_import_only_downwards(room: str) -> None:
+    bad = [
+        f"{rel}:{line}: imports {name}"
+        for rel, tree in MODULES.items()
+        if _room(rel) == room
+        for line, name in _imports(tree)
+        if name.startswith("wizard.trace.") and name.split(".")[2] in TRACE_ROOMS[room]
+    ]
+    assert bad == []
+
+
 def _module_name(rel: str) -> str:
     name = rel.removesuffix(".py").replace("/", ".")
     return name.removesuffix(".__init__")
@@ -185,7 +215,7 @@ def test_no_import_cycle_among_wizard_modules() -> None:
 
 
 # The records: what the library returns and the engine keeps. They render only through wizard.rendering.
-RECORDS = {"wizard/trace/report.py", "wizard/engine/transcript.py", "wizard/trace/records.py"}
+RECORDS = {"wizard/trace/inspection/results.py", "wizard/engine/transcript.py", "wizard/trace/read/records.py"}
 
 
 def test_no_record_imports_a_renderer() -> None:
@@ -196,7 +226,7 @@ def test_no_record_imports_a_renderer() -> None:
         if name.split(".")[:2] in (["wizard", "report"], ["wizard", "ui"]) or name.split(".")[0] == "importlib"
     ]
     assert bad == []
-    renders = {"wizard/trace/report.py", "wizard/engine/transcript.py"}
+    renders = {"wizard/trace/inspection/results.py", "wizard/engine/transcript.py"}
     assert all("wizard.rendering" in {name for _, name in _imports(MODULES[rel])} for rel in renders)
 
 

@@ -111,8 +111,8 @@ def test_the_real_exporter_is_recognised_with_what_it_hides(run_cli: Any, cuspy_
 
 
 def test_its_kernels_link_to_the_op_that_launched_them(cuspy_trace: Path) -> None:
-    from wizard.trace.inspect import link_op
-    from wizard.trace.reader import read_trace
+    from wizard.trace.inspection.inspect import link_op
+    from wizard.trace.read.reader import read_trace
 
     contents = read_trace(cuspy_trace)
     link = link_op(contents, next(iter(contents.kernels)))
@@ -122,7 +122,7 @@ def test_its_kernels_link_to_the_op_that_launched_them(cuspy_trace: Path) -> Non
 def test_lanes_keep_the_real_stream(tmp_path: Path) -> None:
     """2.15 moves CUDA-graph ops to logical lanes: tid and args.stream the lane, args.original_stream the stream.
     The kernel's stream is the real one; its row (pid, tid) stays the lane a viewer draws."""
-    from wizard.trace.reader import read_trace
+    from wizard.trace.read.reader import read_trace
 
     b = TraceBuilder()
     b.set_metadata("schemaVersion", 1)
@@ -139,7 +139,7 @@ def test_lanes_keep_the_real_stream(tmp_path: Path) -> None:
     kernel = next(iter(contents.kernels))
     assert (kernel.stream, kernel.tid) == (7, 90001)
     assert contents.metadata["cuspy"]["lanes"] == 1
-    from wizard.trace.inspect import inspect_trace
+    from wizard.trace.inspection.inspect import inspect_trace
 
     assert inspect_trace(path).notes[:2] == [
         "read as a Chrome trace JSON, written by PyTorch profiler with the Cuspy collector (PyTorch 2.15; "

@@ -244,7 +244,7 @@ def test_counts_in_messages_agree_with_their_number() -> None:
     from wizard.playbook.model import ConclusionNode
     from wizard.probes.kineto_log import KinetoLog, judge
     from wizard.probes.registry import catalog
-    from wizard.trace.records import ProfilerOccupancy
+    from wizard.trace.read.records import ProfilerOccupancy
 
     assert ProfilerOccupancy(1, "SMEM", None, None, None, None, None).words() == "1 block per SM, limited by SMEM"
     assert ProfilerOccupancy(2, "REGS", None, None, None, None, None).words() == "2 blocks per SM, limited by REGS"

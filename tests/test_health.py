@@ -14,10 +14,10 @@ from tests import perfetto_rule
 from tests.conftest import RunCli, strict_json
 from wizard.errors import UsageError
 from wizard.testing.traces import KernelSpec, TraceBuilder
-from wizard.trace import source
-from wizard.trace.collector import TraceContents
-from wizard.trace.health import CHECK_IDS
-from wizard.trace.passes import PassOptions, register_pass, unregister_pass
+from wizard.trace.health.spec import CHECK_IDS
+from wizard.trace.inspection.passes import PassOptions, register_pass, unregister_pass
+from wizard.trace.read import source
+from wizard.trace.read.collector import TraceContents
 
 
 def spec(name: str = "k", **kw: Any) -> KernelSpec:

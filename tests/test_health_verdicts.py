@@ -20,8 +20,8 @@ import yaml
 from tests.conftest import REPO, RunCli, strict_json
 from tests.test_health_probes import rank_dir
 from wizard.testing.traces import KernelSpec, TraceBuilder
-from wizard.trace.health import GRAPH_LAUNCH_CALLS, LAUNCH_APIS, LAUNCH_CALLS, RANK_SKEW_FLOOR_US
-from wizard.trace.mechanisms import Mechanism
+from wizard.trace.health.spec import GRAPH_LAUNCH_CALLS, LAUNCH_APIS, LAUNCH_CALLS, RANK_SKEW_FLOOR_US
+from wizard.trace.metrics.mechanisms import Mechanism
 
 SMEM = 64 * 1024  # above Kineto's 48 KB default: mechanism E on a big grid
 
@@ -465,7 +465,7 @@ def test_the_flagships_words_on_d_and_g(tmp_path: Path, run_cli: RunCli) -> None
 
 def test_worker_processes_keep_every_range_events_id(tmp_path: Path) -> None:
     """The ids travel from each worker's block to the merged timeline (Timeline.merge), in file order."""
-    from wizard.trace.reader import ReaderConfig, read_trace
+    from wizard.trace.read.reader import ReaderConfig, read_trace
 
     b = TraceBuilder()
     b.add_ranged(spec("gemm", repeat=300))

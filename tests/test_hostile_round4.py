@@ -66,7 +66,7 @@ def test_a_400_digit_timestamp_is_read_not_an_internal_error(
 
 
 def test_a_400_digit_counter_timestamp_or_value_is_skipped(tmp_path: Path) -> None:
-    from wizard.trace.counters import read_counters
+    from wizard.trace.read.counters import read_counters
 
     builder = TraceBuilder(gpu="H100")
     builder.add(KernelSpec("void k<float>", (4, 1, 1), (128, 1, 1)))

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import REAL_TRACES, TRACES, kernels_of, load_json_trace, needs_shared
-from wizard.trace.devices import limits_from_properties
 from wizard.trace.kineto_math import kineto_blocks_per_sm, kineto_occupancy_percent, product
-from wizard.trace.occupancy import DeviceLimits, UnknownArchitecture, active_blocks_per_sm
+from wizard.trace.metrics.devices import limits_from_properties
+from wizard.trace.metrics.occupancy import DeviceLimits, UnknownArchitecture, active_blocks_per_sm
 
 H100 = DeviceLimits(9, 0, 132, 2048, 65536, 65536, 49152, 233472, 232448)
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from tests.conftest import TRACES, needs_shared
 from wizard.testing.traces import KernelSpec, TraceBuilder
-from wizard.trace.inspect import link_op
-from wizard.trace.reader import read_trace
+from wizard.trace.inspection.inspect import link_op
+from wizard.trace.read.reader import read_trace
 
 
 def kernel(contents_path: Path, prefix: str):  # type: ignore[no-untyped-def]

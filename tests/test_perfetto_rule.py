@@ -18,8 +18,8 @@ import wizard
 from tests import perfetto_rule
 from tests.conftest import TRACES, RunCli, strict_json
 from wizard.testing.traces import KernelSpec, TraceBuilder
-from wizard.trace import nesting
-from wizard.trace.reader import read_trace
+from wizard.trace.health import nesting
+from wizard.trace.read.reader import read_trace
 
 
 def spec(name: str, at: float, dur: float, **kw: Any) -> KernelSpec:

@@ -23,7 +23,7 @@ proto_builder = pytest.importorskip("perfetto.trace_builder.proto_builder")
 from tests.conftest import inspected  # noqa: E402
 from wizard.testing.pftrace import convert, cuspy, varint  # noqa: E402
 from wizard.testing.traces import KernelSpec, TraceBuilder, demo_launches  # noqa: E402
-from wizard.trace.collector import TraceContents  # noqa: E402
+from wizard.trace.read.collector import TraceContents  # noqa: E402
 
 GRID_OVERFLOW = KernelSpec(
     "void at::native::index_elementwise_kernel<128, 4>", (100000, 30000, 1), (256, 1, 1), op="aten::index_select"
@@ -141,8 +141,8 @@ def test_a_cuspy_pftrace(run_cli: Any, tmp_path: Path) -> None:
 
 
 def test_cuspy_kernels_link_to_their_op_with_grid_and_block(tmp_path: Path) -> None:
-    from wizard.trace.inspect import link_op
-    from wizard.trace.reader import read_trace
+    from wizard.trace.inspection.inspect import link_op
+    from wizard.trace.read.reader import read_trace
 
     contents = read_trace(_cuspy_file(tmp_path))
     first = next(iter(contents.kernels))
@@ -182,8 +182,8 @@ def test_a_packet_too_large_is_refused_before_it_is_read(run_cli: Any, tmp_path:
 
 def test_deep_annotations_and_many_open_slices_are_bounded(tmp_path: Path) -> None:
     from wizard.errors import InputFileError
-    from wizard.trace import perfetto
-    from wizard.trace.reader import read_trace
+    from wizard.trace.read import perfetto
+    from wizard.trace.read.reader import read_trace
 
     nested = pb.DebugAnnotation(name="deep")
     inner = nested
@@ -218,7 +218,7 @@ def test_packets_are_read_one_at_a_time(tmp_path: Path) -> None:
     """The stream is read in chunks of CHUNK bytes (or one packet where larger), never whole."""
     import io
 
-    from wizard.trace import perfetto
+    from wizard.trace.read import perfetto
 
     data = convert(json.loads(_planted_json(tmp_path).read_text())) * 1000
     asked: list[int] = []
@@ -294,7 +294,7 @@ def test_a_pipe_is_read_as_it_streams(tmp_path: Path) -> None:
     import os
     import threading
 
-    from wizard.trace.reader import read_trace
+    from wizard.trace.read.reader import read_trace
 
     data = gzip.compress(convert(json.loads(_planted_json(tmp_path).read_text())))
     fifo = tmp_path / "stream.pftrace.gz"
@@ -318,7 +318,7 @@ def test_a_pipe_is_read_as_it_streams(tmp_path: Path) -> None:
 
 def test_packed_category_ids_and_links_are_read(tmp_path: Path) -> None:
     """proto3 writers pack repeated scalars: a packed category_iids and a packed gpu_correlation read as unpacked."""
-    from wizard.trace import perfetto
+    from wizard.trace.read import perfetto
 
     seq = perfetto._Sequence()
     seq.tables["categories"][5] = "cuda_runtime"
@@ -334,8 +334,8 @@ def test_packed_category_ids_and_links_are_read(tmp_path: Path) -> None:
 
 def test_writer_sequences_are_bounded(tmp_path: Path) -> None:
     from wizard.errors import InputFileError
-    from wizard.trace import perfetto
-    from wizard.trace.reader import read_trace
+    from wizard.trace.read import perfetto
+    from wizard.trace.read.reader import read_trace
 
     packets = [pb.TracePacket(timestamp=1, trusted_packet_sequence_id=n + 1) for n in range(perfetto.MAX_SEQUENCES + 1)]
     path = tmp_path / "many.pftrace"
@@ -348,7 +348,7 @@ def test_every_annotation_form_a_writer_may_use(tmp_path: Path) -> None:
     """Interned annotation names and string values, every scalar type, arrays (a grid written as array_values),
     dicts, and a complete event in the legacy form (phase X with a duration, no end packet): each read as the JSON
     args it stands for (perfetto's debug_annotation.proto, track_event.proto)."""
-    from wizard.trace.reader import read_trace
+    from wizard.trace.read.reader import read_trace
 
     interned = pb.TracePacket(trusted_packet_sequence_id=1, sequence_flags=1)
     for iid, name in enumerate(["grid", "block", "correlation", "device", "stream", "queued", "note"], 1):

@@ -324,7 +324,7 @@ def big_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
 # numpy, which imports ctypes. Before the fix the workers waited for that lock forever.
 FORK_WHILE_IMPORTING = """
 import importlib.abc, sys, threading, time
-from wizard.trace.inspect import inspect_paths
+from wizard.trace.inspection.inspect import inspect_paths
 assert "ctypes" not in sys.modules and "numpy" not in sys.modules
 holding = threading.Event()
 

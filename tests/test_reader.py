@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from tests.conftest import REAL_TRACES, TRACES, kernels_of, load_json_trace, needs_shared
 from wizard.errors import InputFileError, TraceReadError
 from wizard.testing.traces import KernelSpec, TraceBuilder, demo_launches
-from wizard.trace.reader import ReaderConfig, TraceContents, read_trace
+from wizard.trace.read.reader import ReaderConfig, TraceContents, read_trace
 
 
 @needs_shared
@@ -207,7 +207,7 @@ def test_parallel_read_equals_sequential(tmp_path: Path, suffix: str) -> None:
     parallel = read_trace(path, config=ReaderConfig(block_size=64 << 10, workers=2))
     assert parallel.timing["workers"] == 2
     assert _summary(parallel) == _summary(sequential)
-    from wizard.trace.inspect import link_op
+    from wizard.trace.inspection.inspect import link_op
 
     link = link_op(parallel, parallel.kernels[-300])  # launch 902 of 1,202 (902 % 3 == 2): the GEMM
     assert link is not None and link.op == "aten::mm" and link.input_dims == "[[1024,4096],[4096,2048]]"
@@ -230,7 +230,7 @@ def test_parallel_read_falls_back_to_the_exact_path(tmp_path: Path) -> None:
 
 
 def test_inspection_while_reading_equals_inspection_after(tmp_path: Path) -> None:
-    from wizard.trace.inspect import Inspection, inspect_trace
+    from wizard.trace.inspection.inspect import Inspection, inspect_trace
 
     b = TraceBuilder()
     for spec in demo_launches() * 300:
@@ -288,7 +288,7 @@ def _layout(events: list[dict[str, object]], layout: str) -> tuple[bytes, list[i
 )
 def test_the_cutter_cuts_only_between_events(events: list[dict[str, object]], layout: str, data: st.DataObject) -> None:
     """Names and keys full of },{ quotes, backslashes and escaped newlines: every cut is between two events."""
-    from wizard.trace.scan import after_separator, find_cut
+    from wizard.trace.read.scan import after_separator, find_cut
 
     buf, starts, ends = _layout(events, layout)
     end = data.draw(st.integers(1, len(buf)), label="window end")

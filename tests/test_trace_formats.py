@@ -166,8 +166,8 @@ def test_torch_nvtx_ranges_are_the_ops_that_launched(run_cli: Any, tmp_path: Pat
                     ranges=[Range(900, 1_400, "aten::linear, seq = 4, op_id = 9"),
                             Range(950, 1_350, "aten::mm, op_id = 10, sizes = [[2, 2], [2, 2]]"),
                             Range(0, 5_000, "my training step")])  # fmt: skip
-    from wizard.trace.inspect import link_op
-    from wizard.trace.reader import read_trace
+    from wizard.trace.inspection.inspect import link_op
+    from wizard.trace.read.reader import read_trace
 
     contents = read_trace(path)
     assert contents.ops.count == 2
@@ -255,7 +255,7 @@ def test_views_and_mistyped_values_are_not_trusted(run_cli: Any, tmp_path: Path)
 
 def test_the_read_is_bounded_in_time(tmp_path: Path) -> None:
     from wizard.errors import InputFileError
-    from wizard.trace.nsys import NsysConfig, read_nsys
+    from wizard.trace.read.nsys import NsysConfig, read_nsys
 
     ticks = iter(range(10**9))
     with pytest.raises(InputFileError, match="took too long to read"):
@@ -291,7 +291,7 @@ def test_trace_fix_refuses_a_format_it_cannot_write(run_cli: Any, tmp_path: Path
 
 def test_the_format_table_is_the_documented_one() -> None:
     """docs/trace-formats.md lists every format of the table, with whether trace fix rewrites it."""
-    from wizard.trace.formats import FORMATS
+    from wizard.trace.read.formats import FORMATS
 
     doc = (Path(__file__).parents[1] / "docs" / "trace-formats.md").read_text()
     rows = dict(re.findall(r"^\| `([a-z-]+)` \|.*\| (yes|no) \|$", doc, re.M))

@@ -247,8 +247,8 @@ def test_a_vanished_terminal_does_not_turn_the_exit_into_an_error() -> None:
 
 
 def test_a_playbooks_jobs_cannot_fork_without_bound(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import wizard.trace.inspect as inspect_module
-    from wizard.trace.reader import usable_cores
+    import wizard.trace.inspection.inspect as inspect_module
+    from wizard.trace.read.reader import usable_cores
 
     ranks = tmp_path / "ranks"
     ranks.mkdir()
@@ -276,7 +276,7 @@ def test_a_playbooks_jobs_cannot_fork_without_bound(tmp_path: Path, monkeypatch:
 
 
 def test_one_big_file_takes_no_more_workers_than_cores(tmp_path: Path) -> None:
-    from wizard.trace.reader import ReaderConfig, _parallel_workers, usable_cores
+    from wizard.trace.read.reader import ReaderConfig, _parallel_workers, usable_cores
 
     big = tmp_path / "t.json"
     big.write_bytes(b" " * 1024)
@@ -489,7 +489,7 @@ def test_json_lists_at_most_a_thousand_groups_and_counts_the_rest(tmp_path: Path
 
 def test_the_kernel_table_keeps_four_numbers_a_launch(tmp_path: Path) -> None:
     """Memory under the file's size: 28 bytes a launch plus one record per distinct combination."""
-    from wizard.trace.reader import ReaderConfig, read_trace
+    from wizard.trace.read.reader import ReaderConfig, read_trace
 
     path = tmp_path / "tiny.json"
     event = '{"ph":"X","cat":"kernel","name":"k","ts":%d,"dur":1,"args":{"correlation":%d}}'
@@ -517,7 +517,7 @@ def test_out_of_memory_is_one_line_and_exit_8(monkeypatch: pytest.MonkeyPatch) -
 
 
 def test_a_failed_run_kills_its_workers_instead_of_waiting_for_them() -> None:
-    from wizard.trace.parallel import worker_pool
+    from wizard.trace.read.parallel import worker_pool
 
     started = time.monotonic()
     with pytest.raises(MemoryError), worker_pool(2) as pool:

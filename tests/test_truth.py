@@ -103,8 +103,8 @@ def test_fix_says_originals_are_kept_only_when_something_was_corrected(tmp_path:
 
 
 def test_unexplained_evidence_names_where_the_sm_count_came_from() -> None:
-    from wizard.trace.analysis import _sm_source
-    from wizard.trace.devices import DeviceInfo
+    from wizard.trace.metrics.detectors import _sm_source
+    from wizard.trace.metrics.devices import DeviceInfo
 
     def device(source: str) -> DeviceInfo:
         return DeviceInfo(0, 80, None, source)

@@ -16,7 +16,7 @@ import pytest
 import wizard
 from tests.conftest import TRACES, load_json_trace, needs_shared, run_inprocess, strict_json
 from wizard.testing.traces import KernelSpec, TraceBuilder, demo_launches
-from wizard.trace.reader import ReaderConfig, read_trace
+from wizard.trace.read.reader import ReaderConfig, read_trace
 
 # -- 1. lists of objects after the event list -----------------------------------------------------------
 
@@ -262,7 +262,7 @@ HEADER: dict[tuple[int, int], tuple[int, tuple[int, ...], int, int, int, int]] =
 def test_every_capabilitys_row_is_the_headers() -> None:
     """Each figure of warpwizard's table against the header function named in HEADER_SOURCES (Jetson Thor,
     10.1 and 11.0, had 32 resident blocks where the header says 24)."""
-    from wizard.trace.occupancy import ARCHITECTURES
+    from wizard.trace.metrics.occupancy import ARCHITECTURES
 
     assert set(ARCHITECTURES) == set(HEADER)
     for cc, (blocks, carveout, partitions, registers, granularity, reserved) in HEADER.items():
@@ -347,7 +347,7 @@ def test_the_calculator_agrees_with_the_compiled_header_on_every_capability(tmp_
     import subprocess
 
     from tests.test_truth_today import GUIDE
-    from wizard.trace.occupancy import DeviceLimits, active_blocks_per_sm
+    from wizard.trace.metrics.occupancy import DeviceLimits, active_blocks_per_sm
 
     header = _header()
     assert header is not None

@@ -15,7 +15,7 @@ from tests.conftest import EXAMPLES, REPO, run_inprocess, strict_json
 from wizard.testing.traces import KernelSpec, TraceBuilder
 
 # Written from NVIDIA's "Technical Specifications per Compute Capability" table, independently of
-# wizard/trace/occupancy.py: resident threads per SM, resident blocks per SM, shared memory per SM (KB).
+# wizard/trace/metrics/occupancy.py: resident threads per SM, resident blocks per SM, shared memory per SM (KB).
 # Jetson Thor's resident blocks (cc 10.1 and 11.0) are 24, as cudaOccMaxBlocksPerMultiprocessor in CUDA 13.0's
 # cuda_occupancy.h says (this table had 32, the bug of issue 23; tests/test_truth_round3.py checks the header).
 GUIDE: dict[tuple[int, int], tuple[int, int, int]] = {
@@ -298,7 +298,7 @@ def test_fixed_output_still_passes_pytorchs_validator(tmp_path: Path) -> None:
 
 
 def test_the_docs_mechanism_lists_match_the_vocabulary() -> None:
-    from wizard.trace.mechanisms import ORDER, WRONG, Mechanism
+    from wizard.trace.metrics.mechanisms import ORDER, WRONG, Mechanism
 
     ids = ", ".join(m.value for m in Mechanism if m.wrong)
     for doc in ("docs/json-output.md", "docs/api.md"):

@@ -16,9 +16,9 @@ from wizard.probes.verdicts import (
     reprofile_verdict,
     sanity_verdict,
 )
-from wizard.trace.devices import KNOWN_GPUS
-from wizard.trace.events import reported
-from wizard.trace.records import KernelRecord
+from wizard.trace.metrics.devices import KNOWN_GPUS
+from wizard.trace.read.events import reported
+from wizard.trace.read.records import KernelRecord
 
 
 @pytest.mark.parametrize(

@@ -46,7 +46,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "run_probe",
         "validate_playbook",
     ),
-    "wizard.trace.report": ("LAUNCH_COLUMNS", "FindingGroup", "Inspection", "KernelLaunch", "TraceReport"),
+    "wizard.trace.inspection.results": ("LAUNCH_COLUMNS", "FindingGroup", "Inspection", "KernelLaunch", "TraceReport"),
     "wizard.trace.fix": ("FixSummary",),
     "wizard.engine.transcript": ("Conclusion", "Transcript"),
     "wizard.playbook.model": ("Playbook",),
@@ -130,7 +130,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time each name l
         validate_playbook,
     )
     from wizard.trace.fix import FixSummary
-    from wizard.trace.report import LAUNCH_COLUMNS, FindingGroup, Inspection, KernelLaunch, TraceReport
+    from wizard.trace.inspection.results import LAUNCH_COLUMNS, FindingGroup, Inspection, KernelLaunch, TraceReport
 
 
 def __getattr__(name: str) -> Any:

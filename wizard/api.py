@@ -17,10 +17,10 @@ from wizard.errors import UsageError
 from wizard.progress import NO_PROGRESS, Progress
 from wizard.trace.fix import FixSummary
 from wizard.trace.fix import fix_trace as _fix_trace
-from wizard.trace.formats import refuse_unwritable
-from wizard.trace.health import CHECK_IDS, RANK_SKEW_FLOOR_US, HealthCheck, check_selection
-from wizard.trace.inspect import DEFAULT_MAX_LAUNCHES, KEEP_CHOICES, Keep, check_limits, inspect_paths
-from wizard.trace.report import Inspection
+from wizard.trace.health.spec import CHECK_IDS, RANK_SKEW_FLOOR_US, HealthCheck, check_selection
+from wizard.trace.inspection.inspect import DEFAULT_MAX_LAUNCHES, KEEP_CHOICES, Keep, check_limits, inspect_paths
+from wizard.trace.inspection.results import Inspection
+from wizard.trace.read.formats import refuse_unwritable
 
 PathLike = str | os.PathLike[str]
 
@@ -51,10 +51,10 @@ def inspect_traces(
     ``max_launches``: wrong launches listed per finding group in ``to_dict()`` (None: the default).
     ``plots``: also gather what ``to_html()``'s pictures need (distinct points, wrong launches' times; small).
     ``progress``: told each file's bytes as read (wizard.progress; by default nothing is reported or printed).
-    ``checks`` / ``skip_checks``: the health checks to run (ids in ``wizard.trace.health.CHECK_IDS``; default
+    ``checks`` / ``skip_checks``: the health checks to run (ids in ``wizard.trace.health.spec.CHECK_IDS``; default
     all), each trace's in ``report.health``, every one in ``Inspection.health``.
     ``rank_skew_floor_us``: the median start skew across ranks at which ``rank-skew`` is a warning (default
-    ``wizard.trace.health.RANK_SKEW_FLOOR_US``, 100 µs; below it, launch jitter: ``info``).
+    ``wizard.trace.health.spec.RANK_SKEW_FLOOR_US``, 100 µs; below it, launch jitter: ``info``).
     Raises InputFileError / TraceReadError for a file that cannot be read, UsageError for bad numbers or ids.
     """
     if launches not in KEEP_CHOICES:
@@ -155,7 +155,7 @@ def rank_skew_of(machines: Iterable[MachineReport]) -> HealthCheck | None:
     reports = list(machines)
     if sum(len(m.collectives) for m in reports) < 2:
         return None
-    from wizard.trace.health_checks import rank_skew
+    from wizard.trace.health.checks import rank_skew
 
     ranks = ranks_of(reports)
     if ranks is None:

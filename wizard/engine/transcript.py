@@ -18,7 +18,7 @@ from wizard.rendering import render
 from wizard.schemas import TRANSCRIPT
 
 if TYPE_CHECKING:
-    from wizard.trace.report import Inspection
+    from wizard.trace.inspection.results import Inspection
 
 ENV_PROBE = "env"  # whose facts say which machine ran (torch, driver, GPUs)
 TRACE_PROBE = "trace.inspect"  # whose facts name the traces a run read
@@ -130,7 +130,7 @@ class Transcript:
         keeps facts, not launches); None when the run read none or they are gone."""
         import os
 
-        from wizard.trace.inspect import inspect_paths
+        from wizard.trace.inspection.inspect import inspect_paths
 
         for entry in self.entries:
             files = (entry.facts or {}).get("files")

@@ -12,12 +12,12 @@ from wizard.errors import InputFileError
 from wizard.formatting import plural
 from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status, declared_facts
 from wizard.probes.verdicts import HARD_LIMITS, SOFT, Sanity, check_limits, sanity_verdict
-from wizard.trace.analysis import resident_blocks
-from wizard.trace.counters import Series, read_counters
-from wizard.trace.devices import DeviceInfo, device_for, device_table
 from wizard.trace.kineto_math import product
-from wizard.trace.reader import read_trace
-from wizard.trace.records import KernelRecord
+from wizard.trace.metrics.detectors import resident_blocks
+from wizard.trace.metrics.devices import DeviceInfo, device_for, device_table
+from wizard.trace.read.counters import Series, read_counters
+from wizard.trace.read.reader import read_trace
+from wizard.trace.read.records import KernelRecord
 from wizard.untrusted import cut
 
 

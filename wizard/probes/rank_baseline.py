@@ -18,7 +18,7 @@ from wizard.environment import Environment
 from wizard.errors import InputFileError
 from wizard.formatting import plural
 from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status
-from wizard.trace.health import RANK_SKEW_FLOOR_US, HealthCheck
+from wizard.trace.health.spec import RANK_SKEW_FLOOR_US, HealthCheck
 
 WAITING_SHARE = 0.5  # a barrier that removes at least half the median skew: the skew was waiting
 FLOOR_US = RANK_SKEW_FLOOR_US  # below this, skew is launch jitter: the rank-skew check's own floor
@@ -49,7 +49,7 @@ def _reports(paths: list[str]) -> list[Any] | None:
 def job_skew(paths: list[str]) -> HealthCheck:
     """The rank-skew check of one job, from its traces or from its per-rank reports."""
     from wizard.compare import ranks_of
-    from wizard.trace.health_checks import rank_skew
+    from wizard.trace.health.checks import rank_skew
 
     reports = _reports(paths)
     if reports is not None:
@@ -57,7 +57,7 @@ def job_skew(paths: list[str]) -> HealthCheck:
         if ranks is None:
             raise InputFileError(f"{', '.join(paths)}: a rank appears in two reports: they are not one job's")
         return rank_skew(ranks)
-    from wizard.trace.inspect import inspect_paths
+    from wizard.trace.inspection.inspect import inspect_paths
 
     inspection = inspect_paths(paths)
     found = next((c for c in inspection.job_health if c.check == "rank-skew"), None)

@@ -16,12 +16,12 @@ from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status, declare
 from wizard.progress import NO_PROGRESS, task
 from wizard.serialize import dumps
 from wizard.threads import start
-from wizard.trace.formats import KINETO_JSON, detect
-from wizard.trace.health import RANK_SKEW_FLOOR_US
-from wizard.trace.inspect import FindingGroup, Inspection, inspect_paths, launched_by
+from wizard.trace.health.spec import RANK_SKEW_FLOOR_US
+from wizard.trace.inspection.inspect import FindingGroup, Inspection, inspect_paths, launched_by
 from wizard.trace.kineto_math import INT32_MAX
-from wizard.trace.mechanisms import BY_ID, NEGATIVE, NON_FINITE, ORDER, WRONG, Mechanism, is_wrong
-from wizard.trace.reader import iter_trace_files
+from wizard.trace.metrics.mechanisms import BY_ID, NEGATIVE, NON_FINITE, ORDER, WRONG, Mechanism, is_wrong
+from wizard.trace.read.formats import KINETO_JSON, detect
+from wizard.trace.read.reader import iter_trace_files
 from wizard.untrusted import cut
 
 
@@ -77,7 +77,7 @@ def _suspect_grid(grid: list[int] | None) -> bool:
 def _calculator_failure(inspection: Inspection) -> dict[str, Any]:
     """Mechanism D's capability, and whether an older CUDA header explains it: a capability every header
     knows (7.0) failed for its inputs, and a newer PyTorch would not change that."""
-    from wizard.trace.occupancy import ARCHITECTURES, MIN_CUDA_HEADER
+    from wizard.trace.metrics.occupancy import ARCHITECTURES, MIN_CUDA_HEADER
 
     groups = [
         (r, g) for r in inspection.reports for g in r.groups if g.mechanism == Mechanism.OCCUPANCY_CALCULATOR.value
@@ -189,7 +189,7 @@ def _fix_commands(inspection: Inspection) -> dict[str, str]:
 
 def _graph_call(inspection: Inspection) -> str:
     """The graph launch call a conclusion names: the trace's own (a ROCm trace's is hipGraphLaunch)."""
-    from wizard.trace.health import GRAPH_LAUNCH_CALLS
+    from wizard.trace.health.spec import GRAPH_LAUNCH_CALLS
 
     found = sorted(
         {e.name for c in inspection.health if c.check == "graph-launches" for e in c.examples} & GRAPH_LAUNCH_CALLS
@@ -202,7 +202,7 @@ def _graph_call(inspection: Inspection) -> str:
 def health_facts(inspection: Inspection) -> dict[str, Any]:
     """The health check's verdicts as facts: which problems, where a triage continues, and each check's
     counts (summed over a rank directory's traces)."""
-    from wizard.trace.health import CHECK_IDS, RANK, TRIAGE_ORDER
+    from wizard.trace.health.spec import CHECK_IDS, RANK, TRIAGE_ORDER
 
     checks = inspection.health
     problems = [c for c in checks if c.problem]

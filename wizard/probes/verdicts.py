@@ -14,9 +14,9 @@ from typing import Any
 from wizard.formatting import plural, verb
 from wizard.probes.base import Status
 from wizard.trace.kineto_math import product
-from wizard.trace.mechanisms import SMEM_DEFAULT_LIMIT, Mechanism
-from wizard.trace.occupancy import DeviceLimits, UnknownArchitecture, active_blocks_per_sm, architecture
-from wizard.trace.records import KernelRecord
+from wizard.trace.metrics.mechanisms import SMEM_DEFAULT_LIMIT, Mechanism
+from wizard.trace.metrics.occupancy import DeviceLimits, UnknownArchitecture, active_blocks_per_sm, architecture
+from wizard.trace.read.records import KernelRecord
 
 # -- profiler.reprofile ---------------------------------------------------------------------------
 

@@ -20,10 +20,10 @@ from typing import Any
 from wizard.errors import MissingDependency
 from wizard.formatting import exact, plural
 from wizard.threads import start
-from wizard.trace.inspect import Inspection
+from wizard.trace.inspection.inspect import Inspection
+from wizard.trace.inspection.results import PlotData
 from wizard.trace.kineto_math import prints_truth
-from wizard.trace.mechanisms import BY_ID, ORDER, is_wrong
-from wizard.trace.report import PlotData
+from wizard.trace.metrics.mechanisms import BY_ID, ORDER, is_wrong
 from wizard.untrusted import html_text
 
 METRICS = ("warps per SM", "blocks per SM", "occupancy %")

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wizard.formatting import compact, plural
-from wizard.trace.inspect import Inspection, launched_by
-from wizard.trace.mechanisms import BY_ID, is_wrong
-from wizard.trace.report import MAX_GROUPS, FindingGroup, TraceReport
+from wizard.trace.inspection.inspect import Inspection, launched_by
+from wizard.trace.inspection.results import MAX_GROUPS, FindingGroup, TraceReport
+from wizard.trace.metrics.mechanisms import BY_ID, is_wrong
 from wizard.untrusted import cut
 
 NAME_LIMIT = 4000  # kernel names whole in files (template arguments tell kernels apart); only a hostile length is cut
@@ -168,7 +168,7 @@ def _us(value: Any) -> str:
 
 def summary_table_views(inspection: Inspection) -> list[SummaryTableView]:
     """Each trace whose summary-table check could run: its sums and rows, the ones that mislead marked."""
-    from wizard.trace.summary_table import off_by_margin
+    from wizard.trace.health.summary_table import off_by_margin
 
     out = []
     for report in inspection.reports:

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 from wizard.outputs import write_bytes
-from wizard.trace.devices import limits_from_properties
 from wizard.trace.gpus import PROPERTIES
 from wizard.trace.kineto_math import (
     early_kineto_warps_per_sm,
@@ -29,7 +28,14 @@ from wizard.trace.kineto_math import (
     kineto_warps_per_sm,
     product,
 )
-from wizard.trace.occupancy import DeviceLimits, Occupancy, UnknownArchitecture, active_blocks_per_sm, architecture
+from wizard.trace.metrics.devices import limits_from_properties
+from wizard.trace.metrics.occupancy import (
+    DeviceLimits,
+    Occupancy,
+    UnknownArchitecture,
+    active_blocks_per_sm,
+    architecture,
+)
 
 Dim3 = tuple[int, int, int]
 

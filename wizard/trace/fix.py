@@ -22,13 +22,13 @@ from typing import IO, Any, cast
 from wizard.formatting import non_finite_text
 from wizard.outputs import atomic_file, check_output
 from wizard.progress import NO_PROGRESS, Progress, reading
-from wizard.trace.analysis import MemoChecker
-from wizard.trace.collector import TraceContents, Truncation
-from wizard.trace.devices import device_table
-from wizard.trace.events import BARE_MARK, GPU_OP_CATEGORIES, as_float
 from wizard.trace.kineto_math import prints_truth
-from wizard.trace.reader import KERNEL_CATEGORIES, EventSink, nesting_budget, parse_into, read_trace
-from wizard.trace.records import NO_CORRELATION, KernelRecord
+from wizard.trace.metrics.detectors import MemoChecker
+from wizard.trace.metrics.devices import device_table
+from wizard.trace.read.collector import TraceContents, Truncation
+from wizard.trace.read.events import BARE_MARK, GPU_OP_CATEGORIES, as_float
+from wizard.trace.read.reader import KERNEL_CATEGORIES, EventSink, nesting_budget, parse_into, read_trace
+from wizard.trace.read.records import NO_CORRELATION, KernelRecord
 
 ORIGINAL_ARG = "warpwizard original"
 ORIGINAL_TID_ARG = "warpwizard original tid"
@@ -245,7 +245,7 @@ class Lanes:
         self.flows: dict[tuple[Any, ...], str] = {}  # (id or None, pid, tid, ts) of an arrow's end
         self.rows: dict[tuple[Any, str], str] = {}  # (pid, new tid) -> the row's name
         self.marks: tuple[bytes, ...] = ()  # bytes an event to move besides kernels holds (its category)
-        from wizard.trace import nesting  # numpy, only when asked
+        from wizard.trace.health import nesting  # numpy, only when asked
 
         events = nesting.gather(contents)
         hidden, _ = nesting.cannot_nest(events)

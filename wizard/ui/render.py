@@ -24,9 +24,9 @@ from wizard.playbook.trust import ProgramUse
 from wizard.probes.base import ProbeResult
 from wizard.progress import NO_PROGRESS, Progress, Task
 from wizard.report.view import value_cells
-from wizard.trace.health import HEALTH_MARK
-from wizard.trace.inspect import Inspection, TraceReport, launched_by
-from wizard.trace.report import HealthLine
+from wizard.trace.health.spec import HEALTH_MARK
+from wizard.trace.inspection.inspect import Inspection, TraceReport, launched_by
+from wizard.trace.inspection.results import HealthLine
 from wizard.untrusted import cut, rich_text, visible
 
 # The metrics' names as a narrow table cell says them; the evidence lines below it use the full ones.

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import msgspec
 
-from wizard.trace.collector import EventSink
-from wizard.trace.events import as_float
-from wizard.trace.reader import parse_into
+from wizard.trace.read.collector import EventSink
+from wizard.trace.read.events import as_float
+from wizard.trace.read.reader import parse_into
 
 MAX_SAMPLES = 1_000_000
 _PID = re.compile(r"GPU (\d{1,4}) Counters")

@@ -17,9 +17,9 @@ from typing import Any
 from wizard.formatting import shown
 from wizard.trace.gpus import FAMILY, PROPERTIES
 from wizard.trace.kineto_math import INT32_MAX, product
-from wizard.trace.mechanisms import SMEM_DEFAULT_LIMIT
-from wizard.trace.occupancy import DeviceLimits
-from wizard.trace.records import KernelRecord
+from wizard.trace.metrics.mechanisms import SMEM_DEFAULT_LIMIT
+from wizard.trace.metrics.occupancy import DeviceLimits
+from wizard.trace.read.records import KernelRecord
 from wizard.untrusted import cut
 
 _PLAUSIBLE = 1 << 31

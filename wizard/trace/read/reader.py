@@ -24,20 +24,20 @@ from pathlib import Path
 from typing import Any
 
 from wizard.errors import InputFileError, TraceReadError
-from wizard.trace.buffer import Buffer
-from wizard.trace.collector import Collector, EventSink, TraceContents, Truncation
-from wizard.trace.events import EVENTS_DECODER, KERNEL_CATEGORIES, RAW_DECODER, Event, decode_block, unmark_bare
-from wizard.trace.exact import ExactDecoder
-from wizard.trace.formats import (
+from wizard.trace.read.buffer import Buffer
+from wizard.trace.read.collector import Collector, EventSink, TraceContents, Truncation
+from wizard.trace.read.events import EVENTS_DECODER, KERNEL_CATEGORIES, RAW_DECODER, Event, decode_block, unmark_bare
+from wizard.trace.read.exact import ExactDecoder
+from wizard.trace.read.formats import (
     KINETO_JSON,
     TraceFormat,
     detect,
     is_trace_name,
     trace_suffixes,
 )
-from wizard.trace.parallel import NeedsExactPath, ParallelDecoder
-from wizard.trace.scan import after_separator, find_cut, list_end
-from wizard.trace.source import TraceSource
+from wizard.trace.read.parallel import NeedsExactPath, ParallelDecoder
+from wizard.trace.read.scan import after_separator, find_cut, list_end
+from wizard.trace.read.source import TraceSource
 from wizard.untrusted import cut, visible
 
 __all__ = [
@@ -396,7 +396,7 @@ def read_trace(
     on_read: Callable[[int], None] | None = None,
 ) -> TraceContents:
     """Read one trace file (``.json`` or ``.json.gz``, or a pipe; an Nsight Systems SQLite export by its own
-    reader, ``wizard.trace.formats`` tells which from the first bytes) into compact records.
+    reader, ``wizard.trace.read.formats`` tells which from the first bytes) into compact records.
 
     Big files are decoded by worker processes block by block and merged in file order;
     any block that needs the exact decoder sends the whole file down the sequential path,
@@ -434,8 +434,8 @@ _KINETO_CATEGORIES = frozenset({"cpu_op", "Operator", "kernel", "Kernel", "cuda_
 
 def json_writer(contents: TraceContents) -> str:
     """Who wrote a Chrome-JSON trace, where it says: Kineto's ``schemaVersion`` key or its categories; Cuspy's
-    GPU side by what it leaves out (``wizard.trace.cuspy``), whose clamping is then counted for the checks."""
-    from wizard.trace import cuspy
+    GPU side by what it leaves out (``wizard.trace.read.cuspy``), whose clamping is then counted for the checks."""
+    from wizard.trace.read import cuspy
 
     if cuspy.is_cuspy(contents):
         contents.cannot_show.update(cuspy.CANNOT_SHOW)

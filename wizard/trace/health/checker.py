@@ -10,9 +10,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from wizard.trace.collector import TraceContents
-from wizard.trace.formats import cannot_show
-from wizard.trace.health import RANK_SKEW_FLOOR_US, HealthCheck, not_applicable, rank_of
+from wizard.trace.health.spec import RANK_SKEW_FLOOR_US, HealthCheck, not_applicable, rank_of
+from wizard.trace.read.collector import TraceContents
+from wizard.trace.read.formats import cannot_show
 
 
 @dataclass(slots=True)
@@ -36,7 +36,7 @@ class HealthPass:
         """Nothing while reading: the checks need every event."""
 
     def finish(self, contents: TraceContents, results: Mapping[str, Any]) -> HealthResult:
-        from wizard.trace.health_checks import check_trace, collectives
+        from wizard.trace.health.checks import check_trace, collectives
 
         mechanisms = results.get("mechanisms")
         wrong = int(getattr(mechanisms, "wrong_launches", 0))
@@ -80,7 +80,7 @@ def job_health(
     that the per-rank report carries, so no process has to read every rank's trace."""
     if selected is not None and "rank-skew" not in selected:
         return []
-    from wizard.trace.health_checks import rank_skew
+    from wizard.trace.health.checks import rank_skew
 
     if len(reports) < 2:
         return [rank_skew({}, floor_us)]

@@ -19,17 +19,10 @@ from wizard.cluster import rank_value
 from wizard.errors import InputFileError, UsageError
 from wizard.formatting import article, compact, plural, verb
 from wizard.progress import NO_PROGRESS, Progress, Task, reading, relayed, task
-from wizard.trace.analysis import SM_COUNT_HINT, Finding, KernelCheck, MemoChecker
-from wizard.trace.devices import DeviceInfo, device_table, sm_count_conflicts
-from wizard.trace.formats import BY_ID, KINETO_JSON, cannot_show
-from wizard.trace.health import RANK_SKEW_FLOOR_US
-from wizard.trace.health_pass import HealthPass, HealthResult, job_health
-from wizard.trace.mechanisms import Mechanism, is_wrong
-from wizard.trace.parallel import worker_pool
-from wizard.trace.passes import PassOptions, make_passes
-from wizard.trace.reader import ReaderConfig, TraceContents, iter_trace_files, read_trace, usable_cores
-from wizard.trace.records import KernelRecord, KernelTable, OpInfo, RuntimeCall
-from wizard.trace.report import (
+from wizard.trace.health.checker import HealthPass, HealthResult, job_health
+from wizard.trace.health.spec import RANK_SKEW_FLOOR_US
+from wizard.trace.inspection.passes import PassOptions, make_passes
+from wizard.trace.inspection.results import (
     TIMELINE_CAP,
     FindingGroup,
     Inspection,
@@ -40,6 +33,13 @@ from wizard.trace.report import (
     TraceReport,
     launched_by,
 )
+from wizard.trace.metrics.detectors import SM_COUNT_HINT, Finding, KernelCheck, MemoChecker
+from wizard.trace.metrics.devices import DeviceInfo, device_table, sm_count_conflicts
+from wizard.trace.metrics.mechanisms import Mechanism, is_wrong
+from wizard.trace.read.formats import BY_ID, KINETO_JSON, cannot_show
+from wizard.trace.read.parallel import worker_pool
+from wizard.trace.read.reader import ReaderConfig, TraceContents, iter_trace_files, read_trace, usable_cores
+from wizard.trace.read.records import KernelRecord, KernelTable, OpInfo, RuntimeCall
 
 __all__ = [
     "DEFAULT_MAX_LAUNCHES",
@@ -447,7 +447,7 @@ def _unverified_occupancy_notes(devices: dict[int, DeviceInfo], objects: bool) -
     """Once per compute capability the occupancy calculator has no table for (a GPU newer than this
     release): blocks and warps per SM are still checked; the occupancy against the profiler's own
     calculator result where the trace carries it (``objects``), else taken as printed."""
-    from wizard.trace.occupancy import ARCHITECTURES
+    from wizard.trace.metrics.occupancy import ARCHITECTURES
 
     unknown = sorted(
         {d.limits.compute_capability for d in devices.values() if d.limits is not None} - set(ARCHITECTURES)
@@ -736,7 +736,7 @@ def inspect_paths(
                 # What the workers import lazily (the health checks' numpy, and its ctypes) is imported here first.
                 # A fork copies each module's import lock as it is: when another thread (PyTorch's validator beside
                 # the inspection) was importing one of them at that instant, the workers waited for it forever.
-                import wizard.trace.health_checks  # noqa: F401
+                import wizard.trace.health.checks  # noqa: F401
 
                 with relayed(progress) as theirs, worker_pool(workers) as pool:  # each worker's file gets its bar
                     one = partial(

@@ -45,13 +45,13 @@ class TraceFormat:
 
 
 def _read_nsys(path: Path, on_read: Callable[[int], None] | None) -> Any:
-    from wizard.trace.nsys import read_nsys
+    from wizard.trace.read.nsys import read_nsys
 
     return read_nsys(path, on_read=on_read)
 
 
 def _read_perfetto(path: Path, on_read: Callable[[int], None] | None) -> Any:
-    from wizard.trace.perfetto import read_perfetto
+    from wizard.trace.read.perfetto import read_perfetto
 
     return read_perfetto(path, on_read=on_read)
 
@@ -112,7 +112,7 @@ def _by_content(head: bytes, *, cut: bool) -> TraceFormat | None:
         return KINETO_JSON
     # A Perfetto trace is a protobuf ``Trace``: repeated field 1 (``packet``), length-delimited: tag 0x0a, which
     # is also a newline, so the packet itself is decoded before the bytes are taken for a JSON file's blanks
-    from wizard.trace.perfetto import looks_like_packets
+    from wizard.trace.read.perfetto import looks_like_packets
 
     if looks_like_packets(head, cut=cut):
         return PERFETTO_PROTO

@@ -35,9 +35,9 @@ from pathlib import Path
 from typing import Any
 
 from wizard.errors import InputFileError
-from wizard.trace.collector import Collector, TraceContents
-from wizard.trace.events import Event, EventArgs
-from wizard.trace.records import PROCESS_SHIFT
+from wizard.trace.read.collector import Collector, TraceContents
+from wizard.trace.read.events import Event, EventArgs
+from wizard.trace.read.records import PROCESS_SHIFT
 from wizard.untrusted import cut, visible
 
 _VERSION_SUFFIX = re.compile(r"_v\d{4,}$")  # nsys names API calls with the version they entered CUDA in

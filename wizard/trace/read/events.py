@@ -16,7 +16,7 @@ from typing import Any
 import msgspec
 
 from wizard.trace.kineto_math import f32
-from wizard.trace.records import ProfilerOccupancy, ReportedValue
+from wizard.trace.read.records import ProfilerOccupancy, ReportedValue
 
 BARE_MARK = "__warpwizard_bare__"
 

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from wizard.trace.collector import TraceContents
+from wizard.trace.read.collector import TraceContents
 
 I64 = npt.NDArray[np.int64]
 MAX_DEPTH = 512  # Perfetto's kMaxDepth: a slice deeper than this is not drawn at all

@@ -14,9 +14,9 @@ from collections.abc import Callable
 from typing import Any
 
 from wizard.formatting import plural, verb
-from wizard.trace.buffer import Buffer
-from wizard.trace.collector import TraceContents, Truncation
-from wizard.trace.events import BARE_MARK, BARE_TOKEN, Event, event_from_dict, quote_bare
+from wizard.trace.read.buffer import Buffer
+from wizard.trace.read.collector import TraceContents, Truncation
+from wizard.trace.read.events import BARE_MARK, BARE_TOKEN, Event, event_from_dict, quote_bare
 
 _BETWEEN = re.compile(r"[ \t\r\n,]*")
 _MAX_INT_DIGITS = 40

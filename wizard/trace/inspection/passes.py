@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from wizard.trace.collector import TraceContents
+from wizard.trace.read.collector import TraceContents
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,8 +18,8 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import IO
 
-from wizard.trace.collector import Collector, PieceResult, TraceContents, collect_piece
-from wizard.trace.events import EVENTS_DECODER, decode_block
+from wizard.trace.read.collector import Collector, PieceResult, TraceContents, collect_piece
+from wizard.trace.read.events import EVENTS_DECODER, decode_block
 
 _WORKER_FILES: dict[str, IO[bytes]] = {}
 

@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wizard.formatting import exact, plural, verb
-from wizard.trace.devices import DeviceInfo, device_for
 from wizard.trace.gpus import sm_count_examples
 from wizard.trace.kineto_math import (
     INT32_MAX,
@@ -26,14 +25,15 @@ from wizard.trace.kineto_math import (
     true_warps_per_sm,
     wrap_int32,
 )
-from wizard.trace.mechanisms import SMEM_DEFAULT_LIMIT, Mechanism
-from wizard.trace.occupancy import (
+from wizard.trace.metrics.devices import DeviceInfo, device_for
+from wizard.trace.metrics.mechanisms import SMEM_DEFAULT_LIMIT, Mechanism
+from wizard.trace.metrics.occupancy import (
     MIN_CUDA_HEADER,
     Occupancy,
     UnknownArchitecture,
     active_blocks_per_sm,
 )
-from wizard.trace.records import Dim3, KernelRecord, ProfilerOccupancy
+from wizard.trace.read.records import Dim3, KernelRecord, ProfilerOccupancy
 
 
 @dataclass(slots=True)

@@ -28,9 +28,9 @@ import numpy as np
 import numpy.typing as npt
 
 from wizard.formatting import plural, verb
-from wizard.trace.collector import TraceContents
-from wizard.trace.health import HealthCheck, make_check, not_applicable
-from wizard.trace.records import NO_CORRELATION
+from wizard.trace.health.spec import HealthCheck, make_check, not_applicable
+from wizard.trace.read.collector import TraceContents
+from wizard.trace.read.records import NO_CORRELATION
 from wizard.untrusted import cut
 
 MARGIN = 0.10  # a reported device time more than 10% above the GPU events counted once misleads
@@ -360,7 +360,7 @@ def sm_active(contents: TraceContents) -> list[dict[str, Any]]:
     time a kernel ran (kernel-busy %) beside the mean measured SM-active %."""
     if not contents.counter_events or not contents.path:
         return []
-    from wizard.trace.counters import read_counters
+    from wizard.trace.read.counters import read_counters
 
     ts, dur, _, shape, shapes = contents.kernels.columns()
     starts, durs = _floats(ts), np.maximum(_floats(dur), 0.0)

@@ -42,9 +42,9 @@ import msgspec
 
 from wizard.errors import InputFileError
 from wizard.formatting import plural
-from wizard.trace import cuspy
-from wizard.trace.collector import Collector, TraceContents, Truncation
-from wizard.trace.events import (
+from wizard.trace.read import cuspy
+from wizard.trace.read.collector import Collector, TraceContents, Truncation
+from wizard.trace.read.events import (
     GPU_OP_CATEGORIES,
     KERNEL_CATEGORIES,
     OP_CATEGORIES,

@@ -71,7 +71,7 @@ class KernelRecord(msgspec.Struct, gc=False):
 _NO_CORRELATION = -(2**63)
 NO_CORRELATION = _NO_CORRELATION  # what a correlation column holds for an event without an id
 # CUPTI numbers correlation ids per process (32-bit); a reader of a file holding several processes keeps them apart
-# with the process's index above this bit (wizard/trace/nsys.py), so ids still rise in launch order within each
+# with the process's index above this bit (wizard/trace/read/nsys.py), so ids still rise in launch order within each
 PROCESS_SHIFT = 40
 _Shape = tuple[Any, ...]  # KernelRecord's fields but ts, dur, correlation and index
 

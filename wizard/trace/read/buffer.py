@@ -6,9 +6,9 @@ import time
 from collections.abc import Callable
 
 from wizard.errors import TraceReadError
-from wizard.trace.collector import TraceContents
-from wizard.trace.scan import whitespace_end
-from wizard.trace.source import TraceSource
+from wizard.trace.read.collector import TraceContents
+from wizard.trace.read.scan import whitespace_end
+from wizard.trace.read.source import TraceSource
 
 
 class Buffer:

@@ -16,10 +16,10 @@ from wizard.frames import innermost_user_frame, trace_frame_path
 from wizard.rendering import render
 from wizard.schemas import TRACE_REPORT
 from wizard.serialize import clean
-from wizard.trace.analysis import Finding
-from wizard.trace.collector import Truncation
-from wizard.trace.health import HEALTH_MARK, RANK, HealthCheck
-from wizard.trace.mechanisms import is_wrong
+from wizard.trace.health.spec import HEALTH_MARK, RANK, HealthCheck
+from wizard.trace.metrics.detectors import Finding
+from wizard.trace.metrics.mechanisms import is_wrong
+from wizard.trace.read.collector import Truncation
 
 
 @dataclass(slots=True)
@@ -202,7 +202,7 @@ class TraceReport:
     passes: dict[str, Any] = field(default_factory=dict)  # registered passes' results, by pass name
     rocm_metrics: int = 0  # kernels of a ROCm trace that carry blocks/warps per SM (listed, never checked)
     resident_warps: list[int] = field(default_factory=list)  # per-SM warp limits F is counted against (not ROCm)
-    format: str = "kineto-json"  # which reader read it (wizard.trace.formats)
+    format: str = "kineto-json"  # which reader read it (wizard.trace.read.formats)
     computed_launches: int = 0  # launches printing no metrics whose true values were computed (Cuspy, nsys)
     writer: str = ""  # the profiler that wrote it, where the file says
 

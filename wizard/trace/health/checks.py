@@ -17,9 +17,8 @@ import numpy as np
 import numpy.typing as npt
 
 from wizard.formatting import plural, verb
-from wizard.trace import nesting
-from wizard.trace.collector import TraceContents
-from wizard.trace.health import (
+from wizard.trace.health import nesting
+from wizard.trace.health.spec import (
     CAPTURE_BEGIN,
     CAPTURE_END,
     CHECK_IDS,
@@ -41,9 +40,10 @@ from wizard.trace.health import (
     make_check,
     not_applicable,
 )
-from wizard.trace.mechanisms import BY_ID, is_wrong
-from wizard.trace.records import NO_CORRELATION, PROCESS_SHIFT
-from wizard.trace.summary_table import profiler_overhead, summary_table_check
+from wizard.trace.health.summary_table import profiler_overhead, summary_table_check
+from wizard.trace.metrics.mechanisms import BY_ID, is_wrong
+from wizard.trace.read.collector import TraceContents
+from wizard.trace.read.records import NO_CORRELATION, PROCESS_SHIFT
 
 Floats = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.integer[Any]]
@@ -637,7 +637,7 @@ def durations(contents: TraceContents, kernels: _Kernels) -> HealthCheck:
 
 
 def _clamped_durations(clamped: Mapping[str, int], details: dict[str, Any]) -> HealthCheck:
-    """A Cuspy trace, whose exporter clamps ts and dur at 0 (wizard/trace/cuspy.py): a negative duration cannot
+    """A Cuspy trace, whose exporter clamps ts and dur at 0 (wizard/trace/read/cuspy.py): a negative duration cannot
     show, but what the clamping left can. An event pinned at ts 0 started before the trace's base time, which no
     real event can: a warning. Zero durations may be clamped negatives or real: said, at info."""
     at_zero, zero = int(clamped["at_zero"]), int(clamped["zero_duration"])

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from wizard.trace.mechanisms import SMEM_DEFAULT_LIMIT
+from wizard.trace.metrics.mechanisms import SMEM_DEFAULT_LIMIT
 
 _KB = 1024
 

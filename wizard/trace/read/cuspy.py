@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from wizard.trace.collector import TraceContents
+from wizard.trace.read.collector import TraceContents
 
 WRITER = "PyTorch profiler with the Cuspy collector (PyTorch 2.15; cupti_monitor in 2.13-2.14)"
 CANNOT_SHOW = {

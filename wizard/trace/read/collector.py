@@ -10,7 +10,7 @@ from typing import Any
 
 import msgspec
 
-from wizard.trace.events import (
+from wizard.trace.read.events import (
     GPU_OP_CATEGORIES,
     KERNEL_CATEGORIES,
     OP_CATEGORIES,
@@ -25,7 +25,7 @@ from wizard.trace.events import (
     reported,
     written_precision,
 )
-from wizard.trace.records import (
+from wizard.trace.read.records import (
     GpuOpTable,
     IntervalIndex,
     KernelTable,
@@ -98,7 +98,7 @@ class TraceContents:
     bytes_read: int = 0
     compressed: bool = False
     layout: str = "object"  # object | array (PyTorch 1.8) | sqlite (Nsight Systems)
-    format: str = "kineto-json"  # wizard.trace.formats: which reader read it
+    format: str = "kineto-json"  # wizard.trace.read.formats: which reader read it
     writer: str = ""  # the profiler that wrote it, where the file says ("" when it does not)
     cannot_show: dict[str, str] = field(default_factory=dict)  # health checks this writer's file cannot show, why
     metadata: dict[str, Any] = field(default_factory=dict)
