@@ -1,4 +1,4 @@
-"""Trust, round 4 (issue 36): the health check, chains, plugins and new probes under hostile input.
+"""Hostile input (issue 36): the health check, chains, plugins and new probes.
 
 Each test failed on the code before the change it covers and asserts the one right outcome: the exit
 code, the line's words, the bound, nothing written or changed. Items 1, 5 and 13 of the issue are

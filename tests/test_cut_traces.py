@@ -1,4 +1,4 @@
-"""Truth on today's stack (issue 17), the parts done so far: traces cut after their events."""
+"""Traces cut after their events (issue 17): what the reader keeps and says."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Trust, round 3 (issue 23, "## Trust"): reused results on new inputs, hostile transcripts, playbook text
+"""Safety of what is reused and read back (issue 23): reused results on new inputs, hostile transcripts, playbook text
 in the answers template, unbounded HTML pictures, sessions, the writer, the API's errors, and where a
 program comes from.
 

@@ -1,4 +1,4 @@
-"""Truth, round 3 (issue 23, "## Truth"): multi-GPU traces whose lists come after the events, Jetson Thor's
+"""Multi-GPU traces whose lists come after the events, Jetson Thor's
 resident blocks and every capability's row against cuda_occupancy.h, Kineto's occupancy object as a note, and
 the words of the reports and the flagship where they said what the facts did not."""
 
@@ -346,7 +346,7 @@ def test_the_calculator_agrees_with_the_compiled_header_on_every_capability(tmp_
     per SM, and the same resident-block limit as HEADER says."""
     import subprocess
 
-    from tests.test_truth_today import GUIDE
+    from tests.test_stack_versions import GUIDE
     from wizard.trace.metrics.occupancy import DeviceLimits, active_blocks_per_sm
 
     header = _header()

@@ -1,4 +1,4 @@
-"""Trust, round 2 (issue 15): shared machines, hangups, fork bombs, races in the writer, hostile sizes.
+"""Safety on a shared machine (issue 15): other users, hangups, fork bombs, races in the writer, hostile sizes.
 
 Each test here failed on the code before the change it names. Ownership is tested with a second
 user where the process is root (a directory chowned to ``nobody``) and skipped with the reason

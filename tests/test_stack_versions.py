@@ -1,4 +1,4 @@
-"""Truth on today's stack (issue 17): every capability CUDA's calculator knows, PyTorch 2.12-2.15 trace
+"""The stack as it is (issue 17): every capability CUDA's calculator knows, PyTorch 2.12-2.15 trace
 formats, a trace whose device table contradicts its values, rank directories with several mechanisms."""
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from wizard.testing.traces import KernelSpec, TraceBuilder
 # Written from NVIDIA's "Technical Specifications per Compute Capability" table, independently of
 # wizard/trace/metrics/occupancy.py: resident threads per SM, resident blocks per SM, shared memory per SM (KB).
 # Jetson Thor's resident blocks (cc 10.1 and 11.0) are 24, as cudaOccMaxBlocksPerMultiprocessor in CUDA 13.0's
-# cuda_occupancy.h says (this table had 32, the bug of issue 23; tests/test_truth_round3.py checks the header).
+# cuda_occupancy.h says (this table had 32, the bug of issue 23; tests/test_multi_gpu_and_capabilities.py checks
+# the header).
 GUIDE: dict[tuple[int, int], tuple[int, int, int]] = {
     (3, 0): (2048, 16, 48), (3, 2): (2048, 16, 48), (3, 5): (2048, 16, 48), (3, 7): (2048, 16, 112),
     (5, 0): (2048, 32, 64), (5, 2): (2048, 32, 96), (5, 3): (2048, 32, 64),
