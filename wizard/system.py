@@ -8,18 +8,20 @@ progress of long work goes (nowhere, unless the CLI renders it at a terminal).
 
 from __future__ import annotations
 
-import datetime as _dt
 import os
-import shutil
 import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from wizard.progress import NoProgress, Progress
-from wizard.runner import CommandResult, SubprocessRunner
+
+if TYPE_CHECKING:
+    import datetime as _dt
+
+    from wizard.runner import CommandResult
 
 
 class Clock(Protocol):
@@ -29,7 +31,9 @@ class Clock(Protocol):
 
 class SystemClock:
     def now(self) -> _dt.datetime:
-        return _dt.datetime.now(_dt.timezone.utc)
+        import datetime as dt  # only a run needs the date: --help does not pay for it
+
+        return dt.datetime.now(dt.timezone.utc)
 
     def monotonic(self) -> float:
         return time.monotonic()
@@ -39,6 +43,24 @@ class Runner(Protocol):
     def run(
         self, argv: Any, *, timeout: float, env: Any = None, cwd: str | None = None, log_path: Path | None = None
     ) -> CommandResult: ...
+
+
+class _Subprocesses:
+    """The real runner (``wizard.runner``, which imports ``subprocess``), loaded at its first program: the
+    System is made before ``--help`` is parsed, and help starts nothing."""
+
+    def run(
+        self, argv: Any, *, timeout: float, env: Any = None, cwd: str | None = None, log_path: Path | None = None
+    ) -> CommandResult:
+        from wizard.runner import SubprocessRunner
+
+        return SubprocessRunner().run(argv, timeout=timeout, env=env, cwd=cwd, log_path=log_path)
+
+
+def _which(name: str) -> str | None:
+    import shutil
+
+    return shutil.which(name)
 
 
 def load_pynvml() -> Any:
@@ -103,9 +125,9 @@ class System:
     stderr: IO[str] = field(default_factory=lambda: sys.stderr)
     environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     clock: Clock = field(default_factory=SystemClock)
-    runner: Runner = field(default_factory=SubprocessRunner)
+    runner: Runner = field(default_factory=_Subprocesses)
     nvml_loader: Callable[[], Any] = load_pynvml
-    which: Callable[[str], str | None] = shutil.which
+    which: Callable[[str], str | None] = _which
     isatty: Callable[[IO[Any]], bool] = _isatty
     progress: Progress = field(default_factory=NoProgress)  # where long work reports; the CLI's renders it
     read_file: Callable[[str], str | None] = read_system_file  # the machine's small files, for probes

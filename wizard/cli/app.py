@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, cast
 
-from wizard.cli.parser import build_parser, probe_options
+from wizard.cli.parser import build_parser, command_of, probe_options
 from wizard.errors import (
     AnswersError,
     InputFileError,
@@ -617,7 +617,7 @@ def main(argv: list[str] | None = None, system: System | None = None) -> int:
     arguments = sys.argv[1:] if argv is None else list(argv)
     debug = "--debug" in arguments
     stdout, stderr = _Stream(system.stdout), _Stream(system.stderr)
-    parser = build_parser()
+    parser = build_parser(command_of(arguments))
     args: argparse.Namespace | None = None
     try:
         with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):

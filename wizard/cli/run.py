@@ -8,8 +8,6 @@ from typing import TYPE_CHECKING, Any
 from wizard.exit_status import ExitStatus
 from wizard.options import Options
 from wizard.schemas import TRANSCRIPT
-from wizard.serialize import dumps
-from wizard.system import System
 from wizard.untrusted import rich_text
 
 if TYPE_CHECKING:
@@ -17,6 +15,7 @@ if TYPE_CHECKING:
     from wizard.engine.plan import Plan
     from wizard.engine.transcript import Transcript
     from wizard.playbook.model import Playbook
+    from wizard.system import System
 
 
 def _arg(help: str, *, flag: str | None = None, metavar: str | None = None, **kind: Any) -> dict[str, Any]:
@@ -171,6 +170,8 @@ def run_playbook(opts: RunOptions, system: System, ui: Any, out: Any, stdout: An
     finally:
         observer.close()
     if opts.json_out:
+        from wizard.serialize import dumps
+
         stdout.write(dumps(transcript.to_dict()) + "\n")
     elif transcript.conclusion is not None:
         c = transcript.conclusion
@@ -219,6 +220,8 @@ def _save_interrupted(
 def _show_plan(plan: Plan, opts: RunOptions, *, out: Any, stdout: Any) -> ExitStatus:
     """--dry-run: the plan, printed or as JSON; no probe runs, no file is written."""
     if opts.json_out:
+        from wizard.serialize import dumps
+
         stdout.write(dumps(plan.to_dict()) + "\n")
         return ExitStatus.OK
     from wizard.ui.render import plan_lines
