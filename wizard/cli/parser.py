@@ -4,7 +4,6 @@ probe options from ``wizard.options.Options``' declaration. Importing this loads
 from __future__ import annotations
 
 import argparse
-import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -130,6 +129,8 @@ def _add_run(sub: _Sub, kw: dict[str, Any]) -> None:
     run = sub.add_parser("run", help="walk a playbook to a diagnosis", **kw)
     if isinstance(run, _Unbuilt):
         return
+    import dataclasses
+
     from wizard.cli.run import RunOptions
 
     groups: dict[str, Any] = {}
@@ -184,6 +185,8 @@ def _add_probe_options(parser: argparse.ArgumentParser) -> None:
     field of ``wizard.options.Options``, declared there (flag, metavar, help) and nowhere else."""
     if isinstance(parser, _Unbuilt):
         return
+    import dataclasses
+
     from wizard.options import Options
 
     for spec in dataclasses.fields(Options):
@@ -199,6 +202,8 @@ def _add_probe_options(parser: argparse.ArgumentParser) -> None:
 
 def probe_options(args: argparse.Namespace) -> Options:
     """The ``Options`` a command line asked for (the parsed arguments of ``_add_probe_options``)."""
+    import dataclasses
+
     from wizard.options import Options
 
     return Options(**{spec.name: getattr(args, spec.name) for spec in dataclasses.fields(Options)})
