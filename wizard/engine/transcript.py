@@ -98,6 +98,12 @@ class Transcript:
         """The conclusion's evidence lines (empty without a conclusion)."""
         return list(self.conclusion.evidence) if self.conclusion else []
 
+    def at_least(self, severity: str) -> bool:
+        """Whether the diagnosis is ``severity`` or worse (``--fail-on``): no conclusion is never."""
+        from wizard.playbook.model import at_least
+
+        return at_least(self.conclusion.severity if self.conclusion else None, severity)
+
     @classmethod
     def start(cls, playbook: Playbook, now: _dt.datetime) -> Transcript:
         about = {"id": playbook.id, "title": playbook.title, "version": playbook.version, "path": playbook.path}
