@@ -32,6 +32,17 @@ def search_dirs(extra: list[str] | None = None, environ: Mapping[str, str] | Non
     return dirs
 
 
+def fragment_dirs(extra: list[str] | None = None, environ: Mapping[str, str] | None = None) -> list[Path]:
+    """Where ``uses:`` finds fragments, first match wins: ``fragments/`` in each directory of the search path
+    (the directories given, ``WARPWIZARD_PLAYBOOK_PATH``, the package's), then in each plugin's playbook place.
+    A fragment is data like a playbook: it is found by its id there, never at a path."""
+    from wizard.playbook.grammar import FRAGMENT_DIR
+    from wizard.plugins import installed_playbook_paths
+
+    places = [*search_dirs(extra, environ), *(p.value for p in installed_playbook_paths())]
+    return [(place if place.is_dir() else place.parent) / FRAGMENT_DIR for place in places]
+
+
 @dataclass(frozen=True, slots=True)
 class Found:
     name: str
@@ -107,7 +118,7 @@ def resolve(name: str, extra: list[str] | None = None, environ: Mapping[str, str
 def load(
     name: str, probes: Mapping[str, ProbeInfo], extra: list[str] | None = None, environ: Mapping[str, str] | None = None
 ) -> Playbook:
-    return load_playbook(resolve(name, extra, environ), probes)
+    return load_playbook(resolve(name, extra, environ), probes, fragment_dirs=fragment_dirs(extra, environ))
 
 
 def load_named(
@@ -120,9 +131,9 @@ def load_named(
         raise PlaybookNotFound(f"{name!r} is not a playbook id")
     for found in list_playbooks(extra, environ):
         if found.name == name:
-            return load_playbook(found.path, probes)
+            return load_playbook(found.path, probes, fragment_dirs=fragment_dirs(extra, environ))
     names = ", ".join(f.name for f in list_playbooks(extra, environ)) or "none"
     raise PlaybookNotFound(f"no playbook named {name!r} on the search path; available: {names}")
 
 
-__all__ = ["Found", "PlaybookError", "list_playbooks", "load", "packaged_dir", "resolve"]
+__all__ = ["Found", "PlaybookError", "fragment_dirs", "list_playbooks", "load", "packaged_dir", "resolve"]

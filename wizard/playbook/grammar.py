@@ -21,6 +21,12 @@ TARGET = {**ID, "description": "id of the node to go to"}
 PLAYBOOK_ID = {"type": "string", "pattern": "^[a-z0-9][a-z0-9_-]*$"}
 # How many playbooks one run may walk when conclusions continue into others (each at most once).
 MAX_CHAIN = 8
+# Fragments (``uses:``): how deep one may use another, and how many one playbook may insert in all.
+MAX_FRAGMENT_DEPTH = 4
+MAX_FRAGMENTS = 32
+FRAGMENT_DIR = "fragments"  # beside the playbooks of each directory of the search path
+# A target a fragment leaves to the playbook that uses it: ``$name``, never a node id (ids start with a-z).
+NEED = {"type": "string", "pattern": "^\\$[a-z][a-z0-9_]*$", "description": "a node the using playbook names"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +144,34 @@ KINDS: dict[str, tuple[Field, ...]] = {
         ),
     ),
 }
+USES = (
+    Field(
+        "uses",
+        {**PLAYBOOK_ID, "description": "a fragment on the search path (fragments/ID.yaml): its nodes, inserted here"},
+        True,
+    ),
+    Field(
+        "with",
+        {
+            "type": "object",
+            "additionalProperties": TARGET,
+            "description": "each of the fragment's needs -> the node of this playbook it goes to",
+        },
+    ),
+)
+FRAGMENT = (
+    Field("fragment", {**PLAYBOOK_ID, "description": "its id: the file's name without .yaml"}, True),
+    Field("description", TEXT),
+    Field(
+        "needs",
+        {
+            "type": "object",
+            "additionalProperties": TEXT,
+            "description": "name -> what it is: the nodes a using playbook names in 'with', written $name here",
+        },
+    ),
+    Field("nodes", {"type": "array", "minItems": 1}, True),
+)
 TOP = (
     Field("id", PLAYBOOK_ID, True),
     Field("title", TEXT, True),
@@ -196,7 +230,7 @@ def json_schema(probes: Mapping[str, ProbeInfo]) -> dict[str, Any]:
     schema["properties"]["nodes"] = {
         "type": "array",
         "minItems": 1,
-        "items": {"oneOf": [node_schema(kind, probes) for kind in KINDS]},
+        "items": {"oneOf": [*(node_schema(kind, probes) for kind in KINDS), _object(USES)]},
     }
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
