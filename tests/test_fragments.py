@@ -208,3 +208,21 @@ def test_a_plugins_playbook_uses_a_shipped_fragment(site: Path, run_cli: RunCli)
     plan = run_cli("run", "my-health", "--set", "have=description", "--dry-run", "--json")
     assert plan.status == 0, plan.stderr
     assert [step["node"] for step in strict_json(plan.stdout)["steps"]] == ["have", "symptom"]
+
+
+def test_from_and_teach_walk_the_inserted_nodes(run_cli: RunCli, tmp_path: Path) -> None:
+    answers = str(REPO / "examples" / "answers" / "cuda-graphs.yaml")
+    first = run_cli("run", "cuda-graphs", "--answers", answers, "--json")
+    assert first.status == 0, first.stderr
+    recorded = tmp_path / "first.json"
+    recorded.write_text(first.stdout)
+    again = run_cli("run", "cuda-graphs", "--answers", str(recorded), "--from", "route", "--json")
+    assert again.status == 0, again.stderr
+    data = strict_json(again.stdout)
+    inspect = next(e for e in data["entries"] if e["node"] == "inspect")
+    assert inspect["reused_from"] == str(recorded)  # the fragment's probe node, reused by its id
+    assert data["conclusion"]["diagnosis"] == strict_json(first.stdout)["conclusion"]["diagnosis"]
+    taught = run_cli("run", "cuda-graphs", "--answers", answers, "--teach")
+    assert taught.status == 0, taught.stderr
+    said = " ".join((taught.stdout + taught.stderr).split())
+    assert "The same first question as every warpwizard playbook, so one answers file starts any of them" in said
