@@ -85,7 +85,7 @@ def _problems(tmp_path: Path, uses: str, fragments: dict[str, str] | None = None
     path = tmp_path / "uses-test.yaml"
     path.write_text(HEAD + uses + TAIL)
     with pytest.raises(PlaybookError) as raised:
-        load_playbook(path, catalog(), fragment_dirs=[directory, PLAYBOOKS / "fragments"])
+        load_playbook(path, catalog(), search=[tmp_path, PLAYBOOKS])
     return list(raised.value.problems)
 
 

@@ -32,15 +32,13 @@ def search_dirs(extra: list[str] | None = None, environ: Mapping[str, str] | Non
     return dirs
 
 
-def fragment_dirs(extra: list[str] | None = None, environ: Mapping[str, str] | None = None) -> list[Path]:
-    """Where ``uses:`` finds fragments, first match wins: ``fragments/`` in each directory of the search path
-    (the directories given, ``WARPWIZARD_PLAYBOOK_PATH``, the package's), then in each plugin's playbook place.
-    A fragment is data like a playbook: it is found by its id there, never at a path."""
-    from wizard.playbook.grammar import FRAGMENT_DIR
+def search_places(extra: list[str] | None = None, environ: Mapping[str, str] | None = None) -> list[Path]:
+    """The search path as the loader takes it (``uses:`` finds fragments in each place's ``fragments/``, a derived
+    list its playbooks), first match wins: the directories given, ``WARPWIZARD_PLAYBOOK_PATH``, the package's,
+    then each plugin's playbook place (a directory, or one file). Fragments are data found there by id."""
     from wizard.plugins import installed_playbook_paths
 
-    places = [*search_dirs(extra, environ), *(p.value for p in installed_playbook_paths())]
-    return [(place if place.is_dir() else place.parent) / FRAGMENT_DIR for place in places]
+    return [*search_dirs(extra, environ), *(p.value for p in installed_playbook_paths())]
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +116,7 @@ def resolve(name: str, extra: list[str] | None = None, environ: Mapping[str, str
 def load(
     name: str, probes: Mapping[str, ProbeInfo], extra: list[str] | None = None, environ: Mapping[str, str] | None = None
 ) -> Playbook:
-    return load_playbook(resolve(name, extra, environ), probes, fragment_dirs=fragment_dirs(extra, environ))
+    return load_playbook(resolve(name, extra, environ), probes, search=search_places(extra, environ))
 
 
 def load_named(
@@ -131,9 +129,9 @@ def load_named(
         raise PlaybookNotFound(f"{name!r} is not a playbook id")
     for found in list_playbooks(extra, environ):
         if found.name == name:
-            return load_playbook(found.path, probes, fragment_dirs=fragment_dirs(extra, environ))
+            return load_playbook(found.path, probes, search=search_places(extra, environ))
     names = ", ".join(f.name for f in list_playbooks(extra, environ)) or "none"
     raise PlaybookNotFound(f"no playbook named {name!r} on the search path; available: {names}")
 
 
-__all__ = ["Found", "PlaybookError", "fragment_dirs", "list_playbooks", "load", "packaged_dir", "resolve"]
+__all__ = ["Found", "PlaybookError", "list_playbooks", "load", "packaged_dir", "resolve", "search_places"]

@@ -25,6 +25,9 @@ MAX_CHAIN = 8
 MAX_FRAGMENT_DEPTH = 4
 MAX_FRAGMENTS = 32
 FRAGMENT_DIR = "fragments"  # beside the playbooks of each directory of the search path
+# The list ``choices: {from: health-playbooks}`` names: the playbooks on the search path that declare ``triage``
+# (a question offers them by their ``offered``; a ``continue`` takes the health check's TRIAGE_ORDER first).
+HEALTH_PLAYBOOKS = "health-playbooks"
 # A target a fragment leaves to the playbook that uses it: ``$name``, never a node id (ids start with a-z).
 NEED = {"type": "string", "pattern": "^\\$[a-z][a-z0-9_]*$", "description": "a node the using playbook names"}
 
@@ -53,6 +56,17 @@ def _object(fields: tuple[Field, ...], **extra: Any) -> dict[str, Any]:
 
 
 STEP = (Field("id", ID, True), Field("title", TEXT, True), Field("explain", TEXT))
+DERIVED = (
+    Field(
+        "from",
+        {"enum": [HEALTH_PLAYBOOKS], "description": "the playbooks on the search path that declare 'triage'"},
+        True,
+    ),
+)
+TRIAGE = (
+    Field("label", {**TEXT, "description": "how the triage's 'What did you see?' offers this playbook"}, True),
+    Field("offered", {"type": "integer", "minimum": 1, "description": "its place in that list"}, True),
+)
 CHOICE = (Field("value", {}, True), Field("label", TEXT))
 VALIDATE = (
     Field("pattern", {**TEXT, "description": "RE2 syntax: no backreferences or lookaround"}),
@@ -73,11 +87,16 @@ CONTINUE = (
     Field(
         "choices",
         {
-            "type": "array",
-            "minItems": 1,
-            "uniqueItems": True,
-            "items": PLAYBOOK_ID,
-            "description": "every id it may name",
+            "oneOf": [
+                {
+                    "type": "array",
+                    "minItems": 1,
+                    "uniqueItems": True,
+                    "items": PLAYBOOK_ID,
+                    "description": "every id it may name",
+                },
+                _object(DERIVED),
+            ]
         },
         True,
     ),
@@ -98,9 +117,14 @@ KINDS: dict[str, tuple[Field, ...]] = {
         Field(
             "choices",
             {
-                "type": "array",
-                "minItems": 1,
-                "items": {"oneOf": [{"type": ["string", "number", "boolean"]}, _object(CHOICE)]},
+                "oneOf": [
+                    {
+                        "type": "array",
+                        "minItems": 1,
+                        "items": {"oneOf": [{"type": ["string", "number", "boolean"]}, _object(CHOICE)]},
+                    },
+                    _object(DERIVED),
+                ]
             },
         ),
         Field("validate", _object(VALIDATE)),
@@ -177,6 +201,12 @@ TOP = (
     Field("title", TEXT, True),
     Field("description", TEXT),
     Field("version", {"type": ["string", "number"]}, True),
+    Field(
+        "triage",
+        _object(
+            TRIAGE, description="a health playbook: how the triage offers it ('choices: {from: health-playbooks}')"
+        ),
+    ),
     Field("start", TARGET),
     Field("steps", {"type": "array", "items": _object(STEP)}),
     Field("nodes", {"type": "array", "minItems": 1}, True),

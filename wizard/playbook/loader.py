@@ -80,13 +80,15 @@ def _suggest(name: str, options: list[str] | tuple[str, ...]) -> str:
 
 class _Checker:
     def __init__(
-        self, path: str, located: Located, probes: Mapping[str, ProbeInfo], fragment_dirs: Sequence[Path] = ()
+        self, path: str, located: Located, probes: Mapping[str, ProbeInfo], search: Sequence[Path] = ()
     ) -> None:
         self.path = path
         self.doc = located
         self.probes = probes
         self.files = [path]  # the playbook, then each fragment it inserted (FRAGMENT, n) in order
-        self.fragment_dirs = tuple(fragment_dirs)
+        self.search = tuple(search)  # the playbook search path's places: directories, or a plugin's one file
+        self.fragment_dirs = tuple((p if p.is_dir() else p.parent) / grammar.FRAGMENT_DIR for p in self.search)
+        self._health: list[tuple[int, str, str]] | None = None
         self.fragment_chars = 0  # the fragments' text read for this playbook, bounded like one playbook
         self.fragment_data: dict[int, dict[str, Any]] = {}
         self.problems: list[tuple[int, int, int, str]] = []
@@ -184,6 +186,8 @@ def _steps(c: _Checker, data: Any) -> tuple[Step, ...]:
 
 
 def _choices(c: _Checker, raw: Any, where: Path_) -> tuple[Choice, ...]:
+    if isinstance(raw, dict) and "from" in raw:
+        return tuple(Choice(pid, label) for _, pid, label in _derived(c, raw, where))
     if not isinstance(raw, list) or not raw:
         c.problem(where, "a select question needs 'choices': a list of {value, label}")
         return ()
@@ -417,6 +421,8 @@ def _continuation(c: _Checker, raw: Any, where: Path_) -> Continuation | None:
         return None
     c.unknown_keys(raw, CONTINUE_KEYS, where, "'continue'")
     choices = raw.get("choices")
+    if isinstance(choices, dict) and "from" in choices:
+        choices = _health_order(c, choices, (*where, "choices"))
     if not isinstance(choices, list) or not choices:
         c.problem(
             (*where, "choices") if "choices" in raw else where, "'continue' needs 'choices': a list of playbook ids"
@@ -452,11 +458,104 @@ def unknown_continuations(path: str, pb: Playbook, known: frozenset[str]) -> lis
     for i, raw in enumerate(raw_nodes if isinstance(raw_nodes, list) else []):
         node = pb.nodes.get(str(raw.get("id"))) if isinstance(raw, dict) else None
         if isinstance(node, ConclusionNode) and node.continues is not None:
-            for j, choice in enumerate(raw["continue"]["choices"]):
+            written = raw["continue"]["choices"]  # a derived list ({from: ...}) is read from the search path
+            for j, choice in enumerate(written if isinstance(written, list) else []):
                 if choice not in known:
                     close = _suggest(choice, sorted(known))
                     c.problem(("nodes", i, "continue", "choices", j), f"no playbook named {choice!r}{close}")
     return c.formatted()
+
+
+# -- lists the loader derives from the search path (``choices: {from: health-playbooks}``) --------------------
+
+_TRIAGE_BLOCK = re.compile(r"^triage:[^\n]*(?:\n[ \t]+[^\n]*)*", re.M)
+
+
+def _triage(c: _Checker, raw: Any) -> None:
+    """A health playbook's own ``triage``: one line of label, and its place in the triage's list."""
+    if raw is None:
+        return
+    if not isinstance(raw, dict):
+        c.problem(("triage",), "'triage' is a mapping: {label: how the triage offers this playbook, offered: N}")
+        return
+    c.unknown_keys(raw, grammar.names(grammar.TRIAGE), ("triage",), "'triage'")
+    c.line(raw, "label", ("triage",), "'triage'")
+    offered = raw.get("offered")
+    if not isinstance(offered, int) or isinstance(offered, bool) or offered < 1:
+        c.problem(
+            ("triage", "offered") if "offered" in raw else ("triage",),
+            "'triage' needs 'offered': a whole number from 1",
+        )
+
+
+def declared_triage(path: Path) -> tuple[int, str] | None:
+    """A playbook file's ``triage`` (offered, label), read from its top-level ``triage:`` block alone (safe YAML,
+    bounded like the file); None where it declares none or not as the grammar says (its own load reports why)."""
+    try:
+        with open(path, "rb") as fh:
+            text = fh.read(MAX_YAML_CHARS).decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    block = _TRIAGE_BLOCK.search(text)
+    try:
+        data = load_located(block.group()).data if block else None
+    except YamlSyntaxError:
+        return None
+    triage = data.get("triage") if isinstance(data, dict) else None
+    if not isinstance(triage, dict):
+        return None
+    label, offered = triage.get("label"), triage.get("offered")
+    if not isinstance(label, str) or not isinstance(offered, int) or isinstance(offered, bool):
+        return None
+    return offered, label
+
+
+def _health(c: _Checker) -> list[tuple[int, str, str]]:
+    """(offered, id, label) of each playbook on the search path that declares ``triage``, the first file of an
+    id winning as when it is run, by ``offered``."""
+    if c._health is None:
+        found: dict[str, Path] = {}
+        for place in c.search:
+            try:
+                files = [place] if place.is_file() else sorted(place.iterdir())
+            except OSError:
+                continue
+            for f in files:
+                if f.suffix in (".yaml", ".yml") and f.is_file():
+                    found.setdefault(f.stem, f)
+        declared = ((pid, declared_triage(f)) for pid, f in found.items())
+        c._health = sorted((d[0], pid, d[1]) for pid, d in declared if d is not None)
+    return c._health
+
+
+def _derived(c: _Checker, raw: dict[str, Any], where: Path_) -> list[tuple[int, str, str]]:
+    """The health playbooks a ``{from: health-playbooks}`` list names; each id the health check may continue into
+    (TRIAGE_ORDER) must be one of them, else one problem per id missing."""
+    from wizard.trace.health.spec import TRIAGE_ORDER
+
+    c.unknown_keys(raw, grammar.names(grammar.DERIVED), where, "a derived list")
+    if raw.get("from") != grammar.HEALTH_PLAYBOOKS:
+        c.problem((*where, "from"), f"'from' names a list the loader fills: {grammar.HEALTH_PLAYBOOKS}")
+        return []
+    health = _health(c)
+    offered = {pid for _, pid, _ in health}
+    for pid in TRIAGE_ORDER:
+        if pid not in offered:
+            c.problem(
+                (*where, "from"),
+                f"the health check continues into {pid!r} (TRIAGE_ORDER), but no playbook of that id on the search "
+                "path declares 'triage' (its label and place in the list)",
+            )
+    return health
+
+
+def _health_order(c: _Checker, raw: dict[str, Any], where: Path_) -> list[str]:
+    """A ``continue``'s derived choices: the health check's order (TRIAGE_ORDER), then any other playbook on the
+    search path that declares ``triage``, by ``offered``."""
+    from wizard.trace.health.spec import TRIAGE_ORDER
+
+    health = [pid for _, pid, _ in _derived(c, raw, where)]
+    return [p for p in TRIAGE_ORDER if p in health] + [p for p in health if p not in TRIAGE_ORDER]
 
 
 _BUILDERS = {"question": _question, "probe": _probe, "decision": _decision, "conclusion": _conclusion}
@@ -792,14 +891,14 @@ def _bound(c: _Checker, raw: Any, where: Path_, given: Mapping[str, Any]) -> Any
 
 
 def _document(
-    path: str, text: str, probes: Mapping[str, ProbeInfo], fragment_dirs: Sequence[Path] = ()
+    path: str, text: str, probes: Mapping[str, ProbeInfo], search: Sequence[Path] = ()
 ) -> tuple[_Checker, dict[str, Any]]:
     """The parsed YAML as a mapping, with its duplicate keys noted as problems."""
     try:
         located = load_located(text)
     except YamlSyntaxError as exc:
         raise PlaybookError([f"{path}:{exc.line}:{exc.column}: {exc}"]) from None
-    c = _Checker(path, located, probes, fragment_dirs)
+    c = _Checker(path, located, probes, search)
     for parent, key, line, col in located.duplicates:
         c.problems.append(
             (0, line, col, f"duplicate key {key!r}" + (f" in {'/'.join(map(str, parent))}" if parent else ""))
@@ -809,19 +908,20 @@ def _document(
     return c, located.data
 
 
-def shipped_fragments() -> list[Path]:
-    """Where a playbook loaded with no search path finds fragments: warpwizard's own."""
+def shipped_search() -> list[Path]:
+    """The search path of a playbook loaded with none given: warpwizard's own playbooks (and their fragments)."""
     from wizard.playbook.discovery import packaged_dir
 
-    return [packaged_dir() / grammar.FRAGMENT_DIR]
+    return [packaged_dir()]
 
 
 def load_playbook_text(
-    text: str, path: str, probes: Mapping[str, ProbeInfo], *, fragment_dirs: Sequence[Path] | None = None
+    text: str, path: str, probes: Mapping[str, ProbeInfo], *, search: Sequence[Path] | None = None
 ) -> Playbook:
-    """Parse and validate; raise PlaybookError listing every problem. ``fragment_dirs``: where ``uses:``
-    looks, first match wins (discovery passes the search path's; default: the shipped fragments)."""
-    c, data = _document(path, text, probes, shipped_fragments() if fragment_dirs is None else fragment_dirs)
+    """Parse and validate; raise PlaybookError listing every problem. ``search``: the playbook search path's
+    places, first match wins, where ``uses:`` finds fragments (their ``fragments/``) and a derived list its
+    playbooks (discovery passes the whole search path; default: warpwizard's own)."""
+    c, data = _document(path, text, probes, shipped_search() if search is None else search)
     c.unknown_keys(data, TOP_KEYS, (), "the playbook")
     pid = c.text(data, "id", (), "the playbook")
     if pid and not PLAYBOOK_ID_PATTERN.fullmatch(pid):
@@ -829,6 +929,7 @@ def load_playbook_text(
     title = c.line(data, "title", (), "the playbook")
     version = c.text(data, "version", (), "the playbook")
     description = c.text(data, "description", (), "the playbook", False)
+    _triage(c, data.get("triage"))
     steps = _steps(c, data.get("steps"))
     nodes, node_where = _nodes(c, data, [s.id for s in steps])
     start = str(data.get("start") or (next(iter(nodes)) if nodes else ""))
@@ -861,7 +962,7 @@ def prose_warnings(path: str | Path) -> list[str]:
 
 
 def load_playbook(
-    path: str | Path, probes: Mapping[str, ProbeInfo], *, fragment_dirs: Sequence[Path] | None = None
+    path: str | Path, probes: Mapping[str, ProbeInfo], *, search: Sequence[Path] | None = None
 ) -> Playbook:
     p = Path(path)
     try:
@@ -874,4 +975,4 @@ def load_playbook(
         raise PlaybookError([f"{p}: not UTF-8 text (byte {exc.start})"]) from None
     except (OSError, ValueError) as exc:
         raise PlaybookError([f"{p}: cannot read ({getattr(exc, 'strerror', None) or exc})"]) from None
-    return load_playbook_text(text, str(p), probes, fragment_dirs=fragment_dirs)
+    return load_playbook_text(text, str(p), probes, search=search)
