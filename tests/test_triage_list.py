@@ -32,12 +32,13 @@ def test_the_triage_continues_only_into_the_triage_order_in_that_order() -> None
 def test_the_triage_offers_each_playbook_by_its_own_label_in_its_own_place() -> None:
     described = _triage()["described"]
     assert isinstance(described, QuestionNode)
-    own = {}
+    own: dict[str, tuple[int, str]] = {}
     for playbook in TRIAGE_ORDER:
         declared = declared_triage(REPO / "playbooks" / f"{playbook}.yaml")
         assert declared is not None, playbook
         own[playbook] = declared
-    assert [(c.value, c.label) for c in described.choices] == [(p, own[p][1]) for p in sorted(own, key=own.get)]
+    by_place = sorted(own, key=lambda p: own[p])
+    assert [(c.value, c.label) for c in described.choices] == [(p, own[p][1]) for p in by_place]
     assert sorted(offered for offered, _ in own.values()) == list(range(1, len(own) + 1))
     assert described.choices[0].value == described.default == FLAGSHIP  # first: impossible kernel metrics
     text = (REPO / "playbooks" / "triage.yaml").read_text(encoding="utf-8")
