@@ -11,17 +11,10 @@ from pathlib import Path
 from wizard.errors import PlaybookError, PlaybookNotFound
 from wizard.playbook.loader import load_playbook
 from wizard.playbook.model import Playbook
+from wizard.playbook.places import packaged_dir
 from wizard.probes.base import ProbeInfo
 
 ENV_VAR = "WARPWIZARD_PLAYBOOK_PATH"
-
-
-def packaged_dir() -> Path:
-    """Playbooks inside the installed package, or the checkout's playbooks/ in development."""
-    inside = Path(__file__).resolve().parent.parent / "playbooks"
-    if inside.is_dir():
-        return inside
-    return Path(__file__).resolve().parent.parent.parent / "playbooks"
 
 
 def search_dirs(extra: list[str] | None = None, environ: Mapping[str, str] | None = None) -> list[Path]:

@@ -910,7 +910,7 @@ def _document(
 
 def shipped_search() -> list[Path]:
     """The search path of a playbook loaded with none given: warpwizard's own playbooks (and their fragments)."""
-    from wizard.playbook.discovery import packaged_dir
+    from wizard.playbook.places import packaged_dir
 
     return [packaged_dir()]
 
