@@ -226,3 +226,18 @@ def test_from_and_teach_walk_the_inserted_nodes(run_cli: RunCli, tmp_path: Path)
     assert taught.status == 0, taught.stderr
     said = " ".join((taught.stdout + taught.stderr).split())
     assert "The same first question as every warpwizard playbook, so one answers file starts any of them" in said
+
+
+def test_validate_warns_where_a_comment_cuts_a_fragments_text(run_cli: RunCli, tmp_path: Path) -> None:
+    (tmp_path / "fragments").mkdir()
+    (tmp_path / "fragments" / "cut.yaml").write_text(
+        "fragment: cut\nnodes:\n  - id: done\n    kind: conclusion\n    diagnosis: d\n"
+        "    summary: d\n    fix:\n      - Upgrade (kineto issue #325)\n"
+    )
+    (tmp_path / "uses-cut.yaml").write_text("id: uses-cut\ntitle: Cut\nversion: '1'\nnodes:\n  - uses: cut\n")
+    checked = run_cli("--playbook-dir", str(tmp_path), "validate", "uses-cut")
+    assert checked.status == 0, checked.stdout + checked.stderr
+    assert (
+        f"{tmp_path / 'fragments' / 'cut.yaml'}:8:31: warning: the 'fix' text ends here: ' #' starts a YAML comment"
+        in checked.stdout
+    )
