@@ -592,8 +592,8 @@ def check_playbooks(
             out.append(Checked(name, unknown))
             continue
         summary = f"{pb.path}: ok ({plural(len(pb.nodes), 'node')}, {plural(len(pb.steps), 'step')})"
-        fragments = dict.fromkeys(n.origin for n in pb.nodes.values() if n.origin)  # their text is read as its own
-        warnings = [w for f in (path, *fragments) for w in prose_warnings(f)]
+        fragments: dict[str, None] = {n.origin: None for n in pb.nodes.values() if n.origin}  # read as its own text
+        warnings = [w for f in (str(path), *fragments) for w in prose_warnings(f)]
         out.append(Checked(name, [], summary, list(program_uses(pb, probes)), warnings))
     return out
 
