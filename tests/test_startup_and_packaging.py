@@ -97,6 +97,7 @@ def test_wheel_installs_in_a_fresh_venv_and_finds_its_playbooks(tmp_path: Path) 
 
     names = zipfile.ZipFile(wheel).namelist()
     assert "wizard/playbooks/negative-warps-per-sm.yaml" in names
+    assert "wizard/playbooks/fragments/trace-start.yaml" in names  # the health playbooks' `uses: trace-start`
     assert "wizard/playbook/playbook.schema.json" in names
     assert "wizard/py.typed" in names  # type checkers read the API's annotations
     assert {"wizard/examples/manifest.yaml", "wizard/examples/traces/grid-overflow.json"} <= set(names)
@@ -135,6 +136,14 @@ def test_wheel_installs_in_a_fresh_venv_and_finds_its_playbooks(tmp_path: Path) 
         timeout=60,
     )
     assert listed.returncode == 0 and "negative-warps-p" in listed.stdout and "package" in listed.stdout
+    checked = subprocess.run(
+        [str(venv / "bin" / "warpwizard"), "validate", "rank-skew"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=60,
+    )
+    assert checked.returncode == 0 and "rank-skew.yaml: ok (19 nodes, 3 steps)" in checked.stdout, checked.stderr
     ran = subprocess.run(
         [
             str(venv / "bin" / "warpwizard"),

@@ -148,11 +148,11 @@ def _probe_options(ctx: Context) -> Options:
 
 # -- commands ------------------------------------------------------------------------------
 def cmd_run(ctx: Context, playbook_name: str | None = None) -> ExitStatus:
-    from wizard.cli.run import RunOptions, run_playbook
+    from wizard.cli.run import RunOptions, run_command
 
     options = RunOptions.parsed(ctx.args, options=_probe_options(ctx), playbook_dirs=ctx.playbook_dirs)
     options.playbook = playbook_name or options.playbook
-    return run_playbook(options, ctx.system, ctx.console(stderr=options.json_out), ctx.console(), ctx.stdout)
+    return run_command(options, ctx.system, ctx.console(stderr=options.json_out), ctx.console(), ctx.stdout)
 
 
 def cmd_probe(ctx: Context) -> ExitStatus:
