@@ -210,9 +210,12 @@ RUNS: dict[str, Check] = {}  # a per-trace check's function by its id: what ``ch
 def runs(check_id: str) -> Callable[[Check], Check]:
     """Register the function that runs the per-trace check ``check_id`` (declared in ``CHECKS``, spec.py)."""
 
+    if check_id not in SPEC or SPEC[check_id].scope != "trace":
+        raise ValueError(f"{check_id}: not a declared per-trace check (CHECKS, spec.py)")
+
     def register(function: Check) -> Check:
-        if check_id not in SPEC or SPEC[check_id].scope != "trace" or check_id in RUNS:
-            raise ValueError(f"{check_id}: not a declared per-trace check, or registered twice")
+        if check_id in RUNS:
+            raise ValueError(f"{check_id}: a function is registered twice")
         RUNS[check_id] = function
         return function
 
