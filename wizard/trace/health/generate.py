@@ -1,19 +1,18 @@
 """docs/health.schema.json and the table of checks in docs/health.md, written from the checks' declarations
 (``wizard.trace.health.spec.CHECKS``): a check is declared once, and the docs cannot drift from it.
 
-``python -m wizard.trace.health.generate`` rewrites both (``--check`` only says whether they are current);
-tests/test_check_declarations.py fails when either is stale.
+``python -m wizard.trace.health.generate`` rewrites both from a checkout; tests/test_check_declarations.py fails
+when either is stale (``stale()`` names them).
 """
 
 from __future__ import annotations
 
-import json
-import sys
 import types
 import typing
 from pathlib import Path
 from typing import Annotated, Any, Literal, NotRequired
 
+from wizard.serialize import dumps
 from wizard.trace.health.spec import CHECK_IDS, CHECKS, EXAMPLES, STATUSES, Bounds, CheckSpec
 
 DOCS = Path(__file__).resolve().parents[3] / "docs"
@@ -150,7 +149,7 @@ def schema() -> dict[str, Any]:
 
 
 def schema_text() -> str:
-    return json.dumps(schema(), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    return dumps(schema(), indent=2) + "\n"
 
 
 def table() -> str:
@@ -175,20 +174,23 @@ def page_text(page: str) -> str:
     return f"{head}{TABLE_START}\n{table()}\n{TABLE_END}{tail}"
 
 
-def main(argv: list[str]) -> int:
+def wanted() -> dict[Path, str]:
+    """Each generated file's text, from the declarations."""
+    return {SCHEMA: schema_text(), PAGE: page_text(PAGE.read_text(encoding="utf-8"))}
+
+
+def stale() -> list[Path]:
+    """The generated files that differ from what the declarations give."""
+    return [path for path, text in wanted().items() if path.read_text(encoding="utf-8") != text]
+
+
+def main() -> None:
     from wizard.outputs import write_text
 
-    wanted = {SCHEMA: schema_text(), PAGE: page_text(PAGE.read_text(encoding="utf-8"))}
-    stale = [path for path, text in wanted.items() if path.read_text(encoding="utf-8") != text]
-    if "--check" in argv:
-        for path in stale:
-            print(f"{path} is stale: run python -m wizard.trace.health.generate", file=sys.stderr)
-        return 1 if stale else 0
-    for path in stale:
-        write_text(path, wanted[path], force=True, what="generated doc")
-        print(f"wrote {path}")
-    return 0
+    for path, text in wanted().items():
+        if path.read_text(encoding="utf-8") != text:
+            write_text(path, text, force=True, what="generated doc")
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    main()
