@@ -99,6 +99,11 @@ def _calculator_failure(inspection: Inspection) -> _CalculatorFailure:
     return {"d_capability": cc, "d_cause": "inputs" if every_header else "header", "d_header": header}
 
 
+def _metric_values(values: Mapping[str, float | None]) -> dict[str, float | str | None]:
+    """A launch's metric values as the fact declares them."""
+    return {name: value for name, value in values.items()}
+
+
 def inspection_facts(inspection: Inspection) -> dict[str, Any]:
     """Facts a playbook can branch on, from a finished inspection: those declared here built as their declared
     type (``TraceInspectFacts``, which mypy checks), and each health check's as its declaration says
@@ -109,6 +114,7 @@ def inspection_facts(inspection: Inspection) -> dict[str, Any]:
     found, also = _found(inspection, bug_ids, worst.mechanism if worst else None)
     reports = inspection.reports
     devices = {d["name"] for r in reports for d in r.devices if d.get("name")}
+    failure = _calculator_failure(inspection)
     facts: TraceInspectFacts = {
         "mechanisms": bug_ids,
         "mechanism_counts": {m: mechanisms[m] for m in sorted(mechanisms)},
@@ -140,14 +146,16 @@ def inspection_facts(inspection: Inspection) -> dict[str, Any]:
         "found_by_rank": found,
         "also_do": also,
         "worst_block": list(worst.worst.block) if worst and worst.worst.block else None,
-        "worst_reported": worst.worst.reported if worst else None,
-        "worst_true": worst.worst.true if worst else None,
+        "worst_reported": _metric_values(worst.worst.reported) if worst else None,
+        "worst_true": _metric_values(worst.worst.true) if worst else None,
         "worst_op": worst.op.op if worst and worst.op else None,
         "worst_op_dims": worst.op.input_dims if worst and worst.op else None,
         "worst_op_types": worst.op.input_types if worst and worst.op else None,
         "worst_python_frame": worst.op.user_frame if worst and worst.op else None,
         "worst_file": next((r.path for r in reports for g in r.groups if g is worst), None),
-        **_calculator_failure(inspection),
+        "d_capability": failure["d_capability"],
+        "d_cause": failure["d_cause"],
+        "d_header": failure["d_header"],
         "non_finite_spelling": (
             "bare"
             if any(r.non_finite.get("bare") for r in reports)
