@@ -28,9 +28,12 @@ from wizard.trace.health.spec import (
     EXAMPLES,
     GRAPH_LAUNCH_CALLS,
     LAUNCH_CALLS,
+    PDL_LAUNCH_CALLS,
+    PDL_OVERLAP_US,
     PYTHON_SHARE_WORTH_A_WORD,
     RANK,
     RANK_SKEW_FLOOR_US,
+    ROUNDING_US,
     SAMPLES,
     SIZE_CATEGORIES,
     SIZE_WORTH_A_WORD,
@@ -402,20 +405,6 @@ def kernels_missing(t: Tables) -> HealthCheck:
         "session, buffer overflow, or the trace read before the flush)",
         details=details, examples=examples, samples=samples,
     )  # fmt: skip
-
-
-# Launch calls that can carry the programmatic-stream-serialization attribute (Programmatic Dependent Launch):
-# the evidence that an overlap was asked for; a graph replay's kernels share one cudaGraphLaunch and are not it.
-PDL_LAUNCH_CALLS = frozenset(
-    {"cuLaunchKernelEx", "cuLaunchKernelEx_ptsz", "cudaLaunchKernelExC", "cudaLaunchKernelExC_ptsz"}
-)
-# The longest overlap still read as PDL's: the dependent kernel starts while its predecessor's last blocks drain
-# (on the B200 trace 0.13-3.7 µs); a predecessor whose recorded end runs tens of µs past its successor's start
-# is a duration the GPU cannot have had, not a launch the program asked for (docs/health.md).
-PDL_OVERLAP_US = 5.0
-# A kernel that ends this little after the annotation or copy around it shares that event's microsecond: Perfetto's
-# llround(us * 1000) of microsecond-epoch doubles (a step of 0.25 µs) puts equal decimal ends apart.
-ROUNDING_US = 1.0
 
 
 @dataclass(slots=True)

@@ -118,6 +118,23 @@ RANK_SKEW_FLOOR_US = 100.0
 SIZE_WORTH_A_WORD = 256 << 20
 PYTHON_SHARE_WORTH_A_WORD = 0.4
 SIZE_CATEGORIES = 20  # trace-size's categories: the largest, the rest counted
+# Launch calls that can carry the programmatic-stream-serialization attribute (Programmatic Dependent Launch):
+# the evidence that an overlap was asked for; a graph replay's kernels share one cudaGraphLaunch and are not it.
+PDL_LAUNCH_CALLS = frozenset(
+    {"cuLaunchKernelEx", "cuLaunchKernelEx_ptsz", "cudaLaunchKernelExC", "cudaLaunchKernelExC_ptsz"}
+)
+# The longest overlap still read as PDL's: the dependent kernel starts while its predecessor's last blocks drain
+# (on the B200 trace 0.13-3.7 µs); a predecessor whose recorded end runs tens of µs past its successor's start
+# is a duration the GPU cannot have had, not a launch the program asked for (docs/health.md).
+PDL_OVERLAP_US = 5.0
+# A kernel that ends this little after the annotation or copy around it shares that event's microsecond: Perfetto's
+# llround(us * 1000) of microsecond-epoch doubles (a step of 0.25 µs) puts equal decimal ends apart.
+ROUNDING_US = 1.0
+MARGIN = 0.10  # summary-table: a reported device time more than 10% above the GPU events counted once misleads
+MIN_US = 1.0  # and by at least a microsecond (a rounding never fires)
+OVERHEAD_SHARE = 0.10  # profiler overhead above 10% of the window (nsys-ai's doctor warns there, fails at 20%)
+TABLE_ROWS = 20  # summary-table's rows kept in the report (by reported self device time)
+STEPS_KEPT = 64  # ProfilerStep durations kept in profiler-overhead's details
 
 
 @dataclass(frozen=True, slots=True)
@@ -353,7 +370,7 @@ class SummaryTableDetails(TypedDict):
     inflated_ops: Annotated[int, "op rows whose device total exceeds their GPU events'", Bounds(minimum=0)]
     over_wall_clock: Annotated[bool, "whether the Self CUDA total exceeds GPU busy by the margin"]
     margin: Annotated[float, "the margin (0.1 = 10%)"]
-    rows: Annotated[list[SummaryRowDetails], "the rows with the most self time", Bounds(max_items=20)]
+    rows: Annotated[list[SummaryRowDetails], "the rows with the most self time", Bounds(max_items=TABLE_ROWS)]
     sm_active: Annotated[list[SmActiveDetails], "GPU busy against SM active, per device with the counter"]
 
 
@@ -364,7 +381,7 @@ class ProfilerOverheadDetails(TypedDict):
     threshold: Annotated[float, "the share above which the check warns"]
     kinds: Annotated[dict[str, float], "µs per overhead kind"]
     steps: Annotated[int, "ProfilerStep spans", Bounds(minimum=0)]
-    step_us: Annotated[list[float], "their durations, in µs", Bounds(max_items=64)]
+    step_us: Annotated[list[float], "their durations, in µs", Bounds(max_items=STEPS_KEPT)]
     median_step_us: Annotated[float | None, "their median, in µs"]
     drift: Annotated[float | None, "the last third's mean against the first third's"]
 
@@ -472,8 +489,9 @@ CHECKS: tuple[CheckSpec, ...] = (
             "it (equal ends and zero durations nest; an event starting where the open one ends closes it), one "
             "that starts inside it and ends after it cannot nest and is left off the row. `lanes` (rows with such"
             " a kernel), `kernels`, `pdl` (those launched by an eager `cuLaunchKernelEx`/`cudaLaunchKernelExC` "
-            "call with their correlation id that overlap a kernel by at most 5 µs), `rounding` (those that end at"
-            " most 1 µs after the annotation or copy they overlap), `graph` (those a graph launch ran), "
+            f"call with their correlation id that overlap a kernel by at most {PDL_OVERLAP_US:g} µs), `rounding` "
+            f"(those that end at most {ROUNDING_US:g} µs after the annotation or copy they overlap), `graph` (those "
+            "a graph launch ran), "
             "`max_overlap_us` (the open event's end minus the kernel's start, at most), `other_events` (the other"
             " events of kernel rows that cannot nest, by category: counted apart, not in `count`, status `ok` "
             "when no kernel is among them)"
@@ -491,13 +509,14 @@ CHECKS: tuple[CheckSpec, ...] = (
             CheckFact(
                 "pdl_overlapping_kernels",
                 int,
-                "of those, launched with cuLaunchKernelEx/cudaLaunchKernelExC and overlapping a kernel by at most 5 µs",
+                f"of those, launched with cuLaunchKernelEx/cudaLaunchKernelExC and overlapping a kernel by at most "
+                f"{PDL_OVERLAP_US:g} µs",
                 "pdl",
             ),
             CheckFact(
                 "rounding_overlapping_kernels",
                 int,
-                "of those, ending at most 1 µs after the annotation or copy they overlap (a rounding)",
+                f"of those, ending at most {ROUNDING_US:g} µs after the annotation or copy they overlap (a rounding)",
                 "rounding",
             ),
             CheckFact(
@@ -617,14 +636,15 @@ CHECKS: tuple[CheckSpec, ...] = (
         "trace size",
         TraceSizeDetails,
         counts=(
-            "events with a `cat`; `categories` (the 20 largest, most events first, then by name), "
+            f"events with a `cat`; `categories` (the {SIZE_CATEGORIES} largest, most events first, then by name), "
             "`other_categories` and `other_events` (the categories left out, and their events), `bytes` (the file"
             " on disk: compressed for a `.gz`), `unpacked_bytes` (the JSON itself), `compressed`, `python_share`,"
             " `largest`"
         ),
         status_rule=(
-            "`ok`; `info` when the unpacked JSON is 256 MiB or more (a viewer holds the whole text: Perfetto's UI"
-            " and TensorBoard may not open it) or `python_share` is 0.4 or more (a `with_stack` trace)"
+            f"`ok`; `info` when the unpacked JSON is {SIZE_WORTH_A_WORD >> 20} MiB or more (a viewer holds the whole"
+            " text: Perfetto's UI and TensorBoard may not open it) or `python_share` is "
+            f"{PYTHON_SHARE_WORTH_A_WORD:g} or more (a `with_stack` trace)"
         ),
         facts=(CheckFact("trace_events", int, "events with a category in the traces"),),
     ),
@@ -648,13 +668,14 @@ CHECKS: tuple[CheckSpec, ...] = (
         SummaryTableDetails,
         counts=(
             "what `prof.key_averages()` reports per op against each GPU event counted once (below): op rows whose"
-            " device total exceeds their GPU events' by more than 10% and 1 µs, plus overhead rows that claim GPU"
+            f" device total exceeds their GPU events' by more than {MARGIN:.0%} and {MIN_US:g} µs, plus overhead "
+            "rows that claim GPU"
             " time, plus 1 when the table's Self CUDA total exceeds the wall-clock union of the GPU events by the"
             " same margin (that alone is `info`: the total is the sum the table says, a reading to correct). "
             '`gpu_events`, `linked` (attributed to an op), `table_self_us` (the table\'s "Self CUDA time total"), '
             "`busy_us` (each device's union of GPU events, summed), `annotation_us`, `overhead_events`, "
             "`claiming` (overhead records carrying a GPU event's correlation id), `claimed_us`, `inflated_ops`, "
-            "`over_wall_clock`, `margin`, `rows` (the 20 with the most self time), `sm_active` (below)"
+            f"`over_wall_clock`, `margin`, `rows` (the {TABLE_ROWS} with the most self time), `sm_active` (below)"
         ),
         status_rule=(
             "`warning` where an op row or an overhead row claims time its GPU events did not run; `info` where "
@@ -703,11 +724,12 @@ CHECKS: tuple[CheckSpec, ...] = (
         "profiler overhead in the window",
         ProfilerOverheadDetails,
         counts=(
-            "overhead records; `overhead_us` (their summed durations), `window_us`, `share`, `threshold` (0.1), "
+            f"overhead records; `overhead_us` (their summed durations), `window_us`, `share`, `threshold` "
+            f"({OVERHEAD_SHARE:g}), "
             "`kinds`, and the ProfilerStep spans: `steps`, `step_us`, `median_step_us`, `drift` (the last third's"
             " mean against the first third's, None under 3 steps)"
         ),
-        status_rule=("`warning` above 10% of the window (nsys-ai's doctor warns there), else `info`"),
+        status_rule=f"`warning` above {OVERHEAD_SHARE:.0%} of the window (nsys-ai's doctor warns there), else `info`",
         facts=(
             CheckFact("overhead_records", int, "CUPTI profiler-overhead records in the traces"),
             CheckFact(
