@@ -1,7 +1,8 @@
 """The health checks' counts, over the reader's flat tables with numpy (docs/health.md defines each).
 
 Gathering (the tables as arrays), judging (a status from the counts) and wording (what it means) are
-kept apart per check; a gigabyte trace's checks cost a fraction of its read.
+kept apart per check; a gigabyte trace's checks cost a fraction of its read. Each per-trace check's function
+registers under the id its declaration has (``@runs``; ``CHECKS`` in spec.py), and ``check_trace`` runs them.
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """The trace health check: every way a profiler trace is known to lie, counted from one read.
 
-This module is the vocabulary (the checks, their statuses, the records a check gives) and the pass;
-``health_checks`` gathers the counts over the reader's tables with numpy, imported only when a trace
-has been read (so it adds nothing to the reader's peak memory). The counts follow docs/health.md
-exactly (an independent computation in tests/health_oracle.py checks them on every public trace).
+This module is the vocabulary: the checks, each declared once (``CHECKS``: what the runner, the generated docs,
+trace.inspect's facts and the reports read), their statuses, the records a check gives. It imports no numpy;
+``checks`` gathers the counts over the reader's tables with numpy, imported only when a trace has been read (so it
+adds nothing to the reader's peak memory). The counts follow docs/health.md exactly (an independent computation
+in tests/health_oracle.py checks them on every public trace).
 """
 
 from __future__ import annotations
