@@ -9,7 +9,7 @@ import dataclasses
 import json
 import typing
 from pathlib import Path
-from typing import Annotated, Any, NotRequired, TypedDict
+from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
 import pytest
 
@@ -85,6 +85,17 @@ def test_every_check_fact_is_one_of_the_probes_facts_with_its_declared_type() ->
     assert len(facts) == len(TraceInspectProbe.facts)  # no fact declared twice
     for fact in CHECK_FACTS:
         assert facts[fact.name] == (type_text(fact.type), fact.meaning)
+
+
+def test_each_fact_reads_a_detail_its_check_declares() -> None:
+    """A fact naming a detail its check does not have would read its default on every trace, silently."""
+    for check in CHECKS:
+        _, every = declared(check)
+        for fact in check.facts:
+            assert fact.detail in every | {"count", "status"}, (check.id, fact.name, fact.detail)
+            if fact.how == "worst":  # the last of the detail's declared words: a Literal
+                hint = typing.get_type_hints(check.details, include_extras=True)[fact.detail]
+                assert typing.get_origin(typing.get_args(hint)[0]) is Literal, (check.id, fact.name)
 
 
 def test_a_facts_sum_over_ranks_follows_its_declaration() -> None:
