@@ -28,16 +28,20 @@ import numpy as np
 import numpy.typing as npt
 
 from wizard.formatting import plural, verb
-from wizard.trace.health.spec import HealthCheck, make_check, not_applicable
+from wizard.trace.health.spec import (
+    MARGIN,
+    MIN_US,
+    OVERHEAD_SHARE,
+    STEPS_KEPT,
+    TABLE_ROWS,
+    HealthCheck,
+    make_check,
+    not_applicable,
+)
 from wizard.trace.read.collector import TraceContents
 from wizard.trace.read.records import NO_CORRELATION
 from wizard.untrusted import cut
 
-MARGIN = 0.10  # a reported device time more than 10% above the GPU events counted once misleads
-MIN_US = 1.0  # and by at least a microsecond (a rounding never fires)
-OVERHEAD_SHARE = 0.10  # profiler overhead above 10% of the window (nsys-ai's doctor warns there, fails at 20%)
-TABLE_ROWS = 20  # rows kept in the report (by reported self device time)
-STEPS_KEPT = 64  # ProfilerStep durations kept in the details
 KINDS_KEPT = 16  # overhead record names kept in the details (CUPTI has nine; a hostile trace any number)
 KINDS_SHOWN = 4  # and named in the summary
 
