@@ -28,7 +28,7 @@ def decode_piece(piece: bytes) -> PieceResult | None:
     """Worker side: None when the fast decoder cannot take the block."""
     gc.disable()  # a worker only builds acyclic records
     events = decode_block(EVENTS_DECODER, piece)
-    return None if events is None else collect_piece(events)
+    return None if events is None else collect_piece(events, piece)
 
 
 def decode_range(path: str, start: int, end: int) -> PieceResult | None:

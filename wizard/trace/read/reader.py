@@ -224,7 +224,7 @@ class TraceWalker:
             return False  # a nested array inside an event: the workers' failure sends it down the exact path
         assert self.parallel is not None
         self.parallel.drain()
-        self.sink.add(events)
+        self._add(events, b.buf[b.pos : end])
         b.pos = end + 1
         return True
 
@@ -251,9 +251,16 @@ class TraceWalker:
         self.clock["decode_s"] += decoded - started
         if events is None:
             return False
-        self.sink.add(events)
+        self._add(events, piece)
         self.clock["collect_s"] += time.perf_counter() - decoded
         return True
+
+    def _add(self, events: list[Event], piece: bytes) -> None:
+        """Decoded events to the sink; the counter events' values from the block's bytes, where it had any."""
+        before = self.c.counter_events
+        self.sink.add(events)
+        if self.c.counter_events > before:
+            self.c.counters.add_block(piece)
 
 
 def _new_clock() -> dict[str, float]:
