@@ -16,10 +16,12 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
+from pathlib import Path
 from typing import IO
 
 from wizard.trace.read.collector import Collector, PieceResult, TraceContents, collect_piece
 from wizard.trace.read.events import EVENTS_DECODER, decode_block
+from wizard.trace.read.source import open_input
 
 _WORKER_FILES: dict[str, IO[bytes]] = {}
 
@@ -35,7 +37,7 @@ def decode_range(path: str, start: int, end: int) -> PieceResult | None:
     """Worker side for an uncompressed file: read the block by offset, then decode it."""
     fh = _WORKER_FILES.get(path)
     if fh is None:
-        fh = _WORKER_FILES[path] = open(path, "rb")  # noqa: SIM115 - kept for the worker's life
+        fh = _WORKER_FILES[path] = open_input(Path(path))[0]  # kept for the worker's life
     fh.seek(start)
     return decode_piece(fh.read(end - start))
 
