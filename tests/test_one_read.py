@@ -209,3 +209,42 @@ def test_counters_collected_in_the_read_are_bounded(tmp_path: Path, monkeypatch:
     assert {k: list(s.values) for k, s in counters.counter_series(contents).items()} == {
         (0, "SM Active"): [0.0, 1.0, 2.0, 3.0, 4.0]
     }
+
+
+def test_the_parallel_workers_read_the_one_open_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A big file's blocks are decoded by forked workers: each reads its byte range from the descriptor of the
+    read's one open, which it inherited, and opens nothing (an open there fails the read: fork copies the patch)."""
+    from wizard.trace.read import parallel
+    from wizard.trace.read.reader import ReaderConfig, read_trace, usable_cores
+
+    if usable_cores() < 2:
+        pytest.skip("needs two cores for two workers")
+    b = TraceBuilder(gpu="H100")
+    for i in range(400):
+        b.add(KernelSpec(f"k{i % 7}", (4096, 1, 1), (256, 1, 1), 32, 0))
+    for i in range(40):
+        b.add_counter(PM_COUNTER, 10.0 * i, float(i))
+    path = b.write(tmp_path / "big.json")
+    sequential = read_trace(path, config=ReaderConfig(workers=0))
+
+    def refuse(path: Path, **_: Any) -> Any:
+        raise AssertionError(f"a worker opened {path} itself")
+
+    monkeypatch.setattr(parallel, "open_input", refuse)
+    opened = source.STATS.opened[str(path)]
+    split = read_trace(
+        path, config=ReaderConfig(block_size=16 << 10, parallel_block=8 << 10, parallel_min_bytes=0, workers=2)
+    )
+    assert split.timing["workers"] == 2
+    assert source.STATS.opened[str(path)] - opened == 1
+    assert [k.name for k in split.kernels] == [k.name for k in sequential.kernels]
+    # the counters' samples come back from the workers' blocks, in file order
+    found, alone = counters_of(split), counters_of(sequential)
+    assert list(found) == [(0, PM_COUNTER)]
+    assert list(found[(0, PM_COUNTER)].values) == [float(i) for i in range(40)] == list(alone[(0, PM_COUNTER)].values)
+
+
+def counters_of(contents: Any) -> Any:
+    from wizard.trace.read.counters import counter_series
+
+    return counter_series(contents)

@@ -17,7 +17,6 @@ import re
 from array import array
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Protocol
 
 import msgspec
@@ -118,11 +117,3 @@ class _Read(Protocol):
 def counter_series(contents: _Read) -> Mapping[tuple[int, str], Series]:
     """The counter series the read kept from a trace (``TraceContents.counters``)."""
     return contents.counters.by_series()
-
-
-def read_counters(path: str | Path) -> Mapping[tuple[int, str], Series]:
-    """Every counter series in a trace file, keyed by (device, counter name): one read of the whole file
-    (a caller that has the contents takes ``counter_series(contents)`` instead)."""
-    from wizard.trace.read.reader import read_trace
-
-    return counter_series(read_trace(path))

@@ -237,7 +237,7 @@ class TraceWalker:
             self.parallel.submit_bytes(b.buf[b.pos : cut + 1])
         else:  # the worker reads its own bytes: nothing crosses a pipe but two offsets
             start = b.base + b.pos
-            self.parallel.submit_range(str(b.src.path), start, b.base + cut + 1)
+            self.parallel.submit_range(str(b.src.path), start, b.base + cut + 1, b.src.descriptor)
 
     def _fast(self, piece: bytes) -> bool:
         started = time.perf_counter()

@@ -115,6 +115,16 @@ class TraceSource:
                 return data
 
     @property
+    def descriptor(self) -> tuple[int, int, int] | None:
+        """(descriptor, st_dev, st_ino) of the open file: where forked workers read their ranges of it."""
+        try:
+            fd = self._raw.fileno()
+            info = os.fstat(fd)
+        except (OSError, ValueError):
+            return None
+        return fd, info.st_dev, info.st_ino
+
+    @property
     def consumed(self) -> int:
         try:
             return self._raw.tell()
