@@ -57,6 +57,7 @@ def run(source: Path, playbook: Path, report: Path) -> tuple[float, float, float
     child = subprocess.Popen(
         [sys.executable, "-m", "wizard", "run", str(playbook), "--report", str(report), "--defaults"],
         env=env,
+        cwd=report.parent,  # not the checkout: `python -m` puts the current directory before PYTHONPATH
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
