@@ -248,3 +248,12 @@ def counters_of(contents: Any) -> Any:
     from wizard.trace.read.counters import counter_series
 
     return counter_series(contents)
+
+
+@pytest.mark.parametrize(("report", "draws"), [("run.html", True), ("run.htm", True), ("run.md", False), (None, False)])
+def test_only_a_page_makes_the_first_inspection_gather_its_plots(report: str | None, draws: bool) -> None:
+    """The run knows its report's format before any probe runs: an HTML page, and only it, draws the trace."""
+    pytest.importorskip("plotly", reason="the HTML report needs the html extra (plotly)")
+    from wizard.runs import RunOutputs
+
+    assert RunOutputs(None, report, False, []).draws_trace() is draws
