@@ -13,10 +13,11 @@ from wizard.errors import InputFileError, OutputFileError
 from wizard.formatting import plural, verb
 from wizard.outputs import write_own
 from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status, declared_facts, type_text
+from wizard.probes.inspections import inspection as run_inspection
 from wizard.progress import NO_PROGRESS, task
 from wizard.serialize import dumps
 from wizard.threads import start
-from wizard.trace.inspection.inspect import FindingGroup, Inspection, inspect_paths, launched_by
+from wizard.trace.inspection.inspect import FindingGroup, Inspection, launched_by
 from wizard.trace.kineto_math import INT32_MAX
 from wizard.trace.metrics.mechanisms import BY_ID, NEGATIVE, NON_FINITE, ORDER, WRONG, Mechanism, is_wrong
 from wizard.trace.read.formats import KINETO_JSON, detect
@@ -443,7 +444,7 @@ class TraceInspectProbe:
             validator = _Beside(lambda: _torch_validators(silent, paths, timeout)) if validate else None
             doing = "reading the trace and running PyTorch's trace validator" if validate else "reading the trace"
             with task(progress, self.name, doing=doing):
-                inspection = inspect_paths(paths, params.get("jobs"), progress=progress)
+                inspection = run_inspection(env, paths, params.get("jobs"), progress=progress, keep_contents=True)
         except InputFileError as exc:
             return ProbeResult(Status.ERROR, str(exc), facts={"mechanisms": [], "impossible": False, "error": str(exc)})
         facts = inspection_facts(inspection)

@@ -359,19 +359,19 @@ SM_ACTIVE = "sm__cycles_active"  # PM sampling's share of cycles with work on an
 
 
 def sm_active(contents: TraceContents) -> list[dict[str, Any]]:
-    """Per device with a PM-sampling ``sm__cycles_active`` percent series (PyTorch 2.15+ traces; a second read
-    of the file, only when the reader counted counter events): over the span its samples cover, the share of
-    time a kernel ran (kernel-busy %) beside the mean measured SM-active %."""
-    if not contents.counter_events or not contents.path:
+    """Per device with a PM-sampling ``sm__cycles_active`` percent series (PyTorch 2.15+ traces; the samples the
+    read kept, ``contents.counters``): over the span its samples cover, the share of time a kernel ran
+    (kernel-busy %) beside the mean measured SM-active %."""
+    if not contents.counter_events:
         return []
-    from wizard.trace.read.counters import read_counters
+    from wizard.trace.read.counters import counter_series
 
     ts, dur, _, shape, shapes = contents.kernels.columns()
     starts, durs = _floats(ts), np.maximum(_floats(dur), 0.0)
     device_of = np.array([s[3] if isinstance(s[3], int) else -1 for s in shapes] or [-1], dtype=np.int64)
     devices = device_of[_ints(shape)] if len(starts) else np.zeros(0, dtype=np.int64)
     out = []
-    for (device, name), series in sorted(read_counters(contents.path).items()):
+    for (device, name), series in sorted(counter_series(contents).items()):
         if not name.startswith(SM_ACTIVE) or "pct" not in name or len(series.ts) < 2:
             continue
         first, last = series.ts[0], series.ts[-1]

@@ -654,9 +654,11 @@ def inspect_trace(
     plots: bool = False,
     progress: Progress = NO_PROGRESS,
     checks: frozenset[str] | None = None,
+    on_contents: Callable[[TraceContents], None] | None = None,
 ) -> TraceReport:
     """One read of one trace, every pass over it: the kernel checks (the report), the health check
-    (``report.health``) and any registered pass (``report.passes``)."""
+    (``report.health``) and any registered pass (``report.passes``). ``on_contents`` is handed what was read
+    (a run keeps it for the probes that read the raw contents, instead of reading the file again)."""
     started = time.perf_counter()
     passes = make_passes(PassOptions(sms, max_launches, keep, plots, checks), (MechanismPass, HealthPass))
 
@@ -675,6 +677,8 @@ def inspect_trace(
     report.health, report.collectives, report.skew_rank = health.checks, health.collectives, health.rank
     report.passes = results
     report.timing["passes_s"] = time.perf_counter() - started - contents.timing["read_s"]
+    if on_contents is not None:
+        on_contents(contents)
     return report
 
 
@@ -705,12 +709,14 @@ def inspect_paths(
     progress: Progress = NO_PROGRESS,
     checks: frozenset[str] | None = None,
     rank_skew_floor_us: float = RANK_SKEW_FLOOR_US,
+    on_contents: Callable[[TraceContents], None] | None = None,
 ) -> Inspection:
     """Inspect files and per-rank directories.
 
     ``jobs`` processes (default: the cores): several files are read one per process; one big file is
     decoded by that many worker processes (1: everything in this process). ``progress`` is told each
-    file's bytes as they are read and, for several files, how many are done.
+    file's bytes as they are read and, for several files, how many are done. ``on_contents``: handed the
+    contents when one file is inspected (several files' contents are not kept together: their memory).
     """
     files = list(iter_trace_files(paths))
     if not files:
@@ -718,7 +724,17 @@ def inspect_paths(
     if len(files) == 1:
         config = ReaderConfig(workers=None if jobs is None else (0 if jobs <= 1 else jobs))
         reports = [
-            inspect_trace(files[0], sms, config, max_launches, keep, plots=plots, progress=progress, checks=checks)
+            inspect_trace(
+                files[0],
+                sms,
+                config,
+                max_launches,
+                keep,
+                plots=plots,
+                progress=progress,
+                checks=checks,
+                on_contents=on_contents,
+            )
         ]
     else:
         cores = usable_cores()
