@@ -125,3 +125,39 @@ def test_the_names_the_scripts_ask_for(run_cli: RunCli) -> None:
     assert "grid-overflow" in run_cli("completion", "--names", "examples").stdout.split()
     bare = run_cli("completion")
     assert bare.returncode == 2 and "name a shell: bash, zsh, fish, tcsh or powershell" in bare.stderr
+
+
+def test_fish_completes_from_with_the_nodes_of_the_playbook_on_the_line_only(tmp_path: Path, run_cli: RunCli) -> None:
+    """Issue 37.7 in fish: bash and zsh offered the playbook's nodes for ``--from``, fish every playbook's (139
+    names for rank-skew's 19). A real interactive fish, asked what it would complete (``complete -C``) and then
+    at a Tab."""
+    from wizard.runs import load_playbook
+
+    program = shutil.which("fish")
+    if program is None:
+        pytest.skip("fish is not installed (apt-get install -y fish; .ci/run installs it)")
+    script = _script("fish", tmp_path, run_cli)
+    bin_dir = str(Path(sys.executable).parent)
+    env = dict(os.environ, PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}", HOME=str(tmp_path), TERM="dumb")
+    env.pop("WARPWIZARD_PLAYBOOK_PATH", None)
+    argv, setup = LOADERS["fish"]
+    child = pexpect.spawn(
+        program, argv, cwd=str(REPO), env=env, encoding="utf-8", timeout=HANG_GUARD_S, dimensions=(40, 200)
+    )
+
+    def offered(line: str) -> list[str]:
+        names = f"complete -C '{line}' | string replace -r '\\t.*' ''"  # a name, then a tab and its help
+        child.sendline(f"set got ({names}); echo LIST''BEGIN $got LIST''END")
+        child.expect(r"LISTBEGIN (.*?) ?LISTEND")
+        return sorted(child.match.group(1).split())
+
+    try:
+        child.sendline(setup.format(script=script, dir=tmp_path) + "; echo LOADED''OK")
+        child.expect("LOADEDOK")
+        assert offered("warpwizard run rank-skew --from ") == sorted(load_playbook("rank-skew").nodes)
+        assert offered("warpwizard run rank-skew --from custom_k") == []  # the flagship's node, not this one's
+        assert offered("warpwizard run --teach negative-warps-per-sm --from custom_k") == ["custom_kernel"]
+        child.send("warpwizard run rank-skew --from straggl\t")
+        child.expect("straggler")  # a Tab writes the rest of the name
+    finally:
+        child.close(force=True)

@@ -39,6 +39,16 @@ _ZSH_PLAYBOOK = (
     "    [[ $w == run ]] && seen=1\n"
     "  done\n"
 )
+_FISH_PLAYBOOK = (
+    '  set -l pb ""\n'
+    '  set -l seen ""\n'
+    "  for w in (commandline -opc)\n"
+    '    if test -n "$seen"; and test -z "$pb"; and not string match -q -- "-*" $w\n'
+    "      set pb $w\n"
+    "    end\n"
+    '    test "$w" = run; and set seen 1\n'
+    "  end\n"
+)
 # bash's compgen -f offers hidden files for an empty word (`run <Tab>` listed .git and .venv): only when
 # the name being completed starts with a dot.
 _BASH_NO_HIDDEN = ' | { if [[ ${1##*/} == .* ]]; then cat; else grep -v -E "(^|/)\\.[^/]*$"; fi; }'
@@ -51,19 +61,32 @@ def _dynamic(kind: str, with_files: bool) -> dict[str, Any]:
     files_bash = '\n  compgen -f -- "$1"' + _BASH_NO_HIDDEN if with_files else ""
     files_zsh = "\n  _files" if with_files else ""
     files_fish = "; __fish_complete_path (commandline -ct)" if with_files else ""
-    # bash and zsh: the nodes of the playbook on the line (fish: every playbook's)
+    # the nodes of the playbook on the line, in every shell (fish listed every playbook's)
     ask_sh = f'warpwizard completion --names {kind} ${{pb:+--playbook "$pb"}} 2>/dev/null' if kind == "nodes" else ask
     pb_bash, pb_zsh = (_BASH_PLAYBOOK, _ZSH_PLAYBOOK) if kind == "nodes" else ("", "")
+    preamble = {
+        "bash": f'{fn}() {{\n{pb_bash}  compgen -W "$({ask_sh})" -- "$1"{files_bash}\n}}\n',
+        "zsh": f'{fn}() {{\n{pb_zsh}  local -a names\n  names=(${{(f)"$({ask_sh})"}})\n'
+        f"  compadd -a names{files_zsh}\n}}\n",
+    }
+    fish = f"({ask}{files_fish})"
+    if kind == "nodes":  # fish has no ${pb:+...}: the playbook is passed only when the line names one
+        preamble["fish"] = (
+            f"function {fn}\n{_FISH_PLAYBOOK}"
+            '  if test -n "$pb"\n'
+            f'    warpwizard completion --names {kind} --playbook "$pb" 2>/dev/null\n'
+            "  else\n"
+            f"    {ask}\n"
+            "  end\n"
+            "end\n"
+        )
+        fish = f"({fn})"
     return {
         "bash": fn,
         "zsh": fn,  # a function: zsh's _arguments specs are expanded when the script is sourced
-        "fish": f"({ask}{files_fish})",
+        "fish": fish,
         "tcsh": "f" if with_files else "",
-        "preamble": {
-            "bash": f'{fn}() {{\n{pb_bash}  compgen -W "$({ask_sh})" -- "$1"{files_bash}\n}}\n',
-            "zsh": f'{fn}() {{\n{pb_zsh}  local -a names\n  names=(${{(f)"$({ask_sh})"}})\n'
-            f"  compadd -a names{files_zsh}\n}}\n",
-        },
+        "preamble": preamble,
     }
 
 
