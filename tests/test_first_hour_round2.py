@@ -204,7 +204,8 @@ def test_rank_skew_walks_its_steps_in_order_and_says_the_answers_it_reuses(colum
     ]
     said = _joined(lines)
     assert "question: baseline_path" in said and "The baseline's traces, one per rank" in said
-    assert "✓ Did every rank run on the same host? yes (reused: answered before, in a file)" in said
+    # issue 37.4: as an answers file's, not a resumed session's (both read "answered before, in a file")
+    assert "✓ Did every rank run on the same host? yes (from the answers file examples/answers/rank-skew.yaml)" in said
     assert (
         "✓ Do you have traces of the same step profiled right after torch.distributed.barrier() on every rank? yes"
         in said

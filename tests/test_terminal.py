@@ -121,7 +121,8 @@ def test_ctrl_c_then_resume_asks_only_what_is_left(tmp_path: Path) -> None:
     child.expect("resuming from ([^\\s\\x1b]+)")
     assert matched(child) == str(saved)
     child.expect(r"✓ What do you have to start from\? Only what I saw")  # issue 37.6: the reused answer is said
-    child.expect(r"\(reused: answered before, in a file\)")
+    # issue 37.4: said as a resumed run's (both ways read "answered before, in a file")
+    child.expect(r"\(reused: answered before the interruption, kept in the saved session\)")
     questions = _flagship_questions()
     ids = list(questions)
     patterns = [re.escape(prompt_text(questions[i])[:40]) for i in ids]  # type: ignore[arg-type]

@@ -133,7 +133,12 @@ def run_command(opts: RunOptions, system: System, ui: Any, out: Any, stdout: Any
             source = scripted_answers(values, origins, defaults=opts.defaults, spell=_flag)
         else:
             source = InteractiveAnswers(
-                values, origins=origins, console=ui, interactive=system.interactive, ask_workload=not opts.answers
+                values,
+                origins=origins,
+                console=ui,
+                interactive=system.interactive,
+                ask_workload=not opts.answers,
+                came_from=_came_from(opts),
             )
         if opts.teach or getattr(source, "interactive", False):
             observer.heading(pb)
@@ -197,6 +202,17 @@ def also_found(opts: RunOptions, transcript: Transcript) -> list[str]:
     return [
         f"also found: {name} → warpwizard run {name}{tail}{dirs}" for link in transcript.chain for name in link.also
     ]
+
+
+def _came_from(opts: RunOptions) -> str:
+    """Where the answers a run did not ask for came from, as the line that shows each one says it."""
+    if opts.resume:
+        return "reused: answered before the interruption, kept in the saved session"
+    if opts.answers == "-":
+        return "from the answers read on stdin"
+    if isinstance(opts.answers, str):
+        return f"from the answers file {opts.answers}"
+    return "given in a file"
 
 
 def _continue_with(playbook_id: str, *, teach: bool = False) -> str:

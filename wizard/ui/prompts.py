@@ -49,9 +49,13 @@ class InteractiveAnswers:
         console: Any = None,
         interactive: bool = True,
         ask_workload: bool = True,
+        came_from: str = "given in a file",
     ) -> None:
         self.preset = MappingAnswers(preset or {}, origin=ORIGIN_COMMAND_LINE, origins=origins)
         self.console = console
+        # How the file's answers came, in the words of the reused line: an answers file and a resumed
+        # session are both files to the engine, not to the person who typed the command.
+        self.came_from = came_from
         self.interactive = interactive
         # An answers file that gives no workload means none: asked only in a run without one.
         self.ask_workload = ask_workload
@@ -115,10 +119,10 @@ class InteractiveAnswers:
             pass
         else:
             if self.console is not None:  # said, so a resumed step's header is not left empty
-                where = "given with --set" if origin == ORIGIN_COMMAND_LINE else "answered before, in a file"
+                where = "given with --set" if origin == ORIGIN_COMMAND_LINE else self.came_from
                 shown = next((c.label for c in question.choices if c.value == value), value)
                 shown = ("yes" if shown else "no") if isinstance(shown, bool) else shown
-                line = f"✓ {visible(prompt)} {visible(str(shown))}  (reused: {where})"
+                line = f"✓ {visible(prompt)} {visible(str(shown))}  ({visible(where)})"
                 from wizard.ui.render import indented
 
                 indented(self.console, line, 2, "dim")
