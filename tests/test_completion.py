@@ -14,6 +14,7 @@ import pexpect
 import pytest
 
 from tests.conftest import HANG_GUARD_S, REPO, RunCli
+from tests.test_terminal import matched
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="pseudo-terminals need a POSIX system")
 
@@ -149,7 +150,7 @@ def test_fish_completes_from_with_the_nodes_of_the_playbook_on_the_line_only(tmp
         names = f"complete -C '{line}' | string replace -r '\\t.*' ''"  # a name, then a tab and its help
         child.sendline(f"set got ({names}); echo LIST''BEGIN $got LIST''END")
         child.expect(r"LISTBEGIN (.*?) ?LISTEND")
-        return sorted(child.match.group(1).split())
+        return sorted(matched(child).split())
 
     try:
         child.sendline(setup.format(script=script, dir=tmp_path) + "; echo LOADED''OK")

@@ -100,6 +100,7 @@ def test_wheel_installs_in_a_fresh_venv_and_finds_its_playbooks(tmp_path: Path) 
     assert "wizard/playbooks/fragments/trace-start.yaml" in names  # the health playbooks' `uses: trace-start`
     assert "wizard/playbook/playbook.schema.json" in names
     assert "wizard/py.typed" in names  # type checkers read the API's annotations
+    assert "wizard/report/vendor/plotly-basic.min.js.gz" in names  # the HTML report's plotly.js (issue 37.8)
     assert {"wizard/examples/manifest.yaml", "wizard/examples/traces/grid-overflow.json"} <= set(names)
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)

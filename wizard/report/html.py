@@ -1,9 +1,9 @@
 """One self-contained HTML page: a trace inspection or a run, with plots, for a bug report or a chat.
 
-Everything is inline (styles, scripts, plotly.js compressed); a Content-Security-Policy lets the page
-fetch nothing at all. Every text from a trace, playbook or answers file is escaped through
-``untrusted.html_text`` before it reaches the page; the findings table is rendered here, so it reads
-without JavaScript; the one static script sorts and filters it and draws the plots from a JSON payload
+Everything is inline (styles, scripts, plotly.js's basic bundle compressed: 0.6 MB a page); a
+Content-Security-Policy lets the page fetch nothing at all. Every text from a trace, playbook or answers
+file is escaped through ``untrusted.html_text`` before it reaches the page; the findings table is rendered
+here, so it reads without JavaScript; the one static script sorts and filters it and draws the plots from a JSON payload
 whose ``<``, ``>`` and ``&`` are escaped, so no data can close the script element. No event handler is
 built from data.
 """
@@ -309,6 +309,8 @@ def summary_table_section(inspection: Inspection) -> str:
         return ""
     return (
         '<section id="ww-summary-table"><h2>key_averages(), reported and counted once</h2>'
+        "<p>PyTorch's summary table (<code>prof.key_averages()</code>) as it reports each row, beside the same row "
+        "with every GPU event counted once; a row that misleads by more than the check's margin is marked.</p>"
         + "".join(parts)
         + "</section>"
     )
@@ -417,7 +419,10 @@ def _inspection_sections(inspection: Inspection, view: InspectionView) -> tuple[
 
     pictures = figures(inspection, per_rank_counts(inspection))
     body = [
-        "<h2>Pictures</h2>" if pictures else "",
+        "<h2>Pictures</h2><p>Each picture is drawn from the whole trace; hover over a marker for what it counts, "
+        "drag to zoom in, and double-click to zoom out. The key below each picture names its colours.</p>"
+        if pictures
+        else "",
         f'<div id="ww-plots">{pictures_html(pictures)}</div>',
         "<h2>Findings</h2>",
         '<input type="search" id="ww-filter" placeholder="filter: kernel, op, mechanism, evidence" '
@@ -526,6 +531,15 @@ def transcript_html(t: Transcript, inspection: Inspection | None = None) -> str:
     if inspection is not None:
         view = inspection_view(inspection)
         sections, plots = _inspection_sections(inspection, view)
-        body += ["<h2>The trace</h2>", health_section(inspection), _verdict(view), *sections]
+        read = ", ".join(f"<code>{html_text(r.label, 200)}</code>" for r in inspection.reports[:5])
+        more = f" and {plural(len(inspection.reports) - 5, 'more trace')}" if len(inspection.reports) > 5 else ""
+        body += [
+            "<h2>The trace</h2>",
+            f"<p>What the trace doctor found in the trace this run read ({read}{more}): its health first, then "
+            "the kernels' metrics.</p>",
+            health_section(inspection),
+            _verdict(view),
+            *sections,
+        ]
     body += [_steps(t), _environment(t)]
     return _page(title, body, plots)

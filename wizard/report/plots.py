@@ -1,8 +1,9 @@
 """The HTML report's pictures, as plotly figures (plotly is what Holistic Trace Analysis draws with).
 
 Optional: ``pip install 'warpwizard[html]'``. The figures are built and validated with plotly's Python
-objects and drawn in the page by plotly.js, which travels inside the page gzip-compressed (4.8 MB of
-JavaScript is 1.5 MB compressed), so the page opens offline and stays small. A trace's millions of
+objects and drawn in the page by plotly.js's basic bundle (scatter and bar: what the pictures draw), which
+travels inside the page gzip-compressed (1.2 MB of JavaScript is 0.4 MB compressed; the full bundle's 4.8 MB
+made every page 2 MB), so one file, e-mailed or attached, opens offline with its pictures. A trace's millions of
 launches become its distinct (reported, true) points with their counts, and its wrong launches' times
 are binned, so the page's size does not grow with the trace.
 """
@@ -10,7 +11,6 @@ are binned, so the page's size does not grow with the trace.
 from __future__ import annotations
 
 import base64
-import gzip
 import math
 import threading
 from collections import Counter
@@ -19,7 +19,6 @@ from typing import Any
 
 from wizard.errors import MissingDependency
 from wizard.formatting import exact, plural
-from wizard.threads import start
 from wizard.trace.health.spec import SPEC
 from wizard.trace.inspection.inspect import Inspection
 from wizard.trace.inspection.results import PlotData
@@ -48,34 +47,25 @@ def require_plotly() -> Any:
     return go
 
 
+BUNDLE = "vendor/plotly-basic.min.js.gz"  # plotly.js's basic partial bundle: scatter and bar (vendor/README.md)
 _BUNDLE_LOCK = threading.Lock()
-_BUNDLE: list[str] = []  # the one compressed plotly.js of this process, once made
+_BUNDLE: list[str] = []  # the base64 of the compressed bundle, once read
 
 
 def plotly_bundle() -> str:
-    """plotly.js, gzip-compressed and base64-encoded, for the page to inflate in the browser; made once
-    (``prepare`` makes it in the background while the trace is read)."""
+    """plotly.js's basic bundle, gzip-compressed and base64-encoded, for the page to inflate in the browser:
+    scatter and bar are all the pictures draw, so a page carries 0.5 MB of it, not the full bundle's 2 MB."""
     with _BUNDLE_LOCK:
         if not _BUNDLE:
-            require_plotly()
-            from plotly.offline import get_plotlyjs
+            from importlib.resources import files
 
-            _BUNDLE.append(base64.b64encode(gzip.compress(get_plotlyjs().encode(), compresslevel=6, mtime=0)).decode())
+            _BUNDLE.append(base64.b64encode(files("wizard.report").joinpath(BUNDLE).read_bytes()).decode())
         return _BUNDLE[0]
 
 
-_PREPARING: list[threading.Thread] = []
-
-
 def prepare() -> None:
-    """Import plotly and compress its bundle in a thread, once: zlib lets the trace be read meanwhile, so
-    the page costs little more time than the JSON report (benchmarks/html_report.py)."""
+    """plotly is there (else the one-line error, before the trace is read)."""
     require_plotly()
-    with _BUNDLE_LOCK:
-        if _PREPARING or _BUNDLE:
-            return
-        _PREPARING.append(threading.Thread(target=plotly_bundle, name="warpwizard-plotly", daemon=True))
-    start(_PREPARING[0])
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,12 +195,44 @@ def _points(go: Any, part: str, shown: str, ours: list[Point]) -> tuple[Any, tup
     return trace, (colour, symbol, label)
 
 
+STEPS = (1.0, 2.0, 5.0)  # the labelled values of a log axis that spans less than two decades, per decade
+MAX_DECADES = 8  # powers of ten labelled on one axis: more overlap at a phone's width
+
+
+def log_ticks(values: list[float]) -> dict[str, Any]:
+    """A log axis's labels: the powers of ten the values span (every one, up to MAX_DECADES), each written whole
+    ("1000", not plotly's minor digits "2 5" or "9 8 7 6 5" between decades); 1, 2 and 5 of each decade where
+    fewer than three powers of ten fall inside (a narrow range), so an axis always has labels to read."""
+    shown = [v for v in values if math.isfinite(v) and v > 0]
+    if not shown:
+        return {}
+    lo, hi = math.floor(math.log10(min(shown))), math.ceil(math.log10(max(shown)))
+    inside = math.floor(math.log10(max(shown))) - math.ceil(math.log10(min(shown))) + 1  # powers of ten in range
+    steps = (1.0,) if inside >= 3 else STEPS
+    stride = max(1, -(-(hi - lo + 1) // MAX_DECADES))  # every second or third power of ten on a huge range
+    ticks = [step * 10.0**e for e in range(lo, hi + 1, stride) for step in steps]
+    # plotly draws those inside the axis's range (the values, padded), so the ends need no trimming
+    return {"tickmode": "array", "tickvals": ticks, "ticktext": [_whole(t) for t in ticks]}
+
+
+def _whole(value: float) -> str:
+    """A tick's label: the number as written ("0.01", "500"), "1e4" and "1e-4" past those (five characters at
+    most, so a phone's axis holds its labels)."""
+    if 1e-3 <= value < 1e4:
+        return format(value, "g")
+    exponent = math.floor(math.log10(value) + 1e-9)
+    return f"{round(value / 10.0**exponent):d}e{exponent}"
+
+
 def _axes(fig: Any, rows: dict[str, int], metric: str, placed: dict[str, list[Point]]) -> None:
+    # the main axes hold the equality line from the least to the greatest value drawn, on both axes
+    main = [float(v) for p in placed.get("main", []) for v in (p[2], p[3]) if v is not None]
+    true_values = main + [float(p[3]) for p in placed.get("strip", []) if p[3] is not None]
     if "main" in rows:
-        fig.update_xaxes(type="log", row=rows["main"], col=1)
-        fig.update_yaxes(type="log", title_text="reported", row=rows["main"], col=1)
+        fig.update_xaxes(type="log", **log_ticks(true_values), row=rows["main"], col=1)
+        fig.update_yaxes(type="log", title_text="reported", **log_ticks(main), row=rows["main"], col=1)
     if "strip" in rows:
-        fig.update_xaxes(type="log", row=rows["strip"], col=1)
+        fig.update_xaxes(type="log", **log_ticks(true_values), row=rows["strip"], col=1)
         if "main" in rows:
             fig.update_xaxes(matches="x", row=rows["strip"], col=1)
         present = {_impossible_row(float(p[2] or 0)) for p in placed["strip"]}
@@ -297,7 +319,7 @@ def _top_lanes(launches: Counter[str]) -> set[str]:
 
 
 def _bins(times: list[float], start: float, width: float) -> Counter[int]:
-    return Counter(int((t - start) / width) if width > 0 else 0 for t in times)
+    return Counter(min(int((t - start) / width), TIME_BINS - 1) if width > 0 else 0 for t in times)
 
 
 def _lane_axis() -> dict[str, Any]:
@@ -311,8 +333,7 @@ def timeline(reports: list[tuple[str, PlotData]]) -> Picture | None:
     spans = [(label, p) for label, p in reports if p.timeline]
     if not spans:
         return None
-    start = min(min(t) for _, p in spans for t in p.timeline.values())
-    end = max(max(t) for _, p in spans for t in p.timeline.values())
+    start, end = trace_span([p.span for _, p in spans], [t for _, p in spans for ts in p.timeline.values() for t in ts])
     width = (end - start) / TIME_BINS
     fig = go.Figure()
     per_lane: Counter[str] = Counter()
@@ -358,7 +379,7 @@ def timeline(reports: list[tuple[str, PlotData]]) -> Picture | None:
         _layout(
             max(200, 60 + 28 * lanes),
             title={"text": title},
-            xaxis={"title": {"text": "ms since the first wrong launch"}, "automargin": True},
+            xaxis=_time_axis(start, end, "ms since the trace's start"),
             yaxis=_lane_axis(),
         )
     )
@@ -371,57 +392,89 @@ NO_COLOUR = "#444444"  # a check that declares no colour (CheckSpec.colour)
 HEALTH_LANES = 30  # lanes drawn in the health timeline: the ones with the most problem events
 
 
-def health_timeline(reports: list[tuple[str, list[Any]]]) -> Picture | None:
-    """Where the health problems lie in time, per rank and stream (or thread, for dropped launches): each
-    check's bounded samples, binned, a marker per busy bin sized by events."""
+Span = tuple[float, float]  # a trace's first start and last end, µs
+
+
+def trace_span(spans: list[Span | None], times: list[float]) -> Span:
+    """Where a time axis runs: from the earliest start of the traces drawn to their latest end (so where a
+    problem lies in its trace shows: at the very start, all through, at the end), or over the times drawn
+    where no trace's span is known (an inspection made without plot data)."""
+    known = [s for s in spans if s is not None]
+    first, last = min(times), max(times)
+    return min([first] + [s[0] for s in known]), max([last] + [s[1] for s in known])
+
+
+def _time_axis(start: float, end: float, what: str) -> dict[str, Any]:
+    """The axis of a picture over time: ms from the traces' start, the whole span shown (plotly's own range
+    would stop at the last marker)."""
+    return {
+        "title": {"text": what},
+        "automargin": True,
+        "range": [0.0, max((end - start) / 1000.0, 1e-3) * 1.01],
+        "rangemode": "nonnegative",
+    }
+
+
+HEALTH_SHOWN = ("info", "warning", "error")  # a check's findings drawn: info too (where it lies says why it is info)
+
+
+def health_timeline(reports: list[tuple[str, list[Any], Span | None]]) -> Picture | None:
+    """Where the health check's findings lie in time, per rank and stream (or thread, for dropped launches):
+    each finding check's bounded samples, binned over the traces' whole span, a marker per busy bin sized by
+    events. Info findings are drawn too: dlrm's unlinked kernels, all at the trace's very start, are the
+    previous step's tail, which is why they are info."""
     go = require_plotly()
-    marks_of: dict[str, list[tuple[str, float]]] = {}
-    for label, checks in reports:
+    marks_of: dict[tuple[str, str], list[tuple[str, float]]] = {}
+    for label, checks, _ in reports:
         for check in checks:
-            if check.problem and check.samples:
-                marks_of.setdefault(check.check, []).extend((f"{label} · {lane}", ts) for ts, lane in check.samples)
+            if check.status in HEALTH_SHOWN and check.count and check.samples:
+                marks_of.setdefault((check.check, check.status), []).extend(
+                    (f"{label} · {lane}", ts) for ts, lane in check.samples
+                )
     if not marks_of:
         return None
     per_lane: Counter[str] = Counter(lane for marks in marks_of.values() for lane, _ in marks)
     shown = {lane for lane, _ in per_lane.most_common(HEALTH_LANES)}  # the busiest lanes, as the other plots cap
     omitted = len(per_lane) - len(shown)
-    marks_of = {check: [m for m in marks if m[0] in shown] for check, marks in marks_of.items()}
-    times = [ts for marks in marks_of.values() for _, ts in marks]
-    start, end = min(times), max(times)
+    marks_of = {key: [m for m in marks if m[0] in shown] for key, marks in marks_of.items()}
+    start, end = trace_span([span for _, _, span in reports], [ts for marks in marks_of.values() for _, ts in marks])
     width = (end - start) / TIME_BINS
     fig = go.Figure()
     lanes: set[str] = set()
     key = []
-    for check, marks in marks_of.items():
+    order = {status: -n for n, status in enumerate(HEALTH_SHOWN)}  # the worst first in the key
+    for (check, status), marks in sorted(marks_of.items(), key=lambda item: order[item[0][1]]):
         binned: Counter[tuple[str, int]] = Counter(
-            (lane, int((ts - start) / width) if width > 0 else 0) for lane, ts in marks
+            (lane, min(int((ts - start) / width), TIME_BINS - 1) if width > 0 else 0) for lane, ts in marks
         )
         rows = sorted(binned.items())
         lanes.update(html_text(lane, 80) for (lane, _), _ in rows)
         declared = SPEC.get(check)
         colour = (declared.colour if declared is not None else None) or NO_COLOUR
-        key.append((colour, MARKERS["main"], check))
+        label = f"{check} ({status})"
+        key.append((colour, MARKERS["main"], label))
         fig.add_trace(
             go.Scatter(
                 x=[(b + 0.5) * width / 1000.0 for (_, b), _ in rows],
                 y=[html_text(lane, 80) for (lane, _), _ in rows],
                 mode="markers",
-                name=check,
-                marker={"color": colour, "size": [_size(n) for _, n in rows]},
+                name=label,
+                marker={"color": colour, "size": [_size(n) for _, n in rows], "opacity": 0.85},
                 text=[
-                    f"{check}: {plural(n, 'event')} around {(b + 0.5) * width / 1000.0:.3f} ms" for (_, b), n in rows
+                    f"{check} ({status}): {plural(n, 'event')} around {(b + 0.5) * width / 1000.0:.3f} ms"
+                    for (_, b), n in rows
                 ],
                 hoverinfo="text",
             )
         )
-    title = "where the trace's problems are, per rank and stream" + (
+    title = "where the health check's findings lie, per rank and stream" + (
         f" ({plural(omitted, 'more lane')} not drawn)" if omitted else ""
     )
     fig.update_layout(
         _layout(
             max(200, 60 + 28 * min(len(lanes), 40)),
             title={"text": title},
-            xaxis={"title": {"text": "ms since the first problem"}, "automargin": True},
+            xaxis=_time_axis(start, end, "ms since the trace's start"),
             yaxis=_lane_axis(),
         )
     )
@@ -482,7 +535,7 @@ def figures(inspection: Inspection, rank_counts: dict[str, dict[str, int]]) -> l
         points = points_from_launches(inspection)
     out = [reported_vs_true(points, metric) for metric in METRICS if any(p[0] == metric for p in points)]
     labelled = [(r.label, r.plot) for r in inspection.reports if r.plot is not None]
-    health = health_timeline([(r.label, r.health) for r in inspection.reports])
+    health = health_timeline([(r.label, r.health, r.plot.span if r.plot else None) for r in inspection.reports])
     if health is not None:
         out.insert(0, health)  # the health section leads the page, so does its picture
     for extra in (timeline(labelled), per_rank(rank_counts)):

@@ -637,6 +637,7 @@ def unlinked_kernels(t: Tables) -> HealthCheck:
             "every kernel launched inside the window links to its call",
             details=details,
             examples=[kernels.example(int(i), "launched before the profiling window") for i in orphans[:EXAMPLES]],
+            samples=_kernel_samples(kernels, orphans),  # the "where" picture shows them at the trace's start
         )  # fmt: skip
     said = f"; {before_window} of them launched before the profiling window started" if before_window else ""
     return make_check(

@@ -20,6 +20,7 @@ from wizard.errors import InputFileError, UsageError
 from wizard.formatting import article, compact, plural, verb
 from wizard.progress import NO_PROGRESS, Progress, Task, reading, relayed, task
 from wizard.trace.health.checker import HealthPass, HealthResult, job_health
+from wizard.trace.health.checks import window
 from wizard.trace.health.spec import RANK_SKEW_FLOOR_US
 from wizard.trace.inspection.passes import PassOptions, make_passes
 from wizard.trace.inspection.results import (
@@ -352,7 +353,7 @@ def analyse(
         launches=_launch_records(contents, classifier.checker, keep),
         workload=contents.kernels.fingerprint(),
         wrong_launches=classifier.wrong_launches,
-        plot=classifier.plot_data() if plots else None,
+        plot=dataclasses.replace(classifier.plot_data(), span=window(contents)) if plots else None,
     )
 
 

@@ -169,6 +169,7 @@ class PlotData:
     # (metric, mechanism or "ok", reported, true, launches)
     timeline: dict[tuple[str, str], list[float]] = field(default_factory=dict)  # (stream, mechanism) -> ts
     timeline_omitted: int = 0
+    span: tuple[float, float] | None = None  # the trace's first start and last end (µs): where its time axis starts
 
 
 @dataclass(slots=True)
