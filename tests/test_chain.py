@@ -223,7 +223,11 @@ def test_triage_from_a_description_routes_by_what_was_seen(run_cli: RunCli) -> N
 
 def test_each_word_is_defined_once_a_session() -> None:
     glossary = Glossary()
-    assert [t.word for t in glossary.new_words("A kernel's warps run on an SM.")] == ["kernel", "warp", "SM"]
+    # with the words their definitions use, in glossary order: a warp is "32 threads of a block that an SM runs"
+    # and a block the shape of a launch (issue 37.3: "warp" was defined before "block" and "SM")
+    assert [t.word for t in glossary.new_words("A kernel's warps run on an SM.")] == [
+        "kernel", "launch", "SM", "grid / block", "warp",
+    ]  # fmt: skip
     assert glossary.new_words("Warps again, and kernels, on SMs") == []
     assert [t.word for t in glossary.new_words("worst_kernel sm smith")] == []  # whole words, SM in capitals
 

@@ -24,17 +24,26 @@ def _term(word: str, forms: str, definition: str, *, case: bool = False) -> Term
     return Term(word, re.compile(rf"(?<![\w.-])(?:{forms})(?![\w-])", flags), definition)
 
 
-# Brief and correct; the order is the order a newcomer meets them in a profile.
+# Brief and correct; the order is the order a newcomer meets them in a profile, and each definition uses
+# only words defined above it (tests/test_teach_walk.py checks it), so a session that defines a word
+# defines the words its definition uses first.
 TERMS: tuple[Term, ...] = (
     _term(
         "kernel",
         "kernels?",
-        "a function that runs on the GPU, started from the CPU; one op (a matmul, an add) launches one or more.",
+        "a function that runs on the GPU, started from the CPU; one op (a matmul, an add) starts one or more.",
     ),
     _term(
         "launch",
         "launch(?:es|ed|ing)?",
         "the CPU call (cudaLaunchKernel and kin) that queues a kernel on the GPU; it returns before the kernel runs.",
+    ),
+    _term(
+        "SM",
+        "SMs?|streaming multiprocessors?",
+        "streaming multiprocessor: one of the GPU's processors (an H100 has 132); each runs many threads at once "
+        "and holds the fast memory they use.",
+        case=True,
     ),
     _term(
         "grid / block",
@@ -48,23 +57,16 @@ TERMS: tuple[Term, ...] = (
         "32 threads of a block that an SM runs together, in lockstep: the unit the GPU schedules.",
     ),
     _term(
-        "SM",
-        "SMs?|streaming multiprocessors?",
-        "streaming multiprocessor: one of the GPU's processors (an H100 has 132); each runs blocks, and holds the "
-        "registers and shared memory they use.",
-        case=True,
-    ),
-    _term(
         "registers",
         "registers?",
-        "the fastest memory, private to each thread; each of the GPU's processors has a fixed number (64K on "
-        "recent GPUs), so the more registers a kernel's threads use, the fewer of them run at once.",
+        "the fastest memory, private to each thread; each SM has a fixed number (64K on recent GPUs), so the "
+        "more registers a kernel's threads use, the fewer of them run at once.",
     ),
     _term(
         "shared memory",
         "shared[- ]memory|smem",
-        "fast memory on each of the GPU's processors that the threads of one block share (up to 48 KB per "
-        "block by default, more when a kernel opts in); like registers, it limits how many blocks run at once.",
+        "fast memory on each SM that the threads of one block share (up to 48 KB per block by default, more "
+        "when a kernel opts in); like registers, it limits how many blocks run at once.",
     ),
     _term(
         "blocks per SM",
@@ -81,8 +83,8 @@ TERMS: tuple[Term, ...] = (
     _term(
         "occupancy",
         "occupancy",
-        "how full a kernel keeps the GPU's processors, as a share of the most threads they can hold at once; "
-        "the memory each group of threads needs limits it. Higher is not always faster.",
+        "how full a kernel keeps each SM: the warps it holds at once as a share of the most it could; the "
+        "registers and shared memory each block needs limit it. Higher is not always faster.",
     ),
     _term(
         "int32",
@@ -118,17 +120,22 @@ TERMS: tuple[Term, ...] = (
         "individual launches.",
     ),
     _term(
+        "rank",
+        "ranks?",
+        "one process of a distributed job, usually one per GPU, numbered from 0.",
+    ),
+    _term(
         "NCCL",
         "NCCL",
         "NVIDIA's library for collectives between GPUs (all-reduce, all-gather); each call waits for every rank.",
         case=True,
     ),
-    _term(
-        "rank",
-        "ranks?",
-        "one process of a distributed job, usually one per GPU, numbered from 0.",
-    ),
 )
+
+
+def uses(term: Term, terms: tuple[Term, ...] = TERMS) -> list[Term]:
+    """The other glossary words ``term``'s definition uses."""
+    return [t for t in terms if t is not term and t.pattern.search(term.definition)]
 
 
 @dataclass
@@ -139,9 +146,14 @@ class Glossary:
     shown: set[str] = field(default_factory=set)
 
     def new_words(self, text: str) -> list[Term]:
-        """The terms ``text`` uses that this session has not defined yet, in glossary order; now defined."""
-        found = [t for t in self.terms if t.word not in self.shown and t.pattern.search(text)]
-        self.shown.update(t.word for t in found)
+        """The terms ``text`` uses that this session has not defined yet, with the undefined words their
+        definitions use, in glossary order (each definition uses only words above it); now defined."""
+        wanted = {t.word for t in self.terms if t.word not in self.shown and t.pattern.search(text)}
+        for term in reversed(self.terms):  # a word's definition may need words above it, never below
+            if term.word in wanted:
+                wanted.update(t.word for t in uses(term, self.terms) if t.word not in self.shown)
+        found = [t for t in self.terms if t.word in wanted]
+        self.shown.update(wanted)
         return found
 
 

@@ -77,6 +77,7 @@ VALIDATE = (
 BRANCH = (
     Field("when", {**TEXT, "description": "condition over answers., facts., status."}, True),
     Field("goto", TARGET, True),
+    Field("because", {**TEXT, "description": "the condition in words, for --teach: 'the trace has no kernel'"}),
 )
 CONTINUE = (
     Field(
@@ -152,6 +153,7 @@ KINDS: dict[str, tuple[Field, ...]] = {
     "decision": (
         Field("branches", {"type": "array", "minItems": 1, "items": _object(BRANCH)}, True),
         Field("default", TARGET, True),
+        Field("default_because", {**TEXT, "description": "in words, why the default is taken, for --teach"}),
     ),
     "conclusion": (
         Field("diagnosis", {**TEXT, "description": "stable id of the diagnosis, for scripts"}, True),

@@ -372,10 +372,11 @@ def _decision(c: _Checker, raw: dict[str, Any], base: dict[str, Any], where: Pat
         c.unknown_keys(b, grammar.names(grammar.BRANCH), bwhere, "a branch")
         expr = c.expression(b["when"], (*bwhere, "when"))
         if expr is not None:
-            out.append(Branch(expr, str(b["goto"])))
+            out.append(Branch(expr, str(b["goto"]), c.text(b, "because", bwhere, "a branch", required=False)))
     node.branches = tuple(out)
     if raw.get("default") is not None:
         node.default = str(raw["default"])
+    node.default_because = c.text(raw, "default_because", where, f"decision {base['id']!r}", required=False)
     return node
 
 

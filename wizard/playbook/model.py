@@ -232,12 +232,24 @@ class ProbeNode(Node):
 class Branch:
     when: Expression
     goto: str
+    because: str = ""  # the condition in words (--teach says it instead of the expression)
 
 
 @dataclass(slots=True)
 class DecisionNode(Node):
     branches: tuple[Branch, ...] = ()
     default: str | None = None
+    default_because: str = ""  # in words, why the default is taken
+
+    def reason_in_words(self, target: str, reason: str) -> str:
+        """Why the walk went to ``target``, as the playbook words it: the branch's ``because`` (``reason`` is the
+        engine's record, the branch's condition), the default's ``default_because``; else ``reason`` itself."""
+        taken = next((b for b in self.branches if b.goto == target and b.when.source == reason), None)
+        if taken is not None:
+            return taken.because or reason
+        if target == self.default and self.default_because:
+            return self.default_because
+        return reason
 
     def expressions(self) -> list[tuple[tuple[str | int, ...], Template | Expression]]:
         return [(("branches", i, "when"), b.when) for i, b in enumerate(self.branches)]

@@ -352,7 +352,7 @@ def _torch_validator(env: Environment, path: str, timeout: float) -> str:
     if data.get("passed"):
         return f"PyTorch's trace validator ({torch}) on {name}: its timeline rules all pass"
     shown = "; ".join(
-        f"{cut(str(v.get('rule')), 80)}: {cut(str(v.get('message')), 200)}"
+        f"{cut(str(v.get('rule')), 80)}: {cut(str(v.get('message')), 500)}"
         for v in violations[:3]
         if isinstance(v, dict)
     )

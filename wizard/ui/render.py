@@ -164,16 +164,14 @@ class TerminalObserver:
             return
         self.shown_results.append(result)
         self.define(result.summary, *[str(x) for x in result.facts.get("health_lines") or []], *result.evidence[:6])
-        self.console.print(
-            Text.assemble(
-                ("  ● ", style),
-                (f"{node.probe}", "bold"),
-                " ",
-                (result.status.value.upper(), f"bold {style}"),
-                f"  {visible(result.summary)}  ",
-                (f"({result.duration_s:.1f} s)", "dim"),
-            )
-        )
+        head = Text.assemble(("  ● ", style), (node.probe, "bold"), " ", (result.status.value.upper(), f"bold {style}"))
+        said = f"{head.plain}  {visible(result.summary)}  ({result.duration_s:.1f} s)"
+        # broken between words, under the summary's own indent ("(0.2" / "s)" and a path at the margin were not)
+        lines = wrap_words(said, (self.console.width or 80) - 1, hang="    ")
+        first = head.copy()
+        first.append(lines[0][len(head.plain) :])
+        for i, line in enumerate(lines):
+            self.console.print(first if i == 0 else rich_text(line), soft_wrap=True)
         for warning in result.warnings:  # its facts break its declaration: said, never dropped
             indented(self.console, f"warning: {visible(warning)}", 4, "yellow")
         self._health(result)
@@ -204,8 +202,12 @@ class TerminalObserver:
             indented(self.console, visible(str(line)), 4, HEALTH_STYLE.get(status, ""))
 
     def decided(self, node: DecisionNode, target: str, reason: str) -> None:
+        """--teach: where the walk goes and why, in the playbook's words (never the raw condition, where the
+        playbook words it)."""
         if self.teach:
-            self.console.print(rich_text(f"  → {target}  (because {reason})", "dim"))
+            words = node.reason_in_words(target, reason)
+            self.define(words)
+            indented(self.console, f"→ {target}  (because {visible(words)})", 2, "dim")
 
     def continued(self, playbook: Playbook) -> None:
         """A conclusion continued into another playbook: which check chose it, a rule between the two, and
@@ -214,7 +216,13 @@ class TerminalObserver:
         if self.chosen is not None and self.chosen.get("health_next") == playbook.id:
             chosen = visible(str(self.chosen["health_chosen_by"]))
             indented(self.console, f"→ {playbook.id}, chosen by the worst problem: {chosen}", 2)
-        self.console.rule(rich_text(f"Continuing with {playbook.id}: {playbook.title}", "bold"))
+        self.define(playbook.title)  # "Negative "warps per SM" ...": its words defined before it is shown
+        said = f"Continuing with {playbook.id}: {visible(playbook.title)}"
+        if len(said) + 6 <= (self.console.width or 80):
+            self.console.rule(rich_text(said, "bold"))
+        else:  # a rule cuts a title too long for it ("(or inf, nan…"): the title goes below it, whole
+            self.console.rule(rich_text(f"Continuing with {playbook.id}", "bold"))
+            indented(self.console, visible(playbook.title), 2, "bold")
 
     def close(self) -> None:
         if self.running is not None:
