@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
-from tests.test_first_hour_round2 import _defined_before_used, _joined, _lines, _screen_of
+from tests.test_first_hour_round2 import _joined, _lines, _screen_of
 from tests.test_terminal import spawn
 from wizard.examples import list_examples
 from wizard.playbook.glossary import TERMS, Glossary, uses
@@ -77,19 +77,43 @@ def _walk(name: str, columns: int, tmp_path: Path) -> list[str]:
     return _lines(screen)
 
 
-def _definitions(lines: list[str]) -> list[tuple[int, str, str]]:
-    """(first line, word, whole definition) of each "new word" paragraph, its wrapped lines joined."""
+def _definitions(lines: list[str]) -> list[tuple[int, int, str, str]]:
+    """(first line, line after it, word, whole definition) of each "new word" paragraph, its wrapped lines
+    joined."""
     out = []
     for i, line in enumerate(lines):
         if line.startswith("  new word "):
-            text = line[len("  new word ") :]
-            for more in lines[i + 1 :]:
-                if not more.startswith("  ") or more.startswith(("  new word ", "  ●", "  ✓", "  →")):
-                    break
-                text += " " + more.strip()
+            text, end = line[len("  new word ") :], i + 1
+            while (
+                end < len(lines)
+                and lines[end].startswith("  ")
+                and not lines[end].startswith(("  new word ", "  ●", "  ✓", "  →"))
+            ):
+                text += " " + lines[end].strip()
+                end += 1
             word, _, definition = text.partition(": ")
-            out.append((i, word, definition))
+            out.append((i, end, word, definition))
     return out
+
+
+def _used_before_defined(lines: list[str]) -> list[str]:
+    """Each glossary word's first use in the text shown outside definitions, read as a reader reads it (a wrap
+    is a space: "warps" / "per SM" is "warps per SM"), against where its definition stands."""
+    definitions = _definitions(lines)
+    starts = {start: word for start, _, word, _ in definitions}
+    inside = {n for start, end, _, _ in definitions for n in range(start, end)}
+    said, defined_at = "", {}
+    for n, line in enumerate(lines):
+        if n in starts:
+            defined_at[starts[n]] = len(said)
+        if n not in inside:
+            said += " " + " ".join(line.replace("│", " ").split())
+    late = []
+    for term in TERMS:
+        used = term.pattern.search(said)
+        if used is not None and defined_at.get(term.word, len(said) + 1) > used.start():
+            late.append(f"{term.word}: {said[max(0, used.start() - 60) : used.end() + 20]!r}")
+    return late
 
 
 @pytest.mark.parametrize(
@@ -99,12 +123,12 @@ def test_teach_walk_of_every_example_from_the_triage(example: str, columns: int,
     lines = _walk(example, columns, tmp_path)
     said = _joined(lines)
     assert "Diagnosis: " in said  # the walk reached a diagnosis, through whichever playbook the triage chose
-    assert _defined_before_used(lines) == []  # no glossary word shown before its definition
+    assert _used_before_defined(lines) == []  # no glossary word shown before its definition
     definitions = _definitions(lines)
-    words = [word for _, word, _ in definitions]
+    words = [word for _, _, word, _ in definitions]
     assert len(words) == len(set(words)), words  # each word defined once
-    at = {word: i for i, word, _ in definitions}
-    for i, word, definition in definitions:  # a definition uses only words defined above it, on this screen
+    at = {word: i for i, _, word, _ in definitions}
+    for i, _, word, definition in definitions:  # a definition uses only words defined above it, on this screen
         term = next(t for t in TERMS if t.word == word)
         assert definition == term.definition  # whole: wrapped, never cut
         assert [u.word for u in uses(term) if at.get(u.word, len(lines)) > i] == [], word

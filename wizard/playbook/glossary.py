@@ -26,7 +26,8 @@ def _term(word: str, forms: str, definition: str, *, case: bool = False) -> Term
 
 # Brief and correct; the order is the order a newcomer meets them in a profile, and each definition uses
 # only words defined above it (tests/test_teach_walk.py checks it), so a session that defines a word
-# defines the words its definition uses first.
+# defines the words its definition uses first; each leans on as few as it can, so a title such as the
+# flagship's ("warps per SM", "occupancy") brings five definitions, not ten.
 TERMS: tuple[Term, ...] = (
     _term(
         "kernel",
@@ -41,19 +42,18 @@ TERMS: tuple[Term, ...] = (
     _term(
         "SM",
         "SMs?|streaming multiprocessors?",
-        "streaming multiprocessor: one of the GPU's processors (an H100 has 132); each runs many threads at once "
-        "and holds the fast memory they use.",
+        "streaming multiprocessor: one of the GPU's processors (an H100 has 132); each runs many threads at once.",
         case=True,
     ),
     _term(
         "grid / block",
-        "grids?|blocks?|thread blocks?",
+        r"grids?|thread blocks?|blocks?(?![ /]per[ /]SM)",  # "blocks per SM" is a word of its own
         "a launch's shape: the grid is how many blocks run (x, y, z); a block is a group of threads (up to 1024) "
-        "that run on one SM and share its memory.",
+        "that run together on one SM and share its memory.",
     ),
     _term(
         "warp",
-        "warps?",
+        r"warps?(?![ -/]per[ -/]SM)",  # "warps per SM" is a word of its own
         "32 threads of a block that an SM runs together, in lockstep: the unit the GPU schedules.",
     ),
     _term(
@@ -77,14 +77,14 @@ TERMS: tuple[Term, ...] = (
     _term(
         "warps per SM",
         "warps[ -/]per[ -/]SM|warps/SM",
-        "a profiler metric: blocks per SM times the warps of one block; it counts the whole grid, so thousands "
-        "are legal, but it can never be negative.",
+        "a profiler metric: a launch's threads, in groups of 32, divided by the GPU's SM count; it counts the "
+        "whole launch, not what an SM holds at once, so thousands are legal, but it can never be negative.",
     ),
     _term(
         "occupancy",
         "occupancy",
-        "how full a kernel keeps each SM: the warps it holds at once as a share of the most it could; the "
-        "registers and shared memory each block needs limit it. Higher is not always faster.",
+        "how full a kernel keeps the GPU's processors: the threads they hold at once as a share of the most they "
+        "could; the memory each group of threads needs limits it. Higher is not always faster.",
     ),
     _term(
         "int32",

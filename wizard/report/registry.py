@@ -52,7 +52,7 @@ def _transcript_json(transcript: Transcript, inspection: Inspection | None) -> s
 
 
 def _plotly_ready() -> None:
-    """plotly is there (else a one-line error now), and its bundle is being made while the trace is read."""
+    """plotly is there (else a one-line error now, before the trace is read)."""
     from wizard.report.plots import prepare
 
     prepare()
