@@ -15,6 +15,7 @@ import math
 import threading
 from collections import Counter
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from wizard.errors import MissingDependency
@@ -56,10 +57,8 @@ def plotly_bundle() -> str:
     """plotly.js's basic bundle, gzip-compressed and base64-encoded, for the page to inflate in the browser:
     scatter and bar are all the pictures draw, so a page carries 0.5 MB of it, not the full bundle's 2 MB."""
     with _BUNDLE_LOCK:
-        if not _BUNDLE:
-            from importlib.resources import files
-
-            _BUNDLE.append(base64.b64encode(files("wizard.report").joinpath(BUNDLE).read_bytes()).decode())
+        if not _BUNDLE:  # beside this module, as the playbook schema is (a wheel ships it: packaging test)
+            _BUNDLE.append(base64.b64encode((Path(__file__).parent / BUNDLE).read_bytes()).decode())
         return _BUNDLE[0]
 
 
