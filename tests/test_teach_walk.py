@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
-from tests.test_first_hour_round2 import _joined, _lines, _screen_of
+from tests.test_first_hour_terminal import _joined, _lines, _screen_of
 from tests.test_terminal import spawn
 from wizard.examples import list_examples
 from wizard.playbook.glossary import TERMS, Glossary, uses
