@@ -1,4 +1,4 @@
-"""What a new user tripped on at the triage, (issue 37): at a real terminal (pexpect, pyte), in
+"""What a new user tripped on at the triage (issue 37): at a real terminal (pexpect, pyte), in
 Chromium and in the docs."""
 
 from __future__ import annotations
