@@ -40,6 +40,9 @@ class TraceFormat:
     # a file is read; None: the Chrome-JSON walker of reader.py, which every other format's reader feeds the same
     # collector as
     read: Callable[[Path, Callable[[int], None] | None, IO[bytes] | None], Any] | None = None
+    # whether a file's first bytes (``head``; ``cut``: the file goes on past them) are this format's: asked of
+    # each row in ``FORMATS``' order, the first that says yes reads the file
+    recognise: Callable[[bytes, bool], bool] | None = None
 
     @property
     def name_with_article(self) -> str:
@@ -58,12 +61,41 @@ def _read_perfetto(path: Path, on_read: Callable[[int], None] | None, opened: IO
     return read_perfetto(path, on_read=on_read, opened=opened)
 
 
+def _text(head: bytes) -> bytes:
+    return head.lstrip(b"\xef\xbb\xbf \t\r\n")
+
+
+def _is_text(head: bytes) -> bool:
+    """No byte a text file never holds (controls other than tab, newline, carriage return): a protobuf packet's
+    tags and lengths are such bytes, a JSON file has none."""
+    return not any(b < 0x09 or 0x0B <= b < 0x0D or 0x0E <= b < 0x20 for b in head[:512])
+
+
+def _json(head: bytes, cut: bool) -> bool:
+    """An object or an array, in text: a packet's first tag (0x0a) is also a newline, so bytes that are not text
+    are asked of the later rows first."""
+    return _text(head)[:1] in (b"{", b"[") and _is_text(head)
+
+
+def _sqlite(head: bytes, cut: bool) -> bool:
+    return head.startswith(SQLITE_MAGIC)
+
+
+def _packets(head: bytes, cut: bool) -> bool:
+    """A Perfetto trace is a protobuf ``Trace``: repeated field 1 (``packet``), length-delimited; the packet
+    itself is decoded before the bytes are taken for anything else."""
+    from wizard.trace.read.perfetto import looks_like_packets
+
+    return bool(looks_like_packets(head, cut=cut))
+
+
 KINETO_JSON = TraceFormat(
     "kineto-json",
     "Chrome trace JSON",
     "the PyTorch profiler (Kineto), and tools that write its format",
     (".json", ".json.gz"),
     rewritable=True,
+    recognise=_json,
 )
 NSYS_SQLITE = TraceFormat(
     "nsys-sqlite",
@@ -76,6 +108,7 @@ NSYS_SQLITE = TraceFormat(
         "impossible-metrics": "Nsight Systems prints no blocks per SM, warps per SM or occupancy to check",
         "stacks-missing": "Nsight Systems records call stacks its own way (--backtrace), not as python_function events",
     },
+    recognise=_sqlite,
 )
 PERFETTO_PROTO = TraceFormat(
     "perfetto-proto",
@@ -84,6 +117,7 @@ PERFETTO_PROTO = TraceFormat(
     (".pftrace", ".pftrace.gz", ".perfetto-trace"),
     rewritable=False,
     read=_read_perfetto,
+    recognise=_packets,
 )
 FORMATS: tuple[TraceFormat, ...] = (KINETO_JSON, NSYS_SQLITE, PERFETTO_PROTO)
 BY_ID: dict[str, TraceFormat] = {f.id: f for f in FORMATS}
@@ -99,28 +133,14 @@ def trace_suffixes() -> list[str]:
     return [suffix for f in FORMATS for suffix in f.suffixes]
 
 
-def _is_text(head: bytes) -> bool:
-    """No byte a text file never holds (controls other than tab, newline, carriage return): a protobuf packet's
-    tags and lengths are such bytes, a JSON file has none."""
-    return not any(b < 0x09 or 0x0B <= b < 0x0D or 0x0E <= b < 0x20 for b in head[:512])
-
-
 def _by_content(head: bytes, *, cut: bool) -> TraceFormat | None:
-    """The format the first bytes say, or None when they say nothing known. ``cut``: the file goes on past them."""
-    if head.startswith(SQLITE_MAGIC):
-        return NSYS_SQLITE
-    text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
-    if text[:1] in (b"{", b"[") and _is_text(head):
-        return KINETO_JSON
-    # A Perfetto trace is a protobuf ``Trace``: repeated field 1 (``packet``), length-delimited: tag 0x0a, which
-    # is also a newline, so the packet itself is decoded before the bytes are taken for a JSON file's blanks
-    from wizard.trace.read.perfetto import looks_like_packets
-
-    if looks_like_packets(head, cut=cut):
-        return PERFETTO_PROTO
-    if text[:1] in (b"{", b"["):
-        return KINETO_JSON
-    return None
+    """The format the first bytes say (the first row whose ``recognise`` says yes), or None when they say nothing
+    known. ``cut``: the file goes on past them. Bytes that start like JSON but hold controls and are nothing else
+    go to the JSON reader, whose error then says what they are."""
+    for f in FORMATS:
+        if f.recognise is not None and f.recognise(head, cut):
+            return f
+    return KINETO_JSON if _text(head)[:1] in (b"{", b"[") else None
 
 
 def _inflated_head(head: bytes) -> tuple[bytes, bool]:
