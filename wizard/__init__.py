@@ -37,6 +37,7 @@ _rendering.provide(_report_layer)
 _MODULES: dict[str, tuple[str, ...]] = {
     "wizard.api": ("fix_trace", "inspect_traces"),
     "wizard.options": ("Options",),
+    "wizard.inspect_options": ("InspectOptions",),
     "wizard.runs": (
         "list_probes",
         "load_playbook",
@@ -46,7 +47,8 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "run_probe",
         "validate_playbook",
     ),
-    "wizard.trace.inspection.results": ("LAUNCH_COLUMNS", "FindingGroup", "Inspection", "KernelLaunch", "TraceReport"),
+    "wizard.trace.inspection.results": ("Inspection", "TraceInspection", "TraceReport"),
+    "wizard.trace.metrics.findings": ("LAUNCH_COLUMNS", "FindingGroup", "KernelLaunch"),
     "wizard.trace.fix": ("FixSummary",),
     "wizard.engine.transcript": ("Conclusion", "Transcript"),
     "wizard.playbook.model": ("Playbook",),
@@ -73,6 +75,7 @@ __all__ = [
     "FindingGroup",
     "FixSummary",
     "InputFileError",
+    "InspectOptions",
     "Inspection",
     "KernelLaunch",
     "MissingDependency",
@@ -82,6 +85,7 @@ __all__ = [
     "PlaybookError",
     "PlaybookNotFound",
     "ProbeInfrastructureError",
+    "TraceInspection",
     "TraceReadError",
     "TraceReport",
     "Transcript",
@@ -118,6 +122,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time each name l
         WarpWizardWarning,
         WizardError,
     )
+    from wizard.inspect_options import InspectOptions
     from wizard.options import Options
     from wizard.playbook.model import Playbook
     from wizard.runs import (
@@ -130,7 +135,8 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time each name l
         validate_playbook,
     )
     from wizard.trace.fix import FixSummary
-    from wizard.trace.inspection.results import LAUNCH_COLUMNS, FindingGroup, Inspection, KernelLaunch, TraceReport
+    from wizard.trace.inspection.results import Inspection, TraceInspection, TraceReport
+    from wizard.trace.metrics.findings import LAUNCH_COLUMNS, FindingGroup, KernelLaunch
 
 
 def __getattr__(name: str) -> Any:

@@ -130,14 +130,15 @@ class Transcript:
         keeps facts, not launches); None when the run read none or they are gone."""
         import os
 
-        from wizard.trace.inspection.inspect import inspect_paths
+        from wizard.inspect_options import InspectOptions
+        from wizard.trace.inspection.run import inspect_paths
 
         for entry in self.entries:
             files = (entry.facts or {}).get("files")
             if entry.probe == TRACE_PROBE and isinstance(files, list):
                 present = [f for f in files if isinstance(f, str) and os.path.isfile(f)]
                 if present:
-                    return inspect_paths(present, plots=True)
+                    return inspect_paths(present, InspectOptions(plots=True))
         return None
 
     def render(self, suffix: str) -> str:

@@ -15,7 +15,7 @@ from wizard.errors import InputFileError
 from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status, declared_facts, ensure_dir
 from wizard.probes.common import parse_result, run_harness
 from wizard.probes.trace_inspect import inspection_facts
-from wizard.trace.inspection.inspect import inspect_paths
+from wizard.trace.inspection.run import inspect_paths
 
 
 class HardwareCompareFacts(TypedDict, total=False):

@@ -201,7 +201,7 @@ class KinetoLogProbe:
         kernels = launches = missing = 0
         if trace.exists():
             from wizard.probes.trace_inspect import inspection_facts
-            from wizard.trace.inspection.inspect import inspect_paths
+            from wizard.trace.inspection.run import inspect_paths
 
             fresh = inspection_facts(inspect_paths([str(trace)]))
             kernels, launches, missing = fresh["kernels"], fresh["launch_calls"], fresh["missing_kernels"]

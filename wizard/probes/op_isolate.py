@@ -20,7 +20,7 @@ from wizard.probes.trace_inspect import inspection_facts
 from wizard.probes.verdicts import op_isolate_verdict
 from wizard.progress import task
 from wizard.schemas import work_fingerprint
-from wizard.trace.inspection.inspect import inspect_paths
+from wizard.trace.inspection.run import inspect_paths
 from wizard.untrusted import cut, visible
 
 # Kineto's "Input type" strings -> torch dtype attribute names.

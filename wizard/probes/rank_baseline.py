@@ -57,7 +57,7 @@ def job_skew(paths: list[str]) -> HealthCheck:
         if ranks is None:
             raise InputFileError(f"{', '.join(paths)}: a rank appears in two reports: they are not one job's")
         return rank_skew(ranks)
-    from wizard.trace.inspection.inspect import inspect_paths
+    from wizard.trace.inspection.run import inspect_paths
 
     inspection = inspect_paths(paths)
     found = next((c for c in inspection.job_health if c.check == "rank-skew"), None)

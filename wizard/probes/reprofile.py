@@ -33,7 +33,7 @@ from wizard.probes.external_profilers import (
 from wizard.probes.trace_inspect import inspection_facts
 from wizard.probes.verdicts import Reprofiled, reprofile_verdict
 from wizard.progress import task
-from wizard.trace.inspection.inspect import inspect_paths
+from wizard.trace.inspection.run import inspect_paths
 
 
 def _nsys(env: Environment, argv: list[str], out_dir: Path, timeout: float) -> tuple[list[ExternalKernel], str]:

@@ -17,8 +17,11 @@ from wizard.progress import NO_PROGRESS, task
 from wizard.serialize import dumps
 from wizard.threads import start
 from wizard.trace.health.spec import RANK_SKEW_FLOOR_US
-from wizard.trace.inspection.inspect import FindingGroup, Inspection, inspect_paths, launched_by
+from wizard.inspect_options import InspectOptions
+from wizard.trace.inspection.results import Inspection
+from wizard.trace.inspection.run import inspect_paths
 from wizard.trace.kineto_math import INT32_MAX
+from wizard.trace.metrics.findings import FindingGroup, launched_by
 from wizard.trace.metrics.mechanisms import BY_ID, NEGATIVE, NON_FINITE, ORDER, WRONG, Mechanism, is_wrong
 from wizard.trace.read.formats import KINETO_JSON, detect
 from wizard.trace.read.reader import iter_trace_files
@@ -553,7 +556,7 @@ class TraceInspectProbe:
             validator = _Beside(lambda: _torch_validators(silent, paths, timeout)) if validate else None
             doing = "reading the trace and running PyTorch's trace validator" if validate else "reading the trace"
             with task(progress, self.name, doing=doing):
-                inspection = inspect_paths(paths, params.get("jobs"), progress=progress)
+                inspection = inspect_paths(paths, InspectOptions(jobs=params.get("jobs")), progress=progress)
         except InputFileError as exc:
             return ProbeResult(Status.ERROR, str(exc), facts={"mechanisms": [], "impossible": False, "error": str(exc)})
         facts = inspection_facts(inspection)

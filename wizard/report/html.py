@@ -26,7 +26,7 @@ from wizard.report.view import (
     per_rank_counts,
     summary_table_views,
 )
-from wizard.trace.inspection.inspect import Inspection
+from wizard.trace.inspection.results import Inspection
 from wizard.trace.metrics.mechanisms import BY_ID, is_wrong
 from wizard.untrusted import html_prose, html_text, script_json
 

@@ -20,9 +20,9 @@ from typing import Any
 from wizard.errors import MissingDependency
 from wizard.formatting import exact, plural
 from wizard.threads import start
-from wizard.trace.inspection.inspect import Inspection
-from wizard.trace.inspection.results import PlotData
+from wizard.trace.inspection.results import Inspection
 from wizard.trace.kineto_math import prints_truth
+from wizard.trace.metrics.findings import PlotData
 from wizard.trace.metrics.mechanisms import BY_ID, ORDER, is_wrong
 from wizard.untrusted import html_text
 
