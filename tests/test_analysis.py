@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from tests.conftest import ORACLES, REAL_TRACES, TRACES, kernels_of, load_json_trace, needs_shared, write_trace
-from wizard.testing.traces import KernelSpec, TraceBuilder, demo_launches
 from wizard.inspect_options import InspectOptions
+from wizard.testing.traces import KernelSpec, TraceBuilder, demo_launches
 from wizard.trace.inspection.run import inspect_paths, inspect_trace
 
 UNTOUCHED_ALLOWED = {"E", "F"}  # real traces really contain E (0% above 48 KB) and F (large by design)

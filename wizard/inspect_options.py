@@ -21,9 +21,10 @@ def id_list(text: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in text.split(",") if part.strip())
 
 
-def _arg(help: str, *, metavar: str, **kind: Any) -> dict[str, Any]:
-    """A field's command-line declaration: ``trace inspect`` builds its argument from it (flag from the name)."""
-    return {"help": help, "metavar": metavar, "kind": kind}
+def _arg(help: str, *, metavar: str, least: tuple[int, str] | None = None, **kind: Any) -> dict[str, Any]:
+    """A field's command-line declaration: ``trace inspect`` builds its argument from it (flag from the name);
+    ``least``: a whole number's smallest value and how the check's message says it (``check_options``)."""
+    return {"help": help, "metavar": metavar, "kind": kind, **({"least": least} if least else {})}
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +43,7 @@ class InspectOptions:
             "68 for an RTX 2080 Ti, 108 for an A100, 132 for an H100",
             metavar="N",
             type=int,
+            least=(1, "a positive number of SMs"),
         ),
     )
     jobs: int | None = field(
@@ -51,6 +53,7 @@ class InspectOptions:
             "big file; 1: everything in one process",
             metavar="N",
             type=int,
+            least=(1, "a positive number"),
         ),
     )
     max_launches: int = field(
@@ -60,6 +63,7 @@ class InspectOptions:
             "the rest are counted)",
             metavar="N",
             type=int,
+            least=(0, "0 or more"),
         ),
     )
     checks: tuple[str, ...] | None = field(

@@ -11,13 +11,13 @@ from typing import Annotated, Any, Generic, TypedDict, TypeVar
 from wizard.environment import Environment
 from wizard.errors import InputFileError, OutputFileError
 from wizard.formatting import plural, verb
+from wizard.inspect_options import InspectOptions
 from wizard.outputs import write_own
 from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status, declared_facts
 from wizard.progress import NO_PROGRESS, task
 from wizard.serialize import dumps
 from wizard.threads import start
 from wizard.trace.health.spec import RANK_SKEW_FLOOR_US
-from wizard.inspect_options import InspectOptions
 from wizard.trace.inspection.results import Inspection
 from wizard.trace.inspection.run import inspect_paths
 from wizard.trace.kineto_math import INT32_MAX
@@ -124,6 +124,7 @@ def inspection_facts(inspection: Inspection) -> dict[str, Any]:
         "gpus": sorted(devices),
         "files": [r.path for r in reports],
         "workload": inspection.workload,
+        "passes": dict(reports[0].written) if reports else {},  # the first trace's: a rank directory's rank 0
         "ranks": [r.rank for r in reports if r.rank is not None],
         "notes": list(dict.fromkeys(n for r in reports for n in r.notes)),  # each once, not once a rank
         "worst_mechanism": worst.mechanism if worst else None,
@@ -316,6 +317,9 @@ class TraceInspectFacts(TypedDict, total=False):
     gpus: Annotated[list[str], "GPU names from the trace's device properties"]
     files: Annotated[list[str], "trace files read"]
     workload: Annotated[str, "fingerprint of the work recorded (kernel names, grids, blocks): compare's 'same work?'"]
+    passes: Annotated[
+        dict[str, Any], "each installed or registered trace pass's written result by its name (the first trace's)"
+    ]
     ranks: Annotated[list[int], "distributed ranks found"]
     notes: Annotated[list[str], "notes from the reader (inferred SM counts, truncation, ...)"]
     worst_mechanism: Annotated[str | None, "mechanism of the most serious finding"]

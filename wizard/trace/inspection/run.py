@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from wizard.errors import InputFileError, PluginError, UsageError
-from wizard.inspect_options import DEFAULT_OPTIONS, KEEP_CHOICES, InspectOptions
+from wizard.inspect_options import DEFAULT_OPTIONS, KEEP_CHOICES, InspectOptions, command_line_fields
 from wizard.progress import NO_PROGRESS, Progress, Task, reading, relayed, task
 from wizard.trace.health.checker import job_health
 from wizard.trace.health.spec import CHECK_IDS, check_selection
@@ -39,16 +39,14 @@ def check_options(options: InspectOptions, *, spell: Callable[[str], str] = str)
     registry's order, or None for all; ``skip_checks`` folded in) and the rank-skew floor a float."""
     if not isinstance(options, InspectOptions):
         raise UsageError(f"options must be an InspectOptions, not {type(options).__name__}")
-    for name in ("sms", "jobs", "max_launches"):
-        value = getattr(options, name)
+    for spec in command_line_fields():  # the whole numbers, each against the least its declaration allows
+        if "least" not in spec.metadata:
+            continue
+        value, (least, words) = getattr(options, spec.name), spec.metadata["least"]
         if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
-            raise UsageError(f"{spell(name)} must be a whole number, not {type(value).__name__} {value!r:.40}")
-    if options.sms is not None and options.sms <= 0:
-        raise UsageError(f"{spell('sms')} must be a positive number of SMs, not {options.sms}")
-    if options.jobs is not None and options.jobs <= 0:
-        raise UsageError(f"{spell('jobs')} must be a positive number, not {options.jobs}")
-    if options.max_launches < 0:
-        raise UsageError(f"{spell('max_launches')} must be 0 or more, not {options.max_launches}")
+            raise UsageError(f"{spell(spec.name)} must be a whole number, not {type(value).__name__} {value!r:.40}")
+        if value is not None and value < least:
+            raise UsageError(f"{spell(spec.name)} must be {words}, not {value}")
     if options.launches not in KEEP_CHOICES:
         raise UsageError(f"{spell('launches')} must be one of {', '.join(KEEP_CHOICES)}, not {options.launches!r}")
     if not isinstance(options.plots, bool):
