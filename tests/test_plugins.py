@@ -33,8 +33,12 @@ def _example_plugin(site: Path) -> None:
         site,
         "warpwizard-example-plugin",
         f"[warpwizard.probes]\ndisk-free-space = {PACKAGE}:FreeSpaceProbe\n\n"
-        f"[warpwizard.playbooks]\nexample = {PACKAGE}.playbooks\n",
+        f"[warpwizard.playbooks]\nexample = {PACKAGE}.playbooks\n\n"
+        f"[warpwizard.passes]\ncopy-time = {PACKAGE}.passes:COPY_TIME\n",
     )
+
+
+COPY_TIME = {"copies": 2, "copy_us": 8.0, "kernels_checked": 3}  # the example pass on _memcpy_trace's trace
 
 
 def _expected(directory: Path) -> str:
@@ -57,6 +61,9 @@ def test_an_installed_plugin_adds_a_probe_and_a_playbook(site: Path, run_cli: Ru
     assert transcript["conclusion"]["diagnosis"] == _expected(tmp_path)
     space = next(e for e in transcript["entries"] if e["node"] == "space")
     assert space["probe"] == "disk.free_space" and space["facts"]["path"] == str(tmp_path)
+    inspected = run_cli("trace", "inspect", "--json", str(_memcpy_trace(tmp_path / "t.json")))
+    assert inspected.status == 0, inspected.stderr
+    assert strict_json(inspected.stdout)["reports"][0]["passes"] == {"copy-time": COPY_TIME}
 
 
 def test_a_plugins_playbook_is_untrusted_data(site: Path, run_cli: RunCli, tmp_path: Path) -> None:
@@ -106,7 +113,8 @@ def test_a_broken_or_clashing_probe_plugin_is_one_line(site: Path, run_cli: RunC
 @pytest.mark.slow
 def test_the_example_plugin_installed_in_a_fresh_venv(tmp_path: Path) -> None:
     """docs/plugins.md, for real: build this project's wheel and the example plugin's, install both into
-    a fresh venv (offline: no dependencies fetched), and `warpwizard run` walks the plugin's playbook."""
+    a fresh venv (offline: no dependencies fetched), `warpwizard run` walks the plugin's playbook and
+    `trace inspect --json` shows the plugin's pass's result."""
     dist = tmp_path / "dist"
     for project in (REPO, PLUGIN):
         built = subprocess.run(
@@ -143,6 +151,9 @@ def test_the_example_plugin_installed_in_a_fresh_venv(tmp_path: Path) -> None:
     assert ran.returncode == 0, ran.stderr
     assert strict_json(ran.stdout)["conclusion"]["diagnosis"] == _expected(tmp_path)
     assert not os.path.exists(tmp_path / "PWNED")
+    inspected = run("trace", "inspect", "--json", str(_memcpy_trace(tmp_path / "t.json")))
+    assert inspected.returncode == 0, inspected.stderr  # the example's pass, from its wheel's entry point
+    assert strict_json(inspected.stdout)["reports"][0]["passes"] == {"copy-time": COPY_TIME}
 
 
 # -- trace passes (warpwizard.passes) ---------------------------------------------------------------
