@@ -300,3 +300,16 @@ def test_a_broken_or_clashing_pass_plugin_is_one_line(
     assert result.status == 5, result.stderr  # ExitStatus.PROBE_FAILURE, as a broken probe plugin; never 70
     assert result.stderr == f"warpwizard: error: {line}\n"
     assert strict_json(result.stdout)["error"] == line  # --json: the error as JSON too
+
+
+def test_an_installed_pass_runs_in_each_worker(site: Path, run_cli: RunCli, tmp_path: Path) -> None:
+    """Per-rank files are inspected in worker processes (one file each); each finds the installed pass itself."""
+    ranks = tmp_path / "ranks"
+    ranks.mkdir()
+    for rank in range(2):
+        _memcpy_trace(ranks / f"rank{rank}.json")
+    _pass_plugin(site)
+    shown = run_cli("trace", "inspect", "--json", "--jobs", "2", "--fail-on", "never", str(ranks))
+    assert shown.status == 0, shown.stderr
+    written = [report["passes"] for report in strict_json(shown.stdout)["reports"]]
+    assert written == [{"memcpy-count": {"memcpys": 2, "kernels_checked": 3, "max_launches": 100}}] * 2

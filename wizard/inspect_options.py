@@ -89,11 +89,10 @@ class InspectOptions:
     plots: bool = False  # also gather what a picture needs (the HTML report)
 
     @classmethod
-    def parsed(cls, args: Any, **library: Any) -> InspectOptions:
-        """The options a parsed ``trace inspect`` command line holds (its arguments are the fields with help),
-        with the library's own (``plots=``) given by the caller."""
-        given = {spec.name: getattr(args, spec.name) for spec in command_line_fields()}
-        return cls(**given, **library)
+    def parsed(cls, args: Any) -> InspectOptions:
+        """The options a parsed ``trace inspect`` command line holds (its arguments are the fields with help; the
+        library's own keep their defaults)."""
+        return cls(**{spec.name: getattr(args, spec.name) for spec in command_line_fields()})
 
 
 DEFAULT_OPTIONS = InspectOptions()  # nothing asked: every default

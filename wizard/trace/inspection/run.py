@@ -108,6 +108,7 @@ def inspect_trace(
     """One read of one trace, every pass over it (``passes``: those of ``passes_to_run()`` unless given), each
     result by the pass's name in ``TraceInspection.results``."""
     started = time.perf_counter()
+    options = check_options(options)  # cheap, and the same whoever checked them before
     chosen = passes_to_run() if passes is None else passes
     runs = [(one, _guarded(one, "started", partial(one.start, options))) for one in chosen]
 
