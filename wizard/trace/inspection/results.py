@@ -27,6 +27,10 @@ from wizard.trace.read.collector import TraceContents, Truncation
 
 R = TypeVar("R")
 
+# The passes whose fields are a trace's report's own (warpwizard.trace-report/2, where they have always been);
+# every other pass's result is written under the report's ``passes``, by name.
+INLINE: tuple[TracePass[Any], ...] = (METRICS_PASS, HEALTH_PASS)
+
 
 @dataclass(slots=True)
 class TraceInspection:
@@ -47,7 +51,7 @@ class TraceInspection:
     non_finite: dict[str, int]  # spelling -> values (bare | quoted)
     timing: dict[str, float]
     results: dict[str, object] = field(default_factory=dict)  # pass name -> its result, in the order they ran
-    written: dict[str, Any] = field(default_factory=dict)  # the other passes' results as --json writes them
+    written: dict[str, Any] = field(default_factory=dict)  # the other passes' (not INLINE) as --json writes them
 
     @classmethod
     def of(
@@ -82,7 +86,7 @@ class TraceInspection:
 
     @property
     def passes(self) -> dict[str, object]:
-        """The results of the passes beyond the built-in ones (registered, or installed), by name."""
+        """The results of the passes written under ``passes`` (all but INLINE: registered, installed), by name."""
         return {name: value for name, value in self.results.items() if name in self.written}
 
     @property

@@ -22,7 +22,7 @@ from wizard.progress import NO_PROGRESS, Progress, Task, reading, relayed, task
 from wizard.trace.health.checker import job_health
 from wizard.trace.health.spec import CHECK_IDS, check_selection
 from wizard.trace.inspection.passes import passes_to_run
-from wizard.trace.inspection.results import Inspection, TraceInspection
+from wizard.trace.inspection.results import INLINE, Inspection, TraceInspection
 from wizard.trace.passes import PassRun, Results, TracePass
 from wizard.trace.read.parallel import worker_pool
 from wizard.trace.read.reader import ReaderConfig, TraceContents, iter_trace_files, read_trace, usable_cores
@@ -124,7 +124,7 @@ def inspect_trace(
     for one, run in runs:
         result = _finished(one, run, contents, Results(results, one))
         results[one.name] = result
-        if one.origin != "builtin":  # the built-in passes' fields are the report's own (docs/json-output.md)
+        if one not in INLINE:  # the flagship's and the health check's fields are the report's own
             written[one.name] = _written(one, _guarded(one, "wrote its result", partial(one.write, result)))
     passes_s = time.perf_counter() - started - contents.timing["read_s"]
     return TraceInspection.of(contents, results, written, passes_s=passes_s)
