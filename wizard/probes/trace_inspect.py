@@ -318,7 +318,7 @@ class TraceInspectFacts(TypedDict, total=False):
     files: Annotated[list[str], "trace files read"]
     workload: Annotated[str, "fingerprint of the work recorded (kernel names, grids, blocks): compare's 'same work?'"]
     passes: Annotated[
-        dict[str, Any], "each installed or registered trace pass's written result by its name (the first trace's)"
+        dict[str, Any], "each other trace pass's written result (an installed one's), by its name; the first trace's"
     ]
     ranks: Annotated[list[int], "distributed ranks found"]
     notes: Annotated[list[str], "notes from the reader (inferred SM counts, truncation, ...)"]
