@@ -17,6 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
+
+# Property tests check what the code does with every input, not how fast: Hypothesis' 200 ms deadline per example
+# failed them on a loaded machine (a first call 500 ms, the replay 0.7 ms). Where time matters, a test bounds it
+# itself (the hostile catalogue, the reader's time limits).
+settings.register_profile("warpwizard", deadline=None)
+settings.load_profile("warpwizard")
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"

@@ -32,6 +32,7 @@ def test_example_reaches_its_diagnosis(run_cli: RunCli, example: dict[str, Any])
     data = strict_json(result.stdout)
     conclusion = data["conclusion"]
     assert conclusion["diagnosis"] == example["diagnosis"]
+    assert [w for e in data["entries"] for w in e.get("warnings") or []] == []  # facts as declared (engine.run_probe)
     shown = " ".join(
         [
             conclusion["summary"],

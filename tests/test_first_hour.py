@@ -110,15 +110,15 @@ def test_a_finished_session_is_not_resumable_again(tmp_path: Path) -> None:
 
 
 def test_an_interrupted_guided_run_resumes_guided(tmp_path: Path) -> None:
-    from wizard.cli.run import RunOptions, _save_interrupted
-    from wizard.runs import load_playbook
+    from wizard.cli.run import _continue_with
+    from wizard.runs import load_playbook, save_interrupted
     from wizard.system import System
 
     pb = load_playbook("negative-warps-per-sm")
-    opts = RunOptions(playbook="negative-warps-per-sm", teach=True)
-    saved, note, resume = _save_interrupted(opts, pb, {"have": "description"}, System())
+    system = System(environ={"XDG_STATE_HOME": str(tmp_path / "state")})
+    saved, note = save_interrupted(pb, {"have": "description"}, system, inputs=[])
     assert saved is not None and note == ""
-    assert resume == "continue with: warpwizard run negative-warps-per-sm --resume --teach"
+    assert _continue_with(pb.id, teach=True) == "continue with: warpwizard run negative-warps-per-sm --resume --teach"
 
 
 def test_compare_of_two_reports_that_both_skipped_says_why_it_cannot(run_cli: RunCli, tmp_path: Path) -> None:

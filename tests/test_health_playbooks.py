@@ -15,6 +15,9 @@ import yaml
 
 from tests.conftest import REPO, RunCli, cli_env, strict_json
 from tests.test_health_probes import LINED_UP, SKEWED, rank_dir
+from wizard.playbook.loader import load_playbook
+from wizard.playbook.model import ConclusionNode, Playbook, ProbeNode, QuestionNode
+from wizard.probes.registry import catalog
 from wizard.testing.traces import KernelSpec, TraceBuilder
 
 PLAYBOOKS = ("kernels-missing", "kernels-hidden", "cuda-graphs", "impossible-timing", "rank-skew")
@@ -290,9 +293,13 @@ CASES = [
 ]  # fmt: skip
 
 
+def loaded(playbook: str) -> Playbook:
+    """The playbook as it runs: its fragments' nodes (``uses: trace-start``) inserted."""
+    return load_playbook(REPO / "playbooks" / f"{playbook}.yaml", catalog())
+
+
 def conclusions(playbook: str) -> set[str]:
-    doc = yaml.safe_load((REPO / "playbooks" / f"{playbook}.yaml").read_text())
-    return {n["diagnosis"] for n in doc["nodes"] if n["kind"] == "conclusion"}
+    return {n.diagnosis for n in loaded(playbook).nodes.values() if isinstance(n, ConclusionNode)}
 
 
 def shown(data: dict[str, Any]) -> str:
@@ -350,23 +357,25 @@ def test_each_starts_like_the_flagship(playbook: str) -> None:
     """One answers file starts any of them, and a triage continues into them sharing the inspection."""
 
     def head(name: str) -> dict[str, Any]:
-        doc = yaml.safe_load((REPO / "playbooks" / f"{name}.yaml").read_text())
-        nodes = {n["id"]: n for n in doc["nodes"]}
+        pb = loaded(name)
+        have, trace_path, inspect = pb.nodes["have"], pb.nodes["trace_path"], pb.nodes["inspect"]
+        assert isinstance(have, QuestionNode) and isinstance(trace_path, QuestionNode)
+        assert isinstance(inspect, ProbeNode)
         return {
-            "first": doc["nodes"][0]["id"],
-            "choices": nodes["have"]["choices"],
-            "trace_path": {k: nodes["trace_path"][k] for k in ("type", "validate", "next")},
-            "inspect": (nodes["inspect"]["probe"], nodes["inspect"]["params"]),
+            "first": pb.start,
+            "choices": [(c.value, c.label) for c in have.choices],
+            "trace_path": (trace_path.type, trace_path.validation, trace_path.next),
+            "inspect": (inspect.probe, {k: getattr(v, "source", v) for k, v in inspect.params.items()}),
         }
 
     assert head(playbook) == head("negative-warps-per-sm")
-    doc = yaml.safe_load((REPO / "playbooks" / f"{playbook}.yaml").read_text())
-    missing = [n["id"] for n in doc["nodes"] if n["kind"] != "conclusion" and not n.get("explain")]
+    pb = loaded(playbook)
+    missing = [n.id for n in pb.nodes.values() if not isinstance(n, ConclusionNode) and not n.explain]
     missing = [
         i for i in missing if i not in ("baseline_path", "replay_route", "log_route", "persist_route", "platform")
     ]
     assert not missing, f"nodes without explain: {missing}"
-    assert all(s.get("explain") for s in doc["steps"])
+    assert all(s.explain for s in pb.steps)
 
 
 # -- the measured path: the kineto_log probe on a machine with a GPU, through the injected runner -------------

@@ -373,6 +373,7 @@ def test_a_playbook_plugin_exiting_at_import_is_one_line_and_exit_5(site: Path, 
 
 
 # -- 9. a plugin probe that raises or returns the wrong type is its ERROR result, naming the plugin ------------
+# (facts that break its declaration are warnings on the transcript: tests/test_plugins.py)
 
 ODD_PROBE = """\
 from wizard.probes.base import FactSpec, ProbeResult, Status
@@ -402,15 +403,11 @@ class Probe:
             "returned a ProbeResult whose status is not a Status or whose summary is not a str",
         ),
         (
-            "ProbeResult(Status.PASS, 'fine', facts={'free_gb': 'lots'})",
-            "returned facts that break its declaration: fact 'free_gb' is declared float | None, produced str: 'lots'",
-        ),
-        (
             "ProbeResult(Status.PASS, 'fine', evidence='one line')",
             "returned evidence or files that are not lists of str",
         ),
     ],
-    ids=["raises", "exits", "str", "none", "status-text", "fact-type", "evidence-text"],
+    ids=["raises", "exits", "str", "none", "status-text", "evidence-text"],
 )
 def test_a_misbehaving_plugin_probe_is_an_error_naming_it(site: Path, run_cli: RunCli, body: str, words: str) -> None:
     (site / "hostile_plugin.py").write_text(ODD_PROBE.replace("{BODY}", body))

@@ -316,3 +316,100 @@ def test_an_installed_pass_runs_in_each_worker(site: Path, run_cli: RunCli, tmp_
     assert shown.status == 0, shown.stderr
     written = [report["passes"] for report in strict_json(shown.stdout)["reports"]]
     assert written == [{"memcpy-count": {"memcpys": 2, "kernels_checked": 3, "max_launches": 100}}] * 2
+
+
+# -- a plugin probe's facts checked against its declaration when it runs ----------------------------------------
+
+DECLARED = """\
+from typing import Annotated, TypedDict
+
+from wizard.probes.base import ParamSpec, ProbeResult, Status, declared_facts
+
+
+class _Optional(TypedDict, total=False):
+    free_gb: Annotated[float | None, "free space, in GB"]
+
+
+class SpaceFacts(_Optional):
+    path: Annotated[str, "the directory checked (always there when it ran)"]
+
+
+class Probe:
+    name = "odd.space"
+    summary = "says how much space is free, sometimes wrongly"
+    params = (ParamSpec("how", "str", "what to return", default="right"),)
+    facts = declared_facts(SpaceFacts)
+    runs_programs = ""
+
+    def run(self, env, params, *, timeout=600.0):
+        facts = {
+            "right": {"path": "/scratch", "free_gb": 2.5},
+            "mistyped": {"path": "/scratch", "free_gb": "lots\\x1b[2J"},
+            "undeclared": {"path": "/scratch", "free_gb": 2.5, "fre_gb": 3},
+            "missing": {"free_gb": 2.5},
+        }[params["how"]]
+        return ProbeResult(Status.PASS, "space looked at", facts=facts)
+"""
+
+SPACE_PLAYBOOK = """\
+id: odd-space
+title: Odd space
+version: "1"
+nodes:
+  - {id: how, kind: question, type: text, prompt: How?, default: right, next: space}
+  - {id: space, kind: probe, probe: odd.space, params: {how: "{{ answers.how }}"}, next: done}
+  - {id: done, kind: conclusion, diagnosis: looked, summary: "looked at {{ facts.space.path }}"}
+"""
+
+WARNINGS = {
+    "right": [],
+    "mistyped": ["probe 'odd.space': fact 'free_gb' is declared float | None, produced str: 'lots\\x1b[2J'"],
+    "undeclared": ["probe 'odd.space': fact 'fre_gb' is not declared (produced int: 3)"],
+    "missing": ["probe 'odd.space': fact 'path' is declared required (str), produced nothing"],
+}
+
+
+def _space_plugin(site: Path) -> None:
+    (site / "hostile_plugin_space").mkdir()
+    (site / "hostile_plugin_space" / "__init__.py").write_text(DECLARED)
+    (site / "hostile_plugin_space" / "odd-space.yaml").write_text(SPACE_PLAYBOOK)
+    _installed(
+        site,
+        "hostile-plugin-space",
+        "[warpwizard.probes]\nspace = hostile_plugin_space:Probe\n\n"
+        "[warpwizard.playbooks]\nspace = hostile_plugin_space\n",
+    )
+
+
+@pytest.mark.parametrize("how", list(WARNINGS))
+def test_facts_breaking_the_declaration_are_one_warning_each_in_the_json(
+    site: Path, run_cli: RunCli, tmp_path: Path, how: str
+) -> None:
+    """The result is kept (status, facts), and each break of the declaration is one line naming the probe, the
+    fact, the declared type and what came: in --json, the terminal and the report, never silence."""
+    _space_plugin(site)
+    ran = run_cli("run", "odd-space", "--set", f"how={how}", "--json")
+    assert ran.status == 0, ran.stderr
+    space = next(e for e in strict_json(ran.stdout)["entries"] if e["node"] == "space")
+    assert space["status"] == "pass"
+    assert space.get("warnings", []) == WARNINGS[how]
+
+
+def test_a_fact_warning_reaches_the_terminal_and_the_report_escaped(
+    site: Path, run_cli: RunCli, tmp_path: Path
+) -> None:
+    _space_plugin(site)
+    report = tmp_path / "run.md"
+    ran = run_cli("run", "odd-space", "--set", "how=mistyped", "--report", str(report))
+    assert ran.status == 0, ran.stderr
+    shown = " ".join((ran.stdout + ran.stderr).split())
+    assert "warning: probe 'odd.space': fact 'free_gb' is declared float | None, produced str: 'lots\\x1b[2J'" in shown
+    assert "\x1b[2J" not in ran.stdout + ran.stderr
+    written = report.read_text(encoding="utf-8")
+    warning = (
+        "- **warning**: probe 'odd.space': fact 'free_gb' is declared float \\| None, produced str: 'lots\\\\x1b\\[2J'"
+    )
+    assert warning in written.splitlines()
+    probe = run_cli("probe", "odd.space", "--param", "how=undeclared")
+    assert probe.status == 0, probe.stderr
+    assert "  warning: probe 'odd.space': fact 'fre_gb' is not declared (produced int: 3)" in probe.stdout.splitlines()

@@ -503,7 +503,7 @@ def _runs_here(tmp_path: Path) -> dict[str, list[tuple[Environment, dict[str, An
 def test_every_probe_produces_the_facts_it_declares(tmp_path: Path) -> None:
     """A fact the probe produces but does not declare (a misspelling), or of another type than declared,
     would send a playbook down a default branch: every probe, every path that runs here."""
-    from wizard.probes.base import fact_problems
+    from wizard.probes.base import fact_problems, fact_warnings
 
     runs = _runs_here(tmp_path)
     assert set(runs) == set(builtin_probes())
@@ -512,6 +512,7 @@ def test_every_probe_produces_the_facts_it_declares(tmp_path: Path) -> None:
             result = probe.run(env, params, timeout=60)
             assert result.facts, (name, params)
             assert fact_problems(probe.facts, result.facts) == [], (name, params)
+            assert fact_warnings(name, probe.facts, result.status.value, result.facts) == [], (name, params)
 
 
 def test_every_probe_declares_its_contract() -> None:

@@ -122,9 +122,10 @@ def test_interrupted_runs_never_overwrite_saved_answers(tmp_path: Path) -> None:
     used when given, beside any file already there."""
     import datetime as dt
 
-    from wizard.cli.run import RunOptions, _save_interrupted
+    from wizard.cli.run import _continue_with
     from wizard.playbook.loader import load_playbook
     from wizard.probes.registry import catalog
+    from wizard.runs import save_interrupted
     from wizard.system import System
 
     class Fixed:
@@ -140,23 +141,20 @@ def test_interrupted_runs_never_overwrite_saved_answers(tmp_path: Path) -> None:
     here.mkdir()
     os.chdir(here)
     try:
-        opts = RunOptions(playbook=pb.id)
-        first, _, resume = _save_interrupted(opts, pb, {"have": "trace"}, system)
-        second, _, _ = _save_interrupted(opts, pb, {"have": "description"}, system)
-        none, why, _ = _save_interrupted(opts, pb, {}, system)
+        first, _ = save_interrupted(pb, {"have": "trace"}, system, inputs=[])
+        second, _ = save_interrupted(pb, {"have": "description"}, system, inputs=[])
+        none, why = save_interrupted(pb, {}, system, inputs=[])
         (here / "mine.yaml").write_text("my own\n")
-        recorded, _, no_resume = _save_interrupted(
-            RunOptions(playbook=pb.id, record="mine.yaml"), pb, {"have": "trace"}, system
-        )
+        recorded, _ = save_interrupted(pb, {"have": "trace"}, system, record="mine.yaml", inputs=[])
     finally:
         os.chdir(REPO)
     sessions = tmp_path / "state" / "warpwizard" / "sessions"
     assert first == str(sessions / "negative-warps-per-sm-20261130T071500.yaml")
     assert second == str(sessions / "negative-warps-per-sm-20261130T071500-2.yaml")
-    assert resume == "continue with: warpwizard run negative-warps-per-sm --resume"
+    assert _continue_with(pb.id) == "continue with: warpwizard run negative-warps-per-sm --resume"
     assert yaml.safe_load(Path(first).read_text()) == {"have": "trace"}
     assert none is None and "nothing was saved" in why
-    assert recorded == "mine-2.yaml" and no_resume is None and (here / "mine.yaml").read_text() == "my own\n"
+    assert recorded == "mine-2.yaml" and (here / "mine.yaml").read_text() == "my own\n"
     assert sorted(p.name for p in here.iterdir()) == ["mine-2.yaml", "mine.yaml"]
 
 

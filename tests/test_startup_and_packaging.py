@@ -12,6 +12,10 @@ import pytest
 from tests.conftest import EXAMPLES, REPO
 
 HEAVY = ("torch", "rich", "questionary", "prompt_toolkit", "msgspec", "pynvml", "yaml", "plotly")
+# What --help no longer loads (issue 34: at most 5x a bare `python -c pass`): dataclasses imports inspect (ast,
+# dis, tokenize), a third of --help's instructions under callgrind; the rest is what a run needs and help does
+# not (benchmarks/startup.py measures the time, docs/performance.md has it).
+LAZY = ("dataclasses", "inspect", "pathlib", "subprocess", "datetime", "json", "wizard.cli.run", "wizard.options")
 
 
 def test_help_imports_nothing_heavy() -> None:
@@ -22,6 +26,50 @@ def test_help_imports_nothing_heavy() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=REPO)
     assert result.stdout.strip().splitlines()[-1] == "[]", result.stdout
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["--version"], ["-h"], ["--debug", "--help"]])
+def test_help_builds_only_the_list_of_commands(argv: list[str]) -> None:
+    """The parser builds the command on the line only; help has none, so nothing a run needs is loaded."""
+    code = (
+        f"import sys\nfrom wizard.cli.app import main\nmain({argv!r})\n"
+        f"print(sorted(m for m in {LAZY!r} if m in sys.modules))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=REPO)
+    assert result.stdout.strip().splitlines()[-1] == "[]", result.stdout
+
+
+@pytest.mark.parametrize(
+    ("argv", "command"),
+    [
+        (["trace", "inspect", "x.json"], "trace"),
+        (["--playbook-dir", "run", "list"], "list"),  # the option's value is not the command
+        (["--playbook", "run", "list"], "list"),  # nor an abbreviation's (argparse takes --playbook)
+        (["--playbook-dir=run", "list"], "list"),
+        (["--no-color"], "run"),  # no command: the triage, which is `run triage`
+        ([], "run"),
+        (["--help", "run"], None),
+        (["run", "--help"], "run"),
+        (["--", "run"], "run"),
+    ],
+)
+def test_the_command_on_the_line(argv: list[str], command: str | None) -> None:
+    from wizard.cli.parser import command_of
+
+    assert command_of(argv) == command
+
+
+def test_a_command_parses_the_same_built_alone_or_with_every_other() -> None:
+    """What ``build_parser(command_of(argv))`` parses is what the whole grammar parses."""
+    from wizard.cli.parser import build_parser, command_of
+
+    for argv in (
+        ["trace", "inspect", "a.json", "--json", "--sms", "80", "--checks", "durations"],
+        ["run", "triage", "--answers", "a.yaml", "--teach", "--workload", "python x.py"],
+        ["--no-color", "probe", "env.collect", "--json"],
+        ["compare", "a.json", "b.json"],
+    ):
+        assert vars(build_parser(command_of(argv)).parse_args(argv)) == vars(build_parser().parse_args(argv)), argv
 
 
 def test_trace_inspect_does_not_import_torch() -> None:
@@ -49,6 +97,7 @@ def test_wheel_installs_in_a_fresh_venv_and_finds_its_playbooks(tmp_path: Path) 
 
     names = zipfile.ZipFile(wheel).namelist()
     assert "wizard/playbooks/negative-warps-per-sm.yaml" in names
+    assert "wizard/playbooks/fragments/trace-start.yaml" in names  # the health playbooks' `uses: trace-start`
     assert "wizard/playbook/playbook.schema.json" in names
     assert "wizard/py.typed" in names  # type checkers read the API's annotations
     assert {"wizard/examples/manifest.yaml", "wizard/examples/traces/grid-overflow.json"} <= set(names)
@@ -87,6 +136,14 @@ def test_wheel_installs_in_a_fresh_venv_and_finds_its_playbooks(tmp_path: Path) 
         timeout=60,
     )
     assert listed.returncode == 0 and "negative-warps-p" in listed.stdout and "package" in listed.stdout
+    checked = subprocess.run(
+        [str(venv / "bin" / "warpwizard"), "validate", "rank-skew"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=60,
+    )
+    assert checked.returncode == 0 and "rank-skew.yaml: ok (19 nodes, 3 steps)" in checked.stdout, checked.stderr
     ran = subprocess.run(
         [
             str(venv / "bin" / "warpwizard"),

@@ -1,4 +1,5 @@
-"""warpwizard: walks PyTorch engineers from an impossible kernel metric to its cause.
+"""warpwizard: checks a PyTorch profiler trace for every way it is known to lie, and walks you from what looks wrong
+to its cause (a negative warps per SM, kernels missing or hidden, impossible timing, CUDA graphs, rank skew).
 
 The public API (docs/api.md), loaded on first use so that ``import wizard`` costs what
 ``warpwizard --help`` costs (no torch, rich, questionary or pandas)::

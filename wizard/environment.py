@@ -80,7 +80,7 @@ class ProbeSettings:
     compare_pythons: list[str] = field(default_factory=list)
 
 
-_SYSTEM_FIELDS = {f.name for f in fields(System)}
+_SYSTEM_FIELDS = set(System.FIELDS)
 _SETTINGS_FIELDS = {f.name for f in fields(ProbeSettings)}
 
 

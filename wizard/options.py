@@ -8,11 +8,13 @@ import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from wizard.environment import ProbeSettings, Workload
 from wizard.errors import UsageError
-from wizard.system import System
+
+if TYPE_CHECKING:
+    from wizard.environment import ProbeSettings
+    from wizard.system import System
 
 PathLike = str | os.PathLike[str]
 
@@ -75,6 +77,8 @@ class Options:
         (``spell`` names the option as the caller knows it: ``--workload`` on a command line); a
         workspace that exists and is not private is an OutputFileError, before anything runs."""
         from wizard import workspace
+        from wizard.environment import ProbeSettings, Workload  # a run's, not --help's
+        from wizard.system import System
 
         system = system or System()
         report_dir = workspace.choose(self.report_dir, system.environ, system.clock.now())

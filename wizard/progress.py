@@ -12,7 +12,6 @@ import contextlib
 import itertools
 import os
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any, Literal, Protocol
 
 Unit = Literal["", "bytes", "files"]  # "": no count, only what it is doing and the time elapsed
@@ -65,7 +64,7 @@ def task(
 def file_size(path: str | os.PathLike[str]) -> int | None:
     """The bytes a reader will consume from ``path`` (compressed bytes for .gz); None for a pipe."""
     try:
-        info = Path(path).stat()
+        info = os.stat(path)  # Path(path).stat(): ValueError for a NUL in the name, as os.stat
     except (OSError, ValueError):
         return None
     import stat
@@ -78,6 +77,8 @@ def reading(
     progress: Progress, path: str | os.PathLike[str], doing: str = "reading"
 ) -> Iterator[Callable[[int], None]]:
     """A bytes task for one file; yields the reader's hook (bytes of the file consumed so far)."""
+    from pathlib import Path  # a file's bar, not --help's import
+
     with task(progress, Path(path).name, doing=doing, total=file_size(path), unit="bytes") as one:
 
         def on_read(consumed: int) -> None:

@@ -528,14 +528,15 @@ class FoundPlaybook:
 def found_playbooks(playbook_dirs: Sequence[str] = (), environ: Mapping[str, str] | None = None) -> list[FoundPlaybook]:
     """Every playbook on the search path (the package, ``playbook_dirs``, ``WARPWIZARD_PLAYBOOK_PATH``),
     each loaded; one that does not load is listed with its first problem."""
-    from wizard.playbook.discovery import list_playbooks, shadowing
+    from wizard.playbook.discovery import list_playbooks, search_places, shadowing
     from wizard.playbook.loader import load_playbook as _load
 
     probes, out = catalog(), []
+    search = search_places(list(playbook_dirs), environ)
     for found in list_playbooks(list(playbook_dirs), environ):
         hides = shadowing(found)
         try:
-            pb = _load(found.path, probes)
+            pb = _load(found.path, probes, search=search)
         except (PlaybookError, PlaybookNotFound) as exc:  # one bad file is a row, not the end of the listing
             out.append(FoundPlaybook(found.name, found.origin, problem=str(exc), shadowing=hides))
             continue
@@ -570,17 +571,19 @@ def check_playbooks(
     names: Sequence[str], playbook_dirs: Sequence[str] = (), environ: Mapping[str, str] | None = None
 ) -> list[Checked]:
     """``warpwizard validate``: names, paths or directories (expanded to the playbooks in them)."""
+    from wizard.playbook.discovery import search_places
     from wizard.playbook.loader import load_playbook as _load
     from wizard.playbook.loader import prose_warnings, unknown_continuations
     from wizard.playbook.trust import program_uses
 
     probes, out = catalog(), []
+    search = search_places(list(playbook_dirs), environ)
     for name, path, problem in _targets(names, playbook_dirs, environ):
         if path is None:
             out.append(Checked(name, [problem or name]))
             continue
         try:
-            pb = _load(path, probes)
+            pb = _load(path, probes, search=search)
         except PlaybookError as exc:
             out.append(Checked(name, list(exc.problems)))
             continue
@@ -589,7 +592,9 @@ def check_playbooks(
             out.append(Checked(name, unknown))
             continue
         summary = f"{pb.path}: ok ({plural(len(pb.nodes), 'node')}, {plural(len(pb.steps), 'step')})"
-        out.append(Checked(name, [], summary, list(program_uses(pb, probes)), prose_warnings(path)))
+        fragments: dict[str, None] = {n.origin: None for n in pb.nodes.values() if n.origin}  # read as its own text
+        warnings = [w for f in (str(path), *fragments) for w in prose_warnings(f)]
+        out.append(Checked(name, [], summary, list(program_uses(pb, probes)), warnings))
     return out
 
 

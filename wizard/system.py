@@ -8,18 +8,19 @@ progress of long work goes (nowhere, unless the CLI renders it at a terminal).
 
 from __future__ import annotations
 
-import datetime as _dt
 import os
-import shutil
 import sys
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from wizard.progress import NoProgress, Progress
-from wizard.runner import CommandResult, SubprocessRunner
+
+if TYPE_CHECKING:
+    import datetime as _dt
+    from pathlib import Path
+
+    from wizard.runner import CommandResult
 
 
 class Clock(Protocol):
@@ -29,7 +30,9 @@ class Clock(Protocol):
 
 class SystemClock:
     def now(self) -> _dt.datetime:
-        return _dt.datetime.now(_dt.timezone.utc)
+        import datetime as dt  # only a run needs the date: --help does not pay for it
+
+        return dt.datetime.now(dt.timezone.utc)
 
     def monotonic(self) -> float:
         return time.monotonic()
@@ -39,6 +42,24 @@ class Runner(Protocol):
     def run(
         self, argv: Any, *, timeout: float, env: Any = None, cwd: str | None = None, log_path: Path | None = None
     ) -> CommandResult: ...
+
+
+class _Subprocesses:
+    """The real runner (``wizard.runner``, which imports ``subprocess``), loaded at its first program: the
+    System is made before ``--help`` is parsed, and help starts nothing."""
+
+    def run(
+        self, argv: Any, *, timeout: float, env: Any = None, cwd: str | None = None, log_path: Path | None = None
+    ) -> CommandResult:
+        from wizard.runner import SubprocessRunner
+
+        return SubprocessRunner().run(argv, timeout=timeout, env=env, cwd=cwd, log_path=log_path)
+
+
+def _which(name: str) -> str | None:
+    import shutil
+
+    return shutil.which(name)
 
 
 def load_pynvml() -> Any:
@@ -96,21 +117,55 @@ def _isatty(stream: IO[Any]) -> bool:
         return False
 
 
-@dataclass
 class System:
-    stdin: IO[str] = field(default_factory=lambda: sys.stdin)
-    stdout: IO[str] = field(default_factory=lambda: sys.stdout)
-    stderr: IO[str] = field(default_factory=lambda: sys.stderr)
-    environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
-    clock: Clock = field(default_factory=SystemClock)
-    runner: Runner = field(default_factory=SubprocessRunner)
-    nvml_loader: Callable[[], Any] = load_pynvml
-    which: Callable[[str], str | None] = shutil.which
-    isatty: Callable[[IO[Any]], bool] = _isatty
-    progress: Progress = field(default_factory=NoProgress)  # where long work reports; the CLI's renders it
-    read_file: Callable[[str], str | None] = read_system_file  # the machine's small files, for probes
-    list_dir: Callable[[str], list[str]] = list_system_dir
-    shared_object: Callable[[str], str | None] = shared_object  # what a library's path resolves to, if it is one
+    """The outside world. Written out rather than a dataclass: every command makes one before its arguments are
+    parsed, and ``dataclasses`` costs ``--help`` a third of its start-up (it imports ``inspect``). ``replace``
+    is ``dataclasses.replace``'s job; ``FIELDS`` names what a System holds."""
+
+    FIELDS = (
+        "stdin", "stdout", "stderr", "environ", "clock", "runner", "nvml_loader", "which", "isatty", "progress",
+        "read_file", "list_dir", "shared_object",
+    )  # fmt: skip
+
+    def __init__(  # noqa: PLR0917 - one value per part of the outside world, each with its default
+        self,
+        stdin: IO[str] | None = None,
+        stdout: IO[str] | None = None,
+        stderr: IO[str] | None = None,
+        environ: Mapping[str, str] | None = None,
+        clock: Clock | None = None,
+        runner: Runner | None = None,
+        nvml_loader: Callable[[], Any] = load_pynvml,
+        which: Callable[[str], str | None] = _which,
+        isatty: Callable[[IO[Any]], bool] = _isatty,
+        progress: Progress | None = None,  # where long work reports; the CLI's renders it
+        read_file: Callable[[str], str | None] = read_system_file,  # the machine's small files, for probes
+        list_dir: Callable[[str], list[str]] = list_system_dir,
+        shared_object: Callable[[str], str | None] = shared_object,  # what a library's path resolves to
+    ) -> None:
+        self.stdin: IO[str] = sys.stdin if stdin is None else stdin
+        self.stdout: IO[str] = sys.stdout if stdout is None else stdout
+        self.stderr: IO[str] = sys.stderr if stderr is None else stderr
+        self.environ: Mapping[str, str] = dict(os.environ) if environ is None else environ
+        self.clock: Clock = SystemClock() if clock is None else clock
+        self.runner: Runner = _Subprocesses() if runner is None else runner
+        self.nvml_loader = nvml_loader
+        self.which = which
+        self.isatty = isatty
+        self.progress: Progress = NoProgress() if progress is None else progress
+        self.read_file = read_file
+        self.list_dir = list_dir
+        self.shared_object = shared_object
+
+    def replace(self, **changes: Any) -> System:
+        """A copy with ``changes`` (``dataclasses.replace``'s contract: an unknown name is a TypeError)."""
+        unknown = set(changes) - set(self.FIELDS)
+        if unknown:
+            raise TypeError(f"System has no {', '.join(sorted(unknown))}")
+        return System(**{name: changes.get(name, getattr(self, name)) for name in self.FIELDS})
+
+    def __repr__(self) -> str:
+        return f"System(stdout={self.stdout!r}, environ=<{len(self.environ)} variables>)"
 
     @property
     def interactive(self) -> bool:

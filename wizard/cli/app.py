@@ -11,16 +11,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import os
 import signal
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, cast
 
-from wizard.cli.parser import build_parser, probe_options
+from wizard.cli.parser import build_parser, command_of, probe_options
 from wizard.errors import (
     AnswersError,
     InputFileError,
@@ -88,15 +85,12 @@ class _Stream:
         return str(getattr(self.inner, "encoding", None) or "utf-8")
 
 
-@dataclass
 class Context:
     """What every command gets: its arguments and the outside world."""
 
-    args: argparse.Namespace
-    system: System
-    stdout: _Stream
-    stderr: _Stream
-    consoles: dict[bool, Any] = field(default_factory=dict)
+    def __init__(self, args: argparse.Namespace, system: System, stdout: _Stream, stderr: _Stream) -> None:
+        self.args, self.system, self.stdout, self.stderr = args, system, stdout, stderr
+        self.consoles: dict[bool, Any] = {}
 
     def console(self, *, stderr: bool = False) -> Any:
         if stderr not in self.consoles:
@@ -154,11 +148,11 @@ def _probe_options(ctx: Context) -> Options:
 
 # -- commands ------------------------------------------------------------------------------
 def cmd_run(ctx: Context, playbook_name: str | None = None) -> ExitStatus:
-    from wizard.cli.run import RunOptions, run_playbook
+    from wizard.cli.run import RunOptions, run_command
 
     options = RunOptions.parsed(ctx.args, options=_probe_options(ctx), playbook_dirs=ctx.playbook_dirs)
     options.playbook = playbook_name or options.playbook
-    return run_playbook(options, ctx.system, ctx.console(stderr=options.json_out), ctx.console(), ctx.stdout)
+    return run_command(options, ctx.system, ctx.console(stderr=options.json_out), ctx.console(), ctx.stdout)
 
 
 def cmd_probe(ctx: Context) -> ExitStatus:
@@ -174,7 +168,7 @@ def cmd_probe(ctx: Context) -> ExitStatus:
     rank = launcher_rank(system.environ)
     if args.device_from_rank:
         device = device_for_rank(system.environ, rank.local_rank)
-        system = dataclasses.replace(system, environ={**system.environ, "CUDA_VISIBLE_DEVICES": device})
+        system = system.replace(environ={**system.environ, "CUDA_VISIBLE_DEVICES": device})
     target = args.output  # its {host}/{rank}/... were filled in with every output path (_place_outputs)
     inputs = run_inputs(options, params.values())
     if target is not None:
@@ -293,6 +287,8 @@ def cmd_examples(ctx: Context) -> ExitStatus:
             ctx.say(f"{example.name:<28} {example.diagnosis}{other}", hang=29)
         ctx.say("copy one out to try it: warpwizard examples NAME [--to DIR]")
         return ExitStatus.OK
+    from pathlib import Path
+
     destination = Path(ctx.args.to or name)
     written = copy_example(name, destination)
     for path in written:
@@ -575,13 +571,13 @@ def _progress(ctx: Context) -> Any:
     from wizard.ui.progress import TerminalProgress
 
     shown = TerminalProgress(ctx.console(stderr=True), system.clock, live=terminal and not plain)
-    ctx.system = dataclasses.replace(system, progress=shown)
+    ctx.system = system.replace(progress=shown)
     return shown
 
 
 def _check_playbook_dirs(ctx: Context) -> None:
     for d in ctx.args.playbook_dir:
-        if not Path(d).is_dir():
+        if not os.path.isdir(d):
             raise UsageError(f"--playbook-dir {d}: no such directory")
 
 
@@ -604,7 +600,7 @@ def main(argv: list[str] | None = None, system: System | None = None) -> int:
     arguments = sys.argv[1:] if argv is None else list(argv)
     debug = "--debug" in arguments
     stdout, stderr = _Stream(system.stdout), _Stream(system.stderr)
-    parser = build_parser()
+    parser = build_parser(command_of(arguments))
     args: argparse.Namespace | None = None
     try:
         with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):

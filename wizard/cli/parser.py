@@ -4,7 +4,7 @@ probe options from ``wizard.options.Options``' declaration. Importing this loads
 from __future__ import annotations
 
 import argparse
-import dataclasses
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from wizard import __version__
@@ -21,7 +21,13 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message} (see --help)")
 
 
-def build_parser() -> argparse.ArgumentParser:
+EVERY = "*"  # build_parser's default: every command's arguments (completion scripts, the docs' tests)
+
+
+def build_parser(only: str | None = EVERY) -> argparse.ArgumentParser:
+    """The grammar. ``only``: the one command whose arguments are built (``command_of(argv)``); the others are
+    named with their help and nothing more, so ``warpwizard --help`` builds the list of commands, not the
+    hundred arguments under them (each costs argparse a formatter and gettext lookups)."""
     text = epilog()
     kw: dict[str, Any] = {"epilog": text, "formatter_class": argparse.RawDescriptionHelpFormatter}
     p = _Parser(
@@ -42,13 +48,56 @@ def build_parser() -> argparse.ArgumentParser:
         help="also look for playbooks here (also: WARPWIZARD_PLAYBOOK_PATH)",
     )
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    chosen = sub if only == EVERY else _Only(sub, only)
 
-    _add_run(sub, kw)
-    _add_probe(sub, kw)
-    _add_catalogue_commands(sub)
-    _add_trace(sub, kw)
-    _add_machine_commands(sub)
+    _add_run(chosen, kw)
+    _add_probe(chosen, kw)
+    _add_catalogue_commands(chosen)
+    _add_trace(chosen, kw)
+    _add_machine_commands(chosen)
     return p
+
+
+_TOP_VALUED = "--playbook-dir"  # the one top-level option that takes a value
+
+
+def command_of(argv: Sequence[str]) -> str | None:
+    """The command an argument list runs, for ``build_parser(only=...)``: the first word that is not an option
+    (nor the value of ``--playbook-dir``, or an abbreviation of it); ``run`` for no command (the bare
+    ``warpwizard`` is ``run triage``), None when ``--help`` or ``--version`` comes first (nothing to build)."""
+    values = False
+    for arg in argv:
+        if values:
+            values = False
+            continue
+        if arg == "--":
+            break
+        if arg in ("-h", "-V") or (len(arg) > 2 and ("--help".startswith(arg) or "--version".startswith(arg))):
+            return None
+        if arg.startswith("-"):
+            values = "=" not in arg and len(arg) > 3 and _TOP_VALUED.startswith(arg)
+            continue
+        return arg
+    return "run"
+
+
+class _Unbuilt:
+    """A command's parser that is not being built: every declaration on it is dropped."""
+
+    def __getattr__(self, name: str) -> Any:
+        return lambda *args, **kwargs: self
+
+
+class _Only:
+    """The subcommands' action, building only one command's arguments: the others are added (so ``--help``
+    lists them and argparse knows the names) with an empty parser."""
+
+    def __init__(self, sub: Any, only: str | None) -> None:
+        self.sub, self.only = sub, only
+
+    def add_parser(self, name: str, **kw: Any) -> Any:
+        parser = self.sub.add_parser(name, **kw)
+        return parser if name == self.only else _Unbuilt()
 
 
 _Sub = Any  # argparse's _SubParsersAction, private in typeshed
@@ -77,9 +126,13 @@ def _add_progress(parser: argparse.ArgumentParser) -> None:
 def _add_run(sub: _Sub, kw: dict[str, Any]) -> None:
     """``run``'s arguments, one per field of ``wizard.cli.run.RunOptions`` (declared there and nowhere else),
     then the probes' options (``Options``')."""
+    run = sub.add_parser("run", help="walk a playbook to a diagnosis", **kw)
+    if isinstance(run, _Unbuilt):
+        return
+    import dataclasses
+
     from wizard.cli.run import RunOptions
 
-    run = sub.add_parser("run", help="walk a playbook to a diagnosis", **kw)
     groups: dict[str, Any] = {}
     for spec in dataclasses.fields(RunOptions):
         meta = dict(spec.metadata)
@@ -130,6 +183,10 @@ def _add_probe(sub: _Sub, kw: dict[str, Any]) -> None:
 def _add_probe_options(parser: argparse.ArgumentParser) -> None:
     """What probes may do and where they write, the same for ``run`` and ``probe``: one argument per
     field of ``wizard.options.Options``, declared there (flag, metavar, help) and nowhere else."""
+    if isinstance(parser, _Unbuilt):
+        return
+    import dataclasses
+
     from wizard.options import Options
 
     for spec in dataclasses.fields(Options):
@@ -145,6 +202,8 @@ def _add_probe_options(parser: argparse.ArgumentParser) -> None:
 
 def probe_options(args: argparse.Namespace) -> Options:
     """The ``Options`` a command line asked for (the parsed arguments of ``_add_probe_options``)."""
+    import dataclasses
+
     from wizard.options import Options
 
     return Options(**{spec.name: getattr(args, spec.name) for spec in dataclasses.fields(Options)})

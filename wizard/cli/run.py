@@ -8,8 +8,6 @@ from typing import TYPE_CHECKING, Any
 from wizard.exit_status import ExitStatus
 from wizard.options import Options
 from wizard.schemas import TRANSCRIPT
-from wizard.serialize import dumps
-from wizard.system import System
 from wizard.untrusted import rich_text
 
 if TYPE_CHECKING:
@@ -17,6 +15,7 @@ if TYPE_CHECKING:
     from wizard.engine.plan import Plan
     from wizard.engine.transcript import Transcript
     from wizard.playbook.model import Playbook
+    from wizard.system import System
 
 
 def _arg(help: str, *, flag: str | None = None, metavar: str | None = None, **kind: Any) -> dict[str, Any]:
@@ -108,10 +107,9 @@ def flag_of(name: str) -> str:
 
 _flag = flag_of  # what the library's ``spell=`` gets: its keyword names, as this command line spells them
 
-SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
 
-
-def run_playbook(opts: RunOptions, system: System, ui: Any, out: Any, stdout: Any) -> ExitStatus:
+def run_command(opts: RunOptions, system: System, ui: Any, out: Any, stdout: Any) -> ExitStatus:
+    """``warpwizard run``: the library's run, with prompts, live progress, the conclusion's panel and --fail-on."""
     from wizard.runs import run_playbook as run
     from wizard.ui.render import TerminalObserver, conclusion_panel
 
@@ -171,6 +169,8 @@ def run_playbook(opts: RunOptions, system: System, ui: Any, out: Any, stdout: An
     finally:
         observer.close()
     if opts.json_out:
+        from wizard.serialize import dumps
+
         stdout.write(dumps(transcript.to_dict()) + "\n")
     elif transcript.conclusion is not None:
         c = transcript.conclusion
@@ -204,21 +204,11 @@ def _continue_with(playbook_id: str, *, teach: bool = False) -> str:
     return f"continue with: warpwizard run {playbook_id} --resume" + (" --teach" if teach else "")
 
 
-def _save_interrupted(
-    opts: RunOptions, pb: Playbook, answers: dict[str, Any], system: System
-) -> tuple[str | None, str, str | None]:
-    """What a Ctrl-C leaves, as the command line says it: where the answers went (the library's rule),
-    why nowhere, and the command that continues (none when they went to --record's file)."""
-    from wizard.runs import run_inputs, save_interrupted
-
-    inputs = [p for p in (opts.answers, pb.path) if p and p != "-"] + run_inputs(opts.options, answers.values())
-    saved, note = save_interrupted(pb, answers, system, record=opts.record, inputs=inputs)
-    return saved, note, _continue_with(pb.id, teach=opts.teach) if saved and not opts.record else None
-
-
 def _show_plan(plan: Plan, opts: RunOptions, *, out: Any, stdout: Any) -> ExitStatus:
     """--dry-run: the plan, printed or as JSON; no probe runs, no file is written."""
     if opts.json_out:
+        from wizard.serialize import dumps
+
         stdout.write(dumps(plan.to_dict()) + "\n")
         return ExitStatus.OK
     from wizard.ui.render import plan_lines
@@ -230,7 +220,6 @@ def _show_plan(plan: Plan, opts: RunOptions, *, out: Any, stdout: Any) -> ExitSt
 
 def _gate(opts: RunOptions, transcript: Transcript) -> ExitStatus:
     """--fail-on: exit 1 when the diagnosis is at least as severe as asked (for CI)."""
-    severity = transcript.conclusion.severity if transcript.conclusion is not None else None
-    if opts.fail_on and SEVERITY_RANK.get(severity or "", -1) >= SEVERITY_RANK[opts.fail_on]:
+    if opts.fail_on and transcript.at_least(opts.fail_on):
         return ExitStatus.FINDINGS
     return ExitStatus.OK

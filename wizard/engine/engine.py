@@ -19,7 +19,7 @@ from wizard.errors import AnswersError, ProbeInfrastructureError, WizardError
 from wizard.playbook.conditions import Template
 from wizard.playbook.model import AnswerInvalid, ConclusionNode, DecisionNode, Node, Playbook, ProbeNode, QuestionNode
 from wizard.playbook.trust import answer_sources, chosen_by_facts, refusal
-from wizard.probes.base import WORKLOAD, ParamSpec, Probe, ProbeResult, Status, with_defaults
+from wizard.probes.base import WORKLOAD, ParamSpec, Probe, ProbeResult, Status, fact_warnings, with_defaults
 
 MAX_VISITS = 500
 
@@ -365,7 +365,8 @@ class Engine:
 
 
 def run_probe(probe: Probe, params: Mapping[str, Any], env: Environment, timeout: float) -> ProbeResult:
-    """One probe, timed: a domain error inside it is its ERROR result; an OS error means it could not run."""
+    """One probe, timed: a domain error inside it is its ERROR result; an OS error means it could not run.
+    Facts that break the probe's declaration (a plugin's, or ours) become warnings on its result."""
     started = env.system.clock.monotonic()
     try:
         result = probe.run(env, params, timeout=timeout)
@@ -374,4 +375,5 @@ def run_probe(probe: Probe, params: Mapping[str, Any], env: Environment, timeout
     except OSError as exc:
         raise ProbeInfrastructureError(f"probe {probe.name!r} could not run: {exc}") from exc
     result.duration_s = round(env.system.clock.monotonic() - started, 3)
+    result.warnings = [*result.warnings, *fact_warnings(probe.name, probe.facts, result.status.value, result.facts)]
     return result

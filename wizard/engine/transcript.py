@@ -47,11 +47,13 @@ class TranscriptEntry:
     input_files: dict[str, Any] | None = None  # fingerprints of the files its inputs name (for --from)
     carried_from: str | None = None  # chained run: "playbook:node" whose answer or probe result this reuses
     playbook: str | None = None  # chained run: the playbook this entry belongs to
+    warnings: list[str] | None = None  # where the probe's facts break its declaration (wizard.probes.base)
 
     def record(self, result: ProbeResult) -> None:
         """What a probe found, as the transcript keeps it."""
         self.status, self.summary = result.status.value, result.summary
         self.facts, self.evidence, self.files = result.facts, result.evidence, result.files
+        self.warnings = list(result.warnings) or None
 
 
 @dataclass(slots=True)
@@ -97,6 +99,12 @@ class Transcript:
     def evidence(self) -> list[str]:
         """The conclusion's evidence lines (empty without a conclusion)."""
         return list(self.conclusion.evidence) if self.conclusion else []
+
+    def at_least(self, severity: str) -> bool:
+        """Whether the diagnosis is ``severity`` or worse (``--fail-on``): no conclusion is never."""
+        from wizard.playbook.model import at_least
+
+        return at_least(self.conclusion.severity if self.conclusion else None, severity)
 
     @classmethod
     def start(cls, playbook: Playbook, now: _dt.datetime) -> Transcript:

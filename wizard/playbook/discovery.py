@@ -11,17 +11,10 @@ from pathlib import Path
 from wizard.errors import PlaybookError, PlaybookNotFound
 from wizard.playbook.loader import load_playbook
 from wizard.playbook.model import Playbook
+from wizard.playbook.places import packaged_dir
 from wizard.probes.base import ProbeInfo
 
 ENV_VAR = "WARPWIZARD_PLAYBOOK_PATH"
-
-
-def packaged_dir() -> Path:
-    """Playbooks inside the installed package, or the checkout's playbooks/ in development."""
-    inside = Path(__file__).resolve().parent.parent / "playbooks"
-    if inside.is_dir():
-        return inside
-    return Path(__file__).resolve().parent.parent.parent / "playbooks"
 
 
 def search_dirs(extra: list[str] | None = None, environ: Mapping[str, str] | None = None) -> list[Path]:
@@ -30,6 +23,15 @@ def search_dirs(extra: list[str] | None = None, environ: Mapping[str, str] | Non
     dirs += [Path(d) for d in env.get(ENV_VAR, "").split(os.pathsep) if d]
     dirs.append(packaged_dir())
     return dirs
+
+
+def search_places(extra: list[str] | None = None, environ: Mapping[str, str] | None = None) -> list[Path]:
+    """The search path as the loader takes it (``uses:`` finds fragments in each place's ``fragments/``, a derived
+    list its playbooks), first match wins: the directories given, ``WARPWIZARD_PLAYBOOK_PATH``, the package's,
+    then each plugin's playbook place (a directory, or one file). Fragments are data found there by id."""
+    from wizard.plugins import installed_playbook_paths
+
+    return [*search_dirs(extra, environ), *(p.value for p in installed_playbook_paths())]
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +109,7 @@ def resolve(name: str, extra: list[str] | None = None, environ: Mapping[str, str
 def load(
     name: str, probes: Mapping[str, ProbeInfo], extra: list[str] | None = None, environ: Mapping[str, str] | None = None
 ) -> Playbook:
-    return load_playbook(resolve(name, extra, environ), probes)
+    return load_playbook(resolve(name, extra, environ), probes, search=search_places(extra, environ))
 
 
 def load_named(
@@ -120,9 +122,9 @@ def load_named(
         raise PlaybookNotFound(f"{name!r} is not a playbook id")
     for found in list_playbooks(extra, environ):
         if found.name == name:
-            return load_playbook(found.path, probes)
+            return load_playbook(found.path, probes, search=search_places(extra, environ))
     names = ", ".join(f.name for f in list_playbooks(extra, environ)) or "none"
     raise PlaybookNotFound(f"no playbook named {name!r} on the search path; available: {names}")
 
 
-__all__ = ["Found", "PlaybookError", "list_playbooks", "load", "packaged_dir", "resolve"]
+__all__ = ["Found", "PlaybookError", "list_playbooks", "load", "packaged_dir", "resolve", "search_places"]

@@ -21,6 +21,15 @@ TARGET = {**ID, "description": "id of the node to go to"}
 PLAYBOOK_ID = {"type": "string", "pattern": "^[a-z0-9][a-z0-9_-]*$"}
 # How many playbooks one run may walk when conclusions continue into others (each at most once).
 MAX_CHAIN = 8
+# Fragments (``uses:``): how deep one may use another, and how many one playbook may insert in all.
+MAX_FRAGMENT_DEPTH = 4
+MAX_FRAGMENTS = 32
+FRAGMENT_DIR = "fragments"  # beside the playbooks of each directory of the search path
+# The list ``choices: {from: health-playbooks}`` names: the playbooks on the search path that declare ``triage``
+# (a question offers them by their ``offered``; a ``continue`` takes the health check's TRIAGE_ORDER first).
+HEALTH_PLAYBOOKS = "health-playbooks"
+# A target a fragment leaves to the playbook that uses it: ``$name``, never a node id (ids start with a-z).
+NEED = {"type": "string", "pattern": "^\\$[a-z][a-z0-9_]*$", "description": "a node the using playbook names"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +56,17 @@ def _object(fields: tuple[Field, ...], **extra: Any) -> dict[str, Any]:
 
 
 STEP = (Field("id", ID, True), Field("title", TEXT, True), Field("explain", TEXT))
+DERIVED = (
+    Field(
+        "from",
+        {"enum": [HEALTH_PLAYBOOKS], "description": "the playbooks on the search path that declare 'triage'"},
+        True,
+    ),
+)
+TRIAGE = (
+    Field("label", {**TEXT, "description": "how the triage's 'What did you see?' offers this playbook"}, True),
+    Field("offered", {"type": "integer", "minimum": 1, "description": "its place in that list"}, True),
+)
 CHOICE = (Field("value", {}, True), Field("label", TEXT))
 VALIDATE = (
     Field("pattern", {**TEXT, "description": "RE2 syntax: no backreferences or lookaround"}),
@@ -67,11 +87,16 @@ CONTINUE = (
     Field(
         "choices",
         {
-            "type": "array",
-            "minItems": 1,
-            "uniqueItems": True,
-            "items": PLAYBOOK_ID,
-            "description": "every id it may name",
+            "oneOf": [
+                {
+                    "type": "array",
+                    "minItems": 1,
+                    "uniqueItems": True,
+                    "items": PLAYBOOK_ID,
+                    "description": "every id it may name",
+                },
+                _object(DERIVED),
+            ]
         },
         True,
     ),
@@ -92,9 +117,14 @@ KINDS: dict[str, tuple[Field, ...]] = {
         Field(
             "choices",
             {
-                "type": "array",
-                "minItems": 1,
-                "items": {"oneOf": [{"type": ["string", "number", "boolean"]}, _object(CHOICE)]},
+                "oneOf": [
+                    {
+                        "type": "array",
+                        "minItems": 1,
+                        "items": {"oneOf": [{"type": ["string", "number", "boolean"]}, _object(CHOICE)]},
+                    },
+                    _object(DERIVED),
+                ]
             },
         ),
         Field("validate", _object(VALIDATE)),
@@ -138,11 +168,45 @@ KINDS: dict[str, tuple[Field, ...]] = {
         ),
     ),
 }
+USES = (
+    Field(
+        "uses",
+        {**PLAYBOOK_ID, "description": "a fragment on the search path (fragments/ID.yaml): its nodes, inserted here"},
+        True,
+    ),
+    Field(
+        "with",
+        {
+            "type": "object",
+            "additionalProperties": TARGET,
+            "description": "each of the fragment's needs -> the node of this playbook it goes to",
+        },
+    ),
+)
+FRAGMENT = (
+    Field("fragment", {**PLAYBOOK_ID, "description": "its id: the file's name without .yaml"}, True),
+    Field("description", TEXT),
+    Field(
+        "needs",
+        {
+            "type": "object",
+            "additionalProperties": TEXT,
+            "description": "name -> what it is: the nodes a using playbook names in 'with', written $name here",
+        },
+    ),
+    Field("nodes", {"type": "array", "minItems": 1}, True),
+)
 TOP = (
     Field("id", PLAYBOOK_ID, True),
     Field("title", TEXT, True),
     Field("description", TEXT),
     Field("version", {"type": ["string", "number"]}, True),
+    Field(
+        "triage",
+        _object(
+            TRIAGE, description="a health playbook: how the triage offers it ('choices: {from: health-playbooks}')"
+        ),
+    ),
     Field("start", TARGET),
     Field("steps", {"type": "array", "items": _object(STEP)}),
     Field("nodes", {"type": "array", "minItems": 1}, True),
@@ -196,7 +260,7 @@ def json_schema(probes: Mapping[str, ProbeInfo]) -> dict[str, Any]:
     schema["properties"]["nodes"] = {
         "type": "array",
         "minItems": 1,
-        "items": {"oneOf": [node_schema(kind, probes) for kind in KINDS]},
+        "items": {"oneOf": [*(node_schema(kind, probes) for kind in KINDS), _object(USES)]},
     }
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",

@@ -3,14 +3,15 @@
 Checks: YAML syntax, unknown and missing fields, duplicate ids, unknown targets (with a
 "did you mean"), unknown probes and parameters, parameter types, conditions and templates
 that name unknown answers or facts, dead ends, unreachable nodes, and cycles with no way
-out.
+out. A ``uses:`` item inserts a fragment's nodes (``fragments/ID.yaml`` on the search path), each
+checked as if written there, its problems at the fragment file's own line and column.
 """
 
 from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +62,12 @@ PLAYBOOK_ID_PATTERN = re.compile(str(grammar.PLAYBOOK_ID["pattern"]))
 TOP_KEYS = grammar.names(grammar.TOP)
 COMMON_KEYS = grammar.names(grammar.COMMON)
 KIND_KEYS: dict[str, tuple[str, ...]] = {kind: grammar.names(fields) for kind, fields in grammar.KINDS.items()}
+USES_KEYS = grammar.names(grammar.USES)
+FRAGMENT_KEYS = grammar.names(grammar.FRAGMENT)
+NEED_NAME = re.compile(str(grammar.ID["pattern"]))
+# Positions of a fragment's values, kept in the playbook's own table under this prefix:
+# (FRAGMENT, n, *path in fragment file n), so a problem there names that file, line and column.
+FRAGMENT = "__fragment__"
 
 
 LINE_BREAKS = frozenset("\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")  # what str.splitlines() and YAML break at
@@ -72,21 +79,37 @@ def _suggest(name: str, options: list[str] | tuple[str, ...]) -> str:
 
 
 class _Checker:
-    def __init__(self, path: str, located: Located, probes: Mapping[str, ProbeInfo]) -> None:
+    def __init__(
+        self, path: str, located: Located, probes: Mapping[str, ProbeInfo], search: Sequence[Path] = ()
+    ) -> None:
         self.path = path
         self.doc = located
         self.probes = probes
-        self.problems: list[tuple[int, int, str]] = []
+        self.files = [path]  # the playbook, then each fragment it inserted (FRAGMENT, n) in order
+        self.search = tuple(search)  # the playbook search path's places: directories, or a plugin's one file
+        self.fragment_dirs = tuple((p if p.is_dir() else p.parent) / grammar.FRAGMENT_DIR for p in self.search)
+        self._health: list[tuple[int, str, str]] | None = None
+        self.fragment_chars = 0  # the fragments' text read for this playbook, bounded like one playbook
+        self.fragment_data: dict[int, dict[str, Any]] = {}
+        self.problems: list[tuple[int, int, int, str]] = []
+
+    def file_of(self, where: Path_) -> int:
+        return int(where[1]) if len(where) > 1 and where[0] == FRAGMENT else 0
 
     def problem(self, where: Path_, message: str, column_offset: int = 0) -> None:
         line, col = self.doc.where(where)
-        self.problems.append((line, col + column_offset, message))
+        self.problems.append((self.file_of(where), line, col + column_offset, message))
+
+    def at(self, where: Path_) -> str:
+        """``line N``, or ``FILE:N`` for a place in a fragment: where a first duplicate was written."""
+        line = self.doc.where(where)[0]
+        return f"line {line}" if self.file_of(where) == 0 else f"{self.files[self.file_of(where)]}:{line}"
 
     def key_problem(self, where: Path_, message: str) -> None:
         self.problem((*where, "__key__") if (*where, "__key__") in self.doc.positions else where, message)
 
     def formatted(self) -> list[str]:
-        return [f"{self.path}:{line}:{col}: {msg}" for line, col, msg in sorted(self.problems)]
+        return [f"{self.files[f]}:{line}:{col}: {msg}" for f, line, col, msg in sorted(self.problems)]
 
     # -- fields -------------------------------------------------------------------------
     def unknown_keys(self, data: Mapping[str, Any], allowed: tuple[str, ...], where: Path_, what: str) -> None:
@@ -163,6 +186,8 @@ def _steps(c: _Checker, data: Any) -> tuple[Step, ...]:
 
 
 def _choices(c: _Checker, raw: Any, where: Path_) -> tuple[Choice, ...]:
+    if isinstance(raw, dict) and "from" in raw:
+        return tuple(Choice(pid, label) for _, pid, label in _derived(c, raw, where))
     if not isinstance(raw, list) or not raw:
         c.problem(where, "a select question needs 'choices': a list of {value, label}")
         return ()
@@ -396,6 +421,8 @@ def _continuation(c: _Checker, raw: Any, where: Path_) -> Continuation | None:
         return None
     c.unknown_keys(raw, CONTINUE_KEYS, where, "'continue'")
     choices = raw.get("choices")
+    if isinstance(choices, dict) and "from" in choices:
+        choices = _health_order(c, choices, (*where, "choices"))
     if not isinstance(choices, list) or not choices:
         c.problem(
             (*where, "choices") if "choices" in raw else where, "'continue' needs 'choices': a list of playbook ids"
@@ -431,11 +458,104 @@ def unknown_continuations(path: str, pb: Playbook, known: frozenset[str]) -> lis
     for i, raw in enumerate(raw_nodes if isinstance(raw_nodes, list) else []):
         node = pb.nodes.get(str(raw.get("id"))) if isinstance(raw, dict) else None
         if isinstance(node, ConclusionNode) and node.continues is not None:
-            for j, choice in enumerate(raw["continue"]["choices"]):
+            written = raw["continue"]["choices"]  # a derived list ({from: ...}) is read from the search path
+            for j, choice in enumerate(written if isinstance(written, list) else []):
                 if choice not in known:
                     close = _suggest(choice, sorted(known))
                     c.problem(("nodes", i, "continue", "choices", j), f"no playbook named {choice!r}{close}")
     return c.formatted()
+
+
+# -- lists the loader derives from the search path (``choices: {from: health-playbooks}``) --------------------
+
+_TRIAGE_BLOCK = re.compile(r"^triage:[^\n]*(?:\n[ \t]+[^\n]*)*", re.M)
+
+
+def _triage(c: _Checker, raw: Any) -> None:
+    """A health playbook's own ``triage``: one line of label, and its place in the triage's list."""
+    if raw is None:
+        return
+    if not isinstance(raw, dict):
+        c.problem(("triage",), "'triage' is a mapping: {label: how the triage offers this playbook, offered: N}")
+        return
+    c.unknown_keys(raw, grammar.names(grammar.TRIAGE), ("triage",), "'triage'")
+    c.line(raw, "label", ("triage",), "'triage'")
+    offered = raw.get("offered")
+    if not isinstance(offered, int) or isinstance(offered, bool) or offered < 1:
+        c.problem(
+            ("triage", "offered") if "offered" in raw else ("triage",),
+            "'triage' needs 'offered': a whole number from 1",
+        )
+
+
+def declared_triage(path: Path) -> tuple[int, str] | None:
+    """A playbook file's ``triage`` (offered, label), read from its top-level ``triage:`` block alone (safe YAML,
+    bounded like the file); None where it declares none or not as the grammar says (its own load reports why)."""
+    try:
+        with open(path, "rb") as fh:
+            text = fh.read(MAX_YAML_CHARS).decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    block = _TRIAGE_BLOCK.search(text)
+    try:
+        data = load_located(block.group()).data if block else None
+    except YamlSyntaxError:
+        return None
+    triage = data.get("triage") if isinstance(data, dict) else None
+    if not isinstance(triage, dict):
+        return None
+    label, offered = triage.get("label"), triage.get("offered")
+    if not isinstance(label, str) or not isinstance(offered, int) or isinstance(offered, bool):
+        return None
+    return offered, label
+
+
+def _health(c: _Checker) -> list[tuple[int, str, str]]:
+    """(offered, id, label) of each playbook on the search path that declares ``triage``, the first file of an
+    id winning as when it is run, by ``offered``."""
+    if c._health is None:
+        found: dict[str, Path] = {}
+        for place in c.search:
+            try:
+                files = [place] if place.is_file() else sorted(place.iterdir())
+            except OSError:
+                continue
+            for f in files:
+                if f.suffix in (".yaml", ".yml") and f.is_file():
+                    found.setdefault(f.stem, f)
+        declared = ((pid, declared_triage(f)) for pid, f in found.items())
+        c._health = sorted((d[0], pid, d[1]) for pid, d in declared if d is not None)
+    return c._health
+
+
+def _derived(c: _Checker, raw: dict[str, Any], where: Path_) -> list[tuple[int, str, str]]:
+    """The health playbooks a ``{from: health-playbooks}`` list names; each id the health check may continue into
+    (TRIAGE_ORDER) must be one of them, else one problem per id missing."""
+    from wizard.trace.health.spec import TRIAGE_ORDER
+
+    c.unknown_keys(raw, grammar.names(grammar.DERIVED), where, "a derived list")
+    if raw.get("from") != grammar.HEALTH_PLAYBOOKS:
+        c.problem((*where, "from"), f"'from' names a list the loader fills: {grammar.HEALTH_PLAYBOOKS}")
+        return []
+    health = _health(c)
+    offered = {pid for _, pid, _ in health}
+    for pid in TRIAGE_ORDER:
+        if pid not in offered:
+            c.problem(
+                (*where, "from"),
+                f"the health check continues into {pid!r} (TRIAGE_ORDER), but no playbook of that id on the search "
+                "path declares 'triage' (its label and place in the list)",
+            )
+    return health
+
+
+def _health_order(c: _Checker, raw: dict[str, Any], where: Path_) -> list[str]:
+    """A ``continue``'s derived choices: the health check's order (TRIAGE_ORDER), then any other playbook on the
+    search path that declares ``triage``, by ``offered``."""
+    from wizard.trace.health.spec import TRIAGE_ORDER
+
+    health = [pid for _, pid, _ in _derived(c, raw, where)]
+    return [p for p in TRIAGE_ORDER if p in health] + [p for p in health if p not in TRIAGE_ORDER]
 
 
 _BUILDERS = {"question": _question, "probe": _probe, "decision": _decision, "conclusion": _conclusion}
@@ -561,8 +681,7 @@ def _node(
     if not ID_PATTERN.fullmatch(node_id):
         c.problem((*where, "id"), f"node id {node_id!r} must be snake_case (a-z, 0-9, _), so conditions can name it")
     if node_id in nodes:
-        first = c.doc.where(node_where[node_id])[0]
-        c.problem((*where, "id"), f"duplicate node id {node_id!r} (first at line {first})")
+        c.problem((*where, "id"), f"duplicate node id {node_id!r} (first at {c.at(node_where[node_id])})")
         return None
     kind = raw.get("kind")
     if kind not in KIND_KEYS:
@@ -584,6 +703,7 @@ def _node(
         "step": str(step) if step is not None else None,
         "explain": str(raw.get("explain", "") or ""),
         "line": c.doc.where(where)[0],
+        "origin": c.files[c.file_of(where)] if c.file_of(where) else None,
     }
     return _BUILDERS[kind](c, raw, base, where)
 
@@ -598,8 +718,7 @@ def _nodes(c: _Checker, data: dict[str, Any], step_ids: list[str]) -> tuple[dict
             "the playbook needs 'nodes': a list of question, probe, decision and conclusion nodes",
         )
         return nodes, node_where
-    for i, raw in enumerate(raw_nodes):
-        where: Path_ = ("nodes", i)
+    for raw, where in _expanded(c, raw_nodes, ("nodes",), {}, ()):
         node = _node(c, raw, where, step_ids=step_ids, nodes=nodes, node_where=node_where)
         if node is not None:
             nodes[node.id] = node
@@ -607,25 +726,202 @@ def _nodes(c: _Checker, data: dict[str, Any], step_ids: list[str]) -> tuple[dict
     return nodes, node_where
 
 
-def _document(path: str, text: str, probes: Mapping[str, ProbeInfo]) -> tuple[_Checker, dict[str, Any]]:
+# -- fragments (``uses:``) ------------------------------------------------------------------------
+
+
+def _expanded(
+    c: _Checker, items: list[Any], at: Path_, given: Mapping[str, Any], chain: tuple[str, ...]
+) -> Iterator[tuple[Any, Path_]]:
+    """The nodes of a list in order, each ``uses:`` item replaced by its fragment's nodes (their ``$need``
+    targets filled from ``with``), with the path of each in its own file's positions."""
+    for i, raw in enumerate(items):
+        where: Path_ = (*at, i)
+        if isinstance(raw, dict) and "uses" in raw and "id" not in raw:
+            yield from _used(c, raw, where, given, chain)
+        else:
+            yield (_bound(c, raw, where, given) if chain else raw), where
+
+
+def _used(
+    c: _Checker, raw: dict[str, Any], where: Path_, outer: Mapping[str, Any], chain: tuple[str, ...]
+) -> Iterator[tuple[Any, Path_]]:
+    c.unknown_keys(raw, USES_KEYS, where, "a 'uses' item")
+    name = raw["uses"]
+    if not isinstance(name, str) or not PLAYBOOK_ID_PATTERN.fullmatch(name):
+        c.problem(
+            (*where, "uses"), f"'uses' names a fragment by its id (lower-case letters, digits, '-', '_'), not {name!r}"
+        )
+        return
+    if name in chain:
+        c.problem((*where, "uses"), f"fragment {name!r} uses itself: {' -> '.join((*chain, name))}")
+        return
+    if len(chain) >= grammar.MAX_FRAGMENT_DEPTH:
+        c.problem(
+            (*where, "uses"),
+            f"fragments nested deeper than {grammar.MAX_FRAGMENT_DEPTH}: {' -> '.join((*chain, name))}",
+        )
+        return
+    if len(c.files) > grammar.MAX_FRAGMENTS:
+        c.problem((*where, "uses"), f"more than {grammar.MAX_FRAGMENTS} fragments inserted into one playbook")
+        return
+    given = raw.get("with") or {}
+    if not isinstance(given, dict):
+        c.problem((*where, "with"), "'with' maps each of the fragment's needs to a node id")
+        given = {}
+    given = {str(k): _target(c, v, (*where, "with", k), outer) if chain else v for k, v in given.items()}
+    n = _fragment(c, name, (*where, "uses"))
+    if n is None:
+        return
+    data = c.fragment_data[n]
+    needs = data.get("needs") or {}
+    for key in given:
+        if key not in needs:
+            c.key_problem(
+                (*where, "with", key),
+                f"fragment {name!r} needs no {key!r}{_suggest(key, list(needs))}; "
+                f"it needs: {', '.join(needs) or 'none'}",
+            )
+        elif not isinstance(given[key], str):
+            c.problem((*where, "with", key), f"'with: {key}' must be a node id, not {type(given[key]).__name__}")
+    for need, meaning in needs.items():
+        if need not in given:
+            c.problem(where, f"fragment {name!r} needs 'with: {{{need}: NODE}}': {meaning}")
+    bound = {k: v for k, v in given.items() if k in needs} | {k: None for k in needs if k not in given}
+    yield from _expanded(c, data["nodes"], (FRAGMENT, n, "nodes"), bound, (*chain, name))
+
+
+def _fragment(c: _Checker, name: str, where: Path_) -> int | None:
+    """Fragment ``name`` found in the first of ``fragment_dirs`` that holds it, read as a playbook is (safe
+    YAML, bounded), its positions added under (FRAGMENT, n); n, or None with the problem noted."""
+    found = next((d / f"{name}.yaml" for d in c.fragment_dirs if (d / f"{name}.yaml").is_file()), None)
+    if found is None:
+        known = sorted({f.stem for d in c.fragment_dirs if d.is_dir() for f in d.glob("*.yaml")})
+        c.problem(
+            where,
+            f"no fragment named {name!r}{_suggest(name, known)} in the search path's {grammar.FRAGMENT_DIR}/ "
+            f"directories; fragments: {', '.join(known) or 'none'}",
+        )
+        return None
+    try:
+        with open(found, "rb") as fh:
+            text = fh.read(MAX_YAML_CHARS + 1 - c.fragment_chars).decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        c.problem(where, f"fragment {name!r} ({found}) cannot be read: {getattr(exc, 'strerror', None) or exc}")
+        return None
+    c.fragment_chars += len(text)
+    n = len(c.files)
+    c.files.append(str(found))
+    prefix: Path_ = (FRAGMENT, n)
+    c.doc.positions[prefix] = (1, 1)
+    if c.fragment_chars > MAX_YAML_CHARS:
+        c.problem(prefix, f"the fragments of one playbook are at most {MAX_YAML_CHARS} characters in all")
+        return None
+    try:
+        located = load_located(text)
+    except YamlSyntaxError as exc:
+        c.problems.append((n, exc.line, exc.column, str(exc)))
+        return None
+    for path, position in located.positions.items():
+        c.doc.positions[(*prefix, *path)] = position
+    for parent, key, line, col in located.duplicates:
+        c.problems.append(
+            (n, line, col, f"duplicate key {key!r}" + (f" in {'/'.join(map(str, parent))}" if parent else ""))
+        )
+    data = located.data
+    if not isinstance(data, dict):
+        c.problem(prefix, "a fragment is a mapping with fragment, needs and nodes")
+        return None
+    c.unknown_keys(data, FRAGMENT_KEYS, prefix, "a fragment")
+    if data.get("fragment") != name:
+        c.problem(
+            (*prefix, "fragment") if "fragment" in data else prefix,
+            f"a fragment names itself: 'fragment: {name}' (its file's name)",
+        )
+    needs = data.get("needs")
+    if needs is not None and (
+        not isinstance(needs, dict) or not all(isinstance(k, str) and NEED_NAME.fullmatch(k) for k in needs)
+    ):
+        c.problem(
+            (*prefix, "needs"), "'needs' maps snake_case names to what each is (the using playbook's 'with' keys)"
+        )
+        data["needs"] = {}
+    if not isinstance(data.get("nodes"), list) or not data["nodes"]:
+        c.problem((*prefix, "nodes") if "nodes" in data else prefix, "a fragment needs 'nodes': a list of nodes")
+        return None
+    c.fragment_data[n] = data
+    return n
+
+
+def _target(c: _Checker, value: Any, where: Path_, given: Mapping[str, Any]) -> Any:
+    """A target as the fragment wrote it: ``$need`` becomes the node the using playbook gave for it."""
+    if not (isinstance(value, str) and value.startswith("$")):
+        return value
+    if value[1:] in given:
+        return given[value[1:]] if given[value[1:]] is not None else value  # a need not given: noted at 'uses'
+    listed = ", ".join(f"${k}" for k in given) or "none"
+    c.problem(where, f"{value!r} is none of this fragment's needs ({listed}); declare it under 'needs'")
+    return value
+
+
+def _bound(c: _Checker, raw: Any, where: Path_, given: Mapping[str, Any]) -> Any:
+    """A fragment's node with each ``$need`` in a target (next, on, goto, a decision's default) filled in."""
+    if not isinstance(raw, dict):
+        return raw
+    out = dict(raw)
+    nxt = raw.get("next")
+    if isinstance(nxt, dict):
+        out["next"] = {k: _target(c, v, (*where, "next", k), given) for k, v in nxt.items()}
+    else:
+        out["next"] = _target(c, nxt, (*where, "next"), given)
+    if "next" not in raw:
+        del out["next"]
+    if isinstance(raw.get("on"), dict):
+        out["on"] = {k: _target(c, v, (*where, "on", k), given) for k, v in raw["on"].items()}
+    if raw.get("kind") == "decision":
+        if "default" in raw:
+            out["default"] = _target(c, raw["default"], (*where, "default"), given)
+        if isinstance(raw.get("branches"), list):
+            out["branches"] = [
+                {**b, "goto": _target(c, b["goto"], (*where, "branches", i, "goto"), given)}
+                if isinstance(b, dict) and "goto" in b
+                else b
+                for i, b in enumerate(raw["branches"])
+            ]
+    return out
+
+
+def _document(
+    path: str, text: str, probes: Mapping[str, ProbeInfo], search: Sequence[Path] = ()
+) -> tuple[_Checker, dict[str, Any]]:
     """The parsed YAML as a mapping, with its duplicate keys noted as problems."""
     try:
         located = load_located(text)
     except YamlSyntaxError as exc:
         raise PlaybookError([f"{path}:{exc.line}:{exc.column}: {exc}"]) from None
-    c = _Checker(path, located, probes)
+    c = _Checker(path, located, probes, search)
     for parent, key, line, col in located.duplicates:
         c.problems.append(
-            (line, col, f"duplicate key {key!r}" + (f" in {'/'.join(map(str, parent))}" if parent else ""))
+            (0, line, col, f"duplicate key {key!r}" + (f" in {'/'.join(map(str, parent))}" if parent else ""))
         )
     if not isinstance(located.data, dict):
         raise PlaybookError([f"{path}:1:1: a playbook is a mapping with id, title, version, steps and nodes"])
     return c, located.data
 
 
-def load_playbook_text(text: str, path: str, probes: Mapping[str, ProbeInfo]) -> Playbook:
-    """Parse and validate; raise PlaybookError listing every problem."""
-    c, data = _document(path, text, probes)
+def shipped_search() -> list[Path]:
+    """The search path of a playbook loaded with none given: warpwizard's own playbooks (and their fragments)."""
+    from wizard.playbook.places import packaged_dir
+
+    return [packaged_dir()]
+
+
+def load_playbook_text(
+    text: str, path: str, probes: Mapping[str, ProbeInfo], *, search: Sequence[Path] | None = None
+) -> Playbook:
+    """Parse and validate; raise PlaybookError listing every problem. ``search``: the playbook search path's
+    places, first match wins, where ``uses:`` finds fragments (their ``fragments/``) and a derived list its
+    playbooks (discovery passes the whole search path; default: warpwizard's own)."""
+    c, data = _document(path, text, probes, shipped_search() if search is None else search)
     c.unknown_keys(data, TOP_KEYS, (), "the playbook")
     pid = c.text(data, "id", (), "the playbook")
     if pid and not PLAYBOOK_ID_PATTERN.fullmatch(pid):
@@ -633,6 +929,7 @@ def load_playbook_text(text: str, path: str, probes: Mapping[str, ProbeInfo]) ->
     title = c.line(data, "title", (), "the playbook")
     version = c.text(data, "version", (), "the playbook")
     description = c.text(data, "description", (), "the playbook", False)
+    _triage(c, data.get("triage"))
     steps = _steps(c, data.get("steps"))
     nodes, node_where = _nodes(c, data, [s.id for s in steps])
     start = str(data.get("start") or (next(iter(nodes)) if nodes else ""))
@@ -664,7 +961,9 @@ def prose_warnings(path: str | Path) -> list[str]:
     ]
 
 
-def load_playbook(path: str | Path, probes: Mapping[str, ProbeInfo]) -> Playbook:
+def load_playbook(
+    path: str | Path, probes: Mapping[str, ProbeInfo], *, search: Sequence[Path] | None = None
+) -> Playbook:
     p = Path(path)
     try:
         with open(p, "rb") as fh:
@@ -676,4 +975,4 @@ def load_playbook(path: str | Path, probes: Mapping[str, ProbeInfo]) -> Playbook
         raise PlaybookError([f"{p}: not UTF-8 text (byte {exc.start})"]) from None
     except (OSError, ValueError) as exc:
         raise PlaybookError([f"{p}: cannot read ({getattr(exc, 'strerror', None) or exc})"]) from None
-    return load_playbook_text(text, str(p), probes)
+    return load_playbook_text(text, str(p), probes, search=search)

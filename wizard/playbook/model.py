@@ -14,7 +14,14 @@ from wizard.playbook.patterns import PatternError, fullmatch
 from wizard.probes.base import OUTCOMES
 
 QUESTION_TYPES = ("confirm", "select", "text", "number", "path")
-SEVERITIES = ("info", "warning", "error")
+SEVERITIES = ("info", "warning", "error")  # mildest first: the one order of a conclusion's severity
+
+
+def at_least(severity: str | None, floor: str) -> bool:
+    """Whether a conclusion's severity is ``floor`` or worse (``--fail-on``); no severity is never."""
+    return severity is not None and severity in SEVERITIES and SEVERITIES.index(severity) >= SEVERITIES.index(floor)
+
+
 MAX_ANSWER_CHARS = 64 * 1024
 
 # The one table of yes/no words: answers, and the keys of a yes/no question's `next`.
@@ -71,6 +78,7 @@ class Node:
     step: str | None
     explain: str
     line: int
+    origin: str | None = None  # the fragment file it was written in (``uses:``); None: the playbook's own
 
     def edges(self) -> list[Edge]:
         return []

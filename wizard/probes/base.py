@@ -67,6 +67,7 @@ class FactSpec:
     name: str
     type: str
     help: str
+    required: bool = False  # a TypedDict's required key: a result that ran (not skip, not error) must carry it
 
 
 def type_text(hint: Any) -> str:
@@ -89,12 +90,13 @@ def type_text(hint: Any) -> str:
 def declared_facts(declaration: type) -> tuple[FactSpec, ...]:
     """A probe's facts from its one declaration: a TypedDict whose fields read ``Annotated[type, "help"]``."""
     hints = typing.get_type_hints(declaration, include_extras=True)
+    required: frozenset[str] = getattr(declaration, "__required_keys__", frozenset())
     specs = []
     for name, hint in hints.items():
         if typing.get_origin(hint) is not Annotated:
             raise TypeError(f"{declaration.__name__}.{name}: declare it as Annotated[type, 'what it means']")
         kind, help_text = typing.get_args(hint)[:2]
-        specs.append(FactSpec(name, type_text(kind), str(help_text)))
+        specs.append(FactSpec(name, type_text(kind), str(help_text), name in required))
     return tuple(specs)
 
 
@@ -152,10 +154,24 @@ def fact_problems(specs: tuple[FactSpec, ...], facts: Mapping[str, Any]) -> list
     for name, value in facts.items():
         spec = declared.get(name)
         if spec is None:
-            problems.append(f"fact {name!r} is not declared")
+            problems.append(f"fact {name!r} is not declared (produced {type(value).__name__}: {value!r:.80})")
         elif not fact_matches(spec.type, value):
             problems.append(f"fact {name!r} is declared {spec.type}, produced {type(value).__name__}: {value!r:.80}")
     return problems
+
+
+def fact_warnings(probe: str, specs: tuple[FactSpec, ...], status: str, facts: Mapping[str, Any]) -> list[str]:
+    """One line per way a result breaks its probe's declaration, naming the probe, the fact, the declared type
+    and what came: the engine puts them on the transcript (a playbook reading such a fact could take a
+    default branch for the wrong reason), it never drops the result."""
+    lines = [f"probe {probe!r}: {problem}" for problem in fact_problems(specs, facts)]
+    if status not in (Status.SKIP.value, Status.ERROR.value):
+        lines += [
+            f"probe {probe!r}: fact {f.name!r} is declared required ({f.type}), produced nothing"
+            for f in specs
+            if f.required and f.name not in facts
+        ]
+    return lines
 
 
 class CommonFacts(TypedDict, total=False):
@@ -179,6 +195,7 @@ class ProbeResult:
     evidence: list[str] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
     duration_s: float = 0.0
+    warnings: list[str] = field(default_factory=list)  # where its facts break the declaration (fact_warnings)
 
 
 class Probe(Protocol):
@@ -217,7 +234,7 @@ class ProbeInfo:
             "runs_programs": self.runs_programs or None,
             "origin": self.origin,
             "params": [asdict(p) for p in self.params],
-            "facts": [asdict(f) for f in self.facts],
+            "facts": [{k: v for k, v in asdict(f).items() if k != "required" or v} for f in self.facts],
         }
 
     def fact(self, name: str) -> FactSpec | None:

@@ -12,10 +12,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any, TypedDict
 
 from wizard.environment import Environment
-from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status
+from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status, declared_facts
 from wizard.untrusted import cut
 
 PARAMS_FILE = "/proc/driver/nvidia/params"
@@ -182,6 +182,28 @@ def duplicates(found: CuptiFindings) -> list[str]:
     return reasons
 
 
+class CuptiEnvFacts(TypedDict, total=False):
+    """The facts CuptiEnvProbe declares once (help, ``probes``, the schema and the loader read them)."""
+
+    cupti_libraries: Annotated[
+        list[str],
+        "every libcupti found (ELF shared objects, links resolved): LD_LIBRARY_PATH, torch's lib dirs, ldconfig -p",
+    ]
+    cupti_versions: Annotated[dict[str, list[str]], "each libcupti version found -> the directories holding it"]
+    cupti_on_path: Annotated[list[str], "LD_LIBRARY_PATH directories that hold a libcupti"]
+    cupti_in_torch: Annotated[list[str], "torch's own library directories that hold a libcupti"]
+    cupti_duplicates: Annotated[bool | None, "whether more than one libcupti can be loaded (pytorch/pytorch#118982)"]
+    cupti_duplicate_reasons: Annotated[list[str], "why: which directories"]
+    profiling_restricted: Annotated[bool | None, "the driver restricts profiling to admin users (None: could not tell)"]
+    restriction_source: Annotated[str | None, "where the restriction was read (driver params, modprobe.d)"]
+    capabilities: Annotated[list[str] | None, "effective capabilities that matter (CAP_SYS_ADMIN, CAP_PERFMON, ...)"]
+    cap_sys_admin: Annotated[bool | None, "CAP_SYS_ADMIN is effective (None: could not tell)"]
+    cap_perfmon: Annotated[bool | None, "CAP_PERFMON is effective (counts from driver R565)"]
+    is_root: Annotated[bool | None, "the effective uid is 0"]
+    in_container: Annotated[bool | None, "a container's markers are present (/.dockerenv, docker/kubepods cgroups)"]
+    profiling_allowed: Annotated[bool | None, "not restricted, or this process may profile anyway (None: unknown)"]
+
+
 class CuptiEnvProbe:
     name = "cupti.env"
     summary = (
@@ -195,36 +217,7 @@ class CuptiEnvProbe:
             "python", "path", "interpreter whose torch is looked at (default: --python)", default=None, runs=True
         ),
     )
-    facts: tuple[FactSpec, ...] = (
-        FactSpec(
-            "cupti_libraries",
-            "list",
-            "every libcupti found (ELF shared objects, links resolved): LD_LIBRARY_PATH, torch's lib dirs, ldconfig -p",
-        ),
-        FactSpec("cupti_versions", "dict", "each libcupti version found -> the directories holding it"),
-        FactSpec("cupti_on_path", "list", "LD_LIBRARY_PATH directories that hold a libcupti"),
-        FactSpec("cupti_in_torch", "list", "torch's own library directories that hold a libcupti"),
-        FactSpec(
-            "cupti_duplicates", "bool | None", "whether more than one libcupti can be loaded (pytorch/pytorch#118982)"
-        ),
-        FactSpec("cupti_duplicate_reasons", "list", "why: which directories"),
-        FactSpec(
-            "profiling_restricted",
-            "bool | None",
-            "the driver restricts profiling to admin users (None: could not tell)",
-        ),
-        FactSpec("restriction_source", "str | None", "where the restriction was read (driver params, modprobe.d)"),
-        FactSpec("capabilities", "list | None", "effective capabilities that matter (CAP_SYS_ADMIN, CAP_PERFMON, ...)"),
-        FactSpec("cap_sys_admin", "bool | None", "CAP_SYS_ADMIN is effective (None: could not tell)"),
-        FactSpec("cap_perfmon", "bool | None", "CAP_PERFMON is effective (counts from driver R565)"),
-        FactSpec("is_root", "bool | None", "the effective uid is 0"),
-        FactSpec(
-            "in_container", "bool | None", "a container's markers are present (/.dockerenv, docker/kubepods cgroups)"
-        ),
-        FactSpec(
-            "profiling_allowed", "bool | None", "not restricted, or this process may profile anyway (None: unknown)"
-        ),
-    )
+    facts: tuple[FactSpec, ...] = declared_facts(CuptiEnvFacts)
 
     def run(self, env: Environment, params: Mapping[str, Any], *, timeout: float = 120.0) -> ProbeResult:
         found = gather(env, params.get("python") or env.settings.python, timeout)
@@ -238,7 +231,7 @@ class CuptiEnvProbe:
         libraries = sorted(
             {*(lib for libs in [*found.on_path.values(), *found.in_torch.values()] for lib in libs), *found.ldconfig}
         )
-        facts: dict[str, Any] = {
+        typed: CuptiEnvFacts = {  # mypy checks each fact against the declaration
             "cupti_libraries": libraries,
             "cupti_on_path": list(found.on_path),
             "cupti_in_torch": list(found.in_torch),
@@ -254,6 +247,7 @@ class CuptiEnvProbe:
             "in_container": found.container,
             "profiling_allowed": allowed,
         }
+        facts: dict[str, Any] = dict(typed)
         restricted = {True: "restricted to admin users", False: "not restricted", None: "could not tell"}
         evidence = [
             f"libcupti found: {', '.join(cut(x, 200) for x in libraries[:8]) or 'none'}",

@@ -13,11 +13,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any, TypedDict
 
 from wizard.environment import Environment
 from wizard.formatting import plural
-from wizard.probes.base import WORKLOAD, FactSpec, ParamSpec, ProbeResult, Status, ensure_dir
+from wizard.probes.base import WORKLOAD, FactSpec, ParamSpec, ProbeResult, Status, declared_facts, ensure_dir
 from wizard.probes.common import harness_failure, no_workload, run_harness, workload_argv
 from wizard.untrusted import cut
 
@@ -102,7 +102,27 @@ def parse_kineto_log(text: str) -> KinetoLog:
     return found
 
 
-def log_facts(log: KinetoLog) -> dict[str, Any]:
+class KinetoLogFacts(TypedDict, total=False):
+    """The facts KinetoLogProbe declares once (help, ``probes``, the schema and the loader read them)."""
+
+    trace: Annotated[str | None, "the fresh trace"]
+    cuda_available: Annotated[bool | None, "whether the workload saw a CUDA device"]
+    record_counts: Annotated[dict[str, int], "Kineto's 'Record counts' line: name -> count (Out-of-range, ...)"]
+    out_of_range: Annotated[int | None, "records Kineto dropped as outside the capture window"]
+    cupti_errors: Annotated[list[str], "CUPTI_ERROR_* codes in the log"]
+    cupti_privileges: Annotated[bool | None, "ERR_NVGPUCTRPERM or CUPTI_ERROR_INSUFFICIENT_PRIVILEGES was logged"]
+    cupti_not_initialized: Annotated[bool | None, "CUPTI_ERROR_NOT_INITIALIZED was logged"]
+    cupti_unavailable: Annotated[bool | None, "'CUPTI tracing is not available' (the profiler fell back)"]
+    dropped_records: Annotated[int | None, "records CUPTI reported dropped"]
+    buffer_warnings: Annotated[list[str], "activity-buffer lines of the log"]
+    gpu_records: Annotated[int | None, "GPU records Kineto processed ('Processed N GPU records')"]
+    log_lines: Annotated[list[str], "the log lines behind these facts"]
+    kernels: Annotated[int | None, "kernels in the fresh trace"]
+    launch_calls: Annotated[int | None, "launch calls in the fresh trace"]
+    missing_kernels: Annotated[int | None, "launch calls of the fresh trace without their kernel"]
+
+
+def log_facts(log: KinetoLog) -> KinetoLogFacts:
     return {
         "record_counts": dict(log.record_counts),
         "out_of_range": log.out_of_range,
@@ -156,25 +176,7 @@ class KinetoLogProbe:
             "log_level", "int", "KINETO_LOG_LEVEL (0 = VERBOSE/INFO, the level that prints Record counts)", default=0
         ),
     )
-    facts: tuple[FactSpec, ...] = (
-        FactSpec("trace", "str | None", "the fresh trace"),
-        FactSpec("cuda_available", "bool | None", "whether the workload saw a CUDA device"),
-        FactSpec("record_counts", "dict", "Kineto's 'Record counts' line: name -> count (Out-of-range, ...)"),
-        FactSpec("out_of_range", "int | None", "records Kineto dropped as outside the capture window"),
-        FactSpec("cupti_errors", "list", "CUPTI_ERROR_* codes in the log"),
-        FactSpec(
-            "cupti_privileges", "bool | None", "ERR_NVGPUCTRPERM or CUPTI_ERROR_INSUFFICIENT_PRIVILEGES was logged"
-        ),
-        FactSpec("cupti_not_initialized", "bool | None", "CUPTI_ERROR_NOT_INITIALIZED was logged"),
-        FactSpec("cupti_unavailable", "bool | None", "'CUPTI tracing is not available' (the profiler fell back)"),
-        FactSpec("dropped_records", "int | None", "records CUPTI reported dropped"),
-        FactSpec("buffer_warnings", "list", "activity-buffer lines of the log"),
-        FactSpec("gpu_records", "int | None", "GPU records Kineto processed ('Processed N GPU records')"),
-        FactSpec("log_lines", "list", "the log lines behind these facts"),
-        FactSpec("kernels", "int | None", "kernels in the fresh trace"),
-        FactSpec("launch_calls", "int | None", "launch calls in the fresh trace"),
-        FactSpec("missing_kernels", "int | None", "launch calls of the fresh trace without their kernel"),
-    )
+    facts: tuple[FactSpec, ...] = declared_facts(KinetoLogFacts)
 
     def run(self, env: Environment, params: Mapping[str, Any], *, timeout: float = 600.0) -> ProbeResult:
         argv = workload_argv(env, dict(params))
@@ -197,7 +199,7 @@ class KinetoLogProbe:
         assert run.result is not None
         cuda = bool(run.result.get("cuda_available"))
         log = parse_kineto_log(run.command.output)
-        facts: dict[str, Any] = {"cuda_available": cuda, **log_facts(log), "trace": None}
+        facts: KinetoLogFacts = {"cuda_available": cuda, **log_facts(log), "trace": None}
         kernels = launches = missing = 0
         if trace.exists():
             from wizard.probes.trace_inspect import inspection_facts
@@ -206,10 +208,8 @@ class KinetoLogProbe:
             fresh = inspection_facts(inspect_paths([str(trace)]))
             kernels, launches, missing = fresh["kernels"], fresh["launch_calls"], fresh["missing_kernels"]
             facts["trace"] = str(trace)
-        facts.update(kernels=kernels, launch_calls=launches, missing_kernels=missing)
+        facts.update({"kernels": kernels, "launch_calls": launches, "missing_kernels": missing})
         status, summary = judge(log, cuda, kernels, missing)
-        if status is Status.SKIP:
-            facts["reason"] = "no CUDA device: no kernels to count against launches"
         counts = ", ".join(f"{k} = {v}" for k, v in log.record_counts.items()) or "none logged"
         evidence = [
             f"one profiling session in a fresh process, KINETO_LOG_LEVEL={level}",
@@ -223,4 +223,5 @@ class KinetoLogProbe:
             *log.lines[:6],
         ]
         files = [p for p in (facts["trace"], run.command.log_path) if p]
-        return ProbeResult(status, summary, facts=facts, evidence=evidence, files=files)
+        reason = {"reason": "no CUDA device: no kernels to count against launches"} if status is Status.SKIP else {}
+        return ProbeResult(status, summary, facts={**facts, **reason}, evidence=evidence, files=files)

@@ -12,12 +12,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, TypedDict
 
 from wizard.environment import Environment
 from wizard.errors import InputFileError
 from wizard.formatting import plural
-from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status
+from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status, declared_facts
 from wizard.trace.health.spec import RANK_SKEW_FLOOR_US, HealthCheck
 
 WAITING_SHARE = 0.5  # a barrier that removes at least half the median skew: the skew was waiting
@@ -92,6 +92,21 @@ def _us(value: Any) -> float | None:
     return float(value)
 
 
+class RankBaselineFacts(TypedDict, total=False):
+    """The facts RankBaselineProbe declares once (help, ``probes``, the schema and the loader read them)."""
+
+    ranks: Annotated[list[int], "ranks compared"]
+    error: Annotated[str, "why the traces or reports could not be read (when the probe errs)"]
+    skew_median_us: Annotated[float | None, "median start skew of the job's collectives, µs"]
+    skew_max_us: Annotated[float | None, "largest start skew, µs"]
+    baseline_median_us: Annotated[float | None, "median start skew after the barrier, µs"]
+    baseline_max_us: Annotated[float | None, "largest start skew after the barrier, µs"]
+    skew_removed_us: Annotated[float | None, "median skew the barrier removed, µs: arrival skew, i.e. waiting"]
+    waiting: Annotated[bool | None, "the barrier removed at least half the skew: NCCL time was mostly waiting"]
+    straggler_rank: Annotated[int | None, "the rank that started last most often, before the barrier"]
+    baseline_straggler_rank: Annotated[int | None, "the same after the barrier"]
+
+
 class RankBaselineProbe:
     name = "ranks.baseline"
     summary = "Compare a job's NCCL start skew with a zero-skew baseline profiled after a barrier"
@@ -105,18 +120,7 @@ class RankBaselineProbe:
         ),
         ParamSpec("baseline", "paths", "the same step profiled right after torch.distributed.barrier(), likewise"),
     )
-    facts: tuple[FactSpec, ...] = (
-        FactSpec("ranks", "list", "ranks compared"),
-        FactSpec("error", "str", "why the traces or reports could not be read (when the probe errs)"),
-        FactSpec("skew_median_us", "float | None", "median start skew of the job's collectives, µs"),
-        FactSpec("skew_max_us", "float | None", "largest start skew, µs"),
-        FactSpec("baseline_median_us", "float | None", "median start skew after the barrier, µs"),
-        FactSpec("baseline_max_us", "float | None", "largest start skew after the barrier, µs"),
-        FactSpec("skew_removed_us", "float | None", "median skew the barrier removed, µs: arrival skew, i.e. waiting"),
-        FactSpec("waiting", "bool | None", "the barrier removed at least half the skew: NCCL time was mostly waiting"),
-        FactSpec("straggler_rank", "int | None", "the rank that started last most often, before the barrier"),
-        FactSpec("baseline_straggler_rank", "int | None", "the same after the barrier"),
-    )
+    facts: tuple[FactSpec, ...] = declared_facts(RankBaselineFacts)
 
     def run(self, env: Environment, params: Mapping[str, Any], *, timeout: float = 600.0) -> ProbeResult:
         job, baseline = _paths(params.get("paths")), _paths(params.get("baseline"))
@@ -142,7 +146,7 @@ class RankBaselineProbe:
             _us(after.details.get("median_us")),
             _us(after.details.get("max_us")),
         )
-        facts: dict[str, Any] = {
+        facts: RankBaselineFacts = {
             "ranks": list(before.details.get("ranks") or []),
             "skew_median_us": compared.median_us,
             "skew_max_us": compared.max_us,
@@ -164,9 +168,9 @@ class RankBaselineProbe:
                 f"the barrier removed {compared.removed_us:.1f} µs of median skew: the NCCL time on the early ranks "
                 "was mostly waiting for the last rank"
             )
-            return ProbeResult(Status.FAIL, summary, facts=facts, evidence=evidence)
+            return ProbeResult(Status.FAIL, summary, facts=dict(facts), evidence=evidence)
         summary = "the skew stays after a barrier: not arrival skew (host clocks, or a collective that starts late)"
-        return ProbeResult(Status.PASS, summary, facts=facts, evidence=evidence)
+        return ProbeResult(Status.PASS, summary, facts=dict(facts), evidence=evidence)
 
 
 def _straggler(check: HealthCheck) -> int | None:

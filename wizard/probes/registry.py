@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from wizard.errors import PluginError, WizardError
-from wizard.probes.base import FactSpec, ParamSpec, Probe, ProbeInfo, ProbeResult, Status, fact_problems, info
+from wizard.probes.base import FactSpec, ParamSpec, Probe, ProbeInfo, ProbeResult, Status, info
 
 if TYPE_CHECKING:
     from wizard.environment import Environment
@@ -89,8 +89,8 @@ def _with_origins() -> dict[str, tuple[Probe, str]]:
 
 class PluginProbe:
     """An installed probe, as the engine runs it: what its ``run`` raises (but warpwizard's own errors and
-    interrupts) or returns that is not a ProbeResult keeping its declared facts is that probe's ERROR
-    result naming the plugin and its package, never an internal error (exit 70)."""
+    interrupts) or returns that is not a ProbeResult is that probe's ERROR result naming the plugin and its
+    package, never an internal error (exit 70); facts that break its declaration are warnings (engine.run_probe)."""
 
     def __init__(self, probe: Probe, entry: str, origin: str) -> None:
         self.probe, self.entry, self.origin = probe, entry, origin
@@ -110,12 +110,12 @@ class PluginProbe:
             raise  # the engine's own handling: a domain error is the result, an OS error could not run
         except (Exception, SystemExit) as exc:  # noqa: BLE001 (a third party's code: say whose, no traceback)
             return self._error(f"raised {type(exc).__name__}: {exc}")
-        problem = _result_problem(result, self.facts)
+        problem = _result_problem(result)
         return result if problem is None else self._error(problem)
 
 
-def _result_problem(result: object, facts: tuple[FactSpec, ...]) -> str | None:
-    """What a plugin's return value lacks of a ProbeResult that keeps its declaration, or None."""
+def _result_problem(result: object) -> str | None:
+    """What a plugin's return value lacks of a ProbeResult, or None."""
     if not isinstance(result, ProbeResult):
         return f"returned {type(result).__name__}, not a ProbeResult"
     if not isinstance(result.status, Status) or not isinstance(result.summary, str):
@@ -125,8 +125,7 @@ def _result_problem(result: object, facts: tuple[FactSpec, ...]) -> str | None:
         return "returned evidence or files that are not lists of str"
     if not isinstance(result.facts, dict) or not all(isinstance(k, str) for k in result.facts):
         return "returned facts that are not a dict keyed by str"
-    problems = fact_problems(facts, result.facts)
-    return f"returned facts that break its declaration: {problems[0]}" if problems else None
+    return None  # facts that break the declaration are warnings on the transcript (engine.run_probe)
 
 
 def catalog(probes: dict[str, Probe] | None = None) -> dict[str, ProbeInfo]:

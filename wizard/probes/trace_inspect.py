@@ -555,7 +555,7 @@ class TraceInspectProbe:
         validate = params.get("torch_validator") is True
         # The validator's thread reports nothing itself: this probe's line says it runs, and nothing of it
         # stays on the screen when the inspection fails and the validator is left to finish on its own.
-        silent = dataclasses.replace(env, system=dataclasses.replace(env.system, progress=NO_PROGRESS))
+        silent = dataclasses.replace(env, system=env.system.replace(progress=NO_PROGRESS))
         try:
             validator = _Beside(lambda: _torch_validators(silent, paths, timeout)) if validate else None
             doing = "reading the trace and running PyTorch's trace validator" if validate else "reading the trace"

@@ -458,7 +458,8 @@ def _path(entries: list[Any], ident: str) -> str:
                 f'<span class="note">({html_text(e.answer_origin or "", 40)})</span>'
             )
         elif e.kind == "probe":
-            evidence = "".join(f"<li>{html_text(line, 2000)}</li>" for line in (e.evidence or [])[:20])
+            evidence = "".join(f"<li>warning: {html_text(line, 2000)}</li>" for line in (e.warnings or [])[:20])
+            evidence += "".join(f"<li>{html_text(line, 2000)}</li>" for line in (e.evidence or [])[:20])
             text = (
                 f'<code>{html_text(e.node, 80)}</code> <span class="status {html_text(e.status or "", 20)}">'
                 f"{html_text(e.status or '', 20)}</span> in {e.duration_s:.2f} s: {html_text(e.summary or '', 1000)}"

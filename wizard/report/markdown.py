@@ -36,11 +36,14 @@ def transcript_markdown(t: Transcript) -> str:
     out += chain_markdown(t)
     for n, (playbook, entries) in enumerate(by_playbook(t), 1):
         out += _steps_table(n, playbook, entries) if playbook else _steps_table(0, "", entries)
-    probes = [e for e in t.entries if e.kind == "probe" and not e.carried_from and (e.evidence or e.files)]
+    probes = [
+        e for e in t.entries if e.kind == "probe" and not e.carried_from and (e.evidence or e.files or e.warnings)
+    ]
     if probes:
         out += ["## Probe evidence", ""]
         for e in probes:
             out.append(f"### {markdown_code(e.node)} ({e.status})")
+            out += [f"- **warning**: {markdown_prose(line)}" for line in (e.warnings or [])]
             out += [f"- {markdown_prose(line)}" for line in (e.evidence or [])]
             out += [f"- file: {markdown_code(f)}" for f in (e.files or []) if f]
             out.append("")

@@ -174,6 +174,8 @@ class TerminalObserver:
                 (f"({result.duration_s:.1f} s)", "dim"),
             )
         )
+        for warning in result.warnings:  # its facts break its declaration: said, never dropped
+            indented(self.console, f"warning: {visible(warning)}", 4, "yellow")
         self._health(result)
         for line in result.evidence[:6]:  # wrapped under their own indent, not cut
             self.shown_evidence[line] = node.probe
@@ -295,6 +297,7 @@ def fix_summary_lines(summary: Any) -> list[str]:
 def probe_result_lines(entry: Any, written: str | None) -> list[str]:
     """``warpwizard probe`` without --json: the status and summary, the evidence, the files."""
     lines = [f"{entry.node}: {str(entry.status).upper()}  {entry.summary}"]
+    lines += [f"  warning: {line}" for line in entry.warnings or []]
     lines += [f"  {line}" for line in entry.evidence or []]
     lines += [f"  file: {f}" for f in entry.files or [] if f]
     if written:
