@@ -286,6 +286,8 @@ def _add_inspect_options(parser: argparse.ArgumentParser) -> None:
     """What ``trace inspect`` asks of the inspection: one argument per field of
     ``wizard.inspect_options.InspectOptions`` that carries help, declared there (help, metavar, type) and nowhere
     else; the flag is the name with dashes."""
+    if isinstance(parser, _Unbuilt):
+        return  # another command is on the line: the declaration's module (and dataclasses) stays unloaded
     from wizard.inspect_options import command_line_fields, flag_of
 
     for spec in command_line_fields():
