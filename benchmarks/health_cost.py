@@ -18,6 +18,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -26,11 +27,12 @@ REPO = Path(__file__).resolve().parents[1]
 
 def run(source: Path, trace: Path, jobs: int) -> tuple[float, float, float, int]:
     """(wall s, cpu s, peak MB, exit code) of one `trace inspect --json` from ``source``."""
-    env = {**os.environ, "PYTHONPATH": str(source)}
+    env = {**os.environ, "PYTHONPATH": str(source.resolve())}
     started = time.perf_counter()
     child = subprocess.Popen(
-        [sys.executable, "-m", "wizard", "trace", "inspect", "--json", "--jobs", str(jobs), str(trace)],
+        [sys.executable, "-m", "wizard", "trace", "inspect", "--json", "--jobs", str(jobs), str(trace.resolve())],
         env=env,
+        cwd=tempfile.gettempdir(),  # not a checkout: `python -m` puts the current directory before PYTHONPATH
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

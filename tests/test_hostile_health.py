@@ -66,7 +66,8 @@ def test_a_400_digit_timestamp_is_read_not_an_internal_error(
 
 
 def test_a_400_digit_counter_timestamp_or_value_is_skipped(tmp_path: Path) -> None:
-    from wizard.trace.read.counters import read_counters
+    from wizard.trace.read.counters import counter_series
+    from wizard.trace.read.reader import read_trace
 
     builder = TraceBuilder(gpu="H100")
     builder.add(KernelSpec("void k<float>", (4, 1, 1), (128, 1, 1)))
@@ -79,7 +80,7 @@ def test_a_400_digit_counter_timestamp_or_value_is_skipped(tmp_path: Path) -> No
     counters[1]["args"] = {"value": "HUGE-TS"}
     path = tmp_path / "counters.json"
     path.write_text(json.dumps(document).replace('"HUGE-TS"', HUGE))
-    found = read_counters(str(path))
+    found = counter_series(read_trace(str(path)))  # the counters the one read kept
     assert [(key, list(series.values)) for key, series in found.items()] == [((0, "SM Active"), [70.0])]
 
 

@@ -8,8 +8,11 @@ real one. Probes never reach for os.environ, subprocess or pynvml themselves.
 
 from __future__ import annotations
 
+import os
 import shlex
+import stat
 import sys
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -80,6 +83,53 @@ class ProbeSettings:
     compare_pythons: list[str] = field(default_factory=list)
 
 
+# A file as this run read it: resolved path, st_dev, st_ino, size, mtime_ns.
+FileIdentity = tuple[str, int, int, int, int]
+
+
+def file_identity(path: str | os.PathLike[str]) -> FileIdentity | None:
+    """Which file ``path`` is now; None for what is not a regular file (a pipe or a FIFO is read once and
+    cannot be read again: nothing is kept for it) or cannot be looked at."""
+    try:
+        resolved = os.path.realpath(path)
+        info = os.stat(resolved)
+    except (OSError, ValueError):
+        return None
+    if not stat.S_ISREG(info.st_mode):
+        return None
+    return (resolved, info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+
+
+@dataclass
+class RunInspections:
+    """What this run made of trace files (an inspection, the contents a probe reads), kept by the files'
+    identities so the next probe or the report takes it instead of reading the files again; a file
+    rewritten since (another inode, size or mtime) is not found, so it is read again, never served stale.
+    The values are the trace layer's (``wizard.probes.inspections`` names their types); this module
+    imports no layer. ``plots``: the run writes an HTML page, so the first inspection gathers what it draws."""
+
+    plots: bool = False
+    _kept: dict[tuple[str, Hashable], object] = field(default_factory=dict, repr=False)
+
+    @staticmethod
+    def identities(paths: Sequence[str | os.PathLike[str]]) -> tuple[FileIdentity, ...] | None:
+        """The files' identities now, in order; None when one is not a regular file."""
+        found = [file_identity(p) for p in paths]
+        return None if any(f is None for f in found) else tuple(f for f in found if f is not None)
+
+    def find(self, kind: str, key: Hashable) -> object | None:
+        """What was kept under ``kind`` for ``key`` (made from ``identities``), or None."""
+        return self._kept.get((kind, key))
+
+    def keep(self, kind: str, key: Hashable, value: object) -> None:
+        self._kept[(kind, key)] = value
+
+    def release(self, kind: str) -> None:
+        """Drop every value of a kind (the run's walk is over: a trace's contents are large)."""
+        for stored in [k for k in self._kept if k[0] == kind]:
+            del self._kept[stored]
+
+
 _SYSTEM_FIELDS = set(System.FIELDS)
 _SETTINGS_FIELDS = {f.name for f in fields(ProbeSettings)}
 
@@ -87,11 +137,13 @@ _SETTINGS_FIELDS = {f.name for f in fields(ProbeSettings)}
 @dataclass
 class Environment:
     """What a probe runs with: the outside world (``system``: subprocesses, NVML, clock, which,
-    environment variables), the user's settings, and the files this run wrote for later probes."""
+    environment variables), the user's settings, the files this run wrote for later probes, and the
+    trace inspections this run made (read once, then shared)."""
 
     system: System = field(default_factory=System)
     settings: ProbeSettings = field(default_factory=ProbeSettings)
     artifacts: dict[str, str] = field(default_factory=dict)
+    inspections: RunInspections = field(default_factory=RunInspections)  # the run's, shared by its probes
 
     @classmethod
     def of(cls, **values: Any) -> Environment:

@@ -24,7 +24,7 @@ from wizard.engine.engine import Engine, EngineObserver
 from wizard.engine.engine import run_probe as _run_probe
 from wizard.engine.reuse import Reuse
 from wizard.engine.transcript import Transcript, TranscriptEntry
-from wizard.environment import Environment, Workload
+from wizard.environment import Environment, RunInspections, Workload
 from wizard.errors import (
     AnswersError,
     Interrupted,
@@ -292,6 +292,8 @@ def run_playbook(
     engine = prepare_run(
         pb, source, options, system=system, observer=observer, reuse=reuse, spell=spell, playbook_dirs=playbook_dirs
     )
+    inspections = engine.env.inspections  # one inspection per trace file, shared by the probes and the report
+    inspections.plots = outputs.draws_trace()  # the page's pictures gathered in that one read
     hint = f"answer them with {spell('answers')} or {spell('sets')}"
     try:
         transcript = walk(engine, values, hint, f"use {spell('defaults')}")
@@ -304,7 +306,10 @@ def run_playbook(
         raise Interrupted(saved, note, resume_hint) from None
     if resume and answers_file and transcript.conclusion is not None:
         end_session(answers_file, system.environ)  # done: --resume must not find it again and replay its probes
-    outputs.write(transcript, options)
+    from wizard.probes.inspections import CONTENTS
+
+    inspections.release(CONTENTS)  # the walk is over: no probe reads a trace's raw contents now
+    outputs.write(transcript, options, inspections)
     workspace = engine.env.settings.report_dir
     if workspace.is_dir():  # probes wrote there: say where (never in the current directory unasked)
         notify("workspace", f"this run's files: {workspace}")
@@ -335,7 +340,13 @@ class RunOutputs:
         named = [(os.fspath(p), what) for p, what in ((self.record, "answers record"), (self.report, "report")) if p]
         check_outputs(named, inputs=self.inputs(options, values), force=self.force)
 
-    def write(self, transcript: Transcript, options: Options) -> None:
+    def draws_trace(self) -> bool:
+        """Whether the report draws the trace the run read (an HTML page): known before any probe runs."""
+        from wizard.rendering import renderer
+
+        return self.report is not None and renderer("draws")(os.fspath(self.report)) == "trace"
+
+    def write(self, transcript: Transcript, options: Options, inspections: RunInspections | None = None) -> None:
         from wizard.outputs import write_text
 
         inputs = self.inputs(options, transcript.answers)
@@ -344,7 +355,7 @@ class RunOutputs:
             text = answers_text(transcript.answers, pb_id)
             write_text(os.fspath(self.record), text, inputs=inputs, force=self.force, what="answers record")
         if self.report:
-            text = transcript.render(Path(self.report).suffix)
+            text = transcript.render(Path(self.report).suffix, inspections)
             write_text(os.fspath(self.report), text, inputs=inputs, force=self.force, what="report")
 
 

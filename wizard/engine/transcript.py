@@ -18,6 +18,7 @@ from wizard.rendering import render
 from wizard.schemas import TRANSCRIPT
 
 if TYPE_CHECKING:
+    from wizard.environment import RunInspections
     from wizard.trace.inspection.results import Inspection
 
 ENV_PROBE = "env"  # whose facts say which machine ran (torch, driver, GPUs)
@@ -133,12 +134,15 @@ class Transcript:
                     gpus=facts.get("gpu_names") or [],
                 )
 
-    def trace_inspection(self) -> Inspection | None:
-        """The traces this run's trace doctor read, inspected again with what pictures need (the transcript
-        keeps facts, not launches); None when the run read none or they are gone."""
+    def trace_inspection(self, inspections: RunInspections | None = None) -> Inspection | None:
+        """The traces this run's trace doctor read, with what pictures need (the transcript keeps facts, not
+        launches): the run's own inspection (``inspections``, made with plots when the run writes a page), else
+        the files inspected again (a transcript rendered after its run, or a file rewritten since); None when
+        the run read none or they are gone."""
         import os
 
         from wizard.inspect_options import InspectOptions
+        from wizard.probes.inspections import page_inspection
         from wizard.trace.inspection.run import inspect_paths
 
         for entry in self.entries:
@@ -146,13 +150,15 @@ class Transcript:
             if entry.probe == TRACE_PROBE and isinstance(files, list):
                 present = [f for f in files if isinstance(f, str) and os.path.isfile(f)]
                 if present:
-                    return inspect_paths(present, InspectOptions(plots=True))
+                    found = page_inspection(inspections, present) if inspections is not None else None
+                    return found if found is not None else inspect_paths(present, InspectOptions(plots=True))
         return None
 
-    def render(self, suffix: str) -> str:
+    def render(self, suffix: str, inspections: RunInspections | None = None) -> str:
         """This record in the format a report file's suffix names (``.md``, ``.html``, ``.json``): what
-        ``run --report FILE`` writes. The HTML page draws the trace the run read (``trace_inspection``)."""
-        return render("transcript", self, suffix, self.trace_inspection)
+        ``run --report FILE`` writes. The HTML page draws the trace the run read (``trace_inspection``: the
+        run's ``inspections`` where it hands them over, so no file is read again)."""
+        return render("transcript", self, suffix, lambda: self.trace_inspection(inspections))
 
     def to_markdown(self) -> str:
         """The Markdown report ``warpwizard run --report FILE.md`` writes (for a bug report)."""

@@ -14,8 +14,8 @@ from wizard.environment import Environment
 from wizard.errors import InputFileError
 from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status, declared_facts, ensure_dir
 from wizard.probes.common import parse_result, run_harness
+from wizard.probes.inspections import inspection
 from wizard.probes.trace_inspect import inspection_facts
-from wizard.trace.inspection.run import inspect_paths
 
 
 class HardwareCompareFacts(TypedDict, total=False):
@@ -115,7 +115,7 @@ def _run_on_gpu(
     )
     if parse_result(run.output) is None or not trace.exists():
         return None
-    facts = inspection_facts(inspect_paths([str(trace)]))
+    facts = inspection_facts(inspection(env, [str(trace)]))
     host = socket.gethostname()
     return MachineReport(
         str(trace),

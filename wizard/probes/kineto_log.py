@@ -202,10 +202,10 @@ class KinetoLogProbe:
         facts: KinetoLogFacts = {"cuda_available": cuda, **log_facts(log), "trace": None}
         kernels = launches = missing = 0
         if trace.exists():
+            from wizard.probes.inspections import inspection
             from wizard.probes.trace_inspect import inspection_facts
-            from wizard.trace.inspection.run import inspect_paths
 
-            fresh = inspection_facts(inspect_paths([str(trace)]))
+            fresh = inspection_facts(inspection(env, [str(trace)]))
             kernels, launches, missing = fresh["kernels"], fresh["launch_calls"], fresh["missing_kernels"]
             facts["trace"] = str(trace)
         facts.update({"kernels": kernels, "launch_calls": launches, "missing_kernels": missing})

@@ -11,12 +11,12 @@ from wizard.environment import Environment
 from wizard.errors import InputFileError
 from wizard.formatting import plural
 from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status, declared_facts
+from wizard.probes.inspections import contents as run_contents
 from wizard.probes.verdicts import HARD_LIMITS, SOFT, Sanity, check_limits, sanity_verdict
 from wizard.trace.kineto_math import product
 from wizard.trace.metrics.detectors import resident_blocks
 from wizard.trace.metrics.devices import DeviceInfo, device_for, device_table
-from wizard.trace.read.counters import Series, read_counters
-from wizard.trace.read.reader import read_trace
+from wizard.trace.read.counters import Series, counter_series
 from wizard.trace.read.records import KernelRecord
 from wizard.untrusted import cut
 
@@ -55,9 +55,9 @@ class MetricsSanityProbe:
         sanity = Sanity()
         counters: set[str] = set()
         measured: list[str] = []
-        for path in paths:  # gather: each kernel with its device's limits
+        for path in paths:  # gather: each kernel with its device's limits (the run's read of the file)
             try:
-                contents = read_trace(str(path))
+                contents = run_contents(env, str(path))
             except InputFileError as exc:
                 return ProbeResult(Status.ERROR, str(exc), facts={"kernels": 0})
             if contents.is_rocm:
@@ -68,7 +68,7 @@ class MetricsSanityProbe:
                 if device is not None and device.limits is not None:
                     check_limits(sanity, k, device.limits)
             if contents.counter_events:
-                series = read_counters(str(path))
+                series = counter_series(contents)
                 counters.update(name for _, name in series)
                 measured += measured_beside_computed(contents.kernels, devices, series)[: MAX_MEASURED - len(measured)]
         status, summary = sanity_verdict(sanity)
@@ -80,7 +80,7 @@ MAX_MEASURED = 8  # kernels shown with their sampled counters
 
 
 def measured_beside_computed(
-    kernels: Sequence[KernelRecord], devices: dict[int, DeviceInfo], series: dict[tuple[int, str], Series]
+    kernels: Sequence[KernelRecord], devices: dict[int, DeviceInfo], series: Mapping[tuple[int, str], Series]
 ) -> list[str]:
     """For the longest kernels that samples cover: each warps-active counter's mean while the kernel ran,
     beside the resident warps per SM the calculator gives it (the samples are device-wide, every SM and

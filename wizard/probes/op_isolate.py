@@ -16,11 +16,11 @@ from wizard.environment import Environment
 from wizard.outputs import free_path, write_text
 from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status, declared_facts, ensure_dir
 from wizard.probes.common import MARK, parse_result
+from wizard.probes.inspections import inspection
 from wizard.probes.trace_inspect import inspection_facts
 from wizard.probes.verdicts import op_isolate_verdict
 from wizard.progress import task
 from wizard.schemas import work_fingerprint
-from wizard.trace.inspection.run import inspect_paths
 from wizard.untrusted import cut, visible
 
 # Kineto's "Input type" strings -> torch dtype attribute names.
@@ -179,7 +179,7 @@ class OpIsolateProbe:
     facts: tuple[FactSpec, ...] = declared_facts(OpIsolateFacts)
 
     def run(self, env: Environment, params: Mapping[str, Any], *, timeout: float = 600.0) -> ProbeResult:
-        op, dims, types, skipped = _the_op(params)
+        op, dims, types, skipped = _the_op(env, params)
         if skipped is not None:
             return skipped
         shapes = _loads(dims) or []
@@ -222,7 +222,7 @@ class OpIsolateProbe:
         env.artifacts["repro_device"] = str(result.get("device"))
         found: dict[str, Any] = {"mechanisms": [], "impossible": False, "worst_evidence": None}
         if trace.exists() and not result.get("error") and not result.get("too_large"):
-            found = inspection_facts(inspect_paths([str(trace)]))
+            found = inspection_facts(inspection(env, [str(trace)]))
             base["mechanisms"] = found["mechanisms"]
             files.append(str(trace))
         status, summary, reproduced = op_isolate_verdict(
@@ -233,12 +233,12 @@ class OpIsolateProbe:
         return ProbeResult(status, summary, facts=base, files=files, evidence=evidence)
 
 
-def _the_op(params: Mapping[str, Any]) -> tuple[Any, Any, Any, ProbeResult | None]:
+def _the_op(env: Environment, params: Mapping[str, Any]) -> tuple[Any, Any, Any, ProbeResult | None]:
     """(op, input dims, input types, or why there is nothing to isolate): given, or the trace's worst."""
     op, dims, types = params.get("op"), params.get("input_dims"), params.get("input_types")
     if not op and params.get("trace"):
         paths = params["trace"] if isinstance(params["trace"], list) else [params["trace"]]
-        facts = inspection_facts(inspect_paths([str(p) for p in paths]))
+        facts = inspection_facts(inspection(env, [str(p) for p in paths]))
         if not facts["impossible"]:
             return (
                 None,

@@ -46,7 +46,7 @@ def _reports(paths: list[str]) -> list[Any] | None:
         return None
 
 
-def job_skew(paths: list[str]) -> HealthCheck:
+def job_skew(env: Environment, paths: list[str]) -> HealthCheck:
     """The rank-skew check of one job, from its traces or from its per-rank reports."""
     from wizard.compare import ranks_of
     from wizard.trace.health.checks import rank_skew
@@ -57,10 +57,9 @@ def job_skew(paths: list[str]) -> HealthCheck:
         if ranks is None:
             raise InputFileError(f"{', '.join(paths)}: a rank appears in two reports: they are not one job's")
         return rank_skew(ranks)
-    from wizard.trace.inspection.run import inspect_paths
+    from wizard.probes.inspections import inspection
 
-    inspection = inspect_paths(paths)
-    found = next((c for c in inspection.job_health if c.check == "rank-skew"), None)
+    found = next((c for c in inspection(env, paths).job_health if c.check == "rank-skew"), None)
     return found if found is not None else rank_skew({})
 
 
@@ -133,7 +132,7 @@ class RankBaselineProbe:
                 facts={"reason": "no baseline traces"},
             )
         try:
-            before, after = job_skew(job), job_skew(baseline)
+            before, after = job_skew(env, job), job_skew(env, baseline)
         except InputFileError as exc:
             return ProbeResult(Status.ERROR, str(exc), facts={"error": str(exc)})
         for name, check in (("job", before), ("baseline", after)):

@@ -30,10 +30,10 @@ from wizard.probes.external_profilers import (
     parse_ncu_csv,
     read_nsys_sqlite,
 )
+from wizard.probes.inspections import inspection
 from wizard.probes.trace_inspect import inspection_facts
 from wizard.probes.verdicts import Reprofiled, reprofile_verdict
 from wizard.progress import task
-from wizard.trace.inspection.run import inspect_paths
 
 
 def _nsys(env: Environment, argv: list[str], out_dir: Path, timeout: float) -> tuple[list[ExternalKernel], str]:
@@ -206,7 +206,7 @@ class ReprofileProbe:
                 facts={"cuda_available": cuda},
                 files=[run.command.log_path or ""],
             )
-        gathered = _Gathered(trace, cuda, inspection_facts(inspect_paths([str(trace)])))
+        gathered = _Gathered(trace, cuda, inspection_facts(inspection(env, [str(trace)], keep_contents=True)))
         gathered.ran.append(f"torch.profiler ({run.result.get('torch_version')})")
         gathered.files += [str(trace), run.command.log_path or ""]
         others = list(params.get("other_python") or env.settings.compare_pythons)
@@ -283,7 +283,7 @@ def _other_versions(
             found.skipped[other] = "did not produce a trace"
             continue
         version = str(other_run.result.get("torch_version"))
-        found.versions[version] = inspection_facts(inspect_paths([str(other_trace)]))["mechanisms"]
+        found.versions[version] = inspection_facts(inspection(env, [str(other_trace)]))["mechanisms"]
         found.ran.append(f"torch.profiler ({version}, {other})")
         found.files.append(str(other_trace))
 

@@ -11,15 +11,13 @@ from typing import Annotated, Any, Generic, TypedDict, TypeVar
 from wizard.environment import Environment
 from wizard.errors import InputFileError, OutputFileError
 from wizard.formatting import plural, verb
-from wizard.inspect_options import InspectOptions
 from wizard.outputs import write_own
-from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status, declared_facts
+from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status, declared_facts, type_text
+from wizard.probes.inspections import inspection as run_inspection
 from wizard.progress import NO_PROGRESS, task
 from wizard.serialize import dumps
 from wizard.threads import start
-from wizard.trace.health.spec import RANK_SKEW_FLOOR_US
 from wizard.trace.inspection.results import Inspection
-from wizard.trace.inspection.run import inspect_paths
 from wizard.trace.kineto_math import INT32_MAX
 from wizard.trace.metrics.findings import FindingGroup, launched_by
 from wizard.trace.metrics.mechanisms import BY_ID, NEGATIVE, NON_FINITE, ORDER, WRONG, Mechanism, is_wrong
@@ -77,7 +75,13 @@ def _suspect_grid(grid: list[int] | None) -> bool:
     return x > INT32_MAX or y > 65535 or z > 65535 or min(grid) <= 0
 
 
-def _calculator_failure(inspection: Inspection) -> dict[str, Any]:
+class _CalculatorFailure(TypedDict):
+    d_capability: str | None
+    d_cause: str | None
+    d_header: str | None
+
+
+def _calculator_failure(inspection: Inspection) -> _CalculatorFailure:
     """Mechanism D's capability, and whether an older CUDA header explains it: a capability every header
     knows (7.0) failed for its inputs, and a newer PyTorch would not change that."""
     from wizard.trace.metrics.occupancy import ARCHITECTURES, MIN_CUDA_HEADER
@@ -97,15 +101,23 @@ def _calculator_failure(inspection: Inspection) -> dict[str, Any]:
     return {"d_capability": cc, "d_cause": "inputs" if every_header else "header", "d_header": header}
 
 
+def _metric_values(values: Mapping[str, float | None]) -> dict[str, float | str | None]:
+    """A launch's metric values as the fact declares them."""
+    return {name: value for name, value in values.items()}
+
+
 def inspection_facts(inspection: Inspection) -> dict[str, Any]:
-    """Facts a playbook can branch on, from a finished inspection."""
+    """Facts a playbook can branch on, from a finished inspection: those declared here built as their declared
+    type (``TraceInspectFacts``, which mypy checks), and each health check's as its declaration says
+    (``CheckSpec.facts``)."""
     mechanisms = inspection.mechanisms
     bug_ids = sorted(m for m in mechanisms if is_wrong(m))
     worst = _worst(inspection)
     found, also = _found(inspection, bug_ids, worst.mechanism if worst else None)
     reports = inspection.reports
     devices = {d["name"] for r in reports for d in r.devices if d.get("name")}
-    facts: dict[str, Any] = {
+    failure = _calculator_failure(inspection)
+    facts: TraceInspectFacts = {
         "mechanisms": bug_ids,
         "mechanism_counts": {m: mechanisms[m] for m in sorted(mechanisms)},
         "impossible": inspection.impossible,
@@ -137,14 +149,16 @@ def inspection_facts(inspection: Inspection) -> dict[str, Any]:
         "found_by_rank": found,
         "also_do": also,
         "worst_block": list(worst.worst.block) if worst and worst.worst.block else None,
-        "worst_reported": worst.worst.reported if worst else None,
-        "worst_true": worst.worst.true if worst else None,
+        "worst_reported": _metric_values(worst.worst.reported) if worst else None,
+        "worst_true": _metric_values(worst.worst.true) if worst else None,
         "worst_op": worst.op.op if worst and worst.op else None,
         "worst_op_dims": worst.op.input_dims if worst and worst.op else None,
         "worst_op_types": worst.op.input_types if worst and worst.op else None,
         "worst_python_frame": worst.op.user_frame if worst and worst.op else None,
         "worst_file": next((r.path for r in reports for g in r.groups if g is worst), None),
-        **_calculator_failure(inspection),
+        "d_capability": failure["d_capability"],
+        "d_cause": failure["d_cause"],
+        "d_header": failure["d_header"],
         "non_finite_spelling": (
             "bare"
             if any(r.non_finite.get("bare") for r in reports)
@@ -153,18 +167,7 @@ def inspection_facts(inspection: Inspection) -> dict[str, Any]:
             else None
         ),
     }
-    facts.update(health_facts(inspection))
-    return facts
-
-
-def _detail(checks: list[Any], check: str, field: str) -> Any:
-    """A check's field from the first trace that has the check (a rank directory: the counts are summed by
-    the caller where a sum means something)."""
-    return next((c.details.get(field) for c in checks if c.check == check), None)
-
-
-def _total(checks: list[Any], check: str, field: str | None = None) -> int:
-    return sum(int(c.count if field is None else c.details.get(field) or 0) for c in checks if c.check == check)
+    return {**facts, **health_facts(inspection)}
 
 
 def _fix_commands(inspection: Inspection) -> dict[str, str]:
@@ -205,24 +208,18 @@ def _graph_call(inspection: Inspection) -> str:
 
 def health_facts(inspection: Inspection) -> dict[str, Any]:
     """The health check's verdicts as facts: which problems, where a triage continues, and each check's
-    counts (summed over a rank directory's traces)."""
-    from wizard.trace.health.spec import CHECK_IDS, RANK, TRIAGE_ORDER
+    declared facts (``CheckSpec.facts``: its counts summed over a rank directory's traces as it says)."""
+    from wizard.trace.health.spec import CHECK_IDS, RANK, TRIAGE_ORDER, check_facts
 
     checks = inspection.health
     problems = [c for c in checks if c.problem]
     ids = [i for i in CHECK_IDS if any(c.check == i for c in problems)]
     playbooks = [p for p in TRIAGE_ORDER if any(c.playbook == p for c in problems)]
-    apis: dict[str, int] = {}
-    for c in checks:
-        if c.check == "kernels-missing":
-            for name, n in (c.details.get("apis") or {}).items():
-                apis[name] = apis.get(name, 0) + n
-    skew = next((c for c in inspection.job_health if c.check == "rank-skew"), None)
     chosen = next(
         (c for c in sorted(problems, key=lambda c: -RANK[c.status]) if playbooks and c.playbook == playbooks[0]), None
     )
-    last = (skew.details.get("last_by_rank") or {}) if skew is not None else {}
-    return {
+    commands = _fix_commands(inspection)
+    facts: TraceInspectFacts = {
         "health_status": inspection.health_status,
         "health_problems": ids,
         "health_playbooks": playbooks,
@@ -231,66 +228,11 @@ def health_facts(inspection: Inspection) -> dict[str, Any]:
         "health_checks": [f"{c.check} ({c.status}): {c.summary}" for c in checks],
         "health_lines": [line.plain() for line in inspection.health_summary()],
         "health_chosen_by": f"{chosen.check} ({chosen.status}): {chosen.summary}" if chosen else None,
-        "missing_kernels": _total(checks, "kernels-missing"),
-        "launch_calls": _total(checks, "kernels-missing", "launches"),
-        "missing_in_last_1pct": _total(checks, "kernels-missing", "in_last_1pct"),
-        "captured_launches": _total(checks, "kernels-missing", "captured"),
-        "launches_without_id": _total(checks, "kernels-missing", "no_correlation"),
-        "launch_apis": sorted(apis),
-        "overlapping_kernels": _total(checks, "kernels-overlap"),
-        "pdl_overlapping_kernels": _total(checks, "kernels-overlap", "pdl"),
-        "rounding_overlapping_kernels": _total(checks, "kernels-overlap", "rounding"),
-        "graph_overlapping_kernels": _total(checks, "kernels-overlap", "graph"),
-        "graph_launches": _total(checks, "graph-launches"),
-        "graph_kernels": _total(checks, "graph-launches", "kernels"),
+        "fix_command": commands["fix_command"],
+        "split_command": commands["split_command"],
         "graph_call": _graph_call(inspection),
-        **_fix_commands(inspection),
-        "graph_mode": next((m for m in ("mixed", "graph") if any(c.details.get("mode") == m for c in checks)), "eager"),
-        "unlinked_kernels": _total(checks, "unlinked-kernels"),
-        "unlinked_before_first_call": _total(checks, "unlinked-kernels", "before_first_call"),
-        "unlinked_before_window": _total(checks, "unlinked-kernels", "before_window"),
-        "graph_unrecorded": _total(checks, "graph-launches", "unrecorded"),
-        "range_profiler_launches": _total(checks, "kernels-missing", "profiler_ranges"),
-        "negative_durations": _total(checks, "durations"),
-        "zero_durations": _total(checks, "durations", "zero"),
-        "kernels_before_launch": _total(checks, "clock-skew"),
-        "launch_offset_min_us": _detail(checks, "clock-skew", "min_us"),
-        "launch_offset_median_us": _detail(checks, "clock-skew", "median_us"),
-        "launch_offset_trend": _detail(checks, "clock-skew", "trend"),
-        "rank_skew_collectives": skew.count if skew is not None else 0,
-        "rank_skew_max_us": skew.details.get("max_us") if skew is not None else None,
-        "rank_skew_median_us": skew.details.get("median_us") if skew is not None else None,
-        "rank_skew_floor_us": skew.details.get("floor_us", RANK_SKEW_FLOOR_US)
-        if skew is not None
-        else RANK_SKEW_FLOOR_US,
-        "rank_skew_status": skew.status if skew is not None else "not_applicable",
-        "straggler_rank": int(max(last, key=lambda r: (last[r], -int(r)))) if last else None,
-        "python_stacks": not any(c.check == "stacks-missing" and c.count for c in checks),
-        "trace_events": _total(checks, "trace-size"),
-        **summary_facts(checks),
     }
-
-
-def summary_facts(checks: list[Any]) -> dict[str, Any]:
-    """The summary-table and profiler-overhead checks' numbers (summed over a rank directory's traces; the share
-    and drift are the worst trace's)."""
-    shares = [c.details.get("share") for c in checks if c.check == "profiler-overhead"]
-    drifts = [d for c in checks if c.check == "profiler-overhead" and (d := c.details.get("drift")) is not None]
-    return {
-        "summary_inflated_ops": _total(checks, "summary-table", "inflated_ops"),
-        "summary_claiming_overheads": _total(checks, "summary-table", "claiming"),
-        "summary_over_wall_clock": any(c.details.get("over_wall_clock") for c in checks if c.check == "summary-table"),
-        "summary_self_us": sum(
-            float(c.details.get("table_self_us") or 0) for c in checks if c.check == "summary-table"
-        ),
-        "summary_busy_us": sum(float(c.details.get("busy_us") or 0) for c in checks if c.check == "summary-table"),
-        "summary_annotation_us": sum(
-            float(c.details.get("annotation_us") or 0) for c in checks if c.check == "summary-table"
-        ),
-        "overhead_records": _total(checks, "profiler-overhead"),
-        "overhead_share": max((float(s) for s in shares if s is not None), default=None),
-        "step_drift": max(drifts, key=abs, default=None),
-    }
+    return {**facts, **check_facts(checks, inspection.job_health)}
 
 
 _WRONG_IDS = ", ".join(sorted(WRONG, key=ORDER.__getitem__))
@@ -364,74 +306,11 @@ class TraceInspectFacts(TypedDict, total=False):
     health_chosen_by: Annotated[
         str | None, "the check whose problem chose health_next, with what it found (None when healthy)"
     ]
-    missing_kernels: Annotated[int, "launch calls whose kernel is not in the trace (kernels-missing)"]
-    launch_calls: Annotated[int, "kernel launch calls in the traces"]
-    missing_in_last_1pct: Annotated[
-        int, "of the missing ones, those in the last 1% of the trace (cut by the profiler's stop)"
-    ]
-    captured_launches: Annotated[int, "launch calls made while capturing a CUDA graph (they run no kernel)"]
-    launches_without_id: Annotated[int, "launch calls without a correlation id"]
-    launch_apis: Annotated[
-        list[str], "the kernel launch APIs the trace records (cudaLaunchKernel, cuLaunchKernelEx, ...)"
-    ]
-    overlapping_kernels: Annotated[
-        int, "kernels Perfetto cannot nest on their row: they start inside an earlier event and end after it"
-    ]
-    pdl_overlapping_kernels: Annotated[
-        int, "of those, launched with cuLaunchKernelEx/cudaLaunchKernelExC and overlapping a kernel by at most 5 µs"
-    ]
-    rounding_overlapping_kernels: Annotated[
-        int, "of those, ending at most 1 µs after the annotation or copy they overlap (a rounding)"
-    ]
-    graph_overlapping_kernels: Annotated[int, "of those, run by a graph launch (one correlation id: not PDL)"]
-    graph_launches: Annotated[int, "cudaGraphLaunch / hipGraphLaunch calls"]
-    graph_kernels: Annotated[int, "kernels run by those graph launches"]
     fix_command: Annotated[
         str, "the `trace fix` command that writes a corrected copy of this trace, its path filled in"
     ]
     split_command: Annotated[str, "the `trace fix --split-overlaps` command for this trace, its path filled in"]
     graph_call: Annotated[str, "the graph launch call the trace has: cudaGraphLaunch, hipGraphLaunch (ROCm) or both"]
-    graph_mode: Annotated[str, "eager, graph or mixed"]
-    unlinked_kernels: Annotated[int, "kernels whose correlation id matches no launch call"]
-    unlinked_before_first_call: Annotated[int, "of those, the ones that ran before the trace's first runtime call"]
-    unlinked_before_window: Annotated[
-        int, "of those, the ones launched before the profiling window (correlation id below every call's)"
-    ]
-    graph_unrecorded: Annotated[int, "graph launches with no kernel while other graph launches have theirs"]
-    range_profiler_launches: Annotated[
-        int, "launches measured by the CUPTI range profiler (a cuda_profiler_range event instead of a kernel)"
-    ]
-    negative_durations: Annotated[int, "GPU events with a negative duration"]
-    zero_durations: Annotated[int, "kernels with a zero duration"]
-    kernels_before_launch: Annotated[int, "kernels that start before their own launch call (clock-skew)"]
-    launch_offset_min_us: Annotated[float | None, "smallest kernel start minus launch call start, in µs"]
-    launch_offset_median_us: Annotated[float | None, "median kernel start minus launch call start, in µs"]
-    launch_offset_trend: Annotated[str | None, "constant, growing or shrinking over the trace"]
-    rank_skew_collectives: Annotated[int, "NCCL collectives compared across ranks (rank-skew)"]
-    rank_skew_max_us: Annotated[float | None, "largest start skew of one collective across ranks, in µs"]
-    rank_skew_median_us: Annotated[float | None, "median start skew across ranks, in µs"]
-    rank_skew_floor_us: Annotated[
-        float, "the median skew at which rank-skew is a warning, in µs (the check's floor, docs/health.md)"
-    ]
-    rank_skew_status: Annotated[str, "the rank-skew check's status: warning at or above the floor, info below"]
-    straggler_rank: Annotated[int | None, "the rank that started last most often"]
-    python_stacks: Annotated[bool, "whether Python stacks were recorded (python_function events)"]
-    trace_events: Annotated[int, "events with a category in the traces"]
-    summary_inflated_ops: Annotated[
-        int, "key_averages() rows whose device total exceeds their GPU events counted once by the margin"
-    ]
-    summary_claiming_overheads: Annotated[int, "profiler-overhead records carrying a GPU event's correlation id"]
-    summary_over_wall_clock: Annotated[
-        bool, "whether key_averages()' Self CUDA total exceeds the time the GPU was busy by the margin"
-    ]
-    summary_self_us: Annotated[float, "key_averages()' Self CUDA time total, recomputed from the trace, in µs"]
-    summary_busy_us: Annotated[float, "the wall-clock union of the GPU events (GPU busy time), in µs"]
-    summary_annotation_us: Annotated[float, "gpu_user_annotation time shown as Self CUDA rows, in µs"]
-    overhead_records: Annotated[int, "CUPTI profiler-overhead records in the traces"]
-    overhead_share: Annotated[float | None, "the largest share of a trace's window spent in them (0.1 = 10%)"]
-    step_drift: Annotated[
-        float | None, "the ProfilerStep spans' drift: the last third's mean against the first third's (0.1 = +10%)"
-    ]
     resident_warps: Annotated[
         list[int],
         "the most warps an SM of the trace's GPUs holds at once (maxThreadsPerMultiprocessor / 32: 32 on cc 7.5, "
@@ -531,6 +410,16 @@ class _Beside(Generic[T]):
         return self._value
 
 
+def _facts() -> tuple[FactSpec, ...]:
+    """The probe's facts: ``TraceInspectFacts``, each health check's declared facts after ``graph_call``."""
+    from wizard.trace.health.spec import CHECK_FACTS
+
+    declared = declared_facts(TraceInspectFacts)
+    at = next(n for n, f in enumerate(declared) if f.name == "graph_call") + 1
+    checks = tuple(FactSpec(f.name, type_text(f.type), f.meaning) for f in CHECK_FACTS)
+    return declared[:at] + checks + declared[at:]
+
+
 class TraceInspectProbe:
     name = "trace.inspect"
     summary = "Recompute every kernel's blocks/warps per SM and occupancy; name each impossible value's mechanism"
@@ -545,7 +434,7 @@ class TraceInspectProbe:
             default=False,
         ),
     )
-    facts: tuple[FactSpec, ...] = declared_facts(TraceInspectFacts)
+    facts: tuple[FactSpec, ...] = _facts()
 
     def run(self, env: Environment, params: Mapping[str, Any], *, timeout: float = 600.0) -> ProbeResult:
         paths = [p for p in _paths(params.get("paths")) if p]
@@ -560,7 +449,7 @@ class TraceInspectProbe:
             validator = _Beside(lambda: _torch_validators(silent, paths, timeout)) if validate else None
             doing = "reading the trace and running PyTorch's trace validator" if validate else "reading the trace"
             with task(progress, self.name, doing=doing):
-                inspection = inspect_paths(paths, InspectOptions(jobs=params.get("jobs")), progress=progress)
+                inspection = run_inspection(env, paths, params.get("jobs"), progress=progress, keep_contents=True)
         except InputFileError as exc:
             return ProbeResult(Status.ERROR, str(exc), facts={"mechanisms": [], "impossible": False, "error": str(exc)})
         facts = inspection_facts(inspection)

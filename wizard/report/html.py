@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from wizard.engine.transcript import ENV_PROBE, Transcript
-from wizard.formatting import plural, verb
+from wizard.formatting import plural
 from wizard.profiler import split_trace_name
 from wizard.report.view import (
     NAME_LIMIT,
@@ -26,6 +26,7 @@ from wizard.report.view import (
     per_rank_counts,
     summary_table_views,
 )
+from wizard.trace.health.spec import HEALTH_LABEL, SPEC
 from wizard.trace.inspection.results import Inspection
 from wizard.trace.metrics.mechanisms import BY_ID, is_wrong
 from wizard.untrusted import html_prose, html_text, script_json
@@ -265,9 +266,6 @@ def _notes(view: InspectionView) -> str:
     return f"<h2>Notes</h2><ul>{items}</ul>"
 
 
-HEALTH_LABEL = {"ok": "ok", "not_applicable": "n/a", "info": "info", "warning": "warning", "error": "error"}
-
-
 def _health_rows(rows: list[tuple[str, Any]], several: bool) -> str:
     out = []
     for label, c in rows:
@@ -378,35 +376,39 @@ def perfetto_hint(inspection: Inspection) -> str:
         return ""
     paths = "".join(f"<li><code>{html_text(r.path, 400)}</code></li>" for r in reports[:20])
     more = f'<p class="note">and {plural(len(reports) - 20, "more trace")}</p>' if len(reports) > 20 else ""
-    fixes = []
-    for r in reports:
-        hidden = next((c for c in r.health if c.check == "kernels-overlap" and c.count), None)  # info too
-        if hidden is None:
-            continue
-        streams = sorted({e.stream for e in hidden.examples if e.stream is not None}, key=str)
-        affected = max(int(hidden.details.get("lanes") or 0), len(streams))
-        where = ", ".join(f"stream {html_text(s, 20)}" for s in streams[:5]) + (
-            f" and {plural(affected - len(streams[:5]), 'more stream')}" if affected > len(streams[:5]) else ""
-        )
-        row = f"stream {html_text(streams[0], 20)}" if streams else "stream N"
-        source = Path(r.path)
-        out = source.with_name(f"{split_trace_name(source.name)[0] or 'trace'}-lanes.json")
-        target = f"./{out}" if str(out).startswith("-") else str(out)  # never read as an option
-        command = shlex.join(["warpwizard", "trace", "fix", "--split-overlaps", r.path, target])
-        fixes.append(
-            f"<p>{plural(hidden.count, 'kernel')} of <code>{html_text(r.label, 200)}</code> "
-            f"{verb(hidden.count, 'starts', 'start')} inside an earlier event{f' on {where}' if where else ''} and "
-            f"{verb(hidden.count, 'ends', 'end')} after it: Perfetto hides such a kernel before v57 and draws it "
-            "apart, its launch arrow on another kernel, from v57. This writes a copy that shows them all, each "
-            f"arrow on its own kernel, on new rows <code>{row} (overlapping kernels, lane 1)</code>, lane 2 and so "
-            f'on, the lowest free at each start:</p><pre class="command"><code>{html_text(command, 1000)}</code></pre>'
-        )
+    fixes = [fix for r in reports for c in r.health if (fix := _fix_html(r, c))]
     return (
         '<section id="ww-perfetto"><h2>Open the trace in Perfetto</h2>'
         "<p>Go to <code>ui.perfetto.dev</code>, choose <b>Open trace file</b> and pick "
         + ("this file" if len(reports) == 1 else "one of these files")
         + " (a .gz file opens as it is; <code>chrome://tracing</code> opens them too):</p>"
         + f"<ul>{paths}</ul>{more}{''.join(fixes[:10])}</section>"
+    )
+
+
+def _fix_html(report: Any, check: Any) -> str:
+    """The ``trace fix`` a check declares (``CheckSpec.fix``) for what it found in one trace (info too): what it
+    found where, and the command with the trace's own path."""
+    declared = SPEC.get(check.check)
+    fix = declared.fix if declared is not None else None
+    if fix is None or not check.count:
+        return ""
+    places = sorted({e.stream for e in check.examples if e.stream is not None}, key=str)
+    affected = max(int(check.details.get(fix.rows) or 0), len(places))
+    where = ", ".join(f"{fix.place} {html_text(p, 20)}" for p in places[:5]) + (
+        f" and {plural(affected - len(places[:5]), f'more {fix.place}')}" if affected > len(places[:5]) else ""
+    )
+    row = f"{fix.place} {html_text(places[0], 20)}" if places else f"{fix.place} N"
+    source = Path(report.path)
+    out = source.with_name(f"{split_trace_name(source.name)[0] or 'trace'}-{fix.output}.json")
+    target = f"./{out}" if str(out).startswith("-") else str(out)  # never read as an option
+    command = shlex.join(["warpwizard", "trace", "fix", fix.option, report.path, target])
+    n = check.count
+    return (
+        f"<p>{plural(n, fix.unit)} of <code>{html_text(report.label, 200)}</code> "
+        f"{html_text(fix.found[n != 1], 400)}{f' on {where}' if where else ''} {html_text(fix.means[n != 1], 1000)} "
+        f"<code>{row} {html_text(fix.row, 200)}</code>{html_text(fix.rest, 400)}</p>"
+        f'<pre class="command"><code>{html_text(command, 1000)}</code></pre>'
     )
 
 

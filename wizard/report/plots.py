@@ -20,6 +20,7 @@ from typing import Any
 from wizard.errors import MissingDependency
 from wizard.formatting import exact, plural
 from wizard.threads import start
+from wizard.trace.health.spec import SPEC
 from wizard.trace.inspection.results import Inspection
 from wizard.trace.kineto_math import prints_truth
 from wizard.trace.metrics.findings import PlotData
@@ -364,13 +365,7 @@ def timeline(reports: list[tuple[str, PlotData]]) -> Picture | None:
     return Picture(str(fig.to_json(validate=False)), title, [], key)
 
 
-HEALTH_COLOURS = {
-    "kernels-missing": "#cf222e",
-    "kernels-overlap": "#bf8700",
-    "unlinked-kernels": "#8250df",
-    "durations": "#0550ae",
-    "clock-skew": "#1a7f37",
-}
+NO_COLOUR = "#444444"  # a check that declares no colour (CheckSpec.colour)
 
 
 HEALTH_LANES = 30  # lanes drawn in the health timeline: the ones with the most problem events
@@ -403,7 +398,8 @@ def health_timeline(reports: list[tuple[str, list[Any]]]) -> Picture | None:
         )
         rows = sorted(binned.items())
         lanes.update(html_text(lane, 80) for (lane, _), _ in rows)
-        colour = HEALTH_COLOURS.get(check, "#444444")
+        declared = SPEC.get(check)
+        colour = (declared.colour if declared is not None else None) or NO_COLOUR
         key.append((colour, MARKERS["main"], check))
         fig.add_trace(
             go.Scatter(

@@ -121,3 +121,4 @@ register("inspection", render_inspection)
 register("transcript", render_transcript)
 register("notebook", notebook_html)
 register("format", lambda path: format_for(path).name)  # a report file's format, checked before any work
+register("draws", lambda path: "trace" if format_for(path).needs_inspection else "")  # a run gathers plots up front

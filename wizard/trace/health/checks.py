@@ -1,7 +1,8 @@
 """The health checks' counts, over the reader's flat tables with numpy (docs/health.md defines each).
 
 Gathering (the tables as arrays), judging (a status from the counts) and wording (what it means) are
-kept apart per check; a gigabyte trace's checks cost a fraction of its read.
+kept apart per check; a gigabyte trace's checks cost a fraction of its read. Each per-trace check's function
+registers under the id its declaration has (``@runs``; ``CHECKS`` in spec.py), and ``check_trace`` runs them.
 """
 
 from __future__ import annotations
@@ -28,12 +29,16 @@ from wizard.trace.health.spec import (
     EXAMPLES,
     GRAPH_LAUNCH_CALLS,
     LAUNCH_CALLS,
+    PDL_LAUNCH_CALLS,
+    PDL_OVERLAP_US,
     PYTHON_SHARE_WORTH_A_WORD,
     RANK,
     RANK_SKEW_FLOOR_US,
+    ROUNDING_US,
     SAMPLES,
     SIZE_CATEGORIES,
     SIZE_WORTH_A_WORD,
+    SPEC,
     WINDOW_CHUNK,
     HealthCheck,
     HealthExample,
@@ -164,6 +169,63 @@ def _call_example(contents: TraceContents, calls: _Calls, i: int, detail: str = 
     )  # fmt: skip
 
 
+class Tables:
+    """What a per-trace check reads: the trace's contents, the kernel checks' counts, and the calls, kernels and
+    window as arrays, made when a check first needs them."""
+
+    def __init__(
+        self,
+        contents: TraceContents,
+        wrong_launches: int = 0,
+        checked: int = 0,
+        mechanisms: Mapping[str, int] | None = None,
+    ) -> None:
+        self.contents = contents
+        self.wrong_launches = wrong_launches
+        self.checked = checked
+        self.mechanisms: Mapping[str, int] = mechanisms or {}
+        self._calls: _Calls | None = None
+        self._kernels: _Kernels | None = None
+        self._window: tuple[tuple[float, float] | None] | None = None
+
+    @property
+    def calls(self) -> _Calls:
+        if self._calls is None:
+            self._calls = _Calls.of(self.contents)
+        return self._calls
+
+    @property
+    def kernels(self) -> _Kernels:
+        if self._kernels is None:
+            self._kernels = _Kernels.of(self.contents)
+        return self._kernels
+
+    @property
+    def window(self) -> tuple[float, float] | None:
+        if self._window is None:
+            self._window = (window(self.contents),)
+        return self._window[0]
+
+
+Check = Callable[[Tables], HealthCheck]
+RUNS: dict[str, Check] = {}  # a per-trace check's function by its id: what ``check_trace`` runs
+
+
+def runs(check_id: str) -> Callable[[Check], Check]:
+    """Register the function that runs the per-trace check ``check_id`` (declared in ``CHECKS``, spec.py)."""
+
+    if check_id not in SPEC or SPEC[check_id].scope != "trace":
+        raise ValueError(f"{check_id}: not a declared per-trace check (CHECKS, spec.py)")
+
+    def register(function: Check) -> Check:
+        if check_id in RUNS:
+            raise ValueError(f"{check_id}: a function is registered twice")
+        RUNS[check_id] = function
+        return function
+
+    return register
+
+
 def window(contents: TraceContents) -> tuple[float, float] | None:
     """From the smallest start to the largest end over every complete event (a negative duration ends
     where it starts)."""
@@ -209,9 +271,9 @@ def metrics_status(mechanisms: Mapping[str, int]) -> str:
     return worst or "error"  # wrong launches with no mechanism named: nothing says they are benign
 
 
-def impossible_metrics(
-    contents: TraceContents, wrong_launches: int, checked: int, mechanisms: Mapping[str, int]
-) -> HealthCheck:
+@runs("impossible-metrics")
+def impossible_metrics(t: Tables) -> HealthCheck:
+    contents, wrong_launches, checked, mechanisms = t.contents, t.wrong_launches, t.checked, t.mechanisms
     if not checked:
         reason = "no kernel carries blocks or warps per SM to check" if len(contents.kernels) else "no GPU kernels"
         return not_applicable("impossible-metrics", reason, wrong_launches=0, mechanisms={})
@@ -269,9 +331,9 @@ def _captured(contents: TraceContents, calls: _Calls) -> npt.NDArray[np.bool_]:
     return captured
 
 
-def kernels_missing(
-    contents: TraceContents, calls: _Calls, kernels: _Kernels, span: tuple[float, float] | None
-) -> HealthCheck:
+@runs("kernels-missing")
+def kernels_missing(t: Tables) -> HealthCheck:
+    contents, calls, kernels, span = t.contents, t.calls, t.kernels, t.window
     launches = int(calls.launch.sum())
     if not launches:
         return not_applicable(
@@ -346,20 +408,6 @@ def kernels_missing(
     )  # fmt: skip
 
 
-# Launch calls that can carry the programmatic-stream-serialization attribute (Programmatic Dependent Launch):
-# the evidence that an overlap was asked for; a graph replay's kernels share one cudaGraphLaunch and are not it.
-PDL_LAUNCH_CALLS = frozenset(
-    {"cuLaunchKernelEx", "cuLaunchKernelEx_ptsz", "cudaLaunchKernelExC", "cudaLaunchKernelExC_ptsz"}
-)
-# The longest overlap still read as PDL's: the dependent kernel starts while its predecessor's last blocks drain
-# (on the B200 trace 0.13-3.7 µs); a predecessor whose recorded end runs tens of µs past its successor's start
-# is a duration the GPU cannot have had, not a launch the program asked for (docs/health.md).
-PDL_OVERLAP_US = 5.0
-# A kernel that ends this little after the annotation or copy around it shares that event's microsecond: Perfetto's
-# llround(us * 1000) of microsecond-epoch doubles (a step of 0.25 µs) puts equal decimal ends apart.
-ROUNDING_US = 1.0
-
-
 @dataclass(slots=True)
 class _Hidden:
     """The kernels-overlap check's facts: which events of the kernel rows Perfetto cannot nest."""
@@ -397,7 +445,9 @@ def _pdl(calls: _Calls, corr: Ints) -> npt.NDArray[np.bool_]:
     return _member(corr, ids)
 
 
-def kernels_overlap(contents: TraceContents, calls: _Calls, kernels: _Kernels) -> HealthCheck:
+@runs("kernels-overlap")
+def kernels_overlap(t: Tables) -> HealthCheck:
+    contents, calls, kernels = t.contents, t.calls, t.kernels
     n = len(kernels.ts)
     if not n:
         return not_applicable(
@@ -489,7 +539,9 @@ def _overlap_verdict(count: int, found: _Hidden, details: dict[str, Any], overla
     return ("info" if rest == 0 else "warning"), summary, meaning
 
 
-def graph_launches(contents: TraceContents, calls: _Calls, kernels: _Kernels) -> HealthCheck:
+@runs("graph-launches")
+def graph_launches(t: Tables) -> HealthCheck:
+    contents, calls, kernels = t.contents, t.calls, t.kernels
     graphs = int(calls.graph.sum())
     launches = int(calls.launch.sum())
     with_id = np.flatnonzero(calls.graph & (calls.corr != NO_CORRELATION))
@@ -550,7 +602,9 @@ def _before_window(orphan_ids: Ints, call_ids: Ints) -> npt.NDArray[np.bool_]:
     return before
 
 
-def unlinked_kernels(calls: _Calls, kernels: _Kernels) -> HealthCheck:
+@runs("unlinked-kernels")
+def unlinked_kernels(t: Tables) -> HealthCheck:
+    calls, kernels = t.calls, t.kernels
     n = len(kernels.ts)
     linked_calls = (calls.launch | calls.graph) & (calls.corr != NO_CORRELATION)
     if not (calls.launch | calls.graph).any():
@@ -599,7 +653,9 @@ def unlinked_kernels(calls: _Calls, kernels: _Kernels) -> HealthCheck:
     )
 
 
-def durations(contents: TraceContents, kernels: _Kernels) -> HealthCheck:
+@runs("durations")
+def durations(t: Tables) -> HealthCheck:
+    contents, kernels = t.contents, t.kernels
     ops = contents.timeline.gpu_ops
     op_dur = _floats(ops.dur)
     events = len(kernels.ts) + len(op_dur)
@@ -661,7 +717,9 @@ def _clamped_durations(clamped: Mapping[str, int], details: dict[str, Any]) -> H
                       "", details=details)  # fmt: skip
 
 
-def clock_skew(contents: TraceContents, calls: _Calls, kernels: _Kernels) -> HealthCheck:
+@runs("clock-skew")
+def clock_skew(t: Tables) -> HealthCheck:
+    calls, kernels = t.calls, t.kernels
     linked_calls = (calls.launch | calls.graph) & (calls.corr != NO_CORRELATION)
     empty = {"linked": 0, "min_us": None, "median_us": None, "drift_us": None, "trend": "constant", "unmeasured": 0}
     if not linked_calls.any() or not len(kernels.ts):
@@ -734,7 +792,9 @@ def _size_on_disk(path: str) -> int:
         return 0
 
 
-def trace_size(contents: TraceContents) -> HealthCheck:
+@runs("trace-size")
+def trace_size(t: Tables) -> HealthCheck:
+    contents = t.contents
     ranked = sorted(contents.timeline.categories.items(), key=lambda kv: (-kv[1], str(kv[0])))
     count = sum(n for _, n in ranked)
     categories = dict(ranked[:SIZE_CATEGORIES])
@@ -784,8 +844,9 @@ def _bytes(n: int) -> str:
     return f"{n} bytes"
 
 
-def stacks_missing(contents: TraceContents) -> HealthCheck:
-    categories = contents.timeline.categories
+@runs("stacks-missing")
+def stacks_missing(t: Tables) -> HealthCheck:
+    categories = t.contents.timeline.categories
     cpu_ops = categories.get("cpu_op", 0) + categories.get("Operator", 0)
     if not cpu_ops:
         return not_applicable("stacks-missing", "no CPU ops in this trace", cpu_ops=0)
@@ -805,25 +866,14 @@ def stacks_missing(contents: TraceContents) -> HealthCheck:
 # -- one trace, every check ----------------------------------------------------------------------
 
 
-class _Tables:
-    """The calls and kernels as arrays, made when a selected check first needs them."""
+@runs("summary-table")
+def run_summary_table(t: Tables) -> HealthCheck:
+    return summary_table_check(t.contents)
 
-    def __init__(self, contents: TraceContents) -> None:
-        self.contents = contents
-        self._calls: _Calls | None = None
-        self._kernels: _Kernels | None = None
 
-    @property
-    def calls(self) -> _Calls:
-        if self._calls is None:
-            self._calls = _Calls.of(self.contents)
-        return self._calls
-
-    @property
-    def kernels(self) -> _Kernels:
-        if self._kernels is None:
-            self._kernels = _Kernels.of(self.contents)
-        return self._kernels
+@runs("profiler-overhead")
+def run_profiler_overhead(t: Tables) -> HealthCheck:
+    return profiler_overhead(t.contents, t.window)
 
 
 def check_trace(
@@ -834,26 +884,13 @@ def check_trace(
     mechanisms: Mapping[str, int] | None = None,
     selected: frozenset[str] | None = None,
 ) -> list[HealthCheck]:
-    """Every selected per-trace check, in the registry's order."""
+    """Every selected per-trace check, in the registry's order (``CHECKS``), each by the function registered
+    under its id."""
     chosen = set(CHECK_IDS) if selected is None else selected
-    tables = _Tables(contents)
+    tables = Tables(contents, wrong_launches, checked, mechanisms)
     # times near 1e308 overflow to inf: each check counts what it cannot measure; numpy prints nothing
-    quiet = np.errstate(over="ignore", invalid="ignore")
-    makers: dict[str, Callable[[], HealthCheck]] = {
-        "impossible-metrics": lambda: impossible_metrics(contents, wrong_launches, checked, mechanisms or {}),
-        "kernels-missing": lambda: kernels_missing(contents, tables.calls, tables.kernels, window(contents)),
-        "kernels-overlap": lambda: kernels_overlap(contents, tables.calls, tables.kernels),
-        "graph-launches": lambda: graph_launches(contents, tables.calls, tables.kernels),
-        "unlinked-kernels": lambda: unlinked_kernels(tables.calls, tables.kernels),
-        "durations": lambda: durations(contents, tables.kernels),
-        "clock-skew": lambda: clock_skew(contents, tables.calls, tables.kernels),
-        "trace-size": lambda: trace_size(contents),
-        "stacks-missing": lambda: stacks_missing(contents),
-        "summary-table": lambda: summary_table_check(contents),
-        "profiler-overhead": lambda: profiler_overhead(contents, window(contents)),
-    }
-    with quiet:
-        return [makers[c.id]() for c in CHECKS if c.scope == "trace" and c.id in chosen]
+    with np.errstate(over="ignore", invalid="ignore"):
+        return [RUNS[c.id](tables) for c in CHECKS if c.scope == "trace" and c.id in chosen]
 
 
 def collectives(contents: TraceContents) -> dict[str, list[float]]:

@@ -28,16 +28,20 @@ import numpy as np
 import numpy.typing as npt
 
 from wizard.formatting import plural, verb
-from wizard.trace.health.spec import HealthCheck, make_check, not_applicable
+from wizard.trace.health.spec import (
+    MARGIN,
+    MIN_US,
+    OVERHEAD_SHARE,
+    STEPS_KEPT,
+    TABLE_ROWS,
+    HealthCheck,
+    make_check,
+    not_applicable,
+)
 from wizard.trace.read.collector import TraceContents
 from wizard.trace.read.records import NO_CORRELATION
 from wizard.untrusted import cut
 
-MARGIN = 0.10  # a reported device time more than 10% above the GPU events counted once misleads
-MIN_US = 1.0  # and by at least a microsecond (a rounding never fires)
-OVERHEAD_SHARE = 0.10  # profiler overhead above 10% of the window (nsys-ai's doctor warns there, fails at 20%)
-TABLE_ROWS = 20  # rows kept in the report (by reported self device time)
-STEPS_KEPT = 64  # ProfilerStep durations kept in the details
 KINDS_KEPT = 16  # overhead record names kept in the details (CUPTI has nine; a hostile trace any number)
 KINDS_SHOWN = 4  # and named in the summary
 
@@ -355,19 +359,19 @@ SM_ACTIVE = "sm__cycles_active"  # PM sampling's share of cycles with work on an
 
 
 def sm_active(contents: TraceContents) -> list[dict[str, Any]]:
-    """Per device with a PM-sampling ``sm__cycles_active`` percent series (PyTorch 2.15+ traces; a second read
-    of the file, only when the reader counted counter events): over the span its samples cover, the share of
-    time a kernel ran (kernel-busy %) beside the mean measured SM-active %."""
-    if not contents.counter_events or not contents.path:
+    """Per device with a PM-sampling ``sm__cycles_active`` percent series (PyTorch 2.15+ traces; the samples the
+    read kept, ``contents.counters``): over the span its samples cover, the share of time a kernel ran
+    (kernel-busy %) beside the mean measured SM-active %."""
+    if not contents.counter_events:
         return []
-    from wizard.trace.read.counters import read_counters
+    from wizard.trace.read.counters import counter_series
 
     ts, dur, _, shape, shapes = contents.kernels.columns()
     starts, durs = _floats(ts), np.maximum(_floats(dur), 0.0)
     device_of = np.array([s[3] if isinstance(s[3], int) else -1 for s in shapes] or [-1], dtype=np.int64)
     devices = device_of[_ints(shape)] if len(starts) else np.zeros(0, dtype=np.int64)
     out = []
-    for (device, name), series in sorted(read_counters(contents.path).items()):
+    for (device, name), series in sorted(counter_series(contents).items()):
         if not name.startswith(SM_ACTIVE) or "pct" not in name or len(series.ts) < 2:
             continue
         first, last = series.ts[0], series.ts[-1]

@@ -104,9 +104,11 @@ def inspect_trace(
     config: ReaderConfig | None = None,
     progress: Progress = NO_PROGRESS,
     passes: Sequence[TracePass[Any]] | None = None,
+    on_contents: Callable[[TraceContents], None] | None = None,
 ) -> TraceInspection:
     """One read of one trace, every pass over it (``passes``: those of ``passes_to_run()`` unless given), each
-    result by the pass's name in ``TraceInspection.results``."""
+    result by the pass's name in ``TraceInspection.results``. ``on_contents`` is handed what was read (a run
+    keeps it for the probes that read the raw contents, instead of reading the file again)."""
     started = time.perf_counter()
     options = check_options(options)  # cheap, and the same whoever checked them before
     chosen = passes_to_run() if passes is None else passes
@@ -127,6 +129,8 @@ def inspect_trace(
         if one not in INLINE:  # the flagship's and the health check's fields are the report's own
             written[one.name] = _written(one, _guarded(one, "wrote its result", partial(one.write, result)))
     passes_s = time.perf_counter() - started - contents.timing["read_s"]
+    if on_contents is not None:
+        on_contents(contents)
     return TraceInspection.of(contents, results, written, passes_s=passes_s)
 
 
@@ -170,13 +174,18 @@ def _written(one: TracePass[Any], value: Any, where: str = "", depth: int = 0) -
 
 
 def inspect_paths(
-    paths: list[str], options: InspectOptions = DEFAULT_OPTIONS, *, progress: Progress = NO_PROGRESS
+    paths: list[str],
+    options: InspectOptions = DEFAULT_OPTIONS,
+    *,
+    progress: Progress = NO_PROGRESS,
+    on_contents: Callable[[TraceContents], None] | None = None,
 ) -> Inspection:
     """Inspect files and per-rank directories.
 
     ``options.jobs`` processes (default: the cores): several files are read one per process; one big file is
     decoded by that many worker processes (1: everything in this process). ``progress`` is told each
-    file's bytes as they are read and, for several files, how many are done.
+    file's bytes as they are read and, for several files, how many are done. ``on_contents``: handed the
+    contents when one file is inspected (several files' contents are not kept together: their memory).
     """
     options = check_options(options)
     files = list(iter_trace_files(paths))
@@ -186,7 +195,9 @@ def inspect_paths(
     jobs = options.jobs
     if len(files) == 1:
         config = ReaderConfig(workers=None if jobs is None else (0 if jobs <= 1 else jobs))
-        reports = [inspect_trace(files[0], options, config=config, progress=progress, passes=chosen)]
+        reports = [
+            inspect_trace(files[0], options, config=config, progress=progress, passes=chosen, on_contents=on_contents)
+        ]
     else:
         cores = usable_cores()
         workers = min(len(files), jobs or cores, cores)

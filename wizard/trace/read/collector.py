@@ -11,6 +11,7 @@ from typing import Any
 import msgspec
 
 from wizard.cluster import rank_value
+from wizard.trace.read.counters import Counters
 from wizard.trace.read.events import (
     GPU_OP_CATEGORIES,
     KERNEL_CATEGORIES,
@@ -115,6 +116,7 @@ class TraceContents:
     full_precision: bool = False  # a metric written at full precision, as 2.14's typed metadata does
     rounded: bool = False  # a metric rounded as earlier profilers print (a fraction no float32 has)
     counter_events: int = 0  # events under a "GPU N Counters" pid (CUPTI PM sampling, PyTorch 2.15+)
+    counters: Counters = field(default_factory=Counters)  # their samples, bounded (wizard.trace.read.counters)
     timeline: Timeline = field(default_factory=Timeline)
 
     @property
@@ -158,12 +160,16 @@ class PieceResult:
     rounded: bool = False
     counter_events: int = 0
     timeline: Timeline = field(default_factory=Timeline)
+    counters: Counters = field(default_factory=Counters)
 
 
-def collect_piece(events: list[Event]) -> PieceResult:
-    """A block's events as compact records, the way a worker returns them."""
+def collect_piece(events: list[Event], piece: bytes = b"") -> PieceResult:
+    """A block's events as compact records, the way a worker returns them (``piece``: the block's bytes, where
+    the counter events' values are read when it has any)."""
     part = TraceContents(path="")
     Collector(part).add(events)
+    if part.counter_events:
+        part.counters.add_block(piece)
     return PieceResult(
         part.kernels,
         part.runtime,
@@ -176,6 +182,7 @@ def collect_piece(events: list[Event]) -> PieceResult:
         part.rounded,
         part.counter_events,
         part.timeline,
+        part.counters,
     )
 
 
@@ -391,6 +398,7 @@ class Collector(EventSink):
         c.full_precision = c.full_precision or part.full_precision
         c.rounded = c.rounded or part.rounded
         c.counter_events += part.counter_events
+        c.counters.merge(part.counters)
         c.timeline.merge(part.timeline)
         if part.last_ts is not None:
             c.last_ts = part.last_ts

@@ -190,6 +190,8 @@ class ExactDecoder:
                 raw_batch.append(substituted[i:j].encode("utf-8", "surrogateescape"))
             elif (event := event_from_dict(obj)) is not None:
                 batch.append(event)
+                if type(event.pid) is str and event.pid.endswith(" Counters"):
+                    self.contents.counters.add_event(obj)  # its values: the struct keeps no counter's args
             i = j
         self.deliver(batch, raw_batch)
         return outcome, i

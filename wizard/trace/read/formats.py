@@ -15,10 +15,11 @@ import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from wizard.errors import InputFileError
 from wizard.formatting import article
+from wizard.trace.read.source import open_input
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 GZIP_MAGIC = b"\x1f\x8b"
@@ -35,25 +36,26 @@ class TraceFormat:
     suffixes: tuple[str, ...]  # names it usually has (a directory of traces lists these)
     rewritable: bool  # ``trace fix`` can write a corrected copy of it
     cannot_show: Mapping[str, str] = field(default_factory=dict)  # health check id -> why not
-    # its reader, (path, on_read) -> TraceContents, importing its module only when such a file is read; None: the
-    # Chrome-JSON walker of reader.py, which every other format's reader feeds the same collector as
-    read: Callable[[Path, Callable[[int], None] | None], Any] | None = None
+    # its reader, (path, on_read, the file open_input opened) -> TraceContents, importing its module only when such
+    # a file is read; None: the Chrome-JSON walker of reader.py, which every other format's reader feeds the same
+    # collector as
+    read: Callable[[Path, Callable[[int], None] | None, IO[bytes] | None], Any] | None = None
 
     @property
     def name_with_article(self) -> str:
         return f"{article(self.name)} {self.name}"
 
 
-def _read_nsys(path: Path, on_read: Callable[[int], None] | None) -> Any:
+def _read_nsys(path: Path, on_read: Callable[[int], None] | None, opened: IO[bytes] | None) -> Any:
     from wizard.trace.read.nsys import read_nsys
 
-    return read_nsys(path, on_read=on_read)
+    return read_nsys(path, on_read=on_read, opened=opened)
 
 
-def _read_perfetto(path: Path, on_read: Callable[[int], None] | None) -> Any:
+def _read_perfetto(path: Path, on_read: Callable[[int], None] | None, opened: IO[bytes] | None) -> Any:
     from wizard.trace.read.perfetto import read_perfetto
 
-    return read_perfetto(path, on_read=on_read)
+    return read_perfetto(path, on_read=on_read, opened=opened)
 
 
 KINETO_JSON = TraceFormat(
@@ -134,7 +136,8 @@ def _inflated_head(head: bytes) -> tuple[bytes, bool]:
 
 def detect(path: Path) -> TraceFormat:
     """The format of ``path``: by its first bytes for a regular file, by its name for a pipe. JSON when
-    nothing tells (the JSON reader's error then says what the bytes are)."""
+    nothing tells (the JSON reader's error then says what the bytes are). A reader that goes on to read the
+    file opens it once and asks ``detect_opened``."""
     try:
         info = os.stat(path)
     except OSError:
@@ -142,8 +145,21 @@ def detect(path: Path) -> TraceFormat:
     if not stat.S_ISREG(info.st_mode):
         return _by_name(path.name) or KINETO_JSON
     try:
-        with open(path, "rb") as fh:
-            head = fh.read(HEAD_BYTES)
+        fh, regular = open_input(path)
+    except InputFileError:
+        return KINETO_JSON
+    with fh:
+        return detect_opened(path, fh, regular)
+
+
+def detect_opened(path: Path, fh: IO[bytes], regular: bool) -> TraceFormat:
+    """``detect`` on the file as ``open_input`` opened it (at its start, left there): a regular file by its
+    first bytes, a pipe by its name (its bytes cannot be looked at without consuming them)."""
+    if not regular:
+        return _by_name(path.name) or KINETO_JSON
+    try:
+        head = fh.read(HEAD_BYTES)
+        fh.seek(0)
     except OSError:
         return KINETO_JSON
     if head.startswith(GZIP_MAGIC):

@@ -24,6 +24,7 @@ whole read bounded in time (``NsysConfig``).
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
 import time
@@ -32,12 +33,13 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from wizard.errors import InputFileError
 from wizard.trace.read.collector import Collector, TraceContents
 from wizard.trace.read.events import Event, EventArgs
 from wizard.trace.read.records import PROCESS_SHIFT
+from wizard.trace.read.source import open_input
 from wizard.untrusted import cut, visible
 
 _VERSION_SUFFIX = re.compile(r"_v\d{4,}$")  # nsys names API calls with the version they entered CUDA in
@@ -62,16 +64,23 @@ class NsysConfig:
 
 
 def read_nsys(
-    path: Path, config: NsysConfig | None = None, on_read: Callable[[int], None] | None = None
+    path: Path,
+    config: NsysConfig | None = None,
+    on_read: Callable[[int], None] | None = None,
+    opened: IO[bytes] | None = None,
 ) -> TraceContents:
-    """An Nsight Systems SQLite export as the contents every pass reads."""
+    """An Nsight Systems SQLite export as the contents every pass reads. ``opened``: the file as
+    ``open_input`` opened it (the reader recognised it by its first bytes); else opened here, the same way."""
     config = config or NsysConfig()
     contents = TraceContents(path=str(path))
     contents.layout = "sqlite"
     contents.format = "nsys-sqlite"
+    own = None
     try:
-        contents.bytes_read = path.stat().st_size
-        with _connect(path, config) as db:
+        if opened is None:
+            opened = own = open_input(path)[0]
+        contents.bytes_read = os.fstat(opened.fileno()).st_size
+        with _connect(opened, config) as db:
             _Export(db, contents).read()
     except sqlite3.DatabaseError as exc:  # not a database, malformed, or interrupted by the time bound
         detail = "took too long to read (over the time bound)" if "interrupt" in str(exc) else str(exc)
@@ -80,6 +89,9 @@ def read_nsys(
         ) from None
     except OSError as exc:
         raise InputFileError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    finally:
+        if own is not None:
+            own.close()
     if on_read is not None:
         on_read(contents.bytes_read)
     return contents
@@ -98,8 +110,10 @@ class _Connection:
         self.db.close()
 
 
-def _connect(path: Path, config: NsysConfig) -> _Connection:
-    uri = f"file:{urllib.parse.quote(str(path.resolve()))}?mode=ro&immutable=1"
+def _connect(opened: IO[bytes], config: NsysConfig) -> _Connection:
+    """SQLite reads the file ``open_input`` opened, by its descriptor (/dev/fd/N is that very file, even if renamed
+    or replaced since): the one open of it that is counted, which SQLite's own open of the link duplicates."""
+    uri = f"file:{urllib.parse.quote(f'/dev/fd/{opened.fileno()}')}?mode=ro&immutable=1"
     db = sqlite3.connect(uri, uri=True, check_same_thread=False)
     db.execute("PRAGMA trusted_schema = OFF")  # no function a schema names runs
     db.execute("PRAGMA query_only = ON")

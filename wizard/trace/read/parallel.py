@@ -12,14 +12,17 @@ from __future__ import annotations
 import contextlib
 import gc
 import multiprocessing
+import os
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
+from pathlib import Path
 from typing import IO
 
 from wizard.trace.read.collector import Collector, PieceResult, TraceContents, collect_piece
 from wizard.trace.read.events import EVENTS_DECODER, decode_block
+from wizard.trace.read.source import open_input
 
 _WORKER_FILES: dict[str, IO[bytes]] = {}
 
@@ -28,16 +31,40 @@ def decode_piece(piece: bytes) -> PieceResult | None:
     """Worker side: None when the fast decoder cannot take the block."""
     gc.disable()  # a worker only builds acyclic records
     events = decode_block(EVENTS_DECODER, piece)
-    return None if events is None else collect_piece(events)
+    return None if events is None else collect_piece(events, piece)
 
 
-def decode_range(path: str, start: int, end: int) -> PieceResult | None:
-    """Worker side for an uncompressed file: read the block by offset, then decode it."""
-    fh = _WORKER_FILES.get(path)
-    if fh is None:
-        fh = _WORKER_FILES[path] = open(path, "rb")  # noqa: SIM115 - kept for the worker's life
-    fh.seek(start)
-    return decode_piece(fh.read(end - start))
+def decode_range(path: str, start: int, end: int, inherited: tuple[int, int, int] | None = None) -> PieceResult | None:
+    """Worker side for an uncompressed file: read the block by offset, then decode it. ``inherited``: the read's
+    one open (descriptor, st_dev, st_ino), which a worker forked after it holds: read there, so the file is opened
+    once; a worker that holds no such descriptor (checked: the same file) opens the path itself."""
+    data = _pread(inherited, start, end - start) if inherited is not None else None
+    if data is None:
+        fh = _WORKER_FILES.get(path)
+        if fh is None:
+            fh = _WORKER_FILES[path] = open_input(Path(path))[0]  # kept for the worker's life
+        fh.seek(start)
+        data = fh.read(end - start)
+    return decode_piece(data)
+
+
+def _pread(inherited: tuple[int, int, int], start: int, size: int) -> bytes | None:
+    """``size`` bytes from ``start`` of the inherited descriptor, None unless it is the file the parent opened."""
+    fd, device, inode = inherited
+    try:
+        info = os.fstat(fd)
+        if (info.st_dev, info.st_ino) != (device, inode):
+            return None
+        chunks, got = [], 0
+        while got < size:
+            chunk = os.pread(fd, size - got, start + got)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            got += len(chunk)
+    except OSError:
+        return None
+    return b"".join(chunks)
 
 
 def new_pool(workers: int) -> ProcessPoolExecutor:
@@ -99,8 +126,8 @@ class ParallelDecoder:
     def submit_bytes(self, piece: bytes) -> None:
         self._queue(self.pool.submit(decode_piece, piece))
 
-    def submit_range(self, path: str, start: int, end: int) -> None:
-        self._queue(self.pool.submit(decode_range, path, start, end))
+    def submit_range(self, path: str, start: int, end: int, inherited: tuple[int, int, int] | None = None) -> None:
+        self._queue(self.pool.submit(decode_range, path, start, end, inherited))
 
     def _queue(self, job: Future[PieceResult | None]) -> None:
         self.pending.append(job)

@@ -27,6 +27,7 @@ slices are bounded, a truncated or damaged packet ends the read with a one-line 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import io
 import re
@@ -52,6 +53,7 @@ from wizard.trace.read.events import (
     Event,
     event_from_parts,
 )
+from wizard.trace.read.source import open_input
 from wizard.untrusted import cut, visible
 
 MAX_PACKET = 64 << 20  # one TracePacket; Perfetto's own writers stay far below (a chunk is 64 KB)
@@ -782,10 +784,14 @@ class PerfettoConfig:
 
 
 def read_perfetto(
-    path: Path, on_read: Callable[[int], None] | None = None, config: PerfettoConfig | None = None
+    path: Path,
+    on_read: Callable[[int], None] | None = None,
+    config: PerfettoConfig | None = None,
+    opened: IO[bytes] | None = None,
 ) -> TraceContents:
     """A Perfetto protobuf trace (gzip-compressed or not, a file or a pipe) as the contents every pass reads.
-    ``on_read`` is told the bytes of the file consumed (compressed ones for .gz), as the JSON reader tells it."""
+    ``on_read`` is told the bytes of the file consumed (compressed ones for .gz), as the JSON reader tells it.
+    ``opened``: the file as ``open_input`` opened it, at its start (its caller closes it); else opened here."""
     config = config or PerfettoConfig()
     contents = TraceContents(path=str(path))
     contents.layout = "protobuf"
@@ -794,7 +800,8 @@ def read_perfetto(
     packets: _Packets | None = None
     deadline = config.clock() + config.max_seconds
     try:
-        with open(path, "rb") as raw:
+        with contextlib.nullcontext(opened) if opened is not None else open_input(path, wait=True)[0] as raw:
+            assert isinstance(raw, io.BufferedReader)  # what open_input gives: it can peek
             contents.compressed = raw.peek(2)[:2] == b"\x1f\x8b"  # a pipe cannot seek back
             stream: Any = _Inflating(raw) if contents.compressed else raw
             consumed = _Consumed(raw, on_read)

@@ -16,12 +16,13 @@ import contextlib
 import dataclasses
 import gc
 import os
+import stat
 import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from wizard.errors import InputFileError, TraceReadError
 from wizard.trace.read.buffer import Buffer
@@ -32,12 +33,13 @@ from wizard.trace.read.formats import (
     KINETO_JSON,
     TraceFormat,
     detect,
+    detect_opened,
     is_trace_name,
     trace_suffixes,
 )
 from wizard.trace.read.parallel import NeedsExactPath, ParallelDecoder
 from wizard.trace.read.scan import after_separator, find_cut, list_end
-from wizard.trace.read.source import TraceSource
+from wizard.trace.read.source import TraceSource, open_input
 from wizard.untrusted import cut, visible
 
 __all__ = [
@@ -224,7 +226,7 @@ class TraceWalker:
             return False  # a nested array inside an event: the workers' failure sends it down the exact path
         assert self.parallel is not None
         self.parallel.drain()
-        self.sink.add(events)
+        self._add(events, b.buf[b.pos : end])
         b.pos = end + 1
         return True
 
@@ -235,7 +237,7 @@ class TraceWalker:
             self.parallel.submit_bytes(b.buf[b.pos : cut + 1])
         else:  # the worker reads its own bytes: nothing crosses a pipe but two offsets
             start = b.base + b.pos
-            self.parallel.submit_range(str(b.src.path), start, b.base + cut + 1)
+            self.parallel.submit_range(str(b.src.path), start, b.base + cut + 1, b.src.descriptor)
 
     def _fast(self, piece: bytes) -> bool:
         started = time.perf_counter()
@@ -251,9 +253,16 @@ class TraceWalker:
         self.clock["decode_s"] += decoded - started
         if events is None:
             return False
-        self.sink.add(events)
+        self._add(events, piece)
         self.clock["collect_s"] += time.perf_counter() - decoded
         return True
+
+    def _add(self, events: list[Event], piece: bytes) -> None:
+        """Decoded events to the sink; the counter events' values from the block's bytes, where it had any."""
+        before = self.c.counter_events
+        self.sink.add(events)
+        if self.c.counter_events > before:
+            self.c.counters.add_block(piece)
 
 
 def _new_clock() -> dict[str, float]:
@@ -302,10 +311,12 @@ def _walk(
     parallel: Callable[[TraceContents, EventSink], ParallelDecoder | None] = lambda contents, sink: None,
     *,
     on_read: Callable[[int], None] | None = None,
+    opened: tuple[IO[bytes], bool] | None = None,
 ) -> TraceContents:
-    """Open, walk and close one trace; a cut-off gzip stream is recorded as a truncation."""
+    """Open (unless ``opened`` by the caller, who closes it), walk and close one trace; a cut-off gzip stream is
+    recorded as a truncation."""
     contents = TraceContents(path=str(p))
-    source = TraceSource(p)
+    source = TraceSource(p, opened)
     contents.compressed = source.compressed
     sink = make_sink(contents)
     decoder: ParallelDecoder | None = None
@@ -368,6 +379,8 @@ def _read(
     config: ReaderConfig,
     on_progress: Callable[[TraceContents], None] | None = None,
     on_read: Callable[[int], None] | None = None,
+    *,
+    opened: tuple[IO[bytes], bool] | None = None,
 ) -> TraceContents:
     clock = _new_clock()
 
@@ -380,7 +393,7 @@ def _read(
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        contents = _walk(p, Collector, config, clock, parallel, on_read=on_read)
+        contents = _walk(p, Collector, config, clock, parallel, on_read=on_read, opened=opened)
     finally:
         if was_enabled:
             gc.enable()
@@ -403,29 +416,63 @@ def read_trace(
     so both paths give the same result. ``on_read`` is told the bytes of the file consumed after
     each block (compressed bytes for .gz), on both paths: with workers, reading waits for them
     once a few blocks are in flight, so it moves at their pace.
+
+    The file is opened once (``open_input``): its format is recognised from that open, and the reader of
+    that format reads the same open file. A pipe's format is its name's, and its reader opens it.
     """
     config = config or ReaderConfig()
     p = path if isinstance(path, Path) else input_path(path)
-    fmt = detect(p)
-    if fmt is not KINETO_JSON:
-        return _read_other(p, fmt, on_read)
+    if not _regular(p):
+        fmt = detect(p)  # by the name: nothing opened
+        return (
+            _read_other(p, fmt, on_read, None)
+            if fmt is not KINETO_JSON
+            else _read_json(p, config, on_progress, on_read)
+        )
+    opened = open_input(p)
+    with opened[0]:
+        fmt = detect_opened(p, *opened)
+        if fmt is not KINETO_JSON:
+            return _read_other(p, fmt, on_read, opened[0])
+        return _read_json(p, config, on_progress, on_read, opened)
+
+
+def _regular(p: Path) -> bool:
+    """A regular file (or one that cannot be looked at: its open then says why)."""
+    try:
+        return stat.S_ISREG(p.stat().st_mode)
+    except (OSError, ValueError):
+        return True
+
+
+def _read_json(
+    p: Path,
+    config: ReaderConfig,
+    on_progress: Callable[[TraceContents], None] | None,
+    on_read: Callable[[int], None] | None,
+    opened: tuple[IO[bytes], bool] | None = None,
+) -> TraceContents:
+    """Chrome JSON: by worker processes for a big file, sequentially where a block needs the exact decoder."""
     workers = _parallel_workers(p, config)
     contents: TraceContents | None = None
     if workers:
         try:
-            contents = _read(p, workers, config, on_progress, on_read)
+            contents = _read(p, workers, config, on_progress, on_read, opened=opened)
         except NeedsExactPath:
-            pass
+            if opened is not None:
+                opened[0].seek(0)  # workers read only a regular file: it seeks
     if contents is None:
-        contents = _read(p, 0, config, on_read=on_read)
+        contents = _read(p, 0, config, on_read=on_read, opened=opened)
     contents.writer = json_writer(contents)
     return contents
 
 
-def _read_other(p: Path, fmt: TraceFormat, on_read: Callable[[int], None] | None) -> TraceContents:
+def _read_other(
+    p: Path, fmt: TraceFormat, on_read: Callable[[int], None] | None, opened: IO[bytes] | None
+) -> TraceContents:
     """A format other than Chrome JSON, by the reader its row of the table names."""
     assert fmt.read is not None  # every format but the JSON this module walks has one
-    contents: TraceContents = fmt.read(p, on_read)
+    contents: TraceContents = fmt.read(p, on_read, opened)
     return contents
 
 

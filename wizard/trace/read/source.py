@@ -24,10 +24,24 @@ from typing import IO
 from wizard.errors import InputFileError, TraceReadError
 
 
-def open_input(path: Path) -> tuple[IO[bytes], bool]:
-    """(binary file, is a regular file). Raises InputFileError with the reason."""
+@dataclass
+class ReadStats:
+    """What this process's reader opened and read from the files themselves (a test proves one read with it)."""
+
+    opened: Counter[str] = field(default_factory=Counter)
+    bytes_read: Counter[str] = field(default_factory=Counter)
+
+
+STATS = ReadStats()
+
+
+def open_input(path: Path, *, wait: bool = False) -> tuple[IO[bytes], bool]:
+    """(binary file, is a regular file): every open of a trace file, by every format's reader, the format's
+    recognition and the parallel workers, is this one (``STATS.opened`` counts them; a test counts a run's
+    opens by wrapping it). A FIFO is opened without waiting for a writer, unless ``wait`` (the Perfetto reader,
+    whose packets must not read as an empty trace). Raises InputFileError with the reason."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        fd = os.open(path, os.O_RDONLY | (0 if wait else os.O_NONBLOCK))
     except FileNotFoundError:
         raise InputFileError(f"{path}: no such file") from None
     except IsADirectoryError:
@@ -36,6 +50,7 @@ def open_input(path: Path) -> tuple[IO[bytes], bool]:
         raise InputFileError(f"{path}: cannot open ({exc.strerror or type(exc).__name__})") from None
     except ValueError:  # a NUL in the name
         raise InputFileError(f"{path!r}: not a path: it holds a NUL character") from None
+    STATS.opened[str(path)] += 1
     try:
         mode = os.fstat(fd).st_mode
         if stat.S_ISDIR(mode):
@@ -48,28 +63,18 @@ def open_input(path: Path) -> tuple[IO[bytes], bool]:
     return os.fdopen(fd, "rb"), stat.S_ISREG(mode)
 
 
-@dataclass
-class ReadStats:
-    """What this process's reader opened and read from the files themselves (a test proves one read with it)."""
-
-    opened: Counter[str] = field(default_factory=Counter)
-    bytes_read: Counter[str] = field(default_factory=Counter)
-
-
-STATS = ReadStats()
-
-
 class TraceSource:
     """Decompressed bytes of a trace, block by block."""
 
     _COMPRESSED_CHUNK = 1 << 20
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, opened: tuple[IO[bytes], bool] | None = None) -> None:
+        """``opened``: the file as ``open_input`` gave it, at its start (the caller closes it); else opened here."""
         self.path = path
         self.stream_truncated = False
         self.eof = False
-        self._raw, self.regular = open_input(path)
-        STATS.opened[str(path)] += 1
+        self._owned = opened is None
+        self._raw, self.regular = opened if opened is not None else open_input(path)
         head = self._raw.read(2)
         self.compressed = head == b"\x1f\x8b"
         self._head = head  # a pipe cannot seek back: keep what was peeked
@@ -110,6 +115,16 @@ class TraceSource:
                 return data
 
     @property
+    def descriptor(self) -> tuple[int, int, int] | None:
+        """(descriptor, st_dev, st_ino) of the open file: where forked workers read their ranges of it."""
+        try:
+            fd = self._raw.fileno()
+            info = os.fstat(fd)
+        except (OSError, ValueError):
+            return None
+        return fd, info.st_dev, info.st_ino
+
+    @property
     def consumed(self) -> int:
         try:
             return self._raw.tell()
@@ -140,5 +155,6 @@ class TraceSource:
         return data
 
     def close(self) -> None:
-        with contextlib.suppress(OSError):
-            self._raw.close()
+        if self._owned:
+            with contextlib.suppress(OSError):
+                self._raw.close()
