@@ -222,7 +222,7 @@ def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     before = set(sys.modules)
     yield where
     for name in set(sys.modules) - before:
-        if name.startswith(("warpwizard_example_plugin", "hostile_plugin", "clashing_plugin")):
+        if name.startswith(("warpwizard_example_plugin", "hostile_plugin", "clashing_plugin", "pass_plugin")):
             del sys.modules[name]
 
 

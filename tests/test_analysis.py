@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from tests.conftest import ORACLES, REAL_TRACES, TRACES, kernels_of, load_json_trace, needs_shared, write_trace
+from wizard.inspect_options import InspectOptions
 from wizard.testing.traces import KernelSpec, TraceBuilder, demo_launches
-from wizard.trace.inspection.inspect import inspect_paths, inspect_trace
+from wizard.trace.inspection.run import inspect_paths, inspect_trace
 
 UNTOUCHED_ALLOWED = {"E", "F"}  # real traces really contain E (0% above 48 KB) and F (large by design)
 
@@ -136,7 +137,7 @@ def test_mismatch_is_its_own_finding(tmp_path: Path) -> None:
 
 @needs_shared
 def test_per_rank_directory_in_parallel() -> None:
-    inspection = inspect_paths([str(TRACES / "dlrm-2ranks")], jobs=2)
+    inspection = inspect_paths([str(TRACES / "dlrm-2ranks")], InspectOptions(jobs=2))
     assert [r.rank for r in inspection.reports] == [0, 1]
     assert not inspection.impossible
 

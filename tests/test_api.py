@@ -13,7 +13,7 @@ import pytest
 
 import wizard
 from tests.conftest import EXAMPLES, REPO, strict_json
-from wizard.trace.inspection.results import LAUNCH_COLUMNS
+from wizard.trace.metrics.findings import LAUNCH_COLUMNS
 
 TRACES = EXAMPLES / "traces"
 HEAVY = ("torch", "rich", "questionary", "pandas", "prompt_toolkit")

@@ -106,10 +106,12 @@ def test_layers_import_only_downwards(layer: str) -> None:
 
 
 # The trace layer's rooms (docs/architecture.md, "The trace layer"): room -> rooms it must not import. The
-# reader knows no check; the flagship's metric checks know only what was read; the health check may read the
-# flagship's count; the inspection runs them all; the fixer rewrites what was read and never inspects.
+# reader knows no check; the pass contract (trace/passes.py) knows only what was read, so every room may declare
+# a pass with it; the flagship's metric checks know only what was read; the health check may read the
+# flagship's result; the inspection runs them all; the fixer rewrites what was read and never inspects.
 TRACE_ROOMS: dict[str, set[str]] = {
-    "read": {"metrics", "health", "inspection", "fix"},
+    "read": {"metrics", "health", "inspection", "fix", "passes"},
+    "passes": {"metrics", "health", "inspection", "fix"},
     "metrics": {"health", "inspection", "fix"},
     "health": {"inspection", "fix"},
     "fix": {"inspection"},

@@ -111,7 +111,7 @@ def test_the_real_exporter_is_recognised_with_what_it_hides(run_cli: Any, cuspy_
 
 
 def test_its_kernels_link_to_the_op_that_launched_them(cuspy_trace: Path) -> None:
-    from wizard.trace.inspection.inspect import link_op
+    from wizard.trace.metrics.classify import link_op
     from wizard.trace.read.reader import read_trace
 
     contents = read_trace(cuspy_trace)
@@ -139,7 +139,7 @@ def test_lanes_keep_the_real_stream(tmp_path: Path) -> None:
     kernel = next(iter(contents.kernels))
     assert (kernel.stream, kernel.tid) == (7, 90001)
     assert contents.metadata["cuspy"]["lanes"] == 1
-    from wizard.trace.inspection.inspect import inspect_trace
+    from wizard.trace.inspection.run import inspect_trace
 
     assert inspect_trace(path).notes[:2] == [
         "read as a Chrome trace JSON, written by PyTorch profiler with the Cuspy collector (PyTorch 2.15; "

@@ -16,7 +16,8 @@ from wizard.probes.cuda_errors import find_cuda_failure, parse_sanitizer, saniti
 from wizard.probes.external_profilers import ncu_evidence, parse_ncu_csv
 from wizard.probes.reprofile import ReprofileProbe
 from wizard.report.markdown import inspection_markdown
-from wizard.trace.inspection.inspect import inspect_paths, launched_by
+from wizard.trace.inspection.run import inspect_paths
+from wizard.trace.metrics.findings import launched_by
 
 
 def test_real_mechanism_a_launch(run_cli: RunCli) -> None:

@@ -13,9 +13,13 @@ import wizard
 from tests import perfetto_rule
 from tests.conftest import RunCli, strict_json
 from wizard.errors import UsageError
+from wizard.inspect_options import InspectOptions
 from wizard.testing.traces import KernelSpec, TraceBuilder
+from wizard.trace.health.checker import HEALTH_PASS
 from wizard.trace.health.spec import CHECK_IDS
-from wizard.trace.inspection.passes import PassOptions, register_pass, unregister_pass
+from wizard.trace.inspection.passes import register_pass, unregister_pass
+from wizard.trace.metrics.classify import METRICS_PASS
+from wizard.trace.passes import Results, TracePass
 from wizard.trace.read import source
 from wizard.trace.read.collector import TraceContents
 
@@ -247,20 +251,20 @@ def test_one_read_many_passes(tmp_path: Path) -> None:
     path = b.write(tmp_path / "t.json")
 
     class MemcpyCount:
-        name = "memcpy-count"
-
-        def __init__(self, options: PassOptions) -> None:
+        def __init__(self, options: InspectOptions) -> None:
             self.fed = 0
 
         def feed(self, contents: TraceContents) -> None:
             self.fed += 1
 
-        def finish(self, contents: TraceContents, results: Any) -> int:
-            assert "mechanisms" in results and "health" in results  # the built-in passes ran first
+        def finish(self, contents: TraceContents, before: Results) -> int:
+            assert before.get(METRICS_PASS).kernels_checked == 3  # the built-in passes ran first, typed
+            assert before.get(HEALTH_PASS).checks[0].check == "impossible-metrics"
             return len(contents.timeline.gpu_ops)
 
+    counting = TracePass("memcpy-count", int, MemcpyCount, int, needs=(METRICS_PASS, HEALTH_PASS))
     opened, read = source.STATS.opened[str(path)], source.STATS.bytes_read[str(path)]
-    register_pass("memcpy-count", MemcpyCount)
+    register_pass(counting)
     try:
         inspection = wizard.inspect_traces(path, jobs=1)
     finally:

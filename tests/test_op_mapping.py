@@ -6,7 +6,7 @@ from pathlib import Path
 
 from tests.conftest import TRACES, needs_shared
 from wizard.testing.traces import KernelSpec, TraceBuilder
-from wizard.trace.inspection.inspect import link_op
+from wizard.trace.metrics.classify import link_op
 from wizard.trace.read.reader import read_trace
 
 

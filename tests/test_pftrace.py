@@ -141,7 +141,7 @@ def test_a_cuspy_pftrace(run_cli: Any, tmp_path: Path) -> None:
 
 
 def test_cuspy_kernels_link_to_their_op_with_grid_and_block(tmp_path: Path) -> None:
-    from wizard.trace.inspection.inspect import link_op
+    from wizard.trace.metrics.classify import link_op
     from wizard.trace.read.reader import read_trace
 
     contents = read_trace(_cuspy_file(tmp_path))

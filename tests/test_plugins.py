@@ -105,10 +105,20 @@ def test_a_broken_or_clashing_probe_plugin_is_one_line(site: Path, run_cli: RunC
 
 @pytest.mark.slow
 def test_the_example_plugin_installed_in_a_fresh_venv(tmp_path: Path) -> None:
-    """docs/plugins.md, for real: build this project's wheel and the example plugin's, install both into
-    a fresh venv (offline: no dependencies fetched), and `warpwizard run` walks the plugin's playbook."""
+    """docs/plugins.md, for real: build this project's wheel, the example plugin's and a trace pass plugin's,
+    install them into a fresh venv (offline: no dependencies fetched), `warpwizard run` walks the plugin's
+    playbook and `trace inspect --json` shows the pass's result."""
     dist = tmp_path / "dist"
-    for project in (REPO, PLUGIN):
+    passes = tmp_path / "pass-plugin"
+    (passes / "pass_plugin").mkdir(parents=True)
+    (passes / "pass_plugin" / "__init__.py").write_text(PASS_PLUGIN)
+    (passes / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["hatchling>=1.24"]\nbuild-backend = "hatchling.build"\n\n'
+        '[project]\nname = "pass-plugin"\nversion = "0.1.0"\ndependencies = ["warpwizard"]\n\n'
+        '[project.entry-points."warpwizard.passes"]\nmemcpy-count = "pass_plugin:PASS"\n\n'
+        '[tool.hatch.build.targets.wheel]\npackages = ["pass_plugin"]\n'
+    )
+    for project in (REPO, PLUGIN, passes):
         built = subprocess.run(
             [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(dist), project],
             capture_output=True, text=True, timeout=300,
@@ -118,7 +128,7 @@ def test_the_example_plugin_installed_in_a_fresh_venv(tmp_path: Path) -> None:
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
     python = venv / "bin" / "python"
     wheels = sorted(str(w) for w in dist.glob("*.whl"))
-    assert len(wheels) == 2
+    assert len(wheels) == 3
     install = subprocess.run(
         [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--no-index", "-q", *wheels],
         capture_output=True, text=True, timeout=300,
@@ -143,6 +153,169 @@ def test_the_example_plugin_installed_in_a_fresh_venv(tmp_path: Path) -> None:
     assert ran.returncode == 0, ran.stderr
     assert strict_json(ran.stdout)["conclusion"]["diagnosis"] == _expected(tmp_path)
     assert not os.path.exists(tmp_path / "PWNED")
+    inspected = run("trace", "inspect", "--json", str(_memcpy_trace(tmp_path / "t.json")))
+    assert inspected.returncode == 0, inspected.stderr  # the pass, from its wheel's entry point
+    written = {"memcpys": 2, "kernels_checked": 3, "max_launches": 100}
+    assert strict_json(inspected.stdout)["reports"][0]["passes"] == {"memcpy-count": written}
+
+
+# -- trace passes (warpwizard.passes) ---------------------------------------------------------------
+
+PASS_PLUGIN = """
+from dataclasses import dataclass
+
+from wizard.trace.metrics.classify import METRICS_PASS
+from wizard.trace.passes import TracePass
+
+
+@dataclass
+class MemcpyCount:
+    memcpys: int
+    kernels_checked: int
+    max_launches: int
+
+
+class Counting:
+    def __init__(self, options):
+        self.options = options
+        self.fed = 0
+
+    def feed(self, contents):
+        self.fed += 1
+
+    def finish(self, contents, before):
+        checked = before.get(METRICS_PASS).kernels_checked  # the flagship's result, typed
+        return MemcpyCount(len(contents.timeline.gpu_ops), checked, self.options.max_launches)
+
+
+def write(result):
+    return {"memcpys": result.memcpys, "kernels_checked": result.kernels_checked, "max_launches": result.max_launches}
+
+
+PASS = TracePass("memcpy-count", MemcpyCount, Counting, write, needs=(METRICS_PASS,))
+"""
+
+
+def _pass_plugin(site: Path, body: str = PASS_PLUGIN, entry: str = "pass_plugin:PASS") -> None:
+    (site / "pass_plugin.py").write_text(body)
+    _installed(site, "pass-plugin", f"[warpwizard.passes]\nmemcpy-count = {entry}\n")
+
+
+def _memcpy_trace(path: Path) -> Path:
+    from wizard.testing.traces import KernelSpec, TraceBuilder
+
+    b = TraceBuilder()
+    for i in range(3):
+        b.add(KernelSpec(f"healthy_{i}", (64, 1, 1), (128, 1, 1)))
+    b.add_memcpy()
+    b.add_memcpy()
+    return b.write(path)
+
+
+def test_an_installed_pass_shows_its_result_in_json(site: Path, run_cli: RunCli, tmp_path: Path) -> None:
+    """A pass from an installed package runs in the same read, gets the options whole and the flagship's result
+    typed, and its written result is ``reports[].passes[name]``; the built-in passes' JSON is what it was."""
+    trace = _memcpy_trace(tmp_path / "t.json")
+    before = strict_json(run_cli("trace", "inspect", "--json", "--max-launches", "7", str(trace)).stdout)
+    _pass_plugin(site)
+    shown = run_cli("trace", "inspect", "--json", "--max-launches", "7", str(trace))
+    assert shown.status == 0, shown.stderr
+    after = strict_json(shown.stdout)
+    (report,) = after["reports"]
+    assert report.pop("passes") == {"memcpy-count": {"memcpys": 2, "kernels_checked": 3, "max_launches": 7}}
+    for document in (before, after):
+        document.pop("host")
+        for one in document["reports"]:
+            one.pop("timing")
+    assert after == before  # the built-in passes' fields, where they were
+    assert "passes" not in before["reports"][0]
+
+
+def test_an_installed_pass_feeds_a_playbook_fact(site: Path, run_cli: RunCli, tmp_path: Path) -> None:
+    trace = _memcpy_trace(tmp_path / "t.json")
+    _pass_plugin(site)
+    probe = run_cli("probe", "trace.inspect", "--param", f"paths={trace}", "--json")
+    assert probe.status == 0, probe.stderr
+    (entry,) = strict_json(probe.stdout)["entries"]
+    assert entry["facts"]["passes"] == {"memcpy-count": {"memcpys": 2, "kernels_checked": 3, "max_launches": 100}}
+    playbook = tmp_path / "copies.yaml"
+    playbook.write_text(
+        "id: copies\ntitle: Copies\nversion: '1'\nnodes:\n"
+        f"  - {{id: inspect, kind: probe, probe: trace.inspect, params: {{paths: {json.dumps(str(trace))}}}, "
+        "next: route}\n"
+        "  - {id: route, kind: decision, branches: "
+        "[{when: \"facts.inspect.passes['memcpy-count']['memcpys'] == 2\", goto: two}], default: other}\n"
+        "  - {id: two, kind: conclusion, diagnosis: two-copies, summary: two}\n"
+        "  - {id: other, kind: conclusion, diagnosis: other, summary: other}\n"
+    )
+    ran = run_cli("run", str(playbook), "--json")
+    assert ran.status == 0, ran.stderr
+    assert strict_json(ran.stdout)["conclusion"]["diagnosis"] == "two-copies"
+
+
+@pytest.mark.parametrize(
+    ("body", "entry", "line"),
+    [
+        (
+            "broken = 1 / 0\n",
+            "pass_plugin:PASS",
+            "trace pass plugin 'memcpy-count' (plugin pass-plugin 0.1.0, pass_plugin:PASS) could not load: "
+            "ZeroDivisionError: division by zero",
+        ),
+        (
+            "PASS = {'name': 'memcpy-count'}\n",
+            "pass_plugin:PASS",
+            "trace pass plugin 'memcpy-count' (plugin pass-plugin 0.1.0) is a dict, not a "
+            "wizard.trace.passes.TracePass",
+        ),
+        (
+            PASS_PLUGIN.replace('TracePass("memcpy-count"', 'TracePass("health"'),
+            "pass_plugin:PASS",
+            "trace pass plugin 'memcpy-count' (plugin pass-plugin 0.1.0) is named 'health', which builtin already "
+            "registers",
+        ),
+        (
+            PASS_PLUGIN.replace("return MemcpyCount(", "return 1 / 0, MemcpyCount("),
+            "pass_plugin:PASS",
+            "trace pass 'memcpy-count' (plugin pass-plugin 0.1.0) raised ZeroDivisionError when it finished: "
+            "division by zero",
+        ),
+        (
+            PASS_PLUGIN.replace("return MemcpyCount(", "return len, MemcpyCount("),
+            "pass_plugin:PASS",
+            "trace pass 'memcpy-count' (plugin pass-plugin 0.1.0) returned tuple, not its declared MemcpyCount",
+        ),
+        (
+            PASS_PLUGIN.replace('"memcpys": result.memcpys', '"memcpys": {result.memcpys}'),
+            "pass_plugin:PASS",
+            "trace pass 'memcpy-count' (plugin pass-plugin 0.1.0) wrote set at passes.memcpy-count.memcpys: a "
+            "written result is JSON data (dict, list, str, int, float, bool or None)",
+        ),
+    ],
+    ids=["import-fails", "not-a-pass", "clashes", "finish-raises", "wrong-type", "not-json"],
+)
+def test_a_broken_or_clashing_pass_plugin_is_one_line(
+    site: Path, run_cli: RunCli, tmp_path: Path, body: str, entry: str, line: str
+) -> None:
+    trace = _memcpy_trace(tmp_path / "t.json")
+    _pass_plugin(site, body, entry)
+    result = run_cli("trace", "inspect", "--json", str(trace))
+    assert result.status == 5, result.stderr  # ExitStatus.PROBE_FAILURE, as a broken probe plugin; never 70
+    assert result.stderr == f"warpwizard: error: {line}\n"
+    assert strict_json(result.stdout)["error"] == line  # --json: the error as JSON too
+
+
+def test_an_installed_pass_runs_in_each_worker(site: Path, run_cli: RunCli, tmp_path: Path) -> None:
+    """Per-rank files are inspected in worker processes (one file each); each finds the installed pass itself."""
+    ranks = tmp_path / "ranks"
+    ranks.mkdir()
+    for rank in range(2):
+        _memcpy_trace(ranks / f"rank{rank}.json")
+    _pass_plugin(site)
+    shown = run_cli("trace", "inspect", "--json", "--jobs", "2", "--fail-on", "never", str(ranks))
+    assert shown.status == 0, shown.stderr
+    written = [report["passes"] for report in strict_json(shown.stdout)["reports"]]
+    assert written == [{"memcpy-count": {"memcpys": 2, "kernels_checked": 3, "max_launches": 100}}] * 2
 
 
 # -- a plugin probe's facts checked against its declaration when it runs ----------------------------------------

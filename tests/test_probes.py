@@ -31,7 +31,7 @@ from wizard.probes.registry import builtin_probes
 from wizard.probes.reprofile import ReprofileProbe
 from wizard.probes.trace_inspect import TraceInspectProbe
 from wizard.runner import SubprocessRunner
-from wizard.trace.inspection.inspect import inspect_paths
+from wizard.trace.inspection.run import inspect_paths
 
 OUTPUTS = REPO / "tests" / "data" / "outputs"
 

@@ -324,7 +324,8 @@ def big_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
 # numpy, which imports ctypes. Before the fix the workers waited for that lock forever.
 FORK_WHILE_IMPORTING = """
 import importlib.abc, sys, threading, time
-from wizard.trace.inspection.inspect import inspect_paths
+from wizard.inspect_options import InspectOptions
+from wizard.trace.inspection.run import inspect_paths
 assert "ctypes" not in sys.modules and "numpy" not in sys.modules
 holding = threading.Event()
 
@@ -338,7 +339,7 @@ class Slow(importlib.abc.MetaPathFinder):
 sys.meta_path.insert(0, Slow())
 threading.Thread(target=lambda: __import__("ctypes"), name="importer").start()
 holding.wait()
-inspection = inspect_paths([sys.argv[1]], 2)
+inspection = inspect_paths([sys.argv[1]], InspectOptions(jobs=2))
 print("ranks", len(inspection.reports))
 """
 

@@ -207,7 +207,7 @@ def test_parallel_read_equals_sequential(tmp_path: Path, suffix: str) -> None:
     parallel = read_trace(path, config=ReaderConfig(block_size=64 << 10, workers=2))
     assert parallel.timing["workers"] == 2
     assert _summary(parallel) == _summary(sequential)
-    from wizard.trace.inspection.inspect import link_op
+    from wizard.trace.metrics.classify import link_op
 
     link = link_op(parallel, parallel.kernels[-300])  # launch 902 of 1,202 (902 % 3 == 2): the GEMM
     assert link is not None and link.op == "aten::mm" and link.input_dims == "[[1024,4096],[4096,2048]]"
@@ -230,7 +230,8 @@ def test_parallel_read_falls_back_to_the_exact_path(tmp_path: Path) -> None:
 
 
 def test_inspection_while_reading_equals_inspection_after(tmp_path: Path) -> None:
-    from wizard.trace.inspection.inspect import Inspection, inspect_trace
+    from wizard.trace.inspection.results import Inspection
+    from wizard.trace.inspection.run import inspect_trace
 
     b = TraceBuilder()
     for spec in demo_launches() * 300:

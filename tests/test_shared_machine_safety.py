@@ -247,7 +247,7 @@ def test_a_vanished_terminal_does_not_turn_the_exit_into_an_error() -> None:
 
 
 def test_a_playbooks_jobs_cannot_fork_without_bound(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import wizard.trace.inspection.inspect as inspect_module
+    import wizard.trace.inspection.run as inspect_module
     from wizard.trace.read.reader import usable_cores
 
     ranks = tmp_path / "ranks"

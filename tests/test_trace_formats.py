@@ -166,7 +166,7 @@ def test_torch_nvtx_ranges_are_the_ops_that_launched(run_cli: Any, tmp_path: Pat
                     ranges=[Range(900, 1_400, "aten::linear, seq = 4, op_id = 9"),
                             Range(950, 1_350, "aten::mm, op_id = 10, sizes = [[2, 2], [2, 2]]"),
                             Range(0, 5_000, "my training step")])  # fmt: skip
-    from wizard.trace.inspection.inspect import link_op
+    from wizard.trace.metrics.classify import link_op
     from wizard.trace.read.reader import read_trace
 
     contents = read_trace(path)

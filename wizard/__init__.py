@@ -38,6 +38,7 @@ _rendering.provide(_report_layer)
 _MODULES: dict[str, tuple[str, ...]] = {
     "wizard.api": ("fix_trace", "inspect_traces"),
     "wizard.options": ("Options",),
+    "wizard.inspect_options": ("InspectOptions",),
     "wizard.runs": (
         "list_probes",
         "load_playbook",
@@ -47,7 +48,8 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "run_probe",
         "validate_playbook",
     ),
-    "wizard.trace.inspection.results": ("LAUNCH_COLUMNS", "FindingGroup", "Inspection", "KernelLaunch", "TraceReport"),
+    "wizard.trace.inspection.results": ("Inspection", "TraceInspection", "TraceReport"),
+    "wizard.trace.metrics.findings": ("LAUNCH_COLUMNS", "FindingGroup", "KernelLaunch"),
     "wizard.trace.fix": ("FixSummary",),
     "wizard.engine.transcript": ("Conclusion", "Transcript"),
     "wizard.playbook.model": ("Playbook",),
@@ -74,6 +76,7 @@ __all__ = [
     "FindingGroup",
     "FixSummary",
     "InputFileError",
+    "InspectOptions",
     "Inspection",
     "KernelLaunch",
     "MissingDependency",
@@ -83,6 +86,7 @@ __all__ = [
     "PlaybookError",
     "PlaybookNotFound",
     "ProbeInfrastructureError",
+    "TraceInspection",
     "TraceReadError",
     "TraceReport",
     "Transcript",
@@ -119,6 +123,7 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time each name l
         WarpWizardWarning,
         WizardError,
     )
+    from wizard.inspect_options import InspectOptions
     from wizard.options import Options
     from wizard.playbook.model import Playbook
     from wizard.runs import (
@@ -131,7 +136,8 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time each name l
         validate_playbook,
     )
     from wizard.trace.fix import FixSummary
-    from wizard.trace.inspection.results import LAUNCH_COLUMNS, FindingGroup, Inspection, KernelLaunch, TraceReport
+    from wizard.trace.inspection.results import Inspection, TraceInspection, TraceReport
+    from wizard.trace.metrics.findings import LAUNCH_COLUMNS, FindingGroup, KernelLaunch
 
 
 def __getattr__(name: str) -> Any:

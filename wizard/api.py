@@ -8,18 +8,20 @@ hooks start no faster than that.
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from wizard.compare import MachineReport, ranks_of
 from wizard.errors import UsageError
+from wizard.inspect_options import DEFAULT_MAX_LAUNCHES, InspectOptions, Keep
 from wizard.progress import NO_PROGRESS, Progress
 from wizard.trace.fix import FixSummary
 from wizard.trace.fix import fix_trace as _fix_trace
-from wizard.trace.health.spec import CHECK_IDS, RANK_SKEW_FLOOR_US, HealthCheck, check_selection
-from wizard.trace.inspection.inspect import DEFAULT_MAX_LAUNCHES, KEEP_CHOICES, Keep, check_limits, inspect_paths
+from wizard.trace.health.spec import RANK_SKEW_FLOOR_US, HealthCheck
 from wizard.trace.inspection.results import Inspection
+from wizard.trace.inspection.run import check_options as _check_options
+from wizard.trace.inspection.run import inspect_paths
 from wizard.trace.read.formats import refuse_unwritable
 
 PathLike = str | os.PathLike[str]
@@ -30,6 +32,7 @@ PathLike = str | os.PathLike[str]
 
 def inspect_traces(
     paths: PathLike | Iterable[PathLike],
+    options: InspectOptions | None = None,
     *,
     sms: int | None = None,
     jobs: int | None = None,
@@ -45,72 +48,39 @@ def inspect_traces(
     """Check every kernel launch of one or more traces (Kineto or Cuspy JSON, ``.json.gz``, Perfetto ``.pftrace``,
     Nsight Systems ``.sqlite``, or per-rank directories of them) and explain each impossible value.
 
-    ``sms``: the SM count for traces without device properties (PyTorch 1.8). ``jobs``: processes
-    to use (default: the cores; 1: all in this process). ``launches``: which per-launch records the
-    report keeps: ``"all"`` checked launches (for a DataFrame), ``"wrong"`` ones, or ``"none"``.
-    ``max_launches``: wrong launches listed per finding group in ``to_dict()`` (None: the default).
-    ``plots``: also gather what ``to_html()``'s pictures need (distinct points, wrong launches' times; small).
-    ``progress``: told each file's bytes as read (wizard.progress; by default nothing is reported or printed).
-    ``checks`` / ``skip_checks``: the health checks to run (ids in ``wizard.trace.health.spec.CHECK_IDS``; default
-    all), each trace's in ``report.health``, every one in ``Inspection.health``.
-    ``rank_skew_floor_us``: the median start skew across ranks at which ``rank-skew`` is a warning (default
-    ``wizard.trace.health.spec.RANK_SKEW_FLOOR_US``, 100 µs; below it, launch jitter: ``info``).
+    ``options``: everything below but ``progress`` as one ``wizard.InspectOptions`` (what ``trace inspect`` builds
+    from its command line), taken whole; the keywords are then left out. ``sms``: the SM count for traces without
+    device properties (PyTorch 1.8). ``jobs``: processes to use (default: the cores; 1: all in this process).
+    ``launches``: which per-launch records the report keeps: ``"all"`` checked launches (for a DataFrame),
+    ``"wrong"`` ones, or ``"none"``. ``max_launches``: wrong launches listed per finding group in ``to_dict()``
+    (None: the default). ``plots``: also gather what ``to_html()``'s pictures need (distinct points, wrong
+    launches' times; small). ``progress``: told each file's bytes as read (wizard.progress; by default nothing is
+    reported or printed). ``checks`` / ``skip_checks``: the health checks to run (ids in
+    ``wizard.trace.health.spec.CHECK_IDS``; default all), each trace's in ``report.health``, every one in
+    ``Inspection.health``. ``rank_skew_floor_us``: the median start skew across ranks at which ``rank-skew`` is a
+    warning (default ``wizard.trace.health.spec.RANK_SKEW_FLOOR_US``, 100 µs; below it, launch jitter: ``info``).
     Raises InputFileError / TraceReadError for a file that cannot be read, UsageError for bad numbers or ids.
     """
-    if launches not in KEEP_CHOICES:
-        raise UsageError(f"launches must be one of {', '.join(KEEP_CHOICES)}, not {launches!r}")
-    check_limits(jobs, sms, max_launches, spell=spell)
-    selected = health_selection(checks, skip_checks, spell=spell)
-    floor = skew_floor(rank_skew_floor_us, spell=spell)
-    limit = DEFAULT_MAX_LAUNCHES if max_launches is None else max_launches
-    return inspect_paths(
-        path_names(paths), jobs, sms, limit, launches, plots=plots, progress=progress, checks=selected,
-        rank_skew_floor_us=floor,
-    )  # fmt: skip
+    asked: dict[str, Any] = {
+        "sms": sms, "jobs": jobs, "launches": launches, "max_launches": max_launches, "plots": plots,
+        "checks": checks, "skip_checks": skip_checks, "rank_skew_floor_us": rank_skew_floor_us,
+    }  # fmt: skip
+    if options is None:
+        options = InspectOptions(
+            **{name: value for name, value in asked.items() if value is not None},  # None: the option's default
+        )
+    else:
+        defaults = inspect_traces.__kwdefaults__ or {}
+        given = [name for name, value in asked.items() if value != defaults[name]]
+        if given:
+            raise UsageError(f"give {spell('options')} or the keywords, not both (also given: {', '.join(given)})")
+    return inspect_paths(path_names(paths), _check_options(options, spell=spell), progress=progress)
 
 
-def skew_floor(value: object, *, spell: Callable[[str], str] = str) -> float:
-    """The rank-skew floor asked for (None: the default), a finite number of µs, 0 or more."""
-    if value is None:
-        return RANK_SKEW_FLOOR_US
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise UsageError(f"{spell('rank_skew_floor_us')} must be a number of µs, not {type(value).__name__}")
-    if not math.isfinite(value) or value < 0:
-        raise UsageError(f"{spell('rank_skew_floor_us')} must be a finite number of µs, 0 or more, not {value}")
-    return float(value)
-
-
-def health_selection(
-    checks: Iterable[str] | None, skip_checks: Iterable[str] | None, *, spell: Callable[[str], str] = str
-) -> frozenset[str] | None:
-    """The health checks asked for, or None for all; an unknown id, an id that is not a string, or a
-    selection that leaves no check (``--checks ''``: a CI gate's empty variable must not pass) is a
-    UsageError naming the valid ones."""
-    if checks is None and not skip_checks:
-        return None
-    lists: dict[str, list[str] | None] = {}
-    for name, given in (("checks", checks), ("skip_checks", skip_checks)):
-        if isinstance(given, (str, bytes)) or not (given is None or isinstance(given, Iterable)):
-            raise UsageError(f"{spell(name)} must be a list of check ids, not one {type(given).__name__}")
-        items = None if given is None else list(given)
-        for odd in (item for item in items or () if not isinstance(item, str)):
-            raise UsageError(f"{spell(name)} must hold check ids (strings), not {type(odd).__name__} {odd!r:.60}")
-        lists[name] = items
-    try:
-        selected = check_selection(lists["checks"], lists["skip_checks"])
-    except ValueError as exc:
-        raise UsageError(f"{spell('checks')}: {exc}") from None
-    if not selected:
-        empty = lists["checks"] is not None and not lists["checks"]
-        what = f"{spell('checks')} names no health check" if empty else f"{spell('skip_checks')} leaves no health check"
-        raise UsageError(f"{what} to run; the checks are {', '.join(CHECK_IDS)}")
-    return selected
-
-
-def check_numbers(jobs: object, sms: object, max_launches: object, *, spell: Callable[[str], str] = str) -> None:
-    """The numbers an inspection takes, checked before any work (the CLI does it before writing
-    anything; ``spell`` names each as the caller knows it, e.g. ``--max-launches``)."""
-    check_limits(jobs, sms, max_launches, spell=spell)  # type: ignore[arg-type]
+def check_options(options: InspectOptions, *, spell: Callable[[str], str] = str) -> InspectOptions:
+    """The options checked before any work (the CLI does it before writing anything; ``spell`` names each as the
+    caller knows it, e.g. ``--max-launches``), with the health checks resolved: a UsageError names what is wrong."""
+    return _check_options(options, spell=spell)
 
 
 def path_names(paths: PathLike | Iterable[PathLike]) -> list[str]:

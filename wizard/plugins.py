@@ -1,11 +1,13 @@
-"""Plugins: installed packages that add probes and playbooks through entry points, as pytest and httpie
-plugins do (docs/plugins.md).
+"""Plugins: installed packages that add probes, playbooks and trace passes through entry points, as pytest and
+httpie plugins do (docs/plugins.md).
 
 ``warpwizard.probes``: each entry point names a probe class (or instance) with the ``Probe`` shape of
 wizard/probes/base.py. A probe is code the user chose to install, so it runs as warpwizard's own do.
 ``warpwizard.playbooks``: each entry point names a directory or file of playbooks (a path, or a module
 whose folder holds them). A playbook is data from anywhere: it is loaded and run under every rule a
 playbook from a path is (docs/security.md); coming from an installed package trusts it with nothing.
+``warpwizard.passes``: each entry point names a trace pass (a ``wizard.trace.passes.TracePass``), run after
+warpwizard's own over every trace an inspection reads; like a probe, it is code the user chose to install.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from wizard.errors import PluginError
 
 PROBES_GROUP = "warpwizard.probes"
 PLAYBOOKS_GROUP = "warpwizard.playbooks"
+PASSES_GROUP = "warpwizard.passes"
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,4 +85,19 @@ def installed_playbook_paths() -> list[Plugin]:
                 f"playbook plugin {entry.name!r} ({_origin(entry)}): {entry.value} is not a path or a module"
             )
         found.append(Plugin(entry.name, _origin(entry), path))
+    return found
+
+
+def installed_passes() -> list[Plugin]:
+    """Each installed trace pass (``warpwizard.passes``: an entry point naming a ``TracePass``), as loaded; the
+    inspection checks each against the pass's contract (wizard/trace/inspection/passes.py)."""
+    found = []
+    for entry in _entries(PASSES_GROUP):
+        try:
+            loaded = entry.load()
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 (a third party's import: say whose)
+            raise PluginError(
+                f"trace pass plugin {entry.name!r} ({_origin(entry)}, {entry.value}) could not load: {_failure(exc)}"
+            ) from None
+        found.append(Plugin(entry.name, _origin(entry), loaded))
     return found

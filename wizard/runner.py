@@ -115,7 +115,7 @@ def _prctl() -> Any:
     if not sys.platform.startswith("linux"):
         return None
     # Imported here, not at start-up (every command would pay for it). It may be a helper thread's import:
-    # code that forks workers imports what they need first (wizard/trace/inspection/inspect.py).
+    # code that forks workers imports what they need first (wizard/trace/inspection/run.py).
     import ctypes
 
     try:

@@ -361,29 +361,21 @@ def _option(name: str) -> str:
 
 
 def _trace_inspect(ctx: Context) -> ExitStatus:
-    from wizard.api import check_numbers, inspect_traces
+    from dataclasses import replace
+
+    from wizard.api import check_options, inspect_traces
+    from wizard.inspect_options import InspectOptions, flag_of
     from wizard.outputs import check_outputs, write_text
     from wizard.report.registry import FORMATS, format_for
 
     args = ctx.args
-    check_numbers(args.jobs, args.sms, args.max_launches, spell=_option)
+    options = check_options(InspectOptions.parsed(args), spell=flag_of)  # before anything is written
     files = [(args.report, format_for(args.report))] if args.report else []  # the format's extra checked now
     if args.markdown not in (None, "-"):
         files.append((args.markdown, FORMATS[".md"]))  # --markdown FILE: Markdown whatever its suffix
+    options = replace(options, plots=any(chosen.needs_inspection for _, chosen in files))
     check_outputs([(path, chosen.name) for path, chosen in files], inputs=args.paths, force=args.force)
-    inspection = inspect_traces(
-        args.paths,
-        sms=args.sms,
-        jobs=args.jobs,
-        launches="none",
-        max_launches=args.max_launches,
-        plots=any(chosen.needs_inspection for _, chosen in files),
-        progress=ctx.system.progress,
-        checks=_ids(args.checks),
-        skip_checks=_ids(args.skip_checks),
-        rank_skew_floor_us=args.rank_skew_floor_us,
-        spell=_option,
-    )
+    inspection = inspect_traces(args.paths, options, progress=ctx.system.progress, spell=flag_of)
     if args.json:
         from wizard.serialize import dumps
 
@@ -407,11 +399,6 @@ def _trace_inspect(ctx: Context) -> ExitStatus:
         ctx.stderr.write(visible(f"{files[0][1].name} written to {args.report}") + "\n")
     failing = args.fail_on != "never" and bool(inspection.problems(at_least=args.fail_on))
     return ExitStatus.FINDINGS if failing else ExitStatus.OK
-
-
-def _ids(text: str | None) -> list[str] | None:
-    """``--checks a,b``: the ids, blanks dropped."""
-    return None if text is None else [part.strip() for part in text.split(",") if part.strip()]
 
 
 def cmd_compare(ctx: Context) -> ExitStatus:

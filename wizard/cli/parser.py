@@ -261,49 +261,14 @@ def _add_trace(sub: _Sub, kw: dict[str, Any]) -> None:
     ins.add_argument("--all", action="store_true", help="also list correct-by-design kernels (F)")
     ins.add_argument("--verbose", "-v", action="store_true", help="every health check, with what it means and examples")
     ins.add_argument(
-        "--checks",
-        metavar="ID,...",
-        help="run only these health checks (default: all; see docs/health.md for the ids)",
-    )
-    ins.add_argument("--skip-checks", metavar="ID,...", help="leave out these health checks")
-    ins.add_argument(
-        "--rank-skew-floor-us",
-        type=float,
-        default=None,
-        metavar="US",
-        help="median start skew across ranks at which rank-skew is a warning (default 100 µs; below: info)",
-    )
-    ins.add_argument(
         "--fail-on",
         choices=FAIL_ON,
         default="warning",
         metavar="LEVEL",
         help="exit 1 when a health check is at LEVEL or worse: info, warning (default), error, or never",
     )
-    ins.add_argument(
-        "--jobs",
-        type=int,
-        default=None,
-        metavar="N",
-        help="processes to use (default: the cores): one per file for several files; the decoding workers for one "
-        "big file; 1: everything in one process",
-    )
-    ins.add_argument(
-        "--max-launches",
-        type=int,
-        default=None,
-        metavar="N",
-        help="--json lists up to N launches with wrong values per group (default 100; the rest are counted)",
-    )
     _add_progress(ins)
-    ins.add_argument(
-        "--sms",
-        type=int,
-        default=None,
-        metavar="N",
-        help="SM count of the GPU, for traces without deviceProperties (PyTorch 1.8): 80 for a V100, "
-        "68 for an RTX 2080 Ti, 108 for an A100, 132 for an H100",
-    )
+    _add_inspect_options(ins)
     fix = tsub.add_parser("fix", help="write a copy of a trace with true values", **kw)
     fix.add_argument("input")
     fix.add_argument("output")
@@ -315,6 +280,22 @@ def _add_trace(sub: _Sub, kw: dict[str, Any]) -> None:
         help="move the kernels Perfetto cannot nest on their stream's row to extra rows, each with its own launch "
         "arrow, so Perfetto shows them all",
     )
+
+
+def _add_inspect_options(parser: argparse.ArgumentParser) -> None:
+    """What ``trace inspect`` asks of the inspection: one argument per field of
+    ``wizard.inspect_options.InspectOptions`` that carries help, declared there (help, metavar, type) and nowhere
+    else; the flag is the name with dashes."""
+    if isinstance(parser, _Unbuilt):
+        return  # another command is on the line: the declaration's module (and dataclasses) stays unloaded
+    from wizard.inspect_options import command_line_fields, flag_of
+
+    for spec in command_line_fields():
+        meta = spec.metadata
+        parser.add_argument(
+            flag_of(spec.name), dest=spec.name, default=spec.default, help=meta["help"], metavar=meta["metavar"],
+            **meta["kind"],
+        )  # fmt: skip
 
 
 def _add_machine_commands(sub: _Sub) -> None:

@@ -141,8 +141,9 @@ class Transcript:
         the run read none or they are gone."""
         import os
 
+        from wizard.inspect_options import InspectOptions
         from wizard.probes.inspections import page_inspection
-        from wizard.trace.inspection.inspect import inspect_paths
+        from wizard.trace.inspection.run import inspect_paths
 
         for entry in self.entries:
             files = (entry.facts or {}).get("files")
@@ -150,7 +151,7 @@ class Transcript:
                 present = [f for f in files if isinstance(f, str) and os.path.isfile(f)]
                 if present:
                     found = page_inspection(inspections, present) if inspections is not None else None
-                    return found if found is not None else inspect_paths(present, plots=True)
+                    return found if found is not None else inspect_paths(present, InspectOptions(plots=True))
         return None
 
     def render(self, suffix: str, inspections: RunInspections | None = None) -> str:

@@ -12,9 +12,10 @@ from collections.abc import Hashable, Sequence
 
 from wizard.environment import Environment, RunInspections
 from wizard.errors import InputFileError
+from wizard.inspect_options import InspectOptions
 from wizard.progress import NO_PROGRESS, Progress
-from wizard.trace.inspection.inspect import inspect_paths
 from wizard.trace.inspection.results import Inspection
+from wizard.trace.inspection.run import inspect_paths
 from wizard.trace.read.collector import TraceContents
 from wizard.trace.read.reader import iter_trace_files, read_trace
 
@@ -65,7 +66,9 @@ def inspection(
         return found
     read: list[TraceContents] = []
     on_contents = read.append if keep_contents else None
-    made = inspect_paths(list(paths), jobs, plots=store.plots, progress=progress, on_contents=on_contents)
+    made = inspect_paths(
+        list(paths), InspectOptions(jobs=jobs, plots=store.plots), progress=progress, on_contents=on_contents
+    )
     if key is not None and _key(paths, store.plots) == key:  # not rewritten while it was read
         store.keep(INSPECTION, key, made)
         for contents in read:

@@ -17,8 +17,9 @@ from wizard.probes.inspections import inspection as run_inspection
 from wizard.progress import NO_PROGRESS, task
 from wizard.serialize import dumps
 from wizard.threads import start
-from wizard.trace.inspection.inspect import FindingGroup, Inspection, launched_by
+from wizard.trace.inspection.results import Inspection
 from wizard.trace.kineto_math import INT32_MAX
+from wizard.trace.metrics.findings import FindingGroup, launched_by
 from wizard.trace.metrics.mechanisms import BY_ID, NEGATIVE, NON_FINITE, ORDER, WRONG, Mechanism, is_wrong
 from wizard.trace.read.formats import KINETO_JSON, detect
 from wizard.trace.read.reader import iter_trace_files
@@ -135,6 +136,7 @@ def inspection_facts(inspection: Inspection) -> dict[str, Any]:
         "gpus": sorted(devices),
         "files": [r.path for r in reports],
         "workload": inspection.workload,
+        "passes": dict(reports[0].written) if reports else {},  # the first trace's: a rank directory's rank 0
         "ranks": [r.rank for r in reports if r.rank is not None],
         "notes": list(dict.fromkeys(n for r in reports for n in r.notes)),  # each once, not once a rank
         "worst_mechanism": worst.mechanism if worst else None,
@@ -257,6 +259,9 @@ class TraceInspectFacts(TypedDict, total=False):
     gpus: Annotated[list[str], "GPU names from the trace's device properties"]
     files: Annotated[list[str], "trace files read"]
     workload: Annotated[str, "fingerprint of the work recorded (kernel names, grids, blocks): compare's 'same work?'"]
+    passes: Annotated[
+        dict[str, Any], "each other trace pass's written result (an installed one's), by its name; the first trace's"
+    ]
     ranks: Annotated[list[int], "distributed ranks found"]
     notes: Annotated[list[str], "notes from the reader (inferred SM counts, truncation, ...)"]
     worst_mechanism: Annotated[str | None, "mechanism of the most serious finding"]

@@ -27,7 +27,7 @@ from wizard.report.view import (
     summary_table_views,
 )
 from wizard.trace.health.spec import HEALTH_LABEL, SPEC
-from wizard.trace.inspection.inspect import Inspection
+from wizard.trace.inspection.results import Inspection
 from wizard.trace.metrics.mechanisms import BY_ID, is_wrong
 from wizard.untrusted import html_prose, html_text, script_json
 

@@ -7,8 +7,8 @@ from typing import Any
 from wizard.engine.transcript import Transcript, TranscriptEntry
 from wizard.formatting import plural
 from wizard.report.view import summary_table_views, wrong_rows
-from wizard.trace.inspection.inspect import Inspection
-from wizard.trace.inspection.results import MAX_GROUPS
+from wizard.trace.inspection.results import Inspection
+from wizard.trace.metrics.findings import MAX_GROUPS
 from wizard.untrusted import markdown, markdown_code, markdown_prose
 
 

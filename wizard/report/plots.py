@@ -21,9 +21,9 @@ from typing import Any
 from wizard.errors import MissingDependency
 from wizard.formatting import exact, plural
 from wizard.trace.health.spec import SPEC
-from wizard.trace.inspection.inspect import Inspection
-from wizard.trace.inspection.results import PlotData
+from wizard.trace.inspection.results import Inspection
 from wizard.trace.kineto_math import prints_truth
+from wizard.trace.metrics.findings import PlotData
 from wizard.trace.metrics.mechanisms import BY_ID, ORDER, is_wrong
 from wizard.untrusted import html_text
 

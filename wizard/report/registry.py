@@ -12,7 +12,7 @@ from wizard.engine.transcript import Transcript
 from wizard.errors import UsageError
 from wizard.formatting import plural
 from wizard.rendering import register
-from wizard.trace.inspection.inspect import Inspection
+from wizard.trace.inspection.results import Inspection
 
 
 def _inspection_markdown(inspection: Inspection) -> str:

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wizard.formatting import compact, plural
-from wizard.trace.inspection.inspect import Inspection, launched_by
-from wizard.trace.inspection.results import MAX_GROUPS, FindingGroup, TraceReport
+from wizard.trace.inspection.results import Inspection, TraceReport
+from wizard.trace.metrics.findings import MAX_GROUPS, FindingGroup, launched_by
 from wizard.trace.metrics.mechanisms import BY_ID, is_wrong
 from wizard.untrusted import cut
 

@@ -25,8 +25,8 @@ from wizard.probes.base import ProbeResult
 from wizard.progress import NO_PROGRESS, Progress, Task
 from wizard.report.view import value_cells
 from wizard.trace.health.spec import HEALTH_MARK
-from wizard.trace.inspection.inspect import Inspection, TraceReport, launched_by
-from wizard.trace.inspection.results import HealthLine
+from wizard.trace.inspection.results import HealthLine, Inspection, TraceReport
+from wizard.trace.metrics.findings import launched_by
 from wizard.untrusted import cut, rich_text, visible
 
 # The metrics' names as a narrow table cell says them; the evidence lines below it use the full ones.

@@ -1,4 +1,5 @@
-"""The health check as a pass over one read (``HealthPass``), and the job's checks over every rank's summary.
+"""The health check as a pass over one read (``HEALTH_PASS``, which reads the flagship's ``KernelMetrics``
+typed), and the job's checks over every rank's summary.
 
 Light on purpose: ``health_checks`` (numpy) is imported only when a pass finishes, after the read, so it adds
 nothing to the reader's peak memory.
@@ -10,7 +11,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from wizard.trace.health.spec import RANK_SKEW_FLOOR_US, HealthCheck, not_applicable, rank_of
+from wizard.inspect_options import DEFAULT_OPTIONS, InspectOptions
+from wizard.trace.health.spec import RANK, RANK_SKEW_FLOOR_US, HealthCheck, not_applicable, rank_of
+from wizard.trace.metrics.classify import METRICS_PASS
+from wizard.trace.passes import Results, TracePass
 from wizard.trace.read.collector import TraceContents
 from wizard.trace.read.formats import cannot_show
 
@@ -23,40 +27,49 @@ class HealthResult:
     collectives: dict[str, list[float]]
     rank: int | None
 
+    def to_dict(self) -> dict[str, Any]:
+        """Its fields of a trace's report in --json (docs/json-output.md, docs/health.md)."""
+        return {
+            "health": [check.to_dict() for check in self.checks],
+            "health_status": worst_status(self.checks),
+            "collectives": {"rank": self.rank, "starts": self.collectives},
+        }
+
+
+def worst_status(checks: Sequence[HealthCheck]) -> str:
+    return max((c.status for c in checks), key=RANK.__getitem__, default="ok")
+
 
 class HealthPass:
     """Every per-trace check, after the kernel checks (whose wrong-launch count is one of them)."""
 
-    name = "health"
-
-    def __init__(self, options: Any) -> None:
-        self.selected: frozenset[str] | None = options.checks
+    def __init__(self, options: InspectOptions) -> None:
+        self.selected: frozenset[str] | None = None if options.checks is None else frozenset(options.checks)
 
     def feed(self, contents: TraceContents) -> None:
         """Nothing while reading: the checks need every event."""
 
-    def finish(self, contents: TraceContents, results: Mapping[str, Any]) -> HealthResult:
+    def finish(self, contents: TraceContents, before: Results) -> HealthResult:
         from wizard.trace.health.checks import check_trace, collectives
 
-        mechanisms = results.get("mechanisms")
-        wrong = int(getattr(mechanisms, "wrong_launches", 0))
-        checked = int(getattr(mechanisms, "kernels_checked", 0))
-        declared = getattr(mechanisms, "rank", None)
-        found = getattr(mechanisms, "mechanisms", None)
+        metrics = before.get(METRICS_PASS)
         return HealthResult(
             _as_format_shows(
                 contents,
                 check_trace(
                     contents,
-                    wrong_launches=wrong,
-                    checked=checked,
-                    mechanisms=found if isinstance(found, dict) else {},
+                    wrong_launches=metrics.wrong_launches,
+                    checked=metrics.kernels_checked,
+                    mechanisms=metrics.mechanisms,
                     selected=self.selected,
                 ),
             ),
             collectives(contents) if self.selected is None or "rank-skew" in self.selected else {},
-            declared if isinstance(declared, int) else None,
+            contents.rank,
         )
+
+
+HEALTH_PASS = TracePass("health", HealthResult, HealthPass, HealthResult.to_dict, needs=(METRICS_PASS,))
 
 
 def _as_format_shows(contents: TraceContents, checks: list[HealthCheck]) -> list[HealthCheck]:
@@ -73,13 +86,12 @@ def _not_shown(check: HealthCheck, reason: str) -> HealthCheck:
     )  # fmt: skip
 
 
-def job_health(
-    reports: Sequence[Any], selected: frozenset[str] | None = None, floor_us: float = RANK_SKEW_FLOOR_US
-) -> list[HealthCheck]:
+def job_health(reports: Sequence[Any], options: InspectOptions = DEFAULT_OPTIONS) -> list[HealthCheck]:
     """The checks over a job's traces (rank skew), from each rank's summary: the collectives' starts
     that the per-rank report carries, so no process has to read every rank's trace."""
-    if selected is not None and "rank-skew" not in selected:
+    if options.checks is not None and "rank-skew" not in options.checks:
         return []
+    floor_us = RANK_SKEW_FLOOR_US if options.rank_skew_floor_us is None else options.rank_skew_floor_us
     from wizard.trace.health.checks import rank_skew
 
     if len(reports) < 2:

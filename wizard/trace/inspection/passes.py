@@ -1,64 +1,52 @@
-"""One read, many passes: the reader reads a trace once and every registered pass takes what it kept.
-
-Holistic Trace Analysis's shape (one ``TraceAnalysis``, one module per analyzer), with one
-difference that matters at a gigabyte: a pass may also look at the trace while it is being read
-(``feed``, called between blocks), so the kernel checks overlap with decoding. A pass is one module
-and one line in ``PASSES``; its result is its own typed record, found by the pass's name.
-"""
+"""Which passes an inspection runs, in order: the built-in ones (the flagship's kernel-metric checks, then the
+health check, which reads their result), then those registered in this process (``register_pass``: a test's, a
+notebook's), then each installed package's (``warpwizard.passes`` entry points, docs/plugins.md), each checked
+against the contract of wizard/trace/passes.py when it is added."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
-from wizard.trace.read.collector import TraceContents
+from wizard.errors import PluginError, UsageError
+from wizard.trace.health.checker import HEALTH_PASS
+from wizard.trace.metrics.classify import METRICS_PASS
+from wizard.trace.passes import TracePass, contract_problem
 
+BUILTIN: tuple[TracePass[Any], ...] = (METRICS_PASS, HEALTH_PASS)
 
-@dataclass(frozen=True, slots=True)
-class PassOptions:
-    """What the caller asked of an inspection, for every pass to read."""
-
-    sms: int | None = None
-    max_launches: int = 100
-    keep: str = "none"
-    plots: bool = False
-    checks: frozenset[str] | None = None  # health checks to run (None: all)
+# Passes registered in this process beyond the built-in ones, name -> pass, run in this order after them.
+REGISTERED: dict[str, TracePass[Any]] = {}
 
 
-class TracePass(Protocol):
-    """A pass over one read trace."""
-
-    name: str
-
-    def feed(self, contents: TraceContents) -> None:
-        """What has been read so far (called between blocks; a pass that needs the whole trace waits)."""
-
-    def finish(self, contents: TraceContents, results: Mapping[str, Any]) -> Any:
-        """The pass's result, from the whole trace and the results of the passes before it."""
-
-
-PassFactory = Callable[[PassOptions], TracePass]
-
-# Registered passes beyond the built-in ones, name -> factory, run in this order after them.
-PASSES: dict[str, PassFactory] = {}
-
-
-def register_pass(name: str, factory: PassFactory) -> None:
-    """Add a pass (a plugin's, or a test's); its result is ``TraceReport.passes[name]``."""
-    if name in BUILTIN:
-        raise ValueError(f"{name!r} is a built-in pass")
-    PASSES[name] = factory
+def register_pass(declared: TracePass[Any]) -> None:
+    """Add a pass to every inspection in this process (after the built-in ones); its result is
+    ``TraceInspection.passes[name]`` and ``--json``'s ``reports[].passes[name]``. A pass that breaks the
+    contract (or takes a name already registered) is a UsageError saying how."""
+    known = {p.name: p for p in (*BUILTIN, *REGISTERED.values())}
+    if isinstance(declared, TracePass) and declared.origin == "builtin":
+        declared = TracePass(
+            declared.name, declared.result, declared.start, declared.write, declared.needs, origin="registered"
+        )
+    problem = contract_problem(declared, known)
+    if problem is not None:
+        raise UsageError(f"register_pass: the pass {problem}")
+    REGISTERED[declared.name] = declared
 
 
 def unregister_pass(name: str) -> None:
-    PASSES.pop(name, None)
+    REGISTERED.pop(name, None)
 
 
-BUILTIN = ("mechanisms", "health")  # the kernel-metric checks, then the health check (which reads their count)
+def passes_to_run() -> tuple[TracePass[Any], ...]:
+    """Every pass an inspection runs, in order; an installed pass that cannot load or breaks the contract is a
+    PluginError naming it and its package (one line, as a probe plugin's is)."""
+    from wizard.plugins import installed_passes
 
-
-def make_passes(options: PassOptions, builtin: tuple[PassFactory, ...]) -> list[TracePass]:
-    """The built-in passes the inspection gives (the kernel checks, then the health check, which reads their
-    count), then the registered ones, in registration order."""
-    return [factory(options) for factory in (*builtin, *PASSES.values())]
+    chosen: dict[str, TracePass[Any]] = {p.name: p for p in (*BUILTIN, *REGISTERED.values())}
+    for plugin in installed_passes():
+        problem = contract_problem(plugin.value, chosen)
+        if problem is not None:
+            raise PluginError(f"trace pass plugin {plugin.name!r} ({plugin.origin}) {problem}")
+        found: TracePass[Any] = plugin.value
+        chosen[found.name] = TracePass(found.name, found.result, found.start, found.write, found.needs, plugin.origin)
+    return tuple(chosen.values())

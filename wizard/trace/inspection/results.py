@@ -1,215 +1,179 @@
-"""What the trace doctor reports, and its JSON form (schema ``warpwizard.trace-report/2``).
+"""What an inspection reports, and its JSON form (schema ``warpwizard.trace-report/2``): one
+``TraceInspection`` per trace (what was read, and each pass's result by the pass's name) and the job's
+``Inspection`` over them.
 
-The types are plain records the analysis fills; each knows its own ``to_dict`` here, next to the
-schema it writes, so the CLI, the probes and the library all serialise through one place.
+The types are plain records the run fills; each knows its own ``to_dict`` here, next to the schema it writes, so
+the CLI, the probes and the library all serialise through one place. The flagship's own records (finding groups,
+launches) are in wizard/trace/metrics/findings.py, the health check's in wizard/trace/health/.
 """
 
 from __future__ import annotations
 
 import platform
 from collections import Counter
-from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from dataclasses import asdict, dataclass, field
+from typing import Any, TypeVar
 
 from wizard.formatting import plural
-from wizard.frames import innermost_user_frame, trace_frame_path
 from wizard.rendering import render
 from wizard.schemas import TRACE_REPORT
 from wizard.serialize import clean
+from wizard.trace.health.checker import HEALTH_PASS, HealthResult, worst_status
 from wizard.trace.health.spec import HEALTH_MARK, RANK, HealthCheck
-from wizard.trace.metrics.detectors import Finding
-from wizard.trace.metrics.mechanisms import is_wrong
-from wizard.trace.read.collector import Truncation
+from wizard.trace.metrics.classify import METRICS_PASS
+from wizard.trace.metrics.findings import LAUNCH_COLUMNS, FindingGroup, KernelLaunch, KernelMetrics, PlotData
+from wizard.trace.passes import TracePass
+from wizard.trace.read.collector import TraceContents, Truncation
+
+R = TypeVar("R")
+
+# The passes whose fields are a trace's report's own (warpwizard.trace-report/2, where they have always been);
+# every other pass's result is written under the report's ``passes``, by name.
+INLINE: tuple[TracePass[Any], ...] = (METRICS_PASS, HEALTH_PASS)
 
 
 @dataclass(slots=True)
-class OpLink:
-    """What launched a kernel, found through the runtime call's correlation id: the PyTorch op
-    around that call, and the Python frames around it. ``op`` is None for a kernel launched
-    without an op (a raw kernel through the driver API: seen on an H200 with torch.cuda._compile_kernel).
-    """
+class TraceInspection:
+    """One trace inspected: what its read found, and every pass's result by the pass's name (``results``); the
+    built-in passes' results are read through the properties below (``report.groups``, ``report.health``),
+    the registered and installed ones' through ``passes``."""
 
-    op: str | None
-    runtime_call: str
-    thread: str
-    input_dims: str | None = None
-    input_types: str | None = None
-    python_stack: list[str] = field(default_factory=list)
-    via: str = "correlation"
-
-    @property
-    def user_frame(self) -> str | None:
-        """The innermost frame outside torch: where the user's code launched the kernel."""
-        return innermost_user_frame(self.python_stack, trace_frame_path)
-
-
-@dataclass(frozen=True, slots=True)
-class Launch:
-    """One launch with a wrong value, as scripts need it: when, where, and reported against true."""
-
-    ts: float
-    device: int | None
-    stream: Any
-    correlation: int | None
-    grid: tuple[int, int, int] | None
-    block: tuple[int, int, int] | None
-    reported: dict[str, float | None]
-    true: dict[str, float | None]
-
-
-@dataclass(frozen=True, slots=True)
-class KernelLaunch:
-    """One checked kernel launch, for scripts and notebooks: what the trace says beside what is true.
-
-    Field names are Holistic Trace Analysis's kernel-frame columns where they mean the same thing
-    (``ts``, ``dur``, ``pid``, ``tid``, ``stream``, ``correlation``, ``device``, ``grid``, ``block``,
-    ``registers_per_thread``, ``shared_memory``, ``blocks_per_sm``, ``warps_per_sm``,
-    ``est_occupancy``, ``input_dims``, ``input_type``; ``s_name`` is HTA's decoded kernel name), so
-    the two frames join on ``correlation`` (and ``pid``) per rank. Reported values are floats as the
-    trace holds them (``inf``/``nan`` included; None where absent); ``true_*`` are what the launch had.
-    """
-
-    s_name: str
-    ts: float
-    dur: float
-    pid: Any
-    tid: Any
-    device: int | None
-    stream: Any
-    correlation: int | None
-    grid: tuple[int, int, int] | None
-    block: tuple[int, int, int] | None
-    registers_per_thread: int | None
-    shared_memory: int | None
-    blocks_per_sm: float | None
-    warps_per_sm: float | None
-    est_occupancy: float | None
-    true_blocks_per_sm: float | None
-    true_warps_per_sm: float | None
-    true_est_occupancy: float | None
-    mechanism: str | None  # the first wrong mechanism (trace.mechanisms.WRONG), else F, else None
-    mechanisms: tuple[str, ...]  # every mechanism found for this launch
-    op: str | None  # the PyTorch op that launched it, where the trace links one
-    input_dims: str | None
-    input_type: str | None
-    trace: str  # the file it came from
-    rank: int | None
-
-    @property
-    def wrong(self) -> bool:
-        """Whether the trace holds a wrong value for this launch (F, by design, is not wrong)."""
-        return any(is_wrong(m) for m in self.mechanisms)
-
-
-LAUNCH_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(KernelLaunch))
-
-
-@dataclass(slots=True)
-class FindingGroup:
-    """All kernels with one name and one mechanism."""
-
-    mechanism: str
-    title: str
-    severity: str
-    kernel: str
-    count: int
-    first_ts: float
-    worst: Finding
-    op: OpLink | None = None
-    examples: list[int] = field(default_factory=list)  # kernel indexes tried for the op link
-    launch_refs: list[tuple[int, Finding]] = field(default_factory=list)  # (kernel index, its finding)
-    launches: list[Launch] = field(default_factory=list)  # built from launch_refs when the trace is done
-    launches_omitted: int = 0
-
-    @property
-    def wrong(self) -> bool:
-        """Whether this group's launches hold wrong values (every mechanism but F)."""
-        return is_wrong(self.mechanism)
-
-    def to_dict(self) -> dict[str, Any]:
-        worst = self.worst
-        return _plain(
-            {
-                "mechanism": self.mechanism,
-                "title": self.title,
-                "severity": self.severity,
-                "kernel": self.kernel,
-                "count": self.count,
-                "first_ts": self.first_ts,
-                "worst": {
-                    "ts": worst.ts,
-                    "device": worst.device,
-                    "correlation": worst.correlation,
-                    "grid": list(worst.grid) if worst.grid else None,
-                    "block": list(worst.block) if worst.block else None,
-                    "reported": worst.reported,
-                    "true": worst.true,
-                    "evidence": worst.evidence,
-                    "limiting_factors": list(worst.limiting_factors),
-                },
-                "op": asdict(self.op) if self.op else None,
-                "launches": [asdict(launch) for launch in self.launches],
-                "launches_omitted": self.launches_omitted,
-            }
-        )
-
-
-MAX_GROUPS = 1000  # finding groups listed per trace in JSON and Markdown; the rest are counted
-
-
-TIMELINE_CAP = 100_000  # wrong launches' start times kept per (stream, mechanism) for a picture
-
-
-@dataclass(slots=True)
-class PlotData:
-    """What a picture of one trace needs, small whatever the trace's size: distinct (reported, true) points
-    with how many launches share each, and when the wrong launches ran, per stream and mechanism."""
-
-    points: list[tuple[str, str, float | None, float | None, int]] = field(default_factory=list)
-    # (metric, mechanism or "ok", reported, true, launches)
-    timeline: dict[tuple[str, str], list[float]] = field(default_factory=dict)  # (stream, mechanism) -> ts
-    timeline_omitted: int = 0
-    span: tuple[float, float] | None = None  # the trace's first start and last end (µs): where its time axis starts
-
-
-@dataclass(slots=True)
-class TraceReport:
     path: str
     rank: int | None
     layout: str
+    format: str  # which reader read it (wizard.trace.read.formats)
+    writer: str  # the profiler that wrote it, where the file says
     compressed: bool
     bytes_read: int
     events: int
     kernels: int
-    kernels_checked: int
-    devices: list[dict[str, Any]]
-    rocm: bool
     truncation: Truncation | None
-    mechanisms: dict[str, int]
-    groups: list[FindingGroup]
-    notes: list[str]
-    max_true_warps_per_sm: float | None
+    non_finite: dict[str, int]  # spelling -> values (bare | quoted)
     timing: dict[str, float]
-    non_finite: dict[str, int] = field(default_factory=dict)  # spelling -> values (bare | quoted)
-    launches: list[KernelLaunch] = field(default_factory=list)  # when asked for: every checked, or every wrong
-    workload: str = ""  # fingerprint of the work recorded (kernels, grids, blocks): compare's "same work?"
-    wrong_launches: int = 0  # launches with at least one wrong value, each counted once
-    plot: PlotData | None = None  # when a picture was asked for (the HTML report)
-    health: list[HealthCheck] = field(default_factory=list)  # the health check's verdicts, in registry order
-    collectives: dict[str, list[float]] = field(default_factory=dict)  # NCCL kernels' starts: for rank skew
-    skew_rank: int | None = (
-        None  # distributedInfo.rank for the cross-rank check (a rank directory falls back to the file name)
-    )
-    passes: dict[str, Any] = field(default_factory=dict)  # registered passes' results, by pass name
-    rocm_metrics: int = 0  # kernels of a ROCm trace that carry blocks/warps per SM (listed, never checked)
-    resident_warps: list[int] = field(default_factory=list)  # per-SM warp limits F is counted against (not ROCm)
-    format: str = "kineto-json"  # which reader read it (wizard.trace.read.formats)
-    computed_launches: int = 0  # launches printing no metrics whose true values were computed (Cuspy, nsys)
-    writer: str = ""  # the profiler that wrote it, where the file says
+    results: dict[str, object] = field(default_factory=dict)  # pass name -> its result, in the order they ran
+    written: dict[str, Any] = field(default_factory=dict)  # the other passes' (not INLINE) as --json writes them
+
+    @classmethod
+    def of(
+        cls, contents: TraceContents, results: dict[str, object], written: dict[str, Any], *, passes_s: float
+    ) -> TraceInspection:
+        report = cls(
+            path=contents.path,
+            rank=contents.rank,
+            layout=contents.layout,
+            format=contents.format,
+            writer=contents.writer,
+            compressed=contents.compressed,
+            bytes_read=contents.bytes_read,
+            events=contents.events,
+            kernels=len(contents.kernels),
+            truncation=contents.truncation,
+            non_finite=dict(contents.non_finite),
+            timing=dict(contents.timing),
+            results=results,
+            written=written,
+        )
+        report.timing["analyse_s"] = report.metrics.analyse_s
+        report.timing["passes_s"] = passes_s
+        return report
+
+    def result(self, of: TracePass[R]) -> R:
+        """A pass's result, as its declared type."""
+        value = self.results[of.name]
+        if not isinstance(value, of.result):
+            raise TypeError(f"{of.who}'s result is {type(value).__name__}, not {of.result.__name__}")
+        return value
+
+    @property
+    def passes(self) -> dict[str, object]:
+        """The results of the passes written under ``passes`` (all but INLINE: registered, installed), by name."""
+        return {name: value for name, value in self.results.items() if name in self.written}
+
+    @property
+    def metrics(self) -> KernelMetrics:
+        """The flagship's result: every kernel's metrics checked (wizard/trace/metrics/classify.py)."""
+        return self.result(METRICS_PASS)
+
+    @property
+    def health_result(self) -> HealthResult:
+        return self.result(HEALTH_PASS)
+
+    # The flagship's findings, as the report has always offered them.
+    @property
+    def kernels_checked(self) -> int:
+        return self.metrics.kernels_checked
+
+    @property
+    def devices(self) -> list[dict[str, Any]]:
+        return self.metrics.devices
+
+    @property
+    def rocm(self) -> bool:
+        return self.metrics.rocm
+
+    @property
+    def mechanisms(self) -> dict[str, int]:
+        return self.metrics.mechanisms
+
+    @property
+    def groups(self) -> list[FindingGroup]:
+        return self.metrics.groups
+
+    @property
+    def notes(self) -> list[str]:
+        return self.metrics.notes
+
+    @property
+    def max_true_warps_per_sm(self) -> float | None:
+        return self.metrics.max_true_warps_per_sm
+
+    @property
+    def launches(self) -> list[KernelLaunch]:
+        return self.metrics.launches
+
+    @property
+    def workload(self) -> str:
+        return self.metrics.workload
+
+    @property
+    def wrong_launches(self) -> int:
+        return self.metrics.wrong_launches
+
+    @property
+    def plot(self) -> PlotData | None:
+        return self.metrics.plot
+
+    @property
+    def rocm_metrics(self) -> int:
+        return self.metrics.rocm_metrics
+
+    @property
+    def resident_warps(self) -> list[int]:
+        return self.metrics.resident_warps
+
+    @property
+    def computed_launches(self) -> int:
+        return self.metrics.computed_launches
 
     @property
     def impossible(self) -> bool:
-        return any(is_wrong(m) for m in self.mechanisms)
+        return self.metrics.impossible
+
+    # The health check's.
+    @property
+    def health(self) -> list[HealthCheck]:
+        """The health check's verdicts, in registry order."""
+        return self.health_result.checks
+
+    @property
+    def collectives(self) -> dict[str, list[float]]:
+        """NCCL kernels' starts: for rank skew."""
+        return self.health_result.collectives
+
+    @property
+    def skew_rank(self) -> int | None:
+        """distributedInfo.rank for the cross-rank check (a rank directory falls back to the file name)."""
+        return self.health_result.rank
 
     @property
     def label(self) -> str:
@@ -217,47 +181,30 @@ class TraceReport:
         return f"rank {self.rank}" if self.rank is not None else self.path.rsplit("/", 1)[-1]
 
     def to_dict(self) -> dict[str, Any]:
-        return _plain(
-            {
-                "path": self.path,
-                "rank": self.rank,
-                "layout": self.layout,
-                "format": self.format,
-                "writer": self.writer,
-                "compressed": self.compressed,
-                "bytes_read": self.bytes_read,
-                "events": self.events,
-                "kernels": self.kernels,
-                "kernels_checked": self.kernels_checked,
-                "computed_launches": self.computed_launches,
-                "wrong_launches": self.wrong_launches,
-                "devices": self.devices,
-                "rocm": self.rocm,
-                "rocm_metrics": self.rocm_metrics,
-                "truncation": asdict(self.truncation) if self.truncation else None,
-                "impossible": self.impossible,
-                "mechanisms": self.mechanisms,
-                "max_true_warps_per_sm": self.max_true_warps_per_sm,
-                "groups": [g.to_dict() for g in self.groups[:MAX_GROUPS]],
-                "groups_omitted": max(0, len(self.groups) - MAX_GROUPS),
-                "workload": self.workload,
-                "notes": self.notes,
-                "non_finite": self.non_finite,
-                "timing": self.timing,
-                "health": [check.to_dict() for check in self.health],
-                "health_status": worst_status(self.health),
-                "collectives": {"rank": self.skew_rank, "starts": self.collectives},
-            }
-        )
+        """The trace's report: what was read, the flagship's and the health check's fields where they have always
+        been, then ``passes``: each other pass's written result by name (only when there is one)."""
+        report = {
+            "path": self.path,
+            "rank": self.rank,
+            "layout": self.layout,
+            "format": self.format,
+            "writer": self.writer,
+            "compressed": self.compressed,
+            "bytes_read": self.bytes_read,
+            "events": self.events,
+            "kernels": self.kernels,
+            **METRICS_PASS.write(self.metrics),
+            "truncation": asdict(self.truncation) if self.truncation else None,
+            "non_finite": self.non_finite,
+            "timing": self.timing,
+            **HEALTH_PASS.write(self.health_result),
+        }
+        if self.written:
+            report["passes"] = self.written
+        return _plain(report)
 
 
-def launched_by(link: OpLink | None) -> str:
-    """The 'launched by' cell: the op and its shapes, else the user's Python frame, else a dash."""
-    if link is None:
-        return "—"
-    if link.op is not None:
-        return link.op + (f" {link.input_dims}" if link.input_dims else "")
-    return f"no op; {link.user_frame}" if link.user_frame else "—"
+TraceReport = TraceInspection  # the name users' code knows (docs/api.md)
 
 
 @dataclass
@@ -301,7 +248,7 @@ class HealthLine:
 class Inspection:
     """The result over every file asked for (one per rank for a directory)."""
 
-    reports: list[TraceReport]
+    reports: list[TraceInspection]
     job_health: list[HealthCheck] = field(default_factory=list)  # checks over every rank (rank skew)
 
     @property
@@ -417,10 +364,6 @@ class Inspection:
             "health": [check.to_dict() for check in self.job_health],
             "reports": [r.to_dict() for r in self.reports],
         }
-
-
-def worst_status(checks: list[HealthCheck]) -> str:
-    return max((c.status for c in checks), key=RANK.__getitem__, default="ok")
 
 
 EXAMPLE_COLUMNS = (

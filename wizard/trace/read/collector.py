@@ -10,6 +10,7 @@ from typing import Any
 
 import msgspec
 
+from wizard.cluster import rank_value
 from wizard.trace.read.counters import Counters
 from wizard.trace.read.events import (
     GPU_OP_CATEGORIES,
@@ -136,6 +137,12 @@ class TraceContents:
             return True
         props = self.device_properties
         return any("maxSharedMemoryPerMultiProcessor" in p or "AMD" in str(p.get("name", "")) for p in props)
+
+    @property
+    def rank(self) -> int | None:
+        """The rank the trace says it is (``distributedInfo.rank``), for reports and the cross-rank check."""
+        info = self.metadata.get("distributedInfo")
+        return rank_value(info.get("rank")) if isinstance(info, dict) else None
 
 
 @dataclass

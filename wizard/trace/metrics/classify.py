@@ -1,7 +1,8 @@
-"""The trace doctor: read traces, check every kernel, group the findings, link them to ops.
+"""The flagship's pass: every kernel's blocks and warps per SM and occupancy checked against the profiler's own
+arithmetic, each wrong value grouped by kernel and mechanism and linked to the op that launched it.
 
-``inspect_paths`` is the library entry point the CLI and the ``trace.inspect`` probe share.
-Per-rank directories are analysed in parallel processes, one trace per process.
+``Classifier`` classifies kernels as they arrive (each distinct launch once); ``analyse`` finishes one read trace
+into ``KernelMetrics``; ``METRICS_PASS`` declares the pass the inspection runs (wizard/trace/passes.py).
 """
 
 from __future__ import annotations
@@ -10,58 +11,29 @@ import dataclasses
 import math
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from functools import partial
-from pathlib import Path
-from typing import Any, Literal
+from collections.abc import Sequence
+from typing import Any
 
-from wizard.cluster import rank_value
-from wizard.errors import InputFileError, UsageError
 from wizard.formatting import article, compact, plural, verb
-from wizard.progress import NO_PROGRESS, Progress, Task, reading, relayed, task
-from wizard.trace.health.checker import HealthPass, HealthResult, job_health
-from wizard.trace.health.checks import window
-from wizard.trace.health.spec import RANK_SKEW_FLOOR_US
-from wizard.trace.inspection.passes import PassOptions, make_passes
-from wizard.trace.inspection.results import (
+from wizard.inspect_options import DEFAULT_MAX_LAUNCHES, DEFAULT_OPTIONS, InspectOptions, Keep
+from wizard.trace.metrics.detectors import SM_COUNT_HINT, Finding, KernelCheck, MemoChecker
+from wizard.trace.metrics.devices import DeviceInfo, device_table, sm_count_conflicts
+from wizard.trace.metrics.findings import (
     TIMELINE_CAP,
     FindingGroup,
-    Inspection,
     KernelLaunch,
+    KernelMetrics,
     Launch,
     OpLink,
     PlotData,
-    TraceReport,
-    launched_by,
 )
-from wizard.trace.metrics.detectors import SM_COUNT_HINT, Finding, KernelCheck, MemoChecker
-from wizard.trace.metrics.devices import DeviceInfo, device_table, sm_count_conflicts
 from wizard.trace.metrics.mechanisms import Mechanism, is_wrong
+from wizard.trace.passes import Results, TracePass
+from wizard.trace.read.collector import TraceContents
 from wizard.trace.read.formats import BY_ID, KINETO_JSON, cannot_show
-from wizard.trace.read.parallel import worker_pool
-from wizard.trace.read.reader import ReaderConfig, TraceContents, iter_trace_files, read_trace, usable_cores
 from wizard.trace.read.records import KernelRecord, KernelTable, OpInfo, RuntimeCall
 
-__all__ = [
-    "DEFAULT_MAX_LAUNCHES",
-    "Classifier",
-    "FindingGroup",
-    "Inspection",
-    "Launch",
-    "OpLink",
-    "TraceReport",
-    "analyse",
-    "inspect_paths",
-    "inspect_trace",
-    "launched_by",
-    "link_op",
-]
-
-DEFAULT_MAX_LAUNCHES = 100  # wrong launches listed per group in --json (the rest are counted)
-# Per-launch records for the library: none (the CLI, the profiler hook), the wrong ones, or every
-# checked launch (a notebook plotting reported against true values).
-Keep = Literal["none", "wrong", "all"]
-KEEP_CHOICES: tuple[str, ...] = ("none", "wrong", "all")
+__all__ = ["METRICS_PASS", "Classifier", "KernelMetrics", "analyse", "link_op"]
 
 
 def link_op(
@@ -94,11 +66,6 @@ def link_op(
         python_stack=stack,
         via="correlation" if op else "python stack",
     )
-
-
-def _rank(contents: TraceContents) -> int | None:
-    info = contents.metadata.get("distributedInfo")
-    return rank_value(info.get("rank")) if isinstance(info, dict) else None
 
 
 def _device_summary(devices: dict[int, DeviceInfo]) -> list[dict[str, Any]]:
@@ -294,20 +261,15 @@ def _launches(group: FindingGroup, kernels: Sequence[KernelRecord]) -> list[Laun
 
 
 def analyse(
-    contents: TraceContents,
-    sms: int | None = None,
-    classifier: Classifier | None = None,
-    max_launches: int = DEFAULT_MAX_LAUNCHES,
-    keep: Keep = "none",
-    *,
-    plots: bool = False,
-) -> TraceReport:
-    """Check every kernel of one read trace (``sms``: the SM count for traces without device properties;
-    ``plots``: also gather what a picture needs, ``TraceReport.plot``).
+    contents: TraceContents, options: InspectOptions = DEFAULT_OPTIONS, classifier: Classifier | None = None
+) -> KernelMetrics:
+    """Check every kernel of one read trace (``options.sms``: the SM count for traces without device properties;
+    ``options.plots``: also gather what a picture needs, ``KernelMetrics.plot``).
 
     ``classifier`` may already hold the kernels classified while the file was being read.
     """
     started = time.perf_counter()
+    sms, max_launches, plots = options.sms, options.max_launches, options.plots
     devices = device_table(contents.device_properties, contents.kernels, sms)
     rocm = contents.is_rocm
     if (
@@ -322,25 +284,13 @@ def analyse(
         classifier = Classifier(devices, rocm, contents, max_launches, typed=contents.typed, plots=plots)
     classifier.feed(contents.kernels)
     _link_groups(contents, classifier.groups)
-    timing = dict(contents.timing)
-    timing["analyse_s"] = time.perf_counter() - started
     ordered = sorted(classifier.groups.values(), key=lambda g: (not g.wrong, g.mechanism, -g.count, g.kernel))
-    return TraceReport(
-        path=contents.path,
-        rank=_rank(contents),
-        layout=contents.layout,
-        format=contents.format,
-        writer=contents.writer,
-        compressed=contents.compressed,
-        bytes_read=contents.bytes_read,
-        events=contents.events,
-        kernels=len(contents.kernels),
+    found = KernelMetrics(
         kernels_checked=classifier.checked,
         devices=_device_summary(devices),
         rocm=rocm,
         rocm_metrics=_rocm_carrying(contents) if rocm else 0,
         resident_warps=[] if rocm else _resident_limits(devices),
-        truncation=contents.truncation,
         mechanisms=dict(classifier.mechanisms),
         groups=ordered,
         notes=_notes(contents, devices, sms, classifier.mechanisms)
@@ -348,13 +298,13 @@ def analyse(
         + _tool_notes(classifier.tool_notes),
         max_true_warps_per_sm=classifier.max_true_wps if classifier.checked else classifier.max_computed_wps,
         computed_launches=classifier.computed,
-        timing=timing,
-        non_finite=dict(contents.non_finite),
-        launches=_launch_records(contents, classifier.checker, keep),
+        launches=_launch_records(contents, classifier.checker, options.launches),
         workload=contents.kernels.fingerprint(),
         wrong_launches=classifier.wrong_launches,
-        plot=dataclasses.replace(classifier.plot_data(), span=window(contents)) if plots else None,
+        plot=classifier.plot_data() if plots else None,
     )
+    found.analyse_s = time.perf_counter() - started
+    return found
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -392,7 +342,7 @@ def _launch_records(contents: TraceContents, checker: MemoChecker, keep: Keep) -
     placed = [(c.pid, c.tid, c.ts) for c in launch_calls if c is not None]
     found = iter(contents.ops.innermost_many(placed))
     ops = [next(found) if c is not None else None for c in launch_calls]
-    rank, path = _rank(contents), contents.path
+    rank, path = contents.rank, contents.path
     out = []
     for (k, result, verdict), info in zip(chosen, ops, strict=True):
         op = info if isinstance(info, OpInfo) else None
@@ -618,12 +568,10 @@ def _sm_count_notes(contents: TraceContents, devices: dict[int, DeviceInfo], sms
 
 
 class MechanismPass:
-    """The flagship's pass: every kernel's blocks and warps per SM and occupancy checked against the
-    profiler's own arithmetic, classified while blocks arrive once the device properties are known."""
+    """The flagship's pass over one trace: classified while blocks arrive once the device properties are known,
+    finished into ``KernelMetrics``."""
 
-    name = "mechanisms"
-
-    def __init__(self, options: PassOptions) -> None:
+    def __init__(self, options: InspectOptions) -> None:
         self.options = options
         self.classifier: Classifier | None = None
 
@@ -639,139 +587,8 @@ class MechanismPass:
             )
         self.classifier.feed(contents.kernels)
 
-    def finish(self, contents: TraceContents, results: Mapping[str, Any]) -> TraceReport:
-        o = self.options
-        keep: Keep = o.keep  # type: ignore[assignment]
-        return analyse(contents, o.sms, self.classifier, o.max_launches, keep, plots=o.plots)
+    def finish(self, contents: TraceContents, before: Results) -> KernelMetrics:
+        return analyse(contents, self.options, self.classifier)
 
 
-def inspect_trace(
-    path: str | Path,
-    sms: int | None = None,
-    config: ReaderConfig | None = None,
-    max_launches: int = DEFAULT_MAX_LAUNCHES,
-    keep: Keep = "none",
-    *,
-    plots: bool = False,
-    progress: Progress = NO_PROGRESS,
-    checks: frozenset[str] | None = None,
-    on_contents: Callable[[TraceContents], None] | None = None,
-) -> TraceReport:
-    """One read of one trace, every pass over it: the kernel checks (the report), the health check
-    (``report.health``) and any registered pass (``report.passes``). ``on_contents`` is handed what was read
-    (a run keeps it for the probes that read the raw contents, instead of reading the file again)."""
-    started = time.perf_counter()
-    passes = make_passes(PassOptions(sms, max_launches, keep, plots, checks), (MechanismPass, HealthPass))
-
-    def feed(contents: TraceContents) -> None:
-        for one in passes:
-            one.feed(contents)
-
-    with reading(progress, path) as on_read:
-        contents = read_trace(path, on_progress=feed, config=config, on_read=on_read)
-    contents.timing["read_s"] = time.perf_counter() - started
-    results: dict[str, Any] = {}
-    for one in passes:
-        results[one.name] = one.finish(contents, results)
-    report: TraceReport = results.pop("mechanisms")
-    health: HealthResult = results.pop("health")
-    report.health, report.collectives, report.skew_rank = health.checks, health.collectives, health.rank
-    report.passes = results
-    report.timing["passes_s"] = time.perf_counter() - started - contents.timing["read_s"]
-    if on_contents is not None:
-        on_contents(contents)
-    return report
-
-
-def check_limits(
-    jobs: int | None, sms: int | None, max_launches: int | None, *, spell: Callable[[str], str] = str
-) -> None:
-    """The numbers an inspection takes, checked once for the CLI and the library (``spell`` names
-    each as its caller knows it: ``--max-launches`` on the command line, ``max_launches`` in Python)."""
-    for name, value in (("sms", sms), ("jobs", jobs), ("max_launches", max_launches)):
-        if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
-            raise UsageError(f"{spell(name)} must be a whole number, not {type(value).__name__} {value!r:.40}")
-    if sms is not None and sms <= 0:
-        raise UsageError(f"{spell('sms')} must be a positive number of SMs, not {sms}")
-    if jobs is not None and jobs <= 0:
-        raise UsageError(f"{spell('jobs')} must be a positive number, not {jobs}")
-    if max_launches is not None and max_launches < 0:
-        raise UsageError(f"{spell('max_launches')} must be 0 or more, not {max_launches}")
-
-
-def inspect_paths(
-    paths: list[str],
-    jobs: int | None = None,
-    sms: int | None = None,
-    max_launches: int = DEFAULT_MAX_LAUNCHES,
-    keep: Keep = "none",
-    *,
-    plots: bool = False,
-    progress: Progress = NO_PROGRESS,
-    checks: frozenset[str] | None = None,
-    rank_skew_floor_us: float = RANK_SKEW_FLOOR_US,
-    on_contents: Callable[[TraceContents], None] | None = None,
-) -> Inspection:
-    """Inspect files and per-rank directories.
-
-    ``jobs`` processes (default: the cores): several files are read one per process; one big file is
-    decoded by that many worker processes (1: everything in this process). ``progress`` is told each
-    file's bytes as they are read and, for several files, how many are done. ``on_contents``: handed the
-    contents when one file is inspected (several files' contents are not kept together: their memory).
-    """
-    files = list(iter_trace_files(paths))
-    if not files:
-        raise InputFileError("no trace files given")
-    if len(files) == 1:
-        config = ReaderConfig(workers=None if jobs is None else (0 if jobs <= 1 else jobs))
-        reports = [
-            inspect_trace(
-                files[0],
-                sms,
-                config,
-                max_launches,
-                keep,
-                plots=plots,
-                progress=progress,
-                checks=checks,
-                on_contents=on_contents,
-            )
-        ]
-    else:
-        cores = usable_cores()
-        workers = min(len(files), jobs or cores, cores)
-        with task(progress, "trace files", doing="inspecting", total=len(files), unit="files") as done:
-            if workers <= 1:
-                config = ReaderConfig(workers=0)
-                reports = []
-                for f in files:
-                    reports.append(
-                        inspect_trace(f, sms, config, max_launches, keep, plots=plots, progress=progress, checks=checks)
-                    )
-                    done.update(len(reports))
-            else:
-                # What the workers import lazily (the health checks' numpy, and its ctypes) is imported here first.
-                # A fork copies each module's import lock as it is: when another thread (PyTorch's validator beside
-                # the inspection) was importing one of them at that instant, the workers waited for it forever.
-                import wizard.trace.health.checks  # noqa: F401
-
-                with relayed(progress) as theirs, worker_pool(workers) as pool:  # each worker's file gets its bar
-                    one = partial(
-                        inspect_trace,
-                        sms=sms,
-                        max_launches=max_launches,
-                        keep=keep,
-                        plots=plots,
-                        progress=theirs,
-                        checks=checks,
-                    )
-                    reports = list(_in_order(pool.map(one, [str(f) for f in files]), done))
-    ranks = len(paths) == 1 and Path(paths[0]).is_dir()  # one job's traces, a rank each: not unrelated files
-    return Inspection(reports, job_health(reports if ranks else reports[:1], checks, rank_skew_floor_us))
-
-
-def _in_order(results: Iterator[TraceReport], done: Task) -> Iterator[TraceReport]:
-    """The pool's reports in file order, counting each as it comes."""
-    for count, report in enumerate(results, 1):
-        done.update(count)
-        yield report
+METRICS_PASS = TracePass("mechanisms", KernelMetrics, MechanismPass, KernelMetrics.to_dict)

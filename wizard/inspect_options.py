@@ -1,0 +1,108 @@
+"""What an inspection is asked (``InspectOptions``), declared once: ``trace inspect``'s arguments are built from
+its fields' metadata (wizard/cli/parser.py), ``wizard.inspect_traces`` and the inspection's run take it whole,
+and every pass over a trace receives it whole. A light module (``--help`` imports it): it names no layer, so
+the command line may read it without loading the trace doctor; the run checks it (``check_options``)."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+DEFAULT_MAX_LAUNCHES = 100  # wrong launches listed per finding group in --json (the rest are counted)
+# Per-launch records for the library: none (the CLI, the profiler hook), the wrong ones, or every
+# checked launch (a notebook plotting reported against true values).
+Keep = Literal["none", "wrong", "all"]
+KEEP_CHOICES: tuple[str, ...] = ("none", "wrong", "all")
+
+
+def id_list(text: str) -> tuple[str, ...]:
+    """``--checks a,b``: the ids, blanks dropped (``--checks ''`` is an empty selection, which the check refuses)."""
+    return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
+def _arg(help: str, *, metavar: str, least: tuple[int, str] | None = None, **kind: Any) -> dict[str, Any]:
+    """A field's command-line declaration: ``trace inspect`` builds its argument from it (flag from the name);
+    ``least``: a whole number's smallest value and how the check's message says it (``check_options``)."""
+    return {"help": help, "metavar": metavar, "kind": kind, **({"least": least} if least else {})}
+
+
+@dataclass(frozen=True, slots=True)
+class InspectOptions:
+    """What the caller asked of an inspection, for the run and every pass to read.
+
+    Each field with ``help`` metadata is a ``trace inspect`` option (``--`` and the name with dashes); the
+    others (``launches``, ``plots``) are the library's alone, set by ``inspect_traces`` or by the CLI from what
+    it writes. ``None`` means the default of what reads it (all checks; the SM count from the trace; the cores;
+    the rank-skew check's floor)."""
+
+    sms: int | None = field(
+        default=None,
+        metadata=_arg(
+            "SM count of the GPU, for traces without deviceProperties (PyTorch 1.8): 80 for a V100, "
+            "68 for an RTX 2080 Ti, 108 for an A100, 132 for an H100",
+            metavar="N",
+            type=int,
+            least=(1, "a positive number of SMs"),
+        ),
+    )
+    jobs: int | None = field(
+        default=None,
+        metadata=_arg(
+            "processes to use (default: the cores): one per file for several files; the decoding workers for one "
+            "big file; 1: everything in one process",
+            metavar="N",
+            type=int,
+            least=(1, "a positive number"),
+        ),
+    )
+    max_launches: int = field(
+        default=DEFAULT_MAX_LAUNCHES,
+        metadata=_arg(
+            f"--json lists up to N launches with wrong values per group (default {DEFAULT_MAX_LAUNCHES}; "
+            "the rest are counted)",
+            metavar="N",
+            type=int,
+            least=(0, "0 or more"),
+        ),
+    )
+    checks: tuple[str, ...] | None = field(
+        default=None,
+        metadata=_arg(
+            "run only these health checks (default: all; see docs/health.md for the ids)",
+            metavar="ID,...",
+            type=id_list,
+        ),
+    )
+    skip_checks: tuple[str, ...] = field(
+        default=(), metadata=_arg("leave out these health checks", metavar="ID,...", type=id_list)
+    )
+    rank_skew_floor_us: float | None = field(
+        default=None,
+        metadata=_arg(
+            "median start skew across ranks at which rank-skew is a warning (default 100 µs; below: info)",
+            metavar="US",
+            type=float,
+        ),
+    )
+    launches: Keep = "none"  # per-launch records kept: none, the wrong ones, or all (Inspection.to_dataframe)
+    plots: bool = False  # also gather what a picture needs (the HTML report)
+
+    @classmethod
+    def parsed(cls, args: Any) -> InspectOptions:
+        """The options a parsed ``trace inspect`` command line holds (its arguments are the fields with help; the
+        library's own keep their defaults)."""
+        return cls(**{spec.name: getattr(args, spec.name) for spec in command_line_fields()})
+
+
+DEFAULT_OPTIONS = InspectOptions()  # nothing asked: every default
+
+
+def command_line_fields() -> tuple[dataclasses.Field[Any], ...]:
+    """The fields ``trace inspect`` takes as options, in declaration order."""
+    return tuple(spec for spec in dataclasses.fields(InspectOptions) if "help" in spec.metadata)
+
+
+def flag_of(name: str) -> str:
+    """The flag an ``InspectOptions`` field is on the command line: ``max_launches`` is ``--max-launches``."""
+    return "--" + name.replace("_", "-")
