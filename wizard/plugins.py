@@ -13,6 +13,7 @@ warpwizard's own over every trace an inspection reads; like a probe, it is code 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -51,31 +52,34 @@ def _entries(group: str) -> list[metadata.EntryPoint]:
     return sorted(metadata.entry_points(group=group), key=lambda e: (e.name, e.value))
 
 
+def _load(entry: metadata.EntryPoint, kind: str, make: Callable[[Any], Any] = lambda loaded: loaded) -> Any:
+    """What an entry point names (``make`` turns it into the plugin: a probe class into its instance); a third
+    party's import or constructor that fails is a PluginError saying whose."""
+    try:
+        return make(entry.load())
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 (a third party's code: say whose)
+        raise PluginError(
+            f"{kind} plugin {entry.name!r} ({_origin(entry)}, {entry.value}) could not load: {_failure(exc)}"
+        ) from None
+
+
 def installed_probes() -> list[Plugin]:
     """Each installed probe, instantiated; a plugin that cannot load is a PluginError naming it."""
-    found = []
-    for entry in _entries(PROBES_GROUP):
-        try:
-            loaded = entry.load()
-            probe = loaded() if isinstance(loaded, type) else loaded
-        except (Exception, SystemExit) as exc:  # noqa: BLE001 (a third party's import or constructor: say whose)
-            raise PluginError(
-                f"probe plugin {entry.name!r} ({_origin(entry)}, {entry.value}) could not load: {_failure(exc)}"
-            ) from None
-        found.append(Plugin(entry.name, _origin(entry), probe))
-    return found
+    return [
+        Plugin(
+            entry.name,
+            _origin(entry),
+            _load(entry, "probe", lambda loaded: loaded() if isinstance(loaded, type) else loaded),
+        )
+        for entry in _entries(PROBES_GROUP)
+    ]
 
 
 def installed_playbook_paths() -> list[Plugin]:
     """Each installed playbook location as a Path (a directory of playbooks, or one playbook file)."""
     found = []
     for entry in _entries(PLAYBOOKS_GROUP):
-        try:
-            loaded = entry.load()
-        except (Exception, SystemExit) as exc:  # noqa: BLE001 (a third party's import: say whose)
-            raise PluginError(
-                f"playbook plugin {entry.name!r} ({_origin(entry)}, {entry.value}) could not load: {_failure(exc)}"
-            ) from None
+        loaded = _load(entry, "playbook")
         if isinstance(loaded, ModuleType) and loaded.__file__:
             path = Path(loaded.__file__).parent
         elif isinstance(loaded, (str, os.PathLike)):
@@ -91,13 +95,4 @@ def installed_playbook_paths() -> list[Plugin]:
 def installed_passes() -> list[Plugin]:
     """Each installed trace pass (``warpwizard.passes``: an entry point naming a ``TracePass``), as loaded; the
     inspection checks each against the pass's contract (wizard/trace/inspection/passes.py)."""
-    found = []
-    for entry in _entries(PASSES_GROUP):
-        try:
-            loaded = entry.load()
-        except (Exception, SystemExit) as exc:  # noqa: BLE001 (a third party's import: say whose)
-            raise PluginError(
-                f"trace pass plugin {entry.name!r} ({_origin(entry)}, {entry.value}) could not load: {_failure(exc)}"
-            ) from None
-        found.append(Plugin(entry.name, _origin(entry), loaded))
-    return found
+    return [Plugin(entry.name, _origin(entry), _load(entry, "trace pass")) for entry in _entries(PASSES_GROUP)]
