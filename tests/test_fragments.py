@@ -129,6 +129,20 @@ def test_needs_missing_and_unknown_are_each_one_line(tmp_path: Path) -> None:
     )
 
 
+def test_a_with_value_that_is_no_node_id_is_the_playbooks_one_problem(tmp_path: Path) -> None:
+    """Said once, where it is written: the value is bound to nothing, so the shipped fragment is not blamed for
+    an "unknown node" the user never wrote there."""
+    problems = _problems(
+        tmp_path,
+        "  - uses: trace-start\n"
+        "    with: {without_trace: [symptom], unreadable: trace_unreadable, after_inspect: route}\n",
+    )
+    assert problems == [
+        f"{tmp_path}/uses-test.yaml:8:27: 'with: without_trace' must be a node id, not list",
+        f"{tmp_path}/uses-test.yaml:10:5: node 'symptom' is unreachable from the start node 'have'",
+    ]  # before: also "trace-start.yaml:30:68: unknown node '$without_trace'", in a file the user never wrote
+
+
 def test_a_problem_inside_a_fragment_names_the_fragment_file(tmp_path: Path) -> None:
     broken = (
         "fragment: broken\nneeds: {then: where to go}\nnodes:\n"

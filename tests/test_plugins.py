@@ -291,8 +291,20 @@ def test_an_installed_pass_feeds_a_playbook_fact(site: Path, run_cli: RunCli, tm
             "trace pass 'memcpy-count' (plugin pass-plugin 0.1.0) wrote set at passes.memcpy-count.memcpys: a "
             "written result is JSON data (dict, list, str, int, float, bool or None)",
         ),
+        (  # its start returns no run: finish is looked up inside the guard, so this is the plugin's line, not 70
+            PASS_PLUGIN.replace("MemcpyCount, Counting, write", "MemcpyCount, lambda options: None, write"),
+            "pass_plugin:PASS",
+            "trace pass 'memcpy-count' (plugin pass-plugin 0.1.0) raised AttributeError when it finished: 'NoneType' "
+            "object has no attribute 'finish'",
+        ),
+        (  # a needs entry whose name cannot be hashed: the contract's line, not a TypeError
+            PASS_PLUGIN.replace("needs=(METRICS_PASS,)", "needs=(TracePass(['x'], MemcpyCount, Counting, write),)"),
+            "pass_plugin:PASS",
+            "trace pass plugin 'memcpy-count' (plugin pass-plugin 0.1.0) needs ['x'], which is not a pass that runs "
+            "before it",
+        ),
     ],
-    ids=["import-fails", "not-a-pass", "clashes", "finish-raises", "wrong-type", "not-json"],
+    ids=["import-fails", "not-a-pass", "clashes", "finish-raises", "wrong-type", "not-json", "no-run", "bad-needs"],
 )
 def test_a_broken_or_clashing_pass_plugin_is_one_line(
     site: Path, run_cli: RunCli, tmp_path: Path, body: str, entry: str, line: str
@@ -303,6 +315,27 @@ def test_a_broken_or_clashing_pass_plugin_is_one_line(
     assert result.status == 5, result.stderr  # ExitStatus.PROBE_FAILURE, as a broken probe plugin; never 70
     assert result.stderr == f"warpwizard: error: {line}\n"
     assert strict_json(result.stdout)["error"] == line  # --json: the error as JSON too
+
+
+def test_a_pass_result_that_cannot_leave_a_worker_is_one_line(site: Path, run_cli: RunCli, tmp_path: Path) -> None:
+    """A directory's traces come back from worker processes pickled: a result holding a lock is the plugin's
+    one line (exit 5), found in the worker, never a TypeError at the pool (exit 70)."""
+    ranks = tmp_path / "ranks"
+    ranks.mkdir()
+    for rank in range(2):
+        _memcpy_trace(ranks / f"rank{rank}.json")
+    _pass_plugin(
+        site,
+        PASS_PLUGIN.replace("    max_launches: int\n", "    max_launches: object\n").replace(
+            "self.options.max_launches)", "__import__('threading').Lock())"
+        ),
+    )
+    shown = run_cli("trace", "inspect", "--json", "--jobs", "2", str(ranks))
+    assert shown.status == 5, shown.stderr
+    assert shown.stderr == (
+        "warpwizard: error: trace pass 'memcpy-count' (plugin pass-plugin 0.1.0) raised TypeError when it returned a "
+        "result that cannot be sent between processes: cannot pickle '_thread.lock' object\n"
+    )
 
 
 def test_an_installed_pass_runs_in_each_worker(site: Path, run_cli: RunCli, tmp_path: Path) -> None:

@@ -45,6 +45,7 @@ def test_help_builds_only_the_list_of_commands(argv: list[str]) -> None:
         (["trace", "inspect", "x.json"], "trace"),
         (["--playbook-dir", "run", "list"], "list"),  # the option's value is not the command
         (["--playbook", "run", "list"], "list"),  # nor an abbreviation's (argparse takes --playbook)
+        (["--p", "run", "list"], "list"),  # the shortest: no other top-level option starts --p
         (["--playbook-dir=run", "list"], "list"),
         (["--no-color"], "run"),  # no command: the triage, which is `run triage`
         ([], "run"),

@@ -577,7 +577,7 @@ def _progress(ctx: Context) -> Any:
 
 def _check_playbook_dirs(ctx: Context) -> None:
     for d in ctx.args.playbook_dir:
-        if not os.path.isdir(d):
+        if not os.path.isdir(d or "."):  # Path(d).is_dir(): an empty name is the current directory
             raise UsageError(f"--playbook-dir {d}: no such directory")
 
 
@@ -600,11 +600,15 @@ def main(argv: list[str] | None = None, system: System | None = None) -> int:
     arguments = sys.argv[1:] if argv is None else list(argv)
     debug = "--debug" in arguments
     stdout, stderr = _Stream(system.stdout), _Stream(system.stderr)
-    parser = build_parser(command_of(arguments))
+    only = command_of(arguments)
+    parser = build_parser(only)
     args: argparse.Namespace | None = None
     try:
         with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
             args, given = parser.parse_known_args(arguments)  # --help and --version print through these
+            if args.command is not None and args.command != only:  # command_of misread the line: the whole grammar
+                parser = build_parser()
+                args, given = parser.parse_known_args(arguments)
             if given and args.command is not None:
                 parser.parse_args(arguments)  # a command's unknown option: its own one-line error
         ctx = Context(args, system, stdout, stderr)

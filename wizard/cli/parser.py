@@ -75,7 +75,7 @@ def command_of(argv: Sequence[str]) -> str | None:
         if arg in ("-h", "-V") or (len(arg) > 2 and ("--help".startswith(arg) or "--version".startswith(arg))):
             return None
         if arg.startswith("-"):
-            values = "=" not in arg and len(arg) > 3 and _TOP_VALUED.startswith(arg)
+            values = "=" not in arg and len(arg) > 2 and _TOP_VALUED.startswith(arg)  # --p: argparse's too
             continue
         return arg
     return "run"

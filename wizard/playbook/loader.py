@@ -91,6 +91,7 @@ class _Checker:
         self._health: list[tuple[int, str, str]] | None = None
         self.fragment_chars = 0  # the fragments' text read for this playbook, bounded like one playbook
         self.fragment_data: dict[int, dict[str, Any]] = {}
+        self.unfilled: set[str] = set()  # ``$need`` targets left empty, their problem already said at the 'uses'
         self.problems: list[tuple[int, int, int, str]] = []
 
     def file_of(self, where: Path_) -> int:
@@ -647,7 +648,7 @@ def _check_graph(c: _Checker, pb_start: str, nodes: dict[str, Node], node_where:
         _dead_end(c, node, where)
         targets = [(edge.target, edge.at) for edge in node.edges()]
         for target, at in targets:
-            if target not in nodes:
+            if target not in nodes and target not in c.unfilled:
                 c.problem((*where, *at), f"unknown node {target!r}{_suggest(target, ids)}")
         edges[node_id] = [t for t, _ in targets if t in nodes]
     if pb_start not in nodes:
@@ -787,7 +788,10 @@ def _used(
     for need, meaning in needs.items():
         if need not in given:
             c.problem(where, f"fragment {name!r} needs 'with: {{{need}: NODE}}': {meaning}")
-    bound = {k: v for k, v in given.items() if k in needs} | {k: None for k in needs if k not in given}
+    # a value already said to be wrong is bound to nothing: its problem is the playbook's, not the fragment's
+    bound = {k: v if isinstance(v, str) else None for k, v in given.items() if k in needs} | {
+        k: None for k in needs if k not in given
+    }
     yield from _expanded(c, data["nodes"], (FRAGMENT, n, "nodes"), bound, (*chain, name))
 
 
@@ -858,7 +862,10 @@ def _target(c: _Checker, value: Any, where: Path_, given: Mapping[str, Any]) -> 
     if not (isinstance(value, str) and value.startswith("$")):
         return value
     if value[1:] in given:
-        return given[value[1:]] if given[value[1:]] is not None else value  # a need not given: noted at 'uses'
+        if given[value[1:]] is None:  # a need not given, or given no node id: said at the 'uses', once
+            c.unfilled.add(value)
+            return value
+        return given[value[1:]]
     listed = ", ".join(f"${k}" for k in given) or "none"
     c.problem(where, f"{value!r} is none of this fragment's needs ({listed}); declare it under 'needs'")
     return value

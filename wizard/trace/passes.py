@@ -91,7 +91,7 @@ def contract_problem(value: object, before: Mapping[str, TracePass[Any]]) -> str
     if not isinstance(needs, tuple):
         return "declares needs that are not a tuple of passes"
     for need in needs:
-        if not isinstance(need, TracePass) or need.name not in before:
+        if not isinstance(need, TracePass) or not isinstance(need.name, str) or need.name not in before:
             named = need.name if isinstance(need, TracePass) else need
             return f"needs {named!r:.60}, which is not a pass that runs before it"
     return None

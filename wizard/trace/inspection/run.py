@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import pickle
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import partial
@@ -117,7 +118,7 @@ def inspect_trace(
 
     def feed(contents: TraceContents) -> None:
         for one, run in runs:
-            _guarded(one, "was fed", partial(run.feed, contents))
+            _guarded(one, "was fed", partial(_feed, run, contents))  # a run with no feed: the plugin's fault
 
     with reading(progress, path) as on_read:
         contents = read_trace(path, on_progress=feed, config=config, on_read=on_read)
@@ -140,6 +141,11 @@ def inspect_trace(
     return report
 
 
+def _feed(run: PassRun[Any], contents: TraceContents) -> None:
+    """``run.feed``, its lookup inside the guard: a plugin's start that returned no run is one line."""
+    run.feed(contents)
+
+
 def _guarded(one: TracePass[Any], doing: str, call: Callable[[], Any]) -> Any:
     """A plugin's code, run so that what it raises is one line naming it and its package (never a traceback or
     exit 70, as for a probe plugin); warpwizard's own passes and those registered in this process raise as is."""
@@ -152,10 +158,12 @@ def _guarded(one: TracePass[Any], doing: str, call: Callable[[], Any]) -> Any:
 
 
 def _finished(one: TracePass[Any], run: PassRun[Any], contents: TraceContents, before: Results) -> object:
-    result = _guarded(one, "finished", partial(run.finish, contents, before))
+    result = _guarded(one, "finished", lambda: run.finish(contents, before))
     if not isinstance(result, one.result):
         message = f"{one.who} returned {type(result).__name__}, not its declared {one.result.__name__}"
         raise PluginError(message) if one.origin.startswith("plugin ") else TypeError(message)
+    if one.origin.startswith("plugin "):  # a directory's traces come back from worker processes, pickled
+        _guarded(one, "returned a result that cannot be sent between processes", partial(pickle.dumps, result))
     return result
 
 
