@@ -175,6 +175,23 @@ def test_fragments_nest_at_most_four_deep(tmp_path: Path) -> None:
     )
 
 
+def test_the_fragments_bound_counts_characters(tmp_path: Path) -> None:
+    """A fragment of 3 million 'é' (6 MB, 3 M characters) after one of 2 million: the bound (4 Mi characters in
+    all) is said; counted in bytes, the read cut the second mid-way and loaded it cut, or failed to decode."""
+    from wizard.playbook.yaml_source import MAX_YAML_CHARS
+
+    big = "fragment: {name}\nnodes:\n  - {{id: x_{name}, kind: conclusion, diagnosis: d, summary: d}}\n# {pad}\n"
+    fragments = {
+        "first": big.format(name="first", pad="é" * 2_000_000),
+        "second": big.format(name="second", pad="é" * 3_000_000),
+    }
+    problems = _problems(tmp_path, "  - uses: first\n  - uses: second\n", fragments)
+    assert (
+        f"{tmp_path}/fragments/second.yaml:1:1: the fragments of one playbook are at most {MAX_YAML_CHARS} "
+        "characters in all" in problems
+    )
+
+
 def test_a_fragment_is_safe_yaml_like_a_playbook(tmp_path: Path) -> None:
     tagged = "fragment: tagged\nnodes:\n  - !!python/object:os.system {id: x}\n"
     problems = _problems(tmp_path, "  - uses: tagged\n", {"tagged": tagged})

@@ -808,8 +808,8 @@ def _fragment(c: _Checker, name: str, where: Path_) -> int | None:
         )
         return None
     try:
-        with open(found, "rb") as fh:
-            text = fh.read(MAX_YAML_CHARS + 1 - c.fragment_chars).decode("utf-8")
+        with open(found, encoding="utf-8", newline="") as fh:  # characters, as the bound counts them
+            text = fh.read(MAX_YAML_CHARS + 1 - c.fragment_chars)
     except (OSError, UnicodeDecodeError) as exc:
         c.problem(where, f"fragment {name!r} ({found}) cannot be read: {getattr(exc, 'strerror', None) or exc}")
         return None
