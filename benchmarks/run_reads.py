@@ -14,15 +14,14 @@ CPU time and peak memory (the process's maximum resident set, from wait4's rusag
 from __future__ import annotations
 
 import argparse
-import os
-import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # beside.py, run as a script
+from beside import Sample, measure, rows  # noqa: E402
+from beside import table as render  # noqa: E402
 
 PLAYBOOK = """\
 id: two-reads
@@ -49,21 +48,10 @@ nodes:
 """
 
 
-def run(source: Path, playbook: Path, report: Path) -> tuple[float, float, float, int]:
-    """(wall s, cpu s, peak MB, exit code) of one run from ``source``."""
-    env = {**os.environ, "PYTHONPATH": str(source)}
+def run(source: Path, playbook: Path, report: Path) -> Sample:
+    """One run of the two-reads playbook from ``source``, writing ``report``."""
     report.unlink(missing_ok=True)
-    started = time.perf_counter()
-    child = subprocess.Popen(
-        [sys.executable, "-m", "wizard", "run", str(playbook), "--report", str(report), "--defaults"],
-        env=env,
-        cwd=report.parent,  # not the checkout: `python -m` puts the current directory before PYTHONPATH
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    _, status, usage = os.wait4(child.pid, 0)
-    wall = time.perf_counter() - started
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status)
+    return measure(source, ["run", str(playbook), "--report", str(report), "--defaults"], cwd=report.parent)
 
 
 def main(argv: list[str]) -> int:
@@ -76,30 +64,12 @@ def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory() as scratch:
         playbook = Path(scratch) / "two-reads.yaml"
         playbook.write_text(PLAYBOOK.format(trace=args.trace.resolve()))
-        results: dict[str, list[tuple[float, float, float, int]]] = {"before": [], "now": []}
+        results: dict[str, list[Sample]] = {"before": [], "now": []}
         for _ in range(args.runs):
             for label, source in (("before", args.before), ("now", REPO)):
                 results[label].append(run(source, playbook, Path(scratch) / "run.html"))
-    medians = {label: tuple(statistics.median(r[i] for r in runs) for i in range(3)) for label, runs in results.items()}
-    rows = []
-    for label in ("before", "now"):
-        wall, cpu, peak = medians[label]
-        was = medians["before"]
-        ratio = "" if label == "before" else f"{wall / was[0]:.2f}x / {cpu / was[1]:.2f}x / {peak / was[2]:.2f}x"
-        codes = [r[3] for r in results[label]]
-        size = args.trace.stat().st_size / 1e6
-        name = f"{args.trace.name} ({size:,.0f} MB)"
-        rows.append(f"| {name} | {label} | {wall:.2f} | {cpu:.2f} | {peak:,.0f} | {ratio} | {codes} |")
-    table = "\n".join(
-        [
-            f"{args.runs} runs each, alternating, medians; machine: {os.uname().machine}, {os.cpu_count()} cores, "
-            f"Python {sys.version.split()[0]}",
-            "",
-            "| trace | build | wall (s) | CPU (s) | peak MB | now / before (wall / CPU / memory) | exit codes |",
-            "|---|---|---:|---:|---:|---|---|",
-            *rows,
-        ]
-    )
+    name = f"{args.trace.name} ({args.trace.stat().st_size / 1e6:,.0f} MB)"
+    table = render(args.runs, "now / before", rows(name, results))
     print(table)
     if args.markdown:
         args.markdown.write_text(table + "\n")
