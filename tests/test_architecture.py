@@ -143,8 +143,10 @@ def _module_name(rel: str) -> str:
 
 
 # Where importlib may load code by a name computed at run time: the package's face loads each public
-# name on first use (its table, read below as imports); plugins are installed packages' entry points.
-DYNAMIC_IMPORTS = {"wizard/__init__.py", "wizard/plugins.py"}
+# name on first use (its table, read below as imports); plugins are installed packages' entry points; the health
+# checks' registry loads every module of its own package (read below as importing each of them).
+CHECKS_REGISTRY = "wizard/trace/health/checks/__init__.py"
+DYNAMIC_IMPORTS = {"wizard/__init__.py", "wizard/plugins.py", CHECKS_REGISTRY}
 
 
 def test_no_module_imports_by_a_name_the_test_cannot_read() -> None:
@@ -171,6 +173,8 @@ def _import_graph() -> dict[str, set[str]]:
         found |= {imported for _, imported in _imports(tree, run_time=True) if imported in names}
         graph[name] = found - {name, "wizard"}  # the package itself runs first whoever imports it
     graph["wizard"] |= {module for module in ast.literal_eval(_lazy_table()) if module in names}
+    registry = _module_name(CHECKS_REGISTRY)
+    graph[registry] |= {n for n in names if n.startswith(f"{registry}.") and not n.rsplit(".", 1)[1].startswith("_")}
     return graph
 
 

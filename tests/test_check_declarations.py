@@ -1,12 +1,13 @@
-"""A health check declared once (issue 34): ``CHECKS`` (wizard/trace/health/spec.py) is what the runner runs,
-what the generated docs say, what trace.inspect's facts are read from and what the reports draw; each playbook
-a check names is shipped and reached by the triage.
+"""A health check declared once (issue 34): ``CHECKS`` (each module of wizard/trace/health/checks/, found by its
+registry) is what the runner runs, what the generated docs say, what trace.inspect's facts are read from and what
+the reports draw; each playbook a check names is shipped and reached by the triage.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import types
 import typing
 from pathlib import Path
 from typing import Annotated, Any, Literal, NotRequired, TypedDict
@@ -18,7 +19,8 @@ from tests.frozen_facts import FROZEN, TARGETS, health_facts_of
 from wizard.probes.base import fact_matches, type_text
 from wizard.testing.traces import KernelSpec, TraceBuilder
 from wizard.trace.health import generate
-from wizard.trace.health.spec import CHECK_FACTS, CHECKS, SPEC, TRIAGE_ORDER, CheckSpec, HealthCheck, check_facts
+from wizard.trace.health.checks import CHECK_FACTS, CHECKS, SPEC, TRIAGE_ORDER, check_facts
+from wizard.trace.health.spec import CheckSpec, HealthCheck
 
 PLAYBOOKS = REPO / "playbooks"
 
@@ -45,9 +47,10 @@ def assert_as_declared(check: dict[str, Any]) -> None:
 @pytest.mark.parametrize("target", TARGETS)
 def test_the_facts_of_real_traces_are_the_frozen_ones(target: str) -> None:
     """tests/data/health_facts_frozen.json was written by ``python -m tests.frozen_facts`` with the code before
-    the checks were declared once (main at af1b766): every fact, its value and its JSON type, unchanged. A change
-    that means to change what the checks say (a new check adds its facts and its line to ``health_checks``)
-    rewrites it with that command, and says so."""
+    the checks were declared once (main at af1b766): every fact, its value and its JSON type, unchanged. A check
+    declared since is left out of it (its facts, its line of ``health_checks``: tests/frozen_facts.py
+    FROZEN_CHECKS); a change that means to change what the frozen checks or the triage say rewrites the file with
+    that command, and says so."""
     if not (TRACES / target).exists():
         pytest.skip(f"{target} is not among the shared traces")
     frozen = json.loads(FROZEN.read_text())[target]
@@ -155,15 +158,91 @@ def test_each_per_trace_check_has_its_function_and_only_those_do() -> None:
     assert sorted(RUNS) == sorted(c.id for c in CHECKS if c.scope == "trace")
 
 
-def test_registering_an_undeclared_or_second_function_is_refused() -> None:
-    from wizard.trace.health.checks import runs
+def _module(name: str, **attributes: Any) -> tuple[str, types.ModuleType]:
+    module = types.ModuleType(name)
+    for key, value in attributes.items():
+        setattr(module, key, value)
+    return name, module
 
-    with pytest.raises(ValueError, match="not a declared per-trace check"):
-        runs("no-such-check")
-    with pytest.raises(ValueError, match="registered twice"):
-        runs("durations")(lambda t: None)  # type: ignore[arg-type, return-value]
-    with pytest.raises(ValueError, match="not a declared per-trace check"):
-        runs("rank-skew")  # a job's check: run over the ranks' summaries, not per trace
+
+def _declaring(check_id: str, order: int, **changes: Any) -> CheckSpec:
+    return dataclasses.replace(SPEC["stacks-missing"], id=check_id, order=order, **changes)
+
+
+def _run(t: Any) -> HealthCheck:
+    raise AssertionError("never run")
+
+
+def test_a_module_that_breaks_the_checks_contract_is_refused_by_name() -> None:
+    """The registry finds the modules of wizard/trace/health/checks/ itself: each is held to the contract, and a
+    broken one names its file and what it lacks (``collect`` is what the package's own modules go through)."""
+    from wizard.trace.health.checks import ContractError, collect
+
+    where = "wizard/trace/health/checks/gpu_idle.py"
+    refused = {
+        "declares no CHECK (a CheckSpec)": [_module("gpu_idle", run=_run)],
+        "declares 'gpu-busy'; its module is named gpu_busy.py": [_module("gpu_idle", CHECK=_declaring("gpu-busy", 5))],
+        "a per-trace check without run(tables)": [_module("gpu_idle", CHECK=_declaring("gpu-idle", 5))],
+        "a job's check runs over the ranks' summaries, not run(tables)": [
+            _module("gpu_idle", CHECK=_declaring("gpu-idle", 5, scope="job"), run=_run)
+        ],
+        "names playbook 'kernels-missing' without a triage_rank": [
+            _module("gpu_idle", CHECK=_declaring("gpu-idle", 5, playbook="kernels-missing"), run=_run)
+        ],
+    }
+    for message, modules in refused.items():
+        with pytest.raises(ContractError) as raised:
+            collect(modules)
+        assert str(raised.value) == f"{where}: {message}"
+    with pytest.raises(ContractError) as twice:
+        collect(
+            [_module("a_b", CHECK=_declaring("a-b", 5), run=_run), _module("c", CHECK=_declaring("c", 5), run=_run)]
+        )
+    assert str(twice.value) == "c and a-b both declare order=5"
+    checks, runs = collect(
+        [
+            _module("late", CHECK=_declaring("late", 20), run=_run),
+            _module("early", CHECK=_declaring("early", 10), run=_run),
+        ]
+    )
+    assert [c.id for c in checks] == ["early", "late"]  # by order, not by the modules' names or their finding
+    assert runs == {"late": _run, "early": _run}
+
+
+def test_the_triage_order_is_derived_from_the_checks_triage_ranks() -> None:
+    """Missing data first, because every other number depends on it; the kernel metrics last (the order the
+    triage had as a hand-written list before the checks declared it)."""
+    assert TRIAGE_ORDER == (
+        "kernels-missing",
+        "impossible-timing",
+        "cuda-graphs",
+        "kernels-hidden",
+        "rank-skew",
+        "summary-table",
+        "negative-warps-per-sm",
+    )
+
+
+def test_each_checks_own_test_module_names_a_declared_check() -> None:
+    """tests/test_<module>_check.py holds a check's unit tests and its second computation, so the shared oracle
+    (tests/health_oracle.py) leaves that check to it: a file named for no check would leave nothing checked."""
+    from tests import health_oracle
+
+    own = [p for p in sorted((REPO / "tests").glob("test_*_check.py"))]
+    for path in own:
+        check_id = path.name.removeprefix("test_").removesuffix("_check.py").replace("_", "-")
+        assert check_id in SPEC, f"{path.name}: no check {check_id!r} is declared"
+        assert check_id in health_oracle.CHECKED_ELSEWHERE
+
+
+def test_loading_every_checks_declaration_imports_no_numpy() -> None:
+    """The CLI, the probes' facts and the docs read the declarations; numpy comes with a check's function only."""
+    import subprocess
+    import sys
+
+    code = "import sys, wizard.trace.health.checks as c; assert c.CHECKS; print('numpy' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
+    assert done.stdout.strip() == "False"
 
 
 # -- the generated docs: current, and stale the moment a declaration changes -------------------------

@@ -17,7 +17,7 @@ from wizard.errors import UsageError
 from wizard.inspect_options import InspectOptions, command_line_fields, flag_of
 from wizard.testing.traces import KernelSpec, TraceBuilder
 from wizard.trace.health.checker import HEALTH_PASS
-from wizard.trace.health.spec import CHECK_IDS
+from wizard.trace.health.checks import CHECK_IDS
 from wizard.trace.inspection.passes import register_pass, unregister_pass
 from wizard.trace.inspection.run import check_options
 from wizard.trace.metrics.classify import METRICS_PASS

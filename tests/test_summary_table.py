@@ -34,7 +34,7 @@ from tests.conftest import TRACES, RunCli, needs_torch, strict_json
 from tests.health_oracle import load_events
 from tests.summary_oracle import key_averages
 from wizard.testing.traces import KernelSpec, TraceBuilder
-from wizard.trace.health.summary_table import PrintedRow, printed_total
+from wizard.trace.health.key_averages import PrintedRow, printed_total
 
 
 def spec(name: str, op: str = "aten::add", **kw: Any) -> KernelSpec:

@@ -1,5 +1,6 @@
 """The triage's list of playbooks is written once. The order in which a triage continues when several checks
-find problems is ``TRIAGE_ORDER`` (wizard/trace/health/spec.py, beside the checks' playbooks); how the triage
+find problems is ``TRIAGE_ORDER`` (derived from each check's ``triage_rank``, beside its playbook in its module of
+wizard/trace/health/checks/); how the triage
 offers each playbook ("What did you see?") is that playbook's own ``triage: {label, offered}``. triage.yaml
 names neither: its question's choices and both ``continue`` lists are ``{from: health-playbooks}``, which the
 loader fills from the search path (docs/playbook-format.md, "Lists the loader fills")."""
@@ -12,7 +13,7 @@ from tests.conftest import REPO, RunCli, strict_json
 from wizard.playbook.loader import declared_triage, load_playbook
 from wizard.playbook.model import ConclusionNode, QuestionNode
 from wizard.probes.registry import catalog
-from wizard.trace.health.spec import CHECKS, TRIAGE_ORDER
+from wizard.trace.health.checks import CHECKS, TRIAGE_ORDER
 
 FLAGSHIP = "negative-warps-per-sm"
 

@@ -125,7 +125,7 @@ def rank_skew_of(machines: Iterable[MachineReport]) -> HealthCheck | None:
     reports = list(machines)
     if sum(len(m.collectives) for m in reports) < 2:
         return None
-    from wizard.trace.health.checks import rank_skew
+    from wizard.trace.health.checks.rank_skew import rank_skew
 
     ranks = ranks_of(reports)
     if ranks is None:

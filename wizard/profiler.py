@@ -121,8 +121,8 @@ class TraceChecker:
 
 
 def printed_rows(averages: Any) -> list[Any]:
-    """``prof.key_averages()``' rows as the table prints them (``wizard.trace.health.summary_table.PrintedRow``)."""
-    from wizard.trace.health.summary_table import PrintedRow
+    """``prof.key_averages()``' rows as the table prints them (``wizard.trace.health.key_averages.PrintedRow``)."""
+    from wizard.trace.health.key_averages import PrintedRow
 
     return [
         PrintedRow(
@@ -139,7 +139,7 @@ def printed_rows(averages: Any) -> list[Any]:
 
 def _table_lines(prof: Any, result: TraceCheck) -> list[str]:
     """The comparison's warnings: nothing when the profiler has no table or the trace was not checked."""
-    from wizard.trace.health.summary_table import compare_printed
+    from wizard.trace.health.key_averages import compare_printed
 
     averages = getattr(prof, "key_averages", None)
     if averages is None or result.inspection is None:

@@ -533,7 +533,7 @@ def _health(c: _Checker) -> list[tuple[int, str, str]]:
 def _derived(c: _Checker, raw: dict[str, Any], where: Path_) -> list[tuple[int, str, str]]:
     """The health playbooks a ``{from: health-playbooks}`` list names; each id the health check may continue into
     (TRIAGE_ORDER) must be one of them, else one problem per id missing."""
-    from wizard.trace.health.spec import TRIAGE_ORDER
+    from wizard.trace.health.checks import TRIAGE_ORDER
 
     c.unknown_keys(raw, grammar.names(grammar.DERIVED), where, "a derived list")
     if raw.get("from") != grammar.HEALTH_PLAYBOOKS:
@@ -554,7 +554,7 @@ def _derived(c: _Checker, raw: dict[str, Any], where: Path_) -> list[tuple[int, 
 def _health_order(c: _Checker, raw: dict[str, Any], where: Path_) -> list[str]:
     """A ``continue``'s derived choices: the health check's order (TRIAGE_ORDER), then any other playbook on the
     search path that declares ``triage``, by ``offered``."""
-    from wizard.trace.health.spec import TRIAGE_ORDER
+    from wizard.trace.health.checks import TRIAGE_ORDER
 
     health = [pid for _, pid, _ in _derived(c, raw, where)]
     return [p for p in TRIAGE_ORDER if p in health] + [p for p in health if p not in TRIAGE_ORDER]

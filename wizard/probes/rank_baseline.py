@@ -49,7 +49,7 @@ def _reports(paths: list[str]) -> list[Any] | None:
 def job_skew(env: Environment, paths: list[str]) -> HealthCheck:
     """The rank-skew check of one job, from its traces or from its per-rank reports."""
     from wizard.compare import ranks_of
-    from wizard.trace.health.checks import rank_skew
+    from wizard.trace.health.checks.rank_skew import rank_skew
 
     reports = _reports(paths)
     if reports is not None:

@@ -209,7 +209,8 @@ def _graph_call(inspection: Inspection) -> str:
 def health_facts(inspection: Inspection) -> dict[str, Any]:
     """The health check's verdicts as facts: which problems, where a triage continues, and each check's
     declared facts (``CheckSpec.facts``: its counts summed over a rank directory's traces as it says)."""
-    from wizard.trace.health.spec import CHECK_IDS, RANK, TRIAGE_ORDER, check_facts
+    from wizard.trace.health.checks import CHECK_IDS, TRIAGE_ORDER, check_facts
+    from wizard.trace.health.spec import RANK
 
     checks = inspection.health
     problems = [c for c in checks if c.problem]
@@ -412,7 +413,7 @@ class _Beside(Generic[T]):
 
 def _facts() -> tuple[FactSpec, ...]:
     """The probe's facts: ``TraceInspectFacts``, each health check's declared facts after ``graph_call``."""
-    from wizard.trace.health.spec import CHECK_FACTS
+    from wizard.trace.health.checks import CHECK_FACTS
 
     declared = declared_facts(TraceInspectFacts)
     at = next(n for n, f in enumerate(declared) if f.name == "graph_call") + 1

@@ -26,7 +26,8 @@ from wizard.report.view import (
     per_rank_counts,
     summary_table_views,
 )
-from wizard.trace.health.spec import HEALTH_LABEL, SPEC
+from wizard.trace.health.checks import SPEC
+from wizard.trace.health.spec import HEALTH_LABEL
 from wizard.trace.inspection.results import Inspection
 from wizard.trace.metrics.mechanisms import BY_ID, is_wrong
 from wizard.untrusted import html_prose, html_text, script_json

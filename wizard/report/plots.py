@@ -20,7 +20,7 @@ from typing import Any
 
 from wizard.errors import MissingDependency
 from wizard.formatting import exact, plural
-from wizard.trace.health.spec import SPEC
+from wizard.trace.health.checks import SPEC
 from wizard.trace.inspection.results import Inspection
 from wizard.trace.kineto_math import prints_truth
 from wizard.trace.metrics.findings import PlotData

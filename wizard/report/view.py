@@ -168,7 +168,7 @@ def _us(value: Any) -> str:
 
 def summary_table_views(inspection: Inspection) -> list[SummaryTableView]:
     """Each trace whose summary-table check could run: its sums and rows, the ones that mislead marked."""
-    from wizard.trace.health.summary_table import off_by_margin
+    from wizard.trace.health.key_averages import off_by_margin
 
     out = []
     for report in inspection.reports:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from wizard.inspect_options import DEFAULT_OPTIONS, InspectOptions
-from wizard.trace.health.spec import RANK, RANK_SKEW_FLOOR_US, HealthCheck, not_applicable, rank_of
+from wizard.trace.health.spec import RANK, RANK_SKEW_FLOOR_US, HealthCheck, rank_of
 from wizard.trace.metrics.classify import METRICS_PASS
 from wizard.trace.passes import Results, TracePass
 from wizard.trace.read.collector import TraceContents
@@ -50,7 +50,8 @@ class HealthPass:
         """Nothing while reading: the checks need every event."""
 
     def finish(self, contents: TraceContents, before: Results) -> HealthResult:
-        from wizard.trace.health.checks import check_trace, collectives
+        from wizard.trace.health.checks import check_trace
+        from wizard.trace.health.checks.rank_skew import collectives
 
         metrics = before.get(METRICS_PASS)
         return HealthResult(
@@ -92,7 +93,7 @@ def job_health(reports: Sequence[Any], options: InspectOptions = DEFAULT_OPTIONS
     if options.checks is not None and "rank-skew" not in options.checks:
         return []
     floor_us = RANK_SKEW_FLOOR_US if options.rank_skew_floor_us is None else options.rank_skew_floor_us
-    from wizard.trace.health.checks import rank_skew
+    from wizard.trace.health.checks.rank_skew import CHECK, rank_skew
 
     if len(reports) < 2:
         return [rank_skew({}, floor_us)]
@@ -101,8 +102,7 @@ def job_health(reports: Sequence[Any], options: InspectOptions = DEFAULT_OPTIONS
         rank = rank_of(report.skew_rank, report.path)  # a file name's number only inside a rank directory
         if rank is None or rank in by_rank:
             return [
-                not_applicable(
-                    "rank-skew",
+                CHECK.not_applicable(
                     "the traces' ranks are unknown or repeated "
                     "(no distributedInfo.rank and no number in the file name)",
                     ranks=[],

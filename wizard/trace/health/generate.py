@@ -1,5 +1,6 @@
 """docs/health.schema.json and the table of checks in docs/health.md, written from the checks' declarations
-(``wizard.trace.health.spec.CHECKS``): a check is declared once, and the docs cannot drift from it.
+(``CHECKS``: each module's ``CHECK`` in wizard/trace/health/checks/): a check is declared once, and the docs
+cannot drift from it.
 
 ``python -m wizard.trace.health.generate`` rewrites both from a checkout; tests/test_check_declarations.py fails
 when either is stale (``stale()`` names them).
@@ -13,14 +14,15 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, NotRequired
 
 from wizard.serialize import dumps
-from wizard.trace.health.spec import CHECK_IDS, CHECKS, EXAMPLES, STATUSES, Bounds, CheckSpec
+from wizard.trace.health.checks import CHECK_IDS, CHECKS
+from wizard.trace.health.spec import EXAMPLES, STATUSES, Bounds, CheckSpec
 
 DOCS = Path(__file__).resolve().parents[3] / "docs"
 SCHEMA = DOCS / "health.schema.json"
 PAGE = DOCS / "health.md"
 TABLE_START = (
-    "<!-- The table is generated from the checks' declarations (wizard/trace/health/spec.py, CHECKS) by "
-    "`python -m wizard.trace.health.generate`: edit the declarations, not the table. -->"
+    "<!-- The table is generated from the checks' declarations (each CHECK in wizard/trace/health/checks/) by "
+    "`python -m wizard.trace.health.generate` (or `bash scripts/generate`): edit the declarations, not the table. -->"
 )
 TABLE_END = "<!-- end of the generated table -->"
 _SCALARS = {int: "integer", float: "number", bool: "boolean", str: "string", type(None): "null"}

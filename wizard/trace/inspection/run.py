@@ -21,7 +21,7 @@ from wizard.errors import InputFileError, PluginError, UsageError
 from wizard.inspect_options import DEFAULT_OPTIONS, KEEP_CHOICES, InspectOptions, command_line_fields
 from wizard.progress import NO_PROGRESS, Progress, Task, reading, relayed, task
 from wizard.trace.health.checker import job_health
-from wizard.trace.health.spec import CHECK_IDS, check_selection
+from wizard.trace.health.checks import CHECK_IDS, check_selection
 from wizard.trace.inspection.passes import passes_to_run
 from wizard.trace.inspection.results import INLINE, Inspection, TraceInspection
 from wizard.trace.metrics.classify import METRICS_PASS
@@ -135,7 +135,7 @@ def inspect_trace(
         on_contents(contents)
     report = TraceInspection.of(contents, results, written, passes_s=passes_s)
     if METRICS_PASS in chosen and report.plot is not None:  # a picture's time axis starts at the trace's start
-        from wizard.trace.health.checks import window  # numpy: after the read, as the health pass imports it
+        from wizard.trace.health.tables import window  # numpy: after the read, as the health pass imports it
 
         report.plot.span = window(contents)
     return report
@@ -226,7 +226,9 @@ def inspect_paths(
                 # What the workers import lazily (the health checks' numpy, and its ctypes) is imported here first.
                 # A fork copies each module's import lock as it is: when another thread (PyTorch's validator beside
                 # the inspection) was importing one of them at that instant, the workers waited for it forever.
-                import wizard.trace.health.checks  # noqa: F401
+                import wizard.trace.health.key_averages
+                import wizard.trace.health.nesting
+                import wizard.trace.health.tables  # noqa: F401
 
                 with relayed(progress) as theirs, worker_pool(workers) as pool:  # each worker's file gets its bar
                     one = partial(inspect_trace, options=options, progress=theirs)  # each finds the passes itself

@@ -14,7 +14,7 @@ torch/autograd/profiler_util.py ``EventList._build_tree``, ``FunctionEvent.devic
   (the fix for pytorch#130730).
 
 Gathering (the op tree and what each op launched), judging (the margins) and wording are separate functions;
-``health_checks`` registers the two checks.
+the summary-table and profiler-overhead checks (wizard/trace/health/checks/) run the two verdicts.
 """
 
 from __future__ import annotations
@@ -34,9 +34,8 @@ from wizard.trace.health.spec import (
     OVERHEAD_SHARE,
     STEPS_KEPT,
     TABLE_ROWS,
+    CheckSpec,
     HealthCheck,
-    make_check,
-    not_applicable,
 )
 from wizard.trace.read.collector import TraceContents
 from wizard.trace.read.records import NO_CORRELATION
@@ -422,7 +421,7 @@ def _us(value: float) -> str:
     return f"{value:,.1f} µs"
 
 
-def summary_table_check(contents: TraceContents) -> HealthCheck:
+def summary_table_check(contents: TraceContents, check: CheckSpec) -> HealthCheck:
     """The ``summary-table`` check: where ``key_averages()`` would mislead its reader, and by how much."""
     table = summary_table(contents)
     details: dict[str, Any] = {
@@ -441,9 +440,7 @@ def summary_table_check(contents: TraceContents) -> HealthCheck:
         "sm_active": sm_active(contents),
     }
     if not table.gpu_events:
-        return not_applicable(
-            "summary-table", "no GPU events: key_averages() reports no device time for this trace", **details
-        )
+        return check.not_applicable("no GPU events: key_averages() reports no device time for this trace", **details)
     inflated = inflated_rows(table)
     over = over_wall_clock(table)
     details["inflated_ops"] = sum(1 for r in inflated if r.kind == "op")
@@ -466,8 +463,7 @@ def summary_table_check(contents: TraceContents) -> HealthCheck:
         )
     )
     if not inflated and not over:
-        return make_check(
-            "summary-table", 0, "ok",
+        return check.verdict(0, "ok",
             f"key_averages()' device times match the GPU events counted once (Self CUDA total "
             f"{_us(table.table_self_us)}, GPU busy {_us(table.busy_us)}){annotations}",
             "", details=details,
@@ -486,8 +482,7 @@ def summary_table_check(contents: TraceContents) -> HealthCheck:
             f"the {_us(table.busy_us)} the GPU was busy"
         )
     count = len(inflated) + (1 if over else 0)
-    return make_check(
-        "summary-table",
+    return check.verdict(
         count,
         "warning" if inflated else "info",  # a total past the wall clock is the sum it says it is: a reading
         "; ".join(parts) + annotations,
@@ -518,7 +513,7 @@ def step_drift(steps: list[tuple[float, float, str]]) -> dict[str, Any]:
     }
 
 
-def profiler_overhead(contents: TraceContents, span: tuple[float, float] | None) -> HealthCheck:
+def profiler_overhead(contents: TraceContents, span: tuple[float, float] | None, check: CheckSpec) -> HealthCheck:
     """The ``profiler-overhead`` check: CUPTI's overhead records (buffer requests, lazy function loading, ...)
     as a share of the window, and the steps' drift."""
     overheads = contents.timeline.overheads
@@ -544,14 +539,11 @@ def profiler_overhead(contents: TraceContents, span: tuple[float, float] | None)
     )
     if not overheads:
         if not len(contents.kernels) and not len(contents.timeline.gpu_ops):
-            return not_applicable("profiler-overhead", "no GPU activity: CUPTI writes the overhead records", **details)
-        return make_check(
-            "profiler-overhead", 0, "ok", f"no profiler-overhead records in the trace{steps}", "", details=details
-        )
+            return check.not_applicable("no GPU activity: CUPTI writes the overhead records", **details)
+        return check.verdict(0, "ok", f"no profiler-overhead records in the trace{steps}", "", details=details)
     n = len(overheads)
     status = "warning" if share > OVERHEAD_SHARE else "info"
-    return make_check(
-        "profiler-overhead",
+    return check.verdict(
         n,
         status,
         f"{plural(n, 'profiler-overhead record')} ({', '.join(cut(k, 60) for k in sorted(by_name)[:KINDS_SHOWN])}"

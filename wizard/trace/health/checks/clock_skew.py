@@ -1,0 +1,133 @@
+"""clock-skew: kernels that start before their own launch call, and how the offset moves."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Literal, TypedDict
+
+from wizard.formatting import plural, verb
+from wizard.trace.health.spec import (
+    EXAMPLES,
+    CheckFact,
+    CheckSpec,
+    HealthCheck,
+)
+from wizard.trace.read.records import NO_CORRELATION
+
+if TYPE_CHECKING:
+    from wizard.trace.health.tables import Tables
+
+
+class ClockSkewDetails(TypedDict):
+    linked: Annotated[int, "kernels linked to a launch call"]
+    min_us: Annotated[float | None, "the smallest kernel start minus call start, in µs"]
+    median_us: Annotated[float | None, "the median kernel start minus call start, in µs"]
+    drift_us: Annotated[float | None, "the last third's median offset minus the first third's, in µs"]
+    trend: Annotated[Literal["constant", "growing", "shrinking"], "how the offset moves over the trace"]
+    unmeasured: Annotated[int, "linked kernels whose offset is not a finite number"]
+
+
+CHECK = CheckSpec(
+    "clock-skew",
+    "impossible-timing",
+    "kernels before their launch",
+    ClockSkewDetails,
+    order=70,
+    triage_rank=20,
+    counts=(
+        "kernels whose `ts` is below their call's (the earliest launch or graph-launch call with the same "
+        "correlation id); `linked`, `min_us`, `median_us` (kernel minus call), `drift_us` (median of the last"
+        " third minus the first third, kernel order), `trend` (`constant`, `growing`, `shrinking`: beyond 10 "
+        "µs and a quarter of the median), `unmeasured` (linked kernels whose offset is not a finite number, "
+        "times near 1e308: no measurement, left out of the rest)"
+    ),
+    status_rule=("`warning`"),
+    facts=(
+        CheckFact("kernels_before_launch", int, "kernels that start before their own launch call (clock-skew)"),
+        CheckFact(
+            "launch_offset_min_us",
+            float | None,
+            "smallest kernel start minus launch call start, in µs",
+            "min_us",
+            "first",
+        ),
+        CheckFact(
+            "launch_offset_median_us",
+            float | None,
+            "median kernel start minus launch call start, in µs",
+            "median_us",
+            "first",
+        ),
+        CheckFact("launch_offset_trend", str | None, "constant, growing or shrinking over the trace", "trend", "first"),
+    ),
+    colour="#1a7f37",
+)
+
+
+def run(t: Tables) -> HealthCheck:
+    import numpy as np
+
+    from wizard.trace.health.tables import kernel_samples
+
+    calls, kernels = t.calls, t.kernels
+    linked_calls = (calls.launch | calls.graph) & (calls.corr != NO_CORRELATION)
+    empty = {"linked": 0, "min_us": None, "median_us": None, "drift_us": None, "trend": "constant", "unmeasured": 0}
+    if not linked_calls.any() or not len(kernels.ts):
+        return CHECK.not_applicable("no kernel links to a launch call", **empty)
+    ids, ts = calls.corr[linked_calls], calls.ts[linked_calls]
+    by_id = np.lexsort((ts, ids))
+    ids, ts = ids[by_id], ts[by_id]
+    first = np.concatenate(([True], ids[1:] != ids[:-1]))
+    ids, ts = ids[first], ts[first]  # the earliest call per correlation id
+    order = kernels.order()
+    where = np.searchsorted(ids, kernels.corr[order])
+    where_ok = where < len(ids)
+    found = np.zeros(len(order), dtype=bool)
+    found[where_ok] = ids[where[where_ok]] == kernels.corr[order][where_ok]
+    linked = order[found]
+    if not len(linked):
+        return CHECK.not_applicable("no kernel links to a launch call", **empty)
+    offsets = kernels.ts[linked] - ts[where[found]]
+    measured = np.isfinite(offsets)  # a difference of times near 1e308 is no measurement: left out, counted
+    unmeasured = int((~measured).sum())
+    if unmeasured:
+        offsets, linked_ok = offsets[measured], linked[measured]
+        if not len(offsets):
+            return CHECK.not_applicable(
+                "the offsets could not be measured: kernel and call times are not finite differences",
+                **{**empty, "linked": len(linked), "unmeasured": unmeasured},
+            )  # fmt: skip
+    else:
+        linked_ok = linked
+    before = linked_ok[offsets < 0]
+    third = len(offsets) // 3
+    median = float(np.median(offsets))
+    drift = float(np.median(offsets[-third:]) - np.median(offsets[:third])) if third else None
+    tolerance = max(10.0, 0.25 * abs(median))
+    trend = "constant" if drift is None or abs(drift) <= tolerance else ("growing" if drift > 0 else "shrinking")
+    details = {
+        "linked": len(linked),
+        "unmeasured": unmeasured,
+        "min_us": float(offsets.min()),
+        "median_us": median,
+        "drift_us": drift,
+        "trend": trend,
+    }
+    if not len(before):
+        return CHECK.verdict(
+            0, "ok", f"every kernel starts after its launch call (median {median:.1f} µs later)", "",
+            details=details,
+        )  # fmt: skip
+    worst = float(offsets.min())
+    return CHECK.verdict(
+        len(before),
+        "warning",
+        f"{plural(len(before), 'kernel')} {verb(len(before), 'starts before its', 'start before their')} own launch "
+        f"call (by up to {-worst:.3f} µs; "
+        f"offsets {trend})",
+        "GPU and CPU clocks disagree in this trace: launch latency, the CPU-GPU gaps and the flow arrows are "
+        "wrong by the offset; a constant offset is a clock-domain difference, a growing one is drift or "
+        "timestamps from several profiling sessions in one process",
+        details=details,
+        examples=[kernels.example(int(i), "starts before its launch call") for i in np.sort(before)[:EXAMPLES]],
+        samples=kernel_samples(kernels, before),
+    )

@@ -1,0 +1,205 @@
+"""What the per-trace health checks read: the reader's flat tables as numpy arrays, made once per trace when a
+check first needs them (``Tables``), and the small array helpers the checks share.
+
+numpy is imported here, and this module only inside a check's function, after the read: the checks' declarations
+(wizard/trace/health/checks/) stay light for the CLI, the probes and the docs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from wizard.trace.health.spec import GRAPH_LAUNCH_CALLS, LAUNCH_CALLS, SAMPLES, WINDOW_CHUNK, HealthExample
+from wizard.trace.read.collector import TraceContents
+from wizard.trace.read.records import NO_CORRELATION
+
+Floats = npt.NDArray[np.float64]
+Ints = npt.NDArray[np.integer[Any]]
+
+
+@dataclass(slots=True)
+class Calls:
+    """The runtime calls, classified once by name."""
+
+    ts: Floats
+    corr: Ints
+    thread: Ints
+    launch: npt.NDArray[np.bool_]
+    graph: npt.NDArray[np.bool_]
+    names: list[str]
+    name_of: Ints
+
+    @classmethod
+    def of(cls, contents: TraceContents) -> Calls:
+        rt = contents.runtime
+        names = rt.name_list
+        kinds = np.array(
+            [0 if n in LAUNCH_CALLS else 1 if n in GRAPH_LAUNCH_CALLS else 2 for n in names] or [2], dtype=np.int8
+        )
+        name_of = ints(rt.names)
+        kind = kinds[name_of] if len(name_of) else np.zeros(0, dtype=np.int8)
+        return cls(floats(rt.starts), ints(rt.correlations), ints(rt.threads), kind == 0, kind == 1, names, name_of)
+
+
+@dataclass(slots=True)
+class Kernels:
+    ts: Floats
+    dur: Floats
+    corr: Ints
+    shape: Ints
+    shapes: list[tuple[Any, ...]]
+
+    @classmethod
+    def of(cls, contents: TraceContents) -> Kernels:
+        ts, dur, corr, shape, shapes = contents.kernels.columns()
+        return cls(floats(ts), floats(dur), ints(corr), ints(shape), shapes)
+
+    def example(self, i: int, detail: str = "") -> HealthExample:
+        s = self.shapes[int(self.shape[i])]
+        corr = int(self.corr[i])
+        return HealthExample(
+            str(s[0]), float(self.ts[i]), float(self.dur[i]), s[4], s[3],
+            None if corr == NO_CORRELATION else corr, s[1], s[2], detail,
+        )  # fmt: skip
+
+    def order(self) -> Ints:
+        """Kernel positions by start, file order for ties."""
+        return np.argsort(self.ts, kind="stable").astype(np.int64)
+
+
+def spread(positions: Ints) -> Ints:
+    """At most SAMPLES of these positions, evenly spread."""
+    step = max(1, -(-len(positions) // SAMPLES))
+    return positions[::step]
+
+
+def kernel_samples(kernels: Kernels, positions: Ints) -> list[tuple[float, str]]:
+    return [
+        (float(kernels.ts[i]), f"stream {kernels.shapes[int(kernels.shape[i])][4]}")
+        for i in spread(np.sort(positions)).tolist()
+    ]
+
+
+def call_samples(contents: TraceContents, calls: Calls, positions: Ints) -> list[tuple[float, str]]:
+    return [
+        (float(calls.ts[i]), f"tid {contents.runtime.thread(int(calls.thread[i]))[1]}")
+        for i in spread(positions).tolist()
+    ]
+
+
+def floats(values: Any) -> Floats:
+    return np.frombuffer(values, dtype=np.float64) if len(values) else np.zeros(0, dtype=np.float64)
+
+
+def ints(values: Any) -> Ints:
+    """An array's items as numpy integers, without a copy (ids stay 32-bit where they were)."""
+    if not len(values):
+        return np.zeros(0, dtype=np.int64)
+    return np.frombuffer(values, dtype=np.int64 if values.itemsize == 8 else np.int32)
+
+
+def distinct(values: Ints) -> Ints:
+    """The values sorted, each once (``np.unique``'s hash path is slow on a million ids in numpy 2.4)."""
+    ordered = np.sort(values)
+    if len(ordered) < 2:
+        return ordered
+    keep = np.empty(len(ordered), dtype=bool)
+    keep[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
+    return ordered[keep]
+
+
+def member(values: Ints, sorted_ids: Ints) -> npt.NDArray[np.bool_]:
+    """``np.isin`` for a sorted id array, by binary search: no sort of the two arrays together (a gigabyte
+    trace's million calls would need a temporary of tens of megabytes)."""
+    if not len(sorted_ids) or not len(values):
+        return np.zeros(len(values), dtype=bool)
+    where = np.searchsorted(sorted_ids, values)
+    np.minimum(where, len(sorted_ids) - 1, out=where)
+    found: npt.NDArray[np.bool_] = sorted_ids[where] == values
+    return found
+
+
+def call_example(contents: TraceContents, calls: Calls, i: int, detail: str = "") -> HealthExample:
+    pid, tid = contents.runtime.thread(int(calls.thread[i]))
+    corr = int(calls.corr[i])
+    return HealthExample(
+        calls.names[int(calls.name_of[i])], float(calls.ts[i]), None, None, None,
+        None if corr == NO_CORRELATION else corr, pid, tid, detail,
+    )  # fmt: skip
+
+
+class Tables:
+    """What a per-trace check reads: the trace's contents, the kernel checks' counts, and the calls, kernels and
+    window as arrays, made when a check first needs them."""
+
+    def __init__(
+        self,
+        contents: TraceContents,
+        wrong_launches: int = 0,
+        checked: int = 0,
+        mechanisms: Mapping[str, int] | None = None,
+    ) -> None:
+        self.contents = contents
+        self.wrong_launches = wrong_launches
+        self.checked = checked
+        self.mechanisms: Mapping[str, int] = mechanisms or {}
+        self._calls: Calls | None = None
+        self._kernels: Kernels | None = None
+        self._window: tuple[tuple[float, float] | None] | None = None
+
+    @property
+    def calls(self) -> Calls:
+        if self._calls is None:
+            self._calls = Calls.of(self.contents)
+        return self._calls
+
+    @property
+    def kernels(self) -> Kernels:
+        if self._kernels is None:
+            self._kernels = Kernels.of(self.contents)
+        return self._kernels
+
+    @property
+    def window(self) -> tuple[float, float] | None:
+        if self._window is None:
+            self._window = (window(self.contents),)
+        return self._window[0]
+
+
+def window(contents: TraceContents) -> tuple[float, float] | None:
+    """From the smallest start to the largest end over every complete event (a negative duration ends
+    where it starts)."""
+    starts: list[float] = []
+    ends: list[float] = []
+
+    def span(ts: Any, dur: Any) -> None:
+        t, d = floats(ts), floats(dur)
+        for at in range(0, len(t), WINDOW_CHUNK):  # chunks: no temporary the size of a million calls
+            part = np.maximum(d[at : at + WINDOW_CHUNK], 0.0)
+            part += t[at : at + WINDOW_CHUNK]
+            starts.append(float(t[at : at + WINDOW_CHUNK].min()))
+            ends.append(float(part.max()))
+
+    span(contents.kernels.columns()[0], contents.kernels.columns()[1])
+    if len(contents.runtime):
+        starts.append(float(floats(contents.runtime.starts).min()))
+        ends.append(contents.runtime.last_end)
+    span(contents.timeline.gpu_ops.ts, contents.timeline.gpu_ops.dur)
+    for index in (contents.ops, contents.python):
+        for thread_starts, thread_ends in index.arrays():
+            first = floats(thread_starts)
+            starts.append(float(first.min()))
+            ends.append(max(float(first.max()), float(floats(thread_ends).max())))
+    if math.isfinite(contents.timeline.first_ts):
+        starts.append(contents.timeline.first_ts)
+        ends.append(contents.timeline.last_end)
+    if not starts:
+        return None
+    return min(starts), max(ends)
