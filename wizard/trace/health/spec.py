@@ -107,29 +107,10 @@ HEALTH_LABEL = {s.word: s.label for s in STATUS_WORDS}
 EXAMPLES = 5  # examples kept per check
 WINDOW_CHUNK = 1 << 16  # events per slice when finding the window's end
 SAMPLES = 2000  # events per check kept for the health timeline (spread evenly over all of them)
-COLLECTIVE_NAMES = 64  # NCCL kernel names kept per trace for the cross-rank check
-COLLECTIVE_INSTANCES = 10_000  # starts kept per name
 # The median start skew across ranks at which rank-skew is a warning (and the rank-skew playbook diagnoses
 # waiting): below it, skew is NCCL launch jitter (dlrm-2ranks: 17 µs median between two ranks of one host).
 # ``trace inspect --rank-skew-floor-us`` / ``inspect_traces(rank_skew_floor_us=...)`` set another.
 RANK_SKEW_FLOOR_US = 100.0
-# trace-size is worth a word (info) from these: the unpacked JSON a viewer must hold (Perfetto's UI and
-# TensorBoard load the whole text in a browser tab), or a with_stack trace whose Python events dominate
-SIZE_WORTH_A_WORD = 256 << 20
-PYTHON_SHARE_WORTH_A_WORD = 0.4
-SIZE_CATEGORIES = 20  # trace-size's categories: the largest, the rest counted
-# Launch calls that can carry the programmatic-stream-serialization attribute (Programmatic Dependent Launch):
-# the evidence that an overlap was asked for; a graph replay's kernels share one cudaGraphLaunch and are not it.
-PDL_LAUNCH_CALLS = frozenset(
-    {"cuLaunchKernelEx", "cuLaunchKernelEx_ptsz", "cudaLaunchKernelExC", "cudaLaunchKernelExC_ptsz"}
-)
-# The longest overlap still read as PDL's: the dependent kernel starts while its predecessor's last blocks drain
-# (on the B200 trace 0.13-3.7 µs); a predecessor whose recorded end runs tens of µs past its successor's start
-# is a duration the GPU cannot have had, not a launch the program asked for (docs/health.md).
-PDL_OVERLAP_US = 5.0
-# A kernel that ends this little after the annotation or copy around it shares that event's microsecond: Perfetto's
-# llround(us * 1000) of microsecond-epoch doubles (a step of 0.25 µs) puts equal decimal ends apart.
-ROUNDING_US = 1.0
 MARGIN = 0.10  # summary-table: a reported device time more than 10% above the GPU events counted once misleads
 MIN_US = 1.0  # and by at least a microsecond (a rounding never fires)
 OVERHEAD_SHARE = 0.10  # profiler overhead above 10% of the window (nsys-ai's doctor warns there, fails at 20%)

@@ -9,9 +9,6 @@ from typing import TYPE_CHECKING, Annotated, Any, TypedDict
 from wizard.formatting import plural, verb
 from wizard.trace.health.spec import (
     EXAMPLES,
-    PDL_LAUNCH_CALLS,
-    PDL_OVERLAP_US,
-    ROUNDING_US,
     CheckFact,
     CheckFix,
     CheckSpec,
@@ -25,6 +22,20 @@ if TYPE_CHECKING:
 
     from wizard.trace.health.tables import Calls, Floats, Ints, Tables
     from wizard.trace.read.collector import TraceContents
+
+
+# Launch calls that can carry the programmatic-stream-serialization attribute (Programmatic Dependent Launch):
+# the evidence that an overlap was asked for; a graph replay's kernels share one cudaGraphLaunch and are not it.
+PDL_LAUNCH_CALLS = frozenset(
+    {"cuLaunchKernelEx", "cuLaunchKernelEx_ptsz", "cudaLaunchKernelExC", "cudaLaunchKernelExC_ptsz"}
+)
+# The longest overlap still read as PDL's: the dependent kernel starts while its predecessor's last blocks drain
+# (on the B200 trace 0.13-3.7 µs); a predecessor whose recorded end runs tens of µs past its successor's start
+# is a duration the GPU cannot have had, not a launch the program asked for (docs/health.md).
+PDL_OVERLAP_US = 5.0
+# A kernel that ends this little after the annotation or copy around it shares that event's microsecond: Perfetto's
+# llround(us * 1000) of microsecond-epoch doubles (a step of 0.25 µs) puts equal decimal ends apart.
+ROUNDING_US = 1.0
 
 
 class KernelsOverlapDetails(TypedDict):

@@ -8,8 +8,6 @@ from typing import TYPE_CHECKING, Annotated, Any, TypedDict
 
 from wizard.formatting import plural, verb
 from wizard.trace.health.spec import (
-    COLLECTIVE_INSTANCES,
-    COLLECTIVE_NAMES,
     EXAMPLES,
     RANK_SKEW_FLOOR_US,
     Bounds,
@@ -21,6 +19,10 @@ from wizard.trace.health.spec import (
 
 if TYPE_CHECKING:
     from wizard.trace.read.collector import TraceContents
+
+
+COLLECTIVE_NAMES = 64  # NCCL kernel names kept per trace for the cross-rank check
+COLLECTIVE_INSTANCES = 10_000  # starts kept per name
 
 
 class RankSkewDetails(TypedDict):

@@ -7,9 +7,6 @@ from typing import TYPE_CHECKING, Annotated, TypedDict
 
 from wizard.formatting import plural
 from wizard.trace.health.spec import (
-    PYTHON_SHARE_WORTH_A_WORD,
-    SIZE_CATEGORIES,
-    SIZE_WORTH_A_WORD,
     Bounds,
     CheckFact,
     CheckSpec,
@@ -18,6 +15,13 @@ from wizard.trace.health.spec import (
 
 if TYPE_CHECKING:
     from wizard.trace.health.tables import Tables
+
+
+# trace-size is worth a word (info) from these: the unpacked JSON a viewer must hold (Perfetto's UI and
+# TensorBoard load the whole text in a browser tab), or a with_stack trace whose Python events dominate
+SIZE_WORTH_A_WORD = 256 << 20
+PYTHON_SHARE_WORTH_A_WORD = 0.4
+SIZE_CATEGORIES = 20  # trace-size's categories: the largest, the rest counted
 
 
 class TraceSizeDetails(TypedDict):
