@@ -126,6 +126,18 @@ def test_playbook_search_path(run_cli: RunCli, tmp_path: Path) -> None:
     assert by_dir.returncode == 0 and ": ok (" in by_dir.stdout
 
 
+def test_an_empty_playbook_dir_is_the_current_directory(run_cli: RunCli) -> None:
+    """``--playbook-dir ''`` names the directory the command runs in, as an empty entry of a search path does
+    (and as before the parser built only the command on the line, which once made it an error)."""
+    here = REPO / "examples" / "playbooks"
+    found = run_cli("--playbook-dir", "", "validate", "torch-sees-no-gpu", cwd=here)
+    assert (found.returncode, found.stderr) == (0, "")
+    assert ": ok (" in found.stdout
+    elsewhere = run_cli("--playbook-dir", "", "validate", "torch-sees-no-gpu", cwd=REPO / "docs")
+    assert elsewhere.returncode == 3  # validate's "not valid": that directory holds no such playbook
+    assert elsewhere.stdout.startswith("no playbook named 'torch-sees-no-gpu'; available: cuda-graphs, ")
+
+
 def test_command_probe_needs_opt_in(tmp_path: Path) -> None:
     fake = tmp_path / "bin" / "nvidia-smi"  # the same answer on every machine, GPU or not
     fake.parent.mkdir()
