@@ -20,7 +20,6 @@ earlier versions wrote (checked here against that formula, computed independentl
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sys
 import threading
@@ -31,7 +30,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import RunCli, strict_json
+from tests.conftest import TRACES, RunCli, old_fingerprint, strict_json
 from wizard.environment import Environment, RunInspections
 from wizard.testing.traces import KernelSpec, TraceBuilder
 from wizard.trace.read import source
@@ -119,21 +118,9 @@ def _assert_one_open_each(opens: Opens, trace: Path) -> None:
     assert opens.of(opens.audited, aside=True)[path] == 1
 
 
-def _old_fingerprint(path: Path) -> dict[str, Any]:
-    """The fingerprint as wizard/engine/reuse.py wrote it before the hash came from the read (commit bfc8598):
-    written out here on its own, so the transcript's is checked against the formula, not against itself."""
-    info = path.stat()
-    with path.open("rb") as fh:
-        digest = hashlib.sha256(fh.read(1 << 20))
-        if info.st_size > 1 << 20:
-            fh.seek(max(1 << 20, info.st_size - (1 << 20)))
-            digest.update(fh.read(1 << 20))
-    return {"kind": "file", "size": info.st_size, "mtime_ns": info.st_mtime_ns, "sha256_ends": digest.hexdigest()}
-
-
 def _assert_fingerprinted(doc: dict[str, Any], trace: Path, probes: list[str]) -> None:
     """Each probe node naming the trace recorded the fingerprint earlier versions wrote (--from reuses it)."""
-    expected = _old_fingerprint(trace)
+    expected = old_fingerprint(trace)
     found = [e["probe"] for e in doc["entries"] if (e.get("input_files") or {}).get(str(trace)) == expected]
     assert found == probes
 
@@ -175,6 +162,47 @@ def test_the_triage_continuing_into_the_flagship_opens_the_trace_once(
     assert sanity["facts"]["counters"] == [PM_COUNTER]  # from the triage's read, which the flagship's probes reuse
     _assert_one_open_each(opens, trace)
     _assert_fingerprinted(doc, trace, ["trace.inspect", "metrics.sanity"])  # the triage's (the flagship's carried)
+
+
+def _big_trace(path: Path, kernels: int) -> Path:
+    b = TraceBuilder(gpu="H100")
+    for i in range(kernels):
+        b.add(KernelSpec(f"void k{i % 11}", (4096, 1, 1), (256, 1, 1), 32, 0))
+    return b.write(path)
+
+
+def _shared(name: str) -> Path:
+    path = TRACES / name
+    if not path.is_file():
+        pytest.skip(f"{path} is not here (real traces are never committed)")
+    return path
+
+
+@pytest.mark.parametrize(
+    "trace",
+    [
+        pytest.param(lambda tmp: _trace(tmp, counters=True), id="under-a-MiB"),
+        pytest.param(lambda tmp: _big_trace(tmp / "one-and-a-half.json", 1700), id="ends-overlapping"),
+        pytest.param(lambda tmp: _big_trace(tmp / "three.json", 3500), id="ends-apart"),
+        pytest.param(lambda tmp: _shared("v100-df-index-resolver.json.gz"), id="gzip-raw-bytes"),
+        pytest.param(lambda tmp: _shared("nsys-mfu_2gpu_before.sqlite"), id="nsys-sqlite"),
+    ],
+)
+def test_the_fingerprint_is_the_old_formula_from_the_one_open(tmp_path: Path, opens: Opens, trace: Any) -> None:
+    """The hash the read took from its descriptor is the one earlier versions computed by opening the file again
+    (a compressed file: its raw bytes), whatever the size (the two ends overlapping, or apart) and the format."""
+    from wizard.engine.reuse import fingerprints, stat_inputs
+    from wizard.probes.base import ParamSpec
+    from wizard.probes.inspections import inspection
+
+    path: Path = trace(tmp_path)
+    specs = (ParamSpec("paths", "paths", "traces"),)
+    env = Environment(inspections=RunInspections())
+    before = stat_inputs(specs, {"paths": [str(path)]})
+    inspection(env, [str(path)])
+    recorded = fingerprints(before, env.inspections.ends)
+    assert opens.of(opens.audited)[str(path.resolve())] == 1  # the read's open, and no other
+    assert recorded == {str(path): old_fingerprint(path)}
 
 
 def test_a_file_rewritten_during_the_run_is_read_again(tmp_path: Path, opens: Opens) -> None:
