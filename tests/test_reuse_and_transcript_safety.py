@@ -196,20 +196,28 @@ nodes:
 
 class FileProbe:
     """Names a file (``path``) and an output (``out``) as path parameters; reads neither through the trace
-    reader. It writes ``out`` unless ``writes`` is false; ``rewrite``: it rewrites ``path`` (another size and time)."""
+    reader unless ``reads``. It writes ``out`` unless ``writes`` is false; ``rewrite``: then it rewrites ``path``
+    (another size and time)."""
 
     name = "fake.file"
     summary = "names a file"
     runs_programs = ""
-    params = (ParamSpec("path", "path", "a file", required=True), ParamSpec("out", "path", "an output"))
+    params: tuple[ParamSpec, ...] = (
+        ParamSpec("path", "path", "a file", required=True),
+        ParamSpec("out", "path", "an output"),
+    )
     facts: tuple[FactSpec, ...] = ()
 
-    def __init__(self, *, rewrite: bool = False, writes: bool = True) -> None:
-        self.rewrite, self.writes = rewrite, writes
+    def __init__(self, *, rewrite: bool = False, writes: bool = True, reads: bool = False) -> None:
+        self.rewrite, self.writes, self.reads = rewrite, writes, reads
         self.runs = 0
 
     def run(self, env: Environment, params: Mapping[str, Any], *, timeout: float = 600.0) -> ProbeResult:
+        from wizard.probes.inspections import contents
+
         self.runs += 1
+        if self.reads:  # through the trace reader, as the run's probes do: its one open hashes the file
+            contents(env, params["path"])
         if self.writes:
             Path(params["out"]).write_text("written by the probe")
         if self.rewrite:
@@ -254,14 +262,17 @@ def test_a_path_the_reader_never_reads_gets_the_fingerprint_it_always_had(tmp_pa
     assert listing["kind"] == "directory"
 
 
-def test_from_runs_a_probe_again_when_the_file_changed_while_the_recorded_probe_ran(tmp_path: Path) -> None:
-    """The recorded run's probe rewrote the file it was given: its result describes no one version of the file,
-    so its fingerprint matches none and --from runs it again, saying why; no hash of the new contents is recorded
-    under the old stat's size and time."""
+@pytest.mark.parametrize("reads", [False, True], ids=["not-read", "read-then-rewritten"])
+def test_from_runs_a_probe_again_when_the_file_changed_while_the_recorded_probe_ran(
+    tmp_path: Path, reads: bool
+) -> None:
+    """The recorded run's probe rewrote the file it was given (after reading it through the trace reader, or
+    not): its result describes no one version of the file, so its fingerprint matches none and --from runs it
+    again, saying why; no hash, of the new contents or of the read's, is recorded as the file's."""
     trace = tmp_path / "trace.json"
     trace.write_text('{"traceEvents": []}')
     before = trace.stat()
-    look = _file_run(tmp_path, FileProbe(rewrite=True), {"file": str(trace)})
+    look = _file_run(tmp_path, FileProbe(rewrite=True, reads=reads), {"file": str(trace)})
     assert look.input_files[str(trace)] == {"kind": "changed", "size": before.st_size, "mtime_ns": before.st_mtime_ns}
     probe = FileProbe()
     again = _file_run(tmp_path, probe, {"file": str(trace)}, from_node="done")
@@ -269,10 +280,12 @@ def test_from_runs_a_probe_again_when_the_file_changed_while_the_recorded_probe_
     assert again.not_reused == f"run again: {str(trace)!r} changed while the recorded run's probe ran"
 
 
-def test_from_reuses_a_probe_whose_files_did_not_change(tmp_path: Path) -> None:
+@pytest.mark.parametrize("reads", [False, True], ids=["not-read", "read"])
+def test_from_reuses_a_probe_whose_files_did_not_change(tmp_path: Path, reads: bool) -> None:
     trace = tmp_path / "trace.json"
     trace.write_text('{"traceEvents": []}')
-    _file_run(tmp_path, FileProbe(writes=False), {"file": str(trace)})
+    look = _file_run(tmp_path, FileProbe(writes=False, reads=reads), {"file": str(trace)})
+    assert look.input_files == {str(trace): old_fingerprint(trace), f"{trace}.out": {"kind": "missing"}}
     probe = FileProbe(writes=False)
     again = _file_run(tmp_path, probe, {"file": str(trace)}, from_node="done")
     assert again.not_reused is None and again.reused_from == str(tmp_path / "transcript.json")

@@ -125,16 +125,19 @@ def _stat(path: str) -> Stat:
 def fingerprints(before: Mapping[str, Stat], read: Callable[[FileIdentity], str | None]) -> dict[str, dict[str, Any]]:
     """The transcript's ``input_files`` after the probe ran, each file as its stat before found it: the hash of
     its ends that this run's read of that very file took (``read``: by identity; no second open), else one taken
-    now by opening it, when it is still that file. A file changed since its stat gets a fingerprint that no later
-    one equals (kind ``changed``): ``--from`` runs its probe again, saying so, and no hash describes contents
-    other than those the stat describes."""
+    now by opening it. A file that is no longer what its stat found (the probe, or anyone, changed it while the
+    probe ran) gets a fingerprint that no later one equals (kind ``changed``): ``--from`` runs its probe again,
+    saying so, and no hash describes contents other than those the stat describes."""
     out: dict[str, dict[str, Any]] = {}
     for path, was in before.items():
         if was.identity is None:
             out[path] = was.mark
-            continue
-        found = read(was.identity)
-        out[path] = {**was.mark, "sha256_ends": found} if found is not None else _hashed(path, was)
+        elif _identity_now(path) != was.identity:
+            out[path] = {**was.mark, "kind": CHANGED}
+        elif (found := read(was.identity)) is not None:
+            out[path] = {**was.mark, "sha256_ends": found}
+        else:
+            out[path] = _hashed(path, was)
     return out
 
 
@@ -142,11 +145,9 @@ def _hashed(path: str, was: Stat) -> dict[str, Any]:
     """The fingerprint of a file no read of this run took one of (a script, an output, a probe that failed first)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # no wait, should a pipe be there now
-    except (OSError, ValueError) as exc:
-        if _identity_now(path) == was.identity:
-            error = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            return {**was.mark, "kind": "unreadable", "error": error}
-        return {**was.mark, "kind": CHANGED}
+    except (OSError, ValueError) as exc:  # it was there a moment ago: it cannot be opened (its permissions)
+        error = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        return {**was.mark, "kind": "unreadable", "error": error}
     try:
         found = opened_ends(path, fd)
     finally:
@@ -188,10 +189,10 @@ def fingerprint(path: str) -> dict[str, Any]:
     mark: dict[str, Any] = {"kind": "file", "size": info.st_size, "mtime_ns": info.st_mtime_ns}
     try:
         with open(path, "rb") as fh:
-            digest = sha256_ends(fh.fileno(), info.st_size)
+            ends = sha256_ends(fh.fileno(), info.st_size)
     except OSError as exc:
         return {**mark, "kind": "unreadable", "error": exc.strerror or str(exc)}
-    return {**mark, "sha256_ends": digest}
+    return {**mark, "sha256_ends": ends}
 
 
 def _named(specs: Sequence[ParamSpec], params: Mapping[str, Any]) -> list[str]:
