@@ -118,7 +118,7 @@ def _stat(path: str) -> Stat:
     except (OSError, ValueError):
         return Stat({"kind": "missing"})
     if not stat.S_ISREG(info.st_mode):
-        return Stat(fingerprint(path))  # a directory's listing (or a device's, a pipe's bytes) as before
+        return Stat(fingerprint(path))  # a directory's listing as before (a pipe, read by offset: unreadable)
     return Stat({"kind": "file", "size": info.st_size, "mtime_ns": info.st_mtime_ns}, identity(path, info))
 
 
