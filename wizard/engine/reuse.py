@@ -8,9 +8,10 @@ before NODE from its ``--json`` transcript, and runs from NODE on (as Ansible's
 
 A recorded result stands in only for the same work: the probe's inputs, rendered from this run's
 answers, equal the recorded ones, and every file or directory they name is unchanged since the
-recorded run (its ``input_files`` fingerprint: size, modification time and a hash of the first and
-last MiB). Otherwise the probe runs again and its entry says why (``not_reused``): a transcript
-recorded for one trace never diagnoses another.
+recorded run (its ``input_files`` fingerprint: size and modification time before the probe ran, and a
+hash of the first and last MiB of what they describe, taken from the run's own read of the file where
+it read one, so a trace is opened once: wizard/file_ends.py). Otherwise the probe runs again and its
+entry says why (``not_reused``): a transcript recorded for one trace never diagnoses another.
 
 The transcript is data like a trace: read with the bounds and shape checks of any untrusted input
 (size, nesting, the type of every field used), its facts steer decisions, and a program named by
