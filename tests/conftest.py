@@ -176,6 +176,21 @@ def strict_json(text: str | bytes) -> Any:
     return json.loads(text, parse_constant=_reject_constant)
 
 
+def old_fingerprint(path: Path) -> dict[str, Any]:
+    """A file's ``--from`` fingerprint as wizard/engine/reuse.py wrote it before its hash came from the trace
+    read's own open (commit bfc8598): written out here on its own, so what a run records is checked against the
+    formula every earlier transcript holds, not against the code that computes it now."""
+    import hashlib
+
+    info = path.stat()
+    with path.open("rb") as fh:
+        digest = hashlib.sha256(fh.read(1 << 20))
+        if info.st_size > 1 << 20:
+            fh.seek(max(1 << 20, info.st_size - (1 << 20)))
+            digest.update(fh.read(1 << 20))
+    return {"kind": "file", "size": info.st_size, "mtime_ns": info.st_mtime_ns, "sha256_ends": digest.hexdigest()}
+
+
 def inspected(run_cli: Any, path: Path) -> dict[str, Any]:
     """The one trace report of ``trace inspect PATH --json --fail-on never``, parsed strictly (it must succeed)."""
     result = run_cli("trace", "inspect", str(path), "--json", "--fail-on", "never")

@@ -11,9 +11,11 @@ aside, as the issue says: it runs in the probed interpreter, a process of its ow
 file's first bytes (``formats.detect``) to tell whether it is Chrome JSON, in its own thread, named ``beside``
 (``_Beside`` there). The count leaves out exactly that thread's opens, and asserts it made one.
 
-The engine's ``--from`` fingerprint (wizard/engine/reuse.py ``fingerprint``: size, mtime and a hash of the first
-and last MiB of each file a probe node names, taken before the probe runs) is no read of the trace: it is counted
-apart, by name, and asserted exactly (one per probe node that names the file).
+The engine's ``--from`` fingerprint of each file a probe node names (the transcript's ``input_files``: size and
+mtime stat'ed before the probe runs, and a hash of the first and last MiB) opens nothing more: the hash is taken
+from the read's one open (``wizard/file_ends.py``, by ``pread``) and kept in the run's store by the file's
+identity, so no open is counted apart but the validator's, and the transcript's fingerprint is still the one
+earlier versions wrote (checked here against that formula, computed independently).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import RunCli, strict_json
+from tests.conftest import TRACES, RunCli, old_fingerprint, strict_json
 from wizard.environment import Environment, RunInspections
 from wizard.testing.traces import KernelSpec, TraceBuilder
 from wizard.trace.read import source
@@ -36,23 +38,12 @@ from wizard.trace.read import source
 VALIDATOR_THREAD = "beside"  # wizard/probes/trace_inspect.py, _Beside: the thread PyTorch's validator runs from
 PM_COUNTER = "sm__warps_active.avg.per_cycle_active"
 
-FINGERPRINT = "fingerprint"  # who opened: the engine's --from fingerprint (wizard/engine/reuse.py)
-_AUDITED: list[list[tuple[str, str]]] = []  # while a test counts: its list of (resolved path, thread or FINGERPRINT)
-
-
-def _fingerprinting() -> bool:
-    frame = sys._getframe(2)
-    while frame is not None:
-        if frame.f_code.co_name == "fingerprint" and frame.f_code.co_filename.endswith("wizard/engine/reuse.py"):
-            return True
-        frame = frame.f_back  # type: ignore[assignment]
-    return False
+_AUDITED: list[list[tuple[str, str]]] = []  # while a test counts: its list of (resolved path, thread)
 
 
 def _audit(event: str, args: tuple[Any, ...]) -> None:
     if event == "open" and _AUDITED and isinstance(args[0], (str, bytes, os.PathLike)):
-        who = FINGERPRINT if _fingerprinting() else threading.current_thread().name
-        _AUDITED[-1].append((os.path.realpath(os.fsdecode(args[0])), who))
+        _AUDITED[-1].append((os.path.realpath(os.fsdecode(args[0])), threading.current_thread().name))
 
 
 sys.addaudithook(_audit)  # a hook stays for the process: it records nothing unless a test is counting
@@ -65,11 +56,9 @@ class Opens:
         self.through: list[tuple[str, str]] = []
         self.audited: list[tuple[str, str]] = []
 
-    def of(self, found: list[tuple[str, str]], *, aside: str = "") -> Counter[str]:
-        """Per path, the opens by ``aside`` (the validator's thread, the fingerprint) or, without it, by the rest."""
-        if aside:
-            return Counter(path for path, who in found if who == aside)
-        return Counter(path for path, who in found if who not in (VALIDATOR_THREAD, FINGERPRINT))
+    def of(self, found: list[tuple[str, str]], *, aside: bool = False) -> Counter[str]:
+        """Per path, the opens by the validator's thread (``aside``) or, without it, by the rest."""
+        return Counter(path for path, who in found if (who == VALIDATOR_THREAD) is aside)
 
 
 @pytest.fixture
@@ -117,16 +106,23 @@ def _answers(tmp_path: Path, trace: Path) -> Path:
     return answers
 
 
-def _assert_one_open_each(opens: Opens, trace: Path, *, fingerprinted: int) -> None:
+def _assert_one_open_each(opens: Opens, trace: Path) -> None:
     through, audited = opens.of(opens.through), opens.of(opens.audited)
     trace_files = set(through)  # every file read as a trace: the run's and those its probes wrote
     path = str(trace.resolve())
     assert path in trace_files
     assert through == Counter(dict.fromkeys(trace_files, 1))  # one open per trace file, through the one function
-    assert {p: audited[p] for p in trace_files} == dict.fromkeys(trace_files, 1)  # and no other open of any
-    # Left out above, each exactly: the validator's look at the first bytes, and the --from fingerprints.
-    assert opens.of(opens.through, aside=VALIDATOR_THREAD) == Counter({path: 1})
-    assert opens.of(opens.audited, aside=FINGERPRINT)[path] == fingerprinted
+    assert {p: audited[p] for p in trace_files} == dict.fromkeys(trace_files, 1)  # and no other open, fingerprints'
+    # Left out above, exactly: the validator's look at the first bytes, in its own thread.
+    assert opens.of(opens.through, aside=True) == Counter({path: 1})
+    assert opens.of(opens.audited, aside=True)[path] == 1
+
+
+def _assert_fingerprinted(doc: dict[str, Any], trace: Path, probes: list[str]) -> None:
+    """Each probe node naming the trace recorded the fingerprint earlier versions wrote (--from reuses it)."""
+    expected = old_fingerprint(trace)
+    found = [e["probe"] for e in doc["entries"] if (e.get("input_files") or {}).get(str(trace)) == expected]
+    assert found == probes
 
 
 @pytest.mark.parametrize("counters", [True, False], ids=["pm-counters", "no-counters"])
@@ -147,7 +143,8 @@ def test_a_flagship_run_with_an_html_report_opens_each_trace_once(
     assert sanity["facts"]["counters"] == ([PM_COUNTER] if counters else [])
     assert len(sanity["facts"]["measured"]) == (1 if counters else 0)
     assert "corrupted_record_kernel" in out.read_text()  # the page drew the run's inspection
-    _assert_one_open_each(opens, trace, fingerprinted=2)  # inspect's paths, metrics' trace
+    _assert_one_open_each(opens, trace)
+    _assert_fingerprinted(doc, trace, ["trace.inspect", "metrics.sanity"])  # inspect's paths, metrics' trace
 
 
 def test_the_triage_continuing_into_the_flagship_opens_the_trace_once(
@@ -163,7 +160,49 @@ def test_the_triage_continuing_into_the_flagship_opens_the_trace_once(
     assert doc["conclusion"]["diagnosis"] == "impossible-kernel-attributes"
     (sanity,) = [e for e in doc["entries"] if e.get("probe") == "metrics.sanity"]
     assert sanity["facts"]["counters"] == [PM_COUNTER]  # from the triage's read, which the flagship's probes reuse
-    _assert_one_open_each(opens, trace, fingerprinted=2)  # the triage's inspect and metrics (the flagship's is carried)
+    _assert_one_open_each(opens, trace)
+    _assert_fingerprinted(doc, trace, ["trace.inspect", "metrics.sanity"])  # the triage's (the flagship's carried)
+
+
+def _big_trace(path: Path, kernels: int) -> Path:
+    b = TraceBuilder(gpu="H100")
+    for i in range(kernels):
+        b.add(KernelSpec(f"void k{i % 11}", (4096, 1, 1), (256, 1, 1), 32, 0))
+    return b.write(path)
+
+
+def _shared(name: str) -> Path:
+    path = TRACES / name
+    if not path.is_file():
+        pytest.skip(f"{path} is not here (real traces are never committed)")
+    return path
+
+
+@pytest.mark.parametrize(
+    "trace",
+    [
+        pytest.param(lambda tmp: _trace(tmp, counters=True), id="under-a-MiB"),
+        pytest.param(lambda tmp: _big_trace(tmp / "one-and-a-half.json", 1700), id="ends-overlapping"),
+        pytest.param(lambda tmp: _big_trace(tmp / "three.json", 3500), id="ends-apart"),
+        pytest.param(lambda tmp: _shared("v100-df-index-resolver.json.gz"), id="gzip-raw-bytes"),
+        pytest.param(lambda tmp: _shared("nsys-mfu_2gpu_before.sqlite"), id="nsys-sqlite"),
+    ],
+)
+def test_the_fingerprint_is_the_old_formula_from_the_one_open(tmp_path: Path, opens: Opens, trace: Any) -> None:
+    """The hash the read took from its descriptor is the one earlier versions computed by opening the file again
+    (a compressed file: its raw bytes), whatever the size (the two ends overlapping, or apart) and the format."""
+    from wizard.engine.reuse import fingerprints, stat_inputs
+    from wizard.probes.base import ParamSpec
+    from wizard.probes.inspections import inspection
+
+    path: Path = trace(tmp_path)
+    specs = (ParamSpec("paths", "paths", "traces"),)
+    env = Environment(inspections=RunInspections())
+    before = stat_inputs(specs, {"paths": [str(path)]})
+    inspection(env, [str(path)])
+    recorded = fingerprints(before, env.inspections.ends)
+    assert opens.of(opens.audited)[str(path.resolve())] == 1  # the read's open, and no other
+    assert recorded == {str(path): old_fingerprint(path)}
 
 
 def test_a_file_rewritten_during_the_run_is_read_again(tmp_path: Path, opens: Opens) -> None:

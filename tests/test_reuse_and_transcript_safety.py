@@ -15,14 +15,18 @@ import subprocess
 import threading
 import time
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from tests.conftest import EXAMPLES, budget, cli_command, cli_env, run_inprocess, strict_json
+from tests.conftest import EXAMPLES, budget, cli_command, cli_env, old_fingerprint, run_inprocess, strict_json
+from wizard.environment import Environment
 from wizard.errors import AnswersError, OutputFileError, UsageError
+from wizard.probes.base import FactSpec, ParamSpec, ProbeResult, Status
+from wizard.testing.traces import KernelSpec, TraceBuilder
 
 TRACES = EXAMPLES / "traces"
 GRID = TRACES / "grid-overflow.json"
@@ -108,6 +112,185 @@ def test_from_reuses_an_unchanged_probe_and_says_so(tmp_path: Path) -> None:
     inspect = next(e for e in result.json["entries"] if e["node"] == "inspect")
     assert inspect["reused_from"] == str(transcript) and "not_reused" not in inspect
     assert result.json["conclusion"]["diagnosis"] == "profiler-bug-grid-overflow"
+
+
+def test_a_reused_probe_records_the_fingerprint_its_comparison_took(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``Reuse.take`` fingerprints the files to compare them; the reused entry records that fingerprint (it took a
+    second one), and no probe that runs fingerprints the trace by opening it again."""
+    from wizard.engine import reuse
+
+    transcript = _grid_transcript(tmp_path, GRID)
+    recorded = next(e for e in strict_json(transcript.read_text())["entries"] if e["node"] == "inspect")
+    taken: list[str] = []
+    real = reuse.fingerprint
+
+    def counting(path: str) -> dict[str, Any]:
+        taken.append(path)
+        return real(path)
+
+    monkeypatch.setattr(reuse, "fingerprint", counting)
+    result = run_inprocess("run", FLAGSHIP, "--answers", str(transcript), "--from", "route_mechanism", "--json")
+    assert result.status == 0, result.stderr
+    inspect = next(e for e in result.json["entries"] if e["node"] == "inspect")
+    assert inspect["reused_from"] == str(transcript)
+    assert inspect["input_files"] == recorded["input_files"] == {str(GRID): old_fingerprint(GRID)}
+    assert taken == [str(GRID)]
+
+
+def test_a_transcript_an_earlier_version_wrote_is_reused(tmp_path: Path) -> None:
+    """Transcripts written before the hash came from the read hold the same ``input_files``: one built here from
+    the old formula, computed on its own (tests/conftest.py ``old_fingerprint``), on a trace whose two hashed MiB
+    are apart, is reused."""
+    b = TraceBuilder(gpu="H100")
+    for i in range(3500):
+        b.add(KernelSpec(f"void k{i % 11}", (4096, 1, 1), (256, 1, 1), 32, 0))
+    trace = b.write(tmp_path / "three.json")
+    assert trace.stat().st_size > 2 << 20
+    answers = tmp_path / "answers.yaml"
+    answers.write_text(f"have: trace\ntrace_path: {trace}\n")
+    first = run_inprocess("run", FLAGSHIP, "--answers", str(answers), "--json")
+    assert first.status == 0, first.stderr
+    document = first.json
+    nodes = [e["node"] for e in document["entries"]]
+    inspect = document["entries"][nodes.index("inspect")]
+    inspect["input_files"] = {str(trace): old_fingerprint(trace)}  # as an earlier version wrote it
+    transcript = tmp_path / "earlier.json"
+    transcript.write_text(json.dumps(document))
+    again = run_inprocess(
+        "run", FLAGSHIP, "--answers", str(transcript), "--from", nodes[nodes.index("inspect") + 1], "--json"
+    )
+    assert again.status == 0, again.stderr
+    reused = next(e for e in again.json["entries"] if e["node"] == "inspect")
+    assert reused["reused_from"] == str(transcript) and "not_reused" not in reused
+    assert again.json["conclusion"] == document["conclusion"]
+
+
+# A playbook of one probe node that names a file: the fake probes below read it, rewrite it, or leave it alone.
+FILE_PLAYBOOK = """
+id: one-file
+title: One file
+version: 1
+steps:
+  - {id: look, title: Look}
+nodes:
+  - id: file
+    kind: question
+    step: look
+    type: path
+    prompt: Which file?
+    next: look
+  - id: look
+    kind: probe
+    step: look
+    probe: fake.file
+    params: {path: "{{ answers.file }}", out: "{{ answers.file }}.out"}
+    next: done
+  - id: done
+    kind: conclusion
+    diagnosis: looked
+    summary: looked
+"""
+
+
+class FileProbe:
+    """Names a file (``path``) and an output (``out``) as path parameters; reads neither through the trace
+    reader unless ``reads``. It writes ``out`` unless ``writes`` is false; ``rewrite``: then it rewrites ``path``
+    (another size and time)."""
+
+    name = "fake.file"
+    summary = "names a file"
+    runs_programs = ""
+    params: tuple[ParamSpec, ...] = (
+        ParamSpec("path", "path", "a file", required=True),
+        ParamSpec("out", "path", "an output"),
+    )
+    facts: tuple[FactSpec, ...] = ()
+
+    def __init__(self, *, rewrite: bool = False, writes: bool = True, reads: bool = False) -> None:
+        self.rewrite, self.writes, self.reads = rewrite, writes, reads
+        self.runs = 0
+
+    def run(self, env: Environment, params: Mapping[str, Any], *, timeout: float = 600.0) -> ProbeResult:
+        from wizard.probes.inspections import contents
+
+        self.runs += 1
+        if self.reads:  # through the trace reader, as the run's probes do: its one open hashes the file
+            contents(env, params["path"])
+        if self.writes:
+            Path(params["out"]).write_text("written by the probe")
+        if self.rewrite:
+            path = Path(params["path"])
+            path.write_bytes(path.read_bytes() + b" and more")
+        return ProbeResult(Status.PASS, "looked")
+
+
+def _file_run(tmp_path: Path, probe: FileProbe, answers: Mapping[str, Any], from_node: str | None = None) -> Any:
+    """The playbook run through the engine with ``probe``; ``from_node``: again, from the transcript it wrote."""
+    from wizard.engine.answers import MappingAnswers
+    from wizard.engine.engine import Engine
+    from wizard.engine.reuse import recorded
+    from wizard.playbook.loader import load_playbook_text
+    from wizard.probes.base import info
+
+    pb = load_playbook_text(FILE_PLAYBOOK, "one-file.yaml", {probe.name: info(probe)})
+    path = tmp_path / "transcript.json"
+    reuse = recorded(pb, str(path), node=from_node) if from_node else None
+    env = Environment.of(report_dir=tmp_path / "report")
+    transcript = Engine(pb, MappingAnswers(dict(answers)), {probe.name: probe}, env, reuse=reuse).run()
+    path.write_text(json.dumps(transcript.to_dict()))
+    (look,) = [e for e in transcript.entries if e.node == "look"]
+    return look
+
+
+def test_a_path_the_reader_never_reads_gets_the_fingerprint_it_always_had(tmp_path: Path) -> None:
+    """A script's path is fingerprinted by an open after the probe, as the stat before it found it; an output the
+    probe wrote is what it was before (missing); a directory is its listing."""
+    from wizard.engine.reuse import fingerprint
+
+    script = tmp_path / "train.py"
+    script.write_bytes(b"x" * ((1 << 20) + 12345))  # its two hashed MiB overlap
+    look = _file_run(tmp_path, FileProbe(), {"file": str(script)})
+    assert look.input_files == {str(script): old_fingerprint(script), f"{script}.out": {"kind": "missing"}}
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    (folder / "rank0.json").write_text("{}")
+    listing = fingerprint(str(folder))
+    look = _file_run(tmp_path, FileProbe(), {"file": str(folder)})
+    assert look.input_files == {str(folder): listing, f"{folder}.out": {"kind": "missing"}}
+    assert listing["kind"] == "directory"
+
+
+@pytest.mark.parametrize("reads", [False, True], ids=["not-read", "read-then-rewritten"])
+def test_from_runs_a_probe_again_when_the_file_changed_while_the_recorded_probe_ran(
+    tmp_path: Path, reads: bool
+) -> None:
+    """The recorded run's probe rewrote the file it was given (after reading it through the trace reader, or
+    not): its result describes no one version of the file, so its fingerprint matches none and --from runs it
+    again, saying why; no hash, of the new contents or of the read's, is recorded as the file's."""
+    trace = tmp_path / "trace.json"
+    trace.write_text('{"traceEvents": []}')
+    before = trace.stat()
+    look = _file_run(tmp_path, FileProbe(rewrite=True, reads=reads), {"file": str(trace)})
+    assert look.input_files[str(trace)] == {"kind": "changed", "size": before.st_size, "mtime_ns": before.st_mtime_ns}
+    probe = FileProbe()
+    again = _file_run(tmp_path, probe, {"file": str(trace)}, from_node="done")
+    assert again.reused_from is None and probe.runs == 1
+    assert again.not_reused == f"run again: {str(trace)!r} changed while the recorded run's probe ran"
+
+
+@pytest.mark.parametrize("reads", [False, True], ids=["not-read", "read"])
+def test_from_reuses_a_probe_whose_files_did_not_change(tmp_path: Path, reads: bool) -> None:
+    trace = tmp_path / "trace.json"
+    trace.write_text('{"traceEvents": []}')
+    look = _file_run(tmp_path, FileProbe(writes=False, reads=reads), {"file": str(trace)})
+    assert look.input_files == {str(trace): old_fingerprint(trace), f"{trace}.out": {"kind": "missing"}}
+    probe = FileProbe(writes=False)
+    again = _file_run(tmp_path, probe, {"file": str(trace)}, from_node="done")
+    assert again.not_reused is None and again.reused_from == str(tmp_path / "transcript.json")
+    assert probe.runs == 0
+    assert again.input_files == {str(trace): old_fingerprint(trace), f"{trace}.out": {"kind": "missing"}}
 
 
 # -- 2. a hostile --from transcript: one line, exit 6 ------------------------------------------------

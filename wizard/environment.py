@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from wizard.file_ends import FileIdentity, OpenedEnds, identity
 from wizard.system import System
 
 
@@ -83,10 +84,6 @@ class ProbeSettings:
     compare_pythons: list[str] = field(default_factory=list)
 
 
-# A file as this run read it: resolved path, st_dev, st_ino, size, mtime_ns.
-FileIdentity = tuple[str, int, int, int, int]
-
-
 def file_identity(path: str | os.PathLike[str]) -> FileIdentity | None:
     """Which file ``path`` is now; None for what is not a regular file (a pipe or a FIFO is read once and
     cannot be read again: nothing is kept for it) or cannot be looked at."""
@@ -97,7 +94,10 @@ def file_identity(path: str | os.PathLike[str]) -> FileIdentity | None:
         return None
     if not stat.S_ISREG(info.st_mode):
         return None
-    return (resolved, info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+    return identity(resolved, info)
+
+
+_ENDS = "ends"  # RunInspections' own kind: what the engine's --from fingerprint takes instead of opening a file
 
 
 @dataclass
@@ -123,6 +123,15 @@ class RunInspections:
 
     def keep(self, kind: str, key: Hashable, value: object) -> None:
         self._kept[(kind, key)] = value
+
+    def keep_ends(self, ends: OpenedEnds) -> None:
+        """The hash of a file's ends that a read of it took from its one open (``--from``'s fingerprint of it)."""
+        self._kept[(_ENDS, ends.identity)] = ends.sha256_ends
+
+    def ends(self, file: FileIdentity) -> str | None:
+        """The hash of the ends of ``file`` as this run read it, or None when no read of it took one."""
+        found = self._kept.get((_ENDS, file))
+        return found if isinstance(found, str) else None
 
     def release(self, kind: str) -> None:
         """Drop every value of a kind (the run's walk is over: a trace's contents are large)."""

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from wizard.engine.answers import ORIGIN_DEFAULT, ORIGIN_FILE, ORIGIN_INTERACTIVE, TRUSTED_ORIGINS, AnswerSource
-from wizard.engine.reuse import Reuse, input_files
+from wizard.engine.reuse import Reuse, fingerprints, stat_inputs
 from wizard.engine.transcript import Conclusion, Transcript, TranscriptEntry
 from wizard.environment import Environment, Workload
 from wizard.errors import AnswersError, ProbeInfrastructureError, WizardError
@@ -249,10 +249,10 @@ class Engine:
             return None
         full = with_defaults(probe.params, params)
         if self.reuse is not None:
-            result, why = self.reuse.take(node.id, full, probe.params)
+            result, why, compared = self.reuse.take(node.id, full, probe.params)
             if result is not None:
                 params.update(full)  # in place: the transcript's inputs show them
-                entry.reused_from, entry.input_files = self.reuse.source, input_files(probe.params, full)
+                entry.reused_from, entry.input_files = self.reuse.source, compared
                 return result
             entry.not_reused = why or None
         found = self.earlier.result(node.probe, full) if self.earlier.results else None
@@ -341,7 +341,13 @@ class Engine:
         if probe is None:
             raise ProbeInfrastructureError(f"probe {node.probe!r} is not registered")
         params.update(with_defaults(probe.params, params))  # in place: the transcript's inputs show them
-        entry.input_files = input_files(probe.params, params) or None  # what it read, before it ran
+        before = stat_inputs(probe.params, params)  # what it reads, as it was before it ran
+        try:
+            return self._start_probe(node, probe, params)
+        finally:  # hashed after it ran, from its own read of each file where it read one (the file opened once)
+            entry.input_files = fingerprints(before, self.env.inspections.ends) or None
+
+    def _start_probe(self, node: ProbeNode, probe: Probe, params: dict[str, Any]) -> ProbeResult:
         declined = self._declined_programs(node, probe, params)
         if declined:  # the person at the terminal saw the program probe results chose, and said no
             return ProbeResult(

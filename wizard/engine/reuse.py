@@ -8,9 +8,10 @@ before NODE from its ``--json`` transcript, and runs from NODE on (as Ansible's
 
 A recorded result stands in only for the same work: the probe's inputs, rendered from this run's
 answers, equal the recorded ones, and every file or directory they name is unchanged since the
-recorded run (its ``input_files`` fingerprint: size, modification time and a hash of the first and
-last MiB). Otherwise the probe runs again and its entry says why (``not_reused``): a transcript
-recorded for one trace never diagnoses another.
+recorded run (its ``input_files`` fingerprint: size and modification time before the probe ran, and a
+hash of the first and last MiB of what they describe, taken from the run's own read of the file where
+it read one, so a trace is opened once: wizard/file_ends.py). Otherwise the probe runs again and its
+entry says why (``not_reused``): a transcript recorded for one trace never diagnoses another.
 
 The transcript is data like a trace: read with the bounds and shape checks of any untrusted input
 (size, nesting, the type of every field used), its facts steer decisions, and a program named by
@@ -23,13 +24,14 @@ import hashlib
 import json
 import os
 import stat
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from wizard import schemas
 from wizard.engine.answers import MAX_NESTING, too_deep
 from wizard.errors import InputFileError, UsageError
+from wizard.file_ends import FileIdentity, identity, opened_ends, sha256_ends
 from wizard.playbook.model import Playbook
 from wizard.probes.base import ParamSpec, ProbeResult, Status
 from wizard.serialize import clean
@@ -37,8 +39,8 @@ from wizard.untrusted import visible
 
 MAX_TRANSCRIPT_BYTES = 64 << 20
 MAX_ENTRIES = 10_000  # a run stops after 500 nodes (engine.MAX_VISITS); a file with more is no run's
-HASHED_BYTES = 1 << 20  # a file's fingerprint hashes its first and its last MiB
 MAX_LISTED = 10_000  # a directory's fingerprint covers at most this many entries
+CHANGED = "changed"  # the kind of a file's fingerprint when it changed while its probe ran: it matches none
 
 
 @dataclass(slots=True)
@@ -56,12 +58,15 @@ class Reuse:
     start: str  # the node the run really starts working from
     results: dict[str, Recorded] = field(default_factory=dict)  # probe node -> recorded result
 
-    def take(self, node: str, inputs: Mapping[str, Any], specs: Sequence[ParamSpec]) -> tuple[ProbeResult | None, str]:
+    def take(
+        self, node: str, inputs: Mapping[str, Any], specs: Sequence[ParamSpec]
+    ) -> tuple[ProbeResult | None, str, dict[str, dict[str, Any]]]:
         """The recorded result for ``node`` when it was given ``inputs`` (this run's, defaults filled)
-        and the files they name are unchanged, else None and why the probe runs again. Used once."""
+        and the files they name are unchanged, else None and why the probe runs again; with the fingerprints
+        it compared (the reused entry's ``input_files``: the files are not fingerprinted twice). Used once."""
         recorded = self.results.pop(node, None)
         if recorded is None:
-            return None, ""
+            return None, "", {}
         now = clean(dict(inputs))
         if recorded.inputs != now:
             changed = sorted(
@@ -71,18 +76,18 @@ class Reuse:
                 f"{k} {visible(now.get(k))[:200]!r} (recorded: {visible((recorded.inputs or {}).get(k))[:200]!r})"
                 for k in changed
             )
-            return None, f"run again: its inputs differ from the recorded run's: {shown}"
+            return None, f"run again: its inputs differ from the recorded run's: {shown}", {}
         read = input_files(specs, inputs)
         for path, mark in read.items():
             was = (recorded.files or {}).get(path)
+            shown = repr(visible(path)[:200])
             if was is None:
-                return None, f"run again: the recorded run kept no fingerprint of {visible(path)[:200]!r}"
+                return None, f"run again: the recorded run kept no fingerprint of {shown}", read
+            if isinstance(was, dict) and was.get("kind") == CHANGED:
+                return None, f"run again: {shown} changed while the recorded run's probe ran", read
             if was != mark:
-                return (
-                    None,
-                    f"run again: {visible(path)[:200]!r} changed since the recorded run ({_difference(was, mark)})",
-                )
-        return recorded.result, ""
+                return None, f"run again: {shown} changed since the recorded run ({_difference(was, mark)})", read
+        return recorded.result, "", read
 
 
 def _difference(was: Any, now: Mapping[str, Any]) -> str:
@@ -92,6 +97,72 @@ def _difference(was: Any, now: Mapping[str, Any]) -> str:
         if was.get(key) != now.get(key):
             return f"{key.replace('_', ' ')} {visible(was.get(key))[:80]} then, {now.get(key)} now"
     return "fingerprint differs"
+
+
+@dataclass(frozen=True, slots=True)
+class Stat:
+    """A path a probe names, as it was before the probe ran: a regular file's size and time (``mark``) and its
+    identity, whose hash ``fingerprints`` fills after the probe; anything else's whole fingerprint, taken then."""
+
+    mark: dict[str, Any]
+    identity: FileIdentity | None = None
+
+
+def stat_inputs(specs: Sequence[ParamSpec], params: Mapping[str, Any]) -> dict[str, Stat]:
+    """Every path a probe's path parameters name, stat'ed before it runs (a stat opens nothing)."""
+    return {path: _stat(path) for path in _named(specs, params)}
+
+
+def _stat(path: str) -> Stat:
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):
+        return Stat({"kind": "missing"})
+    if not stat.S_ISREG(info.st_mode):
+        return Stat(fingerprint(path))  # a directory's listing as before (a pipe, read by offset: unreadable)
+    return Stat({"kind": "file", "size": info.st_size, "mtime_ns": info.st_mtime_ns}, identity(path, info))
+
+
+def fingerprints(before: Mapping[str, Stat], read: Callable[[FileIdentity], str | None]) -> dict[str, dict[str, Any]]:
+    """The transcript's ``input_files`` after the probe ran, each file as its stat before found it: the hash of
+    its ends that this run's read of that very file took (``read``: by identity; no second open), else one taken
+    now by opening it. A file that is no longer what its stat found (the probe, or anyone, changed it while the
+    probe ran) gets a fingerprint that no later one equals (kind ``changed``): ``--from`` runs its probe again,
+    saying so, and no hash describes contents other than those the stat describes."""
+    out: dict[str, dict[str, Any]] = {}
+    for path, was in before.items():
+        if was.identity is None:
+            out[path] = was.mark
+        elif _identity_now(path) != was.identity:
+            out[path] = {**was.mark, "kind": CHANGED}
+        elif (found := read(was.identity)) is not None:
+            out[path] = {**was.mark, "sha256_ends": found}
+        else:
+            out[path] = _hashed(path, was)
+    return out
+
+
+def _hashed(path: str, was: Stat) -> dict[str, Any]:
+    """The fingerprint of a file no read of this run took one of (a script, an output, a probe that failed first)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # no wait, should a pipe be there now
+    except (OSError, ValueError) as exc:  # it was there a moment ago: it cannot be opened (its permissions)
+        error = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        return {**was.mark, "kind": "unreadable", "error": error}
+    try:
+        found = opened_ends(path, fd)
+    finally:
+        os.close(fd)
+    if found is None or found.identity != was.identity:
+        return {**was.mark, "kind": CHANGED}
+    return {**was.mark, "sha256_ends": found.sha256_ends}
+
+
+def _identity_now(path: str) -> FileIdentity | None:
+    try:
+        return identity(path, os.stat(path))
+    except (OSError, ValueError):
+        return None
 
 
 def fingerprint(path: str) -> dict[str, Any]:
@@ -117,30 +188,31 @@ def fingerprint(path: str) -> dict[str, Any]:
             return {"kind": "unreadable", "error": exc.strerror or str(exc)}
         return {"kind": "directory", "mtime_ns": info.st_mtime_ns, "entries_sha256": digest.hexdigest()}
     mark: dict[str, Any] = {"kind": "file", "size": info.st_size, "mtime_ns": info.st_mtime_ns}
-    digest = hashlib.sha256()
     try:
         with open(path, "rb") as fh:
-            digest.update(fh.read(HASHED_BYTES))
-            if info.st_size > HASHED_BYTES:
-                fh.seek(max(HASHED_BYTES, info.st_size - HASHED_BYTES))
-                digest.update(fh.read(HASHED_BYTES))
+            ends = sha256_ends(fh.fileno(), info.st_size)
     except OSError as exc:
         return {**mark, "kind": "unreadable", "error": exc.strerror or str(exc)}
-    return {**mark, "sha256_ends": digest.hexdigest()}
+    return {**mark, "sha256_ends": ends}
 
 
-def input_files(specs: Sequence[ParamSpec], params: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """The fingerprint of every file a probe's path parameters name (what ``--from`` checks before it
-    reuses the probe's result): the transcript records it beside the inputs."""
-    out: dict[str, dict[str, Any]] = {}
+def _named(specs: Sequence[ParamSpec], params: Mapping[str, Any]) -> list[str]:
+    """The paths a probe's path parameters name, each once, in order."""
+    out: dict[str, None] = {}
     for spec in specs:
         if spec.type not in ("path", "paths"):
             continue
         value = params.get(spec.name)
         for item in value if isinstance(value, list) else [value]:
-            if isinstance(item, str) and item and item not in out:
-                out[item] = fingerprint(item)
-    return out
+            if isinstance(item, str) and item:
+                out.setdefault(item)
+    return list(out)
+
+
+def input_files(specs: Sequence[ParamSpec], params: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The fingerprint of every file a probe's path parameters name, now (what ``--from`` compares with the
+    recorded ones before it reuses the probe's result)."""
+    return {path: fingerprint(path) for path in _named(specs, params)}
 
 
 def _bad(path: str, what: str) -> InputFileError:

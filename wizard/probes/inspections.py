@@ -69,6 +69,9 @@ def inspection(
     made = inspect_paths(
         list(paths), InspectOptions(jobs=jobs, plots=store.plots), progress=progress, on_contents=on_contents
     )
+    for report in made.reports:  # each file's ends as its read found them: the engine's --from fingerprint
+        if report.ends is not None:
+            store.keep_ends(report.ends)
     if key is not None and _key(paths, store.plots) == key:  # not rewritten while it was read
         store.keep(INSPECTION, key, made)
         for contents in read:
@@ -83,7 +86,10 @@ def contents(env: Environment, path: str) -> TraceContents:
     found = env.inspections.find(CONTENTS, identities) if identities is not None else None
     if isinstance(found, TraceContents):
         return found
-    return read_trace(path)
+    read = read_trace(path)
+    if read.ends is not None:
+        env.inspections.keep_ends(read.ends)
+    return read
 
 
 def page_inspection(store: RunInspections, files: Sequence[str]) -> Inspection | None:

@@ -14,6 +14,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
 
+from wizard.file_ends import OpenedEnds
 from wizard.formatting import plural
 from wizard.rendering import render
 from wizard.schemas import TRACE_REPORT
@@ -52,6 +53,7 @@ class TraceInspection:
     timing: dict[str, float]
     results: dict[str, object] = field(default_factory=dict)  # pass name -> its result, in the order they ran
     written: dict[str, Any] = field(default_factory=dict)  # the other passes' (not INLINE) as --json writes them
+    ends: OpenedEnds | None = None  # the file as its read opened it, its ends hashed: the run's --from fingerprint
 
     @classmethod
     def of(
@@ -72,6 +74,7 @@ class TraceInspection:
             timing=dict(contents.timing),
             results=results,
             written=written,
+            ends=contents.ends,  # back with the report from a worker process, which read the file
         )
         report.timing["analyse_s"] = report.metrics.analyse_s
         report.timing["passes_s"] = passes_s

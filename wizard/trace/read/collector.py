@@ -11,6 +11,7 @@ from typing import Any
 import msgspec
 
 from wizard.cluster import rank_value
+from wizard.file_ends import OpenedEnds
 from wizard.trace.read.counters import Counters
 from wizard.trace.read.events import (
     GPU_OP_CATEGORIES,
@@ -118,6 +119,7 @@ class TraceContents:
     counter_events: int = 0  # events under a "GPU N Counters" pid (CUPTI PM sampling, PyTorch 2.15+)
     counters: Counters = field(default_factory=Counters)  # their samples, bounded (wizard.trace.read.counters)
     timeline: Timeline = field(default_factory=Timeline)
+    ends: OpenedEnds | None = None  # the regular file as the read's one open found it, its ends hashed (--from)
 
     @property
     def typed(self) -> bool:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from wizard.errors import InputFileError, TraceReadError
+from wizard.file_ends import opened_ends
 from wizard.trace.read.buffer import Buffer
 from wizard.trace.read.collector import Collector, EventSink, TraceContents, Truncation
 from wizard.trace.read.events import EVENTS_DECODER, KERNEL_CATEGORIES, RAW_DECODER, Event, decode_block, unmark_bare
@@ -418,7 +419,8 @@ def read_trace(
     once a few blocks are in flight, so it moves at their pace.
 
     The file is opened once (``open_input``): its format is recognised from that open, and the reader of
-    that format reads the same open file. A pipe's format is its name's, and its reader opens it.
+    that format reads the same open file; a regular file's ends are hashed from it too (``contents.ends``: the
+    run's ``--from`` fingerprint of the file). A pipe's format is its name's, and its reader opens it.
     """
     config = config or ReaderConfig()
     p = path if isinstance(path, Path) else input_path(path)
@@ -431,10 +433,14 @@ def read_trace(
         )
     opened = open_input(p)
     with opened[0]:
+        ends = opened_ends(p, opened[0].fileno())  # --from's fingerprint, from this open (wizard/file_ends.py)
         fmt = detect_opened(p, *opened)
         if fmt is not KINETO_JSON:
-            return _read_other(p, fmt, on_read, opened[0])
-        return _read_json(p, config, on_progress, on_read, opened)
+            contents = _read_other(p, fmt, on_read, opened[0])
+        else:
+            contents = _read_json(p, config, on_progress, on_read, opened)
+    contents.ends = ends
+    return contents
 
 
 def _regular(p: Path) -> bool:
