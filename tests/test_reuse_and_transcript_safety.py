@@ -280,6 +280,20 @@ def test_from_runs_a_probe_again_when_the_file_changed_while_the_recorded_probe_
     assert again.not_reused == f"run again: {str(trace)!r} changed while the recorded run's probe ran"
 
 
+def test_a_pipe_is_never_opened_by_the_fingerprint_and_never_reused(tmp_path: Path) -> None:
+    """Opening a FIFO waits for a writer and reading it takes bytes its reader needs: the fingerprint only looks
+    (kind ``stream``; before, the engine opened it and the run waited here for a writer), and --from runs the
+    probe again, since what the pipe held then cannot be compared with what it holds now."""
+    fifo = tmp_path / "trace.fifo"
+    os.mkfifo(fifo)
+    look = _file_run(tmp_path, FileProbe(writes=False), {"file": str(fifo)})
+    assert look.input_files == {str(fifo): {"kind": "stream"}, f"{fifo}.out": {"kind": "missing"}}
+    probe = FileProbe(writes=False)
+    again = _file_run(tmp_path, probe, {"file": str(fifo)}, from_node="done")
+    assert again.reused_from is None and probe.runs == 1
+    assert again.not_reused == f"run again: {str(fifo)!r} is a pipe: what it held then cannot be compared"
+
+
 @pytest.mark.parametrize("reads", [False, True], ids=["not-read", "read"])
 def test_from_reuses_a_probe_whose_files_did_not_change(tmp_path: Path, reads: bool) -> None:
     trace = tmp_path / "trace.json"

@@ -41,6 +41,7 @@ MAX_TRANSCRIPT_BYTES = 64 << 20
 MAX_ENTRIES = 10_000  # a run stops after 500 nodes (engine.MAX_VISITS); a file with more is no run's
 MAX_LISTED = 10_000  # a directory's fingerprint covers at most this many entries
 CHANGED = "changed"  # the kind of a file's fingerprint when it changed while its probe ran: it matches none
+STREAM = "stream"  # a pipe, a FIFO, a device: read once by its reader, never opened here; it matches none either
 
 
 @dataclass(slots=True)
@@ -85,6 +86,8 @@ class Reuse:
                 return None, f"run again: the recorded run kept no fingerprint of {shown}", read
             if isinstance(was, dict) and was.get("kind") == CHANGED:
                 return None, f"run again: {shown} changed while the recorded run's probe ran", read
+            if isinstance(was, dict) and was.get("kind") == STREAM:
+                return None, f"run again: {shown} is a pipe: what it held then cannot be compared", read
             if was != mark:
                 return None, f"run again: {shown} changed since the recorded run ({_difference(was, mark)})", read
         return recorded.result, "", read
@@ -119,7 +122,7 @@ def _stat(path: str) -> Stat:
     except (OSError, ValueError):
         return Stat({"kind": "missing"})
     if not stat.S_ISREG(info.st_mode):
-        return Stat(fingerprint(path))  # a directory's listing as before (a pipe, read by offset: unreadable)
+        return Stat(fingerprint(path))  # a directory's listing as before; a pipe's kind
     return Stat({"kind": "file", "size": info.st_size, "mtime_ns": info.st_mtime_ns}, identity(path, info))
 
 
@@ -187,6 +190,8 @@ def fingerprint(path: str) -> dict[str, Any]:
         except OSError as exc:
             return {"kind": "unreadable", "error": exc.strerror or str(exc)}
         return {"kind": "directory", "mtime_ns": info.st_mtime_ns, "entries_sha256": digest.hexdigest()}
+    if not stat.S_ISREG(info.st_mode):  # opening a FIFO waits for a writer, and reading it takes its reader's bytes
+        return {"kind": STREAM}
     mark: dict[str, Any] = {"kind": "file", "size": info.st_size, "mtime_ns": info.st_mtime_ns}
     try:
         with open(path, "rb") as fh:
