@@ -35,8 +35,8 @@ TARGETS = (
     "v100-resnet50-pt18-array-format.pt.trace.json.gz",
 )
 # the checks the file was frozen with: a check declared since adds its own facts (left out of the comparison) and its
-# line to ``health_checks`` (left out of that fact before it is digested), so a new check that finds what it should
-# on its own traces leaves this file as it is; one that changes an older check's facts or the triage does not
+# line to ``health_checks`` and, where it finds something, to ``health_lines`` (left out of both before they are
+# digested), so a new check leaves this file as it is; one that changes an older check's facts or the triage does not
 FROZEN_CHECKS = (
     "impossible-metrics", "kernels-missing", "kernels-overlap", "graph-launches", "unlinked-kernels", "durations",
     "clock-skew", "trace-size", "stacks-missing", "summary-table", "profiler-overhead", "rank-skew",
@@ -74,7 +74,9 @@ def health_facts_of(target: str) -> dict[str, Any]:
 
     with tempfile.TemporaryDirectory() as reports:  # the probe writes its report there
         facts = TraceInspectProbe().run(Environment.of(report_dir=Path(reports)), {"paths": str(TRACES / target)}).facts
+    # "id (status): summary" and "mark status id[ [where]]  summary" (wizard/trace/inspection/results.py)
     facts["health_checks"] = [line for line in facts["health_checks"] if line.split(" ", 1)[0] in FROZEN_CHECKS]
+    facts["health_lines"] = [line for line in facts["health_lines"] if line.split()[2] in FROZEN_CHECKS]
     return {
         name: _digest(value) if name not in VOCABULARY and _has_text(value) else value
         for name, value in sorted(facts.items())

@@ -210,9 +210,10 @@ def test_a_module_that_breaks_the_checks_contract_is_refused_by_name() -> None:
 
 
 def test_the_triage_order_is_derived_from_the_checks_triage_ranks() -> None:
-    """Missing data first, because every other number depends on it; the kernel metrics last (the order the
-    triage had as a hand-written list before the checks declared it)."""
-    assert TRIAGE_ORDER == (
+    """Missing data first, because every other number depends on it; the kernel metrics last: the order the
+    triage had as a hand-written list before the checks declared it (a playbook added since goes where its
+    checks' rank puts it, between these), and each playbook at its most urgent check's rank."""
+    before = (
         "kernels-missing",
         "impossible-timing",
         "cuda-graphs",
@@ -221,6 +222,10 @@ def test_the_triage_order_is_derived_from_the_checks_triage_ranks() -> None:
         "summary-table",
         "negative-warps-per-sm",
     )
+    assert tuple(p for p in TRIAGE_ORDER if p in before) == before
+    rank = {p: min(c.triage_rank or 0 for c in CHECKS if c.playbook == p) for p in TRIAGE_ORDER}
+    assert [rank[p] for p in TRIAGE_ORDER] == sorted(rank.values())
+    assert set(TRIAGE_ORDER) == {c.playbook for c in CHECKS if c.playbook is not None}
 
 
 def test_each_checks_own_test_module_names_a_declared_check() -> None:

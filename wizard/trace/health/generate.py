@@ -157,7 +157,7 @@ def schema_text() -> str:
 def table() -> str:
     """The table of checks in docs/health.md: each check's declared row."""
     rows = [
-        "| id | counts (`count`) and its other fields | status when `count` > 0 | playbook |",
+        "| id | counts (`count`) and its other fields | status when `count` > 0, and when not applicable | playbook |",
         "|---|---|---|---|",
     ]
     for spec in CHECKS:

@@ -40,7 +40,9 @@ CHECK = CheckSpec(
         "µs and a quarter of the median), `unmeasured` (linked kernels whose offset is not a finite number, "
         "times near 1e308: no measurement, left out of the rest)"
     ),
-    status_rule=("`warning`"),
+    status_rule=(
+        "`warning`; `not_applicable` with no kernel linked to a launch call, or no offset that is a finite number"
+    ),
     facts=(
         CheckFact("kernels_before_launch", int, "kernels that start before their own launch call (clock-skew)"),
         CheckFact(

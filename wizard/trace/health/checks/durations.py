@@ -33,7 +33,7 @@ CHECK = CheckSpec(
     order=60,
     triage_rank=20,
     counts=("GPU events with `dur < 0`; `zero` (kernels with `dur == 0`), `gpu_events`"),
-    status_rule=("`error`"),
+    status_rule=("`error`; `not_applicable` without GPU events"),
     facts=(
         CheckFact("negative_durations", int, "GPU events with a negative duration"),
         CheckFact("zero_durations", int, "kernels with a zero duration", "zero"),

@@ -35,7 +35,8 @@ CHECK = CheckSpec(
     ),
     status_rule=(
         "the worst severity the flagship playbook's conclusions give the mechanisms found "
-        "(`Mechanism.verdict`, the table below): `info` for E alone"
+        "(`Mechanism.verdict`, the table below): `info` for E alone; `not_applicable` with no kernel whose metrics "
+        "can be checked"
     ),
 )
 

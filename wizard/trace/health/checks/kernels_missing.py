@@ -45,7 +45,9 @@ CHECK = CheckSpec(
         "whose id a range event carries: measured by the range profiler, not dropped), `captured`, "
         "`no_correlation`"
     ),
-    status_rule=("`error`; `info` when each lies in the last 1% or has a range event"),
+    status_rule=(
+        "`error`; `info` when each lies in the last 1% or has a range event; `not_applicable` without launch calls"
+    ),
     facts=(
         CheckFact("missing_kernels", int, "launch calls whose kernel is not in the trace (kernels-missing)"),
         CheckFact("launch_calls", int, "kernel launch calls in the traces", "launches"),

@@ -94,7 +94,7 @@ CHECK = CheckSpec(
     ),
     status_rule=(
         "`info` when each is `pdl` or `rounding`: only the viewer suffers; `warning` otherwise: a duration "
-        "that overruns its successor, or an overlap nothing in the trace asked for"
+        "that overruns its successor, or an overlap nothing in the trace asked for; `not_applicable` without kernels"
     ),
     facts=(
         CheckFact(

@@ -42,7 +42,10 @@ CHECK = CheckSpec(
         "`kinds`, and the ProfilerStep spans: `steps`, `step_us`, `median_step_us`, `drift` (the last third's"
         " mean against the first third's, None under 3 steps)"
     ),
-    status_rule=f"`warning` above {OVERHEAD_SHARE:.0%} of the window (nsys-ai's doctor warns there), else `info`",
+    status_rule=(
+        f"`warning` above {OVERHEAD_SHARE:.0%} of the window (nsys-ai's doctor warns there), else `info`; "
+        "`not_applicable` with neither overhead records nor GPU events (CUPTI writes them)"
+    ),
     facts=(
         CheckFact("overhead_records", int, "CUPTI profiler-overhead records in the traces"),
         CheckFact(

@@ -50,7 +50,8 @@ CHECK = CheckSpec(
     ),
     status_rule=(
         "`warning` when `median_us` reaches the floor (NCCL time on the early ranks includes waiting); `info`"
-        " below it (launch jitter)"
+        " below it (launch jitter); `not_applicable` for what is not a rank directory, or with no skew that is a "
+        'finite number ("could not be measured")'
     ),
     scope="job",
     facts=(

@@ -26,7 +26,7 @@ CHECK = CheckSpec(
     StacksMissingDetails,
     order=90,
     counts=("CPU ops (`cpu_op`, `Operator`) of a trace with no `python_function` event; `cpu_ops`"),
-    status_rule=("`info`"),
+    status_rule=("`info`; `not_applicable` without CPU ops"),
     facts=(
         CheckFact("python_stacks", bool, "whether Python stacks were recorded (python_function events)", how="none"),
     ),

@@ -74,7 +74,7 @@ CHECK = CheckSpec(
     ),
     status_rule=(
         "`warning` where an op row or an overhead row claims time its GPU events did not run; `info` where "
-        "only the total exceeds GPU busy"
+        "only the total exceeds GPU busy; `not_applicable` without GPU events"
     ),
     facts=(
         CheckFact(

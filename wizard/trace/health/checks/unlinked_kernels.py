@@ -38,9 +38,12 @@ CHECK = CheckSpec(
         "`before_window` (those whose id is below the smallest correlation id of any call in the file: "
         "launched before the profiling window), `before_first_call` (those whose `ts` is below the first "
         "call's: the time-based sign, which misses kernels launched before the window that ran after it "
-        "opened). `not_applicable` without launch or graph-launch calls"
+        "opened)"
     ),
-    status_rule=("`info` when every one is `before_window`; else `warning`"),
+    status_rule=(
+        "`info` when every one is `before_window`; else `warning`; `not_applicable` without launch or "
+        "graph-launch calls"
+    ),
     facts=(
         CheckFact("unlinked_kernels", int, "kernels whose correlation id matches no launch call"),
         CheckFact(
