@@ -33,8 +33,9 @@ class OpenedEnds:
     sha256_ends: str
 
 
-def _pread(fd: int, size: int, offset: int) -> bytes:
-    """Up to ``size`` bytes from ``offset``, fewer only at the end of the file (as ``read`` on a file gives)."""
+def read_at(fd: int, size: int, offset: int) -> bytes:
+    """Up to ``size`` bytes from ``offset``, fewer only at the end of the file (as ``read`` on a file gives),
+    by ``pread``: the descriptor's offset does not move (the trace reader's parallel workers read so too)."""
     chunks, got = [], 0
     while got < size:
         chunk = os.pread(fd, size - got, offset + got)
@@ -48,9 +49,9 @@ def _pread(fd: int, size: int, offset: int) -> bytes:
 def sha256_ends(fd: int, size: int) -> str:
     """The SHA-256 of the first HASHED_BYTES of the open file, then, when ``size`` (its stat's) is larger, of
     the HASHED_BYTES from max(HASHED_BYTES, size - HASHED_BYTES): the formula every recorded transcript used."""
-    digest = hashlib.sha256(_pread(fd, HASHED_BYTES, 0))
+    digest = hashlib.sha256(read_at(fd, HASHED_BYTES, 0))
     if size > HASHED_BYTES:
-        digest.update(_pread(fd, HASHED_BYTES, max(HASHED_BYTES, size - HASHED_BYTES)))
+        digest.update(read_at(fd, HASHED_BYTES, max(HASHED_BYTES, size - HASHED_BYTES)))
     return digest.hexdigest()
 
 

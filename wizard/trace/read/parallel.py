@@ -20,6 +20,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 from typing import IO
 
+from wizard.file_ends import read_at
 from wizard.trace.read.collector import Collector, PieceResult, TraceContents, collect_piece
 from wizard.trace.read.events import EVENTS_DECODER, decode_block
 from wizard.trace.read.source import open_input
@@ -55,16 +56,9 @@ def _pread(inherited: tuple[int, int, int], start: int, size: int) -> bytes | No
         info = os.fstat(fd)
         if (info.st_dev, info.st_ino) != (device, inode):
             return None
-        chunks, got = [], 0
-        while got < size:
-            chunk = os.pread(fd, size - got, start + got)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            got += len(chunk)
+        return read_at(fd, size, start)
     except OSError:
         return None
-    return b"".join(chunks)
 
 
 def new_pool(workers: int) -> ProcessPoolExecutor:
