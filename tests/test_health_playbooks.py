@@ -20,7 +20,7 @@ from wizard.playbook.model import ConclusionNode, Playbook, ProbeNode, QuestionN
 from wizard.probes.registry import catalog
 from wizard.testing.traces import KernelSpec, TraceBuilder
 
-PLAYBOOKS = ("kernels-missing", "kernels-hidden", "cuda-graphs", "impossible-timing", "rank-skew")
+PLAYBOOKS = ("kernels-missing", "kernels-hidden", "cuda-graphs", "impossible-timing", "rank-skew", "summary-table")
 CORRUPT = REPO / "examples" / "traces" / "corrupt.json"
 
 
@@ -183,6 +183,39 @@ def t_corrupt(d: Path) -> Path:
     return CORRUPT
 
 
+def t_overhead_claims(d: Path) -> Path:
+    """pytorch PR #193392's A100 report: an OVERHEAD record carrying a launch's correlation id claims its kernel."""
+    b = TraceBuilder()
+    b.span("ProfilerStep#3", [spec("k_add", op="aten::add", dur=8.1)], cat="user_annotation")
+    b.add_overhead("Activity Buffer Request", 30.0, correlation=b.last_correlation)
+    b.add(spec("k_mul", op="aten::mul", dur=5.0))
+    return b.write(d / "overhead-claims.json")
+
+
+def t_concurrent_streams(d: Path) -> Path:
+    b = TraceBuilder()
+    b.add(spec("long", dur=150.0, stream=7))  # +30 to +180
+    b.add(spec("side", dur=60.0, stream=9))  # +130 to +190 on another stream: 50 µs at once
+    return b.write(d / "streams.json")
+
+
+def t_gpu_annotation(d: Path) -> Path:
+    b = TraceBuilder()
+    b.add(spec("k", dur=20.0))
+    b.add_gpu_annotation("ProfilerStep#1", at=0.0, dur=95.0)  # over the kernel, on its row
+    return b.write(d / "annotation.json")
+
+
+def t_overhead_window(d: Path) -> Path:
+    """Six 100 µs steps; the profiler's own records take 65 of the 600 µs window (10.8% > 10%), claiming nothing."""
+    b = TraceBuilder()
+    for n in range(6):
+        b.span(f"ProfilerStep#{n}", [spec("k", dur=10.0)], cat="user_annotation")
+    b.add_overhead("Activity Buffer Request", 40.0, ts=b.clock - 550)
+    b.add_overhead("Lazy Function Loading", 25.0, ts=b.clock - 350)
+    return b.write(d / "overhead-window.json")
+
+
 @dataclass
 class Case:
     playbook: str
@@ -290,6 +323,20 @@ CASES = [
     Case("rank-skew", t_skewed, {"same_host": True, "have_baseline": True}, "straggler-persists",
          "after the barrier: median 600 µs, max 600 µs", files={"baseline_path": t_skewed}),
     Case("rank-skew", t_corrupt, {}, "trace-unreadable", "byte 767"),
+    # summary-table (its two conclusions from a timed workload: TIMED below)
+    Case("summary-table", t_healthy, {}, "key-averages-consistent",
+         "Self CUDA total 48 µs, GPU busy 48 µs, no overhead record claims a kernel"),
+    Case("summary-table", t_overhead_claims, {},
+         "overhead-records-claim-kernels", "overhead records carrying a GPU event correlation id: 1"),
+    Case("summary-table", t_concurrent_streams, {}, "self-cuda-summed-past-wall-clock",
+         "so the total (210.0 µs) exceeds the 160.0 µs the GPU was busy"),
+    Case("summary-table", t_gpu_annotation, {}, "gpu-annotations-as-self-cuda",
+         "gpu_user_annotation), 95.0 µs of them. They run no kernel of their own"),
+    Case("summary-table", t_overhead_window, {"measure": False}, "profiler-overhead-in-window",
+         "took 10.8% of the trace window"),
+    Case("summary-table", None, {"have": "description", "described": "slower", "measure": False},
+         "profiler-overhead-in-window", "took a large share of the window"),
+    Case("summary-table", t_corrupt, {}, "trace-unreadable", "byte 767"),
 ]  # fmt: skip
 
 
@@ -340,9 +387,7 @@ def test_each_conclusion_is_reached_from_answers(run_cli: RunCli, case: Case, tm
 
 @pytest.mark.parametrize("playbook", PLAYBOOKS)
 def test_every_conclusion_has_a_case(playbook: str) -> None:
-    reached = {c.diagnosis for c in CASES if c.playbook == playbook} | {
-        c.diagnosis for c in MEASURED if c.playbook == playbook
-    }
+    reached = {c.diagnosis for c in (*CASES, *MEASURED, *TIMED) if c.playbook == playbook}
     assert reached == conclusions(playbook)
 
 
@@ -368,7 +413,11 @@ def test_each_starts_like_the_flagship(playbook: str) -> None:
             "inspect": (inspect.probe, {k: getattr(v, "source", v) for k, v in inspect.params.items()}),
         }
 
-    assert head(playbook) == head("negative-warps-per-sm")
+    flagship = head("negative-warps-per-sm")
+    if playbook == "summary-table":  # it spells its start out (no `uses: trace-start`), and its inspect node leaves
+        # out the flagship's `torch_validator: true`: torch's _trace_validator does not run on its traces
+        flagship["inspect"][1].pop("torch_validator")
+    assert head(playbook) == flagship
     pb = loaded(playbook)
     missing = [n.id for n in pb.nodes.values() if not isinstance(n, ConclusionNode) and not n.explain]
     missing = [
@@ -475,6 +524,84 @@ def test_the_measured_path_on_a_gpu_machine(case: Measured, tmp_path: Path) -> N
     (profiled,) = [i for i, argv in enumerate(runner.calls) if argv[2] == "profile"]
     assert runner.envs[profiled]["KINETO_LOG_LEVEL"] == "0"
     assert runner.calls[profiled][-2:] == ["--", "train.py"]
+
+
+# -- summary-table's timed path: the profiler.overhead probe's harness run, through the injected runner ----------
+
+
+class OverheadHarness:
+    """Answers the harness's ``overhead`` mode with these timings, in the keys harness.py's ``overhead`` emits;
+    any other harness run fails the test (the playbook asks for none)."""
+
+    def __init__(self, plain: list[float], profiled: list[float]) -> None:
+        self.plain, self.profiled = plain, profiled
+        self.calls: list[list[str]] = []
+
+    def run(
+        self, argv: Any, *, timeout: float, env: Any = None, cwd: str | None = None, log_path: Path | None = None
+    ) -> Any:
+        from wizard.runner import CommandResult
+
+        argv = [str(a) for a in argv]
+        self.calls.append(argv)
+        assert argv[2] == "overhead", argv
+        result = {"ok": True, "exit_code": 0, "cuda_available": True, "failure": None, "torch_version": "2.13.0",
+                  "plain_s": self.plain, "profiled_s": self.profiled,
+                  "plain_cpu_s": self.plain, "profiled_cpu_s": self.profiled}  # fmt: skip
+        output = "WARPWIZARD_RESULT " + json.dumps(result) + "\n"
+        return CommandResult(argv, 0, output, 0.1, False, log_path=str(log_path) if log_path else None)
+
+
+@dataclass
+class Timed:
+    playbook: str
+    plain: list[float]
+    profiled: list[float]
+    diagnosis: str
+    evidence: str
+
+
+TIMED = [
+    Timed("summary-table", [1.0] * 5, [1.25] * 5, "profiler-inflates-the-step",
+          "took 25% longer than without it: above 10%"),  # fail: above 20%
+    Timed("summary-table", [1.0] * 5, [1.0, 1.2, 1.15, 1.1, 1.2], "profiler-inflates-the-step",
+          "plain median 1 s, profiled median 1.15 s"),  # warn: 15%, between 10% and 20%
+    Timed("summary-table", [2.0, 2.0, 2.1, 1.9, 2.0], [2.1] * 5, "profiler-overhead-small",
+          "took 5% longer than without it: within 10%"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", TIMED, ids=lambda c: f"{c.diagnosis}:{max(c.profiled)}")
+def test_the_timed_path_with_a_workload(case: Timed, tmp_path: Path) -> None:
+    """A trace whose profiler records take over 10% of the window, a workload to time: the probe runs the harness
+    once (5 plain and 5 profiled runs) and the playbook concludes from the medians."""
+    answers = tmp_path / "answers.yaml"
+    answers.write_text(yaml.safe_dump({"have": "trace", "trace_path": str(t_overhead_window(tmp_path)),
+                                       "measure": True}))  # fmt: skip
+    runner = OverheadHarness(case.plain, case.profiled)
+    status, out, err = run_with(runner, "run", case.playbook, "--answers", str(answers), "--json",
+                                "--workload", "python train.py", cwd=tmp_path)  # fmt: skip
+    assert status == 0, err
+    data = strict_json(out)
+    assert data["conclusion"]["diagnosis"] == case.diagnosis, shown(data)
+    assert case.evidence in shown(data), shown(data)
+    (call,) = runner.calls
+    assert call[2:] == ["overhead", "5", "--", "train.py"]
+
+
+def test_nothing_to_time_concludes_from_the_window(run_cli: RunCli, tmp_path: Path) -> None:
+    """Yes to timing but no workload: the probe skips and overhead_route's default concludes from the trace."""
+    case = Case("summary-table", t_overhead_window, {"measure": True}, "profiler-overhead-in-window", "")
+    data = walk(run_cli, case, tmp_path)
+    assert [e["node"] for e in data["entries"]] == [
+        "have", "trace_path", "inspect", "route", "measure", "overhead_probe", "overhead_route", "overhead_share"
+    ]  # fmt: skip
+    probe = data["entries"][5]
+    assert (probe["status"], probe["summary"]) == (
+        "skip", 'profiler.overhead: no workload given (run with --workload "python train.py --steps 3")'
+    )  # fmt: skip
+    assert data["conclusion"]["diagnosis"] == "profiler-overhead-in-window"
+    assert "took 10.8% of the trace window" in shown(data)
 
 
 def test_examples_list_the_health_playbooks(run_cli: RunCli, tmp_path: Path) -> None:
