@@ -1,10 +1,12 @@
-"""The health check's five playbooks: each validates, starts like the flagship, and reaches every one of its
-conclusions from an answers file on a trace the builder made (through the real CLI)."""
+"""The health check's six playbooks: each validates, starts like the flagship, and reaches every one of its
+conclusions from an answers file on a trace the builder made (through the real CLI); the flagship's conclusions
+that no example reaches, each from a case here; and the guard that every playbook the triage offers is among them."""
 
 from __future__ import annotations
 
 import io
 import json
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,7 +17,7 @@ import yaml
 
 from tests.conftest import REPO, RunCli, cli_env, strict_json
 from tests.test_health_probes import LINED_UP, SKEWED, rank_dir
-from wizard.playbook.loader import load_playbook
+from wizard.playbook.loader import declared_triage, load_playbook
 from wizard.playbook.model import ConclusionNode, Playbook, ProbeNode, QuestionNode
 from wizard.probes.registry import catalog
 from wizard.testing.traces import KernelSpec, TraceBuilder
@@ -387,7 +389,8 @@ def test_each_conclusion_is_reached_from_answers(run_cli: RunCli, case: Case, tm
 
 @pytest.mark.parametrize("playbook", PLAYBOOKS)
 def test_every_conclusion_has_a_case(playbook: str) -> None:
-    reached = {c.diagnosis for c in (*CASES, *MEASURED, *TIMED) if c.playbook == playbook}
+    cases: list[Case | Measured | Timed] = [*CASES, *MEASURED, *TIMED]
+    reached = {c.diagnosis for c in cases if c.playbook == playbook}
     assert reached == conclusions(playbook)
 
 
@@ -462,14 +465,16 @@ class GpuHarness:
         return CommandResult(argv, 0, output, 0.1, False, log_path=str(log_path) if log_path else None)
 
 
-def run_with(runner: Any, *args: str, cwd: Path) -> tuple[int, str, str]:
+def run_with(
+    runner: Any, *args: str, cwd: Path, which: Callable[[str], str | None] = shutil.which
+) -> tuple[int, str, str]:
     from wizard.cli.app import main
     from wizard.system import System
 
     out, err = io.StringIO(), io.StringIO()
     environ = cli_env(WARPWIZARD_REPORT_DIR=str(cwd / "report"))
     system = System(stdin=io.StringIO(""), stdout=out, stderr=err, environ=environ, runner=runner,
-                    isatty=lambda s: False)  # fmt: skip
+                    isatty=lambda s: False, which=which)  # fmt: skip
     status = main(["--debug", *args], system)
     return status, out.getvalue(), err.getvalue()
 
@@ -602,6 +607,178 @@ def test_nothing_to_time_concludes_from_the_window(run_cli: RunCli, tmp_path: Pa
     )  # fmt: skip
     assert data["conclusion"]["diagnosis"] == "profiler-overhead-in-window"
     assert "took 10.8% of the trace window" in shown(data)
+
+
+# -- the flagship's conclusions that no example reaches ------------------------------------------------------
+
+FLAGSHIP = "negative-warps-per-sm"
+MUL = "void at::native::vectorized_elementwise_kernel<4, at::native::MulFunctor<float> >"
+
+
+def t_garbled(d: Path) -> Path:
+    """examples/build.py's unexplained-aten-op: values no mechanism explains, on an op with recorded shapes."""
+    b = TraceBuilder(gpu="H100")
+    b.add(KernelSpec(MUL, (2048, 1, 1), (128, 1, 1), 24, 0, "aten::mul", [[1024, 256], [1024, 256]],
+                     ["float", "float"], plant="garbled"))  # fmt: skip
+    return b.write(d / "garbled.json")
+
+
+def t_garbled_tall_grid(d: Path) -> Path:
+    """The same unexplained values on a grid no legal launch has (y above 65535)."""
+    b = TraceBuilder(gpu="H100")
+    b.add(KernelSpec("void my_ext::k<float>", (64, 70000, 1), (256, 1, 1), plant="garbled"))
+    return b.write(d / "tall-grid.json")
+
+
+def t_old_sm_count(d: Path) -> Path:
+    """The workload profiled again shows a known mechanism: B, an SM count read as -1."""
+    b = TraceBuilder(gpu="H100")
+    b.add(KernelSpec(MUL, (2048, 1, 1), (128, 1, 1), 24, 0, "aten::mul", [[1024, 256], [1024, 256]],
+                     ["float", "float"], plant="B"))  # fmt: skip
+    return b.write(d / "fresh-b.json")
+
+
+def two_machines(d: Path) -> list[str]:
+    """--compare reports of the same kernel from two machines: mechanism D on the H100 only (test_cli_run's)."""
+    from tests.conftest import run_inprocess
+
+    args = []
+    for host, gpu, plant in (("node3", "H100", "D"), ("node4", "A100", None)):
+        b = TraceBuilder(gpu=gpu)
+        b.add(KernelSpec("gemm_kernel", (64, 8, 1), (256, 1, 1), plant=plant))
+        report = d / f"{host}.json"
+        report.write_text(run_inprocess("trace", "inspect", "--json", str(b.write(d / f"{host}-trace.json"))).stdout)
+        args += ["--compare", str(report)]
+    return args
+
+
+def no_args(d: Path) -> list[str]:
+    return []
+
+
+class CudaHarness:
+    """The harness and op.isolate's repro as a CUDA machine's would answer: ``profile`` writes ``fresh``'s trace
+    (None: no trace at all), the repro writes ``repro``'s; the legacy profiler and torch's validator report
+    nothing to use."""
+
+    def __init__(self, fresh: Callable[[Path], Path] | None = None, repro: Callable[[Path], Path] | None = None):
+        self.fresh, self.repro = fresh, repro
+        self.calls: list[list[str]] = []
+
+    def run(
+        self, argv: Any, *, timeout: float, env: Any = None, cwd: str | None = None, log_path: Path | None = None
+    ) -> Any:
+        from wizard.runner import CommandResult
+
+        argv = [str(a) for a in argv]
+        self.calls.append(argv)
+        result: dict[str, Any]
+        if argv[1].endswith("repro.py"):
+            assert self.repro is not None, argv
+            Path(argv[2]).write_bytes(self.repro(Path(argv[2]).parent).read_bytes())
+            result = {"ok": True, "device": "cuda", "error": None, "output": argv[2]}
+        elif argv[2] == "profile":
+            if self.fresh is not None:
+                Path(argv[3]).write_bytes(self.fresh(Path(argv[3]).parent).read_bytes())
+            result = {"ok": True, "exit_code": 0, "cuda_available": True, "torch_version": "2.13.0+cu130"}
+        elif argv[2] == "validate":
+            result = {"ok": True, "available": False, "reason": "not here"}
+        else:
+            result = {"ok": True, "exit_code": 0, "cuda_available": True, "torch_version": "2.13.0+cu130", "dirs": []}
+        output = "WARPWIZARD_RESULT " + json.dumps(result) + "\n"
+        return CommandResult(argv, 0, output, 0.1, False, log_path=str(log_path) if log_path else None)
+
+
+@dataclass
+class FlagshipCase:
+    trace: Callable[[Path], Path] | None
+    answers: dict[str, Any]
+    diagnosis: str
+    evidence: str
+    harness: Callable[[], CudaHarness] | None = None  # None: the real runner, through the run_cli fixture
+    args: Callable[[Path], list[str]] = no_args
+
+
+WORKLOAD = ("--workload", "python train.py")
+
+FLAGSHIP_CASES = [
+    FlagshipCase(None, {"have": "description", "symptom": "negative", "torch_era": "some"},
+                 "likely-profiler-bug-grid-overflow", "Most likely mechanism A"),
+    FlagshipCase(None, {"have": "description", "symptom": "non_finite"}, "likely-profiler-bug-unknown-device",
+                 "Most likely mechanism C: the profiler did not know the device's SM count and divided by 0"),
+    FlagshipCase(t_garbled_tall_grid, {"custom_kernel": True, "launch_math": True}, "kernel-launch-configuration",
+                 "(grid 64x70000x1 = 4480000 blocks, block 256x1x1 = 256 threads)"),
+    FlagshipCase(t_garbled, {"custom_kernel": False}, "hardware-or-driver-specific",
+                 "hardware or driver specific: D only on", args=two_machines),
+    FlagshipCase(t_garbled, {"custom_kernel": False}, "op-specific",
+                 "aten::mul alone reproduces the anomaly (?)", harness=lambda: CudaHarness(repro=t_garbled)),
+    FlagshipCase(t_garbled, {}, "profiler-bug-unknown",
+                 "the anomaly follows the profiler", harness=lambda: CudaHarness(fresh=t_old_sm_count),
+                 args=lambda d: list(WORKLOAD)),
+    FlagshipCase(t_garbled, {}, "not-reproduced",
+                 "the fresh trace shows no impossible values", harness=lambda: CudaHarness(fresh=t_healthy),
+                 args=lambda d: list(WORKLOAD)),
+    FlagshipCase(None, {"have": "workload", "workload_cmd": "python train.py"}, "workload-not-profiled",
+                 "the profiler wrote no trace (workload exit 0)", harness=CudaHarness,
+                 args=lambda d: ["--allow-commands"]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", FLAGSHIP_CASES, ids=lambda c: c.diagnosis)
+def test_the_flagship_conclusions_no_example_reaches(run_cli: RunCli, case: FlagshipCase, tmp_path: Path) -> None:
+    as_case = Case(FLAGSHIP, case.trace, case.answers, case.diagnosis, case.evidence)
+    extra = case.args(tmp_path)
+    if case.harness is None:
+        data = walk(run_cli, as_case, tmp_path, *extra)
+    else:
+        answers: dict[str, Any] = {"have": "trace", **({"trace_path": str(case.trace(tmp_path))} if case.trace else {})}
+        path = tmp_path / "answers.yaml"
+        path.write_text(yaml.safe_dump({**answers, **case.answers}))
+        status, out, err = run_with(case.harness(), "run", FLAGSHIP, "--answers", str(path), "--json", *extra,
+                                    cwd=tmp_path, which=lambda name: None)  # fmt: skip
+        assert status == 0, err
+        data = strict_json(out)
+    assert data["conclusion"]["diagnosis"] == case.diagnosis, shown(data)
+    assert case.evidence in shown(data) + " " + " ".join(str(e.get("summary")) for e in data["entries"]), shown(data)
+
+
+# The flagship's conclusions a test in another file reaches through the CLI and asserts (the examples aside:
+# tests/test_examples.py::test_example_reaches_its_diagnosis walks every entry of examples/manifest.yaml).
+ELSEWHERE = {
+    "trace-cut-off-before-kernels": "tests/test_wild_traces.py::test_kernels_lost_with_the_end_of_a_cut_off_trace",
+    "workload-failed": "tests/test_safety.py::test_python_dash_c_workload_and_a_failing_one",  # a real CPU run (torch)
+    "kernel-launch-failure":  # a recorded H200 device-side assert replayed by a real workload (torch)
+    "tests/test_gpu_recordings.py::test_flagship_sends_a_workload_that_dies_under_the_profiler_to_step_4",
+    "likely-profiler-bug-occupancy-calculator": "tests/test_cli_run.py::test_set_answers_on_the_command_line",
+}
+
+
+def asserted_in(test: str, diagnosis: str) -> bool:
+    """Whether the named test function asserts that the conclusion's diagnosis is this one."""
+    import ast
+
+    file, name = test.split("::")
+    source = (REPO / file).read_text()
+    (function,) = [n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.FunctionDef) and n.name == name]
+    return f'["diagnosis"] == "{diagnosis}"' in (ast.get_source_segment(source, function) or "")
+
+
+def test_every_flagship_conclusion_is_reached() -> None:
+    examples = yaml.safe_load((REPO / "examples" / "manifest.yaml").read_text())["examples"]
+    by_example = {e["diagnosis"] for e in examples if e["playbook"] == FLAGSHIP}
+    here = {c.diagnosis for c in FLAGSHIP_CASES}
+    assert [d for d, test in ELSEWHERE.items() if not asserted_in(test, d)] == []
+    assert by_example | here | set(ELSEWHERE) == conclusions(FLAGSHIP)
+    assert here.isdisjoint(by_example | set(ELSEWHERE))  # each case here reaches what nothing else does
+
+
+def test_every_playbook_the_triage_offers_has_each_conclusion_reached() -> None:
+    """A playbook the triage offers (a `triage:` block) joins PLAYBOOKS, whose every conclusion
+    test_every_conclusion_has_a_case requires a case for; the flagship's, test_every_flagship_conclusion_is_reached."""
+    offered = {
+        loaded(path.stem).id for path in (REPO / "playbooks").glob("*.yaml") if declared_triage(path) is not None
+    }
+    assert offered == {*PLAYBOOKS, FLAGSHIP}
 
 
 def test_examples_list_the_health_playbooks(run_cli: RunCli, tmp_path: Path) -> None:
