@@ -1,10 +1,12 @@
-"""The health check's five playbooks: each validates, starts like the flagship, and reaches every one of its
-conclusions from an answers file on a trace the builder made (through the real CLI)."""
+"""The health check's six playbooks: each validates, starts like the flagship, and reaches every one of its
+conclusions from an answers file on a trace the builder made (through the real CLI); the flagship's conclusions
+that no example reaches, each from a case here; and the guard that every playbook the triage offers is among them."""
 
 from __future__ import annotations
 
 import io
 import json
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,12 +17,12 @@ import yaml
 
 from tests.conftest import REPO, RunCli, cli_env, strict_json
 from tests.test_health_probes import LINED_UP, SKEWED, rank_dir
-from wizard.playbook.loader import load_playbook
+from wizard.playbook.loader import declared_triage, load_playbook
 from wizard.playbook.model import ConclusionNode, Playbook, ProbeNode, QuestionNode
 from wizard.probes.registry import catalog
 from wizard.testing.traces import KernelSpec, TraceBuilder
 
-PLAYBOOKS = ("kernels-missing", "kernels-hidden", "cuda-graphs", "impossible-timing", "rank-skew")
+PLAYBOOKS = ("kernels-missing", "kernels-hidden", "cuda-graphs", "impossible-timing", "rank-skew", "summary-table")
 CORRUPT = REPO / "examples" / "traces" / "corrupt.json"
 
 
@@ -183,6 +185,39 @@ def t_corrupt(d: Path) -> Path:
     return CORRUPT
 
 
+def t_overhead_claims(d: Path) -> Path:
+    """pytorch PR #193392's A100 report: an OVERHEAD record carrying a launch's correlation id claims its kernel."""
+    b = TraceBuilder()
+    b.span("ProfilerStep#3", [spec("k_add", op="aten::add", dur=8.1)], cat="user_annotation")
+    b.add_overhead("Activity Buffer Request", 30.0, correlation=b.last_correlation)
+    b.add(spec("k_mul", op="aten::mul", dur=5.0))
+    return b.write(d / "overhead-claims.json")
+
+
+def t_concurrent_streams(d: Path) -> Path:
+    b = TraceBuilder()
+    b.add(spec("long", dur=150.0, stream=7))  # +30 to +180
+    b.add(spec("side", dur=60.0, stream=9))  # +130 to +190 on another stream: 50 µs at once
+    return b.write(d / "streams.json")
+
+
+def t_gpu_annotation(d: Path) -> Path:
+    b = TraceBuilder()
+    b.add(spec("k", dur=20.0))
+    b.add_gpu_annotation("ProfilerStep#1", at=0.0, dur=95.0)  # over the kernel, on its row
+    return b.write(d / "annotation.json")
+
+
+def t_overhead_window(d: Path) -> Path:
+    """Six 100 µs steps; the profiler's own records take 65 of the 600 µs window (10.8% > 10%), claiming nothing."""
+    b = TraceBuilder()
+    for n in range(6):
+        b.span(f"ProfilerStep#{n}", [spec("k", dur=10.0)], cat="user_annotation")
+    b.add_overhead("Activity Buffer Request", 40.0, ts=b.clock - 550)
+    b.add_overhead("Lazy Function Loading", 25.0, ts=b.clock - 350)
+    return b.write(d / "overhead-window.json")
+
+
 @dataclass
 class Case:
     playbook: str
@@ -290,6 +325,20 @@ CASES = [
     Case("rank-skew", t_skewed, {"same_host": True, "have_baseline": True}, "straggler-persists",
          "after the barrier: median 600 µs, max 600 µs", files={"baseline_path": t_skewed}),
     Case("rank-skew", t_corrupt, {}, "trace-unreadable", "byte 767"),
+    # summary-table (its two conclusions from a timed workload: TIMED below)
+    Case("summary-table", t_healthy, {}, "key-averages-consistent",
+         "Self CUDA total 48 µs, GPU busy 48 µs, no overhead record claims a kernel"),
+    Case("summary-table", t_overhead_claims, {},
+         "overhead-records-claim-kernels", "overhead records carrying a GPU event correlation id: 1"),
+    Case("summary-table", t_concurrent_streams, {}, "self-cuda-summed-past-wall-clock",
+         "so the total (210.0 µs) exceeds the 160.0 µs the GPU was busy"),
+    Case("summary-table", t_gpu_annotation, {}, "gpu-annotations-as-self-cuda",
+         "gpu_user_annotation), 95.0 µs of them. They run no kernel of their own"),
+    Case("summary-table", t_overhead_window, {"measure": False}, "profiler-overhead-in-window",
+         "took 10.8% of the trace window"),
+    Case("summary-table", None, {"have": "description", "described": "slower", "measure": False},
+         "profiler-overhead-in-window", "took a large share of the window"),
+    Case("summary-table", t_corrupt, {}, "trace-unreadable", "byte 767"),
 ]  # fmt: skip
 
 
@@ -340,9 +389,8 @@ def test_each_conclusion_is_reached_from_answers(run_cli: RunCli, case: Case, tm
 
 @pytest.mark.parametrize("playbook", PLAYBOOKS)
 def test_every_conclusion_has_a_case(playbook: str) -> None:
-    reached = {c.diagnosis for c in CASES if c.playbook == playbook} | {
-        c.diagnosis for c in MEASURED if c.playbook == playbook
-    }
+    cases: list[Case | Measured | Timed] = [*CASES, *MEASURED, *TIMED]
+    reached = {c.diagnosis for c in cases if c.playbook == playbook}
     assert reached == conclusions(playbook)
 
 
@@ -368,7 +416,11 @@ def test_each_starts_like_the_flagship(playbook: str) -> None:
             "inspect": (inspect.probe, {k: getattr(v, "source", v) for k, v in inspect.params.items()}),
         }
 
-    assert head(playbook) == head("negative-warps-per-sm")
+    flagship = head("negative-warps-per-sm")
+    if playbook == "summary-table":  # it spells its start out (no `uses: trace-start`), and its inspect node leaves
+        # out the flagship's `torch_validator: true`: torch's _trace_validator does not run on its traces
+        flagship["inspect"][1].pop("torch_validator")
+    assert head(playbook) == flagship
     pb = loaded(playbook)
     missing = [n.id for n in pb.nodes.values() if not isinstance(n, ConclusionNode) and not n.explain]
     missing = [
@@ -413,14 +465,16 @@ class GpuHarness:
         return CommandResult(argv, 0, output, 0.1, False, log_path=str(log_path) if log_path else None)
 
 
-def run_with(runner: Any, *args: str, cwd: Path) -> tuple[int, str, str]:
+def run_with(
+    runner: Any, *args: str, cwd: Path, which: Callable[[str], str | None] = shutil.which
+) -> tuple[int, str, str]:
     from wizard.cli.app import main
     from wizard.system import System
 
     out, err = io.StringIO(), io.StringIO()
     environ = cli_env(WARPWIZARD_REPORT_DIR=str(cwd / "report"))
     system = System(stdin=io.StringIO(""), stdout=out, stderr=err, environ=environ, runner=runner,
-                    isatty=lambda s: False)  # fmt: skip
+                    isatty=lambda s: False, which=which)  # fmt: skip
     status = main(["--debug", *args], system)
     return status, out.getvalue(), err.getvalue()
 
@@ -475,6 +529,256 @@ def test_the_measured_path_on_a_gpu_machine(case: Measured, tmp_path: Path) -> N
     (profiled,) = [i for i, argv in enumerate(runner.calls) if argv[2] == "profile"]
     assert runner.envs[profiled]["KINETO_LOG_LEVEL"] == "0"
     assert runner.calls[profiled][-2:] == ["--", "train.py"]
+
+
+# -- summary-table's timed path: the profiler.overhead probe's harness run, through the injected runner ----------
+
+
+class OverheadHarness:
+    """Answers the harness's ``overhead`` mode with these timings, in the keys harness.py's ``overhead`` emits;
+    any other harness run fails the test (the playbook asks for none)."""
+
+    def __init__(self, plain: list[float], profiled: list[float]) -> None:
+        self.plain, self.profiled = plain, profiled
+        self.calls: list[list[str]] = []
+
+    def run(
+        self, argv: Any, *, timeout: float, env: Any = None, cwd: str | None = None, log_path: Path | None = None
+    ) -> Any:
+        from wizard.runner import CommandResult
+
+        argv = [str(a) for a in argv]
+        self.calls.append(argv)
+        assert argv[2] == "overhead", argv
+        result = {"ok": True, "exit_code": 0, "cuda_available": True, "failure": None, "torch_version": "2.13.0",
+                  "plain_s": self.plain, "profiled_s": self.profiled,
+                  "plain_cpu_s": self.plain, "profiled_cpu_s": self.profiled}  # fmt: skip
+        output = "WARPWIZARD_RESULT " + json.dumps(result) + "\n"
+        return CommandResult(argv, 0, output, 0.1, False, log_path=str(log_path) if log_path else None)
+
+
+@dataclass
+class Timed:
+    playbook: str
+    plain: list[float]
+    profiled: list[float]
+    diagnosis: str
+    evidence: str
+
+
+TIMED = [
+    Timed("summary-table", [1.0] * 5, [1.25] * 5, "profiler-inflates-the-step",
+          "took 25% longer than without it: above 10%"),  # fail: above 20%
+    Timed("summary-table", [1.0] * 5, [1.0, 1.2, 1.15, 1.1, 1.2], "profiler-inflates-the-step",
+          "plain median 1 s, profiled median 1.15 s"),  # warn: 15%, between 10% and 20%
+    Timed("summary-table", [2.0, 2.0, 2.1, 1.9, 2.0], [2.1] * 5, "profiler-overhead-small",
+          "took 5% longer than without it: within 10%"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", TIMED, ids=lambda c: f"{c.diagnosis}:{max(c.profiled)}")
+def test_the_timed_path_with_a_workload(case: Timed, tmp_path: Path) -> None:
+    """A trace whose profiler records take over 10% of the window, a workload to time: the probe runs the harness
+    once (5 plain and 5 profiled runs) and the playbook concludes from the medians."""
+    answers = tmp_path / "answers.yaml"
+    answers.write_text(yaml.safe_dump({"have": "trace", "trace_path": str(t_overhead_window(tmp_path)),
+                                       "measure": True}))  # fmt: skip
+    runner = OverheadHarness(case.plain, case.profiled)
+    status, out, err = run_with(runner, "run", case.playbook, "--answers", str(answers), "--json",
+                                "--workload", "python train.py", cwd=tmp_path)  # fmt: skip
+    assert status == 0, err
+    data = strict_json(out)
+    assert data["conclusion"]["diagnosis"] == case.diagnosis, shown(data)
+    assert case.evidence in shown(data), shown(data)
+    (call,) = runner.calls
+    assert call[2:] == ["overhead", "5", "--", "train.py"]
+
+
+def test_nothing_to_time_concludes_from_the_window(run_cli: RunCli, tmp_path: Path) -> None:
+    """Yes to timing but no workload: the probe skips and overhead_route's default concludes from the trace."""
+    case = Case("summary-table", t_overhead_window, {"measure": True}, "profiler-overhead-in-window", "")
+    data = walk(run_cli, case, tmp_path)
+    assert [e["node"] for e in data["entries"]] == [
+        "have", "trace_path", "inspect", "route", "measure", "overhead_probe", "overhead_route", "overhead_share"
+    ]  # fmt: skip
+    probe = data["entries"][5]
+    assert (probe["status"], probe["summary"]) == (
+        "skip", 'profiler.overhead: no workload given (run with --workload "python train.py --steps 3")'
+    )  # fmt: skip
+    assert data["conclusion"]["diagnosis"] == "profiler-overhead-in-window"
+    assert "took 10.8% of the trace window" in shown(data)
+
+
+# -- the flagship's conclusions that no example reaches ------------------------------------------------------
+
+FLAGSHIP = "negative-warps-per-sm"
+MUL = "void at::native::vectorized_elementwise_kernel<4, at::native::MulFunctor<float> >"
+
+
+def t_garbled(d: Path) -> Path:
+    """examples/build.py's unexplained-aten-op: values no mechanism explains, on an op with recorded shapes."""
+    b = TraceBuilder(gpu="H100")
+    b.add(KernelSpec(MUL, (2048, 1, 1), (128, 1, 1), 24, 0, "aten::mul", [[1024, 256], [1024, 256]],
+                     ["float", "float"], plant="garbled"))  # fmt: skip
+    return b.write(d / "garbled.json")
+
+
+def t_garbled_tall_grid(d: Path) -> Path:
+    """The same unexplained values on a grid no legal launch has (y above 65535)."""
+    b = TraceBuilder(gpu="H100")
+    b.add(KernelSpec("void my_ext::k<float>", (64, 70000, 1), (256, 1, 1), plant="garbled"))
+    return b.write(d / "tall-grid.json")
+
+
+def t_old_sm_count(d: Path) -> Path:
+    """The workload profiled again shows a known mechanism: B, an SM count read as -1."""
+    b = TraceBuilder(gpu="H100")
+    b.add(KernelSpec(MUL, (2048, 1, 1), (128, 1, 1), 24, 0, "aten::mul", [[1024, 256], [1024, 256]],
+                     ["float", "float"], plant="B"))  # fmt: skip
+    return b.write(d / "fresh-b.json")
+
+
+def two_machines(d: Path) -> list[str]:
+    """--compare reports of the same kernel from two machines: mechanism D on the H100 only (test_cli_run's)."""
+    from tests.conftest import run_inprocess
+
+    args = []
+    for host, gpu, plant in (("node3", "H100", "D"), ("node4", "A100", None)):
+        b = TraceBuilder(gpu=gpu)
+        b.add(KernelSpec("gemm_kernel", (64, 8, 1), (256, 1, 1), plant=plant))
+        report = d / f"{host}.json"
+        report.write_text(run_inprocess("trace", "inspect", "--json", str(b.write(d / f"{host}-trace.json"))).stdout)
+        args += ["--compare", str(report)]
+    return args
+
+
+def no_args(d: Path) -> list[str]:
+    return []
+
+
+class CudaHarness:
+    """The harness and op.isolate's repro as a CUDA machine's would answer: ``profile`` writes ``fresh``'s trace
+    (None: no trace at all), the repro writes ``repro``'s; the legacy profiler and torch's validator report
+    nothing to use."""
+
+    def __init__(self, fresh: Callable[[Path], Path] | None = None, repro: Callable[[Path], Path] | None = None):
+        self.fresh, self.repro = fresh, repro
+        self.calls: list[list[str]] = []
+
+    def run(
+        self, argv: Any, *, timeout: float, env: Any = None, cwd: str | None = None, log_path: Path | None = None
+    ) -> Any:
+        from wizard.runner import CommandResult
+
+        argv = [str(a) for a in argv]
+        self.calls.append(argv)
+        result: dict[str, Any]
+        if argv[1].endswith("repro.py"):
+            assert self.repro is not None, argv
+            Path(argv[2]).write_bytes(self.repro(Path(argv[2]).parent).read_bytes())
+            result = {"ok": True, "device": "cuda", "error": None, "output": argv[2]}
+        elif argv[2] == "profile":
+            if self.fresh is not None:
+                Path(argv[3]).write_bytes(self.fresh(Path(argv[3]).parent).read_bytes())
+            result = {"ok": True, "exit_code": 0, "cuda_available": True, "torch_version": "2.13.0+cu130"}
+        elif argv[2] == "validate":
+            result = {"ok": True, "available": False, "reason": "not here"}
+        else:
+            result = {"ok": True, "exit_code": 0, "cuda_available": True, "torch_version": "2.13.0+cu130", "dirs": []}
+        output = "WARPWIZARD_RESULT " + json.dumps(result) + "\n"
+        return CommandResult(argv, 0, output, 0.1, False, log_path=str(log_path) if log_path else None)
+
+
+@dataclass
+class FlagshipCase:
+    trace: Callable[[Path], Path] | None
+    answers: dict[str, Any]
+    diagnosis: str
+    evidence: str
+    harness: Callable[[], CudaHarness] | None = None  # None: the real runner, through the run_cli fixture
+    args: Callable[[Path], list[str]] = no_args
+
+
+WORKLOAD = ("--workload", "python train.py")
+
+FLAGSHIP_CASES = [
+    FlagshipCase(None, {"have": "description", "symptom": "negative", "torch_era": "some"},
+                 "likely-profiler-bug-grid-overflow", "Most likely mechanism A"),
+    FlagshipCase(None, {"have": "description", "symptom": "non_finite"}, "likely-profiler-bug-unknown-device",
+                 "Most likely mechanism C: the profiler did not know the device's SM count and divided by 0"),
+    FlagshipCase(t_garbled_tall_grid, {"custom_kernel": True, "launch_math": True}, "kernel-launch-configuration",
+                 "(grid 64x70000x1 = 4480000 blocks, block 256x1x1 = 256 threads)"),
+    FlagshipCase(t_garbled, {"custom_kernel": False}, "hardware-or-driver-specific",
+                 "hardware or driver specific: D only on", args=two_machines),
+    FlagshipCase(t_garbled, {"custom_kernel": False}, "op-specific",
+                 "aten::mul alone reproduces the anomaly (?)", harness=lambda: CudaHarness(repro=t_garbled)),
+    FlagshipCase(t_garbled, {}, "profiler-bug-unknown",
+                 "the anomaly follows the profiler", harness=lambda: CudaHarness(fresh=t_old_sm_count),
+                 args=lambda d: list(WORKLOAD)),
+    FlagshipCase(t_garbled, {}, "not-reproduced",
+                 "the fresh trace shows no impossible values", harness=lambda: CudaHarness(fresh=t_healthy),
+                 args=lambda d: list(WORKLOAD)),
+    FlagshipCase(None, {"have": "workload", "workload_cmd": "python train.py"}, "workload-not-profiled",
+                 "the profiler wrote no trace (workload exit 0)", harness=CudaHarness,
+                 args=lambda d: ["--allow-commands"]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("case", FLAGSHIP_CASES, ids=lambda c: c.diagnosis)
+def test_the_flagship_conclusions_no_example_reaches(run_cli: RunCli, case: FlagshipCase, tmp_path: Path) -> None:
+    as_case = Case(FLAGSHIP, case.trace, case.answers, case.diagnosis, case.evidence)
+    extra = case.args(tmp_path)
+    if case.harness is None:
+        data = walk(run_cli, as_case, tmp_path, *extra)
+    else:
+        answers: dict[str, Any] = {"have": "trace", **({"trace_path": str(case.trace(tmp_path))} if case.trace else {})}
+        path = tmp_path / "answers.yaml"
+        path.write_text(yaml.safe_dump({**answers, **case.answers}))
+        status, out, err = run_with(case.harness(), "run", FLAGSHIP, "--answers", str(path), "--json", *extra,
+                                    cwd=tmp_path, which=lambda name: None)  # fmt: skip
+        assert status == 0, err
+        data = strict_json(out)
+    assert data["conclusion"]["diagnosis"] == case.diagnosis, shown(data)
+    assert case.evidence in shown(data) + " " + " ".join(str(e.get("summary")) for e in data["entries"]), shown(data)
+
+
+# The flagship's conclusions a test in another file reaches through the CLI and asserts (the examples aside:
+# tests/test_examples.py::test_example_reaches_its_diagnosis walks every entry of examples/manifest.yaml).
+ELSEWHERE = {
+    "trace-cut-off-before-kernels": "tests/test_wild_traces.py::test_kernels_lost_with_the_end_of_a_cut_off_trace",
+    "workload-failed": "tests/test_safety.py::test_python_dash_c_workload_and_a_failing_one",  # a real CPU run (torch)
+    "kernel-launch-failure":  # a recorded H200 device-side assert replayed by a real workload (torch)
+    "tests/test_gpu_recordings.py::test_flagship_sends_a_workload_that_dies_under_the_profiler_to_step_4",
+    "likely-profiler-bug-occupancy-calculator": "tests/test_cli_run.py::test_set_answers_on_the_command_line",
+}
+
+
+def asserted_in(test: str, diagnosis: str) -> bool:
+    """Whether the named test function asserts that the conclusion's diagnosis is this one."""
+    import ast
+
+    file, name = test.split("::")
+    source = (REPO / file).read_text()
+    (function,) = [n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.FunctionDef) and n.name == name]
+    return f'["diagnosis"] == "{diagnosis}"' in (ast.get_source_segment(source, function) or "")
+
+
+def test_every_flagship_conclusion_is_reached() -> None:
+    examples = yaml.safe_load((REPO / "examples" / "manifest.yaml").read_text())["examples"]
+    by_example = {e["diagnosis"] for e in examples if e["playbook"] == FLAGSHIP}
+    here = {c.diagnosis for c in FLAGSHIP_CASES}
+    assert [d for d, test in ELSEWHERE.items() if not asserted_in(test, d)] == []
+    assert by_example | here | set(ELSEWHERE) == conclusions(FLAGSHIP)
+    assert here.isdisjoint(by_example | set(ELSEWHERE))  # each case here reaches what nothing else does
+
+
+def test_every_playbook_the_triage_offers_has_each_conclusion_reached() -> None:
+    """A playbook the triage offers (a `triage:` block) joins PLAYBOOKS, whose every conclusion
+    test_every_conclusion_has_a_case requires a case for; the flagship's, test_every_flagship_conclusion_is_reached."""
+    offered = {
+        loaded(path.stem).id for path in (REPO / "playbooks").glob("*.yaml") if declared_triage(path) is not None
+    }
+    assert offered == {*PLAYBOOKS, FLAGSHIP}
 
 
 def test_examples_list_the_health_playbooks(run_cli: RunCli, tmp_path: Path) -> None:
