@@ -169,7 +169,7 @@ def _declaring(check_id: str, order: int, **changes: Any) -> CheckSpec:
     return dataclasses.replace(SPEC["stacks-missing"], id=check_id, order=order, **changes)
 
 
-def _run(t: Any) -> HealthCheck:
+def _run(*args: Any) -> HealthCheck:
     raise AssertionError("never run")
 
 
@@ -183,11 +183,20 @@ def test_a_module_that_breaks_the_checks_contract_is_refused_by_name() -> None:
         "declares no CHECK (a CheckSpec)": [_module("gpu_idle", run=_run)],
         "declares 'gpu-busy'; its module is named gpu_busy.py": [_module("gpu_idle", CHECK=_declaring("gpu-busy", 5))],
         "a per-trace check without run(tables)": [_module("gpu_idle", CHECK=_declaring("gpu-idle", 5))],
-        "a job's check runs over the ranks' summaries, not run(tables)": [
+        "a job's check without run_job(reports, options)": [
             _module("gpu_idle", CHECK=_declaring("gpu-idle", 5, scope="job"), run=_run)
+        ],
+        "a job's check with run(tables), which never runs": [
+            _module("gpu_idle", CHECK=_declaring("gpu-idle", 5, scope="job"), run=_run, run_job=_run)
+        ],
+        "a per-trace check with run_job(reports, options), which never runs": [
+            _module("gpu_idle", CHECK=_declaring("gpu-idle", 5), run=_run, run_job=_run)
         ],
         "names playbook 'kernels-missing' without a triage_rank": [
             _module("gpu_idle", CHECK=_declaring("gpu-idle", 5, playbook="kernels-missing"), run=_run)
+        ],
+        "a triage_rank without a playbook to continue into": [
+            _module("gpu_idle", CHECK=_declaring("gpu-idle", 5, triage_rank=15), run=_run)
         ],
     }
     for message, modules in refused.items():
@@ -199,14 +208,51 @@ def test_a_module_that_breaks_the_checks_contract_is_refused_by_name() -> None:
             [_module("a_b", CHECK=_declaring("a-b", 5), run=_run), _module("c", CHECK=_declaring("c", 5), run=_run)]
         )
     assert str(twice.value) == "c and a-b both declare order=5"
-    checks, runs = collect(
+    ranked = {"run": _run}
+    with pytest.raises(ContractError) as tied:
+        collect([_module("a", CHECK=_declaring("a", 5, playbook="x", triage_rank=15), **ranked),
+                 _module("b", CHECK=_declaring("b", 6, playbook="y", triage_rank=15), **ranked)])  # fmt: skip
+    assert str(tied.value) == (
+        "b and a both declare triage_rank=15 for two playbooks (y, x): the triage could not say which comes first"
+    )
+    with pytest.raises(ContractError) as split:
+        collect([_module("a", CHECK=_declaring("a", 5, playbook="x", triage_rank=15), **ranked),
+                 _module("b", CHECK=_declaring("b", 6, playbook="x", triage_rank=25), **ranked)])  # fmt: skip
+    assert str(split.value) == "b and a continue into x at two ranks (25, 15): a playbook has one place in the triage"
+    checks, runs, job_runs = collect(
         [
             _module("late", CHECK=_declaring("late", 20), run=_run),
             _module("early", CHECK=_declaring("early", 10), run=_run),
+            _module("job", CHECK=_declaring("job", 30, scope="job"), run_job=_run),
         ]
     )
-    assert [c.id for c in checks] == ["early", "late"]  # by order, not by the modules' names or their finding
-    assert runs == {"late": _run, "early": _run}
+    assert [c.id for c in checks] == ["early", "late", "job"]  # by order, not by the modules' names or their finding
+    assert (runs, job_runs) == ({"late": _run, "early": _run}, {"job": _run})
+
+
+def test_a_job_check_runs_through_the_registry(monkeypatch: pytest.MonkeyPatch) -> None:
+    """job_health runs each selected job's check by its module's run_job (one declared after rank-skew ran too,
+    where rank-skew's wiring was written into job_health)."""
+    from wizard.inspect_options import InspectOptions
+    from wizard.trace.health import checker
+
+    seen: list[tuple[int, InspectOptions]] = []
+
+    def spread(reports: Any, options: InspectOptions) -> HealthCheck:
+        seen.append((len(reports), options))
+        return HealthCheck("rank-spread", "info", len(reports), None, "looked", "")
+
+    extra = _declaring("rank-spread", 130, scope="job")
+    monkeypatch.setattr(checker, "CHECKS", (*CHECKS, extra))
+    from wizard.trace.health.checks import JOB_RUNS
+
+    monkeypatch.setattr(checker, "JOB_RUNS", {**JOB_RUNS, "rank-spread": spread})
+    options = InspectOptions(checks=("rank-spread",))
+    assert [(c.check, c.count) for c in checker.job_health([object(), object()], options)] == [("rank-spread", 2)]
+    assert seen == [(2, options)]
+    both = checker.job_health([], InspectOptions())
+    assert [c.check for c in both] == ["rank-skew", "rank-spread"]
+    assert both[0].status == "not_applicable"
 
 
 def test_the_triage_order_is_derived_from_the_checks_triage_ranks() -> None:
@@ -230,14 +276,40 @@ def test_the_triage_order_is_derived_from_the_checks_triage_ranks() -> None:
 
 def test_each_checks_own_test_module_names_a_declared_check() -> None:
     """tests/test_<module>_check.py holds a check's unit tests and its second computation, so the shared oracle
-    (tests/health_oracle.py) leaves that check to it: a file named for no check would leave nothing checked."""
+    (tests/health_oracle.py) leaves that check to it: a file named for no check would leave nothing checked, and
+    one without a test of its second computation (a test named ``test_..._second_computation...``) would let the
+    oracle skip a check nothing else computes."""
     from tests import health_oracle
 
-    own = [p for p in sorted((REPO / "tests").glob("test_*_check.py"))]
-    for path in own:
-        check_id = path.name.removeprefix("test_").removesuffix("_check.py").replace("_", "-")
+    for check_id, path in health_oracle.own_test_modules().items():
         assert check_id in SPEC, f"{path.name}: no check {check_id!r} is declared"
-        assert check_id in health_oracle.CHECKED_ELSEWHERE
+        assert own_test_module_problems(path.read_text(encoding="utf-8"), check_id) == [], path.name
+
+
+def own_test_module_problems(text: str, check_id: str) -> list[str]:
+    """What a check's own test module lacks: a test of its second computation, and the check's id."""
+    import ast
+
+    names = [n.name for n in ast.walk(ast.parse(text)) if isinstance(n, ast.FunctionDef)]
+    problems = []
+    if not any(n.startswith("test_") and "second_computation" in n for n in names):
+        problems.append("no test_..._second_computation_... function")
+    if f'"{check_id}"' not in text:
+        problems.append(f"never names {check_id!r}")
+    return problems
+
+
+def test_an_empty_or_bare_own_test_module_is_refused() -> None:
+    """The guard above on modules that would have dropped a check from the oracle: empty, and a test of no second
+    computation (found by a review: touching tests/test_durations_check.py dropped durations from the oracle)."""
+    assert own_test_module_problems("", "durations") == [
+        "no test_..._second_computation_... function",
+        "never names 'durations'",
+    ]
+    bare = 'CHECK = "durations"\n\ndef test_it_runs() -> None:\n    pass\n'
+    assert own_test_module_problems(bare, "durations") == ["no test_..._second_computation_... function"]
+    whole = bare + "\n\ndef test_it_agrees_with_a_second_computation_on_the_shared_traces() -> None:\n    pass\n"
+    assert own_test_module_problems(whole, "durations") == []
 
 
 def test_loading_every_checks_declaration_imports_no_numpy() -> None:

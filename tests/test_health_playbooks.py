@@ -711,15 +711,16 @@ FLAGSHIP_CASES = [
     FlagshipCase(t_garbled, {"custom_kernel": False}, "hardware-or-driver-specific",
                  "hardware or driver specific: D only on", args=two_machines),
     FlagshipCase(t_garbled, {"custom_kernel": False}, "op-specific",
-                 "aten::mul alone reproduces the anomaly (?)", harness=lambda: CudaHarness(repro=t_garbled)),
+                 'The op aten::mul alone, with shapes [[1024,256],[1024,256]] and dtypes ["float","float"], reproduces '
+                 "the anomaly (?)", harness=lambda: CudaHarness(repro=t_garbled)),
     FlagshipCase(t_garbled, {}, "profiler-bug-unknown",
-                 "the anomaly follows the profiler", harness=lambda: CudaHarness(fresh=t_old_sm_count),
+                 "fresh torch.profiler trace: mechanisms ['B']", harness=lambda: CudaHarness(fresh=t_old_sm_count),
                  args=lambda d: list(WORKLOAD)),
     FlagshipCase(t_garbled, {}, "not-reproduced",
-                 "the fresh trace shows no impossible values", harness=lambda: CudaHarness(fresh=t_healthy),
+                 "fresh torch.profiler trace: mechanisms none", harness=lambda: CudaHarness(fresh=t_healthy),
                  args=lambda d: list(WORKLOAD)),
     FlagshipCase(None, {"have": "workload", "workload_cmd": "python train.py"}, "workload-not-profiled",
-                 "the profiler wrote no trace (workload exit 0)", harness=CudaHarness,
+                 "Your workload was not profiled (error: see the probe above)", harness=CudaHarness,
                  args=lambda d: ["--allow-commands"]),
 ]  # fmt: skip
 
@@ -739,7 +740,7 @@ def test_the_flagship_conclusions_no_example_reaches(run_cli: RunCli, case: Flag
         assert status == 0, err
         data = strict_json(out)
     assert data["conclusion"]["diagnosis"] == case.diagnosis, shown(data)
-    assert case.evidence in shown(data) + " " + " ".join(str(e.get("summary")) for e in data["entries"]), shown(data)
+    assert case.evidence in shown(data), shown(data)  # what the run shows, not a probe's one-line summary
 
 
 # The flagship's conclusions a test in another file reaches through the CLI and asserts (the examples aside:

@@ -294,6 +294,48 @@ def test_a_pipe_is_never_opened_by_the_fingerprint_and_never_reused(tmp_path: Pa
     assert again.not_reused == f"run again: {str(fifo)!r} is a pipe: what it held then cannot be compared"
 
 
+def test_a_file_that_opens_and_cannot_be_read_is_unreadable_not_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An error reading an unchanged file (EIO) says so: "changed while the probe ran" would be false."""
+    from wizard.engine import reuse
+
+    script = tmp_path / "train.py"
+    script.write_text("print('hi')\n")
+    before = reuse.stat_inputs((ParamSpec("path", "path", "a file"),), {"path": str(script)})
+
+    def failing(path: str, fd: int) -> Any:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(reuse, "opened_ends", failing)
+    info = script.stat()
+    assert reuse.fingerprints(before, lambda _: None) == {
+        str(script): {"kind": "unreadable", "size": info.st_size, "mtime_ns": info.st_mtime_ns,
+                      "error": "Input/output error"}
+    }  # fmt: skip
+
+
+def test_the_from_comparison_never_waits_on_a_path_that_became_a_pipe(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``fingerprint`` (what --from compares) stats a regular file, then opens it: should a FIFO stand there by the
+    time it opens (the stat says a file: simulated), it opens without waiting for a writer and records a file that
+    changed, where a blocking open waited for ever."""
+    import types
+
+    from wizard.engine import reuse
+
+    fifo = tmp_path / "trace.json"
+    os.mkfifo(fifo)
+    monkeypatch.setattr(reuse, "stat", types.SimpleNamespace(S_ISDIR=lambda mode: False, S_ISREG=lambda mode: True))
+    found: list[dict[str, Any]] = []
+    worker = threading.Thread(target=lambda: found.append(reuse.fingerprint(str(fifo))), daemon=True)
+    worker.start()
+    worker.join(timeout=10)
+    assert not worker.is_alive(), "fingerprint waited on the FIFO"
+    assert found[0]["kind"] == "changed"
+
+
 @pytest.mark.parametrize("reads", [False, True], ids=["not-read", "read"])
 def test_from_reuses_a_probe_whose_files_did_not_change(tmp_path: Path, reads: bool) -> None:
     trace = tmp_path / "trace.json"

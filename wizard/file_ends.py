@@ -57,16 +57,14 @@ def sha256_ends(fd: int, size: int) -> str:
 
 def opened_ends(path: str | os.PathLike[str], fd: int) -> OpenedEnds | None:
     """The ends of the regular file open at ``fd`` (opened by ``path``), stat'ed before and after they are hashed;
-    None for what is not a regular file (a pipe's bytes are read once, by its reader), a file that changed while
-    it was hashed (no hash of contents other than those its identity describes), or an error."""
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            return None
-        digest = sha256_ends(fd, info.st_size)
-        after = os.fstat(fd)
-    except OSError:
+    None for what is not a regular file (a pipe's bytes are read once, by its reader) or a file that changed while
+    it was hashed (no hash of contents other than those its identity describes). Raises OSError where the file
+    cannot be read: the engine records it as unreadable, with the error, not as changed."""
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
         return None
+    digest = sha256_ends(fd, info.st_size)
+    after = os.fstat(fd)
     if (after.st_size, after.st_mtime_ns) != (info.st_size, info.st_mtime_ns):
         return None
     return OpenedEnds(identity(path, info), digest)

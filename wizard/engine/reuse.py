@@ -30,8 +30,9 @@ from typing import Any
 
 from wizard import schemas
 from wizard.engine.answers import MAX_NESTING, too_deep
+from wizard.environment import file_identity
 from wizard.errors import InputFileError, UsageError
-from wizard.file_ends import FileIdentity, identity, opened_ends, sha256_ends
+from wizard.file_ends import FileIdentity, identity, opened_ends
 from wizard.playbook.model import Playbook
 from wizard.probes.base import ParamSpec, ProbeResult, Status
 from wizard.serialize import clean
@@ -136,7 +137,7 @@ def fingerprints(before: Mapping[str, Stat], read: Callable[[FileIdentity], str 
     for path, was in before.items():
         if was.identity is None:
             out[path] = was.mark
-        elif _identity_now(path) != was.identity:
+        elif file_identity(path) != was.identity:
             out[path] = {**was.mark, "kind": CHANGED}
         elif (found := read(was.identity)) is not None:
             out[path] = {**was.mark, "sha256_ends": found}
@@ -154,18 +155,13 @@ def _hashed(path: str, was: Stat) -> dict[str, Any]:
         return {**was.mark, "kind": "unreadable", "error": error}
     try:
         found = opened_ends(path, fd)
+    except OSError as exc:  # opened, and cannot be read (EIO, EISDIR on an odd mount): unreadable, with why
+        return {**was.mark, "kind": "unreadable", "error": exc.strerror or str(exc)}
     finally:
         os.close(fd)
     if found is None or found.identity != was.identity:
         return {**was.mark, "kind": CHANGED}
     return {**was.mark, "sha256_ends": found.sha256_ends}
-
-
-def _identity_now(path: str) -> FileIdentity | None:
-    try:
-        return identity(path, os.stat(path))
-    except (OSError, ValueError):
-        return None
 
 
 def fingerprint(path: str) -> dict[str, Any]:
@@ -193,12 +189,7 @@ def fingerprint(path: str) -> dict[str, Any]:
     if not stat.S_ISREG(info.st_mode):  # opening a FIFO waits for a writer, and reading it takes its reader's bytes
         return {"kind": STREAM}
     mark: dict[str, Any] = {"kind": "file", "size": info.st_size, "mtime_ns": info.st_mtime_ns}
-    try:
-        with open(path, "rb") as fh:
-            ends = sha256_ends(fh.fileno(), info.st_size)
-    except OSError as exc:
-        return {**mark, "kind": "unreadable", "error": exc.strerror or str(exc)}
-    return {**mark, "sha256_ends": ends}
+    return _hashed(path, Stat(mark, identity(path, info)))  # opened without waiting, should a pipe be there now
 
 
 def _named(specs: Sequence[ParamSpec], params: Mapping[str, Any]) -> list[str]:

@@ -7,12 +7,13 @@ nothing to the reader's peak memory.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from wizard.inspect_options import DEFAULT_OPTIONS, InspectOptions
-from wizard.trace.health.spec import RANK, RANK_SKEW_FLOOR_US, HealthCheck, rank_of
+from wizard.trace.health.checks import CHECKS, JOB_RUNS
+from wizard.trace.health.spec import RANK, HealthCheck
 from wizard.trace.metrics.classify import METRICS_PASS
 from wizard.trace.passes import Results, TracePass
 from wizard.trace.read.collector import TraceContents
@@ -88,30 +89,10 @@ def _not_shown(check: HealthCheck, reason: str) -> HealthCheck:
 
 
 def job_health(reports: Sequence[Any], options: InspectOptions = DEFAULT_OPTIONS) -> list[HealthCheck]:
-    """The checks over a job's traces (rank skew), from each rank's summary: the collectives' starts
-    that the per-rank report carries, so no process has to read every rank's trace."""
-    if options.checks is not None and "rank-skew" not in options.checks:
-        return []
-    floor_us = RANK_SKEW_FLOOR_US if options.rank_skew_floor_us is None else options.rank_skew_floor_us
-    from wizard.trace.health.checks.rank_skew import CHECK, rank_skew
-
-    if len(reports) < 2:
-        return [rank_skew({}, floor_us)]
-    by_rank: dict[int, Mapping[str, Sequence[float]]] = {}
-    for report in reports:
-        rank = rank_of(report.skew_rank, report.path)  # a file name's number only inside a rank directory
-        if rank is None or rank in by_rank:
-            return [
-                CHECK.not_applicable(
-                    "the traces' ranks are unknown or repeated "
-                    "(no distributedInfo.rank and no number in the file name)",
-                    ranks=[],
-                    unmeasured=0,
-                    floor_us=floor_us,
-                    median_us=None,
-                    max_us=None,
-                    last_by_rank={},
-                )
-            ]
-        by_rank[rank] = report.collectives
-    return [rank_skew(by_rank, floor_us)]
+    """The checks over a job's traces (rank skew), each by its module's ``run_job`` from every rank's report, so no
+    process has to read every rank's trace."""
+    return [
+        JOB_RUNS[c.id](reports, options)
+        for c in CHECKS
+        if c.scope == "job" and (options.checks is None or c.id in options.checks)
+    ]

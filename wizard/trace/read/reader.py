@@ -433,7 +433,10 @@ def read_trace(
         )
     opened = open_input(p)
     with opened[0]:
-        ends = opened_ends(p, opened[0].fileno())  # --from's fingerprint, from this open (wizard/file_ends.py)
+        try:  # --from's fingerprint, from this open (wizard/file_ends.py)
+            ends = opened_ends(p, opened[0].fileno())
+        except OSError:  # the read below says why, if it cannot read either; the engine then hashes on its own
+            ends = None
         fmt = detect_opened(p, *opened)
         if fmt is not KINETO_JSON:
             contents = _read_other(p, fmt, on_read, opened[0])

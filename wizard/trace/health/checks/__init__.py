@@ -1,8 +1,10 @@
 """The health checks' registry: every module of this package is one check, its declaration and its function.
 
-A module declares ``CHECK`` (a ``CheckSpec``) and, for a per-trace check, ``run(tables) -> HealthCheck``; the
-registry finds the modules (no list of them to keep), holds each to that contract (its name is its id's, its
-place and id its own, its function where its scope needs one), and orders them by ``CheckSpec.order``. A
+A module declares ``CHECK`` (a ``CheckSpec``) and its function: for a per-trace check ``run(tables) ->
+HealthCheck``, for a job's check (over every rank's trace) ``run_job(reports, options) -> HealthCheck``, from
+what each trace's report carries; the registry finds the modules (no list of them to keep), holds each to that
+contract (its name is its id's, its place and id its own, the one function its scope needs, a triage rank exactly
+where it names a playbook, one rank per playbook), and orders them by ``CheckSpec.order``. A
 module imports numpy only inside its functions, so loading the registry costs no numpy (tested).
 
 What everything else reads is derived here: ``CHECKS`` (what the runner runs, the docs and the schema are
@@ -23,10 +25,12 @@ from typing import TYPE_CHECKING, Any
 from wizard.trace.health.spec import CheckFact, CheckSpec, HealthCheck
 
 if TYPE_CHECKING:
+    from wizard.inspect_options import InspectOptions
     from wizard.trace.health.tables import Tables
     from wizard.trace.read.collector import TraceContents
 
 Check = Callable[["Tables"], HealthCheck]
+JobCheck = Callable[[Sequence[Any], "InspectOptions"], HealthCheck]  # the job's reports (TraceInspection) and options
 
 
 class ContractError(TypeError):
@@ -37,36 +41,63 @@ def _module_name(check_id: str) -> str:
     return check_id.replace("-", "_")
 
 
-def _contract(module: ModuleType, name: str) -> tuple[CheckSpec, Check | None]:
+# a scope: (the function it needs, how the contract says it, what its check is called)
+_FUNCTION = {
+    "trace": ("run", "run(tables)", "a per-trace check"),
+    "job": ("run_job", "run_job(reports, options)", "a job's check"),
+}
+
+
+def _contract(module: ModuleType, name: str) -> tuple[CheckSpec, Callable[..., HealthCheck]]:
     where = f"wizard/trace/health/checks/{name}.py"
     spec = getattr(module, "CHECK", None)
     if not isinstance(spec, CheckSpec):
         raise ContractError(f"{where}: declares no CHECK (a CheckSpec)")
     if _module_name(spec.id) != name:
         raise ContractError(f"{where}: declares {spec.id!r}; its module is named {_module_name(spec.id)}.py")
-    function = getattr(module, "run", None)
-    if spec.scope == "trace" and not callable(function):
-        raise ContractError(f"{where}: a per-trace check without run(tables)")
-    if spec.scope == "job" and function is not None:
-        raise ContractError(f"{where}: a job's check runs over the ranks' summaries, not run(tables)")
+    needed, said, kind = _FUNCTION[spec.scope]
+    other, other_said, _ = _FUNCTION["job" if spec.scope == "trace" else "trace"]
+    function = getattr(module, needed, None)
+    if not callable(function):
+        raise ContractError(f"{where}: {kind} without {said}")
+    if getattr(module, other, None) is not None:
+        raise ContractError(f"{where}: {kind} with {other_said}, which never runs")
     if spec.playbook is not None and spec.triage_rank is None:
         raise ContractError(f"{where}: names playbook {spec.playbook!r} without a triage_rank")
+    if spec.playbook is None and spec.triage_rank is not None:
+        raise ContractError(f"{where}: a triage_rank without a playbook to continue into")
     return spec, function
 
 
-def collect(modules: Iterable[tuple[str, ModuleType]]) -> tuple[tuple[CheckSpec, ...], dict[str, Check]]:
-    """The checks of these (name, module) pairs, in order, and the per-trace ones' functions by id."""
+def collect(
+    modules: Iterable[tuple[str, ModuleType]],
+) -> tuple[tuple[CheckSpec, ...], dict[str, Check], dict[str, JobCheck]]:
+    """The checks of these (name, module) pairs, in order, and the per-trace and the job's functions by id."""
     found: list[CheckSpec] = []
     runs: dict[str, Check] = {}
+    job_runs: dict[str, JobCheck] = {}
     for name, module in modules:
         spec, function = _contract(module, name)
         for other in found:
             if other.order == spec.order:
                 raise ContractError(f"{spec.id} and {other.id} both declare order={spec.order}")
+            if (
+                spec.triage_rank is not None
+                and other.triage_rank == spec.triage_rank
+                and other.playbook != spec.playbook
+            ):
+                raise ContractError(
+                    f"{spec.id} and {other.id} both declare triage_rank={spec.triage_rank} for two playbooks "
+                    f"({spec.playbook}, {other.playbook}): the triage could not say which comes first"
+                )
+            if spec.playbook is not None and other.playbook == spec.playbook and other.triage_rank != spec.triage_rank:
+                raise ContractError(
+                    f"{spec.id} and {other.id} continue into {spec.playbook} at two ranks "
+                    f"({spec.triage_rank}, {other.triage_rank}): a playbook has one place in the triage"
+                )
         found.append(spec)
-        if function is not None:
-            runs[spec.id] = function
-    return tuple(sorted(found, key=lambda s: s.order)), runs
+        (runs if spec.scope == "trace" else job_runs)[spec.id] = function
+    return tuple(sorted(found, key=lambda s: s.order)), runs, job_runs
 
 
 def _package_modules() -> list[tuple[str, ModuleType]]:
@@ -77,18 +108,15 @@ def _package_modules() -> list[tuple[str, ModuleType]]:
     ]
 
 
-CHECKS, RUNS = collect(_package_modules())
+CHECKS, RUNS, JOB_RUNS = collect(_package_modules())
 CHECK_IDS: tuple[str, ...] = tuple(c.id for c in CHECKS)
 SPEC = {c.id: c for c in CHECKS}
 CHECK_FACTS: tuple[CheckFact, ...] = tuple(f for c in CHECKS for f in c.facts)
 
 
 def _triage_order(checks: Sequence[CheckSpec]) -> tuple[str, ...]:
-    """The checks' playbooks, each at its most urgent check's rank (ties: the order of the checks)."""
-    rank: dict[str, int] = {}
-    for check in checks:
-        if check.playbook is not None and check.triage_rank is not None:
-            rank[check.playbook] = min(rank.get(check.playbook, check.triage_rank), check.triage_rank)
+    """The checks' playbooks by their rank (one per playbook, each its own: the contract above)."""
+    rank = {c.playbook: c.triage_rank for c in checks if c.playbook is not None and c.triage_rank is not None}
     return tuple(sorted(rank, key=rank.__getitem__))
 
 

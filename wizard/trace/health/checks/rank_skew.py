@@ -15,9 +15,11 @@ from wizard.trace.health.spec import (
     CheckSpec,
     HealthCheck,
     HealthExample,
+    rank_of,
 )
 
 if TYPE_CHECKING:
+    from wizard.inspect_options import InspectOptions
     from wizard.trace.read.collector import TraceContents
 
 
@@ -189,3 +191,26 @@ def rank_skew(ranks: Mapping[int, Mapping[str, Sequence[float]]], floor_us: floa
         details=details,
         examples=examples,
     )
+
+
+def run_job(reports: Sequence[Any], options: InspectOptions) -> HealthCheck:
+    """The job's verdict from every rank's report: each carries its rank (``distributedInfo.rank``, else a number in
+    its file name) and its collectives' starts, so no process has to read every rank's trace."""
+    floor_us = RANK_SKEW_FLOOR_US if options.rank_skew_floor_us is None else options.rank_skew_floor_us
+    if len(reports) < 2:
+        return rank_skew({}, floor_us)
+    by_rank: dict[int, Mapping[str, Sequence[float]]] = {}
+    for report in reports:
+        rank = rank_of(report.skew_rank, report.path)  # a file name's number only inside a rank directory
+        if rank is None or rank in by_rank:
+            return CHECK.not_applicable(
+                "the traces' ranks are unknown or repeated (no distributedInfo.rank and no number in the file name)",
+                ranks=[],
+                unmeasured=0,
+                floor_us=floor_us,
+                median_us=None,
+                max_us=None,
+                last_by_rank={},
+            )
+        by_rank[rank] = report.collectives
+    return rank_skew(by_rank, floor_us)
