@@ -1,8 +1,8 @@
 """The health check as a pass over one read (``HEALTH_PASS``, which reads the flagship's ``KernelMetrics``
 typed), and the job's checks over every rank's summary.
 
-Light on purpose: ``health_checks`` (numpy) is imported only when a pass finishes, after the read, so it adds
-nothing to the reader's peak memory.
+Light on purpose: the checks' declarations are (wizard/trace/health/checks/), and their functions import numpy
+only when a pass finishes, after the read, so it adds nothing to the reader's peak memory.
 """
 
 from __future__ import annotations
