@@ -30,7 +30,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import TRACES, RunCli, old_fingerprint, strict_json
+from tests.conftest import REPO, TRACES, RunCli, old_fingerprint, strict_json
 from wizard.environment import Environment, RunInspections
 from wizard.testing.traces import KernelSpec, TraceBuilder
 from wizard.trace.read import source
@@ -203,6 +203,25 @@ def test_the_fingerprint_is_the_old_formula_from_the_one_open(tmp_path: Path, op
     recorded = fingerprints(before, env.inspections.ends)
     assert opens.of(opens.audited)[str(path.resolve())] == 1  # the read's open, and no other
     assert recorded == {str(path): old_fingerprint(path)}
+
+
+def test_a_trace_the_reader_refuses_is_opened_once_too(tmp_path: Path, run_cli: RunCli, opens: Opens) -> None:
+    """A flagship run on a trace that does not parse: the reader's one open found its ends before it failed, and the
+    fingerprint takes them from the error (before, the engine opened the refused file again to hash it)."""
+    trace = tmp_path / "corrupt.json"
+    trace.write_bytes((REPO / "examples" / "traces" / "corrupt.json").read_bytes())
+    answers = _answers(tmp_path, trace)
+    path = str(trace.resolve())
+    written = opens.of(opens.audited)[path]  # the test's own writing of the file
+    result = run_cli("run", "negative-warps-per-sm", "--answers", str(answers), "--json")
+    assert opens.of(opens.through) == Counter({path: 1})  # the reader's
+    assert opens.of(opens.audited)[path] - written == 1  # and no other, the fingerprint's included
+    # (PyTorch's validator, in its own thread, is left to finish on its own when the inspection fails: not counted)
+    doc = strict_json(result.stdout)
+    assert doc["conclusion"]["diagnosis"] == "trace-unreadable", result.stderr
+    (inspect,) = [e for e in doc["entries"] if e.get("probe") == "trace.inspect"]
+    assert inspect["status"] == "error"
+    assert inspect["input_files"] == {str(trace): old_fingerprint(trace)}  # the old formula, from that one open
 
 
 def test_a_file_rewritten_during_the_run_is_read_again(tmp_path: Path, opens: Opens) -> None:

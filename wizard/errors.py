@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from wizard.formatting import plural
+
+if TYPE_CHECKING:
+    from wizard.file_ends import OpenedEnds  # the --help path imports this module: no dataclasses there
 
 
 class WizardError(Exception):
@@ -14,7 +19,11 @@ class UsageError(WizardError):
 
 
 class InputFileError(WizardError):
-    """A file the user named cannot be read (missing, unreadable, not a trace)."""
+    """A file the user named cannot be read (missing, unreadable, not a trace). ``ends``: the file as the reader's
+    open found it, where it opened the file before finding it unreadable (the run's ``--from`` fingerprint takes
+    it, so a refused trace is not opened again for that)."""
+
+    ends: OpenedEnds | None = None
 
 
 class TraceReadError(InputFileError):

@@ -66,9 +66,14 @@ def inspection(
         return found
     read: list[TraceContents] = []
     on_contents = read.append if keep_contents else None
-    made = inspect_paths(
-        list(paths), InspectOptions(jobs=jobs, plots=store.plots), progress=progress, on_contents=on_contents
-    )
+    try:
+        made = inspect_paths(
+            list(paths), InspectOptions(jobs=jobs, plots=store.plots), progress=progress, on_contents=on_contents
+        )
+    except InputFileError as exc:  # a refused file's ends, as its one open found them: the engine's fingerprint
+        if exc.ends is not None:
+            store.keep_ends(exc.ends)
+        raise
     for report in made.reports:  # each file's ends as its read found them: the engine's --from fingerprint
         if report.ends is not None:
             store.keep_ends(report.ends)
@@ -86,7 +91,12 @@ def contents(env: Environment, path: str) -> TraceContents:
     found = env.inspections.find(CONTENTS, identities) if identities is not None else None
     if isinstance(found, TraceContents):
         return found
-    read = read_trace(path)
+    try:
+        read = read_trace(path)
+    except InputFileError as exc:
+        if exc.ends is not None:
+            env.inspections.keep_ends(exc.ends)
+        raise
     if read.ends is not None:
         env.inspections.keep_ends(read.ends)
     return read

@@ -437,11 +437,15 @@ def read_trace(
             ends = opened_ends(p, opened[0].fileno())
         except OSError:  # the read below says why, if it cannot read either; the engine then hashes on its own
             ends = None
-        fmt = detect_opened(p, *opened)
-        if fmt is not KINETO_JSON:
-            contents = _read_other(p, fmt, on_read, opened[0])
-        else:
-            contents = _read_json(p, config, on_progress, on_read, opened)
+        try:
+            fmt = detect_opened(p, *opened)
+            if fmt is not KINETO_JSON:
+                contents = _read_other(p, fmt, on_read, opened[0])
+            else:
+                contents = _read_json(p, config, on_progress, on_read, opened)
+        except InputFileError as exc:  # unreadable: what the open found still fingerprints it
+            exc.ends = ends
+            raise
     contents.ends = ends
     return contents
 
