@@ -429,6 +429,17 @@ def test_each_starts_like_the_flagship(playbook: str) -> None:
 # -- the measured path: the kineto_log probe on a machine with a GPU, through the injected runner -------------
 
 
+NO_VALIDATOR = {"ok": True, "available": False, "reason": "not here"}  # torch's trace validator, as a torch without it
+
+
+def answered(argv: list[str], result: dict[str, Any], log_path: Path | None, before: str = "") -> Any:
+    """A harness run as the runner returns it: what it printed (``before``), then its result line."""
+    from wizard.runner import CommandResult
+
+    output = before + "WARPWIZARD_RESULT " + json.dumps(result) + "\n"
+    return CommandResult(argv, 0, output, 0.1, False, log_path=str(log_path) if log_path else None)
+
+
 class GpuHarness:
     """Answers the harness as a CUDA machine's would: writes the fresh trace the profile asked for and
     prints Kineto's log; the trace validator is 'not available'."""
@@ -441,8 +452,6 @@ class GpuHarness:
     def run(
         self, argv: Any, *, timeout: float, env: Any = None, cwd: str | None = None, log_path: Path | None = None
     ) -> Any:
-        from wizard.runner import CommandResult
-
         argv = [str(a) for a in argv]
         self.calls.append(argv)
         self.envs.append(dict(env or {}))
@@ -453,12 +462,8 @@ class GpuHarness:
             built = self.trace(out.parent / "built")
             out.write_bytes(built.read_bytes())
             result = {"ok": True, "exit_code": 0, "cuda_available": True, "torch_version": "2.13.0+cu130"}
-            output = self.log + "\nWARPWIZARD_RESULT " + json.dumps(result) + "\n"
-        elif mode == "validate":
-            output = 'WARPWIZARD_RESULT {"ok": true, "available": false, "reason": "not here"}\n'
-        else:
-            output = 'WARPWIZARD_RESULT {"ok": true, "dirs": []}\n'
-        return CommandResult(argv, 0, output, 0.1, False, log_path=str(log_path) if log_path else None)
+            return answered(argv, result, log_path, before=self.log + "\n")
+        return answered(argv, NO_VALIDATOR if mode == "validate" else {"ok": True, "dirs": []}, log_path)
 
 
 def run_with(
@@ -542,19 +547,15 @@ class OverheadHarness:
     def run(
         self, argv: Any, *, timeout: float, env: Any = None, cwd: str | None = None, log_path: Path | None = None
     ) -> Any:
-        from wizard.runner import CommandResult
-
         argv = [str(a) for a in argv]
         if argv[2] == "validate":
-            output = 'WARPWIZARD_RESULT {"ok": true, "available": false, "reason": "not here"}\n'
-            return CommandResult(argv, 0, output, 0.1, False, log_path=str(log_path) if log_path else None)
+            return answered(argv, NO_VALIDATOR, log_path)
         self.calls.append(argv)
         assert argv[2] == "overhead", argv
         result = {"ok": True, "exit_code": 0, "cuda_available": True, "failure": None, "torch_version": "2.13.0",
                   "plain_s": self.plain, "profiled_s": self.profiled,
                   "plain_cpu_s": self.plain, "profiled_cpu_s": self.profiled}  # fmt: skip
-        output = "WARPWIZARD_RESULT " + json.dumps(result) + "\n"
-        return CommandResult(argv, 0, output, 0.1, False, log_path=str(log_path) if log_path else None)
+        return answered(argv, result, log_path)
 
 
 @dataclass
@@ -668,8 +669,6 @@ class CudaHarness:
     def run(
         self, argv: Any, *, timeout: float, env: Any = None, cwd: str | None = None, log_path: Path | None = None
     ) -> Any:
-        from wizard.runner import CommandResult
-
         argv = [str(a) for a in argv]
         self.calls.append(argv)
         result: dict[str, Any]
@@ -682,11 +681,10 @@ class CudaHarness:
                 Path(argv[3]).write_bytes(self.fresh(Path(argv[3]).parent).read_bytes())
             result = {"ok": True, "exit_code": 0, "cuda_available": True, "torch_version": "2.13.0+cu130"}
         elif argv[2] == "validate":
-            result = {"ok": True, "available": False, "reason": "not here"}
+            result = NO_VALIDATOR
         else:
             result = {"ok": True, "exit_code": 0, "cuda_available": True, "torch_version": "2.13.0+cu130", "dirs": []}
-        output = "WARPWIZARD_RESULT " + json.dumps(result) + "\n"
-        return CommandResult(argv, 0, output, 0.1, False, log_path=str(log_path) if log_path else None)
+        return answered(argv, result, log_path)
 
 
 @dataclass
