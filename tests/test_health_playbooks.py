@@ -440,12 +440,12 @@ def answered(argv: list[str], result: dict[str, Any], log_path: Path | None, bef
     return CommandResult(argv, 0, output, 0.1, False, log_path=str(log_path) if log_path else None)
 
 
-class GpuHarness:
-    """Answers the harness as a CUDA machine's would: writes the fresh trace the profile asked for and
-    prints Kineto's log; the trace validator is 'not available'."""
+class FakeHarness:
+    """The runner of the probed interpreter's harness runs, faked: PyTorch's validator (every health playbook's
+    start asks for it) answers as a torch without it; every other run is recorded (``calls``, ``envs``) and answered
+    by ``answer``."""
 
-    def __init__(self, log: str, trace: Callable[[Path], Path]) -> None:
-        self.log, self.trace = log, trace
+    def __init__(self) -> None:
         self.calls: list[list[str]] = []
         self.envs: list[dict[str, str]] = []
 
@@ -453,8 +453,25 @@ class GpuHarness:
         self, argv: Any, *, timeout: float, env: Any = None, cwd: str | None = None, log_path: Path | None = None
     ) -> Any:
         argv = [str(a) for a in argv]
+        if argv[2:3] == ["validate"]:
+            return answered(argv, NO_VALIDATOR, log_path)
         self.calls.append(argv)
         self.envs.append(dict(env or {}))
+        return self.answer(argv, log_path)
+
+    def answer(self, argv: list[str], log_path: Path | None) -> Any:
+        raise NotImplementedError
+
+
+class GpuHarness(FakeHarness):
+    """Answers the harness as a CUDA machine's would: writes the fresh trace the profile asked for and
+    prints Kineto's log."""
+
+    def __init__(self, log: str, trace: Callable[[Path], Path]) -> None:
+        super().__init__()
+        self.log, self.trace = log, trace
+
+    def answer(self, argv: list[str], log_path: Path | None) -> Any:
         mode = argv[2] if len(argv) > 2 else ""
         if mode == "profile":
             out = Path(argv[3])
@@ -463,7 +480,7 @@ class GpuHarness:
             out.write_bytes(built.read_bytes())
             result = {"ok": True, "exit_code": 0, "cuda_available": True, "torch_version": "2.13.0+cu130"}
             return answered(argv, result, log_path, before=self.log + "\n")
-        return answered(argv, NO_VALIDATOR if mode == "validate" else {"ok": True, "dirs": []}, log_path)
+        return answered(argv, {"ok": True, "dirs": []}, log_path)
 
 
 def run_with(
@@ -535,22 +552,15 @@ def test_the_measured_path_on_a_gpu_machine(case: Measured, tmp_path: Path) -> N
 # -- summary-table's timed path: the profiler.overhead probe's harness run, through the injected runner ----------
 
 
-class OverheadHarness:
-    """Answers the harness's ``overhead`` mode with these timings, in the keys harness.py's ``overhead`` emits, and
-    PyTorch's validator (the shared start's ``torch_validator: true``) as a torch without it; any other harness run
-    fails the test (the playbook asks for none)."""
+class OverheadHarness(FakeHarness):
+    """Answers the harness's ``overhead`` mode with these timings, in the keys harness.py's ``overhead`` emits; any
+    other harness run (PyTorch's validator aside) fails the test (the playbook asks for none)."""
 
     def __init__(self, plain: list[float], profiled: list[float]) -> None:
+        super().__init__()
         self.plain, self.profiled = plain, profiled
-        self.calls: list[list[str]] = []
 
-    def run(
-        self, argv: Any, *, timeout: float, env: Any = None, cwd: str | None = None, log_path: Path | None = None
-    ) -> Any:
-        argv = [str(a) for a in argv]
-        if argv[2] == "validate":
-            return answered(argv, NO_VALIDATOR, log_path)
-        self.calls.append(argv)
+    def answer(self, argv: list[str], log_path: Path | None) -> Any:
         assert argv[2] == "overhead", argv
         result = {"ok": True, "exit_code": 0, "cuda_available": True, "failure": None, "torch_version": "2.13.0",
                   "plain_s": self.plain, "profiled_s": self.profiled,
@@ -657,20 +667,15 @@ def no_args(d: Path) -> list[str]:
     return []
 
 
-class CudaHarness:
+class CudaHarness(FakeHarness):
     """The harness and op.isolate's repro as a CUDA machine's would answer: ``profile`` writes ``fresh``'s trace
-    (None: no trace at all), the repro writes ``repro``'s; the legacy profiler and torch's validator report
-    nothing to use."""
+    (None: no trace at all), the repro writes ``repro``'s; the legacy profiler reports nothing to use."""
 
     def __init__(self, fresh: Callable[[Path], Path] | None = None, repro: Callable[[Path], Path] | None = None):
+        super().__init__()
         self.fresh, self.repro = fresh, repro
-        self.calls: list[list[str]] = []
 
-    def run(
-        self, argv: Any, *, timeout: float, env: Any = None, cwd: str | None = None, log_path: Path | None = None
-    ) -> Any:
-        argv = [str(a) for a in argv]
-        self.calls.append(argv)
+    def answer(self, argv: list[str], log_path: Path | None) -> Any:
         result: dict[str, Any]
         if argv[1].endswith("repro.py"):
             assert self.repro is not None, argv
@@ -680,8 +685,6 @@ class CudaHarness:
             if self.fresh is not None:
                 Path(argv[3]).write_bytes(self.fresh(Path(argv[3]).parent).read_bytes())
             result = {"ok": True, "exit_code": 0, "cuda_available": True, "torch_version": "2.13.0+cu130"}
-        elif argv[2] == "validate":
-            result = NO_VALIDATOR
         else:
             result = {"ok": True, "exit_code": 0, "cuda_available": True, "torch_version": "2.13.0+cu130", "dirs": []}
         return answered(argv, result, log_path)
