@@ -88,13 +88,12 @@ def file_identity(path: str | os.PathLike[str]) -> FileIdentity | None:
     """Which file ``path`` is now; None for what is not a regular file (a pipe or a FIFO is read once and
     cannot be read again: nothing is kept for it) or cannot be looked at."""
     try:
-        resolved = os.path.realpath(path)
-        info = os.stat(resolved)
+        info = os.stat(path)
     except (OSError, ValueError):
         return None
     if not stat.S_ISREG(info.st_mode):
         return None
-    return identity(resolved, info)
+    return identity(path, info)  # which resolves the path
 
 
 _ENDS = "ends"  # RunInspections' own kind: what the engine's --from fingerprint takes instead of opening a file

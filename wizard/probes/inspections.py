@@ -8,7 +8,8 @@ makes an inspection the first time a run asks for one. A run writing an HTML pag
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterator, Sequence
+from contextlib import contextmanager
 
 from wizard.environment import Environment, RunInspections
 from wizard.errors import InputFileError
@@ -66,14 +67,10 @@ def inspection(
         return found
     read: list[TraceContents] = []
     on_contents = read.append if keep_contents else None
-    try:
+    with _ends_of_a_refused_file(store):
         made = inspect_paths(
             list(paths), InspectOptions(jobs=jobs, plots=store.plots), progress=progress, on_contents=on_contents
         )
-    except InputFileError as exc:  # a refused file's ends, as its one open found them: the engine's fingerprint
-        if exc.ends is not None:
-            store.keep_ends(exc.ends)
-        raise
     for report in made.reports:  # each file's ends as its read found them: the engine's --from fingerprint
         if report.ends is not None:
             store.keep_ends(report.ends)
@@ -91,15 +88,23 @@ def contents(env: Environment, path: str) -> TraceContents:
     found = env.inspections.find(CONTENTS, identities) if identities is not None else None
     if isinstance(found, TraceContents):
         return found
-    try:
+    with _ends_of_a_refused_file(env.inspections):
         read = read_trace(path)
-    except InputFileError as exc:
-        if exc.ends is not None:
-            env.inspections.keep_ends(exc.ends)
-        raise
     if read.ends is not None:
         env.inspections.keep_ends(read.ends)
     return read
+
+
+@contextmanager
+def _ends_of_a_refused_file(store: RunInspections) -> Iterator[None]:
+    """A file the reader refused still fingerprints: its one open found its ends (``InputFileError.ends``), kept
+    for the engine's --from fingerprint before the error goes on."""
+    try:
+        yield
+    except InputFileError as exc:
+        if exc.ends is not None:
+            store.keep_ends(exc.ends)
+        raise
 
 
 def page_inspection(store: RunInspections, files: Sequence[str]) -> Inspection | None:
