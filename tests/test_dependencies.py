@@ -112,18 +112,53 @@ def test_ordinary_patterns_match_alike_on_both_engines(engine: str, pattern: str
     assert not patterns.fullmatch(r"[0-9]+", "1234\n")  # fullmatch: no trailing newline slips through
 
 
-def test_a_catastrophic_pattern_is_bounded_on_both_engines(engine: str) -> None:
+# Classic exponential-backtracking shapes. What an engine does with each is its own business and changes between
+# releases: regex 2026.11.19 finishes (x+x+)+y on 5000 x in under a second, where earlier releases ran into the
+# timeout. What matters, and what is asserted, is the bound: each ends within the timeout (with room for load), as
+# no match or as the fallback's refusal, on both engines and on every release.
+CATASTROPHIC = [(r"(x+x+)+y", "x" * 5000), (r"(a|aa)+b", "a" * 60), (r"(a|a?)+b", "a" * 60), (r"(\w|\d)+!", "1" * 5000)]
+
+
+@pytest.mark.parametrize(("pattern", "text"), CATASTROPHIC)
+def test_a_catastrophic_pattern_is_bounded_on_both_engines(engine: str, pattern: str, text: str) -> None:
     started = time.monotonic()
     try:
-        matched = patterns.fullmatch(r"(x+x+)+y", "x" * 5000)
-    except patterns.PatternError as exc:  # the fallback gives up after its timeout
+        matched = patterns.fullmatch(pattern, text)
+    except patterns.PatternError as exc:  # the fallback gave up after its timeout
         assert engine == "regex"
         assert "took longer than" in str(exc)
     else:
-        assert engine == "re2"
-        assert not matched
+        assert not matched  # the engine finished: none of these texts matches
     # Re's backtracking takes longer than the universe's age here; the bound is the timeout, with room for load.
     assert time.monotonic() - started < budget(15)
+
+
+def test_the_fallbacks_timeout_is_one_clear_refusal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The timeout path itself, whatever today's regex can finish: the engine is simulated at its edge (regex raises
+    TimeoutError when ``timeout=`` runs out), and the call must become the playbook author's PatternError."""
+    monkeypatch.setattr(patterns, "ENGINE", "regex")
+    seen: list[float] = []
+
+    class Backtracks:
+        def fullmatch(self, text: str, timeout: float) -> None:
+            seen.append(timeout)
+            raise TimeoutError("regex timed out")
+
+    monkeypatch.setattr(patterns, "_compiled", lambda pattern, engine: Backtracks())
+    with pytest.raises(patterns.PatternError, match=r"took longer than 0\.5 s \(the pattern backtracks; RE2 syntax"):
+        patterns.fullmatch("(a|aa)+b", "a" * 60)
+    assert seen == [patterns.MATCH_SECONDS]
+
+
+def test_regex_still_raises_timeouterror_when_its_timeout_runs_out() -> None:
+    """The contract the fallback relies on, held against the installed regex: a timeout too short for any real work
+    raises TimeoutError (regex documents ``timeout`` in seconds since 2021; the floor in pyproject.toml). Linear work
+    over 10 MB, so no optimiser of a later release can finish it inside a nanosecond."""
+    import regex
+
+    compiled = regex.compile(r"(?:a|b)*c", flags=regex.VERSION0)
+    with pytest.raises(TimeoutError):
+        compiled.fullmatch("ab" * 5_000_000, timeout=1e-9)
 
 
 def test_a_playbook_answer_is_checked_on_both_engines(engine: str) -> None:
