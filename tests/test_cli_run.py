@@ -181,3 +181,32 @@ def test_compare_reports_from_several_machines(run_cli: RunCli, tmp_path: Path) 
     assert data["verdict"].startswith("hardware or driver specific: D only on")
     bad = run_cli("compare", "examples/manifest.yaml")
     assert bad.returncode == 6 and "not a warpwizard JSON report" in bad.stderr
+
+
+def test_compare_names_each_trace_and_keeps_harmless_values_apart(run_cli: RunCli, tmp_path: Path) -> None:
+    """Issue 44 item 6: two trace reports were both labelled with the host that ran warpwizard ("vm"), E's
+    harmless 0% read "impossible values", and a rank-skew line appeared for two unrelated traces (a file named
+    h100-... read as rank 100). A trace report is named by its trace; E (verdict info) is shown as harmless; a
+    report with no collective is no rank of a job."""
+    from wizard.testing.traces import KernelSpec, TraceBuilder
+
+    paths = []
+    for name, gpu in (("h100-gemm", "H100"), ("a100-run", "A100")):  # E: above 48 KB of shared memory
+        builder = TraceBuilder(gpu=gpu)
+        builder.add(KernelSpec("gemm_kernel", (64, 8, 1), (256, 1, 1), shared_memory=98304))
+        made = builder.write(tmp_path / f"{name}.json")
+        out = tmp_path / f"{name}.report.json"
+        out.write_text(run_cli("trace", "inspect", "--json", str(made)).stdout)
+        paths.append(str(out))
+    host = strict_json(Path(paths[0]).read_text())["host"]["hostname"]
+    text = run_cli("compare", *paths)
+    shown = " ".join(text.stdout.split())
+    assert text.returncode == 0
+    assert "h100-gemm.json (" in shown and "a100-run.json (" in shown
+    assert f"{host} (" not in shown  # the machine that ran warpwizard is no label of a trace
+    assert "impossible values: E" not in shown and "no impossible values (harmless: E)" in shown
+    assert "rank skew" not in shown
+    data = strict_json(run_cli("compare", "--json", *paths).stdout)
+    assert [m["host"] for m in data["machines"]] == ["h100-gemm.json", "a100-run.json"]
+    assert data["verdict"] == "no machine shows impossible values; E (harmless) on every machine"
+    assert data["health"] == []

@@ -102,7 +102,7 @@ def test_compare_names_the_mechanism_that_differs() -> None:
     result = compare([h100, a100])
     assert result.hardware_specific
     assert result.verdict == (
-        "hardware or driver specific: A only on node1 (H100), not on node2 (A100); E on every machine"
+        "hardware or driver specific: A only on node1 (H100), not on node2 (A100); E (harmless) on every machine"
     )
 
 

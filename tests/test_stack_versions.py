@@ -312,4 +312,5 @@ def test_the_docs_mechanism_lists_match_the_vocabulary() -> None:
     from wizard.report.plots import PALETTE
 
     assert Mechanism.BY_DESIGN.value == compare.BY_DESIGN
+    assert {m.value for m in Mechanism if m.wrong and m.verdict == "info"} == compare.HARMLESS
     assert set(PALETTE) == {m.value for m in Mechanism} | {"ok"}  # every mechanism has its colour

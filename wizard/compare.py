@@ -41,6 +41,15 @@ class MachineReport:
     def key(self) -> str:
         return f"{self.host} ({', '.join(sorted(set(self.gpus))) or 'unknown GPU'})"
 
+    @property
+    def wrong(self) -> list[str]:
+        """The mechanisms behind values a user would misread (every one but the harmless)."""
+        return [m for m in self.mechanisms if m not in HARMLESS]
+
+    @property
+    def harmless(self) -> list[str]:
+        return [m for m in self.mechanisms if m in HARMLESS]
+
 
 # Another machine's report is untrusted: what is kept of it is bounded, so a hostile one (a 1 MB
 # host name, 100,000 mechanism names) costs no more to compare and print than an honest one.
@@ -50,6 +59,9 @@ MAX_MECHANISM = 8  # characters of a mechanism id ("A'", "?")
 MAX_RANKS = 4096  # per-rank reports kept from one document
 MAX_STARTS = 10_000  # collective starts kept per name (trace.health keeps as many)
 BY_DESIGN = "F"  # trace.mechanisms.Mechanism.BY_DESIGN: this module imports no layer; a test checks they agree
+# The wrong values that change nothing a user reads (E: a 0% for a kernel that ran, judged with the 48 KB default):
+# the mechanisms whose verdict is ``info``. Shown apart, never as "impossible values"; a test checks they agree.
+HARMLESS = frozenset({"E"})
 
 
 MAX_DOCUMENT_STARTS = 1_000_000  # collective starts kept from one document (8 MB as arrays), whatever it holds
@@ -280,11 +292,9 @@ def _from_trace_report(data: _Document, source: str) -> MachineReport:
     )[:MAX_ITEMS]
     found = [key for key, _ in _members(data.mechanisms, MAX_ITEMS * 64)]
     mechanisms = sorted(_mechanisms(m for m in found if m != BY_DESIGN))
-    host = _as(data.host, _Host)
-    hostname = _text(_value(host.hostname)) if host is not None else None
     return MachineReport(
         source,
-        hostname or _cut(Path(source).stem),
+        _trace_label(reports, source),
         gpus,
         None,
         None,
@@ -293,6 +303,19 @@ def _from_trace_report(data: _Document, source: str) -> MachineReport:
         _text(_value(data.workload)),
         _collectives(reports),
     )
+
+
+def _trace_label(reports: list[_Report], source: str) -> str:
+    """What a trace report is called in a comparison: its trace (file, or rank directory), never the report's
+    ``host``, which is the machine that ran warpwizard, not the one that ran the workload."""
+    paths = [p for r in reports[:MAX_ITEMS] if isinstance(p := _value(r.path), str) and p]
+    if not paths:
+        return _cut(Path(source).stem)
+    if len(paths) == 1:
+        return _cut(paths[0].rsplit("/", 1)[-1])
+    folders = {p.rsplit("/", 2)[-2] if p.count("/") else "." for p in paths}
+    where = folders.pop() if len(folders) == 1 else Path(source).stem
+    return _cut(f"{where}/ ({len(reports)} ranks)")
 
 
 def _starts(raw: memoryview, room: int) -> array[float]:
@@ -328,8 +351,8 @@ def _collectives(reports: list[_Report]) -> dict[int, dict[str, Sequence[float]]
         absent = not len(found.rank) or bytes(found.rank).strip() == b"null"
         if absent and isinstance(path, str):  # no distributedInfo: the trace file's number
             rank = rank_in_name(path.rsplit("/", 1)[-1])
-        if rank is None or not _is_object(found.starts):
-            continue
+        if rank is None or not _is_object(found.starts) or next(_members(found.starts, 1), None) is None:
+            continue  # no collective: nothing for the cross-rank check (and a name's digits are no rank then)
         kept: dict[str, Sequence[float]] = {}
         for name, values in _members(found.starts, MAX_ITEMS):
             if room <= 0:
@@ -458,6 +481,20 @@ class Comparison:
             "CPU); compare reports from runs that inspected a trace or ran the workload or a repro on a GPU"
         )
 
+    def _pattern(self, keys: tuple[str, ...], specific: bool, mechanisms: list[str]) -> str:
+        """One sentence for mechanisms seen on the same machines; a harmless one says so."""
+        names = ", ".join(f"{m} (harmless)" if m in HARMLESS else m for m in mechanisms)
+        showing = set(keys)
+        others = [m.key for m in self.known if m.key not in showing]
+        if not others:
+            return f"{names} on every machine"
+        if specific:
+            return f"{names} only on {', '.join(keys)}, not on {', '.join(others)}"
+        return (
+            f"{names} on {', '.join(keys)} but not on {', '.join(others)}, with the same GPU model "
+            "on both sides: look at software differences (torch, driver)"
+        )
+
     @property
     def verdict(self) -> str:
         if len(self.known) < 2:
@@ -469,20 +506,9 @@ class Comparison:
         patterns: dict[tuple[tuple[str, ...], bool], list[str]] = {}
         for mechanism, machines in self.by_mechanism.items():
             patterns.setdefault((tuple(machines), self._specific(mechanism)), []).append(mechanism)
-        parts = []
-        for (keys, specific), mechanisms in patterns.items():
-            names = ", ".join(mechanisms)
-            showing = set(keys)
-            others = [m.key for m in self.known if m.key not in showing]
-            if not others:
-                parts.append(f"{names} on every machine")
-            elif specific:
-                parts.append(f"{names} only on {', '.join(keys)}, not on {', '.join(others)}")
-            else:
-                parts.append(
-                    f"{names} on {', '.join(keys)} but not on {', '.join(others)}, with the same GPU model "
-                    "on both sides: look at software differences (torch, driver)"
-                )
+        parts = [self._pattern(keys, specific, mechanisms) for (keys, specific), mechanisms in patterns.items()]
+        if not any(m not in HARMLESS for m in self.by_mechanism):
+            return "no machine shows impossible values; " + "; ".join(parts)
         if not self.same_work:
             head = (
                 "not comparable as hardware: the reports ran different work (other kernels or shapes), so a "

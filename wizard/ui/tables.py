@@ -73,8 +73,12 @@ def comparison_table(result: Comparison) -> Table:
     for m in result.machines:
         if m.impossible is None:
             verdict = Text("unknown")
-        elif m.impossible:
-            verdict = rich_text(f"impossible values: {', '.join(m.mechanisms)}", "red")
+        elif m.wrong:
+            verdict = rich_text(f"impossible values: {', '.join(m.wrong)}", "red")
+            if m.harmless:
+                verdict.append(f"; harmless: {', '.join(m.harmless)}")
+        elif m.harmless:  # E alone: a 0% that changes nothing read (trace.metrics.mechanisms: verdict info)
+            verdict = rich_text(f"no impossible values (harmless: {', '.join(m.harmless)})", "yellow")
         else:
             verdict = Text("clean", style="green")
         table.add_row(rich_text(m.key), rich_text(m.torch or "—"), rich_text(m.driver or "—"), verdict)
