@@ -27,6 +27,7 @@ FORBIDDEN: dict[str, set[str]] = {
     "ui": {"cli"},
     "testing": {"cli", "ui", "report", "engine", "probes"},
     "api": {"cli", "ui", "report", "engine", "playbook", "probes"},  # traces only: trace inspect's start-up
+    "diff": {"cli", "ui", "report", "engine", "playbook", "probes"},  # two profiles: traces and reports only
     "runs": {"cli", "ui", "report"},
     "profiler": {"cli", "ui", "report", "engine", "playbook", "probes"},
     "cluster": {"cli", "ui", "report", "engine", "playbook", "probes", "trace"},
@@ -110,10 +111,11 @@ def test_layers_import_only_downwards(layer: str) -> None:
 # a pass with it; the flagship's metric checks know only what was read; the health check may read the
 # flagship's result; the inspection runs them all; the fixer rewrites what was read and never inspects.
 TRACE_ROOMS: dict[str, set[str]] = {
-    "read": {"metrics", "health", "inspection", "fix", "passes"},
-    "passes": {"metrics", "health", "inspection", "fix"},
-    "metrics": {"health", "inspection", "fix"},
-    "health": {"inspection", "fix"},
+    "read": {"metrics", "health", "profile", "inspection", "fix", "passes"},
+    "passes": {"metrics", "health", "profile", "inspection", "fix"},
+    "metrics": {"health", "profile", "inspection", "fix"},
+    "health": {"profile", "inspection", "fix"},
+    "profile": {"inspection", "fix"},
     "fix": {"inspection"},
 }
 

@@ -181,7 +181,7 @@ def test_a_pass_reads_only_what_it_declared_it_needs(tmp_path: Path) -> None:
 
 def test_the_trace_record_holds_each_pass_by_name(tmp_path: Path, run_cli: RunCli) -> None:
     (report,) = wizard.inspect_traces(_trace(tmp_path), jobs=1).reports
-    assert list(report.results) == ["mechanisms", "health"]
+    assert list(report.results) == ["mechanisms", "health", "profile"]
     assert report.result(METRICS_PASS) is report.metrics and report.result(HEALTH_PASS) is report.health_result
     assert report.passes == {} and "passes" not in report.to_dict()
     assert wizard.TraceReport is wizard.TraceInspection

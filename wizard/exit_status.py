@@ -16,6 +16,7 @@ class ExitStatus(enum.IntEnum):
     INPUT_ERROR = 6
     OUTPUT_ERROR = 7
     OUT_OF_MEMORY = 8
+    NOT_COMPARABLE = 10
     INTERNAL = 70  # EX_SOFTWARE
     HANGUP = 129  # 128 + SIGHUP
     INTERRUPTED = 130  # 128 + SIGINT
@@ -27,7 +28,7 @@ MEANING: dict[ExitStatus, str] = {
     ExitStatus.OK: "diagnosis reached; `trace inspect`: no health check at `--fail-on` (default warning) or worse; "
     "`probe`: it passed, warned or skipped",
     ExitStatus.FINDINGS: "`trace inspect`: a health check at `--fail-on` or worse (impossible values, dropped "
-    "kernels, ...); `probe`: it failed (found the problem); "
+    "kernels, ...); `probe`: it failed (found the problem); `diff`: a kernel slower beyond `--threshold`; "
     "`run --fail-on SEVERITY`: the diagnosis is at least that severe",
     ExitStatus.USAGE: "usage error (bad command line, unknown playbook name)",
     ExitStatus.INVALID_PLAYBOOK: "invalid playbook, from `run` or `validate` "
@@ -39,6 +40,8 @@ MEANING: dict[ExitStatus, str] = {
     "(`--force` replaces it) or an input of the run",
     ExitStatus.OUT_OF_MEMORY: "out of memory, or a worker process was killed (by the system's out-of-memory killer): "
     "try `--jobs 1` or a machine with more memory",
+    ExitStatus.NOT_COMPARABLE: "`diff`: the two profiles cannot be compared (other GPU counts or world sizes, "
+    "different work, a side that is not whole): no result is shown; the factors say why",
     ExitStatus.INTERNAL: "internal error (`--debug` shows the traceback)",
     ExitStatus.HANGUP: "hung up (SIGHUP: the terminal closed, the ssh session dropped); the workload was stopped "
     "and the answers saved",

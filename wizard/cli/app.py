@@ -423,6 +423,31 @@ def cmd_compare(ctx: Context) -> ExitStatus:
     return ExitStatus.OK
 
 
+def cmd_diff(ctx: Context) -> ExitStatus:
+    """Two profiles side by side: the comparability verdict first; changes only when they can be compared."""
+    from wizard.diff import diff_profiles, markdown
+    from wizard.outputs import check_outputs, write_text
+
+    args = ctx.args
+    inputs = [args.before, args.after]
+    if args.markdown is not None:
+        check_outputs([(args.markdown, "Markdown summary")], inputs=inputs, force=False)
+    result = diff_profiles(args.before, args.after, threshold=args.threshold / 100, jobs=args.jobs)
+    if args.json:
+        from wizard.serialize import dumps
+
+        ctx.write(dumps(result.to_dict()) + "\n")
+    else:
+        from wizard.ui.tables import diff_view
+
+        ctx.console().print(diff_view(result))
+    if args.markdown is not None:
+        write_text(args.markdown, markdown(result), inputs=inputs, what="Markdown summary")
+    if result.verdict == "not comparable":
+        return ExitStatus.NOT_COMPARABLE
+    return ExitStatus.FINDINGS if result.regressions else ExitStatus.OK
+
+
 def cmd_env(ctx: Context) -> ExitStatus:
     from wizard.runs import machine_facts
 
@@ -479,6 +504,7 @@ COMMANDS: dict[str, Callable[[Context], ExitStatus]] = {
     "examples": cmd_examples,
     "trace": cmd_trace,
     "compare": cmd_compare,
+    "diff": cmd_diff,
     "env": cmd_env,
 }
 
@@ -551,7 +577,7 @@ def _place_outputs(ctx: Context) -> None:
             setattr(ctx.args, name, placed(value, ctx.system.environ))
 
 
-LONG_WORK = ("run", "probe", "trace", None)  # None: no command, a playbook chosen and run at the terminal
+LONG_WORK = ("run", "probe", "trace", "diff", None)  # None: no command, a playbook chosen and run at the terminal
 
 
 def _progress(ctx: Context) -> Any:

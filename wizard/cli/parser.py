@@ -303,6 +303,22 @@ def _add_machine_commands(sub: _Sub) -> None:
     cmp_ = sub.add_parser("compare", help="compare JSON reports from several machines")
     cmp_.add_argument("reports", nargs="+", metavar="REPORT.json")
     cmp_.add_argument("--json", action="store_true")
+    diffp = sub.add_parser(
+        "diff",
+        help="two profiles of one workload side by side: comparable first, then what changed",
+        description="Compare two profiles (traces in any format, rank directories, or `trace inspect --json` "
+        "reports): whether they can be compared (devices, ranks, steps, graphs, versions, capture options, health, "
+        "shared kernels), then which kernels changed beyond --threshold and their noise.",
+    )
+    diffp.add_argument("before", metavar="BEFORE")
+    diffp.add_argument("after", metavar="AFTER")
+    diffp.add_argument(
+        "--threshold", type=float, default=10.0, metavar="PCT",
+        help="a kernel's median duration this much slower (and beyond its noise) is a regression, exit 1 (default 10)",
+    )  # fmt: skip
+    diffp.add_argument("--json", action="store_true", help="the comparison as JSON (schema warpwizard.diff/1)")
+    diffp.add_argument("--markdown", metavar="FILE", help="also write a short Markdown summary (a CI job summary)")
+    diffp.add_argument("--jobs", type=int, default=None, metavar="N", help="processes for reading traces")
     envp = sub.add_parser("env", help="versions, GPUs and profilers available here")
     envp.add_argument("--python", metavar="PATH")
     envp.add_argument("--json", action="store_true")

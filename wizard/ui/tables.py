@@ -4,13 +4,20 @@ outside (a playbook's title, another machine's host name) is a Text, never marku
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 from rich.text import Text
 
 from wizard.compare import Comparison
+from wizard.formatting import plural
 from wizard.probes.base import ProbeInfo
 from wizard.untrusted import rich_text
+
+if TYPE_CHECKING:
+    from rich.console import Group
+
+    from wizard.diff import ProfileDiff
 
 
 def playbooks_table(rows: Iterable[tuple[str, str | None, str, str, str, str | None]]) -> Table:
@@ -83,3 +90,49 @@ def comparison_table(result: Comparison) -> Table:
             verdict = Text("clean", style="green")
         table.add_row(rich_text(m.key), rich_text(m.torch or "—"), rich_text(m.driver or "—"), verdict)
     return table
+
+
+def diff_view(result: ProfileDiff) -> Group:
+    """``warpwizard diff`` at a terminal: the verdict, the factors (those that differ first), then what changed."""
+    from rich.console import Group
+
+    style = {"comparable": "green", "comparable with caveats": "yellow", "not comparable": "red"}[result.verdict]
+    head = rich_text(f"{result.before} → {result.after}: {result.verdict}", f"bold {style}")
+    factors = Table(title="comparability", title_justify="left")
+    for col in ("factor", "before", "after", "", "what it means"):
+        factors.add_column(col)
+    mark = {"same": Text("same", "green"), "unknown": Text("unknown", "dim")}
+    for f in sorted((f for f in result.factors if f.status != "same"), key=lambda f: f.status != "differs"):
+        shown = mark.get(f.status) or Text("differs", "red" if f.effect == "blocks" else "yellow")
+        factors.add_row(rich_text(f.name), rich_text(f.before), rich_text(f.after), shown, rich_text(f.meaning))
+    same = [f.name for f in result.factors if f.status == "same"]
+    parts: list[Any] = [head]
+    if factors.row_count:
+        parts.append(factors)
+    if same:
+        parts.append(rich_text(f"the same on both sides: {', '.join(same)}", "green"))
+    if result.verdict == "not comparable":
+        parts.append(Text("No changes are shown: a comparison that cannot be made shows no result."))
+        return Group(*parts)
+    moved = [c for c in result.changes if c.regression or c.improvement]
+    parts.append(
+        Text(f"{plural(len(result.regressions), 'regression')} beyond {result.threshold:.0%} and the noise; "
+             f"{plural(len(result.changes), 'kernel')} on both sides")
+    )  # fmt: skip
+    if moved:
+        table = Table(title="what changed", title_justify="left")
+        for col in ("kernel", "grid / block", "launches", "median µs", "change"):
+            table.add_column(col)
+        for c in moved[:20]:
+            dims = f"{c.grid} / {c.block}" if c.grid else "—"
+            table.add_row(
+                rich_text(c.name[:90]), rich_text(dims), f"{c.before_launches} → {c.after_launches}",
+                f"{c.before_median_us:.3f} → {c.after_median_us:.3f}",
+                Text(f"{c.change:+.1%}", "red" if c.regression else "green"),
+            )  # fmt: skip
+        parts.append(table)
+    parts += [rich_text(f"• {m}") for m in result.mechanisms[:10]]
+    parts += [rich_text(f"• health: {h}") for h in result.health[:10]]
+    if result.only_before or result.only_after:
+        parts.append(Text(f"{len(result.only_before)} kernels only in BEFORE, {len(result.only_after)} only in AFTER"))
+    return Group(*parts)

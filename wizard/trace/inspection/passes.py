@@ -11,8 +11,9 @@ from wizard.errors import PluginError, UsageError
 from wizard.trace.health.checker import HEALTH_PASS
 from wizard.trace.metrics.classify import METRICS_PASS
 from wizard.trace.passes import TracePass, contract_problem
+from wizard.trace.profile.summary import PROFILE_PASS
 
-BUILTIN: tuple[TracePass[Any], ...] = (METRICS_PASS, HEALTH_PASS)
+BUILTIN: tuple[TracePass[Any], ...] = (METRICS_PASS, HEALTH_PASS, PROFILE_PASS)
 
 # Passes registered in this process beyond the built-in ones, name -> pass, run in this order after them.
 REGISTERED: dict[str, TracePass[Any]] = {}

@@ -24,13 +24,14 @@ from wizard.trace.health.spec import HEALTH_MARK, RANK, HealthCheck
 from wizard.trace.metrics.classify import METRICS_PASS
 from wizard.trace.metrics.findings import LAUNCH_COLUMNS, FindingGroup, KernelLaunch, KernelMetrics, PlotData
 from wizard.trace.passes import TracePass
+from wizard.trace.profile.summary import PROFILE_PASS, ProfileSummary
 from wizard.trace.read.collector import TraceContents, Truncation
 
 R = TypeVar("R")
 
 # The passes whose fields are a trace's report's own (warpwizard.trace-report/2, where they have always been);
 # every other pass's result is written under the report's ``passes``, by name.
-INLINE: tuple[TracePass[Any], ...] = (METRICS_PASS, HEALTH_PASS)
+INLINE: tuple[TracePass[Any], ...] = (METRICS_PASS, HEALTH_PASS, PROFILE_PASS)
 
 
 @dataclass(slots=True)
@@ -100,6 +101,11 @@ class TraceInspection:
     @property
     def health_result(self) -> HealthResult:
         return self.result(HEALTH_PASS)
+
+    @property
+    def profile(self) -> ProfileSummary:
+        """The trace summed up for comparison (wizard/trace/profile/summary.py): what `warpwizard diff` reads."""
+        return self.result(PROFILE_PASS)
 
     # The flagship's findings, as the report has always offered them.
     @property
@@ -201,6 +207,7 @@ class TraceInspection:
             "non_finite": self.non_finite,
             "timing": self.timing,
             **HEALTH_PASS.write(self.health_result),
+            **PROFILE_PASS.write(self.profile),
         }
         if self.written:
             report["passes"] = self.written

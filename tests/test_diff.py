@@ -1,0 +1,190 @@
+"""`warpwizard diff`: two profiles of one workload, comparable first, then what changed (issue 50).
+
+Each expected number is computed here from the launches the test planted (durations known exactly), never through
+wizard/diff.py or the profile pass: the median, its relative change, and which factors differ.
+"""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import TRACES, RunCli, needs_shared, strict_json
+from wizard.testing.nsys import Call, Kernel, write_export
+from wizard.testing.traces import KernelSpec, TraceBuilder
+
+GEMM = "void gemm_kernel<128>(float*)"
+ADD = "void add_kernel(float*)"
+GEMM_US = [40.0, 41.0, 39.0, 40.5, 39.5, 40.0, 40.2, 39.8]  # eight launches a step, within 2.5% of each other
+
+
+def _trace(path: Path, *, gemm_scale: float = 1.0, gpu: str = "H100", devices: int = 1, world: int | None = None,
+           steps: int = 3) -> Path:  # fmt: skip
+    """``steps`` steps of eight GEMMs and eight adds; the GEMMs' durations scaled by ``gemm_scale``."""
+    b = TraceBuilder(gpu=gpu, devices=devices)
+    if world is not None:
+        b.set_metadata("distributedInfo", {"backend": "nccl", "rank": 0, "world_size": world})
+    for _ in range(steps):
+        for i, dur in enumerate(GEMM_US):
+            b.add(KernelSpec(GEMM, (132, 1, 1), (256, 1, 1), dur=dur * gemm_scale, device=i % devices))
+            b.add(KernelSpec(ADD, (64, 1, 1), (128, 1, 1), dur=6.0))
+    return b.write(path)
+
+
+def _diff(run_cli: RunCli, before: Path, after: Path, *extra: str) -> tuple[int, dict[str, Any]]:
+    result = run_cli("diff", str(before), str(after), "--json", *extra)
+    assert result.returncode in (0, 1, 10), result.stderr
+    return result.returncode, strict_json(result.stdout)
+
+
+def _factor(data: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(f for f in data["factors"] if f["name"] == name)
+
+
+def test_a_trace_against_itself_is_comparable_and_nothing_changed(run_cli: RunCli, tmp_path: Path) -> None:
+    trace = _trace(tmp_path / "a.json")
+    code, data = _diff(run_cli, trace, trace)
+    assert (code, data["verdict"], data["regressions"]) == (0, "comparable", 0)
+    assert data["schema"] == "warpwizard.diff/1"
+    assert {f["status"] for f in data["factors"]} <= {"same", "unknown"}
+    assert all(c["change"] == 0 for c in data["changes"]) and len(data["changes"]) == 2
+    assert (data["only_before"], data["only_after"], data["mechanisms"]) == ([], [], [])
+
+
+def test_a_planted_20_percent_slowdown_is_found_and_exits_1(run_cli: RunCli, tmp_path: Path) -> None:
+    before, after = _trace(tmp_path / "before.json"), _trace(tmp_path / "after.json", gemm_scale=1.2)
+    code, data = _diff(run_cli, before, after)
+    assert (code, data["verdict"], data["regressions"]) == (1, "comparable", 1)
+    (gemm,) = [c for c in data["changes"] if c["regression"]]
+    expected_before = statistics.median(GEMM_US * 3)
+    expected_after = statistics.median([d * 1.2 for d in GEMM_US] * 3)
+    assert gemm["name"] == GEMM and (gemm["before_launches"], gemm["after_launches"]) == (24, 24)
+    assert gemm["before_median_us"] == pytest.approx(expected_before)
+    assert gemm["after_median_us"] == pytest.approx(expected_after)
+    assert gemm["change"] == pytest.approx(expected_after / expected_before - 1)
+    add = next(c for c in data["changes"] if c["name"] == ADD)
+    assert (add["regression"], add["change"]) == (False, 0)
+    text = run_cli("diff", str(before), str(after))
+    assert text.returncode == 1 and "+20.0%" in text.stdout and "1 regression beyond 10%" in text.stdout
+
+
+def test_a_slowdown_inside_the_threshold_or_the_noise_is_no_regression(run_cli: RunCli, tmp_path: Path) -> None:
+    before, after = _trace(tmp_path / "before.json"), _trace(tmp_path / "after.json", gemm_scale=1.05)
+    assert _diff(run_cli, before, after)[0] == 0  # 5% < the 10% default
+    code, data = _diff(run_cli, before, after, "--threshold", "3")
+    assert (code, data["regressions"]) == (1, 1)  # 5% > 3%, and beyond the noise of 24 launches within 2.5%
+    noisy = TraceBuilder()
+    for dur in [10.0, 30.0] * 4:  # a median of 20 µs with a MAD of 10 µs: a 25% move is inside its noise
+        noisy.add(KernelSpec(GEMM, (132, 1, 1), (256, 1, 1), dur=dur))
+    slower = TraceBuilder()
+    for dur in [12.5, 37.5] * 4:
+        slower.add(KernelSpec(GEMM, (132, 1, 1), (256, 1, 1), dur=dur))
+    code, data = _diff(run_cli, noisy.write(tmp_path / "n.json"), slower.write(tmp_path / "s.json"))
+    (gemm,) = data["changes"]
+    assert (code, gemm["regression"], gemm["change"]) == (0, False, pytest.approx(0.25))
+    # three standard errors of two medians of 8, sigma = 1.4826 MAD: the threshold the change had to pass
+    se = 1.2533 * 1.4826 * 10.0 / 8**0.5, 1.2533 * 1.4826 * 12.5 / 8**0.5
+    assert gemm["noise"] == pytest.approx(3 * (se[0] ** 2 + se[1] ** 2) ** 0.5 / 20.0)
+
+
+def test_other_gpu_counts_or_world_sizes_are_not_comparable(run_cli: RunCli, tmp_path: Path) -> None:
+    one = _trace(tmp_path / "one.json", world=8)
+    two = _trace(tmp_path / "two.json", devices=2, world=8)
+    code, data = _diff(run_cli, one, two)
+    assert (code, data["verdict"], data["changes"]) == (10, "not comparable", [])
+    assert (_factor(data, "GPU count")["status"], _factor(data, "GPU count")["effect"]) == ("differs", "blocks")
+    other = _trace(tmp_path / "world16.json", world=16)
+    code, data = _diff(run_cli, one, other)
+    world = _factor(data, "world size")
+    assert (code, world["before"], world["after"], world["effect"]) == (10, "8", "16", "blocks")
+    assert [f["name"] for f in data["factors"] if f["effect"] == "blocks"] == ["world size"]
+    text = run_cli("diff", str(one), str(other))
+    assert text.returncode == 10 and "No changes are shown" in text.stdout
+
+
+def test_another_gpu_model_is_comparable_with_the_hardware_named(run_cli: RunCli, tmp_path: Path) -> None:
+    code, data = _diff(run_cli, _trace(tmp_path / "h.json"), _trace(tmp_path / "a.json", gpu="A100"))
+    gpu = _factor(data, "GPU model")
+    assert (data["verdict"], gpu["status"], gpu["effect"]) == ("comparable with caveats", "differs", "caveat")
+    assert "hardware" in gpu["meaning"] and code == 0
+
+
+def test_a_profiler_bug_present_on_one_side_only_is_the_profilers(run_cli: RunCli, tmp_path: Path) -> None:
+    """Mechanism A in BEFORE; AFTER is the same launches as an exporter without the int32 product writes them
+    (`trace fix`'s true values): the diff says it is the profiler, not the kernel."""
+    b = TraceBuilder()
+    b.add(KernelSpec("index_kernel", (100000, 30000, 1), (256, 1, 1)))
+    b.add(KernelSpec(ADD, (64, 1, 1), (128, 1, 1)))
+    before = b.write(tmp_path / "torch-2.11.json")
+    after = tmp_path / "fixed.json"
+    assert run_cli("trace", "fix", str(before), str(after)).returncode == 0
+    code, data = _diff(run_cli, before, after)
+    caveats = [f["name"] for f in data["factors"] if f["status"] == "differs"]
+    assert (code, data["verdict"], caveats) == (0, "comparable with caveats", ["health (before)"])
+    assert "impossible-metrics" in _factor(data, "health (before)")["meaning"]
+    (said,) = data["mechanisms"]
+    assert said.startswith("mechanism A in BEFORE (torch-2.11.json) on 1 launch of index_kernel")
+    assert said.endswith("the profiler, not your kernel")
+
+
+def test_the_same_launches_as_kineto_json_and_nsys_sqlite_all_match(run_cli: RunCli, tmp_path: Path) -> None:
+    b = TraceBuilder()
+    kernels, calls = [], []
+    for i, dur in enumerate(GEMM_US):
+        b.add(KernelSpec(GEMM, (108, 1, 1), (256, 1, 1), dur=dur))
+        start = 10_000 * (i + 1)
+        calls.append(Call(start, start + 300, 100 + i))
+        kernels.append(Kernel(start + 500, start + 500 + int(dur * 1000), 100 + i))
+    json_side = b.write(tmp_path / "kineto.json")
+    sqlite_side = write_export(tmp_path / "nsys.sqlite", kernels, calls)
+    code, data = _diff(run_cli, json_side, sqlite_side)
+    assert _factor(data, "profiler")["status"] == "differs"  # two tools, named as a caveat
+    (gemm,) = data["changes"]
+    assert (gemm["before_launches"], gemm["after_launches"]) == (8, 8)
+    assert gemm["before_median_us"] == pytest.approx(gemm["after_median_us"])
+    assert (data["only_before"], data["only_after"], code) == ([], [], 0)
+
+
+def test_two_json_reports_diff_as_their_traces_do(run_cli: RunCli, tmp_path: Path) -> None:
+    before, after = _trace(tmp_path / "before.json"), _trace(tmp_path / "after.json", gemm_scale=1.2)
+    reports = []
+    for trace in (before, after):
+        out = tmp_path / f"{trace.stem}.report.json"
+        out.write_text(run_cli("trace", "inspect", "--json", str(trace)).stdout)
+        reports.append(out)
+    from_traces = _diff(run_cli, before, after)[1]
+    from_reports = _diff(run_cli, reports[0], reports[1])[1]
+    assert from_reports["changes"] == from_traces["changes"] and from_reports["regressions"] == 1
+    stale = tmp_path / "old.json"
+    stale.write_text('{"schema": "warpwizard.trace-report/2", "reports": [{"path": "x"}]}')
+    result = run_cli("diff", str(stale), str(reports[1]))
+    assert result.returncode == 6 and "without profile summaries" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_markdown_is_short_and_escapes_kernel_names(run_cli: RunCli, tmp_path: Path) -> None:
+    before, after = _trace(tmp_path / "before.json"), _trace(tmp_path / "after.json", gemm_scale=1.2)
+    out = tmp_path / "summary.md"
+    assert run_cli("diff", str(before), str(after), "--markdown", str(out)).returncode == 1
+    text = out.read_text()
+    assert text.startswith("## before.json → after.json: comparable\n")
+    assert "| `void gemm_kernel<128>(float*)` | 24 → 24 |" in text and len(text) < 2000
+
+
+@needs_shared
+def test_the_shared_pairs_get_their_verdicts(run_cli: RunCli) -> None:
+    """H100 against MI300X: other vendors' kernels, 15% of the GPU time shared: not comparable. The nsys pair (one
+    job before and after a change): comparable, with the before side's overlap warning as a caveat."""
+    pairs = TRACES / "pairs"
+    code, data = _diff(run_cli, pairs / "h100-vs-mi300-bert-small/h100.json.gz",
+                       pairs / "h100-vs-mi300-bert-small/mi300.json.gz")  # fmt: skip
+    assert (code, data["verdict"]) == (10, "not comparable")
+    assert (_factor(data, "GPU vendor")["before"], _factor(data, "GPU vendor")["after"]) == ("NVIDIA", "AMD")
+    assert _factor(data, "shared kernels")["effect"] == "blocks"
+    code, data = _diff(run_cli, pairs / "nsys-mfu-2gpu-before-after/before.sqlite",
+                       pairs / "nsys-mfu-2gpu-before-after/after.sqlite")  # fmt: skip
+    assert data["verdict"] in ("comparable", "comparable with caveats") and code in (0, 1)
+    assert _factor(data, "GPU count")["before"] == _factor(data, "GPU count")["after"] == "2"

@@ -1,0 +1,469 @@
+"""Two profiles of one workload side by side: whether they can be compared, then what changed.
+
+Steps 1 and 5 of the method are comparisons (re-profile with another PyTorch or profiler; run on another GPU), and
+every diff tool in the field matches kernels by name and says nothing of whether the runs can be compared. Here the
+comparability comes first, as factors read from what the two profiles carry (each ``same``, ``differs`` or
+``unknown``, with what it means), and a verdict: ``comparable``, ``comparable with caveats`` or ``not comparable``.
+A comparison that cannot be made is never shown as a result: its changes are not computed.
+
+Each side is a trace (any format the reader takes), a rank directory, or a ``trace inspect --json`` report, whose
+``reports[].profile`` holds the same summary (wizard/trace/profile/summary.py), so a report is never read
+again as a trace. The library never prints; ``warpwizard diff`` renders the record.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import msgspec
+
+from wizard.errors import InputFileError, UsageError
+from wizard.formatting import plural
+from wizard.trace.profile.summary import MAX_KERNELS, MAX_STEPS, KernelGroup, ProfileSummary
+
+DIFF_SCHEMA = "warpwizard.diff/1"
+DEFAULT_THRESHOLD = 0.10  # a kernel's median duration 10% slower is a regression (when above its noise)
+# A kernel whose GPU time is under 1% of its side's is no regression however its time moves: nobody acts on it.
+MATERIAL_SHARE = 0.01
+NOISE_SIGMAS = 3.0  # a change must exceed three standard errors of the two medians together
+SHARED_BLOCKS = 0.5  # under half the GPU time in kernels both sides ran: different work, not comparable
+SHARED_CAVEAT = 0.9  # under 90%: comparable, with the unshared share named
+MAX_REPORT_BYTES = 64 << 20
+MAX_RANKS = 100_000
+
+Status = Literal["same", "differs", "unknown"]
+Effect = Literal["none", "caveat", "blocks"]
+Verdict = Literal["comparable", "comparable with caveats", "not comparable"]
+
+
+@dataclass(slots=True)
+class Side:
+    """One profile: a label, and a summary per rank (one for a single trace)."""
+
+    label: str
+    summaries: list[ProfileSummary]
+
+    def devices(self) -> list[dict[str, Any]]:
+        return [d for s in self.summaries for d in s.devices]
+
+    def kernels(self) -> dict[tuple[str, Any, Any], KernelGroup]:
+        """Every rank's kernel groups summed, by (normalised name, grid, block)."""
+        out: dict[tuple[str, Any, Any], KernelGroup] = {}
+        for summary in self.summaries:
+            for g in summary.kernels:
+                key = (g.key, _dims(g.grid), _dims(g.block))
+                if key not in out:
+                    out[key] = KernelGroup(g.key, g.name, g.grid, g.block, 0, 0.0, g.median_us, g.mad_us, {})
+                merged = out[key]
+                merged.launches += g.launches
+                merged.total_us += g.total_us
+                for mechanism, count in g.wrong.items():
+                    merged.wrong[mechanism] = merged.wrong.get(mechanism, 0) + count
+        return out
+
+    @property
+    def gpu_time_us(self) -> float:
+        return sum(s.gpu_time_us for s in self.summaries)
+
+
+def _dims(value: list[int] | None) -> tuple[int, ...] | None:
+    return tuple(value) if value else None
+
+
+@dataclass(slots=True)
+class Factor:
+    """One thing two comparable profiles must share, and what this pair shows of it."""
+
+    name: str
+    before: str
+    after: str
+    status: Status
+    effect: Effect  # what a difference does to the comparison
+    meaning: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f: getattr(self, f) for f in self.__slots__}
+
+
+@dataclass(slots=True)
+class KernelChange:
+    """One kernel (name and launch configuration) on both sides."""
+
+    name: str
+    grid: list[int] | None
+    block: list[int] | None
+    before_launches: int
+    after_launches: int
+    before_median_us: float
+    after_median_us: float
+    before_total_us: float
+    after_total_us: float
+    change: float  # the median's relative change (0.2: 20% slower)
+    noise: float  # the change the two medians' own spread allows, relative
+    regression: bool
+    improvement: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f: getattr(self, f) for f in self.__slots__}
+
+
+@dataclass(slots=True)
+class ProfileDiff:
+    """The comparison: factors and verdict first; the changes only when the two can be compared."""
+
+    before: str
+    after: str
+    threshold: float
+    factors: list[Factor]
+    changes: list[KernelChange] = field(default_factory=list)
+    only_before: list[str] = field(default_factory=list)  # kernels one side ran and the other did not
+    only_after: list[str] = field(default_factory=list)
+    mechanisms: list[str] = field(default_factory=list)  # wrong values present on one side only, in words
+    health: list[str] = field(default_factory=list)  # findings that appear or disappear, in words
+
+    @property
+    def verdict(self) -> Verdict:
+        effects = {f.effect for f in self.factors if f.status != "same"}
+        if "blocks" in effects:
+            return "not comparable"
+        return "comparable with caveats" if "caveat" in effects else "comparable"
+
+    @property
+    def regressions(self) -> list[KernelChange]:
+        return [c for c in self.changes if c.regression]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": DIFF_SCHEMA,
+            "before": self.before,
+            "after": self.after,
+            "verdict": self.verdict,
+            "threshold": self.threshold,
+            "factors": [f.to_dict() for f in self.factors],
+            "regressions": len(self.regressions),
+            "changes": [c.to_dict() for c in self.changes],
+            "only_before": self.only_before,
+            "only_after": self.only_after,
+            "mechanisms": self.mechanisms,
+            "health": self.health,
+        }
+
+
+# -- reading a side ----------------------------------------------------------------------------------------
+
+
+class _Report(msgspec.Struct):
+    profile: ProfileSummary | None = None
+
+
+class _Document(msgspec.Struct):
+    schema: str | None = None
+    reports: list[_Report] = []
+
+
+def _report_summaries(path: str, data: bytes) -> list[ProfileSummary]:
+    """A ``trace inspect --json`` report's per-trace summaries, typed; a report without them is said."""
+    try:
+        document = msgspec.json.decode(data, type=_Document)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise InputFileError(f"{path}: not a warpwizard trace report with profiles ({exc})") from None
+    found = [r.profile for r in document.reports if r.profile is not None]
+    if not found or len(found) != len(document.reports):
+        raise InputFileError(
+            f"{path}: a trace report without profile summaries (reports[].profile): it was written before "
+            "warpwizard kept them; inspect the trace again with `warpwizard trace inspect --json`"
+        )
+    for summary in found:
+        if len(summary.kernels) > MAX_KERNELS or len(summary.steps) > MAX_STEPS or len(found) > MAX_RANKS:
+            raise InputFileError(
+                f"{path}: a profile summary over its bounds ({MAX_KERNELS} kernels, {MAX_STEPS} steps)"
+            )
+    return found
+
+
+def _is_report(path: Path) -> bytes | None:
+    """The bytes of a JSON report (a file that starts with '{' and names a warpwizard schema), else None."""
+    if not path.is_file():
+        return None
+    with open(path, "rb") as fh:
+        head = fh.read(4096)
+        if b'"warpwizard.trace-report' not in head and b'"schema"' not in head:
+            return None
+        data = head + fh.read(MAX_REPORT_BYTES + 1 - len(head))
+    if len(data) > MAX_REPORT_BYTES:
+        raise InputFileError(f"{path}: too large for a warpwizard report (over {MAX_REPORT_BYTES} bytes)")
+    return data
+
+
+Inspect = Callable[[str], list[ProfileSummary]]
+
+
+def load_side(path: str, inspect: Inspect) -> Side:
+    """A side from a path: a ``--json`` report is read as it is; anything else is inspected as a trace."""
+    data = _is_report(Path(path))
+    summaries = _report_summaries(path, data) if data is not None else inspect(path)
+    return Side(Path(path).name or path, summaries)
+
+
+# -- comparability -----------------------------------------------------------------------------------------
+
+
+def _shown(values: Iterable[Any]) -> str:
+    found = sorted({str(v) for v in values if v is not None})
+    return ", ".join(found) if found else "unknown"
+
+
+UNKNOWN_MEANS = "not recorded on one side or both: it cannot be checked"
+
+
+def _factor(name: str, before: str, after: str, effect: Effect, meaning: str) -> Factor:
+    """A factor from what each side shows; ``meaning`` is what a difference means (said only when they differ)."""
+    status: Status = "unknown" if "unknown" in (before, after) else ("same" if before == after else "differs")
+    said = {"differs": meaning, "unknown": UNKNOWN_MEANS, "same": ""}[status]
+    return Factor(name, before, after, status, effect if status == "differs" else "none", said)
+
+
+def _vendor(side: Side) -> str:
+    found = {s.vendor for s in side.summaries if s.vendor}
+    return ", ".join(sorted(found)) if found else "unknown"
+
+
+def _hardware(b: Side, a: Side) -> list[Factor]:
+    vendor = _factor(
+        "GPU vendor", _vendor(b), _vendor(a), "caveat",
+        "other GPUs, other libraries (cuBLAS or hipBLASLt): kernels differ by name, so few can be matched",
+    )  # fmt: skip
+    gpu = _factor(
+        "GPU model", _shown(d["name"] for d in b.devices()), _shown(d["name"] for d in a.devices()), "caveat",
+        "a difference between the sides includes the hardware's (step 5 asks exactly this)",
+    )  # fmt: skip
+    count = _factor(
+        "GPU count", str(len(b.devices())), str(len(a.devices())), "blocks",
+        "the work is split differently: per-kernel times are not the same kernels' times",
+    )  # fmt: skip
+    sms = _factor(
+        "SMs per GPU", _shown(d["num_sms"] for d in b.devices()), _shown(d["num_sms"] for d in a.devices()),
+        "caveat", "blocks and warps per SM and occupancy are relative to the SM count",
+    )  # fmt: skip
+    return [vendor, gpu, count, sms]
+
+
+def _job(b: Side, a: Side) -> list[Factor]:
+    world = _factor(
+        "world size", _shown(s.world_size for s in b.summaries) if len(b.summaries) else "unknown",
+        _shown(s.world_size for s in a.summaries), "blocks",
+        "another parallel layout: collectives and per-rank work differ by construction",
+    )  # fmt: skip
+    ranks = _factor(
+        "ranks given", str(len(b.summaries)), str(len(a.summaries)), "blocks",
+        "one side has ranks the other lacks: totals are over different processes",
+    )  # fmt: skip
+    return [world, ranks]
+
+
+def _recording(b: Side, a: Side) -> list[Factor]:
+    steps = _factor(
+        "steps recorded", _shown(len(s.steps) for s in b.summaries), _shown(len(s.steps) for s in a.summaries),
+        "caveat", "totals cover different numbers of steps: compare medians per launch, as this diff does",
+    )  # fmt: skip
+    graphs = _factor(
+        "CUDA graphs", _shown(s.graph_mode for s in b.summaries), _shown(s.graph_mode for s in a.summaries),
+        "caveat", "graph replay removes launch overhead and changes what the timeline shows between kernels",
+    )  # fmt: skip
+    profiler = _factor(
+        "profiler", _shown(f"{s.writer or s.format}" for s in b.summaries),
+        _shown(f"{s.writer or s.format}" for s in a.summaries), "caveat",
+        "two tools timed the kernels: the same launches, timestamps from each tool's own CUPTI clock",
+    )  # fmt: skip
+    return [steps, graphs, profiler]
+
+
+def _software(b: Side, a: Side) -> list[Factor]:
+    keys = sorted({k for s in (*b.summaries, *a.summaries) for k in s.versions})
+    out = []
+    for key in keys:
+        out.append(
+            _factor(
+                key, _shown(s.versions.get(key) for s in b.summaries), _shown(s.versions.get(key) for s in a.summaries),
+                "caveat", "the software that recorded or ran the work differs: a change may be the profiler's or "
+                "the library's (step 1 asks exactly this)",
+            )
+        )  # fmt: skip
+    for key in sorted({k for s in (*b.summaries, *a.summaries) for k in s.capture}):
+        out.append(
+            _factor(
+                key, _shown(s.capture.get(key) for s in b.summaries), _shown(s.capture.get(key) for s in a.summaries),
+                "caveat", "a capture option adds CPU-side overhead (stacks, shapes, memory): CPU times differ by it",
+            )
+        )  # fmt: skip
+    return out
+
+
+def _health_factor(side: Side, which: str) -> Factor:
+    errors = sorted({h["check"] for s in side.summaries for h in s.health if h["status"] == "error"})
+    warnings = sorted({h["check"] for s in side.summaries for h in s.health if h["status"] == "warning"})
+    if errors:
+        return Factor(
+            f"health ({which})", "error", "", "differs", "blocks",
+            f"the {which} profile is not whole or not true ({', '.join(errors)}): what it lacks would read as a change",
+        )  # fmt: skip
+    if warnings:
+        return Factor(
+            f"health ({which})", "warning", "", "differs", "caveat",
+            f"the {which} profile has warnings ({', '.join(warnings)}): read `warpwizard trace inspect` on it first",
+        )  # fmt: skip
+    return Factor(f"health ({which})", "ok", "ok", "same", "none", "")
+
+
+def _shared(b: Side, a: Side) -> Factor:
+    """How much of the GPU time is in kernels both sides ran (by normalised name)."""
+    before = {k[0]: 0.0 for k in b.kernels()}
+    after = {k[0]: 0.0 for k in a.kernels()}
+    for (key, *_), g in b.kernels().items():
+        before[key] += g.total_us
+    for (key, *_), g in a.kernels().items():
+        after[key] += g.total_us
+    total = sum(before.values()) + sum(after.values())
+    if total <= 0:
+        return Factor("shared kernels", "unknown", "unknown", "unknown", "none", "no kernel time on either side")
+    common = sum(v for k, v in before.items() if k in after) + sum(v for k, v in after.items() if k in before)
+    share = common / total
+    effect: Effect = "blocks" if share < SHARED_BLOCKS else ("caveat" if share < SHARED_CAVEAT else "none")
+    meaning = (
+        f"{share:.0%} of the GPU time is in kernels both sides ran"
+        + (": different work, not the same workload" if effect == "blocks" else "")
+        + (": the rest is in kernels only one side ran" if effect == "caveat" else "")
+    )
+    status: Status = "same" if effect == "none" else "differs"
+    return Factor("shared kernels", f"{share:.0%}", f"{share:.0%}", status, effect, meaning)
+
+
+def factors(b: Side, a: Side) -> list[Factor]:
+    """Every comparability factor, the hardware's first."""
+    return [
+        *_hardware(b, a), *_job(b, a), *_recording(b, a), *_software(b, a),
+        _health_factor(b, "before"), _health_factor(a, "after"), _shared(b, a),
+    ]  # fmt: skip
+
+
+# -- what changed ------------------------------------------------------------------------------------------
+
+
+def _noise(g: KernelGroup) -> float:
+    """The standard error of a group's median (1.2533 sigma / sqrt(n), sigma from the MAD: 1.4826 MAD)."""
+    return 1.2533 * 1.4826 * g.mad_us / math.sqrt(max(g.launches, 1))
+
+
+def _change(b: KernelGroup, a: KernelGroup, threshold: float, material: tuple[float, float]) -> KernelChange:
+    base = b.median_us
+    change = (a.median_us - base) / base if base > 0 else 0.0
+    noise = NOISE_SIGMAS * math.hypot(_noise(b), _noise(a)) / base if base > 0 else 0.0
+    matters = b.total_us >= MATERIAL_SHARE * material[0] or a.total_us >= MATERIAL_SHARE * material[1]
+    beyond = abs(change) > threshold and abs(change) > noise and matters
+    return KernelChange(
+        b.name, b.grid, b.block, b.launches, a.launches, b.median_us, a.median_us, b.total_us, a.total_us,
+        change, noise, beyond and change > 0, beyond and change < 0,
+    )  # fmt: skip
+
+
+def _kernel_changes(diff: ProfileDiff, b: Side, a: Side) -> None:
+    before, after = b.kernels(), a.kernels()
+    material = (b.gpu_time_us, a.gpu_time_us)
+    changes = [_change(before[k], after[k], diff.threshold, material) for k in before if k in after]
+    diff.changes = sorted(changes, key=lambda c: (not c.regression, -abs(c.after_total_us - c.before_total_us)))
+    diff.only_before = [before[k].name for k in sorted(before, key=lambda k: -before[k].total_us) if k not in after]
+    diff.only_after = [after[k].name for k in sorted(after, key=lambda k: -after[k].total_us) if k not in before]
+
+
+def _mechanism_words(diff: ProfileDiff, b: Side, a: Side) -> None:
+    """Wrong values on one side only, on launches both sides ran: the profiler's, not the kernel's."""
+    before, after = b.kernels(), a.kernels()
+    for key in (k for k in before if k in after):
+        for mechanism, count in before[key].wrong.items():
+            if mechanism not in after[key].wrong:
+                diff.mechanisms.append(
+                    f"mechanism {mechanism} in BEFORE ({diff.before}) on {plural(count, 'launch')} of "
+                    f"{before[key].name}; the same launches in AFTER ({diff.after}) read right: the profiler, "
+                    "not your kernel"
+                )
+        for mechanism, count in after[key].wrong.items():
+            if mechanism not in before[key].wrong:
+                diff.mechanisms.append(
+                    f"mechanism {mechanism} in AFTER ({diff.after}) on {plural(count, 'launch')} of "
+                    f"{after[key].name}; the same launches in BEFORE ({diff.before}) read right: the profiler, "
+                    "not your kernel"
+                )
+
+
+def _health_words(diff: ProfileDiff, b: Side, a: Side) -> None:
+    def found(side: Side) -> dict[str, str]:
+        return {h["check"]: h["status"] for s in side.summaries for h in s.health}
+
+    before, after = found(b), found(a)
+    for check in sorted(set(before) | set(after)):
+        if before.get(check) != after.get(check):
+            diff.health.append(f"{check}: {before.get(check, 'ok')} before, {after.get(check, 'ok')} after")
+
+
+def compare_sides(b: Side, a: Side, threshold: float = DEFAULT_THRESHOLD) -> ProfileDiff:
+    """The comparison of two loaded sides; its changes only when the verdict allows one."""
+    if not (math.isfinite(threshold) and 0 < threshold < 10):
+        raise UsageError(f"the threshold must be a finite fraction above 0 (0.1 is 10%), not {threshold}")
+    diff = ProfileDiff(b.label, a.label, threshold, factors(b, a))
+    if diff.verdict != "not comparable":
+        _kernel_changes(diff, b, a)
+        _mechanism_words(diff, b, a)
+        _health_words(diff, b, a)
+    return diff
+
+
+def diff_profiles(
+    before: str, after: str, *, threshold: float = DEFAULT_THRESHOLD, jobs: int | None = None
+) -> ProfileDiff:
+    """Compare two profiles (traces, rank directories or ``trace inspect --json`` reports) of one workload."""
+    from wizard.api import inspect_traces
+
+    def inspect(path: str) -> list[ProfileSummary]:
+        found = inspect_traces(path, jobs=jobs, launches="none", plots=False)
+        return [r.profile for r in found.reports]
+
+    return compare_sides(load_side(before, inspect), load_side(after, inspect), threshold)
+
+
+def markdown(diff: ProfileDiff, top: int = 10) -> str:
+    """Short enough for a CI job summary: the verdict, the factors that differ, the top changes."""
+    from wizard.untrusted import markdown_code
+
+    lines = [f"## {diff.before} → {diff.after}: {diff.verdict}", ""]
+    differing = [f for f in diff.factors if f.status == "differs"]
+    if differing:
+        lines += ["| factor | before | after | means |", "|---|---|---|---|"]
+        lines += [f"| {f.name} | {_md(f.before)} | {_md(f.after)} | {_md(f.meaning)} |" for f in differing]
+        lines.append("")
+    if diff.verdict == "not comparable":
+        lines.append("No changes are shown: a comparison that cannot be made shows no result.")
+        return "\n".join(lines) + "\n"
+    shown = [c for c in diff.changes if c.regression or c.improvement][:top]
+    lines.append(f"{plural(len(diff.regressions), 'regression')} beyond {diff.threshold:.0%} and the noise.")
+    same = [f.name for f in diff.factors if f.status == "same"]
+    if same:
+        lines.append(f"The same on both sides: {_md(', '.join(same))}.")
+    if shown:
+        lines += ["", "| kernel | launches | median µs | change |", "|---|---|---|---|"]
+        lines += [
+            f"| {markdown_code(c.name[:80], table=True)} | {c.before_launches} → {c.after_launches} | "
+            f"{c.before_median_us:.3f} → {c.after_median_us:.3f} | {c.change:+.1%} |"
+            for c in shown
+        ]
+    lines += [f"- {_md(m)}" for m in diff.mechanisms[:top]]
+    return "\n".join(lines) + "\n"
+
+
+def _md(text: str) -> str:
+    from wizard.untrusted import markdown
+
+    return markdown(text)

@@ -1,0 +1,247 @@
+"""The profile pass: one trace summed up for comparison (``PROFILE_PASS``; its result is ``ProfileSummary``).
+
+Steps 1 and 5 of the method compare two profiles of one workload (another profiler or PyTorch, another GPU). A
+comparison needs to know first whether the two can be compared (devices, ranks, steps, graph state, versions,
+capture options, each side's health) and then what changed (kernels by name and launch configuration, steps).
+That is a few kilobytes per trace, kept in the same read as every other pass and written in ``--json`` under
+``reports[].profile``, so a diff of two reports, or of a thousand ranks, never reads a trace again.
+
+Bounded on purpose (a trace comes from someone else): the kernels are grouped by normalised name and launch
+configuration and the ``MAX_KERNELS`` groups with the most GPU time kept (the rest summed as ``others``); step
+durations and the metadata's version fields are capped; nothing of the metadata is copied but the named fields
+(a trace's metadata can carry a harness's whole environment, tokens included).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from wizard.inspect_options import InspectOptions
+from wizard.trace.health.checker import HEALTH_PASS, worst_status
+from wizard.trace.metrics.classify import METRICS_PASS
+from wizard.trace.passes import Results, TracePass
+from wizard.trace.read.collector import TraceContents
+
+PROFILE_SCHEMA = "warpwizard.profile/1"
+MAX_KERNELS = 300  # kernel groups kept per trace, the most GPU time first (a few KB each 100)
+MAX_STEPS = 1000  # step durations kept
+MAX_TEXT = 200  # characters of a kernel name or a version field
+# Top-level keys Kineto writes that say which software recorded the trace (PyTorch's profiler, kineto's
+# output_json.cpp: cupti_version, cuda_runtime_version, cuda_driver_version; ROCm's roctracer and HIP versions).
+VERSION_KEYS = (
+    "schemaVersion",
+    "cupti_version",
+    "cuda_runtime_version",
+    "cuda_driver_version",
+    "roctracer_version",
+    "hip_runtime_version",
+    "hip_driver_version",
+)
+# The capture options torch.profiler writes at the top level when set (record_shapes, with_stack, ...).
+CAPTURE_KEYS = ("record_shapes", "with_stack", "profile_memory", "with_flops", "with_modules")
+
+_VERSION_SUFFIX = re.compile(r"_v\d+$")  # Triton's and cuDNN's per-build suffixes: kernel_v1234
+_INT_SUFFIX = re.compile(r"\b(\d+)(?:ull|ul|ll|u|l)\b", re.IGNORECASE)  # 4096ul in a template argument
+_SPACES = re.compile(r"\s*([<>,()*&])\s*")
+
+
+def normalise(name: str) -> str:
+    """A kernel's name as two builds of the same code agree on: no ``_vNNNN`` build suffix, no integer-literal
+    suffixes in template arguments (``4096ul``), no spaces around punctuation, no ``(anonymous namespace)::``."""
+    text = name.replace("(anonymous namespace)::", "")
+    text = _SPACES.sub(r"\1", text.strip())
+    text = _INT_SUFFIX.sub(r"\1", text)
+    return _VERSION_SUFFIX.sub("", text)
+
+
+@dataclass(slots=True)
+class KernelGroup:
+    """The launches of one kernel (normalised name) with one launch configuration."""
+
+    key: str  # the normalised name
+    name: str  # the first full name seen, cut to MAX_TEXT
+    grid: list[int] | None
+    block: list[int] | None
+    launches: int
+    total_us: float
+    median_us: float
+    mad_us: float  # median absolute deviation of the durations: their noise
+    wrong: dict[str, int] = field(default_factory=dict)  # mechanism -> launches with a wrong value
+
+
+@dataclass(slots=True)
+class ProfileSummary:
+    """What comparing this profile with another needs, and nothing else."""
+
+    format: str
+    writer: str
+    rank: int | None
+    world_size: int | None
+    backend: str | None
+    vendor: str | None  # NVIDIA or AMD, where the trace says (its devices, or ROCm's own keys)
+    devices: list[dict[str, Any]]  # the GPUs its kernels ran on: id, name, SMs, compute capability
+    versions: dict[str, str]
+    capture: dict[str, bool]
+    graph_mode: str | None  # eager | graph | mixed, as the graph-launches check read it
+    health_status: str
+    health: list[dict[str, Any]]  # the checks not ok: id, status, count
+    mechanisms: dict[str, int]
+    steps: list[float]  # each ProfilerStep's duration, µs, in order
+    kernel_count: int
+    gpu_time_us: float  # the kernels' durations summed
+    kernels: list[KernelGroup]
+    others: dict[str, float]  # the groups past MAX_KERNELS: {"groups", "launches", "total_us"}
+    schema: str = PROFILE_SCHEMA
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def written(self) -> dict[str, Any]:
+        """Its field of a trace's report in --json: ``profile`` (docs/json-output.md)."""
+        return {"profile": asdict(self)}
+
+
+def _text(value: Any) -> str | None:
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        return None
+    return str(value)[:MAX_TEXT]
+
+
+def _distributed(contents: TraceContents) -> tuple[int | None, str | None]:
+    info = contents.metadata.get("distributedInfo")
+    if not isinstance(info, dict):
+        return None, None
+    world = info.get("world_size")
+    size = world if isinstance(world, int) and not isinstance(world, bool) and 0 < world < 1 << 20 else None
+    return size, _text(info.get("backend"))
+
+
+def _versions(contents: TraceContents) -> dict[str, str]:
+    found = {key: _text(contents.metadata.get(key)) for key in VERSION_KEYS}
+    return {key: value for key, value in found.items() if value is not None}
+
+
+def _capture(contents: TraceContents) -> dict[str, bool]:
+    return {key: bool(contents.metadata[key]) for key in CAPTURE_KEYS if key in contents.metadata}
+
+
+def _devices(contents: TraceContents, described: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The devices the kernels ran on, described where the trace describes them."""
+    *_, shapes = contents.kernels.columns()
+    used = sorted({s[3] for s in shapes if isinstance(s[3], int)})
+    by_id = {d.get("id"): d for d in described}
+    out = []
+    for device in used:
+        d = by_id.get(device, {})
+        out.append(
+            {
+                "id": device,
+                "name": _text(d.get("name")),
+                "num_sms": d.get("num_sms"),
+                "compute_capability": _text(d.get("compute_capability")),
+            }
+        )
+    return out
+
+
+def _kernel_groups(contents: TraceContents, wrong: dict[str, dict[str, int]]) -> tuple[list[KernelGroup], float]:
+    """Every launch grouped by (normalised name, grid, block), with count, total, median and MAD of durations."""
+    import numpy as np
+
+    _, dur, _, shape_ids, shapes = contents.kernels.columns()
+    if not len(dur):
+        return [], 0.0
+    keys: dict[tuple[str, Any, Any], int] = {}
+    group_of_shape = np.empty(len(shapes), dtype=np.int64)
+    names: list[str] = []
+    for i, s in enumerate(shapes):
+        group_of_shape[i] = keys.setdefault((normalise(str(s[0])), s[5], s[6]), len(keys))
+        if group_of_shape[i] == len(names):
+            names.append(str(s[0]))
+    durations = np.frombuffer(dur, dtype=np.float64)
+    durations = np.where(np.isfinite(durations) & (durations >= 0), durations, 0.0)
+    groups = group_of_shape[np.frombuffer(shape_ids, dtype=np.int32)]
+    order = np.lexsort((durations, groups))
+    bounds = np.flatnonzero(np.diff(groups[order])) + 1
+    out = []
+    for (key, grid, block), part in zip(keys, np.split(order, bounds), strict=True):
+        values = durations[part]  # sorted within the group by the lexsort
+        median = float(np.median(values))
+        out.append(
+            KernelGroup(
+                key[:MAX_TEXT], names[int(groups[part[0]])][:MAX_TEXT],
+                list(grid) if grid else None, list(block) if block else None,
+                len(values), float(values.sum()), median, float(np.median(np.abs(values - median))),
+                dict(wrong.get(names[int(groups[part[0]])], {})),
+            )
+        )  # fmt: skip
+    return out, float(durations.sum())
+
+
+def _wrong_by_kernel(metrics: Any) -> dict[str, dict[str, int]]:
+    """Kernel name -> mechanism -> launches with a wrong value (F, by design, is no wrong value)."""
+    out: dict[str, dict[str, int]] = {}
+    for group in metrics.groups:
+        if group.wrong:
+            out.setdefault(group.kernel, {})[group.mechanism] = group.count
+    return out
+
+
+def _bounded(groups: list[KernelGroup]) -> tuple[list[KernelGroup], dict[str, float]]:
+    ranked = sorted(groups, key=lambda g: (-g.total_us, g.key))
+    rest = ranked[MAX_KERNELS:]
+    others = {
+        "groups": float(len(rest)),
+        "launches": float(sum(g.launches for g in rest)),
+        "total_us": sum(g.total_us for g in rest),
+    }
+    return ranked[:MAX_KERNELS], others
+
+
+class ProfilePass:
+    """Nothing while reading; the summary once the kernel and health passes are done."""
+
+    def __init__(self, options: InspectOptions) -> None:
+        self.options = options
+
+    def feed(self, contents: TraceContents) -> None:
+        """The summary needs every launch."""
+
+    def finish(self, contents: TraceContents, before: Results) -> ProfileSummary:
+        metrics, health = before.get(METRICS_PASS), before.get(HEALTH_PASS)
+        groups, gpu_time = _kernel_groups(contents, _wrong_by_kernel(metrics))
+        kept, others = _bounded(groups)
+        world, backend = _distributed(contents)
+        graphs = next((c for c in health.checks if c.check == "graph-launches"), None)
+        mode = graphs.details.get("mode") if graphs is not None and graphs.status != "not_applicable" else None
+        return ProfileSummary(
+            format=contents.format,
+            writer=contents.writer,
+            rank=contents.rank,
+            world_size=world,
+            backend=backend,
+            vendor="AMD" if metrics.rocm else ("NVIDIA" if len(contents.kernels) else None),
+            devices=_devices(contents, metrics.devices),
+            versions=_versions(contents),
+            capture=_capture(contents),
+            graph_mode=mode if isinstance(mode, str) else None,
+            health_status=worst_status(health.checks),
+            health=[
+                {"check": c.check, "status": c.status, "count": c.count}
+                for c in health.checks
+                if c.status not in ("ok", "not_applicable")
+            ],
+            mechanisms=dict(metrics.mechanisms),
+            steps=[end - start for start, end, _ in contents.timeline.steps[:MAX_STEPS]],
+            kernel_count=len(contents.kernels),
+            gpu_time_us=gpu_time,
+            kernels=kept,
+            others=others,
+        )
+
+
+PROFILE_PASS = TracePass(
+    "profile", ProfileSummary, ProfilePass, ProfileSummary.written, needs=(METRICS_PASS, HEALTH_PASS)
+)
