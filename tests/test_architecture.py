@@ -28,6 +28,7 @@ FORBIDDEN: dict[str, set[str]] = {
     "testing": {"cli", "ui", "report", "engine", "probes"},
     "api": {"cli", "ui", "report", "engine", "playbook", "probes"},  # traces only: trace inspect's start-up
     "diff": {"cli", "ui", "report", "engine", "playbook", "probes"},  # two profiles: traces and reports only
+    "ncu": {"cli", "ui", "report", "engine", "playbook", "probes", "testing"},  # Nsight Compute beside a trace
     "runs": {"cli", "ui", "report"},
     "profiler": {"cli", "ui", "report", "engine", "playbook", "probes"},
     "cluster": {"cli", "ui", "report", "engine", "playbook", "probes", "trace"},

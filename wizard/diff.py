@@ -23,6 +23,8 @@ import msgspec
 
 from wizard.errors import InputFileError, UsageError
 from wizard.formatting import plural
+from wizard.ncu import NcuKernel, Runner, is_ncu, read_ncu
+from wizard.ncu.join import Joined, join
 from wizard.trace.profile.summary import MAX_KERNELS, MAX_STEPS, KernelGroup, ProfileSummary
 
 DIFF_SCHEMA = "warpwizard.diff/1"
@@ -124,6 +126,7 @@ class ProfileDiff:
     only_after: list[str] = field(default_factory=list)
     mechanisms: list[str] = field(default_factory=list)  # wrong values present on one side only, in words
     health: list[str] = field(default_factory=list)  # findings that appear or disappear, in words
+    ncu: list[Joined] = field(default_factory=list)  # Nsight Compute's kernels beside the trace's, when one side is
 
     @property
     def verdict(self) -> Verdict:
@@ -135,6 +138,11 @@ class ProfileDiff:
     @property
     def regressions(self) -> list[KernelChange]:
         return [c for c in self.changes if c.regression]
+
+    @property
+    def profiler_bugs(self) -> list[Joined]:
+        """Launches where Nsight Compute shows the trace's number wrong."""
+        return [j for j in self.ncu if j.label == "profiler bug"]
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -150,6 +158,7 @@ class ProfileDiff:
             "only_after": self.only_after,
             "mechanisms": self.mechanisms,
             "health": self.health,
+            "ncu": [j.to_dict() for j in self.ncu],
         }
 
 
@@ -421,16 +430,46 @@ def compare_sides(b: Side, a: Side, threshold: float = DEFAULT_THRESHOLD) -> Pro
     return diff
 
 
+def ncu_beside(side: Side, label: str, kernels: list[NcuKernel]) -> ProfileDiff:
+    """A trace and an Nsight Compute report of the same kernels: the device first, then each kernel joined."""
+    ncu_devices = sorted({k.device for k in kernels if k.device})
+    ncu_sms = sorted({n for k in kernels if (n := k.whole("sms")) is not None})
+    named = _factor(
+        "GPU model", _shown(d["name"] for d in side.devices()), ", ".join(ncu_devices) or "unknown", "caveat",
+        "ncu profiled another GPU: its measurements and limits are that GPU's",
+    )  # fmt: skip
+    sms = _factor(
+        "SMs per GPU", _shown(d["num_sms"] for d in side.devices()), ", ".join(map(str, ncu_sms)) or "unknown",
+        "caveat", "Kineto's per-SM numbers used another SM count than ncu's device has",
+    )  # fmt: skip
+    diff = ProfileDiff(side.label, label, DEFAULT_THRESHOLD, [named, sms, _health_factor(side, "before")])
+    diff.ncu = join(side.summaries, kernels)
+    return diff
+
+
 def diff_profiles(
-    before: str, after: str, *, threshold: float = DEFAULT_THRESHOLD, jobs: int | None = None
+    before: str,
+    after: str,
+    *,
+    threshold: float = DEFAULT_THRESHOLD,
+    jobs: int | None = None,
+    runner: Runner | None = None,
 ) -> ProfileDiff:
-    """Compare two profiles (traces, rank directories or ``trace inspect --json`` reports) of one workload."""
+    """Compare two profiles (traces, rank directories or ``trace inspect --json`` reports) of one workload; with an
+    Nsight Compute report (``.ncu-rep`` or ``ncu --csv --page raw``) on one side, join its kernels to the trace's.
+    ``runner`` starts the ``.ncu-rep`` reader's process (wizard.runner.SubprocessRunner by default)."""
     from wizard.api import inspect_traces
 
     def inspect(path: str) -> list[ProfileSummary]:
         found = inspect_traces(path, jobs=jobs, launches="none", plots=False)
         return [r.profile for r in found.reports]
 
+    ncu_after, ncu_before = is_ncu(Path(after)), is_ncu(Path(before))
+    if ncu_after and ncu_before:
+        raise UsageError("two Nsight Compute reports: give a trace on one side and the report on the other")
+    if ncu_after or ncu_before:
+        trace, report = (before, after) if ncu_after else (after, before)
+        return ncu_beside(load_side(trace, inspect), Path(report).name, read_ncu(report, runner))
     return compare_sides(load_side(before, inspect), load_side(after, inspect), threshold)
 
 
@@ -447,6 +486,14 @@ def markdown(diff: ProfileDiff, top: int = 10) -> str:
     if diff.verdict == "not comparable":
         lines.append("No changes are shown: a comparison that cannot be made shows no result.")
         return "\n".join(lines) + "\n"
+    if diff.ncu:
+        lines += ["| ncu kernel | joined on | label | Kineto est. % | ncu achieved % |", "|---|---|---|---|---|"]
+        lines += [
+            f"| {markdown_code(j.kernel[:80], table=True)} | {_md(j.matched)} | {j.label} | "
+            f"{_pct(j.kineto_occupancy_pct)} | {_pct(j.ncu_achieved_pct)} |"
+            for j in diff.ncu[:top]
+        ]
+        return "\n".join(lines) + "\n"
     shown = [c for c in diff.changes if c.regression or c.improvement][:top]
     lines.append(f"{plural(len(diff.regressions), 'regression')} beyond {diff.threshold:.0%} and the noise.")
     same = [f.name for f in diff.factors if f.status == "same"]
@@ -461,6 +508,10 @@ def markdown(diff: ProfileDiff, top: int = 10) -> str:
         ]
     lines += [f"- {_md(m)}" for m in diff.mechanisms[:top]]
     return "\n".join(lines) + "\n"
+
+
+def _pct(value: float | None) -> str:
+    return "—" if value is None else f"{value:.1f}"
 
 
 def _md(text: str) -> str:

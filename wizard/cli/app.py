@@ -445,7 +445,7 @@ def cmd_diff(ctx: Context) -> ExitStatus:
         write_text(args.markdown, markdown(result), inputs=inputs, what="Markdown summary")
     if result.verdict == "not comparable":
         return ExitStatus.NOT_COMPARABLE
-    return ExitStatus.FINDINGS if result.regressions else ExitStatus.OK
+    return ExitStatus.FINDINGS if result.regressions or result.profiler_bugs else ExitStatus.OK
 
 
 def cmd_env(ctx: Context) -> ExitStatus:

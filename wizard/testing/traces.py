@@ -124,6 +124,9 @@ class TraceBuilder:
     """
 
     gpu: str = "H100"
+    # A device described as Kineto writes deviceProperties (e.g. from an Nsight Compute report's device attributes),
+    # instead of the ``gpu`` preset: a GPU the presets lack.
+    properties: dict[str, Any] | None = None
     devices: int = 1
     era: str = "2024"
     nonfinite: str = "bare"
@@ -141,9 +144,9 @@ class TraceBuilder:
     _metadata: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if self.gpu not in PROPERTIES:
+        if self.properties is None and self.gpu not in PROPERTIES:
             raise ValueError(f"unknown GPU preset {self.gpu!r}; choose from {', '.join(PROPERTIES)}")
-        self.props = PROPERTIES[self.gpu]
+        self.props = dict(self.properties) if self.properties is not None else PROPERTIES[self.gpu]
         self.rocm = "maxSharedMemoryPerMultiProcessor" in self.props
         nvidia_like = (
             dict(

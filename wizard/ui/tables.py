@@ -114,6 +114,9 @@ def diff_view(result: ProfileDiff) -> Group:
     if result.verdict == "not comparable":
         parts.append(Text("No changes are shown: a comparison that cannot be made shows no result."))
         return Group(*parts)
+    if result.ncu:
+        parts.append(_ncu_table(result))
+        return Group(*parts)
     moved = [c for c in result.changes if c.regression or c.improvement]
     parts.append(
         Text(f"{plural(len(result.regressions), 'regression')} beyond {result.threshold:.0%} and the noise; "
@@ -136,3 +139,18 @@ def diff_view(result: ProfileDiff) -> Group:
     if result.only_before or result.only_after:
         parts.append(Text(f"{len(result.only_before)} kernels only in BEFORE, {len(result.only_after)} only in AFTER"))
     return Group(*parts)
+
+
+def _ncu_table(result: ProfileDiff) -> Table:
+    """Nsight Compute's kernels beside the trace's: how each was joined, its label and why, the identities."""
+    table = Table(title="Nsight Compute beside the trace", title_justify="left")
+    for col in ("#", "kernel", "joined on", "label", "identities", "why"):
+        table.add_column(col)
+    style = {"profiler bug": "red", "configuration blind spot": "yellow", "estimate": "green", "not joined": "dim"}
+    for j in result.ncu[:50]:
+        marks = "".join("✓" if i.holds else ("✗" if i.holds is False else "?") for i in j.identities) or "—"
+        table.add_row(
+            str(j.ncu_index), rich_text(j.kernel[:70]), rich_text(j.matched), Text(j.label, style[j.label]),
+            marks, rich_text(j.why),
+        )  # fmt: skip
+    return table

@@ -43,24 +43,46 @@ VERSION_KEYS = (
 CAPTURE_KEYS = ("record_shapes", "with_stack", "profile_memory", "with_flops", "with_modules")
 
 _VERSION_SUFFIX = re.compile(r"_v\d+$")  # Triton's and cuDNN's per-build suffixes: kernel_v1234
+# How two demanglers spell one template argument: Nsight Compute writes `(int)128`, `(bool)0` and `<unnamed>`
+# where c++filt (and so Kineto's kernel names) write `128`, `false` and `(anonymous namespace)`.
+_CASTS = re.compile(r"\((?:unsigned )?(?:int|long|long long|short|char|signed char)\)(?=-?\d)")
+_BOOLS = {"(bool)0": "false", "(bool)1": "true"}
 _INT_SUFFIX = re.compile(r"\b(\d+)(?:ull|ul|ll|u|l)\b", re.IGNORECASE)  # 4096ul in a template argument
 _SPACES = re.compile(r"\s*([<>,()*&])\s*")
 
 
 def normalise(name: str) -> str:
-    """A kernel's name as two builds of the same code agree on: no ``_vNNNN`` build suffix, no integer-literal
-    suffixes in template arguments (``4096ul``), no spaces around punctuation, no ``(anonymous namespace)::``."""
-    text = name.replace("(anonymous namespace)::", "")
+    """A kernel's name as two builds (and two demanglers) of the same code agree on: no ``_vNNNN`` build suffix,
+    no integer-literal suffixes or casts in template arguments (``4096ul``, ``(int)128``), ``false``/``true`` for
+    ``(bool)0``/``(bool)1``, no spaces around punctuation, no ``(anonymous namespace)::`` or ``<unnamed>::``."""
+    text = name.replace("(anonymous namespace)::", "").replace("<unnamed>::", "")
+    for cast, word in _BOOLS.items():
+        text = text.replace(cast, word)
+    text = _CASTS.sub("", text)
     text = _SPACES.sub(r"\1", text.strip())
     text = _INT_SUFFIX.sub(r"\1", text)
     return _VERSION_SUFFIX.sub("", text)
+
+
+KEY_CHARS = 160  # of a normalised name kept readable in a key; the whole name is in the key's hash
+
+
+def kernel_key(name: str) -> str:
+    """What two profiles (and Nsight Compute) match a kernel on: its normalised name, a long one cut and its
+    whole text's hash appended, so two long templates that differ only past the cut stay apart."""
+    text = normalise(name)
+    if len(text) <= KEY_CHARS:
+        return text
+    import hashlib
+
+    return f"{text[:KEY_CHARS]}…#{hashlib.sha256(text.encode()).hexdigest()[:12]}"
 
 
 @dataclass(slots=True)
 class KernelGroup:
     """The launches of one kernel (normalised name) with one launch configuration."""
 
-    key: str  # the normalised name
+    key: str  # the normalised name (kernel_key)
     name: str  # the first full name seen, cut to MAX_TEXT
     grid: list[int] | None
     block: list[int] | None
@@ -69,6 +91,12 @@ class KernelGroup:
     median_us: float
     mad_us: float  # median absolute deviation of the durations: their noise
     wrong: dict[str, int] = field(default_factory=dict)  # mechanism -> launches with a wrong value
+    # The first launch's attributes, as the trace wrote them (what Nsight Compute's view is joined on): registers,
+    # static + dynamic shared memory, the three reported metrics, and Kineto's own occupancy limits (2.12 on).
+    registers: int | None = None
+    shared_memory: int | None = None
+    reported: dict[str, float | None] = field(default_factory=dict)
+    kineto_limits: dict[str, int | None] | None = None
 
 
 @dataclass(slots=True)
@@ -157,7 +185,7 @@ def _kernel_groups(contents: TraceContents, wrong: dict[str, dict[str, int]]) ->
     group_of_shape = np.empty(len(shapes), dtype=np.int64)
     names: list[str] = []
     for i, s in enumerate(shapes):
-        group_of_shape[i] = keys.setdefault((normalise(str(s[0])), s[5], s[6]), len(keys))
+        group_of_shape[i] = keys.setdefault((kernel_key(str(s[0])), s[5], s[6]), len(keys))
         if group_of_shape[i] == len(names):
             names.append(str(s[0]))
     durations = np.frombuffer(dur, dtype=np.float64)
@@ -165,19 +193,36 @@ def _kernel_groups(contents: TraceContents, wrong: dict[str, dict[str, int]]) ->
     groups = group_of_shape[np.frombuffer(shape_ids, dtype=np.int32)]
     order = np.lexsort((durations, groups))
     bounds = np.flatnonzero(np.diff(groups[order])) + 1
+    first_shape = {int(g): i for i, g in reversed(list(enumerate(group_of_shape)))}
     out = []
     for (key, grid, block), part in zip(keys, np.split(order, bounds), strict=True):
         values = durations[part]  # sorted within the group by the lexsort
         median = float(np.median(values))
+        gid = int(groups[part[0]])
         out.append(
             KernelGroup(
-                key[:MAX_TEXT], names[int(groups[part[0]])][:MAX_TEXT],
+                key, names[gid][:MAX_TEXT],
                 list(grid) if grid else None, list(block) if block else None,
                 len(values), float(values.sum()), median, float(np.median(np.abs(values - median))),
-                dict(wrong.get(names[int(groups[part[0]])], {})),
+                dict(wrong.get(names[gid], {})), **_attributes(shapes[first_shape[gid]]),
             )
         )  # fmt: skip
     return out, float(durations.sum())
+
+
+def _attributes(shape: Any) -> dict[str, Any]:
+    """A launch's registers, shared memory, reported metrics and Kineto's own limits (KernelRecord's order)."""
+    reported = {
+        "blocks_per_sm": shape[9].value, "warps_per_sm": shape[10].value, "occupancy": shape[11].value,
+    }  # fmt: skip
+    own = shape[14]
+    limits = None
+    if own is not None:
+        limits = {
+            "registers": own.limit_registers, "shared_mem": own.limit_shared_memory,
+            "warps": own.limit_warps, "blocks": own.limit_blocks, "active": own.active_blocks,
+        }  # fmt: skip
+    return {"registers": shape[7], "shared_memory": shape[8], "reported": reported, "kineto_limits": limits}
 
 
 def _wrong_by_kernel(metrics: Any) -> dict[str, dict[str, int]]:
