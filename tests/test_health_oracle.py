@@ -379,7 +379,9 @@ NOT_IMPLEMENTED = "health check not implemented in this build"
 def _shared_traces() -> list[Any]:
     if not TRACES.is_dir():
         return [pytest.param(None, id="no-shared-traces", marks=pytest.mark.skip(reason="../shared/traces is absent"))]
-    found = sorted(p for p in TRACES.iterdir() if p.is_dir() or ".json" in p.name)
+    # A trace, or a rank directory (trace files directly inside): ncu/ holds Nsight Compute reports and pairs/
+    # folders of two profiles each (compared by tests/test_diff.py), neither a rank directory.
+    found = sorted(p for p in TRACES.iterdir() if (p.is_dir() and _trace_files(p)) or ".json" in p.name)
     return [pytest.param(p, id=p.name) for p in found]
 
 
