@@ -13,8 +13,10 @@ import pytest
 from tests.conftest import REPO
 
 PACKAGE = REPO / "wizard"
-# Code that runs in another interpreter (the engineer's, with torch), never imported by the package.
-STANDALONE = {"wizard/probes/harness.py"}
+# Code that runs in another process, never imported by the package: the harness in the engineer's interpreter
+# (with torch); Nsight Compute's report reader, a program of its own so that NVIDIA's closed library crashes alone
+# (it prints its one error line and exits with its code, as a CLI does).
+STANDALONE = {"wizard/probes/harness.py", "wizard/ncu/worker.py"}
 
 # layer -> layers it must not import (the rules of docs/architecture.md, checked against its tables)
 FORBIDDEN: dict[str, set[str]] = {

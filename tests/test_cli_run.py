@@ -63,7 +63,7 @@ BAD_ANSWERS = {
     "'trace', 'workload', 'description'",
     "unknown-id.yaml": "unknown question id 'trace_pth' (did you mean 'trace_path'?)",
     "missing.yaml": "missing answer for question 'trace_path' (default: 'trace.json'); depending on the answers, "
-    "these may follow: custom_kernel, launch_math",
+    "these may follow: other_profile, custom_kernel, launch_math",
     "missing-file.yaml": "data/bad_answers/examples/traces/does-not-exist.json' does not exist",  # beside the file
     "bad-confirm.json": "answer for 'custom_kernel'",
 }

@@ -188,3 +188,35 @@ def test_the_shared_pairs_get_their_verdicts(run_cli: RunCli) -> None:
                        pairs / "nsys-mfu-2gpu-before-after/after.sqlite")  # fmt: skip
     assert data["verdict"] in ("comparable", "comparable with caveats") and code in (0, 1)
     assert _factor(data, "GPU count")["before"] == _factor(data, "GPU count")["after"] == "2"
+
+
+def test_the_flagship_decides_step_1_with_a_profile_the_user_has(run_cli: RunCli, tmp_path: Path) -> None:
+    """Issue 50 item 7: values no mechanism explains (planted '?'), and a profile of the same launches from another
+    build where they read right: step 1 concludes the profiler's, through the comparison, without running anything.
+    The same pair reversed (wrong in the other profile too) persists and goes on to the kernel's code."""
+    import yaml
+
+    wrong, right = TraceBuilder(), TraceBuilder()
+    for b, plant in ((wrong, "garbled"), (right, None)):
+        for _ in range(3):
+            b.add(
+                KernelSpec("void at::native::vectorized_elementwise_kernel<4>", (132, 1, 1), (128, 1, 1), plant=plant)
+            )
+    here, other = wrong.write(tmp_path / "torch-2.11.json"), right.write(tmp_path / "torch-2.13.json")
+    answers = tmp_path / "answers.yaml"
+    answers.write_text(yaml.safe_dump({"have": "trace", "trace_path": str(here), "other_profile": str(other)}))
+    result = run_cli("run", "negative-warps-per-sm", "--answers", str(answers), "--json")
+    data = strict_json(result.stdout)
+    assert data["conclusion"]["diagnosis"] == "profiler-bug-other-profile", data["conclusion"]
+    entry = next(e for e in data["entries"] if e["node"] == "compare_profiles")
+    assert (entry["status"], entry["facts"]["outcome"], entry["facts"]["disappearing"]) == ("fail", "disappears", ["?"])
+    assert "read right in torch-2.13.json" in " ".join(data["conclusion"]["summary"].split())
+    both = tmp_path / "both.yaml"
+    both.write_text(yaml.safe_dump({"have": "trace", "trace_path": str(here), "other_profile": str(here),
+                                    "custom_kernel": False}))  # fmt: skip
+    again = strict_json(run_cli("run", "negative-warps-per-sm", "--answers", str(both), "--json").stdout)
+    entry = next(e for e in again["entries"] if e["node"] == "compare_profiles")
+    assert (entry["status"], entry["facts"]["outcome"], entry["facts"]["persisting"]) == ("pass", "persists", ["?"])
+    assert [e["node"] for e in again["entries"]].index("custom_kernel") == [e["node"] for e in again["entries"]].index(
+        "compare_profiles"
+    ) + 1

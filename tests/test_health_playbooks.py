@@ -707,17 +707,18 @@ FLAGSHIP_CASES = [
                  "likely-profiler-bug-grid-overflow", "Most likely mechanism A"),
     FlagshipCase(None, {"have": "description", "symptom": "non_finite"}, "likely-profiler-bug-unknown-device",
                  "Most likely mechanism C: the profiler did not know the device's SM count and divided by 0"),
-    FlagshipCase(t_garbled_tall_grid, {"custom_kernel": True, "launch_math": True}, "kernel-launch-configuration",
+    FlagshipCase(t_garbled_tall_grid, {"other_profile": "", "custom_kernel": True, "launch_math": True},
+                 "kernel-launch-configuration",
                  "(grid 64x70000x1 = 4480000 blocks, block 256x1x1 = 256 threads)"),
-    FlagshipCase(t_garbled, {"custom_kernel": False}, "hardware-or-driver-specific",
+    FlagshipCase(t_garbled, {"other_profile": "", "custom_kernel": False}, "hardware-or-driver-specific",
                  "hardware or driver specific: D only on", args=two_machines),
-    FlagshipCase(t_garbled, {"custom_kernel": False}, "op-specific",
+    FlagshipCase(t_garbled, {"other_profile": "", "custom_kernel": False}, "op-specific",
                  'The op aten::mul alone, with shapes [[1024,256],[1024,256]] and dtypes ["float","float"], reproduces '
                  "the anomaly (?)", harness=lambda: CudaHarness(repro=t_garbled)),
-    FlagshipCase(t_garbled, {}, "profiler-bug-unknown",
+    FlagshipCase(t_garbled, {"other_profile": ""}, "profiler-bug-unknown",
                  "fresh torch.profiler trace: mechanisms ['B']", harness=lambda: CudaHarness(fresh=t_old_sm_count),
                  args=lambda d: list(WORKLOAD)),
-    FlagshipCase(t_garbled, {}, "not-reproduced",
+    FlagshipCase(t_garbled, {"other_profile": ""}, "not-reproduced",
                  "fresh torch.profiler trace: mechanisms none", harness=lambda: CudaHarness(fresh=t_healthy),
                  args=lambda d: list(WORKLOAD)),
     FlagshipCase(None, {"have": "workload", "workload_cmd": "python train.py"}, "workload-not-profiled",
@@ -752,6 +753,8 @@ ELSEWHERE = {
     "kernel-launch-failure":  # a recorded H200 device-side assert replayed by a real workload (torch)
     "tests/test_gpu_recordings.py::test_flagship_sends_a_workload_that_dies_under_the_profiler_to_step_4",
     "likely-profiler-bug-occupancy-calculator": "tests/test_cli_run.py::test_set_answers_on_the_command_line",
+    "profiler-bug-other-profile":  # step 1 decided by a second profile the user has (issue 50)
+    "tests/test_diff.py::test_the_flagship_decides_step_1_with_a_profile_the_user_has",
 }
 
 

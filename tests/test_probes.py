@@ -497,6 +497,12 @@ def _runs_here(tmp_path: Path) -> dict[str, list[tuple[Environment, dict[str, An
             (no_torch, {"paths": str(traces / "rank-skew"), "baseline": str(traces / "rank-skew-baseline")}),
             (no_torch, {"paths": str(traces / "grid-overflow.json")}),
         ],
+        "profile.compare": [  # nothing to compare; the same launches fixed (disappears); itself (nothing wrong)
+            (no_torch, {"trace": str(traces / "grid-overflow.json")}),
+            (no_torch, {"trace": str(traces / "grid-overflow.json"), "other": str(traces / "grid-overflow.json")}),
+            (no_torch, {"trace": str(traces / "healthy-small.json"), "other": str(traces / "grid-overflow.json")}),
+            (no_torch, {"trace": str(traces / "grid-overflow.json"), "other": str(traces / "missing.json")}),
+        ],
     }
 
 

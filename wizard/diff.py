@@ -114,6 +114,26 @@ class KernelChange:
 
 
 @dataclass(slots=True)
+class WrongValues:
+    """A kernel both sides ran whose launches hold wrong values on at least one side: which mechanisms where."""
+
+    name: str
+    before: dict[str, int]  # mechanism -> launches with a wrong value
+    after: dict[str, int]
+
+    @property
+    def only_before(self) -> bool:
+        return bool(self.before) and not self.after
+
+    @property
+    def only_after(self) -> bool:
+        return bool(self.after) and not self.before
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "before": self.before, "after": self.after}
+
+
+@dataclass(slots=True)
 class ProfileDiff:
     """The comparison: factors and verdict first; the changes only when the two can be compared."""
 
@@ -127,6 +147,7 @@ class ProfileDiff:
     mechanisms: list[str] = field(default_factory=list)  # wrong values present on one side only, in words
     health: list[str] = field(default_factory=list)  # findings that appear or disappear, in words
     ncu: list[Joined] = field(default_factory=list)  # Nsight Compute's kernels beside the trace's, when one side is
+    wrong: list[WrongValues] = field(default_factory=list)  # wrong values on launches both sides ran, side by side
 
     @property
     def verdict(self) -> Verdict:
@@ -159,6 +180,7 @@ class ProfileDiff:
             "mechanisms": self.mechanisms,
             "health": self.health,
             "ncu": [j.to_dict() for j in self.ncu],
+            "wrong": [w.to_dict() for w in self.wrong],
         }
 
 
@@ -389,23 +411,30 @@ def _kernel_changes(diff: ProfileDiff, b: Side, a: Side) -> None:
 
 
 def _mechanism_words(diff: ProfileDiff, b: Side, a: Side) -> None:
-    """Wrong values on one side only, on launches both sides ran: the profiler's, not the kernel's."""
+    """Wrong values on launches both sides ran, side by side; one side only is the profiler's, not the kernel's."""
     before, after = b.kernels(), a.kernels()
     for key in (k for k in before if k in after):
-        for mechanism, count in before[key].wrong.items():
-            if mechanism not in after[key].wrong:
+        found = WrongValues(before[key].name, dict(before[key].wrong), dict(after[key].wrong))
+        if not found.before and not found.after:
+            continue
+        diff.wrong.append(found)
+        for mechanism, count in found.before.items():
+            if mechanism not in found.after:
                 diff.mechanisms.append(
-                    f"mechanism {mechanism} in BEFORE ({diff.before}) on {plural(count, 'launch')} of "
-                    f"{before[key].name}; the same launches in AFTER ({diff.after}) read right: the profiler, "
-                    "not your kernel"
+                    _one_side(mechanism, count, found.name, ("BEFORE", diff.before), ("AFTER", diff.after))
                 )
-        for mechanism, count in after[key].wrong.items():
-            if mechanism not in before[key].wrong:
+        for mechanism, count in found.after.items():
+            if mechanism not in found.before:
                 diff.mechanisms.append(
-                    f"mechanism {mechanism} in AFTER ({diff.after}) on {plural(count, 'launch')} of "
-                    f"{after[key].name}; the same launches in BEFORE ({diff.before}) read right: the profiler, "
-                    "not your kernel"
+                    _one_side(mechanism, count, found.name, ("AFTER", diff.after), ("BEFORE", diff.before))
                 )
+
+
+def _one_side(mechanism: str, count: int, name: str, here: tuple[str, str], there: tuple[str, str]) -> str:
+    return (
+        f"mechanism {mechanism} in {here[0]} ({here[1]}) on {plural(count, 'launch')} of {name}; the same launches "
+        f"in {there[0]} ({there[1]}) read right: the profiler, not your kernel"
+    )
 
 
 def _health_words(diff: ProfileDiff, b: Side, a: Side) -> None:

@@ -26,6 +26,7 @@ def builtin_probes() -> dict[str, Probe]:
     from wizard.probes.launch_blocking import LaunchBlockingProbe
     from wizard.probes.metrics_sanity import MetricsSanityProbe
     from wizard.probes.op_isolate import OpIsolateProbe
+    from wizard.probes.profile_compare import ProfileCompareProbe
     from wizard.probes.profiler_overhead import ProfilerOverheadProbe
     from wizard.probes.rank_baseline import RankBaselineProbe
     from wizard.probes.reprofile import ReprofileProbe
@@ -38,6 +39,7 @@ def builtin_probes() -> dict[str, Probe]:
         LaunchBlockingProbe(),
         OpIsolateProbe(),
         HardwareCompareProbe(),
+        ProfileCompareProbe(),
         MetricsSanityProbe(),
         CommandProbe(),
         CuptiEnvProbe(),
