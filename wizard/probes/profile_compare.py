@@ -48,6 +48,7 @@ def decide(diff: Any) -> tuple[Outcome, list[str], list[str]]:
 class ProfileCompareProbe:
     name = "profile.compare"
     summary = "Compare the trace with a profile of the same workload from another PyTorch, profiler or GPU"
+    runs_programs = ""  # reads two files; an .ncu-rep through warpwizard's own bounded reader process
     params: tuple[ParamSpec, ...] = (
         ParamSpec("trace", "path", "the trace that shows the wrong values", required=True),
         ParamSpec("other", "path", "a profile of the same workload: another version, profiler or GPU", default=""),
