@@ -461,11 +461,11 @@ def rank_skew(ranked: list[tuple[int, list[Event]]], floor_us: float = RANK_SKEW
 
 def ranks_complete(traces: list[tuple[str, Any]]) -> dict[str, Any]:
     """Contract (docs/health.md, ranks-complete): "the job is the distributedInfo.world_size and backend most of
-    its traces declare; a trace declaring another, a rank outside the world, or a process group
-    (pg_config[].ranks) that a member rank present does not list is foreign; of the rest, each rank once is
-    ranks, a rank in several traces duplicated, a rank of the world with no trace missing, a trace with no rank
-    unplaced; count = missing + extra traces of duplicated ranks + foreign + unplaced." ``traces``: (file name,
-    top-level value). ``foreign`` here: the foreign traces' file names, sorted.
+    its traces declare; a trace declaring another, or a rank outside the world, is foreign; of the rest, each rank
+    once is ranks, a rank in several traces duplicated, a rank of the world with no trace missing, a trace with no
+    rank unplaced, a trace listing a process group that a member rank present lists none of groups_disagree;
+    count = missing + extra traces of duplicated ranks + foreign + unplaced + disagreeing." ``traces``: (file
+    name, top-level value). ``foreign``, ``groups_disagree`` here: the traces' file names, sorted.
     """
     if len(traces) < 2:
         return {"count": 0, "applicable": False}
@@ -505,17 +505,18 @@ def ranks_complete(traces: list[tuple[str, Any]]) -> dict[str, Any]:
                 out.append(set(members))
         return out
 
+    present = {rank[n] for n in infos if n not in foreign and rank[n] is not None}
+    disagree = set()
     for r, name in alone.items():
         for group in groups(name):
             if r in group and any(
                 s in alone and s != r and groups(alone[s]) and group not in groups(alone[s]) for s in group
             ):
-                foreign.add(name)
-    present = {rank[n] for n in infos if n not in foreign and rank[n] is not None}
+                disagree.add(name)
     missing = sorted(set(range(world)) - present) if world is not None else []
     duplicated = {str(r): n for r, n in sorted(counted.items()) if n > 1}
     unplaced = sorted(n for n in infos if n not in foreign and rank[n] is None)
-    count = len(missing) + sum(n - 1 for n in duplicated.values()) + len(foreign) + len(unplaced)
+    count = len(missing) + sum(n - 1 for n in duplicated.values()) + len(foreign) + len(unplaced) + len(disagree)
     return {
         "count": count,
         "world_size": world,
@@ -525,6 +526,7 @@ def ranks_complete(traces: list[tuple[str, Any]]) -> dict[str, Any]:
         "duplicated": duplicated,
         "foreign": sorted(foreign),
         "unplaced": unplaced,
+        "groups_disagree": sorted(disagree),
         "applicable": world is not None or count > 0,
     }
 

@@ -454,7 +454,7 @@ def _compare_ranks_complete(name: str, entry: dict[str, Any], files: list[Path])
         if field == "applicable":
             continue
         got = entry[field]
-        if field == "foreign":  # the report names each foreign trace with why: "NAME: why"
+        if field in ("foreign", "groups_disagree"):  # the report names each trace with why: "NAME: why"
             got = sorted(item.split(": ", 1)[0] for item in got)
         _same(label, field, got, want)
 

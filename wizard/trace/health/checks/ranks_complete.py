@@ -37,6 +37,11 @@ class RanksCompleteDetails(TypedDict):
     missing_count: Annotated[int, "ranks of the world with no trace", Bounds(minimum=0)]
     duplicated: Annotated[dict[str, int], "ranks in more than one trace: how many", Bounds(max_properties=NAMED)]
     foreign: Annotated[list[str], "traces of another job, each with why", Bounds(max_items=NAMED)]
+    groups_disagree: Annotated[
+        list[str],
+        "traces listing a process group a member rank present does not list, each with which",
+        Bounds(max_items=NAMED),
+    ]
     unplaced: Annotated[list[str], "traces whose rank is unknown", Bounds(max_items=NAMED)]
 
 
@@ -48,12 +53,13 @@ CHECK = CheckSpec(
     order=115,
     counts=(
         "for a rank directory: the job is the `distributedInfo.world_size` and `backend` most of its traces "
-        "declare (`world_size`); a trace declaring another, a rank outside the world, or a process group "
-        "(`pg_config[].ranks`) that a member rank present does not list is `foreign`; of the rest, each rank "
-        "(`distributedInfo.rank`, else the first number in the file name) once is `ranks`, a rank in several "
-        "traces `duplicated` (rank: traces), a rank of the world with no trace `missing` (`missing_count`), a "
-        "trace with no rank `unplaced`; `count` = missing ranks + extra traces of duplicated ranks + foreign + "
-        "unplaced traces"
+        "declare (`world_size`); a trace declaring another, or a rank outside the world, is `foreign`; of the "
+        "rest, each rank (`distributedInfo.rank`, else the first number in the file name) once is `ranks`, a rank"
+        " in several traces `duplicated` (rank: traces), a rank of the world with no trace `missing` "
+        "(`missing_count`), a trace with no rank `unplaced`, a trace listing a process group (`pg_config[].ranks`"
+        ") that a member rank present lists none of `groups_disagree` (both sides named: which is another run's "
+        "is not known); `count` = missing ranks + extra traces of duplicated ranks + foreign + unplaced + "
+        "disagreeing traces"
     ),
     status_rule=(
         "`warning` when `count` > 0: the cross-rank numbers leave out or mix in ranks; `ok` when every rank of "
@@ -155,8 +161,9 @@ def _foreign_reason(trace: Trace, job: tuple[int | None, str | None] | None) -> 
 
 
 def _disagreeing(members: Mapping[int, Trace]) -> dict[str, str]:
-    """Traces whose process groups the other members present do not list: each group of a job is the same set
-    of ranks on every member, so a rank that lists [2, 3] where rank 2 lists [0, 2] is not of the same job."""
+    """Traces listing a process group that a member present does not list: each group of a job is the same set
+    of ranks on every member (``new_group`` is called by every rank), so where rank 3 lists [1, 3] and rank 1
+    lists [0, 1], the two traces are not of one run (which one is another run's, the traces cannot say)."""
     out: dict[str, str] = {}
     for rank, trace in sorted(members.items()):
         for group in trace.place.groups:
@@ -181,11 +188,12 @@ class Tally:
     duplicated: dict[int, int]
     foreign: dict[str, str]
     unplaced: list[str]
+    disagree: dict[str, str]
 
     @property
     def count(self) -> int:
         extra = sum(n - 1 for n in self.duplicated.values())
-        return len(self.missing) + extra + len(self.foreign) + len(self.unplaced)
+        return len(self.missing) + extra + len(self.foreign) + len(self.unplaced) + len(self.disagree)
 
 
 def tally(traces: Sequence[Trace]) -> Tally:
@@ -196,11 +204,11 @@ def tally(traces: Sequence[Trace]) -> Tally:
     unplaced = [t.name for t in mine if t.rank is None]
     seen = Counter(t.rank for t in mine if t.rank is not None)
     once = {t.rank: t for t in mine if t.rank is not None and seen[t.rank] == 1}
-    foreign.update(_disagreeing(once))
     present = sorted({t.rank for t in traces if t.rank is not None and t.name not in foreign})
     world = job[0] if job is not None else None
     missing = [] if world is None else sorted(set(range(world)) - set(present))
-    return Tally(world, present, missing, {r: n for r, n in sorted(seen.items()) if n > 1}, foreign, unplaced)
+    duplicated = {r: n for r, n in sorted(seen.items()) if n > 1}
+    return Tally(world, present, missing, duplicated, foreign, unplaced, _disagreeing(once))
 
 
 def _said(t: Tally) -> list[str]:
@@ -210,6 +218,7 @@ def _said(t: Tally) -> list[str]:
         parts.append(f"{'rank' if len(t.missing) == 1 else 'ranks'} {_spans(t.missing)} missing")
     parts.extend(f"rank {r} in {n} traces" for r, n in t.duplicated.items())
     parts.extend(f"{name} is another job's ({why})" for name, why in t.foreign.items())
+    parts.extend(f"{name}: process groups disagree ({why})" for name, why in t.disagree.items())
     if t.unplaced:
         parts.append(f"{', '.join(t.unplaced)}: no rank (no distributedInfo.rank, no number in the file name)")
     return parts
@@ -226,6 +235,7 @@ def ranks_complete(traces: Sequence[Trace]) -> HealthCheck:
         "duplicated": {str(r): n for r, n in list(t.duplicated.items())[:NAMED]},
         "foreign": [f"{name}: {why}" for name, why in list(t.foreign.items())[:NAMED]],
         "unplaced": t.unplaced[:NAMED],
+        "groups_disagree": [f"{name}: {why}" for name, why in list(t.disagree.items())[:NAMED]],
     }
     if len(traces) < 2:
         return CHECK.not_applicable("not a rank directory: one job's traces, a trace per rank", **details)
