@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypedDict
 
 from wizard.cluster import rank_value
 from wizard.formatting import plural
-from wizard.trace.health.spec import Bounds, CheckSpec, HealthCheck, rank_of
+from wizard.trace.health.spec import Bounds, CheckFact, CheckSpec, HealthCheck, rank_of
 from wizard.untrusted import cut, visible
 
 if TYPE_CHECKING:
@@ -47,10 +47,11 @@ class RanksCompleteDetails(TypedDict):
 
 CHECK = CheckSpec(
     "ranks-complete",
-    None,
+    "rank-skew",
     "a rank directory's ranks add up to one job",
     RanksCompleteDetails,
     order=115,
+    triage_rank=50,  # the rank-skew playbook's: it says what a job that does not add up means for the skew
     counts=(
         "for a rank directory: the job is the `distributedInfo.world_size` and `backend` most of its traces "
         "declare (`world_size`); a trace declaring another, or a rank outside the world, is `foreign`; of the "
@@ -67,6 +68,25 @@ CHECK = CheckSpec(
         "world size and no rank repeats"
     ),
     scope="job",
+    facts=(
+        CheckFact(
+            "ranks_complete_status",
+            str,
+            "the ranks-complete check's status: warning when a rank directory is not one job's ranks, each once",
+            "status",
+            "first",
+            "not_applicable",
+        ),
+        CheckFact(
+            "ranks_missing_count",
+            int,
+            "ranks of the job's world with no trace (ranks-complete)",
+            "missing_count",
+            "first",
+            0,
+        ),
+        CheckFact("ranks_world_size", int | None, "the job's world size its traces declare", "world_size", "first"),
+    ),
 )
 
 
