@@ -49,9 +49,10 @@ CHECK = CheckSpec(
     triage_rank=50,
     counts=(
         "for a rank directory: the i-th kernel of each NCCL name on every compared rank, only instances present "
-        "on every compared rank; skew = latest start minus earliest. A rank whose trace is cut short, or with no "
-        "NCCL kernel where another rank has one, is not compared: `left_out` (rank: why); a compared rank with "
-        "fewer instances of a name than another is `short` (rank: instances fewer, summed over names). "
+        "on every compared rank; skew = latest start minus earliest. A rank whose trace is cut short, or (in a "
+        "rank directory) with no NCCL kernel where another rank has one, is not compared: `left_out` (rank: why); a"
+        " compared rank with fewer instances of a name than another is `short` (rank: instances fewer, summed over "
+        "names). "
         "`ranks` (compared), `median_us`, `max_us`, `last_by_rank` "
         "(lowest rank on a tie), `floor_us`, `unmeasured` (instances whose skew is not a finite number: no "
         "measurement, left out of the rest). The rank is `distributedInfo.rank`, else the first number in the"
@@ -127,11 +128,12 @@ def collectives(contents: TraceContents) -> dict[str, list[float]]:
 Starts = Mapping[str, Sequence[float]]
 
 
-def left_out(ranks: Mapping[int, Starts], cut: Collection[int] = ()) -> dict[int, str]:
+def left_out(ranks: Mapping[int, Starts], cut: Collection[int] = (), *, one_job: bool = False) -> dict[int, str]:
     """The ranks that cannot be compared, each with why: a trace cut short (its last collectives lost, so the
-    instances every rank has would end where it was cut), or no NCCL kernel where another rank has one."""
+    instances every rank has would end where it was cut), or, in ``one_job`` (a rank directory, whose
+    ranks-complete says whether it is one job), no NCCL kernel where another rank has one."""
     out = {r: "its trace is cut short" for r in sorted(ranks) if r in cut}
-    if any(ranks[r] for r in ranks if r not in out):
+    if one_job and any(ranks[r] for r in ranks if r not in out):
         out.update({r: "no NCCL kernel" for r in sorted(ranks) if r not in out and not ranks[r]})
     return dict(sorted(out.items()))
 
@@ -192,13 +194,18 @@ def _aside(left: Mapping[int, str], short: Mapping[int, int]) -> str:
 
 
 def rank_skew(
-    ranks: Mapping[int, Starts], floor_us: float = RANK_SKEW_FLOOR_US, cut: Collection[int] = ()
+    ranks: Mapping[int, Starts],
+    floor_us: float = RANK_SKEW_FLOOR_US,
+    cut: Collection[int] = (),
+    *,
+    one_job: bool = False,
 ) -> HealthCheck:
     """How far the same collective's starts differ across ranks (the i-th kernel of one NCCL name on each, over
     the ranks that can be compared: ``left_out``); a warning when the median reaches ``floor_us``, or when an
     uncut rank has no NCCL kernel at all. A spread that is not a finite number (start times near 1e308) is not a
-    measurement: it is counted as ``unmeasured`` and judges nothing."""
-    left = left_out(ranks, cut)
+    measurement: it is counted as ``unmeasured`` and judges nothing. ``one_job``: the ranks are a rank directory's
+    (``warpwizard compare``'s reports may be any machines': a rank without NCCL is no finding there)."""
+    left = left_out(ranks, cut, one_job=one_job)
     order = sorted(r for r in ranks if r not in left)
     silent = [r for r, why in left.items() if why == "no NCCL kernel"]
     empty: dict[str, Any] = {"median_us": None, "max_us": None, "last_by_rank": {}, "floor_us": floor_us,
@@ -296,4 +303,4 @@ def run_job(reports: Sequence[Any], options: InspectOptions) -> HealthCheck:
         by_rank[rank] = report.collectives
         if report.truncation is not None:
             cut.add(rank)
-    return rank_skew(by_rank, floor_us, cut)
+    return rank_skew(by_rank, floor_us, cut, one_job=True)
