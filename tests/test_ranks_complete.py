@@ -253,3 +253,25 @@ def test_job_place_reads_a_bounded_number_of_groups() -> None:
     config = [{"ranks": [0, n]} for n in range(1, 100_000)]
     place = job_place({"distributedInfo": {"rank": 0, "world_size": 1 << 19, "pg_config": config}})
     assert len(place.groups) == GROUPS
+
+
+def test_a_world_of_a_million_ranks_is_counted_not_listed() -> None:
+    """Three traces that say world_size 2^20 - 1 (the largest a rank may be): the missing ranks are counted, the
+    first 64 named, and the summary stays one line."""
+    from wizard.trace.health.checks.ranks_complete import NAMED, Trace, ranks_complete
+
+    world = (1 << 20) - 1
+    traces = [Trace(f"rank{r}.json", r, JobPlace(r, world, "nccl")) for r in (0, 5, 7)]
+    check = ranks_complete(traces)
+    expected = [r for r in range(NAMED + 3) if r not in (0, 5, 7)][:NAMED]
+    assert (check.count, check.details["missing_count"], check.details["missing"]) == (world - 3, world - 3, expected)
+    assert check.summary == f"3 of {world} ranks: ranks 1-4, 6, 8-66 and {world - 3 - NAMED} more missing"
+
+
+def test_many_repeated_ranks_are_said_in_one_line() -> None:
+    from wizard.trace.health.checks.ranks_complete import SAID, Trace, ranks_complete
+
+    traces = [Trace(f"t{n}.json", n % 20, JobPlace(n % 20, 20, "nccl")) for n in range(40)]  # each rank twice
+    check = ranks_complete(traces)
+    assert check.details["duplicated"] == {str(r): 2 for r in range(20)} and check.count == 20
+    assert check.summary.endswith(f"rank {SAID - 1} in 2 traces; {20 - SAID} more")

@@ -14,6 +14,7 @@ import os
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import islice
 from typing import TYPE_CHECKING, Annotated, Any, TypedDict
 
 from wizard.cluster import rank_value
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from wizard.inspect_options import InspectOptions
 
 NAMED = 64  # ranks and traces named in the details (the counts say how many in all)
+SAID = 8  # duplicated ranks, foreign and unplaced traces named in the summary line, each
 GROUPS = 256  # process groups read from one trace's pg_config
 GROUP_RANKS = 4096  # ranks of one process group read (a larger group is not compared)
 TEXT = 64  # characters kept of a backend's name
@@ -204,7 +206,8 @@ class Tally:
 
     world: int | None
     present: list[int]
-    missing: list[int]
+    missing: list[int]  # the first NAMED
+    missing_count: int
     duplicated: dict[int, int]
     foreign: dict[str, str]
     unplaced: list[str]
@@ -213,7 +216,7 @@ class Tally:
     @property
     def count(self) -> int:
         extra = sum(n - 1 for n in self.duplicated.values())
-        return len(self.missing) + extra + len(self.foreign) + len(self.unplaced) + len(self.disagree)
+        return self.missing_count + extra + len(self.foreign) + len(self.unplaced) + len(self.disagree)
 
 
 def tally(traces: Sequence[Trace]) -> Tally:
@@ -226,22 +229,32 @@ def tally(traces: Sequence[Trace]) -> Tally:
     once = {t.rank: t for t in mine if t.rank is not None and seen[t.rank] == 1}
     present = sorted({t.rank for t in traces if t.rank is not None and t.name not in foreign})
     world = job[0] if job is not None else None
-    missing = [] if world is None else sorted(set(range(world)) - set(present))
+    here = set(present)
+    missing = [] if world is None else list(islice((r for r in range(world) if r not in here), NAMED))
+    missing_count = 0 if world is None else world - len(here)  # every present rank is inside the world (else foreign)
     duplicated = {r: n for r, n in sorted(seen.items()) if n > 1}
-    return Tally(world, present, missing, duplicated, foreign, unplaced, _disagreeing(once))
+    return Tally(world, present, missing, missing_count, duplicated, foreign, unplaced, _disagreeing(once))
 
 
 def _said(t: Tally) -> list[str]:
     """Each kind of problem in words."""
     parts: list[str] = []
     if t.missing:
-        parts.append(f"{'rank' if len(t.missing) == 1 else 'ranks'} {_spans(t.missing)} missing")
-    parts.extend(f"rank {r} in {n} traces" for r, n in t.duplicated.items())
-    parts.extend(f"{name} is another job's ({why})" for name, why in t.foreign.items())
-    parts.extend(f"{name}: process groups disagree ({why})" for name, why in t.disagree.items())
+        more = t.missing_count - len(t.missing)
+        spans = _spans(t.missing) + (f" and {more} more" if more else "")
+        parts.append(f"{'rank' if t.missing_count == 1 else 'ranks'} {spans} missing")
+    parts.extend(_few([f"rank {r} in {n} traces" for r, n in t.duplicated.items()]))
+    parts.extend(_few([f"{name} is another job's ({why})" for name, why in t.foreign.items()]))
+    parts.extend(_few([f"{name}: process groups disagree ({why})" for name, why in t.disagree.items()]))
     if t.unplaced:
-        parts.append(f"{', '.join(t.unplaced)}: no rank (no distributedInfo.rank, no number in the file name)")
+        names = ", ".join(_few(t.unplaced))
+        parts.append(f"{names}: no rank (no distributedInfo.rank, no number in the file name)")
     return parts
+
+
+def _few(items: list[str], shown: int = SAID) -> list[str]:
+    """The first ``shown`` items, then how many more: a summary line stays a line (the details hold NAMED)."""
+    return items if len(items) <= shown else [*items[:shown], f"{len(items) - shown} more"]
 
 
 def ranks_complete(traces: Sequence[Trace]) -> HealthCheck:
@@ -251,7 +264,7 @@ def ranks_complete(traces: Sequence[Trace]) -> HealthCheck:
         "world_size": t.world,
         "ranks": t.present[:NAMED],
         "missing": t.missing[:NAMED],
-        "missing_count": len(t.missing),
+        "missing_count": t.missing_count,
         "duplicated": {str(r): n for r, n in list(t.duplicated.items())[:NAMED]},
         "foreign": [f"{name}: {why}" for name, why in list(t.foreign.items())[:NAMED]],
         "unplaced": t.unplaced[:NAMED],
