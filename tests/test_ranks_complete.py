@@ -85,6 +85,11 @@ def test_a_missing_rank_fails_and_is_named(tmp_path: Path, run_cli: RunCli) -> N
         missing, len(missing), world)  # fmt: skip
     assert complete["summary"] == "7 of 8 ranks: rank 5 missing"
     assert (complete["duplicated"], complete["foreign"], complete["unplaced"]) == ({}, [], [])
+    # the triage does not call it healthy: it continues into rank-skew, which says what the job lacks
+    triage = run_cli("run", "triage", "--set", "have=trace", "--set", f"trace_path={ranks}", "--defaults", "--json")
+    conclusion = strict_json(triage.stdout)["conclusion"]
+    assert conclusion["diagnosis"] == "rank-directory-incomplete", triage.stdout[-2000:]
+    assert "(1 rank of a world of 8 without a trace)" in conclusion["summary"]
 
 
 def test_eight_files_that_all_say_rank_1_fail(tmp_path: Path, run_cli: RunCli) -> None:
@@ -195,6 +200,8 @@ def test_dlrm_2ranks_is_two_ranks_of_eight() -> None:
     assert missing == [2, 3, 4, 5, 6, 7]
     skew = found["rank-skew"]
     assert (skew["status"], skew["median_us"], skew["left_out"]) == ("info", 17.0, {})
+    # where only these ranks were profiled on purpose, the documented way out passes the gate
+    assert run_inprocess("trace", "inspect", "--skip-check", "ranks-complete", str(directory)).returncode == 0
 
 
 # -- item 3: a cut rank beside a straggler ----------------------------------------------------------------
