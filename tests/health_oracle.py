@@ -431,8 +431,12 @@ def rank_skew(ranked: list[tuple[int, list[Event]]], floor_us: float = RANK_SKEW
     skews: list[float] = []
     unmeasured = 0
     last: Counter[int] = Counter()
+    short: Counter[int] = Counter()  # contract: "a compared rank with fewer instances of a name than another"
     shared = set(starts[0]).intersection(*starts[1:])
     for name in sorted(shared):
+        most = max(len(s[name]) for s in starts)
+        for (rank, _), s in zip(ranked, starts, strict=True):
+            short[rank] += most - len(s[name])
         for i in range(min(len(s[name]) for s in starts)):
             instance = [(rank, s[name][i]) for (rank, _), s in zip(ranked, starts, strict=True)]
             latest = max(ts for _, ts in instance)
@@ -450,7 +454,80 @@ def rank_skew(ranked: list[tuple[int, list[Event]]], floor_us: float = RANK_SKEW
         "ranks": ranks,
         "unmeasured": unmeasured,
         "floor_us": floor_us,
+        "short": {str(rank): n for rank, n in sorted(short.items()) if n},
         "applicable": bool(skews) or not unmeasured,
+    }
+
+
+def ranks_complete(traces: list[tuple[str, Any]]) -> dict[str, Any]:
+    """Contract (docs/health.md, ranks-complete): "the job is the distributedInfo.world_size and backend most of
+    its traces declare; a trace declaring another, or a rank outside the world, is foreign; of the rest, each rank
+    once is ranks, a rank in several traces duplicated, a rank of the world with no trace missing, a trace with no
+    rank unplaced, a trace listing a process group that a member rank present lists none of groups_disagree;
+    count = missing + extra traces of duplicated ranks + foreign + unplaced + disagreeing." ``traces``: (file
+    name, top-level value). ``foreign``, ``groups_disagree`` here: the traces' file names, sorted.
+    """
+    if len(traces) < 2:
+        return {"count": 0, "applicable": False}
+    infos: dict[str, dict[str, Any]] = {}
+    for name, top in traces:
+        info = top.get("distributedInfo") if isinstance(top, dict) else None
+        infos[name] = info if isinstance(info, dict) else {}
+
+    def world_of(info: dict[str, Any]) -> int | None:
+        w = info.get("world_size")
+        return w if isinstance(w, int) and not isinstance(w, bool) and w >= 1 else None
+
+    jobs = Counter(
+        (world_of(info), info.get("backend") if isinstance(info.get("backend"), str) else None)
+        for info in infos.values()
+        if world_of(info) is not None
+    )
+    world, backend = jobs.most_common(1)[0][0] if jobs else (None, None)  # ties: the first met
+    rank = {name: rank_of(top, name) for name, top in traces}
+    foreign = set()
+    for name, info in infos.items():
+        declared = world_of(info)
+        other_job = declared is not None and (declared, info.get("backend")) != (world, backend)
+        place = rank[name]
+        outside = world is not None and place is not None and place >= world
+        if other_job or outside:
+            foreign.add(name)
+    counted = Counter(rank[n] for n in infos if n not in foreign and rank[n] is not None)
+    alone = {rank[n]: n for n in infos if n not in foreign and rank[n] is not None and counted[rank[n]] == 1}
+
+    def groups(name: str) -> list[set[int]]:
+        config = infos[name].get("pg_config")
+        out = []
+        for g in config if isinstance(config, list) else []:
+            members = g.get("ranks") if isinstance(g, dict) else None
+            if isinstance(members, list) and world is not None and 1 < len(members) < world:
+                out.append(set(members))
+        return out
+
+    present = {rank[n] for n in infos if n not in foreign and rank[n] is not None}
+    disagree = set()
+    for r, name in alone.items():
+        for group in groups(name):
+            if r in group and any(
+                s in alone and s != r and groups(alone[s]) and group not in groups(alone[s]) for s in group
+            ):
+                disagree.add(name)
+    missing = sorted(set(range(world)) - present) if world is not None else []
+    duplicated = {str(r): n for r, n in sorted(counted.items()) if n > 1}
+    unplaced = sorted(n for n in infos if n not in foreign and rank[n] is None)
+    count = len(missing) + sum(n - 1 for n in duplicated.values()) + len(foreign) + len(unplaced) + len(disagree)
+    return {
+        "count": count,
+        "world_size": world,
+        "ranks": sorted(present),
+        "missing_count": len(missing),
+        "missing": missing[:64],
+        "duplicated": duplicated,
+        "foreign": sorted(foreign),
+        "unplaced": unplaced,
+        "groups_disagree": sorted(disagree),
+        "applicable": world is not None or count > 0,
     }
 
 
@@ -480,6 +557,7 @@ def allowed_statuses(check: str, fields: dict[str, Any]) -> set[str]:
         # docs/health.md: info when every kernel that cannot nest is PDL's or a rounding's
         "kernels-overlap": lambda: "info" if fields["pdl"] + fields["rounding"] == fields["count"] else "warning",
         "rank-skew": lambda: "warning" if fields["median_us"] >= fields.get("floor_us", RANK_SKEW_FLOOR_US) else "info",
+        "ranks-complete": lambda: "warning",
     }
     if check in one:
         return {one[check]()}

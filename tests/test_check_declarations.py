@@ -251,7 +251,7 @@ def test_a_job_check_runs_through_the_registry(monkeypatch: pytest.MonkeyPatch) 
     assert [(c.check, c.count) for c in checker.job_health([object(), object()], options)] == [("rank-spread", 2)]
     assert seen == [(2, options)]
     both = checker.job_health([], InspectOptions())
-    assert [c.check for c in both] == ["rank-skew", "rank-spread"]
+    assert [c.check for c in both] == ["ranks-complete", "rank-skew", "rank-spread"]
     assert both[0].status == "not_applicable"
 
 

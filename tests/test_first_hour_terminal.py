@@ -238,7 +238,7 @@ def test_the_api_doc_documents_the_health_api_and_the_f_groups_in_findings() -> 
     assert "**including the\n  by-design F groups**" in doc
     inspection = inspect_traces(EXAMPLES / "traces" / "rank-skew")
     assert inspection.health_status in ("ok", "not_applicable", "info", "warning", "error")
-    assert [c.check for c in inspection.job_health] == ["rank-skew"]
+    assert [c.check for c in inspection.job_health] == ["ranks-complete", "rank-skew"]
     assert {c.check for c in inspection.problems()} <= {c.check for c in inspection.health}
     # findings holds the F groups, which are not wrong: the doc's filter keeps only wrong values
     groups = inspection.findings

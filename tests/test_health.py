@@ -49,7 +49,7 @@ def test_a_healthy_trace_is_ok_on_every_check(tmp_path: Path) -> None:
     healthy(b)
     b.add_memcpy()
     found = checks(b.write(tmp_path / "t.json"))
-    assert list(found) == [c for c in CHECK_IDS if c != "rank-skew"]
+    assert list(found) == [c for c in CHECK_IDS if c not in ("ranks-complete", "rank-skew")]  # the job's: not here
     # A check declared since says what it gives here in its own test module (tests/test_<module>_check.py)
     assert {k: v["status"] for k, v in found.items() if k in FROZEN_CHECKS} == {
         "impossible-metrics": "ok",
@@ -235,9 +235,17 @@ def test_rank_skew_across_a_rank_directory(tmp_path: Path, run_cli: RunCli) -> N
     result = run_cli("trace", "inspect", "--json", str(ranks))
     assert result.returncode == 0  # a 60 µs median is below the 100 µs floor: launch jitter, info
     data = strict_json(result.stdout)
-    (skew,) = data["health"]
+    complete, skew = data["health"]  # the job's checks, in order: ranks-complete, then rank-skew
+    assert (complete["check"], complete["status"], complete["ranks"], complete["world_size"]) == (
+        "ranks-complete",
+        "ok",
+        [0, 1, 2],
+        3,
+    )
     assert skew["check"] == "rank-skew"
     assert (skew["status"], skew["count"], skew["ranks"], skew["floor_us"]) == ("info", 3, [0, 1, 2], 100.0)
+    # broadcast: 1, 2 and 3 instances on ranks 0, 1, 2: compared over the first; ranks 0 and 1 are short (named)
+    assert (skew["left_out"], skew["short"]) == ({}, {"0": 2, "1": 1})
     # instance 0: starts 0, 30, 10 -> 30; instance 1: 0, 30, 60 -> 60 (each rank's clock moved by its waits);
     # broadcast: 1 instance on every rank, started after the all-reduces: 0+0, 30, 60 -> 60
     assert (skew["median_us"], skew["max_us"]) == (60.0, 60.0)
@@ -371,7 +379,7 @@ def test_rank_skew_from_per_rank_summaries_equals_the_directory(tmp_path: Path, 
     ranks.mkdir()
     for rank, delays in ((0, [0, 0]), (1, [30, 0]), (2, [10, 50])):
         rank_trace(ranks, rank, delays)
-    together = strict_json(run_cli("trace", "inspect", "--json", str(ranks)).stdout)["health"][0]
+    together = strict_json(run_cli("trace", "inspect", "--json", str(ranks)).stdout)["health"][1]  # rank-skew
     summaries = []
     for rank in range(3):
         result = run_cli("trace", "inspect", "--json", str(ranks / f"rank{rank}.json"))

@@ -332,6 +332,7 @@ def test_rank_skew_instances_on_every_rank_and_ties() -> None:
         "ranks": [0, 1, 2],
         "unmeasured": 0,
         "floor_us": 100.0,
+        "short": {"0": 1, "2": 1},  # AllReduce: 2, 3 and 2 instances: ranks 0 and 2 have one fewer than rank 1
         "applicable": True,
     }
     assert oracle.allowed_statuses("rank-skew", fields) == {"info"}  # 2 µs: below the 100 µs floor
@@ -447,9 +448,23 @@ def _compare_report(name: str, report: dict[str, Any], path: Path) -> None:
         )
 
 
+def _compare_ranks_complete(name: str, entry: dict[str, Any], files: list[Path]) -> None:
+    label = f"{name} ranks-complete"
+    fields = oracle.ranks_complete([(path.name, oracle.load_events(path)[1]) for path in files])
+    _check_common(label, entry, fields)
+    for field, want in fields.items():
+        if field == "applicable":
+            continue
+        got = entry[field]
+        if field in ("foreign", "groups_disagree"):  # the report names each trace with why: "NAME: why"
+            got = sorted(item.split(": ", 1)[0] for item in got)
+        _same(label, field, got, want)
+
+
 def _compare_rank_skew(name: str, top_health: list[dict[str, Any]], files: list[Path]) -> None:
-    assert [c["check"] for c in top_health] == ["rank-skew"], f"{name}: top-level health"
-    entry = top_health[0]
+    assert [c["check"] for c in top_health] == ["ranks-complete", "rank-skew"], f"{name}: top-level health"
+    _compare_ranks_complete(name, top_health[0], files)
+    entry = top_health[1]
     label = f"{name} rank-skew"
     if len(files) < 2:  # a single trace
         _check_common(label, entry, {"count": 0, "applicable": False})

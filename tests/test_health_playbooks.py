@@ -177,6 +177,23 @@ def t_skewed(d: Path) -> Path:
     return rank_dir(d / "job", SKEWED)
 
 
+def t_rank_missing(d: Path) -> Path:
+    """Ranks 0 and 2 of a world of 3 lined up (rank_dir's traces, rank 1's left out): ranks-complete warns."""
+    job = rank_dir(d / "job", LINED_UP)
+    (job / "rank1.json").unlink()
+    return job
+
+
+def t_rank_without_collectives(d: Path) -> Path:
+    """Three ranks lined up, and rank 1 re-written with no NCCL kernel (it never reached them)."""
+    job = rank_dir(d / "job", LINED_UP)
+    b = TraceBuilder()
+    b.set_metadata("distributedInfo", {"rank": 1, "world_size": 3})
+    b.add(KernelSpec("sm90_xmma_gemm_bf16", (64, 1, 1), (256, 1, 1)))
+    b.write(job / "rank1.json")
+    return job
+
+
 def t_lined_up(d: Path) -> Path:
     return rank_dir(d / "job", LINED_UP)
 
@@ -316,6 +333,10 @@ CASES = [
     # rank-skew
     Case("rank-skew", t_healthy, {}, "rank-skew-needs-every-rank", "what was read here (1 trace) holds one rank"),
     Case("rank-skew", t_lined_up, {}, "no-rank-skew", "collectives compared: 3"),
+    Case("rank-skew", t_rank_missing, {}, "rank-directory-incomplete",
+         "not one job's ranks, each once (1 rank of a world of 3 without a trace)"),
+    Case("rank-skew", t_rank_without_collectives, {}, "rank-without-collectives",
+         "rank 1 recorded no NCCL kernel where the other ranks did"),
     Case("rank-skew", t_skewed, {"same_host": True, "have_baseline": False},
          "rank-skew-waiting-suspected", "rank 2 starts last most often"),
     Case("rank-skew", t_skewed, {"same_host": True, "have_baseline": True}, "nccl-time-is-waiting",

@@ -245,7 +245,8 @@ def test_the_floor_is_settable_from_the_cli_and_the_api(tmp_path: Path, run_cli:
     assert (found["rank-skew"]["status"], found["rank-skew"]["floor_us"], code) == ("warning", 20.0, 1)
     import wizard
 
-    (check,) = wizard.inspect_traces(job, rank_skew_floor_us=25.0, jobs=1).job_health
+    complete, check = wizard.inspect_traces(job, rank_skew_floor_us=25.0, jobs=1).job_health
+    assert (complete.check, complete.status, check.check) == ("ranks-complete", "ok", "rank-skew")
     assert (check.status, check.details["floor_us"]) == ("info", 25.0)
     assert RANK_SKEW_FLOOR_US == 100.0
     for bad in ("-1", "nan", "inf"):
@@ -286,7 +287,8 @@ def test_a_non_finite_skew_is_not_a_verdict(tmp_path: Path, run_cli: RunCli) -> 
     job = far_apart(tmp_path / "job")
     result = run_cli("trace", "inspect", "--json", str(job))
     assert "Warning" not in result.stderr and "overflow" not in result.stderr, result.stderr
-    (skew,) = strict_json(result.stdout)["health"]
+    complete, skew = strict_json(result.stdout)["health"]  # ranks-complete: both ranks of a world of 2
+    assert (complete["check"], complete["status"]) == ("ranks-complete", "ok")
     assert (skew["status"], skew["count"], skew["unmeasured"], skew["median_us"]) == ("not_applicable", 0, 1, None)
     assert skew["reason"].startswith("the skew could not be measured")
     assert not re.search(r"\binf\b", run_cli("trace", "inspect", "--verbose", str(job)).stdout)

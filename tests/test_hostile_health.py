@@ -167,7 +167,7 @@ def test_explain_from_python_escapes_the_same_way(tmp_path: Path) -> None:
 
 ALL_CHECKS = (
     "impossible-metrics, kernels-missing, kernels-overlap, graph-launches, unlinked-kernels, durations, "
-    "clock-skew, trace-size, stacks-missing, summary-table, profiler-overhead, rank-skew"
+    "clock-skew, trace-size, stacks-missing, summary-table, profiler-overhead, ranks-complete, rank-skew"
 )
 
 

@@ -133,6 +133,6 @@ def rank_skew_of(machines: Iterable[MachineReport]) -> HealthCheck | None:
             "rank-skew", "not_applicable", 0, "rank-skew", "not applicable: a rank appears in two reports", "",
             reason="a rank appears in two reports: they are not one job's",
             details={"ranks": [], "median_us": None, "max_us": None, "last_by_rank": {},
-                     "floor_us": RANK_SKEW_FLOOR_US, "unmeasured": 0},
+                     "floor_us": RANK_SKEW_FLOOR_US, "unmeasured": 0, "left_out": {}, "short": {}},
         )  # fmt: skip
     return rank_skew(ranks)

@@ -8,11 +8,12 @@ only when a pass finishes, after the read, so it adds nothing to the reader's pe
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from wizard.inspect_options import DEFAULT_OPTIONS, InspectOptions
 from wizard.trace.health.checks import CHECKS, JOB_RUNS
+from wizard.trace.health.checks.ranks_complete import JobPlace, job_place
 from wizard.trace.health.spec import RANK, HealthCheck
 from wizard.trace.metrics.classify import METRICS_PASS
 from wizard.trace.passes import Results, TracePass
@@ -27,13 +28,19 @@ class HealthResult:
     checks: list[HealthCheck]
     collectives: dict[str, list[float]]
     rank: int | None
+    place: JobPlace = field(default_factory=JobPlace)  # its distributedInfo, for ranks-complete
 
     def to_dict(self) -> dict[str, Any]:
         """Its fields of a trace's report in --json (docs/json-output.md, docs/health.md)."""
         return {
             "health": [check.to_dict() for check in self.checks],
             "health_status": worst_status(self.checks),
-            "collectives": {"rank": self.rank, "starts": self.collectives},
+            "collectives": {
+                "rank": self.rank,
+                "starts": self.collectives,
+                "world_size": self.place.world_size,
+                "backend": self.place.backend,
+            },
         }
 
 
@@ -68,6 +75,7 @@ class HealthPass:
             ),
             collectives(contents) if self.selected is None or "rank-skew" in self.selected else {},
             contents.rank,
+            job_place(contents.metadata),
         )
 
 
@@ -89,8 +97,8 @@ def _not_shown(check: HealthCheck, reason: str) -> HealthCheck:
 
 
 def job_health(reports: Sequence[Any], options: InspectOptions = DEFAULT_OPTIONS) -> list[HealthCheck]:
-    """The checks over a job's traces (rank skew), each by its module's ``run_job`` from every rank's report, so no
-    process has to read every rank's trace."""
+    """The checks over a job's traces (ranks-complete, rank-skew), each by its module's ``run_job`` from every rank's
+    report, so no process has to read every rank's trace."""
     return [
         JOB_RUNS[c.id](reports, options)
         for c in CHECKS

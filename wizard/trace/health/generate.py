@@ -86,6 +86,8 @@ def schema() -> dict[str, Any]:
         "properties": {
             "rank": {"type": ["integer", "null"]},
             "starts": {"type": "object", "additionalProperties": {"type": "array", "items": {"type": "number"}}},
+            "world_size": {"type": ["integer", "null"]},
+            "backend": {"type": ["string", "null"]},
         },
     }
     example_fields = ("name", "ts", "dur", "stream", "device", "correlation", "pid", "tid", "detail")
