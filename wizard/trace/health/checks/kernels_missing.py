@@ -28,7 +28,7 @@ class KernelsMissingDetails(TypedDict):
     launches: Annotated[int, "kernel launch calls"]
     in_last_1pct: Annotated[int, "missing kernels' calls in the window's last 1%"]
     after_window: Annotated[int, "missing kernels' calls made while the GPU ran behind at the window's end"]
-    max_lag_us: Annotated[float | None, "the largest launch-to-kernel lag of their processes, in µs"]
+    max_backlog_us: Annotated[float | None, "the largest call-start-to-kernel-end time of their processes, in µs"]
     captured: Annotated[int, "launch calls made while capturing a graph"]
     no_correlation: Annotated[int, "launch calls without a correlation id"]
     profiler_ranges: Annotated[int, "missing kernels' calls a cuda_profiler_range event measured"]
@@ -48,8 +48,9 @@ CHECK = CheckSpec(
         "a range event measured, not dropped: its correlation id, or, where no range event carries one (Kineto "
         "before cd8d3190, 2025-05-31), the first ones in launch order, one per range event), `after_window` (the "
         "others that start after their process's last launch that has its kernel and no earlier than the "
-        "window's end minus `max_lag_us`, the largest kernel-start-minus-call-start of that process's launches: "
-        "queued behind the GPU, they would run after the window closed), `captured`, `no_correlation`"
+        "window's end minus the largest call-start-to-kernel-end time of that process's launches that have their "
+        "kernel (`max_backlog_us`: queued behind the GPU, they would run after the window closed), `captured`, "
+        "`no_correlation`"
     ),
     status_rule=(
         "`error`; `info` when each lies in the last 1%, has a range event or is `after_window`; `not_applicable` "
@@ -139,47 +140,49 @@ def _ranged(contents: TraceContents, calls: Calls, missing: Ints) -> npt.NDArray
     return ranged
 
 
-def _first_kernel_starts(kernels: Kernels) -> tuple[Ints, Floats]:
-    """Each correlation id that has a kernel, sorted, with its first kernel's start."""
+def _kernel_ends(kernels: Kernels) -> tuple[Ints, Floats]:
+    """Each correlation id that has a kernel, sorted, with the latest end of its kernels."""
     import numpy as np
 
     known = np.flatnonzero(kernels.corr != NO_CORRELATION)
-    order = known[np.lexsort((kernels.ts[known], kernels.corr[known]))]
-    ids, starts = kernels.corr[order], kernels.ts[order]
+    order = known[np.argsort(kernels.corr[known], kind="stable")]
+    ids = kernels.corr[order]
+    ends = kernels.ts[order] + np.maximum(kernels.dur[order], 0.0)
+    if not len(ids):
+        return ids, ends
     first = np.ones(len(ids), dtype=bool)
     np.not_equal(ids[1:], ids[:-1], out=first[1:])
-    return ids[first], starts[first]
+    return ids[first], np.maximum.reduceat(ends, np.flatnonzero(first))
 
 
 def _after_window(t: Tables, matched: Ints, missing: Ints) -> tuple[npt.NDArray[np.bool_], float | None]:
-    """Which missing launches were made while the GPU ran behind at the window's end, and the largest lag.
+    """Which missing launches were made while the GPU ran behind at the window's end, and the largest backlog.
 
     Per process (CUPTI's ids are per process): a missing launch is after the window when it starts after the
-    process's last launch that has its kernel, and no earlier than the window's end minus the largest
-    launch-to-kernel lag (kernel start minus call start) measured on that process's launches. A kernel queued
-    that far behind would start after the profiler stopped recording."""
+    process's last launch that has its kernel, and no earlier than the window's end minus the process's largest
+    backlog: call start to its kernel's end, over its launches that have their kernel. Kernels run in launch order
+    behind that backlog: one launched that late would have ended after the profiler stopped recording. Where the
+    GPU kept up (a backlog of microseconds), only launches in the window's last microseconds qualify."""
     import numpy as np
 
     calls, span = t.calls, t.window
     after = np.zeros(len(missing), dtype=bool)
     if not len(missing) or not len(matched) or span is None:
         return after, None
-    ids, starts = _first_kernel_starts(t.kernels)
-    lags = starts[np.searchsorted(ids, calls.corr[matched])] - calls.ts[matched]
+    ids, ends = _kernel_ends(t.kernels)
+    backlogs = ends[np.searchsorted(ids, calls.corr[matched])] - calls.ts[matched]
     matched_process = calls.corr[matched] >> PROCESS_SHIFT
     missing_process = calls.corr[missing] >> PROCESS_SHIFT
     largest: float | None = None
+    ts = calls.ts[missing]
     for process in np.unique(missing_process).tolist():
         mine = matched_process == process
         if not mine.any():
             continue
-        lag = float(lags[mine].max())
-        if lag <= 0:
-            continue
-        largest = max(largest or 0.0, lag)
+        backlog = float(backlogs[mine].max())
+        largest = max(largest or 0.0, backlog)
         last = float(calls.ts[matched[mine]].max())
-        ts = calls.ts[missing]
-        after |= (missing_process == process) & (ts > last) & (ts >= span[1] - lag)
+        after |= (missing_process == process) & (ts > last) & (ts >= span[1] - backlog)
     return after, largest
 
 
@@ -193,7 +196,7 @@ def run(t: Tables) -> HealthCheck:
     if not launches:
         return CHECK.not_applicable(
             "no kernel launch calls in this trace to compare kernels against",
-            launches=0, in_last_1pct=0, after_window=0, max_lag_us=None, captured=0, no_correlation=0,
+            launches=0, in_last_1pct=0, after_window=0, max_backlog_us=None, captured=0, no_correlation=0,
             profiler_ranges=0,
         )  # fmt: skip
     captured = _captured(contents, calls) & calls.launch
@@ -206,16 +209,16 @@ def run(t: Tables) -> HealthCheck:
     if len(missing) and span is not None:
         late = calls.ts[missing] >= span[1] - 0.01 * (span[1] - span[0])
     ranged = _ranged(contents, calls, missing) if len(missing) else late.copy()
-    after, lag = np.zeros(len(missing), dtype=bool), None
-    if (~(late | ranged)).any():  # only then: the lag needs the kernels sorted by id
-        after, lag = _after_window(t, chosen[found], missing[~(late | ranged)])
+    after, backlog = np.zeros(len(missing), dtype=bool), None
+    if (~(late | ranged)).any():  # only then: the backlog needs the kernels sorted by id
+        after, backlog = _after_window(t, chosen[found], missing[~(late | ranged)])
         after = _spread(after, ~(late | ranged))
     apis = np.bincount(calls.name_of[calls.launch], minlength=len(calls.names))
     details = {
         "launches": launches,
         "in_last_1pct": int(late.sum()),
         "after_window": int(after.sum()),
-        "max_lag_us": lag,
+        "max_backlog_us": backlog,
         "captured": int(captured.sum()),
         "no_correlation": int((calls.launch & ~has_id).sum()),
         "profiler_ranges": int(ranged.sum()),
@@ -248,7 +251,7 @@ def _verdict(
     from wizard.trace.health.tables import call_samples
 
     count, launches, ranged = len(missing), details["launches"], details["profiler_ranges"]
-    late, after, lag = details["in_last_1pct"], details["after_window"], details["max_lag_us"]
+    late, after, lag = details["in_last_1pct"], details["after_window"], details["max_backlog_us"]
     if ranged and not len(dropped):
         return CHECK.verdict(
             count, "info",
@@ -272,8 +275,9 @@ def _verdict(
         return CHECK.verdict(
             count, "info",
             f"{plural(count, 'launch')} of {launches} {verb(count, 'has', 'have')} no kernel: made after the last "
-            f"launch that has one, while the GPU ran up to {lag / 1000:,.1f} ms behind, so their kernels would run "
-            f"after the window closed ({after} after the window, {late} in its last 1%)",
+            f"launch that has one, within the GPU's backlog ({lag / 1000:,.1f} ms from a call to its kernel's end) of "
+            f"the window's end, so their kernels would run after the window closed ({after} after the window, "
+            f"{late} in its last 1%)",
             "expected when the CPU runs ahead of the GPU at the profiler's stop: nothing was dropped and the numbers "
             "before them are complete, but the window's last kernels are not in it; to keep them, synchronize "
             "(torch.cuda.synchronize()) before the profiler stops",
