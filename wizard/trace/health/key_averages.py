@@ -516,14 +516,16 @@ def step_drift(steps: list[tuple[float, float, str]]) -> dict[str, Any]:
 def _overhead_time(
     overheads: list[tuple[float, float, str, int | None]], span: tuple[float, float] | None
 ) -> tuple[dict[str, float], float]:
-    """µs per overhead kind inside the window, and the records' µs outside it (an Nsight Systems export keeps
-    them apart from the window: nsys's own initialisation runs long before the first call)."""
+    """µs per overhead kind inside the window (the kinds of records that touch it), and the records' µs outside it
+    (an Nsight Systems export keeps them apart from the window: nsys's own initialisation runs long before the
+    first call)."""
     by_name: dict[str, float] = defaultdict(float)
     outside = 0.0
     for start, end, name, _ in overheads:
         whole = max(end - start, 0.0)
         inside = whole if span is None else max(min(end, span[1]) - max(start, span[0]), 0.0)
-        by_name[name] += inside
+        if span is None or (start <= span[1] and end >= span[0]):  # a kind is named where it touches the window
+            by_name[name] += inside
         outside += whole - inside
     return by_name, outside
 
