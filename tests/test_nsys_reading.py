@@ -225,7 +225,8 @@ def test_the_reader_counts_what_plain_sql_counts(run_cli: Any, tmp_path: Path, l
 
 
 def test_backtrace_rows_double_nothing(run_cli: Any, tmp_path: Path) -> None:
-    """pipit's saxpy export: 5 launches, each with a backtrace row; read as 5 launches, as the SQL has 10 rows."""
+    """As pipit's saxpy export (5 launches in 10 rows, once read as 10 launch calls): here 11 calls (6 of them
+    launches), each with a backtrace row beside it, 22 rows; read as 11 calls and 6 launches."""
     path = _export(tmp_path, "bt.sqlite", backtraces=True)
     assert _sql(path, f"SELECT count(*) FROM {RUNTIME}")[0][0] == 22
     assert _sql(path, f"SELECT count(*) FROM {RUNTIME} WHERE eventClass = 67")[0][0] == 11
@@ -234,13 +235,15 @@ def test_backtrace_rows_double_nothing(run_cli: Any, tmp_path: Path) -> None:
 
 def test_a_missing_column_keeps_the_table(run_cli: Any, tmp_path: Path) -> None:
     """An export whose runtime table lacks one column still has its 6 launches (it once read as none), and the
-    contents' metadata says which column was read as NULL."""
+    contents' metadata and a note say which column was read as NULL."""
     from wizard.trace.read.nsys import read_nsys
 
     path = _export(tmp_path, "old.sqlite", drop={RUNTIME: ["eventClass"]})
     assert "eventClass" not in _columns(path, RUNTIME)
-    assert health_check(_report(run_cli, path), "kernels-missing")["launches"] == 6
+    report = _report(run_cli, path)
+    assert health_check(report, "kernels-missing")["launches"] == 6
     assert read_nsys(path).metadata["nsys"]["missing_columns"] == {RUNTIME: ["eventClass"]}
+    assert f"this export's {RUNTIME} has no eventClass column: read without it" in report["notes"]
 
 
 def test_unsorted_rows_read_as_sorted_ones(run_cli: Any, tmp_path: Path) -> None:

@@ -524,6 +524,8 @@ def _format_notes(contents: TraceContents) -> list[str]:
             notes.append(f"Nsight Systems {d['severity']}: {d['text']}")
         if len(diagnostics) > 3:
             notes.append(f"{plural(len(diagnostics) - 3, 'more Nsight Systems diagnostic')} in the JSON report")
+        for table, columns in sorted((nsys.get("missing_columns") or {}).items()):
+            notes.append(f"this export's {table} has no {', '.join(columns)} column: read without it")
     return notes
 
 
