@@ -177,13 +177,16 @@ def captured_ids(events: list[Event]) -> set[int]:
 
 
 def _ranged_ids(events: list[Event], counted: list[Event]) -> set[int]:
-    """Contract: "`profiler_ranges` (those a range event measured, not dropped: its correlation id, or, where no range
-    event carries one (Kineto before cd8d3190, 2025-05-31), the first ones in launch order, one per range event)".
-    A correlation of 0 is none (Kineto wrote 0 for a kernel it could not name)."""
+    """Contract: "`profiler_ranges` (those a range event measured, not dropped: its correlation id, or, in a trace
+    without kernel events where no range event carries one (Kineto before cd8d3190, 2025-05-31), the first ones in
+    launch order, one per range event)". A correlation of 0 is none (Kineto wrote 0 for a kernel it could not
+    name)."""
     ranges = [e for e in events if e.get("cat") == RANGE_CAT]
     range_ids = {c for e in ranges if (c := correlation(e))}
     if range_ids:
         return {id(e) for e in counted if correlation(e) in range_ids}
+    if any(is_kernel(e) for e in events):
+        return set()
     return {id(e) for _, e in in_order(counted)[: len(ranges)]}
 
 

@@ -93,6 +93,22 @@ def test_launches_beyond_the_ranges_are_still_dropped(run_cli: RunCli, tmp_path:
     assert code == 1
 
 
+def test_ranges_without_ids_beside_kernel_events_explain_nothing(run_cli: RunCli, tmp_path: Path) -> None:
+    """Between bbde3430 (kernel activities allowed beside the range profiler) and cd8d3190 (ids on ranges), a trace
+    has kernels and ranges without ids: a launch without its kernel there was dropped, whatever the ranges."""
+    b = TraceBuilder()
+    b.add(spec("gemm", repeat=4))
+    b.add_ranged(spec("gemm"), correlated=False)  # a launch with a range and no kernel: nothing says it was measured
+    b.wait(100_000.0)
+    b.add_cpu_op("aten::empty")
+    path = b.write(tmp_path / "ranged-beside-kernels.json")
+    code, missing = inspect(run_cli, path)
+    truth = oracle_of(path)
+    assert (truth["count"], truth["profiler_ranges"], truth["explained"]) == (1, 0, 0)
+    assert (missing["status"], missing["count"], missing["profiler_ranges"]) == ("error", 1, 0)
+    assert code == 1
+
+
 # -- item 8: a Kineto trace ----------------------------------------------------------------------------------
 
 

@@ -45,8 +45,9 @@ CHECK = CheckSpec(
     counts=(
         "launch calls, not captured, whose correlation id matches no kernel event; `launches`, `in_last_1pct`"
         " (those starting in the window's last 1%, where the profiler's stop cuts), `profiler_ranges` (those "
-        "a range event measured, not dropped: its correlation id, or, where no range event carries one (Kineto "
-        "before cd8d3190, 2025-05-31), the first ones in launch order, one per range event), `after_window` (the "
+        "a range event measured, not dropped: its correlation id, or, in a trace without kernel events where no range "
+        "event carries one (Kineto before cd8d3190, 2025-05-31), the first ones in launch order, one per range "
+        "event), `after_window` (the "
         "others that start after their process's last launch that has its kernel and no earlier than the "
         "window's end minus the largest call-start-to-kernel-end time of that process's launches that have their "
         "kernel (`max_backlog_us`: queued behind the GPU, they would run after the window closed), `captured`, "
@@ -126,8 +127,9 @@ def _ranged(contents: TraceContents, calls: Calls, missing: Ints) -> npt.NDArray
     """Which missing launches the CUPTI range profiler measured. Kineto writes one cuda_profiler_range event (with
     counters) per kernel instead of a kernel event. Since cd8d3190 (2025-05-31) each carries its launch's
     correlation id; before, none did (CuptiRangeProfiler.cpp addRangeEvents), but in auto-range mode the ranges
-    are the kernels in launch order, and no kernel event was recorded beside them: in a trace whose ranges carry
-    no id at all, the first launches without a kernel, in launch order, as many as there are ranges."""
+    are the kernels in launch order, and until bbde3430 (2025-05-29) the range profiler refused to run beside kernel
+    activities: in a trace whose ranges carry no id and that has no kernel event, the first launches without a
+    kernel, in launch order, as many as there are ranges. Beside kernel events, a launch without one was dropped."""
     import numpy as np
 
     from wizard.trace.health.tables import distinct, member
@@ -136,7 +138,8 @@ def _ranged(contents: TraceContents, calls: Calls, missing: Ints) -> npt.NDArray
     if len(ids):
         return member(calls.corr[missing], ids)
     ranged = np.zeros(len(missing), dtype=bool)
-    ranged[np.argsort(calls.ts[missing], kind="stable")[: contents.timeline.unlinked_ranges]] = True
+    if not len(contents.kernels):
+        ranged[np.argsort(calls.ts[missing], kind="stable")[: contents.timeline.unlinked_ranges]] = True
     return ranged
 
 
