@@ -9,7 +9,9 @@ What the tests lean on, from NVIDIA's own text:
   row repeats its call's interval and correlation id.
 - nsys 2020.1's exporter documentation lists CUPTI_ACTIVITY_KIND_RUNTIME without ``eventClass`` (start, end,
   globalTid, correlationId, nameId, returnValue): a column a table lacks is a real schema, not damage.
-- Nsight Systems 2025.6 release notes: rows are not exported in timestamp order.
+- Rows in no promised order: the exporter creates no indexes or constraints (Nsight Systems 2021.5 exporter
+  documentation, "SQLite Export Schema Reference"); issue 45 quotes the 2025.6 release notes (rows are not exported
+  in timestamp order), which the stored corpus does not hold: nothing here relies on either way.
 """
 
 from __future__ import annotations

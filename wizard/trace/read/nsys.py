@@ -22,8 +22,8 @@ versions are skipped, never guessed):
   ``StringIds``: the profiler-overhead records Kineto writes as ``overhead`` events. They are kept apart from
   the window (nsys's initialisation runs long before the first call), which the check clips them to.
 
-Rows are read in ``start`` order (``ORDER BY``): nsys does not export them in timestamp order (release notes,
-2025.6). A table missing a column is read without it (NULL), never dropped, as long as it has ``start``; the
+Rows are read in ``start`` order (``ORDER BY``): nsys promises no order (the exporter creates no index, and issue
+45 quotes the 2025.6 release notes: rows are not exported in timestamp order), so none is assumed. A table missing a column is read without it (NULL), never dropped, as long as it has ``start``; the
 columns that were missing are listed in the contents' ``nsys`` metadata.
 
 Correlation ids are per process in CUPTI; an export of several processes keeps them apart by putting the
