@@ -2,9 +2,9 @@
 `nsys export --type sqlite` 2026.2 files), so a planted problem reaches the reader as a real one would.
 
 Only the tables and columns the reader reads are created; a real export has about 45 more tables. Three ways a real
-export differs from a tidy one can be planted: rows out of time order (``shuffle``: nsys promises no order; issue 45 quotes the
-2025.6 release notes), a CUDA-backtrace row beside each call (``backtraces``: eventClass 67 with the call's
-interval and correlation id), and a column the table lacks (``drop``: an older or newer schema).
+export differs from a tidy one can be planted: rows out of time order (``shuffle``: nsys promises no order; issue
+45 quotes the 2025.6 release notes), a CUDA-backtrace row beside each call (``backtraces``: eventClass 67 with the
+call's interval and correlation id), and a column the table lacks (``drop``: an older or newer schema).
 """
 
 from __future__ import annotations
