@@ -26,6 +26,12 @@ Rows are read in ``start`` order (``ORDER BY``): nsys promises no order (the exp
 45 quotes the 2025.6 release notes: rows are not exported in timestamp order), so none is assumed. A table missing
 a column is read without it (NULL), never dropped, as long as it has ``start``; the columns that were missing are
 listed in the contents' ``nsys`` metadata and said in a note.
+
+Correlation ids are per process in CUPTI; an export of several processes keeps them apart by putting the
+process's index (in order of pid) above bit 40 (``PROCESS_SHIFT``), so ids still rise in launch order within
+a process. The file is untrusted: opened read-only and immutable, ``trusted_schema`` off, only fixed queries
+over tables (never views) whose columns were checked first, every value's type checked, text cut, and the
+whole read bounded in time (``NsysConfig``).
 """
 
 from __future__ import annotations
