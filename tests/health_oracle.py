@@ -176,13 +176,56 @@ def captured_ids(events: list[Event]) -> set[int]:
 # --- Per-trace checks -------------------------------------------------------------------------------
 
 
+def _ranged_ids(events: list[Event], counted: list[Event]) -> set[int]:
+    """Contract: "`profiler_ranges` (those a range event measured, not dropped: its correlation id, or, in a trace
+    without kernel events where no range event carries one (Kineto before cd8d3190, 2025-05-31), the first ones in
+    launch order, one per range event)". A correlation of 0 is none (Kineto wrote 0 for a kernel it could not
+    name)."""
+    ranges = [e for e in events if e.get("cat") == RANGE_CAT]
+    range_ids = {c for e in ranges if (c := correlation(e))}
+    if range_ids:
+        return {id(e) for e in counted if correlation(e) in range_ids}
+    if any(is_kernel(e) for e in events):
+        return set()
+    return {id(e) for _, e in in_order(counted)[: len(ranges)]}
+
+
+def _after_window(events: list[Event], counted: list[Event], explained: set[int]) -> tuple[set[int], float | None]:
+    """Contract: "`after_window` (the others that start after their process's last launch that has its kernel and
+    no earlier than the window's end minus the largest call-start-to-kernel-end time of that process's launches that
+    have their kernel (`max_backlog_us`)". A process: the call's pid (a Kineto trace is one process)."""
+    span = window(events)
+    kernel_end: dict[int, float] = {}
+    for e in events:
+        if is_kernel(e) and (c := correlation(e)) is not None and (ts := ts_of(e)) is not None:
+            kernel_end[c] = max(kernel_end.get(c, -math.inf), end_of(e, ts))
+    last: dict[Any, float] = {}
+    backlog: dict[Any, float] = {}
+    for e in events:
+        c, ts = correlation(e), ts_of(e)
+        if is_launch(e) and c in kernel_end and ts is not None:
+            last[e.get("pid")] = max(last.get(e.get("pid"), -math.inf), ts)
+            backlog[e.get("pid")] = max(backlog.get(e.get("pid"), -math.inf), kernel_end[c] - ts)
+    after: set[int] = set()
+    if span is None:
+        return after, None
+    for e in counted:
+        pid, ts = e.get("pid"), ts_of(e)
+        if id(e) in explained or ts is None or pid not in last:
+            continue
+        if ts > last[pid] and ts >= span[1] - backlog[pid]:
+            after.add(id(e))
+    pids = {e.get("pid") for e in counted if id(e) not in explained}
+    largest = max((backlog[p] for p in pids if p in backlog), default=None)
+    return after, largest
+
+
 def kernels_missing(events: list[Event]) -> dict[str, Any]:
     """Contract: "count = launch calls, not captured, with a correlation id matching no kernel event's correlation
     anywhere in the file. `launches`: all launch calls. `in_last_1pct`: how many of the counted ones start
     at ts >= window_end - 0.01 * (window_end - window_start). `captured`: captured launch calls (all of
-    them). `no_correlation`: launch calls without a correlation id. `profiler_ranges`: of the counted ones,
-    those whose correlation id a cuda_profiler_range event carries (Kineto's CUPTI range profiler)."
-    ``explained`` is this oracle's own field: counted launches in the last 1% or with a range event.
+    them). `no_correlation`: launch calls without a correlation id." `profiler_ranges` and `after_window`: above.
+    ``explained`` is this oracle's own field: counted launches in the last 1%, with a range event or after the window.
     """
     launches = [e for e in events if is_launch(e)]
     kernel_ids = {c for e in events if is_kernel(e) and (c := correlation(e)) is not None}
@@ -196,8 +239,8 @@ def kernels_missing(events: list[Event]) -> dict[str, Any]:
         start, end = span
         cut = end - 0.01 * (end - start)
         late = {id(e) for e in counted if (ts := ts_of(e)) is not None and ts >= cut}
-    range_ids = {c for e in events if e.get("cat") == RANGE_CAT and (c := correlation(e)) is not None}
-    ranged = {id(e) for e in counted if correlation(e) in range_ids}
+    ranged = _ranged_ids(events, counted)
+    after, backlog = _after_window(events, counted, late | ranged)
     return {
         "count": len(counted),
         "launches": len(launches),
@@ -205,7 +248,9 @@ def kernels_missing(events: list[Event]) -> dict[str, Any]:
         "captured": len(captured),
         "no_correlation": sum(1 for e in launches if correlation(e) is None),
         "profiler_ranges": len(ranged),
-        "explained": len(late | ranged),
+        "after_window": len(after),
+        "max_backlog_us": backlog,
+        "explained": len(late | ranged | after),
     }
 
 

@@ -71,10 +71,11 @@ def test_kernels_missing_counts_uncaptured_launches_with_no_kernel() -> None:
         call(LAUNCH, 989.5, 8),  # counted, just before the last 1%
         call(LAUNCH, 990, 3),  # counted, in the last 1% (ts >= 990)
     ]
-    # launch calls: 1, 2, no-id, 5, 6, 7, 9, 8, 3 = 9; counted: 2, 6, 7, 8, 3 = 5; captured: 5, 9
+    # launch calls: 1, 2, no-id, 5, 6, 7, 9, 8, 3 = 9; counted: 2, 6, 7, 8, 3 = 5; captured: 5, 9. After the
+    # window: none; launch 1 waited 4 µs from its call to its kernel's end (a backlog of 4: only ts >= 996 would do)
     expected = {
         "count": 5, "launches": 9, "in_last_1pct": 1, "captured": 2, "no_correlation": 1,
-        "profiler_ranges": 0, "explained": 1,
+        "profiler_ranges": 0, "after_window": 0, "max_backlog_us": 4.0, "explained": 1,
     }  # fmt: skip
     assert oracle.kernels_missing(events) == expected
     assert oracle.allowed_statuses("kernels-missing", expected) == {"error"}
@@ -85,7 +86,7 @@ def test_kernels_missing_all_in_the_last_percent_is_info() -> None:
     fields = oracle.kernels_missing(events)
     assert fields == {
         "count": 2, "launches": 2, "in_last_1pct": 2, "captured": 0, "no_correlation": 0,
-        "profiler_ranges": 0, "explained": 2,
+        "profiler_ranges": 0, "after_window": 0, "max_backlog_us": None, "explained": 2,
     }  # fmt: skip
     assert oracle.allowed_statuses("kernels-missing", fields) == {"info"}
 
@@ -371,7 +372,7 @@ def test_load_events_bare_tokens_gzip_and_array(tmp_path: Path) -> None:
 
 # --- every real trace through the CLI, against the oracle ---------------------------------------------
 
-FLOAT_FIELDS = frozenset({"min_us", "median_us", "drift_us", "python_share", "max_us"})
+FLOAT_FIELDS = frozenset({"min_us", "median_us", "drift_us", "python_share", "max_us", "max_backlog_us"})
 COMMON = {"check", "status", "count", "playbook", "summary", "meaning", "reason", "examples"}
 EXAMPLE_KEYS = {"name", "ts", "dur", "stream", "device", "correlation", "pid", "tid"}
 NOT_IMPLEMENTED = "health check not implemented in this build"

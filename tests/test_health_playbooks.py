@@ -62,6 +62,14 @@ def t_cut_at_end(d: Path) -> Path:
     return b.write(d / "cut.json")
 
 
+def t_gpu_behind(d: Path) -> Path:
+    """A launch every 100 µs, kernels of 150 µs back to back: the GPU falls behind; the stop cuts 100 launches."""
+    b = TraceBuilder()
+    for i in range(300):
+        b.add(spec(f"step_{i}", dur=150.0, kernel_delay=27.0 + 50.0 * i, kernel=i < 200))
+    return b.write(d / "behind.json")
+
+
 def t_before_window(d: Path) -> Path:
     b = TraceBuilder()
     b.add(spec("previous_step_tail", launch=None, repeat=2))
@@ -253,6 +261,8 @@ CASES = [
     Case("kernels-missing", t_healthy, {}, "no-kernels-missing", "4 kernels, 4 launch calls, 0 without a kernel"),
     Case("kernels-missing", t_cut_at_end, {},
          "kernels-cut-at-stop", "1 of 301 launch calls have no kernel; 1 of them in the last 1%"),
+    Case("kernels-missing", t_gpu_behind, {}, "kernels-after-window",
+         "100 of 300 launch calls have no kernel; 98 of them made while the GPU ran behind at the window's end, 2 in"),
     Case("kernels-missing", t_before_window, {},
          "kernels-launched-before-window",
          "2 unlinked kernels, 2 of them with a correlation id below the first call's; 2 ran before the first"),

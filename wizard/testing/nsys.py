@@ -1,13 +1,17 @@
 """Nsight Systems SQLite exports built for tests, with the real export's table and column names (read off
 `nsys export --type sqlite` 2026.2 files), so a planted problem reaches the reader as a real one would.
 
-Only the tables and columns the reader reads are created; a real export has about 45 more tables.
+Only the tables and columns the reader reads are created; a real export has about 45 more tables. Three ways a real
+export differs from a tidy one can be planted: rows out of time order (``shuffle``: nsys promises no order; issue
+45 quotes the 2025.6 release notes), a CUDA-backtrace row beside each call (``backtraces``: eventClass 67 with the
+call's interval and correlation id), and a column the table lacks (``drop``: an older or newer schema).
 """
 
 from __future__ import annotations
 
+import random
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,12 +52,99 @@ class Call:
 
 
 @dataclass(frozen=True, slots=True)
+class Overhead:
+    """A profiler-overhead row: ``PROFILER_OVERHEAD`` (nsys's and CUPTI's own work), or with ``cupti``,
+    ``CUPTI_ACTIVITY_KIND_OVERHEAD`` (CUPTI's records: module loading, lazy function loading)."""
+
+    start_ns: int
+    end_ns: int
+    name: str = "CUPTI Buffer flush"
+    kind: int = 3  # ENUM_CUPTI_OVERHEAD_TYPE: 3 OVERHEAD_CUPTI_BUFFER_FLUSH, 6 runtime module loading, 7 lazy loading
+    cupti: bool = False
+    correlation: int | None = None
+    pid: int = PID
+    tid: int = TID
+
+
+@dataclass(frozen=True, slots=True)
 class Range:
     start_ns: int
     end_ns: int
     text: str  # PyTorch's emit_nvtx writes "aten::mm, seq = 3, op_id = 7, sizes = [[2, 2]]"
     pid: int = PID
     tid: int = TID
+
+
+_SCHEMA: dict[str, tuple[str, ...]] = {  # the columns of a 2026.2 export, in its order
+    "StringIds": ("id", "value"),
+    "META_DATA_EXPORT": ("name", "value"),
+    "CUPTI_ACTIVITY_KIND_KERNEL": (
+        "start", "end", "deviceId", "contextId", "streamId", "correlationId", "globalPid", "demangledName",
+        "shortName", "mangledName", "launchType", "registersPerThread", "gridX", "gridY", "gridZ", "blockX", "blockY",
+        "blockZ", "staticSharedMemory", "dynamicSharedMemory", "graphId", "graphNodeId",
+    ),
+    "CUPTI_ACTIVITY_KIND_RUNTIME": (
+        "start", "end", "eventClass", "globalTid", "correlationId", "nameId", "returnValue", "callchainId",
+    ),
+    "NVTX_EVENTS": (
+        "start", "end", "eventType", "rangeId", "category", "color", "text", "globalTid", "endGlobalTid", "textId",
+        "domainId",
+    ),
+    "DIAGNOSTIC_EVENT": ("timestamp", "timestampType", "source", "severity", "text", "globalPid"),
+    "TARGET_INFO_GPU": (
+        "vmId", "id", "name", "smCount", "computeMajor", "computeMinor", "maxWarpsPerSm", "threadsPerWarp",
+        "maxRegistersPerSm", "maxRegistersPerBlock", "maxShmemPerBlock", "maxShmemPerSm", "maxShmemPerBlockOptin",
+        "totalMemory", "maxThreadsPerBlock", "maxBlocksPerSm", "cuDevice",
+    ),
+    "PROFILER_OVERHEAD": ("start", "end", "globalTid", "nameId", "overheadType"),
+    "CUPTI_ACTIVITY_KIND_OVERHEAD": (
+        "start", "end", "eventClass", "globalTid", "correlationId", "nameId", "overheadType",
+    ),
+    "ENUM_CUPTI_OVERHEAD_TYPE": ("id", "name", "label"),
+}  # fmt: skip
+_TEXT = frozenset({"value", "name", "text", "label"})
+# ENUM_CUPTI_OVERHEAD_TYPE as nsys 2026.2 writes it
+OVERHEAD_TYPES = (
+    (0, "OVERHEAD_UNDEFINED", "Undefined"), (1, "OVERHEAD_UNKNOWN", "Unknown"),
+    (2, "OVERHEAD_DRIVER_COMPILER", "Driver JIT compiler (CUDA)"),
+    (3, "OVERHEAD_CUPTI_BUFFER_FLUSH", "Buffer flush (Profiler)"),
+    (4, "OVERHEAD_CUPTI_INSTRUMENTATION", "Instrumentation (Profiler)"),
+    (5, "OVERHEAD_CUPTI_RESOURCE", "Resource creation/destruction (Profiler)"),
+    (6, "OVERHEAD_RUNTIME_TRIGGERED_MODULE_LOADING", "Runtime module loading (CUDA)"),
+    (7, "OVERHEAD_LAZY_FUNCTION_LOADING", "Lazy function loading (CUDA)"),
+    (8, "OVERHEAD_COMMAND_BUFFER_FULL", "Command buffer full (CUDA)"),
+)  # fmt: skip
+CUDA_BACKTRACE = 67  # ENUM_NSYS_EVENT_CLASS TRACE_PROCESS_EVENT_CUDABACKTRACE
+CUDA_OVERHEAD = 103  # ENUM_NSYS_EVENT_CLASS TRACE_PROCESS_EVENT_CUDA_OVERHEAD (the class of CUPTI's overhead rows)
+
+
+class _Tables:
+    """The rows of each table, written at the end (in order, or shuffled), each without the dropped columns."""
+
+    def __init__(self, drop: Mapping[str, Iterable[str]]) -> None:
+        self.rows: dict[str, list[dict[str, object]]] = {table: [] for table in _SCHEMA}
+        self.drop = {table: set(cols) for table, cols in drop.items()}
+        self.strings: dict[str, int] = {}
+
+    def sid(self, text: str) -> int:
+        if text not in self.strings:  # from 0, as nsys numbers them
+            self.strings[text] = len(self.strings)
+            self.add("StringIds", id=self.strings[text], value=text)
+        return self.strings[text]
+
+    def add(self, table: str, **row: object) -> None:
+        self.rows[table].append(row)
+
+    def write(self, db: sqlite3.Connection, shuffle: int | None) -> None:
+        for table, columns in _SCHEMA.items():
+            kept = [c for c in columns if c not in self.drop.get(table, set())]
+            typed = ", ".join(f'"{c}" {"TEXT" if c in _TEXT else "INTEGER"}' for c in kept)
+            db.execute(f'CREATE TABLE "{table}" ({typed})')
+            rows = list(self.rows[table])
+            if shuffle is not None and table != "StringIds":
+                random.Random(shuffle).shuffle(rows)
+            marks = ", ".join("?" for _ in kept)
+            db.executemany(f'INSERT INTO "{table}" VALUES ({marks})', [tuple(row.get(c) for c in kept) for row in rows])
 
 
 def write_export(
@@ -66,67 +157,63 @@ def write_export(
     sm_count: int = 132,
     diagnostics: Iterable[tuple[int, str]] = (),  # (severity: 1 info, 2 warning, 3 error, text)
     version: str = "2026.2.1.210",
+    overheads: Iterable[Overhead] = (),
+    backtraces: bool = False,  # a CUDA-backtrace row (eventClass 67) beside each call
+    shuffle: int | None = None,  # a seed: every table's rows in a random order
+    drop: Mapping[str, Iterable[str]] | None = None,  # table -> the columns it lacks
 ) -> Path:
-    """An export holding these kernels, calls and NVTX ranges."""
+    """An export holding these kernels, calls, NVTX ranges and overhead records."""
+    t = _Tables(drop or {})
+    t.add("META_DATA_EXPORT", name="EXPORT_PRODUCT_NAME", value="NVIDIA Nsight Systems")
+    t.add("META_DATA_EXPORT", name="EXPORT_PRODUCT_VERSION", value=version)
+    for k in kernels:
+        name = t.sid(k.name)
+        t.add(
+            "CUPTI_ACTIVITY_KIND_KERNEL", start=k.start_ns, end=k.end_ns, deviceId=k.device, contextId=1,
+            streamId=k.stream, correlationId=k.correlation, globalPid=global_tid(k.pid, 0), demangledName=name,
+            shortName=name, mangledName=name, launchType=1, registersPerThread=k.registers, gridX=k.grid[0],
+            gridY=k.grid[1], gridZ=k.grid[2], blockX=k.block[0], blockY=k.block[1], blockZ=k.block[2],
+            staticSharedMemory=k.static_smem, dynamicSharedMemory=k.dynamic_smem,
+        )  # fmt: skip
+    for c in calls:
+        row = {
+            "start": c.start_ns, "end": c.end_ns, "eventClass": 1 if c.driver else 0,
+            "globalTid": global_tid(c.pid, c.tid), "correlationId": c.correlation, "nameId": t.sid(c.name),
+            "returnValue": 0,
+        }  # fmt: skip
+        t.add("CUPTI_ACTIVITY_KIND_RUNTIME", **row)
+        if backtraces:
+            t.add("CUPTI_ACTIVITY_KIND_RUNTIME", **{**row, "eventClass": CUDA_BACKTRACE, "callchainId": 1})
+    for r in ranges:
+        t.add(
+            "NVTX_EVENTS", start=r.start_ns, end=r.end_ns, eventType=59, text=r.text,
+            globalTid=global_tid(r.pid, r.tid), domainId=0,
+        )  # fmt: skip
+    _overheads(t, overheads)
+    for severity, text in diagnostics:
+        t.add("DIAGNOSTIC_EVENT", timestamp=0, timestampType=1, source=1, severity=severity, text=text, globalPid=0)
+    if gpu is not None:
+        limits = (64, 32, 65536, 65536, 49152, 233472, 232448, 85520809984, 1024, 32)
+        t.add(  # nsys's own id 7, CUDA ordinal 0 (what kernels' deviceId is)
+            "TARGET_INFO_GPU", vmId=0, id=7, name=gpu, smCount=sm_count, computeMajor=9, computeMinor=0,
+            **dict(zip(_SCHEMA["TARGET_INFO_GPU"][6:16], limits, strict=True)), cuDevice=0,
+        )  # fmt: skip
     db = sqlite3.connect(path)
     with db:
-        db.executescript(
-            """
-            CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);
-            CREATE TABLE META_DATA_EXPORT (name TEXT, value TEXT);
-            CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, deviceId INTEGER, contextId INTEGER,
-                streamId INTEGER, correlationId INTEGER, globalPid INTEGER, demangledName INTEGER, shortName INTEGER,
-                mangledName INTEGER, launchType INTEGER, registersPerThread INTEGER, gridX INTEGER, gridY INTEGER,
-                gridZ INTEGER, blockX INTEGER, blockY INTEGER, blockZ INTEGER, staticSharedMemory INTEGER,
-                dynamicSharedMemory INTEGER, graphId INTEGER, graphNodeId INTEGER);
-            CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER, end INTEGER, eventClass INTEGER,
-                globalTid INTEGER, correlationId INTEGER, nameId INTEGER, returnValue INTEGER, callchainId INTEGER);
-            CREATE TABLE NVTX_EVENTS (start INTEGER, end INTEGER, eventType INTEGER, rangeId INTEGER, category INTEGER,
-                color INTEGER, text TEXT, globalTid INTEGER, endGlobalTid INTEGER, textId INTEGER, domainId INTEGER);
-            CREATE TABLE DIAGNOSTIC_EVENT (timestamp INTEGER, timestampType INTEGER, source INTEGER, severity INTEGER,
-                text TEXT, globalPid INTEGER);
-            CREATE TABLE TARGET_INFO_GPU (vmId INTEGER, id INTEGER, name TEXT, smCount INTEGER, computeMajor INTEGER,
-                computeMinor INTEGER, maxWarpsPerSm INTEGER, threadsPerWarp INTEGER, maxRegistersPerSm INTEGER,
-                maxRegistersPerBlock INTEGER, maxShmemPerBlock INTEGER, maxShmemPerSm INTEGER,
-                maxShmemPerBlockOptin INTEGER, totalMemory INTEGER, maxThreadsPerBlock INTEGER, maxBlocksPerSm INTEGER,
-                cuDevice INTEGER);
-            """
-        )
-        strings: dict[str, int] = {}
-
-        def sid(text: str) -> int:
-            if text not in strings:  # from 0, as nsys numbers them
-                strings[text] = len(strings)
-                db.execute("INSERT INTO StringIds VALUES (?, ?)", (strings[text], text))
-            return strings[text]
-
-        db.executemany(
-            "INSERT INTO META_DATA_EXPORT VALUES (?, ?)",
-            [("EXPORT_PRODUCT_NAME", "NVIDIA Nsight Systems"), ("EXPORT_PRODUCT_VERSION", version)],
-        )
-        for k in kernels:
-            name = sid(k.name)
-            db.execute(
-                "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (?,?,?,1,?,?,?,?,?,?,1,?,?,?,?,?,?,?,?,?,NULL,NULL)",
-                (k.start_ns, k.end_ns, k.device, k.stream, k.correlation, global_tid(k.pid, 0), name, name, name,
-                 k.registers, *k.grid, *k.block, k.static_smem, k.dynamic_smem),
-            )  # fmt: skip
-        for c in calls:
-            db.execute(
-                "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (?,?,?,?,?,?,0,NULL)",
-                (c.start_ns, c.end_ns, 1 if c.driver else 0, global_tid(c.pid, c.tid), c.correlation, sid(c.name)),
-            )
-        for r in ranges:
-            db.execute(
-                "INSERT INTO NVTX_EVENTS VALUES (?,?,59,NULL,NULL,NULL,?,?,NULL,NULL,0)",
-                (r.start_ns, r.end_ns, r.text, global_tid(r.pid, r.tid)),
-            )
-        db.executemany("INSERT INTO DIAGNOSTIC_EVENT VALUES (0, 1, 1, ?, ?, 0)", list(diagnostics))
-        if gpu is not None:
-            db.execute(
-                "INSERT INTO TARGET_INFO_GPU VALUES (0,7,?,?,9,0,64,32,65536,65536,49152,233472,232448,85520809984,"
-                "1024,32,0)",  # nsys's own id 7, CUDA ordinal 0 (what kernels' deviceId is)
-                (gpu, sm_count),
-            )
+        t.write(db, shuffle)
     db.close()
     return path
+
+
+def _overheads(t: _Tables, overheads: Iterable[Overhead]) -> None:
+    for ident, name, label in OVERHEAD_TYPES:
+        t.add("ENUM_CUPTI_OVERHEAD_TYPE", id=ident, name=name, label=label)
+    for o in overheads:
+        row = {
+            "start": o.start_ns, "end": o.end_ns, "globalTid": global_tid(o.pid, o.tid), "nameId": t.sid(o.name),
+            "overheadType": o.kind,
+        }  # fmt: skip
+        if o.cupti:
+            t.add("CUPTI_ACTIVITY_KIND_OVERHEAD", **row, eventClass=CUDA_OVERHEAD, correlationId=o.correlation)
+        else:
+            t.add("PROFILER_OVERHEAD", **row)

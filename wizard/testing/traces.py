@@ -324,14 +324,18 @@ class TraceBuilder:
             ts = start + spec.dur + 1
         self._clock = ts + 100
 
-    def add_ranged(self, spec: KernelSpec, counters: dict[str, float] | None = None) -> None:
+    def add_ranged(
+        self, spec: KernelSpec, counters: dict[str, float] | None = None, *, correlated: bool = True
+    ) -> None:
         """A launch measured by Kineto's CUPTI range profiler: its call, and a ``cuda_profiler_range`` event with
         the kernel's name, the launch's correlation id and one arg per counter instead of a kernel event
-        (pytorch/kineto b5d29fc073, libkineto/src/CuptiRangeProfiler.cpp:182-195)."""
+        (pytorch/kineto b5d29fc073, libkineto/src/CuptiRangeProfiler.cpp:182-195). ``correlated=False``: as Kineto
+        wrote it before cd8d3190 (2025-05-31), without the id (CuptiRangeProfiler.cpp:170-186 at cd8d3190^)."""
         for _ in range(spec.repeat):
             corr = self._correlation
             self._add_one(dataclasses.replace(spec, kernel=False, repeat=1))
-            args: dict[str, Any] = {"correlation": corr, **(counters or {"kineto__cuda_core_flops": 1024.0})}
+            args: dict[str, Any] = {"correlation": corr} if correlated else {}
+            args.update(counters or {"kineto__cuda_core_flops": 1024.0})
             self._complete("cuda_profiler_range", spec.name, (spec.device, 0), (self._clock - 50.0, 10.0), args)
 
     def add_memcpy(self, dur: float = 4.0, *, device: int = 0, stream: int = 7) -> None:

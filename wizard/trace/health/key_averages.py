@@ -513,18 +513,34 @@ def step_drift(steps: list[tuple[float, float, str]]) -> dict[str, Any]:
     }
 
 
+def _overhead_time(
+    overheads: list[tuple[float, float, str, int | None]], span: tuple[float, float] | None
+) -> tuple[dict[str, float], float]:
+    """µs per overhead kind inside the window (the kinds of records that touch it), and the records' µs outside it
+    (an Nsight Systems export keeps them apart from the window: nsys's own initialisation runs long before the
+    first call)."""
+    by_name: dict[str, float] = defaultdict(float)
+    outside = 0.0
+    for start, end, name, _ in overheads:
+        whole = max(end - start, 0.0)
+        inside = whole if span is None else max(min(end, span[1]) - max(start, span[0]), 0.0)
+        if span is None or (start <= span[1] and end >= span[0]):  # a kind is named where it touches the window
+            by_name[name] += inside
+        outside += whole - inside
+    return by_name, outside
+
+
 def profiler_overhead(contents: TraceContents, span: tuple[float, float] | None, check: CheckSpec) -> HealthCheck:
     """The ``profiler-overhead`` check: CUPTI's overhead records (buffer requests, lazy function loading, ...)
     as a share of the window, and the steps' drift."""
     overheads = contents.timeline.overheads
-    by_name: dict[str, float] = defaultdict(float)
-    for start, end, name, _ in overheads:
-        by_name[name] += max(end - start, 0.0)
+    by_name, outside = _overhead_time(overheads, span)
     overhead_us = sum(by_name.values())
     window_us = (span[1] - span[0]) if span is not None else 0.0
     share = overhead_us / window_us if window_us > 0 else 0.0
     details: dict[str, Any] = {
         "overhead_us": overhead_us,
+        "outside_us": outside,
         "window_us": window_us,
         "share": share,
         "threshold": OVERHEAD_SHARE,
@@ -548,7 +564,7 @@ def profiler_overhead(contents: TraceContents, span: tuple[float, float] | None,
         status,
         f"{plural(n, 'profiler-overhead record')} ({', '.join(cut(k, 60) for k in sorted(by_name)[:KINDS_SHOWN])}"
         f"{', ...' if len(by_name) > KINDS_SHOWN else ''}) took {_us(overhead_us)}, "
-        f"{share:.1%} of the window{steps}",
+        f"{share:.1%} of the window" + (f" (and {_us(outside)} outside it)" if outside > 0 else "") + steps,
         "the profiler spent this time on its own work (CUPTI activity buffer requests, lazy function loading) "
         f"inside the profiled window; above {OVERHEAD_SHARE:.0%} the measured step is inflated: time an "
         "unprofiled run with the profiler.overhead probe",

@@ -323,7 +323,8 @@ def _named(result: KernelCheck) -> _Named:
 
 
 def _launch_records(contents: TraceContents, checker: MemoChecker, keep: Keep) -> list[KernelLaunch]:
-    """One record per checked launch (``all``) or per launch with a wrong value (``wrong``), with its op.
+    """One record per checked launch, or launch whose true values were computed (``all``), or per launch with a
+    wrong value (``wrong``), with its op.
 
     A second walk over the kernels, but each distinct launch was classified already (memoised)."""
     if keep == "none":
@@ -335,7 +336,9 @@ def _launch_records(contents: TraceContents, checker: MemoChecker, keep: Keep) -
         verdict = named.get(id(result))
         if verdict is None:
             verdict = named[id(result)] = _named(result)
-        if (result.checked or verdict.mechanisms) and (keep == "all" or verdict.wrong):
+        # a launch that prints nothing to check (Cuspy, Nsight Systems) but whose true values were computed is
+        # listed with them, as a checked one is
+        if (result.checked or verdict.mechanisms or result.true) and (keep == "all" or verdict.wrong):
             chosen.append((k, result, verdict))
     calls = contents.runtime.find({k.correlation for k, _, _ in chosen if k.correlation is not None})
     launch_calls = [calls.get(k.correlation) if k.correlation is not None else None for k, _, _ in chosen]
@@ -521,6 +524,8 @@ def _format_notes(contents: TraceContents) -> list[str]:
             notes.append(f"Nsight Systems {d['severity']}: {d['text']}")
         if len(diagnostics) > 3:
             notes.append(f"{plural(len(diagnostics) - 3, 'more Nsight Systems diagnostic')} in the JSON report")
+        for table, columns in sorted((nsys.get("missing_columns") or {}).items()):
+            notes.append(f"this export's {table} has no {', '.join(columns)} column: read without it")
     return notes
 
 

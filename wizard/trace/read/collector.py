@@ -70,8 +70,10 @@ class Timeline:
     first_ts: float = math.inf  # over the X events kept nowhere else (annotations, steps, ...)
     last_end: float = -math.inf
     steps: list[tuple[float, float, str]] = field(default_factory=list)
-    # the correlation ids of the CUPTI range profiler's events (its launches have no kernel event: health.md)
+    # the correlation ids of the CUPTI range profiler's events (its launches have no kernel event: health.md), and
+    # how many carry none (Kineto before cd8d3190, 2025-05-31, wrote no id: matched to launches by order)
     profiler_ranges: list[int] = field(default_factory=list)
+    unlinked_ranges: int = 0
     # for the summary-table check (what key_averages() adds up): record_function spans on CPU threads
     # (pid, tid, start, end, name), GPU annotations (start, end, name) and profiler-overhead events
     # (start, end, name, correlation or None)
@@ -88,6 +90,7 @@ class Timeline:
         self.last_end = max(self.last_end, other.last_end)
         self.steps.extend(other.steps[: max(0, STEP_CAP - len(self.steps))])
         self.profiler_ranges.extend(other.profiler_ranges[: max(0, RANGE_CAP - len(self.profiler_ranges))])
+        self.unlinked_ranges += other.unlinked_ranges
         self.annotations.extend(other.annotations[: max(0, ANNOTATION_CAP - len(self.annotations))])
         self.gpu_annotations.extend(other.gpu_annotations[: max(0, ANNOTATION_CAP - len(self.gpu_annotations))])
         self.overheads.extend(other.overheads[: max(0, ANNOTATION_CAP - len(self.overheads))])
@@ -340,9 +343,11 @@ class Collector(EventSink):
         name = ev.name
         if type(name) is str and name.startswith("ProfilerStep#") and len(timeline.steps) < STEP_CAP:
             timeline.steps.append((start, end, self._intern(name)))
-        elif ev.cat == PROFILER_RANGE and ev.args is not None and len(timeline.profiler_ranges) < RANGE_CAP:
-            corr = as_int(ev.args.correlation)
-            if corr is not None:
+        elif ev.cat == PROFILER_RANGE:
+            corr = as_int(ev.args.correlation) if ev.args is not None else None
+            if not corr:  # none, or Kineto's 0 for a kernel it could not name (CuptiRangeProfiler.cpp at cd8d3190)
+                timeline.unlinked_ranges += 1
+            elif len(timeline.profiler_ranges) < RANGE_CAP:
                 timeline.profiler_ranges.append(corr)
         cat = ev.cat
         if cat == "user_annotation" and len(timeline.annotations) < ANNOTATION_CAP:

@@ -8,12 +8,24 @@ versions are skipped, never guessed):
   grid, block, registers, static + dynamic shared memory. nsys prints no blocks/warps per SM or occupancy.
 - ``CUPTI_ACTIVITY_KIND_RUNTIME``: runtime (eventClass 0) and driver (1) calls, named through ``StringIds``
   without nsys's version suffix (``cudaLaunchKernel_v7000`` is ``cudaLaunchKernel``); pid and tid from
-  ``globalTid`` (nsys: pid = bits 24-47, tid = bits 0-23).
+  ``globalTid`` (nsys: pid = bits 24-47, tid = bits 0-23). Rows of any other eventClass are not calls: the
+  table also holds a CUDA-backtrace row (67, TRACE_PROCESS_EVENT_CUDABACKTRACE) beside each call whose stack was
+  taken, with the call's interval and correlation id (NVIDIA's Nsight Systems Analysis Guide, "SQLite Schema
+  Event Values": CUDA Event Class Values 0 runtime, 1 driver, 67 CUDA backtrace).
 - ``CUPTI_ACTIVITY_KIND_MEMCPY`` / ``_MEMSET``: GPU copies and sets.
 - ``NVTX_EVENTS``: ranges; PyTorch's ``emit_nvtx`` ranges (``aten::mm, seq = 3, op_id = 7, sizes = ...``) are
   its ops (``cpu_op``), named by the text before the first of those fields; other ranges are annotations.
 - ``TARGET_INFO_GPU``: the devices, as ``deviceProperties``; ``META_DATA_EXPORT``: nsys's version;
-  ``DIAGNOSTIC_EVENT`` (warnings and errors) and ``PROFILER_OVERHEAD``: what nsys says of its own collection.
+  ``DIAGNOSTIC_EVENT`` (warnings and errors): what nsys says of its own collection.
+- ``PROFILER_OVERHEAD`` (nsys's and CUPTI's own work: buffer flushes, instrumentation, initialisation) and
+  ``CUPTI_ACTIVITY_KIND_OVERHEAD`` (CUPTI's overhead records: module and lazy function loading), named through
+  ``StringIds``: the profiler-overhead records Kineto writes as ``overhead`` events. They are kept apart from
+  the window (nsys's initialisation runs long before the first call), which the check clips them to.
+
+Rows are read in ``start`` order (``ORDER BY``): nsys promises no order (the exporter creates no index, and issue
+45 quotes the 2025.6 release notes: rows are not exported in timestamp order), so none is assumed. A table missing
+a column is read without it (NULL), never dropped, as long as it has ``start``; the columns that were missing are
+listed in the contents' ``nsys`` metadata and said in a note.
 
 Correlation ids are per process in CUPTI; an export of several processes keeps them apart by putting the
 process's index (in order of pid) above bit 40 (``PROCESS_SHIFT``), so ids still rise in launch order within
@@ -36,7 +48,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from wizard.errors import InputFileError
-from wizard.trace.read.collector import Collector, TraceContents
+from wizard.trace.read.collector import ANNOTATION_CAP, Collector, TraceContents
 from wizard.trace.read.events import Event, EventArgs
 from wizard.trace.read.records import PROCESS_SHIFT
 from wizard.trace.read.source import open_input
@@ -50,7 +62,11 @@ MAX_TEXT = 4096  # characters kept of a name
 MAX_DIAGNOSTICS = 20  # nsys's own warnings and errors kept, as evidence
 BATCH = 50_000  # rows handed to the collector at once
 _SEVERITY = {2: "warning", 3: "error"}  # ENUM_DIAGNOSTIC_SEVERITY_LEVEL; info and verbose are not evidence
-_RUNTIME_CLASS = {0: "cuda_runtime", 1: "cuda_driver"}  # ENUM_NSYS_EVENT_CLASS
+_RUNTIME_CLASS: dict[int | None, str] = {
+    0: "cuda_runtime",
+    1: "cuda_driver",
+}  # ENUM_NSYS_EVENT_CLASS: the calls (67 is a backtrace)
+_OVERHEAD_TABLES = ("PROFILER_OVERHEAD", "CUPTI_ACTIVITY_KIND_OVERHEAD")
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +162,7 @@ class _Export:
         }
         self.strings: dict[int, str] = {}
         self.processes: dict[int, int] = {}  # pid -> its index, for correlation ids
+        self.missing: dict[str, list[str]] = {}  # table -> the columns read as NULL because the table lacks them
 
     def read(self) -> None:
         if "StringIds" not in self.tables and "META_DATA_EXPORT" not in self.tables:
@@ -164,6 +181,9 @@ class _Export:
         self._add(self._gpu_ops("CUPTI_ACTIVITY_KIND_MEMCPY", "gpu_memcpy"))
         self._add(self._gpu_ops("CUPTI_ACTIVITY_KIND_MEMSET", "gpu_memset"))
         self._add(self._nvtx())
+        self._overheads()
+        if self.missing:
+            self.c.metadata["nsys"]["missing_columns"] = self.missing
 
     # -- the tables -----------------------------------------------------------------------------------
 
@@ -173,15 +193,22 @@ class _Export:
         quoted = table.replace('"', '""')
         return {str(row[1]) for row in self.db.execute(f'PRAGMA table_info("{quoted}")')}
 
-    def _rows(self, table: str, wanted: Sequence[str], *, required: int | None = None) -> Iterator[tuple[Any, ...]]:
-        """The rows of ``table`` with the ``wanted`` columns (a missing optional one reads as NULL); nothing when
-        the table or one of the first ``required`` columns is missing. Names are this module's, never the file's."""
+    def _rows(
+        self, table: str, wanted: Sequence[str], *, required: int | None = None, ordered: bool = False
+    ) -> Iterator[tuple[Any, ...]]:
+        """The rows of ``table`` with the ``wanted`` columns (a missing optional one reads as NULL, and is noted);
+        nothing when the table or one of the first ``required`` columns is missing. ``ordered``: by ``start``
+        (nsys does not export rows in time order). Names are this module's, never the file's."""
         have = self._columns(table)
         need = wanted[: len(wanted) if required is None else required]
         if not have or any(name not in have for name in need):
             return
+        absent = [name for name in wanted if name not in have]
+        if absent:
+            self.missing[table] = absent
         picked = ", ".join(f'"{name}"' if name in have else "NULL" for name in wanted)
-        cursor = self.db.execute(f'SELECT {picked} FROM "{table}"')
+        order = ' ORDER BY "start"' if ordered and "start" in have else ""
+        cursor = self.db.execute(f'SELECT {picked} FROM "{table}"{order}')
         while batch := cursor.fetchmany(BATCH):
             yield from batch
 
@@ -303,7 +330,7 @@ class _Export:
             "gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ", "registersPerThread", "staticSharedMemory",
             "dynamicSharedMemory",
         )  # fmt: skip
-        for row in self._rows("CUPTI_ACTIVITY_KIND_KERNEL", cols, required=5):
+        for row in self._rows("CUPTI_ACTIVITY_KIND_KERNEL", cols, required=1, ordered=True):
             start, end, device, stream, corr, gpid, demangled, short, *dims = row
             ts, dur = _span(start, end)
             if ts is None:
@@ -329,17 +356,22 @@ class _Export:
             )
 
     def _runtime(self) -> Iterator[Event]:
+        """The runtime and driver calls; rows of any other eventClass (a CUDA backtrace repeats its call) are
+        not calls. Without an eventClass column (older exports), every row is a call."""
         cols = ("start", "end", "eventClass", "globalTid", "correlationId", "nameId")
-        for start, end, kind, gtid, corr, name_id in self._rows("CUPTI_ACTIVITY_KIND_RUNTIME", cols):
+        table = "CUPTI_ACTIVITY_KIND_RUNTIME"
+        classed = "eventClass" in self._columns(table)
+        for start, end, kind, gtid, corr, name_id in self._rows(table, cols, required=1, ordered=True):
+            category = _RUNTIME_CLASS.get(_int(kind)) if classed else "cuda_runtime"
             ts, dur = _span(start, end)
-            g = _int(gtid)
-            if ts is None or g is None:
+            if ts is None or category is None:
                 continue
+            g = _int(gtid)
             yield Event(
-                cat=_RUNTIME_CLASS.get(_int(kind) or 0, "cuda_runtime"),
+                cat=category,
                 name=_VERSION_SUFFIX.sub("", self._name(name_id)),
-                pid=_pid(g),
-                tid=g & 0xFFFFFF,
+                pid=_pid(g) if g is not None else None,
+                tid=g & 0xFFFFFF if g is not None else None,
                 ts=ts,
                 dur=dur,
                 args=EventArgs(correlation=self._correlation(corr, g)),
@@ -348,7 +380,7 @@ class _Export:
     def _gpu_ops(self, table: str, category: str) -> Iterator[Event]:
         cols = ("start", "end", "deviceId", "streamId", "correlationId", "globalPid", "bytes")
         label = "Memcpy" if category == "gpu_memcpy" else "Memset"
-        for start, end, device, stream, corr, gpid, size in self._rows(table, cols, required=4):
+        for start, end, device, stream, corr, gpid, size in self._rows(table, cols, required=1, ordered=True):
             ts, dur = _span(start, end)
             if ts is None:
                 continue
@@ -365,21 +397,40 @@ class _Export:
 
     def _nvtx(self) -> Iterator[Event]:
         cols = ("start", "end", "eventType", "text", "textId", "globalTid")
-        for start, end, kind, text, text_id, gtid in self._rows("NVTX_EVENTS", cols):
+        for start, end, kind, text, text_id, gtid in self._rows("NVTX_EVENTS", cols, required=3, ordered=True):
             ts, dur = _span(start, end)
             g = _int(gtid)
-            if ts is None or g is None or _int(kind) not in _RANGE_TYPES:
+            if ts is None or _int(kind) not in _RANGE_TYPES:
                 continue
             label = _text(text) or self._name(text_id)
             op = _TORCH_NVTX.match(label)
             yield Event(
                 cat="cpu_op" if op else "user_annotation",
                 name=op.group("name") if op else label,
-                pid=_pid(g),
-                tid=g & 0xFFFFFF,
+                pid=_pid(g) if g is not None else None,
+                tid=g & 0xFFFFFF if g is not None else None,
                 ts=ts,
                 dur=dur,
             )
+
+    def _overheads(self) -> None:
+        """Both overhead tables' records, as (start, end, name, None) in µs, kept apart from the window. No
+        correlation: it is what PyTorch's key_averages() links an overhead event to an op by, and no
+        key_averages() table reads an nsys export (the summary-table check models one)."""
+        kept = self.c.timeline.overheads
+        labels: dict[int | None, str] = {
+            ident: label
+            for ident, label in self._rows("ENUM_CUPTI_OVERHEAD_TYPE", ("id", "label"))
+            if type(ident) is int and isinstance(label, str)
+        }
+        for table in _OVERHEAD_TABLES:
+            cols = ("start", "end", "nameId", "overheadType")
+            for start, end, name_id, kind in self._rows(table, cols, required=2, ordered=True):
+                ts, dur = _span(start, end)
+                if ts is None or len(kept) >= ANNOTATION_CAP:
+                    continue
+                name = self._string(name_id) or labels.get(_int(kind), "") or "unknown"
+                kept.append((ts, ts + max(dur, 0.0), cut(name, 80), None))
 
 
 def _pid(global_id: int) -> int:

@@ -18,7 +18,8 @@ if TYPE_CHECKING:
 
 
 class ProfilerOverheadDetails(TypedDict):
-    overhead_us: Annotated[float, "the overhead records' summed durations, in µs"]
+    overhead_us: Annotated[float, "the overhead records' summed durations inside the window, in µs"]
+    outside_us: Annotated[float, "their summed durations outside it, in µs (an Nsight Systems export's)"]
     window_us: Annotated[float, "the window, in µs"]
     share: Annotated[float, "their share of the window", Bounds(minimum=0)]
     threshold: Annotated[float, "the share above which the check warns"]
@@ -37,7 +38,10 @@ CHECK = CheckSpec(
     order=110,
     triage_rank=60,
     counts=(
-        f"overhead records; `overhead_us` (their summed durations), `window_us`, `share`, `threshold` "
+        f"overhead records (Kineto's `overhead` events; an Nsight Systems export's `PROFILER_OVERHEAD` and "
+        f"`CUPTI_ACTIVITY_KIND_OVERHEAD` rows); `overhead_us` (their summed durations inside the window), "
+        f"`outside_us` (the rest: nsys's own initialisation and final flush run outside it), `window_us`, "
+        f"`share` (`overhead_us` over `window_us`), `threshold` "
         f"({OVERHEAD_SHARE:g}), "
         "`kinds`, and the ProfilerStep spans: `steps`, `step_us`, `median_step_us`, `drift` (the last third's"
         " mean against the first third's, None under 3 steps)"
