@@ -538,7 +538,8 @@ def headline(found: list[Finding], several: bool) -> tuple[str, str]:
         named = ", ".join(
             f"{what} ({places(sorted(labels))})" if several and any(labels) else what for what, labels in seen.items()
         )
-        return "info", f"No problem found; for information only: {named}"
+        first = found[0]
+        return "info", f"No problem found; for information only: {named}. {first[1]}: {first[3]}"
     return "ok", "No problem found: every check passed and no value is wrong"
 
 
