@@ -359,7 +359,7 @@ def summary_table_section(inspection: Inspection) -> str:
     off = [view for view in views if not _agrees(view)]
     fine = [view for view in views if _agrees(view)]
     parts = [
-        f'<details class="summary-table" data-agree="no" open><summary><b>{html_text(view.path, 200)}</b> '
+        f'<details class="key-averages" data-agree="no" open><summary><b>{html_text(view.path, 200)}</b> '
         f"({view.status}): {html_text(_misleads(view), 200)}</summary>{_summary_table(view)}</details>"
         for view in off
     ]
@@ -373,7 +373,7 @@ def summary_table_section(inspection: Inspection) -> str:
         over = [names.get(view.path, view.path) for view in fine if view.status == "info"]
         also = f"; the Self CUDA total exceeds the GPU's busy time (info) on {places(over)}" if over else ""
         parts.append(
-            f'<details class="summary-table" data-agree="yes"><summary>{said} every GPU event counted once, within '
+            f'<details class="key-averages" data-agree="yes"><summary>{said} every GPU event counted once, within '
             f"the check's margin: {html_text(which + also, 800)}</summary>"
             + "".join(f"<h3>{html_text(view.path, 200)} ({view.status})</h3>{_summary_table(view)}" for view in fine)
             + "</details>"
@@ -515,13 +515,13 @@ Finding = tuple[str, str, str, str]  # (status, what, where, summary): one findi
 
 def page_findings(inspection: Inspection, view: InspectionView) -> list[Finding]:
     """Every finding the page shows, worst first: each health check at info or worse (the job's too), and the
-    kernels' wrong values where no impossible-metrics verdict says them as badly (that check skipped)."""
+    kernels' wrong values where they are worse than every health verdict (the health check that says them was
+    skipped), so the headline is never milder than the kernels' card."""
     found = [
         (c.status, c.check, label, c.summary) for label, c in inspection.health_rows() if RANK[c.status] >= RANK["info"]
     ]
     status = mechanism_status(view.mechanisms)
-    said = max((RANK[c.status] for c in inspection.health if c.check == "impossible-metrics"), default=-1)
-    if RANK[status] >= RANK["info"] and said < RANK[status]:
+    if RANK[status] >= RANK["info"] and RANK[status] > max((RANK[f[0]] for f in found), default=-1):
         found.append((status, "wrong values", "", view.verdict))
     return sorted(found, key=lambda f: -RANK[f[0]])
 
