@@ -267,3 +267,11 @@ def test_a_run_page_s_diagnosis_carries_the_trace_s_worst_finding(browser: Any, 
     )
     assert page.get_attribute("#ww-run-verdict", "data-status") == "warning"
     page.close()
+
+
+def test_ranks_alike_are_named_as_runs() -> None:
+    from wizard.report.view import places
+
+    assert places([f"rank {r}" for r in (6, 0, 1, 2, 5, 9, 10, 11, 12)]) == "ranks 0-2, 5, 6, 9-12"
+    assert places(["rank 3", "rank 3"]) == "rank 3"
+    assert places(["a.json", "rank 1", "a.json"]) == "a.json, rank 1"  # not every label a rank: as they are

@@ -445,6 +445,11 @@ def timeline(reports: list[tuple[str, PlotData]]) -> Picture | None:
             yaxis=_lane_axis(),
         )
     )
+    return Picture(str(fig.to_json(validate=False)), title, [], key, *_timeline_in_words(spans, start))
+
+
+def _timeline_in_words(spans: list[tuple[str, PlotData]], start: float) -> tuple[str, Static]:
+    """The wrong launches over time in a sentence (each mechanism's launches, lanes and times) and as a table."""
     lines = [
         (f"{label} · stream {stream}", mechanism, times)
         for label, plot in spans
@@ -455,7 +460,7 @@ def timeline(reports: list[tuple[str, PlotData]]) -> Picture | None:
         f"When the wrong launches ran: a row per rank and stream, time across (ms since the traces' start), a "
         f"marker per busy stretch sized by its launches. {_lanes_in_words(lines, start, 'launch')}"
     )
-    return Picture(str(fig.to_json(validate=False)), title, [], key, words, _lanes_static(lines, start, "launch"))
+    return words, _lanes_static(lines, start, "launch")
 
 
 Lane = tuple[str, str, list[float]]  # (lane, what: a mechanism or a check, the times drawn, µs)

@@ -160,6 +160,8 @@ def places(labels: list[str]) -> str:
             runs[-1].append(n)
         else:
             runs.append([n])
+    if len(runs) == 1 and len(runs[0]) == 1:
+        return f"rank {runs[0][0]}"
     return "ranks " + ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 2 else ", ".join(map(str, r)) for r in runs)
 
 
