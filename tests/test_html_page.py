@@ -156,9 +156,10 @@ def test_dlrm_s_unlinked_kernels_lie_at_the_start_of_its_trace(tmp_path: Path) -
     # exit 1: ranks 0 and 1 of a world of 8 (distributedInfo.world_size), ranks 2-7 missing (ranks-complete)
     page_file = _page(tmp_path, "dlrm", "trace", "inspect", str(DLRM), "--jobs", "1", status=1)
     where = _figures(page_file)[0]
-    assert [t["name"] for t in where["data"]] == ["unlinked-kernels (info)"]
-    (lanes,) = ({y for t in where["data"] for y in t["y"]},)
-    assert lanes == {"rank 1 · stream 7"}
+    # the job's own finding (rank skew at launch jitter, info) is drawn too, in its lane "all ranks" (issue 44.4)
+    assert [t["name"] for t in where["data"]] == ["unlinked-kernels (info)", "rank-skew (info)"]
+    assert {y for y in where["data"][0]["y"]} == {"rank 1 · stream 7"}
+    assert {y for y in where["data"][1]["y"]} == {"all ranks"}
     end = where["layout"]["xaxis"]["range"][1] / 1.01
     assert end == pytest.approx(20.126)  # from rank 1's first event to rank 0's last (rank 0 starts 5.5 ms later)
     assert max(where["data"][0]["x"]) < 0.1 * end  # all 64 between 1.2 and 1.5 ms

@@ -22,12 +22,15 @@ from wizard.report.view import (
     NAME_LIMIT,
     FindingRow,
     InspectionView,
+    SummaryTableView,
     inspection_view,
+    merged_rows,
     per_rank_counts,
+    places,
     summary_table_views,
 )
 from wizard.trace.health.checks import SPEC
-from wizard.trace.health.spec import HEALTH_LABEL
+from wizard.trace.health.spec import HEALTH_LABEL, RANK
 from wizard.trace.inspection.results import Inspection
 from wizard.trace.metrics.mechanisms import BY_ID, is_wrong
 from wizard.untrusted import html_prose, html_text, script_json
@@ -38,7 +41,8 @@ CSP = (
 )
 
 STYLE = """
-:root { --fg:#1b1f24; --muted:#57606a; --line:#d0d7de; --bg:#ffffff; --card:#f6f8fa; --bad:#cf222e; --ok:#1a7f37; }
+:root { --fg:#1b1f24; --muted:#57606a; --line:#d0d7de; --bg:#ffffff; --card:#f6f8fa; --bad:#cf222e; --ok:#1a7f37;
+        --info:#0969da; }
 * { box-sizing: border-box; }
 body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: var(--fg);
        background: var(--bg); margin: 0 auto; padding: 16px; max-width: 1200px; overflow-wrap: anywhere; }
@@ -47,6 +51,8 @@ h3 { font-size: 1em; margin: 16px 0 4px; }
 .meta, .note { color: var(--muted); font-size: 0.9em; }
 .card { background: var(--card); border: 1px solid var(--line); border-radius: 8px; padding: 12px 16px; }
 .verdict.bad { border-left: 6px solid var(--bad); } .verdict.good { border-left: 6px solid var(--ok); }
+.verdict.info { border-left: 6px solid var(--info); } #ww-headline { margin: 8px 0 12px; font-size: 1.05em; }
+section.card { margin: 12px 0; }
 .badge { display: inline-block; border-radius: 10px; padding: 1px 8px; margin: 2px 4px 2px 0;
          background: #fff; border: 1px solid var(--line); font-size: 0.85em; }
 code, .kernel { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 0.85em; }
@@ -64,7 +70,8 @@ code.check, td.status { white-space: nowrap; }
 input[type=search] { width: 100%; max-width: 420px; padding: 6px 8px; margin: 4px 0 8px;
                      border: 1px solid var(--line); border-radius: 6px; font: inherit; }
 figure.picture { margin: 8px 0 24px; } figure.picture h3 { font-weight: 600; }
-.plot { width: 100%; min-height: 160px; }
+.plot { width: 100%; min-height: 160px; } .plot[hidden], .static[hidden] { display: none; }
+p.describe { margin: 2px 0 6px; } .static table { font-size: 0.85em; max-width: 900px; }
 ul.key { list-style: none; padding: 0; margin: 4px 0; font-size: 0.85em; }
 ul.key li { display: inline-block; margin: 2px 14px 2px 0; }
 .swatch { display: inline-block; width: 10px; height: 10px; margin-right: 6px; border-radius: 50%;
@@ -89,6 +96,8 @@ dl.env dt { color: var(--muted); } dl.env dd { margin: 0; word-break: break-all;
   .reflow tbody tr { border: 1px solid var(--line); border-radius: 8px; margin: 8px 0; padding: 6px 10px; }
   .reflow td { border: 0; padding: 2px 0; text-align: left; }
   .reflow td:empty { display: none; }
+  .reflow.static thead { display: none; } .reflow.static tbody tr { padding: 2px 8px; margin: 4px 0; }
+  .reflow.static td { display: inline-block; margin-right: 12px; }
   .reflow td[data-label]::before { content: attr(data-label) ": "; color: var(--muted); font-size: 0.85em;
                                    font-family: system-ui, sans-serif; word-break: normal; }
   .reflow td.cells::before, .reflow td.evidence::before { display: block; }
@@ -139,6 +148,9 @@ SCRIPT = """
     script.addEventListener("load", function () {
       payload.figures.forEach(function (figure, i) {
         var div = document.getElementById("ww-plot-" + i);
+        var table = document.getElementById("ww-static-" + i);  // the data as a table, for a page without scripts
+        div.hidden = false;
+        if (table) { table.hidden = true; }
         figure.layout.title = { text: "" };  // the page's heading above says it, and wraps
         window.Plotly.newPlot(div, figure.data, figure.layout, { responsive: true, displaylogo: false });
       });
@@ -188,8 +200,18 @@ def _badges(mechanisms: dict[str, int]) -> str:
     return "".join(out) or '<span class="badge">none</span>'
 
 
+CARD = {"error": "bad", "warning": "bad", "info": "info", "ok": "good", "not_applicable": "good"}  # a status's card
+
+
+def mechanism_status(mechanisms: dict[str, int]) -> str:
+    """The status the kernels' wrong values earn: each mechanism's own verdict (the impossible-metrics check's:
+    E, harmless, is info), a mechanism no one knows a warning; ``ok`` with no wrong value (F is by design)."""
+    found = [BY_ID[m].verdict if m in BY_ID else "warning" for m in mechanisms if is_wrong(m)]
+    return max(found, key=RANK.__getitem__, default="ok")
+
+
 def _verdict(view: InspectionView) -> str:
-    bad = any(is_wrong(m) for m in view.mechanisms)
+    status = mechanism_status(view.mechanisms)
     facts = [
         f"<div><b>{html_text(view.verdict, 600)}</b></div>",
         f"<div>mechanisms found: {_badges(view.mechanisms)}</div>",
@@ -198,7 +220,8 @@ def _verdict(view: InspectionView) -> str:
     ]
     if len(view.ranks) > 1:  # "ranks: 0" said nothing of a single file
         facts.append(f"<div>ranks: {html_text(', '.join(map(str, view.ranks)), 400)}</div>")
-    return f'<section class="card verdict {"bad" if bad else "good"}" id="ww-verdict">{"".join(facts)}</section>'
+    card = f'class="card verdict {CARD[status]}" id="ww-verdict" data-status="{status}"'
+    return f"<section {card}>{''.join(facts)}</section>"
 
 
 def _cell(text: str, limit: int, label: str, cls: str = "", sort: str | None = None) -> str:
@@ -241,7 +264,7 @@ def findings_table(view: InspectionView) -> str:
         "Python frame",
         "evidence",
     ]
-    rows = "".join(_row(r, multi) for r in view.rows)
+    rows = "".join(_row(r, multi) for r in (merged_rows(view.rows) if multi else view.rows))
     more = (
         f'<p class="note">{plural(view.rows_omitted, "more finding group")}, not listed '
         "(the JSON report has them all)</p>"
@@ -284,30 +307,77 @@ def _health_rows(rows: list[tuple[str, Any]], several: bool) -> str:
     return "".join(out)
 
 
+def _agrees(view: SummaryTableView) -> bool:
+    """A trace's key_averages() table agrees with its GPU events counted once: no row marked, the check no
+    problem (its info, a Self CUDA total above the GPU's busy time, is said in the folded line)."""
+    return RANK[view.status] < RANK["warning"] and not any(row[7] for row in view.rows)
+
+
+def summary_tables_disagree(inspection: Inspection) -> bool:
+    """Whether any trace's key_averages() table misleads: then the page shows the tables early, and open."""
+    return not all(_agrees(view) for view in summary_table_views(inspection))
+
+
+def _summary_table(view: SummaryTableView) -> str:
+    totals = "".join(f"<li>{html_text(what, 200)}: {us} µs</li>" for what, us in view.totals)
+    body = "".join(
+        f'<tr class="{"health warning" if off else ""}">'
+        f'<td data-label="row"><code>{html_text(name, 300)}</code></td>'
+        f'<td data-label="kind">{kind}</td><td data-label="calls" class="num">{calls}</td>'
+        f'<td data-label="Self CUDA reported" class="num">{self_r}</td>'
+        f'<td data-label="counted once" class="num">{self_t}</td>'
+        f'<td data-label="CUDA total reported" class="num">{total_r}</td>'
+        f'<td data-label="counted once" class="num">{total_t}</td></tr>'
+        for name, kind, calls, self_r, self_t, total_r, total_t, off in view.rows
+    )
+    return (
+        f"<ul>{totals}</ul>"
+        '<div class="scroll reflow"><table><thead><tr><th>row</th><th>kind</th><th>calls</th>'
+        "<th>Self CUDA reported (µs)</th><th>counted once</th><th>CUDA total reported (µs)</th>"
+        f"<th>counted once</th></tr></thead><tbody>{body}</tbody></table></div>"
+    )
+
+
+def _misleads(view: SummaryTableView) -> str:
+    off = sum(1 for row in view.rows if row[7])
+    if off:
+        return f"{plural(off, 'row')} {'misleads' if off == 1 else 'mislead'} by more than the check's margin"
+    return (
+        "its Self CUDA total exceeds the GPU's busy time" if view.status == "info" else f"the check says {view.status}"
+    )
+
+
 def summary_table_section(inspection: Inspection) -> str:
     """key_averages()' table as PyTorch reports it beside each GPU event counted once (the summary-table check);
-    the rows that mislead by the check's margin marked."""
-    parts = []
-    for view in summary_table_views(inspection):
-        totals = "".join(f"<li>{html_text(what, 200)}: {us} µs</li>" for what, us in view.totals)
-        body = "".join(
-            f'<tr class="{"health warning" if off else ""}">'
-            f'<td data-label="row"><code>{html_text(name, 300)}</code></td>'
-            f'<td data-label="kind">{kind}</td><td data-label="calls" class="num">{calls}</td>'
-            f'<td data-label="Self CUDA reported" class="num">{self_r}</td>'
-            f'<td data-label="counted once" class="num">{self_t}</td>'
-            f'<td data-label="CUDA total reported" class="num">{total_r}</td>'
-            f'<td data-label="counted once" class="num">{total_t}</td></tr>'
-            for name, kind, calls, self_r, self_t, total_r, total_t, off in view.rows
-        )
-        parts.append(
-            f"<h3>{html_text(view.path, 200)} ({view.status})</h3><ul>{totals}</ul>"
-            '<div class="scroll reflow"><table><thead><tr><th>row</th><th>kind</th><th>calls</th>'
-            "<th>Self CUDA reported (µs)</th><th>counted once</th><th>CUDA total reported (µs)</th>"
-            f"<th>counted once</th></tr></thead><tbody>{body}</tbody></table></div>"
-        )
-    if not parts:
+    the rows that mislead by the check's margin marked. A table that misleads is open, each on its own; the
+    tables that agree are folded together into one closed line (eight ranks' agreeing tables were the first
+    12,000 px of a phone's page)."""
+    views = summary_table_views(inspection)
+    if not views:
         return ""
+    names = {r.path: r.label for r in inspection.reports}
+    off = [view for view in views if not _agrees(view)]
+    fine = [view for view in views if _agrees(view)]
+    parts = [
+        f'<details class="key-averages" data-agree="no" open><summary><b>{html_text(view.path, 200)}</b> '
+        f"({view.status}): {html_text(_misleads(view), 200)}</summary>{_summary_table(view)}</details>"
+        for view in off
+    ]
+    if fine:
+        which = places([names.get(view.path, view.path) for view in fine])
+        said = (
+            f"{plural(len(fine), 'table')} agree with"
+            if len(fine) > 1
+            else f"{'The' if not off else 'The other'} table agrees with"
+        )
+        over = [names.get(view.path, view.path) for view in fine if view.status == "info"]
+        also = f"; the Self CUDA total exceeds the GPU's busy time (info) on {places(over)}" if over else ""
+        parts.append(
+            f'<details class="key-averages" data-agree="yes"><summary>{said} every GPU event counted once, within '
+            f"the check's margin: {html_text(which + also, 800)}</summary>"
+            + "".join(f"<h3>{html_text(view.path, 200)} ({view.status})</h3>{_summary_table(view)}" for view in fine)
+            + "</details>"
+        )
     return (
         '<section id="ww-summary-table"><h2>key_averages(), reported and counted once</h2>'
         "<p>PyTorch's summary table (<code>prof.key_averages()</code>) as it reports each row, beside the same row "
@@ -358,15 +428,40 @@ def _key(key: list[tuple[str, str, str]]) -> str:
     return f'<ul class="key">{items}</ul>' if items else ""
 
 
+def _static(picture: Any, i: int) -> str:
+    """A picture's data as a table, shown where no script runs (a mail client, a print preview, a screenshot
+    taken before plotly drew); the script hides it once the plot is drawn. Plain HTML: it needs nothing."""
+    static = picture.static
+    if static is None or not static.rows:
+        return ""
+    head = "".join(f"<th>{html_text(h, 80)}</th>" for h in static.header)
+    body = "".join(
+        "<tr>"
+        + "".join(
+            f'<td data-label="{html_text(h, 80)}">{html_text(c, 200)}</td>'
+            for h, c in zip(static.header, row, strict=True)
+        )
+        + "</tr>"
+        for row in static.rows
+    )
+    more = f'<p class="note">{html_text(static.more, 200)}</p>' if static.more else ""
+    return (
+        f'<div class="static reflow" id="ww-static-{i}"><p class="note">The picture\'s data (its plot is drawn by '
+        f"the page's script):</p><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{more}</div>"
+    )
+
+
 def pictures_html(pictures: list[Any]) -> str:
-    """Each picture's box: its title, the plot the script draws, what it could not draw and why, its key.
-    The words are the page's own HTML (escaped), so they wrap at any width and read without JavaScript."""
+    """Each picture's box: its title, what it shows in words, the plot the script draws (and until then, or
+    where no script runs, its data as a table), what it could not draw and why, its key. The words are the
+    page's own HTML (escaped), so they wrap at any width and read without JavaScript."""
     out = []
     for i, picture in enumerate(pictures):
         notes = "".join(f'<p class="note">{html_text(n, 600)}</p>' for n in picture.notes)
+        words = f'<p class="describe">{html_text(picture.description, 2000)}</p>' if picture.description else ""
         out.append(
-            f'<figure class="picture"><h3>{html_text(picture.title, 400)}</h3>'
-            f'<div class="plot" id="ww-plot-{i}"></div>{notes}{_key(picture.key)}</figure>'
+            f'<figure class="picture"><h3>{html_text(picture.title, 400)}</h3>{words}'
+            f'<div class="plot" id="ww-plot-{i}" hidden></div>{_static(picture, i)}{notes}{_key(picture.key)}</figure>'
         )
     return "".join(out)
 
@@ -415,13 +510,58 @@ def _fix_html(report: Any, check: Any) -> str:
     )
 
 
+Finding = tuple[str, str, str, str]  # (status, what, where, summary): one finding the page shows
+
+
+def page_findings(inspection: Inspection, view: InspectionView) -> list[Finding]:
+    """Every finding the page shows, worst first: each health check at info or worse (the job's too), and the
+    kernels' wrong values where they are worse than every health verdict (the health check that says them was
+    skipped), so the headline is never milder than the kernels' card."""
+    found = [
+        (c.status, c.check, label, c.summary) for label, c in inspection.health_rows() if RANK[c.status] >= RANK["info"]
+    ]
+    status = mechanism_status(view.mechanisms)
+    if RANK[status] >= RANK["info"] and RANK[status] > max((RANK[f[0]] for f in found), default=-1):
+        found.append((status, "wrong values", "", view.verdict))
+    return sorted(found, key=lambda f: -RANK[f[0]])
+
+
+def headline(found: list[Finding], several: bool) -> tuple[str, str]:
+    """The page's first words and their status: the worst finding on the page, so a green "no problem found"
+    never stands above a red box. Problems are counted as the health section's heading counts them."""
+    problems = [f for f in found if RANK[f[0]] >= RANK["warning"]]
+    if problems:
+        status, what, where, summary = problems[0]
+        at = f", {where}" if several and where else ""
+        return status, f"{plural(len(problems), 'problem')} found; the worst: {what} ({status}{at}): {summary}"
+    if found:
+        seen: dict[str, set[str]] = {}
+        for _, what, label, _ in found:
+            seen.setdefault(what, set()).add(label)
+        named = ", ".join(
+            f"{what} ({places(sorted(labels))})" if several and any(labels) else what for what, labels in seen.items()
+        )
+        first = found[0]
+        return "info", f"No problem found; for information only: {named}. {first[1]}: {first[3]}"
+    return "ok", "No problem found: every check passed and no value is wrong"
+
+
+def headline_html(inspection: Inspection, view: InspectionView) -> str:
+    status, words = headline(page_findings(inspection, view), len(inspection.reports) > 1)
+    return (
+        f'<section class="card verdict {CARD[status]}" id="ww-headline" data-status="{status}">'
+        f"<b>{html_text(words, 1200)}</b></section>"
+    )
+
+
 def _inspection_sections(inspection: Inspection, view: InspectionView) -> tuple[list[str], list[str]]:
     from wizard.report.plots import figures
 
     pictures = figures(inspection, per_rank_counts(inspection))
     body = [
         "<h2>Pictures</h2><p>Each picture is drawn from the whole trace; hover over a marker for what it counts, "
-        "drag to zoom in, and double-click to zoom out. The key below each picture names its colours.</p>"
+        "drag to zoom in, and double-click to zoom out. The key below each picture names its colours; where no "
+        "script runs (a mail client, a print), each picture's data is a table instead.</p>"
         if pictures
         else "",
         f'<div id="ww-plots">{pictures_html(pictures)}</div>',
@@ -436,10 +576,22 @@ def _inspection_sections(inspection: Inspection, view: InspectionView) -> tuple[
 
 
 def inspection_html(inspection: Inspection) -> str:
-    """The page for ``warpwizard trace inspect --report FILE.html`` and ``Inspection.to_html()``."""
+    """The page for ``warpwizard trace inspect --report FILE.html`` and ``Inspection.to_html()``: the worst
+    finding first, then the health check, the kernels' verdict, the pictures and the findings; the key_averages()
+    tables right after the health check where one misleads, else folded at the end."""
     view = inspection_view(inspection)
     body, plots = _inspection_sections(inspection, view)
-    sections = [health_section(inspection), summary_table_section(inspection), _verdict(view), *body]
+    tables = summary_table_section(inspection)
+    early = summary_tables_disagree(inspection)
+    sections = [
+        headline_html(inspection, view),
+        health_section(inspection),
+        tables if early else "",
+        _verdict(view),
+        *body[:-2],
+        "" if early else tables,
+        *body[-2:],
+    ]
     return _page("warpwizard trace inspection", sections, plots)
 
 
@@ -485,18 +637,25 @@ def _path(entries: list[Any], ident: str) -> str:
     return f'<ol class="steps" id="{ident}">{"".join(items)}</ol>'
 
 
-def _diagnosis(t: Transcript) -> str:
+def _diagnosis(t: Transcript, trace: tuple[str, str] | None = None) -> str:
+    """The run's headline: its diagnosis, and, where the run read a trace, the worst finding in it, the card
+    coloured by the worse of the two (a green diagnosis never stands above a red finding)."""
     c = t.conclusion
     if c is None:
-        return '<section class="card verdict bad" id="ww-run-verdict"><b>No diagnosis reached</b></section>'
+        card = 'class="card verdict bad" id="ww-run-verdict" data-status="error"'
+        return f"<section {card}><b>No diagnosis reached</b></section>"
     evidence = "".join(f"<li>{html_prose(e, 4000)}</li>" for e in c.evidence)
     fixes = "".join(f"<li>{html_prose(f, 4000)}</li>" for f in c.fix)
     links = "".join(f"<li><code>{html_text(link, 400)}</code></li>" for link in c.links)
-    bad = c.severity in ("error", "warning")
+    status = c.severity if c.severity in RANK else "info"
+    found = ""
+    if trace is not None:
+        status = max(status, trace[0], key=RANK.__getitem__)
+        found = f'<p id="ww-run-trace-headline"><b>In the trace it read:</b> {html_text(trace[1], 1200)}</p>'
     return (
-        f'<section class="card verdict {"bad" if bad else "good"}" id="ww-run-verdict">'
+        f'<section class="card verdict {CARD[status]}" id="ww-run-verdict" data-status="{status}">'
         f"<div><b>Diagnosis: <code>{html_text(c.diagnosis, 120)}</code> ({html_text(c.severity, 20)})</b></div>"
-        f"<p>{html_prose(c.summary, 4000)}</p>"
+        f"{found}<p>{html_prose(c.summary, 4000)}</p>"
         + (f"<h3>Evidence</h3><ul>{evidence}</ul>" if evidence else "")
         + (f"<h3>What to do</h3><ol>{fixes}</ol>" if fixes else "")
         + (f"<h3>Links</h3><ul>{links}</ul>" if links else "")
@@ -531,6 +690,7 @@ def transcript_html(t: Transcript, inspection: Inspection | None = None) -> str:
     plots: list[str] = []
     if inspection is not None:
         view = inspection_view(inspection)
+        body = [_diagnosis(t, headline(page_findings(inspection, view), len(inspection.reports) > 1))]
         sections, plots = _inspection_sections(inspection, view)
         read = ", ".join(f"<code>{html_text(r.label, 200)}</code>" for r in inspection.reports[:5])
         more = f" and {plural(len(inspection.reports) - 5, 'more trace')}" if len(inspection.reports) > 5 else ""

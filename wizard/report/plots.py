@@ -25,7 +25,7 @@ from wizard.trace.inspection.results import Inspection
 from wizard.trace.kineto_math import prints_truth
 from wizard.trace.metrics.findings import PlotData
 from wizard.trace.metrics.mechanisms import BY_ID, ORDER, is_wrong
-from wizard.untrusted import html_text
+from wizard.untrusted import cut, html_text
 
 METRICS = ("warps per SM", "blocks per SM", "occupancy %")
 IMPOSSIBLE_ROWS = ("negative", "zero", "inf", "-inf", "nan")  # reported values a log axis would drop
@@ -67,16 +67,45 @@ def prepare() -> None:
     require_plotly()
 
 
+STATIC_ROWS = 12  # rows of a picture's static table (the most launched first); the rest counted
+
+
+@dataclass(frozen=True, slots=True)
+class Static:
+    """A picture's data as a table, for a page read where no script runs (a screenshot before it draws, a mail
+    client, a print preview): the page shows it until the script draws the plot, then hides it."""
+
+    header: list[str]
+    rows: list[list[str]]
+    more: str = ""  # what the table leaves out, counted ("4 more lanes, 12 events")
+
+
+def static_table(header: list[str], rows: list[list[str]], counted: list[int], what: tuple[str, str]) -> Static:
+    """The first STATIC_ROWS of ``rows`` (sorted by the caller, the most first), and a count of the rest:
+    ``counted`` holds each row's events, ``what`` names a row and an event, so the words say what is left out."""
+    row, unit = what
+    left = sum(counted[STATIC_ROWS:])
+    more = (
+        f"{plural(len(rows) - STATIC_ROWS, 'more ' + row)}, {plural(left, unit)}, not listed"
+        if rows[STATIC_ROWS:]
+        else ""
+    )
+    return Static(header, rows[:STATIC_ROWS], more)
+
+
 @dataclass(frozen=True, slots=True)
 class Picture:
     """One picture of the page: plotly's figure, and the words the page sets around it in HTML, where they
     wrap at any width (a plotly title or legend is one line, cut on a phone): the title, what the picture
-    could not draw and why, and the key to its colours."""
+    shows in a sentence, what it could not draw and why, the key to its colours, and its data as a table
+    for a page where no script runs."""
 
     figure: str  # plotly's JSON; its layout keeps the title, the page draws it as a heading instead
     title: str
     notes: list[str] = field(default_factory=list)
     key: list[tuple[str, str, str]] = field(default_factory=list)  # (colour, marker symbol, label)
+    description: str = ""  # what the picture shows, in words (read without JavaScript, and by a screen reader)
+    static: Static | None = None
 
 
 def _impossible_row(value: float) -> str | None:
@@ -261,11 +290,12 @@ def reported_vs_true(points: list[Point], metric: str) -> Picture:
 
     placed, notes, title = _placement(points, metric)
     parts = [part for part in PARTS if placed.get(part)]
+    words, static = _points_in_words(points, metric)
     if not parts:
         fig = go.Figure()
         fig.add_annotation(text="nothing to draw", showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper")
         fig.update_layout(_layout(120, title={"text": title}, xaxis={"visible": False}, yaxis={"visible": False}))
-        return Picture(str(fig.to_json(validate=False)), title, notes)
+        return Picture(str(fig.to_json(validate=False)), title, notes, [], words, static)
     fig = make_subplots(
         rows=len(parts),
         cols=1,
@@ -303,7 +333,40 @@ def reported_vs_true(points: list[Point], metric: str) -> Picture:
         notes.append(f"nothing impossible here: every {metric} drawn is right")
     height = sum(PART_HEIGHT[part] for part in parts) + 60 + 70 * (len(parts) - 1)
     fig.update_layout(_layout(height, title={"text": title}))
-    return Picture(str(fig.to_json(validate=False)), title, notes, list(key.values()))
+    return Picture(str(fig.to_json(validate=False)), title, notes, list(key.values()), words, static)
+
+
+def _drawn_as(point: Point) -> str:
+    """A point's colour in words, for the static table: its mechanism where this value is wrong, else right."""
+    shown = _shown_as(point)
+    if shown in (RIGHT, "ok") or not is_wrong(shown):
+        return "right" if shown in (RIGHT, "ok") else f"{shown} (by design)"
+    return f"{shown} (wrong)"
+
+
+def _points_in_words(points: list[Point], metric: str) -> tuple[str, Static]:
+    """What a reported-against-true picture shows, in a sentence (its launches by colour), and its points as a
+    table, the most launched first (the same point on several ranks one row)."""
+    alike: Counter[tuple[str, str, str]] = Counter()
+    launches: Counter[str] = Counter()
+    for p in points:
+        if p[0] == metric:
+            alike[(_drawn_as(p), _value(p[2]), _value(p[3]))] += p[4]
+            launches[_drawn_as(p)] += p[4]
+    said = "; ".join(f"{drawn}: {plural(n, 'launch')}" for drawn, n in sorted(launches.items(), key=lambda i: -i[1]))
+    words = (
+        f"Each distinct launch's reported {metric} (up) against the true value (across), a marker sized by its "
+        f"launches; a point off the dotted line is a wrong value. {plural(len(alike), 'distinct point')} of "
+        f"{plural(sum(launches.values()), 'launch')}: {said or 'none'}."
+    )
+    ordered = sorted(alike.items(), key=lambda item: (-item[1], item[0]))
+    rows = [[drawn, str(n), reported, true] for (drawn, reported, true), n in ordered]
+    header = ["drawn as", "launches", f"reported {metric}", f"true {metric}"]
+    return words, static_table(header, rows, [n for _, n in ordered], ("point", "launch"))
+
+
+def _value(value: float | None) -> str:
+    return "unknown" if value is None else format(value, ".6g")
 
 
 def _not_drawn(items: int, launches: int, what: str) -> str:
@@ -382,7 +445,52 @@ def timeline(reports: list[tuple[str, PlotData]]) -> Picture | None:
             yaxis=_lane_axis(),
         )
     )
-    return Picture(str(fig.to_json(validate=False)), title, [], key)
+    return Picture(str(fig.to_json(validate=False)), title, [], key, *_timeline_in_words(spans, start))
+
+
+def _timeline_in_words(spans: list[tuple[str, PlotData]], start: float) -> tuple[str, Static]:
+    """The wrong launches over time in a sentence (each mechanism's launches, lanes and times) and as a table."""
+    lines = [
+        (f"{label} · stream {stream}", mechanism, times)
+        for label, plot in spans
+        for (stream, mechanism), times in plot.timeline.items()
+        if times
+    ]
+    words = (
+        f"When the wrong launches ran: a row per rank and stream, time across (ms since the traces' start), a "
+        f"marker per busy stretch sized by its launches. {_lanes_in_words(lines, start, 'launch')}"
+    )
+    return words, _lanes_static(lines, start, "launch")
+
+
+Lane = tuple[str, str, list[float]]  # (lane, what: a mechanism or a check, the times drawn, µs)
+
+
+def _lanes_in_words(lines: list[Lane], start: float, unit: str) -> str:
+    """Each mechanism's or check's events and lanes, and when they run, as a sentence."""
+    by_what: dict[str, list[Lane]] = {}
+    for line in lines:
+        by_what.setdefault(line[1], []).append(line)
+    said = []
+    for what, mine in by_what.items():
+        times = [t for _, _, ts in mine for t in ts]
+        said.append(
+            f"{what}: {plural(len(times), unit)} on {plural(len(mine), 'lane')}, "
+            f"from {(min(times) - start) / 1000.0:.3f} to {(max(times) - start) / 1000.0:.3f} ms"
+        )
+    return "; ".join(said) + "." if said else ""
+
+
+def _lanes_static(lines: list[Lane], start: float, unit: str) -> Static:
+    """A picture over time as a table: each lane's events of one kind, where they start and end, the busiest
+    lane first."""
+    ordered = sorted(lines, key=lambda line: (-len(line[2]), line[0], line[1]))
+    rows = [
+        [lane, what, str(len(ts)), f"{(min(ts) - start) / 1000.0:.3f}", f"{(max(ts) - start) / 1000.0:.3f}"]
+        for lane, what, ts in ordered
+    ]
+    header = ["lane", "what", plural(2, unit).split(" ", 1)[1], "first (ms)", "last (ms)"]
+    return static_table(header, rows, [len(ts) for _, _, ts in ordered], ("lane", unit))
 
 
 NO_COLOUR = "#444444"  # a check that declares no colour (CheckSpec.colour)
@@ -417,57 +525,121 @@ def _time_axis(start: float, end: float, what: str) -> dict[str, Any]:
 HEALTH_SHOWN = ("info", "warning", "error")  # a check's findings drawn: info too (where it lies says why it is info)
 
 
-def health_timeline(reports: list[tuple[str, list[Any], Span | None]]) -> Picture | None:
-    """Where the health check's findings lie in time, per rank and stream (or thread, for dropped launches):
-    each finding check's bounded samples, binned over the traces' whole span, a marker per busy bin sized by
-    events. Info findings are drawn too: dlrm's unlinked kernels, all at the trace's very start, are the
-    previous step's tail, which is why they are info."""
-    go = require_plotly()
-    marks_of: dict[tuple[str, str], list[tuple[str, float]]] = {}
+JOB_LANE = "all ranks"  # the lane of a job's findings (rank skew, rank accounting): they belong to no one rank
+Marks = dict[tuple[str, str], list[tuple[str, float]]]  # (check, status) -> (lane, µs) of its events drawn
+
+
+def _trace_marks(reports: list[tuple[str, list[Any], Span | None]]) -> Marks:
+    """Each trace's findings: its checks' bounded samples, in the trace's lanes."""
+    marks_of: Marks = {}
     for label, checks, _ in reports:
         for check in checks:
             if check.status in HEALTH_SHOWN and check.count and check.samples:
                 marks_of.setdefault((check.check, check.status), []).extend(
                     (f"{label} · {lane}", ts) for ts, lane in check.samples
                 )
-    if not marks_of:
+    return marks_of
+
+
+def _job_marks(job: list[Any]) -> tuple[Marks, list[tuple[str, str]]]:
+    """A job's findings (a check over every rank): where its examples start, in the lane "all ranks" (rank skew's
+    worst instance of each collective); one with no time of its own (a missing rank) is about the whole span.
+    Every one is drawn: it was the only warning of an 8-rank page, and its picture left it out."""
+    marks_of: Marks = {}
+    whole: list[tuple[str, str]] = []
+    for check in job:
+        if check.status not in HEALTH_SHOWN:
+            continue
+        times = [float(e.ts) for e in check.examples if isinstance(e.ts, (int, float)) and math.isfinite(e.ts)]
+        times += [ts for ts, _ in check.samples]
+        if times:
+            marks_of[(check.check, check.status)] = [(JOB_LANE, ts) for ts in times]
+        else:
+            whole.append((check.check, check.status))
+    return marks_of, whole
+
+
+STATUS_COLOUR = {"error": "#a40e26", "warning": "#e16f24"}  # a check that declares no colour, by its status
+
+
+def _check_colour(check: str, status: str = "info") -> str:
+    declared = SPEC.get(check)
+    return (declared.colour if declared is not None else None) or STATUS_COLOUR.get(status, NO_COLOUR)
+
+
+def _marks_trace(go: Any, check: str, status: str, marks: list[tuple[str, float]], axis: tuple[float, float]) -> Any:
+    """One check's markers: its events binned over the axis (``start``, bin ``width``), sized by events."""
+    start, width = axis
+    binned: Counter[tuple[str, int]] = Counter(
+        (lane, min(int((ts - start) / width), TIME_BINS - 1) if width > 0 else 0) for lane, ts in marks
+    )
+    rows = sorted(binned.items())
+    return go.Scatter(
+        x=[(b + 0.5) * width / 1000.0 for (_, b), _ in rows],
+        y=[html_text(lane, 80) for (lane, _), _ in rows],
+        mode="markers",
+        name=f"{check} ({status})",
+        marker={
+            "color": _check_colour(check, status),
+            "size": [_size(n) + (6 if lane == JOB_LANE else 0) for (lane, _), n in rows],
+            "symbol": ["diamond" if lane == JOB_LANE else "circle" for (lane, _), _ in rows],
+            "opacity": 0.85,
+        },
+        text=[
+            f"{check} ({status}): {plural(n, 'event')} around {(b + 0.5) * width / 1000.0:.3f} ms" for (_, b), n in rows
+        ],
+        hoverinfo="text",
+    )
+
+
+def _whole_trace(go: Any, check: str, status: str, end_ms: float) -> Any:
+    """A job finding with no time of its own: a bar over the whole span in the lane "all ranks"."""
+    return go.Scatter(
+        x=[0.0, end_ms],
+        y=[JOB_LANE, JOB_LANE],
+        mode="lines+markers",
+        name=f"{check} ({status})",
+        line={"color": _check_colour(check, status), "width": 6},
+        marker={"color": _check_colour(check, status), "size": 8},
+        text=[f"{check} ({status}): about the whole job, at no one time"] * 2,
+        hoverinfo="text",
+    )
+
+
+def health_timeline(reports: list[tuple[str, list[Any], Span | None]], job: list[Any] | None = None) -> Picture | None:
+    """Where the health check's findings lie in time, per rank and stream (or thread, for dropped launches), and
+    the job's findings in a lane "all ranks": each finding check's bounded samples, binned over the traces' whole
+    span, a marker per busy bin sized by events. Info findings are drawn too: dlrm's unlinked kernels, all at the
+    trace's very start, are the previous step's tail, which is why they are info."""
+    go = require_plotly()
+    marks_of = _trace_marks(reports)
+    job_marks, whole = _job_marks(job or [])
+    if not marks_of and not job_marks and not whole:
         return None
     per_lane: Counter[str] = Counter(lane for marks in marks_of.values() for lane, _ in marks)
     shown = {lane for lane, _ in per_lane.most_common(HEALTH_LANES)}  # the busiest lanes, as the other plots cap
     omitted = len(per_lane) - len(shown)
     marks_of = {key: [m for m in marks if m[0] in shown] for key, marks in marks_of.items()}
-    start, end = trace_span([span for _, _, span in reports], [ts for marks in marks_of.values() for _, ts in marks])
-    width = (end - start) / TIME_BINS
+    marks_of.update(job_marks)  # the job's lane always drawn
+    spans = [span for _, _, span in reports]
+    times = [ts for marks in marks_of.values() for _, ts in marks] or [t for s in spans if s for t in s] or [0.0]
+    start, end = trace_span(spans, times)
     fig = go.Figure()
-    lanes: set[str] = set()
-    key = []
     order = {status: -n for n, status in enumerate(HEALTH_SHOWN)}  # the worst first in the key
-    for (check, status), marks in sorted(marks_of.items(), key=lambda item: order[item[0][1]]):
-        binned: Counter[tuple[str, int]] = Counter(
-            (lane, min(int((ts - start) / width), TIME_BINS - 1) if width > 0 else 0) for lane, ts in marks
-        )
-        rows = sorted(binned.items())
-        lanes.update(html_text(lane, 80) for (lane, _), _ in rows)
-        declared = SPEC.get(check)
-        colour = (declared.colour if declared is not None else None) or NO_COLOUR
-        label = f"{check} ({status})"
-        key.append((colour, MARKERS["main"], label))
+    drawn = sorted([*marks_of, *whole], key=lambda item: order[item[1]])
+    for check, status in drawn:
+        marks = marks_of.get((check, status))
+        axis = (start, (end - start) / TIME_BINS)
         fig.add_trace(
-            go.Scatter(
-                x=[(b + 0.5) * width / 1000.0 for (_, b), _ in rows],
-                y=[html_text(lane, 80) for (lane, _), _ in rows],
-                mode="markers",
-                name=label,
-                marker={"color": colour, "size": [_size(n) for _, n in rows], "opacity": 0.85},
-                text=[
-                    f"{check} ({status}): {plural(n, 'event')} around {(b + 0.5) * width / 1000.0:.3f} ms"
-                    for (_, b), n in rows
-                ],
-                hoverinfo="text",
-            )
+            _marks_trace(go, check, status, marks, axis)
+            if marks
+            else _whole_trace(go, check, status, (end - start) / 1e3)
         )
-    title = "where the health check's findings lie, per rank and stream" + (
-        f" ({plural(omitted, 'more lane')} not drawn)" if omitted else ""
+    lanes = {lane for marks in marks_of.values() for lane, _ in marks} | ({JOB_LANE} if whole else set())
+    title = (
+        "where the health check's findings lie, per rank and stream"
+        + (", and over all ranks" if job_marks or whole else "")
+        + (f" ({plural(omitted, 'more lane')} not drawn)" if omitted else "")
     )
     fig.update_layout(
         _layout(
@@ -477,7 +649,57 @@ def health_timeline(reports: list[tuple[str, list[Any], Span | None]]) -> Pictur
             yaxis=_lane_axis(),
         )
     )
-    return Picture(str(fig.to_json(validate=False)), title, [], key)
+    key = [
+        (_check_colour(check, status), MARKERS[RIGHT] if (check, status) in job_marks else MARKERS["main"], label)
+        for check, status in drawn
+        for label in (
+            f"{check} ({status}{', all ranks' if (check, status) in job_marks or (check, status) in whole else ''})",
+        )
+    ]
+    words, static = _health_in_words(marks_of, whole, (start, end))
+    words += _job_in_words(job or [])
+    return Picture(str(fig.to_json(validate=False)), title, [], key, words, static)
+
+
+def _job_in_words(job: list[Any]) -> str:
+    """What the job's findings drawn are, in words: each one's count and the examples its marks stand for."""
+    said = [
+        f" {check.check} ({check.status}) is about all ranks: {cut(check.summary, 400)}"
+        + (
+            f"; drawn at {plural(len(check.examples), 'example')} ("
+            + "; ".join(cut(e.detail or e.name, 200) for e in check.examples)
+            + ")"
+            if check.examples
+            else "; drawn over the whole span, at no one time"
+        )
+        + "."
+        for check in job
+        if check.status in HEALTH_SHOWN
+    ]
+    return "".join(said)
+
+
+def _health_in_words(marks_of: Marks, whole: list[tuple[str, str]], span: Span) -> tuple[str, Static]:
+    """The health picture in a sentence (each trace check's events, lanes and times; the job's are said by
+    ``_job_in_words``) and as a table, the job's findings in it too, one with no time of its own a row of its own."""
+    start, end = span
+    lines: list[Lane] = []
+    for (check, status), marks in marks_of.items():
+        per: dict[str, list[float]] = {}
+        for lane, ts in marks:
+            per.setdefault(lane, []).append(ts)
+        lines += [(lane, f"{check} ({status})", ts) for lane, ts in per.items()]
+    said = _lanes_in_words([line for line in lines if line[0] != JOB_LANE], start, "event")
+    words = (
+        'Where each health finding lies in time: a row per rank and stream (and a row "all ranks" for a finding '
+        f"about the whole job), time across (ms since the traces' start), a marker per busy stretch. {said}"
+    )
+    static = _lanes_static(lines, start, "event")
+    extra = [
+        [JOB_LANE, f"{check} ({status})", "the whole job", "0.000", f"{(end - start) / 1e3:.3f}"]
+        for check, status in whole
+    ]
+    return words.strip(), Static(static.header, extra + static.rows, static.more)
 
 
 def per_rank(counts: dict[str, dict[str, int]]) -> Picture | None:
@@ -508,7 +730,19 @@ def per_rank(counts: dict[str, dict[str, int]]) -> Picture | None:
     fig.update_layout(
         _layout(340, barmode="stack", title={"text": title}, xaxis={"automargin": True}, yaxis={"title": "launches"})
     )
-    return Picture(str(fig.to_json(validate=False)), title, [], key)
+    return Picture(str(fig.to_json(validate=False)), title, [], key, *_ranks_in_words(counts, per_label))
+
+
+def _ranks_in_words(counts: dict[str, dict[str, int]], per_label: Counter[str]) -> tuple[str, Static]:
+    """The per-rank bars in a sentence (each mechanism's launches and ranks) and as a table, a row per rank."""
+    mechanisms = sorted(counts, key=lambda m: ORDER.get(m, 99))
+    said = "; ".join(
+        f"{m}: {plural(sum(counts[m].values()), 'launch')} on {plural(len(counts[m]), 'rank')}" for m in mechanisms
+    )
+    words = f"Launches per rank (a bar each), stacked by mechanism, so which rank has which problem shows. {said}."
+    ranks = sorted(per_label, key=lambda label: (-per_label[label], label))
+    rows = [[label, *(str(counts[m].get(label, 0)) for m in mechanisms)] for label in ranks]
+    return words, static_table(["rank", *mechanisms], rows, [per_label[label] for label in ranks], ("rank", "launch"))
 
 
 def points_from_launches(inspection: Inspection) -> list[tuple[str, str, float | None, float | None, int]]:
@@ -534,7 +768,9 @@ def figures(inspection: Inspection, rank_counts: dict[str, dict[str, int]]) -> l
         points = points_from_launches(inspection)
     out = [reported_vs_true(points, metric) for metric in METRICS if any(p[0] == metric for p in points)]
     labelled = [(r.label, r.plot) for r in inspection.reports if r.plot is not None]
-    health = health_timeline([(r.label, r.health, r.plot.span if r.plot else None) for r in inspection.reports])
+    health = health_timeline(
+        [(r.label, r.health, r.plot.span if r.plot else None) for r in inspection.reports], inspection.job_health
+    )
     if health is not None:
         out.insert(0, health)  # the health section leads the page, so does its picture
     for extra in (timeline(labelled), per_rank(rank_counts)):

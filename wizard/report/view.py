@@ -8,6 +8,7 @@ them for its medium through ``wizard.untrusted``.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -131,6 +132,37 @@ def inspection_view(inspection: Inspection, *, by_design: bool = True, limit: in
         rows_omitted=max(0, len(rows) - limit),
         notes=[(r.path, n) for r in reports for n in r.notes],
     )
+
+
+def merged_rows(rows: list[FindingRow]) -> list[FindingRow]:
+    """Rows alike in everything but their rank, as one row (eight ranks' same E finding was eight cards on a
+    phone): ``where`` names the ranks ("ranks 0-7"), ``count`` is their launches together. In first-seen order."""
+    merged: dict[tuple[Any, ...], list[FindingRow]] = {}
+    for row in rows:
+        key = (row.mechanism, row.title, row.kernel, tuple(row.cells), row.launched_by, row.python_frame, row.evidence)
+        merged.setdefault(key, []).append(row)
+    return [
+        alike[0]
+        if len(alike) == 1
+        else dataclasses.replace(alike[0], where=places([r.where for r in alike]), count=sum(r.count for r in alike))
+        for alike in merged.values()
+    ]
+
+
+def places(labels: list[str]) -> str:
+    """Several traces' labels as one: "ranks 0-3, 6" for rank labels (runs of ranks joined), else the labels."""
+    numbers = [label.removeprefix("rank ") for label in labels]
+    if not all(n.isdigit() for n in numbers):
+        return ", ".join(dict.fromkeys(labels))
+    runs: list[list[int]] = []
+    for n in sorted({int(n) for n in numbers}):
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    if len(runs) == 1 and len(runs[0]) == 1:
+        return f"rank {runs[0][0]}"
+    return "ranks " + ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 2 else ", ".join(map(str, r)) for r in runs)
 
 
 def per_rank_counts(inspection: Inspection) -> dict[str, dict[str, int]]:
