@@ -220,3 +220,30 @@ def test_the_flagship_decides_step_1_with_a_profile_the_user_has(run_cli: RunCli
     assert [e["node"] for e in again["entries"]].index("custom_kernel") == [e["node"] for e in again["entries"]].index(
         "compare_profiles"
     ) + 1
+
+
+def test_two_directories_of_per_rank_reports_diff_without_reading_a_trace(run_cli: RunCli, tmp_path: Path) -> None:
+    """A job's nodes each wrote `trace inspect --json`; a diff of two such directories reads the reports' profiles
+    (no trace is opened: the traces are deleted first) and equals the diff of the rank directories."""
+    sides = {}
+    for side, scale in (("before", 1.0), ("after", 1.2)):
+        traces, reports = tmp_path / f"{side}-traces", tmp_path / f"{side}-reports"
+        traces.mkdir(), reports.mkdir()
+        for rank in range(4):
+            b = TraceBuilder()
+            b.set_metadata("distributedInfo", {"backend": "nccl", "rank": rank, "world_size": 4})
+            for dur in GEMM_US:
+                b.add(KernelSpec(GEMM, (132, 1, 1), (256, 1, 1), dur=dur * scale))
+            trace = b.write(traces / f"rank{rank}.json")
+            (reports / f"rank{rank}.json").write_text(run_cli("trace", "inspect", "--json", str(trace)).stdout)
+        sides[side] = (traces, reports)
+    from_traces = _diff(run_cli, sides["before"][0], sides["after"][0])
+    for traces, _ in sides.values():
+        for trace in traces.iterdir():
+            trace.unlink()
+    from_reports = _diff(run_cli, sides["before"][1], sides["after"][1])
+    assert from_reports[0] == from_traces[0] == 1
+    assert from_reports[1]["changes"] == from_traces[1]["changes"]
+    (gemm,) = from_reports[1]["changes"]
+    assert (gemm["before_launches"], gemm["after_launches"]) == (32, 32)  # four ranks' launches summed
+    assert _factor(from_reports[1], "world size")["before"] == "4"

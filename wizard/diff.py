@@ -222,7 +222,7 @@ def _is_report(path: Path) -> bytes | None:
         return None
     with open(path, "rb") as fh:
         head = fh.read(4096)
-        if b'"warpwizard.trace-report' not in head and b'"schema"' not in head:
+        if not head.lstrip().startswith(b"{") or b'"warpwizard.trace-report' not in head:
             return None
         data = head + fh.read(MAX_REPORT_BYTES + 1 - len(head))
     if len(data) > MAX_REPORT_BYTES:
@@ -234,10 +234,33 @@ Inspect = Callable[[str], list[ProfileSummary]]
 
 
 def load_side(path: str, inspect: Inspect) -> Side:
-    """A side from a path: a ``--json`` report is read as it is; anything else is inspected as a trace."""
-    data = _is_report(Path(path))
-    summaries = _report_summaries(path, data) if data is not None else inspect(path)
-    return Side(Path(path).name or path, summaries)
+    """A side from a path: a ``--json`` report is read as it is, and so is a directory of them (each rank's, as a
+    job's nodes write them: no trace is read again); anything else is inspected as a trace or a rank directory."""
+    where = Path(path)
+    data = _is_report(where)
+    if data is not None:
+        return Side(where.name or path, _report_summaries(path, data))
+    reports = _report_directory(where)
+    if reports:
+        summaries = [s for file, raw in reports for s in _report_summaries(str(file), raw)]
+        return Side(where.name or path, summaries)
+    return Side(where.name or path, inspect(path))
+
+
+def _report_directory(where: Path) -> list[tuple[Path, bytes]]:
+    """A directory whose ``.json`` files are all warpwizard reports: each with its bytes; else nothing."""
+    if not where.is_dir():
+        return []
+    files = sorted(p for p in where.iterdir() if p.suffix == ".json" and p.is_file())
+    if not files or len(files) > MAX_RANKS:
+        return []
+    found = []
+    for file in files:
+        data = _is_report(file)
+        if data is None:
+            return []
+        found.append((file, data))
+    return found
 
 
 # -- comparability -----------------------------------------------------------------------------------------
