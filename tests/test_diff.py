@@ -228,7 +228,8 @@ def test_two_directories_of_per_rank_reports_diff_without_reading_a_trace(run_cl
     sides = {}
     for side, scale in (("before", 1.0), ("after", 1.2)):
         traces, reports = tmp_path / f"{side}-traces", tmp_path / f"{side}-reports"
-        traces.mkdir(), reports.mkdir()
+        traces.mkdir()
+        reports.mkdir()
         for rank in range(4):
             b = TraceBuilder()
             b.set_metadata("distributedInfo", {"backend": "nccl", "rank": rank, "world_size": 4})
