@@ -15,7 +15,9 @@ from wizard.file_ends import OpenedEnds
 from wizard.trace.read.counters import Counters
 from wizard.trace.read.events import (
     GPU_OP_CATEGORIES,
+    INT_LIMIT,
     KERNEL_CATEGORIES,
+    MEASURABLE,
     OP_CATEGORIES,
     PYTHON_CATEGORIES,
     RUNTIME_CATEGORIES,
@@ -224,6 +226,11 @@ def _number(value: Any) -> float | None:
     return as_float(value)
 
 
+def _device(value: Any) -> int | None:
+    """A device ordinal the trace meant: an int64 (numpy holds it) or none; 2^70 is damage, not a device."""
+    return value if type(value) is int and -INT_LIMIT < value < INT_LIMIT else as_int(value)
+
+
 class Collector(EventSink):
     """Turns decoded events into compact records; one per trace.
 
@@ -338,7 +345,12 @@ class Collector(EventSink):
         timeline.first_ts = min(timeline.first_ts, start)
         timeline.last_end = max(timeline.last_end, end)
         name = ev.name
-        if type(name) is str and name.startswith("ProfilerStep#") and len(timeline.steps) < STEP_CAP:
+        if (
+            type(name) is str
+            and name.startswith("ProfilerStep#")
+            and len(timeline.steps) < STEP_CAP
+            and dur <= MEASURABLE
+        ):
             timeline.steps.append((start, end, self._intern(name)))
         elif ev.cat == PROFILER_RANGE and ev.args is not None and len(timeline.profiler_ranges) < RANGE_CAP:
             corr = as_int(ev.args.correlation)
@@ -364,7 +376,7 @@ class Collector(EventSink):
             ts,
             dur or 0.0,
             corr if type(corr) is int else as_int(corr),
-            (self._intern(str(ev.name)), ev.pid, ev.tid, device if type(device) is int else as_int(device), stream),
+            (self._intern(str(ev.name)), ev.pid, ev.tid, _device(device), stream),
         )
 
     def _runtime(self, ev: Event) -> None:
@@ -459,7 +471,7 @@ class Collector(EventSink):
                 self._intern(str(ev.name)),
                 ev.pid,
                 ev.tid,
-                device if type(device) is int else as_int(device),
+                device if type(device) is int and -INT_LIMIT < device < INT_LIMIT else as_int(device),
                 stream,
                 self._dims(args.grid),
                 self._dims(args.block),
