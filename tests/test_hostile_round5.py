@@ -132,3 +132,27 @@ def test_sm_active_samples_of_1e308_are_no_measurement(run_cli: RunCli, tmp_path
     (device,) = _health(report, "summary-table")["sm_active"]
     kept = [v for _, v in samples if v <= 2.0**53]
     assert (device["samples"], device["sm_active_pct"]) == (len(kept), sum(kept) / len(kept)) == (2, 40.0)
+
+
+# -- 4. a file whose first read fails (EIO) --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["trace.json", "trace.pftrace", "trace.sqlite", "trace.json.gz"])
+def test_a_link_to_proc_self_mem_is_an_input_error(run_cli: RunCli, tmp_path: Path, name: str) -> None:
+    """/proc/self/mem is a regular file whose read at offset 0 fails with EIO (nothing is mapped there)."""
+    link = tmp_path / name
+    link.symlink_to("/proc/self/mem")
+    result = run_cli("trace", "inspect", str(link))
+    assert result.status == 6, result.stderr
+    assert _one_line_error(result.stderr) == f"warpwizard: error: {link}: byte 0: cannot read (Input/output error)"
+
+
+def test_a_rank_file_linked_to_proc_self_mem_is_an_input_error(run_cli: RunCli, tmp_path: Path) -> None:
+    ranks = tmp_path / "ranks"
+    ranks.mkdir()
+    (ranks / "rank0.json").write_text(_with_device("kernel", 0))
+    (ranks / "rank1.json").symlink_to("/proc/self/mem")
+    result = run_cli("trace", "inspect", str(ranks), "--jobs", "2")
+    assert result.status == 6, result.stderr
+    line = _one_line_error(result.stderr)
+    assert line == f"warpwizard: error: {ranks / 'rank1.json'}: byte 0: cannot read (Input/output error)"
