@@ -7,12 +7,14 @@ outcome through the real entry point: the exit code, the one line, the bound.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import RunCli, strict_json
+from tests.conftest import RunCli, cli_command, cli_env, strict_json
 from wizard.testing.traces import KernelSpec, TraceBuilder
 
 BIG = 2**70
@@ -156,3 +158,38 @@ def test_a_rank_file_linked_to_proc_self_mem_is_an_input_error(run_cli: RunCli, 
     assert result.status == 6, result.stderr
     line = _one_line_error(result.stderr)
     assert line == f"warpwizard: error: {ranks / 'rank1.json'}: byte 0: cannot read (Input/output error)"
+
+
+# -- 6. a FIFO named .sqlite: SQLite would reopen it and block in C, deaf to SIGINT, SIGTERM and SIGHUP --------
+
+
+def _cli_bounded(args: list[str], tmp_path: Path, seconds: float = 60.0) -> subprocess.CompletedProcess[str]:
+    """The real console script in a subprocess: a hang fails the test (the process is killed) instead of the
+    run, since a process blocked in SQLite's C code answers no signal but SIGKILL."""
+    try:
+        return subprocess.run(
+            [*cli_command(), *args], capture_output=True, text=True, env=cli_env(), cwd=tmp_path, timeout=seconds
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"{args}: still running after {seconds} s")
+
+
+def test_a_fifo_named_sqlite_is_refused_before_sqlite_opens_it(tmp_path: Path) -> None:
+    fifo = tmp_path / "export.sqlite"
+    os.mkfifo(fifo)
+    result = _cli_bounded(["trace", "inspect", str(fifo)], tmp_path)
+    assert result.returncode == 6, result.stderr
+    assert _one_line_error(result.stderr) == (
+        f"warpwizard: error: {fifo}: not a regular file; an Nsight Systems SQLite export is read in place, from a file"
+    )
+
+
+def test_a_fifo_named_sqlite_in_an_answers_file_is_refused(tmp_path: Path) -> None:
+    fifo = tmp_path / "export.sqlite"
+    os.mkfifo(fifo)
+    answers = tmp_path / "answers.yaml"
+    answers.write_text(f"have: trace\ntrace_path: {fifo}\n")
+    args = ["run", "negative-warps-per-sm", "--answers", str(answers), "--report-dir", str(tmp_path / "r"), "--json"]
+    result = _cli_bounded(args, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert f"{fifo}: not a regular file; an Nsight Systems SQLite export is read in place" in result.stdout

@@ -27,6 +27,7 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
+import stat
 import time
 import urllib.parse
 from collections import Counter
@@ -79,7 +80,12 @@ def read_nsys(
     try:
         if opened is None:
             opened = own = open_input(path)[0]
-        contents.bytes_read = os.fstat(opened.fileno()).st_size
+        info = os.fstat(opened.fileno())
+        if not stat.S_ISREG(info.st_mode):  # SQLite would reopen a FIFO and block in C, deaf to every signal
+            raise InputFileError(
+                f"{path}: not a regular file; an Nsight Systems SQLite export is read in place, from a file"
+            )
+        contents.bytes_read = info.st_size
         with _connect(opened, config) as db:
             _Export(db, contents).read()
     except sqlite3.DatabaseError as exc:  # not a database, malformed, or interrupted by the time bound
