@@ -6,6 +6,7 @@ outcome through the real entry point: the exit code, the one line, the bound.
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import subprocess
@@ -193,3 +194,20 @@ def test_a_fifo_named_sqlite_in_an_answers_file_is_refused(tmp_path: Path) -> No
     result = _cli_bounded(args, tmp_path)
     assert result.returncode == 0, result.stderr
     assert f"{fifo}: not a regular file; an Nsight Systems SQLite export is read in place" in result.stdout
+
+
+# -- 8. nothing to read is the same error in every format ----------------------------------------------------
+
+_GZIP_HEADER = gzip.compress(b"x" * 100)[:10]  # the 10-byte member header, and nothing inflated after it
+
+
+@pytest.mark.parametrize("data", [b"", _GZIP_HEADER], ids=["empty", "gzip-header-only"])
+@pytest.mark.parametrize("name", ["trace.pftrace", "trace.json", "trace.pftrace.gz"])
+def test_a_file_with_nothing_to_read_is_empty_in_every_format(
+    run_cli: RunCli, tmp_path: Path, name: str, data: bytes
+) -> None:
+    path = tmp_path / name
+    path.write_bytes(data)
+    result = run_cli("trace", "inspect", str(path))
+    assert result.status == 6, result.stdout
+    assert _one_line_error(result.stderr) == f"warpwizard: error: {path}: the file is empty"
