@@ -211,3 +211,28 @@ def test_a_file_with_nothing_to_read_is_empty_in_every_format(
     result = run_cli("trace", "inspect", str(path))
     assert result.status == 6, result.stdout
     assert _one_line_error(result.stderr) == f"warpwizard: error: {path}: the file is empty"
+
+
+# -- 18. packets whose bytes are all text are not JSON -------------------------------------------------------
+
+# TracePacket fields as text bytes (perfetto's protos/perfetto/trace/trace_packet.proto): 'P' is the tag of
+# trusted_packet_sequence_id (field 10, varint) and '1' its value; '@' the tag of timestamp (field 8, varint),
+# 0xc1 'A' a two-byte varint (bytes past 0x7f are not controls: a text file holds them in UTF-8)
+_PACKET = b"P1" * 44 + b"@\xc1A"
+assert len(_PACKET) == ord("[")  # the length byte after the packet's tag (0x0a, a newline) is '['
+
+
+@pytest.mark.parametrize("name", ["trace.pftrace", "trace.json", "trace.pftrace.gz"])
+def test_packets_that_read_as_text_are_read_as_packets(run_cli: RunCli, tmp_path: Path, name: str) -> None:
+    data = (b"\x0a[" + _PACKET) * 3
+    path = tmp_path / name
+    path.write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
+    report = _report(run_cli, path)
+    assert (report["format"], report["layout"]) == ("perfetto-proto", "protobuf")
+
+
+def test_json_that_starts_with_a_newline_is_still_json(run_cli: RunCli, tmp_path: Path) -> None:
+    path = tmp_path / "trace.json"
+    path.write_text("\n" + json.dumps(json.loads(_with_device("kernel", 0))["traceEvents"]))
+    report = _report(run_cli, path)
+    assert (report["format"], report["kernels"]) == ("kineto-json", 3)
