@@ -236,3 +236,84 @@ def test_json_that_starts_with_a_newline_is_still_json(run_cli: RunCli, tmp_path
     path.write_text("\n" + json.dumps(json.loads(_with_device("kernel", 0))["traceEvents"]))
     report = _report(run_cli, path)
     assert (report["format"], report["kernels"]) == ("kineto-json", 3)
+
+
+# -- 11, 15. a fragment's id and file, bounded and said as they are -----------------------------------------
+
+_HEAD = "id: uses-test\ntitle: Uses\nversion: '1'\nsteps:\n  - {id: verify_profiler, title: Verify}\nnodes:\n"
+_TAIL = "  - {id: done, kind: conclusion, diagnosis: d, summary: d}\n"
+
+
+def _validate(run_cli: RunCli, tmp_path: Path, uses: str) -> tuple[int, list[str]]:
+    """``validate`` of a playbook whose first node is ``uses``, with ``tmp_path`` on the search path."""
+    (tmp_path / "fragments").mkdir(exist_ok=True)
+    path = tmp_path / "uses-test.yaml"
+    path.write_text(_HEAD + f"  - uses: {uses}\n" + _TAIL)
+    result = run_cli("--playbook-dir", str(tmp_path), "validate", str(path))
+    assert "Traceback" not in result.stderr and "internal error" not in result.stderr, result.stderr
+    return result.status, [line for line in result.stdout.splitlines() if line.startswith(str(path))]
+
+
+def test_a_fragment_id_of_3_million_characters_is_a_problem_at_its_line(run_cli: RunCli, tmp_path: Path) -> None:
+    status, problems = _validate(run_cli, tmp_path, "a" * 3_000_000)
+    assert status == 3
+    assert problems == [
+        f"{tmp_path}/uses-test.yaml:7:11: 'uses' names a fragment by its id, at most 200 characters (its file's "
+        "name); this one has 3000000"
+    ]
+
+
+def test_uses_of_200000_strings_is_one_short_line(run_cli: RunCli, tmp_path: Path) -> None:
+    status, problems = _validate(run_cli, tmp_path, "[" + ", ".join(f"s{i}" for i in range(200_000)) + "]")
+    assert status == 3
+    (line,) = problems
+    shown = repr([f"s{i}" for i in range(200_000)])[:79] + "…"  # the value as Python shows it, cut at 80
+    assert line == (
+        f"{tmp_path}/uses-test.yaml:7:11: 'uses' names a fragment by its id (lower-case letters, digits, '-', '_'), "
+        f"not {shown}"
+    )
+
+
+@pytest.mark.parametrize(("target", "what"), [("/dev/zero", "not a regular file"), ("missing", "a link to nothing")])
+def test_a_fragment_that_is_no_regular_file_is_said_to_be_one(
+    run_cli: RunCli, tmp_path: Path, target: str, what: str
+) -> None:
+    (tmp_path / "fragments").mkdir()
+    link = tmp_path / "fragments" / "a.yaml"
+    link.symlink_to(target if target.startswith("/") else tmp_path / target)
+    status, problems = _validate(run_cli, tmp_path, "a")
+    assert status == 3
+    assert problems == [f"{tmp_path}/uses-test.yaml:7:11: fragment 'a' ({link}) cannot be read: {what}"]
+
+
+# -- 14. a fragment that hides the shipped one says so, as a playbook that does ------------------------------
+
+_SHADOW_NOTE = (
+    "note: fragment 'trace-start' is {path}, which shadows the shipped fragment of that id (the search path's "
+    "order: the directories given, then WARPWIZARD_PLAYBOOK_PATH, then the package's, then plugins)"
+)
+
+
+def _shadowing_fragment(tmp_path: Path) -> Path:
+    shipped = Path(__file__).resolve().parents[1] / "playbooks" / "fragments" / "trace-start.yaml"
+    (tmp_path / "fragments").mkdir()
+    mine = tmp_path / "fragments" / "trace-start.yaml"
+    mine.write_text(shipped.read_text(encoding="utf-8"), encoding="utf-8")
+    return mine
+
+
+def test_list_notes_a_fragment_that_shadows_the_shipped_one_once(run_cli: RunCli, tmp_path: Path) -> None:
+    mine = _shadowing_fragment(tmp_path)
+    result = run_cli("--playbook-dir", str(tmp_path), "list")
+    assert result.status == 0, result.stderr
+    notes = [line for line in result.stdout.splitlines() if line.startswith("note: fragment")]
+    assert notes == [_SHADOW_NOTE.format(path=mine)]
+    plain = run_cli("list")
+    assert "note: fragment" not in plain.stdout  # the shipped fragment itself hides nothing
+
+
+def test_a_run_notes_a_fragment_that_shadows_the_shipped_one(run_cli: RunCli, tmp_path: Path) -> None:
+    mine = _shadowing_fragment(tmp_path)
+    args = ["--playbook-dir", str(tmp_path), "run", "rank-skew", "--defaults", "--report-dir", str(tmp_path / "r")]
+    result = run_cli(*args)
+    assert _SHADOW_NOTE.format(path=mine) in " ".join(result.stdout.split()), result.stdout
