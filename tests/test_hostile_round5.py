@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import RunCli, cli_command, cli_env, strict_json
+from tests.conftest import RunCli, cli_command, cli_env, needs_torch, strict_json
 from wizard.testing.traces import KernelSpec, TraceBuilder
 
 BIG = 2**70
@@ -317,3 +317,54 @@ def test_a_run_notes_a_fragment_that_shadows_the_shipped_one(run_cli: RunCli, tm
     args = ["--playbook-dir", str(tmp_path), "run", "rank-skew", "--defaults", "--report-dir", str(tmp_path / "r")]
     result = run_cli(*args)
     assert _SHADOW_NOTE.format(path=mine) in " ".join(result.stdout.split()), result.stdout
+
+
+# -- 13. profiler.overhead: the workload shares the harness's output, and can print a result line ------------
+
+_FORGER = """\
+import atexit, os
+atexit.register(lambda: print("WARPWIZARD_RESULT " + os.environ["FORGED"], flush=True))
+"""
+_TIMES = '"plain_s": [1.0], "profiled_s": [1.0]'
+
+
+@needs_torch
+@pytest.mark.parametrize(
+    ("forged", "summary"),
+    [
+        ('{"ok": true, "exit_code": "x", ' + _TIMES + "}", "exit_code is not an exit code"),
+        ('{"ok": true, "exit_code": ' + str(BIG) + ", " + _TIMES + "}", "exit_code is not an exit code"),
+        ('{"ok": true, "exit_code": 0, "plain_s": [NaN], "profiled_s": [1.0]}', "plain_s is not a list of at most 50"),
+        ('{"ok": true, "exit_code": ' + "9" * 5000 + ", " + _TIMES + "}", "the harness did not report (exit 0)"),
+    ],
+    ids=["string", "bigint", "nan", "5000-digits"],
+)
+def test_a_forged_overhead_result_line_is_an_error_of_the_probe(
+    run_cli: RunCli, tmp_path: Path, forged: str, summary: str
+) -> None:
+    """The real harness (wizard/probes/harness.py, ``overhead`` mode) times the workload, which prints a result
+    line of its own when the interpreter exits, after the harness's: the last line is the one parsed."""
+    (tmp_path / "w.py").write_text(_FORGER)
+    args = ["probe", "profiler.overhead", "--param", "runs=1", "--workload", "python w.py", "--json"]
+    result = run_cli(*args, "--report-dir", str(tmp_path / "r"), cwd=tmp_path, env=cli_env(FORGED=forged))
+    assert result.status == 5, result.stderr  # the probe ended in error, never exit 70 nor a PASS
+    assert "internal error" not in result.stderr
+    (entry,) = strict_json(result.stdout)["entries"]
+    assert entry["status"] == "error" and summary in entry["summary"], entry["summary"]
+
+
+# -- 16. an overhead record no double's microseconds measure -------------------------------------------------
+
+
+def test_an_overhead_record_of_1e308_microseconds_is_no_time(run_cli: RunCli, tmp_path: Path) -> None:
+    builder = TraceBuilder(gpu="H100")
+    for _ in range(3):
+        builder.add(KERNEL)
+    durations = [5.0, 1.7e308]
+    for dur in durations:
+        builder.add_overhead("Buffer Request", dur)
+    report = _report(run_cli, builder.write(tmp_path / "overhead.json"))
+    check = _health(report, "profiler-overhead")
+    measured = sum(d for d in durations if d <= 2.0**53)  # a record past 2^53 µs counts, without its time
+    assert (check["count"], check["overhead_us"], check["status"]) == (2, measured, "info")
+    assert "took 5.0 µs" in check["summary"] and len(check["summary"]) < 200

@@ -363,7 +363,8 @@ class Collector(EventSink):
             timeline.gpu_annotations.append((start, end, self._intern(str(name))))
         elif cat in OVERHEAD_CATEGORIES and len(timeline.overheads) < ANNOTATION_CAP:
             corr = as_int(ev.args.correlation) if ev.args is not None else None  # bounded: an id, not damage
-            timeline.overheads.append((start, end, self._intern(str(name)), corr))
+            measured = end if dur <= MEASURABLE else start  # 1.7e308 µs is no time, as a 400-digit one is none
+            timeline.overheads.append((start, measured, self._intern(str(name)), corr))
 
     def _gpu_op(self, ev: Event) -> None:
         args = ev.args or _NO_ARGS
