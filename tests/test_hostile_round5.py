@@ -368,3 +368,41 @@ def test_an_overhead_record_of_1e308_microseconds_is_no_time(run_cli: RunCli, tm
     measured = sum(d for d in durations if d <= 2.0**53)  # a record past 2^53 µs counts, without its time
     assert (check["count"], check["overhead_us"], check["status"]) == (2, measured, "info")
     assert "took 5.0 µs" in check["summary"] and len(check["summary"]) < 200
+
+
+# -- 17. SQLite's write-ahead log beside an export is said to be unread -------------------------------------
+
+
+def test_a_write_ahead_log_beside_an_export_is_a_note(run_cli: RunCli, tmp_path: Path) -> None:
+    """Three kernels checkpointed into the file, a fourth only in its -wal (a copy taken while the writer had the
+    database open): the immutable read sees three, and the report says the log is there."""
+    import shutil
+    import sqlite3
+
+    from wizard.testing.nsys import Call, Kernel, write_export
+
+    made = write_export(
+        tmp_path / "made.sqlite",
+        [Kernel(1000 + 100 * n, 1050 + 100 * n, n) for n in range(3)],
+        [Call(990 + 100 * n, 995 + 100 * n, n) for n in range(3)],
+    )
+    db = sqlite3.connect(made)
+    db.execute("PRAGMA journal_mode = WAL")
+    db.execute("PRAGMA wal_autocheckpoint = 0")
+    with db:
+        db.execute("INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL SELECT * FROM CUPTI_ACTIVITY_KIND_KERNEL LIMIT 1")
+    copy = tmp_path / "export.sqlite"
+    shutil.copyfile(made, copy)  # the pair as a copy taken now finds it, the log not yet checkpointed
+    shutil.copyfile(f"{made}-wal", f"{copy}-wal")
+    db.close()
+    wal_bytes = Path(f"{copy}-wal").stat().st_size
+    in_file = sqlite3.connect(f"file:{copy}?immutable=1", uri=True)
+    assert in_file.execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone() == (3,)
+    in_file.close()
+    report = _report(run_cli, copy)
+    assert report["kernels"] == 3
+    assert (
+        f"{copy}-wal beside this export holds {wal_bytes:,} bytes of SQLite's write-ahead log: rows written there "
+        "are not read (the export is read as it is on disk); checkpoint it into the file first (sqlite3 FILE "
+        "'PRAGMA wal_checkpoint') to read them"
+    ) in report["notes"]

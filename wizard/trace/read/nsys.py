@@ -86,6 +86,7 @@ def read_nsys(
                 f"{path}: not a regular file; an Nsight Systems SQLite export is read in place, from a file"
             )
         contents.bytes_read = info.st_size
+        contents.metadata.update(_write_ahead_log(path))
         with _connect(opened, config) as db:
             _Export(db, contents).read()
     except sqlite3.DatabaseError as exc:  # not a database, malformed, or interrupted by the time bound
@@ -101,6 +102,17 @@ def read_nsys(
     if on_read is not None:
         on_read(contents.bytes_read)
     return contents
+
+
+def _write_ahead_log(path: Path) -> dict[str, Any]:
+    """SQLite's write-ahead log beside the export (``FILE-wal``), which the immutable read never sees: its
+    size, so the report says that rows written there are not read (a copy taken while nsys was writing)."""
+    wal = Path(f"{path}-wal")
+    try:
+        size = os.stat(wal).st_size
+    except (OSError, ValueError):
+        return {}
+    return {"nsys_wal": {"path": str(wal), "bytes": size}} if size else {}
 
 
 class _Connection:
