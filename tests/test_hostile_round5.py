@@ -6,10 +6,13 @@ outcome through the real entry point: the exit code, the one line, the bound.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import os
+import signal
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -406,3 +409,71 @@ def test_a_write_ahead_log_beside_an_export_is_a_note(run_cli: RunCli, tmp_path:
         "are not read (the export is read as it is on disk); checkpoint it into the file first (sqlite3 FILE "
         "'PRAGMA wal_checkpoint') to read them"
     ) in report["notes"]
+
+
+# -- 12. no worker outlives a killed warpwizard --------------------------------------------------------------
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid``, from /proc (each one's stat: state, then ppid, after the name)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    """Running, sleeping or stopped: anything but gone or a zombie waiting to be reaped."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from /proc (Linux)")
+def test_no_decoding_worker_outlives_a_sigkilled_parent(tmp_path: Path) -> None:
+    """A rank directory read with two workers; the parent is stopped once both exist (so it cannot finish first),
+    then SIGKILLed, as the OOM killer does: before, both workers finished their file and slept for ever under init,
+    holding their memory; now each gets SIGKILL with its parent (PR_SET_PDEATHSIG)."""
+    builder = TraceBuilder(gpu="H100")
+    for _ in range(20_000):
+        builder.add(KERNEL)
+    ranks = tmp_path / "ranks"
+    ranks.mkdir()
+    text = builder.text()
+    for rank in range(2):
+        (ranks / f"rank{rank}.json").write_text(text)
+    parent = subprocess.Popen(
+        [*cli_command(), "trace", "inspect", str(ranks), "--jobs", "2"],
+        env=cli_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    workers: list[int] = []
+    try:
+        deadline = time.monotonic() + 60
+        while len(workers) < 2 and parent.poll() is None and time.monotonic() < deadline:
+            workers = _children(parent.pid)
+        os.kill(parent.pid, signal.SIGSTOP)
+        workers = _children(parent.pid)
+        assert len(workers) == 2, "the read ended before both workers were seen"
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.wait(timeout=30)
+        deadline = time.monotonic() + 10
+        while any(_alive(w) for w in workers) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        survivors = [w for w in workers if _alive(w)]
+        assert survivors == []
+    finally:
+        for pid in [*workers, parent.pid]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        parent.wait(timeout=30)
