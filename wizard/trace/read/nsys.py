@@ -85,6 +85,8 @@ def read_nsys(
             raise InputFileError(
                 f"{path}: not a regular file; an Nsight Systems SQLite export is read in place, from a file"
             )
+        if not info.st_size:  # SQLite takes no bytes for an empty database: say what the other readers say
+            raise InputFileError(f"{path}: the file is empty")
         contents.bytes_read = info.st_size
         contents.metadata.update(_write_ahead_log(path))
         with _connect(opened, config) as db:
