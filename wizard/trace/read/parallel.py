@@ -66,7 +66,9 @@ def _pread(inherited: tuple[int, int, int], start: int, size: int) -> bytes | No
 
 def new_pool(workers: int) -> ProcessPoolExecutor:
     """Workers that die with this process, however it dies (see ``_worker_start``). libc's ``prctl`` is found
-    here, before the fork: a worker imports nothing (another thread may have held the import lock at the fork)."""
+    here, before the fork: a worker imports nothing (another thread may have held the import lock at the fork).
+    Linux sends the signal when the *thread* that forked ends: a fork pool starts its workers at the first submit,
+    and every pool here is submitted to, drained and shut down within one call of one thread."""
     from wizard.runner import PR_SET_PDEATHSIG, linux_prctl
 
     prctl = linux_prctl()
