@@ -18,7 +18,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 FROZEN = REPO / "tests" / "data" / "shipped-playbooks.json"
-WHERE = frozenset({"line", "origin"})  # where a node was written, not what it is
+WHERE = frozenset({"line", "origin", "fragments"})  # where nodes were written (files), not what they are
 
 
 def plain(value: Any) -> Any:

@@ -98,7 +98,7 @@ def die_with_parent() -> Callable[[], None] | None:
     before the fork; the child only makes the calls, and exits at once if its parent is already gone."""
     if os.name != "posix":
         return None
-    prctl = _prctl()
+    prctl = linux_prctl()
     parent = os.getpid()
 
     def arm() -> None:
@@ -111,7 +111,8 @@ def die_with_parent() -> Callable[[], None] | None:
     return arm
 
 
-def _prctl() -> Any:
+def linux_prctl() -> Any:
+    """libc's ``prctl`` on Linux (None elsewhere), loaded before a fork so the child only calls it."""
     if not sys.platform.startswith("linux"):
         return None
     # Imported here, not at start-up (every command would pay for it). It may be a helper thread's import:

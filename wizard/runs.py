@@ -257,7 +257,7 @@ def run_playbook(
     whole = chain_of(pb, playbook_dirs, system.environ)  # the questions of every playbook it may continue into
     walked_by_id = [pb.id] if _named_by_id(playbook) else []
     walked_by_id += _continued_ids(pb, playbook_dirs, system.environ)
-    for line in shadowed_notes(walked_by_id, playbook_dirs, system.environ):
+    for line in shadowed_notes(walked_by_id, playbook_dirs, system.environ) + shadowed_fragment_notes(whole):
         notify("shadowed", line)
     values, origins = given_answers(
         whole,
@@ -534,6 +534,7 @@ class FoundPlaybook:
     steps: int = 0
     problem: str | None = None
     shadowing: str | None = None  # the line saying it hides a shipped playbook of its id
+    fragment_shadowing: tuple[str, ...] = ()  # a line for each fragment it uses that hides a shipped one
 
 
 def found_playbooks(playbook_dirs: Sequence[str] = (), environ: Mapping[str, str] | None = None) -> list[FoundPlaybook]:
@@ -551,8 +552,27 @@ def found_playbooks(playbook_dirs: Sequence[str] = (), environ: Mapping[str, str
         except (PlaybookError, PlaybookNotFound) as exc:  # one bad file is a row, not the end of the listing
             out.append(FoundPlaybook(found.name, found.origin, problem=str(exc), shadowing=hides))
             continue
-        out.append(FoundPlaybook(found.name, found.origin, pb.title, pb.version, len(pb.steps), shadowing=hides))
+        out.append(
+            FoundPlaybook(
+                found.name,
+                found.origin,
+                pb.title,
+                pb.version,
+                len(pb.steps),
+                shadowing=hides,
+                fragment_shadowing=tuple(shadowed_fragment_notes(pb)),
+            )
+        )
     return out
+
+
+def shadowed_fragment_notes(pb: Playbook) -> list[str]:
+    """For each fragment ``pb`` (or a playbook it continues into) inserted from a file that hides the shipped
+    fragment of its id, the line that says so: as silent as a shadowed playbook was before it got one."""
+    from wizard.playbook.discovery import fragment_shadowing
+
+    lines = (fragment_shadowing(path) for path in pb.fragments)
+    return [line for line in lines if line is not None]
 
 
 def shadowed_notes(

@@ -214,6 +214,8 @@ def cmd_list(ctx: Context) -> ExitStatus:
     for f in found:
         if f.shadowing:
             ctx.say(f"note: {f.shadowing}")
+    for line in dict.fromkeys(line for f in found for line in f.fragment_shadowing):  # once, however many use it
+        ctx.say(f"note: {line}")
     return ExitStatus.OK
 
 

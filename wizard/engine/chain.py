@@ -172,6 +172,7 @@ def chain_view(playbooks: list[Playbook]) -> Playbook:
     for pb in playbooks:
         for node_id, node in pb.nodes.items():
             nodes.setdefault(node_id, node)
+    fragments = tuple(dict.fromkeys(f for pb in playbooks for f in pb.fragments))
     return Playbook(
-        first.id, first.title, first.description, first.version, first.steps, nodes, first.start, first.path
+        first.id, first.title, first.description, first.version, first.steps, nodes, first.start, first.path, fragments
     )

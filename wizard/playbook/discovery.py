@@ -84,6 +84,24 @@ def shadowing(found: Found) -> str | None:
     )
 
 
+def fragment_shadowing(path: str) -> str | None:
+    """The one line that says the fragment file ``path`` hides the shipped fragment of its id (None when it does
+    not): a ``fragments/trace-start.yaml`` in a playbook directory replaces the start of every health playbook."""
+    from wizard.playbook.grammar import FRAGMENT_DIR
+
+    used = Path(path)
+    shipped = packaged_dir() / FRAGMENT_DIR / used.name
+    try:
+        if not shipped.is_file() or used.resolve() == shipped.resolve():
+            return None
+    except OSError:
+        return None
+    return (
+        f"fragment {used.stem!r} is {used}, which shadows the shipped fragment of that id (the search path's "
+        f"order: the directories given, then {ENV_VAR}, then the package's, then plugins)"
+    )
+
+
 def resolve(name: str, extra: list[str] | None = None, environ: Mapping[str, str] | None = None) -> Path:
     candidate = Path(name)
     if candidate.suffix in (".yaml", ".yml") or os.sep in name:

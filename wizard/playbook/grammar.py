@@ -24,6 +24,8 @@ MAX_CHAIN = 8
 # Fragments (``uses:``): how deep one may use another, and how many one playbook may insert in all.
 MAX_FRAGMENT_DEPTH = 4
 MAX_FRAGMENTS = 32
+# A fragment's id is a file's name (ID.yaml): longer than a file system takes, the lookup itself failed (exit 70).
+MAX_FRAGMENT_ID_CHARS = 200
 FRAGMENT_DIR = "fragments"  # beside the playbooks of each directory of the search path
 # The list ``choices: {from: health-playbooks}`` names: the playbooks on the search path that declare ``triage``
 # (a question offers them by their ``offered``; a ``continue`` takes the health check's TRIAGE_ORDER first).

@@ -10,6 +10,7 @@ checked as if written there, its problems at the fragment file's own line and co
 from __future__ import annotations
 
 import difflib
+import os
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -54,6 +55,7 @@ from wizard.playbook.yaml_source import (
     load_located,
 )
 from wizard.probes.base import OUTCOMES, PARAM_TYPES, ParamSpec, ProbeInfo
+from wizard.untrusted import cut
 
 # The grammar's patterns, used with fullmatch: Python's '$' also matches before a trailing newline,
 # and an id "name\n" passed validate, then broke the graph and the saved-answers file name.
@@ -750,8 +752,16 @@ def _used(
     c.unknown_keys(raw, USES_KEYS, where, "a 'uses' item")
     name = raw["uses"]
     if not isinstance(name, str) or not PLAYBOOK_ID_PATTERN.fullmatch(name):
+        shown = cut(repr(name), 80)  # a list of 200,000 strings made one line of 4 MB
         c.problem(
-            (*where, "uses"), f"'uses' names a fragment by its id (lower-case letters, digits, '-', '_'), not {name!r}"
+            (*where, "uses"), f"'uses' names a fragment by its id (lower-case letters, digits, '-', '_'), not {shown}"
+        )
+        return
+    if len(name) > grammar.MAX_FRAGMENT_ID_CHARS:
+        c.problem(
+            (*where, "uses"),
+            f"'uses' names a fragment by its id, at most {grammar.MAX_FRAGMENT_ID_CHARS} characters (its file's "
+            f"name); this one has {len(name)}",
         )
         return
     if name in chain:
@@ -798,9 +808,16 @@ def _used(
 def _fragment(c: _Checker, name: str, where: Path_) -> int | None:
     """Fragment ``name`` found in the first of ``fragment_dirs`` that holds it, read as a playbook is (safe
     YAML, bounded), its positions added under (FRAGMENT, n); n, or None with the problem noted."""
-    found = next((d / f"{name}.yaml" for d in c.fragment_dirs if (d / f"{name}.yaml").is_file()), None)
+    candidates = [d / f"{name}.yaml" for d in c.fragment_dirs]
+    found = next((f for f in candidates if f.is_file()), None)
+    there = next((f for f in candidates if os.path.lexists(f)), None)
+    if there is not None and (found is None or candidates.index(there) < candidates.index(found)):
+        # the first on the path is there but no regular file (/dev/zero, a FIFO, a broken link): never read
+        what = "a link to nothing" if not there.exists() else "not a regular file"
+        c.problem(where, f"fragment {name!r} ({there}) cannot be read: {what}")
+        return None
     if found is None:
-        known = sorted({f.stem for d in c.fragment_dirs if d.is_dir() for f in d.glob("*.yaml")})
+        known = sorted({f.stem for d in c.fragment_dirs if d.is_dir() for f in d.glob("*.yaml") if f.is_file()})
         c.problem(
             where,
             f"no fragment named {name!r}{_suggest(name, known)} in the search path's {grammar.FRAGMENT_DIR}/ "
@@ -947,7 +964,7 @@ def load_playbook_text(
     _check_graph(c, start, nodes, node_where)
     if c.problems:
         raise PlaybookError(c.formatted())
-    return Playbook(pid, title, description, version, steps, nodes, start, path)
+    return Playbook(pid, title, description, version, steps, nodes, start, path, tuple(c.files[1:]))
 
 
 # Keys whose values people read: a `#` comment after a plain scalar there cuts the sentence.

@@ -304,6 +304,7 @@ class Playbook:
     nodes: dict[str, Node]
     start: str
     path: str
+    fragments: tuple[str, ...] = ()  # the fragment files its ``uses:`` read, in order (where each came from)
 
     def step_index(self, step_id: str | None) -> int | None:
         for i, step in enumerate(self.steps):

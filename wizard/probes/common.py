@@ -35,7 +35,7 @@ def parse_result(output: str) -> dict[str, Any] | None:
         if line.startswith(MARK):
             try:
                 data = json.loads(line[len(MARK) :])
-            except json.JSONDecodeError:
+            except ValueError:  # not JSON, or an integer past Python's 4,300 digits (a workload can print the line)
                 return None
             return data if isinstance(data, dict) else None
     return None

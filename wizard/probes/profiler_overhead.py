@@ -58,6 +58,29 @@ def overhead_verdict(plain: list[float], profiled: list[float]) -> tuple[Status,
     return Status.PASS, f"{words}: within {WARN:.0%}", inflation
 
 
+def _seconds(value: Any) -> bool:
+    """A wall or CPU time as the harness writes it: a finite, non-negative number of seconds (nan, inf, a string
+    or a 400-digit integer are not)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return 0 <= value < 1e15  # nan compares false; a bigint stays an int, never a float that overflows
+
+
+def result_problem(result: Mapping[str, Any]) -> str | None:
+    """What is wrong with the harness's result line, or None: the workload shares the harness's output, so it can
+    print a line of its own after the harness's (a string, a bigint or 5,000 digits as the exit code; nan times)."""
+    for key in ("plain_s", "profiled_s", "plain_cpu_s", "profiled_cpu_s"):
+        times = result.get(key)
+        if times is None:
+            continue
+        if not isinstance(times, list) or len(times) > MAX_RUNS or not all(_seconds(t) for t in times):
+            return f"{key} is not a list of at most {MAX_RUNS} times in seconds"
+    code = result.get("exit_code")
+    if code is not None and (type(code) is not int or not -(1 << 31) <= code < 1 << 31):
+        return "exit_code is not an exit code"
+    return None
+
+
 def _ratio(profiled: Any, plain: Any) -> float | None:
     """Median over median, less one, of two lists of seconds (None where either is empty or zero)."""
     if not isinstance(profiled, list) or not isinstance(plain, list) or not profiled or not plain:
@@ -89,6 +112,14 @@ class ProfilerOverheadProbe:
         if failed is not None:
             return failed
         assert run.result is not None
+        problem = result_problem(run.result)
+        if problem is not None:
+            why = (
+                f"the result line is not one the harness writes ({problem}; the workload can print such a line itself)"
+            )
+            return ProbeResult(
+                Status.ERROR, f"{self.name}: {why}", facts={"reason": why}, files=[run.command.log_path or ""]
+            )
         plain = [float(x) for x in run.result.get("plain_s") or []]
         profiled = [float(x) for x in run.result.get("profiled_s") or []]
         status, summary, inflation = overhead_verdict(plain, profiled)

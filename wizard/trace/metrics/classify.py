@@ -517,6 +517,13 @@ def _format_notes(contents: TraceContents) -> list[str]:
             "this trace names clocks or packet defaults (TracePacketDefaults, timestamp_clock_id) that are not "
             "applied here: its times may be offset"
         )
+    wal = contents.metadata.get("nsys_wal")
+    if isinstance(wal, dict):
+        notes.append(
+            f"{wal['path']} beside this export holds {wal['bytes']:,} bytes of SQLite's write-ahead log: rows written "
+            "there are not read (the export is read as it is on disk); checkpoint it into the file first (sqlite3 FILE "
+            "'PRAGMA wal_checkpoint') to read them"
+        )
     nsys = contents.metadata.get("nsys")
     if isinstance(nsys, dict):
         diagnostics = nsys.get("diagnostics") or []

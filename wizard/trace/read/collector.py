@@ -15,7 +15,9 @@ from wizard.file_ends import OpenedEnds
 from wizard.trace.read.counters import Counters
 from wizard.trace.read.events import (
     GPU_OP_CATEGORIES,
+    INT_LIMIT,
     KERNEL_CATEGORIES,
+    MEASURABLE,
     OP_CATEGORIES,
     PYTHON_CATEGORIES,
     RUNTIME_CATEGORIES,
@@ -227,6 +229,11 @@ def _number(value: Any) -> float | None:
     return as_float(value)
 
 
+def _device(value: Any) -> int | None:
+    """A device ordinal the trace meant: an int64 (numpy holds it) or none; 2^70 is damage, not a device."""
+    return value if type(value) is int and -INT_LIMIT < value < INT_LIMIT else as_int(value)
+
+
 class Collector(EventSink):
     """Turns decoded events into compact records; one per trace.
 
@@ -341,7 +348,12 @@ class Collector(EventSink):
         timeline.first_ts = min(timeline.first_ts, start)
         timeline.last_end = max(timeline.last_end, end)
         name = ev.name
-        if type(name) is str and name.startswith("ProfilerStep#") and len(timeline.steps) < STEP_CAP:
+        if (
+            type(name) is str
+            and name.startswith("ProfilerStep#")
+            and len(timeline.steps) < STEP_CAP
+            and dur <= MEASURABLE
+        ):
             timeline.steps.append((start, end, self._intern(name)))
         elif ev.cat == PROFILER_RANGE:
             corr = as_int(ev.args.correlation) if ev.args is not None else None
@@ -356,7 +368,8 @@ class Collector(EventSink):
             timeline.gpu_annotations.append((start, end, self._intern(str(name))))
         elif cat in OVERHEAD_CATEGORIES and len(timeline.overheads) < ANNOTATION_CAP:
             corr = as_int(ev.args.correlation) if ev.args is not None else None  # bounded: an id, not damage
-            timeline.overheads.append((start, end, self._intern(str(name)), corr))
+            measured = end if dur <= MEASURABLE else start  # 1.7e308 µs is no time, as a 400-digit one is none
+            timeline.overheads.append((start, measured, self._intern(str(name)), corr))
 
     def _gpu_op(self, ev: Event) -> None:
         args = ev.args or _NO_ARGS
@@ -369,7 +382,7 @@ class Collector(EventSink):
             ts,
             dur or 0.0,
             corr if type(corr) is int else as_int(corr),
-            (self._intern(str(ev.name)), ev.pid, ev.tid, device if type(device) is int else as_int(device), stream),
+            (self._intern(str(ev.name)), ev.pid, ev.tid, _device(device), stream),
         )
 
     def _runtime(self, ev: Event) -> None:
@@ -464,7 +477,7 @@ class Collector(EventSink):
                 self._intern(str(ev.name)),
                 ev.pid,
                 ev.tid,
-                device if type(device) is int else as_int(device),
+                device if type(device) is int and -INT_LIMIT < device < INT_LIMIT else as_int(device),
                 stream,
                 self._dims(args.grid),
                 self._dims(args.block),

@@ -12,7 +12,6 @@ for hours.
 from __future__ import annotations
 
 import bisect
-import math
 import re
 from array import array
 from collections.abc import Mapping
@@ -21,7 +20,7 @@ from typing import Any, Protocol
 
 import msgspec
 
-from wizard.trace.read.events import RAW_DECODER, as_float, decode_block
+from wizard.trace.read.events import MEASURABLE, RAW_DECODER, as_float, decode_block
 
 MAX_SAMPLES = 1_000_000
 _PID = re.compile(r"GPU (\d{1,4}) Counters")
@@ -82,7 +81,7 @@ class Counters:
         device, name = int(match.group(1)), str(event.get("name", ""))[:120]
         for key, value in list(args.items())[:32]:
             number = as_float(value) if isinstance(value, (int, float)) else None
-            if number is not None and math.isfinite(number) and self.samples < MAX_SAMPLES:
+            if number is not None and -MEASURABLE <= number <= MEASURABLE and self.samples < MAX_SAMPLES:
                 series = name if key == "value" else str(key)[:120]
                 found = self.series.setdefault((device, series), Series())
                 found.ts.append(start)

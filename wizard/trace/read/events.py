@@ -142,6 +142,9 @@ def quote_bare_bytes(match: re.Match[bytes]) -> bytes:
 
 _DECIMAL = re.compile(r"-?[0-9]+")  # ASCII digits: str.isdigit() takes '²', which int() refuses
 INT_LIMIT = 1 << 63  # ids, counts and dimensions beyond int64 are damage, not data
+# A step's duration or a counter's sample past 2^53 (285 years in µs; a double no longer holds every integer there)
+# is no measurement: kept, a few of them summed overflow to inf and ``statistics.fmean`` raises (issue 47, item 3).
+MEASURABLE = float(1 << 53)
 
 
 def as_int(value: Any) -> int | None:

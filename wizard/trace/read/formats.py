@@ -73,8 +73,11 @@ def _is_text(head: bytes) -> bool:
 
 def _json(head: bytes, cut: bool) -> bool:
     """An object or an array, in text: a packet's first tag (0x0a) is also a newline, so bytes that are not text
-    are asked of the later rows first."""
-    return _text(head)[:1] in (b"{", b"[") and _is_text(head)
+    are asked of the later rows first, and so is text that starts with a newline and decodes as packets (a first
+    packet 91 bytes long has the length byte ``[``, and its tags and values can all be text bytes)."""
+    if _text(head)[:1] not in (b"{", b"[") or not _is_text(head):
+        return False
+    return head[:1] != b"\x0a" or not _packets(head, cut)
 
 
 def _sqlite(head: bytes, cut: bool) -> bool:

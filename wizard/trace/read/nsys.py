@@ -39,6 +39,7 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
+import stat
 import time
 import urllib.parse
 from collections import Counter
@@ -95,7 +96,15 @@ def read_nsys(
     try:
         if opened is None:
             opened = own = open_input(path)[0]
-        contents.bytes_read = os.fstat(opened.fileno()).st_size
+        info = os.fstat(opened.fileno())
+        if not stat.S_ISREG(info.st_mode):  # SQLite would reopen a FIFO and block in C, deaf to every signal
+            raise InputFileError(
+                f"{path}: not a regular file; an Nsight Systems SQLite export is read in place, from a file"
+            )
+        if not info.st_size:  # SQLite takes no bytes for an empty database: say what the other readers say
+            raise InputFileError(f"{path}: the file is empty")
+        contents.bytes_read = info.st_size
+        contents.metadata.update(_write_ahead_log(path))
         with _connect(opened, config) as db:
             _Export(db, contents).read()
     except sqlite3.DatabaseError as exc:  # not a database, malformed, or interrupted by the time bound
@@ -111,6 +120,17 @@ def read_nsys(
     if on_read is not None:
         on_read(contents.bytes_read)
     return contents
+
+
+def _write_ahead_log(path: Path) -> dict[str, Any]:
+    """SQLite's write-ahead log beside the export (``FILE-wal``), which the immutable read never sees: its
+    size, so the report says that rows written there are not read (a copy taken while nsys was writing)."""
+    wal = Path(f"{path}-wal")
+    try:
+        size = os.stat(wal).st_size
+    except (OSError, ValueError):
+        return {}
+    return {"nsys_wal": {"path": str(wal), "bytes": size}} if size else {}
 
 
 class _Connection:

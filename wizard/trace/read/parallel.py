@@ -10,9 +10,11 @@ the same result.
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import multiprocessing
 import os
+import signal
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -30,6 +32,7 @@ _WORKER_FILES: dict[str, IO[bytes]] = {}
 
 def decode_piece(piece: bytes) -> PieceResult | None:
     """Worker side: None when the fast decoder cannot take the block."""
+    _orphaned()  # between blocks: a worker of a parent killed without Linux's parent-death signal stops here
     gc.disable()  # a worker only builds acyclic records
     events = decode_block(EVENTS_DECODER, piece)
     return None if events is None else collect_piece(events, piece)
@@ -62,7 +65,39 @@ def _pread(inherited: tuple[int, int, int], start: int, size: int) -> bytes | No
 
 
 def new_pool(workers: int) -> ProcessPoolExecutor:
-    return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"))
+    """Workers that die with this process, however it dies (see ``_worker_start``). libc's ``prctl`` is found
+    here, before the fork: a worker imports nothing (another thread may have held the import lock at the fork).
+    Linux sends the signal when the *thread* that forked ends: a fork pool starts its workers at the first submit,
+    and every pool here is submitted to, drained and shut down within one call of one thread."""
+    from wizard.runner import PR_SET_PDEATHSIG, linux_prctl
+
+    prctl = linux_prctl()
+    arm = None if prctl is None else functools.partial(prctl, PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    return ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=multiprocessing.get_context("fork"),
+        initializer=_worker_start,
+        initargs=(os.getpid(), arm),
+    )
+
+
+_PARENT: list[int] = []  # in a worker: the pid of the process that started it
+
+
+def _worker_start(parent: int, arm: Callable[[], object] | None) -> None:
+    """A worker's first call: SIGKILL when its parent dies (Linux's ``PR_SET_PDEATHSIG``; the pool's own workers
+    outlived a SIGKILLed warpwizard, the OOM killer's way, under init, holding their memory), and an exit at once
+    where the parent is already gone. Elsewhere, ``_orphaned`` between blocks is the check."""
+    _PARENT[:] = [parent]
+    if arm is not None:
+        arm()
+    _orphaned()
+
+
+def _orphaned() -> None:
+    """In a worker whose parent is gone (re-parented to init or a subreaper): exit, no result has a reader."""
+    if _PARENT and os.getppid() != _PARENT[0]:
+        os._exit(137)
 
 
 def stop_pool(pool: ProcessPoolExecutor, *, failed: bool) -> None:

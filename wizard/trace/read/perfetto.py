@@ -753,7 +753,7 @@ class _Inflating:
                 got += len(data)
         except zlib.error as exc:
             self.ended = f"damaged ({exc})"
-        if not out and self.ended is not None:
+        if not got and self.ended is not None:  # b'' would read as the end: a header with nothing after is a cut
             raise EOFError(self.ended)
         return b"".join(out)
 
@@ -819,6 +819,8 @@ def read_perfetto(
         raise InputFileError(f"{path}: not a readable Perfetto trace at {where} {at}: {exc}") from None
     except OSError as exc:
         raise InputFileError(f"{path}: cannot read ({cut(visible(str(exc)), 200)})") from None
+    if packets is not None and packets.offset + len(packets.buf) == 0:  # not one byte: as the JSON reader says
+        raise InputFileError(f"{path}: the file is empty")
     reader.finish()
     contents.bytes_read = consumed.total
     if reader.open_count and contents.truncation is not None:

@@ -75,7 +75,11 @@ class TraceSource:
         self.eof = False
         self._owned = opened is None
         self._raw, self.regular = opened if opened is not None else open_input(path)
-        head = self._raw.read(2)
+        try:  # the first read fails as any other does (/proc/self/mem: EIO), one line naming the file
+            head = self._raw.read(2)
+        except OSError as exc:
+            self.close()
+            raise TraceReadError(str(path), 0, f"cannot read ({exc.strerror or exc})") from None
         self.compressed = head == b"\x1f\x8b"
         self._head = head  # a pipe cannot seek back: keep what was peeked
         self._inflate = zlib.decompressobj(wbits=31) if self.compressed else None
