@@ -248,3 +248,30 @@ def test_two_directories_of_per_rank_reports_diff_without_reading_a_trace(run_cl
     (gemm,) = from_reports[1]["changes"]
     assert (gemm["before_launches"], gemm["after_launches"]) == (32, 32)  # four ranks' launches summed
     assert _factor(from_reports[1], "world size")["before"] == "4"
+
+
+@pytest.mark.parametrize(
+    "profile",
+    [
+        {"health": [{}]},  # a health note without its fields
+        {"devices": [{"name": 5}]},  # a device name that is no text
+        {"kernels": [{"key": "k"}]},  # a kernel group without its numbers
+        {"steps": "many"},
+    ],
+)
+def test_a_hostile_report_is_one_line_never_a_traceback(
+    run_cli: RunCli, tmp_path: Path, profile: dict[str, Any]
+) -> None:
+    """A report comes from someone else: a profile that is not of the declared shape is refused whole (msgspec
+    checks every field's type), one line and exit 6, where a missing key was a KeyError (exit 70)."""
+    import json
+
+    good = tmp_path / "good.json"
+    good.write_text(run_cli("trace", "inspect", "--json", str(_trace(tmp_path / "t.json"))).stdout)
+    document = json.loads(good.read_text())
+    document["reports"][0]["profile"].update(profile)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(document))
+    result = run_cli("diff", str(good), str(bad))
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 6 and len(lines) == 1 and "bad.json: not a warpwizard trace report" in lines[0]

@@ -25,7 +25,7 @@ from wizard.errors import InputFileError, UsageError
 from wizard.formatting import plural
 from wizard.ncu import NcuKernel, Runner, is_ncu, read_ncu
 from wizard.ncu.join import Joined, join
-from wizard.trace.profile.summary import MAX_KERNELS, MAX_STEPS, KernelGroup, ProfileSummary
+from wizard.trace.profile.summary import MAX_KERNELS, MAX_STEPS, KernelGroup, ProfileDevice, ProfileSummary
 
 DIFF_SCHEMA = "warpwizard.diff/1"
 DEFAULT_THRESHOLD = 0.10  # a kernel's median duration 10% slower is a regression (when above its noise)
@@ -49,7 +49,7 @@ class Side:
     label: str
     summaries: list[ProfileSummary]
 
-    def devices(self) -> list[dict[str, Any]]:
+    def devices(self) -> list[ProfileDevice]:
         return [d for s in self.summaries for d in s.devices]
 
     def kernels(self) -> dict[tuple[str, Any, Any], KernelGroup]:
@@ -292,7 +292,7 @@ def _hardware(b: Side, a: Side) -> list[Factor]:
         "other GPUs, other libraries (cuBLAS or hipBLASLt): kernels differ by name, so few can be matched",
     )  # fmt: skip
     gpu = _factor(
-        "GPU model", _shown(d["name"] for d in b.devices()), _shown(d["name"] for d in a.devices()), "caveat",
+        "GPU model", _shown(d.name for d in b.devices()), _shown(d.name for d in a.devices()), "caveat",
         "a difference between the sides includes the hardware's (step 5 asks exactly this)",
     )  # fmt: skip
     count = _factor(
@@ -300,7 +300,7 @@ def _hardware(b: Side, a: Side) -> list[Factor]:
         "the work is split differently: per-kernel times are not the same kernels' times",
     )  # fmt: skip
     sms = _factor(
-        "SMs per GPU", _shown(d["num_sms"] for d in b.devices()), _shown(d["num_sms"] for d in a.devices()),
+        "SMs per GPU", _shown(d.num_sms for d in b.devices()), _shown(d.num_sms for d in a.devices()),
         "caveat", "blocks and warps per SM and occupancy are relative to the SM count",
     )  # fmt: skip
     return [vendor, gpu, count, sms]
@@ -358,8 +358,8 @@ def _software(b: Side, a: Side) -> list[Factor]:
 
 
 def _health_factor(side: Side, which: str) -> Factor:
-    errors = sorted({h["check"] for s in side.summaries for h in s.health if h["status"] == "error"})
-    warnings = sorted({h["check"] for s in side.summaries for h in s.health if h["status"] == "warning"})
+    errors = sorted({h.check for s in side.summaries for h in s.health if h.status == "error"})
+    warnings = sorted({h.check for s in side.summaries for h in s.health if h.status == "warning"})
     if errors:
         return Factor(
             f"health ({which})", "error", "", "differs", "blocks",
@@ -462,7 +462,7 @@ def _one_side(mechanism: str, count: int, name: str, here: tuple[str, str], ther
 
 def _health_words(diff: ProfileDiff, b: Side, a: Side) -> None:
     def found(side: Side) -> dict[str, str]:
-        return {h["check"]: h["status"] for s in side.summaries for h in s.health}
+        return {h.check: h.status for s in side.summaries for h in s.health}
 
     before, after = found(b), found(a)
     for check in sorted(set(before) | set(after)):
@@ -487,11 +487,11 @@ def ncu_beside(side: Side, label: str, kernels: list[NcuKernel]) -> ProfileDiff:
     ncu_devices = sorted({k.device for k in kernels if k.device})
     ncu_sms = sorted({n for k in kernels if (n := k.whole("sms")) is not None})
     named = _factor(
-        "GPU model", _shown(d["name"] for d in side.devices()), ", ".join(ncu_devices) or "unknown", "caveat",
+        "GPU model", _shown(d.name for d in side.devices()), ", ".join(ncu_devices) or "unknown", "caveat",
         "ncu profiled another GPU: its measurements and limits are that GPU's",
     )  # fmt: skip
     sms = _factor(
-        "SMs per GPU", _shown(d["num_sms"] for d in side.devices()), ", ".join(map(str, ncu_sms)) or "unknown",
+        "SMs per GPU", _shown(d.num_sms for d in side.devices()), ", ".join(map(str, ncu_sms)) or "unknown",
         "caveat", "Kineto's per-SM numbers used another SM count than ncu's device has",
     )  # fmt: skip
     diff = ProfileDiff(side.label, label, DEFAULT_THRESHOLD, [named, sms, _health_factor(side, "before")])

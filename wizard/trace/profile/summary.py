@@ -100,6 +100,25 @@ class KernelGroup:
 
 
 @dataclass(slots=True)
+class ProfileDevice:
+    """A GPU the kernels ran on, as the trace describes it (None where it does not)."""
+
+    id: int | None
+    name: str | None
+    num_sms: int | None
+    compute_capability: str | None
+
+
+@dataclass(slots=True)
+class HealthNote:
+    """A health check that is not ok: what comparing two profiles needs of it."""
+
+    check: str
+    status: str
+    count: int
+
+
+@dataclass(slots=True)
 class ProfileSummary:
     """What comparing this profile with another needs, and nothing else."""
 
@@ -109,12 +128,12 @@ class ProfileSummary:
     world_size: int | None
     backend: str | None
     vendor: str | None  # NVIDIA or AMD, where the trace says (its devices, or ROCm's own keys)
-    devices: list[dict[str, Any]]  # the GPUs its kernels ran on: id, name, SMs, compute capability
+    devices: list[ProfileDevice]  # the GPUs its kernels ran on
     versions: dict[str, str]
     capture: dict[str, bool]
     graph_mode: str | None  # eager | graph | mixed, as the graph-launches check read it
     health_status: str
-    health: list[dict[str, Any]]  # the checks not ok: id, status, count
+    health: list[HealthNote]  # the checks not ok
     mechanisms: dict[str, int]
     steps: list[float]  # each ProfilerStep's duration, µs, in order
     kernel_count: int
@@ -155,7 +174,7 @@ def _capture(contents: TraceContents) -> dict[str, bool]:
     return {key: bool(contents.metadata[key]) for key in CAPTURE_KEYS if key in contents.metadata}
 
 
-def _devices(contents: TraceContents, described: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _devices(contents: TraceContents, described: list[dict[str, Any]]) -> list[ProfileDevice]:
     """The devices the kernels ran on, described where the trace describes them."""
     *_, shapes = contents.kernels.columns()
     used = sorted({s[3] for s in shapes if isinstance(s[3], int)})
@@ -163,14 +182,9 @@ def _devices(contents: TraceContents, described: list[dict[str, Any]]) -> list[d
     out = []
     for device in used:
         d = by_id.get(device, {})
-        out.append(
-            {
-                "id": device,
-                "name": _text(d.get("name")),
-                "num_sms": d.get("num_sms"),
-                "compute_capability": _text(d.get("compute_capability")),
-            }
-        )
+        sms = d.get("num_sms")
+        whole = sms if isinstance(sms, int) and not isinstance(sms, bool) else None
+        out.append(ProfileDevice(device, _text(d.get("name")), whole, _text(d.get("compute_capability"))))
     return out
 
 
@@ -245,6 +259,9 @@ def _bounded(groups: list[KernelGroup]) -> tuple[list[KernelGroup], dict[str, fl
     return ranked[:MAX_KERNELS], others
 
 
+_QUIET = ("ok", "not_applicable")  # statuses no comparison reads
+
+
 class ProfilePass:
     """Nothing while reading; the summary once the kernel and health passes are done."""
 
@@ -274,7 +291,7 @@ class ProfilePass:
             graph_mode=mode if isinstance(mode, str) else None,
             health_status=worst_status(health.checks),
             health=[
-                {"check": c.check, "status": c.status, "count": c.count}
+                HealthNote(c.check, c.status, c.count)
                 for c in health.checks
                 if c.status not in ("ok", "not_applicable")
             ],
