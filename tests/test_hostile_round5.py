@@ -201,7 +201,7 @@ def test_a_fifo_named_sqlite_in_an_answers_file_is_refused(tmp_path: Path) -> No
 
 # -- 8. nothing to read is the same error in every format ----------------------------------------------------
 
-_GZIP_HEADER = gzip.compress(b"x" * 100)[:10]  # the 10-byte member header, and nothing inflated after it
+_GZIP_HEADER = gzip.compress(b"x" * 100, mtime=0)[:10]  # the 10-byte member header, and nothing inflated after it
 
 
 _NOTHING = [
