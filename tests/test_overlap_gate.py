@@ -215,3 +215,54 @@ def test_the_nsys_export_s_one_overlap_is_info_by_plain_sql(run_cli: RunCli) -> 
     assert check["kernel_us"] == pytest.approx(kernel_ns / 1000, rel=1e-6)
     assert "`trace fix` writes corrected copies of Chrome trace JSON only" in check["meaning"]
     assert "--split-overlaps" not in check["meaning"]
+
+
+# -- issue 45 item 11: advice per format and writer ------------------------------------------------------------
+
+
+def _walk_hidden(run_cli: RunCli, tmp_path: Path, trace: Path) -> dict[str, Any]:
+    answers = tmp_path / "answers.yaml"
+    answers.write_text(f"have: trace\ntrace_path: {trace}\nviewer: perfetto\n")
+    result = run_cli("run", "kernels-hidden", "--answers", str(answers), "--json")
+    assert result.returncode == 0, result.stderr
+    data = strict_json(result.stdout)
+    assert isinstance(data, dict)
+    return data
+
+
+def test_an_nsys_export_is_not_told_to_split_or_upgrade_pytorch(tmp_path: Path, run_cli: RunCli) -> None:
+    """`trace fix` refuses SQLite (formats.py: NSYS_SQLITE is not rewritable), Perfetto does not open SQLite, and
+    the Kineto fixes do not touch what Nsight Systems recorded: none of it is offered on an export."""
+    from wizard.testing.nsys import Call, Kernel, write_export
+
+    calls = [Call(1_000_000 * i, 1_000_000 * i + 5_000, 100 + i) for i in range(1, 4)]
+    kernels = [  # the second starts 30 µs before the first ends
+        Kernel(1_000_000 + 20_000, 1_000_000 + 150_000, 101),
+        Kernel(1_000_000 + 120_000, 1_000_000 + 200_000, 102),
+        Kernel(3_000_000 + 20_000, 3_000_000 + 60_000, 103),
+    ]
+    export = write_export(tmp_path / "run.sqlite", kernels, calls)
+    data = _walk_hidden(run_cli, tmp_path, export)
+    conclusion = data["conclusion"]
+    assert conclusion["diagnosis"] == "same-stream-overlap"
+    fixes = " ".join(conclusion["fix"])
+    assert "--split-overlaps" not in fixes and "Upgrade PyTorch" not in fixes and "Cuspy" not in fixes
+    assert "This trace is an Nsight Systems SQLite export: `trace fix` writes corrected copies of Chrome" in fixes
+    assert "Perfetto does not open SQLite" in fixes
+    refused = run_cli("trace", "fix", "--split-overlaps", str(export), str(tmp_path / "out.json"))
+    assert refused.returncode != 0 and "Chrome trace JSON only" in refused.stderr  # what the advice says
+
+
+def test_a_json_trace_is_told_what_writes_a_pftrace_today(tmp_path: Path, run_cli: RunCli) -> None:
+    """Kineto's protobuf writer (pytorch/kineto PR #1186, commit e64a9886) is not an ancestor of Kineto's main
+    (114171df); fe0f5dd8 (2025-12-15, "Move PerfettoTraceBuilder to fb internal") deleted
+    libkineto/src/PerfettoTraceBuilder.cpp and .h from it. The advice names Cuspy's .pftrace instead."""
+    b = builder("H100")
+    eager(b, 10, {5: 30.0})
+    data = _walk_hidden(run_cli, tmp_path, b.write(tmp_path / "overrun.json"))
+    conclusion = data["conclusion"]
+    assert conclusion["diagnosis"] == "same-stream-overlap"
+    fixes = " ".join(conclusion["fix"])
+    assert "warpwizard trace fix --split-overlaps" in fixes and "Upgrade PyTorch past the Kineto overlap fixes" in fixes
+    assert "never reached its open-source main: commit fe0f5dd8 (2025-12-15)" in fixes
+    assert "export Kineto's protobuf" not in fixes and "168296" not in fixes

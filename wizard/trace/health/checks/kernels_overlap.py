@@ -19,8 +19,10 @@ worded with what is known of it. Four kinds are told apart, per kernel that cann
 - the rest: a kernel that overruns the event before it by more, or an annotation by more than a rounding.
 
 ``info`` when there is no rest and the ``sub_latency`` overlaps add up to at most ``MARGIN`` (10%) of the
-trace's kernel time, the margin past which summary-table calls summed kernel time misleading; ``warning``
-otherwise (a duration the GPU cannot have had, or overlap enough to change the sums a user reads).
+trace's kernel time counted once (every kernel's duration added up, less those overlaps): past it the summed
+kernel time exceeds the time counted once by more than the margin at which summary-table calls a sum
+misleading. ``warning`` otherwise (a duration the GPU cannot have had, or overlap enough to change the sums a
+user reads).
 """
 
 from __future__ import annotations
@@ -61,7 +63,7 @@ PDL_OVERLAP_US = 5.0
 # llround(us * 1000) of microsecond-epoch doubles (a step of 0.25 µs) puts equal decimal ends apart.
 ROUNDING_US = 1.0
 # The longest overlap of a kernel still below a kernel launch's latency (module docstring: the evidence); such
-# overlaps are info while they add up to at most MARGIN of the trace's kernel time.
+# overlaps are info while they add up to at most MARGIN of the trace's kernel time counted once.
 SUB_LATENCY_US = 20.0
 
 
@@ -74,7 +76,7 @@ class KernelsOverlapDetails(TypedDict):
     sub_latency: Annotated[int, "of those kernels, overlapping a kernel by less than a launch's latency"]
     sub_latency_us: Annotated[float, "those kernels' overlaps added up, in µs"]
     kernel_us: Annotated[float, "every kernel's duration added up, in µs (the time the overlaps are a share of)"]
-    material: Annotated[bool, "whether sub_latency_us is more than the margin of kernel_us: the sums change"]
+    material: Annotated[bool, "whether sub_latency_us is more than the margin of the kernel time counted once"]
     max_overlap_us: Annotated[float, "the longest overlap, in µs"]
     other_events: Annotated[dict[str, int], "other events of kernel rows that cannot nest, by category"]
 
@@ -120,18 +122,18 @@ CHECK = CheckSpec(
         f"(those that end at most {ROUNDING_US:g} µs after the annotation or copy they overlap), `graph` (those "
         f"a graph launch ran), `sub_latency` (the others that overlap a kernel by at most {SUB_LATENCY_US:g} µs, "
         "less than a kernel launch's latency: graph replays' timestamps, a timestamp's jitter), `sub_latency_us` "
-        f"(their overlaps added up), `material` (`sub_latency_us` above {MARGIN:.0%} of `kernel_us`), "
+        f"(their overlaps added up), `material` (`sub_latency_us` above {MARGIN:.0%} of `kernel_us` minus it: "
+        "summed kernel time over the time counted once by more than summary-table's margin), "
         "`kernel_us` (every kernel's duration added up, a negative or missing one as 0), "
         "`max_overlap_us` (the open event's end minus the kernel's start, at most), `other_events` (the other"
         " events of kernel rows that cannot nest, by category: counted apart, not in `count`, status `ok` "
         "when no kernel is among them)"
     ),
     status_rule=(
-        "`info` when each is `pdl`, `rounding` or `sub_latency` and `sub_latency_us` is at most "
-        f"{MARGIN:.0%} of `kernel_us` (summary-table's margin): the viewer suffers, no number read from the trace "
-        "changes; `warning` otherwise: a duration that overruns its successor by more than a launch's latency, an "
-        "annotation overrun past a rounding, or overlaps that change the summed kernel time; `not_applicable` "
-        "without kernels"
+        "`info` when each is `pdl`, `rounding` or `sub_latency` and not `material`: the viewer suffers, no "
+        "number read from the trace changes; `warning` otherwise: a duration that overruns its successor by more "
+        "than a launch's latency, an annotation overrun past a rounding, or overlaps that change the summed "
+        "kernel time; `not_applicable` without kernels"
     ),
     facts=(
         CheckFact(
@@ -167,7 +169,8 @@ CHECK = CheckSpec(
         CheckFact(
             "overlap_changes_sums",
             bool,
-            f"whether the sub-latency overlaps add up to more than {MARGIN:.0%} of the kernel time (any trace)",
+            f"whether the sub-latency overlaps add up to more than {MARGIN:.0%} of the kernel time counted once (any "
+            "trace)",
             "material",
             "any",
             False,
@@ -297,7 +300,8 @@ def run(t: Tables) -> HealthCheck:
         "rounding": int(kinds.rounding.sum()), "graph": int(kinds.graph.sum()),
         "sub_latency": int(kinds.sub_latency.sum()), "sub_latency_us": round(sub_us, 3),
         "kernel_us": round(kernel_us, 3),
-        "material": bool(sub_us > MARGIN * kernel_us), "max_overlap_us": float(overlap_us.max()) if count else 0.0,
+        "material": bool(sub_us > MARGIN * (kernel_us - sub_us)),
+        "max_overlap_us": float(overlap_us.max()) if count else 0.0,
         "other_events": dict(sorted(found.others.items(), key=lambda kv: (-kv[1], kv[0]))),
     }  # fmt: skip
     status, summary, meaning = _overlap_verdict(count, found, details, overlap_us, kinds)
@@ -347,7 +351,8 @@ def _sub_latency_words(kinds: _Kinds, overlap_us: Floats, details: dict[str, Any
             "the two timestamps is off by less than a launch takes"
         )
     total, kernel_us = details["sub_latency_us"], details["kernel_us"]
-    share = total / kernel_us if kernel_us > 0 else 0.0
+    once = kernel_us - total  # the kernel time with those overlaps counted once
+    share = total / once if once > 0 else 0.0
     share_words = f"{share:.2%}" if share >= 0.0001 or share == 0 else "under 0.01%"
     sums = (
         f"more than {MARGIN:.0%}: summed kernel time (Self CUDA, per-kernel totals) counts that time twice"
@@ -356,7 +361,7 @@ def _sub_latency_words(kinds: _Kinds, overlap_us: Floats, details: dict[str, Any
     )
     return (
         f"{'; '.join(parts)}. Each is under {SUB_LATENCY_US:g} µs, a kernel launch's latency, and together "
-        f"{total:,.3f} µs, {share_words} of the {kernel_us:,.1f} µs of kernel time ({sums})"
+        f"{total:,.3f} µs, {share_words} of the {once:,.1f} µs of kernel time counted once ({sums})"
     )
 
 
