@@ -266,3 +266,26 @@ def test_a_json_trace_is_told_what_writes_a_pftrace_today(tmp_path: Path, run_cl
     assert "warpwizard trace fix --split-overlaps" in fixes and "Upgrade PyTorch past the Kineto overlap fixes" in fixes
     assert "never reached its open-source main: commit fe0f5dd8 (2025-12-15)" in fixes
     assert "export Kineto's protobuf" not in fixes and "168296" not in fixes
+
+
+def test_the_page_of_an_nsys_export_says_nsight_systems_not_perfetto(tmp_path: Path, run_cli: RunCli) -> None:
+    """The report page offered `ui.perfetto.dev` and `trace fix --split-overlaps` for a .sqlite: tools that show an
+    Nsight Systems export in Perfetto convert it to Perfetto JSON first (GindaChen/nsys-ai#2: "detect .sqlite on
+    remote, convert to Perfetto JSON"), and trace fix refuses SQLite (the test above runs it)."""
+    pytest.importorskip("plotly")
+    from wizard.testing.nsys import Call, Kernel, write_export
+
+    calls = [Call(1_000_000 * i, 1_000_000 * i + 5_000, 100 + i) for i in range(1, 3)]
+    kernels = [
+        Kernel(1_000_000 + 20_000, 1_000_000 + 150_000, 101),
+        Kernel(1_000_000 + 120_000, 1_000_000 + 200_000, 102),
+    ]
+    export = write_export(tmp_path / "run.sqlite", kernels, calls)
+    out = tmp_path / "page.html"
+    result = run_cli("trace", "inspect", str(export), "--report", str(out), "--jobs", "1")
+    assert result.returncode == 1, result.stderr  # a 30 µs overrun: a warning
+    html = out.read_text()
+    hint = html[html.index('<section id="ww-perfetto">') :]
+    hint = hint[: hint.index("</section>")]
+    assert "<h2>Open the run in Nsight Systems</h2>" in hint and "Perfetto does not open an Nsight Systems" in hint
+    assert "ui.perfetto.dev" not in hint and "--split-overlaps" not in hint
