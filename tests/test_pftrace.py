@@ -21,7 +21,7 @@ pb = pytest.importorskip("perfetto.protos.perfetto.trace.perfetto_trace_pb2")
 proto_builder = pytest.importorskip("perfetto.trace_builder.proto_builder")
 
 from tests import perfetto_rule  # noqa: E402
-from tests.conftest import inspected  # noqa: E402
+from tests.conftest import TRACES, inspected, needs_shared  # noqa: E402
 from wizard.testing.pftrace import convert, cuspy, varint  # noqa: E402
 from wizard.testing.traces import KernelSpec, TraceBuilder, demo_launches  # noqa: E402
 from wizard.trace.read.collector import TraceContents  # noqa: E402
@@ -422,8 +422,10 @@ def _rule_on_file_ns(data: bytes) -> tuple[int, int]:
             elif te.type == pb.TrackEvent.TYPE_SLICE_END:
                 start = open_at[te.track_uuid].pop()
                 spans.append((rows[te.track_uuid], start, packet.timestamp))
-    exact = [{"ph": "X", "cat": "kernel", "pid": 0, "tid": row, "ts": s, "dur": e - s} for row, s, e in spans]
-    micro = [{**k, "ts": k["ts"] / 1000.0, "dur": k["dur"] / 1000.0} for k in exact]
+    exact: list[dict[str, Any]] = [
+        {"ph": "X", "cat": "kernel", "pid": 0, "tid": row, "ts": s, "dur": e - s} for row, s, e in spans
+    ]
+    micro = [{**k, "ts": s / 1000.0, "dur": (e - s) / 1000.0} for k, (_, s, e) in zip(exact, spans, strict=True)]
     return len(perfetto_rule.rule_of(exact).spilled_kernels()), len(perfetto_rule.rule_of(micro).spilled_kernels())
 
 
@@ -444,3 +446,19 @@ def test_a_pftrace_of_microsecond_epoch_events_gives_the_json_overlap_count(run_
     assert through_microseconds > 3  # the round trip the reader made before: phantom overlaps (why this test)
     as_json, as_proto = inspected(run_cli, source), inspected(run_cli, converted)
     assert _checks(as_proto)["kernels-overlap"] == _checks(as_json)["kernels-overlap"] == ("info", 3)
+
+
+@needs_shared
+@pytest.mark.parametrize("name", ["v100-resnet50-2021.pt.trace.json.gz", "rtx2080ti-linear.json.gz"])
+def test_real_microsecond_epoch_traces_as_pftrace_keep_their_overlap_count(
+    run_cli: Any, tmp_path: Path, name: str
+) -> None:
+    """Two shared traces whose .pftrace (as transformer_nuggets converts them) showed 2 kernels that cannot nest
+    where the JSON, by Perfetto's JSON rule (tests/perfetto_rule.py), has none: the microsecond round trip's."""
+    source = TRACES / name
+    doc = json.loads(gzip.decompress(source.read_bytes()))
+    converted = tmp_path / "real.pftrace"
+    converted.write_bytes(convert(doc if isinstance(doc, dict) else {"traceEvents": doc}))
+    from_json = len(perfetto_rule.rule(source).spilled_kernels())
+    assert from_json == 0
+    assert _checks(inspected(run_cli, converted))["kernels-overlap"] == ("ok", from_json)
