@@ -150,6 +150,7 @@ def test_kernels_overlap_is_what_perfetto_cannot_nest_per_row() -> None:
     ]
     assert oracle.kernels_overlap(events) == {
         "count": 3, "lanes": 2, "kernels": 11, "pdl": 0, "rounding": 0, "graph": 0, "max_overlap_us": 47.0,
+        "sub_latency": 2, "sub_latency_us": 6.0, "kernel_us": 141.0, "material": False,
         "other_events": {"gpu_memcpy": 1},
     }  # fmt: skip
 
@@ -372,7 +373,9 @@ def test_load_events_bare_tokens_gzip_and_array(tmp_path: Path) -> None:
 
 # --- every real trace through the CLI, against the oracle ---------------------------------------------
 
-FLOAT_FIELDS = frozenset({"min_us", "median_us", "drift_us", "python_share", "max_us", "max_backlog_us"})
+FLOAT_FIELDS = frozenset(
+    {"min_us", "median_us", "drift_us", "python_share", "max_us", "max_backlog_us", "kernel_us", "sub_latency_us"}
+)
 COMMON = {"check", "status", "count", "playbook", "summary", "meaning", "reason", "examples"}
 EXAMPLE_KEYS = {"name", "ts", "dur", "stream", "device", "correlation", "pid", "tid"}
 NOT_IMPLEMENTED = "health check not implemented in this build"

@@ -125,6 +125,14 @@ def t_graph_overlap(d: Path) -> Path:
     return b.write(d / "graph-overlap.json")
 
 
+def t_sub_latency_graph(d: Path) -> Path:
+    """A replay whose second kernel starts 2 µs before the first ends: under a launch's latency, 2% of the kernel
+    time (issue 45 item 5)."""
+    b = TraceBuilder()
+    b.add_graph([spec("node_0", at=0.0, dur=50.0), spec("node_1", at=48.0, dur=50.0)], flows=True)
+    return b.write(d / "graph-sub-latency.json")
+
+
 def t_rounding(d: Path) -> Path:
     b = TraceBuilder()
     b.add_gpu_annotation("range", at=100.0, dur=10.5)
@@ -298,6 +306,8 @@ CASES = [
          "cannot nest: 1; launched with cuLaunchKernelEx/cudaLaunchKernelExC, overlapping a kernel by at most 5 µs: 1"),
     Case("kernels-hidden", t_graph_overlap, {"viewer": "perfetto"}, "graph-replay-overlap",
          "kernels Perfetto cannot nest: 1; run by graph launches: 1; graph launches: 1"),
+    Case("kernels-hidden", t_sub_latency_graph, {"viewer": "perfetto"}, "sub-latency-overlap",
+         "kernels Perfetto cannot nest: 1; below a launch latency: 1; in graph replays: 1"),
     Case("kernels-hidden", t_rounding, {"viewer": "perfetto"}, "overlap-from-rounding",
          "kernels Perfetto cannot nest: 1; ending at most 1 µs after the event around them: 1"),
     Case("kernels-hidden", None,

@@ -20,7 +20,8 @@ import pytest
 pb = pytest.importorskip("perfetto.protos.perfetto.trace.perfetto_trace_pb2")
 proto_builder = pytest.importorskip("perfetto.trace_builder.proto_builder")
 
-from tests.conftest import inspected  # noqa: E402
+from tests import perfetto_rule  # noqa: E402
+from tests.conftest import TRACES, inspected, needs_shared  # noqa: E402
 from wizard.testing.pftrace import convert, cuspy, varint  # noqa: E402
 from wizard.testing.traces import KernelSpec, TraceBuilder, demo_launches  # noqa: E402
 from wizard.trace.read.collector import TraceContents  # noqa: E402
@@ -383,3 +384,81 @@ def test_every_annotation_form_a_writer_may_use(tmp_path: Path) -> None:
     )  # fmt: skip
     (call_start,) = list(contents.runtime.starts)
     assert (call_start, list(contents.runtime.correlations)) == (4.0, [77])
+
+
+# -- issue 45 item 10: a .pftrace's nanoseconds are read as they are ------------------------------------------
+
+
+def _epoch_kernels() -> dict[str, Any]:
+    """300 kernels back to back on one stream at microsecond-epoch times (whole µs from 1.7e15, as Kineto wrote them
+    before it made times relative), each ending where the next starts, and 3 that truly start 4 µs before the kernel
+    before them ends."""
+    events, at = [], 1_700_000_000_000_000
+    for i in range(300):
+        dur = 14 if i in (40, 150, 260) else 10  # the next one starts 4 µs before this one ends
+        events.append({"ph": "X", "cat": "kernel", "name": f"k{i}", "pid": 0, "tid": 7, "ts": at, "dur": dur,
+                       "args": {"device": 0, "stream": 7, "correlation": 1000 + i}})  # fmt: skip
+        at += 10
+    return {"traceEvents": events}
+
+
+def _rule_on_file_ns(data: bytes) -> tuple[int, int]:
+    """The second reading: the kernels' nanoseconds as the generated bindings decode them (TrackEvent begin/end per
+    track), Perfetto's rule over them (tests/perfetto_rule.py; whole numbers go through it exactly, times 1000, so
+    order and overlaps are the file's), and the same rule over the nanoseconds as microsecond doubles and back, as
+    warpwizard read them before: (kernels that cannot nest, the same by the microsecond round trip)."""
+    trace = pb.Trace.FromString(data)
+    rows: dict[int, str] = {}
+    open_at: dict[int, list[int]] = {}
+    spans: list[tuple[str, int, int]] = []
+    for packet in trace.packet:
+        if packet.HasField("track_descriptor"):
+            d = packet.track_descriptor
+            rows[d.uuid] = d.sibling_merge_key or d.name or str(d.uuid)
+        if packet.HasField("track_event"):
+            te = packet.track_event
+            if te.type == pb.TrackEvent.TYPE_SLICE_BEGIN:
+                open_at.setdefault(te.track_uuid, []).append(packet.timestamp)
+            elif te.type == pb.TrackEvent.TYPE_SLICE_END:
+                start = open_at[te.track_uuid].pop()
+                spans.append((rows[te.track_uuid], start, packet.timestamp))
+    exact: list[dict[str, Any]] = [
+        {"ph": "X", "cat": "kernel", "pid": 0, "tid": row, "ts": s, "dur": e - s} for row, s, e in spans
+    ]
+    micro = [{**k, "ts": s / 1000.0, "dur": (e - s) / 1000.0} for k, (_, s, e) in zip(exact, spans, strict=True)]
+    return len(perfetto_rule.rule_of(exact).spilled_kernels()), len(perfetto_rule.rule_of(micro).spilled_kernels())
+
+
+def test_a_pftrace_of_microsecond_epoch_events_gives_the_json_overlap_count(run_cli: Any, tmp_path: Path) -> None:
+    """TrackEvent times are nanoseconds and Perfetto reads them as they are; turning them into microsecond doubles
+    (a step of 0.25 µs near 1.7e15) and back with llround(us * 1000) invented overlaps between kernels that only
+    touch. The JSON (Perfetto's JSON rule: tests/perfetto_rule.py), the .pftrace's own nanoseconds and warpwizard's
+    reading of the .pftrace all count the 3 planted overlaps."""
+    doc = _epoch_kernels()
+    source = tmp_path / "epoch.json"
+    source.write_text(json.dumps(doc))
+    data = convert(doc)
+    converted = tmp_path / "epoch.pftrace"
+    converted.write_bytes(data)
+    from_json = len(perfetto_rule.rule(source).spilled_kernels())
+    from_file_ns, through_microseconds = _rule_on_file_ns(data)
+    assert from_json == from_file_ns == 3
+    assert through_microseconds > 3  # the round trip the reader made before: phantom overlaps (why this test)
+    as_json, as_proto = inspected(run_cli, source), inspected(run_cli, converted)
+    assert _checks(as_proto)["kernels-overlap"] == _checks(as_json)["kernels-overlap"] == ("info", 3)
+
+
+@needs_shared
+@pytest.mark.parametrize("name", ["v100-resnet50-2021.pt.trace.json.gz", "rtx2080ti-linear.json.gz"])
+def test_real_microsecond_epoch_traces_as_pftrace_keep_their_overlap_count(
+    run_cli: Any, tmp_path: Path, name: str
+) -> None:
+    """Two shared traces whose .pftrace (as transformer_nuggets converts them) showed 2 kernels that cannot nest
+    where the JSON, by Perfetto's JSON rule (tests/perfetto_rule.py), has none: the microsecond round trip's."""
+    source = TRACES / name
+    doc = json.loads(gzip.decompress(source.read_bytes()))
+    converted = tmp_path / "real.pftrace"
+    converted.write_bytes(convert(doc if isinstance(doc, dict) else {"traceEvents": doc}))
+    from_json = len(perfetto_rule.rule(source).spilled_kernels())
+    assert from_json == 0
+    assert _checks(inspected(run_cli, converted))["kernels-overlap"] == ("ok", from_json)

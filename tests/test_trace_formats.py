@@ -102,7 +102,8 @@ def test_real_exports_show_what_they_hold(run_cli: Any) -> None:
     assert (unlinked["status"], unlinked["count"], unlinked["before_window"]) == ("info", 24, 24)
     assert unlinked["summary"].endswith("(correlation ids below the first call's of their process)")
     assert (missing["status"], missing["count"], missing["in_last_1pct"]) == ("info", 20, 20)
-    assert (overlap["status"], overlap["count"], overlap["max_overlap_us"]) == ("warning", 1, 12.442)
+    # below a launch's latency, once in 4,010 kernels: info since issue 45 (tests/test_overlap_gate.py, by SQL)
+    assert (overlap["status"], overlap["count"], overlap["max_overlap_us"]) == ("info", 1, 12.442)
     assert overlap["examples"][0]["name"].startswith("void at::native::reduce_kernel<")
 
 

@@ -170,6 +170,18 @@ def inspection_facts(inspection: Inspection) -> dict[str, Any]:
     return {**facts, **health_facts(inspection)}
 
 
+def _fix_format(inspection: Inspection) -> tuple[str | None, bool]:
+    """The format of the file the fix commands name (the worst of a rank directory, else the first), and whether
+    ``trace fix`` can write a copy of it: advice is per format (issue 45 item 11)."""
+    from wizard.trace.read.formats import BY_ID
+
+    worst = next((r for r in inspection.reports if r.groups), inspection.reports[0] if inspection.reports else None)
+    if worst is None:
+        return None, True
+    known = BY_ID.get(worst.format)
+    return worst.format, known is None or known.rewritable
+
+
 def _fix_commands(inspection: Inspection) -> dict[str, str]:
     """``trace fix`` with the trace's own path and an output named beside it (a conclusion said
     ``warpwizard trace fix TRACE OUT.json``): the worst file of a rank directory, else the first."""
@@ -220,6 +232,7 @@ def health_facts(inspection: Inspection) -> dict[str, Any]:
         (c for c in sorted(problems, key=lambda c: -RANK[c.status]) if playbooks and c.playbook == playbooks[0]), None
     )
     commands = _fix_commands(inspection)
+    trace_format, rewritable = _fix_format(inspection)
     facts: TraceInspectFacts = {
         "health_status": inspection.health_status,
         "health_problems": ids,
@@ -231,6 +244,8 @@ def health_facts(inspection: Inspection) -> dict[str, Any]:
         "health_chosen_by": f"{chosen.check} ({chosen.status}): {chosen.summary}" if chosen else None,
         "fix_command": commands["fix_command"],
         "split_command": commands["split_command"],
+        "trace_format": trace_format,
+        "fix_rewritable": rewritable,
         "graph_call": _graph_call(inspection),
     }
     return {**facts, **check_facts(checks, inspection.job_health)}
@@ -311,6 +326,10 @@ class TraceInspectFacts(TypedDict, total=False):
         str, "the `trace fix` command that writes a corrected copy of this trace, its path filled in"
     ]
     split_command: Annotated[str, "the `trace fix --split-overlaps` command for this trace, its path filled in"]
+    trace_format: Annotated[
+        str | None, "the format of the trace those commands name: kineto-json, nsys-sqlite or perfetto-proto"
+    ]
+    fix_rewritable: Annotated[bool, "whether `trace fix` can write a copy of that trace (Chrome trace JSON only)"]
     graph_call: Annotated[str, "the graph launch call the trace has: cudaGraphLaunch, hipGraphLaunch (ROCm) or both"]
     resident_warps: Annotated[
         list[int],

@@ -33,6 +33,8 @@ from wizard.trace.health.checks import SPEC
 from wizard.trace.health.spec import HEALTH_LABEL, RANK
 from wizard.trace.inspection.results import Inspection
 from wizard.trace.metrics.mechanisms import BY_ID, is_wrong
+from wizard.trace.read.formats import BY_ID as FORMATS_BY_ID
+from wizard.trace.read.formats import NSYS_SQLITE
 from wizard.untrusted import html_prose, html_text, script_json
 
 CSP = (
@@ -468,20 +470,38 @@ def pictures_html(pictures: list[Any]) -> str:
 
 def perfetto_hint(inspection: Inspection) -> str:
     """How to look at the trace itself: the path, where to open it, and, when the health check found kernels
-    a viewer hides, the ``trace fix --split-overlaps`` command and the lanes it adds."""
-    reports = inspection.reports
-    if not reports:
+    a viewer hides, the ``trace fix --split-overlaps`` command and the lanes it adds. Per format (issue 45 item
+    11): Perfetto opens Chrome JSON and .pftrace files, not an Nsight Systems SQLite export, and ``trace fix``
+    rewrites Chrome JSON only."""
+    reports = [r for r in inspection.reports if r.format != NSYS_SQLITE.id]
+    exports = [r for r in inspection.reports if r.format == NSYS_SQLITE.id]
+    if not inspection.reports:
         return ""
+    nsys = (
+        "<p>Perfetto does not open an Nsight Systems SQLite export"
+        + (f" (<code>{html_text(exports[0].path, 400)}</code>)" if len(exports) == 1 else "")
+        + ": look at that run in Nsight Systems itself, on the <code>.nsys-rep</code> it was exported from.</p>"
+        if exports
+        else ""
+    )
+    if not reports:
+        return f'<section id="ww-perfetto"><h2>Open the run in Nsight Systems</h2>{nsys}</section>'
     paths = "".join(f"<li><code>{html_text(r.path, 400)}</code></li>" for r in reports[:20])
     more = f'<p class="note">and {plural(len(reports) - 20, "more trace")}</p>' if len(reports) > 20 else ""
-    fixes = [fix for r in reports for c in r.health if (fix := _fix_html(r, c))]
+    fixes = [fix for r in reports if _rewritable(r) for c in r.health if (fix := _fix_html(r, c))]
     return (
         '<section id="ww-perfetto"><h2>Open the trace in Perfetto</h2>'
         "<p>Go to <code>ui.perfetto.dev</code>, choose <b>Open trace file</b> and pick "
         + ("this file" if len(reports) == 1 else "one of these files")
-        + " (a .gz file opens as it is; <code>chrome://tracing</code> opens them too):</p>"
-        + f"<ul>{paths}</ul>{more}{''.join(fixes[:10])}</section>"
+        + " (a .gz file opens as it is; <code>chrome://tracing</code> opens Chrome JSON too):</p>"
+        + f"<ul>{paths}</ul>{more}{nsys}{''.join(fixes[:10])}</section>"
     )
+
+
+def _rewritable(report: Any) -> bool:
+    """Whether ``trace fix`` writes a copy of this report's format (Chrome trace JSON only)."""
+    known = FORMATS_BY_ID.get(report.format)
+    return known is None or known.rewritable
 
 
 def _fix_html(report: Any, check: Any) -> str:

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from wizard.trace.read.collector import TraceContents
+from wizard.trace.read.collector import GPU_OPS, KERNELS, SLICES, TraceContents
 
 I64 = npt.NDArray[np.int64]
 MAX_DEPTH = 512  # Perfetto's kMaxDepth: a slice deeper than this is not drawn at all
@@ -94,31 +94,57 @@ def _gpu_op_category(name: str) -> str:
     return "gpu_memset" if name.startswith("Memset") else "gpu_memcpy"
 
 
+def _exact(contents: TraceContents, table: int, n: int) -> tuple[I64, I64] | None:
+    """A table's times in the file's own nanoseconds (a .pftrace's), when the reader kept them for every event:
+    Perfetto reads those as they are, never through microseconds (issue 45 item 10)."""
+    exact = contents.exact_ns
+    if exact is None or not exact.usable or len(exact.ts[table]) != n or len(exact.dur[table]) != n:
+        return None
+    return _ints64(exact.ts[table]), _ints64(exact.dur[table])
+
+
+def _ints64(values: Any) -> I64:
+    return np.frombuffer(values, dtype=np.int64).copy() if len(values) else np.zeros(0, dtype=np.int64)
+
+
+def _times(us: tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]], exact: tuple[I64, I64] | None) -> Any:
+    """(ts, ts readable, dur, dur readable) in Perfetto's nanoseconds: the file's own, or its microseconds'."""
+    if exact is not None:
+        ok = np.ones(len(exact[0]), dtype=bool)
+        return exact[0], ok, exact[1], ok
+    ts, ts_ok = to_ns(us[0])
+    dur, dur_ok = to_ns(us[1])
+    return ts, ts_ok, dur, dur_ok
+
+
 def gather(contents: TraceContents) -> RowEvents:
     """The kernels, GPU copies/sets and other complete events of the rows that hold kernels."""
     ts_k, dur_k, _, shape_k, shapes = contents.kernels.columns()
     row_ids: dict[tuple[Any, Any], int] = {}
     kernel_rows = np.array([row_ids.setdefault(perfetto_row(s[1], s[2]), len(row_ids)) for s in shapes] or [0])
     parts: list[tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], I64, int, list[str] | None, I64]] = []
+    tables: list[int] = []  # each part's table, as ExactTimes numbers them
     k_shape = _ints(shape_k)
     if len(k_shape):
         parts.append((_floats(ts_k), _floats(dur_k), kernel_rows[k_shape], KERNEL, None, k_shape))
+        tables.append(KERNELS)
     ops = contents.timeline.gpu_ops
     op_rows = np.array([row_ids.get(perfetto_row(s[1], s[2]), -1) for s in ops.shapes] or [-1])
     op_shape = _ints(ops.shape)
     if len(op_shape):
         labels = [_gpu_op_category(str(s[0])) for s in ops.shapes]
         parts.append((_floats(ops.ts), _floats(ops.dur), op_rows[op_shape], GPU_OP, labels, op_shape))
+        tables.append(GPU_OPS)
     slices = contents.timeline.slices
     slice_rows = np.array([row_ids.get(perfetto_row(k[0], k[1]), -1) for k in slices.rows] or [-1])
     slice_row = _ints(slices.row)
     if len(slice_row):
         cats = [str(k[2]) for k in slices.rows]
         parts.append((_floats(slices.ts), _floats(slices.dur), slice_rows[slice_row], OTHER, cats, slice_row))
+        tables.append(SLICES)
     rows, tss, durs, kinds, refs, cat_ids, cat_names = [], [], [], [], [], [], ["kernel"]
-    for ts_us, dur_us, row, table, names, shape in parts:
-        ts, ts_ok = to_ns(ts_us)
-        dur, dur_ok = to_ns(dur_us)
+    for (ts_us, dur_us, row, table, names, shape), which in zip(parts, tables, strict=True):
+        ts, ts_ok, dur, dur_ok = _times((ts_us, dur_us), _exact(contents, which, len(ts_us)))
         # Perfetto drops what it cannot read, a negative ts and a negative duration before any stack sees them.
         keep = (row >= 0) & ts_ok & dur_ok & (ts >= 0) & (dur >= 0)
         where = np.flatnonzero(keep)

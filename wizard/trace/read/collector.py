@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import operator
+from array import array
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -50,6 +51,28 @@ class Truncation:
     partial_event_bytes: int
     last_complete_ts: float | None
     detail: str
+
+
+KERNELS, GPU_OPS, SLICES = 0, 1, 2  # the tables ExactTimes follows
+
+
+@dataclass(slots=True)
+class ExactTimes:
+    """Integer nanoseconds of each event of the kernel, GPU-op and slice tables, in their order, where the file
+    holds them (a .pftrace's TrackEvent and render-stage times): Perfetto reads those as they are, so the
+    kernels-overlap check does too, instead of rounding microsecond doubles back (issue 45 item 10)."""
+
+    ts: tuple[array[int], array[int], array[int]] = field(default_factory=lambda: (array("q"), array("q"), array("q")))
+    dur: tuple[array[int], array[int], array[int]] = field(default_factory=lambda: (array("q"), array("q"), array("q")))
+
+    usable: bool = True  # False once a time does not fit an int64 (then the microseconds are read instead)
+
+    def add(self, table: int, ts: int, dur: int) -> None:
+        if not (-(2**63) <= ts < 2**63 and -(2**63) <= dur < 2**63):
+            self.usable = False
+            ts = dur = 0  # kept in step with the table
+        self.ts[table].append(ts)
+        self.dur[table].append(dur)
 
 
 STEP_CAP = 100_000  # ProfilerStep intervals kept (a trace has one per profiled step)
@@ -125,6 +148,7 @@ class TraceContents:
     counters: Counters = field(default_factory=Counters)  # their samples, bounded (wizard.trace.read.counters)
     timeline: Timeline = field(default_factory=Timeline)
     ends: OpenedEnds | None = None  # the regular file as the read's one open found it, its ends hashed (--from)
+    exact_ns: ExactTimes | None = None  # the tables' times in the file's own nanoseconds, where it has them
 
     @property
     def typed(self) -> bool:

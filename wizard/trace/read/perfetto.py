@@ -19,7 +19,10 @@ which the tests use to write and to read the same files a second time):
   applicable there; static shared memory is not written (only the dynamic part).
 
 Timestamps are nanoseconds; they become Kineto's microseconds after subtracting Kineto's base (the start of the
-three-month period the first timestamp falls in), so values match the JSON export of the same run.
+three-month period the first timestamp falls in), so values match the JSON export of the same run. The kernels',
+GPU ops' and other slices' nanoseconds are also kept as they are (``ExactTimes``): Perfetto reads TrackEvent times
+as integers, and a microsecond double near 1.7e15 steps by 0.25 µs, so the nesting rule on microseconds rounded
+back to nanoseconds saw kernels that only touch overlap (issue 45 item 10).
 
 The file is untrusted: a packet is at most ``MAX_PACKET`` bytes, nesting is bounded, interned tables and open
 slices are bounded, a truncated or damaged packet ends the read with a one-line error naming its offset.
@@ -44,11 +47,12 @@ import msgspec
 from wizard.errors import InputFileError
 from wizard.formatting import plural
 from wizard.trace.read import cuspy
-from wizard.trace.read.collector import Collector, TraceContents, Truncation
+from wizard.trace.read.collector import GPU_OPS, KERNELS, SLICES, Collector, ExactTimes, TraceContents, Truncation
 from wizard.trace.read.events import (
     GPU_OP_CATEGORIES,
     KERNEL_CATEGORIES,
     OP_CATEGORIES,
+    PYTHON_CATEGORIES,
     RUNTIME_CATEGORIES,
     Event,
     event_from_parts,
@@ -246,7 +250,9 @@ class _Reader:
         self.clocks = False  # packets named a clock or defaults this reader does not apply
         self.cuspy = False  # raw fields only Cuspy writes were seen
         self.event_correlation: dict[int, int] = {}  # render stage event_id -> correlation (launch links)
-        self.pending: list[tuple[dict[str, Any], list[int]]] = []  # launches whose correlation is a link
+        # launches whose correlation is a link, with their start and duration in ns
+        self.pending: list[tuple[dict[str, Any], list[int], int, int]] = []
+        self.exact = contents.exact_ns = ExactTimes()
 
     # -- packets ------------------------------------------------------------------------------------------
 
@@ -564,7 +570,7 @@ class _Reader:
                    "dur": dur / 1000.0, "args": args}  # fmt: skip
             if len(self.pending) >= MAX_PENDING:
                 raise _Damaged(f"more than {MAX_PENDING} launches linked to render stages not yet read")
-            self.pending.append((doc, links))
+            self.pending.append((doc, links, ts, dur))
             return
         self._event(cat, name, where.pid, where.tid, ts, dur, args)
 
@@ -576,7 +582,14 @@ class _Reader:
     def _event(  # noqa: PLR0917 - an event's fields, as the JSON reader's events have them
         self, cat: str | None, name: str, pid: Any, tid: Any, ts: int, dur: int, args: dict[str, Any]
     ) -> None:
-        self.batch.append(event_from_parts(cat, name, pid, tid, self._us(ts), dur / 1000.0, args))
+        self._add(event_from_parts(cat, name, pid, tid, self._us(ts), dur / 1000.0, args), ts, dur)
+
+    def _add(self, ev: Event, ts: int, dur: int) -> None:
+        """An event to the batch, and its nanoseconds beside the table the collector puts it in."""
+        table = _table_of(ev)
+        if table is not None:
+            self.exact.add(table, ts - (self.base or 0), dur)
+        self.batch.append(ev)
         if len(self.batch) >= BATCH:
             self.flush()
 
@@ -588,13 +601,28 @@ class _Reader:
     def finish(self) -> None:
         """Launches linked to their render stages by event id (Cuspy) take the stages' correlation; slices still
         open at the end are counted as the truncation they are."""
-        for doc, links in self.pending:
+        for doc, links, ts, dur in self.pending:
             found = next((self.event_correlation[e] for e in links if e in self.event_correlation), None)
             if found is not None:
                 doc["args"]["correlation"] = found
-            self.batch.append(event_from_parts(**doc))
+            self._add(event_from_parts(**doc), ts, dur)
         self.pending = []
         self.flush()
+
+
+def _table_of(ev: Event) -> int | None:
+    """The table the collector keeps an event in (Collector.add's dispatch, in its order), of the three whose
+    times ``ExactTimes`` follows; None for the others."""
+    cat = ev.cat
+    if cat in OP_CATEGORIES or cat in RUNTIME_CATEGORIES:
+        return None
+    if cat in KERNEL_CATEGORIES:
+        return KERNELS
+    if cat in PYTHON_CATEGORIES:
+        return None
+    if cat in GPU_OP_CATEGORIES:
+        return GPU_OPS
+    return SLICES if ev.dur is not None else None
 
 
 def _json(b: bytes, span: tuple[int, int]) -> Any:

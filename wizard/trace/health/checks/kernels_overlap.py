@@ -1,4 +1,29 @@
-"""kernels-overlap: kernels Perfetto cannot nest on their row (its rule: wizard/trace/health/nesting.py)."""
+"""kernels-overlap: kernels Perfetto cannot nest on their row (its rule: wizard/trace/health/nesting.py).
+
+What the status says (issue 45): a user acts on an overlap when it makes a number they read materially wrong;
+one that is systematic, each below a kernel launch's latency and small in all, changes no number and is ``info``,
+worded with what is known of it. Four kinds are told apart, per kernel that cannot nest:
+
+- ``pdl``: Programmatic Dependent Launch, its evidence the kernel's own eager ``cuLaunchKernelEx`` /
+  ``cudaLaunchKernelExC`` call, overlapping a kernel by at most ``PDL_OVERLAP_US`` (B200: 0.13-3.7 µs).
+- ``rounding``: ending at most ``ROUNDING_US`` after the annotation or copy it overlaps (a microsecond-epoch
+  double steps by 0.25 µs, so equal decimal ends come apart in Perfetto's nanoseconds).
+- ``sub_latency``: any other overlap of a kernel by at most ``SUB_LATENCY_US`` (20 µs): under the time one launch
+  takes to reach the GPU, so no launch a user changes moves it. Seen: 0.13-4.6 µs inside B300 decode graph replays
+  (CUDA graphs carry programmatic edges, ``CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC``, that a trace does not record,
+  and PyTorch's Cuspy clamps CUPTI's graph-replay kernels because their timestamps overlap "~13%" of the time:
+  ``torch/profiler/_cuspy/trace.py``, ``_build_render_stages``), 1-13 µs in V100 replays, 12.4 µs once in 4,010
+  eager kernels (an Nsight Systems export), 0.11-2.4 µs on ROCm traces. The shortest launch-to-kernel time of
+  the shared traces (clock-skew's ``min_us``) is 5.0-17.2 µs: 20 µs is one launch's latency with room, and
+  above every overlap of this kind seen.
+- the rest: a kernel that overruns the event before it by more, or an annotation by more than a rounding.
+
+``info`` when there is no rest and the ``sub_latency`` overlaps add up to at most ``MARGIN`` (10%) of the
+trace's kernel time counted once (every kernel's duration added up, less those overlaps): past it the summed
+kernel time exceeds the time counted once by more than the margin at which summary-table calls a sum
+misleading. ``warning`` otherwise (a duration the GPU cannot have had, or overlap enough to change the sums a
+user reads).
+"""
 
 from __future__ import annotations
 
@@ -9,6 +34,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypedDict
 from wizard.formatting import plural, verb
 from wizard.trace.health.spec import (
     EXAMPLES,
+    MARGIN,
     CheckFact,
     CheckFix,
     CheckSpec,
@@ -25,7 +51,7 @@ if TYPE_CHECKING:
 
 
 # Launch calls that can carry the programmatic-stream-serialization attribute (Programmatic Dependent Launch):
-# the evidence that an overlap was asked for; a graph replay's kernels share one cudaGraphLaunch and are not it.
+# the evidence that an overlap was asked for; a graph replay's kernels share one cudaGraphLaunch, which says nothing.
 PDL_LAUNCH_CALLS = frozenset(
     {"cuLaunchKernelEx", "cuLaunchKernelEx_ptsz", "cudaLaunchKernelExC", "cudaLaunchKernelExC_ptsz"}
 )
@@ -36,6 +62,9 @@ PDL_OVERLAP_US = 5.0
 # A kernel that ends this little after the annotation or copy around it shares that event's microsecond: Perfetto's
 # llround(us * 1000) of microsecond-epoch doubles (a step of 0.25 µs) puts equal decimal ends apart.
 ROUNDING_US = 1.0
+# The longest overlap of a kernel still below a kernel launch's latency (module docstring: the evidence); such
+# overlaps are info while they add up to at most MARGIN of the trace's kernel time counted once.
+SUB_LATENCY_US = 20.0
 
 
 class KernelsOverlapDetails(TypedDict):
@@ -44,6 +73,10 @@ class KernelsOverlapDetails(TypedDict):
     pdl: Annotated[int, "of those kernels, Programmatic Dependent Launch's"]
     rounding: Annotated[int, "of those kernels, a rounding's"]
     graph: Annotated[int, "of those kernels, run by a graph launch"]
+    sub_latency: Annotated[int, "of those kernels, overlapping a kernel by less than a launch's latency"]
+    sub_latency_us: Annotated[float, "those kernels' overlaps added up, in µs"]
+    kernel_us: Annotated[float, "every kernel's duration added up, in µs (the time the overlaps are a share of)"]
+    material: Annotated[bool, "whether sub_latency_us is more than the margin of the kernel time counted once"]
     max_overlap_us: Annotated[float, "the longest overlap, in µs"]
     other_events: Annotated[dict[str, int], "other events of kernel rows that cannot nest, by category"]
 
@@ -87,14 +120,20 @@ CHECK = CheckSpec(
         " a kernel), `kernels`, `pdl` (those launched by an eager `cuLaunchKernelEx`/`cudaLaunchKernelExC` "
         f"call with their correlation id that overlap a kernel by at most {PDL_OVERLAP_US:g} µs), `rounding` "
         f"(those that end at most {ROUNDING_US:g} µs after the annotation or copy they overlap), `graph` (those "
-        "a graph launch ran), "
+        f"a graph launch ran), `sub_latency` (the others that overlap a kernel by at most {SUB_LATENCY_US:g} µs, "
+        "less than a kernel launch's latency: graph replays' timestamps, a timestamp's jitter), `sub_latency_us` "
+        f"(their overlaps added up), `material` (`sub_latency_us` above {MARGIN:.0%} of `kernel_us` minus it: "
+        "summed kernel time over the time counted once by more than summary-table's margin), "
+        "`kernel_us` (every kernel's duration added up, a negative or missing one as 0), "
         "`max_overlap_us` (the open event's end minus the kernel's start, at most), `other_events` (the other"
         " events of kernel rows that cannot nest, by category: counted apart, not in `count`, status `ok` "
         "when no kernel is among them)"
     ),
     status_rule=(
-        "`info` when each is `pdl` or `rounding`: only the viewer suffers; `warning` otherwise: a duration "
-        "that overruns its successor, or an overlap nothing in the trace asked for; `not_applicable` without kernels"
+        "`info` when each is `pdl`, `rounding` or `sub_latency` and not `material`: the viewer suffers, no "
+        "number read from the trace changes; `warning` otherwise: a duration that overruns its successor by more "
+        "than a launch's latency, an annotation overrun past a rounding, or overlaps that change the summed "
+        "kernel time; `not_applicable` without kernels"
     ),
     facts=(
         CheckFact(
@@ -118,8 +157,23 @@ CHECK = CheckSpec(
         CheckFact(
             "graph_overlapping_kernels",
             int,
-            "of those, run by a graph launch (one correlation id: not PDL)",
+            "of those, run by a graph launch (one correlation id: no launch call of their own says why)",
             "graph",
+        ),
+        CheckFact(
+            "sub_latency_overlapping_kernels",
+            int,
+            f"of those, the others overlapping a kernel by at most {SUB_LATENCY_US:g} µs (under a launch's latency)",
+            "sub_latency",
+        ),
+        CheckFact(
+            "overlap_changes_sums",
+            bool,
+            f"whether the sub-latency overlaps add up to more than {MARGIN:.0%} of the kernel time counted once (any "
+            "trace)",
+            "material",
+            "any",
+            False,
         ),
     ),
     colour="#bf8700",
@@ -173,33 +227,84 @@ def _pdl(calls: Calls, corr: Ints) -> npt.NDArray[np.bool_]:
     return member(corr, ids)
 
 
-def run(t: Tables) -> HealthCheck:
+@dataclass(slots=True)
+class _Kinds:
+    """Per kernel that cannot nest, which kind of overlap it is (module docstring), and the words it needs."""
+
+    pdl: npt.NDArray[np.bool_]
+    rounding: npt.NDArray[np.bool_]
+    sub_latency: npt.NDArray[np.bool_]
+    graph: npt.NDArray[np.bool_]
+    launched_ex: npt.NDArray[np.bool_]
+    graph_api: str  # the trace's own graph launch call(s): cudaGraphLaunch, hipGraphLaunch
+    rocm: bool
+    unwritable: str  # the format, with its article, when `trace fix` cannot write a copy of it; else ""
+
+
+def _graph_api(calls: Calls, rocm: bool) -> str:
+    """The graph launch calls the trace holds, by name (a HIP trace's is hipGraphLaunch); else the platform's."""
     import numpy as np
 
-    from wizard.trace.health.tables import distinct, kernel_samples, member
+    made = np.unique(calls.name_of[calls.graph]).tolist() if len(calls.name_of) else []
+    found = sorted({calls.names[i] for i in made})
+    return " / ".join(found) if found else ("hipGraphLaunch" if rocm else "cudaGraphLaunch")
 
-    contents, calls, kernels = t.contents, t.calls, t.kernels
-    n = len(kernels.ts)
-    if not n:
-        return CHECK.not_applicable(
-            "no GPU kernels",
-            kernels=0, lanes=0, pdl=0, rounding=0, graph=0, max_overlap_us=0.0, other_events={},
-        )  # fmt: skip
-    found = _hidden(contents)
-    count = len(found.kernels)
-    corr = kernels.corr[found.kernels]
-    overlap_us = found.overlap_ns / 1000.0
+
+def _kinds(t: Tables, found: _Hidden, overlap_us: Floats) -> _Kinds:
+    """Each hidden kernel's kind: pdl, rounding, sub_latency, or none (the rest)."""
+    from wizard.trace.health.tables import distinct, member
+    from wizard.trace.read.formats import BY_ID
+
+    calls, contents = t.calls, t.contents
+    corr = t.kernels.corr[found.kernels]
     launched_ex = _pdl(calls, corr)
     pdl = launched_ex & found.under_kernel & (overlap_us <= PDL_OVERLAP_US)
     rounding = ~found.under_kernel & (found.overhang_ns <= ROUNDING_US * 1000)
-    graph_ids = distinct(calls.corr[calls.graph & (calls.corr != NO_CORRELATION)])
-    graph = int(member(corr, graph_ids).sum())
+    sub_latency = found.under_kernel & ~pdl & (overlap_us <= SUB_LATENCY_US)
+    graph = member(corr, distinct(calls.corr[calls.graph & (calls.corr != NO_CORRELATION)]))
+    fmt = BY_ID.get(contents.format)
+    return _Kinds(
+        pdl, rounding, sub_latency, graph, launched_ex, _graph_api(calls, contents.is_rocm), contents.is_rocm,
+        "" if fmt is None or fmt.rewritable else fmt.name_with_article,
+    )  # fmt: skip
+
+
+def _kernel_us(t: Tables) -> float:
+    """Every kernel's duration added up (negative, missing or non-finite as 0): what summed kernel time reads."""
+    import numpy as np
+
+    dur = t.kernels.dur
+    return float(np.where(np.isfinite(dur) & (dur > 0), dur, 0.0).sum())
+
+
+def run(t: Tables) -> HealthCheck:
+    import numpy as np
+
+    from wizard.trace.health.tables import kernel_samples
+
+    kernels = t.kernels
+    if not len(kernels.ts):
+        return CHECK.not_applicable(
+            "no GPU kernels",
+            kernels=0, lanes=0, pdl=0, rounding=0, graph=0, sub_latency=0, sub_latency_us=0.0, kernel_us=0.0,
+            material=False, max_overlap_us=0.0, other_events={},
+        )  # fmt: skip
+    found = _hidden(t.contents)
+    count = len(found.kernels)
+    overlap_us = found.overlap_ns / 1000.0
+    kinds = _kinds(t, found, overlap_us)
+    kernel_us = _kernel_us(t)
+    sub_us = float(overlap_us[kinds.sub_latency].sum())
     details = {
-        "kernels": n, "lanes": found.rows, "pdl": int(pdl.sum()), "rounding": int(rounding.sum()), "graph": graph,
+        "kernels": len(kernels.ts), "lanes": found.rows, "pdl": int(kinds.pdl.sum()),
+        "rounding": int(kinds.rounding.sum()), "graph": int(kinds.graph.sum()),
+        "sub_latency": int(kinds.sub_latency.sum()), "sub_latency_us": round(sub_us, 3),
+        "kernel_us": round(kernel_us, 3),
+        "material": bool(sub_us > MARGIN * (kernel_us - sub_us)),
         "max_overlap_us": float(overlap_us.max()) if count else 0.0,
         "other_events": dict(sorted(found.others.items(), key=lambda kv: (-kv[1], kv[0]))),
     }  # fmt: skip
-    status, summary, meaning = _overlap_verdict(count, found, details, overlap_us)
+    status, summary, meaning = _overlap_verdict(count, found, details, overlap_us, kinds)
     if not count:
         return CHECK.verdict(0, status, summary, meaning, details=details)
     first = np.argsort(found.kernels, kind="stable")[:EXAMPLES].tolist()
@@ -210,7 +315,8 @@ def run(t: Tables) -> HealthCheck:
                 int(found.kernels[i]),
                 f"starts {overlap_us[i]:.3f} µs before the {'kernel' if found.under_kernel[i] else 'event'} "
                 "open on its row ends, and ends after it"
-                + (" (launched with cuLaunchKernelEx/cudaLaunchKernelExC)" if launched_ex[i] else ""),
+                + (" (launched with cuLaunchKernelEx/cudaLaunchKernelExC)" if kinds.launched_ex[i] else "")
+                + (f" (in a graph replay: {kinds.graph_api})" if kinds.graph[i] else ""),
             )
             for i in first
         ],
@@ -218,24 +324,66 @@ def run(t: Tables) -> HealthCheck:
     )  # fmt: skip
 
 
-def _overlap_verdict(count: int, found: _Hidden, details: dict[str, Any], overlap_us: Floats) -> tuple[str, str, str]:
-    """Status and words: overlaps of PDL's size with its launch evidence, and ends a rounding apart, are ``info``
-    (only the viewer suffers); anything else a ``warning`` (a duration that overruns its successor, or an overlap
-    nothing in the trace asked for)."""
-    others = sum(found.others.values())
-    other_words = (
-        f"; {plural(others, 'other GPU event')} ({', '.join(found.others)}) cannot nest either" if others else ""
+def _sub_latency_words(kinds: _Kinds, overlap_us: Floats, details: dict[str, Any]) -> str:
+    """What is known of overlaps below a launch's latency: in a graph replay, a graph's unrecorded edges or CUPTI's
+    replay timestamps (CUDA); eagerly, one timestamp off by less than a launch takes; and their share of the sums."""
+    sub, graph = kinds.sub_latency, kinds.sub_latency & kinds.graph
+    parts = []
+    if graph.any():
+        n = int(graph.sum())
+        why = (
+            "nothing in the trace says why (one launch call for the whole replay)"
+            if kinds.rocm
+            else "a graph's kernel nodes can carry programmatic edges (CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC) the "
+            "trace does not record, and CUPTI's graph-replay timestamps overlap by themselves (PyTorch's Cuspy "
+            "clamps them before writing)"
+        )
+        parts.append(
+            f"{plural(n, 'kernel')} of graph replays ({kinds.graph_api}) {verb(n, 'overlaps', 'overlap')} the "
+            f"kernel before {verb(n, 'it', 'them')} by at most {float(overlap_us[graph].max()):.3f} µs: {why}"
+        )
+    eager = sub & ~kinds.graph
+    if eager.any():
+        n = int(eager.sum())
+        parts.append(
+            f"{plural(n, 'kernel')} launched one by one {verb(n, 'overlaps', 'overlap')} the kernel before "
+            f"{verb(n, 'it', 'them')} by at most {float(overlap_us[eager].max()):.3f} µs with no PDL launch: one of "
+            "the two timestamps is off by less than a launch takes"
+        )
+    total, kernel_us = details["sub_latency_us"], details["kernel_us"]
+    once = kernel_us - total  # the kernel time with those overlaps counted once
+    share = total / once if once > 0 else 0.0
+    share_words = f"{share:.2%}" if share >= 0.0001 or share == 0 else "under 0.01%"
+    sums = (
+        f"more than {MARGIN:.0%}: summed kernel time (Self CUDA, per-kernel totals) counts that time twice"
+        if details["material"]
+        else f"at most {MARGIN:.0%}: no number read from the trace changes"
     )
-    if not count:
-        return "ok", f"every kernel nests on its row, as Perfetto draws it{other_words}", ""
-    pdl, rounding, graph = details["pdl"], details["rounding"], details["graph"]
-    rest = count - pdl - rounding
-    summary = (
-        f"{plural(count, 'kernel')} {verb(count, 'starts', 'start')} inside an earlier event on "
-        f"{verb(count, 'its', 'their')} row and {verb(count, 'ends', 'end')} after it "
-        f"({plural(found.rows, 'row')}, by up to {float(overlap_us.max()):.3f} µs): hidden before Perfetto v57, "
-        f"apart with a wrong launch arrow from v57{other_words}"
+    return (
+        f"{'; '.join(parts)}. Each is under {SUB_LATENCY_US:g} µs, a kernel launch's latency, and together "
+        f"{total:,.3f} µs, {share_words} of the {once:,.1f} µs of kernel time counted once ({sums})"
     )
+
+
+def _rest_words(rest: npt.NDArray[np.bool_], kinds: _Kinds) -> str:
+    n = int(rest.sum())
+    graph = int((rest & kinds.graph).sum())
+    replay = (
+        f", {plural(graph, 'graph-replay kernel')} among them (one {kinds.graph_api} for the replay: no launch "
+        "call of their own says why)"
+        if graph
+        else ""
+    )
+    return (
+        f"{plural(n, 'other')} {verb(n, 'overruns', 'overrun')} the event before {verb(n, 'it', 'them')} by more "
+        f"than a launch's latency ({SUB_LATENCY_US:g} µs) or an annotation past a rounding{replay}: a recorded "
+        "duration or time the GPU cannot have had"
+    )
+
+
+def _causes(kinds: _Kinds, overlap_us: Floats, details: dict[str, Any]) -> list[str]:
+    """Why the kernels overlap, kind by kind (module docstring)."""
+    pdl, rounding = details["pdl"], details["rounding"]
     causes = []
     if pdl:
         causes.append(
@@ -249,22 +397,42 @@ def _overlap_verdict(count: int, found: _Hidden, details: dict[str, Any], overla
             f"annotation or copy around {verb(rounding, 'it', 'them')}: the same microsecond, apart once Perfetto "
             "rounds microseconds to nanoseconds"
         )
-    if rest:
-        replay = (
-            f", {plural(graph, 'graph-replay kernel')} among them (one cudaGraphLaunch: not Programmatic Dependent "
-            "Launch)"
-            if graph
-            else ""
-        )
-        causes.append(
-            f"{plural(rest, 'other')} overrun the event before {verb(rest, 'it', 'them')}{replay}: a recorded "
-            "duration or time the GPU cannot have had, or an overlap nothing in the trace asked for"
-        )
+    if kinds.sub_latency.any():
+        causes.append(_sub_latency_words(kinds, overlap_us, details))
+    rest = ~(kinds.pdl | kinds.rounding | kinds.sub_latency)
+    if rest.any():
+        causes.append(_rest_words(rest, kinds))
+    return causes
+
+
+def _overlap_verdict(
+    count: int, found: _Hidden, details: dict[str, Any], overlap_us: Floats, kinds: _Kinds
+) -> tuple[str, str, str]:
+    """Status and words: PDL's, a rounding's and small sub-latency overlaps are ``info`` (only the viewer suffers);
+    the rest, or sub-latency overlaps that add up, a ``warning`` (module docstring)."""
+    others = sum(found.others.values())
+    other_words = (
+        f"; {plural(others, 'other GPU event')} ({', '.join(found.others)}) cannot nest either" if others else ""
+    )
+    if not count:
+        return "ok", f"every kernel nests on its row, as Perfetto draws it{other_words}", ""
+    summary = (
+        f"{plural(count, 'kernel')} {verb(count, 'starts', 'start')} inside an earlier event on "
+        f"{verb(count, 'its', 'their')} row and {verb(count, 'ends', 'end')} after it "
+        f"({plural(found.rows, 'row')}, by up to {float(overlap_us.max()):.3f} µs): hidden before Perfetto v57, "
+        f"apart with a wrong launch arrow from v57{other_words}"
+    )
+    fix = (
+        f"`trace fix` writes corrected copies of Chrome trace JSON only, and this file is {kinds.unwritable}"
+        if kinds.unwritable
+        else "`warpwizard trace fix --split-overlaps` writes a copy with them on rows of their own and each arrow on "
+        "its own kernel"
+    )
     meaning = (
         "Perfetto cannot nest a slice that starts inside another on its row and ends after it: v51 to v56 drop it "
         "(hidden), v57 on (ui.perfetto.dev) draw it on an extra row, and in both its launch arrow binds to the "
         "row's top slice, another event; older Perfetto builds embedded in other tools may misnest it. "
-        f"{'; '.join(causes)}. `warpwizard trace fix --split-overlaps` writes a copy with them on rows of their own "
-        "and each arrow on its own kernel"
+        f"{'; '.join(_causes(kinds, overlap_us, details))}. {fix}"
     )
-    return ("info" if rest == 0 else "warning"), summary, meaning
+    rest = count - details["pdl"] - details["rounding"] - details["sub_latency"]
+    return ("info" if rest == 0 and not details["material"] else "warning"), summary, meaning
