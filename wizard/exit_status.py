@@ -16,6 +16,7 @@ class ExitStatus(enum.IntEnum):
     INPUT_ERROR = 6
     OUTPUT_ERROR = 7
     OUT_OF_MEMORY = 8
+    MISSING_DEPENDENCY = 9
     INTERNAL = 70  # EX_SOFTWARE
     HANGUP = 129  # 128 + SIGHUP
     INTERRUPTED = 130  # 128 + SIGINT
@@ -39,6 +40,8 @@ MEANING: dict[ExitStatus, str] = {
     "(`--force` replaces it) or an input of the run",
     ExitStatus.OUT_OF_MEMORY: "out of memory, or a worker process was killed (by the system's out-of-memory killer): "
     "try `--jobs 1` or a machine with more memory",
+    ExitStatus.MISSING_DEPENDENCY: "an optional dependency the command needs is not installed (plotly for "
+    "`--report FILE.html`): the message says the command that installs it where warpwizard came from",
     ExitStatus.INTERNAL: "internal error (`--debug` shows the traceback)",
     ExitStatus.HANGUP: "hung up (SIGHUP: the terminal closed, the ssh session dropped); the workload was stopped "
     "and the answers saved",

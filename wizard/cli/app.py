@@ -495,7 +495,7 @@ ERROR_STATUS: tuple[tuple[type[BaseException], ExitStatus], ...] = (
     (OutputFileError, ExitStatus.OUTPUT_ERROR),
     (UsageError, ExitStatus.USAGE),
     (PlaybookNotFound, ExitStatus.USAGE),
-    (MissingDependency, ExitStatus.USAGE),  # an optional extra the command line asked for (--report x.html)
+    (MissingDependency, ExitStatus.MISSING_DEPENDENCY),  # an optional extra the command asked for (x.html)
     (WizardError, ExitStatus.PROBE_FAILURE),
 )
 
