@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -46,29 +45,18 @@ def test_the_package_beside_a_pyproject_is_a_clone(tmp_path: Path) -> None:
     assert origin(CHECKOUT / "wizard").directory == CHECKOUT
 
 
-class _Dist(metadata.Distribution):
-    def __init__(self, direct_url: str | None) -> None:
-        self.direct_url = direct_url
-
-    def read_text(self, filename: str) -> str | None:
-        return self.direct_url if filename == "direct_url.json" else None
-
-    def locate_file(self, path: str | os.PathLike[str]) -> Path:
-        raise NotImplementedError
-
-
 def test_pips_record_names_the_directory_it_installed_from(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "warpwizard"\n')
     # PEP 610's direct_url.json, as pip writes it for `pip install -e DIR` and `pip install DIR`
     editable = json.dumps({"url": tmp_path.as_uri(), "dir_info": {"editable": True}})
-    assert _recorded(_Dist(editable)) == Origin(tmp_path, editable=True, known=True)
-    assert _recorded(_Dist(json.dumps({"url": tmp_path.as_uri(), "dir_info": {}}))) == Origin(
+    assert _recorded(editable) == Origin(tmp_path, editable=True, known=True)
+    assert _recorded(json.dumps({"url": tmp_path.as_uri(), "dir_info": {}})) == Origin(
         tmp_path, editable=False, known=True
     )
-    assert _recorded(_Dist(None)) is None  # from the index: pip writes no direct_url.json
+    assert _recorded(None) is None  # from the index: pip writes no direct_url.json
     vcs = json.dumps({"url": "https://github.com/x/warpwizard.git", "vcs_info": {"vcs": "git"}})
-    assert _recorded(_Dist(vcs)) == Origin(None, editable=False, known=False)
-    assert _recorded(_Dist("{not json")) == Origin(None, editable=False, known=False)
+    assert _recorded(vcs) == Origin(None, editable=False, known=False)
+    assert _recorded("{not json") == Origin(None, editable=False, known=False)
 
 
 def test_without_plotly_the_cli_exits_with_its_own_code_and_names_this_clone(

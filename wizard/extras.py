@@ -10,9 +10,10 @@ import json
 import os
 import re
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 from urllib.parse import unquote, urlparse
+
+from wizard.plugins import installed_file
 
 DISTRIBUTION = "warpwizard"
 _NAME = re.compile(r'^name\s*=\s*"warpwizard"\s*$', re.MULTILINE)
@@ -35,9 +36,9 @@ def _is_checkout(directory: Path) -> bool:
         return False
 
 
-def _recorded(distribution: metadata.Distribution) -> Origin | None:
-    """pip's record of a directory install (PEP 610), or None when it installed from the index."""
-    text = distribution.read_text("direct_url.json")
+def _recorded(text: str | None) -> Origin | None:
+    """pip's record of a directory install (PEP 610's ``direct_url.json``), or None when it installed from the
+    index (pip writes none)."""
     if not text:
         return None
     try:
@@ -57,15 +58,12 @@ def origin(package_dir: Path | None = None) -> Origin:
     """Where warpwizard came from: the package's own folder beside a ``pyproject.toml`` first (a clone run from
     its source, installed or not), then pip's record of the installed distribution."""
     here = (package_dir or Path(__file__).resolve().parent).parent
-    try:
-        distribution = metadata.distribution(DISTRIBUTION)
-    except metadata.PackageNotFoundError:
-        distribution = None
-    recorded = _recorded(distribution) if distribution is not None else None
+    installed, record = installed_file(DISTRIBUTION, "direct_url.json")
+    recorded = _recorded(record)
     if _is_checkout(here):
         editable = recorded is not None and recorded.editable and recorded.directory == here
         return Origin(here, editable=editable, known=True)
-    if distribution is None:
+    if not installed:
         return Origin(None, editable=False, known=False)
     return recorded or Origin(None, editable=False, known=True)
 
