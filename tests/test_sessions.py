@@ -376,14 +376,14 @@ def test_examples_are_listed_and_copied_out_without_replacing_anything(tmp_path:
 
 
 def test_the_unedited_triage_template_answers_no_question(tmp_path: Path) -> None:
-    """Issue 44 item 7: the triage's template filled about 20 answers (graphs_symptom: true, viewer: perfetto),
+    """Issue 44 item 7: the triage's template filled about 20 answers (described: negative-warps-per-sm, activities: true),
     which then answered questions nobody was asked. Unedited, it answers none, so a run asks the first."""
     result = run_inprocess("answers", "triage")
     assert result.status == 0, result.stderr
     assert yaml.safe_load(result.stdout) is None
     live = [line for line in result.stdout.splitlines() if line.strip() and not line.lstrip().startswith("#")]
     assert live == []
-    assert "# graphs_symptom: true   # the default" in result.stdout  # the default is there to uncomment
+    assert "# activities: true   # the default" in result.stdout  # the default is there to uncomment
     template = tmp_path / "triage.yaml"
     template.write_text(result.stdout)
     run = run_inprocess("run", "triage", "--answers", str(template), "--json")
