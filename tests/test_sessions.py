@@ -376,7 +376,7 @@ def test_examples_are_listed_and_copied_out_without_replacing_anything(tmp_path:
 
 
 def test_the_unedited_triage_template_answers_no_question(tmp_path: Path) -> None:
-    """Issue 44 item 7: the triage's template filled about 20 answers (described: negative-warps-per-sm, activities: true),
+    """Issue 44 item 7: the triage's template filled about 20 answers (activities: true, sessions: one),
     which then answered questions nobody was asked. Unedited, it answers none, so a run asks the first."""
     result = run_inprocess("answers", "triage")
     assert result.status == 0, result.stderr

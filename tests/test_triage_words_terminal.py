@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import pexpect
 import pytest
 
 from tests.test_terminal import finish, spawn
