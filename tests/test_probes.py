@@ -259,6 +259,16 @@ def test_reprofile_on_the_cpu_writes_a_trace_and_skips_honestly(tmp_path: Path) 
     assert result.status is Status.SKIP and "no CUDA device" in result.summary
     skipped = result.facts["profilers_skipped"]
     assert skipped == {"legacy": "no CUDA device", "nsys": "no CUDA device", "ncu": "no CUDA device"}
+    # issue 44 item 11: the evidence printed the dict ("skipped: {'legacy': ...}"); it says it in words
+    assert result.evidence[-1] == "skipped (no CUDA device): legacy, nsys, ncu"
+    assert not any("{" in line for line in result.evidence)
+
+
+def test_the_skipped_profilers_are_said_grouped_by_why() -> None:
+    from wizard.probes.reprofile import skipped_words
+
+    said = skipped_words({"legacy": "did not complete", "nsys": "not installed", "ncu": "not installed"})
+    assert said == "skipped (did not complete): legacy; skipped (not installed): nsys, ncu"
 
 
 @needs_torch
