@@ -299,7 +299,7 @@ def test_checks_chosen_and_bad_ids_refused(tmp_path: Path, run_cli: RunCli) -> N
     skip = run_cli("trace", "inspect", "--skip-checks", "clock-skw", str(path))
     assert skip.returncode == 2
     assert skip.stderr.strip().splitlines()[-1].startswith("warpwizard: error: --skip-checks: unknown health check ")
-    with pytest.raises(UsageError, match="^skip_checks: unknown health check clock-skw;"):
+    with pytest.raises(UsageError, match=r"^skip_checks: unknown health check clock-skw;"):
         wizard.inspect_traces(path, skip_checks=["clock-skw"])
     # exit codes: a warning fails by default, not with --fail-on error, and never with --skip-checks
     assert run_cli("trace", "inspect", str(path)).returncode == 1
