@@ -157,6 +157,12 @@ def test_nvml_library_missing_is_could_not_collect(tmp_path: Path) -> None:
 
     info = collect_nvml(env_for(tmp_path, nvml_loader=NoLibrary))
     assert info["status"].startswith("could not collect: NVMLError_LibraryNotFound") and info["gpus"] == []
+    # issue 44 item 11: the env probe said the same NVML error twice, once as NVML's and once as the driver's
+    result = EnvProbe().run(env_for(tmp_path, python="/usr/bin/false", nvml_loader=NoLibrary), {})
+    said = [line for line in result.evidence if "NVML Shared Library Not Found" in line]
+    assert said == [
+        "NVML: could not collect: NVMLError_LibraryNotFound: NVML Shared Library Not Found (so no driver version)"
+    ]
 
     def not_installed() -> Any:
         raise ImportError("No module named 'pynvml'")
