@@ -165,7 +165,7 @@ def inspection_markdown(inspection: Inspection) -> str:
                     markdown_code(row.kernel, table=True),  # whole: templates tell kernels apart
                     str(row.count),
                     markdown_prose("; ".join(f"{c.metric} {c.reported}" for c in row.cells)),
-                    markdown_prose("; ".join(f"{c.metric} {c.true}" for c in row.cells)),
+                    markdown_prose("; ".join(f"{c.metric} {'right' if c.right else c.true}" for c in row.cells)),
                     markdown_prose(row.launched_by),
                 ]
                 out.append("| " + " | ".join(cells) + " |")

@@ -1,0 +1,43 @@
+"""Issue 44 (the first hour, round 3): words that misled, checked through the real entry point."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.conftest import run_inprocess
+from wizard.testing.traces import KernelSpec, TraceBuilder
+
+
+def _e_trace(tmp_path: Path) -> Path:
+    """Mechanism E on an H100: 168 registers and 226 KB of shared memory, so Kineto's calculator, given the
+    default 48 KB per block, prints occupancy 0; its blocks per SM (128 blocks / 132 SMs) and warps per SM are
+    right, printed as float32 to six decimals (0.969696999, where the truth is 0.96969696...)."""
+    builder = TraceBuilder(gpu="H100")
+    builder.add(KernelSpec("e_kernel", (8, 16, 1), (384, 1, 1), 168, 231424))
+    return builder.write(tmp_path / "e.json")
+
+
+def test_a_right_value_is_said_right_not_as_a_change_over_its_sixth_decimal(tmp_path: Path) -> None:
+    """Issue 44 item 11: E's rows read "blocks/SM 0.969697 → 0.969697", a disagreement where the trace is right."""
+    trace = _e_trace(tmp_path)
+    shown = run_inprocess("trace", "inspect", str(trace), environ={"COLUMNS": "140"})
+    table = [line for line in shown.stdout.splitlines() if line.startswith("│E")]
+    assert len(table) == 1
+    assert "occupancy % 0 → 18.1818" in table[0]  # 128 * 384 threads / 132 SMs / 2048 threads per SM, in %
+    assert "blocks/SM" not in shown.stdout and "warps/SM" not in shown.stdout
+    report = tmp_path / "e.md"
+    assert run_inprocess("trace", "inspect", str(trace), "--report", str(report)).status in (0, 1)
+    row = next(line for line in report.read_text().splitlines() if line.startswith("| E |"))
+    assert "| blocks per SM right; warps per SM right; est. achieved occupancy % 18.1818 |" in row
+
+    from wizard.report.view import value_cells
+
+    truth: dict[str, float | None] = {
+        "blocks per SM": 128 / 132,
+        "warps per SM": 128 * 12 / 132,
+        "est. achieved occupancy %": 18.181818,
+    }
+    cells = value_cells(
+        {"blocks per SM": 0.969696999, "warps per SM": 11.636364, "est. achieved occupancy %": 0.0}, truth
+    )
+    assert [c.said() for c in cells] == ["0.969697 (right)", "11.6364 (right)", "0 → 18.1818"]
