@@ -48,3 +48,25 @@ def test_the_triage_does_not_ask_again_the_symptom_just_chosen(
     output = finish(child)
     assert index == 1, f"asked again: {repeated}"
     assert repeated not in seen + output
+
+
+@pytest.mark.parametrize(
+    ("args", "trace", "words"),
+    [
+        (["run", "negative-warps-per-sm", "--teach"], "shared-memory-over-48k.json", ["trace doctor", "mechanism"]),
+        (["run", "summary-table", "--teach"], "summary-table.json", ["Self CUDA"]),
+    ],
+)
+def test_teach_defines_the_mechanism_letters_the_trace_doctor_and_self_cuda(
+    tmp_path: Path, args: list[str], trace: str, words: list[str]
+) -> None:
+    """Issue 44 item 10: --teach used "mechanism E", "the trace doctor" and "Self CUDA" and never said what they
+    are. Each is defined, before its first use on the screen."""
+    from tests.conftest import EXAMPLES
+    from tests.test_first_hour_terminal import _defined_before_used, _teach_screen
+
+    path = EXAMPLES / "traces" / trace
+    lines = _teach_screen(args, [("start from", "\r"), ("Path to the trace", f"{path}\r")], 120, tmp_path)
+    for word in words:
+        assert any(line.startswith(f"  new word {word}:") for line in lines), word
+    assert _defined_before_used(lines) == []

@@ -41,3 +41,14 @@ def test_a_right_value_is_said_right_not_as_a_change_over_its_sixth_decimal(tmp_
         {"blocks per SM": 0.969696999, "warps per SM": 11.636364, "est. achieved occupancy %": 0.0}, truth
     )
     assert [c.said() for c in cells] == ["0.969697 (right)", "11.6364 (right)", "0 → 18.1818"]
+
+
+def test_the_glossary_has_the_words_a_newcomer_asked_about() -> None:
+    """Issue 44 item 10: PDL (kernels-hidden's prompt) and python_function (trace-size's evidence) were not
+    defined by --teach; each is found in the text that uses it."""
+    from wizard.playbook.glossary import Glossary
+
+    said = "Are the kernels launched with programmatic stream serialization (PDL)? most events are python_function"
+    assert {"PDL", "python_function"} <= {t.word for t in Glossary().new_words(said)}
+    mechanism = next(t for t in Glossary().new_words("mechanism E") if t.word == "mechanism")
+    assert "E occupancy judged with the default 48 KB shared-memory limit" in mechanism.definition
