@@ -52,3 +52,18 @@ def test_the_glossary_has_the_words_a_newcomer_asked_about() -> None:
     assert {"PDL", "python_function"} <= {t.word for t in Glossary().new_words(said)}
     mechanism = next(t for t in Glossary().new_words("mechanism E") if t.word == "mechanism")
     assert "E occupancy judged with the default 48 KB shared-memory limit" in mechanism.definition
+
+
+def test_the_examples_list_says_what_its_columns_are() -> None:
+    """Issue 44 item 10: `warpwizard examples` printed two columns with no header."""
+    import yaml
+
+    from tests.conftest import EXAMPLES
+
+    listed = run_inprocess("examples", environ={"COLUMNS": "200"})
+    assert listed.status == 0, listed.stderr
+    lines = listed.stdout.splitlines()
+    assert lines[0].split()[:4] == ["EXAMPLE", "DIAGNOSIS", "IT", "REACHES"]
+    manifest = yaml.safe_load((EXAMPLES / "manifest.yaml").read_text())["examples"]
+    rows = [line.split()[:2] for line in lines[1 : 1 + len(manifest)]]
+    assert rows == [[e["name"], e["diagnosis"]] for e in manifest]

@@ -281,7 +281,8 @@ def cmd_examples(ctx: Context) -> ExitStatus:
     from wizard.examples import copy_example, list_examples
 
     name = ctx.args.name
-    if name is None:
+    if name is None:  # a header says what the columns are (two bare columns read as a list of pairs)
+        ctx.say(f"{'EXAMPLE':<28} DIAGNOSIS IT REACHES (the playbook to run, where not negative-warps-per-sm)", hang=29)
         for example in list_examples():
             other = f"  (warpwizard run {example.playbook})" if example.playbook != "negative-warps-per-sm" else ""
             ctx.say(f"{example.name:<28} {example.diagnosis}{other}", hang=29)
