@@ -70,3 +70,51 @@ def test_teach_defines_the_mechanism_letters_the_trace_doctor_and_self_cuda(
     for word in words:
         assert any(line.startswith(f"  new word {word}:") for line in lines), word
     assert _defined_before_used(lines) == []
+
+
+def _eight_ranks(directory: Path, kernels: int = 3) -> Path:
+    """Eight ranks' traces, each with ``kernels`` mechanism-E kernels (226 KB of shared memory on an H100) and one
+    right kernel: the shape of the 8-rank B200 job the issue ran the triage on."""
+    from wizard.testing.traces import KernelSpec, TraceBuilder
+
+    directory.mkdir()
+    for rank in range(8):
+        builder = TraceBuilder(gpu="H100")
+        builder.set_metadata("distributedInfo", {"rank": rank, "world_size": 8})
+        for i in range(kernels):
+            builder.add(KernelSpec(f"e_kernel_{i}", (8, 16, 1), (384, 1, 1), 168, 231424))
+        builder.add(KernelSpec("void ok_kernel", (64, 1, 1), (128, 1, 1)))
+        builder.write(directory / f"rank{rank}.json")
+    return directory
+
+
+def test_the_triage_on_eight_ranks_says_each_thing_once_with_its_ranks(tmp_path: Path) -> None:
+    """Issue 44 item 5: the triage said the E paragraph once per kernel per rank, and its "checked:" evidence was
+    every rank's twelve checks, unlabelled (7,147 characters for these eight ranks)."""
+    from tests.test_first_hour_terminal import _joined, _screen_lines
+
+    ranks = _eight_ranks(tmp_path / "ranks")
+    said = _joined(_screen_lines(["run", "triage", "--set", "have=trace", "--set", f"trace_path={ranks}"], 120))
+    assert said.count("the default per-block limit Kineto passes") == 1
+    assert "E: the same for 23 other kernels, on 8 ranks" in said  # 8 ranks x 3 kernels, less the one said
+    checked = said[said.index("checked: ") : said.index("files read:")]
+    assert checked.count("kernels-missing (ok)") == 1
+    assert "kernels-missing (ok) [all 8 ranks]: every one of 4 launch calls has its kernel" in checked
+    assert "rank-skew (ok) [all ranks]" in checked
+    assert len(checked) < 1500
+
+
+def test_alike_validator_lines_are_said_once_with_their_files() -> None:
+    """Issue 44 item 5: PyTorch's validator's line was printed once per rank."""
+    from wizard.probes.trace_inspect import fold_alike
+
+    names = [f"rank{n}.json" for n in range(3)]
+    passed = [f"PyTorch's trace validator (torch 2.13) on {n}: its timeline rules all pass" for n in names]
+    assert fold_alike(passed, names) == [
+        "PyTorch's trace validator (torch 2.13) on each of the 3 files: its timeline rules all pass"
+    ]
+    mixed = [*passed[:2], "PyTorch's trace validator (torch 2.13) could not read rank2.json: cut"]
+    assert fold_alike(mixed, names) == [
+        "PyTorch's trace validator (torch 2.13) on rank0.json, rank1.json: its timeline rules all pass",
+        "PyTorch's trace validator (torch 2.13) could not read rank2.json: cut",
+    ]
