@@ -67,3 +67,29 @@ def test_the_examples_list_says_what_its_columns_are() -> None:
     manifest = yaml.safe_load((EXAMPLES / "manifest.yaml").read_text())["examples"]
     rows = [line.split()[:2] for line in lines[1 : 1 + len(manifest)]]
     assert rows == [[e["name"], e["diagnosis"]] for e in manifest]
+
+
+def test_the_markdown_of_eight_alike_ranks_says_each_thing_once_and_folds_what_is_ok(tmp_path: Path) -> None:
+    """Issue 44 item 5: `--markdown` for 8 ranks was 36.7 KB: 88 mostly-ok health rows (one per rank and check),
+    8 full key_averages() tables and 8 findings tables, nothing folded."""
+    from tests.test_triage_words_terminal import _eight_ranks
+    from wizard.trace.health.checks import CHECKS
+
+    ranks = _eight_ranks(tmp_path / "ranks")
+    out = tmp_path / "r.md"
+    assert run_inprocess("trace", "inspect", str(ranks), "--markdown", str(out)).status in (0, 1)
+    text = out.read_text()
+    trace_checks = [c.id for c in CHECKS if c.scope == "trace"]
+    # one row per check: said for all 8 ranks at once, the ok ones inside <details>
+    rows = [line for line in text.splitlines() if line.startswith("| all 8 ranks |")]
+    assert sorted(line.split("`")[1] for line in rows) == sorted(trace_checks)
+    folded = text[text.index("<details>") : text.index("</details>")]
+    assert "| all 8 ranks | ok | `kernels-missing` |" in folded
+    assert "| all 8 ranks | info | `impossible-metrics` |" not in folded  # info is shown, not folded
+    assert text.count("## key_averages(), reported and counted once") == 1
+    assert "The same table for 7 other files:" in text
+    assert text.count("| E | `e_kernel_0` |") == 1  # rank 0's table; ranks 1-7 say they are the same
+    assert text.count("The same as rank 0: the same kernels, values and notes.") == 7
+    assert text.count("the default per-block limit Kineto passes") == 1
+    assert "- **E**: the same for 2 other kernels of the table" in text
+    assert len(text.encode()) < 8000
