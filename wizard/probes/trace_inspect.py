@@ -206,24 +206,42 @@ def _graph_call(inspection: Inspection) -> str:
     return "hipGraphLaunch" if any(r.rocm for r in inspection.reports) else "cudaGraphLaunch"
 
 
+def _ranks_label(where: list[str], total: int) -> str:
+    """ "all 8 ranks", "rank 3", "rank 1, rank 2", or "5 ranks": the traces a folded line holds for."""
+    noun = "rank" if all(w.startswith("rank ") for w in where) else "trace"
+    if len(where) == total:
+        return f"both {noun}s" if total == 2 else f"all {plural(total, noun)}"
+    return ", ".join(where) if len(where) <= 4 else plural(len(where), noun)
+
+
+QUIET = ("ok", "not_applicable")
+
+
 def checked_lines(inspection: Inspection) -> list[str]:
-    """Each check once, "id (status): what it found": for one trace as it always was; for several, a check that
-    says the same of every trace is one line labelled with how many, one that differs a line for each (labelled
-    with its rank): 8 ranks' 96 unlabelled lines made a 7,000-character "checked:" paragraph (issue 44 item 5)."""
+    """Each check once, "id (status): what it found": for one trace as it always was. For several, a check at info
+    or worse is a line for each thing it says, labelled with the ranks it says it of; the checks that are ok or not
+    applicable, whose numbers differ from rank to rank, are named on one line per status and ranks: 8 ranks' 96
+    unlabelled lines made a 7,000-character "checked:" paragraph (issue 44 item 5)."""
     if len(inspection.reports) <= 1:
         return [f"{c.check} ({c.status}): {c.summary}" for c in inspection.health]
+    total = len(inspection.reports)
     said: dict[tuple[str, str, str], list[str]] = {}
+    quiet: dict[tuple[str, str], list[str]] = {}
     for r in inspection.reports:
         for c in r.health:
-            said.setdefault((c.check, c.status, c.summary), []).append(r.label)
-    lines = []
-    for (check, status, summary), where in said.items():
-        noun = "rank" if all(w.startswith("rank ") for w in where) else "trace"
-        label = f"all {plural(len(where), noun)}" if len(where) == len(inspection.reports) else ", ".join(where)
-        label = label if len(where) <= 4 or label.startswith("all ") else plural(len(where), noun)
-        lines.append(f"{check} ({status}) [{label}]: {summary}")
+            if c.status in QUIET:
+                quiet.setdefault((c.check, c.status), []).append(r.label)
+            else:
+                said.setdefault((c.check, c.status, c.summary), []).append(r.label)
+    lines = [
+        f"{check} ({status}) [{_ranks_label(w, total)}]: {summary}" for (check, status, summary), w in said.items()
+    ]
     order = {c: i for i, c in enumerate(dict.fromkeys(c.check for r in inspection.reports for c in r.health))}
     lines.sort(key=lambda line: order[line.split(" ", 1)[0]])  # stable: each check's lines together
+    folded: dict[tuple[str, str], list[str]] = {}  # (status, where) -> checks
+    for (check, status), where in quiet.items():
+        folded.setdefault((status, _ranks_label(where, total)), []).append(check)
+    lines += [f"{status} [{where}]: {', '.join(checks)}" for (status, where), checks in folded.items()]
     return lines + [f"{c.check} ({c.status}) [all ranks]: {c.summary}" for c in inspection.job_health]
 
 
@@ -324,7 +342,7 @@ class TraceInspectFacts(TypedDict, total=False):
     health_checks: Annotated[
         list[str],
         "one line per check run, problem or not: check id, status and what it found (several traces: each line "
-        "once, with the traces it holds for)",
+        "once, with the traces it holds for; the checks ok or not applicable named on one line per status)",
     ]
     health_lines: Annotated[
         list[str], "the health summary as `trace inspect` prints it: the checks not ok, worst first, ranks alike once"

@@ -111,7 +111,7 @@ def _where(labels: list[str], total: int) -> str:
     """The traces a folded row holds for: "all 8 ranks", "rank 3", "rank 1, rank 2", or "5 ranks"."""
     noun = "rank" if all(label.startswith("rank ") for label in labels) else "trace"
     if total > 1 and len(labels) == total:
-        return f"all {plural(total, noun)}"
+        return f"both {noun}s" if total == 2 else f"all {plural(total, noun)}"
     return ", ".join(labels) if len(labels) <= 4 else plural(len(labels), noun)
 
 
