@@ -8,12 +8,13 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pexpect
 import pytest
 
-from tests.conftest import HANG_GUARD_S, REPO, RunCli
+from tests.conftest import HANG_GUARD_S, REPO, RunCli, cli_command
 from tests.test_terminal import matched
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="pseudo-terminals need a POSIX system")
@@ -160,5 +161,56 @@ def test_fish_completes_from_with_the_nodes_of_the_playbook_on_the_line_only(tmp
         assert offered("warpwizard run --teach negative-warps-per-sm --from custom_k") == ["custom_kernel"]
         child.send("warpwizard run rank-skew --from straggl\t")
         child.expect("straggler")  # a Tab writes the rest of the name
+    finally:
+        child.close(force=True)
+
+
+# What each line names as --from's playbook. Issue 44 item 13: zsh asked for every playbook's nodes (139): shtab's
+# subcommand dispatch restarts `words` at `run`, and the walk started after it. In every shell an option's value
+# (`--answers t.json`, bash's split `--set a=b`) was taken for the playbook.
+FROM_LINES = [
+    "warpwizard run rank-skew --from ",
+    "warpwizard run --answers t.json rank-skew --from ",
+    "warpwizard run --teach --set have=trace --answers t.json rank-skew --from ",
+    "warpwizard run --from=have rank-skew --from ",
+]
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
+def test_from_asks_for_the_nodes_of_the_playbook_on_the_line_in_every_shell(
+    shell: str, tmp_path: Path, run_cli: RunCli
+) -> None:
+    """A real shell at a Tab: the ``warpwizard`` it runs to complete is a wrapper on PATH that records its
+    arguments and runs the real one, so what each shell asked for is read back, not guessed."""
+    program = shutil.which(shell)
+    if program is None:
+        pytest.skip(f"{shell} is not installed (apt-get install -y {shell}; .ci/run installs it)")
+    script = _script(shell, tmp_path, run_cli)
+    log, wrapper = tmp_path / "asked.log", tmp_path / "bin" / "warpwizard"
+    wrapper.parent.mkdir()
+    real = " ".join(f"'{part}'" for part in cli_command())
+    wrapper.write_text(f'#!/bin/sh\necho "$*" >> {log}\nexec {real} "$@"\n')
+    wrapper.chmod(0o755)
+    env = dict(os.environ, PATH=f"{wrapper.parent}{os.pathsep}{os.environ['PATH']}", HOME=str(tmp_path))
+    env["TERM"] = TERMS.get(shell, "dumb")
+    env.pop("WARPWIZARD_PLAYBOOK_PATH", None)
+    argv, setup = LOADERS[shell]
+    child = pexpect.spawn(
+        program, argv, cwd=str(REPO), env=env, encoding="utf-8", timeout=HANG_GUARD_S, dimensions=(40, 200)
+    )
+    try:
+        child.sendline(setup.format(script=script, dir=tmp_path) + "; echo LOADED''OK")
+        child.expect("LOADEDOK")
+        for line in FROM_LINES:
+            log.write_text("")
+            child.send(line + "\t")
+            deadline = time.monotonic() + HANG_GUARD_S
+            while "completion --names nodes" not in log.read_text() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            child.send("\x15")
+            child.sendline("echo NEXT''CASE")
+            child.expect("NEXTCASE")
+            asked = [a for a in log.read_text().splitlines() if a.startswith("completion --names nodes")]
+            assert asked[:1] == ["completion --names nodes --playbook rank-skew"], (shell, line, asked)
     finally:
         child.close(force=True)

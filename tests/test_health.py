@@ -303,6 +303,12 @@ def test_checks_chosen_and_bad_ids_refused(tmp_path: Path, run_cli: RunCli) -> N
         .splitlines()[-1]
         .startswith("warpwizard: error: --checks: unknown health check clock-skw;")
     )
+    # issue 44 item 11: a typo in --skip-checks was blamed on --checks
+    skip = run_cli("trace", "inspect", "--skip-checks", "clock-skw", str(path))
+    assert skip.returncode == 2
+    assert skip.stderr.strip().splitlines()[-1].startswith("warpwizard: error: --skip-checks: unknown health check ")
+    with pytest.raises(UsageError, match=r"^skip_checks: unknown health check clock-skw;"):
+        wizard.inspect_traces(path, skip_checks=["clock-skw"])
     # exit codes: a warning fails by default, not with --fail-on error, and never with --skip-checks
     assert run_cli("trace", "inspect", str(path)).returncode == 1
     assert run_cli("trace", "inspect", "--fail-on", "error", str(path)).returncode == 0

@@ -157,6 +157,12 @@ def test_nvml_library_missing_is_could_not_collect(tmp_path: Path) -> None:
 
     info = collect_nvml(env_for(tmp_path, nvml_loader=NoLibrary))
     assert info["status"].startswith("could not collect: NVMLError_LibraryNotFound") and info["gpus"] == []
+    # issue 44 item 11: the env probe said the same NVML error twice, once as NVML's and once as the driver's
+    result = EnvProbe().run(env_for(tmp_path, python="/usr/bin/false", nvml_loader=NoLibrary), {})
+    said = [line for line in result.evidence if "NVML Shared Library Not Found" in line]
+    assert said == [
+        "NVML: could not collect: NVMLError_LibraryNotFound: NVML Shared Library Not Found (so no driver version)"
+    ]
 
     def not_installed() -> Any:
         raise ImportError("No module named 'pynvml'")
@@ -259,6 +265,16 @@ def test_reprofile_on_the_cpu_writes_a_trace_and_skips_honestly(tmp_path: Path) 
     assert result.status is Status.SKIP and "no CUDA device" in result.summary
     skipped = result.facts["profilers_skipped"]
     assert skipped == {"legacy": "no CUDA device", "nsys": "no CUDA device", "ncu": "no CUDA device"}
+    # issue 44 item 11: the evidence printed the dict ("skipped: {'legacy': ...}"); it says it in words
+    assert result.evidence[-1] == "skipped (no CUDA device): legacy, nsys, ncu"
+    assert not any("{" in line for line in result.evidence)
+
+
+def test_the_skipped_profilers_are_said_grouped_by_why() -> None:
+    from wizard.probes.reprofile import skipped_words
+
+    said = skipped_words({"legacy": "did not complete", "nsys": "not installed", "ncu": "not installed"})
+    assert said == "skipped (did not complete): legacy; skipped (not installed): nsys, ncu"
 
 
 @needs_torch

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from tests.conftest import EXAMPLES, needs_torch, run_inprocess
 from wizard import __version__
@@ -187,10 +188,16 @@ def test_the_answers_template_filled_in_runs(tmp_path: Path) -> None:
     template = result.stdout
     assert "# trace_path: trace.json   # the default" in template
     assert "#   names a program: it runs only with --allow-commands" in template
-    assert "have: trace\n" in template and "symptom: negative\n" in template
+    # a template asks, it does not answer (issue 44 item 7): a default is there to uncomment, not an answer
+    assert "# have: trace   # the default\n" in template and "# symptom: negative   # the default\n" in template
+    assert yaml.safe_load(template) is None
     shutil.copy(EXAMPLES / "traces" / "grid-overflow.json", tmp_path / "mine.json")
     filled = tmp_path / "answers.yaml"
-    filled.write_text(template.replace("# trace_path: trace.json   # the default", "trace_path: mine.json"))
+    filled.write_text(
+        template.replace("# trace_path: trace.json   # the default", "trace_path: mine.json").replace(
+            "# have: trace   # the default", "have: trace"
+        )
+    )
     run = run_inprocess("run", "negative-warps-per-sm", "--answers", str(filled), "--json")
     assert run.status == 0, run.stderr
     assert run.json["conclusion"]["diagnosis"] == "profiler-bug-grid-overflow"
@@ -366,3 +373,19 @@ def test_examples_are_listed_and_copied_out_without_replacing_anything(tmp_path:
     assert again.status == 7 and "already exists" in again.stderr
     unknown = run_inprocess("examples", "nope")
     assert unknown.status == 2 and "no example 'nope'; the examples: grid-overflow, " in unknown.stderr
+
+
+def test_the_unedited_triage_template_answers_no_question(tmp_path: Path) -> None:
+    """Issue 44 item 7: the triage's template filled about 20 answers (activities: true, sessions: one),
+    which then answered questions nobody was asked. Unedited, it answers none, so a run asks the first."""
+    result = run_inprocess("answers", "triage")
+    assert result.status == 0, result.stderr
+    assert yaml.safe_load(result.stdout) is None
+    live = [line for line in result.stdout.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    assert live == []
+    assert "# activities: true   # the default" in result.stdout  # the default is there to uncomment
+    template = tmp_path / "triage.yaml"
+    template.write_text(result.stdout)
+    run = run_inprocess("run", "triage", "--answers", str(template), "--json")
+    assert run.status == 4
+    assert "missing answer for question 'have' (default: 'trace')" in run.stderr

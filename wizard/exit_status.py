@@ -16,6 +16,7 @@ class ExitStatus(enum.IntEnum):
     INPUT_ERROR = 6
     OUTPUT_ERROR = 7
     OUT_OF_MEMORY = 8
+    MISSING_DEPENDENCY = 9
     NOT_COMPARABLE = 10
     INTERNAL = 70  # EX_SOFTWARE
     HANGUP = 129  # 128 + SIGHUP
@@ -40,6 +41,8 @@ MEANING: dict[ExitStatus, str] = {
     "(`--force` replaces it) or an input of the run",
     ExitStatus.OUT_OF_MEMORY: "out of memory, or a worker process was killed (by the system's out-of-memory killer): "
     "try `--jobs 1` or a machine with more memory",
+    ExitStatus.MISSING_DEPENDENCY: "an optional dependency the command needs is not installed (plotly for "
+    "`--report FILE.html`): the message says the command that installs it where warpwizard came from",
     ExitStatus.NOT_COMPARABLE: "`diff`: the two profiles cannot be compared (other GPU counts or world sizes, "
     "different work, a side that is not whole): no result is shown; the factors say why",
     ExitStatus.INTERNAL: "internal error (`--debug` shows the traceback)",

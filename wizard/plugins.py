@@ -96,3 +96,14 @@ def installed_passes() -> list[Plugin]:
     """Each installed trace pass (``warpwizard.passes``: an entry point naming a ``TracePass``), as loaded; the
     inspection checks each against the pass's contract (wizard/trace/inspection/passes.py)."""
     return [Plugin(entry.name, _origin(entry), _load(entry, "trace pass")) for entry in _entries(PASSES_GROUP)]
+
+
+def installed_file(distribution: str, filename: str) -> tuple[bool, str | None]:
+    """Whether ``distribution`` is installed, and the text of one file of its metadata (pip's
+    ``direct_url.json``: where it was installed from, wizard/extras.py) or None. Reads metadata only: no
+    code is loaded."""
+    try:
+        found = metadata.distribution(distribution)
+    except metadata.PackageNotFoundError:
+        return False, None
+    return True, found.read_text(filename)

@@ -283,7 +283,8 @@ def cmd_examples(ctx: Context) -> ExitStatus:
     from wizard.examples import copy_example, list_examples
 
     name = ctx.args.name
-    if name is None:
+    if name is None:  # a header says what the columns are (two bare columns read as a list of pairs)
+        ctx.say(f"{'EXAMPLE':<28} DIAGNOSIS IT REACHES (the playbook to run, where not negative-warps-per-sm)", hang=29)
         for example in list_examples():
             other = f"  (warpwizard run {example.playbook})" if example.playbook != "negative-warps-per-sm" else ""
             ctx.say(f"{example.name:<28} {example.diagnosis}{other}", hang=29)
@@ -523,7 +524,7 @@ ERROR_STATUS: tuple[tuple[type[BaseException], ExitStatus], ...] = (
     (OutputFileError, ExitStatus.OUTPUT_ERROR),
     (UsageError, ExitStatus.USAGE),
     (PlaybookNotFound, ExitStatus.USAGE),
-    (MissingDependency, ExitStatus.USAGE),  # an optional extra the command line asked for (--report x.html)
+    (MissingDependency, ExitStatus.MISSING_DEPENDENCY),  # an optional extra the command asked for (x.html)
     (WizardError, ExitStatus.PROBE_FAILURE),
 )
 

@@ -24,27 +24,47 @@ _PROBE = {("probe", "name"), ("probes", "name")}
 _EXAMPLE = {("examples", "name")}
 
 
-# The playbook a `run` line names, for --from's nodes: the first word after `run` that is not an option.
+# The playbook a `run` line names, for --from's nodes: the first word after `run` that is neither an option nor
+# an option's value (`run --answers t.json rank-skew --from` names rank-skew, not t.json). {takes} is `run`'s
+# options that take a value, read from the parser. bash splits `--from=x` at the `=` (COMP_WORDBREAKS): the word
+# after a lone `=` is a value too. zsh: shtab's subcommand dispatch (`*::`) restarts `words` at `run`, so the
+# walk starts at words[1] (it started at words[2], never saw `run`, and asked for every playbook's nodes).
 _BASH_PLAYBOOK = (
-    '  local pb="" w seen=""\n'
-    '  for w in "${COMP_WORDS[@]:1:COMP_CWORD-1}"; do\n'
-    "    if [[ -n $seen && $w != -* && -z $pb ]]; then pb=$w; fi\n"
+    '  local pb="" w seen="" skip=""\n'
+    '  for w in "${{COMP_WORDS[@]:1:COMP_CWORD-1}}"; do\n'
+    "    if [[ $w == = ]]; then skip=1; continue; fi\n"
+    '    if [[ -n $skip ]]; then skip=""; continue; fi\n'
+    "    if [[ -n $seen && -z $pb ]]; then\n"
+    "      case $w in {takes}) skip=1;; -*) ;; *) pb=$w;; esac\n"
+    "    fi\n"
     "    [[ $w == run ]] && seen=1\n"
     "  done\n"
 )
 _ZSH_PLAYBOOK = (
-    '  local pb="" w seen=""\n'
-    '  for w in "${(@)words[2,CURRENT-1]}"; do\n'
-    "    if [[ -n $seen && $w != -* && -z $pb ]]; then pb=$w; fi\n"
+    '  local pb="" w seen="" skip=""\n'
+    '  for w in "${{(@)words[1,CURRENT-1]}}"; do\n'
+    '    if [[ -n $skip ]]; then skip=""; continue; fi\n'
+    "    if [[ -n $seen && -z $pb ]]; then\n"
+    "      case $w in {takes}) skip=1;; -*) ;; *) pb=$w;; esac\n"
+    "    fi\n"
     "    [[ $w == run ]] && seen=1\n"
     "  done\n"
 )
 _FISH_PLAYBOOK = (
     '  set -l pb ""\n'
     '  set -l seen ""\n'
+    '  set -l skip ""\n'
     "  for w in (commandline -opc)\n"
-    '    if test -n "$seen"; and test -z "$pb"; and not string match -q -- "-*" $w\n'
-    "      set pb $w\n"
+    '    if test -n "$skip"\n'
+    '      set skip ""\n'
+    '    else if test -n "$seen"; and test -z "$pb"\n'
+    "      switch $w\n"
+    "        case {takes}\n"
+    "          set skip 1\n"
+    "        case '-*'\n"
+    "        case '*'\n"
+    "          set pb $w\n"
+    "      end\n"
     "    end\n"
     '    test "$w" = run; and set seen 1\n'
     "  end\n"
@@ -54,8 +74,9 @@ _FISH_PLAYBOOK = (
 _BASH_NO_HIDDEN = ' | { if [[ ${1##*/} == .* ]]; then cat; else grep -v -E "(^|/)\\.[^/]*$"; fi; }'
 
 
-def _dynamic(kind: str, with_files: bool) -> dict[str, Any]:
-    """A shtab completer that asks this program for ``kind`` names (and paths, when ``with_files``)."""
+def _dynamic(kind: str, with_files: bool, takes: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A shtab completer that asks this program for ``kind`` names (and paths, when ``with_files``); for nodes,
+    ``takes`` is `run`'s options that take a value (skipped, with their value, looking for the playbook)."""
     ask = f"warpwizard completion --names {kind} 2>/dev/null"
     fn = f"_warpwizard_names_{kind}{'_files' if with_files else ''}"
     files_bash = '\n  compgen -f -- "$1"' + _BASH_NO_HIDDEN if with_files else ""
@@ -63,7 +84,10 @@ def _dynamic(kind: str, with_files: bool) -> dict[str, Any]:
     files_fish = "; __fish_complete_path (commandline -ct)" if with_files else ""
     # the nodes of the playbook on the line, in every shell (fish listed every playbook's)
     ask_sh = f'warpwizard completion --names {kind} ${{pb:+--playbook "$pb"}} 2>/dev/null' if kind == "nodes" else ask
-    pb_bash, pb_zsh = (_BASH_PLAYBOOK, _ZSH_PLAYBOOK) if kind == "nodes" else ("", "")
+    sh_takes = "|".join(takes) or "--"
+    pb_bash, pb_zsh = (
+        (_BASH_PLAYBOOK.format(takes=sh_takes), _ZSH_PLAYBOOK.format(takes=sh_takes)) if kind == "nodes" else ("", "")
+    )
     preamble = {
         "bash": f'{fn}() {{\n{pb_bash}  compgen -W "$({ask_sh})" -- "$1"{files_bash}\n}}\n',
         "zsh": f'{fn}() {{\n{pb_zsh}  local -a names\n  names=(${{(f)"$({ask_sh})"}})\n'
@@ -72,7 +96,7 @@ def _dynamic(kind: str, with_files: bool) -> dict[str, Any]:
     fish = f"({ask}{files_fish})"
     if kind == "nodes":  # fish has no ${pb:+...}: the playbook is passed only when the line names one
         preamble["fish"] = (
-            f"function {fn}\n{_FISH_PLAYBOOK}"
+            f"function {fn}\n{_FISH_PLAYBOOK.format(takes=' '.join(takes) or '--')}"
             '  if test -n "$pb"\n'
             f'    warpwizard completion --names {kind} --playbook "$pb" 2>/dev/null\n'
             "  else\n"
@@ -88,6 +112,11 @@ def _dynamic(kind: str, with_files: bool) -> dict[str, Any]:
         "tcsh": "f" if with_files else "",
         "preamble": preamble,
     }
+
+
+def _takes_a_value(parser: argparse.ArgumentParser) -> tuple[str, ...]:
+    """The option strings of ``parser`` that take a value (``--answers FILE``), not flags (``--teach``)."""
+    return tuple(o for a in parser._actions if a.option_strings and a.nargs != 0 for o in a.option_strings)
 
 
 def _attach(parser: argparse.ArgumentParser, command: str = "") -> None:
@@ -106,7 +135,7 @@ def _attach(parser: argparse.ArgumentParser, command: str = "") -> None:
         elif where in _EXAMPLE:
             action.complete = _dynamic("examples", with_files=False)  # type: ignore[attr-defined]
         elif action.dest == "from_node":
-            action.complete = _dynamic("nodes", with_files=False)  # type: ignore[attr-defined]
+            action.complete = _dynamic("nodes", with_files=False, takes=_takes_a_value(parser))  # type: ignore[attr-defined]
         elif action.metavar == "DIR":
             action.complete = shtab.DIRECTORY  # type: ignore[attr-defined]
         elif action.metavar in _PATH_METAVARS or (not action.option_strings and action.dest in _PATH_DESTS):

@@ -265,14 +265,17 @@ def template_text(text: object) -> str:
 
 def answers_template(playbook: Playbook, programs: frozenset[str] = frozenset()) -> str:
     """A commented answers file to fill in: every question's id, prompt, type and choices, its default
-    and the step that asks it. A question with a default is filled with it; the others, paths
-    (which must exist) and ``programs`` (questions whose answer names a program to run) are left
-    commented out, to be filled in (or asked at the terminal)."""
+    and the step that asks it. A template asks, it does not answer: every question is commented out (with its
+    default, if any, to uncomment), so a question the user did not fill in is asked at the terminal, or takes
+    its default only under ``--defaults``; a filled-in default answered the triage's questions silently
+    (issue 44 item 7). ``programs`` (questions whose answer names a program to run) say so."""
     titles = {step.id: f"step {n} ({step.title})" for n, step in enumerate(playbook.steps, 1)}
     out = [
         f"# warpwizard answers for playbook {template_text(playbook.id)} ({template_text(playbook.title)})",
         f"# run: warpwizard run {template_text(playbook.id)} --answers THIS_FILE "
         "(relative paths are relative to this file)",
+        "# every answer is commented out: uncomment and fill in the ones you know; a question left out is",
+        "# asked at the terminal, or takes its default with --defaults",
         "",
     ]
     for q in playbook.questions():
@@ -312,8 +315,6 @@ def _template_entry(q: QuestionNode, step: str, names_program: bool) -> list[str
         entry = f"{q.id}: {dumps(q.default, indent=None)}"
     if q.default is None:
         lines.append(f"# {q.id}:")
-    elif q.type == "path" or names_program:  # a path must exist; a program is the user's to give
-        lines.append(f"# {template_text(entry)}   # the default")
     else:
-        lines.append(entry)
+        lines.append(f"# {template_text(entry)}   # the default")
     return [*lines, ""]

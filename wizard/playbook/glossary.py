@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from wizard.trace.metrics.mechanisms import Mechanism
+
 
 @dataclass(frozen=True, slots=True)
 class Term:
@@ -129,6 +131,39 @@ TERMS: tuple[Term, ...] = (
         "NCCL",
         "NVIDIA's library for collectives between GPUs (all-reduce, all-gather); each call waits for every rank.",
         case=True,
+    ),
+    _term(
+        "PDL",
+        "PDL|programmatic dependent launch",
+        "Programmatic Dependent Launch: a kernel launched with it may start before the kernel ahead of it on its "
+        "stream has finished (Hopper and later), so kernels on one stream overlap on purpose.",
+    ),
+    _term(
+        "python_function",
+        "python_function",
+        "the trace's event for one Python call, recorded with with_stack=True: often most of a trace's events.",
+        case=True,
+    ),
+    _term(
+        "Self CUDA",
+        "Self CUDA",
+        "key_averages()' column of the GPU time an op's own kernels took, not its children ops'; Self CUDA % is "
+        "that time as a share of all kernel time.",
+        case=True,
+    ),
+    _term(
+        "mechanism",
+        r"mechanisms?(?: [A-G]'?(?![\w']))?",
+        "warpwizard's letter for why a kernel's metric is wrong or looks wrong: "
+        + "; ".join(f"{m.value} {m.summary}" for m in Mechanism)
+        + ".",
+    ),
+    _term(
+        "trace doctor",
+        "trace doctor",
+        "warpwizard's one read of a trace: it recomputes every kernel's warps per SM, blocks per SM and "
+        "occupancy from the trace's own numbers, names a mechanism for each wrong one, and runs the health "
+        "check (every way a trace is known to lie).",
     ),
 )
 

@@ -92,6 +92,14 @@ def collect_nvml(env: Environment) -> dict[str, Any]:
     return out
 
 
+def _nvml_line(status: str, driver: object) -> str:
+    """NVML's state and the driver version; when NVML could not start, the driver version is that same error,
+    said once (it was printed twice: "NVML: could not collect: X; driver could not collect: X")."""
+    if driver == status:
+        return f"NVML: {status} (so no driver version)"
+    return f"NVML: {status}; driver {driver}"
+
+
 def visible_gpus(env: Environment) -> tuple[list[str], str | None]:
     """The GPUs this process may use (NVML's list, narrowed by CUDA_VISIBLE_DEVICES as CUDA narrows
     it: indexes or UUID prefixes) and the driver version; no torch process is started."""
@@ -174,7 +182,7 @@ class EnvProbe:
         evidence = [
             f"torch {facts['torch_version']} (CUDA {facts['cuda_version'] or 'none: CPU build'}), "
             f"cuda available: {facts['cuda_available']}",
-            f"NVML: {facts['nvml']}; driver {facts['driver_version']}",
+            _nvml_line(facts["nvml"], facts["driver_version"]),
             f"GPUs: {', '.join(facts['gpu_names']) or 'none'}",
             f"profilers: {', '.join(profilers) or 'none'}",
         ]

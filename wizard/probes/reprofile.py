@@ -222,8 +222,17 @@ class ReprofileProbe:
                 cuda, bool(fresh["impossible"]), tuple(fresh["mechanisms"]), gathered.versions, gathered.nsys_ran
             )
         )
-        evidence = gathered.evidence if cuda else [f"ran: {', '.join(gathered.ran)}", f"skipped: {gathered.skipped}"]
+        evidence = gathered.evidence if cuda else [f"ran: {', '.join(gathered.ran)}", skipped_words(gathered.skipped)]
         return ProbeResult(status, summary, facts=gathered.facts(follows), evidence=evidence, files=gathered.files)
+
+
+def skipped_words(skipped: dict[str, str]) -> str:
+    """The profilers that did not run, grouped by why, in words (a Python dict was printed as evidence):
+    ``skipped (no CUDA device): legacy, nsys, ncu``."""
+    reasons: dict[str, list[str]] = {}
+    for name, why in skipped.items():
+        reasons.setdefault(why, []).append(name)
+    return "; ".join(f"skipped ({why}): {', '.join(names)}" for why, names in reasons.items()) or "skipped: none"
 
 
 @dataclass

@@ -218,6 +218,45 @@ def _graph_call(inspection: Inspection) -> str:
     return "hipGraphLaunch" if any(r.rocm for r in inspection.reports) else "cudaGraphLaunch"
 
 
+def _ranks_label(where: list[str], total: int) -> str:
+    """ "all 8 ranks", "rank 3", "rank 1, rank 2", or "5 ranks": the traces a folded line holds for."""
+    noun = "rank" if all(w.startswith("rank ") for w in where) else "trace"
+    if len(where) == total:
+        return f"both {noun}s" if total == 2 else f"all {plural(total, noun)}"
+    return ", ".join(where) if len(where) <= 4 else plural(len(where), noun)
+
+
+QUIET = ("ok", "not_applicable")
+
+
+def checked_lines(inspection: Inspection) -> list[str]:
+    """Each check once, "id (status): what it found": for one trace as it always was. For several, a check at info
+    or worse is a line for each thing it says, labelled with the ranks it says it of; the checks that are ok or not
+    applicable, whose numbers differ from rank to rank, are named on one line per status and ranks: 8 ranks' 96
+    unlabelled lines made a 7,000-character "checked:" paragraph (issue 44 item 5)."""
+    if len(inspection.reports) <= 1:
+        return [f"{c.check} ({c.status}): {c.summary}" for c in inspection.health]
+    total = len(inspection.reports)
+    said: dict[tuple[str, str, str], list[str]] = {}
+    quiet: dict[tuple[str, str], list[str]] = {}
+    for r in inspection.reports:
+        for c in r.health:
+            if c.status in QUIET:
+                quiet.setdefault((c.check, c.status), []).append(r.label)
+            else:
+                said.setdefault((c.check, c.status, c.summary), []).append(r.label)
+    lines = [
+        f"{check} ({status}) [{_ranks_label(w, total)}]: {summary}" for (check, status, summary), w in said.items()
+    ]
+    order = {c: i for i, c in enumerate(dict.fromkeys(c.check for r in inspection.reports for c in r.health))}
+    lines.sort(key=lambda line: order[line.split(" ", 1)[0]])  # stable: each check's lines together
+    folded: dict[tuple[str, str], list[str]] = {}  # (status, where) -> checks
+    for (check, status), where in quiet.items():
+        folded.setdefault((status, _ranks_label(where, total)), []).append(check)
+    lines += [f"{status} [{where}]: {', '.join(checks)}" for (status, where), checks in folded.items()]
+    return lines + [f"{c.check} ({c.status}) [all ranks]: {c.summary}" for c in inspection.job_health]
+
+
 def health_facts(inspection: Inspection) -> dict[str, Any]:
     """The health check's verdicts as facts: which problems, where a triage continues, and each check's
     declared facts (``CheckSpec.facts``: its counts summed over a rank directory's traces as it says)."""
@@ -239,7 +278,7 @@ def health_facts(inspection: Inspection) -> dict[str, Any]:
         "health_playbooks": playbooks,
         "health_next": playbooks[0] if playbooks else None,
         "health_summary": [f"{c.check}: {c.summary}" for c in sorted(problems, key=lambda c: ids.index(c.check))],
-        "health_checks": [f"{c.check} ({c.status}): {c.summary}" for c in checks],
+        "health_checks": checked_lines(inspection),
         "health_lines": [line.plain() for line in inspection.health_summary()],
         "health_chosen_by": f"{chosen.check} ({chosen.status}): {chosen.summary}" if chosen else None,
         "fix_command": commands["fix_command"],
@@ -315,7 +354,11 @@ class TraceInspectFacts(TypedDict, total=False):
     ]
     health_next: Annotated[str | None, "the first of them: where a triage continues (None when the trace is healthy)"]
     health_summary: Annotated[list[str], "one line per problem: check id and what it found"]
-    health_checks: Annotated[list[str], "one line per check run, problem or not: check id, status and what it found"]
+    health_checks: Annotated[
+        list[str],
+        "one line per check run, problem or not: check id, status and what it found (several traces: each line "
+        "once, with the traces it holds for; the checks ok or not applicable named on one line per status)",
+    ]
     health_lines: Annotated[
         list[str], "the health summary as `trace inspect` prints it: the checks not ok, worst first, ranks alike once"
     ]
@@ -398,10 +441,51 @@ def _torch_validators(env: Environment, paths: list[str], timeout: float) -> lis
     files = list(iter_trace_files(paths))[:MAX_VALIDATED]
     lines = [_torch_validator(env, str(f), timeout) for f in files]
     names = [cut(str(f).rsplit("/", 1)[-1], 80) for f in files]
-    alike = {line.replace(f" {name}", " {files}") for line, name in zip(lines, names, strict=True)}
-    if len(lines) > 1 and len(alike) == 1:  # said once for every rank's file, not once a rank
-        return [alike.pop().replace("{files}", f"each of the {len(lines)} files")]
-    return lines
+    return fold_alike(lines, names)
+
+
+def fold_alike(lines: list[str], names: list[str]) -> list[str]:
+    """Lines that say the same of different files, said once with the files they are about: every rank's "its
+    timeline rules all pass" was a line a rank (issue 44 item 5); "each of the 8 files" where all agree."""
+    groups: dict[str, list[str]] = {}
+    for line, name in zip(lines, names, strict=True):
+        groups.setdefault(line.replace(f" {name}", " {files}"), []).append(name)
+    if len(groups) == len(lines):
+        return lines
+    out = []
+    for template, files in groups.items():
+        said = f"each of the {len(files)} files" if len(files) == len(lines) else ", ".join(files)
+        out.append(template.replace("{files}", said if len(files) > 1 else files[0]))
+    return out
+
+
+def finding_evidence(inspection: Inspection, limit: int = 12) -> list[str]:
+    """The wrong findings' evidence, each mechanism's paragraph once (for its first kernel, with the rank), then
+    how many other kernels it holds for: the E paragraph was said for each kernel of each rank (issue 44 item 5);
+    the report has each one's numbers."""
+    several = len(inspection.reports) > 1
+    said: list[str] = []
+    others: dict[str, list[str]] = {}
+    for r in inspection.reports:
+        for g in (g for g in r.groups if g.wrong):
+            if g.mechanism in others:
+                others[g.mechanism].append(r.label)
+                continue
+            others[g.mechanism] = []
+            where = f" [{r.label}]" if several else ""
+            said.append(
+                f"{g.mechanism} x{g.count} {cut(g.kernel, 4000)}{where}: {g.worst.evidence}"  # whole: files keep it
+                + (f" [launched by {launched_by(g.op)}]" if g.op else "")
+            )
+    for mechanism, labels in others.items():
+        if labels:
+            ranks = sorted(set(labels), key=labels.index)
+            on = f", on {plural(len(ranks), 'rank' if all(x.startswith('rank ') for x in ranks) else 'trace')}"
+            said.append(
+                f"{mechanism}: the same for {plural(len(labels), 'other kernel')}{on if several else ''} "
+                "(the report has each one's numbers)"
+            )
+    return said[:limit]
 
 
 class _Beside(Generic[T]):
@@ -484,13 +568,7 @@ class TraceInspectProbe:
             files.append(str(report_path))
         except OutputFileError:
             pass  # the report file is a convenience; the facts are in the transcript
-        evidence = [
-            f"{g.mechanism} x{g.count} {cut(g.kernel, 4000)}: {g.worst.evidence}"  # whole: files keep it
-            + (f" [launched by {launched_by(g.op)}]" if g.op else "")
-            for r in inspection.reports
-            for g in r.groups
-            if g.wrong
-        ][:12]
+        evidence = finding_evidence(inspection)
         evidence += facts["notes"][:4]
         evidence += facts["torch_validator"]
         if facts["impossible"]:

@@ -235,9 +235,7 @@ def _cell(text: str, limit: int, label: str, cls: str = "", sort: str | None = N
 
 def _row(row: FindingRow, multi: bool) -> str:
     values = "".join(
-        f"<div><span>{html_text(c.metric, 60)}:</span> "
-        f"<span>{html_text(c.reported, 40)} → {html_text(c.true, 40)}</span></div>"
-        for c in row.cells
+        f"<div><span>{html_text(c.metric, 60)}:</span> <span>{html_text(c.said(), 90)}</span></div>" for c in row.cells
     )
     return (
         "<tr>"

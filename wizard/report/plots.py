@@ -1,6 +1,7 @@
 """The HTML report's pictures, as plotly figures (plotly is what Holistic Trace Analysis draws with).
 
-Optional: ``pip install 'warpwizard[html]'``. The figures are built and validated with plotly's Python
+Optional: ``pip install 'warpwizard[html]'`` (``'.[html]'`` in a clone: ``wizard/extras.py``). The figures
+are built and validated with plotly's Python
 objects and drawn in the page by plotly.js's basic bundle (scatter and bar: what the pictures draw), which
 travels inside the page gzip-compressed (1.2 MB of JavaScript is 0.4 MB compressed; the full bundle's 4.8 MB
 made every page 2 MB), so one file, e-mailed or attached, opens offline with its pictures. A trace's millions of
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from wizard.errors import MissingDependency
+from wizard.extras import install_command
 from wizard.formatting import exact, plural
 from wizard.trace.health.checks import SPEC
 from wizard.trace.inspection.results import Inspection
@@ -36,15 +38,19 @@ PALETTE = {
     "A": "#d62728", "A'": "#ff7f0e", "B": "#9467bd", "C": "#8c564b", "C'": "#e377c2", "D": "#bcbd22",
     "E": "#17becf", "G": "#1f77b4", "F": "#7f7f7f", "?": "#000000", "ok": "#2ca02c",
 }  # fmt: skip
-INSTALL = "the HTML report needs plotly: pip install 'warpwizard[html]'"
+
+
+def install_message() -> str:
+    """What to run for plotly, from where warpwizard stands (a clone's ``'.[html]'`` or the index's)."""
+    return f"the HTML report needs plotly: {install_command('html')}"
 
 
 def require_plotly() -> Any:
-    """plotly's figure objects, or a one-line error saying what to install (exit 2 at the CLI)."""
+    """plotly's figure objects, or a one-line error saying what to install (exit 9 at the CLI)."""
     try:
         import plotly.graph_objects as go
     except ImportError:
-        raise MissingDependency(INSTALL) from None
+        raise MissingDependency(install_message()) from None
     return go
 
 

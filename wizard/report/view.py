@@ -14,6 +14,7 @@ from typing import Any
 
 from wizard.formatting import compact, plural
 from wizard.trace.inspection.results import Inspection, TraceReport
+from wizard.trace.kineto_math import prints_truth
 from wizard.trace.metrics.findings import MAX_GROUPS, FindingGroup, launched_by
 from wizard.trace.metrics.mechanisms import BY_ID, is_wrong
 from wizard.untrusted import cut
@@ -29,15 +30,26 @@ class ValueCell:
     reported: str
     true: str
     changed: bool  # the true value is known and is not what the trace says (the terminal shows only these)
+    right: bool = False  # the true value is known and the trace printed it (float32, six decimals)
+
+    def said(self) -> str:
+        """The cell in words: ``reported → true`` where they differ, ``reported (right)`` where the trace printed
+        the truth: "0.484849 → 0.484848" read as a disagreement over the sixth decimal of a right value."""
+        if self.right:
+            return f"{self.reported} (right)"
+        return f"{self.reported} → {self.true}"
 
 
 def value_cells(reported: dict[str, float | None], true: dict[str, float | None]) -> list[ValueCell]:
-    """The "reported -> true" cells of a finding, in the trace's metric order (at most eight)."""
-    return [
-        ValueCell(metric, compact(value), compact(truth), truth is not None and value != truth)
-        for metric, value in list(reported.items())[:8]
-        for truth in (true.get(metric),)
-    ]
+    """The "reported -> true" cells of a finding, in the trace's metric order (at most eight). A value is right
+    where it is the float32 print of the truth (``prints_truth``, what ``trace fix`` leaves alone), not only
+    where it equals it: E's blocks per SM are right, printed to six decimals."""
+    cells = []
+    for metric, value in list(reported.items())[:8]:
+        truth = true.get(metric)
+        right = truth is not None and value is not None and prints_truth(value, truth)
+        cells.append(ValueCell(metric, compact(value), compact(truth), truth is not None and not right, right))
+    return cells
 
 
 @dataclass(frozen=True, slots=True)

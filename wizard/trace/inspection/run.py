@@ -87,6 +87,11 @@ def _selection(
         items = None if given is None else list(given)
         for odd in (item for item in items or () if not isinstance(item, str)):
             raise UsageError(f"{spell(name)} must hold check ids (strings), not {type(odd).__name__} {odd!r:.60}")
+        unknown = sorted(set(items or ()) - set(CHECK_IDS))
+        if unknown:  # named by the option that held it: --skip-checks' typo was blamed on --checks
+            raise UsageError(
+                f"{spell(name)}: unknown health check {', '.join(unknown)}; the checks are {', '.join(CHECK_IDS)}"
+            )
         lists[name] = items
     try:
         selected = check_selection(lists["checks"], lists["skip_checks"])
