@@ -62,6 +62,14 @@ def t_cut_at_end(d: Path) -> Path:
     return b.write(d / "cut.json")
 
 
+def t_cut_in_events(d: Path) -> Path:
+    """A trace cut 300 bytes before its end, inside its event list (trace-incomplete's error)."""
+    text = healthy(TraceBuilder(), 20).text()
+    path = d / "cut-short.json"
+    path.write_text(text[: len(text) - 300])
+    return path
+
+
 def t_before_window(d: Path) -> Path:
     b = TraceBuilder()
     b.add(spec("previous_step_tail", launch=None, repeat=2))
@@ -236,6 +244,7 @@ CASES = [
     Case("kernels-missing", t_healthy, {}, "no-kernels-missing", "4 kernels, 4 launch calls, 0 without a kernel"),
     Case("kernels-missing", t_cut_at_end, {},
          "kernels-cut-at-stop", "1 of 301 launch calls have no kernel; 1 of them in the last 1%"),
+    Case("kernels-missing", t_cut_in_events, {}, "trace-cut-short", "the file ends inside its event list at byte"),
     Case("kernels-missing", t_before_window, {},
          "kernels-launched-before-window",
          "2 unlinked kernels, 2 of them with a correlation id below the first call's; 2 ran before the first"),
