@@ -10,7 +10,7 @@ write failed (1067-1070). So a file that ends inside its event list lost at leas
 written after the cut (a crash or kill while writing, a full disk, or a copy cut short): ``error``, like
 ``kernels-missing``'s dropped records, because every count is short. A cut after the list lost no event: ``info``.
 Kineto lists the GPUs (``deviceProperties``) whatever activities it records (GenericActivityProfiler.cpp:163-178,
-``devicePropertiesJson()``, from ``cudaGetDeviceCount`` in DeviceProperties.cpp:50-70), so a GPU listed, or CUDA
+``devicePropertiesJson()``, from ``cudaGetDeviceCount`` in DeviceProperties.cpp:50-72), so a GPU listed, or CUDA
 calls recorded, with not one kernel, copy or set is either a CPU-only profile or CUPTI recording nothing:
 ``warning``, which the kernels-missing playbook tells apart.
 """
