@@ -62,7 +62,8 @@ def test_graph_formats_and_explain() -> None:
     pb = load_playbook(FLAGSHIP, catalog())
     picture = mermaid(pb)
     assert picture.startswith("flowchart TD") and 'subgraph verify_profiler["1. Verify' in picture
-    assert 'inspect -->|"fail"| route_mechanism' in picture
+    # trace.inspect's status is the health verdict (issue 45 item 4): the flagship goes on from the kernel facts
+    assert 'inspected -->|"facts.inspect.impossible"| route_mechanism' in picture
     assert dot(pb).startswith('digraph "negative-warps-per-sm"')
     words = explain(pb)
     for i, step in enumerate(pb.steps, 1):

@@ -119,8 +119,8 @@ def _screen_lines(args: list[str], columns: int) -> list[str]:
 @pytest.mark.parametrize("columns", [80, 120])
 def test_a_rank_directory_says_the_f_paragraph_once_and_alike_checks_in_one_line(columns: int, tmp_path: Path) -> None:
     """Issue 37.4: the F paragraph once per rank, trace-size once per rank (16 info lines for 8 ranks). Three ranks
-    whose Python frames are most of their events (trace-size is info from 40%, docs/health.md) and whose big grids
-    give large warps per SM (F)."""
+    whose GEMM opts in to 96 KB of shared memory (E: impossible-metrics is info, docs/health.md) and whose big grids
+    give large warps per SM (F). (Their Python frames no longer make trace-size info: issue 44 item 12.)"""
     from wizard.testing.traces import KernelSpec, TraceBuilder
 
     ranks = tmp_path / "ranks"
@@ -130,13 +130,15 @@ def test_a_rank_directory_says_the_f_paragraph_once_and_alike_checks_in_one_line
         b = TraceBuilder()
         b.set_metadata("distributedInfo", {"rank": rank})
         b.add(KernelSpec("void big_elementwise", (400_000, 1, 1), (256, 1, 1), python_stack=frames))
+        b.add(KernelSpec("gemm_smem96k", (132, 1, 1), (128, 1, 1), shared_memory=96 * 1024))
         b.write(ranks / f"rank{rank}.json")
     lines = _screen_lines(["trace", "inspect", str(ranks)], columns)
     said = _joined(lines)
     assert said.count("large warps-per-SM values are by design (mechanism F)") == 1
-    assert said.count("trace-size") == 1
-    assert "i info trace-size [3 ranks]" in said
-    assert [line.split()[2] for line in lines if line.startswith("  ") and line.split()[:1] == ["i"]] == ["trace-size"]
+    assert said.count("i info impossible-metrics") == 1
+    assert "i info impossible-metrics [3 ranks]" in said
+    info = [line.split()[2] for line in lines if line.startswith("  ") and line.split()[:1] == ["i"]]
+    assert info == ["impossible-metrics"]
 
 
 @pytest.mark.parametrize("columns", [80, 120])
@@ -378,8 +380,9 @@ def test_teach_defines_each_word_before_it_is_used_in_the_triage(tmp_path: Path,
     assert _defined_before_used(lines) == []
     said = _joined(lines)
     assert "new word warps per SM:" in said
-    # the probe's result, then what it means in one plain sentence
-    assert said.index("trace.inspect PASS") < said.index("What this means: the kernels' own numbers are right")
+    # the probe's result, then what it means in one plain sentence: its status is the health verdict's (issue 45
+    # item 4: it said PASS, "the kernels' own numbers are right", above a kernels-missing error)
+    assert said.index("trace.inspect FAIL") < said.index("What this means: the check found the problem it looks for")
     # the description reflowed: no YAML line break left inside a sentence
     assert "or only what you saw); it checks the trace's health" in said
     assert not any(line.rstrip().endswith("or only what you") for line in lines)

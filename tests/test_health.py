@@ -60,7 +60,7 @@ def test_a_healthy_trace_is_ok_on_every_check(tmp_path: Path) -> None:
         "durations": "ok",
         "clock-skew": "ok",
         "trace-size": "ok",  # small, and no Python events: nothing worth a word (issue 37 item 9)
-        "stacks-missing": "info",  # the builder's ops carry no python_function frames unless asked
+        "stacks-missing": "ok",  # no python_function frames: a setting, said with its count (issue 44 item 12)
         "summary-table": "ok",
         "profiler-overhead": "ok",
     }
@@ -283,7 +283,8 @@ def test_one_read_many_passes(tmp_path: Path) -> None:
     assert report.passes == {"memcpy-count": 2}
     assert source.STATS.opened[str(path)] - opened == 1  # the reader's own counters: opened once
     assert source.STATS.bytes_read[str(path)] - read == path.stat().st_size  # and every byte read once
-    assert [c.check for c in report.health][:2] == ["impossible-metrics", "kernels-missing"]
+    # trace-incomplete (issue 45 item 1) is declared between them
+    assert [c.check for c in report.health][:3] == ["impossible-metrics", "trace-incomplete", "kernels-missing"]
 
 
 def test_checks_chosen_and_bad_ids_refused(tmp_path: Path, run_cli: RunCli) -> None:

@@ -70,6 +70,14 @@ def t_gpu_behind(d: Path) -> Path:
     return b.write(d / "behind.json")
 
 
+def t_cut_in_events(d: Path) -> Path:
+    """A trace cut 300 bytes before its end, inside its event list (trace-incomplete's error)."""
+    text = healthy(TraceBuilder(), 20).text()
+    path = d / "cut-short.json"
+    path.write_text(text[: len(text) - 300])
+    return path
+
+
 def t_before_window(d: Path) -> Path:
     b = TraceBuilder()
     b.add(spec("previous_step_tail", launch=None, repeat=2))
@@ -271,6 +279,7 @@ CASES = [
          "kernels-cut-at-stop", "1 of 301 launch calls have no kernel; 1 of them in the last 1%"),
     Case("kernels-missing", t_gpu_behind, {}, "kernels-after-window",
          "100 of 300 launch calls have no kernel; 98 of them made while the GPU ran behind at the window's end, 2 in"),
+    Case("kernels-missing", t_cut_in_events, {}, "trace-cut-short", "the file ends inside its event list at byte"),
     Case("kernels-missing", t_before_window, {},
          "kernels-launched-before-window",
          "2 unlinked kernels, 2 of them with a correlation id below the first call's; 2 ran before the first"),

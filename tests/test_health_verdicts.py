@@ -375,15 +375,19 @@ def test_trace_size_on_a_gz_gives_both_sizes_and_is_ok(tmp_path: Path, run_cli: 
     assert {c["status"] for c in strict_json(every.stdout)["reports"][0]["health"]} == {"ok"}
 
 
-def test_a_with_stack_trace_is_worth_a_word(tmp_path: Path, run_cli: RunCli) -> None:
+def test_a_small_with_stack_trace_says_its_share_and_is_ok(tmp_path: Path, run_cli: RunCli) -> None:
+    """Issue 44 item 12: every with_stack trace is mostly python_function events, so the share alone is a statistic
+    (ok, said with its numbers), and --fail-on info passes it."""
     b = TraceBuilder()
     for i in range(4):
         b.add(spec(f"k{i}", python_stack=("a.py(1): f", "b.py(2): g", "c.py(3): h", "d.py(4): i")))
-    code, found = inspect(run_cli, b.write(tmp_path / "stacks.json"))
+    path = b.write(tmp_path / "stacks.json")
+    code, found = inspect(run_cli, path)
     size = found["trace-size"]
-    assert (size["status"], size["python_share"]) == ("info", 16 / 36)  # 4 frames of 9 events per launch
-    assert "with_stack" in size["meaning"]
+    assert (size["status"], size["python_share"]) == ("ok", 16 / 36)  # 4 frames of 9 events per launch
+    assert "python_function events are 44% of them" in size["summary"]
     assert code == 0
+    assert run_cli("trace", "inspect", "--fail-on", "info", str(path)).returncode == 0
 
 
 def test_trace_size_keeps_the_twenty_largest_categories(tmp_path: Path, run_cli: RunCli) -> None:

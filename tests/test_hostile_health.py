@@ -166,8 +166,8 @@ def test_explain_from_python_escapes_the_same_way(tmp_path: Path) -> None:
 # -- 7. an empty selection of health checks is refused ---------------------------------------------------
 
 ALL_CHECKS = (
-    "impossible-metrics, kernels-missing, kernels-overlap, graph-launches, unlinked-kernels, durations, "
-    "clock-skew, trace-size, stacks-missing, summary-table, profiler-overhead, ranks-complete, rank-skew"
+    "impossible-metrics, trace-incomplete, kernels-missing, kernels-overlap, graph-launches, unlinked-kernels, "
+    "durations, clock-skew, trace-size, stacks-missing, summary-table, profiler-overhead, ranks-complete, rank-skew"
 )
 
 

@@ -270,7 +270,9 @@ def test_kernels_lost_with_the_end_of_a_cut_off_trace(tmp_path: Path) -> None:
     cut = tmp_path / "cut.json"
     cut.write_text(whole[: whole.index('"cat": "kernel"') - 20])  # the CPU side only
     result = run_inprocess("trace", "inspect", "--json", str(cut))
-    assert result.status == 0
+    assert result.status == 1  # the cut lost the kernels: trace-incomplete's error (issue 45 item 1; it exited 0)
+    (incomplete,) = [c for c in result.json["reports"][0]["health"] if c["check"] == "trace-incomplete"]
+    assert (incomplete["status"], incomplete["events_lost"], incomplete["gpu_events"]) == ("error", True, 0)
     assert "the kernels may be in the part that was lost" in result.json["reports"][0]["notes"][0]
     run = run_inprocess("run", "negative-warps-per-sm", "--set", "have=trace", "--set", f"trace_path={cut}", "--json")
     assert run.json["conclusion"]["diagnosis"] == "trace-cut-off-before-kernels"

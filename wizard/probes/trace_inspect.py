@@ -290,6 +290,52 @@ def health_facts(inspection: Inspection) -> dict[str, Any]:
     return {**facts, **check_facts(checks, inspection.job_health)}
 
 
+def verdict(facts: Mapping[str, Any]) -> tuple[Status, str]:
+    """The probe's status is the health verdict's, as the gate's (``trace inspect`` exits 1 at a check at warning
+    or worse): FAIL with the checks that found a problem, else SKIP where no kernel could be checked, else PASS; a
+    harmless wrong value (E alone: impossible-metrics is ``info``) is said, and fails nothing."""
+    problems = list(facts["health_problems"])
+    metrics = _metrics_said(facts)
+    if problems:
+        found = f"{plural(len(problems), 'health problem')} ({facts['health_status']}): {', '.join(problems)}"
+        return Status.FAIL, (f"{metrics}; " if facts["impossible"] else "") + found
+    if facts["impossible"]:
+        return Status.PASS, metrics
+    if facts["rocm"] or facts["cpu_only"]:
+        return Status.SKIP, _nothing_checked(facts)
+    checked, large = facts["kernels_checked"], facts["large_by_design"]
+    summary = (
+        f"{verb(checked, 'the', 'all')} {plural(checked, 'kernel')} {verb(checked, 'agrees', 'agree')} "
+        "with the recomputation"
+        if checked
+        else f"none of the {plural(facts['kernels'], 'kernel')} carries blocks/warps per SM or occupancy: "
+        "nothing to recompute"
+    )
+    if large:
+        summary += f"; {large} {verb(large, 'has', 'have')} large warps per SM, which is by design (F)"
+    return Status.PASS, summary
+
+
+def _metrics_said(facts: Mapping[str, Any]) -> str:
+    """The wrong kernel values found, and whether they are harmless (E alone is the profiler's and harmless)."""
+    mechanisms = facts["mechanisms"]
+    harmless = all(BY_ID[m].verdict == "info" for m in mechanisms if m in BY_ID) and all(m in BY_ID for m in mechanisms)
+    what = "a wrong value that is the profiler's and harmless" if harmless else "wrong values"
+    return f"{plural(facts['flagged_kernels'], 'kernel launch')} with {what}; mechanisms {', '.join(mechanisms)}"
+
+
+def _nothing_checked(facts: Mapping[str, Any]) -> str:
+    if not facts["rocm"]:
+        return "nothing to check: no GPU kernels in the trace"
+    if not facts["rocm_metrics"]:
+        return "nothing to check: ROCm trace (no such metrics recorded)"
+    n = facts["rocm_metrics"]
+    return (
+        f"nothing checked: ROCm trace ({plural(n, 'kernel')} {verb(n, 'carries', 'carry')} blocks/warps per SM; "
+        "warpwizard does not check AMD values)"
+    )
+
+
 _WRONG_IDS = ", ".join(sorted(WRONG, key=ORDER.__getitem__))
 
 
@@ -571,34 +617,5 @@ class TraceInspectProbe:
         evidence = finding_evidence(inspection)
         evidence += facts["notes"][:4]
         evidence += facts["torch_validator"]
-        if facts["impossible"]:
-            status = Status.FAIL
-            summary = (
-                f"{plural(facts['flagged_kernels'], 'kernel launch')} with wrong values; mechanisms "
-                f"{', '.join(facts['mechanisms'])}"
-            )
-        elif facts["rocm"] or facts["cpu_only"]:
-            status = Status.SKIP
-            rocm = (
-                f"ROCm trace ({plural(facts['rocm_metrics'], 'kernel')} "
-                f"{verb(facts['rocm_metrics'], 'carries', 'carry')} blocks/warps per SM; warpwizard does not check "
-                "AMD values)"
-                if facts["rocm_metrics"]
-                else "ROCm trace (no such metrics recorded)"
-            )
-            summary = ("nothing checked: " if facts["rocm_metrics"] else "nothing to check: ") + (
-                rocm if facts["rocm"] else "no GPU kernels in the trace"
-            )
-        else:
-            status = Status.PASS
-            checked, large = facts["kernels_checked"], facts["large_by_design"]
-            summary = (
-                f"{verb(checked, 'the', 'all')} {plural(checked, 'kernel')} {verb(checked, 'agrees', 'agree')} "
-                "with the recomputation"
-                if checked
-                else f"none of the {plural(facts['kernels'], 'kernel')} carries blocks/warps per SM or occupancy: "
-                "nothing to recompute"
-            )
-            if large:
-                summary += f"; {large} {verb(large, 'has', 'have')} large warps per SM, which is by design (F)"
+        status, summary = verdict(facts)
         return ProbeResult(status, summary, facts=facts, evidence=evidence, files=files)

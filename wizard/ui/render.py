@@ -35,8 +35,6 @@ METRIC_LABELS = {"blocks per SM": "blocks/SM", "warps per SM": "warps/SM", "est.
 # --teach: what a probe's result means, in one plain sentence, after it is shown.
 RESULT_MEANS = {
     "pass": "What this means: the check ran and found nothing wrong, so this cause is ruled out.",
-    "pass-with-health": "What this means: the kernels' own numbers are right, but the health check found a "
-    "problem (the lines above); that problem decides where the run goes next.",
     "fail": "What this means: the check found the problem it looks for; the lines above are the evidence.",
     "warn": "What this means: the check found something worth a look, not enough on its own to decide.",
     "skip": "What this means: the check could not run here (the line says why); it rules nothing in or out.",
@@ -179,9 +177,7 @@ class TerminalObserver:
             self.shown_evidence[line] = node.probe
             indented(self.console, short(visible(line), TEXT_LIMIT), 6, "dim")
         if self.teach:
-            means = RESULT_MEANS.get(result.status.value, "")
-            if result.status.value == "pass" and result.facts.get("health_problems"):
-                means = RESULT_MEANS["pass-with-health"]
+            means = RESULT_MEANS.get(result.status.value, "")  # trace.inspect's status is its health verdict
             indented(self.console, means, 4, "italic")
 
     def _health(self, result: ProbeResult) -> None:
@@ -453,7 +449,7 @@ def _report_view(report: TraceReport, show_all: bool, said: set[str]) -> Group:
                 )
         if len(groups) > 40:
             items.append(Text(f"  … and {len(groups) - 40} more groups (use --json for all)", style="dim"))
-    hidden = sum(g.count for g in report.groups if g.severity != "error")
+    hidden = sum(g.count for g in report.groups if not g.wrong)
     if hidden and not show_all:
         items.append(
             Text(

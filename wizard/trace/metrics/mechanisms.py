@@ -143,8 +143,10 @@ class Mechanism(str, Enum):
 
     @property
     def severity(self) -> str:
-        """The JSON report's word for it: ``error`` for wrong values, ``info`` for F."""
-        return "error" if self.wrong else "info"
+        """The JSON report's word for it (``groups[].severity``): the verdict the flagship's conclusion and the
+        impossible-metrics check give it, so a group and the check agree (E is ``info``: the profiler's and
+        harmless; issue 45 item 12)."""
+        return self.verdict
 
 
 BY_ID: dict[str, Mechanism] = {m.value: m for m in Mechanism}  # ids from other machines' reports: .get()

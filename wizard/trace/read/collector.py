@@ -51,6 +51,9 @@ class Truncation:
     partial_event_bytes: int
     last_complete_ts: float | None
     detail: str
+    # whether events were lost: the cut fell before the event list closed (the trace-incomplete check's error);
+    # a cut after it (in the metadata Kineto writes last, or a gzip trailer) kept every event
+    events_lost: bool = True
 
 
 KERNELS, GPU_OPS, SLICES = 0, 1, 2  # the tables ExactTimes follows

@@ -211,6 +211,7 @@ class ExactDecoder:
             self.b.offset,
             0,
             self.contents.last_ts,
-            "the file ends after a complete event but before the event list was closed; "
-            "no event was lost, but any keys after the list (such as deviceProperties) are missing",
+            "the file ends after a complete event but before the event list was closed: no event was cut in "
+            "half, but the events written after the cut are missing (Kineto closes the list with a 'Record Window "
+            "End' event), and so are any keys after the list (such as deviceProperties)",
         )

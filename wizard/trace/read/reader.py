@@ -174,11 +174,17 @@ class TraceWalker:
             self.sink.events_end()
         return closed
 
-    def _truncated_top_level(
-        self, detail: str = "the file ends before the closing '}' of the trace object; every event was read"
-    ) -> None:
+    def _truncated_top_level(self, detail: str = "") -> None:
+        """A cut between the trace object's keys: every event was read if the event list had closed, none
+        if the cut came before it."""
         if self.c.truncation is None:
-            self.c.truncation = Truncation(self.b.offset, 0, self.c.last_ts, detail)
+            lost = not self.events_done
+            said = detail or (
+                "the file ends before its event list (traceEvents) was read: no event was read"
+                if lost
+                else "the file ends before the closing '}' of the trace object; every event was read"
+            )
+            self.c.truncation = Truncation(self.b.offset, 0, self.c.last_ts, said, events_lost=lost)
 
     # -- events -------------------------------------------------------------------------
     def _events(self) -> bool:
@@ -338,7 +344,11 @@ def _walk(
             decoder.close(failed=failed)
     if source.stream_truncated and contents.truncation is None:
         contents.truncation = Truncation(
-            contents.bytes_read, 0, contents.last_ts, "the gzip stream is cut off; everything up to the cut was read"
+            contents.bytes_read,
+            0,
+            contents.last_ts,
+            "the gzip stream is cut off after the JSON ended; every event was read",
+            events_lost=False,
         )
     elif source.stream_truncated and contents.truncation is not None:
         contents.truncation.detail += " (the gzip stream itself is cut off)"

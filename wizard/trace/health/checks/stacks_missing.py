@@ -1,4 +1,6 @@
-"""stacks-missing: CPU ops recorded without Python stacks."""
+"""stacks-missing: CPU ops recorded without Python stacks: said with its count (``ok``), never a finding, since
+``with_stack`` is off by default and a finding on every trace recorded so would fail ``--fail-on info`` on each
+(issue 44 item 12); its fact ``python_stacks`` tells a playbook whether a Python line can be named."""
 
 from __future__ import annotations
 
@@ -26,7 +28,10 @@ CHECK = CheckSpec(
     StacksMissingDetails,
     order=90,
     counts=("CPU ops (`cpu_op`, `Operator`) of a trace with no `python_function` event; `cpu_ops`"),
-    status_rule=("`info`; `not_applicable` without CPU ops"),
+    status_rule=(
+        "`ok` with its count: recording stacks is a setting (`with_stack`, off by default), not a problem in the "
+        "trace, so every trace without them would be a finding; `not_applicable` without CPU ops"
+    ),
     facts=(
         CheckFact("python_stacks", bool, "whether Python stacks were recorded (python_function events)", how="none"),
     ),
@@ -42,9 +47,9 @@ def run(t: Tables) -> HealthCheck:
         return CHECK.verdict(0, "ok", "Python stacks were recorded", "", details={"cpu_ops": cpu_ops})
     return CHECK.verdict(
         cpu_ops,
-        "info",
-        f"{plural(cpu_ops, 'CPU op')} without Python stacks (no python_function events)",
-        "findings name the op and shapes that launched a kernel but not the Python line; profile with "
-        "with_stack=True to get it",
+        "ok",
+        f"{plural(cpu_ops, 'CPU op')} without Python stacks (with_stack=False): findings name the op and shapes "
+        "that launched a kernel, not the Python line (with_stack=True records it)",
+        "",
         details={"cpu_ops": cpu_ops},
     )
