@@ -214,7 +214,7 @@ def test_a_fragment_names_itself(tmp_path: Path) -> None:
 def test_validate_graph_explain_and_completion_see_the_inserted_nodes(run_cli: RunCli) -> None:
     checked = run_cli("validate", "rank-skew")
     assert checked.status == 0, checked.stderr
-    assert f"{PLAYBOOKS / 'rank-skew.yaml'}: ok (18 nodes, 3 steps)" in checked.stdout
+    assert f"{PLAYBOOKS / 'rank-skew.yaml'}: ok (20 nodes, 3 steps)" in checked.stdout
     graph = run_cli("graph", "rank-skew")
     assert graph.status == 0 and '  have -->|"description"| one_rank' in graph.stdout.splitlines()
     explained = run_cli("explain", "rank-skew")

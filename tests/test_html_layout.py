@@ -143,8 +143,8 @@ def test_a_picture_with_nothing_impossible_keeps_its_axes_and_says_so(tmp_path: 
         assert "yaxis2" not in layout  # no empty strip below (it held the x axis, leaving the plot without one)
         assert layout["xaxis"]["title"]["text"] == f"true {metric}"
         assert f"nothing impossible here: every {metric} drawn is right" in page.read_text()
-    # was "10 more check(s)"; 2 more: issue 38; trace-incomplete: issue 45 item 1
-    assert "13 more checks: info, ok or not applicable" in page.read_text()
+    # was "10 more check(s)"; 2 more: issue 38; trace-incomplete and ranks-complete: issue 45 items 1 and 2
+    assert "14 more checks: info, ok or not applicable" in page.read_text()
 
 
 @pytest.mark.parametrize(("trace", "mechanism"), [("shared-memory-over-48k", "E"), ("occupancy-calculator", "D")])

@@ -157,12 +157,18 @@ def test_dlrm_s_unlinked_kernels_lie_at_the_start_of_its_trace(tmp_path: Path) -
     page_file = _page(tmp_path, "dlrm", "trace", "inspect", str(DLRM), "--jobs", "1", status=1)
     where = _figures(page_file)[0]
     # the job's own finding (rank skew at launch jitter, info) is drawn too, in its lane "all ranks" (issue 44.4)
-    assert [t["name"] for t in where["data"]] == ["unlinked-kernels (info)", "rank-skew (info)"]
-    assert {y for y in where["data"][0]["y"]} == {"rank 1 · stream 7"}
-    assert {y for y in where["data"][1]["y"]} == {"all ranks"}
+    # ranks-complete: both traces say world size 8, ranks 2-7 missing (issue 45 item 2)
+    assert [t["name"] for t in where["data"]] == [
+        "ranks-complete (warning)",
+        "unlinked-kernels (info)",
+        "rank-skew (info)",
+    ]
+    job, unlinked, skew = where["data"]  # the warning first
+    assert {y for y in unlinked["y"]} == {"rank 1 · stream 7"}
+    assert {y for y in job["y"]} == {y for y in skew["y"]} == {"all ranks"}
     end = where["layout"]["xaxis"]["range"][1] / 1.01
     assert end == pytest.approx(20.126)  # from rank 1's first event to rank 0's last (rank 0 starts 5.5 ms later)
-    assert max(where["data"][0]["x"]) < 0.1 * end  # all 64 between 1.2 and 1.5 ms
+    assert max(unlinked["x"]) < 0.1 * end  # all 64 between 1.2 and 1.5 ms
 
 
 def test_a_page_carries_its_pictures_in_one_file_under_a_third_of_2_mb(tmp_path: Path) -> None:

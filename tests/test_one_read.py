@@ -102,7 +102,7 @@ def _trace(tmp_path: Path, *, counters: bool) -> Path:
 
 def _answers(tmp_path: Path, trace: Path) -> Path:
     answers = tmp_path / "answers.yaml"
-    answers.write_text(f"have: trace\ntrace_path: {trace}\ncustom_kernel: false\n")
+    answers.write_text(f"have: trace\ntrace_path: {trace}\nother_profile: ''\ncustom_kernel: false\n")
     return answers
 
 
@@ -144,7 +144,8 @@ def test_a_flagship_run_with_an_html_report_opens_each_trace_once(
     assert len(sanity["facts"]["measured"]) == (1 if counters else 0)
     assert "corrupted_record_kernel" in out.read_text()  # the page drew the run's inspection
     _assert_one_open_each(opens, trace)
-    _assert_fingerprinted(doc, trace, ["trace.inspect", "metrics.sanity"])  # inspect's paths, metrics' trace
+    # inspect's paths, profile.compare's trace (step 1's comparison: no other profile, nothing opened), metrics'
+    _assert_fingerprinted(doc, trace, ["trace.inspect", "profile.compare", "metrics.sanity"])
 
 
 def test_the_triage_continuing_into_the_flagship_opens_the_trace_once(
@@ -161,7 +162,7 @@ def test_the_triage_continuing_into_the_flagship_opens_the_trace_once(
     (sanity,) = [e for e in doc["entries"] if e.get("probe") == "metrics.sanity"]
     assert sanity["facts"]["counters"] == [PM_COUNTER]  # from the triage's read, which the flagship's probes reuse
     _assert_one_open_each(opens, trace)
-    _assert_fingerprinted(doc, trace, ["trace.inspect", "metrics.sanity"])  # the triage's (the flagship's carried)
+    _assert_fingerprinted(doc, trace, ["trace.inspect", "profile.compare", "metrics.sanity"])  # the flagship's carried
 
 
 def _big_trace(path: Path, kernels: int) -> Path:

@@ -234,13 +234,15 @@ def test_from_a_node_reuses_the_recorded_probes_and_starts_none_before_it(tmp_pa
     assert status == 0, stderr
     assert calls == []  # op.isolate's repro (a process) was not started again
     entries = {e["node"]: e for e in transcript["entries"]}
-    assert {n for n, e in entries.items() if "reused_from" in e} == {"inspect", "reprofile_compare", "isolate"}
+    reused = {"inspect", "compare_profiles", "reprofile_compare", "isolate"}  # compare_profiles: issue 50's step 1
+    assert {n for n, e in entries.items() if "reused_from" in e} == reused
     assert entries["isolate"]["reused_from"] == str(previous)
     assert entries["isolate"]["status"] == strict_recorded(previous, "isolate")["status"]
     assert "reused_from" not in entries["metrics"]
     assert transcript["conclusion"]["diagnosis"] == "unresolved"
     assert (
-        "rerunning from launch_blocking; reusing the recorded results of: inspect, reprofile_compare, isolate" in stderr
+        "rerunning from launch_blocking; reusing the recorded results of: inspect, compare_profiles, "
+        "reprofile_compare, isolate" in stderr
     )
 
 
@@ -365,7 +367,9 @@ def test_an_empty_template_hole_is_visible() -> None:
 def test_examples_are_listed_and_copied_out_without_replacing_anything(tmp_path: Path) -> None:
     listed = run_inprocess("examples")
     assert listed.status == 0
-    assert listed.stdout.splitlines()[0].split() == ["grid-overflow", "profiler-bug-grid-overflow"]
+    header, first = listed.stdout.splitlines()[:2]  # a header names the columns (issue 44 item 10)
+    assert header.split()[:2] == ["EXAMPLE", "DIAGNOSIS"]
+    assert first.split() == ["grid-overflow", "profiler-bug-grid-overflow"]
     copied = run_inprocess("examples", "grid-overflow", "--to", str(tmp_path / "try"))
     assert copied.status == 0, copied.stderr
     assert sorted(p.name for p in (tmp_path / "try").iterdir()) == ["answers.yaml", "grid-overflow.json"]

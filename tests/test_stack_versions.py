@@ -206,7 +206,7 @@ def test_a_yes_to_32_bit_grid_math_concludes_launch_configuration_only_for_a_gri
     builder.add(KernelSpec("void my_ext::k<float>", (4096, 1, 1), (256, 1, 1), plant="garbled"))
     trace = builder.write(tmp_path / "garbled.json")
     answers = tmp_path / "a.yaml"
-    answers.write_text(f"have: trace\ntrace_path: {trace}\ncustom_kernel: true\nlaunch_math: true\n")
+    answers.write_text(f"have: trace\ntrace_path: {trace}\nother_profile: ''\ncustom_kernel: true\nlaunch_math: true\n")
     transcript = strict_json(run_inprocess("run", "negative-warps-per-sm", "--answers", str(answers), "--json").stdout)
     nodes = [e["node"] for e in transcript["entries"]]
     assert nodes[nodes.index("launch_math") + 1 :][:2] == ["launch_math_facts", "isolate"]

@@ -45,6 +45,22 @@ def decide(diff: Any) -> tuple[Outcome, list[str], list[str]]:
     return "cannot tell", gone, kept
 
 
+def _compare(env: Environment, trace: str, other: str) -> Any:
+    """The comparison through the run's inspections: the trace the flagship read is not read again (and the other
+    profile, once read here, is the run's too); an Nsight Compute report on the other side is joined instead."""
+    from wizard.diff import Side, compare_sides, load_side, ncu_beside
+    from wizard.ncu import is_ncu, read_ncu
+    from wizard.probes.inspections import inspection
+
+    def profiles(path: str) -> list[Any]:
+        return [r.profile for r in inspection(env, [path]).reports]
+
+    here = Side(Path(trace).name, profiles(trace))
+    if is_ncu(Path(other)):
+        return ncu_beside(here, Path(other).name, read_ncu(other, env.system.runner))
+    return compare_sides(here, load_side(other, profiles))
+
+
 class ProfileCompareProbe:
     name = "profile.compare"
     summary = "Compare the trace with a profile of the same workload from another PyTorch, profiler or GPU"
@@ -56,13 +72,11 @@ class ProfileCompareProbe:
     facts: tuple[FactSpec, ...] = declared_facts(ProfileCompareFacts)
 
     def run(self, env: Environment, params: Mapping[str, Any], *, timeout: float = 600.0) -> ProbeResult:
-        from wizard.diff import diff_profiles
-
         trace, other = str(params.get("trace") or ""), str(params.get("other") or "")
         if not other:
             return ProbeResult(Status.SKIP, "no second profile given: nothing to compare", facts={"other": ""})
         try:
-            diff = diff_profiles(trace, other, jobs=1)
+            diff = _compare(env, trace, other)
         except (InputFileError, UsageError, MissingDependency) as exc:
             return ProbeResult(Status.SKIP, f"cannot compare: {exc}", facts={"other": other, "outcome": "cannot tell"})
         outcome, gone, kept = decide(diff)

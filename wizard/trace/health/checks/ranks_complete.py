@@ -270,8 +270,9 @@ def ranks_complete(traces: Sequence[Trace]) -> HealthCheck:
         "unplaced": t.unplaced[:NAMED],
         "groups_disagree": [f"{name}: {why}" for name, why in list(t.disagree.items())[:NAMED]],
     }
-    if len(traces) < 2:
-        return CHECK.not_applicable("not a rank directory: one job's traces, a trace per rank", **details)
+    if len(traces) < 2:  # one trace: no job to count, so nothing of it (its name) is said either
+        empty = {k: ([] if isinstance(v, list) else {} if isinstance(v, dict) else v) for k, v in details.items()}
+        return CHECK.not_applicable("not a rank directory: one job's traces, a trace per rank", **empty)
     if not t.count:
         if t.world is None:
             return CHECK.not_applicable(
