@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import EXAMPLES, REPO, RunCli, run_inprocess
+from tests.conftest import EXAMPLES, REPO, RunCli, needs_torch, run_inprocess, strict_json
 
 FLAGSHIP = REPO / "playbooks" / "negative-warps-per-sm.yaml"
 
@@ -293,3 +293,18 @@ def test_a_trace_whose_kernels_carry_no_metrics_is_not_said_to_agree(tmp_path: P
         "pass",
         "none of the 2 kernels carries blocks/warps per SM or occupancy: nothing to recompute",
     )
+
+
+@needs_torch
+def test_a_script_on_a_machine_with_no_gpu_says_so_first(run_cli: RunCli) -> None:
+    """Issue 44 item 9: "A script I can run here" with no GPU ended in kernels-missing-cause-unknown after five
+    questions it could answer itself and a KINETO_LOG_LEVEL=0 rerun it had just done. No GPU is the fact: said
+    first, as the conclusion, with what can still be learned, and nothing run or asked after the profile."""
+    result = run_cli("run", "triage", "--set", "have=workload", "--set",
+                     "workload_cmd=python examples/workloads/tiny_matmul.py", "--json")  # fmt: skip
+    data = strict_json(result.stdout)
+    assert result.returncode == 0, result.stderr
+    assert data["conclusion"]["diagnosis"] == "no-gpu-here"
+    assert [e["node"] for e in data["entries"]] == ["have", "workload_cmd", "reprofile", "reprofiled", "no_gpu_here"]
+    assert data["entries"][2]["facts"]["cuda_available"] is False
+    assert data.get("chain") in (None, [])  # it continues into no playbook
