@@ -99,7 +99,8 @@ def test_the_triage_on_eight_ranks_says_each_thing_once_with_its_ranks(tmp_path:
     assert "E: the same for 23 other kernels, on 8 ranks" in said  # 8 ranks x 3 kernels, less the one said
     checked = said[said.index("checked: ") : said.index("files read:")]
     assert checked.count("kernels-missing") == 1 and "impossible-metrics (info) [all 8 ranks]: 3 launches" in checked
-    assert "ok [all 8 ranks]: kernels-missing, kernels-overlap, graph-launches" in checked
+    assert "ok [all 8 ranks]: trace-incomplete, kernels-missing, kernels-overlap, graph-launches" in checked
+    assert "ranks-complete (ok) [all ranks]: all 8 ranks of the job, each once" in checked
     assert "rank-skew (ok) [all ranks]" in checked
     assert len(checked) < 800
 
