@@ -150,7 +150,7 @@ def test_kernels_overlap_is_what_perfetto_cannot_nest_per_row() -> None:
     ]
     assert oracle.kernels_overlap(events) == {
         "count": 3, "lanes": 2, "kernels": 11, "pdl": 0, "rounding": 0, "graph": 0, "max_overlap_us": 47.0,
-        "sub_latency": 2, "sub_latency_us": 6.0, "kernel_us": 141.0, "material": False,
+        "sub_latency": 2, "concurrent": 0, "sub_latency_us": 6.0, "kernel_us": 141.0, "material": False,
         "other_events": {"gpu_memcpy": 1},
     }  # fmt: skip
 

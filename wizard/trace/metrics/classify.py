@@ -498,12 +498,33 @@ def _notes(
     return notes
 
 
+def _graph_lanes_note(contents: TraceContents) -> list[str]:
+    """A Kineto JSON trace whose graphed kernels PyTorch's exporter moved onto display lanes
+    (``export_chrome_trace(..., graph_lanes="all")``, pytorch/pytorch#194854: ``tid`` and ``args.stream`` the lane,
+    ``args.original_stream`` the stream), or that says its graph annotations are baked in
+    (``cudaGraphInlineAnnotated``): what its rows mean."""
+    *_, shape_of, shapes = contents.kernels.columns()
+    moved_shapes = {i for i, s in enumerate(shapes) if type(s[2]) is int and type(s[4]) is int and s[2] != s[4]}
+    moved = sum(1 for i in shape_of if i in moved_shapes) if moved_shapes else 0
+    if moved:
+        return [
+            f"{plural(moved, 'graphed kernel')} drawn on the lanes PyTorch's exporter moved them to (graph_lanes, "
+            "CUDA-graph annotations): a row is a lane, not a CUDA stream; each kernel is checked on the stream it "
+            "ran on (args.original_stream), and kernels of several streams on one lane overlap as streams do"
+        ]
+    if contents.metadata.get("cudaGraphInlineAnnotated") is True:
+        return [
+            "CUDA-graph annotations baked into the trace (cudaGraphInlineAnnotated); its kernels stay on their streams"
+        ]
+    return []
+
+
 def _format_notes(contents: TraceContents) -> list[str]:
     """For a format other than Kineto's JSON, or Cuspy's JSON: what was read, what it cannot carry, and what its
-    writer said of its own collection (Nsight Systems' warnings and errors)."""
+    writer said of its own collection (Nsight Systems' warnings and errors); for Kineto's JSON, its graph lanes."""
     cuspy = contents.metadata.get("cuspy")
     if contents.format == KINETO_JSON.id and not isinstance(cuspy, dict):
-        return []
+        return _graph_lanes_note(contents)
     fmt = BY_ID[contents.format]
     notes = [f"read as {fmt.name_with_article}" + (f", written by {contents.writer}" if contents.writer else "")]
     if isinstance(cuspy, dict) and cuspy.get("lanes"):

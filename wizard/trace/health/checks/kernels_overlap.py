@@ -16,6 +16,13 @@ worded with what is known of it. Four kinds are told apart, per kernel that cann
   eager kernels (an Nsight Systems export), 0.11-2.4 µs on ROCm traces. The shortest launch-to-kernel time of
   the shared traces (clock-skew's ``min_us``) is 5.0-17.2 µs: 20 µs is one launch's latency with room, and
   above every overlap of this kind seen.
+- ``concurrent``: overlapping a kernel of another stream drawn on the same row. A Kineto row is one CUDA stream, so
+  this happens only where an exporter moved kernels onto display lanes: PyTorch's ``export_chrome_trace(...,
+  cuda_graph_annotations=..., graph_lanes="all")`` (pytorch/pytorch#194854, ``torch/profiler/_chrome_trace_export.py``)
+  puts each graphed kernel on its annotation's lane or on ``default_stream`` (7), writes the lane as ``tid`` and
+  ``args.stream`` and the stream it ran on as ``args.original_stream``, and Cuspy's logical lanes do the same. The
+  reader keeps ``original_stream`` as the kernel's stream, so two kernels of one lane from different streams ran
+  concurrently, as streams do: no timestamp is wrong, only the viewer draws one lane. Checked before the others.
 - the rest: a kernel that overruns the event before it by more, or an annotation by more than a rounding.
 
 ``info`` when there is no rest and the ``sub_latency`` overlaps add up to at most ``MARGIN`` (10%) of the
@@ -74,6 +81,7 @@ class KernelsOverlapDetails(TypedDict):
     rounding: Annotated[int, "of those kernels, a rounding's"]
     graph: Annotated[int, "of those kernels, run by a graph launch"]
     sub_latency: Annotated[int, "of those kernels, overlapping a kernel by less than a launch's latency"]
+    concurrent: Annotated[int, "of those kernels, overlapping a kernel of another stream drawn on the same lane"]
     sub_latency_us: Annotated[float, "those kernels' overlaps added up, in µs"]
     kernel_us: Annotated[float, "every kernel's duration added up, in µs (the time the overlaps are a share of)"]
     material: Annotated[bool, "whether sub_latency_us is more than the margin of the kernel time counted once"]
@@ -117,8 +125,11 @@ CHECK = CheckSpec(
         " of µs times 1000); an event that ends at or before the end of the innermost open event nests under "
         "it (equal ends and zero durations nest; an event starting where the open one ends closes it), one "
         "that starts inside it and ends after it cannot nest and is left off the row. `lanes` (rows with such"
-        " a kernel), `kernels`, `pdl` (those launched by an eager `cuLaunchKernelEx`/`cudaLaunchKernelExC` "
-        f"call with their correlation id that overlap a kernel by at most {PDL_OVERLAP_US:g} µs), `rounding` "
+        " a kernel), `kernels`, `concurrent` (those overlapping a kernel of another stream on the same row: a row "
+        "that is a display lane, where an exporter moved graphed kernels, each kernel's stream its "
+        "`args.original_stream`: PyTorch's `graph_lanes`, Cuspy's logical lanes), `pdl` (the others launched by an "
+        "eager `cuLaunchKernelEx`/`cudaLaunchKernelExC` call with their correlation id that overlap a kernel by "
+        f"at most {PDL_OVERLAP_US:g} µs), `rounding` "
         f"(those that end at most {ROUNDING_US:g} µs after the annotation or copy they overlap), `graph` (those "
         f"a graph launch ran), `sub_latency` (the others that overlap a kernel by at most {SUB_LATENCY_US:g} µs, "
         "less than a kernel launch's latency: graph replays' timestamps, a timestamp's jitter), `sub_latency_us` "
@@ -130,7 +141,8 @@ CHECK = CheckSpec(
         "when no kernel is among them)"
     ),
     status_rule=(
-        "`info` when each is `pdl`, `rounding` or `sub_latency` and not `material`: the viewer suffers, no "
+        "`info` when each is `concurrent`, `pdl`, `rounding` or `sub_latency` and not `material`: the viewer "
+        "suffers, no "
         "number read from the trace changes; `warning` otherwise: a duration that overruns its successor by more "
         "than a launch's latency, an annotation overrun past a rounding, or overlaps that change the summed "
         "kernel time; `not_applicable` without kernels"
@@ -186,6 +198,7 @@ class _Hidden:
     """The kernels-overlap check's facts: which events of the kernel rows Perfetto cannot nest."""
 
     kernels: Ints  # kernel positions, in the rows' order
+    against: Ints  # per kernel: the position in its table of the open event it cannot nest under
     overlap_ns: Ints  # per kernel: how long it shares with the open event it cannot nest under
     overhang_ns: Ints  # per kernel: how far it runs past that event's end
     under_kernel: npt.NDArray[np.bool_]  # per kernel: that open event is a kernel (not an annotation, copy, ...)
@@ -207,6 +220,7 @@ def _hidden(contents: TraceContents) -> _Hidden:
     others = Counter(events.categories[j] for j in hidden[~is_kernel].tolist())
     return _Hidden(
         events.ref[mine],
+        events.ref[theirs],
         events.ts[theirs] + events.dur[theirs] - events.ts[mine],
         events.ts[mine] + events.dur[mine] - events.ts[theirs] - events.dur[theirs],
         events.kind[theirs] == nesting.KERNEL,
@@ -234,6 +248,7 @@ class _Kinds:
     pdl: npt.NDArray[np.bool_]
     rounding: npt.NDArray[np.bool_]
     sub_latency: npt.NDArray[np.bool_]
+    concurrent: npt.NDArray[np.bool_]
     graph: npt.NDArray[np.bool_]
     launched_ex: npt.NDArray[np.bool_]
     graph_api: str  # the trace's own graph launch call(s): cudaGraphLaunch, hipGraphLaunch
@@ -258,15 +273,32 @@ def _kinds(t: Tables, found: _Hidden, overlap_us: Floats) -> _Kinds:
     calls, contents = t.calls, t.contents
     corr = t.kernels.corr[found.kernels]
     launched_ex = _pdl(calls, corr)
-    pdl = launched_ex & found.under_kernel & (overlap_us <= PDL_OVERLAP_US)
+    concurrent = found.under_kernel & _other_stream(t, found)
+    pdl = launched_ex & found.under_kernel & ~concurrent & (overlap_us <= PDL_OVERLAP_US)
     rounding = ~found.under_kernel & (found.overhang_ns <= ROUNDING_US * 1000)
-    sub_latency = found.under_kernel & ~pdl & (overlap_us <= SUB_LATENCY_US)
+    sub_latency = found.under_kernel & ~pdl & ~concurrent & (overlap_us <= SUB_LATENCY_US)
     graph = member(corr, distinct(calls.corr[calls.graph & (calls.corr != NO_CORRELATION)]))
     fmt = BY_ID.get(contents.format)
     return _Kinds(
-        pdl, rounding, sub_latency, graph, launched_ex, _graph_api(calls, contents.is_rocm), contents.is_rocm,
-        "" if fmt is None or fmt.rewritable else fmt.name_with_article,
+        pdl, rounding, sub_latency, concurrent, graph, launched_ex, _graph_api(calls, contents.is_rocm),
+        contents.is_rocm, "" if fmt is None or fmt.rewritable else fmt.name_with_article,
     )  # fmt: skip
+
+
+def _other_stream(t: Tables, found: _Hidden) -> npt.NDArray[np.bool_]:
+    """Per hidden kernel: whether the open event is a kernel of another stream (a lane holding several: module
+    docstring). Only meaningful where ``under_kernel``; the stream is the one the kernel ran on (original_stream)."""
+    import numpy as np
+
+    shapes = t.kernels.shapes
+    stream_id: dict[Any, int] = {}
+    of_shape = np.array([stream_id.setdefault(s[4], len(stream_id)) for s in shapes] or [0], dtype=np.int64)
+    if not len(found.kernels):
+        return np.zeros(0, dtype=bool)
+    mine = of_shape[t.kernels.shape[found.kernels]]
+    against = np.where(found.under_kernel, found.against, 0)
+    theirs = of_shape[t.kernels.shape[against]] if len(t.kernels.shape) else mine
+    return np.asarray(mine != theirs)
 
 
 def _kernel_us(t: Tables) -> float:
@@ -286,7 +318,8 @@ def run(t: Tables) -> HealthCheck:
     if not len(kernels.ts):
         return CHECK.not_applicable(
             "no GPU kernels",
-            kernels=0, lanes=0, pdl=0, rounding=0, graph=0, sub_latency=0, sub_latency_us=0.0, kernel_us=0.0,
+            kernels=0, lanes=0, pdl=0, rounding=0, graph=0, sub_latency=0, concurrent=0, sub_latency_us=0.0,
+            kernel_us=0.0,
             material=False, max_overlap_us=0.0, other_events={},
         )  # fmt: skip
     found = _hidden(t.contents)
@@ -298,7 +331,8 @@ def run(t: Tables) -> HealthCheck:
     details = {
         "kernels": len(kernels.ts), "lanes": found.rows, "pdl": int(kinds.pdl.sum()),
         "rounding": int(kinds.rounding.sum()), "graph": int(kinds.graph.sum()),
-        "sub_latency": int(kinds.sub_latency.sum()), "sub_latency_us": round(sub_us, 3),
+        "sub_latency": int(kinds.sub_latency.sum()), "concurrent": int(kinds.concurrent.sum()),
+        "sub_latency_us": round(sub_us, 3),
         "kernel_us": round(kernel_us, 3),
         "material": bool(sub_us > MARGIN * (kernel_us - sub_us)),
         "max_overlap_us": float(overlap_us.max()) if count else 0.0,
@@ -397,9 +431,18 @@ def _causes(kinds: _Kinds, overlap_us: Floats, details: dict[str, Any]) -> list[
             f"annotation or copy around {verb(rounding, 'it', 'them')}: the same microsecond, apart once Perfetto "
             "rounds microseconds to nanoseconds"
         )
+    concurrent = details["concurrent"]
+    if concurrent:
+        causes.append(
+            f"{plural(concurrent, 'kernel')} {verb(concurrent, 'overlaps', 'overlap')} a kernel of another stream "
+            "drawn on the same row: the exporter moved graphed kernels onto display lanes (PyTorch's "
+            "export_chrome_trace graph_lanes, or Cuspy's logical lanes; each kernel's stream is its "
+            "args.original_stream), so a row here is a lane, not a CUDA stream, and these ran concurrently as streams "
+            "do; export with graph_lanes='none' to see the streams as rows"
+        )
     if kinds.sub_latency.any():
         causes.append(_sub_latency_words(kinds, overlap_us, details))
-    rest = ~(kinds.pdl | kinds.rounding | kinds.sub_latency)
+    rest = ~(kinds.pdl | kinds.rounding | kinds.sub_latency | kinds.concurrent)
     if rest.any():
         causes.append(_rest_words(rest, kinds))
     return causes
@@ -408,8 +451,8 @@ def _causes(kinds: _Kinds, overlap_us: Floats, details: dict[str, Any]) -> list[
 def _overlap_verdict(
     count: int, found: _Hidden, details: dict[str, Any], overlap_us: Floats, kinds: _Kinds
 ) -> tuple[str, str, str]:
-    """Status and words: PDL's, a rounding's and small sub-latency overlaps are ``info`` (only the viewer suffers);
-    the rest, or sub-latency overlaps that add up, a ``warning`` (module docstring)."""
+    """Status and words: PDL's, a rounding's, small sub-latency overlaps and streams drawn on one lane are ``info``
+    (only the viewer suffers); the rest, or sub-latency overlaps that add up, a ``warning`` (module docstring)."""
     others = sum(found.others.values())
     other_words = (
         f"; {plural(others, 'other GPU event')} ({', '.join(found.others)}) cannot nest either" if others else ""
@@ -434,5 +477,5 @@ def _overlap_verdict(
         "row's top slice, another event; older Perfetto builds embedded in other tools may misnest it. "
         f"{'; '.join(_causes(kinds, overlap_us, details))}. {fix}"
     )
-    rest = count - details["pdl"] - details["rounding"] - details["sub_latency"]
+    rest = count - details["pdl"] - details["rounding"] - details["sub_latency"] - details["concurrent"]
     return ("info" if rest == 0 and not details["material"] else "warning"), summary, meaning
