@@ -59,6 +59,19 @@ def test_pips_record_names_the_directory_it_installed_from(tmp_path: Path) -> No
     assert _recorded("{not json") == Origin(None, editable=False, known=False)
 
 
+def _installed_editable_here() -> bool:
+    """pip's own record of how this interpreter's warpwizard was installed (PEP 610 direct_url.json), read here
+    apart from wizard/extras.py: editable, and from this checkout."""
+    from importlib.metadata import distribution
+    from urllib.parse import unquote, urlparse
+
+    text = distribution("warpwizard").read_text("direct_url.json")
+    record = json.loads(text) if text else {}
+    where = Path(unquote(urlparse(str(record.get("url", ""))).path))
+    same = where.exists() and where.resolve() == Path(CHECKOUT).resolve()
+    return bool(record.get("dir_info", {}).get("editable")) and same
+
+
 def test_without_plotly_the_cli_exits_with_its_own_code_and_names_this_clone(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -70,9 +83,8 @@ def test_without_plotly_the_cli_exits_with_its_own_code_and_names_this_clone(
     assert ExitStatus(9) is ExitStatus.MISSING_DEPENDENCY
     relative = os.path.relpath(CHECKOUT, tmp_path)
     spelled = relative if len(relative) < len(str(CHECKOUT)) else str(CHECKOUT)
-    assert (
-        result.stderr
-        == f"warpwizard: error: the HTML report needs plotly: pip install '{spelled}[html]' (from this clone)\n"
-    )
+    editable = "-e " if _installed_editable_here() else ""  # scripts/test installs this clone with pip install -e
+    command = f"pip install {editable}'{spelled}[html]' (from this clone)"
+    assert result.stderr == f"warpwizard: error: the HTML report needs plotly: {command}\n"
     assert not out.exists()
     assert "optional dependency" in MEANING[ExitStatus.MISSING_DEPENDENCY]

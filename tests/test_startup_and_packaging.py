@@ -145,7 +145,7 @@ def test_wheel_installs_in_a_fresh_venv_and_finds_its_playbooks(tmp_path: Path) 
         cwd=tmp_path,
         timeout=60,
     )
-    assert checked.returncode == 0 and "rank-skew.yaml: ok (19 nodes, 3 steps)" in checked.stdout, checked.stderr
+    assert checked.returncode == 0 and "rank-skew.yaml: ok (20 nodes, 3 steps)" in checked.stdout, checked.stderr
     ran = subprocess.run(
         [
             str(venv / "bin" / "warpwizard"),

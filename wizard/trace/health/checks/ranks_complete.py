@@ -271,7 +271,8 @@ def ranks_complete(traces: Sequence[Trace]) -> HealthCheck:
         "groups_disagree": [f"{name}: {why}" for name, why in list(t.disagree.items())[:NAMED]],
     }
     if len(traces) < 2:  # one trace: no job to count, so nothing of it (its name) is said either
-        empty = {k: ([] if isinstance(v, list) else {} if isinstance(v, dict) else v) for k, v in details.items()}
+        empty: dict[str, Any] = {k: [] if isinstance(v, list) else {} if isinstance(v, dict) else v
+                                 for k, v in details.items()}  # fmt: skip
         return CHECK.not_applicable("not a rank directory: one job's traces, a trace per rank", **empty)
     if not t.count:
         if t.world is None:
