@@ -357,3 +357,15 @@ def start_flagship_workload(tmp_path: Path) -> tuple[subprocess.Popen[str], int]
     assert marker.exists(), "the workload never started"
     time.sleep(0.2)  # the pid is written; let the write finish
     return proc, int(marker.read_text())
+
+
+def sql_rows(path: Path, query: str) -> list[tuple[Any, ...]]:
+    """A query's rows from an SQLite file opened read-only and immutable: the tests' plain-SQL second reading of
+    Nsight Systems exports, sharing nothing with the reader."""
+    import sqlite3
+
+    db = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
+    try:
+        return list(db.execute(query))
+    finally:
+        db.close()

@@ -22,12 +22,11 @@ largest call-start-to-kernel-end time of that process's launches that have their
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 from typing import Any
 
 from tests import health_oracle as oracle
-from tests.conftest import RunCli, strict_json
+from tests.conftest import RunCli, sql_rows, strict_json
 from wizard.testing.nsys import Call, Kernel, write_export
 from wizard.testing.traces import KernelSpec, TraceBuilder
 
@@ -153,14 +152,6 @@ def test_a_drop_in_the_middle_of_a_backlog_is_still_an_error(run_cli: RunCli, tm
 # -- item 8: an Nsight Systems export of two processes -------------------------------------------------------
 
 
-def _sql(path: Path, query: str) -> list[tuple[Any, ...]]:
-    db = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
-    try:
-        return list(db.execute(query))
-    finally:
-        db.close()
-
-
 def sql_after_window(path: Path) -> dict[str, int]:
     """The rule in SQL: per process (globalTid bits 24-47), its launches with a kernel (same process, same id), the
     last one's start and the largest end-minus-call-start; missing launches after both bounds, outside the last 1%."""
@@ -172,9 +163,9 @@ def sql_after_window(path: Path) -> dict[str, int]:
           AND ((k.globalPid >> 24) & 16777215) = ((r.globalTid >> 24) & 16777215))"""
     window = """SELECT min(s), max(e) FROM (SELECT start AS s, end AS e FROM CUPTI_ACTIVITY_KIND_RUNTIME
         UNION ALL SELECT start, end FROM CUPTI_ACTIVITY_KIND_KERNEL)"""
-    (low, high), = _sql(path, window)  # fmt: skip
+    (low, high), = sql_rows(path, window)  # fmt: skip
     cut = high - 0.01 * (high - low)
-    (count, late, after), = _sql(path, f"""
+    (count, late, after), = sql_rows(path, f"""
         WITH m AS ({matched}), x AS ({missing}),
              p AS (SELECT pid, max(start) AS last, max(kend - start) AS backlog FROM m GROUP BY pid)
         SELECT count(*), total(x.start >= {cut}),

@@ -17,13 +17,12 @@ What the tests lean on, from NVIDIA's own text:
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import TRACES, CliResult, health_check, needs_shared, strict_json
+from tests.conftest import TRACES, CliResult, health_check, needs_shared, sql_rows, strict_json
 from wizard.testing.nsys import Call, Kernel, Overhead, Range, write_export
 
 RUNTIME = "CUPTI_ACTIVITY_KIND_RUNTIME"
@@ -39,20 +38,12 @@ REAL = [
 # -- the second reading: plain SQL ------------------------------------------------------------------------------
 
 
-def _sql(path: Path, query: str) -> list[tuple[Any, ...]]:
-    db = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
-    try:
-        return list(db.execute(query))
-    finally:
-        db.close()
-
-
 def _columns(path: Path, table: str) -> set[str]:
-    return {row[1] for row in _sql(path, f"PRAGMA table_info({table})")}
+    return {row[1] for row in sql_rows(path, f"PRAGMA table_info({table})")}
 
 
 def _tables(path: Path) -> set[str]:
-    return {row[0] for row in _sql(path, "SELECT name FROM sqlite_master WHERE type = 'table'")}
+    return {row[0] for row in sql_rows(path, "SELECT name FROM sqlite_master WHERE type = 'table'")}
 
 
 def _calls_where(path: Path, alias: str = "") -> str:
@@ -66,13 +57,13 @@ def _launch_where(path: Path) -> str:
 
 
 def sql_calls(path: Path) -> int:
-    return int(_sql(path, f"SELECT count(*) FROM {RUNTIME} WHERE {_calls_where(path)}")[0][0])
+    return int(sql_rows(path, f"SELECT count(*) FROM {RUNTIME} WHERE {_calls_where(path)}")[0][0])
 
 
 def sql_launches(path: Path) -> list[tuple[Any, ...]]:
     """(start, correlationId or NULL) of every launch call."""
     corr = "r.correlationId" if "correlationId" in _columns(path, RUNTIME) else "NULL"
-    return _sql(
+    return sql_rows(
         path,
         f"SELECT r.start, {corr} FROM {RUNTIME} r JOIN StringIds s ON s.id = r.nameId "
         f"WHERE {_calls_where(path, 'r.')} AND {_launch_where(path)}",
@@ -92,7 +83,7 @@ def sql_window(path: Path) -> tuple[int, int]:
         if table in _tables(path):
             end = "max(coalesce(end, start), start)" if "end" in _columns(path, table) else "start"
             parts.append(f"SELECT start AS s, {end} AS e FROM {table} WHERE {where}")
-    low, high = _sql(path, f"SELECT min(s), max(e) FROM ({' UNION ALL '.join(parts)})")[0]
+    low, high = sql_rows(path, f"SELECT min(s), max(e) FROM ({' UNION ALL '.join(parts)})")[0]
     return int(low), int(high)
 
 
@@ -106,7 +97,7 @@ def sql_overhead(path: Path) -> tuple[int, float, float]:
     )
     if not rows:
         return 0, 0.0, 0.0
-    n, inside, whole = _sql(
+    n, inside, whole = sql_rows(
         path,
         f"SELECT count(*), total(max(min(end, {high}) - max(start, {low}), 0)), total(max(end - start, 0)) "
         f"FROM ({rows})",
@@ -120,7 +111,7 @@ def sql_true_values(path: Path) -> dict[int, tuple[float, float]]:
     from grid, block and TARGET_INFO_GPU's smCount."""
     if "TARGET_INFO_GPU" not in _tables(path):
         return {}
-    rows = _sql(
+    rows = sql_rows(
         path,
         "SELECT k.correlationId, 1.0 * k.gridX * k.gridY * k.gridZ / g.smCount, "
         "1.0 * k.gridX * k.gridY * k.gridZ * k.blockX * k.blockY * k.blockZ / 32 / g.smCount "
@@ -230,8 +221,8 @@ def test_backtrace_rows_double_nothing(run_cli: Any, tmp_path: Path) -> None:
     """As pipit's saxpy export (5 launches in 10 rows, once read as 10 launch calls): here 11 calls (6 of them
     launches), each with a backtrace row beside it, 22 rows; read as 11 calls and 6 launches."""
     path = _export(tmp_path, "bt.sqlite", backtraces=True)
-    assert _sql(path, f"SELECT count(*) FROM {RUNTIME}")[0][0] == 22
-    assert _sql(path, f"SELECT count(*) FROM {RUNTIME} WHERE eventClass = 67")[0][0] == 11
+    assert sql_rows(path, f"SELECT count(*) FROM {RUNTIME}")[0][0] == 22
+    assert sql_rows(path, f"SELECT count(*) FROM {RUNTIME} WHERE eventClass = 67")[0][0] == 11
     assert health_check(_report(run_cli, path), "kernels-missing")["launches"] == 6
 
 
@@ -251,7 +242,9 @@ def test_a_missing_column_keeps_the_table(run_cli: Any, tmp_path: Path) -> None:
 def test_unsorted_rows_read_as_sorted_ones(run_cli: Any, tmp_path: Path) -> None:
     """The same export with every table's rows shuffled: every health check and count is the same."""
     tidy, shuffled = _export(tmp_path, "tidy.sqlite"), _export(tmp_path, "shuffled.sqlite", shuffle=11)
-    assert _sql(shuffled, f"SELECT start FROM {RUNTIME}") != sorted(_sql(shuffled, f"SELECT start FROM {RUNTIME}"))
+    assert sql_rows(shuffled, f"SELECT start FROM {RUNTIME}") != sorted(
+        sql_rows(shuffled, f"SELECT start FROM {RUNTIME}")
+    )
 
     def health(path: Path) -> str:
         checks = _report(run_cli, path)["health"]

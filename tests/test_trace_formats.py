@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import TRACES, CliResult, health_check, needs_shared, strict_json
+from tests.conftest import TRACES, CliResult, health_check, needs_shared, sql_rows, strict_json
 from wizard.testing.nsys import Call, Kernel, Range, write_export
 
 MOCK = TRACES / "nsys-mock.sqlite"
@@ -26,19 +26,11 @@ MFU = TRACES / "nsys-mfu_2gpu_before.sqlite"
 LAUNCHES = ("cudaLaunchKernel", "cuLaunchKernelEx")  # the launch APIs these exports hold (docs/health.md's list)
 
 
-def _sql(path: Path, query: str) -> list[tuple[Any, ...]]:
-    db = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True)
-    try:
-        return list(db.execute(query))
-    finally:
-        db.close()
-
-
 def _independent(path: Path) -> dict[str, int]:
     """The counts, by SQL alone: kernels; runtime calls; kernels whose (process, correlation id) no launch
     call has (nsys names calls with a version suffix, `cudaLaunchKernel_v7000`; CUPTI's ids are per process)."""
     launch = " OR ".join(f"s.value = '{n}' OR s.value LIKE '{n}\\_v%' ESCAPE '\\'" for n in LAUNCHES)
-    unlinked = _sql(
+    unlinked = sql_rows(
         path,
         f"""SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL k WHERE NOT EXISTS (
               SELECT 1 FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON s.id = r.nameId
@@ -46,8 +38,8 @@ def _independent(path: Path) -> dict[str, int]:
                 AND ((r.globalTid >> 24) & 16777215) = ((k.globalPid >> 24) & 16777215))""",
     )[0][0]
     return {
-        "kernels": _sql(path, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL")[0][0],
-        "calls": _sql(path, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME")[0][0],
+        "kernels": sql_rows(path, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL")[0][0],
+        "calls": sql_rows(path, "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME")[0][0],
         "unlinked": unlinked,
     }
 
@@ -75,7 +67,7 @@ def test_real_nsys_exports_read_with_every_check(run_cli: Any, path: Path, write
     assert health_check(report, "unlinked-kernels")["count"] == truth["unlinked"]
     assert (
         health_check(report, "kernels-missing")["launches"]
-        == _sql(
+        == sql_rows(
             path,
             "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON s.id = r.nameId "
             "WHERE s.value LIKE 'cudaLaunchKernel\\_v%' ESCAPE '\\' OR s.value = 'cuLaunchKernelEx'",
