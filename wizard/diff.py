@@ -48,12 +48,16 @@ class Side:
 
     label: str
     summaries: list[ProfileSummary]
+    _merged: dict[tuple[str, Any, Any], KernelGroup] | None = field(default=None, repr=False, compare=False)
 
     def devices(self) -> list[ProfileDevice]:
         return [d for s in self.summaries for d in s.devices]
 
     def kernels(self) -> dict[tuple[str, Any, Any], KernelGroup]:
-        """Every rank's kernel groups summed, by (normalised name, grid, block)."""
+        """Every rank's kernel groups summed, by (normalised name, grid, block): merged once, read by every
+        factor and change (a thousand ranks' groups were merged again for each)."""
+        if self._merged is not None:
+            return self._merged
         out: dict[tuple[str, Any, Any], KernelGroup] = {}
         for summary in self.summaries:
             for g in summary.kernels:
@@ -65,6 +69,7 @@ class Side:
                 merged.total_us += g.total_us
                 for mechanism, count in g.wrong.items():
                     merged.wrong[mechanism] = merged.wrong.get(mechanism, 0) + count
+        self._merged = out
         return out
 
     @property
@@ -375,12 +380,11 @@ def _health_factor(side: Side, which: str) -> Factor:
 
 def _shared(b: Side, a: Side) -> Factor:
     """How much of the GPU time is in kernels both sides ran (by normalised name)."""
-    before = {k[0]: 0.0 for k in b.kernels()}
-    after = {k[0]: 0.0 for k in a.kernels()}
-    for (key, *_), g in b.kernels().items():
-        before[key] += g.total_us
-    for (key, *_), g in a.kernels().items():
-        after[key] += g.total_us
+    before: dict[str, float] = {}
+    after: dict[str, float] = {}
+    for side, by_name in ((b, before), (a, after)):
+        for (key, *_), g in side.kernels().items():
+            by_name[key] = by_name.get(key, 0.0) + g.total_us
     total = sum(before.values()) + sum(after.values())
     if total <= 0:
         return Factor("shared kernels", "unknown", "unknown", "unknown", "none", "no kernel time on either side")
