@@ -53,14 +53,14 @@ def _trace_files(root: Path) -> list[Path]:
 def cases(tree: Path = HERE) -> dict[str, list[str]]:
     """Every case's id and its command line (paths as the tree and the shared folder hold them)."""
     found: dict[str, list[str]] = {}
-    for words in HELP:
-        found["help " + " ".join(words)] = [*words, "--help"]
-    for words in (("list",), ("probes",), ("schema",), ("examples",), ("validate", "playbooks")):
-        found[" ".join(words)] = list(words)
+    for help_of in HELP:
+        found["help " + " ".join(help_of)] = [*help_of, "--help"]
+    for words in (["list"], ["probes"], ["schema"], ["examples"], ["validate", "playbooks"]):
+        found[" ".join(words)] = words
     for playbook in sorted((tree / "playbooks").glob("*.yaml")):
         name = playbook.stem
-        for words in (("graph", name), ("graph", name, "--format", "dot"), ("explain", name), ("answers", name)):
-            found[" ".join(words)] = list(words)
+        for words in (["graph", name], ["graph", name, "--format", "dot"], ["explain", name], ["answers", name]):
+            found[" ".join(words)] = words
     traces = shared_dir(tree) / "traces"
     inputs = [*(_trace_files(traces) if traces.is_dir() else []), *sorted((tree / "examples" / "traces").glob("*"))]
     if (traces / "dlrm-2ranks").is_dir():
