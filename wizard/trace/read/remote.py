@@ -193,7 +193,7 @@ def open_url(url: str) -> IO[bytes]:
         raw = fs.open(path, "rb", block_size=BLOCK_BYTES, cache_type="readahead")
     except Exception as exc:  # noqa: BLE001
         raise refused(url, exc) from None
-    return io.BufferedReader(raw, buffer_size=1 << 20)
+    return io.BufferedReader(raw, buffer_size=min(1 << 20, BLOCK_BYTES))
 
 
 def read_url(
@@ -211,7 +211,10 @@ def read_url(
         fmt = detect_opened(p, fh, True)
         if fmt is NSYS_SQLITE:
             raise InputFileError(f"{shown(url)}: an Nsight Systems database is read in place: copy it here first")
-        return read_json(p, fh) if fmt is KINETO_JSON else read_other(p, fmt, fh)
+        contents = read_json(p, fh) if fmt is KINETO_JSON else read_other(p, fmt, fh)
+        size = getattr(getattr(fh, "raw", None), "size", None)
+        contents.stored_bytes = size if isinstance(size, int) else None  # trace-size's size of the file
+        return contents
 
 
 @dataclass
