@@ -23,16 +23,6 @@ NAMED = 64  # failed ranks named (the count says how many in all)
 
 
 @dataclass(frozen=True, slots=True)
-class _Place:
-    """The ``JobPlace`` ranks-complete reads, from a summary."""
-
-    rank: int | None
-    world_size: int | None
-    backend: str | None
-    groups: tuple[tuple[int, ...], ...]
-
-
-@dataclass(frozen=True, slots=True)
 class _Health:
     place: Any
 
@@ -49,11 +39,10 @@ class SummaryReport:
     health_result: _Health
 
     @classmethod
-    def of(cls, summary: RankSummary) -> SummaryReport:
-        from wizard.trace.health.checks.ranks_complete import JobPlace
-
+    def of(cls, summary: RankSummary, place_type: Any) -> SummaryReport:
+        """``place_type``: ranks-complete's ``JobPlace`` (imported once by the caller, not per rank)."""
         p = summary.place
-        place = JobPlace(p.rank, p.world_size, p.backend, tuple(tuple(g) for g in p.groups))
+        place = place_type(p.rank, p.world_size, p.backend, tuple(tuple(g) for g in p.groups))
         return cls(summary.path, summary.rank, dict(summary.collectives),
                    summary.truncation if summary.truncated else None, _Health(place))  # fmt: skip
 
@@ -149,7 +138,9 @@ def reduce(outcomes: Sequence[Outcome], options: InspectOptions, *, engine: str 
 
     summaries = sorted((o.summary for o in outcomes if o.summary is not None), key=lambda s: s.path)
     failures = [o.failure for o in outcomes if o.failure is not None]
-    reports = [SummaryReport.of(s) for s in summaries]
+    from wizard.trace.health.checks.ranks_complete import JobPlace
+
+    reports = [SummaryReport.of(s, JobPlace) for s in summaries]
     checks = job_health(reports, options)
     reused = sum(1 for o in outcomes if o.reused)
     return JobInspection(summaries, failures, checks, reused, engine, fold(summaries))
