@@ -323,3 +323,32 @@ def test_rank_summary_round_trips_through_its_schema(ranks: Path) -> None:
     for summary in job.summaries:
         again = decode(encode(summary).encode())
         assert isinstance(again, RankSummary) and again == summary
+
+
+class _Recorded:
+    """A progress hook that keeps every task and update."""
+
+    def __init__(self) -> None:
+        self.tasks: list[tuple[str, float | None, str]] = []
+        self.updates: list[tuple[float | None, str | None]] = []
+
+    def task(self, label: str, *, doing: str = "", total: float | None = None, unit: str = "") -> _Recorded:
+        self.tasks.append((label, total, unit))
+        return self
+
+    def update(self, completed: float | None = None, *, total: float | None = None, doing: str | None = None) -> None:
+        self.updates.append((completed, doing))
+
+    def close(self) -> None:
+        pass
+
+
+def test_progress_says_ranks_done_of_all_and_the_failures_so_far(ranks: Path) -> None:
+    hook = _Recorded()
+    inspect_job([str(ranks)], InspectOptions(engine="none"), progress=hook)
+    assert ("ranks", 5, "files") in hook.tasks
+    ours = [u for u in hook.updates if u[1] is None or (u[1] or "").startswith("summarising")]
+    assert [c for c, _ in ours][-5:] == [1, 2, 3, 4, 5]
+    # rank5.json (the unreadable one) is the last file: the failures so far appear with it
+    assert ours[-1] == (5, "summarising, 1 failed")
+    assert all(doing is None for _, doing in ours[-5:-1])

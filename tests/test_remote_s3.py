@@ -210,3 +210,11 @@ def test_a_file_url_and_an_unknown_protocol(local_ranks: Path, run_cli: RunCli) 
     assert _verdicts(strict_json(by_url.stdout)) == _verdicts(strict_json(local.stdout))
     unknown = run_cli("trace", "inspect", "nosuchproto://bucket/rank0.json")
     assert unknown.returncode == 6 and "fsspec knows no such protocol" in unknown.stderr
+
+
+def test_a_signed_url_is_refused_and_its_token_never_shown(run_cli: RunCli) -> None:
+    token = "X-Amz-Signature=0123456789abcdeftoken"
+    result = run_cli("trace", "inspect", "--json", f"https://bucket.example/run/rank0.json?{token}")
+    assert result.returncode == 6
+    assert "a URL with a query string is not taken" in result.stderr
+    assert token not in result.stderr and token not in result.stdout

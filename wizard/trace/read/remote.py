@@ -39,9 +39,14 @@ def is_url(name: object) -> bool:
     return isinstance(name, str) and bool(_SCHEME.match(name))
 
 
+def _web(url: str) -> bool:
+    """An http(s) URL, whose ``?`` starts a query (in a store's URL it is a glob's one character)."""
+    return url[:8].lower().startswith(("http://", "https://"))
+
+
 def shown(url: str) -> str:
-    """A URL for a message: its query string (a signed URL's token) left out, controls escaped, cut."""
-    return cut(visible(url.split("?", 1)[0]), 200)
+    """A URL for a message: an http(s) query string (a signed URL's token) left out, controls escaped, cut."""
+    return cut(visible(url.split("?", 1)[0] if _web(url) else url), 200)
 
 
 def _fsspec() -> Any:
@@ -63,6 +68,11 @@ def _filesystem(url: str) -> tuple[Any, str]:
     """(the filesystem, the path in it) for ``url``; an unknown scheme or a store's missing package is one line."""
     if len(url) > MAX_URL:
         raise InputFileError(f"{shown(url)}: not a URL: longer than {MAX_URL} characters")
+    if _web(url) and "?" in url:  # a signed URL's token is a credential: every report naming the trace would hold it
+        raise InputFileError(
+            f"{shown(url)}?...: a URL with a query string is not taken (a signed URL's token would be written in the "
+            "report): name the object by the store's own URL (s3://, gs://, hf://) and its standard credentials"
+        )
     fsspec = _fsspec()
     try:
         return fsspec.core.url_to_fs(url)  # type: ignore[no-any-return]
