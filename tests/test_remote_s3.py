@@ -218,3 +218,18 @@ def test_a_signed_url_is_refused_and_its_token_never_shown(run_cli: RunCli) -> N
     assert result.returncode == 6
     assert "a URL with a query string is not taken" in result.stderr
     assert token not in result.stderr and token not in result.stdout
+
+
+def test_diff_takes_urls_and_trace_fix_refuses_one_in_a_line(
+    local_ranks: Path, run_cli: RunCli, tmp_path: Path
+) -> None:
+    a, b = local_ranks / "rank0.json", local_ranks / "rank1.json"
+    by_path = run_cli("diff", "--json", str(a), str(b))
+    by_url = run_cli("diff", "--json", a.as_uri(), b.as_uri())
+    assert by_url.returncode == by_path.returncode
+    mine, theirs = strict_json(by_url.stdout), strict_json(by_path.stdout)
+    assert (mine["verdict"], mine["factors"]) == (theirs["verdict"], theirs["factors"])
+    fixed = run_cli("trace", "fix", a.as_uri(), str(tmp_path / "out.json"))
+    assert fixed.returncode == 6
+    (line,) = fixed.stderr.strip().splitlines()
+    assert line.endswith(f"{a.as_uri()}: trace fix rewrites a local file: copy the object here first")
