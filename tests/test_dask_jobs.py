@@ -352,3 +352,19 @@ def test_progress_says_ranks_done_of_all_and_the_failures_so_far(ranks: Path) ->
     # rank5.json (the unreadable one) is the last file: the failures so far appear with it
     assert ours[-1] == (5, "summarising, 1 failed")
     assert all(doing is None for _, doing in ours[-5:-1])
+
+
+@needs_dask
+def test_a_scheduler_that_cannot_be_reached_is_one_line(run_cli: RunCli, ranks: Path) -> None:
+    import socket
+
+    import dask
+
+    with socket.socket() as free:  # a port nothing listens on
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    with dask.config.set({"distributed.comm.timeouts.connect": "2s"}):
+        result = run_cli("trace", "inspect", "--engine", "dask", "--scheduler", f"tcp://127.0.0.1:{port}", str(ranks))
+    assert result.returncode == 2
+    (line,) = result.stderr.strip().splitlines()
+    assert "--engine dask: cannot reach the scheduler" in line

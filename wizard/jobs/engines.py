@@ -157,12 +157,15 @@ def scheduler_of(options: InspectOptions) -> dict[str, Any]:
 @contextlib.contextmanager
 def _client(distributed: Any, options: InspectOptions) -> Iterator[Any]:
     """A client of the named scheduler, or of a LocalCluster on 127.0.0.1 made for this run and closed after."""
+    import dask
+
     from wizard.trace.read.reader import usable_cores
 
     where = scheduler_of(options)
     try:
         if where:
-            client = distributed.Client(**where, timeout="30s", set_as_default=False)
+            timeout = dask.config.get("distributed.comm.timeouts.connect", "30s")  # Dask's own setting
+            client = distributed.Client(**where, timeout=timeout, set_as_default=False)
             cluster = None
         else:
             workers = max(1, min(options.jobs or usable_cores(), usable_cores()))
