@@ -368,3 +368,10 @@ def test_a_scheduler_that_cannot_be_reached_is_one_line(run_cli: RunCli, ranks: 
     assert result.returncode == 2
     (line,) = result.stderr.strip().splitlines()
     assert "--engine dask: cannot reach the scheduler" in line
+
+
+def test_a_job_run_refuses_the_full_inspections_report_files(run_cli: RunCli, ranks: Path, tmp_path: Path) -> None:
+    result = run_cli("trace", "inspect", "--engine", "none", "--markdown", str(tmp_path / "r.md"), str(ranks))
+    assert result.returncode == 2
+    assert "--engine and --summaries write --json or lines, not --report or --markdown" in result.stderr
+    assert not (tmp_path / "r.md").exists()
