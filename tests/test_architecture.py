@@ -34,6 +34,7 @@ FORBIDDEN: dict[str, set[str]] = {
     "runs": {"cli", "ui", "report"},
     "profiler": {"cli", "ui", "report", "engine", "playbook", "probes"},
     "cluster": {"cli", "ui", "report", "engine", "playbook", "probes", "trace"},
+    "jobs": {"cli", "ui", "report", "engine", "playbook", "probes", "testing"},  # a job from per-rank summaries
 }
 
 

@@ -44,6 +44,7 @@ def test_trace_inspects_options_are_the_declarations_fields() -> None:
     """Each field with help is one flag, parsed to the field's type; the library's own (launches, plots) none."""
     assert [flag_of(f.name) for f in command_line_fields()] == [
         "--sms", "--jobs", "--max-launches", "--checks", "--skip-checks", "--rank-skew-floor-us",
+        "--summaries", "--engine", "--scheduler",
     ]  # fmt: skip
     args = build_parser().parse_args(
         ["trace", "inspect", "--sms", "80", "--jobs", "2", "--max-launches", "5", "--checks", "a, b,",

@@ -14,6 +14,7 @@ DEFAULT_MAX_LAUNCHES = 100  # wrong launches listed per finding group in --json 
 # checked launch (a notebook plotting reported against true values).
 Keep = Literal["none", "wrong", "all"]
 KEEP_CHOICES: tuple[str, ...] = ("none", "wrong", "all")
+ENGINES: tuple[str, ...] = ("none", "local", "dask")  # where the per-rank step runs (wizard/jobs/engines.py)
 
 
 def id_list(text: str) -> tuple[str, ...]:
@@ -83,6 +84,32 @@ class InspectOptions:
             "median start skew across ranks at which rank-skew is a warning (default 100 µs; below: info)",
             metavar="US",
             type=float,
+        ),
+    )
+    summaries: str | None = field(
+        default=None,
+        metadata=_arg(
+            "directory of per-rank summaries (KB each): each rank's is written there and reused when the same file "
+            "is inspected again; the job is judged from them (docs/clusters.md)",
+            metavar="DIR",
+        ),
+    )
+    engine: Literal["none", "local", "dask"] | None = field(
+        default=None,
+        metadata=_arg(
+            "run the per-rank step in this process (none), in local worker processes (local, --jobs N) or on a "
+            "Dask cluster (dask: --scheduler, DASK_SCHEDULER_ADDRESS, else a LocalCluster); judges the job from "
+            "per-rank summaries (docs/clusters.md)",
+            metavar="none|local|dask",
+            choices=ENGINES,
+        ),
+    )
+    scheduler: str | None = field(
+        default=None,
+        metadata=_arg(
+            "the Dask scheduler for --engine dask: an address (tcp://host:8786) or a scheduler file (.json); "
+            "default: Dask's own configuration (DASK_SCHEDULER_ADDRESS), else a LocalCluster",
+            metavar="ADDRESS",
         ),
     )
     launches: Keep = "none"  # per-launch records kept: none, the wrong ones, or all (Inspection.to_dataframe)

@@ -11,6 +11,8 @@ import re
 TRANSCRIPT = "warpwizard.transcript/1"
 TRACE_REPORT = "warpwizard.trace-report/2"
 PLAN = "warpwizard.plan/1"  # run --dry-run --json: written, never read back
+RANK_SUMMARY = "warpwizard.rank-summary/1"  # one rank's summary (wizard/jobs/summary.py): reused when current
+JOB_REPORT = "warpwizard.job-report/1"  # trace inspect --engine/--summaries --json: a job judged from summaries
 ERROR = "warpwizard.error/1"  # any --json command that failed before its document: written, never read back
 
 READABLE: dict[str, tuple[int, ...]] = {

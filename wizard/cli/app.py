@@ -373,6 +373,10 @@ def _trace_inspect(ctx: Context) -> ExitStatus:
 
     args = ctx.args
     options = check_options(InspectOptions.parsed(args), spell=flag_of)  # before anything is written
+    if options.engine is not None or options.summaries is not None:  # the job from per-rank summaries
+        from wizard.cli.job import job_inspect
+
+        return job_inspect(ctx, options)
     files = [(args.report, format_for(args.report))] if args.report else []  # the format's extra checked now
     if args.markdown not in (None, "-"):
         files.append((args.markdown, FORMATS[".md"]))  # --markdown FILE: Markdown whatever its suffix

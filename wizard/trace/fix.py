@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, cast
 
+from wizard.errors import InputFileError
 from wizard.formatting import non_finite_text
 from wizard.outputs import atomic_file, check_output
 from wizard.progress import NO_PROGRESS, Progress, reading
@@ -29,6 +30,7 @@ from wizard.trace.read.collector import TraceContents, Truncation
 from wizard.trace.read.events import BARE_MARK, GPU_OP_CATEGORIES, as_float
 from wizard.trace.read.reader import KERNEL_CATEGORIES, EventSink, nesting_budget, parse_into, read_trace
 from wizard.trace.read.records import NO_CORRELATION, KernelRecord
+from wizard.trace.read.remote import is_url, shown
 
 ORIGINAL_ARG = "warpwizard original"
 ORIGINAL_TID_ARG = "warpwizard original tid"
@@ -322,6 +324,8 @@ def fix_trace(
     The output is checked before the input is read (never the input itself, even through a
     hard link; never a file that exists, unless ``force``) and appears only when complete.
     """
+    if is_url(source):  # a path would fold the URL's // and say "no such file"
+        raise InputFileError(f"{shown(str(source))}: trace fix rewrites a local file: copy the object here first")
     with nesting_budget():  # the reader and the fixer's own json.loads take the same nesting
         return _fix_trace(Path(source), Path(output), force=force, split_overlaps=split_overlaps, progress=progress)
 

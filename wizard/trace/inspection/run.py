@@ -28,6 +28,7 @@ from wizard.trace.metrics.classify import METRICS_PASS
 from wizard.trace.passes import PassRun, Results, TracePass
 from wizard.trace.read.parallel import worker_pool
 from wizard.trace.read.reader import ReaderConfig, TraceContents, iter_trace_files, read_trace, usable_cores
+from wizard.trace.read.remote import UrlPath, is_url
 
 __all__ = ["check_options", "inspect_paths", "inspect_trace"]
 
@@ -105,7 +106,7 @@ def _selection(
 
 
 def inspect_trace(
-    path: str | Path,
+    path: str | Path | UrlPath,
     options: InspectOptions = DEFAULT_OPTIONS,
     *,
     config: ReaderConfig | None = None,
@@ -238,8 +239,17 @@ def inspect_paths(
                 with relayed(progress) as theirs, worker_pool(workers) as pool:  # each worker's file gets its bar
                     one = partial(inspect_trace, options=options, progress=theirs)  # each finds the passes itself
                     reports = list(_in_order(pool.map(one, [str(f) for f in files]), done))
-    ranks = len(paths) == 1 and Path(paths[0]).is_dir()  # one job's traces, a rank each: not unrelated files
+    ranks = len(paths) == 1 and _is_directory(paths[0])  # one job's traces, a rank each: not unrelated files
     return Inspection(reports, job_health(reports if ranks else reports[:1], options))
+
+
+def _is_directory(name: str) -> bool:
+    """A local directory, or a URL's directory or glob (wizard/trace/read/remote.py): one job's ranks."""
+    if is_url(name):
+        from wizard.trace.read.remote import is_directory
+
+        return is_directory(name)
+    return Path(name).is_dir()
 
 
 def _in_order(results: Iterator[TraceInspection], done: Task) -> Iterator[TraceInspection]:

@@ -130,6 +130,7 @@ class TraceContents:
 
     path: str
     bytes_read: int = 0
+    stored_bytes: int | None = None  # the object's size where it lies, for a trace read from a URL (not on disk)
     compressed: bool = False
     layout: str = "object"  # object | array (PyTorch 1.8) | sqlite (Nsight Systems)
     format: str = "kineto-json"  # wizard.trace.read.formats: which reader read it

@@ -39,6 +39,7 @@ from wizard.trace.read.formats import (
     trace_suffixes,
 )
 from wizard.trace.read.parallel import NeedsExactPath, ParallelDecoder
+from wizard.trace.read.remote import UrlPath, expand, is_url, read_url
 from wizard.trace.read.scan import after_separator, find_cut, list_end
 from wizard.trace.read.source import TraceSource, open_input
 from wizard.untrusted import cut, visible
@@ -414,7 +415,7 @@ def _read(
 
 
 def read_trace(
-    path: str | Path,
+    path: str | Path | UrlPath,
     on_progress: Callable[[TraceContents], None] | None = None,
     config: ReaderConfig | None = None,
     on_read: Callable[[int], None] | None = None,
@@ -433,6 +434,13 @@ def read_trace(
     run's ``--from`` fingerprint of the file). A pipe's format is its name's, and its reader opens it.
     """
     config = config or ReaderConfig()
+    if isinstance(path, UrlPath) or is_url(path):  # where traces live: streamed through fsspec (remote.py)
+        remote = dataclasses.replace(config, workers=0)  # no worker re-reads a range of a remote object
+        return read_url(
+            str(path),
+            lambda p, fh: _read_json(p, remote, on_progress, on_read, (fh, False)),
+            lambda p, fmt, fh: _read_other(p, fmt, on_read, fh),
+        )
     p = path if isinstance(path, Path) else input_path(path)
     if not _regular(p):
         fmt = detect(p)  # by the name: nothing opened
@@ -536,9 +544,13 @@ def input_path(name: str) -> Path:
     return Path(name)
 
 
-def iter_trace_files(paths: list[str]) -> Iterator[Path]:
-    """Expand directories (as tensorboard_trace_handler writes them) into their trace files."""
+def iter_trace_files(paths: list[str]) -> Iterator[Path | UrlPath]:
+    """Expand directories (as tensorboard_trace_handler writes them) into their trace files; a URL's directory or
+    glob into its objects (remote.py)."""
     for name in paths:
+        if is_url(name):
+            yield from (UrlPath(url) for url in expand(name))
+            continue
         p = input_path(name)
         try:
             is_dir = p.is_dir()

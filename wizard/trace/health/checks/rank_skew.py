@@ -156,8 +156,8 @@ def _measure(ranks: Mapping[int, Starts], order: list[int]) -> _Measured:
     out = _Measured()
     for name in sorted(set.intersection(*(set(ranks[r]) for r in order))):
         counts = [len(ranks[r][name]) for r in order]
-        depth = min(counts)
-        out.short.update({r: max(counts) - n for r, n in zip(order, counts, strict=True) if n < max(counts)})
+        depth, most = min(counts), max(counts)  # once: max() per rank made 10,000 ranks 10^8 steps
+        out.short.update({r: most - n for r, n in zip(order, counts, strict=True) if n < most})
         if not depth:
             continue
         starts = np.array([list(ranks[r][name][:depth]) for r in order], dtype=np.float64)  # ranks x instances

@@ -73,6 +73,7 @@ def run(t: Tables) -> HealthCheck:
     other = ranked[SIZE_CATEGORIES:]
     unpacked = contents.bytes_read
     size = _size_on_disk(contents.path) if contents.path else unpacked
+    size = contents.stored_bytes if contents.stored_bytes is not None else size  # an object read from its URL
     python = contents.timeline.categories.get("python_function", 0)
     share = python / count if count else 0.0
     largest = ranked[0][0] if ranked else None
