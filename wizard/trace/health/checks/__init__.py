@@ -100,7 +100,15 @@ def _asks(where: str, spec: CheckSpec, function: Callable[..., HealthCheck]) -> 
     may = [*INPUTS[spec.scope], *spec.options]
     for parameter in parameters:
         if parameter.kind not in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY):
-            raise ContractError(f"{where}: {needed}() takes {parameter}: a check asks for each input by its name")
+            n, kind = parameter.name, parameter.kind
+            shown = (
+                f"*{n}"
+                if kind is parameter.VAR_POSITIONAL
+                else f"**{n}"
+                if kind is parameter.VAR_KEYWORD
+                else f"{n}, /"
+            )
+            raise ContractError(f"{where}: {needed}() takes {shown}: a check asks for each input by its name")
         if parameter.name not in may:
             declared = (
                 f" (an option reaches a check whose CHECK declares it: options=({parameter.name!r},))"
