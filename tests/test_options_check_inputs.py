@@ -143,6 +143,7 @@ def test_each_shipped_check_asks_for_its_scopes_inputs_and_the_options_it_declar
     for registered in (*RUNS.values(), *JOB_RUNS.values()):
         spec = registered.spec
         assert set(registered.asks) - set(INPUTS[spec.scope]) == set(spec.options), spec.id
-    readers = {name: [c.id for c in CHECKS if name in c.options] for f in dataclasses.fields(InspectOptions)
-               for name in [f.name]}  # fmt: skip
-    assert {name: ids for name, ids in readers.items() if ids} == {"rank_skew_floor_us": ["rank-skew"]}
+    for option in dataclasses.fields(InspectOptions):
+        handed = {r.spec.id for r in (*RUNS.values(), *JOB_RUNS.values()) if option.name in r.asks}
+        assert handed == {c.id for c in CHECKS if option.name in c.options}, option.name
+    assert JOB_RUNS["rank-skew"].asks == ("reports", "rank_skew_floor_us")  # the floor, and nothing else of options
