@@ -88,16 +88,6 @@ class InspectOptions:
             unit="µs",
         ),
     )
-    trace_size_info_mib: float | None = field(
-        default=None,
-        metadata=option(
-            "unpacked JSON size at which trace-size is info (default 256 MiB)",
-            metavar="MIB",
-            kind=float,
-            least=0,
-            unit="MiB",
-        ),
-    )
     launches: Keep = "none"  # per-launch records kept: none, the wrong ones, or all (Inspection.to_dataframe)
     plots: bool = False  # also gather what a picture needs (the HTML report)
 

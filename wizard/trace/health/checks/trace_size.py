@@ -55,7 +55,6 @@ CHECK = CheckSpec(
         f" `python_share` is {PYTHON_SHARE_WORTH_A_WORD:g} or more"
     ),
     facts=(CheckFact("trace_events", int, "events with a category in the traces"),),
-    options=("trace_size_info_mib",),
 )
 
 
@@ -66,7 +65,7 @@ def _size_on_disk(path: str) -> int:
         return 0
 
 
-def run(tables: Tables, trace_size_info_mib: float | None) -> HealthCheck:
+def run(tables: Tables) -> HealthCheck:
     contents = tables.contents
     ranked = sorted(contents.timeline.categories.items(), key=lambda kv: (-kv[1], str(kv[0])))
     count = sum(n for _, n in ranked)
@@ -91,8 +90,7 @@ def run(tables: Tables, trace_size_info_mib: float | None) -> HealthCheck:
     if not count:
         return CHECK.verdict(0, "ok", f"no categorised events in {packed}", "", details=details)
     said = f"{plural(count, 'event')} in {packed}; most events are {largest!s:.40} ({ranked[0][1]})"
-    worth = SIZE_WORTH_A_WORD if trace_size_info_mib is None else trace_size_info_mib * (1 << 20)
-    big, stacks = unpacked >= worth, share >= PYTHON_SHARE_WORTH_A_WORD
+    big, stacks = unpacked >= SIZE_WORTH_A_WORD, share >= PYTHON_SHARE_WORTH_A_WORD
     if stacks:
         said += f"; python_function events are {share:.0%} of them"
     if not big:
