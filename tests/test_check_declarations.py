@@ -169,7 +169,11 @@ def _declaring(check_id: str, order: int, **changes: Any) -> CheckSpec:
     return dataclasses.replace(SPEC["stacks-missing"], id=check_id, order=order, **changes)
 
 
-def _run(*args: Any) -> HealthCheck:
+def _run(tables: Any) -> HealthCheck:  # a check asks for its inputs by name (the registry's contract)
+    raise AssertionError("never run")
+
+
+def _run_job(reports: Any) -> HealthCheck:
     raise AssertionError("never run")
 
 
@@ -183,14 +187,14 @@ def test_a_module_that_breaks_the_checks_contract_is_refused_by_name() -> None:
         "declares no CHECK (a CheckSpec)": [_module("gpu_idle", run=_run)],
         "declares 'gpu-busy'; its module is named gpu_busy.py": [_module("gpu_idle", CHECK=_declaring("gpu-busy", 5))],
         "a per-trace check without run(tables)": [_module("gpu_idle", CHECK=_declaring("gpu-idle", 5))],
-        "a job's check without run_job(reports, options)": [
+        "a job's check without run_job(reports)": [
             _module("gpu_idle", CHECK=_declaring("gpu-idle", 5, scope="job"), run=_run)
         ],
         "a job's check with run(tables), which never runs": [
-            _module("gpu_idle", CHECK=_declaring("gpu-idle", 5, scope="job"), run=_run, run_job=_run)
+            _module("gpu_idle", CHECK=_declaring("gpu-idle", 5, scope="job"), run=_run, run_job=_run_job)
         ],
-        "a per-trace check with run_job(reports, options), which never runs": [
-            _module("gpu_idle", CHECK=_declaring("gpu-idle", 5), run=_run, run_job=_run)
+        "a per-trace check with run_job(reports), which never runs": [
+            _module("gpu_idle", CHECK=_declaring("gpu-idle", 5), run=_run, run_job=_run_job)
         ],
         "names playbook 'kernels-missing' without a triage_rank": [
             _module("gpu_idle", CHECK=_declaring("gpu-idle", 5, playbook="kernels-missing"), run=_run)
@@ -223,33 +227,34 @@ def test_a_module_that_breaks_the_checks_contract_is_refused_by_name() -> None:
         [
             _module("late", CHECK=_declaring("late", 20), run=_run),
             _module("early", CHECK=_declaring("early", 10), run=_run),
-            _module("job", CHECK=_declaring("job", 30, scope="job"), run_job=_run),
+            _module("job", CHECK=_declaring("job", 30, scope="job"), run_job=_run_job),
         ]
     )
     assert [c.id for c in checks] == ["early", "late", "job"]  # by order, not by the modules' names or their finding
-    assert (runs, job_runs) == ({"late": _run, "early": _run}, {"job": _run})
+    assert {i: r.function for i, r in runs.items()} == {"late": _run, "early": _run}
+    assert {i: r.function for i, r in job_runs.items()} == {"job": _run_job}
 
 
 def test_a_job_check_runs_through_the_registry(monkeypatch: pytest.MonkeyPatch) -> None:
     """job_health runs each selected job's check by its module's run_job (one declared after rank-skew ran too,
-    where rank-skew's wiring was written into job_health)."""
+    where rank-skew's wiring was written into job_health), registered the way every check is (``collect``)."""
     from wizard.inspect_options import InspectOptions
-    from wizard.trace.health import checker
+    from wizard.trace.health import checker, checks
 
-    seen: list[tuple[int, InspectOptions]] = []
+    seen: list[int] = []
 
-    def spread(reports: Any, options: InspectOptions) -> HealthCheck:
-        seen.append((len(reports), options))
+    def spread(reports: Any) -> HealthCheck:
+        seen.append(len(reports))
         return HealthCheck("rank-spread", "info", len(reports), None, "looked", "")
 
-    extra = _declaring("rank-spread", 130, scope="job")
-    monkeypatch.setattr(checker, "CHECKS", (*CHECKS, extra))
-    from wizard.trace.health.checks import JOB_RUNS
-
-    monkeypatch.setattr(checker, "JOB_RUNS", {**JOB_RUNS, "rank-spread": spread})
+    found, _, job_runs = checks.collect(
+        [_module("rank_spread", CHECK=_declaring("rank-spread", 130, scope="job"), run_job=spread)]
+    )
+    monkeypatch.setattr(checks, "CHECKS", (*CHECKS, *found))
+    monkeypatch.setattr(checks, "JOB_RUNS", {**checks.JOB_RUNS, **job_runs})
     options = InspectOptions(checks=("rank-spread",))
     assert [(c.check, c.count) for c in checker.job_health([object(), object()], options)] == [("rank-spread", 2)]
-    assert seen == [(2, options)]
+    assert seen == [2]
     both = checker.job_health([], InspectOptions())
     assert [c.check for c in both] == ["ranks-complete", "rank-skew", "rank-spread"]
     assert both[0].status == "not_applicable"

@@ -1,13 +1,18 @@
-"""What an inspection is asked (``InspectOptions``), declared once: ``trace inspect``'s arguments are built from
-its fields' metadata (wizard/cli/parser.py), ``wizard.inspect_traces`` and the inspection's run take it whole,
-and every pass over a trace receives it whole. A light module (``--help`` imports it): it names no layer, so
-the command line may read it without loading the trace doctor; the run checks it (``check_options``)."""
+"""What an inspection is asked (``InspectOptions``), declared once: each option is one field declared with
+``wizard.option_fields.option`` (help, metavar, kind, bounds), from which ``trace inspect``'s arguments are built
+(wizard/cli/parser.py) and the run checks it (``check_options``); ``wizard.inspect_traces`` and the inspection's
+run take it whole, every pass over a trace receives it whole, and a health check gets the options its declaration
+names (``CheckSpec.options``). A light module (``--help`` imports it): it names no layer, so the command line may
+read it without loading the trace doctor."""
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from wizard import option_fields
+from wizard.option_fields import option
 
 DEFAULT_MAX_LAUNCHES = 100  # wrong launches listed per finding group in --json (the rest are counted)
 # Per-launch records for the library: none (the CLI, the profiler hook), the wrong ones, or every
@@ -22,12 +27,6 @@ def id_list(text: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in text.split(",") if part.strip())
 
 
-def _arg(help: str, *, metavar: str, least: tuple[int, str] | None = None, **kind: Any) -> dict[str, Any]:
-    """A field's command-line declaration: ``trace inspect`` builds its argument from it (flag from the name);
-    ``least``: a whole number's smallest value and how the check's message says it (``check_options``)."""
-    return {"help": help, "metavar": metavar, "kind": kind, **({"least": least} if least else {})}
-
-
 @dataclass(frozen=True, slots=True)
 class InspectOptions:
     """What the caller asked of an inspection, for the run and every pass to read.
@@ -39,56 +38,60 @@ class InspectOptions:
 
     sms: int | None = field(
         default=None,
-        metadata=_arg(
+        metadata=option(
             "SM count of the GPU, for traces without deviceProperties (PyTorch 1.8): 80 for a V100, "
             "68 for an RTX 2080 Ti, 108 for an A100, 132 for an H100",
             metavar="N",
-            type=int,
-            least=(1, "a positive number of SMs"),
+            kind=int,
+            least=1,
+            says="a positive number of SMs",
         ),
     )
     jobs: int | None = field(
         default=None,
-        metadata=_arg(
+        metadata=option(
             "processes to use (default: the cores): one per file for several files; the decoding workers for one "
             "big file; 1: everything in one process",
             metavar="N",
-            type=int,
-            least=(1, "a positive number"),
+            kind=int,
+            least=1,
+            says="a positive number",
         ),
     )
     max_launches: int = field(
         default=DEFAULT_MAX_LAUNCHES,
-        metadata=_arg(
+        metadata=option(
             f"--json lists up to N launches with wrong values per group (default {DEFAULT_MAX_LAUNCHES}; "
             "the rest are counted)",
             metavar="N",
-            type=int,
-            least=(0, "0 or more"),
+            kind=int,
+            least=0,
         ),
     )
     checks: tuple[str, ...] | None = field(
         default=None,
-        metadata=_arg(
+        metadata=option(
             "run only these health checks (default: all; see docs/health.md for the ids)",
             metavar="ID,...",
-            type=id_list,
+            kind=id_list,
         ),
     )
     skip_checks: tuple[str, ...] = field(
-        default=(), metadata=_arg("leave out these health checks", metavar="ID,...", type=id_list)
+        default=(), metadata=option("leave out these health checks", metavar="ID,...", kind=id_list)
     )
     rank_skew_floor_us: float | None = field(
         default=None,
-        metadata=_arg(
+        metadata=option(
             "median start skew across ranks at which rank-skew is a warning (default 100 µs; below: info)",
             metavar="US",
-            type=float,
+            kind=float,
+            least=0,
+            unit="µs",
         ),
     )
     summaries: str | None = field(
         default=None,
-        metadata=_arg(
+        metadata=option(
             "directory of per-rank summaries (KB each): each rank's is written there and reused when the same file "
             "is inspected again; the job is judged from them (docs/clusters.md)",
             metavar="DIR",
@@ -96,7 +99,7 @@ class InspectOptions:
     )
     engine: Literal["none", "local", "dask"] | None = field(
         default=None,
-        metadata=_arg(
+        metadata=option(
             "run the per-rank step in this process (none), in local worker processes (local, --jobs N) or on a "
             "Dask cluster (dask: --scheduler, DASK_SCHEDULER_ADDRESS, else a LocalCluster); judges the job from "
             "per-rank summaries (docs/clusters.md)",
@@ -106,7 +109,7 @@ class InspectOptions:
     )
     scheduler: str | None = field(
         default=None,
-        metadata=_arg(
+        metadata=option(
             "the Dask scheduler for --engine dask: an address (tcp://host:8786) or a scheduler file (.json); "
             "default: Dask's own configuration (DASK_SCHEDULER_ADDRESS), else a LocalCluster",
             metavar="ADDRESS",
@@ -126,10 +129,10 @@ DEFAULT_OPTIONS = InspectOptions()  # nothing asked: every default
 
 
 def command_line_fields() -> tuple[dataclasses.Field[Any], ...]:
-    """The fields ``trace inspect`` takes as options, in declaration order."""
+    """The fields ``trace inspect`` takes as options (those declared with ``option``), in declaration order."""
     return tuple(spec for spec in dataclasses.fields(InspectOptions) if "help" in spec.metadata)
 
 
 def flag_of(name: str) -> str:
     """The flag an ``InspectOptions`` field is on the command line: ``max_launches`` is ``--max-launches``."""
-    return "--" + name.replace("_", "-")
+    return option_fields.flag_of(InspectOptions, name)

@@ -182,22 +182,14 @@ def _add_probe(sub: _Sub, kw: dict[str, Any]) -> None:
 
 def _add_probe_options(parser: argparse.ArgumentParser) -> None:
     """What probes may do and where they write, the same for ``run`` and ``probe``: one argument per
-    field of ``wizard.options.Options``, declared there (flag, metavar, help) and nowhere else."""
+    field of ``wizard.options.Options``, declared there (``option``: flag, metavar, help, kind) and nowhere else,
+    wired by the one function every option set's arguments are (``option_fields.add_arguments``)."""
     if isinstance(parser, _Unbuilt):
         return
-    import dataclasses
-
+    from wizard.option_fields import add_arguments
     from wizard.options import Options
 
-    for spec in dataclasses.fields(Options):
-        flag = spec.metadata.get("flag") or "--" + spec.name.replace("_", "-")
-        annotation = str(spec.type)  # a string: the module uses postponed annotations
-        kind: dict[str, Any] = {"metavar": spec.metadata["metavar"]}
-        if annotation == "bool":
-            kind = {"action": "store_true"}
-        elif annotation.startswith("list"):
-            kind = {"action": "append", "default": [], "metavar": spec.metadata["metavar"]}
-        parser.add_argument(flag, dest=spec.name, help=spec.metadata["help"], **kind)
+    add_arguments(parser, Options)
 
 
 def probe_options(args: argparse.Namespace) -> Options:
@@ -284,18 +276,14 @@ def _add_trace(sub: _Sub, kw: dict[str, Any]) -> None:
 
 def _add_inspect_options(parser: argparse.ArgumentParser) -> None:
     """What ``trace inspect`` asks of the inspection: one argument per field of
-    ``wizard.inspect_options.InspectOptions`` that carries help, declared there (help, metavar, type) and nowhere
-    else; the flag is the name with dashes."""
+    ``wizard.inspect_options.InspectOptions`` declared as an option (help, metavar, kind, bounds) and nowhere else,
+    wired by the same function as the probe options (``option_fields.add_arguments``)."""
     if isinstance(parser, _Unbuilt):
         return  # another command is on the line: the declaration's module (and dataclasses) stays unloaded
-    from wizard.inspect_options import command_line_fields, flag_of
+    from wizard.inspect_options import InspectOptions
+    from wizard.option_fields import add_arguments
 
-    for spec in command_line_fields():
-        meta = spec.metadata
-        parser.add_argument(
-            flag_of(spec.name), dest=spec.name, default=spec.default, help=meta["help"], metavar=meta["metavar"],
-            **meta["kind"],
-        )  # fmt: skip
+    add_arguments(parser, InspectOptions)
 
 
 def _add_machine_commands(sub: _Sub) -> None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from wizard.inspect_options import DEFAULT_OPTIONS, InspectOptions
-from wizard.trace.health.checks import CHECKS, JOB_RUNS
+from wizard.trace.health.checks import check_job
 from wizard.trace.health.checks.ranks_complete import JobPlace, job_place
 from wizard.trace.health.spec import RANK, HealthCheck
 from wizard.trace.metrics.classify import METRICS_PASS
@@ -49,9 +49,11 @@ def worst_status(checks: Sequence[HealthCheck]) -> str:
 
 
 class HealthPass:
-    """Every per-trace check, after the kernel checks (whose wrong-launch count is one of them)."""
+    """Every per-trace check, after the kernel checks (whose wrong-launch count is one of them): the pass keeps the
+    options whole and hands each check what it asks for (the metrics result whole, the options it declares)."""
 
     def __init__(self, options: InspectOptions) -> None:
+        self.options = options
         self.selected: frozenset[str] | None = None if options.checks is None else frozenset(options.checks)
 
     def feed(self, contents: TraceContents) -> None:
@@ -61,18 +63,8 @@ class HealthPass:
         from wizard.trace.health.checks import check_trace
         from wizard.trace.health.checks.rank_skew import collectives
 
-        metrics = before.get(METRICS_PASS)
         return HealthResult(
-            _as_format_shows(
-                contents,
-                check_trace(
-                    contents,
-                    wrong_launches=metrics.wrong_launches,
-                    checked=metrics.kernels_checked,
-                    mechanisms=metrics.mechanisms,
-                    selected=self.selected,
-                ),
-            ),
+            _as_format_shows(contents, check_trace(contents, before.get(METRICS_PASS), self.options)),
             collectives(contents) if self.selected is None or "rank-skew" in self.selected else {},
             contents.rank,
             job_place(contents.metadata),
@@ -98,9 +90,5 @@ def _not_shown(check: HealthCheck, reason: str) -> HealthCheck:
 
 def job_health(reports: Sequence[Any], options: InspectOptions = DEFAULT_OPTIONS) -> list[HealthCheck]:
     """The checks over a job's traces (ranks-complete, rank-skew), each by its module's ``run_job`` from every rank's
-    report, so no process has to read every rank's trace."""
-    return [
-        JOB_RUNS[c.id](reports, options)
-        for c in CHECKS
-        if c.scope == "job" and (options.checks is None or c.id in options.checks)
-    ]
+    report, so no process has to read every rank's trace (``checks.check_job``: each handed what it asks for)."""
+    return check_job(reports, options)

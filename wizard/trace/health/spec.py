@@ -243,7 +243,8 @@ class CheckSpec:
     first: missing data before timing before the kernel metrics, because every later number depends on the earlier
     ones); ``counts`` and ``status_rule`` its row of the docs' table (what ``count`` counts and its other fields;
     the status when ``count`` > 0); ``colour`` marks its problems in the pictures; ``fix`` is the ``trace fix`` a
-    report offers for it."""
+    report offers for it; ``options`` the ``InspectOptions`` fields its function reads, each handed to it as the
+    parameter of that name (an option no check declares reaches none; the registry holds the two to each other)."""
 
     id: str
     playbook: str | None
@@ -257,6 +258,7 @@ class CheckSpec:
     facts: tuple[CheckFact, ...] = ()
     colour: str | None = None
     fix: CheckFix | None = None
+    options: tuple[str, ...] = ()
 
     def verdict(self, count: int, status: str, summary: str, meaning: str, **kw: Any) -> HealthCheck:
         """This check's verdict on a trace (or a job), naming its playbook."""

@@ -8,7 +8,6 @@ numpy is imported here, and this module only inside a check's function, after th
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -136,20 +135,11 @@ def call_example(contents: TraceContents, calls: Calls, i: int, detail: str = ""
 
 
 class Tables:
-    """What a per-trace check reads: the trace's contents, the kernel checks' counts, and the calls, kernels and
-    window as arrays, made when a check first needs them."""
+    """What a per-trace check reads of the trace (``tables``): its contents, and the calls, kernels and window as
+    arrays, made when a check first needs them (the kernel checks' result is ``metrics``, asked for apart)."""
 
-    def __init__(
-        self,
-        contents: TraceContents,
-        wrong_launches: int = 0,
-        checked: int = 0,
-        mechanisms: Mapping[str, int] | None = None,
-    ) -> None:
+    def __init__(self, contents: TraceContents) -> None:
         self.contents = contents
-        self.wrong_launches = wrong_launches
-        self.checked = checked
-        self.mechanisms: Mapping[str, int] = mechanisms or {}
         self._calls: Calls | None = None
         self._kernels: Kernels | None = None
         self._window: tuple[tuple[float, float] | None] | None = None

@@ -9,7 +9,6 @@ inspected in parallel processes, one trace per process.
 from __future__ import annotations
 
 import dataclasses
-import math
 import pickle
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -18,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from wizard.errors import InputFileError, PluginError, UsageError
-from wizard.inspect_options import DEFAULT_OPTIONS, KEEP_CHOICES, InspectOptions, command_line_fields
+from wizard.inspect_options import DEFAULT_OPTIONS, KEEP_CHOICES, InspectOptions
+from wizard.option_fields import check_fields
 from wizard.progress import NO_PROGRESS, Progress, Task, reading, relayed, task
 from wizard.trace.health.checker import job_health
 from wizard.trace.health.checks import CHECK_IDS, check_selection
@@ -36,41 +36,20 @@ MAX_WRITTEN_DEPTH = 32  # how deep a pass's written result may nest (a plugin's 
 
 
 def check_options(options: InspectOptions, *, spell: Callable[[str], str] = str) -> InspectOptions:
-    """The options checked once, for the CLI and the library, before any work: numbers, the launches kept, the
-    health checks' ids (``spell`` names each as its caller knows it: ``--max-launches`` on the command line,
-    ``max_launches`` in Python). Returns them with the checks resolved (``checks``: the ids that run, in the
-    registry's order, or None for all; ``skip_checks`` folded in) and the rank-skew floor a float."""
+    """The options checked once, for the CLI and the library, before any work: every number against the bounds its
+    declaration gives (``option_fields.check_fields``, as for every option set: a whole number, a finite real one,
+    within its bounds), the launches kept, the health checks' ids (``spell`` names each as its caller knows it:
+    ``--max-launches`` on the command line, ``max_launches`` in Python). Returns them with the checks resolved
+    (``checks``: the ids that run, in the registry's order, or None for all; ``skip_checks`` folded in) and each
+    real number a float."""
     if not isinstance(options, InspectOptions):
         raise UsageError(f"options must be an InspectOptions, not {type(options).__name__}")
-    for spec in command_line_fields():  # the whole numbers, each against the least its declaration allows
-        if "least" not in spec.metadata:
-            continue
-        value, (least, words) = getattr(options, spec.name), spec.metadata["least"]
-        if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
-            raise UsageError(f"{spell(spec.name)} must be a whole number, not {type(value).__name__} {value!r:.40}")
-        if value is not None and value < least:
-            raise UsageError(f"{spell(spec.name)} must be {words}, not {value}")
+    options = check_fields(options, spell=spell)
     if options.launches not in KEEP_CHOICES:
         raise UsageError(f"{spell('launches')} must be one of {', '.join(KEEP_CHOICES)}, not {options.launches!r}")
     if not isinstance(options.plots, bool):
         raise UsageError(f"{spell('plots')} must be True or False, not {type(options.plots).__name__}")
-    return dataclasses.replace(
-        options,
-        checks=_selection(options.checks, options.skip_checks, spell),
-        skip_checks=(),
-        rank_skew_floor_us=_floor(options.rank_skew_floor_us, spell),
-    )
-
-
-def _floor(value: object, spell: Callable[[str], str]) -> float | None:
-    """The rank-skew floor asked for (None: the check's default), a finite number of µs, 0 or more."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise UsageError(f"{spell('rank_skew_floor_us')} must be a number of µs, not {type(value).__name__}")
-    if not math.isfinite(value) or value < 0:
-        raise UsageError(f"{spell('rank_skew_floor_us')} must be a finite number of µs, 0 or more, not {value}")
-    return float(value)
+    return dataclasses.replace(options, checks=_selection(options.checks, options.skip_checks, spell), skip_checks=())
 
 
 def _selection(

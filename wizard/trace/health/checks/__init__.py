@@ -1,24 +1,33 @@
 """The health checks' registry: every module of this package is one check, its declaration and its function.
 
-A module declares ``CHECK`` (a ``CheckSpec``) and its function: for a per-trace check ``run(tables) ->
-HealthCheck``, for a job's check (over every rank's trace) ``run_job(reports, options) -> HealthCheck``, from
-what each trace's report carries; the registry finds the modules (no list of them to keep), holds each to that
-contract (its name is its id's, its place and id its own, the one function its scope needs, a triage rank exactly
-where it names a playbook, one rank per playbook), and orders them by ``CheckSpec.order``. A
-module imports numpy only inside its functions, so loading the registry costs no numpy (tested).
+A module declares ``CHECK`` (a ``CheckSpec``) and its function: ``run`` for a per-trace check, ``run_job`` for a
+job's check (over every rank's trace). A check asks for its inputs by its parameters' names, as a flake8 plugin
+does, the same way in both scopes (``INPUTS``): a per-trace check for ``tables`` (the trace's arrays) and
+``metrics`` (the flagship's ``KernelMetrics``, whole), a job's check for ``reports`` (every rank's report), and
+either for each option its ``CheckSpec.options`` declares, by the option's name (an ``InspectOptions`` field); an
+option no check declares reaches none. The registry finds the modules (no list of them to keep), holds each to that
+contract when it registers it (its name is its id's, its place and id its own, the one function its scope needs,
+every parameter one it may ask for and every declared option a field it asks for, a triage rank exactly where it
+names a playbook, one rank per playbook: a ``ContractError`` naming the module, as pluggy names a plugin whose
+hook's signature is wrong), and orders them by ``CheckSpec.order``. A module imports numpy only inside its
+functions, so loading the registry costs no numpy (tested).
 
 What everything else reads is derived here: ``CHECKS`` (what the runner runs, the docs and the schema are
 generated from, the reports draw), ``CHECK_FACTS`` (trace.inspect's per-check facts, ``check_facts`` sums them over
 a job's traces), ``TRIAGE_ORDER`` (where a triage continues when several checks find problems, from each check's
-``triage_rank``) and ``check_selection`` (``--check`` / ``--skip-check``).
+``triage_rank``) and ``check_selection`` (``--check`` / ``--skip-check``); ``check_trace`` and ``check_job`` run
+them, each handed what it asked for.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
+import inspect
 import pkgutil
 import typing
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -26,11 +35,19 @@ from wizard.trace.health.spec import CheckFact, CheckSpec, HealthCheck
 
 if TYPE_CHECKING:
     from wizard.inspect_options import InspectOptions
-    from wizard.trace.health.tables import Tables
+    from wizard.trace.metrics.classify import KernelMetrics
     from wizard.trace.read.collector import TraceContents
 
-Check = Callable[["Tables"], HealthCheck]
-JobCheck = Callable[[Sequence[Any], "InspectOptions"], HealthCheck]  # the job's reports (TraceInspection) and options
+# What a check may ask for, by scope: its parameter's name and what it is handed (and the options its CheckSpec
+# declares, each by its name, in either scope).
+INPUTS: dict[str, dict[str, str]] = {
+    "trace": {
+        "tables": "the trace's arrays (Tables: contents, calls, kernels, window), each made when first read",
+        "metrics": "the kernel-metric checks' result whole (KernelMetrics: wrong_launches, kernels_checked, "
+        "mechanisms, ...)",
+    },
+    "job": {"reports": "every trace's report (TraceInspection), in order: its path, health_result, truncation, ..."},
+}
 
 
 class ContractError(TypeError):
@@ -44,11 +61,72 @@ def _module_name(check_id: str) -> str:
 # a scope: (the function it needs, how the contract says it, what its check is called)
 _FUNCTION = {
     "trace": ("run", "run(tables)", "a per-trace check"),
-    "job": ("run_job", "run_job(reports, options)", "a job's check"),
+    "job": ("run_job", "run_job(reports)", "a job's check"),
 }
 
 
-def _contract(module: ModuleType, name: str) -> tuple[CheckSpec, Callable[..., HealthCheck]]:
+@dataclass(frozen=True, slots=True)
+class Registered:
+    """A check's function as the registry holds it: what it asks for, by name, checked when it was registered."""
+
+    spec: CheckSpec
+    function: Callable[..., HealthCheck]
+    asks: tuple[str, ...]
+
+    def __call__(self, given: dict[str, Any], options: InspectOptions) -> HealthCheck:
+        """The check run with what it asked for: each input of its scope from ``given``, each option it declares
+        from ``options``."""
+        return self.function(
+            **{name: getattr(options, name) if name in self.spec.options else given[name] for name in self.asks}
+        )
+
+
+def _asks(where: str, spec: CheckSpec, function: Callable[..., HealthCheck]) -> tuple[str, ...]:
+    """The names a check's function asks for, each one it may: an input of its scope or an option its CHECK
+    declares; every declared option an ``InspectOptions`` field it asks for (a declaration that is not read lies)."""
+    from wizard.inspect_options import InspectOptions  # light: the declaration alone
+
+    needed = _FUNCTION[spec.scope][0]
+    known = [f.name for f in dataclasses.fields(InspectOptions)]
+    for option in spec.options:
+        if option not in known:
+            raise ContractError(
+                f"{where}: declares option {option!r}, which is no InspectOptions field ({', '.join(known)})"
+            )
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):  # a builtin or an odd callable: nothing to read its names from
+        raise ContractError(f"{where}: {needed}'s parameters cannot be read") from None
+    may = [*INPUTS[spec.scope], *spec.options]
+    for parameter in parameters:
+        if parameter.kind not in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY):
+            n, kind = parameter.name, parameter.kind
+            shown = (
+                f"*{n}"
+                if kind is parameter.VAR_POSITIONAL
+                else f"**{n}"
+                if kind is parameter.VAR_KEYWORD
+                else f"{n}, /"
+            )
+            raise ContractError(f"{where}: {needed}() takes {shown}: a check asks for each input by its name")
+        if parameter.name not in may:
+            declared = (
+                f" (an option reaches a check whose CHECK declares it: options=({parameter.name!r},))"
+                if parameter.name in known
+                else ""
+            )
+            raise ContractError(
+                f"{where}: {needed}() asks for {parameter.name!r}, which {_FUNCTION[spec.scope][2]} is not given; "
+                f"it may ask for {', '.join(may)}{declared}"
+            )
+    asks = tuple(p.name for p in parameters)
+    for option in spec.options:
+        if option not in asks:
+            raise ContractError(f"{where}: declares option {option!r}, which {needed}() does not ask for")
+    return asks
+
+
+def _contract(module: ModuleType, name: str) -> Registered:
     where = f"wizard/trace/health/checks/{name}.py"
     spec = getattr(module, "CHECK", None)
     if not isinstance(spec, CheckSpec):
@@ -66,18 +144,20 @@ def _contract(module: ModuleType, name: str) -> tuple[CheckSpec, Callable[..., H
         raise ContractError(f"{where}: names playbook {spec.playbook!r} without a triage_rank")
     if spec.playbook is None and spec.triage_rank is not None:
         raise ContractError(f"{where}: a triage_rank without a playbook to continue into")
-    return spec, function
+    return Registered(spec, function, _asks(where, spec, function))
 
 
 def collect(
     modules: Iterable[tuple[str, ModuleType]],
-) -> tuple[tuple[CheckSpec, ...], dict[str, Check], dict[str, JobCheck]]:
-    """The checks of these (name, module) pairs, in order, and the per-trace and the job's functions by id."""
+) -> tuple[tuple[CheckSpec, ...], dict[str, Registered], dict[str, Registered]]:
+    """The checks of these (name, module) pairs, in order, and the per-trace and the job's functions by id: the one
+    path a check takes into the registry (this package's modules, and a test's own)."""
     found: list[CheckSpec] = []
-    runs: dict[str, Check] = {}
-    job_runs: dict[str, JobCheck] = {}
+    runs: dict[str, Registered] = {}
+    job_runs: dict[str, Registered] = {}
     for name, module in modules:
-        spec, function = _contract(module, name)
+        registered = _contract(module, name)
+        spec = registered.spec
         for other in found:
             if other.order == spec.order:
                 raise ContractError(f"{spec.id} and {other.id} both declare order={spec.order}")
@@ -96,7 +176,7 @@ def collect(
                     f"({spec.triage_rank}, {other.triage_rank}): a playbook has one place in the triage"
                 )
         found.append(spec)
-        (runs if spec.scope == "trace" else job_runs)[spec.id] = function
+        (runs if spec.scope == "trace" else job_runs)[spec.id] = registered
     return tuple(sorted(found, key=lambda s: s.order)), runs, job_runs
 
 
@@ -123,24 +203,28 @@ def _triage_order(checks: Sequence[CheckSpec]) -> tuple[str, ...]:
 TRIAGE_ORDER = _triage_order(CHECKS)
 
 
-def check_trace(
-    contents: TraceContents,
-    *,
-    wrong_launches: int,
-    checked: int,
-    mechanisms: Mapping[str, int] | None = None,
-    selected: frozenset[str] | None = None,
-) -> list[HealthCheck]:
-    """Every selected per-trace check, in ``CHECKS``' order, each by its module's function."""
+def check_trace(contents: TraceContents, metrics: KernelMetrics, options: InspectOptions) -> list[HealthCheck]:
+    """Every selected per-trace check (``options.checks``, resolved: None for all), in ``CHECKS``' order, each handed
+    what it asks for: the trace's ``tables``, the ``metrics`` whole, the options its declaration names."""
     import numpy as np
 
     from wizard.trace.health.tables import Tables
 
-    chosen = set(CHECK_IDS) if selected is None else selected
-    tables = Tables(contents, wrong_launches, checked, mechanisms)
+    given: dict[str, Any] = {"tables": Tables(contents), "metrics": metrics}
     # times near 1e308 overflow to inf: each check counts what it cannot measure; numpy prints nothing
     with np.errstate(over="ignore", invalid="ignore"):
-        return [RUNS[c.id](tables) for c in CHECKS if c.scope == "trace" and c.id in chosen]
+        return [RUNS[c.id](given, options) for c in _chosen("trace", options)]
+
+
+def check_job(reports: Sequence[Any], options: InspectOptions) -> list[HealthCheck]:
+    """The checks over a job's traces (today ranks-complete, rank-skew), each selected one in order, handed what it
+    asks for: every rank's ``reports`` (so no process has to read every rank's trace), the options it declares."""
+    given: dict[str, Any] = {"reports": reports}
+    return [JOB_RUNS[c.id](given, options) for c in _chosen("job", options)]
+
+
+def _chosen(scope: str, options: InspectOptions) -> list[CheckSpec]:
+    return [c for c in CHECKS if c.scope == scope and (options.checks is None or c.id in options.checks)]
 
 
 def check_selection(only: Iterable[str] | None, skip: Iterable[str] | None) -> frozenset[str]:

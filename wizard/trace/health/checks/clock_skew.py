@@ -65,12 +65,12 @@ CHECK = CheckSpec(
 )
 
 
-def run(t: Tables) -> HealthCheck:
+def run(tables: Tables) -> HealthCheck:
     import numpy as np
 
     from wizard.trace.health.tables import kernel_samples
 
-    calls, kernels = t.calls, t.kernels
+    calls, kernels = tables.calls, tables.kernels
     linked_calls = (calls.launch | calls.graph) & (calls.corr != NO_CORRELATION)
     empty = {"linked": 0, "min_us": None, "median_us": None, "drift_us": None, "trend": "constant", "unmeasured": 0}
     if not linked_calls.any() or not len(kernels.ts):

@@ -42,12 +42,12 @@ CHECK = CheckSpec(
 )
 
 
-def run(t: Tables) -> HealthCheck:
+def run(tables: Tables) -> HealthCheck:
     import numpy as np
 
     from wizard.trace.health.tables import floats, kernel_samples
 
-    contents, kernels = t.contents, t.kernels
+    contents, kernels = tables.contents, tables.kernels
     ops = contents.timeline.gpu_ops
     op_dur = floats(ops.dur)
     events = len(kernels.ts) + len(op_dur)

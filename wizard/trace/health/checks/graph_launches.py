@@ -50,12 +50,12 @@ CHECK = CheckSpec(
 )
 
 
-def run(t: Tables) -> HealthCheck:
+def run(tables: Tables) -> HealthCheck:
     import numpy as np
 
     from wizard.trace.health.tables import call_example, call_samples, distinct, member
 
-    contents, calls, kernels = t.contents, t.calls, t.kernels
+    contents, calls, kernels = tables.contents, tables.calls, tables.kernels
     graphs = int(calls.graph.sum())
     launches = int(calls.launch.sum())
     with_id = np.flatnonzero(calls.graph & (calls.corr != NO_CORRELATION))

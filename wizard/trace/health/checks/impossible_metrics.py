@@ -15,6 +15,7 @@ from wizard.trace.metrics.mechanisms import BY_ID, is_wrong
 
 if TYPE_CHECKING:
     from wizard.trace.health.tables import Tables
+    from wizard.trace.metrics.classify import KernelMetrics
 
 
 class ImpossibleMetricsDetails(TypedDict):
@@ -54,8 +55,10 @@ def metrics_status(mechanisms: Mapping[str, int]) -> str:
     return worst or "error"  # wrong launches with no mechanism named: nothing says they are benign
 
 
-def run(t: Tables) -> HealthCheck:
-    contents, wrong_launches, checked, mechanisms = t.contents, t.wrong_launches, t.checked, t.mechanisms
+def run(tables: Tables, metrics: KernelMetrics) -> HealthCheck:
+    contents, wrong_launches, checked, mechanisms = (
+        tables.contents, metrics.wrong_launches, metrics.kernels_checked, metrics.mechanisms,
+    )  # fmt: skip
     if not checked:
         reason = "no kernel carries blocks or warps per SM to check" if len(contents.kernels) else "no GPU kernels"
         return CHECK.not_applicable(reason, wrong_launches=0, mechanisms={})

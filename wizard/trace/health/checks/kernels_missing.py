@@ -189,12 +189,12 @@ def _after_window(t: Tables, matched: Ints, missing: Ints) -> tuple[npt.NDArray[
     return after, largest
 
 
-def run(t: Tables) -> HealthCheck:
+def run(tables: Tables) -> HealthCheck:
     import numpy as np
 
     from wizard.trace.health.tables import call_example, distinct, member
 
-    contents, calls, kernels, span = t.contents, t.calls, t.kernels, t.window
+    contents, calls, kernels, span = tables.contents, tables.calls, tables.kernels, tables.window
     launches = int(calls.launch.sum())
     if not launches:
         return CHECK.not_applicable(
@@ -214,7 +214,7 @@ def run(t: Tables) -> HealthCheck:
     ranged = _ranged(contents, calls, missing) if len(missing) else late.copy()
     after, backlog = np.zeros(len(missing), dtype=bool), None
     if (~(late | ranged)).any():  # only then: the backlog needs the kernels sorted by id
-        after, backlog = _after_window(t, chosen[found], missing[~(late | ranged)])
+        after, backlog = _after_window(tables, chosen[found], missing[~(late | ranged)])
         after = _spread(after, ~(late | ranged))
     apis = np.bincount(calls.name_of[calls.launch], minlength=len(calls.names))
     details = {
@@ -235,7 +235,7 @@ def run(t: Tables) -> HealthCheck:
         call_example(contents, calls, int(i), "no kernel event has this correlation id")
         for i in (dropped if len(dropped) else missing)[:EXAMPLES]
     ]
-    return _verdict(t, missing, dropped, details, examples)
+    return _verdict(tables, missing, dropped, details, examples)
 
 
 def _spread(values: npt.NDArray[np.bool_], where: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:

@@ -309,12 +309,12 @@ def _kernel_us(t: Tables) -> float:
     return float(np.where(np.isfinite(dur) & (dur > 0), dur, 0.0).sum())
 
 
-def run(t: Tables) -> HealthCheck:
+def run(tables: Tables) -> HealthCheck:
     import numpy as np
 
     from wizard.trace.health.tables import kernel_samples
 
-    kernels = t.kernels
+    kernels = tables.kernels
     if not len(kernels.ts):
         return CHECK.not_applicable(
             "no GPU kernels",
@@ -322,11 +322,11 @@ def run(t: Tables) -> HealthCheck:
             kernel_us=0.0,
             material=False, max_overlap_us=0.0, other_events={},
         )  # fmt: skip
-    found = _hidden(t.contents)
+    found = _hidden(tables.contents)
     count = len(found.kernels)
     overlap_us = found.overlap_ns / 1000.0
-    kinds = _kinds(t, found, overlap_us)
-    kernel_us = _kernel_us(t)
+    kinds = _kinds(tables, found, overlap_us)
+    kernel_us = _kernel_us(tables)
     sub_us = float(overlap_us[kinds.sub_latency].sum())
     details = {
         "kernels": len(kernels.ts), "lanes": found.rows, "pdl": int(kinds.pdl.sum()),

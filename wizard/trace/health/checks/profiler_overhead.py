@@ -70,7 +70,7 @@ CHECK = CheckSpec(
 )
 
 
-def run(t: Tables) -> HealthCheck:
+def run(tables: Tables) -> HealthCheck:
     from wizard.trace.health.key_averages import profiler_overhead
 
-    return profiler_overhead(t.contents, t.window, CHECK)
+    return profiler_overhead(tables.contents, tables.window, CHECK)

@@ -21,7 +21,6 @@ from wizard.trace.health.spec import (
 )
 
 if TYPE_CHECKING:
-    from wizard.inspect_options import InspectOptions
     from wizard.trace.read.collector import TraceContents
 
 
@@ -66,6 +65,7 @@ CHECK = CheckSpec(
         '("could not be measured")'
     ),
     scope="job",
+    options=("rank_skew_floor_us",),
     facts=(
         CheckFact(
             "rank_skew_collectives",
@@ -283,11 +283,11 @@ def _measured_words(m: _Measured, order: list[int], median: float | None) -> str
     )
 
 
-def run_job(reports: Sequence[Any], options: InspectOptions) -> HealthCheck:
+def run_job(reports: Sequence[Any], rank_skew_floor_us: float | None) -> HealthCheck:
     """The job's verdict from every rank's report: each carries its rank (``distributedInfo.rank``, else a number in
     its file name), its collectives' starts and whether its read was cut short, so no process has to read every
     rank's trace."""
-    floor_us = RANK_SKEW_FLOOR_US if options.rank_skew_floor_us is None else options.rank_skew_floor_us
+    floor_us = RANK_SKEW_FLOOR_US if rank_skew_floor_us is None else rank_skew_floor_us
     if len(reports) < 2:
         return rank_skew({}, floor_us)
     by_rank: dict[int, Mapping[str, Sequence[float]]] = {}

@@ -15,15 +15,12 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import islice
-from typing import TYPE_CHECKING, Annotated, Any, TypedDict
+from typing import Annotated, Any, TypedDict
 
 from wizard.cluster import rank_value
 from wizard.formatting import plural
 from wizard.trace.health.spec import Bounds, CheckFact, CheckSpec, HealthCheck, rank_of
 from wizard.untrusted import cut, visible
-
-if TYPE_CHECKING:
-    from wizard.inspect_options import InspectOptions
 
 NAMED = 64  # ranks and traces named in the details (the counts say how many in all)
 SAID = 8  # duplicated ranks, foreign and unplaced traces named in the summary line, each
@@ -294,7 +291,7 @@ def ranks_complete(traces: Sequence[Trace]) -> HealthCheck:
     )
 
 
-def run_job(reports: Sequence[Any], options: InspectOptions) -> HealthCheck:
+def run_job(reports: Sequence[Any]) -> HealthCheck:
     """The job's verdict from every rank's report: each carries its ``JobPlace`` (``health_result.place``)."""
     traces = [
         Trace(visible(cut(os.path.basename(r.path), 120)), rank_of(r.health_result.place.rank, r.path),

@@ -38,8 +38,8 @@ CHECK = CheckSpec(
 )
 
 
-def run(t: Tables) -> HealthCheck:
-    categories = t.contents.timeline.categories
+def run(tables: Tables) -> HealthCheck:
+    categories = tables.contents.timeline.categories
     cpu_ops = categories.get("cpu_op", 0) + categories.get("Operator", 0)
     if not cpu_ops:
         return CHECK.not_applicable("no CPU ops in this trace", cpu_ops=0)

@@ -113,7 +113,7 @@ CHECK = CheckSpec(
 )
 
 
-def run(t: Tables) -> HealthCheck:
+def run(tables: Tables) -> HealthCheck:
     from wizard.trace.health.key_averages import summary_table_check
 
-    return summary_table_check(t.contents, CHECK)
+    return summary_table_check(tables.contents, CHECK)

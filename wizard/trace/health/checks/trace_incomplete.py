@@ -76,10 +76,10 @@ def _where(cut: Truncation, contents: TraceContents) -> str:
     return f"byte {cut.at_byte:,}{unpacked}; {plural(contents.events, 'event')} read before it{last}"
 
 
-def run(t: Tables) -> HealthCheck:
+def run(tables: Tables) -> HealthCheck:
     from wizard.trace.read.collector import PROFILER_RANGE
 
-    contents = t.contents
+    contents = tables.contents
     cut = contents.truncation
     gpus, calls = len(contents.device_properties), len(contents.runtime)
     # the CUPTI range profiler records a cuda_profiler_range event per kernel instead of the kernel (kernels-missing's

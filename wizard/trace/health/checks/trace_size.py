@@ -65,8 +65,8 @@ def _size_on_disk(path: str) -> int:
         return 0
 
 
-def run(t: Tables) -> HealthCheck:
-    contents = t.contents
+def run(tables: Tables) -> HealthCheck:
+    contents = tables.contents
     ranked = sorted(contents.timeline.categories.items(), key=lambda kv: (-kv[1], str(kv[0])))
     count = sum(n for _, n in ranked)
     categories = dict(ranked[:SIZE_CATEGORIES])

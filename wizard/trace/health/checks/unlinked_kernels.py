@@ -83,12 +83,12 @@ def _before_window(orphan_ids: Ints, call_ids: Ints) -> npt.NDArray[np.bool_]:
     return before
 
 
-def run(t: Tables) -> HealthCheck:
+def run(tables: Tables) -> HealthCheck:
     import numpy as np
 
     from wizard.trace.health.tables import distinct, kernel_samples, member
 
-    calls, kernels = t.calls, t.kernels
+    calls, kernels = tables.calls, tables.kernels
     n = len(kernels.ts)
     linked_calls = (calls.launch | calls.graph) & (calls.corr != NO_CORRELATION)
     if not (calls.launch | calls.graph).any():
