@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from wizard.cli.arguments import Parser, Sub
+from wizard.cli.arguments import Parser, Sub, mark_completions
 from wizard.cli.context import Context
 from wizard.cli.table import Command, load
 from wizard.errors import UsageError
@@ -24,7 +24,8 @@ def add_parser(sub: Sub, **kw: Any) -> argparse.ArgumentParser:
     trace: argparse.ArgumentParser = sub.add_parser("trace", help=kw.pop("help"))
     tsub = trace.add_subparsers(dest="trace_command", metavar="ACTION", parser_class=Parser)
     for action in ACTIONS.values():
-        load(action).add_parser(tsub, **{**kw, "help": action.summary})
+        module = load(action)
+        mark_completions(module.add_parser(tsub, **{**kw, "help": action.summary}), getattr(module, "COMPLETES", {}))
     return trace
 
 
