@@ -114,7 +114,7 @@ def _progress(ctx: Context) -> Any:
     unless --quiet, CI, NO_COLOR/--no-color, or --json with stdout captured; --progress forces it
     (plain lines without a terminal or with NO_COLOR). Sets ``ctx.system.progress``; None when off."""
     args, system = ctx.args, ctx.system
-    long_work = args.command is None or (args.command in COMMANDS and COMMANDS[args.command].long)  # None: triage
+    long_work = args.command is None or COMMANDS[args.command].long  # None: no command, the triage at a terminal
     if not long_work or getattr(args, "quiet", False):
         return None
     terminal = system.isatty(system.stderr)
