@@ -150,9 +150,12 @@ def _module_name(rel: str) -> str:
 
 # Where importlib may load code by a name computed at run time: the package's face loads each public
 # name on first use (its table, read below as imports); plugins are installed packages' entry points; the health
-# checks' registry loads every module of its own package (read below as importing each of them).
+# checks' registry loads every module of its own package (read below as importing each of them); the CLI's
+# loader of a command's module (wizard/cli/table.py), whose tables' rows are read below as imports of the module
+# that holds each table (``Command("wizard.cli.commands.run", ...)``).
 CHECKS_REGISTRY = "wizard/trace/health/checks/__init__.py"
-DYNAMIC_IMPORTS = {"wizard/__init__.py", "wizard/plugins.py", CHECKS_REGISTRY}
+COMMAND_LOADER = "wizard/cli/table.py"
+DYNAMIC_IMPORTS = {"wizard/__init__.py", "wizard/plugins.py", CHECKS_REGISTRY, COMMAND_LOADER}
 
 
 def test_no_module_imports_by_a_name_the_test_cannot_read() -> None:
@@ -181,7 +184,19 @@ def _import_graph() -> dict[str, set[str]]:
     graph["wizard"] |= {module for module in ast.literal_eval(_lazy_table()) if module in names}
     registry = _module_name(CHECKS_REGISTRY)
     graph[registry] |= {n for n in names if n.startswith(f"{registry}.") and not n.rsplit(".", 1)[1].startswith("_")}
+    for name, rel in names.items():
+        graph[name] |= _command_rows(MODULES[rel]) & names.keys()
     return graph
+
+
+def _command_rows(tree: ast.Module) -> set[str]:
+    """The modules a table of commands names: the first argument of each ``Command("wizard....", ...)`` row."""
+    return {
+        node.args[0].value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and ast.unparse(node.func) == "Command" and node.args
+        if isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)
+    }
 
 
 def _lazy_table() -> str:
@@ -208,6 +223,8 @@ def test_modules_import_from_the_package_itself_only_its_version() -> None:
 def test_no_import_cycle_among_wizard_modules() -> None:
     graph = _import_graph()
     assert {"wizard.api", "wizard.report.registry"} <= graph["wizard"]  # the table and the renderers were read
+    assert {"wizard.cli.commands.run", "wizard.cli.commands.trace"} <= graph["wizard.cli.commands"]  # commands' too
+    assert "wizard.cli.commands.trace_inspect" in graph["wizard.cli.commands.trace"]  # and trace's actions
     cycles = []
     state: dict[str, int] = {}  # 1: on the current path, 2: done
 

@@ -4,7 +4,8 @@
 stderr and an ExitStatus; anything else is an internal error whose traceback only ``--debug``
 shows. All input and output goes through the ``System`` it is given, so tests run the whole
 CLI in-process. Heavy imports (rich, questionary, msgspec) happen inside the commands, so
-``--help`` starts fast.
+``--help`` starts fast. Each command's grammar and body is its module under ``wizard.cli.commands``, named in
+that package's table; this module only parses, dispatches and answers for what went wrong.
 """
 
 from __future__ import annotations
@@ -14,10 +15,12 @@ import contextlib
 import os
 import signal
 import sys
-from collections.abc import Callable, Sequence
-from typing import IO, TYPE_CHECKING, Any, cast
+from typing import Any
 
-from wizard.cli.parser import build_parser, command_of, probe_options
+from wizard.cli.commands import COMMANDS
+from wizard.cli.context import Context, _Stream
+from wizard.cli.parser import build_parser, command_of
+from wizard.cli.table import load
 from wizard.errors import (
     AnswersError,
     InputFileError,
@@ -37,484 +40,6 @@ from wizard.errors import (
 from wizard.exit_status import ExitStatus, for_signal
 from wizard.system import System
 from wizard.untrusted import visible
-
-if TYPE_CHECKING:  # the library's types, for the type checker only: at run time the CLI loads none of them
-    from wizard.engine.transcript import Transcript
-    from wizard.options import Options
-    from wizard.playbook.model import Playbook
-    from wizard.probes.base import ProbeInfo
-
-
-class _Stream:
-    """A text stream that survives its reader going away (``| head``, a closed terminal): writes after
-    a broken pipe or an I/O error are dropped, so the command still finishes (saving what it must)
-    and returns its own exit status."""
-
-    def __init__(self, inner: IO[str]) -> None:
-        self.inner = inner
-        self.broken = False
-        self.written = False  # anything at all: a --json failure then adds no second document
-
-    def write(self, text: str) -> int:
-        self.written = self.written or bool(text)
-        if not self.broken:
-            try:
-                self.inner.write(text)
-            except OSError:  # EPIPE; EIO once the terminal is gone (SIGHUP)
-                self.broken = True
-        return len(text)
-
-    def flush(self) -> None:
-        if not self.broken:
-            try:
-                self.inner.flush()
-            except OSError:
-                self.broken = True
-
-    def isatty(self) -> bool:
-        try:
-            return bool(self.inner.isatty())
-        except (AttributeError, ValueError):
-            return False
-
-    def fileno(self) -> int:
-        return self.inner.fileno()
-
-    @property
-    def encoding(self) -> str:
-        return str(getattr(self.inner, "encoding", None) or "utf-8")
-
-
-class Context:
-    """What every command gets: its arguments and the outside world."""
-
-    def __init__(self, args: argparse.Namespace, system: System, stdout: _Stream, stderr: _Stream) -> None:
-        self.args, self.system, self.stdout, self.stderr = args, system, stdout, stderr
-        self.consoles: dict[bool, Any] = {}
-
-    def console(self, *, stderr: bool = False) -> Any:
-        if stderr not in self.consoles:
-            from wizard.ui.render import make_console
-
-            no_color = bool(self.args.no_color or self.system.environ.get("NO_COLOR"))
-            columns = self.system.environ.get("COLUMNS", "")
-            self.consoles[stderr] = make_console(
-                self.stderr if stderr else self.stdout,
-                no_color=no_color,
-                width=int(columns) if columns.isascii() and columns.isdigit() and int(columns) > 0 else None,
-            )
-        return self.consoles[stderr]
-
-    def write(self, text: str) -> None:
-        self.stdout.write(text)
-
-    def say(self, line: str, *, hang: int | None = None) -> None:
-        """A line of prose, escaped: at a terminal, broken between words at its width and continued at
-        column ``hang`` (default: the line's indent plus 2), where the terminal itself breaks mid-word;
-        whole when piped, for grep and scripts."""
-        line = visible(line)
-        if not self.system.isatty(self.system.stdout):
-            self.write(line + "\n")
-            return
-        from wizard.formatting import wrap_words
-
-        indent = len(line) - len(line.lstrip(" "))
-        more = " " * (hang if hang is not None else indent + 2)
-        self.write("\n".join(wrap_words(line, int(self.console().width), hang=more)) + "\n")
-
-    @property
-    def playbook_dirs(self) -> list[str]:
-        return list(self.args.playbook_dir)
-
-
-def _catalog() -> dict[str, ProbeInfo]:
-    from wizard.runs import list_probes
-
-    return list_probes()
-
-
-def _load(ctx: Context, name: str) -> Playbook:
-    from wizard.runs import load_playbook
-
-    return load_playbook(name, playbook_dirs=ctx.playbook_dirs, environ=ctx.system.environ)
-
-
-def _probe_options(ctx: Context) -> Options:
-    """The options of ``run`` and ``probe`` for probes, checked now (a workload that is not Python)."""
-    options = probe_options(ctx.args)
-    options.settings(ctx.system, spell=_option)
-    return options
-
-
-# -- commands ------------------------------------------------------------------------------
-def cmd_run(ctx: Context, playbook_name: str | None = None) -> ExitStatus:
-    from wizard.cli.run import RunOptions, run_command
-
-    options = RunOptions.parsed(ctx.args, options=_probe_options(ctx), playbook_dirs=ctx.playbook_dirs)
-    options.playbook = playbook_name or options.playbook
-    return run_command(options, ctx.system, ctx.console(stderr=options.json_out), ctx.console(), ctx.stdout)
-
-
-def cmd_probe(ctx: Context) -> ExitStatus:
-    from wizard.cluster import device_for_rank, launcher_rank
-    from wizard.runs import probe_params, run_inputs, run_probe
-
-    args = ctx.args
-    if args.timeout <= 0:
-        raise UsageError(f"warpwizard probe: --timeout must be a positive number of seconds, not {args.timeout:g}")
-    params = probe_params(args.name, args.param)
-    options = _probe_options(ctx)
-    system = ctx.system
-    rank = launcher_rank(system.environ)
-    if args.device_from_rank:
-        device = device_for_rank(system.environ, rank.local_rank)
-        system = system.replace(environ={**system.environ, "CUDA_VISIBLE_DEVICES": device})
-    target = args.output  # its {host}/{rank}/... were filled in with every output path (_place_outputs)
-    inputs = run_inputs(options, params.values())
-    if target is not None:
-        from wizard.outputs import check_output, make_parent
-
-        make_parent(target, what="probe report")  # 'reports/{host}-{rank}.json' on every rank, no mkdir first
-        check_output(target, inputs=inputs, force=args.force, what="probe report")
-    from wizard.progress import task
-
-    with task(system.progress, args.name, doing="running"):
-        transcript = run_probe(args.name, params, options=options, timeout=args.timeout, system=system)
-    _show_probe(ctx, transcript, target, inputs)
-    status = transcript.entries[0].status
-    return {"fail": ExitStatus.FINDINGS, "error": ExitStatus.PROBE_FAILURE}.get(status or "", ExitStatus.OK)
-
-
-def _show_probe(ctx: Context, transcript: Transcript, target: str | None, inputs: list[str]) -> None:
-    from wizard.serialize import dumps
-
-    document = dumps(transcript.to_dict()) + "\n"
-    if ctx.args.json:  # first: a report the file cannot hold (taken meanwhile, disk full) is not lost
-        ctx.write(document)
-        ctx.stdout.flush()
-    if target is not None:
-        from wizard.outputs import write_text
-
-        write_text(target, document, inputs=inputs, force=ctx.args.force, what="probe report")
-    if ctx.args.json:
-        return
-    from wizard.ui.render import probe_result_lines
-
-    for line in probe_result_lines(transcript.entries[0], target):
-        ctx.say(line)
-
-
-def cmd_list(ctx: Context) -> ExitStatus:
-    from wizard.runs import found_playbooks
-    from wizard.ui.tables import playbooks_table
-
-    found = found_playbooks(ctx.playbook_dirs, ctx.system.environ)
-    rows = [(f.name, f.title, f.version, str(f.steps) if f.title else "", f.origin, f.problem) for f in found]
-    ctx.console().print(playbooks_table(rows))
-    for f in found:
-        if f.shadowing:
-            ctx.say(f"note: {f.shadowing}")
-    for line in dict.fromkeys(line for f in found for line in f.fragment_shadowing):  # once, however many use it
-        ctx.say(f"note: {line}")
-    return ExitStatus.OK
-
-
-def cmd_validate(ctx: Context) -> ExitStatus:
-    from wizard.runs import check_playbooks
-    from wizard.ui.render import program_use_lines
-
-    checked = check_playbooks(ctx.args.paths, ctx.playbook_dirs, ctx.system.environ)
-    for one in checked:
-        for line in one.problems or [one.summary, *one.warnings, *program_use_lines(one.program_uses)]:
-            ctx.say(line)
-    return ExitStatus.INVALID_PLAYBOOK if any(one.problems for one in checked) else ExitStatus.OK
-
-
-def cmd_graph(ctx: Context) -> ExitStatus:
-    from wizard.runs import playbook_graph
-
-    ctx.write(playbook_graph(_load(ctx, ctx.args.playbook), ctx.args.format))
-    return ExitStatus.OK
-
-
-def cmd_explain(ctx: Context) -> ExitStatus:
-    from wizard.runs import explain_playbook
-
-    text = explain_playbook(_load(ctx, ctx.args.playbook))
-    if ctx.system.isatty(ctx.system.stdout):
-        from wizard.ui.render import explain_view
-
-        ctx.console().print(explain_view(text))
-    else:
-        ctx.write(text)
-    return ExitStatus.OK
-
-
-def cmd_answers(ctx: Context) -> ExitStatus:
-    from wizard.runs import answers_file_template
-
-    ctx.write(answers_file_template(_load(ctx, ctx.args.playbook), ctx.playbook_dirs, ctx.system.environ))
-    return ExitStatus.OK
-
-
-def cmd_probes(ctx: Context) -> ExitStatus:
-    probes = _catalog()
-    name = ctx.args.name
-    if name is not None and name not in probes:
-        raise UsageError(f"unknown probe {name!r}; registered: {', '.join(sorted(probes))}")
-    chosen = {name: probes[name]} if name else probes
-    if ctx.args.json:
-        from wizard.serialize import dumps
-
-        ctx.write(dumps([info.to_dict() for info in chosen.values()]) + "\n")
-    elif name:
-        from wizard.ui.tables import probe_lines
-
-        for line in probe_lines(probes[name]):
-            ctx.say(line)
-    else:
-        from wizard.ui.tables import probes_table
-
-        ctx.console().print(probes_table(probes))
-    return ExitStatus.OK
-
-
-def cmd_examples(ctx: Context) -> ExitStatus:
-    from wizard.examples import copy_example, list_examples
-
-    name = ctx.args.name
-    if name is None:  # a header says what the columns are (two bare columns read as a list of pairs)
-        ctx.say(f"{'EXAMPLE':<28} DIAGNOSIS IT REACHES (the playbook to run, where not negative-warps-per-sm)", hang=29)
-        for example in list_examples():
-            other = f"  (warpwizard run {example.playbook})" if example.playbook != "negative-warps-per-sm" else ""
-            ctx.say(f"{example.name:<28} {example.diagnosis}{other}", hang=29)
-        ctx.say("copy one out to try it: warpwizard examples NAME [--to DIR]")
-        return ExitStatus.OK
-    from pathlib import Path
-
-    destination = Path(ctx.args.to or name)
-    written = copy_example(name, destination)
-    for path in written:
-        ctx.write(f"wrote {path}\n")
-    flag = " --allow-commands" if any(p.suffix == ".py" for p in written) else ""  # its answers name a workload
-    playbook = next(e.playbook for e in list_examples() if e.name == name)
-    ctx.write(f"try it: warpwizard run {playbook} --answers {destination / 'answers.yaml'}{flag}\n")
-    return ExitStatus.OK
-
-
-def cmd_completion(ctx: Context) -> ExitStatus:
-    """Generated from this parser by shtab, so it never drifts from the options (installed with e.g.
-    ``warpwizard completion bash > ~/.local/share/bash-completion/completions/warpwizard``)."""
-    from wizard.cli.completion import script
-    from wizard.runs import completion_names
-
-    if ctx.args.names:  # what the script asks while someone presses Tab: this installation's names
-        ctx.write(
-            "".join(
-                f"{name}\n"
-                for name in completion_names(
-                    ctx.args.names, ctx.playbook_dirs, ctx.system.environ, playbook=ctx.args.playbook
-                )
-            )
-        )
-        return ExitStatus.OK
-    if not ctx.args.shell:
-        raise UsageError("warpwizard completion: name a shell: bash, zsh, fish, tcsh or powershell")
-    ctx.write(script(build_parser(), ctx.args.shell))
-    return ExitStatus.OK
-
-
-def cmd_schema(ctx: Context) -> ExitStatus:
-    from wizard.runs import playbook_schema
-
-    ctx.write(playbook_schema())
-    return ExitStatus.OK
-
-
-def cmd_trace(ctx: Context) -> ExitStatus:
-    action = ctx.args.trace_command
-    if action == "fix":
-        return _trace_fix(ctx)
-    if action == "inspect":
-        return _trace_inspect(ctx)
-    raise UsageError("warpwizard trace: choose an action: inspect or fix (see --help)")
-
-
-def _trace_fix(ctx: Context) -> ExitStatus:
-    from wizard.api import fix_trace
-    from wizard.ui.render import fix_summary_lines, truncation_warning
-
-    args = ctx.args
-    summary = fix_trace(
-        args.input,
-        args.output,
-        force=args.force,
-        split_overlaps=args.split_overlaps,
-        progress=ctx.system.progress,
-    )
-    for line in fix_summary_lines(summary):
-        ctx.say(line)
-    if summary.truncation is not None:
-        ctx.stderr.write(visible(truncation_warning(args.input, summary.truncation.detail)) + "\n")
-    return ExitStatus.OK
-
-
-def _option(name: str) -> str:
-    return "--" + name.replace("_", "-")
-
-
-def _trace_inspect(ctx: Context) -> ExitStatus:
-    from dataclasses import replace
-
-    from wizard.api import check_options, inspect_traces
-    from wizard.inspect_options import InspectOptions, flag_of
-    from wizard.outputs import check_outputs, write_text
-    from wizard.report.registry import FORMATS, format_for
-
-    args = ctx.args
-    options = check_options(InspectOptions.parsed(args), spell=flag_of)  # before anything is written
-    if options.engine is not None or options.summaries is not None:  # the job from per-rank summaries
-        from wizard.cli.job import job_inspect
-
-        return job_inspect(ctx, options)
-    files = [(args.report, format_for(args.report))] if args.report else []  # the format's extra checked now
-    if args.markdown not in (None, "-"):
-        files.append((args.markdown, FORMATS[".md"]))  # --markdown FILE: Markdown whatever its suffix
-    options = replace(options, plots=any(chosen.needs_inspection for _, chosen in files))
-    check_outputs([(path, chosen.name) for path, chosen in files], inputs=args.paths, force=args.force)
-    inspection = inspect_traces(args.paths, options, progress=ctx.system.progress, spell=flag_of)
-    if args.json:
-        from wizard.serialize import dumps
-
-        ctx.write(dumps(inspection.to_dict()) + "\n")
-    elif args.markdown != "-":  # '--markdown -' is the whole of stdout
-        from wizard.runs import playbook_names
-        from wizard.ui.render import health_view, inspection_view
-
-        console = ctx.console()
-        console.print(
-            health_view(
-                inspection, verbose=args.verbose, playbooks=playbook_names(ctx.playbook_dirs, ctx.system.environ)
-            )
-        )
-        console.print(inspection_view(inspection, show_all=args.all))
-    if args.markdown == "-":
-        ctx.write(FORMATS[".md"].inspection(inspection))
-    for path, chosen in files:
-        write_text(path, chosen.inspection(inspection), inputs=args.paths, force=args.force, what=chosen.name)
-    if args.report and not args.json and args.markdown != "-":
-        ctx.stderr.write(visible(f"{files[0][1].name} written to {args.report}") + "\n")
-    failing = args.fail_on != "never" and bool(inspection.problems(at_least=args.fail_on))
-    return ExitStatus.FINDINGS if failing else ExitStatus.OK
-
-
-def cmd_compare(ctx: Context) -> ExitStatus:
-    from wizard.api import rank_skew_of
-    from wizard.compare import compare, load_report
-
-    result = compare([load_report(r) for r in ctx.args.reports])
-    skew = rank_skew_of(result.machines)
-    if ctx.args.json:
-        from wizard.serialize import dumps
-
-        ctx.write(dumps({**result.to_dict(), "health": [skew.to_dict()] if skew else []}) + "\n")
-        return ExitStatus.OK
-    from wizard.ui.tables import comparison_table
-    from wizard.untrusted import rich_text
-
-    console = ctx.console()
-    console.print(comparison_table(result))
-    console.print(rich_text(result.verdict, "bold"))
-    if skew is not None:
-        console.print(rich_text(f"rank skew ({skew.status}): {skew.summary}", "bold"))
-    return ExitStatus.OK
-
-
-def cmd_diff(ctx: Context) -> ExitStatus:
-    """Two profiles side by side: the comparability verdict first; changes only when they can be compared."""
-    from wizard.diff import diff_profiles, markdown
-    from wizard.outputs import check_outputs, write_text
-
-    args = ctx.args
-    inputs = [args.before, args.after]
-    if args.markdown is not None:
-        check_outputs([(args.markdown, "Markdown summary")], inputs=inputs, force=False)
-    result = diff_profiles(args.before, args.after, threshold=args.threshold / 100, jobs=args.jobs)
-    if args.json:
-        from wizard.serialize import dumps
-
-        ctx.write(dumps(result.to_dict()) + "\n")
-    else:
-        from wizard.ui.tables import diff_view
-
-        ctx.console().print(diff_view(result))
-    if args.markdown is not None:
-        write_text(args.markdown, markdown(result), inputs=inputs, what="Markdown summary")
-    if result.verdict == "not comparable":
-        return ExitStatus.NOT_COMPARABLE
-    return ExitStatus.FINDINGS if result.regressions or result.profiler_bugs else ExitStatus.OK
-
-
-def cmd_env(ctx: Context) -> ExitStatus:
-    from wizard.runs import machine_facts
-
-    result = machine_facts(ctx.system, ctx.args.python)
-    if ctx.args.json:
-        from wizard.serialize import dumps
-
-        ctx.write(dumps(result.facts) + "\n")
-    else:
-        for line in result.evidence:
-            ctx.say(line)
-    return ExitStatus.OK
-
-
-def cmd_default(ctx: Context, parser: argparse.ArgumentParser, given: Sequence[str] = ()) -> ExitStatus:
-    """No command at a terminal: the triage, the front door (it asks what you have, checks the trace's
-    health and continues into the playbook for what it finds); without a triage playbook on the search
-    path, the list to pick from (``warpwizard list`` shows it too). ``given``: ``run``'s options typed
-    without a command (``warpwizard --teach``), which the run takes as its own."""
-    if given:
-        parser.parse_args(["run", TRIAGE, *given])  # an option `run` does not know: its one-line error
-    if not ctx.system.interactive:
-        parser.print_help(cast(IO[str], ctx.stderr))
-        raise UsageError(
-            "warpwizard: no command given and stdin is not a terminal; try 'warpwizard run PLAYBOOK --answers FILE'"
-        )
-    from wizard.runs import found_playbooks
-    from wizard.ui.prompts import choose_playbook
-
-    found = found_playbooks(ctx.playbook_dirs, ctx.system.environ)
-    if not found:
-        raise UsageError("warpwizard: no playbooks found")
-    triage = [f for f in found if f.name == TRIAGE and f.problem is None]
-    name = TRIAGE if triage else choose_playbook(found, ctx.console())
-    run_args = parser.parse_args(["run", name, *given])
-    run_args.no_color, run_args.playbook_dir = ctx.args.no_color, ctx.args.playbook_dir
-    ctx.args = run_args
-    return cmd_run(ctx, name)
-
-
-TRIAGE = "triage"  # the playbook `warpwizard` alone starts
-
-COMMANDS: dict[str, Callable[[Context], ExitStatus]] = {
-    "run": cmd_run,
-    "probe": cmd_probe,
-    "list": cmd_list,
-    "validate": cmd_validate,
-    "graph": cmd_graph,
-    "explain": cmd_explain,
-    "probes": cmd_probes,
-    "answers": cmd_answers,
-    "schema": cmd_schema,
-    "completion": cmd_completion,
-    "examples": cmd_examples,
-    "trace": cmd_trace,
-    "compare": cmd_compare,
-    "diff": cmd_diff,
-    "env": cmd_env,
-}
-
 
 # Domain error -> exit status; the first matching class wins (subclasses first).
 ERROR_STATUS: tuple[tuple[type[BaseException], ExitStatus], ...] = (
@@ -584,15 +109,13 @@ def _place_outputs(ctx: Context) -> None:
             setattr(ctx.args, name, placed(value, ctx.system.environ))
 
 
-LONG_WORK = ("run", "probe", "trace", "diff", None)  # None: no command, a playbook chosen and run at the terminal
-
-
 def _progress(ctx: Context) -> Any:
     """Progress on stderr for commands that take long (docs: README, Progress): at a terminal,
     unless --quiet, CI, NO_COLOR/--no-color, or --json with stdout captured; --progress forces it
     (plain lines without a terminal or with NO_COLOR). Sets ``ctx.system.progress``; None when off."""
     args, system = ctx.args, ctx.system
-    if args.command not in LONG_WORK or getattr(args, "quiet", False):
+    long_work = args.command is None or COMMANDS[args.command].long  # None: no command, the triage at a terminal
+    if not long_work or getattr(args, "quiet", False):
         return None
     terminal = system.isatty(system.stderr)
     plain = bool(args.no_color or system.environ.get("NO_COLOR"))
@@ -644,12 +167,12 @@ def main(argv: list[str] | None = None, system: System | None = None) -> int:
                 args, given = parser.parse_known_args(arguments)
             if given and args.command is not None:
                 parser.parse_args(arguments)  # a command's unknown option: its own one-line error
-        ctx = Context(args, system, stdout, stderr)
+        ctx = Context(args, system, stdout, stderr, build_parser)
         _check_playbook_dirs(ctx)
         _place_outputs(ctx)
         shown = _progress(ctx)
         try:
-            status = cmd_default(ctx, parser, given) if args.command is None else COMMANDS[args.command](ctx)
+            status = _run(ctx, parser, given)
         finally:
             if shown is not None:
                 shown.close()  # erased before the error line or the exit
@@ -668,6 +191,16 @@ def main(argv: list[str] | None = None, system: System | None = None) -> int:
             raise
         message = f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)"
         return _failed(args, stdout, stderr, [f"warpwizard: error: {message}"], ExitStatus.INTERNAL)
+
+
+def _run(ctx: Context, parser: argparse.ArgumentParser, given: list[str]) -> ExitStatus:
+    """The command on the line (its module's ``run``), or the bare ``warpwizard``'s triage."""
+    if ctx.args.command is None:
+        from wizard.cli.commands import default
+
+        return default.run(ctx, parser, given)
+    status: ExitStatus = load(COMMANDS[ctx.args.command]).run(ctx)
+    return status
 
 
 def _failed(  # noqa: PLR0917 - the boundary's streams and what it says on them

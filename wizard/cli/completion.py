@@ -15,13 +15,10 @@ from typing import Any
 
 NAME_KINDS = ("playbooks", "probes", "nodes", "examples")
 
-# Arguments by what they take: (command, dest) where the dest alone is ambiguous, else dest or metavar.
+# Arguments by what they take: names where the command's module declares them (its ``COMPLETES``: dest -> kind,
+# marked on the argument by wizard/cli/parser.py); else paths by dest or metavar.
 _PATH_METAVARS = {"FILE", "PATH", "REPORT.json"}
 _PATH_DESTS = {"paths", "input", "output", "reports"}  # validate/trace inspect, trace fix, compare
-_PLAYBOOK = {("run", "playbook"), ("graph", "playbook"), ("explain", "playbook"), ("answers", "playbook")}
-_PLAYBOOK |= {("validate", "paths")}
-_PROBE = {("probe", "name"), ("probes", "name")}
-_EXAMPLE = {("examples", "name")}
 
 
 # The playbook a `run` line names, for --from's nodes: the first word after `run` that is neither an option nor
@@ -119,23 +116,21 @@ def _takes_a_value(parser: argparse.ArgumentParser) -> tuple[str, ...]:
     return tuple(o for a in parser._actions if a.option_strings and a.nargs != 0 for o in a.option_strings)
 
 
-def _attach(parser: argparse.ArgumentParser, command: str = "") -> None:
+def _attach(parser: argparse.ArgumentParser) -> None:
     import shtab
+
+    from wizard.cli.arguments import COMPLETES_ATTR
 
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
-            for name, sub in action.choices.items():
-                _attach(sub, f"{command} {name}".strip())
+            for sub in action.choices.values():
+                _attach(sub)
             continue
-        where = (command.rsplit(" ", maxsplit=1)[-1] if command else "", action.dest)
-        if where in _PLAYBOOK:
-            action.complete = _dynamic("playbooks", with_files=True)  # type: ignore[attr-defined]
-        elif where in _PROBE:
-            action.complete = _dynamic("probes", with_files=False)  # type: ignore[attr-defined]
-        elif where in _EXAMPLE:
-            action.complete = _dynamic("examples", with_files=False)  # type: ignore[attr-defined]
-        elif action.dest == "from_node":
-            action.complete = _dynamic("nodes", with_files=False, takes=_takes_a_value(parser))  # type: ignore[attr-defined]
+        kind = getattr(action, COMPLETES_ATTR, None)  # a command module's COMPLETES, marked by build_parser
+        if kind == "nodes":
+            action.complete = _dynamic(kind, with_files=False, takes=_takes_a_value(parser))  # type: ignore[attr-defined]
+        elif kind is not None:  # playbooks are files too: a path to a .yaml
+            action.complete = _dynamic(kind, with_files=kind == "playbooks")  # type: ignore[attr-defined]
         elif action.metavar == "DIR":
             action.complete = shtab.DIRECTORY  # type: ignore[attr-defined]
         elif action.metavar in _PATH_METAVARS or (not action.option_strings and action.dest in _PATH_DESTS):

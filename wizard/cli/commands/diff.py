@@ -1,0 +1,55 @@
+"""``warpwizard diff BEFORE AFTER``: two profiles of one workload side by side (wizard.diff, docs/comparing.md)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from wizard.cli.arguments import Sub
+from wizard.cli.context import Context
+from wizard.exit_status import ExitStatus
+
+
+def add_parser(sub: Sub, **kw: Any) -> argparse.ArgumentParser:
+    diffp: argparse.ArgumentParser = sub.add_parser(
+        "diff",
+        help=kw["help"],
+        description="Compare two profiles (traces in any format, rank directories, or `trace inspect --json` "
+        "reports): whether they can be compared (devices, ranks, steps, graphs, versions, capture options, health, "
+        "shared kernels), then which kernels changed beyond --threshold and their noise.",
+    )
+    diffp.add_argument("before", metavar="BEFORE")
+    diffp.add_argument("after", metavar="AFTER")
+    diffp.add_argument(
+        "--threshold", type=float, default=10.0, metavar="PCT",
+        help="a kernel's median duration this much slower (and beyond its noise) is a regression, exit 1 (default 10)",
+    )  # fmt: skip
+    diffp.add_argument("--json", action="store_true", help="the comparison as JSON (schema warpwizard.diff/1)")
+    diffp.add_argument("--markdown", metavar="FILE", help="also write a short Markdown summary (a CI job summary)")
+    diffp.add_argument("--jobs", type=int, default=None, metavar="N", help="processes for reading traces")
+    return diffp
+
+
+def run(ctx: Context) -> ExitStatus:
+    """Two profiles side by side: the comparability verdict first; changes only when they can be compared."""
+    from wizard.diff import diff_profiles, markdown
+    from wizard.outputs import check_outputs, write_text
+
+    args = ctx.args
+    inputs = [args.before, args.after]
+    if args.markdown is not None:
+        check_outputs([(args.markdown, "Markdown summary")], inputs=inputs, force=False)
+    result = diff_profiles(args.before, args.after, threshold=args.threshold / 100, jobs=args.jobs)
+    if args.json:
+        from wizard.serialize import dumps
+
+        ctx.write(dumps(result.to_dict()) + "\n")
+    else:
+        from wizard.ui.tables import diff_view
+
+        ctx.console().print(diff_view(result))
+    if args.markdown is not None:
+        write_text(args.markdown, markdown(result), inputs=inputs, what="Markdown summary")
+    if result.verdict == "not comparable":
+        return ExitStatus.NOT_COMPARABLE
+    return ExitStatus.FINDINGS if result.regressions or result.profiler_bugs else ExitStatus.OK
