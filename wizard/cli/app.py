@@ -148,11 +148,13 @@ def _probe_options(ctx: Context) -> Options:
 
 # -- commands ------------------------------------------------------------------------------
 def cmd_run(ctx: Context, playbook_name: str | None = None) -> ExitStatus:
-    from wizard.cli.run import RunOptions, run_command
+    from wizard.cli.run import run_command
+    from wizard.run_request import RunRequest
 
-    options = RunOptions.parsed(ctx.args, options=_probe_options(ctx), playbook_dirs=ctx.playbook_dirs)
-    options.playbook = playbook_name or options.playbook
-    return run_command(options, ctx.system, ctx.console(stderr=options.json_out), ctx.console(), ctx.stdout)
+    request = RunRequest.parsed(ctx.args, options=_probe_options(ctx), playbook_dirs=ctx.playbook_dirs)
+    playbook = playbook_name or ctx.args.playbook
+    ui = ctx.console(stderr=request.json_out)
+    return run_command(playbook, request, ctx.system, ui=ui, out=ctx.console(), stdout=ctx.stdout)
 
 
 def cmd_probe(ctx: Context) -> ExitStatus:

@@ -124,32 +124,27 @@ def _add_progress(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_run(sub: _Sub, kw: dict[str, Any]) -> None:
-    """``run``'s arguments, one per field of ``wizard.cli.run.RunOptions`` (declared there and nowhere else),
-    then the probes' options (``Options``')."""
+    """``run``'s arguments: the playbook, then one per command-line field of ``wizard.run_request.RunRequest``
+    (declared there and nowhere else), then the probes' options (``Options``')."""
     run = sub.add_parser("run", help="walk a playbook to a diagnosis", **kw)
     if isinstance(run, _Unbuilt):
         return
-    import dataclasses
+    from wizard.run_request import command_line_fields, flag_of
 
-    from wizard.cli.run import RunOptions
-
+    run.add_argument("playbook", help="playbook name (see 'list') or path to a .yaml file")
     groups: dict[str, Any] = {}
-    for spec in dataclasses.fields(RunOptions):
-        meta = dict(spec.metadata)
-        if meta.get("positional"):
-            run.add_argument(spec.name, help=meta["help"])
-        elif meta.get("shared") == "report":
+    for spec in command_line_fields():
+        meta = spec.metadata
+        if meta.get("shared") == "report":
             _add_report(run)
-        elif meta:
-            kind = dict(meta["kind"])
-            group = kind.pop("group", None)
-            if group and group not in groups:
-                groups[group] = run.add_mutually_exclusive_group()
-            target = groups[group] if group else run
-            flag = meta["flag"] or "--" + spec.name.replace("_", "-")
-            if meta["metavar"]:
-                kind["metavar"] = meta["metavar"]
-            target.add_argument(flag, dest=spec.name, help=meta["help"], **kind)
+            continue
+        kind = dict(meta["kind"])
+        group = kind.pop("group", None)
+        if group and group not in groups:
+            groups[group] = run.add_mutually_exclusive_group()
+        if meta["metavar"]:
+            kind["metavar"] = meta["metavar"]
+        (groups[group] if group else run).add_argument(flag_of(spec.name), dest=spec.name, help=meta["help"], **kind)
     _add_probe_options(run)
     _add_progress(run)
 
