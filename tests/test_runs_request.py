@@ -160,3 +160,24 @@ def test_answer_source_gets_the_records(tmp_path: Path) -> None:
     assert seen == {"trace_path": Answer(GRID, "command line"), "have": Answer("trace", "file")}
     origins = {e.node: e.answer_origin for e in transcript.entries if e.kind == "question"}
     assert origins == {"have": "file", "trace_path": "command line"}
+
+
+def test_the_runs_room_keeps_its_sizes() -> None:
+    """Issue 46: no module of wizard/runs/ (nor cli/run.py) over 400 lines, no function there over 60."""
+    import ast
+
+    from tests.conftest import REPO
+
+    files = [*sorted((REPO / "wizard" / "runs").glob("*.py")), REPO / "wizard" / "cli" / "run.py"]
+    assert len(files) > 5  # the package and the command, not an empty glob
+    too_long = []
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        if len(text.splitlines()) > 400:
+            too_long.append(f"{path.name}: {len(text.splitlines())} lines")
+        functions = [n for n in ast.walk(ast.parse(text)) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        for node in functions:
+            length = (node.end_lineno or node.lineno) - node.lineno + 1
+            if length > 60:
+                too_long.append(f"{path.name}: {node.name} {length} lines")
+    assert too_long == []

@@ -132,7 +132,7 @@ class MappingAnswers:
     ) -> MappingAnswers:
         """A source answering with ``given`` (each answer with its own origin)."""
         source = cls({}, use_defaults=use_defaults, spell=spell)
-        source.given = dict(given)
+        source.given.update(given)
         return source
 
     def answer(self, question: QuestionNode, prompt: str) -> tuple[Any, str]:
