@@ -203,7 +203,8 @@ def test_fix_trace_through_the_api(tmp_path: Path) -> None:
 
 def test_playbooks_through_the_api(tmp_path: Path) -> None:
     answers = {"have": "trace", "trace_path": str(TRACES / "grid-overflow.json")}
-    transcript = wizard.run_playbook("negative-warps-per-sm", answers, options=wizard.Options(report_dir=tmp_path))
+    request = wizard.RunRequest(answers=answers, options=wizard.Options(report_dir=tmp_path))
+    transcript = wizard.run_playbook("negative-warps-per-sm", request)
     assert transcript.diagnosis == "profiler-bug-grid-overflow"
     assert transcript.evidence[0].startswith("grid 100000x30000x1 = 3000000000 blocks, block 256x1x1")
     strict_json(json.dumps(transcript.to_dict(), allow_nan=False))
@@ -223,7 +224,8 @@ def test_answers_from_the_api_cannot_name_a_program(tmp_path: Path) -> None:
     """Answers are data, as if from a file: a workload they name runs only with allow_commands."""
     answers: dict[str, Any] = {"have": "workload", "workload_cmd": "python -c \"open('PWNED','w')\""}
     transcript = wizard.run_playbook(
-        "negative-warps-per-sm", answers, options=wizard.Options(report_dir=tmp_path / "r"), defaults=True
+        "negative-warps-per-sm",
+        wizard.RunRequest(answers=answers, options=wizard.Options(report_dir=tmp_path / "r"), defaults=True),
     )
     refused = [e for e in transcript.entries if e.facts and e.facts.get("reason") == "program not allowed"]
     assert refused and not Path("PWNED").exists()
@@ -255,20 +257,20 @@ def test_the_library_run_is_the_commands_run_interrupt_resume_and_from(tmp_path:
     with pytest.raises(wizard.errors.Interrupted) as stopped:
         wizard.run_playbook(
             "negative-warps-per-sm",
-            options=options,
+            wizard.RunRequest(options=options),
             system=system,
-            answer_source=lambda pb, values, origins: _StopsAt({"have": "trace"}, "trace_path"),
+            answer_source=lambda pb, given: _StopsAt({"have": "trace"}, "trace_path"),
         )
     session = Path(str(stopped.value.saved_to))
     assert session.parent == tmp_path / "state" / "warpwizard" / "sessions"
-    assert stopped.value.resume == "continue with: wizard.run_playbook('negative-warps-per-sm', resume=True)"
+    assert stopped.value.resume == (
+        "continue with: wizard.run_playbook('negative-warps-per-sm', wizard.RunRequest(resume=True))"
+    )
 
     heard: list[tuple[str, str]] = []
     resumed = wizard.run_playbook(
         "negative-warps-per-sm",
-        sets=[f"trace_path={trace}"],
-        resume=True,
-        options=options,
+        wizard.RunRequest(sets=[f"trace_path={trace}"], resume=True, options=options),
         system=system,
         notify=lambda kind, text: heard.append((kind, text)),
     )
@@ -281,9 +283,7 @@ def test_the_library_run_is_the_commands_run_interrupt_resume_and_from(tmp_path:
     heard.clear()
     again = wizard.run_playbook(
         "negative-warps-per-sm",
-        previous,
-        from_node="route_mechanism",
-        options=options,
+        wizard.RunRequest(answers=previous, from_node="route_mechanism", options=options),
         system=system,
         notify=lambda kind, text: heard.append((kind, text)),
     )
@@ -297,8 +297,8 @@ def test_the_library_run_is_the_commands_run_interrupt_resume_and_from(tmp_path:
     ) in heard
 
     with pytest.raises(wizard.UsageError, match=r"^resume= continues a saved session; give it or answers=, not both"):
-        wizard.run_playbook("negative-warps-per-sm", previous, resume=True, system=system)
-    plan = wizard.run_playbook("negative-warps-per-sm", {"have": "trace"}, dry_run=True, system=system)
+        wizard.run_playbook("negative-warps-per-sm", wizard.RunRequest(answers=previous, resume=True), system=system)
+    plan = wizard.plan_playbook("negative-warps-per-sm", {"have": "trace"}, system=system)
     assert plan.to_dict()["schema"] == "warpwizard.plan/1"
 
 
@@ -306,10 +306,10 @@ def test_the_library_names_its_own_keywords_and_the_cli_its_flags(run_cli: Any) 
     """A Python caller who passed ``sets=`` is told about ``sets=``, never ``--set``; the CLI, which passes
     ``spell=``, about ``--set``: one message, two spellings."""
     with pytest.raises(wizard.AnswersError) as library:
-        wizard.run_playbook("negative-warps-per-sm", sets=["have"])
+        wizard.run_playbook("negative-warps-per-sm", wizard.RunRequest(sets=["have"]))
     assert library.value.problems == ["sets= 'have': expected QUESTION=VALUE"]
     with pytest.raises(wizard.UsageError, match=r"^from_node= and from_step= rerun a previous run: .* as answers=$"):
-        wizard.run_playbook("negative-warps-per-sm", {"have": "trace"}, from_node="inspect")
+        wizard.run_playbook("negative-warps-per-sm", wizard.RunRequest(answers={"have": "trace"}, from_node="inspect"))
     with pytest.raises(wizard.AnswersError) as missing:
         wizard.run_playbook("negative-warps-per-sm", {"have": "trace"})
     assert missing.value.problems[0].endswith("answer them with answers= or sets=, or use defaults=")

@@ -11,7 +11,7 @@ import pytest
 from tests.conftest import EXAMPLES, REPO, RunCli, strict_json
 from wizard.exit_status import ExitStatus
 from wizard.playbook.glossary import TERMS, Glossary, with_definitions
-from wizard.runs import explain_playbook, load_playbook, run_playbook
+from wizard.runs import RunRequest, explain_playbook, load_playbook, run_playbook
 
 CHAIN = REPO / "tests" / "data" / "chain"
 BAD = REPO / "tests" / "data" / "chain-bad"
@@ -29,7 +29,8 @@ def _answers(tmp_path: Path, **values: object) -> Path:
 
 
 def test_a_run_continues_with_the_same_answers_and_results() -> None:
-    t = run_playbook("chain-a", {"trace_path": str(HEALTHY), "where": "chain-b", "size": 3}, playbook_dirs=[str(CHAIN)])
+    answers = {"trace_path": str(HEALTHY), "where": "chain-b", "size": 3}
+    t = run_playbook("chain-a", RunRequest(answers=answers, playbook_dirs=[str(CHAIN)]))
     assert t.diagnosis == "b-done"
     assert t.conclusion is not None and t.conclusion.summary == "B: 1 kernel checked, 3 expected."
     assert [(link.playbook["id"], link.continued_to) for link in t.chain] == [("chain-a", "chain-b"), ("chain-b", None)]

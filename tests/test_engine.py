@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from wizard.engine.answers import MappingAnswers, MissingAnswer
+from wizard.engine.answers import Answer, MappingAnswers, MissingAnswer
 from wizard.engine.engine import Engine
 from wizard.environment import Environment
 from wizard.errors import AnswersError
@@ -242,6 +242,6 @@ def test_a_typed_workload_is_the_users_own_even_where_the_node_reads_a_files_ans
     """The node's workload comes from an answers-file question left empty: what the person types at the
     prompt runs, with no refusal and no confirmation."""
     answers = AsksForWorkload(["python train.py"])
-    answers.origins["cmd"] = "file"
+    answers.given["cmd"] = Answer("", "file")
     probe = _run_workload(answers)
     assert [call["workload"] for call in probe.calls] == ["python train.py", "python train.py"]

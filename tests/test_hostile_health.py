@@ -618,16 +618,15 @@ class _Person:
 
 def _facts_pick(tmp_path: Path, yes: bool | None, *, allow: bool) -> tuple[Any, _Person]:
     from wizard.options import Options
-    from wizard.runs import run_playbook
+    from wizard.runs import RunRequest, run_playbook
 
     path = tmp_path / "facts-pick.yaml"
     path.write_text(FACTS_PICK.format(trace=GRID))
     person = _Person(yes)
     transcript = run_playbook(
         str(path),
-        {},
-        options=Options(allow_commands=allow, report_dir=str(tmp_path / "report")),
-        answer_source=lambda pb, values, origins: person,
+        RunRequest(options=Options(allow_commands=allow, report_dir=str(tmp_path / "report"))),
+        answer_source=lambda pb, given: person,
     )
     (entry,) = [e for e in transcript.entries if e.node == "run_it"]
     return entry, person

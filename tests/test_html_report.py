@@ -204,7 +204,7 @@ def test_report_formats_follow_the_suffix_and_the_python_api_writes_the_same(tmp
         )
     transcript = strict_json(js.read_text())
     assert transcript["schema"] == "warpwizard.transcript/1"
-    api = wizard.run_playbook("negative-warps-per-sm", answers=answers)
+    api = wizard.run_playbook("negative-warps-per-sm", wizard.RunRequest(answers=answers))
     assert api.to_markdown().split("\n", 3)[3].count("|") == md.read_text().split("\n", 3)[3].count("|")
     bad = run_inprocess("trace", "inspect", str(EXAMPLES / "traces" / "grid-overflow.json"), "--report", "x.pdf")
     assert bad.status == 2

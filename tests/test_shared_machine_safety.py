@@ -713,7 +713,7 @@ def test_api_bytes_paths_none_limits_and_odd_answer_keys() -> None:
     with pytest.raises(UsageError, match=r"a path must be a str or os\.PathLike of str, not bytes"):
         wizard.inspect_traces([bytes(GRID)])  # type: ignore[list-item]
     with pytest.raises(UsageError, match="playbook must be a name or path"):
-        wizard.run_playbook(b"negative-warps-per-sm", {})  # type: ignore[call-overload]
+        wizard.run_playbook(b"negative-warps-per-sm", {})  # type: ignore[arg-type]
     with pytest.raises(AnswersError, match="question id 1: expected text, not int"):
         wizard.run_playbook("negative-warps-per-sm", {1: "x"})  # type: ignore[dict-item]
 

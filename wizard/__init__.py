@@ -10,6 +10,7 @@ The public API (docs/api.md), loaded on first use so that ``import wizard`` cost
     report.impossible, report.mechanisms, report.launches, report.to_dataframe()
     wizard.fix_trace("trace.json", "trace.fixed.json")
     transcript = wizard.run_playbook("negative-warps-per-sm", {"have": "trace", "trace_path": "trace.json"})
+    # or wizard.run_playbook(name, wizard.RunRequest(answers=..., sets=[...], report="run.html"))
     transcript.diagnosis, transcript.evidence
 
 Inside torch.profiler: ``wizard.profiler.tensorboard_trace_handler`` and ``wizard.profiler.export_chrome_trace``.
@@ -39,9 +40,11 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "wizard.api": ("fix_trace", "inspect_traces"),
     "wizard.options": ("Options",),
     "wizard.inspect_options": ("InspectOptions",),
+    "wizard.run_request": ("RunRequest",),
     "wizard.runs": (
         "list_probes",
         "load_playbook",
+        "plan_playbook",
         "prepare_run",
         "probe_params",
         "run_playbook",
@@ -86,6 +89,7 @@ __all__ = [
     "PlaybookError",
     "PlaybookNotFound",
     "ProbeInfrastructureError",
+    "RunRequest",
     "TraceInspection",
     "TraceReadError",
     "TraceReport",
@@ -98,6 +102,7 @@ __all__ = [
     "inspect_traces",
     "list_probes",
     "load_playbook",
+    "plan_playbook",
     "prepare_run",
     "probe_params",
     "profiler",
@@ -126,9 +131,11 @@ if TYPE_CHECKING:  # what type checkers and editors see; at run time each name l
     from wizard.inspect_options import InspectOptions
     from wizard.options import Options
     from wizard.playbook.model import Playbook
+    from wizard.run_request import RunRequest
     from wizard.runs import (
         list_probes,
         load_playbook,
+        plan_playbook,
         prepare_run,
         probe_params,
         run_playbook,

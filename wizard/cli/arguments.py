@@ -29,16 +29,7 @@ def mark_completions(parser: argparse.ArgumentParser, kinds: dict[str, str]) -> 
             setattr(action, COMPLETES_ATTR, kinds[action.dest])
 
 
-class _Unbuilt:
-    """A command's parser that is not being built. No command is handed one now (``build_parser`` imports only
-    the chosen command's module); ``run``'s grammar (commands/run.py, moved unchanged) still asks."""
-
-    def __getattr__(self, name: str) -> Any:
-        return lambda *args, **kwargs: self
-
-
 Sub = Any  # what a command's add_parser is handed: argparse's _SubParsersAction, private in typeshed
-_Sub = Sub  # its name in run's grammar (commands/run.py, moved unchanged)
 
 
 def add_report(parser: argparse.ArgumentParser) -> None:

@@ -1,217 +1,143 @@
-"""``warpwizard run``: the library's one run (``wizard.runs.run_playbook``) with a terminal around it."""
+"""``warpwizard run``: the library's one run (``wizard.runs.run_playbook``) with a terminal around it. Its options
+are ``wizard.run_request.RunRequest``'s fields (declared there, built into the grammar by parser.py); this module
+gathers what the terminal adds (prompts, live progress, the run's notes), then says the outcome and judges
+``--fail-on``."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from wizard.exit_status import ExitStatus
-from wizard.options import Options
-from wizard.schemas import TRANSCRIPT
+from wizard.run_request import RunRequest, flag_of
 from wizard.untrusted import rich_text
 
 if TYPE_CHECKING:
-    from wizard.engine.answers import AnswerSource
+    from wizard.engine.answers import Answer, AnswerSource
     from wizard.engine.plan import Plan
     from wizard.engine.transcript import Transcript
     from wizard.playbook.model import Playbook
     from wizard.system import System
 
 
-def _arg(help: str, *, flag: str | None = None, metavar: str | None = None, **kind: Any) -> dict[str, Any]:
-    """A field's command-line declaration: wizard/cli/parser.py builds ``run``'s arguments from these."""
-    return {"help": help, "flag": flag, "metavar": metavar, "kind": kind}
+def run_command(playbook: str, request: RunRequest, system: System, *, ui: Any, out: Any, stdout: Any) -> ExitStatus:
+    """``warpwizard run``: the library's run (or dry run), with prompts, live progress, the conclusion's panel and
+    ``--fail-on``."""
+    terminal = _Terminal(request, system, ui)
+    if request.dry_run:
+        from wizard.runs import plan_playbook
+
+        plan = plan_playbook(playbook, request, system=system, notify=terminal.notify, spell=flag_of)
+        return _show_plan(plan, request, out=out, stdout=stdout)
+    from wizard.runs import run_playbook
+
+    try:
+        transcript = run_playbook(
+            playbook,
+            request,
+            system=system,
+            observer=terminal.observer,
+            answer_source=terminal.answer_source,
+            notify=terminal.notify,
+            spell=flag_of,
+            continue_with=lambda playbook_id: _continue_with(playbook_id, teach=request.teach),
+        )
+    finally:
+        terminal.observer.close()
+    _show_transcript(transcript, request, terminal, out=out, stdout=stdout)
+    for text in terminal.later:
+        ui.print(rich_text(text, "dim"))
+    return _gate(request, transcript)
 
 
-@dataclass
-class RunOptions:
-    """``warpwizard run``'s options, declared once: each field's metadata is its argument (parser.py builds
-    them), its name the library's (``wizard.run_playbook``'s keyword, which ``_flag`` spells as the flag)."""
+class _Terminal:
+    """The terminal around one run: the live observer, the prompts (or none), and the notes the run sends."""
 
-    playbook: str = field(metadata={"help": "playbook name (see 'list') or path to a .yaml file", "positional": True})
-    answers: str | None = field(
-        default=None, metadata=_arg("answers (YAML/JSON, '-' for stdin): no prompts", metavar="FILE")
-    )
-    sets: list[str] = field(
-        default_factory=list,
-        metadata=_arg("answer one question", flag="--set", metavar="QUESTION=VALUE", action="append", default=[]),
-    )
-    defaults: bool = field(
-        default=False,
-        metadata=_arg("take each unanswered question's default (no prompts)", action="store_true"),
-    )
-    record: str | None = field(
-        default=None, metadata=_arg("write the answers given, to replay with --answers", metavar="FILE")
-    )
-    json_out: bool = field(
-        default=False,
-        metadata=_arg(f"print the transcript as JSON (schema {TRANSCRIPT})", flag="--json", action="store_true"),
-    )
-    report: str | None = field(default=None, metadata={"shared": "report"})  # parser.py's one --report
-    force: bool = field(
-        default=False, metadata=_arg("replace --report and --record files that exist", action="store_true")
-    )
-    teach: bool = field(default=False, metadata=_arg("explain every step and node as you go", action="store_true"))
-    resume: bool = field(
-        default=False,
-        metadata=_arg(
-            "continue the last interrupted session of this playbook (saved on Ctrl-C, SIGTERM, SIGHUP)",
-            action="store_true",
-        ),
-    )
-    from_node: str | None = field(
-        default=None,
-        metadata=_arg(
-            "rerun from NODE, reusing the earlier probes' results of the --json transcript given as --answers",
-            flag="--from",
-            metavar="NODE",
-            group="start",
-        ),
-    )
-    from_step: int | None = field(
-        default=None,
-        metadata=_arg("like --from, from the first node of step N", metavar="N", type=int, group="start"),
-    )
-    dry_run: bool = field(
-        default=False,
-        metadata=_arg(
-            "print the path the answers take, every probe and program it would run; run nothing",
-            action="store_true",
-        ),
-    )
-    fail_on: str | None = field(  # warning | error: exit 1 when the diagnosis is at least that severe
-        default=None,
-        metadata=_arg(
-            "exit 1 when the diagnosis is at least this severe: warning or error (for CI)",
-            metavar="SEVERITY",
-            choices=("warning", "error"),
-        ),
-    )
-    options: Options = field(default_factory=Options)  # what probes may do, where they write (Options' own)
-    playbook_dirs: list[str] = field(default_factory=list)  # the global --playbook-dir
+    def __init__(self, request: RunRequest, system: System, ui: Any) -> None:
+        from wizard.ui.render import TerminalObserver
 
-    @classmethod
-    def parsed(cls, args: Any, *, options: Options, playbook_dirs: list[str]) -> RunOptions:
-        """The options a parsed ``run`` command line holds (its arguments are these fields)."""
-        given = {f.name: getattr(args, f.name) for f in fields(cls) if f.name not in ("options", "playbook_dirs")}
-        return cls(**given, options=options, playbook_dirs=playbook_dirs)
+        self.request, self.system, self.ui = request, system, ui
+        self.observer = TerminalObserver(ui, teach=request.teach, progress=system.progress)
+        self.later: list[str] = []  # where probes wrote: said after the conclusion
 
-
-def flag_of(name: str) -> str:
-    """The flag a field of RunOptions or Options declares: ``--set`` for ``sets``, ``--from`` for ``from_node``."""
-    for spec in (*fields(RunOptions), *fields(Options)):
-        if spec.name == name:
-            return spec.metadata.get("flag") or "--" + name.replace("_", "-")
-    return "--" + name.replace("_", "-")
-
-
-_flag = flag_of  # what the library's ``spell=`` gets: its keyword names, as this command line spells them
-
-
-def run_command(opts: RunOptions, system: System, ui: Any, out: Any, stdout: Any) -> ExitStatus:
-    """``warpwizard run``: the library's run, with prompts, live progress, the conclusion's panel and --fail-on."""
-    from wizard.runs import run_playbook as run
-    from wizard.ui.render import TerminalObserver, conclusion_panel
-
-    observer = TerminalObserver(ui, teach=opts.teach, progress=system.progress)
-    later: list[str] = []
-
-    def notify(kind: str, text: str) -> None:
+    def notify(self, kind: str, text: str) -> None:
         if kind == "workspace":
-            later.append(text)  # after the conclusion
+            self.later.append(text)
         else:
-            ui.print(rich_text(f"note: {text}" if kind == "shadowed" else text, "dim"))
+            self.ui.print(rich_text(f"note: {text}" if kind == "shadowed" else text, "dim"))
 
-    def answer_source(pb: Playbook, values: dict[str, Any], origins: dict[str, str]) -> AnswerSource:
+    def answer_source(self, pb: Playbook, given: dict[str, Answer]) -> AnswerSource:
         """At a terminal, a person answers the rest (and confirms a saved program before it runs);
         --defaults, --json or answers from a file with no terminal: no prompts."""
         from wizard.runs import scripted_answers
         from wizard.ui.prompts import InteractiveAnswers
 
+        request, system = self.request, self.system
         source: AnswerSource
-        if opts.defaults or opts.json_out or ((opts.answers or opts.resume) and not system.interactive):
-            source = scripted_answers(values, origins, defaults=opts.defaults, spell=_flag)
+        if _scripted(request, interactive=system.interactive):
+            source = scripted_answers(given, defaults=request.defaults, spell=flag_of)
         else:
             source = InteractiveAnswers(
-                values,
-                origins=origins,
-                console=ui,
+                given,
+                console=self.ui,
                 interactive=system.interactive,
-                ask_workload=not opts.answers,
-                came_from=_came_from(opts),
+                ask_workload=not request.answers,
+                came_from=_came_from(request),
             )
-        if opts.teach or getattr(source, "interactive", False):
-            observer.heading(pb)
+        if request.teach or getattr(source, "interactive", False):
+            self.observer.heading(pb)
         return source
 
-    common: dict[str, Any] = {
-        "defaults": opts.defaults,
-        "options": opts.options,
-        "system": system,
-        "sets": opts.sets,
-        "resume": opts.resume,
-        "playbook_dirs": opts.playbook_dirs,
-        "notify": notify,
-        "spell": _flag,
-    }
-    if opts.dry_run:
-        plan = run(opts.playbook, opts.answers, dry_run=True, **common)
-        return _show_plan(plan, opts, out=out, stdout=stdout)
-    try:
-        transcript = run(
-            opts.playbook,
-            opts.answers,
-            record=opts.record,
-            report=opts.report,
-            force=opts.force,
-            from_node=opts.from_node,
-            from_step=opts.from_step,
-            answer_source=answer_source,
-            observer=observer,
-            continue_with=lambda playbook_id: _continue_with(playbook_id, teach=opts.teach),
-            **common,
-        )
-    finally:
-        observer.close()
-    if opts.json_out:
+
+def _scripted(request: RunRequest, *, interactive: bool) -> bool:
+    """Whether nobody is asked: --defaults, --json, or answers (a file, a session) with no terminal."""
+    return request.defaults or request.json_out or (bool(request.answers or request.resume) and not interactive)
+
+
+def _show_transcript(
+    transcript: Transcript, request: RunRequest, terminal: _Terminal, *, out: Any, stdout: Any
+) -> None:
+    """The outcome: the transcript as JSON, or the conclusion's panel, where the report went and what else the
+    chained run found."""
+    if request.json_out:
         from wizard.serialize import dumps
 
         stdout.write(dumps(transcript.to_dict()) + "\n")
-    elif transcript.conclusion is not None:
-        c = transcript.conclusion
-        observer.define(c.summary, *c.evidence, *c.fix)  # --teach: the diagnosis's new words, before it
-        out.print(conclusion_panel(transcript, observer.shown_evidence))
-        if opts.report:
-            out.print(rich_text(f"report written to {opts.report}", "dim"))
-        for line in also_found(opts, transcript):
-            out.print(rich_text(line))
-    for text in later:
-        ui.print(rich_text(text, "dim"))
-    return _gate(opts, transcript)
+        return
+    if transcript.conclusion is None:
+        return
+    from wizard.ui.render import conclusion_panel
+
+    c, observer = transcript.conclusion, terminal.observer
+    observer.define(c.summary, *c.evidence, *c.fix)  # --teach: the diagnosis's new words, before it
+    out.print(conclusion_panel(transcript, observer.shown_evidence))
+    if request.report:
+        out.print(rich_text(f"report written to {request.report}", "dim"))
+    for line in also_found(request, transcript):
+        out.print(rich_text(line))
 
 
-def also_found(opts: RunOptions, transcript: Transcript) -> list[str]:
+def also_found(request: RunRequest, transcript: Transcript) -> list[str]:
     """After a chained run, the other playbooks its conclusions named as worth running, with the command
     that runs each on the same answers."""
     import shlex
 
-    given = opts.answers if isinstance(opts.answers, str) and opts.answers != "-" else None
-    again = opts.record or given
+    given = request.answers if isinstance(request.answers, str) and request.answers != "-" else None
+    again = request.record or given
     tail = f" --answers {shlex.quote(str(again))}" if again else ""
-    dirs = "".join(f" --playbook-dir {shlex.quote(d)}" for d in opts.playbook_dirs)
+    dirs = "".join(f" --playbook-dir {shlex.quote(d)}" for d in request.playbook_dirs)
     return [
         f"also found: {name} → warpwizard run {name}{tail}{dirs}" for link in transcript.chain for name in link.also
     ]
 
 
-def _came_from(opts: RunOptions) -> str:
+def _came_from(request: RunRequest) -> str:
     """Where the answers a run did not ask for came from, as the line that shows each one says it."""
-    if opts.resume:
+    if request.resume:
         return "reused: answered before the interruption, kept in the saved session"
-    if opts.answers == "-":
+    if request.answers == "-":
         return "from the answers read on stdin"
-    if isinstance(opts.answers, str):
-        return f"from the answers file {opts.answers}"
+    if isinstance(request.answers, str):
+        return f"from the answers file {request.answers}"
     return "given in a file"
 
 
@@ -220,9 +146,9 @@ def _continue_with(playbook_id: str, *, teach: bool = False) -> str:
     return f"continue with: warpwizard run {playbook_id} --resume" + (" --teach" if teach else "")
 
 
-def _show_plan(plan: Plan, opts: RunOptions, *, out: Any, stdout: Any) -> ExitStatus:
+def _show_plan(plan: Plan, request: RunRequest, *, out: Any, stdout: Any) -> ExitStatus:
     """--dry-run: the plan, printed or as JSON; no probe runs, no file is written."""
-    if opts.json_out:
+    if request.json_out:
         from wizard.serialize import dumps
 
         stdout.write(dumps(plan.to_dict()) + "\n")
@@ -234,8 +160,8 @@ def _show_plan(plan: Plan, opts: RunOptions, *, out: Any, stdout: Any) -> ExitSt
     return ExitStatus.OK
 
 
-def _gate(opts: RunOptions, transcript: Transcript) -> ExitStatus:
+def _gate(request: RunRequest, transcript: Transcript) -> ExitStatus:
     """--fail-on: exit 1 when the diagnosis is at least as severe as asked (for CI)."""
-    if opts.fail_on and transcript.at_least(opts.fail_on):
+    if request.fail_on and transcript.at_least(request.fail_on):
         return ExitStatus.FINDINGS
     return ExitStatus.OK

@@ -13,6 +13,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import yaml
@@ -87,10 +88,29 @@ class AnswerSource(Protocol):
         ...
 
 
-class MappingAnswers:
-    """Answers from a file and ``--set``; ``use_defaults`` fills the rest from defaults.
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """One given answer and where it came from: ``origin`` (interactive, command line, file, default) decides
+    whether a program the answer names may run, and the transcript records it beside the value."""
 
-    ``origins`` says where each answer came from (default: ``origin`` for all).
+    value: Any
+    origin: str
+
+
+def answers_of(values: Mapping[str, Any], origin: str) -> dict[str, Answer]:
+    """Values that came from one place, each as its record."""
+    return {key: Answer(value, origin) for key, value in values.items()}
+
+
+def values_of(given: Mapping[str, Answer]) -> dict[str, Any]:
+    """The values alone (what a condition, a check or an answers file reads)."""
+    return {key: answer.value for key, answer in given.items()}
+
+
+class MappingAnswers:
+    """Given answers (a file's, ``--set``'s: each with its origin); ``use_defaults`` fills the rest from defaults.
+
+    ``MappingAnswers(values, origin=...)``: values of one origin; ``MappingAnswers.of(given)``: records.
     """
 
     def __init__(
@@ -99,20 +119,28 @@ class MappingAnswers:
         *,
         use_defaults: bool = False,
         origin: str = ORIGIN_FILE,
-        origins: Mapping[str, str] | None = None,
         spell: Callable[[str], str] = str,
     ) -> None:
         self.spell = spell  # names an option as the caller knows it: --set on a command line, sets= in Python
-        self.values = dict(values)
+        self.given = answers_of(values, origin)
         self.use_defaults = use_defaults
-        self.origins = {key: (origins or {}).get(key, origin) for key in self.values}
         self.used: set[str] = set()
 
+    @classmethod
+    def of(
+        cls, given: Mapping[str, Answer], *, use_defaults: bool = False, spell: Callable[[str], str] = str
+    ) -> MappingAnswers:
+        """A source answering with ``given`` (each answer with its own origin)."""
+        source = cls({}, use_defaults=use_defaults, spell=spell)
+        source.given.update(given)
+        return source
+
     def answer(self, question: QuestionNode, prompt: str) -> tuple[Any, str]:
-        if question.id in self.values:
+        if question.id in self.given:
             self.used.add(question.id)
+            given = self.given[question.id]
             try:
-                return question.coerce(self.values[question.id]), self.origins[question.id]
+                return question.coerce(given.value), given.origin
             except AnswerInvalid as exc:
                 raise AnswersError([f"answer for {question.id!r} ({prompt}): {exc}"]) from None
         if self.use_defaults and question.default is not None:

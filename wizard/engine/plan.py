@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from wizard.engine.answers import ORIGIN_DEFAULT
+from wizard.engine.answers import ORIGIN_DEFAULT, Answer
 from wizard.engine.chain import continuation_problem
 from wizard.engine.engine import MAX_VISITS, RunState, program_params, render, render_params
 from wizard.errors import PlaybookError
@@ -81,10 +81,10 @@ def _programs(
     ]
 
 
-def _question(node: QuestionNode, answers: Mapping[str, Any], origins: Mapping[str, str], defaults: bool) -> Any:
+def _question(node: QuestionNode, given: Mapping[str, Answer], defaults: bool) -> Any:
     """(value, origin), or None when nobody answered it."""
-    if node.id in answers:
-        return node.coerce(answers[node.id]), origins.get(node.id, "file")
+    if node.id in given:
+        return node.coerce(given[node.id].value), given[node.id].origin
     if defaults and node.default is not None:
         return node.coerce(node.default), ORIGIN_DEFAULT
     return None
@@ -95,8 +95,7 @@ class _Walk:
     """One dry run's state; each ``_NODE`` method returns where to go next, or why the plan stops."""
 
     pb: Playbook
-    answers: Mapping[str, Any]
-    origins: Mapping[str, str]
+    given: Mapping[str, Answer]
     probes: Mapping[str, ProbeInfo]
     defaults: bool
     allow_commands: bool
@@ -104,7 +103,7 @@ class _Walk:
 
     def question(self, node: QuestionNode, step: PlanStep) -> tuple[str | None, str | None]:
         try:
-            given = _question(node, self.answers, self.origins, self.defaults)
+            given = _question(node, self.given, self.defaults)
         except AnswerInvalid as exc:
             return None, f"the answer to {node.id} is not valid: {exc}"
         if given is None:
@@ -143,18 +142,17 @@ class _Walk:
 
 def plan_run(
     pb: Playbook,
-    answers: Mapping[str, Any],
-    origins: Mapping[str, str],
+    given: Mapping[str, Answer],
     probes: Mapping[str, ProbeInfo],
     *,
     defaults: bool = False,
     allow_commands: bool = False,
     load: Callable[[str], Playbook] | None = None,
 ) -> Plan:
-    """The path ``answers`` take through ``pb`` (and the playbooks it continues into, loaded by id with
+    """The path the ``given`` answers take through ``pb`` (and the playbooks it continues into, loaded by id with
     ``load``), stopping where they no longer decide it."""
     first = pb
-    walk = _Walk(pb, answers, origins, probes, defaults, allow_commands)
+    walk = _Walk(pb, given, probes, defaults, allow_commands)
     steps: list[PlanStep] = []
     node_id: str | None = pb.start
     walked = [pb.id]

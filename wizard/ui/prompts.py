@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from wizard.engine.answers import ORIGIN_COMMAND_LINE, ORIGIN_INTERACTIVE, MappingAnswers, MissingAnswer
+from wizard.engine.answers import ORIGIN_COMMAND_LINE, ORIGIN_INTERACTIVE, Answer, MappingAnswers, MissingAnswer
 from wizard.errors import NoTerminalError
 from wizard.formatting import plural, wrap_words
 from wizard.playbook.model import AnswerInvalid, QuestionNode
@@ -43,15 +43,14 @@ class InteractiveAnswers:
 
     def __init__(
         self,
-        preset: Mapping[str, Any] | None = None,
+        preset: Mapping[str, Answer] | None = None,
         *,
-        origins: Mapping[str, str] | None = None,
         console: Any = None,
         interactive: bool = True,
         ask_workload: bool = True,
         came_from: str = "given in a file",
     ) -> None:
-        self.preset = MappingAnswers(preset or {}, origin=ORIGIN_COMMAND_LINE, origins=origins)
+        self.preset = MappingAnswers.of(preset or {})  # each given answer with where it came from
         self.console = console
         # How the file's answers came, in the words of the reused line: an answers file and a resumed
         # session are both files to the engine, not to the person who typed the command.
