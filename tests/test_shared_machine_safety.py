@@ -228,7 +228,7 @@ def test_a_hangup_during_trace_fix_leaves_no_temporary_file(tmp_path: Path) -> N
 
 
 def test_a_vanished_terminal_does_not_turn_the_exit_into_an_error() -> None:
-    from wizard.cli.app import _Stream
+    from wizard.cli.context import _Stream
 
     class Gone:
         def write(self, text: str) -> int:
