@@ -2,8 +2,8 @@
 help, metavar, the kind of value it takes and its bounds, and everything else is read from it: the argparse
 arguments (``add_arguments``, one function for every set), the check of a value (``check_fields``: a whole number
 or a finite real number within its bounds, the same for a command line and a library call) and the flag a field is
-(``flag_of``). ``wizard.options.Options`` (what probes may do) and ``wizard.inspect_options.InspectOptions`` (what
-an inspection is asked) are declared with it.
+(``flag_of``). ``wizard.options.Options`` (what probes may do), ``wizard.inspect_options.InspectOptions`` (what
+an inspection is asked) and ``wizard.run_request.RunRequest`` (what a playbook run is asked) are declared with it.
 
 A light module: ``--help`` imports it (dataclasses and math, nothing of argparse, which the parser passes in)."""
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -32,6 +32,7 @@ def option(
     says: str | None = None,
     unit: str | None = None,
     choices: tuple[str, ...] | None = None,
+    group: str | None = None,
 ) -> dict[str, Any]:
     """A field's declaration as an option (its ``metadata``). ``flag``: when it is not ``--`` and the name with
     dashes. ``kind``: ``str``; ``int`` (a whole number) or ``float`` (a real number: finite unless
@@ -39,13 +40,20 @@ def option(
     item); or a function from the text to the value (``id_list``). ``says``: how the check's message words the
     valid values when the bounds alone say it badly ("a positive number of SMs"); ``unit``: what a real number
     counts ("µs": "a finite number of µs, 0 or more"); ``choices``: the words a text option takes (checked on the
-    command line and in Python alike)."""
+    command line and in Python alike); ``group``: mutually exclusive with the other options of that group."""
     if (least is not None or most is not None or finite is not None or unit is not None) and kind not in (int, float):
         raise TypeError(f"bounds declared for a {getattr(kind, '__name__', kind)} option: only int and float have them")
     return {
         "help": help, "flag": flag, "metavar": metavar, "kind": kind, "least": least, "most": most,
         "finite": (kind is float) if finite is None else finite, "says": says, "unit": unit, "choices": choices,
+        "group": group,
     }  # fmt: skip
+
+
+def shared(name: str) -> dict[str, Any]:
+    """A field whose argument several commands declare alike (``report``: the one ``--report``): ``add_arguments``
+    hands its place in the order to the function its caller names for it."""
+    return {"shared": name}
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +72,7 @@ class Declared:
     unit: str | None
     default: Any
     choices: tuple[str, ...] | None = None
+    group: str | None = None
 
     @property
     def bounded(self) -> bool:
@@ -103,7 +112,7 @@ def declared(cls: type) -> Iterator[Declared]:
         yield Declared(
             spec.name, meta["help"], meta["flag"] or "--" + spec.name.replace("_", "-"), meta["metavar"],
             meta["kind"], meta["least"], meta["most"], meta["finite"], meta["says"], meta["unit"], default,
-            meta.get("choices"),
+            meta.get("choices"), meta.get("group"),
         )  # fmt: skip
 
 
@@ -113,20 +122,35 @@ def flag_of(cls: type, name: str) -> str:
     return next((d.flag for d in declared(cls) if d.name == name), "--" + name.replace("_", "-"))
 
 
-def add_arguments(parser: Any, cls: type) -> None:
+def add_arguments(parser: Any, cls: type, shared: Mapping[str, Callable[[Any], None]] | None = None) -> None:
     """One argparse argument per declared field of ``cls`` (its flag, help, metavar and kind), its value under the
-    field's name: the one wiring of every option set."""
-    for one in declared(cls):
-        kind: dict[str, Any]
-        if one.kind is bool:
-            kind = {"action": "store_true"}
-        elif one.kind is list:
-            kind = {"action": "append", "metavar": one.metavar}
-        else:
-            kind = {"metavar": one.metavar, **({} if one.kind is str else {"type": one.kind})}
-            if one.choices is not None:
-                kind["choices"] = one.choices
-        parser.add_argument(one.flag, dest=one.name, default=one.default, help=one.help, **kind)
+    field's name, in declaration order (the ``--help`` order): the one wiring of every option set. A field declared
+    ``shared(name)`` is ``shared[name](parser)``, in its place."""
+    groups: dict[str, Any] = {}
+    by_name = {one.name: one for one in declared(cls)}
+    for spec in dataclasses.fields(cls):
+        if "shared" in spec.metadata:
+            (shared or {})[spec.metadata["shared"]](parser)
+        elif spec.name in by_name:
+            one = by_name[spec.name]
+            if one.group is not None and one.group not in groups:
+                groups[one.group] = parser.add_mutually_exclusive_group()
+            target = parser if one.group is None else groups[one.group]
+            target.add_argument(one.flag, dest=one.name, default=_parser_default(one), help=one.help, **_kind(one))
+
+
+def _kind(one: Declared) -> dict[str, Any]:
+    if one.kind is bool:
+        return {"action": "store_true"}
+    if one.kind is list:
+        return {"action": "append", "metavar": one.metavar}
+    kind = {"metavar": one.metavar, **({} if one.kind is str else {"type": one.kind})}
+    return kind if one.choices is None else {**kind, "choices": one.choices}
+
+
+def _parser_default(one: Declared) -> Any:
+    """argparse's ``append`` adds to a copy of the default: a list, whatever sequence the field holds."""
+    return list(one.default or ()) if one.kind is list else one.default
 
 
 def check_fields(value: T, *, spell: Callable[[str], str] = str) -> T:

@@ -13,19 +13,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wizard.errors import UsageError
+from wizard.option_fields import check_fields, option, shared
 from wizard.options import Options
 from wizard.schemas import TRANSCRIPT
 
 FAIL_ON = ("warning", "error")  # --fail-on: the diagnosis's severities that fail a CI job
-
-
-def _arg(help: str, *, flag: str | None = None, metavar: str | None = None, **kind: Any) -> dict[str, Any]:
-    """A field's command-line declaration: ``run`` builds its argument from it (``flag``: when not the name with
-    dashes; ``kind``: argparse's ``action``, ``type``, ``choices``; ``group``: mutually exclusive with its peers)."""
-    return {"help": help, "flag": flag, "metavar": metavar, "kind": kind}
-
-
-SHARED_REPORT = {"shared": "report"}  # the one --report every command that writes a report declares alike
 
 
 @dataclass(frozen=True)
@@ -39,37 +31,37 @@ class RunRequest:
     (its relative paths taken from where it is); ``sets`` (``ID=VALUE``) win over a file's."""
 
     answers: Mapping[str, Any] | str | os.PathLike[str] | None = field(
-        default=None, metadata=_arg("answers (YAML/JSON, '-' for stdin): no prompts", metavar="FILE")
+        default=None, metadata=option("answers (YAML/JSON, '-' for stdin): no prompts", metavar="FILE")
     )
     sets: Sequence[str] = field(
         default=(),
-        metadata=_arg("answer one question", flag="--set", metavar="QUESTION=VALUE", action="append", default=[]),
+        metadata=option("answer one question", flag="--set", metavar="QUESTION=VALUE", kind=list),
     )
     defaults: bool = field(
-        default=False, metadata=_arg("take each unanswered question's default (no prompts)", action="store_true")
+        default=False, metadata=option("take each unanswered question's default (no prompts)", kind=bool)
     )
     record: str | os.PathLike[str] | None = field(
-        default=None, metadata=_arg("write the answers given, to replay with --answers", metavar="FILE")
+        default=None, metadata=option("write the answers given, to replay with --answers", metavar="FILE")
     )
     json_out: bool = field(
         default=False,
-        metadata=_arg(f"print the transcript as JSON (schema {TRANSCRIPT})", flag="--json", action="store_true"),
+        metadata=option(f"print the transcript as JSON (schema {TRANSCRIPT})", flag="--json", kind=bool),
     )
-    report: str | os.PathLike[str] | None = field(default=None, metadata=SHARED_REPORT)
+    report: str | os.PathLike[str] | None = field(default=None, metadata=shared("report"))
     force: bool = field(
-        default=False, metadata=_arg("replace --report and --record files that exist", action="store_true")
+        default=False, metadata=option("replace --report and --record files that exist", kind=bool)
     )
-    teach: bool = field(default=False, metadata=_arg("explain every step and node as you go", action="store_true"))
+    teach: bool = field(default=False, metadata=option("explain every step and node as you go", kind=bool))
     resume: bool = field(
         default=False,
-        metadata=_arg(
+        metadata=option(
             "continue the last interrupted session of this playbook (saved on Ctrl-C, SIGTERM, SIGHUP)",
-            action="store_true",
+            kind=bool,
         ),
     )
     from_node: str | None = field(
         default=None,
-        metadata=_arg(
+        metadata=option(
             "rerun from NODE, reusing the earlier probes' results of the --json transcript given as --answers",
             flag="--from",
             metavar="NODE",
@@ -78,17 +70,17 @@ class RunRequest:
     )
     from_step: int | None = field(
         default=None,
-        metadata=_arg("like --from, from the first node of step N", metavar="N", type=int, group="start"),
+        metadata=option("like --from, from the first node of step N", metavar="N", kind=int, group="start"),
     )
     dry_run: bool = field(
         default=False,
-        metadata=_arg(
-            "print the path the answers take, every probe and program it would run; run nothing", action="store_true"
+        metadata=option(
+            "print the path the answers take, every probe and program it would run; run nothing", kind=bool
         ),
     )
     fail_on: str | None = field(
         default=None,
-        metadata=_arg(
+        metadata=option(
             "exit 1 when the diagnosis is at least this severe: warning or error (for CI)",
             metavar="SEVERITY",
             choices=FAIL_ON,
@@ -119,17 +111,9 @@ def flag_of(name: str) -> str:
 
 
 def check_request(request: object, spell: Callable[[str], str] = str) -> RunRequest:
-    """The request checked before anything is read: a RunRequest, each bounded field (declared ``choices`` or
-    ``type``) within its declaration; one line naming the field as the caller knows it (``spell``)."""
+    """The request checked before anything is read: a RunRequest, each field within its declaration (its choices,
+    a whole number where it takes one), by the one check every option set has (``option_fields.check_fields``);
+    one line naming the field as the caller knows it (``spell``)."""
     if not isinstance(request, RunRequest):
         raise UsageError(f"request must be a RunRequest, not {type(request).__name__}")
-    for spec in command_line_fields():
-        kind = spec.metadata.get("kind", {})
-        value = getattr(request, spec.name)
-        if value is None:
-            continue
-        if "choices" in kind and value not in kind["choices"]:
-            raise UsageError(f"{spell(spec.name)} must be one of {', '.join(kind['choices'])}, not {value!r:.40}")
-        if kind.get("type") is int and (not isinstance(value, int) or isinstance(value, bool)):
-            raise UsageError(f"{spell(spec.name)} must be a whole number, not {type(value).__name__} {value!r:.40}")
-    return request
+    return check_fields(request, spell=spell)

@@ -30,22 +30,11 @@ def _add_run(sub: Sub, kw: dict[str, Any]) -> None:
     """``run``'s arguments: the playbook, then one per command-line field of ``wizard.run_request.RunRequest``
     (declared there and nowhere else), then the probes' options (``Options``')."""
     run = sub.add_parser("run", help="walk a playbook to a diagnosis", **kw)
-    from wizard.run_request import command_line_fields, flag_of
+    from wizard.option_fields import add_arguments
+    from wizard.run_request import RunRequest
 
     run.add_argument("playbook", help="playbook name (see 'list') or path to a .yaml file")
-    groups: dict[str, Any] = {}
-    for spec in command_line_fields():
-        meta = spec.metadata
-        if meta.get("shared") == "report":
-            add_report(run)
-            continue
-        kind = dict(meta["kind"])
-        group = kind.pop("group", None)
-        if group and group not in groups:
-            groups[group] = run.add_mutually_exclusive_group()
-        if meta["metavar"]:
-            kind["metavar"] = meta["metavar"]
-        (groups[group] if group else run).add_argument(flag_of(spec.name), dest=spec.name, help=meta["help"], **kind)
+    add_arguments(run, RunRequest, shared={"report": add_report})
     add_probe_options(run)
     add_progress(run)
 
