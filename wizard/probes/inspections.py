@@ -2,8 +2,9 @@
 
 ``Environment.inspections`` (wizard/environment.py) keeps them on typed shelves by typed keys; this module
 declares the shelves (``INSPECTION``: an ``Inspection`` by its ``InspectionKey``; ``CONTENTS``: the one file's
-``TraceContents`` that ``metrics.sanity`` reads, by the file's identity) and makes an inspection the first time a run asks for one. A run writing an HTML page makes it with
-``plots=True`` (``RunInspections.plots``), so the page draws it without reading the files again.
+``TraceContents`` that ``metrics.sanity`` reads, by the file's identity) and makes an inspection the first time
+a run asks for one. A run writing an HTML page makes it with ``plots=True`` (``RunInspections.plots``), so the
+page draws it without reading the files again.
 """
 
 from __future__ import annotations
