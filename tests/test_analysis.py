@@ -21,14 +21,14 @@ UNTOUCHED_ALLOWED = {"E", "F"}  # real traces really contain E (0% above 48 KB) 
 @pytest.mark.parametrize("name", sorted(REAL_TRACES))
 def test_untouched_real_traces_raise_no_false_alarm(name: str) -> None:
     report = inspect_trace(TRACES / name)
-    assert set(report.mechanisms) <= UNTOUCHED_ALLOWED, report.mechanisms
-    assert "?" not in report.mechanisms
+    assert set(report.metrics.mechanisms) <= UNTOUCHED_ALLOWED, report.metrics.mechanisms
+    assert "?" not in report.metrics.mechanisms
 
 
 @needs_shared
 def test_e_in_real_traces_gives_the_opt_in_value() -> None:
     report = inspect_trace(TRACES / "h100-bert-small.json.gz")
-    e = next(g for g in report.groups if g.mechanism == "E" and g.kernel.startswith("sm90_xmma"))
+    e = next(g for g in report.metrics.groups if g.mechanism == "E" and g.kernel.startswith("sm90_xmma"))
     assert e.worst.reported["est. achieved occupancy %"] == 0
     true = e.worst.true["est. achieved occupancy %"]
     assert true is not None and 0 < true < 100
@@ -69,7 +69,7 @@ def test_a_planted_from_the_oracle_vectors(tmp_path: Path) -> None:
             args.pop("est. achieved occupancy %", None)
 
         report = inspect_trace(plant(TRACES / "h800-deepseek-train-rank0.json.gz", tmp_path / f"a{i}.json", change))
-        group = next(g for g in report.groups if g.mechanism == "A")
+        group = next(g for g in report.metrics.groups if g.mechanism == "A")
         assert group.count == 1
         true_bps, true_wps = group.worst.true["blocks per SM"], group.worst.true["warps per SM"]
         assert true_bps is not None and math.isclose(true_bps, v["true_blocks_per_sm"], rel_tol=1e-12)
@@ -92,8 +92,8 @@ def test_b_as_pytorch_18_printed_it(tmp_path: Path) -> None:
             )
 
     report = inspect_trace(plant(TRACES / "rtx2080ti-linear.json.gz", tmp_path / "b.json", change))
-    assert report.mechanisms.get("B") == 5
-    b = next(g for g in report.groups if g.mechanism == "B")
+    assert report.metrics.mechanisms.get("B") == 5
+    b = next(g for g in report.metrics.groups if g.mechanism == "B")
     assert b.worst.true["blocks per SM"] == pytest.approx(99 / 68)
     assert "SM count of -1 instead of 68" in b.worst.evidence
 
@@ -110,8 +110,8 @@ def test_c_with_bare_and_quoted_infinities(tmp_path: Path, tokens: dict[str, str
 
     path = plant(TRACES / "a100-alexnet.json.gz", tmp_path / "c.json", change, bare=tokens)
     report = inspect_trace(path)
-    assert report.mechanisms.get("C") == 1 and report.mechanisms.get("C'") == 1
-    c = next(g for g in report.groups if g.mechanism == "C")
+    assert report.metrics.mechanisms.get("C") == 1 and report.metrics.mechanisms.get("C'") == 1
+    c = next(g for g in report.metrics.groups if g.mechanism == "C")
     assert c.worst.true["blocks per SM"] is not None  # devices 0-7 are identical A100s: assumed
     assert report.non_finite.get(spelling)
 
@@ -122,8 +122,8 @@ def test_d_occupancy_calculator(tmp_path: Path) -> None:
         first_kernel(doc)["args"]["est. achieved occupancy %"] = -99
 
     report = inspect_trace(plant(TRACES / "h100-bert-small.json.gz", tmp_path / "d.json.gz", change))
-    assert report.mechanisms.get("D") == 1
-    assert "compute capability 9.0" in next(g for g in report.groups if g.mechanism == "D").worst.evidence
+    assert report.metrics.mechanisms.get("D") == 1
+    assert "compute capability 9.0" in next(g for g in report.metrics.groups if g.mechanism == "D").worst.evidence
 
 
 @needs_shared
@@ -132,7 +132,7 @@ def test_mismatch_is_its_own_finding(tmp_path: Path) -> None:
         first_kernel(doc)["args"]["blocks per SM"] = 1234.5
 
     report = inspect_trace(plant(TRACES / "v100-df-index-resolver.json.gz", tmp_path / "q.json", change))
-    assert report.mechanisms.get("?") == 1
+    assert report.metrics.mechanisms.get("?") == 1
 
 
 @needs_shared
@@ -145,10 +145,10 @@ def test_per_rank_directory_in_parallel() -> None:
 @needs_shared
 def test_inferred_sm_count_without_device_properties() -> None:
     report = inspect_trace(TRACES / "trimmed-no-device-properties.json")
-    assert report.devices[0]["num_sms"] == 108 and report.devices[0]["source"] == "inferred"
-    assert report.mechanisms == {"E": 1}
+    assert report.metrics.devices[0]["num_sms"] == 108 and report.metrics.devices[0]["source"] == "inferred"
+    assert report.metrics.mechanisms == {"E": 1}
     pt18 = inspect_trace(TRACES / "v100-resnet50-pt18-array-format.pt.trace.json.gz")
-    assert pt18.devices[0]["num_sms"] == 80
+    assert pt18.metrics.devices[0]["num_sms"] == 80
 
 
 # ---- the same paths with the project's own traces (meaningful without ../shared) -------------
@@ -174,10 +174,10 @@ def test_builder_planted_mechanisms(
         b.add(healthy)
     b.add(spec)
     report = inspect_trace(b.write(tmp_path / "t.json"))
-    group = next(g for g in report.groups if g.mechanism == mechanism)
+    group = next(g for g in report.metrics.groups if g.mechanism == mechanism)
     assert group.kernel == spec.name
     assert group.worst.true["blocks per SM"] == pytest.approx(true_bps)
-    assert report.impossible
+    assert report.metrics.impossible
 
 
 def test_healthy_builder_trace_is_quiet(tmp_path: Path) -> None:
@@ -185,23 +185,28 @@ def test_healthy_builder_trace_is_quiet(tmp_path: Path) -> None:
     for spec in demo_launches()[:2]:
         b.add(spec)
     report = inspect_trace(b.write(tmp_path / "ok.json"))
-    assert not report.impossible and report.kernels_checked == 2
+    assert not report.metrics.impossible and report.metrics.kernels_checked == 2
 
 
 def test_f_is_explained_not_flagged(tmp_path: Path) -> None:
     b = TraceBuilder(gpu="V100")
     b.add(KernelSpec("big", (100352, 1, 1), (256, 1, 1)))
     report = inspect_trace(b.write(tmp_path / "f.json"))
-    assert report.mechanisms == {"F": 1} and not report.impossible
-    assert report.max_true_warps_per_sm == pytest.approx(100352 * 8 / 80)
+    assert report.metrics.mechanisms == {"F": 1} and not report.metrics.impossible
+    assert report.metrics.max_true_warps_per_sm == pytest.approx(100352 * 8 / 80)
 
 
 def test_rocm_is_not_invented(tmp_path: Path) -> None:
     b = TraceBuilder(gpu="MI300X")
     b.add(demo_launches()[0])
     report = inspect_trace(b.write(tmp_path / "r.json"))
-    assert report.rocm and report.kernels == 1 and report.kernels_checked == 0 and not report.groups
-    assert any("ROCm" in n for n in report.notes)
+    assert (
+        report.metrics.rocm
+        and report.kernels == 1
+        and report.metrics.kernels_checked == 0
+        and not report.metrics.groups
+    )
+    assert any("ROCm" in n for n in report.metrics.notes)
 
 
 def test_c_as_the_2021_placeholders(tmp_path: Path) -> None:
@@ -215,7 +220,7 @@ def test_c_as_the_2021_placeholders(tmp_path: Path) -> None:
         .replace('"warps per SM": 303.40741', '"warps per SM": -1')
     )
     report = inspect_trace(path)
-    c = next(g for g in report.groups if g.mechanism == "C")
+    c = next(g for g in report.metrics.groups if g.mechanism == "C")
     assert "placeholders" in c.worst.evidence and c.worst.true["blocks per SM"] == pytest.approx(4096 / 108)
 
 

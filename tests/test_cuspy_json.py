@@ -141,7 +141,7 @@ def test_lanes_keep_the_real_stream(tmp_path: Path) -> None:
     assert contents.metadata["cuspy"]["lanes"] == 1
     from wizard.trace.inspection.run import inspect_trace
 
-    assert inspect_trace(path).notes[:2] == [
+    assert inspect_trace(path).metrics.notes[:2] == [
         "read as a Chrome trace JSON, written by PyTorch profiler with the Cuspy collector (PyTorch 2.15; "
         "cupti_monitor in 2.13-2.14)",
         "1 kernel drawn on Cuspy's logical lanes (CUDA-graph ops moved off their stream): checked on their real stream "

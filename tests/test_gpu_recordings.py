@@ -65,7 +65,7 @@ def test_ncu_csv_from_the_h200() -> None:
 def test_driver_api_launch_links_to_the_python_frame() -> None:
     """A raw kernel through cuLaunchKernel has no op around it; the Python frames still say who launched it."""
     inspection = inspect_paths([str(GPU_DATA / "h200-big-grid-with-stack-trimmed.json")])
-    (group,) = inspection.reports[0].groups
+    (group,) = inspection.reports[0].metrics.groups
     link = group.op
     assert link is not None and link.op is None and link.via == "python stack"
     assert link.runtime_call == "cuLaunchKernel"

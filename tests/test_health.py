@@ -284,7 +284,11 @@ def test_one_read_many_passes(tmp_path: Path) -> None:
     assert source.STATS.opened[str(path)] - opened == 1  # the reader's own counters: opened once
     assert source.STATS.bytes_read[str(path)] - read == path.stat().st_size  # and every byte read once
     # trace-incomplete (issue 45 item 1) is declared between them
-    assert [c.check for c in report.health][:3] == ["impossible-metrics", "trace-incomplete", "kernels-missing"]
+    assert [c.check for c in report.health_result.checks][:3] == [
+        "impossible-metrics",
+        "trace-incomplete",
+        "kernels-missing",
+    ]
 
 
 def test_checks_chosen_and_bad_ids_refused(tmp_path: Path, run_cli: RunCli) -> None:

@@ -17,7 +17,8 @@ import yaml
 
 from tests.conftest import REPO, RunCli, cli_env, strict_json
 from tests.test_health_probes import LINED_UP, SKEWED, rank_dir
-from wizard.playbook.loader import declared_triage, load_playbook
+from wizard.playbook.derived import declared_triage
+from wizard.playbook.loader import load_playbook
 from wizard.playbook.model import ConclusionNode, Playbook, ProbeNode, QuestionNode
 from wizard.probes.registry import catalog
 from wizard.testing.traces import KernelSpec, TraceBuilder

@@ -293,7 +293,7 @@ def test_jetson_thor_holds_24_blocks_per_sm(tmp_path: Path) -> None:
         kernel["args"]["est. achieved occupancy %"] = 50  # min(24, 40) * 32 / 1536
         path.write_text(json.dumps(doc))
         inspection = wizard.inspect_traces(path)
-        assert inspection.mechanisms == {}, inspection.reports[0].groups[0].worst.evidence
+        assert inspection.mechanisms == {}, inspection.reports[0].metrics.groups[0].worst.evidence
         (launch,) = inspection.launches
         assert launch.true_est_occupancy == pytest.approx(50.0)
 
@@ -654,7 +654,7 @@ def test_b_evidence_says_what_the_negative_values_are(tmp_path: Path) -> None:
     """'blocks per SM -99 = -99' said nothing: the value is the grid's blocks divided by an SM count of -1."""
     builder = TraceBuilder(gpu="RTX2080Ti")
     builder.add(KernelSpec("mm", (99, 1, 1), (128, 1, 1), plant="B"))
-    (group,) = wizard.inspect_traces(builder.write(tmp_path / "b.json")).reports[0].groups
+    (group,) = wizard.inspect_traces(builder.write(tmp_path / "b.json")).reports[0].metrics.groups
     assert group.worst.evidence.startswith(
         "blocks per SM -99 and warps per SM -396 are the grid's 99 blocks and 99*128/32 warps divided by -1: the "
         "profiler used an SM count of -1 instead of 68"
@@ -663,7 +663,7 @@ def test_b_evidence_says_what_the_negative_values_are(tmp_path: Path) -> None:
     del doc["deviceProperties"]  # without an SM count B is still recognised
     path = tmp_path / "b-bare.json"
     path.write_text(json.dumps(doc))
-    (group,) = wizard.inspect_traces(path).reports[0].groups
+    (group,) = wizard.inspect_traces(path).reports[0].metrics.groups
     assert group.worst.evidence.startswith(
         "blocks per SM -99 is the grid's 99 blocks divided by -1: the SM count was read as -1 (grid 99x1x1"
     )
@@ -677,7 +677,7 @@ def test_d_on_a_capability_no_cuda_knows_names_it_instead_of_a_newer_release(tmp
     path = tmp_path / "cc13.json"
     path.write_text(json.dumps(doc))
     inspection = wizard.inspect_traces(path)
-    (group,) = [g for g in inspection.reports[0].groups if g.mechanism == "D"]
+    (group,) = [g for g in inspection.reports[0].metrics.groups if g.mechanism == "D"]
     assert "a newer release" not in group.worst.evidence
     assert group.worst.evidence.startswith(
         "est. achieved occupancy % = -99: compute capability 13.0 is unknown to the occupancy calculator (a PyTorch "

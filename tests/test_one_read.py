@@ -31,7 +31,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import REPO, TRACES, RunCli, old_fingerprint, strict_json
-from wizard.environment import Environment, RunInspections
+from wizard.environment import Environment, RunInspections, file_identity
 from wizard.testing.traces import KernelSpec, TraceBuilder
 from wizard.trace.read import source
 
@@ -237,7 +237,7 @@ def test_a_file_rewritten_during_the_run_is_read_again(tmp_path: Path, opens: Op
     b.add(KernelSpec("void rewritten_kernel", (64, 1, 1), (128, 1, 1), 32, 0))
     b.write(trace)  # same path, new contents: another size and mtime
     again = inspection(env, [str(trace)])
-    assert again is not first and again.reports[0].groups == []
+    assert again is not first and again.reports[0].metrics.groups == []
     assert contents(env, str(trace)).kernels[0].name == "void rewritten_kernel"  # not the kept, stale contents
     assert opens.of(opens.through)[str(trace.resolve())] == 3  # read, read again, and contents read on its own
 
@@ -248,8 +248,8 @@ def test_the_contents_a_run_kept_are_released_before_its_report(tmp_path: Path) 
     trace = _trace(tmp_path, counters=False)
     env = Environment(inspections=RunInspections())
     inspection(env, [str(trace)], keep_contents=True)
-    key = RunInspections.identities([str(trace)])
-    assert env.inspections.find(CONTENTS, key) is not None
+    key = file_identity(str(trace))
+    assert key is not None and env.inspections.find(CONTENTS, key) is not None
     env.inspections.release(CONTENTS)
     assert env.inspections.find(CONTENTS, key) is None
 

@@ -41,9 +41,14 @@ def _plain(document: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_trace_inspects_options_are_the_declarations_fields() -> None:
-    """Each field with help is one flag, parsed to the field's type; the library's own (launches, plots) none."""
-    declared = [f for f in dataclasses.fields(InspectOptions) if f.metadata.get("help")]  # derived, not frozen
-    assert [flag_of(f.name) for f in command_line_fields()] == ["--" + f.name.replace("_", "-") for f in declared]
+    """Each field with help is one flag, parsed to the field's type; the library's own (launches, plots) none.
+    Checked as a derivation (a new field is a new flag without editing this test), plus the flags users already
+    type, which stay."""
+    fields = command_line_fields()
+    flags = {"--" + f.name.replace("_", "-") for f in fields}  # the spelling, written here apart from flag_of
+    assert [flag_of(f.name) for f in fields] == ["--" + f.name.replace("_", "-") for f in fields]
+    assert flags <= _inspect_flags() and len(flags) == len(fields)
+    assert {"--sms", "--jobs", "--max-launches", "--checks", "--skip-checks", "--rank-skew-floor-us"} <= flags
     args = build_parser().parse_args(
         ["trace", "inspect", "--sms", "80", "--jobs", "2", "--max-launches", "5", "--checks", "a, b,",
          "--skip-checks", "c", "--rank-skew-floor-us", "25", "t.json"]
@@ -54,6 +59,19 @@ def test_trace_inspects_options_are_the_declarations_fields() -> None:
     assert InspectOptions.parsed(build_parser().parse_args(["trace", "inspect", "t.json"])) == InspectOptions()
     library = {f.name for f in dataclasses.fields(InspectOptions)} - {f.name for f in command_line_fields()}
     assert library == {"launches", "plots"}
+
+
+def _inspect_flags() -> set[str]:
+    """Every option string of the parser's ``trace inspect``, read from argparse's own actions."""
+    import argparse
+
+    def sub(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
+        (group,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        found: argparse.ArgumentParser = group.choices[name]
+        return found
+
+    inspect = sub(sub(build_parser(), "trace"), "inspect")
+    return {flag for action in inspect._actions for flag in action.option_strings}
 
 
 def test_the_options_whole_are_the_keywords(tmp_path: Path) -> None:

@@ -567,7 +567,7 @@ def test_big_grid_shows_mechanism_a_on_a_real_gpu(tmp_path: Path) -> None:
     env = env_for(tmp_path, workload=Workload.parse(f"python {EXAMPLES / 'workloads' / 'big_grid.py'}", sys.executable))
     result = ReprofileProbe().run(env, {}, timeout=300)
     assert result.facts["cuda_available"] and "A" in result.facts["mechanisms"]
-    group = next(g for g in inspect_paths([result.facts["trace"]]).reports[0].groups if g.mechanism == "A")
+    group = next(g for g in inspect_paths([result.facts["trace"]]).reports[0].metrics.groups if g.mechanism == "A")
     assert group.op is not None and group.op.user_frame == "_kernels.py(35): launch"  # a driver-API launch: no op
     assert result.facts["follows"] == "profiler"
 

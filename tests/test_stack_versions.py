@@ -68,10 +68,10 @@ def test_every_capability_in_the_table_agrees_with_the_guide(tmp_path: Path, cc:
         expected = active * 32 * 100 / threads
         path = _one_launch_trace(tmp_path, cc, round(expected), smem)
         report = wizard.inspect_traces(path)
-        assert report.mechanisms == {}, (cc, smem, report.reports[0].groups[0].worst.evidence)
+        assert report.mechanisms == {}, (cc, smem, report.reports[0].metrics.groups[0].worst.evidence)
         (launch,) = report.launches
         assert launch.true_est_occupancy == pytest.approx(expected)
-        assert not [n for n in report.reports[0].notes if "could not be verified" in n]
+        assert not [n for n in report.reports[0].metrics.notes if "could not be verified" in n]
 
 
 def _typed_pair(tmp_path: Path) -> tuple[Path, Path]:
@@ -101,7 +101,7 @@ def test_a_typed_trace_gives_the_same_findings_and_true_values_as_the_classic_sp
     assert new.mechanisms == {"A": 1, "E": 1, "C": 1, "F": 1}  # the legal 2.14 spelling is not a defect
     true = {(r.s_name, r.true_blocks_per_sm, r.true_warps_per_sm, r.true_est_occupancy) for r in new.launches}
     assert true == {(r.s_name, r.true_blocks_per_sm, r.true_warps_per_sm, r.true_est_occupancy) for r in old.launches}
-    (e_group,) = [g for g in new.reports[0].groups if g.mechanism == "E"]
+    (e_group,) = [g for g in new.reports[0].metrics.groups if g.mechanism == "E"]
     assert e_group.worst.evidence.endswith("Kineto's own calculator says 0 blocks per SM, limited by SMEM")
 
 
@@ -135,7 +135,7 @@ def test_an_unknown_capability_uses_the_profilers_own_calculator(tmp_path: Path)
     assert report.mechanisms == {"E": 1, "F": 1}
     (gemm,) = [r for r in report.launches if r.s_name == "gemm"]
     assert gemm.true_est_occupancy == pytest.approx(18.75)  # 1 block of 384 threads of 2048, as on cc 9.0
-    assert not [n for n in report.reports[0].notes if "could not be verified" in n]
+    assert not [n for n in report.reports[0].metrics.notes if "could not be verified" in n]
 
 
 def test_the_profilers_calculator_disagreeing_with_ours_is_a_note_not_a_finding(tmp_path: Path) -> None:
@@ -149,7 +149,7 @@ def test_the_profilers_calculator_disagreeing_with_ours_is_a_note_not_a_finding(
     path.write_text(json.dumps(doc))
     report = wizard.inspect_traces(path)
     assert report.mechanisms == {}
-    (note,) = [n for n in report.reports[0].notes if n.startswith("Kineto's own occupancy calculator")]
+    (note,) = [n for n in report.reports[0].metrics.notes if n.startswith("Kineto's own occupancy calculator")]
     assert note.startswith("Kineto's own occupancy calculator gives 5 blocks per SM, limited by REGS where ")
     assert note.endswith(
         "warpwizard's gives 6 (registers) on compute capability 9.0 (256 threads, 40 registers, 0 B "

@@ -10,7 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.conftest import REPO, RunCli, strict_json
-from wizard.playbook.loader import declared_triage, load_playbook
+from wizard.playbook.derived import declared_triage
+from wizard.playbook.loader import load_playbook
 from wizard.playbook.model import ConclusionNode, QuestionNode
 from wizard.probes.registry import catalog
 from wizard.trace.health.checks import CHECKS, TRIAGE_ORDER

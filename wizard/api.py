@@ -56,7 +56,7 @@ def inspect_traces(
     (None: the default). ``plots``: also gather what ``to_html()``'s pictures need (distinct points, wrong
     launches' times; small). ``progress``: told each file's bytes as read (wizard.progress; by default nothing is
     reported or printed). ``checks`` / ``skip_checks``: the health checks to run (ids in
-    ``wizard.trace.health.checks.CHECK_IDS``; default all), each trace's in ``report.health``, every one in
+    ``wizard.trace.health.checks.CHECK_IDS``; default all), each trace's in ``report.health_result.checks``, all in
     ``Inspection.health``. ``rank_skew_floor_us``: the median start skew across ranks at which ``rank-skew`` is a
     warning (default ``wizard.trace.health.spec.RANK_SKEW_FLOOR_US``, 100 µs; below it, launch jitter: ``info``).
     Raises InputFileError / TraceReadError for a file that cannot be read, UsageError for bad numbers or ids.

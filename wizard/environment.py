@@ -15,7 +15,7 @@ import sys
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from wizard.file_ends import FileIdentity, OpenedEnds, identity
 from wizard.system import System
@@ -96,19 +96,33 @@ def file_identity(path: str | os.PathLike[str]) -> FileIdentity | None:
     return identity(path, info)  # which resolves the path
 
 
-_ENDS = "ends"  # RunInspections' own kind: what the engine's --from fingerprint takes instead of opening a file
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+@dataclass(frozen=True, eq=False)
+class Shelf(Generic[K, V]):
+    """One kind of thing a run keeps, declared where it is made (``wizard.probes.inspections``: an inspection,
+    one file's contents): its name, for a person reading the store, and the type of what it holds, which
+    ``RunInspections.find`` checks; ``K`` is its key's type. Two shelves are two, whatever their names."""
+
+    name: str
+    holds: type[V]
 
 
 @dataclass
 class RunInspections:
-    """What this run made of trace files (an inspection, the contents a probe reads), kept by the files'
-    identities so the next probe or the report takes it instead of reading the files again; a file
-    rewritten since (another inode, size or mtime) is not found, so it is read again, never served stale.
-    The values are the trace layer's (``wizard.probes.inspections`` names their types); this module
-    imports no layer. ``plots``: the run writes an HTML page, so the first inspection gathers what it draws."""
+    """What this run made of trace files (an inspection, the contents a probe reads), kept on typed shelves by
+    typed keys made from the files' identities, so the next probe or the report takes it instead of reading the
+    files again; a file rewritten since (another inode, size or mtime) is not found, so it is read again, never
+    served stale. The shelves are declared by the trace layer's side (``wizard.probes.inspections``); this
+    module imports no layer. ``plots``: the run writes an HTML page, so the first inspection gathers what it
+    draws. ``ends``: the hash of each file's ends as a read took it from its one open (``--from``'s
+    fingerprint, wizard/file_ends.py)."""
 
     plots: bool = False
-    _kept: dict[tuple[str, Hashable], object] = field(default_factory=dict, repr=False)
+    _shelves: dict[Shelf[Any, Any], dict[Any, Any]] = field(default_factory=dict, repr=False)
+    _ends: dict[FileIdentity, str] = field(default_factory=dict, repr=False)
 
     @staticmethod
     def identities(paths: Sequence[str | os.PathLike[str]]) -> tuple[FileIdentity, ...] | None:
@@ -116,26 +130,25 @@ class RunInspections:
         found = [file_identity(p) for p in paths]
         return None if any(f is None for f in found) else tuple(f for f in found if f is not None)
 
-    def find(self, kind: str, key: Hashable) -> object | None:
-        """What was kept under ``kind`` for ``key`` (made from ``identities``), or None."""
-        return self._kept.get((kind, key))
+    def find(self, shelf: Shelf[K, V], key: K) -> V | None:
+        """What was kept on ``shelf`` for ``key``, or None."""
+        found = self._shelves.get(shelf, {}).get(key)
+        return found if isinstance(found, shelf.holds) else None
 
-    def keep(self, kind: str, key: Hashable, value: object) -> None:
-        self._kept[(kind, key)] = value
+    def keep(self, shelf: Shelf[K, V], key: K, value: V) -> None:
+        self._shelves.setdefault(shelf, {})[key] = value
 
     def keep_ends(self, ends: OpenedEnds) -> None:
         """The hash of a file's ends that a read of it took from its one open (``--from``'s fingerprint of it)."""
-        self._kept[(_ENDS, ends.identity)] = ends.sha256_ends
+        self._ends[ends.identity] = ends.sha256_ends
 
     def ends(self, file: FileIdentity) -> str | None:
         """The hash of the ends of ``file`` as this run read it, or None when no read of it took one."""
-        found = self._kept.get((_ENDS, file))
-        return found if isinstance(found, str) else None
+        return self._ends.get(file)
 
-    def release(self, kind: str) -> None:
-        """Drop every value of a kind (the run's walk is over: a trace's contents are large)."""
-        for stored in [k for k in self._kept if k[0] == kind]:
-            del self._kept[stored]
+    def release(self, shelf: Shelf[Any, Any]) -> None:
+        """Drop everything on a shelf (the run's walk is over: a trace's contents are large)."""
+        self._shelves.pop(shelf, None)
 
 
 _SYSTEM_FIELDS = set(System.FIELDS)

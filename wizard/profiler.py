@@ -287,7 +287,7 @@ def _differs(reported: float | None, true: float | None) -> bool:
 
 
 def _checked(inspection: Any) -> int:
-    return sum(r.kernels_checked for r in inspection.reports)
+    return sum(r.metrics.kernels_checked for r in inspection.reports)
 
 
 def _fix_beside(trace: str, where: bool | str | os.PathLike[str]) -> Path:

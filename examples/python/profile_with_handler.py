@@ -69,7 +69,7 @@ def main() -> None:
         found = len(check.warnings)
         print(f"{found} {'mechanism' if found == 1 else 'mechanisms'} found; corrected copy: {check.fixed}")
     else:
-        checked = report.kernels_checked
+        checked = report.metrics.kernels_checked
         launches = "kernel launch" if checked == 1 else "kernel launches"
         print(f"{checked} {launches} checked: every value agrees with the recomputation")
 

@@ -28,6 +28,7 @@ from wizard.playbook.conditions import (
     parse_template,
     type_problems,
 )
+from wizard.playbook.derived import HealthPlaybook, health_order, health_playbooks, not_offered
 from wizard.playbook.model import (
     QUESTION_TYPES,
     SEVERITIES,
@@ -90,7 +91,7 @@ class _Checker:
         self.files = [path]  # the playbook, then each fragment it inserted (FRAGMENT, n) in order
         self.search = tuple(search)  # the playbook search path's places: directories, or a plugin's one file
         self.fragment_dirs = tuple((p if p.is_dir() else p.parent) / grammar.FRAGMENT_DIR for p in self.search)
-        self._health: list[tuple[int, str, str]] | None = None
+        self.health: list[HealthPlaybook] | None = None  # the derived list, read once a load
         self.fragment_chars = 0  # the fragments' text read for this playbook, bounded like one playbook
         self.fragment_data: dict[int, dict[str, Any]] = {}
         self.unfilled: set[str] = set()  # ``$need`` targets left empty, their problem already said at the 'uses'
@@ -190,7 +191,7 @@ def _steps(c: _Checker, data: Any) -> tuple[Step, ...]:
 
 def _choices(c: _Checker, raw: Any, where: Path_) -> tuple[Choice, ...]:
     if isinstance(raw, dict) and "from" in raw:
-        return tuple(Choice(pid, label) for _, pid, label in _derived(c, raw, where))
+        return tuple(Choice(p.id, p.label) for p in _derived(c, raw, where))
     if not isinstance(raw, list) or not raw:
         c.problem(where, "a select question needs 'choices': a list of {value, label}")
         return ()
@@ -426,7 +427,7 @@ def _continuation(c: _Checker, raw: Any, where: Path_) -> Continuation | None:
     c.unknown_keys(raw, CONTINUE_KEYS, where, "'continue'")
     choices = raw.get("choices")
     if isinstance(choices, dict) and "from" in choices:
-        choices = _health_order(c, choices, (*where, "choices"))
+        choices = health_order(_derived(c, choices, (*where, "choices")))
     if not isinstance(choices, list) or not choices:
         c.problem(
             (*where, "choices") if "choices" in raw else where, "'continue' needs 'choices': a list of playbook ids"
@@ -470,9 +471,7 @@ def unknown_continuations(path: str, pb: Playbook, known: frozenset[str]) -> lis
     return c.formatted()
 
 
-# -- lists the loader derives from the search path (``choices: {from: health-playbooks}``) --------------------
-
-_TRIAGE_BLOCK = re.compile(r"^triage:[^\n]*(?:\n[ \t]+[^\n]*)*", re.M)
+# -- lists the loader derives from the search path (``choices: {from: health-playbooks}``: wizard/playbook/derived.py)
 
 
 def _triage(c: _Checker, raw: Any) -> None:
@@ -492,74 +491,22 @@ def _triage(c: _Checker, raw: Any) -> None:
         )
 
 
-def declared_triage(path: Path) -> tuple[int, str] | None:
-    """A playbook file's ``triage`` (offered, label), read from its top-level ``triage:`` block alone (safe YAML,
-    bounded like the file); None where it declares none or not as the grammar says (its own load reports why)."""
-    try:
-        with open(path, "rb") as fh:
-            text = fh.read(MAX_YAML_CHARS).decode("utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
-    block = _TRIAGE_BLOCK.search(text)
-    try:
-        data = load_located(block.group()).data if block else None
-    except YamlSyntaxError:
-        return None
-    triage = data.get("triage") if isinstance(data, dict) else None
-    if not isinstance(triage, dict):
-        return None
-    label, offered = triage.get("label"), triage.get("offered")
-    if not isinstance(label, str) or not isinstance(offered, int) or isinstance(offered, bool):
-        return None
-    return offered, label
-
-
-def _health(c: _Checker) -> list[tuple[int, str, str]]:
-    """(offered, id, label) of each playbook on the search path that declares ``triage``, the first file of an
-    id winning as when it is run, by ``offered``."""
-    if c._health is None:
-        found: dict[str, Path] = {}
-        for place in c.search:
-            try:
-                files = [place] if place.is_file() else sorted(place.iterdir())
-            except OSError:
-                continue
-            for f in files:
-                if f.suffix in (".yaml", ".yml") and f.is_file():
-                    found.setdefault(f.stem, f)
-        declared = ((pid, declared_triage(f)) for pid, f in found.items())
-        c._health = sorted((d[0], pid, d[1]) for pid, d in declared if d is not None)
-    return c._health
-
-
-def _derived(c: _Checker, raw: dict[str, Any], where: Path_) -> list[tuple[int, str, str]]:
-    """The health playbooks a ``{from: health-playbooks}`` list names; each id the health check may continue into
-    (TRIAGE_ORDER) must be one of them, else one problem per id missing."""
-    from wizard.trace.health.checks import TRIAGE_ORDER
-
+def _derived(c: _Checker, raw: dict[str, Any], where: Path_) -> list[HealthPlaybook]:
+    """The health playbooks a ``{from: health-playbooks}`` list names (read once a load); each id the health
+    check may continue into (TRIAGE_ORDER) must be one of them, else one problem per id missing."""
     c.unknown_keys(raw, grammar.names(grammar.DERIVED), where, "a derived list")
     if raw.get("from") != grammar.HEALTH_PLAYBOOKS:
         c.problem((*where, "from"), f"'from' names a list the loader fills: {grammar.HEALTH_PLAYBOOKS}")
         return []
-    health = _health(c)
-    offered = {pid for _, pid, _ in health}
-    for pid in TRIAGE_ORDER:
-        if pid not in offered:
-            c.problem(
-                (*where, "from"),
-                f"the health check continues into {pid!r} (TRIAGE_ORDER), but no playbook of that id on the search "
-                "path declares 'triage' (its label and place in the list)",
-            )
-    return health
-
-
-def _health_order(c: _Checker, raw: dict[str, Any], where: Path_) -> list[str]:
-    """A ``continue``'s derived choices: the health check's order (TRIAGE_ORDER), then any other playbook on the
-    search path that declares ``triage``, by ``offered``."""
-    from wizard.trace.health.checks import TRIAGE_ORDER
-
-    health = [pid for _, pid, _ in _derived(c, raw, where)]
-    return [p for p in TRIAGE_ORDER if p in health] + [p for p in health if p not in TRIAGE_ORDER]
+    if c.health is None:
+        c.health = health_playbooks(c.search)
+    for pid in not_offered(c.health):
+        c.problem(
+            (*where, "from"),
+            f"the health check continues into {pid!r} (TRIAGE_ORDER), but no playbook of that id on the search "
+            "path declares 'triage' (its label and place in the list)",
+        )
+    return c.health
 
 
 _BUILDERS = {"question": _question, "probe": _probe, "decision": _decision, "conclusion": _conclusion}
@@ -808,21 +755,8 @@ def _used(
 def _fragment(c: _Checker, name: str, where: Path_) -> int | None:
     """Fragment ``name`` found in the first of ``fragment_dirs`` that holds it, read as a playbook is (safe
     YAML, bounded), its positions added under (FRAGMENT, n); n, or None with the problem noted."""
-    candidates = [d / f"{name}.yaml" for d in c.fragment_dirs]
-    found = next((f for f in candidates if f.is_file()), None)
-    there = next((f for f in candidates if os.path.lexists(f)), None)
-    if there is not None and (found is None or candidates.index(there) < candidates.index(found)):
-        # the first on the path is there but no regular file (/dev/zero, a FIFO, a broken link): never read
-        what = "a link to nothing" if not there.exists() else "not a regular file"
-        c.problem(where, f"fragment {name!r} ({there}) cannot be read: {what}")
-        return None
+    found = _fragment_file(c, name, where)
     if found is None:
-        known = sorted({f.stem for d in c.fragment_dirs if d.is_dir() for f in d.glob("*.yaml") if f.is_file()})
-        c.problem(
-            where,
-            f"no fragment named {name!r}{_suggest(name, known)} in the search path's {grammar.FRAGMENT_DIR}/ "
-            f"directories; fragments: {', '.join(known) or 'none'}",
-        )
         return None
     try:
         with open(found, encoding="utf-8", newline="") as fh:  # characters, as the bound counts them
@@ -849,10 +783,39 @@ def _fragment(c: _Checker, name: str, where: Path_) -> int | None:
         c.problems.append(
             (n, line, col, f"duplicate key {key!r}" + (f" in {'/'.join(map(str, parent))}" if parent else ""))
         )
-    data = located.data
+    if not _fragment_shape(c, name, located.data, prefix):
+        return None
+    c.fragment_data[n] = located.data
+    return n
+
+
+def _fragment_file(c: _Checker, name: str, where: Path_) -> Path | None:
+    """The file of fragment ``name``: the first of ``fragment_dirs`` holding it, or None with the problem noted
+    (the first on the path is there but no regular file, or none is)."""
+    candidates = [d / f"{name}.yaml" for d in c.fragment_dirs]
+    found = next((f for f in candidates if f.is_file()), None)
+    there = next((f for f in candidates if os.path.lexists(f)), None)
+    if there is not None and (found is None or candidates.index(there) < candidates.index(found)):
+        # the first on the path is there but no regular file (/dev/zero, a FIFO, a broken link): never read
+        what = "a link to nothing" if not there.exists() else "not a regular file"
+        c.problem(where, f"fragment {name!r} ({there}) cannot be read: {what}")
+        return None
+    if found is None:
+        known = sorted({f.stem for d in c.fragment_dirs if d.is_dir() for f in d.glob("*.yaml") if f.is_file()})
+        c.problem(
+            where,
+            f"no fragment named {name!r}{_suggest(name, known)} in the search path's {grammar.FRAGMENT_DIR}/ "
+            f"directories; fragments: {', '.join(known) or 'none'}",
+        )
+    return found
+
+
+def _fragment_shape(c: _Checker, name: str, data: Any, prefix: Path_) -> bool:
+    """Whether a fragment's document is one: a mapping naming itself, its needs snake_case names (left empty,
+    with the problem noted, where they are not), and nodes."""
     if not isinstance(data, dict):
         c.problem(prefix, "a fragment is a mapping with fragment, needs and nodes")
-        return None
+        return False
     c.unknown_keys(data, FRAGMENT_KEYS, prefix, "a fragment")
     if data.get("fragment") != name:
         c.problem(
@@ -869,9 +832,8 @@ def _fragment(c: _Checker, name: str, where: Path_) -> int | None:
         data["needs"] = {}
     if not isinstance(data.get("nodes"), list) or not data["nodes"]:
         c.problem((*prefix, "nodes") if "nodes" in data else prefix, "a fragment needs 'nodes': a list of nodes")
-        return None
-    c.fragment_data[n] = data
-    return n
+        return False
+    return True
 
 
 def _target(c: _Checker, value: Any, where: Path_, given: Mapping[str, Any]) -> Any:

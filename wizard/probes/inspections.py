@@ -1,18 +1,21 @@
 """The run's inspections of trace files, as the probes and the run's report take them: each file read once.
 
-``Environment.inspections`` (wizard/environment.py) keeps them by the files' identities; this module names
-what is kept (an ``Inspection``, and the one file's ``TraceContents`` that ``metrics.sanity`` reads) and
-makes an inspection the first time a run asks for one. A run writing an HTML page makes it with
-``plots=True`` (``RunInspections.plots``), so the page draws it without reading the files again.
+``Environment.inspections`` (wizard/environment.py) keeps them on typed shelves by typed keys; this module
+declares the shelves (``INSPECTION``: an ``Inspection`` by its ``InspectionKey``; ``CONTENTS``: the one file's
+``TraceContents`` that ``metrics.sanity`` reads, by the file's identity) and makes an inspection the first time
+a run asks for one. A run writing an HTML page makes it with ``plots=True`` (``RunInspections.plots``), so the
+page draws it without reading the files again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 
-from wizard.environment import Environment, RunInspections
+from wizard.environment import Environment, RunInspections, Shelf, file_identity
 from wizard.errors import InputFileError
+from wizard.file_ends import FileIdentity
 from wizard.inspect_options import InspectOptions
 from wizard.progress import NO_PROGRESS, Progress
 from wizard.trace.inspection.results import Inspection
@@ -20,11 +23,25 @@ from wizard.trace.inspection.run import inspect_paths
 from wizard.trace.read.collector import TraceContents
 from wizard.trace.read.reader import iter_trace_files, read_trace
 
-INSPECTION = "inspection"
-CONTENTS = "contents"  # one file's contents, kept while the run may still need them (released after the walk)
+
+@dataclass(frozen=True, slots=True)
+class InspectionKey:
+    """Which inspection: the files as given (their names are in the outputs), their identities now, whether they
+    are one job's rank directory (which the inspection's job health reads) and whether it gathered what a page
+    draws."""
+
+    files: tuple[str, ...]
+    identities: tuple[FileIdentity, ...]
+    ranks: bool
+    plots: bool
 
 
-def _key(paths: Sequence[str], plots: bool, *, ranks: bool | None = None) -> Hashable | None:
+INSPECTION: Shelf[InspectionKey, Inspection] = Shelf("inspection", Inspection)
+# One file's contents, by the file's identity: kept while the run may still need them (released after the walk).
+CONTENTS: Shelf[FileIdentity, TraceContents] = Shelf("contents", TraceContents)
+
+
+def _key(paths: Sequence[str], plots: bool, *, ranks: bool | None = None) -> InspectionKey | None:
     """The files as given (their names are in the outputs), their identities, whether they are one job's
     rank directory (which the inspection's job health reads) and whether the inspection gathered what a page
     draws; None when a file is not regular."""
@@ -37,7 +54,7 @@ def _key(paths: Sequence[str], plots: bool, *, ranks: bool | None = None) -> Has
         return None
     if ranks is None:
         ranks = len(paths) == 1 and _is_dir(paths[0])
-    return (tuple(files), identities, ranks, plots)
+    return InspectionKey(tuple(files), identities, ranks, plots)
 
 
 def _is_dir(path: str) -> bool:
@@ -63,7 +80,7 @@ def inspection(
     store = env.inspections
     key = _key(paths, store.plots)
     found = store.find(INSPECTION, key) if key is not None else None
-    if isinstance(found, Inspection):
+    if found is not None:
         return found
     read: list[TraceContents] = []
     on_contents = read.append if keep_contents else None
@@ -77,16 +94,17 @@ def inspection(
     if key is not None and _key(paths, store.plots) == key:  # not rewritten while it was read
         store.keep(INSPECTION, key, made)
         for contents in read:
-            store.keep(CONTENTS, RunInspections.identities([contents.path]), contents)
+            if (file := file_identity(contents.path)) is not None:
+                store.keep(CONTENTS, file, contents)
     return made
 
 
 def contents(env: Environment, path: str) -> TraceContents:
     """One file's contents: those the run's inspection read, else a read of its own (not kept: a probe that
     reads contents alone does not hold a large trace for the rest of the run). Raises InputFileError."""
-    identities = RunInspections.identities([path])
-    found = env.inspections.find(CONTENTS, identities) if identities is not None else None
-    if isinstance(found, TraceContents):
+    file = file_identity(path)
+    found = env.inspections.find(CONTENTS, file) if file is not None else None
+    if found is not None:
         return found
     with _ends_of_a_refused_file(env.inspections):
         read = read_trace(path)
@@ -113,6 +131,6 @@ def page_inspection(store: RunInspections, files: Sequence[str]) -> Inspection |
     for ranks in (True, False):
         key = _key(files, True, ranks=ranks)
         found = store.find(INSPECTION, key) if key is not None else None
-        if isinstance(found, Inspection):
+        if found is not None:
             return found
     return None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Generic, TypedDict, TypeVar
 
@@ -17,7 +17,7 @@ from wizard.probes.inspections import inspection as run_inspection
 from wizard.progress import NO_PROGRESS, task
 from wizard.serialize import dumps
 from wizard.threads import start
-from wizard.trace.inspection.results import Inspection
+from wizard.trace.inspection.results import Inspection, TraceInspection
 from wizard.trace.kineto_math import INT32_MAX
 from wizard.trace.metrics.findings import FindingGroup, launched_by
 from wizard.trace.metrics.mechanisms import BY_ID, NEGATIVE, NON_FINITE, ORDER, WRONG, Mechanism, is_wrong
@@ -35,7 +35,7 @@ def _paths(value: Any) -> list[str]:
 
 
 def _worst(inspection: Inspection) -> FindingGroup | None:
-    bugs = [g for r in inspection.reports for g in r.groups if g.wrong]
+    bugs = [g for r in inspection.reports for g in r.metrics.groups if g.wrong]
     if not bugs:
         return None
     return sorted(bugs, key=lambda g: (ORDER.get(g.mechanism, 99), -g.count))[0]
@@ -43,7 +43,7 @@ def _worst(inspection: Inspection) -> FindingGroup | None:
 
 def _where(inspection: Inspection, mechanism: str) -> str:
     """'ranks 0, 3' (or the files) where a mechanism was found, for a multi-file inspection."""
-    reports = [r for r in inspection.reports if mechanism in r.mechanisms]
+    reports = [r for r in inspection.reports if mechanism in r.metrics.mechanisms]
     if len(inspection.reports) < 2 or not reports:
         return ""
     ranks = [r.rank for r in reports if r.rank is not None]
@@ -87,12 +87,15 @@ def _calculator_failure(inspection: Inspection) -> _CalculatorFailure:
     from wizard.trace.metrics.occupancy import ARCHITECTURES, MIN_CUDA_HEADER
 
     groups = [
-        (r, g) for r in inspection.reports for g in r.groups if g.mechanism == Mechanism.OCCUPANCY_CALCULATOR.value
+        (r, g)
+        for r in inspection.reports
+        for g in r.metrics.groups
+        if g.mechanism == Mechanism.OCCUPANCY_CALCULATOR.value
     ]
     if not groups:
         return {"d_capability": None, "d_cause": None, "d_header": None}
     report, group = max(groups, key=lambda pair: pair[1].count)
-    cc = next((d["compute_capability"] for d in report.devices if d["id"] == group.worst.device), None)
+    cc = next((d["compute_capability"] for d in report.metrics.devices if d["id"] == group.worst.device), None)
     major, _, minor = str(cc).partition(".")
     digits = major.isascii() and minor.isascii() and major.isdigit() and minor.isdigit()  # '²' is a digit to isdigit
     key = (int(major), int(minor)) if digits else None
@@ -115,7 +118,7 @@ def inspection_facts(inspection: Inspection) -> dict[str, Any]:
     worst = _worst(inspection)
     found, also = _found(inspection, bug_ids, worst.mechanism if worst else None)
     reports = inspection.reports
-    devices = {d["name"] for r in reports for d in r.devices if d.get("name")}
+    devices = {d["name"] for r in reports for d in r.metrics.devices if d.get("name")}
     failure = _calculator_failure(inspection)
     facts: TraceInspectFacts = {
         "mechanisms": bug_ids,
@@ -124,13 +127,13 @@ def inspection_facts(inspection: Inspection) -> dict[str, Any]:
         "negative_values": any(m in NEGATIVE for m in bug_ids),
         "non_finite_values": any(m in NON_FINITE for m in bug_ids),
         "kernels": sum(r.kernels for r in reports),
-        "kernels_checked": sum(r.kernels_checked for r in reports),
-        "flagged_kernels": sum(r.wrong_launches for r in reports),  # a launch with C and C' is one launch
+        "kernels_checked": sum(r.metrics.kernels_checked for r in reports),
+        "flagged_kernels": sum(r.metrics.wrong_launches for r in reports),  # a launch with C and C' is one launch
         "large_by_design": mechanisms.get(Mechanism.BY_DESIGN.value, 0),
-        "resident_warps": sorted({limit for r in reports for limit in r.resident_warps}),
-        "max_true_warps_per_sm": max((r.max_true_warps_per_sm or 0.0 for r in reports), default=0.0),
-        "rocm": any(r.rocm for r in reports),
-        "rocm_metrics": sum(r.rocm_metrics for r in reports),
+        "resident_warps": sorted({limit for r in reports for limit in r.metrics.resident_warps}),
+        "max_true_warps_per_sm": max((r.metrics.max_true_warps_per_sm or 0.0 for r in reports), default=0.0),
+        "rocm": any(r.metrics.rocm for r in reports),
+        "rocm_metrics": sum(r.metrics.rocm_metrics for r in reports),
         "cpu_only": all(r.kernels == 0 for r in reports),
         "truncated": any(r.truncation is not None for r in reports),
         "gpus": sorted(devices),
@@ -138,7 +141,7 @@ def inspection_facts(inspection: Inspection) -> dict[str, Any]:
         "workload": inspection.workload,
         "passes": dict(reports[0].written) if reports else {},  # the first trace's: a rank directory's rank 0
         "ranks": [r.rank for r in reports if r.rank is not None],
-        "notes": list(dict.fromkeys(n for r in reports for n in r.notes)),  # each once, not once a rank
+        "notes": list(dict.fromkeys(n for r in reports for n in r.metrics.notes)),  # each once, not once a rank
         "worst_mechanism": worst.mechanism if worst else None,
         "worst_title": worst.title if worst else None,
         "worst_kernel": worst.kernel if worst else None,
@@ -155,19 +158,20 @@ def inspection_facts(inspection: Inspection) -> dict[str, Any]:
         "worst_op_dims": worst.op.input_dims if worst and worst.op else None,
         "worst_op_types": worst.op.input_types if worst and worst.op else None,
         "worst_python_frame": worst.op.user_frame if worst and worst.op else None,
-        "worst_file": next((r.path for r in reports for g in r.groups if g is worst), None),
+        "worst_file": next((r.path for r in reports for g in r.metrics.groups if g is worst), None),
         "d_capability": failure["d_capability"],
         "d_cause": failure["d_cause"],
         "d_header": failure["d_header"],
-        "non_finite_spelling": (
-            "bare"
-            if any(r.non_finite.get("bare") for r in reports)
-            else "quoted"
-            if any(r.non_finite.get("quoted") for r in reports)
-            else None
-        ),
+        "non_finite_spelling": _non_finite_spelling(reports),
     }
     return {**facts, **health_facts(inspection)}
+
+
+def _non_finite_spelling(reports: Sequence[TraceInspection]) -> str | None:
+    """How the traces wrote a non-finite value: ``bare`` (``inf``) where any did, else ``quoted``, else None."""
+    if any(r.non_finite.get("bare") for r in reports):
+        return "bare"
+    return "quoted" if any(r.non_finite.get("quoted") for r in reports) else None
 
 
 def _fix_format(inspection: Inspection) -> tuple[str | None, bool]:
@@ -175,7 +179,9 @@ def _fix_format(inspection: Inspection) -> tuple[str | None, bool]:
     ``trace fix`` can write a copy of it: advice is per format (issue 45 item 11)."""
     from wizard.trace.read.formats import BY_ID
 
-    worst = next((r for r in inspection.reports if r.groups), inspection.reports[0] if inspection.reports else None)
+    worst = next(
+        (r for r in inspection.reports if r.metrics.groups), inspection.reports[0] if inspection.reports else None
+    )
     if worst is None:
         return None, True
     known = BY_ID.get(worst.format)
@@ -190,7 +196,9 @@ def _fix_commands(inspection: Inspection) -> dict[str, str]:
 
     from wizard.profiler import split_trace_name
 
-    worst = next((r for r in inspection.reports if r.groups), inspection.reports[0] if inspection.reports else None)
+    worst = next(
+        (r for r in inspection.reports if r.metrics.groups), inspection.reports[0] if inspection.reports else None
+    )
     if worst is None:
         return {
             "fix_command": "warpwizard trace fix TRACE OUT.json",
@@ -215,7 +223,7 @@ def _graph_call(inspection: Inspection) -> str:
     )
     if found:
         return " / ".join(found)
-    return "hipGraphLaunch" if any(r.rocm for r in inspection.reports) else "cudaGraphLaunch"
+    return "hipGraphLaunch" if any(r.metrics.rocm for r in inspection.reports) else "cudaGraphLaunch"
 
 
 def _ranks_label(where: list[str], total: int) -> str:
@@ -240,7 +248,7 @@ def checked_lines(inspection: Inspection) -> list[str]:
     said: dict[tuple[str, str, str], list[str]] = {}
     quiet: dict[tuple[str, str], list[str]] = {}
     for r in inspection.reports:
-        for c in r.health:
+        for c in r.health_result.checks:
             if c.status in QUIET:
                 quiet.setdefault((c.check, c.status), []).append(r.label)
             else:
@@ -248,7 +256,9 @@ def checked_lines(inspection: Inspection) -> list[str]:
     lines = [
         f"{check} ({status}) [{_ranks_label(w, total)}]: {summary}" for (check, status, summary), w in said.items()
     ]
-    order = {c: i for i, c in enumerate(dict.fromkeys(c.check for r in inspection.reports for c in r.health))}
+    order = {
+        c: i for i, c in enumerate(dict.fromkeys(c.check for r in inspection.reports for c in r.health_result.checks))
+    }
     lines.sort(key=lambda line: order[line.split(" ", 1)[0]])  # stable: each check's lines together
     folded: dict[tuple[str, str], list[str]] = {}  # (status, where) -> checks
     for (check, status), where in quiet.items():
@@ -513,7 +523,7 @@ def finding_evidence(inspection: Inspection, limit: int = 12) -> list[str]:
     said: list[str] = []
     others: dict[str, list[str]] = {}
     for r in inspection.reports:
-        for g in (g for g in r.groups if g.wrong):
+        for g in (g for g in r.metrics.groups if g.wrong):
             if g.mechanism in others:
                 others[g.mechanism].append(r.label)
                 continue

@@ -486,7 +486,7 @@ def perfetto_hint(inspection: Inspection) -> str:
         return f'<section id="ww-perfetto"><h2>Open the run in Nsight Systems</h2>{nsys}</section>'
     paths = "".join(f"<li><code>{html_text(r.path, 400)}</code></li>" for r in reports[:20])
     more = f'<p class="note">and {plural(len(reports) - 20, "more trace")}</p>' if len(reports) > 20 else ""
-    fixes = [fix for r in reports if _rewritable(r) for c in r.health if (fix := _fix_html(r, c))]
+    fixes = [fix for r in reports if _rewritable(r) for c in r.health_result.checks if (fix := _fix_html(r, c))]
     return (
         '<section id="ww-perfetto"><h2>Open the trace in Perfetto</h2>'
         "<p>Go to <code>ui.perfetto.dev</code>, choose <b>Open trace file</b> and pick "

@@ -211,8 +211,10 @@ def _evidence(rows: list[FindingRow]) -> list[str]:
 
 
 def _report_markdown(r: TraceInspection) -> list[str]:
-    devices = ", ".join(f"{markdown(d['name'] or '?')} ({d['num_sms']} SMs)" for d in r.devices[:4]) or "unknown"
-    out = [f"{r.events} events, {r.kernels} kernels ({r.kernels_checked} checked); devices: {devices}", ""]
+    devices = (
+        ", ".join(f"{markdown(d['name'] or '?')} ({d['num_sms']} SMs)" for d in r.metrics.devices[:4]) or "unknown"
+    )
+    out = [f"{r.events} events, {r.kernels} kernels ({r.metrics.kernels_checked} checked); devices: {devices}", ""]
     bugs = wrong_rows(r)
     if not bugs:
         out += ["No impossible values.", ""]
@@ -231,5 +233,5 @@ def _report_markdown(r: TraceInspection) -> list[str]:
         if len(bugs) > MAX_GROUPS:
             out.append(f"\n{plural(len(bugs) - MAX_GROUPS, 'more kernel')} with wrong values, not listed")
         out += ["", "### Evidence", "", *_evidence(bugs[:20]), ""]
-    out += [f"> {markdown_prose(note)}" for note in r.notes]
+    out += [f"> {markdown_prose(note)}" for note in r.metrics.notes]
     return [*out, ""]

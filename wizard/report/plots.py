@@ -769,13 +769,17 @@ def points_from_launches(inspection: Inspection) -> list[tuple[str, str, float |
 
 def figures(inspection: Inspection, rank_counts: dict[str, dict[str, int]]) -> list[Picture]:
     """Every picture of an inspection, in page order."""
-    points = [p for r in inspection.reports if r.plot is not None for p in r.plot.points]
+    points = [p for r in inspection.reports if r.metrics.plot is not None for p in r.metrics.plot.points]
     if not points and inspection.launches:
         points = points_from_launches(inspection)
     out = [reported_vs_true(points, metric) for metric in METRICS if any(p[0] == metric for p in points)]
-    labelled = [(r.label, r.plot) for r in inspection.reports if r.plot is not None]
+    labelled = [(r.label, r.metrics.plot) for r in inspection.reports if r.metrics.plot is not None]
     health = health_timeline(
-        [(r.label, r.health, r.plot.span if r.plot else None) for r in inspection.reports], inspection.job_health
+        [
+            (r.label, r.health_result.checks, r.metrics.plot.span if r.metrics.plot else None)
+            for r in inspection.reports
+        ],
+        inspection.job_health,
     )
     if health is not None:
         out.insert(0, health)  # the health section leads the page, so does its picture

@@ -122,7 +122,7 @@ def _row(report: TraceReport, group: FindingGroup) -> FindingRow:
 
 def wrong_rows(report: TraceReport) -> list[FindingRow]:
     """One trace's finding groups with wrong values, most serious first (what Markdown lists per file)."""
-    return [_row(report, g) for g in report.groups if g.wrong]
+    return [_row(report, g) for g in report.metrics.groups if g.wrong]
 
 
 def inspection_view(inspection: Inspection, *, by_design: bool = True, limit: int = MAX_GROUPS) -> InspectionView:
@@ -130,19 +130,19 @@ def inspection_view(inspection: Inspection, *, by_design: bool = True, limit: in
     reports = inspection.reports
     rows = [row for r in reports for row in wrong_rows(r)]
     if by_design:
-        rows += [_row(r, g) for r in reports for g in r.groups if not g.wrong]
-    devices = sorted({device_label(d) for r in reports for d in r.devices})
+        rows += [_row(r, g) for r in reports for g in r.metrics.groups if not g.wrong]
+    devices = sorted({device_label(d) for r in reports for d in r.metrics.devices})
     return InspectionView(
         files=len(reports),
         kernels=sum(r.kernels for r in reports),
-        kernels_checked=sum(r.kernels_checked for r in reports),
-        wrong_launches=sum(r.wrong_launches for r in reports),
+        kernels_checked=sum(r.metrics.kernels_checked for r in reports),
+        wrong_launches=sum(r.metrics.wrong_launches for r in reports),
         mechanisms=inspection.mechanisms,
         devices=devices,
         ranks=sorted(r.rank for r in reports if r.rank is not None),
         rows=rows[:limit],
         rows_omitted=max(0, len(rows) - limit),
-        notes=[(r.path, n) for r in reports for n in r.notes],
+        notes=[(r.path, n) for r in reports for n in r.metrics.notes],
     )
 
 
@@ -181,7 +181,7 @@ def per_rank_counts(inspection: Inspection) -> dict[str, dict[str, int]]:
     """Mechanism -> rank (or file) label -> launches, for a rank directory's bar chart."""
     out: dict[str, dict[str, int]] = {}
     for r in inspection.reports:
-        for mechanism, count in r.mechanisms.items():
+        for mechanism, count in r.metrics.mechanisms.items():
             out.setdefault(mechanism, {})[r.label] = count
     return out
 
@@ -216,7 +216,7 @@ def summary_table_views(inspection: Inspection) -> list[SummaryTableView]:
 
     out = []
     for report in inspection.reports:
-        check = next((c for c in report.health if c.check == "summary-table"), None)
+        check = next((c for c in report.health_result.checks if c.check == "summary-table"), None)
         if check is None or check.status == "not_applicable":
             continue
         d = check.details

@@ -26,7 +26,7 @@ from wizard.progress import NO_PROGRESS, Progress, Task
 from wizard.report.view import value_cells
 from wizard.trace.health.spec import HEALTH_MARK
 from wizard.trace.inspection.results import HealthLine, Inspection, TraceReport
-from wizard.trace.metrics.findings import launched_by
+from wizard.trace.metrics.findings import FindingGroup, launched_by
 from wizard.untrusted import cut, rich_text, visible
 
 # The metrics' names as a narrow table cell says them; the evidence lines below it use the full ones.
@@ -386,70 +386,21 @@ def _device_label(d: dict[str, Any]) -> str:
 
 
 def _report_view(report: TraceReport, show_all: bool, said: set[str]) -> Group:
-    head = Text()
-    head.append(visible(report.path), style="bold")
-    if report.rank is not None:
-        head.append(f"  rank {report.rank}")
-    head.append(
-        f"\n{plural(report.events, 'event')}, {plural(report.kernels, 'kernel')} ({report.kernels_checked} checked)"
-    )
-    if report.devices:
-        kinds = Counter(_device_label(d) for d in report.devices)
-        head.append(visible("; " + ", ".join(f"{n} x {kind}" if n > 1 else kind for kind, n in kinds.items())))
+    """One trace's part of the terminal's report: what was read, the verdict, the findings, the notes."""
+    metrics = report.metrics
+    items: list[Any] = [_report_head(report)]
     verdict = Text(
-        "\nImpossible or wrong values found" if report.impossible else "\nNo impossible values",
-        style="bold red" if report.impossible else "bold green",
+        "\nImpossible or wrong values found" if metrics.impossible else "\nNo impossible values",
+        style="bold red" if metrics.impossible else "bold green",
     )
-    items: list[Any] = [head, verdict]
-    groups = [g for g in report.groups if show_all or g.wrong]
+    items.append(verdict)
+    groups = [g for g in metrics.groups if show_all or g.wrong]
     if groups:
-        changes = {
-            id(g): [
-                f"{METRIC_LABELS.get(c.metric, c.metric)} {c.reported} → {c.true}"
-                for c in value_cells(g.worst.reported, g.worst.true)
-                if c.changed
-            ]
-            for g in groups[:40]
-        }
-        table = Table(show_lines=True, expand=False, pad_edge=False)
-        table.add_column("mech", style="bold", no_wrap=True)
-        table.add_column("kernel", overflow="fold")
-        table.add_column("count", justify="right", no_wrap=True)
-        # One metric a line, never wrapped: at 80 columns "reported → true" took four lines a metric.
-        widest = max((len(line) for lines in changes.values() for line in lines), default=1)
-        table.add_column("reported → true", no_wrap=True, min_width=min(widest, 40))
-        table.add_column("launched by", overflow="fold")
-        for g in groups[:40]:
-            op = launched_by(g.op)
-            table.add_row(
-                Text(g.mechanism),
-                rich_text(short(visible(g.kernel), 48)),
-                Text(str(g.count)),
-                Text("\n".join(changes[id(g)]) or "—"),
-                rich_text(short(visible(op), 40)),
-            )
-        items.append(table)
-        # A mechanism's evidence once, for its worst kernel: the same paragraph for each of six kernels said
-        # nothing new (the table has each one's numbers).
-        alike: Counter[str] = Counter()
-        for g in groups[:8]:
-            if g.mechanism in alike:
-                alike[g.mechanism] += 1
-                continue
-            alike[g.mechanism] = 0
-            items.append(rich_text(f"  {g.mechanism} · {short(visible(g.kernel), 60)}: {g.worst.evidence}", "dim"))
-        for mechanism, more in alike.items():
-            if more:
-                items.append(
-                    Text(
-                        f"  {mechanism}: the same for the {plural(more, 'other kernel')} of the table "
-                        "(--json has each one's evidence)",
-                        style="dim",
-                    )
-                )
+        items.append(_findings_table(groups[:40]))
+        items += _evidence_lines(groups[:8])
         if len(groups) > 40:
             items.append(Text(f"  … and {len(groups) - 40} more groups (use --json for all)", style="dim"))
-    hidden = sum(g.count for g in report.groups if not g.wrong)
+    hidden = sum(g.count for g in metrics.groups if not g.wrong)
     if hidden and not show_all:
         items.append(
             Text(
@@ -458,11 +409,80 @@ def _report_view(report: TraceReport, show_all: bool, said: set[str]) -> Group:
                 style="dim",
             )
         )
-    for note in report.notes:
+    for note in metrics.notes:
         if note not in said:
             said.add(note)
             items.append(rich_text(f"  note: {note}", "yellow"))
     return Group(*items, Text(""))
+
+
+def _report_head(report: TraceReport) -> Text:
+    """The trace's path, rank, sizes and devices."""
+    metrics = report.metrics
+    head = Text()
+    head.append(visible(report.path), style="bold")
+    if report.rank is not None:
+        head.append(f"  rank {report.rank}")
+    head.append(
+        f"\n{plural(report.events, 'event')}, {plural(report.kernels, 'kernel')} ({metrics.kernels_checked} checked)"
+    )
+    if metrics.devices:
+        kinds = Counter(_device_label(d) for d in metrics.devices)
+        head.append(visible("; " + ", ".join(f"{n} x {kind}" if n > 1 else kind for kind, n in kinds.items())))
+    return head
+
+
+def _findings_table(groups: list[FindingGroup]) -> Table:
+    """The finding groups shown, one row each: mechanism, kernel, count, what changed, the op that launched it."""
+    changes = {
+        id(g): [
+            f"{METRIC_LABELS.get(c.metric, c.metric)} {c.reported} → {c.true}"
+            for c in value_cells(g.worst.reported, g.worst.true)
+            if c.changed
+        ]
+        for g in groups
+    }
+    table = Table(show_lines=True, expand=False, pad_edge=False)
+    table.add_column("mech", style="bold", no_wrap=True)
+    table.add_column("kernel", overflow="fold")
+    table.add_column("count", justify="right", no_wrap=True)
+    # One metric a line, never wrapped: at 80 columns "reported → true" took four lines a metric.
+    widest = max((len(line) for lines in changes.values() for line in lines), default=1)
+    table.add_column("reported → true", no_wrap=True, min_width=min(widest, 40))
+    table.add_column("launched by", overflow="fold")
+    for g in groups:
+        op = launched_by(g.op)
+        table.add_row(
+            Text(g.mechanism),
+            rich_text(short(visible(g.kernel), 48)),
+            Text(str(g.count)),
+            Text("\n".join(changes[id(g)]) or "—"),
+            rich_text(short(visible(op), 40)),
+        )
+    return table
+
+
+def _evidence_lines(groups: list[FindingGroup]) -> list[Text]:
+    """A mechanism's evidence once, for its worst kernel: the same paragraph for each of six kernels said
+    nothing new (the table has each one's numbers)."""
+    lines: list[Text] = []
+    alike: Counter[str] = Counter()
+    for g in groups:
+        if g.mechanism in alike:
+            alike[g.mechanism] += 1
+            continue
+        alike[g.mechanism] = 0
+        lines.append(rich_text(f"  {g.mechanism} · {short(visible(g.kernel), 60)}: {g.worst.evidence}", "dim"))
+    for mechanism, more in alike.items():
+        if more:
+            lines.append(
+                Text(
+                    f"  {mechanism}: the same for the {plural(more, 'other kernel')} of the table "
+                    "(--json has each one's evidence)",
+                    style="dim",
+                )
+            )
+    return lines
 
 
 def plan_lines(plan: Any) -> list[str]:

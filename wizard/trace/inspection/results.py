@@ -10,6 +10,7 @@ launches) are in wizard/trace/metrics/findings.py, the health check's in wizard/
 from __future__ import annotations
 
 import platform
+import warnings
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
@@ -22,7 +23,7 @@ from wizard.serialize import clean
 from wizard.trace.health.checker import HEALTH_PASS, HealthResult, worst_status
 from wizard.trace.health.spec import HEALTH_MARK, RANK, HealthCheck
 from wizard.trace.metrics.classify import METRICS_PASS
-from wizard.trace.metrics.findings import LAUNCH_COLUMNS, FindingGroup, KernelLaunch, KernelMetrics, PlotData
+from wizard.trace.metrics.findings import LAUNCH_COLUMNS, FindingGroup, KernelLaunch, KernelMetrics
 from wizard.trace.passes import TracePass
 from wizard.trace.profile.summary import PROFILE_PASS, ProfileSummary
 from wizard.trace.read.collector import TraceContents, Truncation
@@ -36,9 +37,10 @@ INLINE: tuple[TracePass[Any], ...] = (METRICS_PASS, HEALTH_PASS, PROFILE_PASS)
 
 @dataclass(slots=True)
 class TraceInspection:
-    """One trace inspected: what its read found, and every pass's result by the pass's name (``results``); the
-    built-in passes' results are read through the properties below (``report.groups``, ``report.health``),
-    the registered and installed ones' through ``passes``."""
+    """One trace inspected: what its read found, and every pass's result by the pass's name (``results``). Each
+    built-in pass's result is read by its one accessor (``metrics``, ``health_result``, ``profile``:
+    ``report.metrics.groups``, ``report.health_result.checks``), any pass's by ``result(PASS)``, the registered
+    and installed ones' through ``passes``. The record holds no pass's fields of its own."""
 
     path: str
     rank: int | None
@@ -100,6 +102,8 @@ class TraceInspection:
 
     @property
     def health_result(self) -> HealthResult:
+        """The health check's result: every check's verdict in registry order, and what the job's checks read
+        (wizard/trace/health/checker.py)."""
         return self.result(HEALTH_PASS)
 
     @property
@@ -107,82 +111,37 @@ class TraceInspection:
         """The trace summed up for comparison (wizard/trace/profile/summary.py): what `warpwizard diff` reads."""
         return self.result(PROFILE_PASS)
 
-    # The flagship's findings, as the report has always offered them.
+    # Names of the metrics pass's fields that docs/api.md once listed on the trace's record: kept one release,
+    # each warning that it goes (read them on ``metrics``).
     @property
     def kernels_checked(self) -> int:
-        return self.metrics.kernels_checked
+        """Deprecated: ``metrics.kernels_checked``."""
+        return _deprecated("kernels_checked", self.metrics.kernels_checked)
 
     @property
     def devices(self) -> list[dict[str, Any]]:
-        return self.metrics.devices
-
-    @property
-    def rocm(self) -> bool:
-        return self.metrics.rocm
+        """Deprecated: ``metrics.devices``."""
+        return _deprecated("devices", self.metrics.devices)
 
     @property
     def mechanisms(self) -> dict[str, int]:
-        return self.metrics.mechanisms
+        """Deprecated: ``metrics.mechanisms``."""
+        return _deprecated("mechanisms", self.metrics.mechanisms)
 
     @property
     def groups(self) -> list[FindingGroup]:
-        return self.metrics.groups
+        """Deprecated: ``metrics.groups``."""
+        return _deprecated("groups", self.metrics.groups)
 
     @property
     def notes(self) -> list[str]:
-        return self.metrics.notes
-
-    @property
-    def max_true_warps_per_sm(self) -> float | None:
-        return self.metrics.max_true_warps_per_sm
+        """Deprecated: ``metrics.notes``."""
+        return _deprecated("notes", self.metrics.notes)
 
     @property
     def launches(self) -> list[KernelLaunch]:
-        return self.metrics.launches
-
-    @property
-    def workload(self) -> str:
-        return self.metrics.workload
-
-    @property
-    def wrong_launches(self) -> int:
-        return self.metrics.wrong_launches
-
-    @property
-    def plot(self) -> PlotData | None:
-        return self.metrics.plot
-
-    @property
-    def rocm_metrics(self) -> int:
-        return self.metrics.rocm_metrics
-
-    @property
-    def resident_warps(self) -> list[int]:
-        return self.metrics.resident_warps
-
-    @property
-    def computed_launches(self) -> int:
-        return self.metrics.computed_launches
-
-    @property
-    def impossible(self) -> bool:
-        return self.metrics.impossible
-
-    # The health check's.
-    @property
-    def health(self) -> list[HealthCheck]:
-        """The health check's verdicts, in registry order."""
-        return self.health_result.checks
-
-    @property
-    def collectives(self) -> dict[str, list[float]]:
-        """NCCL kernels' starts: for rank skew."""
-        return self.health_result.collectives
-
-    @property
-    def skew_rank(self) -> int | None:
-        """distributedInfo.rank for the cross-rank check (a rank directory falls back to the file name)."""
-        return self.health_result.rank
+        """Deprecated: ``metrics.launches``."""
+        return _deprecated("launches", self.metrics.launches)
 
     @property
     def label(self) -> str:
@@ -215,6 +174,22 @@ class TraceInspection:
 
 
 TraceReport = TraceInspection  # the name users' code knows (docs/api.md)
+
+V = TypeVar("V")
+
+# TraceInspection's deprecated names (docs/api.md, "Deprecated names"): kept in 0.1, gone in the release after.
+DEPRECATED_NAMES = ("kernels_checked", "devices", "mechanisms", "groups", "notes", "launches")
+
+
+def _deprecated(name: str, value: V) -> V:
+    """``value``, with a DeprecationWarning at the caller's line naming where the field is read now."""
+    warnings.warn(
+        f"TraceInspection.{name} is deprecated and goes in the next release: read .metrics.{name} "
+        "(the metrics pass's result)",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return value
 
 
 @dataclass
@@ -263,12 +238,12 @@ class Inspection:
 
     @property
     def impossible(self) -> bool:
-        return any(r.impossible for r in self.reports)
+        return any(r.metrics.impossible for r in self.reports)
 
     @property
     def health(self) -> list[HealthCheck]:
         """Every check's verdict: each trace's in turn, then the job's (rank skew)."""
-        return [check for r in self.reports for check in r.health] + list(self.job_health)
+        return [check for r in self.reports for check in r.health_result.checks] + list(self.job_health)
 
     @property
     def health_status(self) -> str:
@@ -284,7 +259,7 @@ class Inspection:
     def health_rows(self) -> list[tuple[str, HealthCheck]]:
         """Every check with what it is about (the trace's label, or "all ranks" for the job's), worst first:
         what the terminal, Markdown and HTML show."""
-        rows = [(r.label, c) for r in self.reports for c in r.health] + [("all ranks", c) for c in self.job_health]
+        rows = self._per_trace() + [("all ranks", c) for c in self.job_health]
         return sorted(rows, key=lambda row: -RANK[row[1].status])
 
     def health_summary(self) -> list[HealthLine]:
@@ -313,24 +288,28 @@ class Inspection:
 
     def health_dataframe(self) -> Any:
         """Every check's examples as one pandas DataFrame (a ``check`` and a ``trace`` column added)."""
-        return _frame([(r.label, c) for r in self.reports for c in r.health] + [("job", c) for c in self.job_health])
+        return _frame(self._per_trace() + [("job", c) for c in self.job_health])
+
+    def _per_trace(self) -> list[tuple[str, HealthCheck]]:
+        """Each trace's checks with the trace's label, trace after trace, in registry order."""
+        return [(r.label, c) for r in self.reports for c in r.health_result.checks]
 
     @property
     def mechanisms(self) -> dict[str, int]:
         total: Counter[str] = Counter()
         for r in self.reports:
-            total.update(r.mechanisms)
+            total.update(r.metrics.mechanisms)
         return dict(total)
 
     @property
     def launches(self) -> list[KernelLaunch]:
         """Every launch record the inspection was asked to keep, file after file."""
-        return [launch for r in self.reports for launch in r.launches]
+        return [launch for r in self.reports for launch in r.metrics.launches]
 
     @property
     def findings(self) -> list[FindingGroup]:
         """Wrong values grouped by kernel and mechanism, most serious first, file after file."""
-        return [g for r in self.reports for g in r.groups]
+        return [g for r in self.reports for g in r.metrics.groups]
 
     def to_dataframe(self) -> Any:
         """The launch records as a pandas DataFrame (columns: ``LAUNCH_COLUMNS``); needs pandas."""
@@ -348,7 +327,7 @@ class Inspection:
         """The work all these traces recorded, as one fingerprint (per-rank traces of one job agree)."""
         from wizard.schemas import work_fingerprint
 
-        prints = sorted({r.workload for r in self.reports})
+        prints = sorted({r.metrics.workload for r in self.reports})
         return prints[0] if len(prints) == 1 else work_fingerprint(prints)
 
     def _repr_html_(self) -> str:

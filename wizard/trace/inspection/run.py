@@ -119,10 +119,10 @@ def inspect_trace(
     if on_contents is not None:
         on_contents(contents)
     report = TraceInspection.of(contents, results, written, passes_s=passes_s)
-    if METRICS_PASS in chosen and report.plot is not None:  # a picture's time axis starts at the trace's start
+    if METRICS_PASS in chosen and report.metrics.plot is not None:  # a picture's time axis starts at the trace's start
         from wizard.trace.health.tables import window  # numpy: after the read, as the health pass imports it
 
-        report.plot.span = window(contents)
+        report.metrics.plot.span = window(contents)
     return report
 
 

@@ -293,14 +293,14 @@ def run_job(reports: Sequence[Any], rank_skew_floor_us: float | None) -> HealthC
     by_rank: dict[int, Mapping[str, Sequence[float]]] = {}
     cut: set[int] = set()
     for report in reports:
-        rank = rank_of(report.skew_rank, report.path)  # a file name's number only inside a rank directory
+        rank = rank_of(report.health_result.rank, report.path)  # a file name's number only inside a rank directory
         if rank is None or rank in by_rank:
             return CHECK.not_applicable(
                 "the traces' ranks are unknown or repeated (no distributedInfo.rank and no number in the file name)",
                 ranks=[], unmeasured=0, floor_us=floor_us, median_us=None, max_us=None, last_by_rank={},
                 left_out={}, short={},
             )  # fmt: skip
-        by_rank[rank] = report.collectives
+        by_rank[rank] = report.health_result.collectives
         if report.truncation is not None:
             cut.add(rank)
     return rank_skew(by_rank, floor_us, cut, one_job=True)
