@@ -369,9 +369,10 @@ def _trace_inspect(ctx: Context) -> ExitStatus:
     from wizard.api import check_options, inspect_traces
     from wizard.inspect_options import InspectOptions, flag_of
     from wizard.outputs import check_outputs, write_text
-    from wizard.report.registry import FORMATS, format_for
 
     args = ctx.args
+    if args.report or args.markdown is not None:  # the renderers (a third of start-up) only for what they write
+        from wizard.report.registry import FORMATS, format_for
     options = check_options(InspectOptions.parsed(args), spell=flag_of)  # before anything is written
     files = [(args.report, format_for(args.report))] if args.report else []  # the format's extra checked now
     if args.markdown not in (None, "-"):
