@@ -1,11 +1,11 @@
 """Start-up of ``trace inspect`` (issue 48, item 1): what a plain Kineto JSON inspection loads, read from the real
 command's own import log (``python -X importtime``, as PYTHONPROFILEIMPORTTIME=1 asks of any entry point).
 
-At 506439c ``trace inspect`` on a 6 KB trace took 122 ms; the fixer (loaded by ``wizard.api``), numpy (loaded by
-the Cuspy module when the reader loaded), the renderers and the process pool had made it 286 ms. Each is now
-loaded where it is used; these tests fail when one of them is loaded at start-up again. numpy itself is still
-loaded by the health checks (their tables are numpy arrays) once a trace has been read: that import is checked to
-come from a running check, never from loading a module.
+At 506439c ``trace inspect`` on a 6 KB trace took 122 ms, 286 ms by 2026-12-01. Among what it loaded at start-up
+and did not use: the fixer (imported by ``wizard.api``), numpy (by the Cuspy module when the reader loaded), the
+report renderers and the process pool. Each is now loaded where it is used; these tests fail when one of them is
+loaded at start-up again. numpy itself is still loaded by the health checks (their tables are numpy arrays) once a
+trace has been read: that import is checked to come from a running check, never from loading a module.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from wizard.trace.inspection.run import check_options as _check_options
 from wizard.trace.inspection.run import inspect_paths
 from wizard.trace.read.formats import refuse_unwritable
 
-if TYPE_CHECKING:  # loaded where used: the fixer and compare cost ``trace inspect`` a third of its start-up
+if TYPE_CHECKING:  # loaded where used (trace fix, compare): trace inspect does not pay for them at start-up
     from wizard.compare import MachineReport
     from wizard.trace.fix import FixSummary
 

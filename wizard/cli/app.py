@@ -371,7 +371,7 @@ def _trace_inspect(ctx: Context) -> ExitStatus:
     from wizard.outputs import check_outputs, write_text
 
     args = ctx.args
-    if args.report or args.markdown is not None:  # the renderers (a third of start-up) only for what they write
+    if args.report or args.markdown is not None:  # the renderers load only when they write something
         from wizard.report.registry import FORMATS, format_for
     options = check_options(InspectOptions.parsed(args), spell=flag_of)  # before anything is written
     files = [(args.report, format_for(args.report))] if args.report else []  # the format's extra checked now

@@ -20,13 +20,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-if TYPE_CHECKING:  # a pool's modules load in new_pool, before any fork: a small trace, read in one process, skips them
-    from concurrent.futures import Future, ProcessPoolExecutor
-
 from wizard.file_ends import read_at
 from wizard.trace.read.collector import Collector, PieceResult, TraceContents, collect_piece
 from wizard.trace.read.events import EVENTS_DECODER, decode_block
 from wizard.trace.read.source import open_input
+
+if TYPE_CHECKING:  # a pool's modules load in new_pool, before any fork: a small trace, read in one process, skips them
+    from concurrent.futures import Future, ProcessPoolExecutor
 
 _WORKER_FILES: dict[str, IO[bytes]] = {}
 

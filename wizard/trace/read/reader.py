@@ -60,9 +60,8 @@ __all__ = [
 class ReaderConfig:
     """How the reader reads: the numbers tests shrink to reach every path with small files."""
 
-    block_size: int = (
-        2 << 20
-    )  # a block's decoded events are the read's peak: 8 MB blocks cost 112 MB at 100 MB, 2 MB 65
+    # A block's decoded events are the read's peak memory: at 100 MB, 8 MB blocks cost 112 MB, 2 MB blocks 65 MB.
+    block_size: int = 2 << 20
     parallel_block: int = 4 << 20  # smaller blocks keep each worker's peak memory low
     parallel_min_bytes: int = 96 << 20  # below this one process is faster than starting workers
     workers: int | None = None  # None: the cores, 0: one process (trace inspect --jobs sets it)
