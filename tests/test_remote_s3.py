@@ -190,8 +190,8 @@ def test_an_object_is_streamed_in_bounded_ranges(store: str, monkeypatch: pytest
     assert len(ranges) >= size // (2 * block)  # many requests ...
     assert max(end - start for start, end in ranges) <= 2 * block  # ... none near the object's size
     assert max(end for _, end in ranges) >= size  # and the whole object was read through them
-    assert [(c.check, c.status, c.count, c.summary) for c in from_s3.health] == [
-        (c.check, c.status, c.count, c.summary) for c in from_disk.health
+    assert [(c.check, c.status, c.count, c.summary) for c in from_s3.health_result.checks] == [
+        (c.check, c.status, c.count, c.summary) for c in from_disk.health_result.checks
     ]
     assert (from_s3.bytes_read, from_s3.events) == (from_disk.bytes_read, from_disk.events)
 

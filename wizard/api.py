@@ -3,26 +3,27 @@
 The command line is a thin layer over these same functions, so the two cannot drift. Nothing here
 prints or exits; every error is one of ``wizard.errors``' types (docs/api.md lists which function
 raises which). This module loads only the trace doctor: ``trace inspect`` and the torch.profiler
-hooks start no faster than that.
+hooks start no faster than that. The fixer and ``compare`` load when called (tests/test_speed_imports.py).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from wizard.compare import MachineReport, ranks_of
 from wizard.errors import UsageError
 from wizard.inspect_options import DEFAULT_MAX_LAUNCHES, InspectOptions, Keep
 from wizard.progress import NO_PROGRESS, Progress
-from wizard.trace.fix import FixSummary
-from wizard.trace.fix import fix_trace as _fix_trace
 from wizard.trace.health.spec import RANK_SKEW_FLOOR_US, HealthCheck
 from wizard.trace.inspection.results import Inspection
 from wizard.trace.inspection.run import check_options as _check_options
 from wizard.trace.inspection.run import inspect_paths
 from wizard.trace.read.formats import refuse_unwritable
+
+if TYPE_CHECKING:  # loaded where used (trace fix, compare): trace inspect does not pay for them at start-up
+    from wizard.compare import MachineReport
+    from wizard.trace.fix import FixSummary
 
 PathLike = str | os.PathLike[str]
 
@@ -114,6 +115,8 @@ def fix_trace(
     stream, each with its own launch arrow, so Perfetto shows them all where they belong (the original tid kept
     under ``args["warpwizard original tid"]``; docs/health.md). Never writes over the
     input, nor over an existing file unless ``force``. Raises InputFileError, OutputFileError."""
+    from wizard.trace.fix import fix_trace as _fix_trace
+
     (source_name,), (output_name,) = path_names(source), path_names(output)
     refuse_unwritable(source_name)
     return _fix_trace(source_name, output_name, force=force, split_overlaps=split_overlaps, progress=progress)
@@ -125,6 +128,7 @@ def rank_skew_of(machines: Iterable[MachineReport]) -> HealthCheck | None:
     reports = list(machines)
     if sum(len(m.collectives) for m in reports) < 2:
         return None
+    from wizard.compare import ranks_of
     from wizard.trace.health.checks.rank_skew import rank_skew
 
     ranks = ranks_of(reports)

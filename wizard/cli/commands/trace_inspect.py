@@ -63,9 +63,10 @@ def run(ctx: Context) -> ExitStatus:
     from wizard.api import check_options, inspect_traces
     from wizard.inspect_options import InspectOptions, flag_of
     from wizard.outputs import check_outputs, write_text
-    from wizard.report.registry import FORMATS, format_for
 
     args = ctx.args
+    if args.report or args.markdown is not None:  # the renderers load only when they write something
+        from wizard.report.registry import FORMATS, format_for
     options = check_options(InspectOptions.parsed(args), spell=flag_of)  # before anything is written
     if options.engine is not None or options.summaries is not None:  # the job from per-rank summaries
         from wizard.cli.job import job_inspect

@@ -20,7 +20,7 @@ from wizard.errors import InputFileError, PluginError, UsageError
 from wizard.inspect_options import DEFAULT_OPTIONS, KEEP_CHOICES, InspectOptions
 from wizard.option_fields import check_fields
 from wizard.progress import NO_PROGRESS, Progress, Task, reading, relayed, task
-from wizard.trace.health.checker import job_health
+from wizard.trace.health.checker import HEALTH_PASS, job_health
 from wizard.trace.health.checks import CHECK_IDS, check_selection
 from wizard.trace.inspection.passes import passes_to_run
 from wizard.trace.inspection.results import INLINE, Inspection, TraceInspection
@@ -100,8 +100,13 @@ def inspect_trace(
     options = check_options(options)  # cheap, and the same whoever checked them before
     chosen = passes_to_run() if passes is None else passes
     runs = [(one, _guarded(one, "started", partial(one.start, options))) for one in chosen]
+    loaded = HEALTH_PASS not in chosen
 
-    def feed(contents: TraceContents) -> None:
+    def feed(contents: TraceContents) -> None:  # called between blocks only while worker processes decode
+        nonlocal loaded
+        if not loaded:  # the parent waits on the workers: what the health checks load (numpy) is loaded now
+            loaded = True
+            load_health_modules()
         for one, run in runs:
             _guarded(one, "was fed", partial(_feed, run, contents))  # a run with no feed: the plugin's fault
 
@@ -124,6 +129,15 @@ def inspect_trace(
 
         report.metrics.plot.span = window(contents)
     return report
+
+
+def load_health_modules() -> None:
+    """What the health checks import when they run (numpy, their tables), loaded ahead: while a big file's workers
+    decode (the parent would wait anyway; at 100 MB numpy's import was an eighth of what ran after the last block,
+    by cProfile), and before a directory's worker processes fork (see inspect_paths)."""
+    import wizard.trace.health.key_averages
+    import wizard.trace.health.nesting
+    import wizard.trace.health.tables  # noqa: F401
 
 
 def _feed(run: PassRun[Any], contents: TraceContents) -> None:
@@ -211,9 +225,7 @@ def inspect_paths(
                 # What the workers import lazily (the health checks' numpy, and its ctypes) is imported here first.
                 # A fork copies each module's import lock as it is: when another thread (PyTorch's validator beside
                 # the inspection) was importing one of them at that instant, the workers waited for it forever.
-                import wizard.trace.health.key_averages
-                import wizard.trace.health.nesting
-                import wizard.trace.health.tables  # noqa: F401
+                load_health_modules()
 
                 with relayed(progress) as theirs, worker_pool(workers) as pool:  # each worker's file gets its bar
                     one = partial(inspect_trace, options=options, progress=theirs)  # each finds the passes itself

@@ -22,8 +22,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
 from wizard.trace.read.collector import TraceContents
 
 WRITER = "PyTorch profiler with the Cuspy collector (PyTorch 2.15; cupti_monitor in 2.13-2.14)"
@@ -51,6 +49,9 @@ class Clamped:
 
 
 def clamped(contents: TraceContents) -> Clamped:
+    """Counted only for a Cuspy trace: numpy is imported here, not when the reader loads (every trace's start-up)."""
+    import numpy as np
+
     starts, durations, _, shape_of, shapes = contents.kernels.columns()
     ts, dur = (np.frombuffer(c, dtype=np.float64) if len(c) else np.zeros(0) for c in (starts, durations))
     ops = contents.timeline.gpu_ops

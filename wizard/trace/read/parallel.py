@@ -12,20 +12,21 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
-import multiprocessing
 import os
 import signal
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from wizard.file_ends import read_at
 from wizard.trace.read.collector import Collector, PieceResult, TraceContents, collect_piece
 from wizard.trace.read.events import EVENTS_DECODER, decode_block
 from wizard.trace.read.source import open_input
+
+if TYPE_CHECKING:  # a pool's modules load in new_pool, before any fork: a small trace, read in one process, skips them
+    from concurrent.futures import Future, ProcessPoolExecutor
 
 _WORKER_FILES: dict[str, IO[bytes]] = {}
 
@@ -69,6 +70,9 @@ def new_pool(workers: int) -> ProcessPoolExecutor:
     here, before the fork: a worker imports nothing (another thread may have held the import lock at the fork).
     Linux sends the signal when the *thread* that forked ends: a fork pool starts its workers at the first submit,
     and every pool here is submitted to, drained and shut down within one call of one thread."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
     from wizard.runner import PR_SET_PDEATHSIG, linux_prctl
 
     prctl = linux_prctl()
