@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -80,7 +81,9 @@ def _same_as_local(job: JobInspection, local: Any) -> None:
     """The job's checks and every readable rank's verdicts as the full inspection of the readable ranks says;
     the unreadable file one failure."""
     assert _job_verdicts(job.job_health) == _job_verdicts(local.job_health)
-    expected = {os.path.basename(r.path): [(c.check, c.status, c.count) for c in r.health] for r in local.reports}
+    expected = {
+        os.path.basename(r.path): [(c.check, c.status, c.count) for c in r.health_result.checks] for r in local.reports
+    }
     assert _rank_verdicts(job) == expected
     assert [(os.path.basename(f.path), f.kind) for f in job.failures] == [("rank5.json", "unreadable")]
 
@@ -273,6 +276,13 @@ def test_the_job_table_is_worst_first_and_bounded_at_ten_thousand_ranks() -> Non
     doc = job.to_dict()
     assert len(doc["worst_ranks"]) == WORST and doc["ranks"] == 10_000
     assert len(json.dumps(doc)) < 64 * 1024  # readable at 10,000 ranks: aggregates and outliers
+    from wizard.report.job import job_html, job_markdown
+
+    markdown, page = job_markdown(job), job_html(job)
+    assert len(markdown) < 16 * 1024  # no row per rank: the worst ranks, no more
+    assert sum(bool(re.match(r"\| rank \d", line)) for line in markdown.splitlines()) == WORST
+    assert markdown.splitlines()[2].startswith("10000 ranks, 10000 summarised (0 reused), 0 failed")
+    assert page.count("<tr>") == WORST + len(job.folded) + len(job.job_health) + 3  # 3 header rows
     assert max(RANK[r.status] for r in rows) == RANK["error"]
 
 
@@ -370,8 +380,22 @@ def test_a_scheduler_that_cannot_be_reached_is_one_line(run_cli: RunCli, ranks: 
     assert "--engine dask: cannot reach the scheduler" in line
 
 
-def test_a_job_run_refuses_the_full_inspections_report_files(run_cli: RunCli, ranks: Path, tmp_path: Path) -> None:
-    result = run_cli("trace", "inspect", "--engine", "none", "--markdown", str(tmp_path / "r.md"), str(ranks))
-    assert result.returncode == 2
-    assert "--engine and --summaries write --json or lines, not --report or --markdown" in result.stderr
-    assert not (tmp_path / "r.md").exists()
+def test_a_job_run_writes_its_report_files(run_cli: RunCli, ranks: Path, tmp_path: Path) -> None:
+    """--markdown FILE, --markdown - and --report .html/.json: the same job, aggregates and outliers."""
+    md, page, doc = tmp_path / "job.md", tmp_path / "job.html", tmp_path / "job.json"
+    result = run_cli("trace", "inspect", "--engine", "none", "--markdown", str(md), "--report", str(page),
+                     "--fail-on", "never", str(ranks))  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    text = md.read_text(encoding="utf-8")
+    assert text.startswith("# warpwizard job report\n") and "5 ranks, 4 summarised (0 reused), 1 failed" in text
+    assert "| warning | `ranks-complete` |" in text and "missing" in text
+    assert "## Failed ranks (1; the job was judged without them)" in text and "rank5.json" in text
+    html = page.read_text(encoding="utf-8")
+    assert "<h2>Failed ranks (1)</h2>" in html and "<script>" in html and "rank5.json" in html
+    stdout = run_cli("trace", "inspect", "--engine", "none", "--markdown", "-", "--fail-on", "never", str(ranks))
+    assert stdout.stdout == text
+    written = run_cli("trace", "inspect", "--engine", "none", "--report", str(doc), "--fail-on", "never", str(ranks))
+    assert written.returncode == 0
+    assert strict_json(doc.read_text(encoding="utf-8"))["schema"] == "warpwizard.job-report/1"
+    again = run_cli("trace", "inspect", "--engine", "none", "--markdown", str(md), str(ranks))
+    assert again.returncode == 7 and "already exists" in again.stderr  # never over a user's file without --force

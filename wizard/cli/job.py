@@ -1,11 +1,11 @@
 """``trace inspect --engine``/``--summaries``: the job judged from per-rank summaries (wizard/jobs/), printed as
-lines or written as ``--json``; the report files of a full inspection (--report, --markdown) are not made here."""
+lines or ``--json``, and written as ``--markdown``/``--report`` files (wizard/report/job.py: aggregates and the
+outliers, as readable at 10,000 ranks as at 10)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from wizard.errors import UsageError
 from wizard.exit_status import ExitStatus
 
 if TYPE_CHECKING:
@@ -19,15 +19,35 @@ def job_inspect(ctx: Any, options: InspectOptions) -> ExitStatus:
     from wizard.jobs.words import job_lines
 
     args = ctx.args
-    if args.report or args.markdown is not None:
-        raise UsageError("--engine and --summaries write --json or lines, not --report or --markdown")
+    files = _report_files(args)
     job = inspect_job(args.paths, options, progress=ctx.system.progress)
     if args.json:
         from wizard.serialize import dumps
 
         ctx.write(dumps(job.to_dict()) + "\n")
+    elif args.markdown == "-":  # '--markdown -' is the whole of stdout
+        from wizard.report.job import job_markdown
+
+        ctx.write(job_markdown(job))
     else:
         for line in job_lines(job):
             ctx.say(line)
+    if files:
+        from wizard.outputs import write_text
+
+        for path, chosen in files:
+            write_text(path, chosen.job(job), inputs=args.paths, force=args.force, what=chosen.name)
     failing = args.fail_on != "never" and job.problems(at_least=args.fail_on)
     return ExitStatus.FINDINGS if failing else ExitStatus.OK
+
+
+def _report_files(args: Any) -> list[tuple[str, Any]]:
+    """The report files asked for, their formats and places checked before any rank is read."""
+    from wizard.outputs import check_outputs
+    from wizard.report.registry import FORMATS, format_for
+
+    files = [(args.report, format_for(args.report))] if args.report else []
+    if args.markdown not in (None, "-"):
+        files.append((args.markdown, FORMATS[".md"]))
+    check_outputs([(path, chosen.name) for path, chosen in files], inputs=args.paths, force=args.force)
+    return files

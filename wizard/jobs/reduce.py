@@ -24,17 +24,19 @@ NAMED = 64  # failed ranks named (the count says how many in all)
 
 @dataclass(frozen=True, slots=True)
 class _Health:
+    """What the job checks read of a trace's health result: its rank, its collectives' starts, its place."""
+
+    rank: int | None
+    collectives: dict[str, list[float]]
     place: Any
 
 
 @dataclass(frozen=True, slots=True)
 class SummaryReport:
-    """A summary seen as the job checks see a trace's report (``path``, ``skew_rank``, ``collectives``,
-    ``truncation``, ``health_result.place``): what their ``run_job`` reads, and nothing else."""
+    """A summary seen as the job checks see a trace's report (``path``, ``truncation``, ``health_result``'s rank,
+    collectives and place): what their ``run_job`` reads, and nothing else."""
 
     path: str
-    skew_rank: int | None
-    collectives: dict[str, list[float]]
     truncation: str | None
     health_result: _Health
 
@@ -43,8 +45,8 @@ class SummaryReport:
         """``place_type``: ranks-complete's ``JobPlace`` (imported once by the caller, not per rank)."""
         p = summary.place
         place = place_type(p.rank, p.world_size, p.backend, tuple(tuple(g) for g in p.groups))
-        return cls(summary.path, summary.rank, dict(summary.collectives),
-                   summary.truncation if summary.truncated else None, _Health(place))  # fmt: skip
+        health = _Health(summary.rank, dict(summary.collectives), place)
+        return cls(summary.path, summary.truncation if summary.truncated else None, health)
 
 
 @dataclass(slots=True)

@@ -112,14 +112,15 @@ def _text(value: object, limit: int = TEXT) -> str:
 
 def of_report(report: Any, source: Source, checks: tuple[str, ...] | None) -> RankSummary:
     """The summary of one ``TraceInspection`` (the run's per-trace record): every field bounded as declared."""
-    place = report.health_result.place
+    health = report.health_result
+    place = health.place
     profile = report.profile
     return RankSummary(
         schema=RANK_SUMMARY,
         warpwizard=__version__,
         checks=list(checks) if checks is not None else None,
         source=source,
-        rank=report.skew_rank,
+        rank=health.rank,
         place=Place(place.rank, place.world_size, place.backend, [list(g) for g in place.groups[:GROUPS]]),
         truncated=report.truncation is not None,
         truncation=_text(report.truncation.detail) if report.truncation is not None else None,
@@ -130,12 +131,12 @@ def of_report(report: Any, source: Source, checks: tuple[str, ...] | None) -> Ra
         kernels=report.kernels,
         devices=[Device(d.id, _opt(d.name), d.num_sms, _opt(d.compute_capability)) for d in profile.devices[:DEVICES]],
         steps=[float(s) for s in profile.steps[:STEPS]],
-        collectives={_text(k): list(v[:STARTS]) for k, v in list(report.collectives.items())[:NAMES]},
+        collectives={_text(k): list(v[:STARTS]) for k, v in list(health.collectives.items())[:NAMES]},
         health=[
             Verdict(_text(c.check), c.status, max(0, int(c.count)), _text(c.summary), c.playbook)
-            for c in report.health[:CHECKS]
+            for c in health.checks[:CHECKS]
         ],
-        health_status=_worst(report.health),
+        health_status=_worst(health.checks),
         seconds=float(report.timing.get("read_s", 0.0) + report.timing.get("passes_s", 0.0)),
     )
 

@@ -164,7 +164,7 @@ SCRIPT = """
 """
 
 
-def _page(title: str, body: list[str], figures: list[str]) -> str:
+def page(title: str, body: list[str], figures: list[str]) -> str:
     """The page around ``body``; ``figures`` are plotly's JSON, drawn into ``#ww-plot-N``."""
     from wizard import __version__
     from wizard.report.plots import plotly_bundle
@@ -610,7 +610,7 @@ def inspection_html(inspection: Inspection) -> str:
         "" if early else tables,
         *body[-2:],
     ]
-    return _page("warpwizard trace inspection", sections, plots)
+    return page("warpwizard trace inspection", sections, plots)
 
 
 def _steps(t: Transcript) -> str:
@@ -721,4 +721,4 @@ def transcript_html(t: Transcript, inspection: Inspection | None = None) -> str:
             *sections,
         ]
     body += [_steps(t), _environment(t)]
-    return _page(title, body, plots)
+    return page(title, body, plots)

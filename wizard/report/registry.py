@@ -7,12 +7,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from wizard.engine.transcript import Transcript
 from wizard.errors import UsageError
 from wizard.formatting import plural
 from wizard.rendering import register
 from wizard.trace.inspection.results import Inspection
+
+if TYPE_CHECKING:
+    from wizard.jobs.reduce import JobInspection
 
 
 def _inspection_markdown(inspection: Inspection) -> str:
@@ -51,6 +55,24 @@ def _transcript_json(transcript: Transcript, inspection: Inspection | None) -> s
     return dumps(transcript.to_dict()) + "\n"
 
 
+def _job_markdown(job: JobInspection) -> str:
+    from wizard.report.job import job_markdown
+
+    return job_markdown(job)
+
+
+def _job_html(job: JobInspection) -> str:
+    from wizard.report.job import job_html
+
+    return job_html(job)
+
+
+def _job_json(job: JobInspection) -> str:
+    from wizard.serialize import dumps
+
+    return dumps(job.to_dict()) + "\n"
+
+
 def _plotly_ready() -> None:
     """plotly is there (else a one-line error now, before the trace is read)."""
     from wizard.report.plots import prepare
@@ -65,14 +87,17 @@ class ReportFormat:
     name: str
     inspection: Callable[[Inspection], str]
     transcript: Callable[[Transcript, Inspection | None], str]
+    job: Callable[[JobInspection], str]  # a job judged from per-rank summaries (trace inspect --engine)
     check: Callable[[], None] = lambda: None  # raises MissingDependency before any work
     needs_inspection: bool = False  # the transcript's page draws the trace it read
 
 
 FORMATS: dict[str, ReportFormat] = {
-    ".md": ReportFormat("Markdown report", _inspection_markdown, _transcript_markdown),
-    ".html": ReportFormat("HTML report", _inspection_html, _transcript_html, _plotly_ready, needs_inspection=True),
-    ".json": ReportFormat("JSON report", _inspection_json, _transcript_json),
+    ".md": ReportFormat("Markdown report", _inspection_markdown, _transcript_markdown, _job_markdown),
+    ".html": ReportFormat(
+        "HTML report", _inspection_html, _transcript_html, _job_html, _plotly_ready, needs_inspection=True
+    ),
+    ".json": ReportFormat("JSON report", _inspection_json, _transcript_json, _job_json),
 }
 FORMATS[".markdown"] = FORMATS[".md"]
 FORMATS[".htm"] = FORMATS[".html"]
