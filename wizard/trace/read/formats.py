@@ -213,7 +213,7 @@ def _read_sqlite_gz(path: Path, on_read: Callable[[int], None] | None, opened: I
         if opened is None:
             opened = own = open_input(path)[0]
         with open_database(path, opened, SqliteBounds(), "a gzipped SQLite database") as found:
-            fmt = by_tables(found.schema.tables)
+            fmt = by_tables(found.schema.names)
             assert fmt.read_database is not None
             contents = fmt.read_database(path, found)
     except (sqlite3.DatabaseError, MemoryError) as exc:
@@ -320,7 +320,7 @@ def _second_look(path: Path, fh: IO[bytes]) -> TraceFormat:
 
     try:
         with open_database(path, fh, SqliteBounds(max_seconds=60.0)) as found:
-            return by_tables(found.schema.tables)
+            return by_tables(found.schema.names)
     except (sqlite3.DatabaseError, InputFileError, OSError):
         return by_tables(frozenset())
     finally:

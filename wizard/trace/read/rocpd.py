@@ -95,7 +95,7 @@ def read_database(path: Path, found: Database) -> TraceContents:
     contents.bytes_read = found.file_bytes
     contents.compressed = found.compressed
     tables = found.schema.tables
-    runs = suffixes(tables, DISPATCH)
+    runs = suffixes(found.schema.names, DISPATCH)
     found.schema.require_ordinary(path, [f"{base}{s}" for s in runs for base in (DISPATCH, SYMBOL, AGENT)])
     if not runs:
         raise InputFileError(f"{path}: a SQLite database, but not a rocpd database (no rocpd_kernel_dispatch table)")

@@ -96,6 +96,12 @@ class Schema:
     virtual: dict[str, str]  # name -> its module (fts5, rtree, ...)
     shadows: dict[str, str]  # name -> the virtual table it belongs to
 
+    @property
+    def names(self) -> frozenset[str]:
+        """Every table's name, ordinary, virtual or shadow: what a format is recognised by (its reader then refuses
+        a virtual table where it reads, rather than another reader misnaming the file)."""
+        return self.tables | self.virtual.keys() | self.shadows.keys()
+
     def require_ordinary(self, path: Path | str, names: Iterator[str] | list[str] | tuple[str, ...]) -> None:
         """Refuse, in one line, a file where a table a reader reads is a virtual table or a shadow of one."""
         folded_virtual = {n.casefold(): (n, m) for n, m in self.virtual.items()}
