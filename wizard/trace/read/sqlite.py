@@ -69,7 +69,7 @@ class SqliteBounds:
     max_text_bytes: int = 1 << 20  # SQLite's own limit on one value's length while reading
     check_every: int = 100_000  # SQLite virtual-machine steps between two looks at the clock
     max_file_bytes: int = 64 << 30  # the database file (a 10M-kernel export is ~0.5 GB)
-    cache_kib: int = 32 << 10  # SQLite's page cache, KiB
+    cache_kib: int = 8 << 10  # SQLite's page cache, KiB
     heap_bytes: int = 2 << 30  # SQLite's heap beyond an in-memory database's own bytes: cache, sorter, temp b-trees
     gzip_bounds: inflate.GzipBounds = field(
         default_factory=lambda: inflate.GzipBounds(max_bytes=8 << 30, max_ratio=1100.0, ratio_floor=64 << 20)
