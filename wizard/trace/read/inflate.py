@@ -119,14 +119,14 @@ class Inflater:
     def _some(self, size: int) -> bytes | None:
         """Some inflated bytes (possibly none yet), or None at the end of the last member."""
         inflater = self.inflater
-        if inflater.unconsumed_tail:
-            return inflater.decompress(inflater.unconsumed_tail, size)
-        if inflater.eof:
+        if inflater.eof:  # first: past a member's end, zlib leaves what follows in unconsumed_tail too
             rest = inflater.unused_data or self._raw(CHUNK)
             if not rest or (not self.strict and not rest.startswith(GZIP_MAGIC)):
                 return None  # the end, or padding after the last member
             self.inflater = zlib.decompressobj(31)
             return self.inflater.decompress(rest, size)
+        if inflater.unconsumed_tail:
+            return inflater.decompress(inflater.unconsumed_tail, size)
         chunk = self._raw(CHUNK)
         if not chunk:
             raise GzipCut(CUT_MESSAGE)
