@@ -255,11 +255,17 @@ def test_the_read_is_bounded_in_time(tmp_path: Path) -> None:
         read_nsys(_planted(tmp_path), NsysConfig(max_seconds=50.0, check_every=1, clock=lambda: float(next(ticks))))
 
 
-def test_a_gzipped_database_is_named(run_cli: Any, tmp_path: Path) -> None:
+def test_a_gzipped_database_is_read_as_the_database_itself(run_cli: Any, tmp_path: Path) -> None:
+    """Issue 46: gzip is a container whose database is read (it was refused, "unpack it first"): the same kernels
+    and health as the plain file, the format the tables say, the compressed bytes counted."""
     path = _planted(tmp_path)
     packed = tmp_path / "planted.sqlite.gz"
     packed.write_bytes(gzip.compress(path.read_bytes()))
-    _one_line_error(run_cli("trace", "inspect", str(packed)), 6, r"gzip-compressed SQLite database; unpack it first")
+    plain = _report(run_cli("trace", "inspect", str(path), "--json", "--fail-on", "never"))
+    inflated = _report(run_cli("trace", "inspect", str(packed), "--json", "--fail-on", "never"))
+    assert (inflated["format"], inflated["kernels"]) == ("nsys-sqlite", plain["kernels"]) == ("nsys-sqlite", 2)
+    assert [c["check"] for c in inflated["health"]] == [c["check"] for c in plain["health"]]
+    assert [c.get("count") for c in inflated["health"]] == [c.get("count") for c in plain["health"]]
 
 
 def test_bytes_of_no_known_format_are_read_as_json_and_refused(run_cli: Any, tmp_path: Path) -> None:
@@ -289,7 +295,7 @@ def test_the_format_table_is_the_documented_one() -> None:
     doc = (Path(__file__).parents[1] / "docs" / "trace-formats.md").read_text()
     rows = dict(re.findall(r"^\| `([a-z-]+)` \|.*\| (yes|no) \|$", doc, re.M))
     assert rows == {f.id: "yes" if f.rewritable else "no" for f in FORMATS}
-    assert [f.id for f in FORMATS] == ["kineto-json", "nsys-sqlite", "perfetto-proto"]
+    assert [f.id for f in FORMATS] == ["kineto-json", "nsys-sqlite", "rocpd-sqlite", "perfetto-proto"]
 
 
 def test_the_triage_reads_an_export_and_continues_where_its_health_says(run_cli: Any, tmp_path: Path) -> None:

@@ -11,8 +11,12 @@ import re
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from wizard.formatting import count
+
+if TYPE_CHECKING:
+    from wizard.trace.read.sqlite import Database
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,48 +40,83 @@ class ExternalKernel:
         return None if bps is None else bps * self.block[0] * self.block[1] * self.block[2] / 32
 
 
+_KERNEL_COLUMNS = (
+    "deviceId", "gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ", "registersPerThread", "staticSharedMemory",
+    "dynamicSharedMemory", "demangledName",
+)  # fmt: skip
+
+
 def read_nsys_sqlite(path: str | Path, name_filter: str | None = None, limit: int = 200) -> list[ExternalKernel]:
-    """Kernels from ``nsys ... --export=sqlite``; tables are lazy, so a missing one is 'no data'."""
-    con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    """Kernels from ``nsys ... --export=sqlite``; tables are lazy, so a missing one (or an empty file) is 'no data'.
+    The export is untrusted like any trace: opened, bounded and typed by ``wizard.trace.read.sqlite``, as the nsys
+    reader opens it (only ordinary tables; a value of the wrong type skips its row). Raises InputFileError."""
+    from wizard.trace.read.nsys import WHAT
+    from wizard.trace.read.source import open_input
+    from wizard.trace.read.sqlite import SqliteBounds, database_error, open_database
+
+    p = Path(path)
+    if p.is_file() and not p.stat().st_size:
+        return []
+    fh = open_input(p)[0]
     try:
-        tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        if "CUPTI_ACTIVITY_KIND_KERNEL" not in tables:
-            return []
-        sms: dict[int, int] = {}
-        if "TARGET_INFO_CUDA_DEVICE" in tables:
-            for cuda_id, count in con.execute("SELECT cudaId, numMultiprocessors FROM TARGET_INFO_CUDA_DEVICE"):
-                sms[int(cuda_id)] = int(count)
-        elif "TARGET_INFO_GPU" in tables:
-            for gpu_id, count in con.execute("SELECT id, smCount FROM TARGET_INFO_GPU"):
-                sms[int(gpu_id)] = int(count)
-        names: dict[int, str] = {}
-        if "StringIds" in tables:
-            names = {int(i): str(v) for i, v in con.execute("SELECT id, value FROM StringIds")}
-        rows = con.execute(
-            "SELECT deviceId, gridX, gridY, gridZ, blockX, blockY, blockZ, registersPerThread, "
-            "staticSharedMemory, dynamicSharedMemory, demangledName FROM CUPTI_ACTIVITY_KIND_KERNEL ORDER BY start"
-        )
-        pattern = re.compile(name_filter) if name_filter else None
-        out: list[ExternalKernel] = []
-        for dev, gx, gy, gz, bx, by, bz, regs, static, dynamic, name_id in rows:
-            name = names.get(int(name_id), str(name_id)) if name_id is not None else "?"
-            if pattern and not pattern.search(name):
-                continue
-            out.append(
-                ExternalKernel(
-                    name,
-                    (int(gx), int(gy), int(gz)),
-                    (int(bx), int(by), int(bz)),
-                    int(regs) if regs is not None else None,
-                    int(static or 0) + int(dynamic or 0),
-                    sms.get(int(dev)),
-                )
+        with fh, open_database(p, fh, SqliteBounds(max_seconds=120.0), WHAT) as found:
+            found.schema.require_ordinary(
+                p, ("CUPTI_ACTIVITY_KIND_KERNEL", "TARGET_INFO_CUDA_DEVICE", "TARGET_INFO_GPU")
             )
-            if len(out) >= limit:
-                break
-        return out
-    finally:
-        con.close()
+            return _kernels(found, re.compile(name_filter) if name_filter else None, limit)
+    except (sqlite3.DatabaseError, MemoryError) as exc:
+        raise database_error(p, WHAT, exc) from None
+
+
+def _kernels(found: Database, pattern: re.Pattern[str] | None, limit: int) -> list[ExternalKernel]:
+    from wizard.trace.read.sqlite import columns, integer, text
+
+    tables, db = found.schema.tables, found.db
+    if "CUPTI_ACTIVITY_KIND_KERNEL" not in tables:
+        return []
+    sm_counts = _sm_counts(found)
+    strings: dict[int, str] = {}
+    if "StringIds" in tables and columns(db, "StringIds") >= {"id", "value"}:
+        strings = {
+            i: v
+            for i, value in db.execute("SELECT id, value FROM StringIds")
+            if (v := text(value)) is not None and type(i) is int
+        }
+    have = columns(db, "CUPTI_ACTIVITY_KIND_KERNEL")
+    picked = ", ".join(f'"{c}"' if c in have else "NULL" for c in _KERNEL_COLUMNS)
+    order = ' ORDER BY "start"' if "start" in have else ""
+    out: list[ExternalKernel] = []
+    for row in db.execute(f"SELECT {picked} FROM CUPTI_ACTIVITY_KIND_KERNEL{order}"):
+        dev, gx, gy, gz, bx, by, bz, regs, static, dynamic = (integer(v) for v in row[:10])
+        if None in (gx, gy, gz, bx, by, bz):
+            continue
+        name_id = integer(row[10])
+        name = strings.get(name_id, str(name_id)) if name_id is not None else "?"
+        if pattern and not pattern.search(name):
+            continue
+        shared = (static or 0) + (dynamic or 0)
+        grid, block = (gx, gy, gz), (bx, by, bz)
+        out.append(ExternalKernel(name, grid, block, regs, shared, sm_counts.get(dev) if dev is not None else None))  # type: ignore[arg-type]
+        if len(out) >= limit:
+            break
+    return out
+
+
+def _sm_counts(found: Database) -> dict[int, int]:
+    """Each CUDA device's SM count: ``TARGET_INFO_CUDA_DEVICE`` (cudaId), else ``TARGET_INFO_GPU`` by its CUDA
+    ordinal (``cuDevice``, what kernels' deviceId is; ``id`` is nsys's own, read only where cuDevice is missing)."""
+    from wizard.trace.read.sqlite import columns, integer
+
+    gpu = "TARGET_INFO_GPU" in found.schema.tables and "cuDevice" in columns(found.db, "TARGET_INFO_GPU")
+    gpu_id = "cuDevice" if gpu else "id"
+    for table, ident, sms in (
+        ("TARGET_INFO_CUDA_DEVICE", "cudaId", "numMultiprocessors"),
+        ("TARGET_INFO_GPU", gpu_id, "smCount"),
+    ):
+        if table in found.schema.tables and columns(found.db, table) >= {ident, sms}:
+            rows = found.db.execute(f'SELECT "{ident}", "{sms}" FROM "{table}"')
+            return {i: n for a, b in rows if (i := integer(a)) is not None and (n := integer(b)) is not None}
+    return {}
 
 
 NCU_METRICS = (

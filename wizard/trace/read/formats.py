@@ -2,16 +2,25 @@
 
 A format is one row of ``FORMATS`` and one reader module. A file is recognised by its first bytes (content
 first: a ``.json`` that is really an Nsight Systems export is read as one), its name only where the content
-cannot say (a pipe, which cannot be looked into without consuming it). ``cannot_show`` names the health checks
-whose problem the format cannot carry, with the reason the report gives (``not_applicable``), so no check
-reports "ok" about something the file could never have shown.
+cannot say (a pipe, which cannot be looked into without consuming it). The rows are asked in the order of their
+declared ``priority`` (highest first), never in the table's order. Where two formats share a container, a
+second look at the opened file decides, as Perfetto's trace processor separates detection from the formats:
+
+- **gzip** is a container: what its first bytes inflate to is handed back to detection (a ``.json.gz``, a
+  ``.pftrace.gz``); a gzipped SQLite database is read by ``SQLITE_GZ``, which inflates it (bounded) and takes the
+  second look below on what it holds.
+- **SQLite** holds several formats: the tables decide (``tables``: Nsight Systems' ``StringIds`` /
+  ``META_DATA_EXPORT``; rocpd's ``rocpd_kernel_dispatch<uuid>``), asked by priority; a database that is neither
+  goes to the highest, whose reader says what it is not.
+
+``cannot_show`` names the health checks whose problem the format cannot carry, with the reason the report gives
+(``not_applicable``), so no check reports "ok" about something the file could never have shown.
 """
 
 from __future__ import annotations
 
 import os
 import stat
-import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,10 +28,11 @@ from typing import IO, Any
 
 from wizard.errors import InputFileError
 from wizard.formatting import article
+from wizard.trace.read import inflate
 from wizard.trace.read.source import open_input
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
-GZIP_MAGIC = b"\x1f\x8b"
+GZIP_MAGIC = inflate.GZIP_MAGIC
 HEAD_BYTES = 4096  # read to recognise a file (a gzip member's first inflated bytes come from far fewer)
 
 
@@ -41,8 +51,14 @@ class TraceFormat:
     # collector as
     read: Callable[[Path, Callable[[int], None] | None, IO[bytes] | None], Any] | None = None
     # whether a file's first bytes (``head``; ``cut``: the file goes on past them) are this format's: asked of
-    # each row in ``FORMATS``' order, the first that says yes reads the file
+    # each row by ``priority``, highest first; the first that says yes reads the file
     recognise: Callable[[bytes, bool], bool] | None = None
+    priority: int = 0  # the order rows are asked in (by content, then by tables), highest first
+    container: str = ""  # the container it shares with other formats ("sqlite"): a second look decides
+    # the second look, for a SQLite format: whether a database's (ordinary) tables are this format's
+    tables: Callable[[frozenset[str]], bool] | None = None
+    # its reader of an open database (``wizard.trace.read.sqlite.Database``): (path, database) -> TraceContents
+    read_database: Callable[[Path, Any], Any] | None = None
 
     @property
     def name_with_article(self) -> str:
@@ -53,6 +69,36 @@ def _read_nsys(path: Path, on_read: Callable[[int], None] | None, opened: IO[byt
     from wizard.trace.read.nsys import read_nsys
 
     return read_nsys(path, on_read=on_read, opened=opened)
+
+
+def _nsys_tables(tables: frozenset[str]) -> bool:
+    from wizard.trace.read.nsys import is_export
+
+    return is_export(tables)
+
+
+def _nsys_database(path: Path, found: Any) -> Any:
+    from wizard.trace.read.nsys import read_database
+
+    return read_database(path, found)
+
+
+def _read_rocpd(path: Path, on_read: Callable[[int], None] | None, opened: IO[bytes] | None) -> Any:
+    from wizard.trace.read.rocpd import read_rocpd
+
+    return read_rocpd(path, on_read=on_read, opened=opened)
+
+
+def _rocpd_tables(tables: frozenset[str]) -> bool:
+    from wizard.trace.read.rocpd import is_rocpd
+
+    return is_rocpd(tables)
+
+
+def _rocpd_database(path: Path, found: Any) -> Any:
+    from wizard.trace.read.rocpd import read_database
+
+    return read_database(path, found)
 
 
 def _read_perfetto(path: Path, on_read: Callable[[int], None] | None, opened: IO[bytes] | None) -> Any:
@@ -99,12 +145,13 @@ KINETO_JSON = TraceFormat(
     (".json", ".json.gz"),
     rewritable=True,
     recognise=_json,
+    priority=30,  # before the protobuf reader: its own recogniser asks the packets where text could be both
 )
 NSYS_SQLITE = TraceFormat(
     "nsys-sqlite",
     "Nsight Systems SQLite export",
     "NVIDIA Nsight Systems (`nsys export --type sqlite`, `nsys profile --export sqlite`)",
-    (".sqlite",),
+    (".sqlite", ".sqlite.gz"),
     rewritable=False,
     read=_read_nsys,
     cannot_show={
@@ -112,6 +159,33 @@ NSYS_SQLITE = TraceFormat(
         "stacks-missing": "Nsight Systems records call stacks its own way (--backtrace), not as python_function events",
     },
     recognise=_sqlite,
+    priority=20,  # of the SQLite formats, asked first; a database of no known tables goes to its reader
+    container="sqlite",
+    tables=_nsys_tables,
+    read_database=_nsys_database,
+)
+_ROCPD_KERNELS_ONLY = "this rocpd reader reads the kernels only, not the HIP API calls (rocpd_region) that launch them"
+ROCPD_SQLITE = TraceFormat(
+    "rocpd-sqlite",
+    "rocpd database",
+    "AMD rocprofiler-sdk (`rocprofv3 --output-format rocpd`, ROCm 7)",
+    (".db", ".rocpd"),
+    rewritable=False,
+    read=_read_rocpd,
+    cannot_show={
+        "impossible-metrics": "rocpd prints no blocks per SM, warps per SM or occupancy to check",
+        "stacks-missing": "rocpd records no python_function events",
+        "kernels-missing": _ROCPD_KERNELS_ONLY,
+        "unlinked-kernels": _ROCPD_KERNELS_ONLY,
+        "graph-launches": _ROCPD_KERNELS_ONLY,
+        "summary-table": _ROCPD_KERNELS_ONLY,
+        "profiler-overhead": "this rocpd reader reads no profiler-overhead records",
+    },
+    recognise=_sqlite,
+    priority=10,
+    container="sqlite",
+    tables=_rocpd_tables,
+    read_database=_rocpd_database,
 )
 PERFETTO_PROTO = TraceFormat(
     "perfetto-proto",
@@ -121,9 +195,60 @@ PERFETTO_PROTO = TraceFormat(
     rewritable=False,
     read=_read_perfetto,
     recognise=_packets,
+    priority=0,
 )
-FORMATS: tuple[TraceFormat, ...] = (KINETO_JSON, NSYS_SQLITE, PERFETTO_PROTO)
+FORMATS: tuple[TraceFormat, ...] = (KINETO_JSON, NSYS_SQLITE, ROCPD_SQLITE, PERFETTO_PROTO)
 BY_ID: dict[str, TraceFormat] = {f.id: f for f in FORMATS}
+BY_PRIORITY: tuple[TraceFormat, ...] = tuple(sorted(FORMATS, key=lambda f: -f.priority))
+
+
+def _read_sqlite_gz(path: Path, on_read: Callable[[int], None] | None, opened: IO[bytes] | None) -> Any:
+    import sqlite3
+
+    from wizard.trace.read.sqlite import SqliteBounds, database_error, open_database
+
+    own = None
+    fmt = NSYS_SQLITE
+    try:
+        if opened is None:
+            opened = own = open_input(path)[0]
+        with open_database(path, opened, SqliteBounds(), "a gzipped SQLite database") as found:
+            fmt = by_tables(found.schema.names)
+            assert fmt.read_database is not None
+            contents = fmt.read_database(path, found)
+    except (sqlite3.DatabaseError, MemoryError) as exc:
+        raise database_error(path, fmt.name_with_article, exc) from None
+    except OSError as exc:
+        raise InputFileError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    finally:
+        if own is not None:
+            own.close()
+    if on_read is not None:
+        on_read(contents.bytes_read)
+    return contents
+
+
+# A container, not a format of its own (the report names what it holds): a gzipped SQLite database, inflated into
+# memory and handed to the SQLite format its tables say
+SQLITE_GZ = TraceFormat(
+    "sqlite-gz",
+    "gzip-compressed SQLite database",
+    "gzip over an Nsight Systems export or a rocpd database",
+    (".sqlite.gz",),
+    rewritable=False,
+    read=_read_sqlite_gz,
+    container="sqlite",
+)
+
+
+def by_tables(tables: frozenset[str]) -> TraceFormat:
+    """The SQLite format a database's tables say (by priority); the highest when none (its reader says why not)."""
+    sqlite_formats = [f for f in BY_PRIORITY if f.container == "sqlite" and f.tables is not None]
+    for f in sqlite_formats:
+        assert f.tables is not None
+        if f.tables(tables):
+            return f
+    return sqlite_formats[0]
 
 
 def is_trace_name(name: str) -> bool:
@@ -137,24 +262,13 @@ def trace_suffixes() -> list[str]:
 
 
 def _by_content(head: bytes, *, cut: bool) -> TraceFormat | None:
-    """The format the first bytes say (the first row whose ``recognise`` says yes), or None when they say nothing
-    known. ``cut``: the file goes on past them. Bytes that start like JSON but hold controls and are nothing else
-    go to the JSON reader, whose error then says what they are."""
-    for f in FORMATS:
+    """The format the first bytes say (the first row, by priority, whose ``recognise`` says yes), or None when they
+    say nothing known. ``cut``: the file goes on past them. Bytes that start like JSON but hold controls and are
+    nothing else go to the JSON reader, whose error then says what they are."""
+    for f in BY_PRIORITY:
         if f.recognise is not None and f.recognise(head, cut):
             return f
     return KINETO_JSON if _text(head)[:1] in (b"{", b"[") else None
-
-
-def _inflated_head(head: bytes) -> tuple[bytes, bool]:
-    """The first bytes a gzip member inflates to, and whether the member goes on past them (a damaged stream
-    gives what came before the damage)."""
-    inflater = zlib.decompressobj(31)
-    try:
-        inflated = inflater.decompress(head, HEAD_BYTES)
-    except zlib.error:
-        return b"", False
-    return inflated, not inflater.eof
 
 
 def detect(path: Path) -> TraceFormat:
@@ -185,19 +299,38 @@ def detect_opened(path: Path, fh: IO[bytes], regular: bool) -> TraceFormat:
         fh.seek(0)
     except OSError:
         return KINETO_JSON
-    if head.startswith(GZIP_MAGIC):
-        inflated, cut = _inflated_head(head)
+    if head.startswith(GZIP_MAGIC):  # a container: what it holds goes back to detection
+        inflated, cut = inflate.head(head, HEAD_BYTES)
         found = _by_content(inflated, cut=cut)
-        if found is NSYS_SQLITE:
-            raise InputFileError(
-                f"{path}: a gzip-compressed SQLite database; unpack it first (gunzip), a SQLite file is read in place"
-            )
+        if found is not None and found.container == "sqlite":
+            return SQLITE_GZ  # its reader inflates the database and takes the second look
         return found or _by_name(path.name.removesuffix(".gz")) or KINETO_JSON
-    return _by_content(head, cut=len(head) == HEAD_BYTES) or _by_name(path.name) or KINETO_JSON
+    found = _by_content(head, cut=len(head) == HEAD_BYTES)
+    if found is not None and found.container == "sqlite":
+        return _second_look(path, fh)
+    return found or _by_name(path.name) or KINETO_JSON
+
+
+def _second_look(path: Path, fh: IO[bytes]) -> TraceFormat:
+    """The SQLite format a database's tables say; the highest-priority one where SQLite cannot read them (its
+    reader then says why, in one line)."""
+    import sqlite3
+
+    from wizard.trace.read.sqlite import SqliteBounds, open_database
+
+    try:
+        with open_database(path, fh, SqliteBounds(max_seconds=60.0)) as found:
+            return by_tables(found.schema.names)
+    except (sqlite3.DatabaseError, InputFileError, OSError):
+        return by_tables(frozenset())
+    finally:
+        fh.seek(0)
 
 
 def _by_name(name: str) -> TraceFormat | None:
-    for f in FORMATS:
+    if name.endswith(".sqlite.gz"):
+        return SQLITE_GZ
+    for f in BY_PRIORITY:
         if any(name.endswith(suffix) for suffix in f.suffixes):
             return f
     return None

@@ -29,9 +29,10 @@ listed in the contents' ``nsys`` metadata and said in a note.
 
 Correlation ids are per process in CUPTI; an export of several processes keeps them apart by putting the
 process's index (in order of pid) above bit 40 (``PROCESS_SHIFT``), so ids still rise in launch order within
-a process. The file is untrusted: opened read-only and immutable, ``trusted_schema`` off, only fixed queries
-over tables (never views) whose columns were checked first, every value's type checked, text cut, and the
-whole read bounded in time (``NsysConfig``).
+a process. The file is untrusted: opened by ``wizard.trace.read.sqlite`` (read-only and immutable, or inflated
+into memory from a ``.sqlite.gz``; ``trusted_schema`` off; temporary storage in memory and SQLite's heap bounded;
+the whole read bounded in time: ``NsysConfig``), only fixed queries over ordinary tables (never views, never
+virtual tables or their shadows) whose columns were checked first, every value's type checked, text cut.
 """
 
 from __future__ import annotations
@@ -39,12 +40,8 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
-import stat
-import time
-import urllib.parse
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -53,6 +50,7 @@ from wizard.trace.read.collector import ANNOTATION_CAP, Collector, TraceContents
 from wizard.trace.read.events import Event, EventArgs
 from wizard.trace.read.records import PROCESS_SHIFT
 from wizard.trace.read.source import open_input
+from wizard.trace.read.sqlite import Database, SqliteBounds, columns, database_error, integer, open_database
 from wizard.untrusted import cut, visible
 
 _VERSION_SUFFIX = re.compile(r"_v\d{4,}$")  # nsys names API calls with the version they entered CUDA in
@@ -70,48 +68,38 @@ _RUNTIME_CLASS: dict[int | None, str] = {
 _OVERHEAD_TABLES = ("PROFILER_OVERHEAD", "CUPTI_ACTIVITY_KIND_OVERHEAD")
 
 
-@dataclass(frozen=True, slots=True)
-class NsysConfig:
-    """The bounds of one read (tests shrink them)."""
+NsysConfig = SqliteBounds  # the bounds of one read (tests shrink them)
+WHAT = "an Nsight Systems SQLite export"
+# the tables read, by name: each must be an ordinary table where it exists (never a virtual table or a shadow)
+TABLES = (
+    "StringIds", "META_DATA_EXPORT", "DIAGNOSTIC_EVENT", "PROFILER_OVERHEAD", "TARGET_INFO_GPU",
+    "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME", "CUPTI_ACTIVITY_KIND_MEMCPY",
+    "CUPTI_ACTIVITY_KIND_MEMSET", "NVTX_EVENTS", "ENUM_CUPTI_OVERHEAD_TYPE", "CUPTI_ACTIVITY_KIND_OVERHEAD",
+)  # fmt: skip
+MARKS = frozenset({"StringIds", "META_DATA_EXPORT"})  # an export has one of these (the second look at a database)
 
-    max_seconds: float = 600.0  # the whole read: a hostile schema cannot make it run for ever
-    max_text_bytes: int = 1 << 20  # SQLite's own limit on one value's length while reading
-    check_every: int = 100_000  # SQLite virtual-machine steps between two looks at the clock
-    clock: Callable[[], float] = time.monotonic
+
+def is_export(tables: frozenset[str]) -> bool:
+    """Whether a database's tables are an Nsight Systems export's."""
+    return bool(MARKS & tables)
 
 
 def read_nsys(
     path: Path,
-    config: NsysConfig | None = None,
+    config: SqliteBounds | None = None,
     on_read: Callable[[int], None] | None = None,
     opened: IO[bytes] | None = None,
 ) -> TraceContents:
-    """An Nsight Systems SQLite export as the contents every pass reads. ``opened``: the file as
+    """An Nsight Systems SQLite export (or a gzipped one) as the contents every pass reads. ``opened``: the file as
     ``open_input`` opened it (the reader recognised it by its first bytes); else opened here, the same way."""
-    config = config or NsysConfig()
-    contents = TraceContents(path=str(path))
-    contents.layout = "sqlite"
-    contents.format = "nsys-sqlite"
     own = None
     try:
         if opened is None:
             opened = own = open_input(path)[0]
-        info = os.fstat(opened.fileno())
-        if not stat.S_ISREG(info.st_mode):  # SQLite would reopen a FIFO and block in C, deaf to every signal
-            raise InputFileError(
-                f"{path}: not a regular file; an Nsight Systems SQLite export is read in place, from a file"
-            )
-        if not info.st_size:  # SQLite takes no bytes for an empty database: say what the other readers say
-            raise InputFileError(f"{path}: the file is empty")
-        contents.bytes_read = info.st_size
-        contents.metadata.update(_write_ahead_log(path))
-        with _connect(opened, config) as db:
-            _Export(db, contents).read()
-    except sqlite3.DatabaseError as exc:  # not a database, malformed, or interrupted by the time bound
-        detail = "took too long to read (over the time bound)" if "interrupt" in str(exc) else str(exc)
-        raise InputFileError(
-            f"{path}: cannot read as an Nsight Systems SQLite export: {cut(visible(detail), 200)}"
-        ) from None
+        with open_database(path, opened, config or SqliteBounds(), WHAT) as found:
+            contents = read_database(path, found)
+    except (sqlite3.DatabaseError, MemoryError) as exc:  # not a database, malformed, over the heap or time bound
+        raise database_error(path, WHAT, exc) from None
     except OSError as exc:
         raise InputFileError(f"{path}: cannot read ({exc.strerror or exc})") from None
     finally:
@@ -119,6 +107,19 @@ def read_nsys(
             own.close()
     if on_read is not None:
         on_read(contents.bytes_read)
+    return contents
+
+
+def read_database(path: Path, found: Database) -> TraceContents:
+    """The contents of an open export (``wizard.trace.read.sqlite.open_database``)."""
+    contents = TraceContents(path=str(path))
+    contents.layout = "sqlite"
+    contents.format = "nsys-sqlite"
+    contents.bytes_read = found.file_bytes
+    contents.compressed = found.compressed
+    if not found.compressed:
+        contents.metadata.update(_write_ahead_log(path))
+    _Export(found, contents).read()
     return contents
 
 
@@ -133,35 +134,7 @@ def _write_ahead_log(path: Path) -> dict[str, Any]:
     return {"nsys_wal": {"path": str(wal), "bytes": size}} if size else {}
 
 
-class _Connection:
-    """A read-only connection, closed on exit."""
-
-    def __init__(self, db: sqlite3.Connection) -> None:
-        self.db = db
-
-    def __enter__(self) -> sqlite3.Connection:
-        return self.db
-
-    def __exit__(self, *exc: object) -> None:
-        self.db.close()
-
-
-def _connect(opened: IO[bytes], config: NsysConfig) -> _Connection:
-    """SQLite reads the file ``open_input`` opened, by its descriptor (/dev/fd/N is that very file, even if renamed
-    or replaced since): the one open of it that is counted, which SQLite's own open of the link duplicates."""
-    uri = f"file:{urllib.parse.quote(f'/dev/fd/{opened.fileno()}')}?mode=ro&immutable=1"
-    db = sqlite3.connect(uri, uri=True, check_same_thread=False)
-    db.execute("PRAGMA trusted_schema = OFF")  # no function a schema names runs
-    db.execute("PRAGMA query_only = ON")
-    db.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, config.max_text_bytes)
-    deadline = config.clock() + config.max_seconds
-    db.set_progress_handler(lambda: 1 if config.clock() > deadline else 0, config.check_every)
-    return _Connection(db)
-
-
-def _int(value: Any) -> int | None:
-    """An integer column's value, or None where the file holds anything else (SQLite is dynamically typed)."""
-    return value if type(value) is int else None
+_int = integer
 
 
 def _text(value: Any) -> str | None:
@@ -171,24 +144,21 @@ def _text(value: Any) -> str | None:
 class _Export:
     """One export's tables, read into the collector."""
 
-    def __init__(self, db: sqlite3.Connection, contents: TraceContents) -> None:
-        self.db = db
+    def __init__(self, found: Database, contents: TraceContents) -> None:
+        self.db = found.db
         self.c = contents
         self.collector = Collector(contents)
-        self.tables = {
-            str(name)
-            for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
-            if isinstance(name, str)
-        }
+        found.schema.require_ordinary(contents.path, TABLES)
+        self.tables = found.schema.tables
         self.strings: dict[int, str] = {}
         self.processes: dict[int, int] = {}  # pid -> its index, for correlation ids
         self.missing: dict[str, list[str]] = {}  # table -> the columns read as NULL because the table lacks them
 
     def read(self) -> None:
-        if "StringIds" not in self.tables and "META_DATA_EXPORT" not in self.tables:
+        if not is_export(self.tables):
             raise InputFileError(
-                f"{self.c.path}: a SQLite database, but not an Nsight Systems export "
-                "(no StringIds or META_DATA_EXPORT table)"
+                f"{self.c.path}: a SQLite database, but not an Nsight Systems export or a rocpd database "
+                "(no StringIds or META_DATA_EXPORT table, no rocpd_kernel_dispatch)"
             )
         for sid, value in self._rows("StringIds", ("id", "value")):
             text = _text(value)
@@ -208,10 +178,7 @@ class _Export:
     # -- the tables -----------------------------------------------------------------------------------
 
     def _columns(self, table: str) -> set[str]:
-        if table not in self.tables:
-            return set()
-        quoted = table.replace('"', '""')
-        return {str(row[1]) for row in self.db.execute(f'PRAGMA table_info("{quoted}")')}
+        return columns(self.db, table) if table in self.tables else set()
 
     def _rows(
         self, table: str, wanted: Sequence[str], *, required: int | None = None, ordered: bool = False

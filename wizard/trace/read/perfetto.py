@@ -36,7 +36,6 @@ import io
 import re
 import struct
 import time
-import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,7 +45,7 @@ import msgspec
 
 from wizard.errors import InputFileError
 from wizard.formatting import plural
-from wizard.trace.read import cuspy
+from wizard.trace.read import cuspy, inflate
 from wizard.trace.read.collector import GPU_OPS, KERNELS, SLICES, Collector, ExactTimes, TraceContents, Truncation
 from wizard.trace.read.events import (
     GPU_OP_CATEGORIES,
@@ -759,48 +758,19 @@ class _Packets:
 
 
 class _Inflating:
-    """A gzip file's members inflated as they are read, never more than asked for (a gzip bomb costs one chunk):
+    """A gzip file's members inflated as they are read, by the shared inflater (``wizard.trace.read.inflate``):
     what came before a cut or a damaged block is returned first; the next read then says the stream ended."""
 
     def __init__(self, raw: IO[bytes]) -> None:
-        self.raw = raw
-        self.inflater = zlib.decompressobj(31)
-        self.ended: str | None = None  # why the stream ended early, said at the next read
+        self.inflater = inflate.Inflater(raw.read, strict=False)  # bytes after the last member: padding, the end
 
     def read(self, size: int) -> bytes:
-        if self.ended is not None:
-            raise EOFError(self.ended)
-        out: list[bytes] = []
-        got = 0
         try:
-            while got < size:
-                data = self._some(size - got)
-                if data is None:
-                    break
-                out.append(data)
-                got += len(data)
-        except zlib.error as exc:
-            self.ended = f"damaged ({exc})"
-        if not got and self.ended is not None:  # b'' would read as the end: a header with nothing after is a cut
-            raise EOFError(self.ended)
-        return b"".join(out)
-
-    def _some(self, size: int) -> bytes | None:
-        """Some inflated bytes, or None at the end of the last member."""
-        inflater = self.inflater
-        if inflater.unconsumed_tail:
-            return inflater.decompress(inflater.unconsumed_tail, size)
-        if inflater.eof:
-            rest = inflater.unused_data or self.raw.read(CHUNK)
-            if not rest.startswith(b"\x1f\x8b"):  # the end, or padding after the last member
-                return None
-            self.inflater = zlib.decompressobj(31)
-            return self.inflater.decompress(rest, size)
-        chunk = self.raw.read(CHUNK)
-        if not chunk:
-            self.ended = "Compressed file ended before the end-of-stream marker was reached"
-            return None
-        return inflater.decompress(chunk, size)
+            return self.inflater.read(size)
+        except inflate.GzipDamaged as exc:
+            raise EOFError(f"damaged ({exc})") from None
+        except inflate.GzipError as exc:
+            raise EOFError(str(exc)) from None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,9 +1,8 @@
 """Decompressed bytes of a trace, block by block, with the work per input byte bounded.
 
-gzip is inflated with zlib directly rather than GzipFile, because GzipFile.read drops
-everything it inflated in a call that hits a cut-off stream, and a crashed writer's trace is
-exactly the file that must be read up to the cut. Each call inflates at most what was asked for
-(``max_length``), so a gzip bomb costs one block of memory, not gigabytes.
+gzip is inflated by the one inflater every reader shares (``wizard.trace.read.inflate``): each call inflates at
+most what was asked for, so a gzip bomb costs one block of memory, not gigabytes, and a cut-off stream gives
+everything before the cut (a crashed writer's trace is exactly the file that must be read up to the cut).
 
 Pipes are read as streams (``<(zcat trace.json.gz)`` works); a FIFO is opened without waiting for
 a writer, so one that never gets one reads as empty instead of hanging.
@@ -15,13 +14,13 @@ import contextlib
 import fcntl
 import os
 import stat
-import zlib
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
 from wizard.errors import InputFileError, TraceReadError
+from wizard.trace.read.inflate import GZIP_MAGIC, GzipCut, GzipError, Inflater
 
 
 @dataclass
@@ -66,8 +65,6 @@ def open_input(path: Path, *, wait: bool = False) -> tuple[IO[bytes], bool]:
 class TraceSource:
     """Decompressed bytes of a trace, block by block."""
 
-    _COMPRESSED_CHUNK = 1 << 20
-
     def __init__(self, path: Path, opened: tuple[IO[bytes], bool] | None = None) -> None:
         """``opened``: the file as ``open_input`` gave it, at its start (the caller closes it); else opened here."""
         self.path = path
@@ -80,11 +77,9 @@ class TraceSource:
         except OSError as exc:
             self.close()
             raise TraceReadError(str(path), 0, f"cannot read ({exc.strerror or exc})") from None
-        self.compressed = head == b"\x1f\x8b"
+        self.compressed = head == GZIP_MAGIC
         self._head = head  # a pipe cannot seek back: keep what was peeked
-        self._inflate = zlib.decompressobj(wbits=31) if self.compressed else None
-        self._pending = b""
-        self._input = b""  # compressed bytes read but not yet inflated
+        self._inflate = Inflater(self._read_raw) if self.compressed else None
 
     def _read_raw(self, size: int) -> bytes:
         if self._head:
@@ -96,27 +91,14 @@ class TraceSource:
 
     def _inflate_some(self, room: int) -> bytes:
         """Up to ``room`` inflated bytes; b'' at the end of the input (``stream_truncated`` if mid-member)."""
-        while True:
-            assert self._inflate is not None
-            if self._inflate.eof:  # a member ended: another may follow (concatenated gzip)
-                # zlib leaves the bytes after the member in unused_data (and, with max_length, the same
-                # bytes in unconsumed_tail too): unused_data alone is what follows.
-                rest = self._inflate.unused_data or self._read_raw(self._COMPRESSED_CHUNK)
-                if not rest:
-                    return b""
-                self._inflate, self._input = zlib.decompressobj(wbits=31), rest
-            if not self._input:
-                self._input = self._read_raw(self._COMPRESSED_CHUNK)
-                if not self._input:
-                    self.stream_truncated = True
-                    return b""
-            try:
-                data = self._inflate.decompress(self._input, room)
-            except zlib.error as exc:
-                raise TraceReadError(str(self.path), self.consumed, f"corrupt gzip data ({exc})") from None
-            self._input = self._inflate.unconsumed_tail
-            if data:
-                return data
+        assert self._inflate is not None
+        try:
+            return self._inflate.read(room)
+        except GzipCut:
+            self.stream_truncated = True
+            return b""
+        except GzipError as exc:
+            raise TraceReadError(str(self.path), self.consumed, f"corrupt gzip data ({exc})") from None
 
     @property
     def descriptor(self) -> tuple[int, int, int] | None:
@@ -136,9 +118,8 @@ class TraceSource:
             return 0
 
     def _read_compressed(self, size: int) -> bytes:
-        out = [self._pending]
-        have = len(self._pending)
-        self._pending = b""
+        out: list[bytes] = []
+        have = 0
         while have < size:
             data = self._inflate_some(size - have)
             if not data:
