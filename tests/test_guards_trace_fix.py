@@ -24,8 +24,9 @@ from tests.conftest import CliResult
 from wizard.exit_status import ExitStatus
 from wizard.testing.nsys import Call, Kernel, write_export
 from wizard.testing.pftrace import convert, cuspy
+from wizard.testing.rocpd import write_rocpd
 from wizard.testing.traces import KernelSpec, TraceBuilder
-from wizard.trace.read.formats import FORMATS, KINETO_JSON, TraceFormat
+from wizard.trace.read.formats import FORMATS, KINETO_JSON, SQLITE_GZ, TraceFormat
 
 REFUSED = [f for f in FORMATS if f is not KINETO_JSON]
 
@@ -50,8 +51,18 @@ def _nsys(tmp_path: Path) -> bytes:
     return write_export(tmp_path / "source" / "x.sqlite", kernels, calls).read_bytes()
 
 
+def _rocpd(tmp_path: Path) -> bytes:
+    """A rocpd database with rocprofiler-sdk's schema and four dispatches."""
+    (tmp_path / "source").mkdir(exist_ok=True)
+    return write_rocpd(tmp_path / "source" / "r.db").read_bytes()
+
+
 # A format's bytes, by its id: a format the reader learns and trace fix refuses needs its maker here.
-SAMPLES: dict[str, Callable[[Path], bytes]] = {"perfetto-proto": _perfetto, "nsys-sqlite": _nsys}
+SAMPLES: dict[str, Callable[[Path], bytes]] = {
+    "perfetto-proto": _perfetto,
+    "nsys-sqlite": _nsys,
+    "rocpd-sqlite": _rocpd,
+}
 
 
 def _named(fmt: TraceFormat) -> list[str]:
@@ -95,7 +106,8 @@ def test_trace_fix_refuses_every_format_it_cannot_write(
     path.parent.mkdir()
     path.write_bytes(gzip.compress(data, mtime=0) if suffix.endswith(".gz") else data)
     line = _refused(run_cli, path).stderr.strip()
-    assert f"{fmt.name_with_article}; `trace fix` writes corrected copies of {KINETO_JSON.name} only" in line
+    named = SQLITE_GZ if suffix == ".sqlite.gz" else fmt  # the container names what it holds
+    assert f"{named.name_with_article}; `trace fix` writes corrected copies of {KINETO_JSON.name} only" in line
     assert line.endswith("(nothing was written)")
 
 
