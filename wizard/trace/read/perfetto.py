@@ -57,13 +57,19 @@ from wizard.trace.read.events import (
     Event,
     event_from_parts,
 )
+from wizard.trace.read.protobuf import Damaged as _Damaged
+from wizard.trace.read.protobuf import fields as _fields
+from wizard.trace.read.protobuf import fields_of_prefix as _fields_of_prefix
+from wizard.trace.read.protobuf import packed_varints as _varints
+from wizard.trace.read.protobuf import signed as _signed
+from wizard.trace.read.protobuf import text as _text
+from wizard.trace.read.protobuf import varint as _varint
 from wizard.trace.read.source import open_input
 from wizard.untrusted import cut, visible
 
 MAX_PACKET = 64 << 20  # one TracePacket; Perfetto's own writers stay far below (a chunk is 64 KB)
 MAX_INTERNED = 4_000_000  # live entries of every interned table together (a clear frees its sequence's)
 MAX_SEQUENCES = 10_000  # writer sequences (each has its own interned state)
-MAX_FIELDS = 1_000_000  # fields of one message: a 64 MB packet of one-byte fields would be a list of 64 million
 MAX_PENDING = 1_000_000  # launches waiting for the render stage they link to
 MAX_OPEN = 100_000  # slices open at once, over every track
 MAX_DEPTH = 32  # nesting of debug annotations kept (deeper values are dropped, not followed)
@@ -108,102 +114,6 @@ ARGS_READ = KERNEL_CATEGORIES | RUNTIME_CATEGORIES | OP_CATEGORIES | GPU_OP_CATE
 
 
 _DECIMAL = re.compile(r"-?[0-9]{1,20}")  # an integer extra_data value, ASCII digits only
-
-
-class _Damaged(Exception):
-    """A message that does not decode: the read stops with the offset."""
-
-
-def _varint(b: bytes, i: int) -> tuple[int, int]:
-    x = b[i]
-    if x < 0x80:
-        return x, i + 1
-    y = b[i + 1]
-    if y < 0x80:
-        return (x & 0x7F) | (y << 7), i + 2
-    result, shift = (x & 0x7F) | ((y & 0x7F) << 7), 14
-    i += 1
-    while True:
-        i += 1
-        x = b[i]
-        result |= (x & 0x7F) << shift
-        if x < 0x80:
-            return result, i + 1
-        shift += 7
-        if shift > 63:
-            raise _Damaged("a varint longer than 10 bytes")
-
-
-def _fields(b: bytes, start: int = 0, end: int | None = None) -> list[tuple[int, int, Any]]:  # noqa: PLR0912
-    """(field number, wire type, value) of one message: an int for varints and fixed fields, a ``(start, end)``
-    pair into ``b`` for a length-delimited field (nothing is copied). One-byte varints, nearly every tag and
-    most values, are read inline: this loop is most of a read's time."""
-    out: list[tuple[int, int, Any]] = []
-    append = out.append
-    i, end = start, len(b) if end is None else end
-    try:
-        while i < end:
-            key = b[i]
-            if key < 0x80:
-                i += 1
-            else:
-                key, i = _varint(b, i)
-            wire = key & 7
-            if wire == 0:
-                value = b[i]
-                if value < 0x80:
-                    i += 1
-                else:
-                    value, i = _varint(b, i)
-                append((key >> 3, 0, value))
-            elif wire == 2:
-                size = b[i]
-                if size < 0x80:
-                    i += 1
-                else:
-                    size, i = _varint(b, i)
-                if i + size > end:
-                    raise _Damaged("a field runs past its message")
-                append((key >> 3, 2, (i, i + size)))
-                i += size
-            elif wire == 1:
-                append((key >> 3, 1, int.from_bytes(b[i : i + 8], "little")))
-                i += 8
-            elif wire == 5:
-                append((key >> 3, 5, int.from_bytes(b[i : i + 4], "little")))
-                i += 4
-            else:
-                raise _Damaged(f"wire type {wire}")
-            if len(out) > MAX_FIELDS:
-                raise _Damaged(f"a message of more than {MAX_FIELDS} fields")
-        if i > end:
-            raise _Damaged("a field runs past its message")
-    except IndexError:
-        raise _Damaged("a message cut off") from None
-    return out
-
-
-def _varints(b: bytes, wire: int, value: Any) -> list[int]:
-    """A repeated varint field's values from one field: one value, or a packed run of them (proto3 writers pack
-    repeated scalars; a reader must take both)."""
-    if wire == 0:
-        return [value]
-    if wire != 2:
-        return []
-    out, i = [], value[0]
-    while i < value[1]:
-        v, i = _varint(b, i)
-        out.append(v)
-    return out
-
-
-def _text(b: bytes, span: tuple[int, int]) -> str:
-    return b[span[0] : span[1]].decode("utf-8", "replace")
-
-
-def _signed(value: int) -> int:
-    """An int64 written as a varint (two's complement in 64 bits)."""
-    return value - (1 << 64) if value >= 1 << 63 else value
 
 
 @dataclass
@@ -666,37 +576,6 @@ def looks_like_packets(head: bytes, *, cut: bool) -> bool:
     if not fields or any(number not in _FIRST_PACKET_FIELDS for number, _, _ in fields):
         return False
     return end >= len(head) or head[end : end + 1] == b"\x0a"
-
-
-def _fields_of_prefix(b: bytes, start: int) -> list[tuple[int, int, Any]]:
-    """The whole fields at the start of a message the head cut off (the last, cut field left out)."""
-    out: list[tuple[int, int, Any]] = []
-    i, end = start, len(b)
-    while i < end:
-        value: Any
-        try:
-            key, j = _varint(b, i)
-            wire = key & 7
-            if wire == 0:
-                value, j = _varint(b, j)
-            elif wire == 2:
-                size, j = _varint(b, j)
-                if j + size > end:  # the field the head cut: its number and type are known, its value is not
-                    out.append((key >> 3, wire, None))
-                    break
-                value, j = (j, j + size), j + size
-            elif wire in (1, 5):
-                j += 8 if wire == 1 else 4
-                if j > end:
-                    break
-                value = 0
-            else:
-                raise _Damaged(f"wire type {wire}")
-        except IndexError:
-            break
-        out.append((key >> 3, wire, value))
-        i = j
-    return out
 
 
 class _Cut(Exception):
