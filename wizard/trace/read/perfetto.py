@@ -47,7 +47,17 @@ import msgspec
 from wizard.errors import InputFileError
 from wizard.formatting import plural
 from wizard.trace.read import cuspy
-from wizard.trace.read.collector import GPU_OPS, KERNELS, SLICES, Collector, ExactTimes, TraceContents, Truncation
+from wizard.trace.read.collector import (
+    GPU_OPS,
+    KERNELS,
+    MAX_NAME,
+    SLICES,
+    Collector,
+    ExactTimes,
+    TraceContents,
+    Truncation,
+    cut_name,
+)
 from wizard.trace.read.events import (
     GPU_OP_CATEGORIES,
     KERNEL_CATEGORIES,
@@ -72,10 +82,16 @@ MAX_INTERNED = 4_000_000  # live entries of every interned table together (a cle
 MAX_SEQUENCES = 10_000  # writer sequences (each has its own interned state)
 MAX_PENDING = 1_000_000  # launches waiting for the render stage they link to
 MAX_OPEN = 100_000  # slices open at once, over every track
+# Bytes where counts are bounded (issue 47 item 1: 1,500 interned names of 1 MB took 1.55 GB). Every name is cut to
+# MAX_NAME characters where it is read (NAME_BYTES of UTF-8 decoded at most); what the read keeps for the whole file
+# is bounded in characters, at most 4 bytes each as Python holds text:
+MAX_HELD_CHARS = 64 << 20  # live interned strings and track names together: 64 Mi characters (at most 256 MB)
+MAX_OPEN_BYTES = 64 << 20  # what the slices open at once keep: their names' characters, their annotations' bytes
+NAME_BYTES = 4 * MAX_NAME
 MAX_DEPTH = 32  # nesting of debug annotations kept (deeper values are dropped, not followed)
 CHUNK = 1 << 20
 MEMO_BYTES = 64  # debug annotations at most this long are remembered by their bytes
-MEMO_ENTRIES = 100_000  # and at most this many per sequence
+MEMO_ENTRIES = 100_000  # and at most this many over every sequence (a clear frees its sequence's)
 BATCH = 50_000
 TRIMONTH_S = 7_889_238  # Kineto's base-time period (torch/profiler/_cuspy/trace.py: _TRIMONTH_SECONDS)
 
@@ -123,6 +139,7 @@ class _Sequence:
     tables: dict[str, dict[int, str]] = field(default_factory=lambda: {t: {} for t in _INTERNED_TABLES.values()})
     strings: dict[int, str] = field(default_factory=dict)
     interned: int = 0  # entries held, for the bound over every sequence
+    chars: int = 0  # characters they hold, for the bound over every sequence
     default_track: int = 0  # TracePacketDefaults.track_event_defaults.track_uuid
     memo: dict[bytes, tuple[str, Any]] = field(default_factory=dict)  # debug annotations by their bytes
 
@@ -141,6 +158,7 @@ class _Open:
     cat: str | None
     args: dict[str, Any]
     gpu_correlation: list[int]
+    size: int  # its name's characters and its annotations' bytes, for the bound on what open slices hold
 
 
 class _Reader:
@@ -151,9 +169,12 @@ class _Reader:
         self.collector = Collector(contents)
         self.sequences: dict[int, _Sequence] = {}
         self.interned = 0
+        self.held = 0  # characters of live interned strings and track names (MAX_HELD_CHARS)
+        self.memo_entries = 0  # annotations remembered, over every sequence (MEMO_ENTRIES)
         self.tracks: dict[int, _Track] = {}
         self.open: dict[int, list[_Open]] = {}
         self.open_count = 0
+        self.open_bytes = 0
         self.base: int | None = None
         self.batch: list[Event] = []
         self.track_events = 0
@@ -217,6 +238,8 @@ class _Reader:
             return seq
         if seq is not None:
             self.interned -= seq.interned
+            self.held -= seq.chars
+            self.memo_entries -= len(seq.memo)
         elif len(self.sequences) >= MAX_SEQUENCES:
             raise _Damaged(f"more than {MAX_SEQUENCES} writer sequences")
         seq = self.sequences[seq_id] = _Sequence()
@@ -253,13 +276,16 @@ class _Reader:
                 if n == 1 and w == 0:
                     iid = v
                 elif n == 2 and w == 2:
-                    text = _text(b, v)
+                    text = _name(b, v)
                 elif n == 3 and w == 2 and table == "kernels":
-                    kernel_name = _text(b, v)  # demangled_name, which Cuspy writes (no mangled name)
+                    kernel_name = _name(b, v)  # demangled_name, which Cuspy writes (no mangled name)
             self.interned += 1
             seq.interned += 1
             if self.interned > MAX_INTERNED:
                 raise _Damaged(f"more than {MAX_INTERNED} interned strings")
+            chars = len(text) + len(kernel_name)
+            seq.chars += chars
+            self._hold(chars)
             if table is None:
                 seq.strings[iid] = text
             else:
@@ -281,9 +307,9 @@ class _Reader:
             elif number == 5 and wire == 0:
                 parent = value
             elif number in (2, 10) and wire == 2:
-                name = _text(b, value)
+                name = _name(b, value)
             elif number == 16 and wire == 2:
-                merge_key = _text(b, value)
+                merge_key = _name(b, value)
             elif number in (3, 4) and wire == 2:  # process / thread descriptor
                 for n, w, v in _fields(b, *value):
                     if n == 1 and w == 0:
@@ -291,7 +317,7 @@ class _Reader:
                     elif n == 2 and w == 0 and number == 4:
                         tid = _signed(v)
                     elif n in (5, 6) and w == 2 and not name:
-                        name = _text(b, v)
+                        name = _name(b, v)
         if pid is None and parent in self.tracks:
             pid = self.tracks[parent].pid
         if pid is None and not parent:
@@ -299,7 +325,16 @@ class _Reader:
         if tid is None:
             tid = merge_key or name or uuid
         if len(self.tracks) < MAX_INTERNED:
+            if uuid not in self.tracks:
+                self._hold(len(name) + len(merge_key))
             self.tracks[uuid] = _Track(pid, tid, cut(name, 200))
+
+    def _hold(self, chars: int) -> None:
+        """Characters the read keeps for the whole file (interned strings, track names), bounded: past the bound
+        the file is refused with one line, as for every other bound of the format (docs/security.md)."""
+        self.held += chars
+        if self.held > MAX_HELD_CHARS:
+            raise _Damaged(f"more than {MAX_HELD_CHARS >> 20} Mi characters of interned strings and track names")
 
     def _annotations(self, b: bytes, span: tuple[int, int], seq: _Sequence, depth: int = 0) -> tuple[str, Any]:  # noqa: PLR0912
         """One debug annotation: (name, value) with arrays and dicts as lists and dicts."""
@@ -348,8 +383,9 @@ class _Reader:
         found = seq.memo.get(raw)
         if found is None:
             found = self._annotations(b, span, seq)
-            if len(seq.memo) < MEMO_ENTRIES and not isinstance(found[1], (list, dict)):
+            if self.memo_entries < MEMO_ENTRIES and not isinstance(found[1], (list, dict)):
                 seq.memo[raw] = found
+                self.memo_entries += 1
         return found
 
     def _track_event(self, b: bytes, span: tuple[int, int], ts: int, seq: _Sequence) -> None:  # noqa: PLR0912
@@ -368,7 +404,7 @@ class _Reader:
             elif number == _TE_NAME_IID and wire == 0:
                 name = seq.tables["names"].get(value, "")
             elif number == _TE_NAME and wire == 2:
-                name = _text(b, value)
+                name = _name(b, value)
             elif number == _TE_CATEGORY_IIDS and cat is None:
                 ids = _varints(b, wire, value)
                 cat = seq.tables["categories"].get(ids[0]) if ids else None
@@ -386,26 +422,36 @@ class _Reader:
                     if n == 3 and w == 0:
                         legacy_dur = _signed(v)
         self.track_events += 1
+        held = len(name)  # what an open slice keeps: its name (cut) and the annotations decoded for it
         if notes and (cat is None or cat in ARGS_READ):
             for note in notes:
                 key, v = self._annotation(b, note, seq)
+                held += note[1] - note[0]
                 if key:
                     args[key] = v
         if kind == _SLICE_BEGIN:
-            if self.open_count >= MAX_OPEN:
-                raise _Damaged(f"more than {MAX_OPEN} slices open at once")
-            self.open.setdefault(track, []).append(_Open(ts, name, cat, args, links))
-            self.open_count += 1
+            self._open(track, _Open(ts, name, cat, args, links, held))
         elif kind == _SLICE_END:
             stack = self.open.get(track)
             if stack:
                 began = stack.pop()
                 self.open_count -= 1
+                self.open_bytes -= began.size
                 if not stack:
                     del self.open[track]
                 self._emit(track, began.ts, ts - began.ts, began.name, began.cat, began.args, began.gpu_correlation)
         elif legacy_dur is not None:  # a complete event in the legacy form (phase X with a duration)
             self._emit(track, ts, legacy_dur * 1000, name, cat, args, links)
+
+    def _open(self, track: int, began: _Open) -> None:
+        """A slice begun, held until its end, bounded in count and in the bytes it came from."""
+        if self.open_count >= MAX_OPEN:
+            raise _Damaged(f"more than {MAX_OPEN} slices open at once")
+        if self.open_bytes + began.size > MAX_OPEN_BYTES:
+            raise _Damaged(f"slices open at once holding more than {MAX_OPEN_BYTES >> 20} MiB")
+        self.open.setdefault(track, []).append(began)
+        self.open_count += 1
+        self.open_bytes += began.size
 
     def _render_stage(self, b: bytes, span: tuple[int, int], ts: int, seq: _Sequence) -> None:
         event_id = duration = stage = lane = kernel = name_iid = 0
@@ -428,7 +474,7 @@ class _Reader:
             elif number == 20 and wire == 0:
                 name_iid = value
             elif number == 17 and wire == 2:
-                name = _text(b, value)
+                name = _name(b, value)
             elif number == 6 and wire == 2:
                 self._extra(b, value, args)
             elif number == 21 and wire == 2:
@@ -518,6 +564,12 @@ class _Reader:
             self._add(event_from_parts(**doc), ts, dur)
         self.pending = []
         self.flush()
+
+
+def _name(b: bytes, span: tuple[int, int]) -> str:
+    """A name field as kept: at most ``NAME_BYTES`` decoded, then ``MAX_NAME`` characters (a megabyte's name costs
+    what a long real one does)."""
+    return str(cut_name(_text(b, span, NAME_BYTES)))
 
 
 def _table_of(ev: Event) -> int | None:
