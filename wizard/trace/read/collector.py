@@ -58,15 +58,16 @@ class Truncation:
 
 KERNELS, GPU_OPS, SLICES = 0, 1, 2  # the tables ExactTimes follows
 # Characters kept of a name read from a trace (a kernel's, an op's, a call's, a frame's, an annotation's), in every
-# format: Nsight Systems' reader keeps as many (nsys.MAX_TEXT). The longest real names are CUTLASS and Triton
-# kernels' template arguments, under 2,000 characters in every shared trace; a longer one is a hostile length
-# (1,500 distinct names of a megabyte took 3.4 GB, issue 47 item 1), cut where it is read so that it is never held.
-MAX_NAME = 4096
+# format. The longest real name in the shared traces is 5,123 characters (a100-alexnet: a kernel's template arguments
+# holding lambdas); three times that is kept whole. A longer one is a hostile length (1,500 distinct names of a
+# megabyte took 3.4 GB, issue 47 item 1), cut where it is read so that it is never held: a kept name is a prefix of
+# the file's own bytes, so names cost at most the file's unpacked size, and a megabyte's name what a long real one does.
+MAX_NAME = 16_384
 
 
 def cut_name(value: Any) -> Any:
     """A name as kept: text longer than ``MAX_NAME`` cut to it (nothing marks the cut: two names that differ only
-    past it are one name, as they are in Nsight Systems' reader); anything else as it is."""
+    past it are one name); anything else as it is."""
     return value[:MAX_NAME] if type(value) is str and len(value) > MAX_NAME else value
 
 
