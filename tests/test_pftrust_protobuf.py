@@ -120,8 +120,8 @@ def test_a_prefix_keeps_its_whole_fields_and_names_the_cut_one() -> None:
     assert protobuf.fields_of_prefix(whole + bytes([9 << 3 | 1]) + b"\x00", 0) == [(8, 0, 5), (11, 2, (4, 6))]
 
 
-def test_text_decodes_at_most_its_limit() -> None:
+def test_text_prefix_decodes_at_most_its_limit() -> None:
     data = "é".encode() * 1000  # two bytes a character
-    assert protobuf.text(data, (0, len(data))) == "é" * 1000
-    assert protobuf.text(data, (0, len(data)), 10) == "é" * 5
-    assert protobuf.text(data, (0, len(data)), 11) == "é" * 5 + "\ufffd"  # a character cut in two is replaced
+    assert protobuf.text(data, (0, len(data))) == protobuf.text_prefix(data, (0, len(data)), 2000) == "é" * 1000
+    assert protobuf.text_prefix(data, (0, len(data)), 10) == "é" * 5
+    assert protobuf.text_prefix(data, (0, len(data)), 11) == "é" * 5 + "\ufffd"  # a character cut in two is replaced

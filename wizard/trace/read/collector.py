@@ -295,8 +295,10 @@ class Collector(EventSink):
 
     def _name(self, value: Any) -> str:
         """A name as text, cut to ``MAX_NAME`` and interned: one string per distinct name, never a hostile length."""
-        text = str(value)
-        return self._intern(text[:MAX_NAME] if len(text) > MAX_NAME else text)
+        text = value if type(value) is str else str(value)
+        if len(text) > MAX_NAME:
+            text = text[:MAX_NAME]
+        return self._names.setdefault(text, text)
 
     def _raw_text(self, data: bytes) -> str | None:
         if not data:
@@ -312,7 +314,9 @@ class Collector(EventSink):
 
     def _op_ref(self, ev: Event) -> int:
         args = ev.args
-        name = cut_name(ev.name)
+        name = ev.name
+        if type(name) is str and len(name) > MAX_NAME:  # cut_name, inline: once per op event
+            name = name[:MAX_NAME]
         if args is None:
             key: tuple[Any, bytes, bytes, Any] = (name, b"", b"", None)
         else:
@@ -444,7 +448,10 @@ class Collector(EventSink):
                 return
         if type(dur) is not float:
             dur = _number(dur) or 0.0
-        self.c.runtime.add(corr, ev.pid, ev.tid, ts, cut_name(ev.name), dur=dur)
+        name = ev.name
+        if type(name) is str and len(name) > MAX_NAME:  # cut_name, inline: once per call
+            name = name[:MAX_NAME]
+        self.c.runtime.add(corr, ev.pid, ev.tid, ts, name, dur=dur)
 
     def _python(self, ev: Event) -> None:
         start = _number(ev.ts)

@@ -56,7 +56,6 @@ from wizard.trace.read.collector import (
     ExactTimes,
     TraceContents,
     Truncation,
-    cut_name,
 )
 from wizard.trace.read.events import (
     GPU_OP_CATEGORIES,
@@ -571,7 +570,11 @@ class _Reader:
 def _name(b: bytes, span: tuple[int, int]) -> str:
     """A name field as kept: at most ``NAME_BYTES`` decoded, then ``MAX_NAME`` characters (a megabyte's name costs
     what a long real one does)."""
-    return str(cut_name(_text(b, span, NAME_BYTES)))
+    start, end = span
+    if end - start > NAME_BYTES:
+        end = start + NAME_BYTES
+    text = b[start:end].decode("utf-8", "replace")  # protobuf.text_prefix, inline: once per event
+    return text if len(text) <= MAX_NAME else text[:MAX_NAME]
 
 
 def _table_of(ev: Event) -> int | None:

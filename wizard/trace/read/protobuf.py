@@ -140,11 +140,16 @@ def packed_varints(b: bytes, wire: int, value: Any) -> list[int]:
     return out
 
 
-def text(b: bytes, span: tuple[int, int], limit: int | None = None) -> str:
-    """A string field as text (invalid UTF-8 replaced); at most ``limit`` bytes of it are decoded, so a name of a
-    megabyte costs what the limit allows, never a megabyte of text."""
+def text(b: bytes, span: tuple[int, int]) -> str:
+    """A string field as text (invalid UTF-8 replaced)."""
+    return b[span[0] : span[1]].decode("utf-8", "replace")
+
+
+def text_prefix(b: bytes, span: tuple[int, int], limit: int) -> str:
+    """At most the first ``limit`` bytes of a string field as text: a name of a megabyte costs what the limit
+    allows, never a megabyte of text (a character the limit cuts in two is replaced)."""
     start, end = span
-    if limit is not None and end - start > limit:
+    if end - start > limit:
         end = start + limit
     return b[start:end].decode("utf-8", "replace")
 
