@@ -53,6 +53,7 @@ def _depths(events: list[dict[str, Any]]) -> dict[tuple[Any, Any], list[int]]:
 
 def _overlap(report: dict[str, Any]) -> dict[str, Any]:
     (check,) = [c for c in report["health"] if c["check"] == "kernels-overlap"]
+    assert isinstance(check, dict)
     return check
 
 
