@@ -172,3 +172,24 @@ def test_slices_open_at_once_are_bounded_in_bytes(monkeypatch: pytest.MonkeyPatc
     path = _write(tmp_path / "open.pftrace.gz", _never_ended, 2 * MAX_NAME)
     with pytest.raises(InputFileError, match="slices open at once holding more than 1 MiB"):
         perfetto.read_perfetto(path)
+
+
+def _kernels_with_megabyte_args(out: IO[bytes], size: int) -> None:
+    """Kernels whose one debug annotation (a "Call stack", an arg the event keeps) is ``size`` bytes."""
+    out.write(_packet(_seq(True)))
+    for i in range(COUNT):
+        note = field(4, field(10, b"Call stack") + field(6, _name(i, size)))  # DebugAnnotation: name, string_value
+        begin = field(11, _vfield(9, 1) + _vfield(11, 1) + field(22, b"kernel") + field(23, b"k") + note)
+        end = field(11, _vfield(9, 2) + _vfield(11, 1))
+        out.write(_packet(_vfield(8, 1000 + 10 * i), _seq(False), begin))
+        out.write(_packet(_vfield(8, 1005 + 10 * i), _seq(False), end))
+
+
+def test_a_batch_of_events_is_bounded_in_bytes_too(tmp_path: Path) -> None:
+    """Events wait in batches of 50,000 for the collector; megabyte args made a batch hold each one (300 MB here):
+    a batch is handed over once its names and annotations reach BATCH_BYTES (16 MB), so the read holds about one
+    batch's worth, plus the packet being read."""
+    base_mb, base = _peak_mb(_write(tmp_path / "small.pftrace.gz", _kernels_with_megabyte_args, 8))
+    peak_mb, read = _peak_mb(_write(tmp_path / "big.pftrace.gz", _kernels_with_megabyte_args, NAME_MB << 20))
+    assert peak_mb - base_mb < (perfetto.BATCH_BYTES >> 20) + GROWTH_MB[".pftrace.gz"], (base_mb, peak_mb)
+    assert len(read.kernels) == len(base.kernels) == COUNT

@@ -94,6 +94,7 @@ MAX_SKIPPED = 1_000_000  # top-level entries other than packets (Trace has no ot
 MEMO_BYTES = 64  # debug annotations at most this long are remembered by their bytes
 MEMO_ENTRIES = 100_000  # and at most this many over every sequence (a clear frees its sequence's)
 BATCH = 50_000
+BATCH_BYTES = 16 << 20  # and at most about this much of their names and annotations (a batch of megabyte args)
 TRIMONTH_S = 7_889_238  # Kineto's base-time period (torch/profiler/_cuspy/trace.py: _TRIMONTH_SECONDS)
 
 # TracePacket
@@ -178,6 +179,7 @@ class _Reader:
         self.open_bytes = 0
         self.base: int | None = None
         self.batch: list[Event] = []
+        self.batch_bytes = 0  # names and annotations of the batch's slices (BATCH_BYTES)
         self.track_events = 0
         self.clocks = False  # packets named a clock or defaults this reader does not apply
         self.cuspy = False  # raw fields only Cuspy writes were seen
@@ -433,16 +435,23 @@ class _Reader:
         if kind == _SLICE_BEGIN:
             self._open(track, _Open(ts, name, cat, args, links, held))
         elif kind == _SLICE_END:
-            stack = self.open.get(track)
-            if stack:
-                began = stack.pop()
-                self.open_count -= 1
-                self.open_bytes -= began.size
-                if not stack:
-                    del self.open[track]
-                self._emit(track, began.ts, ts - began.ts, began.name, began.cat, began.args, began.gpu_correlation)
+            self._close(track, ts)
         elif legacy_dur is not None:  # a complete event in the legacy form (phase X with a duration)
+            self.batch_bytes += held
             self._emit(track, ts, legacy_dur * 1000, name, cat, args, links)
+
+    def _close(self, track: int, ts: int) -> None:
+        """A slice's end: the innermost slice open on its track ends (an end with none open is dropped)."""
+        stack = self.open.get(track)
+        if not stack:
+            return
+        began = stack.pop()
+        self.open_count -= 1
+        self.open_bytes -= began.size
+        if not stack:
+            del self.open[track]
+        self.batch_bytes += began.size
+        self._emit(track, began.ts, ts - began.ts, began.name, began.cat, began.args, began.gpu_correlation)
 
     def _open(self, track: int, began: _Open) -> None:
         """A slice begun, held until its end, bounded in count and in the bytes it came from."""
@@ -547,13 +556,14 @@ class _Reader:
         if table is not None:
             self.exact.add(table, ts - (self.base or 0), dur)
         self.batch.append(ev)
-        if len(self.batch) >= BATCH:
+        if len(self.batch) >= BATCH or self.batch_bytes >= BATCH_BYTES:
             self.flush()
 
     def flush(self) -> None:
         if self.batch:
             self.collector.add(self.batch)
             self.batch = []
+            self.batch_bytes = 0
 
     def finish(self) -> None:
         """Launches linked to their render stages by event id (Cuspy) take the stages' correlation; slices still
