@@ -237,8 +237,9 @@ def _number(value: Any) -> float | None:
 
 class Lanes:
     """``--split-overlaps``: the events Perfetto cannot nest on a kernel row (``kernels-overlap``: kernels, and the
-    copies, syncs and annotations beside them) moved to extra rows of that row, the lowest one free at each start
-    (``nesting.lanes``, O(n log n)), named after the row's stream; every flow end follows its own event only."""
+    copies, syncs and annotations beside them), and those nested past its depth limit (``nesting.MAX_DEPTH``, which
+    it drops), moved to extra rows of that row, the lowest one free at each start (``nesting.lanes``, O(n log n)),
+    named after the row's stream; every flow end follows its own event only."""
 
     def __init__(self, contents: TraceContents) -> None:
         self.moved: dict[int, str] = {}  # kernel index -> its new tid
@@ -247,11 +248,13 @@ class Lanes:
         self.flows: dict[tuple[Any, ...], str] = {}  # (id or None, pid, tid, ts) of an arrow's end
         self.rows: dict[tuple[Any, str], str] = {}  # (pid, new tid) -> the row's name
         self.marks: tuple[bytes, ...] = ()  # bytes an event to move besides kernels holds (its category)
+        import numpy as np
+
         from wizard.trace.health import nesting  # numpy, only when asked
 
         events = nesting.gather(contents)
-        hidden, _ = nesting.cannot_nest(events)
-        moves = nesting.lanes(events, hidden)
+        hidden, _, deep = nesting.walk(events)
+        moves = nesting.lanes(events, np.union1d(hidden, deep))  # sorted: the rows' order, as lanes takes them
         self.scans = moves.scans
         kernels, ops, slices = contents.kernels, contents.timeline.gpu_ops, contents.timeline.slices
         streams: dict[tuple[Any, Any], Any] = {}  # a row's stream, named by its kernels

@@ -24,7 +24,10 @@ import numpy.typing as npt
 from wizard.trace.read.collector import GPU_OPS, KERNELS, SLICES, TraceContents
 
 I64 = npt.NDArray[np.int64]
-MAX_DEPTH = 512  # Perfetto's kMaxDepth: a slice deeper than this is not drawn at all
+# Perfetto's kMaxDepth (trace processor, src/trace_processor/importers/common/slice_tracker.h 43, at ec5d16b1): a
+# slice that would open at this depth on its row is dropped (slice_tracker.cc 136-141, StartSlice: depth >= kMaxDepth
+# logs slice_max_depth_exceeded and inserts nothing), so no version draws it
+MAX_DEPTH = 512
 KERNEL, GPU_OP, OTHER = 0, 1, 2  # which table an event came from
 _US_LIMIT = 9.2e15  # µs whose nanoseconds still fit an int64, as Perfetto stores them
 
@@ -188,11 +191,19 @@ def _clusters(events: RowEvents) -> Iterable[tuple[int, int]]:
 
 
 def cannot_nest(events: RowEvents) -> tuple[I64, I64]:
-    """The positions (in ``events``) of the events Perfetto cannot nest, and for each the open event it overlaps:
-    slice_tracker.cc ``MaybeCloseStack``, a stack per row walked from the top."""
+    """The positions (in ``events``) of the events Perfetto cannot nest, and for each the open event it overlaps."""
+    hidden, against, _ = walk(events)
+    return hidden, against
+
+
+def walk(events: RowEvents) -> tuple[I64, I64, I64]:
+    """Perfetto's stacks over every row: the events it cannot nest (slice_tracker.cc ``MaybeCloseStack``, a stack
+    per row walked from the top) with the open event each overlaps, and the events that nest but would open at
+    ``MAX_DEPTH`` or deeper, which it drops (``StartSlice``): neither is drawn where the trace puts it."""
     ts_all, dur_all = events.ts.tolist(), events.dur.tolist()
     hidden: list[int] = []
     against: list[int] = []
+    deep: list[int] = []
     for a, b in _clusters(events):
         stack: list[int] = []
         for j in range(a, b):
@@ -215,7 +226,9 @@ def cannot_nest(events: RowEvents) -> tuple[I64, I64]:
                 against.append(conflict)
             elif len(stack) < MAX_DEPTH:
                 stack.append(j)
-    return np.array(hidden, dtype=np.int64), np.array(against, dtype=np.int64)
+            else:
+                deep.append(j)
+    return np.array(hidden, dtype=np.int64), np.array(against, dtype=np.int64), np.array(deep, dtype=np.int64)
 
 
 @dataclass(slots=True)

@@ -57,6 +57,18 @@ class Truncation:
 
 
 KERNELS, GPU_OPS, SLICES = 0, 1, 2  # the tables ExactTimes follows
+# Characters kept of a name read from a trace (a kernel's, an op's, a call's, a frame's, an annotation's), in every
+# format. The longest real name in the shared traces is 5,123 characters (a100-alexnet: a kernel's template arguments
+# holding lambdas); three times that is kept whole. A longer one is a hostile length (1,500 distinct names of a
+# megabyte took 3.4 GB, issue 47 item 1), cut where it is read so that it is never held: a kept name is a prefix of
+# the file's own bytes, so names cost at most the file's unpacked size, and a megabyte's name what a long real one does.
+MAX_NAME = 16_384
+
+
+def cut_name(value: Any) -> Any:
+    """A name as kept: text longer than ``MAX_NAME`` cut to it (nothing marks the cut: two names that differ only
+    past it are one name); anything else as it is."""
+    return value[:MAX_NAME] if type(value) is str and len(value) > MAX_NAME else value
 
 
 @dataclass(slots=True)
@@ -287,6 +299,13 @@ class Collector(EventSink):
     def _intern(self, text: str) -> str:
         return self._names.setdefault(text, text)
 
+    def _name(self, value: Any) -> str:
+        """A name as text, cut to ``MAX_NAME`` and interned: one string per distinct name, never a hostile length."""
+        text = value if type(value) is str else str(value)
+        if len(text) > MAX_NAME:
+            text = text[:MAX_NAME]
+        return self._names.setdefault(text, text)
+
     def _raw_text(self, data: bytes) -> str | None:
         if not data:
             return None
@@ -301,13 +320,16 @@ class Collector(EventSink):
 
     def _op_ref(self, ev: Event) -> int:
         args = ev.args
+        name = ev.name
+        if type(name) is str and len(name) > MAX_NAME:  # cut_name, inline: once per op event
+            name = name[:MAX_NAME]
         if args is None:
-            key: tuple[Any, bytes, bytes, Any] = (ev.name, b"", b"", None)
+            key: tuple[Any, bytes, bytes, Any] = (name, b"", b"", None)
         else:
             dims = args.input_dims
             stack = args.call_stack
             key = (
-                ev.name,
+                name,
                 bytes(dims) if len(dims) else bytes(args.input_dims_old),
                 bytes(args.input_type),
                 stack if type(stack) is str else None,
@@ -315,7 +337,7 @@ class Collector(EventSink):
         ref = self._op_refs.get(key)
         if ref is None:
             info = OpInfo(
-                self._intern(str(ev.name)),
+                self._name(name),
                 self._raw_text(key[1]),
                 self._raw_text(key[2]),
                 self._intern(key[3]) if key[3] is not None else None,
@@ -324,9 +346,10 @@ class Collector(EventSink):
         return ref
 
     def _frame_ref(self, name: Any) -> int:
+        name = cut_name(name)
         ref = self._frame_refs.get(name)
         if ref is None:
-            ref = self._frame_refs[name] = self.c.python.ref(self._intern(str(name)))
+            ref = self._frame_refs[name] = self.c.python.ref(self._name(name))
         return ref
 
     def add(self, events: list[Event]) -> None:  # noqa: PLR0912 - one flat dispatch per event, for speed
@@ -387,7 +410,7 @@ class Collector(EventSink):
             and len(timeline.steps) < STEP_CAP
             and dur <= MEASURABLE
         ):
-            timeline.steps.append((start, end, self._intern(name)))
+            timeline.steps.append((start, end, self._name(name)))
         elif ev.cat == PROFILER_RANGE:
             corr = as_int(ev.args.correlation) if ev.args is not None else None
             if not corr:  # none, or Kineto's 0 for a kernel it could not name (CuptiRangeProfiler.cpp at cd8d3190)
@@ -396,13 +419,13 @@ class Collector(EventSink):
                 timeline.profiler_ranges.append(corr)
         cat = ev.cat
         if cat == "user_annotation" and len(timeline.annotations) < ANNOTATION_CAP:
-            timeline.annotations.append((ev.pid, ev.tid, start, end, self._intern(str(name))))
+            timeline.annotations.append((ev.pid, ev.tid, start, end, self._name(name)))
         elif cat == "gpu_user_annotation" and len(timeline.gpu_annotations) < ANNOTATION_CAP:
-            timeline.gpu_annotations.append((start, end, self._intern(str(name))))
+            timeline.gpu_annotations.append((start, end, self._name(name)))
         elif cat in OVERHEAD_CATEGORIES and len(timeline.overheads) < ANNOTATION_CAP:
             corr = as_int(ev.args.correlation) if ev.args is not None else None  # bounded: an id, not damage
             measured = end if dur <= MEASURABLE else start  # 1.7e308 µs is no time, as a 400-digit one is none
-            timeline.overheads.append((start, measured, self._intern(str(name)), corr))
+            timeline.overheads.append((start, measured, self._name(name), corr))
 
     def _gpu_op(self, ev: Event) -> None:
         args = ev.args or _NO_ARGS
@@ -415,7 +438,7 @@ class Collector(EventSink):
             ts,
             dur or 0.0,
             corr if type(corr) is int else as_int(corr),
-            (self._intern(str(ev.name)), ev.pid, ev.tid, _device(device), stream),
+            (self._name(ev.name), ev.pid, ev.tid, _device(device), stream),
         )
 
     def _runtime(self, ev: Event) -> None:
@@ -431,7 +454,10 @@ class Collector(EventSink):
                 return
         if type(dur) is not float:
             dur = _number(dur) or 0.0
-        self.c.runtime.add(corr, ev.pid, ev.tid, ts, ev.name, dur=dur)
+        name = ev.name
+        if type(name) is str and len(name) > MAX_NAME:  # cut_name, inline: once per call
+            name = name[:MAX_NAME]
+        self.c.runtime.add(corr, ev.pid, ev.tid, ts, name, dur=dur)
 
     def _python(self, ev: Event) -> None:
         start = _number(ev.ts)
@@ -441,7 +467,7 @@ class Collector(EventSink):
     def merge(self, part: PieceResult) -> None:
         """A worker's block, in file order: kernels and indexes appended."""
         c = self.c
-        part.kernels.map_names(self._intern)
+        part.kernels.map_names(self._name)
         c.kernels.extend(part.kernels)
         c.runtime.merge(part.runtime)
         c.ops.merge(part.ops)
@@ -507,7 +533,7 @@ class Collector(EventSink):
             dur if type(dur) is float else (_number(dur) or 0.0),
             correlation if type(correlation) is int else as_int(correlation),
             (
-                self._intern(str(ev.name)),
+                self._name(ev.name),
                 ev.pid,
                 ev.tid,
                 device if type(device) is int and -INT_LIMIT < device < INT_LIMIT else as_int(device),

@@ -46,7 +46,16 @@ import msgspec
 from wizard.errors import InputFileError
 from wizard.formatting import plural
 from wizard.trace.read import cuspy, inflate
-from wizard.trace.read.collector import GPU_OPS, KERNELS, SLICES, Collector, ExactTimes, TraceContents, Truncation
+from wizard.trace.read.collector import (
+    GPU_OPS,
+    KERNELS,
+    MAX_NAME,
+    SLICES,
+    Collector,
+    ExactTimes,
+    TraceContents,
+    Truncation,
+)
 from wizard.trace.read.events import (
     GPU_OP_CATEGORIES,
     KERNEL_CATEGORIES,
@@ -56,20 +65,35 @@ from wizard.trace.read.events import (
     Event,
     event_from_parts,
 )
+from wizard.trace.read.protobuf import Damaged as _Damaged
+from wizard.trace.read.protobuf import fields as _fields
+from wizard.trace.read.protobuf import fields_of_prefix as _fields_of_prefix
+from wizard.trace.read.protobuf import packed_varints as _varints
+from wizard.trace.read.protobuf import signed as _signed
+from wizard.trace.read.protobuf import text as _text
+from wizard.trace.read.protobuf import varint as _varint
 from wizard.trace.read.source import open_input
 from wizard.untrusted import cut, visible
 
 MAX_PACKET = 64 << 20  # one TracePacket; Perfetto's own writers stay far below (a chunk is 64 KB)
 MAX_INTERNED = 4_000_000  # live entries of every interned table together (a clear frees its sequence's)
 MAX_SEQUENCES = 10_000  # writer sequences (each has its own interned state)
-MAX_FIELDS = 1_000_000  # fields of one message: a 64 MB packet of one-byte fields would be a list of 64 million
 MAX_PENDING = 1_000_000  # launches waiting for the render stage they link to
 MAX_OPEN = 100_000  # slices open at once, over every track
+# Bytes where counts are bounded (issue 47 item 1: 1,500 interned names of 1 MB took 1.55 GB). Every name is cut to
+# MAX_NAME characters where it is read (NAME_BYTES of UTF-8 decoded at most); what the read keeps for the whole file
+# is bounded in characters, at most 4 bytes each as Python holds text:
+MAX_HELD_CHARS = 64 << 20  # live interned strings and track names together: 64 Mi characters (at most 256 MB)
+MAX_OPEN_BYTES = 64 << 20  # what the slices open at once keep: their names' characters, their annotations' bytes
+NAME_BYTES = 4 * MAX_NAME
 MAX_DEPTH = 32  # nesting of debug annotations kept (deeper values are dropped, not followed)
 CHUNK = 1 << 20
+TICK = 4096  # top-level entries between two looks at the clock (and one after every chunk read)
+MAX_SKIPPED = 1_000_000  # top-level entries other than packets (Trace has no other field; writers write none)
 MEMO_BYTES = 64  # debug annotations at most this long are remembered by their bytes
-MEMO_ENTRIES = 100_000  # and at most this many per sequence
+MEMO_ENTRIES = 100_000  # and at most this many over every sequence (a clear frees its sequence's)
 BATCH = 50_000
+BATCH_BYTES = 16 << 20  # and at most about this much of their names and annotations (a batch of megabyte args)
 TRIMONTH_S = 7_889_238  # Kineto's base-time period (torch/profiler/_cuspy/trace.py: _TRIMONTH_SECONDS)
 
 # TracePacket
@@ -109,102 +133,6 @@ ARGS_READ = KERNEL_CATEGORIES | RUNTIME_CATEGORIES | OP_CATEGORIES | GPU_OP_CATE
 _DECIMAL = re.compile(r"-?[0-9]{1,20}")  # an integer extra_data value, ASCII digits only
 
 
-class _Damaged(Exception):
-    """A message that does not decode: the read stops with the offset."""
-
-
-def _varint(b: bytes, i: int) -> tuple[int, int]:
-    x = b[i]
-    if x < 0x80:
-        return x, i + 1
-    y = b[i + 1]
-    if y < 0x80:
-        return (x & 0x7F) | (y << 7), i + 2
-    result, shift = (x & 0x7F) | ((y & 0x7F) << 7), 14
-    i += 1
-    while True:
-        i += 1
-        x = b[i]
-        result |= (x & 0x7F) << shift
-        if x < 0x80:
-            return result, i + 1
-        shift += 7
-        if shift > 63:
-            raise _Damaged("a varint longer than 10 bytes")
-
-
-def _fields(b: bytes, start: int = 0, end: int | None = None) -> list[tuple[int, int, Any]]:  # noqa: PLR0912
-    """(field number, wire type, value) of one message: an int for varints and fixed fields, a ``(start, end)``
-    pair into ``b`` for a length-delimited field (nothing is copied). One-byte varints, nearly every tag and
-    most values, are read inline: this loop is most of a read's time."""
-    out: list[tuple[int, int, Any]] = []
-    append = out.append
-    i, end = start, len(b) if end is None else end
-    try:
-        while i < end:
-            key = b[i]
-            if key < 0x80:
-                i += 1
-            else:
-                key, i = _varint(b, i)
-            wire = key & 7
-            if wire == 0:
-                value = b[i]
-                if value < 0x80:
-                    i += 1
-                else:
-                    value, i = _varint(b, i)
-                append((key >> 3, 0, value))
-            elif wire == 2:
-                size = b[i]
-                if size < 0x80:
-                    i += 1
-                else:
-                    size, i = _varint(b, i)
-                if i + size > end:
-                    raise _Damaged("a field runs past its message")
-                append((key >> 3, 2, (i, i + size)))
-                i += size
-            elif wire == 1:
-                append((key >> 3, 1, int.from_bytes(b[i : i + 8], "little")))
-                i += 8
-            elif wire == 5:
-                append((key >> 3, 5, int.from_bytes(b[i : i + 4], "little")))
-                i += 4
-            else:
-                raise _Damaged(f"wire type {wire}")
-            if len(out) > MAX_FIELDS:
-                raise _Damaged(f"a message of more than {MAX_FIELDS} fields")
-        if i > end:
-            raise _Damaged("a field runs past its message")
-    except IndexError:
-        raise _Damaged("a message cut off") from None
-    return out
-
-
-def _varints(b: bytes, wire: int, value: Any) -> list[int]:
-    """A repeated varint field's values from one field: one value, or a packed run of them (proto3 writers pack
-    repeated scalars; a reader must take both)."""
-    if wire == 0:
-        return [value]
-    if wire != 2:
-        return []
-    out, i = [], value[0]
-    while i < value[1]:
-        v, i = _varint(b, i)
-        out.append(v)
-    return out
-
-
-def _text(b: bytes, span: tuple[int, int]) -> str:
-    return b[span[0] : span[1]].decode("utf-8", "replace")
-
-
-def _signed(value: int) -> int:
-    """An int64 written as a varint (two's complement in 64 bits)."""
-    return value - (1 << 64) if value >= 1 << 63 else value
-
-
 @dataclass
 class _Sequence:
     """One writer sequence's interned state (cleared by SEQ_INCREMENTAL_STATE_CLEARED)."""
@@ -212,6 +140,7 @@ class _Sequence:
     tables: dict[str, dict[int, str]] = field(default_factory=lambda: {t: {} for t in _INTERNED_TABLES.values()})
     strings: dict[int, str] = field(default_factory=dict)
     interned: int = 0  # entries held, for the bound over every sequence
+    chars: int = 0  # characters they hold, for the bound over every sequence
     default_track: int = 0  # TracePacketDefaults.track_event_defaults.track_uuid
     memo: dict[bytes, tuple[str, Any]] = field(default_factory=dict)  # debug annotations by their bytes
 
@@ -230,6 +159,7 @@ class _Open:
     cat: str | None
     args: dict[str, Any]
     gpu_correlation: list[int]
+    size: int  # its name's characters and its annotations' bytes, for the bound on what open slices hold
 
 
 class _Reader:
@@ -240,11 +170,15 @@ class _Reader:
         self.collector = Collector(contents)
         self.sequences: dict[int, _Sequence] = {}
         self.interned = 0
+        self.held = 0  # characters of live interned strings and track names (MAX_HELD_CHARS)
+        self.memo_entries = 0  # annotations remembered, over every sequence (MEMO_ENTRIES)
         self.tracks: dict[int, _Track] = {}
         self.open: dict[int, list[_Open]] = {}
         self.open_count = 0
+        self.open_bytes = 0
         self.base: int | None = None
         self.batch: list[Event] = []
+        self.batch_bytes = 0  # names and annotations of the batch's slices (BATCH_BYTES)
         self.track_events = 0
         self.clocks = False  # packets named a clock or defaults this reader does not apply
         self.cuspy = False  # raw fields only Cuspy writes were seen
@@ -306,6 +240,8 @@ class _Reader:
             return seq
         if seq is not None:
             self.interned -= seq.interned
+            self.held -= seq.chars
+            self.memo_entries -= len(seq.memo)
         elif len(self.sequences) >= MAX_SEQUENCES:
             raise _Damaged(f"more than {MAX_SEQUENCES} writer sequences")
         seq = self.sequences[seq_id] = _Sequence()
@@ -342,13 +278,16 @@ class _Reader:
                 if n == 1 and w == 0:
                     iid = v
                 elif n == 2 and w == 2:
-                    text = _text(b, v)
+                    text = _name(b, v)
                 elif n == 3 and w == 2 and table == "kernels":
-                    kernel_name = _text(b, v)  # demangled_name, which Cuspy writes (no mangled name)
+                    kernel_name = _name(b, v)  # demangled_name, which Cuspy writes (no mangled name)
             self.interned += 1
             seq.interned += 1
             if self.interned > MAX_INTERNED:
                 raise _Damaged(f"more than {MAX_INTERNED} interned strings")
+            chars = len(text) + len(kernel_name)
+            seq.chars += chars
+            self._hold(chars)
             if table is None:
                 seq.strings[iid] = text
             else:
@@ -370,9 +309,9 @@ class _Reader:
             elif number == 5 and wire == 0:
                 parent = value
             elif number in (2, 10) and wire == 2:
-                name = _text(b, value)
+                name = _name(b, value)
             elif number == 16 and wire == 2:
-                merge_key = _text(b, value)
+                merge_key = _name(b, value)
             elif number in (3, 4) and wire == 2:  # process / thread descriptor
                 for n, w, v in _fields(b, *value):
                     if n == 1 and w == 0:
@@ -380,7 +319,7 @@ class _Reader:
                     elif n == 2 and w == 0 and number == 4:
                         tid = _signed(v)
                     elif n in (5, 6) and w == 2 and not name:
-                        name = _text(b, v)
+                        name = _name(b, v)
         if pid is None and parent in self.tracks:
             pid = self.tracks[parent].pid
         if pid is None and not parent:
@@ -388,7 +327,16 @@ class _Reader:
         if tid is None:
             tid = merge_key or name or uuid
         if len(self.tracks) < MAX_INTERNED:
+            if uuid not in self.tracks:
+                self._hold(len(name) + len(merge_key))
             self.tracks[uuid] = _Track(pid, tid, cut(name, 200))
+
+    def _hold(self, chars: int) -> None:
+        """Characters the read keeps for the whole file (interned strings, track names), bounded: past the bound
+        the file is refused with one line, as for every other bound of the format (docs/security.md)."""
+        self.held += chars
+        if self.held > MAX_HELD_CHARS:
+            raise _Damaged(f"more than {MAX_HELD_CHARS >> 20} Mi characters of interned strings and track names")
 
     def _annotations(self, b: bytes, span: tuple[int, int], seq: _Sequence, depth: int = 0) -> tuple[str, Any]:  # noqa: PLR0912
         """One debug annotation: (name, value) with arrays and dicts as lists and dicts."""
@@ -437,8 +385,9 @@ class _Reader:
         found = seq.memo.get(raw)
         if found is None:
             found = self._annotations(b, span, seq)
-            if len(seq.memo) < MEMO_ENTRIES and not isinstance(found[1], (list, dict)):
+            if self.memo_entries < MEMO_ENTRIES and not isinstance(found[1], (list, dict)):
                 seq.memo[raw] = found
+                self.memo_entries += 1
         return found
 
     def _track_event(self, b: bytes, span: tuple[int, int], ts: int, seq: _Sequence) -> None:  # noqa: PLR0912
@@ -457,7 +406,7 @@ class _Reader:
             elif number == _TE_NAME_IID and wire == 0:
                 name = seq.tables["names"].get(value, "")
             elif number == _TE_NAME and wire == 2:
-                name = _text(b, value)
+                name = _name(b, value)
             elif number == _TE_CATEGORY_IIDS and cat is None:
                 ids = _varints(b, wire, value)
                 cat = seq.tables["categories"].get(ids[0]) if ids else None
@@ -475,26 +424,43 @@ class _Reader:
                     if n == 3 and w == 0:
                         legacy_dur = _signed(v)
         self.track_events += 1
+        held = len(name)  # what an open slice keeps: its name (cut) and the annotations decoded for it
         if notes and (cat is None or cat in ARGS_READ):
             for note in notes:
                 key, v = self._annotation(b, note, seq)
+                held += note[1] - note[0]
                 if key:
                     args[key] = v
         if kind == _SLICE_BEGIN:
-            if self.open_count >= MAX_OPEN:
-                raise _Damaged(f"more than {MAX_OPEN} slices open at once")
-            self.open.setdefault(track, []).append(_Open(ts, name, cat, args, links))
-            self.open_count += 1
+            self._open(track, _Open(ts, name, cat, args, links, held))
         elif kind == _SLICE_END:
-            stack = self.open.get(track)
-            if stack:
-                began = stack.pop()
-                self.open_count -= 1
-                if not stack:
-                    del self.open[track]
-                self._emit(track, began.ts, ts - began.ts, began.name, began.cat, began.args, began.gpu_correlation)
+            self._close(track, ts)
         elif legacy_dur is not None:  # a complete event in the legacy form (phase X with a duration)
+            self.batch_bytes += held
             self._emit(track, ts, legacy_dur * 1000, name, cat, args, links)
+
+    def _close(self, track: int, ts: int) -> None:
+        """A slice's end: the innermost slice open on its track ends (an end with none open is dropped)."""
+        stack = self.open.get(track)
+        if not stack:
+            return
+        began = stack.pop()
+        self.open_count -= 1
+        self.open_bytes -= began.size
+        if not stack:
+            del self.open[track]
+        self.batch_bytes += began.size
+        self._emit(track, began.ts, ts - began.ts, began.name, began.cat, began.args, began.gpu_correlation)
+
+    def _open(self, track: int, began: _Open) -> None:
+        """A slice begun, held until its end, bounded in count and in the bytes it came from."""
+        if self.open_count >= MAX_OPEN:
+            raise _Damaged(f"more than {MAX_OPEN} slices open at once")
+        if self.open_bytes + began.size > MAX_OPEN_BYTES:
+            raise _Damaged(f"slices open at once holding more than {MAX_OPEN_BYTES >> 20} MiB")
+        self.open.setdefault(track, []).append(began)
+        self.open_count += 1
+        self.open_bytes += began.size
 
     def _render_stage(self, b: bytes, span: tuple[int, int], ts: int, seq: _Sequence) -> None:
         event_id = duration = stage = lane = kernel = name_iid = 0
@@ -517,7 +483,7 @@ class _Reader:
             elif number == 20 and wire == 0:
                 name_iid = value
             elif number == 17 and wire == 2:
-                name = _text(b, value)
+                name = _name(b, value)
             elif number == 6 and wire == 2:
                 self._extra(b, value, args)
             elif number == 21 and wire == 2:
@@ -589,13 +555,14 @@ class _Reader:
         if table is not None:
             self.exact.add(table, ts - (self.base or 0), dur)
         self.batch.append(ev)
-        if len(self.batch) >= BATCH:
+        if len(self.batch) >= BATCH or self.batch_bytes >= BATCH_BYTES:
             self.flush()
 
     def flush(self) -> None:
         if self.batch:
             self.collector.add(self.batch)
             self.batch = []
+            self.batch_bytes = 0
 
     def finish(self) -> None:
         """Launches linked to their render stages by event id (Cuspy) take the stages' correlation; slices still
@@ -607,6 +574,16 @@ class _Reader:
             self._add(event_from_parts(**doc), ts, dur)
         self.pending = []
         self.flush()
+
+
+def _name(b: bytes, span: tuple[int, int]) -> str:
+    """A name field as kept: at most ``NAME_BYTES`` decoded, then ``MAX_NAME`` characters (a megabyte's name costs
+    what a long real one does)."""
+    start, end = span
+    if end - start > NAME_BYTES:
+        end = start + NAME_BYTES
+    text = b[start:end].decode("utf-8", "replace")  # protobuf.text_prefix, inline: once per event
+    return text if len(text) <= MAX_NAME else text[:MAX_NAME]
 
 
 def _table_of(ev: Event) -> int | None:
@@ -667,37 +644,6 @@ def looks_like_packets(head: bytes, *, cut: bool) -> bool:
     return end >= len(head) or head[end : end + 1] == b"\x0a"
 
 
-def _fields_of_prefix(b: bytes, start: int) -> list[tuple[int, int, Any]]:
-    """The whole fields at the start of a message the head cut off (the last, cut field left out)."""
-    out: list[tuple[int, int, Any]] = []
-    i, end = start, len(b)
-    while i < end:
-        value: Any
-        try:
-            key, j = _varint(b, i)
-            wire = key & 7
-            if wire == 0:
-                value, j = _varint(b, j)
-            elif wire == 2:
-                size, j = _varint(b, j)
-                if j + size > end:  # the field the head cut: its number and type are known, its value is not
-                    out.append((key >> 3, wire, None))
-                    break
-                value, j = (j, j + size), j + size
-            elif wire in (1, 5):
-                j += 8 if wire == 1 else 4
-                if j > end:
-                    break
-                value = 0
-            else:
-                raise _Damaged(f"wire type {wire}")
-        except IndexError:
-            break
-        out.append((key >> 3, wire, value))
-        i = j
-    return out
-
-
 class _Cut(Exception):
     """The stream ends inside a packet: what came before it stands, as the JSON reader keeps a cut trace's events."""
 
@@ -707,15 +653,22 @@ class _Cut(Exception):
 
 
 class _Packets:
-    """The ``Trace`` message's packets (field 1), one at a time, from a stream: never the whole file."""
+    """The ``Trace`` message's packets (field 1), one at a time, from a stream: never the whole file. ``tick`` is
+    called every ``TICK`` top-level entries, packets or not, empty or not, and after every chunk read, so the read's
+    time bound holds however the file spends its bytes (issue 47 item 5: 200 million skipped fields were read
+    without one look at the clock); entries other than packets are at most ``MAX_SKIPPED``."""
 
-    def __init__(self, fh: Any, on_read: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self, fh: Any, on_read: Callable[[], None] | None = None, tick: Callable[[], None] | None = None
+    ) -> None:
         self.fh = fh
         self.buf = b""
         self.pos = 0
         self.offset = 0  # of buf[0] in the (inflated) stream
         self.on_read = on_read
+        self.tick = tick
         self.start = 0  # where the packet being read starts, for a message
+        self.skipped = 0  # top-level entries other than packets
 
     def _fill(self, need: int) -> bool:
         """At least ``need`` bytes after pos, unless the stream ends first."""
@@ -732,10 +685,16 @@ class _Packets:
             self.pos = 0
             if self.on_read is not None:
                 self.on_read()
+            if self.tick is not None:
+                self.tick()
         return True
 
     def __iter__(self) -> Iterator[tuple[int, bytes]]:
+        entries = 0
         while self._fill(1):
+            entries += 1
+            if not entries % TICK and self.tick is not None:
+                self.tick()
             self.start = start = self.offset + self.pos
             self._fill(20)
             try:
@@ -755,6 +714,10 @@ class _Packets:
             self.pos += size
             if key >> 3 == 1:
                 yield start, body
+            else:
+                self.skipped += 1
+                if self.skipped > MAX_SKIPPED:
+                    raise _Damaged(f"more than {MAX_SKIPPED:,} top-level fields that are not packets")
 
 
 class _Inflating:
@@ -796,18 +759,15 @@ def read_perfetto(
     contents.format = "perfetto-proto"
     reader = _Reader(contents)
     packets: _Packets | None = None
-    deadline = config.clock() + config.max_seconds
     try:
         with contextlib.nullcontext(opened) if opened is not None else open_input(path, wait=True)[0] as raw:
             assert isinstance(raw, io.BufferedReader)  # what open_input gives: it can peek
             contents.compressed = raw.peek(2)[:2] == b"\x1f\x8b"  # a pipe cannot seek back
             stream: Any = _Inflating(raw) if contents.compressed else raw
             consumed = _Consumed(raw, on_read)
-            packets = _Packets(stream, consumed)
-            for n, (_, packet) in enumerate(packets):
+            packets = _Packets(stream, consumed, _Deadline(config))
+            for _, packet in packets:
                 reader.packet(packet)
-                if n % 4096 == 0 and config.clock() > deadline:
-                    raise _Damaged(f"the read took longer than {config.max_seconds:.0f} s")
             consumed()
     except _Cut as cut_off:
         contents.truncation = Truncation(cut_off.at, cut_off.partial, None, f"{cut_off} at byte {cut_off.at}")
@@ -825,6 +785,18 @@ def read_perfetto(
         contents.truncation.detail += f"; {plural(reader.open_count, 'slice')} left open"
     _writer(reader)
     return contents
+
+
+class _Deadline:
+    """The read's time bound, looked at by the packet stream (``_Packets.tick``)."""
+
+    def __init__(self, config: PerfettoConfig) -> None:
+        self.config = config
+        self.deadline = config.clock() + config.max_seconds
+
+    def __call__(self) -> None:
+        if self.config.clock() > self.deadline:
+            raise _Damaged(f"the read took longer than {self.config.max_seconds:.0f} s")
 
 
 class _Consumed:

@@ -87,6 +87,7 @@ class KernelsOverlapDetails(TypedDict):
     material: Annotated[bool, "whether sub_latency_us is more than the margin of the kernel time counted once"]
     max_overlap_us: Annotated[float, "the longest overlap, in µs"]
     other_events: Annotated[dict[str, int], "other events of kernel rows that cannot nest, by category"]
+    too_deep: Annotated[int, "kernels nested deeper than Perfetto's 512 levels on their row, which it does not draw"]
 
 
 def _overlap_fix() -> CheckFix:
@@ -138,7 +139,8 @@ CHECK = CheckSpec(
         "`kernel_us` (every kernel's duration added up, a negative or missing one as 0), "
         "`max_overlap_us` (the open event's end minus the kernel's start, at most), `other_events` (the other"
         " events of kernel rows that cannot nest, by category: counted apart, not in `count`, status `ok` "
-        "when no kernel is among them)"
+        "when no kernel is among them), `too_deep` (kernels that nest but would open 512 or more levels deep on "
+        "their row: Perfetto's slice tracker drops them, `kMaxDepth`, so no version draws them; counted in `count`)"
     ),
     status_rule=(
         "`info` when each is `concurrent`, `pdl`, `rounding` or `sub_latency` and not `material`: the viewer "
@@ -204,6 +206,7 @@ class _Hidden:
     under_kernel: npt.NDArray[np.bool_]  # per kernel: that open event is a kernel (not an annotation, copy, ...)
     rows: int  # rows holding such a kernel
     others: Counter[str]  # non-kernel events that cannot nest, by category
+    deep: Ints  # kernel positions nested past Perfetto's depth limit (dropped, not drawn)
 
 
 def _hidden(contents: TraceContents) -> _Hidden:
@@ -214,7 +217,7 @@ def _hidden(contents: TraceContents) -> _Hidden:
     from wizard.trace.health.tables import distinct
 
     events = nesting.gather(contents)
-    hidden, against = nesting.cannot_nest(events)
+    hidden, against, deep = nesting.walk(events)
     is_kernel = events.kind[hidden] == nesting.KERNEL if len(hidden) else np.zeros(0, dtype=bool)
     mine, theirs = hidden[is_kernel], against[is_kernel]
     others = Counter(events.categories[j] for j in hidden[~is_kernel].tolist())
@@ -226,6 +229,7 @@ def _hidden(contents: TraceContents) -> _Hidden:
         events.kind[theirs] == nesting.KERNEL,
         len(distinct(events.row[mine])),
         others,
+        events.ref[deep[events.kind[deep] == nesting.KERNEL]] if len(deep) else np.zeros(0, dtype=np.int64),
     )
 
 
@@ -320,10 +324,10 @@ def run(tables: Tables) -> HealthCheck:
             "no GPU kernels",
             kernels=0, lanes=0, pdl=0, rounding=0, graph=0, sub_latency=0, concurrent=0, sub_latency_us=0.0,
             kernel_us=0.0,
-            material=False, max_overlap_us=0.0, other_events={},
+            material=False, max_overlap_us=0.0, other_events={}, too_deep=0,
         )  # fmt: skip
     found = _hidden(tables.contents)
-    count = len(found.kernels)
+    count = len(found.kernels) + len(found.deep)
     overlap_us = found.overlap_ns / 1000.0
     kinds = _kinds(tables, found, overlap_us)
     kernel_us = _kernel_us(tables)
@@ -335,8 +339,9 @@ def run(tables: Tables) -> HealthCheck:
         "sub_latency_us": round(sub_us, 3),
         "kernel_us": round(kernel_us, 3),
         "material": bool(sub_us > MARGIN * (kernel_us - sub_us)),
-        "max_overlap_us": float(overlap_us.max()) if count else 0.0,
+        "max_overlap_us": float(overlap_us.max()) if len(overlap_us) else 0.0,
         "other_events": dict(sorted(found.others.items(), key=lambda kv: (-kv[1], kv[0]))),
+        "too_deep": len(found.deep),
     }  # fmt: skip
     status, summary, meaning = _overlap_verdict(count, found, details, overlap_us, kinds)
     if not count:
@@ -459,6 +464,8 @@ def _overlap_verdict(
     )
     if not count:
         return "ok", f"every kernel nests on its row, as Perfetto draws it{other_words}", ""
+    if count == len(found.deep):
+        return "warning", _deep_words(len(found.deep)) + other_words, _deep_meaning(kinds)
     summary = (
         f"{plural(count, 'kernel')} {verb(count, 'starts', 'start')} inside an earlier event on "
         f"{verb(count, 'its', 'their')} row and {verb(count, 'ends', 'end')} after it "
@@ -477,5 +484,32 @@ def _overlap_verdict(
         "row's top slice, another event; older Perfetto builds embedded in other tools may misnest it. "
         f"{'; '.join(_causes(kinds, overlap_us, details))}. {fix}"
     )
+    if len(found.deep):
+        summary += f"; {_deep_words(len(found.deep))}"
+        meaning += f" {_deep_meaning(kinds)}"
     rest = count - details["pdl"] - details["rounding"] - details["sub_latency"] - details["concurrent"]
     return ("info" if rest == 0 and not details["material"] else "warning"), summary, meaning
+
+
+def _deep_words(deep: int) -> str:
+    from wizard.trace.health.nesting import MAX_DEPTH
+
+    return (
+        f"{plural(deep, 'kernel')} {verb(deep, 'nests', 'nest')} {MAX_DEPTH} or more levels deep on "
+        f"{verb(deep, 'its', 'their')} row: Perfetto does not draw {verb(deep, 'it', 'them')}"
+    )
+
+
+def _deep_meaning(kinds: _Kinds) -> str:
+    """Why a kernel nested too deep is missing from the viewer, and what writes a copy that shows it."""
+    from wizard.trace.health.nesting import MAX_DEPTH
+
+    fix = (
+        f"`trace fix` writes corrected copies of Chrome trace JSON only, and this file is {kinds.unwritable}"
+        if kinds.unwritable
+        else "`warpwizard trace fix --split-overlaps` writes a copy with them on rows of their own"
+    )
+    return (
+        f"Perfetto's trace processor drops a slice that would open {MAX_DEPTH} levels deep on its row (its slice "
+        f"tracker's kMaxDepth), in every version: such kernels are missing from the timeline, not drawn apart. {fix}."
+    )

@@ -1,0 +1,159 @@
+"""The protobuf wire format, as untrusted bytes: varints, tags, length-delimited fields, each bounded.
+
+Shared by the readers of protobuf files (``perfetto.py`` today). Nothing is copied: a length-delimited field is a
+``(start, end)`` span into the buffer, so a message of a million fields costs its list, never its bytes again.
+Every malformed shape (a varint over 10 bytes, a field running past its message, a wire type protobuf does not
+have, a message cut off, more than ``MAX_FIELDS`` fields) raises ``Damaged``, which a reader turns into its one-line
+error naming the offset.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+MAX_FIELDS = 1_000_000  # fields of one message: a 64 MB packet of one-byte fields would be a list of 64 million
+VARINT, FIXED64, DELIMITED, FIXED32 = 0, 1, 2, 5  # the wire types read (3 and 4, groups, are refused)
+
+Field = tuple[int, int, Any]  # (field number, wire type, an int or a (start, end) span)
+
+
+class Damaged(Exception):
+    """A message that does not decode: the reader stops with the offset."""
+
+
+def varint(b: bytes, i: int) -> tuple[int, int]:
+    """The varint at ``b[i]`` and the position after it; ``IndexError`` when the bytes end inside it."""
+    x = b[i]
+    if x < 0x80:
+        return x, i + 1
+    y = b[i + 1]
+    if y < 0x80:
+        return (x & 0x7F) | (y << 7), i + 2
+    result, shift = (x & 0x7F) | ((y & 0x7F) << 7), 14
+    i += 1
+    while True:
+        i += 1
+        x = b[i]
+        result |= (x & 0x7F) << shift
+        if x < 0x80:
+            return result, i + 1
+        shift += 7
+        if shift > 63:
+            raise Damaged("a varint longer than 10 bytes")
+
+
+def fields(b: bytes, start: int = 0, end: int | None = None) -> list[Field]:  # noqa: PLR0912
+    """(field number, wire type, value) of one message: an int for varints and fixed fields, a ``(start, end)``
+    pair into ``b`` for a length-delimited field (nothing is copied). One-byte varints, nearly every tag and
+    most values, are read inline: this loop is most of a read's time."""
+    out: list[Field] = []
+    append = out.append
+    i, end = start, len(b) if end is None else end
+    try:
+        while i < end:
+            key = b[i]
+            if key < 0x80:
+                i += 1
+            else:
+                key, i = varint(b, i)
+            wire = key & 7
+            if wire == 0:
+                value = b[i]
+                if value < 0x80:
+                    i += 1
+                else:
+                    value, i = varint(b, i)
+                append((key >> 3, 0, value))
+            elif wire == 2:
+                size = b[i]
+                if size < 0x80:
+                    i += 1
+                else:
+                    size, i = varint(b, i)
+                if i + size > end:
+                    raise Damaged("a field runs past its message")
+                append((key >> 3, 2, (i, i + size)))
+                i += size
+            elif wire == 1:
+                append((key >> 3, 1, int.from_bytes(b[i : i + 8], "little")))
+                i += 8
+            elif wire == 5:
+                append((key >> 3, 5, int.from_bytes(b[i : i + 4], "little")))
+                i += 4
+            else:
+                raise Damaged(f"wire type {wire}")
+            if len(out) > MAX_FIELDS:
+                raise Damaged(f"a message of more than {MAX_FIELDS} fields")
+        if i > end:
+            raise Damaged("a field runs past its message")
+    except IndexError:
+        raise Damaged("a message cut off") from None
+    return out
+
+
+def fields_of_prefix(b: bytes, start: int) -> list[Field]:
+    """The whole fields at the start of a message the buffer cuts off (the last, cut field's number and type with
+    the value None; a cut fixed or varint field left out): enough to recognise a format from a file's head."""
+    out: list[Field] = []
+    i, end = start, len(b)
+    while i < end:
+        value: Any
+        try:
+            key, j = varint(b, i)
+            wire = key & 7
+            if wire == 0:
+                value, j = varint(b, j)
+            elif wire == 2:
+                size, j = varint(b, j)
+                if j + size > end:  # the field the head cut: its number and type are known, its value is not
+                    out.append((key >> 3, wire, None))
+                    break
+                value, j = (j, j + size), j + size
+            elif wire in (1, 5):
+                j += 8 if wire == 1 else 4
+                if j > end:
+                    break
+                value = 0
+            else:
+                raise Damaged(f"wire type {wire}")
+        except IndexError:
+            break
+        out.append((key >> 3, wire, value))
+        i = j
+    return out
+
+
+def packed_varints(b: bytes, wire: int, value: Any) -> list[int]:
+    """A repeated varint field's values from one field: one value, or a packed run of them (proto3 writers pack
+    repeated scalars; a reader must take both)."""
+    if wire == 0:
+        return [value]
+    if wire != 2:
+        return []
+    out, i = [], value[0]
+    try:
+        while i < value[1]:
+            v, i = varint(b, i)
+            out.append(v)
+    except IndexError:
+        raise Damaged("a packed field cut off") from None
+    return out
+
+
+def text(b: bytes, span: tuple[int, int]) -> str:
+    """A string field as text (invalid UTF-8 replaced)."""
+    return b[span[0] : span[1]].decode("utf-8", "replace")
+
+
+def text_prefix(b: bytes, span: tuple[int, int], limit: int) -> str:
+    """At most the first ``limit`` bytes of a string field as text: a name of a megabyte costs what the limit
+    allows, never a megabyte of text (a character the limit cuts in two is replaced)."""
+    start, end = span
+    if end - start > limit:
+        end = start + limit
+    return b[start:end].decode("utf-8", "replace")
+
+
+def signed(value: int) -> int:
+    """An int64 written as a varint (two's complement in 64 bits)."""
+    return value - (1 << 64) if value >= 1 << 63 else value
