@@ -111,7 +111,7 @@ def output(argv: list[str], tree: Path = HERE) -> str:
     with tempfile.TemporaryDirectory(prefix="ww-digest-") as scratch:
         environ = {
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "NO_COLOR": "1", "COLUMNS": "200", "TERM": "dumb", "LANG": "C.UTF-8",
+            "NO_COLOR": "1", "COLUMNS": COLUMNS, "TERM": "dumb", "LANG": "C.UTF-8",
             "HOME": scratch, "XDG_STATE_HOME": f"{scratch}/state", "XDG_CACHE_HOME": f"{scratch}/cache",
             "WARPWIZARD_REPORT_DIR": f"{scratch}/report",
         }  # fmt: skip
@@ -125,13 +125,21 @@ def output(argv: list[str], tree: Path = HERE) -> str:
         return steady(text)
 
 
-# what differs between two runs of the same code: wall-clock times and dates (the transcript's, the timing block's,
-# a probe's "(2.0 s)"), written as placeholders before the digest
+# what differs between two runs of the same code, or the same code in two checkouts: wall-clock times and dates (the
+# transcript's, the timing block's, a probe's "(2.0 s)"), a file's modification time, and the padding and rules a
+# terminal table draws around a path whose length is the checkout's; written as placeholders before the digest
 MOVING = (
     (re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:[+-]\d\d:\d\d|Z)?"), "<WHEN>"),
     (re.compile(r'("\w*_s"): -?[0-9.e+-]+'), r"\1: <S>"),
+    (re.compile(r'("mtime(?:_ns)?"): (?:\d+|"[^"]*")'), r"\1: <MTIME>"),
+    (re.compile(r'("entries_sha256"): "[0-9a-f]*"'), r"\1: <ENTRIES>"),  # a directory's entries, their mtimes too
     (re.compile(r"\((?:\d+(?:\.\d+)?) s\)"), "(<S> s)"),
+    (re.compile(r"[─━═]{2,}"), "─"),
+    (re.compile(r" {2,}"), " "),
+    (re.compile(r" +$", re.M), ""),
 )
+# wide enough that no line of any case wraps, so where a line breaks never depends on the checkout's path
+COLUMNS = "1000"
 
 
 def steady(text: str) -> str:

@@ -39,5 +39,7 @@ def test_moving_parts_are_the_only_ones_written_over() -> None:
     )
     assert output_digests.steady(text) == (
         '"started": "<WHEN>", "read_s": <S>, "duration_s": <S>,\n'
-        "trace.inspect FAIL  rank-skew  (<S> s)\n3 collectives start up to 1000.0 µs apart; 12 s of 2 GB"
+        "trace.inspect FAIL rank-skew (<S> s)\n3 collectives start up to 1000.0 µs apart; 12 s of 2 GB"
     )
+    assert output_digests.steady('"mtime_ns": 1796156534233337906, "size": 6397') == '"mtime_ns": <MTIME>, "size": 6397'
+    assert output_digests.steady("│ <REPO>/x.json      │ 3 │\n────────────") == "│ <REPO>/x.json │ 3 │\n─"
