@@ -46,6 +46,7 @@ KINDS_SHOWN = 4  # and named in the summary
 
 Floats = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.int64]
+Overheads = list[tuple[float, float, str, int | None]]  # TraceContents.timeline.overheads: start, end, name, corr
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,21 +248,57 @@ def _innermost(tree: _Thread, times: Floats) -> Ints:
 def summary_table(contents: TraceContents) -> SummaryTable:
     """The table ``key_averages()`` prints for this trace, with each row's time from the GPU events counted once."""
     events = _Events.of(contents)
-    thread_of, call_ts = _launches(contents, events.corr)
-    claims: dict[int, int] = defaultdict(int)  # correlation id -> overhead records carrying it
     overheads = contents.timeline.overheads
+    claims = _claims(overheads)
+    spans = _Spans.of(contents)
+    sums, linked = _op_sums(contents, events, spans, _claim_times(events, claims))
+    table = SummaryTable(gpu_events=len(events.ts), linked=linked, overhead_events=len(overheads))
+    calls = spans.calls().tolist()
+    own_s, total_s, true_s, held_s = (row.tolist() for row in sums)
+    table.rows = [
+        SummaryRow(name, "op", calls[n], own_s[n], total_s[n], own_s[n], true_s[n])
+        for n, name in enumerate(spans.names)
+        if held_s[n]
+    ] + _device_rows(events, contents)
+    claimed_by_name, table.claiming = _claimed_by_name(events, overheads, claims)
+    table.rows += [SummaryRow(name, "overhead", 1, us, us, 0.0, 0.0) for name, us in claimed_by_name.items()]
+    table.claimed_us = sum(claimed_by_name.values())
+    table.rows.sort(key=lambda r: (-r.reported_self_us, -r.reported_total_us, r.name))
+    table.table_self_us = sum(r.reported_self_us for r in table.rows if r.kind == "gpu")
+    table.annotation_us = sum(r.reported_self_us for r in table.rows if r.kind == "gpu_annotation")
+    table.busy_us = sum(  # per device: two GPUs busy at once are busy twice, as their kernels' sum counts them
+        _union(events.ts[events.device == d], (events.ts + events.dur)[events.device == d])
+        for d in np.unique(events.device).tolist()
+    )
+    return table
+
+
+def _claims(overheads: Overheads) -> dict[int, int]:
+    """Correlation id -> the overhead records carrying it: each claims the GPU event's time once more."""
+    claims: dict[int, int] = defaultdict(int)
     for _, _, _, corr in overheads:
         if corr is not None:
             claims[corr] += 1
+    return claims
+
+
+def _claim_times(events: _Events, claims: dict[int, int]) -> Floats:
+    """Per GPU event, how many overhead records claim it (0.0 for none): the extra times its duration is summed."""
     claim_ids = np.array(sorted(claims), dtype=np.int64)
     claim_counts = np.array([claims[c] for c in sorted(claims)], dtype=np.float64)
     times = np.zeros(len(events.ts), dtype=np.float64)
     if len(claim_ids):
         where = np.minimum(np.searchsorted(claim_ids, events.corr), len(claim_ids) - 1)
         times = np.where(claim_ids[where] == events.corr, claim_counts[where], 0.0)
-    spans = _Spans.of(contents)
+    return times
+
+
+def _op_sums(contents: TraceContents, events: _Events, spans: _Spans, times: Floats) -> tuple[Floats, int]:
+    """Per op name: own, total, true total and held count (rows of the array), summed over every thread's tree of
+    spans, each GPU event given to the innermost op around its launch call; and how many GPU events were given."""
+    thread_of, call_ts = _launches(contents, events.corr)
     keys = {key: n for n, key in enumerate(contents.runtime.thread(t) for t in range(_thread_count(contents)))}
-    sums = np.zeros((4, len(spans.names)), dtype=np.float64)  # own, total, true total (self = own)
+    sums = np.zeros((4, len(spans.names)), dtype=np.float64)  # own, total, true total (self = own), held
     linked = 0
     for key, n in keys.items():
         mine = np.flatnonzero(thread_of == n)
@@ -279,34 +316,24 @@ def summary_table(contents: TraceContents) -> SummaryTable:
         sums[1] += np.bincount(tree.name, weights=total, minlength=len(spans.names))
         sums[2] += np.bincount(tree.name, weights=true_total, minlength=len(spans.names))
         sums[3] += np.bincount(tree.name, minlength=len(spans.names))
-    table = SummaryTable(gpu_events=len(events.ts), linked=linked, overhead_events=len(overheads))
-    calls = spans.calls().tolist()
-    own_s, total_s, true_s, held_s = (row.tolist() for row in sums)
-    table.rows = [
-        SummaryRow(name, "op", calls[n], own_s[n], total_s[n], own_s[n], true_s[n])
-        for n, name in enumerate(spans.names)
-        if held_s[n]
-    ] + _device_rows(events, contents)
+    return sums, linked
+
+
+def _claimed_by_name(events: _Events, overheads: Overheads, claims: dict[int, int]) -> tuple[dict[str, float], int]:
+    """Per overhead name, the GPU time its records claim (a row of its own in PyTorch's table); and how many
+    overhead records claim a GPU event that is in the trace."""
     by_corr: dict[int, float] = {}
     if claims:
-        hit = np.isin(events.corr, claim_ids)
+        hit = np.isin(events.corr, np.array(sorted(claims), dtype=np.int64))
         for corr, dur in zip(events.corr[hit].tolist(), events.dur[hit].tolist(), strict=True):
             by_corr[corr] = by_corr.get(corr, 0.0) + dur
     claimed_by_name: dict[str, float] = defaultdict(float)
+    claiming = 0
     for _, _, name, corr in overheads:
         if corr is not None and corr in by_corr:
-            table.claiming += 1
+            claiming += 1
             claimed_by_name[name] += by_corr[corr]
-    table.rows += [SummaryRow(name, "overhead", 1, us, us, 0.0, 0.0) for name, us in claimed_by_name.items()]
-    table.claimed_us = sum(claimed_by_name.values())
-    table.rows.sort(key=lambda r: (-r.reported_self_us, -r.reported_total_us, r.name))
-    table.table_self_us = sum(r.reported_self_us for r in table.rows if r.kind == "gpu")
-    table.annotation_us = sum(r.reported_self_us for r in table.rows if r.kind == "gpu_annotation")
-    table.busy_us = sum(  # per device: two GPUs busy at once are busy twice, as their kernels' sum counts them
-        _union(events.ts[events.device == d], (events.ts + events.dur)[events.device == d])
-        for d in np.unique(events.device).tolist()
-    )
-    return table
+    return claimed_by_name, claiming
 
 
 def _thread_count(contents: TraceContents) -> int:
