@@ -451,7 +451,36 @@ def _us(value: float) -> str:
 def summary_table_check(contents: TraceContents, check: CheckSpec) -> HealthCheck:
     """The ``summary-table`` check: where ``key_averages()`` would mislead its reader, and by how much."""
     table = summary_table(contents)
-    details: dict[str, Any] = {
+    details = _table_details(table, sm_active(contents))
+    if not table.gpu_events:
+        return check.not_applicable("no GPU events: key_averages() reports no device time for this trace", **details)
+    inflated = inflated_rows(table)
+    over = over_wall_clock(table)
+    details["inflated_ops"] = sum(1 for r in inflated if r.kind == "op")
+    details["over_wall_clock"] = over
+    annotations = _annotation_notes(table, details["sm_active"])
+    if not inflated and not over:
+        return check.verdict(0, "ok",
+            f"key_averages()' device times match the GPU events counted once (Self CUDA total "
+            f"{_us(table.table_self_us)}, GPU busy {_us(table.busy_us)}){annotations}",
+            "", details=details,
+        )  # fmt: skip
+    count = len(inflated) + (1 if over else 0)
+    return check.verdict(
+        count,
+        "warning" if inflated else "info",  # a total past the wall clock is the sum it says it is: a reading
+        "; ".join(_misleading_parts(table, inflated, over)) + annotations,
+        f"prof.key_averages().table() would mislead here by more than {MARGIN:.0%}: profiler OVERHEAD records "
+        "that carry a launch's correlation id make the op around them count its kernels twice (pytorch#193392); "
+        "kernels on concurrent streams add up past the wall clock, so Self CUDA % is a share of summed kernel "
+        "time, not of GPU time. Read the corrected table (the report's summary-table section) instead",
+        details=details,
+    )
+
+
+def _table_details(table: SummaryTable, sm: list[dict[str, Any]]) -> dict[str, Any]:
+    """The check's details before judging (inflated_ops and over_wall_clock filled in once judged)."""
+    return {
         "gpu_events": table.gpu_events,
         "linked": table.linked,
         "table_self_us": table.table_self_us,
@@ -464,15 +493,13 @@ def summary_table_check(contents: TraceContents, check: CheckSpec) -> HealthChec
         "over_wall_clock": False,
         "margin": MARGIN,
         "rows": [r.to_dict() for r in table.rows[:TABLE_ROWS]],
-        "sm_active": sm_active(contents),
+        "sm_active": sm,
     }
-    if not table.gpu_events:
-        return check.not_applicable("no GPU events: key_averages() reports no device time for this trace", **details)
-    inflated = inflated_rows(table)
-    over = over_wall_clock(table)
-    details["inflated_ops"] = sum(1 for r in inflated if r.kind == "op")
-    details["over_wall_clock"] = over
-    annotations = (
+
+
+def _annotation_notes(table: SummaryTable, sm: list[dict[str, Any]]) -> str:
+    """What the summary adds whatever the verdict: annotation time in the rows, and kernel-busy against SM-active."""
+    return (
         (
             f"; {_us(table.annotation_us)} of GPU annotations shown as Self CUDA rows, left out of the total"
             if table.annotation_us
@@ -481,20 +508,14 @@ def summary_table_check(contents: TraceContents, check: CheckSpec) -> HealthChec
         + "".join(
             f"; device {d['device']}: a kernel ran {d['kernel_busy_pct']:.1f}% of the sampled time, the SMs were "
             f"active {d['sm_active_pct']:.1f}% ({d['counter']})"
-            for d in details["sm_active"]
+            for d in sm
         )
-        + (
-            "; kernel-busy is time with any kernel running, SM-active the share of SM cycles with work"
-            if details["sm_active"]
-            else ""
-        )
+        + ("; kernel-busy is time with any kernel running, SM-active the share of SM cycles with work" if sm else "")
     )
-    if not inflated and not over:
-        return check.verdict(0, "ok",
-            f"key_averages()' device times match the GPU events counted once (Self CUDA total "
-            f"{_us(table.table_self_us)}, GPU busy {_us(table.busy_us)}){annotations}",
-            "", details=details,
-        )  # fmt: skip
+
+
+def _misleading_parts(table: SummaryTable, inflated: list[SummaryRow], over: bool) -> list[str]:
+    """The summary's clauses, one per way the table misleads: ops counted twice, a total past the wall clock."""
     parts = []
     if inflated:
         ops = sum(1 for r in inflated if r.kind == "op")
@@ -508,17 +529,7 @@ def summary_table_check(contents: TraceContents, check: CheckSpec) -> HealthChec
             f"Self CUDA total {_us(table.table_self_us)} is {table.table_self_us / max(table.busy_us, 1e-9):.2f}x "
             f"the {_us(table.busy_us)} the GPU was busy"
         )
-    count = len(inflated) + (1 if over else 0)
-    return check.verdict(
-        count,
-        "warning" if inflated else "info",  # a total past the wall clock is the sum it says it is: a reading
-        "; ".join(parts) + annotations,
-        f"prof.key_averages().table() would mislead here by more than {MARGIN:.0%}: profiler OVERHEAD records "
-        "that carry a launch's correlation id make the op around them count its kernels twice (pytorch#193392); "
-        "kernels on concurrent streams add up past the wall clock, so Self CUDA % is a share of summed kernel "
-        "time, not of GPU time. Read the corrected table (the report's summary-table section) instead",
-        details=details,
-    )
+    return parts
 
 
 def step_drift(steps: list[tuple[float, float, str]]) -> dict[str, Any]:
