@@ -26,27 +26,20 @@ _PATH_DESTS = {"paths", "input", "output", "reports"}  # validate/trace inspect,
 # options that take a value, read from the parser. bash splits `--from=x` at the `=` (COMP_WORDBREAKS): the word
 # after a lone `=` is a value too. zsh: shtab's subcommand dispatch (`*::`) restarts `words` at `run`, so the
 # walk starts at words[1] (it started at words[2], never saw `run`, and asked for every playbook's nodes).
+_PLAYBOOK_WALK = (  # the loop's body, one for bash and zsh (they differ in how the words are listed)
+    '    if [[ -n $skip ]]; then skip=""; continue; fi\n'
+    "    if [[ -n $seen && -z $pb ]]; then\n"
+    "      case $w in {takes}) skip=1;; -*) ;; *) pb=$w;; esac\n"
+    "    fi\n"
+    "    [[ $w == run ]] && seen=1\n"
+    "  done\n"
+)
 _BASH_PLAYBOOK = (
     '  local pb="" w seen="" skip=""\n'
     '  for w in "${{COMP_WORDS[@]:1:COMP_CWORD-1}}"; do\n'
-    "    if [[ $w == = ]]; then skip=1; continue; fi\n"
-    '    if [[ -n $skip ]]; then skip=""; continue; fi\n'
-    "    if [[ -n $seen && -z $pb ]]; then\n"
-    "      case $w in {takes}) skip=1;; -*) ;; *) pb=$w;; esac\n"
-    "    fi\n"
-    "    [[ $w == run ]] && seen=1\n"
-    "  done\n"
+    "    if [[ $w == = ]]; then skip=1; continue; fi\n" + _PLAYBOOK_WALK
 )
-_ZSH_PLAYBOOK = (
-    '  local pb="" w seen="" skip=""\n'
-    '  for w in "${{(@)words[1,CURRENT-1]}}"; do\n'
-    '    if [[ -n $skip ]]; then skip=""; continue; fi\n'
-    "    if [[ -n $seen && -z $pb ]]; then\n"
-    "      case $w in {takes}) skip=1;; -*) ;; *) pb=$w;; esac\n"
-    "    fi\n"
-    "    [[ $w == run ]] && seen=1\n"
-    "  done\n"
-)
+_ZSH_PLAYBOOK = '  local pb="" w seen="" skip=""\n  for w in "${{(@)words[1,CURRENT-1]}}"; do\n' + _PLAYBOOK_WALK
 _FISH_PLAYBOOK = (
     '  set -l pb ""\n'
     '  set -l seen ""\n'

@@ -10,7 +10,7 @@ from typing import Any
 
 from wizard.environment import Environment, Workload
 from wizard.errors import WizardError
-from wizard.probes.base import ProbeResult, Status
+from wizard.probes.base import ProbeResult, Status, ensure_dir
 from wizard.progress import task
 from wizard.runner import CommandResult
 from wizard.untrusted import cut, visible
@@ -128,3 +128,44 @@ def harness_failure(name: str, run: HarnessRun) -> ProbeResult | None:
     if run.result.get("error"):
         return ProbeResult(Status.SKIP, f"{name}: {run.result['error']}", facts={"reason": run.result["error"]})
     return None
+
+
+@dataclass(frozen=True, slots=True)
+class Profiled:
+    """A workload profiled once under torch.profiler in a fresh process, its harness having reported."""
+
+    argv: list[str]
+    out_dir: Path
+    trace: Path  # where the profiler was asked to write (it may not have)
+    run: HarnessRun
+    result: dict[str, Any]  # the harness's result line: run.result, known not None
+    cuda: bool
+
+
+def profile_once(
+    env: Environment,
+    name: str,
+    params: dict[str, Any],
+    *,
+    folder: str,
+    trace_name: str,
+    timeout: float,
+    extra_env: dict[str, str] | None = None,
+) -> Profiled | ProbeResult:
+    """The workload profiled once in a fresh process, into ``report_dir/folder/trace_name`` (log: ``folder``).
+
+    One place for the steps every re-profiling probe takes: a ProbeResult when there is no workload or the
+    harness did not report (the probe returns it as it is), else what was profiled."""
+    argv = workload_argv(env, params)
+    if argv is None:
+        return no_workload(name)
+    out_dir = ensure_dir(env.settings.report_dir / folder)
+    trace = out_dir / trace_name
+    run = run_harness(
+        env, "profile", [str(trace), "--", *argv], timeout=timeout, log_name=folder, extra_env=extra_env
+    )  # fmt: skip
+    failed = harness_failure(name, run)
+    if failed is not None:
+        return failed
+    assert run.result is not None  # harness_failure returns a result otherwise
+    return Profiled(argv, out_dir, trace, run, run.result, bool(run.result.get("cuda_available")))

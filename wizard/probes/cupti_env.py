@@ -221,64 +221,85 @@ class CuptiEnvProbe:
 
     def run(self, env: Environment, params: Mapping[str, Any], *, timeout: float = 120.0) -> ProbeResult:
         found = gather(env, params.get("python") or env.settings.python, timeout)
-        caps = found.capabilities
-        admin = None if caps is None else "CAP_SYS_ADMIN" in caps
-        perfmon = None if caps is None else "CAP_PERFMON" in caps
-        allowed = True if found.restricted is False else (True if admin or perfmon else None)
-        if found.restricted and caps is not None and not (admin or perfmon):
-            allowed = False
-        reasons = duplicates(found)
-        libraries = sorted(
-            {*(lib for libs in [*found.on_path.values(), *found.in_torch.values()] for lib in libs), *found.ldconfig}
+        typed = judge(found)
+        return verdict(found, typed, evidence(found, typed))
+
+
+def allowed_to_profile(found: CuptiFindings) -> bool | None:
+    """Whether this process may profile: unrestricted, or a capability that lifts the restriction (None: unknown)."""
+    caps = found.capabilities
+    admin = None if caps is None else "CAP_SYS_ADMIN" in caps
+    perfmon = None if caps is None else "CAP_PERFMON" in caps
+    allowed = True if found.restricted is False else (True if admin or perfmon else None)
+    if found.restricted and caps is not None and not (admin or perfmon):
+        allowed = False
+    return allowed
+
+
+def judge(found: CuptiFindings) -> CuptiEnvFacts:
+    """The declared facts from the findings, so the verdict and the evidence read one judgement."""
+    caps = found.capabilities
+    libraries = sorted(
+        {*(lib for libs in [*found.on_path.values(), *found.in_torch.values()] for lib in libs), *found.ldconfig}
+    )
+    reasons = duplicates(found)
+    return {  # mypy checks each fact against the declaration
+        "cupti_libraries": libraries,
+        "cupti_on_path": list(found.on_path),
+        "cupti_in_torch": list(found.in_torch),
+        "cupti_duplicates": bool(reasons),
+        "cupti_duplicate_reasons": reasons,
+        "cupti_versions": versions(found),
+        "profiling_restricted": found.restricted,
+        "restriction_source": found.restriction_source,
+        "capabilities": caps,
+        "cap_sys_admin": None if caps is None else "CAP_SYS_ADMIN" in caps,
+        "cap_perfmon": None if caps is None else "CAP_PERFMON" in caps,
+        "is_root": None if found.uid is None else found.uid == 0,
+        "in_container": found.container,
+        "profiling_allowed": allowed_to_profile(found),
+    }
+
+
+def evidence(found: CuptiFindings, typed: CuptiEnvFacts) -> list[str]:
+    """The lines a person reads to check the verdict: what was found where (trace-free, but paths are cut)."""
+    caps = found.capabilities
+    restricted = {True: "restricted to admin users", False: "not restricted", None: "could not tell"}
+    return [
+        f"libcupti found: {', '.join(cut(x, 200) for x in typed['cupti_libraries'][:8]) or 'none'}",
+        *typed["cupti_duplicate_reasons"],
+        f"driver profiling: {restricted[found.restricted]} ({cut(found.restriction_source, 200)})",
+        "capabilities: "
+        + (
+            "could not read /proc/self/status"
+            if caps is None
+            else ", ".join(caps) or "none of CAP_SYS_ADMIN, CAP_PERFMON"
         )
-        typed: CuptiEnvFacts = {  # mypy checks each fact against the declaration
-            "cupti_libraries": libraries,
-            "cupti_on_path": list(found.on_path),
-            "cupti_in_torch": list(found.in_torch),
-            "cupti_duplicates": bool(reasons),
-            "cupti_duplicate_reasons": reasons,
-            "cupti_versions": versions(found),
-            "profiling_restricted": found.restricted,
-            "restriction_source": found.restriction_source,
-            "capabilities": caps,
-            "cap_sys_admin": admin,
-            "cap_perfmon": perfmon,
-            "is_root": None if found.uid is None else found.uid == 0,
-            "in_container": found.container,
-            "profiling_allowed": allowed,
-        }
-        facts: dict[str, Any] = dict(typed)
-        restricted = {True: "restricted to admin users", False: "not restricted", None: "could not tell"}
-        evidence = [
-            f"libcupti found: {', '.join(cut(x, 200) for x in libraries[:8]) or 'none'}",
-            *reasons,
-            f"driver profiling: {restricted[found.restricted]} ({cut(found.restriction_source, 200)})",
-            "capabilities: "
-            + (
-                "could not read /proc/self/status"
-                if caps is None
-                else ", ".join(caps) or "none of CAP_SYS_ADMIN, CAP_PERFMON"
-            )
-            + ("" if found.uid is None else f"; uid {found.uid}")
-            + ("; in a container" if found.container else ""),
-        ]
-        if reasons:
-            return ProbeResult(Status.FAIL, "more than one libcupti can be loaded: " + reasons[0], facts, evidence)
-        if allowed is False:
-            return ProbeResult(
-                Status.FAIL,
-                "the driver restricts profiling to admin users, and this process has neither CAP_SYS_ADMIN "
-                "nor CAP_PERFMON",
-                facts,
-                evidence,
-            )
-        if found.python_problem is not None:  # torch's own libcupti is unknown: no "one CUPTI" without it
-            evidence.append(found.python_problem)
-            return ProbeResult(
-                Status.WARN, f"torch's own libcupti could not be looked for: {found.python_problem}", facts, evidence
-            )
-        if not libraries:
-            return ProbeResult(
-                Status.WARN, "no libcupti found on LD_LIBRARY_PATH, in torch or in ldconfig's cache", facts, evidence
-            )
-        return ProbeResult(Status.PASS, "one CUPTI, and profiling is allowed or not restricted here", facts, evidence)
+        + ("" if found.uid is None else f"; uid {found.uid}")
+        + ("; in a container" if found.container else ""),
+    ]
+
+
+def verdict(found: CuptiFindings, typed: CuptiEnvFacts, lines: list[str]) -> ProbeResult:
+    """The first reason CUPTI may not start wins: a second libcupti, then the restriction, then what is unknown."""
+    facts: dict[str, Any] = dict(typed)
+    reasons = typed["cupti_duplicate_reasons"]
+    if reasons:
+        return ProbeResult(Status.FAIL, "more than one libcupti can be loaded: " + reasons[0], facts, lines)
+    if typed["profiling_allowed"] is False:
+        return ProbeResult(
+            Status.FAIL,
+            "the driver restricts profiling to admin users, and this process has neither CAP_SYS_ADMIN nor CAP_PERFMON",
+            facts,
+            lines,
+        )
+    if found.python_problem is not None:  # torch's own libcupti is unknown: no "one CUPTI" without it
+        lines.append(found.python_problem)
+        return ProbeResult(
+            Status.WARN, f"torch's own libcupti could not be looked for: {found.python_problem}", facts, lines
+        )
+    if not typed["cupti_libraries"]:
+        return ProbeResult(
+            Status.WARN, "no libcupti found on LD_LIBRARY_PATH, in torch or in ldconfig's cache", facts, lines
+        )
+    return ProbeResult(Status.PASS, "one CUPTI, and profiling is allowed or not restricted here", facts, lines)

@@ -17,8 +17,8 @@ from typing import Annotated, Any, TypedDict
 
 from wizard.environment import Environment
 from wizard.formatting import plural
-from wizard.probes.base import WORKLOAD, FactSpec, ParamSpec, ProbeResult, Status, declared_facts, ensure_dir
-from wizard.probes.common import harness_failure, no_workload, run_harness, workload_argv
+from wizard.probes.base import WORKLOAD, FactSpec, ParamSpec, ProbeResult, Status, declared_facts
+from wizard.probes.common import profile_once
 from wizard.untrusted import cut
 
 _COUNTS = re.compile(r"Record counts:\s*(.*)$")
@@ -179,25 +179,19 @@ class KinetoLogProbe:
     facts: tuple[FactSpec, ...] = declared_facts(KinetoLogFacts)
 
     def run(self, env: Environment, params: Mapping[str, Any], *, timeout: float = 600.0) -> ProbeResult:
-        argv = workload_argv(env, dict(params))
-        if argv is None:
-            return no_workload(self.name)
-        out_dir = ensure_dir(env.settings.report_dir / "kineto-log")
-        trace = out_dir / "single-session.json"
         level = 0 if params.get("log_level") is None else int(params["log_level"])
-        run = run_harness(
+        profiled = profile_once(
             env,
-            "profile",
-            [str(trace), "--", *argv],
+            self.name,
+            dict(params),
+            folder="kineto-log",
+            trace_name="single-session.json",
             timeout=timeout,
-            log_name="kineto-log",
             extra_env={"KINETO_LOG_LEVEL": str(level)},
         )
-        failed = harness_failure(self.name, run)
-        if failed is not None:
-            return failed
-        assert run.result is not None
-        cuda = bool(run.result.get("cuda_available"))
+        if isinstance(profiled, ProbeResult):
+            return profiled
+        run, trace, cuda = profiled.run, profiled.trace, profiled.cuda
         log = parse_kineto_log(run.command.output)
         facts: KinetoLogFacts = {"cuda_available": cuda, **log_facts(log), "trace": None}
         kernels = launches = missing = 0

@@ -12,14 +12,12 @@ from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 from wizard.environment import Environment
-from wizard.probes.base import WORKLOAD, FactSpec, ParamSpec, ProbeResult, Status, declared_facts, ensure_dir
+from wizard.probes.base import WORKLOAD, FactSpec, ParamSpec, ProbeResult, Status, declared_facts
 from wizard.probes.common import (
     HarnessRun,
-    harness_failure,
-    no_workload,
+    profile_once,
     run_harness,
     shown_command,
-    workload_argv,
 )
 from wizard.probes.cuda_errors import find_cuda_failure
 from wizard.probes.external_profilers import (
@@ -185,29 +183,24 @@ class ReprofileProbe:
     facts: tuple[FactSpec, ...] = declared_facts(ReprofileFacts)
 
     def run(self, env: Environment, params: Mapping[str, Any], *, timeout: float = 600.0) -> ProbeResult:
-        argv = workload_argv(env, dict(params))
-        if argv is None:
-            return no_workload(self.name)
-        out_dir = ensure_dir(env.settings.report_dir / "reprofile")
-        trace = out_dir / "torch-profiler.json"
-        run = run_harness(env, "profile", [str(trace), "--", *argv], timeout=timeout, log_name="reprofile")
-        failed = harness_failure(self.name, run)
-        if failed is not None:
-            return failed
-        assert run.result is not None
-        cuda = bool(run.result.get("cuda_available"))
+        profiled = profile_once(
+            env, self.name, dict(params), folder="reprofile", trace_name="torch-profiler.json", timeout=timeout
+        )
+        if isinstance(profiled, ProbeResult):
+            return profiled
+        argv, out_dir, trace, run, cuda = profiled.argv, profiled.out_dir, profiled.trace, profiled.run, profiled.cuda
         failed = _workload_failed(run, cuda)
         if failed is not None:
             return failed
         if not trace.exists():
             return ProbeResult(
                 Status.ERROR,
-                f"the profiler wrote no trace (workload exit {run.result.get('exit_code')})",
+                f"the profiler wrote no trace (workload exit {profiled.result.get('exit_code')})",
                 facts={"cuda_available": cuda},
                 files=[run.command.log_path or ""],
             )
         gathered = _Gathered(trace, cuda, inspection_facts(inspection(env, [str(trace)], keep_contents=True)))
-        gathered.ran.append(f"torch.profiler ({run.result.get('torch_version')})")
+        gathered.ran.append(f"torch.profiler ({profiled.result.get('torch_version')})")
         gathered.files += [str(trace), run.command.log_path or ""]
         others = list(params.get("other_python") or env.settings.compare_pythons)
         _other_versions(env, others, argv, out_dir, timeout=timeout, found=gathered)

@@ -159,7 +159,17 @@ def cuspy(path: Path, *, stages: list[dict[str, Any]], launches: list[dict[str, 
     _clock_snapshot(trace.packet.add())
     _process_and_thread(trace)
     names = ["aten::mm", "cudaLaunchKernel", *sorted({s["name"] for s in stages})]
-    interned = trace.packet.add()
+    _cuspy_interned(pb, trace.packet.add(), names)
+    raw = [trace.SerializeToString(), _cuspy_compute_kernels(pb, stages)]
+    for launch in launches:
+        raw.extend(_cuspy_cpu_slices(pb, launch))
+    raw.extend(_cuspy_render_stages(pb, stages, names))
+    path.write_bytes(gzip.compress(b"".join(raw)))
+    return path
+
+
+def _cuspy_interned(pb: Any, interned: Any, names: list[str]) -> None:
+    """The names, categories and GPU specifications every later packet refers to by iid."""
     interned.trusted_packet_sequence_id = 1
     interned.sequence_flags = pb.TracePacket.SEQ_INCREMENTAL_STATE_CLEARED
     for iid, name in enumerate(names, 1):
@@ -169,35 +179,47 @@ def cuspy(path: Path, *, stages: list[dict[str, Any]], launches: list[dict[str, 
     for iid, name in enumerate(["Kernel", "Memcpy", "Memset", "Annotation"], 1):
         interned.interned_data.gpu_specifications.add(iid=iid, name=name, category=2 if iid == 1 else 0)
     interned.interned_data.gpu_specifications.add(iid=100, name="[7] stream 7")
-    raw = [trace.SerializeToString()]
+
+
+def _cuspy_compute_kernels(pb: Any, stages: list[dict[str, Any]]) -> bytes:
+    """Cuspy's InternedComputeKernel entries, at the raw field 1000 of InternedData that Cuspy writes."""
     compute = b"".join(
         field(1000, varint(1 << 3) + varint(n) + field(3, name.encode()))  # InternedComputeKernel iid, demangled
         for n, name in enumerate(sorted({s["name"] for s in stages}), 1)
     )
     clear = pb.TracePacket(trusted_packet_sequence_id=1)
-    raw.append(field(1, clear.SerializeToString() + field(12, compute)))
-    for launch in launches:  # an op around each launch, each begin followed by its end
-        for name_iid, cat_iid, start, end, anno in (
-            (1, 1, launch["ts"] - 500, launch["ts"] + 900, False), (2, 2, launch["ts"], launch["ts"] + 300, True)
-        ):  # fmt: skip
-            begin = pb.TracePacket(timestamp=BASE_NS + start, trusted_packet_sequence_id=1, sequence_flags=2)
-            te = begin.track_event
-            te.type, te.track_uuid, te.name_iid = pb.TrackEvent.TYPE_SLICE_BEGIN, 2, name_iid
-            te.category_iids.append(cat_iid)
-            extra = b""
-            if anno:
-                if launch.get("annotate", True):
-                    te.debug_annotations.add(name="correlation", int_value=launch["correlation"])
-                extra = field(3000, b"".join(varint(1 << 3) + varint(e) for e in launch["links"]))
-            packet = begin.SerializeToString()
-            body = te.SerializeToString() + extra
-            packet = pb.TracePacket(timestamp=begin.timestamp, trusted_packet_sequence_id=1,
-                                    sequence_flags=2).SerializeToString() + field(11, body)  # fmt: skip
-            raw.append(field(1, packet))
-            end_packet = pb.TracePacket(timestamp=BASE_NS + end, trusted_packet_sequence_id=1)
-            end_packet.track_event.type, end_packet.track_event.track_uuid = pb.TrackEvent.TYPE_SLICE_END, 2
-            raw.append(field(1, end_packet.SerializeToString()))
+    return field(1, clear.SerializeToString() + field(12, compute))
+
+
+def _cuspy_cpu_slices(pb: Any, launch: dict[str, Any]) -> list[bytes]:
+    """An op around the launch, each begin followed by its end; the launch carries its correlation and flow links."""
+    raw = []
+    for name_iid, cat_iid, start, end, anno in (
+        (1, 1, launch["ts"] - 500, launch["ts"] + 900, False), (2, 2, launch["ts"], launch["ts"] + 300, True)
+    ):  # fmt: skip
+        begin = pb.TracePacket(timestamp=BASE_NS + start, trusted_packet_sequence_id=1, sequence_flags=2)
+        te = begin.track_event
+        te.type, te.track_uuid, te.name_iid = pb.TrackEvent.TYPE_SLICE_BEGIN, 2, name_iid
+        te.category_iids.append(cat_iid)
+        extra = b""
+        if anno:
+            if launch.get("annotate", True):
+                te.debug_annotations.add(name="correlation", int_value=launch["correlation"])
+            extra = field(3000, b"".join(varint(1 << 3) + varint(e) for e in launch["links"]))
+        body = te.SerializeToString() + extra
+        packet = pb.TracePacket(timestamp=begin.timestamp, trusted_packet_sequence_id=1,
+                                sequence_flags=2).SerializeToString() + field(11, body)  # fmt: skip
+        raw.append(field(1, packet))
+        end_packet = pb.TracePacket(timestamp=BASE_NS + end, trusted_packet_sequence_id=1)
+        end_packet.track_event.type, end_packet.track_event.track_uuid = pb.TrackEvent.TYPE_SLICE_END, 2
+        raw.append(field(1, end_packet.SerializeToString()))
+    return raw
+
+
+def _cuspy_render_stages(pb: Any, stages: list[dict[str, Any]], names: list[str]) -> list[bytes]:
+    """One GPU render stage per op, with its launch geometry and the device, stream and correlation as extra data."""
     kernels = {name: n for n, name in enumerate(sorted({s["name"] for s in stages}), 1)}
+    raw = []
     for event_id, s in enumerate(stages, 1):
         packet = pb.TracePacket(timestamp=BASE_NS + s["ts"], trusted_packet_sequence_id=1, sequence_flags=2)
         g = packet.gpu_render_stage_event
@@ -212,5 +234,4 @@ def cuspy(path: Path, *, stages: list[dict[str, Any]], launches: list[dict[str, 
         for key, value in (("device id", 0), ("stream id", 7), ("correlation", s["correlation"])):
             g.extra_data.add(name=key, value=str(value))
         raw.append(field(1, packet.SerializeToString()))
-    path.write_bytes(gzip.compress(b"".join(raw)))
-    return path
+    return raw

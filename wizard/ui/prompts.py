@@ -64,12 +64,7 @@ class InteractiveAnswers:
         their yes makes it their own decision. No terminal: no."""
         if not self.interactive:
             return False
-        import questionary
-
-        if self.console is not None:
-            self.console.print(rich_text(f"  {question.id} comes from a file: {visible(value)}", "yellow"))
-        prompt = f"Run {what} {visible(value)!r}?"
-        return bool(questionary.confirm(prompt, default=False, auto_enter=False).unsafe_ask())
+        return self._ask_to_run(f"  {question.id} comes from a file: {visible(value)}", what, value)
 
     def confirm_program(self, node: str, value: Any, what: str, why: str) -> bool | None:
         """Show a program that probe results chose (they come from traces and transcripts, which anyone can
@@ -77,10 +72,14 @@ class InteractiveAnswers:
         show it to; then only --allow-commands lets it run)."""
         if not self.interactive:
             return None
+        return self._ask_to_run(f"  {node}: {what} {visible(value)} is {why}", what, value)
+
+    def _ask_to_run(self, where_from: str, what: str, value: Any) -> bool:
+        """Say where a program came from, then ask whether it may run (no by default: Enter refuses)."""
         import questionary
 
         if self.console is not None:
-            self.console.print(rich_text(f"  {node}: {what} {visible(value)} is {why}", "yellow"))
+            self.console.print(rich_text(where_from, "yellow"))
         prompt = f"Run {what} {visible(value)!r}?"
         return bool(questionary.confirm(prompt, default=False, auto_enter=False).unsafe_ask())
 

@@ -78,19 +78,7 @@ def _check_rule(spec: CheckSpec) -> dict[str, Any]:
 
 def schema() -> dict[str, Any]:
     """docs/health.schema.json: a report's health verdicts, each check's details as declared."""
-    nullable = {"type": ["string", "null"]}
     health = {"type": "array", "items": {"$ref": "#/$defs/check"}}
-    collectives = {
-        "type": "object",
-        "required": ["rank", "starts"],
-        "properties": {
-            "rank": {"type": ["integer", "null"]},
-            "starts": {"type": "object", "additionalProperties": {"type": "array", "items": {"type": "number"}}},
-            "world_size": {"type": ["integer", "null"]},
-            "backend": {"type": ["string", "null"]},
-        },
-    }
-    example_fields = ("name", "ts", "dur", "stream", "device", "correlation", "pid", "tid", "detail")
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": "https://warpwizard.dev/schemas/health.schema.json",
@@ -108,46 +96,68 @@ def schema() -> dict[str, Any]:
                     "properties": {
                         "health": health,
                         "health_status": {"$ref": "#/$defs/status"},
-                        "collectives": collectives,
+                        "collectives": _collectives_schema(),
                     },
                 },
             },
         },
-        "$defs": {
-            "status": {"enum": list(STATUSES)},
-            "check": {
-                "type": "object",
-                "required": ["check", "status", "count", "playbook", "summary", "meaning", "reason", "examples"],
-                "properties": {
-                    "check": {"enum": list(CHECK_IDS)},
-                    "status": {"$ref": "#/$defs/status"},
-                    "count": {"type": "integer", "minimum": 0},
-                    "playbook": nullable,
-                    "summary": {"type": "string"},
-                    "meaning": {"type": "string"},
-                    "reason": nullable,
-                    "examples": {"type": "array", "maxItems": EXAMPLES, "items": {"$ref": "#/$defs/example"}},
-                },
-                "allOf": [
-                    *(_check_rule(spec) for spec in CHECKS),
-                    {
-                        "if": {"properties": {"status": {"const": "not_applicable"}}},
-                        "then": {"properties": {"reason": {"type": "string"}, "count": {"const": 0}}},
-                    },
-                ],
+        "$defs": {"status": {"enum": list(STATUSES)}, "check": _check_schema(), "example": _example_schema()},
+    }
+
+
+def _collectives_schema() -> dict[str, Any]:
+    """Each report's rank and its collectives' start times by name, kept apart from the verdicts they feed."""
+    return {
+        "type": "object",
+        "required": ["rank", "starts"],
+        "properties": {
+            "rank": {"type": ["integer", "null"]},
+            "starts": {"type": "object", "additionalProperties": {"type": "array", "items": {"type": "number"}}},
+            "world_size": {"type": ["integer", "null"]},
+            "backend": {"type": ["string", "null"]},
+        },
+    }
+
+
+def _check_schema() -> dict[str, Any]:
+    """One verdict: the fields every check has, then each check's own details by its id (one rule per check)."""
+    nullable = {"type": ["string", "null"]}
+    return {
+        "type": "object",
+        "required": ["check", "status", "count", "playbook", "summary", "meaning", "reason", "examples"],
+        "properties": {
+            "check": {"enum": list(CHECK_IDS)},
+            "status": {"$ref": "#/$defs/status"},
+            "count": {"type": "integer", "minimum": 0},
+            "playbook": nullable,
+            "summary": {"type": "string"},
+            "meaning": {"type": "string"},
+            "reason": nullable,
+            "examples": {"type": "array", "maxItems": EXAMPLES, "items": {"$ref": "#/$defs/example"}},
+        },
+        "allOf": [
+            *(_check_rule(spec) for spec in CHECKS),
+            {
+                "if": {"properties": {"status": {"const": "not_applicable"}}},
+                "then": {"properties": {"reason": {"type": "string"}, "count": {"const": 0}}},
             },
-            "example": {
-                "type": "object",
-                "required": list(example_fields),
-                "properties": {
-                    "name": {"type": "string"},
-                    "ts": {"type": "number"},
-                    "dur": {"type": ["number", "null"]},
-                    "device": {"type": ["integer", "null"]},
-                    "correlation": {"type": ["integer", "null"]},
-                    "detail": {"type": "string"},
-                },
-            },
+        ],
+    }
+
+
+def _example_schema() -> dict[str, Any]:
+    """One example event a verdict points at, so a reader can find it in the trace."""
+    example_fields = ("name", "ts", "dur", "stream", "device", "correlation", "pid", "tid", "detail")
+    return {
+        "type": "object",
+        "required": list(example_fields),
+        "properties": {
+            "name": {"type": "string"},
+            "ts": {"type": "number"},
+            "dur": {"type": ["number", "null"]},
+            "device": {"type": ["integer", "null"]},
+            "correlation": {"type": ["integer", "null"]},
+            "detail": {"type": "string"},
         },
     }
 

@@ -46,6 +46,7 @@ KINDS_SHOWN = 4  # and named in the summary
 
 Floats = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.int64]
+Overheads = list[tuple[float, float, str, int | None]]  # TraceContents.timeline.overheads: start, end, name, corr
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,21 +263,57 @@ def _innermost(tree: _Thread, times: Floats) -> Ints:
 def summary_table(contents: TraceContents) -> SummaryTable:
     """The table ``key_averages()`` prints for this trace, with each row's time from the GPU events counted once."""
     events = _Events.of(contents)
-    thread_of, call_ts = _launches(contents, events.corr)
-    claims: dict[int, int] = defaultdict(int)  # correlation id -> overhead records carrying it
     overheads = contents.timeline.overheads
+    claims = _claims(overheads)
+    spans = _Spans.of(contents)
+    sums, linked = _op_sums(contents, events, spans, _claim_times(events, claims))
+    table = SummaryTable(gpu_events=len(events.ts), linked=linked, overhead_events=len(overheads))
+    calls = spans.calls().tolist()
+    own_s, total_s, true_s, held_s = (row.tolist() for row in sums)
+    table.rows = [
+        SummaryRow(name, "op", calls[n], own_s[n], total_s[n], own_s[n], true_s[n])
+        for n, name in enumerate(spans.names)
+        if held_s[n]
+    ] + _device_rows(events, contents)
+    claimed_by_name, table.claiming = _claimed_by_name(events, overheads, claims)
+    table.rows += [SummaryRow(name, "overhead", 1, us, us, 0.0, 0.0) for name, us in claimed_by_name.items()]
+    table.claimed_us = sum(claimed_by_name.values())
+    table.rows.sort(key=lambda r: (-r.reported_self_us, -r.reported_total_us, r.name))
+    table.table_self_us = sum(r.reported_self_us for r in table.rows if r.kind == "gpu")
+    table.annotation_us = sum(r.reported_self_us for r in table.rows if r.kind == "gpu_annotation")
+    table.busy_us = sum(  # per device: two GPUs busy at once are busy twice, as their kernels' sum counts them
+        _union(events.ts[events.device == d], (events.ts + events.dur)[events.device == d])
+        for d in np.unique(events.device).tolist()
+    )
+    return table
+
+
+def _claims(overheads: Overheads) -> dict[int, int]:
+    """Correlation id -> the overhead records carrying it: each claims the GPU event's time once more."""
+    claims: dict[int, int] = defaultdict(int)
     for _, _, _, corr in overheads:
         if corr is not None:
             claims[corr] += 1
+    return claims
+
+
+def _claim_times(events: _Events, claims: dict[int, int]) -> Floats:
+    """Per GPU event, how many overhead records claim it (0.0 for none): the extra times its duration is summed."""
     claim_ids = np.array(sorted(claims), dtype=np.int64)
     claim_counts = np.array([claims[c] for c in sorted(claims)], dtype=np.float64)
     times = np.zeros(len(events.ts), dtype=np.float64)
     if len(claim_ids):
         where = np.minimum(np.searchsorted(claim_ids, events.corr), len(claim_ids) - 1)
         times = np.where(claim_ids[where] == events.corr, claim_counts[where], 0.0)
-    spans = _Spans.of(contents)
+    return times
+
+
+def _op_sums(contents: TraceContents, events: _Events, spans: _Spans, times: Floats) -> tuple[Floats, int]:
+    """Per op name: own, total, true total and held count (rows of the array), summed over every thread's tree of
+    spans, each GPU event given to the innermost op around its launch call; and how many GPU events were given."""
+    thread_of, call_ts = _launches(contents, events.corr)
     keys = {key: n for n, key in enumerate(contents.runtime.thread(t) for t in range(_thread_count(contents)))}
-    sums = np.zeros((4, len(spans.names)), dtype=np.float64)  # own, total, true total (self = own)
+    sums = np.zeros((4, len(spans.names)), dtype=np.float64)  # own, total, true total (self = own), held
     linked = 0
     for key, n in keys.items():
         mine = np.flatnonzero(thread_of == n)
@@ -294,34 +331,24 @@ def summary_table(contents: TraceContents) -> SummaryTable:
         sums[1] += np.bincount(tree.name, weights=total, minlength=len(spans.names))
         sums[2] += np.bincount(tree.name, weights=true_total, minlength=len(spans.names))
         sums[3] += np.bincount(tree.name, minlength=len(spans.names))
-    table = SummaryTable(gpu_events=len(events.ts), linked=linked, overhead_events=len(overheads))
-    calls = spans.calls().tolist()
-    own_s, total_s, true_s, held_s = (row.tolist() for row in sums)
-    table.rows = [
-        SummaryRow(name, "op", calls[n], own_s[n], total_s[n], own_s[n], true_s[n])
-        for n, name in enumerate(spans.names)
-        if held_s[n]
-    ] + _device_rows(events, contents)
+    return sums, linked
+
+
+def _claimed_by_name(events: _Events, overheads: Overheads, claims: dict[int, int]) -> tuple[dict[str, float], int]:
+    """Per overhead name, the GPU time its records claim (a row of its own in PyTorch's table); and how many
+    overhead records claim a GPU event that is in the trace."""
     by_corr: dict[int, float] = {}
     if claims:
-        hit = np.isin(events.corr, claim_ids)
+        hit = np.isin(events.corr, np.array(sorted(claims), dtype=np.int64))
         for corr, dur in zip(events.corr[hit].tolist(), events.dur[hit].tolist(), strict=True):
             by_corr[corr] = by_corr.get(corr, 0.0) + dur
     claimed_by_name: dict[str, float] = defaultdict(float)
+    claiming = 0
     for _, _, name, corr in overheads:
         if corr is not None and corr in by_corr:
-            table.claiming += 1
+            claiming += 1
             claimed_by_name[name] += by_corr[corr]
-    table.rows += [SummaryRow(name, "overhead", 1, us, us, 0.0, 0.0) for name, us in claimed_by_name.items()]
-    table.claimed_us = sum(claimed_by_name.values())
-    table.rows.sort(key=lambda r: (-r.reported_self_us, -r.reported_total_us, r.name))
-    table.table_self_us = sum(r.reported_self_us for r in table.rows if r.kind == "gpu")
-    table.annotation_us = sum(r.reported_self_us for r in table.rows if r.kind == "gpu_annotation")
-    table.busy_us = sum(  # per device: two GPUs busy at once are busy twice, as their kernels' sum counts them
-        _union(events.ts[events.device == d], (events.ts + events.dur)[events.device == d])
-        for d in np.unique(events.device).tolist()
-    )
-    return table
+    return claimed_by_name, claiming
 
 
 def _thread_count(contents: TraceContents) -> int:
@@ -439,7 +466,36 @@ def _us(value: float) -> str:
 def summary_table_check(contents: TraceContents, check: CheckSpec) -> HealthCheck:
     """The ``summary-table`` check: where ``key_averages()`` would mislead its reader, and by how much."""
     table = summary_table(contents)
-    details: dict[str, Any] = {
+    details = _table_details(table, sm_active(contents))
+    if not table.gpu_events:
+        return check.not_applicable("no GPU events: key_averages() reports no device time for this trace", **details)
+    inflated = inflated_rows(table)
+    over = over_wall_clock(table)
+    details["inflated_ops"] = sum(1 for r in inflated if r.kind == "op")
+    details["over_wall_clock"] = over
+    annotations = _annotation_notes(table, details["sm_active"])
+    if not inflated and not over:
+        return check.verdict(0, "ok",
+            f"key_averages()' device times match the GPU events counted once (Self CUDA total "
+            f"{_us(table.table_self_us)}, GPU busy {_us(table.busy_us)}){annotations}",
+            "", details=details,
+        )  # fmt: skip
+    count = len(inflated) + (1 if over else 0)
+    return check.verdict(
+        count,
+        "warning" if inflated else "info",  # a total past the wall clock is the sum it says it is: a reading
+        "; ".join(_misleading_parts(table, inflated, over)) + annotations,
+        f"prof.key_averages().table() would mislead here by more than {MARGIN:.0%}: profiler OVERHEAD records "
+        "that carry a launch's correlation id make the op around them count its kernels twice (pytorch#193392); "
+        "kernels on concurrent streams add up past the wall clock, so Self CUDA % is a share of summed kernel "
+        "time, not of GPU time. Read the corrected table (the report's summary-table section) instead",
+        details=details,
+    )
+
+
+def _table_details(table: SummaryTable, sm: list[dict[str, Any]]) -> dict[str, Any]:
+    """The check's details before judging (inflated_ops and over_wall_clock filled in once judged)."""
+    return {
         "gpu_events": table.gpu_events,
         "linked": table.linked,
         "table_self_us": table.table_self_us,
@@ -452,15 +508,13 @@ def summary_table_check(contents: TraceContents, check: CheckSpec) -> HealthChec
         "over_wall_clock": False,
         "margin": MARGIN,
         "rows": [r.to_dict() for r in table.rows[:TABLE_ROWS]],
-        "sm_active": sm_active(contents),
+        "sm_active": sm,
     }
-    if not table.gpu_events:
-        return check.not_applicable("no GPU events: key_averages() reports no device time for this trace", **details)
-    inflated = inflated_rows(table)
-    over = over_wall_clock(table)
-    details["inflated_ops"] = sum(1 for r in inflated if r.kind == "op")
-    details["over_wall_clock"] = over
-    annotations = (
+
+
+def _annotation_notes(table: SummaryTable, sm: list[dict[str, Any]]) -> str:
+    """What the summary adds whatever the verdict: annotation time in the rows, and kernel-busy against SM-active."""
+    return (
         (
             f"; {_us(table.annotation_us)} of GPU annotations shown as Self CUDA rows, left out of the total"
             if table.annotation_us
@@ -469,20 +523,14 @@ def summary_table_check(contents: TraceContents, check: CheckSpec) -> HealthChec
         + "".join(
             f"; device {d['device']}: a kernel ran {d['kernel_busy_pct']:.1f}% of the sampled time, the SMs were "
             f"active {d['sm_active_pct']:.1f}% ({d['counter']})"
-            for d in details["sm_active"]
+            for d in sm
         )
-        + (
-            "; kernel-busy is time with any kernel running, SM-active the share of SM cycles with work"
-            if details["sm_active"]
-            else ""
-        )
+        + ("; kernel-busy is time with any kernel running, SM-active the share of SM cycles with work" if sm else "")
     )
-    if not inflated and not over:
-        return check.verdict(0, "ok",
-            f"key_averages()' device times match the GPU events counted once (Self CUDA total "
-            f"{_us(table.table_self_us)}, GPU busy {_us(table.busy_us)}){annotations}",
-            "", details=details,
-        )  # fmt: skip
+
+
+def _misleading_parts(table: SummaryTable, inflated: list[SummaryRow], over: bool) -> list[str]:
+    """The summary's clauses, one per way the table misleads: ops counted twice, a total past the wall clock."""
     parts = []
     if inflated:
         ops = sum(1 for r in inflated if r.kind == "op")
@@ -496,17 +544,7 @@ def summary_table_check(contents: TraceContents, check: CheckSpec) -> HealthChec
             f"Self CUDA total {_us(table.table_self_us)} is {table.table_self_us / max(table.busy_us, 1e-9):.2f}x "
             f"the {_us(table.busy_us)} the GPU was busy"
         )
-    count = len(inflated) + (1 if over else 0)
-    return check.verdict(
-        count,
-        "warning" if inflated else "info",  # a total past the wall clock is the sum it says it is: a reading
-        "; ".join(parts) + annotations,
-        f"prof.key_averages().table() would mislead here by more than {MARGIN:.0%}: profiler OVERHEAD records "
-        "that carry a launch's correlation id make the op around them count its kernels twice (pytorch#193392); "
-        "kernels on concurrent streams add up past the wall clock, so Self CUDA % is a share of summed kernel "
-        "time, not of GPU time. Read the corrected table (the report's summary-table section) instead",
-        details=details,
-    )
+    return parts
 
 
 def step_drift(steps: list[tuple[float, float, str]]) -> dict[str, Any]:

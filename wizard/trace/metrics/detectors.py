@@ -473,11 +473,39 @@ def _sm_source(device: DeviceInfo | None, num_sms: int | None) -> str:
     return words
 
 
+@dataclass(frozen=True, slots=True)
+class _OccupancyReading:
+    """What the occupancy check compares, gathered once: the printed value, both calculators' results and the
+    values Kineto's formula gives from them."""
+
+    device: DeviceInfo
+    occ: float
+    label: str
+    calc: Occupancy | None
+    active: int | None  # ours, or Kineto's own where ours has no table for the capability
+    truncating: float | None
+    lround: float | None
+    follows_kineto: bool  # the printed value is what Kineto's own calculator gave
+    smem: int
+    registers: int
+
+
 def _occupancy(ctx: LaunchContext) -> bool:
     """E, D, or an unexplained occupancy: the printed value against CUDA's calculator as Kineto calls it."""
+    reading = _occupancy_reading(ctx)
+    if reading is None:
+        return True
+    _cross_check(ctx, reading.calc, ctx.k.profiler_occupancy, reading.label if reading.follows_kineto else None)
+    _judge_occupancy(ctx, reading)
+    return True
+
+
+def _occupancy_reading(ctx: LaunchContext) -> _OccupancyReading | None:
+    """The printed occupancy and what both calculators give for this launch; None where there is nothing to check
+    (no value, already explained, or no device limits)."""
     k, device, occ = ctx.k, ctx.device, ctx.k.occupancy.value
     if occ is None or ctx.occupancy_explained or device is None or device.limits is None:
-        return True
+        return None
     limits = device.limits
     smem, registers = k.shared_memory or 0, k.registers or 0
     try:
@@ -491,56 +519,66 @@ def _occupancy(ctx: LaunchContext) -> bool:
     assert ctx.num_sms  # _without_sm_count stopped the check otherwise
     expected_bps = kineto_blocks_per_sm(ctx.grid, ctx.num_sms)
     truncating, lround = kineto_occupancy_percent(active, expected_bps, ctx.threads, limits.max_threads_per_sm)
-    label = k.occupancy_key or "occupancy"
     # the printed value is what the profiler's own calculator gave: where the two calculators disagree, which
     # table is wrong is a note about the tools, never a finding about the launch
     follows_kineto = prof_active is not None and occ in kineto_occupancy_percent(
         prof_active, expected_bps, ctx.threads, limits.max_threads_per_sm
     )
-    _cross_check(ctx, calc, prof, label if follows_kineto else None)
-    cc = limits.compute_capability
+    label = k.occupancy_key or "occupancy"
+    return _OccupancyReading(
+        device, occ, label, calc, active, truncating, lround, follows_kineto, smem, registers
+    )  # fmt: skip
+
+
+def _cuda_header(cc: tuple[int, int]) -> str:
+    """The CUDA header a PyTorch needs to know this compute capability, in words."""
     needs = MIN_CUDA_HEADER.get(cc)
-    header = (
-        f"a CUDA header older than CUDA {needs}"
-        if needs
-        else f"a CUDA header that predates compute capability {cc[0]}.{cc[1]}, newer than every CUDA warpwizard knows"
-    )
-    if occ in (truncating, lround):
-        if occ == 0 and smem > SMEM_DEFAULT_LIMIT and active is not None:
-            _shared_memory_limit(ctx, device, label)
-        elif active is None and occ < 0:
+    if needs:
+        return f"a CUDA header older than CUDA {needs}"
+    return f"a CUDA header that predates compute capability {cc[0]}.{cc[1]}, newer than every CUDA warpwizard knows"
+
+
+def _judge_occupancy(ctx: LaunchContext, r: _OccupancyReading) -> None:
+    """Which mechanism explains the printed value: E (shared memory past the default), the calculator failing or
+    not knowing the capability, or nothing this tool knows; a value either calculator gives is no finding."""
+    assert r.device.limits is not None  # _occupancy_reading returns None otherwise
+    cc = r.device.limits.compute_capability
+    occ = r.occ
+    if occ in (r.truncating, r.lround):
+        if occ == 0 and r.smem > SMEM_DEFAULT_LIMIT and r.active is not None:
+            _shared_memory_limit(ctx, r.device, r.label)
+        elif r.active is None and occ < 0:
             ctx.add(
                 Mechanism.OCCUPANCY_CALCULATOR,
-                f"{label} = {exact(occ)}: compute capability {cc[0]}.{cc[1]} is unknown to the occupancy "
-                f"calculator (a PyTorch built with {header}); blocks per SM is fine",
+                f"{r.label} = {exact(occ)}: compute capability {cc[0]}.{cc[1]} is unknown to the occupancy "
+                f"calculator (a PyTorch built with {_cuda_header(cc)}); blocks per SM is fine",
             )
-    elif occ in (-99, -100) and calc is not None:
+    elif occ in (-99, -100) and r.calc is not None:
         why = (
-            f"PyTorch built with {header}"
+            f"PyTorch built with {_cuda_header(cc)}"
             if cc in MIN_CUDA_HEADER
             else f"every CUDA header knows compute capability {cc[0]}.{cc[1]}, so not for want of a newer one: "
             "it rejected this launch's inputs"
         )
         ctx.add(
             Mechanism.OCCUPANCY_CALCULATOR,
-            f"{label} = {exact(occ)} while blocks per SM {exact(ctx.reported['blocks per SM'])} is right: the "
+            f"{r.label} = {exact(occ)} while blocks per SM {exact(ctx.reported['blocks per SM'])} is right: the "
             f"profiler's occupancy calculator failed on compute capability {cc[0]}.{cc[1]} ({why}); true "
-            f"{exact(ctx.true.get(label))}%, limited by {', '.join(calc.limiting_factors)}",
-            calc.limiting_factors,
+            f"{exact(ctx.true.get(r.label))}%, limited by {', '.join(r.calc.limiting_factors)}",
+            r.calc.limiting_factors,
         )
-    elif active is None and 0 <= occ <= 100:
+    elif r.active is None and 0 <= occ <= 100:
         pass  # a capability our calculator has no table for: a valid-looking value cannot be called wrong
-    elif follows_kineto:
+    elif r.follows_kineto:
         pass  # Kineto's calculator and ours disagree (the note says so); the launch is not wrong
     else:
-        which = "the occupancy calculator" if calc is not None else "the trace's own occupancy object"
+        which = "the occupancy calculator" if r.calc is not None else "the trace's own occupancy object"
         ctx.add(
             Mechanism.UNEXPLAINED,
-            f"{label} = {exact(occ)}, but {which} with this trace's device properties gives "
-            f"{truncating}% (registers {registers}, shared memory {smem} B, {ctx.threads} threads/block, "
+            f"{r.label} = {exact(occ)}, but {which} with this trace's device properties gives "
+            f"{r.truncating}% (registers {r.registers}, shared memory {r.smem} B, {ctx.threads} threads/block, "
             f"cc {cc[0]}.{cc[1]}): a profiler or device this tool does not know",
         )
-    return True
 
 
 def _cross_check(

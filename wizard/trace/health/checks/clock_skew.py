@@ -14,7 +14,7 @@ from wizard.trace.health.spec import (
 from wizard.trace.read.records import NO_CORRELATION
 
 if TYPE_CHECKING:
-    from wizard.trace.health.tables import Tables
+    from wizard.trace.health.tables import Floats, Ints, Kernels, Tables
 
 
 class ClockSkewDetails(TypedDict):
@@ -65,16 +65,50 @@ CHECK = CheckSpec(
 )
 
 
+_EMPTY: ClockSkewDetails = {
+    "linked": 0, "min_us": None, "median_us": None, "drift_us": None, "trend": "constant", "unmeasured": 0
+}  # fmt: skip
+
+
 def run(tables: Tables) -> HealthCheck:
     import numpy as np
 
-    from wizard.trace.health.tables import kernel_samples
+    linked = _linked_offsets(tables)
+    if linked is None:
+        return CHECK.not_applicable("no kernel links to a launch call", **_EMPTY)
+    kernels_linked, offsets = linked
+    measured = np.isfinite(offsets)  # a difference of times near 1e308 is no measurement: left out, counted
+    unmeasured = int((~measured).sum())
+    if unmeasured:
+        offsets, linked_ok = offsets[measured], kernels_linked[measured]
+        if not len(offsets):
+            return CHECK.not_applicable(
+                "the offsets could not be measured: kernel and call times are not finite differences",
+                **{**_EMPTY, "linked": len(kernels_linked), "unmeasured": unmeasured},
+            )  # fmt: skip
+    else:
+        linked_ok = kernels_linked
+    details = _offset_details(offsets, linked=len(kernels_linked), unmeasured=unmeasured)
+    before = linked_ok[offsets < 0]
+    if not len(before):
+        return CHECK.verdict(
+            0, "ok", f"every kernel starts after its launch call (median {details['median_us']:.1f} µs later)", "",
+            details=details,
+        )  # fmt: skip
+    return _skewed(tables.kernels, before, details)
+
+
+def _linked_offsets(tables: Tables) -> tuple[Ints, Floats] | None:
+    """Each kernel linked to its earliest launch or graph-launch call (kernel order), and its start minus the call's.
+
+    Gathering only, no judgement: the call is the earliest with the
+    kernel's correlation id, as CHECK's `counts` declares. None when no kernel links to a call."""
+    import numpy as np
 
     calls, kernels = tables.calls, tables.kernels
     linked_calls = (calls.launch | calls.graph) & (calls.corr != NO_CORRELATION)
-    empty = {"linked": 0, "min_us": None, "median_us": None, "drift_us": None, "trend": "constant", "unmeasured": 0}
     if not linked_calls.any() or not len(kernels.ts):
-        return CHECK.not_applicable("no kernel links to a launch call", **empty)
+        return None
     ids, ts = calls.corr[linked_calls], calls.ts[linked_calls]
     by_id = np.lexsort((ts, ids))
     ids, ts = ids[by_id], ts[by_id]
@@ -87,45 +121,47 @@ def run(tables: Tables) -> HealthCheck:
     found[where_ok] = ids[where[where_ok]] == kernels.corr[order][where_ok]
     linked = order[found]
     if not len(linked):
-        return CHECK.not_applicable("no kernel links to a launch call", **empty)
-    offsets = kernels.ts[linked] - ts[where[found]]
-    measured = np.isfinite(offsets)  # a difference of times near 1e308 is no measurement: left out, counted
-    unmeasured = int((~measured).sum())
-    if unmeasured:
-        offsets, linked_ok = offsets[measured], linked[measured]
-        if not len(offsets):
-            return CHECK.not_applicable(
-                "the offsets could not be measured: kernel and call times are not finite differences",
-                **{**empty, "linked": len(linked), "unmeasured": unmeasured},
-            )  # fmt: skip
-    else:
-        linked_ok = linked
-    before = linked_ok[offsets < 0]
+        return None
+    return linked, kernels.ts[linked] - ts[where[found]]
+
+
+def _offset_details(offsets: Floats, *, linked: int, unmeasured: int) -> ClockSkewDetails:
+    """The offsets' size and how they move: a constant offset is a clock domain, a moving one is drift.
+
+    The trend is the last third's median minus the first third's, beyond 10 µs and a quarter of the median."""
+    import numpy as np
+
     third = len(offsets) // 3
     median = float(np.median(offsets))
     drift = float(np.median(offsets[-third:]) - np.median(offsets[:third])) if third else None
     tolerance = max(10.0, 0.25 * abs(median))
-    trend = "constant" if drift is None or abs(drift) <= tolerance else ("growing" if drift > 0 else "shrinking")
-    details = {
-        "linked": len(linked),
+    trend: Literal["constant", "growing", "shrinking"] = (
+        "constant" if drift is None or abs(drift) <= tolerance else ("growing" if drift > 0 else "shrinking")
+    )
+    return {
+        "linked": linked,
         "unmeasured": unmeasured,
         "min_us": float(offsets.min()),
         "median_us": median,
         "drift_us": drift,
         "trend": trend,
     }
-    if not len(before):
-        return CHECK.verdict(
-            0, "ok", f"every kernel starts after its launch call (median {median:.1f} µs later)", "",
-            details=details,
-        )  # fmt: skip
-    worst = float(offsets.min())
+
+
+def _skewed(kernels: Kernels, before: Ints, details: ClockSkewDetails) -> HealthCheck:
+    """The warning's wording: how many kernels, by how much, and what the offset's trend means for the reader."""
+    import numpy as np
+
+    from wizard.trace.health.tables import kernel_samples
+
+    worst = details["min_us"]
+    assert worst is not None  # set whenever an offset was measured
     return CHECK.verdict(
         len(before),
         "warning",
         f"{plural(len(before), 'kernel')} {verb(len(before), 'starts before its', 'start before their')} own launch "
         f"call (by up to {-worst:.3f} µs; "
-        f"offsets {trend})",
+        f"offsets {details['trend']})",
         "GPU and CPU clocks disagree in this trace: launch latency, the CPU-GPU gaps and the flow arrows are "
         "wrong by the offset; a constant offset is a clock-domain difference, a growing one is drift or "
         "timestamps from several profiling sessions in one process",
