@@ -25,7 +25,14 @@ from wizard.errors import InputFileError, UsageError
 from wizard.formatting import plural
 from wizard.ncu import NcuKernel, Runner, is_ncu, read_ncu
 from wizard.ncu.join import Joined, join
-from wizard.trace.profile.summary import MAX_KERNELS, MAX_STEPS, KernelGroup, ProfileDevice, ProfileSummary
+from wizard.trace.profile.summary import (
+    MAX_KERNELS,
+    MAX_STEPS,
+    KernelGroup,
+    OpGroup,
+    ProfileDevice,
+    ProfileSummary,
+)  # fmt: skip
 
 DIFF_SCHEMA = "warpwizard.diff/1"
 DEFAULT_THRESHOLD = 0.10  # a kernel's median duration 10% slower is a regression (when above its noise)
@@ -76,6 +83,23 @@ class Side:
     def gpu_time_us(self) -> float:
         return sum(s.gpu_time_us for s in self.summaries)
 
+    @property
+    def has_shapes(self) -> bool:
+        """Whether its ops carry their input shapes (record_shapes was on)."""
+        return any(s.ops for s in self.summaries)
+
+    def ops(self, shapes: bool) -> dict[tuple[str, str | None], OpGroup]:
+        """Every rank's op groups summed, by (name, shapes) or by name alone; the median is the first rank's."""
+        out: dict[tuple[str, str | None], OpGroup] = {}
+        for summary in self.summaries:
+            for g in summary.ops if shapes else summary.ops_by_name:
+                key = (g.name, g.shapes)
+                if key not in out:
+                    out[key] = OpGroup(g.name, g.shapes, 0, 0.0, g.median_us, g.mad_us)
+                out[key].calls += g.calls
+                out[key].total_us += g.total_us
+        return out
+
 
 def _dims(value: list[int] | None) -> tuple[int, ...] | None:
     return tuple(value) if value else None
@@ -119,6 +143,27 @@ class KernelChange:
 
 
 @dataclass(slots=True)
+class OpChange:
+    """One CPU op (name, and input shapes where both sides recorded them) on both sides; times inclusive."""
+
+    name: str
+    shapes: str | None
+    before_calls: int
+    after_calls: int
+    before_median_us: float
+    after_median_us: float
+    before_total_us: float
+    after_total_us: float
+    change: float
+    noise: float
+    regression: bool
+    improvement: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f: getattr(self, f) for f in self.__slots__}
+
+
+@dataclass(slots=True)
 class WrongValues:
     """A kernel both sides ran whose launches hold wrong values on at least one side: which mechanisms where."""
 
@@ -153,6 +198,10 @@ class ProfileDiff:
     health: list[str] = field(default_factory=list)  # findings that appear or disappear, in words
     ncu: list[Joined] = field(default_factory=list)  # Nsight Compute's kernels beside the trace's, when one side is
     wrong: list[WrongValues] = field(default_factory=list)  # wrong values on launches both sides ran, side by side
+    ops: list[OpChange] = field(default_factory=list)  # CPU ops both sides ran
+    ops_matched_on: str = "none"  # "name and shapes" | "name" (a side without shapes) | "none" (no op on a side)
+    ops_only_before: int = 0  # op groups one side ran and the other did not
+    ops_only_after: int = 0
 
     @property
     def verdict(self) -> Verdict:
@@ -164,6 +213,10 @@ class ProfileDiff:
     @property
     def regressions(self) -> list[KernelChange]:
         return [c for c in self.changes if c.regression]
+
+    @property
+    def op_regressions(self) -> list[OpChange]:
+        return [c for c in self.ops if c.regression]
 
     @property
     def profiler_bugs(self) -> list[Joined]:
@@ -186,6 +239,11 @@ class ProfileDiff:
             "health": self.health,
             "ncu": [j.to_dict() for j in self.ncu],
             "wrong": [w.to_dict() for w in self.wrong],
+            "ops_matched_on": self.ops_matched_on,
+            "op_regressions": len(self.op_regressions),
+            "ops": [c.to_dict() for c in self.ops],
+            "ops_only_before": self.ops_only_before,
+            "ops_only_after": self.ops_only_after,
         }
 
 
@@ -411,21 +469,61 @@ def factors(b: Side, a: Side) -> list[Factor]:
 # -- what changed ------------------------------------------------------------------------------------------
 
 
-def _noise(g: KernelGroup) -> float:
-    """The standard error of a group's median (1.2533 sigma / sqrt(n), sigma from the MAD: 1.4826 MAD)."""
-    return 1.2533 * 1.4826 * g.mad_us / math.sqrt(max(g.launches, 1))
+def _spread(median: float, mad: float, count: int) -> float:
+    """The standard error of a median (1.2533 sigma / sqrt(n), sigma from the MAD: 1.4826 MAD)."""
+    return 1.2533 * 1.4826 * mad / math.sqrt(max(count, 1))
+
+
+def _moved(
+    b: tuple[float, float, int, float],
+    a: tuple[float, float, int, float],
+    threshold: float,
+    material: tuple[float, float],
+) -> tuple[float, float, bool]:
+    """(median, mad, count, total) on each side: the relative change, its noise, and whether it is beyond both
+    (and on a group holding at least MATERIAL_SHARE of its side's time)."""
+    base = b[0]
+    change = (a[0] - base) / base if base > 0 else 0.0
+    noise = NOISE_SIGMAS * math.hypot(_spread(*b[:3]), _spread(*a[:3])) / base if base > 0 else 0.0
+    matters = b[3] >= MATERIAL_SHARE * material[0] or a[3] >= MATERIAL_SHARE * material[1]
+    return change, noise, abs(change) > threshold and abs(change) > noise and matters
 
 
 def _change(b: KernelGroup, a: KernelGroup, threshold: float, material: tuple[float, float]) -> KernelChange:
-    base = b.median_us
-    change = (a.median_us - base) / base if base > 0 else 0.0
-    noise = NOISE_SIGMAS * math.hypot(_noise(b), _noise(a)) / base if base > 0 else 0.0
-    matters = b.total_us >= MATERIAL_SHARE * material[0] or a.total_us >= MATERIAL_SHARE * material[1]
-    beyond = abs(change) > threshold and abs(change) > noise and matters
+    change, noise, beyond = _moved(
+        (b.median_us, b.mad_us, b.launches, b.total_us), (a.median_us, a.mad_us, a.launches, a.total_us),
+        threshold, material,
+    )  # fmt: skip
     return KernelChange(
         b.name, b.grid, b.block, b.launches, a.launches, b.median_us, a.median_us, b.total_us, a.total_us,
         change, noise, beyond and change > 0, beyond and change < 0,
     )  # fmt: skip
+
+
+def _op_change(b: OpGroup, a: OpGroup, threshold: float, material: tuple[float, float]) -> OpChange:
+    change, noise, beyond = _moved(
+        (b.median_us, b.mad_us, b.calls, b.total_us), (a.median_us, a.mad_us, a.calls, a.total_us),
+        threshold, material,
+    )  # fmt: skip
+    return OpChange(
+        b.name, b.shapes, b.calls, a.calls, b.median_us, a.median_us, b.total_us, a.total_us,
+        change, noise, beyond and change > 0, beyond and change < 0,
+    )  # fmt: skip
+
+
+def _op_changes(diff: ProfileDiff, b: Side, a: Side) -> None:
+    """Ops matched by name and input shapes where both sides recorded shapes, else by name alone (said in
+    ``ops_matched_on``). The material share is of all op time, inclusive: nested ops count in each parent."""
+    shapes = b.has_shapes and a.has_shapes
+    before, after = b.ops(shapes), a.ops(shapes)
+    if not before or not after:
+        return
+    diff.ops_matched_on = "name and shapes" if shapes else "name"
+    material = (sum(g.total_us for g in before.values()), sum(g.total_us for g in after.values()))
+    found = [_op_change(before[k], after[k], diff.threshold, material) for k in before if k in after]
+    diff.ops = sorted(found, key=lambda c: (not c.regression, -abs(c.after_total_us - c.before_total_us)))
+    diff.ops_only_before = sum(1 for k in before if k not in after)
+    diff.ops_only_after = sum(1 for k in after if k not in before)
 
 
 def _kernel_changes(diff: ProfileDiff, b: Side, a: Side) -> None:
@@ -481,6 +579,7 @@ def compare_sides(b: Side, a: Side, threshold: float = DEFAULT_THRESHOLD) -> Pro
     diff = ProfileDiff(b.label, a.label, threshold, factors(b, a))
     if diff.verdict != "not comparable":
         _kernel_changes(diff, b, a)
+        _op_changes(diff, b, a)
         _mechanism_words(diff, b, a)
         _health_words(diff, b, a)
     return diff
@@ -561,6 +660,15 @@ def markdown(diff: ProfileDiff, top: int = 10) -> str:
             f"| {markdown_code(c.name[:80], table=True)} | {c.before_launches} → {c.after_launches} | "
             f"{c.before_median_us:.3f} → {c.after_median_us:.3f} | {c.change:+.1%} |"
             for c in shown
+        ]
+    moved = [c for c in diff.ops if c.regression or c.improvement][:top]
+    if moved:
+        lines += ["", f"Ops matched by {diff.ops_matched_on}:", "", "| op | shapes | median µs | change |"]
+        lines.append("|---|---|---|---|")
+        lines += [
+            f"| {markdown_code(c.name[:60], table=True)} | {markdown_code((c.shapes or '—')[:60], table=True)} | "
+            f"{c.before_median_us:.3f} → {c.after_median_us:.3f} | {c.change:+.1%} |"
+            for c in moved
         ]
     lines += [f"- {_md(m)}" for m in diff.mechanisms[:top]]
     return "\n".join(lines) + "\n"

@@ -134,11 +134,35 @@ def diff_view(result: ProfileDiff) -> Group:
                 Text(f"{c.change:+.1%}", "red" if c.regression else "green"),
             )  # fmt: skip
         parts.append(table)
+    parts += _op_parts(result)
     parts += [rich_text(f"• {m}") for m in result.mechanisms[:10]]
     parts += [rich_text(f"• health: {h}") for h in result.health[:10]]
     if result.only_before or result.only_after:
         parts.append(Text(f"{len(result.only_before)} kernels only in BEFORE, {len(result.only_after)} only in AFTER"))
     return Group(*parts)
+
+
+def _op_parts(result: ProfileDiff) -> list[Any]:
+    """The CPU ops that moved beyond the threshold and the noise, and what they were matched on."""
+    if result.ops_matched_on == "none":
+        return []
+    how = "name and input shapes" if result.ops_matched_on == "name and shapes" else "name alone (a side has no shapes)"
+    moved = [c for c in result.ops if c.regression or c.improvement]
+    parts: list[Any] = [
+        Text(f"{plural(len(result.op_regressions), 'op regression')}; {plural(len(result.ops), 'op')} matched by {how}")
+    ]
+    if moved:
+        table = Table(title="ops that changed (CPU time, inclusive)", title_justify="left")
+        for col in ("op", "input shapes", "calls", "median µs", "change"):
+            table.add_column(col)
+        for c in moved[:20]:
+            table.add_row(
+                rich_text(c.name[:60]), rich_text((c.shapes or "—")[:60]), f"{c.before_calls} → {c.after_calls}",
+                f"{c.before_median_us:.3f} → {c.after_median_us:.3f}",
+                Text(f"{c.change:+.1%}", "red" if c.regression else "green"),
+            )  # fmt: skip
+        parts.append(table)
+    return parts
 
 
 def _ncu_table(result: ProfileDiff) -> Table:
