@@ -164,6 +164,24 @@ class OpChange:
 
 
 @dataclass(slots=True)
+class RankChange:
+    """One rank on both sides, compared rank against rank: its GPU time, median step and kernels."""
+
+    rank: int
+    before_gpu_us: float
+    after_gpu_us: float
+    before_step_us: float | None  # the median ProfilerStep, where steps were recorded
+    after_step_us: float | None
+    change: float  # the GPU time's relative change
+    regressions: int  # this rank's kernels slower beyond the threshold and the noise
+    worst: str | None  # the kernel (on this rank) with the largest slowdown, regression or not
+    worst_change: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f: getattr(self, f) for f in self.__slots__}
+
+
+@dataclass(slots=True)
 class WrongValues:
     """A kernel both sides ran whose launches hold wrong values on at least one side: which mechanisms where."""
 
@@ -202,6 +220,7 @@ class ProfileDiff:
     ops_matched_on: str = "none"  # "name and shapes" | "name" (a side without shapes) | "none" (no op on a side)
     ops_only_before: int = 0  # op groups one side ran and the other did not
     ops_only_after: int = 0
+    ranks: list[RankChange] = field(default_factory=list)  # rank by rank, where both sides have several; worst first
 
     @property
     def verdict(self) -> Verdict:
@@ -213,6 +232,11 @@ class ProfileDiff:
     @property
     def regressions(self) -> list[KernelChange]:
         return [c for c in self.changes if c.regression]
+
+    @property
+    def rank_regressions(self) -> list[RankChange]:
+        """Ranks on which a kernel is slower beyond the threshold and the noise (summed ranks can hide one)."""
+        return [r for r in self.ranks if r.regressions]
 
     @property
     def op_regressions(self) -> list[OpChange]:
@@ -244,6 +268,8 @@ class ProfileDiff:
             "ops": [c.to_dict() for c in self.ops],
             "ops_only_before": self.ops_only_before,
             "ops_only_after": self.ops_only_after,
+            "rank_regressions": len(self.rank_regressions),
+            "ranks": [r.to_dict() for r in self.ranks],
         }
 
 
@@ -375,11 +401,46 @@ def _job(b: Side, a: Side) -> list[Factor]:
         _shown(s.world_size for s in a.summaries), "blocks",
         "another parallel layout: collectives and per-rank work differ by construction",
     )  # fmt: skip
-    ranks = _factor(
-        "ranks given", str(len(b.summaries)), str(len(a.summaries)), "blocks",
-        "one side has ranks the other lacks: totals are over different processes",
-    )  # fmt: skip
-    return [world, ranks]
+    return [world, _ranks_factor(b, a)]
+
+
+def rank_ids(side: Side) -> dict[int, ProfileSummary]:
+    """Each summary by the rank its trace says (``distributedInfo.rank``); by its order where ranks are missing or
+    repeat (a directory of single-process traces)."""
+    ids = [s.rank for s in side.summaries]
+    if any(i is None for i in ids) or len(set(ids)) != len(ids):
+        return dict(enumerate(side.summaries))
+    return {int(i): s for i, s in zip(ids, side.summaries, strict=True) if i is not None}
+
+
+def _spans(ranks: Iterable[int]) -> str:
+    """0-3, 5, 7-8: a rank set short enough for a thousand ranks."""
+    out: list[str] = []
+    for r in sorted(ranks):
+        if out and out[-1].split("-")[-1] == str(r - 1):
+            out[-1] = f"{out[-1].split('-')[0]}-{r}"
+        else:
+            out.append(str(r))
+    return ", ".join(out) if len(out) <= 8 else ", ".join(out[:8]) + f", … ({len(out) - 8} more spans)"
+
+
+def _ranks_factor(b: Side, a: Side) -> Factor:
+    """The ranks given on each side: a count for single traces; with several, which ranks, and any on one side only."""
+    if len(b.summaries) <= 1 and len(a.summaries) <= 1:
+        return _factor(
+            "ranks given", str(len(b.summaries)), str(len(a.summaries)), "blocks",
+            "one side has ranks the other lacks: totals are over different processes",
+        )  # fmt: skip
+    before, after = set(rank_ids(b)), set(rank_ids(a))
+    only = [f"{_spans(before - after)} only in BEFORE"] if before - after else []
+    only += [f"{_spans(after - before)} only in AFTER"] if after - before else []
+    return _factor(
+        "ranks given",
+        f"{len(before)} ({_spans(before)})",
+        f"{len(after)} ({_spans(after)})",
+        "blocks",
+        f"rank {'; '.join(only)}: totals are over different processes" if only else "",
+    )
 
 
 def _recording(b: Side, a: Side) -> list[Factor]:
@@ -535,6 +596,32 @@ def _kernel_changes(diff: ProfileDiff, b: Side, a: Side) -> None:
     diff.only_after = [after[k].name for k in sorted(after, key=lambda k: -after[k].total_us) if k not in before]
 
 
+def _rank_change(rank: int, b: ProfileSummary, a: ProfileSummary, threshold: float) -> RankChange:
+    """Rank ``rank`` of BEFORE against the same rank of AFTER: its kernels, GPU time and median step."""
+    import statistics
+
+    before = {(g.key, _dims(g.grid), _dims(g.block)): g for g in b.kernels}
+    after = {(g.key, _dims(g.grid), _dims(g.block)): g for g in a.kernels}
+    material = (b.gpu_time_us, a.gpu_time_us)
+    changes = [_change(before[k], after[k], threshold, material) for k in before if k in after]
+    worst = max(changes, key=lambda c: c.change, default=None)
+    return RankChange(
+        rank, b.gpu_time_us, a.gpu_time_us,
+        statistics.median(b.steps) if b.steps else None, statistics.median(a.steps) if a.steps else None,
+        (a.gpu_time_us - b.gpu_time_us) / b.gpu_time_us if b.gpu_time_us > 0 else 0.0,
+        sum(1 for c in changes if c.regression), worst.name if worst else None, worst.change if worst else 0.0,
+    )  # fmt: skip
+
+
+def _rank_changes(diff: ProfileDiff, b: Side, a: Side) -> None:
+    """Rank r against rank r, where both sides have several: the ranks with regressions first, then the slowest."""
+    if len(b.summaries) <= 1 or len(a.summaries) <= 1:
+        return
+    before, after = rank_ids(b), rank_ids(a)
+    found = [_rank_change(r, before[r], after[r], diff.threshold) for r in sorted(before) if r in after]
+    diff.ranks = sorted(found, key=lambda r: (-r.regressions, -r.change, r.rank))
+
+
 def _mechanism_words(diff: ProfileDiff, b: Side, a: Side) -> None:
     """Wrong values on launches both sides ran, side by side; one side only is the profiler's, not the kernel's."""
     before, after = b.kernels(), a.kernels()
@@ -580,6 +667,7 @@ def compare_sides(b: Side, a: Side, threshold: float = DEFAULT_THRESHOLD) -> Pro
     if diff.verdict != "not comparable":
         _kernel_changes(diff, b, a)
         _op_changes(diff, b, a)
+        _rank_changes(diff, b, a)
         _mechanism_words(diff, b, a)
         _health_words(diff, b, a)
     return diff

@@ -135,6 +135,7 @@ def diff_view(result: ProfileDiff) -> Group:
             )  # fmt: skip
         parts.append(table)
     parts += _op_parts(result)
+    parts += _rank_parts(result)
     parts += [rich_text(f"• {m}") for m in result.mechanisms[:10]]
     parts += [rich_text(f"• health: {h}") for h in result.health[:10]]
     if result.only_before or result.only_after:
@@ -163,6 +164,32 @@ def _op_parts(result: ProfileDiff) -> list[Any]:
             )  # fmt: skip
         parts.append(table)
     return parts
+
+
+RANKS_SHOWN = 10  # a thousand ranks' table is read by nobody: the worst ten, and how many were matched
+
+
+def _rank_parts(result: ProfileDiff) -> list[Any]:
+    """Rank against rank: how many were matched and which regressed, and the worst RANKS_SHOWN."""
+    if not result.ranks:
+        return []
+    shown = min(RANKS_SHOWN, len(result.ranks))
+    head = Text(
+        f"{plural(len(result.ranks), 'rank')} compared rank by rank; "
+        f"{plural(len(result.rank_regressions), 'rank')} with a kernel regression; the worst {shown}:"
+    )
+    table = Table(title="ranks", title_justify="left")
+    for col in ("rank", "GPU time ms", "change", "median step ms", "regressions", "slowest kernel"):
+        table.add_column(col)
+    for r in result.ranks[:RANKS_SHOWN]:
+        step = "—" if r.before_step_us is None or r.after_step_us is None else (
+            f"{r.before_step_us / 1e3:.3f} → {r.after_step_us / 1e3:.3f}")  # fmt: skip
+        table.add_row(
+            str(r.rank), f"{r.before_gpu_us / 1e3:.3f} → {r.after_gpu_us / 1e3:.3f}",
+            Text(f"{r.change:+.1%}", "red" if r.regressions else ""), step, str(r.regressions),
+            rich_text(f"{(r.worst or '—')[:60]} ({r.worst_change:+.1%})"),
+        )  # fmt: skip
+    return [head, table]
 
 
 def _ncu_table(result: ProfileDiff) -> Table:

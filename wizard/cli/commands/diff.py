@@ -52,5 +52,5 @@ def run(ctx: Context) -> ExitStatus:
         write_text(args.markdown, markdown(result), inputs=inputs, what="Markdown summary")
     if result.verdict == "not comparable":
         return ExitStatus.NOT_COMPARABLE
-    found = result.regressions or result.op_regressions or result.profiler_bugs
+    found = result.regressions or result.op_regressions or result.rank_regressions or result.profiler_bugs
     return ExitStatus.FINDINGS if found else ExitStatus.OK
