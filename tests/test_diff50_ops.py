@@ -137,3 +137,36 @@ def test_the_h100_mi300_pair_shows_no_ops_because_it_is_not_comparable(run_cli: 
     pair = TRACES / "pairs/h100-vs-mi300-bert-small"
     code, data = _diff(run_cli, pair / "h100.json.gz", pair / "mi300.json.gz")
     assert (code, data["ops"], data["ops_matched_on"]) == (10, [], "none")
+
+
+def _nvtx_ops(path: Path, name: str) -> list[float]:
+    """Durations (µs) of PyTorch's emit_nvtx ranges of one op in an Nsight Systems export, read with sqlite3: push/pop
+    and start/end ranges (eventType 59, 60, 70, 71: NVIDIA's Nsight Systems Analysis Guide, "NVTX Event Type
+    Values") whose text is the op's name followed by `, seq = `, `, op_id = ` or `, sizes = [`."""
+    import sqlite3
+
+    query = (
+        "SELECT e.start, e.end, coalesce(e.text, s.value) FROM NVTX_EVENTS e LEFT JOIN StringIds s "
+        "ON e.textId = s.id WHERE e.eventType IN (59, 60, 70, 71) AND e.end IS NOT NULL"
+    )
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+        rows = db.execute(query).fetchall()
+    fields = (", seq = ", ", op_id = ", ", sizes = [")
+    return [
+        (end - start) / 1000 for start, end, text in rows if text and any(text.startswith(name + f) for f in fields)
+    ]
+
+
+@needs_shared
+def test_the_nsys_pair_matches_its_nvtx_ops_by_name_as_sqlite_counts_them(run_cli: RunCli) -> None:
+    """An Nsight Systems export carries no Input Dims: its ops are matched by name, and said so."""
+    pair = TRACES / "pairs/nsys-mfu-2gpu-before-after"
+    before, after = pair / "before.sqlite", pair / "after.sqlite"
+    code, data = _diff(run_cli, before, after)
+    assert (code, data["verdict"], data["regressions"], data["ops_matched_on"]) == (1, "comparable", 0, "name")
+    copy = _op(data, "aten::copy_", None)
+    b, a = _nvtx_ops(before, "aten::copy_"), _nvtx_ops(after, "aten::copy_")
+    assert (copy["before_calls"], copy["after_calls"]) == (len(b), len(a))
+    assert copy["before_median_us"] == pytest.approx(statistics.median(b), rel=1e-9)
+    assert copy["after_median_us"] == pytest.approx(statistics.median(a), rel=1e-9)
+    assert copy["regression"] and data["op_regressions"] >= 1
