@@ -25,7 +25,14 @@ from wizard.errors import InputFileError, UsageError
 from wizard.formatting import plural
 from wizard.ncu import NcuKernel, Runner, is_ncu, read_ncu
 from wizard.ncu.join import Joined, join
-from wizard.trace.profile.summary import MAX_KERNELS, MAX_STEPS, KernelGroup, ProfileDevice, ProfileSummary
+from wizard.trace.profile.summary import (
+    MAX_KERNELS,
+    MAX_STEPS,
+    KernelGroup,
+    OpGroup,
+    ProfileDevice,
+    ProfileSummary,
+)  # fmt: skip
 
 DIFF_SCHEMA = "warpwizard.diff/1"
 DEFAULT_THRESHOLD = 0.10  # a kernel's median duration 10% slower is a regression (when above its noise)
@@ -76,6 +83,23 @@ class Side:
     def gpu_time_us(self) -> float:
         return sum(s.gpu_time_us for s in self.summaries)
 
+    @property
+    def has_shapes(self) -> bool:
+        """Whether its ops carry their input shapes (record_shapes was on)."""
+        return any(s.ops for s in self.summaries)
+
+    def ops(self, shapes: bool) -> dict[tuple[str, str | None], OpGroup]:
+        """Every rank's op groups summed, by (name, shapes) or by name alone; the median is the first rank's."""
+        out: dict[tuple[str, str | None], OpGroup] = {}
+        for summary in self.summaries:
+            for g in summary.ops if shapes else summary.ops_by_name:
+                key = (g.name, g.shapes)
+                if key not in out:
+                    out[key] = OpGroup(g.name, g.shapes, 0, 0.0, g.median_us, g.mad_us)
+                out[key].calls += g.calls
+                out[key].total_us += g.total_us
+        return out
+
 
 def _dims(value: list[int] | None) -> tuple[int, ...] | None:
     return tuple(value) if value else None
@@ -119,6 +143,45 @@ class KernelChange:
 
 
 @dataclass(slots=True)
+class OpChange:
+    """One CPU op (name, and input shapes where both sides recorded them) on both sides; times inclusive."""
+
+    name: str
+    shapes: str | None
+    before_calls: int
+    after_calls: int
+    before_median_us: float
+    after_median_us: float
+    before_total_us: float
+    after_total_us: float
+    change: float
+    noise: float
+    regression: bool
+    improvement: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f: getattr(self, f) for f in self.__slots__}
+
+
+@dataclass(slots=True)
+class RankChange:
+    """One rank on both sides, compared rank against rank: its GPU time, median step and kernels."""
+
+    rank: int
+    before_gpu_us: float
+    after_gpu_us: float
+    before_step_us: float | None  # the median ProfilerStep, where steps were recorded
+    after_step_us: float | None
+    change: float  # the GPU time's relative change
+    regressions: int  # this rank's kernels slower beyond the threshold and the noise
+    worst: str | None  # the kernel (on this rank) with the largest slowdown, regression or not
+    worst_change: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f: getattr(self, f) for f in self.__slots__}
+
+
+@dataclass(slots=True)
 class WrongValues:
     """A kernel both sides ran whose launches hold wrong values on at least one side: which mechanisms where."""
 
@@ -153,6 +216,11 @@ class ProfileDiff:
     health: list[str] = field(default_factory=list)  # findings that appear or disappear, in words
     ncu: list[Joined] = field(default_factory=list)  # Nsight Compute's kernels beside the trace's, when one side is
     wrong: list[WrongValues] = field(default_factory=list)  # wrong values on launches both sides ran, side by side
+    ops: list[OpChange] = field(default_factory=list)  # CPU ops both sides ran
+    ops_matched_on: str = "none"  # "name and shapes" | "name" (a side without shapes) | "none" (no op on a side)
+    ops_only_before: int = 0  # op groups one side ran and the other did not
+    ops_only_after: int = 0
+    ranks: list[RankChange] = field(default_factory=list)  # rank by rank, where both sides have several; worst first
 
     @property
     def verdict(self) -> Verdict:
@@ -164,6 +232,15 @@ class ProfileDiff:
     @property
     def regressions(self) -> list[KernelChange]:
         return [c for c in self.changes if c.regression]
+
+    @property
+    def rank_regressions(self) -> list[RankChange]:
+        """Ranks on which a kernel is slower beyond the threshold and the noise (summed ranks can hide one)."""
+        return [r for r in self.ranks if r.regressions]
+
+    @property
+    def op_regressions(self) -> list[OpChange]:
+        return [c for c in self.ops if c.regression]
 
     @property
     def profiler_bugs(self) -> list[Joined]:
@@ -186,6 +263,13 @@ class ProfileDiff:
             "health": self.health,
             "ncu": [j.to_dict() for j in self.ncu],
             "wrong": [w.to_dict() for w in self.wrong],
+            "ops_matched_on": self.ops_matched_on,
+            "op_regressions": len(self.op_regressions),
+            "ops": [c.to_dict() for c in self.ops],
+            "ops_only_before": self.ops_only_before,
+            "ops_only_after": self.ops_only_after,
+            "rank_regressions": len(self.rank_regressions),
+            "ranks": [r.to_dict() for r in self.ranks],
         }
 
 
@@ -317,11 +401,46 @@ def _job(b: Side, a: Side) -> list[Factor]:
         _shown(s.world_size for s in a.summaries), "blocks",
         "another parallel layout: collectives and per-rank work differ by construction",
     )  # fmt: skip
-    ranks = _factor(
-        "ranks given", str(len(b.summaries)), str(len(a.summaries)), "blocks",
-        "one side has ranks the other lacks: totals are over different processes",
-    )  # fmt: skip
-    return [world, ranks]
+    return [world, _ranks_factor(b, a)]
+
+
+def rank_ids(side: Side) -> dict[int, ProfileSummary]:
+    """Each summary by the rank its trace says (``distributedInfo.rank``); by its order where ranks are missing or
+    repeat (a directory of single-process traces)."""
+    ids = [s.rank for s in side.summaries]
+    if any(i is None for i in ids) or len(set(ids)) != len(ids):
+        return dict(enumerate(side.summaries))
+    return {int(i): s for i, s in zip(ids, side.summaries, strict=True) if i is not None}
+
+
+def _spans(ranks: Iterable[int]) -> str:
+    """0-3, 5, 7-8: a rank set short enough for a thousand ranks."""
+    out: list[str] = []
+    for r in sorted(ranks):
+        if out and out[-1].split("-")[-1] == str(r - 1):
+            out[-1] = f"{out[-1].split('-')[0]}-{r}"
+        else:
+            out.append(str(r))
+    return ", ".join(out) if len(out) <= 8 else ", ".join(out[:8]) + f", … ({len(out) - 8} more spans)"
+
+
+def _ranks_factor(b: Side, a: Side) -> Factor:
+    """The ranks given on each side: a count for single traces; with several, which ranks, and any on one side only."""
+    if len(b.summaries) <= 1 and len(a.summaries) <= 1:
+        return _factor(
+            "ranks given", str(len(b.summaries)), str(len(a.summaries)), "blocks",
+            "one side has ranks the other lacks: totals are over different processes",
+        )  # fmt: skip
+    before, after = set(rank_ids(b)), set(rank_ids(a))
+    only = [f"{_spans(before - after)} only in BEFORE"] if before - after else []
+    only += [f"{_spans(after - before)} only in AFTER"] if after - before else []
+    return _factor(
+        "ranks given",
+        f"{len(before)} ({_spans(before)})",
+        f"{len(after)} ({_spans(after)})",
+        "blocks",
+        f"rank {'; '.join(only)}: totals are over different processes" if only else "",
+    )
 
 
 def _recording(b: Side, a: Side) -> list[Factor]:
@@ -411,21 +530,61 @@ def factors(b: Side, a: Side) -> list[Factor]:
 # -- what changed ------------------------------------------------------------------------------------------
 
 
-def _noise(g: KernelGroup) -> float:
-    """The standard error of a group's median (1.2533 sigma / sqrt(n), sigma from the MAD: 1.4826 MAD)."""
-    return 1.2533 * 1.4826 * g.mad_us / math.sqrt(max(g.launches, 1))
+def _spread(median: float, mad: float, count: int) -> float:
+    """The standard error of a median (1.2533 sigma / sqrt(n), sigma from the MAD: 1.4826 MAD)."""
+    return 1.2533 * 1.4826 * mad / math.sqrt(max(count, 1))
+
+
+def _moved(
+    b: tuple[float, float, int, float],
+    a: tuple[float, float, int, float],
+    threshold: float,
+    material: tuple[float, float],
+) -> tuple[float, float, bool]:
+    """(median, mad, count, total) on each side: the relative change, its noise, and whether it is beyond both
+    (and on a group holding at least MATERIAL_SHARE of its side's time)."""
+    base = b[0]
+    change = (a[0] - base) / base if base > 0 else 0.0
+    noise = NOISE_SIGMAS * math.hypot(_spread(*b[:3]), _spread(*a[:3])) / base if base > 0 else 0.0
+    matters = b[3] >= MATERIAL_SHARE * material[0] or a[3] >= MATERIAL_SHARE * material[1]
+    return change, noise, abs(change) > threshold and abs(change) > noise and matters
 
 
 def _change(b: KernelGroup, a: KernelGroup, threshold: float, material: tuple[float, float]) -> KernelChange:
-    base = b.median_us
-    change = (a.median_us - base) / base if base > 0 else 0.0
-    noise = NOISE_SIGMAS * math.hypot(_noise(b), _noise(a)) / base if base > 0 else 0.0
-    matters = b.total_us >= MATERIAL_SHARE * material[0] or a.total_us >= MATERIAL_SHARE * material[1]
-    beyond = abs(change) > threshold and abs(change) > noise and matters
+    change, noise, beyond = _moved(
+        (b.median_us, b.mad_us, b.launches, b.total_us), (a.median_us, a.mad_us, a.launches, a.total_us),
+        threshold, material,
+    )  # fmt: skip
     return KernelChange(
         b.name, b.grid, b.block, b.launches, a.launches, b.median_us, a.median_us, b.total_us, a.total_us,
         change, noise, beyond and change > 0, beyond and change < 0,
     )  # fmt: skip
+
+
+def _op_change(b: OpGroup, a: OpGroup, threshold: float, material: tuple[float, float]) -> OpChange:
+    change, noise, beyond = _moved(
+        (b.median_us, b.mad_us, b.calls, b.total_us), (a.median_us, a.mad_us, a.calls, a.total_us),
+        threshold, material,
+    )  # fmt: skip
+    return OpChange(
+        b.name, b.shapes, b.calls, a.calls, b.median_us, a.median_us, b.total_us, a.total_us,
+        change, noise, beyond and change > 0, beyond and change < 0,
+    )  # fmt: skip
+
+
+def _op_changes(diff: ProfileDiff, b: Side, a: Side) -> None:
+    """Ops matched by name and input shapes where both sides recorded shapes, else by name alone (said in
+    ``ops_matched_on``). The material share is of all op time, inclusive: nested ops count in each parent."""
+    shapes = b.has_shapes and a.has_shapes
+    before, after = b.ops(shapes), a.ops(shapes)
+    if not before or not after:
+        return
+    diff.ops_matched_on = "name and shapes" if shapes else "name"
+    material = (sum(g.total_us for g in before.values()), sum(g.total_us for g in after.values()))
+    found = [_op_change(before[k], after[k], diff.threshold, material) for k in before if k in after]
+    diff.ops = sorted(found, key=lambda c: (not c.regression, -abs(c.after_total_us - c.before_total_us)))
+    diff.ops_only_before = sum(1 for k in before if k not in after)
+    diff.ops_only_after = sum(1 for k in after if k not in before)
 
 
 def _kernel_changes(diff: ProfileDiff, b: Side, a: Side) -> None:
@@ -435,6 +594,32 @@ def _kernel_changes(diff: ProfileDiff, b: Side, a: Side) -> None:
     diff.changes = sorted(changes, key=lambda c: (not c.regression, -abs(c.after_total_us - c.before_total_us)))
     diff.only_before = [before[k].name for k in sorted(before, key=lambda k: -before[k].total_us) if k not in after]
     diff.only_after = [after[k].name for k in sorted(after, key=lambda k: -after[k].total_us) if k not in before]
+
+
+def _rank_change(rank: int, b: ProfileSummary, a: ProfileSummary, threshold: float) -> RankChange:
+    """Rank ``rank`` of BEFORE against the same rank of AFTER: its kernels, GPU time and median step."""
+    import statistics
+
+    before = {(g.key, _dims(g.grid), _dims(g.block)): g for g in b.kernels}
+    after = {(g.key, _dims(g.grid), _dims(g.block)): g for g in a.kernels}
+    material = (b.gpu_time_us, a.gpu_time_us)
+    changes = [_change(before[k], after[k], threshold, material) for k in before if k in after]
+    worst = max(changes, key=lambda c: c.change, default=None)
+    return RankChange(
+        rank, b.gpu_time_us, a.gpu_time_us,
+        statistics.median(b.steps) if b.steps else None, statistics.median(a.steps) if a.steps else None,
+        (a.gpu_time_us - b.gpu_time_us) / b.gpu_time_us if b.gpu_time_us > 0 else 0.0,
+        sum(1 for c in changes if c.regression), worst.name if worst else None, worst.change if worst else 0.0,
+    )  # fmt: skip
+
+
+def _rank_changes(diff: ProfileDiff, b: Side, a: Side) -> None:
+    """Rank r against rank r, where both sides have several: the ranks with regressions first, then the slowest."""
+    if len(b.summaries) <= 1 or len(a.summaries) <= 1:
+        return
+    before, after = rank_ids(b), rank_ids(a)
+    found = [_rank_change(r, before[r], after[r], diff.threshold) for r in sorted(before) if r in after]
+    diff.ranks = sorted(found, key=lambda r: (-r.regressions, -r.change, r.rank))
 
 
 def _mechanism_words(diff: ProfileDiff, b: Side, a: Side) -> None:
@@ -481,6 +666,8 @@ def compare_sides(b: Side, a: Side, threshold: float = DEFAULT_THRESHOLD) -> Pro
     diff = ProfileDiff(b.label, a.label, threshold, factors(b, a))
     if diff.verdict != "not comparable":
         _kernel_changes(diff, b, a)
+        _op_changes(diff, b, a)
+        _rank_changes(diff, b, a)
         _mechanism_words(diff, b, a)
         _health_words(diff, b, a)
     return diff
@@ -561,6 +748,15 @@ def markdown(diff: ProfileDiff, top: int = 10) -> str:
             f"| {markdown_code(c.name[:80], table=True)} | {c.before_launches} → {c.after_launches} | "
             f"{c.before_median_us:.3f} → {c.after_median_us:.3f} | {c.change:+.1%} |"
             for c in shown
+        ]
+    moved = [c for c in diff.ops if c.regression or c.improvement][:top]
+    if moved:
+        lines += ["", f"Ops matched by {diff.ops_matched_on}:", "", "| op | shapes | median µs | change |"]
+        lines.append("|---|---|---|---|")
+        lines += [
+            f"| {markdown_code(c.name[:60], table=True)} | {markdown_code((c.shapes or '—')[:60], table=True)} | "
+            f"{c.before_median_us:.3f} → {c.after_median_us:.3f} | {c.change:+.1%} |"
+            for c in moved
         ]
     lines += [f"- {_md(m)}" for m in diff.mechanisms[:top]]
     return "\n".join(lines) + "\n"

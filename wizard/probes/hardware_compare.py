@@ -1,5 +1,12 @@
 """``hardware.compare``: run the repro on each visible GPU and merge reports from other
 machines, to see whether the anomaly belongs to one GPU model, machine or driver.
+
+Step 5 of the method ("run on different hardware"). Where the user already has a profile of the same workload from
+another GPU (``other``, beside the ``trace`` that shows the wrong values), that pair decides first, through
+``warpwizard diff``'s comparison (wizard/diff.py): comparable, on another GPU model, and the flagged launches read
+wrong on one GPU only (**hardware-specific**, FAIL) or on both (**not the hardware**, PASS). A pair that cannot be
+compared, on the same GPU, or with none of the flagged launches decides nothing: the probe goes on as without it,
+the comparison's verdict in its evidence.
 """
 
 from __future__ import annotations
@@ -27,6 +34,8 @@ class HardwareCompareFacts(TypedDict, total=False):
     hardware_specific: Annotated[bool, "whether it depends on the GPU model, machine or driver"]
     verdict: Annotated[str, "the comparison in words"]
     machines: Annotated[int, "how many data points were compared"]
+    comparability: Annotated[str, "the other GPU's profile beside the trace: comparable, with caveats, or not"]
+    outcome: Annotated[str, "disappears, persists, or cannot tell: the flagged launches on the other GPU"]
 
 
 class HardwareCompareProbe:
@@ -36,10 +45,25 @@ class HardwareCompareProbe:
     params: tuple[ParamSpec, ...] = (
         ParamSpec("repro", "path", "repro script (default: the one op.isolate wrote)", default=None, runs=True),
         ParamSpec("reports", "list[str]", "JSON reports from other machines (default: --compare)", default=None),
+        ParamSpec("trace", "path", "the trace that shows the wrong values (compared with `other`)", default=""),
+        ParamSpec(
+            "other", "path", "a profile of the same workload from another GPU (any format diff reads)", default=""
+        ),
     )
     facts: tuple[FactSpec, ...] = declared_facts(HardwareCompareFacts)
 
     def run(self, env: Environment, params: Mapping[str, Any], *, timeout: float = 600.0) -> ProbeResult:
+        decided, said = _other_gpu(env, str(params.get("trace") or ""), str(params.get("other") or ""))
+        if decided is not None:
+            return decided
+        result = self._machines(env, params, timeout)
+        if said:
+            result.evidence[:0] = said
+            result.facts.update({"comparability": said[0].split(": ", 1)[1], "outcome": "cannot tell"})
+        return result
+
+    def _machines(self, env: Environment, params: Mapping[str, Any], timeout: float) -> ProbeResult:
+        """The repro on each local GPU, and the reports of other machines, merged (wizard.compare)."""
         reports, problems = _load_reports(params.get("reports") or env.settings.compare_reports)
         repro = params.get("repro") or env.artifacts.get("repro") or ""
         has_repro = bool(repro) and Path(repro).is_file()
@@ -87,6 +111,48 @@ class HardwareCompareProbe:
             )
         status = Status.FAIL if result.hardware_specific else Status.PASS
         return ProbeResult(status, result.verdict, facts=facts_out, evidence=evidence)
+
+
+def _other_gpu(env: Environment, trace: str, other: str) -> tuple[ProbeResult | None, list[str]]:
+    """Step 5 from a profile the user has of another GPU: a result where the comparison decides; else none, and
+    what the comparison said (its verdict first) for the evidence."""
+    if not trace or not other:
+        return None, []
+    from wizard.errors import MissingDependency, UsageError
+    from wizard.probes.profile_compare import decide
+
+    try:
+        diff = _compare(env, trace, other)
+    except (InputFileError, UsageError, MissingDependency) as exc:
+        return None, [f"comparability: cannot compare ({exc})"]
+    model = next(f for f in diff.factors if f.name == "GPU model")
+    outcome, gone, kept = decide(diff)
+    said = [f"comparability: {diff.verdict}", f"GPU model: {model.before} here, {model.after} in {Path(other).name}"]
+    said += [f"{f.name}: {f.meaning}" for f in diff.factors if f.status == "differs" and f.effect == "blocks"]
+    if model.status != "differs" or outcome == "cannot tell":
+        why = "the same GPU model" if model.status != "differs" else "the flagged launches decide nothing there"
+        return None, [*said, f"the other profile decides nothing for step 5 ({why})"]
+    facts = {
+        "comparability": diff.verdict, "outcome": outcome, "hardware_specific": outcome == "disappears",
+        "reproduces_on": [model.before, *([model.after] if kept else [])],
+        "clean_on": [model.after] if outcome == "disappears" else [], "machines": 2, "gpus_tested": [],
+    }  # fmt: skip
+    if outcome == "disappears":
+        facts["verdict"] = f"{', '.join(gone)} on {model.before} only: the same launches read right on {model.after}"
+        return ProbeResult(Status.FAIL, str(facts["verdict"]), facts=facts, evidence=said + diff.mechanisms[:8]), said
+    facts["verdict"] = f"{', '.join(kept)} on both {model.before} and {model.after}: not the hardware"
+    return ProbeResult(Status.PASS, str(facts["verdict"]), facts=facts, evidence=said), said
+
+
+def _compare(env: Environment, trace: str, other: str) -> Any:
+    """The trace (through the run's inspections: not read again) beside the other profile, by wizard.diff."""
+    from wizard.diff import Side, compare_sides, load_side
+    from wizard.probes.inspections import inspection
+
+    def profiles(path: str) -> list[Any]:
+        return [r.profile for r in inspection(env, [path]).reports]
+
+    return compare_sides(Side(Path(trace).name, profiles(trace)), load_side(other, profiles))
 
 
 def _load_reports(paths: Iterable[Any]) -> tuple[list[MachineReport], list[str]]:

@@ -134,11 +134,62 @@ def diff_view(result: ProfileDiff) -> Group:
                 Text(f"{c.change:+.1%}", "red" if c.regression else "green"),
             )  # fmt: skip
         parts.append(table)
+    parts += _op_parts(result)
+    parts += _rank_parts(result)
     parts += [rich_text(f"• {m}") for m in result.mechanisms[:10]]
     parts += [rich_text(f"• health: {h}") for h in result.health[:10]]
     if result.only_before or result.only_after:
         parts.append(Text(f"{len(result.only_before)} kernels only in BEFORE, {len(result.only_after)} only in AFTER"))
     return Group(*parts)
+
+
+def _op_parts(result: ProfileDiff) -> list[Any]:
+    """The CPU ops that moved beyond the threshold and the noise, and what they were matched on."""
+    if result.ops_matched_on == "none":
+        return []
+    how = "name and input shapes" if result.ops_matched_on == "name and shapes" else "name alone (a side has no shapes)"
+    moved = [c for c in result.ops if c.regression or c.improvement]
+    parts: list[Any] = [
+        Text(f"{plural(len(result.op_regressions), 'op regression')}; {plural(len(result.ops), 'op')} matched by {how}")
+    ]
+    if moved:
+        table = Table(title="ops that changed (CPU time, inclusive)", title_justify="left")
+        for col in ("op", "input shapes", "calls", "median µs", "change"):
+            table.add_column(col)
+        for c in moved[:20]:
+            table.add_row(
+                rich_text(c.name[:60]), rich_text((c.shapes or "—")[:60]), f"{c.before_calls} → {c.after_calls}",
+                f"{c.before_median_us:.3f} → {c.after_median_us:.3f}",
+                Text(f"{c.change:+.1%}", "red" if c.regression else "green"),
+            )  # fmt: skip
+        parts.append(table)
+    return parts
+
+
+RANKS_SHOWN = 10  # a thousand ranks' table is read by nobody: the worst ten, and how many were matched
+
+
+def _rank_parts(result: ProfileDiff) -> list[Any]:
+    """Rank against rank: how many were matched and which regressed, and the worst RANKS_SHOWN."""
+    if not result.ranks:
+        return []
+    shown = min(RANKS_SHOWN, len(result.ranks))
+    head = Text(
+        f"{plural(len(result.ranks), 'rank')} compared rank by rank; "
+        f"{plural(len(result.rank_regressions), 'rank')} with a kernel regression; the worst {shown}:"
+    )
+    table = Table(title="ranks", title_justify="left")
+    for col in ("rank", "GPU time ms", "change", "median step ms", "regressions", "slowest kernel"):
+        table.add_column(col)
+    for r in result.ranks[:RANKS_SHOWN]:
+        step = "—" if r.before_step_us is None or r.after_step_us is None else (
+            f"{r.before_step_us / 1e3:.3f} → {r.after_step_us / 1e3:.3f}")  # fmt: skip
+        table.add_row(
+            str(r.rank), f"{r.before_gpu_us / 1e3:.3f} → {r.after_gpu_us / 1e3:.3f}",
+            Text(f"{r.change:+.1%}", "red" if r.regressions else ""), step, str(r.regressions),
+            rich_text(f"{(r.worst or '—')[:60]} ({r.worst_change:+.1%})"),
+        )  # fmt: skip
+    return [head, table]
 
 
 def _ncu_table(result: ProfileDiff) -> Table:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from wizard.cli.arguments import Sub
 from wizard.cli.context import Context
+from wizard.errors import UsageError
 from wizard.exit_status import ExitStatus
 
 
@@ -26,6 +28,10 @@ def add_parser(sub: Sub, **kw: Any) -> argparse.ArgumentParser:
     )  # fmt: skip
     diffp.add_argument("--json", action="store_true", help="the comparison as JSON (schema warpwizard.diff/1)")
     diffp.add_argument("--markdown", metavar="FILE", help="also write a short Markdown summary (a CI job summary)")
+    diffp.add_argument(
+        "--report", metavar="PAGE.html",
+        help="also write an HTML page with both sides: the verdict and factors, then what changed, drawn as bars",
+    )  # fmt: skip
     diffp.add_argument("--jobs", type=int, default=None, metavar="N", help="processes for reading traces")
     return diffp
 
@@ -37,8 +43,10 @@ def run(ctx: Context) -> ExitStatus:
 
     args = ctx.args
     inputs = [args.before, args.after]
-    if args.markdown is not None:
-        check_outputs([(args.markdown, "Markdown summary")], inputs=inputs, force=False)
+    outputs = [(args.markdown, "Markdown summary"), (args.report, "HTML page")]
+    if args.report is not None and Path(args.report).suffix.lower() not in (".html", ".htm"):
+        raise UsageError(f"--report {args.report}: the diff's page is HTML; name it .html")
+    check_outputs([(o, what) for o, what in outputs if o is not None], inputs=inputs, force=False)
     result = diff_profiles(args.before, args.after, threshold=args.threshold / 100, jobs=args.jobs)
     if args.json:
         from wizard.serialize import dumps
@@ -50,6 +58,11 @@ def run(ctx: Context) -> ExitStatus:
         ctx.console().print(diff_view(result))
     if args.markdown is not None:
         write_text(args.markdown, markdown(result), inputs=inputs, what="Markdown summary")
+    if args.report is not None:
+        from wizard.report.diff_page import diff_html
+
+        write_text(args.report, diff_html(result), inputs=inputs, what="HTML page")
     if result.verdict == "not comparable":
         return ExitStatus.NOT_COMPARABLE
-    return ExitStatus.FINDINGS if result.regressions or result.profiler_bugs else ExitStatus.OK
+    found = result.regressions or result.op_regressions or result.rank_regressions or result.profiler_bugs
+    return ExitStatus.FINDINGS if found else ExitStatus.OK

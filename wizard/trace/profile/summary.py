@@ -28,6 +28,8 @@ PROFILE_SCHEMA = "warpwizard.profile/1"
 MAX_KERNELS = 300  # kernel groups kept per trace, the most GPU time first (a few KB each 100)
 MAX_STEPS = 1000  # step durations kept
 MAX_TEXT = 200  # characters of a kernel name or a version field
+STEP_PREFIX = "ProfilerStep#"  # torch.profiler's step spans, written as ops by some versions
+MAX_OPS = 300  # op groups kept per trace and per matching (by name and shapes; by name alone), most CPU time first
 # Top-level keys Kineto writes that say which software recorded the trace (PyTorch's profiler, kineto's
 # output_json.cpp: cupti_version, cuda_runtime_version, cuda_driver_version; ROCm's roctracer and HIP versions).
 VERSION_KEYS = (
@@ -100,6 +102,19 @@ class KernelGroup:
 
 
 @dataclass(slots=True)
+class OpGroup:
+    """The calls of one CPU op (``cpu_op``) with one ``Input Dims`` (None: matched on the name alone). Durations
+    are inclusive (an op's time holds its children's), as the profiler's own table's CPU total is."""
+
+    name: str
+    shapes: str | None  # the op's Input Dims as the trace wrote them (compact JSON), cut to MAX_TEXT
+    calls: int
+    total_us: float
+    median_us: float
+    mad_us: float
+
+
+@dataclass(slots=True)
 class ProfileDevice:
     """A GPU the kernels ran on, as the trace describes it (None where it does not)."""
 
@@ -141,6 +156,10 @@ class ProfileSummary:
     kernels: list[KernelGroup]
     others: dict[str, float]  # the groups past MAX_KERNELS: {"groups", "launches", "total_us"}
     schema: str = PROFILE_SCHEMA
+    # CPU ops grouped by name and Input Dims (empty where no op has shapes: record_shapes off), and by name alone
+    # (what a side without shapes is matched on); each the MAX_OPS groups with the most time.
+    ops: list[OpGroup] = field(default_factory=list)
+    ops_by_name: list[OpGroup] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -239,6 +258,52 @@ def _attributes(shape: Any) -> dict[str, Any]:
     return {"registers": shape[7], "shared_memory": shape[8], "reported": reported, "kineto_limits": limits}
 
 
+def _op_groups(contents: TraceContents) -> tuple[list[OpGroup], list[OpGroup]]:
+    """Every CPU op's calls grouped by (name, Input Dims) and by name: calls, total, median and MAD of durations;
+    the first list empty where no op carries its shapes (the trace was recorded without record_shapes)."""
+    import numpy as np
+
+    index = contents.ops
+    parts = [(np.frombuffer(e, "d") - np.frombuffer(s, "d"), np.frombuffer(r, "i")) for _, s, e, r in index.threads()]
+    if not parts:
+        return [], []
+    durations = np.concatenate([d for d, _ in parts])
+    durations = np.where(np.isfinite(durations) & (durations >= 0), durations, 0.0)
+    refs = np.concatenate([r for _, r in parts])
+    infos = [index.descriptor(int(i)) for i in range(int(refs.max()) + 1)]
+    steps = np.array([i.name.startswith(STEP_PREFIX) for i in infos], dtype=bool)[refs]
+    durations, refs = durations[~steps], refs[~steps]  # the steps are compared as steps, not as ops
+    if not len(refs):
+        return [], []
+    shaped = any(info.input_dims is not None for info in infos)
+    by_shape = _grouped(durations, refs, [(i.name, i.input_dims) for i in infos]) if shaped else []
+    return by_shape, _grouped(durations, refs, [(i.name, None) for i in infos])
+
+
+def _grouped(durations: Any, refs: Any, keys: list[tuple[str, str | None]]) -> list[OpGroup]:
+    """Durations grouped by the key of each one's descriptor: the MAX_OPS groups with the most time."""
+    import numpy as np
+
+    ids: dict[tuple[str, str | None], int] = {}
+    group_of_ref = np.array([ids.setdefault(k, len(ids)) for k in keys], dtype=np.int64)
+    groups = group_of_ref[refs]
+    order = np.lexsort((durations, groups))
+    bounds = np.flatnonzero(np.diff(groups[order])) + 1
+    names = list(ids)
+    out = []
+    for part in np.split(order, bounds):
+        values = durations[part]
+        median = float(np.median(values))
+        name, shapes = names[int(groups[part[0]])]
+        out.append(
+            OpGroup(
+                name[:MAX_TEXT], shapes[:MAX_TEXT] if shapes is not None else None, len(values),
+                float(values.sum()), median, float(np.median(np.abs(values - median))),
+            )
+        )  # fmt: skip
+    return sorted(out, key=lambda g: (-g.total_us, g.name, g.shapes or ""))[:MAX_OPS]
+
+
 def _wrong_by_kernel(metrics: Any) -> dict[str, dict[str, int]]:
     """Kernel name -> mechanism -> launches with a wrong value (F, by design, is no wrong value)."""
     out: dict[str, dict[str, int]] = {}
@@ -276,6 +341,7 @@ class ProfilePass:
         groups, gpu_time = _kernel_groups(contents, _wrong_by_kernel(metrics))
         kept, others = _bounded(groups)
         world, backend = _distributed(contents)
+        ops, ops_by_name = _op_groups(contents)
         graphs = next((c for c in health.checks if c.check == "graph-launches"), None)
         mode = graphs.details.get("mode") if graphs is not None and graphs.status != "not_applicable" else None
         return ProfileSummary(
@@ -301,6 +367,8 @@ class ProfilePass:
             gpu_time_us=gpu_time,
             kernels=kept,
             others=others,
+            ops=ops,
+            ops_by_name=ops_by_name,
         )
 
 
