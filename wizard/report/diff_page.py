@@ -12,7 +12,7 @@ from typing import Any
 
 from wizard.diff import KernelChange, OpChange, ProfileDiff, RankChange
 from wizard.formatting import plural
-from wizard.report.html import _page
+from wizard.report.html import page
 from wizard.untrusted import html_text
 
 ROWS = 25  # changed kernels and ops drawn; the rest counted
@@ -216,4 +216,4 @@ def diff_html(diff: ProfileDiff) -> str:
         body.append(_ncu(diff))
     elif diff.verdict != "not comparable":
         body += [_kernels(diff), _ops(diff), _ranks(diff), _words(diff)]
-    return _page(f"{diff.before} → {diff.after}", [part for part in body if part], [])
+    return page(f"{diff.before} → {diff.after}", [part for part in body if part], [])
