@@ -24,10 +24,13 @@ from wizard.testing.traces import KernelSpec, TraceBuilder
 # -- trace inspect --json ------------------------------------------------------------------------------------
 
 
-def inspect_json(run_cli: RunCli, path: Path | str, *flags: str) -> dict[str, Any]:
-    """``trace inspect PATH --json FLAGS``'s document, parsed strictly (NaN and Infinity are errors); the exit
-    status is the caller's to assert (a problem found exits 1 and still writes the document)."""
-    data = strict_json(run_cli("trace", "inspect", str(path), "--json", *flags).stdout)
+def inspect_json(run_cli: RunCli, path: Path | str, *flags: str, status: int | None = None) -> dict[str, Any]:
+    """``trace inspect PATH --json FLAGS``'s document, parsed strictly (NaN and Infinity are errors); ``status``:
+    the exit status it must have (a problem found exits 1 and still writes the document), unchecked if None."""
+    result = run_cli("trace", "inspect", str(path), "--json", *flags)
+    if status is not None:
+        assert result.returncode == status, result.stderr
+    data = strict_json(result.stdout)
     assert isinstance(data, dict)
     return data
 

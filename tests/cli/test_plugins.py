@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, RunCli, cli_env, strict_json
-from tests.helpers import installed
+from tests.helpers import inspect_json, installed
 
 PLUGIN = REPO / "examples" / "plugin"
 PACKAGE = "warpwizard_example_plugin"
@@ -209,11 +209,9 @@ def test_an_installed_pass_shows_its_result_in_json(site: Path, run_cli: RunCli,
     """A pass from an installed package runs in the same read, gets the options whole and the flagship's result
     typed, and its written result is ``reports[].passes[name]``; the built-in passes' JSON is what it was."""
     trace = _memcpy_trace(tmp_path / "t.json")
-    before = strict_json(run_cli("trace", "inspect", "--json", "--max-launches", "7", str(trace)).stdout)
+    before = inspect_json(run_cli, trace, "--max-launches", "7")
     _pass_plugin(site)
-    shown = run_cli("trace", "inspect", "--json", "--max-launches", "7", str(trace))
-    assert shown.status == 0, shown.stderr
-    after = strict_json(shown.stdout)
+    after = inspect_json(run_cli, trace, "--max-launches", "7", status=0)
     (report,) = after["reports"]
     assert report.pop("passes") == {"memcpy-count": {"memcpys": 2, "kernels_checked": 3, "max_launches": 7}}
     for document in (before, after):
@@ -338,9 +336,8 @@ def test_an_installed_pass_runs_in_each_worker(site: Path, run_cli: RunCli, tmp_
     for rank in range(2):
         _memcpy_trace(ranks / f"rank{rank}.json")
     _pass_plugin(site)
-    shown = run_cli("trace", "inspect", "--json", "--jobs", "2", "--fail-on", "never", str(ranks))
-    assert shown.status == 0, shown.stderr
-    written = [report["passes"] for report in strict_json(shown.stdout)["reports"]]
+    reports = inspect_json(run_cli, ranks, "--jobs", "2", "--fail-on", "never", status=0)["reports"]
+    written = [report["passes"] for report in reports]
     assert written == [{"memcpy-count": {"memcpys": 2, "kernels_checked": 3, "max_launches": 100}}] * 2
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import EXAMPLES, REAL_TRACES, TRACES, RunCli, needs_shared, strict_json
+from tests.helpers import inspect_json
 from wizard.testing.traces import KernelSpec, TraceBuilder, demo_launches
 
 
@@ -118,9 +119,9 @@ def test_fix_a_real_array_format_trace(run_cli: RunCli, tmp_path: Path) -> None:
 
 def test_sms_gives_true_values_to_a_pytorch_18_trace(run_cli: RunCli) -> None:
     path = str(EXAMPLES / "traces" / "old-sm-count.json")
-    without = strict_json(run_cli("trace", "inspect", "--json", path).stdout)["reports"][0]
+    without = inspect_json(run_cli, path)["reports"][0]
     assert without["groups"][0]["worst"]["true"]["blocks per SM"] is None  # every value negative: nothing to infer from
-    given = strict_json(run_cli("trace", "inspect", "--json", "--sms", "68", path).stdout)["reports"][0]
+    given = inspect_json(run_cli, path, "--sms", "68")["reports"][0]
     assert given["groups"][0]["worst"]["true"]["blocks per SM"] == pytest.approx(99 / 68)
     assert given["devices"][0]["source"] == "given"
     bad = run_cli("trace", "inspect", "--sms", "0", path)

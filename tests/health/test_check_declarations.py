@@ -17,6 +17,7 @@ import pytest
 
 from tests.conftest import REPO, TRACES, RunCli, needs_shared, strict_json
 from tests.frozen_facts import FROZEN, TARGETS, health_facts_of
+from tests.helpers import inspect_json
 from wizard.probes.base import fact_matches, type_text
 from wizard.testing.traces import KernelSpec, TraceBuilder
 from wizard.trace.health import generate
@@ -413,7 +414,7 @@ def test_every_verdict_carries_its_declared_details_and_fits_the_schema(tmp_path
     schema = strict_json(generate.SCHEMA.read_text(encoding="utf-8"))
     seen: set[tuple[str, str]] = set()
     for target in _planted(tmp_path):
-        doc = strict_json(run_cli("trace", "inspect", "--json", "--fail-on", "never", str(target)).stdout)
+        doc = inspect_json(run_cli, target, "--fail-on", "never")
         jsonschema.validate(doc, schema)
         for check in [*doc["health"], *(c for r in doc["reports"] for c in r["health"])]:
             assert_as_declared(check)

@@ -12,7 +12,7 @@ import wizard
 from tests import perfetto_rule
 from tests.conftest import RunCli, strict_json
 from tests.frozen_facts import FROZEN_CHECKS
-from tests.helpers import rank_trace
+from tests.helpers import inspect_json, rank_trace
 from wizard.errors import UsageError
 from wizard.inspect_options import InspectOptions
 from wizard.testing.traces import KernelSpec, TraceBuilder
@@ -33,9 +33,7 @@ def checks(path: Path) -> dict[str, Any]:
     """Each check's JSON object for a one-file trace, read through the real CLI's JSON."""
     from tests.conftest import run_inprocess
 
-    result = run_inprocess("trace", "inspect", "--json", "--fail-on", "never", str(path))
-    assert result.returncode == 0, result.stderr
-    (report,) = strict_json(result.stdout)["reports"]
+    (report,) = inspect_json(run_inprocess, path, "--fail-on", "never", status=0)["reports"]
     return {c["check"]: c for c in report["health"]}
 
 
@@ -221,9 +219,8 @@ def test_rank_skew_across_a_rank_directory(tmp_path: Path, run_cli: RunCli) -> N
     rank_trace(ranks, 0, [0, 0])
     rank_trace(ranks, 1, [30, 0])  # rank 1 is 30 us late on both
     rank_trace(ranks, 2, [10, 50], declared=False)  # rank from the file name; 60 us late on the second
-    result = run_cli("trace", "inspect", "--json", str(ranks))
-    assert result.returncode == 0  # a 60 µs median is below the 100 µs floor: launch jitter, info
-    data = strict_json(result.stdout)
+    # a 60 µs median is below the 100 µs floor: launch jitter, info
+    data = inspect_json(run_cli, ranks, status=0)
     complete, skew = data["health"]  # the job's checks, in order: ranks-complete, then rank-skew
     assert (complete["check"], complete["status"], complete["ranks"], complete["world_size"]) == (
         "ranks-complete",
@@ -379,7 +376,7 @@ def test_rank_skew_from_per_rank_summaries_equals_the_directory(tmp_path: Path, 
     ranks.mkdir()
     for rank, delays in ((0, [0, 0]), (1, [30, 0]), (2, [10, 50])):
         rank_trace(ranks, rank, delays)
-    together = strict_json(run_cli("trace", "inspect", "--json", str(ranks)).stdout)["health"][1]  # rank-skew
+    together = inspect_json(run_cli, ranks)["health"][1]  # rank-skew
     summaries = []
     for rank in range(3):
         result = run_cli("trace", "inspect", "--json", str(ranks / f"rank{rank}.json"))
@@ -415,7 +412,7 @@ def test_every_report_fits_the_published_schema(tmp_path: Path, run_cli: RunCli)
     for rank in range(2):
         rank_trace(ranks, rank, [0, 10 * rank])
     for target in (b.write(tmp_path / "t.json"), ranks):
-        doc = strict_json(run_cli("trace", "inspect", "--json", str(target)).stdout)
+        doc = inspect_json(run_cli, target)
         jsonschema.validate(doc, schema)
     bad = {**doc, "health": [{**doc["health"][0], "status": "fine"}]}
     with pytest.raises(jsonschema.ValidationError):

@@ -18,6 +18,7 @@ import pytest
 
 from tests import health_oracle as oracle
 from tests.conftest import TRACES, RunCli, needs_shared, strict_json
+from tests.helpers import inspect_json
 from wizard.testing.traces import KernelSpec, TraceBuilder
 from wizard.trace.health.checks.ranks_complete import GROUPS, JobPlace, job_place
 
@@ -177,9 +178,7 @@ def test_a_complete_job_passes(tmp_path: Path, run_cli: RunCli) -> None:
 def test_a_single_trace_is_no_job(tmp_path: Path, run_cli: RunCli) -> None:
     """One rank's trace, given alone: its world of 8 is not this run's question (a user inspects rank 0)."""
     path = rank_trace(tmp_path / "rank0.json", {"backend": "nccl", "rank": 0, "world_size": 8})
-    result = run_cli("trace", "inspect", "--json", str(path))
-    assert result.returncode == 0, result.stderr
-    complete = next(c for c in strict_json(result.stdout)["health"] if c["check"] == "ranks-complete")
+    complete = next(c for c in inspect_json(run_cli, path, status=0)["health"] if c["check"] == "ranks-complete")
     assert complete["status"] == "not_applicable"
 
 
@@ -190,9 +189,7 @@ def test_dlrm_2ranks_is_two_ranks_of_eight() -> None:
     from tests.conftest import run_inprocess
 
     directory = TRACES / "dlrm-2ranks"
-    result = run_inprocess("trace", "inspect", "--json", str(directory))
-    assert result.returncode == 1, result.stderr
-    found = {c["check"]: c for c in strict_json(result.stdout)["health"]}
+    found = {c["check"]: c for c in inspect_json(run_inprocess, directory, status=1)["health"]}
     infos = [json.loads(p.read_text())["distributedInfo"] for p in sorted(directory.glob("*.json"))]
     missing = sorted(set(range(infos[0]["world_size"])) - {i["rank"] for i in infos})
     complete = found["ranks-complete"]

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import RunCli, strict_json
+from tests.helpers import inspect_json
 from wizard.testing.ranks import RankPlan, write_rank_directory
 
 HAVE_REMOTE = all(importlib.util.find_spec(m) is not None for m in ("fsspec", "s3fs", "moto", "boto3"))
@@ -130,7 +131,7 @@ def test_summaries_of_objects_carry_their_etag_and_are_reused(
     assert (
         rank0["source"]["etag"] == hashlib.md5((local_ranks / "rank0.json").read_bytes()).hexdigest()
     )  # S3: a single-part upload's ETag
-    local = strict_json(run_cli("trace", "inspect", "--engine", "none", "--json", str(local_ranks)).stdout)
+    local = inspect_json(run_cli, local_ranks, "--engine", "none")
     assert first["health"] == local["health"]
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import GPU_DATA, RunCli, needs_torch, strict_json
+from tests.helpers import inspect_json
 from wizard.environment import Environment, Workload
 from wizard.probes.base import Status
 from wizard.probes.cuda_errors import find_cuda_failure, parse_sanitizer, sanitizer_summary
@@ -21,9 +22,7 @@ from wizard.trace.metrics.findings import launched_by
 
 
 def test_real_mechanism_a_launch(run_cli: RunCli) -> None:
-    result = run_cli("trace", "inspect", "--json", str(GPU_DATA / "h200-big-grid-trace.json"))
-    assert result.returncode == 1
-    report = strict_json(result.stdout)["reports"][0]
+    report = inspect_json(run_cli, GPU_DATA / "h200-big-grid-trace.json", status=1)["reports"][0]
     assert report["devices"] == [
         {"id": 0, "name": "NVIDIA H200", "num_sms": 132, "compute_capability": "9.0", "source": "deviceProperties"}
     ]
@@ -41,9 +40,8 @@ def test_real_mechanism_a_launch(run_cli: RunCli) -> None:
 
 
 def test_real_mechanism_e_launch_agrees_with_ncu(run_cli: RunCli) -> None:
-    result = run_cli("trace", "inspect", "--json", str(GPU_DATA / "h200-big-smem-trace.json"))
-    assert result.returncode == 0  # E alone: the flagship's info, so the default gate passes (issue 33)
-    (group,) = strict_json(result.stdout)["reports"][0]["groups"]
+    # E alone: the flagship's info, so the default gate passes (issue 33)
+    (group,) = inspect_json(run_cli, GPU_DATA / "h200-big-smem-trace.json", status=0)["reports"][0]["groups"]
     assert (group["mechanism"], group["kernel"]) == ("E", "ww_big_smem")
     assert group["worst"]["reported"]["est. achieved occupancy %"] == 0.0
     assert group["worst"]["true"]["est. achieved occupancy %"] == 25.0

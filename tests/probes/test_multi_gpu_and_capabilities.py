@@ -15,6 +15,7 @@ import pytest
 
 import wizard
 from tests.conftest import TRACES, load_json_trace, needs_shared, run_inprocess, strict_json
+from tests.helpers import inspect_json
 from wizard.testing.traces import KernelSpec, TraceBuilder, demo_launches
 from wizard.trace.read.reader import ReaderConfig, read_trace
 
@@ -156,9 +157,7 @@ def test_the_cli_inspects_and_fixes_eight_devices_written_last(tmp_path: Path, l
     text = _written(doc, ("schemaVersion", "traceEvents", "deviceProperties", "traceName"), layout)
     path = tmp_path / f"late{suffix}"
     path.write_bytes(gzip.compress(text.encode()) if suffix == ".json.gz" else text.encode())
-    inspected = run_inprocess("trace", "inspect", str(path), "--json")
-    assert inspected.status == 1, inspected.stderr
-    report = strict_json(inspected.stdout)
+    report = inspect_json(run_inprocess, path, status=1)
     assert report["mechanisms"] == {"A": 1, "E": 8, "F": 8}
     assert [d["id"] for d in report["reports"][0]["devices"]] == list(range(8))
     out = tmp_path / f"fixed{suffix}"
@@ -401,9 +400,7 @@ def test_a_printed_occupancy_that_follows_kinetos_own_object_is_a_note_with_the_
             event["args"]["est. achieved occupancy %"] = 63  # lround(100 * min(5, 7.58) * 256 / 2048)
     path = tmp_path / "disagree.json"
     path.write_text(json.dumps(doc))
-    inspected = run_inprocess("trace", "inspect", str(path), "--json")
-    assert inspected.status == 0, inspected.stdout
-    report = strict_json(inspected.stdout)["reports"][0]
+    report = inspect_json(run_inprocess, path, status=0)["reports"][0]
     assert report["mechanisms"] == {} and report["wrong_launches"] == 0
     (note,) = [n for n in report["notes"] if n.startswith("Kineto's own occupancy calculator")]
     assert note == (
@@ -509,9 +506,7 @@ def test_a_g_trace_names_both_sm_counts_and_their_sources(tmp_path: Path) -> Non
     assert "NVIDIA H100 80GB HBM3 (144 SMs, inferred)" in text and "132 SMs from the trace's deviceProperties" in text
     healthy = TraceBuilder(gpu="H100")
     healthy.add(KernelSpec("ok", (4096, 1, 1), (256, 1, 1)))
-    (plain,) = strict_json(run_inprocess("trace", "inspect", str(healthy.write(tmp_path / "h.json")), "--json").stdout)[
-        "reports"
-    ][0]["devices"]
+    (plain,) = inspect_json(run_inprocess, healthy.write(tmp_path / "h.json"))["reports"][0]["devices"]
     assert (plain["num_sms"], plain["source"]) == (132, "deviceProperties")
 
 
@@ -579,7 +574,7 @@ def test_a_rocm_trace_carrying_the_metrics_is_not_said_to_record_none(tmp_path: 
     """The flagship said 'records no blocks or warps per SM' of a ROCm trace whose kernels carry them, and every
     ROCm report beside 'nothing to check' said 'cc 9.4 ... blocks and warps per SM were checked'."""
     path = _rocm_with_metrics(tmp_path)
-    report = strict_json(run_inprocess("trace", "inspect", str(path), "--json").stdout)["reports"][0]
+    report = inspect_json(run_inprocess, path)["reports"][0]
     assert report["rocm_metrics"] == 2 and report["kernels_checked"] == 0
     assert not [n for n in report["notes"] if "were checked" in n or "could not be verified" in n]
     transcript = _flagship(tmp_path, path)
@@ -602,7 +597,7 @@ def test_a_rocm_trace_carrying_the_metrics_is_not_said_to_record_none(tmp_path: 
 def test_real_rocm_traces_say_nothing_was_checked_and_nothing_else(tmp_path: Path, name: str) -> None:
     """The real MI250 (cc 9.0 as HIP reports gfx90a) and MI300X (9.4) traces carry no such metrics: one note,
     'nothing to check', and no note that says something was checked."""
-    report = strict_json(run_inprocess("trace", "inspect", str(TRACES / name), "--json").stdout)["reports"][0]
+    report = inspect_json(run_inprocess, TRACES / name)["reports"][0]
     assert report["rocm"] and report["rocm_metrics"] == 0 and report["kernels_checked"] == 0
     assert report["notes"] == [
         "ROCm trace: the profiler records no blocks/warps per SM or occupancy on AMD GPUs, so there is nothing to "
@@ -621,13 +616,13 @@ def test_sms_is_said_to_go_unused_when_the_trace_has_device_properties(tmp_path:
     builder = TraceBuilder(gpu="H100")
     builder.add(KernelSpec("ok", (4096, 1, 1), (256, 1, 1)))
     path = builder.write(tmp_path / "h100.json")
-    report = strict_json(run_inprocess("trace", "inspect", str(path), "--sms", "80", "--json").stdout)["reports"][0]
+    report = inspect_json(run_inprocess, path, "--sms", "80")["reports"][0]
     assert report["devices"][0]["num_sms"] == 132
     assert (
         "the SM count given with --sms (80) was not used: the trace has deviceProperties, and its devices' own SM "
         "counts were used (132)"
     ) in report["notes"]
-    plain = strict_json(run_inprocess("trace", "inspect", str(path), "--json").stdout)["reports"][0]
+    plain = inspect_json(run_inprocess, path)["reports"][0]
     assert not [n for n in plain["notes"] if "--sms" in n]
 
 

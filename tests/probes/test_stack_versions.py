@@ -12,7 +12,7 @@ import pytest
 
 import wizard
 from tests.conftest import EXAMPLES, REPO, run_inprocess, strict_json
-from tests.helpers import GUIDE
+from tests.helpers import GUIDE, inspect_json
 from wizard.testing.traces import KernelSpec, TraceBuilder
 
 
@@ -170,7 +170,7 @@ def test_an_sm_count_the_device_table_contradicts_is_named_and_a_kept(tmp_path: 
     builder.add(KernelSpec("ok", (4096, 1, 1), (256, 1, 1), plant="wrong-sms", repeat=20))
     builder.add(KernelSpec("idx", (100_000, 30_000, 1), (128, 1, 1), plant="wrong-sms"))
     path = builder.write(tmp_path / "merged.json")
-    report = strict_json(run_inprocess("trace", "inspect", str(path), "--json").stdout)
+    report = inspect_json(run_inprocess, path)
     assert report["mechanisms"] == {"G": 21, "A": 1, "F": 20}  # F: 227 warps per SM, right on 144 SMs
     assert report["reports"][0]["wrong_launches"] == 21
     (g,) = [g for g in report["reports"][0]["groups"] if g["mechanism"] == "G" and g["kernel"] == "ok"]

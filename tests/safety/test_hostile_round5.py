@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import REPO, RunCli, cli_command, cli_env, needs_torch, strict_json
+from tests.helpers import inspect_json
 from wizard.testing.traces import KernelSpec, TraceBuilder
 
 BIG = 2**70
@@ -77,9 +78,8 @@ def test_a_device_no_int64_holds_in_a_rank_directory(run_cli: RunCli, tmp_path: 
     ranks.mkdir()
     (ranks / "rank0.json").write_text(_with_device("kernel", BIG))
     (ranks / "rank1.json").write_text(_with_device("gpu_memcpy", -BIG))
-    result = run_cli("trace", "inspect", str(ranks), "--json", "--fail-on", "never", "--jobs", "2")
-    assert result.status == 0, result.stderr
-    assert [r["kernels"] for r in strict_json(result.stdout)["reports"]] == [3, 3]
+    reports = inspect_json(run_cli, ranks, "--fail-on", "never", "--jobs", "2", status=0)["reports"]
+    assert [r["kernels"] for r in reports] == [3, 3]
 
 
 def test_a_device_no_int64_holds_in_a_pftrace(run_cli: RunCli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -35,6 +35,7 @@ from tests.conftest import (
     start_flagship_workload,
     strict_json,
 )
+from tests.helpers import inspect_json
 from wizard.errors import AnswersError, OutputFileError, UsageError, WarpWizardWarning, WizardError
 from wizard.testing.traces import KernelSpec, TraceBuilder
 
@@ -479,9 +480,7 @@ def test_json_lists_at_most_a_thousand_groups_and_counts_the_rest(tmp_path: Path
     for i in range(1_200):
         builder.add(KernelSpec(f"kernel_{i}<float>", (100000, 30000, 1), (256, 1, 1)))
     trace = builder.write(tmp_path / "many.json")
-    result = run_inprocess("trace", "inspect", str(trace), "--json")
-    assert result.status == 1
-    report = strict_json(result.stdout)["reports"][0]
+    report = inspect_json(run_inprocess, trace, status=1)["reports"][0]
     assert len(report["groups"]) == 1000
     assert report["groups_omitted"] == 200
     assert report["mechanisms"] == {"A": 1200}

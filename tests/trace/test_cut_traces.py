@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import EXAMPLES, run_inprocess, strict_json
+from tests.helpers import inspect_json
 
 GRID = EXAMPLES / "traces" / "grid-overflow.json"
 
@@ -24,10 +25,8 @@ def test_a_trace_cut_inside_its_trailing_metadata_is_read_like_any_cut_trace(tmp
         path.write_bytes(gzip.compress(text.encode())[:-12])  # the gzip stream cut in its trailer
     else:
         path.write_text(cut)
-    whole = strict_json(run_inprocess("trace", "inspect", str(GRID), "--json").stdout)
-    result = run_inprocess("trace", "inspect", str(path), "--json")
-    assert result.status == 1, result.stderr
-    report = strict_json(result.stdout)
+    whole = inspect_json(run_inprocess, GRID)
+    report = inspect_json(run_inprocess, path, status=1)
     assert report["mechanisms"] == whole["mechanisms"] == {"A": 1, "E": 1, "F": 1}
     assert report["reports"][0]["kernels"] == whole["reports"][0]["kernels"] == 4
     assert report["reports"][0]["truncation"] is not None
@@ -60,7 +59,7 @@ def _edited(tmp_path: Path, **changes: object) -> Path:
 
 def test_a_launch_with_two_unexplained_values_is_one_launch(tmp_path: Path) -> None:
     path = _edited(tmp_path, **{"blocks per SM": 1.5, "est. achieved occupancy %": 37})
-    report = strict_json(run_inprocess("trace", "inspect", str(path), "--json").stdout)["reports"][0]
+    report = inspect_json(run_inprocess, path)["reports"][0]
     assert report["mechanisms"]["?"] == 1
     (group,) = [g for g in report["groups"] if g["mechanism"] == "?"]
     assert group["count"] == 1 and len(group["launches"]) == 1
@@ -69,7 +68,7 @@ def test_a_launch_with_two_unexplained_values_is_one_launch(tmp_path: Path) -> N
 
 def test_c_and_c_prime_on_one_launch_count_one_wrong_launch() -> None:
     trace = EXAMPLES / "traces" / "unknown-device-bare-inf.json"
-    report = strict_json(run_inprocess("trace", "inspect", str(trace), "--json").stdout)
+    report = inspect_json(run_inprocess, trace)
     assert report["mechanisms"] == {"C": 1, "C'": 1, "F": 1}
     assert report["reports"][0]["wrong_launches"] == 1
     run = run_inprocess("probe", "trace.inspect", "--param", f"paths={trace}", "--json")
@@ -87,7 +86,7 @@ def test_a_contradicting_sms_gives_way_to_the_count_the_trace_proves(tmp_path: P
     builder.add(KernelSpec("k", (4096, 1, 1), (256, 1, 1)))
     builder.add(KernelSpec("overflow", (100000, 30000, 1), (256, 1, 1)))
     trace = builder.write(tmp_path / "a100.json")
-    report = strict_json(run_inprocess("trace", "inspect", str(trace), "--sms", "80", "--json").stdout)["reports"][0]
+    report = inspect_json(run_inprocess, trace, "--sms", "80")["reports"][0]
     assert report["mechanisms"] == {"A": 1, "F": 1}  # the overflow, and k's large grid by design; no '?'
     assert report["notes"][0] == (
         "the SM count given with --sms (80) does not fit this trace: its kernels' blocks per SM fit 108 SMs "
@@ -141,7 +140,7 @@ def test_a_gpu_outside_the_occupancy_table_gets_no_false_alarm(tmp_path: Path, c
         props["computeMajor"], props["computeMinor"] = cc
     path = tmp_path / "unknown-cc.json"
     path.write_text(json.dumps(doc))
-    report = strict_json(run_inprocess("trace", "inspect", str(path), "--json").stdout)["reports"][0]
+    report = inspect_json(run_inprocess, path)["reports"][0]
     assert "?" not in report["mechanisms"] and report["mechanisms"]["A"] == 1
     notes = [n for n in report["notes"] if n.startswith("the occupancy could not be verified")]
     assert notes == [

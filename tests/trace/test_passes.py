@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 import wizard
-from tests.conftest import RunCli, strict_json
+from tests.conftest import RunCli
+from tests.helpers import inspect_json
 from wizard.cli.parser import build_parser
 from wizard.errors import UsageError
 from wizard.inspect_options import InspectOptions, command_line_fields, flag_of
@@ -202,5 +203,5 @@ def test_the_trace_record_holds_each_pass_by_name(tmp_path: Path, run_cli: RunCl
     assert report.result(METRICS_PASS) is report.metrics and report.result(HEALTH_PASS) is report.health_result
     assert report.passes == {} and "passes" not in report.to_dict()
     assert wizard.TraceReport is wizard.TraceInspection
-    shown = strict_json(run_cli("trace", "inspect", "--json", "--fail-on", "never", str(tmp_path / "t.json")).stdout)
+    shown = inspect_json(run_cli, tmp_path / "t.json", "--fail-on", "never")
     assert shown["reports"][0]["mechanisms"] == {"A": 1}

@@ -17,6 +17,7 @@ import pytest
 import wizard
 from tests import perfetto_rule
 from tests.conftest import TRACES, RunCli, strict_json
+from tests.helpers import inspect_json
 from wizard.testing.traces import KernelSpec, TraceBuilder
 from wizard.trace.health import nesting
 from wizard.trace.read.reader import read_trace
@@ -27,9 +28,7 @@ def spec(name: str, at: float, dur: float, **kw: Any) -> KernelSpec:
 
 
 def overlap_check(run_cli: RunCli, path: Path) -> dict[str, Any]:
-    result = run_cli("trace", "inspect", "--json", "--fail-on", "never", str(path))
-    assert result.returncode == 0, result.stderr
-    (report,) = strict_json(result.stdout)["reports"]
+    (report,) = inspect_json(run_cli, path, "--fail-on", "never", status=0)["reports"]
     (check,) = [c for c in report["health"] if c["check"] == "kernels-overlap"]
     assert isinstance(check, dict)
     return check

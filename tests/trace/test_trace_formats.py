@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import EXAMPLES, REPO, TRACES, CliResult, health_check, needs_shared, sql_rows, strict_json
+from tests.helpers import inspect_json
 from wizard.testing.nsys import Call, Kernel, Range, write_export
 
 MOCK = TRACES / "nsys-mock.sqlite"
@@ -196,7 +197,7 @@ def test_a_directory_of_ranks_may_mix_formats(run_cli: Any, tmp_path: Path) -> N
     ranks.mkdir()
     _planted(ranks, name="rank0.sqlite")
     shutil.copy(EXAMPLES / "traces" / "grid-overflow.json", ranks / "rank1.json")
-    doc = strict_json(run_cli("trace", "inspect", str(ranks), "--json", "--fail-on", "never").stdout)
+    doc = inspect_json(run_cli, ranks, "--fail-on", "never")
     assert [r["format"] for r in doc["reports"]] == ["nsys-sqlite", "kineto-json"]
     assert doc["reports"][1]["writer"] == "PyTorch profiler (Kineto)"
 
