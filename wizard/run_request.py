@@ -48,7 +48,9 @@ class RunRequest:
         metadata=option(f"print the transcript as JSON (schema {TRANSCRIPT})", flag="--json", kind=bool),
     )
     report: str | os.PathLike[str] | None = field(default=None, metadata=shared("report"))
-    force: bool = field(default=False, metadata=option("replace --report and --record files that exist", kind=bool))
+    force: bool = field(
+        default=False, metadata=option("replace --report and --record files that exist", kind=bool)
+    )
     teach: bool = field(default=False, metadata=option("explain every step and node as you go", kind=bool))
     resume: bool = field(
         default=False,
