@@ -17,7 +17,7 @@ export PYTHONUNBUFFERED=1
 timeout "${WW_CHECK_LIMIT:-330}" bash scripts/gpu-check.sh "$WORK/out"
 echo "gpu-check rc=$?"
 timeout "${WW_TEST_LIMIT:-200}" "$PY" -m pytest -m gpu -p no:cacheprovider -o timeout=190 \
-  tests/test_probes.py -rs -q > "$WORK/out/pytest-gpu.txt" 2>&1
+  tests/probes/test_probes.py -rs -q > "$WORK/out/pytest-gpu.txt" 2>&1
 echo "pytest -m gpu rc=$?" | tee -a "$WORK/out/pytest-gpu.txt"
 tail -5 "$WORK/out/pytest-gpu.txt"
 tar czf "$DEST/gpu-check.tgz" -C "$WORK" out

@@ -1,4 +1,9 @@
-"""Shared test helpers: where the real traces are, and how to run the real CLI."""
+"""Shared fixtures and paths: where the real traces are, and how to run the real CLI.
+
+At the top of tests/ so its fixtures reach every room. Tests live in folders by room; tests/README.md says which
+room a new test goes in. What several test modules call by name lives in tests/helpers.py; no test module
+imports another (tests/first_hour/test_suite_layout.py).
+"""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ Numbers, booleans, ids and the tool's own words are kept as they are; every fact
 summaries' lines, the commands with their paths, the launch APIs) is kept as the SHA-256 of its canonical JSON,
 with the traces' directory written ``TRACES``: equal to the byte, and nothing of the trace to read back.
 ``python -m tests.frozen_facts`` writes tests/data/health_facts_frozen.json (taken with the code before the
-checks were declared once; tests/test_check_declarations.py compares today's facts with it).
+checks were declared once; tests/health/test_check_declarations.py compares today's facts with it).
 """
 
 from __future__ import annotations

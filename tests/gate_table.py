@@ -4,7 +4,7 @@ passes, what it says of itself.
 
 A gate is trusted when it fails on what a user must act on and passes what nobody can act on. The table is written
 from a run, never by hand: `python -m tests.gate_table --write` rewrites it between its markers, and
-tests/test_gate_table.py holds the page to a fresh run (so a change of any verdict shows there first).
+tests/health/test_gate_table.py holds the page to a fresh run (so a change of any verdict shows there first).
 """
 
 from __future__ import annotations
@@ -20,7 +20,9 @@ from tests.conftest import REPO, TRACES, run_inprocess, strict_json
 from wizard.testing.traces import KernelSpec, TraceBuilder
 
 DOC = REPO / "docs" / "health.md"
-BEGIN = "<!-- gate-table: written by `python -m tests.gate_table --write` from a run; tests/test_gate_table.py -->"
+BEGIN = (
+    "<!-- gate-table: written by `python -m tests.gate_table --write` from a run; tests/health/test_gate_table.py -->"
+)
 END = "<!-- /gate-table -->"
 SKIPPED_SUFFIXES = (".ncu-rep", ".md", ".tsv")  # Nsight Compute reports are no traces; the folder's own notes
 SUMMARY_CHARS = 220

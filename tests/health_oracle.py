@@ -692,13 +692,14 @@ PER_TRACE_CHECKS = (
 
 
 # Checks a second computation of their own compares: summary-table's and profiler-overhead's (tests/summary_oracle.py,
-# tests/test_summary_table.py), and each check with a test module of its own, tests/test_<its module>_check.py, which
-# holds its unit tests and its second computation over the shared traces (where a new check's test goes: one file).
+# tests/health/test_summary_table.py), and each check with a test module of its own,
+# tests/health/test_<its module>_check.py (found in any room), which holds its unit tests and its second computation
+# over the shared traces (where a new check's test goes: one file).
 def own_test_modules() -> dict[str, Path]:
-    """Check id -> its own test module (tests/test_<module>_check.py)."""
+    """Check id -> its own test module (tests/health/test_<module>_check.py)."""
     return {
         p.name.removeprefix("test_").removesuffix("_check.py").replace("_", "-"): p
-        for p in sorted(Path(__file__).resolve().parent.glob("test_*_check.py"))
+        for p in sorted(Path(__file__).resolve().parent.rglob("test_*_check.py"))
     }
 
 

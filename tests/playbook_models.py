@@ -1,7 +1,7 @@
 """Each shipped playbook's loaded model as plain data, frozen in tests/data/shipped-playbooks.json.
 
 A playbook-grammar change (fragments, a derived list) must load every shipped playbook exactly as before:
-tests/test_fragments.py compares the loaded models with this frozen dump. Where a node was written (its line,
+tests/playbook/test_fragments.py compares the loaded models with this frozen dump. Where a node was written (its line,
 the fragment file) is left out: moving a node into a fragment moves its line. A playbook added or changed on
 purpose:
 

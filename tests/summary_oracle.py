@@ -1,7 +1,7 @@
 """A second computation of what ``prof.key_averages()`` reports per op, from a trace's raw events (issue 38).
 
 Written from PyTorch 2.13's Python (``torch/autograd/profiler.py`` and ``profiler_util.py``, the lines cited in
-tests/test_summary_table.py) and sharing no code with warpwizard: the events as ``json`` gives them, one
+tests/health/test_summary_table.py) and sharing no code with warpwizard: the events as ``json`` gives them, one
 FunctionEvent-like dict per op, children found by a plain search for the smallest enclosing span. GPU events
 reach their op either by ``External id`` (``linked_correlation_id``: what PyTorch itself uses, and what the
 builder writes) or, for real traces of every era, by the launch call with the same correlation id and the

@@ -34,7 +34,7 @@ def _report_layer() -> None:
 
 _rendering.provide(_report_layer)
 
-# Three views of one list, kept equal by tests/test_api.py: where each public name is defined (for
+# Three views of one list, kept equal by tests/cli/test_api.py: where each public name is defined (for
 # loading it on first use), __all__, and the imports type checkers read.
 _MODULES: dict[str, tuple[str, ...]] = {
     "wizard.api": ("fix_trace", "inspect_traces"),

@@ -3,7 +3,7 @@
 The command line is a thin layer over these same functions, so the two cannot drift. Nothing here
 prints or exits; every error is one of ``wizard.errors``' types (docs/api.md lists which function
 raises which). This module loads only the trace doctor: ``trace inspect`` and the torch.profiler
-hooks start no faster than that. The fixer and ``compare`` load when called (tests/test_speed_imports.py).
+hooks start no faster than that. The fixer and ``compare`` load when called (tests/first_hour/test_speed_imports.py).
 """
 
 from __future__ import annotations

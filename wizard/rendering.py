@@ -3,7 +3,7 @@
 ``Inspection.to_html()``, ``Transcript.to_markdown()`` and the notebook's ``_repr_html_`` ask this module
 for a renderer by name; the report layer registers its renderers here when it is imported
 (wizard/report/registry.py), and ``wizard/__init__`` names the function that imports it. So no record
-imports a renderer, the import graph has no circle, and tests/test_architecture.py sees every edge.
+imports a renderer, the import graph has no circle, and tests/first_hour/test_architecture.py sees every edge.
 """
 
 from __future__ import annotations

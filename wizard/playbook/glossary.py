@@ -27,7 +27,7 @@ def _term(word: str, forms: str, definition: str, *, case: bool = False) -> Term
 
 
 # Brief and correct; the order is the order a newcomer meets them in a profile, and each definition uses
-# only words defined above it (tests/test_teach_walk.py checks it), so a session that defines a word
+# only words defined above it (tests/first_hour/test_teach_walk.py checks it), so a session that defines a word
 # defines the words its definition uses first; each leans on as few as it can, so a title such as the
 # flagship's ("warps per SM", "occupancy") brings five definitions, not ten.
 TERMS: tuple[Term, ...] = (

@@ -2,7 +2,7 @@
 
 Each probe that runs things gathers (subprocesses, files) in its own module, then calls its rule
 here, then phrases evidence. Keeping the rules apart means each one is a small table a unit test
-can walk (``tests/test_verdicts.py``) without starting a process.
+can walk (``tests/probes/test_verdicts.py``) without starting a process.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """A rocpd database (AMD rocprofiler-sdk's SQLite output) with the real schema, for tests and examples: the
-minimal rocpd reader's tests (tests/test_readers_rocpd.py) and every test that tries each format (trace fix's
+minimal rocpd reader's tests (tests/trace/test_readers_rocpd.py) and every test that tries each format (trace fix's
 refusals) make one here.
 
 The schema is ROCm/rocprofiler-sdk's ``source/share/rocprofiler-sdk-rocpd/rocpd_tables.sql`` (stored copy at commit

@@ -2,7 +2,7 @@
 (``CHECKS``: each module's ``CHECK`` in wizard/trace/health/checks/): a check is declared once, and the docs
 cannot drift from it.
 
-``python -m wizard.trace.health.generate`` rewrites both from a checkout; tests/test_check_declarations.py fails
+``python -m wizard.trace.health.generate`` rewrites both from a checkout; tests/health/test_check_declarations.py fails
 when either is stale (``stale()`` names them).
 """
 

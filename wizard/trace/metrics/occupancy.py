@@ -37,7 +37,7 @@ _GA10X_CARVEOUT = (0, 8, 16, 32, 64, 100)
 # default cache preference), cudaOccSubPartitionsPerMultiprocessor (2 on GP100, else 4),
 # cudaOccRegAllocationMaxPerThread (255 through cc 6.x, 256 from 7.0), cudaOccSMemAllocationGranularity
 # (256 B through 7.x, 128 B from 8.0) and cudaOccSMemPerBlock (the driver's reservedSharedMemPerBlock, 1 KB,
-# counted from cc 8.0). tests/test_multi_gpu_and_capabilities.py checks every row against the header,
+# counted from cc 8.0). tests/probes/test_multi_gpu_and_capabilities.py checks every row against the header,
 # compiling it where it
 # is installed. Jetson Thor was cc 10.1 until CUDA 13 renamed it 11.0: data-centre Blackwell's carveout
 # steps (to 228 KB) but 24 resident blocks per SM, not 32. GB10 (DGX Spark, 12.1) has consumer Blackwell's

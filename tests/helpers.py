@@ -1,0 +1,360 @@
+"""Helpers more than one test module uses (issue 46: no test module imports another).
+
+Fixtures live in ``tests/conftest.py`` (with the paths REPO, TRACES, EXAMPLES and the CLI runners); what a test
+calls by name and shares lives here: the real terminal (pexpect, rendered by pyte), the browser (Chromium driven
+by Playwright), an installed distribution, built rank directories, and ``trace inspect --json`` parsed strictly.
+A helper used by one module stays in that module.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import shutil
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pexpect
+import pytest
+
+from tests.conftest import HANG_GUARD_S, REPO, RunCli, cli_command, strict_json
+from wizard.testing.traces import KernelSpec, TraceBuilder
+
+# -- trace inspect --json ------------------------------------------------------------------------------------
+
+
+def inspect_json(run_cli: RunCli, path: Path | str, *flags: str, status: int | None = None) -> dict[str, Any]:
+    """``trace inspect PATH --json FLAGS``'s document, parsed strictly (NaN and Infinity are errors); ``status``:
+    the exit status it must have (a problem found exits 1 and still writes the document), unchecked if None."""
+    result = run_cli("trace", "inspect", str(path), "--json", *flags)
+    if status is not None:
+        assert result.returncode == status, result.stderr
+    data = strict_json(result.stdout)
+    assert isinstance(data, dict)
+    return data
+
+
+# -- an installed distribution (entry points) ----------------------------------------------------------------
+
+
+def installed(site: Path, dist: str, entry_points: str) -> None:
+    """A distribution as pip leaves one (its .dist-info beside its code): importlib.metadata finds it."""
+    info = site / f"{dist.replace('-', '_')}-0.1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 0.1.0\n")
+    (info / "entry_points.txt").write_text(entry_points)
+
+
+# -- a real terminal (pexpect; pyte renders what it shows) ---------------------------------------------------
+
+
+def spawn(args: list[str], cwd: Path, columns: int = 160, *, colour: bool = False) -> pexpect.spawn[str]:
+    """The console script at a real terminal; ``colour``: without NO_COLOR and CI, which turn the live progress
+    line off."""
+    env = {k: v for k, v in os.environ.items() if not colour or k not in ("NO_COLOR", "CI")}
+    env.update(COLUMNS=str(columns), LINES="50", TERM="xterm", PROMPT_TOOLKIT_NO_CPR="1")
+    if not colour:
+        env["NO_COLOR"] = "1"
+    command = cli_command()
+    child = pexpect.spawn(
+        command[0],
+        [*command[1:], *args],
+        cwd=str(cwd),
+        env=env,
+        encoding="utf-8",
+        timeout=HANG_GUARD_S,
+        dimensions=(50, columns),
+    )
+    return child
+
+
+def matched(child: pexpect.spawn[str]) -> str:
+    """The first group of what the last expect() matched."""
+    match = child.match
+    assert isinstance(match, re.Match)
+    return str(match.group(1))
+
+
+def finish(child: pexpect.spawn[str]) -> str:
+    child.expect(pexpect.EOF)
+    child.close()
+    return str(child.before)
+
+
+def screen_lines(args: list[str], columns: int) -> list[str]:
+    """What a terminal ``columns`` wide shows: the pty's bytes rendered by pyte, cell by cell."""
+    pyte = pytest.importorskip("pyte")
+    shown = pyte.Screen(columns, 400)
+    stream = pyte.Stream(shown)
+    child = spawn(args, REPO, columns)
+    child.setwinsize(400, columns)
+    stream.feed(finish(child))
+    return [line.rstrip() for line in shown.display]
+
+
+def screen_of(columns: int, rows: int = 400) -> tuple[object, object]:
+    pyte = pytest.importorskip("pyte")
+    shown = pyte.Screen(columns, rows)
+    return shown, pyte.Stream(shown)
+
+
+def lines_of(shown: object) -> list[str]:
+    return [line.rstrip() for line in shown.display]  # type: ignore[attr-defined]
+
+
+def joined(lines: list[str]) -> str:
+    """The screen's words as one line: what a reader reads across the wraps (box edges dropped)."""
+    return " ".join(" ".join(line.replace("│", " ").split()) for line in lines if line.strip())
+
+
+def teach_screen(args: list[str], answers: list[tuple[str, str]], columns: int, tmp_path: Path) -> list[str]:
+    shown, stream = screen_of(columns, 1000)
+    child = spawn(args, tmp_path, columns)
+    child.setwinsize(1000, columns)
+    for expected, send in answers:
+        child.expect(expected)
+        stream.feed(str(child.before) + str(child.after))  # type: ignore[attr-defined]
+        child.send(send)
+    reached = child.expect([r"Diagnosis: [a-z-]+", "Where does your code read"])
+    stream.feed(str(child.before) + str(child.after))  # type: ignore[attr-defined]
+    if reached == 1:  # a question waits: Ctrl-C (never while the diagnosis is being written)
+        child.sendintr()
+    stream.feed(finish(child))  # type: ignore[attr-defined]
+    return lines_of(shown)
+
+
+def defined_before_used(lines: list[str]) -> list[str]:
+    """Each glossary word's first use on screen, outside a definition, comes after its definition."""
+    from wizard.playbook.glossary import TERMS
+
+    # a definition's own lines (it wraps) run from "new word" to the next line that is not indented as it is
+    inside, in_definition = [], False
+    for line in lines:
+        in_definition = line.startswith("  new word ") or (
+            in_definition and line.startswith("  ") and line[2:3] != " " and not line.startswith("  ●")
+        )
+        inside.append(in_definition)
+    late = []
+    for term in TERMS:
+        defined = next((i for i, line in enumerate(lines) if line.startswith(f"  new word {term.word}:")), None)
+        used = next((i for i, line in enumerate(lines) if not inside[i] and term.pattern.search(line)), None)
+        if used is not None and (defined is None or defined > used):
+            late.append(f"{term.word}: used on line {used} ({lines[used].strip()!r}), defined on line {defined}")
+    return late
+
+
+# -- a real browser (Debian's Chromium driven by Playwright) -------------------------------------------------
+
+CHROMIUM = os.environ.get("WARPWIZARD_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+needs_browser = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium (apt-get install -y chromium; .ci/run does)")
+
+
+def chromium() -> Iterator[Any]:
+    """Debian's Chromium driven by Playwright, for a module's browser fixture."""
+    if CHROMIUM is None:
+        pytest.skip("no Chromium")
+    playwright_api = pytest.importorskip("playwright.sync_api", reason="browser tests need playwright")
+    with playwright_api.sync_playwright() as p:
+        launched = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield launched
+        launched.close()
+
+
+def artifacts(tmp_path: Path) -> Path:
+    where = Path(os.environ.get("WARPWIZARD_ARTIFACTS") or tmp_path)
+    where.mkdir(parents=True, exist_ok=True)
+    return where
+
+
+def open_page(browser: Any, page_file: Path, shot: Path, width: int = 1280) -> tuple[Any, dict[str, Any]]:
+    """The page as a user sees it, with what went wrong on the way: console errors, script errors,
+    dialogs (alert) and every request that was not the file itself (blocked)."""
+    seen: dict[str, Any] = {"errors": [], "blocked": [], "dialogs": []}
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    page.on("console", lambda m: seen["errors"].append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: seen["errors"].append(str(e)))
+    page.on("dialog", lambda d: (seen["dialogs"].append(d.message), d.dismiss()))
+
+    def route(r: Any) -> None:
+        if r.request.url == page_file.as_uri():
+            r.continue_()
+        else:
+            seen["blocked"].append(r.request.url)
+            r.abort()
+
+    page.route("**/*", route)
+    page.goto(page_file.as_uri())
+    page.wait_for_selector("body[data-plots=drawn]", timeout=30_000)
+    page.wait_for_timeout(300)
+    page.screenshot(path=str(shot), full_page=True)
+    return page, seen
+
+
+def payload(html: str) -> Any:
+    found = re.search(r'<script type="application/json" id="ww-data">(.*?)</script>', html, re.S)
+    assert found is not None
+    return strict_json(found.group(1))
+
+
+# Every visible element's right edge inside the window, and nothing hidden by an overflow it clips or scrolls
+# (the findings table and the health table reflow into cards instead of scrolling).
+AUDIT = r"""(vw) => {
+  const bad = [];
+  for (const el of document.body.querySelectorAll('*')) {
+    const r = el.getBoundingClientRect();
+    if (r.width === 0 && r.height === 0) continue;
+    const cs = getComputedStyle(el);
+    if (cs.visibility === 'hidden' || cs.display === 'none') continue;
+    const name = el.tagName + (el.id ? '#' + el.id : '') + ' ' + (el.textContent || '').slice(0, 50);
+    if (r.right > vw + 0.5) bad.push('past the right edge (' + Math.round(r.right) + ' px): ' + name);
+    if (el instanceof SVGElement) continue;
+    const hides = ['hidden', 'clip', 'auto', 'scroll'];
+    if (hides.includes(cs.overflowX) && el.scrollWidth > el.clientWidth + 1)
+      bad.push('content cut or scrolled (' + el.scrollWidth + ' > ' + el.clientWidth + '): ' + name);
+  }
+  return bad;
+}"""
+
+# -- built rank directories ----------------------------------------------------------------------------------
+
+
+def rank_dir(directory: Path, waits: list[list[float]]) -> Path:
+    """One trace per rank, its all-reduces started after ``waits`` (µs) each."""
+    directory.mkdir()
+    for rank, rank_waits in enumerate(waits):
+        b = TraceBuilder()
+        b.set_metadata("distributedInfo", {"rank": rank, "world_size": len(waits)})
+        for wait in rank_waits:
+            b.wait(wait)
+            b.add(KernelSpec("ncclDevKernel_AllReduce_Sum_f32_RING_LL", (4, 1, 1), (512, 1, 1)))
+        b.write(directory / f"rank{rank}.json")
+    return directory
+
+
+SKEWED: list[list[float]] = [[0, 0, 0], [400, 0, 0], [100, 500, 0]]  # starts apart by 400, 600, 600 µs
+LINED_UP: list[list[float]] = [[0, 0, 0], [2, 0, 0], [0, 1, 0]]  # 2 µs each
+
+
+def rank_trace(directory: Path, rank: int, delays: Sequence[float], *, declared: bool = True) -> None:
+    """Rank ``rank`` of a world of 3: an all-reduce after each delay (µs), and rank + 1 broadcasts."""
+    b = TraceBuilder()
+    if declared:
+        b.set_metadata("distributedInfo", {"rank": rank, "world_size": 3})
+    for delay in delays:
+        b.wait(delay)
+        b.add(KernelSpec("ncclDevKernel_AllReduce_Sum_f32_RING_LL", (64, 1, 1), (128, 1, 1)))
+    b.add(KernelSpec("ncclDevKernel_Broadcast", (64, 1, 1), (128, 1, 1), repeat=rank + 1))  # only 1 on every rank
+    b.write(directory / f"rank{rank}.json")
+
+
+def eight_ranks(directory: Path, kernels: int = 3) -> Path:
+    """Eight ranks' traces, each with ``kernels`` mechanism-E kernels (226 KB of shared memory on an H100) and one
+    right kernel: the shape of the 8-rank B200 job the issue ran the triage on."""
+    directory.mkdir()
+    for rank in range(8):
+        builder = TraceBuilder(gpu="H100")
+        builder.set_metadata("distributedInfo", {"rank": rank, "world_size": 8})
+        for i in range(kernels):
+            builder.add(KernelSpec(f"e_kernel_{i}", (8, 16, 1), (384, 1, 1), 168, 231424))
+        builder.add(KernelSpec("void ok_kernel", (64, 1, 1), (128, 1, 1)))
+        builder.write(directory / f"rank{rank}.json")
+    return directory
+
+
+# -- the CUDA Programming Guide's table ----------------------------------------------------------------------
+
+# Written from NVIDIA's "Technical Specifications per Compute Capability" table, independently of
+# wizard/trace/metrics/occupancy.py: resident threads per SM, resident blocks per SM, shared memory per SM (KB).
+# Jetson Thor's resident blocks (cc 10.1 and 11.0) are 24, as cudaOccMaxBlocksPerMultiprocessor in CUDA 13.0's
+# cuda_occupancy.h says (this table had 32, the bug of issue 23; tests/probes/test_multi_gpu_and_capabilities.py
+# checks the header).
+GUIDE: dict[tuple[int, int], tuple[int, int, int]] = {
+    (3, 0): (2048, 16, 48), (3, 2): (2048, 16, 48), (3, 5): (2048, 16, 48), (3, 7): (2048, 16, 112),
+    (5, 0): (2048, 32, 64), (5, 2): (2048, 32, 96), (5, 3): (2048, 32, 64),
+    (6, 0): (2048, 32, 64), (6, 1): (2048, 32, 96), (6, 2): (2048, 32, 64),
+    (7, 0): (2048, 32, 96), (7, 2): (2048, 32, 96), (7, 5): (1024, 16, 64),
+    (8, 0): (2048, 32, 164), (8, 6): (1536, 16, 100), (8, 7): (1536, 16, 164), (8, 9): (1536, 24, 100),
+    (9, 0): (2048, 32, 228), (10, 0): (2048, 32, 228), (10, 1): (2048, 24, 228), (10, 3): (2048, 32, 228),
+    (11, 0): (2048, 24, 228), (12, 0): (1536, 24, 100), (12, 1): (1536, 24, 100),
+}  # fmt: skip
+
+
+# -- two profiles of one workload (tests/trace/test_diff*.py, tests/report/test_diff50_page.py) ---------------------
+GEMM = "void gemm_kernel<128>(float*)"
+ADD = "void add_kernel(float*)"
+GEMM_US = [40.0, 41.0, 39.0, 40.5, 39.5, 40.0, 40.2, 39.8]  # eight launches a step, within 2.5% of each other
+
+
+def diff_trace(path: Path, *, gemm_scale: float = 1.0, gpu: str = "H100", devices: int = 1, world: int | None = None,
+           steps: int = 3) -> Path:  # fmt: skip
+    """``steps`` steps of eight GEMMs and eight adds; the GEMMs' durations scaled by ``gemm_scale``."""
+    b = TraceBuilder(gpu=gpu, devices=devices)
+    if world is not None:
+        b.set_metadata("distributedInfo", {"backend": "nccl", "rank": 0, "world_size": world})
+    for _ in range(steps):
+        for i, dur in enumerate(GEMM_US):
+            b.add(KernelSpec(GEMM, (132, 1, 1), (256, 1, 1), dur=dur * gemm_scale, device=i % devices))
+            b.add(KernelSpec(ADD, (64, 1, 1), (128, 1, 1), dur=6.0))
+    return b.write(path)
+
+
+def ncu_kernels(path: Path) -> list[dict[str, Any]]:
+    """Every kernel of a report, by the test's own read (ncu-report directly)."""
+    ncu_report = pytest.importorskip("ncu_report", reason="NVIDIA's ncu-report is not installed (the test extra)")
+    report = ncu_report.load_report(str(path))
+    out = []
+    for r in range(report.num_ranges()):
+        found = report.range_by_idx(r)
+        for a in range(found.num_actions()):
+            action = found.action_by_idx(a)
+
+            def value(name: str, action: Any = action) -> float | None:
+                metric = action.metric_by_name(name)
+                if metric is None:
+                    return None
+                number = metric.as_double()
+                return None if math.isnan(number) else number
+
+            out.append({
+                "demangled": action.name(ncu_report.IAction.NameBase_DEMANGLED),
+                "value": {n: value(n) for n in action.metric_names()},
+                "device": action.metric_by_name("device__attribute_display_name").as_string(),
+            })  # fmt: skip
+    return out
+
+
+def ncu_properties(kernel: dict[str, Any]) -> dict[str, Any]:
+    """The device as Kineto's deviceProperties names it, from ncu's device attributes."""
+    v = kernel["value"]
+
+    def whole(name: str) -> int:
+        return int(v[f"device__attribute_{name}"])
+
+    return {
+        "name": kernel["device"], "computeMajor": whole("compute_capability_major"),
+        "computeMinor": whole("compute_capability_minor"), "numSms": whole("multiprocessor_count"),
+        "maxThreadsPerMultiprocessor": whole("max_threads_per_multiprocessor"),
+        "regsPerMultiprocessor": whole("max_registers_per_multiprocessor"),
+        "regsPerBlock": whole("max_registers_per_block"), "sharedMemPerBlock": whole("max_shared_memory_per_block"),
+        "sharedMemPerMultiprocessor": whole("max_shared_memory_per_multiprocessor"),
+        "sharedMemPerBlockOptin": whole("max_shared_memory_per_block_optin"),
+        "maxThreadsPerBlock": whole("max_threads_per_block"), "warpSize": 32, "totalGlobalMem": 1 << 34,
+    }  # fmt: skip
+
+
+def ncu_dims(v: dict[str, Any], what: str) -> tuple[int, int, int]:
+    return (int(v[f"launch__{what}_dim_x"]), int(v[f"launch__{what}_dim_y"]), int(v[f"launch__{what}_dim_z"]))
+
+
+def ncu_trace_of(kernels: list[dict[str, Any]], path: Path, plant: str | None = None) -> Path:
+    """The same launches as a Kineto trace: every kernel that has launch metrics, in the report's order."""
+    with_launch = [k for k in kernels if k["value"].get("launch__grid_size") is not None]
+    b = TraceBuilder(properties=ncu_properties(with_launch[0]))
+    for k in with_launch:
+        v = k["value"]
+        smem = int(v["launch__shared_mem_per_block_static"] + v["launch__shared_mem_per_block_dynamic"])
+        registers = int(v["launch__registers_per_thread"])
+        b.add(KernelSpec(k["demangled"], ncu_dims(v, "grid"), ncu_dims(v, "block"), registers, smem, plant=plant))
+    return b.write(path)
