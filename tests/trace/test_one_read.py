@@ -144,8 +144,9 @@ def test_a_flagship_run_with_an_html_report_opens_each_trace_once(
     assert len(sanity["facts"]["measured"]) == (1 if counters else 0)
     assert "corrupted_record_kernel" in out.read_text()  # the page drew the run's inspection
     _assert_one_open_each(opens, trace)
-    # inspect's paths, profile.compare's trace (step 1's comparison: no other profile, nothing opened), metrics'
-    _assert_fingerprinted(doc, trace, ["trace.inspect", "profile.compare", "metrics.sanity"])
+    # inspect's paths, profile.compare's trace (step 1's comparison: no other profile, nothing opened),
+    # hardware.compare's (step 5's comparison, the same: the run's one read), metrics'
+    _assert_fingerprinted(doc, trace, ["trace.inspect", "profile.compare", "hardware.compare", "metrics.sanity"])
 
 
 def test_the_triage_continuing_into_the_flagship_opens_the_trace_once(
@@ -162,7 +163,9 @@ def test_the_triage_continuing_into_the_flagship_opens_the_trace_once(
     (sanity,) = [e for e in doc["entries"] if e.get("probe") == "metrics.sanity"]
     assert sanity["facts"]["counters"] == [PM_COUNTER]  # from the triage's read, which the flagship's probes reuse
     _assert_one_open_each(opens, trace)
-    _assert_fingerprinted(doc, trace, ["trace.inspect", "profile.compare", "metrics.sanity"])  # the flagship's carried
+    _assert_fingerprinted(
+        doc, trace, ["trace.inspect", "profile.compare", "hardware.compare", "metrics.sanity"]
+    )  # the flagship's carried
 
 
 def _big_trace(path: Path, kernels: int) -> Path:
