@@ -203,29 +203,15 @@ BY_PRIORITY: tuple[TraceFormat, ...] = tuple(sorted(FORMATS, key=lambda f: -f.pr
 
 
 def _read_sqlite_gz(path: Path, on_read: Callable[[int], None] | None, opened: IO[bytes] | None) -> Any:
-    import sqlite3
+    """A gzipped SQLite database: inflated (bounded) and read by the SQLite format its tables say."""
+    from wizard.trace.read.sqlite import read_database_file
 
-    from wizard.trace.read.sqlite import SqliteBounds, database_error, open_database
+    def choose(found: Any) -> tuple[str, Callable[[Path, Any], Any]]:
+        fmt = by_tables(found.schema.names)
+        assert fmt.read_database is not None
+        return fmt.name_with_article, fmt.read_database
 
-    own = None
-    fmt = NSYS_SQLITE
-    try:
-        if opened is None:
-            opened = own = open_input(path)[0]
-        with open_database(path, opened, SqliteBounds(), "a gzipped SQLite database") as found:
-            fmt = by_tables(found.schema.names)
-            assert fmt.read_database is not None
-            contents = fmt.read_database(path, found)
-    except (sqlite3.DatabaseError, MemoryError) as exc:
-        raise database_error(path, fmt.name_with_article, exc) from None
-    except OSError as exc:
-        raise InputFileError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    finally:
-        if own is not None:
-            own.close()
-    if on_read is not None:
-        on_read(contents.bytes_read)
-    return contents
+    return read_database_file(path, choose, what="a gzipped SQLite database", on_read=on_read, opened=opened)
 
 
 # A container, not a format of its own (the report names what it holds): a gzipped SQLite database, inflated into

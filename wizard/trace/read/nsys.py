@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import os
 import re
-import sqlite3
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -49,8 +48,7 @@ from wizard.errors import InputFileError
 from wizard.trace.read.collector import ANNOTATION_CAP, Collector, TraceContents
 from wizard.trace.read.events import Event, EventArgs
 from wizard.trace.read.records import PROCESS_SHIFT
-from wizard.trace.read.source import open_input
-from wizard.trace.read.sqlite import Database, SqliteBounds, columns, database_error, integer, open_database
+from wizard.trace.read.sqlite import Database, SqliteBounds, columns, integer, read_database_file
 from wizard.untrusted import cut, visible
 
 _VERSION_SUFFIX = re.compile(r"_v\d{4,}$")  # nsys names API calls with the version they entered CUDA in
@@ -92,21 +90,9 @@ def read_nsys(
 ) -> TraceContents:
     """An Nsight Systems SQLite export (or a gzipped one) as the contents every pass reads. ``opened``: the file as
     ``open_input`` opened it (the reader recognised it by its first bytes); else opened here, the same way."""
-    own = None
-    try:
-        if opened is None:
-            opened = own = open_input(path)[0]
-        with open_database(path, opened, config or SqliteBounds(), WHAT) as found:
-            contents = read_database(path, found)
-    except (sqlite3.DatabaseError, MemoryError) as exc:  # not a database, malformed, over the heap or time bound
-        raise database_error(path, WHAT, exc) from None
-    except OSError as exc:
-        raise InputFileError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    finally:
-        if own is not None:
-            own.close()
-    if on_read is not None:
-        on_read(contents.bytes_read)
+    contents: TraceContents = read_database_file(
+        path, lambda found: (WHAT, read_database), what=WHAT, config=config, on_read=on_read, opened=opened
+    )
     return contents
 
 

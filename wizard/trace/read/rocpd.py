@@ -35,8 +35,7 @@ from typing import IO, Any
 from wizard.errors import InputFileError
 from wizard.trace.read.collector import Collector, TraceContents
 from wizard.trace.read.events import Event, EventArgs
-from wizard.trace.read.source import open_input
-from wizard.trace.read.sqlite import Database, SqliteBounds, columns, database_error, integer, open_database, text
+from wizard.trace.read.sqlite import Database, SqliteBounds, columns, integer, read_database_file, text
 
 WHAT = "a rocpd database"
 BATCH = 50_000
@@ -69,21 +68,9 @@ def read_rocpd(
     opened: IO[bytes] | None = None,
 ) -> TraceContents:
     """A rocpd database (or a gzipped one) as the contents every pass reads; ``opened`` as ``read_nsys`` takes it."""
-    own = None
-    try:
-        if opened is None:
-            opened = own = open_input(path)[0]
-        with open_database(path, opened, config or SqliteBounds(), WHAT) as found:
-            contents = read_database(path, found)
-    except (sqlite3.DatabaseError, MemoryError) as exc:
-        raise database_error(path, WHAT, exc) from None
-    except OSError as exc:
-        raise InputFileError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    finally:
-        if own is not None:
-            own.close()
-    if on_read is not None:
-        on_read(contents.bytes_read)
+    contents: TraceContents = read_database_file(
+        path, lambda found: (WHAT, read_database), what=WHAT, config=config, on_read=on_read, opened=opened
+    )
     return contents
 
 

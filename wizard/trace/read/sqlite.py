@@ -43,6 +43,7 @@ from typing import IO, Any
 
 from wizard.errors import InputFileError
 from wizard.trace.read import inflate
+from wizard.trace.read.source import open_input
 from wizard.untrusted import cut, visible
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -288,3 +289,40 @@ def database_error(path: Path, what: str, exc: sqlite3.DatabaseError | MemoryErr
     elif isinstance(exc, MemoryError) or "out of memory" in detail:
         detail = "took more memory than the bound on SQLite's heap (a hostile query, or an export too big)"
     return InputFileError(f"{path}: cannot read as {what}: {cut(visible(detail), 200)}")
+
+
+# What a SQLite format's reader does with an opened database: the name it reads it as (for an error's one line)
+# and the reader of the opened database (its contents, every pass's input).
+Chooser = Callable[["Database"], tuple[str, Callable[[Path, "Database"], Any]]]
+
+
+def read_database_file(
+    path: Path,
+    choose: Chooser,
+    *,
+    what: str,
+    config: SqliteBounds | None = None,
+    on_read: Callable[[int], None] | None = None,
+    opened: IO[bytes] | None = None,
+) -> Any:
+    """A SQLite file (or a gzipped one) opened as untrusted, read by the reader ``choose`` picks for it, and closed:
+    the one open-read-close every SQLite format shares (Nsight Systems, rocpd, and a gzip that holds either), each
+    failure one line naming the file and what it was read as. ``opened``: the file as ``open_input`` opened it."""
+    own = None
+    named = what
+    try:
+        if opened is None:
+            opened = own = open_input(path)[0]
+        with open_database(path, opened, config or SqliteBounds(), what) as found:
+            named, reader = choose(found)
+            contents = reader(path, found)
+    except (sqlite3.DatabaseError, MemoryError) as exc:  # not a database, malformed, over the heap or time bound
+        raise database_error(path, named, exc) from None
+    except OSError as exc:
+        raise InputFileError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    finally:
+        if own is not None:
+            own.close()
+    if on_read is not None:
+        on_read(contents.bytes_read)
+    return contents
