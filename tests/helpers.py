@@ -168,9 +168,12 @@ def artifacts(tmp_path: Path) -> Path:
     return where
 
 
-def open_page(browser: Any, page_file: Path, shot: Path, width: int = 1280) -> tuple[Any, dict[str, Any]]:
+def open_page(
+    browser: Any, page_file: Path, shot: Path, width: int = 1280, *, plots: bool = True
+) -> tuple[Any, dict[str, Any]]:
     """The page as a user sees it, with what went wrong on the way: console errors, script errors,
-    dialogs (alert) and every request that was not the file itself (blocked)."""
+    dialogs (alert) and every request that was not the file itself (blocked). ``plots``: wait until plotly has
+    drawn the pictures (a page without any, the diff's bars in HTML, waits for its load alone)."""
     seen: dict[str, Any] = {"errors": [], "blocked": [], "dialogs": []}
     page = browser.new_page(viewport={"width": width, "height": 900})
     page.on("console", lambda m: seen["errors"].append(m.text) if m.type == "error" else None)
@@ -185,9 +188,10 @@ def open_page(browser: Any, page_file: Path, shot: Path, width: int = 1280) -> t
             r.abort()
 
     page.route("**/*", route)
-    page.goto(page_file.as_uri())
-    page.wait_for_selector("body[data-plots=drawn]", timeout=30_000)
-    page.wait_for_timeout(300)
+    page.goto(page_file.as_uri(), wait_until="load")
+    if plots:
+        page.wait_for_selector("body[data-plots=drawn]", timeout=30_000)
+        page.wait_for_timeout(300)
     page.screenshot(path=str(shot), full_page=True)
     return page, seen
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import TRACES, RunCli, needs_shared, strict_json
-from tests.helpers import GEMM, GEMM_US, chromium, needs_browser
+from tests.helpers import GEMM, GEMM_US, chromium, needs_browser, open_page
 from tests.helpers import diff_trace as _trace
 
 HOSTILE = '<img src=x onerror="alert(1)">'
@@ -27,26 +27,9 @@ def browser() -> Iterator[Any]:
 
 
 def _open(browser: Any, page_file: Path, shot: Path, width: int) -> tuple[Any, dict[str, Any]]:
-    """As tests/report/test_html_report.py opens a
-    page (errors, dialogs and any request but the file's collected), without
-    its wait for plotly: the diff's page draws its bars in HTML, so it has nothing to wait for."""
-    seen: dict[str, Any] = {"errors": [], "blocked": [], "dialogs": []}
-    page = browser.new_page(viewport={"width": width, "height": 900})
-    page.on("console", lambda m: seen["errors"].append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: seen["errors"].append(str(e)))
-    page.on("dialog", lambda d: (seen["dialogs"].append(d.message), d.dismiss()))
-
-    def route(r: Any) -> None:
-        if r.request.url == page_file.as_uri():
-            r.continue_()
-        else:
-            seen["blocked"].append(r.request.url)
-            r.abort()
-
-    page.route("**/*", route)
-    page.goto(page_file.as_uri(), wait_until="load")
-    page.screenshot(path=str(shot), full_page=True)
-    return page, seen
+    """The page opened as every report page is (errors, dialogs and any request but the file's collected), without
+    the wait for plotly: the diff's page draws its bars in HTML, so it has nothing to wait for."""
+    return open_page(browser, page_file, shot, width, plots=False)
 
 
 def _page(run_cli: RunCli, before: Path, after: Path, out: Path, status: int) -> Path:
