@@ -85,8 +85,12 @@ def plural(number: float, noun: str) -> str:
 
 
 def article(name: str) -> str:
-    """'an' before a name read with a vowel sound (an A100, an H100, an Nsight Systems export), else 'a'."""
-    return "an" if name[:1].upper() in "AEFHILMNORSX" else "a"
+    """'an' before a name read with a vowel sound, else 'a': a capital is read as its letter (an A100, an H100, an
+    Nsight Systems export, an RTX), a lower-case word as a word (a rocpd database, an unknown format)."""
+    first = name[:1]
+    if first.islower():
+        return "an" if first in "aeiou" else "a"
+    return "an" if first.upper() in "AEFHILMNORSX" else "a"
 
 
 def verb(number: float, one: str, many: str) -> str:

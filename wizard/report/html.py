@@ -34,7 +34,7 @@ from wizard.trace.health.spec import HEALTH_LABEL, RANK
 from wizard.trace.inspection.results import Inspection
 from wizard.trace.metrics.mechanisms import BY_ID, is_wrong
 from wizard.trace.read.formats import BY_ID as FORMATS_BY_ID
-from wizard.trace.read.formats import NSYS_SQLITE
+from wizard.trace.read.formats import FORMATS, NSYS_SQLITE
 from wizard.untrusted import html_prose, html_text, script_json
 
 CSP = (
@@ -471,8 +471,10 @@ def perfetto_hint(inspection: Inspection) -> str:
     a viewer hides, the ``trace fix --split-overlaps`` command and the lanes it adds. Per format (issue 45 item
     11): Perfetto opens Chrome JSON and .pftrace files, not an Nsight Systems SQLite export, and ``trace fix``
     rewrites Chrome JSON only."""
-    reports = [r for r in inspection.reports if r.format != NSYS_SQLITE.id]
+    databases = {f.id for f in FORMATS if f.container == "sqlite"}  # Perfetto opens none of them
+    reports = [r for r in inspection.reports if r.format not in databases]
     exports = [r for r in inspection.reports if r.format == NSYS_SQLITE.id]
+    others = [r for r in inspection.reports if r.format in databases and r.format != NSYS_SQLITE.id]
     if not inspection.reports:
         return ""
     nsys = (
@@ -481,9 +483,14 @@ def perfetto_hint(inspection: Inspection) -> str:
         + ": look at that run in Nsight Systems itself, on the <code>.nsys-rep</code> it was exported from.</p>"
         if exports
         else ""
+    ) + "".join(
+        f"<p>Perfetto does not open {html_text(_format_named(r.format), 80)} (<code>{html_text(r.path, 400)}</code>):"
+        " look at that run in the profiler's own tools.</p>"
+        for r in others[:20]
     )
     if not reports:
-        return f'<section id="ww-perfetto"><h2>Open the run in Nsight Systems</h2>{nsys}</section>'
+        where = "Nsight Systems" if not others else "its profiler's own tools"
+        return f'<section id="ww-perfetto"><h2>Open the run in {where}</h2>{nsys}</section>'
     paths = "".join(f"<li><code>{html_text(r.path, 400)}</code></li>" for r in reports[:20])
     more = f'<p class="note">and {plural(len(reports) - 20, "more trace")}</p>' if len(reports) > 20 else ""
     fixes = [fix for r in reports if _rewritable(r) for c in r.health_result.checks if (fix := _fix_html(r, c))]
@@ -494,6 +501,10 @@ def perfetto_hint(inspection: Inspection) -> str:
         + " (a .gz file opens as it is; <code>chrome://tracing</code> opens Chrome JSON too):</p>"
         + f"<ul>{paths}</ul>{more}{nsys}{''.join(fixes[:10])}</section>"
     )
+
+
+def _format_named(format_id: str) -> str:
+    return next((f.name_with_article for f in FORMATS if f.id == format_id), "this database")
 
 
 def _rewritable(report: Any) -> bool:
