@@ -399,3 +399,14 @@ def test_a_job_run_writes_its_report_files(run_cli: RunCli, ranks: Path, tmp_pat
     assert strict_json(doc.read_text(encoding="utf-8"))["schema"] == "warpwizard.job-report/1"
     again = run_cli("trace", "inspect", "--engine", "none", "--markdown", str(md), str(ranks))
     assert again.returncode == 7 and "already exists" in again.stderr  # never over a user's file without --force
+
+
+def test_a_jobs_page_needs_no_plotting_library(
+    run_cli: RunCli, ranks: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The job's page is static tables (no picture per rank): it is written where plotly is not installed."""
+    monkeypatch.setitem(sys.modules, "plotly.graph_objects", None)  # import fails as if not installed
+    page = tmp_path / "job.html"
+    result = run_cli("trace", "inspect", "--engine", "none", "--report", str(page), "--fail-on", "never", str(ranks))
+    assert result.returncode == 0, result.stderr
+    assert "<h2>Checks over the ranks</h2>" in page.read_text(encoding="utf-8")

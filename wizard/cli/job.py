@@ -46,7 +46,7 @@ def _report_files(args: Any) -> list[tuple[str, Any]]:
     from wizard.outputs import check_outputs
     from wizard.report.registry import FORMATS, format_for
 
-    files = [(args.report, format_for(args.report))] if args.report else []
+    files = [(args.report, format_for(args.report, pictures=False))] if args.report else []  # tables, no plots
     if args.markdown not in (None, "-"):
         files.append((args.markdown, FORMATS[".md"]))
     check_outputs([(path, chosen.name) for path, chosen in files], inputs=args.paths, force=args.force)

@@ -103,14 +103,16 @@ FORMATS[".markdown"] = FORMATS[".md"]
 FORMATS[".htm"] = FORMATS[".html"]
 
 
-def format_for(path: str | Path) -> ReportFormat:
-    """The format a report file's suffix asks for, its dependencies checked now (before any work)."""
+def format_for(path: str | Path, *, pictures: bool = True) -> ReportFormat:
+    """The format a report file's suffix asks for, its dependencies checked now (before any work); ``pictures=False``
+    for a page that draws none (a job's tables), which needs no plotting library."""
     suffix = Path(path).suffix.lower()
     found = FORMATS.get(suffix)
     if found is None:
         valid = ", ".join(sorted(FORMATS))
         raise UsageError(f"--report {path}: unknown report format {suffix or '(no suffix)'!r}; choose from {valid}")
-    found.check()
+    if pictures:
+        found.check()
     return found
 
 
