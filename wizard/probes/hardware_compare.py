@@ -119,10 +119,10 @@ def _other_gpu(env: Environment, trace: str, other: str) -> tuple[ProbeResult | 
     if not trace or not other:
         return None, []
     from wizard.errors import MissingDependency, UsageError
-    from wizard.probes.profile_compare import decide
+    from wizard.probes.profile_compare import compare, decide
 
     try:
-        diff = _compare(env, trace, other)
+        diff = compare(env, trace, other)  # step 1's comparison, through the run's one read
     except (InputFileError, UsageError, MissingDependency) as exc:
         return None, [f"comparability: cannot compare ({exc})"]
     model = next(f for f in diff.factors if f.name == "GPU model")
@@ -142,17 +142,6 @@ def _other_gpu(env: Environment, trace: str, other: str) -> tuple[ProbeResult | 
         return ProbeResult(Status.FAIL, str(facts["verdict"]), facts=facts, evidence=said + diff.mechanisms[:8]), said
     facts["verdict"] = f"{', '.join(kept)} on both {model.before} and {model.after}: not the hardware"
     return ProbeResult(Status.PASS, str(facts["verdict"]), facts=facts, evidence=said), said
-
-
-def _compare(env: Environment, trace: str, other: str) -> Any:
-    """The trace (through the run's inspections: not read again) beside the other profile, by wizard.diff."""
-    from wizard.diff import Side, compare_sides, load_side
-    from wizard.probes.inspections import inspection
-
-    def profiles(path: str) -> list[Any]:
-        return [r.profile for r in inspection(env, [path]).reports]
-
-    return compare_sides(Side(Path(trace).name, profiles(trace)), load_side(other, profiles))
 
 
 def _load_reports(paths: Iterable[Any]) -> tuple[list[MachineReport], list[str]]:

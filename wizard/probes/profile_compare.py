@@ -45,7 +45,7 @@ def decide(diff: Any) -> tuple[Outcome, list[str], list[str]]:
     return "cannot tell", gone, kept
 
 
-def _compare(env: Environment, trace: str, other: str) -> Any:
+def compare(env: Environment, trace: str, other: str) -> Any:
     """The comparison through the run's inspections: the trace the flagship read is not read again (and the other
     profile, once read here, is the run's too); an Nsight Compute report on the other side is joined instead."""
     from wizard.diff import Side, compare_sides, load_side, ncu_beside
@@ -76,7 +76,7 @@ class ProfileCompareProbe:
         if not other:
             return ProbeResult(Status.SKIP, "no second profile given: nothing to compare", facts={"other": ""})
         try:
-            diff = _compare(env, trace, other)
+            diff = compare(env, trace, other)
         except (InputFileError, UsageError, MissingDependency) as exc:
             return ProbeResult(Status.SKIP, f"cannot compare: {exc}", facts={"other": other, "outcome": "cannot tell"})
         outcome, gone, kept = decide(diff)

@@ -159,6 +159,9 @@ class ReprofileFacts(TypedDict, total=False):
     profilers_run: Annotated[list[str], "what ran"]
     profilers_skipped: Annotated[dict[str, str], "what could not run, and why"]
     versions: Annotated[dict[str, list[str]], "interpreter -> mechanisms found with its torch"]
+    comparisons: Annotated[
+        dict[str, dict[str, str]], "another torch's trace beside this run's: comparability and outcome"
+    ]
     workload_failed: Annotated[bool, "whether the workload failed (a non-zero exit or a CUDA error)"]
     exit_code: Annotated[int | None, "the workload's exit code under the profiler"]
     output_tail: Annotated[str, "how a failed workload ended: its exception, or its last line of output"]
@@ -242,6 +245,7 @@ class _Gathered:
     evidence: list[str] = field(default_factory=list)
     nsys_ran: bool = False
     ncu: dict[str, Any] | None = None
+    comparisons: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def facts(self, follows: str) -> dict[str, Any]:
         facts: dict[str, Any] = {
@@ -256,6 +260,7 @@ class _Gathered:
             "profilers_run": self.ran,
             "profilers_skipped": self.skipped,
             "versions": self.versions,
+            "comparisons": self.comparisons,
         }
         if self.ncu is not None:
             facts["ncu"] = self.ncu
@@ -285,9 +290,36 @@ def _other_versions(
             found.skipped[other] = "did not produce a trace"
             continue
         version = str(other_run.result.get("torch_version"))
+        if not _beside(env, found, other_trace, f"torch {version} ({other})"):
+            found.skipped[other] = f"torch {version}'s trace cannot be compared with this one (evidence)"
+            continue
         found.versions[version] = inspection_facts(inspection(env, [str(other_trace)]))["mechanisms"]
         found.ran.append(f"torch.profiler ({version}, {other})")
         found.files.append(str(other_trace))
+
+
+def _beside(env: Environment, found: _Gathered, other_trace: Path, label: str) -> bool:
+    """Another version's trace beside this run's, by ``warpwizard diff``'s comparison (comparable first): its verdict
+    and what became of the flagged launches go in the evidence; a pair that cannot be compared decides nothing
+    (issue 50: "a comparison that could not be made has not shown the absence of a regression")."""
+    from wizard.errors import InputFileError, MissingDependency, UsageError
+    from wizard.probes.profile_compare import compare, decide
+
+    try:
+        diff = compare(env, str(found.trace), str(other_trace))
+    except (InputFileError, UsageError, MissingDependency) as exc:
+        found.evidence.append(f"{label}: cannot compare ({exc})")
+        return False
+    outcome, gone, kept = decide(diff)
+    blocks = [f.name for f in diff.factors if f.status == "differs" and f.effect == "blocks"]
+    found.comparisons[label] = {"comparability": diff.verdict, "outcome": outcome}
+    found.evidence.append(
+        f"{label} beside this run: {diff.verdict}"
+        + (f" ({', '.join(blocks)} differ)" if blocks else f"; the flagged launches: {outcome}")
+        + (f" ({', '.join(gone)} gone)" if gone else "")
+        + (f" ({', '.join(kept)} kept)" if kept else "")
+    )
+    return bool(diff.verdict != "not comparable")
 
 
 def _external_profilers(env: Environment, argv: list[str], out_dir: Path, timeout: float, found: _Gathered) -> None:
