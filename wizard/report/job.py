@@ -72,8 +72,8 @@ def _table(head: list[str], rows: list[list[str]]) -> str:
     """A static table; every cell is already escaped by its caller. A status or a check id is one word: its cell
     does not break (the page's ``td.status``/``code.check`` rule)."""
     th = "".join(f"<th>{h}</th>" for h in head)
-    cls = ['' if h not in ("status", "kind") else ' class="status"' for h in head]
-    wrap = ["<code class=\"check\">{}</code>" if h == "check" else "{}" for h in head]
+    cls = ["" if h not in ("status", "kind") else ' class="status"' for h in head]
+    wrap = ['<code class="check">{}</code>' if h == "check" else "{}" for h in head]
     body = "".join(
         "<tr>" + "".join(f"<td{c}>{w.format(cell)}</td>" for c, w, cell in zip(cls, wrap, row, strict=True)) + "</tr>"
         for row in rows
