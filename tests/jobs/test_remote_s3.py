@@ -209,8 +209,14 @@ def test_a_file_url_and_an_unknown_protocol(local_ranks: Path, run_cli: RunCli) 
     local = run_cli("trace", "inspect", "--json", "--jobs", "1", str(local_ranks))
     by_url = run_cli("trace", "inspect", "--json", "--jobs", "1", local_ranks.as_uri())
     assert _verdicts(strict_json(by_url.stdout)) == _verdicts(strict_json(local.stdout))
-    unknown = run_cli("trace", "inspect", "nosuchproto://bucket/rank0.json")
-    assert unknown.returncode == 6 and "fsspec knows no such protocol" in unknown.stderr
+    for url in ("nosuchproto://bucket/rank0.json", "ssh://host/run/rank0.json", "memory://rank0.json",
+                "zip://rank0.json::file:///tmp/x.zip"):  # fmt: skip
+        refused = run_cli("trace", "inspect", url)
+        (line,) = refused.stderr.strip().splitlines()
+        assert refused.returncode == 6, url
+        assert "not a store warpwizard reads a trace from: one of s3://, s3a://, gs://" in line, line
+    cached = run_cli("trace", "inspect", "simplecache::s3://bucket/rank0.json")  # no scheme first: a local name
+    assert cached.returncode == 6 and cached.stderr.strip().endswith("no such file")
 
 
 def test_a_signed_url_is_refused_and_its_token_never_shown(run_cli: RunCli) -> None:

@@ -32,6 +32,11 @@ MAX_FILES = 100_000  # objects one directory or glob may name (a job's ranks, wi
 MAX_URL = 2048  # characters of a URL taken (S3 keys are at most 1,024 bytes)
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+://")  # two letters at least: C:\ is a Windows path, not a URL
 _GLOB = re.compile(r"[*?\[]")
+# The stores a trace URL may name: object stores, the web and local files. A URL can come from someone else's
+# answers file or report, so what fsspec could also do with one is refused: log in over SSH or SMB with the
+# user's own keys, write a local cache (``simplecache::``, ``filecache::``), open archives or chain protocols
+# (``::``), run a query against a Dask or GitHub API. Each is one line naming the valid ones.
+STORES = ("s3", "s3a", "gs", "gcs", "hf", "az", "abfs", "abfss", "http", "https", "file")
 
 
 def is_url(name: object) -> bool:
@@ -68,6 +73,10 @@ def _filesystem(url: str) -> tuple[Any, str]:
     """(the filesystem, the path in it) for ``url``; an unknown scheme or a store's missing package is one line."""
     if len(url) > MAX_URL:
         raise InputFileError(f"{shown(url)}: not a URL: longer than {MAX_URL} characters")
+    scheme = url.split("://", 1)[0].lower()
+    if scheme not in STORES or "::" in url:
+        valid = ", ".join(f"{s}://" for s in STORES)
+        raise InputFileError(f"{shown(url)}: not a store warpwizard reads a trace from: one of {valid}, unchained")
     if _web(url) and "?" in url:  # a signed URL's token is a credential: every report naming the trace would hold it
         raise InputFileError(
             f"{shown(url)}?...: a URL with a query string is not taken (a signed URL's token would be written in the "
