@@ -48,7 +48,14 @@ from wizard.errors import InputFileError
 from wizard.trace.read.collector import ANNOTATION_CAP, Collector, TraceContents
 from wizard.trace.read.events import Event, EventArgs
 from wizard.trace.read.records import PROCESS_SHIFT
-from wizard.trace.read.sqlite import Database, SqliteBounds, columns, integer, read_database_file
+from wizard.trace.read.sqlite import (
+    Database,
+    SqliteBounds,
+    columns,
+    database_contents,
+    integer,
+    read_database_file,
+)
 from wizard.untrusted import cut, visible
 
 _VERSION_SUFFIX = re.compile(r"_v\d{4,}$")  # nsys names API calls with the version they entered CUDA in
@@ -98,11 +105,7 @@ def read_nsys(
 
 def read_database(path: Path, found: Database) -> TraceContents:
     """The contents of an open export (``wizard.trace.read.sqlite.open_database``)."""
-    contents = TraceContents(path=str(path))
-    contents.layout = "sqlite"
-    contents.format = "nsys-sqlite"
-    contents.bytes_read = found.file_bytes
-    contents.compressed = found.compressed
+    contents = database_contents(path, found, "nsys-sqlite")
     if not found.compressed:
         contents.metadata.update(_write_ahead_log(path))
     _Export(found, contents).read()

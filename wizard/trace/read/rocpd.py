@@ -35,7 +35,15 @@ from typing import IO, Any
 from wizard.errors import InputFileError
 from wizard.trace.read.collector import Collector, TraceContents
 from wizard.trace.read.events import Event, EventArgs
-from wizard.trace.read.sqlite import Database, SqliteBounds, columns, integer, read_database_file, text
+from wizard.trace.read.sqlite import (
+    Database,
+    SqliteBounds,
+    columns,
+    database_contents,
+    integer,
+    read_database_file,
+    text,
+)
 
 WHAT = "a rocpd database"
 BATCH = 50_000
@@ -76,11 +84,7 @@ def read_rocpd(
 
 def read_database(path: Path, found: Database) -> TraceContents:
     """The kernels of an open rocpd database."""
-    contents = TraceContents(path=str(path))
-    contents.layout = "sqlite"
-    contents.format = "rocpd-sqlite"
-    contents.bytes_read = found.file_bytes
-    contents.compressed = found.compressed
+    contents = database_contents(path, found, "rocpd-sqlite")
     tables = found.schema.tables
     runs = suffixes(found.schema.names, DISPATCH)
     found.schema.require_ordinary(path, [f"{base}{s}" for s in runs for base in (DISPATCH, SYMBOL, AGENT)])

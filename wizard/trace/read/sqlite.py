@@ -43,6 +43,7 @@ from typing import IO, Any
 
 from wizard.errors import InputFileError
 from wizard.trace.read import inflate
+from wizard.trace.read.collector import TraceContents
 from wizard.trace.read.source import open_input
 from wizard.untrusted import cut, visible
 
@@ -294,6 +295,16 @@ def database_error(path: Path, what: str, exc: sqlite3.DatabaseError | MemoryErr
 # What a SQLite format's reader does with an opened database: the name it reads it as (for an error's one line)
 # and the reader of the opened database (its contents, every pass's input).
 Chooser = Callable[["Database"], tuple[str, Callable[[Path, "Database"], Any]]]
+
+
+def database_contents(path: Path, found: Database, format_id: str) -> TraceContents:
+    """The empty contents a SQLite format's reader fills: its path, layout, format and the bytes it read."""
+    contents = TraceContents(path=str(path))
+    contents.layout = "sqlite"
+    contents.format = format_id
+    contents.bytes_read = found.file_bytes
+    contents.compressed = found.compressed
+    return contents
 
 
 def read_database_file(
