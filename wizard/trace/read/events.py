@@ -64,8 +64,12 @@ class Event(msgspec.Struct, gc=False):
     name: str | int | float | None = None
     pid: int | str | None = None
     tid: int | str | None = None
-    ts: int | float | str | None = None
-    dur: int | float | str | None = None
+    # Floats: msgspec makes Kineto's integer microseconds doubles as it decodes (correctly rounded, as ``float()``
+    # is; past a double's range it refuses the block, and the exact path's ``_number`` reads None as before), so the
+    # collector's hot loop takes every time as it is instead of calling ``_number`` on a million integers (issue 48).
+    # Other readers build Events with integers or floats; the collector takes both.
+    ts: float | str | None = None
+    dur: float | str | None = None
     args: EventArgs | None = None
 
 
