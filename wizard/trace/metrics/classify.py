@@ -128,60 +128,88 @@ class Classifier:
         # whether the launch is wrong: a launch counts once per mechanism, and once among the wrong
         self.badness: dict[int, tuple[list[tuple[Finding, float]], bool]] = {}
         self.wrong_launches = 0
+        # kernel-table shape id -> its check, findings, whether wrong, and kernel name (the source's table only)
+        self._by_shape: dict[int, tuple[KernelCheck, list[tuple[Finding, float]], bool, str]] = {}
 
     def feed(self, kernels: KernelTable) -> None:
-        """Check the launches that arrived since the last call (records are made one at a time: never
-        a list of millions)."""
-        groups, worst_badness, mechanisms = self.groups, self.worst_badness, self.mechanisms
+        """Check the launches that arrived since the last call. A launch's check depends only on what it shares
+        with others (its shape in the kernel table), so a record is made for a shape's first launch, and again
+        only where a launch becomes a group's first or worst example; the others are read from the table's
+        columns (a record and a check signature per launch were most of the flagship's time at 200 MB)."""
         start, self.fed = self.fed, len(kernels)
-        for k in kernels.since(start):
-            result = self.checker.check(k)
-            judged = self.badness.get(id(result))
-            if judged is None:
-                judged = self.badness[id(result)] = _per_mechanism(result.findings)
-            findings, wrong = judged
-            self.wrong_launches += wrong
-            if self.plots:
-                self._draw(k, result, findings, wrong)
-            if result.notes:
-                self.tool_notes.update(result.notes)
-            if not result.checked and result.true:
-                self._computed(result)
-            if result.checked:
-                self.checked += 1
-                true_wps = result.corrected.get("warps per SM")
-                if (
-                    isinstance(true_wps, float)
-                    and math.isfinite(true_wps)
-                    and (self.max_true_wps is None or true_wps > self.max_true_wps)
-                ):
-                    self.max_true_wps = true_wps
+        if self.plots:  # the picture needs every launch's record
+            for k in kernels.since(start):
+                self._launch(k, *self._judged(k))
+            return
+        columns, by_shape = kernels.columns(), self._by_shape
+        ts, shape_of = columns[0], columns[3]
+        for i in range(start, self.fed):
+            seen = by_shape.get(shape_of[i])
+            if seen is None:
+                k = kernels[i]
+                seen = by_shape[shape_of[i]] = (*self._judged(k), k.name)
+            result, findings, wrong, name = seen
+            self._counted(result, wrong)
             for finding, bad in findings:
-                mechanisms[finding.mechanism.value] += 1
-                key = (finding.mechanism.value, k.name)
-                group = groups.get(key)
-                if group is None:
-                    group = groups[key] = FindingGroup(
-                        finding.mechanism.value,
-                        finding.mechanism.summary,
-                        finding.severity,
-                        k.name,
-                        1,
-                        k.ts,
-                        _for_kernel(finding, k),
-                    )
-                    group.examples.append(k.index)
-                    worst_badness[key] = bad
-                    self._keep_launch(group, k, finding)
-                else:
-                    if len(group.examples) < 8:
-                        group.examples.append(k.index)
-                    group.count += 1
-                    group.first_ts = min(group.first_ts, k.ts)
-                    self._keep_launch(group, k, finding)
-                    if bad > worst_badness[key]:
-                        group.worst = _for_kernel(finding, k)
-                        worst_badness[key] = bad
+                self._grouped(finding, bad, name, i, ts[i], kernels)
+
+    def _judged(self, k: KernelRecord) -> tuple[KernelCheck, list[tuple[Finding, float]], bool]:
+        """A launch's check (memoised), its findings one per mechanism with their badness, and whether it is wrong."""
+        result = self.checker.check(k)
+        judged = self.badness.get(id(result))
+        if judged is None:
+            judged = self.badness[id(result)] = _per_mechanism(result.findings)
+        return result, *judged
+
+    def _launch(self, k: KernelRecord, result: KernelCheck, findings: list[tuple[Finding, float]], wrong: bool) -> None:
+        """One launch with its record at hand (when plotting)."""
+        self._counted(result, wrong)
+        self._draw(k, result, findings, wrong)
+        for finding, bad in findings:
+            self._grouped(finding, bad, k.name, k.index, k.ts, k)
+
+    def _counted(self, result: KernelCheck, wrong: bool) -> None:
+        """What every launch adds to the totals."""
+        self.wrong_launches += wrong
+        if result.notes:
+            self.tool_notes.update(result.notes)
+        if not result.checked and result.true:
+            self._computed(result)
+        if result.checked:
+            self.checked += 1
+            true_wps = result.corrected.get("warps per SM")
+            if (
+                isinstance(true_wps, float)
+                and math.isfinite(true_wps)
+                and (self.max_true_wps is None or true_wps > self.max_true_wps)
+            ):
+                self.max_true_wps = true_wps
+
+    def _grouped(  # noqa: PLR0917 - a launch's fields, read from the columns without a record
+        self, finding: Finding, bad: float, name: str, index: int, ts: float, where: KernelTable | KernelRecord
+    ) -> None:
+        """A launch's finding into its (mechanism, kernel) group; ``where`` gives the launch's record when needed."""
+        mechanism = finding.mechanism.value
+        self.mechanisms[mechanism] += 1
+        key = (mechanism, name)
+        group = self.groups.get(key)
+        if group is None:
+            k = where if isinstance(where, KernelRecord) else where[index]
+            group = self.groups[key] = FindingGroup(
+                mechanism, finding.mechanism.summary, finding.severity, name, 1, ts, _for_kernel(finding, k)
+            )
+            group.examples.append(index)
+            self.worst_badness[key] = bad
+            self._keep_launch(group, index, finding)
+            return
+        if len(group.examples) < 8:
+            group.examples.append(index)
+        group.count += 1
+        group.first_ts = min(group.first_ts, ts)
+        self._keep_launch(group, index, finding)
+        if bad > self.worst_badness[key]:
+            group.worst = _for_kernel(finding, where if isinstance(where, KernelRecord) else where[index])
+            self.worst_badness[key] = bad
 
     def _computed(self, result: KernelCheck) -> None:
         """A launch that printed nothing to check, whose true values were computed (Cuspy, nsys)."""
@@ -231,11 +259,11 @@ class Classifier:
         points = [(m, mech, r, t, n) for (m, mech, r, t), n in counts.items()]
         return PlotData(points, self._timeline, self._timeline_omitted)
 
-    def _keep_launch(self, group: FindingGroup, k: KernelRecord, finding: Finding) -> None:
+    def _keep_launch(self, group: FindingGroup, index: int, finding: Finding) -> None:
         if not group.wrong:
             return  # F: correct by design, never listed as wrong
         if len(group.launch_refs) < self.max_launches:
-            group.launch_refs.append((k.index, finding))
+            group.launch_refs.append((index, finding))
         else:
             group.launches_omitted += 1
 
