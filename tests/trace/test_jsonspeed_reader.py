@@ -13,9 +13,11 @@ import pytest
 
 from tests.conftest import TRACES, needs_shared, write_trace
 from wizard.inspect_options import DEFAULT_OPTIONS
-from wizard.trace.metrics.classify import analyse
+from wizard.trace.metrics.classify import Classifier, analyse
+from wizard.trace.metrics.devices import device_table
 from wizard.trace.read.events import EVENTS_DECODER, decode_block
 from wizard.trace.read.reader import ReaderConfig, read_trace
+from wizard.trace.read.records import NO_CORRELATION, KernelTable
 
 ONE_PROCESS = ReaderConfig(workers=0)
 
@@ -91,3 +93,30 @@ def test_classifying_from_the_columns_finds_what_a_record_per_launch_finds(name:
     for field in ("kernels_checked", "mechanisms", "wrong_launches", "max_true_warps_per_sm", "computed_launches"):
         assert getattr(columns, field) == getattr(records, field), field
     assert [g.to_dict() for g in columns.groups] == [g.to_dict() for g in records.groups]
+
+
+@needs_shared
+def test_classifying_block_by_block_matches_one_launch_at_a_time() -> None:
+    """While workers decode, the classifier is fed block by block: counting per shape within each block must keep
+    every total and every counter's order (the report lists mechanisms in the order first seen) as the
+    record-per-launch loop over the whole table gives them."""
+    contents = read_trace(TRACES / "h800-deepseek-train-rank0.json.gz", config=ONE_PROCESS)
+    devices = device_table(contents.device_properties, contents.kernels, None)
+    whole = Classifier(devices, contents.is_rocm, contents, plots=True)
+    whole.feed(contents.kernels)
+    growing = KernelTable()
+    blocks = Classifier(devices, contents.is_rocm, contents)
+    ts, dur, corr, shape_of, shapes = contents.kernels.columns()
+    for i in range(len(ts)):
+        correlation = None if corr[i] == NO_CORRELATION else corr[i]
+        growing.add(ts[i], dur[i], correlation, shapes[shape_of[i]])
+        if i % 97 == 0 or i == len(ts) - 1:
+            blocks.feed(growing)
+    assert blocks.fed == whole.fed == len(contents.kernels) > 97
+    assert list(blocks.mechanisms.items()) == list(whole.mechanisms.items())
+    assert list(blocks.tool_notes.items()) == list(whole.tool_notes.items())
+    for field in ("checked", "wrong_launches", "computed", "max_true_wps", "max_computed_wps"):
+        assert getattr(blocks, field) == getattr(whole, field), field
+    assert list(blocks.groups) == list(whole.groups)
+    assert [g.to_dict() for g in blocks.groups.values()] == [g.to_dict() for g in whole.groups.values()]
+    assert [g.launch_refs for g in blocks.groups.values()] == [g.launch_refs for g in whole.groups.values()]

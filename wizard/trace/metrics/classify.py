@@ -128,30 +128,57 @@ class Classifier:
         # whether the launch is wrong: a launch counts once per mechanism, and once among the wrong
         self.badness: dict[int, tuple[list[tuple[Finding, float]], bool]] = {}
         self.wrong_launches = 0
-        # kernel-table shape id -> its check, findings, whether wrong, and kernel name (the source's table only)
-        self._by_shape: dict[int, tuple[KernelCheck, list[tuple[Finding, float]], bool, str]] = {}
+        # kernel-table shape id -> its check, whether wrong, and its findings with badness and group key
+        self._by_shape: dict[int, tuple[KernelCheck, bool, tuple[tuple[Finding, float, tuple[str, str]], ...]]] = {}
 
     def feed(self, kernels: KernelTable) -> None:
         """Check the launches that arrived since the last call. A launch's check depends only on what it shares
-        with others (its shape in the kernel table), so a record is made for a shape's first launch, and again
-        only where a launch becomes a group's first or worst example; the others are read from the table's
-        columns (a record and a check signature per launch were most of the flagship's time at 200 MB)."""
+        with others (its shape in the kernel table): each shape is checked once, from its first launch's record,
+        the totals are counted per shape (launches of it in this batch), and only launches whose shape has
+        findings are looked at one by one, for their groups (a record and a check signature per launch were most
+        of the flagship's time at 200 MB). Shapes are taken in the order of their first launch, so every counter
+        gains its keys in launch order, as one launch at a time gave them."""
         start, self.fed = self.fed, len(kernels)
         if self.plots:  # the picture needs every launch's record
             for k in kernels.since(start):
                 self._launch(k, *self._judged(k))
             return
-        columns, by_shape = kernels.columns(), self._by_shape
+        columns = kernels.columns()
         ts, shape_of = columns[0], columns[3]
-        for i in range(start, self.fed):
-            seen = by_shape.get(shape_of[i])
+        grouped = False
+        for shape, launches in Counter(shape_of[start : self.fed]).items():
+            seen = self._by_shape.get(shape)
             if seen is None:
-                k = kernels[i]
-                seen = by_shape[shape_of[i]] = (*self._judged(k), k.name)
-            result, findings, wrong, name = seen
-            self._counted(result, wrong)
-            for finding, bad in findings:
-                self._grouped(finding, bad, name, i, ts[i], kernels)
+                k = kernels[shape_of.index(shape, start, self.fed)]
+                result, findings, wrong = self._judged(k)
+                keyed = tuple((finding, bad, (finding.mechanism.value, k.name)) for finding, bad in findings)
+                seen = self._by_shape[shape] = (result, wrong, keyed)
+            result, wrong, keyed = seen
+            self._counted(result, wrong, launches)
+            for _, _, (mechanism, _) in keyed:
+                self.mechanisms[mechanism] += launches
+            grouped = grouped or bool(keyed)
+        if grouped:
+            self._group_launches(kernels, start, ts, shape_of)
+
+    def _group_launches(self, kernels: KernelTable, start: int, ts: Any, shape_of: Any) -> None:
+        """Each launch with findings into its groups, in launch order (examples and kept launches are the first)."""
+        by_shape, groups, worst_badness = self._by_shape, self.groups, self.worst_badness
+        for i in range(start, self.fed):
+            keyed = by_shape[shape_of[i]][2]
+            for finding, bad, key in keyed:
+                group = groups.get(key)
+                if group is None:
+                    self._grouped(finding, bad, key[1], i, ts[i], kernels, counted=True)
+                    continue
+                if len(group.examples) < 8:
+                    group.examples.append(i)
+                group.count += 1
+                group.first_ts = min(group.first_ts, ts[i])
+                self._keep_launch(group, i, finding)
+                if bad > worst_badness[key]:
+                    group.worst = _for_kernel(finding, kernels[i])
+                    worst_badness[key] = bad
 
     def _judged(self, k: KernelRecord) -> tuple[KernelCheck, list[tuple[Finding, float]], bool]:
         """A launch's check (memoised), its findings one per mechanism with their badness, and whether it is wrong."""
@@ -163,20 +190,20 @@ class Classifier:
 
     def _launch(self, k: KernelRecord, result: KernelCheck, findings: list[tuple[Finding, float]], wrong: bool) -> None:
         """One launch with its record at hand (when plotting)."""
-        self._counted(result, wrong)
+        self._counted(result, wrong, 1)
         self._draw(k, result, findings, wrong)
         for finding, bad in findings:
             self._grouped(finding, bad, k.name, k.index, k.ts, k)
 
-    def _counted(self, result: KernelCheck, wrong: bool) -> None:
-        """What every launch adds to the totals."""
-        self.wrong_launches += wrong
-        if result.notes:
-            self.tool_notes.update(result.notes)
+    def _counted(self, result: KernelCheck, wrong: bool, launches: int) -> None:
+        """What ``launches`` launches with this check add to the totals."""
+        self.wrong_launches += wrong * launches
+        for note in result.notes:
+            self.tool_notes[note] += launches
         if not result.checked and result.true:
-            self._computed(result)
+            self._computed(result, launches)
         if result.checked:
-            self.checked += 1
+            self.checked += launches
             true_wps = result.corrected.get("warps per SM")
             if (
                 isinstance(true_wps, float)
@@ -186,11 +213,21 @@ class Classifier:
                 self.max_true_wps = true_wps
 
     def _grouped(  # noqa: PLR0917 - a launch's fields, read from the columns without a record
-        self, finding: Finding, bad: float, name: str, index: int, ts: float, where: KernelTable | KernelRecord
+        self,
+        finding: Finding,
+        bad: float,
+        name: str,
+        index: int,
+        ts: float,
+        where: KernelTable | KernelRecord,
+        *,
+        counted: bool = False,
     ) -> None:
-        """A launch's finding into its (mechanism, kernel) group; ``where`` gives the launch's record when needed."""
+        """A launch's finding into its (mechanism, kernel) group; ``where`` gives the launch's record when needed;
+        ``counted``: its mechanism was counted already (per shape)."""
         mechanism = finding.mechanism.value
-        self.mechanisms[mechanism] += 1
+        if not counted:
+            self.mechanisms[mechanism] += 1
         key = (mechanism, name)
         group = self.groups.get(key)
         if group is None:
@@ -211,9 +248,9 @@ class Classifier:
             group.worst = _for_kernel(finding, where if isinstance(where, KernelRecord) else where[index])
             self.worst_badness[key] = bad
 
-    def _computed(self, result: KernelCheck) -> None:
-        """A launch that printed nothing to check, whose true values were computed (Cuspy, nsys)."""
-        self.computed += 1
+    def _computed(self, result: KernelCheck, launches: int = 1) -> None:
+        """Launches that printed nothing to check, whose true values were computed (Cuspy, nsys)."""
+        self.computed += launches
         wps = result.true.get("warps per SM")
         if isinstance(wps, float) and math.isfinite(wps):
             self.max_computed_wps = max(self.max_computed_wps or 0.0, wps)
