@@ -120,3 +120,32 @@ def test_classifying_block_by_block_matches_one_launch_at_a_time() -> None:
     assert list(blocks.groups) == list(whole.groups)
     assert [g.to_dict() for g in blocks.groups.values()] == [g.to_dict() for g in whole.groups.values()]
     assert [g.launch_refs for g in blocks.groups.values()] == [g.launch_refs for g in whole.groups.values()]
+
+
+_TAIL_IMPORTS = """
+import sys
+from wizard.inspect_options import DEFAULT_OPTIONS
+from wizard.trace.inspection.run import load_health_modules
+from wizard.trace.metrics.classify import analyse
+from wizard.trace.read.reader import ReaderConfig, read_trace
+contents = read_trace(sys.argv[1], config=ReaderConfig(workers=0))
+metrics = analyse(contents)
+load_health_modules()
+before = set(sys.modules)
+from wizard.trace.health.checks import check_trace
+check_trace(contents, metrics, DEFAULT_OPTIONS)
+print(sorted(set(sys.modules) - before))
+"""
+
+
+@needs_shared
+def test_the_health_checks_import_nothing_after_the_last_block() -> None:
+    """What the checks import is loaded while a big file's workers decode (``load_health_modules``): once it ran,
+    the checks after the last block import nothing (numpy.ma, which np.unique's first call imports, was 21 ms of
+    that serial tail)."""
+    import subprocess
+    import sys
+
+    trace = str(TRACES / "h800-deepseek-train-rank0.json.gz")
+    done = subprocess.run([sys.executable, "-c", _TAIL_IMPORTS, trace], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]", done.stdout
