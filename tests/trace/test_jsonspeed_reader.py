@@ -149,3 +149,27 @@ def test_the_health_checks_import_nothing_after_the_last_block() -> None:
     trace = str(TRACES / "h800-deepseek-train-rank0.json.gz")
     done = subprocess.run([sys.executable, "-c", _TAIL_IMPORTS, trace], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]", done.stdout
+
+
+def test_the_innermost_op_is_the_latest_starting_one_that_holds_the_time() -> None:
+    """``IntervalIndex.innermost`` (its own loop for one answer) against a scan of every interval written here:
+    in the (start, -end) order, the last interval with start <= t <= end."""
+    import random
+
+    from wizard.trace.read.records import IntervalIndex
+
+    rng = random.Random(48)
+    index = IntervalIndex()
+    spans = []
+    for n in range(400):
+        start = rng.uniform(0, 1000)
+        end = start + rng.choice([0.0, rng.uniform(0, 5), rng.uniform(0, 200), float("nan")])
+        tid = rng.choice([1, 2])
+        spans.append((tid, start, end, n))
+        index.add(7, tid, start, end, index.ref(f"op{n}"))
+    for _ in range(600):
+        tid, t = rng.choice([1, 2, 3]), rng.uniform(-10, 1100)
+        mine = sorted(((s, -e, n) for th, s, e, n in spans if th == tid), key=lambda x: (x[0], x[1]))
+        holding = [n for s, neg_end, n in mine if s <= t and -neg_end >= t]
+        expected = f"op{holding[-1]}" if holding else None
+        assert index.innermost(7, tid, t) == expected, (tid, t)

@@ -472,6 +472,11 @@ class IntervalIndex:
             return []
         thread = self._sorted(thread)
         i = bisect.bisect_right(thread.starts, t) - 1
+        if limit == 1:  # innermost: the latest-starting interval that holds t, the same 100,000 looked at, no list
+            ends, stop = thread.ends, max(i - 100_000, -1)  # a launch outside every op scanned them all per group
+            while i > stop and not ends[i] >= t:
+                i -= 1
+            return [self._descriptors[thread.refs[i]]] if i > stop else []
         found: list[tuple[float, float, int]] = []
         scanned = 0
         while i >= 0 and scanned < 100_000 and len(found) < limit:
