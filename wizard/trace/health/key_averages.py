@@ -246,8 +246,9 @@ def _innermost(tree: _Thread, times: Floats) -> Ints:
     out = np.full(len(times), -1, dtype=np.int64)
     stack: list[int] = []
     pushed = 0  # spans pushed so far (all those starting at or before the current time)
+    at = times.tolist()  # Python floats: a numpy scalar per time, and its comparisons, were a third of the loop
     for q in np.argsort(times, kind="stable").tolist():
-        t, last = times[q], latest[q]
+        t, last = at[q], latest[q]
         while pushed <= last:
             while stack and (s[pushed] >= e[stack[-1]] or e[pushed] > e[stack[-1]]):
                 stack.pop()

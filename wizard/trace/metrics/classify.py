@@ -128,8 +128,10 @@ class Classifier:
         # whether the launch is wrong: a launch counts once per mechanism, and once among the wrong
         self.badness: dict[int, tuple[list[tuple[Finding, float]], bool]] = {}
         self.wrong_launches = 0
-        # kernel-table shape id -> its check, whether wrong, and its findings with badness and group key
-        self._by_shape: dict[int, tuple[KernelCheck, bool, tuple[tuple[Finding, float, tuple[str, str]], ...]]] = {}
+        # kernel-table shape id -> its check, whether wrong, its findings with badness, group key, whether listed
+        self._by_shape: dict[
+            int, tuple[KernelCheck, bool, tuple[tuple[Finding, float, tuple[str, str], bool], ...]]
+        ] = {}
 
     def feed(self, kernels: KernelTable) -> None:
         """Check the launches that arrived since the last call. A launch's check depends only on what it shares
@@ -151,11 +153,14 @@ class Classifier:
             if seen is None:
                 k = kernels[shape_of.index(shape, start, self.fed)]
                 result, findings, wrong = self._judged(k)
-                keyed = tuple((finding, bad, (finding.mechanism.value, k.name)) for finding, bad in findings)
+                keyed = tuple(
+                    (finding, bad, (finding.mechanism.value, k.name), is_wrong(finding.mechanism.value))
+                    for finding, bad in findings
+                )
                 seen = self._by_shape[shape] = (result, wrong, keyed)
             result, wrong, keyed = seen
             self._counted(result, wrong, launches)
-            for _, _, (mechanism, _) in keyed:
+            for _, _, (mechanism, _), _ in keyed:
                 self.mechanisms[mechanism] += launches
             grouped = grouped or bool(keyed)
         if grouped:
@@ -163,10 +168,13 @@ class Classifier:
 
     def _group_launches(self, kernels: KernelTable, start: int, ts: Any, shape_of: Any) -> None:
         """Each launch with findings into its groups, in launch order (examples and kept launches are the first)."""
-        by_shape, groups, worst_badness = self._by_shape, self.groups, self.worst_badness
+        groups, worst_badness, most = self.groups, self.worst_badness, self.max_launches
+        keyed_of = {shape: seen[2] for shape, seen in self._by_shape.items() if seen[2]}
         for i in range(start, self.fed):
-            keyed = by_shape[shape_of[i]][2]
-            for finding, bad, key in keyed:
+            keyed = keyed_of.get(shape_of[i])
+            if keyed is None:
+                continue
+            for finding, bad, key, listed in keyed:
                 group = groups.get(key)
                 if group is None:
                     self._grouped(finding, bad, key[1], i, ts[i], kernels, counted=True)
@@ -175,7 +183,12 @@ class Classifier:
                     group.examples.append(i)
                 group.count += 1
                 group.first_ts = min(group.first_ts, ts[i])
-                self._keep_launch(group, i, finding)
+                if not listed:
+                    pass  # F: correct by design, never listed as wrong (as _keep_launch)
+                elif len(group.launch_refs) < most:
+                    group.launch_refs.append((i, finding))
+                else:
+                    group.launches_omitted += 1
                 if bad > worst_badness[key]:
                     group.worst = _for_kernel(finding, kernels[i])
                     worst_badness[key] = bad
