@@ -159,11 +159,14 @@ def _bind_compiled_core() -> bool:
     if os.environ.get("WARPWIZARD_PURE", "") not in ("", "0"):
         return False
     try:
-        from wizard import _core
+        from wizard._core import bind
+        from wizard._core import fields as compiled_fields
+        from wizard._core import packed_varints as compiled_packed
+        from wizard._core import varint as compiled
     except ImportError:  # no compiler where it was installed, or a platform without a wheel
         return False
-    _core.bind(Damaged, MAX_FIELDS, pure_fields, pure_varint, pure_packed_varints)
-    varint, fields, packed_varints = _core.varint, _core.fields, _core.packed_varints
+    bind(Damaged, MAX_FIELDS, pure_fields, pure_varint, pure_packed_varints)
+    varint, fields, packed_varints = compiled, compiled_fields, compiled_packed
     return True
 
 
