@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 import hatch_build
-
 from tests.conftest import EXAMPLES, REPO
 
 HEAVY = ("torch", "rich", "questionary", "prompt_toolkit", "msgspec", "pynvml", "yaml", "plotly")
