@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Annotated, Any, TypedDict
 
+from wizard.compat import NotRequired
 from wizard.formatting import plural, verb
 from wizard.trace.health.spec import (
     CAPTURE_BEGIN,
