@@ -37,6 +37,7 @@ from wizard.trace.health.spec import (
     CheckSpec,
     HealthCheck,
 )
+from wizard.trace.health.tables import distinct  # not np.unique, which imports numpy.ma
 from wizard.trace.read.collector import TraceContents
 from wizard.trace.read.records import NO_CORRELATION
 from wizard.untrusted import cut
@@ -283,7 +284,7 @@ def summary_table(contents: TraceContents) -> SummaryTable:
     table.annotation_us = sum(r.reported_self_us for r in table.rows if r.kind == "gpu_annotation")
     table.busy_us = sum(  # per device: two GPUs busy at once are busy twice, as their kernels' sum counts them
         _union(events.ts[events.device == d], (events.ts + events.dur)[events.device == d])
-        for d in np.unique(events.device).tolist()
+        for d in distinct(events.device).tolist()
     )
     return table
 
