@@ -19,7 +19,6 @@ the summary-table and profiler-overhead checks (wizard/trace/health/checks/) run
 
 from __future__ import annotations
 
-import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
@@ -406,6 +405,8 @@ def sm_active(contents: TraceContents) -> list[dict[str, Any]]:
     (kernel-busy %) beside the mean measured SM-active %."""
     if not contents.counter_events:
         return []
+    import statistics
+
     from wizard.trace.read.counters import counter_series
 
     ts, dur, _, shape, shapes = contents.kernels.columns()
@@ -553,6 +554,10 @@ def step_drift(steps: list[tuple[float, float, str]]) -> dict[str, Any]:
     third's (None below three steps)."""
     ordered = sorted(steps)
     durations = [end - start for start, end, _ in ordered]
+    if not durations:  # and no import of statistics (with fractions, random) on a trace without steps
+        return {"steps": 0, "step_us": [], "median_step_us": None, "drift": None}
+    import statistics
+
     third = len(durations) // 3
     drift = None
     if third:
