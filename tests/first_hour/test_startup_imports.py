@@ -6,7 +6,8 @@ where used: importlib.metadata (with email, zipfile and csv) by the plugin look-
 declares a warpwizard group (wizard/plugins.py), numpy.ma by ``np.unique`` and ``np.median`` (the checks use
 ``tables.distinct`` and ``tables.median``), statistics (with fractions) by the checks' registry. The rest are the
 interactive and optional libraries a plain inspection has no use for. numpy itself is still loaded by the health
-checks (their tables are numpy arrays): docs/performance.md says what that costs.
+checks (their tables are numpy arrays): docs/performance.md says what that costs. The console script loads it
+with OpenBLAS's thread pool at one thread (wizard/numpy_threads.py): the last two tests count the threads.
 """
 
 from __future__ import annotations
@@ -91,3 +92,58 @@ def test_the_check_can_fail(tmp_path: Path) -> None:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     assert "importlib.metadata" in _heavy(set(json.loads(out.read_text())))
+
+
+# -- numpy's BLAS threads (wizard/numpy_threads.py) -------------------------------------------------------------
+
+TASKS = """
+import atexit, json, os, sys
+out = sys.argv.pop(1)
+atexit.register(lambda: open(out, "w").write(json.dumps([len(os.listdir("/proc/self/task")),
+                                                          os.environ.get("OPENBLAS_NUM_THREADS")])))
+"""
+needs_proc = pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads in /proc (Linux)")
+
+
+def _threads_at_exit(code: str, args: list[str], tmp_path: Path, **env: str) -> tuple[int, str | None]:
+    """The process's threads (numpy's BLAS pool among them) as it exits, and its OPENBLAS_NUM_THREADS then."""
+    out = tmp_path / "tasks.json"
+    environ = cli_env(PYTHONPATH=str(REPO), **env)
+    if "OPENBLAS_NUM_THREADS" not in env:
+        environ.pop("OPENBLAS_NUM_THREADS", None)  # a setting of the test run's own would be the user's
+    done = subprocess.run(
+        [sys.executable, "-c", TASKS + code, str(out), *args], capture_output=True, text=True, timeout=300,
+        cwd=tmp_path, env=environ,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    tasks, variable = json.loads(out.read_text())
+    return tasks, variable
+
+
+def _plain_numpy(tmp_path: Path, **env: str) -> int:
+    """What numpy alone starts in a bare interpreter with this environment (the second computation)."""
+    return _threads_at_exit("import numpy\n", [], tmp_path, **env)[0]
+
+
+@needs_proc
+def test_the_command_loads_numpy_with_one_blas_thread_and_leaves_no_variable(tmp_path: Path) -> None:
+    trace = str(_builder_trace(tmp_path))
+    tasks, variable = _threads_at_exit(
+        "from wizard.cli.app import entry\nentry()\n", ["trace", "inspect", "--json", "--fail-on", "never", trace],
+        tmp_path,
+    )  # fmt: skip
+    assert tasks == 1  # the main thread only: OpenBLAS started none (numpy alone starts _plain_numpy's)
+    assert variable is None  # a program warpwizard starts does not inherit it
+
+
+@needs_proc
+def test_a_users_setting_and_a_library_caller_keep_numpys_threads(tmp_path: Path) -> None:
+    trace = str(_builder_trace(tmp_path))
+    command = "from wizard.cli.app import entry\nentry()\n"
+    args = ["trace", "inspect", "--json", "--fail-on", "never", trace]
+    assert _threads_at_exit(command, args, tmp_path, OPENBLAS_NUM_THREADS="2") == (
+        _plain_numpy(tmp_path, OPENBLAS_NUM_THREADS="2"),
+        "2",
+    )
+    library = f"from wizard.api import inspect_traces\ninspect_traces([{trace!r}])\n"
+    assert _threads_at_exit(library, [], tmp_path) == (_plain_numpy(tmp_path), None)
