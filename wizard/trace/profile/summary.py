@@ -211,6 +211,8 @@ def _kernel_groups(contents: TraceContents, wrong: dict[str, dict[str, int]]) ->
     """Every launch grouped by (normalised name, grid, block), with count, total, median and MAD of durations."""
     import numpy as np
 
+    from wizard.trace.health.tables import median as median_of
+
     _, dur, _, shape_ids, shapes = contents.kernels.columns()
     if not len(dur):
         return [], 0.0
@@ -230,13 +232,13 @@ def _kernel_groups(contents: TraceContents, wrong: dict[str, dict[str, int]]) ->
     out = []
     for (key, grid, block), part in zip(keys, np.split(order, bounds), strict=True):
         values = durations[part]  # sorted within the group by the lexsort
-        median = float(np.median(values))
+        median = median_of(values)
         gid = int(groups[part[0]])
         out.append(
             KernelGroup(
                 key, names[gid][:MAX_TEXT],
                 list(grid) if grid else None, list(block) if block else None,
-                len(values), float(values.sum()), median, float(np.median(np.abs(values - median))),
+                len(values), float(values.sum()), median, median_of(np.abs(values - median)),
                 dict(wrong.get(names[gid], {})), **_attributes(shapes[first_shape[gid]]),
             )
         )  # fmt: skip
@@ -284,6 +286,8 @@ def _grouped(durations: Any, refs: Any, keys: list[tuple[str, str | None]]) -> l
     """Durations grouped by the key of each one's descriptor: the MAX_OPS groups with the most time."""
     import numpy as np
 
+    from wizard.trace.health.tables import median as median_of
+
     ids: dict[tuple[str, str | None], int] = {}
     group_of_ref = np.array([ids.setdefault(k, len(ids)) for k in keys], dtype=np.int64)
     groups = group_of_ref[refs]
@@ -293,12 +297,12 @@ def _grouped(durations: Any, refs: Any, keys: list[tuple[str, str | None]]) -> l
     out = []
     for part in np.split(order, bounds):
         values = durations[part]
-        median = float(np.median(values))
+        median = median_of(values)
         name, shapes = names[int(groups[part[0]])]
         out.append(
             OpGroup(
                 name[:MAX_TEXT], shapes[:MAX_TEXT] if shapes is not None else None, len(values),
-                float(values.sum()), median, float(np.median(np.abs(values - median))),
+                float(values.sum()), median, median_of(np.abs(values - median)),
             )
         )  # fmt: skip
     return sorted(out, key=lambda g: (-g.total_us, g.name, g.shapes or ""))[:MAX_OPS]
