@@ -93,6 +93,7 @@ TICK = 4096  # top-level entries between two looks at the clock (and one after e
 MAX_SKIPPED = 1_000_000  # top-level entries other than packets (Trace has no other field; writers write none)
 MEMO_BYTES = 64  # debug annotations at most this long are remembered by their bytes
 MEMO_ENTRIES = 100_000  # and at most this many over every sequence (a clear frees its sequence's)
+END_BYTES = 16  # a TrackEvent at most this long that ends a slice is remembered by its bytes (at most MEMO_ENTRIES)
 BATCH = 50_000
 BATCH_BYTES = 16 << 20  # and at most about this much of their names and annotations (a batch of megabyte args)
 TRIMONTH_S = 7_889_238  # Kineto's base-time period (torch/profiler/_cuspy/trace.py: _TRIMONTH_SECONDS)
@@ -178,6 +179,7 @@ class _Reader:
         self.interned = 0
         self.held = 0  # characters of live interned strings and track names (MAX_HELD_CHARS)
         self.memo_entries = 0  # annotations remembered, over every sequence (MEMO_ENTRIES)
+        self.ends: dict[bytes, int] = {}  # a slice end's bytes -> its track (-1: the sequence's default; MEMO_ENTRIES)
         self.tracks: dict[int, _Track] = {}
         self.open: dict[int, list[_Open]] = {}
         self.open_count = 0
@@ -198,9 +200,7 @@ class _Reader:
         """One TracePacket: its fields in the order a slice's packets have them most (timestamp, track event,
         sequence), the sequence of the packet before taken again without a look-up."""
         ts: int | None = None
-        seq_id = 0
-        flags = 0
-        kind = 0  # the field of the packet's body (a track event, a track descriptor, a render stage), if any
+        seq_id = flags = kind = 0  # kind: the field of the packet's body (a track event, a track descriptor, ...)
         body = (0, 0)
         interned: tuple[int, int] | None = None
         defaults: tuple[int, int] | None = None
@@ -229,21 +229,23 @@ class _Reader:
         if snapshot and ts is not None and self.base is None:
             self._base_from(ts)
         last = self.last_sequence
-        if last is not None and last[0] == seq_id and not flags & _SEQ_INCREMENTAL_STATE_CLEARED:
-            seq = last[1]
-        else:
-            seq = self._sequence(seq_id, bool(flags & _SEQ_INCREMENTAL_STATE_CLEARED))
-            self.last_sequence = (seq_id, seq)
+        if last is None or last[0] != seq_id or flags & _SEQ_INCREMENTAL_STATE_CLEARED:
+            last = self.last_sequence = (seq_id, self._sequence(seq_id, bool(flags & _SEQ_INCREMENTAL_STATE_CLEARED)))
+        seq = last[1]
         if defaults is not None:
             self._defaults(b, defaults, seq)
         if interned is not None:
             self._interned(b, interned, seq)
-        if kind == _TRACK_EVENT:
-            if ts is not None:
+        if kind == _TRACK_EVENT and ts is not None:
+            ended = self.ends.get(b[body[0] : body[1]]) if body[1] - body[0] <= END_BYTES else None
+            if ended is None:
                 self._track_event(b, body, ts, seq)
+            else:  # a slice's end seen before: its track, without decoding it
+                self.track_events += 1
+                self._close(seq.default_track if ended < 0 else ended, ts)
         elif kind == _TRACK_DESCRIPTOR:
             self._track(b, body)
-        elif kind and ts is not None:
+        elif kind == _RENDER_STAGE and ts is not None:
             self._render_stage(b, body, ts, seq)
 
     def _sequence(self, seq_id: int, cleared: bool) -> _Sequence:
@@ -425,11 +427,28 @@ class _Reader:
             self.memo_entries += 1
         return result
 
+    def _args(self, b: bytes, notes: list[tuple[int, int]], seq: _Sequence, args: dict[str, Any]) -> int:
+        """An event's debug annotations into ``args`` (by EventArgs field), and their bytes; the memo looked up
+        here, inline, since nearly every annotation of a kernel is one seen before."""
+        memo = seq.memo
+        size = 0
+        for note in notes:
+            start, end = note
+            size += end - start
+            found = memo.get(b[start:end]) if end - start <= MEMO_BYTES else None
+            if found is None:
+                found = self._annotation(b, note, seq)
+            if found[0] is not None:
+                args[found[0]] = found[1]
+        return size
+
     def _track_event(self, b: bytes, span: tuple[int, int], ts: int, seq: _Sequence) -> None:  # noqa: PLR0912
         """A TrackEvent: a slice begun (held until its end), ended, or complete (legacy). Its fields in the order
         of how often they come (a kernel has a dozen debug annotations); annotations are decoded only for the
-        categories whose args are read, and only those of the names an event keeps."""
-        kind, track = 0, seq.default_track
+        categories whose args are read, and only those of the names an event keeps. A slice's end (half the
+        packets: a type and a track) is remembered by its bytes (``ends``, looked up by ``packet``)."""
+        start, end = span
+        kind, track = 0, -1  # -1: none written, the sequence's default
         name = ""
         cat: str | None = None
         links: list[int] | tuple[()] = _NO_LINKS
@@ -456,28 +475,21 @@ class _Reader:
                 cat = seq.tables["categories"].get(ids[0]) if ids else None
             elif number == _TE_GPU_CORRELATION and wire == 2:
                 self.cuspy = True
-                linked = list(links)  # a launch's render stages (a second such field adds to the first)
-                for n, w, v in _fields(b, *value):
-                    if n == 1:
-                        linked.extend(_varints(b, w, v))
-                links = linked
+                links = _links(b, value, links)
             elif number == _TE_LEGACY and wire == 2:
-                for n, w, v in _fields(b, *value):
-                    if n == 3 and w == 0:
-                        legacy_dur = _signed(v)
+                legacy_dur = _legacy_duration(b, value, legacy_dur)
         self.track_events += 1
         if kind == _SLICE_END:
-            self._close(track, ts)
+            if end - start <= END_BYTES and len(self.ends) < MEMO_ENTRIES:
+                self.ends[b[start:end]] = track  # the same bytes end a slice on the same track (or the default)
+            self._close(seq.default_track if track < 0 else track, ts)
             return
+        if track < 0:
+            track = seq.default_track
         held = len(name)  # what an open slice keeps: its name (cut) and the annotations decoded for it
         args: dict[str, Any] = {}
         if notes and (cat is None or cat in ARGS_READ):
-            annotation = self._annotation
-            for note in notes:
-                attr, v = annotation(b, note, seq)
-                held += note[1] - note[0]
-                if attr is not None:
-                    args[attr] = v
+            held += self._args(b, notes, seq, args)
         if kind == _SLICE_BEGIN:
             self._open(track, (ts, name, cat, args, links, held))
         elif legacy_dur is not None:  # a complete event in the legacy form (phase X with a duration)
@@ -495,7 +507,14 @@ class _Reader:
         if not stack:
             del self.open[track]
         self.batch_bytes += size
-        self._emit(track, began, ts - began, name, cat, args, links)
+        if links:
+            self._emit(track, began, ts - began, name, cat, args, links)
+            return
+        where = self.tracks.get(track)
+        if where is None:
+            self._event(cat, name, None, track, began, ts - began, args)
+        else:
+            self._event(cat, name, where.pid, where.tid, began, ts - began, args)
 
     def _open(self, track: int, began: _Open) -> None:
         """A slice begun, held until its end, bounded in count and in the bytes it came from."""
@@ -616,8 +635,7 @@ class _Reader:
         slice). ``args`` are already by ``EventArgs`` field, ``pid`` and ``tid`` ints or text (dict keys as the
         JSON's are); ``us``: the start in microseconds where it was taken earlier."""
         base = self.base or 0
-        ev = Event(cat=cat, name=name, pid=pid, tid=tid, ts=(ts - base) / 1000.0 if us is None else us,
-                   dur=dur / 1000.0, args=EventArgs(**args))  # fmt: skip
+        ev = Event(cat, name, pid, tid, (ts - base) / 1000.0 if us is None else us, dur / 1000.0, EventArgs(**args))
         if cat in KERNEL_CATEGORIES:
             self.exact.add(KERNELS, ts - base, dur)
         elif cat in GPU_OP_CATEGORIES:
@@ -654,6 +672,24 @@ def _name(b: bytes, span: tuple[int, int]) -> str:
         end = start + NAME_BYTES
     text = b[start:end].decode("utf-8", "replace")  # protobuf.text_prefix, inline: once per event
     return text if len(text) <= MAX_NAME else text[:MAX_NAME]
+
+
+def _links(b: bytes, span: tuple[int, int], links: list[int] | tuple[()]) -> list[int]:
+    """A launch's render stages (Cuspy's gpu_correlation, field 1 of raw field 3000), after those of an earlier
+    such field of the same event."""
+    linked = list(links)
+    for n, w, v in _fields(b, *span):
+        if n == 1:
+            linked.extend(_varints(b, w, v))
+    return linked
+
+
+def _legacy_duration(b: bytes, span: tuple[int, int], before: int | None) -> int | None:
+    """A legacy event's duration (LegacyEvent.duration_us, field 3), else what an earlier such field gave."""
+    for n, w, v in _fields(b, *span):
+        if n == 3 and w == 0:
+            before = _signed(v)
+    return before
 
 
 def _json(b: bytes, span: tuple[int, int]) -> Any:
@@ -834,8 +870,9 @@ def read_perfetto(
             stream: Any = _Inflating(raw) if contents.compressed else raw
             consumed = _Consumed(raw, on_read)
             packets = _Packets(stream, consumed, _Deadline(config))
+            read = reader.packet
             for _, packet in packets:
-                reader.packet(packet)
+                read(packet)
             consumed()
     except _Cut as cut_off:
         contents.truncation = Truncation(cut_off.at, cut_off.partial, None, f"{cut_off} at byte {cut_off.at}")
