@@ -166,6 +166,7 @@ _Open = tuple[int, str, "str | None", dict[str, Any], "list[int] | tuple[()]", i
 # A launch waiting for the render stage it links to: (cat, name, pid, tid, ts in µs, ts and dur in ns, args, links)
 _Pending = tuple["str | None", str, Any, Any, float, int, int, dict[str, Any], "list[int] | tuple[()]"]
 _NO_LINKS: tuple[()] = ()
+_NO_ARGS = EventArgs()  # one for every event without args (a Python function's): nothing changes an event's args
 
 
 class _Reader:
@@ -635,7 +636,8 @@ class _Reader:
         slice). ``args`` are already by ``EventArgs`` field, ``pid`` and ``tid`` ints or text (dict keys as the
         JSON's are); ``us``: the start in microseconds where it was taken earlier."""
         base = self.base or 0
-        ev = Event(cat, name, pid, tid, (ts - base) / 1000.0 if us is None else us, dur / 1000.0, EventArgs(**args))
+        kept = EventArgs(**args) if args else _NO_ARGS
+        ev = Event(cat, name, pid, tid, (ts - base) / 1000.0 if us is None else us, dur / 1000.0, kept)
         if cat in KERNEL_CATEGORIES:
             self.exact.add(KERNELS, ts - base, dur)
         elif cat in GPU_OP_CATEGORIES:
