@@ -116,3 +116,30 @@ def test_a_damaged_value_under_a_kept_name_is_refused(tmp_path: Path) -> None:
     path.write_bytes(field(1, packet) + field(1, _end()))
     with pytest.raises(InputFileError, match=r"not a readable Perfetto trace at byte 0: a message cut off"):
         read_perfetto(path)
+
+
+def test_packets_across_chunk_boundaries_and_among_other_fields_come_out_whole() -> None:
+    """The packet stream's inline header: packets of every size class (one- and two-byte lengths) cut by chunk
+    boundaries at every offset, a packet tagged in two bytes (0x8a 0x00, still field 1) and entries of another
+    field between them: exactly the packets written, in order, and the other entries skipped."""
+    import io
+
+    bodies = [bytes([n % 251]) * (n % 300 + 1) for n in range(16_000)]
+    parts: list[bytes] = []
+    for n, body in enumerate(bodies):
+        if n % 97 == 0:
+            parts.append(field(2, b"other"))  # a top-level field that is not a packet
+        if n % 89 == 0:
+            parts.append(b"\x8a\x00" + bytes([len(body)]) if len(body) < 128 else b"\x8a\x00" + _len(len(body)))
+            parts.append(body)
+        else:
+            parts.append(field(1, body))
+    data = b"".join(parts)
+    assert len(data) > 2 * perfetto.CHUNK  # the chunks cut headers and bodies alike
+    packets = perfetto._Packets(io.BytesIO(data))
+    assert [body for _, body in packets] == bodies
+    assert packets.skipped == len(range(0, len(bodies), 97))
+
+
+def _len(n: int) -> bytes:
+    return bytes([n & 0x7F | 0x80, n >> 7])  # a length of 128-16,383 in two varint bytes
