@@ -143,3 +143,28 @@ def test_packets_across_chunk_boundaries_and_among_other_fields_come_out_whole()
 
 def _len(n: int) -> bytes:
     return bytes([n & 0x7F | 0x80, n >> 7])  # a length of 128-16,383 in two varint bytes
+
+
+def test_an_end_with_a_name_is_remembered_by_its_own_bytes_not_its_names() -> None:
+    """An end may carry a name (nothing forbids it). The memo's key is the whole event's bytes: were it the name's,
+    a name spelling another end's bytes would send that end to this one's track. Here the first end (track 10) is
+    named with the bytes of the second end's event (track 20); the second must still close track 20's slice."""
+    second_end = pb.TrackEvent(type=pb.TrackEvent.TYPE_SLICE_END, track_uuid=20).SerializeToString()
+    first_end = pb.TrackEvent(type=pb.TrackEvent.TYPE_SLICE_END, track_uuid=10).SerializeToString()
+    first_end += field(23, second_end)  # TrackEvent.name (field 23) holding those bytes
+
+    def packet(ts: int, event: bytes) -> bytes:
+        head: bytes = pb.TracePacket(timestamp=ts, trusted_packet_sequence_id=1).SerializeToString()
+        return head + field(11, event)
+
+    def begin(ts: int, uuid: int, name: str) -> bytes:
+        return packet(ts, pb.TrackEvent(type=pb.TrackEvent.TYPE_SLICE_BEGIN, track_uuid=uuid, name=name,
+                                        categories=["cpu_op"]).SerializeToString())  # fmt: skip
+
+    packets = [_thread_track(10, 1, 11), _thread_track(20, 2, 22), begin(1000, 10, "a"), begin(1100, 20, "b")]
+    packets += [begin(1200, 10, "c"), packet(2000, first_end), packet(3000, second_end), packet(4000, second_end)]
+    reader = _read(packets)
+    got = sorted((ev.name, ev.tid, ev.ts, ev.dur) for ev in reader.batch)
+    # c (innermost on track 10) ends at 2 µs; b on track 20 at 3 µs; a second end on track 20 finds none open
+    assert got == [("b", 22, 1.1, 1.9), ("c", 11, 1.2, 0.8)]
+    assert reader.ends == {first_end: 10, second_end: 20}  # each end by its own bytes

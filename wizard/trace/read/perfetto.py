@@ -463,8 +463,8 @@ class _Reader:
             elif number == _TE_TRACK and wire == 0:
                 track = value
             elif number == _TE_NAME and wire == 2:
-                start, end = value  # _name, inline: once per slice
-                name = b[start : min(end, start + NAME_BYTES)].decode("utf-8", "replace")
+                first, last = value  # _name, inline: once per slice (never the event's own span, kept below)
+                name = b[first : min(last, first + NAME_BYTES)].decode("utf-8", "replace")
                 if len(name) > MAX_NAME:
                     name = name[:MAX_NAME]
             elif number == _TE_NAME_IID and wire == 0:
