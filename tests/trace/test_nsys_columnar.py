@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import RunCli
+from tests.helpers import inspect_json
 from wizard.testing.nsys import Call, Kernel, write_export, write_many
 from wizard.trace.read.nsys import read_nsys
 
@@ -217,3 +219,39 @@ def test_memory_per_kernel_is_bounded_with_every_grid_distinct(tmp_path: Path) -
     _read_peak(small)  # imports and first-use caches, outside the measurement
     per_kernel = (_read_peak(large) - _read_peak(small)) / 150_000
     assert per_kernel < 80, per_kernel
+
+
+def test_profile_kernel_groups_and_the_rest_from_columns(tmp_path: Path, run_cli: RunCli) -> None:
+    """The profile's kernel groups of an export of 900 groups (name, grid, block): one launch, a few, and more
+    than 8 (numpy sums those pairwise), with tied totals. Durations are whole microseconds, so every sum is exact
+    in any order: the ``MAX_KERNELS`` (300) with the most time, ties by key then first seen, each with its launches,
+    total, median and MAD; the rest summed as ``others``."""
+    kernels, n = [], 0
+    for g in range(900):
+        for j in range(1 + (g * 7) % 11):
+            n += 1
+            dur = 1000 * (1 + (g * 13 + j * 5) % 9)
+            kernels.append(Kernel(10_000 * n, 10_000 * n + dur, n, name=f"kern_{g % 40}", grid=(g, 1, 1)))
+    path = write_export(tmp_path / "groups.sqlite", kernels, [], shuffle=11)
+    groups: dict[tuple[str, int], list[float]] = {}
+    for k in sorted(kernels, key=lambda k: k.start_ns):
+        groups.setdefault((k.name, k.grid[0]), []).append((k.end_ns - k.start_ns) / 1000.0)
+    ranked = sorted(groups.items(), key=lambda item: (-sum(item[1]), item[0][0]))  # stable: first seen on ties
+
+    def median(values: list[float]) -> float:
+        v, m = sorted(values), len(values) // 2
+        return v[m] if len(v) % 2 else (v[m - 1] + v[m]) / 2
+
+    want = [
+        (name, [grid, 1, 1], len(d), sum(d), median(d), median([abs(x - median(d)) for x in d]))
+        for (name, grid), d in ranked[:300]
+    ]
+    profile = inspect_json(run_cli, path)["reports"][0]["profile"]
+    got = [(g["key"], g["grid"], g["launches"], g["total_us"], g["median_us"], g["mad_us"]) for g in profile["kernels"]]
+    assert got == want
+    rest = ranked[300:]
+    assert profile["others"] == {
+        "groups": float(len(rest)),
+        "launches": float(sum(len(d) for _, d in rest)),
+        "total_us": float(sum(sum(d) for _, d in rest)),
+    }

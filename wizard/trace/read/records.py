@@ -8,7 +8,7 @@ from __future__ import annotations
 import bisect
 import math
 from array import array
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
 
@@ -465,12 +465,23 @@ class KernelTable(Sequence[KernelRecord]):
     def _combinations(self) -> tuple[array[int], Sequence[_Shape]]:
         """Each launch's distinct combination of every field but its own numbers, numbered in order of first
         appearance (what ``add`` numbers), with numpy: a sort of keys, no object per launch."""
+        assert self._launch is not None
+        numbers, firsts = self._first_appearance(_view(self._shape), len(self._shapes), range(_LAUNCH_FIELDS))
+        ids = array("i")
+        ids.frombytes(numbers.astype("int32").tobytes())
+        if len(firsts) <= _MATERIALISED:
+            return ids, [self._full_shape(i) for i in firsts.tolist()]
+        return ids, _Combinations(self, firsts)
+
+    def _first_appearance(self, key: Any, bound: int, fields: Sequence[int]) -> tuple[Any, Any]:
+        """Launches numbered by their distinct (``key``, launch ``fields``), in order of first appearance, and
+        each number's first launch (numpy). ``key``: a number per launch below ``bound``."""
         import numpy as np
 
         assert self._launch is not None
-        key = _view(self._shape).astype(np.int64)
-        bound = len(self._shapes)
-        for column in self._launch:
+        key = np.asarray(key, dtype=np.int64)
+        for f in fields:
+            column = self._launch[f]
             if column.data is None:
                 continue
             _, inverse = np.unique(_view(column.data), return_inverse=True)
@@ -480,23 +491,46 @@ class KernelTable(Sequence[KernelRecord]):
                 bound = int(key.max()) + 1 if len(key) else 1
             key = key * size + inverse.reshape(-1)
             bound *= size
-        if self._over:  # values no column holds: numbered apart, the same values together
+        odd = {(f, i): v for (f, i), v in self._over.items() if f in fields}
+        if odd:  # values no column holds: numbered apart, the same values together
             held: dict[int, list[tuple[int, Any]]] = {}
-            for (f, i), value in sorted(self._over.items(), key=lambda item: item[0]):
+            for (f, i), value in sorted(odd.items(), key=lambda item: item[0]):
                 held.setdefault(i, []).append((f, value))
             numbers: dict[tuple[int, tuple[tuple[int, Any], ...]], int] = {}
             for i, values in held.items():
                 key[i] = bound + numbers.setdefault((int(key[i]), tuple(values)), len(numbers))
         _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
         order = np.argsort(first, kind="stable")
-        rank = np.empty(len(order), dtype=np.int32)
-        rank[order] = np.arange(len(order), dtype=np.int32)
-        ids = array("i")
-        ids.frombytes(rank[inverse.reshape(-1)].tobytes())
-        firsts = first[order]
-        if len(firsts) <= _MATERIALISED:
-            return ids, [self._full_shape(i) for i in firsts.tolist()]
-        return ids, _Combinations(self, firsts)
+        rank = np.empty(len(order), dtype=np.int64)
+        rank[order] = np.arange(len(order), dtype=np.int64)
+        return rank[inverse.reshape(-1)], first[order]
+
+    def launch_groups(self, key: Callable[[str], Any]) -> tuple[Any, Any]:
+        """Every launch numbered by its (``key`` of its name, grid, block), in order of first appearance, and
+        each number's first launch (numpy int64 arrays): the profile's kernel groups, made from the columns
+        without a tuple per combination."""
+        import numpy as np
+
+        if not len(self):
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        if self._launch is None:
+            keys: dict[Any, int] = {}
+            of_shape = np.array([keys.setdefault((key(str(s[0])), s[5], s[6]), len(keys)) for s in self._shapes])
+            groups = of_shape[_view(self._shape)]
+            _, first = np.unique(groups, return_index=True)
+            return groups, first
+        names: dict[Any, int] = {}
+        of_base = np.array([names.setdefault(key(str(s[0])), len(names)) for s in self._shapes], dtype=np.int64)
+        return self._first_appearance(of_base[_view(self._shape)], len(names), range(6))
+
+    def names_of(self, positions: Any) -> list[Any]:
+        """The names of the launches at these positions (numpy)."""
+        shapes = self._shapes
+        return [shapes[b][0] for b in _view(self._shape)[positions].tolist()]
+
+    def combination(self, i: int) -> _Shape:
+        """Launch ``i``'s combination, whole (KernelRecord's fields but ts, dur, correlation and index)."""
+        return self._full_shape(i)
 
     def carries_metrics(self) -> bool:
         """Whether any launch carries blocks or warps per SM (Cuspy's and Nsight Systems' never do)."""
