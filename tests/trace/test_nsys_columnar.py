@@ -255,3 +255,13 @@ def test_profile_kernel_groups_and_the_rest_from_columns(tmp_path: Path, run_cli
         "launches": float(sum(len(d) for _, d in rest)),
         "total_us": float(sum(sum(d) for _, d in rest)),
     }
+
+
+@pytest.mark.parametrize("build", EXPORTS.values(), ids=EXPORTS.keys())
+def test_the_workload_fingerprint_is_the_hash_of_the_sorted_list(tmp_path: Path, build: Any) -> None:
+    """The fingerprint streamed is ``work_fingerprint`` of the distinct (name, grid, block) sorted by repr."""
+    from wizard.schemas import work_fingerprint
+
+    contents = read_nsys(build(tmp_path / "export.sqlite"))
+    distinct = {(k.name, k.grid, k.block) for k in contents.kernels}
+    assert contents.kernels.fingerprint() == work_fingerprint(sorted(distinct, key=repr))
