@@ -193,16 +193,20 @@ def write_export(
     for severity, text in diagnostics:
         t.add("DIAGNOSTIC_EVENT", timestamp=0, timestampType=1, source=1, severity=severity, text=text, globalPid=0)
     if gpu is not None:
-        limits = (64, 32, 65536, 65536, 49152, 233472, 232448, 85520809984, 1024, 32)
-        t.add(  # nsys's own id 7, CUDA ordinal 0 (what kernels' deviceId is)
-            "TARGET_INFO_GPU", vmId=0, id=7, name=gpu, smCount=sm_count, computeMajor=9, computeMinor=0,
-            **dict(zip(_SCHEMA["TARGET_INFO_GPU"][6:16], limits, strict=True)), cuDevice=0,
-        )  # fmt: skip
+        _gpu(t, gpu, sm_count)
     db = sqlite3.connect(path)
     with db:
         t.write(db, shuffle)
     db.close()
     return path
+
+
+def _gpu(t: _Tables, gpu: str, sm_count: int) -> None:
+    limits = (64, 32, 65536, 65536, 49152, 233472, 232448, 85520809984, 1024, 32)
+    t.add(  # nsys's own id 7, CUDA ordinal 0 (what kernels' deviceId is)
+        "TARGET_INFO_GPU", vmId=0, id=7, name=gpu, smCount=sm_count, computeMajor=9, computeMinor=0,
+        **dict(zip(_SCHEMA["TARGET_INFO_GPU"][6:16], limits, strict=True)), cuDevice=0,
+    )  # fmt: skip
 
 
 def _overheads(t: _Tables, overheads: Iterable[Overhead]) -> None:
@@ -234,6 +238,7 @@ def write_many(
     t = _Tables({})
     for value in ("EXPORT_PRODUCT_NAME", "NVIDIA Nsight Systems"), ("EXPORT_PRODUCT_VERSION", "2026.2.1.210"):
         t.add("META_DATA_EXPORT", name=value[0], value=value[1])
+    _gpu(t, "NVIDIA H100 80GB HBM3", 132)  # as a real export describes its GPU (TARGET_INFO_GPU)
     launch = t.sid("cudaLaunchKernel_v7000")
     first = len(t.strings)
     for n in range(names):

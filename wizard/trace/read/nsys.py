@@ -164,10 +164,7 @@ class _Export:
                 f"{self.c.path}: a SQLite database, but not an Nsight Systems export or a rocpd database "
                 "(no StringIds or META_DATA_EXPORT table, no rocpd_kernel_dispatch)"
             )
-        for sid, value in self._rows("StringIds", ("id", "value")):
-            text = _text(value)
-            if type(sid) is int and text is not None:
-                self.strings[sid] = text
+        self._strings()
         self._metadata()
         self._processes()
         self._kernels()
@@ -202,6 +199,18 @@ class _Export:
         cursor = self.db.execute(f'SELECT {picked} FROM "{table}"{order}')
         while batch := cursor.fetchmany(BATCH):
             yield from batch
+
+    def _strings(self) -> None:
+        """StringIds, each text cut to ``MAX_TEXT`` characters by SQLite (``substr``), so a batch of rows never
+        holds a megabyte's name whole (1,500 of them took 1.5 GB a batch); anything but text is no name."""
+        if not {"id", "value"} <= self._columns("StringIds"):
+            return
+        text = f'CASE WHEN typeof("value") = \'text\' THEN substr("value", 1, {MAX_TEXT}) END'
+        query = f'SELECT "id", {text} FROM "StringIds"'
+        for batch in _batches(self.db.execute(query)):
+            for sid, text in batch:
+                if type(sid) is int and type(text) is str:
+                    self.strings[sid] = text
 
     def _add(self, events: Iterator[Event]) -> None:
         batch: list[Event] = []
