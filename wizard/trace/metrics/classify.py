@@ -136,9 +136,7 @@ class Classifier:
         start, self.fed = self.fed, len(kernels)
         for k in kernels.since(start):
             result = self.checker.check(k)
-            judged = self.badness.get(id(result))
-            if judged is None:
-                judged = self.badness[id(result)] = _per_mechanism(result.findings)
+            judged = self.badness.get(id(result)) or self._judged(result)
             findings, wrong = judged
             self.wrong_launches += wrong
             if self.plots:
@@ -182,6 +180,13 @@ class Classifier:
                     if bad > worst_badness[key]:
                         group.worst = _for_kernel(finding, k)
                         worst_badness[key] = bad
+
+    def _judged(self, result: KernelCheck) -> tuple[list[tuple[Finding, float]], bool]:
+        """A check's findings per mechanism, kept by its id where the memo keeps it alive (never another's id)."""
+        judged = _per_mechanism(result.findings)
+        if self.checker.kept:
+            self.badness[id(result)] = judged
+        return judged
 
     def _computed(self, result: KernelCheck) -> None:
         """A launch that printed nothing to check, whose true values were computed (Cuspy, nsys)."""
@@ -335,7 +340,9 @@ def _launch_records(contents: TraceContents, checker: MemoChecker, keep: Keep) -
         result = checker.check(k)
         verdict = named.get(id(result))
         if verdict is None:
-            verdict = named[id(result)] = _named(result)
+            verdict = _named(result)
+            if checker.kept:  # alive in the memo: its id is never another's
+                named[id(result)] = verdict
         # a launch that prints nothing to check (Cuspy, Nsight Systems) but whose true values were computed is
         # listed with them, as a checked one is
         if (result.checked or verdict.mechanisms or result.true) and (keep == "all" or verdict.wrong):
