@@ -2,7 +2,7 @@
 (interleaved), each figure the median over rounds of a per-round ratio, with its spread (lowest-highest).
 
     python benchmarks/speed_series.py [--rounds 3] [--sizes 100,200] [--layouts lines,minified] [--gb]
-        [--nsys-kernels 1000000] [--pftrace-launches 20000] [--work /tmp/ww-speed-bench] [--only SECTIONS]
+        [--nsys-kernels 1000000,5000000] [--pftrace-launches 20000] [--work /tmp/ww-speed-bench] [--only SECTIONS]
 
 Sections (``--only``, comma-separated; all by default):
 - ``json``: ``trace inspect --json`` (``--jobs`` the default, and ``--jobs 1``) against ``json.load`` of the same
@@ -11,9 +11,10 @@ Sections (``--only``, comma-separated; all by default):
   (about 2 GB of disk per layout and minutes a round). The benchmark checks 506439c out with ``git worktree add
   /tmp/ww-506439c 506439c`` and runs its ``python -m wizard`` with PYTHONPATH on that tree.
 - ``pftrace``: a ``.pftrace`` against the JSON of the same slices (the trace builder's launches, converted as
-  wizard/testing/pftrace.py does; needs the ``perfetto`` package), CPU time.
-- ``nsys``: an Nsight Systems export of ``--nsys-kernels`` kernels (wizard/testing/nsys.py), CPU µs per kernel
-  (the run's CPU less an empty export's, over the kernels).
+  wizard/testing/pftrace.py does; needs the ``perfetto`` package), CPU time; on the compiled core and on its
+  pure-Python twins (``WARPWIZARD_PURE=1``).
+- ``nsys``: an Nsight Systems export of each ``--nsys-kernels`` count of kernels (wizard/testing/nsys.py), CPU µs
+  per kernel (the run's CPU less an empty export's, over the kernels).
 - ``peers``: Holistic Trace Analysis and TraceLens on the 100 MB file, where installed (a line says which is not).
 - ``startup``: ``trace inspect --json`` on a 5 KB trace, today's against 506439c's.
 
@@ -280,26 +281,30 @@ def section_pftrace(args: argparse.Namespace, say: Callable[[str], None]) -> Non
     commands = [
         ("json", inspect_argv(json_path, "--jobs", "1"), env),
         (".pftrace", inspect_argv(proto, "--jobs", "1"), env),
+        (".pftrace pure", inspect_argv(proto, "--jobs", "1"), {**env, "WARPWIZARD_PURE": "1"}),
     ]
     say(f"  .pftrace against JSON, {args.pftrace_launches:,} launches ({args.rounds} rounds):")
     r = series(commands, args.rounds, say)
-    say(
-        f"    .pftrace / json: CPU {ratio(r['.pftrace'], r['json'], 'cpu')}, "
-        f"wall {ratio(r['.pftrace'], r['json'], 'wall')}"
-    )
+    for label in (".pftrace", ".pftrace pure"):
+        say(f"    {label} / json: CPU {ratio(r[label], r['json'], 'cpu')}, wall {ratio(r[label], r['json'], 'wall')}")
+    say(f"    compiled core / pure Python (WARPWIZARD_PURE=1): CPU {ratio(r['.pftrace'], r['.pftrace pure'], 'cpu')}")
 
 
 def section_nsys(args: argparse.Namespace, say: Callable[[str], None]) -> None:
     env = _env(REPO, args.work)
-    empty, full = build_nsys(args.work, 1), build_nsys(args.work, args.nsys_kernels)
-    commands = [
-        ("1 kernel", inspect_argv(empty, "--jobs", "1"), env),
-        (f"{args.nsys_kernels:,} kernels", inspect_argv(full, "--jobs", "1"), env),
-    ]
-    say(f"  Nsight Systems export, {args.nsys_kernels:,} kernels ({args.rounds} rounds):")
-    r = series(commands, args.rounds, say)
-    per = sorted((b.cpu - a.cpu) / args.nsys_kernels * 1e6 for a, b in zip(*r.values(), strict=True))
-    say(f"    CPU per kernel: {statistics.median(per):.2f} µs ({per[0]:.2f}-{per[-1]:.2f})")
+    empty = build_nsys(args.work, 1)
+    for kernels in args.nsys_kernels:
+        full = build_nsys(args.work, kernels)
+        commands = [
+            ("1 kernel", inspect_argv(empty, "--jobs", "1"), env),
+            (f"{kernels:,} kernels", inspect_argv(full, "--jobs", "1"), env),
+        ]
+        say(
+            f"  Nsight Systems export, {kernels:,} kernels, {full.stat().st_size / 1e6:,.0f} MB ({args.rounds} rounds):"
+        )
+        r = series(commands, args.rounds, say)
+        per = sorted((b.cpu - a.cpu) / kernels * 1e6 for a, b in zip(*r.values(), strict=True))
+        say(f"    CPU per kernel: {statistics.median(per):.2f} µs ({per[0]:.2f}-{per[-1]:.2f})")
 
 
 def section_peers(args: argparse.Namespace, say: Callable[[str], None]) -> None:
@@ -321,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sizes", type=lambda s: [int(x) for x in s.split(",")], default=[100, 200], help="MB")
     ap.add_argument("--layouts", type=lambda s: s.split(","), default=["lines", "minified"])
     ap.add_argument("--gb", action="store_true", help="also 1 GB (about 2 GB of disk a layout, minutes a round)")
-    ap.add_argument("--nsys-kernels", type=int, default=1_000_000)
+    ap.add_argument("--nsys-kernels", type=lambda s: [int(x) for x in s.split(",")], default=[1_000_000, 5_000_000])
     ap.add_argument("--pftrace-launches", type=int, default=20_000)
     ap.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "ww-speed-bench")
     ap.add_argument("--only", type=lambda s: s.split(","), default=list(SECTIONS))

@@ -362,3 +362,29 @@ def ncu_trace_of(kernels: list[dict[str, Any]], path: Path, plant: str | None = 
         registers = int(v["launch__registers_per_thread"])
         b.add(KernelSpec(k["demangled"], ncu_dims(v, "grid"), ncu_dims(v, "block"), registers, smem, plant=plant))
     return b.write(path)
+
+
+# -- processes (Linux's /proc) ------------------------------------------------------------------------------
+
+
+def children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid``, from /proc (each one's stat: state, then ppid, after the name)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def alive(pid: int) -> bool:
+    """Running, sleeping or stopped: anything but gone or a zombie waiting to be reaped."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"

@@ -13,14 +13,17 @@ warpwizard's own over every trace an inspection reads; like a probe, it is code 
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from wizard.errors import PluginError
+
+if TYPE_CHECKING:
+    from importlib import metadata
 
 PROBES_GROUP = "warpwizard.probes"
 PLAYBOOKS_GROUP = "warpwizard.playbooks"
@@ -49,7 +52,54 @@ def _failure(exc: BaseException) -> str:
 
 
 def _entries(group: str) -> list[metadata.EntryPoint]:
+    """The group's entry points, by name; importlib.metadata (its import and its parse of every distribution's
+    metadata: 15-40 ms of a small trace's start-up) only where some distribution may declare one."""
+    if not _may_declare(group):
+        return []
+    from importlib import metadata
+
     return sorted(metadata.entry_points(group=group), key=lambda e: (e.name, e.value))
+
+
+def _may_declare(group: str) -> bool:
+    """Whether some distribution on ``sys.path`` may declare an entry point of ``group``: where importlib.metadata
+    looks (each path folder's ``*.dist-info`` / ``*.egg-info``, an ``.egg`` folder's ``EGG-INFO``), whether an
+    ``entry_points.txt`` holds the group's name. What this cannot read as importlib.metadata would (a zip or other
+    file on the path, a finder of distributions besides the path's) answers True: the full lookup decides."""
+    import importlib.machinery
+
+    if any(
+        getattr(finder, "find_distributions", None) is not None and finder is not importlib.machinery.PathFinder
+        for finder in sys.meta_path
+    ):
+        return True
+    needle = group.encode()
+    return any(_folder_may_declare(entry, needle) for entry in sys.path)
+
+
+def _folder_may_declare(entry: object, needle: bytes) -> bool:
+    if not isinstance(entry, str):
+        return True
+    root = entry or "."
+    try:
+        children = os.listdir(root)
+    except NotADirectoryError:
+        return True  # a zip (or another file) on the path: importlib.metadata reads its members
+    except OSError:
+        return False  # not there: importlib.metadata finds nothing in it either
+    egg = os.path.basename(root).lower().endswith(".egg")
+    infos = (
+        c for c in children if c.lower().endswith((".dist-info", ".egg-info")) or (egg and c.lower() == "egg-info")
+    )
+    return any(needle in _read(os.path.join(root, info, "entry_points.txt")) for info in infos)
+
+
+def _read(path: str) -> bytes:
+    try:
+        with open(path, "rb") as file:
+            return file.read()
+    except OSError:  # none (most distributions), or unreadable: importlib.metadata reads no entry points there
+        return b""
 
 
 def _load(entry: metadata.EntryPoint, kind: str, make: Callable[[Any], Any] = lambda loaded: loaded) -> Any:
@@ -102,6 +152,8 @@ def installed_file(distribution: str, filename: str) -> tuple[bool, str | None]:
     """Whether ``distribution`` is installed, and the text of one file of its metadata (pip's
     ``direct_url.json``: where it was installed from, wizard/extras.py) or None. Reads metadata only: no
     code is loaded."""
+    from importlib import metadata
+
     try:
         found = metadata.distribution(distribution)
     except metadata.PackageNotFoundError:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -9,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import hatch_build
 from tests.conftest import EXAMPLES, REPO
 
 HEAVY = ("torch", "rich", "questionary", "prompt_toolkit", "msgspec", "pynvml", "yaml", "plotly")
@@ -103,6 +105,12 @@ def test_wheel_installs_in_a_fresh_venv_and_finds_its_playbooks(tmp_path: Path) 
     assert "wizard/py.typed" in names  # type checkers read the API's annotations
     assert "wizard/report/vendor/plotly-basic.min.js.gz" in names  # the HTML report's plotly.js (issue 37.8)
     assert {"wizard/examples/manifest.yaml", "wizard/examples/traces/grid-overflow.json"} <= set(names)
+    # the compiled core (hatch_build.py) where the compiler Python was built with is here: one stable-ABI binary, the
+    # wheel tagged for every CPython from 3.10 on; its C source stays out of the wheel
+    command = hatch_build.compile_command(Path("wizard/_core.c"), Path("unused.so"))
+    compiler = command is not None and shutil.which(command[0]) is not None
+    assert ("wizard/_core.abi3.so" in names) is compiler and "wizard/_core.c" not in names
+    assert wheel.name.endswith(f"-cp310-abi3-{hatch_build.platform_tag()}.whl" if compiler else "-py3-none-any.whl")
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
     python = venv / "bin" / "python"
@@ -130,6 +138,11 @@ def test_wheel_installs_in_a_fresh_venv_and_finds_its_playbooks(tmp_path: Path) 
         check=True,
     ).stdout
     assert where.startswith(str(venv))
+    compiled = subprocess.run(
+        [str(python), "-c", "from wizard.trace.read import protobuf; print(protobuf.COMPILED)"],
+        capture_output=True, text=True, cwd=tmp_path, check=True, env={"PATH": "/usr/bin:/bin"},
+    ).stdout  # fmt: skip
+    assert compiled.strip() == str(compiler)
     listed = subprocess.run(
         [str(venv / "bin" / "warpwizard"), "--no-color", "list"],
         capture_output=True,

@@ -19,6 +19,8 @@ from typing import Any
 import pytest
 
 from tests.conftest import REPO, RunCli, cli_command, cli_env, needs_torch, strict_json
+from tests.helpers import alive as _alive
+from tests.helpers import children as _children
 from tests.helpers import inspect_json
 from wizard.testing.traces import KernelSpec, TraceBuilder
 
@@ -416,29 +418,6 @@ def test_a_write_ahead_log_beside_an_export_is_a_note(run_cli: RunCli, tmp_path:
 
 
 # -- 12. no worker outlives a killed warpwizard --------------------------------------------------------------
-
-
-def _children(pid: int) -> list[int]:
-    """The processes whose parent is ``pid``, from /proc (each one's stat: state, then ppid, after the name)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == pid:
-                found.append(int(entry.name))
-    return found
-
-
-def _alive(pid: int) -> bool:
-    """Running, sleeping or stopped: anything but gone or a zombie waiting to be reaped."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from /proc (Linux)")

@@ -18,17 +18,19 @@ used), 606 MB (tracks: name and merge key, kept again as pid and tid), 304 MB (s
 from __future__ import annotations
 
 import gc
-import gzip
-import json
 import tracemalloc
-from collections.abc import Callable
 from pathlib import Path
-from typing import IO, cast
+from typing import IO
 
 import pytest
 
 from wizard.errors import InputFileError
-from wizard.testing.pftrace import field, varint
+from wizard.testing import hostile
+from wizard.testing.hostile import name as _name
+from wizard.testing.hostile import packet as _packet
+from wizard.testing.hostile import seq as _seq
+from wizard.testing.hostile import vfield as _vfield
+from wizard.testing.pftrace import field
 from wizard.trace.read import perfetto
 from wizard.trace.read.collector import MAX_NAME, TraceContents
 from wizard.trace.read.reader import read_trace
@@ -52,83 +54,11 @@ def _peak_mb(path: Path) -> tuple[float, TraceContents]:
     return peak / 2**20, contents
 
 
-def _name(i: int, size: int) -> bytes:
-    """A distinct name of ``size`` bytes (its number first, so no two share a prefix of MAX_NAME)."""
-    head = f"void hostile_{i:06d}_".encode()
-    return head + b"a" * (size - len(head))
-
-
-def _packet(*parts: bytes) -> bytes:
-    return field(1, b"".join(parts))
-
-
-def _vfield(number: int, value: int) -> bytes:
-    return varint(number << 3) + varint(value)
-
-
-def _seq(first: bool) -> bytes:
-    """Sequence 1, its incremental state cleared by the first packet (as a writer starts one)."""
-    return _vfield(10, 1) + (_vfield(13, 1) if first else b"")
-
-
-def _kernel_pair(i: int, name: bytes) -> bytes:
-    """A kernel slice (category ``kernel``, an inline name), begun and ended, on track 1."""
-    begin = field(11, _vfield(9, 1) + _vfield(11, 1) + field(22, b"kernel") + field(23, name))
-    end = field(11, _vfield(9, 2) + _vfield(11, 1))
-    return _packet(_vfield(8, 1000 + 10 * i), _seq(False), begin) + _packet(_vfield(8, 1005 + 10 * i), _seq(False), end)
-
-
-def _interned_never_used(out: IO[bytes], size: int) -> None:
-    for i in range(COUNT):
-        names = field(2, _vfield(1, i + 1) + field(2, _name(i, size)))  # InternedData.event_names
-        out.write(_packet(_seq(i == 0), field(12, names)))
-    out.write(_kernel_pair(0, b"one_real_kernel"))
-
-
-def _track_descriptors(out: IO[bytes], size: int) -> None:
-    out.write(_packet(_seq(True)))
-    for i in range(COUNT):
-        track = _vfield(1, 100 + i) + field(2, _name(i, size)) + field(16, _name(i, size))  # name, sibling_merge_key
-        out.write(_packet(_seq(False), field(60, track)))
-    out.write(_kernel_pair(0, b"one_real_kernel"))
-
-
-def _never_ended(out: IO[bytes], size: int) -> None:
-    out.write(_kernel_pair(0, b"one_real_kernel"))
-    for i in range(COUNT):
-        begin = field(11, _vfield(9, 1) + _vfield(11, 1) + field(22, b"cpu_op") + field(23, _name(i, size)))
-        out.write(_packet(_vfield(8, 10**6 + i), _seq(i == 0), begin))
-
-
-def _kernels(out: IO[bytes], size: int) -> None:
-    out.write(_packet(_seq(True)))
-    for i in range(COUNT):
-        out.write(_kernel_pair(i, _name(i, size)))
-
-
-def _json_kernels(out: IO[bytes], size: int) -> None:
-    out.write(b'{"traceEvents": [')
-    for i in range(COUNT):
-        event = {"ph": "X", "cat": "kernel", "name": "NAME", "pid": 0, "tid": 7, "ts": 1000.0 + 10 * i, "dur": 5.0,
-                 "args": {"device": 0, "stream": 7, "correlation": i + 1}}  # fmt: skip
-        head, tail = json.dumps(event).encode().split(b"NAME")
-        out.write((b", " if i else b"") + head + _name(i, size) + tail)
-    out.write(b"]}")
-
-
-SHAPES: dict[str, tuple[Callable[[IO[bytes], int], None], str]] = {
-    "interned-never-used": (_interned_never_used, ".pftrace.gz"),
-    "track-descriptors": (_track_descriptors, ".pftrace.gz"),
-    "slices-never-ended": (_never_ended, ".pftrace.gz"),
-    "kernels-pftrace": (_kernels, ".pftrace.gz"),
-    "kernels-json": (_json_kernels, ".json.gz"),
-}
-
-
-def _write(path: Path, shape: Callable[[IO[bytes], int], None], size: int) -> Path:
-    with gzip.open(path, "wb", compresslevel=1) as out:
-        shape(cast("IO[bytes]", out), size)
-    return path
+SHAPES = hostile.shapes(COUNT)
+_write = hostile.write
+_kernels, _json_kernels = SHAPES["kernels-pftrace"][0], SHAPES["kernels-json"][0]
+_interned_never_used, _never_ended = SHAPES["interned-never-used"][0], SHAPES["slices-never-ended"][0]
+_track_descriptors = SHAPES["track-descriptors"][0]
 
 
 @pytest.mark.parametrize("shape", list(SHAPES))

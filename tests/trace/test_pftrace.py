@@ -329,8 +329,8 @@ def test_packed_category_ids_and_links_are_read(tmp_path: Path) -> None:
     links = varint(1 << 3 | 2) + varint(2) + varint(7) + varint(8)
     body += varint(3000 << 3 | 2) + varint(len(links)) + links
     reader._track_event(body, (0, len(body)), 1000, seq)
-    (began,) = reader.open[0]
-    assert (began.cat, began.gpu_correlation) == ("cuda_runtime", [7, 8])
+    ((_ts, _name, cat, _args, linked, _size),) = reader.open[0]  # an open slice is a tuple (perfetto._Open)
+    assert (cat, linked) == ("cuda_runtime", [7, 8])
 
 
 def test_writer_sequences_are_bounded(tmp_path: Path) -> None:

@@ -243,8 +243,27 @@ def install_signal_handlers() -> None:
                 signal.signal(number, _on_stop_signal)
 
 
+def _numpy_with_one_blas_thread() -> None:
+    """numpy imported with OpenBLAS's pool at one thread, where no other thread runs and the user set none; the
+    variable removed once numpy is loaded, so no program this process starts inherits it (wizard/numpy_threads.py)."""
+    import threading
+
+    if "OPENBLAS_NUM_THREADS" in os.environ or threading.active_count() > 1:
+        import numpy
+
+        return
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"  # OpenBLAS reads it once, as the library loads
+    try:
+        import numpy  # noqa: F401
+    finally:
+        os.environ.pop("OPENBLAS_NUM_THREADS", None)
+
+
 def entry() -> None:
     """The console script."""
+    from wizard import numpy_threads
+
+    numpy_threads.use(_numpy_with_one_blas_thread)
     install_signal_handlers()
     code = main()
     try:

@@ -193,16 +193,20 @@ def write_export(
     for severity, text in diagnostics:
         t.add("DIAGNOSTIC_EVENT", timestamp=0, timestampType=1, source=1, severity=severity, text=text, globalPid=0)
     if gpu is not None:
-        limits = (64, 32, 65536, 65536, 49152, 233472, 232448, 85520809984, 1024, 32)
-        t.add(  # nsys's own id 7, CUDA ordinal 0 (what kernels' deviceId is)
-            "TARGET_INFO_GPU", vmId=0, id=7, name=gpu, smCount=sm_count, computeMajor=9, computeMinor=0,
-            **dict(zip(_SCHEMA["TARGET_INFO_GPU"][6:16], limits, strict=True)), cuDevice=0,
-        )  # fmt: skip
+        _gpu(t, gpu, sm_count)
     db = sqlite3.connect(path)
     with db:
         t.write(db, shuffle)
     db.close()
     return path
+
+
+def _gpu(t: _Tables, gpu: str, sm_count: int) -> None:
+    limits = (64, 32, 65536, 65536, 49152, 233472, 232448, 85520809984, 1024, 32)
+    t.add(  # nsys's own id 7, CUDA ordinal 0 (what kernels' deviceId is)
+        "TARGET_INFO_GPU", vmId=0, id=7, name=gpu, smCount=sm_count, computeMajor=9, computeMinor=0,
+        **dict(zip(_SCHEMA["TARGET_INFO_GPU"][6:16], limits, strict=True)), cuDevice=0,
+    )  # fmt: skip
 
 
 def _overheads(t: _Tables, overheads: Iterable[Overhead]) -> None:
@@ -217,3 +221,45 @@ def _overheads(t: _Tables, overheads: Iterable[Overhead]) -> None:
             t.add("CUPTI_ACTIVITY_KIND_OVERHEAD", **row, eventClass=CUDA_OVERHEAD, correlationId=o.correlation)
         else:
             t.add("PROFILER_OVERHEAD", **row)
+
+
+def write_many(
+    path: Path,
+    count: int,
+    *,
+    grids: int = 1,  # distinct grids, kernel i has grid (1 + i % grids, 1, 1)
+    names: int = 1,  # distinct kernel names, kernel i is named "kernel_{i % names}"
+    streams: int = 1,  # kernel i runs on stream 7 + i % streams
+    calls: bool = True,  # a cudaLaunchKernel for each kernel
+) -> Path:
+    """An export of ``count`` kernels (and their launches), written row by row, never held: the 10M-kernel
+    exports the benchmarks read take gigabytes as ``write_export``'s dataclasses. Kernel ``i`` starts at
+    ``1000 + 3000 i`` ns, lasts 1 µs, correlation ``i + 1``; its launch starts 500 ns earlier."""
+    t = _Tables({})
+    for value in ("EXPORT_PRODUCT_NAME", "NVIDIA Nsight Systems"), ("EXPORT_PRODUCT_VERSION", "2026.2.1.210"):
+        t.add("META_DATA_EXPORT", name=value[0], value=value[1])
+    _gpu(t, "NVIDIA H100 80GB HBM3", 132)  # as a real export describes its GPU (TARGET_INFO_GPU)
+    launch = t.sid("cudaLaunchKernel_v7000")
+    first = len(t.strings)
+    for n in range(names):
+        t.sid(f"kernel_{n}")
+    db = sqlite3.connect(path)
+    with db:
+        t.write(db, None)
+        kernel_cols = _SCHEMA["CUPTI_ACTIVITY_KIND_KERNEL"]
+        db.executemany(
+            f'INSERT INTO "CUPTI_ACTIVITY_KIND_KERNEL" VALUES ({", ".join("?" for _ in kernel_cols)})',
+            (
+                (1000 + 3000 * i, 2000 + 3000 * i, 0, 1, 7 + i % streams, i + 1, global_tid(PID, 0),
+                 first + i % names, first + i % names, first + i % names, 1, 32, 1 + i % grids, 1, 1, 256, 1, 1,
+                 0, 0, None, None)
+                for i in range(count)
+            ),
+        )  # fmt: skip
+        if calls:
+            db.executemany(
+                'INSERT INTO "CUPTI_ACTIVITY_KIND_RUNTIME" VALUES (?, ?, 0, ?, ?, ?, 0, NULL)',
+                ((500 + 3000 * i, 900 + 3000 * i, global_tid(), i + 1, launch) for i in range(count)),
+            )
+    db.close()
+    return path

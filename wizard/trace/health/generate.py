@@ -11,8 +11,9 @@ from __future__ import annotations
 import types
 import typing
 from pathlib import Path
-from typing import Annotated, Any, Literal, NotRequired
+from typing import Annotated, Any, Literal
 
+from wizard.compat import NotRequired
 from wizard.serialize import dumps
 from wizard.trace.health.checks import CHECK_IDS, CHECKS
 from wizard.trace.health.spec import EXAMPLES, STATUSES, Bounds, CheckSpec

@@ -19,7 +19,6 @@ the summary-table and profiler-overhead checks (wizard/trace/health/checks/) run
 
 from __future__ import annotations
 
-import statistics
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,6 +36,7 @@ from wizard.trace.health.spec import (
     CheckSpec,
     HealthCheck,
 )
+from wizard.trace.health.tables import distinct  # not np.unique, which imports numpy.ma
 from wizard.trace.read.collector import TraceContents
 from wizard.trace.read.records import NO_CORRELATION
 from wizard.untrusted import cut
@@ -284,7 +284,7 @@ def summary_table(contents: TraceContents) -> SummaryTable:
     table.annotation_us = sum(r.reported_self_us for r in table.rows if r.kind == "gpu_annotation")
     table.busy_us = sum(  # per device: two GPUs busy at once are busy twice, as their kernels' sum counts them
         _union(events.ts[events.device == d], (events.ts + events.dur)[events.device == d])
-        for d in np.unique(events.device).tolist()
+        for d in distinct(events.device).tolist()
     )
     return table
 
@@ -406,6 +406,8 @@ def sm_active(contents: TraceContents) -> list[dict[str, Any]]:
     (kernel-busy %) beside the mean measured SM-active %."""
     if not contents.counter_events:
         return []
+    import statistics
+
     from wizard.trace.read.counters import counter_series
 
     ts, dur, _, shape, shapes = contents.kernels.columns()
@@ -553,6 +555,10 @@ def step_drift(steps: list[tuple[float, float, str]]) -> dict[str, Any]:
     third's (None below three steps)."""
     ordered = sorted(steps)
     durations = [end - start for start, end, _ in ordered]
+    if not durations:  # and no import of statistics (with fractions, random) on a trace without steps
+        return {"steps": 0, "step_us": [], "median_step_us": None, "drift": None}
+    import statistics
+
     third = len(durations) // 3
     drift = None
     if third:

@@ -114,6 +114,18 @@ def distinct(values: Ints) -> Ints:
     return ordered[keep]
 
 
+def median(values: npt.NDArray[Any]) -> float:
+    """``np.median`` of a 1-D array, the same value (the mean of the middle one or two, NaN where one is NaN)
+    without the numpy.ma import that np.median makes on its first call (17 ms of a small trace's start-up)."""
+    ordered = np.sort(values)
+    if not len(ordered):
+        return math.nan
+    if np.isnan(ordered[-1]):
+        return float(ordered[-1])
+    n = len(ordered)
+    return float(ordered[(n - 1) // 2 : n // 2 + 1].mean())
+
+
 def member(values: Ints, sorted_ids: Ints) -> npt.NDArray[np.bool_]:
     """``np.isin`` for a sorted id array, by binary search: no sort of the two arrays together (a gigabyte
     trace's million calls would need a temporary of tens of megabytes)."""

@@ -135,6 +135,9 @@ def load_health_modules() -> None:
     """What the health checks import when they run (numpy, their tables), loaded ahead: while a big file's workers
     decode (the parent would wait anyway; at 100 MB numpy's import was an eighth of what ran after the last block,
     by cProfile), and before a directory's worker processes fork (see inspect_paths)."""
+    from wizard import numpy_threads
+
+    numpy_threads.load()
     import numpy.ma  # noqa: F401 - np.unique's first call imports it (21 ms, in the kernels-overlap check)
 
     import wizard.trace.health.key_averages

@@ -16,7 +16,7 @@ from typing import Any
 
 from wizard.formatting import article, compact, plural, verb
 from wizard.inspect_options import DEFAULT_MAX_LAUNCHES, DEFAULT_OPTIONS, InspectOptions, Keep
-from wizard.trace.metrics.detectors import SM_COUNT_HINT, Finding, KernelCheck, MemoChecker
+from wizard.trace.metrics.detectors import MEMO_CAP, SM_COUNT_HINT, Finding, KernelCheck, MemoChecker
 from wizard.trace.metrics.devices import DeviceInfo, device_table, sm_count_conflicts
 from wizard.trace.metrics.findings import (
     TIMELINE_CAP,
@@ -141,13 +141,15 @@ class Classifier:
         of the flagship's time at 200 MB). Shapes are taken in the order of their first launch, so every counter
         gains its keys in launch order, as one launch at a time gave them."""
         start, self.fed = self.fed, len(kernels)
-        if self.plots:  # the picture needs every launch's record
+        columns = kernels.columns()
+        ts, shape_of = columns[0], columns[3]
+        # the picture needs every launch's record; an export whose every kernel has its own shape (distinct grids:
+        # millions) is checked a launch at a time, as counting per shape would hold a count and a check per launch
+        if self.plots or len(columns[4]) > MEMO_CAP:
             for k in kernels.since(start):
                 self._launch(k, *self._judged(k))
             return
-        columns = kernels.columns()
-        ts, shape_of = columns[0], columns[3]
-        grouped = False
+        keyed_of: dict[int, tuple[tuple[Finding, float, tuple[str, str], bool], ...]] = {}
         for shape, launches in Counter(shape_of[start : self.fed]).items():
             seen = self._by_shape.get(shape)
             if seen is None:
@@ -162,14 +164,21 @@ class Classifier:
             self._counted(result, wrong, launches)
             for _, _, (mechanism, _), _ in keyed:
                 self.mechanisms[mechanism] += launches
-            grouped = grouped or bool(keyed)
-        if grouped:
-            self._group_launches(kernels, start, ts, shape_of)
+            if keyed:
+                keyed_of[shape] = keyed
+        if keyed_of:
+            self._group_launches(kernels, start, ts, shape_of, keyed_of)
 
-    def _group_launches(self, kernels: KernelTable, start: int, ts: Any, shape_of: Any) -> None:
+    def _group_launches(
+        self,
+        kernels: KernelTable,
+        start: int,
+        ts: Any,
+        shape_of: Any,
+        keyed_of: dict[int, tuple[tuple[Finding, float, tuple[str, str], bool], ...]],
+    ) -> None:
         """Each launch with findings into its groups, in launch order (examples and kept launches are the first)."""
         groups, worst_badness, most = self.groups, self.worst_badness, self.max_launches
-        keyed_of = {shape: seen[2] for shape, seen in self._by_shape.items() if seen[2]}
         for i in range(start, self.fed):
             keyed = keyed_of.get(shape_of[i])
             if keyed is None:
@@ -198,13 +207,16 @@ class Classifier:
         result = self.checker.check(k)
         judged = self.badness.get(id(result))
         if judged is None:
-            judged = self.badness[id(result)] = _per_mechanism(result.findings)
+            judged = _per_mechanism(result.findings)
+            if self.checker.kept:  # alive in the memo: its id is never another's
+                self.badness[id(result)] = judged
         return result, *judged
 
     def _launch(self, k: KernelRecord, result: KernelCheck, findings: list[tuple[Finding, float]], wrong: bool) -> None:
-        """One launch with its record at hand (when plotting)."""
+        """One launch with its record at hand (when plotting, or when every launch is its own shape)."""
         self._counted(result, wrong, 1)
-        self._draw(k, result, findings, wrong)
+        if self.plots:
+            self._draw(k, result, findings, wrong)
         for finding, bad in findings:
             self._grouped(finding, bad, k.name, k.index, k.ts, k)
 
@@ -413,7 +425,9 @@ def _launch_records(contents: TraceContents, checker: MemoChecker, keep: Keep) -
         result = checker.check(k)
         verdict = named.get(id(result))
         if verdict is None:
-            verdict = named[id(result)] = _named(result)
+            verdict = _named(result)
+            if checker.kept:  # alive in the memo: its id is never another's
+                named[id(result)] = verdict
         # a launch that prints nothing to check (Cuspy, Nsight Systems) but whose true values were computed is
         # listed with them, as a checked one is
         if (result.checked or verdict.mechanisms or result.true) and (keep == "all" or verdict.wrong):

@@ -662,6 +662,12 @@ def _computed(k: KernelRecord, grid: Dim3, block: Dim3, device: DeviceInfo | Non
     )
 
 
+# Distinct launches memoised: real traces have a few thousand; an export whose every kernel has its own grid has
+# millions, each a KernelCheck kept for nothing (~1 KB: 10 GB for 10M kernels, issue 47 item 7). Past it, a launch
+# is checked anew each time (the same answer: check_kernel is a function of the signature).
+MEMO_CAP = 1 << 14
+
+
 class MemoChecker:
     """``check_kernel`` once per distinct launch: training steps repeat the same kernels, so a
     gigabyte trace has hundreds of thousands of launches but a few thousand distinct ones.
@@ -672,6 +678,7 @@ class MemoChecker:
         self.rocm = rocm
         self.typed = typed
         self._memo: dict[tuple[Any, ...], KernelCheck] = {}
+        self.kept = True  # whether the last check's result is the memo's (alive, the same object for the same launch)
 
     def check(self, k: KernelRecord) -> KernelCheck:
         signature = (
@@ -691,8 +698,11 @@ class MemoChecker:
             k.profiler_occupancy,
         )
         result = self._memo.get(signature)
+        self.kept = True
         if result is None:
-            result = self._memo[signature] = check_kernel(
-                k, device_for(self.devices, k.device), rocm=self.rocm, typed=self.typed
-            )
+            result = check_kernel(k, device_for(self.devices, k.device), rocm=self.rocm, typed=self.typed)
+            if len(self._memo) < MEMO_CAP:
+                self._memo[signature] = result
+            else:
+                self.kept = False
         return result

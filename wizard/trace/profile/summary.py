@@ -207,40 +207,84 @@ def _devices(contents: TraceContents, described: list[dict[str, Any]]) -> list[P
     return out
 
 
-def _kernel_groups(contents: TraceContents, wrong: dict[str, dict[str, int]]) -> tuple[list[KernelGroup], float]:
-    """Every launch grouped by (normalised name, grid, block), with count, total, median and MAD of durations."""
+def _kernel_groups(
+    contents: TraceContents, wrong: dict[str, dict[str, int]]
+) -> tuple[list[KernelGroup], dict[str, float], float]:
+    """Every launch grouped by (normalised name, grid, block), with count, total, median and MAD of durations: the
+    ``MAX_KERNELS`` groups with the most GPU time (ties by key, then first seen) made whole, the rest summed as
+    ``others``; and the GPU time. Counts, totals and the ranking are numpy over every launch (an export whose every
+    kernel has its own grid is millions of groups); a group's object only for those kept."""
     import numpy as np
 
-    _, dur, _, shape_ids, shapes = contents.kernels.columns()
+    from wizard.trace.health.tables import median as median_of
+
+    kernels = contents.kernels
+    _, dur, _, _, _ = kernels.columns()
     if not len(dur):
-        return [], 0.0
-    keys: dict[tuple[str, Any, Any], int] = {}
-    group_of_shape = np.empty(len(shapes), dtype=np.int64)
-    names: list[str] = []
-    for i, s in enumerate(shapes):
-        group_of_shape[i] = keys.setdefault((kernel_key(str(s[0])), s[5], s[6]), len(keys))
-        if group_of_shape[i] == len(names):
-            names.append(str(s[0]))
+        return [], _others(np.zeros(0), np.zeros(0, dtype=np.int64)), 0.0
+    groups, firsts = kernels.launch_groups(kernel_key)
     durations = np.frombuffer(dur, dtype=np.float64)
     durations = np.where(np.isfinite(durations) & (durations >= 0), durations, 0.0)
-    groups = group_of_shape[np.frombuffer(shape_ids, dtype=np.int32)]
     order = np.lexsort((durations, groups))
-    bounds = np.flatnonzero(np.diff(groups[order])) + 1
-    first_shape = {int(g): i for i, g in reversed(list(enumerate(group_of_shape)))}
+    counts = np.bincount(groups, minlength=len(firsts))
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    totals = _group_sums(durations[order], starts, counts)
+    keys = _first_keys(kernels, firsts)
+    rank_of = {k: n for n, k in enumerate(sorted(set(keys)))}
+    key_rank = np.fromiter(map(rank_of.__getitem__, keys), dtype=np.int64, count=len(keys))
+    ranked = np.lexsort((np.arange(len(firsts)), key_rank, -totals))
     out = []
-    for (key, grid, block), part in zip(keys, np.split(order, bounds), strict=True):
-        values = durations[part]  # sorted within the group by the lexsort
-        median = float(np.median(values))
-        gid = int(groups[part[0]])
+    for gid in ranked[:MAX_KERNELS].tolist():
+        values = durations[order[starts[gid] : starts[gid] + counts[gid]]]  # sorted within the group by the lexsort
+        median = median_of(values)
+        shape = kernels.combination(int(firsts[gid]))
+        name, grid, block = str(shape[0]), shape[5], shape[6]
         out.append(
             KernelGroup(
-                key, names[gid][:MAX_TEXT],
+                keys[gid], name[:MAX_TEXT],
                 list(grid) if grid else None, list(block) if block else None,
-                len(values), float(values.sum()), median, float(np.median(np.abs(values - median))),
-                dict(wrong.get(names[gid], {})), **_attributes(shapes[first_shape[gid]]),
+                len(values), float(totals[gid]), median, median_of(np.abs(values - median)),
+                dict(wrong.get(name, {})), **_attributes(shape),
             )
         )  # fmt: skip
-    return out, float(durations.sum())
+    rest = ranked[MAX_KERNELS:]
+    return out, _others(totals[rest], counts[rest]), float(durations.sum())
+
+
+def _first_keys(kernels: Any, firsts: Any) -> list[str]:
+    """Each group's key, from its first launch's name (a name's key computed once)."""
+    found: dict[str, str] = {}
+    out = []
+    for name in kernels.names_of(firsts):
+        key = found.get(name)
+        if key is None:
+            key = found[name] = kernel_key(str(name))
+        out.append(key)
+    return out
+
+
+def _group_sums(ordered: Any, starts: Any, counts: Any) -> Any:
+    """Each group's ``values.sum()``, exactly as numpy sums one group: below 8 values left to right from -0.0
+    (numpy's pairwise summation does that for fewer than 8), the rest one group at a time."""
+    import numpy as np
+
+    totals = np.full(len(counts), -0.0)
+    small = counts < 8
+    for k in range(7):
+        take = small & (counts > k)
+        totals[take] += ordered[starts[take] + k]
+    for gid in np.flatnonzero(~small).tolist():
+        totals[gid] = ordered[starts[gid] : starts[gid] + counts[gid]].sum()
+    return totals
+
+
+def _others(totals: Any, counts: Any) -> dict[str, float]:
+    """The groups past MAX_KERNELS, in rank order: how many, their launches, their time (summed left to right
+    from 0, as Python's sum of the groups' totals)."""
+    import numpy as np
+
+    total: float = float(np.cumsum(totals)[-1]) + 0.0 if len(totals) else 0
+    return {"groups": float(len(totals)), "launches": float(int(counts.sum())), "total_us": total}
 
 
 def _attributes(shape: Any) -> dict[str, Any]:
@@ -284,6 +328,8 @@ def _grouped(durations: Any, refs: Any, keys: list[tuple[str, str | None]]) -> l
     """Durations grouped by the key of each one's descriptor: the MAX_OPS groups with the most time."""
     import numpy as np
 
+    from wizard.trace.health.tables import median as median_of
+
     ids: dict[tuple[str, str | None], int] = {}
     group_of_ref = np.array([ids.setdefault(k, len(ids)) for k in keys], dtype=np.int64)
     groups = group_of_ref[refs]
@@ -293,12 +339,12 @@ def _grouped(durations: Any, refs: Any, keys: list[tuple[str, str | None]]) -> l
     out = []
     for part in np.split(order, bounds):
         values = durations[part]
-        median = float(np.median(values))
+        median = median_of(values)
         name, shapes = names[int(groups[part[0]])]
         out.append(
             OpGroup(
                 name[:MAX_TEXT], shapes[:MAX_TEXT] if shapes is not None else None, len(values),
-                float(values.sum()), median, float(np.median(np.abs(values - median))),
+                float(values.sum()), median, median_of(np.abs(values - median)),
             )
         )  # fmt: skip
     return sorted(out, key=lambda g: (-g.total_us, g.name, g.shapes or ""))[:MAX_OPS]
@@ -311,17 +357,6 @@ def _wrong_by_kernel(metrics: Any) -> dict[str, dict[str, int]]:
         if group.wrong:
             out.setdefault(group.kernel, {})[group.mechanism] = group.count
     return out
-
-
-def _bounded(groups: list[KernelGroup]) -> tuple[list[KernelGroup], dict[str, float]]:
-    ranked = sorted(groups, key=lambda g: (-g.total_us, g.key))
-    rest = ranked[MAX_KERNELS:]
-    others = {
-        "groups": float(len(rest)),
-        "launches": float(sum(g.launches for g in rest)),
-        "total_us": sum(g.total_us for g in rest),
-    }
-    return ranked[:MAX_KERNELS], others
 
 
 _QUIET = ("ok", "not_applicable")  # statuses no comparison reads
@@ -338,8 +373,7 @@ class ProfilePass:
 
     def finish(self, contents: TraceContents, before: Results) -> ProfileSummary:
         metrics, health = before.get(METRICS_PASS), before.get(HEALTH_PASS)
-        groups, gpu_time = _kernel_groups(contents, _wrong_by_kernel(metrics))
-        kept, others = _bounded(groups)
+        kept, others, gpu_time = _kernel_groups(contents, _wrong_by_kernel(metrics))
         world, backend = _distributed(contents)
         ops, ops_by_name = _op_groups(contents)
         graphs = next((c for c in health.checks if c.check == "graph-launches"), None)

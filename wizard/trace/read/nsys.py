@@ -40,14 +40,14 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
 from wizard.errors import InputFileError
 from wizard.trace.read.collector import ANNOTATION_CAP, Collector, TraceContents
 from wizard.trace.read.events import Event, EventArgs
-from wizard.trace.read.records import PROCESS_SHIFT
+from wizard.trace.read.records import NO_VALUE, PROCESS_SHIFT, ReportedValue
 from wizard.trace.read.sqlite import (
     Database,
     SqliteBounds,
@@ -71,6 +71,14 @@ _RUNTIME_CLASS: dict[int | None, str] = {
     1: "cuda_driver",
 }  # ENUM_NSYS_EVENT_CLASS: the calls (67 is a backtrace)
 _OVERHEAD_TABLES = ("PROFILER_OVERHEAD", "CUPTI_ACTIVITY_KIND_OVERHEAD")
+_KERNEL_COLUMNS = (
+    "start", "end", "deviceId", "streamId", "correlationId", "globalPid", "demangledName", "shortName",
+    "gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ", "registersPerThread", "staticSharedMemory",
+    "dynamicSharedMemory",
+)  # fmt: skip
+_RUNTIME_COLUMNS = ("start", "end", "eventClass", "globalTid", "correlationId", "nameId")
+_MISSING = ReportedValue(None, "missing")  # nsys writes no blocks/warps per SM, no occupancy
+EXACT = 1 << 53  # nanosecond starts a double holds exactly (104 days): sorted as the doubles they are read into
 
 
 NsysConfig = SqliteBounds  # the bounds of one read (tests shrink them)
@@ -142,6 +150,13 @@ class _Export:
         self.strings: dict[int, str] = {}
         self.processes: dict[int, int] = {}  # pid -> its index, for correlation ids
         self.missing: dict[str, list[str]] = {}  # table -> the columns read as NULL because the table lacks them
+        self.kernel_names: list[str] = []  # the kernels' names, each once
+        self.kernel_name_ids: dict[str, int] = {}  # a name -> its number in kernel_names
+        self.name_numbers: dict[int, int] = {}  # a StringIds id -> its number in kernel_names (-1: no name)
+        self.call_threads: list[tuple[int | None, int | None]] = []  # the calls' (pid, tid), each once
+        self.call_thread_ids: dict[tuple[int | None, int | None], int] = {}
+        self.call_names: list[str] = []  # the calls' names, each once
+        self.call_name_ids: dict[str, int] = {}
 
     def read(self) -> None:
         if not is_export(self.tables):
@@ -149,14 +164,11 @@ class _Export:
                 f"{self.c.path}: a SQLite database, but not an Nsight Systems export or a rocpd database "
                 "(no StringIds or META_DATA_EXPORT table, no rocpd_kernel_dispatch)"
             )
-        for sid, value in self._rows("StringIds", ("id", "value")):
-            text = _text(value)
-            if type(sid) is int and text is not None:
-                self.strings[sid] = text
+        self._strings()
         self._metadata()
         self._processes()
-        self._add(self._kernels())
-        self._add(self._runtime())
+        self._kernels()
+        self._runtime()
         self._add(self._gpu_ops("CUPTI_ACTIVITY_KIND_MEMCPY", "gpu_memcpy"))
         self._add(self._gpu_ops("CUPTI_ACTIVITY_KIND_MEMSET", "gpu_memset"))
         self._add(self._nvtx())
@@ -187,6 +199,18 @@ class _Export:
         cursor = self.db.execute(f'SELECT {picked} FROM "{table}"{order}')
         while batch := cursor.fetchmany(BATCH):
             yield from batch
+
+    def _strings(self) -> None:
+        """StringIds, each text cut to ``MAX_TEXT`` characters by SQLite (``substr``), so a batch of rows never
+        holds a megabyte's name whole (1,500 of them took 1.5 GB a batch); anything but text is no name."""
+        if not {"id", "value"} <= self._columns("StringIds"):
+            return
+        text = f'CASE WHEN typeof("value") = \'text\' THEN substr("value", 1, {MAX_TEXT}) END'
+        query = f'SELECT "id", {text} FROM "StringIds"'
+        for batch in _batches(self.db.execute(query)):
+            for sid, text in batch:
+                if type(sid) is int and type(text) is str:
+                    self.strings[sid] = text
 
     def _add(self, events: Iterator[Event]) -> None:
         batch: list[Event] = []
@@ -300,58 +324,249 @@ class _Export:
                 return text
         return "unknown"
 
-    def _kernels(self) -> Iterator[Event]:
-        cols = (
-            "start", "end", "deviceId", "streamId", "correlationId", "globalPid", "demangledName", "shortName",
-            "gridX", "gridY", "gridZ", "blockX", "blockY", "blockZ", "registersPerThread", "staticSharedMemory",
-            "dynamicSharedMemory",
-        )  # fmt: skip
-        for row in self._rows("CUPTI_ACTIVITY_KIND_KERNEL", cols, required=1, ordered=True):
-            start, end, device, stream, corr, gpid, demangled, short, *dims = row
-            ts, dur = _span(start, end)
-            if ts is None:
-                continue
-            gx, gy, gz, bx, by, bz, regs, static, dynamic = (_int(d) for d in dims)
-            smem = static + dynamic if static is not None and dynamic is not None else None
-            yield Event(
-                cat="kernel",
-                name=self._name(demangled, short),
-                pid=_int(device),
-                tid=_int(stream),
-                ts=ts,
-                dur=dur,
-                args=EventArgs(
-                    correlation=self._correlation(corr, gpid),
-                    device=_int(device),
-                    stream=_int(stream),
-                    grid=[gx, gy, gz] if None not in (gx, gy, gz) else None,
-                    block=[bx, by, bz] if None not in (bx, by, bz) else None,
-                    registers=regs,
-                    shared_memory=smem,
-                ),
-            )
+    def _kernels(self) -> None:
+        """The kernels, straight into the kernel table's columns: rows fetched a batch at a time as the file
+        holds them, typed and cut in SQL, made numpy columns, sorted by start once at the end (stable, so a tie
+        keeps the file's order, as the ``ORDER BY`` of the other tables does); a row holding a value no int64
+        column can hold (-2**63, a sum past int64) is read one at a time, as ``_kernel_row`` says."""
+        table = "CUPTI_ACTIVITY_KIND_KERNEL"
+        if "start" not in self._columns(table):
+            return
+        query, clause, present = self._select(table, _KERNEL_COLUMNS, "")
+        import numpy as np
 
-    def _runtime(self) -> Iterator[Event]:
-        """The runtime and driver calls; rows of any other eventClass (a CUDA backtrace repeats its call) are
-        not calls. Without an eventClass column (older exports), every row is a call."""
-        cols = ("start", "end", "eventClass", "globalTid", "correlationId", "nameId")
+        kernels = self.c.kernels
+        first = len(kernels)
+        starts = _Starts()
+        for batch in _batches(self.db.execute(query)):
+            starts.add(self._kernel_batch(_typed(batch, present, len(_KERNEL_COLUMNS))))
+        if len(kernels) == first:
+            return
+        if not starts.ordered:
+            ts = np.frombuffer(kernels.starts(), dtype=np.float64)[first:]
+            kernels.reorder(first, starts.sorting(ts, lambda: self.db.execute(f'SELECT "start" {clause}')))
+        self.c.events += len(kernels) - first
+        self.c.timeline.categories["kernel"] += len(kernels) - first
+        self.c.last_ts = kernels[len(kernels) - 1].ts
+
+    def _kernel_batch(self, rows: Any) -> Any:
+        """One batch of rows into the table; their starts (nanoseconds, numpy int64)."""
+        import numpy as np
+
+        start, end, device, stream, corr, gpid, demangled, short = rows[:, :8].T
+        gx, gy, gz, bx, by, bz, regs, static, dynamic = rows[:, 8:17].T
+        big = 1 << 62
+        odd = rows[:, len(_KERNEL_COLUMNS)] != 0
+        odd |= (np.abs(start) >= big) | ((end != NO_VALUE) & (np.abs(end) >= big))
+        odd |= ((static != NO_VALUE) & (np.abs(static) >= big)) | ((dynamic != NO_VALUE) & (np.abs(dynamic) >= big))
+        dur = np.where(end != NO_VALUE, (end - start) / 1000.0, 0.0)
+        grid_none = (gx == NO_VALUE) | (gy == NO_VALUE) | (gz == NO_VALUE)
+        block_none = (bx == NO_VALUE) | (by == NO_VALUE) | (bz == NO_VALUE)
+        smem = np.where((static != NO_VALUE) & (dynamic != NO_VALUE), static + dynamic, NO_VALUE)
+        launch = [np.where(grid_none, NO_VALUE, d) for d in (gx, gy, gz)]
+        launch += [np.where(block_none, NO_VALUE, d) for d in (bx, by, bz)]
+        launch += [regs, smem]
+        names = self._kernel_names(demangled, short)
+        base = self._kernel_bases(names, device, stream)
+        overrides: dict[tuple[int, int], Any] = {}
+        ts = start / 1000.0
+        correlation = self._correlations(corr, gpid)
+        for i in np.flatnonzero(odd).tolist():
+            ts[i], dur[i], correlation[i], base[i] = self._kernel_row(rows[i].tolist(), launch, i, overrides)
+        self.c.kernels.add_launches(ts, dur, correlation, base, launch, overrides=overrides)
+        return start
+
+    def _kernel_names(self, demangled: Any, short: Any) -> Any:
+        """Each row's name, as a number in ``kernel_names``: the demangled name's, else the short name's, else
+        "unknown" (nsys leaves one or the other empty)."""
+        import numpy as np
+
+        picked = np.full(len(demangled), self._kernel_name("unknown"), dtype=np.int64)
+        for ids in (short, demangled):
+            distinct, which = np.unique(ids, return_inverse=True)
+            known = np.array([self._name_number(int(sid)) for sid in distinct], dtype=np.int64)[which.reshape(-1)]
+            picked = np.where(known >= 0, known, picked)
+        return picked
+
+    def _name_number(self, sid: int) -> int:
+        """A StringIds id's number among the kernel names (-1 where it names nothing, or an empty text)."""
+        found = self.name_numbers.get(sid)
+        if found is None:
+            text = self.strings.get(sid) if sid != NO_VALUE else None
+            found = self.name_numbers[sid] = self._kernel_name(text) if text else -1
+        return found
+
+    def _kernel_name(self, text: str) -> int:
+        found = self.kernel_name_ids.get(text)
+        if found is None:
+            found = self.kernel_name_ids[text] = len(self.kernel_names)
+            self.kernel_names.append(text)
+        return found
+
+    def _kernel_bases(self, names: Any, device: Any, stream: Any) -> Any:
+        """Each row's combination of name, device and stream, as the kernel table numbers it."""
+        import numpy as np
+
+        triples, which = np.unique(np.stack((names, device, stream), axis=1), axis=0, return_inverse=True)
+        base_id = self.c.kernels.base_id
+        ids = [
+            base_id(_kernel_shape(self.kernel_names[n], *((None if v == NO_VALUE else v) for v in (d, s, d))))
+            for n, d, s in triples.tolist()
+        ]
+        return np.array(ids, dtype=np.int32)[which.reshape(-1)]
+
+    def _correlations(self, corr: Any, gpid: Any) -> Any:
+        """``_correlation`` of every row at once (NO_VALUE for none)."""
+        import numpy as np
+
+        if not self.processes:
+            return corr.copy()
+        pid = (gpid >> 24) & 0xFFFFFF
+        distinct, which = np.unique(pid, return_inverse=True)
+        index = np.array([self.processes.get(int(p), 0) for p in distinct], dtype=np.int64)[which.reshape(-1)]
+        shifted = (index << PROCESS_SHIFT) | (corr & ((1 << PROCESS_SHIFT) - 1))
+        fits = (corr != NO_VALUE) & (index < 1 << (63 - PROCESS_SHIFT))
+        return np.where(gpid == NO_VALUE, corr, np.where(fits, shifted, NO_VALUE))
+
+    def _kernel_row(
+        self, row: tuple[Any, ...], launch: list[Any], i: int, overrides: dict[tuple[int, int], Any]
+    ) -> tuple[float, float, int, int]:
+        """A row holding -2**63 or a value near int64's ends, one value at a time as Python's integers take it
+        (a hostile export's: no real one has them): its start, duration, correlation and combination, its
+        launch fields written into ``launch`` (and ``overrides`` where no column holds them)."""
+        mask = row[17]
+        values = [v if v != NO_VALUE or mask >> n & 1 else None for n, v in enumerate(row[:17])]
+        start, end, device, stream, corr, gpid, demangled, short, *dims = values
+        gx, gy, gz, bx, by, bz, regs, static, dynamic = dims
+        smem = static + dynamic if static is not None and dynamic is not None else None
+        fields = [*((gx, gy, gz) if None not in (gx, gy, gz) else (None,) * 3),
+                  *((bx, by, bz) if None not in (bx, by, bz) else (None,) * 3), regs, smem]  # fmt: skip
+        for f, value in enumerate(fields):
+            fits = value is None or NO_VALUE < value < 1 << 63
+            launch[f][i] = value if fits and value is not None else NO_VALUE
+            if not fits:
+                overrides[(f, i)] = value
+        ts, dur = _span(start, end)
+        kept = device if device is None or device > NO_VALUE else None  # the collector's as_int: -2**63 is none
+        shape = _kernel_shape(self._name(demangled, short), device, stream, kept)
+        correlation = self._correlation(corr, gpid)
+        fits = correlation is not None and NO_VALUE < correlation < 1 << 63
+        return (
+            ts or 0.0,
+            dur,
+            correlation if correlation is not None and fits else NO_VALUE,
+            self.c.kernels.base_id(shape),
+        )
+
+    def _select(self, table: str, wanted: Sequence[str], where: str) -> tuple[str, str, list[int]]:
+        """A fixed query of the ``wanted`` columns ``table`` has (a missing one is noted: ``_typed`` reads it as
+        none), the clause after its columns, and the positions in ``wanted`` of those selected. Names are this
+        module's, never the file's."""
+        have = self._columns(table)
+        present = [n for n, name in enumerate(wanted) if name in have]
+        absent = [name for name in wanted if name not in have]
+        if absent:
+            self.missing[table] = absent
+        clause = f'FROM "{table}" WHERE typeof("start") = \'integer\'{where}'
+        picked = ", ".join(f'"{wanted[n]}"' for n in present)
+        return f"SELECT {picked} {clause}", clause, present
+
+    def _runtime(self) -> None:
+        """The runtime and driver calls, as columns (as ``_kernels``); rows of any other eventClass (a CUDA
+        backtrace repeats its call) are not calls. Without an eventClass column (older exports), every row is
+        a call."""
+        import numpy as np
+
         table = "CUPTI_ACTIVITY_KIND_RUNTIME"
-        classed = "eventClass" in self._columns(table)
-        for start, end, kind, gtid, corr, name_id in self._rows(table, cols, required=1, ordered=True):
-            category = _RUNTIME_CLASS.get(_int(kind)) if classed else "cuda_runtime"
-            ts, dur = _span(start, end)
-            if ts is None or category is None:
-                continue
-            g = _int(gtid)
-            yield Event(
-                cat=category,
-                name=_VERSION_SUFFIX.sub("", self._name(name_id)),
-                pid=_pid(g) if g is not None else None,
-                tid=g & 0xFFFFFF if g is not None else None,
-                ts=ts,
-                dur=dur,
-                args=EventArgs(correlation=self._correlation(corr, g)),
-            )
+        have = self._columns(table)
+        if "start" not in have:
+            return
+        classed = "eventClass" in have
+        where = ' AND typeof("eventClass") = \'integer\' AND "eventClass" IN (0, 1)' if classed else ""
+        query, clause, present = self._select(table, _RUNTIME_COLUMNS, where)
+        calls = _Calls()
+        for batch in _batches(self.db.execute(query)):
+            calls.add(*self._runtime_batch(_typed(batch, present, len(_RUNTIME_COLUMNS)), classed))
+        if not calls.parts:
+            return
+        start, dur, corr, thread, name, driver = (np.concatenate(part) for part in zip(*calls.parts, strict=True))
+        if not calls.starts.ordered:
+            again = lambda: self.db.execute(f'SELECT "start" {clause}')  # noqa: E731
+            order = calls.starts.sorting(start, again)
+            start, dur, corr, thread, name, driver = (c[order] for c in (start, dur, corr, thread, name, driver))
+        self.c.runtime.add_columns(
+            corr, start, dur, thread, name, thread_keys=self.call_threads, name_list=self.call_names
+        )
+        drivers = int(driver.sum())
+        counts = {"cuda_runtime": len(driver) - drivers, "cuda_driver": drivers}
+        for category in sorted(counts, key=lambda c: c != ("cuda_driver" if driver[0] else "cuda_runtime")):
+            if counts[category]:
+                self.c.timeline.categories[category] += counts[category]
+        self.c.events += len(driver)
+        self.c.last_ts = float(start[-1])
+
+    def _runtime_batch(self, rows: Any, classed: bool) -> tuple[Any, ...]:
+        """One batch of calls as columns: start (µs), duration, correlation, thread and name numbers, whether a
+        driver call; and the starts in nanoseconds."""
+        import numpy as np
+
+        start, end, kind, gtid, corr, name_id = rows[:, :6].T
+        odd = (
+            (rows[:, len(_RUNTIME_COLUMNS)] != 0)
+            | (np.abs(start) >= 1 << 62)
+            | ((end != NO_VALUE) & (np.abs(end) >= 1 << 62))
+        )
+        ts = start / 1000.0
+        dur = np.where(end != NO_VALUE, (end - start) / 1000.0, 0.0)
+        correlation = self._correlations(corr, gtid)
+        thread = self._threads(gtid)
+        name = self._call_names(name_id)
+        for i in np.flatnonzero(odd).tolist():
+            ts[i], dur[i], correlation[i], thread[i], name[i] = self._runtime_row(rows[i].tolist())
+        driver = (kind == 1) if classed else np.zeros(len(start), dtype=bool)
+        return (ts, dur, correlation, thread, name, driver), start
+
+    def _threads(self, gtid: Any) -> Any:
+        """Each call's (pid, tid) from its globalTid, as a number into ``call_threads``."""
+        import numpy as np
+
+        distinct, which = np.unique(gtid, return_inverse=True)
+        numbers = [self._thread_number(None if g == NO_VALUE else g) for g in distinct.tolist()]
+        return np.array(numbers, dtype=np.int32)[which.reshape(-1)]
+
+    def _thread_number(self, g: int | None) -> int:
+        key = (_pid(g), g & 0xFFFFFF) if g is not None else (None, None)
+        found = self.call_thread_ids.get(key)
+        if found is None:
+            found = self.call_thread_ids[key] = len(self.call_threads)
+            self.call_threads.append(key)
+        return found
+
+    def _call_names(self, name_id: Any) -> Any:
+        """Each call's name (nsys's, without its version suffix), as a number into ``call_names``."""
+        import numpy as np
+
+        distinct, which = np.unique(name_id, return_inverse=True)
+        numbers = [self._call_name(None if n == NO_VALUE else n) for n in distinct.tolist()]
+        return np.array(numbers, dtype=np.int32)[which.reshape(-1)]
+
+    def _call_name(self, sid: int | None) -> int:
+        text = _VERSION_SUFFIX.sub("", self._name(sid))
+        found = self.call_name_ids.get(text)
+        if found is None:
+            found = self.call_name_ids[text] = len(self.call_names)
+            self.call_names.append(text)
+        return found
+
+    def _runtime_row(self, row: tuple[Any, ...]) -> tuple[float, float, int, int, int]:
+        """A call holding -2**63 or a value near int64's ends, as Python's integers take it (``_kernel_row``)."""
+        mask = row[6]
+        start, end, _, g, corr, name_id = (v if v != NO_VALUE or mask >> n & 1 else None for n, v in enumerate(row[:6]))
+        ts, dur = _span(start, end)
+        correlation = self._correlation(corr, g)
+        fits = correlation is not None and NO_VALUE < correlation < 1 << 63
+        kept = correlation if correlation is not None and fits else NO_VALUE
+        return ts or 0.0, dur, kept, self._thread_number(g), self._call_name(name_id)
 
     def _gpu_ops(self, table: str, category: str) -> Iterator[Event]:
         cols = ("start", "end", "deviceId", "streamId", "correlationId", "globalPid", "bytes")
@@ -407,6 +622,79 @@ class _Export:
                     continue
                 name = self._string(name_id) or labels.get(_int(kind), "") or "unknown"
                 kept.append((ts, ts + max(dur, 0.0), cut(name, 80), None))
+
+
+def _kernel_shape(name: str, device: int | None, stream: int | None, kept: int | None) -> tuple[Any, ...]:
+    """A kernel's combination as the collector makes it from a kernel event (KernelRecord's order, grid to
+    shared memory None: ``add_launches`` takes them as columns): pid the device, tid the stream, as Kineto
+    writes them, and the device as the collector keeps it (``kept``)."""
+    return (name, device, stream, kept, stream, None, None, None, None, _MISSING, _MISSING, _MISSING, None, None, None)
+
+
+class _Starts:
+    """The kernels' starts batch by batch: whether they came sorted, and otherwise the order that sorts them."""
+
+    def __init__(self) -> None:
+        self.ordered = True
+        self.exact = True
+        self.last: int | None = None
+
+    def add(self, starts: Any) -> None:
+        import numpy as np
+
+        if not len(starts):
+            return
+        self.exact = self.exact and bool((np.abs(starts) <= EXACT).all())
+        if self.ordered:
+            inside = bool((starts[1:] >= starts[:-1]).all())
+            self.ordered = inside and (self.last is None or int(starts[0]) >= self.last)
+        self.last = int(starts[-1])
+
+    def sorting(self, ts: Any, again: Callable[[], Iterable[tuple[Any, ...]]]) -> Any:
+        """The stable order by start of rows not read in order: by their start in µs (``ts``, numpy) where
+        those doubles hold every nanosecond start exactly, else by the starts read again (``again``)."""
+        import numpy as np
+
+        key = ts if self.exact else np.array([start for (start,) in again()], dtype=np.int64)
+        return np.argsort(key, kind="stable")
+
+
+class _Calls:
+    """The calls' columns, batch by batch, with their threads' and names' numbers."""
+
+    def __init__(self) -> None:
+        self.parts: list[tuple[Any, ...]] = []
+        self.starts = _Starts()
+
+    def add(self, columns: tuple[Any, ...], starts: Any) -> None:
+        if len(starts):
+            self.parts.append(columns)
+            self.starts.add(starts)
+
+
+def _typed(batch: list[tuple[Any, ...]], present: list[int], width: int) -> Any:
+    """Rows as a numpy int64 matrix of ``width`` columns and a last one, a mask of the columns that hold
+    -2**63 itself: a value that is not an integer (SQLite is dynamically typed), and a column not selected,
+    are ``NO_VALUE``. An export's integers make one numpy conversion; a batch holding anything else is typed
+    value by value."""
+    import numpy as np
+
+    rows = np.array(batch)
+    out = np.full((len(batch), width + 1), NO_VALUE, dtype=np.int64)
+    out[:, width] = 0
+    if rows.dtype == np.int64 and rows.ndim == 2 and not bool((rows == NO_VALUE).any()):
+        out[:, present] = rows
+        return out
+    typed = [[v if type(v) is int else NO_VALUE for v in row] for row in batch]
+    out[:, present] = np.array(typed, dtype=np.int64).reshape(len(batch), len(present))
+    masks = [sum(1 << present[n] for n, v in enumerate(row) if type(v) is int and v == NO_VALUE) for row in batch]
+    out[:, width] = masks
+    return out
+
+
+def _batches(cursor: Any) -> Iterator[list[tuple[Any, ...]]]:
+    while batch := cursor.fetchmany(BATCH):
+        yield batch
 
 
 def _pid(global_id: int) -> int:

@@ -63,9 +63,10 @@ from wizard.trace.read.events import (
     PYTHON_CATEGORIES,
     RUNTIME_CATEGORIES,
     Event,
-    event_from_parts,
+    EventArgs,
 )
 from wizard.trace.read.protobuf import Damaged as _Damaged
+from wizard.trace.read.protobuf import Field
 from wizard.trace.read.protobuf import fields as _fields
 from wizard.trace.read.protobuf import fields_of_prefix as _fields_of_prefix
 from wizard.trace.read.protobuf import packed_varints as _varints
@@ -92,6 +93,7 @@ TICK = 4096  # top-level entries between two looks at the clock (and one after e
 MAX_SKIPPED = 1_000_000  # top-level entries other than packets (Trace has no other field; writers write none)
 MEMO_BYTES = 64  # debug annotations at most this long are remembered by their bytes
 MEMO_ENTRIES = 100_000  # and at most this many over every sequence (a clear frees its sequence's)
+END_BYTES = 16  # a TrackEvent at most this long that ends a slice is remembered by its bytes (at most MEMO_ENTRIES)
 BATCH = 50_000
 BATCH_BYTES = 16 << 20  # and at most about this much of their names and annotations (a batch of megabyte args)
 TRIMONTH_S = 7_889_238  # Kineto's base-time period (torch/profiler/_cuspy/trace.py: _TRIMONTH_SECONDS)
@@ -120,9 +122,14 @@ _STAGE_CATEGORIES = {
     "EventRecord": "graph_event_node",
     "HostNode": "graph_host_node",
 }
-# extra_data keys Cuspy writes, as the JSON's args
-_EXTRA_ARGS = {"correlation": "correlation", "stream id": "stream", "graph id": "graph id",
-               "graph node id": "graph node id", "bytes": "bytes"}  # fmt: skip
+# The args an event keeps (``EventArgs``' fields, by the JSON's names): a debug annotation of another name (External
+# id, cbid, queued, context, ...) is skipped by its name, its value never decoded. Names as bytes too: a name field is
+# looked up before it is decoded (``replace`` decoding turns no other bytes into these ASCII names).
+_ARG_FIELDS = {f.encode_name: f.name for f in msgspec.structs.fields(EventArgs)}
+_ARG_FIELDS_BYTES = {encoded.encode(): attr for encoded, attr in _ARG_FIELDS.items()}
+_RAW_ARGS = frozenset(f.name for f in msgspec.structs.fields(EventArgs) if f.type is msgspec.Raw)  # kept as JSON
+# extra_data keys Cuspy writes that an event keeps (graph id, graph node id and bytes are not EventArgs fields)
+_EXTRA_ARGS = {"correlation": "correlation", "stream id": "stream"}
 
 
 # The categories whose args the collector reads (the rest: name, row and time only), so only their debug
@@ -142,7 +149,7 @@ class _Sequence:
     interned: int = 0  # entries held, for the bound over every sequence
     chars: int = 0  # characters they hold, for the bound over every sequence
     default_track: int = 0  # TracePacketDefaults.track_event_defaults.track_uuid
-    memo: dict[bytes, tuple[str, Any]] = field(default_factory=dict)  # debug annotations by their bytes
+    memo: dict[bytes, tuple[str | None, Any]] = field(default_factory=dict)  # annotations by their bytes (_annotation)
 
 
 @dataclass
@@ -152,14 +159,14 @@ class _Track:
     name: str
 
 
-@dataclass
-class _Open:
-    ts: int
-    name: str
-    cat: str | None
-    args: dict[str, Any]
-    gpu_correlation: list[int]
-    size: int  # its name's characters and its annotations' bytes, for the bound on what open slices hold
+# A slice begun and not yet ended: (ts in ns, name, category, args by EventArgs field, gpu_correlation links, size:
+# its name's characters and its annotations' bytes, for the bound on what open slices hold). A tuple, not an object:
+# one is made per slice.
+_Open = tuple[int, str, "str | None", dict[str, Any], "list[int] | tuple[()]", int]
+# A launch waiting for the render stage it links to: (cat, name, pid, tid, ts in µs, ts and dur in ns, args, links)
+_Pending = tuple["str | None", str, Any, Any, float, int, int, dict[str, Any], "list[int] | tuple[()]"]
+_NO_LINKS: tuple[()] = ()
+_NO_ARGS = EventArgs()  # one for every event without args (a Python function's): nothing changes an event's args
 
 
 class _Reader:
@@ -169,9 +176,11 @@ class _Reader:
         self.c = contents
         self.collector = Collector(contents)
         self.sequences: dict[int, _Sequence] = {}
+        self.last_sequence: tuple[int, _Sequence] | None = None  # the sequence of the packet before: nearly always
         self.interned = 0
         self.held = 0  # characters of live interned strings and track names (MAX_HELD_CHARS)
         self.memo_entries = 0  # annotations remembered, over every sequence (MEMO_ENTRIES)
+        self.ends: dict[bytes, int] = {}  # a slice end's bytes -> its track (-1: the sequence's default; MEMO_ENTRIES)
         self.tracks: dict[int, _Track] = {}
         self.open: dict[int, list[_Open]] = {}
         self.open_count = 0
@@ -183,23 +192,25 @@ class _Reader:
         self.clocks = False  # packets named a clock or defaults this reader does not apply
         self.cuspy = False  # raw fields only Cuspy writes were seen
         self.event_correlation: dict[int, int] = {}  # render stage event_id -> correlation (launch links)
-        # launches whose correlation is a link, with their start and duration in ns
-        self.pending: list[tuple[dict[str, Any], list[int], int, int]] = []
+        self.pending: list[_Pending] = []  # launches whose correlation is a link
         self.exact = contents.exact_ns = ExactTimes()
 
     # -- packets ------------------------------------------------------------------------------------------
 
     def packet(self, b: bytes) -> None:  # noqa: PLR0912
+        """One TracePacket: its fields in the order a slice's packets have them most (timestamp, track event,
+        sequence), the sequence of the packet before taken again without a look-up."""
         ts: int | None = None
-        seq_id = 0
-        flags = 0
-        body: tuple[int, tuple[int, int]] | None = None
+        seq_id = flags = kind = 0  # kind: the field of the packet's body (a track event, a track descriptor, ...)
+        body = (0, 0)
         interned: tuple[int, int] | None = None
         defaults: tuple[int, int] | None = None
         snapshot = False
         for number, wire, value in _fields(b):
             if number == _TIMESTAMP and wire == 0:
                 ts = value
+            elif number == _TRACK_EVENT and wire == 2:
+                kind, body = number, value
             elif number == _SEQ_ID and wire == 0:
                 seq_id = value
             elif number == _SEQ_FLAGS and wire == 0:
@@ -208,8 +219,8 @@ class _Reader:
                 flags |= _SEQ_INCREMENTAL_STATE_CLEARED
             elif number == _INTERNED and wire == 2:
                 interned = value
-            elif number in (_TRACK_EVENT, _TRACK_DESCRIPTOR, _RENDER_STAGE) and wire == 2:
-                body = (number, value)
+            elif number in (_TRACK_DESCRIPTOR, _RENDER_STAGE) and wire == 2:
+                kind, body = number, value
             elif number == _DEFAULTS and wire == 2:
                 defaults = value
             elif number == _CLOCK_SNAPSHOT and wire == 2:
@@ -218,20 +229,25 @@ class _Reader:
                 self.clocks = True
         if snapshot and ts is not None and self.base is None:
             self._base_from(ts)
-        seq = self._sequence(seq_id, bool(flags & _SEQ_INCREMENTAL_STATE_CLEARED))
+        last = self.last_sequence
+        if last is None or last[0] != seq_id or flags & _SEQ_INCREMENTAL_STATE_CLEARED:
+            last = self.last_sequence = (seq_id, self._sequence(seq_id, bool(flags & _SEQ_INCREMENTAL_STATE_CLEARED)))
+        seq = last[1]
         if defaults is not None:
             self._defaults(b, defaults, seq)
         if interned is not None:
             self._interned(b, interned, seq)
-        if body is None:
-            return
-        number, span = body
-        if number == _TRACK_DESCRIPTOR:
-            self._track(b, span)
-        elif ts is not None and number == _TRACK_EVENT:
-            self._track_event(b, span, ts, seq)
-        elif ts is not None:
-            self._render_stage(b, span, ts, seq)
+        if kind == _TRACK_EVENT and ts is not None:
+            ended = self.ends.get(b[body[0] : body[1]]) if body[1] - body[0] <= END_BYTES else None
+            if ended is None:
+                self._track_event(b, body, ts, seq)
+            else:  # a slice's end seen before: its track, without decoding it
+                self.track_events += 1
+                self._close(seq.default_track if ended < 0 else ended, ts)
+        elif kind == _TRACK_DESCRIPTOR:
+            self._track(b, body)
+        elif kind == _RENDER_STAGE and ts is not None:
+            self._render_stage(b, body, ts, seq)
 
     def _sequence(self, seq_id: int, cleared: bool) -> _Sequence:
         """The writer sequence's interned state, anew when the packet clears it."""
@@ -338,23 +354,29 @@ class _Reader:
         if self.held > MAX_HELD_CHARS:
             raise _Damaged(f"more than {MAX_HELD_CHARS >> 20} Mi characters of interned strings and track names")
 
-    def _annotations(self, b: bytes, span: tuple[int, int], seq: _Sequence, depth: int = 0) -> tuple[str, Any]:  # noqa: PLR0912
+    def _annotations(self, b: bytes, span: tuple[int, int], seq: _Sequence, depth: int = 0) -> tuple[str, Any]:
         """One debug annotation: (name, value) with arrays and dicts as lists and dicts."""
+        found = _fields(b, *span)
         name = ""
-        value: Any = None
-        items: list[Any] = []
-        entries: dict[str, Any] = {}
-        for number, wire, v in _fields(b, *span):
+        for number, wire, v in found:
             if number == 1 and wire == 0:
                 name = seq.tables["annotation_names"].get(v, "")
             elif number == 10 and wire == 2:
                 name = _text(b, v)
-            elif number == 2 and wire == 0:
-                value = bool(v)
-            elif number == 3 and wire == 0:
+        return name, self._value(b, found, seq, depth)
+
+    def _value(self, b: bytes, found: list[Field], seq: _Sequence, depth: int) -> Any:  # noqa: PLR0912
+        """A debug annotation's value from its fields (the last one written, or its array or dict entries)."""
+        value: Any = None
+        items: list[Any] = []
+        entries: dict[str, Any] = {}
+        for number, wire, v in found:
+            if number == 3 and wire == 0:
                 value = v
             elif number == 4 and wire == 0:
                 value = _signed(v)
+            elif number == 2 and wire == 0:
+                value = bool(v)
             elif number == 5 and wire == 1:
                 value = _double(v)
             elif number == 6 and wire == 2:
@@ -370,71 +392,107 @@ class _Reader:
                 else:
                     entries[key] = inner
         if items:
-            value = items
-        elif entries:
-            value = entries
-        return name, value
+            return items
+        if entries:
+            return entries
+        return value
 
-    def _annotation(self, b: bytes, span: tuple[int, int], seq: _Sequence) -> tuple[str, Any]:
-        """A debug annotation, remembered by its bytes: a trace repeats the same few thousand (a device, a stream,
-        a grid) on every kernel. Interned names make the same bytes mean another thing in another sequence, so the
-        memo is per sequence."""
-        if span[1] - span[0] > MEMO_BYTES:
-            return self._annotations(b, span, seq)
-        raw = b[span[0] : span[1]]
-        found = seq.memo.get(raw)
-        if found is None:
-            found = self._annotations(b, span, seq)
-            if self.memo_entries < MEMO_ENTRIES and not isinstance(found[1], (list, dict)):
-                seq.memo[raw] = found
-                self.memo_entries += 1
-        return found
+    def _annotation(self, b: bytes, span: tuple[int, int], seq: _Sequence) -> tuple[str | None, Any]:
+        """A debug annotation as the event keeps it: (its ``EventArgs`` field, its value, as JSON where the field
+        keeps JSON), or (None, None) for a name no event keeps, whose value is then never decoded. Remembered by
+        its bytes: a trace repeats the same few thousand (a device, a stream, a grid) on every kernel. Interned
+        names make the same bytes mean another thing in another sequence, so the memo is per sequence."""
+        start, end = span
+        short = end - start <= MEMO_BYTES
+        raw = b""
+        if short:
+            raw = b[start:end]
+            known = seq.memo.get(raw)
+            if known is not None:
+                return known
+        found = _fields(b, start, end)
+        attr: str | None = None
+        for number, wire, v in found:
+            if number == 10 and wire == 2:
+                attr = _ARG_FIELDS_BYTES.get(b[v[0] : v[1]])
+            elif number == 1 and wire == 0:
+                attr = _ARG_FIELDS.get(seq.tables["annotation_names"].get(v, ""))
+        value: Any = None
+        if attr is not None:
+            value = self._value(b, found, seq, 0)
+            if attr in _RAW_ARGS:
+                value = msgspec.Raw(msgspec.json.encode(value))
+        result = (attr, value)
+        if short and self.memo_entries < MEMO_ENTRIES and not isinstance(value, (list, dict)):
+            seq.memo[raw] = result
+            self.memo_entries += 1
+        return result
+
+    def _args(self, b: bytes, notes: list[tuple[int, int]], seq: _Sequence, args: dict[str, Any]) -> int:
+        """An event's debug annotations into ``args`` (by EventArgs field), and their bytes; the memo looked up
+        here, inline, since nearly every annotation of a kernel is one seen before."""
+        memo = seq.memo
+        size = 0
+        for note in notes:
+            start, end = note
+            size += end - start
+            found = memo.get(b[start:end]) if end - start <= MEMO_BYTES else None
+            if found is None:
+                found = self._annotation(b, note, seq)
+            if found[0] is not None:
+                args[found[0]] = found[1]
+        return size
 
     def _track_event(self, b: bytes, span: tuple[int, int], ts: int, seq: _Sequence) -> None:  # noqa: PLR0912
-        kind, track = 0, seq.default_track
+        """A TrackEvent: a slice begun (held until its end), ended, or complete (legacy). Its fields in the order
+        of how often they come (a kernel has a dozen debug annotations); annotations are decoded only for the
+        categories whose args are read, and only those of the names an event keeps. A slice's end (half the
+        packets: a type and a track) is remembered by its bytes (``ends``, looked up by ``packet``)."""
+        start, end = span
+        kind, track = 0, -1  # -1: none written, the sequence's default
         name = ""
         cat: str | None = None
-        args: dict[str, Any] = {}
-        links: list[int] = []
-        notes: list[tuple[int, int]] = []  # debug annotations, decoded only for the events whose args are read
+        links: list[int] | tuple[()] = _NO_LINKS
+        notes: list[tuple[int, int]] = []
         legacy_dur: int | None = None
         for number, wire, value in _fields(b, *span):
-            if number == _TE_TYPE and wire == 0:
+            if number == _TE_DEBUG and wire == 2:
+                notes.append(value)
+            elif number == _TE_TYPE and wire == 0:
                 kind = value
             elif number == _TE_TRACK and wire == 0:
                 track = value
+            elif number == _TE_NAME and wire == 2:
+                first, last = value  # _name, inline: once per slice (never the event's own span, kept below)
+                name = b[first : min(last, first + NAME_BYTES)].decode("utf-8", "replace")
+                if len(name) > MAX_NAME:
+                    name = name[:MAX_NAME]
             elif number == _TE_NAME_IID and wire == 0:
                 name = seq.tables["names"].get(value, "")
-            elif number == _TE_NAME and wire == 2:
-                name = _name(b, value)
+            elif number == _TE_CATEGORIES and wire == 2 and cat is None:
+                cat = b[value[0] : value[1]].decode("utf-8", "replace")
             elif number == _TE_CATEGORY_IIDS and cat is None:
                 ids = _varints(b, wire, value)
                 cat = seq.tables["categories"].get(ids[0]) if ids else None
-            elif number == _TE_CATEGORIES and wire == 2 and cat is None:
-                cat = _text(b, value)
-            elif number == _TE_DEBUG and wire == 2:
-                notes.append(value)
             elif number == _TE_GPU_CORRELATION and wire == 2:
                 self.cuspy = True
-                for n, w, v in _fields(b, *value):
-                    if n == 1:
-                        links.extend(_varints(b, w, v))
+                links = _links(b, value, links)
             elif number == _TE_LEGACY and wire == 2:
-                for n, w, v in _fields(b, *value):
-                    if n == 3 and w == 0:
-                        legacy_dur = _signed(v)
+                legacy_dur = _legacy_duration(b, value, legacy_dur)
         self.track_events += 1
+        if kind == _SLICE_END:
+            if end - start <= END_BYTES and len(self.ends) < MEMO_ENTRIES:
+                self.ends[b[start:end]] = track  # the same bytes end a slice on the same track (or the default)
+            self._close(seq.default_track if track < 0 else track, ts)
+            return
+        if track < 0:
+            track = seq.default_track
         held = len(name)  # what an open slice keeps: its name (cut) and the annotations decoded for it
+        args: dict[str, Any] = {}
         if notes and (cat is None or cat in ARGS_READ):
-            for note in notes:
-                key, v = self._annotation(b, note, seq)
-                held += note[1] - note[0]
-                if key:
-                    args[key] = v
+            held += self._args(b, notes, seq, args)
         if kind == _SLICE_BEGIN:
-            self._open(track, _Open(ts, name, cat, args, links, held))
-        elif kind == _SLICE_END:
-            self._close(track, ts)
+            self._open(track, (ts, name, cat, args, links, held))
         elif legacy_dur is not None:  # a complete event in the legacy form (phase X with a duration)
             self.batch_bytes += held
             self._emit(track, ts, legacy_dur * 1000, name, cat, args, links)
@@ -444,23 +502,35 @@ class _Reader:
         stack = self.open.get(track)
         if not stack:
             return
-        began = stack.pop()
+        began, name, cat, args, links, size = stack.pop()
         self.open_count -= 1
-        self.open_bytes -= began.size
+        self.open_bytes -= size
         if not stack:
             del self.open[track]
-        self.batch_bytes += began.size
-        self._emit(track, began.ts, ts - began.ts, began.name, began.cat, began.args, began.gpu_correlation)
+        self.batch_bytes += size
+        if links:
+            self._emit(track, began, ts - began, name, cat, args, links)
+            return
+        where = self.tracks.get(track)
+        if where is None:
+            self._event(cat, name, None, track, began, ts - began, args)
+        else:
+            self._event(cat, name, where.pid, where.tid, began, ts - began, args)
 
     def _open(self, track: int, began: _Open) -> None:
         """A slice begun, held until its end, bounded in count and in the bytes it came from."""
         if self.open_count >= MAX_OPEN:
             raise _Damaged(f"more than {MAX_OPEN} slices open at once")
-        if self.open_bytes + began.size > MAX_OPEN_BYTES:
+        size = began[5]
+        if self.open_bytes + size > MAX_OPEN_BYTES:
             raise _Damaged(f"slices open at once holding more than {MAX_OPEN_BYTES >> 20} MiB")
-        self.open.setdefault(track, []).append(began)
+        stack = self.open.get(track)
+        if stack is None:
+            self.open[track] = [began]
+        else:
+            stack.append(began)
         self.open_count += 1
-        self.open_bytes += began.size
+        self.open_bytes += size
 
     def _render_stage(self, b: bytes, span: tuple[int, int], ts: int, seq: _Sequence) -> None:
         event_id = duration = stage = lane = kernel = name_iid = 0
@@ -522,22 +592,28 @@ class _Reader:
                     elif n in (3, 4) and w == 0:  # ExtraComputeArg: int_value 3, uint_value 4
                         arg_value = _signed(v) if n == 3 else v
                 if arg_name == 1 and arg_value is not None:  # Cuspy's _COMPUTE_ARGS: 1 registers_per_thread
-                    args["registers per thread"] = arg_value
+                    args["registers"] = arg_value
 
     # -- events ---------------------------------------------------------------------------------------------
 
     def _emit(  # noqa: PLR0917 - a slice's fields, in the order the packet gives them
-        self, track: int, ts: int, dur: int, name: str, cat: str | None, args: dict[str, Any], links: list[int]
+        self,
+        track: int,
+        ts: int,
+        dur: int,
+        name: str,
+        cat: str | None,
+        args: dict[str, Any],
+        links: list[int] | tuple[()],
     ) -> None:
-        where = self.tracks.get(track) or _Track(None, track, "")
+        where = self.tracks.get(track)
+        pid, tid = (None, track) if where is None else (where.pid, where.tid)
         if links and "correlation" not in args:
-            doc = {"cat": cat, "name": name, "pid": where.pid, "tid": where.tid, "ts": self._us(ts),
-                   "dur": dur / 1000.0, "args": args}  # fmt: skip
             if len(self.pending) >= MAX_PENDING:
                 raise _Damaged(f"more than {MAX_PENDING} launches linked to render stages not yet read")
-            self.pending.append((doc, links, ts, dur))
+            self.pending.append((cat, name, pid, tid, self._us(ts), ts, dur, args, links))
             return
-        self._event(cat, name, where.pid, where.tid, ts, dur, args)
+        self._event(cat, name, pid, tid, ts, dur, args)
 
     def _us(self, ns: int) -> float:
         """Microseconds as the JSON export of the same run has them: Cuspy's relative to Kineto's base (the
@@ -545,15 +621,29 @@ class _Reader:
         return (ns - (self.base or 0)) / 1000.0
 
     def _event(  # noqa: PLR0917 - an event's fields, as the JSON reader's events have them
-        self, cat: str | None, name: str, pid: Any, tid: Any, ts: int, dur: int, args: dict[str, Any]
+        self,
+        cat: str | None,
+        name: str,
+        pid: Any,
+        tid: Any,
+        ts: int,
+        dur: int,
+        args: dict[str, Any],
+        us: float | None = None,
     ) -> None:
-        self._add(event_from_parts(cat, name, pid, tid, self._us(ts), dur / 1000.0, args), ts, dur)
-
-    def _add(self, ev: Event, ts: int, dur: int) -> None:
-        """An event to the batch, and its nanoseconds beside the table the collector puts it in."""
-        table = _table_of(ev)
-        if table is not None:
-            self.exact.add(table, ts - (self.base or 0), dur)
+        """An event to the batch, and its nanoseconds beside the table the collector puts it in (the dispatch of
+        ``Collector.add``, in its order: an op or runtime call, a kernel, a Python function, a GPU op, else a
+        slice). ``args`` are already by ``EventArgs`` field, ``pid`` and ``tid`` ints or text (dict keys as the
+        JSON's are); ``us``: the start in microseconds where it was taken earlier."""
+        base = self.base or 0
+        kept = EventArgs(**args) if args else _NO_ARGS
+        ev = Event(cat, name, pid, tid, (ts - base) / 1000.0 if us is None else us, dur / 1000.0, kept)
+        if cat in KERNEL_CATEGORIES:
+            self.exact.add(KERNELS, ts - base, dur)
+        elif cat in GPU_OP_CATEGORIES:
+            self.exact.add(GPU_OPS, ts - base, dur)
+        elif not (cat in OP_CATEGORIES or cat in RUNTIME_CATEGORIES or cat in PYTHON_CATEGORIES):
+            self.exact.add(SLICES, ts - base, dur)
         self.batch.append(ev)
         if len(self.batch) >= BATCH or self.batch_bytes >= BATCH_BYTES:
             self.flush()
@@ -567,11 +657,11 @@ class _Reader:
     def finish(self) -> None:
         """Launches linked to their render stages by event id (Cuspy) take the stages' correlation; slices still
         open at the end are counted as the truncation they are."""
-        for doc, links, ts, dur in self.pending:
+        for cat, name, pid, tid, us, ts, dur, args, links in self.pending:
             found = next((self.event_correlation[e] for e in links if e in self.event_correlation), None)
             if found is not None:
-                doc["args"]["correlation"] = found
-            self._add(event_from_parts(**doc), ts, dur)
+                args["correlation"] = found
+            self._event(cat, name, pid, tid, ts, dur, args, us)
         self.pending = []
         self.flush()
 
@@ -586,19 +676,22 @@ def _name(b: bytes, span: tuple[int, int]) -> str:
     return text if len(text) <= MAX_NAME else text[:MAX_NAME]
 
 
-def _table_of(ev: Event) -> int | None:
-    """The table the collector keeps an event in (Collector.add's dispatch, in its order), of the three whose
-    times ``ExactTimes`` follows; None for the others."""
-    cat = ev.cat
-    if cat in OP_CATEGORIES or cat in RUNTIME_CATEGORIES:
-        return None
-    if cat in KERNEL_CATEGORIES:
-        return KERNELS
-    if cat in PYTHON_CATEGORIES:
-        return None
-    if cat in GPU_OP_CATEGORIES:
-        return GPU_OPS
-    return SLICES if ev.dur is not None else None
+def _links(b: bytes, span: tuple[int, int], links: list[int] | tuple[()]) -> list[int]:
+    """A launch's render stages (Cuspy's gpu_correlation, field 1 of raw field 3000), after those of an earlier
+    such field of the same event."""
+    linked = list(links)
+    for n, w, v in _fields(b, *span):
+        if n == 1:
+            linked.extend(_varints(b, w, v))
+    return linked
+
+
+def _legacy_duration(b: bytes, span: tuple[int, int], before: int | None) -> int | None:
+    """A legacy event's duration (LegacyEvent.duration_us, field 3), else what an earlier such field gave."""
+    for n, w, v in _fields(b, *span):
+        if n == 3 and w == 0:
+            before = _signed(v)
+    return before
 
 
 def _json(b: bytes, span: tuple[int, int]) -> Any:
@@ -689,31 +782,44 @@ class _Packets:
                 self.tick()
         return True
 
-    def __iter__(self) -> Iterator[tuple[int, bytes]]:
+    def __iter__(self) -> Iterator[tuple[int, bytes]]:  # noqa: PLR0912 - the header inline: once per packet
+        """Each packet's offset and bytes. A header the buffer holds is read without asking the stream (a packet's
+        tag is nearly always the one byte 0x0a), and the stream is asked only for what the buffer lacks."""
         entries = 0
-        while self._fill(1):
+        tick = self.tick
+        while self.pos < len(self.buf) or self._fill(1):
             entries += 1
-            if not entries % TICK and self.tick is not None:
-                self.tick()
+            if not entries % TICK and tick is not None:
+                tick()
             self.start = start = self.offset + self.pos
-            self._fill(20)
+            if len(self.buf) - self.pos < 20:
+                self._fill(20)
+            buf, pos = self.buf, self.pos
             try:
-                key, i = _varint(self.buf, self.pos)
-                wire = key & 7
-                if wire != 2:
-                    raise _Damaged(f"field {key >> 3} of the trace is not a message")
-                size, i = _varint(self.buf, i)
+                key = buf[pos]
+                if key == 0x0A:  # field 1 (a packet), length-delimited
+                    i = pos + 1
+                else:
+                    key, i = _varint(buf, pos)
+                    if key & 7 != 2:
+                        raise _Damaged(f"field {key >> 3} of the trace is not a message")
+                size = buf[i]
+                if size < 0x80:
+                    i += 1
+                else:
+                    size, i = _varint(buf, i)
             except IndexError:
-                raise _Cut(start, len(self.buf) - self.pos, "the file ends inside a packet's header") from None
+                raise _Cut(start, len(buf) - pos, "the file ends inside a packet's header") from None
             if size > MAX_PACKET:
                 raise _Damaged(f"a packet of {size} bytes (at most {MAX_PACKET})")
-            self.pos = i
-            if not self._fill(size):
-                raise _Cut(start, len(self.buf) - self.pos, "the file ends inside a packet")
-            body = self.buf[self.pos : self.pos + size]
-            self.pos += size
-            if key >> 3 == 1:
-                yield start, body
+            if i + size > len(buf):
+                self.pos = i
+                if not self._fill(size):
+                    raise _Cut(start, len(self.buf) - self.pos, "the file ends inside a packet")
+                buf, i = self.buf, self.pos
+            self.pos = i + size
+            if key == 0x0A or key >> 3 == 1:
+                yield start, buf[i : i + size]
             else:
                 self.skipped += 1
                 if self.skipped > MAX_SKIPPED:
@@ -766,8 +872,9 @@ def read_perfetto(
             stream: Any = _Inflating(raw) if contents.compressed else raw
             consumed = _Consumed(raw, on_read)
             packets = _Packets(stream, consumed, _Deadline(config))
+            read = reader.packet
             for _, packet in packets:
-                reader.packet(packet)
+                read(packet)
             consumed()
     except _Cut as cut_off:
         contents.truncation = Truncation(cut_off.at, cut_off.partial, None, f"{cut_off} at byte {cut_off.at}")

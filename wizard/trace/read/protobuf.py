@@ -5,10 +5,17 @@ Shared by the readers of protobuf files (``perfetto.py`` today). Nothing is copi
 Every malformed shape (a varint over 10 bytes, a field running past its message, a wire type protobuf does not
 have, a message cut off, more than ``MAX_FIELDS`` fields) raises ``Damaged``, which a reader turns into its one-line
 error naming the offset.
+
+``fields``, ``varint`` and ``packed_varints`` run compiled where warpwizard's core is built (``wizard/_core.c``, a
+C extension on the stable ABI: one binary for CPython 3.10 and later), and as the Python below elsewhere
+(``WARPWIZARD_PURE=1``, or no compiler where it was installed). The two agree on every input, damaged ones
+included (tests/trace/test_compiled_core.py); ``COMPILED`` says which runs.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
 from typing import Any
 
 MAX_FIELDS = 1_000_000  # fields of one message: a 64 MB packet of one-byte fields would be a list of 64 million
@@ -21,7 +28,7 @@ class Damaged(Exception):
     """A message that does not decode: the reader stops with the offset."""
 
 
-def varint(b: bytes, i: int) -> tuple[int, int]:
+def pure_varint(b: bytes, i: int) -> tuple[int, int]:
     """The varint at ``b[i]`` and the position after it; ``IndexError`` when the bytes end inside it."""
     x = b[i]
     if x < 0x80:
@@ -42,7 +49,7 @@ def varint(b: bytes, i: int) -> tuple[int, int]:
             raise Damaged("a varint longer than 10 bytes")
 
 
-def fields(b: bytes, start: int = 0, end: int | None = None) -> list[Field]:  # noqa: PLR0912
+def pure_fields(b: bytes, start: int = 0, end: int | None = None) -> list[Field]:  # noqa: PLR0912
     """(field number, wire type, value) of one message: an int for varints and fixed fields, a ``(start, end)``
     pair into ``b`` for a length-delimited field (nothing is copied). One-byte varints, nearly every tag and
     most values, are read inline: this loop is most of a read's time."""
@@ -55,21 +62,21 @@ def fields(b: bytes, start: int = 0, end: int | None = None) -> list[Field]:  # 
             if key < 0x80:
                 i += 1
             else:
-                key, i = varint(b, i)
+                key, i = pure_varint(b, i)
             wire = key & 7
             if wire == 0:
                 value = b[i]
                 if value < 0x80:
                     i += 1
                 else:
-                    value, i = varint(b, i)
+                    value, i = pure_varint(b, i)
                 append((key >> 3, 0, value))
             elif wire == 2:
                 size = b[i]
                 if size < 0x80:
                     i += 1
                 else:
-                    size, i = varint(b, i)
+                    size, i = pure_varint(b, i)
                 if i + size > end:
                     raise Damaged("a field runs past its message")
                 append((key >> 3, 2, (i, i + size)))
@@ -123,7 +130,7 @@ def fields_of_prefix(b: bytes, start: int) -> list[Field]:
     return out
 
 
-def packed_varints(b: bytes, wire: int, value: Any) -> list[int]:
+def pure_packed_varints(b: bytes, wire: int, value: Any) -> list[int]:
     """A repeated varint field's values from one field: one value, or a packed run of them (proto3 writers pack
     repeated scalars; a reader must take both)."""
     if wire == 0:
@@ -133,11 +140,37 @@ def packed_varints(b: bytes, wire: int, value: Any) -> list[int]:
     out, i = [], value[0]
     try:
         while i < value[1]:
-            v, i = varint(b, i)
+            v, i = pure_varint(b, i)
             out.append(v)
     except IndexError:
         raise Damaged("a packed field cut off") from None
     return out
+
+
+varint: Callable[[bytes, int], tuple[int, int]] = pure_varint
+fields: Callable[..., list[Field]] = pure_fields
+packed_varints: Callable[[bytes, int, Any], list[int]] = pure_packed_varints
+COMPILED = False  # whether the three above are the compiled core's
+
+
+def _bind_compiled_core() -> bool:
+    """Put the compiled twins in place where the core is built and not refused (``WARPWIZARD_PURE=1``)."""
+    global varint, fields, packed_varints
+    if os.environ.get("WARPWIZARD_PURE", "") not in ("", "0"):
+        return False
+    try:
+        from wizard._core import bind
+        from wizard._core import fields as compiled_fields
+        from wizard._core import packed_varints as compiled_packed
+        from wizard._core import varint as compiled
+    except ImportError:  # no compiler where it was installed, or a platform without a wheel
+        return False
+    bind(Damaged, MAX_FIELDS, pure_fields, pure_varint, pure_packed_varints)
+    varint, fields, packed_varints = compiled, compiled_fields, compiled_packed
+    return True
+
+
+COMPILED = _bind_compiled_core()
 
 
 def text(b: bytes, span: tuple[int, int]) -> str:

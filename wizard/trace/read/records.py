@@ -8,7 +8,7 @@ from __future__ import annotations
 import bisect
 import math
 from array import array
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
 
@@ -70,10 +70,122 @@ class KernelRecord(msgspec.Struct, gc=False):
 
 _NO_CORRELATION = -(2**63)
 NO_CORRELATION = _NO_CORRELATION  # what a correlation column holds for an event without an id
+NO_VALUE = _NO_CORRELATION  # what a launch column holds for None (wizard/trace/read/nsys.py reads into them)
 # CUPTI numbers correlation ids per process (32-bit); a reader of a file holding several processes keeps them apart
 # with the process's index above this bit (wizard/trace/read/nsys.py), so ids still rise in launch order within each
 PROCESS_SHIFT = 40
 _Shape = tuple[Any, ...]  # KernelRecord's fields but ts, dur, correlation and index
+
+
+_LAUNCH_FIELDS = 8  # grid x, y, z, block x, y, z, registers, shared memory (KernelRecord's grid to shared_memory)
+_INT32 = 1 << 31
+_MATERIALISED = 1 << 16  # combinations made into a list up to this many; past it they are made as read
+
+
+class _Column:
+    """One integer field of every launch: one value while every launch has the same (most fields of a real
+    export), 32-bit integers once two differ, 64-bit once one does not fit. ``NO_VALUE`` (``-2**31`` in 32-bit
+    storage) is None, unless the table's overrides hold the launch's value (a value of -2**63 or past int64)."""
+
+    __slots__ = ("count", "data", "value")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.value = NO_VALUE
+        self.data: array[int] | None = None
+
+    def extend(self, values: Any) -> None:
+        """Append these values (a numpy int64 array)."""
+        import numpy as np
+
+        n = len(values)
+        if not n:
+            return
+        if self.data is None:
+            if not self.count:
+                self.value = int(values[0])
+            if bool((values == self.value).all()):
+                self.count += n
+                return
+            self.data = _filled(self.value, self.count)
+        data = self.data
+        if data.typecode == "i":
+            none = values == NO_VALUE
+            if bool((((values > -_INT32) & (values < _INT32)) | none).all()):
+                data.frombytes(np.where(none, -_INT32, values).astype(np.int32).tobytes())
+                self.count += n
+                return
+            self.data = data = _widened(data)
+        data.frombytes(values.astype(np.int64).tobytes())
+        self.count += n
+
+    def __getitem__(self, i: int) -> int:
+        data = self.data
+        if data is None:
+            return self.value
+        value = data[i]
+        return NO_VALUE if value == -_INT32 and data.typecode == "i" else value
+
+    def take(self, positions: Any) -> Any:
+        """The values at these positions (a numpy array of them, or a slice), as numpy int64."""
+        import numpy as np
+
+        data = self.data
+        if data is None:
+            return np.full(len(range(self.count)[positions]) if type(positions) is slice else len(positions),
+                           self.value, dtype=np.int64)  # fmt: skip
+        raw = _view(data)[positions].astype(np.int64)
+        if data.typecode == "i":
+            raw[raw == -_INT32] = NO_VALUE
+        return raw
+
+
+def _view(data: array[int]) -> Any:
+    import numpy as np
+
+    if not len(data):
+        return np.zeros(0, dtype=np.int32 if data.typecode == "i" else np.int64)
+    return np.frombuffer(data, dtype=np.int32 if data.typecode == "i" else np.int64)
+
+
+def _filled(value: int, count: int) -> array[int]:
+    import numpy as np
+
+    if value == NO_VALUE or -_INT32 < value < _INT32:
+        out = array("i")
+        out.frombytes(np.full(count, -_INT32 if value == NO_VALUE else value, dtype=np.int32).tobytes())
+    else:
+        out = array("q")
+        out.frombytes(np.full(count, value, dtype=np.int64).tobytes())
+    return out
+
+
+def _widened(data: array[int]) -> array[int]:
+    import numpy as np
+
+    values = _view(data).astype(np.int64)
+    values[values == -_INT32] = NO_VALUE
+    out = array("q")
+    out.frombytes(values.tobytes())
+    return out
+
+
+def _launch_values(shape: _Shape) -> list[Any]:
+    """A shape's grid, block, registers and shared memory as the eight launch fields (None for each of a
+    missing grid's or block's three)."""
+    grid, block = shape[5], shape[6]
+    return [*(grid if grid is not None else (None,) * 3), *(block if block is not None else (None,) * 3),
+            shape[7], shape[8]]  # fmt: skip
+
+
+def _stored(value: Any) -> int | None:
+    """What a launch column holds for a value: itself, NO_VALUE for None, or None where only an override can
+    hold it (-2**63 itself, past int64, not an integer)."""
+    if value is None:
+        return NO_VALUE
+    if type(value) is int and NO_VALUE < value < 2**63:
+        return value
+    return None
 
 
 class KernelTable(Sequence[KernelRecord]):
@@ -82,9 +194,17 @@ class KernelTable(Sequence[KernelRecord]):
     combination; each launch keeps four numbers in flat arrays (start, duration, correlation, which
     combination): about 28 bytes a launch where a KernelRecord object took about 270, so five
     million tiny kernel events need less memory than their file. Records are made when read
-    (``table[i]``, slices, iteration), each with ``index`` = its position."""
+    (``table[i]``, slices, iteration), each with ``index`` = its position.
 
-    __slots__ = ("_corr", "_dur", "_shape", "_shape_ids", "_shapes", "_ts")
+    An Nsight Systems export is read into columns (``add_launches``): there grid, block, registers and
+    shared memory are integer columns of their own (one value while all launches share it), and the
+    combination is the rest (name, pid, tid, device, stream): an export of ten million kernels with as many
+    distinct grids is ten million rows of numbers, not ten million combinations. ``columns()`` gives the
+    same combinations, in the same order, either way."""
+
+    __slots__ = (
+        "_combos", "_corr", "_dur", "_getters", "_launch", "_over", "_shape", "_shape_ids", "_shapes", "_ts",
+    )  # fmt: skip
 
     def __init__(self) -> None:
         self._shapes: list[_Shape] = []
@@ -93,6 +213,10 @@ class KernelTable(Sequence[KernelRecord]):
         self._dur = array("d")
         self._corr = array("q")
         self._shape = array("i")
+        self._launch: list[_Column] | None = None  # the launch columns, once add_launches was used
+        self._over: dict[tuple[int, int], Any] = {}  # (field, launch) -> a value no column can hold
+        self._combos: tuple[array[int], Sequence[_Shape]] | None = None  # columns()'s, made once
+        self._getters: list[tuple[array[int] | None, int]] | None = None  # _readers()'s, made once
 
     def __len__(self) -> int:
         return len(self._ts)
@@ -106,27 +230,164 @@ class KernelTable(Sequence[KernelRecord]):
 
     def add(self, ts: float, dur: float, correlation: int | None, shape: _Shape) -> None:
         """One launch: its own numbers, and the fields it shares with others (KernelRecord's order)."""
+        if self._launch is not None:
+            self._add_split(ts, dur, correlation, shape)
+            return
         self._ts.append(ts)
         self._dur.append(dur)
         fits = correlation is not None and _NO_CORRELATION < correlation < 2**63
         self._corr.append(correlation if fits else _NO_CORRELATION)  # type: ignore[arg-type]
         self._shape.append(self._shape_id(shape))
 
+    def base_id(self, shape: _Shape) -> int:
+        """The id ``add_launches`` takes for a combination of name, pid, tid, device, stream and the reported
+        values (KernelRecord's order, grid to shared memory None)."""
+        return self._shape_id(shape)
+
+    def add_launches(
+        self, ts: Any, dur: Any, corr: Any, base: Any, launch: Sequence[Any], *, overrides: dict[tuple[int, int], Any]
+    ) -> None:
+        """Launches as columns (numpy arrays): start and duration (float64), correlation (int64,
+        ``NO_CORRELATION`` for none), ``base_id``'s ids (int32), and the eight launch fields (int64,
+        ``NO_VALUE`` for None) with ``overrides`` {(field, position among these): value} for what no int64 holds."""
+        import numpy as np
+
+        self._to_columns()
+        assert self._launch is not None
+        first = len(self._ts)
+        self._ts.frombytes(np.ascontiguousarray(ts, dtype=np.float64).tobytes())
+        self._dur.frombytes(np.ascontiguousarray(dur, dtype=np.float64).tobytes())
+        self._corr.frombytes(np.ascontiguousarray(corr, dtype=np.int64).tobytes())
+        self._shape.frombytes(np.ascontiguousarray(base, dtype=np.int32).tobytes())
+        for column, values in zip(self._launch, launch, strict=True):
+            column.extend(np.asarray(values, dtype=np.int64))
+        for (f, i), value in overrides.items():
+            self._over[(f, first + i)] = value
+        self._combos = self._getters = None
+
+    def reorder(self, first: int, order: Any) -> None:
+        """Put the launches from position ``first`` on in ``order`` (numpy positions relative to ``first``):
+        a reader that takes rows as the file has them and sorts them by start once."""
+        import numpy as np
+
+        for name in ("_ts", "_dur", "_corr", "_shape"):
+            old = getattr(self, name)
+            kept = array(old.typecode, old[:first])
+            kept.frombytes(np.frombuffer(old, dtype=old.typecode)[first:][order].tobytes())
+            setattr(self, name, kept)
+        if self._launch is not None:
+            for column in self._launch:
+                if column.data is not None:
+                    head = column.take(slice(0, first))
+                    rest = column.take(np.asarray(order, dtype=np.int64) + first)
+                    column.data, column.count = None, 0
+                    column.extend(np.concatenate((head, rest)))
+            if self._over:
+                where = np.empty(len(order), dtype=np.int64)
+                where[order] = np.arange(len(order))
+                self._over = {(f, i if i < first else first + int(where[i - first])): v
+                              for (f, i), v in self._over.items()}  # fmt: skip
+        self._combos = self._getters = None
+
+    def _to_columns(self) -> None:
+        """From combinations to launch columns (once: a table that took launches as columns keeps them)."""
+        import numpy as np
+
+        if self._launch is not None:
+            return
+        shapes, self._shapes, self._shape_ids = self._shapes, [], {}
+        self._launch = [_Column() for _ in range(_LAUNCH_FIELDS)]
+        if not shapes:
+            return
+        bases = np.array([self._shape_id((*s[:5], None, None, None, None, *s[9:])) for s in shapes], dtype=np.int32)
+        values = [_launch_values(s) for s in shapes]
+        stored = np.array([[NO_VALUE if v is None else v for v in map(_stored, row)] for row in values],
+                          dtype=np.int64)  # fmt: skip
+        of = _view(self._shape).astype(np.int64)
+        self._shape = array("i")
+        self._shape.frombytes(bases[of].tobytes())
+        for f, column in enumerate(self._launch):
+            column.extend(stored[of, f])
+        for s, row in enumerate(values):
+            for f, value in enumerate(row):
+                if _stored(value) is None:
+                    for i in np.flatnonzero(of == s).tolist():
+                        self._over[(f, i)] = value
+
+    def _add_split(self, ts: float, dur: float, correlation: int | None, shape: _Shape) -> None:
+        import numpy as np
+
+        fits = correlation is not None and _NO_CORRELATION < correlation < 2**63
+        values = _launch_values(shape)
+        self.add_launches(
+            np.array([ts]), np.array([dur]), np.array([correlation if fits else _NO_CORRELATION]),
+            np.array([self.base_id((*shape[:5], None, None, None, None, *shape[9:]))]),
+            [np.array([NO_VALUE if _stored(v) is None else _stored(v)]) for v in values],
+            overrides={(f, 0): v for f, v in enumerate(values) if _stored(v) is None},
+        )  # fmt: skip
+
     def extend(self, other: KernelTable) -> None:
         """Another table's launches after these (a worker's block, in file order)."""
+        if self._launch is not None or other._launch is not None:
+            self._extend_columns(other)
+            return
         remap = array("i", (self._shape_id(shape) for shape in other._shapes))
         self._ts.extend(other._ts)
         self._dur.extend(other._dur)
         self._corr.extend(other._corr)
         self._shape.extend(remap[i] for i in other._shape)
 
+    def _extend_columns(self, other: KernelTable) -> None:
+        import numpy as np
+
+        self._to_columns()
+        other._to_columns()
+        assert other._launch is not None
+        remap = np.array([self._shape_id(shape) for shape in other._shapes] or [0], dtype=np.int32)
+        whole = slice(0, len(other))
+        self.add_launches(
+            _view_d(other._ts), _view_d(other._dur), _view(other._corr), remap[_view(other._shape)],
+            [column.take(whole) for column in other._launch], overrides=other._over,
+        )  # fmt: skip
+
     def map_names(self, intern: Any) -> None:
         """Give each distinct combination's name through ``intern`` (one string per kernel name)."""
         self._shapes = [(intern(s[0]), *s[1:]) for s in self._shapes]
         self._shape_ids = {s: i for i, s in enumerate(self._shapes)}
+        self._combos = None
+
+    def _readers(self) -> list[tuple[array[int] | None, int]]:
+        """Each launch column's array, or its one value (made once after a change: ``_full_shape`` runs per
+        launch)."""
+        if self._getters is None:
+            assert self._launch is not None
+            self._getters = [(column.data, column.value) for column in self._launch]
+        return self._getters
+
+    def _full_shape(self, i: int) -> _Shape:
+        """Launch ``i``'s combination, whole (KernelRecord's fields but ts, dur, correlation and index)."""
+        s = self._shapes[self._shape[i]]
+        if self._launch is None:
+            return s
+        readers = self._getters or self._readers()
+        v: list[Any] = [value if data is None else data[i] for data, value in readers]
+        if NO_VALUE in v or -_INT32 in v:
+            v = self._decoded(v, i, readers)
+        grid = None if v[0] is None else (v[0], v[1], v[2])
+        block = None if v[3] is None else (v[3], v[4], v[5])
+        return (s[0], s[1], s[2], s[3], s[4], grid, block, v[6], v[7], *s[9:])
+
+    def _decoded(self, values: list[Any], i: int, readers: list[tuple[array[int] | None, int]]) -> list[Any]:
+        """Launch ``i``'s fields with None, and the overrides, where the columns hold ``NO_VALUE``."""
+        out: list[Any] = []
+        for f, (value, (data, _)) in enumerate(zip(values, readers, strict=True)):
+            if data is not None and data.typecode == "i" and value == -_INT32:
+                value = NO_VALUE
+            out.append(self._over.get((f, i)) if value == NO_VALUE else value)
+        return out
 
     def _record(self, i: int) -> KernelRecord:
-        s = self._shapes[self._shape[i]]
+        s = self._shapes[self._shape[i]] if self._launch is None else self._full_shape(i)
         corr = self._corr[i]
         return KernelRecord(
             s[0], self._ts[i], self._dur[i], s[1], s[2], s[3], s[4], None if corr == _NO_CORRELATION else corr,
@@ -149,16 +410,127 @@ class KernelTable(Sequence[KernelRecord]):
     def since(self, start: int) -> Iterator[KernelRecord]:
         """The launches from position ``start`` on, one record at a time (the classifier checks what
         arrived since it last looked)."""
+        if self._launch is not None:
+            return self._since_columns(max(start, 0))
         record = self._record
         return (record(i) for i in range(max(start, 0), len(self._ts)))
+
+    def _since_columns(self, start: int) -> Iterator[KernelRecord]:
+        """``since`` of a columnar table: each column a chunk at a time as Python values, zipped."""
+        shapes, chunk = self._shapes, _Combinations.CHUNK
+        for lo in range(start, len(self._ts), chunk):
+            hi = min(lo + chunk, len(self._ts))
+            at = slice(lo, hi)
+            values = [self._values(f, at, lo) for f in range(_LAUNCH_FIELDS)]
+            own = zip(range(lo, hi), self._ts[at], self._dur[at], self._corr[at], self._shape[at], strict=True)
+            for (i, ts, dur, corr, b), gx, gy, gz, bx, by, bz, regs, smem in zip(own, *values, strict=True):
+                s = shapes[b]
+                yield KernelRecord(
+                    s[0], ts, dur, s[1], s[2], s[3], s[4], None if corr == _NO_CORRELATION else corr,
+                    None if gx is None else (gx, gy, gz), None if bx is None else (bx, by, bz), regs, smem,
+                    s[9], s[10], s[11], s[12], i, s[13], s[14],
+                )  # fmt: skip
+
+    def _values(self, field: int, at: Any, offset: int = 0) -> list[Any]:
+        """A launch field at these positions (numpy positions, or a slice from ``offset``) as Python values:
+        None, or the override, where the column holds ``NO_VALUE``."""
+        import numpy as np
+
+        assert self._launch is not None
+        raw = self._launch[field].take(at)
+        out: list[Any] = raw.tolist()
+        for n in np.flatnonzero(raw == NO_VALUE).tolist():
+            i = offset + n if type(at) is slice else int(at[n])
+            out[n] = self._over.get((field, i))
+        return out
 
     def __iter__(self) -> Iterator[KernelRecord]:
         return self.since(0)
 
+    def starts(self) -> array[float]:
+        """Every launch's start, in order (without making ``columns()``'s combinations)."""
+        return self._ts
+
     def columns(self) -> tuple[array[float], array[float], array[int], array[int], list[_Shape]]:
         """The flat arrays (start, duration, correlation or ``NO_CORRELATION``, combination id) and the
-        combinations: passes over every launch read these at C speed instead of making records."""
-        return self._ts, self._dur, self._corr, self._shape, self._shapes
+        combinations: passes over every launch read these at C speed instead of making records. A table
+        read as columns makes its combinations here, once (past ``_MATERIALISED`` of them, each when read)."""
+        if self._launch is None:
+            return self._ts, self._dur, self._corr, self._shape, self._shapes
+        if self._combos is None:
+            self._combos = self._combinations()
+        ids, shapes = self._combos
+        return self._ts, self._dur, self._corr, ids, shapes  # type: ignore[return-value]
+
+    def _combinations(self) -> tuple[array[int], Sequence[_Shape]]:
+        """Each launch's distinct combination of every field but its own numbers, numbered in order of first
+        appearance (what ``add`` numbers), with numpy: a sort of keys, no object per launch."""
+        assert self._launch is not None
+        numbers, firsts = self._first_appearance(_view(self._shape), len(self._shapes), range(_LAUNCH_FIELDS))
+        ids = array("i")
+        ids.frombytes(numbers.astype("int32").tobytes())
+        if len(firsts) <= _MATERIALISED:
+            return ids, [self._full_shape(i) for i in firsts.tolist()]
+        return ids, _Combinations(self, firsts)
+
+    def _first_appearance(self, key: Any, bound: int, fields: Sequence[int]) -> tuple[Any, Any]:
+        """Launches numbered by their distinct (``key``, launch ``fields``), in order of first appearance, and
+        each number's first launch (numpy). ``key``: a number per launch below ``bound``."""
+        import numpy as np
+
+        assert self._launch is not None
+        key = np.asarray(key, dtype=np.int64)
+        for f in fields:
+            column = self._launch[f]
+            if column.data is None:
+                continue
+            _, inverse = np.unique(_view(column.data), return_inverse=True)
+            size = int(inverse.max()) + 1 if len(inverse) else 1
+            if bound * size >= 1 << 62:
+                _, key = np.unique(key, return_inverse=True)
+                bound = int(key.max()) + 1 if len(key) else 1
+            key = key * size + inverse.reshape(-1)
+            bound *= size
+        odd = {(f, i): v for (f, i), v in self._over.items() if f in fields}
+        if odd:  # values no column holds: numbered apart, the same values together
+            held: dict[int, list[tuple[int, Any]]] = {}
+            for (f, i), value in sorted(odd.items(), key=lambda item: item[0]):
+                held.setdefault(i, []).append((f, value))
+            numbers: dict[tuple[int, tuple[tuple[int, Any], ...]], int] = {}
+            for i, values in held.items():
+                key[i] = bound + numbers.setdefault((int(key[i]), tuple(values)), len(numbers))
+        _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+        order = np.argsort(first, kind="stable")
+        rank = np.empty(len(order), dtype=np.int64)
+        rank[order] = np.arange(len(order), dtype=np.int64)
+        return rank[inverse.reshape(-1)], first[order]
+
+    def launch_groups(self, key: Callable[[str], Any]) -> tuple[Any, Any]:
+        """Every launch numbered by its (``key`` of its name, grid, block), in order of first appearance, and
+        each number's first launch (numpy int64 arrays): the profile's kernel groups, made from the columns
+        without a tuple per combination."""
+        import numpy as np
+
+        if not len(self):
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        if self._launch is None:
+            keys: dict[Any, int] = {}
+            of_shape = np.array([keys.setdefault((key(str(s[0])), s[5], s[6]), len(keys)) for s in self._shapes])
+            groups = of_shape[_view(self._shape)]
+            _, first = np.unique(groups, return_index=True)
+            return groups, first
+        names: dict[Any, int] = {}
+        of_base = np.array([names.setdefault(key(str(s[0])), len(names)) for s in self._shapes], dtype=np.int64)
+        return self._first_appearance(of_base[_view(self._shape)], len(names), range(6))
+
+    def names_of(self, positions: Any) -> list[Any]:
+        """The names of the launches at these positions (numpy)."""
+        shapes = self._shapes
+        return [shapes[b][0] for b in _view(self._shape)[positions].tolist()]
+
+    def combination(self, i: int) -> _Shape:
+        """Launch ``i``'s combination, whole (KernelRecord's fields but ts, dur, correlation and index)."""
+        return self._full_shape(i)
 
     def carries_metrics(self) -> bool:
         """Whether any launch carries blocks or warps per SM (Cuspy's and Nsight Systems' never do)."""
@@ -171,9 +543,56 @@ class KernelTable(Sequence[KernelRecord]):
     def fingerprint(self) -> str:
         """What work the trace recorded, independent of the machine: a hash of its distinct kernel
         names with their grid and block (not the reported values, which depend on the GPU)."""
-        from wizard.schemas import work_fingerprint
+        import hashlib
 
-        return work_fingerprint(sorted({(s[0], s[5], s[6]) for s in self._shapes}, key=repr))
+        # wizard.schemas.work_fingerprint(sorted({(name, grid, block)}, key=repr)), streamed: the list's repr is
+        # its items' reprs joined, so an export of ten million distinct grids never holds it as one string
+        digest = hashlib.sha256(b"[")
+        for n, text in enumerate(sorted({repr((s[0], s[5], s[6])) for s in self.columns()[4]})):
+            digest.update(f"{', ' if n else ''}{text}".encode("utf-8", "surrogateescape"))
+        digest.update(b"]")
+        return digest.hexdigest()[:16]
+
+
+def _view_d(data: array[float]) -> Any:
+    import numpy as np
+
+    return np.frombuffer(data, dtype=np.float64) if len(data) else np.zeros(0)
+
+
+class _Combinations(Sequence[_Shape]):
+    """A columnar table's combinations, each made when read (``columns()`` past ``_MATERIALISED`` of them):
+    an export whose every launch has its own grid would otherwise hold a tuple per launch."""
+
+    CHUNK = 1 << 14
+
+    def __init__(self, table: KernelTable, firsts: Any) -> None:
+        self.table = table
+        self.firsts = firsts  # numpy: each combination's first launch
+
+    def __len__(self) -> int:
+        return len(self.firsts)
+
+    @overload
+    def __getitem__(self, j: int) -> _Shape: ...
+    @overload
+    def __getitem__(self, j: slice) -> list[_Shape]: ...
+    def __getitem__(self, j: int | slice) -> _Shape | list[_Shape]:
+        if isinstance(j, slice):
+            return [self.table._full_shape(int(i)) for i in self.firsts[j]]
+        return self.table._full_shape(int(self.firsts[j]))
+
+    def __iter__(self) -> Iterator[_Shape]:
+        t = self.table
+        assert t._launch is not None
+        for lo in range(0, len(self.firsts), self.CHUNK):
+            at = self.firsts[lo : lo + self.CHUNK]
+            bases = [t._shapes[b] for b in _view(t._shape)[at].tolist()]
+            v = [t._values(f, at) for f in range(_LAUNCH_FIELDS)]
+            for s, gx, gy, gz, bx, by, bz, regs, smem in zip(bases, *v, strict=True):
+                grid = None if gx is None else (gx, gy, gz)
+                block = None if bx is None else (bx, by, bz)
+                yield (s[0], s[1], s[2], s[3], s[4], grid, block, regs, smem, *s[9:])
 
 
 class GpuOpTable:
@@ -309,6 +728,25 @@ class RuntimeIndex:
         if end > self.last_end:  # noqa: PLR1730 - not max(): a builtin call per runtime call of a gigabyte trace
             self.last_end = end
         self.names.append(name_id)
+
+    def add_columns(
+        self, correlations: Any, starts: Any, durations: Any, threads: Any, names: Any, *,
+        thread_keys: Sequence[tuple[Any, Any]], name_list: Sequence[str],
+    ) -> None:  # fmt: skip
+        """Calls as numpy columns (an Nsight Systems export's): correlation (int64, ``NO_CORRELATION`` for none),
+        start and duration (float64), thread and name as numbers into ``thread_keys`` (``(pid, tid)`` each)
+        and ``name_list``), as ``add`` of each call in turn would keep them."""
+        import numpy as np
+
+        if not len(starts):
+            return
+        thread_ids = np.array([self._thread_id(key) for key in thread_keys] or [0], dtype=np.int32)
+        name_ids = np.array([self._name_id(str(name)) for name in name_list] or [0], dtype=np.int32)
+        self.correlations.frombytes(np.ascontiguousarray(correlations, dtype=np.int64).tobytes())
+        self.threads.frombytes(thread_ids[threads].tobytes())
+        self.starts.frombytes(np.ascontiguousarray(starts, dtype=np.float64).tobytes())
+        self.last_end = max(self.last_end, float(np.where(durations > 0, starts + durations, starts).max()))
+        self.names.frombytes(name_ids[names].tobytes())
 
     def merge(self, other: RuntimeIndex) -> None:
         """Append another index's calls (a later part of the same trace)."""

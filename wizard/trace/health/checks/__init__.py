@@ -206,6 +206,9 @@ TRIAGE_ORDER = _triage_order(CHECKS)
 def check_trace(contents: TraceContents, metrics: KernelMetrics, options: InspectOptions) -> list[HealthCheck]:
     """Every selected per-trace check (``options.checks``, resolved: None for all), in ``CHECKS``' order, each handed
     what it asks for: the trace's ``tables``, the ``metrics`` whole, the options its declaration names."""
+    from wizard import numpy_threads
+
+    numpy_threads.load()
     import numpy as np
 
     from wizard.trace.health.tables import Tables

@@ -129,11 +129,11 @@ def _offset_details(offsets: Floats, *, linked: int, unmeasured: int) -> ClockSk
     """The offsets' size and how they move: a constant offset is a clock domain, a moving one is drift.
 
     The trend is the last third's median minus the first third's, beyond 10 µs and a quarter of the median."""
-    import numpy as np
+    from wizard.trace.health.tables import median as median_of
 
     third = len(offsets) // 3
-    median = float(np.median(offsets))
-    drift = float(np.median(offsets[-third:]) - np.median(offsets[:third])) if third else None
+    median = median_of(offsets)
+    drift = median_of(offsets[-third:]) - median_of(offsets[:third]) if third else None
     tolerance = max(10.0, 0.25 * abs(median))
     trend: Literal["constant", "growing", "shrinking"] = (
         "constant" if drift is None or abs(drift) <= tolerance else ("growing" if drift > 0 else "shrinking")

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Annotated, Any, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Annotated, Any, TypedDict
 
+from wizard.compat import NotRequired
 from wizard.formatting import plural
 from wizard.trace.health.spec import (
     EXAMPLES,

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Annotated, Any, TypedDict
 
+from wizard.compat import NotRequired
 from wizard.formatting import plural, verb
 from wizard.trace.health.spec import (
     CAPTURE_BEGIN,
@@ -168,6 +169,8 @@ def _after_window(t: Tables, matched: Ints, missing: Ints) -> tuple[npt.NDArray[
     GPU kept up (a backlog of microseconds), only launches in the window's last microseconds qualify."""
     import numpy as np
 
+    from wizard.trace.health.tables import distinct  # not np.unique, which imports numpy.ma
+
     calls, span = t.calls, t.window
     after = np.zeros(len(missing), dtype=bool)
     if not len(missing) or not len(matched) or span is None:
@@ -178,7 +181,7 @@ def _after_window(t: Tables, matched: Ints, missing: Ints) -> tuple[npt.NDArray[
     missing_process = calls.corr[missing] >> PROCESS_SHIFT
     largest: float | None = None
     ts = calls.ts[missing]
-    for process in np.unique(missing_process).tolist():
+    for process in distinct(missing_process).tolist():
         mine = matched_process == process
         if not mine.any():
             continue

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import statistics
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -228,6 +227,8 @@ def rank_skew(
 
 def _verdict(order: list[int], m: _Measured, left: dict[int, str], silent: list[int], floor_us: float) -> HealthCheck:
     """The words and status of a measured skew."""
+    import statistics  # here: loading the checks' registry would import it (and fractions, random) for every trace
+
     median = float(statistics.median(m.skews)) if m.skews else None
     details = {
         "ranks": order,

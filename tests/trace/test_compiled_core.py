@@ -1,0 +1,218 @@
+"""The compiled core (wizard/_core.c) against its pure-Python twins (wizard/trace/read/protobuf.py), issue 48 item 2:
+the same result, or the same error with the same words, on every input: valid messages, every cut and every
+one-byte change of them, random bytes in random windows, the hostile shapes (70-bit varints, 11-byte varints,
+lengths past the message, wire types protobuf has not, more than MAX_FIELDS fields); then whole inspections of
+.pftrace files, byte for byte, with the decoder's functions swapped for the twins.
+
+The twins are the second computation: written first, in Python, and kept as the fallback (``WARPWIZARD_PURE=1``,
+or no compiler where warpwizard was installed). CI runs the suite on the compiled core and these tests, the
+output digests and the .pftrace tests again with ``WARPWIZARD_PURE=1`` (.ci/run).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import hatch_build
+from tests.conftest import TRACES, needs_shared
+from tests.output_digests import output
+from wizard.trace.read import perfetto, protobuf
+
+core = pytest.importorskip("wizard._core", reason="the compiled core is not built here (no C compiler)")
+# what protobuf.py does at import, unless WARPWIZARD_PURE=1 (then the twins are compared with the core all the same)
+core.bind(
+    protobuf.Damaged, protobuf.MAX_FIELDS, protobuf.pure_fields, protobuf.pure_varint, protobuf.pure_packed_varints
+)
+
+Outcome = tuple[str, Any]
+
+
+def outcome(function: Callable[..., Any], *args: Any) -> Outcome:
+    """What a call gives: its value, or its error's type and words (the reader's one-line error quotes them)."""
+    try:
+        return "value", function(*args)
+    except (protobuf.Damaged, IndexError) as error:
+        return type(error).__name__, str(error) if isinstance(error, protobuf.Damaged) else ""
+
+
+def encode_varint(value: int) -> bytes:
+    """A varint written as the wire format says (7 bits a byte, low first): this test's own encoder."""
+    out = bytearray()
+    while True:
+        low, value = value & 0x7F, value >> 7
+        out.append(low | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
+VALUES = (0, 1, 127, 128, 300, 16_383, 16_384, 2**31, 2**32 - 1, 2**63 - 1, 2**63, 2**64 - 1, 2**64, 2**70 - 1)
+
+
+def messages() -> Iterator[bytes]:
+    """Valid messages: each wire type, each value size, field numbers up to 2^61, a nested message's span."""
+    for value in VALUES:
+        yield encode_varint(1 << 3) + encode_varint(value)  # field 1, varint
+        yield encode_varint((2**61 - 1) << 3) + encode_varint(value)  # the largest field number
+    yield encode_varint(2 << 3 | 2) + encode_varint(5) + b"hello" + encode_varint(3 << 3 | 1) + bytes(range(8))
+    yield encode_varint(4 << 3 | 5) + b"\xff\xfe\xfd\xfc" + encode_varint(5 << 3 | 2) + encode_varint(0)
+    inner = encode_varint(1 << 3) + encode_varint(150)
+    yield encode_varint(6 << 3 | 2) + encode_varint(len(inner)) + inner + encode_varint(7 << 3) + b"\x01"
+
+
+def hostile() -> Iterator[bytes]:
+    """The shapes a reader must refuse in words: an 11-byte varint, every wire type protobuf does not have, a length
+    past the message, a 70-bit length, a key cut in its middle."""
+    yield b"\x08" + b"\xff" * 10 + b"\x01"
+    for wire in (3, 4, 6, 7):
+        yield encode_varint(1 << 3 | wire) + b"\x00"
+    yield encode_varint(1 << 3 | 2) + encode_varint(10) + b"abc"
+    yield encode_varint(1 << 3 | 2) + encode_varint(2**70 - 1) + b"abc"
+    yield b"\x80"
+    yield b"\x08\x80\x80"
+
+
+def every_change(message: bytes) -> Iterator[bytes]:
+    """Every cut of a message and every one-byte change to the values a reader treats specially."""
+    for cut in range(len(message)):
+        yield message[:cut]
+    for at in range(len(message)):
+        for byte in (0x00, 0x07, 0x7F, 0x80, 0xFF):
+            yield message[:at] + bytes([byte]) + message[at + 1 :]
+
+
+def windows(data: bytes, rng: random.Random) -> Iterator[tuple[Any, ...]]:
+    """Argument tuples for fields(): the whole buffer, with and without a start, and windows ending before it,
+    at it and past it."""
+    yield (data,)
+    yield (data, 0)
+    yield (data, 0, None)
+    for _ in range(3):
+        start = rng.randrange(len(data) + 1)
+        yield (data, start, rng.randrange(start, len(data) + 6))
+
+
+def test_fields_agree_on_valid_damaged_and_hostile_messages() -> None:
+    rng = random.Random(48)
+    compared = 0
+    for message in [*messages(), *hostile()]:
+        for data in (message, *every_change(message)):
+            for args in windows(data, rng):
+                assert outcome(core.fields, *args) == outcome(protobuf.pure_fields, *args), args
+                compared += 1
+    assert compared > 5_000
+
+
+def test_fields_agree_on_random_bytes() -> None:
+    rng = random.Random(2026)
+    alphabet = bytes([0x00, 0x01, 0x02, 0x05, 0x08, 0x0A, 0x0D, 0x10, 0x12, 0x7F, 0x80, 0x81, 0xFF])
+    for _ in range(20_000):
+        data = bytes(rng.choice(alphabet) for _ in range(rng.randrange(40)))
+        for args in windows(data, rng):
+            assert outcome(core.fields, *args) == outcome(protobuf.pure_fields, *args), args
+
+
+def test_values_past_64_bits_are_python_ints() -> None:
+    """A 10-byte varint holds 70 bits: the twin's ints are unbounded, so the core's are too."""
+    data = encode_varint(1 << 3) + encode_varint(2**70 - 1)
+    assert core.fields(data) == protobuf.pure_fields(data) == [(1, 0, 2**70 - 1)]
+
+
+def test_more_than_max_fields_is_refused_in_the_same_words() -> None:
+    data = b"\x08\x00" * (protobuf.MAX_FIELDS + 1)
+    expected = ("Damaged", f"a message of more than {protobuf.MAX_FIELDS} fields")
+    assert outcome(core.fields, data) == outcome(protobuf.pure_fields, data) == expected
+
+
+def test_varint_and_packed_varints_agree() -> None:
+    rng = random.Random(5)
+    for message in [*messages(), *hostile()]:
+        for data in (message, *every_change(message)):
+            for at in range(len(data) + 2):
+                assert outcome(core.varint, data, at) == outcome(protobuf.pure_varint, data, at), (data, at)
+            for _ in range(3):
+                start = rng.randrange(len(data) + 1)
+                span = (start, rng.randrange(start, len(data) + 4))
+                for wire in (0, 2, 5):
+                    value = span if wire == 2 else 7
+                    expected = outcome(protobuf.pure_packed_varints, data, wire, value)
+                    assert outcome(core.packed_varints, data, wire, value) == expected, (data, wire, value)
+
+
+def test_inputs_other_than_bytes_take_the_twin() -> None:
+    """A memoryview, a bytearray or a negative start (Python's index from the end) mean what the twin says."""
+    data = encode_varint(1 << 3) + encode_varint(150) + b"\x12\x01a"
+    for args in ((memoryview(data),), (bytearray(data), 1), (data, -3), (memoryview(b"\x80"),)):
+        assert outcome(core.fields, *args) == outcome(protobuf.pure_fields, *args), args
+    assert outcome(core.varint, bytearray(b"\x96\x01"), 0) == ("value", (150, 2))
+
+
+def test_the_core_is_built_where_a_compiler_is() -> None:
+    """scripts/test installs the checkout with its build hook (hatch_build.py): where the compiler Python was built
+    with is here, the readers run compiled, unless WARPWIZARD_PURE=1 asks for the twins."""
+    command = hatch_build.compile_command(Path("wizard/_core.c"), Path("unused.so"))
+    if command is None or shutil.which(command[0]) is None:
+        pytest.skip("no C compiler here: the pure path is the one installed")
+    assert protobuf.COMPILED is (os.environ.get("WARPWIZARD_PURE", "") in ("", "0"))
+
+
+# -- whole inspections, byte for byte ------------------------------------------------------------------------
+
+
+@pytest.fixture
+def pure_decoder(monkeypatch: pytest.MonkeyPatch) -> Callable[[], None]:
+    """Swaps every compiled function the decoder holds for its twin (the names it imported them under)."""
+    twins = {core.fields: protobuf.pure_fields, core.varint: protobuf.pure_varint,
+             core.packed_varints: protobuf.pure_packed_varints}  # fmt: skip
+
+    def swap() -> None:
+        for module in (perfetto, protobuf):
+            for name, value in list(vars(module).items()):
+                if any(value is compiled for compiled in twins):
+                    monkeypatch.setattr(module, name, twins[value])
+
+    return swap
+
+
+def pftraces(directory: Path) -> list[Path]:
+    """.pftrace files Perfetto's own package writes: shared Kineto traces converted as transformer_nuggets does,
+    and what PyTorch 2.15's Cuspy writes (wizard/testing/pftrace.py)."""
+    pftrace = pytest.importorskip("wizard.testing.pftrace")
+    pytest.importorskip("perfetto.trace_builder.proto_builder")
+    from wizard.testing.traces import TraceBuilder, demo_launches
+
+    builder = TraceBuilder()
+    for spec in demo_launches():
+        builder.add(spec)
+    sources = [
+        builder.write(directory / "demo.json"),
+        *sorted(TRACES.glob("*.json"), key=lambda p: p.stat().st_size)[:4],
+    ]
+    made = []
+    for source in sources:
+        target = directory / f"{source.stem}.pftrace"
+        target.write_bytes(pftrace.convert(json.loads(source.read_bytes())))
+        made.append(target)
+    shape = {"name": "void gemm<128>", "grid": (108, 1, 1), "block": (256, 1, 1)}
+    stages = [{**shape, "ts": 1_000 * k, "dur": 400, "correlation": 100 + k} for k in range(1, 6)]
+    launches = [{"ts": 1_000 * k - 400, "correlation": 100 + k, "links": [k]} for k in range(1, 7)]
+    cuspy = pftrace.cuspy(directory / "cuspy.pftrace.gz", stages=stages, launches=launches)
+    return [*made, cuspy]
+
+
+@needs_shared
+def test_inspections_are_byte_identical_on_both_paths(tmp_path: Path, pure_decoder: Callable[[], None]) -> None:
+    files = pftraces(tmp_path)
+    compiled = {p.name: output(["trace", "inspect", str(p), "--json"]) for p in files}
+    pure_decoder()
+    assert perfetto.__dict__.get("_fields") is not core.fields
+    for path in files:
+        assert output(["trace", "inspect", str(path), "--json"]) == compiled[path.name], path.name
+    assert all('"format": "perfetto-proto"' in text for text in compiled.values())  # each read by the decoder
