@@ -106,11 +106,25 @@ def test_a_packed_field_cut_inside_a_varint_is_damage() -> None:
         protobuf.packed_varints(data, wire, value)
 
 
-def test_the_field_count_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("path", ["pure", "compiled"])
+def test_the_field_count_bound(monkeypatch: pytest.MonkeyPatch, path: str) -> None:
+    """The bound on both paths: the Python twin reads MAX_FIELDS when called, the compiled core (wizard/_core.c) is
+    handed it at import (bind), so it is handed 10 here, and the real bound again after."""
+    real = protobuf.MAX_FIELDS
     monkeypatch.setattr(protobuf, "MAX_FIELDS", 10)
-    assert len(protobuf.fields(b"\x08\x01" * 10)) == 10
-    with pytest.raises(Damaged, match="more than 10 fields"):
-        protobuf.fields(b"\x08\x01" * 11)
+    fields = protobuf.pure_fields
+    twins = (protobuf.pure_fields, protobuf.pure_varint, protobuf.pure_packed_varints)
+    if path == "compiled":
+        core = pytest.importorskip("wizard._core", reason="the compiled core is not built here")
+        core.bind(Damaged, 10, *twins)
+        fields = core.fields
+    try:
+        assert len(fields(b"\x08\x01" * 10)) == 10
+        with pytest.raises(Damaged, match="more than 10 fields"):
+            fields(b"\x08\x01" * 11)
+    finally:
+        if path == "compiled":
+            core.bind(Damaged, real, *twins)
 
 
 def test_a_prefix_keeps_its_whole_fields_and_names_the_cut_one() -> None:

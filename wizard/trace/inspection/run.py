@@ -138,6 +138,8 @@ def load_health_modules() -> None:
     from wizard import numpy_threads
 
     numpy_threads.load()
+    import statistics  # noqa: F401 - the rank, step and key_averages checks' medians (lazy: a small trace's start-up)
+
     import numpy.ma  # noqa: F401 - np.unique's first call imports it (21 ms, in the kernels-overlap check)
 
     import wizard.trace.health.key_averages
