@@ -55,6 +55,7 @@ from wizard.trace.read.sqlite import (
     database_contents,
     integer,
     read_database_file,
+    text_column,
 )
 from wizard.untrusted import cut, visible
 
@@ -205,8 +206,7 @@ class _Export:
         holds a megabyte's name whole (1,500 of them took 1.5 GB a batch); anything but text is no name."""
         if not {"id", "value"} <= self._columns("StringIds"):
             return
-        text = f'CASE WHEN typeof("value") = \'text\' THEN substr("value", 1, {MAX_TEXT}) END'
-        query = f'SELECT "id", {text} FROM "StringIds"'
+        query = f'SELECT "id", {text_column("value", MAX_TEXT)} FROM "StringIds"'
         for batch in _batches(self.db.execute(query)):
             for sid, text in batch:
                 if type(sid) is int and type(text) is str:

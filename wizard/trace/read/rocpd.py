@@ -43,6 +43,7 @@ from wizard.trace.read.sqlite import (
     integer,
     read_database_file,
     text,
+    text_column,
 )
 
 WHAT = "a rocpd database"
@@ -51,6 +52,7 @@ _SUFFIX = re.compile(r"[0-9A-Za-z_]*")
 DISPATCH = "rocpd_kernel_dispatch"
 SYMBOL = "rocpd_info_kernel_symbol"
 AGENT = "rocpd_info_agent"
+NAMES = frozenset({"display_name", "kernel_name", "product_name", "name"})  # cut in SQL (sqlite.text_column)
 _DISPATCH_COLUMNS = (
     "start", "end", "agent_id", "kernel_id", "stream_id", "dispatch_id", "group_segment_size",
     "workgroup_size_x", "workgroup_size_y", "workgroup_size_z", "grid_size_x", "grid_size_y", "grid_size_z",
@@ -117,9 +119,8 @@ class _Run:
         self.db, self.tables, self.suffix = db, tables, suffix
         self.agents: dict[int, dict[str, Any]] = {}  # device index -> deviceProperties
         self.agent_index: dict[int, int] = {}  # agent id -> device index
-        for ident, kind, index, product, name in self._rows(
-            AGENT, ("id", "type", "type_index", "product_name", "name")
-        ):
+        agent_cols = ("id", "type", "type_index", "product_name", "name")
+        for ident, kind, index, product, name in self._rows(AGENT, agent_cols, texts=NAMES):
             i, device = integer(ident), integer(index)
             if i is None or device is None or kind != "GPU":
                 continue
@@ -127,19 +128,22 @@ class _Run:
             self.agents[device] = {"id": device, "name": text(product) or text(name) or ""}
         self.symbols: dict[int, tuple[str, int | None]] = {}
         cols = ("id", "display_name", "kernel_name", "arch_vgpr_count", "accum_vgpr_count")
-        for ident, display, mangled, arch, accum in self._rows(SYMBOL, cols):
+        for ident, display, mangled, arch, accum in self._rows(SYMBOL, cols, texts=NAMES):
             if (i := integer(ident)) is not None:
                 a, b = integer(arch), integer(accum)
                 self.symbols[i] = (text(display) or text(mangled) or "unknown", a + (b or 0) if a is not None else None)
 
-    def _rows(self, base: str, wanted: tuple[str, ...], order: str = "") -> Iterator[tuple[Any, ...]]:
-        """The ``wanted`` columns of this run's ``base`` table (NULL where the table lacks one); none without it."""
+    def _rows(
+        self, base: str, wanted: tuple[str, ...], order: str = "", texts: frozenset[str] = frozenset()
+    ) -> Iterator[tuple[Any, ...]]:
+        """The ``wanted`` columns of this run's ``base`` table (NULL where the table lacks one); none without it.
+        ``texts``: names, cut by SQLite to the reader's length (``text_column``), never fetched whole."""
         table = f"{base}{self.suffix}"
         if table not in self.tables:
             return
         have = columns(self.db, table)
         order = order if "start" in have else ""
-        picked = ", ".join(f'"{c}"' if c in have else "NULL" for c in wanted)
+        picked = ", ".join((text_column(c) if c in texts else f'"{c}"') if c in have else "NULL" for c in wanted)
         quoted = table.replace('"', '""')
         cursor = self.db.execute(f'SELECT {picked} FROM "{quoted}"{order}')
         while batch := cursor.fetchmany(BATCH):
