@@ -111,6 +111,18 @@ def die_with_parent() -> Callable[[], None] | None:
     return arm
 
 
+REAPER = Path(__file__).with_name("reaper.py")
+
+
+def reaped(argv: Sequence[str]) -> list[str]:
+    """``argv`` run under wizard/reaper.py on Linux: the command's whole tree (its children too, which the
+    parent-death signal does not reach) dies with this process however it dies. The reaper is run as a file by this
+    interpreter, isolated (``-I -S``: no PYTHON* variables, no site), and imports only the standard library."""
+    if not sys.platform.startswith("linux") or not REAPER.is_file():
+        return list(argv)
+    return [sys.executable, "-I", "-S", str(REAPER), str(os.getpid()), *argv]
+
+
 def linux_prctl() -> Any:
     """libc's ``prctl`` on Linux (None elsewhere), loaded before a fork so the child only calls it."""
     if not sys.platform.startswith("linux"):
@@ -140,7 +152,7 @@ class SubprocessRunner:
         started = time.monotonic()
         try:
             proc = subprocess.Popen(
-                list(argv),
+                reaped(argv),
                 stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,

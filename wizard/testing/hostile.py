@@ -13,6 +13,7 @@ from functools import partial
 from pathlib import Path
 from typing import IO, cast
 
+from wizard.outputs import atomic_file
 from wizard.testing.pftrace import field, varint
 
 Shape = Callable[[IO[bytes], int, int], None]  # (out, name size in bytes, count)
@@ -100,10 +101,10 @@ def _counted(shape: Shape, out: IO[bytes], size: int, *, count: int) -> None:
 
 def write(path: Path, shape: Callable[[IO[bytes], int], None], size: int) -> Path:
     """The shape at ``path``: gzipped where the name ends in ``.gz``."""
-    if path.name.endswith(".gz"):
-        with gzip.open(path, "wb", compresslevel=1) as out:
-            shape(cast("IO[bytes]", out), size)
-    else:
-        with open(path, "wb") as out:
-            shape(out, size)
+    with atomic_file(path, force=True, what="hostile trace") as raw:  # a temporary file, then the rename
+        if path.name.endswith(".gz"):
+            with gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=1) as out:
+                shape(cast("IO[bytes]", out), size)
+        else:
+            shape(raw, size)
     return path
