@@ -1,4 +1,6 @@
-/* warpwizard's compiled core: the per-field work of the protobuf wire format (wizard/trace/read/protobuf.py).
+/* warpwizard's compiled core: the per-field work of the protobuf wire format (wizard/trace/read/protobuf.py), and
+ * the field loops of the two messages a .pftrace is mostly made of (TracePacket, TrackEvent: packet_head and
+ * track_event_fields, which hand perfetto.py what its loops over those messages' fields found).
  *
  * Each function here has a pure-Python twin in protobuf.py with the same name, arguments, results and errors,
  * byte for byte: the twin is the fallback where this module is not built (no compiler, WARPWIZARD_PURE=1) and the
@@ -21,6 +23,7 @@ typedef unsigned __int128 u128;
 static PyObject *Damaged = NULL;
 static Py_ssize_t max_fields = 1000000;
 static PyObject *pure_fields = NULL, *pure_varint = NULL, *pure_packed = NULL;
+static PyObject *pure_packet_head = NULL, *pure_track_event = NULL;
 
 enum { OK = 0, CUT = 1, LONG_VARINT = 2 };
 
@@ -68,17 +71,6 @@ static PyObject *varint_error(int status, const char *cut_text) {
     return damaged(status == LONG_VARINT ? "a varint longer than 10 bytes" : cut_text);
 }
 
-/* (field number, wire type, value) appended as protobuf.fields does; a new reference to nothing on success */
-static int append_field(PyObject *out, u128 number, long wire, PyObject *value) {
-    if (!value) return -1;
-    PyObject *num = py_int(number);
-    PyObject *w = PyLong_FromLong(wire);
-    PyObject *item = (num && w) ? PyTuple_Pack(3, num, w, value) : NULL;
-    int rc = item ? PyList_Append(out, item) : -1;
-    Py_XDECREF(num); Py_XDECREF(w); Py_XDECREF(value); Py_XDECREF(item);
-    return rc;
-}
-
 static PyObject *span(Py_ssize_t start, Py_ssize_t end) {
     PyObject *a = PyLong_FromSsize_t(start), *z = PyLong_FromSsize_t(end);
     PyObject *pair = (a && z) ? PyTuple_Pack(2, a, z) : NULL;
@@ -104,51 +96,89 @@ static PyObject *call_pure(PyObject *pure, PyObject *const *args, Py_ssize_t nar
     return result;
 }
 
-static PyObject *fields_loop(const unsigned char *b, Py_ssize_t n, Py_ssize_t i, Py_ssize_t end) {
-    PyObject *out = PyList_New(0);
-    int status = OK;
-    if (!out) return NULL;
-    while (i < end) {
-        u128 key, value;
-        status = read_varint(b, n, &i, &key);
-        if (status != OK) goto varint_failed;
-        long wire = (long)(key & 7);
-        u128 number = key >> 3;
-        if (wire == 0) {
-            status = read_varint(b, n, &i, &value);
-            if (status != OK) goto varint_failed;
-            if (append_field(out, number, 0, py_int(value)) < 0) goto failed;
-        } else if (wire == 2) {
-            status = read_varint(b, n, &i, &value);
-            if (status != OK) goto varint_failed;
-            if ((u128)i + value > (u128)end) { damaged("a field runs past its message"); goto failed; }
-            Py_ssize_t size = (Py_ssize_t)value;
-            if (append_field(out, number, 2, span(i, i + size)) < 0) goto failed;
-            i += size;
-        } else if (wire == 1 || wire == 5) {
-            int width = wire == 1 ? 8 : 4;
-            if (append_field(out, number, wire, PyLong_FromUnsignedLongLong(little(b, n, i, width))) < 0) goto failed;
-            i += width;
-        } else {
-            char text[32];
-            PyOS_snprintf(text, sizeof text, "wire type %ld", wire);
-            damaged(text);
-            goto failed;
-        }
-        if (PyList_Size(out) > max_fields) {
-            char text[64];
-            PyOS_snprintf(text, sizeof text, "a message of more than %zd fields", max_fields);
-            damaged(text);
-            goto failed;
-        }
+/* one message's fields, one at a time, with protobuf.fields' checks in its order: a field's key, its value, its
+ * length against the message's end, its wire type, then the count (MAX_FIELDS) once the field is whole */
+typedef struct {
+    const unsigned char *b;
+    Py_ssize_t n, i, end, count;
+} Reader;
+
+typedef struct {
+    u128 number, value;  /* value: a varint's or fixed field's, or a length-delimited field's length */
+    long wire;
+    Py_ssize_t start, stop;  /* a length-delimited field's span */
+} Field;
+
+/* 1: a field read into f; 0: the message ended whole; -1: the error raised (Damaged, in the twin's words) */
+static int next_field(Reader *r, Field *f) {
+    if (r->i >= r->end) {
+        if (r->i > r->end) { damaged("a field runs past its message"); return -1; }
+        return 0;
     }
-    if (i > end) { damaged("a field runs past its message"); goto failed; }
+    u128 key;
+    int status = read_varint(r->b, r->n, &r->i, &key);
+    if (status != OK) { varint_error(status, "a message cut off"); return -1; }
+    f->wire = (long)(key & 7);
+    f->number = key >> 3;
+    if (f->wire == 0) {
+        status = read_varint(r->b, r->n, &r->i, &f->value);
+        if (status != OK) { varint_error(status, "a message cut off"); return -1; }
+    } else if (f->wire == 2) {
+        status = read_varint(r->b, r->n, &r->i, &f->value);
+        if (status != OK) { varint_error(status, "a message cut off"); return -1; }
+        if ((u128)r->i + f->value > (u128)r->end) { damaged("a field runs past its message"); return -1; }
+        f->start = r->i;
+        f->stop = r->i + (Py_ssize_t)f->value;
+        r->i = f->stop;
+    } else if (f->wire == 1 || f->wire == 5) {
+        int width = f->wire == 1 ? 8 : 4;
+        f->value = little(r->b, r->n, r->i, width);
+        r->i += width;
+    } else {
+        char text[32];
+        PyOS_snprintf(text, sizeof text, "wire type %ld", f->wire);
+        damaged(text);
+        return -1;
+    }
+    if (++r->count > max_fields) {
+        char text[64];
+        PyOS_snprintf(text, sizeof text, "a message of more than %zd fields", max_fields);
+        damaged(text);
+        return -1;
+    }
+    return 1;
+}
+
+/* a field as protobuf.fields gives it: (number, wire, an int or a (start, end) span) */
+static PyObject *field_tuple(const Field *f) {
+    PyObject *value = f->wire == 2 ? span(f->start, f->stop) : py_int(f->value);
+    PyObject *num = value ? py_int(f->number) : NULL;
+    PyObject *w = num ? PyLong_FromLong(f->wire) : NULL;
+    PyObject *item = w ? PyTuple_Pack(3, num, w, value) : NULL;
+    Py_XDECREF(num); Py_XDECREF(w); Py_XDECREF(value);
+    return item;
+}
+
+static PyObject *fields_loop(const unsigned char *b, Py_ssize_t n, Py_ssize_t i, Py_ssize_t end) {
+    Reader r = {b, n, i, end, 0};
+    Field f;
+    PyObject *out = PyList_New(0);
+    if (!out) return NULL;
+    int more;
+    while ((more = next_field(&r, &f)) == 1) {
+        PyObject *item = field_tuple(&f);
+        if (!item || PyList_Append(out, item) < 0) {
+            Py_XDECREF(item);
+            Py_DECREF(out);
+            return NULL;
+        }
+        Py_DECREF(item);
+    }
+    if (more < 0) {
+        Py_DECREF(out);
+        return NULL;
+    }
     return out;
-varint_failed:
-    varint_error(status, "a message cut off");
-failed:
-    Py_DECREF(out);
-    return NULL;
 }
 
 /* fields(b, start=0, end=None): protobuf.fields */
@@ -215,18 +245,153 @@ static PyObject *core_packed(PyObject *self, PyObject *const *args, Py_ssize_t n
     return out;
 }
 
-/* bind(Damaged, max_fields, fields, varint, packed_varints): protobuf.py hands over its error and its twins */
+/* a tuple of new references, or NULL (each of them released) where one is NULL */
+static PyObject *tuple_of(PyObject **items, Py_ssize_t count) {
+    PyObject *tuple = NULL;
+    for (Py_ssize_t k = 0; k < count; k++)
+        if (!items[k]) goto failed;
+    if (!(tuple = PyTuple_New(count))) goto failed;
+    for (Py_ssize_t k = 0; k < count; k++) PyTuple_SetItem(tuple, k, items[k]);  /* steals each */
+    return tuple;
+failed:
+    for (Py_ssize_t k = 0; k < count; k++) Py_XDECREF(items[k]);
+    return NULL;
+}
+
+static PyObject *new_ref(PyObject *object) {
+    Py_INCREF(object);
+    return object;
+}
+
+/* packet_head(b): protobuf.pure_packet_head, a TracePacket's fields as perfetto.py's packet() reads them */
+static PyObject *core_packet_head(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 1 || !PyBytes_Check(args[0])) return call_pure(pure_packet_head, args, nargs);
+    Py_ssize_t n = PyBytes_Size(args[0]);
+    Reader r = {(const unsigned char *)PyBytes_AsString(args[0]), n, 0, n, 0};
+    Field f;
+    u128 ts = 0, seq_id = 0, flags = 0, kind = 0;
+    int has_ts = 0, has_interned = 0, has_defaults = 0, snapshot = 0, clocks = 0, more;
+    Py_ssize_t body[2] = {0, 0}, interned[2] = {0, 0}, defaults[2] = {0, 0};
+    while ((more = next_field(&r, &f)) == 1) {
+        u128 number = f.number;
+        if (number == 8 && f.wire == 0) {  /* timestamp */
+            ts = f.value;
+            has_ts = 1;
+        } else if (f.wire == 2 && (number == 11 || number == 60 || number == 53)) {  /* the body */
+            kind = number;
+            body[0] = f.start, body[1] = f.stop;
+        } else if (number == 10 && f.wire == 0) {
+            seq_id = f.value;
+        } else if (number == 13 && f.wire == 0) {
+            flags = f.value;
+        } else if (number == 41 && f.wire == 0) {  /* incremental_state_cleared */
+            if (f.value) flags |= 1;
+        } else if (number == 12 && f.wire == 2) {
+            interned[0] = f.start, interned[1] = f.stop;
+            has_interned = 1;
+        } else if (number == 59 && f.wire == 2) {
+            defaults[0] = f.start, defaults[1] = f.stop;
+            has_defaults = 1;
+        } else if (number == 6 && f.wire == 2) {
+            snapshot = 1;
+        } else if (number == 58) {
+            clocks = 1;
+        }
+    }
+    if (more < 0) return NULL;
+    PyObject *items[9] = {
+        has_ts ? py_int(ts) : new_ref(Py_None),
+        py_int(seq_id),
+        py_int(flags),
+        py_int(kind),
+        span(body[0], body[1]),
+        has_interned ? span(interned[0], interned[1]) : new_ref(Py_None),
+        has_defaults ? span(defaults[0], defaults[1]) : new_ref(Py_None),
+        PyBool_FromLong(snapshot),
+        PyBool_FromLong(clocks),
+    };
+    return tuple_of(items, 9);
+}
+
+/* track_event_fields(b, start, end): protobuf.pure_track_event_fields, a TrackEvent's fields as perfetto.py's
+ * _track_event reads them */
+static PyObject *core_track_event(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 3 || !PyBytes_Check(args[0])) return call_pure(pure_track_event, args, nargs);
+    Py_ssize_t n = PyBytes_Size(args[0]), start, end;
+    if ((start = PyLong_AsSsize_t(args[1])) == -1 && PyErr_Occurred()) return NULL;
+    if (args[2] == Py_None) return call_pure(pure_track_event, args, nargs);  /* the twin's meaning of None */
+    if ((end = PyLong_AsSsize_t(args[2])) == -1 && PyErr_Occurred()) return NULL;
+    if (start < 0) return call_pure(pure_track_event, args, nargs);  /* Python's negative index */
+    Reader r = {(const unsigned char *)PyBytes_AsString(args[0]), n, start, end, 0};
+    Field f;
+    u128 kind = 0, track = 0, name_iid = 0;
+    int has_track = 0, name_from = 0, more;  /* name_from: 0 none, 1 its span, 2 its iid (the last one written) */
+    Py_ssize_t name[2] = {0, 0};
+    PyObject *notes = PyList_New(0), *rest = NULL;
+    if (!notes) return NULL;
+    while ((more = next_field(&r, &f)) == 1) {
+        u128 number = f.number;
+        PyObject *item = NULL, *list = NULL;
+        if (number == 4 && f.wire == 2) {  /* debug_annotations */
+            item = span(f.start, f.stop);
+            list = notes;
+        } else if (number == 9 && f.wire == 0) {
+            kind = f.value;
+        } else if (number == 11 && f.wire == 0) {
+            track = f.value;
+            has_track = 1;
+        } else if (number == 23 && f.wire == 2) {
+            name[0] = f.start, name[1] = f.stop;
+            name_from = 1;
+        } else if (number == 10 && f.wire == 0) {
+            name_iid = f.value;
+            name_from = 2;
+        } else if ((number == 22 && f.wire == 2) || number == 3 || ((number == 3000 || number == 6) && f.wire == 2)) {
+            if (!rest && !(rest = PyList_New(0))) goto failed;  /* categories, category_iids, gpu_correlation, legacy */
+            item = field_tuple(&f);
+            list = rest;
+        }
+        if (list) {
+            if (!item || PyList_Append(list, item) < 0) {
+                Py_XDECREF(item);
+                goto failed;
+            }
+            Py_DECREF(item);
+        }
+    }
+    if (more < 0) goto failed;
+    PyObject *items[6] = {
+        py_int(kind),
+        has_track ? py_int(track) : PyLong_FromLong(-1),
+        name_from == 1 ? span(name[0], name[1]) : new_ref(Py_None),
+        name_from == 2 ? py_int(name_iid) : new_ref(Py_None),
+        notes,
+        rest ? rest : new_ref(Py_None),
+    };
+    return tuple_of(items, 6);
+failed:
+    Py_DECREF(notes);
+    Py_XDECREF(rest);
+    return NULL;
+}
+
+/* bind(Damaged, max_fields, fields, varint, packed_varints[, packet_head, track_event_fields]): protobuf.py hands
+ * over its error and its twins */
 static PyObject *core_bind(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
-    if (nargs != 5) {
-        PyErr_SetString(PyExc_TypeError, "bind(Damaged, max_fields, fields, varint, packed_varints)");
+    if (nargs != 5 && nargs != 7) {
+        PyErr_SetString(PyExc_TypeError,
+                        "bind(Damaged, max_fields, fields, varint, packed_varints[, packet_head, track_event_fields])");
         return NULL;
     }
     Py_ssize_t limit = PyLong_AsSsize_t(args[1]);
     if (limit == -1 && PyErr_Occurred()) return NULL;
-    PyObject **slots[] = {&Damaged, &pure_fields, &pure_varint, &pure_packed};
-    PyObject *values[] = {args[0], args[2], args[3], args[4]};
-    for (int k = 0; k < 4; k++) {
+    PyObject **slots[] = {&Damaged, &pure_fields, &pure_varint, &pure_packed, &pure_packet_head, &pure_track_event};
+    PyObject *values[] = {args[0], args[2], args[3], args[4], nargs == 7 ? args[5] : NULL, nargs == 7 ? args[6] : NULL};
+    for (int k = 0; k < 6; k++) {
+        if (!values[k]) continue;  /* five arguments: the perfetto twins bound before stay */
         PyObject *old = *slots[k];
         Py_INCREF(values[k]);
         *slots[k] = values[k];
@@ -240,6 +405,9 @@ static PyMethodDef methods[] = {
     {"fields", (PyCFunction)(void (*)(void))core_fields, METH_FASTCALL, "protobuf.fields, compiled"},
     {"varint", (PyCFunction)(void (*)(void))core_varint, METH_FASTCALL, "protobuf.varint, compiled"},
     {"packed_varints", (PyCFunction)(void (*)(void))core_packed, METH_FASTCALL, "protobuf.packed_varints, compiled"},
+    {"packet_head", (PyCFunction)(void (*)(void))core_packet_head, METH_FASTCALL, "protobuf.pure_packet_head, compiled"},
+    {"track_event_fields", (PyCFunction)(void (*)(void))core_track_event, METH_FASTCALL,
+     "protobuf.pure_track_event_fields, compiled"},
     {"bind", (PyCFunction)(void (*)(void))core_bind, METH_FASTCALL, "hand over Damaged, MAX_FIELDS and the twins"},
     {NULL, NULL, 0, NULL},
 };

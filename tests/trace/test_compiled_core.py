@@ -1,8 +1,9 @@
 """The compiled core (wizard/_core.c) against its pure-Python twins (wizard/trace/read/protobuf.py), issue 48 item 2:
-the same result, or the same error with the same words, on every input: valid messages, every cut and every
-one-byte change of them, random bytes in random windows, the hostile shapes (70-bit varints, 11-byte varints,
-lengths past the message, wire types protobuf has not, more than MAX_FIELDS fields); then whole inspections of
-.pftrace files, byte for byte, with the decoder's functions swapped for the twins.
+the wire format's fields, varint and packed_varints, and the .pftrace decoder's two field loops (packet_head,
+track_event_fields). The same result, or the same error with the same words, on every input: valid messages, every
+cut and every one-byte change of them, random bytes in random windows, the hostile shapes (70-bit varints, 11-byte
+varints, lengths past the message, wire types protobuf has not, more than MAX_FIELDS fields); then whole inspections
+of .pftrace files, byte for byte, with the decoder's functions swapped for the twins.
 
 The twins are the second computation: written first, in Python, and kept as the fallback (``WARPWIZARD_PURE=1``,
 or no compiler where warpwizard was installed). CI runs the suite on the compiled core and these tests, the
@@ -28,9 +29,14 @@ from wizard.trace.read import perfetto, protobuf
 
 core = pytest.importorskip("wizard._core", reason="the compiled core is not built here (no C compiler)")
 # what protobuf.py does at import, unless WARPWIZARD_PURE=1 (then the twins are compared with the core all the same)
-core.bind(
-    protobuf.Damaged, protobuf.MAX_FIELDS, protobuf.pure_fields, protobuf.pure_varint, protobuf.pure_packed_varints
+TWINS = (
+    protobuf.pure_fields,
+    protobuf.pure_varint,
+    protobuf.pure_packed_varints,
+    protobuf.pure_packet_head,
+    protobuf.pure_track_event_fields,
 )
+core.bind(protobuf.Damaged, protobuf.MAX_FIELDS, *TWINS)
 
 Outcome = tuple[str, Any]
 
@@ -170,7 +176,8 @@ def test_the_core_is_built_where_a_compiler_is() -> None:
 def pure_decoder(monkeypatch: pytest.MonkeyPatch) -> Callable[[], None]:
     """Swaps every compiled function the decoder holds for its twin (the names it imported them under)."""
     twins = {core.fields: protobuf.pure_fields, core.varint: protobuf.pure_varint,
-             core.packed_varints: protobuf.pure_packed_varints}  # fmt: skip
+             core.packed_varints: protobuf.pure_packed_varints, core.packet_head: protobuf.pure_packet_head,
+             core.track_event_fields: protobuf.pure_track_event_fields}  # fmt: skip
 
     def swap() -> None:
         for module in (perfetto, protobuf):
@@ -213,6 +220,126 @@ def test_inspections_are_byte_identical_on_both_paths(tmp_path: Path, pure_decod
     compiled = {p.name: output(["trace", "inspect", str(p), "--json"]) for p in files}
     pure_decoder()
     assert perfetto.__dict__.get("_fields") is not core.fields
+    assert perfetto.__dict__.get("_packet_head") is protobuf.pure_packet_head
+    assert perfetto.__dict__.get("_track_event_fields") is protobuf.pure_track_event_fields
     for path in files:
         assert output(["trace", "inspect", str(path), "--json"]) == compiled[path.name], path.name
     assert all('"format": "perfetto-proto"' in text for text in compiled.values())  # each read by the decoder
+
+
+# -- the .pftrace decoder's two loops: packet_head and track_event_fields --------------------------------------
+
+
+def tag(number: int, wire: int) -> bytes:
+    return encode_varint(number << 3 | wire)
+
+
+def vfield(number: int, value: int) -> bytes:
+    return tag(number, 0) + encode_varint(value)
+
+
+def dfield(number: int, payload: bytes) -> bytes:
+    return tag(number, 2) + encode_varint(len(payload)) + payload
+
+
+def packets() -> Iterator[bytes]:
+    """TracePackets: each field the decoder reads, in each wire type it is or is not read in, written twice, and the
+    order-dependent flags (SEQ_FLAGS 13 replaces them, incremental_state_cleared 41 sets their first bit)."""
+    event = vfield(9, 1) + vfield(11, 5)
+    yield vfield(8, 1_000) + dfield(11, event) + vfield(10, 3)
+    yield vfield(8, 1) + vfield(8, 2**70 - 1) + vfield(10, 7) + vfield(10, 2**64)
+    yield vfield(13, 2) + vfield(41, 1)  # cleared after the flags: 3
+    yield vfield(41, 1) + vfield(13, 2)  # the flags after cleared: 2
+    yield vfield(41, 0) + vfield(13, 0) + vfield(41, 5)
+    yield dfield(11, event) + dfield(60, vfield(1, 9)) + dfield(53, vfield(1, 4))  # the last body wins
+    yield dfield(53, b"") + dfield(11, b"") + vfield(11, 3) + vfield(60, 1)  # a body only length-delimited
+    yield dfield(12, dfield(2, vfield(1, 1) + dfield(2, b"op"))) + dfield(12, b"") + dfield(59, dfield(11, b""))
+    yield vfield(12, 1) + vfield(59, 1) + vfield(6, 1) + dfield(6, b"") + tag(58, 5) + b"\x01\x02\x03\x04"
+    yield tag(8, 1) + bytes(8) + tag(10, 5) + bytes(4) + dfield(8, b"ab") + dfield(13, b"") + dfield(41, b"x")
+    yield vfield(58, 0) + vfield(2**61 - 1, 3) + dfield(1, b"\xff")
+    yield b""
+
+
+def track_events() -> Iterator[bytes]:
+    """TrackEvents: type, track, a name as text and as an iid in both orders, annotations, categories and
+    category iids (one, packed, fixed), gpu_correlation, legacy events, values past 64 bits, wrong wire types."""
+    note = dfield(10, b"correlation") + vfield(4, 7)
+    yield vfield(9, 1) + vfield(11, 5) + dfield(23, b"kernel") + dfield(22, b"kernel") + dfield(4, note) * 3
+    yield vfield(9, 2) + vfield(9, 1) + vfield(11, 2**70 - 1) + vfield(11, 4)
+    yield dfield(23, b"a") + vfield(10, 3)  # the iid came last
+    yield vfield(10, 3) + dfield(23, b"a")  # the text came last
+    yield vfield(3, 2) + dfield(3, encode_varint(5) + encode_varint(300)) + tag(3, 5) + bytes(4) + tag(3, 1) + bytes(8)
+    yield dfield(3, b"") + dfield(22, b"cat") + vfield(22, 1) + dfield(3000, vfield(1, 9)) + dfield(6, vfield(3, 2))
+    yield vfield(4, 1) + tag(9, 2) + b"\x00" + vfield(23, 1) + vfield(3000, 1) + vfield(6, 1) + dfield(4, b"")
+    yield dfield(4, note) + vfield(2**61 - 1, 1) + tag(11, 1) + bytes(8) + tag(10, 5) + bytes(4)
+    yield b""
+
+
+def test_packet_head_and_track_event_fields_read_what_the_decoder_reads() -> None:
+    """The one right answer of each order-dependent case, written out here (not computed by either twin)."""
+    head = protobuf.pure_packet_head
+    assert head(vfield(13, 2) + vfield(41, 1))[2] == 3
+    assert head(vfield(41, 1) + vfield(13, 2))[2] == 2
+    assert head(vfield(8, 5) + vfield(8, 2**70 - 1))[0] == 2**70 - 1
+    body = dfield(11, b"ab") + dfield(60, b"c")
+    assert head(body) == (None, 0, 0, 60, (7, 8), None, None, False, False)  # tag 60: two bytes
+    assert head(vfield(6, 1) + tag(58, 5) + bytes(4)) == (None, 0, 0, 0, (0, 0), None, None, False, True)
+    event = dfield(23, b"a") + vfield(10, 3) + dfield(4, b"xy") + vfield(3, 2) + dfield(22, b"c")
+    assert protobuf.pure_track_event_fields(event, 0, len(event)) == (
+        0, -1, None, 3, [(8, 10)], [(3, 0, 2), (22, 2, (15, 16))]  # tags 23 and 22: two bytes
+    )  # fmt: skip
+    for message in [*packets(), *track_events()]:
+        assert core.packet_head(message) == head(message)
+        assert core.track_event_fields(message, 0, len(message)) == protobuf.pure_track_event_fields(
+            message, 0, len(message)
+        )
+
+
+def test_packet_head_agrees_on_valid_damaged_and_hostile_packets() -> None:
+    compared = 0
+    for message in [*packets(), *track_events(), *messages(), *hostile()]:
+        for data in (message, *every_change(message)):
+            assert outcome(core.packet_head, data) == outcome(protobuf.pure_packet_head, data), data
+            compared += 1
+    assert compared > 4_000
+
+
+def test_track_event_fields_agree_on_valid_damaged_and_hostile_events() -> None:
+    rng = random.Random(3000)
+    compared = 0
+    for message in [*track_events(), *packets(), *messages(), *hostile()]:
+        for data in (message, *every_change(message)):
+            for args in windows(data, rng):
+                if len(args) == 3:
+                    expected = outcome(protobuf.pure_track_event_fields, *args)
+                    assert outcome(core.track_event_fields, *args) == expected, args
+                    compared += 1
+            args = (data, 0, len(data))
+            assert outcome(core.track_event_fields, *args) == outcome(protobuf.pure_track_event_fields, *args)
+    assert compared > 5_000
+
+
+def test_the_two_loops_agree_on_random_bytes() -> None:
+    rng = random.Random(53)
+    alphabet = bytes([0x00, 0x01, 0x02, 0x05, 0x08, 0x0A, 0x12, 0x1A, 0x22, 0x48, 0x5A, 0x68, 0x7F, 0x80, 0xFF])
+    for _ in range(20_000):
+        data = bytes(rng.choice(alphabet) for _ in range(rng.randrange(40)))
+        assert outcome(core.packet_head, data) == outcome(protobuf.pure_packet_head, data), data
+        start = rng.randrange(len(data) + 1)
+        args = (data, start, rng.randrange(start, len(data) + 6))
+        assert outcome(core.track_event_fields, *args) == outcome(protobuf.pure_track_event_fields, *args), args
+
+
+def test_the_two_loops_refuse_more_than_max_fields_in_the_same_words() -> None:
+    data = b"\x08\x00" * (protobuf.MAX_FIELDS + 1)
+    expected = ("Damaged", f"a message of more than {protobuf.MAX_FIELDS} fields")
+    assert outcome(core.packet_head, data) == outcome(protobuf.pure_packet_head, data) == expected
+    events = (core.track_event_fields, protobuf.pure_track_event_fields)
+    assert outcome(events[0], data, 0, len(data)) == outcome(events[1], data, 0, len(data)) == expected
+
+
+def test_the_two_loops_take_the_twin_for_inputs_other_than_bytes() -> None:
+    data = vfield(8, 5) + dfield(11, vfield(9, 1) + dfield(23, b"n"))
+    assert outcome(core.packet_head, memoryview(data)) == outcome(protobuf.pure_packet_head, memoryview(data))
+    for args in ((bytearray(data), 0, len(data)), (data, -5, len(data)), (data, 2, None)):
+        assert outcome(core.track_event_fields, *args) == outcome(protobuf.pure_track_event_fields, *args), args

@@ -70,8 +70,10 @@ from wizard.trace.read.protobuf import Field
 from wizard.trace.read.protobuf import fields as _fields
 from wizard.trace.read.protobuf import fields_of_prefix as _fields_of_prefix
 from wizard.trace.read.protobuf import packed_varints as _varints
+from wizard.trace.read.protobuf import packet_head as _packet_head
 from wizard.trace.read.protobuf import signed as _signed
 from wizard.trace.read.protobuf import text as _text
+from wizard.trace.read.protobuf import track_event_fields as _track_event_fields
 from wizard.trace.read.protobuf import varint as _varint
 from wizard.trace.read.source import open_input
 from wizard.untrusted import cut, visible
@@ -197,36 +199,12 @@ class _Reader:
 
     # -- packets ------------------------------------------------------------------------------------------
 
-    def packet(self, b: bytes) -> None:  # noqa: PLR0912
-        """One TracePacket: its fields in the order a slice's packets have them most (timestamp, track event,
-        sequence), the sequence of the packet before taken again without a look-up."""
-        ts: int | None = None
-        seq_id = flags = kind = 0  # kind: the field of the packet's body (a track event, a track descriptor, ...)
-        body = (0, 0)
-        interned: tuple[int, int] | None = None
-        defaults: tuple[int, int] | None = None
-        snapshot = False
-        for number, wire, value in _fields(b):
-            if number == _TIMESTAMP and wire == 0:
-                ts = value
-            elif number == _TRACK_EVENT and wire == 2:
-                kind, body = number, value
-            elif number == _SEQ_ID and wire == 0:
-                seq_id = value
-            elif number == _SEQ_FLAGS and wire == 0:
-                flags = value
-            elif number == _CLEARED and wire == 0 and value:
-                flags |= _SEQ_INCREMENTAL_STATE_CLEARED
-            elif number == _INTERNED and wire == 2:
-                interned = value
-            elif number in (_TRACK_DESCRIPTOR, _RENDER_STAGE) and wire == 2:
-                kind, body = number, value
-            elif number == _DEFAULTS and wire == 2:
-                defaults = value
-            elif number == _CLOCK_SNAPSHOT and wire == 2:
-                snapshot = True
-            elif number == _CLOCK_ID:
-                self.clocks = True
+    def packet(self, b: bytes) -> None:
+        """One TracePacket: its fields read in one call (``protobuf.packet_head``, compiled where the core is
+        built), the sequence of the packet before taken again without a look-up."""
+        ts, seq_id, flags, kind, body, interned, defaults, snapshot, clocks = _packet_head(b)
+        if clocks:
+            self.clocks = True
         if snapshot and ts is not None and self.base is None:
             self._base_from(ts)
         last = self.last_sequence
@@ -443,42 +421,26 @@ class _Reader:
                 args[found[0]] = found[1]
         return size
 
-    def _track_event(self, b: bytes, span: tuple[int, int], ts: int, seq: _Sequence) -> None:  # noqa: PLR0912
-        """A TrackEvent: a slice begun (held until its end), ended, or complete (legacy). Its fields in the order
-        of how often they come (a kernel has a dozen debug annotations); annotations are decoded only for the
+    def _track_event(self, b: bytes, span: tuple[int, int], ts: int, seq: _Sequence) -> None:
+        """A TrackEvent: a slice begun (held until its end), ended, or complete (legacy). Its fields read in one
+        call (``protobuf.track_event_fields``, compiled where the core is built); annotations are decoded only for the
         categories whose args are read, and only those of the names an event keeps. A slice's end (half the
         packets: a type and a track) is remembered by its bytes (``ends``, looked up by ``packet``)."""
         start, end = span
-        kind, track = 0, -1  # -1: none written, the sequence's default
+        kind, track, name_span, name_iid, notes, rest = _track_event_fields(b, start, end)  # track -1: the default
         name = ""
+        if name_span is not None:
+            first, last = name_span  # _name, inline: once per slice (never the event's own span, kept below)
+            name = b[first : min(last, first + NAME_BYTES)].decode("utf-8", "replace")
+            if len(name) > MAX_NAME:
+                name = name[:MAX_NAME]
+        elif name_iid is not None:
+            name = seq.tables["names"].get(name_iid, "")
         cat: str | None = None
         links: list[int] | tuple[()] = _NO_LINKS
-        notes: list[tuple[int, int]] = []
         legacy_dur: int | None = None
-        for number, wire, value in _fields(b, *span):
-            if number == _TE_DEBUG and wire == 2:
-                notes.append(value)
-            elif number == _TE_TYPE and wire == 0:
-                kind = value
-            elif number == _TE_TRACK and wire == 0:
-                track = value
-            elif number == _TE_NAME and wire == 2:
-                first, last = value  # _name, inline: once per slice (never the event's own span, kept below)
-                name = b[first : min(last, first + NAME_BYTES)].decode("utf-8", "replace")
-                if len(name) > MAX_NAME:
-                    name = name[:MAX_NAME]
-            elif number == _TE_NAME_IID and wire == 0:
-                name = seq.tables["names"].get(value, "")
-            elif number == _TE_CATEGORIES and wire == 2 and cat is None:
-                cat = b[value[0] : value[1]].decode("utf-8", "replace")
-            elif number == _TE_CATEGORY_IIDS and cat is None:
-                ids = _varints(b, wire, value)
-                cat = seq.tables["categories"].get(ids[0]) if ids else None
-            elif number == _TE_GPU_CORRELATION and wire == 2:
-                self.cuspy = True
-                links = _links(b, value, links)
-            elif number == _TE_LEGACY and wire == 2:
-                legacy_dur = _legacy_duration(b, value, legacy_dur)
+        if rest is not None:
+            cat, links, legacy_dur = self._track_event_rest(b, rest, seq)
         self.track_events += 1
         if kind == _SLICE_END:
             if end - start <= END_BYTES and len(self.ends) < MEMO_ENTRIES:
@@ -496,6 +458,29 @@ class _Reader:
         elif legacy_dur is not None:  # a complete event in the legacy form (phase X with a duration)
             self.batch_bytes += held
             self._emit(track, ts, legacy_dur * 1000, name, cat, args, links)
+
+    def _track_event_rest(
+        self, b: bytes, rest: list[Field], seq: _Sequence
+    ) -> tuple[str | None, list[int] | tuple[()], int | None]:
+        """A TrackEvent's category (the first that names one: a string, or an iid its sequence has), its
+        gpu_correlation links and its legacy duration, from those fields in the order they were written."""
+        cat: str | None = None
+        links: list[int] | tuple[()] = _NO_LINKS
+        legacy_dur: int | None = None
+        for number, wire, value in rest:
+            if number == _TE_CATEGORIES:  # track_event_fields keeps it only length-delimited
+                if cat is None:
+                    cat = b[value[0] : value[1]].decode("utf-8", "replace")
+            elif number == _TE_CATEGORY_IIDS:
+                if cat is None:
+                    ids = _varints(b, wire, value)
+                    cat = seq.tables["categories"].get(ids[0]) if ids else None
+            elif number == _TE_GPU_CORRELATION:
+                self.cuspy = True
+                links = _links(b, value, links)
+            else:  # _TE_LEGACY
+                legacy_dur = _legacy_duration(b, value, legacy_dur)
+        return cat, links, legacy_dur
 
     def _close(self, track: int, ts: int) -> None:
         """A slice's end: the innermost slice open on its track ends (an end with none open is dropped)."""

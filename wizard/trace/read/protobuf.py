@@ -6,8 +6,14 @@ Every malformed shape (a varint over 10 bytes, a field running past its message,
 have, a message cut off, more than ``MAX_FIELDS`` fields) raises ``Damaged``, which a reader turns into its one-line
 error naming the offset.
 
-``fields``, ``varint`` and ``packed_varints`` run compiled where warpwizard's core is built (``wizard/_core.c``, a
-C extension on the stable ABI: one binary for CPython 3.10 and later), and as the Python below elsewhere
+Two loops of the ``.pftrace`` decoder live here too, as the per-packet work they are: ``packet_head`` and
+``track_event_fields`` read a TracePacket's and a TrackEvent's fields and hand ``perfetto.py`` what its loops over
+them kept (the last value of a field written twice, the flags a later ``incremental_state_cleared`` sets, spans for
+the decoder to read further), so a packet costs one call and one tuple, not a tuple per field.
+
+``fields``, ``varint``, ``packed_varints``, ``packet_head`` and ``track_event_fields`` run compiled where
+warpwizard's core is built (``wizard/_core.c``, a C extension on the stable ABI: one binary for CPython 3.10 and
+later), and as the Python below elsewhere
 (``WARPWIZARD_PURE=1``, or no compiler where it was installed). The two agree on every input, damaged ones
 included (tests/trace/test_compiled_core.py); ``COMPILED`` says which runs.
 """
@@ -147,26 +153,113 @@ def pure_packed_varints(b: bytes, wire: int, value: Any) -> list[int]:
     return out
 
 
+# TracePacket fields (perfetto's protos/perfetto/trace/trace_packet.proto), as perfetto.py names them
+_TIMESTAMP, _CLOCK_SNAPSHOT, _SEQ_ID, _TRACK_EVENT, _INTERNED, _SEQ_FLAGS, _CLEARED = 8, 6, 10, 11, 12, 13, 41
+_RENDER_STAGE, _CLOCK_ID, _DEFAULTS, _TRACK_DESCRIPTOR = 53, 58, 59, 60
+# TrackEvent fields (track_event.proto; 3000: Cuspy's gpu_correlation)
+_TE_CATEGORY_IIDS, _TE_DEBUG, _TE_LEGACY, _TE_TYPE, _TE_NAME_IID, _TE_TRACK, _TE_CATEGORIES, _TE_NAME = (
+    3, 4, 6, 9, 10, 11, 22, 23,
+)  # fmt: skip
+_TE_GPU_CORRELATION = 3000
+
+Span = tuple[int, int]
+# (ts or None, sequence id, flags, the body's field number (0: none), its span, InternedData's span or None,
+#  TracePacketDefaults' span or None, a clock snapshot seen, a clock id seen)
+PacketHead = tuple[int | None, int, int, int, Span, Span | None, Span | None, bool, bool]
+# (type, track (-1: none written), the name's span or None, its iid or None (the last one written of the two),
+#  debug annotations' spans, the fields read further in their order (categories, category iids, gpu_correlation,
+#  legacy event) or None where there are none)
+TrackEventFields = tuple[int, int, Span | None, int | None, list[Span], list[Field] | None]
+
+
+def pure_packet_head(b: bytes) -> PacketHead:
+    """A TracePacket's fields as the decoder reads them: the last of each written twice; ``SEQ_FLAGS`` replaces the
+    flags, ``incremental_state_cleared`` (a later field) sets their first bit; the body is the last track event,
+    track descriptor or render stage."""
+    ts: int | None = None
+    seq_id = flags = kind = 0
+    body: Span = (0, 0)
+    interned: Span | None = None
+    defaults: Span | None = None
+    snapshot = clocks = False
+    for number, wire, value in pure_fields(b):
+        if number == _TIMESTAMP and wire == 0:
+            ts = value
+        elif number in (_TRACK_EVENT, _TRACK_DESCRIPTOR, _RENDER_STAGE) and wire == 2:
+            kind, body = number, value
+        elif number == _SEQ_ID and wire == 0:
+            seq_id = value
+        elif number == _SEQ_FLAGS and wire == 0:
+            flags = value
+        elif number == _CLEARED and wire == 0 and value:
+            flags |= 1  # SEQ_INCREMENTAL_STATE_CLEARED
+        elif number == _INTERNED and wire == 2:
+            interned = value
+        elif number == _DEFAULTS and wire == 2:
+            defaults = value
+        elif number == _CLOCK_SNAPSHOT and wire == 2:
+            snapshot = True
+        elif number == _CLOCK_ID:
+            clocks = True
+    return ts, seq_id, flags, kind, body, interned, defaults, snapshot, clocks
+
+
+def pure_track_event_fields(b: bytes, start: int, end: int | None) -> TrackEventFields:
+    """A TrackEvent's fields as the decoder reads them: type, track and name (a span or an iid, whichever came
+    last) as their last values; every debug annotation's span; the rarer fields whose meaning depends on their
+    order or on the sequence's tables (categories, gpu_correlation, legacy events) as they are, in order."""
+    kind, track = 0, -1
+    name_span: Span | None = None
+    name_iid: int | None = None
+    notes: list[Span] = []
+    rest: list[Field] | None = None
+    for number, wire, value in pure_fields(b, start, end):
+        if number == _TE_DEBUG and wire == 2:
+            notes.append(value)
+        elif number == _TE_TYPE and wire == 0:
+            kind = value
+        elif number == _TE_TRACK and wire == 0:
+            track = value
+        elif number == _TE_NAME and wire == 2:
+            name_span, name_iid = value, None
+        elif number == _TE_NAME_IID and wire == 0:
+            name_span, name_iid = None, value
+        elif (
+            (number == _TE_CATEGORIES and wire == 2)
+            or number == _TE_CATEGORY_IIDS
+            or (number in (_TE_GPU_CORRELATION, _TE_LEGACY) and wire == 2)
+        ):
+            if rest is None:
+                rest = []
+            rest.append((number, wire, value))
+    return kind, track, name_span, name_iid, notes, rest
+
+
 varint: Callable[[bytes, int], tuple[int, int]] = pure_varint
 fields: Callable[..., list[Field]] = pure_fields
 packed_varints: Callable[[bytes, int, Any], list[int]] = pure_packed_varints
-COMPILED = False  # whether the three above are the compiled core's
+packet_head: Callable[[bytes], PacketHead] = pure_packet_head
+track_event_fields: Callable[[bytes, int, int | None], TrackEventFields] = pure_track_event_fields
+COMPILED = False  # whether the five above are the compiled core's
 
 
 def _bind_compiled_core() -> bool:
     """Put the compiled twins in place where the core is built and not refused (``WARPWIZARD_PURE=1``)."""
-    global varint, fields, packed_varints
+    global varint, fields, packed_varints, packet_head, track_event_fields
     if os.environ.get("WARPWIZARD_PURE", "") not in ("", "0"):
         return False
     try:
         from wizard._core import bind
         from wizard._core import fields as compiled_fields
         from wizard._core import packed_varints as compiled_packed
+        from wizard._core import packet_head as compiled_head
+        from wizard._core import track_event_fields as compiled_track_event
         from wizard._core import varint as compiled
-    except ImportError:  # no compiler where it was installed, or a platform without a wheel
+    except ImportError:  # no compiler where it was installed, a platform without a wheel, a core built before these
         return False
-    bind(Damaged, MAX_FIELDS, pure_fields, pure_varint, pure_packed_varints)
+    bind(Damaged, MAX_FIELDS, pure_fields, pure_varint, pure_packed_varints, pure_packet_head, pure_track_event_fields)
     varint, fields, packed_varints = compiled, compiled_fields, compiled_packed
+    packet_head, track_event_fields = compiled_head, compiled_track_event
     return True
 
 
