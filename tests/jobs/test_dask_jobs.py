@@ -373,6 +373,11 @@ def test_a_scheduler_that_cannot_be_reached_is_one_line(run_cli: RunCli, ranks: 
     with socket.socket() as free:  # a port nothing listens on
         free.bind(("127.0.0.1", 0))
         port = free.getsockname()[1]
+    # distributed imported before the set: a section dask.config.set inserts is deleted whole when the block ends, so
+    # a first import inside it lost all of distributed's defaults for the rest of this process (LocalCluster: KeyError
+    # 'distributed' in a later test of the same xdist worker)
+    import distributed  # noqa: F401
+
     with dask.config.set({"distributed.comm.timeouts.connect": "2s"}):
         result = run_cli("trace", "inspect", "--engine", "dask", "--scheduler", f"tcp://127.0.0.1:{port}", str(ranks))
     assert result.returncode == 2
