@@ -39,7 +39,7 @@ def _peak_bytes(path: Path) -> int:
     from wizard.api import inspect_traces
     from wizard.trace.inspection import run
 
-    read = run.read_trace
+    read = run.read_trace  # type: ignore[attr-defined]  # the name the inspection calls
 
     def read_then_reset(*args: Any, **kwargs: Any) -> Any:
         contents = read(*args, **kwargs)
