@@ -25,7 +25,7 @@ from wizard.testing.nsys import Kernel, write_export, write_many
 from wizard.trace.read.nsys import read_nsys
 
 # Bytes of Python heap per kernel added, at the passes' peak (100k to 200k distinct-grid kernels). Before this change
-# ~200 (the workload fingerprint's set of reprs, ~135 a kernel, and the kernel rows' gathering and walk, ~166, each on
+# 183 (the workload fingerprint's set of reprs, ~135 a kernel, and the kernel rows' gathering and walk, ~166, each on
 # top of what is held then); after: 143 measured here. The bound leaves room for numpy's and the allocator's noise.
 BYTES_PER_KERNEL = 160
 KERNELS = "CUPTI_ACTIVITY_KIND_KERNEL"
