@@ -12,7 +12,6 @@ separate functions here; the check's judging and wording stay in ``health_checks
 from __future__ import annotations
 
 import heapq
-import itertools
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ I64 = npt.NDArray[np.int64]
 # slice that would open at this depth on its row is dropped (slice_tracker.cc 136-141, StartSlice: depth >= kMaxDepth
 # logs slice_max_depth_exceeded and inserts nothing), so no version draws it
 MAX_DEPTH = 512
+WINDOW = 1 << 16  # events whose times walk() holds as Python ints at once (issue 47 item 7: not all of them)
 KERNEL, GPU_OP, OTHER = 0, 1, 2  # which table an event came from
 _US_LIMIT = 9.2e15  # µs whose nanoseconds still fit an int64, as Perfetto stores them
 
@@ -125,12 +125,13 @@ def gather(contents: TraceContents) -> RowEvents:
     ts_k, dur_k, _, shape_k, shapes = contents.kernels.columns()
     row_ids: dict[tuple[Any, Any], int] = {}
     kernel_rows = np.array([row_ids.setdefault(perfetto_row(s[1], s[2]), len(row_ids)) for s in shapes] or [0])
-    parts: list[tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], I64, int, list[str] | None, I64]] = []
+    parts: list[tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], I64, int, list[str] | None, Any]] = []
     tables: list[int] = []  # each part's table, as ExactTimes numbers them
     k_shape = _ints(shape_k)
     if len(k_shape):
-        parts.append((_floats(ts_k), _floats(dur_k), kernel_rows[k_shape], KERNEL, None, k_shape))
+        parts.append((_floats(ts_k), _floats(dur_k), kernel_rows[k_shape], KERNEL, None, None))
         tables.append(KERNELS)
+    del k_shape
     ops = contents.timeline.gpu_ops
     op_rows = np.array([row_ids.get(perfetto_row(s[1], s[2]), -1) for s in ops.shapes] or [-1])
     op_shape = _ints(ops.shape)
@@ -145,31 +146,71 @@ def gather(contents: TraceContents) -> RowEvents:
         cats = [str(k[2]) for k in slices.rows]
         parts.append((_floats(slices.ts), _floats(slices.dur), slice_rows[slice_row], OTHER, cats, slice_row))
         tables.append(SLICES)
-    rows, tss, durs, kinds, refs, cat_ids, cat_names = [], [], [], [], [], [], ["kernel"]
+    if not parts:
+        empty = np.zeros(0, dtype=np.int64)
+        return RowEvents(empty, empty, empty, np.zeros(0, dtype=np.int8), empty, list(row_ids), [])
+    return _ordered(_kept(contents, parts, tables), list(row_ids))
+
+
+def _kept(contents: TraceContents, parts: list[Any], tables: list[int]) -> tuple[list[Any], ...]:
+    """Each part's readable events as (rows, ts, dur, kind, ref, category ids or None) lists of arrays, the
+    category names last: no copy of a part whose every event is kept (an export of ten million kernels)."""
+    rows: list[Any] = []
+    tss: list[Any] = []
+    durs: list[Any] = []
+    kinds: list[Any] = []
+    refs: list[Any] = []
+    cat_ids: list[Any] = []
+    cat_names = ["kernel"]
     for (ts_us, dur_us, row, table, names, shape), which in zip(parts, tables, strict=True):
         ts, ts_ok, dur, dur_ok = _times((ts_us, dur_us), _exact(contents, which, len(ts_us)))
         # Perfetto drops what it cannot read, a negative ts and a negative duration before any stack sees them.
         keep = (row >= 0) & ts_ok & dur_ok & (ts >= 0) & (dur >= 0)
-        where = np.flatnonzero(keep)
-        rows.append(row[where])
-        tss.append(ts[where])
-        durs.append(dur[where])
+        del ts_ok, dur_ok
+        if bool(keep.all()):
+            where = np.arange(len(keep), dtype=np.int64)
+        else:
+            where = np.flatnonzero(keep).astype(np.int64)
+            row, ts, dur = row[where], ts[where], dur[where]
+        rows.append(row)
+        tss.append(ts)
+        durs.append(dur)
         kinds.append(np.full(len(where), table, dtype=np.int8))
-        refs.append(where.astype(np.int64))
+        refs.append(where)
         if names is None:
-            cat_ids.append(np.zeros(len(where), dtype=np.int64))
+            cat_ids.append(None)
         else:
             offset = len(cat_names)
             cat_names.extend(names)
             cat_ids.append(shape[where] + offset)
-    if not rows:
-        empty = np.zeros(0, dtype=np.int64)
-        return RowEvents(empty, empty, empty, np.zeros(0, dtype=np.int8), empty, list(row_ids), [])
-    row, ts, dur = np.concatenate(rows), np.concatenate(tss), np.concatenate(durs)
-    kind, ref, cat = np.concatenate(kinds), np.concatenate(refs), np.concatenate(cat_ids)
+        del ts, dur, row, keep, where
+    return rows, tss, durs, kinds, refs, cat_ids, cat_names
+
+
+def _joined(arrays: list[Any]) -> Any:
+    return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
+
+
+def _ordered(kept: tuple[list[Any], ...], row_keys: list[tuple[Any, Any]]) -> RowEvents:
+    """The events in (row, ts, the longer first, table, position) order, each array reordered in turn (one copy
+    of one array at a time, not of every one at once)."""
+    rows, tss, durs, kinds, refs, cat_ids, cat_names = kept
+    cat = None
+    if len(cat_names) > 1:
+        cat = _joined(
+            [np.zeros(len(r), dtype=np.int64) if c is None else c for c, r in zip(cat_ids, refs, strict=True)]
+        )
+    row, ts, dur, kind, ref = _joined(rows), _joined(tss), _joined(durs), _joined(kinds), _joined(refs)
+    del rows[:], tss[:], durs[:], kinds[:], refs[:], cat_ids[:]
     order = np.lexsort((ref, kind, -dur, ts, row))
-    names = [cat_names[i] for i in cat[order].tolist()] if len(cat_names) > 1 else ["kernel"] * len(order)
-    return RowEvents(row[order], ts[order], dur[order], kind[order], ref[order], list(row_ids), names)
+    names = ["kernel"] * len(order) if cat is None else [cat_names[i] for i in cat[order].tolist()]
+    del cat
+    row = row[order]
+    ts = ts[order]
+    dur = dur[order]
+    kind = kind[order]
+    ref = ref[order]
+    return RowEvents(row, ts, dur, kind, ref, row_keys, names)
 
 
 def _clusters(events: RowEvents) -> Iterable[tuple[int, int]]:
@@ -186,8 +227,9 @@ def _clusters(events: RowEvents) -> Iterable[tuple[int, int]]:
         if e - s > 1:
             reach[s + 1 : e] = np.maximum.accumulate(ends[s : e - 1])
     free = new_row | (events.ts > reach) | ((events.ts == reach) & (events.dur > 0))
-    bounds = [*np.flatnonzero(free).tolist(), n]
-    return [(a, b) for a, b in itertools.pairwise(bounds) if b - a > 1]
+    bounds = np.append(np.flatnonzero(free), n)  # numpy: an export of distinct kernels is a run per event
+    runs = np.flatnonzero(np.diff(bounds) > 1)
+    return list(zip(bounds[runs].tolist(), bounds[runs + 1].tolist(), strict=True))
 
 
 def cannot_nest(events: RowEvents) -> tuple[I64, I64]:
@@ -200,13 +242,18 @@ def walk(events: RowEvents) -> tuple[I64, I64, I64]:
     """Perfetto's stacks over every row: the events it cannot nest (slice_tracker.cc ``MaybeCloseStack``, a stack
     per row walked from the top) with the open event each overlaps, and the events that nest but would open at
     ``MAX_DEPTH`` or deeper, which it drops (``StartSlice``): neither is drawn where the trace puts it."""
-    ts_all, dur_all = events.ts.tolist(), events.dur.tolist()
     hidden: list[int] = []
     against: list[int] = []
     deep: list[int] = []
+    lo, hi = 0, 0  # the positions whose times are Python ints now (a window: not two ints per event at once)
+    ts_all: list[int] = []
+    dur_all: list[int] = []
     for a, b in _clusters(events):
+        if b > hi:
+            lo, hi = a, max(b, a + WINDOW)
+            ts_all, dur_all = events.ts[lo:hi].tolist(), events.dur[lo:hi].tolist()
         stack: list[int] = []
-        for j in range(a, b):
+        for j in range(a - lo, b - lo):
             t, d = ts_all[j], dur_all[j]
             i = len(stack) - 1
             conflict = -1
@@ -222,12 +269,12 @@ def walk(events: RowEvents) -> tuple[I64, I64, I64]:
                     break
                 i -= 1
             if conflict >= 0:
-                hidden.append(j)
-                against.append(conflict)
+                hidden.append(lo + j)
+                against.append(lo + conflict)
             elif len(stack) < MAX_DEPTH:
                 stack.append(j)
             else:
-                deep.append(j)
+                deep.append(lo + j)
     return np.array(hidden, dtype=np.int64), np.array(against, dtype=np.int64), np.array(deep, dtype=np.int64)
 
 

@@ -543,15 +543,99 @@ class KernelTable(Sequence[KernelRecord]):
     def fingerprint(self) -> str:
         """What work the trace recorded, independent of the machine: a hash of its distinct kernel
         names with their grid and block (not the reported values, which depend on the GPU)."""
-        import hashlib
-
         # wizard.schemas.work_fingerprint(sorted({(name, grid, block)}, key=repr)), streamed: the list's repr is
         # its items' reprs joined, so an export of ten million distinct grids never holds it as one string
-        digest = hashlib.sha256(b"[")
-        for n, text in enumerate(sorted({repr((s[0], s[5], s[6])) for s in self.columns()[4]})):
-            digest.update(f"{', ' if n else ''}{text}".encode("utf-8", "surrogateescape"))
-        digest.update(b"]")
-        return digest.hexdigest()[:16]
+        texts = self._sorted_work() if self._launch is not None else None
+        if texts is not None:
+            digest = _work_digest(texts)
+            if digest is not None:
+                return digest
+        found = _work_digest(iter(sorted({repr((s[0], s[5], s[6])) for s in self.columns()[4]})))
+        assert found is not None  # a sorted set's texts rise
+        return found
+
+    def _sorted_work(self) -> Iterator[str] | None:
+        """The distinct (name, grid, block) reprs in repr order, from the columns without a string per launch
+        held (a set of ten million reprs was ~135 bytes a launch at the inspection's peak, issue 47 item 7): the
+        combinations' first launches (``columns()``) sorted with numpy by keys that order integers as their decimal
+        text does, the same triple once, made a chunk at a time. None where there are few combinations (the set is
+        small), a value is not a plain integer, or a grid or block is partly None (the set's sort takes those)."""
+        import numpy as np
+
+        combinations = self.columns()[4]
+        if not isinstance(combinations, _Combinations) or any(f < 6 for f, _ in self._over):
+            return None
+        if not all(type(s[0]) is str for s in self._shapes):
+            return None
+        firsts = combinations.firsts
+        names = sorted({repr(s[0]) for s in self._shapes})
+        rank_of = {text: n for n, text in enumerate(names)}
+        of_base = np.array([rank_of[repr(s[0])] for s in self._shapes], dtype=np.int32)
+        keys = [of_base[_view(self._shape)[firsts]]]
+        for lo in (0, 3):
+            values = [self._launch_column(f).take(firsts) for f in range(lo, lo + 3)]
+            none = values[0] == NO_VALUE
+            if any(bool(((v == NO_VALUE) != none).any()) for v in values[1:]):
+                return None
+            keys += [_text_rank(v, none) for v in values]
+            del values, none
+        order = np.lexsort(keys[::-1])
+        repeated = np.ones(max(len(order) - 1, 0), dtype=bool)
+        for key in keys:
+            ranked = key[order]
+            repeated &= ranked[1:] == ranked[:-1]
+        del keys, ranked
+        return self._work_texts(firsts[order[np.concatenate(([True], ~repeated))[: len(order)]]])
+
+    def _launch_column(self, f: int) -> _Column:
+        assert self._launch is not None
+        return self._launch[f]
+
+    def _work_texts(self, positions: Any) -> Iterator[str]:
+        """The (name, grid, block) reprs of the launches at these positions, a chunk at a time."""
+        shapes = self._shapes
+        for lo in range(0, len(positions), _Combinations.CHUNK):
+            at = positions[lo : lo + _Combinations.CHUNK]
+            v = [self._values(f, at) for f in range(6)]
+            for b, gx, gy, gz, bx, by, bz in zip(_view(self._shape)[at].tolist(), *v, strict=True):
+                grid = None if gx is None else (gx, gy, gz)
+                yield repr((shapes[b][0], grid, None if bx is None else (bx, by, bz)))
+
+
+_POWERS = [10**n for n in range(1, 19)]
+
+
+def _text_rank(values: Any, none: Any) -> Any:
+    """Each integer's rank among these in the order of their decimal text followed by ``,`` or ``)`` (as in a
+    tuple's repr: ``-`` before digits, a prefix before what extends it), None (``NO_VALUE`` where ``none``) last."""
+    import numpy as np
+
+    unique, inverse = np.unique(values, return_inverse=True)
+    magnitude = np.abs(np.where(unique == NO_VALUE, 0, unique)).astype(np.uint64)
+    digits = np.searchsorted(np.array(_POWERS, dtype=np.uint64), magnitude, side="right") + 1
+    padded = magnitude * np.array([10**n for n in range(19, -1, -1)], dtype=np.uint64)[digits]
+    order = np.lexsort((digits, padded, unique >= 0, unique == NO_VALUE))
+    rank = np.empty(len(unique), dtype=np.int64)
+    rank[order] = np.arange(len(unique), dtype=np.int64)
+    out = rank[inverse.reshape(-1)]
+    out[none] = len(unique)
+    return out.astype(np.int32 if len(unique) < _INT32 else np.int64)
+
+
+def _work_digest(texts: Iterator[str]) -> str | None:
+    """``work_fingerprint``'s hash of texts given in strictly rising order, or None where one does not rise (then
+    the caller sorts a set instead: the order is checked, never assumed)."""
+    import hashlib
+
+    digest = hashlib.sha256(b"[")
+    last: str | None = None
+    for text in texts:
+        if last is not None and not last < text:
+            return None
+        digest.update(f"{', ' if last is not None else ''}{text}".encode("utf-8", "surrogateescape"))
+        last = text
+    digest.update(b"]")
+    return digest.hexdigest()[:16]
 
 
 def _view_d(data: array[float]) -> Any:
