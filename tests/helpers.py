@@ -8,10 +8,14 @@ A helper used by one module stays in that module.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import re
 import shutil
+import signal
+import subprocess
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -19,7 +23,7 @@ from typing import Any
 import pexpect
 import pytest
 
-from tests.conftest import HANG_GUARD_S, REPO, RunCli, cli_command, strict_json
+from tests.conftest import HANG_GUARD_S, REPO, RunCli, cli_command, cli_env, strict_json
 from wizard.testing.traces import KernelSpec, TraceBuilder
 
 # -- trace inspect --json ------------------------------------------------------------------------------------
@@ -388,3 +392,31 @@ def alive(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z"
+
+
+def survivors_of_a_killed_read(ranks: Path) -> list[int]:
+    """A rank directory read with two workers; the parent stopped once both exist (so it cannot finish first), then
+    SIGKILLed as the OOM killer does: the workers still alive 10 s later (none, where each dies with its parent)."""
+    parent = subprocess.Popen(
+        [*cli_command(), "trace", "inspect", str(ranks), "--jobs", "2"],
+        env=cli_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    workers: list[int] = []
+    try:
+        deadline = time.monotonic() + 60
+        while len(workers) < 2 and parent.poll() is None and time.monotonic() < deadline:
+            workers = children(parent.pid)
+        os.kill(parent.pid, signal.SIGSTOP)
+        workers = children(parent.pid)
+        assert len(workers) == 2, "the read ended before both workers were seen"
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.wait(timeout=30)
+        deadline = time.monotonic() + 10
+        while any(alive(w) for w in workers) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return [w for w in workers if alive(w)]
+    finally:
+        for pid in [*workers, parent.pid]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        parent.wait(timeout=30)

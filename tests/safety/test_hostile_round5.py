@@ -6,22 +6,17 @@ outcome through the real entry point: the exit code, the one line, the bound.
 
 from __future__ import annotations
 
-import contextlib
 import gzip
 import json
 import os
-import signal
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.conftest import REPO, RunCli, cli_command, cli_env, needs_torch, strict_json
-from tests.helpers import alive as _alive
-from tests.helpers import children as _children
-from tests.helpers import inspect_json
+from tests.helpers import inspect_json, survivors_of_a_killed_read
 from wizard.testing.traces import KernelSpec, TraceBuilder
 
 BIG = 2**70
@@ -433,30 +428,4 @@ def test_no_decoding_worker_outlives_a_sigkilled_parent(tmp_path: Path) -> None:
     text = builder.text()
     for rank in range(2):
         (ranks / f"rank{rank}.json").write_text(text)
-    parent = subprocess.Popen(
-        [*cli_command(), "trace", "inspect", str(ranks), "--jobs", "2"],
-        env=cli_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    workers: list[int] = []
-    try:
-        deadline = time.monotonic() + 60
-        while len(workers) < 2 and parent.poll() is None and time.monotonic() < deadline:
-            workers = _children(parent.pid)
-        os.kill(parent.pid, signal.SIGSTOP)
-        workers = _children(parent.pid)
-        assert len(workers) == 2, "the read ended before both workers were seen"
-        os.kill(parent.pid, signal.SIGKILL)
-        parent.wait(timeout=30)
-        deadline = time.monotonic() + 10
-        while any(_alive(w) for w in workers) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        survivors = [w for w in workers if _alive(w)]
-        assert survivors == []
-    finally:
-        for pid in [*workers, parent.pid]:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        parent.wait(timeout=30)
+    assert survivors_of_a_killed_read(ranks) == []
