@@ -420,3 +420,14 @@ def survivors_of_a_killed_read(ranks: Path) -> list[int]:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         parent.wait(timeout=30)
+
+
+def encode_varint(value: int) -> bytes:
+    """protobuf.dev, Encoding, "Base 128 Varints": seven bits a byte, low first, the top bit set on all but the last.
+    The tests' own encoder, sharing nothing with the decoders they check (protobuf.py and wizard/_core.c)."""
+    out = bytearray()
+    while True:
+        low, value = value & 0x7F, value >> 7
+        out.append(low | (0x80 if value else 0))
+        if not value:
+            return bytes(out)

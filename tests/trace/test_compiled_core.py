@@ -24,6 +24,7 @@ import pytest
 
 import hatch_build
 from tests.conftest import TRACES, needs_shared
+from tests.helpers import encode_varint
 from tests.output_digests import output
 from wizard.trace.read import perfetto, protobuf
 
@@ -47,16 +48,6 @@ def outcome(function: Callable[..., Any], *args: Any) -> Outcome:
         return "value", function(*args)
     except (protobuf.Damaged, IndexError) as error:
         return type(error).__name__, str(error) if isinstance(error, protobuf.Damaged) else ""
-
-
-def encode_varint(value: int) -> bytes:
-    """A varint written as the wire format says (7 bits a byte, low first): this test's own encoder."""
-    out = bytearray()
-    while True:
-        low, value = value & 0x7F, value >> 7
-        out.append(low | (0x80 if value else 0))
-        if not value:
-            return bytes(out)
 
 
 VALUES = (0, 1, 127, 128, 300, 16_383, 16_384, 2**31, 2**32 - 1, 2**63 - 1, 2**63, 2**64 - 1, 2**64, 2**70 - 1)

@@ -8,20 +8,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.helpers import encode_varint
 from wizard.trace.read import protobuf
 from wizard.trace.read.protobuf import Damaged
 
 pb = pytest.importorskip("perfetto.protos.perfetto.trace.perfetto_trace_pb2")
-
-
-def _encode_varint(value: int) -> bytes:
-    """protobuf.dev, Encoding, "Base 128 Varints": seven bits a byte, low first, the top bit set on all but the last."""
-    out = bytearray()
-    while True:
-        low, value = value & 0x7F, value >> 7
-        out.append(low | (0x80 if value else 0))
-        if not value:
-            return bytes(out)
 
 
 @pytest.mark.parametrize(
@@ -42,7 +33,7 @@ def test_varints_as_the_format_defines_them(encoded: bytes, value: int) -> None:
 
 @given(st.integers(min_value=0, max_value=2**64 - 1))
 def test_every_64_bit_varint_reads_back(value: int) -> None:
-    data = b"\x05" + _encode_varint(value)
+    data = b"\x05" + encode_varint(value)
     assert protobuf.varint(data, 1) == (value, len(data))
 
 
