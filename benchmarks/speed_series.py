@@ -3,6 +3,7 @@
 
     python benchmarks/speed_series.py [--rounds 3] [--sizes 100,200] [--layouts lines,minified] [--gb]
         [--nsys-kernels 1000000,5000000] [--pftrace-launches 20000] [--work /tmp/ww-speed-bench] [--only SECTIONS]
+        [--hta-python PATH] [--tracelens-python PATH]
 
 Sections (``--only``, comma-separated; all by default):
 - ``json``: ``trace inspect --json`` (``--jobs`` the default, and ``--jobs 1``) against ``json.load`` of the same
@@ -15,7 +16,10 @@ Sections (``--only``, comma-separated; all by default):
   pure-Python twins (``WARPWIZARD_PURE=1``).
 - ``nsys``: an Nsight Systems export of each ``--nsys-kernels`` count of kernels (wizard/testing/nsys.py), CPU µs
   per kernel (the run's CPU less an empty export's, over the kernels).
-- ``peers``: Holistic Trace Analysis and TraceLens on the 100 MB file, where installed (a line says which is not).
+- ``peers``: Holistic Trace Analysis (parse, temporal and kernel breakdowns) and TraceLens (its PyTorch perf report
+  as CSVs) on each size's lines file beside ``trace inspect --json``, each in the interpreter ``--hta-python`` /
+  ``--tracelens-python`` names (scripts/install-peers makes them), or this one where it has the module; a line says
+  which is skipped.
 - ``startup``: ``trace inspect --json`` on a 5 KB trace, today's against 506439c's.
 
 Each command is a whole process started from a directory that is no checkout; wall and CPU (user + system, its
@@ -307,16 +311,67 @@ def section_nsys(args: argparse.Namespace, say: Callable[[str], None]) -> None:
         say(f"    CPU per kernel: {statistics.median(per):.2f} µs ({per[0]:.2f}-{per[-1]:.2f})")
 
 
-def section_peers(args: argparse.Namespace, say: Callable[[str], None]) -> None:
+HTA_SCRIPT = (
+    "import sys\nfrom hta.trace_analysis import TraceAnalysis\n"
+    "a = TraceAnalysis(trace_dir=sys.argv[1])\n"
+    "a.get_temporal_breakdown(visualize=False)\na.get_gpu_kernel_breakdown(visualize=False)\n"
+)  # parse, then the two summaries a user asks of a single trace first: time by kind, kernels by kind
+
+
+def peer_python(given: Path | None, module: str) -> Path | None:
+    """The interpreter a peer runs in: the one named on the command line, else this one where it has the module.
+    Peers live in their own virtual environments (scripts/install-peers): they pin pandas and friends."""
     import importlib.util
 
-    for module, name in (("hta", "Holistic Trace Analysis"), ("TraceLens", "TraceLens")):
-        if importlib.util.find_spec(module) is None:
-            say(f"  {name}: skipped (python module {module!r} is not installed here)")
-        else:
+    if given is not None:
+        return given
+    return Path(sys.executable) if importlib.util.find_spec(module) is not None else None
+
+
+def peer_commands(args: argparse.Namespace, trace: Path, say: Callable[[str], None]) -> list[Command]:
+    """HTA and TraceLens on ``trace``, each where an interpreter has it (a line says which is skipped)."""
+    commands: list[Command] = []
+    hta = peer_python(args.hta_python, "hta")
+    if hta is None:
+        say("  Holistic Trace Analysis: skipped (no --hta-python, and module 'hta' is not installed here)")
+    else:
+        folder = args.work / f"hta-{trace.stem}"  # HTA reads every trace in a folder: this one holds only ours
+        folder.mkdir(exist_ok=True)
+        link = folder / trace.name
+        if not link.exists():
+            link.symlink_to(trace)
+        commands.append(("HTA", [str(hta), "-c", HTA_SCRIPT, str(folder)], dict(os.environ)))
+    lens = peer_python(args.tracelens_python, "TraceLens")
+    if lens is None:
+        say("  TraceLens: skipped (no --tracelens-python, and module 'TraceLens' is not installed here)")
+    else:
+        out = args.work / f"tracelens-{trace.stem}"
+        argv = [str(lens), "-m", "TraceLens.Reporting.generate_perf_report_pytorch",
+                "--profile_json_path", str(trace), "--output_csvs_dir", str(out)]  # fmt: skip
+        commands.append(("TraceLens", argv, dict(os.environ)))
+    return commands
+
+
+def section_peers(args: argparse.Namespace, say: Callable[[str], None]) -> None:
+    """warpwizard's ``trace inspect --json`` beside HTA's and TraceLens's first analysis of the same JSON file:
+    each tool's whole process, from its start to its answer."""
+    for megabytes in args.sizes:
+        trace = build_json(args.work, megabytes, "lines")
+        peers = peer_commands(args, trace, say)
+        if not peers:
+            return
+        env = _env(REPO, args.work)
+        commands = [
+            ("warpwizard", inspect_argv(trace), env),
+            ("warpwizard --jobs 1", inspect_argv(trace, "--jobs", "1"), env),
+        ]
+        say(f"  peers on lines, {trace.stat().st_size / 1e6:,.0f} MB ({args.rounds} rounds):")
+        r = series(commands + peers, args.rounds, say)
+        for label, _, _ in peers:
             say(
-                f"  {name}: installed, but this benchmark has no harness for it yet "
-                "(see benchmarks/results-2026-11-29.md)"
+                f"    {label} / warpwizard: wall {ratio(r[label], r['warpwizard'], 'wall')}, "
+                f"CPU {ratio(r[label], r['warpwizard'], 'cpu')}, "
+                f"largest {ratio(r[label], r['warpwizard'], 'largest_mb')}"
             )
 
 
@@ -330,6 +385,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pftrace-launches", type=int, default=20_000)
     ap.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "ww-speed-bench")
     ap.add_argument("--only", type=lambda s: s.split(","), default=list(SECTIONS))
+    ap.add_argument(
+        "--hta-python", type=Path, help="an interpreter with Holistic Trace Analysis (scripts/install-peers)"
+    )
+    ap.add_argument("--tracelens-python", type=Path, help="an interpreter with TraceLens (scripts/install-peers)")
     args = ap.parse_args(argv)
     args.work.mkdir(parents=True, exist_ok=True)
 
