@@ -23,3 +23,22 @@ def bind(
     track_event_fields: Callable[..., Any] = ...,
     /,
 ) -> None: ...
+
+# .pftrace events (pfcore): perfetto.py's twins, bound by bind_events
+def event_args(
+    b: bytes, notes: list[tuple[int, int]], seq: Any, args: dict[str, Any], entries: int, /
+) -> tuple[int, int]: ...
+def split_packets(buf: bytes, pos: int, limit: int, max_packet: int, /) -> tuple[list[bytes], list[int], int]: ...
+def bind_events(
+    pure_event_args: Callable[..., tuple[int, int]],
+    decode_annotation: Callable[..., tuple[str | None, Any]],
+    json_value: Callable[[bytes, tuple[int, int]], Any],
+    raw: Callable[[Any], Any],
+    arg_fields: dict[str, str],
+    arg_fields_bytes: dict[bytes, str],
+    raw_args: frozenset[str],
+    memo_bytes: int,
+    memo_entries: int,
+    pure_split_packets: Callable[..., tuple[list[bytes], list[int], int]],
+    /,
+) -> None: ...
