@@ -409,15 +409,19 @@ static PyObject *core_bind(PyObject *self, PyObject *const *args, Py_ssize_t nar
  * not have is decoded here when it is one name and one value (nearly all: a correlation, a device, a grid as JSON);
  * one with nested entries or items goes to perfetto's Python decoder (bound below). Returns (the annotations'
  * bytes, the memo's entries over every sequence after it). */
-static PyObject *pure_event_args = NULL, *decode_annotation = NULL, *json_value = NULL, *raw_value = NULL;
+static PyObject *pure_event_args = NULL, *decode_annotation = NULL, *json_decode = NULL, *json_errors = NULL;
+static PyObject *raw_value = NULL;
 static PyObject *arg_fields = NULL, *arg_fields_bytes = NULL, *raw_args = NULL;
 static Py_ssize_t memo_bytes = 64, memo_limit = 100000;
 
+/* the names looked up on a sequence, made once (bind_events) */
+static PyObject *name_memo = NULL, *name_strings = NULL, *name_tables = NULL, *name_annotation_names = NULL;
+
 /* an attribute of the sequence (memo, strings) or one of its tables (annotation_names): a new reference */
-static PyObject *seq_table(PyObject *seq, const char *name, const char *table) {
-    PyObject *found = PyObject_GetAttrString(seq, name);
+static PyObject *seq_table(PyObject *seq, PyObject *name, PyObject *table) {
+    PyObject *found = PyObject_GetAttr(seq, name);
     if (!found || !table) return found;
-    PyObject *inner = PyMapping_GetItemString(found, table);
+    PyObject *inner = PyObject_GetItem(found, table);
     Py_DECREF(found);
     return inner;
 }
@@ -434,7 +438,7 @@ static PyObject *get_or(PyObject *mapping, PyObject *key, PyObject *fallback) {
 }
 
 /* an annotation's value field, as perfetto._Reader._value reads the last one written */
-static PyObject *note_value(const unsigned char *b, PyObject *bytes, const Field *f, PyObject *seq) {
+static PyObject *note_value(const unsigned char *b, const Field *f, PyObject *seq) {
     long number = (long)f->number;
     if (number == 3) return py_int(f->value);
     if (number == 4) {  /* protobuf.signed: an int64 written as a varint (two's complement in 64 bits) */
@@ -451,21 +455,26 @@ static PyObject *note_value(const unsigned char *b, PyObject *bytes, const Field
     }
     if (number == 6) return PyUnicode_DecodeUTF8((const char *)b + f->start, f->stop - f->start, "replace");
     if (number == 17) {
-        PyObject *strings = seq_table(seq, "strings", NULL), *key = py_int(f->value), *empty = PyUnicode_FromString("");
+        PyObject *strings = seq_table(seq, name_strings, NULL), *key = py_int(f->value), *empty = PyUnicode_FromString("");
         PyObject *value = (strings && key && empty) ? get_or(strings, key, empty) : NULL;
         Py_XDECREF(strings); Py_XDECREF(key); Py_XDECREF(empty);
         return value;
     }
-    /* 9: legacy_json_value, decoded by perfetto._json */
-    PyObject *where = span(f->start, f->stop);
-    PyObject *value = where ? PyObject_CallFunctionObjArgs(json_value, bytes, where, NULL) : NULL;
-    Py_XDECREF(where);
+    /* 9: legacy_json_value, as perfetto._json decodes it: JSON, else the text where it is not JSON */
+    PyObject *raw = PyBytes_FromStringAndSize((const char *)b + f->start, f->stop - f->start);
+    if (!raw) return NULL;
+    PyObject *value = PyObject_CallFunctionObjArgs(json_decode, raw, NULL);
+    if (!value && PyErr_ExceptionMatches(json_errors)) {
+        PyErr_Clear();
+        value = PyUnicode_DecodeUTF8((const char *)b + f->start, f->stop - f->start, "replace");
+    }
+    Py_DECREF(raw);
     return value;
 }
 
 /* the EventArgs field an annotation's name (an interned iid) keeps, or None: a new reference */
 static PyObject *attr_of_iid(PyObject *seq, u128 iid) {
-    PyObject *names = seq_table(seq, "tables", "annotation_names"), *key = py_int(iid), *empty = PyUnicode_FromString("");
+    PyObject *names = seq_table(seq, name_tables, name_annotation_names), *key = py_int(iid), *empty = PyUnicode_FromString("");
     PyObject *name = (names && key && empty) ? get_or(names, key, empty) : NULL;
     PyObject *attr = name ? get_or(arg_fields, name, Py_None) : NULL;
     Py_XDECREF(names); Py_XDECREF(key); Py_XDECREF(empty); Py_XDECREF(name);
@@ -513,7 +522,7 @@ static PyObject *annotation(PyObject *bytes, Py_ssize_t start, Py_ssize_t end, P
         Py_XDECREF(where);
         return found;
     }
-    PyObject *value = has_value ? note_value(b, bytes, &last, seq) : new_ref(Py_None);
+    PyObject *value = has_value ? note_value(b, &last, seq) : new_ref(Py_None);
     if (value) {
         int raw = PySet_Contains(raw_args, attr);
         if (raw < 0) Py_CLEAR(value);
@@ -552,8 +561,11 @@ static int one_note(PyObject *bytes, Py_ssize_t start, Py_ssize_t end, PyObject 
     if (is_short) {
         key = PyBytes_FromStringAndSize(PyBytes_AsString(bytes) + start, end - start);
         if (!key) return -1;
-        found = PyObject_GetItem(memo, key);
-        if (!found) {
+        if (PyDict_Check(memo)) {  /* a miss raises no KeyError: most annotations of a kernel miss */
+            found = PyDict_GetItemWithError(memo, key);
+            if (found) Py_INCREF(found);
+            else if (PyErr_Occurred()) goto failed;
+        } else if (!(found = PyObject_GetItem(memo, key))) {
             if (!PyErr_ExceptionMatches(PyExc_KeyError)) goto failed;
             PyErr_Clear();
         }
@@ -604,7 +616,7 @@ static PyObject *core_event_args(PyObject *self, PyObject *const *args, Py_ssize
     }
     for (Py_ssize_t k = 0; k < count; k++)  /* spans other than a field's: Python's slicing, in the twin */
         if (!note_span(PyList_GetItem(notes, k), n, &start, &end)) return call_pure(pure_event_args, args, nargs);
-    PyObject *memo = seq_table(seq, "memo", NULL);
+    PyObject *memo = seq_table(seq, name_memo, NULL);
     if (!memo) return NULL;
     for (Py_ssize_t k = 0; k < count; k++) {
         note_span(PyList_GetItem(notes, k), n, &start, &end);
@@ -660,28 +672,148 @@ failed:
     return NULL;
 }
 
-/* bind_events(pure_event_args, decode_annotation, json_value, raw, arg_fields, arg_fields_bytes, raw_args,
- * memo_bytes, memo_entries, pure_split_packets): perfetto.py hands over its twins, its tables and its bounds */
-static PyObject *core_bind_events(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    (void)self;
-    if (nargs != 10 || !PyDict_Check(args[4]) || !PyDict_Check(args[5]) || !PyAnySet_Check(args[6])) {
-        PyErr_SetString(PyExc_TypeError, "bind_events(pure_event_args, decode_annotation, json_value, raw, "
-                                         "arg_fields: dict, arg_fields_bytes: dict, raw_args: set, memo_bytes, "
-                                         "memo_entries, pure_split_packets)");
+/* track_event(b, start, end, seq): perfetto.pure_track_event, track_event_fields with what the decoder made of them
+ * next: the name as text (a span decoded, at most name_bytes of it, then max_name characters; an iid looked up in
+ * the sequence's names) and the category (the first of the categories and category iids, in their order, that
+ * names one), the fields left for Python (gpu_correlation, legacy events) in their order or None:
+ * (type, track, name, category or None, the annotations' spans, the fields left or None) */
+static PyObject *pure_track_event_named = NULL, *name_names = NULL, *name_categories = NULL;
+static Py_ssize_t name_bytes = 4096, max_name = 1024;
+
+/* bytes[first:last].decode("utf-8", "replace") for 0 <= first: a span of track_event_fields may pass the buffer's
+ * end where the window given did (Python's slice stops at the end; so does this) */
+static PyObject *decode_slice(PyObject *bytes, Py_ssize_t first, Py_ssize_t last) {
+    Py_ssize_t n = PyBytes_Size(bytes);
+    if (last > n) last = n;
+    if (first > last) first = last;
+    return PyUnicode_DecodeUTF8(PyBytes_AsString(bytes) + first, last - first, "replace");
+}
+
+/* the name of a TrackEvent from its span or its iid, as perfetto._Reader._track_event reads it */
+static PyObject *event_name(PyObject *bytes, PyObject *name_span, PyObject *name_iid, PyObject *seq) {
+    if (name_span != Py_None) {
+        Py_ssize_t first = PyLong_AsSsize_t(PyTuple_GetItem(name_span, 0));
+        Py_ssize_t last = PyLong_AsSsize_t(PyTuple_GetItem(name_span, 1));
+        if (PyErr_Occurred()) return NULL;
+        if (last - first > name_bytes) last = first + name_bytes;
+        PyObject *name = decode_slice(bytes, first, last);
+        if (name && PyUnicode_GetLength(name) > max_name) {
+            PyObject *cut = PyUnicode_Substring(name, 0, max_name);
+            Py_DECREF(name);
+            name = cut;
+        }
+        return name;
+    }
+    if (name_iid == Py_None) return PyUnicode_FromString("");
+    PyObject *names = seq_table(seq, name_tables, name_names), *empty = PyUnicode_FromString("");
+    PyObject *name = (names && empty) ? get_or(names, name_iid, empty) : NULL;
+    Py_XDECREF(names);
+    Py_XDECREF(empty);
+    return name;
+}
+
+/* the category from the rest's categories (22) and category iids (3), the first that names one; the other fields
+ * into *others (a new list, or left NULL where there are none): 0, or -1 with the error raised */
+static int event_category(PyObject *bytes, PyObject *rest, PyObject *seq, PyObject **cat, PyObject **others) {
+    *cat = new_ref(Py_None);
+    *others = NULL;
+    if (rest == Py_None) return 0;
+    for (Py_ssize_t k = 0; k < PyList_Size(rest); k++) {
+        PyObject *field = PyList_GetItem(rest, k);
+        long number = PyLong_AsLong(PyTuple_GetItem(field, 0));
+        if (number == -1 && PyErr_Occurred()) return -1;
+        if (number != 22 && number != 3) {  /* gpu_correlation, a legacy event: Python's */
+            if (!*others && !(*others = PyList_New(0))) return -1;
+            if (PyList_Append(*others, field) < 0) return -1;
+            continue;
+        }
+        if (*cat != Py_None) continue;
+        PyObject *found = NULL, *value = PyTuple_GetItem(field, 2);
+        if (number == 22) {  /* track_event_fields keeps it only length-delimited */
+            Py_ssize_t first = PyLong_AsSsize_t(PyTuple_GetItem(value, 0));
+            Py_ssize_t last = PyLong_AsSsize_t(PyTuple_GetItem(value, 1));
+            if (PyErr_Occurred()) return -1;
+            found = decode_slice(bytes, first, last);
+        } else if (PyLong_AsLong(PyTuple_GetItem(field, 1)) == 0) {  /* one iid, as proto2 writers write it */
+            PyObject *table = seq_table(seq, name_tables, name_categories);
+            found = table ? get_or(table, value, Py_None) : NULL;
+            Py_XDECREF(table);
+        } else {  /* a packed run (the first iid counts, the run must read whole), or a fixed field: none */
+            PyObject *call[3] = {bytes, PyTuple_GetItem(field, 1), value};
+            PyObject *ids = core_packed(NULL, call, 3);
+            if (!ids) return -1;
+            if (PyList_Size(ids) == 0) {
+                found = new_ref(Py_None);
+            } else {
+                PyObject *table = seq_table(seq, name_tables, name_categories);
+                found = table ? get_or(table, PyList_GetItem(ids, 0), Py_None) : NULL;
+                Py_XDECREF(table);
+            }
+            Py_DECREF(ids);
+        }
+        if (!found) return -1;
+        Py_DECREF(*cat);
+        *cat = found;
+    }
+    return 0;
+}
+
+static PyObject *core_track_event_named(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (!pure_track_event_named) return damaged("bind_events was not called (wizard.trace.read.perfetto calls it)");
+    if (nargs != 4 || !PyBytes_Check(args[0]) || !PyLong_CheckExact(args[1]) || !PyLong_CheckExact(args[2]))
+        return call_pure(pure_track_event_named, args, nargs);
+    Py_ssize_t start = PyLong_AsSsize_t(args[1]);
+    if (start == -1 && PyErr_Occurred()) return NULL;
+    if (start < 0) return call_pure(pure_track_event_named, args, nargs);  /* Python's negative index */
+    PyObject *fields = core_track_event(self, args, 3);
+    if (!fields) return NULL;
+    PyObject *cat = NULL, *others = NULL, *name = NULL;
+    name = event_name(args[0], PyTuple_GetItem(fields, 2), PyTuple_GetItem(fields, 3), args[3]);
+    if (!name || event_category(args[0], PyTuple_GetItem(fields, 5), args[3], &cat, &others) < 0) {
+        Py_XDECREF(name); Py_XDECREF(cat); Py_XDECREF(others); Py_DECREF(fields);
         return NULL;
     }
-    Py_ssize_t limit_bytes = PyLong_AsSsize_t(args[7]), limit_entries = PyLong_AsSsize_t(args[8]);
-    if ((limit_bytes == -1 || limit_entries == -1) && PyErr_Occurred()) return NULL;
-    PyObject **slots[] = {&pure_event_args, &decode_annotation, &json_value, &raw_value,
-                          &arg_fields, &arg_fields_bytes, &raw_args, &pure_split};
-    PyObject *values[] = {args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[9]};
-    for (int k = 0; k < 8; k++) {
+    PyObject *items[6] = {
+        new_ref(PyTuple_GetItem(fields, 0)), new_ref(PyTuple_GetItem(fields, 1)), name, cat,
+        new_ref(PyTuple_GetItem(fields, 4)), others ? others : new_ref(Py_None),
+    };
+    Py_DECREF(fields);
+    return tuple_of(items, 6);
+}
+
+/* bind_events(pure_event_args, decode_annotation, json_decode, json_errors, raw, arg_fields, arg_fields_bytes,
+ * raw_args, memo_bytes, memo_entries, pure_split_packets, pure_track_event, name_bytes, max_name): perfetto.py
+ * hands over its twins, its JSON decoder and the errors its _json turns into text, its tables and its bounds */
+static PyObject *core_bind_events(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 14 || !PyTuple_Check(args[3]) || !PyDict_Check(args[5]) || !PyDict_Check(args[6]) ||
+        !PyAnySet_Check(args[7])) {
+        PyErr_SetString(PyExc_TypeError, "bind_events(pure_event_args, decode_annotation, json_decode, "
+                                         "json_errors: tuple, raw, arg_fields: dict, arg_fields_bytes: dict, "
+                                         "raw_args: set, memo_bytes, memo_entries, pure_split_packets, "
+                                         "pure_track_event, name_bytes, max_name)");
+        return NULL;
+    }
+    Py_ssize_t limit_bytes = PyLong_AsSsize_t(args[8]), limit_entries = PyLong_AsSsize_t(args[9]);
+    Py_ssize_t limit_name = PyLong_AsSsize_t(args[12]), limit_chars = PyLong_AsSsize_t(args[13]);
+    if (PyErr_Occurred()) return NULL;
+    PyObject **names[] = {&name_memo, &name_strings, &name_tables, &name_annotation_names, &name_names,
+                          &name_categories};
+    const char *texts[] = {"memo", "strings", "tables", "annotation_names", "names", "categories"};
+    for (int k = 0; k < 6; k++)
+        if (!*names[k] && !(*names[k] = PyUnicode_InternFromString(texts[k]))) return NULL;
+    PyObject **slots[] = {&pure_event_args, &decode_annotation, &json_decode, &json_errors, &raw_value,
+                          &arg_fields, &arg_fields_bytes, &raw_args, &pure_split, &pure_track_event_named};
+    PyObject *values[] = {args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7], args[10], args[11]};
+    for (int k = 0; k < 10; k++) {
         PyObject *old = *slots[k];
         *slots[k] = new_ref(values[k]);
         Py_XDECREF(old);
     }
     memo_bytes = limit_bytes;
     memo_limit = limit_entries;
+    name_bytes = limit_name;
+    max_name = limit_chars;
     Py_RETURN_NONE;
 }
 
@@ -696,6 +828,8 @@ static PyMethodDef methods[] = {
     {"event_args", (PyCFunction)(void (*)(void))core_event_args, METH_FASTCALL, "perfetto.pure_event_args, compiled"},
     {"split_packets", (PyCFunction)(void (*)(void))core_split_packets, METH_FASTCALL,
      "perfetto.pure_split_packets, compiled"},
+    {"track_event", (PyCFunction)(void (*)(void))core_track_event_named, METH_FASTCALL,
+     "perfetto.pure_track_event, compiled"},
     {"bind_events", (PyCFunction)(void (*)(void))core_bind_events, METH_FASTCALL,
      "hand over perfetto's event twins, tables and bounds"},
     {NULL, NULL, 0, NULL},

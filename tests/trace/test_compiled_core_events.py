@@ -29,6 +29,7 @@ from tests.helpers import encode_varint
 from tests.output_digests import output
 from wizard.errors import InputFileError
 from wizard.trace.read import perfetto, protobuf
+from wizard.trace.read.collector import MAX_NAME
 
 core = pytest.importorskip("wizard._core", reason="the compiled core is not built here (no C compiler)")
 if not hasattr(core, "event_args"):
@@ -36,9 +37,21 @@ if not hasattr(core, "event_args"):
 # what the two modules do at import, unless WARPWIZARD_PURE=1 (then the twins are compared with the core all the same)
 core.bind(protobuf.Damaged, protobuf.MAX_FIELDS, protobuf.pure_fields, protobuf.pure_varint,
           protobuf.pure_packed_varints, protobuf.pure_packet_head, protobuf.pure_track_event_fields)  # fmt: skip
-core.bind_events(perfetto.pure_event_args, perfetto._decode_annotation, perfetto._json, perfetto._raw,
-                 perfetto._ARG_FIELDS, perfetto._ARG_FIELDS_BYTES, perfetto._RAW_ARGS, perfetto.MEMO_BYTES,
-                 perfetto.MEMO_ENTRIES, perfetto.pure_split_packets)  # fmt: skip
+
+
+def bind_twins(
+    event_args: Any = perfetto.pure_event_args,
+    decode: Any = perfetto._decode_annotation,
+    split: Any = perfetto.pure_split_packets,
+    track_event: Any = perfetto.pure_track_event,
+) -> None:
+    """What perfetto.py binds at import (twins given here replace its own, to see that the core does not call them)."""
+    core.bind_events(event_args, decode, msgspec.json.decode, perfetto._JSON_ERRORS, perfetto._raw,
+                     perfetto._ARG_FIELDS, perfetto._ARG_FIELDS_BYTES, perfetto._RAW_ARGS, perfetto.MEMO_BYTES,
+                     perfetto.MEMO_ENTRIES, split, track_event, perfetto.NAME_BYTES, MAX_NAME)  # fmt: skip
+
+
+bind_twins()
 
 
 def tag(number: int, wire: int) -> bytes:
@@ -242,15 +255,21 @@ def test_event_args_take_the_twin_for_inputs_of_other_types() -> None:
 
 
 def test_event_args_keep_reference_counts() -> None:
-    """A million-note loop leaks nothing: the reference counts of what it is given and returns are as before."""
+    """200,000 rounds of a call and a refused call leak nothing: the reference counts of what they are given and
+    return are as before."""
     seq = sequence()
-    data = vfield(1, 2) + dfield(9, b"[1,2]") + dfield(10, b"External id") + vfield(3, 1)
-    notes = [(0, 2), (2, 9), (9, 24), (0, 0)]
+    parts = [vfield(1, 2) + dfield(9, b"[1,2]"), vfield(1, 1) + vfield(3, 2**70 - 1), dfield(10, b"External id") +
+             vfield(3, 1), dfield(10, b"stream") + dfield(6, b"s0"), vfield(1, 3) + vfield(3, 4), b""]  # fmt: skip
+    data = b"".join(parts)
+    ends = [sum(len(p) for p in parts[: k + 1]) for k in range(len(parts))]
+    notes = [(end - len(part), end) for part, end in zip(parts, ends, strict=True)]
     args: dict[str, Any] = {}
     core.event_args(data, notes, seq, args, 0)
     gc.collect()
-    watched = (data, notes, seq, seq.memo, None, True, "grid", args)
+    watched = (data, notes, seq, seq.memo, args, *seq.memo.values())
+    shared = (None, True, "grid", "correlation")  # others hold these too: a leak of one a call is 200,000 or more
     before = [sys.getrefcount(x) for x in watched]
+    before_shared = [sys.getrefcount(x) for x in shared]
     for _ in range(200_000):
         core.event_args(data, notes, seq, args, 0)
         try:
@@ -259,6 +278,7 @@ def test_event_args_keep_reference_counts() -> None:
             pass
     gc.collect()
     assert [sys.getrefcount(x) for x in watched] == before
+    assert all(abs(sys.getrefcount(x) - n) < 1000 for x, n in zip(shared, before_shared, strict=True))
 
 
 # -- split_packets -------------------------------------------------------------------------------------------
@@ -327,6 +347,102 @@ def test_split_packets_take_the_twin_for_inputs_of_other_types() -> None:
         split_agree(*args)
 
 
+# -- track_event ---------------------------------------------------------------------------------------------
+
+
+def track_sequence() -> perfetto._Sequence:
+    seq = perfetto._Sequence()
+    seq.tables["names"].update({1: "matmul", 2**64: "far name"})
+    seq.tables["categories"].update({2: "kernel", 300: "cpu_op", 2**65: "far"})
+    return seq
+
+
+def track_events() -> Iterator[bytes]:
+    """TrackEvents: names as text (UTF-8 and not, past NAME_BYTES and MAX_NAME) and as iids (known, not, past 64
+    bits) in both orders; categories as text and as iids (one, packed, a packed run cut, fixed), the first that
+    names one; gpu_correlation and legacy events left in their order."""
+    yield vfield(9, 1) + vfield(11, 5) + dfield(23, "é∑".encode() + b"\xff") + dfield(22, b"kernel")
+    yield dfield(23, b"a" * (perfetto.NAME_BYTES + 10)) + vfield(10, 2**64)
+    yield vfield(10, 2**64) + dfield(23, "∑".encode() * (MAX_NAME + 3))
+    yield dfield(23, "∑".encode() * (perfetto.NAME_BYTES // 3 + 1))  # NAME_BYTES cuts a character in two
+    yield vfield(10, 7) + vfield(3, 9) + vfield(3, 2) + dfield(22, b"later")
+    yield dfield(3, encode_varint(300) + encode_varint(2)) + vfield(3, 2)
+    yield dfield(3, encode_varint(2**65) + b"\x80") + vfield(3, 2)  # the packed run cut: refused
+    yield vfield(3, 2) + dfield(3, b"\x80")  # a cut run after the category is found: never read
+    yield tag(3, 5) + bytes(4) + tag(3, 1) + bytes(8) + dfield(3, b"") + vfield(3, 300)
+    yield dfield(3000, vfield(1, 9)) + dfield(22, b"c") + dfield(6, vfield(3, 2)) + dfield(3000, b"\x08")
+    yield dfield(4, b"xy") + vfield(9, 2) + vfield(11, 2**70 - 1)
+    yield b""
+
+
+def track_outcome(function: Callable[..., Any], *args: Any) -> Any:
+    try:
+        return "value", plain(function(*args))
+    except Exception as error:  # noqa: BLE001
+        return type(error).__name__, str(error)
+
+
+def track_agree(*args: Any) -> Any:
+    compiled = track_outcome(core.track_event, *args)
+    assert compiled == track_outcome(perfetto.pure_track_event, *args), args
+    return compiled
+
+
+def test_track_event_reads_names_and_categories_as_written() -> None:
+    """The right answers written out: the last of a name's text and iid, the first category that names one."""
+    seq = track_sequence()
+    for function in (core.track_event, perfetto.pure_track_event):
+        event = vfield(10, 7) + vfield(3, 9) + vfield(3, 2) + dfield(22, b"later") + dfield(23, b"op")
+        assert function(event, 0, len(event), seq) == (0, -1, "op", "kernel", [], None)
+        event = dfield(23, b"x" * (MAX_NAME + 50))
+        assert function(event, 0, len(event), seq)[2] == "x" * MAX_NAME
+        event = vfield(10, 2**64) + dfield(3000, vfield(1, 9)) + vfield(6, 1) + dfield(6, b"")
+        assert function(event, 0, len(event), seq) == (
+            0,
+            -1,
+            "far name",
+            None,
+            [],
+            [(3000, 2, (15, 17)), (6, 2, (21, 21))],  # after 11 bytes of iid, a 3-byte tag; 2 of field 6
+        )
+
+
+def test_track_event_agrees_on_every_event_and_every_change_of_it() -> None:
+    rng = random.Random(23)
+    compared = 0
+    for message in track_events():
+        for data in (message, *every_change(message)) if len(message) < 200 else (message,):
+            track_agree(data, 0, len(data), track_sequence())
+            start = rng.randrange(len(data) + 1)
+            track_agree(data, start, rng.randrange(start, len(data) + 6), track_sequence())
+            compared += 2
+    assert compared > 1_000
+
+
+def test_track_event_agrees_on_random_bytes() -> None:
+    rng = random.Random(3000)
+    alphabet = bytes([0x00, 0x01, 0x02, 0x18, 0x1A, 0x22, 0x32, 0x48, 0x50, 0x58, 0x7F, 0x80, 0xB2, 0xBA, 0x01, 0xFF])
+    for _ in range(20_000):
+        data = bytes(rng.choice(alphabet) for _ in range(rng.randrange(40)))
+        start = rng.randrange(len(data) + 1)
+        track_agree(data, start, rng.randrange(start, len(data) + 6), track_sequence())
+
+
+def test_track_event_refuses_more_than_max_fields_in_the_same_words() -> None:
+    data = b"\x48\x01" * (protobuf.MAX_FIELDS + 1)
+    expected = ("Damaged", f"a message of more than {protobuf.MAX_FIELDS} fields")
+    assert track_agree(data, 0, len(data), track_sequence()) == expected
+
+
+def test_track_event_takes_the_twin_for_inputs_of_other_types() -> None:
+    data = dfield(23, b"op") + vfield(3, 2)
+    for args in ((memoryview(data), 0, len(data)), (bytearray(data), 0, len(data)), (data, -3, len(data)),
+                 (data, 0, None), (data, 0.0, 4), (data, 0, 2**70), (data, 2**70, 4), (data, True, 4)):  # fmt: skip
+        track_agree(*args, track_sequence())
+    track_agree(data, 0, len(data), object())  # no tables
+    track_agree(data, 0, len(data))  # three arguments
+
+
 def test_the_core_does_the_work_itself_on_what_the_reader_gives_it() -> None:
     """Parity would hold trivially were the core to hand every call to its twin: bound to twins that refuse to run,
     it still answers for bytes, a list of field spans, a dict and an int (annotations without nested values)."""
@@ -336,17 +452,16 @@ def test_the_core_does_the_work_itself_on_what_the_reader_gives_it() -> None:
 
     data = dfield(10, b"grid") + dfield(9, b"[1,2]") + vfield(1, 1) + vfield(4, 2**64 - 1)
     packets = stream_of([data] * 3) + bytes(20)
-    core.bind_events(refuse, refuse, perfetto._json, perfetto._raw, perfetto._ARG_FIELDS, perfetto._ARG_FIELDS_BYTES,
-                     perfetto._RAW_ARGS, perfetto.MEMO_BYTES, perfetto.MEMO_ENTRIES, refuse)  # fmt: skip
+    bind_twins(refuse, refuse, refuse, refuse)
     try:
         args: dict[str, Any] = {}
         assert core.event_args(data, [(0, 13), (13, len(data))], sequence(), args, 0) == (len(data), 1)
         assert args == {"grid": [1, 2], "correlation": -1}
         assert core.split_packets(packets, 0, 10, 100)[0] == [data] * 3
+        event = vfield(9, 1) + vfield(10, 1) + vfield(3, 2) + dfield(4, data)
+        assert core.track_event(event, 0, len(event), track_sequence()) == (1, -1, "matmul", "kernel", [(8, 34)], None)
     finally:
-        core.bind_events(perfetto.pure_event_args, perfetto._decode_annotation, perfetto._json, perfetto._raw,
-                         perfetto._ARG_FIELDS, perfetto._ARG_FIELDS_BYTES, perfetto._RAW_ARGS, perfetto.MEMO_BYTES,
-                         perfetto.MEMO_ENTRIES, perfetto.pure_split_packets)  # fmt: skip
+        bind_twins()
 
 
 # -- whole reads, byte for byte ---------------------------------------------------------------------------------
@@ -358,7 +473,7 @@ def pure_decoder(monkeypatch: pytest.MonkeyPatch) -> Callable[[], None]:
     twins = {core.fields: protobuf.pure_fields, core.varint: protobuf.pure_varint,
              core.packed_varints: protobuf.pure_packed_varints, core.packet_head: protobuf.pure_packet_head,
              core.track_event_fields: protobuf.pure_track_event_fields, core.event_args: perfetto.pure_event_args,
-             core.split_packets: perfetto.pure_split_packets}  # fmt: skip
+             core.split_packets: perfetto.pure_split_packets, core.track_event: perfetto.pure_track_event}  # fmt: skip
 
     def swap() -> None:
         for module in (perfetto, protobuf):
@@ -398,6 +513,7 @@ def test_inspections_are_byte_identical_with_every_twin(tmp_path: Path, pure_dec
     pure_decoder()
     assert perfetto.__dict__["_event_args"] is perfetto.pure_event_args
     assert perfetto.__dict__["_split_packets"] is perfetto.pure_split_packets
+    assert perfetto.__dict__["_read_track_event"] is perfetto.pure_track_event
     for path in files:
         assert output(["trace", "inspect", str(path), "--json"]) == compiled[path.name], path.name
     assert all('"format": "perfetto-proto"' in text for text in compiled.values())

@@ -384,20 +384,11 @@ class _Reader:
         categories whose args are read, and only those of the names an event keeps. A slice's end (half the
         packets: a type and a track) is remembered by its bytes (``ends``, looked up by ``packet``)."""
         start, end = span
-        kind, track, name_span, name_iid, notes, rest = _track_event_fields(b, start, end)  # track -1: the default
-        name = ""
-        if name_span is not None:
-            first, last = name_span  # _name, inline: once per slice (never the event's own span, kept below)
-            name = b[first : min(last, first + NAME_BYTES)].decode("utf-8", "replace")
-            if len(name) > MAX_NAME:
-                name = name[:MAX_NAME]
-        elif name_iid is not None:
-            name = seq.tables["names"].get(name_iid, "")
-        cat: str | None = None
+        kind, track, name, cat, notes, rest = _read_track_event(b, start, end, seq)  # track -1: the default
         links: list[int] | tuple[()] = _NO_LINKS
         legacy_dur: int | None = None
         if rest is not None:
-            cat, links, legacy_dur = self._track_event_rest(b, rest, seq)
+            links, legacy_dur = self._track_event_rest(b, rest)
         self.track_events += 1
         if kind == _SLICE_END:
             if end - start <= END_BYTES and len(self.ends) < MEMO_ENTRIES:
@@ -417,28 +408,17 @@ class _Reader:
             self.batch_bytes += held
             self._emit(track, ts, legacy_dur * 1000, name, cat, args, links)
 
-    def _track_event_rest(
-        self, b: bytes, rest: list[Field], seq: _Sequence
-    ) -> tuple[str | None, list[int] | tuple[()], int | None]:
-        """A TrackEvent's category (the first that names one: a string, or an iid its sequence has), its
-        gpu_correlation links and its legacy duration, from those fields in the order they were written."""
-        cat: str | None = None
+    def _track_event_rest(self, b: bytes, rest: list[Field]) -> tuple[list[int] | tuple[()], int | None]:
+        """A TrackEvent's gpu_correlation links and its legacy duration, from those fields in their order."""
         links: list[int] | tuple[()] = _NO_LINKS
         legacy_dur: int | None = None
-        for number, wire, value in rest:
-            if number == _TE_CATEGORIES:  # track_event_fields keeps it only length-delimited
-                if cat is None:
-                    cat = b[value[0] : value[1]].decode("utf-8", "replace")
-            elif number == _TE_CATEGORY_IIDS:
-                if cat is None:
-                    ids = _varints(b, wire, value)
-                    cat = seq.tables["categories"].get(ids[0]) if ids else None
-            elif number == _TE_GPU_CORRELATION:
+        for number, _, value in rest:
+            if number == _TE_GPU_CORRELATION:
                 self.cuspy = True
                 links = _links(b, value, links)
             else:  # _TE_LEGACY
                 legacy_dur = _legacy_duration(b, value, legacy_dur)
-        return cat, links, legacy_dur
+        return links, legacy_dur
 
     def _close(self, track: int, ts: int) -> None:
         """A slice's end: the innermost slice open on its track ends (an end with none open is dropped)."""
@@ -656,21 +636,58 @@ def pure_event_args(
     return size, entries
 
 
+def pure_track_event(
+    b: bytes, start: int, end: int | None, seq: _Sequence
+) -> tuple[int, int, str, str | None, list[tuple[int, int]], list[Field] | None]:
+    """A TrackEvent as the decoder reads it: ``track_event_fields`` with its name as text (a span decoded, at most
+    ``NAME_BYTES`` of it, then ``MAX_NAME`` characters; an iid looked up in the sequence's names) and its category
+    (the first of its categories and category iids, in their order, that names one), the fields left for the
+    decoder (gpu_correlation, legacy events) in their order, or None. Compiled where the core is built."""
+    kind, track, name_span, name_iid, notes, rest = _track_event_fields(b, start, end)
+    name = ""
+    if name_span is not None:
+        first, last = name_span
+        name = b[first : min(last, first + NAME_BYTES)].decode("utf-8", "replace")
+        if len(name) > MAX_NAME:
+            name = name[:MAX_NAME]
+    elif name_iid is not None:
+        name = seq.tables["names"].get(name_iid, "")
+    cat: str | None = None
+    others: list[Field] | None = None
+    for number, wire, value in rest or ():
+        if number == _TE_CATEGORIES:  # track_event_fields keeps it only length-delimited
+            if cat is None:
+                cat = b[value[0] : value[1]].decode("utf-8", "replace")
+        elif number == _TE_CATEGORY_IIDS:
+            if cat is None:
+                ids = _varints(b, wire, value)
+                cat = seq.tables["categories"].get(ids[0]) if ids else None
+        else:
+            if others is None:
+                others = []
+            others.append((number, wire, value))
+    return kind, track, name, cat, notes, others
+
+
+_read_track_event: Callable[
+    [bytes, int, int | None, _Sequence], tuple[int, int, str, str | None, list[tuple[int, int]], list[Field] | None]
+] = pure_track_event
 _event_args: Callable[[bytes, list[tuple[int, int]], _Sequence, dict[str, Any], int], tuple[int, int]] = pure_event_args
 
 
 def _bind_compiled_events() -> bool:
     """The compiled twins of the functions above, where protobuf.py bound the core (not under ``WARPWIZARD_PURE=1``)."""
-    global _event_args, _split_packets
+    global _event_args, _split_packets, _read_track_event
     if not _protobuf.COMPILED:
         return False
     try:
-        from wizard._core import bind_events, event_args, split_packets
+        from wizard._core import bind_events, event_args, split_packets, track_event
     except ImportError:  # a core built before these
         return False
-    bind_events(pure_event_args, _decode_annotation, _json, _raw, _ARG_FIELDS, _ARG_FIELDS_BYTES, _RAW_ARGS,
-                MEMO_BYTES, MEMO_ENTRIES, pure_split_packets)  # fmt: skip
-    _event_args, _split_packets = event_args, split_packets
+    bind_events(pure_event_args, _decode_annotation, msgspec.json.decode, _JSON_ERRORS, _raw, _ARG_FIELDS,
+                _ARG_FIELDS_BYTES, _RAW_ARGS, MEMO_BYTES, MEMO_ENTRIES, pure_split_packets, pure_track_event,
+                NAME_BYTES, MAX_NAME)  # fmt: skip
+    _event_args, _split_packets, _read_track_event = event_args, split_packets, track_event
     return True
 
 
@@ -702,12 +719,15 @@ def _legacy_duration(b: bytes, span: tuple[int, int], before: int | None) -> int
     return before
 
 
+_JSON_ERRORS = (msgspec.DecodeError, RecursionError)  # a legacy JSON value that is not JSON: kept as its text
+
+
 def _json(b: bytes, span: tuple[int, int]) -> Any:
     """A legacy JSON value, decoded (bounded by its packet's size); the text itself where it is not JSON."""
     raw = b[span[0] : span[1]]
     try:
         return msgspec.json.decode(raw)
-    except (msgspec.DecodeError, RecursionError):
+    except _JSON_ERRORS:
         return raw.decode("utf-8", "replace")
 
 
