@@ -762,9 +762,12 @@ static PyObject *core_track_event_named(PyObject *self, PyObject *const *args, P
     if (!pure_track_event_named) return damaged("bind_events was not called (wizard.trace.read.perfetto calls it)");
     if (nargs != 4 || !PyBytes_Check(args[0]) || !PyLong_CheckExact(args[1]) || !PyLong_CheckExact(args[2]))
         return call_pure(pure_track_event_named, args, nargs);
-    Py_ssize_t start = PyLong_AsSsize_t(args[1]);
-    if (start == -1 && PyErr_Occurred()) return NULL;
-    if (start < 0) return call_pure(pure_track_event_named, args, nargs);  /* Python's negative index */
+    Py_ssize_t start = PyLong_AsSsize_t(args[1]), end = PyLong_AsSsize_t(args[2]);
+    if (PyErr_Occurred() || start < 0) {  /* past 63 bits, or Python's negative index: the twin's meaning */
+        PyErr_Clear();
+        return call_pure(pure_track_event_named, args, nargs);
+    }
+    (void)end;
     PyObject *fields = core_track_event(self, args, 3);
     if (!fields) return NULL;
     PyObject *cat = NULL, *others = NULL, *name = NULL;
