@@ -26,6 +26,11 @@ back to nanoseconds saw kernels that only touch overlap (issue 45 item 10).
 
 The file is untrusted: a packet is at most ``MAX_PACKET`` bytes, nesting is bounded, interned tables and open
 slices are bounded, a truncated or damaged packet ends the read with a one-line error naming its offset.
+
+The per-event work runs compiled where warpwizard's core is built (``wizard/_core.c``): ``split_packets`` (the
+packets a buffer holds, in one call), ``track_event`` (a TrackEvent's name and category) and ``event_args`` (its
+annotations into the event's args); their twins here, ``pure_*``, run under ``WARPWIZARD_PURE=1`` or where no
+compiler built the core, with the same results and errors (tests/trace/test_compiled_core_events.py).
 """
 
 from __future__ import annotations
