@@ -15,6 +15,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <string.h>
 
 typedef unsigned __int128 u128;
 
@@ -401,6 +402,424 @@ static PyObject *core_bind(PyObject *self, PyObject *const *args, Py_ssize_t nar
     Py_RETURN_NONE;
 }
 
+/* ==== .pftrace events (pfcore) ==== */
+
+/* event_args(b, notes, seq, args, entries): perfetto.pure_event_args, a TrackEvent's debug annotations into its
+ * args (by EventArgs field), through the sequence's memo of annotations by their bytes. An annotation the memo does
+ * not have is decoded here when it is one name and one value (nearly all: a correlation, a device, a grid as JSON);
+ * one with nested entries or items goes to perfetto's Python decoder (bound below). Returns (the annotations'
+ * bytes, the memo's entries over every sequence after it). */
+static PyObject *pure_event_args = NULL, *decode_annotation = NULL, *json_decode = NULL, *json_errors = NULL;
+static PyObject *raw_value = NULL;
+static PyObject *arg_fields = NULL, *arg_fields_bytes = NULL, *raw_args = NULL;
+static Py_ssize_t memo_bytes = 64, memo_limit = 100000;
+
+/* the names looked up on a sequence, made once (bind_events) */
+static PyObject *name_memo = NULL, *name_strings = NULL, *name_tables = NULL, *name_annotation_names = NULL;
+
+/* an attribute of the sequence (memo, strings) or one of its tables (annotation_names): a new reference */
+static PyObject *seq_table(PyObject *seq, PyObject *name, PyObject *table) {
+    PyObject *found = PyObject_GetAttr(seq, name);
+    if (!found || !table) return found;
+    PyObject *inner = PyObject_GetItem(found, table);
+    Py_DECREF(found);
+    return inner;
+}
+
+/* dict.get(key, fallback) as a new reference, for a dict or any mapping the twin would call .get on */
+static PyObject *get_or(PyObject *mapping, PyObject *key, PyObject *fallback) {
+    if (PyDict_Check(mapping)) {
+        PyObject *found = PyDict_GetItemWithError(mapping, key);
+        if (found) return new_ref(found);
+        if (PyErr_Occurred()) return NULL;
+        return new_ref(fallback);
+    }
+    return PyObject_CallMethod(mapping, "get", "OO", key, fallback);
+}
+
+/* an annotation's value field, as perfetto._Reader._value reads the last one written */
+static PyObject *note_value(const unsigned char *b, const Field *f, PyObject *seq) {
+    long number = (long)f->number;
+    if (number == 3) return py_int(f->value);
+    if (number == 4) {  /* protobuf.signed: an int64 written as a varint (two's complement in 64 bits) */
+        if (f->value >> 63 == 0) return py_int(f->value);
+        if (f->value >> 64 == 0) return PyLong_FromLongLong((long long)(uint64_t)f->value);
+        return py_int(f->value - ((u128)1 << 64));
+    }
+    if (number == 2) return PyBool_FromLong(f->value != 0);
+    if (number == 5) {
+        uint64_t bits = (uint64_t)f->value;
+        double d;
+        memcpy(&d, &bits, sizeof d);
+        return PyFloat_FromDouble(d);
+    }
+    if (number == 6) return PyUnicode_DecodeUTF8((const char *)b + f->start, f->stop - f->start, "replace");
+    if (number == 17) {
+        PyObject *strings = seq_table(seq, name_strings, NULL), *key = py_int(f->value), *empty = PyUnicode_FromString("");
+        PyObject *value = (strings && key && empty) ? get_or(strings, key, empty) : NULL;
+        Py_XDECREF(strings); Py_XDECREF(key); Py_XDECREF(empty);
+        return value;
+    }
+    /* 9: legacy_json_value, as perfetto._json decodes it: JSON, else the text where it is not JSON */
+    PyObject *raw = PyBytes_FromStringAndSize((const char *)b + f->start, f->stop - f->start);
+    if (!raw) return NULL;
+    PyObject *value = PyObject_CallFunctionObjArgs(json_decode, raw, NULL);
+    if (!value && PyErr_ExceptionMatches(json_errors)) {
+        PyErr_Clear();
+        value = PyUnicode_DecodeUTF8((const char *)b + f->start, f->stop - f->start, "replace");
+    }
+    Py_DECREF(raw);
+    return value;
+}
+
+/* the EventArgs field an annotation's name (an interned iid) keeps, or None: a new reference */
+static PyObject *attr_of_iid(PyObject *seq, u128 iid) {
+    PyObject *names = seq_table(seq, name_tables, name_annotation_names), *key = py_int(iid), *empty = PyUnicode_FromString("");
+    PyObject *name = (names && key && empty) ? get_or(names, key, empty) : NULL;
+    PyObject *attr = name ? get_or(arg_fields, name, Py_None) : NULL;
+    Py_XDECREF(names); Py_XDECREF(key); Py_XDECREF(empty); Py_XDECREF(name);
+    return attr;
+}
+
+/* one annotation, (its EventArgs field or None, its value): perfetto._decode_annotation's result */
+static PyObject *annotation(PyObject *bytes, Py_ssize_t start, Py_ssize_t end, PyObject *seq) {
+    const unsigned char *b = (const unsigned char *)PyBytes_AsString(bytes);
+    Reader r = {b, PyBytes_Size(bytes), start, end, 0};
+    Field f, last = {0, 0, 0, 0, 0};
+    int more, has_value = 0, nested = 0;
+    PyObject *attr = new_ref(Py_None);
+    while ((more = next_field(&r, &f)) == 1) {
+        long number = f.number < 64 ? (long)f.number : -1;
+        PyObject *named = NULL;
+        if (number == 10 && f.wire == 2) {
+            PyObject *key = PyBytes_FromStringAndSize((const char *)b + f.start, f.stop - f.start);
+            named = key ? get_or(arg_fields_bytes, key, Py_None) : NULL;
+            Py_XDECREF(key);
+        } else if (number == 1 && f.wire == 0) {
+            named = attr_of_iid(seq, f.value);
+        } else if ((f.wire == 0 && (number == 3 || number == 4 || number == 2 || number == 17)) ||
+                   (f.wire == 1 && number == 5) || (f.wire == 2 && (number == 6 || number == 9))) {
+            last = f;
+            has_value = 1;
+            continue;
+        } else {
+            if ((number == 11 || number == 12) && f.wire == 2) nested = 1;
+            continue;
+        }
+        if (!named) goto failed;
+        Py_DECREF(attr);
+        attr = named;
+    }
+    if (more < 0) goto failed;
+    if (attr == Py_None) {
+        PyObject *items[2] = {attr, new_ref(Py_None)};
+        return tuple_of(items, 2);
+    }
+    if (nested) {  /* arrays and dicts: the twin's recursion, bounded by MAX_DEPTH there */
+        Py_DECREF(attr);
+        PyObject *where = span(start, end);
+        PyObject *found = where ? PyObject_CallFunctionObjArgs(decode_annotation, bytes, where, seq, NULL) : NULL;
+        Py_XDECREF(where);
+        return found;
+    }
+    PyObject *value = has_value ? note_value(b, &last, seq) : new_ref(Py_None);
+    if (value) {
+        int raw = PySet_Contains(raw_args, attr);
+        if (raw < 0) Py_CLEAR(value);
+        else if (raw) {
+            PyObject *kept = PyObject_CallFunctionObjArgs(raw_value, value, NULL);
+            Py_DECREF(value);
+            value = kept;
+        }
+    }
+    PyObject *items[2] = {attr, value};
+    return tuple_of(items, 2);
+failed:
+    Py_DECREF(attr);
+    return NULL;
+}
+
+/* a note as track_event_fields gives it, (start, end) within the bytes; 0 where it is not (the twin then runs) */
+static int note_span(PyObject *note, Py_ssize_t n, Py_ssize_t *start, Py_ssize_t *end) {
+    if (!PyTuple_Check(note) || PyTuple_Size(note) != 2) return 0;
+    PyObject *a = PyTuple_GetItem(note, 0), *z = PyTuple_GetItem(note, 1);
+    if (!PyLong_CheckExact(a) || !PyLong_CheckExact(z)) return 0;
+    *start = PyLong_AsSsize_t(a);
+    *end = PyLong_AsSsize_t(z);
+    if (PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0;
+    }
+    return 0 <= *start && *start <= *end && *end <= n;
+}
+
+/* one note into args through the memo: 0, or -1 with the error raised */
+static int one_note(PyObject *bytes, Py_ssize_t start, Py_ssize_t end, PyObject *seq, PyObject *memo, PyObject *args,
+                    Py_ssize_t *entries) {
+    int is_short = end - start <= memo_bytes;
+    PyObject *key = NULL, *found = NULL;
+    if (is_short) {
+        key = PyBytes_FromStringAndSize(PyBytes_AsString(bytes) + start, end - start);
+        if (!key) return -1;
+        if (PyDict_Check(memo)) {  /* a miss raises no KeyError: most annotations of a kernel miss */
+            found = PyDict_GetItemWithError(memo, key);
+            if (found) Py_INCREF(found);
+            else if (PyErr_Occurred()) goto failed;
+        } else if (!(found = PyObject_GetItem(memo, key))) {
+            if (!PyErr_ExceptionMatches(PyExc_KeyError)) goto failed;
+            PyErr_Clear();
+        }
+    }
+    if (!found) {
+        if (!(found = annotation(bytes, start, end, seq))) goto failed;
+        if (is_short && *entries < memo_limit) {
+            PyObject *value = PyTuple_GetItem(found, 1);
+            if (!PyList_Check(value) && !PyDict_Check(value)) {
+                if (PyObject_SetItem(memo, key, found) < 0) goto failed;
+                *entries += 1;
+            }
+        }
+    }
+    PyObject *attr = PySequence_GetItem(found, 0);
+    if (!attr) goto failed;
+    if (attr != Py_None) {
+        PyObject *value = PySequence_GetItem(found, 1);
+        int set = value ? PyObject_SetItem(args, attr, value) : -1;
+        Py_XDECREF(value);
+        if (set < 0) {
+            Py_DECREF(attr);
+            goto failed;
+        }
+    }
+    Py_DECREF(attr);
+    Py_XDECREF(key);
+    Py_DECREF(found);
+    return 0;
+failed:
+    Py_XDECREF(key);
+    Py_XDECREF(found);
+    return -1;
+}
+
+static PyObject *core_event_args(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (!pure_event_args || !decode_annotation) return damaged("bind_events was not called (wizard.trace.read.perfetto calls it)");
+    if (nargs != 5 || !PyBytes_Check(args[0]) || !PyList_Check(args[1]) || !PyDict_Check(args[3]) ||
+        !PyLong_CheckExact(args[4]))
+        return call_pure(pure_event_args, args, nargs);
+    PyObject *bytes = args[0], *notes = args[1], *seq = args[2], *out = args[3];
+    Py_ssize_t n = PyBytes_Size(bytes), count = PyList_Size(notes), size = 0, start, end;
+    Py_ssize_t entries = PyLong_AsSsize_t(args[4]);
+    if (entries == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return call_pure(pure_event_args, args, nargs);
+    }
+    for (Py_ssize_t k = 0; k < count; k++)  /* spans other than a field's: Python's slicing, in the twin */
+        if (!note_span(PyList_GetItem(notes, k), n, &start, &end)) return call_pure(pure_event_args, args, nargs);
+    PyObject *memo = seq_table(seq, name_memo, NULL);
+    if (!memo) return NULL;
+    for (Py_ssize_t k = 0; k < count; k++) {
+        note_span(PyList_GetItem(notes, k), n, &start, &end);
+        size += end - start;
+        if (one_note(bytes, start, end, seq, memo, out, &entries) < 0) {
+            Py_DECREF(memo);
+            return NULL;
+        }
+    }
+    Py_DECREF(memo);
+    PyObject *items[2] = {PyLong_FromSsize_t(size), PyLong_FromSsize_t(entries)};
+    return tuple_of(items, 2);
+}
+
+/* split_packets(buf, pos, limit, max_packet): perfetto.pure_split_packets, the whole packets (field 1 of Trace,
+ * tag 0x0a) at buf[pos:], at most limit of them: (their bytes, where each starts in buf, the position after the
+ * last). It stops, leaving the entry to perfetto's one-entry path, at fewer than 20 bytes left (a header may run
+ * past the buffer), another tag, a size over max_packet or past the buffer, and a size varint that does not read. */
+static PyObject *pure_split = NULL;
+
+static PyObject *core_split_packets(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (!pure_split) return damaged("bind_events was not called (wizard.trace.read.perfetto calls it)");
+    if (nargs != 4 || !PyBytes_Check(args[0]) || !PyLong_CheckExact(args[1]) || !PyLong_CheckExact(args[2]) ||
+        !PyLong_CheckExact(args[3]))
+        return call_pure(pure_split, args, nargs);
+    Py_ssize_t n = PyBytes_Size(args[0]), pos = PyLong_AsSsize_t(args[1]), limit = PyLong_AsSsize_t(args[2]);
+    Py_ssize_t max_packet = PyLong_AsSsize_t(args[3]);
+    if (PyErr_Occurred() || pos < 0 || max_packet < 0) {  /* Python's meaning: the twin's */
+        PyErr_Clear();
+        return call_pure(pure_split, args, nargs);
+    }
+    const unsigned char *b = (const unsigned char *)PyBytes_AsString(args[0]);
+    PyObject *found = PyList_New(0), *starts = PyList_New(0);
+    if (!found || !starts) goto failed;
+    for (Py_ssize_t count = 0; count < limit && n - pos >= 20 && b[pos] == 0x0A; count++) {
+        Py_ssize_t i = pos + 1;
+        u128 size;
+        if (read_varint(b, n, &i, &size) != OK || size > (u128)max_packet || (u128)i + size > (u128)n) break;
+        PyObject *packet = PyBytes_FromStringAndSize((const char *)b + i, (Py_ssize_t)size);
+        PyObject *at = packet ? PyLong_FromSsize_t(pos) : NULL;
+        int appended = at && PyList_Append(found, packet) == 0 && PyList_Append(starts, at) == 0;
+        Py_XDECREF(packet);
+        Py_XDECREF(at);
+        if (!appended) goto failed;
+        pos = i + (Py_ssize_t)size;
+    }
+    PyObject *items[3] = {found, starts, PyLong_FromSsize_t(pos)};
+    return tuple_of(items, 3);
+failed:
+    Py_XDECREF(found);
+    Py_XDECREF(starts);
+    return NULL;
+}
+
+/* track_event(b, start, end, seq): perfetto.pure_track_event, track_event_fields with what the decoder made of them
+ * next: the name as text (a span decoded, at most name_bytes of it, then max_name characters; an iid looked up in
+ * the sequence's names) and the category (the first of the categories and category iids, in their order, that
+ * names one), the fields left for Python (gpu_correlation, legacy events) in their order or None:
+ * (type, track, name, category or None, the annotations' spans, the fields left or None) */
+static PyObject *pure_track_event_named = NULL, *name_names = NULL, *name_categories = NULL;
+static Py_ssize_t name_bytes = 4096, max_name = 1024;
+
+/* bytes[first:last].decode("utf-8", "replace") for 0 <= first: a span of track_event_fields may pass the buffer's
+ * end where the window given did (Python's slice stops at the end; so does this) */
+static PyObject *decode_slice(PyObject *bytes, Py_ssize_t first, Py_ssize_t last) {
+    Py_ssize_t n = PyBytes_Size(bytes);
+    if (last > n) last = n;
+    if (first > last) first = last;
+    return PyUnicode_DecodeUTF8(PyBytes_AsString(bytes) + first, last - first, "replace");
+}
+
+/* the name of a TrackEvent from its span or its iid, as perfetto._Reader._track_event reads it */
+static PyObject *event_name(PyObject *bytes, PyObject *name_span, PyObject *name_iid, PyObject *seq) {
+    if (name_span != Py_None) {
+        Py_ssize_t first = PyLong_AsSsize_t(PyTuple_GetItem(name_span, 0));
+        Py_ssize_t last = PyLong_AsSsize_t(PyTuple_GetItem(name_span, 1));
+        if (PyErr_Occurred()) return NULL;
+        if (last - first > name_bytes) last = first + name_bytes;
+        PyObject *name = decode_slice(bytes, first, last);
+        if (name && PyUnicode_GetLength(name) > max_name) {
+            PyObject *cut = PyUnicode_Substring(name, 0, max_name);
+            Py_DECREF(name);
+            name = cut;
+        }
+        return name;
+    }
+    if (name_iid == Py_None) return PyUnicode_FromString("");
+    PyObject *names = seq_table(seq, name_tables, name_names), *empty = PyUnicode_FromString("");
+    PyObject *name = (names && empty) ? get_or(names, name_iid, empty) : NULL;
+    Py_XDECREF(names);
+    Py_XDECREF(empty);
+    return name;
+}
+
+/* the category from the rest's categories (22) and category iids (3), the first that names one; the other fields
+ * into *others (a new list, or left NULL where there are none): 0, or -1 with the error raised */
+static int event_category(PyObject *bytes, PyObject *rest, PyObject *seq, PyObject **cat, PyObject **others) {
+    *cat = new_ref(Py_None);
+    *others = NULL;
+    if (rest == Py_None) return 0;
+    for (Py_ssize_t k = 0; k < PyList_Size(rest); k++) {
+        PyObject *field = PyList_GetItem(rest, k);
+        long number = PyLong_AsLong(PyTuple_GetItem(field, 0));
+        if (number == -1 && PyErr_Occurred()) return -1;
+        if (number != 22 && number != 3) {  /* gpu_correlation, a legacy event: Python's */
+            if (!*others && !(*others = PyList_New(0))) return -1;
+            if (PyList_Append(*others, field) < 0) return -1;
+            continue;
+        }
+        if (*cat != Py_None) continue;
+        PyObject *found = NULL, *value = PyTuple_GetItem(field, 2);
+        if (number == 22) {  /* track_event_fields keeps it only length-delimited */
+            Py_ssize_t first = PyLong_AsSsize_t(PyTuple_GetItem(value, 0));
+            Py_ssize_t last = PyLong_AsSsize_t(PyTuple_GetItem(value, 1));
+            if (PyErr_Occurred()) return -1;
+            found = decode_slice(bytes, first, last);
+        } else if (PyLong_AsLong(PyTuple_GetItem(field, 1)) == 0) {  /* one iid, as proto2 writers write it */
+            PyObject *table = seq_table(seq, name_tables, name_categories);
+            found = table ? get_or(table, value, Py_None) : NULL;
+            Py_XDECREF(table);
+        } else {  /* a packed run (the first iid counts, the run must read whole), or a fixed field: none */
+            PyObject *call[3] = {bytes, PyTuple_GetItem(field, 1), value};
+            PyObject *ids = core_packed(NULL, call, 3);
+            if (!ids) return -1;
+            if (PyList_Size(ids) == 0) {
+                found = new_ref(Py_None);
+            } else {
+                PyObject *table = seq_table(seq, name_tables, name_categories);
+                found = table ? get_or(table, PyList_GetItem(ids, 0), Py_None) : NULL;
+                Py_XDECREF(table);
+            }
+            Py_DECREF(ids);
+        }
+        if (!found) return -1;
+        Py_DECREF(*cat);
+        *cat = found;
+    }
+    return 0;
+}
+
+static PyObject *core_track_event_named(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (!pure_track_event_named) return damaged("bind_events was not called (wizard.trace.read.perfetto calls it)");
+    if (nargs != 4 || !PyBytes_Check(args[0]) || !PyLong_CheckExact(args[1]) || !PyLong_CheckExact(args[2]))
+        return call_pure(pure_track_event_named, args, nargs);
+    Py_ssize_t start = PyLong_AsSsize_t(args[1]), end = PyLong_AsSsize_t(args[2]);
+    if (PyErr_Occurred() || start < 0) {  /* past 63 bits, or Python's negative index: the twin's meaning */
+        PyErr_Clear();
+        return call_pure(pure_track_event_named, args, nargs);
+    }
+    (void)end;
+    PyObject *fields = core_track_event(self, args, 3);
+    if (!fields) return NULL;
+    PyObject *cat = NULL, *others = NULL, *name = NULL;
+    name = event_name(args[0], PyTuple_GetItem(fields, 2), PyTuple_GetItem(fields, 3), args[3]);
+    if (!name || event_category(args[0], PyTuple_GetItem(fields, 5), args[3], &cat, &others) < 0) {
+        Py_XDECREF(name); Py_XDECREF(cat); Py_XDECREF(others); Py_DECREF(fields);
+        return NULL;
+    }
+    PyObject *items[6] = {
+        new_ref(PyTuple_GetItem(fields, 0)), new_ref(PyTuple_GetItem(fields, 1)), name, cat,
+        new_ref(PyTuple_GetItem(fields, 4)), others ? others : new_ref(Py_None),
+    };
+    Py_DECREF(fields);
+    return tuple_of(items, 6);
+}
+
+/* bind_events(pure_event_args, decode_annotation, json_decode, json_errors, raw, arg_fields, arg_fields_bytes,
+ * raw_args, memo_bytes, memo_entries, pure_split_packets, pure_track_event, name_bytes, max_name): perfetto.py
+ * hands over its twins, its JSON decoder and the errors its _json turns into text, its tables and its bounds */
+static PyObject *core_bind_events(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 14 || !PyTuple_Check(args[3]) || !PyDict_Check(args[5]) || !PyDict_Check(args[6]) ||
+        !PyAnySet_Check(args[7])) {
+        PyErr_SetString(PyExc_TypeError, "bind_events(pure_event_args, decode_annotation, json_decode, "
+                                         "json_errors: tuple, raw, arg_fields: dict, arg_fields_bytes: dict, "
+                                         "raw_args: set, memo_bytes, memo_entries, pure_split_packets, "
+                                         "pure_track_event, name_bytes, max_name)");
+        return NULL;
+    }
+    Py_ssize_t limit_bytes = PyLong_AsSsize_t(args[8]), limit_entries = PyLong_AsSsize_t(args[9]);
+    Py_ssize_t limit_name = PyLong_AsSsize_t(args[12]), limit_chars = PyLong_AsSsize_t(args[13]);
+    if (PyErr_Occurred()) return NULL;
+    PyObject **names[] = {&name_memo, &name_strings, &name_tables, &name_annotation_names, &name_names,
+                          &name_categories};
+    const char *texts[] = {"memo", "strings", "tables", "annotation_names", "names", "categories"};
+    for (int k = 0; k < 6; k++)
+        if (!*names[k] && !(*names[k] = PyUnicode_InternFromString(texts[k]))) return NULL;
+    PyObject **slots[] = {&pure_event_args, &decode_annotation, &json_decode, &json_errors, &raw_value,
+                          &arg_fields, &arg_fields_bytes, &raw_args, &pure_split, &pure_track_event_named};
+    PyObject *values[] = {args[0], args[1], args[2], args[3], args[4], args[5], args[6], args[7], args[10], args[11]};
+    for (int k = 0; k < 10; k++) {
+        PyObject *old = *slots[k];
+        *slots[k] = new_ref(values[k]);
+        Py_XDECREF(old);
+    }
+    memo_bytes = limit_bytes;
+    memo_limit = limit_entries;
+    name_bytes = limit_name;
+    max_name = limit_chars;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"fields", (PyCFunction)(void (*)(void))core_fields, METH_FASTCALL, "protobuf.fields, compiled"},
     {"varint", (PyCFunction)(void (*)(void))core_varint, METH_FASTCALL, "protobuf.varint, compiled"},
@@ -409,6 +828,13 @@ static PyMethodDef methods[] = {
     {"track_event_fields", (PyCFunction)(void (*)(void))core_track_event, METH_FASTCALL,
      "protobuf.pure_track_event_fields, compiled"},
     {"bind", (PyCFunction)(void (*)(void))core_bind, METH_FASTCALL, "hand over Damaged, MAX_FIELDS and the twins"},
+    {"event_args", (PyCFunction)(void (*)(void))core_event_args, METH_FASTCALL, "perfetto.pure_event_args, compiled"},
+    {"split_packets", (PyCFunction)(void (*)(void))core_split_packets, METH_FASTCALL,
+     "perfetto.pure_split_packets, compiled"},
+    {"track_event", (PyCFunction)(void (*)(void))core_track_event_named, METH_FASTCALL,
+     "perfetto.pure_track_event, compiled"},
+    {"bind_events", (PyCFunction)(void (*)(void))core_bind_events, METH_FASTCALL,
+     "hand over perfetto's event twins, tables and bounds"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -23,3 +23,29 @@ def bind(
     track_event_fields: Callable[..., Any] = ...,
     /,
 ) -> None: ...
+
+# .pftrace events (pfcore): perfetto.py's twins, bound by bind_events
+def event_args(
+    b: bytes, notes: list[tuple[int, int]], seq: Any, args: dict[str, Any], entries: int, /
+) -> tuple[int, int]: ...
+def split_packets(buf: bytes, pos: int, limit: int, max_packet: int, /) -> tuple[list[bytes], list[int], int]: ...
+def track_event(
+    b: bytes, start: int, end: int | None, seq: Any, /
+) -> tuple[int, int, str, str | None, list[tuple[int, int]], list[tuple[int, int, Any]] | None]: ...
+def bind_events(
+    pure_event_args: Callable[..., tuple[int, int]],
+    decode_annotation: Callable[..., tuple[str | None, Any]],
+    json_decode: Callable[..., Any],
+    json_errors: tuple[type[BaseException], ...],
+    raw: Callable[[Any], Any],
+    arg_fields: dict[str, str],
+    arg_fields_bytes: dict[bytes, str],
+    raw_args: frozenset[str],
+    memo_bytes: int,
+    memo_entries: int,
+    pure_split_packets: Callable[..., tuple[list[bytes], list[int], int]],
+    pure_track_event: Callable[..., Any],
+    name_bytes: int,
+    max_name: int,
+    /,
+) -> None: ...

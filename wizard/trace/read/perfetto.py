@@ -26,6 +26,11 @@ back to nanoseconds saw kernels that only touch overlap (issue 45 item 10).
 
 The file is untrusted: a packet is at most ``MAX_PACKET`` bytes, nesting is bounded, interned tables and open
 slices are bounded, a truncated or damaged packet ends the read with a one-line error naming its offset.
+
+The per-event work runs compiled where warpwizard's core is built (``wizard/_core.c``): ``split_packets`` (the
+packets a buffer holds, in one call), ``track_event`` (a TrackEvent's name and category) and ``event_args`` (its
+annotations into the event's args); their twins here, ``pure_*``, run under ``WARPWIZARD_PURE=1`` or where no
+compiler built the core, with the same results and errors (tests/trace/test_compiled_core_events.py).
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ import msgspec
 from wizard.errors import InputFileError
 from wizard.formatting import plural
 from wizard.trace.read import cuspy, inflate
+from wizard.trace.read import protobuf as _protobuf
 from wizard.trace.read.collector import (
     GPU_OPS,
     KERNELS,
@@ -332,7 +338,8 @@ class _Reader:
         if self.held > MAX_HELD_CHARS:
             raise _Damaged(f"more than {MAX_HELD_CHARS >> 20} Mi characters of interned strings and track names")
 
-    def _annotations(self, b: bytes, span: tuple[int, int], seq: _Sequence, depth: int = 0) -> tuple[str, Any]:
+    @staticmethod
+    def _annotations(b: bytes, span: tuple[int, int], seq: _Sequence, depth: int = 0) -> tuple[str, Any]:
         """One debug annotation: (name, value) with arrays and dicts as lists and dicts."""
         found = _fields(b, *span)
         name = ""
@@ -341,9 +348,10 @@ class _Reader:
                 name = seq.tables["annotation_names"].get(v, "")
             elif number == 10 and wire == 2:
                 name = _text(b, v)
-        return name, self._value(b, found, seq, depth)
+        return name, _Reader._value(b, found, seq, depth)
 
-    def _value(self, b: bytes, found: list[Field], seq: _Sequence, depth: int) -> Any:  # noqa: PLR0912
+    @staticmethod
+    def _value(b: bytes, found: list[Field], seq: _Sequence, depth: int) -> Any:  # noqa: PLR0912
         """A debug annotation's value from its fields (the last one written, or its array or dict entries)."""
         value: Any = None
         items: list[Any] = []
@@ -364,7 +372,7 @@ class _Reader:
             elif number == 9 and wire == 2:
                 value = _json(b, v)  # legacy_json_value: converters write lists (grid, Input Dims) this way
             elif number in (11, 12) and wire == 2 and depth < MAX_DEPTH:
-                key, inner = self._annotations(b, v, seq, depth + 1)
+                key, inner = _Reader._annotations(b, v, seq, depth + 1)
                 if number == 12:
                     items.append(inner)
                 else:
@@ -375,72 +383,17 @@ class _Reader:
             return entries
         return value
 
-    def _annotation(self, b: bytes, span: tuple[int, int], seq: _Sequence) -> tuple[str | None, Any]:
-        """A debug annotation as the event keeps it: (its ``EventArgs`` field, its value, as JSON where the field
-        keeps JSON), or (None, None) for a name no event keeps, whose value is then never decoded. Remembered by
-        its bytes: a trace repeats the same few thousand (a device, a stream, a grid) on every kernel. Interned
-        names make the same bytes mean another thing in another sequence, so the memo is per sequence."""
-        start, end = span
-        short = end - start <= MEMO_BYTES
-        raw = b""
-        if short:
-            raw = b[start:end]
-            known = seq.memo.get(raw)
-            if known is not None:
-                return known
-        found = _fields(b, start, end)
-        attr: str | None = None
-        for number, wire, v in found:
-            if number == 10 and wire == 2:
-                attr = _ARG_FIELDS_BYTES.get(b[v[0] : v[1]])
-            elif number == 1 and wire == 0:
-                attr = _ARG_FIELDS.get(seq.tables["annotation_names"].get(v, ""))
-        value: Any = None
-        if attr is not None:
-            value = self._value(b, found, seq, 0)
-            if attr in _RAW_ARGS:
-                value = msgspec.Raw(msgspec.json.encode(value))
-        result = (attr, value)
-        if short and self.memo_entries < MEMO_ENTRIES and not isinstance(value, (list, dict)):
-            seq.memo[raw] = result
-            self.memo_entries += 1
-        return result
-
-    def _args(self, b: bytes, notes: list[tuple[int, int]], seq: _Sequence, args: dict[str, Any]) -> int:
-        """An event's debug annotations into ``args`` (by EventArgs field), and their bytes; the memo looked up
-        here, inline, since nearly every annotation of a kernel is one seen before."""
-        memo = seq.memo
-        size = 0
-        for note in notes:
-            start, end = note
-            size += end - start
-            found = memo.get(b[start:end]) if end - start <= MEMO_BYTES else None
-            if found is None:
-                found = self._annotation(b, note, seq)
-            if found[0] is not None:
-                args[found[0]] = found[1]
-        return size
-
     def _track_event(self, b: bytes, span: tuple[int, int], ts: int, seq: _Sequence) -> None:
         """A TrackEvent: a slice begun (held until its end), ended, or complete (legacy). Its fields read in one
         call (``protobuf.track_event_fields``, compiled where the core is built); annotations are decoded only for the
         categories whose args are read, and only those of the names an event keeps. A slice's end (half the
         packets: a type and a track) is remembered by its bytes (``ends``, looked up by ``packet``)."""
         start, end = span
-        kind, track, name_span, name_iid, notes, rest = _track_event_fields(b, start, end)  # track -1: the default
-        name = ""
-        if name_span is not None:
-            first, last = name_span  # _name, inline: once per slice (never the event's own span, kept below)
-            name = b[first : min(last, first + NAME_BYTES)].decode("utf-8", "replace")
-            if len(name) > MAX_NAME:
-                name = name[:MAX_NAME]
-        elif name_iid is not None:
-            name = seq.tables["names"].get(name_iid, "")
-        cat: str | None = None
+        kind, track, name, cat, notes, rest = _read_track_event(b, start, end, seq)  # track -1: the default
         links: list[int] | tuple[()] = _NO_LINKS
         legacy_dur: int | None = None
         if rest is not None:
-            cat, links, legacy_dur = self._track_event_rest(b, rest, seq)
+            links, legacy_dur = self._track_event_rest(b, rest)
         self.track_events += 1
         if kind == _SLICE_END:
             if end - start <= END_BYTES and len(self.ends) < MEMO_ENTRIES:
@@ -452,35 +405,25 @@ class _Reader:
         held = len(name)  # what an open slice keeps: its name (cut) and the annotations decoded for it
         args: dict[str, Any] = {}
         if notes and (cat is None or cat in ARGS_READ):
-            held += self._args(b, notes, seq, args)
+            size, self.memo_entries = _event_args(b, notes, seq, args, self.memo_entries)
+            held += size
         if kind == _SLICE_BEGIN:
             self._open(track, (ts, name, cat, args, links, held))
         elif legacy_dur is not None:  # a complete event in the legacy form (phase X with a duration)
             self.batch_bytes += held
             self._emit(track, ts, legacy_dur * 1000, name, cat, args, links)
 
-    def _track_event_rest(
-        self, b: bytes, rest: list[Field], seq: _Sequence
-    ) -> tuple[str | None, list[int] | tuple[()], int | None]:
-        """A TrackEvent's category (the first that names one: a string, or an iid its sequence has), its
-        gpu_correlation links and its legacy duration, from those fields in the order they were written."""
-        cat: str | None = None
+    def _track_event_rest(self, b: bytes, rest: list[Field]) -> tuple[list[int] | tuple[()], int | None]:
+        """A TrackEvent's gpu_correlation links and its legacy duration, from those fields in their order."""
         links: list[int] | tuple[()] = _NO_LINKS
         legacy_dur: int | None = None
-        for number, wire, value in rest:
-            if number == _TE_CATEGORIES:  # track_event_fields keeps it only length-delimited
-                if cat is None:
-                    cat = b[value[0] : value[1]].decode("utf-8", "replace")
-            elif number == _TE_CATEGORY_IIDS:
-                if cat is None:
-                    ids = _varints(b, wire, value)
-                    cat = seq.tables["categories"].get(ids[0]) if ids else None
-            elif number == _TE_GPU_CORRELATION:
+        for number, _, value in rest:
+            if number == _TE_GPU_CORRELATION:
                 self.cuspy = True
                 links = _links(b, value, links)
             else:  # _TE_LEGACY
                 legacy_dur = _legacy_duration(b, value, legacy_dur)
-        return cat, links, legacy_dur
+        return links, legacy_dur
 
     def _close(self, track: int, ts: int) -> None:
         """A slice's end: the innermost slice open on its track ends (an end with none open is dropped)."""
@@ -651,6 +594,108 @@ class _Reader:
         self.flush()
 
 
+def _decode_annotation(b: bytes, span: tuple[int, int], seq: _Sequence) -> tuple[str | None, Any]:
+    """A debug annotation as an event keeps it: (its ``EventArgs`` field, its value, as JSON where the field keeps
+    JSON), or (None, None) for a name no event keeps, whose value is then never decoded."""
+    found = _fields(b, *span)
+    attr: str | None = None
+    for number, wire, v in found:
+        if number == 10 and wire == 2:
+            attr = _ARG_FIELDS_BYTES.get(b[v[0] : v[1]])
+        elif number == 1 and wire == 0:
+            attr = _ARG_FIELDS.get(seq.tables["annotation_names"].get(v, ""))
+    value: Any = None
+    if attr is not None:
+        value = _Reader._value(b, found, seq, 0)
+        if attr in _RAW_ARGS:
+            value = _raw(value)
+    return attr, value
+
+
+def _raw(value: Any) -> msgspec.Raw:
+    """An arg the event keeps as JSON (``EventArgs``' Raw fields)."""
+    return msgspec.Raw(msgspec.json.encode(value))
+
+
+def pure_event_args(
+    b: bytes, notes: list[tuple[int, int]], seq: _Sequence, args: dict[str, Any], entries: int
+) -> tuple[int, int]:
+    """A TrackEvent's debug annotations into ``args`` (by EventArgs field): (their bytes, the memo's entries over
+    every sequence after them). Each is looked up first in its sequence's memo by its bytes: a trace repeats the same
+    few thousand (a device, a stream, a grid) on every kernel; interned names make the same bytes mean another thing
+    in another sequence, so the memo is per sequence, and it keeps no list or dict (an event's args are its own)
+    and at most ``MEMO_ENTRIES`` entries. Compiled where the core is built (``event_args``)."""
+    memo = seq.memo
+    size = 0
+    for start, end in notes:
+        size += end - start
+        short = end - start <= MEMO_BYTES
+        found = memo.get(b[start:end]) if short else None
+        if found is None:
+            found = _decode_annotation(b, (start, end), seq)
+            if short and entries < MEMO_ENTRIES and not isinstance(found[1], (list, dict)):
+                memo[b[start:end]] = found
+                entries += 1
+        if found[0] is not None:
+            args[found[0]] = found[1]
+    return size, entries
+
+
+def pure_track_event(
+    b: bytes, start: int, end: int | None, seq: _Sequence
+) -> tuple[int, int, str, str | None, list[tuple[int, int]], list[Field] | None]:
+    """A TrackEvent as the decoder reads it: ``track_event_fields`` with its name as text (a span decoded, at most
+    ``NAME_BYTES`` of it, then ``MAX_NAME`` characters; an iid looked up in the sequence's names) and its category
+    (the first of its categories and category iids, in their order, that names one), the fields left for the
+    decoder (gpu_correlation, legacy events) in their order, or None. Compiled where the core is built."""
+    kind, track, name_span, name_iid, notes, rest = _track_event_fields(b, start, end)
+    name = ""
+    if name_span is not None:
+        first, last = name_span
+        name = b[first : min(last, first + NAME_BYTES)].decode("utf-8", "replace")
+        if len(name) > MAX_NAME:
+            name = name[:MAX_NAME]
+    elif name_iid is not None:
+        name = seq.tables["names"].get(name_iid, "")
+    cat: str | None = None
+    others: list[Field] | None = None
+    for number, wire, value in rest or ():
+        if number == _TE_CATEGORIES:  # track_event_fields keeps it only length-delimited
+            if cat is None:
+                cat = b[value[0] : value[1]].decode("utf-8", "replace")
+        elif number == _TE_CATEGORY_IIDS:
+            if cat is None:
+                ids = _varints(b, wire, value)
+                cat = seq.tables["categories"].get(ids[0]) if ids else None
+        else:
+            if others is None:
+                others = []
+            others.append((number, wire, value))
+    return kind, track, name, cat, notes, others
+
+
+_read_track_event: Callable[
+    [bytes, int, int | None, _Sequence], tuple[int, int, str, str | None, list[tuple[int, int]], list[Field] | None]
+] = pure_track_event
+_event_args: Callable[[bytes, list[tuple[int, int]], _Sequence, dict[str, Any], int], tuple[int, int]] = pure_event_args
+
+
+def _bind_compiled_events() -> bool:
+    """The compiled twins of the functions above, where protobuf.py bound the core (not under ``WARPWIZARD_PURE=1``)."""
+    global _event_args, _split_packets, _read_track_event
+    if not _protobuf.COMPILED:
+        return False
+    try:
+        from wizard._core import bind_events, event_args, split_packets, track_event
+    except ImportError:  # a core built before these
+        return False
+    bind_events(pure_event_args, _decode_annotation, msgspec.json.decode, _JSON_ERRORS, _raw, _ARG_FIELDS,
+                _ARG_FIELDS_BYTES, _RAW_ARGS, MEMO_BYTES, MEMO_ENTRIES, pure_split_packets, pure_track_event,
+                NAME_BYTES, MAX_NAME)  # fmt: skip
+    _event_args, _split_packets, _read_track_event = event_args, split_packets, track_event
+    return True
+
+
 def _name(b: bytes, span: tuple[int, int]) -> str:
     """A name field as kept: at most ``NAME_BYTES`` decoded, then ``MAX_NAME`` characters (a megabyte's name costs
     what a long real one does)."""
@@ -679,12 +724,15 @@ def _legacy_duration(b: bytes, span: tuple[int, int], before: int | None) -> int
     return before
 
 
+_JSON_ERRORS = (msgspec.DecodeError, RecursionError)  # a legacy JSON value that is not JSON: kept as its text
+
+
 def _json(b: bytes, span: tuple[int, int]) -> Any:
     """A legacy JSON value, decoded (bounded by its packet's size); the text itself where it is not JSON."""
     raw = b[span[0] : span[1]]
     try:
         return msgspec.json.decode(raw)
-    except (msgspec.DecodeError, RecursionError):
+    except _JSON_ERRORS:
         return raw.decode("utf-8", "replace")
 
 
@@ -747,6 +795,8 @@ class _Packets:
         self.tick = tick
         self.start = 0  # where the packet being read starts, for a message
         self.skipped = 0  # top-level entries other than packets
+        self.base = 0  # where the run of packets batches() yielded last starts: base + starts[k] is its k-th's
+        self.starts: list[int] = []
 
     def _fill(self, need: int) -> bool:
         """At least ``need`` bytes after pos, unless the stream ends first."""
@@ -767,48 +817,105 @@ class _Packets:
                 self.tick()
         return True
 
-    def __iter__(self) -> Iterator[tuple[int, bytes]]:  # noqa: PLR0912 - the header inline: once per packet
-        """Each packet's offset and bytes. A header the buffer holds is read without asking the stream (a packet's
-        tag is nearly always the one byte 0x0a), and the stream is asked only for what the buffer lacks."""
+    def __iter__(self) -> Iterator[tuple[int, bytes]]:
+        """Each packet's offset and bytes."""
+        for batch in self.batches():
+            base, starts = self.base, self.starts
+            for k, packet in enumerate(batch):
+                self.start = base + starts[k]
+                yield self.start, packet
+
+    def feed(self, read: Callable[[bytes], None]) -> None:
+        """Every packet to ``read``; where it raises ``Damaged``, ``start`` is that packet's (the error names it)."""
+        for batch in self.batches():
+            k = 0
+            try:
+                for k, packet in enumerate(batch):  # noqa: B007 - k names the packet an error came from
+                    read(packet)
+            except _Damaged:
+                self.start = self.base + self.starts[k]
+                raise
+
+    def batches(self) -> Iterator[list[bytes]]:
+        """The packets in runs: the whole ones the buffer holds split in one call (``split_packets``, compiled
+        where the core is built), the rest (a header the buffer may cut, a field other than a packet, anything
+        damaged, the entry that looks at the clock) one at a time by ``_entry``. ``base + starts[k]`` is where the
+        k-th packet of the run starts in the stream."""
         entries = 0
         tick = self.tick
         while self.pos < len(self.buf) or self._fill(1):
+            room = TICK - 1 - entries % TICK  # the entry after these looks at the clock, in _entry's path
+            if room and len(self.buf) - self.pos >= 20:
+                found, starts, pos = _split_packets(self.buf, self.pos, room, MAX_PACKET)
+                if found:
+                    entries += len(found)
+                    self.base, self.starts, self.pos = self.offset, starts, pos
+                    self.start = self.offset + starts[-1]
+                    yield found
+                    continue
             entries += 1
             if not entries % TICK and tick is not None:
                 tick()
-            self.start = start = self.offset + self.pos
-            if len(self.buf) - self.pos < 20:
-                self._fill(20)
-            buf, pos = self.buf, self.pos
-            try:
-                key = buf[pos]
-                if key == 0x0A:  # field 1 (a packet), length-delimited
-                    i = pos + 1
-                else:
-                    key, i = _varint(buf, pos)
-                    if key & 7 != 2:
-                        raise _Damaged(f"field {key >> 3} of the trace is not a message")
-                size = buf[i]
-                if size < 0x80:
-                    i += 1
-                else:
-                    size, i = _varint(buf, i)
-            except IndexError:
-                raise _Cut(start, len(buf) - pos, "the file ends inside a packet's header") from None
-            if size > MAX_PACKET:
-                raise _Damaged(f"a packet of {size} bytes (at most {MAX_PACKET})")
-            if i + size > len(buf):
-                self.pos = i
-                if not self._fill(size):
-                    raise _Cut(start, len(self.buf) - self.pos, "the file ends inside a packet")
-                buf, i = self.buf, self.pos
-            self.pos = i + size
-            if key == 0x0A or key >> 3 == 1:
-                yield start, buf[i : i + size]
+            packet = self._entry()
+            if packet is not None:
+                self.base, self.starts = self.start, [0]
+                yield [packet]
+
+    def _entry(self) -> bytes | None:
+        """One top-level entry: a packet's bytes, or None for a field that is not a packet (counted)."""
+        self.start = start = self.offset + self.pos
+        if len(self.buf) - self.pos < 20:
+            self._fill(20)
+        buf, pos = self.buf, self.pos
+        try:
+            key = buf[pos]
+            if key == 0x0A:  # field 1 (a packet), length-delimited
+                i = pos + 1
             else:
-                self.skipped += 1
-                if self.skipped > MAX_SKIPPED:
-                    raise _Damaged(f"more than {MAX_SKIPPED:,} top-level fields that are not packets")
+                key, i = _varint(buf, pos)
+                if key & 7 != 2:
+                    raise _Damaged(f"field {key >> 3} of the trace is not a message")
+            size, i = _varint(buf, i)
+        except IndexError:
+            raise _Cut(start, len(buf) - pos, "the file ends inside a packet's header") from None
+        if size > MAX_PACKET:
+            raise _Damaged(f"a packet of {size} bytes (at most {MAX_PACKET})")
+        if i + size > len(buf):
+            self.pos = i
+            if not self._fill(size):
+                raise _Cut(start, len(self.buf) - self.pos, "the file ends inside a packet")
+            buf, i = self.buf, self.pos
+        self.pos = i + size
+        if key == 0x0A or key >> 3 == 1:
+            return buf[i : i + size]
+        self.skipped += 1
+        if self.skipped > MAX_SKIPPED:
+            raise _Damaged(f"more than {MAX_SKIPPED:,} top-level fields that are not packets")
+        return None
+
+
+def pure_split_packets(buf: bytes, pos: int, limit: int, max_packet: int) -> tuple[list[bytes], list[int], int]:
+    """The whole packets (field 1 of ``Trace``, tag 0x0a) at ``buf[pos:]``, at most ``limit``: their bytes, where
+    each starts in ``buf``, and the position after the last. Stops, leaving the entry to ``_Packets._entry``, where
+    fewer than 20 bytes are left (a header may go on past the buffer), at another tag, at a size over
+    ``max_packet`` or past the buffer, and at a size varint that does not read (``_entry`` says why in words)."""
+    found: list[bytes] = []
+    starts: list[int] = []
+    end = len(buf)
+    while len(found) < limit and end - pos >= 20 and buf[pos] == 0x0A:
+        try:
+            size, i = _protobuf.pure_varint(buf, pos + 1)
+        except _Damaged:
+            break
+        if size > max_packet or i + size > end:
+            break
+        found.append(buf[i : i + size])
+        starts.append(pos)
+        pos = i + size
+    return found, starts, pos
+
+
+_split_packets: Callable[[bytes, int, int, int], tuple[list[bytes], list[int], int]] = pure_split_packets
 
 
 class _Inflating:
@@ -857,9 +964,7 @@ def read_perfetto(
             stream: Any = _Inflating(raw) if contents.compressed else raw
             consumed = _Consumed(raw, on_read)
             packets = _Packets(stream, consumed, _Deadline(config))
-            read = reader.packet
-            for _, packet in packets:
-                read(packet)
+            packets.feed(reader.packet)
             consumed()
     except _Cut as cut_off:
         contents.truncation = Truncation(cut_off.at, cut_off.partial, None, f"{cut_off} at byte {cut_off.at}")
@@ -922,3 +1027,6 @@ def _writer(reader: _Reader) -> None:
         c.writer = "Kineto's events as TrackEvent slices (a JSON-to-Perfetto converter)"
     if reader.clocks:
         c.metadata["perfetto_clocks"] = True
+
+
+COMPILED_EVENTS = _bind_compiled_events()  # whether _event_args is the compiled core's
