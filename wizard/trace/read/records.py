@@ -909,6 +909,19 @@ def _max_of(values: Sequence[float]) -> float:
     return top
 
 
+def _block_maxima(level: Sequence[float]) -> array[float]:
+    """``_max_of`` each aligned block of ``_FANOUT`` (the last one may be short): ``max`` called on each block's
+    values straight from the iterator (no slice, no Python loop), the rare NaN-first blocks done again."""
+    out = array("d", map(max, *([iter(level)] * _FANOUT)))  # whole blocks only: a short last one is dropped
+    if len(out) * _FANOUT < len(level):
+        out.append(max(level[len(out) * _FANOUT :]))
+    if any(map(math.isnan, out)):
+        for k, top in enumerate(out):
+            if math.isnan(top):
+                out[k] = _max_of(level[k * _FANOUT : (k + 1) * _FANOUT])
+    return out
+
+
 def _last_in_page(levels: list[Sequence[float]], lo: int, hi: int, t: float) -> int:
     """The largest j in [lo, hi] with ``levels[0][j] >= t``, or -1: walking left over the largest aligned blocks
     that fit, down into the first block whose maximum holds (one of its children then does)."""
@@ -952,7 +965,7 @@ class _PagedMaxima:
             level: Sequence[float] = self.ends[page * _PAGE : (page + 1) * _PAGE]
             levels = [level]
             while len(level) > 1:
-                level = array("d", (_max_of(level[k : k + _FANOUT]) for k in range(0, len(level), _FANOUT)))
+                level = _block_maxima(level)
                 levels.append(level)
             self.pages[page] = levels
         return levels
