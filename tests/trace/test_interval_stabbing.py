@@ -8,6 +8,8 @@ from __future__ import annotations
 import itertools
 import math
 import random
+import sys
+from typing import Any
 
 import pytest
 
@@ -178,3 +180,21 @@ def test_added_and_merged_after_a_query() -> None:
     for t in probe:
         assert index.containing(7, 1, t) == brute.containing(t), t
         assert index.innermost(7, 1, t) == brute.innermost(t)
+
+
+@pytest.mark.parametrize("numpy_loaded", [True, False])
+def test_merged_parts_keep_each_interval_with_its_descriptor(numpy_loaded: bool, monkeypatch: Any) -> None:
+    """A worker's part renumbers its descriptors into the whole index's (with numpy where the process loaded
+    it, else one by one): every interval keeps its own descriptor, checked per interval against the part."""
+    import numpy  # noqa: F401 - loaded, or hidden below
+
+    if not numpy_loaded:
+        monkeypatch.delitem(sys.modules, "numpy")
+    rng = random.Random(11)
+    whole = _index([(0.0, 1.0, "a"), (1.0, 2.0, "b")])
+    part: list[Interval] = [(2.0 + k, 2.5 + k, f"op{rng.randrange(300)}") for k in range(5_000)]
+    whole.merge(_index(part))
+    (_, starts, ends, refs), *others = list(whole.threads())
+    assert not others
+    got = [(starts[n], ends[n], whole.descriptor(refs[n])) for n in range(len(starts))]
+    assert got == [(0.0, 1.0, "a"), (1.0, 2.0, "b"), *part]
