@@ -6,12 +6,13 @@ rewrite with a root that is never popped (jsontail) must give the same parents a
 
 from __future__ import annotations
 
+import math
 import random
 
 import numpy as np
 import pytest
 
-from wizard.trace.health.key_averages import _innermost, _thread_tree
+from wizard.trace.health.key_averages import _holds_one, _innermost, _thread_tree
 
 
 def _brute_parents(start: list[float], end: list[float]) -> list[int]:
@@ -56,3 +57,35 @@ def test_a_deep_chain_and_siblings() -> None:
     tree = _thread_tree(np.array(starts), np.array(ends), np.arange(60), queries)
     assert tree.parent == [-1, *range(49), *[49] * 10]
     assert tree.parent == _brute_parents(tree.start.tolist(), tree.end.tolist())
+
+
+def _below(times: list[float], x: float) -> int:
+    """How many times sort before x, NaN last (numpy's order): all the numbers before a NaN."""
+    if math.isnan(x):
+        return sum(1 for t in times if not math.isnan(t))
+    return sum(1 for t in times if t < x)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_spans_kept_are_those_a_launch_falls_in(seed: int) -> None:
+    """``_holds_one`` (one binary search per span) against counting the times before each edge: a time t with
+    start <= t < end for spans with numbers at both edges, NaN and infinite edges and times included."""
+    rng = random.Random(seed)
+    edges = [math.nan, math.inf, -math.inf]
+    for _ in range(2_000):
+        starts = [rng.choice(edges) if rng.random() < 0.1 else rng.randrange(10) / 2 for _ in range(rng.randrange(8))]
+        ends = [rng.choice(edges) if rng.random() < 0.1 else s + rng.choice([0.0, 0.5, 3.0, -1.0]) for s in starts]
+        times = sorted(
+            (rng.choice(edges) if rng.random() < 0.1 else rng.randrange(12) / 2 for _ in range(rng.randrange(6))),
+            key=lambda t: (math.isnan(t), t),
+        )
+        got = _holds_one(np.array(times, dtype=np.float64), np.array(starts), np.array(ends))
+        assert got.tolist() == [_below(times, e) > _below(times, s) for s, e in zip(starts, ends, strict=True)]
+        finite = [
+            any(s <= t < e for t in times)
+            for s, e in zip(starts, ends, strict=True)
+            if not (math.isnan(s) or math.isnan(e))
+        ]
+        assert [
+            h for h, s, e in zip(got.tolist(), starts, ends, strict=True) if not (math.isnan(s) or math.isnan(e))
+        ] == finite

@@ -218,7 +218,7 @@ def _thread_tree(start: Floats, end: Floats, names: Ints, queries: Floats) -> _T
     """The spans that hold at least one launch (the others carry no device time), sorted by (start, -end), each
     with its parent: the innermost earlier span holding it whole (``_populate_cpu_children``'s rule)."""
     q = np.sort(queries)
-    holds = np.searchsorted(q, end, side="left") > np.searchsorted(q, start, side="left")  # start <= t < end
+    holds = _holds_one(q, start, end)
     chosen = np.flatnonzero(holds)
     order = chosen[np.lexsort((-end[chosen], start[chosen]))]
     s, e = start[order].tolist(), end[order].tolist()
@@ -236,6 +236,21 @@ def _thread_tree(start: Floats, end: Floats, names: Ints, queries: Floats) -> _T
         stack.append(i)
         tops.append(ei)
     return _Thread(start[order], end[order], names[order], parent)
+
+
+def _holds_one(q: Floats, start: Floats, end: Floats) -> npt.NDArray[np.bool_]:
+    """Per span, whether a sorted time falls in it (start <= t < end): the first time at or after its start is
+    before its end. One binary search per span, not two (the ends, unsorted, cost the most); a span with a NaN
+    edge counts the times below each edge, as NaN sorts last."""
+    if not len(q):
+        return np.zeros(len(start), dtype=bool)
+    first = np.searchsorted(q, start, side="left")
+    holds = q[np.minimum(first, len(q) - 1)] < end
+    holds &= first < len(q)
+    odd = np.flatnonzero(np.isnan(start) | np.isnan(end))
+    if len(odd):
+        holds[odd] = np.searchsorted(q, end[odd], side="left") > first[odd]
+    return holds
 
 
 def _innermost(tree: _Thread, times: Floats) -> Ints:
