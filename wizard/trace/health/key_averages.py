@@ -19,6 +19,7 @@ the summary-table and profiler-overhead checks (wizard/trace/health/checks/) run
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
@@ -217,18 +218,39 @@ def _thread_tree(start: Floats, end: Floats, names: Ints, queries: Floats) -> _T
     """The spans that hold at least one launch (the others carry no device time), sorted by (start, -end), each
     with its parent: the innermost earlier span holding it whole (``_populate_cpu_children``'s rule)."""
     q = np.sort(queries)
-    holds = np.searchsorted(q, end, side="left") > np.searchsorted(q, start, side="left")  # start <= t < end
+    holds = _holds_one(q, start, end)
     chosen = np.flatnonzero(holds)
     order = chosen[np.lexsort((-end[chosen], start[chosen]))]
     s, e = start[order].tolist(), end[order].tolist()
     parent: list[int] = []
-    stack: list[int] = []
-    for i in range(len(s)):
-        while stack and (s[i] >= e[stack[-1]] or e[i] > e[stack[-1]]):
+    # the open spans and their ends, under a root that is never popped: NaN's end compares false both ways, and
+    # its index -1 is "no parent" (an empty stack's answer)
+    stack, tops = [-1], [math.nan]
+    for i, (si, ei) in enumerate(zip(s, e, strict=True)):
+        top = tops[-1]
+        while si >= top or ei > top:
             stack.pop()
-        parent.append(stack[-1] if stack else -1)
+            tops.pop()
+            top = tops[-1]
+        parent.append(stack[-1])
         stack.append(i)
+        tops.append(ei)
     return _Thread(start[order], end[order], names[order], parent)
+
+
+def _holds_one(q: Floats, start: Floats, end: Floats) -> npt.NDArray[np.bool_]:
+    """Per span, whether a sorted time falls in it (start <= t < end): the first time at or after its start is
+    before its end. One binary search per span, not two (the ends, unsorted, cost the most); a span with a NaN
+    edge counts the times below each edge, as NaN sorts last."""
+    if not len(q):
+        return np.zeros(len(start), dtype=bool)
+    first = np.searchsorted(q, start, side="left")
+    holds = q[np.minimum(first, len(q) - 1)] < end
+    holds &= first < len(q)
+    odd = np.flatnonzero(np.isnan(start) | np.isnan(end))
+    if len(odd):
+        holds[odd] = np.searchsorted(q, end[odd], side="left") > first[odd]
+    return holds
 
 
 def _innermost(tree: _Thread, times: Floats) -> Ints:
@@ -243,22 +265,27 @@ def _innermost(tree: _Thread, times: Floats) -> Ints:
     popped for good; the top is then the answer. O(spans + times log times)."""
     where = np.searchsorted(tree.start, times, side="right") - 1
     s, e, latest = tree.start.tolist(), tree.end.tolist(), where.tolist()
-    out = np.full(len(times), -1, dtype=np.int64)
-    stack: list[int] = []
+    out = [-1] * len(times)
+    stack, tops = [-1], [math.nan]  # the open spans and their ends, on _thread_tree's root that is never popped
     pushed = 0  # spans pushed so far (all those starting at or before the current time)
     at = times.tolist()  # Python floats: a numpy scalar per time, and its comparisons, were a third of the loop
     for q in np.argsort(times, kind="stable").tolist():
         t, last = at[q], latest[q]
         while pushed <= last:
-            while stack and (s[pushed] >= e[stack[-1]] or e[pushed] > e[stack[-1]]):
+            start, top = s[pushed], tops[-1]
+            while start >= top or e[pushed] > top:
                 stack.pop()
+                tops.pop()
+                top = tops[-1]
             stack.append(pushed)
+            tops.append(e[pushed])
             pushed += 1
-        while stack and e[stack[-1]] <= t:
+        while tops[-1] <= t:
             stack.pop()
-        if stack and last >= 0:
+            tops.pop()
+        if last >= 0:
             out[q] = stack[-1]
-    return out
+    return np.array(out, dtype=np.int64)
 
 
 def summary_table(contents: TraceContents) -> SummaryTable:

@@ -8,6 +8,7 @@ into ``KernelMetrics``; ``METRICS_PASS`` declares the pass the inspection runs (
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 import time
 from collections import Counter
@@ -179,11 +180,9 @@ class Classifier:
     ) -> None:
         """Each launch with findings into its groups, in launch order (examples and kept launches are the first)."""
         groups, worst_badness, most = self.groups, self.worst_badness, self.max_launches
-        for i in range(start, self.fed):
-            keyed = keyed_of.get(shape_of[i])
-            if keyed is None:
-                continue
-            for finding, bad, key, listed in keyed:
+        with_findings = map(keyed_of.__contains__, shape_of[start : self.fed])  # C's loop over every launch
+        for i in itertools.compress(range(start, self.fed), with_findings):
+            for finding, bad, key, listed in keyed_of[shape_of[i]]:
                 group = groups.get(key)
                 if group is None:
                     self._grouped(finding, bad, key[1], i, ts[i], kernels, counted=True)
