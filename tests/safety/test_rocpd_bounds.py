@@ -1,7 +1,7 @@
 """A rocpd database's names cost what a kept name costs, not their size in the file (issue 47 item 1, as for Nsight
 Systems' StringIds in test_nsys_bounds.py): kernel symbols (``display_name``, ``kernel_name``) and agent names are
-read cut by SQLite to the reader's 4,096 characters (sqlite.text_column), so 1,500 symbols of a megabyte no longer
-take 2.9 GB (benchmarks/results-2026-12-02-memory.md). Names are built by wizard/testing/hostile.py."""
+read cut by SQLite to the readers' 16,384 characters (MAX_NAME, sqlite.text_column), so 1,500 symbols of a megabyte
+no longer take 2.9 GB (benchmarks/results-2026-12-02-memory.md). Names are built by wizard/testing/hostile.py."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from pathlib import Path
 
 from wizard.testing.hostile import name
 from wizard.testing.rocpd import UUID, write_rocpd
+from wizard.trace.read.collector import MAX_NAME
 from wizard.trace.read.rocpd import read_rocpd
-from wizard.trace.read.sqlite import TEXT_LIMIT
 
 COUNT = 60  # symbols, each with two names of `size` bytes, never dispatched: 120 MB of names at a megabyte
 
@@ -43,11 +43,11 @@ def _peak_mb(path: Path) -> float:
 
 
 def test_megabyte_symbol_names_cost_what_kept_names_cost(tmp_path: Path) -> None:
-    small = _database(tmp_path / "small.db", 8 * TEXT_LIMIT)
+    small = _database(tmp_path / "small.db", 8 * MAX_NAME)
     big = _database(tmp_path / "big.db", 1_000_000)
     _peak_mb(small)  # imports, outside the measurement
     grown = _peak_mb(big) - _peak_mb(small)
     assert grown < 8, grown  # the symbols held whole were 120 MB
     # symbol 1 (gemm) is dispatched twice (testing/rocpd.py's DISPATCHES): its megabyte display name, cut
     names = {k.name for k in read_rocpd(big).kernels}
-    assert names == {name(99, 1_000_000)[:TEXT_LIMIT].decode(), "softmax(float*)"}
+    assert names == {name(99, 1_000_000)[:MAX_NAME].decode(), "softmax(float*)"}

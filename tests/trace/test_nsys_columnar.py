@@ -30,7 +30,7 @@ MIN64 = -(2**63)
 
 
 def _strings(db: sqlite3.Connection) -> dict[int, str]:
-    return {i: v[:4096] for i, v in db.execute("SELECT id, value FROM StringIds") if type(v) is str}
+    return {i: v[:16_384] for i, v in db.execute("SELECT id, value FROM StringIds") if type(v) is str}
 
 
 def _int(value: Any) -> int | None:

@@ -69,7 +69,8 @@ def read_nsys_sqlite(path: str | Path, name_filter: str | None = None, limit: in
 
 
 def _kernels(found: Database, pattern: re.Pattern[str] | None, limit: int) -> list[ExternalKernel]:
-    from wizard.trace.read.sqlite import columns, integer, text
+    from wizard.trace.read.collector import MAX_NAME
+    from wizard.trace.read.sqlite import columns, integer, text_column
 
     tables, db = found.schema.tables, found.db
     if "CUPTI_ACTIVITY_KIND_KERNEL" not in tables:
@@ -77,11 +78,8 @@ def _kernels(found: Database, pattern: re.Pattern[str] | None, limit: int) -> li
     sm_counts = _sm_counts(found)
     strings: dict[int, str] = {}
     if "StringIds" in tables and columns(db, "StringIds") >= {"id", "value"}:
-        strings = {
-            i: v
-            for i, value in db.execute("SELECT id, value FROM StringIds")
-            if (v := text(value)) is not None and type(i) is int
-        }
+        query = f'SELECT "id", {text_column("value", MAX_NAME)} FROM "StringIds"'  # cut by SQLite, as the reader's
+        strings = {i: v for i, v in db.execute(query) if type(v) is str and type(i) is int}
     have = columns(db, "CUPTI_ACTIVITY_KIND_KERNEL")
     picked = ", ".join(f'"{c}"' if c in have else "NULL" for c in _KERNEL_COLUMNS)
     order = ' ORDER BY "start"' if "start" in have else ""

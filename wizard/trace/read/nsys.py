@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from wizard.errors import InputFileError
-from wizard.trace.read.collector import ANNOTATION_CAP, Collector, TraceContents
+from wizard.trace.read.collector import ANNOTATION_CAP, MAX_NAME, Collector, TraceContents
 from wizard.trace.read.events import Event, EventArgs
 from wizard.trace.read.records import NO_VALUE, PROCESS_SHIFT, ReportedValue
 from wizard.trace.read.sqlite import (
@@ -63,7 +63,6 @@ _VERSION_SUFFIX = re.compile(r"_v\d{4,}$")  # nsys names API calls with the vers
 # torch/csrc/profiler/util.cpp getNvtxStr: "name[, seq = N][, op_id = N][, sizes = [...]][, input_op_ids = ...]"
 _TORCH_NVTX = re.compile(r"^(?P<name>[^,]+), (?:seq = -?\d+|op_id = \d+|sizes = \[)")
 _RANGE_TYPES = frozenset({59, 60, 70, 71})  # NvtxPushPopRange, NvtxStartEndRange and their NVTXT forms
-MAX_TEXT = 4096  # characters kept of a name
 MAX_DIAGNOSTICS = 20  # nsys's own warnings and errors kept, as evidence
 BATCH = 50_000  # rows handed to the collector at once
 _SEVERITY = {2: "warning", 3: "error"}  # ENUM_DIAGNOSTIC_SEVERITY_LEVEL; info and verbose are not evidence
@@ -136,7 +135,7 @@ _int = integer
 
 
 def _text(value: Any) -> str | None:
-    return value[:MAX_TEXT] if type(value) is str else None
+    return value[:MAX_NAME] if type(value) is str else None
 
 
 class _Export:
@@ -202,11 +201,11 @@ class _Export:
             yield from batch
 
     def _strings(self) -> None:
-        """StringIds, each text cut to ``MAX_TEXT`` characters by SQLite (``substr``), so a batch of rows never
+        """StringIds, each text cut to ``MAX_NAME`` characters by SQLite (``substr``), so a batch of rows never
         holds a megabyte's name whole (1,500 of them took 1.5 GB a batch); anything but text is no name."""
         if not {"id", "value"} <= self._columns("StringIds"):
             return
-        query = f'SELECT "id", {text_column("value", MAX_TEXT)} FROM "StringIds"'
+        query = f'SELECT "id", {text_column("value", MAX_NAME)} FROM "StringIds"'
         for batch in _batches(self.db.execute(query)):
             for sid, text in batch:
                 if type(sid) is int and type(text) is str:

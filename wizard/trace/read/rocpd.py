@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from wizard.errors import InputFileError
-from wizard.trace.read.collector import Collector, TraceContents
+from wizard.trace.read.collector import MAX_NAME, Collector, TraceContents
 from wizard.trace.read.events import Event, EventArgs
 from wizard.trace.read.sqlite import (
     Database,
@@ -125,13 +125,16 @@ class _Run:
             if i is None or device is None or kind != "GPU":
                 continue
             self.agent_index[i] = device
-            self.agents[device] = {"id": device, "name": text(product) or text(name) or ""}
+            self.agents[device] = {"id": device, "name": text(product, MAX_NAME) or text(name, MAX_NAME) or ""}
         self.symbols: dict[int, tuple[str, int | None]] = {}
         cols = ("id", "display_name", "kernel_name", "arch_vgpr_count", "accum_vgpr_count")
         for ident, display, mangled, arch, accum in self._rows(SYMBOL, cols, texts=NAMES):
             if (i := integer(ident)) is not None:
                 a, b = integer(arch), integer(accum)
-                self.symbols[i] = (text(display) or text(mangled) or "unknown", a + (b or 0) if a is not None else None)
+                self.symbols[i] = (
+                    text(display, MAX_NAME) or text(mangled, MAX_NAME) or "unknown",
+                    a + (b or 0) if a is not None else None,
+                )
 
     def _rows(
         self, base: str, wanted: tuple[str, ...], order: str = "", texts: frozenset[str] = frozenset()
@@ -143,7 +146,9 @@ class _Run:
             return
         have = columns(self.db, table)
         order = order if "start" in have else ""
-        picked = ", ".join((text_column(c) if c in texts else f'"{c}"') if c in have else "NULL" for c in wanted)
+        picked = ", ".join(
+            (text_column(c, MAX_NAME) if c in texts else f'"{c}"') if c in have else "NULL" for c in wanted
+        )
         quoted = table.replace('"', '""')
         cursor = self.db.execute(f'SELECT {picked} FROM "{quoted}"{order}')
         while batch := cursor.fetchmany(BATCH):

@@ -84,15 +84,12 @@ def integer(value: Any) -> int | None:
     return value if type(value) is int else None
 
 
-TEXT_LIMIT = 4096  # characters kept of a name read from a database (Nsight Systems' StringIds, rocpd's symbols)
-
-
-def text(value: Any, limit: int = TEXT_LIMIT) -> str | None:
+def text(value: Any, limit: int) -> str | None:
     """A text column's value, cut to ``limit`` characters, or None where the file holds anything else."""
     return value[:limit] if type(value) is str else None
 
 
-def text_column(column: str, limit: int = TEXT_LIMIT) -> str:
+def text_column(column: str, limit: int) -> str:
     """The SQL for a text column cut to ``limit`` characters by SQLite itself (anything but text is NULL), so a
     batch of rows never holds a megabyte's name whole (issue 47 items 1 and 7: 1,500 names of 1 MB took 1.5 GB
     a batch in an Nsight export, 2.9 GB in a rocpd one). ``column`` is a name this reader wrote, never the file's."""
