@@ -756,7 +756,7 @@ class SliceTable:
         self.row.extend(array("i", map(remap.__getitem__, other.row)))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class RuntimeCall:
     pid: Any
     tid: Any
@@ -896,7 +896,7 @@ class OpInfo:
     call_stack: str | None
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, repr=False)
 class _ThreadIntervals:
     starts: array[float] = field(default_factory=lambda: array("d"))
     ends: array[float] = field(default_factory=lambda: array("d"))
