@@ -38,7 +38,7 @@ class PassRun(Protocol[R_co]):
         """The pass's result, from the whole trace and the results of the passes it ``needs``."""
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@dataclass(frozen=True, eq=False)
 class TracePass(Generic[R]):
     """A pass, declared once: what the inspection runs, in what order it may read what, and how it is written."""
 
