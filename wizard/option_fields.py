@@ -56,7 +56,7 @@ def shared(name: str) -> dict[str, Any]:
     return {"shared": name}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Declared:
     """An option's declaration, read back from its field (what ``option`` wrote)."""
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import secrets
 import stat
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -147,6 +146,8 @@ def _open_temporary(parent: Path, name: str, made: list[Path]) -> int:
     """A new temporary file beside the output. Its name is in ``made`` from before it is created, so a signal
     that lands between the kernel making the file and this function returning (a SIGHUP's handler raises there)
     still leaves the caller a name to remove: the file never outlives the run."""
+    import secrets  # with random, hmac and base64: only where a file is written, not for --json on stdout
+
     for _ in range(100):
         tmp = parent / f".{name[:100]}.{secrets.token_hex(6)}.tmp"
         made.append(tmp)

@@ -30,7 +30,7 @@ PLAYBOOKS_GROUP = "warpwizard.playbooks"
 PASSES_GROUP = "warpwizard.passes"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Plugin:
     """One entry point: what it is called, the package that declared it, and what it loaded."""
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import os
 import signal
 import sys
@@ -271,4 +272,7 @@ def entry() -> None:
     except BrokenPipeError:  # the reader left: keep Python's own exit flush from complaining
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
+    # The interpreter's exit collects garbage over every object still alive (numpy's and every module's: 4% of a
+    # small inspection's instructions). The run is over and its outputs closed: frozen, they are left to the exit.
+    gc.freeze()
     sys.exit(code)

@@ -50,7 +50,7 @@ Ints = npt.NDArray[np.int64]
 Overheads = list[tuple[float, float, str, int | None]]  # TraceContents.timeline.overheads: start, end, name, corr
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class SummaryRow:
     """One row of the table, as ``key_averages()`` reports it and as the GPU events counted once give it."""
 
@@ -74,7 +74,7 @@ class SummaryRow:
         }
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, repr=False)
 class SummaryTable:
     """The whole table and the sums a reader compares."""
 
@@ -102,7 +102,7 @@ def _ints(values: Any) -> Ints:
     return np.frombuffer(values, dtype=np.int64 if values.itemsize == 8 else np.int32).astype(np.int64)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, repr=False)
 class _Events:
     """Every kernel, copy and set: start, duration (a negative one as 0), correlation, and a name id."""
 
@@ -163,7 +163,7 @@ def _launches(contents: TraceContents, corr: Ints) -> tuple[Ints, Floats]:
     return thread, at
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, repr=False)
 class _Thread:
     """One thread's ops and record_function spans that hold a launch, sorted by (start, -end), with parents."""
 
@@ -173,7 +173,7 @@ class _Thread:
     parent: list[int]
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, repr=False)
 class _Spans:
     """Per thread, every CPU op and record_function span (starts, ends, name ids), and the names by id."""
 
@@ -662,7 +662,7 @@ def profiler_overhead(contents: TraceContents, span: tuple[float, float] | None,
 # -- the table the user printed (the profiler hook) ------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class PrintedRow:
     """One row of ``prof.key_averages()`` as the user's table shows it (µs)."""
 

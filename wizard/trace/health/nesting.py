@@ -66,7 +66,7 @@ def to_ns(us: npt.NDArray[np.float64]) -> tuple[I64, npt.NDArray[np.bool_]]:
     return ns.astype(np.int64), valid
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, repr=False)
 class RowEvents:
     """Every X event on a row that holds a kernel, as arrays in one order: (row, ts, the longer first, table,
     position in its table); times in Perfetto's nanoseconds. ``ref`` is the position in the event's own table
@@ -278,7 +278,7 @@ def walk(events: RowEvents) -> tuple[I64, I64, I64]:
     return np.array(hidden, dtype=np.int64), np.array(against, dtype=np.int64), np.array(deep, dtype=np.int64)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, repr=False)
 class Moves:
     """``--split-overlaps``: each event that cannot nest, by (table, position), to its extra lane on its row
     (1, 2, ...; the lowest whose last event ended by its start)."""

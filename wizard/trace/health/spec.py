@@ -26,7 +26,7 @@ _DRIVER = f"{KINETO} libkineto/src/CuptiCbidRegistry.cpp:165-178: the only drive
 _ROCM = f"{KINETO} libkineto/src/RocprofLogger.cpp:210-227 isKernelApi: the HIP calls Kineto records as launches"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class LaunchApi:
     """A call name Kineto writes for a kernel launch (``launch``) or a graph replay (``graph``), and where its
     source says so: one table that the checks, docs/health.md and the tests read."""
@@ -83,7 +83,7 @@ CAPTURE_BEGIN = frozenset({"cudaStreamBeginCapture", "hipStreamBeginCapture"})
 CAPTURE_END = frozenset({"cudaStreamEndCapture", "hipStreamEndCapture"})
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class StatusWord:
     """A health status as every reader writes it: the word (JSON, facts), its mark for a person (the terminal,
     a triage's lines) and its label in a report's table."""
@@ -190,7 +190,7 @@ Scope = Literal["trace", "job"]
 How = Literal["total", "any", "none", "first", "max", "largest", "keys", "worst", "most"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Bounds:
     """JSON Schema bounds on a detail (``Annotated[int, "meaning", Bounds(minimum=0)]``), for the schema."""
 
@@ -200,7 +200,7 @@ class Bounds:
     max_properties: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class CheckFact:
     """A trace.inspect fact read from one check: ``detail`` is a key of its details, or ``count`` / ``status``;
     ``how`` sums it over a job's traces; ``default`` is the fact when no trace has the check."""
@@ -213,7 +213,7 @@ class CheckFact:
     default: Any = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class CheckFix:
     """A ``trace fix`` option that repairs what a check found, which a report offers with the trace's own path:
     ``{unit}s of TRACE {found} on PLACE {means} <PLACE row>{row} ...{rest}``. ``rows`` is the detail counting
@@ -230,7 +230,7 @@ class CheckFix:
     place: str = "stream"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class CheckSpec:
     """A health check declared once, as ``CHECK`` in its own module of wizard/trace/health/checks/ beside the
     function that runs it: what the runner, the docs (docs/health.md's table, docs/health.schema.json, both

@@ -22,7 +22,7 @@ Floats = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.integer[Any]]
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, repr=False)
 class Calls:
     """The runtime calls, classified once by name."""
 
@@ -46,7 +46,7 @@ class Calls:
         return cls(floats(rt.starts), ints(rt.correlations), ints(rt.threads), kind == 0, kind == 1, names, name_of)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, repr=False)
 class Kernels:
     ts: Floats
     dur: Floats

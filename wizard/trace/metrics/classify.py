@@ -396,7 +396,7 @@ def analyse(
     return found
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, slots=True, eq=False, repr=False)
 class _Named:
     """A check's mechanisms (each once, in order), the one a record leads with, and whether any is wrong."""
 

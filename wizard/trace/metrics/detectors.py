@@ -70,7 +70,7 @@ class Finding:
         return worst
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, repr=False)
 class KernelCheck:
     """Everything found for one kernel (possibly nothing)."""
 
@@ -179,7 +179,7 @@ def _unrecomputable(k: KernelRecord, why: str) -> KernelCheck:
     return result
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, repr=False)
 class LaunchContext:
     """One launch, what it implies, and the check being built: what every detector reads."""
 
@@ -473,7 +473,7 @@ def _sm_source(device: DeviceInfo | None, num_sms: int | None) -> str:
     return words
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class _OccupancyReading:
     """What the occupancy check compares, gathered once: the printed value, both calculators' results and the
     values Kineto's formula gives from them."""

@@ -192,7 +192,7 @@ class TraceContents:
         return rank_value(info.get("rank")) if isinstance(info, dict) else None
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class PieceResult:
     """What a worker process made of one block of events; merged in file order."""
 

@@ -39,7 +39,7 @@ def is_cuspy(contents: TraceContents) -> bool:
     return not contents.kernels.carries_metrics()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Clamped:
     """What Cuspy's clamping may hide in one trace."""
 

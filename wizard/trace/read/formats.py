@@ -36,7 +36,7 @@ GZIP_MAGIC = inflate.GZIP_MAGIC
 HEAD_BYTES = 4096  # read to recognise a file (a gzip member's first inflated bytes come from far fewer)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class TraceFormat:
     """One format the reader takes."""
 

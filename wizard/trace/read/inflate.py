@@ -27,7 +27,7 @@ GZIP_MAGIC = b"\x1f\x8b"
 CHUNK = 1 << 20  # compressed bytes read at a time
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class GzipBounds:
     """How much a gzip stream may inflate to: at most ``max_ratio`` times the compressed bytes read so far (once
     past ``ratio_floor`` inflated bytes, so a tiny file is never refused for its ratio), and ``max_bytes`` in all."""

@@ -57,7 +57,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class ReaderConfig:
     """How the reader reads: the numbers tests shrink to reach every path with small files."""
 

@@ -758,7 +758,7 @@ class SliceTable:
         self.row.extend(array("i", map(remap.__getitem__, other.row)))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class RuntimeCall:
     pid: Any
     tid: Any
@@ -994,7 +994,7 @@ def _renumbered(ids: array[int], new_ids: list[int]) -> array[int]:
     return array("i", map(new_ids.__getitem__, ids))
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, repr=False)
 class _ThreadIntervals:
     starts: array[float] = field(default_factory=lambda: array("d"))
     ends: array[float] = field(default_factory=lambda: array("d"))

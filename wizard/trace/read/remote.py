@@ -119,7 +119,7 @@ def _code(exc: BaseException) -> str:
     return visible(cut(code, 60)) if isinstance(code, str) else ""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class UrlIdentity:
     """Which object a URL named when it was read: what a per-rank summary is reused by (its ETag where the store
     gives one, else its modification time), as a local file's path, size and mtime."""
@@ -236,7 +236,7 @@ def read_url(
         return contents
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class _guarded:
     """A store's error while reading, as the one line ``refused`` says (a domain error passes as it is)."""
 

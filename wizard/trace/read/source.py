@@ -23,7 +23,7 @@ from wizard.errors import InputFileError, TraceReadError
 from wizard.trace.read.inflate import GZIP_MAGIC, GzipCut, GzipError, Inflater
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class ReadStats:
     """What this process's reader opened and read from the files themselves (a test proves one read with it)."""
 

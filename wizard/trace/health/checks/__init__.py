@@ -65,7 +65,7 @@ _FUNCTION = {
 }
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Registered:
     """A check's function as the registry holds it: what it asks for, by name, checked when it was registered."""
 

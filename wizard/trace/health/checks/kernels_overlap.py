@@ -195,7 +195,7 @@ CHECK = CheckSpec(
 )
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, repr=False)
 class _Hidden:
     """The kernels-overlap check's facts: which events of the kernel rows Perfetto cannot nest."""
 
@@ -245,7 +245,7 @@ def _pdl(calls: Calls, corr: Ints) -> npt.NDArray[np.bool_]:
     return member(corr, ids)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, repr=False)
 class _Kinds:
     """Per kernel that cannot nest, which kind of overlap it is (module docstring), and the words it needs."""
 

@@ -137,7 +137,7 @@ def left_out(ranks: Mapping[int, Starts], cut: Collection[int] = (), *, one_job:
     return dict(sorted(out.items()))
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, repr=False)
 class _Measured:
     """The skews over the compared ranks, and what the verdict says of them."""
 

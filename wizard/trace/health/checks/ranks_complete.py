@@ -134,7 +134,7 @@ def _groups(config: object, rank: int | None, world: int | None) -> tuple[tuple[
     return tuple(sorted(found))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False, repr=False)
 class Trace:
     """One trace of the directory: its file's name, its rank (declared, else from the name) and its place."""
 
@@ -197,7 +197,7 @@ def _disagreeing(members: Mapping[int, Trace]) -> dict[str, str]:
     return out
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, repr=False)
 class Tally:
     """The job's ranks sorted out: what the verdict says."""
 
