@@ -439,9 +439,11 @@ static PyObject *attr[A_COUNT];
 
 /* what collector.py hands over once (json_bind): the categories, MAX_NAME, its pure helpers and constants */
 static PyObject *op_cats = NULL, *runtime_cats = NULL, *kernel_cats = NULL, *python_cats = NULL, *gpu_op_cats = NULL;
+static PyObject *kind_of = NULL;  /* {category: 1 op, 2 runtime, 3 kernel, 4 python, 5 gpu op}: the first set's */
 static PyObject *j_number = NULL, *j_as_int = NULL, *j_thread_class = NULL, *j_no_args = NULL;
 static PyObject *j_occupancy_key = NULL, *j_theoretical_key = NULL, *j_missing = NULL, *j_empty = NULL;
 static Py_ssize_t j_max_name = 16384;
+static PyObject *j_event_type = NULL, *j_args_type = NULL;  /* held: field_owner points at them */
 
 /* a growable run of bytes (doubles, int64s or C ints), handed to an array.array by frombytes */
 typedef struct {
@@ -640,7 +642,52 @@ static long id_of(PyObject *ids, PyObject *keys, PyObject *key, PyObject *listed
     return failed ? -1 : id;
 }
 
-static PyObject *ev_attr(PyObject *ev, int which) { return PyObject_GetAttr(ev, attr[which]); }
+/* Where the decoder's structs (events.Event, EventArgs: msgspec Structs, each field a slot) hold each field, found
+ * at json_bind by building one of each with a distinct object in every field and finding each object's word in it
+ * once (and only once): read there for an object of exactly that type, by name for anything else. A generic
+ * attribute lookup was 40% of this loop's instructions. */
+static PyTypeObject *field_owner[A_COUNT];
+static Py_ssize_t field_offset[A_COUNT];
+
+static PyObject *ev_attr(PyObject *ev, int which) {
+    if (field_offset[which] && Py_TYPE(ev) == field_owner[which]) {
+        PyObject *value = *(PyObject **)((char *)ev + field_offset[which]);
+        if (value) return new_ref(value);
+    }
+    return PyObject_GetAttr(ev, attr[which]);
+}
+
+/* the slots of `type`'s fields among attr[first..last]: 0 where bound, -1 with an error raised */
+static int find_fields(PyObject *type, int first, int last) {
+    PyObject *size = PyObject_GetAttrString(type, "__basicsize__");
+    Py_ssize_t basic = size ? PyLong_AsSsize_t(size) : -1;
+    Py_XDECREF(size);
+    if (basic < 0) return -1;
+    PyObject *kwargs = PyDict_New(), *empty = PyTuple_New(0), *marks[A_COUNT] = {NULL}, *sample = NULL;
+    int status = -1;
+    if (!kwargs || !empty) goto done;
+    for (int k = first; k <= last; k++)
+        if (!(marks[k] = PyObject_CallObject((PyObject *)&PyBaseObject_Type, NULL)) ||
+            PyDict_SetItem(kwargs, attr[k], marks[k]) < 0)
+            goto done;
+    if (!(sample = PyObject_Call(type, empty, kwargs))) goto done;
+    for (int k = first; k <= last; k++) {
+        Py_ssize_t found = 0;
+        for (Py_ssize_t at = (Py_ssize_t)sizeof(PyObject); at + (Py_ssize_t)sizeof(PyObject *) <= basic;
+             at += (Py_ssize_t)sizeof(PyObject *))
+            if (*(PyObject **)((char *)sample + at) == marks[k]) found = found ? -1 : at;
+        PyObject *read = found > 0 ? PyObject_GetAttr(sample, attr[k]) : NULL;  /* and by name: the same object */
+        if (found > 0 && !read) goto done;
+        field_offset[k] = read == marks[k] ? found : 0;
+        field_owner[k] = (PyTypeObject *)type;
+        Py_XDECREF(read);
+    }
+    status = 0;
+done:
+    for (int k = first; k <= last; k++) Py_XDECREF(marks[k]);
+    Py_XDECREF(kwargs); Py_XDECREF(empty); Py_XDECREF(sample);
+    return status;
+}
 
 /* Collector._op_ref's key, looked up; the twin's _op_ref where it is new. -1 with an error raised */
 static long op_ref(JState *s, PyObject *ev) {
@@ -675,11 +722,23 @@ static long op_ref(JState *s, PyObject *ev) {
     return (ref == -1 && PyErr_Occurred()) ? -1 : ref;
 }
 
+/* a == b for a thread's pid or tid: an identical object, or two ints of one value, without a call */
+static int same_key(PyObject *a, PyObject *b) {
+    if (a == b) return 1;
+    if (PyLong_CheckExact(a) && PyLong_CheckExact(b)) {
+        int over_a = 0, over_b = 0;
+        long long x = PyLong_AsLongLongAndOverflow(a, &over_a), y = PyLong_AsLongLongAndOverflow(b, &over_b);
+        if (!over_a && !over_b) return x == y;
+        PyErr_Clear();
+    }
+    return PyObject_RichCompareBool(a, b, Py_EQ);
+}
+
 /* the run of (pid, tid)'s thread in this call: found, or its _ThreadIntervals looked up (made where new) */
 static Py_ssize_t op_run_of(JState *s, PyObject *pid, PyObject *tid) {
     if (s->op_run >= 0) {
-        int same = PyObject_RichCompareBool(tid, s->op_tid, Py_EQ);
-        if (same > 0) same = PyObject_RichCompareBool(pid, s->op_pid, Py_EQ);
+        int same = same_key(tid, s->op_tid);
+        if (same > 0) same = same_key(pid, s->op_pid);
         if (same < 0) return -1;
         if (same) return s->op_run;
     }
@@ -784,8 +843,8 @@ static int handle_runtime(JState *s, PyObject *ev) {
     PyObject *pid = ev_attr(ev, A_PID), *tid = pid ? ev_attr(ev, A_TID) : NULL;
     int failed = !tid;
     if (!failed && s->rt_thread >= 0) {
-        int same = PyObject_RichCompareBool(tid, s->rt_tid, Py_EQ);
-        if (same > 0) same = PyObject_RichCompareBool(pid, s->rt_pid, Py_EQ);
+        int same = same_key(tid, s->rt_tid);
+        if (same > 0) same = same_key(pid, s->rt_pid);
         failed = same < 0;
         if (!same) s->rt_thread = -1;
     }
@@ -1055,17 +1114,21 @@ static int call_for_effect(PyObject *fn, PyObject *ev) {
 static int dispatch(JState *s, PyObject *ev) {
     PyObject *cat = ev_attr(ev, A_CAT);
     if (!cat) return -1;
-    int status = -1, in;
-    if ((in = PySet_Contains(op_cats, cat)) != 0) {
-        status = in < 0 ? -1 : handle_op(s, ev);
-    } else if ((in = PySet_Contains(runtime_cats, cat)) != 0) {
-        status = in < 0 ? -1 : handle_runtime(s, ev);
-    } else if ((in = PySet_Contains(kernel_cats, cat)) != 0) {
-        status = in < 0 ? -1 : handle_kernel(s, ev);
-    } else if ((in = PySet_Contains(python_cats, cat)) != 0) {
-        status = in < 0 ? -1 : call_for_effect(s->python, ev);
-    } else if ((in = PySet_Contains(gpu_op_cats, cat)) != 0) {
-        status = in < 0 ? -1 : call_for_effect(s->gpu_op, ev);
+    PyObject *found = PyDict_GetItemWithError(kind_of, cat);  /* TypeError for an unhashable one, as `in` raises */
+    long kind = found ? PyLong_AsLong(found) : 0;
+    int status = -1;
+    if (!found && PyErr_Occurred()) {
+        status = -1;
+    } else if (kind == 1) {
+        status = handle_op(s, ev);
+    } else if (kind == 2) {
+        status = handle_runtime(s, ev);
+    } else if (kind == 3) {
+        status = handle_kernel(s, ev);
+    } else if (kind == 4) {
+        status = call_for_effect(s->python, ev);
+    } else if (kind == 5) {
+        status = call_for_effect(s->gpu_op, ev);
     } else {
         PyObject *dur = ev_attr(ev, A_DUR);
         if (dur && dur != Py_None) {
@@ -1126,8 +1189,8 @@ static PyObject *core_collect_events(PyObject *self, PyObject *const *args, Py_s
  * twins */
 static PyObject *core_json_bind(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
-    if (nargs != 14) {
-        PyErr_SetString(PyExc_TypeError, "json_bind takes the collector's 14 constants and twins");
+    if (nargs != 16) {
+        PyErr_SetString(PyExc_TypeError, "json_bind takes the collector's 14 constants and twins, Event, EventArgs");
         return NULL;
     }
     for (int k = 0; k < 5; k++)
@@ -1150,6 +1213,30 @@ static PyObject *core_json_bind(PyObject *self, PyObject *const *args, Py_ssize_
         Py_XDECREF(old);
     }
     j_max_name = limit;
+    PyObject *kinds = PyDict_New();
+    for (int k = 4; kinds && k >= 0; k--) {  /* the last set first: a category in two is the first one's */
+        PyObject *number = PyLong_FromLong(k + 1), *iterator = number ? PyObject_GetIter(args[k]) : NULL, *cat;
+        while (iterator && (cat = PyIter_Next(iterator))) {
+            if (PyDict_SetItem(kinds, cat, number) < 0) Py_CLEAR(kinds);
+            Py_DECREF(cat);
+            if (!kinds) break;
+        }
+        if (!number || !iterator || PyErr_Occurred()) Py_CLEAR(kinds);
+        Py_XDECREF(number);
+        Py_XDECREF(iterator);
+    }
+    if (!kinds) return NULL;
+    J_SETREF(kind_of, kinds);
+    for (int k = 0; k < A_COUNT; k++) field_offset[k] = 0;  /* by name until found again */
+    for (int k = 14; k < 16; k++) {
+        PyObject **slot = k == 14 ? &j_event_type : &j_args_type, *old = *slot;
+        *slot = new_ref(args[k]);
+        Py_XDECREF(old);
+    }
+    if (find_fields(j_event_type, A_CAT, A_ARGS) < 0 || find_fields(j_args_type, A_CORRELATION, A_ORIGINAL_STREAM) < 0) {
+        for (int k = 0; k < A_COUNT; k++) field_offset[k] = 0;
+        return NULL;
+    }
     Py_RETURN_NONE;
 }
 

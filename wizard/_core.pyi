@@ -39,5 +39,7 @@ def json_bind(
     theoretical_key: str,
     missing: Any,
     pure_collect_events: Callable[[Any, list[Any]], None],
+    event_type: type,
+    args_type: type,
     /,
 ) -> None: ...
