@@ -266,6 +266,47 @@ def test_an_error_stops_both_paths_where_it_happens_with_what_came_before_kept()
     assert kept.ops._descriptors[-1].name == "x"  # its descriptor made before its thread was looked up, both ways
 
 
+class SubEvent(Event):
+    """Not the decoder's struct: the core reads its fields by name, not at the slots it found in Event's."""
+
+
+class SubArgs(EventArgs):
+    pass
+
+
+def test_structs_other_than_the_decoders_are_read_by_name_the_same() -> None:
+    rng = random.Random(7)
+    events: list[Event] = []
+    for ev in (built_event(rng) for _ in range(300)):
+        args = ev.args
+        sub = None if args is None else SubArgs(**{f: getattr(args, f) for f in args.__struct_fields__})
+        events.append(SubEvent(**{f: getattr(ev, f) for f in ev.__struct_fields__ if f != "args"}, args=sub))
+    kept = assert_same([events])
+    assert len(kept.kernels) + kept.ops.count + len(kept.runtime) > 0
+
+
+def test_thousands_of_threads_in_one_block_collect_the_same() -> None:
+    """A hostile spread of (pid, tid): one run of gathered intervals per thread, each handed to its own arrays."""
+    events = []
+    for i in range(6_000):
+        for cat in ("cpu_op", "cuda_runtime"):
+            args = EventArgs(correlation=i)
+            events.append(Event(cat=cat, name=f"n{i % 7}", pid=i % 97, tid=i, ts=10_000.0 - i, dur=1.0, args=args))
+    kept = assert_same([events[:5_000], events[5_000:]])
+    threads = {(i % 97, i) for i in range(6_000)}  # counted here, from the events as made
+    assert len(kept.ops._threads) == len(kept.runtime._thread_keys) == len(threads)
+    assert kept.ops.count == len(kept.runtime) == 6_000
+
+
+def test_one_thread_out_of_order_is_marked_unsorted_the_same() -> None:
+    starts = [5.0, 6.0, 2.0, 7.0]  # the third start goes back: IntervalIndex.add's sorted_ goes False
+    events = [Event(cat="cpu_op", name="a", pid=1, tid=1, ts=t, dur=1.0) for t in starts]
+    kept = assert_same([events[:2], events[2:]])
+    assert [t.sorted_ for t in kept.ops._threads.values()] == [False]
+    kept = assert_same([events[:2], [events[3]]])
+    assert [t.sorted_ for t in kept.ops._threads.values()] == [True]
+
+
 def test_inputs_other_than_a_list_take_the_twin() -> None:
     events = tuple(decoded(builder_events()))
     ours, twin = TraceContents(path=""), TraceContents(path="")
