@@ -937,6 +937,29 @@ enum { K_ARGS, K_OCC, K_DEVICE, K_CORR, K_REGS, K_SMEM, K_TS, K_DUR, K_BPS, K_WP
        K_NAME, K_PID, K_TID, K_DEV, K_GRID, K_BLOCK, K_REGI, K_SMEMI, K_FIXED, K_PROF, K_TSF, K_DURF, K_SHAPE,
        K_RAW, K_COUNT };
 
+/* a kernel's reported metrics (Collector._value of each) and its stream, as _kernel reads them first: o[K_BPS],
+ * o[K_WPS], o[K_OCCV], o[K_STREAM], and which occupancy it reports; 0 or -1 */
+static int kernel_metrics(JState *s, PyObject *args, PyObject **o, PyObject **occupancy_key) {
+    *occupancy_key = Py_None;
+    if (!(o[K_OCC] = ev_attr(args, A_OCCUPANCY))) return -1;
+    if (o[K_OCC] != Py_None) {
+        *occupancy_key = j_occupancy_key;
+    } else {
+        PyObject *theoretical = ev_attr(args, A_THEORETICAL);
+        if (!theoretical) return -1;
+        if (theoretical != Py_None) *occupancy_key = j_theoretical_key;
+        J_SETREF(o[K_OCC], theoretical);
+    }
+    if (!(o[K_RAW] = ev_attr(args, A_BLOCKS_PER_SM)) || !(o[K_BPS] = reported_of(s, o[K_RAW]))) return -1;
+    J_SETREF(o[K_RAW], ev_attr(args, A_WARPS_PER_SM));
+    if (!o[K_RAW] || !(o[K_WPS] = reported_of(s, o[K_RAW])) || !(o[K_OCCV] = reported_of(s, o[K_OCC]))) return -1;
+    J_SETREF(o[K_RAW], ev_attr(args, A_ORIGINAL_STREAM));  /* Cuspy's lanes: the real stream */
+    if (!o[K_RAW]) return -1;
+    if (o[K_RAW] == Py_None) J_SETREF(o[K_RAW], ev_attr(args, A_STREAM));
+    if (!o[K_RAW] || !(o[K_STREAM] = stream_of(o[K_RAW]))) return -1;
+    return 0;
+}
+
 /* a kernel: Collector._kernel, KernelTable.add's arguments in the twin's order */
 static int handle_kernel(JState *s, PyObject *ev) {
     PyObject *o[K_COUNT] = {NULL};
@@ -948,26 +971,11 @@ static int handle_kernel(JState *s, PyObject *ev) {
         J_SETREF(o[K_ARGS], new_ref(j_no_args));
         args = o[K_ARGS];
     }
-    if (!(o[K_OCC] = ev_attr(args, A_OCCUPANCY))) goto done;
-    if (o[K_OCC] != Py_None) {
-        occupancy_key = j_occupancy_key;
-    } else {
-        PyObject *theoretical = ev_attr(args, A_THEORETICAL);
-        if (!theoretical) goto done;
-        if (theoretical != Py_None) occupancy_key = j_theoretical_key;
-        J_SETREF(o[K_OCC], theoretical);
-    }
+    if (kernel_metrics(s, args, o, &occupancy_key) < 0) goto done;
     if (!(o[K_DEVICE] = ev_attr(args, A_DEVICE)) || !(o[K_CORR] = ev_attr(args, A_CORRELATION)) ||
         !(o[K_REGS] = ev_attr(args, A_REGISTERS)) || !(o[K_SMEM] = ev_attr(args, A_SHARED_MEMORY)) ||
         !(o[K_TS] = ev_attr(ev, A_TS)) || !(o[K_DUR] = ev_attr(ev, A_DUR)))
         goto done;
-    if (!(o[K_RAW] = ev_attr(args, A_BLOCKS_PER_SM)) || !(o[K_BPS] = reported_of(s, o[K_RAW]))) goto done;
-    J_SETREF(o[K_RAW], ev_attr(args, A_WARPS_PER_SM));
-    if (!o[K_RAW] || !(o[K_WPS] = reported_of(s, o[K_RAW])) || !(o[K_OCCV] = reported_of(s, o[K_OCC]))) goto done;
-    J_SETREF(o[K_RAW], ev_attr(args, A_ORIGINAL_STREAM));
-    if (!o[K_RAW]) goto done;
-    if (o[K_RAW] == Py_None) J_SETREF(o[K_RAW], ev_attr(args, A_STREAM));
-    if (!o[K_RAW] || !(o[K_STREAM] = stream_of(o[K_RAW]))) goto done;
     double ts, dur;
     if (PyFloat_CheckExact(o[K_TS])) ts = PyFloat_AsDouble(o[K_TS]);
     else if (number_or_zero(o[K_TS], &ts) < 0) goto done;
