@@ -497,7 +497,7 @@ typedef struct {
     int nheld;
     PyObject *contents, *op_threads, *op_refs, *op_ref, *names, *reported, *value, *dims, *dims_fn, *occupancy;
     PyObject *non_finite, *kernel_add, *python, *gpu_op, *complete;
-    PyObject *runtime, *thread_ids, *thread_keys, *name_ids, *name_list;
+    PyObject *runtime, *thread_ids, *thread_keys, *name_ids, *name_list, *categories;
     OpRun *runs;
     Py_ssize_t nruns, cap_runs;
     PyObject *run_of;  /* {(pid, tid): index into runs} */
@@ -1047,10 +1047,13 @@ static int state_open(JState *s, PyObject *collector) {
     s->python = hold(s, get(collector, "_python"));
     s->gpu_op = hold(s, get(collector, "_gpu_op"));
     s->complete = hold(s, get(collector, "_complete"));
+    PyObject *timeline = hold(s, get(s->contents, "timeline"));
+    s->categories = hold(s, get(timeline, "categories"));
     if (PyErr_Occurred()) return -1;  /* the first lookup that failed raised */
     s->run_of = hold(s, PyDict_New());
     if (!s->run_of) return -1;
-    PyObject *dicts[] = {s->op_threads, s->thread_ids, s->name_ids, s->op_refs, s->names, s->reported, s->dims};
+    PyObject *dicts[] = {s->op_threads, s->thread_ids, s->name_ids, s->op_refs, s->names, s->reported, s->dims,
+                         s->categories};
     for (size_t k = 0; k < sizeof dicts / sizeof dicts[0]; k++)
         if (!PyDict_Check(dicts[k])) {
             PyErr_SetString(PyExc_TypeError, "collect_events: a collector's table is not the twin's");
@@ -1159,6 +1162,61 @@ static int dispatch(JState *s, PyObject *ev) {
     return status;
 }
 
+/* counts[k] added to categories[order[k]] in order (Counter's update, as _count_elements does it); 0 or -1 */
+static int add_counts(PyObject *categories, PyObject *order, const Py_ssize_t *counts) {
+    for (Py_ssize_t k = 0; k < PyList_Size(order); k++) {
+        PyObject *cat = PyList_GetItem(order, k), *old = cat ? PyDict_GetItemWithError(categories, cat) : NULL;
+        if (!cat || (!old && PyErr_Occurred())) return -1;
+        PyObject *n = PyLong_FromSsize_t(counts[k]), *sum = n && old ? PyNumber_Add(old, n) : NULL;
+        int failed = !n || (old && !sum) || PyDict_SetItem(categories, cat, old ? sum : n) < 0;
+        Py_XDECREF(n);
+        Py_XDECREF(sum);
+        if (failed) return -1;
+    }
+    return 0;
+}
+
+/* the twin's `categories.update(map(_CAT_OF, events)); categories.pop(None, None)`: counted in one pass before any
+ * event is kept, so an unhashable category stops the block where it does in the twin, with the counts before it
+ * (None's among them) in the Counter; 0 or -1 */
+static int count_categories(JState *s, PyObject *events) {
+    PyObject *seen = PyDict_New(), *order = PyList_New(0);
+    Py_ssize_t *counts = NULL, cap = 0;
+    int failed = !seen || !order;
+    for (Py_ssize_t i = 0; !failed && i < PyList_Size(events); i++) {
+        PyObject *ev = PyList_GetItem(events, i), *cat = ev ? ev_attr(ev, A_CAT) : NULL;
+        int missing = 0;
+        long at = cat ? dict_long(seen, cat, &missing) : -2;
+        if (missing) {
+            at = (long)PyList_Size(order);
+            PyObject *index = PyLong_FromLong(at);
+            Py_ssize_t *grown = at < cap ? counts : PyMem_Realloc(counts, (size_t)(cap = cap ? cap * 2 : 16) * sizeof *counts);
+            failed = !index || !grown || PyDict_SetItem(seen, cat, index) < 0 || PyList_Append(order, cat) < 0;
+            if (!grown) PyErr_NoMemory();
+            else counts = grown, counts[at] = 0;
+            Py_XDECREF(index);
+        }
+        failed = failed || at < 0;
+        if (!failed) counts[at]++;
+        Py_XDECREF(cat);
+    }
+    PyObject *type = NULL, *value = NULL, *trace = NULL;
+    if (failed) PyErr_Fetch(&type, &value, &trace);  /* the counts before it land, as _count_elements' do */
+    int applied = order && add_counts(s->categories, order, counts) == 0;
+    if (failed) {
+        if (!applied) PyErr_Clear();
+        PyErr_Restore(type, value, trace);
+    } else if (applied && PyDict_GetItemWithError(s->categories, Py_None) && PyDict_DelItem(s->categories, Py_None) < 0) {
+        applied = 0;
+    } else if (PyErr_Occurred()) {
+        applied = 0;
+    }
+    PyMem_Free(counts);
+    Py_XDECREF(seen);
+    Py_XDECREF(order);
+    return failed || !applied ? -1 : 0;
+}
+
 static PyObject *pure_collect = NULL;
 
 /* collect_events(collector, events): collector.pure_collect_events, compiled */
@@ -1171,8 +1229,12 @@ static PyObject *core_collect_events(PyObject *self, PyObject *const *args, Py_s
         state_close(&s);
         return NULL;
     }
-    int failed = 0;
     PyObject *events = args[1];
+    if (count_categories(&s, events) < 0) {
+        state_close(&s);
+        return NULL;
+    }
+    int failed = 0;
     for (Py_ssize_t i = 0; !failed && i < PyList_Size(events); i++) {
         PyObject *ev = PyList_GetItem(events, i);
         Py_XINCREF(ev);

@@ -307,6 +307,16 @@ def test_one_thread_out_of_order_is_marked_unsorted_the_same() -> None:
     assert [t.sorted_ for t in kept.ops._threads.values()] == [True]
 
 
+def test_an_unhashable_category_stops_the_block_before_anything_of_it_is_kept() -> None:
+    """Counter.update counts the categories before the first event is kept: the ones before it counted (None's too,
+    which the pop after the update never reached), no table touched."""
+    first = [Event(cat="cpu_op", name="a", pid=1, tid=1, ts=1.0, dur=1.0), Event(cat=None, name="b", pid=1, tid=1)]
+    bad = Event(cat=["kernel"], name="x", pid=1, tid=1, ts=4.0, dur=1.0)  # type: ignore[arg-type]
+    kept = assert_same([first, [*first, bad, *first]], error=TypeError("unhashable type: 'list'"))
+    assert kept.ops.count == 1  # the first block's op only
+    assert kept.timeline.categories == {"cpu_op": 2, None: 1}
+
+
 def test_inputs_other_than_a_list_take_the_twin() -> None:
     events = tuple(decoded(builder_events()))
     ours, twin = TraceContents(path=""), TraceContents(path="")

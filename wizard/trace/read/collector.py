@@ -359,9 +359,6 @@ class Collector(EventSink):
     def add(self, events: list[Event]) -> None:
         c = self.c
         c.events += len(events)
-        categories = c.timeline.categories
-        categories.update(map(_CAT_OF, events))  # counted at C speed
-        categories.pop(None, None)  # type: ignore[call-overload]
         for ev in reversed(events):
             last = ev.ts
             if type(last) is float or type(last) is int:
@@ -528,6 +525,9 @@ def pure_collect_events(collector: Collector, events: list[Event]) -> None:  # n
     (``WARPWIZARD_PURE=1``). Both give the same tables, the same bounds and the same errors; the tests compare
     them (tests/trace/test_compiled_core_json.py)."""
     c = collector.c
+    categories = c.timeline.categories
+    categories.update(map(_CAT_OF, events))  # counted at C speed
+    categories.pop(None, None)  # type: ignore[call-overload]
     add_op = c.ops.add
     add_call = c.runtime.add
     op_ref = collector._op_ref
