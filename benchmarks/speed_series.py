@@ -252,6 +252,11 @@ def section_json(args: argparse.Namespace, say: Callable[[str], None]) -> None:
                 ("json.load", [sys.executable, "-c", JSON_LOAD, str(trace)], _env(REPO, args.work)),
                 ("today", inspect_argv(trace), _env(REPO, args.work)),
                 ("today --jobs 1", inspect_argv(trace, "--jobs", "1"), _env(REPO, args.work)),
+                (
+                    "today --jobs 1 pure",
+                    inspect_argv(trace, "--jobs", "1"),
+                    {**_env(REPO, args.work), "WARPWIZARD_PURE": "1"},
+                ),
             ]
             commands.append((OLD_COMMIT, inspect_argv(trace), _env(tree, args.work)))
             size = trace.stat().st_size

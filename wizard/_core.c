@@ -15,6 +15,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <limits.h>
 #include <string.h>
 
 typedef unsigned __int128 u128;
@@ -820,6 +821,913 @@ static PyObject *core_bind_events(PyObject *self, PyObject *const *args, Py_ssiz
     Py_RETURN_NONE;
 }
 
+/* ==== JSON events (jsoncore) ==== */
+/* collect_events(collector, events): wizard/trace/read/collector.py's pure_collect_events, compiled. The collector's
+ * dispatch of each decoded event by category, with the three commonest kinds handled here whole: an op (cpu_op:
+ * its interned descriptor, then its interval on its thread's arrays), a runtime call (its thread's and name's ids,
+ * correlation and start on RuntimeIndex's arrays) and a kernel (KernelTable.add's arguments, from the same
+ * memoised values and interned names the twin uses). Every value that is not the common type (an int or a float
+ * time, an int id, a str name, a list of three ints) goes to the twin's own Python function for it (_number, as_int,
+ * Collector._value, _dims, _op_ref, ...), so the bounds (MAX_NAME, INT_LIMIT) and the values kept are the twin's by
+ * construction; the rarer kinds (Python functions, GPU copies, complete events) call the twin's methods.
+ * Appends are gathered per call in C buffers and handed to the arrays once (array.frombytes), in the same order. */
+
+enum {
+    A_CAT, A_NAME, A_PID, A_TID, A_TS, A_DUR, A_ARGS, A_CORRELATION, A_DEVICE, A_STREAM, A_GRID, A_BLOCK,
+    A_REGISTERS, A_SHARED_MEMORY, A_BLOCKS_PER_SM, A_WARPS_PER_SM, A_OCCUPANCY, A_THEORETICAL, A_INPUT_DIMS,
+    A_INPUT_DIMS_OLD, A_INPUT_TYPE, A_CALL_STACK, A_FIXED, A_PROFILER_OCCUPANCY, A_ORIGINAL_STREAM, A_SPELLING,
+    A_STARTS, A_ENDS, A_REFS, A_SORTED, A_FROMBYTES, A_APPEND, A_NUMBER, A_COUNTERS, A_LAST_END, A_COUNTER_EVENTS,
+    A_COUNT
+};
+static const char *const attr_names[A_COUNT] = {
+    "cat", "name", "pid", "tid", "ts", "dur", "args", "correlation", "device", "stream", "grid", "block",
+    "registers", "shared_memory", "blocks_per_sm", "warps_per_sm", "occupancy", "theoretical", "input_dims",
+    "input_dims_old", "input_type", "call_stack", "fixed", "profiler_occupancy", "original_stream", "spelling",
+    "starts", "ends", "refs", "sorted_", "frombytes", "append", "number", " Counters", "last_end", "counter_events",
+};
+static PyObject *attr[A_COUNT];
+
+/* Py_SETREF, which the limited API of 3.10 does not have */
+#define J_SETREF(slot, value)        \
+    do {                             \
+        PyObject *old_ = (slot);     \
+        (slot) = (value);            \
+        Py_XDECREF(old_);            \
+    } while (0)
+
+/* what collector.py hands over once (json_bind): the categories, MAX_NAME, its pure helpers and constants */
+static PyObject *op_cats = NULL, *runtime_cats = NULL, *kernel_cats = NULL, *python_cats = NULL, *gpu_op_cats = NULL;
+static PyObject *kind_of = NULL;  /* {category: 1 op, 2 runtime, 3 kernel, 4 python, 5 gpu op}: the first set's */
+static PyObject *j_number = NULL, *j_as_int = NULL, *j_thread_class = NULL, *j_no_args = NULL;
+static PyObject *j_occupancy_key = NULL, *j_theoretical_key = NULL, *j_missing = NULL, *j_empty = NULL;
+static Py_ssize_t j_max_name = 16384;
+static PyObject *j_event_type = NULL, *j_args_type = NULL;  /* held: field_owner points at them */
+
+/* a growable run of bytes (doubles, int64s or C ints), handed to an array.array by frombytes */
+typedef struct {
+    char *p;
+    Py_ssize_t len, cap;
+} Buf;
+
+static int buf_put(Buf *b, const void *x, Py_ssize_t size) {
+    if (b->len + size > b->cap) {
+        Py_ssize_t cap = b->cap ? b->cap * 2 : 4096;
+        while (cap < b->len + size) cap *= 2;
+        char *p = PyMem_Realloc(b->p, (size_t)cap);
+        if (!p) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        b->p = p, b->cap = cap;
+    }
+    memcpy(b->p + b->len, x, (size_t)size);
+    b->len += size;
+    return 0;
+}
+
+static int buf_double(Buf *b, double x) { return buf_put(b, &x, sizeof x); }
+static int buf_int(Buf *b, int x) { return buf_put(b, &x, sizeof x); }
+static int buf_int64(Buf *b, long long x) { return buf_put(b, &x, sizeof x); }
+
+/* owner.<name>.frombytes(the buffer); the buffer emptied; 0 or -1 */
+static int buf_flush(Buf *b, PyObject *array) {
+    if (!b->len) return 0;
+    PyObject *bytes = PyBytes_FromStringAndSize(b->p, b->len);
+    PyObject *r = bytes ? PyObject_CallMethodObjArgs(array, attr[A_FROMBYTES], bytes, NULL) : NULL;
+    Py_XDECREF(bytes);
+    b->len = 0;
+    if (!r) return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
+/* one thread's ops gathered in a call: the _ThreadIntervals it goes to, its last start (sorted_) */
+typedef struct {
+    PyObject *thread;
+    Buf starts, ends, refs;
+    double last;
+    int has_last, unsorted;
+} OpRun;
+
+/* one call's state: the collector's tables and helpers (borrowed from `held`), the gathered appends */
+typedef struct {
+    PyObject *held[32];
+    int nheld;
+    PyObject *contents, *op_threads, *op_refs, *op_ref, *names, *reported, *value, *dims, *dims_fn, *occupancy;
+    PyObject *non_finite, *kernel_add, *python, *gpu_op, *complete;
+    PyObject *runtime, *thread_ids, *thread_keys, *name_ids, *name_list, *categories;
+    OpRun *runs;
+    Py_ssize_t nruns, cap_runs;
+    PyObject *run_of;  /* {(pid, tid): index into runs} */
+    PyObject *op_pid, *op_tid, *rt_pid, *rt_tid;  /* the last keys seen (strong references) */
+    Py_ssize_t op_run;
+    int rt_thread;
+    Buf rt_corr, rt_threads, rt_starts, rt_names;
+    double last_end, last_end_before;
+    long counters;
+} JState;
+
+static PyObject *hold(JState *s, PyObject *object) {
+    if (object && s->nheld < (int)(sizeof s->held / sizeof s->held[0])) s->held[s->nheld++] = object;
+    return object;
+}
+
+static void keep(PyObject **slot, PyObject *object) {
+    Py_XINCREF(object);
+    Py_XDECREF(*slot);
+    *slot = object;
+}
+
+static OpRun *grow_runs(JState *s) {
+    Py_ssize_t cap = s->cap_runs ? s->cap_runs * 2 : 16;
+    OpRun *runs = PyMem_Realloc(s->runs, (size_t)cap * sizeof *runs);
+    if (!runs) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    s->cap_runs = cap;
+    return runs;
+}
+
+static PyObject *get(PyObject *owner, const char *name) { return owner ? PyObject_GetAttrString(owner, name) : NULL; }
+
+/* _number(v) as the twin's loops use it: 1 and *out a number, 0 for None, -1 an error raised */
+static int number_of(PyObject *v, double *out) {
+    if (PyFloat_CheckExact(v)) {
+        *out = PyFloat_AsDouble(v);
+        return 1;
+    }
+    if (v == Py_None) return 0;  /* as_float(None) */
+    if (PyLong_CheckExact(v)) {  /* float(v); past a double's range, None */
+        double d = PyLong_AsDouble(v);
+        if (d == -1.0 && PyErr_Occurred()) {
+            if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return -1;
+            PyErr_Clear();
+            return 0;
+        }
+        *out = d;
+        return 1;
+    }
+    PyObject *r = PyObject_CallFunctionObjArgs(j_number, v, NULL);
+    if (!r) return -1;
+    if (r == Py_None) {
+        Py_DECREF(r);
+        return 0;
+    }
+    double d = PyFloat_AsDouble(r);
+    Py_DECREF(r);
+    if (d == -1.0 && PyErr_Occurred()) return -1;
+    *out = d;
+    return 1;
+}
+
+/* `_number(v) or 0.0` (-0.0 is falsy too), where v is not a float: 0 or -1 */
+static int number_or_zero(PyObject *v, double *out) {
+    int k = number_of(v, out);
+    if (k < 0) return -1;
+    if (k == 0 || *out == 0.0) *out = 0.0;
+    return 0;
+}
+
+/* `v if type(v) is int else as_int(v)`: a new reference */
+static PyObject *int_or_as_int(PyObject *v) {
+    if (PyLong_CheckExact(v) || v == Py_None) return new_ref(v);  /* as_int(None) is None */
+    return PyObject_CallFunctionObjArgs(j_as_int, v, NULL);
+}
+
+/* a correlation as RuntimeIndex and the tables keep it: NO_CORRELATION (-2**63) for None or past int64 */
+static long long stored_correlation(PyObject *v) {
+    if (!PyLong_CheckExact(v)) return INT64_MIN;
+    int overflow = 0;
+    long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (overflow || (x == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return INT64_MIN;
+    }
+    return x;
+}
+
+/* text cut to MAX_NAME where it is a str longer (cut_name); a new reference */
+static PyObject *cut(PyObject *v) {
+    if (PyUnicode_CheckExact(v) && PyUnicode_GetLength(v) > j_max_name) return PyUnicode_Substring(v, 0, j_max_name);
+    return new_ref(v);
+}
+
+/* Collector._name: as text, cut, interned in the collector's dict */
+static PyObject *intern_name(JState *s, PyObject *v) {
+    PyObject *text = PyUnicode_CheckExact(v) ? new_ref(v) : PyObject_Str(v);
+    if (text && PyUnicode_GetLength(text) > j_max_name) {
+        PyObject *whole = text;
+        text = PyUnicode_Substring(whole, 0, j_max_name);
+        Py_DECREF(whole);
+    }
+    if (!text) return NULL;
+    PyObject *found = PyDict_GetItemWithError(s->names, text);
+    if (found) {
+        Py_DECREF(text);
+        return new_ref(found);
+    }
+    if (PyErr_Occurred() || PyDict_SetItem(s->names, text, text) < 0) {
+        Py_DECREF(text);
+        return NULL;
+    }
+    return text;
+}
+
+/* dict[key] as a C long, or -1 and *missing where it is not there; -2 an error */
+static long dict_long(PyObject *dict, PyObject *key, int *missing) {
+    PyObject *found = PyDict_GetItemWithError(dict, key);
+    *missing = 0;
+    if (!found) {
+        if (PyErr_Occurred()) return -2;
+        *missing = 1;
+        return -1;
+    }
+    long v = PyLong_AsLong(found);
+    return (v == -1 && PyErr_Occurred()) ? -2 : v;
+}
+
+/* RuntimeIndex's id of a key in (ids, keys): found, or the next one, registered */
+static long id_of(PyObject *ids, PyObject *keys, PyObject *key, PyObject *listed) {
+    int missing;
+    long id = dict_long(ids, key, &missing);
+    if (!missing) return id;
+    if (id == -2) return -1;
+    id = (long)PyList_Size(keys);
+    PyObject *number = PyLong_FromLong(id);
+    int failed = !number || PyDict_SetItem(ids, key, number) < 0 || PyList_Append(keys, listed) < 0;
+    Py_XDECREF(number);
+    return failed ? -1 : id;
+}
+
+/* Where the decoder's structs (events.Event, EventArgs: msgspec Structs, each field a slot) hold each field, found
+ * at json_bind by building one of each with a distinct object in every field and finding each object's word in it
+ * once (and only once): read there for an object of exactly that type, by name for anything else. A generic
+ * attribute lookup was 40% of this loop's instructions. */
+static PyTypeObject *field_owner[A_COUNT];
+static Py_ssize_t field_offset[A_COUNT];
+
+static PyObject *ev_attr(PyObject *ev, int which) {
+    if (field_offset[which] && Py_TYPE(ev) == field_owner[which]) {
+        PyObject *value = *(PyObject **)((char *)ev + field_offset[which]);
+        if (value) return new_ref(value);
+    }
+    return PyObject_GetAttr(ev, attr[which]);
+}
+
+/* the slots of `type`'s fields among attr[first..last]: 0 where bound, -1 with an error raised */
+static int find_fields(PyObject *type, int first, int last) {
+    PyObject *size = PyObject_GetAttrString(type, "__basicsize__");
+    Py_ssize_t basic = size ? PyLong_AsSsize_t(size) : -1;
+    Py_XDECREF(size);
+    if (basic < 0) return -1;
+    PyObject *kwargs = PyDict_New(), *empty = PyTuple_New(0), *marks[A_COUNT] = {NULL}, *sample = NULL;
+    int status = -1;
+    if (!kwargs || !empty) goto done;
+    for (int k = first; k <= last; k++)
+        if (!(marks[k] = PyObject_CallObject((PyObject *)&PyBaseObject_Type, NULL)) ||
+            PyDict_SetItem(kwargs, attr[k], marks[k]) < 0)
+            goto done;
+    if (!(sample = PyObject_Call(type, empty, kwargs))) goto done;
+    for (int k = first; k <= last; k++) {
+        Py_ssize_t found = 0;
+        for (Py_ssize_t at = (Py_ssize_t)sizeof(PyObject); at + (Py_ssize_t)sizeof(PyObject *) <= basic;
+             at += (Py_ssize_t)sizeof(PyObject *))
+            if (*(PyObject **)((char *)sample + at) == marks[k]) found = found ? -1 : at;
+        PyObject *read = found > 0 ? PyObject_GetAttr(sample, attr[k]) : NULL;  /* and by name: the same object */
+        if (found > 0 && !read) goto done;
+        field_offset[k] = read == marks[k] ? found : 0;
+        field_owner[k] = (PyTypeObject *)type;
+        Py_XDECREF(read);
+    }
+    status = 0;
+done:
+    for (int k = first; k <= last; k++) Py_XDECREF(marks[k]);
+    Py_XDECREF(kwargs); Py_XDECREF(empty); Py_XDECREF(sample);
+    return status;
+}
+
+/* Collector._op_ref's key, looked up; the twin's _op_ref where it is new. -1 with an error raised */
+static long op_ref(JState *s, PyObject *ev) {
+    PyObject *raw_name = ev_attr(ev, A_NAME), *args = raw_name ? ev_attr(ev, A_ARGS) : NULL;
+    PyObject *name = args ? cut(raw_name) : NULL, *key = NULL;
+    if (name && args == Py_None) {
+        key = PyTuple_Pack(4, name, j_empty, j_empty, Py_None);
+    } else if (name) {
+        PyObject *dims_raw = ev_attr(args, A_INPUT_DIMS), *dims = dims_raw ? PyObject_Bytes(dims_raw) : NULL;
+        if (dims && PyBytes_Size(dims) == 0) {
+            Py_DECREF(dims);
+            PyObject *old = ev_attr(args, A_INPUT_DIMS_OLD);
+            dims = old ? PyObject_Bytes(old) : NULL;
+            Py_XDECREF(old);
+        }
+        PyObject *type_raw = dims ? ev_attr(args, A_INPUT_TYPE) : NULL;
+        PyObject *types = type_raw ? PyObject_Bytes(type_raw) : NULL;
+        PyObject *stack = types ? ev_attr(args, A_CALL_STACK) : NULL;
+        if (stack) key = PyTuple_Pack(4, name, dims, types, PyUnicode_CheckExact(stack) ? stack : Py_None);
+        Py_XDECREF(dims_raw); Py_XDECREF(dims); Py_XDECREF(type_raw); Py_XDECREF(types); Py_XDECREF(stack);
+    }
+    Py_XDECREF(raw_name); Py_XDECREF(args); Py_XDECREF(name);
+    if (!key) return -1;
+    int missing;
+    long ref = dict_long(s->op_refs, key, &missing);
+    Py_DECREF(key);
+    if (!missing) return ref == -2 ? -1 : ref;
+    PyObject *r = PyObject_CallFunctionObjArgs(s->op_ref, ev, NULL);
+    if (!r) return -1;
+    ref = PyLong_AsLong(r);
+    Py_DECREF(r);
+    return (ref == -1 && PyErr_Occurred()) ? -1 : ref;
+}
+
+/* a == b for a thread's pid or tid: an identical object, or two ints of one value, without a call */
+static int same_key(PyObject *a, PyObject *b) {
+    if (a == b) return 1;
+    if (PyLong_CheckExact(a) && PyLong_CheckExact(b)) {
+        int over_a = 0, over_b = 0;
+        long long x = PyLong_AsLongLongAndOverflow(a, &over_a), y = PyLong_AsLongLongAndOverflow(b, &over_b);
+        if (!over_a && !over_b) return x == y;
+        PyErr_Clear();
+    }
+    return PyObject_RichCompareBool(a, b, Py_EQ);
+}
+
+/* the run of (pid, tid)'s thread in this call: found, or its _ThreadIntervals looked up (made where new) */
+static Py_ssize_t op_run_of(JState *s, PyObject *pid, PyObject *tid) {
+    if (s->op_run >= 0) {
+        int same = same_key(tid, s->op_tid);
+        if (same > 0) same = same_key(pid, s->op_pid);
+        if (same < 0) return -1;
+        if (same) return s->op_run;
+    }
+    PyObject *key = PyTuple_Pack(2, pid, tid);
+    if (!key) return -1;
+    int missing;
+    long at = dict_long(s->run_of, key, &missing);
+    if (!missing) {
+        Py_DECREF(key);
+        if (at == -2) return -1;
+        keep(&s->op_pid, pid), keep(&s->op_tid, tid), s->op_run = at;
+        return at;
+    }
+    PyObject *thread = PyDict_GetItemWithError(s->op_threads, key);
+    if (thread) {
+        Py_INCREF(thread);
+    } else if (!PyErr_Occurred() && (thread = PyObject_CallObject(j_thread_class, NULL))) {
+        if (PyDict_SetItem(s->op_threads, key, thread) < 0) Py_CLEAR(thread);
+    }
+    PyObject *starts = thread ? PyObject_GetAttr(thread, attr[A_STARTS]) : NULL;
+    Py_ssize_t size = starts ? PyObject_Size(starts) : -1;
+    double last = 0.0;
+    if (size > 0) {
+        PyObject *item = PySequence_GetItem(starts, size - 1);
+        last = item ? PyFloat_AsDouble(item) : -1.0;
+        Py_XDECREF(item);
+        if (last == -1.0 && PyErr_Occurred()) size = -1;
+    }
+    Py_XDECREF(starts);
+    OpRun *grown = s->nruns == s->cap_runs && size >= 0 ? grow_runs(s) : s->runs;
+    if (size < 0 || !grown) {
+        Py_XDECREF(thread);
+        Py_DECREF(key);
+        return -1;
+    }
+    s->runs = grown;
+    OpRun *run = &s->runs[s->nruns];
+    memset(run, 0, sizeof *run);
+    run->thread = thread, run->last = last, run->has_last = size > 0;
+    PyObject *index = PyLong_FromSsize_t(s->nruns);
+    int failed = !index || PyDict_SetItem(s->run_of, key, index) < 0;
+    Py_XDECREF(index);
+    Py_DECREF(key);
+    s->nruns++;  /* kept even where the dict failed: released with the rest */
+    if (failed) return -1;
+    keep(&s->op_pid, pid), keep(&s->op_tid, tid), s->op_run = s->nruns - 1;
+    return s->op_run;
+}
+
+/* ts and dur as the twin's op and runtime branches read them: 0 and the event skipped where ts is no number */
+static int times_of(PyObject *ev, double *ts, double *dur) {
+    PyObject *t = ev_attr(ev, A_TS), *d = t ? ev_attr(ev, A_DUR) : NULL;
+    int k = -1;
+    if (d) {
+        k = number_of(t, ts);
+        if (k == 1 && !PyFloat_CheckExact(d)) {
+            if (number_or_zero(d, dur) < 0) k = -1;
+        } else if (k == 1) {
+            *dur = PyFloat_AsDouble(d);
+        }
+    }
+    Py_XDECREF(t);
+    Py_XDECREF(d);
+    return k;
+}
+
+/* an op: IntervalIndex.add(pid, tid, ts, ts + dur, _op_ref(ev)), gathered */
+static int handle_op(JState *s, PyObject *ev) {
+    double ts = 0.0, dur = 0.0;
+    int k = times_of(ev, &ts, &dur);
+    if (k <= 0) return k;
+    long ref = op_ref(s, ev);
+    if (ref == -1 && PyErr_Occurred()) return -1;
+    if (ref > INT_MAX || ref < INT_MIN) {
+        PyErr_SetString(PyExc_OverflowError, "signed integer is greater than maximum");
+        return -1;
+    }
+    PyObject *pid = ev_attr(ev, A_PID), *tid = pid ? ev_attr(ev, A_TID) : NULL;
+    Py_ssize_t at = tid ? op_run_of(s, pid, tid) : -1;
+    Py_XDECREF(pid);
+    Py_XDECREF(tid);
+    if (at < 0) return -1;
+    OpRun *run = &s->runs[at];
+    if (run->has_last && ts < run->last) run->unsorted = 1;
+    run->last = ts, run->has_last = 1;
+    if (buf_double(&run->starts, ts) < 0 || buf_double(&run->ends, ts + dur) < 0 || buf_int(&run->refs, (int)ref) < 0)
+        return -1;
+    return 0;
+}
+
+/* a runtime call: RuntimeIndex.add(corr, pid, tid, ts, name, dur=dur), gathered */
+static int handle_runtime(JState *s, PyObject *ev) {
+    double ts = 0.0, dur = 0.0;
+    int k = times_of(ev, &ts, &dur);
+    if (k <= 0) return k;
+    PyObject *args = ev_attr(ev, A_ARGS), *corr = NULL;
+    if (args) corr = args == Py_None ? new_ref(Py_None) : ev_attr(args, A_CORRELATION);
+    PyObject *as_int_corr = corr ? int_or_as_int(corr) : NULL;
+    long long stored = as_int_corr ? stored_correlation(as_int_corr) : 0;
+    Py_XDECREF(args); Py_XDECREF(corr); Py_XDECREF(as_int_corr);
+    if (!as_int_corr) return -1;
+    PyObject *pid = ev_attr(ev, A_PID), *tid = pid ? ev_attr(ev, A_TID) : NULL;
+    int failed = !tid;
+    if (!failed && s->rt_thread >= 0) {
+        int same = same_key(tid, s->rt_tid);
+        if (same > 0) same = same_key(pid, s->rt_pid);
+        failed = same < 0;
+        if (!same) s->rt_thread = -1;
+    }
+    if (!failed && s->rt_thread < 0) {
+        PyObject *key = PyTuple_Pack(2, pid, tid);
+        long id = key ? id_of(s->thread_ids, s->thread_keys, key, key) : -1;
+        Py_XDECREF(key);
+        failed = id < 0;
+        if (!failed) s->rt_thread = (int)id, keep(&s->rt_pid, pid), keep(&s->rt_tid, tid);
+    }
+    Py_XDECREF(pid);
+    Py_XDECREF(tid);
+    if (failed) return -1;
+    PyObject *raw = ev_attr(ev, A_NAME), *name = raw ? cut(raw) : NULL;
+    PyObject *listed = !name ? NULL : PyUnicode_CheckExact(name) ? new_ref(name) : PyObject_Str(name);
+    long name_id = listed ? id_of(s->name_ids, s->name_list, name, listed) : -1;
+    Py_XDECREF(raw); Py_XDECREF(name); Py_XDECREF(listed);
+    if (name_id < 0) return -1;
+    double end = dur > 0 ? ts + dur : ts;
+    if (end > s->last_end) s->last_end = end;
+    if (buf_int64(&s->rt_corr, stored) < 0 || buf_int(&s->rt_threads, s->rt_thread) < 0 ||
+        buf_double(&s->rt_starts, ts) < 0 || buf_int(&s->rt_names, (int)name_id) < 0)
+        return -1;
+    return 0;
+}
+
+/* Collector._value: the memoised ReportedValue of an int, float or str; the twin's for the rest */
+static PyObject *reported_of(JState *s, PyObject *v) {
+    if (v == Py_None) return new_ref(j_missing);  /* reported(None), equal to the twin's */
+    if (PyLong_CheckExact(v) || PyFloat_CheckExact(v) || PyUnicode_CheckExact(v)) {
+        PyObject *found = PyDict_GetItemWithError(s->reported, v);
+        if (found) return new_ref(found);
+        if (PyErr_Occurred()) return NULL;
+    }
+    return PyObject_CallFunctionObjArgs(s->value, v, NULL);
+}
+
+/* Collector._dims: a list of three ints as an interned tuple; the twin's for any other list of three */
+static PyObject *dims_of(JState *s, PyObject *v) {
+    if (!PyList_CheckExact(v) || PyList_Size(v) != 3) return new_ref(Py_None);
+    PyObject *x = PyList_GetItem(v, 0), *y = PyList_GetItem(v, 1), *z = PyList_GetItem(v, 2);
+    if (!x || !y || !z) return NULL;
+    if (!PyLong_CheckExact(x) || !PyLong_CheckExact(y) || !PyLong_CheckExact(z))
+        return PyObject_CallFunctionObjArgs(s->dims_fn, v, NULL);
+    PyObject *dims = PyTuple_Pack(3, x, y, z);
+    if (!dims) return NULL;
+    PyObject *found = PyDict_GetItemWithError(s->dims, dims);
+    if (found) {
+        Py_DECREF(dims);
+        return new_ref(found);
+    }
+    if (PyErr_Occurred() || PyDict_SetItem(s->dims, dims, dims) < 0) {
+        Py_DECREF(dims);
+        return NULL;
+    }
+    return dims;
+}
+
+/* a device: an int inside int64 as it is, anything else as_int's */
+static PyObject *device_of(PyObject *v) {
+    if (PyLong_CheckExact(v)) {
+        int overflow = 0;
+        long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+        if (!overflow && x != LLONG_MIN) return new_ref(v);
+        PyErr_Clear();
+        return new_ref(Py_None);  /* as_int's answer past int64 */
+    }
+    return int_or_as_int(v);
+}
+
+/* a stream id kept as a key: a scalar as it is, anything else its text's first 64 characters */
+static PyObject *stream_of(PyObject *v) {
+    if (v == Py_None || PyLong_CheckExact(v) || PyUnicode_CheckExact(v) || PyFloat_CheckExact(v) || PyBool_Check(v))
+        return new_ref(v);
+    PyObject *text = PyObject_Str(v);
+    if (!text) return NULL;
+    PyObject *kept = PyUnicode_Substring(text, 0, 64);
+    Py_DECREF(text);
+    return kept;
+}
+
+static int is_number_spelling(PyObject *r) {
+    PyObject *spelling = PyObject_GetAttr(r, attr[A_SPELLING]);
+    int same = spelling ? PyObject_RichCompareBool(spelling, attr[A_NUMBER], Py_EQ) : -1;
+    Py_XDECREF(spelling);
+    return same;
+}
+
+enum { K_ARGS, K_OCC, K_DEVICE, K_CORR, K_REGS, K_SMEM, K_TS, K_DUR, K_BPS, K_WPS, K_OCCV, K_STREAM, K_CORRI,
+       K_NAME, K_PID, K_TID, K_DEV, K_GRID, K_BLOCK, K_REGI, K_SMEMI, K_FIXED, K_PROF, K_TSF, K_DURF, K_SHAPE,
+       K_RAW, K_COUNT };
+
+/* a kernel's reported metrics (Collector._value of each) and its stream, as _kernel reads them first: o[K_BPS],
+ * o[K_WPS], o[K_OCCV], o[K_STREAM], and which occupancy it reports; 0 or -1 */
+static int kernel_metrics(JState *s, PyObject *args, PyObject **o, PyObject **occupancy_key) {
+    *occupancy_key = Py_None;
+    if (!(o[K_OCC] = ev_attr(args, A_OCCUPANCY))) return -1;
+    if (o[K_OCC] != Py_None) {
+        *occupancy_key = j_occupancy_key;
+    } else {
+        PyObject *theoretical = ev_attr(args, A_THEORETICAL);
+        if (!theoretical) return -1;
+        if (theoretical != Py_None) *occupancy_key = j_theoretical_key;
+        J_SETREF(o[K_OCC], theoretical);
+    }
+    if (!(o[K_RAW] = ev_attr(args, A_BLOCKS_PER_SM)) || !(o[K_BPS] = reported_of(s, o[K_RAW]))) return -1;
+    J_SETREF(o[K_RAW], ev_attr(args, A_WARPS_PER_SM));
+    if (!o[K_RAW] || !(o[K_WPS] = reported_of(s, o[K_RAW])) || !(o[K_OCCV] = reported_of(s, o[K_OCC]))) return -1;
+    J_SETREF(o[K_RAW], ev_attr(args, A_ORIGINAL_STREAM));  /* Cuspy's lanes: the real stream */
+    if (!o[K_RAW]) return -1;
+    if (o[K_RAW] == Py_None) J_SETREF(o[K_RAW], ev_attr(args, A_STREAM));
+    if (!o[K_RAW] || !(o[K_STREAM] = stream_of(o[K_RAW]))) return -1;
+    return 0;
+}
+
+/* a kernel: Collector._kernel, KernelTable.add's arguments in the twin's order */
+static int handle_kernel(JState *s, PyObject *ev) {
+    PyObject *o[K_COUNT] = {NULL};
+    PyObject *occupancy_key = Py_None;
+    int status = -1;
+    PyObject *args = o[K_ARGS] = ev_attr(ev, A_ARGS);
+    if (!args) goto done;
+    if (args == Py_None) {
+        J_SETREF(o[K_ARGS], new_ref(j_no_args));
+        args = o[K_ARGS];
+    }
+    if (kernel_metrics(s, args, o, &occupancy_key) < 0) goto done;
+    if (!(o[K_DEVICE] = ev_attr(args, A_DEVICE)) || !(o[K_CORR] = ev_attr(args, A_CORRELATION)) ||
+        !(o[K_REGS] = ev_attr(args, A_REGISTERS)) || !(o[K_SMEM] = ev_attr(args, A_SHARED_MEMORY)) ||
+        !(o[K_TS] = ev_attr(ev, A_TS)) || !(o[K_DUR] = ev_attr(ev, A_DUR)))
+        goto done;
+    double ts, dur;
+    if (PyFloat_CheckExact(o[K_TS])) ts = PyFloat_AsDouble(o[K_TS]);
+    else if (number_or_zero(o[K_TS], &ts) < 0) goto done;
+    if (PyFloat_CheckExact(o[K_DUR])) dur = PyFloat_AsDouble(o[K_DUR]);
+    else if (number_or_zero(o[K_DUR], &dur) < 0) goto done;
+    if (!(o[K_TSF] = PyFloat_FromDouble(ts)) || !(o[K_DURF] = PyFloat_FromDouble(dur))) goto done;
+    if (!(o[K_CORRI] = int_or_as_int(o[K_CORR]))) goto done;
+    J_SETREF(o[K_RAW], ev_attr(ev, A_NAME));
+    if (!o[K_RAW] || !(o[K_NAME] = intern_name(s, o[K_RAW]))) goto done;
+    if (!(o[K_PID] = ev_attr(ev, A_PID)) || !(o[K_TID] = ev_attr(ev, A_TID))) goto done;
+    if (!(o[K_DEV] = device_of(o[K_DEVICE]))) goto done;
+    J_SETREF(o[K_RAW], ev_attr(args, A_GRID));
+    if (!o[K_RAW] || !(o[K_GRID] = dims_of(s, o[K_RAW]))) goto done;
+    J_SETREF(o[K_RAW], ev_attr(args, A_BLOCK));
+    if (!o[K_RAW] || !(o[K_BLOCK] = dims_of(s, o[K_RAW]))) goto done;
+    if (!(o[K_REGI] = int_or_as_int(o[K_REGS])) || !(o[K_SMEMI] = int_or_as_int(o[K_SMEM]))) goto done;
+    if (!(o[K_FIXED] = ev_attr(args, A_FIXED))) goto done;
+    if (!PyUnicode_Check(o[K_FIXED])) J_SETREF(o[K_FIXED], new_ref(Py_None));
+    J_SETREF(o[K_RAW], ev_attr(args, A_PROFILER_OCCUPANCY));
+    if (!o[K_RAW]) goto done;
+    o[K_PROF] = PyDict_CheckExact(o[K_RAW]) ? PyObject_CallFunctionObjArgs(s->occupancy, o[K_RAW], NULL)
+                                            : new_ref(Py_None);
+    if (!o[K_PROF]) goto done;
+    o[K_SHAPE] = PyTuple_Pack(15, o[K_NAME], o[K_PID], o[K_TID], o[K_DEV], o[K_STREAM], o[K_GRID], o[K_BLOCK],
+                              o[K_REGI], o[K_SMEMI], o[K_BPS], o[K_WPS], o[K_OCCV], occupancy_key, o[K_FIXED],
+                              o[K_PROF]);
+    if (!o[K_SHAPE]) goto done;
+    PyObject *r = PyObject_CallFunctionObjArgs(s->kernel_add, o[K_TSF], o[K_DURF], o[K_CORRI], o[K_SHAPE], NULL);
+    if (!r) goto done;
+    Py_DECREF(r);
+    int numbers = 1;
+    PyObject *values[3] = {o[K_BPS], o[K_WPS], o[K_OCCV]};
+    for (int k = 0; k < 3 && numbers == 1; k++) numbers = is_number_spelling(values[k]);
+    if (numbers < 0) goto done;
+    if (!numbers) {  /* a metric not written as a plain number: the twin counts the non-finite ones */
+        r = PyObject_CallFunctionObjArgs(s->non_finite, o[K_BPS], o[K_WPS], o[K_OCCV], NULL);
+        if (!r) goto done;
+        Py_DECREF(r);
+    }
+    status = 0;
+done:
+    for (int k = 0; k < K_COUNT; k++) Py_XDECREF(o[k]);
+    return status;
+}
+
+/* the collector's tables and helpers, looked up once a call; 0, or -1 with the error raised */
+static int state_open(JState *s, PyObject *collector) {
+    memset(s, 0, sizeof *s);
+    s->op_run = -1, s->rt_thread = -1;
+    s->contents = hold(s, get(collector, "c"));
+    PyObject *ops = hold(s, get(s->contents, "ops")), *kernels = hold(s, get(s->contents, "kernels"));
+    s->op_threads = hold(s, get(ops, "_threads"));
+    s->runtime = hold(s, get(s->contents, "runtime"));
+    s->thread_ids = hold(s, get(s->runtime, "_thread_ids"));
+    s->thread_keys = hold(s, get(s->runtime, "_thread_keys"));
+    s->name_ids = hold(s, get(s->runtime, "_name_ids"));
+    s->name_list = hold(s, get(s->runtime, "_name_list"));
+    PyObject *last_end = hold(s, get(s->runtime, "last_end"));
+    s->kernel_add = hold(s, get(kernels, "add"));
+    s->op_refs = hold(s, get(collector, "_op_refs"));
+    s->op_ref = hold(s, get(collector, "_op_ref"));
+    s->names = hold(s, get(collector, "_names"));
+    s->reported = hold(s, get(collector, "_reported"));
+    s->value = hold(s, get(collector, "_value"));
+    s->dims = hold(s, get(collector, "_dim_tuples"));
+    s->dims_fn = hold(s, get(collector, "_dims"));
+    s->occupancy = hold(s, get(collector, "_profiler_occupancy"));
+    s->non_finite = hold(s, get(collector, "_count_non_finite"));
+    s->python = hold(s, get(collector, "_python"));
+    s->gpu_op = hold(s, get(collector, "_gpu_op"));
+    s->complete = hold(s, get(collector, "_complete"));
+    PyObject *timeline = hold(s, get(s->contents, "timeline"));
+    s->categories = hold(s, get(timeline, "categories"));
+    if (PyErr_Occurred()) return -1;  /* the first lookup that failed raised */
+    s->run_of = hold(s, PyDict_New());
+    if (!s->run_of) return -1;
+    PyObject *dicts[] = {s->op_threads, s->thread_ids, s->name_ids, s->op_refs, s->names, s->reported, s->dims,
+                         s->categories};
+    for (size_t k = 0; k < sizeof dicts / sizeof dicts[0]; k++)
+        if (!PyDict_Check(dicts[k])) {
+            PyErr_SetString(PyExc_TypeError, "collect_events: a collector's table is not the twin's");
+            return -1;
+        }
+    if (!PyList_Check(s->thread_keys) || !PyList_Check(s->name_list)) {
+        PyErr_SetString(PyExc_TypeError, "collect_events: a collector's table is not the twin's");
+        return -1;
+    }
+    s->last_end = s->last_end_before = PyFloat_AsDouble(last_end);
+    return (s->last_end == -1.0 && PyErr_Occurred()) ? -1 : 0;
+}
+
+/* the gathered appends handed to the arrays, in order; the counters counted; 0 or -1 */
+static int state_flush(JState *s) {
+    int failed = 0;
+    for (Py_ssize_t k = 0; k < s->nruns; k++) {
+        OpRun *run = &s->runs[k];
+        Buf *bufs[3] = {&run->starts, &run->ends, &run->refs};
+        int names[3] = {A_STARTS, A_ENDS, A_REFS};
+        for (int j = 0; j < 3; j++) {
+            PyObject *array = PyObject_GetAttr(run->thread, attr[names[j]]);
+            failed |= !array || buf_flush(bufs[j], array) < 0;
+            Py_XDECREF(array);
+        }
+        if (run->unsorted) failed |= PyObject_SetAttr(run->thread, attr[A_SORTED], Py_False) < 0;
+    }
+    const char *columns[4] = {"correlations", "threads", "starts", "names"};
+    Buf *bufs[4] = {&s->rt_corr, &s->rt_threads, &s->rt_starts, &s->rt_names};
+    for (int j = 0; j < 4; j++) {
+        PyObject *array = bufs[j]->len ? PyObject_GetAttrString(s->runtime, columns[j]) : NULL;
+        failed |= bufs[j]->len && (!array || buf_flush(bufs[j], array) < 0);
+        Py_XDECREF(array);
+    }
+    if (s->last_end != s->last_end_before) {  /* RuntimeIndex.add sets it where a call ends later */
+        PyObject *last_end = PyFloat_FromDouble(s->last_end);
+        failed |= !last_end || PyObject_SetAttr(s->runtime, attr[A_LAST_END], last_end) < 0;
+        Py_XDECREF(last_end);
+    }
+    if (s->counters) {
+        PyObject *before = PyObject_GetAttr(s->contents, attr[A_COUNTER_EVENTS]);
+        PyObject *more = before ? PyLong_FromLong(s->counters) : NULL;
+        PyObject *after = more ? PyNumber_Add(before, more) : NULL;
+        failed |= !after || PyObject_SetAttr(s->contents, attr[A_COUNTER_EVENTS], after) < 0;
+        Py_XDECREF(before); Py_XDECREF(more); Py_XDECREF(after);
+    }
+    return failed ? -1 : 0;
+}
+
+static void state_close(JState *s) {
+    for (Py_ssize_t k = 0; k < s->nruns; k++) {
+        Py_XDECREF(s->runs[k].thread);
+        PyMem_Free(s->runs[k].starts.p), PyMem_Free(s->runs[k].ends.p), PyMem_Free(s->runs[k].refs.p);
+    }
+    PyMem_Free(s->runs);
+    PyMem_Free(s->rt_corr.p), PyMem_Free(s->rt_threads.p), PyMem_Free(s->rt_starts.p), PyMem_Free(s->rt_names.p);
+    Py_XDECREF(s->op_pid), Py_XDECREF(s->op_tid), Py_XDECREF(s->rt_pid), Py_XDECREF(s->rt_tid);
+    for (int k = 0; k < s->nheld; k++) Py_DECREF(s->held[k]);
+}
+
+/* call fn(ev) for its effect: 0 or -1 */
+static int call_for_effect(PyObject *fn, PyObject *ev) {
+    PyObject *r = PyObject_CallFunctionObjArgs(fn, ev, NULL);
+    Py_XDECREF(r);
+    return r ? 0 : -1;
+}
+
+/* one event, dispatched by its category as the twin's loop does */
+static int dispatch(JState *s, PyObject *ev) {
+    PyObject *cat = ev_attr(ev, A_CAT);
+    if (!cat) return -1;
+    PyObject *found = PyDict_GetItemWithError(kind_of, cat);  /* TypeError for an unhashable one, as `in` raises */
+    long kind = found ? PyLong_AsLong(found) : 0;
+    int status = -1;
+    if (!found && PyErr_Occurred()) {
+        status = -1;
+    } else if (kind == 1) {
+        status = handle_op(s, ev);
+    } else if (kind == 2) {
+        status = handle_runtime(s, ev);
+    } else if (kind == 3) {
+        status = handle_kernel(s, ev);
+    } else if (kind == 4) {
+        status = call_for_effect(s->python, ev);
+    } else if (kind == 5) {
+        status = call_for_effect(s->gpu_op, ev);
+    } else {
+        PyObject *dur = ev_attr(ev, A_DUR);
+        if (dur && dur != Py_None) {
+            status = call_for_effect(s->complete, ev);
+        } else if (dur) {
+            PyObject *pid = ev_attr(ev, A_PID);
+            if (pid) {
+                status = 0;
+                if (PyUnicode_CheckExact(pid)) {
+                    Py_ssize_t ends = PyUnicode_Tailmatch(pid, attr[A_COUNTERS], 0, PY_SSIZE_T_MAX, 1);
+                    if (ends < 0) status = -1;
+                    else s->counters += ends;
+                }
+                Py_DECREF(pid);
+            }
+        }
+        Py_XDECREF(dur);
+    }
+    Py_DECREF(cat);
+    return status;
+}
+
+/* counts[k] added to categories[order[k]] in order (Counter's update, as _count_elements does it); 0 or -1 */
+static int add_counts(PyObject *categories, PyObject *order, const Py_ssize_t *counts) {
+    for (Py_ssize_t k = 0; k < PyList_Size(order); k++) {
+        PyObject *cat = PyList_GetItem(order, k), *old = cat ? PyDict_GetItemWithError(categories, cat) : NULL;
+        if (!cat || (!old && PyErr_Occurred())) return -1;
+        PyObject *n = PyLong_FromSsize_t(counts[k]), *sum = n && old ? PyNumber_Add(old, n) : NULL;
+        int failed = !n || (old && !sum) || PyDict_SetItem(categories, cat, old ? sum : n) < 0;
+        Py_XDECREF(n);
+        Py_XDECREF(sum);
+        if (failed) return -1;
+    }
+    return 0;
+}
+
+/* the twin's `categories.update(map(_CAT_OF, events)); categories.pop(None, None)`: counted in one pass before any
+ * event is kept, so an unhashable category stops the block where it does in the twin, with the counts before it
+ * (None's among them) in the Counter; 0 or -1 */
+static int count_categories(JState *s, PyObject *events) {
+    PyObject *seen = PyDict_New(), *order = PyList_New(0);
+    Py_ssize_t *counts = NULL, cap = 0;
+    int failed = !seen || !order;
+    for (Py_ssize_t i = 0; !failed && i < PyList_Size(events); i++) {
+        PyObject *ev = PyList_GetItem(events, i), *cat = ev ? ev_attr(ev, A_CAT) : NULL;
+        int missing = 0;
+        long at = cat ? dict_long(seen, cat, &missing) : -2;
+        if (missing) {
+            at = (long)PyList_Size(order);
+            PyObject *index = PyLong_FromLong(at);
+            Py_ssize_t *grown = at < cap ? counts : PyMem_Realloc(counts, (size_t)(cap = cap ? cap * 2 : 16) * sizeof *counts);
+            failed = !index || !grown || PyDict_SetItem(seen, cat, index) < 0 || PyList_Append(order, cat) < 0;
+            if (!grown) PyErr_NoMemory();
+            else counts = grown, counts[at] = 0;
+            Py_XDECREF(index);
+        }
+        failed = failed || at < 0;
+        if (!failed) counts[at]++;
+        Py_XDECREF(cat);
+    }
+    PyObject *type = NULL, *value = NULL, *trace = NULL;
+    if (failed) PyErr_Fetch(&type, &value, &trace);  /* the counts before it land, as _count_elements' do */
+    int applied = order && add_counts(s->categories, order, counts) == 0;
+    if (failed) {
+        if (!applied) PyErr_Clear();
+        PyErr_Restore(type, value, trace);
+    } else if (applied && PyDict_GetItemWithError(s->categories, Py_None) && PyDict_DelItem(s->categories, Py_None) < 0) {
+        applied = 0;
+    } else if (PyErr_Occurred()) {
+        applied = 0;
+    }
+    PyMem_Free(counts);
+    Py_XDECREF(seen);
+    Py_XDECREF(order);
+    return failed || !applied ? -1 : 0;
+}
+
+static PyObject *pure_collect = NULL;
+
+/* collect_events(collector, events): collector.pure_collect_events, compiled */
+static PyObject *core_collect_events(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (!pure_collect) return damaged("warpwizard's compiled core was not bound (wizard.trace.read.collector binds it)");
+    if (nargs != 2 || !PyList_Check(args[1])) return call_pure(pure_collect, args, nargs);
+    JState s;
+    if (state_open(&s, args[0]) < 0) {
+        state_close(&s);
+        return NULL;
+    }
+    PyObject *events = args[1];
+    if (count_categories(&s, events) < 0) {
+        state_close(&s);
+        return NULL;
+    }
+    int failed = 0;
+    for (Py_ssize_t i = 0; !failed && i < PyList_Size(events); i++) {
+        PyObject *ev = PyList_GetItem(events, i);
+        Py_XINCREF(ev);
+        failed = !ev || dispatch(&s, ev) < 0;
+        Py_XDECREF(ev);
+    }
+    PyObject *type = NULL, *value = NULL, *trace = NULL;
+    if (failed) PyErr_Fetch(&type, &value, &trace);  /* what was gathered before the error still lands, as in the twin */
+    int flushed = state_flush(&s) == 0;
+    state_close(&s);
+    if (failed) {
+        if (!flushed) PyErr_Clear();
+        PyErr_Restore(type, value, trace);
+        return NULL;
+    }
+    if (!flushed) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* json_bind(op, runtime, kernel, python and gpu-op categories, MAX_NAME, _number, as_int, _ThreadIntervals,
+ * _NO_ARGS, OCCUPANCY_KEY, THEORETICAL_KEY, reported(None), pure_collect_events): collector.py's constants and
+ * twins */
+static PyObject *core_json_bind(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 16) {
+        PyErr_SetString(PyExc_TypeError, "json_bind takes the collector's 14 constants and twins, Event, EventArgs");
+        return NULL;
+    }
+    for (int k = 0; k < 5; k++)
+        if (!PyAnySet_Check(args[k])) {
+            PyErr_SetString(PyExc_TypeError, "json_bind: categories are sets");
+            return NULL;
+        }
+    Py_ssize_t limit = PyLong_AsSsize_t(args[5]);
+    if (limit == -1 && PyErr_Occurred()) return NULL;
+    for (int k = 0; k < A_COUNT; k++)
+        if (!attr[k] && !(attr[k] = PyUnicode_InternFromString(attr_names[k]))) return NULL;
+    if (!j_empty && !(j_empty = PyBytes_FromStringAndSize("", 0))) return NULL;
+    PyObject **slots[] = {&op_cats, &runtime_cats, &kernel_cats, &python_cats, &gpu_op_cats, NULL, &j_number,
+                          &j_as_int, &j_thread_class, &j_no_args, &j_occupancy_key, &j_theoretical_key, &j_missing,
+                          &pure_collect};
+    for (int k = 0; k < 14; k++) {
+        if (!slots[k]) continue;
+        PyObject *old = *slots[k];
+        *slots[k] = new_ref(args[k]);
+        Py_XDECREF(old);
+    }
+    j_max_name = limit;
+    PyObject *kinds = PyDict_New();
+    for (int k = 4; kinds && k >= 0; k--) {  /* the last set first: a category in two is the first one's */
+        PyObject *number = PyLong_FromLong(k + 1), *iterator = number ? PyObject_GetIter(args[k]) : NULL, *cat;
+        while (iterator && (cat = PyIter_Next(iterator))) {
+            if (PyDict_SetItem(kinds, cat, number) < 0) Py_CLEAR(kinds);
+            Py_DECREF(cat);
+            if (!kinds) break;
+        }
+        if (!number || !iterator || PyErr_Occurred()) Py_CLEAR(kinds);
+        Py_XDECREF(number);
+        Py_XDECREF(iterator);
+    }
+    if (!kinds) return NULL;
+    J_SETREF(kind_of, kinds);
+    for (int k = 0; k < A_COUNT; k++) field_offset[k] = 0;  /* by name until found again */
+    for (int k = 14; k < 16; k++) {
+        PyObject **slot = k == 14 ? &j_event_type : &j_args_type, *old = *slot;
+        *slot = new_ref(args[k]);
+        Py_XDECREF(old);
+    }
+    if (find_fields(j_event_type, A_CAT, A_ARGS) < 0 || find_fields(j_args_type, A_CORRELATION, A_ORIGINAL_STREAM) < 0) {
+        for (int k = 0; k < A_COUNT; k++) field_offset[k] = 0;
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"fields", (PyCFunction)(void (*)(void))core_fields, METH_FASTCALL, "protobuf.fields, compiled"},
     {"varint", (PyCFunction)(void (*)(void))core_varint, METH_FASTCALL, "protobuf.varint, compiled"},
@@ -835,6 +1743,10 @@ static PyMethodDef methods[] = {
      "perfetto.pure_track_event, compiled"},
     {"bind_events", (PyCFunction)(void (*)(void))core_bind_events, METH_FASTCALL,
      "hand over perfetto's event twins, tables and bounds"},
+    {"collect_events", (PyCFunction)(void (*)(void))core_collect_events, METH_FASTCALL,
+     "collector.pure_collect_events, compiled"},
+    {"json_bind", (PyCFunction)(void (*)(void))core_json_bind, METH_FASTCALL,
+     "hand over the JSON collector's categories, MAX_NAME and twins"},
     {NULL, NULL, 0, NULL},
 };
 

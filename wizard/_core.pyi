@@ -49,3 +49,25 @@ def bind_events(
     max_name: int,
     /,
 ) -> None: ...
+
+# JSON events (jsoncore): collector.py's twin, bound by json_bind
+def collect_events(collector: Any, events: list[Any], /) -> None: ...
+def json_bind(
+    op_categories: frozenset[str],
+    runtime_categories: frozenset[str],
+    kernel_categories: frozenset[str],
+    python_categories: frozenset[str],
+    gpu_op_categories: frozenset[str],
+    max_name: int,
+    number: Callable[[Any], float | None],
+    as_int: Callable[[Any], int | None],
+    thread_intervals: type,
+    no_args: Any,
+    occupancy_key: str,
+    theoretical_key: str,
+    missing: Any,
+    pure_collect_events: Callable[[Any, list[Any]], None],
+    event_type: type,
+    args_type: type,
+    /,
+) -> None: ...

@@ -1,8 +1,8 @@
 """An Nsight Systems export's names cost what a kept name costs, not their size in the file (issue 47 items 1 and
-7): StringIds is read with each text cut to the readers' 16,384 characters (MAX_NAME, every format's) by SQLite itself, so a batch of rows never
-holds a megabyte's name whole (1,500 kernels with distinct 1 MB names took 1.49 GB resident, 60 MB now:
-benchmarks/results-2026-12-02-memory.md). Names are built by wizard/testing/hostile.py (distinct in their first
-characters, so none merge)."""
+7): StringIds is read with each text cut to the readers' 16,384 characters (MAX_NAME, every format's) by SQLite
+itself, so a batch of rows never holds a megabyte's name whole (1,500 kernels with distinct 1 MB names took
+1.49 GB resident, 60 MB now: benchmarks/results-2026-12-02-memory.md). Names are built by wizard/testing/hostile.py
+(distinct in their first characters, so none merge)."""
 
 from __future__ import annotations
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import math
 import operator
+import os
 from array import array
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +42,7 @@ from wizard.trace.read.records import (
     ReportedValue,
     RuntimeIndex,
     SliceTable,
+    _ThreadIntervals,
 )
 
 
@@ -353,12 +356,9 @@ class Collector(EventSink):
             ref = self._frame_refs[name] = self.c.python.ref(self._name(name))
         return ref
 
-    def add(self, events: list[Event]) -> None:  # noqa: PLR0912, PLR0915 - one flat dispatch per event, for speed
+    def add(self, events: list[Event]) -> None:
         c = self.c
         c.events += len(events)
-        categories = c.timeline.categories
-        categories.update(map(_CAT_OF, events))  # counted at C speed
-        categories.pop(None, None)  # type: ignore[call-overload]
         for ev in reversed(events):
             last = ev.ts
             if type(last) is float or type(last) is int:
@@ -366,49 +366,7 @@ class Collector(EventSink):
                 if last is not None:
                     c.last_ts = last
                     break
-        add_op = c.ops.add
-        add_call = c.runtime.add
-        op_ref = self._op_ref
-        # The JSON decoder gives every time as a float (events.Event): the checks below are one type test each, and
-        # the two commonest kinds (ops, runtime calls) are handled inline (a method call per event was 8% of a read).
-        for ev in events:
-            cat = ev.cat
-            if cat in OP_CATEGORIES:
-                ts, dur = ev.ts, ev.dur
-                if type(ts) is not float:
-                    ts = _number(ts)
-                    if ts is None:
-                        continue
-                if type(dur) is not float:
-                    dur = _number(dur) or 0.0
-                add_op(ev.pid, ev.tid, ts, ts + dur, op_ref(ev))
-            elif cat in RUNTIME_CATEGORIES:  # every call with a start, with or without a correlation id
-                ts, dur = ev.ts, ev.dur
-                if type(ts) is not float:
-                    ts = _number(ts)
-                    if ts is None:
-                        continue
-                if type(dur) is not float:
-                    dur = _number(dur) or 0.0
-                args = ev.args
-                corr = args.correlation if args is not None else None
-                if type(corr) is not int and corr is not None:
-                    corr = as_int(corr)
-                name = ev.name
-                if type(name) is str and len(name) > MAX_NAME:  # cut_name, inline: once per call
-                    name = name[:MAX_NAME]
-                add_call(corr, ev.pid, ev.tid, ts, name, dur=dur)
-            elif cat in _OTHER_TABLES:  # one lookup for the rest of the tables: flow events are as common as ops
-                if cat in KERNEL_CATEGORIES:
-                    self._kernel(ev)
-                elif cat in PYTHON_CATEGORIES:
-                    self._python(ev)
-                else:
-                    self._gpu_op(ev)
-            elif ev.dur is not None:  # a complete ("X") event: annotations, steps, ...: where they lie in time
-                self._complete(ev)
-            elif type(ev.pid) is str and ev.pid.endswith(" Counters"):
-                c.counter_events += 1
+        collect_events(self, events)
 
     def _complete(self, ev: Event) -> None:
         """A complete event no table keeps (one with a duration: only "X" events have one; not decoding "ph"
@@ -552,6 +510,92 @@ class Collector(EventSink):
             ),
         )
         if bps.spelling != "number" or wps.spelling != "number" or occ.spelling != "number":
-            for r in (bps, wps, occ):
-                if r.spelling in ("bare", "quoted") and r.value is not None and not math.isfinite(r.value):
-                    self.c.non_finite[r.spelling] += 1
+            self._count_non_finite(bps, wps, occ)
+
+    def _count_non_finite(self, *values: ReportedValue) -> None:
+        """The kernel's metrics written as inf or nan (bare or quoted), counted by spelling."""
+        for r in values:
+            if r.spelling in ("bare", "quoted") and r.value is not None and not math.isfinite(r.value):
+                self.c.non_finite[r.spelling] += 1
+
+
+def pure_collect_events(collector: Collector, events: list[Event]) -> None:  # noqa: PLR0912 - one flat dispatch
+    """Each decoded event into the collector's tables, dispatched by its category: the Python twin of the compiled
+    core's ``collect_events`` (wizard/_core.c), which runs instead where it is built and not refused
+    (``WARPWIZARD_PURE=1``). Both give the same tables, the same bounds and the same errors; the tests compare
+    them (tests/trace/test_compiled_core_json.py)."""
+    c = collector.c
+    categories = c.timeline.categories
+    categories.update(map(_CAT_OF, events))  # counted at C speed
+    categories.pop(None, None)  # type: ignore[call-overload]
+    add_op = c.ops.add
+    add_call = c.runtime.add
+    op_ref = collector._op_ref
+    # The JSON decoder gives every time as a float (events.Event): the checks below are one type test each, and
+    # the two commonest kinds (ops, runtime calls) are handled inline (a method call per event was 8% of a read).
+    for ev in events:
+        cat = ev.cat
+        if cat in OP_CATEGORIES:
+            ts, dur = ev.ts, ev.dur
+            if type(ts) is not float:
+                ts = _number(ts)
+                if ts is None:
+                    continue
+            if type(dur) is not float:
+                dur = _number(dur) or 0.0
+            add_op(ev.pid, ev.tid, ts, ts + dur, op_ref(ev))
+        elif cat in RUNTIME_CATEGORIES:  # every call with a start, with or without a correlation id
+            ts, dur = ev.ts, ev.dur
+            if type(ts) is not float:
+                ts = _number(ts)
+                if ts is None:
+                    continue
+            if type(dur) is not float:
+                dur = _number(dur) or 0.0
+            args = ev.args
+            corr = args.correlation if args is not None else None
+            if type(corr) is not int and corr is not None:
+                corr = as_int(corr)
+            name = ev.name
+            if type(name) is str and len(name) > MAX_NAME:  # cut_name, inline: once per call
+                name = name[:MAX_NAME]
+            add_call(corr, ev.pid, ev.tid, ts, name, dur=dur)
+        elif cat in _OTHER_TABLES:  # one lookup for the rest of the tables: flow events are as common as ops
+            if cat in KERNEL_CATEGORIES:
+                collector._kernel(ev)
+            elif cat in PYTHON_CATEGORIES:
+                collector._python(ev)
+            else:
+                collector._gpu_op(ev)
+        elif ev.dur is not None:  # a complete ("X") event: annotations, steps, ...: where they lie in time
+            collector._complete(ev)
+        elif type(ev.pid) is str and ev.pid.endswith(" Counters"):
+            c.counter_events += 1
+
+
+def compiled_collect_events() -> Callable[[Collector, list[Event]], None] | None:
+    """The core's ``collect_events``, handed this module's categories, bounds and twins; None where the core is not
+    built (no compiler where it was installed, a platform without a wheel, a core built before it)."""
+    try:
+        from wizard._core import collect_events as compiled
+        from wizard._core import json_bind
+    except ImportError:
+        return None
+    json_bind(
+        OP_CATEGORIES, RUNTIME_CATEGORIES, KERNEL_CATEGORIES, PYTHON_CATEGORIES, GPU_OP_CATEGORIES, MAX_NAME,
+        _number, as_int, _ThreadIntervals, _NO_ARGS, OCCUPANCY_KEY, THEORETICAL_KEY, reported(None),
+        pure_collect_events, Event, EventArgs,
+    )  # fmt: skip
+    return compiled
+
+
+def _bind_json_core() -> Callable[[Collector, list[Event]], None]:
+    """The compiled ``collect_events`` where the core is built and not refused (``WARPWIZARD_PURE=1``), else its
+    twin."""
+    if os.environ.get("WARPWIZARD_PURE", "") not in ("", "0"):
+        return pure_collect_events
+    return compiled_collect_events() or pure_collect_events
+
+
+collect_events = _bind_json_core()
+COMPILED = collect_events is not pure_collect_events
