@@ -871,7 +871,9 @@ typedef struct {
 
 static int buf_put(Buf *b, const void *x, Py_ssize_t size) {
     if (b->len + size > b->cap) {
-        Py_ssize_t cap = b->cap ? b->cap * 2 : 4096;
+        /* from 64 bytes, doubling: a block of ops on 65,000 threads has a run of buffers per thread (a first
+         * 4,096 bytes each took 800 MB where the twin's arrays took 32) */
+        Py_ssize_t cap = b->cap ? b->cap * 2 : 64;
         while (cap < b->len + size) cap *= 2;
         char *p = PyMem_Realloc(b->p, (size_t)cap);
         if (!p) {
@@ -949,7 +951,10 @@ static OpRun *grow_runs(JState *s) {
     return runs;
 }
 
-static PyObject *get(PyObject *owner, const char *name) { return owner ? PyObject_GetAttrString(owner, name) : NULL; }
+/* owner.<name>, or NULL where a lookup before it failed (its error still set: no call runs over it) */
+static PyObject *get(PyObject *owner, const char *name) {
+    return owner && !PyErr_Occurred() ? PyObject_GetAttrString(owner, name) : NULL;
+}
 
 /* _number(v) as the twin's loops use it: 1 and *out a number, 0 for None, -1 an error raised */
 static int number_of(PyObject *v, double *out) {
@@ -1385,7 +1390,9 @@ static int handle_kernel(JState *s, PyObject *ev) {
     int status = -1;
     PyObject *args = o[K_ARGS] = ev_attr(ev, A_ARGS);
     if (!args) goto done;
-    if (args == Py_None) {
+    int truth = PyObject_IsTrue(args);  /* the twin's `ev.args or _NO_ARGS` */
+    if (truth < 0) goto done;
+    if (!truth) {
         J_SETREF(o[K_ARGS], new_ref(j_no_args));
         args = o[K_ARGS];
     }

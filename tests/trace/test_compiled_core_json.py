@@ -354,3 +354,33 @@ def test_inspections_are_byte_identical_on_both_paths(
     for path in files:
         assert output([*argv, str(path)]) == compiled[path.name], path.name
     assert all('"kernels"' in text for text in compiled.values())
+
+
+def _peak(function: Callable[[Collector, list[Event]], None], block: list[Event]) -> int:
+    """tracemalloc's peak while ``function`` collects ``block`` (the core's buffers are PyMem's: traced too)."""
+    import tracemalloc
+
+    collector = Collector(TraceContents(path=""))
+    tracemalloc.start()
+    try:
+        function(collector, block)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_block_of_many_threads_costs_the_core_what_it_costs_the_twin() -> None:
+    """Ops gathered per thread start small: a 2 MB block whose ops each sit on a thread of their own took ~12 KiB a
+    thread in the core's first buffers (65,000 threads: 802 MiB against the twin's 32), a hostile file's cheap shape.
+    The bound: the core within 1.5x the twin's peak and 4 MiB (measured: about 1.1x)."""
+    block = [Event(cat="cpu_op", name="aten::add", pid=1, tid=i, ts=float(i), dur=1.0) for i in range(30_000)]
+    compiled, pure = _peak(compiled_collect, block), _peak(pure_collect_events, block)
+    assert compiled < 1.5 * pure + 4 * 2**20, (compiled, pure)
+
+
+def test_a_kernel_with_falsy_args_takes_the_default_args_the_same() -> None:
+    """The twin's ``ev.args or _NO_ARGS``: an args object that is false (an empty dict from another reader's
+    builder) is the defaults on both paths, not an error on one."""
+    kernel = Event(cat="kernel", name="k", pid=0, tid=7, ts=1.0, dur=2.0, args={})  # type: ignore[arg-type]
+    kept = assert_same([[kernel]])
+    assert [(k.name, k.grid, k.block) for k in kept.kernels] == [("k", None, None)]
