@@ -405,6 +405,12 @@ static PyObject *core_bind(PyObject *self, PyObject *const *args, Py_ssize_t nar
 
 /* ==== .pftrace events (pfcore) ==== */
 
+/* a function called before perfetto.py bound its twins: a programming error, not a damaged file */
+static PyObject *not_bound(void) {
+    PyErr_SetString(PyExc_RuntimeError, "bind_events was not called (wizard.trace.read.perfetto calls it)");
+    return NULL;
+}
+
 /* event_args(b, notes, seq, args, entries): perfetto.pure_event_args, a TrackEvent's debug annotations into its
  * args (by EventArgs field), through the sequence's memo of annotations by their bytes. An annotation the memo does
  * not have is decoded here when it is one name and one value (nearly all: a correlation, a device, a grid as JSON);
@@ -438,6 +444,26 @@ static PyObject *get_or(PyObject *mapping, PyObject *key, PyObject *fallback) {
     return PyObject_CallMethod(mapping, "get", "OO", key, fallback);
 }
 
+/* perfetto.JSON_DEPTH and perfetto.json_too_deep: whether the JSON text b[i:end] nests arrays and objects deeper
+ * than that (brackets within strings, escapes skipped, do not count), counted in the bytes so that the answer does
+ * not depend on the stack left to msgspec's decoder */
+#define JSON_DEPTH 64
+static int json_too_deep(const unsigned char *b, Py_ssize_t i, Py_ssize_t end) {
+    Py_ssize_t depth = 0;
+    for (; i < end; i++) {
+        unsigned char c = b[i];
+        if (c == '"') {
+            for (i++; i < end && b[i] != '"'; i++)
+                if (b[i] == '\\') i++;
+        } else if (c == '[' || c == '{') {
+            if (++depth > JSON_DEPTH) return 1;
+        } else if (c == ']' || c == '}') {
+            depth--;
+        }
+    }
+    return 0;
+}
+
 /* an annotation's value field, as perfetto._Reader._value reads the last one written */
 static PyObject *note_value(const unsigned char *b, const Field *f, PyObject *seq) {
     long number = (long)f->number;
@@ -461,7 +487,9 @@ static PyObject *note_value(const unsigned char *b, const Field *f, PyObject *se
         Py_XDECREF(strings); Py_XDECREF(key); Py_XDECREF(empty);
         return value;
     }
-    /* 9: legacy_json_value, as perfetto._json decodes it: JSON, else the text where it is not JSON */
+    /* 9: legacy_json_value, as perfetto._json decodes it: JSON, else the text where it is not JSON or too deep */
+    if (json_too_deep(b, f->start, f->stop))
+        return PyUnicode_DecodeUTF8((const char *)b + f->start, f->stop - f->start, "replace");
     PyObject *raw = PyBytes_FromStringAndSize((const char *)b + f->start, f->stop - f->start);
     if (!raw) return NULL;
     PyObject *value = PyObject_CallFunctionObjArgs(json_decode, raw, NULL);
@@ -545,9 +573,8 @@ static int note_span(PyObject *note, Py_ssize_t n, Py_ssize_t *start, Py_ssize_t
     if (!PyTuple_Check(note) || PyTuple_Size(note) != 2) return 0;
     PyObject *a = PyTuple_GetItem(note, 0), *z = PyTuple_GetItem(note, 1);
     if (!PyLong_CheckExact(a) || !PyLong_CheckExact(z)) return 0;
-    *start = PyLong_AsSsize_t(a);
-    *end = PyLong_AsSsize_t(z);
-    if (PyErr_Occurred()) {
+    if (((*start = PyLong_AsSsize_t(a)) == -1 && PyErr_Occurred()) ||
+        ((*end = PyLong_AsSsize_t(z)) == -1 && PyErr_Occurred())) {
         PyErr_Clear();
         return 0;
     }
@@ -574,8 +601,11 @@ static int one_note(PyObject *bytes, Py_ssize_t start, Py_ssize_t end, PyObject 
     if (!found) {
         if (!(found = annotation(bytes, start, end, seq))) goto failed;
         if (is_short && *entries < memo_limit) {
-            PyObject *value = PyTuple_GetItem(found, 1);
-            if (!PyList_Check(value) && !PyDict_Check(value)) {
+            PyObject *value = PySequence_GetItem(found, 1);  /* found[1], as the twin reads it: any sequence */
+            if (!value) goto failed;
+            int kept = !PyList_Check(value) && !PyDict_Check(value);
+            Py_DECREF(value);
+            if (kept) {
                 if (PyObject_SetItem(memo, key, found) < 0) goto failed;
                 *entries += 1;
             }
@@ -604,7 +634,7 @@ failed:
 
 static PyObject *core_event_args(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
-    if (!pure_event_args || !decode_annotation) return damaged("bind_events was not called (wizard.trace.read.perfetto calls it)");
+    if (!pure_event_args || !decode_annotation) return not_bound();
     if (nargs != 5 || !PyBytes_Check(args[0]) || !PyList_Check(args[1]) || !PyDict_Check(args[3]) ||
         !PyLong_CheckExact(args[4]))
         return call_pure(pure_event_args, args, nargs);
@@ -615,18 +645,24 @@ static PyObject *core_event_args(PyObject *self, PyObject *const *args, Py_ssize
         PyErr_Clear();
         return call_pure(pure_event_args, args, nargs);
     }
+    /* the spans copied before any Python code runs (a sequence's property, a finalizer): what that code does to the
+     * list cannot change what is read */
+    Py_ssize_t *spans = PyMem_Malloc(sizeof(Py_ssize_t) * 2 * (count ? count : 1));
+    if (!spans) return PyErr_NoMemory();
     for (Py_ssize_t k = 0; k < count; k++)  /* spans other than a field's: Python's slicing, in the twin */
-        if (!note_span(PyList_GetItem(notes, k), n, &start, &end)) return call_pure(pure_event_args, args, nargs);
-    PyObject *memo = seq_table(seq, name_memo, NULL);
-    if (!memo) return NULL;
-    for (Py_ssize_t k = 0; k < count; k++) {
-        note_span(PyList_GetItem(notes, k), n, &start, &end);
-        size += end - start;
-        if (one_note(bytes, start, end, seq, memo, out, &entries) < 0) {
-            Py_DECREF(memo);
-            return NULL;
+        if (!note_span(PyList_GetItem(notes, k), n, &spans[2 * k], &spans[2 * k + 1])) {
+            PyMem_Free(spans);
+            return call_pure(pure_event_args, args, nargs);
         }
+    PyObject *memo = seq_table(seq, name_memo, NULL);
+    for (Py_ssize_t k = 0; memo && k < count; k++) {
+        start = spans[2 * k];
+        end = spans[2 * k + 1];
+        size += end - start;
+        if (one_note(bytes, start, end, seq, memo, out, &entries) < 0) Py_CLEAR(memo);
     }
+    PyMem_Free(spans);
+    if (!memo) return NULL;
     Py_DECREF(memo);
     PyObject *items[2] = {PyLong_FromSsize_t(size), PyLong_FromSsize_t(entries)};
     return tuple_of(items, 2);
@@ -640,13 +676,15 @@ static PyObject *pure_split = NULL;
 
 static PyObject *core_split_packets(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
-    if (!pure_split) return damaged("bind_events was not called (wizard.trace.read.perfetto calls it)");
+    if (!pure_split) return not_bound();
     if (nargs != 4 || !PyBytes_Check(args[0]) || !PyLong_CheckExact(args[1]) || !PyLong_CheckExact(args[2]) ||
         !PyLong_CheckExact(args[3]))
         return call_pure(pure_split, args, nargs);
-    Py_ssize_t n = PyBytes_Size(args[0]), pos = PyLong_AsSsize_t(args[1]), limit = PyLong_AsSsize_t(args[2]);
-    Py_ssize_t max_packet = PyLong_AsSsize_t(args[3]);
-    if (PyErr_Occurred() || pos < 0 || max_packet < 0) {  /* Python's meaning: the twin's */
+    Py_ssize_t n = PyBytes_Size(args[0]), pos, limit = 0, max_packet = 0;
+    int wide = (pos = PyLong_AsSsize_t(args[1])) == -1 && PyErr_Occurred();
+    wide = wide || ((limit = PyLong_AsSsize_t(args[2])) == -1 && PyErr_Occurred());
+    wide = wide || ((max_packet = PyLong_AsSsize_t(args[3])) == -1 && PyErr_Occurred());
+    if (wide || pos < 0 || max_packet < 0) {  /* past 63 bits, or Python's meaning: the twin's */
         PyErr_Clear();
         return call_pure(pure_split, args, nargs);
     }
@@ -675,8 +713,8 @@ failed:
 
 /* track_event(b, start, end, seq): perfetto.pure_track_event, track_event_fields with what the decoder made of them
  * next: the name as text (a span decoded, at most name_bytes of it, then max_name characters; an iid looked up in
- * the sequence's names) and the category (the first of the categories and category iids, in their order, that
- * names one), the fields left for Python (gpu_correlation, legacy events) in their order or None:
+ * the sequence's names) and the category (the first of the categories, cut as a name is, and category iids, in
+ * their order, that names one), the fields left for Python (gpu_correlation, legacy events) in their order or None:
  * (type, track, name, category or None, the annotations' spans, the fields left or None) */
 static PyObject *pure_track_event_named = NULL, *name_names = NULL, *name_categories = NULL;
 static Py_ssize_t name_bytes = 4096, max_name = 1024;
@@ -690,21 +728,25 @@ static PyObject *decode_slice(PyObject *bytes, Py_ssize_t first, Py_ssize_t last
     return PyUnicode_DecodeUTF8(PyBytes_AsString(bytes) + first, last - first, "replace");
 }
 
+/* a name or category span as kept (perfetto._name): at most name_bytes of it decoded, then max_name characters */
+static PyObject *cut_name(PyObject *bytes, PyObject *where) {
+    Py_ssize_t first = PyLong_AsSsize_t(PyTuple_GetItem(where, 0));
+    if (first == -1 && PyErr_Occurred()) return NULL;
+    Py_ssize_t last = PyLong_AsSsize_t(PyTuple_GetItem(where, 1));
+    if (last == -1 && PyErr_Occurred()) return NULL;
+    if (last - first > name_bytes) last = first + name_bytes;
+    PyObject *name = decode_slice(bytes, first, last);
+    if (name && PyUnicode_GetLength(name) > max_name) {
+        PyObject *cut = PyUnicode_Substring(name, 0, max_name);
+        Py_DECREF(name);
+        name = cut;
+    }
+    return name;
+}
+
 /* the name of a TrackEvent from its span or its iid, as perfetto._Reader._track_event reads it */
 static PyObject *event_name(PyObject *bytes, PyObject *name_span, PyObject *name_iid, PyObject *seq) {
-    if (name_span != Py_None) {
-        Py_ssize_t first = PyLong_AsSsize_t(PyTuple_GetItem(name_span, 0));
-        Py_ssize_t last = PyLong_AsSsize_t(PyTuple_GetItem(name_span, 1));
-        if (PyErr_Occurred()) return NULL;
-        if (last - first > name_bytes) last = first + name_bytes;
-        PyObject *name = decode_slice(bytes, first, last);
-        if (name && PyUnicode_GetLength(name) > max_name) {
-            PyObject *cut = PyUnicode_Substring(name, 0, max_name);
-            Py_DECREF(name);
-            name = cut;
-        }
-        return name;
-    }
+    if (name_span != Py_None) return cut_name(bytes, name_span);
     if (name_iid == Py_None) return PyUnicode_FromString("");
     PyObject *names = seq_table(seq, name_tables, name_names), *empty = PyUnicode_FromString("");
     PyObject *name = (names && empty) ? get_or(names, name_iid, empty) : NULL;
@@ -730,16 +772,17 @@ static int event_category(PyObject *bytes, PyObject *rest, PyObject *seq, PyObje
         }
         if (*cat != Py_None) continue;
         PyObject *found = NULL, *value = PyTuple_GetItem(field, 2);
-        if (number == 22) {  /* track_event_fields keeps it only length-delimited */
-            Py_ssize_t first = PyLong_AsSsize_t(PyTuple_GetItem(value, 0));
-            Py_ssize_t last = PyLong_AsSsize_t(PyTuple_GetItem(value, 1));
-            if (PyErr_Occurred()) return -1;
-            found = decode_slice(bytes, first, last);
-        } else if (PyLong_AsLong(PyTuple_GetItem(field, 1)) == 0) {  /* one iid, as proto2 writers write it */
+        long wire = number == 22 ? 2 : PyLong_AsLong(PyTuple_GetItem(field, 1));
+        if (wire == -1 && PyErr_Occurred()) return -1;
+        if (number == 22) {  /* track_event_fields keeps it only length-delimited; cut as a name is */
+            found = cut_name(bytes, value);
+        } else if (wire == 0) {  /* one iid, as proto2 writers write it */
             PyObject *table = seq_table(seq, name_tables, name_categories);
             found = table ? get_or(table, value, Py_None) : NULL;
             Py_XDECREF(table);
-        } else {  /* a packed run (the first iid counts, the run must read whole), or a fixed field: none */
+        } else if (wire != 2) {  /* a fixed field names none (packed_varints' []) */
+            found = new_ref(Py_None);
+        } else {  /* a packed run: the first iid counts, the run must read whole */
             PyObject *call[3] = {bytes, PyTuple_GetItem(field, 1), value};
             PyObject *ids = core_packed(NULL, call, 3);
             if (!ids) return -1;
@@ -760,15 +803,16 @@ static int event_category(PyObject *bytes, PyObject *rest, PyObject *seq, PyObje
 }
 
 static PyObject *core_track_event_named(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (!pure_track_event_named) return damaged("bind_events was not called (wizard.trace.read.perfetto calls it)");
+    if (!pure_track_event_named) return not_bound();
     if (nargs != 4 || !PyBytes_Check(args[0]) || !PyLong_CheckExact(args[1]) || !PyLong_CheckExact(args[2]))
         return call_pure(pure_track_event_named, args, nargs);
-    Py_ssize_t start = PyLong_AsSsize_t(args[1]), end = PyLong_AsSsize_t(args[2]);
-    if (PyErr_Occurred() || start < 0) {  /* past 63 bits, or Python's negative index: the twin's meaning */
+    Py_ssize_t start = PyLong_AsSsize_t(args[1]);
+    int wide = start == -1 && PyErr_Occurred();
+    wide = wide || (PyLong_AsSsize_t(args[2]) == -1 && PyErr_Occurred());
+    if (wide || start < 0) {  /* past 63 bits, or Python's negative index: the twin's meaning */
         PyErr_Clear();
         return call_pure(pure_track_event_named, args, nargs);
     }
-    (void)end;
     PyObject *fields = core_track_event(self, args, 3);
     if (!fields) return NULL;
     PyObject *cat = NULL, *others = NULL, *name = NULL;
@@ -798,9 +842,11 @@ static PyObject *core_bind_events(PyObject *self, PyObject *const *args, Py_ssiz
                                          "pure_track_event, name_bytes, max_name)");
         return NULL;
     }
-    Py_ssize_t limit_bytes = PyLong_AsSsize_t(args[8]), limit_entries = PyLong_AsSsize_t(args[9]);
-    Py_ssize_t limit_name = PyLong_AsSsize_t(args[12]), limit_chars = PyLong_AsSsize_t(args[13]);
-    if (PyErr_Occurred()) return NULL;
+    Py_ssize_t limit_bytes, limit_entries, limit_name, limit_chars;
+    if ((limit_bytes = PyLong_AsSsize_t(args[8])) == -1 && PyErr_Occurred()) return NULL;
+    if ((limit_entries = PyLong_AsSsize_t(args[9])) == -1 && PyErr_Occurred()) return NULL;
+    if ((limit_name = PyLong_AsSsize_t(args[12])) == -1 && PyErr_Occurred()) return NULL;
+    if ((limit_chars = PyLong_AsSsize_t(args[13])) == -1 && PyErr_Occurred()) return NULL;
     PyObject **names[] = {&name_memo, &name_strings, &name_tables, &name_annotation_names, &name_names,
                           &name_categories};
     const char *texts[] = {"memo", "strings", "tables", "annotation_names", "names", "categories"};

@@ -93,9 +93,16 @@ MAX_OPEN = 100_000  # slices open at once, over every track
 # MAX_NAME characters where it is read (NAME_BYTES of UTF-8 decoded at most); what the read keeps for the whole file
 # is bounded in characters, at most 4 bytes each as Python holds text:
 MAX_HELD_CHARS = 64 << 20  # live interned strings and track names together: 64 Mi characters (at most 256 MB)
-MAX_OPEN_BYTES = 64 << 20  # what the slices open at once keep: their names' characters, their annotations' bytes
+# what the slices open at once keep: their names' and inline categories' characters, their annotations' bytes
+MAX_OPEN_BYTES = 64 << 20
 NAME_BYTES = 4 * MAX_NAME
 MAX_DEPTH = 32  # nesting of debug annotations kept (deeper values are dropped, not followed)
+# Nesting of a legacy JSON value decoded; deeper is kept as its text (the compiled core's JSON_DEPTH is the same).
+# msgspec's own limit is the Python stack left (a RecursionError), so the same value decoded from a deeper caller
+# (the compiled path calls from C, the pure one from several frames down) came out a list on one path and text on
+# the other. Counted in the bytes, the answer is the same everywhere: 64 is far past what a writer nests (a grid
+# or Input Dims is 1 or 2 deep) and, under MAX_DEPTH annotations of 2 frames each, far under Python's 1,000 frames.
+JSON_DEPTH = 64
 CHUNK = 1 << 20
 TICK = 4096  # top-level entries between two looks at the clock (and one after every chunk read)
 MAX_SKIPPED = 1_000_000  # top-level entries other than packets (Trace has no other field; writers write none)
@@ -402,7 +409,9 @@ class _Reader:
             return
         if track < 0:
             track = seq.default_track
-        held = len(name)  # what an open slice keeps: its name (cut) and the annotations decoded for it
+        held = len(name)  # what an open slice keeps: its name and category (cut), the annotations decoded for it
+        if cat is not None:
+            held += len(cat)
         args: dict[str, Any] = {}
         if notes and (cat is None or cat in ARGS_READ):
             size, self.memo_entries = _event_args(b, notes, seq, args, self.memo_entries)
@@ -627,7 +636,7 @@ def pure_event_args(
     and at most ``MEMO_ENTRIES`` entries. Compiled where the core is built (``event_args``)."""
     memo = seq.memo
     size = 0
-    for start, end in notes:
+    for start, end in tuple(notes):  # the notes as given: what a sequence's code does to the list changes nothing
         size += end - start
         short = end - start <= MEMO_BYTES
         found = memo.get(b[start:end]) if short else None
@@ -646,8 +655,8 @@ def pure_track_event(
 ) -> tuple[int, int, str, str | None, list[tuple[int, int]], list[Field] | None]:
     """A TrackEvent as the decoder reads it: ``track_event_fields`` with its name as text (a span decoded, at most
     ``NAME_BYTES`` of it, then ``MAX_NAME`` characters; an iid looked up in the sequence's names) and its category
-    (the first of its categories and category iids, in their order, that names one), the fields left for the
-    decoder (gpu_correlation, legacy events) in their order, or None. Compiled where the core is built."""
+    (the first of its categories, cut as a name is, and category iids, in their order, that names one), the fields
+    left for the decoder (gpu_correlation, legacy events) in their order, or None. Compiled where the core is built."""
     kind, track, name_span, name_iid, notes, rest = _track_event_fields(b, start, end)
     name = ""
     if name_span is not None:
@@ -662,7 +671,7 @@ def pure_track_event(
     for number, wire, value in rest or ():
         if number == _TE_CATEGORIES:  # track_event_fields keeps it only length-delimited
             if cat is None:
-                cat = b[value[0] : value[1]].decode("utf-8", "replace")
+                cat = _name(b, value)  # cut as a name is: an open slice keeps it
         elif number == _TE_CATEGORY_IIDS:
             if cat is None:
                 ids = _varints(b, wire, value)
@@ -727,9 +736,34 @@ def _legacy_duration(b: bytes, span: tuple[int, int], before: int | None) -> int
 _JSON_ERRORS = (msgspec.DecodeError, RecursionError)  # a legacy JSON value that is not JSON: kept as its text
 
 
+# a JSON string (to its closing quote, or the end where it has none: its escapes skipped) or a bracket
+_JSON_TOKENS = re.compile(rb'"(?:[^"\\]|\\.)*"?|[\[\]{}]', re.DOTALL)
+
+
+def json_too_deep(raw: bytes) -> bool:
+    """Whether a JSON text nests arrays and objects deeper than ``JSON_DEPTH`` (brackets in strings do not count;
+    in text that is not JSON the count means nothing, and the text is kept either way). The compiled core counts
+    the same way (``json_too_deep`` in wizard/_core.c)."""
+    if raw.count(b"[") + raw.count(b"{") <= JSON_DEPTH:
+        return False
+    depth = 0
+    for token in _JSON_TOKENS.finditer(raw):
+        c = raw[token.start()]
+        if c in b"[{":
+            depth += 1
+            if depth > JSON_DEPTH:
+                return True
+        elif c in b"]}":
+            depth -= 1
+    return False
+
+
 def _json(b: bytes, span: tuple[int, int]) -> Any:
-    """A legacy JSON value, decoded (bounded by its packet's size); the text itself where it is not JSON."""
+    """A legacy JSON value, decoded (bounded by its packet's size) to ``JSON_DEPTH`` deep; the text itself where it
+    is not JSON or nests deeper."""
     raw = b[span[0] : span[1]]
+    if json_too_deep(raw):
+        return raw.decode("utf-8", "replace")
     try:
         return msgspec.json.decode(raw)
     except _JSON_ERRORS:
