@@ -65,7 +65,7 @@ class ReaderConfig:
     block_size: int = 2 << 20
     parallel_block: int = 4 << 20  # smaller blocks keep each worker's peak memory low
     parallel_min_bytes: int = 96 << 20  # below this one process is faster than starting workers
-    workers: int | None = None  # None: the cores, 0: one process (trace inspect --jobs sets it)
+    workers: int | None = None  # None: the cores but the parent's (PARENT_CORES), 0: one process (--jobs sets it)
     max_event_bytes: int = 256 << 20
     max_whitespace: int = 64 << 20
 
@@ -366,9 +366,18 @@ def usable_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+# The cores one big file's read needs before workers pay: the parent merges each worker's block (and runs the
+# classification between blocks) while the workers decode, so it needs a core of its own. On two cores the two
+# workers and the parent share them, and one process read every size faster: 101 MB to 1 GB, CPU 0.65-0.75x and
+# wall 0.66-0.92x the two workers' (benchmarks/results-2026-12-02-series.md, the JSON collector compiled).
+PARENT_CORES = 1
+MIN_WORKERS = 2  # one worker beside the parent only adds the blocks' pickling to the same decoding
+
+
 def _parallel_workers(path: Path, config: ReaderConfig) -> int:
-    """Worker processes for one big file: the cores, unless nested, tiny, a pipe, or told otherwise
-    (never more than the cores: a playbook's ``jobs: 100000`` is no fork bomb)."""
+    """Worker processes for one big file: the cores less the parent's, unless that is fewer than two, the file is
+    nested, tiny, a pipe, or told otherwise (never more than the cores: a playbook's ``jobs: 100000`` is no fork
+    bomb)."""
     cores = usable_cores()
     if config.workers is not None:
         return min(config.workers, cores)
@@ -376,14 +385,15 @@ def _parallel_workers(path: Path, config: ReaderConfig) -> int:
         info = path.stat()
     except OSError:
         return 0
-    if cores < 2 or not path.is_file():
+    workers = cores - PARENT_CORES
+    if workers < MIN_WORKERS or not path.is_file():
         return 0  # a pipe is read once, in order
     compressed = path.name.endswith(".gz")
     if info.st_size * (8 if compressed else 1) < config.parallel_min_bytes:
         return 0
     import multiprocessing  # only for a file big enough for workers: a small one's start-up skips it
 
-    return 0 if multiprocessing.parent_process() is not None else cores
+    return 0 if multiprocessing.parent_process() is not None else workers
 
 
 def _read(
