@@ -1808,4 +1808,11 @@ static struct PyModuleDef module = {
     NULL, NULL, NULL, NULL,
 };
 
-PyMODINIT_FUNC PyInit__core(void) { return PyModule_Create(&module); }
+/* API: the version of these functions' arguments and meaning that wizard/trace/read/core.py binds (raised with it) */
+#define CORE_API 1
+
+PyMODINIT_FUNC PyInit__core(void) {
+    PyObject *m = PyModule_Create(&module);
+    if (m && PyModule_AddIntConstant(m, "API", CORE_API) < 0) Py_CLEAR(m);
+    return m;
+}

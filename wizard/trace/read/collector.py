@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import operator
-import os
 from array import array
 from collections import Counter
 from collections.abc import Callable
@@ -15,6 +14,7 @@ import msgspec
 
 from wizard.cluster import rank_value
 from wizard.file_ends import OpenedEnds
+from wizard.trace.read.core import compiled as compiled_core
 from wizard.trace.read.counters import Counters
 from wizard.trace.read.events import (
     GPU_OP_CATEGORIES,
@@ -575,25 +575,21 @@ def pure_collect_events(collector: Collector, events: list[Event]) -> None:  # n
 
 def compiled_collect_events() -> Callable[[Collector, list[Event]], None] | None:
     """The core's ``collect_events``, handed this module's categories, bounds and twins; None where the core is not
-    built (no compiler where it was installed, a platform without a wheel, a core built before it)."""
-    try:
-        from wizard._core import collect_events as compiled
-        from wizard._core import json_bind
-    except ImportError:
+    built, refused (``WARPWIZARD_PURE=1``) or of another API (``core.py``)."""
+    core = compiled_core()
+    if core is None:
         return None
-    json_bind(
+    core.json_bind(
         OP_CATEGORIES, RUNTIME_CATEGORIES, KERNEL_CATEGORIES, PYTHON_CATEGORIES, GPU_OP_CATEGORIES, MAX_NAME,
         _number, as_int, _ThreadIntervals, _NO_ARGS, OCCUPANCY_KEY, THEORETICAL_KEY, reported(None),
         pure_collect_events, Event, EventArgs,
     )  # fmt: skip
+    compiled: Callable[[Collector, list[Event]], None] = core.collect_events
     return compiled
 
 
 def _bind_json_core() -> Callable[[Collector, list[Event]], None]:
-    """The compiled ``collect_events`` where the core is built and not refused (``WARPWIZARD_PURE=1``), else its
-    twin."""
-    if os.environ.get("WARPWIZARD_PURE", "") not in ("", "0"):
-        return pure_collect_events
+    """The compiled ``collect_events`` where the core is usable, else its twin."""
     return compiled_collect_events() or pure_collect_events
 
 

@@ -62,6 +62,7 @@ from wizard.trace.read.collector import (
     TraceContents,
     Truncation,
 )
+from wizard.trace.read.core import compiled as compiled_core
 from wizard.trace.read.events import (
     GPU_OP_CATEGORIES,
     KERNEL_CATEGORIES,
@@ -692,16 +693,13 @@ _event_args: Callable[[bytes, list[tuple[int, int]], _Sequence, dict[str, Any], 
 def _bind_compiled_events() -> bool:
     """The compiled twins of the functions above, where protobuf.py bound the core (not under ``WARPWIZARD_PURE=1``)."""
     global _event_args, _split_packets, _read_track_event
-    if not _protobuf.COMPILED:
+    core = compiled_core() if _protobuf.COMPILED else None
+    if core is None:
         return False
-    try:
-        from wizard._core import bind_events, event_args, split_packets, track_event
-    except ImportError:  # a core built before these
-        return False
-    bind_events(pure_event_args, _decode_annotation, msgspec.json.decode, _JSON_ERRORS, _raw, _ARG_FIELDS,
-                _ARG_FIELDS_BYTES, _RAW_ARGS, MEMO_BYTES, MEMO_ENTRIES, pure_split_packets, pure_track_event,
-                NAME_BYTES, MAX_NAME)  # fmt: skip
-    _event_args, _split_packets, _read_track_event = event_args, split_packets, track_event
+    core.bind_events(pure_event_args, _decode_annotation, msgspec.json.decode, _JSON_ERRORS, _raw, _ARG_FIELDS,
+                     _ARG_FIELDS_BYTES, _RAW_ARGS, MEMO_BYTES, MEMO_ENTRIES, pure_split_packets, pure_track_event,
+                     NAME_BYTES, MAX_NAME)  # fmt: skip
+    _event_args, _split_packets, _read_track_event = core.event_args, core.split_packets, core.track_event
     return True
 
 

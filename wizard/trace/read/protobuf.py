@@ -20,9 +20,10 @@ included (tests/trace/test_compiled_core.py); ``COMPILED`` says which runs.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import Any
+
+from wizard.trace.read.core import compiled as compiled_core
 
 MAX_FIELDS = 1_000_000  # fields of one message: a 64 MB packet of one-byte fields would be a list of 64 million
 VARINT, FIXED64, DELIMITED, FIXED32 = 0, 1, 2, 5  # the wire types read (3 and 4, groups, are refused)
@@ -246,20 +247,13 @@ COMPILED = False  # whether the five above are the compiled core's
 def _bind_compiled_core() -> bool:
     """Put the compiled twins in place where the core is built and not refused (``WARPWIZARD_PURE=1``)."""
     global varint, fields, packed_varints, packet_head, track_event_fields
-    if os.environ.get("WARPWIZARD_PURE", "") not in ("", "0"):
+    core = compiled_core()
+    if core is None:
         return False
-    try:
-        from wizard._core import bind
-        from wizard._core import fields as compiled_fields
-        from wizard._core import packed_varints as compiled_packed
-        from wizard._core import packet_head as compiled_head
-        from wizard._core import track_event_fields as compiled_track_event
-        from wizard._core import varint as compiled
-    except ImportError:  # no compiler where it was installed, a platform without a wheel, a core built before these
-        return False
-    bind(Damaged, MAX_FIELDS, pure_fields, pure_varint, pure_packed_varints, pure_packet_head, pure_track_event_fields)
-    varint, fields, packed_varints = compiled, compiled_fields, compiled_packed
-    packet_head, track_event_fields = compiled_head, compiled_track_event
+    core.bind(Damaged, MAX_FIELDS, pure_fields, pure_varint, pure_packed_varints, pure_packet_head,
+              pure_track_event_fields)  # fmt: skip
+    varint, fields, packed_varints = core.varint, core.fields, core.packed_varints
+    packet_head, track_event_fields = core.packet_head, core.track_event_fields
     return True
 
 
