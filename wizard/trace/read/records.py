@@ -270,23 +270,19 @@ class KernelTable(Sequence[KernelRecord]):
         a reader that takes rows as the file has them and sorts them by start once."""
         import numpy as np
 
-        for name in ("_ts", "_dur", "_corr", "_shape"):
-            old = getattr(self, name)
-            kept = array(old.typecode, old[:first])
-            kept.frombytes(np.frombuffer(old, dtype=old.typecode)[first:][order].tobytes())
-            setattr(self, name, kept)
+        arrays = [getattr(self, name) for name in ("_ts", "_dur", "_corr", "_shape")]
         if self._launch is not None:
-            for column in self._launch:
-                if column.data is not None:
-                    head = column.take(slice(0, first))
-                    rest = column.take(np.asarray(order, dtype=np.int64) + first)
-                    column.data, column.count = None, 0
-                    column.extend(np.concatenate((head, rest)))
-            if self._over:
-                where = np.empty(len(order), dtype=np.int64)
-                where[order] = np.arange(len(order))
-                self._over = {(f, i if i < first else first + int(where[i - first])): v
-                              for (f, i), v in self._over.items()}  # fmt: skip
+            arrays += [column.data for column in self._launch if column.data is not None]
+        for data in arrays:  # each array permuted where it is: one gathered copy of one column at a time
+            if len(data) > first:
+                view = np.frombuffer(data, dtype=data.typecode)
+                view[first:] = view[first:][order]
+                del view
+        if self._launch is not None and self._over:
+            where = np.empty(len(order), dtype=np.int64)
+            where[order] = np.arange(len(order))
+            self._over = {(f, i if i < first else first + int(where[i - first])): v
+                          for (f, i), v in self._over.items()}  # fmt: skip
         self._combos = self._getters = None
 
     def _to_columns(self) -> None:
