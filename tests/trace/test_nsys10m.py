@@ -232,3 +232,26 @@ def test_kernels_already_in_order_are_gathered_in_the_order_a_sort_gives(tmp_pat
         assert events.ref.tolist() == order.tolist()
         assert events.ts.tolist() == ts[order].tolist()
         assert list(events.categories) == ["kernel"] * len(ts)
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 7])
+def test_the_runs_a_chunk_at_a_time_are_the_runs(chunk: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``nesting.walk`` over runs found a chunk of events at a time (rows and reaches across the chunks' edges)
+    finds what it finds with every event in one chunk."""
+    rng = random.Random(chunk)
+    n = 1500
+    row = np.sort(np.array([rng.randrange(4) for _ in range(n)], dtype=np.int64))
+    ts = np.array([rng.randrange(0, 40_000) for _ in range(n)], dtype=np.int64)
+    dur = np.array([rng.choice([0, 0, 1, 5, 40, 300]) for _ in range(n)], dtype=np.int64)
+    order = np.lexsort((-dur, ts, row))
+    events = nesting.RowEvents(
+        row[order], ts[order], dur[order], np.zeros(n, dtype=np.int8), np.arange(n, dtype=np.int64), [], []
+    )
+    monkeypatch.setattr(nesting, "_CHUNK", 10**9)
+    whole = (list(nesting._clusters(events)), nesting.walk(events))
+    monkeypatch.setattr(nesting, "_CHUNK", chunk)
+    chunked = (list(nesting._clusters(events)), nesting.walk(events))
+    assert len(whole[0]) > 20  # events overlap: there are runs to find
+    assert chunked[0] == whole[0]
+    for a, b in zip(whole[1], chunked[1], strict=True):
+        assert a.tolist() == b.tolist()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, overload
 
@@ -156,10 +156,12 @@ def gather(contents: TraceContents) -> RowEvents:
     """The kernels, GPU copies/sets and other complete events of the rows that hold kernels."""
     ts_k, dur_k, _, shape_k, shapes = contents.kernels.columns()
     row_ids: dict[tuple[Any, Any], int] = {}
-    kernel_rows = np.array([row_ids.setdefault(perfetto_row(s[1], s[2]), len(row_ids)) for s in shapes] or [0])
-    parts: list[tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], I64, int, list[str] | None, Any]] = []
+    kernel_rows = np.array(
+        [row_ids.setdefault(perfetto_row(s[1], s[2]), len(row_ids)) for s in shapes] or [0], dtype=np.int32
+    )  # 32-bit rows and positions for the kernels: an export of ten million is 8 bytes a kernel less
+    parts: list[tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], Any, int, list[str] | None, Any]] = []
     tables: list[int] = []  # each part's table, as ExactTimes numbers them
-    k_shape = _ints(shape_k)
+    k_shape = np.frombuffer(shape_k, dtype=np.int32) if len(shape_k) else np.zeros(0, dtype=np.int32)
     if len(k_shape):
         parts.append((_floats(ts_k), _floats(dur_k), kernel_rows[k_shape], KERNEL, None, None))
         tables.append(KERNELS)
@@ -200,7 +202,7 @@ def _kept(contents: TraceContents, parts: list[Any], tables: list[int]) -> tuple
         keep = (row >= 0) & ts_ok & dur_ok & (ts >= 0) & (dur >= 0)
         del ts_ok, dur_ok
         if bool(keep.all()):
-            where = np.arange(len(keep), dtype=np.int64)
+            where = np.arange(len(keep), dtype=np.int32 if len(keep) < 1 << 31 else np.int64)
         else:
             where = np.flatnonzero(keep).astype(np.int64)
             row, ts, dur = row[where], ts[where], dur[where]
@@ -262,23 +264,47 @@ def _in_order(row: I64, ts: I64, dur: I64, ref: I64) -> bool:
     return True
 
 
-def _clusters(events: RowEvents) -> Iterable[tuple[int, int]]:
+def _clusters(events: RowEvents) -> Iterator[tuple[int, int]]:
     """Runs of events whose first finds its row's stack empty (it starts after every earlier event of the row ended,
-    or at that end with a duration), so each run is decided alone; runs of one event nest by themselves."""
+    or at that end with a duration), so each run is decided alone; runs of one event nest by themselves. A chunk of
+    events at a time, the row and its reach carried (an export of distinct kernels is a run per event: the free
+    positions of ten million events were ~50 bytes an event at the health check's peak)."""
     n = len(events)
     if n < 2:
-        return []
-    ends = events.ts + events.dur
-    new_row = np.concatenate(([True], events.row[1:] != events.row[:-1]))
-    reach = np.full(n, np.iinfo(np.int64).min, dtype=np.int64)  # the latest end of the row's earlier events
+        return
+    row_before, reach_before, pending = None, _FIRST, -1
+    for lo in range(0, n, _CHUNK):
+        row, ts, dur = events.row[lo : lo + _CHUNK], events.ts[lo : lo + _CHUNK], events.dur[lo : lo + _CHUNK]
+        reach, new_row, row_before, reach_before = _reach(row, ts + dur, row_before, reach_before)
+        free = np.flatnonzero(new_row | (ts > reach) | ((ts == reach) & (dur > 0))) + lo
+        del reach, new_row
+        bounds = free if pending < 0 else np.concatenate(([pending], free))
+        runs = np.flatnonzero(np.diff(bounds) > 1)
+        yield from zip(bounds[runs].tolist(), bounds[runs + 1].tolist(), strict=True)
+        pending = int(bounds[-1]) if len(bounds) else pending
+    if n - pending > 1:
+        yield pending, n
+
+
+_FIRST = int(np.iinfo(np.int64).min)  # the reach of a row's first event: nothing before it
+
+
+def _reach(row: Any, ends: I64, row_before: Any, reach_before: int) -> tuple[I64, Any, Any, int]:
+    """For a chunk of events: the latest end of each one's row's earlier events (those of the chunks before
+    included: ``row_before``'s reach was ``reach_before``), which start a row, and the last row and its reach."""
+    new_row = np.empty(len(row), dtype=bool)
+    new_row[0] = row_before is None or bool(row[0] != row_before)
+    np.not_equal(row[1:], row[:-1], out=new_row[1:])
+    reach = np.full(len(row), _FIRST, dtype=np.int64)
     starts = np.flatnonzero(new_row).tolist()
-    for s, e in zip(starts, [*starts[1:], n], strict=True):
+    edges = ([] if starts and starts[0] == 0 else [0]) + starts
+    for s, e in zip(edges, [*edges[1:], len(row)], strict=True):
+        before = _FIRST if new_row[s] else reach_before
+        reach[s] = before
         if e - s > 1:
-            reach[s + 1 : e] = np.maximum.accumulate(ends[s : e - 1])
-    free = new_row | (events.ts > reach) | ((events.ts == reach) & (events.dur > 0))
-    bounds = np.append(np.flatnonzero(free), n)  # numpy: an export of distinct kernels is a run per event
-    runs = np.flatnonzero(np.diff(bounds) > 1)
-    return list(zip(bounds[runs].tolist(), bounds[runs + 1].tolist(), strict=True))
+            reach[s + 1 : e] = np.maximum(np.maximum.accumulate(ends[s : e - 1]), before)
+        last = max(before, int(ends[s:e].max()))
+    return reach, new_row, row[-1], last
 
 
 def cannot_nest(events: RowEvents) -> tuple[I64, I64]:

@@ -227,10 +227,13 @@ def _kernel_groups(
     durations = np.where(np.isfinite(durations) & (durations >= 0), durations, 0.0)
     gpu_us = float(durations.sum())
     ordered, starts, counts = _by_group(durations, groups, len(firsts))
+    alone = ordered is durations  # every launch its own group: each total is its duration (-0.0 + d is d)
     del durations, groups
-    totals = _group_sums(ordered, starts, counts)
+    totals = ordered if alone else _group_sums(ordered, starts, counts)
     keys, key_of = _group_keys(kernels, firsts)
-    ranked = np.lexsort((key_of, -totals))  # stable: ties in first-seen order
+    np.negative(totals, out=totals)  # the most time first, negated where it is (no copy), and back after
+    ranked = np.lexsort((key_of, totals) if key_of.min() != key_of.max() else (totals,))
+    np.negative(totals, out=totals)  # stable: ties in first-seen order
     del key_of
     out = []
     for gid in ranked[:MAX_KERNELS].tolist():

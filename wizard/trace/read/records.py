@@ -603,9 +603,9 @@ class KernelTable(Sequence[KernelRecord]):
                 return None
             del none
             for v in values:
-                keys += _text_keys(v)
+                keys += [k for k in _text_keys(v) if k.min() != k.max()]  # a key all alike orders nothing
             del values
-        keys = [k for k in keys if len(k) and k.min() != k.max()]  # a key all alike orders nothing
+        keys = [k for k in keys if len(k) and k.min() != k.max()]
         if not keys:
             return self._work_texts(firsts[:1])
         order = np.lexsort(keys[::-1])
