@@ -415,7 +415,7 @@ def _device_rows(events: _Events, contents: TraceContents) -> list[SummaryRow]:
     ]
 
 
-_CHUNK = 1 << 20  # events the union takes at once
+_CHUNK = 1 << 18  # events the union takes at once
 
 
 def _union(starts: Floats, ends: Floats, *, durations: bool = False) -> float:

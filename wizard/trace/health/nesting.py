@@ -63,7 +63,7 @@ def to_ns(us: npt.NDArray[np.float64]) -> tuple[I64, npt.NDArray[np.bool_]]:
     return ns, valid
 
 
-_CHUNK = 1 << 20  # events converted at once
+_CHUNK = 1 << 18  # events converted at once
 
 
 def _to_ns(us: npt.NDArray[np.float64]) -> tuple[I64, npt.NDArray[np.bool_]]:

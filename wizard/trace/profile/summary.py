@@ -232,7 +232,7 @@ def _kernel_groups(
     totals = ordered if alone else _group_sums(ordered, starts, counts)
     keys, key_of = _group_keys(kernels, firsts)
     np.negative(totals, out=totals)  # the most time first, negated where it is (no copy), and back after
-    ranked = np.lexsort((key_of, totals) if key_of.min() != key_of.max() else (totals,))
+    ranked = np.lexsort((totals,) if key_of is None or key_of.min() == key_of.max() else (key_of, totals))
     np.negative(totals, out=totals)  # stable: ties in first-seen order
     del key_of
     out = []
@@ -253,7 +253,7 @@ def _kernel_groups(
     return out, _others(totals[rest], counts[rest]), gpu_us
 
 
-_CHUNK = 1 << 20  # groups or launches taken at once where a whole-array temporary would be one per launch
+_CHUNK = 1 << 18  # groups or launches taken at once where a whole-array temporary would be one per launch
 
 
 def _by_group(durations: Any, groups: Any, size: int) -> tuple[Any, Any, Any]:
@@ -263,13 +263,13 @@ def _by_group(durations: Any, groups: Any, size: int) -> tuple[Any, Any, Any]:
     import numpy as np
 
     index = np.int32 if len(groups) < 1 << 31 else np.int64
-    counts = np.bincount(groups, minlength=size).astype(index)
-    starts = np.zeros(size, dtype=index)
-    np.cumsum(counts[:-1], out=starts[1:])
     if size == len(groups) and all(
         bool((groups[lo : lo + _CHUNK] == np.arange(lo, min(lo + _CHUNK, size))).all()) for lo in range(0, size, _CHUNK)
     ):
-        return durations, starts, counts
+        return durations, np.arange(size, dtype=index), np.ones(size, dtype=np.int8)
+    counts = np.bincount(groups, minlength=size).astype(index)
+    starts = np.zeros(size, dtype=index)
+    np.cumsum(counts[:-1], out=starts[1:])
     return durations[np.lexsort((durations, groups))], starts, counts
 
 
@@ -288,6 +288,8 @@ def _group_keys(kernels: Any, firsts: Any) -> tuple[Any, Any]:
             key = found[name] = kernel_key(name)
         of_base.append(key)
     rank_of = {k: n for n, k in enumerate(sorted(set(of_base)))}
+    if len(rank_of) < 2:  # one key: its rank orders nothing, and every group's key is it
+        return _GroupKeys(of_base, None), None
     bases = np.frombuffer(shape, dtype=np.int32)[firsts] if len(firsts) else np.zeros(0, dtype=np.int32)
     rank = np.array([rank_of[k] for k in of_base] or [0], dtype=np.int32)[bases]
     return _GroupKeys(of_base, bases), rank
@@ -300,7 +302,7 @@ class _GroupKeys:
         self.of_base, self.bases = of_base, bases
 
     def __getitem__(self, gid: int) -> str:
-        return self.of_base[int(self.bases[gid])]
+        return self.of_base[0 if self.bases is None else int(self.bases[gid])]
 
 
 def _group_sums(ordered: Any, starts: Any, counts: Any) -> Any:

@@ -593,7 +593,7 @@ class KernelTable(Sequence[KernelRecord]):
         names = sorted({repr(s[0]) for s in self._shapes})
         rank_of = {text: n for n, text in enumerate(names)}
         of_base = np.array([rank_of[repr(s[0])] for s in self._shapes], dtype=np.int32)
-        keys = [of_base[_view(self._shape)[firsts]]]
+        keys = [k for k in [of_base[_view(self._shape)[firsts]]] if len(k) and k.min() != k.max()]
         for lo in (0, 3):  # grid, block: None in all three fields or in none (else the set's sort takes them)
             columns = [self._launch_column(f) for f in range(lo, lo + 3)]
             values = [_view(c.data)[firsts] for c in columns if c.data is not None]  # a column of one value orders none
@@ -660,7 +660,7 @@ def _text_keys(values: Any) -> list[Any]:
     return [none, sign, padded, digits]
 
 
-_CHUNK = 1 << 20  # launches a numbering pass takes at once (its temporaries are this many, not one per launch)
+_CHUNK = 1 << 18  # launches a numbering pass takes at once (its temporaries are this many, not one per launch)
 
 
 def _numbered(key: Any, bound: int) -> tuple[Any, Any]:
