@@ -255,3 +255,21 @@ def test_the_runs_a_chunk_at_a_time_are_the_runs(chunk: int, monkeypatch: pytest
     assert chunked[0] == whole[0]
     for a, b in zip(whole[1], chunked[1], strict=True):
         assert a.tolist() == b.tolist()
+
+
+def test_the_rest_of_the_groups_summed_a_chunk_at_a_time_is_pythons_sum(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The groups past MAX_KERNELS: their time is Python's sum of their totals in rank order (left to right from
+    0: fractions, so a different order would differ), their launches the sum of their counts."""
+    _small_chunks(monkeypatch, 3)
+    rng = random.Random(9)
+    totals = np.array([rng.random() * 10 ** rng.randrange(-3, 6) for _ in range(50)] + [-0.0, 0.0])
+    counts = np.array([rng.randrange(1, 9) for _ in range(len(totals))], dtype=np.int8)
+    rest = np.array(rng.sample(range(len(totals)), 40), dtype=np.int64)
+    found = summary._others(totals, counts, rest)
+    want: float = 0  # left to right from 0, one addition at a time (Python 3.12's sum() compensates: not this)
+    for g in rest.tolist():
+        want += float(totals[g])
+    assert found["total_us"] == want
+    assert found["launches"] == sum(int(counts[g]) for g in rest.tolist())
+    assert found["groups"] == 40
+    assert summary._others(totals, counts, rest[:0]) == {"groups": 0.0, "launches": 0.0, "total_us": 0}

@@ -221,7 +221,7 @@ def _kernel_groups(
     kernels = contents.kernels
     _, dur, _, _, _ = kernels.columns()
     if not len(dur):
-        return [], _others(np.zeros(0), np.zeros(0, dtype=np.int64)), 0.0
+        return [], _others(np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)), 0.0
     groups, firsts = kernels.launch_groups(kernel_key)
     durations = np.frombuffer(dur, dtype=np.float64)
     durations = np.where(np.isfinite(durations) & (durations >= 0), durations, 0.0)
@@ -250,7 +250,7 @@ def _kernel_groups(
             )
         )  # fmt: skip
     rest = ranked[MAX_KERNELS:]
-    return out, _others(totals[rest], counts[rest]), gpu_us
+    return out, _others(totals, counts, rest), gpu_us
 
 
 _CHUNK = 1 << 18  # groups or launches taken at once where a whole-array temporary would be one per launch
@@ -325,13 +325,21 @@ def _group_sums(ordered: Any, starts: Any, counts: Any) -> Any:
     return totals
 
 
-def _others(totals: Any, counts: Any) -> dict[str, float]:
-    """The groups past MAX_KERNELS, in rank order: how many, their launches, their time (summed left to right
-    from 0, as Python's sum of the groups' totals)."""
+def _others(totals: Any, counts: Any, rest: Any) -> dict[str, float]:
+    """The groups at ``rest`` (the groups past MAX_KERNELS, in rank order): how many, their launches, their time
+    (summed left to right from 0, as Python's sum of the groups' totals), a chunk of groups at a time: the same
+    additions in the same order, without a copy of every group's total and of its running sum."""
     import numpy as np
 
-    total: float = float(np.cumsum(totals)[-1]) + 0.0 if len(totals) else 0
-    return {"groups": float(len(totals)), "launches": float(int(counts.sum())), "total_us": total}
+    running: float | None = None
+    launches = 0
+    for lo in range(0, len(rest), _CHUNK):
+        at = rest[lo : lo + _CHUNK]
+        part = totals[at] if running is None else np.concatenate(([running], totals[at]))
+        running = float(np.cumsum(part)[-1])
+        launches += int(counts[at].sum())
+    total: float = running + 0.0 if running is not None else 0
+    return {"groups": float(len(rest)), "launches": float(launches), "total_us": total}
 
 
 def _attributes(shape: Any) -> dict[str, Any]:
