@@ -115,25 +115,48 @@ class _Events:
 
     @classmethod
     def of(cls, contents: TraceContents) -> _Events:
-        ts, dur, corr, shape, shapes = contents.kernels.columns()
+        """The kernels' own columns where there are no copies or sets to join (views: an export of ten million
+        kernels copied five times was ~40 bytes a kernel at the summary table's peak), names and devices by the
+        kernels' combinations of name and device (``base_columns``), 32-bit where they fit."""
+        ts, dur, corr, _, _ = contents.kernels.columns()
+        shape, shapes = contents.kernels.base_columns()
         ops = contents.timeline.gpu_ops
         names: list[str] = []
         ids: dict[str, int] = {}
 
         def name_ids(shape_names: list[str]) -> Ints:
-            return np.array([ids.setdefault(n, len(ids)) for n in shape_names] or [0], dtype=np.int64)
+            return np.array([ids.setdefault(n, len(ids)) for n in shape_names] or [0], dtype=np.int32)
 
         kernel_names = name_ids([str(s[0]) for s in shapes])
         op_names = name_ids([str(s[0]) for s in ops.shapes])
         names = list(ids)
+        durations = _joined(_floats(dur), _floats(ops.dur))
         return cls(
-            np.concatenate((_floats(ts), _floats(ops.ts))),
-            np.maximum(np.concatenate((_floats(dur), _floats(ops.dur))), 0.0),
-            np.concatenate((_ints(corr), _ints(ops.corr))),
-            np.concatenate((kernel_names[_ints(shape)], op_names[_ints(ops.shape)])),
+            _joined(_floats(ts), _floats(ops.ts)),
+            np.maximum(durations, 0.0) if bool(np.signbit(durations).any()) else durations,
+            _joined(_as_stored(corr), _as_stored(ops.corr)),
+            _joined(kernel_names[_as_stored(shape)], op_names[_as_stored(ops.shape)]),
             names,
-            np.concatenate((_devices(shapes)[_ints(shape)], _devices(ops.shapes)[_ints(ops.shape)])),
+            _joined(_narrow(_devices(shapes))[_as_stored(shape)], _narrow(_devices(ops.shapes))[_as_stored(ops.shape)]),
         )
+
+
+def _joined(kernels: Any, ops: Any) -> Any:
+    """The kernels' column, then the copies' and sets': the kernels' itself (a view) where there are none."""
+    return kernels if not len(ops) else np.concatenate((kernels, ops))
+
+
+def _as_stored(values: Any) -> Any:
+    """An integer array as numpy, without a copy (a view: never written to)."""
+    if not len(values):
+        return np.zeros(0, dtype=np.int64)
+    return np.frombuffer(values, dtype=np.int64 if values.itemsize == 8 else np.int32)
+
+
+def _narrow(values: Ints) -> Any:
+    """The values as 32-bit integers where they all fit (a device per kernel is then 4 bytes, not 8)."""
+    fits = not len(values) or (int(values.min()) > -(1 << 31) and int(values.max()) < 1 << 31)
+    return values.astype(np.int32) if fits else values
 
 
 def _devices(shapes: Any) -> Ints:
@@ -141,7 +164,7 @@ def _devices(shapes: Any) -> Ints:
     return np.array([d if type(d) is int else -1 for d in (s[3] for s in shapes)] or [-1], dtype=np.int64)
 
 
-def _launches(contents: TraceContents, corr: Ints) -> tuple[Ints, Floats]:
+def _launches(contents: TraceContents, corr: Ints) -> tuple[Any, Floats]:
     """For each GPU event, its launch: the earliest runtime call with its correlation id (thread id, start);
     thread -1 where no call has the id."""
     rt = contents.runtime
@@ -153,7 +176,7 @@ def _launches(contents: TraceContents, corr: Ints) -> tuple[Ints, Floats]:
     first = np.ones(len(ids), dtype=bool)
     first[1:] = ids[1:] != ids[:-1]
     ids, starts, threads = ids[first], starts[first], threads[first]
-    thread = np.full(len(corr), -1, dtype=np.int64)
+    thread = np.full(len(corr), -1, dtype=np.int32)
     at = np.zeros(len(corr), dtype=np.float64)
     if len(ids) and len(corr):
         where = np.minimum(np.searchsorted(ids, corr), len(ids) - 1)
@@ -309,11 +332,17 @@ def summary_table(contents: TraceContents) -> SummaryTable:
     table.rows.sort(key=lambda r: (-r.reported_self_us, -r.reported_total_us, r.name))
     table.table_self_us = sum(r.reported_self_us for r in table.rows if r.kind == "gpu")
     table.annotation_us = sum(r.reported_self_us for r in table.rows if r.kind == "gpu_annotation")
-    table.busy_us = sum(  # per device: two GPUs busy at once are busy twice, as their kernels' sum counts them
-        _union(events.ts[events.device == d], (events.ts + events.dur)[events.device == d])
-        for d in distinct(events.device).tolist()
-    )
+    table.busy_us = _busy(events)
     return table
+
+
+def _busy(events: _Events) -> float:
+    """The GPU's busy time, per device: two GPUs busy at once are busy twice, as their kernels' sum counts them.
+    One device's events are the columns themselves (no masked copies)."""
+    devices = distinct(events.device).tolist()
+    if len(devices) == 1:
+        return sum([_union(events.ts, events.dur, durations=True)])
+    return sum(_union(events.ts[events.device == d], events.dur[events.device == d], durations=True) for d in devices)
 
 
 def _claims(overheads: Overheads) -> dict[int, int]:
@@ -413,15 +442,31 @@ def _device_rows(events: _Events, contents: TraceContents) -> list[SummaryRow]:
     ]
 
 
-def _union(starts: Floats, ends: Floats) -> float:
-    """The length of the union of intervals."""
+_CHUNK = 1 << 18  # events the union takes at once
+
+
+def _union(starts: Floats, ends: Floats, *, durations: bool = False) -> float:
+    """The length of the union of intervals (``ends`` the durations where ``durations``): in start order, a chunk
+    at a time with the reach so far carried (each piece the same as over the whole array; their sum one numpy sum,
+    as before), so the kernels' columns are read without a sorted or summed copy each."""
     if not len(starts):
         return 0.0
-    order = np.argsort(starts, kind="stable")
-    s, e = starts[order], ends[order]
-    reach = np.maximum.accumulate(e)
-    begins = np.maximum(s, np.concatenate(([-np.inf], reach[:-1])))
-    return float(np.maximum(e - begins, 0.0)[e > np.concatenate(([-np.inf], reach[:-1]))].sum())
+    if not bool((starts[1:] >= starts[:-1]).all()):  # a stable sort of what is in order is the same order
+        order = np.argsort(starts, kind="stable")
+        starts, ends = starts[order], ends[order]
+        del order
+    pieces = np.empty(len(starts), dtype=np.float64)
+    count, reach = 0, -np.inf
+    for lo in range(0, len(starts), _CHUNK):
+        s = starts[lo : lo + _CHUNK]
+        e = s + ends[lo : lo + _CHUNK] if durations else ends[lo : lo + _CHUNK]
+        ahead = np.maximum.accumulate(e)
+        np.maximum(ahead, reach, out=ahead)
+        before = np.concatenate(([reach], ahead[:-1]))
+        piece = np.maximum(e - np.maximum(s, before), 0.0)[e > before]
+        pieces[count : count + len(piece)] = piece
+        count, reach = count + len(piece), float(ahead[-1])
+    return float(pieces[:count].sum())
 
 
 SM_ACTIVE = "sm__cycles_active"  # PM sampling's share of cycles with work on an SM (a percent series)

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Iterable
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -54,7 +54,19 @@ def perfetto_row(pid: Any, tid: Any) -> tuple[Any, Any]:
 
 def to_ns(us: npt.NDArray[np.float64]) -> tuple[I64, npt.NDArray[np.bool_]]:
     """Microseconds as Perfetto's nanoseconds (a whole number times 1000, any other ``llround(us * 1000.0)``)
-    and which ones Perfetto can read at all (finite, within an int64 of nanoseconds)."""
+    and which ones Perfetto can read at all (finite, within an int64 of nanoseconds): a chunk at a time, so the
+    temporaries are a chunk's (ten of them per event were ~80 bytes a kernel at the health check's peak)."""
+    ns = np.empty(len(us), dtype=np.int64)
+    valid = np.empty(len(us), dtype=bool)
+    for lo in range(0, len(us), _CHUNK):
+        ns[lo : lo + _CHUNK], valid[lo : lo + _CHUNK] = _to_ns(us[lo : lo + _CHUNK])
+    return ns, valid
+
+
+_CHUNK = 1 << 18  # events converted at once
+
+
+def _to_ns(us: npt.NDArray[np.float64]) -> tuple[I64, npt.NDArray[np.bool_]]:
     valid = np.isfinite(us) & (np.abs(us) < _US_LIMIT)
     safe = np.where(valid, us, 0.0)
     whole = safe == np.trunc(safe)
@@ -64,6 +76,26 @@ def to_ns(us: npt.NDArray[np.float64]) -> tuple[I64, npt.NDArray[np.bool_]]:
     rounded = truncated + np.where(np.abs(rest) >= 0.5, np.sign(product), 0.0)
     ns = np.where(whole, safe.astype(np.int64) * 1000, rounded.astype(np.int64))
     return ns.astype(np.int64), valid
+
+
+class _Same(Sequence[str]):
+    """One category for every event (only kernels): no list of a string per event."""
+
+    def __init__(self, text: str, count: int) -> None:
+        self.text, self.size = text, count
+
+    def __len__(self) -> int:
+        return self.size
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[str]: ...
+    def __getitem__(self, i: int | slice) -> str | list[str]:
+        if isinstance(i, slice):
+            return [self.text] * len(range(self.size)[i])
+        range(self.size)[i]  # an IndexError where a list would raise one
+        return self.text
 
 
 @dataclass(slots=True, eq=False, repr=False)
@@ -78,7 +110,7 @@ class RowEvents:
     kind: npt.NDArray[np.int8]
     ref: I64
     rows: list[tuple[Any, Any]]  # row number -> its (pid, tid) as Perfetto keys it
-    categories: list[str]  # per event, for the non-kernels' count (kernels: "kernel")
+    categories: Sequence[str]  # per event, for the non-kernels' count (kernels: "kernel")
 
     def __len__(self) -> int:
         return len(self.ts)
@@ -124,10 +156,12 @@ def gather(contents: TraceContents) -> RowEvents:
     """The kernels, GPU copies/sets and other complete events of the rows that hold kernels."""
     ts_k, dur_k, _, shape_k, shapes = contents.kernels.columns()
     row_ids: dict[tuple[Any, Any], int] = {}
-    kernel_rows = np.array([row_ids.setdefault(perfetto_row(s[1], s[2]), len(row_ids)) for s in shapes] or [0])
-    parts: list[tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], I64, int, list[str] | None, Any]] = []
+    kernel_rows = np.array(
+        [row_ids.setdefault(perfetto_row(s[1], s[2]), len(row_ids)) for s in shapes] or [0], dtype=np.int32
+    )  # 32-bit rows and positions for the kernels: an export of ten million is 8 bytes a kernel less
+    parts: list[tuple[npt.NDArray[np.float64], npt.NDArray[np.float64], Any, int, list[str] | None, Any]] = []
     tables: list[int] = []  # each part's table, as ExactTimes numbers them
-    k_shape = _ints(shape_k)
+    k_shape = np.frombuffer(shape_k, dtype=np.int32) if len(shape_k) else np.zeros(0, dtype=np.int32)
     if len(k_shape):
         parts.append((_floats(ts_k), _floats(dur_k), kernel_rows[k_shape], KERNEL, None, None))
         tables.append(KERNELS)
@@ -168,7 +202,7 @@ def _kept(contents: TraceContents, parts: list[Any], tables: list[int]) -> tuple
         keep = (row >= 0) & ts_ok & dur_ok & (ts >= 0) & (dur >= 0)
         del ts_ok, dur_ok
         if bool(keep.all()):
-            where = np.arange(len(keep), dtype=np.int64)
+            where = np.arange(len(keep), dtype=np.int32 if len(keep) < 1 << 31 else np.int64)
         else:
             where = np.flatnonzero(keep).astype(np.int64)
             row, ts, dur = row[where], ts[where], dur[where]
@@ -202,8 +236,10 @@ def _ordered(kept: tuple[list[Any], ...], row_keys: list[tuple[Any, Any]]) -> Ro
         )
     row, ts, dur, kind, ref = _joined(rows), _joined(tss), _joined(durs), _joined(kinds), _joined(refs)
     del rows[:], tss[:], durs[:], kinds[:], refs[:], cat_ids[:]
+    if cat is None and _in_order(row, ts, dur, ref):  # one table's events already in order: no sort, no copies
+        return RowEvents(row, ts, dur, kind, ref, row_keys, _Same("kernel", len(row)))
     order = np.lexsort((ref, kind, -dur, ts, row))
-    names = ["kernel"] * len(order) if cat is None else [cat_names[i] for i in cat[order].tolist()]
+    names: Sequence[str] = _Same("kernel", len(order)) if cat is None else [cat_names[i] for i in cat[order].tolist()]
     del cat
     row = row[order]
     ts = ts[order]
@@ -213,23 +249,62 @@ def _ordered(kept: tuple[list[Any], ...], row_keys: list[tuple[Any, Any]]) -> Ro
     return RowEvents(row, ts, dur, kind, ref, row_keys, names)
 
 
-def _clusters(events: RowEvents) -> Iterable[tuple[int, int]]:
+def _in_order(row: I64, ts: I64, dur: I64, ref: I64) -> bool:
+    """Whether events of one table (one kind) are in (row, ts, the longer first, position) order, a chunk at a time:
+    the order the stable sort would give them is then their own."""
+    for lo in range(0, max(len(row) - 1, 0), _CHUNK):
+        at, after = slice(lo, lo + _CHUNK), slice(lo + 1, lo + _CHUNK + 1)
+        r0, r1, t0, t1 = row[at][: len(row[after])], row[after], ts[at][: len(ts[after])], ts[after]
+        d0, d1, f0, f1 = dur[at][: len(dur[after])], dur[after], ref[at][: len(ref[after])], ref[after]
+        same_row, same_ts = r1 == r0, t1 == t0
+        tie = same_row & same_ts & (d1 == d0)
+        rising = (r1 > r0) | (same_row & ((t1 > t0) | (same_ts & ((d1 < d0) | (tie & (f1 > f0))))))
+        if not bool(rising.all()):
+            return False
+    return True
+
+
+def _clusters(events: RowEvents) -> Iterator[tuple[int, int]]:
     """Runs of events whose first finds its row's stack empty (it starts after every earlier event of the row ended,
-    or at that end with a duration), so each run is decided alone; runs of one event nest by themselves."""
+    or at that end with a duration), so each run is decided alone; runs of one event nest by themselves. A chunk of
+    events at a time, the row and its reach carried (an export of distinct kernels is a run per event: the free
+    positions of ten million events were ~50 bytes an event at the health check's peak)."""
     n = len(events)
     if n < 2:
-        return []
-    ends = events.ts + events.dur
-    new_row = np.concatenate(([True], events.row[1:] != events.row[:-1]))
-    reach = np.full(n, np.iinfo(np.int64).min, dtype=np.int64)  # the latest end of the row's earlier events
+        return
+    row_before, reach_before, pending = None, _FIRST, -1
+    for lo in range(0, n, _CHUNK):
+        row, ts, dur = events.row[lo : lo + _CHUNK], events.ts[lo : lo + _CHUNK], events.dur[lo : lo + _CHUNK]
+        reach, new_row, row_before, reach_before = _reach(row, ts + dur, row_before, reach_before)
+        free = np.flatnonzero(new_row | (ts > reach) | ((ts == reach) & (dur > 0))) + lo
+        del reach, new_row
+        bounds = free if pending < 0 else np.concatenate(([pending], free))
+        runs = np.flatnonzero(np.diff(bounds) > 1)
+        yield from zip(bounds[runs].tolist(), bounds[runs + 1].tolist(), strict=True)
+        pending = int(bounds[-1]) if len(bounds) else pending
+    if n - pending > 1:
+        yield pending, n
+
+
+_FIRST = int(np.iinfo(np.int64).min)  # the reach of a row's first event: nothing before it
+
+
+def _reach(row: Any, ends: I64, row_before: Any, reach_before: int) -> tuple[I64, Any, Any, int]:
+    """For a chunk of events: the latest end of each one's row's earlier events (those of the chunks before
+    included: ``row_before``'s reach was ``reach_before``), which start a row, and the last row and its reach."""
+    new_row = np.empty(len(row), dtype=bool)
+    new_row[0] = row_before is None or bool(row[0] != row_before)
+    np.not_equal(row[1:], row[:-1], out=new_row[1:])
+    reach = np.full(len(row), _FIRST, dtype=np.int64)
     starts = np.flatnonzero(new_row).tolist()
-    for s, e in zip(starts, [*starts[1:], n], strict=True):
+    edges = ([] if starts and starts[0] == 0 else [0]) + starts
+    for s, e in zip(edges, [*edges[1:], len(row)], strict=True):
+        before = _FIRST if new_row[s] else reach_before
+        reach[s] = before
         if e - s > 1:
-            reach[s + 1 : e] = np.maximum.accumulate(ends[s : e - 1])
-    free = new_row | (events.ts > reach) | ((events.ts == reach) & (events.dur > 0))
-    bounds = np.append(np.flatnonzero(free), n)  # numpy: an export of distinct kernels is a run per event
-    runs = np.flatnonzero(np.diff(bounds) > 1)
-    return list(zip(bounds[runs].tolist(), bounds[runs + 1].tolist(), strict=True))
+            reach[s + 1 : e] = np.maximum(np.maximum.accumulate(ends[s : e - 1]), before)
+        last = max(before, int(ends[s:e].max()))
+    return reach, new_row, row[-1], last
 
 
 def cannot_nest(events: RowEvents) -> tuple[I64, I64]:

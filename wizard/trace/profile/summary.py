@@ -221,21 +221,23 @@ def _kernel_groups(
     kernels = contents.kernels
     _, dur, _, _, _ = kernels.columns()
     if not len(dur):
-        return [], _others(np.zeros(0), np.zeros(0, dtype=np.int64)), 0.0
+        return [], _others(np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)), 0.0
     groups, firsts = kernels.launch_groups(kernel_key)
     durations = np.frombuffer(dur, dtype=np.float64)
     durations = np.where(np.isfinite(durations) & (durations >= 0), durations, 0.0)
-    order = np.lexsort((durations, groups))
-    counts = np.bincount(groups, minlength=len(firsts))
-    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
-    totals = _group_sums(durations[order], starts, counts)
-    keys = _first_keys(kernels, firsts)
-    rank_of = {k: n for n, k in enumerate(sorted(set(keys)))}
-    key_rank = np.fromiter(map(rank_of.__getitem__, keys), dtype=np.int64, count=len(keys))
-    ranked = np.lexsort((np.arange(len(firsts)), key_rank, -totals))
+    gpu_us = float(durations.sum())
+    ordered, starts, counts = _by_group(durations, groups, len(firsts))
+    alone = ordered is durations  # every launch its own group: each total is its duration (-0.0 + d is d)
+    del durations, groups
+    totals = ordered if alone else _group_sums(ordered, starts, counts)
+    keys, key_of = _group_keys(kernels, firsts)
+    np.negative(totals, out=totals)  # the most time first, negated where it is (no copy), and back after
+    ranked = np.lexsort((totals,) if key_of is None or key_of.min() == key_of.max() else (key_of, totals))
+    np.negative(totals, out=totals)  # stable: ties in first-seen order
+    del key_of
     out = []
     for gid in ranked[:MAX_KERNELS].tolist():
-        values = durations[order[starts[gid] : starts[gid] + counts[gid]]]  # sorted within the group by the lexsort
+        values = ordered[starts[gid] : starts[gid] + counts[gid]]  # sorted within the group by _by_group
         median = median_of(values)
         shape = kernels.combination(int(firsts[gid]))
         name, grid, block = str(shape[0]), shape[5], shape[6]
@@ -248,43 +250,96 @@ def _kernel_groups(
             )
         )  # fmt: skip
     rest = ranked[MAX_KERNELS:]
-    return out, _others(totals[rest], counts[rest]), float(durations.sum())
+    return out, _others(totals, counts, rest), gpu_us
 
 
-def _first_keys(kernels: Any, firsts: Any) -> list[str]:
-    """Each group's key, from its first launch's name (a name's key computed once)."""
+_CHUNK = 1 << 18  # groups or launches taken at once where a whole-array temporary would be one per launch
+
+
+def _by_group(durations: Any, groups: Any, size: int) -> tuple[Any, Any, Any]:
+    """The durations sorted by (group, duration), each group's start among them and its count (32-bit). Where every
+    launch is its own group, numbered in order (an export whose every kernel has its own grid), they already are:
+    no sort, no copy."""
+    import numpy as np
+
+    index = np.int32 if len(groups) < 1 << 31 else np.int64
+    if size == len(groups) and all(
+        bool((groups[lo : lo + _CHUNK] == np.arange(lo, min(lo + _CHUNK, size))).all()) for lo in range(0, size, _CHUNK)
+    ):
+        return durations, np.arange(size, dtype=index), np.ones(size, dtype=np.int8)
+    counts = np.bincount(groups, minlength=size).astype(index)
+    starts = np.zeros(size, dtype=index)
+    np.cumsum(counts[:-1], out=starts[1:])
+    return durations[np.lexsort((durations, groups))], starts, counts
+
+
+def _group_keys(kernels: Any, firsts: Any) -> tuple[Any, Any]:
+    """Each group's key (by its first launch's name, a name's key computed once) and the key's rank among them,
+    from the kernels' names (``base_columns``): no name or key per group held."""
+    import numpy as np
+
+    shape, shapes = kernels.base_columns()
     found: dict[str, str] = {}
-    out = []
-    for name in kernels.names_of(firsts):
+    of_base = []
+    for s in shapes:
+        name = str(s[0])
         key = found.get(name)
         if key is None:
-            key = found[name] = kernel_key(str(name))
-        out.append(key)
-    return out
+            key = found[name] = kernel_key(name)
+        of_base.append(key)
+    rank_of = {k: n for n, k in enumerate(sorted(set(of_base)))}
+    if len(rank_of) < 2:  # one key: its rank orders nothing, and every group's key is it
+        return _GroupKeys(of_base, None), None
+    bases = np.frombuffer(shape, dtype=np.int32)[firsts] if len(firsts) else np.zeros(0, dtype=np.int32)
+    rank = np.array([rank_of[k] for k in of_base] or [0], dtype=np.int32)[bases]
+    return _GroupKeys(of_base, bases), rank
+
+
+class _GroupKeys:
+    """Each group's key, looked up when asked (by its first launch's kernel name)."""
+
+    def __init__(self, of_base: list[str], bases: Any) -> None:
+        self.of_base, self.bases = of_base, bases
+
+    def __getitem__(self, gid: int) -> str:
+        return self.of_base[0 if self.bases is None else int(self.bases[gid])]
 
 
 def _group_sums(ordered: Any, starts: Any, counts: Any) -> Any:
     """Each group's ``values.sum()``, exactly as numpy sums one group: below 8 values left to right from -0.0
-    (numpy's pairwise summation does that for fewer than 8), the rest one group at a time."""
+    (numpy's pairwise summation does that for fewer than 8), the rest one group at a time; a chunk of groups at a
+    time (the same additions in the same order, without a temporary per group)."""
     import numpy as np
 
     totals = np.full(len(counts), -0.0)
-    small = counts < 8
-    for k in range(7):
-        take = small & (counts > k)
-        totals[take] += ordered[starts[take] + k]
-    for gid in np.flatnonzero(~small).tolist():
+    for lo in range(0, len(counts), _CHUNK):
+        count, start, total = counts[lo : lo + _CHUNK], starts[lo : lo + _CHUNK], totals[lo : lo + _CHUNK]
+        small = count < 8
+        for k in range(7):
+            take = small & (count > k)
+            if not take.any():
+                break
+            total[take] += ordered[start[take] + k]
+    for gid in np.flatnonzero(counts >= 8).tolist():
         totals[gid] = ordered[starts[gid] : starts[gid] + counts[gid]].sum()
     return totals
 
 
-def _others(totals: Any, counts: Any) -> dict[str, float]:
-    """The groups past MAX_KERNELS, in rank order: how many, their launches, their time (summed left to right
-    from 0, as Python's sum of the groups' totals)."""
+def _others(totals: Any, counts: Any, rest: Any) -> dict[str, float]:
+    """The groups at ``rest`` (the groups past MAX_KERNELS, in rank order): how many, their launches, their time
+    (summed left to right from 0, as Python's sum of the groups' totals), a chunk of groups at a time: the same
+    additions in the same order, without a copy of every group's total and of its running sum."""
     import numpy as np
 
-    total: float = float(np.cumsum(totals)[-1]) + 0.0 if len(totals) else 0
-    return {"groups": float(len(totals)), "launches": float(int(counts.sum())), "total_us": total}
+    running: float | None = None
+    launches = 0
+    for lo in range(0, len(rest), _CHUNK):
+        at = rest[lo : lo + _CHUNK]
+        part = totals[at] if running is None else np.concatenate(([running], totals[at]))
+        running = float(np.cumsum(part)[-1])
+        launches += int(counts[at].sum())
+    total: float = running + 0.0 if running is not None else 0
+    return {"groups": float(len(rest)), "launches": float(launches), "total_us": total}
 
 
 def _attributes(shape: Any) -> dict[str, Any]:

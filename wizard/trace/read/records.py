@@ -272,23 +272,19 @@ class KernelTable(Sequence[KernelRecord]):
         a reader that takes rows as the file has them and sorts them by start once."""
         import numpy as np
 
-        for name in ("_ts", "_dur", "_corr", "_shape"):
-            old = getattr(self, name)
-            kept = array(old.typecode, old[:first])
-            kept.frombytes(np.frombuffer(old, dtype=old.typecode)[first:][order].tobytes())
-            setattr(self, name, kept)
+        arrays = [getattr(self, name) for name in ("_ts", "_dur", "_corr", "_shape")]
         if self._launch is not None:
-            for column in self._launch:
-                if column.data is not None:
-                    head = column.take(slice(0, first))
-                    rest = column.take(np.asarray(order, dtype=np.int64) + first)
-                    column.data, column.count = None, 0
-                    column.extend(np.concatenate((head, rest)))
-            if self._over:
-                where = np.empty(len(order), dtype=np.int64)
-                where[order] = np.arange(len(order))
-                self._over = {(f, i if i < first else first + int(where[i - first])): v
-                              for (f, i), v in self._over.items()}  # fmt: skip
+            arrays += [column.data for column in self._launch if column.data is not None]
+        for data in arrays:  # each array permuted where it is: one gathered copy of one column at a time
+            if len(data) > first:
+                view = np.frombuffer(data, dtype=data.typecode)
+                view[first:] = view[first:][order]
+                del view
+        if self._launch is not None and self._over:
+            where = np.empty(len(order), dtype=np.int64)
+            where[order] = np.arange(len(order))
+            self._over = {(f, i if i < first else first + int(where[i - first])): v
+                          for (f, i), v in self._over.items()}  # fmt: skip
         self._combos = self._getters = None
 
     def _to_columns(self) -> None:
@@ -467,17 +463,22 @@ class KernelTable(Sequence[KernelRecord]):
     def _combinations(self) -> tuple[array[int], Sequence[_Shape]]:
         """Each launch's distinct combination of every field but its own numbers, numbered in order of first
         appearance (what ``add`` numbers), with numpy: a sort of keys, no object per launch."""
+        import numpy as np
+
         assert self._launch is not None
         numbers, firsts = self._first_appearance(_view(self._shape), len(self._shapes), range(_LAUNCH_FIELDS))
         ids = array("i")
-        ids.frombytes(numbers.astype("int32").tobytes())
+        ids.frombytes(memoryview(np.ascontiguousarray(numbers, dtype=np.int32)).cast("B"))  # type: ignore[arg-type]
+        del numbers
         if len(firsts) <= _MATERIALISED:
             return ids, [self._full_shape(i) for i in firsts.tolist()]
         return ids, _Combinations(self, firsts)
 
     def _first_appearance(self, key: Any, bound: int, fields: Sequence[int]) -> tuple[Any, Any]:
-        """Launches numbered by their distinct (``key``, launch ``fields``), in order of first appearance, and
-        each number's first launch (numpy). ``key``: a number per launch below ``bound``."""
+        """Launches numbered by their distinct (``key``, launch ``fields``), in order of first appearance (int32),
+        and each number's first launch (numpy). ``key``: a number per launch below ``bound`` (an int64 array is
+        consumed: it becomes the combined key). A column adds its values less its least where their span fits
+        the key's bits (no sort of its own), else their ranks."""
         import numpy as np
 
         assert self._launch is not None
@@ -486,26 +487,47 @@ class KernelTable(Sequence[KernelRecord]):
             column = self._launch[f]
             if column.data is None:
                 continue
-            _, inverse = np.unique(_view(column.data), return_inverse=True)
-            size = int(inverse.max()) + 1 if len(inverse) else 1
+            values = _view(column.data)
+            low = int(values.min()) if len(values) else 0
+            size = (int(values.max()) if len(values) else 0) - low + 1
+            if bound * size >= 1 << 62:  # too wide to add as is: the values' ranks
+                _, values = np.unique(values, return_inverse=True)
+                values, low = values.reshape(-1), 0
+                size = int(values.max()) + 1 if len(values) else 1
             if bound * size >= 1 << 62:
                 _, key = np.unique(key, return_inverse=True)
+                key = key.reshape(-1)
                 bound = int(key.max()) + 1 if len(key) else 1
-            key = key * size + inverse.reshape(-1)
+            key *= size
+            if low:
+                key -= low  # before adding: key * size - low + values is below bound * size, and so is each step
+            key += values
             bound *= size
+            del values
+        bound += self._odd_keys(key, bound, fields)
+        if bound << max(len(key), 1).bit_length() <= 1 << 63:
+            return _numbered(key, bound)
+        return _numbered_by_unique(key)
+
+    def _odd_keys(self, key: Any, bound: int, fields: Sequence[int]) -> int:
+        """Launches holding values no column holds (overrides), numbered apart from ``bound`` on, the same values
+        together; how many such numbers were given."""
         odd = {(f, i): v for (f, i), v in self._over.items() if f in fields}
-        if odd:  # values no column holds: numbered apart, the same values together
-            held: dict[int, list[tuple[int, Any]]] = {}
-            for (f, i), value in sorted(odd.items(), key=lambda item: item[0]):
-                held.setdefault(i, []).append((f, value))
-            numbers: dict[tuple[int, tuple[tuple[int, Any], ...]], int] = {}
-            for i, values in held.items():
-                key[i] = bound + numbers.setdefault((int(key[i]), tuple(values)), len(numbers))
-        _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-        order = np.argsort(first, kind="stable")
-        rank = np.empty(len(order), dtype=np.int64)
-        rank[order] = np.arange(len(order), dtype=np.int64)
-        return rank[inverse.reshape(-1)], first[order]
+        if not odd:
+            return 0
+        held: dict[int, list[tuple[int, Any]]] = {}
+        for (f, i), value in sorted(odd.items(), key=lambda item: item[0]):
+            held.setdefault(i, []).append((f, value))
+        numbers: dict[tuple[int, tuple[tuple[int, Any], ...]], int] = {}
+        for i, values in held.items():
+            key[i] = bound + numbers.setdefault((int(key[i]), tuple(values)), len(numbers))
+        return len(numbers)
+
+    def base_columns(self) -> tuple[array[int], Sequence[_Shape]]:
+        """Each launch's number into combinations that hold at least its name, pid, tid, device and stream (read
+        as columns: without grid, block, registers and shared memory; else the whole combination), without making
+        ``columns()``'s: what a pass reading only those fields needs."""
+        return self._shape, self._shapes
 
     def launch_groups(self, key: Callable[[str], Any]) -> tuple[Any, Any]:
         """Every launch numbered by its (``key`` of its name, grid, block), in order of first appearance, and
@@ -573,21 +595,31 @@ class KernelTable(Sequence[KernelRecord]):
         names = sorted({repr(s[0]) for s in self._shapes})
         rank_of = {text: n for n, text in enumerate(names)}
         of_base = np.array([rank_of[repr(s[0])] for s in self._shapes], dtype=np.int32)
-        keys = [of_base[_view(self._shape)[firsts]]]
-        for lo in (0, 3):
-            values = [self._launch_column(f).take(firsts) for f in range(lo, lo + 3)]
-            none = values[0] == NO_VALUE
-            if any(bool(((v == NO_VALUE) != none).any()) for v in values[1:]):
+        keys = [k for k in [of_base[_view(self._shape)[firsts]]] if len(k) and k.min() != k.max()]
+        for lo in (0, 3):  # grid, block: None in all three fields or in none (else the set's sort takes them)
+            columns = [self._launch_column(f) for f in range(lo, lo + 3)]
+            values = [_view(c.data)[firsts] for c in columns if c.data is not None]  # a column of one value orders none
+            none = [c.value == NO_VALUE for c in columns if c.data is None]
+            none += [v == (-_INT32 if v.dtype == np.int32 else NO_VALUE) for v in values]
+            if any(bool(np.any(n != none[0])) for n in none[1:]):
                 return None
-            keys += [_text_rank(v, none) for v in values]
-            del values, none
+            del none
+            for v in values:
+                keys += [k for k in _text_keys(v) if k.min() != k.max()]  # a key all alike orders nothing
+            del values
+        keys = [k for k in keys if len(k) and k.min() != k.max()]
+        if not keys:
+            return self._work_texts(firsts[:1])
         order = np.lexsort(keys[::-1])
         repeated = np.ones(max(len(order) - 1, 0), dtype=bool)
         for key in keys:
-            ranked = key[order]
-            repeated &= ranked[1:] == ranked[:-1]
-        del keys, ranked
-        return self._work_texts(firsts[order[np.concatenate(([True], ~repeated))[: len(order)]]])
+            for lo in range(0, len(order) - 1, _CHUNK):  # a chunk at a time: no sorted copy of a key held whole
+                ranked = key[order[lo : lo + _CHUNK + 1]]
+                repeated[lo : lo + _CHUNK] &= ranked[1:] == ranked[:-1]
+        del keys
+        kept = order[np.concatenate(([True], ~repeated))[: len(order)]]
+        del order, repeated
+        return self._work_texts(firsts[kept])
 
     def _launch_column(self, f: int) -> _Column:
         assert self._launch is not None
@@ -607,21 +639,87 @@ class KernelTable(Sequence[KernelRecord]):
 _POWERS = [10**n for n in range(1, 19)]
 
 
-def _text_rank(values: Any, none: Any) -> Any:
-    """Each integer's rank among these in the order of their decimal text followed by ``,`` or ``)`` (as in a
-    tuple's repr: ``-`` before digits, a prefix before what extends it), None (``NO_VALUE`` where ``none``) last."""
+def _text_keys(values: Any) -> list[Any]:
+    """Keys that order integers as their decimal text followed by ``,`` or ``)`` does (as in a tuple's repr: ``-``
+    before digits, a prefix before what extends it), None (the storage's ``-2**31`` in int32, ``NO_VALUE`` in int64)
+    last: whether None, whether not negative, the magnitude's digits left-aligned in 19 places, and its digit count,
+    for ``np.lexsort`` (first key first here). Each key equal only for the same value; made a chunk at a time."""
     import numpy as np
 
-    unique, inverse = np.unique(values, return_inverse=True)
-    magnitude = np.abs(np.where(unique == NO_VALUE, 0, unique)).astype(np.uint64)
-    digits = np.searchsorted(np.array(_POWERS, dtype=np.uint64), magnitude, side="right") + 1
-    padded = magnitude * np.array([10**n for n in range(19, -1, -1)], dtype=np.uint64)[digits]
-    order = np.lexsort((digits, padded, unique >= 0, unique == NO_VALUE))
-    rank = np.empty(len(unique), dtype=np.int64)
-    rank[order] = np.arange(len(unique), dtype=np.int64)
-    out = rank[inverse.reshape(-1)]
-    out[none] = len(unique)
-    return out.astype(np.int32 if len(unique) < _INT32 else np.int64)
+    none_value = -_INT32 if values.dtype == np.int32 else NO_VALUE
+    none = values == none_value
+    sign = values >= 0
+    padded = np.empty(len(values), dtype=np.uint64)
+    digits = np.empty(len(values), dtype=np.int8)
+    powers = np.array(_POWERS, dtype=np.uint64)
+    scale = np.array([10**n for n in range(19, -1, -1)], dtype=np.uint64)
+    for lo in range(0, len(values), _CHUNK):
+        v = values[lo : lo + _CHUNK].astype(np.int64)
+        magnitude = np.abs(np.where(v == none_value, 0, v)).astype(np.uint64)
+        count = np.searchsorted(powers, magnitude, side="right") + 1
+        padded[lo : lo + _CHUNK] = magnitude * scale[count]
+        digits[lo : lo + _CHUNK] = count
+    return [none, sign, padded, digits]
+
+
+_CHUNK = 1 << 18  # launches a numbering pass takes at once (its temporaries are this many, not one per launch)
+
+
+def _numbered(key: Any, bound: int) -> tuple[Any, Any]:
+    """``key`` (int64, each below ``bound``, consumed) numbered by first appearance (int32) and each number's first
+    position: one in-place sort of key and position packed in one int64 (``bound`` times the positions' bits fits),
+    then chunks, so the temporaries are ~13 bytes a launch where ``np.unique``'s were ~60 (issue 47 item 7)."""
+    import numpy as np
+
+    n = len(key)
+    if not n:
+        return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int64)
+    shift = n.bit_length()
+    index = np.int32 if n < 1 << 31 else np.int64
+    packed = key
+    packed <<= shift
+    for lo in range(0, n, _CHUNK):
+        packed[lo : lo + _CHUNK] |= np.arange(lo, min(lo + _CHUNK, n), dtype=np.int64)
+    packed.sort()  # by key, then position: a key's first launch comes first
+    group = np.empty(n, dtype=index)  # each launch's key's number in key order
+    parts: list[Any] = []
+    last, groups = -1, 0
+    for lo in range(0, n, _CHUNK):
+        chunk = packed[lo : lo + _CHUNK]
+        keys = chunk >> shift
+        new = np.empty(len(keys), dtype=bool)
+        new[0] = keys[0] != last
+        np.not_equal(keys[1:], keys[:-1], out=new[1:])
+        where = (chunk & ((1 << shift) - 1)).astype(index)
+        numbers: Any = np.cumsum(new, dtype=index)
+        numbers += groups - 1
+        group[where] = numbers
+        parts.append(where[new])
+        last, groups = int(keys[-1]), int(numbers[-1]) + 1
+        del keys, new, where, numbers, chunk
+    del packed, key
+    firsts = np.concatenate(parts)  # each key's first launch, in key order
+    del parts
+    first = np.zeros(n, dtype=bool)
+    first[firsts] = True
+    rank: Any = np.cumsum(first, dtype=index)
+    rank -= 1
+    rank = rank[firsts]  # a key's number in order of first appearance
+    del firsts
+    for lo in range(0, n, _CHUNK):
+        group[lo : lo + _CHUNK] = rank[group[lo : lo + _CHUNK]]
+    return group, np.flatnonzero(first).astype(index)  # held by columns(): 4 bytes a combination, not 8
+
+
+def _numbered_by_unique(key: Any) -> tuple[Any, Any]:
+    """``_numbered`` where key and position do not fit one int64: with ``np.unique``."""
+    import numpy as np
+
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty(len(order), dtype=np.int32)
+    rank[order] = np.arange(len(order), dtype=np.int32)
+    return rank[inverse.reshape(-1)], first[order]
 
 
 def _work_digest(texts: Iterator[str]) -> str | None:
