@@ -50,8 +50,8 @@ class InspectOptions:
     jobs: int | None = field(
         default=None,
         metadata=option(
-            "processes to use (default: the cores): one per file for several files; the decoding workers for one "
-            "big file; 1: everything in one process",
+            "processes to use: one per file for several files (default: the cores); the decoding workers for one "
+            "big file (default: the cores but one, none under three); 1: everything in one process",
             metavar="N",
             kind=int,
             least=1,

@@ -36,6 +36,7 @@ COMPARED_OR_SHOWN = {
     "wizard.inspect_options.InspectOptions": "the library's options",
     "wizard.trace.inspection.results.Inspection": "the library's result",
     "wizard.trace.inspection.results.TraceInspection": "one trace's result",
+    "wizard.trace.inspection.results.HealthLine": "what Inspection.health_summary() returns",
     "wizard.trace.health.checker.HealthResult": "a trace's health, in the result",
     "wizard.trace.health.spec.HealthCheck": "a check's verdict, in the result",
     "wizard.trace.health.spec.HealthExample": "a verdict's example",

@@ -192,7 +192,7 @@ def _deprecated(name: str, value: V) -> V:
     return value
 
 
-@dataclass(eq=False, repr=False)
+@dataclass
 class HealthLine:
     """One line of the health summary: a check's status on the traces it names (several ranks' alike
     collapsed), with the first trace's words."""

@@ -202,8 +202,9 @@ def inspect_paths(
 ) -> Inspection:
     """Inspect files and per-rank directories.
 
-    ``options.jobs`` processes (default: the cores): several files are read one per process; one big file is
-    decoded by that many worker processes (1: everything in this process). ``progress`` is told each
+    ``options.jobs`` processes: several files are read one per process (default: the cores); one big file is
+    decoded by that many worker processes (default: the cores but one, none under three; 1: everything in this
+    process). ``progress`` is told each
     file's bytes as they are read and, for several files, how many are done. ``on_contents``: handed the
     contents when one file is inspected (several files' contents are not kept together: their memory).
     """
