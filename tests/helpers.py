@@ -431,3 +431,18 @@ def encode_varint(value: int) -> bytes:
         out.append(low | (0x80 if value else 0))
         if not value:
             return bytes(out)
+
+
+def tag(number: int, wire: int) -> bytes:
+    """A field's key: its number and wire type (protobuf.dev, Encoding, "Message Structure")."""
+    return encode_varint(number << 3 | wire)
+
+
+def vfield(number: int, value: int) -> bytes:
+    """A varint field (wire type 0)."""
+    return tag(number, 0) + encode_varint(value)
+
+
+def dfield(number: int, payload: bytes) -> bytes:
+    """A length-delimited field (wire type 2)."""
+    return tag(number, 2) + encode_varint(len(payload)) + payload

@@ -24,7 +24,7 @@ import pytest
 
 import hatch_build
 from tests.conftest import TRACES, needs_shared
-from tests.helpers import encode_varint
+from tests.helpers import dfield, encode_varint, tag, vfield
 from tests.output_digests import output
 from wizard.trace.read import perfetto, protobuf
 
@@ -219,18 +219,6 @@ def test_inspections_are_byte_identical_on_both_paths(tmp_path: Path, pure_decod
 
 
 # -- the .pftrace decoder's two loops: packet_head and track_event_fields --------------------------------------
-
-
-def tag(number: int, wire: int) -> bytes:
-    return encode_varint(number << 3 | wire)
-
-
-def vfield(number: int, value: int) -> bytes:
-    return tag(number, 0) + encode_varint(value)
-
-
-def dfield(number: int, payload: bytes) -> bytes:
-    return tag(number, 2) + encode_varint(len(payload)) + payload
 
 
 def packets() -> Iterator[bytes]:

@@ -25,7 +25,7 @@ import msgspec
 import pytest
 
 from tests.conftest import TRACES, needs_shared
-from tests.helpers import encode_varint
+from tests.helpers import dfield, encode_varint, tag, vfield
 from tests.output_digests import output
 from wizard.errors import InputFileError
 from wizard.trace.read import perfetto, protobuf
@@ -52,18 +52,6 @@ def bind_twins(
 
 
 bind_twins()
-
-
-def tag(number: int, wire: int) -> bytes:
-    return encode_varint(number << 3 | wire)
-
-
-def vfield(number: int, value: int) -> bytes:
-    return tag(number, 0) + encode_varint(value)
-
-
-def dfield(number: int, payload: bytes) -> bytes:
-    return tag(number, 2) + encode_varint(len(payload)) + payload
 
 
 def fixed64(number: int, bits: int) -> bytes:

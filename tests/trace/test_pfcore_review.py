@@ -30,7 +30,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from tests.helpers import encode_varint
+from tests.helpers import dfield, tag, vfield
 from wizard.trace.read import perfetto, protobuf
 from wizard.trace.read.collector import MAX_NAME, TraceContents
 
@@ -50,18 +50,6 @@ def bind_events(decode: Any = perfetto._decode_annotation) -> None:
 bind_events()
 
 BIG = 5 << 20  # a category of 5 MB
-
-
-def tag(number: int, wire: int) -> bytes:
-    return encode_varint(number << 3 | wire)
-
-
-def vfield(number: int, value: int) -> bytes:
-    return tag(number, 0) + encode_varint(value)
-
-
-def dfield(number: int, payload: bytes) -> bytes:
-    return tag(number, 2) + encode_varint(len(payload)) + payload
 
 
 def begin(ts: int, category: bytes, name: bytes = b"op") -> bytes:
