@@ -446,3 +446,31 @@ def vfield(number: int, value: int) -> bytes:
 def dfield(number: int, payload: bytes) -> bytes:
     """A length-delimited field (wire type 2)."""
     return tag(number, 2) + encode_varint(len(payload)) + payload
+
+
+def passes_peak_bytes(path: Path) -> int:
+    """The Python heap's peak over the passes of one whole inspection of ``path`` (what the read holds, and every
+    pass over it: the read's own peak is its batch of rows, a constant), asked as ``trace inspect --json`` asks it
+    (no per-launch records kept, no pictures: the library's defaults keep a record per launch on purpose, for a
+    DataFrame)."""
+    import tracemalloc
+
+    from wizard.api import inspect_traces
+    from wizard.trace.inspection import run
+
+    read = run.read_trace  # type: ignore[attr-defined]  # the name the inspection calls
+
+    def read_then_reset(*args: Any, **kwargs: Any) -> Any:
+        contents = read(*args, **kwargs)
+        tracemalloc.reset_peak()  # the passes' peak from here
+        return contents
+
+    tracemalloc.start(1)
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(run, "read_trace", read_then_reset)
+            inspect_traces([str(path)], launches="none", plots=False)
+        return tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 import random
-import tracemalloc
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from tests.helpers import passes_peak_bytes
 from wizard.testing.nsys import Kernel, write_export, write_many
 from wizard.trace.health import key_averages, nesting
 from wizard.trace.profile import summary
@@ -43,30 +43,6 @@ def _small_chunks(monkeypatch: pytest.MonkeyPatch, size: int = SMALL_CHUNK) -> N
         monkeypatch.setattr(module, "_CHUNK", size, raising=False)
 
 
-def _passes_peak(path: Path) -> int:
-    """The Python heap's peak over the passes of one whole inspection, asked as ``trace inspect --json`` asks it,
-    from the end of the read (the read's own peak is one batch of rows over what it keeps)."""
-    from wizard.api import inspect_traces
-    from wizard.trace.inspection import run
-
-    read = run.read_trace  # type: ignore[attr-defined]  # the name the inspection calls
-
-    def read_then_reset(*args: Any, **kwargs: Any) -> Any:
-        contents = read(*args, **kwargs)
-        tracemalloc.reset_peak()
-        return contents
-
-    tracemalloc.start(1)
-    try:
-        base = tracemalloc.get_traced_memory()[0]
-        with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(run, "read_trace", read_then_reset)
-            inspect_traces([str(path)], launches="none", plots=False)
-        return tracemalloc.get_traced_memory()[1] - base
-    finally:
-        tracemalloc.stop()
-
-
 @pytest.mark.slow
 def test_the_passes_over_distinct_launches_hold_less_than_an_export_row_per_kernel(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -74,8 +50,8 @@ def test_the_passes_over_distinct_launches_hold_less_than_an_export_row_per_kern
     _small_chunks(monkeypatch)
     small, large = 100_000, 200_000  # past MEMO_CAP (16,384), the materialised combinations (65,536), the chunks
     paths = [write_many(tmp_path / f"rows-{n}.sqlite", n, grids=10**12, calls=False) for n in (small, large)]
-    _passes_peak(paths[0])  # the modules each pass imports, loaded before measuring
-    peaks = [_passes_peak(p) for p in paths]
+    passes_peak_bytes(paths[0])  # the modules each pass imports, loaded before measuring
+    peaks = [passes_peak_bytes(p) for p in paths]
     per_kernel = (peaks[1] - peaks[0]) / (large - small)
     assert per_kernel < BYTES_PER_KERNEL, f"{per_kernel:.0f} bytes a kernel at the passes' peak"
 

@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import random
 import sqlite3
-import tracemalloc
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from tests.helpers import passes_peak_bytes
 from wizard.testing.nsys import Kernel, write_export, write_many
 from wizard.trace.read.nsys import read_nsys
 
@@ -31,38 +30,12 @@ BYTES_PER_KERNEL = 160
 KERNELS = "CUPTI_ACTIVITY_KIND_KERNEL"
 
 
-def _peak_bytes(path: Path) -> int:
-    """The Python heap's peak over the passes of one whole inspection of the export (what the read holds, and every
-    pass over it: the read's own peak is its batch, a constant), asked as
-    ``trace inspect --json`` asks it (no per-launch records kept, no pictures: the library's defaults keep a record
-    per launch on purpose, for a DataFrame)."""
-    from wizard.api import inspect_traces
-    from wizard.trace.inspection import run
-
-    read = run.read_trace  # type: ignore[attr-defined]  # the name the inspection calls
-
-    def read_then_reset(*args: Any, **kwargs: Any) -> Any:
-        contents = read(*args, **kwargs)
-        tracemalloc.reset_peak()  # the read's batch of 50,000 rows is a constant: the passes' peak from here
-        return contents
-
-    tracemalloc.start(1)
-    try:
-        base = tracemalloc.get_traced_memory()[0]
-        with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(run, "read_trace", read_then_reset)
-            inspect_traces([str(path)], launches="none", plots=False)  # as `trace inspect --json` asks
-        return tracemalloc.get_traced_memory()[1] - base
-    finally:
-        tracemalloc.stop()
-
-
 @pytest.mark.slow
 def test_the_inspection_of_distinct_launches_holds_a_bounded_number_of_bytes_per_kernel(tmp_path: Path) -> None:
     small, large = 100_000, 200_000  # past MEMO_CAP (16,384) and the materialised combinations (65,536)
     paths = [write_many(tmp_path / f"rows-{n}.sqlite", n, grids=10**12, calls=False) for n in (small, large)]
-    _peak_bytes(paths[0])  # the modules each pass imports, loaded before measuring
-    peaks = [_peak_bytes(p) for p in paths]
+    passes_peak_bytes(paths[0])  # the modules each pass imports, loaded before measuring
+    peaks = [passes_peak_bytes(p) for p in paths]
     per_kernel = (peaks[1] - peaks[0]) / (large - small)
     assert per_kernel < BYTES_PER_KERNEL, f"{per_kernel:.0f} bytes a kernel at the inspection's peak"
 
