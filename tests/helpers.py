@@ -9,6 +9,7 @@ A helper used by one module stays in that module.
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import os
 import re
@@ -24,7 +25,8 @@ import pexpect
 import pytest
 
 from tests.conftest import HANG_GUARD_S, REPO, RunCli, cli_command, cli_env, strict_json
-from wizard.testing.traces import KernelSpec, TraceBuilder
+from wizard.testing import pftrace
+from wizard.testing.traces import KernelSpec, TraceBuilder, demo_launches
 
 # -- trace inspect --json ------------------------------------------------------------------------------------
 
@@ -422,15 +424,10 @@ def survivors_of_a_killed_read(ranks: Path) -> list[int]:
         parent.wait(timeout=30)
 
 
-def encode_varint(value: int) -> bytes:
-    """protobuf.dev, Encoding, "Base 128 Varints": seven bits a byte, low first, the top bit set on all but the last.
-    The tests' own encoder, sharing nothing with the decoders they check (protobuf.py and wizard/_core.c)."""
-    out = bytearray()
-    while True:
-        low, value = value & 0x7F, value >> 7
-        out.append(low | (0x80 if value else 0))
-        if not value:
-            return bytes(out)
+# protobuf's wire format as the tests write it: wizard/testing/pftrace.py's encoder (the builders' and the hostile
+# cases'), which shares nothing with the decoders the tests check (protobuf.py and wizard/_core.c).
+encode_varint = pftrace.varint  # protobuf.dev, Encoding, "Base 128 Varints"
+dfield = pftrace.field  # a length-delimited field (wire type 2)
 
 
 def tag(number: int, wire: int) -> bytes:
@@ -443,9 +440,57 @@ def vfield(number: int, value: int) -> bytes:
     return tag(number, 0) + encode_varint(value)
 
 
-def dfield(number: int, payload: bytes) -> bytes:
-    """A length-delimited field (wire type 2)."""
-    return tag(number, 2) + encode_varint(len(payload)) + payload
+def demo_trace(path: Path, repeat: int = 1) -> Path:
+    """The builder's demo launches (``repeat`` times over) written to ``path``: the small healthy trace."""
+    builder = TraceBuilder()
+    for spec in demo_launches() * repeat:
+        builder.add(spec)
+    return builder.write(path)
+
+
+def pftrace_conversions(directory: Path, repeat: int = 1) -> list[Path]:
+    """.pftrace files Perfetto's own package writes (skipped where it is not installed): the demo trace and the four
+    smallest shared Kineto traces, converted as transformer_nuggets does (wizard/testing/pftrace.py)."""
+    pytest.importorskip("perfetto.trace_builder.proto_builder")
+    from tests.conftest import TRACES
+
+    sources = [
+        demo_trace(directory / "demo.json", repeat),
+        *sorted(TRACES.glob("*.json"), key=lambda p: p.stat().st_size)[:4],
+    ]
+    made = []
+    for source in sources:
+        target = directory / f"{source.stem}.pftrace"
+        target.write_bytes(pftrace.convert(json.loads(source.read_bytes())))
+        made.append(target)
+    return made
+
+
+def twin_swapper(monkeypatch: pytest.MonkeyPatch, modules: Sequence[Any], twins: dict[Any, Any]) -> Any:
+    """A function that swaps, in ``modules``, every name bound to a compiled function of ``twins`` for its Python
+    twin (the names each module bound them under), undone with the test."""
+
+    def swap() -> None:
+        for module in modules:
+            for name, value in list(vars(module).items()):
+                if any(value is compiled for compiled in twins):
+                    monkeypatch.setattr(module, name, twins[value])
+
+    return swap
+
+
+def read_peak_mb(read: Any, path: Path) -> float:
+    """tracemalloc's peak, in MiB, while ``read(path)`` runs (garbage collected first)."""
+    import gc
+    import tracemalloc
+
+    gc.collect()
+    tracemalloc.start()
+    try:
+        read(path)
+        return tracemalloc.get_traced_memory()[1] / 2**20
+    finally:
+        tracemalloc.stop()
 
 
 def passes_peak_bytes(path: Path) -> int:

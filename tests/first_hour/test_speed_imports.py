@@ -16,20 +16,13 @@ import sys
 from pathlib import Path
 
 from tests.conftest import REPO, cli_command, cli_env
-from wizard.testing.traces import TraceBuilder, demo_launches
+from tests.helpers import demo_trace
 
 # Loaded only where used: the fixer (trace fix), compare (compare, rank-skew over reports), the report renderers
-# (--report, --markdown), the process pool (a file of 96 MB and more, or several files).
+# (--report, --markdown), the process pool (a file of 96 MB and more on three cores or more, or several files).
 NOT_AT_START = ("wizard.trace.fix", "wizard.compare", "wizard.report.registry", "concurrent.futures", "multiprocessing")
 
 IMPORT_LINE = re.compile(r"import time:\s+\d+ \|\s+\d+ \|( *)(\S+)$")
-
-
-def _small_trace(tmp_path: Path) -> Path:
-    builder = TraceBuilder()
-    for spec in demo_launches():
-        builder.add(spec)
-    return builder.write(tmp_path / "small.json")
 
 
 def _import_log(trace: Path, tmp_path: Path) -> tuple[subprocess.CompletedProcess[str], list[tuple[int, str]]]:
@@ -59,7 +52,7 @@ def _importer(log: list[tuple[int, str]], index: int) -> str | None:
 
 
 def test_plain_kineto_inspection_loads_no_fixer_renderer_or_pool(tmp_path: Path) -> None:
-    done, log = _import_log(_small_trace(tmp_path), tmp_path)
+    done, log = _import_log(demo_trace(tmp_path / "small.json"), tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     assert '"kernels": 3' in done.stdout  # it did inspect the trace: the demo's three launches
     loaded = {name for _, name in log}
@@ -70,7 +63,7 @@ def test_plain_kineto_inspection_loads_no_fixer_renderer_or_pool(tmp_path: Path)
 def test_numpy_is_not_loaded_by_loading_a_module(tmp_path: Path) -> None:
     """numpy may come in only from code that runs (a health check's function), never because a module of
     warpwizard imports it at its top: that cost every command, every trace, at start-up."""
-    done, log = _import_log(_small_trace(tmp_path), tmp_path)
+    done, log = _import_log(demo_trace(tmp_path / "small.json"), tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     where = [i for i, (_, name) in enumerate(log) if name == "numpy"]
     assert len(where) == 1  # imported once, so logged once
@@ -80,7 +73,7 @@ def test_numpy_is_not_loaded_by_loading_a_module(tmp_path: Path) -> None:
 def test_reading_a_plain_kineto_trace_loads_no_numpy(tmp_path: Path) -> None:
     """The reader on its own (wizard.trace.read.reader, as the fixer and the profiler hooks use it): a Kineto
     trace, which is no Cuspy trace, is read without numpy (only Cuspy's clamping counts use it)."""
-    trace = _small_trace(tmp_path)
+    trace = demo_trace(tmp_path / "small.json")
     code = (
         "import sys\n"
         "from wizard.trace.read.reader import read_trace\n"

@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import REPO, cli_env
-from wizard.testing.traces import TraceBuilder, demo_launches
+from tests.helpers import demo_trace
 
 # The dataclasses of a small inspection that keep their generated __eq__ and __repr__, and why. Every other one a
 # small inspection declares is lean (a new one fails the first test until it is declared so or listed here).
@@ -116,13 +116,6 @@ else:
 """
 
 
-def _small_trace(tmp_path: Path) -> Path:
-    builder = TraceBuilder()
-    for spec in demo_launches():
-        builder.add(spec)
-    return builder.write(tmp_path / "small.json")
-
-
 # CPython 3.11 and 3.12 write each method with its own exec (_create_fn); 3.13 writes a class's methods in one
 audited_per_method = pytest.mark.skipif(not hasattr(dataclasses, "_create_fn"), reason="dataclasses' own layout")
 
@@ -152,7 +145,7 @@ def _expected_methods(init: bool, repr_: bool, eq: bool, frozen: bool, unsafe_ha
 @pytest.fixture(scope="module")
 def inspection(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     tmp_path = tmp_path_factory.mktemp("startup-cost")
-    return _run(tmp_path, "trace", "inspect", "--json", "--fail-on", "never", str(_small_trace(tmp_path)))
+    return _run(tmp_path, "trace", "inspect", "--json", "--fail-on", "never", str(demo_trace(tmp_path / "small.json")))
 
 
 def test_only_the_compared_or_shown_classes_declare_eq_and_repr(inspection: dict[str, Any]) -> None:
@@ -182,7 +175,7 @@ def test_secrets_is_not_loaded_for_json_on_stdout(inspection: dict[str, Any], tm
     assert loaded.isdisjoint({"secrets", "random", "hmac", "base64"})
     # the check can fail: a Markdown report written to a file loads secrets (its temporary file's name)
     written = _run(tmp_path, "trace", "inspect", "--markdown", str(tmp_path / "report.md"), "--fail-on", "never",
-                   str(_small_trace(tmp_path)))  # fmt: skip
+                   str(demo_trace(tmp_path / "small.json")))  # fmt: skip
     assert (tmp_path / "report.md").is_file()
     assert "secrets" in written["modules"]
 
@@ -191,4 +184,4 @@ def test_the_console_script_freezes_before_it_exits_and_a_library_caller_does_no
     inspection: dict[str, Any], tmp_path: Path
 ) -> None:
     assert inspection["frozen"] > 10_000  # every gc-tracked object then: numpy's and the modules' (28,000)
-    assert _run(tmp_path, str(_small_trace(tmp_path)), library=True)["frozen"] == 0
+    assert _run(tmp_path, str(demo_trace(tmp_path / "small.json")), library=True)["frozen"] == 0

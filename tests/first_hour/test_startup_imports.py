@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import EXAMPLES, REPO, cli_env
-from wizard.testing.traces import TraceBuilder, demo_launches
+from tests.helpers import demo_trace
 
 NOT_LOADED = (
     # loaded only where used (issue 48)
@@ -40,13 +40,6 @@ entry()
 """
 
 
-def _builder_trace(tmp_path: Path) -> Path:
-    builder = TraceBuilder()
-    for spec in demo_launches():
-        builder.add(spec)
-    return builder.write(tmp_path / "small.json")
-
-
 def _loaded(trace: Path, tmp_path: Path) -> tuple[subprocess.CompletedProcess[str], set[str]]:
     """The real command on ``trace`` and every module in its ``sys.modules`` at exit."""
     out = tmp_path / "modules.json"
@@ -64,7 +57,7 @@ def _heavy(loaded: set[str]) -> list[str]:
 
 @pytest.mark.parametrize("which", ["builder", "example"])
 def test_a_small_inspection_loads_none_of_the_heavy_modules(which: str, tmp_path: Path) -> None:
-    trace = _builder_trace(tmp_path) if which == "builder" else EXAMPLES / "traces" / "grid-overflow.json"
+    trace = demo_trace(tmp_path / "small.json") if which == "builder" else EXAMPLES / "traces" / "grid-overflow.json"
     done, loaded = _loaded(trace, tmp_path)
     report = json.loads(done.stdout)["reports"][0]
     assert report["kernels"] == (3 if which == "builder" else 4)  # the demo's three launches; the example's four
@@ -86,7 +79,7 @@ def test_the_check_can_fail(tmp_path: Path) -> None:
     out = tmp_path / "modules.json"
     done = subprocess.run(
         [sys.executable, "-c", RUNNER, str(out), "trace", "inspect", "--json", "--fail-on", "never",
-         str(_builder_trace(tmp_path))],
+         str(demo_trace(tmp_path / "small.json"))],
         capture_output=True, text=True, timeout=300, cwd=tmp_path,
         env=cli_env(PYTHONPATH=f"{REPO}:{site}"),
     )  # fmt: skip
@@ -127,7 +120,7 @@ def _plain_numpy(tmp_path: Path, **env: str) -> int:
 
 @needs_proc
 def test_the_command_loads_numpy_with_one_blas_thread_and_leaves_no_variable(tmp_path: Path) -> None:
-    trace = str(_builder_trace(tmp_path))
+    trace = str(demo_trace(tmp_path / "small.json"))
     tasks, variable = _threads_at_exit(
         "from wizard.cli.app import entry\nentry()\n", ["trace", "inspect", "--json", "--fail-on", "never", trace],
         tmp_path,
@@ -138,7 +131,7 @@ def test_the_command_loads_numpy_with_one_blas_thread_and_leaves_no_variable(tmp
 
 @needs_proc
 def test_a_users_setting_and_a_library_caller_keep_numpys_threads(tmp_path: Path) -> None:
-    trace = str(_builder_trace(tmp_path))
+    trace = str(demo_trace(tmp_path / "small.json"))
     command = "from wizard.cli.app import entry\nentry()\n"
     args = ["trace", "inspect", "--json", "--fail-on", "never", trace]
     assert _threads_at_exit(command, args, tmp_path, OPENBLAS_NUM_THREADS="2") == (

@@ -6,11 +6,10 @@ itself, so a batch of rows never holds a megabyte's name whole (1,500 kernels wi
 
 from __future__ import annotations
 
-import gc
 import sqlite3
-import tracemalloc
 from pathlib import Path
 
+from tests.helpers import read_peak_mb
 from wizard.testing.hostile import name
 from wizard.testing.nsys import write_many
 from wizard.trace.read.collector import MAX_NAME
@@ -27,21 +26,11 @@ def _export(path: Path, size: int) -> Path:
     return path
 
 
-def _peak_mb(path: Path) -> float:
-    gc.collect()
-    tracemalloc.start()
-    try:
-        read_nsys(path)
-        return tracemalloc.get_traced_memory()[1] / 2**20
-    finally:
-        tracemalloc.stop()
-
-
 def test_megabyte_names_cost_what_kept_names_cost(tmp_path: Path) -> None:
     small = _export(tmp_path / "small.sqlite", 8 * MAX_NAME)
     big = _export(tmp_path / "big.sqlite", 1_000_000)
-    _peak_mb(small)  # imports, outside the measurement
-    grown = _peak_mb(big) - _peak_mb(small)
+    read_peak_mb(read_nsys, small)  # imports, outside the measurement
+    grown = read_peak_mb(read_nsys, big) - read_peak_mb(read_nsys, small)
     assert grown < 8, grown  # the rows of one batch held whole were 60 MB
     names = sorted({k.name for k in read_nsys(big).kernels})
     assert names == sorted(name(i, 1_000_000)[:MAX_NAME].decode() for i in range(COUNT))

@@ -5,11 +5,10 @@ no longer take 2.9 GB (benchmarks/results-2026-12-02-memory.md). Names are built
 
 from __future__ import annotations
 
-import gc
 import sqlite3
-import tracemalloc
 from pathlib import Path
 
+from tests.helpers import read_peak_mb
 from wizard.testing.hostile import name
 from wizard.testing.rocpd import UUID, write_rocpd
 from wizard.trace.read.collector import MAX_NAME
@@ -32,21 +31,11 @@ def _database(path: Path, size: int) -> Path:
     return path
 
 
-def _peak_mb(path: Path) -> float:
-    gc.collect()
-    tracemalloc.start()
-    try:
-        read_rocpd(path)
-        return tracemalloc.get_traced_memory()[1] / 2**20
-    finally:
-        tracemalloc.stop()
-
-
 def test_megabyte_symbol_names_cost_what_kept_names_cost(tmp_path: Path) -> None:
     small = _database(tmp_path / "small.db", 8 * MAX_NAME)
     big = _database(tmp_path / "big.db", 1_000_000)
-    _peak_mb(small)  # imports, outside the measurement
-    grown = _peak_mb(big) - _peak_mb(small)
+    read_peak_mb(read_rocpd, small)  # imports, outside the measurement
+    grown = read_peak_mb(read_rocpd, big) - read_peak_mb(read_rocpd, small)
     assert grown < 8, grown  # the symbols held whole were 120 MB
     # symbol 1 (gemm) is dispatched twice (testing/rocpd.py's DISPATCHES): its megabyte display name, cut
     names = {k.name for k in read_rocpd(big).kernels}

@@ -12,7 +12,6 @@ output digests and the .pftrace tests again with ``WARPWIZARD_PURE=1`` (.ci/run)
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import shutil
@@ -23,9 +22,10 @@ from typing import Any
 import pytest
 
 import hatch_build
-from tests.conftest import TRACES, needs_shared
-from tests.helpers import dfield, encode_varint, tag, vfield
+from tests.conftest import needs_shared
+from tests.helpers import dfield, encode_varint, pftrace_conversions, tag, twin_swapper, vfield
 from tests.output_digests import output
+from wizard.testing.pftrace import cuspy
 from wizard.trace.read import perfetto, protobuf
 
 core = pytest.importorskip("wizard._core", reason="the compiled core is not built here (no C compiler)")
@@ -170,39 +170,18 @@ def pure_decoder(monkeypatch: pytest.MonkeyPatch) -> Callable[[], None]:
              core.packed_varints: protobuf.pure_packed_varints, core.packet_head: protobuf.pure_packet_head,
              core.track_event_fields: protobuf.pure_track_event_fields}  # fmt: skip
 
-    def swap() -> None:
-        for module in (perfetto, protobuf):
-            for name, value in list(vars(module).items()):
-                if any(value is compiled for compiled in twins):
-                    monkeypatch.setattr(module, name, twins[value])
-
+    swap: Callable[[], None] = twin_swapper(monkeypatch, (perfetto, protobuf), twins)
     return swap
 
 
 def pftraces(directory: Path) -> list[Path]:
     """.pftrace files Perfetto's own package writes: shared Kineto traces converted as transformer_nuggets does,
     and what PyTorch 2.15's Cuspy writes (wizard/testing/pftrace.py)."""
-    pftrace = pytest.importorskip("wizard.testing.pftrace")
-    pytest.importorskip("perfetto.trace_builder.proto_builder")
-    from wizard.testing.traces import TraceBuilder, demo_launches
-
-    builder = TraceBuilder()
-    for spec in demo_launches():
-        builder.add(spec)
-    sources = [
-        builder.write(directory / "demo.json"),
-        *sorted(TRACES.glob("*.json"), key=lambda p: p.stat().st_size)[:4],
-    ]
-    made = []
-    for source in sources:
-        target = directory / f"{source.stem}.pftrace"
-        target.write_bytes(pftrace.convert(json.loads(source.read_bytes())))
-        made.append(target)
+    made = pftrace_conversions(directory)
     shape = {"name": "void gemm<128>", "grid": (108, 1, 1), "block": (256, 1, 1)}
     stages = [{**shape, "ts": 1_000 * k, "dur": 400, "correlation": 100 + k} for k in range(1, 6)]
     launches = [{"ts": 1_000 * k - 400, "correlation": 100 + k, "links": [k]} for k in range(1, 7)]
-    cuspy = pftrace.cuspy(directory / "cuspy.pftrace.gz", stages=stages, launches=launches)
-    return [*made, cuspy]
+    return [*made, cuspy(directory / "cuspy.pftrace.gz", stages=stages, launches=launches)]
 
 
 @needs_shared

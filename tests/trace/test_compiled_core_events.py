@@ -13,7 +13,6 @@ starts), it is also written out here from the wire format (tests.helpers.encode_
 from __future__ import annotations
 
 import gc
-import json
 import random
 import struct
 import sys
@@ -24,8 +23,8 @@ from typing import Any
 import msgspec
 import pytest
 
-from tests.conftest import TRACES, needs_shared
-from tests.helpers import dfield, encode_varint, tag, vfield
+from tests.conftest import needs_shared
+from tests.helpers import dfield, encode_varint, pftrace_conversions, tag, twin_swapper, vfield
 from tests.output_digests import output
 from wizard.errors import InputFileError
 from wizard.trace.read import perfetto, protobuf
@@ -463,34 +462,13 @@ def pure_decoder(monkeypatch: pytest.MonkeyPatch) -> Callable[[], None]:
              core.track_event_fields: protobuf.pure_track_event_fields, core.event_args: perfetto.pure_event_args,
              core.split_packets: perfetto.pure_split_packets, core.track_event: perfetto.pure_track_event}  # fmt: skip
 
-    def swap() -> None:
-        for module in (perfetto, protobuf):
-            for name, value in list(vars(module).items()):
-                if any(value is compiled for compiled in twins):
-                    monkeypatch.setattr(module, name, twins[value])
-
+    swap: Callable[[], None] = twin_swapper(monkeypatch, (perfetto, protobuf), twins)
     return swap
 
 
 def pftraces(directory: Path) -> list[Path]:
     """.pftrace conversions of shared Kineto traces (as transformer_nuggets converts), the builder's launches."""
-    pftrace = pytest.importorskip("wizard.testing.pftrace")
-    pytest.importorskip("perfetto.trace_builder.proto_builder")
-    from wizard.testing.traces import TraceBuilder, demo_launches
-
-    builder = TraceBuilder()
-    for spec in demo_launches() * 3:
-        builder.add(spec)
-    sources = [
-        builder.write(directory / "demo.json"),
-        *sorted(TRACES.glob("*.json"), key=lambda p: p.stat().st_size)[:4],
-    ]
-    made = []
-    for source in sources:
-        target = directory / f"{source.stem}.pftrace"
-        target.write_bytes(pftrace.convert(json.loads(source.read_bytes())))
-        made.append(target)
-    return made
+    return pftrace_conversions(directory, repeat=3)
 
 
 @needs_shared
