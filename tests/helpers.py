@@ -440,6 +440,15 @@ def vfield(number: int, value: int) -> bytes:
     return tag(number, 0) + encode_varint(value)
 
 
+def call_outcome(function: Any, *args: Any) -> tuple[str, Any]:
+    """What a call gives: ("value", its value), or its error's type and words (what a compiled function and its
+    Python twin must agree on, the words a reader's one-line error quotes)."""
+    try:
+        return "value", function(*args)
+    except Exception as error:  # noqa: BLE001 - the error's type and words are what is compared
+        return type(error).__name__, str(error)
+
+
 def demo_trace(path: Path, repeat: int = 1) -> Path:
     """The builder's demo launches (``repeat`` times over) written to ``path``: the small healthy trace."""
     builder = TraceBuilder()

@@ -24,7 +24,7 @@ import msgspec
 import pytest
 
 from tests.conftest import needs_shared
-from tests.helpers import dfield, encode_varint, pftrace_conversions, tag, twin_swapper, vfield
+from tests.helpers import call_outcome, dfield, encode_varint, pftrace_conversions, tag, twin_swapper, vfield
 from tests.output_digests import output
 from wizard.errors import InputFileError
 from wizard.trace.read import perfetto, protobuf
@@ -118,14 +118,24 @@ def annotation_messages() -> Iterator[bytes]:
     yield vfield(3, 7) + dfield(10, b"correlation")
 
 
+def shown(function: Callable[..., Any], *args: Any) -> tuple[str, Any]:
+    """``call_outcome`` with the value in ``plain`` form."""
+    kind, value = call_outcome(function, *args)
+    return (kind, plain(value)) if kind == "value" else (kind, value)
+
+
+def agree(compiled: Callable[..., Any], twin: Callable[..., Any], *args: Any) -> tuple[str, Any]:
+    """The compiled function and its twin give the same on ``args``: that outcome."""
+    got = shown(compiled, *args)
+    assert got == shown(twin, *args), args
+    return got
+
+
 def event_outcome(function: Callable[..., Any], b: Any, notes: Any, entries: Any = 0, **given: Any) -> Any:
     """A call on a fresh sequence and args: its value or its error, and what it left in args and in the memo."""
     seq = given.get("seq") or sequence()
     args: Any = given.get("args", {})
-    try:
-        result: Any = ("value", plain(function(b, notes, seq, args, entries)))
-    except Exception as error:  # noqa: BLE001 - the error's type and words are what is compared
-        result = (type(error).__name__, str(error))
+    result = shown(function, b, notes, seq, args, entries)
     return result, plain(args), plain(dict(seq.memo)) if isinstance(seq, perfetto._Sequence) else None
 
 
@@ -275,17 +285,8 @@ def stream_of(bodies: list[bytes]) -> bytes:
     return b"".join(dfield(1, body) for body in bodies)
 
 
-def split_outcome(function: Callable[..., Any], *args: Any) -> Any:
-    try:
-        return "value", function(*args)
-    except Exception as error:  # noqa: BLE001
-        return type(error).__name__, str(error)
-
-
 def split_agree(*args: Any) -> Any:
-    compiled = split_outcome(core.split_packets, *args)
-    assert compiled == split_outcome(perfetto.pure_split_packets, *args), args
-    return compiled
+    return agree(core.split_packets, perfetto.pure_split_packets, *args)
 
 
 def test_split_packets_finds_where_each_packet_starts() -> None:
@@ -362,17 +363,8 @@ def track_events() -> Iterator[bytes]:
     yield b""
 
 
-def track_outcome(function: Callable[..., Any], *args: Any) -> Any:
-    try:
-        return "value", plain(function(*args))
-    except Exception as error:  # noqa: BLE001
-        return type(error).__name__, str(error)
-
-
 def track_agree(*args: Any) -> Any:
-    compiled = track_outcome(core.track_event, *args)
-    assert compiled == track_outcome(perfetto.pure_track_event, *args), args
-    return compiled
+    return agree(core.track_event, perfetto.pure_track_event, *args)
 
 
 def test_track_event_reads_names_and_categories_as_written() -> None:

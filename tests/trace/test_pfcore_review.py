@@ -30,7 +30,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from tests.helpers import dfield, tag, vfield
+from tests.helpers import call_outcome, dfield, tag, vfield
 from wizard.trace.read import perfetto, protobuf
 from wizard.trace.read.collector import MAX_NAME, TraceContents
 
@@ -311,23 +311,16 @@ def test_a_fixed_category_iid_names_none_without_calling_python() -> None:
                   protobuf.pure_packed_varints)  # fmt: skip
 
 
-def outcome(function: Callable[..., Any], *args: Any) -> Any:
-    try:
-        return "value", function(*args)
-    except Exception as error:  # noqa: BLE001 - the error's type and words are what is compared
-        return type(error).__name__, str(error)
-
-
 def test_numbers_past_63_bits_take_the_twin_or_raise() -> None:
     b = trace_of([end(1000)] * 3)
     event = vfield(9, 1) + dfield(23, b"op")
     for huge in (2**70, -(2**70)):
         for split in ((b, huge, 10, 1 << 20), (b, 0, huge, 1 << 20), (b, 0, 10, huge)):
-            assert outcome(core.split_packets, *split) == outcome(perfetto.pure_split_packets, *split), split
+            assert call_outcome(core.split_packets, *split) == call_outcome(perfetto.pure_split_packets, *split), split
         for event_args in ((event, huge, len(event)), (event, 0, huge)):
             seq = perfetto._Sequence()
-            compiled = outcome(core.track_event, *event_args, seq)
-            assert compiled == outcome(perfetto.pure_track_event, *event_args, seq), event_args
+            compiled = call_outcome(core.track_event, *event_args, seq)
+            assert compiled == call_outcome(perfetto.pure_track_event, *event_args, seq), event_args
     with pytest.raises(OverflowError):
         core.bind_events(*([None] * 3), (), None, {}, {}, frozenset(), 2**70, 1, None, None, 1, 1)
 
