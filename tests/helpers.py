@@ -430,6 +430,15 @@ encode_varint = pftrace.varint  # protobuf.dev, Encoding, "Base 128 Varints"
 dfield = pftrace.field  # a length-delimited field (wire type 2)
 
 
+def every_change(message: bytes) -> Iterator[bytes]:
+    """Every cut of a message and every one-byte change to the values a reader treats specially."""
+    for cut in range(len(message)):
+        yield message[:cut]
+    for at in range(len(message)):
+        for byte in (0x00, 0x07, 0x7F, 0x80, 0xFF):
+            yield message[:at] + bytes([byte]) + message[at + 1 :]
+
+
 def tag(number: int, wire: int) -> bytes:
     """A field's key: its number and wire type (protobuf.dev, Encoding, "Message Structure")."""
     return encode_varint(number << 3 | wire)

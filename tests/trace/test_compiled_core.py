@@ -23,7 +23,7 @@ import pytest
 
 import hatch_build
 from tests.conftest import needs_shared
-from tests.helpers import dfield, encode_varint, pftrace_conversions, tag, twin_swapper, vfield
+from tests.helpers import dfield, encode_varint, every_change, pftrace_conversions, tag, twin_swapper, vfield
 from tests.output_digests import output
 from wizard.testing.pftrace import cuspy
 from wizard.trace.read import perfetto, protobuf
@@ -74,15 +74,6 @@ def hostile() -> Iterator[bytes]:
     yield encode_varint(1 << 3 | 2) + encode_varint(2**70 - 1) + b"abc"
     yield b"\x80"
     yield b"\x08\x80\x80"
-
-
-def every_change(message: bytes) -> Iterator[bytes]:
-    """Every cut of a message and every one-byte change to the values a reader treats specially."""
-    for cut in range(len(message)):
-        yield message[:cut]
-    for at in range(len(message)):
-        for byte in (0x00, 0x07, 0x7F, 0x80, 0xFF):
-            yield message[:at] + bytes([byte]) + message[at + 1 :]
 
 
 def windows(data: bytes, rng: random.Random) -> Iterator[tuple[Any, ...]]:

@@ -24,7 +24,16 @@ import msgspec
 import pytest
 
 from tests.conftest import needs_shared
-from tests.helpers import call_outcome, dfield, encode_varint, pftrace_conversions, tag, twin_swapper, vfield
+from tests.helpers import (
+    call_outcome,
+    dfield,
+    encode_varint,
+    every_change,
+    pftrace_conversions,
+    tag,
+    twin_swapper,
+    vfield,
+)
 from tests.output_digests import output
 from wizard.errors import InputFileError
 from wizard.trace.read import perfetto, protobuf
@@ -143,15 +152,6 @@ def both_agree(b: Any, notes: Any, entries: Any = 0, **given: Any) -> Any:
     compiled = event_outcome(core.event_args, b, notes, entries, **given)
     assert compiled == event_outcome(perfetto.pure_event_args, b, notes, entries, **given), (b, notes, entries)
     return compiled
-
-
-def every_change(message: bytes) -> Iterator[bytes]:
-    """Every cut of a message and every one-byte change to the values a reader treats specially."""
-    for cut in range(len(message)):
-        yield message[:cut]
-    for at in range(len(message)):
-        for byte in (0x00, 0x07, 0x7F, 0x80, 0xFF):
-            yield message[:at] + bytes([byte]) + message[at + 1 :]
 
 
 def test_event_args_say_what_the_wire_format_says() -> None:
