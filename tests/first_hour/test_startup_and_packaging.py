@@ -86,7 +86,12 @@ def test_trace_inspect_does_not_import_torch() -> None:
 
 
 @pytest.mark.slow
-def test_wheel_installs_in_a_fresh_venv_and_finds_its_playbooks(tmp_path: Path) -> None:
+def test_wheel_installs_in_a_fresh_venv_and_finds_its_playbooks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a PYTHONPATH naming a checkout (as a developer's shell or a worktree run sets) would put that checkout's wizard
+    # ahead of the installed wheel's in every process below: the test is of the wheel alone
+    monkeypatch.delenv("PYTHONPATH", raising=False)
     dist = tmp_path / "dist"
     build = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(dist), str(REPO)],
