@@ -4,7 +4,7 @@ with the ``to_dict`` its part of ``warpwizard.trace-report/2`` is written by."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from wizard.frames import innermost_user_frame, trace_frame_path
@@ -138,8 +138,8 @@ class FindingGroup:
                     "evidence": worst.evidence,
                     "limiting_factors": list(worst.limiting_factors),
                 },
-                "op": asdict(self.op) if self.op else None,
-                "launches": [asdict(launch) for launch in self.launches],
+                "op": _shallow(self.op, _OP_FIELDS) if self.op else None,
+                "launches": [_shallow(launch, _LAUNCH_FIELDS) for launch in self.launches],
                 "launches_omitted": self.launches_omitted,
             }
         )
@@ -217,6 +217,16 @@ def launched_by(link: OpLink | None) -> str:
     if link.op is not None:
         return link.op + (f" {link.input_dims}" if link.input_dims else "")
     return f"no op; {link.user_frame}" if link.user_frame else "—"
+
+
+_OP_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(OpLink))
+_LAUNCH_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Launch))
+
+
+def _shallow(record: Any, names: tuple[str, ...]) -> dict[str, Any]:
+    """A record's fields by name, in order: what ``asdict`` gives for records holding no other dataclass, without
+    its deep copy of every value (a third of a big report's writing); ``clean`` then copies into plain JSON data."""
+    return {name: getattr(record, name) for name in names}
 
 
 def _plain(value: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,90 @@
+"""The one JSON writer (wizard/serialize.py) against Python's own ``json.dumps(..., indent=...)`` over the rules
+written here a second time: its C-encoder-then-re-space path must give the same bytes on every kind of value a
+report holds, subclasses and the fallback to ``str`` included."""
+
+from __future__ import annotations
+
+import enum
+import json
+import math
+from collections import OrderedDict
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from wizard.serialize import clean, dumps
+from wizard.trace.metrics.detectors import Finding
+from wizard.trace.metrics.findings import FindingGroup, Launch, OpLink
+from wizard.trace.metrics.mechanisms import Mechanism
+
+
+def reference_clean(value: Any) -> Any:
+    """docs/json-output.md's rules, by isinstance: non-finite floats as strings, sequences and sets as lists,
+    keys as strings, anything else its ``str``."""
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        return value
+    if isinstance(value, dict):
+        return {str(k): reference_clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [reference_clean(v) for v in value]
+    if value is None or isinstance(value, (str, int, bool)):
+        return value
+    return str(value)
+
+
+class Colour(enum.IntEnum):
+    RED = 1
+
+
+class Tag(str, enum.Enum):
+    A = "a"
+
+
+DOCUMENTS: list[Any] = [
+    {},
+    [],
+    {"a": [], "b": {}, "c": [[]], "d": [{}]},
+    {"inf": math.inf, "-inf": -math.inf, "nan": math.nan, "zero": -0.0, "tiny": 1e-05, "big": 1e16, "pi": math.pi},
+    {"ints": [0, -1, 2**63, -(2**70), True, False, None], "enum": Colour.RED, "tag": Tag.A},
+    {"text": 'quote " backslash \\ brackets [ ] { } , : newline \n tab \t nul \x00 é ☃ 😀'},
+    {"undecodable": ["\udcff", "a\ud800b", "\udc80\udc80"]},  # surrogateescape's bytes: msgspec refuses them
+    {1: "int key", None: "none key", (1, 2): "tuple key", 2.5: "float key", Colour.RED: "enum key"},
+    {"numpy": [np.float64(1.5), np.float64("nan"), np.int64(7), np.bool_(True)]},
+    {"tuple": (1, (2, 3)), "set": {4}, "frozenset": frozenset({5}), "path": Path("/tmp/x y"), "bytes": b"\xff"},
+    OrderedDict([("z", 1), ("a", [1.0, 2.25])]),
+    [{"deep": [[[[{"x": [1, {"y": None}]}]]]]}],
+    "a bare string",
+    3.5,
+]
+
+
+@pytest.mark.parametrize("indent", [1, 2, 4, None, 0])
+@pytest.mark.parametrize("document", DOCUMENTS, ids=range(len(DOCUMENTS)))
+def test_dumps_writes_what_json_dumps_writes(document: Any, indent: int | None) -> None:
+    expected = json.dumps(reference_clean(document), indent=indent, allow_nan=False)
+    assert dumps(document, indent=indent) == expected
+    assert clean(document) == reference_clean(document) or _nan_inside(document)
+
+
+def _nan_inside(document: Any) -> bool:
+    """NaN is never equal to itself; such documents are held to the bytes above only."""
+    return "nan" in json.dumps(reference_clean(document), allow_nan=False).lower()
+
+
+def test_a_finding_groups_launches_and_op_are_what_asdict_gave() -> None:
+    """FindingGroup.to_dict reads its launches' and op's fields by name instead of ``asdict``'s deep copy."""
+    reported: dict[str, float | None] = {"warps_per_sm": -3.5, "blocks_per_sm": math.inf}
+    launch = Launch(1.0, 0, "7", 42, (1, 2, 3), (128, 1, 1), reported, {"warps_per_sm": 4.0, "blocks_per_sm": None})
+    finding = Finding(next(iter(Mechanism)), 0, "k", 0, 1.0, (1, 2, 3), (128, 1, 1), reported, {}, "evidence")
+    op = OpLink("aten::mm", "cudaLaunchKernel", "tid 1", "[[2, 3]]", None, ["a.py(1): f"])
+    group = FindingGroup("A", "title", "error", "k", 1, 1.0, finding, op=op, launches=[launch, launch])
+    written = group.to_dict()
+    assert written["launches"] == [reference_clean(asdict(launch))] * 2
+    assert written["op"] == reference_clean(asdict(op))
