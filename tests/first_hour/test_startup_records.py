@@ -7,6 +7,8 @@ read from the real entry point's own process.
   checks' declarations, the readers', classifier's and checks' working records) are ``msgspec.Struct`` s declared
   ``eq=False``: made in C with no source compiled, the same fields, defaults, identity comparison and, where
   frozen, the same refusal to be assigned. ``RECORDS`` lists them; a new lean record goes there.
+- **The worker pool's reader** (``wizard.trace.read.parallel``) is loaded where a file is read by workers, not when
+  the reader loads.
 - **Young collections.** The console script raises the first generation's threshold to 50,000 new objects (CPython's
   is 700), so the start-up's long-lived objects are not walked by collection after collection; a library caller's
   process keeps Python's own.
@@ -56,6 +58,10 @@ RECORDS: dict[str, dict[str, bool]] = {
     "wizard.trace.metrics.classify": {"_Named": True},
     "wizard.trace.read.records": {"RuntimeCall": True, "_ThreadIntervals": False},
     "wizard.trace.read.formats": {"TraceFormat": True},
+    "wizard.trace.read.reader": {"ReaderConfig": True},
+    "wizard.trace.read.remote": {"UrlIdentity": True, "_guarded": False},
+    "wizard.trace.read.cuspy": {"Clamped": True},
+    "wizard.trace.read.inflate": {"GzipBounds": True},
     "wizard.plugins": {"Plugin": True},
 }
 
@@ -155,3 +161,14 @@ def test_the_console_script_collects_no_old_generation_while_a_small_inspection_
     assert library["threshold"][0] == 700
     assert library["collections"][0] > 2 * inspection["collections"][0], library["collections"]
     assert library["collections"][1] > inspection["collections"][1], library["collections"]
+
+
+def test_the_worker_pools_module_loads_only_where_workers_read(
+    inspection: dict[str, Any], small: Path, tmp_path: Path
+) -> None:
+    assert "wizard.trace.read.reader" in inspection["modules"]
+    assert "wizard.trace.read.parallel" not in inspection["modules"]
+    # two files with --jobs 2: a worker inspects each, and the parent loads the pool's module (the check can fail)
+    other = demo_trace(tmp_path / "other.json")
+    both = _run(tmp_path, "trace", "inspect", "--json", "--fail-on", "never", "--jobs", "2", str(small), str(other))
+    assert "wizard.trace.read.parallel" in both["modules"]
