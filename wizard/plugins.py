@@ -15,10 +15,11 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from wizard.errors import PluginError
 
@@ -30,8 +31,7 @@ PLAYBOOKS_GROUP = "warpwizard.playbooks"
 PASSES_GROUP = "warpwizard.passes"
 
 
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
-class Plugin:
+class Plugin(msgspec.Struct, frozen=True, eq=False):
     """One entry point: what it is called, the package that declared it, and what it loaded."""
 
     name: str

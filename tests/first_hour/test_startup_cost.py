@@ -150,7 +150,9 @@ def inspection(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 def test_only_the_compared_or_shown_classes_declare_eq_and_repr(inspection: dict[str, Any]) -> None:
     declared = {name for name, params in inspection["declared"].items() if params[1] or params[2]}
-    assert len(inspection["declared"]) >= 60  # the inspection's classes were all seen (72 on 2026-12-02)
+    # the inspection's dataclasses were all seen (72 on 2026-12-02; 37 once the internal records became msgspec
+    # Structs, which write no source: tests/first_hour/test_startup_records.py)
+    assert len(inspection["declared"]) >= 35
     assert declared == set(COMPARED_OR_SHOWN)
 
 

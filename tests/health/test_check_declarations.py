@@ -5,7 +5,6 @@ the reports draw; each playbook a check names is shipped and reached by the tria
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 import types
@@ -13,6 +12,7 @@ import typing
 from pathlib import Path
 from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
+import msgspec
 import pytest
 
 from tests.conftest import REPO, TRACES, RunCli, needs_shared, strict_json
@@ -168,7 +168,7 @@ def _module(name: str, **attributes: Any) -> tuple[str, types.ModuleType]:
 
 
 def _declaring(check_id: str, order: int, **changes: Any) -> CheckSpec:
-    return dataclasses.replace(SPEC["stacks-missing"], id=check_id, order=order, **changes)
+    return msgspec.structs.replace(SPEC["stacks-missing"], id=check_id, order=order, **changes)
 
 
 def _run(tables: Any) -> HealthCheck:  # a check asks for its inputs by name (the registry's contract)
@@ -342,7 +342,9 @@ def test_the_schema_and_the_table_are_generated_from_the_declarations() -> None:
 
 
 def test_a_changed_declaration_makes_the_docs_stale(monkeypatch: pytest.MonkeyPatch) -> None:
-    changed = tuple(dataclasses.replace(c, status_rule="`error` always") if c.id == "durations" else c for c in CHECKS)
+    changed = tuple(
+        msgspec.structs.replace(c, status_rule="`error` always") if c.id == "durations" else c for c in CHECKS
+    )
     monkeypatch.setattr(generate, "CHECKS", changed)
     page = generate.PAGE.read_text(encoding="utf-8")
     assert generate.page_text(page) != page
@@ -362,7 +364,7 @@ class Wider(TypedDict):
 
 
 def test_a_new_detail_reaches_the_schema(monkeypatch: pytest.MonkeyPatch) -> None:
-    changed = tuple(dataclasses.replace(c, details=Wider) if c.id == "stacks-missing" else c for c in CHECKS)
+    changed = tuple(msgspec.structs.replace(c, details=Wider) if c.id == "stacks-missing" else c for c in CHECKS)
     monkeypatch.setattr(generate, "CHECKS", changed)
     (rule,) = [r for r in generate.schema()["$defs"]["check"]["allOf"] if r["if"] == _is("stacks-missing")]
     assert rule["then"] == {

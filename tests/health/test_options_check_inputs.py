@@ -10,6 +10,7 @@ import types
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 import wizard
@@ -24,7 +25,7 @@ WHERE = "wizard/trace/health/checks/scratch_share.py"
 
 def _spec(scope: Scope = "trace", **changes: Any) -> CheckSpec:
     """A declaration of this test's own (no playbook, no facts: nothing else reads it)."""
-    return dataclasses.replace(
+    return msgspec.structs.replace(
         SPEC["stacks-missing"], id="scratch-share", order=999, playbook=None, triage_rank=None, facts=(),
         scope=scope, **changes,
     )  # fmt: skip

@@ -224,6 +224,7 @@ def _failed(  # noqa: PLR0917 - the boundary's streams and what it says on them
 
 
 STOP_SIGNALS = ("SIGTERM", "SIGHUP", "SIGQUIT")
+GC_YOUNG_THRESHOLD = 50_000  # the console script's first-generation threshold (entry, below)
 
 
 def _on_stop_signal(signum: int, frame: Any) -> None:
@@ -264,6 +265,11 @@ def entry() -> None:
     """The console script."""
     from wizard import numpy_threads
 
+    # The start-up makes some 40,000 objects that live to the exit (modules, classes, numpy's); at CPython's default
+    # threshold (a collection every 700 new container objects) the collector walks them again and again as they
+    # are made: 3% of a small inspection's instructions. Fewer, larger young collections: the same objects are
+    # freed, and cyclic garbage waits for at most 50,000 new objects (a few MB) instead of 700.
+    gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
     numpy_threads.use(_numpy_with_one_blas_thread)
     install_signal_handlers()
     code = main()

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
 import numpy as np
 import numpy.typing as npt
 
@@ -50,8 +50,7 @@ Ints = npt.NDArray[np.int64]
 Overheads = list[tuple[float, float, str, int | None]]  # TraceContents.timeline.overheads: start, end, name, corr
 
 
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
-class SummaryRow:
+class SummaryRow(msgspec.Struct, frozen=True, eq=False):
     """One row of the table, as ``key_averages()`` reports it and as the GPU events counted once give it."""
 
     name: str
@@ -74,11 +73,10 @@ class SummaryRow:
         }
 
 
-@dataclass(slots=True, eq=False, repr=False)
-class SummaryTable:
+class SummaryTable(msgspec.Struct, eq=False):
     """The whole table and the sums a reader compares."""
 
-    rows: list[SummaryRow] = field(default_factory=list)
+    rows: list[SummaryRow] = msgspec.field(default_factory=list)
     gpu_events: int = 0
     linked: int = 0  # GPU events attributed to an op
     table_self_us: float = 0.0  # "Self CUDA time total": the GPU rows' self times (annotations left out)
@@ -102,8 +100,7 @@ def _ints(values: Any) -> Ints:
     return np.frombuffer(values, dtype=np.int64 if values.itemsize == 8 else np.int32).astype(np.int64)
 
 
-@dataclass(slots=True, eq=False, repr=False)
-class _Events:
+class _Events(msgspec.Struct, eq=False):
     """Every kernel, copy and set: start, duration (a negative one as 0), correlation, and a name id."""
 
     ts: Floats
@@ -186,8 +183,7 @@ def _launches(contents: TraceContents, corr: Ints) -> tuple[Any, Floats]:
     return thread, at
 
 
-@dataclass(slots=True, eq=False, repr=False)
-class _Thread:
+class _Thread(msgspec.Struct, eq=False):
     """One thread's ops and record_function spans that hold a launch, sorted by (start, -end), with parents."""
 
     start: Floats
@@ -196,8 +192,7 @@ class _Thread:
     parent: list[int]
 
 
-@dataclass(slots=True, eq=False, repr=False)
-class _Spans:
+class _Spans(msgspec.Struct, eq=False):
     """Per thread, every CPU op and record_function span (starts, ends, name ids), and the names by id."""
 
     threads: dict[tuple[Any, Any], tuple[Floats, Floats, Ints]]
@@ -707,8 +702,7 @@ def profiler_overhead(contents: TraceContents, span: tuple[float, float] | None,
 # -- the table the user printed (the profiler hook) ------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
-class PrintedRow:
+class PrintedRow(msgspec.Struct, frozen=True, eq=False):
     """One row of ``prof.key_averages()`` as the user's table shows it (µs)."""
 
     name: str

@@ -14,9 +14,9 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any, overload
 
+import msgspec
 import numpy as np
 import numpy.typing as npt
 
@@ -98,8 +98,7 @@ class _Same(Sequence[str]):
         return self.text
 
 
-@dataclass(slots=True, eq=False, repr=False)
-class RowEvents:
+class RowEvents(msgspec.Struct, eq=False):
     """Every X event on a row that holds a kernel, as arrays in one order: (row, ts, the longer first, table,
     position in its table); times in Perfetto's nanoseconds. ``ref`` is the position in the event's own table
     (the kernel index for kernels)."""
@@ -353,8 +352,7 @@ def walk(events: RowEvents) -> tuple[I64, I64, I64]:
     return np.array(hidden, dtype=np.int64), np.array(against, dtype=np.int64), np.array(deep, dtype=np.int64)
 
 
-@dataclass(slots=True, eq=False, repr=False)
-class Moves:
+class Moves(msgspec.Struct, eq=False):
     """``--split-overlaps``: each event that cannot nest, by (table, position), to its extra lane on its row
     (1, 2, ...; the lowest whose last event ended by its start)."""
 

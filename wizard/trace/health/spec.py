@@ -14,6 +14,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import msgspec
+
 from wizard.cluster import rank_in_name, rank_value
 
 KINETO = "pytorch/kineto@114171dfba6867d2a898634670d9a3197dbb9595"  # the commit the sources below were read at
@@ -26,8 +28,7 @@ _DRIVER = f"{KINETO} libkineto/src/CuptiCbidRegistry.cpp:165-178: the only drive
 _ROCM = f"{KINETO} libkineto/src/RocprofLogger.cpp:210-227 isKernelApi: the HIP calls Kineto records as launches"
 
 
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
-class LaunchApi:
+class LaunchApi(msgspec.Struct, frozen=True, eq=False):
     """A call name Kineto writes for a kernel launch (``launch``) or a graph replay (``graph``), and where its
     source says so: one table that the checks, docs/health.md and the tests read."""
 
@@ -83,8 +84,7 @@ CAPTURE_BEGIN = frozenset({"cudaStreamBeginCapture", "hipStreamBeginCapture"})
 CAPTURE_END = frozenset({"cudaStreamEndCapture", "hipStreamEndCapture"})
 
 
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
-class StatusWord:
+class StatusWord(msgspec.Struct, frozen=True, eq=False):
     """A health status as every reader writes it: the word (JSON, facts), its mark for a person (the terminal,
     a triage's lines) and its label in a report's table."""
 
@@ -190,8 +190,7 @@ Scope = Literal["trace", "job"]
 How = Literal["total", "any", "none", "first", "max", "largest", "keys", "worst", "most"]
 
 
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
-class Bounds:
+class Bounds(msgspec.Struct, frozen=True, eq=False):
     """JSON Schema bounds on a detail (``Annotated[int, "meaning", Bounds(minimum=0)]``), for the schema."""
 
     minimum: float | None = None
@@ -200,8 +199,7 @@ class Bounds:
     max_properties: int | None = None
 
 
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
-class CheckFact:
+class CheckFact(msgspec.Struct, frozen=True, eq=False):
     """A trace.inspect fact read from one check: ``detail`` is a key of its details, or ``count`` / ``status``;
     ``how`` sums it over a job's traces; ``default`` is the fact when no trace has the check."""
 
@@ -213,8 +211,7 @@ class CheckFact:
     default: Any = None
 
 
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
-class CheckFix:
+class CheckFix(msgspec.Struct, frozen=True, eq=False):
     """A ``trace fix`` option that repairs what a check found, which a report offers with the trace's own path:
     ``{unit}s of TRACE {found} on PLACE {means} <PLACE row>{row} ...{rest}``. ``rows`` is the detail counting
     the places (rows) affected, the examples' ``place`` (their stream) naming them."""
@@ -230,8 +227,7 @@ class CheckFix:
     place: str = "stream"
 
 
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
-class CheckSpec:
+class CheckSpec(msgspec.Struct, frozen=True, eq=False):
     """A health check declared once, as ``CHECK`` in its own module of wizard/trace/health/checks/ beside the
     function that runs it: what the runner, the docs (docs/health.md's table, docs/health.schema.json, both
     generated: ``python -m wizard.trace.health.generate``), trace.inspect's facts, the triage and the reports read.

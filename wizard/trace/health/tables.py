@@ -8,9 +8,9 @@ numpy is imported here, and this module only inside a check's function, after th
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
+import msgspec
 import numpy as np
 import numpy.typing as npt
 
@@ -22,8 +22,7 @@ Floats = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.integer[Any]]
 
 
-@dataclass(slots=True, eq=False, repr=False)
-class Calls:
+class Calls(msgspec.Struct, eq=False):
     """The runtime calls, classified once by name."""
 
     ts: Floats
@@ -46,8 +45,7 @@ class Calls:
         return cls(floats(rt.starts), ints(rt.correlations), ints(rt.threads), kind == 0, kind == 1, names, name_of)
 
 
-@dataclass(slots=True, eq=False, repr=False)
-class Kernels:
+class Kernels(msgspec.Struct, eq=False):
     ts: Floats
     dur: Floats
     corr: Ints

@@ -9,7 +9,6 @@ inspected in parallel processes, one trace per process.
 from __future__ import annotations
 
 import dataclasses
-import pickle
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import partial
@@ -26,7 +25,6 @@ from wizard.trace.inspection.passes import passes_to_run
 from wizard.trace.inspection.results import INLINE, Inspection, TraceInspection
 from wizard.trace.metrics.classify import METRICS_PASS
 from wizard.trace.passes import PassRun, Results, TracePass
-from wizard.trace.read.parallel import worker_pool
 from wizard.trace.read.reader import ReaderConfig, TraceContents, iter_trace_files, read_trace, usable_cores
 from wizard.trace.read.remote import UrlPath, is_url
 
@@ -169,6 +167,8 @@ def _finished(one: TracePass[Any], run: PassRun[Any], contents: TraceContents, b
         message = f"{one.who} returned {type(result).__name__}, not its declared {one.result.__name__}"
         raise PluginError(message) if one.origin.startswith("plugin ") else TypeError(message)
     if one.origin.startswith("plugin "):  # a directory's traces come back from worker processes, pickled
+        import pickle
+
         _guarded(one, "returned a result that cannot be sent between processes", partial(pickle.dumps, result))
     return result
 
@@ -234,6 +234,7 @@ def inspect_paths(
                 # A fork copies each module's import lock as it is: when another thread (PyTorch's validator beside
                 # the inspection) was importing one of them at that instant, the workers waited for it forever.
                 load_health_modules()
+                from wizard.trace.read.parallel import worker_pool  # several files only: not one file's start-up
 
                 with relayed(progress) as theirs, worker_pool(workers) as pool:  # each worker's file gets its bar
                     one = partial(inspect_trace, options=options, progress=theirs)  # each finds the passes itself

@@ -15,6 +15,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+import msgspec
+
 from wizard.formatting import article, compact, plural, verb
 from wizard.inspect_options import DEFAULT_MAX_LAUNCHES, DEFAULT_OPTIONS, InspectOptions, Keep
 from wizard.trace.metrics.detectors import MEMO_CAP, SM_COUNT_HINT, Finding, KernelCheck, MemoChecker
@@ -396,8 +398,7 @@ def analyse(
     return found
 
 
-@dataclasses.dataclass(frozen=True, slots=True, eq=False, repr=False)
-class _Named:
+class _Named(msgspec.Struct, frozen=True, eq=False):
     """A check's mechanisms (each once, in order), the one a record leads with, and whether any is wrong."""
 
     mechanisms: tuple[str, ...]

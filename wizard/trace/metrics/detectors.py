@@ -7,8 +7,10 @@ Pure functions over the reader's compact records. The mechanisms and what each m
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from wizard.formatting import exact, plural, verb
 from wizard.trace.gpus import sm_count_examples
@@ -70,15 +72,14 @@ class Finding:
         return worst
 
 
-@dataclass(slots=True, eq=False, repr=False)
-class KernelCheck:
+class KernelCheck(msgspec.Struct, eq=False):
     """Everything found for one kernel (possibly nothing)."""
 
-    findings: list[Finding] = field(default_factory=list)
+    findings: list[Finding] = msgspec.field(default_factory=list)
     checked: bool = False
-    corrected: dict[str, float | int | None] = field(default_factory=dict)  # as the profiler would print them
-    true: dict[str, float | None] = field(default_factory=dict)  # the values the launch really had
-    notes: list[str] = field(default_factory=list)  # about the tools, not the launch (calculators disagreeing)
+    corrected: dict[str, float | int | None] = msgspec.field(default_factory=dict)  # as the profiler would print them
+    true: dict[str, float | None] = msgspec.field(default_factory=dict)  # the values the launch really had
+    notes: list[str] = msgspec.field(default_factory=list)  # about the tools, not the launch (calculators disagreeing)
 
 
 def _dims(d: tuple[int, int, int]) -> str:
@@ -179,8 +180,7 @@ def _unrecomputable(k: KernelRecord, why: str) -> KernelCheck:
     return result
 
 
-@dataclass(slots=True, eq=False, repr=False)
-class LaunchContext:
+class LaunchContext(msgspec.Struct, eq=False):
     """One launch, what it implies, and the check being built: what every detector reads."""
 
     k: KernelRecord
@@ -473,8 +473,7 @@ def _sm_source(device: DeviceInfo | None, num_sms: int | None) -> str:
     return words
 
 
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
-class _OccupancyReading:
+class _OccupancyReading(msgspec.Struct, frozen=True, eq=False):
     """What the occupancy check compares, gathered once: the printed value, both calculators' results and the
     values Kineto's formula gives from them."""
 

@@ -20,7 +20,7 @@ Read in pytorch/pytorch ``torch/profiler/_cuspy/trace.py`` (``_trace_window_entr
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import msgspec
 
 from wizard.trace.read.collector import TraceContents
 
@@ -39,8 +39,7 @@ def is_cuspy(contents: TraceContents) -> bool:
     return not contents.kernels.carries_metrics()
 
 
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
-class Clamped:
+class Clamped(msgspec.Struct, frozen=True, eq=False):
     """What Cuspy's clamping may hide in one trace."""
 
     zero_duration: int  # GPU events (kernels, copies, sets) with dur == 0: each may be a negative duration

@@ -22,9 +22,10 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
+
+import msgspec
 
 from wizard.errors import InputFileError
 from wizard.formatting import article
@@ -36,8 +37,7 @@ GZIP_MAGIC = inflate.GZIP_MAGIC
 HEAD_BYTES = 4096  # read to recognise a file (a gzip member's first inflated bytes come from far fewer)
 
 
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
-class TraceFormat:
+class TraceFormat(msgspec.Struct, frozen=True, eq=False):
     """One format the reader takes."""
 
     id: str  # the report's ``format``
@@ -45,7 +45,7 @@ class TraceFormat:
     writers: str  # who writes it
     suffixes: tuple[str, ...]  # names it usually has (a directory of traces lists these)
     rewritable: bool  # ``trace fix`` can write a corrected copy of it
-    cannot_show: Mapping[str, str] = field(default_factory=dict)  # health check id -> why not
+    cannot_show: Mapping[str, str] = msgspec.field(default_factory=dict)  # health check id -> why not
     # its reader, (path, on_read, the file open_input opened) -> TraceContents, importing its module only when such
     # a file is read; None: the Chrome-JSON walker of reader.py, which every other format's reader feeds the same
     # collector as

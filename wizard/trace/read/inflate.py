@@ -21,14 +21,14 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass
+
+import msgspec
 
 GZIP_MAGIC = b"\x1f\x8b"
 CHUNK = 1 << 20  # compressed bytes read at a time
 
 
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
-class GzipBounds:
+class GzipBounds(msgspec.Struct, frozen=True, eq=False):
     """How much a gzip stream may inflate to: at most ``max_ratio`` times the compressed bytes read so far (once
     past ``ratio_floor`` inflated bytes, so a tiny file is never refused for its ratio), and ``max_bytes`` in all."""
 

@@ -36,7 +36,6 @@ compiler built the core, with the same results and errors (tests/trace/test_comp
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import io
 import re
 import struct
@@ -1054,7 +1053,7 @@ def _writer(reader: _Reader) -> None:
             "Cuspy clamps each GPU op's end to the next op's start on its lane before writing a .pftrace, so overlaps "
             "are removed from the file (the JSON export of the same run keeps them)"
         )
-        c.metadata["cuspy"] = dataclasses.asdict(cuspy.clamped(c))
+        c.metadata["cuspy"] = msgspec.structs.asdict(cuspy.clamped(c))
     elif reader.track_events and c.timeline.categories.keys() & {"kernel", "cpu_op", "cuda_runtime"}:
         c.writer = "Kineto's events as TrackEvent slices (a JSON-to-Perfetto converter)"
     if reader.clocks:

@@ -13,16 +13,16 @@ Jobs: ``source`` inflates, ``buffer`` holds the window, ``scan`` finds cuts, ``e
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import gc
 import os
 import stat
 import sys
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
+
+import msgspec
 
 from wizard.errors import InputFileError, TraceReadError
 from wizard.file_ends import opened_ends
@@ -38,11 +38,13 @@ from wizard.trace.read.formats import (
     is_trace_name,
     trace_suffixes,
 )
-from wizard.trace.read.parallel import NeedsExactPath, ParallelDecoder
 from wizard.trace.read.remote import UrlPath, expand, is_url, read_url
 from wizard.trace.read.scan import after_separator, find_cut, list_end
 from wizard.trace.read.source import TraceSource, open_input
 from wizard.untrusted import cut, visible
+
+if TYPE_CHECKING:
+    from wizard.trace.read.parallel import ParallelDecoder
 
 __all__ = [
     "KERNEL_CATEGORIES",
@@ -57,8 +59,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
-class ReaderConfig:
+class ReaderConfig(msgspec.Struct, frozen=True, eq=False):
     """How the reader reads: the numbers tests shrink to reach every path with small files."""
 
     # A block's decoded events are the read's peak memory: at 100 MB, 8 MB blocks cost 112 MB, 2 MB blocks 65 MB.
@@ -409,7 +410,11 @@ def _read(
 
     def parallel(contents: TraceContents, sink: EventSink) -> ParallelDecoder | None:
         assert isinstance(sink, Collector)
-        return ParallelDecoder(workers, sink, contents, clock, on_progress) if workers else None
+        if not workers:
+            return None
+        from wizard.trace.read.parallel import ParallelDecoder  # workers only for a big file: not a small one's start
+
+        return ParallelDecoder(workers, sink, contents, clock, on_progress)
 
     # Millions of short-lived records would trigger the cyclic GC over and over (it was two
     # thirds of decode time); nothing built here is cyclic, so pause it while reading.
@@ -446,7 +451,7 @@ def read_trace(
     """
     config = config or ReaderConfig()
     if isinstance(path, UrlPath) or is_url(path):  # where traces live: streamed through fsspec (remote.py)
-        remote = dataclasses.replace(config, workers=0)  # no worker re-reads a range of a remote object
+        remote = msgspec.structs.replace(config, workers=0)  # no worker re-reads a range of a remote object
         return read_url(
             str(path),
             lambda p, fh: _read_json(p, remote, on_progress, on_read, (fh, False)),
@@ -498,6 +503,8 @@ def _read_json(
     workers = _parallel_workers(p, config)
     contents: TraceContents | None = None
     if workers:
+        from wizard.trace.read.parallel import NeedsExactPath
+
         try:
             contents = _read(p, workers, config, on_progress, on_read, opened=opened)
         except NeedsExactPath:
@@ -528,7 +535,7 @@ def json_writer(contents: TraceContents) -> str:
 
     if cuspy.is_cuspy(contents):
         contents.cannot_show.update(cuspy.CANNOT_SHOW)
-        contents.metadata["cuspy"] = dataclasses.asdict(cuspy.clamped(contents))
+        contents.metadata["cuspy"] = msgspec.structs.asdict(cuspy.clamped(contents))
         return cuspy.WRITER
     if "schemaVersion" in contents.metadata or _KINETO_CATEGORIES & contents.timeline.categories.keys():
         return "PyTorch profiler (Kineto)"

@@ -11,7 +11,7 @@ import math
 import sys
 from array import array
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, overload
 
 import msgspec
@@ -856,8 +856,7 @@ class SliceTable:
         self.row.extend(array("i", map(remap.__getitem__, other.row)))
 
 
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
-class RuntimeCall:
+class RuntimeCall(msgspec.Struct, frozen=True, eq=False):
     pid: Any
     tid: Any
     ts: float
@@ -1092,11 +1091,10 @@ def _renumbered(ids: array[int], new_ids: list[int]) -> array[int]:
     return array("i", map(new_ids.__getitem__, ids))
 
 
-@dataclass(slots=True, eq=False, repr=False)
-class _ThreadIntervals:
-    starts: array[float] = field(default_factory=lambda: array("d"))
-    ends: array[float] = field(default_factory=lambda: array("d"))
-    refs: array[int] = field(default_factory=lambda: array("i"))
+class _ThreadIntervals(msgspec.Struct, eq=False):
+    starts: array[float] = msgspec.field(default_factory=lambda: array("d"))
+    ends: array[float] = msgspec.field(default_factory=lambda: array("d"))
+    refs: array[int] = msgspec.field(default_factory=lambda: array("i"))
     sorted_: bool = True
 
 

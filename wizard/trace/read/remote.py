@@ -14,9 +14,10 @@ from __future__ import annotations
 import io
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO, TYPE_CHECKING, Any, cast
+
+import msgspec
 
 from wizard.errors import InputFileError, MissingDependency
 from wizard.untrusted import cut, visible
@@ -119,8 +120,7 @@ def _code(exc: BaseException) -> str:
     return visible(cut(code, 60)) if isinstance(code, str) else ""
 
 
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
-class UrlIdentity:
+class UrlIdentity(msgspec.Struct, frozen=True, eq=False):
     """Which object a URL named when it was read: what a per-rank summary is reused by (its ETag where the store
     gives one, else its modification time), as a local file's path, size and mtime."""
 
@@ -236,8 +236,7 @@ def read_url(
         return contents
 
 
-@dataclass(eq=False, repr=False)
-class _guarded:
+class _guarded(msgspec.Struct, eq=False):
     """A store's error while reading, as the one line ``refused`` says (a domain error passes as it is)."""
 
     url: str

@@ -27,9 +27,10 @@ import inspect
 import pkgutil
 import typing
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from wizard.trace.health.spec import CheckFact, CheckSpec, HealthCheck
 
@@ -65,8 +66,7 @@ _FUNCTION = {
 }
 
 
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
-class Registered:
+class Registered(msgspec.Struct, frozen=True, eq=False):
     """A check's function as the registry holds it: what it asks for, by name, checked when it was registered."""
 
     spec: CheckSpec

@@ -35,8 +35,9 @@ user reads).
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, TypedDict
+
+import msgspec
 
 from wizard.formatting import plural, verb
 from wizard.trace.health.spec import (
@@ -195,8 +196,7 @@ CHECK = CheckSpec(
 )
 
 
-@dataclass(slots=True, eq=False, repr=False)
-class _Hidden:
+class _Hidden(msgspec.Struct, eq=False):
     """The kernels-overlap check's facts: which events of the kernel rows Perfetto cannot nest."""
 
     kernels: Ints  # kernel positions, in the rows' order
@@ -245,8 +245,7 @@ def _pdl(calls: Calls, corr: Ints) -> npt.NDArray[np.bool_]:
     return member(corr, ids)
 
 
-@dataclass(slots=True, eq=False, repr=False)
-class _Kinds:
+class _Kinds(msgspec.Struct, eq=False):
     """Per kernel that cannot nest, which kind of overlap it is (module docstring), and the words it needs."""
 
     pdl: npt.NDArray[np.bool_]

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, TypedDict
+
+import msgspec
 
 from wizard.formatting import plural, verb
 from wizard.trace.health.spec import (
@@ -137,15 +138,14 @@ def left_out(ranks: Mapping[int, Starts], cut: Collection[int] = (), *, one_job:
     return dict(sorted(out.items()))
 
 
-@dataclass(slots=True, eq=False, repr=False)
-class _Measured:
+class _Measured(msgspec.Struct, eq=False):
     """The skews over the compared ranks, and what the verdict says of them."""
 
-    skews: list[float] = field(default_factory=list)
+    skews: list[float] = msgspec.field(default_factory=list)
     unmeasured: int = 0
-    last: Counter[int] = field(default_factory=Counter)
-    short: Counter[int] = field(default_factory=Counter)
-    examples: list[HealthExample] = field(default_factory=list)
+    last: Counter[int] = msgspec.field(default_factory=Counter)
+    short: Counter[int] = msgspec.field(default_factory=Counter)
+    examples: list[HealthExample] = msgspec.field(default_factory=list)
 
 
 def _measure(ranks: Mapping[int, Starts], order: list[int]) -> _Measured:

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Annotated, Any, TypedDict
 
+import msgspec
+
 from wizard.cluster import rank_value
 from wizard.formatting import plural
 from wizard.trace.health.spec import Bounds, CheckFact, CheckSpec, HealthCheck, rank_of
@@ -134,8 +136,7 @@ def _groups(config: object, rank: int | None, world: int | None) -> tuple[tuple[
     return tuple(sorted(found))
 
 
-@dataclass(frozen=True, slots=True, eq=False, repr=False)
-class Trace:
+class Trace(msgspec.Struct, frozen=True, eq=False):
     """One trace of the directory: its file's name, its rank (declared, else from the name) and its place."""
 
     name: str
@@ -197,8 +198,7 @@ def _disagreeing(members: Mapping[int, Trace]) -> dict[str, str]:
     return out
 
 
-@dataclass(slots=True, eq=False, repr=False)
-class Tally:
+class Tally(msgspec.Struct, eq=False):
     """The job's ranks sorted out: what the verdict says."""
 
     world: int | None
