@@ -15,8 +15,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+from tests.helpers import call_outcome, every_change
 from wizard.testing.nsys import Call, Kernel, write_export
 from wizard.trace.read import nsys, sqlite_columns
+from wizard.trace.read.core import compiled
 from wizard.trace.read.nsys import read_nsys
 from wizard.trace.read.sqlite_columns import ColumnBatches, rowid_name
 
@@ -203,17 +205,71 @@ def test_distinct_rows_are_numpy_unique_by_rows() -> None:
         assert [want[i] for i in which.tolist()] == rows
 
 
-@pytest.mark.parametrize("column", [
-    [(77 << 24) | 5, (77 << 24) | 0xFFFFFF, (77 << 24)], [(1 << 48) | (77 << 24), 77 << 24],
-    [(3 << 24) | 1, "text", (3 << 24) | 2], [2.5, 77 << 24], [None, 5 << 24], [(9 << 24) + 1, (9 << 24) + 1.5],
-    [b"\x01", 1 << 24], [], [None], [MIN64, 2**63 - 1],
-])  # fmt: skip
-def test_pids_are_the_integers_pids(tmp_path: Path, column: list[Any]) -> None:
-    """``_pids``: the pids (bits 24-47) of the column's integers, as Python takes them value by value."""
-    path = tmp_path / "t.sqlite"
-    with sqlite3.connect(path) as db:
-        db.execute('CREATE TABLE t ("g")')
-        db.executemany("INSERT INTO t VALUES (?)", [(v,) for v in column])
-    export = nsys._Export.__new__(nsys._Export)
-    export.db = sqlite3.connect(path)
-    assert export._pids("t", "g") == {(v >> 24) & 0xFFFFFF for v in column if type(v) is int}
+# -- the compiled core's int64_array and its Python twin ----------------------------------------------------------
+
+CORE = compiled()
+
+
+def _array_texts() -> list[str]:
+    """What SQLite's json_group_array writes of columns of every kind of value, and texts near them."""
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE TABLE t (g, v)")
+    rng = random.Random(11)
+    kinds: list[Any] = [*HOSTILE, 0, -1, 2**63 - 1, MIN64, 1.0e20, float("inf"), "1,2", "[3]", " 4"]
+    for g in range(60):
+        for _ in range(rng.randrange(1, 6)):
+            db.execute("INSERT INTO t VALUES (?, ?)", (g, rng.choice([*kinds, rng.randrange(-(10**18), 10**18)])))
+    texts = [text for (text,) in db.execute("SELECT json_group_array(v) FROM t WHERE typeof(v) != 'blob' GROUP BY g")]
+    near = ["[]", "[", "]", "", "[1,]", "[,1]", "[-]", "[--1]", "[1-2]", "[+1]", "[ 1]", "[1 ]", "[007,-0]", "[１]",
+            "[\ud800]", "[9223372036854775808]", "[-9223372036854775809]", "[92233720368547758070]",
+            "[-9223372036854775808,9223372036854775807]", "[1,,2]", "[1]]", "[[1]]", "[1]\x00"]  # fmt: skip
+    return texts + near
+
+
+def _twins_agree(text: Any) -> None:
+    assert CORE is not None
+    assert call_outcome(CORE.int64_array, text) == call_outcome(sqlite_columns.pure_int64_array, text), repr(text)
+
+
+@pytest.mark.skipif(CORE is None, reason="the compiled core is not built here")
+def test_int64_array_twins_agree_on_sqlites_arrays_and_every_change() -> None:
+    """The compiled ``int64_array`` and ``pure_int64_array``: the same bytes, None or error on every text SQLite
+    writes and every cut and one-byte change of those (tests/helpers.every_change)."""
+    texts = _array_texts()
+    assert any(sqlite_columns.pure_int64_array(t) for t in texts)  # some are integers only
+    for text in texts:
+        _twins_agree(text)
+        for changed in every_change(text.encode("utf-8", "surrogatepass")):
+            _twins_agree(changed.decode("latin-1"))
+    for other in (b"[1]", None, 5, ["[1]"]):
+        _twins_agree(other)
+
+
+@pytest.mark.skipif(CORE is None, reason="the compiled core is not built here")
+def test_int64_array_twins_agree_on_random_texts() -> None:
+    rng = random.Random(7)
+    for _ in range(20_000):
+        body = "".join(rng.choice("0123456789,-9,+ .e") for _ in range(rng.randrange(0, 30)))
+        _twins_agree(f"[{body}]")
+
+
+def test_int64_array_is_the_values_in_order() -> None:
+    """A second computation: Python's int of each number, packed as native int64s."""
+    values = [0, -1, 7, 2**63 - 1, MIN64, 10**18, -(10**18)]
+    text = "[" + ",".join(map(str, values)) + "]"
+    want = np.array(values, dtype=np.int64).tobytes()
+    assert sqlite_columns.pure_int64_array(text) == want
+    if CORE is not None:
+        assert CORE.int64_array(text) == want
+
+
+def test_the_read_is_the_same_on_both_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compiled ``int64_array`` bound where built; the Python twin reads the same records (hostile values)."""
+    if CORE is not None:
+        assert sqlite_columns.int64_array is CORE.int64_array
+    path = _export(tmp_path / "export.sqlite", seed=9)
+    _plant(path, KERNELS, ["gridX", "deviceId", "end"], 9)
+    monkeypatch.setattr(sqlite_columns, "MOST_ROWS", 11)
+    compiled_read = _contents(path)
+    monkeypatch.setattr(sqlite_columns, "int64_array", sqlite_columns.pure_int64_array)
+    assert _contents(path) == compiled_read

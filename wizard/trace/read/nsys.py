@@ -306,18 +306,9 @@ class _Export:
             ("CUPTI_ACTIVITY_KIND_MEMSET", "globalPid"),
         ):
             if column in self._columns(table):
-                pids.update(self._pids(table, column))
+                quoted = f'SELECT DISTINCT "{column}" FROM "{table}"'
+                pids.update(_pid(g) for (g,) in self.db.execute(quoted) if _int(g) is not None)
         self.processes = {pid: n for n, pid in enumerate(sorted(pids))} if len(pids) > 1 else {}
-
-    def _pids(self, table: str, column: str) -> set[int]:
-        """The pids of a column's integers. Where its least and greatest values are integers that agree from bit
-        24 up, every integer between them has their pid: one scan of two aggregates, no DISTINCT's b-tree (a
-        real, text or BLOB at either end, as SQLite orders them, is read value by value)."""
-        low, high = self.db.execute(f'SELECT min("{column}"), max("{column}") FROM "{table}"').fetchone()
-        if type(low) is int and type(high) is int and low >> 24 == high >> 24:
-            return {_pid(low)}
-        quoted = f'SELECT DISTINCT "{column}" FROM "{table}"'
-        return {_pid(g) for (g,) in self.db.execute(quoted) if _int(g) is not None}
 
     def _correlation(self, value: Any, global_id: Any) -> int | None:
         corr, g = _int(value), _int(global_id)
