@@ -31,7 +31,7 @@ WIDEST = 21  # bytes of one integer in a JSON array: "-9223372036854775808" and 
 MOST_ROWS = 40_000  # rows of a batch: a column's JSON is then at most ~840 KB (the reads' value limit: 1 MiB)
 _KEYS = ("rowid", "_rowid_", "oid")  # SQLite's names for the rowid, each hidden by a column of that name
 
-_ARRAY = re.compile(r"\[(?:-?[0-9]+(?:,-?[0-9]+)*)?\]")  # ASCII digits only: [0-9], never \d
+_ARRAY = r"\[(?:-?[0-9]+(?:,-?[0-9]+)*)?\]"  # ASCII digits only: [0-9], never \d (compiled on first use)
 
 
 def pure_int64_array(text: str) -> bytes | None:
@@ -42,7 +42,7 @@ def pure_int64_array(text: str) -> bytes | None:
 
     if not isinstance(text, str):
         raise TypeError("int64_array: the text must be a str")
-    if not _ARRAY.fullmatch(text):
+    if not re.fullmatch(_ARRAY, text):
         return None
     inner = text[1:-1]
     if not inner:
