@@ -1781,6 +1781,67 @@ static PyObject *core_json_bind(PyObject *self, PyObject *const *args, Py_ssize_
     Py_RETURN_NONE;
 }
 
+/* ==== Nsight rows (nsyscore) ==== */
+
+/* int64_array(text): a JSON array of integers, as SQLite's json_group_array writes an integer column of a batch of
+ * rows (wizard/trace/read/sqlite_columns.py), as the bytes of native int64s; None for any other text: exactly
+ * "[" then none or INT ("," INT)* then "]", INT = -?[0-9]+ within int64 (what SQLite writes for a real, text, NULL,
+ * a space, a '+' is None: that batch is read row by row). The twin: sqlite_columns.pure_int64_array. The text is
+ * read once; the output is sized from its commas (at most a value per two bytes) before it is written. */
+static PyObject *core_int64_array(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 1) {
+        PyErr_SetString(PyExc_TypeError, "int64_array takes one argument");
+        return NULL;
+    }
+    if (!PyUnicode_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "int64_array: the text must be a str");
+        return NULL;
+    }
+    Py_ssize_t n = 0;
+    const char *t = PyUnicode_AsUTF8AndSize(args[0], &n);
+    if (t == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) return NULL;
+        PyErr_Clear();  /* a lone surrogate: not an integer's character either */
+        Py_RETURN_NONE;
+    }
+    if (n < 2 || t[0] != '[' || t[n - 1] != ']') Py_RETURN_NONE;
+    const char *p = t + 1, *end = t + n - 1;
+    if (p == end) return PyBytes_FromStringAndSize(NULL, 0);
+    Py_ssize_t count = 1;
+    for (const char *q = p; q < end; q++) count += *q == ',';
+    if (count > PY_SSIZE_T_MAX / 8) return PyErr_NoMemory();
+    PyObject *out = PyBytes_FromStringAndSize(NULL, count * 8);
+    if (out == NULL) return NULL;
+    char *raw = PyBytes_AsString(out);
+    if (raw == NULL) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    for (Py_ssize_t k = 0; k < count; k++) {
+        int negative = p < end && *p == '-';
+        p += negative;
+        const unsigned last = negative ? 8 : 7;  /* int64's ends: -9223372036854775808, 9223372036854775807 */
+        const uint64_t tenth = 922337203685477580u;
+        uint64_t magnitude = 0;
+        const char *digits = p;
+        while (p < end && *p >= '0' && *p <= '9') {
+            unsigned d = (unsigned)(*p - '0');
+            if (magnitude >= tenth && (magnitude > tenth || d > last)) goto refuse;  /* past int64 */
+            magnitude = magnitude * 10 + d;
+            p++;
+        }
+        if (p == digits || (k + 1 < count ? (p >= end || *p != ',') : p != end)) goto refuse;
+        p += k + 1 < count;
+        int64_t value = negative ? (int64_t)(0 - magnitude) : (int64_t)magnitude;
+        memcpy(raw + k * 8, &value, 8);
+    }
+    return out;
+refuse:
+    Py_DECREF(out);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"fields", (PyCFunction)(void (*)(void))core_fields, METH_FASTCALL, "protobuf.fields, compiled"},
     {"varint", (PyCFunction)(void (*)(void))core_varint, METH_FASTCALL, "protobuf.varint, compiled"},
@@ -1800,6 +1861,8 @@ static PyMethodDef methods[] = {
      "collector.pure_collect_events, compiled"},
     {"json_bind", (PyCFunction)(void (*)(void))core_json_bind, METH_FASTCALL,
      "hand over the JSON collector's categories, MAX_NAME and twins"},
+    {"int64_array", (PyCFunction)(void (*)(void))core_int64_array, METH_FASTCALL,
+     "sqlite_columns.pure_int64_array, compiled"},
     {NULL, NULL, 0, NULL},
 };
 
@@ -1809,7 +1872,7 @@ static struct PyModuleDef module = {
 };
 
 /* API: the version of these functions' arguments and meaning that wizard/trace/read/core.py binds (raised with it) */
-#define CORE_API 1
+#define CORE_API 2
 
 PyMODINIT_FUNC PyInit__core(void) {
     PyObject *m = PyModule_Create(&module);

@@ -27,6 +27,11 @@ Rows are read in ``start`` order (``ORDER BY``): nsys promises no order (the exp
 a column is read without it (NULL), never dropped, as long as it has ``start``; the columns that were missing are
 listed in the contents' ``nsys`` metadata and said in a note.
 
+Kernels and calls are read a batch of whole columns at a time: SQLite writes each integer column of 40,000 rows as
+one JSON array, which numpy reads in one call (``wizard.trace.read.sqlite_columns``: a batch holding anything else is
+read again row by row, as every other table is): 1M kernels and 1M calls read in ~2.6 s of CPU, where Python's
+``sqlite3`` took 3.3 s to make their rows' tuples alone (issue 48; benchmarks/results-2026-12-02-nsysfast.md).
+
 Correlation ids are per process in CUPTI; an export of several processes keeps them apart by putting the
 process's index (in order of pid) above bit 40 (``PROCESS_SHIFT``), so ids still rise in launch order within
 a process. The file is untrusted: opened by ``wizard.trace.read.sqlite`` (read-only and immutable, or inflated
@@ -57,6 +62,7 @@ from wizard.trace.read.sqlite import (
     read_database_file,
     text_column,
 )
+from wizard.trace.read.sqlite_columns import ColumnBatches, rowid_name
 from wizard.untrusted import cut, visible
 
 _VERSION_SUFFIX = re.compile(r"_v\d{4,}$")  # nsys names API calls with the version they entered CUDA in
@@ -331,19 +337,21 @@ class _Export:
         table = "CUPTI_ACTIVITY_KIND_KERNEL"
         if "start" not in self._columns(table):
             return
-        query, clause, present = self._select(table, _KERNEL_COLUMNS, "")
+        # a process's pid matters only to correlation ids of several processes (``_correlation``)
+        source, present = self._select(table, _KERNEL_COLUMNS, "", () if self.processes else ("globalPid",))
         import numpy as np
 
         kernels = self.c.kernels
         first = len(kernels)
         starts = _Starts()
-        for batch in _batches(self.db.execute(query)):
-            starts.add(self._kernel_batch(_typed(batch, present, len(_KERNEL_COLUMNS))))
+        for rows in _typed_batches(source, present, len(_KERNEL_COLUMNS)):
+            starts.add(self._kernel_batch(rows))
         if len(kernels) == first:
             return
         if not starts.ordered:
             ts = np.frombuffer(kernels.starts(), dtype=np.float64)[first:]
-            kernels.reorder(first, starts.sorting(ts, lambda: self.db.execute(f'SELECT "start" {clause}')))
+            again = lambda: self.db.execute(f'SELECT "start" {source.source}{source.order()}')  # noqa: E731
+            kernels.reorder(first, starts.sorting(ts, again))
         self.c.events += len(kernels) - first
         self.c.timeline.categories["kernel"] += len(kernels) - first
         self.c.last_ts = kernels[len(kernels) - 1].ts
@@ -382,7 +390,7 @@ class _Export:
 
         picked = np.full(len(demangled), self._kernel_name("unknown"), dtype=np.int64)
         for ids in (short, demangled):
-            distinct, which = np.unique(ids, return_inverse=True)
+            distinct, which = _distinct(ids)
             known = np.array([self._name_number(int(sid)) for sid in distinct], dtype=np.int64)[which.reshape(-1)]
             picked = np.where(known >= 0, known, picked)
         return picked
@@ -406,7 +414,7 @@ class _Export:
         """Each row's combination of name, device and stream, as the kernel table numbers it."""
         import numpy as np
 
-        triples, which = np.unique(np.stack((names, device, stream), axis=1), axis=0, return_inverse=True)
+        triples, which = _distinct_rows(names, device, stream)
         base_id = self.c.kernels.base_id
         ids = [
             base_id(_kernel_shape(self.kernel_names[n], *((None if v == NO_VALUE else v) for v in (d, s, d))))
@@ -421,7 +429,7 @@ class _Export:
         if not self.processes:
             return corr.copy()
         pid = (gpid >> 24) & 0xFFFFFF
-        distinct, which = np.unique(pid, return_inverse=True)
+        distinct, which = _distinct(pid)
         index = np.array([self.processes.get(int(p), 0) for p in distinct], dtype=np.int64)[which.reshape(-1)]
         shifted = (index << PROCESS_SHIFT) | (corr & ((1 << PROCESS_SHIFT) - 1))
         fits = (corr != NO_VALUE) & (index < 1 << (63 - PROCESS_SHIFT))
@@ -457,18 +465,20 @@ class _Export:
             self.c.kernels.base_id(shape),
         )
 
-    def _select(self, table: str, wanted: Sequence[str], where: str) -> tuple[str, str, list[int]]:
-        """A fixed query of the ``wanted`` columns ``table`` has (a missing one is noted: ``_typed`` reads it as
-        none), the clause after its columns, and the positions in ``wanted`` of those selected. Names are this
-        module's, never the file's."""
+    def _select(
+        self, table: str, wanted: Sequence[str], where: str, skip: Sequence[str] = ()
+    ) -> tuple[ColumnBatches, list[int]]:
+        """The rows of ``table`` with an integer start (and ``where``), as batches of the ``wanted`` columns it has
+        (a missing one is noted: it reads as none, as does one in ``skip``, not needed), and the positions in
+        ``wanted`` of those selected. Names are this module's, never the file's."""
         have = self._columns(table)
-        present = [n for n, name in enumerate(wanted) if name in have]
+        present = [n for n, name in enumerate(wanted) if name in have and name not in skip]
         absent = [name for name in wanted if name not in have]
         if absent:
             self.missing[table] = absent
-        clause = f'FROM "{table}" WHERE typeof("start") = \'integer\'{where}'
-        picked = ", ".join(f'"{wanted[n]}"' for n in present)
-        return f"SELECT {picked} {clause}", clause, present
+        condition = f"typeof(\"start\") = 'integer'{where}"
+        picked = [f'"{wanted[n]}"' for n in present]
+        return ColumnBatches(self.db, table, picked, condition, rowid_name(self.db, table, have)), present
 
     def _runtime(self) -> None:
         """The runtime and driver calls, as columns (as ``_kernels``); rows of any other eventClass (a CUDA
@@ -482,15 +492,15 @@ class _Export:
             return
         classed = "eventClass" in have
         where = ' AND typeof("eventClass") = \'integer\' AND "eventClass" IN (0, 1)' if classed else ""
-        query, clause, present = self._select(table, _RUNTIME_COLUMNS, where)
+        source, present = self._select(table, _RUNTIME_COLUMNS, where)
         calls = _Calls()
-        for batch in _batches(self.db.execute(query)):
-            calls.add(*self._runtime_batch(_typed(batch, present, len(_RUNTIME_COLUMNS)), classed))
+        for rows in _typed_batches(source, present, len(_RUNTIME_COLUMNS)):
+            calls.add(*self._runtime_batch(rows, classed))
         if not calls.parts:
             return
         start, dur, corr, thread, name, driver = (np.concatenate(part) for part in zip(*calls.parts, strict=True))
         if not calls.starts.ordered:
-            again = lambda: self.db.execute(f'SELECT "start" {clause}')  # noqa: E731
+            again = lambda: self.db.execute(f'SELECT "start" {source.source}{source.order()}')  # noqa: E731
             order = calls.starts.sorting(start, again)
             start, dur, corr, thread, name, driver = (c[order] for c in (start, dur, corr, thread, name, driver))
         self.c.runtime.add_columns(
@@ -529,7 +539,7 @@ class _Export:
         """Each call's (pid, tid) from its globalTid, as a number into ``call_threads``."""
         import numpy as np
 
-        distinct, which = np.unique(gtid, return_inverse=True)
+        distinct, which = _distinct(gtid)
         numbers = [self._thread_number(None if g == NO_VALUE else g) for g in distinct.tolist()]
         return np.array(numbers, dtype=np.int32)[which.reshape(-1)]
 
@@ -545,7 +555,7 @@ class _Export:
         """Each call's name (nsys's, without its version suffix), as a number into ``call_names``."""
         import numpy as np
 
-        distinct, which = np.unique(name_id, return_inverse=True)
+        distinct, which = _distinct(name_id)
         numbers = [self._call_name(None if n == NO_VALUE else n) for n in distinct.tolist()]
         return np.array(numbers, dtype=np.int32)[which.reshape(-1)]
 
@@ -688,6 +698,62 @@ def _typed(batch: list[tuple[Any, ...]], present: list[int], width: int) -> Any:
     out[:, present] = np.array(typed, dtype=np.int64).reshape(len(batch), len(present))
     masks = [sum(1 << present[n] for n, v in enumerate(row) if type(v) is int and v == NO_VALUE) for row in batch]
     out[:, width] = masks
+    return out
+
+
+def _distinct(values: Any) -> tuple[Any, Any]:
+    """``np.unique(values, return_inverse=True)`` of an int64 column, without its sort where a batch's values
+    are one (a device, a stream, a thread) or span little (names' StringIds ids): issue 48's profile had the
+    sorts at 12% of an export's read."""
+    import numpy as np
+
+    if not len(values):
+        return np.unique(values, return_inverse=True)
+    first = values[0]
+    if bool((values == first).all()):
+        return values[:1].copy(), np.zeros(len(values), dtype=np.intp)
+    low, high = int(values.min()), int(values.max())
+    if high - low >= 4 * len(values) + 4096:
+        return np.unique(values, return_inverse=True)
+    offsets = values - low  # within [0, high - low]: no overflow
+    seen = np.zeros(high - low + 1, dtype=bool)
+    seen[offsets] = True
+    rank = np.cumsum(seen, dtype=np.intp) - 1
+    return np.flatnonzero(seen) + low, rank[offsets]
+
+
+def _distinct_rows(*columns: Any) -> tuple[Any, Any]:
+    """``np.unique(np.stack(columns, axis=1), axis=0, return_inverse=True)``: the distinct rows in the same
+    (lexicographic) order, by one int64 key of each column's rank among its distinct values."""
+    import numpy as np
+
+    parts = [_distinct(column) for column in columns]
+    key = np.zeros(len(columns[0]), dtype=np.int64)
+    for distinct, which in parts:  # each rank < a batch's rows: the key < rows ** len(columns) fits int64
+        key = key * len(distinct) + which
+    keys, inverse = _distinct(key)
+    picked = []
+    for distinct, _ in reversed(parts):
+        keys, rank = np.divmod(keys, len(distinct))
+        picked.append(distinct[rank])
+    return np.stack(picked[::-1], axis=1), inverse
+
+
+def _typed_batches(columns: ColumnBatches, present: list[int], width: int) -> Iterator[Any]:
+    """The batches of ``columns`` as ``_typed`` makes them (the same matrix where SQLite gave whole columns)."""
+    return columns.batches(lambda batch: _typed(batch, present, width), lambda got: _placed(got, present, width), BATCH)
+
+
+def _placed(columns: list[Any], present: list[int], width: int) -> Any:
+    """Whole columns of integers (none -2**63) as ``_typed``'s matrix: the ``present`` ones, the rest none."""
+    import numpy as np
+
+    out = np.empty((len(columns[0]), width + 1), dtype=np.int64, order="F")  # a column's values side by side
+    out[:, width] = 0
+    for n in set(range(width)) - set(present):
+        out[:, n] = NO_VALUE
+    for n, column in zip(present, columns, strict=True):
+        out[:, n] = column
     return out
 
 
