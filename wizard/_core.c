@@ -867,6 +867,453 @@ static PyObject *core_bind_events(PyObject *self, PyObject *const *args, Py_ssiz
     Py_RETURN_NONE;
 }
 
+/* Slices(tracks, exact): perfetto.PureSlices, the slices open on each track and the events the closed ones become
+ * (perfetto's old _open, _close, _emit and _event): a slice begun is held on its track's stack within MAX_OPEN
+ * slices and MAX_OPEN_BYTES of what they keep; an end pops the innermost one of its track and makes it an Event
+ * (its row from the reader's tracks, microseconds from the base, its args an EventArgs) into the batch, its
+ * nanoseconds beside the table the collector puts it in (ExactTimes.add's int64 rule); a launch linked to render
+ * stages without its correlation waits in pending (MAX_PENDING). Every method returns True where the batch is due
+ * to be handed to the collector (take). No Python code runs inside a call (dict and set look-ups of ints and text,
+ * msgspec's constructors, array.append): the state is read again at every call. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *open;     /* {track: [began, ...]}: private, never an empty stack */
+    PyObject *tracks;   /* the reader's {uuid: _Track} */
+    PyObject *exact;    /* ExactTimes: its usable flag */
+    PyObject *append[6];  /* exact.ts[0..2].append, exact.dur[0..2].append */
+    PyObject *batch, *pending, *base;
+    Py_ssize_t open_count, open_bytes, batch_bytes;
+    Py_ssize_t max_open, max_open_bytes, max_pending, batch_limit, batch_bytes_limit;  /* the bounds, as given */
+} Slices;
+
+static PyTypeObject *slices_type = NULL;
+static PyObject *s_event = NULL, *s_args = NULL, *s_no_args = NULL, *s_cats[5] = {NULL}, *s_empty = NULL;
+static PyObject *s_correlation = NULL, *s_thousand = NULL, *s_pid = NULL, *s_tid = NULL, *s_usable = NULL;
+static long s_tables[3] = {0, 1, 2};  /* KERNELS, GPU_OPS, SLICES */
+enum { S_KERNEL, S_GPU_OP, S_OP, S_RUNTIME, S_PYTHON };
+
+static int slices_traverse(Slices *self, visitproc visit, void *arg) {
+    Py_VISIT(Py_TYPE(self));
+    Py_VISIT(self->open); Py_VISIT(self->tracks); Py_VISIT(self->exact);
+    for (int k = 0; k < 6; k++) Py_VISIT(self->append[k]);
+    Py_VISIT(self->batch); Py_VISIT(self->pending); Py_VISIT(self->base);
+    return 0;
+}
+
+static int slices_clear(Slices *self) {
+    Py_CLEAR(self->open); Py_CLEAR(self->tracks); Py_CLEAR(self->exact);
+    for (int k = 0; k < 6; k++) Py_CLEAR(self->append[k]);
+    Py_CLEAR(self->batch); Py_CLEAR(self->pending); Py_CLEAR(self->base);
+    return 0;
+}
+
+static void slices_dealloc(Slices *self) {
+    PyTypeObject *type = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    slices_clear(self);
+    freefunc free_slot = (freefunc)PyType_GetSlot(type, Py_tp_free);
+    free_slot(self);
+    Py_DECREF(type);
+}
+
+/* exact.ts[k].append and exact.dur[k].append for k in 0..2: 0, or -1 with the error raised */
+static int exact_appends(PyObject *exact, PyObject **out) {
+    const char *names[2] = {"ts", "dur"};
+    for (int which = 0; which < 2; which++) {
+        PyObject *arrays = PyObject_GetAttrString(exact, names[which]);
+        if (!arrays) return -1;
+        for (int k = 0; k < 3; k++) {
+            PyObject *array = PySequence_GetItem(arrays, k);
+            out[3 * which + k] = array ? PyObject_GetAttrString(array, "append") : NULL;
+            Py_XDECREF(array);
+            if (!out[3 * which + k]) {
+                Py_DECREF(arrays);
+                return -1;
+            }
+        }
+        Py_DECREF(arrays);
+    }
+    return 0;
+}
+
+static PyObject *slices_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    PyObject *tracks, *exact;
+    Py_ssize_t bounds[5];
+    if (kwargs || !PyArg_ParseTuple(args, "O!Onnnnn:Slices", &PyDict_Type, &tracks, &exact, &bounds[0], &bounds[1],
+                                    &bounds[2], &bounds[3], &bounds[4])) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "Slices(tracks, exact, max_open, max_open_bytes, max_pending, batch, "
+                                             "batch_bytes)");
+        return NULL;
+    }
+    allocfunc alloc = (allocfunc)PyType_GetSlot(type, Py_tp_alloc);
+    Slices *self = (Slices *)alloc(type, 0);
+    if (!self) return NULL;
+    self->max_open = bounds[0], self->max_open_bytes = bounds[1], self->max_pending = bounds[2];
+    self->batch_limit = bounds[3], self->batch_bytes_limit = bounds[4];
+    self->tracks = new_ref(tracks);
+    self->exact = new_ref(exact);
+    self->open = PyDict_New();
+    self->batch = PyList_New(0);
+    self->pending = PyList_New(0);
+    self->base = PyLong_FromLong(0);
+    if (!self->open || !self->batch || !self->pending || !self->base || exact_appends(exact, self->append) < 0) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    return (PyObject *)self;
+}
+
+/* a - b for ints, as Python computes it (int64 where it fits) */
+static PyObject *int_minus(PyObject *a, PyObject *b) {
+    int over_a, over_b;
+    long long x = PyLong_AsLongLongAndOverflow(a, &over_a), y, z;
+    if (x == -1 && PyErr_Occurred()) return NULL;
+    y = PyLong_AsLongLongAndOverflow(b, &over_b);
+    if (y == -1 && PyErr_Occurred()) return NULL;
+    if (over_a || over_b || __builtin_sub_overflow(x, y, &z)) return PyNumber_Subtract(a, b);
+    return PyLong_FromLongLong(z);
+}
+
+/* v / 1000.0 for an int v, as Python computes it (the int correctly rounded to a double, then divided) */
+static PyObject *micro(PyObject *v) {
+    int over;
+    long long x = PyLong_AsLongLongAndOverflow(v, &over);
+    if (x == -1 && PyErr_Occurred()) return NULL;
+    if (over) return PyNumber_TrueDivide(v, s_thousand);
+    return PyFloat_FromDouble((double)x / 1000.0);
+}
+
+/* ExactTimes.add(table, ts, dur): both as they are where they fit an int64, else 0 and 0 and usable False */
+static int exact_add(Slices *self, int table, PyObject *ts, PyObject *dur) {
+    int over_ts, over_dur;
+    PyLong_AsLongLongAndOverflow(ts, &over_ts);
+    if (PyErr_Occurred()) return -1;
+    PyLong_AsLongLongAndOverflow(dur, &over_dur);
+    if (PyErr_Occurred()) return -1;
+    PyObject *zero = NULL;
+    if (over_ts || over_dur) {
+        if (PyObject_SetAttr(self->exact, s_usable, Py_False) < 0 || !(zero = PyLong_FromLong(0))) return -1;
+        ts = dur = zero;
+    }
+    PyObject *done = PyObject_CallFunctionObjArgs(self->append[table], ts, NULL);
+    Py_XDECREF(done);
+    if (done) done = PyObject_CallFunctionObjArgs(self->append[3 + table], dur, NULL);
+    Py_XDECREF(done);
+    Py_XDECREF(zero);
+    return done ? 0 : -1;
+}
+
+/* which ExactTimes table a category's events go beside (the collector's dispatch, in its order), or -1: none */
+static int exact_table(PyObject *cat) {
+    int in;
+    if ((in = PySet_Contains(s_cats[S_KERNEL], cat)) != 0) return in < 0 ? -2 : (int)s_tables[0];
+    if ((in = PySet_Contains(s_cats[S_GPU_OP], cat)) != 0) return in < 0 ? -2 : (int)s_tables[1];
+    for (int k = S_OP; k <= S_PYTHON; k++)
+        if ((in = PySet_Contains(s_cats[k], cat)) != 0) return in < 0 ? -2 : -1;
+    return (int)s_tables[2];
+}
+
+static PyObject *due(Slices *self) {
+    return PyBool_FromLong(PyList_Size(self->batch) >= self->batch_limit || self->batch_bytes >= self->batch_bytes_limit);
+}
+
+/* PureSlices.event: one Event into the batch; us: its start in microseconds where taken earlier, or NULL */
+static PyObject *slices_event_of(Slices *self, PyObject *const *f, PyObject *us) {
+    PyObject *cat = f[0], *ts = f[4], *dur = f[5], *args = f[6];
+    if (!PyLong_Check(ts) || !PyLong_Check(dur) || !PyDict_Check(args) || !PyLong_Check(self->base)) {
+        PyErr_SetString(PyExc_TypeError, "Slices.event: ts, dur and base are ints, args a dict");
+        return NULL;
+    }
+    PyObject *rel = int_minus(ts, self->base), *ev = NULL;
+    if (!rel) return NULL;
+    PyObject *start = us ? new_ref(us) : micro(rel), *length = start ? micro(dur) : NULL, *kept = NULL;
+    if (length) kept = PyDict_Size(args) ? PyObject_Call(s_args, s_empty, args) : new_ref(s_no_args);
+    if (kept) {  /* Event(cat, name, pid, tid, ts, dur, args), positional as the twin makes it */
+        PyObject *items[7] = {new_ref(cat), new_ref(f[1]), new_ref(f[2]), new_ref(f[3]), start, length, kept};
+        PyObject *fields = tuple_of(items, 7);  /* takes start, length and kept, even where it fails */
+        start = length = kept = NULL;
+        ev = fields ? PyObject_Call(s_event, fields, NULL) : NULL;
+        Py_XDECREF(fields);
+    }
+    Py_XDECREF(start);
+    Py_XDECREF(length);
+    int table = ev ? exact_table(cat) : -2;
+    int failed = table == -2 || (table >= 0 && exact_add(self, table, rel, dur) < 0);
+    Py_DECREF(rel);
+    if (failed || PyList_Append(self->batch, ev) < 0) {
+        Py_XDECREF(ev);
+        return NULL;
+    }
+    Py_DECREF(ev);
+    return due(self);
+}
+
+static PyObject *slices_event(Slices *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 7 && nargs != 8) {
+        PyErr_SetString(PyExc_TypeError, "Slices.event(cat, name, pid, tid, ts, dur, args[, us])");
+        return NULL;
+    }
+    return slices_event_of(self, args, nargs == 8 && args[7] != Py_None ? args[7] : NULL);
+}
+
+/* PureSlices.emit: (track, ts, dur, name, cat, args, links, size) as an event of the track's row, or pending */
+static PyObject *slices_emit_of(Slices *self, PyObject *const *f) {
+    PyObject *track = f[0], *ts = f[1], *dur = f[2], *name = f[3], *cat = f[4], *args = f[5], *links = f[6];
+    Py_ssize_t size = PyLong_AsSsize_t(f[7]);
+    if (size == -1 && PyErr_Occurred()) return NULL;
+    if (!PyDict_Check(args)) {
+        PyErr_SetString(PyExc_TypeError, "Slices.emit: args is a dict");
+        return NULL;
+    }
+    self->batch_bytes += size;
+    PyObject *where = PyDict_GetItemWithError(self->tracks, track), *pid, *tid, *result = NULL;
+    if (!where && PyErr_Occurred()) return NULL;
+    Py_XINCREF(where);  /* held: the attribute reads below run no Python code, but the reference is ours */
+    pid = where ? PyObject_GetAttr(where, s_pid) : new_ref(Py_None);
+    tid = where ? (pid ? PyObject_GetAttr(where, s_tid) : NULL) : new_ref(track);
+    Py_XDECREF(where);
+    if (!pid || !tid) goto done;
+    int linked = PyObject_IsTrue(links), has = 0;
+    if (linked < 0 || (linked && (has = PyDict_Contains(args, s_correlation)) < 0)) goto done;
+    if (linked && !has) {
+        if (PyList_Size(self->pending) >= self->max_pending) {
+            PyErr_Format(Damaged ? Damaged : PyExc_ValueError,
+                         "more than %zd launches linked to render stages not yet read", self->max_pending);
+            goto done;
+        }
+        PyObject *rel = PyLong_Check(ts) && PyLong_Check(self->base) ? int_minus(ts, self->base) : NULL;
+        if (!rel && !PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "Slices.emit: ts and base are ints");
+        PyObject *items[9] = {new_ref(cat), new_ref(name), new_ref(pid), new_ref(tid), rel ? micro(rel) : NULL,
+                              new_ref(ts), new_ref(dur), new_ref(args), new_ref(links)};
+        Py_XDECREF(rel);
+        PyObject *waiting = tuple_of(items, 9);
+        int appended = waiting && PyList_Append(self->pending, waiting) == 0;
+        Py_XDECREF(waiting);
+        if (appended) result = new_ref(Py_False);
+        goto done;
+    }
+    PyObject *fields[7] = {cat, name, pid, tid, ts, dur, args};
+    result = slices_event_of(self, fields, NULL);
+done:
+    Py_XDECREF(pid);
+    Py_XDECREF(tid);
+    return result;
+}
+
+static PyObject *slices_emit(Slices *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 8) {
+        PyErr_SetString(PyExc_TypeError, "Slices.emit(track, ts, dur, name, cat, args, links, size)");
+        return NULL;
+    }
+    return slices_emit_of(self, args);
+}
+
+/* began: (ts in ns, name, cat, args, links, size), as perfetto._Open; its size read as an int */
+static int began_size(PyObject *began, Py_ssize_t *size) {
+    if (!PyTuple_Check(began) || PyTuple_Size(began) != 6 || !PyLong_Check(PyTuple_GetItem(began, 0)) ||
+        !PyLong_Check(PyTuple_GetItem(began, 5))) {
+        PyErr_SetString(PyExc_TypeError, "a slice begun is (ts: int, name, cat, args, links, size: int)");
+        return -1;
+    }
+    *size = PyLong_AsSsize_t(PyTuple_GetItem(began, 5));
+    return *size == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+/* PureSlices.open(track, began): held on its track's stack, within MAX_OPEN slices and MAX_OPEN_BYTES */
+static PyObject *slices_open(Slices *self, PyObject *const *args, Py_ssize_t nargs) {
+    Py_ssize_t size;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "Slices.open(track, began)");
+        return NULL;
+    }
+    if (began_size(args[1], &size) < 0) return NULL;
+    if (self->open_count >= self->max_open)
+        return PyErr_Format(Damaged ? Damaged : PyExc_ValueError, "more than %zd slices open at once",
+                            self->max_open);
+    if (size > self->max_open_bytes - self->open_bytes)  /* open_bytes + size > MAX_OPEN_BYTES, without overflow */
+        return PyErr_Format(Damaged ? Damaged : PyExc_ValueError, "slices open at once holding more than %zd MiB",
+                            self->max_open_bytes >> 20);
+    PyObject *stack = PyDict_GetItemWithError(self->open, args[0]);
+    if (stack) {
+        if (PyList_Append(stack, args[1]) < 0) return NULL;
+    } else {
+        if (PyErr_Occurred() || !(stack = PyList_New(1))) return NULL;
+        PyList_SetItem(stack, 0, new_ref(args[1]));
+        int set = PyDict_SetItem(self->open, args[0], stack);
+        Py_DECREF(stack);
+        if (set < 0) return NULL;
+    }
+    self->open_count += 1;
+    self->open_bytes += size;
+    Py_RETURN_NONE;
+}
+
+/* PureSlices.close(track, ts): the innermost slice open on the track ends at ts (an end with none open: nothing) */
+static PyObject *slices_close(Slices *self, PyObject *const *args, Py_ssize_t nargs) {
+    Py_ssize_t size;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "Slices.close(track, ts)");
+        return NULL;
+    }
+    PyObject *track = args[0], *ts = args[1];
+    if (!PyLong_Check(ts)) {
+        PyErr_SetString(PyExc_TypeError, "Slices.close: ts is an int");
+        return NULL;
+    }
+    PyObject *stack = PyDict_GetItemWithError(self->open, track);
+    if (!stack) {
+        if (PyErr_Occurred()) return NULL;
+        Py_RETURN_FALSE;
+    }
+    Py_ssize_t depth = PyList_Size(stack);
+    PyObject *began = new_ref(PyList_GetItem(stack, depth - 1));
+    if (began_size(began, &size) < 0 || PyList_SetSlice(stack, depth - 1, depth, NULL) < 0) {
+        Py_DECREF(began);
+        return NULL;
+    }
+    self->open_count -= 1;
+    self->open_bytes -= size;
+    if (depth == 1 && PyDict_DelItem(self->open, track) < 0) {  /* the stack is gone with it: not read again */
+        Py_DECREF(began);
+        return NULL;
+    }
+    PyObject *start = PyTuple_GetItem(began, 0), *result = NULL;
+    PyObject *dur = int_minus(ts, start);
+    if (dur) {
+        PyObject *fields[8] = {track, start, dur, PyTuple_GetItem(began, 1), PyTuple_GetItem(began, 2),
+                               PyTuple_GetItem(began, 3), PyTuple_GetItem(began, 4), PyTuple_GetItem(began, 5)};
+        result = slices_emit_of(self, fields);
+        Py_DECREF(dur);
+    }
+    Py_DECREF(began);
+    return result;
+}
+
+/* PureSlices.take(): the batch for the collector, a new one begun */
+static PyObject *slices_take(Slices *self, PyObject *unused) {
+    (void)unused;
+    PyObject *fresh = PyList_New(0);
+    if (!fresh) return NULL;
+    PyObject *batch = self->batch;
+    self->batch = fresh;
+    self->batch_bytes = 0;
+    return batch;
+}
+
+static PyObject *slices_get_base(Slices *self, void *closure) {
+    (void)closure;
+    return new_ref(self->base);
+}
+
+static int slices_set_base(Slices *self, PyObject *value, void *closure) {
+    (void)closure;
+    if (!value || !PyLong_Check(value)) {
+        PyErr_SetString(PyExc_TypeError, "Slices.base is an int");
+        return -1;
+    }
+    PyObject *old = self->base;
+    self->base = new_ref(value);
+    Py_DECREF(old);
+    return 0;
+}
+
+static PyMethodDef slices_methods[] = {
+    {"open", (PyCFunction)(void (*)(void))slices_open, METH_FASTCALL, "a slice begun (PureSlices.open)"},
+    {"close", (PyCFunction)(void (*)(void))slices_close, METH_FASTCALL, "a slice's end (PureSlices.close)"},
+    {"emit", (PyCFunction)(void (*)(void))slices_emit, METH_FASTCALL, "a slice as an event (PureSlices.emit)"},
+    {"event", (PyCFunction)(void (*)(void))slices_event, METH_FASTCALL, "an event (PureSlices.event)"},
+    {"take", (PyCFunction)(void (*)(void))slices_take, METH_NOARGS, "the batch (PureSlices.take)"},
+    {NULL, NULL, 0, NULL},
+};
+
+/* the counts as the twin's attributes, read-only (what the reader reads: the slices left open at the end) */
+static PyObject *slices_get_count(Slices *self, void *closure) {
+    const char *which = closure;
+    return PyLong_FromSsize_t(which[0] == 'c' ? self->open_count : which[0] == 'o' ? self->open_bytes
+                                                                                    : self->batch_bytes);
+}
+
+static PyObject *slices_get_pending(Slices *self, void *closure) {
+    (void)closure;
+    return new_ref(self->pending);
+}
+
+/* the slices open, {track: [began, ...]}, and the batch: copies (what a caller does to them changes nothing here) */
+static PyObject *slices_get_open(Slices *self, void *closure) {
+    (void)closure;
+    PyObject *copy = PyDict_New(), *track, *stack;
+    Py_ssize_t at = 0;
+    while (copy && PyDict_Next(self->open, &at, &track, &stack)) {
+        PyObject *list = PySequence_List(stack);
+        if (!list || PyDict_SetItem(copy, track, list) < 0) Py_CLEAR(copy);
+        Py_XDECREF(list);
+    }
+    return copy;
+}
+
+static PyObject *slices_get_batch(Slices *self, void *closure) {
+    (void)closure;
+    return PySequence_List(self->batch);
+}
+
+static PyGetSetDef slices_getset[] = {
+    {"base", (getter)slices_get_base, (setter)slices_set_base, "Kineto's base time, ns (0: none)", NULL},
+    {"open_count", (getter)slices_get_count, NULL, "slices open", "c"},
+    {"open_bytes", (getter)slices_get_count, NULL, "what they keep (names, categories, annotations)", "o"},
+    {"batch_bytes", (getter)slices_get_count, NULL, "what the batch's slices kept", "b"},
+    {"pending", (getter)slices_get_pending, NULL, "launches waiting for their render stages", NULL},
+    {"stacks", (getter)slices_get_open, NULL, "the slices open, by track (a copy)", NULL},
+    {"batch", (getter)slices_get_batch, NULL, "the events not yet taken (a copy)", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyType_Slot slices_slots[] = {
+    {Py_tp_new, slices_new}, {Py_tp_dealloc, slices_dealloc}, {Py_tp_traverse, slices_traverse},
+    {Py_tp_clear, slices_clear}, {Py_tp_methods, slices_methods},
+    {Py_tp_getset, slices_getset}, {Py_tp_doc, "perfetto.PureSlices, compiled"}, {0, NULL},
+};
+
+static PyType_Spec slices_spec = {
+    "wizard._core.Slices", sizeof(Slices), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, slices_slots,
+};
+
+/* bind_slices(Event, EventArgs, no_args, (kernel, gpu op, op, runtime, python categories), (KERNELS, GPU_OPS,
+ * SLICES)): perfetto.py hands over its types and categories (the bounds are each Slices' own); returns the type */
+static PyObject *core_bind_slices(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 5 || !PyTuple_Check(args[3]) || PyTuple_Size(args[3]) != 5 || !PyTuple_Check(args[4]) ||
+        PyTuple_Size(args[4]) != 3) {
+        PyErr_SetString(PyExc_TypeError, "bind_slices(Event, EventArgs, no_args, categories: 5 sets, tables: 3 ints)");
+        return NULL;
+    }
+    long tables[3];
+    for (int k = 0; k < 5; k++)
+        if (!PyAnySet_Check(PyTuple_GetItem(args[3], k)))
+            return PyErr_Format(PyExc_TypeError, "bind_slices: the categories are sets");
+    for (int k = 0; k < 3; k++) {
+        if ((tables[k] = PyLong_AsLong(PyTuple_GetItem(args[4], k))) == -1 && PyErr_Occurred()) return NULL;
+        if (tables[k] < 0 || tables[k] > 2) return PyErr_Format(PyExc_ValueError, "bind_slices: a table of 0-2");
+    }
+    if (!slices_type && !(slices_type = (PyTypeObject *)PyType_FromSpec(&slices_spec))) return NULL;
+    const char *texts[] = {"correlation", "pid", "tid", "usable"};
+    PyObject **names[] = {&s_correlation, &s_pid, &s_tid, &s_usable};
+    for (int k = 0; k < 4; k++)
+        if (!*names[k] && !(*names[k] = PyUnicode_InternFromString(texts[k]))) return NULL;
+    if (!s_empty && !(s_empty = PyTuple_New(0))) return NULL;
+    if (!s_thousand && !(s_thousand = PyFloat_FromDouble(1000.0))) return NULL;
+    PyObject **slots[] = {&s_event, &s_args, &s_no_args, &s_cats[0], &s_cats[1], &s_cats[2], &s_cats[3], &s_cats[4]};
+    PyObject *values[] = {args[0], args[1], args[2], PyTuple_GetItem(args[3], 0), PyTuple_GetItem(args[3], 1),
+                          PyTuple_GetItem(args[3], 2), PyTuple_GetItem(args[3], 3), PyTuple_GetItem(args[3], 4)};
+    for (int k = 0; k < 8; k++) {
+        PyObject *old = *slots[k];
+        *slots[k] = new_ref(values[k]);
+        Py_XDECREF(old);
+    }
+    for (int k = 0; k < 3; k++) s_tables[k] = tables[k];
+    return new_ref((PyObject *)slices_type);
+}
+
 /* ==== JSON events (jsoncore) ==== */
 /* collect_events(collector, events): wizard/trace/read/collector.py's pure_collect_events, compiled. The collector's
  * dispatch of each decoded event by category, with the three commonest kinds handled here whole: an op (cpu_op:
@@ -1796,6 +2243,8 @@ static PyMethodDef methods[] = {
      "perfetto.pure_track_event, compiled"},
     {"bind_events", (PyCFunction)(void (*)(void))core_bind_events, METH_FASTCALL,
      "hand over perfetto's event twins, tables and bounds"},
+    {"bind_slices", (PyCFunction)(void (*)(void))core_bind_slices, METH_FASTCALL,
+     "hand over perfetto's Event types, categories and bounds; the Slices type"},
     {"collect_events", (PyCFunction)(void (*)(void))core_collect_events, METH_FASTCALL,
      "collector.pure_collect_events, compiled"},
     {"json_bind", (PyCFunction)(void (*)(void))core_json_bind, METH_FASTCALL,
@@ -1809,7 +2258,7 @@ static struct PyModuleDef module = {
 };
 
 /* API: the version of these functions' arguments and meaning that wizard/trace/read/core.py binds (raised with it) */
-#define CORE_API 1
+#define CORE_API 2
 
 PyMODINIT_FUNC PyInit__core(void) {
     PyObject *m = PyModule_Create(&module);

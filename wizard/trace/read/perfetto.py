@@ -198,18 +198,31 @@ class _Reader:
         self.memo_entries = 0  # annotations remembered, over every sequence (MEMO_ENTRIES)
         self.ends: dict[bytes, int] = {}  # a slice end's bytes -> its track (-1: the sequence's default; MEMO_ENTRIES)
         self.tracks: dict[int, _Track] = {}
-        self.open: dict[int, list[_Open]] = {}
-        self.open_count = 0
-        self.open_bytes = 0
         self.base: int | None = None
-        self.batch: list[Event] = []
-        self.batch_bytes = 0  # names and annotations of the batch's slices (BATCH_BYTES)
+        self.exact = contents.exact_ns = ExactTimes()
+        # the slices open and the events made of them (compiled where the core is built: _core.Slices)
+        self.slices = _Slices(self.tracks, self.exact, MAX_OPEN, MAX_OPEN_BYTES, MAX_PENDING, BATCH, BATCH_BYTES)
         self.track_events = 0
         self.clocks = False  # packets named a clock or defaults this reader does not apply
         self.cuspy = False  # raw fields only Cuspy writes were seen
         self.event_correlation: dict[int, int] = {}  # render stage event_id -> correlation (launch links)
-        self.pending: list[_Pending] = []  # launches whose correlation is a link
-        self.exact = contents.exact_ns = ExactTimes()
+
+    # what tests look at: the slices open (by track), their count and bytes, the events not yet handed over
+    @property
+    def open(self) -> dict[int, list[_Open]]:
+        return self.slices.stacks
+
+    @property
+    def open_count(self) -> int:
+        return self.slices.open_count
+
+    @property
+    def open_bytes(self) -> int:
+        return self.slices.open_bytes
+
+    @property
+    def batch(self) -> list[Event]:
+        return self.slices.batch
 
     # -- packets ------------------------------------------------------------------------------------------
 
@@ -235,7 +248,8 @@ class _Reader:
                 self._track_event(b, body, ts, seq)
             else:  # a slice's end seen before: its track, without decoding it
                 self.track_events += 1
-                self._close(seq.default_track if ended < 0 else ended, ts)
+                if self.slices.close(seq.default_track if ended < 0 else ended, ts):
+                    self.flush()
         elif kind == _TRACK_DESCRIPTOR:
             self._track(b, body)
         elif kind == _RENDER_STAGE and ts is not None:
@@ -261,6 +275,7 @@ class _Reader:
         stay absolute, as the JSON it was converted from."""
         period = TRIMONTH_S * 10**9
         self.base = ts if ts % period == 0 else 0
+        self.slices.base = self.base
 
     def _defaults(self, b: bytes, span: tuple[int, int], seq: _Sequence) -> None:
         """TracePacketDefaults: the track a sequence's events default to (the Perfetto SDK's thread tracks);
@@ -406,7 +421,8 @@ class _Reader:
         if kind == _SLICE_END:
             if end - start <= END_BYTES and len(self.ends) < MEMO_ENTRIES:
                 self.ends[b[start:end]] = track  # the same bytes end a slice on the same track (or the default)
-            self._close(seq.default_track if track < 0 else track, ts)
+            if self.slices.close(seq.default_track if track < 0 else track, ts):
+                self.flush()
             return
         if track < 0:
             track = seq.default_track
@@ -418,10 +434,9 @@ class _Reader:
             size, self.memo_entries = _event_args(b, notes, seq, args, self.memo_entries)
             held += size
         if kind == _SLICE_BEGIN:
-            self._open(track, (ts, name, cat, args, links, held))
-        elif legacy_dur is not None:  # a complete event in the legacy form (phase X with a duration)
-            self.batch_bytes += held
-            self._emit(track, ts, legacy_dur * 1000, name, cat, args, links)
+            self.slices.open(track, (ts, name, cat, args, links, held))
+        elif legacy_dur is not None and self.slices.emit(track, ts, legacy_dur * 1000, name, cat, args, links, held):
+            self.flush()  # a complete event in the legacy form (phase X with a duration), the batch then full
 
     def _track_event_rest(self, b: bytes, rest: list[Field]) -> tuple[list[int] | tuple[()], int | None]:
         """A TrackEvent's gpu_correlation links and its legacy duration, from those fields in their order."""
@@ -434,41 +449,6 @@ class _Reader:
             else:  # _TE_LEGACY
                 legacy_dur = _legacy_duration(b, value, legacy_dur)
         return links, legacy_dur
-
-    def _close(self, track: int, ts: int) -> None:
-        """A slice's end: the innermost slice open on its track ends (an end with none open is dropped)."""
-        stack = self.open.get(track)
-        if not stack:
-            return
-        began, name, cat, args, links, size = stack.pop()
-        self.open_count -= 1
-        self.open_bytes -= size
-        if not stack:
-            del self.open[track]
-        self.batch_bytes += size
-        if links:
-            self._emit(track, began, ts - began, name, cat, args, links)
-            return
-        where = self.tracks.get(track)
-        if where is None:
-            self._event(cat, name, None, track, began, ts - began, args)
-        else:
-            self._event(cat, name, where.pid, where.tid, began, ts - began, args)
-
-    def _open(self, track: int, began: _Open) -> None:
-        """A slice begun, held until its end, bounded in count and in the bytes it came from."""
-        if self.open_count >= MAX_OPEN:
-            raise _Damaged(f"more than {MAX_OPEN} slices open at once")
-        size = began[5]
-        if self.open_bytes + size > MAX_OPEN_BYTES:
-            raise _Damaged(f"slices open at once holding more than {MAX_OPEN_BYTES >> 20} MiB")
-        stack = self.open.get(track)
-        if stack is None:
-            self.open[track] = [began]
-        else:
-            stack.append(began)
-        self.open_count += 1
-        self.open_bytes += size
 
     def _render_stage(self, b: bytes, span: tuple[int, int], ts: int, seq: _Sequence) -> None:
         event_id = duration = stage = lane = kernel = name_iid = 0
@@ -504,7 +484,7 @@ class _Reader:
         correlation = args.get("correlation")
         if isinstance(correlation, int) and event_id:
             self.event_correlation[event_id] = correlation
-        self._event(cat, label, gpu, specs.get(lane) or lane, ts, duration, args)
+        self._flush_if(self.slices.event(cat, label, gpu, specs.get(lane) or lane, ts, duration, args))
 
     def _extra(self, b: bytes, span: tuple[int, int], args: dict[str, Any]) -> None:
         key = value = ""
@@ -534,7 +514,96 @@ class _Reader:
 
     # -- events ---------------------------------------------------------------------------------------------
 
-    def _emit(  # noqa: PLR0917 - a slice's fields, in the order the packet gives them
+    def _flush_if(self, due: bool) -> None:
+        if due:
+            self.flush()
+
+    def flush(self) -> None:
+        batch = self.slices.take()
+        if batch:
+            self.collector.add(batch)
+
+    def finish(self) -> None:
+        """Launches linked to their render stages by event id (Cuspy) take the stages' correlation; slices still
+        open at the end are counted as the truncation they are."""
+        pending = self.slices.pending
+        for cat, name, pid, tid, us, ts, dur, args, links in list(pending):
+            found = next((self.event_correlation[e] for e in links if e in self.event_correlation), None)
+            if found is not None:
+                args["correlation"] = found
+            if self.slices.event(cat, name, pid, tid, ts, dur, args, us):
+                self.flush()
+        pending.clear()
+        self.flush()
+
+
+class PureSlices:
+    """The slices open on each track and the events the closed ones become (compiled where the core is built:
+    ``_core.Slices``, the same results and errors). A slice begun waits on its track's stack, within ``max_open``
+    slices and ``max_open_bytes`` of what they keep (names, categories, annotations); an end pops the innermost
+    slice of its track into an ``Event`` of the track's row, its nanoseconds beside the table the collector puts it
+    in (``ExactTimes``). Each method says whether the batch is due to be handed over (``take``): ``batch`` events
+    or ``batch_bytes`` of what their slices kept."""
+
+    def __init__(  # noqa: PLR0917 - the reader's tracks and times, and the read's bounds
+        self,
+        tracks: dict[int, _Track],
+        exact: ExactTimes,
+        max_open: int,
+        max_open_bytes: int,
+        max_pending: int,
+        batch: int,
+        batch_bytes: int,
+    ) -> None:
+        self.tracks, self.exact = tracks, exact
+        self.max_open, self.max_open_bytes, self.max_pending = max_open, max_open_bytes, max_pending
+        self.batch_limit, self.batch_bytes_limit = batch, batch_bytes
+        self._open: dict[int, list[_Open]] = {}
+        self.open_count = 0
+        self.open_bytes = 0
+        self._batch: list[Event] = []
+        self.batch_bytes = 0  # names and annotations of the batch's slices
+        self.pending: list[_Pending] = []  # launches whose correlation is a link
+        self.base = 0  # Kineto's base time in ns (Cuspy's), else 0
+
+    @property
+    def stacks(self) -> dict[int, list[_Open]]:
+        """The slices open by track: a copy."""
+        return {track: list(stack) for track, stack in self._open.items()}
+
+    @property
+    def batch(self) -> list[Event]:
+        """The events not yet taken: a copy."""
+        return list(self._batch)
+
+    def open(self, track: int, began: _Open) -> None:
+        """A slice begun, held until its end, bounded in count and in the bytes it came from."""
+        if self.open_count >= self.max_open:
+            raise _Damaged(f"more than {self.max_open} slices open at once")
+        size = began[5]
+        if self.open_bytes + size > self.max_open_bytes:
+            raise _Damaged(f"slices open at once holding more than {self.max_open_bytes >> 20} MiB")
+        stack = self._open.get(track)
+        if stack is None:
+            self._open[track] = [began]
+        else:
+            stack.append(began)
+        self.open_count += 1
+        self.open_bytes += size
+
+    def close(self, track: int, ts: int) -> bool:
+        """A slice's end: the innermost slice open on its track ends (an end with none open is dropped)."""
+        stack = self._open.get(track)
+        if not stack:
+            return False
+        began, name, cat, args, links, size = stack.pop()
+        self.open_count -= 1
+        self.open_bytes -= size
+        if not stack:
+            del self._open[track]
+        return self.emit(track, began, ts - began, name, cat, args, links, size)
+
+    def emit(  # noqa: PLR0917 - a slice's fields, in the order the packet gives them
         self,
         track: int,
         ts: int,
@@ -543,22 +612,21 @@ class _Reader:
         cat: str | None,
         args: dict[str, Any],
         links: list[int] | tuple[()],
-    ) -> None:
+        size: int,
+    ) -> bool:
+        """A slice as an event of its track's row (``size``: what it kept, counted in the batch); a launch linked
+        to render stages without its correlation waits in ``pending`` for ``finish``."""
+        self.batch_bytes += size
         where = self.tracks.get(track)
         pid, tid = (None, track) if where is None else (where.pid, where.tid)
         if links and "correlation" not in args:
-            if len(self.pending) >= MAX_PENDING:
-                raise _Damaged(f"more than {MAX_PENDING} launches linked to render stages not yet read")
-            self.pending.append((cat, name, pid, tid, self._us(ts), ts, dur, args, links))
-            return
-        self._event(cat, name, pid, tid, ts, dur, args)
+            if len(self.pending) >= self.max_pending:
+                raise _Damaged(f"more than {self.max_pending} launches linked to render stages not yet read")
+            self.pending.append((cat, name, pid, tid, (ts - self.base) / 1000.0, ts, dur, args, links))
+            return False
+        return self.event(cat, name, pid, tid, ts, dur, args)
 
-    def _us(self, ns: int) -> float:
-        """Microseconds as the JSON export of the same run has them: Cuspy's relative to Kineto's base (the
-        three-month period the first timestamp falls in), a converter's absolute, as the JSON it converted."""
-        return (ns - (self.base or 0)) / 1000.0
-
-    def _event(  # noqa: PLR0917 - an event's fields, as the JSON reader's events have them
+    def event(  # noqa: PLR0917 - an event's fields, as the JSON reader's events have them
         self,
         cat: str | None,
         name: str,
@@ -568,12 +636,12 @@ class _Reader:
         dur: int,
         args: dict[str, Any],
         us: float | None = None,
-    ) -> None:
+    ) -> bool:
         """An event to the batch, and its nanoseconds beside the table the collector puts it in (the dispatch of
         ``Collector.add``, in its order: an op or runtime call, a kernel, a Python function, a GPU op, else a
         slice). ``args`` are already by ``EventArgs`` field, ``pid`` and ``tid`` ints or text (dict keys as the
-        JSON's are); ``us``: the start in microseconds where it was taken earlier."""
-        base = self.base or 0
+        JSON's are); ``us``: the start in microseconds where it was taken earlier (Kineto's, from the base)."""
+        base = self.base
         kept = EventArgs(**args) if args else _NO_ARGS
         ev = Event(cat, name, pid, tid, (ts - base) / 1000.0 if us is None else us, dur / 1000.0, kept)
         if cat in KERNEL_CATEGORIES:
@@ -582,26 +650,26 @@ class _Reader:
             self.exact.add(GPU_OPS, ts - base, dur)
         elif not (cat in OP_CATEGORIES or cat in RUNTIME_CATEGORIES or cat in PYTHON_CATEGORIES):
             self.exact.add(SLICES, ts - base, dur)
-        self.batch.append(ev)
-        if len(self.batch) >= BATCH or self.batch_bytes >= BATCH_BYTES:
-            self.flush()
+        self._batch.append(ev)
+        return len(self._batch) >= self.batch_limit or self.batch_bytes >= self.batch_bytes_limit
 
-    def flush(self) -> None:
-        if self.batch:
-            self.collector.add(self.batch)
-            self.batch = []
-            self.batch_bytes = 0
+    def take(self) -> list[Event]:
+        """The batch for the collector; a new one begun."""
+        batch, self._batch, self.batch_bytes = self._batch, [], 0
+        return batch
 
-    def finish(self) -> None:
-        """Launches linked to their render stages by event id (Cuspy) take the stages' correlation; slices still
-        open at the end are counted as the truncation they are."""
-        for cat, name, pid, tid, us, ts, dur, args, links in self.pending:
-            found = next((self.event_correlation[e] for e in links if e in self.event_correlation), None)
-            if found is not None:
-                args["correlation"] = found
-            self._event(cat, name, pid, tid, ts, dur, args, us)
-        self.pending = []
-        self.flush()
+
+def _bind_slices() -> type[PureSlices]:
+    """The compiled ``Slices`` where protobuf.py bound the core (not under ``WARPWIZARD_PURE=1``), else the twin."""
+    core = compiled_core() if _protobuf.COMPILED else None
+    if core is None:
+        return PureSlices
+    categories = (KERNEL_CATEGORIES, GPU_OP_CATEGORIES, OP_CATEGORIES, RUNTIME_CATEGORIES, PYTHON_CATEGORIES)
+    compiled: type[PureSlices] = core.bind_slices(Event, EventArgs, _NO_ARGS, categories, (KERNELS, GPU_OPS, SLICES))
+    return compiled
+
+
+_Slices = _bind_slices()
 
 
 def _decode_annotation(b: bytes, span: tuple[int, int], seq: _Sequence) -> tuple[str | None, Any]:
