@@ -882,13 +882,15 @@ typedef struct {
     PyObject *exact;    /* ExactTimes: its usable flag */
     PyObject *append[6];  /* exact.ts[0..2].append, exact.dur[0..2].append */
     PyObject *batch, *pending, *base;
-    Py_ssize_t open_count, open_bytes, batch_bytes;
-    Py_ssize_t max_open, max_open_bytes, max_pending, batch_limit, batch_bytes_limit;  /* the bounds, as given */
+    PyObject *ends;     /* the reader's {a slice end's bytes: its track, -1 the sequence's default} */
+    Py_ssize_t open_count, open_bytes, batch_bytes, track_events, memo_entries, at;
+    Py_ssize_t max_open, max_open_bytes, max_pending, batch_limit, batch_bytes_limit, end_bytes, memo_limit;
 } Slices;
 
 static PyTypeObject *slices_type = NULL;
 static PyObject *s_event = NULL, *s_args = NULL, *s_no_args = NULL, *s_cats[5] = {NULL}, *s_empty = NULL;
 static PyObject *s_correlation = NULL, *s_thousand = NULL, *s_pid = NULL, *s_tid = NULL, *s_usable = NULL;
+static PyObject *s_args_read = NULL, *s_default_track = NULL;
 static long s_tables[3] = {0, 1, 2};  /* KERNELS, GPU_OPS, SLICES */
 enum { S_KERNEL, S_GPU_OP, S_OP, S_RUNTIME, S_PYTHON };
 
@@ -896,14 +898,14 @@ static int slices_traverse(Slices *self, visitproc visit, void *arg) {
     Py_VISIT(Py_TYPE(self));
     Py_VISIT(self->open); Py_VISIT(self->tracks); Py_VISIT(self->exact);
     for (int k = 0; k < 6; k++) Py_VISIT(self->append[k]);
-    Py_VISIT(self->batch); Py_VISIT(self->pending); Py_VISIT(self->base);
+    Py_VISIT(self->batch); Py_VISIT(self->pending); Py_VISIT(self->base); Py_VISIT(self->ends);
     return 0;
 }
 
 static int slices_clear(Slices *self) {
     Py_CLEAR(self->open); Py_CLEAR(self->tracks); Py_CLEAR(self->exact);
     for (int k = 0; k < 6; k++) Py_CLEAR(self->append[k]);
-    Py_CLEAR(self->batch); Py_CLEAR(self->pending); Py_CLEAR(self->base);
+    Py_CLEAR(self->batch); Py_CLEAR(self->pending); Py_CLEAR(self->base); Py_CLEAR(self->ends);
     return 0;
 }
 
@@ -937,13 +939,14 @@ static int exact_appends(PyObject *exact, PyObject **out) {
 }
 
 static PyObject *slices_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
-    PyObject *tracks, *exact;
-    Py_ssize_t bounds[5];
-    if (kwargs || !PyArg_ParseTuple(args, "O!Onnnnn:Slices", &PyDict_Type, &tracks, &exact, &bounds[0], &bounds[1],
-                                    &bounds[2], &bounds[3], &bounds[4])) {
+    PyObject *tracks, *exact, *ends;
+    Py_ssize_t bounds[7];
+    if (kwargs || !PyArg_ParseTuple(args, "O!OO!(nnnnnnn):Slices", &PyDict_Type, &tracks, &exact, &PyDict_Type, &ends,
+                                    &bounds[0], &bounds[1], &bounds[2], &bounds[3], &bounds[4], &bounds[5],
+                                    &bounds[6])) {
         if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_TypeError, "Slices(tracks, exact, max_open, max_open_bytes, max_pending, batch, "
-                                             "batch_bytes)");
+            PyErr_SetString(PyExc_TypeError, "Slices(tracks: dict, exact, ends: dict, (max_open, max_open_bytes, "
+                                             "max_pending, batch, batch_bytes, end_bytes, memo_limit))");
         return NULL;
     }
     allocfunc alloc = (allocfunc)PyType_GetSlot(type, Py_tp_alloc);
@@ -951,6 +954,8 @@ static PyObject *slices_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
     if (!self) return NULL;
     self->max_open = bounds[0], self->max_open_bytes = bounds[1], self->max_pending = bounds[2];
     self->batch_limit = bounds[3], self->batch_bytes_limit = bounds[4];
+    self->end_bytes = bounds[5], self->memo_limit = bounds[6];
+    self->ends = new_ref(ends);
     self->tracks = new_ref(tracks);
     self->exact = new_ref(exact);
     self->open = PyDict_New();
@@ -1190,6 +1195,265 @@ static PyObject *slices_close(Slices *self, PyObject *const *args, Py_ssize_t na
     return result;
 }
 
+/* the sign of an int (-1, 0, 1), or -2 with the error raised */
+static int int_sign(PyObject *v) {
+    int over;
+    long long x = PyLong_AsLongLongAndOverflow(v, &over);
+    if (x == -1 && PyErr_Occurred()) return -2;
+    return over ? over : (x > 0) - (x < 0);
+}
+
+/* whether an int is the small value given (1 or 0), or -1 with the error raised */
+static int int_is(PyObject *v, long long small) {
+    int over;
+    long long x = PyLong_AsLongLongAndOverflow(v, &over);
+    if (x == -1 && PyErr_Occurred()) return -1;
+    return !over && x == small;
+}
+
+/* the track an event names, the sequence's default where it names none (below 0): a new reference */
+static PyObject *track_of(PyObject *track, PyObject *seq) {
+    int sign = int_sign(track);
+    if (sign == -2) return NULL;
+    return sign < 0 ? PyObject_GetAttr(seq, s_default_track) : new_ref(track);
+}
+
+/* an end's track, closed at ts: the batch due or not (a new reference) */
+static PyObject *close_on(Slices *self, PyObject *track, PyObject *seq, PyObject *ts) {
+    PyObject *where = track_of(track, seq);
+    if (!where) return NULL;
+    PyObject *call[2] = {where, ts};
+    PyObject *due = slices_close(self, call, 2);
+    Py_DECREF(where);
+    return due;
+}
+
+/* a TrackEvent's annotations into args through core_event_args: what they held added to *held; 0, or -1 */
+static int slice_args(Slices *self, PyObject *b, PyObject *notes, PyObject *seq, PyObject *args, Py_ssize_t *held) {
+    PyObject *entries = PyLong_FromSsize_t(self->memo_entries);
+    if (!entries) return -1;
+    PyObject *call[5] = {b, notes, seq, args, entries};
+    PyObject *got = core_event_args(NULL, call, 5);
+    Py_DECREF(entries);
+    if (!got) return -1;
+    Py_ssize_t size = -1, after = -1;
+    if (PyTuple_Check(got) && PyTuple_Size(got) == 2) {
+        size = PyLong_AsSsize_t(PyTuple_GetItem(got, 0));
+        if (!PyErr_Occurred()) after = PyLong_AsSsize_t(PyTuple_GetItem(got, 1));
+    } else {
+        PyErr_SetString(PyExc_TypeError, "event_args gives (size, entries)");
+    }
+    Py_DECREF(got);
+    if (PyErr_Occurred()) return -1;
+    self->memo_entries = after;
+    *held += size;
+    return 0;
+}
+
+/* PureSlices.slice: a TrackEvent decoded (fields: track_event's six), at b[start:end], at ts: a slice begun, ended
+ * (its bytes remembered in ends) or complete (legacy): the batch due or not (a new reference) */
+static PyObject *slice_of(Slices *self, PyObject *b, Py_ssize_t start, Py_ssize_t end, PyObject *ts, PyObject *seq,
+                          PyObject *fields, PyObject *links, PyObject *legacy) {
+    if (!PyTuple_Check(fields) || PyTuple_Size(fields) != 6) {
+        PyErr_SetString(PyExc_TypeError, "a TrackEvent's fields are track_event's six");
+        return NULL;
+    }
+    PyObject *kind = PyTuple_GetItem(fields, 0), *track = PyTuple_GetItem(fields, 1);
+    PyObject *name = PyTuple_GetItem(fields, 2), *cat = PyTuple_GetItem(fields, 3), *notes = PyTuple_GetItem(fields, 4);
+    int ending = int_is(kind, 2), beginning;
+    if (ending < 0) return NULL;
+    self->track_events += 1;
+    if (ending) {
+        if (end - start <= self->end_bytes && PyDict_Size(self->ends) < self->memo_limit) {
+            PyObject *key = PyBytes_FromStringAndSize(PyBytes_AsString(b) + start, end - start);
+            int set = key ? PyDict_SetItem(self->ends, key, track) : -1;
+            Py_XDECREF(key);
+            if (set < 0) return NULL;
+        }
+        return close_on(self, track, seq, ts);
+    }
+    if ((beginning = int_is(kind, 1)) < 0) return NULL;
+    PyObject *where = track_of(track, seq), *args = NULL, *result = NULL;
+    if (!where) return NULL;
+    Py_ssize_t held = PyObject_Size(name), size;
+    if (held < 0) goto done;
+    if (cat != Py_None) {
+        if ((size = PyObject_Size(cat)) < 0) goto done;
+        held += size;
+    }
+    int noted = PyObject_IsTrue(notes), wanted = 0;
+    if (noted < 0 || !(args = PyDict_New())) goto done;
+    if (noted && (wanted = cat == Py_None ? 1 : PySet_Contains(s_args_read, cat)) < 0) goto done;
+    if (wanted && slice_args(self, b, notes, seq, args, &held) < 0) goto done;
+    if (beginning) {
+        PyObject *items[6] = {new_ref(ts), new_ref(name), new_ref(cat), new_ref(args), new_ref(links),
+                              PyLong_FromSsize_t(held)};
+        PyObject *began = tuple_of(items, 6), *opened = NULL;
+        if (began) {
+            PyObject *call[2] = {where, began};
+            opened = slices_open(self, call, 2);
+            Py_DECREF(began);
+        }
+        if (opened) result = new_ref(Py_False);
+        Py_XDECREF(opened);
+    } else if (legacy != Py_None) {  /* a complete event in the legacy form: its duration in µs */
+        PyObject *thousand = PyLong_FromLong(1000), *dur = thousand ? PyNumber_Multiply(legacy, thousand) : NULL;
+        PyObject *kept = dur ? PyLong_FromSsize_t(held) : NULL;
+        if (kept) {
+            PyObject *call[8] = {where, ts, dur, name, cat, args, links, kept};
+            result = slices_emit_of(self, call);
+        }
+        Py_XDECREF(thousand);
+        Py_XDECREF(dur);
+        Py_XDECREF(kept);
+    } else {
+        result = new_ref(Py_False);
+    }
+done:
+    Py_DECREF(where);
+    Py_XDECREF(args);
+    return result;
+}
+
+/* slice(b, start, end, ts, seq, fields, links, legacy_dur) */
+static PyObject *slices_slice(Slices *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 8 || !PyBytes_Check(args[0]) || !PyLong_Check(args[3])) {
+        PyErr_SetString(PyExc_TypeError, "Slices.slice(b: bytes, start, end, ts: int, seq, fields, links, legacy_dur)");
+        return NULL;
+    }
+    Py_ssize_t n = PyBytes_Size(args[0]), start = PyLong_AsSsize_t(args[1]), end;
+    if (start == -1 && PyErr_Occurred()) return NULL;
+    if ((end = PyLong_AsSsize_t(args[2])) == -1 && PyErr_Occurred()) return NULL;
+    if (start < 0 || end < 0) {
+        PyErr_SetString(PyExc_ValueError, "Slices.slice: a TrackEvent's span is within its packet");
+        return NULL;
+    }
+    if (end > n) end = n;  /* b[start:end] as Python slices it */
+    if (start > end) start = end;
+    return slice_of(self, args[0], start, end, args[3], args[4], args[5], args[6], args[7]);
+}
+
+/* a TracePacket that is a plain TrackEvent of the sequence seq_id: 1 read (*due: the batch is), 0 not plain (left
+ * before any change), -1 the error raised. Its fields as protobuf.packet_head reads them, in its order. */
+static int plain_packet(Slices *self, PyObject *b, PyObject *seq_id, PyObject *seq, int *due) {
+    Py_ssize_t n = PyBytes_Size(b);
+    const unsigned char *buf = (const unsigned char *)PyBytes_AsString(b);
+    Reader r = {buf, n, 0, n, 0};
+    Field f;
+    u128 ts = 0, sid = 0, flags = 0, kind = 0;
+    int has_ts = 0, other = 0, more;  /* other: interned data, defaults, a clock snapshot or a clock id */
+    Py_ssize_t body[2] = {0, 0};
+    while ((more = next_field(&r, &f)) == 1) {
+        u128 number = f.number;
+        if (number == 8 && f.wire == 0) {
+            ts = f.value;
+            has_ts = 1;
+        } else if (f.wire == 2 && (number == 11 || number == 60 || number == 53)) {
+            kind = number;
+            body[0] = f.start, body[1] = f.stop;
+        } else if (number == 10 && f.wire == 0) {
+            sid = f.value;
+        } else if (number == 13 && f.wire == 0) {
+            flags = f.value;
+        } else if (number == 41 && f.wire == 0) {
+            if (f.value) flags |= 1;
+        } else if (((number == 12 || number == 59 || number == 6) && f.wire == 2) || number == 58) {
+            other = 1;
+        }
+    }
+    if (more < 0) return -1;
+    if (kind != 11 || !has_ts || (flags & 1) || other) return 0;
+    PyObject *same = py_int(sid);  /* the sequence's id as the reader compares it: any int, 70 bits included */
+    int equal = same ? PyObject_RichCompareBool(same, seq_id, Py_EQ) : -1;
+    Py_XDECREF(same);
+    if (equal <= 0) return equal;
+    Py_ssize_t start = body[0], end = body[1];
+    PyObject *stamp = py_int(ts), *result = NULL;
+    if (!stamp) return -1;
+    if (end - start <= self->end_bytes) {  /* a slice's end seen before: its track, without decoding it */
+        PyObject *key = PyBytes_FromStringAndSize((const char *)buf + start, end - start);
+        PyObject *ended = key ? PyDict_GetItemWithError(self->ends, key) : NULL;
+        Py_XINCREF(ended);
+        Py_XDECREF(key);
+        if (ended) {
+            self->track_events += 1;
+            result = close_on(self, ended, seq, stamp);
+            Py_DECREF(ended);
+            goto read;
+        }
+        if (PyErr_Occurred()) goto failed;
+    }
+    PyObject *first = PyLong_FromSsize_t(start), *last = PyLong_FromSsize_t(end), *fields = NULL;
+    if (first && last) {
+        PyObject *call[4] = {b, first, last, seq};
+        fields = core_track_event_named(NULL, call, 4);
+    }
+    Py_XDECREF(first);
+    Py_XDECREF(last);
+    if (!fields) goto failed;
+    if (!PyTuple_Check(fields) || PyTuple_Size(fields) != 6 || PyTuple_GetItem(fields, 5) != Py_None) {
+        Py_DECREF(fields);  /* gpu_correlation or legacy fields: the reader's */
+        Py_DECREF(stamp);
+        return 0;
+    }
+    result = slice_of(self, b, start, end, stamp, seq, fields, s_empty, Py_None);
+    Py_DECREF(fields);
+read:
+    Py_DECREF(stamp);
+    if (!result) return -1;
+    *due = PyObject_IsTrue(result);
+    Py_DECREF(result);
+    return *due < 0 ? -1 : 1;
+failed:
+    Py_DECREF(stamp);
+    return -1;
+}
+
+/* packets(batch, k, last): PureSlices.packets, from batch[k] on the plain TrackEvent packets of last's sequence
+ * (last: the reader's (seq_id, seq) or None): (the first packet not read, whether the batch is due) */
+static PyObject *slices_packets(Slices *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3 || !PyList_Check(args[0]) || !PyLong_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "Slices.packets(batch: list, k: int, last)");
+        return NULL;
+    }
+    PyObject *batch = args[0], *last = args[2];
+    Py_ssize_t k = PyLong_AsSsize_t(args[1]);
+    if (k == -1 && PyErr_Occurred()) return NULL;
+    if (k < 0) {
+        PyErr_SetString(PyExc_ValueError, "Slices.packets: k is a packet of the run");
+        return NULL;
+    }
+    int due = 0;
+    PyObject *seq = NULL, *seq_id = NULL;
+    if (last != Py_None) {
+        if (!PyTuple_Check(last) || PyTuple_Size(last) != 2 || !PyLong_Check(PyTuple_GetItem(last, 0))) {
+            PyErr_SetString(PyExc_TypeError, "Slices.packets: last is (seq_id: int, seq) or None");
+            return NULL;
+        }
+        seq_id = new_ref(PyTuple_GetItem(last, 0));
+        seq = new_ref(PyTuple_GetItem(last, 1));
+    }
+    while (seq && !due && k < PyList_Size(batch)) {
+        PyObject *b = PyList_GetItem(batch, k);
+        if (!PyBytes_Check(b)) break;  /* the reader's to say what it is */
+        Py_INCREF(b);
+        int read = plain_packet(self, b, seq_id, seq, &due);
+        Py_DECREF(b);
+        if (read < 0) {
+            self->at = k;
+            Py_DECREF(seq);
+            Py_DECREF(seq_id);
+            return NULL;
+        }
+        if (!read) break;
+        k += 1;
+    }
+    Py_XDECREF(seq);
+    Py_XDECREF(seq_id);
+    PyObject *items[2] = {PyLong_FromSsize_t(k), PyBool_FromLong(due)};
+    return tuple_of(items, 2);
+}
+
 /* PureSlices.take(): the batch for the collector, a new one begun */
 static PyObject *slices_take(Slices *self, PyObject *unused) {
     (void)unused;
@@ -1224,19 +1488,44 @@ static PyMethodDef slices_methods[] = {
     {"emit", (PyCFunction)(void (*)(void))slices_emit, METH_FASTCALL, "a slice as an event (PureSlices.emit)"},
     {"event", (PyCFunction)(void (*)(void))slices_event, METH_FASTCALL, "an event (PureSlices.event)"},
     {"take", (PyCFunction)(void (*)(void))slices_take, METH_NOARGS, "the batch (PureSlices.take)"},
+    {"slice", (PyCFunction)(void (*)(void))slices_slice, METH_FASTCALL, "a TrackEvent decoded (PureSlices.slice)"},
+    {"packets", (PyCFunction)(void (*)(void))slices_packets, METH_FASTCALL,
+     "the plain TrackEvent packets of a run (PureSlices.packets)"},
     {NULL, NULL, 0, NULL},
 };
 
 /* the counts as the twin's attributes, read-only (what the reader reads: the slices left open at the end) */
-static PyObject *slices_get_count(Slices *self, void *closure) {
-    const char *which = closure;
-    return PyLong_FromSsize_t(which[0] == 'c' ? self->open_count : which[0] == 'o' ? self->open_bytes
-                                                                                    : self->batch_bytes);
+static Py_ssize_t *slices_count(Slices *self, const char *which) {
+    switch (which[0]) {
+    case 'c': return &self->open_count;
+    case 'o': return &self->open_bytes;
+    case 'b': return &self->batch_bytes;
+    case 't': return &self->track_events;
+    case 'm': return &self->memo_entries;
+    default: return &self->at;
+    }
 }
 
-static PyObject *slices_get_pending(Slices *self, void *closure) {
-    (void)closure;
-    return new_ref(self->pending);
+static PyObject *slices_get_count(Slices *self, void *closure) {
+    return PyLong_FromSsize_t(*slices_count(self, closure));
+}
+
+/* track_events and memo_entries: the reader counts some itself (an end it remembered, a sequence cleared) */
+static int slices_set_count(Slices *self, PyObject *value, void *closure) {
+    Py_ssize_t v = value && PyLong_Check(value) ? PyLong_AsSsize_t(value) : -1;
+    if (v == -1 && (!value || !PyLong_Check(value) || PyErr_Occurred())) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "a count of Slices is an int");
+        return -1;
+    }
+    *slices_count(self, closure) = v;
+    return 0;
+}
+
+/* what it was given (tracks, exact, ends) and the launches waiting: the objects themselves, as the twin's */
+static PyObject *slices_get_held(Slices *self, void *closure) {
+    const char *which = closure;
+    return new_ref(which[0] == 'p' ? self->pending : which[0] == 't' ? self->tracks
+                   : which[0] == 'e' ? self->exact : self->ends);
 }
 
 /* the slices open, {track: [began, ...]}, and the batch: copies (what a caller does to them changes nothing here) */
@@ -1262,7 +1551,13 @@ static PyGetSetDef slices_getset[] = {
     {"open_count", (getter)slices_get_count, NULL, "slices open", "c"},
     {"open_bytes", (getter)slices_get_count, NULL, "what they keep (names, categories, annotations)", "o"},
     {"batch_bytes", (getter)slices_get_count, NULL, "what the batch's slices kept", "b"},
-    {"pending", (getter)slices_get_pending, NULL, "launches waiting for their render stages", NULL},
+    {"track_events", (getter)slices_get_count, (setter)slices_set_count, "TrackEvents read", "t"},
+    {"memo_entries", (getter)slices_get_count, (setter)slices_set_count, "annotations remembered", "m"},
+    {"at", (getter)slices_get_count, NULL, "the packet packets() was reading when it raised", "a"},
+    {"pending", (getter)slices_get_held, NULL, "launches waiting for their render stages", "p"},
+    {"tracks", (getter)slices_get_held, NULL, "the reader's tracks", "t"},
+    {"exact", (getter)slices_get_held, NULL, "the read's ExactTimes", "e"},
+    {"ends", (getter)slices_get_held, NULL, "the slice ends remembered by their bytes", "n"},
     {"stacks", (getter)slices_get_open, NULL, "the slices open, by track (a copy)", NULL},
     {"batch", (getter)slices_get_batch, NULL, "the events not yet taken (a copy)", NULL},
     {NULL, NULL, NULL, NULL, NULL},
@@ -1279,12 +1574,14 @@ static PyType_Spec slices_spec = {
 };
 
 /* bind_slices(Event, EventArgs, no_args, (kernel, gpu op, op, runtime, python categories), (KERNELS, GPU_OPS,
- * SLICES)): perfetto.py hands over its types and categories (the bounds are each Slices' own); returns the type */
+ * SLICES), ARGS_READ): perfetto.py hands over its types and categories (the bounds are each Slices' own); returns
+ * the type */
 static PyObject *core_bind_slices(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
-    if (nargs != 5 || !PyTuple_Check(args[3]) || PyTuple_Size(args[3]) != 5 || !PyTuple_Check(args[4]) ||
-        PyTuple_Size(args[4]) != 3) {
-        PyErr_SetString(PyExc_TypeError, "bind_slices(Event, EventArgs, no_args, categories: 5 sets, tables: 3 ints)");
+    if (nargs != 6 || !PyTuple_Check(args[3]) || PyTuple_Size(args[3]) != 5 || !PyTuple_Check(args[4]) ||
+        PyTuple_Size(args[4]) != 3 || !PyAnySet_Check(args[5])) {
+        PyErr_SetString(PyExc_TypeError, "bind_slices(Event, EventArgs, no_args, categories: 5 sets, tables: 3 ints, "
+                                         "args_read: set)");
         return NULL;
     }
     long tables[3];
@@ -1296,16 +1593,18 @@ static PyObject *core_bind_slices(PyObject *self, PyObject *const *args, Py_ssiz
         if (tables[k] < 0 || tables[k] > 2) return PyErr_Format(PyExc_ValueError, "bind_slices: a table of 0-2");
     }
     if (!slices_type && !(slices_type = (PyTypeObject *)PyType_FromSpec(&slices_spec))) return NULL;
-    const char *texts[] = {"correlation", "pid", "tid", "usable"};
-    PyObject **names[] = {&s_correlation, &s_pid, &s_tid, &s_usable};
-    for (int k = 0; k < 4; k++)
+    const char *texts[] = {"correlation", "pid", "tid", "usable", "default_track"};
+    PyObject **names[] = {&s_correlation, &s_pid, &s_tid, &s_usable, &s_default_track};
+    for (int k = 0; k < 5; k++)
         if (!*names[k] && !(*names[k] = PyUnicode_InternFromString(texts[k]))) return NULL;
     if (!s_empty && !(s_empty = PyTuple_New(0))) return NULL;
     if (!s_thousand && !(s_thousand = PyFloat_FromDouble(1000.0))) return NULL;
-    PyObject **slots[] = {&s_event, &s_args, &s_no_args, &s_cats[0], &s_cats[1], &s_cats[2], &s_cats[3], &s_cats[4]};
+    PyObject **slots[] = {&s_event, &s_args, &s_no_args, &s_cats[0], &s_cats[1], &s_cats[2], &s_cats[3], &s_cats[4],
+                          &s_args_read};
     PyObject *values[] = {args[0], args[1], args[2], PyTuple_GetItem(args[3], 0), PyTuple_GetItem(args[3], 1),
-                          PyTuple_GetItem(args[3], 2), PyTuple_GetItem(args[3], 3), PyTuple_GetItem(args[3], 4)};
-    for (int k = 0; k < 8; k++) {
+                          PyTuple_GetItem(args[3], 2), PyTuple_GetItem(args[3], 3), PyTuple_GetItem(args[3], 4),
+                          args[5]};
+    for (int k = 0; k < 9; k++) {
         PyObject *old = *slots[k];
         *slots[k] = new_ref(values[k]);
         Py_XDECREF(old);

@@ -182,6 +182,8 @@ _Open = tuple[int, str, "str | None", dict[str, Any], "list[int] | tuple[()]", i
 # A launch waiting for the render stage it links to: (cat, name, pid, tid, ts in µs, ts and dur in ns, args, links)
 _Pending = tuple["str | None", str, Any, Any, float, int, int, dict[str, Any], "list[int] | tuple[()]"]
 _NO_LINKS: tuple[()] = ()
+# A TrackEvent as track_event reads it: (type, track or -1, name, category, annotations' spans, other fields or None)
+_TrackEventFields = tuple[int, int, str, "str | None", list[tuple[int, int]], "list[Field] | None"]
 _NO_ARGS = EventArgs()  # one for every event without args (a Python function's): nothing changes an event's args
 
 
@@ -195,14 +197,13 @@ class _Reader:
         self.last_sequence: tuple[int, _Sequence] | None = None  # the sequence of the packet before: nearly always
         self.interned = 0
         self.held = 0  # characters of live interned strings and track names (MAX_HELD_CHARS)
-        self.memo_entries = 0  # annotations remembered, over every sequence (MEMO_ENTRIES)
         self.ends: dict[bytes, int] = {}  # a slice end's bytes -> its track (-1: the sequence's default; MEMO_ENTRIES)
         self.tracks: dict[int, _Track] = {}
         self.base: int | None = None
         self.exact = contents.exact_ns = ExactTimes()
-        # the slices open and the events made of them (compiled where the core is built: _core.Slices)
-        self.slices = _Slices(self.tracks, self.exact, MAX_OPEN, MAX_OPEN_BYTES, MAX_PENDING, BATCH, BATCH_BYTES)
-        self.track_events = 0
+        # the TrackEvents' slices, open and closed into events (compiled where the core is built: _core.Slices)
+        self.slices = _Slices(self.tracks, self.exact, self.ends, _bounds())
+        self.at = 0  # the packet of the run being read (run), for the error's offset
         self.clocks = False  # packets named a clock or defaults this reader does not apply
         self.cuspy = False  # raw fields only Cuspy writes were seen
         self.event_correlation: dict[int, int] = {}  # render stage event_id -> correlation (launch links)
@@ -223,6 +224,27 @@ class _Reader:
     @property
     def batch(self) -> list[Event]:
         return self.slices.batch
+
+    @property
+    def track_events(self) -> int:
+        return self.slices.track_events
+
+    def run(self, batch: list[bytes]) -> None:
+        """A run of packets: the plain TrackEvents of the sequence of the packet before in one call
+        (``Slices.packets``), any other packet by ``packet``. ``at``: the packet being read, for an error."""
+        k, count, packets = 0, len(batch), self.slices.packets
+        while k < count:
+            try:
+                k, due = packets(batch, k, self.last_sequence)
+            except _Damaged:
+                self.at = self.slices.at
+                raise
+            if due:
+                self.flush()
+            elif k < count:
+                self.at = k
+                self.packet(batch[k])
+                k += 1
 
     # -- packets ------------------------------------------------------------------------------------------
 
@@ -247,9 +269,8 @@ class _Reader:
             if ended is None:
                 self._track_event(b, body, ts, seq)
             else:  # a slice's end seen before: its track, without decoding it
-                self.track_events += 1
-                if self.slices.close(seq.default_track if ended < 0 else ended, ts):
-                    self.flush()
+                self.slices.track_events += 1
+                self._flush_if(self.slices.close(seq.default_track if ended < 0 else ended, ts))
         elif kind == _TRACK_DESCRIPTOR:
             self._track(b, body)
         elif kind == _RENDER_STAGE and ts is not None:
@@ -263,7 +284,7 @@ class _Reader:
         if seq is not None:
             self.interned -= seq.interned
             self.held -= seq.chars
-            self.memo_entries -= len(seq.memo)
+            self.slices.memo_entries -= len(seq.memo)
         elif len(self.sequences) >= MAX_SEQUENCES:
             raise _Damaged(f"more than {MAX_SEQUENCES} writer sequences")
         seq = self.sequences[seq_id] = _Sequence()
@@ -408,35 +429,15 @@ class _Reader:
 
     def _track_event(self, b: bytes, span: tuple[int, int], ts: int, seq: _Sequence) -> None:
         """A TrackEvent: a slice begun (held until its end), ended, or complete (legacy). Its fields read in one
-        call (``protobuf.track_event_fields``, compiled where the core is built); annotations are decoded only for the
-        categories whose args are read, and only those of the names an event keeps. A slice's end (half the
-        packets: a type and a track) is remembered by its bytes (``ends``, looked up by ``packet``)."""
+        call (``track_event``, compiled where the core is built), its gpu_correlation links and legacy duration
+        here, the rest by ``Slices.slice``."""
         start, end = span
-        kind, track, name, cat, notes, rest = _read_track_event(b, start, end, seq)  # track -1: the default
+        fields = _read_track_event(b, start, end, seq)
         links: list[int] | tuple[()] = _NO_LINKS
         legacy_dur: int | None = None
-        if rest is not None:
-            links, legacy_dur = self._track_event_rest(b, rest)
-        self.track_events += 1
-        if kind == _SLICE_END:
-            if end - start <= END_BYTES and len(self.ends) < MEMO_ENTRIES:
-                self.ends[b[start:end]] = track  # the same bytes end a slice on the same track (or the default)
-            if self.slices.close(seq.default_track if track < 0 else track, ts):
-                self.flush()
-            return
-        if track < 0:
-            track = seq.default_track
-        held = len(name)  # what an open slice keeps: its name and category (cut), the annotations decoded for it
-        if cat is not None:
-            held += len(cat)
-        args: dict[str, Any] = {}
-        if notes and (cat is None or cat in ARGS_READ):
-            size, self.memo_entries = _event_args(b, notes, seq, args, self.memo_entries)
-            held += size
-        if kind == _SLICE_BEGIN:
-            self.slices.open(track, (ts, name, cat, args, links, held))
-        elif legacy_dur is not None and self.slices.emit(track, ts, legacy_dur * 1000, name, cat, args, links, held):
-            self.flush()  # a complete event in the legacy form (phase X with a duration), the batch then full
+        if fields[5] is not None:
+            links, legacy_dur = self._track_event_rest(b, fields[5])
+        self._flush_if(self.slices.slice(b, start, end, ts, seq, fields, links, legacy_dur))
 
     def _track_event_rest(self, b: bytes, rest: list[Field]) -> tuple[list[int] | tuple[()], int | None]:
         """A TrackEvent's gpu_correlation links and its legacy duration, from those fields in their order."""
@@ -538,26 +539,20 @@ class _Reader:
 
 
 class PureSlices:
-    """The slices open on each track and the events the closed ones become (compiled where the core is built:
-    ``_core.Slices``, the same results and errors). A slice begun waits on its track's stack, within ``max_open``
-    slices and ``max_open_bytes`` of what they keep (names, categories, annotations); an end pops the innermost
-    slice of its track into an ``Event`` of the track's row, its nanoseconds beside the table the collector puts it
-    in (``ExactTimes``). Each method says whether the batch is due to be handed over (``take``): ``batch`` events
-    or ``batch_bytes`` of what their slices kept."""
+    """A read's TrackEvent slices (compiled where the core is built: ``_core.Slices``, the same results and
+    errors). ``packets`` reads the plain TrackEvent packets of a run (the sequence of the packet before, no
+    interned data, defaults or clocks, no gpu_correlation or legacy fields), ``slice`` a TrackEvent decoded: a
+    slice begun waits on its track's stack, within ``max_open`` slices and ``max_open_bytes`` of what they keep
+    (names, categories, annotations); an end pops the innermost slice of its track into an ``Event`` of the
+    track's row, its nanoseconds beside the table the collector puts it in (``ExactTimes``). A slice's end is
+    remembered by its bytes (``ends``, at most ``memo_limit``, of at most ``end_bytes``). The methods that make
+    events say whether the batch is due to be handed over (``take``): ``batch`` events or ``batch_bytes`` of what
+    their slices kept."""
 
-    def __init__(  # noqa: PLR0917 - the reader's tracks and times, and the read's bounds
-        self,
-        tracks: dict[int, _Track],
-        exact: ExactTimes,
-        max_open: int,
-        max_open_bytes: int,
-        max_pending: int,
-        batch: int,
-        batch_bytes: int,
-    ) -> None:
-        self.tracks, self.exact = tracks, exact
-        self.max_open, self.max_open_bytes, self.max_pending = max_open, max_open_bytes, max_pending
-        self.batch_limit, self.batch_bytes_limit = batch, batch_bytes
+    def __init__(self, tracks: dict[int, _Track], exact: ExactTimes, ends: dict[bytes, int], bounds: _Bounds) -> None:
+        self.tracks, self.exact, self.ends = tracks, exact, ends
+        self.max_open, self.max_open_bytes, self.max_pending = bounds[0], bounds[1], bounds[2]
+        self.batch_limit, self.batch_bytes_limit, self.end_bytes, self.memo_limit = bounds[3:]
         self._open: dict[int, list[_Open]] = {}
         self.open_count = 0
         self.open_bytes = 0
@@ -565,6 +560,81 @@ class PureSlices:
         self.batch_bytes = 0  # names and annotations of the batch's slices
         self.pending: list[_Pending] = []  # launches whose correlation is a link
         self.base = 0  # Kineto's base time in ns (Cuspy's), else 0
+        self.track_events = 0
+        self.memo_entries = 0  # annotations remembered, over every sequence (MEMO_ENTRIES)
+        self.at = 0  # the packet ``packets`` was reading when it raised
+
+    def packets(self, batch: list[bytes], k: int, last: tuple[int, _Sequence] | None) -> tuple[int, bool]:
+        """From ``batch[k]`` on, the plain TrackEvent packets of ``last``'s sequence: (the first packet not read,
+        whether the batch is due). A packet that is not plain is left unread, before any change, to the reader."""
+        if last is None:
+            return k, False
+        seq_id, seq = last
+        try:
+            while k < len(batch):
+                b = batch[k]
+                ts, sid, flags, kind, body, interned, defaults, snapshot, clocks = _packet_head(b)
+                if kind != _TRACK_EVENT or ts is None or sid != seq_id or flags & _SEQ_INCREMENTAL_STATE_CLEARED:
+                    return k, False
+                if interned is not None or defaults is not None or snapshot or clocks:
+                    return k, False
+                due = self._plain(b, body, ts, seq)
+                if due is None:
+                    return k, False
+                k += 1
+                if due:
+                    return k, True
+        except _Damaged:
+            self.at = k
+            raise
+        return k, False
+
+    def _plain(self, b: bytes, span: tuple[int, int], ts: int, seq: _Sequence) -> bool | None:
+        """A TrackEvent without gpu_correlation or legacy fields (None, unread, where it has them)."""
+        start, end = span
+        ended = self.ends.get(b[start:end]) if end - start <= self.end_bytes else None
+        if ended is not None:  # a slice's end seen before: its track, without decoding it
+            self.track_events += 1
+            return self.close(seq.default_track if ended < 0 else ended, ts)
+        fields = _read_track_event(b, start, end, seq)
+        if fields[5] is not None:
+            return None
+        return self.slice(b, start, end, ts, seq, fields, _NO_LINKS, None)
+
+    def slice(  # noqa: PLR0917 - a TrackEvent decoded, where it lies, and what the reader read of its other fields
+        self,
+        b: bytes,
+        start: int,
+        end: int,
+        ts: int,
+        seq: _Sequence,
+        fields: _TrackEventFields,
+        links: list[int] | tuple[()],
+        legacy_dur: int | None,
+    ) -> bool:
+        """A TrackEvent decoded (``track_event``'s fields): a slice begun, ended, or complete (legacy). Its
+        annotations are decoded only for the categories whose args are read, and only those of the names an event
+        keeps. A slice's end (half the packets: a type and a track) is remembered by its bytes."""
+        kind, track, name, cat, notes, _ = fields
+        self.track_events += 1
+        if kind == _SLICE_END:
+            if end - start <= self.end_bytes and len(self.ends) < self.memo_limit:
+                self.ends[b[start:end]] = track  # the same bytes end a slice on the same track (or the default)
+            return self.close(seq.default_track if track < 0 else track, ts)
+        if track < 0:
+            track = seq.default_track
+        held = len(name)  # what an open slice keeps: its name and category (cut), the annotations decoded for it
+        if cat is not None:
+            held += len(cat)
+        args: dict[str, Any] = {}
+        if notes and (cat is None or cat in ARGS_READ):
+            size, self.memo_entries = _event_args(b, notes, seq, args, self.memo_entries)
+            held += size
+        if kind == _SLICE_BEGIN:
+            self.open(track, (ts, name, cat, args, links, held))
+        elif legacy_dur is not None:  # a complete event in the legacy form (phase X with a duration)
+            return self.emit(track, ts, legacy_dur * 1000, name, cat, args, links, held)
+        return False
 
     @property
     def stacks(self) -> dict[int, list[_Open]]:
@@ -659,13 +729,25 @@ class PureSlices:
         return batch
 
 
+# the read's bounds as Slices takes them: MAX_OPEN, MAX_OPEN_BYTES, MAX_PENDING, BATCH, BATCH_BYTES, END_BYTES, and
+# MEMO_ENTRIES (the slice ends remembered)
+_Bounds = tuple[int, int, int, int, int, int, int]
+
+
+def _bounds() -> _Bounds:
+    """The bounds as the module has them when a read starts (a test's smaller bound applies on both paths)."""
+    return MAX_OPEN, MAX_OPEN_BYTES, MAX_PENDING, BATCH, BATCH_BYTES, END_BYTES, MEMO_ENTRIES
+
+
 def _bind_slices() -> type[PureSlices]:
     """The compiled ``Slices`` where protobuf.py bound the core (not under ``WARPWIZARD_PURE=1``), else the twin."""
     core = compiled_core() if _protobuf.COMPILED else None
     if core is None:
         return PureSlices
     categories = (KERNEL_CATEGORIES, GPU_OP_CATEGORIES, OP_CATEGORIES, RUNTIME_CATEGORIES, PYTHON_CATEGORIES)
-    compiled: type[PureSlices] = core.bind_slices(Event, EventArgs, _NO_ARGS, categories, (KERNELS, GPU_OPS, SLICES))
+    compiled: type[PureSlices] = core.bind_slices(
+        Event, EventArgs, _NO_ARGS, categories, (KERNELS, GPU_OPS, SLICES), ARGS_READ
+    )
     return compiled
 
 
@@ -719,9 +801,7 @@ def pure_event_args(
     return size, entries
 
 
-def pure_track_event(
-    b: bytes, start: int, end: int | None, seq: _Sequence
-) -> tuple[int, int, str, str | None, list[tuple[int, int]], list[Field] | None]:
+def pure_track_event(b: bytes, start: int, end: int | None, seq: _Sequence) -> _TrackEventFields:
     """A TrackEvent as the decoder reads it: ``track_event_fields`` with its name as text (a span decoded, at most
     ``NAME_BYTES`` of it, then ``MAX_NAME`` characters; an iid looked up in the sequence's names) and its category
     (the first of its categories, cut as a name is, and category iids, in their order, that names one), the fields
@@ -752,9 +832,7 @@ def pure_track_event(
     return kind, track, name, cat, notes, others
 
 
-_read_track_event: Callable[
-    [bytes, int, int | None, _Sequence], tuple[int, int, str, str | None, list[tuple[int, int]], list[Field] | None]
-] = pure_track_event
+_read_track_event: Callable[[bytes, int, int | None, _Sequence], _TrackEventFields] = pure_track_event
 _event_args: Callable[[bytes, list[tuple[int, int]], _Sequence, dict[str, Any], int], tuple[int, int]] = pure_event_args
 
 
@@ -925,15 +1003,14 @@ class _Packets:
                 self.start = base + starts[k]
                 yield self.start, packet
 
-    def feed(self, read: Callable[[bytes], None]) -> None:
-        """Every packet to ``read``; where it raises ``Damaged``, ``start`` is that packet's (the error names it)."""
+    def feed(self, read: Callable[[list[bytes]], None], at: Callable[[], int]) -> None:
+        """Every run of packets to ``read``; where it raises ``Damaged``, ``start`` is the start of the packet
+        ``at()`` names in the run (the error names it)."""
         for batch in self.batches():
-            k = 0
             try:
-                for k, packet in enumerate(batch):  # noqa: B007 - k names the packet an error came from
-                    read(packet)
+                read(batch)
             except _Damaged:
-                self.start = self.base + self.starts[k]
+                self.start = self.base + self.starts[at()]
                 raise
 
     def batches(self) -> Iterator[list[bytes]]:
@@ -1064,7 +1141,7 @@ def read_perfetto(
             stream: Any = _Inflating(raw) if contents.compressed else raw
             consumed = _Consumed(raw, on_read)
             packets = _Packets(stream, consumed, _Deadline(config))
-            packets.feed(reader.packet)
+            packets.feed(reader.run, lambda: reader.at)
             consumed()
     except _Cut as cut_off:
         contents.truncation = Truncation(cut_off.at, cut_off.partial, None, f"{cut_off} at byte {cut_off.at}")
