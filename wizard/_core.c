@@ -728,12 +728,18 @@ static PyObject *decode_slice(PyObject *bytes, Py_ssize_t first, Py_ssize_t last
     return PyUnicode_DecodeUTF8(PyBytes_AsString(bytes) + first, last - first, "replace");
 }
 
+static PyObject *cut_span(PyObject *bytes, Py_ssize_t first, Py_ssize_t last);
+
 /* a name or category span as kept (perfetto._name): at most name_bytes of it decoded, then max_name characters */
 static PyObject *cut_name(PyObject *bytes, PyObject *where) {
     Py_ssize_t first = PyLong_AsSsize_t(PyTuple_GetItem(where, 0));
     if (first == -1 && PyErr_Occurred()) return NULL;
     Py_ssize_t last = PyLong_AsSsize_t(PyTuple_GetItem(where, 1));
     if (last == -1 && PyErr_Occurred()) return NULL;
+    return cut_span(bytes, first, last);
+}
+
+static PyObject *cut_span(PyObject *bytes, Py_ssize_t first, Py_ssize_t last) {
     if (last - first > name_bytes) last = first + name_bytes;
     PyObject *name = decode_slice(bytes, first, last);
     if (name && PyUnicode_GetLength(name) > max_name) {
@@ -890,7 +896,7 @@ typedef struct {
 static PyTypeObject *slices_type = NULL;
 static PyObject *s_event = NULL, *s_args = NULL, *s_no_args = NULL, *s_cats[5] = {NULL}, *s_empty = NULL;
 static PyObject *s_correlation = NULL, *s_thousand = NULL, *s_pid = NULL, *s_tid = NULL, *s_usable = NULL;
-static PyObject *s_args_read = NULL, *s_default_track = NULL;
+static PyObject *s_args_read = NULL, *s_default_track = NULL, *s_blank = NULL;
 static long s_tables[3] = {0, 1, 2};  /* KERNELS, GPU_OPS, SLICES */
 enum { S_KERNEL, S_GPU_OP, S_OP, S_RUNTIME, S_PYTHON };
 
@@ -1250,43 +1256,44 @@ static int slice_args(Slices *self, PyObject *b, PyObject *notes, PyObject *seq,
     return 0;
 }
 
-/* PureSlices.slice: a TrackEvent decoded (fields: track_event's six), at b[start:end], at ts: a slice begun, ended
- * (its bytes remembered in ends) or complete (legacy): the batch due or not (a new reference) */
-static PyObject *slice_of(Slices *self, PyObject *b, Py_ssize_t start, Py_ssize_t end, PyObject *ts, PyObject *seq,
-                          PyObject *fields, PyObject *links, PyObject *legacy) {
-    if (!PyTuple_Check(fields) || PyTuple_Size(fields) != 6) {
-        PyErr_SetString(PyExc_TypeError, "a TrackEvent's fields are track_event's six");
-        return NULL;
+/* a TrackEvent decoded: its type (1 begin, 2 end, 0 other), track (-1: the default), name, category, and its
+ * annotations as track_event's list of spans or, read here, as spans in C (notes NULL) */
+typedef struct {
+    int kind;
+    PyObject *track, *name, *cat, *notes;
+    const Py_ssize_t *spans;
+    Py_ssize_t count;
+} Decoded;
+
+/* the annotations of a TrackEvent read here (spans in C) into args, as core_event_args reads a list of them */
+static int spans_args(Slices *self, PyObject *b, const Decoded *d, PyObject *seq, PyObject *args, Py_ssize_t *held) {
+    if (!pure_event_args || !decode_annotation) {
+        not_bound();
+        return -1;
     }
-    PyObject *kind = PyTuple_GetItem(fields, 0), *track = PyTuple_GetItem(fields, 1);
-    PyObject *name = PyTuple_GetItem(fields, 2), *cat = PyTuple_GetItem(fields, 3), *notes = PyTuple_GetItem(fields, 4);
-    int ending = int_is(kind, 2), beginning;
-    if (ending < 0) return NULL;
-    self->track_events += 1;
-    if (ending) {
-        if (end - start <= self->end_bytes && PyDict_Size(self->ends) < self->memo_limit) {
-            PyObject *key = PyBytes_FromStringAndSize(PyBytes_AsString(b) + start, end - start);
-            int set = key ? PyDict_SetItem(self->ends, key, track) : -1;
-            Py_XDECREF(key);
-            if (set < 0) return NULL;
+    PyObject *memo = seq_table(seq, name_memo, NULL);
+    if (!memo) return -1;
+    Py_ssize_t entries = self->memo_entries, size = 0;
+    for (Py_ssize_t k = 0; k < d->count; k++) {
+        Py_ssize_t start = d->spans[2 * k], end = d->spans[2 * k + 1];
+        size += end - start;
+        if (one_note(b, start, end, seq, memo, args, &entries) < 0) {
+            Py_DECREF(memo);
+            return -1;
         }
-        return close_on(self, track, seq, ts);
     }
-    if ((beginning = int_is(kind, 1)) < 0) return NULL;
-    PyObject *where = track_of(track, seq), *args = NULL, *result = NULL;
-    if (!where) return NULL;
-    Py_ssize_t held = PyObject_Size(name), size;
-    if (held < 0) goto done;
-    if (cat != Py_None) {
-        if ((size = PyObject_Size(cat)) < 0) goto done;
-        held += size;
-    }
-    int noted = PyObject_IsTrue(notes), wanted = 0;
-    if (noted < 0 || !(args = PyDict_New())) goto done;
-    if (noted && (wanted = cat == Py_None ? 1 : PySet_Contains(s_args_read, cat)) < 0) goto done;
-    if (wanted && slice_args(self, b, notes, seq, args, &held) < 0) goto done;
-    if (beginning) {
-        PyObject *items[6] = {new_ref(ts), new_ref(name), new_ref(cat), new_ref(args), new_ref(links),
+    Py_DECREF(memo);
+    self->memo_entries = entries;
+    *held += size;
+    return 0;
+}
+
+/* a slice begun (held until its end) or complete in the legacy form (legacy: its duration in µs, or None) */
+static PyObject *slice_held(Slices *self, PyObject *where, PyObject *ts, const Decoded *d, PyObject *args,
+                            Py_ssize_t held, PyObject *links, PyObject *legacy) {
+    PyObject *result = NULL;
+    if (d->kind == 1) {
+        PyObject *items[6] = {new_ref(ts), new_ref(d->name), new_ref(d->cat), new_ref(args), new_ref(links),
                               PyLong_FromSsize_t(held)};
         PyObject *began = tuple_of(items, 6), *opened = NULL;
         if (began) {
@@ -1296,11 +1303,11 @@ static PyObject *slice_of(Slices *self, PyObject *b, Py_ssize_t start, Py_ssize_
         }
         if (opened) result = new_ref(Py_False);
         Py_XDECREF(opened);
-    } else if (legacy != Py_None) {  /* a complete event in the legacy form: its duration in µs */
+    } else if (legacy != Py_None) {
         PyObject *thousand = PyLong_FromLong(1000), *dur = thousand ? PyNumber_Multiply(legacy, thousand) : NULL;
         PyObject *kept = dur ? PyLong_FromSsize_t(held) : NULL;
         if (kept) {
-            PyObject *call[8] = {where, ts, dur, name, cat, args, links, kept};
+            PyObject *call[8] = {where, ts, dur, d->name, d->cat, args, links, kept};
             result = slices_emit_of(self, call);
         }
         Py_XDECREF(thousand);
@@ -1309,10 +1316,57 @@ static PyObject *slice_of(Slices *self, PyObject *b, Py_ssize_t start, Py_ssize_
     } else {
         result = new_ref(Py_False);
     }
+    return result;
+}
+
+/* PureSlices.slice on a TrackEvent decoded, at b[start:end], at ts: a slice begun, ended (its bytes remembered in
+ * ends) or complete (legacy): the batch due or not (a new reference) */
+static PyObject *slice_core(Slices *self, PyObject *b, Py_ssize_t start, Py_ssize_t end, PyObject *ts, PyObject *seq,
+                            const Decoded *d, PyObject *links, PyObject *legacy) {
+    self->track_events += 1;
+    if (d->kind == 2) {
+        if (end - start <= self->end_bytes && PyDict_Size(self->ends) < self->memo_limit) {
+            PyObject *key = PyBytes_FromStringAndSize(PyBytes_AsString(b) + start, end - start);
+            int set = key ? PyDict_SetItem(self->ends, key, d->track) : -1;
+            Py_XDECREF(key);
+            if (set < 0) return NULL;
+        }
+        return close_on(self, d->track, seq, ts);
+    }
+    PyObject *where = track_of(d->track, seq), *args = NULL, *result = NULL;
+    if (!where) return NULL;
+    Py_ssize_t held = PyObject_Size(d->name), size;
+    if (held < 0) goto done;
+    if (d->cat != Py_None) {
+        if ((size = PyObject_Size(d->cat)) < 0) goto done;
+        held += size;
+    }
+    int noted = d->notes ? PyObject_IsTrue(d->notes) : d->count > 0, wanted = 0;
+    if (noted < 0 || !(args = PyDict_New())) goto done;
+    if (noted && (wanted = d->cat == Py_None ? 1 : PySet_Contains(s_args_read, d->cat)) < 0) goto done;
+    if (wanted && (d->notes ? slice_args(self, b, d->notes, seq, args, &held)
+                            : spans_args(self, b, d, seq, args, &held)) < 0)
+        goto done;
+    result = slice_held(self, where, ts, d, args, held, links, legacy);
 done:
     Py_DECREF(where);
     Py_XDECREF(args);
     return result;
+}
+
+/* slice_core on track_event's six fields (kind, track, name, cat, notes, rest) */
+static PyObject *slice_of(Slices *self, PyObject *b, Py_ssize_t start, Py_ssize_t end, PyObject *ts, PyObject *seq,
+                          PyObject *fields, PyObject *links, PyObject *legacy) {
+    if (!PyTuple_Check(fields) || PyTuple_Size(fields) != 6) {
+        PyErr_SetString(PyExc_TypeError, "a TrackEvent's fields are track_event's six");
+        return NULL;
+    }
+    PyObject *kind = PyTuple_GetItem(fields, 0);
+    int ending = int_is(kind, 2), beginning = ending ? 0 : int_is(kind, 1);
+    if (ending < 0 || beginning < 0) return NULL;
+    Decoded d = {ending ? 2 : beginning, PyTuple_GetItem(fields, 1), PyTuple_GetItem(fields, 2),
+                 PyTuple_GetItem(fields, 3), PyTuple_GetItem(fields, 4), NULL, 0};
+    return slice_core(self, b, start, end, ts, seq, &d, links, legacy);
 }
 
 /* slice(b, start, end, ts, seq, fields, links, legacy_dur) */
@@ -1331,6 +1385,130 @@ static PyObject *slices_slice(Slices *self, PyObject *const *args, Py_ssize_t na
     if (end > n) end = n;  /* b[start:end] as Python slices it */
     if (start > end) start = end;
     return slice_of(self, args[0], start, end, args[3], args[4], args[5], args[6], args[7]);
+}
+
+/* A TrackEvent read here for packets(), without track_event's lists and tuples: what core_track_event reads of
+ * it, in its order and with its errors. 1: read; 2: more annotations or categories than these arrays hold (then
+ * read through track_event's lists); 0: not plain (gpu_correlation or legacy fields: the reader's, which reads it
+ * again); -1: the error raised */
+enum { PLAIN_NOTES = 64, PLAIN_CATEGORIES = 8 };
+
+typedef struct {
+    u128 kind, track, name_iid;
+    int has_track, name_from;  /* name_from: 0 none, 1 its span, 2 its iid (the last one written) */
+    Py_ssize_t name[2], spans[2 * PLAIN_NOTES], count;
+    Field cats[PLAIN_CATEGORIES];  /* categories (22) and category iids (3), in their order */
+    int cat_count;
+} Plain;
+
+static int plain_fields(const unsigned char *b, Py_ssize_t n, Py_ssize_t start, Py_ssize_t end, Plain *p) {
+    Reader r = {b, n, start, end, 0};
+    Field f;
+    int more, other = 0, many = 0;
+    p->kind = p->track = p->name_iid = 0;
+    p->has_track = p->name_from = p->cat_count = 0;
+    p->count = 0;
+    while ((more = next_field(&r, &f)) == 1) {
+        u128 number = f.number;
+        if (number == 4 && f.wire == 2) {
+            if (p->count == PLAIN_NOTES) many = 1;
+            else p->spans[2 * p->count] = f.start, p->spans[2 * p->count + 1] = f.stop, p->count++;
+        } else if (number == 9 && f.wire == 0) {
+            p->kind = f.value;
+        } else if (number == 11 && f.wire == 0) {
+            p->track = f.value;
+            p->has_track = 1;
+        } else if (number == 23 && f.wire == 2) {
+            p->name[0] = f.start, p->name[1] = f.stop;
+            p->name_from = 1;
+        } else if (number == 10 && f.wire == 0) {
+            p->name_iid = f.value;
+            p->name_from = 2;
+        } else if ((number == 22 && f.wire == 2) || number == 3) {
+            if (p->cat_count == PLAIN_CATEGORIES) many = 1;
+            else p->cats[p->cat_count++] = f;
+        } else if ((number == 3000 || number == 6) && f.wire == 2) {
+            other = 1;
+        }
+    }
+    return more < 0 ? -1 : other ? 0 : many ? 2 : 1;
+}
+
+/* a table of the sequence looked up (event_name's and event_category's get): a new reference */
+static PyObject *plain_lookup(PyObject *seq, PyObject *table_name, u128 iid, PyObject *fallback) {
+    PyObject *table = seq_table(seq, name_tables, table_name), *key = table ? py_int(iid) : NULL;
+    PyObject *found = key ? get_or(table, key, fallback) : NULL;
+    Py_XDECREF(table);
+    Py_XDECREF(key);
+    return found;
+}
+
+/* event_category's rule on the fields kept: the first category, cut as a name, or category iid that names one */
+static PyObject *plain_category(PyObject *bytes, const Plain *p, PyObject *seq) {
+    for (int k = 0; k < p->cat_count; k++) {
+        const Field *f = &p->cats[k];
+        PyObject *found;
+        if (f->number == 22) {
+            found = cut_span(bytes, f->start, f->stop);
+        } else if (f->wire == 0) {
+            found = plain_lookup(seq, name_categories, f->value, Py_None);
+        } else if (f->wire != 2) {
+            found = new_ref(Py_None);
+        } else {  /* a packed run: the first iid counts, the run must read whole */
+            PyObject *wire = PyLong_FromLong(2), *where = span(f->start, f->stop), *ids = NULL;
+            if (wire && where) {
+                PyObject *call[3] = {bytes, wire, where};
+                ids = core_packed(NULL, call, 3);
+            }
+            Py_XDECREF(wire);
+            Py_XDECREF(where);
+            if (!ids) return NULL;
+            found = PyList_Size(ids) == 0 ? new_ref(Py_None) : NULL;
+            if (!found) {
+                PyObject *table = seq_table(seq, name_tables, name_categories);
+                found = table ? get_or(table, PyList_GetItem(ids, 0), Py_None) : NULL;
+                Py_XDECREF(table);
+            }
+            Py_DECREF(ids);
+        }
+        if (!found || found != Py_None) return found;
+        Py_DECREF(found);
+    }
+    return new_ref(Py_None);
+}
+
+/* a plain TrackEvent at b[start:end] read (its name, category, annotations) and handed to slice_core: 1 read, 0
+ * not plain, -1 the error raised; *result: the batch due or not */
+static int plain_event(Slices *self, PyObject *b, Py_ssize_t start, Py_ssize_t end, PyObject *ts, PyObject *seq,
+                       PyObject **result) {
+    Plain p;
+    int plain = plain_fields((const unsigned char *)PyBytes_AsString(b), PyBytes_Size(b), start, end, &p);
+    if (plain <= 0) return plain;
+    if (plain == 2) {  /* more than the arrays hold: track_event's lists */
+        PyObject *first = PyLong_FromSsize_t(start), *last = PyLong_FromSsize_t(end), *fields = NULL;
+        if (first && last) {
+            PyObject *call[4] = {b, first, last, seq};
+            fields = core_track_event_named(NULL, call, 4);
+        }
+        Py_XDECREF(first);
+        Py_XDECREF(last);
+        if (fields) *result = slice_of(self, b, start, end, ts, seq, fields, s_empty, Py_None);
+        Py_XDECREF(fields);
+        return *result ? 1 : -1;
+    }
+    PyObject *name = p.name_from == 1 ? cut_span(b, p.name[0], p.name[1])
+                   : p.name_from == 2 ? plain_lookup(seq, name_names, p.name_iid, s_blank)
+                                      : new_ref(s_blank);
+    PyObject *cat = name ? plain_category(b, &p, seq) : NULL;
+    PyObject *track = cat ? (p.has_track ? py_int(p.track) : PyLong_FromLong(-1)) : NULL;
+    if (track) {
+        Decoded d = {p.kind == 2 ? 2 : p.kind == 1, track, name, cat, NULL, p.spans, p.count};
+        *result = slice_core(self, b, start, end, ts, seq, &d, s_empty, Py_None);
+    }
+    Py_XDECREF(name);
+    Py_XDECREF(cat);
+    Py_XDECREF(track);
+    return *result ? 1 : -1;
 }
 
 /* a TracePacket that is a plain TrackEvent of the sequence seq_id: 1 read (*due: the batch is), 0 not plain (left
@@ -1383,21 +1561,15 @@ static int plain_packet(Slices *self, PyObject *b, PyObject *seq_id, PyObject *s
         }
         if (PyErr_Occurred()) goto failed;
     }
-    PyObject *first = PyLong_FromSsize_t(start), *last = PyLong_FromSsize_t(end), *fields = NULL;
-    if (first && last) {
-        PyObject *call[4] = {b, first, last, seq};
-        fields = core_track_event_named(NULL, call, 4);
+    if (!pure_track_event_named) {  /* what track_event needs bound */
+        not_bound();
+        goto failed;
     }
-    Py_XDECREF(first);
-    Py_XDECREF(last);
-    if (!fields) goto failed;
-    if (!PyTuple_Check(fields) || PyTuple_Size(fields) != 6 || PyTuple_GetItem(fields, 5) != Py_None) {
-        Py_DECREF(fields);  /* gpu_correlation or legacy fields: the reader's */
+    int plain = plain_event(self, b, start, end, stamp, seq, &result);
+    if (plain <= 0) {  /* 0: gpu_correlation or legacy fields, the reader's */
         Py_DECREF(stamp);
-        return 0;
+        return plain;
     }
-    result = slice_of(self, b, start, end, stamp, seq, fields, s_empty, Py_None);
-    Py_DECREF(fields);
 read:
     Py_DECREF(stamp);
     if (!result) return -1;
@@ -1598,6 +1770,7 @@ static PyObject *core_bind_slices(PyObject *self, PyObject *const *args, Py_ssiz
     for (int k = 0; k < 5; k++)
         if (!*names[k] && !(*names[k] = PyUnicode_InternFromString(texts[k]))) return NULL;
     if (!s_empty && !(s_empty = PyTuple_New(0))) return NULL;
+    if (!s_blank && !(s_blank = PyUnicode_FromString(""))) return NULL;
     if (!s_thousand && !(s_thousand = PyFloat_FromDouble(1000.0))) return NULL;
     PyObject **slots[] = {&s_event, &s_args, &s_no_args, &s_cats[0], &s_cats[1], &s_cats[2], &s_cats[3], &s_cats[4],
                           &s_args_read};

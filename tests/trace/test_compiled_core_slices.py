@@ -24,7 +24,16 @@ import msgspec
 import pytest
 
 from tests.conftest import needs_shared
-from tests.helpers import call_outcome, dfield, every_change, pftrace_conversions, twin_swapper, vfield
+from tests.helpers import (
+    call_outcome,
+    dfield,
+    encode_varint,
+    every_change,
+    pftrace_conversions,
+    tag,
+    twin_swapper,
+    vfield,
+)
 from tests.output_digests import output
 from wizard.errors import InputFileError
 from wizard.trace.read import perfetto, protobuf
@@ -82,10 +91,8 @@ def state(s: Any) -> Any:
     """Everything a Slices holds that a read goes on with."""
     exact = s.exact
     times = [list(a) for a in (*exact.ts, *exact.dur)]
-    return plain(
-        (s.stacks, s.open_count, s.open_bytes, s.batch, s.batch_bytes, s.pending, s.base, s.track_events,
-         s.memo_entries, s.ends, times, exact.usable)  # fmt: skip
-    )
+    held = (s.stacks, s.open_count, s.open_bytes, s.batch, s.batch_bytes, s.pending, s.base, s.track_events)
+    return plain((*held, s.memo_entries, s.ends, times, exact.usable))
 
 
 def outcome(s: Any, method: str, *args: Any) -> Any:
@@ -119,7 +126,14 @@ def test_a_slice_closed_is_the_event_kineto_units_give() -> None:
         assert s.close(5, 1_003_750) is False and s.close(9, 2_500) is False
         assert s.close(5, 9_999) is False  # none open: dropped
         first, second = s.take()
-        assert (first.cat, first.name, first.pid, first.tid, first.ts, first.dur) == ("kernel", "gemm", 7, 8, 1000.5, 3.25)
+        assert (first.cat, first.name, first.pid, first.tid, first.ts, first.dur) == (
+            "kernel",
+            "gemm",
+            7,
+            8,
+            1000.5,
+            3.25,
+        )
         assert first.args == EventArgs(correlation=3)
         assert (second.pid, second.tid, second.ts, second.dur, second.args) == (None, 9, 2.0, 0.5, EventArgs())
         assert [list(a) for a in s.exact.ts] == [[1_000_500], [], [2_000]]
@@ -236,14 +250,33 @@ def runs() -> Iterator[list[bytes]]:
               packet(1, 1, begin(5) + dfield(6, vfield(3, 5))), packet(1, 1, end(5), vfield(13, 2)),
               packet(1, 2**70 - 1, end(5)), packet(2**70, 1, end(5)), packet(1, 1, begin(2**64) + vfield(3, 1)),
               b"\x08", packet(1, 1, end(5)) + b"\x1b", packet(1, 1, vfield(9, 2**70 - 1))]  # fmt: skip
-    for other in others:
+    for other in (*others, *named_and_categorised()):
         yield [*plain_run[:4], other, *plain_run[4:]]
+
+
+def named_and_categorised() -> Iterator[bytes]:
+    """Plain TrackEvents whose name and category ``packets`` reads itself: names by iid (known, not, past 64 bits)
+    and past NAME_BYTES and MAX_NAME; categories as iids (one, packed, a packed run cut before and after the category
+    is found, fixed wire types) in their order, and more annotations and categories than it reads itself."""
+    kernel = dfield(4, NOTE)
+    for name in (vfield(10, 1), vfield(10, 2), vfield(10, 2**64), dfield(23, b"a" * (perfetto.NAME_BYTES + 9)),
+                 dfield(23, "∑".encode() * (MAX_NAME + 2)), dfield(23, b"x") + vfield(10, 1)):  # fmt: skip
+        yield packet(1, 1, vfield(9, 1) + vfield(11, 5) + name + vfield(3, 1) + kernel)
+    for cats in (vfield(3, 1), vfield(3, 9) + vfield(3, 1), dfield(3, encode_varint(9) + encode_varint(1)),
+                 dfield(3, encode_varint(1)) + dfield(3, b"\x80"), dfield(3, b"\x80") + vfield(3, 1),
+                 tag(3, 5) + bytes(4) + tag(3, 1) + bytes(8) + dfield(3, b"") + vfield(3, 1),
+                 vfield(3, 9) * 8 + dfield(22, b"kernel"), vfield(3, 9) * 9 + dfield(22, b"kernel"),
+                 dfield(22, b"c" * (perfetto.NAME_BYTES + 3)), dfield(22, b"kernel") + vfield(3, 1)):  # fmt: skip
+        yield packet(1, 1, vfield(9, 1) + vfield(11, 6) + dfield(23, b"k") + cats + kernel)
+    for count in (64, 65):
+        yield packet(1, 1, begin(5, b"k", b"kernel") + kernel * count)
 
 
 def sequence() -> perfetto._Sequence:
     seq = perfetto._Sequence()
     seq.default_track = 6
     seq.tables["categories"][1] = "kernel"
+    seq.tables["names"].update({1: "matmul", 2**64: "far"})
     return seq
 
 
@@ -273,7 +306,6 @@ def test_packets_read_the_plain_ones_and_leave_the_rest() -> None:
         seen, _, _ = packets_agree(batch)
         if len(batch) == 9:
             assert seen == [("value", (9, False))]
-    seen, after, _ = packets_agree(next(runs()))
     s = made(Compiled)
     s.packets(next(runs()), 0, (1, sequence()))
     events = [(ev.cat, ev.name, ev.pid, ev.tid, ev.ts, ev.dur) for ev in s.take()]
@@ -289,6 +321,10 @@ def test_packets_agree_on_every_change_of_a_run_and_at_the_bounds() -> None:
     for at in range(len(base)):
         for changed in every_change(base[at]):
             packets_agree([*base[:at], changed, *base[at + 1 :]], rng.choice((1, 2)))
+            compared += 1
+    for event in named_and_categorised():
+        for changed in every_change(event) if len(event) < 120 else ():
+            packets_agree([changed, base[2]])
             compared += 1
     for bounds in ((1, 1 << 20, 2, 2, 150, 16, 1), (9, 1 << 20, 2, 50, 0, 0, 0), (2, 30, 2, 3, 8, 3, 2)):
         for batch in runs():
@@ -389,4 +425,28 @@ def test_a_damaged_track_event_in_a_plain_run_is_named_by_its_offset_on_both_pat
         with pytest.raises(InputFileError) as caught:
             perfetto.read_perfetto(path)
         errors.append(str(caught.value))
-    assert errors[0] == errors[1] == f"{path}: not a readable Perfetto trace at byte {at}: a field runs past its message"
+    assert (
+        errors[0] == errors[1] == f"{path}: not a readable Perfetto trace at byte {at}: a field runs past its message"
+    )
+
+
+def test_the_core_reads_plain_packets_itself() -> None:
+    """Parity would hold trivially were the core to hand the work to perfetto's Python: bound to twins that refuse to
+    run, it still reads a run of plain packets (names, categories, annotations without nested values) whole."""
+
+    def refuse(*_: Any) -> Any:
+        raise AssertionError("the twin ran")
+
+    def bind(event_args: Any, decode: Any, split: Any, track_event: Any) -> None:
+        core.bind_events(event_args, decode, msgspec.json.decode, perfetto._JSON_ERRORS, perfetto._raw,
+                         perfetto._ARG_FIELDS, perfetto._ARG_FIELDS_BYTES, perfetto._RAW_ARGS, perfetto.MEMO_BYTES,
+                         perfetto.MEMO_ENTRIES, split, track_event, perfetto.NAME_BYTES, MAX_NAME)  # fmt: skip
+
+    bind(refuse, refuse, refuse, refuse)
+    try:
+        s = made(Compiled)
+        assert s.packets(next(runs()), 0, (1, sequence())) == (9, False)
+        assert [ev.args.correlation for ev in s.take()] == [12, 12, None, None]
+    finally:
+        bind(perfetto.pure_event_args, perfetto._decode_annotation, perfetto.pure_split_packets,
+             perfetto.pure_track_event)  # fmt: skip
