@@ -29,8 +29,10 @@ slices are bounded, a truncated or damaged packet ends the read with a one-line 
 
 The per-event work runs compiled where warpwizard's core is built (``wizard/_core.c``): ``split_packets`` (the
 packets a buffer holds, in one call), ``track_event`` (a TrackEvent's name and category) and ``event_args`` (its
-annotations into the event's args); their twins here, ``pure_*``, run under ``WARPWIZARD_PURE=1`` or where no
-compiler built the core, with the same results and errors (tests/trace/test_compiled_core_events.py).
+annotations into the event's args) and ``Slices`` (the slices open on each track, closed into events, and the
+plain TrackEvent packets of a run read in one call); their twins here, ``pure_*`` and ``PureSlices``, run under
+``WARPWIZARD_PURE=1`` or where no compiler built the core, with the same results and errors
+(tests/trace/test_compiled_core_events.py, test_compiled_core_slices.py).
 """
 
 from __future__ import annotations
