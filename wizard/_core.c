@@ -615,7 +615,8 @@ static int one_note(PyObject *bytes, Py_ssize_t start, Py_ssize_t end, PyObject 
     if (!attr) goto failed;
     if (attr != Py_None) {
         PyObject *value = PySequence_GetItem(found, 1);
-        int set = value ? PyObject_SetItem(args, attr, value) : -1;
+        int set = !value ? -1 : PyDict_CheckExact(args) ? PyDict_SetItem(args, attr, value)
+                                                        : PyObject_SetItem(args, attr, value);
         Py_XDECREF(value);
         if (set < 0) {
             Py_DECREF(attr);
@@ -1040,15 +1041,11 @@ static PyObject *slices_event_of(Slices *self, PyObject *const *f, PyObject *us)
     if (!rel) return NULL;
     PyObject *start = us ? new_ref(us) : micro(rel), *length = start ? micro(dur) : NULL, *kept = NULL;
     if (length) kept = PyDict_Size(args) ? PyObject_Call(s_args, s_empty, args) : new_ref(s_no_args);
-    if (kept) {  /* Event(cat, name, pid, tid, ts, dur, args), positional as the twin makes it */
-        PyObject *items[7] = {new_ref(cat), new_ref(f[1]), new_ref(f[2]), new_ref(f[3]), start, length, kept};
-        PyObject *fields = tuple_of(items, 7);  /* takes start, length and kept, even where it fails */
-        start = length = kept = NULL;
-        ev = fields ? PyObject_Call(s_event, fields, NULL) : NULL;
-        Py_XDECREF(fields);
-    }
+    if (kept)  /* Event(cat, name, pid, tid, ts, dur, args), positional as the twin makes it */
+        ev = PyObject_CallFunctionObjArgs(s_event, cat, f[1], f[2], f[3], start, length, kept, NULL);
     Py_XDECREF(start);
     Py_XDECREF(length);
+    Py_XDECREF(kept);
     int table = ev ? exact_table(cat) : -2;
     int failed = table == -2 || (table >= 0 && exact_add(self, table, rel, dur) < 0);
     Py_DECREF(rel);
@@ -1513,7 +1510,7 @@ static int plain_event(Slices *self, PyObject *b, Py_ssize_t start, Py_ssize_t e
 
 /* a TracePacket that is a plain TrackEvent of the sequence seq_id: 1 read (*due: the batch is), 0 not plain (left
  * before any change), -1 the error raised. Its fields as protobuf.packet_head reads them, in its order. */
-static int plain_packet(Slices *self, PyObject *b, PyObject *seq_id, PyObject *seq, int *due) {
+static int plain_packet(Slices *self, PyObject *b, PyObject *seq_id, int narrow, u128 want, PyObject *seq, int *due) {
     Py_ssize_t n = PyBytes_Size(b);
     const unsigned char *buf = (const unsigned char *)PyBytes_AsString(b);
     Reader r = {buf, n, 0, n, 0};
@@ -1541,10 +1538,14 @@ static int plain_packet(Slices *self, PyObject *b, PyObject *seq_id, PyObject *s
     }
     if (more < 0) return -1;
     if (kind != 11 || !has_ts || (flags & 1) || other) return 0;
-    PyObject *same = py_int(sid);  /* the sequence's id as the reader compares it: any int, 70 bits included */
-    int equal = same ? PyObject_RichCompareBool(same, seq_id, Py_EQ) : -1;
-    Py_XDECREF(same);
-    if (equal <= 0) return equal;
+    if (narrow) {  /* the sequence's id fits 64 bits: compared here */
+        if (sid != want) return 0;
+    } else {  /* as the reader compares it: any int, 70 bits or negative included */
+        PyObject *same = py_int(sid);
+        int equal = same ? PyObject_RichCompareBool(same, seq_id, Py_EQ) : -1;
+        Py_XDECREF(same);
+        if (equal <= 0) return equal;
+    }
     Py_ssize_t start = body[0], end = body[1];
     PyObject *stamp = py_int(ts), *result = NULL;
     if (!stamp) return -1;
@@ -1595,7 +1596,8 @@ static PyObject *slices_packets(Slices *self, PyObject *const *args, Py_ssize_t 
         PyErr_SetString(PyExc_ValueError, "Slices.packets: k is a packet of the run");
         return NULL;
     }
-    int due = 0;
+    int due = 0, narrow = 0;
+    u128 want = 0;
     PyObject *seq = NULL, *seq_id = NULL;
     if (last != Py_None) {
         if (!PyTuple_Check(last) || PyTuple_Size(last) != 2 || !PyLong_Check(PyTuple_GetItem(last, 0))) {
@@ -1604,12 +1606,15 @@ static PyObject *slices_packets(Slices *self, PyObject *const *args, Py_ssize_t 
         }
         seq_id = new_ref(PyTuple_GetItem(last, 0));
         seq = new_ref(PyTuple_GetItem(last, 1));
+        unsigned long long id = PyLong_AsUnsignedLongLong(seq_id);
+        if (id == (unsigned long long)-1 && PyErr_Occurred()) PyErr_Clear();  /* negative or past 64 bits */
+        else narrow = 1, want = id;
     }
     while (seq && !due && k < PyList_Size(batch)) {
         PyObject *b = PyList_GetItem(batch, k);
         if (!PyBytes_Check(b)) break;  /* the reader's to say what it is */
         Py_INCREF(b);
-        int read = plain_packet(self, b, seq_id, seq, &due);
+        int read = plain_packet(self, b, seq_id, narrow, want, seq, &due);
         Py_DECREF(b);
         if (read < 0) {
             self->at = k;

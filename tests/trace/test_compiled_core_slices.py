@@ -329,6 +329,9 @@ def test_packets_agree_on_every_change_of_a_run_and_at_the_bounds() -> None:
     for bounds in ((1, 1 << 20, 2, 2, 150, 16, 1), (9, 1 << 20, 2, 50, 0, 0, 0), (2, 30, 2, 3, 8, 3, 2)):
         for batch in runs():
             packets_agree(batch, 1, bounds)
+    for batch in runs():  # the sequence's id compared as Python compares it: past 64 bits, 2**64 - 1, negative
+        for last_id in (2**70 - 1, 2**64 - 1, -1):
+            packets_agree([packet(1, last_id, begin(5)) if last_id >= 0 else batch[0], *batch], last_id)
     assert compared > 1_000
 
 
