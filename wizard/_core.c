@@ -465,6 +465,58 @@ static int json_too_deep(const unsigned char *b, Py_ssize_t i, Py_ssize_t end) {
 }
 
 /* an annotation's value field, as perfetto._Reader._value reads the last one written */
+/* legacy JSON values decoded before, by their bytes (a kernel's grid and block repeat on every kernel): the last
+ * JSON_CACHE of at most JSON_CACHE_BYTES whose value is a list of ints, floats, text, bools and None, handed out as
+ * a new list of the same items (what decoding the same bytes again gives: each event's list is its own). Private:
+ * no Python code sees a list kept here. */
+enum { JSON_CACHE = 32, JSON_CACHE_BYTES = 64 };
+static struct {
+    Py_ssize_t size;
+    unsigned char bytes[JSON_CACHE_BYTES];
+    PyObject *value;
+} json_cache[JSON_CACHE];
+static int json_cache_next = 0;
+
+static int flat_list(PyObject *v) {
+    if (!PyList_CheckExact(v)) return 0;
+    for (Py_ssize_t k = 0; k < PyList_Size(v); k++) {
+        PyObject *item = PyList_GetItem(v, k);
+        if (!(PyLong_CheckExact(item) || PyFloat_CheckExact(item) || PyUnicode_CheckExact(item) ||
+              PyBool_Check(item) || item == Py_None))
+            return 0;
+    }
+    return 1;
+}
+
+/* a copy of the value the bytes decoded to before, or NULL (not kept; no error) */
+static PyObject *json_cached(const unsigned char *b, Py_ssize_t size, int *failed) {
+    *failed = 0;
+    if (size > JSON_CACHE_BYTES) return NULL;
+    for (int k = 0; k < JSON_CACHE; k++)
+        if (json_cache[k].value && json_cache[k].size == size && memcmp(json_cache[k].bytes, b, (size_t)size) == 0) {
+            PyObject *copy = PyList_GetSlice(json_cache[k].value, 0, PyList_Size(json_cache[k].value));
+            *failed = !copy;
+            return copy;
+        }
+    return NULL;
+}
+
+/* the value decoded from these bytes kept (a flat list of them only), replacing the oldest */
+static void json_keep(const unsigned char *b, Py_ssize_t size, PyObject *value) {
+    if (size > JSON_CACHE_BYTES || !flat_list(value)) return;
+    PyObject *copy = PyList_GetSlice(value, 0, PyList_Size(value));
+    if (!copy) {
+        PyErr_Clear();  /* not kept: the value itself is the answer */
+        return;
+    }
+    int k = json_cache_next;
+    json_cache_next = (json_cache_next + 1) % JSON_CACHE;
+    Py_XDECREF(json_cache[k].value);
+    json_cache[k].value = copy;
+    json_cache[k].size = size;
+    memcpy(json_cache[k].bytes, b, (size_t)size);
+}
+
 static PyObject *note_value(const unsigned char *b, const Field *f, PyObject *seq) {
     long number = (long)f->number;
     if (number == 3) return py_int(f->value);
@@ -488,6 +540,9 @@ static PyObject *note_value(const unsigned char *b, const Field *f, PyObject *se
         return value;
     }
     /* 9: legacy_json_value, as perfetto._json decodes it: JSON, else the text where it is not JSON or too deep */
+    int failed;
+    PyObject *known = json_cached(b + f->start, f->stop - f->start, &failed);
+    if (known || failed) return known;
     if (json_too_deep(b, f->start, f->stop))
         return PyUnicode_DecodeUTF8((const char *)b + f->start, f->stop - f->start, "replace");
     PyObject *raw = PyBytes_FromStringAndSize((const char *)b + f->start, f->stop - f->start);
@@ -498,6 +553,7 @@ static PyObject *note_value(const unsigned char *b, const Field *f, PyObject *se
         value = PyUnicode_DecodeUTF8((const char *)b + f->start, f->stop - f->start, "replace");
     }
     Py_DECREF(raw);
+    if (value && PyList_CheckExact(value)) json_keep(b + f->start, f->stop - f->start, value);
     return value;
 }
 

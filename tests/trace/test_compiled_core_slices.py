@@ -453,3 +453,25 @@ def test_the_core_reads_plain_packets_itself() -> None:
     finally:
         bind(perfetto.pure_event_args, perfetto._decode_annotation, perfetto.pure_split_packets,
              perfetto.pure_track_event)  # fmt: skip
+
+
+def test_a_legacy_json_list_decoded_again_is_a_list_of_its_own() -> None:
+    """The core keeps the flat lists legacy JSON values decoded to (a kernel's grid, its block) and hands out copies:
+    each event's list is still its own (changing one changes no other), equal to what decoding gives, and a value
+    that is not a flat list (nested, not JSON) is decoded as before."""
+    for raw, expected in ((b"[128, 1, 1]", [128, 1, 1]), (b'[1.5, "a", true, null]', [1.5, "a", True, None]),
+                          (b"[[1], 2]", [[1], 2]), (b"[1, {]", "[1, {]")):  # fmt: skip
+        note = dfield(10, b"grid") + dfield(9, raw)
+        got = []
+        for _ in range(3):
+            args: dict[str, Any] = {}
+            core.event_args(note, [(0, len(note))], sequence(), args, perfetto.MEMO_ENTRIES)
+            got.append(args["grid"])
+        assert got == [expected] * 3
+        assert raw == b"[1, {]" or msgspec.json.decode(raw) == expected
+        if isinstance(expected, list):
+            got[0].append("changed")
+            assert got[1] == expected and got[1] is not got[2]
+        if raw == b"[[1], 2]":
+            got[1][0].append(9)
+            assert got[2] == [[1], 2]  # a nested list is decoded again, not shared
