@@ -465,6 +465,58 @@ static int json_too_deep(const unsigned char *b, Py_ssize_t i, Py_ssize_t end) {
 }
 
 /* an annotation's value field, as perfetto._Reader._value reads the last one written */
+/* legacy JSON values decoded before, by their bytes (a kernel's grid and block repeat on every kernel): the last
+ * JSON_CACHE of at most JSON_CACHE_BYTES whose value is a list of ints, floats, text, bools and None, handed out as
+ * a new list of the same items (what decoding the same bytes again gives: each event's list is its own). Private:
+ * no Python code sees a list kept here. */
+enum { JSON_CACHE = 32, JSON_CACHE_BYTES = 64 };
+static struct {
+    Py_ssize_t size;
+    unsigned char bytes[JSON_CACHE_BYTES];
+    PyObject *value;
+} json_cache[JSON_CACHE];
+static int json_cache_next = 0;
+
+static int flat_list(PyObject *v) {
+    if (!PyList_CheckExact(v)) return 0;
+    for (Py_ssize_t k = 0; k < PyList_Size(v); k++) {
+        PyObject *item = PyList_GetItem(v, k);
+        if (!(PyLong_CheckExact(item) || PyFloat_CheckExact(item) || PyUnicode_CheckExact(item) ||
+              PyBool_Check(item) || item == Py_None))
+            return 0;
+    }
+    return 1;
+}
+
+/* a copy of the value the bytes decoded to before, or NULL (not kept; no error) */
+static PyObject *json_cached(const unsigned char *b, Py_ssize_t size, int *failed) {
+    *failed = 0;
+    if (size > JSON_CACHE_BYTES) return NULL;
+    for (int k = 0; k < JSON_CACHE; k++)
+        if (json_cache[k].value && json_cache[k].size == size && memcmp(json_cache[k].bytes, b, (size_t)size) == 0) {
+            PyObject *copy = PyList_GetSlice(json_cache[k].value, 0, PyList_Size(json_cache[k].value));
+            *failed = !copy;
+            return copy;
+        }
+    return NULL;
+}
+
+/* the value decoded from these bytes kept (a flat list of them only), replacing the oldest */
+static void json_keep(const unsigned char *b, Py_ssize_t size, PyObject *value) {
+    if (size > JSON_CACHE_BYTES || !flat_list(value)) return;
+    PyObject *copy = PyList_GetSlice(value, 0, PyList_Size(value));
+    if (!copy) {
+        PyErr_Clear();  /* not kept: the value itself is the answer */
+        return;
+    }
+    int k = json_cache_next;
+    json_cache_next = (json_cache_next + 1) % JSON_CACHE;
+    Py_XDECREF(json_cache[k].value);
+    json_cache[k].value = copy;
+    json_cache[k].size = size;
+    memcpy(json_cache[k].bytes, b, (size_t)size);
+}
+
 static PyObject *note_value(const unsigned char *b, const Field *f, PyObject *seq) {
     long number = (long)f->number;
     if (number == 3) return py_int(f->value);
@@ -488,6 +540,9 @@ static PyObject *note_value(const unsigned char *b, const Field *f, PyObject *se
         return value;
     }
     /* 9: legacy_json_value, as perfetto._json decodes it: JSON, else the text where it is not JSON or too deep */
+    int failed;
+    PyObject *known = json_cached(b + f->start, f->stop - f->start, &failed);
+    if (known || failed) return known;
     if (json_too_deep(b, f->start, f->stop))
         return PyUnicode_DecodeUTF8((const char *)b + f->start, f->stop - f->start, "replace");
     PyObject *raw = PyBytes_FromStringAndSize((const char *)b + f->start, f->stop - f->start);
@@ -498,6 +553,7 @@ static PyObject *note_value(const unsigned char *b, const Field *f, PyObject *se
         value = PyUnicode_DecodeUTF8((const char *)b + f->start, f->stop - f->start, "replace");
     }
     Py_DECREF(raw);
+    if (value && PyList_CheckExact(value)) json_keep(b + f->start, f->stop - f->start, value);
     return value;
 }
 
@@ -615,7 +671,8 @@ static int one_note(PyObject *bytes, Py_ssize_t start, Py_ssize_t end, PyObject 
     if (!attr) goto failed;
     if (attr != Py_None) {
         PyObject *value = PySequence_GetItem(found, 1);
-        int set = value ? PyObject_SetItem(args, attr, value) : -1;
+        int set = !value ? -1 : PyDict_CheckExact(args) ? PyDict_SetItem(args, attr, value)
+                                                        : PyObject_SetItem(args, attr, value);
         Py_XDECREF(value);
         if (set < 0) {
             Py_DECREF(attr);
@@ -728,12 +785,18 @@ static PyObject *decode_slice(PyObject *bytes, Py_ssize_t first, Py_ssize_t last
     return PyUnicode_DecodeUTF8(PyBytes_AsString(bytes) + first, last - first, "replace");
 }
 
+static PyObject *cut_span(PyObject *bytes, Py_ssize_t first, Py_ssize_t last);
+
 /* a name or category span as kept (perfetto._name): at most name_bytes of it decoded, then max_name characters */
 static PyObject *cut_name(PyObject *bytes, PyObject *where) {
     Py_ssize_t first = PyLong_AsSsize_t(PyTuple_GetItem(where, 0));
     if (first == -1 && PyErr_Occurred()) return NULL;
     Py_ssize_t last = PyLong_AsSsize_t(PyTuple_GetItem(where, 1));
     if (last == -1 && PyErr_Occurred()) return NULL;
+    return cut_span(bytes, first, last);
+}
+
+static PyObject *cut_span(PyObject *bytes, Py_ssize_t first, Py_ssize_t last) {
     if (last - first > name_bytes) last = first + name_bytes;
     PyObject *name = decode_slice(bytes, first, last);
     if (name && PyUnicode_GetLength(name) > max_name) {
@@ -865,6 +928,923 @@ static PyObject *core_bind_events(PyObject *self, PyObject *const *args, Py_ssiz
     name_bytes = limit_name;
     max_name = limit_chars;
     Py_RETURN_NONE;
+}
+
+/* Slices(tracks, exact): perfetto.PureSlices, the slices open on each track and the events the closed ones become
+ * (perfetto's old _open, _close, _emit and _event): a slice begun is held on its track's stack within MAX_OPEN
+ * slices and MAX_OPEN_BYTES of what they keep; an end pops the innermost one of its track and makes it an Event
+ * (its row from the reader's tracks, microseconds from the base, its args an EventArgs) into the batch, its
+ * nanoseconds beside the table the collector puts it in (ExactTimes.add's int64 rule); a launch linked to render
+ * stages without its correlation waits in pending (MAX_PENDING). Every method returns True where the batch is due
+ * to be handed to the collector (take). No Python code runs inside a call (dict and set look-ups of ints and text,
+ * msgspec's constructors, array.append): the state is read again at every call. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *open;     /* {track: [began, ...]}: private, never an empty stack */
+    PyObject *tracks;   /* the reader's {uuid: _Track} */
+    PyObject *exact;    /* ExactTimes: its usable flag */
+    PyObject *append[6];  /* exact.ts[0..2].append, exact.dur[0..2].append */
+    PyObject *batch, *pending, *base;
+    PyObject *ends;     /* the reader's {a slice end's bytes: its track, -1 the sequence's default} */
+    Py_ssize_t open_count, open_bytes, batch_bytes, track_events, memo_entries, at;
+    Py_ssize_t max_open, max_open_bytes, max_pending, batch_limit, batch_bytes_limit, end_bytes, memo_limit;
+} Slices;
+
+static PyTypeObject *slices_type = NULL;
+static PyObject *s_event = NULL, *s_args = NULL, *s_no_args = NULL, *s_cats[5] = {NULL}, *s_empty = NULL;
+static PyObject *s_correlation = NULL, *s_thousand = NULL, *s_pid = NULL, *s_tid = NULL, *s_usable = NULL;
+static PyObject *s_args_read = NULL, *s_default_track = NULL, *s_blank = NULL;
+static long s_tables[3] = {0, 1, 2};  /* KERNELS, GPU_OPS, SLICES */
+enum { S_KERNEL, S_GPU_OP, S_OP, S_RUNTIME, S_PYTHON };
+
+static int slices_traverse(Slices *self, visitproc visit, void *arg) {
+    Py_VISIT(Py_TYPE(self));
+    Py_VISIT(self->open); Py_VISIT(self->tracks); Py_VISIT(self->exact);
+    for (int k = 0; k < 6; k++) Py_VISIT(self->append[k]);
+    Py_VISIT(self->batch); Py_VISIT(self->pending); Py_VISIT(self->base); Py_VISIT(self->ends);
+    return 0;
+}
+
+static int slices_clear(Slices *self) {
+    Py_CLEAR(self->open); Py_CLEAR(self->tracks); Py_CLEAR(self->exact);
+    for (int k = 0; k < 6; k++) Py_CLEAR(self->append[k]);
+    Py_CLEAR(self->batch); Py_CLEAR(self->pending); Py_CLEAR(self->base); Py_CLEAR(self->ends);
+    return 0;
+}
+
+static void slices_dealloc(Slices *self) {
+    PyTypeObject *type = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    slices_clear(self);
+    freefunc free_slot = (freefunc)PyType_GetSlot(type, Py_tp_free);
+    free_slot(self);
+    Py_DECREF(type);
+}
+
+/* exact.ts[k].append and exact.dur[k].append for k in 0..2: 0, or -1 with the error raised */
+static int exact_appends(PyObject *exact, PyObject **out) {
+    const char *names[2] = {"ts", "dur"};
+    for (int which = 0; which < 2; which++) {
+        PyObject *arrays = PyObject_GetAttrString(exact, names[which]);
+        if (!arrays) return -1;
+        for (int k = 0; k < 3; k++) {
+            PyObject *array = PySequence_GetItem(arrays, k);
+            out[3 * which + k] = array ? PyObject_GetAttrString(array, "append") : NULL;
+            Py_XDECREF(array);
+            if (!out[3 * which + k]) {
+                Py_DECREF(arrays);
+                return -1;
+            }
+        }
+        Py_DECREF(arrays);
+    }
+    return 0;
+}
+
+static PyObject *slices_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    PyObject *tracks, *exact, *ends;
+    Py_ssize_t bounds[7];
+    if (kwargs || !PyArg_ParseTuple(args, "O!OO!(nnnnnnn):Slices", &PyDict_Type, &tracks, &exact, &PyDict_Type, &ends,
+                                    &bounds[0], &bounds[1], &bounds[2], &bounds[3], &bounds[4], &bounds[5],
+                                    &bounds[6])) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "Slices(tracks: dict, exact, ends: dict, (max_open, max_open_bytes, "
+                                             "max_pending, batch, batch_bytes, end_bytes, memo_limit))");
+        return NULL;
+    }
+    allocfunc alloc = (allocfunc)PyType_GetSlot(type, Py_tp_alloc);
+    Slices *self = (Slices *)alloc(type, 0);
+    if (!self) return NULL;
+    self->max_open = bounds[0], self->max_open_bytes = bounds[1], self->max_pending = bounds[2];
+    self->batch_limit = bounds[3], self->batch_bytes_limit = bounds[4];
+    self->end_bytes = bounds[5], self->memo_limit = bounds[6];
+    self->ends = new_ref(ends);
+    self->tracks = new_ref(tracks);
+    self->exact = new_ref(exact);
+    self->open = PyDict_New();
+    self->batch = PyList_New(0);
+    self->pending = PyList_New(0);
+    self->base = PyLong_FromLong(0);
+    if (!self->open || !self->batch || !self->pending || !self->base || exact_appends(exact, self->append) < 0) {
+        Py_DECREF(self);
+        return NULL;
+    }
+    return (PyObject *)self;
+}
+
+/* a - b for ints, as Python computes it (int64 where it fits) */
+static PyObject *int_minus(PyObject *a, PyObject *b) {
+    int over_a, over_b;
+    long long x = PyLong_AsLongLongAndOverflow(a, &over_a), y, z;
+    if (x == -1 && PyErr_Occurred()) return NULL;
+    y = PyLong_AsLongLongAndOverflow(b, &over_b);
+    if (y == -1 && PyErr_Occurred()) return NULL;
+    if (over_a || over_b || __builtin_sub_overflow(x, y, &z)) return PyNumber_Subtract(a, b);
+    return PyLong_FromLongLong(z);
+}
+
+/* v / 1000.0 for an int v, as Python computes it (the int correctly rounded to a double, then divided) */
+static PyObject *micro(PyObject *v) {
+    int over;
+    long long x = PyLong_AsLongLongAndOverflow(v, &over);
+    if (x == -1 && PyErr_Occurred()) return NULL;
+    if (over) return PyNumber_TrueDivide(v, s_thousand);
+    return PyFloat_FromDouble((double)x / 1000.0);
+}
+
+/* ExactTimes.add(table, ts, dur): both as they are where they fit an int64, else 0 and 0 and usable False */
+static int exact_add(Slices *self, int table, PyObject *ts, PyObject *dur) {
+    int over_ts, over_dur;
+    PyLong_AsLongLongAndOverflow(ts, &over_ts);
+    if (PyErr_Occurred()) return -1;
+    PyLong_AsLongLongAndOverflow(dur, &over_dur);
+    if (PyErr_Occurred()) return -1;
+    PyObject *zero = NULL;
+    if (over_ts || over_dur) {
+        if (PyObject_SetAttr(self->exact, s_usable, Py_False) < 0 || !(zero = PyLong_FromLong(0))) return -1;
+        ts = dur = zero;
+    }
+    PyObject *done = PyObject_CallFunctionObjArgs(self->append[table], ts, NULL);
+    Py_XDECREF(done);
+    if (done) done = PyObject_CallFunctionObjArgs(self->append[3 + table], dur, NULL);
+    Py_XDECREF(done);
+    Py_XDECREF(zero);
+    return done ? 0 : -1;
+}
+
+/* which ExactTimes table a category's events go beside (the collector's dispatch, in its order), or -1: none */
+static int exact_table(PyObject *cat) {
+    int in;
+    if ((in = PySet_Contains(s_cats[S_KERNEL], cat)) != 0) return in < 0 ? -2 : (int)s_tables[0];
+    if ((in = PySet_Contains(s_cats[S_GPU_OP], cat)) != 0) return in < 0 ? -2 : (int)s_tables[1];
+    for (int k = S_OP; k <= S_PYTHON; k++)
+        if ((in = PySet_Contains(s_cats[k], cat)) != 0) return in < 0 ? -2 : -1;
+    return (int)s_tables[2];
+}
+
+static PyObject *due(Slices *self) {
+    return PyBool_FromLong(PyList_Size(self->batch) >= self->batch_limit || self->batch_bytes >= self->batch_bytes_limit);
+}
+
+/* PureSlices.event: one Event into the batch; us: its start in microseconds where taken earlier, or NULL */
+static PyObject *slices_event_of(Slices *self, PyObject *const *f, PyObject *us) {
+    PyObject *cat = f[0], *ts = f[4], *dur = f[5], *args = f[6];
+    if (!PyLong_Check(ts) || !PyLong_Check(dur) || !PyDict_Check(args) || !PyLong_Check(self->base)) {
+        PyErr_SetString(PyExc_TypeError, "Slices.event: ts, dur and base are ints, args a dict");
+        return NULL;
+    }
+    PyObject *rel = int_minus(ts, self->base), *ev = NULL;
+    if (!rel) return NULL;
+    PyObject *start = us ? new_ref(us) : micro(rel), *length = start ? micro(dur) : NULL, *kept = NULL;
+    if (length) kept = PyDict_Size(args) ? PyObject_Call(s_args, s_empty, args) : new_ref(s_no_args);
+    if (kept)  /* Event(cat, name, pid, tid, ts, dur, args), positional as the twin makes it */
+        ev = PyObject_CallFunctionObjArgs(s_event, cat, f[1], f[2], f[3], start, length, kept, NULL);
+    Py_XDECREF(start);
+    Py_XDECREF(length);
+    Py_XDECREF(kept);
+    int table = ev ? exact_table(cat) : -2;
+    int failed = table == -2 || (table >= 0 && exact_add(self, table, rel, dur) < 0);
+    Py_DECREF(rel);
+    if (failed || PyList_Append(self->batch, ev) < 0) {
+        Py_XDECREF(ev);
+        return NULL;
+    }
+    Py_DECREF(ev);
+    return due(self);
+}
+
+static PyObject *slices_event(Slices *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 7 && nargs != 8) {
+        PyErr_SetString(PyExc_TypeError, "Slices.event(cat, name, pid, tid, ts, dur, args[, us])");
+        return NULL;
+    }
+    return slices_event_of(self, args, nargs == 8 && args[7] != Py_None ? args[7] : NULL);
+}
+
+/* PureSlices.emit: (track, ts, dur, name, cat, args, links, size) as an event of the track's row, or pending */
+static PyObject *slices_emit_of(Slices *self, PyObject *const *f) {
+    PyObject *track = f[0], *ts = f[1], *dur = f[2], *name = f[3], *cat = f[4], *args = f[5], *links = f[6];
+    Py_ssize_t size = PyLong_AsSsize_t(f[7]);
+    if (size == -1 && PyErr_Occurred()) return NULL;
+    if (!PyDict_Check(args)) {
+        PyErr_SetString(PyExc_TypeError, "Slices.emit: args is a dict");
+        return NULL;
+    }
+    self->batch_bytes += size;
+    PyObject *where = PyDict_GetItemWithError(self->tracks, track), *pid, *tid, *result = NULL;
+    if (!where && PyErr_Occurred()) return NULL;
+    Py_XINCREF(where);  /* held: the attribute reads below run no Python code, but the reference is ours */
+    pid = where ? PyObject_GetAttr(where, s_pid) : new_ref(Py_None);
+    tid = where ? (pid ? PyObject_GetAttr(where, s_tid) : NULL) : new_ref(track);
+    Py_XDECREF(where);
+    if (!pid || !tid) goto done;
+    int linked = PyObject_IsTrue(links), has = 0;
+    if (linked < 0 || (linked && (has = PyDict_Contains(args, s_correlation)) < 0)) goto done;
+    if (linked && !has) {
+        if (PyList_Size(self->pending) >= self->max_pending) {
+            PyErr_Format(Damaged ? Damaged : PyExc_ValueError,
+                         "more than %zd launches linked to render stages not yet read", self->max_pending);
+            goto done;
+        }
+        PyObject *rel = PyLong_Check(ts) && PyLong_Check(self->base) ? int_minus(ts, self->base) : NULL;
+        if (!rel && !PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "Slices.emit: ts and base are ints");
+        PyObject *items[9] = {new_ref(cat), new_ref(name), new_ref(pid), new_ref(tid), rel ? micro(rel) : NULL,
+                              new_ref(ts), new_ref(dur), new_ref(args), new_ref(links)};
+        Py_XDECREF(rel);
+        PyObject *waiting = tuple_of(items, 9);
+        int appended = waiting && PyList_Append(self->pending, waiting) == 0;
+        Py_XDECREF(waiting);
+        if (appended) result = new_ref(Py_False);
+        goto done;
+    }
+    PyObject *fields[7] = {cat, name, pid, tid, ts, dur, args};
+    result = slices_event_of(self, fields, NULL);
+done:
+    Py_XDECREF(pid);
+    Py_XDECREF(tid);
+    return result;
+}
+
+static PyObject *slices_emit(Slices *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 8) {
+        PyErr_SetString(PyExc_TypeError, "Slices.emit(track, ts, dur, name, cat, args, links, size)");
+        return NULL;
+    }
+    return slices_emit_of(self, args);
+}
+
+/* began: (ts in ns, name, cat, args, links, size), as perfetto._Open; its size read as an int */
+static int began_size(PyObject *began, Py_ssize_t *size) {
+    if (!PyTuple_Check(began) || PyTuple_Size(began) != 6 || !PyLong_Check(PyTuple_GetItem(began, 0)) ||
+        !PyLong_Check(PyTuple_GetItem(began, 5))) {
+        PyErr_SetString(PyExc_TypeError, "a slice begun is (ts: int, name, cat, args, links, size: int)");
+        return -1;
+    }
+    *size = PyLong_AsSsize_t(PyTuple_GetItem(began, 5));
+    return *size == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+/* PureSlices.open(track, began): held on its track's stack, within MAX_OPEN slices and MAX_OPEN_BYTES */
+static PyObject *slices_open(Slices *self, PyObject *const *args, Py_ssize_t nargs) {
+    Py_ssize_t size;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "Slices.open(track, began)");
+        return NULL;
+    }
+    if (began_size(args[1], &size) < 0) return NULL;
+    if (self->open_count >= self->max_open)
+        return PyErr_Format(Damaged ? Damaged : PyExc_ValueError, "more than %zd slices open at once",
+                            self->max_open);
+    if (size > self->max_open_bytes - self->open_bytes)  /* open_bytes + size > MAX_OPEN_BYTES, without overflow */
+        return PyErr_Format(Damaged ? Damaged : PyExc_ValueError, "slices open at once holding more than %zd MiB",
+                            self->max_open_bytes >> 20);
+    PyObject *stack = PyDict_GetItemWithError(self->open, args[0]);
+    if (stack) {
+        if (PyList_Append(stack, args[1]) < 0) return NULL;
+    } else {
+        if (PyErr_Occurred() || !(stack = PyList_New(1))) return NULL;
+        PyList_SetItem(stack, 0, new_ref(args[1]));
+        int set = PyDict_SetItem(self->open, args[0], stack);
+        Py_DECREF(stack);
+        if (set < 0) return NULL;
+    }
+    self->open_count += 1;
+    self->open_bytes += size;
+    Py_RETURN_NONE;
+}
+
+/* PureSlices.close(track, ts): the innermost slice open on the track ends at ts (an end with none open: nothing) */
+static PyObject *slices_close(Slices *self, PyObject *const *args, Py_ssize_t nargs) {
+    Py_ssize_t size;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "Slices.close(track, ts)");
+        return NULL;
+    }
+    PyObject *track = args[0], *ts = args[1];
+    if (!PyLong_Check(ts)) {
+        PyErr_SetString(PyExc_TypeError, "Slices.close: ts is an int");
+        return NULL;
+    }
+    PyObject *stack = PyDict_GetItemWithError(self->open, track);
+    if (!stack) {
+        if (PyErr_Occurred()) return NULL;
+        Py_RETURN_FALSE;
+    }
+    Py_ssize_t depth = PyList_Size(stack);
+    PyObject *began = new_ref(PyList_GetItem(stack, depth - 1));
+    if (began_size(began, &size) < 0 || PyList_SetSlice(stack, depth - 1, depth, NULL) < 0) {
+        Py_DECREF(began);
+        return NULL;
+    }
+    self->open_count -= 1;
+    self->open_bytes -= size;
+    if (depth == 1 && PyDict_DelItem(self->open, track) < 0) {  /* the stack is gone with it: not read again */
+        Py_DECREF(began);
+        return NULL;
+    }
+    PyObject *start = PyTuple_GetItem(began, 0), *result = NULL;
+    PyObject *dur = int_minus(ts, start);
+    if (dur) {
+        PyObject *fields[8] = {track, start, dur, PyTuple_GetItem(began, 1), PyTuple_GetItem(began, 2),
+                               PyTuple_GetItem(began, 3), PyTuple_GetItem(began, 4), PyTuple_GetItem(began, 5)};
+        result = slices_emit_of(self, fields);
+        Py_DECREF(dur);
+    }
+    Py_DECREF(began);
+    return result;
+}
+
+/* the sign of an int (-1, 0, 1), or -2 with the error raised */
+static int int_sign(PyObject *v) {
+    int over;
+    long long x = PyLong_AsLongLongAndOverflow(v, &over);
+    if (x == -1 && PyErr_Occurred()) return -2;
+    return over ? over : (x > 0) - (x < 0);
+}
+
+/* whether an int is the small value given (1 or 0), or -1 with the error raised */
+static int int_is(PyObject *v, long long small) {
+    int over;
+    long long x = PyLong_AsLongLongAndOverflow(v, &over);
+    if (x == -1 && PyErr_Occurred()) return -1;
+    return !over && x == small;
+}
+
+/* the track an event names, the sequence's default where it names none (below 0): a new reference */
+static PyObject *track_of(PyObject *track, PyObject *seq) {
+    int sign = int_sign(track);
+    if (sign == -2) return NULL;
+    return sign < 0 ? PyObject_GetAttr(seq, s_default_track) : new_ref(track);
+}
+
+/* an end's track, closed at ts: the batch due or not (a new reference) */
+static PyObject *close_on(Slices *self, PyObject *track, PyObject *seq, PyObject *ts) {
+    PyObject *where = track_of(track, seq);
+    if (!where) return NULL;
+    PyObject *call[2] = {where, ts};
+    PyObject *due = slices_close(self, call, 2);
+    Py_DECREF(where);
+    return due;
+}
+
+/* a TrackEvent's annotations into args through core_event_args: what they held added to *held; 0, or -1 */
+static int slice_args(Slices *self, PyObject *b, PyObject *notes, PyObject *seq, PyObject *args, Py_ssize_t *held) {
+    PyObject *entries = PyLong_FromSsize_t(self->memo_entries);
+    if (!entries) return -1;
+    PyObject *call[5] = {b, notes, seq, args, entries};
+    PyObject *got = core_event_args(NULL, call, 5);
+    Py_DECREF(entries);
+    if (!got) return -1;
+    Py_ssize_t size = -1, after = -1;
+    if (PyTuple_Check(got) && PyTuple_Size(got) == 2) {
+        size = PyLong_AsSsize_t(PyTuple_GetItem(got, 0));
+        if (!PyErr_Occurred()) after = PyLong_AsSsize_t(PyTuple_GetItem(got, 1));
+    } else {
+        PyErr_SetString(PyExc_TypeError, "event_args gives (size, entries)");
+    }
+    Py_DECREF(got);
+    if (PyErr_Occurred()) return -1;
+    self->memo_entries = after;
+    *held += size;
+    return 0;
+}
+
+/* a TrackEvent decoded: its type (1 begin, 2 end, 0 other), track (-1: the default), name, category, and its
+ * annotations as track_event's list of spans or, read here, as spans in C (notes NULL) */
+typedef struct {
+    int kind;
+    PyObject *track, *name, *cat, *notes;
+    const Py_ssize_t *spans;
+    Py_ssize_t count;
+} Decoded;
+
+/* the annotations of a TrackEvent read here (spans in C) into args, as core_event_args reads a list of them */
+static int spans_args(Slices *self, PyObject *b, const Decoded *d, PyObject *seq, PyObject *args, Py_ssize_t *held) {
+    if (!pure_event_args || !decode_annotation) {
+        not_bound();
+        return -1;
+    }
+    PyObject *memo = seq_table(seq, name_memo, NULL);
+    if (!memo) return -1;
+    Py_ssize_t entries = self->memo_entries, size = 0;
+    for (Py_ssize_t k = 0; k < d->count; k++) {
+        Py_ssize_t start = d->spans[2 * k], end = d->spans[2 * k + 1];
+        size += end - start;
+        if (one_note(b, start, end, seq, memo, args, &entries) < 0) {
+            Py_DECREF(memo);
+            return -1;
+        }
+    }
+    Py_DECREF(memo);
+    self->memo_entries = entries;
+    *held += size;
+    return 0;
+}
+
+/* a slice begun (held until its end) or complete in the legacy form (legacy: its duration in µs, or None) */
+static PyObject *slice_held(Slices *self, PyObject *where, PyObject *ts, const Decoded *d, PyObject *args,
+                            Py_ssize_t held, PyObject *links, PyObject *legacy) {
+    PyObject *result = NULL;
+    if (d->kind == 1) {
+        PyObject *items[6] = {new_ref(ts), new_ref(d->name), new_ref(d->cat), new_ref(args), new_ref(links),
+                              PyLong_FromSsize_t(held)};
+        PyObject *began = tuple_of(items, 6), *opened = NULL;
+        if (began) {
+            PyObject *call[2] = {where, began};
+            opened = slices_open(self, call, 2);
+            Py_DECREF(began);
+        }
+        if (opened) result = new_ref(Py_False);
+        Py_XDECREF(opened);
+    } else if (legacy != Py_None) {
+        PyObject *thousand = PyLong_FromLong(1000), *dur = thousand ? PyNumber_Multiply(legacy, thousand) : NULL;
+        PyObject *kept = dur ? PyLong_FromSsize_t(held) : NULL;
+        if (kept) {
+            PyObject *call[8] = {where, ts, dur, d->name, d->cat, args, links, kept};
+            result = slices_emit_of(self, call);
+        }
+        Py_XDECREF(thousand);
+        Py_XDECREF(dur);
+        Py_XDECREF(kept);
+    } else {
+        result = new_ref(Py_False);
+    }
+    return result;
+}
+
+/* PureSlices.slice on a TrackEvent decoded, at b[start:end], at ts: a slice begun, ended (its bytes remembered in
+ * ends) or complete (legacy): the batch due or not (a new reference) */
+static PyObject *slice_core(Slices *self, PyObject *b, Py_ssize_t start, Py_ssize_t end, PyObject *ts, PyObject *seq,
+                            const Decoded *d, PyObject *links, PyObject *legacy) {
+    self->track_events += 1;
+    if (d->kind == 2) {
+        if (end - start <= self->end_bytes && PyDict_Size(self->ends) < self->memo_limit) {
+            PyObject *key = PyBytes_FromStringAndSize(PyBytes_AsString(b) + start, end - start);
+            int set = key ? PyDict_SetItem(self->ends, key, d->track) : -1;
+            Py_XDECREF(key);
+            if (set < 0) return NULL;
+        }
+        return close_on(self, d->track, seq, ts);
+    }
+    PyObject *where = track_of(d->track, seq), *args = NULL, *result = NULL;
+    if (!where) return NULL;
+    Py_ssize_t held = PyObject_Size(d->name), size;
+    if (held < 0) goto done;
+    if (d->cat != Py_None) {
+        if ((size = PyObject_Size(d->cat)) < 0) goto done;
+        held += size;
+    }
+    int noted = d->notes ? PyObject_IsTrue(d->notes) : d->count > 0, wanted = 0;
+    if (noted < 0 || !(args = PyDict_New())) goto done;
+    if (noted && (wanted = d->cat == Py_None ? 1 : PySet_Contains(s_args_read, d->cat)) < 0) goto done;
+    if (wanted && (d->notes ? slice_args(self, b, d->notes, seq, args, &held)
+                            : spans_args(self, b, d, seq, args, &held)) < 0)
+        goto done;
+    result = slice_held(self, where, ts, d, args, held, links, legacy);
+done:
+    Py_DECREF(where);
+    Py_XDECREF(args);
+    return result;
+}
+
+/* slice_core on track_event's six fields (kind, track, name, cat, notes, rest) */
+static PyObject *slice_of(Slices *self, PyObject *b, Py_ssize_t start, Py_ssize_t end, PyObject *ts, PyObject *seq,
+                          PyObject *fields, PyObject *links, PyObject *legacy) {
+    if (!PyTuple_Check(fields) || PyTuple_Size(fields) != 6) {
+        PyErr_SetString(PyExc_TypeError, "a TrackEvent's fields are track_event's six");
+        return NULL;
+    }
+    PyObject *kind = PyTuple_GetItem(fields, 0);
+    int ending = int_is(kind, 2), beginning = ending ? 0 : int_is(kind, 1);
+    if (ending < 0 || beginning < 0) return NULL;
+    Decoded d = {ending ? 2 : beginning, PyTuple_GetItem(fields, 1), PyTuple_GetItem(fields, 2),
+                 PyTuple_GetItem(fields, 3), PyTuple_GetItem(fields, 4), NULL, 0};
+    return slice_core(self, b, start, end, ts, seq, &d, links, legacy);
+}
+
+/* slice(b, start, end, ts, seq, fields, links, legacy_dur) */
+static PyObject *slices_slice(Slices *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 8 || !PyBytes_Check(args[0]) || !PyLong_Check(args[3])) {
+        PyErr_SetString(PyExc_TypeError, "Slices.slice(b: bytes, start, end, ts: int, seq, fields, links, legacy_dur)");
+        return NULL;
+    }
+    Py_ssize_t n = PyBytes_Size(args[0]), start = PyLong_AsSsize_t(args[1]), end;
+    if (start == -1 && PyErr_Occurred()) return NULL;
+    if ((end = PyLong_AsSsize_t(args[2])) == -1 && PyErr_Occurred()) return NULL;
+    if (start < 0 || end < 0) {
+        PyErr_SetString(PyExc_ValueError, "Slices.slice: a TrackEvent's span is within its packet");
+        return NULL;
+    }
+    if (end > n) end = n;  /* b[start:end] as Python slices it */
+    if (start > end) start = end;
+    return slice_of(self, args[0], start, end, args[3], args[4], args[5], args[6], args[7]);
+}
+
+/* A TrackEvent read here for packets(), without track_event's lists and tuples: what core_track_event reads of
+ * it, in its order and with its errors. 1: read; 2: more annotations or categories than these arrays hold (then
+ * read through track_event's lists); 0: not plain (gpu_correlation or legacy fields: the reader's, which reads it
+ * again); -1: the error raised */
+enum { PLAIN_NOTES = 64, PLAIN_CATEGORIES = 8 };
+
+typedef struct {
+    u128 kind, track, name_iid;
+    int has_track, name_from;  /* name_from: 0 none, 1 its span, 2 its iid (the last one written) */
+    Py_ssize_t name[2], spans[2 * PLAIN_NOTES], count;
+    Field cats[PLAIN_CATEGORIES];  /* categories (22) and category iids (3), in their order */
+    int cat_count;
+} Plain;
+
+static int plain_fields(const unsigned char *b, Py_ssize_t n, Py_ssize_t start, Py_ssize_t end, Plain *p) {
+    Reader r = {b, n, start, end, 0};
+    Field f;
+    int more, other = 0, many = 0;
+    p->kind = p->track = p->name_iid = 0;
+    p->has_track = p->name_from = p->cat_count = 0;
+    p->count = 0;
+    while ((more = next_field(&r, &f)) == 1) {
+        u128 number = f.number;
+        if (number == 4 && f.wire == 2) {
+            if (p->count == PLAIN_NOTES) many = 1;
+            else p->spans[2 * p->count] = f.start, p->spans[2 * p->count + 1] = f.stop, p->count++;
+        } else if (number == 9 && f.wire == 0) {
+            p->kind = f.value;
+        } else if (number == 11 && f.wire == 0) {
+            p->track = f.value;
+            p->has_track = 1;
+        } else if (number == 23 && f.wire == 2) {
+            p->name[0] = f.start, p->name[1] = f.stop;
+            p->name_from = 1;
+        } else if (number == 10 && f.wire == 0) {
+            p->name_iid = f.value;
+            p->name_from = 2;
+        } else if ((number == 22 && f.wire == 2) || number == 3) {
+            if (p->cat_count == PLAIN_CATEGORIES) many = 1;
+            else p->cats[p->cat_count++] = f;
+        } else if ((number == 3000 || number == 6) && f.wire == 2) {
+            other = 1;
+        }
+    }
+    return more < 0 ? -1 : other ? 0 : many ? 2 : 1;
+}
+
+/* a table of the sequence looked up (event_name's and event_category's get): a new reference */
+static PyObject *plain_lookup(PyObject *seq, PyObject *table_name, u128 iid, PyObject *fallback) {
+    PyObject *table = seq_table(seq, name_tables, table_name), *key = table ? py_int(iid) : NULL;
+    PyObject *found = key ? get_or(table, key, fallback) : NULL;
+    Py_XDECREF(table);
+    Py_XDECREF(key);
+    return found;
+}
+
+/* event_category's rule on the fields kept: the first category, cut as a name, or category iid that names one */
+static PyObject *plain_category(PyObject *bytes, const Plain *p, PyObject *seq) {
+    for (int k = 0; k < p->cat_count; k++) {
+        const Field *f = &p->cats[k];
+        PyObject *found;
+        if (f->number == 22) {
+            found = cut_span(bytes, f->start, f->stop);
+        } else if (f->wire == 0) {
+            found = plain_lookup(seq, name_categories, f->value, Py_None);
+        } else if (f->wire != 2) {
+            found = new_ref(Py_None);
+        } else {  /* a packed run: the first iid counts, the run must read whole */
+            PyObject *wire = PyLong_FromLong(2), *where = span(f->start, f->stop), *ids = NULL;
+            if (wire && where) {
+                PyObject *call[3] = {bytes, wire, where};
+                ids = core_packed(NULL, call, 3);
+            }
+            Py_XDECREF(wire);
+            Py_XDECREF(where);
+            if (!ids) return NULL;
+            found = PyList_Size(ids) == 0 ? new_ref(Py_None) : NULL;
+            if (!found) {
+                PyObject *table = seq_table(seq, name_tables, name_categories);
+                found = table ? get_or(table, PyList_GetItem(ids, 0), Py_None) : NULL;
+                Py_XDECREF(table);
+            }
+            Py_DECREF(ids);
+        }
+        if (!found || found != Py_None) return found;
+        Py_DECREF(found);
+    }
+    return new_ref(Py_None);
+}
+
+/* a plain TrackEvent at b[start:end] read (its name, category, annotations) and handed to slice_core: 1 read, 0
+ * not plain, -1 the error raised; *result: the batch due or not */
+static int plain_event(Slices *self, PyObject *b, Py_ssize_t start, Py_ssize_t end, PyObject *ts, PyObject *seq,
+                       PyObject **result) {
+    Plain p;
+    int plain = plain_fields((const unsigned char *)PyBytes_AsString(b), PyBytes_Size(b), start, end, &p);
+    if (plain <= 0) return plain;
+    if (plain == 2) {  /* more than the arrays hold: track_event's lists */
+        PyObject *first = PyLong_FromSsize_t(start), *last = PyLong_FromSsize_t(end), *fields = NULL;
+        if (first && last) {
+            PyObject *call[4] = {b, first, last, seq};
+            fields = core_track_event_named(NULL, call, 4);
+        }
+        Py_XDECREF(first);
+        Py_XDECREF(last);
+        if (fields) *result = slice_of(self, b, start, end, ts, seq, fields, s_empty, Py_None);
+        Py_XDECREF(fields);
+        return *result ? 1 : -1;
+    }
+    PyObject *name = p.name_from == 1 ? cut_span(b, p.name[0], p.name[1])
+                   : p.name_from == 2 ? plain_lookup(seq, name_names, p.name_iid, s_blank)
+                                      : new_ref(s_blank);
+    PyObject *cat = name ? plain_category(b, &p, seq) : NULL;
+    PyObject *track = cat ? (p.has_track ? py_int(p.track) : PyLong_FromLong(-1)) : NULL;
+    if (track) {
+        Decoded d = {p.kind == 2 ? 2 : p.kind == 1, track, name, cat, NULL, p.spans, p.count};
+        *result = slice_core(self, b, start, end, ts, seq, &d, s_empty, Py_None);
+    }
+    Py_XDECREF(name);
+    Py_XDECREF(cat);
+    Py_XDECREF(track);
+    return *result ? 1 : -1;
+}
+
+/* a TracePacket that is a plain TrackEvent of the sequence seq_id: 1 read (*due: the batch is), 0 not plain (left
+ * before any change), -1 the error raised. Its fields as protobuf.packet_head reads them, in its order. */
+static int plain_packet(Slices *self, PyObject *b, PyObject *seq_id, int narrow, u128 want, PyObject *seq, int *due) {
+    Py_ssize_t n = PyBytes_Size(b);
+    const unsigned char *buf = (const unsigned char *)PyBytes_AsString(b);
+    Reader r = {buf, n, 0, n, 0};
+    Field f;
+    u128 ts = 0, sid = 0, flags = 0, kind = 0;
+    int has_ts = 0, other = 0, more;  /* other: interned data, defaults, a clock snapshot or a clock id */
+    Py_ssize_t body[2] = {0, 0};
+    while ((more = next_field(&r, &f)) == 1) {
+        u128 number = f.number;
+        if (number == 8 && f.wire == 0) {
+            ts = f.value;
+            has_ts = 1;
+        } else if (f.wire == 2 && (number == 11 || number == 60 || number == 53)) {
+            kind = number;
+            body[0] = f.start, body[1] = f.stop;
+        } else if (number == 10 && f.wire == 0) {
+            sid = f.value;
+        } else if (number == 13 && f.wire == 0) {
+            flags = f.value;
+        } else if (number == 41 && f.wire == 0) {
+            if (f.value) flags |= 1;
+        } else if (((number == 12 || number == 59 || number == 6) && f.wire == 2) || number == 58) {
+            other = 1;
+        }
+    }
+    if (more < 0) return -1;
+    if (kind != 11 || !has_ts || (flags & 1) || other) return 0;
+    if (narrow) {  /* the sequence's id fits 64 bits: compared here */
+        if (sid != want) return 0;
+    } else {  /* as the reader compares it: any int, 70 bits or negative included */
+        PyObject *same = py_int(sid);
+        int equal = same ? PyObject_RichCompareBool(same, seq_id, Py_EQ) : -1;
+        Py_XDECREF(same);
+        if (equal <= 0) return equal;
+    }
+    Py_ssize_t start = body[0], end = body[1];
+    PyObject *stamp = py_int(ts), *result = NULL;
+    if (!stamp) return -1;
+    if (end - start <= self->end_bytes) {  /* a slice's end seen before: its track, without decoding it */
+        PyObject *key = PyBytes_FromStringAndSize((const char *)buf + start, end - start);
+        PyObject *ended = key ? PyDict_GetItemWithError(self->ends, key) : NULL;
+        Py_XINCREF(ended);
+        Py_XDECREF(key);
+        if (ended) {
+            self->track_events += 1;
+            result = close_on(self, ended, seq, stamp);
+            Py_DECREF(ended);
+            goto read;
+        }
+        if (PyErr_Occurred()) goto failed;
+    }
+    if (!pure_track_event_named) {  /* what track_event needs bound */
+        not_bound();
+        goto failed;
+    }
+    int plain = plain_event(self, b, start, end, stamp, seq, &result);
+    if (plain <= 0) {  /* 0: gpu_correlation or legacy fields, the reader's */
+        Py_DECREF(stamp);
+        return plain;
+    }
+read:
+    Py_DECREF(stamp);
+    if (!result) return -1;
+    *due = PyObject_IsTrue(result);
+    Py_DECREF(result);
+    return *due < 0 ? -1 : 1;
+failed:
+    Py_DECREF(stamp);
+    return -1;
+}
+
+/* packets(batch, k, last): PureSlices.packets, from batch[k] on the plain TrackEvent packets of last's sequence
+ * (last: the reader's (seq_id, seq) or None): (the first packet not read, whether the batch is due) */
+static PyObject *slices_packets(Slices *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3 || !PyList_Check(args[0]) || !PyLong_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "Slices.packets(batch: list, k: int, last)");
+        return NULL;
+    }
+    PyObject *batch = args[0], *last = args[2];
+    Py_ssize_t k = PyLong_AsSsize_t(args[1]);
+    if (k == -1 && PyErr_Occurred()) return NULL;
+    if (k < 0) {
+        PyErr_SetString(PyExc_ValueError, "Slices.packets: k is a packet of the run");
+        return NULL;
+    }
+    int due = 0, narrow = 0;
+    u128 want = 0;
+    PyObject *seq = NULL, *seq_id = NULL;
+    if (last != Py_None) {
+        if (!PyTuple_Check(last) || PyTuple_Size(last) != 2 || !PyLong_Check(PyTuple_GetItem(last, 0))) {
+            PyErr_SetString(PyExc_TypeError, "Slices.packets: last is (seq_id: int, seq) or None");
+            return NULL;
+        }
+        seq_id = new_ref(PyTuple_GetItem(last, 0));
+        seq = new_ref(PyTuple_GetItem(last, 1));
+        unsigned long long id = PyLong_AsUnsignedLongLong(seq_id);
+        if (id == (unsigned long long)-1 && PyErr_Occurred()) PyErr_Clear();  /* negative or past 64 bits */
+        else narrow = 1, want = id;
+    }
+    while (seq && !due && k < PyList_Size(batch)) {
+        PyObject *b = PyList_GetItem(batch, k);
+        if (!PyBytes_Check(b)) break;  /* the reader's to say what it is */
+        Py_INCREF(b);
+        int read = plain_packet(self, b, seq_id, narrow, want, seq, &due);
+        Py_DECREF(b);
+        if (read < 0) {
+            self->at = k;
+            Py_DECREF(seq);
+            Py_DECREF(seq_id);
+            return NULL;
+        }
+        if (!read) break;
+        k += 1;
+    }
+    Py_XDECREF(seq);
+    Py_XDECREF(seq_id);
+    PyObject *items[2] = {PyLong_FromSsize_t(k), PyBool_FromLong(due)};
+    return tuple_of(items, 2);
+}
+
+/* PureSlices.take(): the batch for the collector, a new one begun */
+static PyObject *slices_take(Slices *self, PyObject *unused) {
+    (void)unused;
+    PyObject *fresh = PyList_New(0);
+    if (!fresh) return NULL;
+    PyObject *batch = self->batch;
+    self->batch = fresh;
+    self->batch_bytes = 0;
+    return batch;
+}
+
+static PyObject *slices_get_base(Slices *self, void *closure) {
+    (void)closure;
+    return new_ref(self->base);
+}
+
+static int slices_set_base(Slices *self, PyObject *value, void *closure) {
+    (void)closure;
+    if (!value || !PyLong_Check(value)) {
+        PyErr_SetString(PyExc_TypeError, "Slices.base is an int");
+        return -1;
+    }
+    PyObject *old = self->base;
+    self->base = new_ref(value);
+    Py_DECREF(old);
+    return 0;
+}
+
+static PyMethodDef slices_methods[] = {
+    {"open", (PyCFunction)(void (*)(void))slices_open, METH_FASTCALL, "a slice begun (PureSlices.open)"},
+    {"close", (PyCFunction)(void (*)(void))slices_close, METH_FASTCALL, "a slice's end (PureSlices.close)"},
+    {"emit", (PyCFunction)(void (*)(void))slices_emit, METH_FASTCALL, "a slice as an event (PureSlices.emit)"},
+    {"event", (PyCFunction)(void (*)(void))slices_event, METH_FASTCALL, "an event (PureSlices.event)"},
+    {"take", (PyCFunction)(void (*)(void))slices_take, METH_NOARGS, "the batch (PureSlices.take)"},
+    {"slice", (PyCFunction)(void (*)(void))slices_slice, METH_FASTCALL, "a TrackEvent decoded (PureSlices.slice)"},
+    {"packets", (PyCFunction)(void (*)(void))slices_packets, METH_FASTCALL,
+     "the plain TrackEvent packets of a run (PureSlices.packets)"},
+    {NULL, NULL, 0, NULL},
+};
+
+/* the counts as the twin's attributes, read-only (what the reader reads: the slices left open at the end) */
+static Py_ssize_t *slices_count(Slices *self, const char *which) {
+    switch (which[0]) {
+    case 'c': return &self->open_count;
+    case 'o': return &self->open_bytes;
+    case 'b': return &self->batch_bytes;
+    case 't': return &self->track_events;
+    case 'm': return &self->memo_entries;
+    default: return &self->at;
+    }
+}
+
+static PyObject *slices_get_count(Slices *self, void *closure) {
+    return PyLong_FromSsize_t(*slices_count(self, closure));
+}
+
+/* track_events and memo_entries: the reader counts some itself (an end it remembered, a sequence cleared) */
+static int slices_set_count(Slices *self, PyObject *value, void *closure) {
+    Py_ssize_t v = value && PyLong_Check(value) ? PyLong_AsSsize_t(value) : -1;
+    if (v == -1 && (!value || !PyLong_Check(value) || PyErr_Occurred())) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "a count of Slices is an int");
+        return -1;
+    }
+    *slices_count(self, closure) = v;
+    return 0;
+}
+
+/* what it was given (tracks, exact, ends) and the launches waiting: the objects themselves, as the twin's */
+static PyObject *slices_get_held(Slices *self, void *closure) {
+    const char *which = closure;
+    return new_ref(which[0] == 'p' ? self->pending : which[0] == 't' ? self->tracks
+                   : which[0] == 'e' ? self->exact : self->ends);
+}
+
+/* the slices open, {track: [began, ...]}, and the batch: copies (what a caller does to them changes nothing here) */
+static PyObject *slices_get_open(Slices *self, void *closure) {
+    (void)closure;
+    PyObject *copy = PyDict_New(), *track, *stack;
+    Py_ssize_t at = 0;
+    while (copy && PyDict_Next(self->open, &at, &track, &stack)) {
+        PyObject *list = PySequence_List(stack);
+        if (!list || PyDict_SetItem(copy, track, list) < 0) Py_CLEAR(copy);
+        Py_XDECREF(list);
+    }
+    return copy;
+}
+
+static PyObject *slices_get_batch(Slices *self, void *closure) {
+    (void)closure;
+    return PySequence_List(self->batch);
+}
+
+static PyGetSetDef slices_getset[] = {
+    {"base", (getter)slices_get_base, (setter)slices_set_base, "Kineto's base time, ns (0: none)", NULL},
+    {"open_count", (getter)slices_get_count, NULL, "slices open", "c"},
+    {"open_bytes", (getter)slices_get_count, NULL, "what they keep (names, categories, annotations)", "o"},
+    {"batch_bytes", (getter)slices_get_count, NULL, "what the batch's slices kept", "b"},
+    {"track_events", (getter)slices_get_count, (setter)slices_set_count, "TrackEvents read", "t"},
+    {"memo_entries", (getter)slices_get_count, (setter)slices_set_count, "annotations remembered", "m"},
+    {"at", (getter)slices_get_count, NULL, "the packet packets() was reading when it raised", "a"},
+    {"pending", (getter)slices_get_held, NULL, "launches waiting for their render stages", "p"},
+    {"tracks", (getter)slices_get_held, NULL, "the reader's tracks", "t"},
+    {"exact", (getter)slices_get_held, NULL, "the read's ExactTimes", "e"},
+    {"ends", (getter)slices_get_held, NULL, "the slice ends remembered by their bytes", "n"},
+    {"stacks", (getter)slices_get_open, NULL, "the slices open, by track (a copy)", NULL},
+    {"batch", (getter)slices_get_batch, NULL, "the events not yet taken (a copy)", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyType_Slot slices_slots[] = {
+    {Py_tp_new, slices_new}, {Py_tp_dealloc, slices_dealloc}, {Py_tp_traverse, slices_traverse},
+    {Py_tp_clear, slices_clear}, {Py_tp_methods, slices_methods},
+    {Py_tp_getset, slices_getset}, {Py_tp_doc, "perfetto.PureSlices, compiled"}, {0, NULL},
+};
+
+static PyType_Spec slices_spec = {
+    "wizard._core.Slices", sizeof(Slices), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, slices_slots,
+};
+
+/* bind_slices(Event, EventArgs, no_args, (kernel, gpu op, op, runtime, python categories), (KERNELS, GPU_OPS,
+ * SLICES), ARGS_READ): perfetto.py hands over its types and categories (the bounds are each Slices' own); returns
+ * the type */
+static PyObject *core_bind_slices(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 6 || !PyTuple_Check(args[3]) || PyTuple_Size(args[3]) != 5 || !PyTuple_Check(args[4]) ||
+        PyTuple_Size(args[4]) != 3 || !PyAnySet_Check(args[5])) {
+        PyErr_SetString(PyExc_TypeError, "bind_slices(Event, EventArgs, no_args, categories: 5 sets, tables: 3 ints, "
+                                         "args_read: set)");
+        return NULL;
+    }
+    long tables[3];
+    for (int k = 0; k < 5; k++)
+        if (!PyAnySet_Check(PyTuple_GetItem(args[3], k)))
+            return PyErr_Format(PyExc_TypeError, "bind_slices: the categories are sets");
+    for (int k = 0; k < 3; k++) {
+        if ((tables[k] = PyLong_AsLong(PyTuple_GetItem(args[4], k))) == -1 && PyErr_Occurred()) return NULL;
+        if (tables[k] < 0 || tables[k] > 2) return PyErr_Format(PyExc_ValueError, "bind_slices: a table of 0-2");
+    }
+    if (!slices_type && !(slices_type = (PyTypeObject *)PyType_FromSpec(&slices_spec))) return NULL;
+    const char *texts[] = {"correlation", "pid", "tid", "usable", "default_track"};
+    PyObject **names[] = {&s_correlation, &s_pid, &s_tid, &s_usable, &s_default_track};
+    for (int k = 0; k < 5; k++)
+        if (!*names[k] && !(*names[k] = PyUnicode_InternFromString(texts[k]))) return NULL;
+    if (!s_empty && !(s_empty = PyTuple_New(0))) return NULL;
+    if (!s_blank && !(s_blank = PyUnicode_FromString(""))) return NULL;
+    if (!s_thousand && !(s_thousand = PyFloat_FromDouble(1000.0))) return NULL;
+    PyObject **slots[] = {&s_event, &s_args, &s_no_args, &s_cats[0], &s_cats[1], &s_cats[2], &s_cats[3], &s_cats[4],
+                          &s_args_read};
+    PyObject *values[] = {args[0], args[1], args[2], PyTuple_GetItem(args[3], 0), PyTuple_GetItem(args[3], 1),
+                          PyTuple_GetItem(args[3], 2), PyTuple_GetItem(args[3], 3), PyTuple_GetItem(args[3], 4),
+                          args[5]};
+    for (int k = 0; k < 9; k++) {
+        PyObject *old = *slots[k];
+        *slots[k] = new_ref(values[k]);
+        Py_XDECREF(old);
+    }
+    for (int k = 0; k < 3; k++) s_tables[k] = tables[k];
+    return new_ref((PyObject *)slices_type);
 }
 
 /* ==== JSON events (jsoncore) ==== */
@@ -1857,6 +2837,8 @@ static PyMethodDef methods[] = {
      "perfetto.pure_track_event, compiled"},
     {"bind_events", (PyCFunction)(void (*)(void))core_bind_events, METH_FASTCALL,
      "hand over perfetto's event twins, tables and bounds"},
+    {"bind_slices", (PyCFunction)(void (*)(void))core_bind_slices, METH_FASTCALL,
+     "hand over perfetto's Event types, categories and bounds; the Slices type"},
     {"collect_events", (PyCFunction)(void (*)(void))core_collect_events, METH_FASTCALL,
      "collector.pure_collect_events, compiled"},
     {"json_bind", (PyCFunction)(void (*)(void))core_json_bind, METH_FASTCALL,
@@ -1872,7 +2854,7 @@ static struct PyModuleDef module = {
 };
 
 /* API: the version of these functions' arguments and meaning that wizard/trace/read/core.py binds (raised with it) */
-#define CORE_API 2
+#define CORE_API 3
 
 PyMODINIT_FUNC PyInit__core(void) {
     PyObject *m = PyModule_Create(&module);

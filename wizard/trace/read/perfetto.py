@@ -29,13 +29,16 @@ slices are bounded, a truncated or damaged packet ends the read with a one-line 
 
 The per-event work runs compiled where warpwizard's core is built (``wizard/_core.c``): ``split_packets`` (the
 packets a buffer holds, in one call), ``track_event`` (a TrackEvent's name and category) and ``event_args`` (its
-annotations into the event's args); their twins here, ``pure_*``, run under ``WARPWIZARD_PURE=1`` or where no
-compiler built the core, with the same results and errors (tests/trace/test_compiled_core_events.py).
+annotations into the event's args) and ``Slices`` (the slices open on each track, closed into events, and the
+plain TrackEvent packets of a run read in one call); their twins here, ``pure_*`` and ``PureSlices``, run under
+``WARPWIZARD_PURE=1`` or where no compiler built the core, with the same results and errors
+(tests/trace/test_compiled_core_events.py, test_compiled_core_slices.py).
 """
 
 from __future__ import annotations
 
 import contextlib
+import gc
 import io
 import re
 import struct
@@ -181,6 +184,8 @@ _Open = tuple[int, str, "str | None", dict[str, Any], "list[int] | tuple[()]", i
 # A launch waiting for the render stage it links to: (cat, name, pid, tid, ts in µs, ts and dur in ns, args, links)
 _Pending = tuple["str | None", str, Any, Any, float, int, int, dict[str, Any], "list[int] | tuple[()]"]
 _NO_LINKS: tuple[()] = ()
+# A TrackEvent as track_event reads it: (type, track or -1, name, category, annotations' spans, other fields or None)
+_TrackEventFields = tuple[int, int, str, "str | None", list[tuple[int, int]], "list[Field] | None"]
 _NO_ARGS = EventArgs()  # one for every event without args (a Python function's): nothing changes an event's args
 
 
@@ -194,21 +199,54 @@ class _Reader:
         self.last_sequence: tuple[int, _Sequence] | None = None  # the sequence of the packet before: nearly always
         self.interned = 0
         self.held = 0  # characters of live interned strings and track names (MAX_HELD_CHARS)
-        self.memo_entries = 0  # annotations remembered, over every sequence (MEMO_ENTRIES)
         self.ends: dict[bytes, int] = {}  # a slice end's bytes -> its track (-1: the sequence's default; MEMO_ENTRIES)
         self.tracks: dict[int, _Track] = {}
-        self.open: dict[int, list[_Open]] = {}
-        self.open_count = 0
-        self.open_bytes = 0
         self.base: int | None = None
-        self.batch: list[Event] = []
-        self.batch_bytes = 0  # names and annotations of the batch's slices (BATCH_BYTES)
-        self.track_events = 0
+        self.exact = contents.exact_ns = ExactTimes()
+        # the TrackEvents' slices, open and closed into events (compiled where the core is built: _core.Slices)
+        self.slices = _Slices(self.tracks, self.exact, self.ends, _bounds())
+        self.at = 0  # the packet of the run being read (run), for the error's offset
         self.clocks = False  # packets named a clock or defaults this reader does not apply
         self.cuspy = False  # raw fields only Cuspy writes were seen
         self.event_correlation: dict[int, int] = {}  # render stage event_id -> correlation (launch links)
-        self.pending: list[_Pending] = []  # launches whose correlation is a link
-        self.exact = contents.exact_ns = ExactTimes()
+
+    # what tests look at: the slices open (by track), their count and bytes, the events not yet handed over
+    @property
+    def open(self) -> dict[int, list[_Open]]:
+        return self.slices.stacks
+
+    @property
+    def open_count(self) -> int:
+        return self.slices.open_count
+
+    @property
+    def open_bytes(self) -> int:
+        return self.slices.open_bytes
+
+    @property
+    def batch(self) -> list[Event]:
+        return self.slices.batch
+
+    @property
+    def track_events(self) -> int:
+        return self.slices.track_events
+
+    def run(self, batch: list[bytes]) -> None:
+        """A run of packets: the plain TrackEvents of the sequence of the packet before in one call
+        (``Slices.packets``), any other packet by ``packet``. ``at``: the packet being read, for an error."""
+        k, count, packets = 0, len(batch), self.slices.packets
+        while k < count:
+            try:
+                k, due = packets(batch, k, self.last_sequence)
+            except _Damaged:
+                self.at = self.slices.at
+                raise
+            if due:
+                self.flush()
+            elif k < count:
+                self.at = k
+                self.packet(batch[k])
+                k += 1
 
     # -- packets ------------------------------------------------------------------------------------------
 
@@ -233,8 +271,8 @@ class _Reader:
             if ended is None:
                 self._track_event(b, body, ts, seq)
             else:  # a slice's end seen before: its track, without decoding it
-                self.track_events += 1
-                self._close(seq.default_track if ended < 0 else ended, ts)
+                self.slices.track_events += 1
+                self._flush_if(self.slices.close(seq.default_track if ended < 0 else ended, ts))
         elif kind == _TRACK_DESCRIPTOR:
             self._track(b, body)
         elif kind == _RENDER_STAGE and ts is not None:
@@ -248,7 +286,7 @@ class _Reader:
         if seq is not None:
             self.interned -= seq.interned
             self.held -= seq.chars
-            self.memo_entries -= len(seq.memo)
+            self.slices.memo_entries -= len(seq.memo)
         elif len(self.sequences) >= MAX_SEQUENCES:
             raise _Damaged(f"more than {MAX_SEQUENCES} writer sequences")
         seq = self.sequences[seq_id] = _Sequence()
@@ -260,6 +298,7 @@ class _Reader:
         stay absolute, as the JSON it was converted from."""
         period = TRIMONTH_S * 10**9
         self.base = ts if ts % period == 0 else 0
+        self.slices.base = self.base
 
     def _defaults(self, b: bytes, span: tuple[int, int], seq: _Sequence) -> None:
         """TracePacketDefaults: the track a sequence's events default to (the Perfetto SDK's thread tracks);
@@ -392,35 +431,15 @@ class _Reader:
 
     def _track_event(self, b: bytes, span: tuple[int, int], ts: int, seq: _Sequence) -> None:
         """A TrackEvent: a slice begun (held until its end), ended, or complete (legacy). Its fields read in one
-        call (``protobuf.track_event_fields``, compiled where the core is built); annotations are decoded only for the
-        categories whose args are read, and only those of the names an event keeps. A slice's end (half the
-        packets: a type and a track) is remembered by its bytes (``ends``, looked up by ``packet``)."""
+        call (``track_event``, compiled where the core is built), its gpu_correlation links and legacy duration
+        here, the rest by ``Slices.slice``."""
         start, end = span
-        kind, track, name, cat, notes, rest = _read_track_event(b, start, end, seq)  # track -1: the default
+        fields = _read_track_event(b, start, end, seq)
         links: list[int] | tuple[()] = _NO_LINKS
         legacy_dur: int | None = None
-        if rest is not None:
-            links, legacy_dur = self._track_event_rest(b, rest)
-        self.track_events += 1
-        if kind == _SLICE_END:
-            if end - start <= END_BYTES and len(self.ends) < MEMO_ENTRIES:
-                self.ends[b[start:end]] = track  # the same bytes end a slice on the same track (or the default)
-            self._close(seq.default_track if track < 0 else track, ts)
-            return
-        if track < 0:
-            track = seq.default_track
-        held = len(name)  # what an open slice keeps: its name and category (cut), the annotations decoded for it
-        if cat is not None:
-            held += len(cat)
-        args: dict[str, Any] = {}
-        if notes and (cat is None or cat in ARGS_READ):
-            size, self.memo_entries = _event_args(b, notes, seq, args, self.memo_entries)
-            held += size
-        if kind == _SLICE_BEGIN:
-            self._open(track, (ts, name, cat, args, links, held))
-        elif legacy_dur is not None:  # a complete event in the legacy form (phase X with a duration)
-            self.batch_bytes += held
-            self._emit(track, ts, legacy_dur * 1000, name, cat, args, links)
+        if fields[5] is not None:
+            links, legacy_dur = self._track_event_rest(b, fields[5])
+        self._flush_if(self.slices.slice(b, start, end, ts, seq, fields, links, legacy_dur))
 
     def _track_event_rest(self, b: bytes, rest: list[Field]) -> tuple[list[int] | tuple[()], int | None]:
         """A TrackEvent's gpu_correlation links and its legacy duration, from those fields in their order."""
@@ -433,41 +452,6 @@ class _Reader:
             else:  # _TE_LEGACY
                 legacy_dur = _legacy_duration(b, value, legacy_dur)
         return links, legacy_dur
-
-    def _close(self, track: int, ts: int) -> None:
-        """A slice's end: the innermost slice open on its track ends (an end with none open is dropped)."""
-        stack = self.open.get(track)
-        if not stack:
-            return
-        began, name, cat, args, links, size = stack.pop()
-        self.open_count -= 1
-        self.open_bytes -= size
-        if not stack:
-            del self.open[track]
-        self.batch_bytes += size
-        if links:
-            self._emit(track, began, ts - began, name, cat, args, links)
-            return
-        where = self.tracks.get(track)
-        if where is None:
-            self._event(cat, name, None, track, began, ts - began, args)
-        else:
-            self._event(cat, name, where.pid, where.tid, began, ts - began, args)
-
-    def _open(self, track: int, began: _Open) -> None:
-        """A slice begun, held until its end, bounded in count and in the bytes it came from."""
-        if self.open_count >= MAX_OPEN:
-            raise _Damaged(f"more than {MAX_OPEN} slices open at once")
-        size = began[5]
-        if self.open_bytes + size > MAX_OPEN_BYTES:
-            raise _Damaged(f"slices open at once holding more than {MAX_OPEN_BYTES >> 20} MiB")
-        stack = self.open.get(track)
-        if stack is None:
-            self.open[track] = [began]
-        else:
-            stack.append(began)
-        self.open_count += 1
-        self.open_bytes += size
 
     def _render_stage(self, b: bytes, span: tuple[int, int], ts: int, seq: _Sequence) -> None:
         event_id = duration = stage = lane = kernel = name_iid = 0
@@ -503,7 +487,7 @@ class _Reader:
         correlation = args.get("correlation")
         if isinstance(correlation, int) and event_id:
             self.event_correlation[event_id] = correlation
-        self._event(cat, label, gpu, specs.get(lane) or lane, ts, duration, args)
+        self._flush_if(self.slices.event(cat, label, gpu, specs.get(lane) or lane, ts, duration, args))
 
     def _extra(self, b: bytes, span: tuple[int, int], args: dict[str, Any]) -> None:
         key = value = ""
@@ -533,7 +517,165 @@ class _Reader:
 
     # -- events ---------------------------------------------------------------------------------------------
 
-    def _emit(  # noqa: PLR0917 - a slice's fields, in the order the packet gives them
+    def _flush_if(self, due: bool) -> None:
+        if due:
+            self.flush()
+
+    def flush(self) -> None:
+        batch = self.slices.take()
+        if batch:
+            self.collector.add(batch)
+
+    def finish(self) -> None:
+        """Launches linked to their render stages by event id (Cuspy) take the stages' correlation; slices still
+        open at the end are counted as the truncation they are."""
+        pending = self.slices.pending
+        for cat, name, pid, tid, us, ts, dur, args, links in list(pending):
+            found = next((self.event_correlation[e] for e in links if e in self.event_correlation), None)
+            if found is not None:
+                args["correlation"] = found
+            if self.slices.event(cat, name, pid, tid, ts, dur, args, us):
+                self.flush()
+        pending.clear()
+        self.flush()
+
+
+class PureSlices:
+    """A read's TrackEvent slices (compiled where the core is built: ``_core.Slices``, the same results and
+    errors). ``packets`` reads the plain TrackEvent packets of a run (the sequence of the packet before, no
+    interned data, defaults or clocks, no gpu_correlation or legacy fields), ``slice`` a TrackEvent decoded: a
+    slice begun waits on its track's stack, within ``max_open`` slices and ``max_open_bytes`` of what they keep
+    (names, categories, annotations); an end pops the innermost slice of its track into an ``Event`` of the
+    track's row, its nanoseconds beside the table the collector puts it in (``ExactTimes``). A slice's end is
+    remembered by its bytes (``ends``, at most ``memo_limit``, of at most ``end_bytes``). The methods that make
+    events say whether the batch is due to be handed over (``take``): ``batch`` events or ``batch_bytes`` of what
+    their slices kept."""
+
+    def __init__(self, tracks: dict[int, _Track], exact: ExactTimes, ends: dict[bytes, int], bounds: _Bounds) -> None:
+        self.tracks, self.exact, self.ends = tracks, exact, ends
+        self.max_open, self.max_open_bytes, self.max_pending = bounds[0], bounds[1], bounds[2]
+        self.batch_limit, self.batch_bytes_limit, self.end_bytes, self.memo_limit = bounds[3:]
+        self._open: dict[int, list[_Open]] = {}
+        self.open_count = 0
+        self.open_bytes = 0
+        self._batch: list[Event] = []
+        self.batch_bytes = 0  # names and annotations of the batch's slices
+        self.pending: list[_Pending] = []  # launches whose correlation is a link
+        self.base = 0  # Kineto's base time in ns (Cuspy's), else 0
+        self.track_events = 0
+        self.memo_entries = 0  # annotations remembered, over every sequence (MEMO_ENTRIES)
+        self.at = 0  # the packet ``packets`` was reading when it raised
+
+    def packets(self, batch: list[bytes], k: int, last: tuple[int, _Sequence] | None) -> tuple[int, bool]:
+        """From ``batch[k]`` on, the plain TrackEvent packets of ``last``'s sequence: (the first packet not read,
+        whether the batch is due). A packet that is not plain is left unread, before any change, to the reader."""
+        if last is None:
+            return k, False
+        seq_id, seq = last
+        try:
+            while k < len(batch):
+                b = batch[k]
+                ts, sid, flags, kind, body, interned, defaults, snapshot, clocks = _packet_head(b)
+                if kind != _TRACK_EVENT or ts is None or sid != seq_id or flags & _SEQ_INCREMENTAL_STATE_CLEARED:
+                    return k, False
+                if interned is not None or defaults is not None or snapshot or clocks:
+                    return k, False
+                due = self._plain(b, body, ts, seq)
+                if due is None:
+                    return k, False
+                k += 1
+                if due:
+                    return k, True
+        except _Damaged:
+            self.at = k
+            raise
+        return k, False
+
+    def _plain(self, b: bytes, span: tuple[int, int], ts: int, seq: _Sequence) -> bool | None:
+        """A TrackEvent without gpu_correlation or legacy fields (None, unread, where it has them)."""
+        start, end = span
+        ended = self.ends.get(b[start:end]) if end - start <= self.end_bytes else None
+        if ended is not None:  # a slice's end seen before: its track, without decoding it
+            self.track_events += 1
+            return self.close(seq.default_track if ended < 0 else ended, ts)
+        fields = _read_track_event(b, start, end, seq)
+        if fields[5] is not None:
+            return None
+        return self.slice(b, start, end, ts, seq, fields, _NO_LINKS, None)
+
+    def slice(  # noqa: PLR0917 - a TrackEvent decoded, where it lies, and what the reader read of its other fields
+        self,
+        b: bytes,
+        start: int,
+        end: int,
+        ts: int,
+        seq: _Sequence,
+        fields: _TrackEventFields,
+        links: list[int] | tuple[()],
+        legacy_dur: int | None,
+    ) -> bool:
+        """A TrackEvent decoded (``track_event``'s fields): a slice begun, ended, or complete (legacy). Its
+        annotations are decoded only for the categories whose args are read, and only those of the names an event
+        keeps. A slice's end (half the packets: a type and a track) is remembered by its bytes."""
+        kind, track, name, cat, notes, _ = fields
+        self.track_events += 1
+        if kind == _SLICE_END:
+            if end - start <= self.end_bytes and len(self.ends) < self.memo_limit:
+                self.ends[b[start:end]] = track  # the same bytes end a slice on the same track (or the default)
+            return self.close(seq.default_track if track < 0 else track, ts)
+        if track < 0:
+            track = seq.default_track
+        held = len(name)  # what an open slice keeps: its name and category (cut), the annotations decoded for it
+        if cat is not None:
+            held += len(cat)
+        args: dict[str, Any] = {}
+        if notes and (cat is None or cat in ARGS_READ):
+            size, self.memo_entries = _event_args(b, notes, seq, args, self.memo_entries)
+            held += size
+        if kind == _SLICE_BEGIN:
+            self.open(track, (ts, name, cat, args, links, held))
+        elif legacy_dur is not None:  # a complete event in the legacy form (phase X with a duration)
+            return self.emit(track, ts, legacy_dur * 1000, name, cat, args, links, held)
+        return False
+
+    @property
+    def stacks(self) -> dict[int, list[_Open]]:
+        """The slices open by track: a copy."""
+        return {track: list(stack) for track, stack in self._open.items()}
+
+    @property
+    def batch(self) -> list[Event]:
+        """The events not yet taken: a copy."""
+        return list(self._batch)
+
+    def open(self, track: int, began: _Open) -> None:
+        """A slice begun, held until its end, bounded in count and in the bytes it came from."""
+        if self.open_count >= self.max_open:
+            raise _Damaged(f"more than {self.max_open} slices open at once")
+        size = began[5]
+        if self.open_bytes + size > self.max_open_bytes:
+            raise _Damaged(f"slices open at once holding more than {self.max_open_bytes >> 20} MiB")
+        stack = self._open.get(track)
+        if stack is None:
+            self._open[track] = [began]
+        else:
+            stack.append(began)
+        self.open_count += 1
+        self.open_bytes += size
+
+    def close(self, track: int, ts: int) -> bool:
+        """A slice's end: the innermost slice open on its track ends (an end with none open is dropped)."""
+        stack = self._open.get(track)
+        if not stack:
+            return False
+        began, name, cat, args, links, size = stack.pop()
+        self.open_count -= 1
+        self.open_bytes -= size
+        if not stack:
+            del self._open[track]
+        return self.emit(track, began, ts - began, name, cat, args, links, size)
+
+    def emit(  # noqa: PLR0917 - a slice's fields, in the order the packet gives them
         self,
         track: int,
         ts: int,
@@ -542,22 +684,21 @@ class _Reader:
         cat: str | None,
         args: dict[str, Any],
         links: list[int] | tuple[()],
-    ) -> None:
+        size: int,
+    ) -> bool:
+        """A slice as an event of its track's row (``size``: what it kept, counted in the batch); a launch linked
+        to render stages without its correlation waits in ``pending`` for ``finish``."""
+        self.batch_bytes += size
         where = self.tracks.get(track)
         pid, tid = (None, track) if where is None else (where.pid, where.tid)
         if links and "correlation" not in args:
-            if len(self.pending) >= MAX_PENDING:
-                raise _Damaged(f"more than {MAX_PENDING} launches linked to render stages not yet read")
-            self.pending.append((cat, name, pid, tid, self._us(ts), ts, dur, args, links))
-            return
-        self._event(cat, name, pid, tid, ts, dur, args)
+            if len(self.pending) >= self.max_pending:
+                raise _Damaged(f"more than {self.max_pending} launches linked to render stages not yet read")
+            self.pending.append((cat, name, pid, tid, (ts - self.base) / 1000.0, ts, dur, args, links))
+            return False
+        return self.event(cat, name, pid, tid, ts, dur, args)
 
-    def _us(self, ns: int) -> float:
-        """Microseconds as the JSON export of the same run has them: Cuspy's relative to Kineto's base (the
-        three-month period the first timestamp falls in), a converter's absolute, as the JSON it converted."""
-        return (ns - (self.base or 0)) / 1000.0
-
-    def _event(  # noqa: PLR0917 - an event's fields, as the JSON reader's events have them
+    def event(  # noqa: PLR0917 - an event's fields, as the JSON reader's events have them
         self,
         cat: str | None,
         name: str,
@@ -567,12 +708,12 @@ class _Reader:
         dur: int,
         args: dict[str, Any],
         us: float | None = None,
-    ) -> None:
+    ) -> bool:
         """An event to the batch, and its nanoseconds beside the table the collector puts it in (the dispatch of
         ``Collector.add``, in its order: an op or runtime call, a kernel, a Python function, a GPU op, else a
         slice). ``args`` are already by ``EventArgs`` field, ``pid`` and ``tid`` ints or text (dict keys as the
-        JSON's are); ``us``: the start in microseconds where it was taken earlier."""
-        base = self.base or 0
+        JSON's are); ``us``: the start in microseconds where it was taken earlier (Kineto's, from the base)."""
+        base = self.base
         kept = EventArgs(**args) if args else _NO_ARGS
         ev = Event(cat, name, pid, tid, (ts - base) / 1000.0 if us is None else us, dur / 1000.0, kept)
         if cat in KERNEL_CATEGORIES:
@@ -581,26 +722,38 @@ class _Reader:
             self.exact.add(GPU_OPS, ts - base, dur)
         elif not (cat in OP_CATEGORIES or cat in RUNTIME_CATEGORIES or cat in PYTHON_CATEGORIES):
             self.exact.add(SLICES, ts - base, dur)
-        self.batch.append(ev)
-        if len(self.batch) >= BATCH or self.batch_bytes >= BATCH_BYTES:
-            self.flush()
+        self._batch.append(ev)
+        return len(self._batch) >= self.batch_limit or self.batch_bytes >= self.batch_bytes_limit
 
-    def flush(self) -> None:
-        if self.batch:
-            self.collector.add(self.batch)
-            self.batch = []
-            self.batch_bytes = 0
+    def take(self) -> list[Event]:
+        """The batch for the collector; a new one begun."""
+        batch, self._batch, self.batch_bytes = self._batch, [], 0
+        return batch
 
-    def finish(self) -> None:
-        """Launches linked to their render stages by event id (Cuspy) take the stages' correlation; slices still
-        open at the end are counted as the truncation they are."""
-        for cat, name, pid, tid, us, ts, dur, args, links in self.pending:
-            found = next((self.event_correlation[e] for e in links if e in self.event_correlation), None)
-            if found is not None:
-                args["correlation"] = found
-            self._event(cat, name, pid, tid, ts, dur, args, us)
-        self.pending = []
-        self.flush()
+
+# the read's bounds as Slices takes them: MAX_OPEN, MAX_OPEN_BYTES, MAX_PENDING, BATCH, BATCH_BYTES, END_BYTES, and
+# MEMO_ENTRIES (the slice ends remembered)
+_Bounds = tuple[int, int, int, int, int, int, int]
+
+
+def _bounds() -> _Bounds:
+    """The bounds as the module has them when a read starts (a test's smaller bound applies on both paths)."""
+    return MAX_OPEN, MAX_OPEN_BYTES, MAX_PENDING, BATCH, BATCH_BYTES, END_BYTES, MEMO_ENTRIES
+
+
+def _bind_slices() -> type[PureSlices]:
+    """The compiled ``Slices`` where protobuf.py bound the core (not under ``WARPWIZARD_PURE=1``), else the twin."""
+    core = compiled_core() if _protobuf.COMPILED else None
+    if core is None:
+        return PureSlices
+    categories = (KERNEL_CATEGORIES, GPU_OP_CATEGORIES, OP_CATEGORIES, RUNTIME_CATEGORIES, PYTHON_CATEGORIES)
+    compiled: type[PureSlices] = core.bind_slices(
+        Event, EventArgs, _NO_ARGS, categories, (KERNELS, GPU_OPS, SLICES), ARGS_READ
+    )
+    return compiled
+
+
+_Slices = _bind_slices()
 
 
 def _decode_annotation(b: bytes, span: tuple[int, int], seq: _Sequence) -> tuple[str | None, Any]:
@@ -650,9 +803,7 @@ def pure_event_args(
     return size, entries
 
 
-def pure_track_event(
-    b: bytes, start: int, end: int | None, seq: _Sequence
-) -> tuple[int, int, str, str | None, list[tuple[int, int]], list[Field] | None]:
+def pure_track_event(b: bytes, start: int, end: int | None, seq: _Sequence) -> _TrackEventFields:
     """A TrackEvent as the decoder reads it: ``track_event_fields`` with its name as text (a span decoded, at most
     ``NAME_BYTES`` of it, then ``MAX_NAME`` characters; an iid looked up in the sequence's names) and its category
     (the first of its categories, cut as a name is, and category iids, in their order, that names one), the fields
@@ -683,9 +834,7 @@ def pure_track_event(
     return kind, track, name, cat, notes, others
 
 
-_read_track_event: Callable[
-    [bytes, int, int | None, _Sequence], tuple[int, int, str, str | None, list[tuple[int, int]], list[Field] | None]
-] = pure_track_event
+_read_track_event: Callable[[bytes, int, int | None, _Sequence], _TrackEventFields] = pure_track_event
 _event_args: Callable[[bytes, list[tuple[int, int]], _Sequence, dict[str, Any], int], tuple[int, int]] = pure_event_args
 
 
@@ -856,15 +1005,14 @@ class _Packets:
                 self.start = base + starts[k]
                 yield self.start, packet
 
-    def feed(self, read: Callable[[bytes], None]) -> None:
-        """Every packet to ``read``; where it raises ``Damaged``, ``start`` is that packet's (the error names it)."""
+    def feed(self, read: Callable[[list[bytes]], None], at: Callable[[], int]) -> None:
+        """Every run of packets to ``read``; where it raises ``Damaged``, ``start`` is the start of the packet
+        ``at()`` names in the run (the error names it)."""
         for batch in self.batches():
-            k = 0
             try:
-                for k, packet in enumerate(batch):  # noqa: B007 - k names the packet an error came from
-                    read(packet)
+                read(batch)
             except _Damaged:
-                self.start = self.base + self.starts[k]
+                self.start = self.base + self.starts[at()]
                 raise
 
     def batches(self) -> Iterator[list[bytes]]:
@@ -995,7 +1143,7 @@ def read_perfetto(
             stream: Any = _Inflating(raw) if contents.compressed else raw
             consumed = _Consumed(raw, on_read)
             packets = _Packets(stream, consumed, _Deadline(config))
-            packets.feed(reader.packet)
+            _feed_without_gc(packets, reader)
             consumed()
     except _Cut as cut_off:
         contents.truncation = Truncation(cut_off.at, cut_off.partial, None, f"{cut_off} at byte {cut_off.at}")
@@ -1013,6 +1161,19 @@ def read_perfetto(
         contents.truncation.detail += f"; {plural(reader.open_count, 'slice')} left open"
     _writer(reader)
     return contents
+
+
+def _feed_without_gc(packets: _Packets, reader: _Reader) -> None:
+    """Every packet to the reader with the cyclic GC paused, as the JSON reader pauses it (``reader._read_json``):
+    a read makes a dict and a tuple per slice, none of them cyclic, and the collections they set off were 1.5% of
+    a read's instructions (callgrind, the 17.5 MB file of benchmarks/speed_series.py)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        packets.feed(reader.run, lambda: reader.at)
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 class _Deadline:
