@@ -167,15 +167,7 @@ def _devices(shapes: Any) -> Ints:
 def _launches(contents: TraceContents, corr: Ints) -> tuple[Any, Floats]:
     """For each GPU event, its launch: the earliest runtime call with its correlation id (thread id, start);
     thread -1 where no call has the id."""
-    rt = contents.runtime
-    ids, starts, threads = _ints(rt.correlations), _floats(rt.starts), _ints(rt.threads)
-    keep = ids != NO_CORRELATION
-    ids, starts, threads = ids[keep], starts[keep], threads[keep]
-    order = np.lexsort((starts, ids))
-    ids, starts, threads = ids[order], starts[order], threads[order]
-    first = np.ones(len(ids), dtype=bool)
-    first[1:] = ids[1:] != ids[:-1]
-    ids, starts, threads = ids[first], starts[first], threads[first]
+    ids, starts, threads = _first_calls(contents.runtime)
     thread = np.full(len(corr), -1, dtype=np.int32)
     at = np.zeros(len(corr), dtype=np.float64)
     if len(ids) and len(corr):
@@ -184,6 +176,23 @@ def _launches(contents: TraceContents, corr: Ints) -> tuple[Any, Floats]:
         thread[found] = threads[where[found]]
         at[found] = starts[where[found]]
     return thread, at
+
+
+def _first_calls(rt: Any) -> tuple[Ints, Floats, Any]:
+    """The runtime calls with a correlation id, the earliest of each id (ties by file order), sorted by id: ids,
+    starts and thread ids. The columns are read as views and only the sort's order and the kept calls are made
+    (the masked, sorted and kept copies of all three columns were the health pass's peak: ~56 bytes a call)."""
+    ids, starts, threads = _as_stored(rt.correlations), _floats(rt.starts), _as_stored(rt.threads)
+    kept = np.flatnonzero(ids != NO_CORRELATION)
+    whole = len(kept) == len(ids)  # every call has an id: no masked copies
+    order = np.lexsort((starts, ids)) if whole else kept[np.lexsort((starts[kept], ids[kept]))]
+    del kept
+    sorted_ids = ids[order]
+    first = np.ones(len(sorted_ids), dtype=bool)
+    first[1:] = sorted_ids[1:] != sorted_ids[:-1]
+    chosen = order[first]
+    del order
+    return sorted_ids[first], starts[chosen], threads[chosen]
 
 
 @dataclass(slots=True, eq=False, repr=False)
@@ -207,14 +216,14 @@ class _Spans:
     def of(cls, contents: TraceContents) -> _Spans:
         threads: dict[tuple[Any, Any], tuple[Floats, Floats, Ints]] = {}
         found = list(contents.ops.threads())
-        top = max((int(_ints(refs).max()) for _, _, _, refs in found), default=-1)
+        top = max((int(_as_stored(refs).max()) for _, _, _, refs in found if len(refs)), default=-1)
         ids_of: dict[str, int] = {}  # descriptors differ by shapes and stacks; key_averages() keys by name
         name_of = np.array(
             [ids_of.setdefault(contents.ops.descriptor(r).name, len(ids_of)) for r in range(top + 1)] or [0],
             dtype=np.int64,
         )
         for key, starts, ends, refs in found:
-            threads[key] = (_floats(starts), _floats(ends), name_of[_ints(refs)])
+            threads[key] = (_floats(starts), _floats(ends), name_of[_as_stored(refs)])  # views: no int64 copy of refs
         extra: dict[tuple[Any, Any], list[tuple[float, float, int]]] = defaultdict(list)
         for pid, tid, start, end, name in contents.timeline.annotations:
             extra[(pid, tid)].append((start, end, ids_of.setdefault(name, len(ids_of))))

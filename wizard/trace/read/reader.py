@@ -213,7 +213,7 @@ class TraceWalker:
                 if self._list_ends_before(cut):
                     return True
                 self._submit(cut)
-            elif not self._fast(b.buf[b.pos : cut + 1]):
+            elif not self._fast(memoryview(b.buf)[b.pos : cut + 1]):  # a view: decode_block makes the one copy
                 # Event by event; this may run past the cut when the cut was inside a nested array, or stop
                 # before it at the list's ']' when the cut was in a later list (deviceProperties written last).
                 if self.exact.events(until_end=False, stop_at=b.base + cut + 1):
@@ -248,7 +248,7 @@ class TraceWalker:
             start = b.base + b.pos
             self.parallel.submit_range(str(b.src.path), start, b.base + cut + 1, b.src.descriptor)
 
-    def _fast(self, piece: bytes) -> bool:
+    def _fast(self, piece: bytes | memoryview) -> bool:
         started = time.perf_counter()
         if self.sink.raw:
             raws = decode_block(RAW_DECODER, piece)
@@ -266,12 +266,12 @@ class TraceWalker:
         self.clock["collect_s"] += time.perf_counter() - decoded
         return True
 
-    def _add(self, events: list[Event], piece: bytes) -> None:
+    def _add(self, events: list[Event], piece: bytes | memoryview) -> None:
         """Decoded events to the sink; the counter events' values from the block's bytes, where it had any."""
         before = self.c.counter_events
         self.sink.add(events)
         if self.c.counter_events > before:
-            self.c.counters.add_block(piece)
+            self.c.counters.add_block(bytes(piece))
 
 
 def _new_clock() -> dict[str, float]:

@@ -1,0 +1,91 @@
+"""Peak memory of the steps that set `trace inspect --json`'s peak at 100-200 MB (issue 48; measured in
+benchmarks/results-2026-12-02-memory2.md): the copies of a block before it is decoded, the health pass's first
+launch of each correlation id and the profile's op groups. Each bound sits between what the step took before its
+change and after it, per item; each answer is checked against a second computation written here."""
+
+from __future__ import annotations
+
+import statistics
+import tracemalloc
+from collections import defaultdict
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+import numpy as np
+
+from wizard.trace.health import key_averages
+from wizard.trace.profile import summary
+from wizard.trace.read.collector import TraceContents
+from wizard.trace.read.events import decode_block
+from wizard.trace.read.records import NO_CORRELATION, OpInfo
+
+
+def peak_bytes(call: Callable[[], Any]) -> tuple[int, Any]:
+    """tracemalloc's peak over ``call`` above what was held before it, and its answer."""
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        answer = call()
+        return tracemalloc.get_traced_memory()[1] - base, answer
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_block_is_copied_once_to_be_decoded() -> None:
+    """decode_block joins the brackets in one copy of the block (``b"[" + piece + b"]"`` held two at once), and
+    takes the reader's view of its window without a copy of its own."""
+    size = 4 << 20
+    window = b' {"name": "' + b"x" * size + b'"} '
+    piece = memoryview(window)[1:-1]
+    decoder = msgspec.json.Decoder(list[msgspec.Raw])
+    peak, raws = peak_bytes(lambda: decode_block(decoder, piece))
+    assert [bytes(r) for r in raws] == [bytes(piece)]
+    assert peak < 1.25 * size, peak  # 2x the block before (8.4 MB), 1x now (4.2 MB)
+
+
+def test_the_first_call_of_each_correlation_in_bounded_memory() -> None:
+    """The health pass's launch of each GPU event (``_launches``): the columns read as views and one order made
+    (the masked, sorted and kept copies of three int64 columns held ~56 bytes a call at once)."""
+    calls = 200_000
+    contents = TraceContents(path="")
+    rng = np.random.default_rng(48)
+    ids = rng.integers(0, calls // 2, calls).tolist()  # ids repeat: the earliest call of each is the launch
+    starts = rng.uniform(0, 1e6, calls).tolist()
+    for n, (corr, ts) in enumerate(zip(ids, starts, strict=True)):
+        contents.runtime.add(None if n % 97 == 0 else corr, 1, n % 7, ts, "cudaLaunchKernel")
+    wanted = np.array([*range(0, calls // 2, 3), NO_CORRELATION, calls], dtype=np.int64)
+    peak, (thread, at) = peak_bytes(lambda: key_averages._launches(contents, wanted))
+    first: dict[int, tuple[float, int]] = {}  # the second computation: a plain walk in file order
+    for n, (corr, ts) in enumerate(zip(ids, starts, strict=True)):
+        if n % 97 and (corr not in first or ts < first[corr][0]):
+            first[corr] = (ts, n % 7)
+    expected = [first.get(c, (0.0, -1)) for c in wanted.tolist()]
+    assert thread.tolist() == [t for _, t in expected]
+    assert at.tolist() == [s for s, _ in expected]
+    assert peak < 42 * calls, peak / calls  # 56 bytes a call before, 32 now
+
+
+def test_op_groups_in_bounded_memory() -> None:
+    """The profile's op groups: every op's duration and descriptor written into one array each (a part per thread
+    and the joins of them were held together), the group of each op made 16-bit at once (not int64 then a copy)."""
+    ops, threads, names = 300_000, 8, 40
+    contents = TraceContents(path="")
+    rng = np.random.default_rng(7)
+    starts = rng.uniform(0, 1e6, ops).tolist()
+    lengths = rng.exponential(10.0, ops).tolist()
+    kinds = rng.integers(0, names, ops).tolist()
+    refs = [contents.ops.ref(OpInfo(f"aten::op{k}", None, None, None)) for k in range(names)]
+    for n in range(ops):
+        contents.ops.add(1, n % threads, starts[n], starts[n] + lengths[n], refs[kinds[n]])
+    peak, (by_shape, by_name) = peak_bytes(lambda: summary._op_groups(contents))
+    assert by_shape == []  # no op carries Input Dims
+    durations: dict[str, list[float]] = defaultdict(list)  # the second computation: by thread, as the index keeps them
+    for t in range(threads):
+        for n in range(t, ops, threads):
+            durations[f"aten::op{kinds[n]}"].append((starts[n] + lengths[n]) - starts[n])
+    got = {g.name: (g.calls, g.median_us) for g in by_name}
+    assert got == {k: (len(v), statistics.median(v)) for k, v in durations.items()}
+    totals = {g.name: g.total_us for g in by_name}
+    assert all(abs(totals[k] - sum(v)) <= 1e-9 * sum(v) for k, v in durations.items())
+    assert peak < 38 * ops, peak / ops  # 55 bytes an op before, 26 now
