@@ -5,15 +5,23 @@ change and after it, per item; each answer is checked against a second computati
 
 from __future__ import annotations
 
+import hashlib
+import os
 import statistics
+import subprocess
+import sys
 import tracemalloc
 from collections import defaultdict
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import msgspec
 import numpy as np
 
+from tests.conftest import REPO, cli_env
+from tests.helpers import demo_trace
+from wizard.file_ends import HASHED_BYTES, sha256_ends
 from wizard.trace.health import key_averages
 from wizard.trace.profile import summary
 from wizard.trace.read.collector import TraceContents
@@ -89,3 +97,59 @@ def test_op_groups_in_bounded_memory() -> None:
     totals = {g.name: g.total_us for g in by_name}
     assert all(abs(totals[k] - sum(v)) <= 1e-9 * sum(v) for k, v in durations.items())
     assert peak < 38 * ops, peak / ops  # 55 bytes an op before, 26 now
+
+
+# The real entry point in its own process, then the modules it loaded.
+LOADED = """
+import sys, io, contextlib
+from wizard.cli.app import entry
+sys.argv = ["warpwizard", "trace", "inspect", "--json", sys.argv[1]]
+with contextlib.redirect_stdout(io.StringIO()):
+    try:
+        entry()
+    except SystemExit:
+        pass
+print(" ".join(sorted(sys.modules)))
+"""
+
+
+def test_an_inspection_does_not_load_openssl_to_fingerprint_its_trace(tmp_path: Path) -> None:
+    """``--from``'s fingerprint (wizard/file_ends.py) is hashed by CPython's own SHA-256: hashlib's import loads
+    OpenSSL's libcrypto, 3.4 MB of every inspection's resident set (a thirtieth of a 100 MB file)."""
+    trace = demo_trace(tmp_path / "small.json")
+    done = subprocess.run(
+        [sys.executable, "-c", LOADED, str(trace)],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path, env=cli_env(PYTHONPATH=str(REPO)),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    loaded = set(done.stdout.split())
+    assert "wizard.file_ends" in loaded  # the fingerprint was taken in this process
+    assert "_hashlib" not in loaded
+
+
+def test_the_fingerprint_is_the_sha256_of_the_ends(tmp_path: Path) -> None:
+    """The same digest as hashlib's (the formula every recorded transcript used), small and large files alike."""
+    for size in (10, HASHED_BYTES, 3 * HASHED_BYTES + 7):
+        data = os.urandom(size)
+        path = tmp_path / f"f{size}"
+        path.write_bytes(data)
+        expected = hashlib.sha256(data[:HASHED_BYTES])
+        if size > HASHED_BYTES:
+            expected.update(data[max(HASHED_BYTES, size - HASHED_BYTES) :])
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            assert sha256_ends(fd, size) == expected.hexdigest()
+        finally:
+            os.close(fd)
+
+
+def test_sha256_is_hashlibs_digest_below_and_past_its_own_bytes() -> None:
+    """wizard.sha256: CPython's own below OWN_BYTES, hashlib's past it from the first byte; the same digest."""
+    from wizard import sha256 as module
+
+    for sizes in ((0,), (5, 7), (module.OWN_BYTES,), (module.OWN_BYTES, 1), (3, module.OWN_BYTES, 2 << 20)):
+        parts = [os.urandom(n) for n in sizes]
+        digest = module.sha256(parts[0])
+        for part in parts[1:]:
+            digest.update(part)
+        assert digest.hexdigest() == hashlib.sha256(b"".join(parts)).hexdigest()

@@ -75,9 +75,9 @@ def kernel_key(name: str) -> str:
     text = normalise(name)
     if len(text) <= KEY_CHARS:
         return text
-    import hashlib
+    from wizard.sha256 import sha256  # no OpenSSL loaded for a name
 
-    return f"{text[:KEY_CHARS]}…#{hashlib.sha256(text.encode()).hexdigest()[:12]}"
+    return f"{text[:KEY_CHARS]}…#{sha256(text.encode()).hexdigest()[:12]}"
 
 
 @dataclass(slots=True)
