@@ -22,10 +22,12 @@ import numpy as np
 from tests.conftest import REPO, cli_env
 from tests.helpers import demo_trace
 from wizard.file_ends import HASHED_BYTES, sha256_ends
+from wizard.testing.traces import demo_launches
 from wizard.trace.health import key_averages
 from wizard.trace.profile import summary
 from wizard.trace.read.collector import TraceContents
 from wizard.trace.read.events import decode_block
+from wizard.trace.read.reader import read_trace
 from wizard.trace.read.records import NO_CORRELATION, OpInfo
 
 
@@ -50,6 +52,21 @@ def test_a_block_is_copied_once_to_be_decoded() -> None:
     peak, raws = peak_bytes(lambda: decode_block(decoder, piece))
     assert [bytes(r) for r in raws] == [bytes(piece)]
     assert peak < 1.25 * size, peak  # 2x the block before (8.4 MB), 1x now (4.2 MB)
+
+
+def test_the_reads_working_set_is_a_small_block(tmp_path: Path) -> None:
+    """What a read holds at its peak beyond what it keeps: one block's decoded events and its copies. The default
+    block is 512 KiB (``ReaderConfig.block_size``): 2 MiB blocks held 17 MB here, a 5 MB builder trace."""
+    trace = demo_trace(tmp_path / "demo.json", repeat=1200)
+    assert trace.stat().st_size > 4 << 20  # several blocks of either size
+    tracemalloc.start()
+    try:
+        contents = read_trace(trace)
+        kept, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert len(contents.kernels) == 1200 * len(demo_launches())
+    assert peak - kept < 8 << 20, (peak - kept) / 2**20  # 17.1 MB with 2 MiB blocks, 4.0 MB now
 
 
 def test_the_first_call_of_each_correlation_in_bounded_memory() -> None:

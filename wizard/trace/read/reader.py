@@ -61,8 +61,10 @@ __all__ = [
 class ReaderConfig:
     """How the reader reads: the numbers tests shrink to reach every path with small files."""
 
-    # A block's decoded events are the read's peak memory: at 100 MB, 8 MB blocks cost 112 MB, 2 MB blocks 65 MB.
-    block_size: int = 2 << 20
+    # A block's decoded events (~2.3 bytes a byte) and its copies are the read's working set: at 100 MB, 8 MB blocks
+    # cost 112 MB, 2 MB blocks 65 MB (67-70 MB since), 512 KiB blocks 62 MB, with the same CPU by interleaved medians
+    # (benchmarks/results-2026-12-02-memory2.md).
+    block_size: int = 512 << 10
     parallel_block: int = 4 << 20  # smaller blocks keep each worker's peak memory low
     parallel_min_bytes: int = 96 << 20  # below this one process is faster than starting workers
     workers: int | None = None  # None: the cores but the parent's (PARENT_CORES), 0: one process (--jobs sets it)
