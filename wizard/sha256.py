@@ -10,7 +10,6 @@ hundreds of megabytes). hashlib's is used from the start where CPython was built
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from typing import Any
 
@@ -18,13 +17,16 @@ OWN_BYTES = 4 << 20  # hashed by CPython's own SHA-256: a file's two MiB ends ta
 
 
 def _own() -> Callable[[bytes], Any] | None:
-    for module in ("_sha2", "_sha256"):
+    """CPython's own SHA-256 constructor, or None where this Python was built without it."""
+    try:
+        from _sha2 import sha256  # type: ignore[import-not-found]  # CPython 3.12 on (no stubs)
+    except ImportError:
         try:
-            found: Callable[[bytes], Any] = importlib.import_module(module).sha256
-        except (ImportError, AttributeError):
-            continue
-        return found
-    return None
+            from _sha256 import sha256  # type: ignore[import-not-found]  # CPython 3.10 and 3.11
+        except ImportError:
+            return None
+    own: Callable[[bytes], Any] = sha256
+    return own
 
 
 class Sha256:
