@@ -1,7 +1,8 @@
 """Peak memory of the steps that set `trace inspect --json`'s peak at 100-200 MB (issue 48; measured in
-benchmarks/results-2026-12-02-memory2.md): the copies of a block before it is decoded, the health pass's first
-launch of each correlation id and the profile's op groups. Each bound sits between what the step took before its
-change and after it, per item; each answer is checked against a second computation written here."""
+benchmarks/results-2026-12-02-memory2.md): the copies of a block before it is decoded, the block's size, the health
+pass's first launch of each correlation id and its innermost-span sweep, the profile's op groups, and OpenSSL left
+unloaded. Each bound sits between what the step took before its change and after it; each answer is checked
+against a second computation written here."""
 
 from __future__ import annotations
 
