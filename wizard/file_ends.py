@@ -8,10 +8,11 @@ formula from here. The hash is read with ``pread``: the descriptor's offset, whe
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
 from dataclasses import dataclass
+
+from wizard.sha256 import sha256
 
 HASHED_BYTES = 1 << 20  # a file's fingerprint hashes its first and its last MiB
 
@@ -49,7 +50,7 @@ def read_at(fd: int, size: int, offset: int) -> bytes:
 def sha256_ends(fd: int, size: int) -> str:
     """The SHA-256 of the first HASHED_BYTES of the open file, then, when ``size`` (its stat's) is larger, of
     the HASHED_BYTES from max(HASHED_BYTES, size - HASHED_BYTES): the formula every recorded transcript used."""
-    digest = hashlib.sha256(read_at(fd, HASHED_BYTES, 0))
+    digest = sha256(read_at(fd, HASHED_BYTES, 0))  # CPython's own: no OpenSSL loaded (wizard/sha256.py)
     if size > HASHED_BYTES:
         digest.update(read_at(fd, HASHED_BYTES, max(HASHED_BYTES, size - HASHED_BYTES)))
     return digest.hexdigest()

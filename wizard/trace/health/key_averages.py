@@ -164,15 +164,7 @@ def _devices(shapes: Any) -> Ints:
 def _launches(contents: TraceContents, corr: Ints) -> tuple[Any, Floats]:
     """For each GPU event, its launch: the earliest runtime call with its correlation id (thread id, start);
     thread -1 where no call has the id."""
-    rt = contents.runtime
-    ids, starts, threads = _ints(rt.correlations), _floats(rt.starts), _ints(rt.threads)
-    keep = ids != NO_CORRELATION
-    ids, starts, threads = ids[keep], starts[keep], threads[keep]
-    order = np.lexsort((starts, ids))
-    ids, starts, threads = ids[order], starts[order], threads[order]
-    first = np.ones(len(ids), dtype=bool)
-    first[1:] = ids[1:] != ids[:-1]
-    ids, starts, threads = ids[first], starts[first], threads[first]
+    ids, starts, threads = _first_calls(contents.runtime)
     thread = np.full(len(corr), -1, dtype=np.int32)
     at = np.zeros(len(corr), dtype=np.float64)
     if len(ids) and len(corr):
@@ -181,6 +173,23 @@ def _launches(contents: TraceContents, corr: Ints) -> tuple[Any, Floats]:
         thread[found] = threads[where[found]]
         at[found] = starts[where[found]]
     return thread, at
+
+
+def _first_calls(rt: Any) -> tuple[Ints, Floats, Any]:
+    """The runtime calls with a correlation id, the earliest of each id (ties by file order), sorted by id: ids,
+    starts and thread ids. The columns are read as views and only the sort's order and the kept calls are made
+    (the masked, sorted and kept copies of all three columns were the health pass's peak: ~56 bytes a call)."""
+    ids, starts, threads = _as_stored(rt.correlations), _floats(rt.starts), _as_stored(rt.threads)
+    kept = np.flatnonzero(ids != NO_CORRELATION)
+    whole = len(kept) == len(ids)  # every call has an id: no masked copies
+    order = np.lexsort((starts, ids)) if whole else kept[np.lexsort((starts[kept], ids[kept]))]
+    del kept
+    sorted_ids = ids[order]
+    first = np.ones(len(sorted_ids), dtype=bool)
+    first[1:] = sorted_ids[1:] != sorted_ids[:-1]
+    chosen = order[first]
+    del order
+    return sorted_ids[first], starts[chosen], threads[chosen]
 
 
 class _Thread(msgspec.Struct, eq=False):
@@ -202,14 +211,14 @@ class _Spans(msgspec.Struct, eq=False):
     def of(cls, contents: TraceContents) -> _Spans:
         threads: dict[tuple[Any, Any], tuple[Floats, Floats, Ints]] = {}
         found = list(contents.ops.threads())
-        top = max((int(_ints(refs).max()) for _, _, _, refs in found), default=-1)
+        top = max((int(_as_stored(refs).max()) for _, _, _, refs in found if len(refs)), default=-1)
         ids_of: dict[str, int] = {}  # descriptors differ by shapes and stacks; key_averages() keys by name
         name_of = np.array(
             [ids_of.setdefault(contents.ops.descriptor(r).name, len(ids_of)) for r in range(top + 1)] or [0],
             dtype=np.int64,
         )
         for key, starts, ends, refs in found:
-            threads[key] = (_floats(starts), _floats(ends), name_of[_ints(refs)])
+            threads[key] = (_floats(starts), _floats(ends), name_of[_as_stored(refs)])  # views: no int64 copy of refs
         extra: dict[tuple[Any, Any], list[tuple[float, float, int]]] = defaultdict(list)
         for pid, tid, start, end, name in contents.timeline.annotations:
             extra[(pid, tid)].append((start, end, ids_of.setdefault(name, len(ids_of))))
@@ -282,28 +291,38 @@ def _innermost(tree: _Thread, times: Floats) -> Ints:
     on top that end by a time hold no later time either, and every later span starts after that time, so they are
     popped for good; the top is then the answer. O(spans + times log times)."""
     where = np.searchsorted(tree.start, times, side="right") - 1
-    s, e, latest = tree.start.tolist(), tree.end.tolist(), where.tolist()
-    out = [-1] * len(times)
+    order = np.argsort(times, kind="stable")
+    out = np.full(len(times), -1, dtype=np.int64)
     stack, tops = [-1], [math.nan]  # the open spans and their ends, on _thread_tree's root that is never popped
     pushed = 0  # spans pushed so far (all those starting at or before the current time)
-    at = times.tolist()  # Python floats: a numpy scalar per time, and its comparisons, were a third of the loop
-    for q in np.argsort(times, kind="stable").tolist():
-        t, last = at[q], latest[q]
-        while pushed <= last:
-            start, top = s[pushed], tops[-1]
-            while start >= top or e[pushed] > top:
+    # Python floats and ints (a numpy scalar per time, and its comparisons, were a third of the loop), made a chunk
+    # at a time: the times in order, the spans as they are pushed (whole-thread lists were the health pass's peak)
+    base, s, e = 0, tree.start[:_SWEEP].tolist(), tree.end[:_SWEEP].tolist()
+    for first in range(0, len(order), _SWEEP):
+        chunk = order[first : first + _SWEEP]
+        found = []
+        for t, last in zip(times[chunk].tolist(), where[chunk].tolist(), strict=True):
+            while pushed <= last:
+                if pushed - base == len(s):
+                    base = pushed
+                    s, e = tree.start[base : base + _SWEEP].tolist(), tree.end[base : base + _SWEEP].tolist()
+                start, end, top = s[pushed - base], e[pushed - base], tops[-1]
+                while start >= top or end > top:
+                    stack.pop()
+                    tops.pop()
+                    top = tops[-1]
+                stack.append(pushed)
+                tops.append(end)
+                pushed += 1
+            while tops[-1] <= t:
                 stack.pop()
                 tops.pop()
-                top = tops[-1]
-            stack.append(pushed)
-            tops.append(e[pushed])
-            pushed += 1
-        while tops[-1] <= t:
-            stack.pop()
-            tops.pop()
-        if last >= 0:
-            out[q] = stack[-1]
-    return np.array(out, dtype=np.int64)
+            found.append(stack[-1] if last >= 0 else -1)
+        out[chunk] = found
+    return out
+
+
+_SWEEP = 8192  # times (and spans) _innermost turns into Python numbers at once
 
 
 def summary_table(contents: TraceContents) -> SummaryTable:

@@ -259,13 +259,14 @@ def written_precision(value: float) -> int:
     return 1 if float(f"{value:.9g}") != value else 0
 
 
-def decode_block(decoder: msgspec.json.Decoder[list[Any]], piece: bytes) -> list[Any] | None:
-    """A run of whole events as one array; retried with bare inf/nan quoted; None if neither decodes."""
+def decode_block(decoder: msgspec.json.Decoder[list[Any]], piece: bytes | memoryview) -> list[Any] | None:
+    """A run of whole events as one array; retried with bare inf/nan quoted; None if neither decodes. The brackets
+    are joined to the piece in one copy (``b"[" + piece + b"]"`` made two, and a block's copies are the read's peak)."""
     try:
-        return decoder.decode(b"[" + piece + b"]")
+        return decoder.decode(b"".join((b"[", piece, b"]")))
     except msgspec.DecodeError:
         try:
-            return decoder.decode(b"[" + BARE_TOKEN_BYTES.sub(quote_bare_bytes, piece) + b"]")
+            return decoder.decode(b"".join((b"[", BARE_TOKEN_BYTES.sub(quote_bare_bytes, piece), b"]")))
         except msgspec.DecodeError:
             return None
 

@@ -62,8 +62,10 @@ __all__ = [
 class ReaderConfig(msgspec.Struct, frozen=True, eq=False):
     """How the reader reads: the numbers tests shrink to reach every path with small files."""
 
-    # A block's decoded events are the read's peak memory: at 100 MB, 8 MB blocks cost 112 MB, 2 MB blocks 65 MB.
-    block_size: int = 2 << 20
+    # A block's decoded events (~2.3 bytes a byte) and its copies are the read's working set: at 100 MB, 8 MB blocks
+    # cost 112 MB, 2 MB blocks 65 MB (67-70 MB since), 512 KiB blocks 62 MB, with the same CPU by interleaved medians
+    # (benchmarks/results-2026-12-02-memory2.md).
+    block_size: int = 512 << 10
     parallel_block: int = 4 << 20  # smaller blocks keep each worker's peak memory low
     parallel_min_bytes: int = 96 << 20  # below this one process is faster than starting workers
     workers: int | None = None  # None: the cores but the parent's (PARENT_CORES), 0: one process (--jobs sets it)
@@ -214,7 +216,7 @@ class TraceWalker:
                 if self._list_ends_before(cut):
                     return True
                 self._submit(cut)
-            elif not self._fast(b.buf[b.pos : cut + 1]):
+            elif not self._fast(memoryview(b.buf)[b.pos : cut + 1]):  # a view: decode_block makes the one copy
                 # Event by event; this may run past the cut when the cut was inside a nested array, or stop
                 # before it at the list's ']' when the cut was in a later list (deviceProperties written last).
                 if self.exact.events(until_end=False, stop_at=b.base + cut + 1):
@@ -249,7 +251,7 @@ class TraceWalker:
             start = b.base + b.pos
             self.parallel.submit_range(str(b.src.path), start, b.base + cut + 1, b.src.descriptor)
 
-    def _fast(self, piece: bytes) -> bool:
+    def _fast(self, piece: bytes | memoryview) -> bool:
         started = time.perf_counter()
         if self.sink.raw:
             raws = decode_block(RAW_DECODER, piece)
@@ -267,12 +269,12 @@ class TraceWalker:
         self.clock["collect_s"] += time.perf_counter() - decoded
         return True
 
-    def _add(self, events: list[Event], piece: bytes) -> None:
+    def _add(self, events: list[Event], piece: bytes | memoryview) -> None:
         """Decoded events to the sink; the counter events' values from the block's bytes, where it had any."""
         before = self.c.counter_events
         self.sink.add(events)
         if self.c.counter_events > before:
-            self.c.counters.add_block(piece)
+            self.c.counters.add_block(bytes(piece))
 
 
 def _new_clock() -> dict[str, float]:

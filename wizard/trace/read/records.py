@@ -725,9 +725,9 @@ def _numbered_by_unique(key: Any) -> tuple[Any, Any]:
 def _work_digest(texts: Iterator[str]) -> str | None:
     """``work_fingerprint``'s hash of texts given in strictly rising order, or None where one does not rise (then
     the caller sorts a set instead: the order is checked, never assumed)."""
-    import hashlib
+    from wizard.sha256 import sha256  # no OpenSSL loaded for a few kilobytes
 
-    digest = hashlib.sha256(b"[")
+    digest = sha256(b"[")
     last: str | None = None
     for text in texts:
         if last is not None and not last < text:
