@@ -248,7 +248,7 @@ def test_a_vanished_terminal_does_not_turn_the_exit_into_an_error() -> None:
 
 
 def test_a_playbooks_jobs_cannot_fork_without_bound(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import wizard.trace.inspection.run as inspect_module
+    import wizard.trace.read.parallel as parallel_module  # run.py imports worker_pool from it when a pool is made
     from wizard.trace.read.reader import usable_cores
 
     ranks = tmp_path / "ranks"
@@ -256,13 +256,13 @@ def test_a_playbooks_jobs_cannot_fork_without_bound(tmp_path: Path, monkeypatch:
     for i in range(3):
         _copy(GRID, ranks / f"rank{i}.json")
     asked: list[int] = []
-    real = inspect_module.worker_pool  # type: ignore[attr-defined]
+    real = parallel_module.worker_pool
 
     def recording(workers: int) -> Any:
         asked.append(workers)
         return real(workers)
 
-    monkeypatch.setattr(inspect_module, "worker_pool", recording)
+    monkeypatch.setattr(parallel_module, "worker_pool", recording)
     playbook = tmp_path / "bomb.yaml"
     playbook.write_text(
         "id: bomb\ntitle: t\nversion: '1'\nnodes:\n"
