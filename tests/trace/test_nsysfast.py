@@ -164,6 +164,25 @@ def test_rowid_names_a_column_cannot_hide(tmp_path: Path) -> None:
         assert placed == (1 if table == "a" else 0)
 
 
+@pytest.mark.parametrize("kind", ["VIRTUAL", "STORED"])
+def test_a_generated_column_named_rowid_is_not_taken_for_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    """The review of 2026-12-02: ``PRAGMA table_info`` does not list generated columns, so one named ``rowid``
+    holding 7 on every row was read as the rowid; the batch after the first asked for rowid > 7 and the read ended,
+    every row past the first batch dropped without a word. ``table_xinfo`` lists it: the next name is taken."""
+    monkeypatch.setattr(sqlite_columns, "MOST_ROWS", 4)  # a batch of 4 rows stands for 40,000
+    path = tmp_path / "t.sqlite"
+    with sqlite3.connect(path) as db:
+        db.execute(f'CREATE TABLE t ("start" INTEGER, "end" INTEGER, rowid INTEGER AS (7) {kind})')
+        db.executemany('INSERT INTO t ("start", "end") VALUES (?, ?)', [(i, i + 1) for i in range(10)])
+    db = sqlite3.connect(path)
+    assert rowid_name(db, "t", {"start", "end"}) == "_rowid_"
+    rows, placed = _read_batches(db, "t", ['"start"', '"end"'], "1", 4)
+    assert rows == [[i, i + 1] for i in range(10)]
+    assert placed == 3  # 4 + 4 + 2 rows, each batch as columns
+
+
 def test_a_value_limit_too_small_for_a_batch_reads_row_by_row(tmp_path: Path) -> None:
     """SQLite's limit on one value's length (the reads' ``max_text_bytes``) below a batch's JSON: row by row;
     the limit of a real read (1 MiB) holds MOST_ROWS integers of any size."""

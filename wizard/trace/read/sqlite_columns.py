@@ -7,14 +7,16 @@ before numpy sees one (benchmarks/results-2026-12-02-nsysfast.md). Here SQLite i
 batch as one JSON array (``json_group_array``, ~0.07 µs a value), which numpy reads in one call: a handful of
 Python values a batch instead of a million.
 
-The rows and their values are exactly the row-by-row read's (``rows``): the same rows, in the table's rowid order
+The rows and their values are the row-by-row read's (``rows``): the same rows, in the table's rowid order
 (the order a full scan of an ordinary table gives), the same typing. JSON keeps SQLite's types apart (an integer
 is written as its digits, a real with a point or an exponent, text quoted, NULL as ``null``; a BLOB is an error),
 and numpy's reader refuses anything but a list of integers, so a batch holding any value that is not an integer,
 or -2**63 (the matrices' mark for no value), or that SQLite cannot write within its bounds (one value's length,
 the heap, the clock), is read again, those rows only, by the row-by-row query: hostile files read exactly as
 before. A table without a usable rowid (WITHOUT ROWID, or columns named ``rowid``, ``_rowid_`` and ``oid``) is
-read row by row throughout.
+read row by row throughout. The row-by-row query has no ORDER BY: on an ordinary table SQLite scans in rowid
+order, but an index it chooses (a hostile file's, with its statistics) can give another; only rows with equal
+starts can then come in another order, as the reader sorts by start.
 """
 
 from __future__ import annotations
@@ -64,8 +66,12 @@ Typed = Callable[[list[tuple[Any, ...]]], Any]  # rows (tuples) as the reader's 
 
 def rowid_name(db: sqlite3.Connection, table: str, have: set[str]) -> str | None:
     """A name that is the table's rowid: one no column takes (case-insensitively, as SQLite matches names), on a
-    table that has one (a WITHOUT ROWID table has none: preparing the query fails). None: read row by row."""
-    taken = {name.lower() for name in have}
+    table that has one (a WITHOUT ROWID table has none: preparing the query fails). None: read row by row.
+    ``table_xinfo`` lists the generated and hidden columns ``table_info`` leaves out: a generated column named
+    ``rowid`` holding 7 on every row otherwise stood in for the rowid, and the read stopped after one batch."""
+    quoted = table.replace('"', '""')
+    hidden = {str(row[1]) for row in db.execute(f'PRAGMA table_xinfo("{quoted}")')}
+    taken = {name.lower() for name in have | hidden}
     for key in _KEYS:
         if key not in taken:
             try:
