@@ -1230,10 +1230,18 @@ static PyObject *slices_close(Slices *self, PyObject *const *args, Py_ssize_t na
         if (PyErr_Occurred()) return NULL;
         Py_RETURN_FALSE;
     }
+    if (!PyList_Check(stack)) {
+        PyErr_SetString(PyExc_TypeError, "Slices.close: a track's open slices are a list");
+        return NULL;
+    }
     Py_ssize_t depth = PyList_Size(stack);
+    if (depth < 1) Py_RETURN_FALSE;  /* the twin's `if not stack`: an empty stack left by a failed delete */
+    Py_INCREF(stack);  /* held while it is changed: the dict's reference is borrowed */
     PyObject *began = new_ref(PyList_GetItem(stack, depth - 1));
-    if (began_size(began, &size) < 0 || PyList_SetSlice(stack, depth - 1, depth, NULL) < 0) {
-        Py_DECREF(began);
+    int failed = !began || began_size(began, &size) < 0 || PyList_SetSlice(stack, depth - 1, depth, NULL) < 0;
+    Py_DECREF(stack);
+    if (failed) {
+        Py_XDECREF(began);
         return NULL;
     }
     self->open_count -= 1;

@@ -475,3 +475,30 @@ def test_a_legacy_json_list_decoded_again_is_a_list_of_its_own() -> None:
         if raw == b"[[1], 2]":
             got[1][0].append(9)
             assert got[2] == [[1], 2]  # a nested list is decoded again, not shared
+
+
+class _FailsOnce:
+    """A track key whose hash raises on its ``fail_at``-th call: the close's delete of its emptied stack fails."""
+
+    def __init__(self, fail_at: int) -> None:
+        self.calls, self.fail_at = 0, fail_at
+
+    def __hash__(self) -> int:
+        self.calls += 1
+        if self.calls == self.fail_at:
+            raise RuntimeError("hash failed once")
+        return 1
+
+
+@pytest.mark.parametrize("kind", [Compiled, perfetto.PureSlices], ids=["compiled", "twin"])
+def test_a_close_after_a_failed_delete_ends_nothing_on_both_paths(kind: Any) -> None:
+    """The review of 2026-12-02: a close whose dict delete raised left an empty stack behind, and the next close read
+    item -1 of it (a NULL: the core crashed with SIGSEGV); the twin's ``if not stack`` answers False. Only a Python
+    caller can make a track's hash raise (a file's tracks are ints), but both paths now answer alike."""
+    s = made(kind)
+    track = _FailsOnce(fail_at=4)  # open's lookup and store, close's lookup: the fourth is the delete
+    s.open(track, (0, "a", None, {}, (), 1))
+    with pytest.raises(RuntimeError, match="hash failed once"):
+        s.close(track, 5)
+    assert s.open_count == 0
+    assert s.close(track, 6) is False
