@@ -16,6 +16,7 @@ import re
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -537,3 +538,16 @@ def passes_peak_bytes(path: Path) -> int:
         return tracemalloc.get_traced_memory()[1] - base
     finally:
         tracemalloc.stop()
+
+
+def recorded_run(tmp_path: Path, runner: str, *args: str, library: bool = False) -> dict[str, Any]:
+    """The real entry point (or the library's inspect_traces) on ``args`` in a process running ``runner`` (a
+    script taking the record's path and "cli" or "library" first), and what that process recorded."""
+    out = tmp_path / "recorded.json"
+    done = subprocess.run(
+        [sys.executable, "-c", runner, str(out), "library" if library else "cli", *args],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path, env=cli_env(PYTHONPATH=str(REPO)),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    recorded: dict[str, Any] = json.loads(out.read_text())
+    return recorded

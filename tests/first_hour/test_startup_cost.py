@@ -17,16 +17,12 @@ round): read from the real entry point's own process.
 from __future__ import annotations
 
 import dataclasses
-import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import REPO, cli_env
-from tests.helpers import demo_trace
+from tests.helpers import demo_trace, recorded_run
 
 # The dataclasses of a small inspection that keep their generated __eq__ and __repr__, and why. Every other one a
 # small inspection declares is lean (a new one fails the first test until it is declared so or listed here).
@@ -122,14 +118,7 @@ audited_per_method = pytest.mark.skipif(not hasattr(dataclasses, "_create_fn"), 
 
 def _run(tmp_path: Path, *args: str, library: bool = False) -> dict[str, Any]:
     """The real entry point (or the library's inspect_traces) on ``args``, and what its process recorded."""
-    out = tmp_path / "recorded.json"
-    done = subprocess.run(
-        [sys.executable, "-c", RUNNER, str(out), "library" if library else "cli", *args],
-        capture_output=True, text=True, timeout=300, cwd=tmp_path, env=cli_env(PYTHONPATH=str(REPO)),
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-2000:]
-    recorded: dict[str, Any] = json.loads(out.read_text())
-    return recorded
+    return recorded_run(tmp_path, RUNNER, *args, library=library)
 
 
 def _expected_methods(init: bool, repr_: bool, eq: bool, frozen: bool, unsafe_hash: bool, order: bool) -> list[str]:

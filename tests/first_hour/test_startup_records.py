@@ -18,17 +18,13 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
 
-from tests.conftest import REPO, cli_env
-from tests.helpers import demo_trace
+from tests.helpers import demo_trace, recorded_run
 
 # module: the records it declares as lean Structs, each with whether it is frozen
 RECORDS: dict[str, dict[str, bool]] = {
@@ -96,14 +92,7 @@ else:
 
 def _run(tmp_path: Path, *args: str, library: bool = False) -> dict[str, Any]:
     """The real entry point (or the library's inspect_traces) on ``args``, and what its process recorded."""
-    out = tmp_path / "recorded.json"
-    done = subprocess.run(
-        [sys.executable, "-c", RUNNER, str(out), "library" if library else "cli", *args],
-        capture_output=True, text=True, timeout=300, cwd=tmp_path, env=cli_env(PYTHONPATH=str(REPO)),
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-2000:]
-    recorded: dict[str, Any] = json.loads(out.read_text())
-    return recorded
+    return recorded_run(tmp_path, RUNNER, *args, library=library)
 
 
 @pytest.fixture(scope="module")
