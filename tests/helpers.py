@@ -540,10 +540,29 @@ def passes_peak_bytes(path: Path) -> int:
         tracemalloc.stop()
 
 
-def recorded_run(tmp_path: Path, runner: str, *args: str, library: bool = False) -> dict[str, Any]:
-    """The real entry point (or the library's inspect_traces) on ``args`` in a process running ``runner`` (a
-    script taking the record's path and "cli" or "library" first), and what that process recorded."""
+_RECORDER_HEAD = """
+import atexit, collections, gc, json, sys
+out, library = sys.argv.pop(1), sys.argv.pop(1) == "library"
+compiled = collections.Counter()
+"""
+_RECORDER_TAIL = """
+atexit.register(_write)
+sys.addaudithook(_audit)
+if library:
+    from wizard.api import inspect_traces
+    inspect_traces(sys.argv[1:])
+else:
+    from wizard.cli.app import entry
+    entry()
+"""
+
+
+def recorded_run(tmp_path: Path, hooks: str, *args: str, library: bool = False) -> dict[str, Any]:
+    """The real entry point (or the library's inspect_traces) on ``args`` in a process where ``hooks`` (source
+    defining ``_audit``, an audit hook, and ``_write``, run at exit to write the record to ``out``; ``compiled``, a
+    Counter, and the modules above are there for them) watch it, and what that process recorded."""
     out = tmp_path / "recorded.json"
+    runner = _RECORDER_HEAD + hooks + _RECORDER_TAIL
     done = subprocess.run(
         [sys.executable, "-c", runner, str(out), "library" if library else "cli", *args],
         capture_output=True, text=True, timeout=300, cwd=tmp_path, env=cli_env(PYTHONPATH=str(REPO)),

@@ -66,10 +66,9 @@ COMPARED_OR_SHOWN = {
     "wizard.cluster.Rank": "launcher_rank's result, compared by value (tests/jobs/test_cluster.py)",
 }
 
+# the hooks only: tests/helpers.recorded_run starts the process around them
 RUNNER = """
-import atexit, collections, dataclasses, gc, json, sys
-out, library = sys.argv.pop(1), sys.argv.pop(1) == "library"
-compiled = collections.Counter()
+import dataclasses
 
 def _audit(event, args):
     if event != "compile":
@@ -100,15 +99,6 @@ def _write():
     wizard = {k: n for k, n in compiled.items() if k.startswith("wizard.")}
     json.dump({"compiled": wizard, "declared": _declared(), "modules": sorted(sys.modules),
                "frozen": gc.get_freeze_count()}, open(out, "w"))
-
-atexit.register(_write)
-sys.addaudithook(_audit)
-if library:
-    from wizard.api import inspect_traces
-    inspect_traces(sys.argv[1:])
-else:
-    from wizard.cli.app import entry
-    entry()
 """
 
 

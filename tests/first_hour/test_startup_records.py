@@ -61,10 +61,8 @@ RECORDS: dict[str, dict[str, bool]] = {
     "wizard.plugins": {"Plugin": True},
 }
 
+# the hooks only: tests/helpers.recorded_run starts the process around them
 RUNNER = """
-import atexit, collections, gc, json, sys
-out, library = sys.argv.pop(1), sys.argv.pop(1) == "library"
-compiled = collections.Counter()
 
 def _audit(event, args):
     if event == "compile" and sys._getframe(1).f_code.co_name == "_create_fn":
@@ -78,15 +76,6 @@ def _audit(event, args):
 def _write():
     json.dump({"compiled": dict(compiled), "modules": sorted(sys.modules), "threshold": gc.get_threshold(),
                "collections": [s["collections"] for s in gc.get_stats()]}, open(out, "w"))
-
-atexit.register(_write)
-sys.addaudithook(_audit)
-if library:
-    from wizard.api import inspect_traces
-    inspect_traces(sys.argv[1:])
-else:
-    from wizard.cli.app import entry
-    entry()
 """
 
 
