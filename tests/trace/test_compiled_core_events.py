@@ -43,8 +43,7 @@ core = pytest.importorskip("wizard._core", reason="the compiled core is not buil
 if not hasattr(core, "event_args"):
     pytest.skip("the compiled core here was built before its event functions", allow_module_level=True)
 # what the two modules do at import, unless WARPWIZARD_PURE=1 (then the twins are compared with the core all the same)
-core.bind(protobuf.Damaged, protobuf.MAX_FIELDS, protobuf.pure_fields, protobuf.pure_varint,
-          protobuf.pure_packed_varints, protobuf.pure_packet_head, protobuf.pure_track_event_fields)  # fmt: skip
+protobuf.bind_core(core)
 
 
 def bind_twins(
@@ -54,9 +53,7 @@ def bind_twins(
     track_event: Any = perfetto.pure_track_event,
 ) -> None:
     """What perfetto.py binds at import (twins given here replace its own, to see that the core does not call them)."""
-    core.bind_events(event_args, decode, msgspec.json.decode, perfetto._JSON_ERRORS, perfetto._raw,
-                     perfetto._ARG_FIELDS, perfetto._ARG_FIELDS_BYTES, perfetto._RAW_ARGS, perfetto.MEMO_BYTES,
-                     perfetto.MEMO_ENTRIES, split, track_event, perfetto.NAME_BYTES, MAX_NAME)  # fmt: skip
+    perfetto.bind_core_events(core, event_args, decode, split, track_event)
 
 
 bind_twins()

@@ -37,14 +37,8 @@ from tests.helpers import (
 from tests.output_digests import output
 from wizard.errors import InputFileError
 from wizard.trace.read import perfetto, protobuf
-from wizard.trace.read.collector import GPU_OPS, KERNELS, MAX_NAME, SLICES, ExactTimes
+from wizard.trace.read.collector import KERNELS, MAX_NAME, ExactTimes
 from wizard.trace.read.events import (
-    GPU_OP_CATEGORIES,
-    KERNEL_CATEGORIES,
-    OP_CATEGORIES,
-    PYTHON_CATEGORIES,
-    RUNTIME_CATEGORIES,
-    Event,
     EventArgs,
 )
 
@@ -52,15 +46,9 @@ core = pytest.importorskip("wizard._core", reason="the compiled core is not buil
 if not hasattr(core, "bind_slices"):
     pytest.skip("the compiled core here was built before Slices", allow_module_level=True)
 # what protobuf.py and perfetto.py do at import, unless WARPWIZARD_PURE=1 (then the twin is compared all the same)
-core.bind(protobuf.Damaged, protobuf.MAX_FIELDS, protobuf.pure_fields, protobuf.pure_varint,
-          protobuf.pure_packed_varints, protobuf.pure_packet_head, protobuf.pure_track_event_fields)  # fmt: skip
-core.bind_events(perfetto.pure_event_args, perfetto._decode_annotation, msgspec.json.decode, perfetto._JSON_ERRORS,
-                 perfetto._raw, perfetto._ARG_FIELDS, perfetto._ARG_FIELDS_BYTES, perfetto._RAW_ARGS,
-                 perfetto.MEMO_BYTES, perfetto.MEMO_ENTRIES, perfetto.pure_split_packets, perfetto.pure_track_event,
-                 perfetto.NAME_BYTES, MAX_NAME)  # fmt: skip
-CATEGORIES = (KERNEL_CATEGORIES, GPU_OP_CATEGORIES, OP_CATEGORIES, RUNTIME_CATEGORIES, PYTHON_CATEGORIES)
-Compiled = core.bind_slices(Event, EventArgs, perfetto._NO_ARGS, CATEGORIES, (KERNELS, GPU_OPS, SLICES),
-                            perfetto.ARGS_READ)  # fmt: skip
+protobuf.bind_core(core)
+perfetto.bind_core_events(core)
+Compiled = perfetto.bind_core_slices(core)
 BOUNDS = perfetto._bounds()
 TRACKS = {5: perfetto._Track(7, 8, "thread"), 6: perfetto._Track("proc", "row", "merged")}
 

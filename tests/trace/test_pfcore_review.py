@@ -27,7 +27,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import msgspec
 import pytest
 
 from tests.helpers import call_outcome, dfield, tag, vfield
@@ -36,15 +35,11 @@ from wizard.trace.read.collector import MAX_NAME, TraceContents
 
 core = pytest.importorskip("wizard._core", reason="the compiled core is not built here (no C compiler)")
 # what protobuf.py and perfetto.py bind at import, also under WARPWIZARD_PURE=1 (then the core is compared all the same)
-core.bind(protobuf.Damaged, protobuf.MAX_FIELDS, protobuf.pure_fields, protobuf.pure_varint,
-          protobuf.pure_packed_varints, protobuf.pure_packet_head, protobuf.pure_track_event_fields)  # fmt: skip
+protobuf.bind_core(core)
 
 
 def bind_events(decode: Any = perfetto._decode_annotation) -> None:
-    core.bind_events(perfetto.pure_event_args, decode, msgspec.json.decode, perfetto._JSON_ERRORS, perfetto._raw,
-                     perfetto._ARG_FIELDS, perfetto._ARG_FIELDS_BYTES, perfetto._RAW_ARGS, perfetto.MEMO_BYTES,
-                     perfetto.MEMO_ENTRIES, perfetto.pure_split_packets, perfetto.pure_track_event,
-                     perfetto.NAME_BYTES, MAX_NAME)  # fmt: skip
+    perfetto.bind_core_events(core, decode=decode)
 
 
 bind_events()

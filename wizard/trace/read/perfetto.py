@@ -744,8 +744,11 @@ def _bounds() -> _Bounds:
 def _bind_slices() -> type[PureSlices]:
     """The compiled ``Slices`` where protobuf.py bound the core (not under ``WARPWIZARD_PURE=1``), else the twin."""
     core = compiled_core() if _protobuf.COMPILED else None
-    if core is None:
-        return PureSlices
+    return PureSlices if core is None else bind_core_slices(core)
+
+
+def bind_core_slices(core: Any) -> type[PureSlices]:
+    """The core's ``Slices``, handed the types, categories and bounds it builds events with (the tests' too)."""
     categories = (KERNEL_CATEGORIES, GPU_OP_CATEGORIES, OP_CATEGORIES, RUNTIME_CATEGORIES, PYTHON_CATEGORIES)
     compiled: type[PureSlices] = core.bind_slices(
         Event, EventArgs, _NO_ARGS, categories, (KERNELS, GPU_OPS, SLICES), ARGS_READ
@@ -838,15 +841,27 @@ _read_track_event: Callable[[bytes, int, int | None, _Sequence], _TrackEventFiel
 _event_args: Callable[[bytes, list[tuple[int, int]], _Sequence, dict[str, Any], int], tuple[int, int]] = pure_event_args
 
 
+def bind_core_events(
+    core: Any,
+    event_args: Any = None,
+    decode: Any = None,
+    split: Any = None,
+    track_event: Any = None,
+) -> None:
+    """Hand the core its event functions' twins, tables and bounds; a test may give other twins, to see that the
+    core does not call them."""
+    core.bind_events(event_args or pure_event_args, decode or _decode_annotation, msgspec.json.decode, _JSON_ERRORS,
+                     _raw, _ARG_FIELDS, _ARG_FIELDS_BYTES, _RAW_ARGS, MEMO_BYTES, MEMO_ENTRIES,
+                     split or pure_split_packets, track_event or pure_track_event, NAME_BYTES, MAX_NAME)  # fmt: skip
+
+
 def _bind_compiled_events() -> bool:
     """The compiled twins of the functions above, where protobuf.py bound the core (not under ``WARPWIZARD_PURE=1``)."""
     global _event_args, _split_packets, _read_track_event
     core = compiled_core() if _protobuf.COMPILED else None
     if core is None:
         return False
-    core.bind_events(pure_event_args, _decode_annotation, msgspec.json.decode, _JSON_ERRORS, _raw, _ARG_FIELDS,
-                     _ARG_FIELDS_BYTES, _RAW_ARGS, MEMO_BYTES, MEMO_ENTRIES, pure_split_packets, pure_track_event,
-                     NAME_BYTES, MAX_NAME)  # fmt: skip
+    bind_core_events(core)
     _event_args, _split_packets, _read_track_event = core.event_args, core.split_packets, core.track_event
     return True
 

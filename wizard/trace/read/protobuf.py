@@ -244,14 +244,20 @@ track_event_fields: Callable[[bytes, int, int | None], TrackEventFields] = pure_
 COMPILED = False  # whether the five above are the compiled core's
 
 
+def bind_core(core: Any) -> None:
+    """Hand the core what its functions raise, bound and fall back to (the tests bind it so too, with or without
+    ``WARPWIZARD_PURE=1``)."""
+    core.bind(Damaged, MAX_FIELDS, pure_fields, pure_varint, pure_packed_varints, pure_packet_head,
+              pure_track_event_fields)  # fmt: skip
+
+
 def _bind_compiled_core() -> bool:
     """Put the compiled twins in place where the core is built and not refused (``WARPWIZARD_PURE=1``)."""
     global varint, fields, packed_varints, packet_head, track_event_fields
     core = compiled_core()
     if core is None:
         return False
-    core.bind(Damaged, MAX_FIELDS, pure_fields, pure_varint, pure_packed_varints, pure_packet_head,
-              pure_track_event_fields)  # fmt: skip
+    bind_core(core)
     varint, fields, packed_varints = core.varint, core.fields, core.packed_varints
     packet_head, track_event_fields = core.packet_head, core.track_event_fields
     return True
