@@ -512,11 +512,11 @@ def read_peak_mb(read: Any, path: Path) -> float:
         tracemalloc.stop()
 
 
-def passes_peak_bytes(path: Path) -> int:
+def passes_peak_bytes(path: Path, plots: bool = False) -> int:
     """The Python heap's peak over the passes of one whole inspection of ``path`` (what the read holds, and every
     pass over it: the read's own peak is its batch of rows, a constant), asked as ``trace inspect --json`` asks it
-    (no per-launch records kept, no pictures: the library's defaults keep a record per launch on purpose, for a
-    DataFrame)."""
+    (no per-launch records kept, no pictures unless ``plots``, as ``--report page.html`` asks: the library's defaults
+    keep a record per launch on purpose, for a DataFrame)."""
     import tracemalloc
 
     from wizard.api import inspect_traces
@@ -534,7 +534,7 @@ def passes_peak_bytes(path: Path) -> int:
         base = tracemalloc.get_traced_memory()[0]
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(run, "read_trace", read_then_reset)
-            inspect_traces([str(path)], launches="none", plots=False)
+            inspect_traces([str(path)], launches="none", plots=plots)
         return tracemalloc.get_traced_memory()[1] - base
     finally:
         tracemalloc.stop()

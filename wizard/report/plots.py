@@ -25,7 +25,7 @@ from wizard.formatting import exact, plural
 from wizard.trace.health.checks import SPEC
 from wizard.trace.inspection.results import Inspection
 from wizard.trace.kineto_math import prints_truth
-from wizard.trace.metrics.findings import PlotData
+from wizard.trace.metrics.findings import POINTS_CAP, PlotData
 from wizard.trace.metrics.mechanisms import BY_ID, ORDER, is_wrong
 from wizard.untrusted import cut, html_text
 
@@ -180,14 +180,19 @@ PARTS = ("main", "strip", "unknown")  # the rows of a reported-against-true pict
 PART_HEIGHT = {"main": 280, "strip": 110, "unknown": 90}
 
 
-def _placement(points: list[Point], metric: str) -> tuple[dict[str, list[Point]], list[str], str]:
+def _placement(points: list[Point], metric: str, past_cap: int = 0) -> tuple[dict[str, list[Point]], list[str], str]:
     """The points of one metric drawn in each part (the most launched, at most MAX_POINTS), the notes on
-    those that cannot be drawn and why, and the title (which counts the points left out)."""
+    those that cannot be drawn and why (``past_cap``: launches whose point the classifier did not keep), and the
+    title (which counts the points left out)."""
     placed: dict[str, list[Point]] = {}
     for p in sorted((p for p in points if p[0] == metric), key=lambda p: -p[4]):
         placed.setdefault(_where(p), []).append(p)
     notes = [f"{plural(sum(p[4] for p in lost), 'launch')} not drawn: {why}" for why, lost in placed.items()]
     notes = [note for note, why in zip(notes, placed, strict=True) if why not in PARTS]
+    if past_cap:
+        notes.append(
+            f"{plural(past_cap, 'launch')} not drawn: past {POINTS_CAP:,} distinct points in one trace (the first kept)"
+        )
     drawable = sorted((p for part in PARTS for p in placed.get(part, [])), key=lambda p: -p[4])
     chosen = set(drawable[:MAX_POINTS])  # a page that draws, whatever the trace
     title = f"{metric}: reported against true, per distinct launch"
@@ -285,7 +290,7 @@ def _axes(fig: Any, rows: dict[str, int], metric: str, placed: dict[str, list[Po
         fig.update_yaxes(type="category", row=rows["unknown"], col=1)
 
 
-def reported_vs_true(points: list[Point], metric: str) -> Picture:
+def reported_vs_true(points: list[Point], metric: str, past_cap: int = 0) -> Picture:
     """Reported against true values of one metric: each distinct point sized by its launches, coloured by
     mechanism where this value is wrong, the line where they are equal. Below, each in a strip of its own
     and only when there are some: the values a log axis cannot show (negative, zero, inf, nan) against
@@ -294,7 +299,7 @@ def reported_vs_true(points: list[Point], metric: str) -> Picture:
     go = require_plotly()
     from plotly.subplots import make_subplots
 
-    placed, notes, title = _placement(points, metric)
+    placed, notes, title = _placement(points, metric, past_cap)
     parts = [part for part in PARTS if placed.get(part)]
     words, static = _points_in_words(points, metric)
     if not parts:
@@ -772,7 +777,11 @@ def figures(inspection: Inspection, rank_counts: dict[str, dict[str, int]]) -> l
     points = [p for r in inspection.reports if r.metrics.plot is not None for p in r.metrics.plot.points]
     if not points and inspection.launches:
         points = points_from_launches(inspection)
-    out = [reported_vs_true(points, metric) for metric in METRICS if any(p[0] == metric for p in points)]
+    past_cap: Counter[str] = Counter()
+    for r in inspection.reports:
+        if r.metrics.plot is not None:
+            past_cap.update(r.metrics.plot.points_omitted)
+    out = [reported_vs_true(points, m, past_cap[m]) for m in METRICS if any(p[0] == m for p in points)]
     labelled = [(r.label, r.metrics.plot) for r in inspection.reports if r.metrics.plot is not None]
     health = health_timeline(
         [

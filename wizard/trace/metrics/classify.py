@@ -22,6 +22,7 @@ from wizard.inspect_options import DEFAULT_MAX_LAUNCHES, DEFAULT_OPTIONS, Inspec
 from wizard.trace.metrics.detectors import MEMO_CAP, SM_COUNT_HINT, Finding, KernelCheck, MemoChecker
 from wizard.trace.metrics.devices import DeviceInfo, device_table, sm_count_conflicts
 from wizard.trace.metrics.findings import (
+    POINTS_CAP,
     TIMELINE_CAP,
     FindingGroup,
     KernelLaunch,
@@ -29,6 +30,7 @@ from wizard.trace.metrics.findings import (
     Launch,
     OpLink,
     PlotData,
+    Point,
 )
 from wizard.trace.metrics.mechanisms import Mechanism, is_wrong
 from wizard.trace.passes import Results, TracePass
@@ -123,8 +125,12 @@ class Classifier:
         self.checker = MemoChecker(devices, rocm, typed)
         self.tool_notes: Counter[str] = Counter()  # launches per note about the calculators, not the launch
         self.plots = plots
-        self._first: dict[int, tuple[KernelCheck, KernelRecord]] = {}  # id(check) -> the check, its first launch
-        self._seen: dict[int, int] = {}  # id(check) -> launches
+        # the picture's distinct (metric, mechanism, reported, true) points and their launches, counted as launches
+        # arrive (at most POINTS_CAP points; the launches of any further point counted per metric), and the points of
+        # each check the memo keeps (id(check) -> its points): past MEMO_CAP a check per launch would be kept, ~1 KB
+        self._points: Counter[Point] = Counter()
+        self._points_of: dict[int, tuple[Point, ...]] = {}
+        self._points_omitted: Counter[str] = Counter()
         self._timeline: dict[tuple[str, str], list[float]] = {}
         self._timeline_omitted = 0
         # id(KernelCheck) -> its findings, one per mechanism (the worst), with their badness, and
@@ -282,14 +288,18 @@ class Classifier:
             self.max_computed_wps = max(self.max_computed_wps or 0.0, wps)
 
     def _draw(self, k: KernelRecord, result: KernelCheck, findings: list[tuple[Finding, float]], wrong: bool) -> None:
-        """Count the launch under its distinct check; keep a wrong launch's start for the timeline."""
-        key = id(result)
-        seen = self._seen.get(key)
-        if seen is None:
-            self._first[key] = (result, k)
-            self._seen[key] = 1
-        else:
-            self._seen[key] = seen + 1
+        """Count the launch under its points; keep a wrong launch's start for the timeline."""
+        points = self._points_of.get(id(result))
+        if points is None:
+            points = _plotted(result, k)
+            if self.checker.kept:  # alive in the memo: its id is never another's
+                self._points_of[id(result)] = points
+        counts = self._points
+        for point in points:
+            if point in counts or len(counts) < POINTS_CAP:
+                counts[point] += 1
+            else:
+                self._points_omitted[point[0]] += 1
         if not wrong:
             return
         for finding, _ in findings:
@@ -302,25 +312,8 @@ class Classifier:
 
     def plot_data(self) -> PlotData:
         """The distinct points, per metric, with their launch counts, and the wrong launches' times."""
-        counts: Counter[tuple[str, str, float | None, float | None]] = Counter()
-        for key, (result, k) in self._first.items():
-            n = self._seen[key]
-            if not result.checked:
-                continue
-            named = _named(result)
-            mechanism = named.primary or "ok"
-            written = {"blocks per SM": k.blocks_per_sm.value, "warps per SM": k.warps_per_sm.value}
-            if k.occupancy_key is not None:
-                written["occupancy %"] = k.occupancy.value
-            truths = {
-                "blocks per SM": result.true.get("blocks per SM"),
-                "warps per SM": result.true.get("warps per SM"),
-                "occupancy %": result.true.get(k.occupancy_key) if k.occupancy_key is not None else None,
-            }
-            for metric, value in written.items():
-                counts[(metric, mechanism, value, truths[metric])] += n
-        points = [(m, mech, r, t, n) for (m, mech, r, t), n in counts.items()]
-        return PlotData(points, self._timeline, self._timeline_omitted)
+        points = [(m, mech, r, t, n) for (m, mech, r, t), n in self._points.items()]
+        return PlotData(points, self._timeline, self._timeline_omitted, points_omitted=dict(self._points_omitted))
 
     def _keep_launch(self, group: FindingGroup, index: int, finding: Finding) -> None:
         if not group.wrong:
@@ -404,6 +397,23 @@ class _Named(msgspec.Struct, frozen=True, eq=False):
     mechanisms: tuple[str, ...]
     primary: str | None
     wrong: bool
+
+
+def _plotted(result: KernelCheck, k: KernelRecord) -> tuple[Point, ...]:
+    """A launch's points in the picture, a metric each: what the trace says and the true value, under the launch's
+    mechanism; none where nothing was checked. Every launch sharing a check shares its written values (the memo's
+    key), so a check's points are its first launch's."""
+    if not result.checked:
+        return ()
+    mechanism = _named(result).primary or "ok"
+    true = result.true
+    points: tuple[Point, ...] = (
+        ("blocks per SM", mechanism, k.blocks_per_sm.value, true.get("blocks per SM")),
+        ("warps per SM", mechanism, k.warps_per_sm.value, true.get("warps per SM")),
+    )
+    if k.occupancy_key is not None:
+        points += (("occupancy %", mechanism, k.occupancy.value, true.get(k.occupancy_key)),)
+    return points
 
 
 def _named(result: KernelCheck) -> _Named:

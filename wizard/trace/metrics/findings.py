@@ -149,6 +149,11 @@ MAX_GROUPS = 1000  # finding groups listed per trace in JSON and Markdown; the r
 
 
 TIMELINE_CAP = 100_000  # wrong launches' start times kept per (stream, mechanism) for a picture
+# distinct (metric, mechanism, reported, true) points kept per trace for a picture, whose page draws the 1,000 most
+# launched a metric (report/plots.py MAX_POINTS): an export whose every kernel has its own grid has a point per launch
+POINTS_CAP = 100_000
+
+Point = tuple[str, str, float | None, float | None]  # (metric, mechanism or "ok", reported, true)
 
 
 @dataclass(slots=True)
@@ -160,6 +165,7 @@ class PlotData:
     # (metric, mechanism or "ok", reported, true, launches)
     timeline: dict[tuple[str, str], list[float]] = field(default_factory=dict)  # (stream, mechanism) -> ts
     timeline_omitted: int = 0
+    points_omitted: dict[str, int] = field(default_factory=dict)  # metric -> launches whose point was past POINTS_CAP
     span: tuple[float, float] | None = None  # the trace's first start and last end (µs): where its time axis starts
 
 
