@@ -292,3 +292,45 @@ def test_the_read_is_the_same_on_both_paths(tmp_path: Path, monkeypatch: pytest.
     compiled_read = _contents(path)
     monkeypatch.setattr(sqlite_columns, "int64_array", sqlite_columns.pure_int64_array)
     assert _contents(path) == compiled_read
+
+
+def _indexed_table(path: Path) -> None:
+    """Rows whose ``x`` is 0, 1 or 67, an index on it and statistics that make it SQLite's choice for ``x IN
+    (0, 1)``; three starts are not integers (text, a real, NULL)."""
+    rng = random.Random(21)
+    with sqlite3.connect(path) as db:
+        db.execute('CREATE TABLE t ("start", "end", "x")')
+        for n in range(400):
+            start: Any = rng.randrange(-(10**9), 10**9) if n % 150 != 5 else ["9", 2.5, None][n // 150]
+            db.execute("INSERT INTO t VALUES (?, ?, ?)", (start, rng.randrange(10**9), rng.choice([0, 1, 67])))
+        db.execute("CREATE INDEX by_x ON t (x)")
+        db.execute("ANALYZE")
+        db.execute("UPDATE sqlite_stat1 SET stat = '400 1' WHERE idx = 'by_x'")
+
+
+@pytest.mark.parametrize("batch", [1, 7, 64])
+def test_integer_start_left_to_the_arrays_and_an_index_read_in_rowid_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batch: int
+) -> None:
+    """``integer``: the columns' query leaves the check of an integer start to the arrays (a batch holding another
+    start is read row by row, where SQL checks it), and reads the table's own b-tree whatever index it has: the
+    rows in rowid order, as a second reading with the check in SQL gives them."""
+    path = tmp_path / "t.sqlite"
+    _indexed_table(path)
+    monkeypatch.setattr(sqlite_columns, "MOST_ROWS", batch)
+    db = sqlite3.connect(path)
+    names, where = ['"start"', '"end"', '"x"'], '"x" IN (0, 1)'
+    source = ColumnBatches(db, "t", names, where, "rowid", integer='"start"')
+    placed: list[int] = []
+
+    def place(columns: list[Any]) -> list[list[int | None]]:
+        placed.append(len(columns[0]))
+        return [list(map(int, row)) for row in zip(*columns, strict=True)]
+
+    def typed(rows: list[tuple[Any, ...]]) -> list[list[int | None]]:
+        return [[v if type(v) is int and v != MIN64 else None for v in row] for row in rows]
+
+    rows = [row for part in source.batches(typed, place, 50) for row in part]
+    assert rows == _second_reading(db, "t", names, f"typeof(\"start\") = 'integer' AND {where}")
+    assert sum(placed) > len(rows) // 3  # most batches came as columns
+    assert all(0 < n <= batch for n in placed)

@@ -338,7 +338,7 @@ class _Export:
         if "start" not in self._columns(table):
             return
         # a process's pid matters only to correlation ids of several processes (``_correlation``)
-        source, present = self._select(table, _KERNEL_COLUMNS, "", () if self.processes else ("globalPid",))
+        source, present = self._select(table, _KERNEL_COLUMNS, "1", () if self.processes else ("globalPid",))
         import numpy as np
 
         kernels = self.c.kernels
@@ -468,17 +468,17 @@ class _Export:
     def _select(
         self, table: str, wanted: Sequence[str], where: str, skip: Sequence[str] = ()
     ) -> tuple[ColumnBatches, list[int]]:
-        """The rows of ``table`` with an integer start (and ``where``), as batches of the ``wanted`` columns it has
-        (a missing one is noted: it reads as none, as does one in ``skip``, not needed), and the positions in
+        """The rows of ``table`` with an integer start (and ``where``, SQL), as batches of the ``wanted`` columns it
+        has (a missing one is noted: it reads as none, as does one in ``skip``, not needed), and the positions in
         ``wanted`` of those selected. Names are this module's, never the file's."""
         have = self._columns(table)
         present = [n for n, name in enumerate(wanted) if name in have and name not in skip]
         absent = [name for name in wanted if name not in have]
         if absent:
             self.missing[table] = absent
-        condition = f"typeof(\"start\") = 'integer'{where}"
         picked = [f'"{wanted[n]}"' for n in present]
-        return ColumnBatches(self.db, table, picked, condition, rowid_name(self.db, table, have)), present
+        key = rowid_name(self.db, table, have)
+        return ColumnBatches(self.db, table, picked, where, key, integer='"start"'), present
 
     def _runtime(self) -> None:
         """The runtime and driver calls, as columns (as ``_kernels``); rows of any other eventClass (a CUDA
@@ -491,7 +491,7 @@ class _Export:
         if "start" not in have:
             return
         classed = "eventClass" in have
-        where = ' AND typeof("eventClass") = \'integer\' AND "eventClass" IN (0, 1)' if classed else ""
+        where = 'typeof("eventClass") = \'integer\' AND "eventClass" IN (0, 1)' if classed else "1"
         source, present = self._select(table, _RUNTIME_COLUMNS, where)
         calls = _Calls()
         for rows in _typed_batches(source, present, len(_RUNTIME_COLUMNS)):
