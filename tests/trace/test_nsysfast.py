@@ -242,7 +242,17 @@ def _array_texts() -> list[str]:
     near = ["[]", "[", "]", "", "[1,]", "[,1]", "[-]", "[--1]", "[1-2]", "[+1]", "[ 1]", "[1 ]", "[007,-0]", "[１]",
             "[\ud800]", "[9223372036854775808]", "[-9223372036854775809]", "[92233720368547758070]",
             "[-9223372036854775808,9223372036854775807]", "[1,,2]", "[1]]", "[[1]]", "[1]\x00"]  # fmt: skip
-    return texts + near
+    return texts + near + _long_digit_runs()
+
+
+def _long_digit_runs() -> list[str]:
+    """Runs of 18 digits and more (read again, checked, by the compiled core): leading zeros, int64's ends and
+    one past them, runs whose unchecked reading wraps 2**64 back into int64's range."""
+    runs = ["0" * 25 + "1", "-" + "0" * 30 + "7", "0" * 19, "999999999999999999", "-999999999999999999",
+            "1000000000000000000", "-0009223372036854775808", "0009223372036854775807", "9223372036854775808",
+            "-9223372036854775809", "18446744073709551616", "18446744073709551617", "-18446744073709551615",
+            "36893488147419103233", "1" + "0" * 40]  # fmt: skip
+    return [f"[{run}]" for run in runs] + [f"[5,{run},-6]" for run in runs]
 
 
 def _twins_agree(text: Any) -> None:
@@ -270,6 +280,25 @@ def test_int64_array_twins_agree_on_random_texts() -> None:
     for _ in range(20_000):
         body = "".join(rng.choice("0123456789,-9,+ .e") for _ in range(rng.randrange(0, 30)))
         _twins_agree(f"[{body}]")
+
+
+@pytest.mark.skipif(CORE is None, reason="the compiled core is not built here")
+def test_int64_array_twins_agree_on_arrays_of_every_length() -> None:
+    """Commas are counted eight bytes at a time: arrays of 0 to 60 values of 1 to 20 characters, a comma at every
+    place in a word of eight, some with a wrong byte put in (a space, a '+', a second comma)."""
+    rng = random.Random(13)
+    for n in range(61):
+        for _ in range(8):
+            values = [rng.choice([rng.randrange(10), rng.randrange(-(10**6), 10**6), rng.randrange(MIN64, -MIN64)])
+                      for _ in range(n)]  # fmt: skip
+            text = "[" + ",".join(map(str, values)) + "]"
+            _twins_agree(text)
+            if len(text) > 2:
+                at = rng.randrange(1, len(text) - 1)
+                _twins_agree(text[:at] + rng.choice(" +,x") + text[at + 1 :])
+            if n:
+                assert CORE is not None
+                assert CORE.int64_array(text) == np.array(values, dtype=np.int64).tobytes()
 
 
 def test_int64_array_is_the_values_in_order() -> None:
