@@ -105,6 +105,8 @@ def _linked_offsets(tables: Tables) -> tuple[Ints, Floats] | None:
     kernel's correlation id, as CHECK's `counts` declares. None when no kernel links to a call."""
     import numpy as np
 
+    from wizard.trace.health.tables import find
+
     calls, kernels = tables.calls, tables.kernels
     linked_calls = (calls.launch | calls.graph) & (calls.corr != NO_CORRELATION)
     if not linked_calls.any() or not len(kernels.ts):
@@ -116,10 +118,7 @@ def _linked_offsets(tables: Tables) -> tuple[Ints, Floats] | None:
     first = np.concatenate(([True], ids[1:] != ids[:-1]))
     ids, ts = ids[first], ts[first]  # the earliest call per correlation id
     order = kernels.order()
-    where = np.searchsorted(ids, kernels.corr[order])
-    where_ok = where < len(ids)
-    found = np.zeros(len(order), dtype=bool)
-    found[where_ok] = ids[where[where_ok]] == kernels.corr[order][where_ok]
+    where, found = find(kernels.corr[order], ids)
     linked = order[found]
     if not len(linked):
         return None
