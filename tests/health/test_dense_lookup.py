@@ -82,3 +82,24 @@ def test_distinct_of_sorted_and_unsorted_values(dtype: type) -> None:
             got = distinct(values)
             assert got.tolist() == np.unique(values).tolist() == sorted(set(values.tolist()))
             assert not np.shares_memory(got, values)
+
+
+def test_kernel_order_is_the_stable_sort() -> None:
+    """``Kernels.order``: no sort where the starts are in order already (ties, -0.0 beside 0.0), the stable
+    argsort otherwise (one out of place, a NaN, which sorts last)."""
+    rng = np.random.default_rng(5)
+    nan = float("nan")
+    many = rng.integers(0, 50, 400).astype(float)
+    starts = [[], [1.0], [1.0, 1.0, 2.0], [0.0, -0.0, 0.0, 3.5], [2.0, 1.0], [1.0, nan, 2.0], [nan, nan],
+              np.sort(many).tolist(), many.tolist()]  # fmt: skip
+    for ts in starts:
+        values = np.array(ts, dtype=np.float64)
+        n = len(values)
+        zeros = np.zeros(n, dtype=np.int64)
+        kernels = tables.Kernels(values, values, zeros, zeros, [])
+        got = kernels.order()
+        assert got.dtype == np.int64
+        assert got.tolist() == np.argsort(values, kind="stable").tolist()
+        assert got.tolist() == sorted(
+            range(n), key=lambda i: (np.isnan(values[i]), 0 if np.isnan(values[i]) else values[i], i)
+        )

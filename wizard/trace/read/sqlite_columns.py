@@ -102,6 +102,7 @@ class ColumnBatches:
         picked: Sequence[str],
         where: str,
         key: str | None,
+        *,
         integer: str | None = None,
     ) -> None:
         self.db = db
