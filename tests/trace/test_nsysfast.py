@@ -363,3 +363,45 @@ def test_integer_start_left_to_the_arrays_and_an_index_read_in_rowid_order(
     assert rows == _second_reading(db, "t", names, f"typeof(\"start\") = 'integer' AND {where}")
     assert sum(placed) > len(rows) // 3  # most batches came as columns
     assert all(0 < n <= batch for n in placed)
+
+
+def _calls_read(c: Any) -> tuple[Any, ...]:
+    r = c.runtime
+    threads, names = [r.thread(t) for t in r.threads], [r.name_list[n] for n in r.names]
+    return (
+        list(r.correlations),
+        list(r.starts),
+        c.events,
+        c.last_ts,
+        threads,
+        names,
+        list(c.timeline.categories.items()),
+    )
+
+
+@pytest.mark.parametrize("first_driver", [False, True])
+def test_calls_added_a_batch_at_a_time_and_sorted_once_are_the_tidy_exports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, first_driver: bool
+) -> None:
+    """The calls go into the runtime index batch by batch (batches of 13 rows, backtraces among them) and are sorted
+    in place once: a shuffled export reads as the same export in order, column for column, with the same counts,
+    the earliest call's category first, and the last start."""
+    monkeypatch.setattr(sqlite_columns, "MOST_ROWS", 13)
+    rng = random.Random(4)
+    starts = rng.sample(range(10**6), 150)  # distinct: the order of ties is the file's, which shuffling changes
+    calls = [
+        Call(s * 10, s * 10 + rng.randrange(-5, 900), i + 1, name=("cudaLaunchKernel_v7000", "cuMemcpy")[i % 2],
+             driver=first_driver if s == min(starts) else rng.random() < 0.5, tid=9 + i % 3)
+        for i, s in enumerate(starts)
+    ]  # fmt: skip
+    kernels = [Kernel(1000 * i, 1000 * i + 9, i + 1) for i in range(20)]
+    read = [
+        read_nsys(write_export(tmp_path / f"{label}.sqlite", kernels, calls, backtraces=True, shuffle=shuffle))
+        for label, shuffle in (("tidy", None), ("shuffled", 8))
+    ]
+    tidy, shuffled = (_calls_read(c) for c in read)
+    assert shuffled == tidy
+    assert tidy[0] == [c.correlation for c in sorted(calls, key=lambda c: c.start_ns)]
+    earliest = min(calls, key=lambda c: c.start_ns)
+    categories = [name for name, _ in tidy[6] if name.startswith("cuda_")]
+    assert categories[0] == ("cuda_driver" if earliest.driver else "cuda_runtime")

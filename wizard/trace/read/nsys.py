@@ -493,26 +493,36 @@ class _Export:
         classed = "eventClass" in have
         where = 'typeof("eventClass") = \'integer\' AND "eventClass" IN (0, 1)' if classed else "1"
         source, present = self._select(table, _RUNTIME_COLUMNS, where)
-        calls = _Calls()
+        runtime, first = self.c.runtime, len(self.c.runtime)
+        drivers: list[Any] = []  # whether each call is a driver call, batch by batch
+        starts = _Starts()
         for rows in _typed_batches(source, present, len(_RUNTIME_COLUMNS)):
-            calls.add(*self._runtime_batch(rows, classed))
-        if not calls.parts:
+            (ts, dur, corr, thread, name, driver), start = self._runtime_batch(rows, classed)
+            if len(start):
+                runtime.add_columns(corr, ts, dur, thread, name, thread_keys=self.call_threads,
+                                    name_list=self.call_names)  # fmt: skip
+                drivers.append(driver)
+                starts.add(start)
+        if not drivers:
             return
-        start, dur, corr, thread, name, driver = (np.concatenate(part) for part in zip(*calls.parts, strict=True))
-        if not calls.starts.ordered:
+        driver = np.concatenate(drivers)
+        if not starts.ordered:
             again = lambda: self.db.execute(f'SELECT "start" {source.source}{source.order()}')  # noqa: E731
-            order = calls.starts.sorting(start, again)
-            start, dur, corr, thread, name, driver = (c[order] for c in (start, dur, corr, thread, name, driver))
-        self.c.runtime.add_columns(
-            corr, start, dur, thread, name, thread_keys=self.call_threads, name_list=self.call_names
-        )
+            order = starts.sorting(np.frombuffer(runtime.starts, dtype=np.float64)[first:], again)
+            runtime.reorder(first, order)
+            driver = driver[order]
+        self._call_categories(driver)
+        self.c.last_ts = runtime.starts[-1]
+
+    def _call_categories(self, driver: Any) -> None:
+        """The calls' counts by category (driver or runtime), the earliest call's first (``driver``: whether each
+        call, in start order, is a driver call)."""
         drivers = int(driver.sum())
         counts = {"cuda_runtime": len(driver) - drivers, "cuda_driver": drivers}
         for category in sorted(counts, key=lambda c: c != ("cuda_driver" if driver[0] else "cuda_runtime")):
             if counts[category]:
                 self.c.timeline.categories[category] += counts[category]
         self.c.events += len(driver)
-        self.c.last_ts = float(start[-1])
 
     def _runtime_batch(self, rows: Any, classed: bool) -> tuple[Any, ...]:
         """One batch of calls as columns: start (µs), duration, correlation, thread and name numbers, whether a
@@ -666,19 +676,6 @@ class _Starts:
 
         key = ts if self.exact else np.array([start for (start,) in again()], dtype=np.int64)
         return np.argsort(key, kind="stable")
-
-
-class _Calls:
-    """The calls' columns, batch by batch, with their threads' and names' numbers."""
-
-    def __init__(self) -> None:
-        self.parts: list[tuple[Any, ...]] = []
-        self.starts = _Starts()
-
-    def add(self, columns: tuple[Any, ...], starts: Any) -> None:
-        if len(starts):
-            self.parts.append(columns)
-            self.starts.add(starts)
 
 
 def _typed(batch: list[tuple[Any, ...]], present: list[int], width: int) -> Any:
