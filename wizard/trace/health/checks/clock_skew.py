@@ -116,10 +116,11 @@ def _linked_offsets(tables: Tables) -> tuple[Ints, Floats] | None:
     if by_id is not None:
         ids, ts = ids[by_id], ts[by_id]
     first = np.concatenate(([True], ids[1:] != ids[:-1]))
-    ids, ts = ids[first], ts[first]  # the earliest call per correlation id
-    order = kernels.order()
-    where, found = find(kernels.corr[order], ids)
-    linked = order[found]
+    if not first.all():
+        ids, ts = ids[first], ts[first]  # the earliest call per correlation id
+    order = kernels.order()  # None: in start order already
+    where, found = find(kernels.corr if order is None else kernels.corr[order], ids)
+    linked = np.flatnonzero(found) if order is None else order[found]
     if not len(linked):
         return None
     return linked, kernels.ts[linked] - ts[where[found]]
