@@ -73,15 +73,18 @@ def test_linked_offsets_are_each_kernels_earliest_call_by_hand(kernels_in_order:
         n = 300
         call_ids = rng.integers(1, n, 2 * n) * spread
         call_ids[rng.random(2 * n) < 0.05] = NO_CORRELATION
-        call_ts = rng.integers(0, 1000, 2 * n) * 1.0
+        call_ts = rng.integers(0, 1000, 2 * n).astype(np.float64)
         kind = rng.integers(0, 3, 2 * n)  # 0 launch, 1 graph launch, 2 another call
-        calls = Calls(call_ts, call_ids, np.zeros(2 * n, dtype=np.int32), kind == 0, kind == 1, [], np.zeros(0))
-        kernel_ts = np.sort(rng.integers(0, 2000, n) * 1.0) if kernels_in_order else rng.integers(0, 2000, n) * 1.0
+        calls = Calls(
+            call_ts, call_ids, np.zeros(2 * n, dtype=np.int32), kind == 0, kind == 1, [], np.zeros(0, dtype=np.int64)
+        )
+        kernel_ts = rng.integers(0, 2000, n).astype(np.float64)
+        if kernels_in_order:
+            kernel_ts.sort()
         kernel_ids = rng.integers(1, n + 20, n) * spread
         zeros = np.zeros(n, dtype=np.int64)
-        got = _linked_offsets(
-            SimpleNamespace(calls=calls, kernels=Kernels(kernel_ts, kernel_ts, kernel_ids, zeros, []))
-        )
+        tables = SimpleNamespace(calls=calls, kernels=Kernels(kernel_ts, kernel_ts, kernel_ids, zeros, []))
+        got = _linked_offsets(tables)  # type: ignore[arg-type]  # the two tables it reads
         earliest: dict[int, float] = {}
         for i in sorted(range(2 * n), key=lambda i: (call_ts[i], i)):
             if kind[i] != 2 and call_ids[i] != NO_CORRELATION:

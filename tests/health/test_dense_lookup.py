@@ -21,10 +21,10 @@ def _cases(dtype: type) -> list[tuple[npt.NDArray[Any], npt.NDArray[Any]]]:
     """(values, sorted distinct ids): dense spans (a table), sparse ones (the search), both widths."""
     rng = np.random.default_rng(11)
     wide = dtype is np.int64
-    cases = []
+    cases: list[tuple[npt.NDArray[Any], npt.NDArray[Any]]] = []
     for n in (1, 2, 7, 300, 5000):
         for spread in (1, 3, 10, 10_000 if wide else 1000):
-            ids = np.unique(rng.integers(0, n * spread, n) + (2**40 if wide else 5)).astype(dtype)
+            ids: npt.NDArray[Any] = np.unique(rng.integers(0, n * spread, n) + (2**40 if wide else 5)).astype(dtype)
             low, high = int(ids[0]), int(ids[-1])
             picks = rng.integers(low - 20, high + 20, 3 * n)
             values = np.concatenate((picks, ids[rng.integers(0, len(ids), n)])).astype(np.int64)
@@ -75,7 +75,7 @@ def test_distinct_of_sorted_and_unsorted_values(dtype: type) -> None:
     never the values' own array (callers may write to it)."""
     rng = np.random.default_rng(3)
     for n in (0, 1, 2, 5, 1000):
-        ascending = np.sort(rng.integers(-50, 50, n)).astype(dtype)
+        ascending: npt.NDArray[Any] = np.sort(rng.integers(-50, 50, n)).astype(dtype)
         shapes = [ascending, ascending[::-1], np.arange(n, dtype=dtype)]
         if n > 2:
             swapped = ascending.copy()

@@ -164,7 +164,7 @@ class ColumnBatches:
             texts = self.db.execute(query, args).fetchone()
         except sqlite3.Error:
             return None  # the same rows, read row by row, fail (or not) as they always did
-        columns = []
+        columns: list[Any] = []
         for text in texts:
             raw = int64_array(text) if type(text) is str else None
             if raw is None or (columns and len(raw) != 8 * len(columns[0])):
