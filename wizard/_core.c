@@ -2771,6 +2771,37 @@ static PyObject *core_json_bind(PyObject *self, PyObject *const *args, Py_ssize_
 
 /* ==== Nsight rows (nsyscore) ==== */
 
+/* How many commas [p, end) holds: eight bytes at a time (a comma's byte is zero after the xor; its high bit is
+ * then set by the exact zero-byte test, with no carry between bytes), the last few one by one. */
+static Py_ssize_t commas(const char *p, const char *end) {
+    const uint64_t low7 = 0x7f7f7f7f7f7f7f7fu, comma = 0x2c2c2c2c2c2c2c2cu, ones = 0x0101010101010101u;
+    Py_ssize_t count = 0;
+    for (; end - p >= 8; p += 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        w ^= comma;
+        uint64_t zero = ~(((w & low7) + low7) | w | low7);  /* 0x80 in each byte that was a comma, else 0 */
+        count += (Py_ssize_t)(((zero >> 7) * ones) >> 56);  /* the bytes' sum: at most 8 */
+    }
+    for (; p < end; p++) count += *p == ',';
+    return count;
+}
+
+/* 1, and the magnitude of the digits [from, to) in ``magnitude``, where it is within int64 (up to 2**63 when
+ * ``negative``); 0 past it. */
+static int int64_digits(const char *from, const char *to, int negative, uint64_t *magnitude) {
+    const unsigned last = negative ? 8 : 7;  /* int64's ends: -9223372036854775808, 9223372036854775807 */
+    const uint64_t tenth = 922337203685477580u;
+    uint64_t m = 0;
+    for (const char *p = from; p < to; p++) {
+        unsigned d = (unsigned)(*p - '0');
+        if (m >= tenth && (m > tenth || d > last)) return 0;  /* past int64 */
+        m = m * 10 + d;
+    }
+    *magnitude = m;
+    return 1;
+}
+
 /* int64_array(text): a JSON array of integers, as SQLite's json_group_array writes an integer column of a batch of
  * rows (wizard/trace/read/sqlite_columns.py), as the bytes of native int64s; None for any other text: exactly
  * "[" then none or INT ("," INT)* then "]", INT = -?[0-9]+ within int64 (what SQLite writes for a real, text, NULL,
@@ -2796,8 +2827,7 @@ static PyObject *core_int64_array(PyObject *self, PyObject *const *args, Py_ssiz
     if (n < 2 || t[0] != '[' || t[n - 1] != ']') Py_RETURN_NONE;
     const char *p = t + 1, *end = t + n - 1;
     if (p == end) return PyBytes_FromStringAndSize(NULL, 0);
-    Py_ssize_t count = 1;
-    for (const char *q = p; q < end; q++) count += *q == ',';
+    Py_ssize_t count = 1 + commas(p, end);
     if (count > PY_SSIZE_T_MAX / 8) return PyErr_NoMemory();
     PyObject *out = PyBytes_FromStringAndSize(NULL, count * 8);
     if (out == NULL) return NULL;
@@ -2806,21 +2836,22 @@ static PyObject *core_int64_array(PyObject *self, PyObject *const *args, Py_ssiz
         Py_DECREF(out);
         return NULL;
     }
+    /* *end is ']': every loop below stops there at the latest. Up to 18 digits cannot pass int64 and are read
+     * without a check; a longer run (leading zeros, int64's ends) is read again, checked digit by digit. */
     for (Py_ssize_t k = 0; k < count; k++) {
-        int negative = p < end && *p == '-';
+        int negative = *p == '-';
         p += negative;
-        const unsigned last = negative ? 8 : 7;  /* int64's ends: -9223372036854775808, 9223372036854775807 */
-        const uint64_t tenth = 922337203685477580u;
-        uint64_t magnitude = 0;
         const char *digits = p;
-        while (p < end && *p >= '0' && *p <= '9') {
-            unsigned d = (unsigned)(*p - '0');
-            if (magnitude >= tenth && (magnitude > tenth || d > last)) goto refuse;  /* past int64 */
-            magnitude = magnitude * 10 + d;
+        uint64_t magnitude = 0;
+        unsigned d;
+        while ((d = (unsigned)(unsigned char)*p - '0') < 10) {
+            magnitude = magnitude * 10 + d;  /* wraps past 20 digits: such a run is read again below */
             p++;
         }
-        if (p == digits || (k + 1 < count ? (p >= end || *p != ',') : p != end)) goto refuse;
-        p += k + 1 < count;
+        if (p == digits) goto refuse;
+        if (p - digits > 18 && !int64_digits(digits, p, negative, &magnitude)) goto refuse;
+        if (k + 1 < count ? *p != ',' : p != end) goto refuse;
+        p++;
         int64_t value = negative ? (int64_t)(0 - magnitude) : (int64_t)magnitude;
         memcpy(raw + k * 8, &value, 8);
     }

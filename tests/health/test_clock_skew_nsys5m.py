@@ -55,3 +55,42 @@ def test_sorted_calls_are_not_sorted_again() -> None:
     assert (
         _by_id_then_start(ids, np.arange(3000, dtype=np.float64)[::-1]) is not None
     )  # ids tied, starts fall within them
+
+
+@pytest.mark.parametrize("kernels_in_order", [True, False])
+def test_linked_offsets_are_each_kernels_earliest_call_by_hand(kernels_in_order: bool) -> None:
+    """Each kernel (in start order, file order for ties) linked to the earliest launch or graph call of its id, and
+    its start minus that call's: kernels already in start order (no sort, no gathered copies) and shuffled ones,
+    ids dense (a table) and sparse (the search), calls without an id and of other kinds, kernels without a call."""
+    from types import SimpleNamespace
+
+    from wizard.trace.health.checks.clock_skew import _linked_offsets
+    from wizard.trace.health.tables import Calls, Kernels
+    from wizard.trace.read.records import NO_CORRELATION
+
+    rng = np.random.default_rng(7)
+    for spread in (1, 10_000):
+        n = 300
+        call_ids = rng.integers(1, n, 2 * n) * spread
+        call_ids[rng.random(2 * n) < 0.05] = NO_CORRELATION
+        call_ts = rng.integers(0, 1000, 2 * n).astype(np.float64)
+        kind = rng.integers(0, 3, 2 * n)  # 0 launch, 1 graph launch, 2 another call
+        calls = Calls(
+            call_ts, call_ids, np.zeros(2 * n, dtype=np.int32), kind == 0, kind == 1, [], np.zeros(0, dtype=np.int64)
+        )
+        kernel_ts = rng.integers(0, 2000, n).astype(np.float64)
+        if kernels_in_order:
+            kernel_ts.sort()
+        kernel_ids = rng.integers(1, n + 20, n) * spread
+        zeros = np.zeros(n, dtype=np.int64)
+        tables = SimpleNamespace(calls=calls, kernels=Kernels(kernel_ts, kernel_ts, kernel_ids, zeros, []))
+        got = _linked_offsets(tables)  # type: ignore[arg-type]  # the two tables it reads
+        earliest: dict[int, float] = {}
+        for i in sorted(range(2 * n), key=lambda i: (call_ts[i], i)):
+            if kind[i] != 2 and call_ids[i] != NO_CORRELATION:
+                earliest.setdefault(int(call_ids[i]), float(call_ts[i]))
+        by_start = sorted(range(n), key=lambda i: (kernel_ts[i], i))
+        linked = [i for i in by_start if int(kernel_ids[i]) in earliest]
+        assert got is not None
+        assert got[0].tolist() == linked
+        assert got[1].tolist() == [kernel_ts[i] - earliest[int(kernel_ids[i])] for i in linked]

@@ -242,7 +242,17 @@ def _array_texts() -> list[str]:
     near = ["[]", "[", "]", "", "[1,]", "[,1]", "[-]", "[--1]", "[1-2]", "[+1]", "[ 1]", "[1 ]", "[007,-0]", "[１]",
             "[\ud800]", "[9223372036854775808]", "[-9223372036854775809]", "[92233720368547758070]",
             "[-9223372036854775808,9223372036854775807]", "[1,,2]", "[1]]", "[[1]]", "[1]\x00"]  # fmt: skip
-    return texts + near
+    return texts + near + _long_digit_runs()
+
+
+def _long_digit_runs() -> list[str]:
+    """Runs of 18 digits and more (read again, checked, by the compiled core): leading zeros, int64's ends and
+    one past them, runs whose unchecked reading wraps 2**64 back into int64's range."""
+    runs = ["0" * 25 + "1", "-" + "0" * 30 + "7", "0" * 19, "999999999999999999", "-999999999999999999",
+            "1000000000000000000", "-0009223372036854775808", "0009223372036854775807", "9223372036854775808",
+            "-9223372036854775809", "18446744073709551616", "18446744073709551617", "-18446744073709551615",
+            "36893488147419103233", "1" + "0" * 40]  # fmt: skip
+    return [f"[{run}]" for run in runs] + [f"[5,{run},-6]" for run in runs]
 
 
 def _twins_agree(text: Any) -> None:
@@ -272,6 +282,25 @@ def test_int64_array_twins_agree_on_random_texts() -> None:
         _twins_agree(f"[{body}]")
 
 
+@pytest.mark.skipif(CORE is None, reason="the compiled core is not built here")
+def test_int64_array_twins_agree_on_arrays_of_every_length() -> None:
+    """Commas are counted eight bytes at a time: arrays of 0 to 60 values of 1 to 20 characters, a comma at every
+    place in a word of eight, some with a wrong byte put in (a space, a '+', a second comma)."""
+    rng = random.Random(13)
+    for n in range(61):
+        for _ in range(8):
+            values = [rng.choice([rng.randrange(10), rng.randrange(-(10**6), 10**6), rng.randrange(MIN64, -MIN64)])
+                      for _ in range(n)]  # fmt: skip
+            text = "[" + ",".join(map(str, values)) + "]"
+            _twins_agree(text)
+            if len(text) > 2:
+                at = rng.randrange(1, len(text) - 1)
+                _twins_agree(text[:at] + rng.choice(" +,x") + text[at + 1 :])
+            if n:
+                assert CORE is not None
+                assert CORE.int64_array(text) == np.array(values, dtype=np.int64).tobytes()
+
+
 def test_int64_array_is_the_values_in_order() -> None:
     """A second computation: Python's int of each number, packed as native int64s."""
     values = [0, -1, 7, 2**63 - 1, MIN64, 10**18, -(10**18)]
@@ -292,3 +321,87 @@ def test_the_read_is_the_same_on_both_paths(tmp_path: Path, monkeypatch: pytest.
     compiled_read = _contents(path)
     monkeypatch.setattr(sqlite_columns, "int64_array", sqlite_columns.pure_int64_array)
     assert _contents(path) == compiled_read
+
+
+def _indexed_table(path: Path) -> None:
+    """Rows whose ``x`` is 0, 1 or 67, an index on it and statistics that make it SQLite's choice for ``x IN
+    (0, 1)``; three starts are not integers (text, a real, NULL)."""
+    rng = random.Random(21)
+    with sqlite3.connect(path) as db:
+        db.execute('CREATE TABLE t ("start", "end", "x")')
+        for n in range(400):
+            start: Any = rng.randrange(-(10**9), 10**9) if n % 150 != 5 else ["9", 2.5, None][n // 150]
+            db.execute("INSERT INTO t VALUES (?, ?, ?)", (start, rng.randrange(10**9), rng.choice([0, 1, 67])))
+        db.execute("CREATE INDEX by_x ON t (x)")
+        db.execute("ANALYZE")
+        db.execute("UPDATE sqlite_stat1 SET stat = '400 1' WHERE idx = 'by_x'")
+
+
+@pytest.mark.parametrize("batch", [1, 7, 64])
+def test_integer_start_left_to_the_arrays_and_an_index_read_in_rowid_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batch: int
+) -> None:
+    """``integer``: the columns' query leaves the check of an integer start to the arrays (a batch holding another
+    start is read row by row, where SQL checks it), and reads the table's own b-tree whatever index it has: the
+    rows in rowid order, as a second reading with the check in SQL gives them."""
+    path = tmp_path / "t.sqlite"
+    _indexed_table(path)
+    monkeypatch.setattr(sqlite_columns, "MOST_ROWS", batch)
+    db = sqlite3.connect(path)
+    names, where = ['"start"', '"end"', '"x"'], '"x" IN (0, 1)'
+    source = ColumnBatches(db, "t", names, where, "rowid", integer='"start"')
+    placed: list[int] = []
+
+    def place(columns: list[Any]) -> list[list[int | None]]:
+        placed.append(len(columns[0]))
+        return [list(map(int, row)) for row in zip(*columns, strict=True)]
+
+    def typed(rows: list[tuple[Any, ...]]) -> list[list[int | None]]:
+        return [[v if type(v) is int and v != MIN64 else None for v in row] for row in rows]
+
+    rows = [row for part in source.batches(typed, place, 50) for row in part]
+    assert rows == _second_reading(db, "t", names, f"typeof(\"start\") = 'integer' AND {where}")
+    assert sum(placed) > len(rows) // 3  # most batches came as columns
+    assert all(0 < n <= batch for n in placed)
+
+
+def _calls_read(c: Any) -> tuple[Any, ...]:
+    r = c.runtime
+    threads, names = [r.thread(t) for t in r.threads], [r.name_list[n] for n in r.names]
+    return (
+        list(r.correlations),
+        list(r.starts),
+        c.events,
+        c.last_ts,
+        threads,
+        names,
+        list(c.timeline.categories.items()),
+    )
+
+
+@pytest.mark.parametrize("first_driver", [False, True])
+def test_calls_added_a_batch_at_a_time_and_sorted_once_are_the_tidy_exports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, first_driver: bool
+) -> None:
+    """The calls go into the runtime index batch by batch (batches of 13 rows, backtraces among them) and are sorted
+    in place once: a shuffled export reads as the same export in order, column for column, with the same counts,
+    the earliest call's category first, and the last start."""
+    monkeypatch.setattr(sqlite_columns, "MOST_ROWS", 13)
+    rng = random.Random(4)
+    starts = rng.sample(range(10**6), 150)  # distinct: the order of ties is the file's, which shuffling changes
+    calls = [
+        Call(s * 10, s * 10 + rng.randrange(-5, 900), i + 1, name=("cudaLaunchKernel_v7000", "cuMemcpy")[i % 2],
+             driver=first_driver if s == min(starts) else rng.random() < 0.5, tid=9 + i % 3)
+        for i, s in enumerate(starts)
+    ]  # fmt: skip
+    kernels = [Kernel(1000 * i, 1000 * i + 9, i + 1) for i in range(20)]
+    read = [
+        read_nsys(write_export(tmp_path / f"{label}.sqlite", kernels, calls, backtraces=True, shuffle=shuffle))
+        for label, shuffle in (("tidy", None), ("shuffled", 8))
+    ]
+    tidy, shuffled = (_calls_read(c) for c in read)
+    assert shuffled == tidy
+    assert tidy[0] == [c.correlation for c in sorted(calls, key=lambda c: c.start_ns)]
+    earliest = min(calls, key=lambda c: c.start_ns)
+    categories = [name for name, _ in tidy[6] if name.startswith("cuda_")]
+    assert categories[0] == ("cuda_driver" if earliest.driver else "cuda_runtime")

@@ -37,7 +37,7 @@ from wizard.trace.health.spec import (
     CheckSpec,
     HealthCheck,
 )
-from wizard.trace.health.tables import distinct  # not np.unique, which imports numpy.ma
+from wizard.trace.health.tables import distinct, find  # not np.unique, which imports numpy.ma
 from wizard.trace.read.collector import TraceContents
 from wizard.trace.read.records import NO_CORRELATION
 from wizard.untrusted import cut
@@ -168,8 +168,8 @@ def _launches(contents: TraceContents, corr: Ints) -> tuple[Any, Floats]:
     thread = np.full(len(corr), -1, dtype=np.int32)
     at = np.zeros(len(corr), dtype=np.float64)
     if len(ids) and len(corr):
-        where = np.minimum(np.searchsorted(ids, corr), len(ids) - 1)
-        found = (ids[where] == corr) & (corr != NO_CORRELATION)
+        where, found = find(corr, ids)
+        found &= corr != NO_CORRELATION
         thread[found] = threads[where[found]]
         at[found] = starts[where[found]]
     return thread, at

@@ -65,9 +65,13 @@ class Kernels(msgspec.Struct, eq=False):
             None if corr == NO_CORRELATION else corr, s[1], s[2], detail,
         )  # fmt: skip
 
-    def order(self) -> Ints:
-        """Kernel positions by start, file order for ties."""
-        return np.argsort(self.ts, kind="stable").astype(np.int64)
+    def order(self) -> Ints | None:
+        """Kernel positions by start, file order for ties (the stable sort's); None where the kernels are in that
+        order already (a NaN start is not): no sort, and no gathered copies of the columns by an identity."""
+        ts = self.ts
+        if len(ts) < 2 or bool((ts[1:] >= ts[:-1]).all()):
+            return None
+        return np.argsort(ts, kind="stable").astype(np.int64, copy=False)
 
 
 def spread(positions: Ints) -> Ints:
@@ -102,11 +106,13 @@ def ints(values: Any) -> Ints:
 
 
 def distinct(values: Ints) -> Ints:
-    """The values sorted, each once (``np.unique``'s hash path is slow on a million ids in numpy 2.4)."""
-    ordered = np.sort(values)
-    if len(ordered) < 2:
-        return ordered
-    keep = np.empty(len(ordered), dtype=bool)
+    """The values sorted, each once (``np.unique``'s hash path is slow on a million ids in numpy 2.4); without the
+    sort where they already are (correlation ids in launch order: a sort of 5 million was ~50 ms, the look ~5)."""
+    if len(values) < 2:
+        return np.sort(values)
+    keep = np.empty(len(values), dtype=bool)
+    np.greater_equal(values[1:], values[:-1], out=keep[1:])
+    ordered = values if bool(keep[1:].all()) else np.sort(values)
     keep[0] = True
     np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
     return ordered[keep]
@@ -124,15 +130,88 @@ def median(values: npt.NDArray[Any]) -> float:
     return float(ordered[(n - 1) // 2 : n // 2 + 1].mean())
 
 
+DENSE = 4  # ids spanning up to this many values an id (and 4096) are looked up in a table, not searched
+CHUNK = 1 << 18  # values a lookup's temporaries hold: reused, where a whole column's of 5 million is fresh memory
+
+
+def _span(sorted_ids: Ints) -> tuple[np.int64, np.int64] | None:
+    """The smallest and largest id where the ids are dense enough for a table of their span (``DENSE``), else
+    None. Correlation ids are handed out one after another: a table of their span is a few bytes an id, and one
+    look each where a binary search took ~23 (240 instructions a value, and a cache miss or more at 5 million)."""
+    low, high = int(sorted_ids[0]), int(sorted_ids[-1])
+    if high - low >= DENSE * len(sorted_ids) + 4096 or high - low >= 1 << 31:
+        return None
+    return np.int64(low), np.int64(high)  # 64-bit arithmetic whatever the values' width
+
+
+def _offsets(values: Ints, low: np.int64, high: np.int64) -> tuple[Ints, npt.NDArray[np.bool_]]:
+    """Each value's offset from ``low`` (32-bit; 0 outside [low, high]) and whether it lies inside."""
+    inside = values >= low
+    inside &= values <= high
+    offsets = np.empty(len(values), dtype=np.int32)
+    np.subtract(values, low, out=offsets, where=inside, casting="unsafe")  # within [0, high - low] where inside
+    offsets *= inside  # 0 outside (and where nothing was written)
+    return offsets, inside
+
+
+def _chunks(n: int) -> range:
+    return range(0, n, CHUNK)
+
+
 def member(values: Ints, sorted_ids: Ints) -> npt.NDArray[np.bool_]:
-    """``np.isin`` for a sorted id array, by binary search: no sort of the two arrays together (a gigabyte
-    trace's million calls would need a temporary of tens of megabytes)."""
+    """``np.isin`` for a sorted id array: a table of the ids' span where they are dense (``_span``), else a binary
+    search; no sort of the two arrays together (a gigabyte trace's million calls would need a temporary of tens of
+    megabytes), and a chunk of values at a time (temporaries of ``CHUNK`` values)."""
+    found = np.zeros(len(values), dtype=bool)
     if not len(sorted_ids) or not len(values):
-        return np.zeros(len(values), dtype=bool)
-    where = np.searchsorted(sorted_ids, values)
-    np.minimum(where, len(sorted_ids) - 1, out=where)
-    found: npt.NDArray[np.bool_] = sorted_ids[where] == values
+        return found
+    span = _span(sorted_ids)
+    if span is None:
+        for at in _chunks(len(values)):
+            part = values[at : at + CHUNK]
+            where = np.searchsorted(sorted_ids, part)
+            np.minimum(where, len(sorted_ids) - 1, out=where)
+            np.equal(sorted_ids[where], part, out=found[at : at + CHUNK])
+        return found
+    low, high = span
+    seen = np.zeros(int(high - low) + 1, dtype=bool)
+    for at in _chunks(len(sorted_ids)):
+        seen[sorted_ids[at : at + CHUNK] - low] = True
+    for at in _chunks(len(values)):
+        offsets, inside = _offsets(values[at : at + CHUNK], low, high)
+        np.logical_and(seen[offsets], inside, out=found[at : at + CHUNK])
     return found
+
+
+def find(values: Ints, sorted_ids: Ints) -> tuple[Ints, npt.NDArray[np.bool_]]:
+    """For each value, the position of the equal id among ``sorted_ids`` (sorted, each once; fewer than 2**31) and
+    whether there is one (the position is meaningless where not): ``np.searchsorted``'s where it finds the value,
+    by a table of the ids' span where they are dense (``_span``), a chunk of values at a time."""
+    where = np.zeros(len(values), dtype=np.int32)
+    found = np.zeros(len(values), dtype=bool)
+    if not len(sorted_ids) or not len(values):
+        return where, found
+    span = _span(sorted_ids)
+    if span is None:
+        for at in _chunks(len(values)):
+            part = values[at : at + CHUNK]
+            near = np.searchsorted(sorted_ids, part)
+            np.minimum(near, len(sorted_ids) - 1, out=near)
+            where[at : at + CHUNK] = near
+            np.equal(sorted_ids[near], part, out=found[at : at + CHUNK])
+        return where, found
+    low, high = span
+    table = np.full(int(high - low) + 1, -1, dtype=np.int32)  # each id's position; -1: no id
+    for at in _chunks(len(sorted_ids)):
+        part = sorted_ids[at : at + CHUNK]
+        table[part - low] = np.arange(at, at + len(part), dtype=np.int32)
+    for at in _chunks(len(values)):
+        offsets, inside = _offsets(values[at : at + CHUNK], low, high)
+        got = where[at : at + CHUNK]
+        np.take(table, offsets, out=got, mode="clip")  # offsets within the table: clip changes none
+        np.greater_equal(got, 0, out=found[at : at + CHUNK])
+        found[at : at + CHUNK] &= inside
+    return where, found
 
 
 def call_example(contents: TraceContents, calls: Calls, i: int, detail: str = "") -> HealthExample:

@@ -27,10 +27,11 @@ Rows are read in ``start`` order (``ORDER BY``): nsys promises no order (the exp
 a column is read without it (NULL), never dropped, as long as it has ``start``; the columns that were missing are
 listed in the contents' ``nsys`` metadata and said in a note.
 
-Kernels and calls are read a batch of whole columns at a time: SQLite writes each integer column of 40,000 rows as
-one JSON array, which numpy reads in one call (``wizard.trace.read.sqlite_columns``: a batch holding anything else is
-read again row by row, as every other table is): 1M kernels and 1M calls read in ~2.6 s of CPU, where Python's
-``sqlite3`` took 3.3 s to make their rows' tuples alone (issue 48; benchmarks/results-2026-12-02-nsysfast.md).
+Kernels and calls are read a batch of whole columns at a time: SQLite writes each integer column of a range of
+rowids (at most 40,000 rows) as one JSON array, which numpy reads in one call (``wizard.trace.read.sqlite_columns``: a
+batch holding anything else is read again row by row, as every other table is): 1M kernels and 1M calls read in ~2.6
+s of CPU, where Python's ``sqlite3`` took 3.3 s to make their rows' tuples alone (issue 48;
+benchmarks/results-2026-12-02-nsysfast.md).
 
 Correlation ids are per process in CUPTI; an export of several processes keeps them apart by putting the
 process's index (in order of pid) above bit 40 (``PROCESS_SHIFT``), so ids still rise in launch order within
@@ -338,7 +339,7 @@ class _Export:
         if "start" not in self._columns(table):
             return
         # a process's pid matters only to correlation ids of several processes (``_correlation``)
-        source, present = self._select(table, _KERNEL_COLUMNS, "", () if self.processes else ("globalPid",))
+        source, present = self._select(table, _KERNEL_COLUMNS, "1", () if self.processes else ("globalPid",))
         import numpy as np
 
         kernels = self.c.kernels
@@ -468,17 +469,17 @@ class _Export:
     def _select(
         self, table: str, wanted: Sequence[str], where: str, skip: Sequence[str] = ()
     ) -> tuple[ColumnBatches, list[int]]:
-        """The rows of ``table`` with an integer start (and ``where``), as batches of the ``wanted`` columns it has
-        (a missing one is noted: it reads as none, as does one in ``skip``, not needed), and the positions in
+        """The rows of ``table`` with an integer start (and ``where``, SQL), as batches of the ``wanted`` columns it
+        has (a missing one is noted: it reads as none, as does one in ``skip``, not needed), and the positions in
         ``wanted`` of those selected. Names are this module's, never the file's."""
         have = self._columns(table)
         present = [n for n, name in enumerate(wanted) if name in have and name not in skip]
         absent = [name for name in wanted if name not in have]
         if absent:
             self.missing[table] = absent
-        condition = f"typeof(\"start\") = 'integer'{where}"
         picked = [f'"{wanted[n]}"' for n in present]
-        return ColumnBatches(self.db, table, picked, condition, rowid_name(self.db, table, have)), present
+        key = rowid_name(self.db, table, have)
+        return ColumnBatches(self.db, table, picked, where, key, integer='"start"'), present
 
     def _runtime(self) -> None:
         """The runtime and driver calls, as columns (as ``_kernels``); rows of any other eventClass (a CUDA
@@ -491,28 +492,38 @@ class _Export:
         if "start" not in have:
             return
         classed = "eventClass" in have
-        where = ' AND typeof("eventClass") = \'integer\' AND "eventClass" IN (0, 1)' if classed else ""
+        where = 'typeof("eventClass") = \'integer\' AND "eventClass" IN (0, 1)' if classed else "1"
         source, present = self._select(table, _RUNTIME_COLUMNS, where)
-        calls = _Calls()
+        runtime, first = self.c.runtime, len(self.c.runtime)
+        drivers: list[Any] = []  # whether each call is a driver call, batch by batch
+        starts = _Starts()
         for rows in _typed_batches(source, present, len(_RUNTIME_COLUMNS)):
-            calls.add(*self._runtime_batch(rows, classed))
-        if not calls.parts:
+            (ts, dur, corr, thread, name, driver), start = self._runtime_batch(rows, classed)
+            if len(start):
+                runtime.add_columns(corr, ts, dur, thread, name, thread_keys=self.call_threads,
+                                    name_list=self.call_names)  # fmt: skip
+                drivers.append(driver)
+                starts.add(start)
+        if not drivers:
             return
-        start, dur, corr, thread, name, driver = (np.concatenate(part) for part in zip(*calls.parts, strict=True))
-        if not calls.starts.ordered:
+        driver = np.concatenate(drivers)
+        if not starts.ordered:
             again = lambda: self.db.execute(f'SELECT "start" {source.source}{source.order()}')  # noqa: E731
-            order = calls.starts.sorting(start, again)
-            start, dur, corr, thread, name, driver = (c[order] for c in (start, dur, corr, thread, name, driver))
-        self.c.runtime.add_columns(
-            corr, start, dur, thread, name, thread_keys=self.call_threads, name_list=self.call_names
-        )
+            order = starts.sorting(np.frombuffer(runtime.starts, dtype=np.float64)[first:], again)
+            runtime.reorder(first, order)
+            driver = driver[order]
+        self._call_categories(driver)
+        self.c.last_ts = runtime.starts[-1]
+
+    def _call_categories(self, driver: Any) -> None:
+        """The calls' counts by category (driver or runtime), the earliest call's first (``driver``: whether each
+        call, in start order, is a driver call)."""
         drivers = int(driver.sum())
         counts = {"cuda_runtime": len(driver) - drivers, "cuda_driver": drivers}
         for category in sorted(counts, key=lambda c: c != ("cuda_driver" if driver[0] else "cuda_runtime")):
             if counts[category]:
                 self.c.timeline.categories[category] += counts[category]
         self.c.events += len(driver)
-        self.c.last_ts = float(start[-1])
 
     def _runtime_batch(self, rows: Any, classed: bool) -> tuple[Any, ...]:
         """One batch of calls as columns: start (µs), duration, correlation, thread and name numbers, whether a
@@ -666,19 +677,6 @@ class _Starts:
 
         key = ts if self.exact else np.array([start for (start,) in again()], dtype=np.int64)
         return np.argsort(key, kind="stable")
-
-
-class _Calls:
-    """The calls' columns, batch by batch, with their threads' and names' numbers."""
-
-    def __init__(self) -> None:
-        self.parts: list[tuple[Any, ...]] = []
-        self.starts = _Starts()
-
-    def add(self, columns: tuple[Any, ...], starts: Any) -> None:
-        if len(starts):
-            self.parts.append(columns)
-            self.starts.add(starts)
 
 
 def _typed(batch: list[tuple[Any, ...]], present: list[int], width: int) -> Any:

@@ -944,6 +944,19 @@ class RuntimeIndex:
         self.last_end = max(self.last_end, float(np.max(ends)))  # a NaN end still leaves last_end as it was
         self.names.frombytes(_bytes_of(name_ids[names]))
 
+    def reorder(self, first: int, order: Any) -> None:
+        """Put the calls from position ``first`` on in ``order`` (numpy positions relative to ``first``): a reader
+        that adds calls as the file has them, a batch at a time, and sorts them by start once (``add_columns``'s
+        batches in place, where one whole copy of each column was fresh memory: ~0.3 s at 5 million calls)."""
+        import numpy as np
+
+        for data in (self.correlations, self.threads, self.starts, self.names):
+            view = np.frombuffer(data, dtype=data.typecode)
+            view[first:] = view[first:][order]  # one gathered copy of one column at a time
+            del view
+        self._lookup = None
+        self._lookup_size = 0
+
     def merge(self, other: RuntimeIndex) -> None:
         """Append another index's calls (a later part of the same trace)."""
         threads = array("i", (self._thread_id(key) for key in other._thread_keys))

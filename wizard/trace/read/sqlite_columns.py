@@ -83,9 +83,17 @@ def rowid_name(db: sqlite3.Connection, table: str, have: set[str]) -> str | None
 
 
 class ColumnBatches:
-    """The rows ``FROM "{table}" WHERE {where}`` of the ``picked`` columns (quoted names), a batch at a time: each
-    batch as ``typed`` makes it of the same rows read as tuples, or as numpy makes it of the columns' JSON arrays
-    where every value is an integer other than -2**63 (``place``: the matrix, given the columns)."""
+    """The rows ``FROM "{table}" WHERE {where}`` of the ``picked`` columns (quoted names) that hold an integer in
+    ``integer`` (a picked column, or none), a batch at a time: each batch as ``typed`` makes it of the same rows
+    read as tuples, or as numpy makes it of the columns' JSON arrays where every value is an integer other than
+    -2**63 (``place``: the matrix, given the columns).
+
+    A batch is a range of rowids holding at most ``rows`` rows (its end found by a scan of the rowids alone), read
+    by a query without subquery or ORDER BY: each value a column read and an aggregate step, where the query with
+    ``LIMIT`` in a subquery (a co-routine) copied each value once more and checked ``integer`` in SQL (18% of the
+    kernels' query; benchmarks/results-2026-12-02-round4-nsys4.md). ``NOT INDEXED``: the table's own b-tree, in
+    rowid order, whatever index a file holds. The arrays need no check of ``integer``: a batch holding anything
+    but an integer there is read again row by row, where SQL checks it."""
 
     def __init__(
         self,
@@ -94,11 +102,16 @@ class ColumnBatches:
         picked: Sequence[str],
         where: str,
         key: str | None,
+        *,
+        integer: str | None = None,
     ) -> None:
         self.db = db
         self.names = list(picked)
         self.picked = ", ".join(picked)
-        self.source = f'FROM "{table}" WHERE {where}'
+        self.table = f'"{table}"'
+        self.where = where
+        checked = f"typeof({integer}) = 'integer' AND ({where})" if integer else where
+        self.source = f"FROM {self.table} WHERE {checked}"
         self.key = key
         limit = db.getlimit(sqlite3.SQLITE_LIMIT_LENGTH)
         self.rows = min(MOST_ROWS, limit // WIDEST - 2)
@@ -109,66 +122,60 @@ class ColumnBatches:
         return f" ORDER BY {self.key}" if self.key and self.rows > 0 else ""
 
     def batches(self, typed: Typed, place: Callable[[list[Any]], Any], fetch: int) -> Iterator[Any]:
-        """Every batch in order; row by row (``fetch`` rows at once) where no rowid orders them."""
+        """Every batch holding a row, in order; row by row (``fetch`` rows at once) where no rowid orders them."""
         if not self.key or self.rows <= 0 or not self.width:
             cursor = self.db.execute(f"SELECT {self.picked} {self.source}")
             while batch := cursor.fetchmany(fetch):
                 yield typed(batch)
             return
         last: int | None = None
-        while True:
-            got = self._columns(last)
-            if got is None:
-                count, high = self._bounds(last)
-                if not count:
-                    return
-                yield typed(self._rows(last, high))
-            else:
-                count, high, columns = got
-                if not count:
-                    return
+        while (high := self._end(last)) is not None:
+            columns = self._columns(last, high)
+            if columns is None:
+                rows = self._rows(last, high)
+                if rows:
+                    yield typed(rows)
+            elif len(columns[0]):
                 yield place(columns)
             last = high
 
-    def _after(self, last: int | None) -> tuple[str, tuple[int, ...]]:
-        return ("", ()) if last is None else (f" AND {self.key} > ?", (last,))
+    def _range(self, last: int | None, high: int) -> tuple[str, tuple[int, ...]]:
+        """The rowids after ``last`` up to ``high``, as SQL after a condition, and its arguments."""
+        if last is None:
+            return f" AND {self.key} <= ?", (high,)
+        return f" AND {self.key} > ? AND {self.key} <= ?", (last, high)
 
-    def _inner(self, last: int | None) -> tuple[str, tuple[int, ...]]:
-        after, args = self._after(last)
-        names = ", ".join(f"{name} AS c{n}" for n, name in enumerate(self.names))
-        query = f"SELECT {self.key} AS k, {names} {self.source}{after} ORDER BY {self.key} LIMIT {self.rows}"
-        return query, args
+    def _end(self, last: int | None) -> int | None:
+        """The last rowid of the batch after ``last``: ``rows`` rowids on, or the table's last; None at its end."""
+        after, args = ("", ()) if last is None else (f" WHERE {self.key} > ?", (last,))
+        inner = f"SELECT {self.key} AS k FROM {self.table}{after} ORDER BY {self.key} LIMIT {self.rows}"
+        (high,) = self.db.execute(f"SELECT max(k) FROM ({inner})", args).fetchone()
+        return high if type(high) is int else None
 
-    def _columns(self, last: int | None) -> tuple[int, int, list[Any]] | None:
-        """The next batch's row count, last rowid and columns (numpy int64); None where a value is not an integer
-        or is -2**63, or SQLite could not write the arrays (a BLOB, a bound): read that batch row by row."""
+    def _columns(self, last: int | None, high: int) -> list[Any] | None:
+        """The batch's columns (numpy int64, maybe of no rows); None where a value is not an integer or is -2**63,
+        or SQLite could not write the arrays (a BLOB, a bound): read that batch row by row."""
         import numpy as np
 
-        inner, args = self._inner(last)
-        arrays = ", ".join(f"json_group_array(c{n})" for n in range(self.width))
+        after, args = self._range(last, high)
+        arrays = ", ".join(f"json_group_array({name})" for name in self.names)
+        query = f"SELECT {arrays} FROM {self.table} NOT INDEXED WHERE ({self.where}){after}"
         try:
-            count, high, *texts = self.db.execute(f"SELECT count(*), max(k), {arrays} FROM ({inner})", args).fetchone()
+            texts = self.db.execute(query, args).fetchone()
         except sqlite3.Error:
             return None  # the same rows, read row by row, fail (or not) as they always did
-        if not count:
-            return 0, 0, []
-        columns = []
+        columns: list[Any] = []
         for text in texts:
             raw = int64_array(text) if type(text) is str else None
-            if raw is None or len(raw) != 8 * count:
+            if raw is None or (columns and len(raw) != 8 * len(columns[0])):
                 return None
             column = np.frombuffer(raw, dtype=np.int64)
             if bool((column == NO_VALUE).any()):
                 return None
             columns.append(column)
-        return count, high, columns
-
-    def _bounds(self, last: int | None) -> tuple[int, int]:
-        inner, args = self._inner(last)
-        count, high = self.db.execute(f"SELECT count(*), max(k) FROM ({inner})", args).fetchone()
-        return count, high
+        return columns
 
     def _rows(self, last: int | None, high: int) -> list[tuple[Any, ...]]:
-        after, args = self._after(last)
-        query = f"SELECT {self.picked} {self.source}{after} AND {self.key} <= ? ORDER BY {self.key}"
-        return self.db.execute(query, (*args, high)).fetchall()
+        after, args = self._range(last, high)
+        query = f"SELECT {self.picked} {self.source}{after} ORDER BY {self.key}"
+        return self.db.execute(query, args).fetchall()

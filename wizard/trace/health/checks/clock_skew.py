@@ -105,6 +105,8 @@ def _linked_offsets(tables: Tables) -> tuple[Ints, Floats] | None:
     kernel's correlation id, as CHECK's `counts` declares. None when no kernel links to a call."""
     import numpy as np
 
+    from wizard.trace.health.tables import find
+
     calls, kernels = tables.calls, tables.kernels
     linked_calls = (calls.launch | calls.graph) & (calls.corr != NO_CORRELATION)
     if not linked_calls.any() or not len(kernels.ts):
@@ -114,13 +116,11 @@ def _linked_offsets(tables: Tables) -> tuple[Ints, Floats] | None:
     if by_id is not None:
         ids, ts = ids[by_id], ts[by_id]
     first = np.concatenate(([True], ids[1:] != ids[:-1]))
-    ids, ts = ids[first], ts[first]  # the earliest call per correlation id
-    order = kernels.order()
-    where = np.searchsorted(ids, kernels.corr[order])
-    where_ok = where < len(ids)
-    found = np.zeros(len(order), dtype=bool)
-    found[where_ok] = ids[where[where_ok]] == kernels.corr[order][where_ok]
-    linked = order[found]
+    if not first.all():
+        ids, ts = ids[first], ts[first]  # the earliest call per correlation id
+    order = kernels.order()  # None: in start order already
+    where, found = find(kernels.corr if order is None else kernels.corr[order], ids)
+    linked = np.flatnonzero(found) if order is None else order[found]
     if not len(linked):
         return None
     return linked, kernels.ts[linked] - ts[where[found]]
