@@ -8,12 +8,12 @@ import enum
 import json
 import math
 from collections import OrderedDict
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from msgspec.structs import asdict
 
 from wizard.serialize import clean, dumps
 from wizard.trace.metrics.detectors import Finding

@@ -10,6 +10,7 @@ import re
 import warnings
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from tests.conftest import REPO
@@ -32,6 +33,8 @@ def _trace(tmp_path: Path) -> Path:
 
 
 def _fields(record: type) -> set[str]:
+    if issubclass(record, msgspec.Struct):
+        return set(record.__struct_fields__)
     return {f.name for f in dataclasses.fields(record)}
 
 
