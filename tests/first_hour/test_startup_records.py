@@ -53,6 +53,7 @@ RECORDS: dict[str, dict[str, bool]] = {
     "wizard.trace.metrics.detectors": {"KernelCheck": False, "LaunchContext": False, "_OccupancyReading": True},
     "wizard.trace.metrics.classify": {"_Named": True},
     "wizard.trace.read.records": {"RuntimeCall": True, "_ThreadIntervals": False},
+    "wizard.trace.read.collector": {"PieceResult": False},
     "wizard.trace.read.formats": {"TraceFormat": True},
     "wizard.trace.read.reader": {"ReaderConfig": True},
     "wizard.trace.read.remote": {"UrlIdentity": True, "_guarded": False},
@@ -72,6 +73,15 @@ VALUES: dict[str, dict[str, bool]] = {
         "PlotData": False,
         "KernelMetrics": False,
     },
+    "wizard.trace.read.collector": {
+        "Truncation": False,
+        "ExactTimes": False,
+        "Timeline": False,
+        "TraceContents": False,
+    },
+    "wizard.trace.read.counters": {"Series": False, "Counters": False},
+    "wizard.file_ends": {"OpenedEnds": True},
+    "wizard.trace.inspection.results": {"TraceInspection": False, "HealthLine": False, "Inspection": False},
 }
 
 # the hooks only: tests/helpers.recorded_run starts the process around them
