@@ -30,16 +30,6 @@ COMPARED_OR_SHOWN = {
     # the library's results and options (docs/api.md): a caller may print or compare them, and their fields'
     # classes with them (a KernelMetrics compares its FindingGroups, Findings and launches by value)
     "wizard.inspect_options.InspectOptions": "the library's options",
-    "wizard.trace.health.checker.HealthResult": "a trace's health, in the result",
-    "wizard.trace.health.spec.HealthCheck": "a check's verdict, in the result",
-    "wizard.trace.health.spec.HealthExample": "a verdict's example",
-    "wizard.trace.profile.summary.ProfileSummary": "the profile, in the result",
-    "wizard.trace.profile.summary.KernelGroup": "a row of the profile",
-    "wizard.trace.profile.summary.OpGroup": "a row of the profile",
-    "wizard.trace.profile.summary.ProfileDevice": "a device of the profile",
-    "wizard.trace.profile.summary.HealthNote": "a note of the profile",
-    "wizard.trace.metrics.detectors.Finding": "a finding, in the result",
-    "wizard.trace.health.checks.ranks_complete.JobPlace": "in TraceInspection",
     "wizard.trace.passes.TracePass": "the plugin API's declaration (docs/plugins.md): its __repr__, never compared",
     # compared or hashed by value
     "wizard.trace.metrics.occupancy.DeviceLimits": "compared and hashed: devices.py, one GPU's limits for all",
@@ -114,9 +104,8 @@ def inspection(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 def test_only_the_compared_or_shown_classes_declare_eq_and_repr(inspection: dict[str, Any]) -> None:
     declared = {name for name, params in inspection["declared"].items() if params[1] or params[2]}
     # the inspection's dataclasses were all seen (72 on 2026-12-02; 37 once the internal records became msgspec
-    # Structs, which write no source, 20 once the kernel checks' results, the read's and the inspection's did:
-    # tests/first_hour/test_startup_records.py)
-    assert len(inspection["declared"]) == 20
+    # Structs, which write no source, 10 once the results did: tests/first_hour/test_startup_records.py)
+    assert len(inspection["declared"]) == 10
     assert declared == set(COMPARED_OR_SHOWN)
 
 

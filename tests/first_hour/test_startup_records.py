@@ -82,6 +82,17 @@ VALUES: dict[str, dict[str, bool]] = {
     "wizard.trace.read.counters": {"Series": False, "Counters": False},
     "wizard.file_ends": {"OpenedEnds": True},
     "wizard.trace.inspection.results": {"TraceInspection": False, "HealthLine": False, "Inspection": False},
+    "wizard.trace.health.spec": {"HealthExample": True, "HealthCheck": False},
+    "wizard.trace.health.checker": {"HealthResult": False},
+    "wizard.trace.health.checks.ranks_complete": {"JobPlace": True},
+    "wizard.trace.metrics.detectors": {"Finding": False},
+    "wizard.trace.profile.summary": {
+        "KernelGroup": False,
+        "OpGroup": False,
+        "ProfileDevice": False,
+        "HealthNote": False,
+        "ProfileSummary": False,
+    },
 }
 
 # the hooks only: tests/helpers.recorded_run starts the process around them
