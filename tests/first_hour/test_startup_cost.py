@@ -27,16 +27,11 @@ from tests.helpers import demo_trace, recorded_run
 # The dataclasses of a small inspection that keep their generated __eq__ and __repr__, and why. Every other one a
 # small inspection declares is lean (a new one fails the first test until it is declared so or listed here).
 COMPARED_OR_SHOWN = {
-    # the library's results and options (docs/api.md): a caller may print or compare them, and their fields'
-    # classes with them (a KernelMetrics compares its FindingGroups, Findings and launches by value)
+    # the library's options (docs/api.md): a caller may print or compare them (its results are Structs compared by
+    # value, which write no source: tests/first_hour/test_startup_records.py, VALUES)
     "wizard.inspect_options.InspectOptions": "the library's options",
     "wizard.trace.passes.TracePass": "the plugin API's declaration (docs/plugins.md): its __repr__, never compared",
     # compared or hashed by value
-    "wizard.trace.metrics.occupancy.DeviceLimits": "compared and hashed: devices.py, one GPU's limits for all",
-    "wizard.trace.metrics.occupancy.Architecture": "a field of DeviceLimits, compared with it",
-    "wizard.trace.metrics.occupancy.Occupancy": "computed from DeviceLimits, beside it",
-    "wizard.trace.metrics.devices.DeviceInfo": "holds DeviceLimits, compared with it",
-    "wizard.trace.read.records.OpInfo": "a dict key by value: records.py, one id per distinct descriptor",
     "wizard.cluster.Rank": "launcher_rank's result, compared by value (tests/jobs/test_cluster.py)",
 }
 
@@ -104,8 +99,9 @@ def inspection(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 def test_only_the_compared_or_shown_classes_declare_eq_and_repr(inspection: dict[str, Any]) -> None:
     declared = {name for name, params in inspection["declared"].items() if params[1] or params[2]}
     # the inspection's dataclasses were all seen (72 on 2026-12-02; 37 once the internal records became msgspec
-    # Structs, which write no source, 10 once the results did: tests/first_hour/test_startup_records.py)
-    assert len(inspection["declared"]) == 10
+    # Structs, which write no source, 5 once the results and the devices' limits did:
+    # tests/first_hour/test_startup_records.py)
+    assert len(inspection["declared"]) == 5
     assert declared == set(COMPARED_OR_SHOWN)
 
 

@@ -93,6 +93,10 @@ VALUES: dict[str, dict[str, bool]] = {
         "HealthNote": False,
         "ProfileSummary": False,
     },
+    # compared and hashed by value: one GPU's limits for all its kernels, an op's descriptor as a dict key
+    "wizard.trace.metrics.occupancy": {"Architecture": True, "DeviceLimits": True, "Occupancy": True},
+    "wizard.trace.metrics.devices": {"DeviceInfo": True},
+    "wizard.trace.read.records": {"OpInfo": True},
 }
 
 # the hooks only: tests/helpers.recorded_run starts the process around them
