@@ -30,7 +30,6 @@ COMPARED_OR_SHOWN = {
     # the library's options (docs/api.md): a caller may print or compare them (its results are Structs compared by
     # value, which write no source: tests/first_hour/test_startup_records.py, VALUES)
     "wizard.inspect_options.InspectOptions": "the library's options",
-    "wizard.trace.passes.TracePass": "the plugin API's declaration (docs/plugins.md): its __repr__, never compared",
     # compared or hashed by value
     "wizard.cluster.Rank": "launcher_rank's result, compared by value (tests/jobs/test_cluster.py)",
 }
@@ -99,9 +98,9 @@ def inspection(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 def test_only_the_compared_or_shown_classes_declare_eq_and_repr(inspection: dict[str, Any]) -> None:
     declared = {name for name, params in inspection["declared"].items() if params[1] or params[2]}
     # the inspection's dataclasses were all seen (72 on 2026-12-02; 37 once the internal records became msgspec
-    # Structs, which write no source, 5 once the results and the devices' limits did:
+    # Structs, which write no source, 4 once the results, the devices' limits and TracePass did:
     # tests/first_hour/test_startup_records.py)
-    assert len(inspection["declared"]) == 5
+    assert len(inspection["declared"]) == 4
     assert declared == set(COMPARED_OR_SHOWN)
 
 
