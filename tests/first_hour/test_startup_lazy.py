@@ -4,6 +4,9 @@ branch startup4), read from the real entry point's own process.
 - **The control characters' pattern** (``wizard.untrusted``): its ranges of surrogates and tag characters cost the
   regular expression compiler 5 M instructions. It is compiled where text that is not printable ASCII is first
   shown; printable ASCII (U+0020-U+007E) holds nothing to escape and is returned as it is.
+- **The launcher's side** (``wizard.cluster``: its ``Rank`` dataclass, ``platform``, the workspace's names) is
+  loaded where an output path is given ({rank} and the rest filled in); the rank read from a trace is
+  ``wizard.ranks``'.
 """
 
 from __future__ import annotations
@@ -59,3 +62,15 @@ def test_visible_escapes_what_the_pattern_names_and_returns_printable_ascii_as_i
             expected = expected.replace("\n", "\\n").replace("\t", " ")
         assert untrusted.visible(text, newlines=newlines) == expected, repr(text)
     assert untrusted.visible("\x1b[31m") == "\\x1b[31m" and untrusted.visible("a\nb") == "a\\nb"
+
+
+def test_a_small_inspection_on_stdout_loads_no_launcher_side(inspection: dict[str, Any], tmp_path: Path) -> None:
+    assert "wizard.ranks" in inspection["modules"]  # the trace's rank was read
+    assert "wizard.cluster" not in inspection["modules"]
+    # the check can fail: an output path is placed by the launcher's side, {rank} filled in
+    small = demo_trace(tmp_path / "small.json")
+    report = tmp_path / "r{rank}.json"
+    argv = ["trace", "inspect", "--report", str(report), "--fail-on", "never", str(small)]
+    placed = recorded_run(tmp_path, RUNNER, *argv)
+    assert "wizard.cluster" in placed["modules"]
+    assert (tmp_path / "r0.json").is_file() and not report.exists()

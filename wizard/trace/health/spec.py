@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from wizard.cluster import rank_in_name, rank_value
+from wizard.ranks import rank_in_name, rank_value
 
 KINETO = "pytorch/kineto@114171dfba6867d2a898634670d9a3197dbb9595"  # the commit the sources below were read at
 _RUNTIME = (

@@ -18,8 +18,8 @@ from typing import Annotated, Any, TypedDict
 
 import msgspec
 
-from wizard.cluster import rank_value
 from wizard.formatting import plural
+from wizard.ranks import rank_value
 from wizard.trace.health.spec import Bounds, CheckFact, CheckSpec, HealthCheck, rank_of
 from wizard.untrusted import cut, visible
 
