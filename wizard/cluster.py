@@ -22,26 +22,6 @@ from wizard.workspace import safe_name
 RANK_VARIABLES = ("RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK")
 LOCAL_RANK_VARIABLES = ("LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID")
 _NUMBER = re.compile(r"[0-9]{1,9}")  # ASCII digits only: str.isdigit() takes '²' and '٣'
-# A rank read from a trace or a report (distributedInfo.rank, collectives.rank, a number in a file name) is
-# untrusted: an int in [0, MAX_RANK), from ASCII digits only (`rank٣.json` is no rank 3, nor is -1, 10^300
-# or a 200-digit number in a name).
-MAX_RANK = 1 << 20
-_FIRST_DIGITS = re.compile(r"[0-9]+")
-
-
-def rank_value(value: object) -> int | None:
-    """A rank a trace or report declares, or None: an int (not a bool) in [0, MAX_RANK)."""
-    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < MAX_RANK:
-        return value
-    return None
-
-
-def rank_in_name(name: str) -> int | None:
-    """The rank a file name gives: its first run of ASCII digits, when that is a rank (else None)."""
-    found = _FIRST_DIGITS.search(name)
-    if found is None or len(found.group()) > len(str(MAX_RANK)):
-        return None
-    return rank_value(int(found.group()))
 
 
 @dataclass(frozen=True, slots=True)

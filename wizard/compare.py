@@ -19,8 +19,8 @@ from typing import Any, TypeVar
 import msgspec
 
 from wizard import schemas
-from wizard.cluster import rank_in_name, rank_value
 from wizard.errors import InputFileError
+from wizard.ranks import rank_in_name, rank_value
 from wizard.untrusted import cut, visible
 
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass
+
+from msgspec import Struct
 
 from wizard.sha256 import sha256
 
@@ -25,8 +26,7 @@ def identity(path: str | os.PathLike[str], info: os.stat_result) -> FileIdentity
     return (os.path.realpath(path), info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
 
 
-@dataclass(frozen=True, slots=True)
-class OpenedEnds:
+class OpenedEnds(Struct, frozen=True):
     """A regular file as one open of it found it: its identity, and the hash of the contents that identity
     describes (the file did not change while they were hashed)."""
 

@@ -66,7 +66,13 @@ def test_help_built_alone_lists_the_same_commands() -> None:
     lists are still the table's, row for row."""
     alone = _subcommands(build_parser(None))
     assert [(name, help) for name, (help, _) in alone.items()] == [(n, r.summary) for n, r in COMMANDS.items()]
-    assert all(sub._actions == sub._actions[:1] for _, sub in alone.values())  # -h alone: nothing built
+    # nothing built: one parser without an argument (not even -h) stands for every command
+    assert len({id(sub) for _, sub in alone.values()}) == 1
+    assert all(sub._actions == [] for _, sub in alone.values())
+    # the command on the line alone is built, with its own parser
+    one = _subcommands(build_parser("trace"))
+    assert len({id(sub) for name, (_, sub) in one.items() if name != "trace"}) == 1
+    assert [a.dest for a in one["trace"][1]._actions][:2] == ["help", "trace_command"]
 
 
 def test_every_module_in_the_package_is_a_row() -> None:

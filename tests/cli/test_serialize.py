@@ -8,12 +8,12 @@ import enum
 import json
 import math
 from collections import OrderedDict
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from msgspec.structs import asdict
 
 from wizard.serialize import clean, dumps
 from wizard.trace.metrics.detectors import Finding
@@ -88,3 +88,41 @@ def test_a_finding_groups_launches_and_op_are_what_asdict_gave() -> None:
     written = group.to_dict()
     assert written["launches"] == [reference_clean(asdict(launch))] * 2
     assert written["op"] == reference_clean(asdict(op))
+
+
+def _twin(record: Any) -> Any:
+    """The record rebuilt as the dataclass it was (same name, fields and values, nested records twinned too)."""
+    import dataclasses
+
+    import msgspec
+
+    if isinstance(record, msgspec.Struct):
+        names = record.__struct_fields__
+        cls = dataclasses.make_dataclass(type(record).__name__, names)
+        return cls(*(_twin(getattr(record, name)) for name in names))
+    if isinstance(record, (list, tuple)):
+        return type(record)(_twin(v) for v in record)
+    if isinstance(record, dict):
+        return {k: _twin(v) for k, v in record.items()}
+    return record
+
+
+def test_record_dict_is_what_asdict_gave_the_dataclasses() -> None:
+    """A profile's ``to_dict`` (``record_dict``) against ``dataclasses.asdict`` of the same records as dataclasses:
+    nested records, lists, tuples, dicts and their values, in order."""
+    import dataclasses
+
+    from wizard.serialize import record_dict
+    from wizard.trace.profile.summary import HealthNote, KernelGroup, OpGroup, ProfileDevice, ProfileSummary
+
+    kernels = [KernelGroup("k", "void k()", [1, 2, 3], None, 4, 5.5, 1.0, 0.0, {"A": 2}, 32, 0, {"x": math.nan})]
+    summary = ProfileSummary(
+        "kineto-json", "PyTorch", 0, 8, "nccl", "NVIDIA", [ProfileDevice(0, "H100", 132, "9.0")],
+        {"torch": "2.5"}, {"shapes": True}, "eager", "warning", [HealthNote("c", "warning", 3)], {"A": 1},
+        [1.5, 2.5], 4, 10.0, kernels, {"groups": 0.0}, ops=[OpGroup("aten::mm", "[[2]]", 1, 2.0, 2.0, 0.0)],
+    )  # fmt: skip
+    assert json.dumps(summary.to_dict()) == json.dumps(dataclasses.asdict(_twin(summary)))
+    point = OrderedDict(a=(1, [2, (3,)]))
+    assert record_dict(OpGroup("n", None, 1, 1.0, 1.0, point)) == dataclasses.asdict(  # type: ignore[arg-type]
+        _twin(OpGroup("n", None, 1, 1.0, 1.0, point))  # type: ignore[arg-type]
+    )

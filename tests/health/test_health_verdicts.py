@@ -452,7 +452,7 @@ def test_the_triage_calls_jitter_level_skew_healthy(tmp_path: Path, run_cli: Run
 def test_the_flagships_words_on_d_and_g(tmp_path: Path, run_cli: RunCli) -> None:
     """D on a V100 (cc 7.0, known to every CUDA header) never says to get a newer PyTorch; G with values on
     114 SMs and deviceProperties of 132 prints no empty line."""
-    import dataclasses
+    import msgspec
 
     v100 = TraceBuilder(gpu="V100")
     v100.add(KernelSpec("gemm", (64, 8, 1), (256, 1, 1), plant="D"))
@@ -461,7 +461,7 @@ def test_the_flagships_words_on_d_and_g(tmp_path: Path, run_cli: RunCli) -> None
     said = " ".join([d["summary"], *d["fix"]])
     assert "newer PyTorch" not in said.replace("A newer PyTorch or CUDA will not change this", "")
     h100 = TraceBuilder(gpu="H100")
-    h100.limits = dataclasses.replace(h100.limits, num_sms=114)  # the profiler's GPU had 114 SMs
+    h100.limits = msgspec.structs.replace(h100.limits, num_sms=114)  # the profiler's GPU had 114 SMs
     h100.add(KernelSpec("gemm", (456, 1, 1), (256, 1, 1)))
     g = conclude(run_cli, "negative-warps-per-sm", h100.write(tmp_path / "g.json"), tmp_path)
     assert g["diagnosis"] == "trace-sm-count-mismatch"

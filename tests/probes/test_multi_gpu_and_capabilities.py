@@ -4,13 +4,13 @@ the words of the reports and the flagship where they said what the facts did not
 
 from __future__ import annotations
 
-import dataclasses
 import gzip
 import itertools
 import json
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 import wizard
@@ -65,7 +65,7 @@ def _comparable(inspection: wizard.Inspection) -> dict[str, Any]:
                 check.pop("bytes")
                 check.pop("unpacked_bytes")  # the layout's own size: another order writes other whitespace
                 check.pop("summary")
-    doc["launches"] = [dataclasses.replace(launch, trace="") for launch in inspection.launches]
+    doc["launches"] = [msgspec.structs.replace(launch, trace="") for launch in inspection.launches]
     return doc
 
 

@@ -5,11 +5,11 @@ not strings)."""
 
 from __future__ import annotations
 
-import dataclasses
 import re
 import warnings
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from tests.conftest import REPO
@@ -31,8 +31,8 @@ def _trace(tmp_path: Path) -> Path:
     return b.write(tmp_path / "t.json")
 
 
-def _fields(record: type) -> set[str]:
-    return {f.name for f in dataclasses.fields(record)}
+def _fields(record: type[msgspec.Struct]) -> set[str]:
+    return set(record.__struct_fields__)
 
 
 def test_the_record_forwards_no_pass_field_but_the_deprecated_names() -> None:

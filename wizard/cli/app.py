@@ -101,12 +101,16 @@ OUTPUT_OPTIONS = ("record", "report", "report_dir", "output", "markdown")
 
 
 def _place_outputs(ctx: Context) -> None:
-    """{host}, {rank}, {local_rank} and {pid} in any output path: each process of a job writes its own."""
+    """{host}, {rank}, {local_rank} and {pid} in any output path: each process of a job writes its own. The
+    launcher's side (wizard.cluster) is loaded where an output path is given (``--json`` on stdout has none)."""
+    given = [name for name in OUTPUT_OPTIONS if isinstance(getattr(ctx.args, name, None), str)]
+    if not any(getattr(ctx.args, name) != "-" for name in given):
+        return
     from wizard.cluster import placed
 
-    for name in OUTPUT_OPTIONS:
-        value = getattr(ctx.args, name, None)
-        if isinstance(value, str) and value != "-":
+    for name in given:
+        value = getattr(ctx.args, name)
+        if value != "-":
             setattr(ctx.args, name, placed(value, ctx.system.environ))
 
 

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
+
+from msgspec import Struct
 
 from wizard.inspect_options import InspectOptions
 from wizard.trace.read.collector import TraceContents
@@ -38,8 +39,7 @@ class PassRun(Protocol[R_co]):
         """The pass's result, from the whole trace and the results of the passes it ``needs``."""
 
 
-@dataclass(frozen=True, eq=False)
-class TracePass(Generic[R]):
+class TracePass(Struct, Generic[R], frozen=True, eq=False):
     """A pass, declared once: what the inspection runs, in what order it may read what, and how it is written."""
 
     name: str

@@ -8,8 +8,10 @@ only when a pass finishes, after the read, so it adds nothing to the reader's pe
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
 from typing import Any
+
+from msgspec import Struct, field
+from msgspec.structs import replace
 
 from wizard.inspect_options import DEFAULT_OPTIONS, InspectOptions
 from wizard.trace.health.checks import check_job
@@ -21,8 +23,7 @@ from wizard.trace.read.collector import TraceContents
 from wizard.trace.read.formats import cannot_show
 
 
-@dataclass(slots=True)
-class HealthResult:
+class HealthResult(Struct):
     """The health pass's result for one trace: its checks, and what the cross-rank check needs of it."""
 
     checks: list[HealthCheck]

@@ -11,12 +11,11 @@ docs/health.md exactly (an independent computation in tests/health_oracle.py che
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import msgspec
 
-from wizard.cluster import rank_in_name, rank_value
+from wizard.ranks import rank_in_name, rank_value
 
 KINETO = "pytorch/kineto@114171dfba6867d2a898634670d9a3197dbb9595"  # the commit the sources below were read at
 _RUNTIME = (
@@ -118,8 +117,7 @@ TABLE_ROWS = 20  # summary-table's rows kept in the report (by reported self dev
 STEPS_KEPT = 64  # ProfilerStep durations kept in profiler-overhead's details
 
 
-@dataclass(frozen=True, slots=True)
-class HealthExample:
+class HealthExample(msgspec.Struct, frozen=True):
     """One event that shows the problem: what a user searches for in a viewer."""
 
     name: str
@@ -133,8 +131,7 @@ class HealthExample:
     detail: str = ""
 
 
-@dataclass(slots=True)
-class HealthCheck:
+class HealthCheck(msgspec.Struct):
     """One check's verdict on one trace (or, for ``rank-skew``, on a job)."""
 
     check: str
@@ -144,10 +141,10 @@ class HealthCheck:
     summary: str
     meaning: str
     reason: str | None = None
-    details: dict[str, Any] = field(default_factory=dict)
-    examples: list[HealthExample] = field(default_factory=list)
+    details: dict[str, Any] = msgspec.field(default_factory=dict)
+    examples: list[HealthExample] = msgspec.field(default_factory=list)
     # where the problem lies in time, for a picture: (ts, lane) of at most SAMPLES events spread over all
-    samples: list[tuple[float, str]] = field(default_factory=list)
+    samples: list[tuple[float, str]] = msgspec.field(default_factory=list)
 
     @property
     def problem(self) -> bool:

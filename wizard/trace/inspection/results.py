@@ -12,8 +12,10 @@ from __future__ import annotations
 import platform
 import warnings
 from collections import Counter
-from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
+
+from msgspec import Struct, field
+from msgspec.structs import asdict
 
 from wizard.file_ends import OpenedEnds
 from wizard.formatting import plural
@@ -35,8 +37,7 @@ R = TypeVar("R")
 INLINE: tuple[TracePass[Any], ...] = (METRICS_PASS, HEALTH_PASS, PROFILE_PASS)
 
 
-@dataclass(slots=True)
-class TraceInspection:
+class TraceInspection(Struct):
     """One trace inspected: what its read found, and every pass's result by the pass's name (``results``). Each
     built-in pass's result is read by its one accessor (``metrics``, ``health_result``, ``profile``:
     ``report.metrics.groups``, ``report.health_result.checks``), any pass's by ``result(PASS)``, the registered
@@ -192,8 +193,7 @@ def _deprecated(name: str, value: V) -> V:
     return value
 
 
-@dataclass
-class HealthLine:
+class HealthLine(Struct):
     """One line of the health summary: a check's status on the traces it names (several ranks' alike
     collapsed), with the first trace's words."""
 
@@ -229,8 +229,7 @@ class HealthLine:
         return f"{HEALTH_MARK[self.status]} {self.status:<8} {self.check}{self.label}  {self.summary}"
 
 
-@dataclass(slots=True)
-class Inspection:
+class Inspection(Struct):
     """The result over every file asked for (one per rank for a directory)."""
 
     reports: list[TraceInspection]

@@ -7,7 +7,6 @@ into ``KernelMetrics``; ``METRICS_PASS`` declares the pass the inspection runs (
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import math
 import time
@@ -86,7 +85,7 @@ def _device_summary(devices: dict[int, DeviceInfo]) -> list[dict[str, Any]]:
 
 def _for_kernel(finding: Finding, k: KernelRecord) -> Finding:
     """A memoised finding, stamped with this kernel's identity."""
-    return dataclasses.replace(
+    return msgspec.structs.replace(
         finding, kernel_index=k.index, kernel=k.name, device=k.device, ts=k.ts, correlation=k.correlation
     )
 

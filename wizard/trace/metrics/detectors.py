@@ -7,7 +7,6 @@ Pure functions over the reader's compact records. The mechanisms and what each m
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -38,8 +37,7 @@ from wizard.trace.metrics.occupancy import (
 from wizard.trace.read.records import Dim3, KernelRecord, ProfilerOccupancy
 
 
-@dataclass(slots=True)
-class Finding:
+class Finding(msgspec.Struct):
     """One kernel, one mechanism: what the trace says, what is true, and why."""
 
     mechanism: Mechanism

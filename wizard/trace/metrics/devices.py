@@ -7,12 +7,12 @@ matched to a known GPU, and the report says so.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from wizard.formatting import shown
 from wizard.trace.gpus import FAMILY, PROPERTIES
@@ -50,8 +50,7 @@ def fact_problem(props: dict[str, Any], *names: str) -> str | None:
     return None
 
 
-@dataclass(frozen=True, slots=True)
-class DeviceInfo:
+class DeviceInfo(msgspec.Struct, frozen=True):
     device_id: int
     num_sms: int | None
     limits: DeviceLimits | None
@@ -164,7 +163,7 @@ def device_table(
         declared, source = None, "deviceProperties"
         if num_sms is not None and proven.get(device_id, num_sms) != num_sms:  # mechanism G
             declared, num_sms, source = num_sms, proven[device_id], "inferred"
-            limits = dataclasses.replace(limits, num_sms=num_sms) if limits is not None else None
+            limits = msgspec.structs.replace(limits, num_sms=num_sms) if limits is not None else None
         table[device_id] = DeviceInfo(
             device_id, num_sms, limits, source, name if isinstance(name, str) else "", problem, declared
         )
@@ -217,7 +216,7 @@ def device_for(table: dict[int, DeviceInfo], device_id: int | None) -> DeviceInf
 
 # SM count -> a GPU with that count whose limits stand for it (only the counts in gpus.FAMILY).
 KNOWN_GPUS: dict[int, DeviceLimits] = {
-    limits.num_sms: dataclasses.replace(limits, name=FAMILY[key])
+    limits.num_sms: msgspec.structs.replace(limits, name=FAMILY[key])
     for key, props in PROPERTIES.items()
     if key in FAMILY and (limits := limits_from_properties(props)) is not None
 }

@@ -4,8 +4,9 @@ with the ``to_dict`` its part of ``warpwizard.trace-report/2`` is written by."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
 from typing import Any
+
+from msgspec import Struct, field
 
 from wizard.frames import innermost_user_frame, trace_frame_path
 from wizard.serialize import clean
@@ -13,8 +14,7 @@ from wizard.trace.metrics.detectors import Finding
 from wizard.trace.metrics.mechanisms import is_wrong
 
 
-@dataclass(slots=True)
-class OpLink:
+class OpLink(Struct):
     """What launched a kernel, found through the runtime call's correlation id: the PyTorch op
     around that call, and the Python frames around it. ``op`` is None for a kernel launched
     without an op (a raw kernel through the driver API: seen on an H200 with torch.cuda._compile_kernel).
@@ -34,8 +34,7 @@ class OpLink:
         return innermost_user_frame(self.python_stack, trace_frame_path)
 
 
-@dataclass(frozen=True, slots=True)
-class Launch:
+class Launch(Struct, frozen=True):
     """One launch with a wrong value, as scripts need it: when, where, and reported against true."""
 
     ts: float
@@ -48,8 +47,7 @@ class Launch:
     true: dict[str, float | None]
 
 
-@dataclass(frozen=True, slots=True)
-class KernelLaunch:
+class KernelLaunch(Struct, frozen=True):
     """One checked kernel launch, for scripts and notebooks: what the trace says beside what is true.
 
     Field names are Holistic Trace Analysis's kernel-frame columns where they mean the same thing
@@ -92,11 +90,10 @@ class KernelLaunch:
         return any(is_wrong(m) for m in self.mechanisms)
 
 
-LAUNCH_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(KernelLaunch))
+LAUNCH_COLUMNS: tuple[str, ...] = KernelLaunch.__struct_fields__
 
 
-@dataclass(slots=True)
-class FindingGroup:
+class FindingGroup(Struct):
     """All kernels with one name and one mechanism."""
 
     mechanism: str
@@ -156,8 +153,7 @@ POINTS_CAP = 100_000
 Point = tuple[str, str, float | None, float | None]  # (metric, mechanism or "ok", reported, true)
 
 
-@dataclass(slots=True)
-class PlotData:
+class PlotData(Struct):
     """What a picture of one trace needs, small whatever the trace's size: distinct (reported, true) points
     with how many launches share each, and when the wrong launches ran, per stream and mechanism."""
 
@@ -169,8 +165,7 @@ class PlotData:
     span: tuple[float, float] | None = None  # the trace's first start and last end (µs): where its time axis starts
 
 
-@dataclass(slots=True)
-class KernelMetrics:
+class KernelMetrics(Struct):
     """The flagship pass's result for one trace: every kernel's blocks and warps per SM and occupancy checked
     against the profiler's own arithmetic, the wrong values grouped by kernel and mechanism, and what a reader
     of the report should know (``notes``)."""
@@ -225,12 +220,12 @@ def launched_by(link: OpLink | None) -> str:
     return f"no op; {link.user_frame}" if link.user_frame else "—"
 
 
-_OP_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(OpLink))
-_LAUNCH_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Launch))
+_OP_FIELDS: tuple[str, ...] = OpLink.__struct_fields__
+_LAUNCH_FIELDS: tuple[str, ...] = Launch.__struct_fields__
 
 
 def _shallow(record: Any, names: tuple[str, ...]) -> dict[str, Any]:
-    """A record's fields by name, in order: what ``asdict`` gives for records holding no other dataclass, without
+    """A record's fields by name, in order: what ``asdict`` gives for records holding no other record, without
     its deep copy of every value (a third of a big report's writing); ``clean`` then copies into plain JSON data."""
     return {name: getattr(record, name) for name in names}
 

@@ -7,15 +7,14 @@ calculation with ``sharedMemPerBlockOptin`` to give the value the kernel really 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from msgspec import Struct
 
 from wizard.trace.metrics.mechanisms import SMEM_DEFAULT_LIMIT
 
 _KB = 1024
 
 
-@dataclass(frozen=True, slots=True)
-class Architecture:
+class Architecture(Struct, frozen=True):
     """Per-compute-capability limits the calculator hard-codes."""
 
     max_blocks_per_sm: int
@@ -87,8 +86,7 @@ MIN_CUDA_HEADER: dict[tuple[int, int], str] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class DeviceLimits:
+class DeviceLimits(Struct, frozen=True):
     """The per-device numbers the calculator reads (from the trace's deviceProperties)."""
 
     compute_major: int
@@ -108,8 +106,7 @@ class DeviceLimits:
         return (self.compute_major, self.compute_minor)
 
 
-@dataclass(frozen=True, slots=True)
-class Occupancy:
+class Occupancy(Struct, frozen=True):
     """Active blocks per SM and what limits them (``launch__occupancy_limit_*`` in ncu)."""
 
     active_blocks: int

@@ -15,10 +15,12 @@ durations and the metadata's version fields are capped; nothing of the metadata 
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from msgspec import Struct, field
+
 from wizard.inspect_options import InspectOptions
+from wizard.serialize import record_dict
 from wizard.trace.health.checker import HEALTH_PASS, worst_status
 from wizard.trace.metrics.classify import METRICS_PASS
 from wizard.trace.passes import Results, TracePass
@@ -80,8 +82,7 @@ def kernel_key(name: str) -> str:
     return f"{text[:KEY_CHARS]}…#{sha256(text.encode()).hexdigest()[:12]}"
 
 
-@dataclass(slots=True)
-class KernelGroup:
+class KernelGroup(Struct):
     """The launches of one kernel (normalised name) with one launch configuration."""
 
     key: str  # the normalised name (kernel_key)
@@ -101,8 +102,7 @@ class KernelGroup:
     kineto_limits: dict[str, int | None] | None = None
 
 
-@dataclass(slots=True)
-class OpGroup:
+class OpGroup(Struct):
     """The calls of one CPU op (``cpu_op``) with one ``Input Dims`` (None: matched on the name alone). Durations
     are inclusive (an op's time holds its children's), as the profiler's own table's CPU total is."""
 
@@ -114,8 +114,7 @@ class OpGroup:
     mad_us: float
 
 
-@dataclass(slots=True)
-class ProfileDevice:
+class ProfileDevice(Struct):
     """A GPU the kernels ran on, as the trace describes it (None where it does not)."""
 
     id: int | None
@@ -124,8 +123,7 @@ class ProfileDevice:
     compute_capability: str | None
 
 
-@dataclass(slots=True)
-class HealthNote:
+class HealthNote(Struct):
     """A health check that is not ok: what comparing two profiles needs of it."""
 
     check: str
@@ -133,8 +131,7 @@ class HealthNote:
     count: int
 
 
-@dataclass(slots=True)
-class ProfileSummary:
+class ProfileSummary(Struct):
     """What comparing this profile with another needs, and nothing else."""
 
     format: str
@@ -162,11 +159,11 @@ class ProfileSummary:
     ops_by_name: list[OpGroup] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return record_dict(self)
 
     def written(self) -> dict[str, Any]:
         """Its field of a trace's report in --json: ``profile`` (docs/json-output.md)."""
-        return {"profile": asdict(self)}
+        return {"profile": record_dict(self)}
 
 
 def _text(value: Any) -> str | None:

@@ -7,13 +7,13 @@ import operator
 from array import array
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
+from msgspec import Struct, field
 
-from wizard.cluster import rank_value
 from wizard.file_ends import OpenedEnds
+from wizard.ranks import rank_value
 from wizard.trace.read.core import compiled as compiled_core
 from wizard.trace.read.counters import Counters
 from wizard.trace.read.events import (
@@ -46,8 +46,7 @@ from wizard.trace.read.records import (
 )
 
 
-@dataclass(slots=True)
-class Truncation:
+class Truncation(Struct):
     """Where a trace stopped early, and what that cost."""
 
     at_byte: int
@@ -74,8 +73,7 @@ def cut_name(value: Any) -> Any:
     return value[:MAX_NAME] if type(value) is str and len(value) > MAX_NAME else value
 
 
-@dataclass(slots=True)
-class ExactTimes:
+class ExactTimes(Struct):
     """Integer nanoseconds of each event of the kernel, GPU-op and slice tables, in their order, where the file
     holds them (a .pftrace's TrackEvent and render-stage times): Perfetto reads those as they are, so the
     kernels-overlap check does too, instead of rounding microsecond doubles back (issue 45 item 10)."""
@@ -100,8 +98,7 @@ ANNOTATION_CAP = 100_000  # record_function spans, GPU annotations and profiler-
 OVERHEAD_CATEGORIES = frozenset({"overhead", "Overhead"})  # Kineto's ActivityType::OVERHEAD ("overhead")
 
 
-@dataclass
-class Timeline:
+class Timeline(Struct):
     """What passes other than the kernel checks need, kept in the same read and as compactly: GPU
     copies and sets, events per category (flow arrows included), the time window of every complete
     ("X") event the other tables do not hold and those events themselves (``slices``: where they lie and on
@@ -139,8 +136,7 @@ class Timeline:
         self.overheads.extend(other.overheads[: max(0, ANNOTATION_CAP - len(self.overheads))])
 
 
-@dataclass
-class TraceContents:
+class TraceContents(Struct):
     """Everything the analysis needs from one trace file, compactly."""
 
     path: str
@@ -195,8 +191,7 @@ class TraceContents:
         return rank_value(info.get("rank")) if isinstance(info, dict) else None
 
 
-@dataclass(eq=False, repr=False)
-class PieceResult:
+class PieceResult(Struct, eq=False):
     """What a worker process made of one block of events; merged in file order."""
 
     kernels: KernelTable

@@ -15,10 +15,10 @@ import bisect
 import re
 from array import array
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import msgspec
+from msgspec import Struct, field
 
 from wizard.trace.read.events import MEASURABLE, RAW_DECODER, as_float, decode_block
 
@@ -27,8 +27,7 @@ _PID = re.compile(r"GPU (\d{1,4}) Counters")
 MARK = b' Counters"'
 
 
-@dataclass(slots=True)
-class Series:
+class Series(Struct):
     """One counter on one device: sample times (µs) and values, in file order until ``in_time_order``."""
 
     ts: array[float] = field(default_factory=lambda: array("d"))
@@ -48,8 +47,7 @@ class Series:
         return list(self.values[lo:hi])
 
 
-@dataclass
-class Counters:
+class Counters(Struct):
     """The counter series of one trace (or of one worker's block), keyed by (device, counter name)."""
 
     series: dict[tuple[int, str], Series] = field(default_factory=dict)

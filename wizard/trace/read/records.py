@@ -11,7 +11,6 @@ import math
 import sys
 from array import array
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any, overload
 
 import msgspec
@@ -1013,8 +1012,7 @@ class RuntimeIndex:
         return RuntimeCall(pid, tid, self.starts[i], self._name_list[self.names[i]])
 
 
-@dataclass(frozen=True, slots=True)
-class OpInfo:
+class OpInfo(msgspec.Struct, frozen=True):
     name: str
     input_dims: str | None
     input_types: str | None

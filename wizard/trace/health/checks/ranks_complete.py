@@ -13,14 +13,13 @@ from __future__ import annotations
 import os
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from itertools import islice
 from typing import Annotated, Any, TypedDict
 
 import msgspec
 
-from wizard.cluster import rank_value
 from wizard.formatting import plural
+from wizard.ranks import rank_value
 from wizard.trace.health.spec import Bounds, CheckFact, CheckSpec, HealthCheck, rank_of
 from wizard.untrusted import cut, visible
 
@@ -91,8 +90,7 @@ CHECK = CheckSpec(
 )
 
 
-@dataclass(frozen=True, slots=True)
-class JobPlace:
+class JobPlace(msgspec.Struct, frozen=True):
     """Where one trace says it stands in its job (its ``distributedInfo``), bounded: what this check needs
     from each rank, small enough to travel in a per-rank summary."""
 
