@@ -20,6 +20,7 @@ the summary-table and profiler-overhead checks (wizard/trace/health/checks/) run
 from __future__ import annotations
 
 import math
+from array import array
 from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
@@ -45,6 +46,7 @@ from wizard.untrusted import cut
 
 KINDS_KEPT = 16  # overhead record names kept in the details (CUPTI has nine; a hostile trace any number)
 KINDS_SHOWN = 4  # and named in the summary
+_CHUNK = 1 << 15  # events (the union) or spans (which hold a launch) taken at once: each temporary 256 KiB
 
 Floats = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.int64]
@@ -270,29 +272,48 @@ def _thread_tree(start: Floats, end: Floats, names: Ints, queries: Floats, more:
     held = [(s[h], e[h], n[h]) for s, e, n in ((start, end, names), *more) for h in [_holds_one(q, s, e)]]
     start, end, names = (np.concatenate(column) for column in zip(*held, strict=True))
     order = np.lexsort((-end, start))
-    s, e = start[order].tolist(), end[order].tolist()
+    start, end, names = start[order], end[order], names[order]
+    del order
+    return _Thread(start, end, names, _parents(start, end))
+
+
+def _parents(start: Floats, end: Floats) -> list[int]:
+    """Each span's parent (-1 for none), the spans in (start, -end) order: one pass with a stack of the open
+    spans, their starts and ends made Python floats ``_SWEEP`` at a time (whole-thread lists were ~64 bytes a
+    span at the summary table's peak)."""
     parent: list[int] = []
     # the open spans and their ends, under a root that is never popped: NaN's end compares false both ways, and
     # its index -1 is "no parent" (an empty stack's answer)
     stack, tops = [-1], [math.nan]
-    for i, (si, ei) in enumerate(zip(s, e, strict=True)):
-        top = tops[-1]
-        while si >= top or ei > top:
-            stack.pop()
-            tops.pop()
+    for lo in range(0, len(start), _SWEEP):
+        for i, si, ei in zip(
+            range(lo, lo + _SWEEP), start[lo : lo + _SWEEP].tolist(), end[lo : lo + _SWEEP].tolist(), strict=False
+        ):
             top = tops[-1]
-        parent.append(stack[-1])
-        stack.append(i)
-        tops.append(ei)
-    return _Thread(start[order], end[order], names[order], parent)
+            while si >= top or ei > top:
+                stack.pop()
+                tops.pop()
+                top = tops[-1]
+            parent.append(stack[-1])
+            stack.append(i)
+            tops.append(ei)
+    return parent
 
 
 def _holds_one(q: Floats, start: Floats, end: Floats) -> npt.NDArray[np.bool_]:
     """Per span, whether a sorted time falls in it (start <= t < end): the first time at or after its start is
     before its end. One binary search per span, not two (the ends, unsorted, cost the most); a span with a NaN
-    edge counts the times below each edge, as NaN sorts last."""
-    if not len(q):
-        return np.zeros(len(start), dtype=bool)
+    edge counts the times below each edge, as NaN sorts last. A chunk of spans at a time: whole-thread positions
+    and their times were ~25 bytes a span at the summary table's peak."""
+    holds = np.zeros(len(start), dtype=bool)
+    if len(q):
+        for lo in range(0, len(start), _CHUNK):
+            holds[lo : lo + _CHUNK] = _holds_chunk(q, start[lo : lo + _CHUNK], end[lo : lo + _CHUNK])
+    return holds
+
+
+def _holds_chunk(q: Floats, start: Floats, end: Floats) -> npt.NDArray[np.bool_]:
+    """``_holds_one`` of some spans, ``q`` not empty."""
     first = np.searchsorted(q, start, side="left")
     holds = q[np.minimum(first, len(q) - 1)] < end
     holds &= first < len(q)
@@ -427,7 +448,7 @@ def _thread_sums(sums: Floats, spans: _Spans, parts: list[Part], launches: tuple
     size = len(tree.name)
     own = np.bincount(owner[held], weights=dur[held], minlength=size)
     claimed = np.bincount(owner[held], weights=(dur * times)[held], minlength=size)
-    total, true_total = _up_the_tree(tree.parent, (own + claimed).tolist(), own.tolist())
+    total, true_total = _up_the_tree(tree.parent, array("d", (own + claimed).tobytes()), array("d", own.tobytes()))
     name = spans.name_of[tree.name]
     sums[0] += np.bincount(name, weights=own, minlength=len(spans.names))
     sums[1] += np.bincount(name, weights=total, minlength=len(spans.names))
@@ -454,19 +475,20 @@ def _claimed_by_name(events: _Events, overheads: Overheads, claims: dict[int, in
 
 
 def _thread_count(contents: TraceContents) -> int:
-    threads = _ints(contents.runtime.threads)
+    threads = _as_stored(contents.runtime.threads)  # a view: the max of a copy was a temporary per call
     return int(threads.max()) + 1 if len(threads) else 0
 
 
-def _up_the_tree(parent: list[int], total: list[float], true_total: list[float]) -> tuple[list[float], list[float]]:
+def _up_the_tree(parent: list[int], total: array[float], true_total: array[float]) -> tuple[Floats, Floats]:
     """Each span's device total: its own plus its children's (an overhead record's claim is in ``total`` as a
-    child's would be), and the same with each GPU event once."""
+    child's would be), and the same with each GPU event once. Doubles in arrays, summed in the same order as
+    lists of floats were (a Python float per span was 32 bytes, two lists of them the summary table's peak)."""
     for i in range(len(total) - 1, -1, -1):  # children come after their parent
         up = parent[i]
         if up >= 0:
             total[up] += total[i]
             true_total[up] += true_total[i]
-    return total, true_total
+    return _floats(total), _floats(true_total)
 
 
 def _device_rows(events: _Events, contents: TraceContents) -> list[SummaryRow]:
@@ -485,9 +507,6 @@ def _device_rows(events: _Events, contents: TraceContents) -> list[SummaryRow]:
     return rows + [
         SummaryRow(name, "gpu_annotation", int(a[0]), a[1], a[1], 0.0, 0.0) for name, a in annotations.items()
     ]
-
-
-_CHUNK = 1 << 15  # events the union takes at once (each of its temporaries 256 KiB)
 
 
 def _union(starts: Floats, ends: Floats, *, durations: bool = False) -> float:
