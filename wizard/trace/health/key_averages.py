@@ -411,18 +411,18 @@ def _claims(overheads: Overheads) -> dict[int, int]:
     return claims
 
 
-def _claim_times(events: _Events, claims: dict[int, int]) -> Floats:
-    """Per GPU event, how many overhead records claim it (0.0 for none): the extra times its duration is summed."""
+def _claim_times(events: _Events, claims: dict[int, int]) -> Floats | None:
+    """Per GPU event, how many overhead records claim it (0.0 for none): the extra times its duration is summed;
+    None where no record claims one (no column of zeros per GPU event and per thread's launches)."""
+    if not claims:
+        return None
     claim_ids = np.array(sorted(claims), dtype=np.int64)
     claim_counts = np.array([claims[c] for c in sorted(claims)], dtype=np.float64)
-    times = np.zeros(len(events.ts), dtype=np.float64)
-    if len(claim_ids):
-        where = np.minimum(np.searchsorted(claim_ids, events.corr), len(claim_ids) - 1)
-        times = np.where(claim_ids[where] == events.corr, claim_counts[where], 0.0)
-    return times
+    where = np.minimum(np.searchsorted(claim_ids, events.corr), len(claim_ids) - 1)
+    return np.where(claim_ids[where] == events.corr, claim_counts[where], 0.0)
 
 
-def _op_sums(contents: TraceContents, events: _Events, spans: _Spans, times: Floats) -> tuple[Floats, int]:
+def _op_sums(contents: TraceContents, events: _Events, spans: _Spans, times: Floats | None) -> tuple[Floats, int]:
     """Per op name: own, total, true total and held count (rows of the array), summed over every thread's tree of
     spans, each GPU event given to the innermost op around its launch call; and how many GPU events were given."""
     thread_of, call_ts = _launches(contents, events.corr)
@@ -432,11 +432,16 @@ def _op_sums(contents: TraceContents, events: _Events, spans: _Spans, times: Flo
     for key, n in keys.items():
         mine = np.flatnonzero(thread_of == n)
         if key in spans.threads and len(mine):
-            linked += _thread_sums(sums, spans, spans.threads[key], (call_ts[mine], events.dur[mine], times[mine]))
+            linked += _thread_sums(
+                sums,
+                spans,
+                spans.threads[key],
+                (call_ts[mine], events.dur[mine], None if times is None else times[mine]),
+            )
     return sums, linked
 
 
-def _thread_sums(sums: Floats, spans: _Spans, parts: list[Part], launches: tuple[Floats, Floats, Floats]) -> int:
+def _thread_sums(sums: Floats, spans: _Spans, parts: list[Part], launches: tuple[Floats, Floats, Floats | None]) -> int:
     """One thread's tree added to ``sums`` (own, total, true total, held; by name), its launches (call times
     ``at``, their GPU events' durations and claim counts) given to their innermost spans; how many were held. A
     function of its own so that a thread's tree and lists are gone before the next thread's are made."""
@@ -447,7 +452,8 @@ def _thread_sums(sums: Floats, spans: _Spans, parts: list[Part], launches: tuple
     held = owner >= 0
     size = len(tree.name)
     own = np.bincount(owner[held], weights=dur[held], minlength=size)
-    claimed = np.bincount(owner[held], weights=(dur * times)[held], minlength=size)
+    claims = dur[held] * 0.0 if times is None else (dur * times)[held]  # no claims: 0 each (an inf duration's NaN)
+    claimed = np.bincount(owner[held], weights=claims, minlength=size)
     total, true_total = _up_the_tree(tree.parent, array("d", (own + claimed).tobytes()), array("d", own.tobytes()))
     name = spans.name_of[tree.name]
     sums[0] += np.bincount(name, weights=own, minlength=len(spans.names))
