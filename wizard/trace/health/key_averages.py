@@ -191,7 +191,7 @@ def _launches(contents: TraceContents, corr: Ints) -> tuple[Any, Floats]:
 _CALLS = 1 << 16  # runtime calls _launches reads at once
 
 
-def _earliest_calls(wanted: Ints, chunk: tuple[Any, Floats, Any], best_at: Floats, best_thread: Any) -> None:
+def _earliest_calls(wanted: Any, chunk: tuple[Any, Floats, Any], best_at: Floats, best_thread: Any) -> None:
     """Fold one chunk of calls (in file order, after every earlier chunk) into each wanted id's earliest call so
     far (``best_thread`` -1 for none yet): the chunk's earliest per id by (start, file order), NaN last as a sort
     puts it, taken where it starts strictly before the one kept or where that one's start is NaN."""
