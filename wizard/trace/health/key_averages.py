@@ -180,15 +180,16 @@ def _launches(contents: TraceContents, corr: Ints) -> tuple[Any, Floats]:
             _earliest_calls(wanted, chunk, best_at, best_thread)
     thread = np.full(len(corr), -1, dtype=np.int32)
     at = np.zeros(len(corr), dtype=np.float64)
-    if len(wanted):
-        where = np.minimum(np.searchsorted(wanted, corr), len(wanted) - 1)
-        found = wanted[where] == corr  # NO_CORRELATION is not among them
-        thread[found] = best_thread[where[found]]
-        at[found] = best_at[where[found]]
+    for lo in range(0, len(corr) if len(wanted) else 0, _CALLS):  # a chunk of GPU events at a time too
+        mine = corr[lo : lo + _CALLS]
+        where = np.minimum(np.searchsorted(wanted, mine), len(wanted) - 1)
+        found = np.flatnonzero(wanted[where] == mine)  # NO_CORRELATION is not among them
+        thread[lo + found] = best_thread[where[found]]
+        at[lo + found] = best_at[where[found]]
     return thread, at
 
 
-_CALLS = 1 << 16  # runtime calls _launches reads at once
+_CALLS = 1 << 14  # runtime calls _launches reads at once (each temporary 128 KiB)
 
 
 def _earliest_calls(wanted: Any, chunk: tuple[Any, Floats, Any], best_at: Floats, best_thread: Any) -> None:
@@ -218,7 +219,7 @@ class _Thread(msgspec.Struct, eq=False):
     start: Floats
     end: Floats
     name: Ints  # span ids (``_Spans.name_of`` gives their names)
-    parent: list[int]
+    parent: array[int]  # each span's parent, -1 for none
 
 
 Part = tuple[Floats, Floats, Any]  # spans' starts, ends and span ids (``_Spans.name_of`` gives each its name id)
@@ -270,18 +271,18 @@ def _thread_tree(start: Floats, end: Floats, names: Ints, queries: Floats, more:
     other parts of the thread's spans, after these (only the spans that hold a launch are joined)."""
     q = np.sort(queries)
     held = [(s[h], e[h], n[h]) for s, e, n in ((start, end, names), *more) for h in [_holds_one(q, s, e)]]
-    start, end, names = (np.concatenate(column) for column in zip(*held, strict=True))
+    start, end, names = held[0] if len(held) == 1 else (np.concatenate(c) for c in zip(*held, strict=True))
     order = np.lexsort((-end, start))
     start, end, names = start[order], end[order], names[order]
     del order
     return _Thread(start, end, names, _parents(start, end))
 
 
-def _parents(start: Floats, end: Floats) -> list[int]:
+def _parents(start: Floats, end: Floats) -> array[int]:
     """Each span's parent (-1 for none), the spans in (start, -end) order: one pass with a stack of the open
     spans, their starts and ends made Python floats ``_SWEEP`` at a time (whole-thread lists were ~64 bytes a
-    span at the summary table's peak)."""
-    parent: list[int] = []
+    span at the summary table's peak), the parents as 64-bit integers (a list of Python ints was 36 bytes each)."""
+    parent = array("q")
     # the open spans and their ends, under a root that is never popped: NaN's end compares false both ways, and
     # its index -1 is "no parent" (an empty stack's answer)
     stack, tops = [-1], [math.nan]
@@ -365,7 +366,7 @@ def _innermost(tree: _Thread, times: Floats) -> Ints:
     return out
 
 
-_SWEEP = 8192  # times (and spans) _innermost turns into Python numbers at once
+_SWEEP = 2048  # times (and spans) _innermost and _parents turn into Python numbers at once
 
 
 def summary_table(contents: TraceContents) -> SummaryTable:
@@ -485,7 +486,7 @@ def _thread_count(contents: TraceContents) -> int:
     return int(threads.max()) + 1 if len(threads) else 0
 
 
-def _up_the_tree(parent: list[int], total: array[float], true_total: array[float]) -> tuple[Floats, Floats]:
+def _up_the_tree(parent: array[int], total: array[float], true_total: array[float]) -> tuple[Floats, Floats]:
     """Each span's device total: its own plus its children's (an overhead record's claim is in ``total`` as a
     child's would be), and the same with each GPU event once. Doubles in arrays, summed in the same order as
     lists of floats were (a Python float per span was 32 bytes, two lists of them the summary table's peak)."""
