@@ -45,7 +45,7 @@ def test_parents_and_innermost_match_the_definition(seed: int) -> None:
         tree = _thread_tree(np.array(starts, dtype=np.float64), np.array(ends, dtype=np.float64), np.arange(n), queries)
         s, e = tree.start.tolist(), tree.end.tolist()
         assert sorted(zip(s, [-x for x in e], strict=True)) == list(zip(s, [-x for x in e], strict=True))
-        assert tree.parent == _brute_parents(s, e)
+        assert tree.parent.tolist() == _brute_parents(s, e)
         assert _innermost(tree, queries).tolist() == _brute_innermost(s, e, times)
 
 
@@ -55,8 +55,8 @@ def test_a_deep_chain_and_siblings() -> None:
     ends = [100.0 - k for k in range(50)] + [49.05 + 0.1 * k for k in range(10)]
     queries = np.array([*starts, 99.5], dtype=np.float64)
     tree = _thread_tree(np.array(starts), np.array(ends), np.arange(60), queries)
-    assert tree.parent == [-1, *range(49), *[49] * 10]
-    assert tree.parent == _brute_parents(tree.start.tolist(), tree.end.tolist())
+    assert tree.parent.tolist() == [-1, *range(49), *[49] * 10]
+    assert tree.parent.tolist() == _brute_parents(tree.start.tolist(), tree.end.tolist())
 
 
 def _below(times: list[float], x: float) -> int:

@@ -71,8 +71,9 @@ def test_the_reads_working_set_is_a_small_block(tmp_path: Path) -> None:
 
 
 def test_the_first_call_of_each_correlation_in_bounded_memory() -> None:
-    """The health pass's launch of each GPU event (``_launches``): the columns read as views and one order made
-    (the masked, sorted and kept copies of three int64 columns held ~56 bytes a call at once)."""
+    """The health pass's launch of each GPU event (``_launches``): the runtime calls read a chunk at a time against
+    the GPU events' ids (the masked, sorted and kept copies of three int64 columns held ~56 bytes a call at once;
+    then one order of every call's id and start, 32)."""
     calls = 200_000
     contents = TraceContents(path="")
     rng = np.random.default_rng(48)
@@ -89,12 +90,13 @@ def test_the_first_call_of_each_correlation_in_bounded_memory() -> None:
     expected = [first.get(c, (0.0, -1)) for c in wanted.tolist()]
     assert thread.tolist() == [t for _, t in expected]
     assert at.tolist() == [s for s, _ in expected]
-    assert peak < 42 * calls, peak / calls  # 56 bytes a call before, 32 now
+    assert peak < 12 * calls, peak / calls  # 56 bytes a call, then 32 (a sort of every call), 8 now
 
 
 def test_op_groups_in_bounded_memory() -> None:
     """The profile's op groups: every op's duration and descriptor written into one array each (a part per thread
-    and the joins of them were held together), the group of each op made 16-bit at once (not int64 then a copy)."""
+    and the joins of them were held together), the group of each op made 16-bit at once (not int64 then a copy),
+    the ops ordered a range of groups at a time (``_group_ranges``: here 40 groups in five ranges)."""
     ops, threads, names = 300_000, 8, 40
     contents = TraceContents(path="")
     rng = np.random.default_rng(7)
@@ -114,7 +116,7 @@ def test_op_groups_in_bounded_memory() -> None:
     assert got == {k: (len(v), statistics.median(v)) for k, v in durations.items()}
     totals = {g.name: g.total_us for g in by_name}
     assert all(abs(totals[k] - sum(v)) <= 1e-9 * sum(v) for k, v in durations.items())
-    assert peak < 38 * ops, peak / ops  # 55 bytes an op before, 26 now
+    assert peak < 24 * ops, peak / ops  # 55 bytes an op, then 26 (every op's int64 order at once), 22 now
 
 
 # The real entry point in its own process, then the modules it loaded.
@@ -185,3 +187,19 @@ def test_the_innermost_span_of_each_launch_a_chunk_at_a_time() -> None:
     expected = [int(t // 10) if t % 10 < 5 else -1 for t in times.tolist()]  # the second computation: arithmetic
     assert [int(tree.start[o] // 10) if o >= 0 else -1 for o in owner.tolist()] == expected
     assert peak < 64 * spans, peak / spans  # 166 bytes a time before, 33 now
+
+
+def test_a_threads_tree_in_bounded_memory() -> None:
+    """The summary table's tree of one thread (``_thread_tree``): which spans hold a launch found 32k spans at a
+    time, the parents' pass over chunks of Python floats (whole-thread positions, their times and two lists of
+    every held span's start and end were 69 bytes a span at its peak), the parents 64-bit integers (not a list of
+    Python ints), one part's held spans not joined again."""
+    spans = 200_000
+    start = np.arange(spans, dtype=np.float64) * 10.0  # span i is [10 i, 10 i + 5): none holds another
+    end = start + 5.0
+    times = start[::2] + 1.0  # a launch in every other span
+    peak, tree = peak_bytes(lambda: key_averages._thread_tree(start, end, np.arange(spans), times))
+    assert tree.start.tolist() == start[::2].tolist()  # the second computation: the spans the launches fall in
+    assert tree.name.tolist() == list(range(0, spans, 2))
+    assert tree.parent.tolist() == [-1] * (spans // 2)
+    assert peak < 44 * spans, peak / spans  # 69 bytes a span before, 33 now (the tree itself is ~16)

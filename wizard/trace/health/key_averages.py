@@ -20,7 +20,9 @@ the summary-table and profiler-overhead checks (wizard/trace/health/checks/) run
 from __future__ import annotations
 
 import math
+from array import array
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -37,13 +39,14 @@ from wizard.trace.health.spec import (
     CheckSpec,
     HealthCheck,
 )
-from wizard.trace.health.tables import distinct, find  # not np.unique, which imports numpy.ma
+from wizard.trace.health.tables import distinct  # not np.unique, which imports numpy.ma
 from wizard.trace.read.collector import TraceContents
 from wizard.trace.read.records import NO_CORRELATION
 from wizard.untrusted import cut
 
 KINDS_KEPT = 16  # overhead record names kept in the details (CUPTI has nine; a hostile trace any number)
 KINDS_SHOWN = 4  # and named in the summary
+_CHUNK = 1 << 15  # events (the union) or spans (which hold a launch) taken at once: each temporary 256 KiB
 
 Floats = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.int64]
@@ -162,34 +165,52 @@ def _devices(shapes: Any) -> Ints:
 
 
 def _launches(contents: TraceContents, corr: Ints) -> tuple[Any, Floats]:
-    """For each GPU event, its launch: the earliest runtime call with its correlation id (thread id, start);
-    thread -1 where no call has the id."""
-    ids, starts, threads = _first_calls(contents.runtime)
+    """For each GPU event, its launch: the earliest runtime call with its correlation id (thread id, start; the
+    first in file order among equal starts, a NaN start only where every call's is); thread -1 where no call has
+    the id. The calls are read a chunk at a time against the events' ids, so only the events' arrays and a chunk's
+    are made (sorting every call's id and start held ~56, then 32, bytes a call: the health pass's peak)."""
+    wanted = distinct(corr[corr != NO_CORRELATION])
+    best_at = np.zeros(len(wanted), dtype=np.float64)
+    best_thread = np.full(len(wanted), -1, dtype=np.int32)
+    rt = contents.runtime
+    ids, starts, threads = _as_stored(rt.correlations), _floats(rt.starts), _as_stored(rt.threads)
+    if len(wanted):
+        for lo in range(0, len(ids), _CALLS):
+            chunk = (ids[lo : lo + _CALLS], starts[lo : lo + _CALLS], threads[lo : lo + _CALLS])
+            _earliest_calls(wanted, chunk, best_at, best_thread)
     thread = np.full(len(corr), -1, dtype=np.int32)
     at = np.zeros(len(corr), dtype=np.float64)
-    if len(ids) and len(corr):
-        where, found = find(corr, ids)
-        found &= corr != NO_CORRELATION
-        thread[found] = threads[where[found]]
-        at[found] = starts[where[found]]
+    for lo in range(0, len(corr) if len(wanted) else 0, _CALLS):  # a chunk of GPU events at a time too
+        mine = corr[lo : lo + _CALLS]
+        where = np.minimum(np.searchsorted(wanted, mine), len(wanted) - 1)
+        found = np.flatnonzero(wanted[where] == mine)  # NO_CORRELATION is not among them
+        thread[lo + found] = best_thread[where[found]]
+        at[lo + found] = best_at[where[found]]
     return thread, at
 
 
-def _first_calls(rt: Any) -> tuple[Ints, Floats, Any]:
-    """The runtime calls with a correlation id, the earliest of each id (ties by file order), sorted by id: ids,
-    starts and thread ids. The columns are read as views and only the sort's order and the kept calls are made
-    (the masked, sorted and kept copies of all three columns were the health pass's peak: ~56 bytes a call)."""
-    ids, starts, threads = _as_stored(rt.correlations), _floats(rt.starts), _as_stored(rt.threads)
-    kept = np.flatnonzero(ids != NO_CORRELATION)
-    whole = len(kept) == len(ids)  # every call has an id: no masked copies
-    order = np.lexsort((starts, ids)) if whole else kept[np.lexsort((starts[kept], ids[kept]))]
-    del kept
-    sorted_ids = ids[order]
-    first = np.ones(len(sorted_ids), dtype=bool)
-    first[1:] = sorted_ids[1:] != sorted_ids[:-1]
-    chosen = order[first]
-    del order
-    return sorted_ids[first], starts[chosen], threads[chosen]
+_CALLS = 1 << 14  # runtime calls _launches reads at once (each temporary 128 KiB)
+
+
+def _earliest_calls(wanted: Any, chunk: tuple[Any, Floats, Any], best_at: Floats, best_thread: Any) -> None:
+    """Fold one chunk of calls (in file order, after every earlier chunk) into each wanted id's earliest call so
+    far (``best_thread`` -1 for none yet): the chunk's earliest per id by (start, file order), NaN last as a sort
+    puts it, taken where it starts strictly before the one kept or where that one's start is NaN."""
+    ids, starts, threads = chunk
+    where = np.minimum(np.searchsorted(wanted, ids), len(wanted) - 1)
+    hit = np.flatnonzero(wanted[where] == ids)  # a call without an id (NO_CORRELATION) is never wanted
+    if not len(hit):
+        return
+    slot, at = where[hit], starts[hit]
+    order = np.lexsort((at, slot))  # stable: equal starts keep file order
+    slot, at, hit = slot[order], at[order], hit[order]
+    first = np.ones(len(slot), dtype=bool)
+    first[1:] = slot[1:] != slot[:-1]
+    slot, at, hit = slot[first], at[first], hit[first]
+    kept = best_at[slot]
+    take = (best_thread[slot] < 0) | (at < kept) | (np.isnan(kept) & ~np.isnan(at))
+    best_at[slot[take]] = at[take]
+    best_thread[slot[take]] = threads[hit[take]]
 
 
 class _Thread(msgspec.Struct, eq=False):
@@ -197,80 +218,103 @@ class _Thread(msgspec.Struct, eq=False):
 
     start: Floats
     end: Floats
-    name: Ints  # name ids (``_Spans.names``)
-    parent: list[int]
+    name: Ints  # span ids (``_Spans.name_of`` gives their names)
+    parent: array[int]  # each span's parent, -1 for none
+
+
+Part = tuple[Floats, Floats, Any]  # spans' starts, ends and span ids (``_Spans.name_of`` gives each its name id)
 
 
 class _Spans(msgspec.Struct, eq=False):
-    """Per thread, every CPU op and record_function span (starts, ends, name ids), and the names by id."""
+    """Per thread, its CPU ops' columns (views of the index's arrays, span ids the ops' descriptor refs), then its
+    record_function spans apart (their own span ids): joining them copied every annotated thread's columns, and an
+    int64 name per op was made (~40 bytes an op of the summary table's peak). The names by id."""
 
-    threads: dict[tuple[Any, Any], tuple[Floats, Floats, Ints]]
+    threads: dict[tuple[Any, Any], list[Part]]
+    name_of: Ints  # the name id of each span id
     names: list[str]
 
     @classmethod
     def of(cls, contents: TraceContents) -> _Spans:
-        threads: dict[tuple[Any, Any], tuple[Floats, Floats, Ints]] = {}
+        threads: dict[tuple[Any, Any], list[Part]] = {}
         found = list(contents.ops.threads())
         top = max((int(_as_stored(refs).max()) for _, _, _, refs in found if len(refs)), default=-1)
         ids_of: dict[str, int] = {}  # descriptors differ by shapes and stacks; key_averages() keys by name
-        name_of = np.array(
-            [ids_of.setdefault(contents.ops.descriptor(r).name, len(ids_of)) for r in range(top + 1)] or [0],
-            dtype=np.int64,
-        )
+        name_of = [ids_of.setdefault(contents.ops.descriptor(r).name, len(ids_of)) for r in range(top + 1)]
         for key, starts, ends, refs in found:
-            threads[key] = (_floats(starts), _floats(ends), name_of[_as_stored(refs)])  # views: no int64 copy of refs
+            threads[key] = [(_floats(starts), _floats(ends), _as_stored(refs))]
         extra: dict[tuple[Any, Any], list[tuple[float, float, int]]] = defaultdict(list)
         for pid, tid, start, end, name in contents.timeline.annotations:
             extra[(pid, tid)].append((start, end, ids_of.setdefault(name, len(ids_of))))
-        names = list(ids_of)
         for key, spans in extra.items():
-            empty = np.zeros(0, dtype=np.float64)
-            s, e, n = threads.get(key, (empty, empty, np.zeros(0, dtype=np.int64)))
-            threads[key] = (
-                np.concatenate((s, np.array([x[0] for x in spans]))),
-                np.concatenate((e, np.array([x[1] for x in spans]))),
-                np.concatenate((n, np.array([x[2] for x in spans], dtype=np.int64))),
-            )
-        return cls(threads, names)
+            first = len(name_of)
+            name_of += [x[2] for x in spans]
+            ids = np.arange(first, len(name_of), dtype=np.int64)
+            part = (np.array([x[0] for x in spans]), np.array([x[1] for x in spans]), ids)
+            threads.setdefault(key, []).append(part)
+        return cls(threads, np.array(name_of, dtype=np.int64), list(ids_of))
 
     def calls(self) -> Ints:
         """Instances per name id: key_averages() counts every one, with device time or not."""
+        per_span = np.zeros(len(self.name_of), dtype=np.int64)
+        for parts in self.threads.values():
+            for _, _, ids in parts:
+                per_span += np.bincount(ids, minlength=len(self.name_of))
         counts = np.zeros(len(self.names), dtype=np.int64)
-        for _, _, ids in self.threads.values():
-            counts += np.bincount(ids, minlength=len(self.names))
+        np.add.at(counts, self.name_of, per_span)
         return counts
 
 
-def _thread_tree(start: Floats, end: Floats, names: Ints, queries: Floats) -> _Thread:
+def _thread_tree(start: Floats, end: Floats, names: Ints, queries: Floats, more: Sequence[Part] = ()) -> _Thread:
     """The spans that hold at least one launch (the others carry no device time), sorted by (start, -end), each
-    with its parent: the innermost earlier span holding it whole (``_populate_cpu_children``'s rule)."""
+    with its parent: the innermost earlier span holding it whole (``_populate_cpu_children``'s rule). ``more``:
+    other parts of the thread's spans, after these (only the spans that hold a launch are joined)."""
     q = np.sort(queries)
-    holds = _holds_one(q, start, end)
-    chosen = np.flatnonzero(holds)
-    order = chosen[np.lexsort((-end[chosen], start[chosen]))]
-    s, e = start[order].tolist(), end[order].tolist()
-    parent: list[int] = []
+    held = [(s[h], e[h], n[h]) for s, e, n in ((start, end, names), *more) for h in [_holds_one(q, s, e)]]
+    start, end, names = held[0] if len(held) == 1 else (np.concatenate(c) for c in zip(*held, strict=True))
+    order = np.lexsort((-end, start))
+    start, end, names = start[order], end[order], names[order]
+    del order
+    return _Thread(start, end, names, _parents(start, end))
+
+
+def _parents(start: Floats, end: Floats) -> array[int]:
+    """Each span's parent (-1 for none), the spans in (start, -end) order: one pass with a stack of the open
+    spans, their starts and ends made Python floats ``_SWEEP`` at a time (whole-thread lists were ~64 bytes a
+    span at the summary table's peak), the parents as 64-bit integers (a list of Python ints was 36 bytes each)."""
+    parent = array("q")
     # the open spans and their ends, under a root that is never popped: NaN's end compares false both ways, and
     # its index -1 is "no parent" (an empty stack's answer)
     stack, tops = [-1], [math.nan]
-    for i, (si, ei) in enumerate(zip(s, e, strict=True)):
-        top = tops[-1]
-        while si >= top or ei > top:
-            stack.pop()
-            tops.pop()
+    for lo in range(0, len(start), _SWEEP):
+        for i, si, ei in zip(
+            range(lo, lo + _SWEEP), start[lo : lo + _SWEEP].tolist(), end[lo : lo + _SWEEP].tolist(), strict=False
+        ):
             top = tops[-1]
-        parent.append(stack[-1])
-        stack.append(i)
-        tops.append(ei)
-    return _Thread(start[order], end[order], names[order], parent)
+            while si >= top or ei > top:
+                stack.pop()
+                tops.pop()
+                top = tops[-1]
+            parent.append(stack[-1])
+            stack.append(i)
+            tops.append(ei)
+    return parent
 
 
 def _holds_one(q: Floats, start: Floats, end: Floats) -> npt.NDArray[np.bool_]:
     """Per span, whether a sorted time falls in it (start <= t < end): the first time at or after its start is
     before its end. One binary search per span, not two (the ends, unsorted, cost the most); a span with a NaN
-    edge counts the times below each edge, as NaN sorts last."""
-    if not len(q):
-        return np.zeros(len(start), dtype=bool)
+    edge counts the times below each edge, as NaN sorts last. A chunk of spans at a time: whole-thread positions
+    and their times were ~25 bytes a span at the summary table's peak."""
+    holds = np.zeros(len(start), dtype=bool)
+    if len(q):
+        for lo in range(0, len(start), _CHUNK):
+            holds[lo : lo + _CHUNK] = _holds_chunk(q, start[lo : lo + _CHUNK], end[lo : lo + _CHUNK])
+    return holds
+
+
+def _holds_chunk(q: Floats, start: Floats, end: Floats) -> npt.NDArray[np.bool_]:
+    """``_holds_one`` of some spans, ``q`` not empty."""
     first = np.searchsorted(q, start, side="left")
     holds = q[np.minimum(first, len(q) - 1)] < end
     holds &= first < len(q)
@@ -322,7 +366,7 @@ def _innermost(tree: _Thread, times: Floats) -> Ints:
     return out
 
 
-_SWEEP = 8192  # times (and spans) _innermost turns into Python numbers at once
+_SWEEP = 2048  # times (and spans) _innermost and _parents turn into Python numbers at once
 
 
 def summary_table(contents: TraceContents) -> SummaryTable:
@@ -368,18 +412,18 @@ def _claims(overheads: Overheads) -> dict[int, int]:
     return claims
 
 
-def _claim_times(events: _Events, claims: dict[int, int]) -> Floats:
-    """Per GPU event, how many overhead records claim it (0.0 for none): the extra times its duration is summed."""
+def _claim_times(events: _Events, claims: dict[int, int]) -> Floats | None:
+    """Per GPU event, how many overhead records claim it (0.0 for none): the extra times its duration is summed;
+    None where no record claims one (no column of zeros per GPU event and per thread's launches)."""
+    if not claims:
+        return None
     claim_ids = np.array(sorted(claims), dtype=np.int64)
     claim_counts = np.array([claims[c] for c in sorted(claims)], dtype=np.float64)
-    times = np.zeros(len(events.ts), dtype=np.float64)
-    if len(claim_ids):
-        where = np.minimum(np.searchsorted(claim_ids, events.corr), len(claim_ids) - 1)
-        times = np.where(claim_ids[where] == events.corr, claim_counts[where], 0.0)
-    return times
+    where = np.minimum(np.searchsorted(claim_ids, events.corr), len(claim_ids) - 1)
+    return np.where(claim_ids[where] == events.corr, claim_counts[where], 0.0)
 
 
-def _op_sums(contents: TraceContents, events: _Events, spans: _Spans, times: Floats) -> tuple[Floats, int]:
+def _op_sums(contents: TraceContents, events: _Events, spans: _Spans, times: Floats | None) -> tuple[Floats, int]:
     """Per op name: own, total, true total and held count (rows of the array), summed over every thread's tree of
     spans, each GPU event given to the innermost op around its launch call; and how many GPU events were given."""
     thread_of, call_ts = _launches(contents, events.corr)
@@ -388,21 +432,36 @@ def _op_sums(contents: TraceContents, events: _Events, spans: _Spans, times: Flo
     linked = 0
     for key, n in keys.items():
         mine = np.flatnonzero(thread_of == n)
-        if key not in spans.threads or not len(mine):
-            continue
-        tree = _thread_tree(*spans.threads[key], call_ts[mine])
-        owner = _innermost(tree, call_ts[mine])
-        held = owner >= 0
-        linked += int(held.sum())
-        size = len(tree.name)
-        own = np.bincount(owner[held], weights=events.dur[mine][held], minlength=size)
-        claimed = np.bincount(owner[held], weights=(events.dur[mine] * times[mine])[held], minlength=size)
-        total, true_total = _up_the_tree(tree.parent, (own + claimed).tolist(), own.tolist())
-        sums[0] += np.bincount(tree.name, weights=own, minlength=len(spans.names))
-        sums[1] += np.bincount(tree.name, weights=total, minlength=len(spans.names))
-        sums[2] += np.bincount(tree.name, weights=true_total, minlength=len(spans.names))
-        sums[3] += np.bincount(tree.name, minlength=len(spans.names))
+        if key in spans.threads and len(mine):
+            linked += _thread_sums(
+                sums,
+                spans,
+                spans.threads[key],
+                (call_ts[mine], events.dur[mine], None if times is None else times[mine]),
+            )
     return sums, linked
+
+
+def _thread_sums(sums: Floats, spans: _Spans, parts: list[Part], launches: tuple[Floats, Floats, Floats | None]) -> int:
+    """One thread's tree added to ``sums`` (own, total, true total, held; by name), its launches (call times
+    ``at``, their GPU events' durations and claim counts) given to their innermost spans; how many were held. A
+    function of its own so that a thread's tree and lists are gone before the next thread's are made."""
+    at, dur, times = launches
+    (start, end, ids), *more = parts
+    tree = _thread_tree(start, end, ids, at, more)
+    owner = _innermost(tree, at)
+    held = owner >= 0
+    size = len(tree.name)
+    own = np.bincount(owner[held], weights=dur[held], minlength=size)
+    claims = dur[held] * 0.0 if times is None else (dur * times)[held]  # no claims: 0 each (an inf duration's NaN)
+    claimed = np.bincount(owner[held], weights=claims, minlength=size)
+    total, true_total = _up_the_tree(tree.parent, array("d", (own + claimed).tobytes()), array("d", own.tobytes()))
+    name = spans.name_of[tree.name]
+    sums[0] += np.bincount(name, weights=own, minlength=len(spans.names))
+    sums[1] += np.bincount(name, weights=total, minlength=len(spans.names))
+    sums[2] += np.bincount(name, weights=true_total, minlength=len(spans.names))
+    sums[3] += np.bincount(name, minlength=len(spans.names))
+    return int(held.sum())
 
 
 def _claimed_by_name(events: _Events, overheads: Overheads, claims: dict[int, int]) -> tuple[dict[str, float], int]:
@@ -423,19 +482,20 @@ def _claimed_by_name(events: _Events, overheads: Overheads, claims: dict[int, in
 
 
 def _thread_count(contents: TraceContents) -> int:
-    threads = _ints(contents.runtime.threads)
+    threads = _as_stored(contents.runtime.threads)  # a view: the max of a copy was a temporary per call
     return int(threads.max()) + 1 if len(threads) else 0
 
 
-def _up_the_tree(parent: list[int], total: list[float], true_total: list[float]) -> tuple[list[float], list[float]]:
+def _up_the_tree(parent: array[int], total: array[float], true_total: array[float]) -> tuple[Floats, Floats]:
     """Each span's device total: its own plus its children's (an overhead record's claim is in ``total`` as a
-    child's would be), and the same with each GPU event once."""
+    child's would be), and the same with each GPU event once. Doubles in arrays, summed in the same order as
+    lists of floats were (a Python float per span was 32 bytes, two lists of them the summary table's peak)."""
     for i in range(len(total) - 1, -1, -1):  # children come after their parent
         up = parent[i]
         if up >= 0:
             total[up] += total[i]
             true_total[up] += true_total[i]
-    return total, true_total
+    return _floats(total), _floats(true_total)
 
 
 def _device_rows(events: _Events, contents: TraceContents) -> list[SummaryRow]:
@@ -454,9 +514,6 @@ def _device_rows(events: _Events, contents: TraceContents) -> list[SummaryRow]:
     return rows + [
         SummaryRow(name, "gpu_annotation", int(a[0]), a[1], a[1], 0.0, 0.0) for name, a in annotations.items()
     ]
-
-
-_CHUNK = 1 << 18  # events the union takes at once
 
 
 def _union(starts: Floats, ends: Floats, *, durations: bool = False) -> float:

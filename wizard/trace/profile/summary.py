@@ -406,21 +406,48 @@ def _grouped(durations: Any, refs: Any, keys: list[tuple[str, str | None]]) -> l
     # made in that width at once (an int64 column and its int16 copy were 10 bytes an op at the profile's peak)
     small = np.int16 if len(ids) <= np.iinfo(np.int16).max else np.int64
     groups = np.array(numbers, dtype=small)[refs]
-    order = np.argsort(groups, kind="stable")
-    bounds = np.flatnonzero(np.diff(groups[order])) + 1
     names = list(ids)
     out = []
-    for part in np.split(order, bounds):
-        values = np.sort(durations[part], kind="stable")
-        median = median_of(values)
-        name, shapes = names[int(groups[part[0]])]
-        out.append(
-            OpGroup(
-                name[:MAX_TEXT], shapes[:MAX_TEXT] if shapes is not None else None, len(values),
-                float(values.sum()), median, median_of(np.abs(values - median)),
-            )
-        )  # fmt: skip
+    for first, last in _group_ranges(np.bincount(groups, minlength=len(names)), len(groups)):
+        mine = np.flatnonzero((groups >= first) & (groups < last)) if first or last < len(names) else None
+        order = np.argsort(groups if mine is None else groups[mine], kind="stable")
+        if mine is not None:
+            order = mine[order]
+        del mine
+        bounds = np.flatnonzero(np.diff(groups[order])) + 1
+        for part in np.split(order, bounds):
+            values = np.sort(durations[part], kind="stable")
+            median = median_of(values)
+            name, shapes = names[int(groups[part[0]])]
+            out.append(
+                OpGroup(
+                    name[:MAX_TEXT], shapes[:MAX_TEXT] if shapes is not None else None, len(values),
+                    float(values.sum()), median, median_of(np.abs(values - median)),
+                )
+            )  # fmt: skip
+        del order, bounds
     return sorted(out, key=lambda g: (-g.total_us, g.name, g.shapes or ""))[:MAX_OPS]
+
+
+_OPS_AT_ONCE = 1 << 16  # ops _grouped orders at once (unless a group or an eighth of the ops is more)
+
+
+def _group_ranges(counts: Any, ops: int) -> list[tuple[int, int]]:
+    """Ranges of group ids [first, last) holding about ``max(_OPS_AT_ONCE, ops / 8)`` ops each (a bigger group alone):
+    ``_grouped`` orders one range's ops at a time, so its int64 order is a range's, not every op's (8 bytes an op
+    of the profile's peak), in at most ~8 passes over the groups."""
+    import numpy as np
+
+    most = max(_OPS_AT_ONCE, -(-ops // 8))
+    ranges: list[tuple[int, int]] = []
+    first = held = 0
+    for group, count in enumerate(np.asarray(counts).tolist()):
+        if held and count and held + count > most:  # each range starts at a group with ops: none is empty
+            ranges.append((first, group))
+            first, held = group, 0
+        held += count
+    ranges.append((first, len(counts)))
+    return ranges
 
 
 def _wrong_by_kernel(metrics: Any) -> dict[str, dict[str, int]]:

@@ -1066,6 +1066,30 @@ def _last_in_page(levels: list[Sequence[float]], lo: int, hi: int, t: float) -> 
     return -1
 
 
+class _Window(Sequence[float]):
+    """A page of a thread's ends read in place: ``_PagedMaxima`` kept a copy of every page it built (8 bytes an
+    interval of each thread queried, to the end of the inspection), where only its block maxima are its own."""
+
+    __slots__ = ("first", "size", "values")
+
+    def __init__(self, values: array[float], first: int, size: int) -> None:
+        self.values, self.first, self.size = values, first, size
+
+    def __len__(self) -> int:
+        return self.size
+
+    @overload
+    def __getitem__(self, i: int) -> float: ...
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[float]: ...
+    def __getitem__(self, i: int | slice) -> float | Sequence[float]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(self.size))]
+        if not 0 <= i < self.size:
+            raise IndexError(i)
+        return self.values[self.first + i]
+
+
 class _PagedMaxima:
     """Maxima of a thread's interval ends (in start order) over aligned blocks of 16, 256, 4,096 and 65,536:
     "the latest interval at or before index i that ends at or after t" in O(16 x levels) steps instead of a scan
@@ -1086,7 +1110,7 @@ class _PagedMaxima:
         levels = self.pages.get(page)
         if levels is None:
             level: Sequence[float] = self.ends[page * _PAGE : (page + 1) * _PAGE]
-            levels = [level]
+            levels = [_Window(self.ends, page * _PAGE, len(level))]  # the ends themselves: no copy kept per page
             while len(level) > 1:
                 level = _block_maxima(level)
                 levels.append(level)
