@@ -213,7 +213,12 @@ def test_big_thread_sorted_by_numpy_as_by_python(numpy_loaded: bool, nan: bool, 
         monkeypatch.delitem(sys.modules, "numpy")
     used: list[bool] = []
     numpy_order = records._numpy_start_order
-    monkeypatch.setattr(records, "_numpy_start_order", lambda thread: used.append(numpy_order(thread)) or used[-1])
+
+    def spy(thread: Any) -> bool:
+        used.append(numpy_order(thread))
+        return used[-1]
+
+    monkeypatch.setattr(records, "_numpy_start_order", spy)
     rng = random.Random(4)
     intervals: list[Interval] = []
     for k in range(3_000):
