@@ -198,3 +198,43 @@ def test_merged_parts_keep_each_interval_with_its_descriptor(numpy_loaded: bool,
     assert not others
     got = [(starts[n], ends[n], whole.descriptor(refs[n])) for n in range(len(starts))]
     assert got == [(0.0, 1.0, "a"), (1.0, 2.0, "b"), *part]
+
+
+@pytest.mark.parametrize(("numpy_loaded", "nan"), [(True, False), (True, True), (False, False)])
+def test_big_thread_sorted_by_numpy_as_by_python(numpy_loaded: bool, nan: bool, monkeypatch: Any) -> None:
+    """A thread of more than 1,000 intervals added out of order (a .pftrace's slices come as they close) is sorted
+    by numpy's stable lexsort where the process loaded numpy: the order Python's sort gives, ties (equal starts,
+    equal ends, -0.0 and 0.0, infinite ends) as added; with a NaN, or without numpy, by Python's sort."""
+    import numpy  # noqa: F401 - loaded, or hidden below
+
+    from wizard.trace.read import records
+
+    if not numpy_loaded:
+        monkeypatch.delitem(sys.modules, "numpy")
+    used: list[bool] = []
+    numpy_order = records._numpy_start_order
+
+    def spy(thread: Any) -> bool:
+        used.append(numpy_order(thread))
+        return used[-1]
+
+    monkeypatch.setattr(records, "_numpy_start_order", spy)
+    rng = random.Random(4)
+    intervals: list[Interval] = []
+    for k in range(3_000):
+        start = rng.choice([-0.0, 0.0, rng.randrange(40) / 2])
+        end = start + rng.choice([0.0, -0.0, 0.5, 1.0, rng.randrange(40) / 2, math.inf])
+        intervals.append((start, end, f"op{k}"))
+    intervals.reverse()  # the later first, as slices close: out of start order
+    if nan:
+        intervals[1_500] = (3.0, math.nan, "nan")
+    index, brute = _index(intervals), Brute(intervals)
+    for t in (-1.0, 0.0, 0.25, 3.0, 7.5, 19.5, 25.0, math.inf):
+        for limit in (1, 64):
+            assert index.containing(7, 1, t, limit) == brute.containing(t, limit), (t, limit)
+    assert used == [numpy_loaded and not nan]
+    (_, starts, ends, refs), *_ = list(index.threads())
+    got = [(starts[n], ends[n], index.descriptor(refs[n])) for n in range(len(starts))]
+    assert [(repr(s), repr(e), d) for s, e, d in got] == [
+        (repr(s), repr(e), d) for s, e, d in (intervals[n] for n in _order(intervals))
+    ]  # repr: -0.0 where the Python sort keeps -0.0

@@ -168,3 +168,44 @@ def test_an_end_with_a_name_is_remembered_by_its_own_bytes_not_its_names() -> No
     # c (innermost on track 10) ends at 2 µs; b on track 20 at 3 µs; a second end on track 20 finds none open
     assert got == [("b", 22, 1.1, 1.9), ("c", 11, 1.2, 0.8)]
     assert reader.ends == {first_end: 10, second_end: 20}  # each end by its own bytes
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_the_gc_stays_paused_through_the_last_flush(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, enabled: bool
+) -> None:
+    """The cyclic GC is paused for the packets and for ``finish`` (the last batch's flush into the collector: with
+    it back on, that flush set off a collection over every event of the batch), and given back as it was."""
+    import gc
+
+    path = tmp_path / "two.pftrace"
+    path.write_bytes(
+        field(1, _sequence_with_default_track(1, 9))
+        + field(1, _thread_track(9, 3, 4))
+        + field(1, _slice_mark(1, 1_000, "op"))
+        + field(1, _slice_mark(1, 2_000, None))
+    )
+    seen: list[tuple[str, bool]] = []
+    run, finish = perfetto._Reader.run, perfetto._Reader.finish
+
+    def spy_run(self: perfetto._Reader, batch: list[bytes]) -> None:
+        seen.append(("run", gc.isenabled()))
+        run(self, batch)
+
+    def spy_finish(self: perfetto._Reader) -> None:
+        seen.append(("finish", gc.isenabled()))
+        finish(self)
+
+    monkeypatch.setattr(perfetto._Reader, "run", spy_run)
+    monkeypatch.setattr(perfetto._Reader, "finish", spy_finish)
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        contents = read_perfetto(path)
+        after = gc.isenabled()
+    finally:
+        (gc.enable if was else gc.disable)()
+    assert after is enabled
+    assert seen[0][0] == "run" and seen[-1] == ("finish", False)
+    assert not any(on for _, on in seen)  # every run of packets and the last flush with the GC paused
+    assert dict(contents.timeline.categories) == {"cpu_op": 1}  # the slice, read

@@ -111,6 +111,10 @@ def inspect_trace(
     with reading(progress, path) as on_read:
         contents = read_trace(path, on_progress=feed, config=config, on_read=on_read)
     contents.timing["read_s"] = time.perf_counter() - started
+    if HEALTH_PASS in chosen:  # it loads numpy anyway: loaded before the passes, the metrics pass sorts a
+        from wizard import numpy_threads  # .pftrace's slices (they come as they close) with it: records.py
+
+        numpy_threads.load()
     results: dict[str, object] = {}
     written: dict[str, Any] = {}
     for one, run in runs:

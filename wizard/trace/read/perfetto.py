@@ -1145,7 +1145,30 @@ def read_perfetto(
     """A Perfetto protobuf trace (gzip-compressed or not, a file or a pipe) as the contents every pass reads.
     ``on_read`` is told the bytes of the file consumed (compressed ones for .gz), as the JSON reader tells it.
     ``opened``: the file as ``open_input`` opened it, at its start (its caller closes it); else opened here."""
-    config = config or PerfettoConfig()
+    with _gc_paused():
+        return _read(path, on_read, config or PerfettoConfig(), opened)
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """The cyclic GC paused for the whole read, as the JSON reader pauses it (``reader._read``): a read makes a dict
+    and a tuple per slice, none of them cyclic, and the collections they set off were 1.5% of a read's instructions
+    (callgrind, the 17.5 MB file of benchmarks/speed_series.py). The last batch's flush (``_Reader.finish``) too:
+    with the GC back on, its first allocations set off a collection over every object made while it was paused and
+    still alive, the batch's events and their arguments (8 ms of the same file's read)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _read(
+    path: Path, on_read: Callable[[int], None] | None, config: PerfettoConfig, opened: IO[bytes] | None
+) -> TraceContents:
+    """``read_perfetto``'s read, the GC paused by its caller."""
     contents = TraceContents(path=str(path))
     contents.layout = "protobuf"
     contents.format = "perfetto-proto"
@@ -1158,7 +1181,7 @@ def read_perfetto(
             stream: Any = _Inflating(raw) if contents.compressed else raw
             consumed = _Consumed(raw, on_read)
             packets = _Packets(stream, consumed, _Deadline(config))
-            _feed_without_gc(packets, reader)
+            packets.feed(reader.run, lambda: reader.at)
             consumed()
     except _Cut as cut_off:
         contents.truncation = Truncation(cut_off.at, cut_off.partial, None, f"{cut_off} at byte {cut_off.at}")
@@ -1176,19 +1199,6 @@ def read_perfetto(
         contents.truncation.detail += f"; {plural(reader.open_count, 'slice')} left open"
     _writer(reader)
     return contents
-
-
-def _feed_without_gc(packets: _Packets, reader: _Reader) -> None:
-    """Every packet to the reader with the cyclic GC paused, as the JSON reader pauses it (``reader._read_json``):
-    a read makes a dict and a tuple per slice, none of them cyclic, and the collections they set off were 1.5% of
-    a read's instructions (callgrind, the 17.5 MB file of benchmarks/speed_series.py)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        packets.feed(reader.run, lambda: reader.at)
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 class _Deadline:
