@@ -99,7 +99,7 @@ def test_a_picture_of_distinct_launches_holds_no_bytes_per_launch(
 def test_the_picture_says_how_many_launches_were_past_the_cap() -> None:
     """The reported-against-true picture's notes count the launches whose point was not kept, and why."""
     pytest.importorskip("plotly")
-    points = [("warps per SM", "ok", 16.0, 16.0, 3)]
+    points: list[plots.Point] = [("warps per SM", "ok", 16.0, 16.0, 3)]
     picture = plots.reported_vs_true(points, "warps per SM", past_cap=7)
     right = "nothing impossible here: every warps per SM drawn is right"
     assert picture.notes == ["7 launches not drawn: past 100,000 distinct points in one trace (the first kept)", right]

@@ -5,8 +5,9 @@ with no indent: vLLM and SGLang profiles, files rewritten by analysis tools) or 
 per line. Every layout separates two events with ``}`` ``,`` ``{`` and optional whitespace. That
 sequence can also occur inside a string (a kernel name ``...{lambda()#1}},{...``), so a candidate
 counts only when it holds a newline (a string cannot), or when the number of unescaped quotes
-before it, from a point known to be outside any string, is even. Counting quotes is ``bytes.count``
-(C speed); escaped quotes are rare, and are looked for only when the block holds a backslash.
+before it, from a point known to be outside any string, is even. Quotes and backslashes are counted in one pass
+eight bytes at a time by the compiled core (``quote_counts``; ``bytes.count``, a byte at a time and a pass each, was
+7% of a minified read's CPU); escaped quotes are rare, and are looked for only when the block holds a backslash.
 
 A cut this module returns is never inside a string. It can still fall inside a nested array of
 objects within one event (no Kineto event has one, but a file could): then the block does not
@@ -15,7 +16,11 @@ decode as whole events and the reader takes the exact path for it, so the result
 
 from __future__ import annotations
 
+import operator
 import re
+from collections.abc import Callable
+
+from wizard.trace.read.core import compiled
 
 SEPARATOR = re.compile(rb"\}[ \t\r\n]*,[ \t\r\n]*\{")
 _ESCAPED_QUOTE = re.compile(rb'(?<!\\)(?:\\\\)*\\"')
@@ -27,10 +32,25 @@ _FIRST_SPAN = 1 << 12
 _LIST_END = re.compile(rb"\}[ \t\r\n]*\]")
 
 
+def pure_quote_counts(buf: bytes, start: int, end: int) -> tuple[int, int]:
+    """The quotes and the backslashes in buf[start:end] (the compiled core's ``quote_counts``, one pass), the
+    indices as ``bytes.count`` takes them; what is not an index or not bytes refused with the core's words."""
+    start, end = operator.index(start), operator.index(end)
+    if not isinstance(buf, bytes):
+        raise TypeError("quote_counts: the buffer must be bytes")
+    return buf.count(b'"', start, end), buf.count(b"\\", start, end)
+
+
+_core = compiled()
+quote_counts: Callable[[bytes, int, int], tuple[int, int]] = (
+    _core.quote_counts if _core is not None else pure_quote_counts
+)
+
+
 def unescaped_quotes(buf: bytes, start: int, end: int) -> int:
     """Quotes in buf[start:end] that open or close a string."""
-    quotes = buf.count(b'"', start, end)
-    if quotes and buf.count(b"\\", start, end):  # one-byte counts are the fast ones
+    quotes, backslashes = quote_counts(buf, start, end)
+    if quotes and backslashes:
         quotes -= sum(1 for _ in _ESCAPED_QUOTE.finditer(buf, start, end))
     return quotes
 
