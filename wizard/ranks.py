@@ -1,7 +1,7 @@
 """A rank read from a trace or a report (``distributedInfo.rank``, ``collectives.rank``, a number in a file name):
 untrusted, so an int in [0, MAX_RANK), from ASCII digits only (``rank٣.json`` is no rank 3, nor is -1, 10^300 or a
-200-digit number in a name). Apart from ``wizard.cluster`` (where a process stands in its launcher's job), which
-re-exports them: a trace's reader and checks read ranks without loading the launcher's side (its ``Rank``
+200-digit number in a name). Apart from ``wizard.cluster`` (where a process stands in its launcher's job, which
+reads none of them): a trace's reader and checks read ranks without loading the launcher's side (its ``Rank``
 dataclass, ``platform``, the workspace's names)."""
 
 from __future__ import annotations

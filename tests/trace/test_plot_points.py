@@ -104,3 +104,18 @@ def test_the_picture_says_how_many_launches_were_past_the_cap() -> None:
     right = "nothing impossible here: every warps per SM drawn is right"
     assert picture.notes == ["7 launches not drawn: past 100,000 distinct points in one trace (the first kept)", right]
     assert plots.reported_vs_true(points, "warps per SM").notes == [right]
+
+
+def test_a_metric_whose_every_point_is_past_the_cap_still_has_its_picture(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With room for two points, the first launch's blocks and warps per SM take it: occupancy's picture has nothing
+    to draw and says how many launches' values were not kept."""
+    pytest.importorskip("plotly")
+    monkeypatch.setattr(classify, "POINTS_CAP", 2)
+    inspection = wizard.inspect_traces(_distinct(tmp_path / "t.json", 4), jobs=1, launches="none", plots=True)
+    pictures = {p.title.split(":")[0]: p for p in plots.figures(inspection, {})}
+    assert "occupancy %" in pictures
+    assert "4 launches not drawn: past 100,000 distinct points in one trace (the first kept)" in (
+        pictures["occupancy %"].notes
+    )

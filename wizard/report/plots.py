@@ -781,7 +781,8 @@ def figures(inspection: Inspection, rank_counts: dict[str, dict[str, int]]) -> l
     for r in inspection.reports:
         if r.metrics.plot is not None:
             past_cap.update(r.metrics.plot.points_omitted)
-    out = [reported_vs_true(points, m, past_cap[m]) for m in METRICS if any(p[0] == m for p in points)]
+    drawn = [m for m in METRICS if past_cap[m] or any(p[0] == m for p in points)]  # a metric all past the cap: said
+    out = [reported_vs_true(points, m, past_cap[m]) for m in drawn]
     labelled = [(r.label, r.metrics.plot) for r in inspection.reports if r.metrics.plot is not None]
     health = health_timeline(
         [

@@ -435,7 +435,8 @@ _OPS_AT_ONCE = 1 << 16  # ops _grouped orders at once (unless a group or an eigh
 def _group_ranges(counts: Any, ops: int) -> list[tuple[int, int]]:
     """Ranges of group ids [first, last) holding about ``max(_OPS_AT_ONCE, ops / 8)`` ops each (a bigger group alone):
     ``_grouped`` orders one range's ops at a time, so its int64 order is a range's, not every op's (8 bytes an op
-    of the profile's peak), in at most ~8 passes over the groups."""
+    of the profile's peak): about 8 ranges, at most about ``2 * ops / most + 1`` where small and big groups
+    alternate."""
     import numpy as np
 
     most = max(_OPS_AT_ONCE, -(-ops // 8))

@@ -897,9 +897,15 @@ class RuntimeIndex:
         self._last_pid: Any = _UNSET  # a pid/tid of None is possible; the sentinel is not
         self._last_tid: Any = _UNSET
         self._last_thread = -1
+        # add_columns' numbering of a reader's thread keys and names: (the reader's list, the ids of its first keys)
+        self._mapped: dict[str, tuple[Sequence[Any], array[int]]] = {}
 
     def __len__(self) -> int:
         return len(self.correlations)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled without add_columns' numbering, which holds the reader's lists."""
+        return {**self.__dict__, "_mapped": {}}
 
     def add(self, correlation: int | None, pid: Any, tid: Any, ts: float, name: Any, *, dur: float = 0.0) -> None:
         if correlation is None or not _NO_CORRELATION < correlation < 2**63:
@@ -932,8 +938,8 @@ class RuntimeIndex:
 
         if not len(starts):
             return
-        thread_ids = np.array([self._thread_id(key) for key in thread_keys] or [0], dtype=np.int32)
-        name_ids = np.array([self._name_id(str(name)) for name in name_list] or [0], dtype=np.int32)
+        thread_ids = np.array(self._ids_of("threads", thread_keys, self._thread_id) or [0], dtype=np.int32)
+        name_ids = np.array(self._ids_of("names", name_list, lambda n: self._name_id(str(n))) or [0], dtype=np.int32)
         # frombytes of the arrays' own buffers, not of tobytes() copies, and the last end a chunk at a time: each
         # temporary of five million calls was fresh memory, ~0.1 µs a call to fault in on this project's machines
         self.correlations.frombytes(_bytes_of(np.ascontiguousarray(correlations, dtype=np.int64)))
@@ -942,6 +948,16 @@ class RuntimeIndex:
         ends = [np.where(d > 0, s + d, s).max() for s, d in _chunks(starts, durations)]
         self.last_end = max(self.last_end, float(np.max(ends)))  # a NaN end still leaves last_end as it was
         self.names.frombytes(_bytes_of(name_ids[names]))
+
+    def _ids_of(self, which: str, keys: Sequence[Any], number: Callable[[Any], int]) -> array[int]:
+        """The ids of a reader's ``keys`` (a list that only grows between add_columns' calls, as a reader's do): only
+        the keys added since the last call with the same list are numbered (numbering every key each batch was
+        batches times keys: minutes for an export whose every call has a name of its own)."""
+        kept = self._mapped.get(which)
+        ids = kept[1] if kept is not None and kept[0] is keys and len(kept[1]) <= len(keys) else array("i")
+        ids.extend(number(key) for key in keys[len(ids) :])
+        self._mapped[which] = (keys, ids)
+        return ids
 
     def reorder(self, first: int, order: Any) -> None:
         """Put the calls from position ``first`` on in ``order`` (numpy positions relative to ``first``): a reader
