@@ -148,3 +148,33 @@ def test_every_parameter_type_has_its_json_schema() -> None:
     from wizard.probes.base import PARAM_TYPES
 
     assert set(PARAM_SCHEMAS) == set(PARAM_TYPES)
+
+
+def test_the_readme_s_thirty_seconds_are_the_command_s_output() -> None:
+    """Every line of the README's "Thirty seconds" block is a line of the command's real output at 100 columns, in
+    order, but the lines it shortens (holding "...") and the fix's two paths (absolute in a real run): the block
+    once showed evidence the diagnosis box no longer prints (a newcomer's walk found it)."""
+    import os
+    import re
+    import subprocess
+    import sys
+
+    text = (REPO / "README.md").read_text()
+    block = text.split("## Thirty seconds", 1)[1].split("```console\n", 1)[1].split("```", 1)[0].splitlines()
+    command = block[0].removeprefix("$ warpwizard ").split()
+    env = {**os.environ, "COLUMNS": "100", "NO_COLOR": "1", "TERM": "dumb"}
+    run = subprocess.run([sys.executable, "-m", "wizard", *command], cwd=REPO, env=env, capture_output=True,
+                         text=True, timeout=120, check=False)  # fmt: skip
+    assert run.returncode == 0, run.stderr
+
+    def plain(line: str) -> str:
+        return re.sub(r"\(\d+\.\d s\)", "(N s)", line.rstrip())  # a step's time: the run's own
+
+    output = [plain(line) for line in run.stdout.splitlines()]
+    paths = ("│ examples/traces/grid-overflow.json", "│ them, for Perfetto, TensorBoard or HTA.")
+    at = 0
+    for line in block[1:]:
+        if "..." in line or line.startswith(paths):
+            continue
+        assert plain(line) in output[at:], line
+        at = output.index(plain(line), at) + 1
