@@ -34,7 +34,10 @@ MEANING: dict[ExitStatus, str] = {
     ExitStatus.USAGE: "usage error (bad command line, unknown playbook name)",
     ExitStatus.INVALID_PLAYBOOK: "invalid playbook, from `run` or `validate` "
     "(every problem as `file:line:column: message`)",
-    ExitStatus.BAD_ANSWERS: "bad or missing answers, or a question with no terminal to ask it on",
+    ExitStatus.BAD_ANSWERS: (
+        "bad or missing answers (an answers file that does not exist is this, not 6), or a question with no terminal "
+        "to ask it on"
+    ),
     ExitStatus.PROBE_FAILURE: "a probe could not be run at all; `probe`: it ended in error",
     ExitStatus.INPUT_ERROR: "an input file is missing or unreadable (the message names file and byte offset)",
     ExitStatus.OUTPUT_ERROR: "an output cannot be written: no such directory, not writable, already there "
