@@ -2,13 +2,19 @@
 package index, which fails in a clone (no such release there, or an older one); a clone's command names its
 directory (``pip install '.[html]'``). Where warpwizard came from is read from pip's own record
 (``direct_url.json``, PEP 610) or, when it is not installed at all (run with ``PYTHONPATH``), from the
-``pyproject.toml`` beside the package; when neither says, the message gives both commands."""
+``pyproject.toml`` beside the package; when neither says, the message gives both commands. The command is ``pip``
+where the ``pip`` on PATH is this interpreter's (an activated environment), else this interpreter's ``-m pip``: a
+``.venv/bin/warpwizard`` run without activating would otherwise install into another Python."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
+import shlex
+import shutil
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -80,14 +86,24 @@ def _spelled(directory: Path, cwd: Path) -> str:
     return relative if len(relative) < len(str(directory)) else str(directory)
 
 
-def install_command(extra: str, *, cwd: Path | None = None, where: Origin | None = None) -> str:
+def pip_command(executable: str | None = None, which: Callable[[str], str | None] = shutil.which) -> str:
+    """``pip`` where the ``pip`` on PATH is this interpreter's, else this interpreter's own ``-m pip``."""
+    executable = executable or sys.executable
+    found = which("pip")
+    if found is not None and Path(found).resolve() == (Path(executable).parent / "pip").resolve():
+        return "pip"
+    return f"{shlex.quote(executable)} -m pip"
+
+
+def install_command(extra: str, *, cwd: Path | None = None, where: Origin | None = None, pip: str | None = None) -> str:
     """The command that installs ``extra`` here: from the clone's directory, from the index, or, when the
-    origin is unknown, both, each saying where it works."""
+    origin is unknown, both, each saying where it works; with ``pip`` (``pip_command()``'s by default)."""
     where = where or origin()
+    pip = pip or pip_command()
     if where.directory is not None:
         spelled = _spelled(where.directory, (cwd or Path.cwd()).resolve())
         editable = "-e " if where.editable else ""
-        return f"pip install {editable}'{spelled}[{extra}]' (from this clone)"
+        return f"{pip} install {editable}'{spelled}[{extra}]' (from this clone)"
     if where.known:
-        return f"pip install '{DISTRIBUTION}[{extra}]'"
-    return f"pip install '{DISTRIBUTION}[{extra}]' (installed from PyPI) or pip install '.[{extra}]' (in a clone)"
+        return f"{pip} install '{DISTRIBUTION}[{extra}]'"
+    return f"{pip} install '{DISTRIBUTION}[{extra}]' (installed from PyPI) or {pip} install '.[{extra}]' (in a clone)"

@@ -13,28 +13,50 @@ import pytest
 import wizard
 from tests.conftest import EXAMPLES, run_inprocess
 from wizard.exit_status import MEANING, ExitStatus
-from wizard.extras import Origin, _recorded, install_command, origin
+from wizard.extras import Origin, _recorded, install_command, origin, pip_command
 
 CHECKOUT = Path(wizard.__file__).resolve().parent.parent  # this suite runs from a clone
 
 
 def test_a_clone_is_told_its_own_directory(tmp_path: Path) -> None:
     clone = tmp_path / "src" / "warpwizard"
-    assert install_command("html", cwd=clone, where=Origin(clone, editable=False, known=True)) == (
+    assert install_command("html", cwd=clone, where=Origin(clone, editable=False, known=True), pip="pip") == (
         "pip install '.[html]' (from this clone)"
     )
-    assert install_command("html", cwd=tmp_path, where=Origin(clone, editable=True, known=True)) == (
+    assert install_command("html", cwd=tmp_path, where=Origin(clone, editable=True, known=True), pip="pip") == (
         "pip install -e 'src/warpwizard[html]' (from this clone)"
     )
     far = Path("/") / "opt" / "a" / "b" / "c" / "d" / "warpwizard"
-    assert install_command("html", cwd=tmp_path / "x" / "y", where=Origin(far, editable=False, known=True)) == (
+    assert install_command(
+        "html", cwd=tmp_path / "x" / "y", where=Origin(far, editable=False, known=True), pip="pip"
+    ) == (
         f"pip install '{far}[html]' (from this clone)"  # the relative path is longer: the absolute one
     )
 
 
+def test_pip_is_this_interpreter_s_unless_the_pip_on_path_is(tmp_path: Path) -> None:
+    """A newcomer runs .venv/bin/warpwizard without activating the environment: plain ``pip`` would install the
+    extra into whatever Python PATH finds first. Only where PATH's pip is this interpreter's is ``pip`` enough."""
+    venv = tmp_path / "my env" / "bin"
+    venv.mkdir(parents=True)
+    (venv / "pip").touch()
+    python = str(venv / "python")
+    assert pip_command(python, which=lambda _: str(venv / "pip")) == "pip"
+    assert pip_command(python, which=lambda _: "/usr/bin/pip") == f"'{python}' -m pip"
+    assert pip_command(python, which=lambda _: None) == f"'{python}' -m pip"
+    assert (
+        install_command(
+            "html", where=Origin(None, editable=False, known=True), pip=pip_command(python, which=lambda _: None)
+        )
+        == f"'{python}' -m pip install 'warpwizard[html]'"
+    )
+
+
 def test_an_install_from_the_index_is_told_the_index_and_an_unknown_one_both() -> None:
-    assert install_command("html", where=Origin(None, editable=False, known=True)) == "pip install 'warpwizard[html]'"
-    assert install_command("html", where=Origin(None, editable=False, known=False)) == (
+    assert install_command("html", where=Origin(None, editable=False, known=True), pip="pip") == (
+        "pip install 'warpwizard[html]'"
+    )
+    assert install_command("html", where=Origin(None, editable=False, known=False), pip="pip") == (
         "pip install 'warpwizard[html]' (installed from PyPI) or pip install '.[html]' (in a clone)"
     )
 
@@ -84,7 +106,7 @@ def test_without_plotly_the_cli_exits_with_its_own_code_and_names_this_clone(
     relative = os.path.relpath(CHECKOUT, tmp_path)
     spelled = relative if len(relative) < len(str(CHECKOUT)) else str(CHECKOUT)
     editable = "-e " if _installed_editable_here() else ""  # scripts/test installs this clone with pip install -e
-    command = f"pip install {editable}'{spelled}[html]' (from this clone)"
+    command = f"{pip_command()} install {editable}'{spelled}[html]' (from this clone)"  # pip: the test above
     assert result.stderr == f"warpwizard: error: the HTML report needs plotly: {command}\n"
     assert not out.exists()
     assert "optional dependency" in MEANING[ExitStatus.MISSING_DEPENDENCY]
