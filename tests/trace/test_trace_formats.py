@@ -274,7 +274,11 @@ def test_bytes_of_no_known_format_are_read_as_json_and_refused(run_cli: Any, tmp
     newline too); the JSON reader says what it found."""
     path = tmp_path / "x.trace"
     path.write_bytes(b"\x0a\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff")
-    _one_line_error(run_cli("trace", "inspect", str(path)), 6, r"x\.trace.*not a profiler trace")
+    _one_line_error(
+        run_cli("trace", "inspect", str(path)), 6,
+        r"x\.trace.*not a profiler trace: expected '\{' or '\[' at the start of a JSON trace \(a Perfetto \.pftrace "
+        r"and an Nsight Systems \.sqlite export are recognised by their first bytes, whatever the name\)",
+    )  # fmt: skip
 
 
 def test_trace_fix_refuses_a_format_it_cannot_write(run_cli: Any, tmp_path: Path) -> None:
@@ -348,3 +352,15 @@ def test_before_the_window_is_per_process(run_cli: Any, tmp_path: Path) -> None:
     )  # fmt: skip
     unlinked = health_check(report, "unlinked-kernels")
     assert (unlinked["count"], unlinked["before_window"], unlinked["status"]) == (2, 1, "warning")
+
+
+def test_an_nsight_compute_report_is_named_with_the_command_that_reads_it(run_cli: Any, tmp_path: Path) -> None:
+    """An .ncu-rep (Nsight Compute's report: its first bytes NVR\\0, wizard/ncu NCU_MAGIC) handed to trace inspect:
+    said to be what it is, with the command that sets it beside a trace, not "not a profiler trace"."""
+    path = tmp_path / "k.ncu-rep"
+    path.write_bytes(b"NVR\x00\x02\x00\x00\x00" + bytes(range(64)))
+    _one_line_error(
+        run_cli("trace", "inspect", str(path)), 6,
+        r"k\.ncu-rep: byte 0: an Nsight Compute report, not a trace: `warpwizard diff TRACE REPORT\.ncu-rep` sets "
+        r"its measurements beside a trace's \(docs/comparing\.md\)",
+    )  # fmt: skip

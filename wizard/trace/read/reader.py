@@ -76,6 +76,22 @@ class ReaderConfig(msgspec.Struct, frozen=True, eq=False):
 _CUT = object()  # a top-level member the end of the file cut off
 
 
+def _not_a_trace(head: bytes) -> str:
+    """What the JSON reader says of bytes that open no JSON trace: an Nsight Compute report is named, with the
+    command that reads it (it is a profile of kernels, not a trace of a run)."""
+    from wizard.ncu import NCU_MAGIC
+
+    if head.startswith(NCU_MAGIC):
+        return (
+            "an Nsight Compute report, not a trace: `warpwizard diff TRACE REPORT.ncu-rep` sets its measurements "
+            "beside a trace's (docs/comparing.md)"
+        )
+    return (
+        "not a profiler trace: expected '{' or '[' at the start of a JSON trace (a Perfetto .pftrace and an Nsight "
+        "Systems .sqlite export are recognised by their first bytes, whatever the name)"
+    )
+
+
 class TraceWalker:
     """The top-level walk, delivering events to a sink."""
 
@@ -118,7 +134,7 @@ class TraceWalker:
             self._event_list()
             return
         if first != ord("{"):
-            raise b.error("not a profiler trace: expected '{' or '[' at the start")
+            raise b.error(_not_a_trace(b.buf))
         b.pos += 1
         while self._top_level_member():
             pass
