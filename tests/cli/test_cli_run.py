@@ -210,3 +210,16 @@ def test_compare_names_each_trace_and_keeps_harmless_values_apart(run_cli: RunCl
     assert [m["host"] for m in data["machines"]] == ["h100-gemm.json", "a100-run.json"]
     assert data["verdict"] == "no machine shows impossible values; E (harmless) on every machine"
     assert data["health"] == []
+
+
+def test_no_command_without_a_terminal_is_the_usage_line_and_the_hint(run_cli: RunCli) -> None:
+    """A newcomer's first try in a script or CI: the usage line and the one-line hint, as argparse shows a usage error,
+    not the whole help (60 lines) with the hint last."""
+    result = run_cli(stdin="")
+    assert result.returncode == 2
+    lines = result.stderr.splitlines()
+    assert lines[0].startswith("usage: warpwizard ")
+    assert lines[-1] == (
+        "warpwizard: no command given and stdin is not a terminal; try 'warpwizard run PLAYBOOK --answers FILE'"
+    )
+    assert len(lines) < 10, result.stderr

@@ -23,7 +23,7 @@ def run(ctx: Context, parser: argparse.ArgumentParser, given: Sequence[str] = ()
     if given:
         parser.parse_args(["run", TRIAGE, *given])  # an option `run` does not know: its one-line error
     if not ctx.system.interactive:
-        parser.print_help(cast(IO[str], ctx.stderr))
+        parser.print_usage(cast(IO[str], ctx.stderr))  # the usage line, as argparse shows a usage error
         raise UsageError(
             "warpwizard: no command given and stdin is not a terminal; try 'warpwizard run PLAYBOOK --answers FILE'"
         )
