@@ -158,6 +158,15 @@ def _chunks(n: int) -> range:
     return range(0, n, CHUNK)
 
 
+def _searched(part: Ints, sorted_ids: Ints, found: npt.NDArray[np.bool_]) -> Ints:
+    """Each value's place among ``sorted_ids`` by binary search (clipped to the last), and in ``found`` whether the
+    id there is the value: the sparse path of ``member`` and ``find``."""
+    near = np.searchsorted(sorted_ids, part)
+    np.minimum(near, len(sorted_ids) - 1, out=near)
+    np.equal(sorted_ids[near], part, out=found)
+    return near
+
+
 def member(values: Ints, sorted_ids: Ints) -> npt.NDArray[np.bool_]:
     """``np.isin`` for a sorted id array: a table of the ids' span where they are dense (``_span``), else a binary
     search; no sort of the two arrays together (a gigabyte trace's million calls would need a temporary of tens of
@@ -168,10 +177,7 @@ def member(values: Ints, sorted_ids: Ints) -> npt.NDArray[np.bool_]:
     span = _span(sorted_ids)
     if span is None:
         for at in _chunks(len(values)):
-            part = values[at : at + CHUNK]
-            where = np.searchsorted(sorted_ids, part)
-            np.minimum(where, len(sorted_ids) - 1, out=where)
-            np.equal(sorted_ids[where], part, out=found[at : at + CHUNK])
+            _searched(values[at : at + CHUNK], sorted_ids, found[at : at + CHUNK])
         return found
     low, high = span
     seen = np.zeros(int(high - low) + 1, dtype=bool)
@@ -194,11 +200,7 @@ def find(values: Ints, sorted_ids: Ints) -> tuple[Ints, npt.NDArray[np.bool_]]:
     span = _span(sorted_ids)
     if span is None:
         for at in _chunks(len(values)):
-            part = values[at : at + CHUNK]
-            near = np.searchsorted(sorted_ids, part)
-            np.minimum(near, len(sorted_ids) - 1, out=near)
-            where[at : at + CHUNK] = near
-            np.equal(sorted_ids[near], part, out=found[at : at + CHUNK])
+            where[at : at + CHUNK] = _searched(values[at : at + CHUNK], sorted_ids, found[at : at + CHUNK])
         return where, found
     low, high = span
     table = np.full(int(high - low) + 1, -1, dtype=np.int32)  # each id's position; -1: no id
