@@ -2771,17 +2771,23 @@ static PyObject *core_json_bind(PyObject *self, PyObject *const *args, Py_ssize_
 
 /* ==== Nsight rows (nsyscore) ==== */
 
-/* The bytes of [p, end) equal to ``c``: eight at a time (such a byte is zero after the xor; its high bit is then set
- * by the exact zero-byte test, with no carry between bytes), the last few one by one. */
+/* How many of a word's eight bytes equal the byte repeated in ``pattern`` (ones * c): such a byte is zero after the
+ * xor, and the exact zero-byte test sets its high bit, with no carry between bytes. */
+static inline Py_ssize_t equal_bytes(uint64_t w, uint64_t pattern) {
+    const uint64_t low7 = 0x7f7f7f7f7f7f7f7fu, ones = 0x0101010101010101u;
+    w ^= pattern;
+    uint64_t zero = ~(((w & low7) + low7) | w | low7);  /* 0x80 in each byte that was the pattern's, else 0 */
+    return (Py_ssize_t)(((zero >> 7) * ones) >> 56);    /* the bytes' sum: at most 8 */
+}
+
+/* The bytes of [p, end) equal to ``c``: eight at a time, the last few one by one. */
 static inline Py_ssize_t byte_count(const char *p, const char *end, unsigned char c) {
-    const uint64_t low7 = 0x7f7f7f7f7f7f7f7fu, ones = 0x0101010101010101u, pattern = ones * c;
+    const uint64_t pattern = 0x0101010101010101u * c;
     Py_ssize_t count = 0;
     for (; end - p >= 8; p += 8) {
         uint64_t w;
         memcpy(&w, p, 8);
-        w ^= pattern;
-        uint64_t zero = ~(((w & low7) + low7) | w | low7);  /* 0x80 in each byte that was ``c``, else 0 */
-        count += (Py_ssize_t)(((zero >> 7) * ones) >> 56);  /* the bytes' sum: at most 8 */
+        count += equal_bytes(w, pattern);
     }
     for (; p < end; p++) count += (unsigned char)*p == c;
     return count;
@@ -2868,17 +2874,13 @@ refuse:
 
 /* The quotes and the backslashes of [p, end), in one pass eight bytes at a time (as byte_count). */
 static void quotes_and_backslashes(const char *p, const char *end, Py_ssize_t *quotes, Py_ssize_t *backslashes) {
-    const uint64_t low7 = 0x7f7f7f7f7f7f7f7fu, ones = 0x0101010101010101u;
-    const uint64_t quote = ones * '"', backslash = ones * '\\';
+    const uint64_t quote = 0x0101010101010101u * '"', backslash = 0x0101010101010101u * '\\';
     Py_ssize_t q = 0, b = 0;
     for (; end - p >= 8; p += 8) {
-        uint64_t w, x;
+        uint64_t w;
         memcpy(&w, p, 8);
-        x = w ^ backslash;
-        w ^= quote;
-        uint64_t zq = ~(((w & low7) + low7) | w | low7), zb = ~(((x & low7) + low7) | x | low7);
-        q += (Py_ssize_t)(((zq >> 7) * ones) >> 56);
-        b += (Py_ssize_t)(((zb >> 7) * ones) >> 56);
+        q += equal_bytes(w, quote);
+        b += equal_bytes(w, backslash);
     }
     for (; p < end; p++) {
         q += *p == '"';
