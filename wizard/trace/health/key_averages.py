@@ -39,7 +39,7 @@ from wizard.trace.health.spec import (
     CheckSpec,
     HealthCheck,
 )
-from wizard.trace.health.tables import distinct  # not np.unique, which imports numpy.ma
+from wizard.trace.health.tables import distinct, searched  # not np.unique, which imports numpy.ma
 from wizard.trace.read.collector import TraceContents
 from wizard.trace.read.records import NO_CORRELATION
 from wizard.untrusted import cut
@@ -180,10 +180,11 @@ def _launches(contents: TraceContents, corr: Ints) -> tuple[Any, Floats]:
             _earliest_calls(wanted, chunk, best_at, best_thread)
     thread = np.full(len(corr), -1, dtype=np.int32)
     at = np.zeros(len(corr), dtype=np.float64)
+    hit = np.empty(min(len(corr), _CALLS), dtype=bool)
     for lo in range(0, len(corr) if len(wanted) else 0, _CALLS):  # a chunk of GPU events at a time too
         mine = corr[lo : lo + _CALLS]
-        where = np.minimum(np.searchsorted(wanted, mine), len(wanted) - 1)
-        found = np.flatnonzero(wanted[where] == mine)  # NO_CORRELATION is not among them
+        where = searched(mine, wanted, hit[: len(mine)])
+        found = np.flatnonzero(hit[: len(mine)])  # NO_CORRELATION is not among them
         thread[lo + found] = best_thread[where[found]]
         at[lo + found] = best_at[where[found]]
     return thread, at
@@ -197,8 +198,9 @@ def _earliest_calls(wanted: Any, chunk: tuple[Any, Floats, Any], best_at: Floats
     far (``best_thread`` -1 for none yet): the chunk's earliest per id by (start, file order), NaN last as a sort
     puts it, taken where it starts strictly before the one kept or where that one's start is NaN."""
     ids, starts, threads = chunk
-    where = np.minimum(np.searchsorted(wanted, ids), len(wanted) - 1)
-    hit = np.flatnonzero(wanted[where] == ids)  # a call without an id (NO_CORRELATION) is never wanted
+    found = np.empty(len(ids), dtype=bool)
+    where = searched(ids, wanted, found)
+    hit = np.flatnonzero(found)  # a call without an id (NO_CORRELATION) is never wanted
     if not len(hit):
         return
     slot, at = where[hit], starts[hit]
@@ -419,8 +421,9 @@ def _claim_times(events: _Events, claims: dict[int, int]) -> Floats | None:
         return None
     claim_ids = np.array(sorted(claims), dtype=np.int64)
     claim_counts = np.array([claims[c] for c in sorted(claims)], dtype=np.float64)
-    where = np.minimum(np.searchsorted(claim_ids, events.corr), len(claim_ids) - 1)
-    return np.where(claim_ids[where] == events.corr, claim_counts[where], 0.0)
+    found = np.empty(len(events.corr), dtype=bool)
+    where = searched(events.corr, claim_ids, found)
+    return np.where(found, claim_counts[where], 0.0)
 
 
 def _op_sums(contents: TraceContents, events: _Events, spans: _Spans, times: Floats | None) -> tuple[Floats, int]:

@@ -158,9 +158,10 @@ def _chunks(n: int) -> range:
     return range(0, n, CHUNK)
 
 
-def _searched(part: Ints, sorted_ids: Ints, found: npt.NDArray[np.bool_]) -> Ints:
+def searched(part: Ints, sorted_ids: Ints, found: npt.NDArray[np.bool_]) -> Ints:
     """Each value's place among ``sorted_ids`` by binary search (clipped to the last), and in ``found`` whether the
-    id there is the value: the sparse path of ``member`` and ``find``."""
+    id there is the value (``sorted_ids`` not empty): the sparse path of ``member`` and ``find``, and the summary
+    table's lookups a chunk at a time."""
     near = np.searchsorted(sorted_ids, part)
     np.minimum(near, len(sorted_ids) - 1, out=near)
     np.equal(sorted_ids[near], part, out=found)
@@ -177,7 +178,7 @@ def member(values: Ints, sorted_ids: Ints) -> npt.NDArray[np.bool_]:
     span = _span(sorted_ids)
     if span is None:
         for at in _chunks(len(values)):
-            _searched(values[at : at + CHUNK], sorted_ids, found[at : at + CHUNK])
+            searched(values[at : at + CHUNK], sorted_ids, found[at : at + CHUNK])
         return found
     low, high = span
     seen = np.zeros(int(high - low) + 1, dtype=bool)
@@ -200,7 +201,7 @@ def find(values: Ints, sorted_ids: Ints) -> tuple[Ints, npt.NDArray[np.bool_]]:
     span = _span(sorted_ids)
     if span is None:
         for at in _chunks(len(values)):
-            where[at : at + CHUNK] = _searched(values[at : at + CHUNK], sorted_ids, found[at : at + CHUNK])
+            where[at : at + CHUNK] = searched(values[at : at + CHUNK], sorted_ids, found[at : at + CHUNK])
         return where, found
     low, high = span
     table = np.full(int(high - low) + 1, -1, dtype=np.int32)  # each id's position; -1: no id
