@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -143,13 +144,19 @@ def test_a_small_inspection_loads_every_lean_record_and_compiles_no_method_for_o
     assert lean.isdisjoint(inspection["compiled"])
 
 
-@pytest.mark.parametrize("module", sorted(RECORDS))
-def test_each_lean_record_is_a_struct_compared_by_identity_and_frozen_as_declared(module: str) -> None:
+def _structs(module: str, declared: dict[str, bool]) -> Iterator[tuple[str, Any, bool, Any]]:
+    """Each class ``declared`` in ``module`` (name -> frozen), checked to be a Struct and no dataclass, with its
+    Struct configuration."""
     loaded = importlib.import_module(module)
-    for name, frozen in RECORDS[module].items():
+    for name, frozen in declared.items():
         cls = getattr(loaded, name)
         assert issubclass(cls, msgspec.Struct) and not dataclasses.is_dataclass(cls), name
-        config = cls.__struct_config__
+        yield name, cls, frozen, cls.__struct_config__
+
+
+@pytest.mark.parametrize("module", sorted(RECORDS))
+def test_each_lean_record_is_a_struct_compared_by_identity_and_frozen_as_declared(module: str) -> None:
+    for name, cls, frozen, config in _structs(module, RECORDS[module]):
         assert (config.eq, config.frozen) == (False, frozen), name
         assert "__eq__" not in vars(cls), name  # object's: two records with the same fields are two records
 
@@ -157,11 +164,7 @@ def test_each_lean_record_is_a_struct_compared_by_identity_and_frozen_as_declare
 @pytest.mark.parametrize("module", sorted(VALUES))
 def test_each_result_is_a_struct_compared_by_value_and_frozen_as_declared(module: str) -> None:
     """A dataclass's semantics, kept: equal when every field is, hashed by value where frozen, unhashable where not."""
-    loaded = importlib.import_module(module)
-    for name, frozen in VALUES[module].items():
-        cls = getattr(loaded, name)
-        assert issubclass(cls, msgspec.Struct) and not dataclasses.is_dataclass(cls), name
-        config = cls.__struct_config__
+    for name, cls, frozen, config in _structs(module, VALUES[module]):
         assert (config.eq, config.frozen, config.order) == (True, frozen, False), name
         values = [None] * len(cls.__struct_fields__)
         one, two = cls(*values), cls(*values)
