@@ -637,6 +637,22 @@ static int note_span(PyObject *note, Py_ssize_t n, Py_ssize_t *start, Py_ssize_t
     return 0 <= *start && *start <= *end && *end <= n;
 }
 
+/* the twin's full memo: where the sequence's holds any, its entries leave the count and it starts again (len(memo)
+ * and memo.clear(), as the twin calls them on any mapping); 0, or -1 with the error raised */
+static int memo_restart(PyObject *memo, Py_ssize_t *entries) {
+    Py_ssize_t held = PyObject_Size(memo);
+    if (held < 0) return -1;
+    if (!held) return 0;
+    *entries -= held;
+    if (PyDict_CheckExact(memo)) {
+        PyDict_Clear(memo);
+        return 0;
+    }
+    PyObject *done = PyObject_CallMethod(memo, "clear", NULL);
+    Py_XDECREF(done);
+    return done ? 0 : -1;
+}
+
 /* one note into args through the memo: 0, or -1 with the error raised */
 static int one_note(PyObject *bytes, Py_ssize_t start, Py_ssize_t end, PyObject *seq, PyObject *memo, PyObject *args,
                     Py_ssize_t *entries) {
@@ -656,12 +672,13 @@ static int one_note(PyObject *bytes, Py_ssize_t start, Py_ssize_t end, PyObject 
     }
     if (!found) {
         if (!(found = annotation(bytes, start, end, seq))) goto failed;
-        if (is_short && *entries < memo_limit) {
+        if (is_short) {
             PyObject *value = PySequence_GetItem(found, 1);  /* found[1], as the twin reads it: any sequence */
             if (!value) goto failed;
             int kept = !PyList_Check(value) && !PyDict_Check(value);
             Py_DECREF(value);
-            if (kept) {
+            if (kept && *entries >= memo_limit && memo_restart(memo, entries) < 0) goto failed;
+            if (kept && *entries < memo_limit) {
                 if (PyObject_SetItem(memo, key, found) < 0) goto failed;
                 *entries += 1;
             }

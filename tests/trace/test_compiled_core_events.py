@@ -213,6 +213,29 @@ def test_event_args_keep_the_memo_within_its_bound() -> None:
         assert result == ("value", ("tuple", [len(data), entries + kept])) and len(memo[1]) == kept
 
 
+def test_a_full_memo_starts_its_sequence_again() -> None:
+    """Full (MEMO_ENTRIES over every sequence), a memo that holds entries of this sequence drops them and keeps the
+    new one: the ids that filled it never come back, the shapes that follow would otherwise never be remembered."""
+    data = dfield(10, b"correlation") + vfield(3, 9)
+    held = dfield(10, b"stream") + vfield(3, 7)
+    for function in (core.event_args, perfetto.pure_event_args):
+        seq = sequence()
+        seq.memo[held] = ("stream", 7)
+        args: dict[str, Any] = {}
+        full = perfetto.MEMO_ENTRIES
+        assert function(data, [(0, len(data))], seq, args, full) == (len(data), full - 1 + 1)
+        assert dict(seq.memo) == {data: ("correlation", 9)} and args == {"correlation": 9}
+        # the memo it kept answers the next event of the sequence: the same bytes, not decoded again
+        seq.memo[data] = ("correlation", 10)
+        again: dict[str, Any] = {}
+        assert function(data, [(0, len(data))], seq, again, full) == (len(data), full)
+        assert again == {"correlation": 10}
+        # where the other sequences hold the bound even without this one's, it is emptied and keeps nothing
+        other = dfield(10, b"correlation") + vfield(3, 11)
+        assert function(other, [(0, len(other))], seq, {}, full + 5) == (len(other), full + 4)
+        assert dict(seq.memo) == {}
+
+
 def test_event_args_agree_on_random_bytes() -> None:
     rng = random.Random(48)
     alphabet = bytes([0x00, 0x01, 0x02, 0x05, 0x08, 0x09, 0x0A, 0x11, 0x18, 0x1A, 0x20, 0x29, 0x32, 0x4A, 0x52, 0x5A,

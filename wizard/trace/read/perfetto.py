@@ -110,9 +110,9 @@ CHUNK = 1 << 20
 TICK = 4096  # top-level entries between two looks at the clock (and one after every chunk read)
 MAX_SKIPPED = 1_000_000  # top-level entries other than packets (Trace has no other field; writers write none)
 MEMO_BYTES = 64  # debug annotations at most this long are remembered by their bytes
-MEMO_ENTRIES = 100_000  # and at most this many over every sequence (a clear frees its sequence's)
+MEMO_ENTRIES = 16_384  # and at most this many over every sequence (a clear frees its sequence's; full, it starts again)
 END_BYTES = 16  # a TrackEvent at most this long that ends a slice is remembered by its bytes (at most MEMO_ENTRIES)
-BATCH = 50_000
+BATCH = 10_000  # events handed to the collector at once (50,000 held 7 MB more, and the kernel zeroed its pages)
 BATCH_BYTES = 16 << 20  # and at most about this much of their names and annotations (a batch of megabyte args)
 TRIMONTH_S = 7_889_238  # Kineto's base-time period (torch/profiler/_cuspy/trace.py: _TRIMONTH_SECONDS)
 
@@ -789,7 +789,10 @@ def pure_event_args(
     every sequence after them). Each is looked up first in its sequence's memo by its bytes: a trace repeats the same
     few thousand (a device, a stream, a grid) on every kernel; interned names make the same bytes mean another thing
     in another sequence, so the memo is per sequence, and it keeps no list or dict (an event's args are its own)
-    and at most ``MEMO_ENTRIES`` entries. Compiled where the core is built (``event_args``)."""
+    and at most ``MEMO_ENTRIES`` entries over every sequence. A full memo starts this sequence's again rather than
+    keep what filled it: a correlation id or a byte count is written once or twice and never again, and a memo that
+    stopped taking entries once they had filled it would miss every later shape for the rest of the trace.
+    Compiled where the core is built (``event_args``)."""
     memo = seq.memo
     size = 0
     for start, end in tuple(notes):  # the notes as given: what a sequence's code does to the list changes nothing
@@ -798,9 +801,13 @@ def pure_event_args(
         found = memo.get(b[start:end]) if short else None
         if found is None:
             found = _decode_annotation(b, (start, end), seq)
-            if short and entries < MEMO_ENTRIES and not isinstance(found[1], (list, dict)):
-                memo[b[start:end]] = found
-                entries += 1
+            if short and not isinstance(found[1], (list, dict)):
+                if entries >= MEMO_ENTRIES and (held := len(memo)):  # full: this sequence's memo starts again
+                    entries -= held
+                    memo.clear()
+                if entries < MEMO_ENTRIES:
+                    memo[b[start:end]] = found
+                    entries += 1
         if found[0] is not None:
             args[found[0]] = found[1]
     return size, entries
