@@ -29,9 +29,9 @@ listed in the contents' ``nsys`` metadata and said in a note.
 
 Kernels and calls are read a batch of whole columns at a time: SQLite writes each integer column of a range of
 rowids (at most 40,000 rows) as one JSON array, which numpy reads in one call (``wizard.trace.read.sqlite_columns``: a
-batch holding anything else is read again row by row, as every other table is): 1M kernels and 1M calls read in ~2.6
-s of CPU, where Python's ``sqlite3`` took 3.3 s to make their rows' tuples alone (issue 48;
-benchmarks/results-2026-12-02-nsysfast.md).
+batch holding anything else is read again row by row, as every other table is): the whole inspection of 1M kernels
+and 1M calls takes ~1.7 s of CPU, where Python's ``sqlite3`` took 3.3 s to make their rows' tuples alone (issue 48;
+benchmarks/results-2026-12-02-nsysfast.md, -round4-final.md).
 
 Correlation ids are per process in CUPTI; an export of several processes keeps them apart by putting the
 process's index (in order of pid) above bit 40 (``PROCESS_SHIFT``), so ids still rise in launch order within
