@@ -1962,18 +1962,24 @@ typedef struct {
     int has_last, unsorted;
 } OpRun;
 
+/* one IntervalIndex's threads gathered in a call (the ops', the Python frames'): its _threads, {(pid, tid): index
+ * into the call's runs}, and the last thread's keys (strong references) and run */
+typedef struct {
+    PyObject *threads, *run_of, *pid, *tid;
+    Py_ssize_t run;
+} Lane;
+
 /* one call's state: the collector's tables and helpers (borrowed from `held`), the gathered appends */
 typedef struct {
-    PyObject *held[32];
+    PyObject *held[40];
     int nheld;
-    PyObject *contents, *op_threads, *op_refs, *op_ref, *names, *reported, *value, *dims, *dims_fn, *occupancy;
-    PyObject *non_finite, *kernel_add, *python, *gpu_op, *complete;
+    PyObject *contents, *op_refs, *op_ref, *names, *reported, *value, *dims, *dims_fn, *occupancy;
+    PyObject *non_finite, *kernel_add, *frame_refs, *frame_ref, *gpu_op, *complete;
     PyObject *runtime, *thread_ids, *thread_keys, *name_ids, *name_list, *categories;
-    OpRun *runs;
+    OpRun *runs;  /* both lanes' */
     Py_ssize_t nruns, cap_runs;
-    PyObject *run_of;  /* {(pid, tid): index into runs} */
-    PyObject *op_pid, *op_tid, *rt_pid, *rt_tid;  /* the last keys seen (strong references) */
-    Py_ssize_t op_run;
+    Lane ops, frames;
+    PyObject *rt_pid, *rt_tid;  /* the last keys seen (strong references) */
     int rt_thread;
     Buf rt_corr, rt_threads, rt_starts, rt_names;
     double last_end, last_end_before;
@@ -2208,29 +2214,30 @@ static int same_key(PyObject *a, PyObject *b) {
     return PyObject_RichCompareBool(a, b, Py_EQ);
 }
 
-/* the run of (pid, tid)'s thread in this call: found, or its _ThreadIntervals looked up (made where new) */
-static Py_ssize_t op_run_of(JState *s, PyObject *pid, PyObject *tid) {
-    if (s->op_run >= 0) {
-        int same = same_key(tid, s->op_tid);
-        if (same > 0) same = same_key(pid, s->op_pid);
+/* the run of (pid, tid)'s thread of the lane in this call: found, or its _ThreadIntervals looked up (made where
+ * new) */
+static Py_ssize_t lane_run_of(JState *s, Lane *lane, PyObject *pid, PyObject *tid) {
+    if (lane->run >= 0) {
+        int same = same_key(tid, lane->tid);
+        if (same > 0) same = same_key(pid, lane->pid);
         if (same < 0) return -1;
-        if (same) return s->op_run;
+        if (same) return lane->run;
     }
     PyObject *key = PyTuple_Pack(2, pid, tid);
     if (!key) return -1;
     int missing;
-    long at = dict_long(s->run_of, key, &missing);
+    long at = dict_long(lane->run_of, key, &missing);
     if (!missing) {
         Py_DECREF(key);
         if (at == -2) return -1;
-        keep(&s->op_pid, pid), keep(&s->op_tid, tid), s->op_run = at;
+        keep(&lane->pid, pid), keep(&lane->tid, tid), lane->run = at;
         return at;
     }
-    PyObject *thread = PyDict_GetItemWithError(s->op_threads, key);
+    PyObject *thread = PyDict_GetItemWithError(lane->threads, key);
     if (thread) {
         Py_INCREF(thread);
     } else if (!PyErr_Occurred() && (thread = PyObject_CallObject(j_thread_class, NULL))) {
-        if (PyDict_SetItem(s->op_threads, key, thread) < 0) Py_CLEAR(thread);
+        if (PyDict_SetItem(lane->threads, key, thread) < 0) Py_CLEAR(thread);
     }
     PyObject *starts = thread ? PyObject_GetAttr(thread, attr[A_STARTS]) : NULL;
     Py_ssize_t size = starts ? PyObject_Size(starts) : -1;
@@ -2253,13 +2260,13 @@ static Py_ssize_t op_run_of(JState *s, PyObject *pid, PyObject *tid) {
     memset(run, 0, sizeof *run);
     run->thread = thread, run->last = last, run->has_last = size > 0;
     PyObject *index = PyLong_FromSsize_t(s->nruns);
-    int failed = !index || PyDict_SetItem(s->run_of, key, index) < 0;
+    int failed = !index || PyDict_SetItem(lane->run_of, key, index) < 0;
     Py_XDECREF(index);
     Py_DECREF(key);
     s->nruns++;  /* kept even where the dict failed: released with the rest */
     if (failed) return -1;
-    keep(&s->op_pid, pid), keep(&s->op_tid, tid), s->op_run = s->nruns - 1;
-    return s->op_run;
+    keep(&lane->pid, pid), keep(&lane->tid, tid), lane->run = s->nruns - 1;
+    return lane->run;
 }
 
 /* ts and dur as the twin's op and runtime branches read them: 0 and the event skipped where ts is no number */
@@ -2279,6 +2286,21 @@ static int times_of(PyObject *ev, double *ts, double *dur) {
     return k;
 }
 
+/* IntervalIndex.add(pid, tid, start, end, ref) for the lane, gathered in its thread's run: 0 or -1 */
+static int gather(JState *s, Lane *lane, PyObject *ev, double start, double end, long ref) {
+    PyObject *pid = ev_attr(ev, A_PID), *tid = pid ? ev_attr(ev, A_TID) : NULL;
+    Py_ssize_t at = tid ? lane_run_of(s, lane, pid, tid) : -1;
+    Py_XDECREF(pid);
+    Py_XDECREF(tid);
+    if (at < 0) return -1;
+    OpRun *run = &s->runs[at];
+    if (run->has_last && start < run->last) run->unsorted = 1;
+    run->last = start, run->has_last = 1;
+    if (buf_double(&run->starts, start) < 0 || buf_double(&run->ends, end) < 0 || buf_int(&run->refs, (int)ref) < 0)
+        return -1;
+    return 0;
+}
+
 /* an op: IntervalIndex.add(pid, tid, ts, ts + dur, _op_ref(ev)), gathered */
 static int handle_op(JState *s, PyObject *ev) {
     double ts = 0.0, dur = 0.0;
@@ -2290,17 +2312,38 @@ static int handle_op(JState *s, PyObject *ev) {
         PyErr_SetString(PyExc_OverflowError, "signed integer is greater than maximum");
         return -1;
     }
-    PyObject *pid = ev_attr(ev, A_PID), *tid = pid ? ev_attr(ev, A_TID) : NULL;
-    Py_ssize_t at = tid ? op_run_of(s, pid, tid) : -1;
-    Py_XDECREF(pid);
-    Py_XDECREF(tid);
-    if (at < 0) return -1;
-    OpRun *run = &s->runs[at];
-    if (run->has_last && ts < run->last) run->unsorted = 1;
-    run->last = ts, run->has_last = 1;
-    if (buf_double(&run->starts, ts) < 0 || buf_double(&run->ends, ts + dur) < 0 || buf_int(&run->refs, (int)ref) < 0)
+    return gather(s, &s->ops, ev, ts, ts + dur, ref);
+}
+
+/* a Python frame: the twin's Collector._python, IntervalIndex.add(pid, tid, start, start + (_number(dur) or 0.0),
+ * _frame_ref(name)), gathered; a name not seen before goes through the twin's _frame_ref, which registers it */
+static int handle_python(JState *s, PyObject *ev) {
+    double start = 0.0, dur = 0.0;
+    PyObject *t = ev_attr(ev, A_TS);
+    int k = t ? number_of(t, &start) : -1;
+    Py_XDECREF(t);
+    if (k <= 0) return k;
+    PyObject *d = ev_attr(ev, A_DUR);
+    k = d ? number_or_zero(d, &dur) : -1;
+    Py_XDECREF(d);
+    if (k < 0) return -1;
+    PyObject *raw_name = ev_attr(ev, A_NAME), *name = raw_name ? cut(raw_name) : NULL;
+    int missing = 0;
+    long ref = name ? dict_long(s->frame_refs, name, &missing) : -2;
+    Py_XDECREF(name);
+    if (missing) {
+        PyObject *r = PyObject_CallFunctionObjArgs(s->frame_ref, raw_name, NULL);
+        ref = r ? PyLong_AsLong(r) : -2;
+        if (ref == -1 && PyErr_Occurred()) ref = -2;
+        Py_XDECREF(r);
+    }
+    Py_XDECREF(raw_name);
+    if (ref == -2) return -1;
+    if (ref > INT_MAX || ref < INT_MIN) {
+        PyErr_SetString(PyExc_OverflowError, "signed integer is greater than maximum");
         return -1;
-    return 0;
+    }
+    return gather(s, &s->frames, ev, start, start + dur, ref);
 }
 
 /* a runtime call: RuntimeIndex.add(corr, pid, tid, ts, name, dur=dur), gathered */
@@ -2500,10 +2543,12 @@ done:
 /* the collector's tables and helpers, looked up once a call; 0, or -1 with the error raised */
 static int state_open(JState *s, PyObject *collector) {
     memset(s, 0, sizeof *s);
-    s->op_run = -1, s->rt_thread = -1;
+    s->ops.run = s->frames.run = -1, s->rt_thread = -1;
     s->contents = hold(s, get(collector, "c"));
     PyObject *ops = hold(s, get(s->contents, "ops")), *kernels = hold(s, get(s->contents, "kernels"));
-    s->op_threads = hold(s, get(ops, "_threads"));
+    PyObject *python = hold(s, get(s->contents, "python"));
+    s->ops.threads = hold(s, get(ops, "_threads"));
+    s->frames.threads = hold(s, get(python, "_threads"));
     s->runtime = hold(s, get(s->contents, "runtime"));
     s->thread_ids = hold(s, get(s->runtime, "_thread_ids"));
     s->thread_keys = hold(s, get(s->runtime, "_thread_keys"));
@@ -2520,16 +2565,18 @@ static int state_open(JState *s, PyObject *collector) {
     s->dims_fn = hold(s, get(collector, "_dims"));
     s->occupancy = hold(s, get(collector, "_profiler_occupancy"));
     s->non_finite = hold(s, get(collector, "_count_non_finite"));
-    s->python = hold(s, get(collector, "_python"));
+    s->frame_refs = hold(s, get(collector, "_frame_refs"));
+    s->frame_ref = hold(s, get(collector, "_frame_ref"));
     s->gpu_op = hold(s, get(collector, "_gpu_op"));
     s->complete = hold(s, get(collector, "_complete"));
     PyObject *timeline = hold(s, get(s->contents, "timeline"));
     s->categories = hold(s, get(timeline, "categories"));
     if (PyErr_Occurred()) return -1;  /* the first lookup that failed raised */
-    s->run_of = hold(s, PyDict_New());
-    if (!s->run_of) return -1;
-    PyObject *dicts[] = {s->op_threads, s->thread_ids, s->name_ids, s->op_refs, s->names, s->reported, s->dims,
-                         s->categories};
+    s->ops.run_of = hold(s, PyDict_New());
+    s->frames.run_of = hold(s, PyDict_New());
+    if (!s->ops.run_of || !s->frames.run_of) return -1;
+    PyObject *dicts[] = {s->ops.threads, s->frames.threads, s->thread_ids, s->name_ids, s->op_refs, s->frame_refs,
+                         s->names, s->reported, s->dims, s->categories};
     for (size_t k = 0; k < sizeof dicts / sizeof dicts[0]; k++)
         if (!PyDict_Check(dicts[k])) {
             PyErr_SetString(PyExc_TypeError, "collect_events: a collector's table is not the twin's");
@@ -2586,7 +2633,8 @@ static void state_close(JState *s) {
     }
     PyMem_Free(s->runs);
     PyMem_Free(s->rt_corr.p), PyMem_Free(s->rt_threads.p), PyMem_Free(s->rt_starts.p), PyMem_Free(s->rt_names.p);
-    Py_XDECREF(s->op_pid), Py_XDECREF(s->op_tid), Py_XDECREF(s->rt_pid), Py_XDECREF(s->rt_tid);
+    Py_XDECREF(s->ops.pid), Py_XDECREF(s->ops.tid), Py_XDECREF(s->frames.pid), Py_XDECREF(s->frames.tid);
+    Py_XDECREF(s->rt_pid), Py_XDECREF(s->rt_tid);
     for (int k = 0; k < s->nheld; k++) Py_DECREF(s->held[k]);
 }
 
@@ -2613,7 +2661,7 @@ static int dispatch(JState *s, PyObject *ev) {
     } else if (kind == 3) {
         status = handle_kernel(s, ev);
     } else if (kind == 4) {
-        status = call_for_effect(s->python, ev);
+        status = handle_python(s, ev);
     } else if (kind == 5) {
         status = call_for_effect(s->gpu_op, ev);
     } else {

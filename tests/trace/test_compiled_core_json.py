@@ -55,7 +55,8 @@ def snapshot(contents: TraceContents, collector: Collector) -> str:
                      timeline.gpu_annotations, timeline.overheads),
         "contents": (contents.non_finite, contents.events, contents.last_ts, contents.full_precision,
                      contents.rounded, contents.counter_events),
-        "memo": (collector._names, collector._op_refs, collector._reported, collector._dim_tuples),
+        "memo": (collector._names, collector._op_refs, collector._reported, collector._dim_tuples,
+                 collector._frame_refs),
     }  # fmt: skip
     return repr(kept)
 
@@ -305,6 +306,33 @@ def test_one_thread_out_of_order_is_marked_unsorted_the_same() -> None:
     assert [t.sorted_ for t in kept.ops._threads.values()] == [False]
     kept = assert_same([events[:2], [events[3]]])
     assert [t.sorted_ for t in kept.ops._threads.values()] == [True]
+
+
+def test_python_frames_and_ops_of_one_thread_gather_apart_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Python frames (with_stack=True: often most of a trace's events) go to their own IntervalIndex, interleaved
+    with the same thread's ops, a frame going back in time marking only its own index unsorted; the core asks the
+    twin's _frame_ref only for a name it has not seen, and never calls _python."""
+    events = []
+    for i, t in enumerate([5.0, 6.0, 2.0, 7.0, 8.0]):
+        events.append(Event(cat="python_function", name=f"f{i % 2}", pid=1, tid=1, ts=t, dur=0.0 if i else None))
+        events.append(Event(cat="cpu_op", name="op", pid=1, tid=1, ts=10.0 + i, dur=1.0))
+    kept = assert_same([events[:4], events[4:]])
+    assert [t.sorted_ for t in kept.python._threads.values()] == [False]
+    assert [t.sorted_ for t in kept.ops._threads.values()] == [True]
+    frames = kept.python._threads[(1, 1)]
+    assert list(frames.starts) == [5.0, 6.0, 2.0, 7.0, 8.0] and list(frames.ends) == list(frames.starts)
+    assert list(frames.refs) == [0, 1, 0, 1, 0]
+    calls: list[Any] = []
+    original = Collector._frame_ref
+
+    def counted(self: Collector, name: Any) -> int:
+        calls.append(name)
+        return original(self, name)
+
+    monkeypatch.setattr(Collector, "_frame_ref", counted)
+    monkeypatch.setattr(Collector, "_python", lambda self, ev: pytest.fail("the core called the twin's _python"))
+    collect(compiled_collect, [events, events])
+    assert calls == ["f0", "f1"]
 
 
 def test_an_unhashable_category_stops_the_block_before_anything_of_it_is_kept() -> None:
