@@ -3013,7 +3013,7 @@ static struct PyModuleDef module = {
 };
 
 /* API: the version of these functions' arguments and meaning that wizard/trace/read/core.py binds (raised with it) */
-#define CORE_API 4
+#define CORE_API 5
 
 PyMODINIT_FUNC PyInit__core(void) {
     PyObject *m = PyModule_Create(&module);
