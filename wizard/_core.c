@@ -1976,6 +1976,8 @@ typedef struct {
     PyObject *contents, *op_refs, *op_ref, *names, *reported, *value, *dims, *dims_fn, *occupancy;
     PyObject *non_finite, *kernel_add, *frame_refs, *frame_ref, *gpu_op, *complete;
     PyObject *runtime, *thread_ids, *thread_keys, *name_ids, *name_list, *categories;
+    PyObject *kernel_table, *shape_ids, *shapes;  /* shape_ids NULL: the table takes launches as columns (add) */
+    Buf k_ts, k_dur, k_corr, k_shape;  /* KernelTable.add's appends, gathered */
     OpRun *runs;  /* both lanes' */
     Py_ssize_t nruns, cap_runs;
     Lane ops, frames;
@@ -2478,6 +2480,8 @@ static int kernel_metrics(JState *s, PyObject *args, PyObject **o, PyObject **oc
 }
 
 /* a kernel: Collector._kernel, KernelTable.add's arguments in the twin's order */
+static int kernel_gather(JState *s, double ts, double dur, PyObject **o, PyObject *shape);
+
 static int handle_kernel(JState *s, PyObject *ev) {
     PyObject *o[K_COUNT] = {NULL};
     PyObject *occupancy_key = Py_None;
@@ -2522,9 +2526,8 @@ static int handle_kernel(JState *s, PyObject *ev) {
                               o[K_REGI], o[K_SMEMI], o[K_BPS], o[K_WPS], o[K_OCCV], occupancy_key, o[K_FIXED],
                               o[K_PROF]);
     if (!o[K_SHAPE]) goto done;
-    PyObject *r = PyObject_CallFunctionObjArgs(s->kernel_add, o[K_TSF], o[K_DURF], o[K_CORRI], o[K_SHAPE], NULL);
-    if (!r) goto done;
-    Py_DECREF(r);
+    if (kernel_gather(s, ts, dur, o, o[K_SHAPE]) < 0) goto done;
+    PyObject *r;
     int numbers = 1;
     PyObject *values[3] = {o[K_BPS], o[K_WPS], o[K_OCCV]};
     for (int k = 0; k < 3 && numbers == 1; k++) numbers = is_number_spelling(values[k]);
@@ -2538,6 +2541,50 @@ static int handle_kernel(JState *s, PyObject *ev) {
 done:
     for (int k = 0; k < K_COUNT; k++) Py_XDECREF(o[k]);
     return status;
+}
+
+/* the kernel table's four arrays handed what was gathered, in order; 0 or -1 */
+static int kernel_flush(JState *s) {
+    const char *names[4] = {"_ts", "_dur", "_corr", "_shape"};
+    Buf *bufs[4] = {&s->k_ts, &s->k_dur, &s->k_corr, &s->k_shape};
+    int failed = 0;
+    for (int j = 0; j < 4; j++) {
+        PyObject *array = bufs[j]->len ? PyObject_GetAttrString(s->kernel_table, names[j]) : NULL;
+        failed |= bufs[j]->len && (!array || buf_flush(bufs[j], array) < 0);
+        Py_XDECREF(array);
+    }
+    return failed ? -1 : 0;
+}
+
+/* KernelTable.add(ts, dur, correlation, shape), gathered: start, duration and the correlation appended first (the
+ * twin's order: an unhashable shape raises after them), then the shape's id, registered where new. A table that
+ * takes launches as columns, or a correlation that is no plain int, goes to add itself, after what was gathered */
+static int kernel_gather(JState *s, double ts, double dur, PyObject **o, PyObject *shape) {
+    PyObject *corr = o[K_CORRI];
+    if (!s->shape_ids || (corr != Py_None && !PyLong_CheckExact(corr))) {
+        if (s->shape_ids && kernel_flush(s) < 0) return -1;
+        PyObject *r = PyObject_CallFunctionObjArgs(s->kernel_add, o[K_TSF], o[K_DURF], corr, shape, NULL);
+        Py_XDECREF(r);
+        return r ? 0 : -1;
+    }
+    long long stored = stored_correlation(corr);  /* -2**63 < corr < 2**63, else NO_CORRELATION (-2**63) */
+    if (buf_double(&s->k_ts, ts) < 0 || buf_double(&s->k_dur, dur) < 0 || buf_int64(&s->k_corr, stored) < 0) return -1;
+    int missing;
+    long id = dict_long(s->shape_ids, shape, &missing);
+    if (id == -2) return -1;
+    if (missing) {
+        Py_ssize_t n = PyList_Size(s->shapes);
+        PyObject *index = n < 0 ? NULL : PyLong_FromSsize_t(n);
+        int failed = !index || PyDict_SetItem(s->shape_ids, shape, index) < 0 || PyList_Append(s->shapes, shape) < 0;
+        Py_XDECREF(index);
+        if (failed) return -1;
+        id = (long)n;
+    }
+    if (id > INT_MAX || id < INT_MIN) {
+        PyErr_SetString(PyExc_OverflowError, "signed integer is greater than maximum");
+        return -1;
+    }
+    return buf_int(&s->k_shape, (int)id);
 }
 
 /* the collector's tables and helpers, looked up once a call; 0, or -1 with the error raised */
@@ -2556,6 +2603,12 @@ static int state_open(JState *s, PyObject *collector) {
     s->name_list = hold(s, get(s->runtime, "_name_list"));
     PyObject *last_end = hold(s, get(s->runtime, "last_end"));
     s->kernel_add = hold(s, get(kernels, "add"));
+    s->kernel_table = kernels;
+    PyObject *launch = hold(s, get(kernels, "_launch"));
+    if (launch == Py_None) {  /* launches as combinations (every reader but nsys's): gathered here */
+        s->shape_ids = hold(s, get(kernels, "_shape_ids"));
+        s->shapes = hold(s, get(kernels, "_shapes"));
+    }
     s->op_refs = hold(s, get(collector, "_op_refs"));
     s->op_ref = hold(s, get(collector, "_op_ref"));
     s->names = hold(s, get(collector, "_names"));
@@ -2582,7 +2635,8 @@ static int state_open(JState *s, PyObject *collector) {
             PyErr_SetString(PyExc_TypeError, "collect_events: a collector's table is not the twin's");
             return -1;
         }
-    if (!PyList_Check(s->thread_keys) || !PyList_Check(s->name_list)) {
+    if ((s->shape_ids && (!PyDict_CheckExact(s->shape_ids) || !PyList_CheckExact(s->shapes))) ||
+        !PyList_Check(s->thread_keys) || !PyList_Check(s->name_list)) {
         PyErr_SetString(PyExc_TypeError, "collect_events: a collector's table is not the twin's");
         return -1;
     }
@@ -2592,7 +2646,7 @@ static int state_open(JState *s, PyObject *collector) {
 
 /* the gathered appends handed to the arrays, in order; the counters counted; 0 or -1 */
 static int state_flush(JState *s) {
-    int failed = 0;
+    int failed = s->shape_ids && kernel_flush(s) < 0;
     for (Py_ssize_t k = 0; k < s->nruns; k++) {
         OpRun *run = &s->runs[k];
         Buf *bufs[3] = {&run->starts, &run->ends, &run->refs};
@@ -2633,6 +2687,7 @@ static void state_close(JState *s) {
     }
     PyMem_Free(s->runs);
     PyMem_Free(s->rt_corr.p), PyMem_Free(s->rt_threads.p), PyMem_Free(s->rt_starts.p), PyMem_Free(s->rt_names.p);
+    PyMem_Free(s->k_ts.p), PyMem_Free(s->k_dur.p), PyMem_Free(s->k_corr.p), PyMem_Free(s->k_shape.p);
     Py_XDECREF(s->ops.pid), Py_XDECREF(s->ops.tid), Py_XDECREF(s->frames.pid), Py_XDECREF(s->frames.tid);
     Py_XDECREF(s->rt_pid), Py_XDECREF(s->rt_tid);
     for (int k = 0; k < s->nheld; k++) Py_DECREF(s->held[k]);

@@ -28,6 +28,7 @@ from wizard.testing.traces import KernelSpec, TraceBuilder, demo_launches
 from wizard.trace.read import collector as collector_module
 from wizard.trace.read.collector import MAX_NAME, Collector, TraceContents, pure_collect_events
 from wizard.trace.read.events import BARE_MARK, EVENTS_DECODER, Event, EventArgs, decode_block, event_from_dict
+from wizard.trace.read.records import NO_CORRELATION
 
 pytest.importorskip("wizard._core", reason="the compiled core is not built here (no C compiler)")
 # what collector.py binds at import, unless WARPWIZARD_PURE=1 (then the twin is compared with the core all the same)
@@ -41,8 +42,10 @@ def snapshot(contents: TraceContents, collector: Collector) -> str:
     """Everything the read keeps, as text that tells 1 from 1.0 and True, nan from None, -0.0 from 0.0, and
     dictionaries' order (ids are handed out in it)."""
     runtime, timeline = contents.runtime, contents.timeline
+    table = contents.kernels
     kept: dict[str, Any] = {
-        "kernels": list(contents.kernels),
+        "kernels": list(table),
+        "kernel_arrays": (table._ts, table._dur, table._corr, table._shape, table._shapes, table._shape_ids),
         "runtime": (runtime.correlations, runtime.threads, runtime.starts, runtime.names, runtime.last_end,
                     runtime._thread_keys, runtime._thread_ids, runtime._name_list, runtime._name_ids),
         "ops": _intervals(contents.ops),
@@ -333,6 +336,56 @@ def test_python_frames_and_ops_of_one_thread_gather_apart_the_same(monkeypatch: 
     monkeypatch.setattr(Collector, "_python", lambda self, ev: pytest.fail("the core called the twin's _python"))
     collect(compiled_collect, [events, events])
     assert calls == ["f0", "f1"]
+
+
+class _Id(int):
+    """A correlation id of an int subclass: the core hands such a launch to KernelTable.add itself."""
+
+
+def _kernel(i: int, **given: Any) -> Event:
+    args = EventArgs(correlation=given.pop("corr", i), grid=[i % 3 + 1, 1, 1], block=[128, 1, 1])
+    return Event(cat="kernel", name=f"k{i % 4}", pid=given.pop("pid", 0), tid=7, ts=float(i), dur=1.0, args=args)
+
+
+def test_kernel_launches_gathered_the_same_around_the_ones_add_takes_itself() -> None:
+    """Launches are gathered in C and handed to the table's arrays at the block's end; a launch the core does not
+    gather (a correlation of an int subclass, past int64, none) keeps its place among them."""
+    odd: list[Any] = [_Id(5), 2**63, -(2**63), None, -(2**63) + 1, True]
+    events = [_kernel(i, corr=odd[i // 7] if i % 7 == 3 and i // 7 < len(odd) else i) for i in range(60)]
+    kept = assert_same([events[:25], events[25:]])
+    assert list(kept.kernels._corr)[3::7][:6] == [5, NO_CORRELATION, NO_CORRELATION, NO_CORRELATION, -(2**63) + 1,
+                                                  NO_CORRELATION]  # fmt: skip
+    assert len(kept.kernels._shapes) == 12  # four names by three grids, made here
+
+
+def test_a_table_of_launch_columns_takes_json_launches_through_add_the_same() -> None:
+    """A kernel table that took launches as columns (an nsys export's) adds the next ones through add itself."""
+    results = []
+    for function in (compiled_collect, pure_collect_events):
+        contents = TraceContents(path="")
+        contents.kernels._to_columns()
+        collector = Collector(contents)
+        saved = collector_module.collect_events
+        collector_module.collect_events = function
+        try:
+            collector.add([_kernel(i) for i in range(10)])
+        finally:
+            collector_module.collect_events = saved
+        results.append(snapshot(contents, collector))
+    assert results[0] == results[1]
+
+
+def test_an_unhashable_launch_stops_the_block_with_its_times_appended_the_same() -> None:
+    """The twin appends a launch's start, duration and correlation before it looks its shape up: a shape that
+    cannot be hashed (a list as a pid, from a reader that builds Events) leaves them in the arrays on both paths."""
+    events = [_kernel(0), _kernel(1), _kernel(2, pid=[1]), _kernel(3)]
+    arrays = []
+    for function in (compiled_collect, pure_collect_events):
+        contents, _, error = collect(function, [events])
+        assert repr(error) == repr(TypeError("unhashable type: 'list'"))
+        table = contents.kernels
+        arrays.append((list(table._ts), list(table._dur), list(table._corr), list(table._shape)))
+    assert arrays[0] == arrays[1] == ([0.0, 1.0, 2.0], [1.0] * 3, [0, 1, 2], [0, 1])
 
 
 def test_an_unhashable_category_stops_the_block_before_anything_of_it_is_kept() -> None:
