@@ -3034,6 +3034,134 @@ static PyObject *core_quote_counts(PyObject *self, PyObject *const *args, Py_ssi
     return Py_BuildValue("nn", quotes, backslashes);
 }
 
+/* The summary table's two sweeps over a thread's op spans (key_averages._parents and _innermost, whose Python loops
+ * are their twins): spans sorted by (start, -end), a stack of the open ones on a root that is never popped (its end a
+ * NaN, which compares false both ways). The stack lives in two bytearrays the caller keeps between calls (int64
+ * indices, double ends), so a thread is swept a chunk at a time and nothing of it is copied whole. */
+
+/* the stack's bytearrays, checked and grown to hold `more` pushes: 0, or -1 with the error raised */
+static int sweep_stack(PyObject *stack, PyObject *tops, Py_ssize_t more, Py_ssize_t *depth) {
+    if (!PyByteArray_Check(stack) || !PyByteArray_Check(tops)) {
+        PyErr_SetString(PyExc_TypeError, "a sweep's stack and tops are bytearrays");
+        return -1;
+    }
+    Py_ssize_t k = PyByteArray_Size(stack) / 8;
+    if (k < 1 || PyByteArray_Size(stack) != 8 * k || PyByteArray_Size(tops) != 8 * k) {
+        PyErr_SetString(PyExc_ValueError, "a sweep's stack and tops hold the same count of 8-byte items, the root first");
+        return -1;
+    }
+    if (more > PY_SSIZE_T_MAX / 8 - k) return (void)PyErr_NoMemory(), -1;
+    if (PyByteArray_Resize(stack, 8 * (k + more)) < 0 || PyByteArray_Resize(tops, 8 * (k + more)) < 0) return -1;
+    *depth = k;
+    return 0;
+}
+
+/* the bytearrays cut back to the depth the sweep left */
+static int sweep_done(PyObject *stack, PyObject *tops, Py_ssize_t k) {
+    return PyByteArray_Resize(stack, 8 * k) < 0 || PyByteArray_Resize(tops, 8 * k) < 0 ? -1 : 0;
+}
+
+/* bytes holding whole 8-byte items: their count, or -1 with the error raised */
+static Py_ssize_t items8(PyObject *b, const char *what) {
+    if (!PyBytes_Check(b) || PyBytes_Size(b) % 8) {
+        PyErr_Format(PyExc_TypeError, "%s: bytes of 8-byte items", what);
+        return -1;
+    }
+    return PyBytes_Size(b) / 8;
+}
+
+/* the open spans that neither hold start nor end by end popped (the root never: k stays at least 1) */
+static Py_ssize_t sweep_pop(const double *tops, Py_ssize_t k, double start, double end) {
+    while (k > 1 && (start >= tops[k - 1] || end > tops[k - 1])) k--;
+    return k;
+}
+
+/* parents(starts, ends, first, stack, tops): key_averages.pure_parents a chunk of spans at a time (the first one
+ * the thread's span `first`): each span's parent, int64 bytes */
+static PyObject *core_parents(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "parents(starts, ends, first, stack, tops)");
+        return NULL;
+    }
+    Py_ssize_t n = items8(args[0], "parents' starts"), k;
+    if (n < 0 || items8(args[1], "parents' ends") != n) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "parents: as many ends as starts");
+        return NULL;
+    }
+    long long first = PyLong_AsLongLong(args[2]);
+    if (first == -1 && PyErr_Occurred()) return NULL;
+    if (sweep_stack(args[3], args[4], n, &k) < 0) return NULL;
+    PyObject *out = PyBytes_FromStringAndSize(NULL, 8 * n);
+    if (!out) return sweep_done(args[3], args[4], k), NULL;  /* the stack as it was */
+    const double *starts = (const double *)PyBytes_AsString(args[0]), *ends = (const double *)PyBytes_AsString(args[1]);
+    long long *parent = (long long *)PyBytes_AsString(out), *stack = (long long *)PyByteArray_AsString(args[3]);
+    double *tops = (double *)PyByteArray_AsString(args[4]);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        k = sweep_pop(tops, k, starts[i], ends[i]);
+        parent[i] = stack[k - 1];
+        stack[k] = first + i, tops[k] = ends[i], k++;
+    }
+    if (sweep_done(args[3], args[4], k) < 0) Py_CLEAR(out);
+    return out;
+}
+
+/* innermost(starts, ends, base, times, lasts, stack, tops, pushed): key_averages.pure_innermost's loop for times in
+ * order (each with `last`, the latest span starting at or before it), the spans from `base` on at hand: (the times
+ * answered, the spans pushed after them, each answered time's innermost span as int64 bytes). It stops early where
+ * a time needs a span past those at hand: the caller hands the next ones (base = pushed) and the times left. */
+static PyObject *core_innermost(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 8) {
+        PyErr_SetString(PyExc_TypeError, "innermost(starts, ends, base, times, lasts, stack, tops, pushed)");
+        return NULL;
+    }
+    Py_ssize_t spans = items8(args[0], "innermost's starts"), times = spans < 0 ? -1 : items8(args[3], "innermost's times");
+    if (spans < 0 || times < 0 || items8(args[1], "innermost's ends") != spans || items8(args[4], "innermost's lasts") != times) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "innermost: as many ends as starts, lasts as times");
+        return NULL;
+    }
+    long long base = PyLong_AsLongLong(args[2]), pushed = base == -1 && PyErr_Occurred() ? -1 : PyLong_AsLongLong(args[7]);
+    if (PyErr_Occurred()) return NULL;
+    if (pushed < base) {
+        PyErr_SetString(PyExc_ValueError, "innermost: the spans at hand start at or before the next to push");
+        return NULL;
+    }
+    Py_ssize_t k;
+    if (sweep_stack(args[5], args[6], spans, &k) < 0) return NULL;
+    PyObject *out = PyBytes_FromStringAndSize(NULL, 8 * times);
+    if (!out) return sweep_done(args[5], args[6], k), NULL;  /* the stack as it was */
+    const double *starts = (const double *)PyBytes_AsString(args[0]), *ends = (const double *)PyBytes_AsString(args[1]);
+    const double *t = (const double *)PyBytes_AsString(args[3]);
+    const long long *lasts = (const long long *)PyBytes_AsString(args[4]);
+    long long *found = (long long *)PyBytes_AsString(out), *stack = (long long *)PyByteArray_AsString(args[5]);
+    double *tops = (double *)PyByteArray_AsString(args[6]);
+    Py_ssize_t j = 0;
+    for (; j < times; j++) {
+        long long last = lasts[j];
+        while (pushed <= last && pushed - base < spans) {
+            Py_ssize_t at = (Py_ssize_t)(pushed - base);
+            k = sweep_pop(tops, k, starts[at], ends[at]);
+            stack[k] = pushed, tops[k] = ends[at], k++;
+            pushed++;
+        }
+        if (pushed <= last) break;  /* spans past those at hand: the caller's next call */
+        while (k > 1 && tops[k - 1] <= t[j]) k--;
+        found[j] = last >= 0 ? stack[k - 1] : -1;
+    }
+    if (sweep_done(args[5], args[6], k) < 0) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    if (j < times) {  /* the answered ones only */
+        PyObject *part = PyBytes_FromStringAndSize((const char *)found, 8 * j);
+        Py_DECREF(out);
+        out = part;
+    }
+    PyObject *items[3] = {PyLong_FromSsize_t(j), PyLong_FromLongLong(pushed), out};
+    return tuple_of(items, 3);
+}
+
 static PyMethodDef methods[] = {
     {"fields", (PyCFunction)(void (*)(void))core_fields, METH_FASTCALL, "protobuf.fields, compiled"},
     {"varint", (PyCFunction)(void (*)(void))core_varint, METH_FASTCALL, "protobuf.varint, compiled"},
@@ -3059,6 +3187,9 @@ static PyMethodDef methods[] = {
      "sqlite_columns.pure_int64_array, compiled"},
     {"quote_counts", (PyCFunction)(void (*)(void))core_quote_counts, METH_FASTCALL,
      "scan.pure_quote_counts, compiled"},
+    {"parents", (PyCFunction)(void (*)(void))core_parents, METH_FASTCALL, "key_averages.pure_parents, compiled"},
+    {"innermost", (PyCFunction)(void (*)(void))core_innermost, METH_FASTCALL,
+     "key_averages.pure_innermost's sweep, compiled"},
     {NULL, NULL, 0, NULL},
 };
 

@@ -22,7 +22,8 @@ from __future__ import annotations
 import math
 from array import array
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 import msgspec
@@ -41,6 +42,7 @@ from wizard.trace.health.spec import (
 )
 from wizard.trace.health.tables import distinct, searched  # not np.unique, which imports numpy.ma
 from wizard.trace.read.collector import TraceContents
+from wizard.trace.read.core import compiled
 from wizard.trace.read.records import NO_CORRELATION
 from wizard.untrusted import cut
 
@@ -280,10 +282,11 @@ def _thread_tree(start: Floats, end: Floats, names: Ints, queries: Floats, more:
     return _Thread(start, end, names, _parents(start, end))
 
 
-def _parents(start: Floats, end: Floats) -> array[int]:
+def pure_parents(start: Floats, end: Floats) -> array[int]:
     """Each span's parent (-1 for none), the spans in (start, -end) order: one pass with a stack of the open
     spans, their starts and ends made Python floats ``_SWEEP`` at a time (whole-thread lists were ~64 bytes a
-    span at the summary table's peak), the parents as 64-bit integers (a list of Python ints was 36 bytes each)."""
+    span at the summary table's peak), the parents as 64-bit integers (a list of Python ints was 36 bytes each).
+    The twin of the compiled core's ``parents`` (``compiled_parents``), where the core is not built."""
     parent = array("q")
     # the open spans and their ends, under a root that is never popped: NaN's end compares false both ways, and
     # its index -1 is "no parent" (an empty stack's answer)
@@ -326,7 +329,7 @@ def _holds_chunk(q: Floats, start: Floats, end: Floats) -> npt.NDArray[np.bool_]
     return holds
 
 
-def _innermost(tree: _Thread, times: Floats) -> Ints:
+def pure_innermost(tree: _Thread, times: Floats) -> Ints:
     """For each time, the innermost span holding it (start <= t < end, as PyTorch's tree has it: a call starting
     where an op ends is not its child), -1 for none: the latest-starting span at or before t, then up its
     parents until one holds t.
@@ -335,7 +338,8 @@ def _innermost(tree: _Thread, times: Floats) -> Ints:
     for 300k nested ops): times in order, spans pushed in order onto the stack ``_thread_tree`` builds, whose entries
     are a span's chain of parents, their ends never decreasing downwards (a parent holds its child whole). The spans
     on top that end by a time hold no later time either, and every later span starts after that time, so they are
-    popped for good; the top is then the answer. O(spans + times log times)."""
+    popped for good; the top is then the answer. O(spans + times log times). The twin of the compiled core's
+    ``innermost`` (``compiled_innermost``), where the core is not built."""
     where = np.searchsorted(tree.start, times, side="right") - 1
     order = np.argsort(times, kind="stable")
     out = np.full(len(times), -1, dtype=np.int64)
@@ -369,6 +373,73 @@ def _innermost(tree: _Thread, times: Floats) -> Ints:
 
 
 _SWEEP = 2048  # times (and spans) _innermost and _parents turn into Python numbers at once
+_CHUNK_BYTES = 1 << 16  # spans and times the compiled sweeps take at once (a copy of each chunk, 8 bytes a value)
+
+
+def _doubles(values: Floats) -> bytes:
+    """Values as the compiled sweeps read them: float64 bytes, in order."""
+    return np.ascontiguousarray(values, dtype=np.float64).tobytes()
+
+
+def _root() -> tuple[bytearray, bytearray]:
+    """A sweep's stack of open spans as the compiled core keeps it: int64 indices and double ends, the root (-1,
+    NaN) first, never popped."""
+    return bytearray(array("q", [-1]).tobytes()), bytearray(array("d", [math.nan]).tobytes())
+
+
+def compiled_parents(core: Any, start: Floats, end: Floats) -> array[int]:
+    """``pure_parents`` by the compiled core, a chunk of spans at a time (the stack kept between chunks)."""
+    parent = array("q")
+    stack, tops = _root()
+    step = _CHUNK_BYTES // 8
+    for lo in range(0, len(start), step):
+        chunk = _doubles(start[lo : lo + step]), _doubles(end[lo : lo + step])
+        parent.frombytes(core.parents(*chunk, lo, stack, tops))
+    return parent
+
+
+def compiled_innermost(core: Any, tree: _Thread, times: Floats) -> Ints:
+    """``pure_innermost`` by the compiled core: the times in order a chunk at a time, the spans handed over a chunk
+    at a time as the sweep reaches them."""
+    where = np.searchsorted(tree.start, times, side="right") - 1
+    order = np.argsort(times, kind="stable")
+    out = np.full(len(times), -1, dtype=np.int64)
+    stack, tops = _root()
+    step = _CHUNK_BYTES // 8
+    base = pushed = 0
+
+    def spans(at: int) -> tuple[bytes, bytes]:
+        return _doubles(tree.start[at : at + step]), _doubles(tree.end[at : at + step])
+
+    starts, ends = spans(base)
+    for first in range(0, len(order), step):
+        chunk = order[first : first + step]
+        t = _doubles(times[chunk])
+        lasts = np.ascontiguousarray(where[chunk], dtype=np.int64).tobytes()
+        found = []
+        while True:
+            answered, pushed, got = core.innermost(starts, ends, base, t, lasts, stack, tops, pushed)
+            found.append(got)
+            if answered * 8 == len(t):
+                break
+            t, lasts = t[answered * 8 :], lasts[answered * 8 :]
+            base = pushed
+            starts, ends = spans(base)
+            if not starts:  # a time's latest span is past the thread's: `where` cannot say so, a hang must not
+                raise ValueError("innermost: a time's span past the thread's spans")
+        out[chunk] = np.frombuffer(b"".join(found), dtype=np.int64)
+    return out
+
+
+def _bind_sweeps() -> tuple[Callable[[Floats, Floats], array[int]], Callable[[_Thread, Floats], Ints]]:
+    """The compiled sweeps where the core is built (and of this API), else their twins."""
+    core = compiled()
+    if core is None:
+        return pure_parents, pure_innermost
+    return partial(compiled_parents, core), partial(compiled_innermost, core)
+
+
+_parents, _innermost = _bind_sweeps()
 
 
 def summary_table(contents: TraceContents) -> SummaryTable:

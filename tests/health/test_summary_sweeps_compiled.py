@@ -1,0 +1,100 @@
+"""The summary table's two sweeps compiled (``wizard/_core.c``: ``parents``, ``innermost``) against their Python
+twins (``key_averages.pure_parents``, ``pure_innermost``), on the same spans and times: random trees with nested,
+crossing, equal, empty and negative spans, NaN and infinite edges and times, chunks of two spans so that every
+resumption between chunks is crossed, and the refusals of what is not a sweep's input. The twins are held to a
+brute force of the definition in test_summary_tree_parents.py."""
+
+from __future__ import annotations
+
+import math
+import random
+from array import array
+from typing import Any
+
+import numpy as np
+import pytest
+
+from wizard.trace.health import key_averages
+from wizard.trace.health.key_averages import (
+    _root,
+    _thread_tree,
+    compiled_innermost,
+    compiled_parents,
+    pure_innermost,
+    pure_parents,
+)
+from wizard.trace.read.core import compiled
+
+core = compiled()
+pytestmark = pytest.mark.skipif(core is None, reason="the compiled core is not built here (or WARPWIZARD_PURE=1)")
+
+EDGES = (math.nan, math.inf, -math.inf)
+
+
+def random_case(rng: random.Random) -> tuple[Any, Any, Any]:
+    n = rng.choice([0, 1, 2, 3, 9, 40, 200])
+    starts = [rng.randrange(40) / 2 for _ in range(n)]
+    ends = [s + rng.choice([0.0, 0.5, 1.0, 3.0, 9.0, 30.0, -1.0]) for s in starts]
+    for values in (starts, ends):
+        for _ in range(rng.choice([0, 0, 1, 3])):
+            if values:
+                values[rng.randrange(len(values))] = rng.choice(EDGES)
+    times = [rng.randrange(-2, 80) / 2 + rng.choice([0.0, 0.25]) for _ in range(rng.choice([0, 1, 5, 60]))]
+    if times and rng.random() < 0.3:
+        times[rng.randrange(len(times))] = rng.choice(EDGES)
+    return np.array(starts, dtype=np.float64), np.array(ends, dtype=np.float64), np.array(times, dtype=np.float64)
+
+
+def same(a: Any, b: Any) -> bool:
+    return list(a) == list(b)
+
+
+@pytest.mark.parametrize("chunk_bytes", [16, 24, 1 << 16])
+@pytest.mark.parametrize("seed", range(6))
+def test_compiled_sweeps_give_the_twins_answers(monkeypatch: pytest.MonkeyPatch, chunk_bytes: int, seed: int) -> None:
+    monkeypatch.setattr(key_averages, "_CHUNK_BYTES", chunk_bytes)  # two or three spans and times at a time
+    rng = random.Random(seed)
+    for _ in range(120):
+        start, end, times = random_case(rng)
+        tree = _thread_tree(start, end, np.arange(len(start)), times)
+        assert same(compiled_parents(core, tree.start, tree.end), pure_parents(tree.start, tree.end))
+        assert same(compiled_innermost(core, tree, times), pure_innermost(tree, times))
+
+
+def test_a_deep_chain_swept_in_chunks_keeps_its_stack_between_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Op k spans [k, 100,000 - k): 20,000 nested, each launching just inside the next one in; chunks of 8 spans."""
+    monkeypatch.setattr(key_averages, "_CHUNK_BYTES", 64)
+    n = 20_000
+    start = np.arange(n, dtype=np.float64)
+    end = 100_000.0 - start
+    times = start + 0.5
+    tree = _thread_tree(start, end, np.arange(n), times)
+    parents = compiled_parents(core, tree.start, tree.end)
+    assert list(parents) == [-1, *range(n - 1)]  # the second computation: each op's parent is the one before
+    assert compiled_innermost(core, tree, times).tolist() == list(range(n))  # each time's op is the one it is in
+    assert same(parents, pure_parents(tree.start, tree.end))
+
+
+def test_the_sweeps_refuse_what_is_not_theirs_in_one_line() -> None:
+    assert core is not None
+    stack, tops = _root()
+    doubles = array("d", [1.0, 2.0]).tobytes()
+    cases: list[tuple[tuple[Any, ...], type[Exception], str]] = [
+        ((doubles, doubles[:8], 0, stack, tops), ValueError, "parents: as many ends as starts"),
+        ((doubles[:7], doubles, 0, stack, tops), TypeError, "parents' starts: bytes of 8-byte items"),
+        ((doubles, doubles, 0, b"", tops), TypeError, "a sweep's stack and tops are bytearrays"),
+        ((doubles, doubles, 0, bytearray(), bytearray()), ValueError, "a sweep's stack and tops hold the same"),
+    ]
+    for args, kind, words in cases:
+        with pytest.raises(kind, match=words):
+            core.parents(*args)
+    with pytest.raises(ValueError, match="innermost: the spans at hand start at or before the next to push"):
+        core.innermost(doubles, doubles, 5, doubles, array("q", [0, 1]).tobytes(), stack, tops, 0)
+    with pytest.raises(ValueError, match="innermost: as many ends as starts, lasts as times"):
+        core.innermost(doubles, doubles, 0, doubles, array("q", [0]).tobytes(), stack, tops, 0)
+    assert (bytes(stack), bytes(tops)) == tuple(bytes(b) for b in _root())  # a refused call left them as they were
+
+
+def test_summary_table_binds_the_compiled_sweeps_where_the_core_is_built() -> None:
+    assert key_averages._parents.func is compiled_parents  # type: ignore[attr-defined]
+    assert key_averages._innermost.func is compiled_innermost  # type: ignore[attr-defined]
