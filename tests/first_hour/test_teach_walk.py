@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, TRACES, needs_shared
 from tests.helpers import joined, lines_of, screen_of, spawn
 from wizard.examples import list_examples
 from wizard.playbook.glossary import TERMS, Glossary, uses
@@ -139,3 +140,17 @@ def test_teach_walk_of_every_example_from_the_triage(example: str, columns: int,
     assert [r for r in reasons if CONDITION.search(r)] == []  # was "(because facts.inspect.health_next)"
     assert not any("…" in line for line in lines)  # nothing cut (a rule cut the playbook's title: "nan…")
     assert all(len(line) <= columns for line in lines)
+
+
+@needs_shared
+def test_teach_says_a_pass_over_the_profilers_harmless_values_rules_the_cause_out(tmp_path: Path, run_cli: Any) -> None:
+    """A newcomer's walk: on the H100 trace the probe PASSes listing "9 kernel launches with a wrong value that is the
+    profiler's and harmless" (mechanism E), and --teach went on "the check ran and found nothing wrong", which the
+    line above it contradicts. What it means now covers the values it lists."""
+    answers = tmp_path / "answers.yaml"
+    answers.write_text(f"have: trace\ntrace_path: {TRACES / 'h100-bert-small.json.gz'}\n")
+    result = run_cli("run", "triage", "--teach", "--answers", str(answers), "--defaults")
+    said = " ".join(result.stdout.split())
+    passed = said.index("trace.inspect PASS 9 kernel launches with a wrong value that is the profiler's and harmless")
+    meaning = said.index("What this means: the check ran and found nothing you need to act on", passed)
+    assert "found nothing wrong" not in said and meaning > passed

@@ -508,3 +508,20 @@ def test_two_gpus_busy_at_once_are_busy_twice(tmp_path: Path) -> None:
     path = b.write(tmp_path / "t.json")
     found = inspect(path)["summary-table"]
     assert (found["table_self_us"], found["busy_us"], found["status"]) == (210.0, 210.0, "ok")
+
+
+@pytest.mark.skipif(not (TRACES / "b200-eager.json.gz").exists(), reason="needs ../shared/traces")
+def test_the_reports_mark_the_rows_the_check_holds_against_the_table_and_no_others() -> None:
+    """A newcomer's walk: the HTML report said "(ok): 1 row misleads by more than the check's margin" on b200-eager,
+    whose check says ok. The row was a GPU annotation (84 ms shown as Self CUDA), which the check leaves out of the
+    total and says beside it; the reports marked it by a rule of their own. They now mark by the check's."""
+    from wizard.report.view import summary_table_views
+
+    inspection = wizard.inspect_traces(TRACES / "b200-eager.json.gz")
+    (view,) = summary_table_views(inspection)
+    check = next(c for c in inspection.reports[0].health_result.checks if c.check == "summary-table")
+    assert view.status == check.status == "ok"
+    marked = [(name, kind) for name, kind, *_, off in view.rows if off]
+    assert marked == [] and check.details["inflated_ops"] == 0
+    annotations = [row for row in view.rows if row[1] == "GPU annotation"]
+    assert annotations and float(annotations[0][3].replace(",", "")) > 80_000  # the 84 ms row, shown, not marked

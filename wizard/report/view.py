@@ -211,8 +211,9 @@ def _us(value: Any) -> str:
 
 
 def summary_table_views(inspection: Inspection) -> list[SummaryTableView]:
-    """Each trace whose summary-table check could run: its sums and rows, the ones that mislead marked."""
-    from wizard.trace.health.key_averages import off_by_margin
+    """Each trace whose summary-table check could run: its sums and rows, the ones the check holds against the
+    table marked (its own rule: a row marked under a check that says ok was a report contradicting itself)."""
+    from wizard.trace.health.key_averages import misleads
 
     out = []
     for report in inspection.reports:
@@ -235,7 +236,7 @@ def summary_table_views(inspection: Inspection) -> list[SummaryTableView]:
                 _us(r["true_self_us"]),
                 _us(r["reported_total_us"]),
                 _us(r["true_total_us"]),
-                r["kind"] == "overhead" or off_by_margin(r["reported_total_us"], r["true_total_us"]),
+                misleads(r["kind"], r["reported_self_us"], r["reported_total_us"], r["true_total_us"]),
             )
             for r in d.get("rows", [])
         ]

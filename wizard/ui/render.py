@@ -34,7 +34,10 @@ METRIC_LABELS = {"blocks per SM": "blocks/SM", "warps per SM": "warps/SM", "est.
 
 # --teach: what a probe's result means, in one plain sentence, after it is shown.
 RESULT_MEANS = {
-    "pass": "What this means: the check ran and found nothing wrong, so this cause is ruled out.",
+    "pass": (
+        "What this means: the check ran and found nothing you need to act on (a value it lists is the profiler's "
+        "own, harmless), so this cause is ruled out."
+    ),
     "fail": "What this means: the check found the problem it looks for; the lines above are the evidence.",
     "warn": "What this means: the check found something worth a look, not enough on its own to decide.",
     "skip": "What this means: the check could not run here (the line says why); it rules nothing in or out.",
