@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import EXAMPLES, HAVE_TORCH, REPO, ScriptedRunner, budget, needs_torch, strict_json
+from tests.conftest import EXAMPLES, HAVE_TORCH, REPO, RunCli, ScriptedRunner, budget, needs_torch, strict_json
 from wizard.environment import Environment, Workload
 from wizard.probes.base import Status
 from wizard.probes.command import CommandProbe
@@ -184,6 +184,23 @@ def test_env_probe_for_real(tmp_path: Path) -> None:
 def test_env_probe_without_torch(tmp_path: Path) -> None:
     result = EnvProbe().run(env_for(tmp_path, python="/usr/bin/false"), {})
     assert result.facts["torch_version"].startswith("could not collect")
+    # a newcomer's walk: "torch could not collect: ... (CUDA none: CPU build), cuda available: False" said a build
+    # and a CUDA version of a torch that was never found
+    (line,) = [line for line in result.evidence if line.startswith("torch ")]
+    assert line.startswith("torch could not collect") and line.endswith("(asked /usr/bin/false)")
+    assert "CPU build" not in line and "cuda available" not in line
+
+
+def test_env_says_warpwizard_s_own_version_and_python_first(run_cli: RunCli) -> None:
+    """A newcomer's walk: `warpwizard env` named torch's version and the GPUs but not its own or Python's."""
+    import platform
+
+    import wizard
+
+    result = run_cli("env", "--python", "/usr/bin/false")
+    first = result.stdout.splitlines()[0]
+    assert result.status == 0
+    assert first == f"warpwizard {wizard.__version__} on Python {platform.python_version()} ({sys.executable})"
 
 
 # ---- recorded CUDA and tool outputs -------------------------------------------------------------

@@ -92,6 +92,16 @@ def collect_nvml(env: Environment) -> dict[str, Any]:
     return out
 
 
+def _torch_line(facts: Mapping[str, Any], python: Any) -> str:
+    """What torch said of itself in the interpreter asked; where it could not say, only that and why (a CUDA
+    version and "CPU build" there were made up: a newcomer without torch read "CUDA none: CPU build")."""
+    version = str(facts["torch_version"])
+    if version.startswith("could not collect"):
+        return f"torch {version} (asked {python or 'this interpreter'})"
+    cuda = facts["cuda_version"] or "none: CPU build"
+    return f"torch {version} (CUDA {cuda}), cuda available: {facts['cuda_available']}"
+
+
 def _nvml_line(status: str, driver: object) -> str:
     """NVML's state and the driver version; when NVML could not start, the driver version is that same error,
     said once (it was printed twice: "NVML: could not collect: X; driver could not collect: X")."""
@@ -180,8 +190,7 @@ class EnvProbe:
         profilers += [tool for tool in PROFILER_TOOLS if env.system.which(tool)]
         facts["profilers"] = profilers
         evidence = [
-            f"torch {facts['torch_version']} (CUDA {facts['cuda_version'] or 'none: CPU build'}), "
-            f"cuda available: {facts['cuda_available']}",
+            _torch_line(facts, python),
             _nvml_line(facts["nvml"], facts["driver_version"]),
             f"GPUs: {', '.join(facts['gpu_names']) or 'none'}",
             f"profilers: {', '.join(profilers) or 'none'}",

@@ -26,6 +26,17 @@ def run(ctx: Context) -> ExitStatus:
 
         ctx.write(dumps(result.facts) + "\n")
     else:
+        ctx.say(_own_line())
         for line in result.evidence:
             ctx.say(line)
     return ExitStatus.OK
+
+
+def _own_line() -> str:
+    """warpwizard's own version and interpreter first: what a bug report asks for before the GPU's."""
+    import platform
+    import sys
+
+    from wizard import __version__
+
+    return f"warpwizard {__version__} on Python {platform.python_version()} ({sys.executable})"
