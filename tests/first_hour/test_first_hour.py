@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import EXAMPLES, REPO, RunCli, needs_torch, run_inprocess, strict_json
+from tests.conftest import EXAMPLES, REPO, RunCli, cli_env, needs_torch, run_inprocess, strict_json
 
 FLAGSHIP = REPO / "playbooks" / "negative-warps-per-sm.yaml"
 
@@ -137,7 +137,6 @@ def test_compare_of_two_reports_that_both_skipped_says_why_it_cannot(run_cli: Ru
 
 
 def _at_80(run_cli: RunCli, tmp_path: Path, *args: str) -> str:
-    from tests.conftest import cli_env
 
     result = run_cli(*args, env=cli_env(COLUMNS="80", WARPWIZARD_REPORT_DIR=str(tmp_path / "report")))
     assert all(len(line) <= 80 for line in result.stdout.splitlines()), result.stdout
@@ -151,9 +150,18 @@ def test_list_and_probes_at_80_columns_never_cut_a_name(run_cli: RunCli, tmp_pat
     assert "│ negative-warps-per-sm │" in listed and "│ torch-sees-no-gpu     │" in listed
     probes = _at_80(run_cli, tmp_path, "probes")
     cells = {cell.strip() for line in probes.splitlines() for cell in line.split("│")}
+    # the description's words whole: with the facts beside it, 80 columns left it 9 wide ("blocks/wa rps",
+    # "impossibl e"); the facts are one command away, and said whole there
+    described = " ".join(line.split("│")[2].strip() for line in probes.splitlines() if line.count("│") == 4)
+    assert "each probe's facts: warpwizard probes NAME" in probes
     for info in catalog().values():
         assert info.name in cells
-        assert {f.name for f in info.facts} <= cells, info.name  # each fact whole, none cut with "…"
+        assert " ".join(info.summary.split()) in " ".join(described.split()), info.name
+        one = run_cli("probes", info.name).stdout  # a line each, as long as it is (the terminal wraps it)
+        assert all(f"  {f.name}" in one for f in info.facts), info.name  # each fact whole, none cut with "…"
+    wide = run_cli("probes", env=cli_env(COLUMNS="200", WARPWIZARD_REPORT_DIR=str(tmp_path / "report"))).stdout
+    wide_cells = {cell.strip() for line in wide.splitlines() for cell in line.split("│")}
+    assert all({f.name for f in info.facts} <= wide_cells for info in catalog().values())
 
 
 def test_the_findings_table_at_80_columns_gives_a_metric_one_line(run_cli: RunCli, tmp_path: Path) -> None:

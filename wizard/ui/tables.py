@@ -34,23 +34,36 @@ def playbooks_table(rows: Iterable[tuple[str, str | None, str, str, str, str | N
     return table
 
 
-def probes_table(probes: Mapping[str, ProbeInfo]) -> Table:
-    table = Table(title="registered probes", show_lines=True)
+# The narrowest "what it does" column that wraps at spaces without splitting a word of the probes' summaries.
+WHAT_MIN = 28
+
+
+def probes_table(probes: Mapping[str, ProbeInfo], width: int | None = None) -> Table:
+    """Every probe: its name, what it does and its parameters, its facts, where it comes from. Where ``width``
+    cannot hold the facts whole beside a readable description (80 columns left the description 9 wide, its words
+    split: "blocks/wa rps"), the facts are left to ``warpwizard probes NAME`` and the caption says so."""
+    longest_fact = _longest(f.name for info in probes.values() for f in info.facts)
+    fixed = _longest(probes) + len("builtin") + 13  # the probe and from columns, the borders and padding
+    with_facts = width is None or width >= fixed + WHAT_MIN + longest_fact + 3
+    caption = None if with_facts else "each probe's facts: warpwizard probes NAME (or a wider terminal)"
+    table = Table(title="registered probes", show_lines=True, caption=caption)
     # Probe and fact names are what playbooks type: whole, one fact a line (a comma-joined list was
     # cut to "non_finite_value…" at 80 columns); the description wraps at spaces.
     table.add_column("probe", no_wrap=True, min_width=_longest(probes))
-    table.add_column("what it does, parameters", overflow="fold")  # fold: only a name longer than the column
-    longest_fact = _longest(f.name for info in probes.values() for f in info.facts)
-    table.add_column("facts", no_wrap=True, min_width=longest_fact)
+    table.add_column("what it does, parameters", overflow="fold", min_width=WHAT_MIN)  # fold: a name past it
+    if with_facts:
+        table.add_column("facts", no_wrap=True, min_width=longest_fact)
     table.add_column("from", no_wrap=True)
     for info in probes.values():
         params = "".join(
             f"\n• {p.name}: {p.type}{' (required)' if p.required else ''}{' (names a program)' if p.runs else ''}"
             for p in info.params
         )
-        facts = "\n".join(f.name for f in info.facts)
         what = info.summary + (f"\nruns: {info.runs_programs}" if info.runs_programs else "")
-        table.add_row(Text(info.name), Text(what + ("\n" + params if params else "")), Text(facts), Text(info.origin))
+        cells = [Text(info.name), Text(what + ("\n" + params if params else ""))]
+        if with_facts:
+            cells.append(Text("\n".join(f.name for f in info.facts)))
+        table.add_row(*cells, Text(info.origin))
     return table
 
 

@@ -40,5 +40,6 @@ def run(ctx: Context) -> ExitStatus:
     else:
         from wizard.ui.tables import probes_table
 
-        ctx.console().print(probes_table(probes))
+        console = ctx.console()
+        console.print(probes_table(probes, console.width))
     return ExitStatus.OK
