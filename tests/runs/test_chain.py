@@ -101,6 +101,10 @@ def test_the_triage_answers_file_lists_the_flagship_questions_too(run_cli: RunCl
         assert len(re.findall(rf"^#? ?{question}:", text, re.MULTILINE)) == 1, question
     explained = run_cli("explain", "triage").stdout
     assert "then continues into the playbook `{{ facts.inspect.health_next }}` names, one of:" in explained
+    # a newcomer's walk: 20 of them said "asked in no step"; each says the playbook and its step that asks it
+    assert "no step" not in text
+    assert re.search(r"#   asked in the negative-warps-per-sm playbook, where the run may continue: its step 2 "
+                     r"\(Check the kernel code\)\n#? ?custom_kernel:", text)  # fmt: skip
 
 
 def test_dry_run_plans_across_the_chain(run_cli: RunCli) -> None:

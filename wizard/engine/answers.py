@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -291,12 +291,28 @@ def template_text(text: object) -> str:
     return visible(" ".join(str(text).split()))
 
 
-def answers_template(playbook: Playbook, programs: frozenset[str] = frozenset()) -> str:
+def continued_steps(first: Playbook, later: Sequence[Playbook]) -> dict[str, str]:
+    """Where each question of a playbook the run may continue into is asked, by its id: that playbook's step (a
+    template listed them as "asked in no step", 20 of the triage's). A question the first playbook has is its."""
+    where: dict[str, str] = {}
+    for pb in later:
+        steps = {step.id: f"step {n} ({step.title})" for n, step in enumerate(pb.steps, 1)}
+        for node_id, node in pb.nodes.items():
+            if node_id not in first.nodes and node_id not in where:
+                step = steps.get(node.step or "")
+                where[node_id] = f"the {pb.id} playbook, where the run may continue" + (f": its {step}" if step else "")
+    return where
+
+
+def answers_template(
+    playbook: Playbook, programs: frozenset[str] = frozenset(), elsewhere: Mapping[str, str] | None = None
+) -> str:
     """A commented answers file to fill in: every question's id, prompt, type and choices, its default
     and the step that asks it. A template asks, it does not answer: every question is commented out (with its
     default, if any, to uncomment), so a question the user did not fill in is asked at the terminal, or takes
     its default only under ``--defaults``; a filled-in default answered the triage's questions silently
-    (issue 44 item 7). ``programs`` (questions whose answer names a program to run) say so."""
+    (issue 44 item 7). ``programs`` (questions whose answer names a program to run) say so; ``elsewhere`` says
+    where a question of a playbook the run may continue into is asked (``continued_steps``)."""
     titles = {step.id: f"step {n} ({step.title})" for n, step in enumerate(playbook.steps, 1)}
     out = [
         f"# warpwizard answers for playbook {template_text(playbook.id)} ({template_text(playbook.title)})",
@@ -307,7 +323,8 @@ def answers_template(playbook: Playbook, programs: frozenset[str] = frozenset())
         "",
     ]
     for q in playbook.questions():
-        out += _template_entry(q, titles.get(q.step or "", "no step"), q.id in programs)
+        where = (elsewhere or {}).get(q.id) or titles.get(q.step or "", "no step")
+        out += _template_entry(q, where, q.id in programs)
     return "\n".join(out)
 
 

@@ -20,7 +20,7 @@ from wizard.engine.answers import (
 )
 from wizard.errors import AnswersError
 from wizard.playbook.model import Playbook
-from wizard.runs.playbooks import chain_of, program_questions, workload_questions
+from wizard.runs.playbooks import chain_of, playbook_loader, program_questions, workload_questions
 
 
 def given_answers(
@@ -83,7 +83,9 @@ def answers_file_template(
 ) -> str:
     """A commented answers file to fill in (``warpwizard answers``): every question of the playbook and of
     the playbooks it may continue into, once each."""
-    from wizard.engine.answers import answers_template
+    from wizard.engine.answers import answers_template, continued_steps
+    from wizard.engine.chain import reachable_playbooks
 
     whole = chain_of(pb, playbook_dirs, environ)
-    return answers_template(whole, frozenset(program_questions(whole)))
+    later = reachable_playbooks(pb, playbook_loader(playbook_dirs, environ))[1:] if pb.continuations() else []
+    return answers_template(whole, frozenset(program_questions(whole)), continued_steps(pb, later))
