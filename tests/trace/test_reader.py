@@ -301,3 +301,23 @@ def test_the_cutter_cuts_only_between_events(events: list[dict[str, object]], la
         n = ends.index(cut) + 1
         assert json.loads(b"[" + buf[: cut + 1] + b"]") == events[:n]
         assert after_separator(buf, cut) == starts[n]
+
+
+def test_a_directory_of_folders_says_its_folders(tmp_path: Path) -> None:
+    """A newcomer gave a folder of pairs, each pair a folder: the error named the suffixes and not the folders, one
+    level down, that hold the traces. Without folders the message is as it was."""
+    from wizard.trace.read.reader import iter_trace_files
+
+    for name in ("before-after", "a\x1b[2Jb", *(f"run{k}" for k in range(5))):
+        (tmp_path / name).mkdir()
+    (tmp_path / "notes.txt").write_text("not a trace")
+    with pytest.raises(InputFileError) as raised:
+        list(iter_trace_files([str(tmp_path)]))
+    said = str(raised.value)
+    assert said.endswith(
+        "; it holds 7 folders (a\\x1b[2Jb, before-after, run0, run1, run2 and 2 more): name one, or its files"
+    )
+    empty = tmp_path / "run0"
+    with pytest.raises(InputFileError) as raised:
+        list(iter_trace_files([str(empty)]))
+    assert str(raised.value).endswith(".perfetto-trace)")

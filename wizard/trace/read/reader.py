@@ -580,6 +580,18 @@ def input_path(name: str) -> Path:
     return Path(name)
 
 
+def _folders(entries: list[Path]) -> str:
+    """The folders a directory without traces holds, said after the error (a newcomer gave a folder of pairs, each
+    pair a folder: one level is read, as tensorboard_trace_handler writes one), named as given, at most five."""
+    folders = [f.name for f in entries if f.is_dir()]
+    if not folders:
+        return ""
+    named = ", ".join(visible(cut(name, 60)) for name in folders[:5])
+    more = f" and {len(folders) - 5} more" if len(folders) > 5 else ""
+    count = "1 folder" if len(folders) == 1 else f"{len(folders)} folders"
+    return f"; it holds {count} ({named}{more}): name one, or its files"
+
+
 def iter_trace_files(paths: list[str]) -> Iterator[Path | UrlPath]:
     """Expand directories (as tensorboard_trace_handler writes them) into their trace files; a URL's directory or
     glob into its objects (remote.py)."""
@@ -594,11 +606,14 @@ def iter_trace_files(paths: list[str]) -> Iterator[Path | UrlPath]:
             raise InputFileError(f"{shown_path(name)}: cannot read ({exc.strerror or exc})") from None
         if is_dir:
             try:
-                found = sorted(f for f in p.iterdir() if f.is_file() and is_trace_name(f.name))
+                entries = sorted(p.iterdir())
+                found = [f for f in entries if f.is_file() and is_trace_name(f.name)]
             except OSError as exc:
                 raise InputFileError(f"{p}: cannot list the directory ({exc.strerror or exc})") from None
             if not found:
-                raise InputFileError(f"{p}: directory holds no trace ({', '.join(trace_suffixes())})")
+                raise InputFileError(
+                    f"{p}: directory holds no trace ({', '.join(trace_suffixes())}){_folders(entries)}"
+                )
             yield from found
         else:
             yield p
