@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.conftest import REPO, RunCli, cli_env, strict_json
+from tests.conftest import REPO, TRACES, RunCli, cli_env, strict_json
 from tests.helpers import LINED_UP, SKEWED, rank_dir
 from wizard.playbook.derived import declared_triage
 from wizard.playbook.loader import load_playbook
@@ -669,6 +669,20 @@ def test_nothing_to_time_concludes_from_the_window(run_cli: RunCli, tmp_path: Pa
     )  # fmt: skip
     assert data["conclusion"]["diagnosis"] == "profiler-overhead-in-window"
     assert "took 10.8% of the trace window" in shown(data)
+    assert "schedule(wait=1, warmup=1, active=3)" in shown(data) and "nsys" not in shown(data)  # torch.profiler's
+
+
+@pytest.mark.skipif(not (TRACES / "nsys-mock.sqlite").exists(), reason="needs ../shared/traces")
+def test_an_nsys_export_s_overhead_is_answered_with_nsys_s_warm_up(run_cli: RunCli, tmp_path: Path) -> None:
+    """A newcomer's walk: the overhead records of an Nsight Systems export were answered with torch.profiler's
+    schedule(wait=1, warmup=1, active=3), which nsys does not read; its warm-up is skipped by where nsys captures."""
+    case = Case("summary-table", lambda _: TRACES / "nsys-mock.sqlite", {"measure": False},
+                "profiler-overhead-in-window", "")  # fmt: skip
+    data = walk(run_cli, case, tmp_path)
+    assert data["conclusion"]["diagnosis"] == "profiler-overhead-in-window"
+    said = shown(data)
+    assert "nsys profile --capture-range=cudaProfilerApi" in said and "--delay SECONDS" in said
+    assert "schedule(" not in said
 
 
 # -- the flagship's conclusions that no example reaches ------------------------------------------------------
