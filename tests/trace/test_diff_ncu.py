@@ -146,3 +146,21 @@ def test_a_hung_reader_is_bounded(tmp_path: Path) -> None:
 
     with pytest.raises(InputFileError, match=r"did not finish in 120 s"):
         read_report(str(tmp_path / "r.ncu-rep"), Hangs())
+
+
+def test_a_missing_reader_names_the_command_that_installs_it_where_warpwizard_came_from(tmp_path: Path) -> None:
+    """Exit 9's promise (the help: "the command that installs it where warpwizard came from"): a newcomer read
+    `pip install ncu-report` for the .ncu-rep reader beside `pip install '../newcomer[html]'` for plotly."""
+    from wizard.errors import MissingDependency
+    from wizard.extras import install_command
+    from wizard.ncu import read_report
+    from wizard.runner import CommandResult
+
+    class NotInstalled:
+        def run(self, argv: list[str], *, timeout: float) -> CommandResult:
+            return CommandResult(argv, 3, "ncu-report is not installed", 0.1, False)
+
+    with pytest.raises(MissingDependency) as raised:
+        read_report(str(tmp_path / "r.ncu-rep"), NotInstalled())
+    assert f"needs NVIDIA's ncu-report package ({install_command('ncu')}; " in str(raised.value)
+    assert "[ncu]" in install_command("ncu")

@@ -154,8 +154,10 @@ def read_report(path: str, runner: Runner | None = None) -> list[NcuKernel]:
         if result.timed_out:
             raise InputFileError(f"{path}: Nsight Compute's report reader did not finish in {READ_SECONDS:g} s")
         if result.returncode == 3:
+            from wizard.extras import install_command
+
             raise MissingDependency(
-                f"{path}: reading an .ncu-rep needs NVIDIA's ncu-report package (pip install ncu-report; "
+                f"{path}: reading an .ncu-rep needs NVIDIA's ncu-report package ({install_command('ncu')}; "
                 "or export the CSV with `ncu --csv --page raw -i REPORT`, which needs nothing)"
             )
         if result.returncode != 0 or not out.is_file():
