@@ -178,3 +178,20 @@ def test_the_readme_s_thirty_seconds_are_the_command_s_output() -> None:
             continue
         assert plain(line) in output[at:], line
         at = output.index(plain(line), at) + 1
+
+
+def test_the_readme_s_command_table_names_every_option_of_trace_inspect_and_trace_fix() -> None:
+    """A newcomer's walk: the README's table left out `trace fix --split-overlaps` and `inspect --verbose`,
+    `--fail-on`, `--checks`. Each option the parser has is in the table's rows for the command."""
+    import argparse
+
+    from wizard.cli.parser import build_parser
+
+    parser = build_parser()
+    rows = [line for line in (REPO / "README.md").read_text().splitlines() if line.startswith("| `warpwizard trace ")]
+    for command in ("inspect", "fix"):
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices["trace"]
+        chosen = next(a for a in sub._actions if isinstance(a, argparse._SubParsersAction)).choices[command]
+        said = " ".join(row for row in rows if row.startswith(f"| `warpwizard trace {command} "))
+        options = [o for a in chosen._actions for o in a.option_strings if o.startswith("--") and o != "--help"]
+        assert options and [o for o in options if o not in said] == [], command
