@@ -110,7 +110,7 @@ def test_eight_files_that_all_say_rank_1_fail(tmp_path: Path, run_cli: RunCli) -
     skew = found["rank-skew"]  # the ranks repeat: no skew to measure
     assert (skew["status"], skew["reason"]) == (
         "not_applicable",
-        "the traces' ranks are unknown or repeated (no distributedInfo.rank and no number in the file name)",
+        "the traces' ranks are unknown or repeated (no distributedInfo.rank and no rank in the file name)",
     )
 
 
