@@ -1,12 +1,13 @@
-"""Several files in one ``trace inspect``: a health line said once for several traces sums their counts and
-names each trace's (one trace's "6 launches" stood for three traces' 197), and a trace whose rank is unknown or
-declared by another trace too is named by its file ("kernels-overlap [rank 0]" was one of two rank-0 traces)."""
+"""Several files in one ``trace inspect``, and its stdout: a health line said once for several traces sums
+their counts and names each trace's (one trace's "6 launches" stood for three traces' 197), and a trace whose rank
+is unknown or declared by another trace too is named by its file ("kernels-overlap [rank 0]" was one of two rank-0
+traces); ``--json --markdown -`` is a usage error, not two documents on stdout."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from tests.conftest import TRACES, RunCli, needs_shared
+from tests.conftest import TRACES, RunCli, needs_shared, strict_json
 from wizard.testing.traces import KernelSpec, TraceBuilder
 
 THREE = ("a100-alexnet.json.gz", "b200-eager.json.gz", "h100-bert-small.json.gz")  # E: 6, 182 and 9 launches
@@ -50,3 +51,20 @@ def test_traces_of_one_rank_are_named_by_file_and_a_rank_of_its_own_by_rank(tmp_
     assert "[rank 0]" not in flat
     assert f"impossible-metrics [{one}]" in flat and f"impossible-metrics [{two}]" in flat
     assert "impossible-metrics [rank 5]" in flat
+
+
+def test_json_and_markdown_both_on_stdout_is_a_usage_error(
+    tmp_path: Path, run_cli: RunCli, run_process: RunCli
+) -> None:
+    """``--json --markdown -`` printed the JSON then the Markdown on stdout, exit 0 (json.load: "Extra data"):
+    stdout is one document, so two are a usage error naming both options; stdout holds the error document."""
+    trace = _ranked(tmp_path / "t.json", 0, "H100")
+    for run in (run_cli, run_process):  # in-process, and the installed console script
+        result = run("trace", "inspect", str(trace), "--json", "--markdown", "-")
+        assert result.returncode == 2
+        assert "--json" in result.stderr and "--markdown -" in result.stderr
+        error = strict_json(result.stdout)
+        assert (error["schema"], error["exit"]) == ("warpwizard.error/1", "usage")
+    # each alone still writes its document
+    assert strict_json(run_cli("trace", "inspect", str(trace), "--json").stdout)["schema"].startswith("warpwizard.")
+    assert run_cli("trace", "inspect", str(trace), "--markdown", "-").stdout.startswith("# warpwizard trace inspection")
