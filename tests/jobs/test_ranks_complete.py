@@ -198,7 +198,7 @@ def test_dlrm_2ranks_is_two_ranks_of_eight() -> None:
     skew = found["rank-skew"]
     assert (skew["status"], skew["median_us"], skew["left_out"]) == ("info", 17.0, {})
     # where only these ranks were profiled on purpose, the documented way out passes the gate
-    assert run_inprocess("trace", "inspect", "--skip-check", "ranks-complete", str(directory)).returncode == 0
+    assert run_inprocess("trace", "inspect", "--skip-checks", "ranks-complete", str(directory)).returncode == 0
 
 
 # -- item 3: a cut rank beside a straggler ----------------------------------------------------------------

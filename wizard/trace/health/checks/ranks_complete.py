@@ -286,7 +286,7 @@ def ranks_complete(traces: Sequence[Trace]) -> HealthCheck:
         "the directory is not one job's ranks, each once: rank-skew and every number across ranks leave out or "
         "mix in ranks (a crashed or unprofiled rank, a trace written twice, another run's trace). Put each rank's "
         "trace of one run in the directory once; where only some ranks were profiled on purpose, "
-        "--skip-check ranks-complete",
+        "--skip-checks ranks-complete",
         details=details,
     )
 
