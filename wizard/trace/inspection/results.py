@@ -58,7 +58,7 @@ class TraceInspection(Struct):
     results: dict[str, object] = field(default_factory=dict)  # pass name -> its result, in the order they ran
     written: dict[str, Any] = field(default_factory=dict)  # the other passes' (not INLINE) as --json writes them
     ends: OpenedEnds | None = None  # the file as its read opened it, its ends hashed: the run's --from fingerprint
-    # what the inspection holding it calls it where "rank N" would be ambiguous (set by Inspection): its file's name
+    # what an inspection of several traces calls it where "rank N" would be ambiguous (name_traces): its file
     named: str | None = None
 
     @classmethod
@@ -245,21 +245,23 @@ class HealthLine(Struct):
         return f"{HEALTH_MARK[self.status]} {self.status:<8} {self.check}{self.label}  {self.summary}"
 
 
+def name_traces(reports: list[TraceInspection]) -> list[TraceInspection]:
+    """Each trace whose rank is unknown or repeated named by its file ("rank 0" of three files that all say rank 0
+    named none of them): by its file name, by its path where two traces' names are the same. The reports, named."""
+    ranks = Counter(r.rank for r in reports)
+    names = Counter(r.path.rsplit("/", 1)[-1] for r in reports)
+    for r in reports:
+        if r.rank is None or ranks[r.rank] > 1:
+            name = r.path.rsplit("/", 1)[-1]
+            r.named = name if names[name] == 1 else r.path
+    return reports
+
+
 class Inspection(Struct):
     """The result over every file asked for (one per rank for a directory)."""
 
     reports: list[TraceInspection]
     job_health: list[HealthCheck] = field(default_factory=list)  # checks over every rank (rank skew)
-
-    def __post_init__(self) -> None:
-        """Each trace whose rank is unknown or repeated is named by its file ("rank 0" of three files that all
-        say rank 0 named none of them): by its file name, by its path where two traces' names are the same."""
-        ranks = Counter(r.rank for r in self.reports)
-        names = Counter(r.path.rsplit("/", 1)[-1] for r in self.reports)
-        for r in self.reports:
-            if r.rank is None or ranks[r.rank] > 1:
-                name = r.path.rsplit("/", 1)[-1]
-                r.named = name if names[name] == 1 else r.path
 
     @property
     def impossible(self) -> bool:
