@@ -469,12 +469,24 @@ def stacks_missing(events: list[Event]) -> dict[str, Any]:
 
 
 def rank_of(top: Any, filename: str) -> int | None:
-    """Contract: "the rank is distributedInfo.rank, else the first number in the file name." """
+    """Contract: "the rank is distributedInfo.rank, else a rank-like file name: a word rank3, rank_3, rank-3,
+    worker3 or r3 in its stem (the name up to its first dot), else a stem that is a number or ends in _ and one, except
+    in a tensorboard_trace_handler name (worker.time.pt.trace.json); never another number (a GPU's model)." """
     info = top.get("distributedInfo") if isinstance(top, dict) else None
     if isinstance(info, dict) and isinstance(info.get("rank"), int) and not isinstance(info["rank"], bool):
         return int(info["rank"])
-    digits = re.search(r"\d+", Path(filename).name)
-    return int(digits.group()) if digits else None
+    name = Path(filename).name
+    handler = re.fullmatch(r"[^.]*\.[0-9]+\..*", name, re.S)
+    stem = name.split(".")[0]
+    words = re.split(r"[^A-Za-z0-9]+", stem)
+    for at, word in enumerate(words):
+        said = re.fullmatch(r"(?i)(?:rank|worker)([0-9]+)|r([0-9]+)", word)
+        if said:
+            return int(said.group(1) or said.group(2))
+        if word.lower() in ("rank", "worker") and at + 1 < len(words) and words[at + 1].isdigit():
+            return int(words[at + 1])
+    tail = re.search(r"(?:^|_)([0-9]+)$", stem)
+    return int(tail.group(1)) if tail and not handler else None
 
 
 def rank_skew(ranked: list[tuple[int, list[Event]]], floor_us: float = RANK_SKEW_FLOOR_US) -> dict[str, Any]:

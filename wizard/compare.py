@@ -36,6 +36,8 @@ class MachineReport:
     work: str | None = None  # fingerprint of what ran (a trace's kernels and shapes, a repro's op and shapes)
     # rank -> NCCL kernel name -> starts: what a trace report carries for the cross-rank check
     collectives: dict[int, dict[str, Sequence[float]]] = field(default_factory=dict)
+    # why a trace report checked no kernel ("not checked (ROCm trace: ...)"): its impossible is then None, not "clean"
+    unchecked: str | None = None
 
     @property
     def key(self) -> str:
@@ -188,6 +190,9 @@ class _Report(msgspec.Struct):
     path: msgspec.Raw = _NOTHING
     devices: msgspec.Raw = _NOTHING
     collectives: msgspec.Raw = _NOTHING
+    kernels: msgspec.Raw = _NOTHING
+    kernels_checked: msgspec.Raw = _NOTHING
+    rocm: msgspec.Raw = _NOTHING
 
 
 class _Device(msgspec.Struct):
@@ -292,6 +297,7 @@ def _from_trace_report(data: _Document, source: str) -> MachineReport:
     )[:MAX_ITEMS]
     found = [key for key, _ in _members(data.mechanisms, MAX_ITEMS * 64)]
     mechanisms = sorted(_mechanisms(m for m in found if m != BY_DESIGN))
+    unchecked = _unchecked(reports)
     return MachineReport(
         source,
         _trace_label(reports, source),
@@ -299,10 +305,31 @@ def _from_trace_report(data: _Document, source: str) -> MachineReport:
         None,
         None,
         mechanisms,
-        _value(data.impossible) is True,
+        None if unchecked else _value(data.impossible) is True,
         _text(_value(data.workload)),
         _collectives(reports),
+        unchecked,
     )
+
+
+def _count(raw: bytes | memoryview) -> int | None:
+    value = _value(raw)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _unchecked(reports: list[_Report]) -> str | None:
+    """Why a trace report checked no kernel at all (a ROCm trace, an Nsight Systems export, no kernel), or None
+    where it checked some, or does not say (a report from before ``kernels_checked``): such a report can show
+    no impossible value, so it is no machine where a mechanism is absent."""
+    checked = [_count(r.kernels_checked) for r in reports]
+    if not reports or any(n is None or n > 0 for n in checked):
+        return None
+    kernels = sum(n for r in reports if (n := _count(r.kernels)) is not None)
+    if not kernels:
+        return "not checked (no GPU kernel in the trace)"
+    if any(_value(r.rocm) is True for r in reports):
+        return "not checked (ROCm trace: the profiler records no blocks/warps per SM or occupancy on AMD GPUs)"
+    return f"not checked (none of its {kernels:,} kernels carries blocks/warps per SM or occupancy)"
 
 
 def _trace_label(reports: list[_Report], source: str) -> str:
@@ -470,16 +497,25 @@ class Comparison:
     def _why_not(self) -> str:
         """Why there is nothing to compare, said so that the next run can fix it (it once said only
         "not enough reports" of two reports that both skipped)."""
-        silent = [m for m in self.machines if m.impossible is None]
+        silent = [m for m in self.machines if m.impossible is None and not m.unchecked]
         if len(self.machines) < 2:
             return "cannot compare: one report; give two or more, from different machines or runs"
-        names = ", ".join(Path(m.source).name for m in silent[:8]) + (", ..." if len(silent) > 8 else "")
-        whose = "its" if len(silent) == 1 else "their"
-        return (
-            f"cannot compare: {len(self.known)} of {len(self.machines)} reports say whether impossible values "
-            f"showed; {names} inspected no trace and reran nothing on a GPU ({whose} probes skipped or ran on the "
-            "CPU); compare reports from runs that inspected a trace or ran the workload or a repro on a GPU"
-        )
+        head = f"cannot compare: {len(self.known)} of {len(self.machines)} reports say whether impossible values showed"
+        parts = [head, *self._unchecked_parts()]
+        if silent:
+            names = ", ".join(Path(m.source).name for m in silent[:8]) + (", ..." if len(silent) > 8 else "")
+            whose = "its" if len(silent) == 1 else "their"
+            parts.append(
+                f"{names} inspected no trace and reran nothing on a GPU ({whose} probes skipped or ran on the CPU); "
+                "compare reports from runs that inspected a trace or ran the workload or a repro on a GPU"
+            )
+        return "; ".join(parts)
+
+    def _unchecked_parts(self) -> list[str]:
+        """Each trace report that checked no kernel, with why: "mi300.json.gz (AMD ...): not checked (ROCm ...)"."""
+        unchecked = [m for m in self.machines if m.unchecked]
+        said = [f"{m.key}: {m.unchecked}" for m in unchecked[:8]]
+        return said + ([f"{len(unchecked) - 8} more not checked"] if len(unchecked) > 8 else [])
 
     def _pattern(self, keys: tuple[str, ...], specific: bool, mechanisms: list[str]) -> str:
         """One sentence for mechanisms seen on the same machines; a harmless one says so."""
@@ -497,8 +533,12 @@ class Comparison:
 
     @property
     def verdict(self) -> str:
+        """What the comparison concludes over the machines that checked kernels; the others named with why."""
         if len(self.known) < 2:
             return self._why_not()
+        return "; ".join([self._known_verdict(), *self._unchecked_parts()])
+
+    def _known_verdict(self) -> str:
         if not self.by_mechanism:
             return "no machine shows impossible values"
         # Mechanisms seen on the same machines, the same way, share one sentence ("A, E on every

@@ -1,4 +1,4 @@
-"""A rank read from a trace or a report (``distributedInfo.rank``, ``collectives.rank``, a number in a file name):
+"""A rank read from a trace or a report (``distributedInfo.rank``, ``collectives.rank``, a rank-like file name):
 untrusted, so an int in [0, MAX_RANK), from ASCII digits only (``rank٣.json`` is no rank 3, nor is -1, 10^300 or a
 200-digit number in a name). Apart from ``wizard.cluster`` (where a process stands in its launcher's job, which
 reads none of them): a trace's reader and checks read ranks without loading the launcher's side (its ``Rank``
@@ -9,7 +9,15 @@ from __future__ import annotations
 import re
 
 MAX_RANK = 1 << 20
-_FIRST_DIGITS = re.compile(r"[0-9]+")
+# A tensorboard_trace_handler file's name: {worker_name}.{time}.pt.trace.json(.gz), its worker name before the time
+_HANDLER_TIME = re.compile(r"[0-9]+\.", re.ASCII)
+# A word that says rank: rank3, rank_3, rank-3, worker3 (the worker names HTA and launchers give), r3; a word of
+# its own, not inside a longer one (no "bert3", "r9nano" or "rank0of8").
+_RANK_WORD = re.compile(
+    r"(?<![A-Za-z0-9])(?:(?:rank|worker)[_-]?(?P<long>[0-9]+)|r(?P<short>[0-9]+))(?![A-Za-z0-9])",
+    re.ASCII | re.I,
+)
+_LAST_NUMBER = re.compile(r"(?:^|_)(?P<digits>[0-9]+)\Z", re.ASCII)
 
 
 def rank_value(value: object) -> int | None:
@@ -20,8 +28,22 @@ def rank_value(value: object) -> int | None:
 
 
 def rank_in_name(name: str) -> int | None:
-    """The rank a file name gives: its first run of ASCII digits, when that is a rank (else None)."""
-    found = _FIRST_DIGITS.search(name)
-    if found is None or len(found.group()) > len(str(MAX_RANK)):
+    """The rank a rank-like file name gives, else None: a word that says rank (``rank3``, ``rank_3``, ``rank-3``,
+    ``worker3``, ``r3``) in its stem (the name up to its first dot), else a stem that is a number (``3.json``) or
+    ends in ``_`` and one (``trace_3.json``).
+    Never any other number: ``h100-bert-small``, ``rtx2080ti`` or ``mi250`` name a GPU, not rank 100, 2080 or 250;
+    a tensorboard_trace_handler file's ``{worker_name}.{time}`` ends its default worker name (hostname_pid) in
+    the pid, so there only a word that says rank counts."""
+    stem, _, extensions = name.partition(".")
+    word = _RANK_WORD.search(stem)
+    if word is not None:
+        return _digits_rank(word.group("long") or word.group("short"))
+    last = _LAST_NUMBER.search(stem)
+    if last is None or _HANDLER_TIME.match(extensions):
         return None
-    return rank_value(int(found.group()))
+    return _digits_rank(last.group("digits"))
+
+
+def _digits_rank(digits: str) -> int | None:
+    """A run of ASCII digits as a rank, or None where it is too long or outside [0, MAX_RANK)."""
+    return None if len(digits) > len(str(MAX_RANK)) else rank_value(int(digits))

@@ -110,7 +110,7 @@ def test_eight_files_that_all_say_rank_1_fail(tmp_path: Path, run_cli: RunCli) -
     skew = found["rank-skew"]  # the ranks repeat: no skew to measure
     assert (skew["status"], skew["reason"]) == (
         "not_applicable",
-        "the traces' ranks are unknown or repeated (no distributedInfo.rank and no number in the file name)",
+        "the traces' ranks are unknown or repeated (no distributedInfo.rank and no rank in the file name)",
     )
 
 
@@ -198,7 +198,7 @@ def test_dlrm_2ranks_is_two_ranks_of_eight() -> None:
     skew = found["rank-skew"]
     assert (skew["status"], skew["median_us"], skew["left_out"]) == ("info", 17.0, {})
     # where only these ranks were profiled on purpose, the documented way out passes the gate
-    assert run_inprocess("trace", "inspect", "--skip-check", "ranks-complete", str(directory)).returncode == 0
+    assert run_inprocess("trace", "inspect", "--skip-checks", "ranks-complete", str(directory)).returncode == 0
 
 
 # -- item 3: a cut rank beside a straggler ----------------------------------------------------------------

@@ -254,7 +254,7 @@ def test_a_rank_that_is_not_ascii_digits_in_range_is_unknown(
     (skew,) = result.json["health"]
     assert (skew["check"], skew["status"], skew["ranks"]) == ("rank-skew", "not_applicable", [])
     assert skew["reason"] == (
-        "the traces' ranks are unknown or repeated (no distributedInfo.rank and no number in the file name)"
+        "the traces' ranks are unknown or repeated (no distributedInfo.rank and no rank in the file name)"
     )
 
 

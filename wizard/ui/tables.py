@@ -92,7 +92,7 @@ def comparison_table(result: Comparison) -> Table:
         table.add_column(col)
     for m in result.machines:
         if m.impossible is None:
-            verdict = Text("unknown")
+            verdict = rich_text(m.unchecked, "yellow") if m.unchecked else Text("unknown")
         elif m.wrong:
             verdict = rich_text(f"impossible values: {', '.join(m.wrong)}", "red")
             if m.harmless:

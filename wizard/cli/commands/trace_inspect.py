@@ -8,6 +8,7 @@ from typing import Any
 
 from wizard.cli.arguments import Sub, add_progress, add_report
 from wizard.cli.context import Context
+from wizard.errors import UsageError
 from wizard.exit_status import ExitStatus
 from wizard.schemas import TRACE_REPORT
 from wizard.untrusted import visible
@@ -65,6 +66,8 @@ def run(ctx: Context) -> ExitStatus:
     from wizard.outputs import check_outputs, write_text
 
     args = ctx.args
+    if args.json and args.markdown == "-":  # two documents on stdout: neither reads back (json.load: "Extra data")
+        raise UsageError("--json and --markdown -: both write to stdout; give --markdown a FILE, or leave out --json")
     if args.report or args.markdown is not None:  # the renderers load only when they write something
         from wizard.report.registry import FORMATS, format_for
     options = check_options(InspectOptions.parsed(args), spell=flag_of)  # before anything is written

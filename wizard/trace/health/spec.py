@@ -263,7 +263,7 @@ class CheckSpec(msgspec.Struct, frozen=True, eq=False):
 
 
 def rank_of(declared: int | None, path: str) -> int | None:
-    """distributedInfo.rank, else the first number in the file name (wizard.cluster: ASCII digits, a range)."""
+    """distributedInfo.rank, else a rank-like file name (wizard.ranks.rank_in_name: never a GPU's model number)."""
     if declared is not None:
         return rank_value(declared)
     return rank_in_name(os.path.basename(path))

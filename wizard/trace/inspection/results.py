@@ -58,6 +58,8 @@ class TraceInspection(Struct):
     results: dict[str, object] = field(default_factory=dict)  # pass name -> its result, in the order they ran
     written: dict[str, Any] = field(default_factory=dict)  # the other passes' (not INLINE) as --json writes them
     ends: OpenedEnds | None = None  # the file as its read opened it, its ends hashed: the run's --from fingerprint
+    # what an inspection of several traces calls it where "rank N" would be ambiguous (name_traces): its file
+    named: str | None = None
 
     @classmethod
     def of(
@@ -146,7 +148,10 @@ class TraceInspection(Struct):
 
     @property
     def label(self) -> str:
-        """What a report calls this trace beside others: its rank, else its file name."""
+        """What a report calls this trace beside others: its rank, else (no rank, or a rank another trace of the
+        inspection declares too) its file name."""
+        if self.named is not None:
+            return self.named
         return f"rank {self.rank}" if self.rank is not None else self.path.rsplit("/", 1)[-1]
 
     def to_dict(self) -> dict[str, Any]:
@@ -193,6 +198,9 @@ def _deprecated(name: str, value: V) -> V:
     return value
 
 
+SHOWN_COUNTS = 4  # a combined health line's per-trace counts named before "N more"
+
+
 class HealthLine(Struct):
     """One line of the health summary: a check's status on the traces it names (several ranks' alike
     collapsed), with the first trace's words."""
@@ -202,6 +210,7 @@ class HealthLine(Struct):
     playbook: str | None
     where: list[str]  # the traces' labels; empty for a single trace
     summaries: list[str]
+    counts: list[int] = field(default_factory=list)  # each trace's count, as ``where``
 
     @property
     def problem(self) -> bool:
@@ -218,15 +227,34 @@ class HealthLine(Struct):
 
     @property
     def summary(self) -> str:
-        """The first trace's words; said once when every trace says the same, else with whose they are."""
+        """The first trace's words, said once when every trace says the same; else led by the count summed over
+        the traces and each trace's own, so that one trace's "6 launches" does not stand for three traces' 197."""
         first = self.summaries[0]
         if len(set(self.summaries)) <= 1:
             return first
-        return f"{first} ({self.where[0]}; --verbose shows each trace's)"
+        whose = f"on {self.where[0]}: {first}; --verbose shows each trace's"
+        if len(self.counts) != len(self.where) or not any(self.counts):
+            return whose
+        each = [f"{w}: {n:,}" for w, n in zip(self.where, self.counts, strict=True)]
+        more = len(each) - SHOWN_COUNTS
+        shown = ", ".join(each[:SHOWN_COUNTS]) + (f", {more} more" if more > 0 else "")
+        return f"{sum(self.counts):,} in all ({shown}); {whose}"
 
     def plain(self) -> str:
         """As the terminal prints it, without colour: a mark, the status, the check, where, what it found."""
         return f"{HEALTH_MARK[self.status]} {self.status:<8} {self.check}{self.label}  {self.summary}"
+
+
+def name_traces(reports: list[TraceInspection]) -> list[TraceInspection]:
+    """Each trace whose rank is unknown or repeated named by its file ("rank 0" of three files that all say rank 0
+    named none of them): by its file name, by its path where two traces' names are the same. The reports, named."""
+    ranks = Counter(r.rank for r in reports)
+    names = Counter(r.path.rsplit("/", 1)[-1] for r in reports)
+    for r in reports:
+        if r.rank is None or ranks[r.rank] > 1:
+            name = r.path.rsplit("/", 1)[-1]
+            r.named = name if names[name] == 1 else r.path
+    return reports
 
 
 class Inspection(Struct):
@@ -273,10 +301,10 @@ class Inspection(Struct):
             if same is not None and label != "all ranks":
                 same.where.append(label)
                 same.summaries.append(check.summary)
+                same.counts.append(check.count)
                 continue
-            lines.append(
-                HealthLine(check.check, check.status, check.playbook, [label] if several else [], [check.summary])
-            )
+            where = [label] if several else []
+            lines.append(HealthLine(check.check, check.status, check.playbook, where, [check.summary], [check.count]))
         return lines
 
     @property

@@ -22,7 +22,7 @@ from wizard.progress import NO_PROGRESS, Progress, Task, reading, relayed, task
 from wizard.trace.health.checker import HEALTH_PASS, job_health
 from wizard.trace.health.checks import CHECK_IDS, check_selection
 from wizard.trace.inspection.passes import passes_to_run
-from wizard.trace.inspection.results import INLINE, Inspection, TraceInspection
+from wizard.trace.inspection.results import INLINE, Inspection, TraceInspection, name_traces
 from wizard.trace.metrics.classify import METRICS_PASS
 from wizard.trace.passes import PassRun, Results, TracePass
 from wizard.trace.read.reader import ReaderConfig, TraceContents, iter_trace_files, read_trace, usable_cores
@@ -244,7 +244,7 @@ def inspect_paths(
                     one = partial(inspect_trace, options=options, progress=theirs)  # each finds the passes itself
                     reports = list(_in_order(pool.map(one, [str(f) for f in files]), done))
     ranks = len(paths) == 1 and _is_directory(paths[0])  # one job's traces, a rank each: not unrelated files
-    return Inspection(reports, job_health(reports if ranks else reports[:1], options))
+    return Inspection(name_traces(reports), job_health(reports if ranks else reports[:1], options))
 
 
 def _is_directory(name: str) -> bool:

@@ -15,7 +15,7 @@ functions, so loading the registry costs no numpy (tested).
 What everything else reads is derived here: ``CHECKS`` (what the runner runs, the docs and the schema are
 generated from, the reports draw), ``CHECK_FACTS`` (trace.inspect's per-check facts, ``check_facts`` sums them over
 a job's traces), ``TRIAGE_ORDER`` (where a triage continues when several checks find problems, from each check's
-``triage_rank``) and ``check_selection`` (``--check`` / ``--skip-check``); ``check_trace`` and ``check_job`` run
+``triage_rank``) and ``check_selection`` (``--checks`` / ``--skip-checks``); ``check_trace`` and ``check_job`` run
 them, each handed what it asked for.
 """
 

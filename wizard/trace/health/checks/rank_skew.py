@@ -54,8 +54,8 @@ CHECK = CheckSpec(
         "names). "
         "`ranks` (compared), `median_us`, `max_us`, `last_by_rank` "
         "(lowest rank on a tie), `floor_us`, `unmeasured` (instances whose skew is not a finite number: no "
-        "measurement, left out of the rest). The rank is `distributedInfo.rank`, else the first number in the"
-        " file name"
+        "measurement, left out of the rest). The rank is `distributedInfo.rank`, else a rank-like file name (as "
+        "`ranks-complete` reads it: `rank3`, `worker3`, `r3`, `trace_3.json`; never a GPU's model number)"
     ),
     status_rule=(
         "`warning` when `median_us` reaches the floor (NCCL time on the early ranks includes waiting), or when "
@@ -297,7 +297,7 @@ def run_job(reports: Sequence[Any], rank_skew_floor_us: float | None) -> HealthC
         rank = rank_of(report.health_result.rank, report.path)  # a file name's number only inside a rank directory
         if rank is None or rank in by_rank:
             return CHECK.not_applicable(
-                "the traces' ranks are unknown or repeated (no distributedInfo.rank and no number in the file name)",
+                "the traces' ranks are unknown or repeated (no distributedInfo.rank and no rank in the file name)",
                 ranks=[], unmeasured=0, floor_us=floor_us, median_us=None, max_us=None, last_by_rank={},
                 left_out={}, short={},
             )  # fmt: skip

@@ -55,7 +55,9 @@ CHECK = CheckSpec(
     counts=(
         "for a rank directory: the job is the `distributedInfo.world_size` and `backend` most of its traces "
         "declare (`world_size`); a trace declaring another, or a rank outside the world, is `foreign`; of the "
-        "rest, each rank (`distributedInfo.rank`, else the first number in the file name) once is `ranks`, a rank"
+        "rest, each rank (`distributedInfo.rank`, else a rank-like file name: `rank3`, `rank_3`, `rank-3`, `worker3`,"
+        " `r3`, `3.json`, `trace_3.json`; never another number, such as the GPU's in `h100-bert-small.json`) once is"
+        " `ranks`, a rank"
         " in several traces `duplicated` (rank: traces), a rank of the world with no trace `missing` "
         "(`missing_count`), a trace with no rank `unplaced`, a trace listing a process group (`pg_config[].ranks`"
         ") that a member rank present lists none of `groups_disagree` (both sides named: which is another run's "
@@ -243,7 +245,7 @@ def _said(t: Tally) -> list[str]:
     parts.extend(_few([f"{name}: process groups disagree ({why})" for name, why in t.disagree.items()]))
     if t.unplaced:
         names = ", ".join(_few(t.unplaced))
-        parts.append(f"{names}: no rank (no distributedInfo.rank, no number in the file name)")
+        parts.append(f"{names}: no rank (no distributedInfo.rank, no rank in the file name)")
     return parts
 
 
@@ -284,7 +286,7 @@ def ranks_complete(traces: Sequence[Trace]) -> HealthCheck:
         "the directory is not one job's ranks, each once: rank-skew and every number across ranks leave out or "
         "mix in ranks (a crashed or unprofiled rank, a trace written twice, another run's trace). Put each rank's "
         "trace of one run in the directory once; where only some ranks were profiled on purpose, "
-        "--skip-check ranks-complete",
+        "--skip-checks ranks-complete",
         details=details,
     )
 
