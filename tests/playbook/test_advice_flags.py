@@ -16,6 +16,8 @@ from wizard.cli.parser import build_parser
 OTHERS = {
     "--cap-add": "docker run",
     "--cuda-graph-trace": "nsys profile",
+    "--capture-range": "nsys profile (the summary-table playbook's warm-up for an Nsight Systems export)",
+    "--delay": "nsys profile",
     "--query-gpu": "nvidia-smi",
     "--steps": "the user's own training script (python train.py --steps 3)",
 }
