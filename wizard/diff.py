@@ -36,11 +36,15 @@ from wizard.trace.profile.summary import (
 
 DIFF_SCHEMA = "warpwizard.diff/1"
 DEFAULT_THRESHOLD = 0.10  # a kernel's median duration 10% slower is a regression (when above its noise)
+# At most a kernel eleven times slower: a bound that catches a fraction typed as a percent's hundredfold (1000 for
+# 10), not one any real threshold meets.
+MAX_THRESHOLD = 10.0
 # A kernel whose GPU time is under 1% of its side's is no regression however its time moves: nobody acts on it.
 MATERIAL_SHARE = 0.01
 NOISE_SIGMAS = 3.0  # a change must exceed three standard errors of the two medians together
 SHARED_BLOCKS = 0.5  # under half the GPU time in kernels both sides ran: different work, not comparable
 SHARED_CAVEAT = 0.9  # under 90%: comparable, with the unshared share named
+UNKNOWN_NAMED = 4  # the unknown factors the verdict's line names (the hardware's first); the rest counted
 MAX_REPORT_BYTES = 64 << 20
 MAX_RANKS = 100_000
 
@@ -230,6 +234,25 @@ class ProfileDiff:
         return "comparable with caveats" if "caveat" in effects else "comparable"
 
     @property
+    def unknown(self) -> list[str]:
+        """The factors not recorded on a side (or only guessed): the verdict holds for what could be checked."""
+        return [f.name for f in self.factors if f.status == "unknown"]
+
+    @property
+    def said(self) -> str:
+        """The verdict in words, with what it could not check: a bare 'comparable' beside an unknown GPU model
+        would read as 'the same GPUs'."""
+        named = self.unknown[:UNKNOWN_NAMED] + [f"{len(self.unknown) - UNKNOWN_NAMED} more"] * (
+            len(self.unknown) > UNKNOWN_NAMED
+        )
+        return f"{self.verdict} (unknown: {', '.join(named)})" if named else self.verdict
+
+    @property
+    def threshold_pct(self) -> str:
+        """The threshold as the percent it was given (0.5%, 10%, 12.5%): never rounded to 0%."""
+        return percent(self.threshold)
+
+    @property
     def regressions(self) -> list[KernelChange]:
         return [c for c in self.changes if c.regression]
 
@@ -253,6 +276,7 @@ class ProfileDiff:
             "before": self.before,
             "after": self.after,
             "verdict": self.verdict,
+            "unknown": self.unknown,
             "threshold": self.threshold,
             "factors": [f.to_dict() for f in self.factors],
             "regressions": len(self.regressions),
@@ -356,7 +380,9 @@ def _report_directory(where: Path) -> list[tuple[Path, bytes]]:
 
 
 def _shown(values: Iterable[Any]) -> str:
-    found = sorted({str(v) for v in values if v is not None})
+    """Each distinct value, ``unknown`` among them where one is missing (never left out: a rank or device that
+    does not say is not the same as the others)."""
+    found = sorted({"unknown" if v is None or v == "" else str(v) for v in values})
     return ", ".join(found) if found else "unknown"
 
 
@@ -365,7 +391,8 @@ UNKNOWN_MEANS = "not recorded on one side or both: it cannot be checked"
 
 def _factor(name: str, before: str, after: str, effect: Effect, meaning: str) -> Factor:
     """A factor from what each side shows; ``meaning`` is what a difference means (said only when they differ)."""
-    status: Status = "unknown" if "unknown" in (before, after) else ("same" if before == after else "differs")
+    unknown = "unknown" in before.split(", ") or "unknown" in after.split(", ")
+    status: Status = "unknown" if unknown else ("same" if before == after else "differs")
     said = {"differs": meaning, "unknown": UNKNOWN_MEANS, "same": ""}[status]
     return Factor(name, before, after, status, effect if status == "differs" else "none", said)
 
@@ -375,15 +402,49 @@ def _vendor(side: Side) -> str:
     return ", ".join(sorted(found)) if found else "unknown"
 
 
+INFERRED_MEANS = (
+    "a name inferred from the SM count (the trace describes no GPU) is a guess, not compared: SMs per GPU "
+    "compares the count"
+)
+
+
+Named = tuple[str, bool, bool]  # the model as shown, whether it is known, whether a name in it is a guess
+
+
+def _model(side: Side) -> Named:
+    """The GPU model its devices are named: known where every device is named by its trace (or like the one GPU
+    the trace describes). A device without a name is ``unknown``; a name inferred from the SM count is shown as
+    that, and not known."""
+    devices = side.devices()
+    shown: set[str] = set()
+    for d in devices:
+        if not d.name:
+            shown.add("unknown")
+        elif d.name_source == "inferred":
+            shown.add(f"{d.name} (inferred from {d.num_sms} SMs)" if d.num_sms else f"{d.name} (inferred)")
+        else:
+            shown.add(d.name)
+    known = bool(devices) and all(d.name and d.name_source != "inferred" for d in devices)
+    guessed = any(d.name and d.name_source == "inferred" for d in devices)
+    return ", ".join(sorted(shown)) or "unknown", known, guessed
+
+
+def _model_factor(before: Named, after: Named, meaning: str) -> Factor:
+    """GPU model: compared only where both sides name theirs; else ``unknown``, a guess said as one."""
+    if before[1] and after[1]:
+        return _factor("GPU model", before[0], after[0], "caveat", meaning)
+    said = INFERRED_MEANS if before[2] or after[2] else UNKNOWN_MEANS
+    return Factor("GPU model", before[0], after[0], "unknown", "none", said)
+
+
 def _hardware(b: Side, a: Side) -> list[Factor]:
     vendor = _factor(
         "GPU vendor", _vendor(b), _vendor(a), "caveat",
         "other GPUs, other libraries (cuBLAS or hipBLASLt): kernels differ by name, so few can be matched",
     )  # fmt: skip
-    gpu = _factor(
-        "GPU model", _shown(d.name for d in b.devices()), _shown(d.name for d in a.devices()), "caveat",
-        "a difference between the sides includes the hardware's (step 5 asks exactly this)",
-    )  # fmt: skip
+    gpu = _model_factor(
+        _model(b), _model(a), "a difference between the sides includes the hardware's (step 5 asks exactly this)"
+    )
     count = _factor(
         "GPU count", str(len(b.devices())), str(len(a.devices())), "blocks",
         "the work is split differently: per-kernel times are not the same kernels' times",
@@ -507,16 +568,30 @@ def _shared(b: Side, a: Side) -> Factor:
     total = sum(before.values()) + sum(after.values())
     if total <= 0:
         return Factor("shared kernels", "unknown", "unknown", "unknown", "none", "no kernel time on either side")
-    common = sum(v for k, v in before.items() if k in after) + sum(v for k, v in after.items() if k in before)
-    share = common / total
+    common_before = sum(v for k, v in before.items() if k in after)
+    common_after = sum(v for k, v in after.items() if k in before)
+    share = (common_before + common_after) / total
     effect: Effect = "blocks" if share < SHARED_BLOCKS else ("caveat" if share < SHARED_CAVEAT else "none")
     meaning = (
-        f"{share:.0%} of the GPU time is in kernels both sides ran"
+        f"{_share(share)} of the two sides' GPU time is in kernels both ran"
         + (": different work, not the same workload" if effect == "blocks" else "")
         + (": the rest is in kernels only one side ran" if effect == "caveat" else "")
     )
     status: Status = "same" if effect == "none" else "differs"
-    return Factor("shared kernels", f"{share:.0%}", f"{share:.0%}", status, effect, meaning)
+    return Factor("shared kernels", _side_share(common_before, before), _side_share(common_after, after), status,
+                  effect, meaning)  # fmt: skip
+
+
+def _side_share(common: float, by_name: dict[str, float]) -> str:
+    """One side's share of its own GPU time in kernels the other side ran too (each side its own: two equal
+    numbers beside 'differs' read as a contradiction)."""
+    total = sum(by_name.values())
+    return _share(common / total) if total > 0 else "unknown"
+
+
+def _share(fraction: float) -> str:
+    """A share to a tenth of a percent (89.96% is not 90%, the caveat's bound), whole where it is whole."""
+    return f"{fraction:.1%}".replace(".0%", "%")
 
 
 def factors(b: Side, a: Side) -> list[Factor]:
@@ -659,10 +734,38 @@ def _health_words(diff: ProfileDiff, b: Side, a: Side) -> None:
             diff.health.append(f"{check}: {before.get(check, 'ok')} before, {after.get(check, 'ok')} after")
 
 
+def percent(fraction: float) -> str:
+    """0.005 as 0.5%, 0.1 as 10%, 0.125 as 12.5%: the digits it has (four at most), never 0% for a fraction above 0."""
+    return f"{fraction * 100:.4g}%"
+
+
+def check_threshold(threshold: float) -> float:
+    """A threshold as a fraction (0.1 is 10%), refused unless finite, above 0 and below MAX_THRESHOLD."""
+    if not (math.isfinite(threshold) and 0 < threshold < MAX_THRESHOLD):
+        raise UsageError(
+            f"the threshold must be a fraction above 0 and below {MAX_THRESHOLD:g} (0.1 is 10%), not {threshold!r}"
+        )
+    return threshold
+
+
+def threshold_of(typed: str, flag: str = "--threshold") -> float:
+    """A threshold typed as a percent (``10``, ``12.5`` or ``10%``) as the fraction the comparison takes; refused in
+    the words typed, with both bounds, before any profile is read."""
+    try:
+        pct = float(typed.strip().removesuffix("%"))
+    except ValueError:
+        pct = math.nan
+    if not (math.isfinite(pct) and 0 < pct < MAX_THRESHOLD * 100):
+        raise UsageError(
+            f"{flag} {typed}: the threshold is a percent above 0 and below {MAX_THRESHOLD * 100:g} "
+            "(10 is 10%, 0.5 is half a percent)"
+        )
+    return pct / 100
+
+
 def compare_sides(b: Side, a: Side, threshold: float = DEFAULT_THRESHOLD) -> ProfileDiff:
     """The comparison of two loaded sides; its changes only when the verdict allows one."""
-    if not (math.isfinite(threshold) and 0 < threshold < 10):
-        raise UsageError(f"the threshold must be a finite fraction above 0 (0.1 is 10%), not {threshold}")
+    check_threshold(threshold)
     diff = ProfileDiff(b.label, a.label, threshold, factors(b, a))
     if diff.verdict != "not comparable":
         _kernel_changes(diff, b, a)
@@ -677,8 +780,8 @@ def ncu_beside(side: Side, label: str, kernels: list[NcuKernel]) -> ProfileDiff:
     """A trace and an Nsight Compute report of the same kernels: the device first, then each kernel joined."""
     ncu_devices = sorted({k.device for k in kernels if k.device})
     ncu_sms = sorted({n for k in kernels if (n := k.whole("sms")) is not None})
-    named = _factor(
-        "GPU model", _shown(d.name for d in side.devices()), ", ".join(ncu_devices) or "unknown", "caveat",
+    named = _model_factor(
+        _model(side), (", ".join(ncu_devices) or "unknown", bool(ncu_devices), False),
         "ncu profiled another GPU: its measurements and limits are that GPU's",
     )  # fmt: skip
     sms = _factor(
@@ -703,6 +806,8 @@ def diff_profiles(
     ``runner`` starts the ``.ncu-rep`` reader's process (wizard.runner.SubprocessRunner by default)."""
     from wizard.api import inspect_traces
 
+    check_threshold(threshold)  # before either side is read
+
     def inspect(path: str) -> list[ProfileSummary]:
         found = inspect_traces(path, jobs=jobs, launches="none", plots=False)
         return [r.profile for r in found.reports]
@@ -720,7 +825,7 @@ def markdown(diff: ProfileDiff, top: int = 10) -> str:
     """Short enough for a CI job summary: the verdict, the factors that differ, the top changes."""
     from wizard.untrusted import markdown_code
 
-    lines = [f"## {diff.before} → {diff.after}: {diff.verdict}", ""]
+    lines = [f"## {diff.before} → {diff.after}: {diff.said}", ""]
     differing = [f for f in diff.factors if f.status == "differs"]
     if differing:
         lines += ["| factor | before | after | means |", "|---|---|---|---|"]
@@ -738,14 +843,15 @@ def markdown(diff: ProfileDiff, top: int = 10) -> str:
         ]
         return "\n".join(lines) + "\n"
     shown = [c for c in diff.changes if c.regression or c.improvement][:top]
-    lines.append(f"{plural(len(diff.regressions), 'regression')} beyond {diff.threshold:.0%} and the noise.")
+    lines.append(f"{plural(len(diff.regressions), 'regression')} beyond {diff.threshold_pct} and the noise.")
     same = [f.name for f in diff.factors if f.status == "same"]
     if same:
         lines.append(f"The same on both sides: {_md(', '.join(same))}.")
     if shown:
-        lines += ["", "| kernel | launches | median µs | change |", "|---|---|---|---|"]
+        lines += ["", "| kernel | grid / block | launches | median µs | change |", "|---|---|---|---|---|"]
         lines += [
-            f"| {markdown_code(c.name[:80], table=True)} | {c.before_launches} → {c.after_launches} | "
+            f"| {markdown_code(c.name[:80], table=True)} | {_md(launch_shape(c))} | "
+            f"{c.before_launches} → {c.after_launches} | "
             f"{c.before_median_us:.3f} → {c.after_median_us:.3f} | {c.change:+.1%} |"
             for c in shown
         ]
@@ -760,6 +866,11 @@ def markdown(diff: ProfileDiff, top: int = 10) -> str:
         ]
     lines += [f"- {_md(m)}" for m in diff.mechanisms[:top]]
     return "\n".join(lines) + "\n"
+
+
+def launch_shape(change: KernelChange) -> str:
+    """Its grid and block as every output shows them (two rows of one kernel name are two configurations)."""
+    return f"{change.grid} / {change.block}" if change.grid else "—"
 
 
 def _pct(value: float | None) -> str:

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO
 
-from wizard.errors import OutputFileError
+from wizard.errors import OutputFileError, UsageError
 
 Writer = Callable[[IO[bytes]], None]
 
@@ -84,6 +84,25 @@ def _not_regular(target: Path) -> str | None:
         if test(mode):
             return name
     return "not a regular file"
+
+
+STDOUT = "-"  # an output named '-' is stdout (``--markdown -``): the whole of it, nothing beside
+
+
+def stdout_output(named: Iterable[tuple[str | bool | None, str]]) -> str | None:
+    """Which of a command's outputs that may go to stdout does: ``named`` holds (value, flag) for each, the value
+    ``STDOUT`` for a path given as '-' and True for a switch that writes stdout (``--json``). The flag that takes
+    it, or None; two at once are refused before any work, since one stream cannot hold two documents a reader
+    can split."""
+    taken = [flag if value is True else f"{flag} {STDOUT}" for value, flag in named if value is True or value == STDOUT]
+    if len(taken) > 1:
+        raise UsageError(f"{' and '.join(taken)}: both would write to stdout; name a file for one of them")
+    return taken[0].split()[0] if taken else None
+
+
+def output_files(named: Iterable[tuple[str | None, str]]) -> list[tuple[str, str]]:
+    """The (path, what) of the outputs given as files: neither absent nor '-' (stdout, see ``stdout_output``)."""
+    return [(path, what) for path, what in named if path is not None and path != STDOUT]
 
 
 def check_output(

@@ -155,8 +155,9 @@ def test_markdown_is_short_and_escapes_kernel_names(run_cli: RunCli, tmp_path: P
     out = tmp_path / "summary.md"
     assert run_cli("diff", str(before), str(after), "--markdown", str(out)).returncode == 1
     text = out.read_text()
-    assert text.startswith("## before.json → after.json: comparable\n")
-    assert "| `void gemm_kernel<128>(float*)` | 24 → 24 |" in text and len(text) < 2000
+    assert text.startswith("## before.json → after.json: comparable (unknown: world size)\n")
+    assert r"| `void gemm_kernel<128>(float*)` | \[132, 1, 1\] / \[256, 1, 1\] | 24 → 24 |" in text
+    assert len(text) < 2000
 
 
 @needs_shared

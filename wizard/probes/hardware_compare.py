@@ -130,7 +130,9 @@ def _other_gpu(env: Environment, trace: str, other: str) -> tuple[ProbeResult | 
     said = [f"comparability: {diff.verdict}", f"GPU model: {model.before} here, {model.after} in {Path(other).name}"]
     said += [f"{f.name}: {f.meaning}" for f in diff.factors if f.status == "differs" and f.effect == "blocks"]
     if model.status != "differs" or outcome == "cannot tell":
-        why = "the same GPU model" if model.status != "differs" else "the flagged launches decide nothing there"
+        why = {"same": "the same GPU model", "unknown": "the GPU model is not known on both sides"}.get(
+            model.status, "the flagged launches decide nothing there"
+        )
         return None, [*said, f"the other profile decides nothing for step 5 ({why})"]
     facts = {
         "comparability": diff.verdict, "outcome": outcome, "hardware_specific": outcome == "disappears",

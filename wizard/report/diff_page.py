@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from wizard.diff import KernelChange, OpChange, ProfileDiff, RankChange
+from wizard.diff import KernelChange, OpChange, ProfileDiff, RankChange, launch_shape
 from wizard.formatting import plural
 from wizard.report.html import page
 from wizard.untrusted import html_text
@@ -49,10 +49,10 @@ def _verdict(diff: ProfileDiff) -> str:
         if diff.verdict == "not comparable"
         else f"{plural(len(diff.profiler_bugs), 'launch')} where Nsight Compute shows the trace's number wrong."
         if diff.ncu
-        else f"{', '.join([found, *extra])} beyond {diff.threshold:.0%} and the noise."
+        else f"{', '.join([found, *extra])} beyond {diff.threshold_pct} and the noise."
     )
     return (
-        f'<section class="card verdict {tone}" id="ww-verdict"><p id="ww-headline"><b>{html_text(diff.verdict)}</b>'
+        f'<section class="card verdict {tone}" id="ww-verdict"><p id="ww-headline"><b>{html_text(diff.said, 600)}</b>'
         f"</p><p>{html_text(said, 600)}</p></section>"
     )
 
@@ -110,13 +110,13 @@ def _kernels(diff: ProfileDiff) -> str:
     moved = [c for c in diff.changes if c.regression or c.improvement][:ROWS]
     head = (
         f"<h2>Kernels that changed</h2><p>{plural(len(diff.changes), 'kernel')} on both sides, matched by normalised "
-        f"name and launch configuration; {len(moved)} moved beyond {diff.threshold:.0%} and the noise.</p>"
+        f"name and launch configuration; {len(moved)} moved beyond {diff.threshold_pct} and the noise.</p>"
     )
     if not moved:
         return head
     rows = "".join(
         f'<tr><td class="kernel" data-label="kernel">{html_text(c.name, 300)}</td>'
-        f'<td data-label="grid / block">{html_text(f"{c.grid} / {c.block}" if c.grid else "—", 80)}</td>'
+        f'<td data-label="grid / block">{html_text(launch_shape(c), 80)}</td>'
         f"{_change_cells(c, ('launches', c.before_launches, c.after_launches))}</tr>"
         for c in moved
     )

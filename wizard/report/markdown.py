@@ -212,7 +212,11 @@ def _evidence(rows: list[FindingRow]) -> list[str]:
 
 def _report_markdown(r: TraceInspection) -> list[str]:
     devices = (
-        ", ".join(f"{markdown(d['name'] or '?')} ({d['num_sms']} SMs)" for d in r.metrics.devices[:4]) or "unknown"
+        ", ".join(
+            f"{markdown(d['name'] or '?')} ({d['num_sms']} SMs{', assumed' if d.get('source') == 'assumed' else ''})"
+            for d in r.metrics.devices[:4]
+        )
+        or "unknown"
     )
     out = [f"{r.events} events, {r.kernels} kernels ({r.metrics.kernels_checked} checked); devices: {devices}", ""]
     bugs = wrong_rows(r)

@@ -109,8 +109,10 @@ def diff_view(result: ProfileDiff) -> Group:
     """``warpwizard diff`` at a terminal: the verdict, the factors (those that differ first), then what changed."""
     from rich.console import Group
 
+    from wizard.diff import launch_shape
+
     style = {"comparable": "green", "comparable with caveats": "yellow", "not comparable": "red"}[result.verdict]
-    head = rich_text(f"{result.before} → {result.after}: {result.verdict}", f"bold {style}")
+    head = rich_text(f"{result.before} → {result.after}: {result.said}", f"bold {style}")
     factors = Table(title="comparability", title_justify="left")
     for col in ("factor", "before", "after", "", "what it means"):
         factors.add_column(col)
@@ -132,7 +134,7 @@ def diff_view(result: ProfileDiff) -> Group:
         return Group(*parts)
     moved = [c for c in result.changes if c.regression or c.improvement]
     parts.append(
-        Text(f"{plural(len(result.regressions), 'regression')} beyond {result.threshold:.0%} and the noise; "
+        Text(f"{plural(len(result.regressions), 'regression')} beyond {result.threshold_pct} and the noise; "
              f"{plural(len(result.changes), 'kernel')} on both sides")
     )  # fmt: skip
     if moved:
@@ -140,7 +142,7 @@ def diff_view(result: ProfileDiff) -> Group:
         for col in ("kernel", "grid / block", "launches", "median µs", "change"):
             table.add_column(col)
         for c in moved[:20]:
-            dims = f"{c.grid} / {c.block}" if c.grid else "—"
+            dims = launch_shape(c)
             table.add_row(
                 rich_text(c.name[:90]), rich_text(dims), f"{c.before_launches} → {c.after_launches}",
                 f"{c.before_median_us:.3f} → {c.after_median_us:.3f}",

@@ -63,11 +63,10 @@ def run(ctx: Context) -> ExitStatus:
 
     from wizard.api import check_options, inspect_traces
     from wizard.inspect_options import InspectOptions, flag_of
-    from wizard.outputs import check_outputs, write_text
+    from wizard.outputs import check_outputs, stdout_output, write_text
 
     args = ctx.args
-    if args.json and args.markdown == "-":  # two documents on stdout: neither reads back (json.load: "Extra data")
-        raise UsageError("--json and --markdown -: both write to stdout; give --markdown a FILE, or leave out --json")
+    stdout_output([(args.json, "--json"), (args.markdown, "--markdown")])  # '--markdown -' is stdout, alone
     if args.report or args.markdown is not None:  # the renderers load only when they write something
         from wizard.report.registry import FORMATS, format_for
     options = check_options(InspectOptions.parsed(args), spell=flag_of)  # before anything is written

@@ -19,7 +19,7 @@ import msgspec
 from wizard.formatting import article, compact, plural, verb
 from wizard.inspect_options import DEFAULT_MAX_LAUNCHES, DEFAULT_OPTIONS, InspectOptions, Keep
 from wizard.trace.metrics.detectors import MEMO_CAP, SM_COUNT_HINT, Finding, KernelCheck, MemoChecker
-from wizard.trace.metrics.devices import DeviceInfo, device_table, sm_count_conflicts
+from wizard.trace.metrics.devices import DeviceInfo, device_for, device_table, sm_count_conflicts
 from wizard.trace.metrics.findings import (
     POINTS_CAP,
     TIMELINE_CAP,
@@ -72,10 +72,13 @@ def link_op(
     )
 
 
-def _device_summary(devices: dict[int, DeviceInfo]) -> list[dict[str, Any]]:
+def _device_summary(devices: dict[int, DeviceInfo], used: set[int]) -> list[dict[str, Any]]:
+    """One row per device the trace describes or a kernel ran on (``used``): an id the trace does not describe is
+    the listed devices' GPU, ``assumed``, where they are all one (what its kernels were checked against), else
+    ``unknown``."""
     rows = []
-    for device_id in sorted(devices):
-        d = devices[device_id]
+    for device_id in sorted(devices.keys() | used):
+        d = devices.get(device_id) or device_for(devices, device_id) or DeviceInfo(device_id, None, None, "unknown")
         cc = f"{d.limits.compute_major}.{d.limits.compute_minor}" if d.limits else None
         rows.append(
             {"id": device_id, "name": d.name, "num_sms": d.num_sms, "compute_capability": cc, "source": d.source}
@@ -370,7 +373,7 @@ def analyse(
     ordered = sorted(classifier.groups.values(), key=lambda g: (not g.wrong, g.mechanism, -g.count, g.kernel))
     found = KernelMetrics(
         kernels_checked=classifier.checked,
-        devices=_device_summary(devices),
+        devices=_device_summary(devices, contents.kernels.device_ids()),
         rocm=rocm,
         rocm_metrics=_rocm_carrying(contents) if rocm else 0,
         resident_warps=[] if rocm else _resident_limits(devices),

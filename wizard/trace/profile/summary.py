@@ -121,6 +121,10 @@ class ProfileDevice(Struct):
     name: str | None
     num_sms: int | None
     compute_capability: str | None
+    # where the name came from: deviceProperties (the trace names the device; nsys's TARGET_INFO_GPU too), assumed
+    # (an id the trace does not describe, named like the one GPU it does), inferred (no device described: the GPU
+    # with its SM count, a guess); None without a name, or in a report written before it was kept
+    name_source: str | None = None
 
 
 class HealthNote(Struct):
@@ -191,17 +195,26 @@ def _capture(contents: TraceContents) -> dict[str, bool]:
 
 
 def _devices(contents: TraceContents, described: list[dict[str, Any]]) -> list[ProfileDevice]:
-    """The devices the kernels ran on, described where the trace describes them."""
-    *_, shapes = contents.kernels.columns()
-    used = sorted({s[3] for s in shapes if isinstance(s[3], int)})
+    """The devices the kernels ran on, as the mechanism pass described them (its ``devices`` rows), each name with
+    where it came from: without deviceProperties a name is only the GPU its SM count suggests."""
     by_id = {d.get("id"): d for d in described}
     out = []
-    for device in used:
+    for device in sorted(contents.kernels.device_ids()):
         d = by_id.get(device, {})
         sms = d.get("num_sms")
         whole = sms if isinstance(sms, int) and not isinstance(sms, bool) else None
-        out.append(ProfileDevice(device, _text(d.get("name")), whole, _text(d.get("compute_capability"))))
+        name = _text(d.get("name")) or None  # nsys without TARGET_INFO_GPU names a device ''
+        named = None if name is None else _name_source(contents, d.get("source"))
+        out.append(ProfileDevice(device, name, whole, _text(d.get("compute_capability")), named))
     return out
+
+
+def _name_source(contents: TraceContents, source: Any) -> str:
+    """Where a device's name came from: the trace's description of it (or of the one GPU it describes: assumed),
+    else the SM count (inferred or given with --sms)."""
+    if not contents.device_properties:
+        return "inferred"
+    return "assumed" if source == "assumed" else "deviceProperties"
 
 
 def _kernel_groups(

@@ -565,6 +565,11 @@ class KernelTable(Sequence[KernelRecord]):
         """Launch ``i``'s combination, whole (KernelRecord's fields but ts, dur, correlation and index)."""
         return self._full_shape(i)
 
+    def device_ids(self) -> set[int]:
+        """The devices the launches ran on, from the distinct combinations (a launch's device is in its own, and
+        every combination is some launch's): no pass over the launches."""
+        return {d for s in self._shapes if isinstance(d := s[3], int) and not isinstance(d, bool)}
+
     def carries_metrics(self) -> bool:
         """Whether any launch carries blocks or warps per SM (Cuspy's and Nsight Systems' never do)."""
         return any(s[9].spelling != "missing" or s[10].spelling != "missing" for s in self._shapes)
