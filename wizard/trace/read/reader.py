@@ -24,7 +24,9 @@ from typing import IO, TYPE_CHECKING, Any
 
 import msgspec
 
+from wizard import schemas
 from wizard.errors import InputFileError, TraceReadError
+from wizard.formatting import plural
 from wizard.file_ends import opened_ends
 from wizard.trace.read.buffer import Buffer
 from wizard.trace.read.collector import Collector, EventSink, TraceContents, Truncation
@@ -92,6 +94,29 @@ def _not_a_trace(head: bytes) -> str:
     )
 
 
+def _no_event_list(metadata: dict[str, Any]) -> str:
+    """What the JSON reader says of a whole JSON object with no ``traceEvents`` list: a warpwizard document is
+    named, with the command that reads a report (a report holds no events to check)."""
+    schema = metadata.get("schema")
+    if isinstance(schema, str) and schema.startswith("warpwizard."):
+        said = f"a warpwizard JSON document ({cut(visible(schema), 60)}), not a profiler trace"
+        if schemas.kind(schema) is not None:
+            return f"{said}: `warpwizard compare REPORT.json ...` reads reports"
+        return said
+    return (
+        "not a profiler trace: a JSON object without a 'traceEvents' list (a PyTorch profiler trace is "
+        "{\"traceEvents\": [...]} or, from PyTorch 1.8, a bare array of event objects)"
+    )
+
+
+def _no_event_objects(values: int) -> str:
+    """What the JSON reader says of an event list whose entries are all values other than objects."""
+    return (
+        f"not a profiler trace: its event list holds {plural(values, 'value')} and not one event object "
+        "(a PyTorch profiler trace's events are JSON objects)"
+    )
+
+
 class TraceWalker:
     """The top-level walk, delivering events to a sink."""
 
@@ -109,6 +134,7 @@ class TraceWalker:
         self.config = config
         self.parallel = parallel
         self.events_done = False  # the event list's ']' was read: what follows is metadata
+        self.listed = False  # an event list was found (the traceEvents key, or PyTorch 1.8's bare array)
         self.clock = buffer.clock
         self.exact = ExactDecoder(
             buffer, contents, self._deliver, raw=sink.raw, max_event_bytes=config.max_event_bytes, clock=self.clock
@@ -122,6 +148,16 @@ class TraceWalker:
 
     # -- top level ----------------------------------------------------------------------
     def run(self) -> None:
+        """The walk, then the refusal of a whole JSON document that is no trace: no event list, or one whose
+        entries are none of them events (a cut file is a truncation instead, which the health checks report)."""
+        self._walk()
+        whole = self.c.truncation is None
+        if whole and not self.listed:
+            raise InputFileError(f"{shown_path(self.c.path)}: {_no_event_list(self.c.metadata)}")
+        if whole and not self.c.events and self.exact.non_objects:
+            raise InputFileError(f"{shown_path(self.c.path)}: {_no_event_objects(self.exact.non_objects)}")
+
+    def _walk(self) -> None:
         b = self.b
         if not b.fill():
             raise InputFileError(f"{self.c.path}: the file is empty")
@@ -130,6 +166,7 @@ class TraceWalker:
         first = b.peek()
         if first == ord("["):
             self.c.layout = "array"
+            self.listed = True
             b.pos += 1
             self._event_list()
             return
@@ -166,6 +203,7 @@ class TraceWalker:
         if key == "traceEvents":
             if b.peek() != ord("["):
                 raise b.error("'traceEvents' is not an array")
+            self.listed = True
             b.pos += 1
             self.events_done = self._event_list()
             return self.events_done
