@@ -207,6 +207,7 @@ class _Document(msgspec.Struct):
     mechanisms: msgspec.Raw = _NOTHING
     impossible: msgspec.Raw = _NOTHING
     workload: msgspec.Raw = _NOTHING
+    traceEvents: msgspec.Raw = _NOTHING  # noqa: N815 - the trace's own key: a trace given where a report is wanted
 
 
 def _texts(raw: bytes | memoryview) -> list[str]:
@@ -393,16 +394,17 @@ def _read(path: str) -> bytearray:
 def load_report(path: str) -> MachineReport:
     try:
         raw = _read(path)
-        data = msgspec.json.decode(raw, type=_Document)  # checked whole (UTF-8 too), nothing built but the top
     except FileNotFoundError:
         raise InputFileError(f"{path}: no such report") from None
     except IsADirectoryError:
         raise InputFileError(f"{path}: is a directory, not a report") from None
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError, msgspec.DecodeError) as exc:
-        reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
-        raise InputFileError(f"{path}: not a warpwizard JSON report ({reason})") from None
-    except msgspec.ValidationError:  # not an object at the top
-        data = _Document()
+    except OSError as exc:
+        raise InputFileError(f"{path}: not a warpwizard JSON report ({exc.strerror or exc})") from None
+    try:
+        data = msgspec.json.decode(raw, type=_Document)  # checked whole (UTF-8 too), nothing built but the top
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # msgspec's errors too (not an object: one)
+        reason = str(exc) or type(exc).__name__
+        raise _not_a_report(path, raw, f"not a warpwizard JSON report ({reason})") from None
     schema = _value(data.schema)
     document = schemas.kind(schema)
     if document == "warpwizard.transcript":
@@ -410,9 +412,55 @@ def load_report(path: str) -> MachineReport:
     if document == "warpwizard.trace-report":
         return _from_trace_report(data, path)
     found = visible(schema)[:80] if isinstance(schema, str) and schema else "none"
-    raise InputFileError(
-        f"{path}: not a warpwizard JSON report (expected schema {schemas.readable_text()}, found {found})"
-    )
+    said = f"not a warpwizard JSON report (expected schema {schemas.readable_text()}, found {found})"
+    raise _not_a_report(path, raw, said, has_events=data.traceEvents is not _NOTHING)
+
+
+def _not_a_report(path: str, raw: bytearray, said: str, *, has_events: bool = False) -> InputFileError:
+    """The refusal of a file that is no report: a profiler trace is named, with the command that writes its report
+    (``trace inspect --json``); any other gzip file as one (compare reads reports as ``--json`` writes them);
+    anything else as ``said``."""
+    from wizard.trace.read import inflate
+
+    gzipped = raw[:2] == inflate.GZIP_MAGIC
+    trace = _a_trace(bytes(raw[: _HEAD << 4 if gzipped else _HEAD]), len(raw), has_events=has_events)
+    if trace is not None:
+        return InputFileError(
+            f"{path}: {trace}, not a warpwizard JSON report: `warpwizard trace inspect {path} --json > REPORT.json` "
+            "writes its report, which compare reads"
+        )
+    if gzipped:
+        return InputFileError(
+            f"{path}: a gzip file, not a warpwizard JSON report (compare reads a report as `--json` writes it: "
+            "gunzip it first)"
+        )
+    return InputFileError(f"{path}: {said}")
+
+
+_HEAD = 64 << 10  # of the file (of what its gzip stream inflates to): a Kineto trace's traceEvents key lies in it
+
+
+def _a_trace(head: bytes, size: int, *, has_events: bool) -> str | None:
+    """What kind of trace the first bytes are, in words, or None: by the trace reader's own recognition (gzip
+    inflated first), a JSON one by its ``traceEvents`` key or PyTorch 1.8's bare array of objects."""
+    from wizard.trace.read import formats, inflate
+
+    gzipped = head.startswith(inflate.GZIP_MAGIC)
+    cut = size > len(head)
+    if gzipped:
+        head, cut = inflate.head(head, _HEAD)
+    fmt = formats.by_content(head, cut=cut)
+    if fmt is None:
+        return None
+    if fmt is formats.KINETO_JSON:
+        text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+        array_of_objects = text.startswith(b"[") and text[1:].lstrip(b" \t\r\n").startswith(b"{")
+        if not (has_events or array_of_objects or b'"traceEvents"' in head):
+            return None
+        return "a gzipped profiler trace (Chrome trace JSON)" if gzipped else "a profiler trace (Chrome trace JSON)"
+    if fmt.container == "sqlite":
+        return "a gzipped SQLite database (a profiler export)" if gzipped else "a SQLite database (a profiler export)"
+    return f"a gzipped {fmt.name}" if gzipped else fmt.name_with_article
 
 
 @dataclass(slots=True)

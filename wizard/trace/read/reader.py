@@ -32,6 +32,7 @@ from wizard.trace.read.buffer import Buffer
 from wizard.trace.read.collector import Collector, EventSink, TraceContents, Truncation
 from wizard.trace.read.events import EVENTS_DECODER, KERNEL_CATEGORIES, RAW_DECODER, Event, decode_block, unmark_bare
 from wizard.trace.read.exact import ExactDecoder
+from wizard.trace.read.inflate import nothing_read
 from wizard.trace.read.formats import (
     KINETO_JSON,
     TraceFormat,
@@ -160,7 +161,9 @@ class TraceWalker:
     def _walk(self) -> None:
         b = self.b
         if not b.fill():
-            raise InputFileError(f"{self.c.path}: the file is empty")
+            src = b.src
+            said = nothing_read(compressed=src.compressed, cut=src.stream_truncated, size=src.consumed)
+            raise InputFileError(f"{self.c.path}: {said}")
         if b.buf.startswith(b"\xef\xbb\xbf"):
             b.pos = 3
         first = b.peek()

@@ -141,7 +141,7 @@ def _cut_in_events(cut: Truncation, contents: TraceContents, gpu_events: int, de
 def _no_events(contents: TraceContents, details: dict[str, Any]) -> HealthCheck:
     """A whole trace with not one event: nothing to check, which must not read as a healthy trace (a gate given a
     profile that recorded nothing passes nothing). Events but no kernel stays legitimate: a CPU-only profile."""
-    where = "its event list is empty" if contents.format == "kineto-json" else "the file holds no event"
+    where = "its event list is empty" if contents.format == "kineto-json" else "not one was read from the file"
     return CHECK.verdict(
         0, "warning",
         f"the trace holds no events: {where}, so no check had anything to look at",
