@@ -207,7 +207,7 @@ class _Document(msgspec.Struct):
     mechanisms: msgspec.Raw = _NOTHING
     impossible: msgspec.Raw = _NOTHING
     workload: msgspec.Raw = _NOTHING
-    traceEvents: msgspec.Raw = _NOTHING  # noqa: N815 - the trace's own key: a trace given where a report is wanted
+    traceEvents: msgspec.Raw = _NOTHING
 
 
 def _texts(raw: bytes | memoryview) -> list[str]:

@@ -26,13 +26,12 @@ import msgspec
 
 from wizard import schemas
 from wizard.errors import InputFileError, TraceReadError
-from wizard.formatting import plural
 from wizard.file_ends import opened_ends
+from wizard.formatting import plural
 from wizard.trace.read.buffer import Buffer
 from wizard.trace.read.collector import Collector, EventSink, TraceContents, Truncation
 from wizard.trace.read.events import EVENTS_DECODER, KERNEL_CATEGORIES, RAW_DECODER, Event, decode_block, unmark_bare
 from wizard.trace.read.exact import ExactDecoder
-from wizard.trace.read.inflate import nothing_read
 from wizard.trace.read.formats import (
     KINETO_JSON,
     TraceFormat,
@@ -41,6 +40,7 @@ from wizard.trace.read.formats import (
     is_trace_name,
     trace_suffixes,
 )
+from wizard.trace.read.inflate import nothing_read
 from wizard.trace.read.remote import UrlPath, expand, is_url, read_url
 from wizard.trace.read.scan import after_separator, find_cut, list_end
 from wizard.trace.read.source import TraceSource, open_input
@@ -106,7 +106,7 @@ def _no_event_list(metadata: dict[str, Any]) -> str:
         return said
     return (
         "not a profiler trace: a JSON object without a 'traceEvents' list (a PyTorch profiler trace is "
-        "{\"traceEvents\": [...]} or, from PyTorch 1.8, a bare array of event objects)"
+        '{"traceEvents": [...]} or, from PyTorch 1.8, a bare array of event objects)'
     )
 
 
