@@ -207,7 +207,7 @@ class _Document(msgspec.Struct):
     mechanisms: msgspec.Raw = _NOTHING
     impossible: msgspec.Raw = _NOTHING
     workload: msgspec.Raw = _NOTHING
-    traceEvents: msgspec.Raw = _NOTHING
+    traceEvents: msgspec.Raw = _NOTHING  # a trace's own key: a trace given where a report is wanted
 
 
 def _texts(raw: bytes | memoryview) -> list[str]:
