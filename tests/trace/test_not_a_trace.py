@@ -164,9 +164,13 @@ def test_a_damaged_gzip_says_the_same_from_the_perfetto_reader(run_cli: Any, tmp
         (tmp_path / name).write_bytes(data)
         line = _one_line(run_cli("trace", "inspect", str(tmp_path / name)), ExitStatus.INPUT_ERROR)
         said.append(line.replace(str(tmp_path / name), "F"))
-    assert said[0] == said[1] == (
-        "warpwizard: error: F: byte 11: corrupt gzip data, found at this byte of the compressed file (zlib: Error -3 "
-        "while decompressing data: invalid block type)"
+    assert (
+        said[0]
+        == said[1]
+        == (
+            "warpwizard: error: F: byte 11: corrupt gzip data, found at this byte of the compressed file (zlib: Error -3 "
+            "while decompressing data: invalid block type)"
+        )
     )
 
 
@@ -224,5 +228,6 @@ def test_compare_names_the_shared_traces(run_cli: Any, tmp_path: Path) -> None:
 def test_trace_fix_on_a_shared_nsys_export_is_a_usage_error(run_cli: Any, tmp_path: Path) -> None:
     out = tmp_path / "fixed.json"
     line = _one_line(run_cli("trace", "fix", str(TRACES / "nsys-mfu_2gpu_before.sqlite"), str(out)), ExitStatus.USAGE)
-    assert "an Nsight Systems SQLite export; `trace fix` writes corrected copies of Chrome trace JSON only (.json, " in line
+    said = "an Nsight Systems SQLite export; `trace fix` writes corrected copies of Chrome trace JSON only (.json, "
+    assert said in line
     assert not out.exists()
