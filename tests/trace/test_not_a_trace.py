@@ -168,8 +168,8 @@ def test_a_damaged_gzip_says_the_same_from_the_perfetto_reader(run_cli: Any, tmp
         said[0]
         == said[1]
         == (
-            "warpwizard: error: F: byte 11: corrupt gzip data, found at this byte of the compressed file (zlib: Error -3 "
-            "while decompressing data: invalid block type)"
+            "warpwizard: error: F: byte 11: corrupt gzip data, found at this byte of the compressed file (zlib: "
+            "Error -3 while decompressing data: invalid block type)"
         )
     )
 
