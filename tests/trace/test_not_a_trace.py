@@ -231,3 +231,12 @@ def test_trace_fix_on_a_shared_nsys_export_is_a_usage_error(run_cli: Any, tmp_pa
     said = "an Nsight Systems SQLite export; `trace fix` writes corrected copies of Chrome trace JSON only (.json, "
     assert said in line
     assert not out.exists()
+
+
+def test_a_stray_value_beside_events_is_no_refusal(run_cli: Any, tmp_path: Path) -> None:
+    """The refusal is of a list with not one event object: a trace with events and a stray value reads, in the
+    reader and in the fixer's raw walk alike (which once refused it: its fast path counted no events)."""
+    path = _write(tmp_path, "mixed.json", json.dumps({"traceEvents": [CPU_OP, 1]}))
+    assert run_cli("trace", "inspect", str(path)).status == ExitStatus.OK
+    fixed = run_cli("trace", "fix", str(path), str(tmp_path / "out.json"))
+    assert fixed.status == ExitStatus.OK, fixed.stderr

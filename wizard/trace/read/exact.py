@@ -86,7 +86,8 @@ class ExactDecoder:
         self.max_event_bytes = max_event_bytes
         self.clock = clock
         self.decoder = json.JSONDecoder(parse_int=_parse_int)
-        self.non_objects = 0  # entries of the event list that are not objects (numbers, strings): no event
+        self.objects = 0  # entries of the event list this decoder read that are objects (events, in raw mode too)
+        self.non_objects = 0  # and those that are not (numbers, strings): no event
 
     def value(self) -> Any:
         """One JSON value at the position, read whole (used for small top-level values)."""
@@ -193,7 +194,9 @@ class ExactDecoder:
                 return "truncated", i
             except RecursionError:
                 raise b.error("nesting too deep to be a profiler trace") from None
-            if not isinstance(obj, dict):
+            if isinstance(obj, dict):
+                self.objects += 1
+            else:
                 self.non_objects += 1
             if self.raw:
                 raw_batch.append(substituted[i:j].encode("utf-8", "surrogateescape"))

@@ -136,6 +136,8 @@ class TraceWalker:
         self.parallel = parallel
         self.events_done = False  # the event list's ']' was read: what follows is metadata
         self.listed = False  # an event list was found (the traceEvents key, or PyTorch 1.8's bare array)
+        self.raw_objects = False  # the raw fast path (trace fix) met an object in the list
+        self.raw_non_objects = 0  # and values that are not objects, before it
         self.clock = buffer.clock
         self.exact = ExactDecoder(
             buffer, contents, self._deliver, raw=sink.raw, max_event_bytes=config.max_event_bytes, clock=self.clock
@@ -155,8 +157,9 @@ class TraceWalker:
         whole = self.c.truncation is None
         if whole and not self.listed:
             raise InputFileError(f"{shown_path(self.c.path)}: {_no_event_list(self.c.metadata)}")
-        if whole and not self.c.events and self.exact.non_objects:
-            raise InputFileError(f"{shown_path(self.c.path)}: {_no_event_objects(self.exact.non_objects)}")
+        values = self.exact.non_objects + self.raw_non_objects
+        if whole and values and not (self.c.events or self.exact.objects or self.raw_objects):
+            raise InputFileError(f"{shown_path(self.c.path)}: {_no_event_objects(values)}")
 
     def _walk(self) -> None:
         b = self.b
@@ -315,6 +318,8 @@ class TraceWalker:
             self.clock["decode_s"] += time.perf_counter() - started
             if raws is None:
                 return False
+            if not self.raw_objects:  # only until the first object: what the refusal of a list of values needs
+                self._look_at(raws)
             self.sink.add_raw([bytes(r) for r in raws])
             return True
         events = decode_block(EVENTS_DECODER, piece)
@@ -325,6 +330,12 @@ class TraceWalker:
         self._add(events, piece)
         self.clock["collect_s"] += time.perf_counter() - decoded
         return True
+
+    def _look_at(self, raws: list[msgspec.Raw]) -> None:
+        """Whether the raw entries hold an object, and how many values that are not objects they hold."""
+        objects = sum(1 for r in raws if bytes(memoryview(r)[:1]) == b"{")
+        self.raw_objects = objects > 0
+        self.raw_non_objects += len(raws) - objects
 
     def _add(self, events: list[Event], piece: bytes | memoryview) -> None:
         """Decoded events to the sink; the counter events' values from the block's bytes, where it had any."""
