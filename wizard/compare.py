@@ -420,10 +420,8 @@ def _not_a_report(path: str, raw: bytearray, said: str, *, has_events: bool = Fa
     """The refusal of a file that is no report: a profiler trace is named, with the command that writes its report
     (``trace inspect --json``); any other gzip file as one (compare reads reports as ``--json`` writes them);
     anything else as ``said``."""
-    from wizard.trace.read import inflate
-
-    gzipped = raw[:2] == inflate.GZIP_MAGIC
-    trace = _a_trace(bytes(raw[: _HEAD << 4 if gzipped else _HEAD]), len(raw), has_events=has_events)
+    gzipped = raw[:2] == _GZIP_MAGIC
+    trace = _a_trace(bytes(raw[: _HEAD << 4 if gzipped else _HEAD]), has_events=has_events)
     if trace is not None:
         return InputFileError(
             f"{path}: {trace}, not a warpwizard JSON report: `warpwizard trace inspect {path} --json > REPORT.json` "
@@ -438,29 +436,30 @@ def _not_a_report(path: str, raw: bytearray, said: str, *, has_events: bool = Fa
 
 
 _HEAD = 64 << 10  # of the file (of what its gzip stream inflates to): a Kineto trace's traceEvents key lies in it
+_GZIP_MAGIC = b"\x1f\x8b"
+_SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
-def _a_trace(head: bytes, size: int, *, has_events: bool) -> str | None:
-    """What kind of trace the first bytes are, in words, or None: by the trace reader's own recognition (gzip
-    inflated first), a JSON one by its ``traceEvents`` key or PyTorch 1.8's bare array of objects."""
-    from wizard.trace.read import formats, inflate
+def _a_trace(head: bytes, *, has_events: bool) -> str | None:
+    """What kind of trace the first bytes are, in words, or None: a JSON trace by its ``traceEvents`` key or PyTorch
+    1.8's bare array of objects, an export by SQLite's header, a gzipped one inflated first. By the bytes alone, with
+    the standard library: this foundation module imports no trace layer (a Perfetto trace goes unnamed)."""
+    import zlib
 
-    gzipped = head.startswith(inflate.GZIP_MAGIC)
-    cut = size > len(head)
+    gzipped = head.startswith(_GZIP_MAGIC)
     if gzipped:
-        head, cut = inflate.head(head, _HEAD)
-    fmt = formats.by_content(head, cut=cut)
-    if fmt is None:
-        return None
-    if fmt is formats.KINETO_JSON:
-        text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
-        array_of_objects = text.startswith(b"[") and text[1:].lstrip(b" \t\r\n").startswith(b"{")
-        if not (has_events or array_of_objects or b'"traceEvents"' in head):
+        try:
+            head = zlib.decompressobj(31).decompress(head, _HEAD)
+        except zlib.error:
             return None
-        return "a gzipped profiler trace (Chrome trace JSON)" if gzipped else "a profiler trace (Chrome trace JSON)"
-    if fmt.container == "sqlite":
-        return "a gzipped SQLite database (a profiler export)" if gzipped else "a SQLite database (a profiler export)"
-    return f"a gzipped {fmt.name}" if gzipped else fmt.name_with_article
+    packed = "a gzipped " if gzipped else "a "
+    if head.startswith(_SQLITE_MAGIC):
+        return f"{packed}SQLite database (a profiler export)"
+    text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    array_of_objects = text.startswith(b"[") and text[1:].lstrip(b" \t\r\n").startswith(b"{")
+    if has_events or array_of_objects or (text.startswith(b"{") and b'"traceEvents"' in head):
+        return f"{packed}profiler trace (Chrome trace JSON)"
+    return None
 
 
 @dataclass(slots=True)
