@@ -97,6 +97,13 @@ def _gpu_listed_no_gpu_work(root: Path) -> Path:
     return b.write(root / "gpu-listed-no-gpu-work.json")
 
 
+def _no_events(root: Path) -> Path:
+    """A trace that parses and holds not one event: nothing checked must not pass a gate (a newcomer's walk)."""
+    path = root / "no-events.json"
+    path.write_text('{"traceEvents": []}')
+    return path
+
+
 def _missing_rank(root: Path) -> Path:
     return _ranks(root / "missing-rank", [(r, 8, EVEN) for r in range(8) if r != 5])
 
@@ -121,6 +128,7 @@ PLANTED: dict[str, Callable[[Path], Path]] = {
     'planted: noise after `{"traceEvents": [`': _noise,
     "planted: launches and deviceProperties, no GPU event": _gpu_without_gpu_events,
     "planted: deviceProperties and CPU ops, no launch, no GPU event": _gpu_listed_no_gpu_work,
+    'planted: `{"traceEvents": []}`, not one event': _no_events,
     "planted: 7 of 8 ranks (rank 5 missing)": _missing_rank,
     "planted: 8 files that all say rank 1": _duplicated_ranks,
     "planted: a rank of another job (world size 8 among 4)": _foreign_rank,

@@ -115,7 +115,8 @@ def fix_trace(
     kernels (and copies, syncs, annotations) Perfetto cannot nest on their row go to extra rows named after the
     stream, each with its own launch arrow, so Perfetto shows them all where they belong (the original tid kept
     under ``args["warpwizard original tid"]``; docs/health.md). Never writes over the
-    input, nor over an existing file unless ``force``. Raises InputFileError, OutputFileError."""
+    input, nor over an existing file unless ``force``. Raises InputFileError, OutputFileError, and UsageError for a
+    format it cannot rewrite (an Nsight Systems export: it reads, but is not Chrome JSON)."""
     from wizard.trace.fix import fix_trace as _fix_trace
 
     (source_name,), (output_name,) = path_names(source), path_names(output)

@@ -212,6 +212,7 @@ class _Document(msgspec.Struct):
     mechanisms: msgspec.Raw = _NOTHING
     impossible: msgspec.Raw = _NOTHING
     workload: msgspec.Raw = _NOTHING
+    traceEvents: msgspec.Raw = _NOTHING  # a trace's own key: a trace given where a report is wanted
 
 
 def _texts(raw: bytes | memoryview) -> list[str]:
@@ -420,16 +421,17 @@ def _read(path: str) -> bytearray:
 def load_report(path: str) -> MachineReport:
     try:
         raw = _read(path)
-        data = msgspec.json.decode(raw, type=_Document)  # checked whole (UTF-8 too), nothing built but the top
     except FileNotFoundError:
         raise InputFileError(f"{path}: no such report") from None
     except IsADirectoryError:
         raise InputFileError(f"{path}: is a directory, not a report") from None
-    except (OSError, UnicodeDecodeError, ValueError, RecursionError, msgspec.DecodeError) as exc:
-        reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
-        raise InputFileError(f"{path}: not a warpwizard JSON report ({reason})") from None
-    except msgspec.ValidationError:  # not an object at the top
-        data = _Document()
+    except OSError as exc:
+        raise InputFileError(f"{path}: not a warpwizard JSON report ({exc.strerror or exc})") from None
+    try:
+        data = msgspec.json.decode(raw, type=_Document)  # checked whole (UTF-8 too), nothing built but the top
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:  # msgspec's errors too (not an object: one)
+        reason = str(exc) or type(exc).__name__
+        raise _not_a_report(path, raw, f"not a warpwizard JSON report ({reason})") from None
     schema = _value(data.schema)
     document = schemas.kind(schema)
     if document == "warpwizard.transcript":
@@ -437,9 +439,54 @@ def load_report(path: str) -> MachineReport:
     if document == "warpwizard.trace-report":
         return _from_trace_report(data, path)
     found = visible(schema)[:80] if isinstance(schema, str) and schema else "none"
-    raise InputFileError(
-        f"{path}: not a warpwizard JSON report (expected schema {schemas.readable_text()}, found {found})"
-    )
+    said = f"not a warpwizard JSON report (expected schema {schemas.readable_text()}, found {found})"
+    raise _not_a_report(path, raw, said, has_events=data.traceEvents is not _NOTHING)
+
+
+def _not_a_report(path: str, raw: bytearray, said: str, *, has_events: bool = False) -> InputFileError:
+    """The refusal of a file that is no report: a profiler trace is named, with the command that writes its report
+    (``trace inspect --json``); any other gzip file as one (compare reads reports as ``--json`` writes them);
+    anything else as ``said``."""
+    gzipped = raw[:2] == _GZIP_MAGIC
+    trace = _a_trace(bytes(raw[: _HEAD << 4 if gzipped else _HEAD]), has_events=has_events)
+    if trace is not None:
+        return InputFileError(
+            f"{path}: {trace}, not a warpwizard JSON report: `warpwizard trace inspect {path} --json > REPORT.json` "
+            "writes its report, which compare reads"
+        )
+    if gzipped:
+        return InputFileError(
+            f"{path}: a gzip file, not a warpwizard JSON report (compare reads a report as `--json` writes it: "
+            "gunzip it first)"
+        )
+    return InputFileError(f"{path}: {said}")
+
+
+_HEAD = 64 << 10  # of the file (of what its gzip stream inflates to): a Kineto trace's traceEvents key lies in it
+_GZIP_MAGIC = b"\x1f\x8b"
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def _a_trace(head: bytes, *, has_events: bool) -> str | None:
+    """What kind of trace the first bytes are, in words, or None: a JSON trace by its ``traceEvents`` key or PyTorch
+    1.8's bare array of objects, an export by SQLite's header, a gzipped one inflated first. By the bytes alone, with
+    the standard library: this foundation module imports no trace layer (a Perfetto trace goes unnamed)."""
+    import zlib
+
+    gzipped = head.startswith(_GZIP_MAGIC)
+    if gzipped:
+        try:
+            head = zlib.decompressobj(31).decompress(head, _HEAD)
+        except zlib.error:
+            return None
+    packed = "a gzipped " if gzipped else "a "
+    if head.startswith(_SQLITE_MAGIC):
+        return f"{packed}SQLite database (a profiler export)"
+    text = head.lstrip(b"\xef\xbb\xbf \t\r\n")
+    array_of_objects = text.startswith(b"[") and text[1:].lstrip(b" \t\r\n").startswith(b"{")
+    if has_events or array_of_objects or (text.startswith(b"{") and b'"traceEvents"' in head):
+        return f"{packed}profiler trace (Chrome trace JSON)"
+    return None
 
 
 @dataclass(slots=True)

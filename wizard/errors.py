@@ -19,9 +19,9 @@ class UsageError(WizardError):
 
 
 class InputFileError(WizardError):
-    """A file the user named cannot be read (missing, unreadable, not a trace). ``ends``: the file as the reader's
-    open found it, where it opened the file before finding it unreadable (the run's ``--from`` fingerprint takes
-    it, so a refused trace is not opened again for that)."""
+    """A file the user named cannot be read (missing, unreadable, not a trace, a trace where a report is wanted).
+    ``ends``: the file as the reader's open found it, where it opened the file before finding it unreadable (the
+    run's ``--from`` fingerprint takes it, so a refused trace is not opened again for that)."""
 
     ends: OpenedEnds | None = None
 

@@ -31,7 +31,8 @@ MEANING: dict[ExitStatus, str] = {
     ExitStatus.FINDINGS: "`trace inspect`: a health check at `--fail-on` or worse (impossible values, dropped "
     "kernels, ...); `probe`: it failed (found the problem); `diff`: a kernel slower beyond `--threshold`; "
     "`run --fail-on SEVERITY`: the diagnosis is at least that severe",
-    ExitStatus.USAGE: "usage error (bad command line, unknown playbook name)",
+    ExitStatus.USAGE: "usage error (bad command line, unknown playbook name, a format the command does not take: "
+    "`trace fix` on an Nsight Systems export)",
     ExitStatus.INVALID_PLAYBOOK: "invalid playbook, from `run` or `validate` "
     "(every problem as `file:line:column: message`)",
     ExitStatus.BAD_ANSWERS: (
@@ -39,7 +40,8 @@ MEANING: dict[ExitStatus, str] = {
         "to ask it on"
     ),
     ExitStatus.PROBE_FAILURE: "a probe could not be run at all; `probe`: it ended in error",
-    ExitStatus.INPUT_ERROR: "an input file is missing or unreadable (the message names file and byte offset)",
+    ExitStatus.INPUT_ERROR: "an input file is missing or unreadable, or not what the command reads (a JSON that is "
+    "no trace, a trace given to `compare`): the message names the file, and the byte offset where there is one",
     ExitStatus.OUTPUT_ERROR: "an output cannot be written: no such directory, not writable, already there "
     "(`--force` replaces it) or an input of the run",
     ExitStatus.OUT_OF_MEMORY: "out of memory, or a worker process was killed (by the system's out-of-memory killer): "

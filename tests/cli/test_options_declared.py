@@ -23,7 +23,7 @@ from wizard.testing.traces import KernelSpec, TraceBuilder
 
 # each option set and a command line whose --help lists it (the sets, not their fields: those are derived below)
 SETS = [(InspectOptions, ("trace", "inspect")), (Options, ("probe",)), (Options, ("run",))]
-USAGE = 2  # README.md's exit table: "usage error (bad command line, unknown playbook name)"
+USAGE = 2  # README.md's exit table: "usage error (bad command line, unknown playbook name, ...)"
 
 
 def _trace(tmp_path: Path) -> Path:

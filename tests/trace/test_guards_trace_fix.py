@@ -80,11 +80,12 @@ def _state(directory: Path) -> dict[str, tuple[str, int]]:
 
 
 def _refused(run_cli: Any, path: Path) -> CliResult:
-    """``trace fix PATH OUT``, asserted refused: one line naming the input, the input-error exit code, the
-    directory as it was (the input's bytes and mtime, no output, no temporary file left)."""
+    """``trace fix PATH OUT``, asserted refused: one line naming the input, the usage-error exit code (the file
+    reads; the command does not take its format), the directory as it was (the input's bytes and mtime, no output,
+    no temporary file left)."""
     before = _state(path.parent)
     result: CliResult = run_cli("trace", "fix", str(path), str(path.parent / "fixed.json"))
-    assert result.status == ExitStatus.INPUT_ERROR, (result.status, result.stderr)
+    assert result.status == ExitStatus.USAGE, (result.status, result.stderr)
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"warpwizard: error: {path}: "), result.stderr
     assert result.stdout == ""
@@ -108,7 +109,7 @@ def test_trace_fix_refuses_every_format_it_cannot_write(
     line = _refused(run_cli, path).stderr.strip()
     named = SQLITE_GZ if suffix == ".sqlite.gz" else fmt  # the container names what it holds
     assert f"{named.name_with_article}; `trace fix` writes corrected copies of {KINETO_JSON.name} only" in line
-    assert line.endswith("(nothing was written)")
+    assert line.endswith("only (.json, .json.gz; nothing was written; `trace inspect` reads this file)")
 
 
 def test_trace_fix_refuses_cuspys_own_pftrace(run_cli: Any, tmp_path: Path) -> None:

@@ -286,9 +286,9 @@ def test_trace_fix_refuses_a_format_it_cannot_write(run_cli: Any, tmp_path: Path
     out = tmp_path / "fixed.json"
     _one_line_error(
         run_cli("trace", "fix", str(path), str(out)),
-        6,
+        2,  # a usage error: the file reads (trace inspect takes it), the command does not take its format
         r"planted\.sqlite: an Nsight Systems SQLite export; `trace fix` writes corrected copies of Chrome trace JSON "
-        r"only \(nothing was written\)",
+        r"only \(\.json, \.json\.gz; nothing was written; `trace inspect` reads this file\)$",
     )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["planted.sqlite"]
 

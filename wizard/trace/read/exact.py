@@ -86,6 +86,8 @@ class ExactDecoder:
         self.max_event_bytes = max_event_bytes
         self.clock = clock
         self.decoder = json.JSONDecoder(parse_int=_parse_int)
+        self.objects = 0  # entries of the event list this decoder read that are objects (events, in raw mode too)
+        self.non_objects = 0  # and those that are not (numbers, strings): no event
 
     def value(self) -> Any:
         """One JSON value at the position, read whole (used for small top-level values)."""
@@ -192,6 +194,10 @@ class ExactDecoder:
                 return "truncated", i
             except RecursionError:
                 raise b.error("nesting too deep to be a profiler trace") from None
+            if isinstance(obj, dict):
+                self.objects += 1
+            else:
+                self.non_objects += 1
             if self.raw:
                 raw_batch.append(substituted[i:j].encode("utf-8", "surrogateescape"))
             elif (event := event_from_dict(obj)) is not None:

@@ -27,7 +27,7 @@ from typing import IO, Any
 
 import msgspec
 
-from wizard.errors import InputFileError
+from wizard.errors import InputFileError, UsageError
 from wizard.formatting import article
 from wizard.trace.read import inflate
 from wizard.trace.read.source import open_input
@@ -257,6 +257,12 @@ def _by_content(head: bytes, *, cut: bool) -> TraceFormat | None:
     return KINETO_JSON if _text(head)[:1] in (b"{", b"[") else None
 
 
+def by_content(head: bytes, *, cut: bool) -> TraceFormat | None:
+    """The format a file's first bytes say, or None (what a command that reads no trace asks to name one it was
+    given: ``compare``)."""
+    return _by_content(head, cut=cut)
+
+
 def detect(path: Path) -> TraceFormat:
     """The format of ``path``: by its first bytes for a regular file, by its name for a pipe. JSON when
     nothing tells (the JSON reader's error then says what the bytes are). A reader that goes on to read the
@@ -323,13 +329,17 @@ def _by_name(name: str) -> TraceFormat | None:
 
 
 def refuse_unwritable(name: str) -> None:
-    """``trace fix`` on a format it cannot write back: one line, before anything is opened for writing."""
+    """``trace fix`` on a format it cannot write back: one line, before anything is opened for writing. A usage
+    error (exit 2), not an unreadable input (6): the file reads (``trace inspect`` takes it); the command does not
+    take its format."""
     fmt = detect(Path(name))
     if not fmt.rewritable:
-        rewritable = ", ".join(f.name for f in FORMATS if f.rewritable)
-        raise InputFileError(
-            f"{name}: {fmt.name_with_article}; `trace fix` writes corrected copies of {rewritable} only "
-            "(nothing was written)"
+        takes = [f for f in FORMATS if f.rewritable]
+        rewritable = ", ".join(f.name for f in takes)
+        suffixes = ", ".join(suffix for f in takes for suffix in f.suffixes)
+        raise UsageError(
+            f"{name}: {fmt.name_with_article}; `trace fix` writes corrected copies of {rewritable} only ({suffixes}; "
+            "nothing was written; `trace inspect` reads this file)"
         )
 
 

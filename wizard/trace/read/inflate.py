@@ -49,7 +49,12 @@ class GzipCut(GzipError):
 
 
 class GzipDamaged(GzipError):
-    """zlib refused a block, or bytes after a member are not another member (``strict``)."""
+    """zlib refused a block, or bytes after a member are not another member (``strict``). ``at``: the byte of the
+    compressed file where zlib found it (the damage lies there or a little before: a block is checked as read)."""
+
+    def __init__(self, reason: str, at: int | None = None) -> None:
+        super().__init__(reason)
+        self.at = at
 
 
 class GzipTooBig(GzipError):
@@ -92,7 +97,8 @@ class Inflater:
                 got += len(data)
                 self._bound(len(data))
         except zlib.error as exc:
-            self.ended = GzipDamaged(str(exc))
+            # every feed is the tail of what was read: zlib keeps the input it did not reach in unconsumed_tail
+            self.ended = GzipDamaged(str(exc), self.consumed - len(self.inflater.unconsumed_tail))
         except GzipError as exc:
             self.ended = exc
         if not got and self.ended is not None and not self.done:
@@ -131,6 +137,26 @@ class Inflater:
         if not chunk:
             raise GzipCut(CUT_MESSAGE)
         return inflater.decompress(chunk, size)
+
+
+def damaged_words(exc: GzipDamaged, consumed: int) -> tuple[int, str]:
+    """(the byte, the reason) every reader gives a damaged gzip stream: the byte of the compressed file where zlib
+    found the damage (``consumed``, what was read, where it does not say), not how far ahead the reader had read."""
+    at = consumed if exc.at is None else exc.at
+    return at, f"corrupt gzip data, found at this byte of the compressed file (zlib: {exc})"
+
+
+def nothing_read(*, compressed: bool, cut: bool, size: int) -> str:
+    """What every reader says of a file that gave not one byte to read (the same bytes, the same words): empty, a
+    gzip stream of nothing, or one cut off before its first byte of data (``size``: the bytes the file held)."""
+    if cut:
+        return (
+            f"the gzip stream ends before its first byte of data ({size:,} bytes in all: cut off in its header or "
+            "first block, not a whole .gz file)"
+        )
+    if compressed:
+        return "the gzip stream inflates to nothing (an empty file, compressed)"
+    return "the file is empty"
 
 
 def head(data: bytes, size: int) -> tuple[bytes, bool]:

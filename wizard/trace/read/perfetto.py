@@ -1135,6 +1135,17 @@ class _Inflating:
             raise EOFError(str(exc)) from None
 
 
+def _nothing_read(stream: Any, compressed: bool, consumed: _Consumed) -> str:
+    """A file with not one byte to read, in the JSON reader's words for the same bytes: a gzip stream damaged before
+    its first byte names where, as the JSON reader's does."""
+    ended = stream.inflater.ended if isinstance(stream, _Inflating) else None
+    if isinstance(ended, inflate.GzipDamaged):
+        at, reason = inflate.damaged_words(ended, consumed.total)
+        return f"byte {at}: {reason}"
+    size = stream.inflater.consumed if isinstance(stream, _Inflating) else consumed.total
+    return inflate.nothing_read(compressed=compressed, cut=isinstance(ended, inflate.GzipCut), size=size)
+
+
 @dataclass(frozen=True, slots=True)
 class PerfettoConfig:
     """The bounds of one read (tests shrink them)."""
@@ -1199,7 +1210,7 @@ def _read(
     except OSError as exc:
         raise InputFileError(f"{path}: cannot read ({cut(visible(str(exc)), 200)})") from None
     if packets is not None and packets.offset + len(packets.buf) == 0:  # not one byte: as the JSON reader says
-        raise InputFileError(f"{path}: the file is empty")
+        raise InputFileError(f"{path}: {_nothing_read(stream, contents.compressed, consumed)}")
     reader.finish()
     contents.bytes_read = consumed.total
     if reader.open_count and contents.truncation is not None:

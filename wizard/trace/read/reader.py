@@ -24,8 +24,10 @@ from typing import IO, TYPE_CHECKING, Any
 
 import msgspec
 
+from wizard import schemas
 from wizard.errors import InputFileError, TraceReadError
 from wizard.file_ends import opened_ends
+from wizard.formatting import plural
 from wizard.trace.read.buffer import Buffer
 from wizard.trace.read.collector import Collector, EventSink, TraceContents, Truncation
 from wizard.trace.read.events import EVENTS_DECODER, KERNEL_CATEGORIES, RAW_DECODER, Event, decode_block, unmark_bare
@@ -38,6 +40,7 @@ from wizard.trace.read.formats import (
     is_trace_name,
     trace_suffixes,
 )
+from wizard.trace.read.inflate import nothing_read
 from wizard.trace.read.remote import UrlPath, expand, is_url, read_url
 from wizard.trace.read.scan import after_separator, find_cut, list_end
 from wizard.trace.read.source import TraceSource, open_input
@@ -92,6 +95,29 @@ def _not_a_trace(head: bytes) -> str:
     )
 
 
+def _no_event_list(metadata: dict[str, Any]) -> str:
+    """What the JSON reader says of a whole JSON object with no ``traceEvents`` list: a warpwizard document is
+    named, with the command that reads a report (a report holds no events to check)."""
+    schema = metadata.get("schema")
+    if isinstance(schema, str) and schema.startswith("warpwizard."):
+        said = f"a warpwizard JSON document ({cut(visible(schema), 60)}), not a profiler trace"
+        if schemas.kind(schema) is not None:
+            return f"{said}: `warpwizard compare REPORT.json ...` reads reports"
+        return said
+    return (
+        "not a profiler trace: a JSON object without a 'traceEvents' list (a PyTorch profiler trace is "
+        '{"traceEvents": [...]} or, from PyTorch 1.8, a bare array of event objects)'
+    )
+
+
+def _no_event_objects(values: int) -> str:
+    """What the JSON reader says of an event list whose entries are all values other than objects."""
+    return (
+        f"not a profiler trace: its event list holds {plural(values, 'value')} and not one event object "
+        "(a PyTorch profiler trace's events are JSON objects)"
+    )
+
+
 class TraceWalker:
     """The top-level walk, delivering events to a sink."""
 
@@ -109,6 +135,9 @@ class TraceWalker:
         self.config = config
         self.parallel = parallel
         self.events_done = False  # the event list's ']' was read: what follows is metadata
+        self.listed = False  # an event list was found (the traceEvents key, or PyTorch 1.8's bare array)
+        self.raw_objects = False  # the raw fast path (trace fix) met an object in the list
+        self.raw_non_objects = 0  # and values that are not objects, before it
         self.clock = buffer.clock
         self.exact = ExactDecoder(
             buffer, contents, self._deliver, raw=sink.raw, max_event_bytes=config.max_event_bytes, clock=self.clock
@@ -122,14 +151,28 @@ class TraceWalker:
 
     # -- top level ----------------------------------------------------------------------
     def run(self) -> None:
+        """The walk, then the refusal of a whole JSON document that is no trace: no event list, or one whose
+        entries are none of them events (a cut file is a truncation instead, which the health checks report)."""
+        self._walk()
+        whole = self.c.truncation is None
+        if whole and not self.listed:
+            raise InputFileError(f"{shown_path(self.c.path)}: {_no_event_list(self.c.metadata)}")
+        values = self.exact.non_objects + self.raw_non_objects
+        if whole and values and not (self.c.events or self.exact.objects or self.raw_objects):
+            raise InputFileError(f"{shown_path(self.c.path)}: {_no_event_objects(values)}")
+
+    def _walk(self) -> None:
         b = self.b
         if not b.fill():
-            raise InputFileError(f"{self.c.path}: the file is empty")
+            src = b.src
+            said = nothing_read(compressed=src.compressed, cut=src.stream_truncated, size=src.consumed)
+            raise InputFileError(f"{self.c.path}: {said}")
         if b.buf.startswith(b"\xef\xbb\xbf"):
             b.pos = 3
         first = b.peek()
         if first == ord("["):
             self.c.layout = "array"
+            self.listed = True
             b.pos += 1
             self._event_list()
             return
@@ -166,6 +209,7 @@ class TraceWalker:
         if key == "traceEvents":
             if b.peek() != ord("["):
                 raise b.error("'traceEvents' is not an array")
+            self.listed = True
             b.pos += 1
             self.events_done = self._event_list()
             return self.events_done
@@ -274,6 +318,8 @@ class TraceWalker:
             self.clock["decode_s"] += time.perf_counter() - started
             if raws is None:
                 return False
+            if not self.raw_objects:  # only until the first object: what the refusal of a list of values needs
+                self._look_at(raws)
             self.sink.add_raw([bytes(r) for r in raws])
             return True
         events = decode_block(EVENTS_DECODER, piece)
@@ -284,6 +330,12 @@ class TraceWalker:
         self._add(events, piece)
         self.clock["collect_s"] += time.perf_counter() - decoded
         return True
+
+    def _look_at(self, raws: list[msgspec.Raw]) -> None:
+        """Whether the raw entries hold an object, and how many values that are not objects they hold."""
+        objects = sum(1 for r in raws if bytes(memoryview(r)[:1]) == b"{")
+        self.raw_objects = objects > 0
+        self.raw_non_objects += len(raws) - objects
 
     def _add(self, events: list[Event], piece: bytes | memoryview) -> None:
         """Decoded events to the sink; the counter events' values from the block's bytes, where it had any."""

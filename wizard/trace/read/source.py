@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import IO
 
 from wizard.errors import InputFileError, TraceReadError
-from wizard.trace.read.inflate import GZIP_MAGIC, GzipCut, GzipError, Inflater
+from wizard.trace.read.inflate import GZIP_MAGIC, GzipCut, GzipDamaged, GzipError, Inflater, damaged_words
 
 
 @dataclass(eq=False, repr=False)
@@ -97,8 +97,10 @@ class TraceSource:
         except GzipCut:
             self.stream_truncated = True
             return b""
+        except GzipDamaged as exc:  # the byte zlib stopped at, not the read-ahead's end (the file's size)
+            raise TraceReadError(str(self.path), *damaged_words(exc, self.consumed)) from None
         except GzipError as exc:
-            raise TraceReadError(str(self.path), self.consumed, f"corrupt gzip data ({exc})") from None
+            raise TraceReadError(str(self.path), self.consumed, f"gzip stream refused ({exc})") from None
 
     @property
     def descriptor(self) -> tuple[int, int, int] | None:

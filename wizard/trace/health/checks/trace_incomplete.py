@@ -54,9 +54,10 @@ CHECK = CheckSpec(
     ),
     status_rule=(
         "`error` when the file ends inside its event list (every event written after the cut is lost); "
-        "`warning` when `deviceProperties` lists a GPU or the trace has CUDA/HIP calls and it has not one kernel, "
-        "copy, set or `cuda_profiler_range` event; `info` when the file was cut after its event list (every event "
-        "read); `ok` otherwise"
+        "`warning` when the whole file holds not one event (nothing to check), or when `deviceProperties` lists a GPU "
+        "or the trace has CUDA/HIP calls and it has not one kernel, copy, set or `cuda_profiler_range` event; `info` "
+        "when the file was cut after its event list (every event read); `ok` otherwise (events and no GPU listed or "
+        "called: a CPU-only profile)"
     ),
     facts=(
         CheckFact("trace_cut", bool, "whether a trace ends inside its event list (events lost)", "events_lost", "any"),
@@ -99,6 +100,8 @@ def run(tables: Tables) -> HealthCheck:
     }
     if cut is not None and cut.events_lost:
         return _cut_in_events(cut, contents, gpu_events, details)
+    if cut is None and not contents.events:
+        return _no_events(contents, details)
     if not gpu_events and (gpus or calls):
         return _no_gpu_events(gpus, calls, details)
     if cut is not None:
@@ -131,6 +134,20 @@ def _cut_in_events(cut: Truncation, contents: TraceContents, gpu_events: int, de
         "or crashed while writing, a full disk, or a copy cut short). Kineto writes NAME.tmp and renames it only "
         "once the list is closed: look for the .tmp, the disk's free space and how the job ended; profile again "
         "or copy the file whole",
+        details=details,
+    )  # fmt: skip
+
+
+def _no_events(contents: TraceContents, details: dict[str, Any]) -> HealthCheck:
+    """A whole trace with not one event: nothing to check, which must not read as a healthy trace (a gate given a
+    profile that recorded nothing passes nothing). Events but no kernel stays legitimate: a CPU-only profile."""
+    where = "its event list is empty" if contents.format == "kineto-json" else "not one was read from the file"
+    return CHECK.verdict(
+        0, "warning",
+        f"the trace holds no events: {where}, so no check had anything to look at",
+        "no number can be read from this trace: the profiler recorded nothing (stopped before its first step, "
+        "a schedule whose active steps never ran, or every activity turned off) or the file was written empty; "
+        "check the profiler's schedule and that the profiled code ran, then profile again",
         details=details,
     )  # fmt: skip
 
