@@ -12,8 +12,8 @@ import pytest
 from tests.conftest import REPO
 from tests.helpers import demo_trace
 from wizard import heap
-from wizard.trace.inspection.run import inspect_trace
 from wizard.trace.inspection.passes import passes_to_run
+from wizard.trace.inspection.run import inspect_trace
 
 
 def test_a_small_trace_is_not_trimmed(monkeypatch: pytest.MonkeyPatch) -> None:
