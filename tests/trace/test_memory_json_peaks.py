@@ -94,9 +94,10 @@ def test_the_first_call_of_each_correlation_in_bounded_memory() -> None:
 
 
 def test_op_groups_in_bounded_memory() -> None:
-    """The profile's op groups: every op's duration and descriptor written into one array each (a part per thread
-    and the joins of them were held together), the group of each op made 16-bit at once (not int64 then a copy),
-    the ops ordered a range of groups at a time (``_group_ranges``: here 40 groups in five ranges)."""
+    """The profile's op groups: the ops read where the index keeps them, a range of groups at a time (every op's
+    duration and descriptor id were written into one array each, 12 bytes an op: memory5), the group of each op
+    made 16-bit at once (not int64 then a copy), the ops ordered a range of groups at a time (``_group_ranges``:
+    here 40 groups in five ranges)."""
     ops, threads, names = 300_000, 8, 40
     contents = TraceContents(path="")
     rng = np.random.default_rng(7)
@@ -116,7 +117,7 @@ def test_op_groups_in_bounded_memory() -> None:
     assert got == {k: (len(v), statistics.median(v)) for k, v in durations.items()}
     totals = {g.name: g.total_us for g in by_name}
     assert all(abs(totals[k] - sum(v)) <= 1e-9 * sum(v) for k, v in durations.items())
-    assert peak < 24 * ops, peak / ops  # 55 bytes an op, then 26 (every op's int64 order at once), 22 now
+    assert peak < 12 * ops, peak / ops  # 55 bytes an op, then 26, then 22 (every op's duration and id), 9 now
 
 
 # The real entry point in its own process, then the modules it loaded.
