@@ -19,8 +19,9 @@ def _brute(
 ) -> list[tuple[str, str | None, int, float, float, float]]:
     by_key: dict[tuple[str, str | None], list[float]] = {}
     for d, r in zip(durations, refs, strict=True):
-        if keys[r] is not None:  # left out (a step)
-            by_key.setdefault(keys[r], []).append(d)
+        key = keys[r]
+        if key is not None:  # left out (a step)
+            by_key.setdefault(key, []).append(d)
     rows: list[tuple[str, str | None, int, float, float, float]] = []
     for (name, shapes), values in by_key.items():
         median = statistics.median(values)

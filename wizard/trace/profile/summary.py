@@ -394,7 +394,10 @@ def _grouped(parts: list[tuple[Any, Any, Any]], keys: list[tuple[str, str | None
     # that width at once, the ops left out numbered past the last group
     small = np.int16 if len(ids) <= np.iinfo(np.int16).max else np.int64
     groups = [np.array([len(ids) if n < 0 else n for n in numbers], dtype=small)[r] for _, _, r in parts]
-    counts = sum(np.bincount(g, minlength=len(ids) + 1) for g in groups)[: len(ids)]
+    counts = np.zeros(len(ids) + 1, dtype=np.int64)
+    for g in groups:
+        counts += np.bincount(g, minlength=len(ids) + 1)
+    counts = counts[: len(ids)]
     names = list(ids)
     out: list[OpGroup] = []
     for first, last in _group_ranges(counts, int(counts.sum())) if counts.any() else ():
