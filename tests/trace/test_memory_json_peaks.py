@@ -204,3 +204,35 @@ def test_a_threads_tree_in_bounded_memory() -> None:
     assert tree.name.tolist() == list(range(0, spans, 2))
     assert tree.parent.tolist() == [-1] * (spans // 2)
     assert peak < 44 * spans, peak / spans  # 69 bytes a span before, 33 now (the tree itself is ~16)
+
+
+def test_nanoseconds_are_made_a_small_chunk_at_a_time() -> None:
+    """``nesting.to_ns``: its ten temporaries are a chunk's (a chunk of 262,144 held a 200 MB trace's 70,000 kernels
+    whole: 5 MB of the kernels-overlap check's peak); the answer is the chunked one's either way."""
+    from wizard.trace.health import nesting
+
+    us = np.random.default_rng(3).uniform(0, 1e9, 300_000).round(3)
+    us[::7] = np.nan
+    peak, (ns, valid) = peak_bytes(lambda: nesting.to_ns(us))
+    whole_ns, whole_valid = nesting._to_ns(us)
+    assert np.array_equal(ns, whole_ns) and np.array_equal(valid, whole_valid)
+    assert peak < 16 * len(us), peak / len(us)  # 67 bytes a value at 1 << 18, 13 now (9 of them the answer)
+
+
+def test_row_categories_are_ids_not_a_string_per_event() -> None:
+    """The kernels-overlap check's events name their category by id (``_Named``), as the list did."""
+    from wizard.trace.health import nesting
+
+    ids = np.array([2, 0, 1, 2], dtype=np.int64)
+    names = ["kernel", "gpu_memcpy", "user_annotation"]
+    named = nesting._Named(ids, names)
+    listed = [names[i] for i in ids.tolist()]
+    assert len(named) == len(listed)
+    assert [named[i] for i in range(-4, 4)] == [listed[i] for i in range(-4, 4)]
+    assert named[1:3] == listed[1:3] and named[::-1] == listed[::-1]
+    for wrong in (4, -5):
+        try:
+            named[wrong]
+        except IndexError:
+            continue
+        raise AssertionError(f"{wrong} read past the end")
