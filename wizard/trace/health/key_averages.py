@@ -292,8 +292,11 @@ def _thread_tree(start: Floats, end: Floats, names: Ints, queries: Floats, more:
     q = np.sort(queries)
     held = [(s[h], e[h], n[h]) for s, e, n in ((start, end, names), *more) for h in [_holds_one(q, s, e)]]
     start, end, names = held[0] if len(held) == 1 else (np.concatenate(c) for c in zip(*held, strict=True))
+    del held, q
     order = np.lexsort((-end, start))
-    start, end, names = start[order], end[order], names[order]
+    start = start[order]  # one column reordered at a time, the unordered one let go as it is
+    end = end[order]
+    names = names[order]
     del order
     return _Thread(start, end, names, _parents(start, end))
 
@@ -472,15 +475,19 @@ def _thread_sums(sums: Floats, spans: _Spans, parts: list[Part], launches: tuple
     (start, end, ids), *more = parts
     tree = _thread_tree(start, end, ids, at, more)
     owner = _innermost(tree, at)
+    parent, span = tree.parent, tree.name
+    del tree  # its starts and ends (16 bytes a span) are read no more
     held = owner >= 0
-    size = len(tree.name)
+    size = len(span)
     own = np.bincount(owner[held], weights=dur[held], minlength=size)
     claims = dur[held] * 0.0 if times is None else (dur * times)[held]  # no claims: 0 each (an inf duration's NaN)
     claimed = np.bincount(owner[held], weights=claims, minlength=size)
+    del claims
     claimed += own  # own + claimed, as before, in claimed's place: no temporaries of a double per span
-    total, true_total = _up_the_tree(tree.parent, _doubles(claimed), _doubles(own))
+    with_claims = _doubles(claimed)
     del claimed
-    name = spans.name_of[tree.name]
+    total, true_total = _up_the_tree(parent, with_claims, _doubles(own))
+    name = spans.name_of[span]
     sums[0] += np.bincount(name, weights=own, minlength=len(spans.names))
     sums[1] += np.bincount(name, weights=total, minlength=len(spans.names))
     sums[2] += np.bincount(name, weights=true_total, minlength=len(spans.names))
