@@ -94,9 +94,10 @@ def test_the_first_call_of_each_correlation_in_bounded_memory() -> None:
 
 
 def test_op_groups_in_bounded_memory() -> None:
-    """The profile's op groups: every op's duration and descriptor written into one array each (a part per thread
-    and the joins of them were held together), the group of each op made 16-bit at once (not int64 then a copy),
-    the ops ordered a range of groups at a time (``_group_ranges``: here 40 groups in five ranges)."""
+    """The profile's op groups: the ops read where the index keeps them, a range of groups at a time (every op's
+    duration and descriptor id were written into one array each, 12 bytes an op: memory5), the group of each op
+    made 16-bit at once (not int64 then a copy), the ops ordered a range of groups at a time (``_group_ranges``:
+    here 40 groups in five ranges)."""
     ops, threads, names = 300_000, 8, 40
     contents = TraceContents(path="")
     rng = np.random.default_rng(7)
@@ -116,7 +117,7 @@ def test_op_groups_in_bounded_memory() -> None:
     assert got == {k: (len(v), statistics.median(v)) for k, v in durations.items()}
     totals = {g.name: g.total_us for g in by_name}
     assert all(abs(totals[k] - sum(v)) <= 1e-9 * sum(v) for k, v in durations.items())
-    assert peak < 24 * ops, peak / ops  # 55 bytes an op, then 26 (every op's int64 order at once), 22 now
+    assert peak < 12 * ops, peak / ops  # 55 bytes an op, then 26, then 22 (every op's duration and id), 9 now
 
 
 # The real entry point in its own process, then the modules it loaded.
@@ -203,3 +204,35 @@ def test_a_threads_tree_in_bounded_memory() -> None:
     assert tree.name.tolist() == list(range(0, spans, 2))
     assert tree.parent.tolist() == [-1] * (spans // 2)
     assert peak < 44 * spans, peak / spans  # 69 bytes a span before, 33 now (the tree itself is ~16)
+
+
+def test_nanoseconds_are_made_a_small_chunk_at_a_time() -> None:
+    """``nesting.to_ns``: its ten temporaries are a chunk's (a chunk of 262,144 held a 200 MB trace's 70,000 kernels
+    whole: 5 MB of the kernels-overlap check's peak); the answer is the chunked one's either way."""
+    from wizard.trace.health import nesting
+
+    us = np.random.default_rng(3).uniform(0, 1e9, 300_000).round(3)
+    us[::7] = np.nan
+    peak, (ns, valid) = peak_bytes(lambda: nesting.to_ns(us))
+    whole_ns, whole_valid = nesting._to_ns(us)
+    assert np.array_equal(ns, whole_ns) and np.array_equal(valid, whole_valid)
+    assert peak < 16 * len(us), peak / len(us)  # 67 bytes a value at 1 << 18, 13 now (9 of them the answer)
+
+
+def test_row_categories_are_ids_not_a_string_per_event() -> None:
+    """The kernels-overlap check's events name their category by id (``_Named``), as the list did."""
+    from wizard.trace.health import nesting
+
+    ids = np.array([2, 0, 1, 2], dtype=np.int64)
+    names = ["kernel", "gpu_memcpy", "user_annotation"]
+    named = nesting._Named(ids, names)
+    listed = [names[i] for i in ids.tolist()]
+    assert len(named) == len(listed)
+    assert [named[i] for i in range(-4, 4)] == [listed[i] for i in range(-4, 4)]
+    assert named[1:3] == listed[1:3] and named[::-1] == listed[::-1]
+    for wrong in (4, -5):
+        try:
+            named[wrong]
+        except IndexError:
+            continue
+        raise AssertionError(f"{wrong} read past the end")

@@ -15,11 +15,13 @@ from wizard.trace.profile.summary import MAX_OPS, _grouped
 
 
 def _brute(
-    durations: list[float], refs: list[int], keys: list[tuple[str, str | None]]
+    durations: list[float], refs: list[int], keys: list[tuple[str, str | None] | None]
 ) -> list[tuple[str, str | None, int, float, float, float]]:
     by_key: dict[tuple[str, str | None], list[float]] = {}
     for d, r in zip(durations, refs, strict=True):
-        by_key.setdefault(keys[r], []).append(d)
+        key = keys[r]
+        if key is not None:  # left out (a step)
+            by_key.setdefault(key, []).append(d)
     rows: list[tuple[str, str | None, int, float, float, float]] = []
     for (name, shapes), values in by_key.items():
         median = statistics.median(values)
@@ -41,11 +43,20 @@ def _brute(
 def test_op_groups_match_a_brute_force(seed: int) -> None:
     rng = random.Random(seed)
     names = [f"aten::op{k}" for k in range(rng.choice([1, 5, 40, 400]))]
-    keys = [(rng.choice(names), rng.choice([None, "[[2, 3]]", "[[4]]"])) for _ in range(rng.choice([1, 30, 600]))]
+    keys: list[tuple[str, str | None] | None] = [
+        (rng.choice(names), rng.choice([None, "[[2, 3]]", "[[4]]"])) for _ in range(rng.choice([1, 30, 600]))
+    ]
+    if len(keys) > 1:
+        keys[rng.randrange(len(keys))] = None  # a step's descriptor: its ops are left out
     n = rng.choice([1, 50, 5_000])
     durations = [rng.choice([0.0, 1.0, 2.5, rng.uniform(0, 100), float(rng.randrange(5))]) for _ in range(n)]
     refs = [rng.randrange(len(keys)) for _ in range(n)]
-    got = _grouped(np.array(durations), np.array(refs, dtype=np.int32), keys)
+    cuts = sorted(rng.randrange(n + 1) for _ in range(rng.choice([0, 1, 3])))  # threads, in the index's order
+    parts = [
+        (np.zeros(hi - lo), np.array(durations[lo:hi]), np.array(refs[lo:hi], dtype=np.int32))  # end - 0.0: as written
+        for lo, hi in zip([0, *cuts], [*cuts, n], strict=True)
+    ]
+    got = _grouped(parts, keys)
     want = _brute(durations, refs, keys)
     assert [(g.name, g.shapes, g.calls) for g in got] == [row[:3] for row in want]
     for g, (_, _, _, total, median, mad) in zip(got, want, strict=True):

@@ -48,7 +48,7 @@ from wizard.untrusted import cut
 
 KINDS_KEPT = 16  # overhead record names kept in the details (CUPTI has nine; a hostile trace any number)
 KINDS_SHOWN = 4  # and named in the summary
-_CHUNK = 1 << 15  # events (the union) or spans (which hold a launch) taken at once: each temporary 256 KiB
+_CHUNK = 1 << 13  # events (the union) or spans (which hold a launch) taken at once: each temporary 64 KiB
 
 Floats = npt.NDArray[np.float64]
 Ints = npt.NDArray[np.int64]
@@ -105,6 +105,25 @@ def _ints(values: Any) -> Ints:
     return np.frombuffer(values, dtype=np.int64 if values.itemsize == 8 else np.int32).astype(np.int64)
 
 
+class _Launched(msgspec.Struct, eq=False):
+    """Every kernel, copy and set's correlation and duration (a negative one as 0): what the op tree's sums read,
+    made before the events' other columns, which are not held under the sums' peak (1.2 MB at 200 MB)."""
+
+    corr: Ints
+    dur: Floats
+
+    @classmethod
+    def of(cls, contents: TraceContents) -> _Launched:
+        """The kernels' own columns where there are no copies or sets to join (views)."""
+        _, dur, corr, _, _ = contents.kernels.columns()
+        ops = contents.timeline.gpu_ops
+        durations = _joined(_floats(dur), _floats(ops.dur))
+        return cls(
+            _joined(_as_stored(corr), _as_stored(ops.corr)),
+            np.maximum(durations, 0.0) if bool(np.signbit(durations).any()) else durations,
+        )
+
+
 class _Events(msgspec.Struct, eq=False):
     """Every kernel, copy and set: start, duration (a negative one as 0), correlation, and a name id."""
 
@@ -116,11 +135,11 @@ class _Events(msgspec.Struct, eq=False):
     device: Ints  # -1 where the event names none
 
     @classmethod
-    def of(cls, contents: TraceContents) -> _Events:
+    def of(cls, contents: TraceContents, launched: _Launched) -> _Events:
         """The kernels' own columns where there are no copies or sets to join (views: an export of ten million
         kernels copied five times was ~40 bytes a kernel at the summary table's peak), names and devices by the
         kernels' combinations of name and device (``base_columns``), 32-bit where they fit."""
-        ts, dur, corr, _, _ = contents.kernels.columns()
+        ts, _, _, _, _ = contents.kernels.columns()
         shape, shapes = contents.kernels.base_columns()
         ops = contents.timeline.gpu_ops
         names: list[str] = []
@@ -132,11 +151,10 @@ class _Events(msgspec.Struct, eq=False):
         kernel_names = name_ids([str(s[0]) for s in shapes])
         op_names = name_ids([str(s[0]) for s in ops.shapes])
         names = list(ids)
-        durations = _joined(_floats(dur), _floats(ops.dur))
         return cls(
             _joined(_floats(ts), _floats(ops.ts)),
-            np.maximum(durations, 0.0) if bool(np.signbit(durations).any()) else durations,
-            _joined(_as_stored(corr), _as_stored(ops.corr)),
+            launched.dur,
+            launched.corr,
             _joined(kernel_names[_as_stored(shape)], op_names[_as_stored(ops.shape)]),
             names,
             _joined(_narrow(_devices(shapes))[_as_stored(shape)], _narrow(_devices(ops.shapes))[_as_stored(ops.shape)]),
@@ -276,8 +294,11 @@ def _thread_tree(start: Floats, end: Floats, names: Ints, queries: Floats, more:
     q = np.sort(queries)
     held = [(s[h], e[h], n[h]) for s, e, n in ((start, end, names), *more) for h in [_holds_one(q, s, e)]]
     start, end, names = held[0] if len(held) == 1 else (np.concatenate(c) for c in zip(*held, strict=True))
+    del held, q
     order = np.lexsort((-end, start))
-    start, end, names = start[order], end[order], names[order]
+    start = start[order]  # one column reordered at a time, the unordered one let go as it is
+    end = end[order]
+    names = names[order]
     del order
     return _Thread(start, end, names, _parents(start, end))
 
@@ -444,11 +465,12 @@ _parents, _innermost = _bind_sweeps()
 
 def summary_table(contents: TraceContents) -> SummaryTable:
     """The table ``key_averages()`` prints for this trace, with each row's time from the GPU events counted once."""
-    events = _Events.of(contents)
+    launched = _Launched.of(contents)
     overheads = contents.timeline.overheads
     claims = _claims(overheads)
     spans = _Spans.of(contents)
-    sums, linked = _op_sums(contents, events, spans, _claim_times(events, claims))
+    sums, linked = _op_sums(contents, launched, spans, _claim_times(launched, claims))
+    events = _Events.of(contents, launched)
     table = SummaryTable(gpu_events=len(events.ts), linked=linked, overhead_events=len(overheads))
     calls = spans.calls().tolist()
     own_s, total_s, true_s, held_s = (row.tolist() for row in sums)
@@ -485,7 +507,7 @@ def _claims(overheads: Overheads) -> dict[int, int]:
     return claims
 
 
-def _claim_times(events: _Events, claims: dict[int, int]) -> Floats | None:
+def _claim_times(events: _Launched, claims: dict[int, int]) -> Floats | None:
     """Per GPU event, how many overhead records claim it (0.0 for none): the extra times its duration is summed;
     None where no record claims one (no column of zeros per GPU event and per thread's launches)."""
     if not claims:
@@ -497,7 +519,7 @@ def _claim_times(events: _Events, claims: dict[int, int]) -> Floats | None:
     return np.where(found, claim_counts[where], 0.0)
 
 
-def _op_sums(contents: TraceContents, events: _Events, spans: _Spans, times: Floats | None) -> tuple[Floats, int]:
+def _op_sums(contents: TraceContents, events: _Launched, spans: _Spans, times: Floats | None) -> tuple[Floats, int]:
     """Per op name: own, total, true total and held count (rows of the array), summed over every thread's tree of
     spans, each GPU event given to the innermost op around its launch call; and how many GPU events were given."""
     thread_of, call_ts = _launches(contents, events.corr)
@@ -524,13 +546,19 @@ def _thread_sums(sums: Floats, spans: _Spans, parts: list[Part], launches: tuple
     (start, end, ids), *more = parts
     tree = _thread_tree(start, end, ids, at, more)
     owner = _innermost(tree, at)
+    parent, span = tree.parent, tree.name
+    del tree  # its starts and ends (16 bytes a span) are read no more
     held = owner >= 0
-    size = len(tree.name)
+    size = len(span)
     own = np.bincount(owner[held], weights=dur[held], minlength=size)
     claims = dur[held] * 0.0 if times is None else (dur * times)[held]  # no claims: 0 each (an inf duration's NaN)
     claimed = np.bincount(owner[held], weights=claims, minlength=size)
-    total, true_total = _up_the_tree(tree.parent, array("d", (own + claimed).tobytes()), array("d", own.tobytes()))
-    name = spans.name_of[tree.name]
+    del claims
+    claimed += own  # own + claimed, as before, in claimed's place: no temporaries of a double per span
+    with_claims = _doubles(claimed)
+    del claimed
+    total, true_total = _up_the_tree(parent, with_claims, _doubles(own))
+    name = spans.name_of[span]
     sums[0] += np.bincount(name, weights=own, minlength=len(spans.names))
     sums[1] += np.bincount(name, weights=total, minlength=len(spans.names))
     sums[2] += np.bincount(name, weights=true_total, minlength=len(spans.names))
@@ -558,6 +586,13 @@ def _claimed_by_name(events: _Events, overheads: Overheads, claims: dict[int, in
 def _thread_count(contents: TraceContents) -> int:
     threads = _as_stored(contents.runtime.threads)  # a view: the max of a copy was a temporary per call
     return int(threads.max()) + 1 if len(threads) else 0
+
+
+def _doubles(values: Any) -> array[float]:
+    """A copy of float64 values as ``array("d")``, read from their buffer (``tobytes`` made a second copy first)."""
+    out = array("d")
+    out.frombytes(memoryview(values).cast("B"))
+    return out
 
 
 def _up_the_tree(parent: array[int], total: array[float], true_total: array[float]) -> tuple[Floats, Floats]:
@@ -596,15 +631,15 @@ def _union(starts: Floats, ends: Floats, *, durations: bool = False) -> float:
     as before), so the kernels' columns are read without a sorted or summed copy each."""
     if not len(starts):
         return 0.0
+    order = None
     if not bool((starts[1:] >= starts[:-1]).all()):  # a stable sort of what is in order is the same order
-        order = np.argsort(starts, kind="stable")
-        starts, ends = starts[order], ends[order]
-        del order
+        order = np.argsort(starts, kind="stable")  # read a chunk at a time: no sorted copy of the columns
     pieces = np.empty(len(starts), dtype=np.float64)
     count, reach = 0, -np.inf
     for lo in range(0, len(starts), _CHUNK):
-        s = starts[lo : lo + _CHUNK]
-        e = s + ends[lo : lo + _CHUNK] if durations else ends[lo : lo + _CHUNK]
+        at = slice(lo, lo + _CHUNK) if order is None else order[lo : lo + _CHUNK]
+        s = starts[at]
+        e = s + ends[at] if durations else ends[at]
         ahead = np.maximum.accumulate(e)
         np.maximum(ahead, reach, out=ahead)
         before = np.concatenate(([reach], ahead[:-1]))

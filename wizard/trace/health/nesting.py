@@ -63,7 +63,9 @@ def to_ns(us: npt.NDArray[np.float64]) -> tuple[I64, npt.NDArray[np.bool_]]:
     return ns, valid
 
 
-_CHUNK = 1 << 18  # events converted at once
+# events converted (and checked for order, and clustered) at once: each of to_ns' ten temporaries is a chunk's, so a
+# chunk past a 200 MB trace's 70,000 kernels made them whole-table (5 MB of the health pass's peak at 1 << 18)
+_CHUNK = 1 << 14
 
 
 def _to_ns(us: npt.NDArray[np.float64]) -> tuple[I64, npt.NDArray[np.bool_]]:
@@ -96,6 +98,26 @@ class _Same(Sequence[str]):
             return [self.text] * len(range(self.size)[i])
         range(self.size)[i]  # an IndexError where a list would raise one
         return self.text
+
+
+class _Named(Sequence[str]):
+    """Each event's category by its id among ``names``: no list of a string per event (nor the Python int per event
+    that made it: 3 MB of the kernels-overlap check's peak at 200 MB)."""
+
+    def __init__(self, ids: I64, names: list[str]) -> None:
+        self.ids, self.names = ids, names
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[str]: ...
+    def __getitem__(self, i: int | slice) -> str | list[str]:
+        if isinstance(i, slice):
+            return [self.names[n] for n in self.ids[i].tolist()]
+        return self.names[int(self.ids[range(len(self.ids))[i]])]  # an IndexError where a list would raise one
 
 
 class RowEvents(msgspec.Struct, eq=False):
@@ -224,6 +246,14 @@ def _joined(arrays: list[Any]) -> Any:
     return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
 
 
+def _joined_once(arrays: list[Any]) -> Any:
+    """``_joined``, the parts let go as soon as they are joined (each column's parts and every joined column were
+    held at once: 2 MB of the kernels-overlap check's peak at 200 MB)."""
+    joined = _joined(arrays)
+    del arrays[:]
+    return joined
+
+
 def _ordered(kept: tuple[list[Any], ...], row_keys: list[tuple[Any, Any]]) -> RowEvents:
     """The events in (row, ts, the longer first, table, position) order, each array reordered in turn (one copy
     of one array at a time, not of every one at once)."""
@@ -233,12 +263,12 @@ def _ordered(kept: tuple[list[Any], ...], row_keys: list[tuple[Any, Any]]) -> Ro
         cat = _joined(
             [np.zeros(len(r), dtype=np.int64) if c is None else c for c, r in zip(cat_ids, refs, strict=True)]
         )
-    row, ts, dur, kind, ref = _joined(rows), _joined(tss), _joined(durs), _joined(kinds), _joined(refs)
-    del rows[:], tss[:], durs[:], kinds[:], refs[:], cat_ids[:]
+    del cat_ids[:]
+    row, ts, dur, kind, ref = (_joined_once(parts) for parts in (rows, tss, durs, kinds, refs))
     if cat is None and _in_order(row, ts, dur, ref):  # one table's events already in order: no sort, no copies
         return RowEvents(row, ts, dur, kind, ref, row_keys, _Same("kernel", len(row)))
     order = np.lexsort((ref, kind, -dur, ts, row))
-    names: Sequence[str] = _Same("kernel", len(order)) if cat is None else [cat_names[i] for i in cat[order].tolist()]
+    names: Sequence[str] = _Same("kernel", len(order)) if cat is None else _Named(cat[order], cat_names)
     del cat
     row = row[order]
     ts = ts[order]

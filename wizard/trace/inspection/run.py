@@ -15,6 +15,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from wizard import heap
 from wizard.errors import InputFileError, PluginError, UsageError
 from wizard.inspect_options import DEFAULT_OPTIONS, KEEP_CHOICES, InspectOptions
 from wizard.option_fields import check_fields
@@ -118,10 +119,12 @@ def inspect_trace(
     results: dict[str, object] = {}
     written: dict[str, Any] = {}
     for one, run in runs:
+        heap.release(contents.bytes_read)  # the read's and the passes before's freed pages: not in this one's peak
         result = _finished(one, run, contents, Results(results, one))
         results[one.name] = result
         if one not in INLINE:  # the flagship's and the health check's fields are the report's own
             written[one.name] = _written(one, _guarded(one, "wrote its result", partial(one.write, result)))
+    heap.release(contents.bytes_read)  # nor in the report's, written next
     passes_s = time.perf_counter() - started - contents.timing["read_s"]
     if on_contents is not None:
         on_contents(contents)

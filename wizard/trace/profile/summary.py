@@ -369,76 +369,69 @@ def _attributes(shape: Any) -> dict[str, Any]:
 
 def _op_groups(contents: TraceContents) -> tuple[list[OpGroup], list[OpGroup]]:
     """Every CPU op's calls grouped by (name, Input Dims) and by name: calls, total, median and MAD of durations;
-    the first list empty where no op carries its shapes (the trace was recorded without record_shapes)."""
+    the first list empty where no op carries its shapes (the trace was recorded without record_shapes). The ops are
+    read where the index keeps them, a thread's views at a time (``_grouped``): no column of every op's duration
+    and descriptor id is made (12 bytes an op, the profile's peak at 200 MB)."""
     import numpy as np
 
     index = contents.ops
-    durations, refs = _op_columns(index)
-    if not len(refs):
+    parts = [
+        (np.frombuffer(s, "d"), np.frombuffer(e, "d"), np.frombuffer(r, np.intc)) for _, s, e, r in index.threads()
+    ]
+    if not parts:
         return [], []
-    infos = [index.descriptor(int(i)) for i in range(int(refs.max()) + 1)]
-    steps = np.array([i.name.startswith(STEP_PREFIX) for i in infos], dtype=bool)[refs]
-    if steps.any():  # the steps are compared as steps, not as ops
-        durations, refs = durations[~steps], refs[~steps]
-    del steps
-    if not len(refs):
-        return [], []
+    infos = [index.descriptor(i) for i in range(max(int(r.max()) for _, _, r in parts) + 1)]
+    steps = [i.name.startswith(STEP_PREFIX) for i in infos]  # the steps are compared as steps, not as ops
+    if any(steps):
+        step = np.array(steps)
+        if all(bool(step[r].all()) for _, _, r in parts):
+            return [], []
     shaped = any(info.input_dims is not None for info in infos)
-    by_shape = _grouped(durations, refs, [(i.name, i.input_dims) for i in infos]) if shaped else []
-    return by_shape, _grouped(durations, refs, [(i.name, None) for i in infos])
+    pairs = list(zip(infos, steps, strict=True))
+    by_shape = _grouped(parts, [None if s else (i.name, i.input_dims) for i, s in pairs]) if shaped else []
+    return by_shape, _grouped(parts, [None if s else (i.name, None) for i, s in pairs])
 
 
-def _op_columns(index: Any) -> tuple[Any, Any]:
-    """Every op's duration (0 where not a finite, non-negative number) and descriptor id, thread after thread,
-    written into one array each (a per-thread part of each, then their joins, were the profile's peak)."""
-    import numpy as np
-
-    found = list(index.threads())
-    size = sum(len(r) for _, _, _, r in found)
-    durations, refs = np.empty(size, dtype=np.float64), np.empty(size, dtype=np.int32)
-    at = 0
-    for _, s, e, r in found:
-        end = at + len(r)
-        np.subtract(np.frombuffer(e, "d"), np.frombuffer(s, "d"), out=durations[at:end])
-        refs[at:end] = np.frombuffer(r, "i")
-        at = end
-    durations[~(np.isfinite(durations) & (durations >= 0))] = 0.0
-    return durations, refs
-
-
-def _grouped(durations: Any, refs: Any, keys: list[tuple[str, str | None]]) -> list[OpGroup]:
-    """Durations grouped by the key of each one's descriptor: the MAX_OPS groups with the most time."""
+def _grouped(parts: list[tuple[Any, Any, Any]], keys: list[tuple[str, str | None] | None]) -> list[OpGroup]:
+    """The ops of ``parts`` (each thread's starts, ends and descriptor ids, in the index's order) grouped by the key
+    of each one's descriptor (None: left out), each duration ``end - start`` (0 where not a finite, non-negative
+    number): the MAX_OPS groups with the most time."""
     import numpy as np
 
     from wizard.trace.health.tables import median as median_of
 
     ids: dict[tuple[str, str | None], int] = {}
-    numbers = [ids.setdefault(k, len(ids)) for k in keys]
+    numbers = [-1 if k is None else ids.setdefault(k, len(ids)) for k in keys]
     # by group, then each group's durations sorted (stable, as a lexsort by (duration, group) left them): a sort of
-    # small integers is a radix sort, 2.5x faster than the lexsort of 320,000 ops at 200 MB; the group of each op
-    # made in that width at once (an int64 column and its int16 copy were 10 bytes an op at the profile's peak)
+    # small integers is a radix sort, 2.5x faster than the lexsort of 320,000 ops at 200 MB; each op's group made in
+    # that width at once, the ops left out numbered past the last group
     small = np.int16 if len(ids) <= np.iinfo(np.int16).max else np.int64
-    groups = np.array(numbers, dtype=small)[refs]
+    groups = [np.array([len(ids) if n < 0 else n for n in numbers], dtype=small)[r] for _, _, r in parts]
+    counts = np.zeros(len(ids) + 1, dtype=np.int64)
+    for g in groups:
+        counts += np.bincount(g, minlength=len(ids) + 1)
+    counts = counts[: len(ids)]
     names = list(ids)
-    out = []
-    for first, last in _group_ranges(np.bincount(groups, minlength=len(names)), len(groups)):
-        mine = np.flatnonzero((groups >= first) & (groups < last)) if first or last < len(names) else None
-        order = np.argsort(groups if mine is None else groups[mine], kind="stable")
-        if mine is not None:
-            order = mine[order]
-        del mine
-        bounds = np.flatnonzero(np.diff(groups[order])) + 1
+    out: list[OpGroup] = []
+    for first, last in _group_ranges(counts, int(counts.sum())) if counts.any() else ():
+        picked = [np.flatnonzero((g >= first) & (g < last)) for g in groups]  # the range's ops, in the index's order
+        group = np.concatenate([g[p] for g, p in zip(groups, picked, strict=True)])
+        spans = np.concatenate([e[p] - s[p] for (s, e, _), p in zip(parts, picked, strict=True)])
+        del picked
+        spans[~(np.isfinite(spans) & (spans >= 0))] = 0.0
+        order = np.argsort(group, kind="stable")
+        bounds = np.flatnonzero(np.diff(group[order])) + 1
         for part in np.split(order, bounds):
-            values = np.sort(durations[part], kind="stable")
+            values = np.sort(spans[part], kind="stable")
             median = median_of(values)
-            name, shapes = names[int(groups[part[0]])]
+            name, shapes = names[int(group[part[0]])]
             out.append(
                 OpGroup(
                     name[:MAX_TEXT], shapes[:MAX_TEXT] if shapes is not None else None, len(values),
                     float(values.sum()), median, median_of(np.abs(values - median)),
                 )
             )  # fmt: skip
-        del order, bounds
+        del order, bounds, group, spans
     return sorted(out, key=lambda g: (-g.total_us, g.name, g.shapes or ""))[:MAX_OPS]
 
 

@@ -206,7 +206,7 @@ TRIAGE_ORDER = _triage_order(CHECKS)
 def check_trace(contents: TraceContents, metrics: KernelMetrics, options: InspectOptions) -> list[HealthCheck]:
     """Every selected per-trace check (``options.checks``, resolved: None for all), in ``CHECKS``' order, each handed
     what it asks for: the trace's ``tables``, the ``metrics`` whole, the options its declaration names."""
-    from wizard import numpy_threads
+    from wizard import heap, numpy_threads
 
     numpy_threads.load()
     import numpy as np
@@ -214,9 +214,13 @@ def check_trace(contents: TraceContents, metrics: KernelMetrics, options: Inspec
     from wizard.trace.health.tables import Tables
 
     given: dict[str, Any] = {"tables": Tables(contents), "metrics": metrics}
+    done: list[HealthCheck] = []
     # times near 1e308 overflow to inf: each check counts what it cannot measure; numpy prints nothing
     with np.errstate(over="ignore", invalid="ignore"):
-        return [RUNS[c.id](given, options) for c in _chosen("trace", options)]
+        for check in _chosen("trace", options):
+            heap.release(contents.bytes_read)  # what the checks before freed: not resident in this one's peak
+            done.append(RUNS[check.id](given, options))
+    return done
 
 
 def check_job(reports: Sequence[Any], options: InspectOptions) -> list[HealthCheck]:
