@@ -8,7 +8,6 @@ from typing import Any
 
 from wizard.cli.arguments import Sub, add_progress, add_report
 from wizard.cli.context import Context
-from wizard.errors import UsageError
 from wizard.exit_status import ExitStatus
 from wizard.schemas import TRACE_REPORT
 from wizard.untrusted import visible

@@ -397,7 +397,7 @@ _SWEEP = 2048  # times (and spans) _innermost and _parents turn into Python numb
 _CHUNK_BYTES = 1 << 16  # spans and times the compiled sweeps take at once (a copy of each chunk, 8 bytes a value)
 
 
-def _doubles(values: Floats) -> bytes:
+def _float64_bytes(values: Floats) -> bytes:
     """Values as the compiled sweeps read them: float64 bytes, in order."""
     return np.ascontiguousarray(values, dtype=np.float64).tobytes()
 
@@ -414,7 +414,7 @@ def compiled_parents(core: Any, start: Floats, end: Floats) -> array[int]:
     stack, tops = _root()
     step = _CHUNK_BYTES // 8
     for lo in range(0, len(start), step):
-        chunk = _doubles(start[lo : lo + step]), _doubles(end[lo : lo + step])
+        chunk = _float64_bytes(start[lo : lo + step]), _float64_bytes(end[lo : lo + step])
         parent.frombytes(core.parents(*chunk, lo, stack, tops))
     return parent
 
@@ -430,12 +430,12 @@ def compiled_innermost(core: Any, tree: _Thread, times: Floats) -> Ints:
     base = pushed = 0
 
     def spans(at: int) -> tuple[bytes, bytes]:
-        return _doubles(tree.start[at : at + step]), _doubles(tree.end[at : at + step])
+        return _float64_bytes(tree.start[at : at + step]), _float64_bytes(tree.end[at : at + step])
 
     starts, ends = spans(base)
     for first in range(0, len(order), step):
         chunk = order[first : first + step]
-        t = _doubles(times[chunk])
+        t = _float64_bytes(times[chunk])
         lasts = np.ascontiguousarray(where[chunk], dtype=np.int64).tobytes()
         found = []
         while True:
