@@ -66,6 +66,21 @@ def test_truncated_trace_through_the_cli(run_cli: RunCli, tmp_path: Path) -> Non
     assert "truncated: the file ends inside an event at byte" in " ".join(result.stdout.split())
 
 
+def test_a_file_cut_before_its_event_list_says_so(run_cli: RunCli, tmp_path: Path) -> None:
+    """Cut between the trace object's first keys, before traceEvents: the check said "the file ends inside its event
+    list" of a list that never began, under a note that said it was never read. Cut inside the list, as before."""
+    path = tmp_path / "cut.json"
+    path.write_text('{"schemaVersion": 1, "deviceProperties": [], "displayTimeUnit": "ms"')
+    result = run_cli("trace", "inspect", str(path))
+    said = " ".join(result.stdout.split())
+    assert result.returncode == 1
+    assert (
+        "✗ error trace-incomplete the file ends at byte 68, before its event list (traceEvents) began: not one "
+        "event was read" in said
+    )
+    assert "inside its event list" not in said
+
+
 def test_unreadable_trace_is_one_line(run_cli: RunCli) -> None:
     result = run_cli("trace", "inspect", str(EXAMPLES / "traces" / "corrupt.json"))
     assert result.returncode == 6

@@ -56,6 +56,8 @@ class Truncation(Struct):
     # whether events were lost: the cut fell before the event list closed (the trace-incomplete check's error);
     # a cut after it (in the metadata Kineto writes last, or a gzip trailer) kept every event
     events_lost: bool = True
+    # the cut fell between the trace object's keys before its event list began: not one event was written
+    before_events: bool = False
 
 
 KERNELS, GPU_OPS, SLICES = 0, 1, 2  # the tables ExactTimes follows

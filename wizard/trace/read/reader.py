@@ -252,7 +252,9 @@ class TraceWalker:
                 if lost
                 else "the file ends before the closing '}' of the trace object; every event was read"
             )
-            self.c.truncation = Truncation(self.b.offset, 0, self.c.last_ts, said, events_lost=lost)
+            self.c.truncation = Truncation(
+                self.b.offset, 0, self.c.last_ts, said, events_lost=lost, before_events=lost and not detail
+            )
 
     # -- events -------------------------------------------------------------------------
     def _events(self) -> bool:

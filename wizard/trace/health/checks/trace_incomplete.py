@@ -125,10 +125,16 @@ def _cut_in_events(cut: Truncation, contents: TraceContents, gpu_events: int, de
         else ""
     )
     none_on_gpu = "; not one GPU event in the part read" if not gpu_events else ""
+    said = (
+        f"the file ends at byte {cut.at_byte:,}{' of the unpacked JSON' if contents.compressed else ''}, before its "
+        "event list (traceEvents) began: not one event was read"
+        if cut.before_events
+        else f"the file ends inside its event list at {_where(cut, contents)}{partial}: every event written after "
+        f"the cut is lost{none_on_gpu}"
+    )
     return CHECK.verdict(
         contents.events, "error",
-        f"the file ends inside its event list at {_where(cut, contents)}{partial}: every event written after the "
-        f"cut is lost{none_on_gpu}",
+        said,
         "every count read from this trace (GPU time, kernels, steps, per-op times) covers only the part before "
         "the cut, and the keys after the event list are missing: the writer stopped mid-file (the process killed "
         "or crashed while writing, a full disk, or a copy cut short). Kineto writes NAME.tmp and renames it only "
