@@ -141,3 +141,15 @@ def test_sms_gives_true_values_to_a_pytorch_18_trace(run_cli: RunCli) -> None:
     assert given["devices"][0]["source"] == "given"
     bad = run_cli("trace", "inspect", "--sms", "0", path)
     assert bad.returncode == 2 and "--sms must be a positive number" in bad.stderr
+
+
+@pytest.mark.skipif(not (TRACES / "a100-alexnet.json.gz").exists(), reason="needs ../shared/traces")
+def test_markdown_counts_alike_devices_as_the_terminal_does(run_cli: RunCli) -> None:
+    """The Markdown listed a device a line item each and cut the list at four: an eight-GPU trace read as four
+    A100s; an unnamed device was "? (None SMs)". Alike devices are now counted, as the terminal says them."""
+    eight = run_cli("trace", "inspect", str(TRACES / "a100-alexnet.json.gz"), "--markdown", "-").stdout
+    assert "devices: 8 x NVIDIA A100\\-PG509\\-200 (108 SMs)\n" in eight
+    nsys = run_cli("trace", "inspect", str(TRACES / "nsys-mfu_2gpu_before.sqlite"), "--markdown", "-").stdout
+    assert "devices: 2 x unnamed GPU (SM count unknown)\n" in nsys
+    assumed = run_cli("trace", "inspect", str(EXAMPLES / "traces" / "unknown-device-bare-inf.json"), "--markdown", "-")
+    assert "devices: 3 x NVIDIA A100\\-SXM4\\-80GB (108 SMs, 1 assumed)\n" in assumed.stdout
