@@ -469,9 +469,10 @@ def stacks_missing(events: list[Event]) -> dict[str, Any]:
 
 
 def rank_of(top: Any, filename: str) -> int | None:
-    """Contract: "the rank is distributedInfo.rank, else a rank-like file name: a word rank3, rank_3, rank-3,
-    worker3 or r3 in its stem (the name up to its first dot), else a stem that is a number or ends in _ and one, except
-    in a tensorboard_trace_handler name (worker.time.pt.trace.json); never another number (a GPU's model)." """
+    """Contract: "the rank is distributedInfo.rank, else a rank-like file name: a word rank3, rank_3, rank-3 or
+    worker3 in its stem (the name up to its first dot), or r3 as its last word, else a stem that is a number, except
+    in a tensorboard_trace_handler name (worker.time.pt.trace.json); never another number (a GPU's model, a step, a
+    size)." """
     info = top.get("distributedInfo") if isinstance(top, dict) else None
     if isinstance(info, dict) and isinstance(info.get("rank"), int) and not isinstance(info["rank"], bool):
         return int(info["rank"])
@@ -480,13 +481,15 @@ def rank_of(top: Any, filename: str) -> int | None:
     stem = name.split(".")[0]
     words = re.split(r"[^A-Za-z0-9]+", stem)
     for at, word in enumerate(words):
-        said = re.fullmatch(r"(?i)(?:rank|worker)([0-9]+)|r([0-9]+)", word)
+        said = re.fullmatch(r"(?i)(?:rank|worker)([0-9]+)", word)
         if said:
-            return int(said.group(1) or said.group(2))
+            return int(said.group(1))
         if word.lower() in ("rank", "worker") and at + 1 < len(words) and words[at + 1].isdigit():
             return int(words[at + 1])
-    tail = re.search(r"(?:^|_)([0-9]+)$", stem)
-    return int(tail.group(1)) if tail and not handler else None
+    last = re.fullmatch(r"(?i)r([0-9]+)", words[-1]) if words and stem.endswith(words[-1]) else None
+    if last:
+        return int(last.group(1))
+    return int(stem) if stem.isascii() and stem.isdigit() and not handler else None
 
 
 def rank_skew(ranked: list[tuple[int, list[Event]]], floor_us: float = RANK_SKEW_FLOOR_US) -> dict[str, Any]:

@@ -11,13 +11,16 @@ import re
 MAX_RANK = 1 << 20
 # A tensorboard_trace_handler file's name: {worker_name}.{time}.pt.trace.json(.gz), its worker name before the time
 _HANDLER_TIME = re.compile(r"[0-9]+\.", re.ASCII)
-# A word that says rank: rank3, rank_3, rank-3, worker3 (the worker names HTA and launchers give), r3; a word of
-# its own, not inside a longer one (no "bert3", "r9nano" or "rank0of8").
+# A word that says rank: rank3, rank_3, rank-3, worker3 (the worker names HTA and launchers give), a word of its
+# own, not inside a longer one (no "rank0of8"); r3 only as the stem's last word (job-r3: "faster_rcnn_r50_fpn" is
+# ResNet-50, not rank 50).
 _RANK_WORD = re.compile(
-    r"(?<![A-Za-z0-9])(?:(?:rank|worker)[_-]?(?P<long>[0-9]+)|r(?P<short>[0-9]+))(?![A-Za-z0-9])",
+    r"(?<![A-Za-z0-9])(?:(?:rank|worker)[_-]?(?P<long>[0-9]+)(?![A-Za-z0-9])|r(?P<short>[0-9]+)\Z)",
     re.ASCII | re.I,
 )
-_LAST_NUMBER = re.compile(r"(?:^|_)(?P<digits>[0-9]+)\Z", re.ASCII)
+# A stem that is a number and nothing else (3.json): "_3" at a stem's end is a step, a size or a model as often
+# as a rank (step_100, bert_seq_512, resnet_50), so it is none
+_NUMBER = re.compile(r"(?P<digits>[0-9]+)\Z", re.ASCII)
 
 
 def rank_value(value: object) -> int | None:
@@ -29,19 +32,20 @@ def rank_value(value: object) -> int | None:
 
 def rank_in_name(name: str) -> int | None:
     """The rank a rank-like file name gives, else None: a word that says rank (``rank3``, ``rank_3``, ``rank-3``,
-    ``worker3``, ``r3``) in its stem (the name up to its first dot), else a stem that is a number (``3.json``) or
-    ends in ``_`` and one (``trace_3.json``).
+    ``worker3``; ``r3`` as the stem's last word) in its stem (the name up to its first dot), else a stem that is a
+    number (``3.json``).
     Never any other number: ``h100-bert-small``, ``rtx2080ti`` or ``mi250`` name a GPU, not rank 100, 2080 or 250;
-    a tensorboard_trace_handler file's ``{worker_name}.{time}`` ends its default worker name (hostname_pid) in
-    the pid, so there only a word that says rank counts."""
+    ``step_100``, ``bert_seq_512`` or ``resnet_50`` a step, a length or a model; a tensorboard_trace_handler file's
+    ``{worker_name}.{time}`` ends its default worker name (hostname_pid) in the pid, so there only a word that says
+    rank counts."""
     stem, _, extensions = name.partition(".")
     word = _RANK_WORD.search(stem)
     if word is not None:
         return _digits_rank(word.group("long") or word.group("short"))
-    last = _LAST_NUMBER.search(stem)
-    if last is None or _HANDLER_TIME.match(extensions):
+    number = _NUMBER.match(stem)
+    if number is None or _HANDLER_TIME.match(extensions):
         return None
-    return _digits_rank(last.group("digits"))
+    return _digits_rank(number.group("digits"))
 
 
 def _digits_rank(digits: str) -> int | None:

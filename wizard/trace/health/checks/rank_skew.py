@@ -55,7 +55,7 @@ CHECK = CheckSpec(
         "`ranks` (compared), `median_us`, `max_us`, `last_by_rank` "
         "(lowest rank on a tie), `floor_us`, `unmeasured` (instances whose skew is not a finite number: no "
         "measurement, left out of the rest). The rank is `distributedInfo.rank`, else a rank-like file name (as "
-        "`ranks-complete` reads it: `rank3`, `worker3`, `r3`, `trace_3.json`; never a GPU's model number)"
+        "`ranks-complete` reads it: `rank3`, `worker3`, a last word `r3`, `3.json`; never a GPU's model number)"
     ),
     status_rule=(
         "`warning` when `median_us` reaches the floor (NCCL time on the early ranks includes waiting), or when "
