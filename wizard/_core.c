@@ -3041,8 +3041,8 @@ static PyObject *core_quote_counts(PyObject *self, PyObject *const *args, Py_ssi
 
 /* the stack's bytearrays, checked and grown to hold `more` pushes: 0, or -1 with the error raised */
 static int sweep_stack(PyObject *stack, PyObject *tops, Py_ssize_t more, Py_ssize_t *depth) {
-    if (!PyByteArray_Check(stack) || !PyByteArray_Check(tops)) {
-        PyErr_SetString(PyExc_TypeError, "a sweep's stack and tops are bytearrays");
+    if (!PyByteArray_Check(stack) || !PyByteArray_Check(tops) || stack == tops) {
+        PyErr_SetString(PyExc_TypeError, "a sweep's stack and tops are two bytearrays");
         return -1;
     }
     Py_ssize_t k = PyByteArray_Size(stack) / 8;
@@ -3051,7 +3051,14 @@ static int sweep_stack(PyObject *stack, PyObject *tops, Py_ssize_t more, Py_ssiz
         return -1;
     }
     if (more > PY_SSIZE_T_MAX / 8 - k) return (void)PyErr_NoMemory(), -1;
-    if (PyByteArray_Resize(stack, 8 * (k + more)) < 0 || PyByteArray_Resize(tops, 8 * (k + more)) < 0) return -1;
+    if (PyByteArray_Resize(stack, 8 * (k + more)) < 0) return -1;
+    if (PyByteArray_Resize(tops, 8 * (k + more)) < 0) {  /* the stack as it was: both the same size again */
+        PyObject *type, *value, *trace;
+        PyErr_Fetch(&type, &value, &trace);
+        (void)PyByteArray_Resize(stack, 8 * k);
+        PyErr_Restore(type, value, trace);
+        return -1;
+    }
     *depth = k;
     return 0;
 }
@@ -3123,7 +3130,7 @@ static PyObject *core_innermost(PyObject *self, PyObject *const *args, Py_ssize_
     }
     long long base = PyLong_AsLongLong(args[2]), pushed = base == -1 && PyErr_Occurred() ? -1 : PyLong_AsLongLong(args[7]);
     if (PyErr_Occurred()) return NULL;
-    if (pushed < base) {
+    if (base < 0 || pushed < base) {  /* pushed - base below: never an overflow */
         PyErr_SetString(PyExc_ValueError, "innermost: the spans at hand start at or before the next to push");
         return NULL;
     }

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+import shlex
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, fields
@@ -451,7 +452,8 @@ def _not_a_report(path: str, raw: bytearray, said: str, *, has_events: bool = Fa
     trace = _a_trace(bytes(raw[: _HEAD << 4 if gzipped else _HEAD]), has_events=has_events)
     if trace is not None:
         return InputFileError(
-            f"{path}: {trace}, not a warpwizard JSON report: `warpwizard trace inspect {path} --json > REPORT.json` "
+            f"{path}: {trace}, not a warpwizard JSON report: `warpwizard trace inspect {shlex.quote(path)} --json > "
+            "REPORT.json` "
             "writes its report, which compare reads"
         )
     if gzipped:

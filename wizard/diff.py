@@ -458,8 +458,7 @@ def _hardware(b: Side, a: Side) -> list[Factor]:
 
 def _job(b: Side, a: Side) -> list[Factor]:
     world = _factor(
-        "world size", _shown(s.world_size for s in b.summaries) if len(b.summaries) else "unknown",
-        _shown(s.world_size for s in a.summaries), "blocks",
+        "world size", _shown(s.world_size for s in b.summaries), _shown(s.world_size for s in a.summaries), "blocks",
         "another parallel layout: collectives and per-rank work differ by construction",
     )  # fmt: skip
     return [world, _ranks_factor(b, a)]

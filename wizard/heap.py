@@ -33,11 +33,11 @@ def _malloc_trim() -> Callable[[int], int] | None:
     """The C library's ``malloc_trim`` (glibc's; ctypes is loaded already where numpy is), or None."""
     if not sys.platform.startswith("linux"):
         return None
-    import ctypes
-
     try:
+        import ctypes  # not in every build of Python (one without libffi has no _ctypes)
+
         function = ctypes.CDLL(None).malloc_trim
-    except (OSError, AttributeError):  # no C library to open, or one without it (musl before 1.2.1)
+    except (ImportError, OSError, AttributeError):  # no ctypes, no C library to open, or one without malloc_trim
         return None
     function.argtypes = [ctypes.c_size_t]
     function.restype = ctypes.c_int

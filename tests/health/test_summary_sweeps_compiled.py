@@ -82,7 +82,8 @@ def test_the_sweeps_refuse_what_is_not_theirs_in_one_line() -> None:
     cases: list[tuple[tuple[Any, ...], type[Exception], str]] = [
         ((doubles, doubles[:8], 0, stack, tops), ValueError, "parents: as many ends as starts"),
         ((doubles[:7], doubles, 0, stack, tops), TypeError, "parents' starts: bytes of 8-byte items"),
-        ((doubles, doubles, 0, b"", tops), TypeError, "a sweep's stack and tops are bytearrays"),
+        ((doubles, doubles, 0, b"", tops), TypeError, "a sweep's stack and tops are two bytearrays"),
+        ((doubles, doubles, 0, stack, stack), TypeError, "a sweep's stack and tops are two bytearrays"),
         ((doubles, doubles, 0, bytearray(), bytearray()), ValueError, "a sweep's stack and tops hold the same"),
     ]
     for args, kind, words in cases:
@@ -90,6 +91,8 @@ def test_the_sweeps_refuse_what_is_not_theirs_in_one_line() -> None:
             core.parents(*args)
     with pytest.raises(ValueError, match="innermost: the spans at hand start at or before the next to push"):
         core.innermost(doubles, doubles, 5, doubles, array("q", [0, 1]).tobytes(), stack, tops, 0)
+    with pytest.raises(ValueError, match="innermost: the spans at hand start"):  # pushed - base cannot overflow
+        core.innermost(doubles, doubles, -(2**63), doubles, array("q", [0, 1]).tobytes(), stack, tops, 2**63 - 1)
     with pytest.raises(ValueError, match="innermost: as many ends as starts, lasts as times"):
         core.innermost(doubles, doubles, 0, doubles, array("q", [0]).tobytes(), stack, tops, 0)
     assert (bytes(stack), bytes(tops)) == tuple(bytes(b) for b in _root())  # a refused call left them as they were

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import shlex
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -188,6 +189,7 @@ def _report(run_cli: Any, tmp_path: Path) -> Path:
         ("t.json.gz", "a gzipped profiler trace (Chrome trace JSON)"),
         ("t.json", "a profiler trace (Chrome trace JSON)"),
         ("t18.json", "a profiler trace (Chrome trace JSON)"),
+        ("my trace.json", "a profiler trace (Chrome trace JSON)"),  # the command quoted for a shell (the review)
     ],
 )
 def test_compare_names_a_trace_and_the_command_that_writes_its_report(
@@ -199,8 +201,8 @@ def test_compare_names_a_trace_and_the_command_that_writes_its_report(
     path.write_bytes(gzip.compress(text, mtime=0) if name.endswith(".gz") else text)
     line = _one_line(run_cli("compare", str(path), str(_report(run_cli, tmp_path))), ExitStatus.INPUT_ERROR)
     assert line == (
-        f"warpwizard: error: {path}: {words}, not a warpwizard JSON report: `warpwizard trace inspect {path} --json "
-        "> REPORT.json` writes its report, which compare reads"
+        f"warpwizard: error: {path}: {words}, not a warpwizard JSON report: `warpwizard trace inspect "
+        f"{shlex.quote(str(path))} --json > REPORT.json` writes its report, which compare reads"
     )
 
 
