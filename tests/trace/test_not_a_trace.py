@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import TRACES, CliResult, needs_shared
+from tests.conftest import TRACES, CliResult, needs_shared, strict_json
 from wizard.exit_status import ExitStatus
 
 CPU_OP = {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 10, "dur": 5}
@@ -86,7 +86,7 @@ def test_a_trace_with_no_event_fails_the_gate(run_cli: Any, tmp_path: Path, text
     assert result.status == ExitStatus.FINDINGS, result.stdout
     check = _check(result)
     assert check["status"] == "warning"
-    assert check["summary"].startswith("the trace holds no events: its event list is empty")
+    assert check["summary"].startswith("the trace holds no timed events: its event list is empty")
     assert run_cli("trace", "inspect", "--fail-on", "error", str(path)).status == ExitStatus.OK  # a warning
 
 
@@ -108,7 +108,7 @@ def test_a_pftrace_with_no_event_fails_the_gate_too(run_cli: Any, tmp_path: Path
     result = run_cli("trace", "inspect", "--json", str(path))
     assert result.status == ExitStatus.FINDINGS, result.stdout
     check = _check(result)
-    assert (check["status"], check["summary"][:42]) == ("warning", "the trace holds no events: not one was rea")
+    assert (check["status"], check["summary"][:47]) == ("warning", "the trace holds no timed events: not one was re")
 
 
 @needs_shared
@@ -123,7 +123,7 @@ def test_an_nsys_export_with_no_kernel_or_call_tables_fails_the_gate_too(run_cli
     result = run_cli("trace", "inspect", "--json", str(path))
     assert result.status == ExitStatus.FINDINGS, result.stdout
     check = _check(result)
-    assert check["status"] == "warning" and check["summary"].startswith("the trace holds no events")
+    assert check["status"] == "warning" and check["summary"].startswith("the trace holds no timed events")
 
 
 # -- gzip: the words true ----------------------------------------------------------------------------------------
@@ -242,3 +242,19 @@ def test_a_stray_value_beside_events_is_no_refusal(run_cli: Any, tmp_path: Path)
     assert run_cli("trace", "inspect", str(path)).status == ExitStatus.OK
     fixed = run_cli("trace", "fix", str(path), str(tmp_path / "out.json"))
     assert fixed.status == ExitStatus.OK, fixed.stderr
+
+
+def test_a_trace_of_metadata_alone_fails_the_gate(run_cli: Any, tmp_path: Path) -> None:
+    """The review: Kineto writes its process and thread names ("M") whether or not an activity was recorded, and a
+    trace of those alone passed the gate as "no problem found" (only an empty list warned). A CPU op is enough."""
+    meta = {"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "args": {"name": "python"}}
+    path = tmp_path / "meta.json"
+    path.write_text(json.dumps({"traceEvents": [meta, {**meta, "name": "thread_name"}]}))
+    result = run_cli("trace", "inspect", str(path), "--json")
+    check = next(c for c in strict_json(result.stdout)["reports"][0]["health"] if c["check"] == "trace-incomplete")
+    assert result.returncode == 1 and check["status"] == "warning"
+    assert check["summary"].startswith("the trace holds no timed events: its 2 events are metadata, flows or marks")
+    path.write_text(json.dumps({"traceEvents": [meta, CPU_OP]}))
+    result = run_cli("trace", "inspect", str(path), "--json")
+    check = next(c for c in strict_json(result.stdout)["reports"][0]["health"] if c["check"] == "trace-incomplete")
+    assert check["status"] == "ok"

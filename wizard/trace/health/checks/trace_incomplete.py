@@ -100,7 +100,7 @@ def run(tables: Tables) -> HealthCheck:
     }
     if cut is not None and cut.events_lost:
         return _cut_in_events(cut, contents, gpu_events, details)
-    if cut is None and not contents.events:
+    if cut is None and not _timed(contents):
         return _no_events(contents, details)
     if not gpu_events and (gpus or calls):
         return _no_gpu_events(gpus, calls, details)
@@ -144,13 +144,28 @@ def _cut_in_events(cut: Truncation, contents: TraceContents, gpu_events: int, de
     )  # fmt: skip
 
 
+def _timed(contents: TraceContents) -> int:
+    """The events a check can look at: ops, Python frames, calls, kernels, copies and sets, other complete events
+    and counter samples. Metadata ("M": process and thread names, which Kineto writes with or without an activity
+    recorded), flows and instants alone are a profile of nothing."""
+    timeline = contents.timeline
+    return (
+        contents.ops.count + contents.python.count + len(contents.runtime) + len(contents.kernels)
+        + len(timeline.gpu_ops) + len(timeline.slices) + contents.counter_events
+    )  # fmt: skip
+
+
 def _no_events(contents: TraceContents, details: dict[str, Any]) -> HealthCheck:
-    """A whole trace with not one event: nothing to check, which must not read as a healthy trace (a gate given a
-    profile that recorded nothing passes nothing). Events but no kernel stays legitimate: a CPU-only profile."""
-    where = "its event list is empty" if contents.format == "kineto-json" else "not one was read from the file"
+    """A whole trace with not one event a check can look at: nothing to check, which must not read as a healthy
+    trace (a gate given a profile that recorded nothing passes nothing). Events but no kernel stays legitimate: a
+    CPU-only profile."""
+    if contents.events:
+        where = f"its {plural(contents.events, 'event')} {verb(contents.events, 'is', 'are')} metadata, flows or marks"
+    else:
+        where = "its event list is empty" if contents.format == "kineto-json" else "not one was read from the file"
     return CHECK.verdict(
         0, "warning",
-        f"the trace holds no events: {where}, so no check had anything to look at",
+        f"the trace holds no timed events: {where}, so no check had anything to look at",
         "no number can be read from this trace: the profiler recorded nothing (stopped before its first step, "
         "a schedule whose active steps never ran, or every activity turned off) or the file was written empty; "
         "check the profiler's schedule and that the profiled code ran, then profile again",
