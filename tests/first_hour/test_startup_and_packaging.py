@@ -220,3 +220,11 @@ def test_gpu_check_script_parses() -> None:
         ["bash", "-n", str(REPO / "scripts" / "gpu-check.sh")], capture_output=True, text=True, check=False
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_the_cli_s_stdout_name_is_the_outputs_own() -> None:
+    """app.py spells '-' itself so that start-up loads no pathlib; it must be the one rule's (the review)."""
+    from wizard.cli import app
+    from wizard.outputs import STDOUT
+
+    assert app.STDOUT == STDOUT

@@ -98,19 +98,22 @@ def _error_lines(exc: BaseException) -> list[str]:
 
 
 OUTPUT_OPTIONS = ("record", "report", "report_dir", "output", "markdown")
+# wizard.outputs.STDOUT (an output named '-' is stdout), spelled here: importing outputs loads pathlib, which
+# --help and the light commands never need (tests/first_hour/test_startup_and_packaging.py holds them equal)
+STDOUT = "-"
 
 
 def _place_outputs(ctx: Context) -> None:
     """{host}, {rank}, {local_rank} and {pid} in any output path: each process of a job writes its own. The
     launcher's side (wizard.cluster) is loaded where an output path is given (``--json`` on stdout has none)."""
     given = [name for name in OUTPUT_OPTIONS if isinstance(getattr(ctx.args, name, None), str)]
-    if not any(getattr(ctx.args, name) != "-" for name in given):
+    if not any(getattr(ctx.args, name) != STDOUT for name in given):
         return
     from wizard.cluster import placed
 
     for name in given:
         value = getattr(ctx.args, name)
-        if value != "-":
+        if value != STDOUT:
             setattr(ctx.args, name, placed(value, ctx.system.environ))
 
 
@@ -124,7 +127,7 @@ def _progress(ctx: Context) -> Any:
         return None
     terminal = system.isatty(system.stderr)
     plain = bool(args.no_color or system.environ.get("NO_COLOR"))
-    captured = (getattr(args, "json", False) or getattr(args, "markdown", None) == "-") and not system.isatty(
+    captured = (getattr(args, "json", False) or getattr(args, "markdown", None) == STDOUT) and not system.isatty(
         system.stdout
     )
     if not getattr(args, "progress", False) and (not terminal or plain or "CI" in system.environ or captured):

@@ -17,6 +17,7 @@ def job_inspect(ctx: Any, options: InspectOptions) -> ExitStatus:
     ``error``)."""
     from wizard.jobs.run import inspect_job
     from wizard.jobs.words import job_lines
+    from wizard.outputs import STDOUT
 
     args = ctx.args
     files = _report_files(args)
@@ -25,7 +26,7 @@ def job_inspect(ctx: Any, options: InspectOptions) -> ExitStatus:
         from wizard.serialize import dumps
 
         ctx.write(dumps(job.to_dict()) + "\n")
-    elif args.markdown == "-":  # '--markdown -' is the whole of stdout
+    elif args.markdown == STDOUT:  # '--markdown -' is the whole of stdout
         from wizard.report.job import job_markdown
 
         ctx.write(job_markdown(job))
@@ -43,11 +44,11 @@ def job_inspect(ctx: Any, options: InspectOptions) -> ExitStatus:
 
 def _report_files(args: Any) -> list[tuple[str, Any]]:
     """The report files asked for, their formats and places checked before any rank is read."""
-    from wizard.outputs import check_outputs
+    from wizard.outputs import STDOUT, check_outputs
     from wizard.report.registry import FORMATS, format_for
 
     files = [(args.report, format_for(args.report, pictures=False))] if args.report else []  # tables, no plots
-    if args.markdown not in (None, "-"):
+    if args.markdown not in (None, STDOUT):
         files.append((args.markdown, FORMATS[".md"]))
     check_outputs([(path, chosen.name) for path, chosen in files], inputs=args.paths, force=args.force)
     return files

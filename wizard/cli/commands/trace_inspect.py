@@ -62,7 +62,7 @@ def run(ctx: Context) -> ExitStatus:
 
     from wizard.api import check_options, inspect_traces
     from wizard.inspect_options import InspectOptions, flag_of
-    from wizard.outputs import check_outputs, stdout_output, write_text
+    from wizard.outputs import STDOUT, check_outputs, stdout_output, write_text
 
     args = ctx.args
     stdout_output([(args.json, "--json"), (args.markdown, "--markdown")])  # '--markdown -' is stdout, alone
@@ -74,7 +74,7 @@ def run(ctx: Context) -> ExitStatus:
 
         return job_inspect(ctx, options)
     files = [(args.report, format_for(args.report))] if args.report else []  # the format's extra checked now
-    if args.markdown not in (None, "-"):
+    if args.markdown not in (None, STDOUT):
         files.append((args.markdown, FORMATS[".md"]))  # --markdown FILE: Markdown whatever its suffix
     options = replace(options, plots=any(chosen.needs_inspection for _, chosen in files))
     check_outputs([(path, chosen.name) for path, chosen in files], inputs=args.paths, force=args.force)
@@ -83,7 +83,7 @@ def run(ctx: Context) -> ExitStatus:
         from wizard.serialize import dumps
 
         ctx.write(dumps(inspection.to_dict()) + "\n")
-    elif args.markdown != "-":  # '--markdown -' is the whole of stdout
+    elif args.markdown != STDOUT:  # '--markdown -' is the whole of stdout
         from wizard.runs import playbook_names
         from wizard.ui.render import health_view, inspection_view
 
@@ -94,11 +94,11 @@ def run(ctx: Context) -> ExitStatus:
             )
         )
         console.print(inspection_view(inspection, show_all=args.all))
-    if args.markdown == "-":
+    if args.markdown == STDOUT:
         ctx.write(FORMATS[".md"].inspection(inspection))
     for path, chosen in files:
         write_text(path, chosen.inspection(inspection), inputs=args.paths, force=args.force, what=chosen.name)
-    if args.report and not args.json and args.markdown != "-":
+    if args.report and not args.json and args.markdown != STDOUT:
         ctx.stderr.write(visible(f"{files[0][1].name} written to {args.report}") + "\n")
     failing = args.fail_on != "never" and bool(inspection.problems(at_least=args.fail_on))
     return ExitStatus.FINDINGS if failing else ExitStatus.OK
