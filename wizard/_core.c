@@ -2288,8 +2288,13 @@ static int times_of(PyObject *ev, double *ts, double *dur) {
     return k;
 }
 
-/* IntervalIndex.add(pid, tid, start, end, ref) for the lane, gathered in its thread's run: 0 or -1 */
+/* IntervalIndex.add(pid, tid, start, end, ref) for the lane, gathered in its thread's run (refs an array("i")): 0 or
+ * -1 */
 static int gather(JState *s, Lane *lane, PyObject *ev, double start, double end, long ref) {
+    if (ref > INT_MAX || ref < INT_MIN) {
+        PyErr_SetString(PyExc_OverflowError, "signed integer is greater than maximum");
+        return -1;
+    }
     PyObject *pid = ev_attr(ev, A_PID), *tid = pid ? ev_attr(ev, A_TID) : NULL;
     Py_ssize_t at = tid ? lane_run_of(s, lane, pid, tid) : -1;
     Py_XDECREF(pid);
@@ -2310,10 +2315,6 @@ static int handle_op(JState *s, PyObject *ev) {
     if (k <= 0) return k;
     long ref = op_ref(s, ev);
     if (ref == -1 && PyErr_Occurred()) return -1;
-    if (ref > INT_MAX || ref < INT_MIN) {
-        PyErr_SetString(PyExc_OverflowError, "signed integer is greater than maximum");
-        return -1;
-    }
     return gather(s, &s->ops, ev, ts, ts + dur, ref);
 }
 
@@ -2341,10 +2342,6 @@ static int handle_python(JState *s, PyObject *ev) {
     }
     Py_XDECREF(raw_name);
     if (ref == -2) return -1;
-    if (ref > INT_MAX || ref < INT_MIN) {
-        PyErr_SetString(PyExc_OverflowError, "signed integer is greater than maximum");
-        return -1;
-    }
     return gather(s, &s->frames, ev, start, start + dur, ref);
 }
 
@@ -2543,17 +2540,22 @@ done:
     return status;
 }
 
-/* the kernel table's four arrays handed what was gathered, in order; 0 or -1 */
-static int kernel_flush(JState *s) {
-    const char *names[4] = {"_ts", "_dur", "_corr", "_shape"};
-    Buf *bufs[4] = {&s->k_ts, &s->k_dur, &s->k_corr, &s->k_shape};
+/* owner's four arrays (by name) handed what was gathered for them, in order; 0 or -1 */
+static int flush_columns(PyObject *owner, const char *const names[4], Buf *const bufs[4]) {
     int failed = 0;
     for (int j = 0; j < 4; j++) {
-        PyObject *array = bufs[j]->len ? PyObject_GetAttrString(s->kernel_table, names[j]) : NULL;
+        PyObject *array = bufs[j]->len ? PyObject_GetAttrString(owner, names[j]) : NULL;
         failed |= bufs[j]->len && (!array || buf_flush(bufs[j], array) < 0);
         Py_XDECREF(array);
     }
     return failed ? -1 : 0;
+}
+
+/* the kernel table's four arrays handed what was gathered; 0 or -1 */
+static int kernel_flush(JState *s) {
+    const char *const names[4] = {"_ts", "_dur", "_corr", "_shape"};
+    Buf *const bufs[4] = {&s->k_ts, &s->k_dur, &s->k_corr, &s->k_shape};
+    return flush_columns(s->kernel_table, names, bufs);
 }
 
 /* KernelTable.add(ts, dur, correlation, shape), gathered: start, duration and the correlation appended first (the
@@ -2658,13 +2660,9 @@ static int state_flush(JState *s) {
         }
         if (run->unsorted) failed |= PyObject_SetAttr(run->thread, attr[A_SORTED], Py_False) < 0;
     }
-    const char *columns[4] = {"correlations", "threads", "starts", "names"};
-    Buf *bufs[4] = {&s->rt_corr, &s->rt_threads, &s->rt_starts, &s->rt_names};
-    for (int j = 0; j < 4; j++) {
-        PyObject *array = bufs[j]->len ? PyObject_GetAttrString(s->runtime, columns[j]) : NULL;
-        failed |= bufs[j]->len && (!array || buf_flush(bufs[j], array) < 0);
-        Py_XDECREF(array);
-    }
+    const char *const columns[4] = {"correlations", "threads", "starts", "names"};
+    Buf *const bufs[4] = {&s->rt_corr, &s->rt_threads, &s->rt_starts, &s->rt_names};
+    failed |= flush_columns(s->runtime, columns, bufs) < 0;
     if (s->last_end != s->last_end_before) {  /* RuntimeIndex.add sets it where a call ends later */
         PyObject *last_end = PyFloat_FromDouble(s->last_end);
         failed |= !last_end || PyObject_SetAttr(s->runtime, attr[A_LAST_END], last_end) < 0;
@@ -3068,6 +3066,15 @@ static int sweep_done(PyObject *stack, PyObject *tops, Py_ssize_t k) {
     return PyByteArray_Resize(stack, 8 * k) < 0 || PyByteArray_Resize(tops, 8 * k) < 0 ? -1 : 0;
 }
 
+/* a sweep begun: the stack grown for `more` pushes and bytes for `answers` int64 answers, or NULL with the error
+ * raised and the stack as it was */
+static PyObject *sweep_begin(PyObject *stack, PyObject *tops, Py_ssize_t more, Py_ssize_t answers, Py_ssize_t *k) {
+    if (sweep_stack(stack, tops, more, k) < 0) return NULL;
+    PyObject *out = PyBytes_FromStringAndSize(NULL, 8 * answers);
+    if (!out) sweep_done(stack, tops, *k);
+    return out;
+}
+
 /* bytes holding whole 8-byte items: their count, or -1 with the error raised */
 static Py_ssize_t items8(PyObject *b, const char *what) {
     if (!PyBytes_Check(b) || PyBytes_Size(b) % 8) {
@@ -3098,9 +3105,8 @@ static PyObject *core_parents(PyObject *self, PyObject *const *args, Py_ssize_t 
     }
     long long first = PyLong_AsLongLong(args[2]);
     if (first == -1 && PyErr_Occurred()) return NULL;
-    if (sweep_stack(args[3], args[4], n, &k) < 0) return NULL;
-    PyObject *out = PyBytes_FromStringAndSize(NULL, 8 * n);
-    if (!out) return sweep_done(args[3], args[4], k), NULL;  /* the stack as it was */
+    PyObject *out = sweep_begin(args[3], args[4], n, n, &k);
+    if (!out) return NULL;
     const double *starts = (const double *)PyBytes_AsString(args[0]), *ends = (const double *)PyBytes_AsString(args[1]);
     long long *parent = (long long *)PyBytes_AsString(out), *stack = (long long *)PyByteArray_AsString(args[3]);
     double *tops = (double *)PyByteArray_AsString(args[4]);
@@ -3135,9 +3141,8 @@ static PyObject *core_innermost(PyObject *self, PyObject *const *args, Py_ssize_
         return NULL;
     }
     Py_ssize_t k;
-    if (sweep_stack(args[5], args[6], spans, &k) < 0) return NULL;
-    PyObject *out = PyBytes_FromStringAndSize(NULL, 8 * times);
-    if (!out) return sweep_done(args[5], args[6], k), NULL;  /* the stack as it was */
+    PyObject *out = sweep_begin(args[5], args[6], spans, times, &k);
+    if (!out) return NULL;
     const double *starts = (const double *)PyBytes_AsString(args[0]), *ends = (const double *)PyBytes_AsString(args[1]);
     const double *t = (const double *)PyBytes_AsString(args[3]);
     const long long *lasts = (const long long *)PyBytes_AsString(args[4]);
