@@ -645,8 +645,7 @@ def _folders(entries: list[Path]) -> str:
         return ""
     named = ", ".join(visible(cut(name, 60)) for name in folders[:5])
     more = f" and {len(folders) - 5} more" if len(folders) > 5 else ""
-    count = "1 folder" if len(folders) == 1 else f"{len(folders)} folders"
-    return f"; it holds {count} ({named}{more}): name one, or its files"
+    return f"; it holds {plural(len(folders), 'folder')} ({named}{more}): name one, or its files"
 
 
 def iter_trace_files(paths: list[str]) -> Iterator[Path | UrlPath]:
