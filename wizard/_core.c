@@ -17,6 +17,8 @@
 #include <stdint.h>
 #include <limits.h>
 #include <string.h>
+#include <math.h>
+#include <float.h>
 
 typedef unsigned __int128 u128;
 
@@ -2755,13 +2757,13 @@ static int add_counts(PyObject *categories, PyObject *order, const Py_ssize_t *c
 
 /* the twin's `categories.update(map(_CAT_OF, events)); categories.pop(None, None)`: counted in one pass before any
  * event is kept, so an unhashable category stops the block where it does in the twin, with the counts before it
- * (None's among them) in the Counter; 0 or -1 */
-static int count_categories(JState *s, PyObject *events) {
+ * (None's among them) in the Counter; cat_at(source, i): the i-th event's category, a new reference; 0 or -1 */
+static int count_categories(JState *s, PyObject *(*cat_at)(void *, Py_ssize_t), void *source, Py_ssize_t n) {
     PyObject *seen = PyDict_New(), *order = PyList_New(0);
     Py_ssize_t *counts = NULL, cap = 0;
     int failed = !seen || !order;
-    for (Py_ssize_t i = 0; !failed && i < PyList_Size(events); i++) {
-        PyObject *ev = PyList_GetItem(events, i), *cat = ev ? ev_attr(ev, A_CAT) : NULL;
+    for (Py_ssize_t i = 0; !failed && i < n; i++) {
+        PyObject *cat = cat_at(source, i);
         int missing = 0;
         long at = cat ? dict_long(seen, cat, &missing) : -2;
         if (missing) {
@@ -2794,6 +2796,12 @@ static int count_categories(JState *s, PyObject *events) {
     return failed || !applied ? -1 : 0;
 }
 
+/* the i-th listed event's category (count_categories' cat_at for a list of events) */
+static PyObject *listed_cat(void *events, Py_ssize_t i) {
+    PyObject *ev = PyList_GetItem((PyObject *)events, i);
+    return ev ? ev_attr(ev, A_CAT) : NULL;
+}
+
 static PyObject *pure_collect = NULL;
 
 /* collect_events(collector, events): collector.pure_collect_events, compiled */
@@ -2807,7 +2815,7 @@ static PyObject *core_collect_events(PyObject *self, PyObject *const *args, Py_s
         return NULL;
     }
     PyObject *events = args[1];
-    if (count_categories(&s, events) < 0) {
+    if (count_categories(&s, listed_cat, events, PyList_Size(events)) < 0) {
         state_close(&s);
         return NULL;
     }
@@ -2831,13 +2839,631 @@ static PyObject *core_collect_events(PyObject *self, PyObject *const *args, Py_s
     Py_RETURN_NONE;
 }
 
+/* ==== Kineto JSON events scanned from their bytes (scan_events) ====
+ *
+ * scan_events(collector, piece): a block of whole events (the bytes between the list's '[' and ']' that the reader
+ * cut, ``{...},{...}``) read here without msgspec's Event structs: the first pass checks the whole block and notes
+ * where each field the collector reads lies (no Python object made, nothing changed); the second makes those
+ * fields' values and hands each event to dispatch() above, in one Event and one EventArgs reused from event to
+ * event (a fresh one where something kept a reference to it). It declines (False, nothing changed) wherever msgspec
+ * might refuse the block or read a value otherwise: an escape or a control character in a string, bytes that are
+ * not UTF-8, a leading zero, -0, an integer of 19 digits or more, a number past a double's range, a bare inf or nan,
+ * a key given twice, a value of another type than events.Event declares, an args value nested deeper than a flat
+ * list or object, JSON nested deeper than SCAN_DEPTH. The reader then decodes the block as before (decode_block),
+ * so the result is the twin's by construction on every block the scanner takes and every block it declines. */
+
+enum { V_ABSENT, V_NULL, V_TRUE, V_FALSE, V_INT, V_FLOAT, V_STR, V_LIST, V_OBJECT, V_RAW };
+#define SCAN_FIELDS (A_ORIGINAL_STREAM + 1)  /* Event's A_CAT..A_ARGS, then EventArgs' A_CORRELATION.. */
+#define SCAN_DEPTH 64                        /* a skipped value nested deeper: declined (Kineto's nest 3) */
+#define SCAN_NUMBER 40                       /* a number longer: declined */
+#define STR_SLOTS 2048                       /* the second pass's strings, by their bytes (a block repeats names) */
+#define STR_CACHED 1024                      /* longer strings are made each time */
+
+typedef struct {
+    unsigned char kind, wide;  /* wide: a string with bytes past ASCII (checked to be UTF-8) */
+    uint32_t start, len;       /* the value's bytes; a string's between its quotes (a block is under 4 GiB) */
+    union {
+        double number;   /* V_FLOAT */
+        long long whole; /* V_INT */
+    } v;
+} Span;
+
+/* one event's fields: those present (a bit each, by A_ index) and where each lies */
+typedef struct {
+    uint32_t present;
+    Span f[SCAN_FIELDS];
+} Scanned;
+
+#define HAS(e, k) (((e)->present >> (k)) & 1u)
+
+typedef struct {
+    const unsigned char *b;
+    Py_ssize_t i, n;
+} Scan;
+
+static char *scan_keys[SCAN_FIELDS];  /* each field's JSON name (json_bind: events.Event's and EventArgs') */
+static Py_ssize_t scan_key_len[SCAN_FIELDS];
+static uint64_t scan_key_head[SCAN_FIELDS];  /* its first eight bytes (zeros past its end), compared first */
+
+/* the first eight bytes of p[0..len), zeros past len; `room`: the bytes readable from p (one load where 8 are: a
+ * copy of fewer into a word stalled the loop on the store) */
+static inline uint64_t head_word(const unsigned char *p, Py_ssize_t len, Py_ssize_t room) {
+    uint64_t w = 0;
+#if PY_LITTLE_ENDIAN
+    if (room >= 8) {
+        memcpy(&w, p, 8);
+        return len >= 8 ? w : w & ((UINT64_C(1) << (8 * len)) - 1);  /* the first bytes are the low ones */
+    }
+#else
+    (void)room;
+#endif
+    for (Py_ssize_t k = 0; k < len && k < 8; k++) w |= (uint64_t)p[k] << (8 * k);
+    return w;
+}
+
+static inline void scan_ws(Scan *c) {
+    while (c->i < c->n) {
+        unsigned char ch = c->b[c->i];
+        if (ch != ' ' && ch != '\n' && ch != '\r' && ch != '\t') break;
+        c->i++;
+    }
+}
+
+/* whether c->b[c->i] is `ch`, stepping over it where it is */
+static inline int scan_take(Scan *c, unsigned char ch) {
+    if (c->i < c->n && c->b[c->i] == ch) {
+        c->i++;
+        return 1;
+    }
+    return 0;
+}
+
+/* whether b[0..n) is UTF-8 as Python's strict decoder takes it: no overlong form, no surrogate, at most U+10FFFF */
+static int utf8_valid(const unsigned char *b, Py_ssize_t n) {
+    Py_ssize_t i = 0;
+    while (i < n) {
+        unsigned char c = b[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        int more;
+        unsigned char lo = 0x80, hi = 0xBF;
+        if (c >= 0xC2 && c <= 0xDF) more = 1;
+        else if (c == 0xE0) more = 2, lo = 0xA0;
+        else if ((c >= 0xE1 && c <= 0xEC) || c == 0xEE || c == 0xEF) more = 2;
+        else if (c == 0xED) more = 2, hi = 0x9F;
+        else if (c == 0xF0) more = 3, lo = 0x90;
+        else if (c >= 0xF1 && c <= 0xF3) more = 3;
+        else if (c == 0xF4) more = 3, hi = 0x8F;
+        else return 0;
+        if (n - i <= more || b[i + 1] < lo || b[i + 1] > hi) return 0;
+        for (int k = 2; k <= more; k++)
+            if (b[i + k] < 0x80 || b[i + k] > 0xBF) return 0;
+        i += more + 1;
+    }
+    return 1;
+}
+
+/* whether any of a word's eight bytes is a quote, a backslash, below 0x20 or past 0x7f (the exact zero-byte tests) */
+static inline int string_special(uint64_t w) {
+    const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u, low7 = 0x7f7f7f7f7f7f7f7fu;
+    uint64_t q = w ^ (ones * '"'), s = w ^ (ones * '\\');
+    uint64_t zq = ~(((q & low7) + low7) | q | low7), zs = ~(((s & low7) + low7) | s | low7);
+    uint64_t control = (w - ones * 0x20) & ~w & highs;  /* a byte below 0x20 (or past 0x7f: caught below anyway) */
+    return ((zq | zs | control | (w & highs)) != 0);
+}
+
+/* a string (c->b[c->i] is its quote) with no escape or control character: its contents' span; 0 to decline */
+static int scan_string(Scan *c, Span *s) {
+    const unsigned char *b = c->b;
+    Py_ssize_t i = c->i + 1, start = i, n = c->n;
+    int wide = 0;
+    for (;;) {
+        while (i + 8 <= n) {
+            uint64_t w;
+            memcpy(&w, b + i, 8);
+            if (string_special(w)) break;
+            i += 8;
+        }
+        if (i >= n) return 0;
+        unsigned char ch = b[i];
+        if (ch == '"') break;
+        if (ch == '\\' || ch < 0x20) return 0;
+        wide |= ch >= 0x80;
+        i++;
+    }
+    if (wide && !utf8_valid(b + start, i - start)) return 0;
+    s->kind = V_STR, s->wide = (unsigned char)wide, s->start = (uint32_t)start, s->len = (uint32_t)(i - start);
+    c->i = i + 1;
+    return 1;
+}
+
+static inline int is_digit(const Scan *c, Py_ssize_t i) { return i < c->n && c->b[i] >= '0' && c->b[i] <= '9'; }
+
+/* a JSON number: V_INT (at most 18 digits, no fraction or exponent) or V_FLOAT (parsed as Python parses it, finite
+ * and zero or normal); 0 to decline */
+static int scan_number(Scan *c, Span *s) {
+    const unsigned char *b = c->b;
+    Py_ssize_t i = c->i, start = i;
+    if (i < c->n && b[i] == '-') i++;
+    Py_ssize_t digits = i;
+    if (!is_digit(c, i)) return 0;
+    if (b[i] == '0') {
+        i++;
+        if (is_digit(c, i)) return 0;  /* a leading zero: not JSON */
+    } else {
+        while (is_digit(c, i)) i++;
+    }
+    Py_ssize_t int_end = i, frac_start = i + 1, frac_end = i;
+    int fraction = 0, exponent = 0;
+    if (i < c->n && b[i] == '.') {
+        i++;
+        if (!is_digit(c, i)) return 0;
+        while (is_digit(c, i)) i++;
+        fraction = 1, frac_end = i;
+    }
+    if (i < c->n && (b[i] == 'e' || b[i] == 'E')) {
+        i++;
+        if (i < c->n && (b[i] == '+' || b[i] == '-')) i++;
+        if (!is_digit(c, i)) return 0;
+        while (is_digit(c, i)) i++;
+        fraction = exponent = 1;
+    }
+    if (i >= c->n || i - start > SCAN_NUMBER) return 0;  /* an event's number is followed by more of it */
+    s->start = (uint32_t)start, s->len = (uint32_t)(i - start);
+    if (!fraction) {
+        if (int_end - digits > 18 || (b[digits] == '0' && digits > start)) return 0;  /* 19 digits or more; -0 */
+        long long v = 0;
+        for (Py_ssize_t k = digits; k < int_end; k++) v = v * 10 + (b[k] - '0');
+        s->kind = V_INT, s->v.whole = digits > start ? -v : v;
+        c->i = i;
+        return 1;
+    }
+    if (!exponent && (int_end - digits) + (frac_end - frac_start) <= 15) {
+        /* at most 15 digits: the integer they spell and 10**k are doubles exactly, so their quotient is the
+         * correctly rounded value, as the full parse below gives it (Clinger's fast path) */
+        static const double tens[16] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13,
+                                        1e14, 1e15};
+        long long m = 0;
+        for (Py_ssize_t k = digits; k < int_end; k++) m = m * 10 + (b[k] - '0');
+        for (Py_ssize_t k = frac_start; k < frac_end; k++) m = m * 10 + (b[k] - '0');
+        double d = (double)m / tens[frac_end - frac_start];
+        s->kind = V_FLOAT, s->v.number = digits > start ? -d : d;
+        c->i = i;
+        return 1;
+    }
+    char *end = NULL;
+    double d = PyOS_string_to_double((const char *)b + start, &end, NULL);
+    if (d == -1.0 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return 0;
+    }
+    if (end != (const char *)b + i || !isfinite(d) || (d != 0.0 && fabs(d) < DBL_MIN)) return 0;
+    s->kind = V_FLOAT, s->v.number = d;
+    c->i = i;
+    return 1;
+}
+
+static int scan_literal(Scan *c, Span *s) {
+    static const struct {
+        const char *text;
+        Py_ssize_t len;
+        unsigned char kind;
+    } words[3] = {{"null", 4, V_NULL}, {"true", 4, V_TRUE}, {"false", 5, V_FALSE}};
+    for (int k = 0; k < 3; k++)
+        if (c->n - c->i >= words[k].len && memcmp(c->b + c->i, words[k].text, (size_t)words[k].len) == 0) {
+            s->kind = words[k].kind, s->start = (uint32_t)c->i, s->len = (uint32_t)words[k].len;
+            c->i += words[k].len;
+            return 1;
+        }
+    return 0;
+}
+
+static int scan_scalar(Scan *c, Span *s) {
+    if (c->i >= c->n) return 0;
+    unsigned char ch = c->b[c->i];
+    if (ch == '"') return scan_string(c, s);
+    if (ch == '-' || (ch >= '0' && ch <= '9')) return scan_number(c, s);
+    return scan_literal(c, s);
+}
+
+/* any JSON value, checked; arrays and objects nested at most `limit` deep (counted from `depth`); 0 to decline */
+static int scan_value(Scan *c, int depth, int limit) {
+    if (c->i >= c->n) return 0;
+    unsigned char open = c->b[c->i];
+    Span s;
+    if (open != '{' && open != '[') return scan_scalar(c, &s);
+    if (depth >= limit) return 0;
+    unsigned char close = open == '{' ? '}' : ']';
+    c->i++;
+    scan_ws(c);
+    if (scan_take(c, close)) return 1;
+    for (;;) {
+        if (open == '{') {
+            if (c->i >= c->n || c->b[c->i] != '"' || !scan_string(c, &s)) return 0;
+            scan_ws(c);
+            if (!scan_take(c, ':')) return 0;
+            scan_ws(c);
+        }
+        if (!scan_value(c, depth + 1, limit)) return 0;
+        scan_ws(c);
+        if (scan_take(c, ',')) {
+            scan_ws(c);
+            continue;
+        }
+        return scan_take(c, close);
+    }
+}
+
+/* which of fields first..last a key names, or -1 */
+static int scan_key(const Scan *c, const Span *key, int first, int last) {
+    const unsigned char *p = c->b + key->start;
+    Py_ssize_t len = key->len;
+    uint64_t head = head_word(p, len, c->n - key->start);
+    for (int k = first; k <= last; k++)
+        if (scan_key_len[k] == len && scan_key_head[k] == head &&
+            (len <= 8 || memcmp(scan_keys[k] + 8, p + 8, (size_t)len - 8) == 0))
+            return k;
+    return -1;
+}
+
+/* a field's value, of the type events.Event and EventArgs declare for it: 0 to decline */
+static int scan_field(Scan *c, int k, Span *s) {
+    Py_ssize_t start = c->i;
+    if (k == A_INPUT_DIMS || k == A_INPUT_DIMS_OLD || k == A_INPUT_TYPE) {  /* msgspec.Raw: the value's bytes */
+        if (!scan_value(c, 0, SCAN_DEPTH)) return 0;
+        s->kind = V_RAW, s->start = (uint32_t)start, s->len = (uint32_t)(c->i - start);
+        return 1;
+    }
+    if (k > A_ARGS) {  /* Any: a scalar, or a flat list or object of them */
+        if (c->i < c->n && (c->b[c->i] == '[' || c->b[c->i] == '{')) {
+            unsigned char open = c->b[c->i];
+            if (!scan_value(c, 0, 1)) return 0;
+            s->kind = open == '[' ? V_LIST : V_OBJECT, s->start = (uint32_t)start, s->len = (uint32_t)(c->i - start);
+            return 1;
+        }
+        return scan_scalar(c, s);
+    }
+    if (!scan_scalar(c, s)) return 0;
+    unsigned char kind = s->kind;
+    if (kind == V_NULL) return 1;
+    switch (k) {
+    case A_CAT: return kind == V_STR;                                      /* str | None */
+    case A_NAME: return kind == V_STR || kind == V_INT || kind == V_FLOAT;  /* str | int | float | None */
+    case A_PID: case A_TID: return kind == V_STR || kind == V_INT;          /* int | str | None */
+    case A_TS: case A_DUR: return kind == V_STR || kind == V_INT || kind == V_FLOAT;  /* float | str | None */
+    default: return 0;
+    }
+}
+
+/* an object's members into e (fields first..last; any other key's value checked and skipped): 0 to decline */
+static int scan_members(Scan *c, Scanned *e, int first, int last) {
+    Span *f = e->f;
+    if (!scan_take(c, '{')) return 0;
+    scan_ws(c);
+    if (scan_take(c, '}')) return 1;
+    for (;;) {
+        Span key;
+        if (c->i >= c->n || c->b[c->i] != '"' || !scan_string(c, &key)) return 0;
+        scan_ws(c);
+        if (!scan_take(c, ':')) return 0;
+        scan_ws(c);
+        int k = scan_key(c, &key, first, last);
+        if (k < 0) {
+            if (!scan_value(c, 0, SCAN_DEPTH)) return 0;
+        } else {
+            if (HAS(e, k)) return 0;  /* a key given twice */
+            if (k == A_ARGS && c->i < c->n && c->b[c->i] == '{') {
+                if (!scan_members(c, e, A_CORRELATION, A_ORIGINAL_STREAM)) return 0;
+                f[k].kind = V_OBJECT;
+            } else if (k == A_ARGS) {
+                if (!scan_scalar(c, &f[k]) || f[k].kind != V_NULL) return 0;
+            } else if (!scan_field(c, k, &f[k])) {
+                return 0;
+            }
+            e->present |= 1u << k;
+        }
+        scan_ws(c);
+        if (scan_take(c, ',')) {
+            scan_ws(c);
+            continue;
+        }
+        return scan_take(c, '}');
+    }
+}
+
+/* the first pass: every event's fields, or 0 to decline (*spans then freed by the caller) */
+static int scan_block(Scan *c, Scanned **spans, Py_ssize_t *count, int *has_last, double *last) {
+    Py_ssize_t cap = 0;
+    scan_ws(c);
+    for (;;) {
+        if (*count == cap) {
+            cap = cap ? cap * 2 : 256;
+            Scanned *grown = PyMem_Realloc(*spans, (size_t)cap * sizeof(Scanned));
+            if (!grown) return 0;
+            *spans = grown;
+        }
+        Scanned *e = *spans + *count;
+        Span *f = e->f;
+        e->present = 0;
+        if (c->i >= c->n || c->b[c->i] != '{' || !scan_members(c, e, A_CAT, A_ARGS)) return 0;
+        (*count)++;
+        if (HAS(e, A_TS) && (f[A_TS].kind == V_INT || f[A_TS].kind == V_FLOAT)) {
+            *has_last = 1;
+            *last = f[A_TS].kind == V_INT ? (double)f[A_TS].v.whole : f[A_TS].v.number;
+        }
+        scan_ws(c);
+        if (c->i >= c->n) return 1;
+        if (!scan_take(c, ',')) return 0;
+        scan_ws(c);
+    }
+}
+
+/* the second pass's strings, one object per distinct run of bytes in a call */
+typedef struct {
+    uint64_t hash;
+    PyObject *text;
+} StrSlot;
+
+static PyObject *span_str(StrSlot *cache, const unsigned char *p, Py_ssize_t len, int wide) {
+    if (wide || len > STR_CACHED) return PyUnicode_DecodeUTF8((const char *)p, len, NULL);
+    uint64_t h = 1469598103934665603u ^ (uint64_t)len;
+    Py_ssize_t k = 0;
+    for (; k + 8 <= len; k += 8) {
+        uint64_t w;
+        memcpy(&w, p + k, 8);
+        h = (h ^ w) * 1099511628211u, h ^= h >> 29;
+    }
+    for (; k < len; k++) h = (h ^ p[k]) * 1099511628211u;
+    StrSlot *slot = &cache[h & (STR_SLOTS - 1)];
+    if (slot->text && slot->hash == h) {
+        Py_ssize_t size = 0;
+        const char *held = PyUnicode_AsUTF8AndSize(slot->text, &size);
+        if (!held) return NULL;
+        if (size == len && memcmp(held, p, (size_t)len) == 0) return new_ref(slot->text);
+    }
+    PyObject *text = PyUnicode_DecodeUTF8((const char *)p, len, NULL);
+    if (!text) return NULL;
+    J_SETREF(slot->text, new_ref(text));
+    slot->hash = h;
+    return text;
+}
+
+static PyObject *span_value(const Scan *c, StrSlot *cache, const Span *s, int as_float);
+
+/* a flat list or object (checked by the first pass): its scalars made again from their bytes */
+static PyObject *span_container(const Scan *c, StrSlot *cache, const Span *s) {
+    Scan in = {c->b, (Py_ssize_t)s->start + 1, (Py_ssize_t)s->start + s->len};
+    int object = s->kind == V_OBJECT;
+    PyObject *out = object ? PyDict_New() : PyList_New(0);
+    if (!out) return NULL;
+    scan_ws(&in);
+    while (out && in.i < in.n && in.b[in.i] != (object ? '}' : ']')) {
+        Span key, item;
+        PyObject *k = NULL;
+        if (object) {
+            if (!scan_string(&in, &key) || !(k = span_value(c, cache, &key, 0))) goto failed;
+            scan_ws(&in), scan_take(&in, ':'), scan_ws(&in);
+        }
+        PyObject *v = scan_scalar(&in, &item) ? span_value(c, cache, &item, 0) : NULL;
+        int bad = !v || (object ? PyDict_SetItem(out, k, v) : PyList_Append(out, v)) < 0;
+        Py_XDECREF(k);
+        Py_XDECREF(v);
+        if (bad) goto failed;
+        scan_ws(&in), scan_take(&in, ','), scan_ws(&in);
+    }
+    return out;
+failed:
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_SystemError, "scan_events: a checked value did not scan again");
+    Py_DECREF(out);
+    return NULL;
+}
+
+/* a field's value as msgspec decodes it into Event (as_float: a float field, whose integers become floats) */
+static PyObject *span_value(const Scan *c, StrSlot *cache, const Span *s, int as_float) {
+    switch (s->kind) {
+    case V_NULL: return new_ref(Py_None);
+    case V_TRUE: return new_ref(Py_True);
+    case V_FALSE: return new_ref(Py_False);
+    case V_INT: return as_float ? PyFloat_FromDouble((double)s->v.whole) : PyLong_FromLongLong(s->v.whole);
+    case V_FLOAT: return PyFloat_FromDouble(s->v.number);
+    case V_STR: return span_str(cache, c->b + s->start, s->len, s->wide);
+    case V_LIST: case V_OBJECT: return span_container(c, cache, s);
+    case V_RAW: return PyBytes_FromStringAndSize((const char *)c->b + s->start, s->len);
+    default: return NULL;
+    }
+}
+
+static PyObject **slot_of(PyObject *owner, int k) { return (PyObject **)((char *)owner + field_offset[k]); }
+
+/* a fresh Event or EventArgs, and its fields' defaults (new references) */
+static PyObject *scan_blank(PyObject *type, int first, int last, PyObject **defaults) {
+    PyObject *made = PyObject_CallObject(type, NULL);
+    if (made && Py_TYPE(made) != (PyTypeObject *)type) Py_CLEAR(made);
+    for (int k = first; made && k <= last; k++) {
+        PyObject *value = *slot_of(made, k);
+        if (!value) Py_CLEAR(made);
+        else if (defaults) J_SETREF(defaults[k], new_ref(value));
+    }
+    if (!made && !PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "scan_events: Event is not the struct bound");
+    return made;
+}
+
+/* whether json_bind found every field's slot in Event and EventArgs, and named their keys */
+static int scan_ready(void) {
+    for (int k = A_CAT; k <= A_ORIGINAL_STREAM; k++)
+        if (!field_offset[k] || !scan_keys[k] ||
+            field_owner[k] != (PyTypeObject *)(k <= A_ARGS ? j_event_type : j_args_type))
+            return 0;
+    return 1;
+}
+
+/* contents.events += count, and contents.last_ts, as Collector.add sets them before it collects; 0 or -1 */
+static int scan_count(PyObject *collector, Py_ssize_t count, int has_last, double last) {
+    PyObject *contents = PyObject_GetAttrString(collector, "c");
+    PyObject *before = contents ? PyObject_GetAttrString(contents, "events") : NULL;
+    PyObject *more = before ? PyLong_FromSsize_t(count) : NULL, *after = more ? PyNumber_Add(before, more) : NULL;
+    int failed = !after || PyObject_SetAttrString(contents, "events", after) < 0;
+    if (!failed && has_last) {
+        PyObject *ts = PyFloat_FromDouble(last);
+        failed = !ts || PyObject_SetAttrString(contents, "last_ts", ts) < 0;
+        Py_XDECREF(ts);
+    }
+    Py_XDECREF(contents); Py_XDECREF(before); Py_XDECREF(more); Py_XDECREF(after);
+    return failed ? -1 : 0;
+}
+
+typedef struct {
+    const Scan *c;
+    StrSlot *cache;
+    const Scanned *spans;
+    PyObject **cats;  /* each event's category as made for the count (new references), set for its dispatch */
+} CatSource;
+
+static PyObject *scanned_cat(void *source, Py_ssize_t i) {
+    const CatSource *src = source;
+    const Scanned *e = src->spans + i;
+    PyObject *cat = HAS(e, A_CAT) ? span_value(src->c, src->cache, &e->f[A_CAT], 0) : new_ref(Py_None);
+    src->cats[i] = cat ? new_ref(cat) : NULL;
+    return cat;
+}
+
+/* one scanned event's fields into ev (and args, where it has them; its category made for the count), then
+ * dispatched; 0 or -1 */
+static int scan_dispatch(JState *s, const Scan *c, StrSlot *cache, const Scanned *e, PyObject *cat, PyObject *ev,
+                         PyObject *args) {
+    const Span *f = e->f;
+    J_SETREF(*slot_of(ev, A_CAT), new_ref(cat));
+    for (uint32_t bits = e->present & ~((1u << A_CAT) | (1u << A_ARGS)); bits; bits &= bits - 1) {
+        int k = __builtin_ctz(bits);
+        PyObject *value = span_value(c, cache, &f[k], k == A_TS || k == A_DUR);
+        if (!value) return -1;
+        J_SETREF(*slot_of(k <= A_ARGS ? ev : args, k), value);
+    }
+    if (HAS(e, A_ARGS) && f[A_ARGS].kind == V_OBJECT) J_SETREF(*slot_of(ev, A_ARGS), new_ref(args));
+    return dispatch(s, ev);
+}
+
+/* ev's and args' fields set back to their defaults: 0, or 1 where something kept a reference to one of them (the
+ * caller then makes a fresh one) */
+static int scan_reset(const Scanned *e, PyObject *ev, PyObject *args, PyObject **defaults) {
+    for (uint32_t bits = e->present | (1u << A_CAT); bits; bits &= bits - 1) {
+        int k = __builtin_ctz(bits);
+        J_SETREF(*slot_of(k <= A_ARGS ? ev : args, k), new_ref(defaults[k]));
+    }
+    return Py_REFCNT(ev) != 1 || Py_REFCNT(args) != 1;
+}
+
+/* scan_events(collector, piece): True where the block was collected, False where declined (nothing changed) */
+static PyObject *core_scan_events(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 2 || !PyBytes_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "scan_events(collector, piece): piece is bytes");
+        return NULL;
+    }
+    char *data = NULL;
+    Py_ssize_t size = 0;
+    if (PyBytes_AsStringAndSize(args[1], &data, &size) < 0) return NULL;
+    if (!scan_ready() || size >= (Py_ssize_t)UINT32_MAX) Py_RETURN_FALSE;
+    Scan c = {(const unsigned char *)data, 0, size};
+    Scanned *spans = NULL;
+    Py_ssize_t count = 0;
+    int has_last = 0;
+    double last = 0.0;
+    if (!scan_block(&c, &spans, &count, &has_last, &last) || count == 0) {
+        PyMem_Free(spans);
+        if (PyErr_Occurred()) return NULL;
+        Py_RETURN_FALSE;
+    }
+    StrSlot *cache = PyMem_Calloc(STR_SLOTS, sizeof *cache);
+    PyObject **cats = PyMem_Calloc((size_t)count, sizeof *cats);
+    PyObject *defaults[SCAN_FIELDS] = {NULL}, *ev = NULL, *ev_args = NULL;
+    JState s;
+    int opened = 0, failed = !cache || !cats || scan_count(args[0], count, has_last, last) < 0;
+    if ((!cache || !cats) && !PyErr_Occurred()) PyErr_NoMemory();
+    if (!failed) {
+        ev = scan_blank(j_event_type, A_CAT, A_ARGS, defaults);
+        ev_args = ev ? scan_blank(j_args_type, A_CORRELATION, A_ORIGINAL_STREAM, defaults) : NULL;
+        failed = !ev_args;
+    }
+    if (!failed) {
+        opened = 1;
+        CatSource source = {&c, cache, spans, cats};
+        failed = state_open(&s, args[0]) < 0 || count_categories(&s, scanned_cat, &source, count) < 0;
+    }
+    for (Py_ssize_t i = 0; !failed && i < count; i++) {
+        const Scanned *e = spans + i;
+        failed = scan_dispatch(&s, &c, cache, e, cats[i], ev, ev_args) < 0;
+        if (scan_reset(e, ev, ev_args, defaults)) {  /* kept by someone: fresh ones from here on */
+            J_SETREF(ev, scan_blank(j_event_type, A_CAT, A_ARGS, NULL));
+            J_SETREF(ev_args, ev ? scan_blank(j_args_type, A_CORRELATION, A_ORIGINAL_STREAM, NULL) : NULL);
+            failed = failed || !ev_args;
+        }
+    }
+    PyObject *type = NULL, *value = NULL, *trace = NULL;
+    if (failed) PyErr_Fetch(&type, &value, &trace);  /* what was gathered before the error still lands */
+    int flushed = opened && state_flush(&s) == 0;
+    if (opened) state_close(&s);
+    if (failed) {
+        if (opened && !flushed) PyErr_Clear();
+        PyErr_Restore(type, value, trace);
+    }
+    for (int k = 0; k < SCAN_FIELDS; k++) Py_XDECREF(defaults[k]);
+    for (Py_ssize_t k = 0; cache && k < STR_SLOTS; k++) Py_XDECREF(cache[k].text);
+    for (Py_ssize_t k = 0; cats && k < count; k++) Py_XDECREF(cats[k]);
+    PyMem_Free(cats);
+    PyMem_Free(cache);
+    PyMem_Free(spans);
+    Py_XDECREF(ev);
+    Py_XDECREF(ev_args);
+    if (failed || !flushed) return NULL;
+    Py_RETURN_TRUE;
+}
+
+/* the JSON names of fields first..last, from ((attribute, JSON name), ...) in the struct's order, each attribute
+ * checked to be the one the core reads there: 0, or -1 with TypeError (the scanner then declines every block) */
+static int scan_bind_keys(PyObject *pairs, int first, int last) {
+    for (int k = first; k <= last; k++) {
+        PyMem_Free(scan_keys[k]);
+        scan_keys[k] = NULL;
+    }
+    if (!PyTuple_Check(pairs) || PyTuple_Size(pairs) != last - first + 1) {
+        PyErr_SetString(PyExc_TypeError, "json_bind: a struct's keys are one (attribute, JSON name) pair a field");
+        return -1;
+    }
+    for (int k = first; k <= last; k++) {
+        PyObject *pair = PyTuple_GetItem(pairs, k - first);
+        PyObject *name = pair && PyTuple_Check(pair) && PyTuple_Size(pair) == 2 ? PyTuple_GetItem(pair, 0) : NULL;
+        PyObject *key = name ? PyTuple_GetItem(pair, 1) : NULL;
+        Py_ssize_t size = 0;
+        const char *text = key && PyUnicode_Check(key) ? PyUnicode_AsUTF8AndSize(key, &size) : NULL;
+        int same = text && PyUnicode_Check(name) ? PyUnicode_CompareWithASCIIString(name, attr_names[k]) == 0 : 0;
+        if (!text || !same) {
+            if (!PyErr_Occurred())
+                PyErr_Format(PyExc_TypeError, "json_bind: field %d is not %s, or its JSON name is not a str", k,
+                             attr_names[k]);
+            return -1;
+        }
+        if (!(scan_keys[k] = PyMem_Malloc((size_t)size + 1))) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        memcpy(scan_keys[k], text, (size_t)size + 1);
+        scan_key_len[k] = size;
+        scan_key_head[k] = head_word((const unsigned char *)text, size, 0);
+    }
+    return 0;
+}
+
 /* json_bind(op, runtime, kernel, python and gpu-op categories, MAX_NAME, _number, as_int, _ThreadIntervals,
  * _NO_ARGS, OCCUPANCY_KEY, THEORETICAL_KEY, reported(None), pure_collect_events): collector.py's constants and
  * twins */
 static PyObject *core_json_bind(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
-    if (nargs != 16) {
-        PyErr_SetString(PyExc_TypeError, "json_bind takes the collector's 14 constants and twins, Event, EventArgs");
+    if (nargs != 18) {
+        PyErr_SetString(PyExc_TypeError,
+                        "json_bind takes the collector's 14 constants and twins, Event, EventArgs and their keys");
         return NULL;
     }
     for (int k = 0; k < 5; k++)
@@ -2880,7 +3506,8 @@ static PyObject *core_json_bind(PyObject *self, PyObject *const *args, Py_ssize_
         *slot = new_ref(args[k]);
         Py_XDECREF(old);
     }
-    if (find_fields(j_event_type, A_CAT, A_ARGS) < 0 || find_fields(j_args_type, A_CORRELATION, A_ORIGINAL_STREAM) < 0) {
+    if (find_fields(j_event_type, A_CAT, A_ARGS) < 0 || find_fields(j_args_type, A_CORRELATION, A_ORIGINAL_STREAM) < 0 ||
+        scan_bind_keys(args[16], A_CAT, A_ARGS) < 0 || scan_bind_keys(args[17], A_CORRELATION, A_ORIGINAL_STREAM) < 0) {
         for (int k = 0; k < A_COUNT; k++) field_offset[k] = 0;
         return NULL;
     }
@@ -3193,6 +3820,8 @@ static PyMethodDef methods[] = {
      "hand over perfetto's Event types, categories and bounds; the Slices type"},
     {"collect_events", (PyCFunction)(void (*)(void))core_collect_events, METH_FASTCALL,
      "collector.pure_collect_events, compiled"},
+    {"scan_events", (PyCFunction)(void (*)(void))core_scan_events, METH_FASTCALL,
+     "a block of JSON events collected from its bytes, or declined"},
     {"json_bind", (PyCFunction)(void (*)(void))core_json_bind, METH_FASTCALL,
      "hand over the JSON collector's categories, MAX_NAME and twins"},
     {"int64_array", (PyCFunction)(void (*)(void))core_int64_array, METH_FASTCALL,
@@ -3211,7 +3840,7 @@ static struct PyModuleDef module = {
 };
 
 /* API: the version of these functions' arguments and meaning that wizard/trace/read/core.py binds (raised with it) */
-#define CORE_API 5
+#define CORE_API 6
 
 PyMODINIT_FUNC PyInit__core(void) {
     PyObject *m = PyModule_Create(&module);

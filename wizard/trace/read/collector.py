@@ -245,6 +245,12 @@ class EventSink:
     def add_raw(self, events: list[bytes]) -> None:
         """Each event's own bytes, in file order (when ``raw`` is True)."""
 
+    def add_bytes(self, piece: bytes) -> bool:
+        """A block of whole events as bytes (``{...},{...}``), taken whole (True) or declined (False, nothing
+        changed: the reader then decodes it and calls ``add``). Only the collector takes blocks, and only through
+        the compiled core (``scan_events``)."""
+        return False
+
     def meta(self, key: str, value: Any) -> None:
         """A top-level key other than traceEvents, in file order."""
 
@@ -364,6 +370,13 @@ class Collector(EventSink):
                     c.last_ts = last
                     break
         collect_events(self, events)
+
+    def add_bytes(self, piece: bytes) -> bool:
+        """``add`` of the events the block decodes to, without decoding them into structs: the compiled core's
+        ``scan_events`` checks the block, then hands each event to ``collect_events``'s dispatch, and declines
+        (False) any block msgspec might read otherwise (wizard/_core.c says which). Its twin is the reader's
+        ``decode_block`` then ``add``: the tests compare them (tests/trace/test_scan_events.py)."""
+        return scan_events is not None and scan_events(self, piece)
 
     def _complete(self, ev: Event) -> None:
         """A complete event no table keeps (one with a duration: only "X" events have one; not decoding "ph"
@@ -579,10 +592,15 @@ def compiled_collect_events() -> Callable[[Collector, list[Event]], None] | None
     core.json_bind(
         OP_CATEGORIES, RUNTIME_CATEGORIES, KERNEL_CATEGORIES, PYTHON_CATEGORIES, GPU_OP_CATEGORIES, MAX_NAME,
         _number, as_int, _ThreadIntervals, _NO_ARGS, OCCUPANCY_KEY, THEORETICAL_KEY, reported(None),
-        pure_collect_events, Event, EventArgs,
+        pure_collect_events, Event, EventArgs, _keys(Event), _keys(EventArgs),
     )  # fmt: skip
     compiled: Callable[[Collector, list[Event]], None] = core.collect_events
     return compiled
+
+
+def _keys(struct: type[Struct]) -> tuple[tuple[str, str], ...]:
+    """A struct's fields as (attribute, JSON name), in its order: the keys the core's scanner looks for."""
+    return tuple((f.name, f.encode_name) for f in msgspec.structs.fields(struct))
 
 
 def _bind_json_core() -> Callable[[Collector, list[Event]], None]:
@@ -592,3 +610,5 @@ def _bind_json_core() -> Callable[[Collector, list[Event]], None]:
 
 collect_events = _bind_json_core()
 COMPILED = collect_events is not pure_collect_events
+# Blocks collected from their bytes where the core is bound; None: every block is decoded (its twin)
+scan_events: Callable[[Collector, bytes], bool] | None = compiled_core().scan_events if COMPILED else None  # type: ignore[union-attr]

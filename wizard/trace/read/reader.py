@@ -327,12 +327,18 @@ class TraceWalker:
                 self._look_at(raws)
             self.sink.add_raw([bytes(r) for r in raws])
             return True
-        events = decode_block(EVENTS_DECODER, piece)
+        data = bytes(piece)  # the core reads bytes (the limited API has no buffers); decode_block copied it too
+        before = self.c.counter_events
+        if self.sink.add_bytes(data):  # scanned and collected from the bytes, without decoding
+            self._counted(before, data)
+            self.clock["collect_s"] += time.perf_counter() - started
+            return True
+        events = decode_block(EVENTS_DECODER, data)
         decoded = time.perf_counter()
         self.clock["decode_s"] += decoded - started
         if events is None:
             return False
-        self._add(events, piece)
+        self._add(events, data)
         self.clock["collect_s"] += time.perf_counter() - decoded
         return True
 
@@ -346,6 +352,10 @@ class TraceWalker:
         """Decoded events to the sink; the counter events' values from the block's bytes, where it had any."""
         before = self.c.counter_events
         self.sink.add(events)
+        self._counted(before, piece)
+
+    def _counted(self, before: int, piece: bytes | memoryview) -> None:
+        """The counter events' values read from the block's bytes, where the block had any."""
         if self.c.counter_events > before:
             self.c.counters.add_block(bytes(piece))
 
