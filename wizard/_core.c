@@ -2901,17 +2901,25 @@ static inline uint64_t head_word(const unsigned char *p, Py_ssize_t len, Py_ssiz
     return w;
 }
 
+/* The loops below need no bounds test: a bytes object's contents end with a NUL (buf[len] is 0), which none steps
+ * over (scan_events takes bytes only). They may read on past the block's end (c->n) within the buffer: a string that
+ * runs on past it is no whole event, and scan_block declines the block. */
+static unsigned char string_stop[256];  /* 1: a byte a plain string's run stops at ('"', '\\', below 0x20, past 0x7f) */
+
+static void scan_tables(void) {
+    for (int ch = 0; ch < 256; ch++) string_stop[ch] = ch == '"' || ch == '\\' || ch < 0x20 || ch >= 0x80;
+}
+
 static inline void scan_ws(Scan *c) {
-    while (c->i < c->n) {
-        unsigned char ch = c->b[c->i];
-        if (ch != ' ' && ch != '\n' && ch != '\r' && ch != '\t') break;
-        c->i++;
-    }
+    const unsigned char *b = c->b;
+    Py_ssize_t i = c->i;
+    while (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t') i++;
+    c->i = i;
 }
 
 /* whether c->b[c->i] is `ch`, stepping over it where it is */
 static inline int scan_take(Scan *c, unsigned char ch) {
-    if (c->i < c->n && c->b[c->i] == ch) {
+    if (c->b[c->i] == ch) {
         c->i++;
         return 1;
     }
@@ -2945,32 +2953,17 @@ static int utf8_valid(const unsigned char *b, Py_ssize_t n) {
     return 1;
 }
 
-/* whether any of a word's eight bytes is a quote, a backslash, below 0x20 or past 0x7f (the exact zero-byte tests) */
-static inline int string_special(uint64_t w) {
-    const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u, low7 = 0x7f7f7f7f7f7f7f7fu;
-    uint64_t q = w ^ (ones * '"'), s = w ^ (ones * '\\');
-    uint64_t zq = ~(((q & low7) + low7) | q | low7), zs = ~(((s & low7) + low7) | s | low7);
-    uint64_t control = (w - ones * 0x20) & ~w & highs;  /* a byte below 0x20 (or past 0x7f: caught below anyway) */
-    return ((zq | zs | control | (w & highs)) != 0);
-}
-
 /* a string (c->b[c->i] is its quote) with no escape or control character: its contents' span; 0 to decline */
-static int scan_string(Scan *c, Span *s) {
+static inline int scan_string(Scan *c, Span *s) {
     const unsigned char *b = c->b;
-    Py_ssize_t i = c->i + 1, start = i, n = c->n;
+    Py_ssize_t i = c->i + 1, start = i;
     int wide = 0;
     for (;;) {
-        while (i + 8 <= n) {
-            uint64_t w;
-            memcpy(&w, b + i, 8);
-            if (string_special(w)) break;
-            i += 8;
-        }
-        if (i >= n) return 0;
+        while (!string_stop[b[i]]) i++;  /* at the latest at b[n], the NUL */
         unsigned char ch = b[i];
         if (ch == '"') break;
-        if (ch == '\\' || ch < 0x20) return 0;
-        wide |= ch >= 0x80;
+        if (ch < 0x80) return 0;  /* a backslash, a control character, or the end of the block */
+        wide = 1;
         i++;
     }
     if (wide && !utf8_valid(b + start, i - start)) return 0;
@@ -2979,57 +2972,55 @@ static int scan_string(Scan *c, Span *s) {
     return 1;
 }
 
-static inline int is_digit(const Scan *c, Py_ssize_t i) { return i < c->n && c->b[i] >= '0' && c->b[i] <= '9'; }
+static inline int is_digit(const Scan *c, Py_ssize_t i) { return c->b[i] >= '0' && c->b[i] <= '9'; }
 
 /* a JSON number: V_INT (at most 18 digits, no fraction or exponent) or V_FLOAT (parsed as Python parses it, finite
  * and zero or normal); 0 to decline */
-static int scan_number(Scan *c, Span *s) {
+static inline int scan_number(Scan *c, Span *s) {
     const unsigned char *b = c->b;
     Py_ssize_t i = c->i, start = i;
-    if (i < c->n && b[i] == '-') i++;
+    int negative = b[i] == '-';
+    i += negative;
     Py_ssize_t digits = i;
-    if (!is_digit(c, i)) return 0;
+    unsigned long long m = 0;  /* the digits' value, where there are at most 18 (read in the one pass) */
     if (b[i] == '0') {
         i++;
         if (is_digit(c, i)) return 0;  /* a leading zero: not JSON */
+    } else if (is_digit(c, i)) {
+        for (; is_digit(c, i); i++) m = m * 10 + (unsigned)(b[i] - '0');
     } else {
-        while (is_digit(c, i)) i++;
+        return 0;
     }
-    Py_ssize_t int_end = i, frac_start = i + 1, frac_end = i;
-    int fraction = 0, exponent = 0;
-    if (i < c->n && b[i] == '.') {
+    Py_ssize_t whole_digits = i - digits, fraction_digits = 0;
+    int exponent = 0;
+    if (b[i] == '.') {
+        Py_ssize_t first = ++i;
+        if (!is_digit(c, i)) return 0;
+        for (; is_digit(c, i); i++) m = m * 10 + (unsigned)(b[i] - '0');
+        fraction_digits = i - first;
+    }
+    if (b[i] == 'e' || b[i] == 'E') {
         i++;
+        if (b[i] == '+' || b[i] == '-') i++;
         if (!is_digit(c, i)) return 0;
         while (is_digit(c, i)) i++;
-        fraction = 1, frac_end = i;
-    }
-    if (i < c->n && (b[i] == 'e' || b[i] == 'E')) {
-        i++;
-        if (i < c->n && (b[i] == '+' || b[i] == '-')) i++;
-        if (!is_digit(c, i)) return 0;
-        while (is_digit(c, i)) i++;
-        fraction = exponent = 1;
+        exponent = 1;
     }
     if (i >= c->n || i - start > SCAN_NUMBER) return 0;  /* an event's number is followed by more of it */
     s->start = (uint32_t)start, s->len = (uint32_t)(i - start);
-    if (!fraction) {
-        if (int_end - digits > 18 || (b[digits] == '0' && digits > start)) return 0;  /* 19 digits or more; -0 */
-        long long v = 0;
-        for (Py_ssize_t k = digits; k < int_end; k++) v = v * 10 + (b[k] - '0');
-        s->kind = V_INT, s->v.whole = digits > start ? -v : v;
+    if (!fraction_digits && !exponent) {
+        if (whole_digits > 18 || (negative && b[digits] == '0')) return 0;  /* 19 digits or more; -0 */
+        s->kind = V_INT, s->v.whole = negative ? -(long long)m : (long long)m;
         c->i = i;
         return 1;
     }
-    if (!exponent && (int_end - digits) + (frac_end - frac_start) <= 15) {
+    if (!exponent && whole_digits + fraction_digits <= 15) {
         /* at most 15 digits: the integer they spell and 10**k are doubles exactly, so their quotient is the
          * correctly rounded value, as the full parse below gives it (Clinger's fast path) */
         static const double tens[16] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13,
                                         1e14, 1e15};
-        long long m = 0;
-        for (Py_ssize_t k = digits; k < int_end; k++) m = m * 10 + (b[k] - '0');
-        for (Py_ssize_t k = frac_start; k < frac_end; k++) m = m * 10 + (b[k] - '0');
-        double d = (double)m / tens[frac_end - frac_start];
-        s->kind = V_FLOAT, s->v.number = digits > start ? -d : d;
+        double d = (double)m / tens[fraction_digits];
+        s->kind = V_FLOAT, s->v.number = negative ? -d : d;
         c->i = i;
         return 1;
     }
@@ -3060,8 +3051,7 @@ static int scan_literal(Scan *c, Span *s) {
     return 0;
 }
 
-static int scan_scalar(Scan *c, Span *s) {
-    if (c->i >= c->n) return 0;
+static inline int scan_scalar(Scan *c, Span *s) {
     unsigned char ch = c->b[c->i];
     if (ch == '"') return scan_string(c, s);
     if (ch == '-' || (ch >= '0' && ch <= '9')) return scan_number(c, s);
@@ -3175,11 +3165,12 @@ static int scan_members(Scan *c, Scanned *e, int first, int last) {
 
 /* the first pass: every event's fields, or 0 to decline (*spans then freed by the caller) */
 static int scan_block(Scan *c, Scanned **spans, Py_ssize_t *count, int *has_last, double *last) {
-    Py_ssize_t cap = 0;
+    Py_ssize_t cap = c->n / 128 + 16;  /* Kineto's events are 150-400 bytes: one allocation a block, nearly always */
+    if (!(*spans = PyMem_Malloc((size_t)cap * sizeof(Scanned)))) return 0;
     scan_ws(c);
     for (;;) {
         if (*count == cap) {
-            cap = cap ? cap * 2 : 256;
+            cap *= 2;
             Scanned *grown = PyMem_Realloc(*spans, (size_t)cap * sizeof(Scanned));
             if (!grown) return 0;
             *spans = grown;
@@ -3193,8 +3184,9 @@ static int scan_block(Scan *c, Scanned **spans, Py_ssize_t *count, int *has_last
             *has_last = 1;
             *last = f[A_TS].kind == V_INT ? (double)f[A_TS].v.whole : f[A_TS].v.number;
         }
+        if (c->i >= c->n) return c->i == c->n;  /* past the block's end (a string ran on): declined */
         scan_ws(c);
-        if (c->i >= c->n) return 1;
+        if (c->i >= c->n) return c->i == c->n;
         if (!scan_take(c, ',')) return 0;
         scan_ws(c);
     }
@@ -3358,15 +3350,22 @@ static int scan_reset(const Scanned *e, PyObject *ev, PyObject *args, PyObject *
 /* scan_events(collector, piece): True where the block was collected, False where declined (nothing changed) */
 static PyObject *core_scan_events(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
-    if (nargs != 2 || !PyBytes_Check(args[1])) {
-        PyErr_SetString(PyExc_TypeError, "scan_events(collector, piece): piece is bytes");
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "scan_events takes (collector, buf, start, end)");
         return NULL;
     }
+    if (!PyBytes_Check(args[1])) Py_RETURN_FALSE;  /* bytes only (their NUL ends every loop): declined */
     char *data = NULL;
-    Py_ssize_t size = 0;
+    Py_ssize_t size = 0, start = PyLong_AsSsize_t(args[2]), end = start == -1 && PyErr_Occurred() ? -1 : PyLong_AsSsize_t(args[3]);
+    if (end == -1 && PyErr_Occurred()) return NULL;
     if (PyBytes_AsStringAndSize(args[1], &data, &size) < 0) return NULL;
-    if (!scan_ready() || size >= (Py_ssize_t)UINT32_MAX) Py_RETURN_FALSE;
-    Scan c = {(const unsigned char *)data, 0, size};
+    if (start < 0 || start > end || end > size) {
+        PyErr_SetString(PyExc_ValueError, "scan_events: the block is not within the buffer (0 <= start <= end <= len)");
+        return NULL;
+    }
+    /* the loops may read on past `end` (never past the NUL at buf[len]): what runs past it is declined */
+    if (!scan_ready() || end - start >= (Py_ssize_t)UINT32_MAX) Py_RETURN_FALSE;
+    Scan c = {(const unsigned char *)data + start, 0, end - start};
     Scanned *spans = NULL;
     Py_ssize_t count = 0;
     int has_last = 0;
@@ -3424,6 +3423,7 @@ static PyObject *core_scan_events(PyObject *self, PyObject *const *args, Py_ssiz
 /* the JSON names of fields first..last, from ((attribute, JSON name), ...) in the struct's order, each attribute
  * checked to be the one the core reads there: 0, or -1 with TypeError (the scanner then declines every block) */
 static int scan_bind_keys(PyObject *pairs, int first, int last) {
+    scan_tables();
     for (int k = first; k <= last; k++) {
         PyMem_Free(scan_keys[k]);
         scan_keys[k] = NULL;

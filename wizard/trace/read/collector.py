@@ -17,6 +17,7 @@ from wizard.ranks import rank_value
 from wizard.trace.read.core import compiled as compiled_core
 from wizard.trace.read.counters import Counters
 from wizard.trace.read.events import (
+    EVENTS_DECODER,
     GPU_OP_CATEGORIES,
     INT_LIMIT,
     KERNEL_CATEGORIES,
@@ -28,6 +29,7 @@ from wizard.trace.read.events import (
     EventArgs,
     as_float,
     as_int,
+    decode_block,
     dim3,
     profiler_occupancy,
     reported,
@@ -210,11 +212,18 @@ class PieceResult(Struct, eq=False):
     counters: Counters = field(default_factory=Counters)
 
 
-def collect_piece(events: list[Event], piece: bytes = b"") -> PieceResult:
+def collect_piece(events: list[Event] | None, piece: bytes = b"") -> PieceResult | None:
     """A block's events as compact records, the way a worker returns them (``piece``: the block's bytes, where
-    the counter events' values are read when it has any)."""
+    the counter events' values are read when it has any). ``events`` None: collected from ``piece`` itself, by the
+    core's scanner, or decoded here (None where neither takes it: the parent's exact path then reads it)."""
     part = TraceContents(path="")
-    Collector(part).add(events)
+    collector = Collector(part)
+    if events is None and not collector.add_bytes(piece):
+        events = decode_block(EVENTS_DECODER, piece)
+        if events is None:
+            return None
+    if events is not None:
+        collector.add(events)
     if part.counter_events:
         part.counters.add_block(piece)
     return PieceResult(
@@ -245,10 +254,10 @@ class EventSink:
     def add_raw(self, events: list[bytes]) -> None:
         """Each event's own bytes, in file order (when ``raw`` is True)."""
 
-    def add_bytes(self, piece: bytes) -> bool:
-        """A block of whole events as bytes (``{...},{...}``), taken whole (True) or declined (False, nothing
-        changed: the reader then decodes it and calls ``add``). Only the collector takes blocks, and only through
-        the compiled core (``scan_events``)."""
+    def add_bytes(self, buf: bytes, start: int = 0, end: int | None = None) -> bool:
+        """A block of whole events as bytes (``buf[start:end]``: ``{...},{...}``), taken whole (True) or declined
+        (False, nothing changed: the reader then decodes it and calls ``add``). Only the collector takes blocks, and
+        only through the compiled core (``scan_events``)."""
         return False
 
     def meta(self, key: str, value: Any) -> None:
@@ -371,12 +380,13 @@ class Collector(EventSink):
                     break
         collect_events(self, events)
 
-    def add_bytes(self, piece: bytes) -> bool:
+    def add_bytes(self, buf: bytes, start: int = 0, end: int | None = None) -> bool:
         """``add`` of the events the block decodes to, without decoding them into structs: the compiled core's
         ``scan_events`` checks the block, then hands each event to ``collect_events``'s dispatch, and declines
         (False) any block msgspec might read otherwise (wizard/_core.c says which). Its twin is the reader's
-        ``decode_block`` then ``add``: the tests compare them (tests/trace/test_scan_events.py)."""
-        return scan_events is not None and scan_events(self, piece)
+        ``decode_block`` then ``add``: the tests compare them (tests/trace/test_scan_events.py). The block is read
+        in place: the reader's buffer is not copied."""
+        return scan_events is not None and scan_events(self, buf, start, len(buf) if end is None else end)
 
     def _complete(self, ev: Event) -> None:
         """A complete event no table keeps (one with a duration: only "X" events have one; not decoding "ph"
@@ -611,4 +621,4 @@ def _bind_json_core() -> Callable[[Collector, list[Event]], None]:
 collect_events = _bind_json_core()
 COMPILED = collect_events is not pure_collect_events
 # Blocks collected from their bytes where the core is bound; None: every block is decoded (its twin)
-scan_events: Callable[[Collector, bytes], bool] | None = compiled_core().scan_events if COMPILED else None  # type: ignore[union-attr]
+scan_events: Callable[[Collector, bytes, int, int], bool] | None = compiled_core().scan_events if COMPILED else None  # type: ignore[union-attr]

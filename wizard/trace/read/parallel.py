@@ -22,7 +22,6 @@ from typing import IO, TYPE_CHECKING
 
 from wizard.file_ends import read_at
 from wizard.trace.read.collector import Collector, PieceResult, TraceContents, collect_piece
-from wizard.trace.read.events import EVENTS_DECODER, decode_block
 from wizard.trace.read.source import open_input
 
 if TYPE_CHECKING:  # a pool's modules load in new_pool, before any fork: a small trace, read in one process, skips them
@@ -35,8 +34,7 @@ def decode_piece(piece: bytes) -> PieceResult | None:
     """Worker side: None when the fast decoder cannot take the block."""
     _orphaned()  # between blocks: a worker of a parent killed without Linux's parent-death signal stops here
     gc.disable()  # a worker only builds acyclic records
-    events = decode_block(EVENTS_DECODER, piece)
-    return None if events is None else collect_piece(events, piece)
+    return collect_piece(None, piece)
 
 
 def decode_range(path: str, start: int, end: int, inherited: tuple[int, int, int] | None = None) -> PieceResult | None:

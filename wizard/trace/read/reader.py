@@ -281,7 +281,7 @@ class TraceWalker:
                 if self._list_ends_before(cut):
                     return True
                 self._submit(cut)
-            elif not self._fast(memoryview(b.buf)[b.pos : cut + 1]):  # a view: decode_block makes the one copy
+            elif not self._fast(b.buf, b.pos, cut + 1):
                 # Event by event; this may run past the cut when the cut was inside a nested array, or stop
                 # before it at the list's ']' when the cut was in a later list (deviceProperties written last).
                 if self.exact.events(until_end=False, stop_at=b.base + cut + 1):
@@ -316,8 +316,17 @@ class TraceWalker:
             start = b.base + b.pos
             self.parallel.submit_range(str(b.src.path), start, b.base + cut + 1, b.src.descriptor)
 
-    def _fast(self, piece: bytes | memoryview) -> bool:
+    def _fast(self, buf: bytes, start: int, end: int) -> bool:
+        """buf[start:end], whole events: scanned in place by the collector, else decoded (a view: decode_block
+        makes the one copy); False where neither takes it (the exact path then reads it)."""
         started = time.perf_counter()
+        before = self.c.counter_events
+        if self.sink.add_bytes(buf, start, end):  # scanned and collected from the bytes, without decoding
+            if self.c.counter_events > before:  # the counter events' values, from the block's bytes
+                self.c.counters.add_block(buf[start:end])
+            self.clock["collect_s"] += time.perf_counter() - started
+            return True
+        piece = memoryview(buf)[start:end]
         if self.sink.raw:
             raws = decode_block(RAW_DECODER, piece)
             self.clock["decode_s"] += time.perf_counter() - started
@@ -327,18 +336,12 @@ class TraceWalker:
                 self._look_at(raws)
             self.sink.add_raw([bytes(r) for r in raws])
             return True
-        data = bytes(piece)  # the core reads bytes (the limited API has no buffers); decode_block copied it too
-        before = self.c.counter_events
-        if self.sink.add_bytes(data):  # scanned and collected from the bytes, without decoding
-            self._counted(before, data)
-            self.clock["collect_s"] += time.perf_counter() - started
-            return True
-        events = decode_block(EVENTS_DECODER, data)
+        events = decode_block(EVENTS_DECODER, piece)
         decoded = time.perf_counter()
         self.clock["decode_s"] += decoded - started
         if events is None:
             return False
-        self._add(events, data)
+        self._add(events, piece)
         self.clock["collect_s"] += time.perf_counter() - decoded
         return True
 
@@ -352,10 +355,6 @@ class TraceWalker:
         """Decoded events to the sink; the counter events' values from the block's bytes, where it had any."""
         before = self.c.counter_events
         self.sink.add(events)
-        self._counted(before, piece)
-
-    def _counted(self, before: int, piece: bytes | memoryview) -> None:
-        """The counter events' values read from the block's bytes, where the block had any."""
         if self.c.counter_events > before:
             self.c.counters.add_block(bytes(piece))
 
