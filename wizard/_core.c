@@ -2755,6 +2755,23 @@ static int add_counts(PyObject *categories, PyObject *order, const Py_ssize_t *c
     return 0;
 }
 
+/* a block's category counts (counts[k] of order[k]) added to the Counter and None's popped, as the twin's update and
+ * pop; `failed`: an error is raised, and the counts before it land all the same (as _count_elements'); 0 or -1 */
+static int apply_counts(JState *s, PyObject *order, const Py_ssize_t *counts, int failed) {
+    PyObject *type = NULL, *value = NULL, *trace = NULL;
+    if (failed) PyErr_Fetch(&type, &value, &trace);
+    int applied = order && add_counts(s->categories, order, counts) == 0;
+    if (failed) {
+        if (!applied) PyErr_Clear();
+        PyErr_Restore(type, value, trace);
+    } else if (applied && PyDict_GetItemWithError(s->categories, Py_None) && PyDict_DelItem(s->categories, Py_None) < 0) {
+        applied = 0;
+    } else if (PyErr_Occurred()) {
+        applied = 0;
+    }
+    return failed || !applied ? -1 : 0;
+}
+
 /* the twin's `categories.update(map(_CAT_OF, events)); categories.pop(None, None)`: counted in one pass before any
  * event is kept, so an unhashable category stops the block where it does in the twin, with the counts before it
  * (None's among them) in the Counter; cat_at(source, i): the i-th event's category, a new reference; 0 or -1 */
@@ -2779,21 +2796,11 @@ static int count_categories(JState *s, PyObject *(*cat_at)(void *, Py_ssize_t), 
         if (!failed) counts[at]++;
         Py_XDECREF(cat);
     }
-    PyObject *type = NULL, *value = NULL, *trace = NULL;
-    if (failed) PyErr_Fetch(&type, &value, &trace);  /* the counts before it land, as _count_elements' do */
-    int applied = order && add_counts(s->categories, order, counts) == 0;
-    if (failed) {
-        if (!applied) PyErr_Clear();
-        PyErr_Restore(type, value, trace);
-    } else if (applied && PyDict_GetItemWithError(s->categories, Py_None) && PyDict_DelItem(s->categories, Py_None) < 0) {
-        applied = 0;
-    } else if (PyErr_Occurred()) {
-        applied = 0;
-    }
+    int status = apply_counts(s, order, counts, failed);
     PyMem_Free(counts);
     Py_XDECREF(seen);
     Py_XDECREF(order);
-    return failed || !applied ? -1 : 0;
+    return status;
 }
 
 /* the i-th listed event's category (count_categories' cat_at for a list of events) */
@@ -2884,6 +2891,19 @@ typedef struct {
 static char *scan_keys[SCAN_FIELDS];  /* each field's JSON name (json_bind: events.Event's and EventArgs') */
 static Py_ssize_t scan_key_len[SCAN_FIELDS];
 static uint64_t scan_key_head[SCAN_FIELDS];  /* its first eight bytes (zeros past its end), compared first */
+#define KEY_LENGTHS 64
+static uint32_t keys_of_length[KEY_LENGTHS], long_keys;  /* the fields (a bit each) whose name has that length */
+
+/* the index of the lowest bit set (bits is not 0) */
+static inline int lowest_bit(uint32_t bits) {
+#if defined(__GNUC__) || defined(__clang__)
+    return __builtin_ctz(bits);
+#else
+    int k = 0;
+    for (; !(bits & 1u); bits >>= 1) k++;
+    return k;
+#endif
+}
 
 /* the first eight bytes of p[0..len), zeros past len; `room`: the bytes readable from p (one load where 8 are: a
  * copy of fewer into a word stalled the loop on the store) */
@@ -2905,15 +2925,19 @@ static inline uint64_t head_word(const unsigned char *p, Py_ssize_t len, Py_ssiz
  * over (scan_events takes bytes only). They may read on past the block's end (c->n) within the buffer: a string that
  * runs on past it is no whole event, and scan_block declines the block. */
 static unsigned char string_stop[256];  /* 1: a byte a plain string's run stops at ('"', '\\', below 0x20, past 0x7f) */
+static unsigned char json_space[256];   /* 1: JSON's whitespace (space, tab, newline, carriage return) */
 
 static void scan_tables(void) {
-    for (int ch = 0; ch < 256; ch++) string_stop[ch] = ch == '"' || ch == '\\' || ch < 0x20 || ch >= 0x80;
+    for (int ch = 0; ch < 256; ch++) {
+        string_stop[ch] = ch == '"' || ch == '\\' || ch < 0x20 || ch >= 0x80;
+        json_space[ch] = ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r';
+    }
 }
 
 static inline void scan_ws(Scan *c) {
     const unsigned char *b = c->b;
     Py_ssize_t i = c->i;
-    while (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t') i++;
+    while (json_space[b[i]]) i++;
     c->i = i;
 }
 
@@ -3090,11 +3114,15 @@ static int scan_value(Scan *c, int depth, int limit) {
 static int scan_key(const Scan *c, const Span *key, int first, int last) {
     const unsigned char *p = c->b + key->start;
     Py_ssize_t len = key->len;
+    uint32_t candidates = (len < KEY_LENGTHS ? keys_of_length[len] : long_keys) & ((UINT32_C(2) << last) - (UINT32_C(1) << first));
+    if (!candidates) return -1;  /* most keys no field has: one lookup */
     uint64_t head = head_word(p, len, c->n - key->start);
-    for (int k = first; k <= last; k++)
+    for (; candidates; candidates &= candidates - 1) {
+        int k = lowest_bit(candidates);
         if (scan_key_len[k] == len && scan_key_head[k] == head &&
             (len <= 8 || memcmp(scan_keys[k] + 8, p + 8, (size_t)len - 8) == 0))
             return k;
+    }
     return -1;
 }
 
@@ -3306,19 +3334,56 @@ static int scan_count(PyObject *collector, Py_ssize_t count, int has_last, doubl
     return failed ? -1 : 0;
 }
 
-typedef struct {
-    const Scan *c;
-    StrSlot *cache;
-    const Scanned *spans;
-    PyObject **cats;  /* each event's category as made for the count (new references), set for its dispatch */
-} CatSource;
-
-static PyObject *scanned_cat(void *source, Py_ssize_t i) {
-    const CatSource *src = source;
-    const Scanned *e = src->spans + i;
-    PyObject *cat = HAS(e, A_CAT) ? span_value(src->c, src->cache, &e->f[A_CAT], 0) : new_ref(Py_None);
-    src->cats[i] = cat ? new_ref(cat) : NULL;
-    return cat;
+/* The block's categories, counted before any event is dispatched (as count_categories does for decoded events):
+ * the distinct ones compared by their bytes (a block holds a few), each made once; cats[i]: event i's (a borrowed
+ * reference into *held, the distinct ones in order, which the caller releases after the dispatch). 0, or -1 with the
+ * error raised (nothing counted then). */
+static int scan_categories(JState *s, const Scan *c, StrSlot *cache, const Scanned *spans, Py_ssize_t count,
+                           PyObject **cats, PyObject **held) {
+    PyObject *order = *held = PyList_New(0);
+    Py_ssize_t *counts = NULL, cap = 0, distinct = 0, last = -1;
+    const Span **spelled = NULL;  /* each distinct category's span (NULL: None, absent or null) */
+    int failed = !order;
+    for (Py_ssize_t i = 0; !failed && i < count; i++) {
+        const Scanned *e = spans + i;
+        const Span *cat = HAS(e, A_CAT) && e->f[A_CAT].kind == V_STR ? &e->f[A_CAT] : NULL;
+        Py_ssize_t at = -1;
+        for (Py_ssize_t k = last >= 0 ? last : 0, seen = 0; seen < distinct; seen++, k = (k + 1) % distinct) {
+            const Span *other = spelled[k];
+            if (other == cat || (other && cat && other->len == cat->len &&
+                                 memcmp(c->b + other->start, c->b + cat->start, cat->len) == 0)) {
+                at = k;
+                break;
+            }
+        }
+        if (at < 0) {
+            if (distinct == cap) {
+                cap = cap ? cap * 2 : 16;
+                Py_ssize_t *more = PyMem_Realloc(counts, (size_t)cap * sizeof *counts);
+                if (more) counts = more;
+                const Span **wider = more ? PyMem_Realloc(spelled, (size_t)cap * sizeof *spelled) : NULL;
+                if (wider) spelled = wider;
+                if (!more || !wider) {
+                    PyErr_NoMemory();
+                    failed = 1;
+                    break;
+                }
+            }
+            PyObject *made = cat ? span_value(c, cache, cat, 0) : new_ref(Py_None);
+            failed = !made || PyList_Append(order, made) < 0;
+            Py_XDECREF(made);
+            if (failed) break;
+            at = distinct++;
+            spelled[at] = cat, counts[at] = 0;
+        }
+        counts[at]++;
+        cats[i] = PyList_GetItem(order, at);
+        last = at;
+    }
+    int status = failed ? -1 : apply_counts(s, order, counts, 0);
+    PyMem_Free(counts);
+    PyMem_Free(spelled);
+    return status;
 }
 
 /* one scanned event's fields into ev (and args, where it has them; its category made for the count), then
@@ -3328,7 +3393,7 @@ static int scan_dispatch(JState *s, const Scan *c, StrSlot *cache, const Scanned
     const Span *f = e->f;
     J_SETREF(*slot_of(ev, A_CAT), new_ref(cat));
     for (uint32_t bits = e->present & ~((1u << A_CAT) | (1u << A_ARGS)); bits; bits &= bits - 1) {
-        int k = __builtin_ctz(bits);
+        int k = lowest_bit(bits);
         PyObject *value = span_value(c, cache, &f[k], k == A_TS || k == A_DUR);
         if (!value) return -1;
         J_SETREF(*slot_of(k <= A_ARGS ? ev : args, k), value);
@@ -3341,7 +3406,7 @@ static int scan_dispatch(JState *s, const Scan *c, StrSlot *cache, const Scanned
  * caller then makes a fresh one) */
 static int scan_reset(const Scanned *e, PyObject *ev, PyObject *args, PyObject **defaults) {
     for (uint32_t bits = e->present | (1u << A_CAT); bits; bits &= bits - 1) {
-        int k = __builtin_ctz(bits);
+        int k = lowest_bit(bits);
         J_SETREF(*slot_of(k <= A_ARGS ? ev : args, k), new_ref(defaults[k]));
     }
     return Py_REFCNT(ev) != 1 || Py_REFCNT(args) != 1;
@@ -3356,7 +3421,9 @@ static PyObject *core_scan_events(PyObject *self, PyObject *const *args, Py_ssiz
     }
     if (!PyBytes_Check(args[1])) Py_RETURN_FALSE;  /* bytes only (their NUL ends every loop): declined */
     char *data = NULL;
-    Py_ssize_t size = 0, start = PyLong_AsSsize_t(args[2]), end = start == -1 && PyErr_Occurred() ? -1 : PyLong_AsSsize_t(args[3]);
+    Py_ssize_t size = 0, start = PyLong_AsSsize_t(args[2]);
+    if (start == -1 && PyErr_Occurred()) return NULL;
+    Py_ssize_t end = PyLong_AsSsize_t(args[3]);
     if (end == -1 && PyErr_Occurred()) return NULL;
     if (PyBytes_AsStringAndSize(args[1], &data, &size) < 0) return NULL;
     if (start < 0 || start > end || end > size) {
@@ -3377,7 +3444,7 @@ static PyObject *core_scan_events(PyObject *self, PyObject *const *args, Py_ssiz
     }
     StrSlot *cache = PyMem_Calloc(STR_SLOTS, sizeof *cache);
     PyObject **cats = PyMem_Calloc((size_t)count, sizeof *cats);
-    PyObject *defaults[SCAN_FIELDS] = {NULL}, *ev = NULL, *ev_args = NULL;
+    PyObject *defaults[SCAN_FIELDS] = {NULL}, *ev = NULL, *ev_args = NULL, *held_cats = NULL;
     JState s;
     int opened = 0, failed = !cache || !cats || scan_count(args[0], count, has_last, last) < 0;
     if ((!cache || !cats) && !PyErr_Occurred()) PyErr_NoMemory();
@@ -3386,10 +3453,12 @@ static PyObject *core_scan_events(PyObject *self, PyObject *const *args, Py_ssiz
         ev_args = ev ? scan_blank(j_args_type, A_CORRELATION, A_ORIGINAL_STREAM, defaults) : NULL;
         failed = !ev_args;
     }
-    if (!failed) {
+    if (!failed && state_open(&s, args[0]) < 0) {
+        state_close(&s);
+        failed = 1;
+    } else if (!failed) {
         opened = 1;
-        CatSource source = {&c, cache, spans, cats};
-        failed = state_open(&s, args[0]) < 0 || count_categories(&s, scanned_cat, &source, count) < 0;
+        failed = scan_categories(&s, &c, cache, spans, count, cats, &held_cats) < 0;
     }
     for (Py_ssize_t i = 0; !failed && i < count; i++) {
         const Scanned *e = spans + i;
@@ -3410,8 +3479,8 @@ static PyObject *core_scan_events(PyObject *self, PyObject *const *args, Py_ssiz
     }
     for (int k = 0; k < SCAN_FIELDS; k++) Py_XDECREF(defaults[k]);
     for (Py_ssize_t k = 0; cache && k < STR_SLOTS; k++) Py_XDECREF(cache[k].text);
-    for (Py_ssize_t k = 0; cats && k < count; k++) Py_XDECREF(cats[k]);
     PyMem_Free(cats);
+    Py_XDECREF(held_cats);
     PyMem_Free(cache);
     PyMem_Free(spans);
     Py_XDECREF(ev);
@@ -3424,6 +3493,9 @@ static PyObject *core_scan_events(PyObject *self, PyObject *const *args, Py_ssiz
  * checked to be the one the core reads there: 0, or -1 with TypeError (the scanner then declines every block) */
 static int scan_bind_keys(PyObject *pairs, int first, int last) {
     scan_tables();
+    uint32_t range = (UINT32_C(2) << last) - (UINT32_C(1) << first);
+    for (int length = 0; length < KEY_LENGTHS; length++) keys_of_length[length] &= ~range;
+    long_keys &= ~range;
     for (int k = first; k <= last; k++) {
         PyMem_Free(scan_keys[k]);
         scan_keys[k] = NULL;
@@ -3451,6 +3523,7 @@ static int scan_bind_keys(PyObject *pairs, int first, int last) {
         }
         memcpy(scan_keys[k], text, (size_t)size + 1);
         scan_key_len[k] = size;
+        *(size < KEY_LENGTHS ? &keys_of_length[size] : &long_keys) |= UINT32_C(1) << k;
         scan_key_head[k] = head_word((const unsigned char *)text, size, 0);
     }
     return 0;
