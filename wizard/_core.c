@@ -2700,16 +2700,28 @@ static int call_for_effect(PyObject *fn, PyObject *ev) {
     return r ? 0 : -1;
 }
 
+/* a category's kind (kind_of's: 1 op .. 5 gpu op; 0 any other), or -1 with the error raised (an unhashable one: the
+ * TypeError `in` raises) */
+static long kind_of_cat(PyObject *cat) {
+    PyObject *found = PyDict_GetItemWithError(kind_of, cat);
+    return found ? PyLong_AsLong(found) : PyErr_Occurred() ? -1 : 0;
+}
+
+static int dispatch_kind(JState *s, PyObject *ev, long kind);
+
 /* one event, dispatched by its category as the twin's loop does */
 static int dispatch(JState *s, PyObject *ev) {
     PyObject *cat = ev_attr(ev, A_CAT);
     if (!cat) return -1;
-    PyObject *found = PyDict_GetItemWithError(kind_of, cat);  /* TypeError for an unhashable one, as `in` raises */
-    long kind = found ? PyLong_AsLong(found) : 0;
+    long kind = kind_of_cat(cat);
+    Py_DECREF(cat);
+    return kind < 0 ? -1 : dispatch_kind(s, ev, kind);
+}
+
+/* one event of a category of that kind (kind_of_cat's) */
+static int dispatch_kind(JState *s, PyObject *ev, long kind) {
     int status = -1;
-    if (!found && PyErr_Occurred()) {
-        status = -1;
-    } else if (kind == 1) {
+    if (kind == 1) {
         status = handle_op(s, ev);
     } else if (kind == 2) {
         status = handle_runtime(s, ev);
@@ -2737,7 +2749,6 @@ static int dispatch(JState *s, PyObject *ev) {
         }
         Py_XDECREF(dur);
     }
-    Py_DECREF(cat);
     return status;
 }
 
@@ -3310,6 +3321,18 @@ static PyObject *scan_blank(PyObject *type, int first, int last, PyObject **defa
     return made;
 }
 
+/* a fresh EventArgs whose msgspec.Raw fields hold b"" (the collector reads them as bytes: len and bytes() of an
+ * empty Raw went through its __bytes__, three calls an op), and the defaults (new references) where asked */
+static PyObject *scan_args_blank(PyObject **defaults) {
+    PyObject *made = scan_blank(j_args_type, A_CORRELATION, A_ORIGINAL_STREAM, defaults);
+    const int raws[3] = {A_INPUT_DIMS, A_INPUT_DIMS_OLD, A_INPUT_TYPE};
+    for (int k = 0; made && k < 3; k++) {
+        J_SETREF(*slot_of(made, raws[k]), new_ref(j_empty));
+        if (defaults) J_SETREF(defaults[raws[k]], new_ref(j_empty));
+    }
+    return made;
+}
+
 /* whether json_bind found every field's slot in Event and EventArgs, and named their keys */
 static int scan_ready(void) {
     for (int k = A_CAT; k <= A_ORIGINAL_STREAM; k++)
@@ -3339,9 +3362,10 @@ static int scan_count(PyObject *collector, Py_ssize_t count, int has_last, doubl
  * reference into *held, the distinct ones in order, which the caller releases after the dispatch). 0, or -1 with the
  * error raised (nothing counted then). */
 static int scan_categories(JState *s, const Scan *c, StrSlot *cache, const Scanned *spans, Py_ssize_t count,
-                           PyObject **cats, PyObject **held) {
+                           PyObject **cats, unsigned char *kinds, PyObject **held) {
     PyObject *order = *held = PyList_New(0);
     Py_ssize_t *counts = NULL, cap = 0, distinct = 0, last = -1;
+    unsigned char kind_at[256] = {0};  /* each distinct category's kind, for the first 256 (the rest looked up) */
     const Span **spelled = NULL;  /* each distinct category's span (NULL: None, absent or null) */
     int failed = !order;
     for (Py_ssize_t i = 0; !failed && i < count; i++) {
@@ -3370,14 +3394,23 @@ static int scan_categories(JState *s, const Scan *c, StrSlot *cache, const Scann
                 }
             }
             PyObject *made = cat ? span_value(c, cache, cat, 0) : new_ref(Py_None);
-            failed = !made || PyList_Append(order, made) < 0;
+            long kind = made ? kind_of_cat(made) : -1;
+            failed = kind < 0 || PyList_Append(order, made) < 0;
             Py_XDECREF(made);
             if (failed) break;
             at = distinct++;
             spelled[at] = cat, counts[at] = 0;
+            if (at < 256) kind_at[at] = (unsigned char)kind;
         }
         counts[at]++;
         cats[i] = PyList_GetItem(order, at);
+        if (at < 256) {
+            kinds[i] = kind_at[at];
+        } else {
+            long kind = kind_of_cat(cats[i]);
+            if ((failed = kind < 0)) break;
+            kinds[i] = (unsigned char)kind;
+        }
         last = at;
     }
     int status = failed ? -1 : apply_counts(s, order, counts, 0);
@@ -3388,8 +3421,8 @@ static int scan_categories(JState *s, const Scan *c, StrSlot *cache, const Scann
 
 /* one scanned event's fields into ev (and args, where it has them; its category made for the count), then
  * dispatched; 0 or -1 */
-static int scan_dispatch(JState *s, const Scan *c, StrSlot *cache, const Scanned *e, PyObject *cat, PyObject *ev,
-                         PyObject *args) {
+static int scan_dispatch(JState *s, const Scan *c, StrSlot *cache, const Scanned *e, PyObject *cat, long kind,
+                         PyObject *ev, PyObject *args) {
     const Span *f = e->f;
     J_SETREF(*slot_of(ev, A_CAT), new_ref(cat));
     for (uint32_t bits = e->present & ~((1u << A_CAT) | (1u << A_ARGS)); bits; bits &= bits - 1) {
@@ -3399,7 +3432,7 @@ static int scan_dispatch(JState *s, const Scan *c, StrSlot *cache, const Scanned
         J_SETREF(*slot_of(k <= A_ARGS ? ev : args, k), value);
     }
     if (HAS(e, A_ARGS) && f[A_ARGS].kind == V_OBJECT) J_SETREF(*slot_of(ev, A_ARGS), new_ref(args));
-    return dispatch(s, ev);
+    return dispatch_kind(s, ev, kind);
 }
 
 /* ev's and args' fields set back to their defaults: 0, or 1 where something kept a reference to one of them (the
@@ -3444,13 +3477,14 @@ static PyObject *core_scan_events(PyObject *self, PyObject *const *args, Py_ssiz
     }
     StrSlot *cache = PyMem_Calloc(STR_SLOTS, sizeof *cache);
     PyObject **cats = PyMem_Calloc((size_t)count, sizeof *cats);
+    unsigned char *kinds = PyMem_Calloc((size_t)count, 1);
     PyObject *defaults[SCAN_FIELDS] = {NULL}, *ev = NULL, *ev_args = NULL, *held_cats = NULL;
     JState s;
-    int opened = 0, failed = !cache || !cats || scan_count(args[0], count, has_last, last) < 0;
-    if ((!cache || !cats) && !PyErr_Occurred()) PyErr_NoMemory();
+    int opened = 0, failed = !cache || !cats || !kinds || scan_count(args[0], count, has_last, last) < 0;
+    if ((!cache || !cats || !kinds) && !PyErr_Occurred()) PyErr_NoMemory();
     if (!failed) {
         ev = scan_blank(j_event_type, A_CAT, A_ARGS, defaults);
-        ev_args = ev ? scan_blank(j_args_type, A_CORRELATION, A_ORIGINAL_STREAM, defaults) : NULL;
+        ev_args = ev ? scan_args_blank(defaults) : NULL;
         failed = !ev_args;
     }
     if (!failed && state_open(&s, args[0]) < 0) {
@@ -3458,14 +3492,14 @@ static PyObject *core_scan_events(PyObject *self, PyObject *const *args, Py_ssiz
         failed = 1;
     } else if (!failed) {
         opened = 1;
-        failed = scan_categories(&s, &c, cache, spans, count, cats, &held_cats) < 0;
+        failed = scan_categories(&s, &c, cache, spans, count, cats, kinds, &held_cats) < 0;
     }
     for (Py_ssize_t i = 0; !failed && i < count; i++) {
         const Scanned *e = spans + i;
-        failed = scan_dispatch(&s, &c, cache, e, cats[i], ev, ev_args) < 0;
+        failed = scan_dispatch(&s, &c, cache, e, cats[i], kinds[i], ev, ev_args) < 0;
         if (scan_reset(e, ev, ev_args, defaults)) {  /* kept by someone: fresh ones from here on */
             J_SETREF(ev, scan_blank(j_event_type, A_CAT, A_ARGS, NULL));
-            J_SETREF(ev_args, ev ? scan_blank(j_args_type, A_CORRELATION, A_ORIGINAL_STREAM, NULL) : NULL);
+            J_SETREF(ev_args, ev ? scan_args_blank(NULL) : NULL);
             failed = failed || !ev_args;
         }
     }
@@ -3480,6 +3514,7 @@ static PyObject *core_scan_events(PyObject *self, PyObject *const *args, Py_ssiz
     for (int k = 0; k < SCAN_FIELDS; k++) Py_XDECREF(defaults[k]);
     for (Py_ssize_t k = 0; cache && k < STR_SLOTS; k++) Py_XDECREF(cache[k].text);
     PyMem_Free(cats);
+    PyMem_Free(kinds);
     Py_XDECREF(held_cats);
     PyMem_Free(cache);
     PyMem_Free(spans);
