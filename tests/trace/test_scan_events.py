@@ -29,13 +29,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.conftest import REAL_TRACES, TRACES, needs_shared
 from wizard.inspect_options import InspectOptions
 from wizard.testing.traces import KernelSpec, TraceBuilder, demo_launches
 from wizard.trace.inspection.run import inspect_trace
 from wizard.trace.read import collector as collector_module
 from wizard.trace.read.collector import MAX_NAME, Collector, TraceContents
 from wizard.trace.read.events import EVENTS_DECODER, Event, decode_block
-from wizard.trace.read.reader import ReaderConfig
+from wizard.trace.read.reader import ReaderConfig, read_trace
 
 if collector_module.scan_events is None:
     pytest.skip(
@@ -405,6 +406,28 @@ def test_whole_traces_inspect_the_same_with_and_without_the_scanner(
     assert scanned[0]["events"] > 60 and scanned[0]["kernels"] > 10
 
 
+@needs_shared
+@pytest.mark.parametrize("name", sorted(name for name in REAL_TRACES if name.endswith((".json", ".json.gz"))))
+def test_shared_traces_read_the_same_with_and_without_the_scanner(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Real traces (../shared), read in 64 KiB blocks: every block taken, and what the read keeps the same."""
+    config = ReaderConfig(workers=0, block_size=64 << 10)
+    outcomes: list[bool] = []
+
+    def counted(collector: Collector, piece: bytes) -> bool:
+        took = SCAN(collector, piece)
+        outcomes.append(took)
+        return took
+
+    monkeypatch.setattr(collector_module, "scan_events", counted)
+    scanned = read_trace(TRACES / name, config=config)
+    monkeypatch.setattr(collector_module, "scan_events", None)
+    decoded = read_trace(TRACES / name, config=config)
+    scanned.timing.clear()
+    decoded.timing.clear()
+    assert outcomes and all(outcomes), outcomes
+    assert state(scanned) == state(decoded)
+
+
 # -- 2. a table of blocks: taken or declined ---------------------------------------------------------------------
 
 OP = b'{"ph":"X","cat":"cpu_op","name":"aten::add","pid":1,"tid":1,"ts":%s,"dur":%s}'
@@ -483,7 +506,13 @@ TAKEN: dict[str, bytes] = {
     "profiler-step": b'{"ph":"X","cat":"user_annotation","name":"ProfilerStep#3","pid":1,"tid":1,"ts":1,"dur":9}',
     "python-function": b'{"ph":"X","cat":"python_function","name":"f","pid":1,"tid":1,"ts":1,"dur":9}',
     "overhead": b'{"ph":"X","cat":"overhead","name":"o","pid":-1,"tid":0,"ts":1,"dur":9,"args":{"correlation":4}}',
-    "many-events": b",".join([GOOD, op_at(b"7"), kernel_with(b'"correlation":3'), GOOD, op_at(b"8")] * 40),
+    "many-events": b",".join(
+        [GOOD, op_at(b"7"), kernel_with(b'"correlation":3'), GOOD, op_at(b"8")] * 120
+    ),  # past the first 256 spans
+    "many-distinct-names": b",".join(  # past the 2,048 slots of the second pass's strings
+        b'{"cat":"cpu_op","name":"n%d","pid":1,"tid":%d,"ts":%d,"dur":1}' % (i, i % 5, i) for i in range(3000)
+    ),
+    "many-categories": b",".join(b'{"cat":"c%d","name":"n","ts":%d,"dur":1}' % (i % 40, i) for i in range(120)),
 }
 
 # each declined row is also tried between good events: the first pass checks the whole block before anything lands
