@@ -690,7 +690,8 @@ class Marking(Collector):
 def test_a_field_a_handler_writes_does_not_reach_the_next_event() -> None:
     """Minimal: two user annotations without a pid; the handler gives the first one a pid. The scanner's second
     annotation reads ``('marked', None, 3.0, 4.0, 'second')``, msgspec's ``(None, None, 3.0, 4.0, 'second')``."""
-    block = b'{"cat":"user_annotation","name":"first","ts":1,"dur":2},{"cat":"user_annotation","name":"second","ts":3}'
+    block = b'{"cat":"user_annotation","name":"first","ts":1,"dur":2},{"cat":"user_annotation","name":"second",'
+    block += b'"ts":3,"dur":1}'
     ours, reference = Marking(TraceContents(path="")), Marking(TraceContents(path=""))
     assert ours.add_bytes(block)
     assert msgspec_way(reference, block)
