@@ -30,6 +30,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import REAL_TRACES, TRACES, needs_shared
+from wizard.errors import TerminateSignal
 from wizard.inspect_options import InspectOptions
 from wizard.testing.traces import KernelSpec, TraceBuilder, demo_launches
 from wizard.trace.inspection.run import inspect_trace
@@ -697,6 +698,69 @@ def test_a_field_a_handler_writes_does_not_reach_the_next_event() -> None:
     assert msgspec_way(reference, block)
     assert reference.c.timeline.annotations[1][0] is None
     assert kept(ours) == kept(reference)
+
+
+class Raising(Collector):
+    """A collector whose complete-event handler raises at the event named "boom" (as a signal's handler raises
+    KeyboardInterrupt, or wizard.errors.TerminateSignal, in whatever Python code runs when the signal comes: inside
+    scan_events, that is these handlers)."""
+
+    error: type[BaseException] = ValueError
+
+    def _complete(self, ev: Event) -> None:
+        super()._complete(ev)
+        if ev.name == "boom":
+            raise self.error("boom")
+
+
+RAISING_BLOCK = b",".join([
+    b'{"cat":"cpu_op","name":"a","pid":1,"tid":1,"ts":1,"dur":1}',
+    b'{"cat":"user_annotation","name":"boom","ts":3,"dur":1}',
+    b'{"cat":"cpu_op","name":"b","pid":1,"tid":1,"ts":4,"dur":1}',
+])  # fmt: skip
+
+
+def test_an_error_in_a_handler_stops_the_block_where_msgspecs_way_stops() -> None:
+    """What was collected before the error lands on both ways (the core flushes what it gathered)."""
+    ours, reference = Raising(TraceContents(path="")), Raising(TraceContents(path=""))
+    with pytest.raises(Exception):  # noqa: B017 - its type: the test below
+        ours.add_bytes(RAISING_BLOCK)
+    with pytest.raises(ValueError, match="boom"):
+        msgspec_way(reference, RAISING_BLOCK)
+    assert kept(ours) == kept(reference)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the handler's frame (in the error's traceback) holds the reused Event, so scan_reset reports it kept and "
+    "scan_blank calls Event() with the error still set: SystemError('<class Event> returned a result with an "
+    "exception set'), the handler's error only its __context__ (a Ctrl-C or SIGTERM during a read: a crash, not "
+    "exit status INTERRUPTED)",
+)
+@pytest.mark.parametrize("error", [ValueError, KeyboardInterrupt])
+def test_an_error_in_a_handler_reaches_the_caller_as_raised(error: type[BaseException]) -> None:
+    ours = Raising(TraceContents(path=""))
+    ours.error = error
+    with pytest.raises(error):
+        ours.add_bytes(b'{"cat":"user_annotation","name":"boom","ts":3,"dur":1}')
+
+
+@pytest.mark.xfail(strict=True, reason="as above: the interrupt arrives as SystemError")
+def test_a_signal_during_a_read_stays_an_interrupt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reader's own collector: SIGTERM's handler raises TerminateSignal (a KeyboardInterrupt, which the command
+    line turns into its INTERRUPTED status) in the first Python code that runs, here the complete-event handler."""
+    path = tmp_path / "trace.json"
+    path.write_text(trace_text(built({}), minified=False, nonfinite="quoted"), encoding="utf-8")
+
+    def interrupted(self: Collector, ev: Event) -> None:
+        raise TerminateSignal(15)
+
+    monkeypatch.setattr(Collector, "_complete", interrupted)
+    with pytest.raises(TerminateSignal):
+        read_trace(path, config=ReaderConfig(workers=0))
+    monkeypatch.setattr(collector_module, "scan_events", None)  # the msgspec way: the interrupt as raised
+    with pytest.raises(TerminateSignal):
+        read_trace(path, config=ReaderConfig(workers=0))
 
 
 # -- 3. random blocks, with mutations -----------------------------------------------------------------------------
