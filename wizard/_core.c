@@ -3435,14 +3435,27 @@ static int scan_dispatch(JState *s, const Scan *c, StrSlot *cache, const Scanned
     return dispatch_kind(s, ev, kind);
 }
 
-/* ev's and args' fields set back to their defaults: 0, or 1 where something kept a reference to one of them (the
- * caller then makes a fresh one) */
-static int scan_reset(const Scanned *e, PyObject *ev, PyObject *args, PyObject **defaults) {
-    for (uint32_t bits = e->present | (1u << A_CAT); bits; bits &= bits - 1) {
-        int k = lowest_bit(bits);
-        J_SETREF(*slot_of(k <= A_ARGS ? ev : args, k), new_ref(defaults[k]));
+/* every field of `owner` (first..last) back to its default, whatever the event had or a handler wrote */
+static void scan_clear(PyObject *owner, int first, int last, PyObject **defaults) {
+    for (int k = first; k <= last; k++) {
+        PyObject **slot = slot_of(owner, k);
+        if (*slot != defaults[k]) J_SETREF(*slot, new_ref(defaults[k]));
     }
-    return Py_REFCNT(ev) != 1 || Py_REFCNT(args) != 1;
+}
+
+/* After an event: ev and args cleared for the next one; where something kept a reference to one (a handler's list,
+ * a raised error's traceback, which holds the handler's frame), that one is left as the handler saw it and a fresh
+ * one takes its place, except while an error is being raised (`failed`: the caller stops). 0, or -1 with an error */
+static int scan_settle(PyObject **ev, PyObject **args, PyObject **defaults, int failed) {
+    int args_in_ev = *slot_of(*ev, A_ARGS) == *args;
+    int ev_kept = Py_REFCNT(*ev) > 1;
+    int args_kept = (ev_kept && args_in_ev) || Py_REFCNT(*args) > 1 + args_in_ev;
+    if (!ev_kept) scan_clear(*ev, A_CAT, A_ARGS, defaults);
+    if (!args_kept) scan_clear(*args, A_CORRELATION, A_ORIGINAL_STREAM, defaults);
+    if (failed) return 0;
+    if (ev_kept) J_SETREF(*ev, scan_blank(j_event_type, A_CAT, A_ARGS, NULL));
+    if (*ev && args_kept) J_SETREF(*args, scan_args_blank(NULL));
+    return *ev && *args ? 0 : -1;
 }
 
 /* scan_events(collector, piece): True where the block was collected, False where declined (nothing changed) */
@@ -3497,11 +3510,7 @@ static PyObject *core_scan_events(PyObject *self, PyObject *const *args, Py_ssiz
     for (Py_ssize_t i = 0; !failed && i < count; i++) {
         const Scanned *e = spans + i;
         failed = scan_dispatch(&s, &c, cache, e, cats[i], kinds[i], ev, ev_args) < 0;
-        if (scan_reset(e, ev, ev_args, defaults)) {  /* kept by someone: fresh ones from here on */
-            J_SETREF(ev, scan_blank(j_event_type, A_CAT, A_ARGS, NULL));
-            J_SETREF(ev_args, ev ? scan_args_blank(NULL) : NULL);
-            failed = failed || !ev_args;
-        }
+        failed = scan_settle(&ev, &ev_args, defaults, failed) < 0 || failed;
     }
     PyObject *type = NULL, *value = NULL, *trace = NULL;
     if (failed) PyErr_Fetch(&type, &value, &trace);  /* what was gathered before the error still lands */

@@ -9,8 +9,9 @@ Checked here four ways: whole builder-made traces inspected both ways; a table o
 with whether the scanner must take or decline it, a decline compared with a deep snapshot taken before; random
 blocks with mutations (escapes, duplicate keys, 007, -0, 1e400, 25-digit integers, bare NaN, bytes that are not
 UTF-8, nested args); and JSON numbers from a grammar (hypothesis) in every kind of field. Then the scanner's one
-reused Event and EventArgs against handlers in Python (``_complete``, ``_gpu_op``) that keep, write or raise: the
-xfail(strict) tests there are differences found in the core, each the smallest block that shows it.
+reused Event and EventArgs against handlers in Python (``_complete``, ``_gpu_op``) that keep, write or raise: what
+a handler kept stays as it saw it, a field it wrote does not reach the next event, and its error (a signal's
+KeyboardInterrupt among them) reaches the caller as raised (each found here, then fixed in the core).
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ if collector_module.scan_events is None:
     pytest.skip(
         "the compiled core is not built or refused here (WARPWIZARD_PURE=1): no scan_events", allow_module_level=True
     )
-SCAN: Callable[[Collector, bytes], bool] = collector_module.scan_events
+SCAN: Callable[[Collector, bytes, int, int], bool] = collector_module.scan_events
 
 
 # -- what the collector keeps, deeply ---------------------------------------------------------------------------
@@ -60,7 +61,7 @@ def state(obj: Any, visiting: frozenset[int] = frozenset()) -> Any:
     if obj is None or isinstance(obj, (bool, str, bytes, int, float)):
         return f"{type(obj).__name__}:{obj!r}"
     if isinstance(obj, (msgspec.Raw, memoryview, bytearray)):
-        return repr(bytes(obj))
+        return f"bytes:{bytes(obj)!r}"
     if type(obj) is object:  # a sentinel (a memo's "not yet")
         return "<object>"
     if id(obj) in visiting:
@@ -393,8 +394,8 @@ def test_whole_traces_inspect_the_same_with_and_without_the_scanner(
     config = ReaderConfig(workers=0, block_size=block)
     outcomes: list[bool] = []
 
-    def counted(collector: Collector, piece: bytes) -> bool:
-        took = SCAN(collector, piece)
+    def counted(collector: Collector, buf: bytes, start: int, end: int) -> bool:
+        took = SCAN(collector, buf, start, end)
         outcomes.append(took)
         return took
 
@@ -416,8 +417,8 @@ def test_shared_traces_read_the_same_with_and_without_the_scanner(name: str, mon
     config = ReaderConfig(workers=0, block_size=64 << 10)
     outcomes: list[bool] = []
 
-    def counted(collector: Collector, piece: bytes) -> bool:
-        took = SCAN(collector, piece)
+    def counted(collector: Collector, buf: bytes, start: int, end: int) -> bool:
+        took = SCAN(collector, buf, start, end)
         outcomes.append(took)
         return took
 
@@ -660,11 +661,6 @@ def test_a_collector_that_keeps_events_collects_the_same(only_args: bool) -> Non
     assert kept(ours) == kept(reference)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="scan_reset (wizard/_core.c) sets a kept Event's and EventArgs' fields back to their defaults before it "
-    "sees the reference and makes fresh ones: what a handler kept reads all None afterwards",
-)
 @pytest.mark.parametrize("only_args", [False, True], ids=["events", "args"])
 def test_what_a_handler_keeps_is_the_event_as_msgspec_decoded_it(only_args: bool) -> None:
     """Minimal: one user annotation (a complete event: the core calls ``_complete`` in Python). Kept whole, the
@@ -685,11 +681,6 @@ class Marking(Collector):
         super()._complete(ev)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="scan_reset (wizard/_core.c) sets back only the fields the event had: one a handler wrote on the reused "
-    "Event stays there for the next event (msgspec decodes each event into a struct of its own)",
-)
 def test_a_field_a_handler_writes_does_not_reach_the_next_event() -> None:
     """Minimal: two user annotations without a pid; the handler gives the first one a pid. The scanner's second
     annotation reads ``('marked', None, 3.0, 4.0, 'second')``, msgspec's ``(None, None, 3.0, 4.0, 'second')``."""
@@ -732,13 +723,6 @@ def test_an_error_in_a_handler_stops_the_block_where_msgspecs_way_stops() -> Non
     assert kept(ours) == kept(reference)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the handler's frame (in the error's traceback) holds the reused Event, so scan_reset reports it kept and "
-    "scan_blank calls Event() with the error still set: SystemError('<class Event> returned a result with an "
-    "exception set'), the handler's error only its __context__ (a Ctrl-C or SIGTERM during a read: a crash, not "
-    "exit status INTERRUPTED)",
-)
 @pytest.mark.parametrize("error", [ValueError, KeyboardInterrupt])
 def test_an_error_in_a_handler_reaches_the_caller_as_raised(error: type[BaseException]) -> None:
     ours = Raising(TraceContents(path=""))
@@ -747,7 +731,6 @@ def test_an_error_in_a_handler_reaches_the_caller_as_raised(error: type[BaseExce
         ours.add_bytes(b'{"cat":"user_annotation","name":"boom","ts":3,"dur":1}')
 
 
-@pytest.mark.xfail(strict=True, reason="as above: the interrupt arrives as SystemError")
 def test_a_signal_during_a_read_stays_an_interrupt(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The reader's own collector: SIGTERM's handler raises TerminateSignal (a KeyboardInterrupt, which the command
     line turns into its INTERRUPTED status) in the first Python code that runs, here the complete-event handler."""
