@@ -2886,11 +2886,18 @@ typedef struct {
     } v;
 } Span;
 
-/* one event's fields: those present (a bit each, by A_ index) and where each lies */
+/* one event's fields: those present (a bit each, by A_ index), and where the first of their spans is in the block's
+ * spans (the rest follow it, in the fields' order: an event holds a few of the 25) */
 typedef struct {
-    uint32_t present;
-    Span f[SCAN_FIELDS];
+    uint32_t present, first;
 } Scanned;
+
+/* a block's events and their spans */
+typedef struct {
+    Scanned *events;
+    Span *spans;
+    Py_ssize_t count, cap, nspans, cap_spans;
+} Block;
 
 #define HAS(e, k) (((e)->present >> (k)) & 1u)
 
@@ -3166,9 +3173,9 @@ static int scan_field(Scan *c, int k, Span *s) {
     }
 }
 
-/* an object's members into e (fields first..last; any other key's value checked and skipped): 0 to decline */
-static int scan_members(Scan *c, Scanned *e, int first, int last) {
-    Span *f = e->f;
+/* an object's members into f, each noted in *present (fields first..last; any other key's value checked and
+ * skipped): 0 to decline */
+static int scan_members(Scan *c, uint32_t *present, Span *f, int first, int last) {
     if (!scan_take(c, '{')) return 0;
     scan_ws(c);
     if (scan_take(c, '}')) return 1;
@@ -3182,16 +3189,16 @@ static int scan_members(Scan *c, Scanned *e, int first, int last) {
         if (k < 0) {
             if (!scan_value(c, 0, SCAN_DEPTH)) return 0;
         } else {
-            if (HAS(e, k)) return 0;  /* a key given twice */
+            if ((*present >> k) & 1u) return 0;  /* a key given twice */
             if (k == A_ARGS && c->i < c->n && c->b[c->i] == '{') {
-                if (!scan_members(c, e, A_CORRELATION, A_ORIGINAL_STREAM)) return 0;
-                f[k].kind = V_OBJECT;
+                if (!scan_members(c, present, f, A_CORRELATION, A_ORIGINAL_STREAM)) return 0;
+                f[k] = (Span){.kind = V_OBJECT};  /* its members are the fields after A_ARGS */
             } else if (k == A_ARGS) {
                 if (!scan_scalar(c, &f[k]) || f[k].kind != V_NULL) return 0;
             } else if (!scan_field(c, k, &f[k])) {
                 return 0;
             }
-            e->present |= 1u << k;
+            *present |= 1u << k;
         }
         scan_ws(c);
         if (scan_take(c, ',')) {
@@ -3202,24 +3209,41 @@ static int scan_members(Scan *c, Scanned *e, int first, int last) {
     }
 }
 
-/* the first pass: every event's fields, or 0 to decline (*spans then freed by the caller) */
-static int scan_block(Scan *c, Scanned **spans, Py_ssize_t *count, int *has_last, double *last) {
-    Py_ssize_t cap = c->n / 128 + 16;  /* Kineto's events are 150-400 bytes: one allocation a block, nearly always */
-    if (!(*spans = PyMem_Malloc((size_t)cap * sizeof(Scanned)))) return 0;
+/* an event's spans appended to the block's, in the fields' order; 0 to decline (no memory) */
+static int block_add(Block *bk, uint32_t present, const Span *f) {
+    if (bk->count == bk->cap) {
+        Py_ssize_t cap = bk->cap ? bk->cap * 2 : 256;
+        Scanned *grown = PyMem_Realloc(bk->events, (size_t)cap * sizeof *grown);
+        if (!grown) return 0;
+        bk->events = grown, bk->cap = cap;
+    }
+    Py_ssize_t need = bk->nspans + SCAN_FIELDS;
+    if (need > bk->cap_spans) {
+        Py_ssize_t cap = bk->cap_spans ? bk->cap_spans * 2 : 2048;
+        while (cap < need) cap *= 2;
+        Span *grown = PyMem_Realloc(bk->spans, (size_t)cap * sizeof *grown);
+        if (!grown) return 0;
+        bk->spans = grown, bk->cap_spans = cap;
+    }
+    bk->events[bk->count++] = (Scanned){present, (uint32_t)bk->nspans};
+    for (uint32_t bits = present; bits; bits &= bits - 1) bk->spans[bk->nspans++] = f[lowest_bit(bits)];
+    return 1;
+}
+
+static void block_free(Block *bk) {
+    PyMem_Free(bk->events);
+    PyMem_Free(bk->spans);
+}
+
+/* the first pass: every event's fields into the block, or 0 to decline */
+static int scan_block(Scan *c, Block *bk, int *has_last, double *last) {
     scan_ws(c);
     for (;;) {
-        if (*count == cap) {
-            cap *= 2;
-            Scanned *grown = PyMem_Realloc(*spans, (size_t)cap * sizeof(Scanned));
-            if (!grown) return 0;
-            *spans = grown;
-        }
-        Scanned *e = *spans + *count;
-        Span *f = e->f;
-        e->present = 0;
-        if (c->i >= c->n || c->b[c->i] != '{' || !scan_members(c, e, A_CAT, A_ARGS)) return 0;
-        (*count)++;
-        if (HAS(e, A_TS) && (f[A_TS].kind == V_INT || f[A_TS].kind == V_FLOAT)) {
+        Span f[SCAN_FIELDS];  /* only the present ones are read */
+        uint32_t present = 0;
+        if (c->i >= c->n || c->b[c->i] != '{' || !scan_members(c, &present, f, A_CAT, A_ARGS)) return 0;
+        if (bk->nspans + SCAN_FIELDS >= (Py_ssize_t)UINT32_MAX || !block_add(bk, present, f)) return 0;
+        if (((present >> A_TS) & 1u) && (f[A_TS].kind == V_INT || f[A_TS].kind == V_FLOAT)) {
             *has_last = 1;
             *last = f[A_TS].kind == V_INT ? (double)f[A_TS].v.whole : f[A_TS].v.number;
         }
@@ -3361,16 +3385,17 @@ static int scan_count(PyObject *collector, Py_ssize_t count, int has_last, doubl
  * the distinct ones compared by their bytes (a block holds a few), each made once; cats[i]: event i's (a borrowed
  * reference into *held, the distinct ones in order, which the caller releases after the dispatch). 0, or -1 with the
  * error raised (nothing counted then). */
-static int scan_categories(JState *s, const Scan *c, StrSlot *cache, const Scanned *spans, Py_ssize_t count,
-                           PyObject **cats, unsigned char *kinds, PyObject **held) {
+static int scan_categories(JState *s, const Scan *c, StrSlot *cache, const Block *bk, PyObject **cats,
+                           unsigned char *kinds, PyObject **held) {
+    Py_ssize_t count = bk->count;
     PyObject *order = *held = PyList_New(0);
     Py_ssize_t *counts = NULL, cap = 0, distinct = 0, last = -1;
     unsigned char kind_at[256] = {0};  /* each distinct category's kind, for the first 256 (the rest looked up) */
     const Span **spelled = NULL;  /* each distinct category's span (NULL: None, absent or null) */
     int failed = !order;
     for (Py_ssize_t i = 0; !failed && i < count; i++) {
-        const Scanned *e = spans + i;
-        const Span *cat = HAS(e, A_CAT) && e->f[A_CAT].kind == V_STR ? &e->f[A_CAT] : NULL;
+        const Scanned *e = bk->events + i;
+        const Span *cat = HAS(e, A_CAT) && bk->spans[e->first].kind == V_STR ? &bk->spans[e->first] : NULL;
         Py_ssize_t at = -1;
         for (Py_ssize_t k = last >= 0 ? last : 0, seen = 0; seen < distinct; seen++, k = (k + 1) % distinct) {
             const Span *other = spelled[k];
@@ -3421,17 +3446,21 @@ static int scan_categories(JState *s, const Scan *c, StrSlot *cache, const Scann
 
 /* one scanned event's fields into ev (and args, where it has them; its category made for the count), then
  * dispatched; 0 or -1 */
-static int scan_dispatch(JState *s, const Scan *c, StrSlot *cache, const Scanned *e, PyObject *cat, long kind,
-                         PyObject *ev, PyObject *args) {
-    const Span *f = e->f;
+static int scan_dispatch(JState *s, const Scan *c, StrSlot *cache, const Block *bk, const Scanned *e, PyObject *cat,
+                         long kind, PyObject *ev, PyObject *args) {
+    const Span *f = bk->spans + e->first;  /* the event's spans, in the fields' order */
     J_SETREF(*slot_of(ev, A_CAT), new_ref(cat));
-    for (uint32_t bits = e->present & ~((1u << A_CAT) | (1u << A_ARGS)); bits; bits &= bits - 1) {
+    for (uint32_t bits = e->present; bits; bits &= bits - 1, f++) {
         int k = lowest_bit(bits);
-        PyObject *value = span_value(c, cache, &f[k], k == A_TS || k == A_DUR);
+        if (k == A_CAT) continue;  /* made for the count */
+        if (k == A_ARGS) {
+            if (f->kind == V_OBJECT) J_SETREF(*slot_of(ev, A_ARGS), new_ref(args));
+            continue;
+        }
+        PyObject *value = span_value(c, cache, f, k == A_TS || k == A_DUR);
         if (!value) return -1;
         J_SETREF(*slot_of(k <= A_ARGS ? ev : args, k), value);
     }
-    if (HAS(e, A_ARGS) && f[A_ARGS].kind == V_OBJECT) J_SETREF(*slot_of(ev, A_ARGS), new_ref(args));
     return dispatch_kind(s, ev, kind);
 }
 
@@ -3479,15 +3508,15 @@ static PyObject *core_scan_events(PyObject *self, PyObject *const *args, Py_ssiz
     /* the loops may read on past `end` (never past the NUL at buf[len]): what runs past it is declined */
     if (!scan_ready() || end - start >= (Py_ssize_t)UINT32_MAX) Py_RETURN_FALSE;
     Scan c = {(const unsigned char *)data + start, 0, end - start};
-    Scanned *spans = NULL;
-    Py_ssize_t count = 0;
+    Block bk = {NULL, NULL, 0, 0, 0, 0};
     int has_last = 0;
     double last = 0.0;
-    if (!scan_block(&c, &spans, &count, &has_last, &last) || count == 0) {
-        PyMem_Free(spans);
+    if (!scan_block(&c, &bk, &has_last, &last) || bk.count == 0) {
+        block_free(&bk);
         if (PyErr_Occurred()) return NULL;
         Py_RETURN_FALSE;
     }
+    Py_ssize_t count = bk.count;
     StrSlot *cache = PyMem_Calloc(STR_SLOTS, sizeof *cache);
     PyObject **cats = PyMem_Calloc((size_t)count, sizeof *cats);
     unsigned char *kinds = PyMem_Calloc((size_t)count, 1);
@@ -3505,11 +3534,10 @@ static PyObject *core_scan_events(PyObject *self, PyObject *const *args, Py_ssiz
         failed = 1;
     } else if (!failed) {
         opened = 1;
-        failed = scan_categories(&s, &c, cache, spans, count, cats, kinds, &held_cats) < 0;
+        failed = scan_categories(&s, &c, cache, &bk, cats, kinds, &held_cats) < 0;
     }
     for (Py_ssize_t i = 0; !failed && i < count; i++) {
-        const Scanned *e = spans + i;
-        failed = scan_dispatch(&s, &c, cache, e, cats[i], kinds[i], ev, ev_args) < 0;
+        failed = scan_dispatch(&s, &c, cache, &bk, bk.events + i, cats[i], kinds[i], ev, ev_args) < 0;
         failed = scan_settle(&ev, &ev_args, defaults, failed) < 0 || failed;
     }
     PyObject *type = NULL, *value = NULL, *trace = NULL;
@@ -3526,7 +3554,7 @@ static PyObject *core_scan_events(PyObject *self, PyObject *const *args, Py_ssiz
     PyMem_Free(kinds);
     Py_XDECREF(held_cats);
     PyMem_Free(cache);
-    PyMem_Free(spans);
+    block_free(&bk);
     Py_XDECREF(ev);
     Py_XDECREF(ev_args);
     if (failed || !flushed) return NULL;
