@@ -377,6 +377,19 @@ def inspected(path: Path, config: ReaderConfig) -> tuple[dict[str, Any], Any]:
     return report, state(contents)
 
 
+def spied(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """The scanner swapped for itself with a spy: the list it returns says, block by block, whether it took it."""
+    outcomes: list[bool] = []
+
+    def counted(collector: Collector, buf: bytes, start: int, end: int) -> bool:
+        took = SCAN(collector, buf, start, end)
+        outcomes.append(took)
+        return took
+
+    monkeypatch.setattr(collector_module, "scan_events", counted)
+    return outcomes
+
+
 @pytest.mark.parametrize("layout", ["lines", "minified", "lines.gz"])
 @pytest.mark.parametrize(
     ("options", "nonfinite"),
@@ -392,14 +405,7 @@ def test_whole_traces_inspect_the_same_with_and_without_the_scanner(
     path = tmp_path / ("trace.json.gz" if layout.endswith(".gz") else "trace.json")
     path.write_bytes(gzip.compress(text, mtime=0) if layout.endswith(".gz") else text)
     config = ReaderConfig(workers=0, block_size=block)
-    outcomes: list[bool] = []
-
-    def counted(collector: Collector, buf: bytes, start: int, end: int) -> bool:
-        took = SCAN(collector, buf, start, end)
-        outcomes.append(took)
-        return took
-
-    monkeypatch.setattr(collector_module, "scan_events", counted)
+    outcomes = spied(monkeypatch)
     scanned = inspected(path, config)
     monkeypatch.setattr(collector_module, "scan_events", None)
     assert inspected(path, config) == scanned
@@ -415,14 +421,7 @@ def test_whole_traces_inspect_the_same_with_and_without_the_scanner(
 def test_shared_traces_read_the_same_with_and_without_the_scanner(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Real traces (../shared), read in 64 KiB blocks: every block taken, and what the read keeps the same."""
     config = ReaderConfig(workers=0, block_size=64 << 10)
-    outcomes: list[bool] = []
-
-    def counted(collector: Collector, buf: bytes, start: int, end: int) -> bool:
-        took = SCAN(collector, buf, start, end)
-        outcomes.append(took)
-        return took
-
-    monkeypatch.setattr(collector_module, "scan_events", counted)
+    outcomes = spied(monkeypatch)
     scanned = read_trace(TRACES / name, config=config)
     monkeypatch.setattr(collector_module, "scan_events", None)
     decoded = read_trace(TRACES / name, config=config)
