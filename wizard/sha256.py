@@ -16,8 +16,19 @@ from typing import Any
 OWN_BYTES = 4 << 20  # hashed by CPython's own SHA-256: a file's two MiB ends take ~12 ms, OpenSSL's import ~4 ms
 
 
+_FOUND: list[Callable[[bytes], Any] | None] = []  # _own's answer, once: a failed import searches sys.path each time
+
+
 def _own() -> Callable[[bytes], Any] | None:
-    """CPython's own SHA-256 constructor, or None where this Python was built without it."""
+    """CPython's own SHA-256 constructor, or None where this Python was built without it (looked for once: on
+    3.10 and 3.11 the ``_sha2`` import fails first, and a failed import walked sys.path on every hash, 25 µs of a
+    kernel name's 34)."""
+    if not _FOUND:
+        _FOUND.append(_find_own())
+    return _FOUND[0]
+
+
+def _find_own() -> Callable[[bytes], Any] | None:
     try:
         from _sha2 import sha256  # type: ignore[import-not-found]  # CPython 3.12 on (no stubs)
     except ImportError:
