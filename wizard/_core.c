@@ -2859,16 +2859,18 @@ static PyObject *core_collect_events(PyObject *self, PyObject *const *args, Py_s
 
 /* ==== Kineto JSON events scanned from their bytes (scan_events) ====
  *
- * scan_events(collector, piece): a block of whole events (the bytes between the list's '[' and ']' that the reader
- * cut, ``{...},{...}``) read here without msgspec's Event structs: the first pass checks the whole block and notes
- * where each field the collector reads lies (no Python object made, nothing changed); the second makes those
- * fields' values and hands each event to dispatch() above, in one Event and one EventArgs reused from event to
- * event (a fresh one where something kept a reference to it). It declines (False, nothing changed) wherever msgspec
+ * scan_events(collector, buf, start, end): a block of whole events (buf[start:end], the bytes between two of the
+ * reader's cuts, ``{...},{...}``, read in place) read here without msgspec's Event structs: the first pass checks the
+ * whole block and notes where each field the collector reads lies (no Python object made, nothing changed); the
+ * second makes those fields' values and hands each event to dispatch_kind() above (its category's kind looked up
+ * once a block), in one Event and one EventArgs reused from event to event (a fresh one where something kept a
+ * reference to it). It declines (False, nothing changed) wherever msgspec
  * might refuse the block or read a value otherwise: an escape or a control character in a string, bytes that are
  * not UTF-8, a leading zero, -0, an integer of 19 digits or more, a number past a double's range, a bare inf or nan,
  * a key given twice, a value of another type than events.Event declares, an args value nested deeper than a flat
- * list or object, JSON nested deeper than SCAN_DEPTH. The reader then decodes the block as before (decode_block),
- * so the result is the twin's by construction on every block the scanner takes and every block it declines. */
+ * list or object, JSON nested deeper than SCAN_DEPTH. The reader then decodes the block as before (decode_block):
+ * a declined block's result is the twin's by construction, a taken one's is held to it by
+ * tests/trace/test_scan_events.py. Every pass is linear in the block's bytes (hostile blocks included). */
 
 enum { V_ABSENT, V_NULL, V_TRUE, V_FALSE, V_INT, V_FLOAT, V_STR, V_LIST, V_OBJECT, V_RAW };
 #define SCAN_FIELDS (A_ORIGINAL_STREAM + 1)  /* Event's A_CAT..A_ARGS, then EventArgs' A_CORRELATION.. */
@@ -3261,8 +3263,8 @@ typedef struct {
     PyObject *text;
 } StrSlot;
 
-static PyObject *span_str(StrSlot *cache, const unsigned char *p, Py_ssize_t len, int wide) {
-    if (wide || len > STR_CACHED) return PyUnicode_DecodeUTF8((const char *)p, len, NULL);
+/* a hash of a run of bytes (FNV-1a's primes, eight bytes a step), for the second pass's tables */
+static uint64_t bytes_hash(const unsigned char *p, Py_ssize_t len) {
     uint64_t h = 1469598103934665603u ^ (uint64_t)len;
     Py_ssize_t k = 0;
     for (; k + 8 <= len; k += 8) {
@@ -3271,6 +3273,12 @@ static PyObject *span_str(StrSlot *cache, const unsigned char *p, Py_ssize_t len
         h = (h ^ w) * 1099511628211u, h ^= h >> 29;
     }
     for (; k < len; k++) h = (h ^ p[k]) * 1099511628211u;
+    return h;
+}
+
+static PyObject *span_str(StrSlot *cache, const unsigned char *p, Py_ssize_t len, int wide) {
+    if (wide || len > STR_CACHED) return PyUnicode_DecodeUTF8((const char *)p, len, NULL);
+    uint64_t h = bytes_hash(p, len);
     StrSlot *slot = &cache[h & (STR_SLOTS - 1)];
     if (slot->text && slot->hash == h) {
         Py_ssize_t size = 0;
@@ -3381,66 +3389,100 @@ static int scan_count(PyObject *collector, Py_ssize_t count, int has_last, doubl
     return failed ? -1 : 0;
 }
 
+/* The block's distinct categories while they are counted: each one's span (NULL: None, absent or null), the hash
+ * of its bytes, how many events had it and its kind; found again by the hash in an open-addressed table (compared
+ * one by one, a block of distinct categories took time in their number squared: 80,000 took 20 s) */
+typedef struct {
+    const Span **spelled;
+    uint64_t *hashes;
+    Py_ssize_t *counts, *table;  /* table: indexes into the rest, -1 empty; its size a power of two */
+    unsigned char *kinds;
+    Py_ssize_t distinct, cap, size;
+} Cats;
+
+static void cats_free(Cats *k) {
+    PyMem_Free(k->spelled), PyMem_Free(k->hashes), PyMem_Free(k->counts), PyMem_Free(k->table), PyMem_Free(k->kinds);
+}
+
+/* room for one more distinct category, the table at most half full; 0, or -1 with MemoryError */
+static int cats_room(Cats *k) {
+    if (k->distinct == k->cap) {
+        Py_ssize_t cap = k->cap ? k->cap * 2 : 16;
+        const Span **spelled = PyMem_Realloc(k->spelled, (size_t)cap * sizeof *spelled);
+        if (spelled) k->spelled = spelled;
+        uint64_t *hashes = spelled ? PyMem_Realloc(k->hashes, (size_t)cap * sizeof *hashes) : NULL;
+        if (hashes) k->hashes = hashes;
+        Py_ssize_t *counts = hashes ? PyMem_Realloc(k->counts, (size_t)cap * sizeof *counts) : NULL;
+        if (counts) k->counts = counts;
+        unsigned char *kinds = counts ? PyMem_Realloc(k->kinds, (size_t)cap) : NULL;
+        if (kinds) k->kinds = kinds;
+        if (!kinds) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        k->cap = cap;
+    }
+    if (2 * (k->distinct + 1) > k->size) {
+        Py_ssize_t size = k->size ? k->size * 2 : 64;
+        Py_ssize_t *table = PyMem_Malloc((size_t)size * sizeof *table);
+        if (!table) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        for (Py_ssize_t j = 0; j < size; j++) table[j] = -1;
+        for (Py_ssize_t at = 0; at < k->distinct; at++) {
+            Py_ssize_t j = (Py_ssize_t)(k->hashes[at] & (uint64_t)(size - 1));
+            while (table[j] >= 0) j = (j + 1) & (size - 1);
+            table[j] = at;
+        }
+        PyMem_Free(k->table);
+        k->table = table, k->size = size;
+    }
+    return 0;
+}
+
+static int same_span(const Scan *c, const Span *a, const Span *b) {
+    return a == b || (a && b && a->len == b->len && memcmp(c->b + a->start, c->b + b->start, a->len) == 0);
+}
+
 /* The block's categories, counted before any event is dispatched (as count_categories does for decoded events):
- * the distinct ones compared by their bytes (a block holds a few), each made once; cats[i]: event i's (a borrowed
- * reference into *held, the distinct ones in order, which the caller releases after the dispatch). 0, or -1 with the
- * error raised (nothing counted then). */
+ * the distinct ones by their bytes, each made once; cats[i]: event i's (a borrowed reference into *held, the
+ * distinct ones in order, which the caller releases after the dispatch). 0, or -1 with the error raised (nothing
+ * counted then). */
 static int scan_categories(JState *s, const Scan *c, StrSlot *cache, const Block *bk, PyObject **cats,
                            unsigned char *kinds, PyObject **held) {
-    Py_ssize_t count = bk->count;
     PyObject *order = *held = PyList_New(0);
-    Py_ssize_t *counts = NULL, cap = 0, distinct = 0, last = -1;
-    unsigned char kind_at[256] = {0};  /* each distinct category's kind, for the first 256 (the rest looked up) */
-    const Span **spelled = NULL;  /* each distinct category's span (NULL: None, absent or null) */
+    Cats k = {0};
+    Py_ssize_t last = -1;
     int failed = !order;
-    for (Py_ssize_t i = 0; !failed && i < count; i++) {
+    for (Py_ssize_t i = 0; !failed && i < bk->count; i++) {
         const Scanned *e = bk->events + i;
         const Span *cat = HAS(e, A_CAT) && bk->spans[e->first].kind == V_STR ? &bk->spans[e->first] : NULL;
-        Py_ssize_t at = -1;
-        for (Py_ssize_t k = last >= 0 ? last : 0, seen = 0; seen < distinct; seen++, k = (k + 1) % distinct) {
-            const Span *other = spelled[k];
-            if (other == cat || (other && cat && other->len == cat->len &&
-                                 memcmp(c->b + other->start, c->b + cat->start, cat->len) == 0)) {
-                at = k;
-                break;
-            }
-        }
+        Py_ssize_t at = last >= 0 && same_span(c, k.spelled[last], cat) ? last : -1;  /* the same as before: most */
+        uint64_t hash = at < 0 && cat ? bytes_hash(c->b + cat->start, cat->len) : 0;
+        for (Py_ssize_t j = (Py_ssize_t)(hash & (uint64_t)(k.size - 1)); at < 0 && k.size && k.table[j] >= 0;
+             j = (j + 1) & (k.size - 1))
+            if (k.hashes[k.table[j]] == hash && same_span(c, k.spelled[k.table[j]], cat)) at = k.table[j];
         if (at < 0) {
-            if (distinct == cap) {
-                cap = cap ? cap * 2 : 16;
-                Py_ssize_t *more = PyMem_Realloc(counts, (size_t)cap * sizeof *counts);
-                if (more) counts = more;
-                const Span **wider = more ? PyMem_Realloc(spelled, (size_t)cap * sizeof *spelled) : NULL;
-                if (wider) spelled = wider;
-                if (!more || !wider) {
-                    PyErr_NoMemory();
-                    failed = 1;
-                    break;
-                }
-            }
+            if ((failed = cats_room(&k) < 0)) break;
             PyObject *made = cat ? span_value(c, cache, cat, 0) : new_ref(Py_None);
             long kind = made ? kind_of_cat(made) : -1;
             failed = kind < 0 || PyList_Append(order, made) < 0;
             Py_XDECREF(made);
             if (failed) break;
-            at = distinct++;
-            spelled[at] = cat, counts[at] = 0;
-            if (at < 256) kind_at[at] = (unsigned char)kind;
+            at = k.distinct++;
+            k.spelled[at] = cat, k.hashes[at] = hash, k.counts[at] = 0, k.kinds[at] = (unsigned char)kind;
+            Py_ssize_t j = (Py_ssize_t)(hash & (uint64_t)(k.size - 1));
+            while (k.table[j] >= 0) j = (j + 1) & (k.size - 1);
+            k.table[j] = at;
         }
-        counts[at]++;
+        k.counts[at]++;
         cats[i] = PyList_GetItem(order, at);
-        if (at < 256) {
-            kinds[i] = kind_at[at];
-        } else {
-            long kind = kind_of_cat(cats[i]);
-            if ((failed = kind < 0)) break;
-            kinds[i] = (unsigned char)kind;
-        }
+        kinds[i] = k.kinds[at];
         last = at;
     }
-    int status = failed ? -1 : apply_counts(s, order, counts, 0);
-    PyMem_Free(counts);
-    PyMem_Free(spelled);
+    int status = failed ? -1 : apply_counts(s, order, k.counts, 0);
+    cats_free(&k);
     return status;
 }
 
@@ -3487,7 +3529,8 @@ static int scan_settle(PyObject **ev, PyObject **args, PyObject **defaults, int 
     return *ev && *args ? 0 : -1;
 }
 
-/* scan_events(collector, piece): True where the block was collected, False where declined (nothing changed) */
+/* scan_events(collector, buf, start, end): True where buf[start:end] was collected, False where declined (nothing
+ * changed; anything but bytes is declined) */
 static PyObject *core_scan_events(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
     if (nargs != 4) {
@@ -3602,8 +3645,9 @@ static int scan_bind_keys(PyObject *pairs, int first, int last) {
 }
 
 /* json_bind(op, runtime, kernel, python and gpu-op categories, MAX_NAME, _number, as_int, _ThreadIntervals,
- * _NO_ARGS, OCCUPANCY_KEY, THEORETICAL_KEY, reported(None), pure_collect_events): collector.py's constants and
- * twins */
+ * _NO_ARGS, OCCUPANCY_KEY, THEORETICAL_KEY, reported(None), pure_collect_events, Event, EventArgs, Event's keys,
+ * EventArgs' keys): collector.py's constants and twins, the decoder's structs (their slots found here) and their
+ * fields' (attribute, JSON name) pairs for the scanner */
 static PyObject *core_json_bind(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
     if (nargs != 18) {

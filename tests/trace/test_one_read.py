@@ -33,7 +33,7 @@ import pytest
 from tests.conftest import REPO, TRACES, RunCli, old_fingerprint, strict_json
 from wizard.environment import Environment, RunInspections, file_identity
 from wizard.testing.traces import KernelSpec, TraceBuilder
-from wizard.trace.read import source
+from wizard.trace.read import parallel, source
 
 VALIDATOR_THREAD = "beside"  # wizard/probes/trace_inspect.py, _Beside: the thread PyTorch's validator runs from
 PM_COUNTER = "sm__warps_active.avg.per_cycle_active"
@@ -76,7 +76,7 @@ def opens(monkeypatch: pytest.MonkeyPatch) -> Iterator[Opens]:
         "wizard.trace.read.source",
         "wizard.trace.read.formats",
         "wizard.trace.read.reader",
-        "wizard.trace.read.parallel",
+        parallel.__name__,  # imported above: the file alone runs as it does in the suite
     }
     for module in bound:
         monkeypatch.setattr(module, "open_input", counting)
@@ -276,7 +276,6 @@ def test_counters_collected_in_the_read_are_bounded(tmp_path: Path, monkeypatch:
 def test_the_parallel_workers_read_the_one_open_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A big file's blocks are decoded by forked workers: each reads its byte range from the descriptor of the
     read's one open, which it inherited, and opens nothing (an open there fails the read: fork copies the patch)."""
-    from wizard.trace.read import parallel
     from wizard.trace.read.reader import ReaderConfig, read_trace, usable_cores
 
     if usable_cores() < 2:

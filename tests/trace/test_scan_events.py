@@ -22,6 +22,7 @@ import json
 import math
 import random
 import re
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -32,7 +33,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import REAL_TRACES, TRACES, needs_shared
+from tests.conftest import REAL_TRACES, TRACES, budget, needs_shared
 from wizard.errors import TerminateSignal
 from wizard.inspect_options import InspectOptions
 from wizard.testing.traces import KernelSpec, TraceBuilder, demo_launches
@@ -745,6 +746,20 @@ def test_a_signal_during_a_read_stays_an_interrupt(tmp_path: Path, monkeypatch: 
     monkeypatch.setattr(collector_module, "scan_events", None)  # the msgspec way: the interrupt as raised
     with pytest.raises(TerminateSignal):
         read_trace(path, config=ReaderConfig(workers=0))
+
+
+def test_a_block_of_distinct_categories_is_counted_in_linear_time() -> None:
+    """A hostile block whose every event has a category of its own: the scanner's count of the block's categories
+    found each among the distinct ones one by one, 80,000 of them in 20 s (the review); msgspec's way counts them
+    with a dict. 200,000 now take a few hundredths of a second, the same counts as msgspec's way."""
+    block = b",".join(b'{"cat":"c%x","ts":%d}' % (i, i) for i in range(200_000))
+    ours, reference = Collector(TraceContents(path="")), Collector(TraceContents(path=""))
+    started = time.process_time()
+    assert ours.add_bytes(block)
+    assert time.process_time() - started < budget(2.0)
+    assert msgspec_way(reference, block)
+    assert ours.c.timeline.categories == reference.c.timeline.categories
+    assert list(ours.c.timeline.categories)[:3] == ["c0", "c1", "c2"]  # in the order first seen, as Counter's
 
 
 # -- 3. random blocks, with mutations -----------------------------------------------------------------------------

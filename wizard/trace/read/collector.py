@@ -224,8 +224,7 @@ def collect_piece(events: list[Event] | None, piece: bytes = b"") -> PieceResult
             return None
     if events is not None:
         collector.add(events)
-    if part.counter_events:
-        part.counters.add_block(piece)
+    counter_values(part, 0, piece)
     return PieceResult(
         part.kernels,
         part.runtime,
@@ -240,6 +239,14 @@ def collect_piece(events: list[Event] | None, piece: bytes = b"") -> PieceResult
         part.timeline,
         part.counters,
     )
+
+
+def counter_values(contents: TraceContents, before: int, piece: bytes | memoryview) -> None:
+    """The counter events' values, read from their block's bytes where the block had any (``before``: the counter
+    events counted before it was collected): the collector only counts them (a PM-sampling sample's values are
+    read by counters.py)."""
+    if contents.counter_events > before:
+        contents.counters.add_block(piece if isinstance(piece, bytes) else bytes(piece))
 
 
 class EventSink:

@@ -29,7 +29,7 @@ from wizard.errors import InputFileError, TraceReadError
 from wizard.file_ends import opened_ends
 from wizard.formatting import plural
 from wizard.trace.read.buffer import Buffer
-from wizard.trace.read.collector import Collector, EventSink, TraceContents, Truncation
+from wizard.trace.read.collector import Collector, EventSink, TraceContents, Truncation, counter_values
 from wizard.trace.read.events import EVENTS_DECODER, KERNEL_CATEGORIES, RAW_DECODER, Event, decode_block, unmark_bare
 from wizard.trace.read.exact import ExactDecoder
 from wizard.trace.read.formats import (
@@ -322,8 +322,7 @@ class TraceWalker:
         started = time.perf_counter()
         before = self.c.counter_events
         if self.sink.add_bytes(buf, start, end):  # scanned and collected from the bytes, without decoding
-            if self.c.counter_events > before:  # the counter events' values, from the block's bytes
-                self.c.counters.add_block(buf[start:end])
+            counter_values(self.c, before, memoryview(buf)[start:end])
             self.clock["collect_s"] += time.perf_counter() - started
             return True
         piece = memoryview(buf)[start:end]
@@ -355,8 +354,7 @@ class TraceWalker:
         """Decoded events to the sink; the counter events' values from the block's bytes, where it had any."""
         before = self.c.counter_events
         self.sink.add(events)
-        if self.c.counter_events > before:
-            self.c.counters.add_block(bytes(piece))
+        counter_values(self.c, before, piece)
 
 
 def _new_clock() -> dict[str, float]:
