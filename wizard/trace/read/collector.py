@@ -627,5 +627,13 @@ def _bind_json_core() -> Callable[[Collector, list[Event]], None]:
 
 collect_events = _bind_json_core()
 COMPILED = collect_events is not pure_collect_events
-# Blocks collected from their bytes where the core is bound; None: every block is decoded (its twin)
-scan_events: Callable[[Collector, bytes, int, int], bool] | None = compiled_core().scan_events if COMPILED else None  # type: ignore[union-attr]
+
+
+def _bind_scan() -> Callable[[Collector, bytes, int, int], bool] | None:
+    """The core's ``scan_events`` where the compiled collector is bound (it hands events to that collector's
+    dispatch), else None: every block is decoded by msgspec, its twin."""
+    core = compiled_core() if COMPILED else None
+    return None if core is None else core.scan_events
+
+
+scan_events = _bind_scan()
