@@ -2864,11 +2864,11 @@ static PyObject *core_collect_events(PyObject *self, PyObject *const *args, Py_s
  * whole block and notes where each field the collector reads lies (no Python object made, nothing changed); the
  * second makes those fields' values and hands each event to dispatch_kind() above (its category's kind looked up
  * once a block), in one Event and one EventArgs reused from event to event (a fresh one where something kept a
- * reference to it). It declines (False, nothing changed) wherever msgspec
- * might refuse the block or read a value otherwise: an escape or a control character in a string, bytes that are
- * not UTF-8, a leading zero, -0, an integer of 19 digits or more, a number past a double's range, a bare inf or nan,
- * a key given twice, a value of another type than events.Event declares, an args value nested deeper than a flat
- * list or object, JSON nested deeper than SCAN_DEPTH. The reader then decodes the block as before (decode_block):
+ * reference to it). It declines (False, nothing changed) wherever msgspec might refuse the block or read a value
+ * otherwise: an escape or a control character in a string, bytes that are not UTF-8, a leading zero, -0, an integer
+ * of 19 digits or more, a number past a double's range, a bare inf or nan, a key given twice, a value of another
+ * type than events.Event declares, an args value nested deeper than a flat list or object, JSON nested deeper than
+ * SCAN_DEPTH. The reader then decodes the block as before (decode_block):
  * a declined block's result is the twin's by construction, a taken one's is held to it by
  * tests/trace/test_scan_events.py. Every pass is linear in the block's bytes (hostile blocks included). */
 
@@ -3003,7 +3003,7 @@ static inline int scan_string(Scan *c, Span *s) {
     Py_ssize_t i = c->i + 1, start = i;
     int wide = 0;
     for (;;) {
-        while (!string_stop[b[i]]) i++;  /* at the latest at b[n], the NUL */
+        while (!string_stop[b[i]]) i++;  /* at the latest at the buffer's closing NUL */
         unsigned char ch = b[i];
         if (ch == '"') break;
         if (ch < 0x80) return 0;  /* a backslash, a control character, or the end of the block */
