@@ -2870,7 +2870,8 @@ static PyObject *core_collect_events(PyObject *self, PyObject *const *args, Py_s
  * type than events.Event declares, an args value nested deeper than a flat list or object, JSON nested deeper than
  * SCAN_DEPTH. The reader then decodes the block as before (decode_block):
  * a declined block's result is the twin's by construction, a taken one's is held to it by
- * tests/trace/test_scan_events.py. Every pass is linear in the block's bytes (hostile blocks included). */
+ * tests/trace/test_scan_events.py. Every pass is linear in the block's bytes, hostile blocks included (the
+ * categories past a block's first few are looked up by CPython's seeded str hash, not a hash of ours). */
 
 enum { V_ABSENT, V_NULL, V_TRUE, V_FALSE, V_INT, V_FLOAT, V_STR, V_LIST, V_OBJECT, V_RAW };
 #define SCAN_FIELDS (A_ORIGINAL_STREAM + 1)  /* Event's A_CAT..A_ARGS, then EventArgs' A_CORRELATION.. */
@@ -3389,55 +3390,40 @@ static int scan_count(PyObject *collector, Py_ssize_t count, int has_last, doubl
     return failed ? -1 : 0;
 }
 
-/* The block's distinct categories while they are counted: each one's span (NULL: None, absent or null), the hash
- * of its bytes, how many events had it and its kind; found again by the hash in an open-addressed table (compared
- * one by one, a block of distinct categories took time in their number squared: 80,000 took 20 s) */
+/* The block's distinct categories while they are counted: each one's span (NULL: None, absent or null), how many
+ * events had it and its kind. The first CATS_COMPARED are found again by their bytes (a real block holds a few);
+ * past them, by their str in a dict (CPython's seeded hash: a table of ours on a hash of the bytes was driven into
+ * quadratic time by crafted names, and comparing with every one of them by a block of distinct ones, 80,000 in 20 s) */
+#define CATS_COMPARED 16
+
 typedef struct {
     const Span **spelled;
-    uint64_t *hashes;
-    Py_ssize_t *counts, *table;  /* table: indexes into the rest, -1 empty; its size a power of two */
+    Py_ssize_t *counts;
     unsigned char *kinds;
-    Py_ssize_t distinct, cap, size;
+    PyObject *index_of;  /* {category: its index} for those past the first CATS_COMPARED */
+    Py_ssize_t distinct, cap;
 } Cats;
 
 static void cats_free(Cats *k) {
-    PyMem_Free(k->spelled), PyMem_Free(k->hashes), PyMem_Free(k->counts), PyMem_Free(k->table), PyMem_Free(k->kinds);
+    PyMem_Free(k->spelled), PyMem_Free(k->counts), PyMem_Free(k->kinds);
+    Py_XDECREF(k->index_of);
 }
 
-/* room for one more distinct category, the table at most half full; 0, or -1 with MemoryError */
+/* room for one more distinct category; 0, or -1 with MemoryError */
 static int cats_room(Cats *k) {
-    if (k->distinct == k->cap) {
-        Py_ssize_t cap = k->cap ? k->cap * 2 : 16;
-        const Span **spelled = PyMem_Realloc(k->spelled, (size_t)cap * sizeof *spelled);
-        if (spelled) k->spelled = spelled;
-        uint64_t *hashes = spelled ? PyMem_Realloc(k->hashes, (size_t)cap * sizeof *hashes) : NULL;
-        if (hashes) k->hashes = hashes;
-        Py_ssize_t *counts = hashes ? PyMem_Realloc(k->counts, (size_t)cap * sizeof *counts) : NULL;
-        if (counts) k->counts = counts;
-        unsigned char *kinds = counts ? PyMem_Realloc(k->kinds, (size_t)cap) : NULL;
-        if (kinds) k->kinds = kinds;
-        if (!kinds) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        k->cap = cap;
+    if (k->distinct < k->cap) return 0;
+    Py_ssize_t cap = k->cap ? k->cap * 2 : 16;
+    const Span **spelled = PyMem_Realloc(k->spelled, (size_t)cap * sizeof *spelled);
+    if (spelled) k->spelled = spelled;
+    Py_ssize_t *counts = spelled ? PyMem_Realloc(k->counts, (size_t)cap * sizeof *counts) : NULL;
+    if (counts) k->counts = counts;
+    unsigned char *kinds = counts ? PyMem_Realloc(k->kinds, (size_t)cap) : NULL;
+    if (kinds) k->kinds = kinds;
+    if (!kinds) {
+        PyErr_NoMemory();
+        return -1;
     }
-    if (2 * (k->distinct + 1) > k->size) {
-        Py_ssize_t size = k->size ? k->size * 2 : 64;
-        Py_ssize_t *table = PyMem_Malloc((size_t)size * sizeof *table);
-        if (!table) {
-            PyErr_NoMemory();
-            return -1;
-        }
-        for (Py_ssize_t j = 0; j < size; j++) table[j] = -1;
-        for (Py_ssize_t at = 0; at < k->distinct; at++) {
-            Py_ssize_t j = (Py_ssize_t)(k->hashes[at] & (uint64_t)(size - 1));
-            while (table[j] >= 0) j = (j + 1) & (size - 1);
-            table[j] = at;
-        }
-        PyMem_Free(k->table);
-        k->table = table, k->size = size;
-    }
+    k->cap = cap;
     return 0;
 }
 
@@ -3445,10 +3431,39 @@ static int same_span(const Scan *c, const Span *a, const Span *b) {
     return a == b || (a && b && a->len == b->len && memcmp(c->b + a->start, c->b + b->start, a->len) == 0);
 }
 
+/* the index of an event's category among the distinct ones, -1 where new (*made: its object, where it was made to
+ * look it up), or -2 with the error raised */
+static Py_ssize_t cats_find(Cats *k, const Scan *c, StrSlot *cache, const Span *cat, Py_ssize_t last,
+                            PyObject **made) {
+    if (last >= 0 && same_span(c, k->spelled[last], cat)) return last;  /* the same as the event before: most */
+    for (Py_ssize_t at = 0; at < k->distinct && at < CATS_COMPARED; at++)
+        if (same_span(c, k->spelled[at], cat)) return at;
+    if (k->distinct <= CATS_COMPARED) return -1;
+    if (!(*made = cat ? span_value(c, cache, cat, 0) : new_ref(Py_None))) return -2;
+    PyObject *found = PyDict_GetItemWithError(k->index_of, *made);
+    if (!found) return PyErr_Occurred() ? -2 : -1;
+    Py_ssize_t at = PyLong_AsSsize_t(found);
+    return at < 0 ? -2 : at;  /* an index of ours: never negative but with an error raised */
+}
+
+/* a new distinct category (made: its object): appended to order, counted from 0; its index, or -1 with an error */
+static Py_ssize_t cats_add(Cats *k, PyObject *order, const Span *cat, PyObject *made) {
+    long kind = kind_of_cat(made);
+    if (kind < 0 || cats_room(k) < 0 || PyList_Append(order, made) < 0) return -1;
+    Py_ssize_t at = k->distinct++;
+    k->spelled[at] = cat, k->counts[at] = 0, k->kinds[at] = (unsigned char)kind;
+    if (at >= CATS_COMPARED) {
+        PyObject *index = (k->index_of || (k->index_of = PyDict_New())) ? PyLong_FromSsize_t(at) : NULL;
+        int failed = !index || PyDict_SetItem(k->index_of, made, index) < 0;
+        Py_XDECREF(index);
+        if (failed) return -1;
+    }
+    return at;
+}
+
 /* The block's categories, counted before any event is dispatched (as count_categories does for decoded events):
- * the distinct ones by their bytes, each made once; cats[i]: event i's (a borrowed reference into *held, the
- * distinct ones in order, which the caller releases after the dispatch). 0, or -1 with the error raised (nothing
- * counted then). */
+ * the distinct ones each made once; cats[i]: event i's (a borrowed reference into *held, the distinct ones in
+ * order, which the caller releases after the dispatch). 0, or -1 with the error raised (nothing counted then). */
 static int scan_categories(JState *s, const Scan *c, StrSlot *cache, const Block *bk, PyObject **cats,
                            unsigned char *kinds, PyObject **held) {
     PyObject *order = *held = PyList_New(0);
@@ -3458,24 +3473,12 @@ static int scan_categories(JState *s, const Scan *c, StrSlot *cache, const Block
     for (Py_ssize_t i = 0; !failed && i < bk->count; i++) {
         const Scanned *e = bk->events + i;
         const Span *cat = HAS(e, A_CAT) && bk->spans[e->first].kind == V_STR ? &bk->spans[e->first] : NULL;
-        Py_ssize_t at = last >= 0 && same_span(c, k.spelled[last], cat) ? last : -1;  /* the same as before: most */
-        uint64_t hash = at < 0 && cat ? bytes_hash(c->b + cat->start, cat->len) : 0;
-        for (Py_ssize_t j = (Py_ssize_t)(hash & (uint64_t)(k.size - 1)); at < 0 && k.size && k.table[j] >= 0;
-             j = (j + 1) & (k.size - 1))
-            if (k.hashes[k.table[j]] == hash && same_span(c, k.spelled[k.table[j]], cat)) at = k.table[j];
-        if (at < 0) {
-            if ((failed = cats_room(&k) < 0)) break;
-            PyObject *made = cat ? span_value(c, cache, cat, 0) : new_ref(Py_None);
-            long kind = made ? kind_of_cat(made) : -1;
-            failed = kind < 0 || PyList_Append(order, made) < 0;
-            Py_XDECREF(made);
-            if (failed) break;
-            at = k.distinct++;
-            k.spelled[at] = cat, k.hashes[at] = hash, k.counts[at] = 0, k.kinds[at] = (unsigned char)kind;
-            Py_ssize_t j = (Py_ssize_t)(hash & (uint64_t)(k.size - 1));
-            while (k.table[j] >= 0) j = (j + 1) & (k.size - 1);
-            k.table[j] = at;
-        }
+        PyObject *made = NULL;
+        Py_ssize_t at = cats_find(&k, c, cache, cat, last, &made);
+        if (at == -1 && !made) made = cat ? span_value(c, cache, cat, 0) : new_ref(Py_None);
+        if (at == -1 && made) at = cats_add(&k, order, cat, made);
+        Py_XDECREF(made);
+        if ((failed = at < 0)) break;
         k.counts[at]++;
         cats[i] = PyList_GetItem(order, at);
         kinds[i] = k.kinds[at];
