@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -359,6 +360,29 @@ def test_a_rank_directory_is_read_while_another_thread_imports(tmp_path: Path) -
     assert done.stdout.split() == ["ranks", str(len(list(ranks.glob("*.json"))))]
 
 
+@contextlib.contextmanager
+def stalled(big_trace: Path, fifo: Path, *, then_the_rest: bool) -> Iterator[threading.Event]:
+    """A FIFO at ``fifo`` fed the big trace's first 24 MB, then held until the event is set (then given the rest,
+    where asked): a read of it waits there with its bar up, however fast the machine. The event is set on the way
+    out, whatever the test did."""
+    os.mkfifo(fifo)
+    release = threading.Event()
+
+    def writer() -> None:
+        with big_trace.open("rb") as source, fifo.open("wb") as sink, contextlib.suppress(BrokenPipeError):
+            sink.write(source.read(24 << 20))  # broken when Ctrl-C comes before the reader took it all
+            sink.flush()
+            release.wait(600)
+            if then_the_rest:
+                sink.write(source.read())
+
+    threading.Thread(target=writer, daemon=True).start()
+    try:
+        yield release
+    finally:
+        release.set()
+
+
 def test_the_bar_appears_on_a_big_trace_and_is_gone_when_the_report_prints(big_trace: Path, tmp_path: Path) -> None:
     """The trace comes through a FIFO whose writer waits a quarter of the way in until the bar is up, then writes
     the rest: since the compiled scanner a 100 MB file is read within the bar's half-second delay on an idle
@@ -366,19 +390,7 @@ def test_the_bar_appears_on_a_big_trace_and_is_gone_when_the_report_prints(big_t
     test_a_bar_past_half_a_second_shows_bytes_and_is_erased_when_the_work_ends)."""
     (tmp_path / "fifo").mkdir()
     fifo = tmp_path / "fifo" / "big.json"
-    os.mkfifo(fifo)
-    shown = threading.Event()
-
-    def writer() -> None:
-        with big_trace.open("rb") as source, fifo.open("wb") as sink, contextlib.suppress(BrokenPipeError):
-            sink.write(source.read(24 << 20))
-            sink.flush()
-            shown.wait(600)
-            sink.write(source.read())
-
-    feeding = threading.Thread(target=writer, daemon=True)
-    feeding.start()
-    try:
+    with stalled(big_trace, fifo, then_the_rest=True) as shown:
         child = spawn(["trace", "inspect", str(fifo)], tmp_path)
         child.expect(r"big\.json\S*  reading")
         child.expect(r"[\d.]+ MB")  # bytes read (a pipe has no size to read them of)
@@ -388,8 +400,6 @@ def test_the_bar_appears_on_a_big_trace_and_is_gone_when_the_report_prints(big_t
         child.expect(pexpect.EOF)
         report = str(child.before)
         child.close()
-    finally:
-        shown.set()
     assert child.exitstatus == 1
     assert ended.rstrip("\r").endswith(ERASE_LINE)  # the bar's line erased before the cursor came back
     assert "Impossible or wrong values found" in report
@@ -448,18 +458,7 @@ def test_ctrl_c_during_the_bar_stops_cleanly(big_trace: Path, tmp_path: Path) ->
     """The trace comes through a FIFO whose writer stops a third of the way in: the read waits there
     with its bar up, however fast the machine, until Ctrl-C."""
     fifo = tmp_path / "stalled.json"
-    os.mkfifo(fifo)
-    release = threading.Event()
-
-    def writer() -> None:
-        with big_trace.open("rb") as source, fifo.open("wb") as sink, contextlib.suppress(BrokenPipeError):
-            sink.write(source.read(24 << 20))  # broken when Ctrl-C comes before the reader took it all
-            sink.flush()
-            release.wait(600)
-
-    feeding = threading.Thread(target=writer, daemon=True)
-    feeding.start()
-    try:
+    with stalled(big_trace, fifo, then_the_rest=False):
         child = spawn(["trace", "inspect", str(fifo)], tmp_path)
         child.expect(r"stalled\.json\S*  reading")
         child.expect(r"[\d.]+ MB")  # bytes read (a pipe has no size to read them of)
@@ -473,8 +472,6 @@ def test_ctrl_c_during_the_bar_stops_cleanly(big_trace: Path, tmp_path: Path) ->
         before = str(child.before)
         child.expect(pexpect.EOF)
         child.close()
-    finally:
-        release.set()
     assert child.exitstatus == 130
     assert SHOW_CURSOR in before  # the bar erased and the cursor back before the one error line
     assert "Traceback" not in before + str(child.before)
