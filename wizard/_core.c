@@ -2785,13 +2785,13 @@ static int apply_counts(JState *s, PyObject *order, const Py_ssize_t *counts, in
 
 /* the twin's `categories.update(map(_CAT_OF, events)); categories.pop(None, None)`: counted in one pass before any
  * event is kept, so an unhashable category stops the block where it does in the twin, with the counts before it
- * (None's among them) in the Counter; cat_at(source, i): the i-th event's category, a new reference; 0 or -1 */
-static int count_categories(JState *s, PyObject *(*cat_at)(void *, Py_ssize_t), void *source, Py_ssize_t n) {
+ * (None's among them) in the Counter; 0 or -1 */
+static int count_categories(JState *s, PyObject *events) {
     PyObject *seen = PyDict_New(), *order = PyList_New(0);
     Py_ssize_t *counts = NULL, cap = 0;
     int failed = !seen || !order;
-    for (Py_ssize_t i = 0; !failed && i < n; i++) {
-        PyObject *cat = cat_at(source, i);
+    for (Py_ssize_t i = 0; !failed && i < PyList_Size(events); i++) {
+        PyObject *ev = PyList_GetItem(events, i), *cat = ev ? ev_attr(ev, A_CAT) : NULL;
         int missing = 0;
         long at = cat ? dict_long(seen, cat, &missing) : -2;
         if (missing) {
@@ -2814,12 +2814,6 @@ static int count_categories(JState *s, PyObject *(*cat_at)(void *, Py_ssize_t), 
     return status;
 }
 
-/* the i-th listed event's category (count_categories' cat_at for a list of events) */
-static PyObject *listed_cat(void *events, Py_ssize_t i) {
-    PyObject *ev = PyList_GetItem((PyObject *)events, i);
-    return ev ? ev_attr(ev, A_CAT) : NULL;
-}
-
 static PyObject *pure_collect = NULL;
 
 /* collect_events(collector, events): collector.pure_collect_events, compiled */
@@ -2833,7 +2827,7 @@ static PyObject *core_collect_events(PyObject *self, PyObject *const *args, Py_s
         return NULL;
     }
     PyObject *events = args[1];
-    if (count_categories(&s, listed_cat, events, PyList_Size(events)) < 0) {
+    if (count_categories(&s, events) < 0) {
         state_close(&s);
         return NULL;
     }
@@ -3431,15 +3425,15 @@ static int same_span(const Scan *c, const Span *a, const Span *b) {
     return a == b || (a && b && a->len == b->len && memcmp(c->b + a->start, c->b + b->start, a->len) == 0);
 }
 
-/* the index of an event's category among the distinct ones, -1 where new (*made: its object, where it was made to
- * look it up), or -2 with the error raised */
+/* the index of an event's category among the distinct ones; -1 where new (*made: its object, for cats_add), or -2
+ * with the error raised */
 static Py_ssize_t cats_find(Cats *k, const Scan *c, StrSlot *cache, const Span *cat, Py_ssize_t last,
                             PyObject **made) {
     if (last >= 0 && same_span(c, k->spelled[last], cat)) return last;  /* the same as the event before: most */
     for (Py_ssize_t at = 0; at < k->distinct && at < CATS_COMPARED; at++)
         if (same_span(c, k->spelled[at], cat)) return at;
-    if (k->distinct <= CATS_COMPARED) return -1;
     if (!(*made = cat ? span_value(c, cache, cat, 0) : new_ref(Py_None))) return -2;
+    if (k->distinct <= CATS_COMPARED) return -1;
     PyObject *found = PyDict_GetItemWithError(k->index_of, *made);
     if (!found) return PyErr_Occurred() ? -2 : -1;
     Py_ssize_t at = PyLong_AsSsize_t(found);
@@ -3475,8 +3469,7 @@ static int scan_categories(JState *s, const Scan *c, StrSlot *cache, const Block
         const Span *cat = HAS(e, A_CAT) && bk->spans[e->first].kind == V_STR ? &bk->spans[e->first] : NULL;
         PyObject *made = NULL;
         Py_ssize_t at = cats_find(&k, c, cache, cat, last, &made);
-        if (at == -1 && !made) made = cat ? span_value(c, cache, cat, 0) : new_ref(Py_None);
-        if (at == -1 && made) at = cats_add(&k, order, cat, made);
+        if (at == -1) at = cats_add(&k, order, cat, made);
         Py_XDECREF(made);
         if ((failed = at < 0)) break;
         k.counts[at]++;

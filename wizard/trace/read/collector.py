@@ -212,17 +212,16 @@ class PieceResult(Struct, eq=False):
     counters: Counters = field(default_factory=Counters)
 
 
-def collect_piece(events: list[Event] | None, piece: bytes = b"") -> PieceResult | None:
-    """A block's events as compact records, the way a worker returns them (``piece``: the block's bytes, where
-    the counter events' values are read when it has any). ``events`` None: collected from ``piece`` itself, by the
-    core's scanner, or decoded here (None where neither takes it: the parent's exact path then reads it)."""
+def collect_piece(piece: bytes) -> PieceResult | None:
+    """A block of whole events as compact records, the way a worker returns them: scanned by the core or decoded,
+    as the reader's one process does (None where neither takes it: the parent's exact path then reads it); the
+    counter events' values from the block's bytes."""
     part = TraceContents(path="")
     collector = Collector(part)
-    if events is None and not collector.add_bytes(piece):
+    if not collector.add_bytes(piece):
         events = decode_block(EVENTS_DECODER, piece)
         if events is None:
             return None
-    if events is not None:
         collector.add(events)
     counter_values(part, 0, piece)
     return PieceResult(

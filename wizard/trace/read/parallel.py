@@ -34,7 +34,7 @@ def decode_piece(piece: bytes) -> PieceResult | None:
     """Worker side: None when the fast decoder cannot take the block."""
     _orphaned()  # between blocks: a worker of a parent killed without Linux's parent-death signal stops here
     gc.disable()  # a worker only builds acyclic records
-    return collect_piece(None, piece)
+    return collect_piece(piece)
 
 
 def decode_range(path: str, start: int, end: int, inherited: tuple[int, int, int] | None = None) -> PieceResult | None:
