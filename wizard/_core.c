@@ -33,26 +33,37 @@ enum { OK = 0, CUT = 1, LONG_VARINT = 2 };
 
 /* the varint at b[i], as protobuf.varint reads it: CUT where the bytes end inside it (IndexError there),
  * LONG_VARINT where it runs past 10 bytes; the value can hold 70 bits, as a Python int does */
-static int read_varint(const unsigned char *b, Py_ssize_t n, Py_ssize_t *i, u128 *out) {
+static int read_varint_on(const unsigned char *b, Py_ssize_t n, Py_ssize_t *i, u128 *out) {
     Py_ssize_t j = *i;
-    if (j >= n) return CUT;
-    unsigned x = b[j];
-    if (x < 0x80) { *out = x; *i = j + 1; return OK; }
-    if (j + 1 >= n) return CUT;
-    unsigned y = b[j + 1];
-    if (y < 0x80) { *out = (u128)(x & 0x7F) | ((u128)y << 7); *i = j + 2; return OK; }
-    u128 result = (u128)(x & 0x7F) | ((u128)(y & 0x7F) << 7);
-    int shift = 14;
-    j += 1;
-    for (;;) {
-        j += 1;
+    uint64_t low = 0;  /* the first nine bytes' 63 bits: a 64-bit shift, where a u128 one cost twice as much */
+    for (int shift = 0; shift < 63; shift += 7, j++) {
         if (j >= n) return CUT;
-        x = b[j];
-        result |= (u128)(x & 0x7F) << shift;
-        if (x < 0x80) { *out = result; *i = j + 1; return OK; }
-        shift += 7;
-        if (shift > 63) return LONG_VARINT;
+        unsigned x = b[j];
+        low |= (uint64_t)(x & 0x7F) << shift;
+        if (x < 0x80) {
+            *out = low;
+            *i = j + 1;
+            return OK;
+        }
     }
+    if (j >= n) return CUT;
+    unsigned x = b[j];  /* the tenth byte: bits 63-69 */
+    if (x >= 0x80) return LONG_VARINT;
+    *out = (u128)low | ((u128)(x & 0x7F) << 63);
+    *i = j + 1;
+    return OK;
+}
+
+/* read_varint_on, with a one-byte varint (most tags and lengths) read inline */
+static inline __attribute__((always_inline)) int read_varint(const unsigned char *b, Py_ssize_t n, Py_ssize_t *i,
+                                                             u128 *out) {
+    Py_ssize_t j = *i;
+    if (j < n && b[j] < 0x80) {
+        *out = b[j];
+        *i = j + 1;
+        return OK;
+    }
+    return read_varint_on(b, n, i, out);
 }
 
 static PyObject *py_int(u128 v) {
@@ -64,6 +75,26 @@ static PyObject *py_int(u128 v) {
     PyObject *whole = (shifted && lo) ? PyNumber_Or(shifted, lo) : NULL;
     Py_XDECREF(hi); Py_XDECREF(lo); Py_XDECREF(sixty_four); Py_XDECREF(shifted);
     return whole;
+}
+
+/* strings by the bytes they were decoded from: one object per distinct run of bytes (a direct-mapped table: a
+ * crafted run of colliding bytes costs a decode each, as without it) */
+typedef struct {
+    uint64_t hash;
+    PyObject *text;
+} StrSlot;
+
+/* a hash of a run of bytes (FNV-1a's primes, eight bytes a step), for the tables of strings */
+static uint64_t bytes_hash(const unsigned char *p, Py_ssize_t len) {
+    uint64_t h = 1469598103934665603u ^ (uint64_t)len;
+    Py_ssize_t k = 0;
+    for (; k + 8 <= len; k += 8) {
+        uint64_t w;
+        memcpy(&w, p + k, 8);
+        h = (h ^ w) * 1099511628211u, h ^= h >> 29;
+    }
+    for (; k < len; k++) h = (h ^ p[k]) * 1099511628211u;
+    return h;
 }
 
 static PyObject *damaged(const char *text) {
@@ -655,13 +686,41 @@ static int memo_restart(PyObject *memo, Py_ssize_t *entries) {
     return done ? 0 : -1;
 }
 
+/* The notes' keys by their bytes: the memo's look-up of each note made a bytes object and hashed it with SipHash
+ * (20% of a .pftrace read's instructions). The same bytes object is handed again for the same bytes: its hash is
+ * kept in it, and the memo, which holds it as the key of its entry, finds it by identity. The look-up is the memo's
+ * own, so what it answers is what it holds. A direct-mapped table (colliding bytes only make a new object), of
+ * keys at most MEMO_BYTES long (the memo's), for the life of the process. */
+#define NOTE_SLOTS 2048
+typedef struct {
+    uint64_t hash;
+    PyObject *key;
+} NoteSlot;
+static NoteSlot note_keys[NOTE_SLOTS];
+
+/* the key of the note at p[0..len): a new reference, or NULL with the error raised */
+static PyObject *note_key(const unsigned char *p, Py_ssize_t len) {
+    uint64_t h = bytes_hash(p, len);
+    NoteSlot *slot = &note_keys[h & (NOTE_SLOTS - 1)];
+    if (slot->key && slot->hash == h && PyBytes_Size(slot->key) == len &&
+        memcmp(PyBytes_AsString(slot->key), p, (size_t)len) == 0)
+        return new_ref(slot->key);
+    PyObject *key = PyBytes_FromStringAndSize((const char *)p, len);
+    if (key) {
+        PyObject *old = slot->key;
+        slot->key = new_ref(key), slot->hash = h;
+        Py_XDECREF(old);
+    }
+    return key;
+}
+
 /* one note into args through the memo: 0, or -1 with the error raised */
 static int one_note(PyObject *bytes, Py_ssize_t start, Py_ssize_t end, PyObject *seq, PyObject *memo, PyObject *args,
                     Py_ssize_t *entries) {
     int is_short = end - start <= memo_bytes;
     PyObject *key = NULL, *found = NULL;
     if (is_short) {
-        key = PyBytes_FromStringAndSize(PyBytes_AsString(bytes) + start, end - start);
+        key = note_key((const unsigned char *)PyBytes_AsString(bytes) + start, end - start);
         if (!key) return -1;
         if (PyDict_Check(memo)) {  /* a miss raises no KeyError: most annotations of a kernel miss */
             found = PyDict_GetItemWithError(memo, key);
@@ -795,15 +854,6 @@ failed:
 static PyObject *pure_track_event_named = NULL, *name_names = NULL, *name_categories = NULL;
 static Py_ssize_t name_bytes = 4096, max_name = 1024;
 
-/* bytes[first:last].decode("utf-8", "replace") for 0 <= first: a span of track_event_fields may pass the buffer's
- * end where the window given did (Python's slice stops at the end; so does this) */
-static PyObject *decode_slice(PyObject *bytes, Py_ssize_t first, Py_ssize_t last) {
-    Py_ssize_t n = PyBytes_Size(bytes);
-    if (last > n) last = n;
-    if (first > last) first = last;
-    return PyUnicode_DecodeUTF8(PyBytes_AsString(bytes) + first, last - first, "replace");
-}
-
 static PyObject *cut_span(PyObject *bytes, Py_ssize_t first, Py_ssize_t last);
 
 /* a name or category span as kept (perfetto._name): at most name_bytes of it decoded, then max_name characters */
@@ -815,9 +865,41 @@ static PyObject *cut_name(PyObject *bytes, PyObject *where) {
     return cut_span(bytes, first, last);
 }
 
+/* Names and categories written as text (not interned) decoded once each: a trace repeats a few of them on every
+ * slice, and the same object for each lets every look-up after (sets, the collector's dicts) find it by identity
+ * with its hash kept. A name's text is taken again only where its UTF-8 is the span's bytes (so it was decoded
+ * whole, without a replacement) and it is within max_name (a test's smaller bound cuts it as before). */
+#define NAME_SLOTS 1024
+#define NAME_CACHED 256
+static StrSlot name_cache[NAME_SLOTS];
+
 static PyObject *cut_span(PyObject *bytes, Py_ssize_t first, Py_ssize_t last) {
     if (last - first > name_bytes) last = first + name_bytes;
-    PyObject *name = decode_slice(bytes, first, last);
+    /* 0 <= first: a span of track_event_fields may pass the buffer's end where the window given did (Python's
+     * slice stops at the end; so does this) */
+    Py_ssize_t n = PyBytes_Size(bytes), len;
+    if (last > n) last = n;
+    if (first > last) first = last;
+    const unsigned char *p = (const unsigned char *)PyBytes_AsString(bytes) + first;
+    StrSlot *slot = NULL;
+    uint64_t h = 0;
+    if ((len = last - first) <= NAME_CACHED) {
+        h = bytes_hash(p, len);
+        slot = &name_cache[h & (NAME_SLOTS - 1)];
+        if (slot->text && slot->hash == h) {
+            Py_ssize_t size = 0;
+            const char *held = PyUnicode_AsUTF8AndSize(slot->text, &size);
+            if (!held) return NULL;
+            if (size == len && memcmp(held, p, (size_t)len) == 0 && PyUnicode_GetLength(slot->text) <= max_name)
+                return new_ref(slot->text);
+        }
+    }
+    PyObject *name = PyUnicode_DecodeUTF8((const char *)p, len, "replace");
+    if (name && slot && PyUnicode_GetLength(name) <= max_name) {
+        PyObject *old = slot->text;
+        slot->text = new_ref(name), slot->hash = h;
+        Py_XDECREF(old);
+    }
     if (name && PyUnicode_GetLength(name) > max_name) {
         PyObject *cut = PyUnicode_Substring(name, 0, max_name);
         Py_DECREF(name);
@@ -972,7 +1054,7 @@ typedef struct {
 static PyTypeObject *slices_type = NULL;
 static PyObject *s_event = NULL, *s_args = NULL, *s_no_args = NULL, *s_cats[5] = {NULL}, *s_empty = NULL;
 static PyObject *s_correlation = NULL, *s_thousand = NULL, *s_pid = NULL, *s_tid = NULL, *s_usable = NULL;
-static PyObject *s_args_read = NULL, *s_default_track = NULL, *s_blank = NULL;
+static PyObject *s_args_read = NULL, *s_default_track = NULL, *s_blank = NULL, *s_track = NULL;
 static long s_tables[3] = {0, 1, 2};  /* KERNELS, GPU_OPS, SLICES */
 enum { S_KERNEL, S_GPU_OP, S_OP, S_RUNTIME, S_PYTHON };
 
@@ -1091,8 +1173,65 @@ static int exact_add(Slices *self, int table, PyObject *ts, PyObject *dur) {
     return done ? 0 : -1;
 }
 
+/* The categories looked up last (strs: their membership in the bound frozensets never changes), with their table
+ * and whether their args are read: a trace's slices come in a few interned categories, and up to six set look-ups
+ * an event were 2% of a .pftrace read's instructions. Found by identity among CAT_MEMO, the oldest replaced;
+ * forgotten where the sets are bound again. */
+#define CAT_MEMO 8
+static struct {
+    PyObject *cat;
+    int table, wanted;  /* exact_table's and args_read's answers; -3 not yet asked */
+} s_cat_memo[CAT_MEMO];
+static int s_cat_next = 0;
+static int s_cats_frozen = 0;  /* every bound set a frozenset: else nothing is remembered */
+
+static void cat_memo_forget(void) {
+    for (int k = 0; k < CAT_MEMO; k++) {
+        Py_CLEAR(s_cat_memo[k].cat);
+        s_cat_memo[k].table = s_cat_memo[k].wanted = -3;
+    }
+    s_cat_next = 0;
+}
+
+/* the memo of cat (which: 0 its table, 1 whether its args are read), made where it is new; NULL where cat is not an
+ * exact str (not remembered) */
+static int *cat_memo_of(PyObject *cat, int which) {
+    if (!s_cats_frozen || !PyUnicode_CheckExact(cat)) return NULL;
+    int k = 0;
+    while (k < CAT_MEMO && s_cat_memo[k].cat != cat) k++;
+    if (k == CAT_MEMO) {
+        k = s_cat_next, s_cat_next = (s_cat_next + 1) % CAT_MEMO;
+        PyObject *old = s_cat_memo[k].cat;
+        s_cat_memo[k].cat = new_ref(cat);
+        Py_XDECREF(old);
+        s_cat_memo[k].table = s_cat_memo[k].wanted = -3;
+    }
+    return which ? &s_cat_memo[k].wanted : &s_cat_memo[k].table;
+}
+
+static int exact_table_of(PyObject *cat);
+
 /* which ExactTimes table a category's events go beside (the collector's dispatch, in its order), or -1: none */
 static int exact_table(PyObject *cat) {
+    int *memo = cat_memo_of(cat, 0);
+    if (!memo) return exact_table_of(cat);
+    if (*memo == -3) *memo = exact_table_of(cat);
+    int table = *memo;
+    if (table == -2) *memo = -3;  /* an error is not remembered */
+    return table;
+}
+
+/* whether a category's args are read (ARGS_READ), or -1 with the error raised */
+static int args_read(PyObject *cat) {
+    int *memo = cat_memo_of(cat, 1);
+    if (!memo) return PySet_Contains(s_args_read, cat);
+    if (*memo == -3) *memo = PySet_Contains(s_args_read, cat);
+    int wanted = *memo;
+    if (wanted < 0) *memo = -3;
+    return wanted;
+}
+
+static int exact_table_of(PyObject *cat) {
     int in;
     if ((in = PySet_Contains(s_cats[S_KERNEL], cat)) != 0) return in < 0 ? -2 : (int)s_tables[0];
     if ((in = PySet_Contains(s_cats[S_GPU_OP], cat)) != 0) return in < 0 ? -2 : (int)s_tables[1];
@@ -1153,8 +1292,13 @@ static PyObject *slices_emit_of(Slices *self, PyObject *const *f) {
     PyObject *where = PyDict_GetItemWithError(self->tracks, track), *pid, *tid, *result = NULL;
     if (!where && PyErr_Occurred()) return NULL;
     Py_XINCREF(where);  /* held: the attribute reads below run no Python code, but the reference is ours */
-    pid = where ? PyObject_GetAttr(where, s_pid) : new_ref(Py_None);
-    tid = where ? (pid ? PyObject_GetAttr(where, s_tid) : NULL) : new_ref(track);
+    if (where && Py_TYPE(where) == (PyTypeObject *)s_track) {  /* a _Track: (pid, tid, name), a NamedTuple */
+        pid = new_ref(PyTuple_GetItem(where, 0));
+        tid = new_ref(PyTuple_GetItem(where, 1));
+    } else {
+        pid = where ? PyObject_GetAttr(where, s_pid) : new_ref(Py_None);
+        tid = where ? (pid ? PyObject_GetAttr(where, s_tid) : NULL) : new_ref(track);
+    }
     Py_XDECREF(where);
     if (!pid || !tid) goto done;
     int linked = PyObject_IsTrue(links), has = 0;
@@ -1423,7 +1567,7 @@ static PyObject *slice_core(Slices *self, PyObject *b, Py_ssize_t start, Py_ssiz
     }
     int noted = d->notes ? PyObject_IsTrue(d->notes) : d->count > 0, wanted = 0;
     if (noted < 0 || !(args = PyDict_New())) goto done;
-    if (noted && (wanted = d->cat == Py_None ? 1 : PySet_Contains(s_args_read, d->cat)) < 0) goto done;
+    if (noted && (wanted = d->cat == Py_None ? 1 : args_read(d->cat)) < 0) goto done;
     if (wanted && (d->notes ? slice_args(self, b, d->notes, seq, args, &held)
                             : spans_args(self, b, d, seq, args, &held)) < 0)
         goto done;
@@ -1834,14 +1978,15 @@ static PyType_Spec slices_spec = {
 };
 
 /* bind_slices(Event, EventArgs, no_args, (kernel, gpu op, op, runtime, python categories), (KERNELS, GPU_OPS,
- * SLICES), ARGS_READ): perfetto.py hands over its types and categories (the bounds are each Slices' own); returns
- * the type */
+ * SLICES), ARGS_READ, _Track): perfetto.py hands over its types and categories (the bounds are each Slices' own);
+ * returns the type */
 static PyObject *core_bind_slices(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
-    if (nargs != 6 || !PyTuple_Check(args[3]) || PyTuple_Size(args[3]) != 5 || !PyTuple_Check(args[4]) ||
-        PyTuple_Size(args[4]) != 3 || !PyAnySet_Check(args[5])) {
+    if (nargs != 7 || !PyTuple_Check(args[3]) || PyTuple_Size(args[3]) != 5 || !PyTuple_Check(args[4]) ||
+        PyTuple_Size(args[4]) != 3 || !PyAnySet_Check(args[5]) || !PyType_Check(args[6]) ||
+        !PyType_IsSubtype((PyTypeObject *)args[6], &PyTuple_Type)) {
         PyErr_SetString(PyExc_TypeError, "bind_slices(Event, EventArgs, no_args, categories: 5 sets, tables: 3 ints, "
-                                         "args_read: set)");
+                                         "args_read: set, track: a tuple type)");
         return NULL;
     }
     long tables[3];
@@ -1861,16 +2006,19 @@ static PyObject *core_bind_slices(PyObject *self, PyObject *const *args, Py_ssiz
     if (!s_blank && !(s_blank = PyUnicode_FromString(""))) return NULL;
     if (!s_thousand && !(s_thousand = PyFloat_FromDouble(1000.0))) return NULL;
     PyObject **slots[] = {&s_event, &s_args, &s_no_args, &s_cats[0], &s_cats[1], &s_cats[2], &s_cats[3], &s_cats[4],
-                          &s_args_read};
+                          &s_args_read, &s_track};
     PyObject *values[] = {args[0], args[1], args[2], PyTuple_GetItem(args[3], 0), PyTuple_GetItem(args[3], 1),
                           PyTuple_GetItem(args[3], 2), PyTuple_GetItem(args[3], 3), PyTuple_GetItem(args[3], 4),
-                          args[5]};
-    for (int k = 0; k < 9; k++) {
+                          args[5], args[6]};
+    for (int k = 0; k < 10; k++) {
         PyObject *old = *slots[k];
         *slots[k] = new_ref(values[k]);
         Py_XDECREF(old);
     }
     for (int k = 0; k < 3; k++) s_tables[k] = tables[k];
+    cat_memo_forget();
+    s_cats_frozen = PyFrozenSet_CheckExact(s_args_read);
+    for (int k = 0; k < 5; k++) s_cats_frozen &= PyFrozenSet_CheckExact(s_cats[k]);
     return new_ref((PyObject *)slices_type);
 }
 
@@ -1971,6 +2119,38 @@ typedef struct {
     Py_ssize_t run;
 } Lane;
 
+/* A few categories seen in a call, each with a number (its kind, its place in the count), found by identity: a
+ * .pftrace's events share a few category objects (a dict look-up of each was 2% of its read). Strs only (an
+ * equal str gives the same answer); strong references, dropped by seen_free. */
+#define SEEN 8
+typedef struct {
+    PyObject *cat[SEEN];
+    long value[SEEN];
+    int next;
+} Seen;
+
+static int seen_find(const Seen *t, PyObject *cat, long *value) {
+    for (int k = 0; k < SEEN; k++)
+        if (t->cat[k] == cat) {
+            *value = t->value[k];
+            return 1;
+        }
+    return 0;
+}
+
+static void seen_add(Seen *t, PyObject *cat, long value) {
+    if (!PyUnicode_CheckExact(cat)) return;
+    int k = t->next;
+    t->next = (k + 1) % SEEN;
+    PyObject *old = t->cat[k];
+    t->cat[k] = new_ref(cat), t->value[k] = value;
+    Py_XDECREF(old);
+}
+
+static void seen_free(Seen *t) {
+    for (int k = 0; k < SEEN; k++) Py_CLEAR(t->cat[k]);
+}
+
 /* one call's state: the collector's tables and helpers (borrowed from `held`), the gathered appends */
 typedef struct {
     PyObject *held[40];
@@ -1988,6 +2168,7 @@ typedef struct {
     Buf rt_corr, rt_threads, rt_starts, rt_names;
     double last_end, last_end_before;
     long counters;
+    Seen kinds;  /* the categories' kinds (kind_of_cat) */
 } JState;
 
 static PyObject *hold(JState *s, PyObject *object) {
@@ -2690,6 +2871,7 @@ static void state_close(JState *s) {
     PyMem_Free(s->k_ts.p), PyMem_Free(s->k_dur.p), PyMem_Free(s->k_corr.p), PyMem_Free(s->k_shape.p);
     Py_XDECREF(s->ops.pid), Py_XDECREF(s->ops.tid), Py_XDECREF(s->frames.pid), Py_XDECREF(s->frames.tid);
     Py_XDECREF(s->rt_pid), Py_XDECREF(s->rt_tid);
+    seen_free(&s->kinds);
     for (int k = 0; k < s->nheld; k++) Py_DECREF(s->held[k]);
 }
 
@@ -2713,7 +2895,8 @@ static int dispatch_kind(JState *s, PyObject *ev, long kind);
 static int dispatch(JState *s, PyObject *ev) {
     PyObject *cat = ev_attr(ev, A_CAT);
     if (!cat) return -1;
-    long kind = kind_of_cat(cat);
+    long kind;
+    if (!seen_find(&s->kinds, cat, &kind) && (kind = kind_of_cat(cat)) >= 0) seen_add(&s->kinds, cat, kind);
     Py_DECREF(cat);
     return kind < 0 ? -1 : dispatch_kind(s, ev, kind);
 }
@@ -2789,11 +2972,13 @@ static int apply_counts(JState *s, PyObject *order, const Py_ssize_t *counts, in
 static int count_categories(JState *s, PyObject *events) {
     PyObject *seen = PyDict_New(), *order = PyList_New(0);
     Py_ssize_t *counts = NULL, cap = 0;
+    Seen places = {{NULL}, {0}, 0};
     int failed = !seen || !order;
     for (Py_ssize_t i = 0; !failed && i < PyList_Size(events); i++) {
         PyObject *ev = PyList_GetItem(events, i), *cat = ev ? ev_attr(ev, A_CAT) : NULL;
         int missing = 0;
-        long at = cat ? dict_long(seen, cat, &missing) : -2;
+        long at = -2;
+        if (cat && !seen_find(&places, cat, &at) && (at = dict_long(seen, cat, &missing)) >= 0) seen_add(&places, cat, at);
         if (missing) {
             at = (long)PyList_Size(order);
             PyObject *index = PyLong_FromLong(at);
@@ -2805,8 +2990,10 @@ static int count_categories(JState *s, PyObject *events) {
         }
         failed = failed || at < 0;
         if (!failed) counts[at]++;
+        if (missing && !failed) seen_add(&places, cat, at);
         Py_XDECREF(cat);
     }
+    seen_free(&places);
     int status = apply_counts(s, order, counts, failed);
     PyMem_Free(counts);
     Py_XDECREF(seen);
@@ -3250,25 +3437,6 @@ static int scan_block(Scan *c, Block *bk, int *has_last, double *last) {
         if (!scan_take(c, ',')) return 0;
         scan_ws(c);
     }
-}
-
-/* the second pass's strings, one object per distinct run of bytes in a call */
-typedef struct {
-    uint64_t hash;
-    PyObject *text;
-} StrSlot;
-
-/* a hash of a run of bytes (FNV-1a's primes, eight bytes a step), for the second pass's tables */
-static uint64_t bytes_hash(const unsigned char *p, Py_ssize_t len) {
-    uint64_t h = 1469598103934665603u ^ (uint64_t)len;
-    Py_ssize_t k = 0;
-    for (; k + 8 <= len; k += 8) {
-        uint64_t w;
-        memcpy(&w, p + k, 8);
-        h = (h ^ w) * 1099511628211u, h ^= h >> 29;
-    }
-    for (; k < len; k++) h = (h ^ p[k]) * 1099511628211u;
-    return h;
 }
 
 static PyObject *span_str(StrSlot *cache, const unsigned char *p, Py_ssize_t len, int wide) {
@@ -4025,7 +4193,7 @@ static struct PyModuleDef module = {
 };
 
 /* API: the version of these functions' arguments and meaning that wizard/trace/read/core.py binds (raised with it) */
-#define CORE_API 6
+#define CORE_API 7
 
 PyMODINIT_FUNC PyInit__core(void) {
     PyObject *m = PyModule_Create(&module);

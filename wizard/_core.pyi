@@ -102,6 +102,7 @@ def bind_slices(
     categories: tuple[frozenset[str], ...],
     tables: tuple[int, int, int],
     args_read: frozenset[str],
+    track_type: type[tuple[Any, ...]],
     /,
 ) -> type[Slices]: ...
 

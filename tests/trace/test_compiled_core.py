@@ -113,6 +113,20 @@ def test_values_past_64_bits_are_python_ints() -> None:
     assert core.fields(data) == protobuf.pure_fields(data) == [(1, 0, 2**70 - 1)]
 
 
+def test_every_varint_length_reads_as_the_twin_reads_it() -> None:
+    """The core reads a varint's first nine bytes in 64 bits and the tenth's bits 63-69 after (wizard/_core.c,
+    read_varint_on): every length from 1 to 10 bytes at both of its ends, each cut short at every byte, and an
+    eleventh byte, read at every offset as the twin reads them."""
+    values = [0, 2**70 - 1] + [2**k + d for k in range(7, 70, 7) for d in (-1, 0)] + [2**63 - 1, 2**63, 2**64 - 1]
+    for value in values:
+        whole = encode_varint(value)
+        for data in (whole, b"\x00" + whole + b"\x05", whole + b"\x80", b"\xff" * 10 + b"\x01"):
+            for cut in range(len(data) + 1):
+                for at in range(cut + 2):
+                    assert outcome(core.varint, data[:cut], at) == outcome(protobuf.pure_varint, data[:cut], at)
+        assert core.varint(whole, 0) == protobuf.pure_varint(whole, 0) == (value, len(whole))
+
+
 def test_more_than_max_fields_is_refused_in_the_same_words() -> None:
     data = b"\x08\x00" * (protobuf.MAX_FIELDS + 1)
     expected = ("Damaged", f"a message of more than {protobuf.MAX_FIELDS} fields")

@@ -323,6 +323,90 @@ def test_packets_agree_on_every_change_of_a_run_and_at_the_bounds() -> None:
     assert compared > 1_000
 
 
+def memo_rounds(kind: Any) -> Any:
+    """A kernel with two annotations read five times by ``packets``, the sequence's memo changed between reads: given
+    another answer for one annotation's bytes, cleared, full (its entries at MEMO_ENTRIES, so the annotation it no
+    longer holds starts it again), then left alone. Each read's events' args, and the memo and count after it."""
+    s, seq = made(kind), sequence()
+    stream = dfield(10, b"stream") + vfield(3, 7)
+    run = [packet(1_000, 1, begin(5, b"k", b"kernel", NOTE) + dfield(4, stream)), packet(2_000, 1, end(5))]
+    seen = []
+    for change in ("none", "another answer", "cleared", "full", "none"):
+        if change == "another answer":
+            seq.memo[stream] = ("stream", 77)
+        elif change == "cleared":
+            seq.memo.clear()
+        elif change == "full":  # the stream's note misses a full memo, which starts again with it alone
+            s.memo_entries = perfetto.MEMO_ENTRIES
+            del seq.memo[stream]
+            seq.memo[b"\x00"] = ("device", 1)
+        assert s.packets(run, 0, (1, seq)) == (2, False)
+        seen.append(([plain(ev.args) for ev in s.take()], plain(seq.memo), s.memo_entries))
+    return seen
+
+
+def test_an_event_gets_what_the_memo_holds_on_both_paths() -> None:
+    """The core looks each note up in the sequence's memo by a key it keeps for those bytes (wizard/_core.c,
+    note_key), so the memo's answer is the event's: another answer given for the bytes, a memo cleared or started
+    again at MEMO_ENTRIES, and the events get what the twin's memo gives them, with the same memo and count after."""
+    seen = memo_rounds(Compiled)
+    assert seen == memo_rounds(perfetto.PureSlices)
+    streams = [args[0][1][1][2] for args, _, _ in seen]  # EventArgs' third field, the stream, of each read's event
+    assert streams == [7, 77, 7, 7, 7]
+    full = perfetto.MEMO_ENTRIES
+    assert [entries for _, _, entries in seen] == [2, 2, 4, full - 1, full]
+    assert seen[3][1] == plain({dfield(10, b"stream") + vfield(3, 7): ("stream", 7)})  # started again
+
+
+def test_names_as_text_are_decoded_whole_and_cut_as_the_bound_says() -> None:
+    """The core keeps the text of each name and category it decodes, by their bytes (wizard/_core.c, cut_span): the
+    same bytes give the same text, one object; bytes that are not UTF-8 are decoded with replacements every time; a
+    smaller MAX_NAME given later cuts a name it kept whole. Both paths agree on each."""
+
+    def names(kind: Any, name: bytes) -> list[Any]:
+        s = made(kind)
+        run = [packet(1_000, 1, begin(5, name, b"kernel")), packet(2_000, 1, end(5))] * 2
+        s.packets(run, 0, (1, sequence()))
+        return [(ev.name, ev.cat) for ev in s.take()]
+
+    for name in (b"gemm", b"bad \xff\xfe name", "∑".encode() * 40, b"x" * 300):
+        first, second = names(Compiled, name)
+        assert first == second and (first[0] is second[0]) == (len(name) <= 256 and b"\xff" not in name)
+        expected = [(name.decode("utf-8", "replace"), "kernel")] * 2
+        assert names(Compiled, name) == names(perfetto.PureSlices, name) == expected
+
+    def bind(max_name: int) -> None:
+        core.bind_events(perfetto.pure_event_args, perfetto._decode_annotation, msgspec.json.decode,
+                         perfetto._JSON_ERRORS, perfetto._raw, perfetto._ARG_FIELDS, perfetto._ARG_FIELDS_BYTES,
+                         perfetto._RAW_ARGS, perfetto.MEMO_BYTES, perfetto.MEMO_ENTRIES, perfetto.pure_split_packets,
+                         perfetto.pure_track_event, perfetto.NAME_BYTES, max_name)  # fmt: skip
+
+    assert names(Compiled, b"a" * 40)[0][0] == "a" * 40  # kept whole
+    bind(10)
+    try:
+        assert names(Compiled, b"a" * 40) == [("a" * 10, "kernel")] * 2
+    finally:
+        bind(MAX_NAME)
+
+
+def test_a_track_of_another_type_is_read_by_its_attributes() -> None:
+    """The core reads a _Track's row by index (a NamedTuple); any other object in the tracks by its pid and tid, as
+    the twin does, and a plain tuple (no pid) fails in the twin's words."""
+
+    class Row:
+        pid, tid = "p", "t"
+
+    for row in (Row(), (1, 2, "x")):
+        seen = []
+        for kind in (Compiled, perfetto.PureSlices):
+            tracks: dict[int, Any] = {5: row}  # not _Tracks: what the twin reads of them, the core reads too
+            s = kind(tracks, ExactTimes(), {}, BOUNDS)
+            seen.append(outcome(s, "emit", 5, 1_000, 2_000, "op", "cpu_op", {}, (), 0))
+            seen.append(plain([(ev.pid, ev.tid) for ev in s.take()]))
+        assert seen[0:2] == seen[2:4]
+    assert seen[0][0] == "AttributeError"
+
+
 def test_packets_name_the_damaged_packet_of_the_run() -> None:
     """A plain packet whose TrackEvent is cut, third of a run: the error in protobuf's words, at packet 2."""
     batch = [packet(1, 1, begin(5)), packet(2, 1, end(5)), packet(3, 1, begin(5) + b"\x1a\x05ab"), packet(4, 1, end(5))]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from types import ModuleType
 
-API = 6
+API = 7
 
 
 def compiled() -> ModuleType | None:

@@ -46,7 +46,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 import msgspec
 
@@ -170,8 +170,10 @@ class _Sequence:
     memo: dict[bytes, tuple[str | None, Any]] = field(default_factory=dict)  # annotations by their bytes (_annotation)
 
 
-@dataclass
-class _Track:
+class _Track(NamedTuple):
+    """A track's row, as its descriptor gives it: a tuple, which the core reads by index (an attribute of a
+    dataclass cost a generic look-up per slice), and never changed (a descriptor read again makes another)."""
+
     pid: Any
     tid: Any
     name: str
@@ -751,7 +753,7 @@ def bind_core_slices(core: Any) -> type[PureSlices]:
     """The core's ``Slices``, handed the types, categories and bounds it builds events with (the tests' too)."""
     categories = (KERNEL_CATEGORIES, GPU_OP_CATEGORIES, OP_CATEGORIES, RUNTIME_CATEGORIES, PYTHON_CATEGORIES)
     compiled: type[PureSlices] = core.bind_slices(
-        Event, EventArgs, _NO_ARGS, categories, (KERNELS, GPU_OPS, SLICES), ARGS_READ
+        Event, EventArgs, _NO_ARGS, categories, (KERNELS, GPU_OPS, SLICES), ARGS_READ, _Track
     )
     return compiled
 
