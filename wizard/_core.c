@@ -686,22 +686,23 @@ static int memo_restart(PyObject *memo, Py_ssize_t *entries) {
     return done ? 0 : -1;
 }
 
-/* The notes' keys by their bytes: the memo's look-up of each note made a bytes object and hashed it with SipHash
- * (20% of a .pftrace read's instructions). The same bytes object is handed again for the same bytes: its hash is
- * kept in it, and the memo, which holds it as the key of its entry, finds it by identity. The look-up is the memo's
- * own, so what it answers is what it holds. A direct-mapped table (colliding bytes only make a new object), of
- * keys at most MEMO_BYTES long (the memo's), for the life of the process. */
-#define NOTE_SLOTS 2048
+/* The memos' keys by their bytes (the notes' memo, the slice ends'): each look-up made a bytes object and hashed it
+ * with SipHash (a note's: 20% of a .pftrace read's instructions). The same bytes object is handed again for the
+ * same bytes: its hash is kept in it, and the memo, which holds it as the key of its entry, finds it by identity.
+ * The look-up is the memo's own, so what it answers is what it holds. A direct-mapped table (colliding bytes only
+ * make a new object) of short keys (a memo's are at most MEMO_BYTES, an end's END_BYTES), for the life of the
+ * process. */
+#define KEY_SLOTS 2048
 typedef struct {
     uint64_t hash;
     PyObject *key;
-} NoteSlot;
-static NoteSlot note_keys[NOTE_SLOTS];
+} KeySlot;
+static KeySlot memo_keys[KEY_SLOTS];
 
-/* the key of the note at p[0..len): a new reference, or NULL with the error raised */
-static PyObject *note_key(const unsigned char *p, Py_ssize_t len) {
+/* the key of the bytes at p[0..len): a new reference, or NULL with the error raised */
+static PyObject *memo_key(const unsigned char *p, Py_ssize_t len) {
     uint64_t h = bytes_hash(p, len);
-    NoteSlot *slot = &note_keys[h & (NOTE_SLOTS - 1)];
+    KeySlot *slot = &memo_keys[h & (KEY_SLOTS - 1)];
     if (slot->key && slot->hash == h && PyBytes_Size(slot->key) == len &&
         memcmp(PyBytes_AsString(slot->key), p, (size_t)len) == 0)
         return new_ref(slot->key);
@@ -720,7 +721,7 @@ static int one_note(PyObject *bytes, Py_ssize_t start, Py_ssize_t end, PyObject 
     int is_short = end - start <= memo_bytes;
     PyObject *key = NULL, *found = NULL;
     if (is_short) {
-        key = note_key((const unsigned char *)PyBytes_AsString(bytes) + start, end - start);
+        key = memo_key((const unsigned char *)PyBytes_AsString(bytes) + start, end - start);
         if (!key) return -1;
         if (PyDict_Check(memo)) {  /* a miss raises no KeyError: most annotations of a kernel miss */
             found = PyDict_GetItemWithError(memo, key);
@@ -1049,7 +1050,15 @@ typedef struct {
     PyObject *ends;     /* the reader's {a slice end's bytes: its track, -1 the sequence's default} */
     Py_ssize_t open_count, open_bytes, batch_bytes, track_events, memo_entries, at;
     Py_ssize_t max_open, max_open_bytes, max_pending, batch_limit, batch_bytes_limit, end_bytes, memo_limit;
+    PyObject *sink;     /* the collector each event is handed to as it is made (sink()), or NULL: the batch */
+    void *run;          /* what has been handed to the sink since it was last flushed (Sink, below), or NULL */
 } Slices;
+
+/* the sink (below, after the collector's dispatch): an event handed over; the run flushed; the run dropped */
+static int sink_event(Slices *self, PyObject *const *f, PyObject *start, PyObject *length);
+static int sink_flush(Slices *self);
+static void sink_drop(Slices *self);
+static Py_ssize_t sink_count(const Slices *self);
 
 static PyTypeObject *slices_type = NULL;
 static PyObject *s_event = NULL, *s_args = NULL, *s_no_args = NULL, *s_cats[5] = {NULL}, *s_empty = NULL;
@@ -1063,6 +1072,7 @@ static int slices_traverse(Slices *self, visitproc visit, void *arg) {
     Py_VISIT(self->open); Py_VISIT(self->tracks); Py_VISIT(self->exact);
     for (int k = 0; k < 6; k++) Py_VISIT(self->append[k]);
     Py_VISIT(self->batch); Py_VISIT(self->pending); Py_VISIT(self->base); Py_VISIT(self->ends);
+    Py_VISIT(self->sink);
     return 0;
 }
 
@@ -1070,6 +1080,8 @@ static int slices_clear(Slices *self) {
     Py_CLEAR(self->open); Py_CLEAR(self->tracks); Py_CLEAR(self->exact);
     for (int k = 0; k < 6; k++) Py_CLEAR(self->append[k]);
     Py_CLEAR(self->batch); Py_CLEAR(self->pending); Py_CLEAR(self->base); Py_CLEAR(self->ends);
+    sink_drop(self);
+    Py_CLEAR(self->sink);
     return 0;
 }
 
@@ -1241,7 +1253,8 @@ static int exact_table_of(PyObject *cat) {
 }
 
 static PyObject *due(Slices *self) {
-    return PyBool_FromLong(PyList_Size(self->batch) >= self->batch_limit || self->batch_bytes >= self->batch_bytes_limit);
+    Py_ssize_t events = PyList_Size(self->batch) + sink_count(self);
+    return PyBool_FromLong(events >= self->batch_limit || self->batch_bytes >= self->batch_bytes_limit);
 }
 
 /* PureSlices.event: one Event into the batch; us: its start in microseconds where taken earlier, or NULL */
@@ -1254,20 +1267,25 @@ static PyObject *slices_event_of(Slices *self, PyObject *const *f, PyObject *us)
     PyObject *rel = int_minus(ts, self->base), *ev = NULL;
     if (!rel) return NULL;
     PyObject *start = us ? new_ref(us) : micro(rel), *length = start ? micro(dur) : NULL, *kept = NULL;
-    if (length) kept = PyDict_Size(args) ? PyObject_Call(s_args, s_empty, args) : new_ref(s_no_args);
+    int sunk = 0;
+    if (length && self->sink) {  /* handed to the collector now, in the event the sink reuses */
+        sunk = sink_event(self, f, start, length) < 0 ? -1 : 1;
+    } else if (length) {
+        kept = PyDict_Size(args) ? PyObject_Call(s_args, s_empty, args) : new_ref(s_no_args);
+    }
     if (kept)  /* Event(cat, name, pid, tid, ts, dur, args), positional as the twin makes it */
         ev = PyObject_CallFunctionObjArgs(s_event, cat, f[1], f[2], f[3], start, length, kept, NULL);
     Py_XDECREF(start);
     Py_XDECREF(length);
     Py_XDECREF(kept);
-    int table = ev ? exact_table(cat) : -2;
+    int table = ev || sunk > 0 ? exact_table(cat) : -2;
     int failed = table == -2 || (table >= 0 && exact_add(self, table, rel, dur) < 0);
     Py_DECREF(rel);
-    if (failed || PyList_Append(self->batch, ev) < 0) {
+    if (failed || (ev && PyList_Append(self->batch, ev) < 0)) {
         Py_XDECREF(ev);
         return NULL;
     }
-    Py_DECREF(ev);
+    Py_XDECREF(ev);
     return due(self);
 }
 
@@ -1550,7 +1568,7 @@ static PyObject *slice_core(Slices *self, PyObject *b, Py_ssize_t start, Py_ssiz
     self->track_events += 1;
     if (d->kind == 2) {
         if (end - start <= self->end_bytes && PyDict_Size(self->ends) < self->memo_limit) {
-            PyObject *key = PyBytes_FromStringAndSize(PyBytes_AsString(b) + start, end - start);
+            PyObject *key = memo_key((const unsigned char *)PyBytes_AsString(b) + start, end - start);
             int set = key ? PyDict_SetItem(self->ends, key, d->track) : -1;
             Py_XDECREF(key);
             if (set < 0) return NULL;
@@ -1777,7 +1795,7 @@ static int plain_packet(Slices *self, PyObject *b, PyObject *seq_id, int narrow,
     PyObject *stamp = py_int(ts), *result = NULL;
     if (!stamp) return -1;
     if (end - start <= self->end_bytes) {  /* a slice's end seen before: its track, without decoding it */
-        PyObject *key = PyBytes_FromStringAndSize((const char *)buf + start, end - start);
+        PyObject *key = memo_key(buf + start, end - start);
         PyObject *ended = key ? PyDict_GetItemWithError(self->ends, key) : NULL;
         Py_XINCREF(ended);
         Py_XDECREF(key);
@@ -1861,6 +1879,7 @@ static PyObject *slices_packets(Slices *self, PyObject *const *args, Py_ssize_t 
 /* PureSlices.take(): the batch for the collector, a new one begun */
 static PyObject *slices_take(Slices *self, PyObject *unused) {
     (void)unused;
+    if (sink_flush(self) < 0) return NULL;
     PyObject *fresh = PyList_New(0);
     if (!fresh) return NULL;
     PyObject *batch = self->batch;
@@ -1886,7 +1905,22 @@ static int slices_set_base(Slices *self, PyObject *value, void *closure) {
     return 0;
 }
 
+static int sink_ready(void);
+
+/* sink(collector or None): each event handed to the collector (Collector.add's bookkeeping and its compiled dispatch)
+ * as it is made, in one Event reused, instead of kept in the batch for the reader's flush; None: the batch again.
+ * What was handed over reaches the collector's tables at take(), as a batch does. True where the sink is set (the
+ * collector's compiled dispatch bound), else False (the batch, as before). */
+static PyObject *slices_sink(Slices *self, PyObject *collector) {
+    if (sink_flush(self) < 0) return NULL;
+    Py_CLEAR(self->sink);
+    if (collector == Py_None || !sink_ready()) Py_RETURN_FALSE;
+    self->sink = new_ref(collector);
+    Py_RETURN_TRUE;
+}
+
 static PyMethodDef slices_methods[] = {
+    {"sink", (PyCFunction)slices_sink, METH_O, "each event to the collector as it is made (the batch: None)"},
     {"open", (PyCFunction)(void (*)(void))slices_open, METH_FASTCALL, "a slice begun (PureSlices.open)"},
     {"close", (PyCFunction)(void (*)(void))slices_close, METH_FASTCALL, "a slice's end (PureSlices.close)"},
     {"emit", (PyCFunction)(void (*)(void))slices_emit, METH_FASTCALL, "a slice as an event (PureSlices.emit)"},
@@ -3691,6 +3725,190 @@ static int scan_settle(PyObject **ev, PyObject **args, PyObject **defaults, int 
     if (ev_kept) J_SETREF(*ev, scan_blank(j_event_type, A_CAT, A_ARGS, NULL));
     if (*ev && args_kept) J_SETREF(*args, scan_args_blank(NULL));
     return *ev && *args ? 0 : -1;
+}
+
+/* ==== The .pftrace events handed to the collector as they are made (Slices.sink) ====
+ *
+ * A Slices with a sink hands each event to the collector's dispatch at once (dispatch_kind, as scan_events does), in
+ * one Event and one EventArgs reused as the scanner reuses them (scan_settle: a fresh one where a handler kept a
+ * reference), instead of making an Event and an EventArgs a slice for the batch, to be read back and freed: 9% of a
+ * .pftrace read's instructions. Collector.add's bookkeeping is the run's: the categories counted in the order they
+ * first came (apply_counts), the events and the last start counted (scan_count), all at the flush, which take() makes
+ * (the reader's flush: when due, and at the end), so the collector's tables are where a batch would have left them.
+ * The events reach the dispatch in the order they would have reached it in a batch, beside the same exact times. */
+#define SINK_KEYS 32
+typedef struct {
+    JState js;
+    PyObject *ev, *args;          /* the Event and EventArgs reused */
+    PyObject *defaults[SCAN_FIELDS];
+    PyObject *seen, *order;       /* each category's place in the count, and the categories in that order */
+    Py_ssize_t *counts, cap, events;
+    Seen places;
+    int has_last;
+    double last;  /* the last event's start, a float (Collector.add's last_ts) */
+    PyObject *keys[SINK_KEYS];  /* the args keys seen, and their fields (sink_field) */
+    int fields[SINK_KEYS], nkeys;
+} Sink;
+
+static PyObject *args_index = NULL;  /* {EventArgs field name: its A_ index}, made once json_bind found the slots */
+
+/* whether the collector's dispatch and the structs' slots are bound (json_bind), as the sink needs them */
+static int sink_ready(void) {
+    if (!pure_collect || !scan_ready()) return 0;
+    if (!args_index) {
+        PyObject *index = PyDict_New();
+        for (int k = A_CORRELATION; index && k <= A_ORIGINAL_STREAM; k++) {
+            PyObject *at = PyLong_FromLong(k);
+            if (!at || PyDict_SetItem(index, attr[k], at) < 0) Py_CLEAR(index);
+            Py_XDECREF(at);
+        }
+        if (!index) {
+            PyErr_Clear();
+            return 0;
+        }
+        args_index = index;
+    }
+    return 1;
+}
+
+static Py_ssize_t sink_count(const Slices *self) {
+    return self->run ? ((const Sink *)self->run)->events : 0;
+}
+
+static void sink_free(Sink *k) {
+    state_close(&k->js);
+    Py_XDECREF(k->ev); Py_XDECREF(k->args); Py_XDECREF(k->seen); Py_XDECREF(k->order);
+    for (int j = 0; j < SCAN_FIELDS; j++) Py_XDECREF(k->defaults[j]);
+    for (int j = 0; j < k->nkeys; j++) Py_DECREF(k->keys[j]);
+    seen_free(&k->places);
+    PyMem_Free(k->counts);
+    PyMem_Free(k);
+}
+
+/* the run dropped unflushed (the Slices freed: the read stopped) */
+static void sink_drop(Slices *self) {
+    if (self->run) sink_free(self->run);
+    self->run = NULL;
+}
+
+/* a run begun: the collector's tables looked up, the Event and EventArgs to reuse made; NULL with the error raised */
+static Sink *sink_open(Slices *self) {
+    Sink *k = PyMem_Calloc(1, sizeof *k);
+    if (!k) return (Sink *)PyErr_NoMemory();
+    int opened = state_open(&k->js, self->sink) == 0;
+    if (opened) {
+        k->ev = scan_blank(j_event_type, A_CAT, A_ARGS, k->defaults);
+        k->args = k->ev ? scan_args_blank(k->defaults) : NULL;
+        k->seen = k->args ? PyDict_New() : NULL;
+        k->order = k->seen ? PyList_New(0) : NULL;
+    }
+    if (!k->order) {
+        sink_free(k);
+        return NULL;
+    }
+    return k;
+}
+
+/* the event's category counted: its place found (by identity among the last few, else in the run's dict) or given */
+static int sink_count_category(Sink *k, PyObject *cat) {
+    long at = -2;
+    int missing = 0;
+    if (seen_find(&k->places, cat, &at)) {
+        k->counts[at]++;
+        return 0;
+    }
+    if ((at = dict_long(k->seen, cat, &missing)) == -2) return -1;
+    if (missing) {
+        at = (long)PyList_Size(k->order);
+        if (at >= k->cap) {
+            Py_ssize_t cap = k->cap ? k->cap * 2 : 16, *grown = PyMem_Realloc(k->counts, (size_t)cap * sizeof *grown);
+            if (!grown) {
+                PyErr_NoMemory();
+                return -1;
+            }
+            k->counts = grown, k->cap = cap;
+        }
+        PyObject *index = PyLong_FromLong(at);
+        int failed = !index || PyDict_SetItem(k->seen, cat, index) < 0 || PyList_Append(k->order, cat) < 0;
+        Py_XDECREF(index);
+        if (failed) return -1;
+        k->counts[at] = 0;
+    }
+    seen_add(&k->places, cat, at);
+    k->counts[at]++;
+    return 0;
+}
+
+/* an args key's field (its A_ index), or -1 where it names none: found by identity among the keys seen (the
+ * reader's keys are a few str objects), else in args_index and remembered; -2 with the error raised */
+static int sink_field(Sink *k, PyObject *key) {
+    for (int j = 0; j < k->nkeys; j++)
+        if (k->keys[j] == key) return k->fields[j];
+    if (!PyUnicode_CheckExact(key)) return -1;
+    PyObject *at = PyDict_GetItemWithError(args_index, key);
+    if (!at) return PyErr_Occurred() ? -2 : -1;
+    int field = (int)PyLong_AsLong(at);
+    if (k->nkeys < SINK_KEYS) k->keys[k->nkeys] = new_ref(key), k->fields[k->nkeys++] = field;
+    return field;
+}
+
+/* the EventArgs of an event whose args (a dict by field name) are not empty: the reused one, each value in its
+ * field's slot, where every key names a field; else EventArgs(**args), as the batch makes it (a new reference) */
+static PyObject *sink_args(Sink *k, PyObject *args) {
+    Py_ssize_t pos = 0, count = 0;
+    PyObject *key, *value, *values[A_ORIGINAL_STREAM - A_CORRELATION + 1];
+    int fields[A_ORIGINAL_STREAM - A_CORRELATION + 1];
+    while (PyDict_Next(args, &pos, &key, &value)) {
+        int field = count < A_ORIGINAL_STREAM - A_CORRELATION + 1 ? sink_field(k, key) : -1;
+        if (field == -2) return NULL;
+        if (field < 0) return PyObject_Call(s_args, s_empty, args);  /* not a field: msgspec says so */
+        values[count] = value, fields[count++] = field;
+    }
+    for (Py_ssize_t j = 0; j < count; j++) {  /* no Python code ran since the dict was read: its values are alive */
+        PyObject **slot = slot_of(k->args, fields[j]);
+        J_SETREF(*slot, new_ref(values[j]));
+    }
+    return new_ref(k->args);
+}
+
+/* an event (f: cat, name, pid, tid, ts, dur, args as a dict; its start and duration in µs) handed to the collector */
+static int sink_event(Slices *self, PyObject *const *f, PyObject *start, PyObject *length) {
+    Sink *k = self->run;
+    if (!k && !(k = self->run = sink_open(self))) return -1;
+    PyObject *cat = f[0], *ev = k->ev;
+    PyObject *kept = PyDict_Size(f[6]) ? sink_args(k, f[6]) : new_ref(s_no_args);
+    if (!kept) return -1;
+    PyObject *values[7] = {cat, f[1], f[2], f[3], start, length, kept};
+    for (int j = A_CAT; j <= A_ARGS; j++) {
+        PyObject **slot = slot_of(ev, j);
+        J_SETREF(*slot, new_ref(values[j - A_CAT]));
+    }
+    Py_DECREF(kept);
+    long kind = 0;
+    int failed = sink_count_category(k, cat) < 0;
+    if (!failed && !seen_find(&k->js.kinds, cat, &kind)) {
+        failed = (kind = kind_of_cat(cat)) < 0;
+        if (!failed) seen_add(&k->js.kinds, cat, kind);
+    }
+    if (!failed) {
+        k->events++;
+        if (PyFloat_Check(start)) k->last = PyFloat_AsDouble(start), k->has_last = 1;
+        failed = dispatch_kind(&k->js, ev, kind) < 0;
+    }
+    return scan_settle(&k->ev, &k->args, k->defaults, failed) < 0 || failed ? -1 : 0;
+}
+
+/* what was handed over since the last flush into the collector's tables and counts (as a batch's add leaves them);
+ * the run ended. 0, or -1 with the error raised */
+static int sink_flush(Slices *self) {
+    Sink *k = self->run;
+    if (!k) return 0;
+    self->run = NULL;
+    int failed = state_flush(&k->js) < 0;
+    failed = apply_counts(&k->js, k->order, k->counts, failed) < 0 || failed;
+    if (!failed && k->events) failed = scan_count(self->sink, k->events, k->has_last, k->last) < 0;
+    sink_free(k);
+    return failed ? -1 : 0;
 }
 
 /* scan_events(collector, buf, start, end): True where buf[start:end] was collected, False where declined (nothing

@@ -35,12 +35,11 @@ from tests.helpers import (
     vfield,
 )
 from tests.output_digests import output
+from tests.trace.test_scan_events import kept
 from wizard.errors import InputFileError
 from wizard.trace.read import perfetto, protobuf
-from wizard.trace.read.collector import KERNELS, MAX_NAME, ExactTimes
-from wizard.trace.read.events import (
-    EventArgs,
-)
+from wizard.trace.read.collector import KERNELS, MAX_NAME, Collector, ExactTimes, TraceContents
+from wizard.trace.read.events import Event, EventArgs
 
 core = pytest.importorskip("wizard._core", reason="the compiled core is not built here (no C compiler)")
 if not hasattr(core, "bind_slices"):
@@ -347,7 +346,7 @@ def memo_rounds(kind: Any) -> Any:
 
 def test_an_event_gets_what_the_memo_holds_on_both_paths() -> None:
     """The core looks each note up in the sequence's memo by a key it keeps for those bytes (wizard/_core.c,
-    note_key), so the memo's answer is the event's: another answer given for the bytes, a memo cleared or started
+    memo_key), so the memo's answer is the event's: another answer given for the bytes, a memo cleared or started
     again at MEMO_ENTRIES, and the events get what the twin's memo gives them, with the same memo and count after."""
     seen = memo_rounds(Compiled)
     assert seen == memo_rounds(perfetto.PureSlices)
@@ -574,3 +573,128 @@ def test_a_close_after_a_failed_delete_ends_nothing_on_both_paths(kind: Any) -> 
         s.close(track, 5)
     assert s.open_count == 0
     assert s.close(track, 6) is False
+
+
+# -- the sink: each event handed to the collector as it is made ----------------------------------------------------
+
+
+class Keeping(Collector):
+    """A collector whose complete-event handler (which the core calls in Python) keeps the events it is handed, and
+    writes an arg into the first one named "first" (what it writes must not reach the next event)."""
+
+    def __init__(self, contents: TraceContents) -> None:
+        super().__init__(contents)
+        self.seen: list[Any] = []
+
+    def _complete(self, ev: Event) -> None:
+        if ev.name == "first" and ev.args is not None and ev.args is not perfetto._NO_ARGS:  # that one is shared
+            ev.args.stream = "written"
+        elif ev.name == "kept":
+            self.seen.append(ev)
+        super()._complete(ev)
+
+
+def hand_over(s: Any, collector: Collector) -> None:
+    """The reader's flush: the batch taken and added (the sink's take flushes what it handed over; its batch is [])."""
+    batch = s.take()
+    if batch:
+        collector.add(batch)
+
+
+def sunk(kind: Any, calls: list[tuple[str, tuple[Any, ...]]], bounds: tuple[int, ...], sink: bool) -> Any:
+    """The calls on a Slices whose events reach a Keeping collector the reader's way: the batch handed over when a
+    call says it is due, when taken, and at the end. Each call's outcome, then the collector's whole state (tables,
+    counts, memos, the events it kept) and the exact times after."""
+    collector, s, seen = Keeping(TraceContents(path="")), made(kind, bounds), []
+    assert s.sink(collector) is sink
+    for method, args in calls:
+        if method == "set_base":
+            s.base = args[0]
+        elif method == "take":
+            hand_over(s, collector)
+        else:
+            got = outcome(s, method, *args)
+            seen.append(got)
+            if got == ("value", True):
+                hand_over(s, collector)
+    hand_over(s, collector)
+    return seen, kept(collector), plain([list(a) for a in (*s.exact.ts, *s.exact.dur)])
+
+
+def test_the_sink_collects_what_the_batch_does() -> None:
+    """The compiled Slices with a sink (wizard/_core.c, "The .pftrace events handed to the collector as they are
+    made") against its twin, which keeps the batch for Collector.add: random calls as the reader makes them, within
+    and at the bounds, a batch due every few events, events of every category with and without args, a handler that
+    keeps events and one that writes an arg into the event it is handed; the same outcomes, the same collector
+    (tables, category counts in their order, events, last start, memos, the kept events as they were) and exact
+    times."""
+    rng = random.Random(4848)
+    names = ("n", "first", "kept")
+    for bounds in (BOUNDS, (3, 1 << 20, 2, 4, 150, 16, 10), (9, 1 << 20, 2, 1, 1 << 20, 16, 10)):
+        for _ in range(40):
+            calls = [(m, tuple(rng.choice(names) if a == "n" else a for a in args)) for m, args in operations(rng, 60)]
+            assert sunk(Compiled, calls, bounds, True) == sunk(perfetto.PureSlices, calls, bounds, False)
+    calls = [("event", ("user_annotation", "first", 1, "t", 1_000, 5, {"correlation": 4}, None)),
+             ("event", ("user_annotation", "kept", 1, "t", 2_000, 5, {"grid": [1, 2, 3]}, None)),
+             ("event", ("cpu_op", "op", 1, "t", 3_000, 5, {}, None))]  # fmt: skip
+    ours = sunk(Compiled, calls, BOUNDS, True)
+    assert ours == sunk(perfetto.PureSlices, calls, BOUNDS, False)
+    assert "written" not in repr(ours[1][1])  # the second event's args: none of what was written into the first's
+
+
+def sunk_packets(kind: Any, batch: list[bytes], sink: bool) -> Any:
+    """A run of packets read as the reader reads it (packets, each packet it leaves skipped), through a collector."""
+    collector, s, seq, k = Keeping(TraceContents(path="")), made(kind), sequence(), 0
+    assert s.sink(collector) is sink
+    while k < len(batch):
+        kind_, value = call_outcome(s.packets, batch, k, (1, seq))
+        if kind_ != "value":
+            break
+        if value[1]:
+            hand_over(s, collector)
+        k = value[0] + (0 if value[1] else 1)
+    hand_over(s, collector)
+    return kept(collector), plain(seq)
+
+
+def test_packets_through_the_sink_collect_what_the_batch_does() -> None:
+    for batch in runs():
+        assert sunk_packets(Compiled, batch, True) == sunk_packets(perfetto.PureSlices, batch, False)
+
+
+def test_an_error_in_a_handler_leaves_what_was_handed_over_before_it() -> None:
+    """A handler that raises stops the read where it raises: at once through the sink, at the batch's add in the
+    twin. What the events before it gathered reaches the tables all the same (the sink's at the next take, the
+    batch's add flushing it before the error goes on), with the same counts."""
+
+    class Raising(Keeping):
+        def _complete(self, ev: Event) -> None:
+            if ev.name == "boom":
+                raise ValueError("boom")
+            super()._complete(ev)
+
+    results = []
+    for kind, sink in ((Compiled, True), (perfetto.PureSlices, False)):
+        collector, s = Raising(TraceContents(path="")), made(kind)
+        assert s.sink(collector) is sink
+        s.event("cpu_op", "a", 1, "t", 1_000, 5, {})
+        with pytest.raises(ValueError, match="boom"):
+            s.event("user_annotation", "boom", 1, "t", 2_000, 5, {})
+            hand_over(s, collector)  # the twin's batch meets the handler here
+        hand_over(s, collector)
+        assert collector.c.ops.count == 1 and collector.c.events == 2
+        results.append(kept(collector))
+    assert results[0] == results[1]
+
+
+def test_a_sink_is_set_only_where_the_collectors_dispatch_is_compiled() -> None:
+    """None turns the sink off (the batch again, what was handed over flushed first); the twin has none."""
+    collector, s = Collector(TraceContents(path="")), made(Compiled)
+    assert s.sink(collector) is True
+    s.event("cpu_op", "a", 1, "t", 1_000, 5, {})
+    assert s.batch == [] and collector.c.events == 0
+    assert s.sink(None) is False  # flushed
+    assert collector.c.events == 1 and collector.c.ops.count == 1
+    s.event("cpu_op", "b", 1, "t", 2_000, 5, {})
+    assert [ev.name for ev in s.batch] == ["b"]
+    assert perfetto.PureSlices.sink(made(perfetto.PureSlices), collector) is False
