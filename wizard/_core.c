@@ -3752,9 +3752,10 @@ typedef struct {
 
 static PyObject *args_index = NULL;  /* {EventArgs field name: its A_ index}, made once json_bind found the slots */
 
-/* whether the collector's dispatch and the structs' slots are bound (json_bind), as the sink needs them */
+/* whether the collector's dispatch and the structs' slots are bound (json_bind), for the structs Slices makes, as
+ * the sink needs them */
 static int sink_ready(void) {
-    if (!pure_collect || !scan_ready()) return 0;
+    if (!pure_collect || !scan_ready() || s_event != j_event_type || s_args != j_args_type) return 0;
     if (!args_index) {
         PyObject *index = PyDict_New();
         for (int k = A_CORRELATION; index && k <= A_ORIGINAL_STREAM; k++) {

@@ -38,8 +38,16 @@ from tests.output_digests import output
 from tests.trace.test_scan_events import kept
 from wizard.errors import InputFileError
 from wizard.trace.read import perfetto, protobuf
-from wizard.trace.read.collector import KERNELS, MAX_NAME, Collector, ExactTimes, TraceContents
-from wizard.trace.read.events import Event, EventArgs
+from wizard.trace.read.collector import GPU_OPS, KERNELS, MAX_NAME, SLICES, Collector, ExactTimes, TraceContents
+from wizard.trace.read.events import (
+    GPU_OP_CATEGORIES,
+    KERNEL_CATEGORIES,
+    OP_CATEGORIES,
+    PYTHON_CATEGORIES,
+    RUNTIME_CATEGORIES,
+    Event,
+    EventArgs,
+)
 
 core = pytest.importorskip("wizard._core", reason="the compiled core is not built here (no C compiler)")
 if not hasattr(core, "bind_slices"):
@@ -698,3 +706,20 @@ def test_a_sink_is_set_only_where_the_collectors_dispatch_is_compiled() -> None:
     s.event("cpu_op", "b", 1, "t", 2_000, 5, {})
     assert [ev.name for ev in s.batch] == ["b"]
     assert perfetto.PureSlices.sink(made(perfetto.PureSlices), collector) is False
+
+
+def test_no_sink_for_structs_other_than_the_collectors() -> None:
+    """The sink fills the Event and EventArgs whose slots json_bind found: a Slices bound to other structs keeps its
+    batch (sink answers False)."""
+
+    class Other(msgspec.Struct):
+        cat: Any = None
+
+    categories = (KERNEL_CATEGORIES, GPU_OP_CATEGORIES, OP_CATEGORIES, RUNTIME_CATEGORIES, PYTHON_CATEGORIES)
+    tables = (KERNELS, GPU_OPS, SLICES)
+    core.bind_slices(Other, EventArgs, perfetto._NO_ARGS, categories, tables, perfetto.ARGS_READ, perfetto._Track)
+    try:
+        assert made(Compiled).sink(Collector(TraceContents(path=""))) is False
+    finally:
+        perfetto.bind_core_slices(core)
+    assert made(Compiled).sink(Collector(TraceContents(path=""))) is True
