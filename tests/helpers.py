@@ -8,6 +8,7 @@ A helper used by one module stays in that module.
 
 from __future__ import annotations
 
+import array
 import contextlib
 import json
 import math
@@ -20,14 +21,18 @@ import sys
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import msgspec
 import pexpect
 import pytest
 
 from tests.conftest import HANG_GUARD_S, REPO, RunCli, cli_command, cli_env, strict_json
 from wizard.testing import pftrace
 from wizard.testing.traces import KernelSpec, TraceBuilder, demo_launches
+
+if TYPE_CHECKING:
+    from wizard.trace.read.collector import Collector
 
 # -- trace inspect --json ------------------------------------------------------------------------------------
 
@@ -570,3 +575,52 @@ def recorded_run(tmp_path: Path, hooks: str, *args: str, library: bool = False) 
     assert done.returncode == 0, done.stderr[-2000:]
     recorded: dict[str, Any] = json.loads(out.read_text())
     return recorded
+
+
+# -- what a collector keeps, deeply (the scanner's and the .pftrace sink's tests compare two collectors) --------
+
+
+def deep_state(obj: Any, visiting: frozenset[int] = frozenset()) -> Any:
+    """Everything reachable from ``obj`` as plain data that tells 1 from 1.0 and True, -0.0 from 0.0, nan from None
+    and dictionaries' order: structs by their fields, slotted and plain objects by their attributes, arrays by
+    their type code. Not by identity (a value the scanner made once and shared is the one msgspec makes twice);
+    ``msgspec.Raw`` as its bytes (the scanner hands the Raw fields to the collector as bytes, which reads both
+    alike). Anything else fails, so that nothing is compared by an address."""
+    if obj is None or isinstance(obj, (bool, str, bytes, int, float)):
+        return f"{type(obj).__name__}:{obj!r}"
+    if isinstance(obj, (msgspec.Raw, memoryview, bytearray)):
+        return f"bytes:{bytes(obj)!r}"
+    if type(obj) is object:  # a sentinel (a memo's "not yet")
+        return "<object>"
+    if id(obj) in visiting:
+        raise AssertionError(f"a cycle through {type(obj).__name__}")
+    inner = visiting | {id(obj)}
+    if isinstance(obj, array.array):
+        return ("array", obj.typecode, [deep_state(v) for v in obj])
+    if isinstance(obj, dict):
+        return (type(obj).__name__, [(deep_state(k, inner), deep_state(v, inner)) for k, v in obj.items()])
+    if isinstance(obj, (list, tuple)):
+        return (type(obj).__name__, [deep_state(v, inner) for v in obj])
+    if isinstance(obj, (set, frozenset)):
+        return (type(obj).__name__, sorted(repr(deep_state(v, inner)) for v in obj))
+    return (type(obj).__name__, _deep_attributes(obj, inner))
+
+
+def _deep_attributes(obj: Any, inner: frozenset[int]) -> dict[str, Any]:
+    """A struct's fields, an object's slots and its ``__dict__``, each as ``state``."""
+    fields: dict[str, Any] = {}
+    if isinstance(obj, msgspec.Struct):
+        fields.update((f, deep_state(getattr(obj, f), inner)) for f in obj.__struct_fields__)
+    for klass in type(obj).__mro__:
+        for slot in getattr(klass, "__slots__", ()):
+            if slot not in fields and not slot.startswith("__") and hasattr(obj, slot):
+                fields[slot] = deep_state(getattr(obj, slot), inner)
+    fields.update((k, deep_state(v, inner)) for k, v in getattr(obj, "__dict__", {}).items())
+    if not fields and not isinstance(obj, msgspec.Struct):
+        raise AssertionError(f"no way to compare a {type(obj).__name__}")
+    return fields
+
+
+def kept(collector: Collector) -> Any:
+    """The collector's contents and its memos (names, op and frame refs, reported values, dims, raws)."""
+    return deep_state((collector.c, collector))

@@ -1059,6 +1059,7 @@ static int sink_event(Slices *self, PyObject *const *f, PyObject *start, PyObjec
 static int sink_flush(Slices *self);
 static void sink_drop(Slices *self);
 static Py_ssize_t sink_count(const Slices *self);
+static int sink_traverse(Slices *self, visitproc visit, void *arg);
 
 static PyTypeObject *slices_type = NULL;
 static PyObject *s_event = NULL, *s_args = NULL, *s_no_args = NULL, *s_cats[5] = {NULL}, *s_empty = NULL;
@@ -1073,7 +1074,7 @@ static int slices_traverse(Slices *self, visitproc visit, void *arg) {
     for (int k = 0; k < 6; k++) Py_VISIT(self->append[k]);
     Py_VISIT(self->batch); Py_VISIT(self->pending); Py_VISIT(self->base); Py_VISIT(self->ends);
     Py_VISIT(self->sink);
-    return 0;
+    return sink_traverse(self, visit, arg);
 }
 
 static int slices_clear(Slices *self) {
@@ -1267,12 +1268,8 @@ static PyObject *slices_event_of(Slices *self, PyObject *const *f, PyObject *us)
     PyObject *rel = int_minus(ts, self->base), *ev = NULL;
     if (!rel) return NULL;
     PyObject *start = us ? new_ref(us) : micro(rel), *length = start ? micro(dur) : NULL, *kept = NULL;
-    int sunk = 0;
-    if (length && self->sink) {  /* handed to the collector now, in the event the sink reuses */
-        sunk = sink_event(self, f, start, length) < 0 ? -1 : 1;
-    } else if (length) {
-        kept = PyDict_Size(args) ? PyObject_Call(s_args, s_empty, args) : new_ref(s_no_args);
-    }
+    int sunk = length && self->sink ? sink_event(self, f, start, length) : 0;  /* handed to the collector now */
+    if (length && sunk == 0) kept = PyDict_Size(args) ? PyObject_Call(s_args, s_empty, args) : new_ref(s_no_args);
     if (kept)  /* Event(cat, name, pid, tid, ts, dur, args), positional as the twin makes it */
         ev = PyObject_CallFunctionObjArgs(s_event, cat, f[1], f[2], f[3], start, length, kept, NULL);
     Py_XDECREF(start);
@@ -1310,7 +1307,7 @@ static PyObject *slices_emit_of(Slices *self, PyObject *const *f) {
     PyObject *where = PyDict_GetItemWithError(self->tracks, track), *pid, *tid, *result = NULL;
     if (!where && PyErr_Occurred()) return NULL;
     Py_XINCREF(where);  /* held: the attribute reads below run no Python code, but the reference is ours */
-    if (where && Py_TYPE(where) == (PyTypeObject *)s_track) {  /* a _Track: (pid, tid, name), a NamedTuple */
+    if (where && Py_TYPE(where) == (PyTypeObject *)s_track && PyTuple_Size(where) >= 2) {  /* a _Track: (pid, tid, name) */
         pid = new_ref(PyTuple_GetItem(where, 0));
         tid = new_ref(PyTuple_GetItem(where, 1));
     } else {
@@ -1911,10 +1908,17 @@ static int sink_ready(void);
  * as it is made, in one Event reused, instead of kept in the batch for the reader's flush; None: the batch again.
  * What was handed over reaches the collector's tables at take(), as a batch does. True where the sink is set (the
  * collector's compiled dispatch bound), else False (the batch, as before). */
+static int sink_check(PyObject *collector);
+
 static PyObject *slices_sink(Slices *self, PyObject *collector) {
+    if (collector != Py_None && PyList_Size(self->batch)) {
+        PyErr_SetString(PyExc_ValueError, "Slices.sink: the batch holds events (take them first: they go first)");
+        return NULL;
+    }
     if (sink_flush(self) < 0) return NULL;
     Py_CLEAR(self->sink);
     if (collector == Py_None || !sink_ready()) Py_RETURN_FALSE;
+    if (sink_check(collector) < 0) return NULL;
     self->sink = new_ref(collector);
     Py_RETURN_TRUE;
 }
@@ -2909,6 +2913,16 @@ static void state_close(JState *s) {
     for (int k = 0; k < s->nheld; k++) Py_DECREF(s->held[k]);
 }
 
+/* what an open state holds, for the cyclic GC (a Slices' sink keeps one open between calls) */
+static int state_traverse(JState *s, visitproc visit, void *arg) {
+    for (Py_ssize_t k = 0; k < s->nruns; k++) Py_VISIT(s->runs[k].thread);
+    Py_VISIT(s->ops.pid); Py_VISIT(s->ops.tid); Py_VISIT(s->frames.pid); Py_VISIT(s->frames.tid);
+    Py_VISIT(s->rt_pid); Py_VISIT(s->rt_tid);
+    for (int k = 0; k < SEEN; k++) Py_VISIT(s->kinds.cat[k]);
+    for (int k = 0; k < s->nheld; k++) Py_VISIT(s->held[k]);
+    return 0;
+}
+
 /* call fn(ev) for its effect: 0 or -1 */
 static int call_for_effect(PyObject *fn, PyObject *ev) {
     PyObject *r = PyObject_CallFunctionObjArgs(fn, ev, NULL);
@@ -3748,6 +3762,7 @@ typedef struct {
     double last;  /* the last event's start, a float (Collector.add's last_ts) */
     PyObject *keys[SINK_KEYS];  /* the args keys seen, and their fields (sink_field) */
     int fields[SINK_KEYS], nkeys;
+    int busy;  /* an event is being handed over: a handler's take() or sink() is refused, not freeing the run */
 } Sink;
 
 static PyObject *args_index = NULL;  /* {EventArgs field name: its A_ index}, made once json_bind found the slots */
@@ -3772,6 +3787,14 @@ static int sink_ready(void) {
     return 1;
 }
 
+/* whether the collector has the tables and methods the dispatch reads (state_open's look-ups): 0, or -1 raised */
+static int sink_check(PyObject *collector) {
+    JState js;
+    int opened = state_open(&js, collector);
+    state_close(&js);
+    return opened;
+}
+
 static Py_ssize_t sink_count(const Slices *self) {
     return self->run ? ((const Sink *)self->run)->events : 0;
 }
@@ -3790,6 +3813,17 @@ static void sink_free(Sink *k) {
 static void sink_drop(Slices *self) {
     if (self->run) sink_free(self->run);
     self->run = NULL;
+}
+
+/* what an open run holds, for the cyclic GC (the collector's bound methods, the reused structs, the keys) */
+static int sink_traverse(Slices *self, visitproc visit, void *arg) {
+    Sink *k = self->run;
+    if (!k) return 0;
+    Py_VISIT(k->ev); Py_VISIT(k->args); Py_VISIT(k->seen); Py_VISIT(k->order);
+    for (int j = 0; j < SCAN_FIELDS; j++) Py_VISIT(k->defaults[j]);
+    for (int j = 0; j < k->nkeys; j++) Py_VISIT(k->keys[j]);
+    for (int j = 0; j < SEEN; j++) Py_VISIT(k->places.cat[j]);
+    return state_traverse(&k->js, visit, arg);
 }
 
 /* a run begun: the collector's tables looked up, the Event and EventArgs to reuse made; NULL with the error raised */
@@ -3865,38 +3899,72 @@ static PyObject *sink_args(Sink *k, PyObject *args) {
         if (field < 0) return PyObject_Call(s_args, s_empty, args);  /* not a field: msgspec says so */
         values[count] = value, fields[count++] = field;
     }
-    for (Py_ssize_t j = 0; j < count; j++) {  /* no Python code ran since the dict was read: its values are alive */
+    for (Py_ssize_t j = 0; j < count; j++) Py_INCREF(values[j]);  /* no Python code ran since the dict was read */
+    for (Py_ssize_t j = 0; j < count; j++) {  /* a value dropped here may run Python code: the new ones are held */
         PyObject **slot = slot_of(k->args, fields[j]);
-        J_SETREF(*slot, new_ref(values[j]));
+        J_SETREF(*slot, values[j]);
     }
     return new_ref(k->args);
 }
 
-/* an event (f: cat, name, pid, tid, ts, dur, args as a dict; its start and duration in µs) handed to the collector */
+/* the start as Collector.add reads the last event's (type(ts) is float or int, and a float of it), remembered */
+static void sink_last(Sink *k, PyObject *start) {
+    if (PyFloat_CheckExact(start)) {
+        k->last = PyFloat_AsDouble(start), k->has_last = 1;
+    } else if (PyLong_CheckExact(start)) {
+        double d = PyLong_AsDouble(start);  /* past a double's range: _number's None, not remembered */
+        if (d == -1.0 && PyErr_Occurred()) PyErr_Clear();
+        else k->last = d, k->has_last = 1;
+    }
+}
+
+/* an event (f: cat, name, pid, tid, ts, dur, args as a dict; its start and duration in µs) handed to the collector:
+ * 1, or 0 where the batch takes it (the batch already holds events, which go first; or the structs were bound
+ * again since the run began), or -1 with the error raised. A failed event's structs are not used again: whoever
+ * holds them (a handler, a traceback) keeps them as they were. */
 static int sink_event(Slices *self, PyObject *const *f, PyObject *start, PyObject *length) {
+    if (PyList_Size(self->batch) || !sink_ready()) return 0;
     Sink *k = self->run;
     if (!k && !(k = self->run = sink_open(self))) return -1;
+    if (k->busy) {
+        PyErr_SetString(PyExc_RuntimeError, "Slices: an event made while a handler ran for another");
+        return -1;
+    }
+    if (!k->ev && !(k->ev = scan_blank(j_event_type, A_CAT, A_ARGS, NULL))) return -1;
+    if (!k->args && !(k->args = scan_args_blank(NULL))) return -1;
+    if (Py_TYPE(k->ev) != (PyTypeObject *)j_event_type || Py_TYPE(k->args) != (PyTypeObject *)j_args_type) return 0;
+    k->busy = 1;
     PyObject *cat = f[0], *ev = k->ev;
     PyObject *kept = PyDict_Size(f[6]) ? sink_args(k, f[6]) : new_ref(s_no_args);
-    if (!kept) return -1;
-    PyObject *values[7] = {cat, f[1], f[2], f[3], start, length, kept};
-    for (int j = A_CAT; j <= A_ARGS; j++) {
-        PyObject **slot = slot_of(ev, j);
-        J_SETREF(*slot, new_ref(values[j - A_CAT]));
+    int failed = !kept;
+    if (kept) {
+        PyObject *values[7] = {cat, f[1], f[2], f[3], start, length, kept};
+        for (int j = A_CAT; j <= A_ARGS; j++) Py_INCREF(values[j - A_CAT]);
+        for (int j = A_CAT; j <= A_ARGS; j++) {
+            PyObject **slot = slot_of(ev, j);
+            J_SETREF(*slot, values[j - A_CAT]);
+        }
+        Py_DECREF(kept);
     }
-    Py_DECREF(kept);
     long kind = 0;
-    int failed = sink_count_category(k, cat) < 0;
+    failed = failed || sink_count_category(k, cat) < 0;
     if (!failed && !seen_find(&k->js.kinds, cat, &kind)) {
         failed = (kind = kind_of_cat(cat)) < 0;
         if (!failed) seen_add(&k->js.kinds, cat, kind);
     }
     if (!failed) {
         k->events++;
-        if (PyFloat_Check(start)) k->last = PyFloat_AsDouble(start), k->has_last = 1;
+        sink_last(k, start);
         failed = dispatch_kind(&k->js, ev, kind) < 0;
     }
-    return scan_settle(&k->ev, &k->args, k->defaults, failed) < 0 || failed ? -1 : 0;
+    if (failed) {
+        Py_CLEAR(k->ev);
+        Py_CLEAR(k->args);
+    } else {
+        failed = scan_settle(&k->ev, &k->args, k->defaults, 0) < 0;
+    }
+    k->busy = 0;
+    return failed ? -1 : 1;
 }
 
 /* what was handed over since the last flush into the collector's tables and counts (as a batch's add leaves them);
@@ -3904,6 +3972,10 @@ static int sink_event(Slices *self, PyObject *const *f, PyObject *start, PyObjec
 static int sink_flush(Slices *self) {
     Sink *k = self->run;
     if (!k) return 0;
+    if (k->busy) {
+        PyErr_SetString(PyExc_RuntimeError, "Slices: take() or sink() while a handler ran for an event");
+        return -1;
+    }
     self->run = NULL;
     int failed = state_flush(&k->js) < 0;
     failed = apply_counts(&k->js, k->order, k->counts, failed) < 0 || failed;

@@ -16,6 +16,7 @@ import gc
 import random
 import struct
 import sys
+import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -29,13 +30,13 @@ from tests.helpers import (
     dfield,
     encode_varint,
     every_change,
+    kept,
     pftrace_conversions,
     tag,
     twin_swapper,
     vfield,
 )
 from tests.output_digests import output
-from tests.trace.test_scan_events import kept
 from wizard.errors import InputFileError
 from wizard.trace.read import perfetto, protobuf
 from wizard.trace.read.collector import GPU_OPS, KERNELS, MAX_NAME, SLICES, Collector, ExactTimes, TraceContents
@@ -723,3 +724,110 @@ def test_no_sink_for_structs_other_than_the_collectors() -> None:
     finally:
         perfetto.bind_core_slices(core)
     assert made(Compiled).sink(Collector(TraceContents(path=""))) is True
+
+
+def test_a_handler_that_takes_or_sinks_again_is_refused_in_words() -> None:
+    """A handler called while the sink hands an event over that calls take() or sink() on the same Slices (the
+    review's reproducer: the run was freed under the event, a use after free) gets a RuntimeError; the read's
+    events before it are not lost."""
+
+    class Reentrant(Collector):
+        slices: Any = None
+        call = "take"
+
+        def _complete(self, ev: Event) -> None:
+            super()._complete(ev)
+            self.slices.take() if self.call == "take" else self.slices.sink(None)
+
+    for call in ("take", "sink"):
+        collector, s = Reentrant(TraceContents(path="")), made(Compiled)
+        collector.slices, collector.call = s, call
+        assert s.sink(collector) is True
+        s.event("cpu_op", "a", 1, "t", 1_000, 5, {})
+        with pytest.raises(RuntimeError, match="while a handler ran"):
+            s.event("user_annotation", "x", 1, "t", 2_000, 5, {})
+        collector.call = "none"
+        hand_over(s, collector)
+        assert (collector.c.events, collector.c.ops.count) == (2, 1)
+
+
+def test_an_event_after_a_failed_one_starts_clean() -> None:
+    """A handler raises on an event with a grid, the error kept (its traceback holds the event): the next event
+    through the same Slices has no grid, as the twin's has none (the review: the reused args were left as the
+    failed event had them)."""
+
+    class Raising(Collector):
+        def __init__(self, contents: TraceContents) -> None:
+            super().__init__(contents)
+            self.seen: list[Any] = []
+
+        def _complete(self, ev: Event) -> None:
+            if ev.name == "boom":
+                raise ValueError("boom")
+            self.seen.append((ev.name, ev.args.grid if ev.args else None, ev.args.correlation if ev.args else None))
+            super()._complete(ev)
+
+    seen, kept_errors = [], []
+    for kind, sink in ((Compiled, True), (perfetto.PureSlices, False)):
+        collector, s = Raising(TraceContents(path="")), made(kind)
+        assert s.sink(collector) is sink
+        try:
+            s.event("user_annotation", "boom", 1, "t", 1_000, 5, {"grid": [1, 2, 3]})
+            hand_over(s, collector)
+        except ValueError as error:
+            kept_errors.append(error)
+        s.event("user_annotation", "next", 1, "t", 2_000, 5, {"correlation": 4})
+        hand_over(s, collector)
+        seen.append(collector.seen)
+    assert seen[0] == seen[1] == [("next", None, 4)] and len(kept_errors) == 2
+
+
+def test_the_sink_keeps_the_order_of_events_around_a_batch() -> None:
+    """A sink is refused while the batch holds events (they would reach the collector after later ones); the
+    structs bound again while a run is open send the next events to the batch, after the run's."""
+    collector, s = Collector(TraceContents(path="")), made(Compiled)
+    s.event("cpu_op", "first", 1, "t", 1_000, 5, {})
+    with pytest.raises(ValueError, match="the batch holds events"):
+        s.sink(collector)
+    hand_over(s, collector)
+    assert s.sink(collector) is True
+    s.event("cpu_op", "second", 1, "t", 2_000, 5, {})
+    hand_over(s, collector)
+    assert collector.c.events == 2 and collector.c.last_ts == 2.0
+
+
+def test_a_sink_must_be_a_collector() -> None:
+    with pytest.raises(AttributeError):
+        made(Compiled).sink(object())
+
+
+def test_the_last_start_is_the_collectors_for_an_int_start() -> None:
+    """A pending launch's start given as an int (the reader's are floats): the last start as Collector.add reads
+    it, a float of it, on both paths; one past a double's range is not a start."""
+    for us, expected in ((7, 7.0), (10**400, 2.0)):
+        got = []
+        for kind, sink in ((Compiled, True), (perfetto.PureSlices, False)):
+            collector, s = Collector(TraceContents(path="")), made(kind)
+            assert s.sink(collector) is sink
+            s.event("cpu_op", "a", 1, "t", 2_000, 5, {}, None)
+            s.event("user_annotation", "b", 1, "t", 3_000, 5, {}, us)
+            hand_over(s, collector)
+            got.append(collector.c.last_ts)
+        assert got == [expected, expected]
+
+
+def test_an_open_run_is_seen_by_the_cyclic_gc() -> None:
+    """A collector that holds its Slices, a run open (the collector's bound methods held by it): the cycle is
+    collected (the review: the run was not traversed)."""
+
+    def cycle() -> Any:
+        collector = Collector(TraceContents(path=""))
+        s = made(Compiled)
+        collector.slices = s  # type: ignore[attr-defined]
+        assert s.sink(collector) is True
+        s.event("cpu_op", "a", 1, "t", 1_000, 5, {})
+        return weakref.ref(collector)
+
+    ref = cycle()
+    gc.collect()
+    assert ref() is None

@@ -16,7 +16,6 @@ KeyboardInterrupt among them) reaches the caller as raised (each found here, the
 
 from __future__ import annotations
 
-import array
 import gzip
 import json
 import math
@@ -34,6 +33,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import REAL_TRACES, TRACES, budget, needs_shared
+from tests.helpers import deep_state, kept
 from wizard.errors import TerminateSignal
 from wizard.inspect_options import InspectOptions
 from wizard.testing.traces import KernelSpec, TraceBuilder, demo_launches
@@ -48,55 +48,6 @@ if collector_module.scan_events is None:
         "the compiled core is not built or refused here (WARPWIZARD_PURE=1): no scan_events", allow_module_level=True
     )
 SCAN: Callable[[Collector, bytes, int, int], bool] = collector_module.scan_events
-
-
-# -- what the collector keeps, deeply ---------------------------------------------------------------------------
-
-
-def state(obj: Any, visiting: frozenset[int] = frozenset()) -> Any:
-    """Everything reachable from ``obj`` as plain data that tells 1 from 1.0 and True, -0.0 from 0.0, nan from None
-    and dictionaries' order: structs by their fields, slotted and plain objects by their attributes, arrays by
-    their type code. Not by identity (a value the scanner made once and shared is the one msgspec makes twice);
-    ``msgspec.Raw`` as its bytes (the scanner hands the Raw fields to the collector as bytes, which reads both
-    alike). Anything else fails, so that nothing is compared by an address."""
-    if obj is None or isinstance(obj, (bool, str, bytes, int, float)):
-        return f"{type(obj).__name__}:{obj!r}"
-    if isinstance(obj, (msgspec.Raw, memoryview, bytearray)):
-        return f"bytes:{bytes(obj)!r}"
-    if type(obj) is object:  # a sentinel (a memo's "not yet")
-        return "<object>"
-    if id(obj) in visiting:
-        raise AssertionError(f"a cycle through {type(obj).__name__}")
-    inner = visiting | {id(obj)}
-    if isinstance(obj, array.array):
-        return ("array", obj.typecode, [state(v) for v in obj])
-    if isinstance(obj, dict):
-        return (type(obj).__name__, [(state(k, inner), state(v, inner)) for k, v in obj.items()])
-    if isinstance(obj, (list, tuple)):
-        return (type(obj).__name__, [state(v, inner) for v in obj])
-    if isinstance(obj, (set, frozenset)):
-        return (type(obj).__name__, sorted(repr(state(v, inner)) for v in obj))
-    return (type(obj).__name__, attributes(obj, inner))
-
-
-def attributes(obj: Any, inner: frozenset[int]) -> dict[str, Any]:
-    """A struct's fields, an object's slots and its ``__dict__``, each as ``state``."""
-    fields: dict[str, Any] = {}
-    if isinstance(obj, msgspec.Struct):
-        fields.update((f, state(getattr(obj, f), inner)) for f in obj.__struct_fields__)
-    for klass in type(obj).__mro__:
-        for slot in getattr(klass, "__slots__", ()):
-            if slot not in fields and not slot.startswith("__") and hasattr(obj, slot):
-                fields[slot] = state(getattr(obj, slot), inner)
-    fields.update((k, state(v, inner)) for k, v in getattr(obj, "__dict__", {}).items())
-    if not fields and not isinstance(obj, msgspec.Struct):
-        raise AssertionError(f"no way to compare a {type(obj).__name__}")
-    return fields
-
-
-def kept(collector: Collector) -> Any:
-    """The collector's contents and its memos (names, op and frame refs, reported values, dims, raws)."""
-    return state((collector.c, collector))
 
 
 PRELOAD = (
@@ -375,7 +326,7 @@ def inspected(path: Path, config: ReaderConfig) -> tuple[dict[str, Any], Any]:
     report.pop("timing")
     (contents,) = seen
     contents.timing.clear()
-    return report, state(contents)
+    return report, deep_state(contents)
 
 
 def spied(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
@@ -429,7 +380,7 @@ def test_shared_traces_read_the_same_with_and_without_the_scanner(name: str, mon
     scanned.timing.clear()
     decoded.timing.clear()
     assert outcomes and all(outcomes), outcomes
-    assert state(scanned) == state(decoded)
+    assert deep_state(scanned) == deep_state(decoded)
 
 
 # -- 2. a table of blocks: taken or declined ---------------------------------------------------------------------
@@ -669,7 +620,7 @@ def test_what_a_handler_keeps_is_the_event_as_msgspec_decoded_it(only_args: bool
     ours, reference = Keeping(TraceContents(path=""), only_args), Keeping(TraceContents(path=""), only_args)
     assert ours.add_bytes(block)
     assert msgspec_way(reference, block)
-    assert state(ours.seen) == state(reference.seen)
+    assert deep_state(ours.seen) == deep_state(reference.seen)
 
 
 class Marking(Collector):
