@@ -2101,6 +2101,7 @@ static PyObject *j_number = NULL, *j_as_int = NULL, *j_thread_class = NULL, *j_n
 static PyObject *j_occupancy_key = NULL, *j_theoretical_key = NULL, *j_missing = NULL, *j_empty = NULL;
 static Py_ssize_t j_max_name = 16384;
 static PyObject *j_event_type = NULL, *j_args_type = NULL;  /* held: field_owner points at them */
+static unsigned long j_binds = 0;  /* json_bind's calls, failed ones too (each may move or clear the slots) */
 
 /* a growable run of bytes (doubles, int64s or C ints), handed to an array.array by frombytes */
 typedef struct {
@@ -3763,6 +3764,7 @@ typedef struct {
     PyObject *keys[SINK_KEYS];  /* the args keys seen, and their fields (sink_field) */
     int fields[SINK_KEYS], nkeys;
     int busy;  /* an event is being handed over: a handler's take() or sink() is refused, not freeing the run */
+    unsigned long binds;  /* j_binds when the run began: its structs' slots are those json_bind found then */
 } Sink;
 
 static PyObject *args_index = NULL;  /* {EventArgs field name: its A_ index}, made once json_bind found the slots */
@@ -3831,6 +3833,7 @@ static Sink *sink_open(Slices *self) {
     Sink *k = PyMem_Calloc(1, sizeof *k);
     if (!k) return (Sink *)PyErr_NoMemory();
     int opened = state_open(&k->js, self->sink) == 0;
+    k->binds = j_binds;
     if (opened) {
         k->ev = scan_blank(j_event_type, A_CAT, A_ARGS, k->defaults);
         k->args = k->ev ? scan_args_blank(k->defaults) : NULL;
@@ -3923,8 +3926,10 @@ static void sink_last(Sink *k, PyObject *start) {
  * again since the run began), or -1 with the error raised. A failed event's structs are not used again: whoever
  * holds them (a handler, a traceback) keeps them as they were. */
 static int sink_event(Slices *self, PyObject *const *f, PyObject *start, PyObject *length) {
-    if (PyList_Size(self->batch) || !sink_ready()) return 0;
     Sink *k = self->run;
+    if (PyList_Size(self->batch) || (k ? k->binds != j_binds || s_event != j_event_type || s_args != j_args_type
+                                       : !sink_ready()))
+        return 0;
     if (!k && !(k = self->run = sink_open(self))) return -1;
     if (k->busy) {
         PyErr_SetString(PyExc_RuntimeError, "Slices: an event made while a handler ran for another");
@@ -3932,7 +3937,6 @@ static int sink_event(Slices *self, PyObject *const *f, PyObject *start, PyObjec
     }
     if (!k->ev && !(k->ev = scan_blank(j_event_type, A_CAT, A_ARGS, NULL))) return -1;
     if (!k->args && !(k->args = scan_args_blank(NULL))) return -1;
-    if (Py_TYPE(k->ev) != (PyTypeObject *)j_event_type || Py_TYPE(k->args) != (PyTypeObject *)j_args_type) return 0;
     k->busy = 1;
     PyObject *cat = f[0], *ev = k->ev;
     PyObject *kept = PyDict_Size(f[6]) ? sink_args(k, f[6]) : new_ref(s_no_args);
@@ -4105,6 +4109,7 @@ static int scan_bind_keys(PyObject *pairs, int first, int last) {
  * fields' (attribute, JSON name) pairs for the scanner */
 static PyObject *core_json_bind(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
+    j_binds++;  /* a Slices' open sink run reuses structs of the binding before: its next event goes to the batch */
     if (nargs != 18) {
         PyErr_SetString(PyExc_TypeError,
                         "json_bind takes the collector's 14 constants and twins, Event, EventArgs and their keys");

@@ -831,3 +831,21 @@ def test_an_open_run_is_seen_by_the_cyclic_gc() -> None:
     ref = cycle()
     gc.collect()
     assert ref() is None
+
+
+def test_the_collectors_structs_bound_again_while_a_run_is_open() -> None:
+    """json_bind run again (as a test's smaller bound does) while the sink holds a run: the next events go to the
+    batch, after the run's at take() (the review: the run's Event was written at the slots of the binding before)."""
+    from wizard.trace.read import collector as collector_module
+
+    collector, s = Collector(TraceContents(path="")), made(Compiled)
+    assert s.sink(collector) is True
+    s.event("cpu_op", "first", 1, "t", 1_000, 5, {})
+    assert collector_module.compiled_collect_events() is not None  # json_bind again, the same structs
+    s.event("cpu_op", "second", 1, "t", 2_000, 5, {})
+    assert [ev.name for ev in s.batch] == ["second"]
+    hand_over(s, collector)
+    assert (collector.c.events, collector.c.last_ts, collector.c.ops.count) == (2, 2.0, 2)
+    assert s.sink(collector) is True  # a new run, on the binding now
+    s.event("cpu_op", "third", 1, "t", 3_000, 5, {})
+    assert s.batch == []
