@@ -39,17 +39,9 @@ from tests.helpers import (
 from tests.output_digests import output
 from wizard.errors import InputFileError
 from wizard.trace.read import collector as collector_module
-from wizard.trace.read import perfetto, protobuf
+from wizard.trace.read import events, perfetto, protobuf
 from wizard.trace.read.collector import GPU_OPS, KERNELS, MAX_NAME, SLICES, Collector, ExactTimes, TraceContents
-from wizard.trace.read.events import (
-    GPU_OP_CATEGORIES,
-    KERNEL_CATEGORIES,
-    OP_CATEGORIES,
-    PYTHON_CATEGORIES,
-    RUNTIME_CATEGORIES,
-    Event,
-    EventArgs,
-)
+from wizard.trace.read.events import Event, EventArgs
 
 core = pytest.importorskip("wizard._core", reason="the compiled core is not built here (no C compiler)")
 if not hasattr(core, "bind_slices"):
@@ -730,7 +722,9 @@ def test_no_sink_for_structs_other_than_the_collectors() -> None:
     class Other(msgspec.Struct):
         cat: Any = None
 
-    categories = (KERNEL_CATEGORIES, GPU_OP_CATEGORIES, OP_CATEGORIES, RUNTIME_CATEGORIES, PYTHON_CATEGORIES)
+    categories = tuple(
+        getattr(events, f"{kind}_CATEGORIES") for kind in ("KERNEL", "GPU_OP", "OP", "RUNTIME", "PYTHON")
+    )
     tables = (KERNELS, GPU_OPS, SLICES)
     core.bind_slices(Other, EventArgs, perfetto._NO_ARGS, categories, tables, perfetto.ARGS_READ, perfetto._Track)
     try:
