@@ -94,6 +94,8 @@ static uint64_t bytes_hash(const unsigned char *p, Py_ssize_t len) {
         h = (h ^ w) * 1099511628211u, h ^= h >> 29;
     }
     for (; k < len; k++) h = (h ^ p[k]) * 1099511628211u;
+    h ^= h >> 32, h *= 0xd6e8feb86659fd93u, h ^= h >> 32;  /* a product carries only upward: the low bits, which
+                                                             * index the tables, mixed from every bit */
     return h;
 }
 
@@ -298,6 +300,30 @@ static PyObject *new_ref(PyObject *object) {
     return object;
 }
 
+/* A track's uuid as one int object a value: each packet names its track again, and the dicts keyed by tracks (the
+ * open slices, the tracks, the ends) compare a new int by value (a rich comparison, 130 instructions) where the same
+ * object is found by identity. Ints are immutable, so which object comes back is not seen. A direct-mapped table
+ * for the life of the process; values past 64 bits are made anew. */
+#define TRACK_SLOTS 256
+static struct {
+    uint64_t value;
+    PyObject *obj;
+} s_track_ints[TRACK_SLOTS];
+
+static PyObject *track_int(u128 v) {
+    if (v > (u128)UINT64_MAX) return py_int(v);
+    uint64_t x = (uint64_t)v;
+    unsigned k = (unsigned)((x * 0x9E3779B97F4A7C15ull) >> 56);
+    if (s_track_ints[k].obj && s_track_ints[k].value == x) return new_ref(s_track_ints[k].obj);
+    PyObject *obj = PyLong_FromUnsignedLongLong((unsigned long long)x);
+    if (obj) {
+        PyObject *old = s_track_ints[k].obj;
+        s_track_ints[k].obj = new_ref(obj), s_track_ints[k].value = x;
+        Py_XDECREF(old);
+    }
+    return obj;
+}
+
 /* packet_head(b): protobuf.pure_packet_head, a TracePacket's fields as perfetto.py's packet() reads them */
 static PyObject *core_packet_head(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
@@ -399,7 +425,7 @@ static PyObject *core_track_event(PyObject *self, PyObject *const *args, Py_ssiz
     if (more < 0) goto failed;
     PyObject *items[6] = {
         py_int(kind),
-        has_track ? py_int(track) : PyLong_FromLong(-1),
+        has_track ? track_int(track) : PyLong_FromLong(-1),
         name_from == 1 ? span(name[0], name[1]) : new_ref(Py_None),
         name_from == 2 ? py_int(name_iid) : new_ref(Py_None),
         notes,
@@ -600,9 +626,9 @@ static PyObject *attr_of_iid(PyObject *seq, u128 iid) {
 }
 
 /* one annotation, (its EventArgs field or None, its value): perfetto._decode_annotation's result */
-static PyObject *annotation(PyObject *bytes, Py_ssize_t start, Py_ssize_t end, PyObject *seq) {
+static PyObject *annotation(PyObject *bytes, Py_ssize_t n, Py_ssize_t start, Py_ssize_t end, PyObject *seq) {
     const unsigned char *b = (const unsigned char *)PyBytes_AsString(bytes);
-    Reader r = {b, PyBytes_Size(bytes), start, end, 0};
+    Reader r = {b, n, start, end, 0};  /* n: where the packet ends (reads stop there), the bytes' end or before */
     Field f, last = {0, 0, 0, 0, 0};
     int more, has_value = 0, nested = 0;
     PyObject *attr = new_ref(Py_None);
@@ -670,6 +696,350 @@ static int note_span(PyObject *note, Py_ssize_t n, Py_ssize_t *start, Py_ssize_t
     return 0 <= *start && *start <= *end && *end <= n;
 }
 
+/* Memo: a sequence's memo of annotations by their bytes (perfetto._Sequence.memo where the core is built), a
+ * mapping of bytes to what the annotation decoded to. A dict keyed by bytes cost a note a bytes object, its SipHash
+ * and, where the object was not the key's own, a comparison: 20% of a .pftrace read's instructions. one_note looks
+ * a note up here by the bytes where they lie, with the core's own hash. It is the memo, not a mirror of one: Python
+ * reads and changes it only through these methods, so what a look-up answers is what it holds. Entries keep the
+ * order they were set in, as a dict's; a key deleted is a hole until the table is rebuilt.
+ *
+ * The core's hash is not keyed, so a trace can be made of notes that collide. Every key lies within MEMO_PROBES
+ * slots of its own on the look-up's path, so a look-up stops there; a key that would lie further turns the memo
+ * into a dict (SipHash, keyed per process), which it then stays until cleared: a hostile trace costs what a dict
+ * costs. */
+typedef struct {
+    uint64_t hash;
+    PyObject *key;  /* bytes; NULL: deleted */
+    PyObject *value;
+} MemoEntry;
+
+typedef struct {
+    PyObject_HEAD
+    MemoEntry *entries;  /* in the order set */
+    Py_ssize_t used, live, cap;  /* entries written (holes included), held, allocated */
+    Py_ssize_t *index;  /* mask + 1 slots: MEMO_FREE, MEMO_HOLE, or an entry's number */
+    Py_ssize_t mask;
+    PyObject *dict;  /* where the entries are instead, after a key too far from its slot; else NULL */
+} Memo;
+
+#define MEMO_FREE (-1)
+#define MEMO_HOLE (-2)
+#define MEMO_PROBES 32
+static PyTypeObject *memo_type = NULL;
+
+/* the slot of the entry of these bytes, or -1 */
+static Py_ssize_t memo_slot(const Memo *m, const unsigned char *p, Py_ssize_t len, uint64_t h) {
+    if (!m->index) return -1;
+    Py_ssize_t i = (Py_ssize_t)(h & (uint64_t)m->mask);
+    for (Py_ssize_t step = 1; step <= MEMO_PROBES; i = (i + step++) & m->mask) {
+        Py_ssize_t at = m->index[i];
+        if (at == MEMO_FREE) return -1;
+        if (at >= 0) {
+            const MemoEntry *e = &m->entries[at];
+            if (e->hash == h && PyBytes_Size(e->key) == len && memcmp(PyBytes_AsString(e->key), p, (size_t)len) == 0)
+                return i;
+        }
+    }
+    return -1;
+}
+
+/* the first free slot or hole on the path of hash h in index, or -1: none within MEMO_PROBES */
+static Py_ssize_t memo_free_slot(const Py_ssize_t *index, Py_ssize_t mask, uint64_t h) {
+    Py_ssize_t i = (Py_ssize_t)(h & (uint64_t)mask);
+    for (Py_ssize_t step = 1; step <= MEMO_PROBES; i = (i + step++) & mask)
+        if (index[i] < 0) return i;
+    return -1;
+}
+
+/* the value held for these bytes (not in dict form): borrowed, or NULL (no error) */
+static PyObject *memo_find(const Memo *m, const unsigned char *p, Py_ssize_t len, uint64_t h) {
+    Py_ssize_t i = memo_slot(m, p, len, h);
+    return i < 0 ? NULL : m->entries[m->index[i]].value;
+}
+
+/* the table's entries and index given up: what they held is the caller's (to keep or to release) */
+static void memo_detach(Memo *m, MemoEntry **entries, Py_ssize_t *used) {
+    *entries = m->entries, *used = m->used;
+    PyMem_Free(m->index);
+    m->entries = NULL, m->index = NULL, m->used = m->live = m->cap = 0, m->mask = 0;
+}
+
+/* the entries moved into a dict, in their order: 0, or -1 with the error raised (the table kept) */
+static int memo_to_dict(Memo *m) {
+    PyObject *dict = PyDict_New();
+    for (Py_ssize_t k = 0; dict && k < m->used; k++)
+        if (m->entries[k].key && PyDict_SetItem(dict, m->entries[k].key, m->entries[k].value) < 0) Py_CLEAR(dict);
+    if (!dict) return -1;
+    MemoEntry *entries;
+    Py_ssize_t used;
+    memo_detach(m, &entries, &used);
+    m->dict = dict;
+    for (Py_ssize_t k = 0; k < used; k++) {  /* the dict holds them now */
+        Py_XDECREF(entries[k].key);
+        Py_XDECREF(entries[k].value);
+    }
+    PyMem_Free(entries);
+    return 0;
+}
+
+/* the table rebuilt for at least want entries, the holes dropped: 1, 0 where a key would lie too far (the table as it
+ * was), or -1 with MemoryError */
+static int memo_rebuild(Memo *m, Py_ssize_t want) {
+    Py_ssize_t cap = 8;
+    while (cap < want * 2) cap *= 2;  /* entries at most half the slots: paths stay short */
+    if (cap > PY_SSIZE_T_MAX / 2 / (Py_ssize_t)sizeof(MemoEntry)) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    MemoEntry *entries = PyMem_Malloc(sizeof(MemoEntry) * (size_t)cap);
+    Py_ssize_t *index = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(cap * 2));
+    if (!entries || !index) {
+        PyMem_Free(entries);
+        PyMem_Free(index);
+        PyErr_NoMemory();
+        return -1;
+    }
+    Py_ssize_t mask = cap * 2 - 1, n = 0;
+    for (Py_ssize_t i = 0; i <= mask; i++) index[i] = MEMO_FREE;
+    for (Py_ssize_t k = 0; k < m->used; k++) {
+        if (!m->entries[k].key) continue;
+        Py_ssize_t i = memo_free_slot(index, mask, m->entries[k].hash);
+        if (i < 0) {
+            PyMem_Free(entries);
+            PyMem_Free(index);
+            return 0;
+        }
+        entries[n] = m->entries[k];
+        index[i] = n++;
+    }
+    PyMem_Free(m->entries);
+    PyMem_Free(m->index);
+    m->entries = entries, m->index = index, m->mask = mask, m->cap = cap, m->used = n;
+    return 1;
+}
+
+/* value set for key (bytes, of hash h): 0, or -1 with the error raised */
+static int memo_put(Memo *m, PyObject *key, uint64_t h, PyObject *value) {
+    if (m->dict) return PyDict_SetItem(m->dict, key, value);
+    Py_ssize_t i = memo_slot(m, (const unsigned char *)PyBytes_AsString(key), PyBytes_Size(key), h);
+    if (i >= 0) {
+        MemoEntry *e = &m->entries[m->index[i]];
+        PyObject *old = e->value;
+        e->value = new_ref(value);
+        Py_DECREF(old);
+        return 0;
+    }
+    int built = m->used >= m->cap ? memo_rebuild(m, m->live + 1) : 1;
+    if (built < 0) return -1;
+    if (!built || (i = memo_free_slot(m->index, m->mask, h)) < 0)  /* too far from its slot: a dict from now on */
+        return memo_to_dict(m) < 0 ? -1 : PyDict_SetItem(m->dict, key, value);
+    MemoEntry *e = &m->entries[m->used];
+    e->hash = h, e->key = new_ref(key), e->value = new_ref(value);
+    m->index[i] = m->used++;
+    m->live += 1;
+    return 0;
+}
+
+/* the hash of a bytes key, or -1 with the error raised: a key of another type is refused (a TypeError, or the
+ * key's own where it is not hashable) */
+static int memo_key_of(PyObject *key, uint64_t *h) {
+    if (!PyBytes_Check(key)) {
+        if (PyObject_Hash(key) != -1) PyErr_SetString(PyExc_TypeError, "a Memo's keys are bytes");
+        return -1;
+    }
+    *h = bytes_hash((const unsigned char *)PyBytes_AsString(key), PyBytes_Size(key));
+    return 0;
+}
+
+/* the value of a key: borrowed, or NULL (*failed: with the error raised, a dict's for an unhashable key) */
+static PyObject *memo_get_of(Memo *m, PyObject *key, int *failed) {
+    *failed = 0;
+    if (m->dict) {
+        PyObject *value = PyDict_GetItemWithError(m->dict, key);
+        *failed = !value && PyErr_Occurred();
+        return value;
+    }
+    if (!PyBytes_Check(key)) {  /* held by no entry: a miss, as a dict's */
+        *failed = PyObject_Hash(key) == -1;
+        return NULL;
+    }
+    uint64_t h = bytes_hash((const unsigned char *)PyBytes_AsString(key), PyBytes_Size(key));
+    return memo_find(m, (const unsigned char *)PyBytes_AsString(key), PyBytes_Size(key), h);
+}
+
+/* KeyError(key), as a dict raises it: the key as its one argument (a tuple key is not taken as the arguments) */
+static void memo_key_error(PyObject *key) {
+    PyObject *args = PyTuple_Pack(1, key);
+    if (args) {
+        PyErr_SetObject(PyExc_KeyError, args);
+        Py_DECREF(args);
+    }
+}
+
+static Py_ssize_t memo_length(Memo *m) {
+    return m->dict ? PyDict_Size(m->dict) : m->live;
+}
+
+static PyObject *memo_subscript(Memo *m, PyObject *key) {
+    int failed;
+    PyObject *value = memo_get_of(m, key, &failed);
+    if (value) return new_ref(value);
+    if (!failed) memo_key_error(key);
+    return NULL;
+}
+
+static int memo_ass_subscript(Memo *m, PyObject *key, PyObject *value) {
+    uint64_t h;
+    if (value) return memo_key_of(key, &h) < 0 ? -1 : memo_put(m, key, h, value);
+    if (m->dict) return PyDict_DelItem(m->dict, key);
+    Py_ssize_t i = PyBytes_Check(key) && memo_key_of(key, &h) == 0
+                       ? memo_slot(m, (const unsigned char *)PyBytes_AsString(key), PyBytes_Size(key), h) : -1;
+    if (i < 0) {
+        if (PyObject_Hash(key) != -1) memo_key_error(key);
+        return -1;
+    }
+    MemoEntry *e = &m->entries[m->index[i]];
+    PyObject *old_key = e->key, *old_value = e->value;
+    e->key = e->value = NULL;  /* unlinked before a finalizer can run */
+    m->index[i] = MEMO_HOLE;
+    m->live -= 1;
+    Py_DECREF(old_key);
+    Py_DECREF(old_value);
+    return 0;
+}
+
+static int memo_contains(Memo *m, PyObject *key) {
+    int failed;
+    PyObject *value = memo_get_of(m, key, &failed);
+    return failed ? -1 : value != NULL;
+}
+
+/* every entry dropped, the table again; what they held released once the memo is empty (a finalizer sees it so) */
+static int memo_clear(Memo *m) {
+    MemoEntry *entries;
+    Py_ssize_t used;
+    PyObject *dict = m->dict;
+    m->dict = NULL;
+    memo_detach(m, &entries, &used);
+    for (Py_ssize_t k = 0; k < used; k++) {
+        Py_XDECREF(entries[k].key);
+        Py_XDECREF(entries[k].value);
+    }
+    PyMem_Free(entries);
+    Py_XDECREF(dict);
+    return 0;
+}
+
+static PyObject *memo_clear_method(Memo *m, PyObject *unused) {
+    (void)unused;
+    memo_clear(m);
+    Py_RETURN_NONE;
+}
+
+static PyObject *memo_get(Memo *m, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs < 1 || nargs > 2) {
+        PyErr_SetString(PyExc_TypeError, "Memo.get(key[, default])");
+        return NULL;
+    }
+    int failed;
+    PyObject *value = memo_get_of(m, args[0], &failed);
+    if (failed) return NULL;
+    return new_ref(value ? value : nargs == 2 ? args[1] : Py_None);
+}
+
+/* keys (0), values (1) or items (2), in the order set: a list (what a caller does to it changes nothing here) */
+static PyObject *memo_list(Memo *m, int which) {
+    if (m->dict) return which == 0 ? PyDict_Keys(m->dict) : which == 1 ? PyDict_Values(m->dict) : PyDict_Items(m->dict);
+    PyObject *out = PyList_New(0);
+    for (Py_ssize_t k = 0; out && k < m->used; k++) {
+        MemoEntry *e = &m->entries[k];
+        if (!e->key) continue;
+        PyObject *item = which == 0 ? new_ref(e->key) : which == 1 ? new_ref(e->value)
+                                                                   : PyTuple_Pack(2, e->key, e->value);
+        if (!item || PyList_Append(out, item) < 0) Py_CLEAR(out);
+        Py_XDECREF(item);
+    }
+    return out;
+}
+
+static PyObject *memo_keys_method(Memo *m, PyObject *unused) {
+    (void)unused;
+    return memo_list(m, 0);
+}
+
+static PyObject *memo_values_method(Memo *m, PyObject *unused) {
+    (void)unused;
+    return memo_list(m, 1);
+}
+
+static PyObject *memo_items_method(Memo *m, PyObject *unused) {
+    (void)unused;
+    return memo_list(m, 2);
+}
+
+static PyObject *memo_iter(Memo *m) {
+    PyObject *keys = memo_list(m, 0), *it = keys ? PyObject_GetIter(keys) : NULL;
+    Py_XDECREF(keys);
+    return it;
+}
+
+static PyObject *memo_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    if (PyTuple_Size(args) || (kwargs && PyDict_Size(kwargs))) {
+        PyErr_SetString(PyExc_TypeError, "Memo() takes no arguments");
+        return NULL;
+    }
+    allocfunc alloc = (allocfunc)PyType_GetSlot(type, Py_tp_alloc);
+    return alloc(type, 0);  /* zeroed: no entries, no table */
+}
+
+static int memo_traverse(Memo *m, visitproc visit, void *arg) {
+    for (Py_ssize_t k = 0; k < m->used; k++) Py_VISIT(m->entries[k].value);
+    Py_VISIT(m->dict);
+    Py_VISIT(Py_TYPE(m));
+    return 0;
+}
+
+static void memo_dealloc(Memo *m) {
+    PyTypeObject *type = Py_TYPE(m);
+    PyObject_GC_UnTrack(m);
+    memo_clear(m);
+    freefunc free_slot = (freefunc)PyType_GetSlot(type, Py_tp_free);
+    free_slot(m);
+    Py_DECREF(type);
+}
+
+static PyMethodDef memo_methods[] = {
+    {"get", (PyCFunction)(void (*)(void))memo_get, METH_FASTCALL, "the value of a key, or the default (None)"},
+    {"clear", (PyCFunction)memo_clear_method, METH_NOARGS, "every entry dropped"},
+    {"keys", (PyCFunction)memo_keys_method, METH_NOARGS, "the keys in the order set (a list)"},
+    {"values", (PyCFunction)memo_values_method, METH_NOARGS, "the values in the order set (a list)"},
+    {"items", (PyCFunction)memo_items_method, METH_NOARGS, "(key, value) in the order set (a list)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyObject *memo_get_spilled(Memo *m, void *closure) {
+    (void)closure;
+    return PyBool_FromLong(m->dict != NULL);
+}
+
+static PyGetSetDef memo_getset[] = {
+    {"spilled", (getter)memo_get_spilled, NULL, "whether the entries went to a dict (a key too far from its slot)",
+     NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyType_Slot memo_slots[] = {
+    {Py_tp_new, memo_new}, {Py_tp_dealloc, memo_dealloc}, {Py_tp_traverse, memo_traverse},
+    {Py_tp_clear, memo_clear}, {Py_tp_methods, memo_methods}, {Py_tp_iter, memo_iter}, {Py_tp_getset, memo_getset},
+    {Py_mp_length, memo_length}, {Py_mp_subscript, memo_subscript}, {Py_mp_ass_subscript, memo_ass_subscript},
+    {Py_sq_contains, memo_contains}, {Py_sq_length, memo_length}, {Py_tp_hash, PyObject_HashNotImplemented},
+    {Py_tp_doc, "a sequence's memo of annotations by their bytes (perfetto._Sequence.memo), compiled"}, {0, NULL},
+};
+
+static PyType_Spec memo_spec = {
+    "wizard._core.Memo", sizeof(Memo), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC, memo_slots,
+};
+
 /* the twin's full memo: where the sequence's holds any, its entries leave the count and it starts again (len(memo)
  * and memo.clear(), as the twin calls them on any mapping); 0, or -1 with the error raised */
 static int memo_restart(PyObject *memo, Py_ssize_t *entries) {
@@ -681,6 +1051,7 @@ static int memo_restart(PyObject *memo, Py_ssize_t *entries) {
         PyDict_Clear(memo);
         return 0;
     }
+    if (Py_TYPE(memo) == memo_type) return memo_clear((Memo *)memo);
     PyObject *done = PyObject_CallMethod(memo, "clear", NULL);
     Py_XDECREF(done);
     return done ? 0 : -1;
@@ -715,13 +1086,21 @@ static PyObject *memo_key(const unsigned char *p, Py_ssize_t len) {
     return key;
 }
 
-/* one note into args through the memo: 0, or -1 with the error raised */
-static int one_note(PyObject *bytes, Py_ssize_t start, Py_ssize_t end, PyObject *seq, PyObject *memo, PyObject *args,
-                    Py_ssize_t *entries) {
-    int is_short = end - start <= memo_bytes;
+
+/* one note at bytes[start:end] into args through the memo (n: where its packet ends): 0, or -1 with the error
+ * raised */
+static int one_note(PyObject *bytes, Py_ssize_t n, Py_ssize_t start, Py_ssize_t end, PyObject *seq, PyObject *memo,
+                    PyObject *args, Py_ssize_t *entries) {
+    int is_short = end - start <= memo_bytes, own = Py_TYPE(memo) == memo_type && !((Memo *)memo)->dict;
+    const unsigned char *p = (const unsigned char *)PyBytes_AsString(bytes) + start;
+    uint64_t h = 0;
     PyObject *key = NULL, *found = NULL;
-    if (is_short) {
-        key = memo_key((const unsigned char *)PyBytes_AsString(bytes) + start, end - start);
+    if (is_short && own) {  /* the memo's own look-up, by the bytes where they lie */
+        h = bytes_hash(p, end - start);
+        found = memo_find((Memo *)memo, p, end - start, h);
+        Py_XINCREF(found);
+    } else if (is_short) {
+        key = memo_key(p, end - start);
         if (!key) return -1;
         if (PyDict_Check(memo)) {  /* a miss raises no KeyError: most annotations of a kernel miss */
             found = PyDict_GetItemWithError(memo, key);
@@ -733,7 +1112,7 @@ static int one_note(PyObject *bytes, Py_ssize_t start, Py_ssize_t end, PyObject 
         }
     }
     if (!found) {
-        if (!(found = annotation(bytes, start, end, seq))) goto failed;
+        if (!(found = annotation(bytes, n, start, end, seq))) goto failed;
         if (is_short) {
             PyObject *value = PySequence_GetItem(found, 1);  /* found[1], as the twin reads it: any sequence */
             if (!value) goto failed;
@@ -741,24 +1120,33 @@ static int one_note(PyObject *bytes, Py_ssize_t start, Py_ssize_t end, PyObject 
             Py_DECREF(value);
             if (kept && *entries >= memo_limit && memo_restart(memo, entries) < 0) goto failed;
             if (kept && *entries < memo_limit) {
-                if (PyObject_SetItem(memo, key, found) < 0) goto failed;
+                if (own && !(key = PyBytes_FromStringAndSize((const char *)p, end - start))) goto failed;
+                if (own ? memo_put((Memo *)memo, key, h, found) < 0 : PyObject_SetItem(memo, key, found) < 0)
+                    goto failed;
                 *entries += 1;
             }
         }
     }
-    PyObject *attr = PySequence_GetItem(found, 0);
-    if (!attr) goto failed;
-    if (attr != Py_None) {
-        PyObject *value = PySequence_GetItem(found, 1);
-        int set = !value ? -1 : PyDict_CheckExact(args) ? PyDict_SetItem(args, attr, value)
-                                                        : PyObject_SetItem(args, attr, value);
-        Py_XDECREF(value);
-        if (set < 0) {
-            Py_DECREF(attr);
+    if (PyTuple_CheckExact(found) && PyTuple_Size(found) == 2) {  /* what the memo holds: (attr, value) */
+        PyObject *attr = PyTuple_GetItem(found, 0);
+        if (attr != Py_None && (PyDict_CheckExact(args) ? PyDict_SetItem(args, attr, PyTuple_GetItem(found, 1))
+                                                        : PyObject_SetItem(args, attr, PyTuple_GetItem(found, 1))) < 0)
             goto failed;
+    } else {  /* found[0] and found[1], as the twin reads them: any sequence */
+        PyObject *attr = PySequence_GetItem(found, 0);
+        if (!attr) goto failed;
+        if (attr != Py_None) {
+            PyObject *value = PySequence_GetItem(found, 1);
+            int set = !value ? -1 : PyDict_CheckExact(args) ? PyDict_SetItem(args, attr, value)
+                                                            : PyObject_SetItem(args, attr, value);
+            Py_XDECREF(value);
+            if (set < 0) {
+                Py_DECREF(attr);
+                goto failed;
+            }
         }
+        Py_DECREF(attr);
     }
-    Py_DECREF(attr);
     Py_XDECREF(key);
     Py_DECREF(found);
     return 0;
@@ -795,7 +1183,7 @@ static PyObject *core_event_args(PyObject *self, PyObject *const *args, Py_ssize
         start = spans[2 * k];
         end = spans[2 * k + 1];
         size += end - start;
-        if (one_note(bytes, start, end, seq, memo, out, &entries) < 0) Py_CLEAR(memo);
+        if (one_note(bytes, n, start, end, seq, memo, out, &entries) < 0) Py_CLEAR(memo);
     }
     PyMem_Free(spans);
     if (!memo) return NULL;
@@ -810,41 +1198,148 @@ static PyObject *core_event_args(PyObject *self, PyObject *const *args, Py_ssize
  * past the buffer), another tag, a size over max_packet or past the buffer, and a size varint that does not read. */
 static PyObject *pure_split = NULL;
 
-static PyObject *core_split_packets(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    (void)self;
-    if (!pure_split) return not_bound();
-    if (nargs != 4 || !PyBytes_Check(args[0]) || !PyLong_CheckExact(args[1]) || !PyLong_CheckExact(args[2]) ||
-        !PyLong_CheckExact(args[3]))
-        return call_pure(pure_split, args, nargs);
-    Py_ssize_t n = PyBytes_Size(args[0]), pos, limit = 0, max_packet = 0;
-    int wide = (pos = PyLong_AsSsize_t(args[1])) == -1 && PyErr_Occurred();
-    wide = wide || ((limit = PyLong_AsSsize_t(args[2])) == -1 && PyErr_Occurred());
-    wide = wide || ((max_packet = PyLong_AsSsize_t(args[3])) == -1 && PyErr_Occurred());
-    if (wide || pos < 0 || max_packet < 0) {  /* past 63 bits, or Python's meaning: the twin's */
-        PyErr_Clear();
-        return call_pure(pure_split, args, nargs);
+/* Run: the packets split_run found, as a sequence of their bytes (run[k] makes packet k's), lying in the buffer they
+ * were found in: Slices.packets reads a run's packets there, where a bytes object a packet, made and freed, was 15% of
+ * a .pftrace read. Python reads one as it reads split_packets' list. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *buf;      /* the bytes they lie in */
+    Py_ssize_t count;
+    Py_ssize_t *spans;  /* packet k starts at spans[3k] (its field's tag), its bytes are buf[spans[3k + 1]:spans[3k + 2]] */
+} Run;
+
+static PyTypeObject *run_type = NULL;
+
+static Py_ssize_t run_length(Run *run) {
+    return run->count;
+}
+
+static PyObject *run_item(Run *run, Py_ssize_t k) {
+    if (k < 0 || k >= run->count) {
+        PyErr_SetString(PyExc_IndexError, "a run's packet out of range");
+        return NULL;
     }
-    const unsigned char *b = (const unsigned char *)PyBytes_AsString(args[0]);
-    PyObject *found = PyList_New(0), *starts = PyList_New(0);
-    if (!found || !starts) goto failed;
-    for (Py_ssize_t count = 0; count < limit && n - pos >= 20 && b[pos] == 0x0A; count++) {
+    return PyBytes_FromStringAndSize(PyBytes_AsString(run->buf) + run->spans[3 * k + 1],
+                                     run->spans[3 * k + 2] - run->spans[3 * k + 1]);
+}
+
+static void run_dealloc(Run *run) {
+    PyTypeObject *type = Py_TYPE(run);
+    Py_XDECREF(run->buf);
+    PyMem_Free(run->spans);
+    freefunc free_slot = (freefunc)PyType_GetSlot(type, Py_tp_free);
+    free_slot(run);
+    Py_DECREF(type);
+}
+
+static PyType_Slot run_slots[] = {
+    {Py_tp_dealloc, run_dealloc}, {Py_sq_length, run_length}, {Py_sq_item, run_item},
+    {Py_tp_doc, "the packets split_run found: run[k] is packet k's bytes"}, {0, NULL},
+};
+
+static PyType_Spec run_spec = {"wizard._core.Run", sizeof(Run), 0, Py_TPFLAGS_DEFAULT, run_slots};
+
+/* split_packets' reading: the whole packets at b[pos:], at most limit, as spans (PyMem, 3 a packet: where its field
+ * starts, where its bytes start and end; NULL where none); the position after the last, or -1 with the error raised */
+static Py_ssize_t split_spans(const unsigned char *b, Py_ssize_t n, Py_ssize_t pos, Py_ssize_t limit,
+                              Py_ssize_t max_packet, Py_ssize_t **spans, Py_ssize_t *count) {
+    Py_ssize_t cap = 0;
+    *spans = NULL, *count = 0;
+    for (Py_ssize_t k = 0; k < limit && n - pos >= 20 && b[pos] == 0x0A; k++) {
         Py_ssize_t i = pos + 1;
         u128 size;
         if (read_varint(b, n, &i, &size) != OK || size > (u128)max_packet || (u128)i + size > (u128)n) break;
-        PyObject *packet = PyBytes_FromStringAndSize((const char *)b + i, (Py_ssize_t)size);
-        PyObject *at = packet ? PyLong_FromSsize_t(pos) : NULL;
-        int appended = at && PyList_Append(found, packet) == 0 && PyList_Append(starts, at) == 0;
-        Py_XDECREF(packet);
-        Py_XDECREF(at);
-        if (!appended) goto failed;
+        if (*count == cap) {
+            cap = cap ? cap * 2 : 256;
+            Py_ssize_t *grown = cap < PY_SSIZE_T_MAX / 32 ? PyMem_Realloc(*spans, sizeof(Py_ssize_t) * 3 * (size_t)cap)
+                                                          : NULL;
+            if (!grown) {
+                PyErr_NoMemory();
+                return -1;
+            }
+            *spans = grown;
+        }
+        Py_ssize_t *at = *spans + 3 * *count;
+        at[0] = pos, at[1] = i, at[2] = i + (Py_ssize_t)size;
+        *count += 1;
         pos = i + (Py_ssize_t)size;
     }
+    return pos;
+}
+
+/* the arguments of split_packets and split_run read: 1, 0 where the twin is to answer (types, values past 63 bits,
+ * Python's meaning of a negative), -1 */
+static int split_args(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t *pos, Py_ssize_t *limit,
+                      Py_ssize_t *max_packet) {
+    if (nargs != 4 || !PyBytes_Check(args[0]) || !PyLong_CheckExact(args[1]) || !PyLong_CheckExact(args[2]) ||
+        !PyLong_CheckExact(args[3]))
+        return 0;
+    int wide = (*pos = PyLong_AsSsize_t(args[1])) == -1 && PyErr_Occurred();
+    wide = wide || ((*limit = PyLong_AsSsize_t(args[2])) == -1 && PyErr_Occurred());
+    wide = wide || ((*max_packet = PyLong_AsSsize_t(args[3])) == -1 && PyErr_Occurred());
+    if (wide || *pos < 0 || *max_packet < 0) {  /* past 63 bits, or Python's meaning: the twin's */
+        PyErr_Clear();
+        return 0;
+    }
+    return 1;
+}
+
+static PyObject *core_split_packets(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (!pure_split) return not_bound();
+    Py_ssize_t pos = 0, limit = 0, max_packet = 0, *spans, count;
+    if (!split_args(args, nargs, &pos, &limit, &max_packet)) return call_pure(pure_split, args, nargs);
+    const unsigned char *b = (const unsigned char *)PyBytes_AsString(args[0]);
+    PyObject *found = PyList_New(0), *starts = PyList_New(0);
+    if (!found || !starts) goto failed;
+    pos = split_spans(b, PyBytes_Size(args[0]), pos, limit, max_packet, &spans, &count);
+    for (Py_ssize_t k = 0; pos >= 0 && k < count; k++) {
+        PyObject *packet = PyBytes_FromStringAndSize((const char *)b + spans[3 * k + 1], spans[3 * k + 2] - spans[3 * k + 1]);
+        PyObject *at = packet ? PyLong_FromSsize_t(spans[3 * k]) : NULL;
+        if (!at || PyList_Append(found, packet) < 0 || PyList_Append(starts, at) < 0) pos = -1;
+        Py_XDECREF(packet);
+        Py_XDECREF(at);
+    }
+    PyMem_Free(spans);
+    if (pos < 0) goto failed;
     PyObject *items[3] = {found, starts, PyLong_FromSsize_t(pos)};
     return tuple_of(items, 3);
 failed:
     Py_XDECREF(found);
     Py_XDECREF(starts);
     return NULL;
+}
+
+/* split_run(buf, pos, limit, max_packet): split_packets, the packets a Run lying in buf and their starts int64s (a
+ * memoryview of them): neither an object a packet (what the twin gives, where the arguments are not ints of 63 bits,
+ * is the twin's lists) */
+static PyObject *core_split_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (!pure_split) return not_bound();
+    Py_ssize_t pos = 0, limit = 0, max_packet = 0;
+    if (!split_args(args, nargs, &pos, &limit, &max_packet)) return call_pure(pure_split, args, nargs);
+    if (!run_type && !(run_type = (PyTypeObject *)PyType_FromSpec(&run_spec))) return NULL;
+    allocfunc alloc = (allocfunc)PyType_GetSlot(run_type, Py_tp_alloc);
+    Run *run = (Run *)alloc(run_type, 0);
+    if (!run) return NULL;
+    run->buf = new_ref(args[0]);
+    pos = split_spans((const unsigned char *)PyBytes_AsString(args[0]), PyBytes_Size(args[0]), pos, limit, max_packet,
+                      &run->spans, &run->count);
+    PyObject *raw = pos < 0 ? NULL : PyBytes_FromStringAndSize(NULL, run->count * (Py_ssize_t)sizeof(long long));
+    if (raw) {
+        long long *at = (long long *)(void *)PyBytes_AsString(raw);
+        for (Py_ssize_t k = 0; k < run->count; k++) at[k] = (long long)run->spans[3 * k];
+    }
+    PyObject *view = raw ? PyMemoryView_FromObject(raw) : NULL;
+    PyObject *starts = view ? PyObject_CallMethod(view, "cast", "s", "q") : NULL;
+    Py_XDECREF(raw);
+    Py_XDECREF(view);
+    if (!starts) {
+        Py_DECREF(run);
+        return NULL;
+    }
+    PyObject *items[3] = {(PyObject *)run, starts, PyLong_FromSsize_t(pos)};
+    return tuple_of(items, 3);
 }
 
 /* track_event(b, start, end, seq): perfetto.pure_track_event, track_event_fields with what the decoder made of them
@@ -1039,13 +1534,20 @@ static PyObject *core_bind_events(PyObject *self, PyObject *const *args, Py_ssiz
  * nanoseconds beside the table the collector puts it in (ExactTimes.add's int64 rule); a launch linked to render
  * stages without its correlation waits in pending (MAX_PENDING). Every method returns True where the batch is due
  * to be handed to the collector (take). No Python code runs inside a call (dict and set look-ups of ints and text,
- * msgspec's constructors, array.append): the state is read again at every call. */
+ * msgspec's constructors, array.append): the state is read again at every call. The exact nanoseconds are held
+ * here as int64s and added to ExactTimes' arrays at take(), with the events they go beside (an array.append call a
+ * number was 3% of a .pftrace read), where the arrays are array('q'); else appended one by one. */
 typedef struct {
     PyObject_HEAD
     PyObject *open;     /* {track: [began, ...]}: private, never an empty stack */
     PyObject *tracks;   /* the reader's {uuid: _Track} */
     PyObject *exact;    /* ExactTimes: its usable flag */
     PyObject *append[6];  /* exact.ts[0..2].append, exact.dur[0..2].append */
+    PyObject *extend[6];  /* their frombytes, where every array is array('q'); else NULL */
+    struct {
+        long long *v;
+        Py_ssize_t n, cap;
+    } held[6];            /* the exact times not yet added, in the arrays' order */
     PyObject *batch, *pending, *base;
     PyObject *ends;     /* the reader's {a slice end's bytes: its track, -1 the sequence's default} */
     Py_ssize_t open_count, open_bytes, batch_bytes, track_events, memo_entries, at;
@@ -1071,7 +1573,10 @@ enum { S_KERNEL, S_GPU_OP, S_OP, S_RUNTIME, S_PYTHON };
 static int slices_traverse(Slices *self, visitproc visit, void *arg) {
     Py_VISIT(Py_TYPE(self));
     Py_VISIT(self->open); Py_VISIT(self->tracks); Py_VISIT(self->exact);
-    for (int k = 0; k < 6; k++) Py_VISIT(self->append[k]);
+    for (int k = 0; k < 6; k++) {
+        Py_VISIT(self->append[k]);
+        Py_VISIT(self->extend[k]);
+    }
     Py_VISIT(self->batch); Py_VISIT(self->pending); Py_VISIT(self->base); Py_VISIT(self->ends);
     Py_VISIT(self->sink);
     return sink_traverse(self, visit, arg);
@@ -1079,7 +1584,12 @@ static int slices_traverse(Slices *self, visitproc visit, void *arg) {
 
 static int slices_clear(Slices *self) {
     Py_CLEAR(self->open); Py_CLEAR(self->tracks); Py_CLEAR(self->exact);
-    for (int k = 0; k < 6; k++) Py_CLEAR(self->append[k]);
+    for (int k = 0; k < 6; k++) {
+        Py_CLEAR(self->append[k]);
+        Py_CLEAR(self->extend[k]);
+        PyMem_Free(self->held[k].v);  /* what was not taken goes with the events it went beside */
+        self->held[k].v = NULL, self->held[k].n = self->held[k].cap = 0;
+    }
     Py_CLEAR(self->batch); Py_CLEAR(self->pending); Py_CLEAR(self->base); Py_CLEAR(self->ends);
     sink_drop(self);
     Py_CLEAR(self->sink);
@@ -1095,15 +1605,24 @@ static void slices_dealloc(Slices *self) {
     Py_DECREF(type);
 }
 
-/* exact.ts[k].append and exact.dur[k].append for k in 0..2: 0, or -1 with the error raised */
-static int exact_appends(PyObject *exact, PyObject **out) {
+/* exact.ts[k].append and exact.dur[k].append for k in 0..2, and their frombytes where all six are array('q') (else
+ * NULL): 0, or -1 with the error raised */
+static int exact_appends(PyObject *exact, PyObject **out, PyObject **extend) {
     const char *names[2] = {"ts", "dur"};
+    int direct = 1;
     for (int which = 0; which < 2; which++) {
         PyObject *arrays = PyObject_GetAttrString(exact, names[which]);
         if (!arrays) return -1;
         for (int k = 0; k < 3; k++) {
             PyObject *array = PySequence_GetItem(arrays, k);
+            PyObject *code = array ? PyObject_GetAttrString(array, "typecode") : NULL;
+            if (!code) PyErr_Clear();
+            direct = direct && code && PyUnicode_Check(code) && PyUnicode_CompareWithASCIIString(code, "q") == 0;
+            Py_XDECREF(code);
             out[3 * which + k] = array ? PyObject_GetAttrString(array, "append") : NULL;
+            extend[3 * which + k] = out[3 * which + k] && direct ? PyObject_GetAttrString(array, "frombytes") : NULL;
+            if (!extend[3 * which + k]) PyErr_Clear();
+            direct = direct && extend[3 * which + k];
             Py_XDECREF(array);
             if (!out[3 * which + k]) {
                 Py_DECREF(arrays);
@@ -1112,6 +1631,8 @@ static int exact_appends(PyObject *exact, PyObject **out) {
         }
         Py_DECREF(arrays);
     }
+    if (!direct)
+        for (int k = 0; k < 6; k++) Py_CLEAR(extend[k]);
     return 0;
 }
 
@@ -1139,7 +1660,7 @@ static PyObject *slices_new(PyTypeObject *type, PyObject *args, PyObject *kwargs
     self->batch = PyList_New(0);
     self->pending = PyList_New(0);
     self->base = PyLong_FromLong(0);
-    if (!self->open || !self->batch || !self->pending || !self->base || exact_appends(exact, self->append) < 0) {
+    if (!self->open || !self->batch || !self->pending || !self->base || exact_appends(exact, self->append, self->extend) < 0) {
         Py_DECREF(self);
         return NULL;
     }
@@ -1166,17 +1687,59 @@ static PyObject *micro(PyObject *v) {
     return PyFloat_FromDouble((double)x / 1000.0);
 }
 
+/* one time held for the array k: 0, or -1 with MemoryError */
+static int exact_hold(Slices *self, int k, long long v) {
+    if (self->held[k].n == self->held[k].cap) {
+        Py_ssize_t cap = self->held[k].cap ? self->held[k].cap * 2 : 1024;
+        long long *grown = cap < PY_SSIZE_T_MAX / 8 ? PyMem_Realloc(self->held[k].v, sizeof(long long) * (size_t)cap)
+                                                    : NULL;
+        if (!grown) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        self->held[k].v = grown, self->held[k].cap = cap;
+    }
+    self->held[k].v[self->held[k].n++] = v;
+    return 0;
+}
+
+/* the times held added to ExactTimes' arrays (frombytes, each array's in one call): 0, or -1 with the error raised */
+static int exact_flush(Slices *self) {
+    for (int k = 0; k < 6; k++) {
+        Py_ssize_t n = self->held[k].n;
+        if (!n || !self->extend[k]) continue;
+        self->held[k].n = 0;  /* taken before any Python code runs */
+        PyObject *bytes = PyBytes_FromStringAndSize((const char *)self->held[k].v, n * (Py_ssize_t)sizeof(long long));
+        PyObject *done = bytes ? PyObject_CallFunctionObjArgs(self->extend[k], bytes, NULL) : NULL;
+        Py_XDECREF(bytes);
+        if (!done) return -1;
+        Py_DECREF(done);
+    }
+    return 0;
+}
+
+/* an int as an int64: 1, or 0 where it does not fit (or an error is raised) */
+static int int64_of(PyObject *v, long long *out) {
+    int over;
+    *out = PyLong_AsLongLongAndOverflow(v, &over);
+    return !over && !(*out == -1 && PyErr_Occurred());
+}
+
 /* ExactTimes.add(table, ts, dur): both as they are where they fit an int64, else 0 and 0 and usable False */
 static int exact_add(Slices *self, int table, PyObject *ts, PyObject *dur) {
     int over_ts, over_dur;
-    PyLong_AsLongLongAndOverflow(ts, &over_ts);
+    long long t = PyLong_AsLongLongAndOverflow(ts, &over_ts);
     if (PyErr_Occurred()) return -1;
-    PyLong_AsLongLongAndOverflow(dur, &over_dur);
+    long long d = PyLong_AsLongLongAndOverflow(dur, &over_dur);
     if (PyErr_Occurred()) return -1;
     PyObject *zero = NULL;
     if (over_ts || over_dur) {
         if (PyObject_SetAttr(self->exact, s_usable, Py_False) < 0 || !(zero = PyLong_FromLong(0))) return -1;
-        ts = dur = zero;
+        ts = dur = zero, t = d = 0;
+    }
+    if (self->extend[0]) {  /* held until take() */
+        Py_XDECREF(zero);
+        return exact_hold(self, table, t) < 0 || exact_hold(self, 3 + table, d) < 0 ? -1 : 0;
     }
     PyObject *done = PyObject_CallFunctionObjArgs(self->append[table], ts, NULL);
     Py_XDECREF(done);
@@ -1253,6 +1816,14 @@ static int exact_table_of(PyObject *cat) {
     return (int)s_tables[2];
 }
 
+/* exact_add of ts - base: rel, or where that was not made (NULL), the int64 t */
+static int exact_add_of(Slices *self, int table, PyObject *rel, long long t, PyObject *dur) {
+    PyObject *made = rel ? NULL : PyLong_FromLongLong(t);
+    int added = rel || made ? exact_add(self, table, rel ? rel : made, dur) : -1;
+    Py_XDECREF(made);
+    return added;
+}
+
 static PyObject *due(Slices *self) {
     Py_ssize_t events = PyList_Size(self->batch) + sink_count(self);
     return PyBool_FromLong(events >= self->batch_limit || self->batch_bytes >= self->batch_bytes_limit);
@@ -1265,9 +1836,14 @@ static PyObject *slices_event_of(Slices *self, PyObject *const *f, PyObject *us)
         PyErr_SetString(PyExc_TypeError, "Slices.event: ts, dur and base are ints, args a dict");
         return NULL;
     }
-    PyObject *rel = int_minus(ts, self->base), *ev = NULL;
-    if (!rel) return NULL;
-    PyObject *start = us ? new_ref(us) : micro(rel), *length = start ? micro(dur) : NULL, *kept = NULL;
+    long long t64 = 0, b64 = 0, d64 = 0;  /* ts - base and dur where both fit an int64 (most): no int made for them */
+    int small = int64_of(ts, &t64) && int64_of(self->base, &b64) && !__builtin_sub_overflow(t64, b64, &t64) &&
+                int64_of(dur, &d64);
+    if (PyErr_Occurred()) return NULL;
+    PyObject *rel = small ? NULL : int_minus(ts, self->base), *ev = NULL;
+    if (!small && !rel) return NULL;
+    PyObject *start = us ? new_ref(us) : small ? PyFloat_FromDouble((double)t64 / 1000.0) : micro(rel);
+    PyObject *length = !start ? NULL : small ? PyFloat_FromDouble((double)d64 / 1000.0) : micro(dur), *kept = NULL;
     int sunk = length && self->sink ? sink_event(self, f, start, length) : 0;  /* handed to the collector now */
     if (length && sunk == 0) kept = PyDict_Size(args) ? PyObject_Call(s_args, s_empty, args) : new_ref(s_no_args);
     if (kept)  /* Event(cat, name, pid, tid, ts, dur, args), positional as the twin makes it */
@@ -1276,8 +1852,10 @@ static PyObject *slices_event_of(Slices *self, PyObject *const *f, PyObject *us)
     Py_XDECREF(length);
     Py_XDECREF(kept);
     int table = ev || sunk > 0 ? exact_table(cat) : -2;
-    int failed = table == -2 || (table >= 0 && exact_add(self, table, rel, dur) < 0);
-    Py_DECREF(rel);
+    int failed = table == -2 || (table >= 0 && (small && self->extend[0] ? exact_hold(self, table, t64) < 0 ||
+                                                                              exact_hold(self, 3 + table, d64) < 0
+                                                                          : exact_add_of(self, table, rel, t64, dur) < 0));
+    Py_XDECREF(rel);
     if (failed || (ev && PyList_Append(self->batch, ev) < 0)) {
         Py_XDECREF(ev);
         return NULL;
@@ -1502,6 +2080,7 @@ typedef struct {
     PyObject *track, *name, *cat, *notes;
     const Py_ssize_t *spans;
     Py_ssize_t count;
+    Py_ssize_t n;  /* where its packet ends in the bytes (a run's packets lie in one buffer): reads stop there */
 } Decoded;
 
 /* the annotations of a TrackEvent read here (spans in C) into args, as core_event_args reads a list of them */
@@ -1516,7 +2095,7 @@ static int spans_args(Slices *self, PyObject *b, const Decoded *d, PyObject *seq
     for (Py_ssize_t k = 0; k < d->count; k++) {
         Py_ssize_t start = d->spans[2 * k], end = d->spans[2 * k + 1];
         size += end - start;
-        if (one_note(b, start, end, seq, memo, args, &entries) < 0) {
+        if (one_note(b, d->n, start, end, seq, memo, args, &entries) < 0) {
             Py_DECREF(memo);
             return -1;
         }
@@ -1604,7 +2183,7 @@ static PyObject *slice_of(Slices *self, PyObject *b, Py_ssize_t start, Py_ssize_
     int ending = int_is(kind, 2), beginning = ending ? 0 : int_is(kind, 1);
     if (ending < 0 || beginning < 0) return NULL;
     Decoded d = {ending ? 2 : beginning, PyTuple_GetItem(fields, 1), PyTuple_GetItem(fields, 2),
-                 PyTuple_GetItem(fields, 3), PyTuple_GetItem(fields, 4), NULL, 0};
+                 PyTuple_GetItem(fields, 3), PyTuple_GetItem(fields, 4), NULL, 0, PyBytes_Size(b)};
     return slice_core(self, b, start, end, ts, seq, &d, links, legacy);
 }
 
@@ -1718,11 +2297,17 @@ static PyObject *plain_category(PyObject *bytes, const Plain *p, PyObject *seq) 
 
 /* a plain TrackEvent at b[start:end] read (its name, category, annotations) and handed to slice_core: 1 read, 0
  * not plain, -1 the error raised; *result: the batch due or not */
-static int plain_event(Slices *self, PyObject *b, Py_ssize_t start, Py_ssize_t end, PyObject *ts, PyObject *seq,
-                       PyObject **result) {
+static int plain_event(Slices *self, PyObject *b, Py_ssize_t first, Py_ssize_t n, Py_ssize_t start, Py_ssize_t end,
+                       PyObject *ts, PyObject *seq, PyObject **result) {
     Plain p;
-    int plain = plain_fields((const unsigned char *)PyBytes_AsString(b), PyBytes_Size(b), start, end, &p);
+    int plain = plain_fields((const unsigned char *)PyBytes_AsString(b), n, start, end, &p);
     if (plain <= 0) return plain;
+    if (plain == 2 && (first || n != PyBytes_Size(b))) {  /* a run's packet, read by Python's rules: its own bytes */
+        PyObject *own = PyBytes_FromStringAndSize(PyBytes_AsString(b) + first, n - first);
+        int read = own ? plain_event(self, own, 0, n - first, start - first, end - first, ts, seq, result) : -1;
+        Py_XDECREF(own);
+        return read;
+    }
     if (plain == 2) {  /* more than the arrays hold: track_event's lists */
         PyObject *first = PyLong_FromSsize_t(start), *last = PyLong_FromSsize_t(end), *fields = NULL;
         if (first && last) {
@@ -1739,9 +2324,9 @@ static int plain_event(Slices *self, PyObject *b, Py_ssize_t start, Py_ssize_t e
                    : p.name_from == 2 ? plain_lookup(seq, name_names, p.name_iid, s_blank)
                                       : new_ref(s_blank);
     PyObject *cat = name ? plain_category(b, &p, seq) : NULL;
-    PyObject *track = cat ? (p.has_track ? py_int(p.track) : PyLong_FromLong(-1)) : NULL;
+    PyObject *track = cat ? (p.has_track ? track_int(p.track) : PyLong_FromLong(-1)) : NULL;
     if (track) {
-        Decoded d = {p.kind == 2 ? 2 : p.kind == 1, track, name, cat, NULL, p.spans, p.count};
+        Decoded d = {p.kind == 2 ? 2 : p.kind == 1, track, name, cat, NULL, p.spans, p.count, n};
         *result = slice_core(self, b, start, end, ts, seq, &d, s_empty, Py_None);
     }
     Py_XDECREF(name);
@@ -1752,10 +2337,10 @@ static int plain_event(Slices *self, PyObject *b, Py_ssize_t start, Py_ssize_t e
 
 /* a TracePacket that is a plain TrackEvent of the sequence seq_id: 1 read (*due: the batch is), 0 not plain (left
  * before any change), -1 the error raised. Its fields as protobuf.packet_head reads them, in its order. */
-static int plain_packet(Slices *self, PyObject *b, PyObject *seq_id, int narrow, u128 want, PyObject *seq, int *due) {
-    Py_ssize_t n = PyBytes_Size(b);
+static int plain_packet(Slices *self, PyObject *b, Py_ssize_t first, Py_ssize_t n, PyObject *seq_id, int narrow,
+                        u128 want, PyObject *seq, int *due) {
     const unsigned char *buf = (const unsigned char *)PyBytes_AsString(b);
-    Reader r = {buf, n, 0, n, 0};
+    Reader r = {buf, n, first, n, 0};  /* the packet at b[first:n]: its own bytes, or one of a run's */
     Field f;
     u128 ts = 0, sid = 0, flags = 0, kind = 0;
     int has_ts = 0, other = 0, more;  /* other: interned data, defaults, a clock snapshot or a clock id */
@@ -1808,7 +2393,7 @@ static int plain_packet(Slices *self, PyObject *b, PyObject *seq_id, int narrow,
         not_bound();
         goto failed;
     }
-    int plain = plain_event(self, b, start, end, stamp, seq, &result);
+    int plain = plain_event(self, b, first, n, start, end, stamp, seq, &result);
     if (plain <= 0) {  /* 0: gpu_correlation or legacy fields, the reader's */
         Py_DECREF(stamp);
         return plain;
@@ -1827,8 +2412,9 @@ failed:
 /* packets(batch, k, last): PureSlices.packets, from batch[k] on the plain TrackEvent packets of last's sequence
  * (last: the reader's (seq_id, seq) or None): (the first packet not read, whether the batch is due) */
 static PyObject *slices_packets(Slices *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 3 || !PyList_Check(args[0]) || !PyLong_Check(args[1])) {
-        PyErr_SetString(PyExc_TypeError, "Slices.packets(batch: list, k: int, last)");
+    Run *run = nargs == 3 && run_type && Py_TYPE(args[0]) == run_type ? (Run *)args[0] : NULL;
+    if (nargs != 3 || !(run || PyList_Check(args[0])) || !PyLong_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "Slices.packets(batch: list or Run, k: int, last)");
         return NULL;
     }
     PyObject *batch = args[0], *last = args[2];
@@ -1852,11 +2438,12 @@ static PyObject *slices_packets(Slices *self, PyObject *const *args, Py_ssize_t 
         if (id == (unsigned long long)-1 && PyErr_Occurred()) PyErr_Clear();  /* negative or past 64 bits */
         else narrow = 1, want = id;
     }
-    while (seq && !due && k < PyList_Size(batch)) {
-        PyObject *b = PyList_GetItem(batch, k);
+    while (seq && !due && k < (run ? run->count : PyList_Size(batch))) {
+        PyObject *b = run ? run->buf : PyList_GetItem(batch, k);
         if (!PyBytes_Check(b)) break;  /* the reader's to say what it is */
-        Py_INCREF(b);
-        int read = plain_packet(self, b, seq_id, narrow, want, seq, &due);
+        Py_INCREF(b);  /* a run's packet: where it lies in the run's bytes (held: the batch is the caller's) */
+        Py_ssize_t first = run ? run->spans[3 * k + 1] : 0, n = run ? run->spans[3 * k + 2] : PyBytes_Size(b);
+        int read = plain_packet(self, b, first, n, seq_id, narrow, want, seq, &due);
         Py_DECREF(b);
         if (read < 0) {
             self->at = k;
@@ -1876,7 +2463,7 @@ static PyObject *slices_packets(Slices *self, PyObject *const *args, Py_ssize_t 
 /* PureSlices.take(): the batch for the collector, a new one begun */
 static PyObject *slices_take(Slices *self, PyObject *unused) {
     (void)unused;
-    if (sink_flush(self) < 0) return NULL;
+    if (exact_flush(self) < 0 || sink_flush(self) < 0) return NULL;
     PyObject *fresh = PyList_New(0);
     if (!fresh) return NULL;
     PyObject *batch = self->batch;
@@ -1966,6 +2553,7 @@ static int slices_set_count(Slices *self, PyObject *value, void *closure) {
 /* what it was given (tracks, exact, ends) and the launches waiting: the objects themselves, as the twin's */
 static PyObject *slices_get_held(Slices *self, void *closure) {
     const char *which = closure;
+    if (which[0] == 'e' && exact_flush(self) < 0) return NULL;  /* the exact times as the twin's, where it is read */
     return new_ref(which[0] == 'p' ? self->pending : which[0] == 't' ? self->tracks
                    : which[0] == 'e' ? self->exact : self->ends);
 }
@@ -4461,6 +5049,8 @@ static PyMethodDef methods[] = {
     {"event_args", (PyCFunction)(void (*)(void))core_event_args, METH_FASTCALL, "perfetto.pure_event_args, compiled"},
     {"split_packets", (PyCFunction)(void (*)(void))core_split_packets, METH_FASTCALL,
      "perfetto.pure_split_packets, compiled"},
+    {"split_run", (PyCFunction)(void (*)(void))core_split_run, METH_FASTCALL,
+     "perfetto.pure_split_packets, compiled: the packets a Run lying in the buffer"},
     {"track_event", (PyCFunction)(void (*)(void))core_track_event_named, METH_FASTCALL,
      "perfetto.pure_track_event, compiled"},
     {"bind_events", (PyCFunction)(void (*)(void))core_bind_events, METH_FASTCALL,
@@ -4489,10 +5079,15 @@ static struct PyModuleDef module = {
 };
 
 /* API: the version of these functions' arguments and meaning that wizard/trace/read/core.py binds (raised with it) */
-#define CORE_API 7
+#define CORE_API 8
 
 PyMODINIT_FUNC PyInit__core(void) {
     PyObject *m = PyModule_Create(&module);
     if (m && PyModule_AddIntConstant(m, "API", CORE_API) < 0) Py_CLEAR(m);
+    if (m && !memo_type && !(memo_type = (PyTypeObject *)PyType_FromSpec(&memo_spec))) Py_CLEAR(m);
+    if (m && PyModule_AddObject(m, "Memo", new_ref((PyObject *)memo_type)) < 0) {
+        Py_DECREF(memo_type);
+        Py_CLEAR(m);
+    }
     return m;
 }

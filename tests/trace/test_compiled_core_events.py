@@ -305,8 +305,17 @@ def stream_of(bodies: list[bytes]) -> bytes:
     return b"".join(dfield(1, body) for body in bodies)
 
 
+def split_run_list(*args: Any) -> Any:
+    """split_run with its Run and its starts read out as lists: what split_packets gives."""
+    found, starts, pos = core.split_run(*args)
+    return list(found), list(starts), pos
+
+
 def split_agree(*args: Any) -> Any:
-    return agree(core.split_packets, perfetto.pure_split_packets, *args)
+    """split_packets and split_run (its packets read out of the Run) give what the twin gives."""
+    got = agree(core.split_packets, perfetto.pure_split_packets, *args)
+    assert agree(split_run_list, perfetto.pure_split_packets, *args) == got
+    return got
 
 
 def test_split_packets_finds_where_each_packet_starts() -> None:
@@ -318,7 +327,7 @@ def test_split_packets_finds_where_each_packet_starts() -> None:
     for body in bodies:
         starts.append(at)
         at += 1 + len(encode_varint(len(body))) + len(body)
-    for function in (core.split_packets, perfetto.pure_split_packets):
+    for function in (core.split_packets, split_run_list, perfetto.pure_split_packets):
         assert function(data, 0, 100, 1000) == (bodies, starts, at)
         assert function(data, 0, 2, 1000) == (bodies[:2], starts[:2], starts[2])
         assert function(data, 0, 100, 299) == (bodies[:4], starts[:4], starts[4])
@@ -353,6 +362,25 @@ def test_split_packets_take_the_twin_for_inputs_of_other_types() -> None:
                  (data, 0.0, 5, 100), (data, 0, None, 100), (data, 0, 5, -1), (data, 2**70, 5, 100),
                  (data, 0, 5, 2**70), (data, 0, True, 100), (data, 0, 5), (None, 0, 5, 100)):  # fmt: skip
         split_agree(*args)
+
+
+def test_a_run_is_a_sequence_of_its_packets() -> None:
+    """A Run gives each packet's bytes by its index (from the end too), in order when iterated, and refuses an index
+    past either end; it holds the buffer, not a copy of it, so the packets outlive the caller's name for it."""
+    bodies = [b"a" * 30, b"", b"b" * 200]
+    run, starts, pos = core.split_run(stream_of(bodies) + bytes(20), 0, 10, 1000)
+    assert type(run).__name__ == "Run" and len(run) == 3
+    assert (list(starts), starts[-1], pos) == ([0, 32, 34], 34, 34 + 3 + 200)  # tag, size varint (1 or 2), bytes
+    assert (run[0], run[1], run[2], run[-1], run[-3]) == (*bodies, bodies[2], bodies[0])
+    assert list(run) == bodies and [p for _, p in enumerate(run)] == bodies
+    for k in (3, -4, 2**62):
+        with pytest.raises(IndexError, match="a run's packet out of range"):
+            run[k]
+    buffer = stream_of(bodies) + bytes(20)
+    run, _, _ = core.split_run(buffer, 0, 10, 1000)
+    del buffer
+    gc.collect()
+    assert list(run) == bodies
 
 
 # -- track_event ---------------------------------------------------------------------------------------------
@@ -472,7 +500,8 @@ def pure_decoder(monkeypatch: pytest.MonkeyPatch) -> Callable[[], None]:
     twins = {core.fields: protobuf.pure_fields, core.varint: protobuf.pure_varint,
              core.packed_varints: protobuf.pure_packed_varints, core.packet_head: protobuf.pure_packet_head,
              core.track_event_fields: protobuf.pure_track_event_fields, core.event_args: perfetto.pure_event_args,
-             core.split_packets: perfetto.pure_split_packets, core.track_event: perfetto.pure_track_event}  # fmt: skip
+             core.split_packets: perfetto.pure_split_packets, core.split_run: perfetto.pure_split_packets,
+             core.track_event: perfetto.pure_track_event}  # fmt: skip
 
     swap: Callable[[], None] = twin_swapper(monkeypatch, (perfetto, protobuf), twins)
     return swap

@@ -17,6 +17,7 @@ import random
 import struct
 import sys
 import weakref
+from array import array
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -72,7 +73,7 @@ def plain(value: Any) -> Any:
     if isinstance(value, dict):
         return ("dict", [(plain(k), plain(v)) for k, v in value.items()])
     if isinstance(value, perfetto._Sequence):
-        return ("seq", plain(value.memo))
+        return ("seq", plain(dict(value.memo)))  # a dict, or the core's Memo: its entries in their order
     return value
 
 
@@ -140,6 +141,40 @@ def test_times_past_int64_keep_the_tables_in_step() -> None:
         (ev,) = s.take()
         assert (ev.ts, ev.dur) == (2**65 / 1000.0, 2.0)
         assert (list(s.exact.ts[KERNELS]), list(s.exact.dur[KERNELS]), s.exact.usable) == ([0], [0], False)
+
+
+def exact_rounds(kind: Any, exact: ExactTimes) -> Any:
+    """Kernels, GPU ops and other slices closed over three takes, one time past int64: the exact times after each
+    take, read from the ExactTimes itself (not through Slices.exact), and whether the table is usable."""
+    s = kind(dict(TRACKS), exact, {}, BOUNDS)
+    seen = []
+    for round_ in range(3):
+        for k, cat in enumerate(("kernel", "gpu_memcpy", "cpu_op", "kernel")):
+            start = 2**65 if (round_, k) == (1, 3) else 1_000 * (10 * round_ + k)
+            s.open(5, (start, "k", cat, {}, (), 0))
+            s.close(5, start + 250 + k)
+        s.take()
+        seen.append(([list(a) for a in exact.ts], [list(a) for a in exact.dur], exact.usable))
+    return seen
+
+
+def test_exact_times_reach_the_arrays_at_each_take() -> None:
+    """The core holds the exact times as int64s and adds them to ExactTimes' arrays at take(), with the events they go
+    beside: read from the arrays themselves after each take, they are the twin's; arrays of another type code get
+    each time appended as the twin appends it (a float array: the ints as floats)."""
+    seen = exact_rounds(Compiled, ExactTimes())
+    assert seen == exact_rounds(perfetto.PureSlices, ExactTimes())
+    assert seen[0][0] == [[0, 3_000], [1_000], []]  # kernels, GPU ops (gpu_memcpy), slices: cpu_op is in none
+    assert seen[2][2] is False and seen[2][0][0] == [0, 3_000, 10_000, 0, 20_000, 23_000]  # past int64: 0
+
+    def floats() -> ExactTimes:
+        ts: Any = (array("d"), array("d"), array("d"))  # not ExactTimes' type: what the core must also take
+        dur: Any = (array("d"), array("d"), array("d"))
+        return ExactTimes(ts=ts, dur=dur)
+
+    got = exact_rounds(Compiled, floats())
+    assert got == exact_rounds(perfetto.PureSlices, floats())
+    assert got[0][0] == [[0.0, 3_000.0], [1_000.0], []]
 
 
 # -- the two agree -----------------------------------------------------------------------------------------------
@@ -283,9 +318,21 @@ def packets_outcome(kind: Any, batch: list[bytes], last_id: int, bounds: tuple[i
     return seen, state(s), plain(seq)
 
 
+def as_run(batch: list[bytes]) -> Any:
+    """The packets as the reader hands them over where the core is built: a Run lying in the bytes of a stream of them
+    (split_run; 20 bytes after the last, as a buffer has them where more follows)."""
+    run, _, _ = core.split_run(b"".join(dfield(1, packet) for packet in batch) + bytes(20), 0, len(batch), 1 << 20)
+    assert [run[k] for k in range(len(run))] == batch
+    return run
+
+
 def packets_agree(batch: list[bytes], last_id: int = 1, bounds: tuple[int, ...] = BOUNDS) -> Any:
+    """The core on the packets as a list and as a Run (read where they lie in one buffer: a packet cut or damaged is
+    read only as far as its own end), and the twin on the list: the same outcomes and state."""
     got = packets_outcome(Compiled, batch, last_id, bounds)
     assert got == packets_outcome(perfetto.PureSlices, batch, last_id, bounds), batch
+    if hasattr(core, "split_run"):
+        assert packets_outcome(Compiled, as_run(batch), last_id, bounds) == got, batch
     return got
 
 
@@ -324,11 +371,12 @@ def test_packets_agree_on_every_change_of_a_run_and_at_the_bounds() -> None:
     assert compared > 1_000
 
 
-def memo_rounds(kind: Any) -> Any:
+def memo_rounds(kind: Any, memo: Callable[[], Any]) -> Any:
     """A kernel with two annotations read five times by ``packets``, the sequence's memo changed between reads: given
     another answer for one annotation's bytes, cleared, full (its entries at MEMO_ENTRIES, so the annotation it no
     longer holds starts it again), then left alone. Each read's events' args, and the memo and count after it."""
     s, seq = made(kind), sequence()
+    seq.memo = memo()
     stream = dfield(10, b"stream") + vfield(3, 7)
     run = [packet(1_000, 1, begin(5, b"k", b"kernel", NOTE) + dfield(4, stream)), packet(2_000, 1, end(5))]
     seen = []
@@ -342,16 +390,18 @@ def memo_rounds(kind: Any) -> Any:
             del seq.memo[stream]
             seq.memo[b"\x00"] = ("device", 1)
         assert s.packets(run, 0, (1, seq)) == (2, False)
-        seen.append(([plain(ev.args) for ev in s.take()], plain(seq.memo), s.memo_entries))
+        seen.append(([plain(ev.args) for ev in s.take()], plain(dict(seq.memo)), s.memo_entries))
     return seen
 
 
-def test_an_event_gets_what_the_memo_holds_on_both_paths() -> None:
-    """The core looks each note up in the sequence's memo by a key it keeps for those bytes (wizard/_core.c,
-    memo_key), so the memo's answer is the event's: another answer given for the bytes, a memo cleared or started
-    again at MEMO_ENTRIES, and the events get what the twin's memo gives them, with the same memo and count after."""
-    seen = memo_rounds(Compiled)
-    assert seen == memo_rounds(perfetto.PureSlices)
+@pytest.mark.parametrize("memo", [dict, perfetto._new_memo], ids=["dict", "the read's memo"])
+def test_an_event_gets_what_the_memo_holds_on_both_paths(memo: Callable[[], Any]) -> None:
+    """The core looks each note up in the sequence's memo: in its own ``Memo`` (the read's, where the core is bound)
+    by the bytes where they lie, in any other mapping by its look-up (wizard/_core.c, one_note). Either way the
+    memo's answer is the event's: another answer given for the bytes, a memo cleared or started again at
+    MEMO_ENTRIES, and the events get what the twin's memo gives them, with the same memo and count after."""
+    seen = memo_rounds(Compiled, memo)
+    assert seen == memo_rounds(perfetto.PureSlices, memo)
     streams = [args[0][1][1][2] for args, _, _ in seen]  # EventArgs' third field, the stream, of each read's event
     assert streams == [7, 77, 7, 7, 7]
     full = perfetto.MEMO_ENTRIES

@@ -43,10 +43,10 @@ import io
 import re
 import struct
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, NamedTuple
+from typing import IO, Any, NamedTuple, Protocol
 
 import msgspec
 
@@ -158,6 +158,25 @@ ARGS_READ = KERNEL_CATEGORIES | RUNTIME_CATEGORIES | OP_CATEGORIES | GPU_OP_CATE
 _DECIMAL = re.compile(r"-?[0-9]{1,20}")  # an integer extra_data value, ASCII digits only
 
 
+class _Memo(Protocol):
+    """A sequence's memo of annotations by their bytes, as the twin uses it: a dict, or the core's ``Memo`` where it
+    is built (the note's look-up by the bytes where they lie, the same entries)."""
+
+    def get(self, key: bytes, /) -> tuple[str | None, Any] | None: ...
+    def __getitem__(self, key: bytes, /) -> tuple[str | None, Any]: ...
+    def __setitem__(self, key: bytes, value: tuple[str | None, Any], /) -> None: ...
+    def __delitem__(self, key: bytes, /) -> None: ...
+    def __len__(self) -> int: ...
+    def clear(self) -> None: ...
+    def keys(self) -> Any: ...
+    def values(self) -> Any: ...
+
+
+def _new_memo() -> _Memo:
+    """The memo a new sequence starts with: the core's where ``_event_args`` is the core's (``_MEMO``, below)."""
+    return _MEMO()
+
+
 @dataclass
 class _Sequence:
     """One writer sequence's interned state (cleared by SEQ_INCREMENTAL_STATE_CLEARED)."""
@@ -167,7 +186,7 @@ class _Sequence:
     interned: int = 0  # entries held, for the bound over every sequence
     chars: int = 0  # characters they hold, for the bound over every sequence
     default_track: int = 0  # TracePacketDefaults.track_event_defaults.track_uuid
-    memo: dict[bytes, tuple[str | None, Any]] = field(default_factory=dict)  # annotations by their bytes (_annotation)
+    memo: _Memo = field(default_factory=_new_memo)  # annotations by their bytes (_annotation)
 
 
 class _Track(NamedTuple):
@@ -235,7 +254,7 @@ class _Reader:
     def track_events(self) -> int:
         return self.slices.track_events
 
-    def run(self, batch: list[bytes]) -> None:
+    def run(self, batch: Sequence[bytes]) -> None:
         """A run of packets: the plain TrackEvents of the sequence of the packet before in one call
         (``Slices.packets``), any other packet by ``packet``. ``at``: the packet being read, for an error."""
         k, count, packets = 0, len(batch), self.slices.packets
@@ -570,7 +589,7 @@ class PureSlices:
         self.memo_entries = 0  # annotations remembered, over every sequence (MEMO_ENTRIES)
         self.at = 0  # the packet ``packets`` was reading when it raised
 
-    def packets(self, batch: list[bytes], k: int, last: tuple[int, _Sequence] | None) -> tuple[int, bool]:
+    def packets(self, batch: Sequence[bytes], k: int, last: tuple[int, _Sequence] | None) -> tuple[int, bool]:
         """From ``batch[k]`` on, the plain TrackEvent packets of ``last``'s sequence: (the first packet not read,
         whether the batch is due). A packet that is not plain is left unread, before any change, to the reader."""
         if last is None:
@@ -880,7 +899,7 @@ def _bind_compiled_events() -> bool:
     if core is None:
         return False
     bind_core_events(core)
-    _event_args, _split_packets, _read_track_event = core.event_args, core.split_packets, core.track_event
+    _event_args, _split_packets, _read_track_event = core.event_args, core.split_run, core.track_event
     return True
 
 
@@ -1009,7 +1028,7 @@ class _Packets:
         self.start = 0  # where the packet being read starts, for a message
         self.skipped = 0  # top-level entries other than packets
         self.base = 0  # where the run of packets batches() yielded last starts: base + starts[k] is its k-th's
-        self.starts: list[int] = []
+        self.starts: Sequence[int] = []
 
     def _fill(self, need: int) -> bool:
         """At least ``need`` bytes after pos, unless the stream ends first."""
@@ -1038,7 +1057,7 @@ class _Packets:
                 self.start = base + starts[k]
                 yield self.start, packet
 
-    def feed(self, read: Callable[[list[bytes]], None], at: Callable[[], int]) -> None:
+    def feed(self, read: Callable[[Sequence[bytes]], None], at: Callable[[], int]) -> None:
         """Every run of packets to ``read``; where it raises ``Damaged``, ``start`` is the start of the packet
         ``at()`` names in the run (the error names it)."""
         for batch in self.batches():
@@ -1048,7 +1067,7 @@ class _Packets:
                 self.start = self.base + self.starts[at()]
                 raise
 
-    def batches(self) -> Iterator[list[bytes]]:
+    def batches(self) -> Iterator[Sequence[bytes]]:
         """The packets in runs: the whole ones the buffer holds split in one call (``split_packets``, compiled
         where the core is built), the rest (a header the buffer may cut, a field other than a packet, anything
         damaged, the entry that looks at the clock) one at a time by ``_entry``. ``base + starts[k]`` is where the
@@ -1127,7 +1146,9 @@ def pure_split_packets(buf: bytes, pos: int, limit: int, max_packet: int) -> tup
     return found, starts, pos
 
 
-_split_packets: Callable[[bytes, int, int, int], tuple[list[bytes], list[int], int]] = pure_split_packets
+# the packets of a buffer and their starts: the twin's lists, or the core's Run of them lying in the buffer and a
+# memoryview of int64s (split_run)
+_split_packets: Callable[[bytes, int, int, int], tuple[Sequence[bytes], Sequence[int], int]] = pure_split_packets
 
 
 class _Inflating:
@@ -1276,3 +1297,13 @@ def _writer(reader: _Reader) -> None:
 
 
 COMPILED_EVENTS = _bind_compiled_events()  # whether _event_args is the compiled core's
+
+
+def _memo_type() -> Callable[[], _Memo]:
+    """The core's ``Memo`` where ``_event_args`` is the core's (it looks a note up there by the bytes where they lie,
+    and in any other mapping by its own look-up), else a dict."""
+    core = compiled_core() if COMPILED_EVENTS else None
+    return dict if core is None else core.Memo
+
+
+_MEMO = _memo_type()
