@@ -717,7 +717,7 @@ typedef struct {
     PyObject_HEAD
     MemoEntry *entries;  /* in the order set */
     Py_ssize_t used, live, cap;  /* entries written (holes included), held, allocated */
-    Py_ssize_t *index;  /* mask + 1 slots: MEMO_FREE, MEMO_HOLE, or an entry's number */
+    int32_t *index;  /* mask + 1 slots: MEMO_FREE, MEMO_HOLE, or an entry's number */
     Py_ssize_t mask;
     PyObject *dict;  /* where the entries are instead, after a key too far from its slot; else NULL */
 } Memo;
@@ -732,7 +732,7 @@ static Py_ssize_t memo_slot(const Memo *m, const unsigned char *p, Py_ssize_t le
     if (!m->index) return -1;
     Py_ssize_t i = (Py_ssize_t)(h & (uint64_t)m->mask);
     for (Py_ssize_t step = 1; step <= MEMO_PROBES; i = (i + step++) & m->mask) {
-        Py_ssize_t at = m->index[i];
+        int32_t at = m->index[i];
         if (at == MEMO_FREE) return -1;
         if (at >= 0) {
             const MemoEntry *e = &m->entries[at];
@@ -744,7 +744,7 @@ static Py_ssize_t memo_slot(const Memo *m, const unsigned char *p, Py_ssize_t le
 }
 
 /* the first free slot or hole on the path of hash h in index, or -1: none within MEMO_PROBES */
-static Py_ssize_t memo_free_slot(const Py_ssize_t *index, Py_ssize_t mask, uint64_t h) {
+static Py_ssize_t memo_free_slot(const int32_t *index, Py_ssize_t mask, uint64_t h) {
     Py_ssize_t i = (Py_ssize_t)(h & (uint64_t)mask);
     for (Py_ssize_t step = 1; step <= MEMO_PROBES; i = (i + step++) & mask)
         if (index[i] < 0) return i;
@@ -786,13 +786,10 @@ static int memo_to_dict(Memo *m) {
  * was), or -1 with MemoryError */
 static int memo_rebuild(Memo *m, Py_ssize_t want) {
     Py_ssize_t cap = 8;
-    while (cap < want * 2) cap *= 2;  /* entries at most half the slots: paths stay short */
-    if (cap > PY_SSIZE_T_MAX / 2 / (Py_ssize_t)sizeof(MemoEntry)) {
-        PyErr_NoMemory();
-        return -1;
-    }
+    while (cap < want + want / 2) cap *= 2;  /* room for half as many again before the next rebuild */
+    if (cap > INT32_MAX / 2) return 0;  /* entries numbered in 32 bits: more go to a dict */
     MemoEntry *entries = PyMem_Malloc(sizeof(MemoEntry) * (size_t)cap);
-    Py_ssize_t *index = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(cap * 2));
+    int32_t *index = PyMem_Malloc(sizeof(int32_t) * (size_t)(cap * 2));  /* entries at most half the slots */
     if (!entries || !index) {
         PyMem_Free(entries);
         PyMem_Free(index);
@@ -810,7 +807,7 @@ static int memo_rebuild(Memo *m, Py_ssize_t want) {
             return 0;
         }
         entries[n] = m->entries[k];
-        index[i] = n++;
+        index[i] = (int32_t)n++;
     }
     PyMem_Free(m->entries);
     PyMem_Free(m->index);
@@ -835,36 +832,42 @@ static int memo_put(Memo *m, PyObject *key, uint64_t h, PyObject *value) {
         return memo_to_dict(m) < 0 ? -1 : PyDict_SetItem(m->dict, key, value);
     MemoEntry *e = &m->entries[m->used];
     e->hash = h, e->key = new_ref(key), e->value = new_ref(value);
-    m->index[i] = m->used++;
+    m->index[i] = (int32_t)m->used++;
     m->live += 1;
     return 0;
 }
 
-/* the hash of a bytes key, or -1 with the error raised: a key of another type is refused (a TypeError, or the
- * key's own where it is not hashable) */
-static int memo_key_of(PyObject *key, uint64_t *h) {
+/* a bytes key as the memo keeps it, exact bytes (a subclass's by its bytes: its __hash__ and __eq__ never run, so
+ * no Python code runs while an entry is found, set or moved), and its hash: a new reference, or NULL with the error
+ * raised (a key of another type: a TypeError, or the key's own where it is not hashable) */
+static PyObject *memo_key_of(PyObject *key, uint64_t *h) {
     if (!PyBytes_Check(key)) {
         if (PyObject_Hash(key) != -1) PyErr_SetString(PyExc_TypeError, "a Memo's keys are bytes");
-        return -1;
+        return NULL;
     }
-    *h = bytes_hash((const unsigned char *)PyBytes_AsString(key), PyBytes_Size(key));
-    return 0;
+    PyObject *exact = PyBytes_CheckExact(key) ? new_ref(key) : PyBytes_FromStringAndSize(PyBytes_AsString(key),
+                                                                                          PyBytes_Size(key));
+    if (exact) *h = bytes_hash((const unsigned char *)PyBytes_AsString(exact), PyBytes_Size(exact));
+    return exact;
 }
 
 /* the value of a key: borrowed, or NULL (*failed: with the error raised, a dict's for an unhashable key) */
 static PyObject *memo_get_of(Memo *m, PyObject *key, int *failed) {
     *failed = 0;
-    if (m->dict) {
-        PyObject *value = PyDict_GetItemWithError(m->dict, key);
-        *failed = !value && PyErr_Occurred();
-        return value;
-    }
-    if (!PyBytes_Check(key)) {  /* held by no entry: a miss, as a dict's */
+    if (!PyBytes_Check(key)) {  /* held by no entry: a miss, as a dict's (its TypeError where not hashable) */
         *failed = PyObject_Hash(key) == -1;
         return NULL;
     }
-    uint64_t h = bytes_hash((const unsigned char *)PyBytes_AsString(key), PyBytes_Size(key));
-    return memo_find(m, (const unsigned char *)PyBytes_AsString(key), PyBytes_Size(key), h);
+    const unsigned char *p = (const unsigned char *)PyBytes_AsString(key);
+    if (m->dict) {  /* found by its bytes, as in the table (a bytes subclass's methods never run) */
+        PyObject *exact = PyBytes_CheckExact(key) ? new_ref(key) : PyBytes_FromStringAndSize((const char *)p,
+                                                                                              PyBytes_Size(key));
+        PyObject *value = exact ? PyDict_GetItemWithError(m->dict, exact) : NULL;
+        Py_XDECREF(exact);
+        *failed = !value && PyErr_Occurred();
+        return value;
+    }
+    return memo_find(m, p, PyBytes_Size(key), bytes_hash(p, PyBytes_Size(key)));
 }
 
 /* KeyError(key), as a dict raises it: the key as its one argument (a tuple key is not taken as the arguments) */
@@ -889,13 +892,26 @@ static PyObject *memo_subscript(Memo *m, PyObject *key) {
 }
 
 static int memo_ass_subscript(Memo *m, PyObject *key, PyObject *value) {
-    uint64_t h;
-    if (value) return memo_key_of(key, &h) < 0 ? -1 : memo_put(m, key, h, value);
-    if (m->dict) return PyDict_DelItem(m->dict, key);
-    Py_ssize_t i = PyBytes_Check(key) && memo_key_of(key, &h) == 0
-                       ? memo_slot(m, (const unsigned char *)PyBytes_AsString(key), PyBytes_Size(key), h) : -1;
+    uint64_t h = 0;
+    if (!PyBytes_Check(key) && PyObject_Hash(key) == -1) return -1;  /* a dict's TypeError where not hashable */
+    PyObject *exact = PyBytes_Check(key) ? memo_key_of(key, &h) : NULL;
+    if (PyErr_Occurred()) return -1;
+    if (value) {
+        int put = exact ? memo_put(m, exact, h, value) : -1;
+        if (!exact) PyErr_SetString(PyExc_TypeError, "a Memo's keys are bytes");
+        Py_XDECREF(exact);
+        return put;
+    }
+    Py_ssize_t i = exact && !m->dict ? memo_slot(m, (const unsigned char *)PyBytes_AsString(exact), PyBytes_Size(exact), h)
+                                     : -1;
+    if (exact && m->dict) {
+        int deleted = PyDict_DelItem(m->dict, exact);
+        Py_DECREF(exact);
+        return deleted;
+    }
+    Py_XDECREF(exact);
     if (i < 0) {
-        if (PyObject_Hash(key) != -1) memo_key_error(key);
+        memo_key_error(key);
         return -1;
     }
     MemoEntry *e = &m->entries[m->index[i]];

@@ -245,3 +245,33 @@ def test_a_memo_is_collected_and_survives_finalizers_that_change_it() -> None:
             memo.clear()
         assert memo[b"k!"] == ("stream", 1)
         memo.clear()
+
+
+class Loud(bytes):
+    """A bytes subclass whose own hash and comparison must never run inside the memo (they could change it)."""
+
+    def __hash__(self) -> int:
+        raise AssertionError("a key's __hash__ ran inside the memo")
+
+    def __eq__(self, other: object) -> bool:
+        raise AssertionError("a key's __eq__ ran inside the memo")
+
+
+@pytest.mark.parametrize("spilled", [False, True], ids=["table", "spilled"])
+def test_a_bytes_subclass_is_kept_and_found_by_its_bytes(hostile: list[bytes], spilled: bool) -> None:
+    """A key that is a bytes subclass is kept as plain bytes and found by its bytes, in the table and once spilled:
+    its own methods never run, so no Python code runs while the memo finds, sets or moves an entry."""
+    memo = core.Memo()
+    if spilled:
+        for key in hostile:
+            memo[key] = 0
+        assert memo.spilled
+    memo[Loud(b"stream")] = ("stream", 7)
+    assert memo[b"stream"] == memo.get(Loud(b"stream")) == ("stream", 7) and Loud(b"stream") in memo
+    assert [type(key) for key in memo if key == b"stream"] == [bytes]
+    memo[b"stream"] = ("stream", 8)
+    assert memo[Loud(b"stream")] == ("stream", 8)
+    del memo[Loud(b"stream")]
+    assert b"stream" not in memo
+    with pytest.raises(KeyError):
+        del memo[Loud(b"stream")]
