@@ -300,6 +300,17 @@ static PyObject *new_ref(PyObject *object) {
     return object;
 }
 
+/* the dealloc of a heap type the cyclic GC tracks: untracked, cleared, freed, and its type released (an instance of
+ * a heap type holds a reference to it) */
+static void gc_dealloc(PyObject *self, inquiry clear) {
+    PyTypeObject *type = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    clear(self);
+    freefunc free_slot = (freefunc)PyType_GetSlot(type, Py_tp_free);
+    free_slot(self);
+    Py_DECREF(type);
+}
+
 /* A track's uuid as one int object a value: each packet names its track again, and the dicts keyed by tracks (the
  * open slices, the tracks, the ends) compare a new int by value (a rich comparison, 130 instructions) where the same
  * object is found by identity. Ints are immutable, so which object comes back is not seen. A direct-mapped table
@@ -1016,12 +1027,7 @@ static int memo_traverse(Memo *m, visitproc visit, void *arg) {
 }
 
 static void memo_dealloc(Memo *m) {
-    PyTypeObject *type = Py_TYPE(m);
-    PyObject_GC_UnTrack(m);
-    memo_clear(m);
-    freefunc free_slot = (freefunc)PyType_GetSlot(type, Py_tp_free);
-    free_slot(m);
-    Py_DECREF(type);
+    gc_dealloc((PyObject *)m, (inquiry)memo_clear);
 }
 
 static PyMethodDef memo_methods[] = {
@@ -1613,12 +1619,7 @@ static int slices_clear(Slices *self) {
 }
 
 static void slices_dealloc(Slices *self) {
-    PyTypeObject *type = Py_TYPE(self);
-    PyObject_GC_UnTrack(self);
-    slices_clear(self);
-    freefunc free_slot = (freefunc)PyType_GetSlot(type, Py_tp_free);
-    free_slot(self);
-    Py_DECREF(type);
+    gc_dealloc((PyObject *)self, (inquiry)slices_clear);
 }
 
 /* exact.ts[k].append and exact.dur[k].append for k in 0..2, and their frombytes where all six are array('q') (else
@@ -2794,6 +2795,70 @@ static void seen_free(Seen *t) {
     for (int k = 0; k < SEEN; k++) Py_CLEAR(t->cat[k]);
 }
 
+/* Collector.add's count of categories in the order they first came: each category's place (by identity among the
+ * last few, else in a dict), the categories in that order, and each one's count */
+typedef struct {
+    PyObject *seen, *order;
+    Py_ssize_t *counts, cap;
+    Seen places;
+} Tally;
+
+/* 0, or -1 with the error raised (then tally_close) */
+static int tally_open(Tally *t) {
+    memset(t, 0, sizeof *t);
+    t->seen = PyDict_New();
+    t->order = t->seen ? PyList_New(0) : NULL;
+    return t->order ? 0 : -1;
+}
+
+static void tally_close(Tally *t) {
+    Py_CLEAR(t->seen);
+    Py_CLEAR(t->order);
+    seen_free(&t->places);
+    PyMem_Free(t->counts);
+    t->counts = NULL, t->cap = 0;
+}
+
+static int tally_traverse(Tally *t, visitproc visit, void *arg) {
+    Py_VISIT(t->seen);
+    Py_VISIT(t->order);
+    for (int j = 0; j < SEEN; j++) Py_VISIT(t->places.cat[j]);
+    return 0;
+}
+
+static long dict_long(PyObject *dict, PyObject *key, int *missing);
+
+/* one event of category cat counted: 0, or -1 with the error raised (an unhashable category: the counts before it
+ * kept, as the twin's Counter keeps them) */
+static int tally_count(Tally *t, PyObject *cat) {
+    long at = -2;
+    int missing = 0;
+    if (seen_find(&t->places, cat, &at)) {
+        t->counts[at]++;
+        return 0;
+    }
+    if ((at = dict_long(t->seen, cat, &missing)) == -2) return -1;
+    if (missing) {
+        at = (long)PyList_Size(t->order);
+        if (at >= t->cap) {
+            Py_ssize_t cap = t->cap ? t->cap * 2 : 16, *grown = PyMem_Realloc(t->counts, (size_t)cap * sizeof *grown);
+            if (!grown) {
+                PyErr_NoMemory();
+                return -1;
+            }
+            t->counts = grown, t->cap = cap;
+        }
+        PyObject *index = PyLong_FromLong(at);
+        int failed = !index || PyDict_SetItem(t->seen, cat, index) < 0 || PyList_Append(t->order, cat) < 0;
+        Py_XDECREF(index);
+        if (failed) return -1;
+        t->counts[at] = 0;
+    }
+    seen_add(&t->places, cat, at);
+    t->counts[at]++;
+    return 0;
+}
+
 /* one call's state: the collector's tables and helpers (borrowed from `held`), the gathered appends */
 typedef struct {
     PyObject *held[40];
@@ -3623,34 +3688,15 @@ static int apply_counts(JState *s, PyObject *order, const Py_ssize_t *counts, in
  * event is kept, so an unhashable category stops the block where it does in the twin, with the counts before it
  * (None's among them) in the Counter; 0 or -1 */
 static int count_categories(JState *s, PyObject *events) {
-    PyObject *seen = PyDict_New(), *order = PyList_New(0);
-    Py_ssize_t *counts = NULL, cap = 0;
-    Seen places = {{NULL}, {0}, 0};
-    int failed = !seen || !order;
+    Tally t;
+    int failed = tally_open(&t) < 0;
     for (Py_ssize_t i = 0; !failed && i < PyList_Size(events); i++) {
         PyObject *ev = PyList_GetItem(events, i), *cat = ev ? ev_attr(ev, A_CAT) : NULL;
-        int missing = 0;
-        long at = -2;
-        if (cat && !seen_find(&places, cat, &at) && (at = dict_long(seen, cat, &missing)) >= 0) seen_add(&places, cat, at);
-        if (missing) {
-            at = (long)PyList_Size(order);
-            PyObject *index = PyLong_FromLong(at);
-            Py_ssize_t *grown = at < cap ? counts : PyMem_Realloc(counts, (size_t)(cap = cap ? cap * 2 : 16) * sizeof *counts);
-            failed = !index || !grown || PyDict_SetItem(seen, cat, index) < 0 || PyList_Append(order, cat) < 0;
-            if (!grown) PyErr_NoMemory();
-            else counts = grown, counts[at] = 0;
-            Py_XDECREF(index);
-        }
-        failed = failed || at < 0;
-        if (!failed) counts[at]++;
-        if (missing && !failed) seen_add(&places, cat, at);
+        failed = !cat || tally_count(&t, cat) < 0;
         Py_XDECREF(cat);
     }
-    seen_free(&places);
-    int status = apply_counts(s, order, counts, failed);
-    PyMem_Free(counts);
-    Py_XDECREF(seen);
-    Py_XDECREF(order);
+    int status = t.order ? apply_counts(s, t.order, t.counts, failed) : -1;
+    tally_close(&t);
     return status;
 }
 
@@ -4360,9 +4406,8 @@ typedef struct {
     JState js;
     PyObject *ev, *args;          /* the Event and EventArgs reused */
     PyObject *defaults[SCAN_FIELDS];
-    PyObject *seen, *order;       /* each category's place in the count, and the categories in that order */
-    Py_ssize_t *counts, cap, events;
-    Seen places;
+    Tally tally;                  /* the categories counted */
+    Py_ssize_t events;
     int has_last;
     double last;  /* the last event's start, a float (Collector.add's last_ts) */
     PyObject *keys[SINK_KEYS];  /* the args keys seen, and their fields (sink_field) */
@@ -4407,11 +4452,10 @@ static Py_ssize_t sink_count(const Slices *self) {
 
 static void sink_free(Sink *k) {
     state_close(&k->js);
-    Py_XDECREF(k->ev); Py_XDECREF(k->args); Py_XDECREF(k->seen); Py_XDECREF(k->order);
+    Py_XDECREF(k->ev); Py_XDECREF(k->args);
     for (int j = 0; j < SCAN_FIELDS; j++) Py_XDECREF(k->defaults[j]);
     for (int j = 0; j < k->nkeys; j++) Py_DECREF(k->keys[j]);
-    seen_free(&k->places);
-    PyMem_Free(k->counts);
+    tally_close(&k->tally);
     PyMem_Free(k);
 }
 
@@ -4425,11 +4469,11 @@ static void sink_drop(Slices *self) {
 static int sink_traverse(Slices *self, visitproc visit, void *arg) {
     Sink *k = self->run;
     if (!k) return 0;
-    Py_VISIT(k->ev); Py_VISIT(k->args); Py_VISIT(k->seen); Py_VISIT(k->order);
+    Py_VISIT(k->ev); Py_VISIT(k->args);
     for (int j = 0; j < SCAN_FIELDS; j++) Py_VISIT(k->defaults[j]);
     for (int j = 0; j < k->nkeys; j++) Py_VISIT(k->keys[j]);
-    for (int j = 0; j < SEEN; j++) Py_VISIT(k->places.cat[j]);
-    return state_traverse(&k->js, visit, arg);
+    int visited = tally_traverse(&k->tally, visit, arg);
+    return visited ? visited : state_traverse(&k->js, visit, arg);
 }
 
 /* a run begun: the collector's tables looked up, the Event and EventArgs to reuse made; NULL with the error raised */
@@ -4441,45 +4485,14 @@ static Sink *sink_open(Slices *self) {
     if (opened) {
         k->ev = scan_blank(j_event_type, A_CAT, A_ARGS, k->defaults);
         k->args = k->ev ? scan_args_blank(k->defaults) : NULL;
-        k->seen = k->args ? PyDict_New() : NULL;
-        k->order = k->seen ? PyList_New(0) : NULL;
     }
-    if (!k->order) {
+    if (!k->args || tally_open(&k->tally) < 0) {
         sink_free(k);
         return NULL;
     }
     return k;
 }
 
-/* the event's category counted: its place found (by identity among the last few, else in the run's dict) or given */
-static int sink_count_category(Sink *k, PyObject *cat) {
-    long at = -2;
-    int missing = 0;
-    if (seen_find(&k->places, cat, &at)) {
-        k->counts[at]++;
-        return 0;
-    }
-    if ((at = dict_long(k->seen, cat, &missing)) == -2) return -1;
-    if (missing) {
-        at = (long)PyList_Size(k->order);
-        if (at >= k->cap) {
-            Py_ssize_t cap = k->cap ? k->cap * 2 : 16, *grown = PyMem_Realloc(k->counts, (size_t)cap * sizeof *grown);
-            if (!grown) {
-                PyErr_NoMemory();
-                return -1;
-            }
-            k->counts = grown, k->cap = cap;
-        }
-        PyObject *index = PyLong_FromLong(at);
-        int failed = !index || PyDict_SetItem(k->seen, cat, index) < 0 || PyList_Append(k->order, cat) < 0;
-        Py_XDECREF(index);
-        if (failed) return -1;
-        k->counts[at] = 0;
-    }
-    seen_add(&k->places, cat, at);
-    k->counts[at]++;
-    return 0;
-}
 
 /* an args key's field (its A_ index), or -1 where it names none: found by identity among the keys seen (the
  * reader's keys are a few str objects), else in args_index and remembered; -2 with the error raised */
@@ -4555,7 +4568,7 @@ static int sink_event(Slices *self, PyObject *const *f, PyObject *start, PyObjec
         Py_DECREF(kept);
     }
     long kind = 0;
-    failed = failed || sink_count_category(k, cat) < 0;
+    failed = failed || tally_count(&k->tally, cat) < 0;
     if (!failed && !seen_find(&k->js.kinds, cat, &kind)) {
         failed = (kind = kind_of_cat(cat)) < 0;
         if (!failed) seen_add(&k->js.kinds, cat, kind);
@@ -4586,7 +4599,7 @@ static int sink_flush(Slices *self) {
     }
     self->run = NULL;
     int failed = state_flush(&k->js) < 0;
-    failed = apply_counts(&k->js, k->order, k->counts, failed) < 0 || failed;
+    failed = apply_counts(&k->js, k->tally.order, k->tally.counts, failed) < 0 || failed;
     if (!failed && k->events) failed = scan_count(self->sink, k->events, k->has_last, k->last) < 0;
     sink_free(k);
     return failed ? -1 : 0;
