@@ -672,9 +672,12 @@ static PyObject *annotation(PyObject *bytes, Py_ssize_t n, Py_ssize_t start, Py_
     }
     if (nested) {  /* arrays and dicts: the twin's recursion, bounded by MAX_DEPTH there */
         Py_DECREF(attr);
-        PyObject *where = span(start, end);
-        PyObject *found = where ? PyObject_CallFunctionObjArgs(decode_annotation, bytes, where, seq, NULL) : NULL;
+        int cut = n < PyBytes_Size(bytes);  /* a run's packet: the note up to its packet's end, the bound it reads to */
+        PyObject *own = cut ? PyBytes_FromStringAndSize((const char *)b + start, n - start) : new_ref(bytes);
+        PyObject *where = own ? span(cut ? 0 : start, cut ? end - start : end) : NULL;
+        PyObject *found = where ? PyObject_CallFunctionObjArgs(decode_annotation, own, where, seq, NULL) : NULL;
         Py_XDECREF(where);
+        Py_XDECREF(own);
         return found;
     }
     PyObject *value = has_value ? note_value(b, &last, seq) : new_ref(Py_None);
@@ -1632,19 +1635,20 @@ static int exact_appends(PyObject *exact, PyObject **out, PyObject **extend) {
         if (!arrays) return -1;
         for (int k = 0; k < 3; k++) {
             PyObject *array = PySequence_GetItem(arrays, k);
-            PyObject *code = array ? PyObject_GetAttrString(array, "typecode") : NULL;
-            if (!code) PyErr_Clear();
-            direct = direct && code && PyUnicode_Check(code) && PyUnicode_CompareWithASCIIString(code, "q") == 0;
-            Py_XDECREF(code);
             out[3 * which + k] = array ? PyObject_GetAttrString(array, "append") : NULL;
-            extend[3 * which + k] = out[3 * which + k] && direct ? PyObject_GetAttrString(array, "frombytes") : NULL;
-            if (!extend[3 * which + k]) PyErr_Clear();
-            direct = direct && extend[3 * which + k];
-            Py_XDECREF(array);
-            if (!out[3 * which + k]) {
+            if (!out[3 * which + k]) {  /* its error raised, before any look-up below clears one */
+                Py_XDECREF(array);
                 Py_DECREF(arrays);
                 return -1;
             }
+            PyObject *code = PyObject_GetAttrString(array, "typecode");
+            if (!code) PyErr_Clear();
+            direct = direct && code && PyUnicode_Check(code) && PyUnicode_CompareWithASCIIString(code, "q") == 0;
+            Py_XDECREF(code);
+            extend[3 * which + k] = direct ? PyObject_GetAttrString(array, "frombytes") : NULL;
+            if (!extend[3 * which + k]) PyErr_Clear();
+            direct = direct && extend[3 * which + k];
+            Py_DECREF(array);
         }
         Py_DECREF(arrays);
     }

@@ -371,6 +371,31 @@ def test_packets_agree_on_every_change_of_a_run_and_at_the_bounds() -> None:
     assert compared > 1_000
 
 
+def test_a_runs_nested_notes_are_read_only_to_their_packets_end() -> None:
+    """A note holding an array (decoded by the twin's recursion, perfetto._decode_annotation) in a Run's packet gets
+    that note only up to its packet's end (wizard/_core.c, annotation): a varint cut at the packet's end says what the
+    packet as its own bytes says, not what the next packet's bytes make of it; every change of such a packet agrees."""
+    cut = dfield(10, b"grid") + dfield(12, vfield(4, 300)[:-1])  # array_values whose last int_value is cut
+    batch = [packet(1_000, 1, begin(5)), packet(2_000, 1, begin(5, b"k", b"kernel", cut)), packet(3_000, 1, end(5))]
+    seen, _, _ = packets_agree(batch)
+    assert seen == [("Damaged", ("a message cut off", 1))]
+    whole = packet(2_000, 1, begin(5, b"k", b"kernel", dfield(10, b"grid") + dfield(12, vfield(4, 300))))
+    seen, _, _ = packets_agree([batch[0], whole, batch[2]])
+    assert seen == [("value", (3, False))]
+    for changed in every_change(whole):
+        packets_agree([batch[0], changed, batch[2]])
+
+
+def test_an_exact_times_table_missing_an_array_is_named_not_a_system_error() -> None:
+    """An ExactTimes without three arrays a side: the core says so when it is made (the twin reads them only when it
+    adds a time), with the lookup's own error, never "returned NULL without setting an exception"."""
+    short: Any = (array("q"),)
+    with pytest.raises(IndexError, match="tuple index out of range"):
+        Compiled(dict(TRACKS), ExactTimes(ts=short), {}, BOUNDS)
+    with pytest.raises(AttributeError, match="append"):
+        Compiled(dict(TRACKS), ExactTimes(dur=(array("q"), array("q"), object())), {}, BOUNDS)  # type: ignore[arg-type]
+
+
 def memo_rounds(kind: Any, memo: Callable[[], Any]) -> Any:
     """A kernel with two annotations read five times by ``packets``, the sequence's memo changed between reads: given
     another answer for one annotation's bytes, cleared, full (its entries at MEMO_ENTRIES, so the annotation it no
