@@ -187,8 +187,10 @@ static int next_field(Reader *r, Field *f) {
 }
 
 /* a field as protobuf.fields gives it: (number, wire, an int or a (start, end) span) */
-static PyObject *field_tuple(const Field *f) {
-    PyObject *value = f->wire == 2 ? span(f->start, f->stop) : py_int(f->value);
+static PyObject *track_int(u128 v);
+
+static PyObject *field_tuple(const Field *f) {  /* an int as track_int keeps it: a descriptor's uuid the events' */
+    PyObject *value = f->wire == 2 ? span(f->start, f->stop) : track_int(f->value);
     PyObject *num = value ? py_int(f->number) : NULL;
     PyObject *w = num ? PyLong_FromLong(f->wire) : NULL;
     PyObject *item = w ? PyTuple_Pack(3, num, w, value) : NULL;
@@ -636,6 +638,8 @@ static PyObject *attr_of_iid(PyObject *seq, u128 iid) {
     return attr;
 }
 
+static PyObject *memo_key(const unsigned char *p, Py_ssize_t len);
+
 /* one annotation, (its EventArgs field or None, its value): perfetto._decode_annotation's result */
 static PyObject *annotation(PyObject *bytes, Py_ssize_t n, Py_ssize_t start, Py_ssize_t end, PyObject *seq) {
     const unsigned char *b = (const unsigned char *)PyBytes_AsString(bytes);
@@ -646,8 +650,9 @@ static PyObject *annotation(PyObject *bytes, Py_ssize_t n, Py_ssize_t start, Py_
     while ((more = next_field(&r, &f)) == 1) {
         long number = f.number < 64 ? (long)f.number : -1;
         PyObject *named = NULL;
-        if (number == 10 && f.wire == 2) {
-            PyObject *key = PyBytes_FromStringAndSize((const char *)b + f.start, f.stop - f.start);
+        if (number == 10 && f.wire == 2) {  /* a name written out: its bytes object kept (memo_key), its hash with it */
+            PyObject *key = f.stop - f.start <= memo_bytes ? memo_key(b + f.start, f.stop - f.start)
+                                                           : PyBytes_FromStringAndSize((const char *)b + f.start, f.stop - f.start);
             named = key ? get_or(arg_fields_bytes, key, Py_None) : NULL;
             Py_XDECREF(key);
         } else if (number == 1 && f.wire == 0) {
