@@ -4124,7 +4124,8 @@ static int block_add(Block *bk, uint32_t present, const Span *f) {
 
 /* The last block's arrays, kept for the next: each block grew its own from 256 events by doubling, copying them
  * (3% of a JSON read's instructions) into pages first touched each time. Taken by a call while it runs (a call
- * made under it, by a handler, makes its own); kept only up to SPARE_BYTES. */
+ * made under it, by a handler, makes its own); kept only up to SPARE_BYTES, and freed by scan_release when a read's
+ * blocks are done (they would count in the passes' peaks). */
 #define SPARE_BYTES (32 << 20)
 static Block s_spare = {NULL, NULL, 0, 0, 0, 0};
 
@@ -4133,6 +4134,15 @@ static Block block_take(void) {
     bk.count = bk.nspans = 0;
     s_spare = (Block){NULL, NULL, 0, 0, 0, 0};
     return bk;
+}
+
+/* scan_release(): the arrays kept from the last block freed */
+static PyObject *core_scan_release(PyObject *self, PyObject *unused) {
+    (void)self, (void)unused;
+    Block spare = block_take();
+    PyMem_Free(spare.events);
+    PyMem_Free(spare.spans);
+    Py_RETURN_NONE;
 }
 
 static void block_free(Block *bk) {
@@ -5118,6 +5128,8 @@ static PyMethodDef methods[] = {
      "collector.pure_collect_events, compiled"},
     {"scan_events", (PyCFunction)(void (*)(void))core_scan_events, METH_FASTCALL,
      "a block of JSON events collected from its bytes, or declined"},
+    {"scan_release", (PyCFunction)core_scan_release, METH_NOARGS,
+     "the arrays scan_events keeps from one block for the next, freed"},
     {"json_bind", (PyCFunction)(void (*)(void))core_json_bind, METH_FASTCALL,
      "hand over the JSON collector's categories, MAX_NAME and twins"},
     {"int64_array", (PyCFunction)(void (*)(void))core_int64_array, METH_FASTCALL,
@@ -5136,7 +5148,7 @@ static struct PyModuleDef module = {
 };
 
 /* API: the version of these functions' arguments and meaning that wizard/trace/read/core.py binds (raised with it) */
-#define CORE_API 8
+#define CORE_API 9
 
 PyMODINIT_FUNC PyInit__core(void) {
     PyObject *m = PyModule_Create(&module);

@@ -22,6 +22,7 @@ import math
 import random
 import re
 import time
+import tracemalloc
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -928,3 +929,28 @@ def test_numbers_are_read_as_msgspec_reads_them_or_declined(text: str) -> None:
     assert ours == reference
     if took:  # the scanner took it: msgspec and Python read the number alike
         assert msgspec.json.decode(text.encode()) == json.loads(text)
+
+
+def test_the_arrays_kept_for_the_next_block_are_freed_when_a_read_is_done(tmp_path: Path) -> None:
+    """The core keeps a block's events and spans arrays for the next block (wizard/_core.c, block_take), and frees them
+    when the read's blocks are done (``release_scan_arrays``, from the reader's walk): a block of 20,000 kernels
+    leaves at least their 20,000 entries until then, and a whole read leaves nothing."""
+    if collector_module.scan_events is None:
+        pytest.skip("the compiled core's scanner is not bound here (WARPWIZARD_PURE=1, or not built)")
+    block = b",".join([kernel_with(b'"correlation":9,"grid":[1,2,3]')] * 20_000)
+    tracemalloc.start()
+    try:
+        collector_module.release_scan_arrays()
+        ours = fresh()
+        assert ours.add_bytes(block)
+        held = tracemalloc.get_traced_memory()[0]
+        collector_module.release_scan_arrays()
+        assert held - tracemalloc.get_traced_memory()[0] >= 20_000 * 8  # an event's entry is 8 bytes, its spans more
+        path = tmp_path / "trace.json"
+        path.write_bytes(b'{"traceEvents":[' + block + b"]}")
+        read_trace(path, config=ReaderConfig(workers=0))
+        held = tracemalloc.get_traced_memory()[0]
+        collector_module.release_scan_arrays()
+        assert tracemalloc.get_traced_memory()[0] == held
+    finally:
+        tracemalloc.stop()

@@ -636,3 +636,19 @@ def _bind_scan() -> Callable[[Collector, bytes, int, int], bool] | None:
 
 
 scan_events = _bind_scan()
+
+
+def _bind_scan_release() -> Callable[[], None] | None:
+    """The core's ``scan_release`` where ``scan_events`` is the core's, else None (nothing kept)."""
+    core = compiled_core() if scan_events is not None else None
+    return None if core is None else core.scan_release
+
+
+_scan_release = _bind_scan_release()
+
+
+def release_scan_arrays() -> None:
+    """The arrays ``scan_events`` keeps from one block for the next, freed: called when a read's blocks are done, so
+    they are not resident in the passes' peaks (up to a block's events and their spans, a few MiB)."""
+    if _scan_release is not None:
+        _scan_release()

@@ -29,7 +29,14 @@ from wizard.errors import InputFileError, TraceReadError
 from wizard.file_ends import opened_ends
 from wizard.formatting import plural
 from wizard.trace.read.buffer import Buffer
-from wizard.trace.read.collector import Collector, EventSink, TraceContents, Truncation, counter_values
+from wizard.trace.read.collector import (
+    Collector,
+    EventSink,
+    TraceContents,
+    Truncation,
+    counter_values,
+    release_scan_arrays,
+)
 from wizard.trace.read.events import EVENTS_DECODER, KERNEL_CATEGORIES, RAW_DECODER, Event, decode_block, unmark_bare
 from wizard.trace.read.exact import ExactDecoder
 from wizard.trace.read.formats import (
@@ -156,7 +163,10 @@ class TraceWalker:
     def run(self) -> None:
         """The walk, then the refusal of a whole JSON document that is no trace: no event list, or one whose
         entries are none of them events (a cut file is a truncation instead, which the health checks report)."""
-        self._walk()
+        try:
+            self._walk()
+        finally:
+            release_scan_arrays()  # the last block's arrays the core kept for the next: there is none
         whole = self.c.truncation is None
         if whole and not self.listed:
             raise InputFileError(f"{shown_path(self.c.path)}: {_no_event_list(self.c.metadata)}")
