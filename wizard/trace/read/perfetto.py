@@ -27,12 +27,13 @@ back to nanoseconds saw kernels that only touch overlap (issue 45 item 10).
 The file is untrusted: a packet is at most ``MAX_PACKET`` bytes, nesting is bounded, interned tables and open
 slices are bounded, a truncated or damaged packet ends the read with a one-line error naming its offset.
 
-The per-event work runs compiled where warpwizard's core is built (``wizard/_core.c``): ``split_packets`` (the
-packets a buffer holds, in one call), ``track_event`` (a TrackEvent's name and category) and ``event_args`` (its
-annotations into the event's args) and ``Slices`` (the slices open on each track, closed into events, and the
-plain TrackEvent packets of a run read in one call); their twins here, ``pure_*`` and ``PureSlices``, run under
-``WARPWIZARD_PURE=1`` or where no compiler built the core, with the same results and errors
-(tests/trace/test_compiled_core_events.py, test_compiled_core_slices.py).
+The per-event work runs compiled where warpwizard's core is built (``wizard/_core.c``): ``split_run`` (the
+packets a buffer holds, in one call, as a ``Run`` lying in the buffer), ``track_event`` (a TrackEvent's name and
+category) and ``event_args`` (its annotations into the event's args, through the sequence's memo, the core's
+``Memo``) and ``Slices`` (the slices open on each track, closed into events, and the plain TrackEvent packets of a
+run read in one call, where they lie); their twins here, ``pure_*`` and ``PureSlices`` (with a dict for the memo
+and a list of bytes for a run), run under ``WARPWIZARD_PURE=1`` or where no compiler built the core, with the same
+results and errors (tests/trace/test_compiled_core_events.py, test_compiled_core_slices.py, test_core_memo.py).
 """
 
 from __future__ import annotations
@@ -1068,10 +1069,10 @@ class _Packets:
                 raise
 
     def batches(self) -> Iterator[Sequence[bytes]]:
-        """The packets in runs: the whole ones the buffer holds split in one call (``split_packets``, compiled
-        where the core is built), the rest (a header the buffer may cut, a field other than a packet, anything
-        damaged, the entry that looks at the clock) one at a time by ``_entry``. ``base + starts[k]`` is where the
-        k-th packet of the run starts in the stream."""
+        """The packets in runs: the whole ones the buffer holds split in one call (``split_packets``; compiled
+        where the core is built, a ``Run`` of them lying in the buffer), the rest (a header the buffer may cut, a
+        field other than a packet, anything damaged, the entry that looks at the clock) one at a time by
+        ``_entry``. ``base + starts[k]`` is where the k-th packet of the run starts in the stream."""
         entries = 0
         tick = self.tick
         while self.pos < len(self.buf) or self._fill(1):
