@@ -1751,27 +1751,21 @@ static int int64_of(PyObject *v, long long *out) {
     return !over && !(*out == -1 && PyErr_Occurred());
 }
 
-/* ExactTimes.add(table, ts, dur): both as they are where they fit an int64, else 0 and 0 and usable False */
-static int exact_add(Slices *self, int table, PyObject *ts, PyObject *dur) {
-    int over_ts, over_dur;
-    long long t = PyLong_AsLongLongAndOverflow(ts, &over_ts);
-    if (PyErr_Occurred()) return -1;
-    long long d = PyLong_AsLongLongAndOverflow(dur, &over_dur);
-    if (PyErr_Occurred()) return -1;
-    PyObject *zero = NULL;
-    if (over_ts || over_dur) {
-        if (PyObject_SetAttr(self->exact, s_usable, Py_False) < 0 || !(zero = PyLong_FromLong(0))) return -1;
-        ts = dur = zero, t = d = 0;
+/* ExactTimes.add(table, ts, dur), given as int64s where both fit (fits), else 0 and 0 and usable False: held until
+ * take() where the arrays are array('q'), else appended (the ints the twin appends, made from the int64s) */
+static int exact_add(Slices *self, int table, long long t, long long d, int fits) {
+    if (!fits) {
+        if (PyObject_SetAttr(self->exact, s_usable, Py_False) < 0) return -1;
+        t = d = 0;
     }
-    if (self->extend[0]) {  /* held until take() */
-        Py_XDECREF(zero);
-        return exact_hold(self, table, t) < 0 || exact_hold(self, 3 + table, d) < 0 ? -1 : 0;
-    }
-    PyObject *done = PyObject_CallFunctionObjArgs(self->append[table], ts, NULL);
+    if (self->extend[0]) return exact_hold(self, table, t) < 0 || exact_hold(self, 3 + table, d) < 0 ? -1 : 0;
+    PyObject *ts = PyLong_FromLongLong(t), *dur = ts ? PyLong_FromLongLong(d) : NULL;
+    PyObject *done = dur ? PyObject_CallFunctionObjArgs(self->append[table], ts, NULL) : NULL;
     Py_XDECREF(done);
     if (done) done = PyObject_CallFunctionObjArgs(self->append[3 + table], dur, NULL);
     Py_XDECREF(done);
-    Py_XDECREF(zero);
+    Py_XDECREF(ts);
+    Py_XDECREF(dur);
     return done ? 0 : -1;
 }
 
@@ -1842,14 +1836,6 @@ static int exact_table_of(PyObject *cat) {
     return (int)s_tables[2];
 }
 
-/* exact_add of ts - base: rel, or where that was not made (NULL), the int64 t */
-static int exact_add_of(Slices *self, int table, PyObject *rel, long long t, PyObject *dur) {
-    PyObject *made = rel ? NULL : PyLong_FromLongLong(t);
-    int added = rel || made ? exact_add(self, table, rel ? rel : made, dur) : -1;
-    Py_XDECREF(made);
-    return added;
-}
-
 static PyObject *due(Slices *self) {
     Py_ssize_t events = PyList_Size(self->batch) + sink_count(self);
     return PyBool_FromLong(events >= self->batch_limit || self->batch_bytes >= self->batch_bytes_limit);
@@ -1868,6 +1854,11 @@ static PyObject *slices_event_of(Slices *self, PyObject *const *f, PyObject *us)
     if (PyErr_Occurred()) return NULL;
     PyObject *rel = small ? NULL : int_minus(ts, self->base), *ev = NULL;
     if (!small && !rel) return NULL;
+    int fits = small || (int64_of(rel, &t64) && int64_of(dur, &d64));  /* the exact times kept as they are */
+    if (PyErr_Occurred()) {
+        Py_DECREF(rel);
+        return NULL;
+    }
     PyObject *start = us ? new_ref(us) : small ? PyFloat_FromDouble((double)t64 / 1000.0) : micro(rel);
     PyObject *length = !start ? NULL : small ? PyFloat_FromDouble((double)d64 / 1000.0) : micro(dur), *kept = NULL;
     int sunk = length && self->sink ? sink_event(self, f, start, length) : 0;  /* handed to the collector now */
@@ -1878,9 +1869,7 @@ static PyObject *slices_event_of(Slices *self, PyObject *const *f, PyObject *us)
     Py_XDECREF(length);
     Py_XDECREF(kept);
     int table = ev || sunk > 0 ? exact_table(cat) : -2;
-    int failed = table == -2 || (table >= 0 && (small && self->extend[0] ? exact_hold(self, table, t64) < 0 ||
-                                                                              exact_hold(self, 3 + table, d64) < 0
-                                                                          : exact_add_of(self, table, rel, t64, dur) < 0));
+    int failed = table == -2 || (table >= 0 && exact_add(self, table, t64, d64, fits) < 0);
     Py_XDECREF(rel);
     if (failed || (ev && PyList_Append(self->batch, ev) < 0)) {
         Py_XDECREF(ev);
