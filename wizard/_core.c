@@ -1230,7 +1230,7 @@ static PyObject *pure_split = NULL;
 
 /* Run: the packets split_run found, as a sequence of their bytes (run[k] makes packet k's), lying in the buffer they
  * were found in: Slices.packets reads a run's packets there, where a bytes object a packet, made and freed, was 15% of
- * a .pftrace read. Python reads one as it reads split_packets' list. */
+ * a .pftrace read. Python reads one as it reads the twin's list. */
 typedef struct {
     PyObject_HEAD
     PyObject *buf;      /* the bytes they lie in */
@@ -1269,7 +1269,7 @@ static PyType_Slot run_slots[] = {
 
 static PyType_Spec run_spec = {"wizard._core.Run", sizeof(Run), 0, Py_TPFLAGS_DEFAULT, run_slots};
 
-/* split_packets' reading: the whole packets at b[pos:], at most limit, as spans (PyMem, 3 a packet: where its field
+/* pure_split_packets' reading: the whole packets at b[pos:], at most limit, as spans (PyMem, 3 a packet: where its field
  * starts, where its bytes start and end; NULL where none); the position after the last, or -1 with the error raised */
 static Py_ssize_t split_spans(const unsigned char *b, Py_ssize_t n, Py_ssize_t pos, Py_ssize_t limit,
                               Py_ssize_t max_packet, Py_ssize_t **spans, Py_ssize_t *count) {
@@ -1297,7 +1297,7 @@ static Py_ssize_t split_spans(const unsigned char *b, Py_ssize_t n, Py_ssize_t p
     return pos;
 }
 
-/* the arguments of split_packets and split_run read: 1, 0 where the twin is to answer (types, values past 63 bits,
+/* split_run's arguments read: 1, 0 where the twin is to answer (types, values past 63 bits,
  * Python's meaning of a negative), -1 */
 static int split_args(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t *pos, Py_ssize_t *limit,
                       Py_ssize_t *max_packet) {
@@ -1314,35 +1314,9 @@ static int split_args(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t *pos, 
     return 1;
 }
 
-static PyObject *core_split_packets(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    (void)self;
-    if (!pure_split) return not_bound();
-    Py_ssize_t pos = 0, limit = 0, max_packet = 0, *spans, count;
-    if (!split_args(args, nargs, &pos, &limit, &max_packet)) return call_pure(pure_split, args, nargs);
-    const unsigned char *b = (const unsigned char *)PyBytes_AsString(args[0]);
-    PyObject *found = PyList_New(0), *starts = PyList_New(0);
-    if (!found || !starts) goto failed;
-    pos = split_spans(b, PyBytes_Size(args[0]), pos, limit, max_packet, &spans, &count);
-    for (Py_ssize_t k = 0; pos >= 0 && k < count; k++) {
-        PyObject *packet = PyBytes_FromStringAndSize((const char *)b + spans[3 * k + 1], spans[3 * k + 2] - spans[3 * k + 1]);
-        PyObject *at = packet ? PyLong_FromSsize_t(spans[3 * k]) : NULL;
-        if (!at || PyList_Append(found, packet) < 0 || PyList_Append(starts, at) < 0) pos = -1;
-        Py_XDECREF(packet);
-        Py_XDECREF(at);
-    }
-    PyMem_Free(spans);
-    if (pos < 0) goto failed;
-    PyObject *items[3] = {found, starts, PyLong_FromSsize_t(pos)};
-    return tuple_of(items, 3);
-failed:
-    Py_XDECREF(found);
-    Py_XDECREF(starts);
-    return NULL;
-}
-
-/* split_run(buf, pos, limit, max_packet): split_packets, the packets a Run lying in buf and their starts int64s (a
- * memoryview of them): neither an object a packet (what the twin gives, where the arguments are not ints of 63 bits,
- * is the twin's lists) */
+/* split_run(buf, pos, limit, max_packet): perfetto.pure_split_packets, the packets a Run lying in buf and their
+ * starts int64s (a memoryview of them): neither an object a packet (what the twin gives, where the arguments are not
+ * ints of 63 bits, is the twin's lists) */
 static PyObject *core_split_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
     if (!pure_split) return not_bound();
@@ -5103,8 +5077,6 @@ static PyMethodDef methods[] = {
      "protobuf.pure_track_event_fields, compiled"},
     {"bind", (PyCFunction)(void (*)(void))core_bind, METH_FASTCALL, "hand over Damaged, MAX_FIELDS and the twins"},
     {"event_args", (PyCFunction)(void (*)(void))core_event_args, METH_FASTCALL, "perfetto.pure_event_args, compiled"},
-    {"split_packets", (PyCFunction)(void (*)(void))core_split_packets, METH_FASTCALL,
-     "perfetto.pure_split_packets, compiled"},
     {"split_run", (PyCFunction)(void (*)(void))core_split_run, METH_FASTCALL,
      "perfetto.pure_split_packets, compiled: the packets a Run lying in the buffer"},
     {"track_event", (PyCFunction)(void (*)(void))core_track_event_named, METH_FASTCALL,

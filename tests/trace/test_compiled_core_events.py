@@ -1,6 +1,6 @@
 """The compiled core's .pftrace event functions (wizard/_core.c, section "pfcore") against their pure-Python twins
 in wizard/trace/read/perfetto.py, issue 48 item 2: ``event_args`` (a TrackEvent's debug annotations into its args
-through the sequence's memo) and ``split_packets`` (the whole packets a buffer holds, in one call). The same result,
+through the sequence's memo) and ``split_run`` (the whole packets a buffer holds, in one call). The same result,
 the same side effects (args, memo, its count) or the same error in the same words, on valid inputs, every cut and
 one-byte change of them, random bytes, values at the bounds (70-bit varints, int64's edges, MEMO_BYTES, MEMO_ENTRIES,
 MAX_PACKET, MAX_FIELDS) and arguments of the wrong types; then whole inspections of .pftrace files byte for byte,
@@ -298,7 +298,7 @@ def test_event_args_keep_reference_counts() -> None:
     assert all(abs(sys.getrefcount(x) - n) < 1000 for x, n in zip(shared, before_shared, strict=True))
 
 
-# -- split_packets -------------------------------------------------------------------------------------------
+# -- split_run -----------------------------------------------------------------------------------------------
 
 
 def stream_of(bodies: list[bytes]) -> bytes:
@@ -306,16 +306,14 @@ def stream_of(bodies: list[bytes]) -> bytes:
 
 
 def split_run_list(*args: Any) -> Any:
-    """split_run with its Run and its starts read out as lists: what split_packets gives."""
+    """split_run with its Run and its starts read out as lists: what pure_split_packets gives."""
     found, starts, pos = core.split_run(*args)
     return list(found), list(starts), pos
 
 
 def split_agree(*args: Any) -> Any:
-    """split_packets and split_run (its packets read out of the Run) give what the twin gives."""
-    got = agree(core.split_packets, perfetto.pure_split_packets, *args)
-    assert agree(split_run_list, perfetto.pure_split_packets, *args) == got
-    return got
+    """split_run (its packets read out of the Run) gives what the twin gives."""
+    return agree(split_run_list, perfetto.pure_split_packets, *args)
 
 
 def test_split_packets_finds_where_each_packet_starts() -> None:
@@ -327,7 +325,7 @@ def test_split_packets_finds_where_each_packet_starts() -> None:
     for body in bodies:
         starts.append(at)
         at += 1 + len(encode_varint(len(body))) + len(body)
-    for function in (core.split_packets, split_run_list, perfetto.pure_split_packets):
+    for function in (split_run_list, perfetto.pure_split_packets):
         assert function(data, 0, 100, 1000) == (bodies, starts, at)
         assert function(data, 0, 2, 1000) == (bodies[:2], starts[:2], starts[2])
         assert function(data, 0, 100, 299) == (bodies[:4], starts[:4], starts[4])
@@ -484,7 +482,7 @@ def test_the_core_does_the_work_itself_on_what_the_reader_gives_it() -> None:
         args: dict[str, Any] = {}
         assert core.event_args(data, [(0, 13), (13, len(data))], sequence(), args, 0) == (len(data), 1)
         assert args == {"grid": [1, 2], "correlation": -1}
-        assert core.split_packets(packets, 0, 10, 100)[0] == [data] * 3
+        assert list(core.split_run(packets, 0, 10, 100)[0]) == [data] * 3
         event = vfield(9, 1) + vfield(10, 1) + vfield(3, 2) + dfield(4, data)
         assert core.track_event(event, 0, len(event), track_sequence()) == (1, -1, "matmul", "kernel", [(8, 34)], None)
     finally:
@@ -500,7 +498,7 @@ def pure_decoder(monkeypatch: pytest.MonkeyPatch) -> Callable[[], None]:
     twins = {core.fields: protobuf.pure_fields, core.varint: protobuf.pure_varint,
              core.packed_varints: protobuf.pure_packed_varints, core.packet_head: protobuf.pure_packet_head,
              core.track_event_fields: protobuf.pure_track_event_fields, core.event_args: perfetto.pure_event_args,
-             core.split_packets: perfetto.pure_split_packets, core.split_run: perfetto.pure_split_packets,
+             core.split_run: perfetto.pure_split_packets,
              core.track_event: perfetto.pure_track_event}  # fmt: skip
 
     swap: Callable[[], None] = twin_swapper(monkeypatch, (perfetto, protobuf), twins)

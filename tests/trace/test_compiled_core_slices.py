@@ -539,7 +539,7 @@ def pure_decoder(monkeypatch: pytest.MonkeyPatch) -> Callable[[], None]:
     twins = {core.fields: protobuf.pure_fields, core.varint: protobuf.pure_varint,
              core.packed_varints: protobuf.pure_packed_varints, core.packet_head: protobuf.pure_packet_head,
              core.track_event_fields: protobuf.pure_track_event_fields, core.event_args: perfetto.pure_event_args,
-             core.split_packets: perfetto.pure_split_packets, core.track_event: perfetto.pure_track_event,
+             core.split_run: perfetto.pure_split_packets, core.track_event: perfetto.pure_track_event,
              Compiled: perfetto.PureSlices}  # fmt: skip
     swap: Callable[[], None] = twin_swapper(monkeypatch, (perfetto, protobuf), twins)
     return swap

@@ -21,7 +21,7 @@ stale.API = {api}
 def refuse(*args, **kwargs):
     raise AssertionError("a function of a core of another API was called")
 for name in ("bind", "fields", "varint", "packed_varints", "packet_head", "track_event_fields", "bind_events",
-             "event_args", "split_packets", "track_event", "json_bind", "collect_events"):
+             "event_args", "split_run", "track_event", "json_bind", "collect_events"):
     setattr(stale, name, refuse)
 sys.modules["wizard._core"] = stale
 from wizard.trace.read import collector, perfetto, protobuf

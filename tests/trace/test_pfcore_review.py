@@ -68,7 +68,7 @@ def path_taken(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) 
     if request.param == "compiled":
         monkeypatch.setattr(perfetto, "_read_track_event", core.track_event)
         monkeypatch.setattr(perfetto, "_event_args", core.event_args)
-        monkeypatch.setattr(perfetto, "_split_packets", core.split_packets)
+        monkeypatch.setattr(perfetto, "_split_packets", core.split_run)
     else:
         monkeypatch.setattr(perfetto, "_read_track_event", perfetto.pure_track_event)
         monkeypatch.setattr(perfetto, "_event_args", perfetto.pure_event_args)
@@ -311,7 +311,7 @@ def test_numbers_past_63_bits_take_the_twin_or_raise() -> None:
     event = vfield(9, 1) + dfield(23, b"op")
     for huge in (2**70, -(2**70)):
         for split in ((b, huge, 10, 1 << 20), (b, 0, huge, 1 << 20), (b, 0, 10, huge)):
-            assert call_outcome(core.split_packets, *split) == call_outcome(perfetto.pure_split_packets, *split), split
+            assert call_outcome(core.split_run, *split) == call_outcome(perfetto.pure_split_packets, *split), split
         for event_args in ((event, huge, len(event)), (event, 0, huge)):
             seq = perfetto._Sequence()
             compiled = call_outcome(core.track_event, *event_args, seq)
@@ -324,7 +324,7 @@ def test_calling_the_core_before_it_is_bound_is_a_runtime_error() -> None:
     """In a fresh interpreter that imports the core alone (perfetto.py, which binds it, not imported)."""
     script = (
         "from wizard import _core\n"
-        "for call in (lambda: _core.event_args(b'', [], None, {}, 0), lambda: _core.split_packets(b'', 0, 1, 1),\n"
+        "for call in (lambda: _core.event_args(b'', [], None, {}, 0), lambda: _core.split_run(b'', 0, 1, 1),\n"
         "             lambda: _core.track_event(b'', 0, 0, None)):\n"
         "    try:\n"
         "        call()\n"
