@@ -149,13 +149,12 @@ def _module_name(rel: str) -> str:
 
 
 # Where importlib may load code by a name computed at run time: the package's face loads each public
-# name on first use (its table, read below as imports); plugins are installed packages' entry points; the health
-# checks' registry loads every module of its own package (read below as importing each of them); the CLI's
+# name on first use (its table, read below as imports); plugins are installed packages' entry points; the CLI's
 # loader of a command's module (wizard/cli/table.py), whose tables' rows are read below as imports of the module
-# that holds each table (``Command("wizard.cli.commands.run", ...)``).
-CHECKS_REGISTRY = "wizard/trace/health/checks/__init__.py"
+# that holds each table (``Command("wizard.cli.commands.run", ...)``). The health checks' registry imports its
+# checks by name (tests/health/test_check_declarations.py holds that list to the package's files).
 COMMAND_LOADER = "wizard/cli/table.py"
-DYNAMIC_IMPORTS = {"wizard/__init__.py", "wizard/plugins.py", CHECKS_REGISTRY, COMMAND_LOADER}
+DYNAMIC_IMPORTS = {"wizard/__init__.py", "wizard/plugins.py", COMMAND_LOADER}
 
 
 def test_no_module_imports_by_a_name_the_test_cannot_read() -> None:
@@ -182,8 +181,6 @@ def _import_graph() -> dict[str, set[str]]:
         found |= {imported for _, imported in _imports(tree, run_time=True) if imported in names}
         graph[name] = found - {name, "wizard"}  # the package itself runs first whoever imports it
     graph["wizard"] |= {module for module in ast.literal_eval(_lazy_table()) if module in names}
-    registry = _module_name(CHECKS_REGISTRY)
-    graph[registry] |= {n for n in names if n.startswith(f"{registry}.") and not n.rsplit(".", 1)[1].startswith("_")}
     for name, rel in names.items():
         graph[name] |= _command_rows(MODULES[rel]) & names.keys()
     return graph

@@ -6,6 +6,7 @@ the reports draw; each playbook a check names is shipped and reached by the tria
 from __future__ import annotations
 
 import json
+import pkgutil
 import re
 import types
 import typing
@@ -152,6 +153,17 @@ def test_a_facts_sum_over_ranks_follows_its_declaration() -> None:
 
 
 # -- the runner: one function per declared per-trace check, no other table -------------------------
+
+
+def test_the_registry_names_every_module_of_its_package() -> None:
+    """The registry imports its checks by name (wizard/trace/health/checks/__init__.py, _package_modules), so the
+    import rules see each; the list is the package's files, read here by pkgutil: a check added without its name
+    there, or a name left after its file went, fails here."""
+    from wizard.trace.health import checks
+
+    files = sorted(info.name for info in pkgutil.iter_modules(checks.__path__) if not info.name.startswith("_"))
+    assert [name for name, _ in checks._package_modules()] == files
+    assert sorted(spec.id.replace("-", "_") for spec in CHECKS) == files
 
 
 def test_each_per_trace_check_has_its_function_and_only_those_do() -> None:

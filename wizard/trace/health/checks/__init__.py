@@ -5,12 +5,12 @@ job's check (over every rank's trace). A check asks for its inputs by its parame
 does, the same way in both scopes (``INPUTS``): a per-trace check for ``tables`` (the trace's arrays) and
 ``metrics`` (the flagship's ``KernelMetrics``, whole), a job's check for ``reports`` (every rank's report), and
 either for each option its ``CheckSpec.options`` declares, by the option's name (an ``InspectOptions`` field); an
-option no check declares reaches none. The registry finds the modules (no list of them to keep), holds each to that
-contract when it registers it (its name is its id's, its place and id its own, the one function its scope needs,
-every parameter one it may ask for and every declared option a field it asks for, a triage rank exactly where it
-names a playbook, one rank per playbook: a ``ContractError`` naming the module, as pluggy names a plugin whose
-hook's signature is wrong), and orders them by ``CheckSpec.order``. A module imports numpy only inside its
-functions, so loading the registry costs no numpy (tested).
+option no check declares reaches none. The registry imports the modules by name (a test holds that list to the
+package's files), holds each to that contract when it registers it (its name is its id's, its place and id its own,
+the one function its scope needs, every parameter one it may ask for and every declared option a field it asks for,
+a triage rank exactly where it names a playbook, one rank per playbook: a ``ContractError`` naming the module, as
+pluggy names a plugin whose hook's signature is wrong), and orders them by ``CheckSpec.order``. A module imports
+numpy only inside its functions, so loading the registry costs no numpy (tested).
 
 What everything else reads is derived here: ``CHECKS`` (what the runner runs, the docs and the schema are
 generated from, the reports draw), ``CHECK_FACTS`` (trace.inspect's per-check facts, ``check_facts`` sums them over
@@ -22,9 +22,7 @@ them, each handed what it asked for.
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import inspect
-import pkgutil
 import typing
 from collections.abc import Callable, Iterable, Sequence
 from types import ModuleType
@@ -181,11 +179,29 @@ def collect(
 
 
 def _package_modules() -> list[tuple[str, ModuleType]]:
-    return [
-        (info.name, importlib.import_module(f"{__name__}.{info.name}"))
-        for info in pkgutil.iter_modules(__path__)
-        if not info.name.startswith("_")
-    ]
+    """This package's checks, each imported by its name here, where the import rules see them (a test holds this
+    list to the package's files: a check's module that is not named here fails it)."""
+    from wizard.trace.health.checks import (
+        clock_skew,
+        durations,
+        graph_launches,
+        impossible_metrics,
+        kernels_missing,
+        kernels_overlap,
+        profiler_overhead,
+        rank_skew,
+        ranks_complete,
+        stacks_missing,
+        summary_table,
+        trace_incomplete,
+        trace_size,
+        unlinked_kernels,
+    )
+
+    modules = (clock_skew, durations, graph_launches, impossible_metrics, kernels_missing, kernels_overlap,
+               profiler_overhead, rank_skew, ranks_complete, stacks_missing, summary_table, trace_incomplete,
+               trace_size, unlinked_kernels)  # fmt: skip
+    return [(module.__name__.rsplit(".", 1)[1], module) for module in modules]
 
 
 CHECKS, RUNS, JOB_RUNS = collect(_package_modules())
