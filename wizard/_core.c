@@ -302,15 +302,20 @@ static PyObject *new_ref(PyObject *object) {
     return object;
 }
 
-/* the dealloc of a heap type the cyclic GC tracks: untracked, cleared, freed, and its type released (an instance of
- * a heap type holds a reference to it) */
-static void gc_dealloc(PyObject *self, inquiry clear) {
+/* an instance of a heap type freed, what it held already released, and its type released (each instance holds a
+ * reference to its heap type) */
+static void instance_free(PyObject *self) {
     PyTypeObject *type = Py_TYPE(self);
-    PyObject_GC_UnTrack(self);
-    clear(self);
     freefunc free_slot = (freefunc)PyType_GetSlot(type, Py_tp_free);
     free_slot(self);
     Py_DECREF(type);
+}
+
+/* the dealloc of a heap type the cyclic GC tracks: untracked, cleared, freed */
+static void gc_dealloc(PyObject *self, inquiry clear) {
+    PyObject_GC_UnTrack(self);
+    clear(self);
+    instance_free(self);
 }
 
 /* A track's uuid as one int object a value: each packet names its track again, and the dicts keyed by tracks (the
@@ -1254,12 +1259,9 @@ static PyObject *run_item(Run *run, Py_ssize_t k) {
 }
 
 static void run_dealloc(Run *run) {
-    PyTypeObject *type = Py_TYPE(run);
     Py_XDECREF(run->buf);
     PyMem_Free(run->spans);
-    freefunc free_slot = (freefunc)PyType_GetSlot(type, Py_tp_free);
-    free_slot(run);
-    Py_DECREF(type);
+    instance_free((PyObject *)run);
 }
 
 static PyType_Slot run_slots[] = {
