@@ -2851,6 +2851,7 @@ typedef struct {
     double last_end, last_end_before;
     long counters;
     Seen kinds;  /* the categories' kinds (kind_of_cat) */
+    int exposed;  /* the event was handed to Python code since the scanner last cleared it (scan_settle) */
 } JState;
 
 static PyObject *hold(JState *s, PyObject *object) {
@@ -3062,6 +3063,7 @@ static long op_ref(JState *s, PyObject *ev) {
     long ref = dict_long(s->op_refs, key, &missing);
     Py_DECREF(key);
     if (!missing) return ref == -2 ? -1 : ref;
+    s->exposed = 1;
     PyObject *r = PyObject_CallFunctionObjArgs(s->op_ref, ev, NULL);
     if (!r) return -1;
     ref = PyLong_AsLong(r);
@@ -3567,8 +3569,9 @@ static int state_traverse(JState *s, visitproc visit, void *arg) {
     return 0;
 }
 
-/* call fn(ev) for its effect: 0 or -1 */
-static int call_for_effect(PyObject *fn, PyObject *ev) {
+/* call fn(ev) for its effect (Python code has seen ev: s->exposed): 0 or -1 */
+static int call_for_effect(JState *s, PyObject *fn, PyObject *ev) {
+    s->exposed = 1;
     PyObject *r = PyObject_CallFunctionObjArgs(fn, ev, NULL);
     Py_XDECREF(r);
     return r ? 0 : -1;
@@ -3605,11 +3608,11 @@ static int dispatch_kind(JState *s, PyObject *ev, long kind) {
     } else if (kind == 4) {
         status = handle_python(s, ev);
     } else if (kind == 5) {
-        status = call_for_effect(s->gpu_op, ev);
+        status = call_for_effect(s, s->gpu_op, ev);
     } else {
         PyObject *dur = ev_attr(ev, A_DUR);
         if (dur && dur != Py_None) {
-            status = call_for_effect(s->complete, ev);
+            status = call_for_effect(s, s->complete, ev);
         } else if (dur) {
             PyObject *pid = ev_attr(ev, A_PID);
             if (pid) {
@@ -4352,10 +4355,28 @@ static int scan_categories(JState *s, const Scan *c, StrSlot *cache, const Block
     return status;
 }
 
+/* each field's last integer and the object made of it (an int, or a float for ts and dur): a thread's pid and tid,
+ * a kernel's device and stream, come again event after event, and each was an object made and freed (3% of a
+ * JSON read) */
+typedef struct {
+    long long whole;
+    PyObject *made;
+} LastInt;
+
+static PyObject *last_int(LastInt *last, long long whole, int as_float) {
+    if (last->made && last->whole == whole) return new_ref(last->made);
+    PyObject *made = as_float ? PyFloat_FromDouble((double)whole) : PyLong_FromLongLong(whole);
+    if (made) {
+        J_SETREF(last->made, new_ref(made));
+        last->whole = whole;
+    }
+    return made;
+}
+
 /* one scanned event's fields into ev (and args, where it has them; its category made for the count), then
  * dispatched; 0 or -1 */
-static int scan_dispatch(JState *s, const Scan *c, StrSlot *cache, const Block *bk, const Scanned *e, PyObject *cat,
-                         long kind, PyObject *ev, PyObject *args) {
+static int scan_dispatch(JState *s, const Scan *c, StrSlot *cache, LastInt *ints, const Block *bk, const Scanned *e,
+                         PyObject *cat, long kind, PyObject *ev, PyObject *args) {
     const Span *f = bk->spans + e->first;  /* the event's spans, in the fields' order */
     J_SETREF(*slot_of(ev, A_CAT), new_ref(cat));
     for (uint32_t bits = e->present; bits; bits &= bits - 1, f++) {
@@ -4365,30 +4386,39 @@ static int scan_dispatch(JState *s, const Scan *c, StrSlot *cache, const Block *
             if (f->kind == V_OBJECT) J_SETREF(*slot_of(ev, A_ARGS), new_ref(args));
             continue;
         }
-        PyObject *value = span_value(c, cache, f, k == A_TS || k == A_DUR);
+        PyObject *value = f->kind == V_INT ? last_int(&ints[k], f->v.whole, k == A_TS || k == A_DUR)
+                                           : span_value(c, cache, f, k == A_TS || k == A_DUR);
         if (!value) return -1;
         J_SETREF(*slot_of(k <= A_ARGS ? ev : args, k), value);
     }
     return dispatch_kind(s, ev, kind);
 }
 
-/* every field of `owner` (first..last) back to its default, whatever the event had or a handler wrote */
-static void scan_clear(PyObject *owner, int first, int last, PyObject **defaults) {
-    for (int k = first; k <= last; k++) {
+/* the fields of `owner` among `bits` (a bit each, by A_ index) back to their defaults, whatever the event had or a
+ * handler wrote */
+static void scan_clear(PyObject *owner, uint32_t bits, PyObject **defaults) {
+    for (; bits; bits &= bits - 1) {
+        int k = lowest_bit(bits);
         PyObject **slot = slot_of(owner, k);
         if (*slot != defaults[k]) J_SETREF(*slot, new_ref(defaults[k]));
     }
 }
 
-/* After an event: ev and args cleared for the next one; where something kept a reference to one (a handler's list,
+#define EV_FIELDS ((UINT32_C(2) << A_ARGS) - (UINT32_C(1) << A_CAT))                   /* Event's, as bits */
+#define ARGS_FIELDS ((UINT32_C(2) << A_ORIGINAL_STREAM) - (UINT32_C(1) << A_CORRELATION))  /* EventArgs' */
+#define ALL_FIELDS (EV_FIELDS | ARGS_FIELDS)
+
+/* After an event: ev and args cleared for the next one, the fields among `touched` (those the scanner wrote; every
+ * one, ALL_FIELDS, where Python code saw the event, which could have written any: 5% of a JSON read went to
+ * clearing 25 fields where an event has a few); where something kept a reference to one (a handler's list,
  * a raised error's traceback, which holds the handler's frame), that one is left as the handler saw it and a fresh
  * one takes its place, except while an error is being raised (`failed`: the caller stops). 0, or -1 with an error */
-static int scan_settle(PyObject **ev, PyObject **args, PyObject **defaults, int failed) {
+static int scan_settle(PyObject **ev, PyObject **args, PyObject **defaults, int failed, uint32_t touched) {
     int args_in_ev = *slot_of(*ev, A_ARGS) == *args;
     int ev_kept = Py_REFCNT(*ev) > 1;
     int args_kept = (ev_kept && args_in_ev) || Py_REFCNT(*args) > 1 + args_in_ev;
-    if (!ev_kept) scan_clear(*ev, A_CAT, A_ARGS, defaults);
-    if (!args_kept) scan_clear(*args, A_CORRELATION, A_ORIGINAL_STREAM, defaults);
+    if (!ev_kept) scan_clear(*ev, touched & EV_FIELDS, defaults);
+    if (!args_kept) scan_clear(*args, touched & ARGS_FIELDS, defaults);
     if (failed) return 0;
     if (ev_kept) J_SETREF(*ev, scan_blank(j_event_type, A_CAT, A_ARGS, NULL));
     if (*ev && args_kept) J_SETREF(*args, scan_args_blank(NULL));
@@ -4585,7 +4615,7 @@ static int sink_event(Slices *self, PyObject *const *f, PyObject *start, PyObjec
         Py_CLEAR(k->ev);
         Py_CLEAR(k->args);
     } else {
-        failed = scan_settle(&k->ev, &k->args, k->defaults, 0) < 0;
+        failed = scan_settle(&k->ev, &k->args, k->defaults, 0, ALL_FIELDS) < 0;
     }
     k->busy = 0;
     return failed ? -1 : 1;
@@ -4643,6 +4673,7 @@ static PyObject *core_scan_events(PyObject *self, PyObject *const *args, Py_ssiz
     PyObject **cats = PyMem_Calloc((size_t)count, sizeof *cats);
     unsigned char *kinds = PyMem_Calloc((size_t)count, 1);
     PyObject *defaults[SCAN_FIELDS] = {NULL}, *ev = NULL, *ev_args = NULL, *held_cats = NULL;
+    LastInt ints[SCAN_FIELDS] = {{0, NULL}};
     JState s;
     int opened = 0, failed = !cache || !cats || !kinds || scan_count(args[0], count, has_last, last) < 0;
     if ((!cache || !cats || !kinds) && !PyErr_Occurred()) PyErr_NoMemory();
@@ -4659,8 +4690,10 @@ static PyObject *core_scan_events(PyObject *self, PyObject *const *args, Py_ssiz
         failed = scan_categories(&s, &c, cache, &bk, cats, kinds, &held_cats) < 0;
     }
     for (Py_ssize_t i = 0; !failed && i < count; i++) {
-        failed = scan_dispatch(&s, &c, cache, &bk, bk.events + i, cats[i], kinds[i], ev, ev_args) < 0;
-        failed = scan_settle(&ev, &ev_args, defaults, failed) < 0 || failed;
+        s.exposed = 0;
+        failed = scan_dispatch(&s, &c, cache, ints, &bk, bk.events + i, cats[i], kinds[i], ev, ev_args) < 0;
+        uint32_t touched = s.exposed ? ALL_FIELDS : bk.events[i].present | (UINT32_C(1) << A_CAT);
+        failed = scan_settle(&ev, &ev_args, defaults, failed, touched) < 0 || failed;
     }
     PyObject *type = NULL, *value = NULL, *trace = NULL;
     if (failed) PyErr_Fetch(&type, &value, &trace);  /* what was gathered before the error still lands */
@@ -4670,7 +4703,7 @@ static PyObject *core_scan_events(PyObject *self, PyObject *const *args, Py_ssiz
         if (opened && !flushed) PyErr_Clear();
         PyErr_Restore(type, value, trace);
     }
-    for (int k = 0; k < SCAN_FIELDS; k++) Py_XDECREF(defaults[k]);
+    for (int k = 0; k < SCAN_FIELDS; k++) Py_XDECREF(defaults[k]), Py_XDECREF(ints[k].made);
     for (Py_ssize_t k = 0; cache && k < STR_SLOTS; k++) Py_XDECREF(cache[k].text);
     PyMem_Free(cats);
     PyMem_Free(kinds);

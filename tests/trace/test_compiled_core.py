@@ -165,6 +165,24 @@ def test_the_core_is_built_where_a_compiler_is() -> None:
     assert protobuf.COMPILED is (os.environ.get("WARPWIZARD_PURE", "") in ("", "0"))
 
 
+def test_a_call_the_limited_api_lacks_fails_the_build(tmp_path: Path) -> None:
+    """A function the limited API does not declare fails the build (hatch_build.FLAGS): without the flag, a call of
+    Py_XSETREF (CPython's full API) compiled to an undefined symbol, and the core built but did not import, so the
+    readers ran in Python, at half the speed, with nothing said."""
+    command = hatch_build.compile_command(Path("wizard/_core.c"), Path("unused.so"))
+    if command is None or shutil.which(command[0]) is None:
+        pytest.skip("no C compiler here: the pure path is the one installed")
+    source = tmp_path / "wizard" / "_core.c"
+    source.parent.mkdir()
+    source.write_text(
+        "#define Py_LIMITED_API 0x030A0000\n#include <Python.h>\n"
+        "void drop(PyObject **slot) { Py_XSETREF(*slot, NULL); }\n"
+    )
+    why = hatch_build.build_core(tmp_path, tmp_path / "_core.abi3.so")
+    assert why is not None and "Py_XSETREF" in why, why
+    assert not (tmp_path / "_core.abi3.so").exists()
+
+
 # -- whole inspections, byte for byte ------------------------------------------------------------------------
 
 

@@ -645,6 +645,29 @@ def test_a_field_a_handler_writes_does_not_reach_the_next_event() -> None:
     assert kept(ours) == kept(reference)
 
 
+class RefMarking(Collector):
+    """A collector whose op handler's Python part (``_op_ref``, which the core calls for an op it has not seen)
+    writes a field the event did not have."""
+
+    def _op_ref(self, ev: Event) -> int:
+        if ev.name == "first":
+            ev.tid = 99
+        return super()._op_ref(ev)
+
+
+def test_a_field_the_op_refs_python_writes_does_not_reach_the_next_event() -> None:
+    """The scanner clears only the fields an event had, unless Python code saw the event (the Python handlers, and
+    ``_op_ref`` from the compiled op handler). Minimal: two ops without a tid; ``_op_ref`` gives the first one a
+    tid. Cleared as the scanner's fields only, the second op lands in thread (1, 99), not msgspec's (1, None)."""
+    block = b'{"cat":"cpu_op","name":"first","pid":1,"ts":1,"dur":2},{"cat":"cpu_op","name":"second","pid":1,'
+    block += b'"ts":3,"dur":1}'
+    ours, reference = RefMarking(TraceContents(path="")), RefMarking(TraceContents(path=""))
+    assert ours.add_bytes(block)
+    assert msgspec_way(reference, block)
+    assert list(reference.c.ops._threads) == [(1, 99), (1, None)]
+    assert kept(ours) == kept(reference)
+
+
 class Raising(Collector):
     """A collector whose complete-event handler raises at the event named "boom" (as a signal's handler raises
     KeyboardInterrupt, or wizard.errors.TerminateSignal, in whatever Python code runs when the signal comes: inside
