@@ -209,6 +209,28 @@ def test_the_fingerprint_is_the_old_formula_from_the_one_open(tmp_path: Path, op
     assert recorded == {str(path): old_fingerprint(path)}
 
 
+def test_only_the_runs_reads_hash_the_files_ends(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fingerprint is the engine's (ReaderConfig.fingerprint): ``trace inspect``, ``diff`` and a library read
+    hash nothing (2 MiB through CPython's own SHA-256 was 12 ms of every read); the run's inspection hashes the
+    file once, from the read's open, to the old formula."""
+    from wizard.probes.inspections import inspection
+    from wizard.trace.inspection.run import inspect_paths
+    from wizard.trace.read import reader
+
+    hashed: list[str] = []
+    real = reader.opened_ends
+    monkeypatch.setattr(reader, "opened_ends", lambda p, fd: hashed.append(str(p)) or real(p, fd))
+    path = _big_trace(tmp_path / "three.json", 3500)
+    assert reader.read_trace(path).ends is None
+    assert inspect_paths([str(path)]).reports[0].ends is None
+    assert hashed == []
+    read = reader.read_trace(path, config=reader.ReaderConfig(fingerprint=True))
+    assert read.ends is not None and read.ends.sha256_ends == old_fingerprint(path)["sha256_ends"]
+    env = Environment(inspections=RunInspections())
+    inspection(env, [str(path)])
+    assert hashed == [str(path), str(path)]
+
+
 def test_a_trace_the_reader_refuses_is_opened_once_too(tmp_path: Path, run_cli: RunCli, opens: Opens) -> None:
     """A flagship run on a trace that does not parse: the reader's one open found its ends before it failed, and the
     fingerprint takes them from the error (before, the engine opened the refused file again to hash it)."""

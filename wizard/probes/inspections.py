@@ -21,7 +21,7 @@ from wizard.progress import NO_PROGRESS, Progress
 from wizard.trace.inspection.results import Inspection
 from wizard.trace.inspection.run import inspect_paths
 from wizard.trace.read.collector import TraceContents
-from wizard.trace.read.reader import iter_trace_files, read_trace
+from wizard.trace.read.reader import ReaderConfig, iter_trace_files, read_trace
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +86,11 @@ def inspection(
     on_contents = read.append if keep_contents else None
     with _ends_of_a_refused_file(store):
         made = inspect_paths(
-            list(paths), InspectOptions(jobs=jobs, plots=store.plots), progress=progress, on_contents=on_contents
+            list(paths),
+            InspectOptions(jobs=jobs, plots=store.plots),
+            progress=progress,
+            on_contents=on_contents,
+            fingerprint=True,
         )
     for report in made.reports:  # each file's ends as its read found them: the engine's --from fingerprint
         if report.ends is not None:
@@ -107,7 +111,7 @@ def contents(env: Environment, path: str) -> TraceContents:
     if found is not None:
         return found
     with _ends_of_a_refused_file(env.inspections):
-        read = read_trace(path)
+        read = read_trace(path, config=ReaderConfig(fingerprint=True))
     if read.ends is not None:
         env.inspections.keep_ends(read.ends)
     return read

@@ -206,6 +206,7 @@ def inspect_paths(
     *,
     progress: Progress = NO_PROGRESS,
     on_contents: Callable[[TraceContents], None] | None = None,
+    fingerprint: bool = False,
 ) -> Inspection:
     """Inspect files and per-rank directories.
 
@@ -214,6 +215,7 @@ def inspect_paths(
     process). ``progress`` is told each
     file's bytes as they are read and, for several files, how many are done. ``on_contents``: handed the
     contents when one file is inspected (several files' contents are not kept together: their memory).
+    ``fingerprint``: each report's ``ends`` hashed from its read's open (``ReaderConfig.fingerprint``: the run's).
     """
     options = check_options(options)
     files = list(iter_trace_files(paths))
@@ -222,7 +224,7 @@ def inspect_paths(
     chosen = passes_to_run()  # an installed pass that cannot load: one line now, before any file is read
     jobs = options.jobs
     if len(files) == 1:
-        config = ReaderConfig(workers=None if jobs is None else (0 if jobs <= 1 else jobs))
+        config = ReaderConfig(workers=None if jobs is None else (0 if jobs <= 1 else jobs), fingerprint=fingerprint)
         reports = [
             inspect_trace(files[0], options, config=config, progress=progress, passes=chosen, on_contents=on_contents)
         ]
@@ -231,7 +233,7 @@ def inspect_paths(
         workers = min(len(files), jobs or cores, cores)
         with task(progress, "trace files", doing="inspecting", total=len(files), unit="files") as done:
             if workers <= 1:
-                config = ReaderConfig(workers=0)
+                config = ReaderConfig(workers=0, fingerprint=fingerprint)
                 reports = []
                 for f in files:
                     reports.append(inspect_trace(f, options, config=config, progress=progress, passes=chosen))
@@ -244,7 +246,8 @@ def inspect_paths(
                 from wizard.trace.read.parallel import worker_pool  # several files only: not one file's start-up
 
                 with relayed(progress) as theirs, worker_pool(workers) as pool:  # each worker's file gets its bar
-                    one = partial(inspect_trace, options=options, progress=theirs)  # each finds the passes itself
+                    config = ReaderConfig(fingerprint=fingerprint)  # each finds the passes itself
+                    one = partial(inspect_trace, options=options, config=config, progress=theirs)
                     reports = list(_in_order(pool.map(one, [str(f) for f in files]), done))
     ranks = len(paths) == 1 and _is_directory(paths[0])  # one job's traces, a rank each: not unrelated files
     return Inspection(name_traces(reports), job_health(reports if ranks else reports[:1], options))

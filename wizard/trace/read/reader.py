@@ -81,6 +81,10 @@ class ReaderConfig(msgspec.Struct, frozen=True, eq=False):
     workers: int | None = None  # None: the cores but the parent's (PARENT_CORES), 0: one process (--jobs sets it)
     max_event_bytes: int = 256 << 20
     max_whitespace: int = 64 << 20
+    # The file's ends hashed from the read's open (``contents.ends``): the engine's --from fingerprint, asked for by
+    # the run's inspections (wizard/probes/inspections.py). Off for every other read: 2 MiB through CPython's own
+    # SHA-256 took 12 ms, a tenth of a 20 MB trace's read, for a hash nothing else reads.
+    fingerprint: bool = False
 
 
 _CUT = object()  # a top-level member the end of the file cut off
@@ -538,8 +542,9 @@ def read_trace(
     once a few blocks are in flight, so it moves at their pace.
 
     The file is opened once (``open_input``): its format is recognised from that open, and the reader of
-    that format reads the same open file; a regular file's ends are hashed from it too (``contents.ends``: the
-    run's ``--from`` fingerprint of the file). A pipe's format is its name's, and its reader opens it.
+    that format reads the same open file; where ``config.fingerprint`` asks, a regular file's ends are hashed from it
+    too (``contents.ends``: the run's ``--from`` fingerprint of the file). A pipe's format is its name's, and its
+    reader opens it.
     """
     config = config or ReaderConfig()
     if isinstance(path, UrlPath) or is_url(path):  # where traces live: streamed through fsspec (remote.py)
@@ -559,8 +564,8 @@ def read_trace(
         )
     opened = open_input(p)
     with opened[0]:
-        try:  # --from's fingerprint, from this open (wizard/file_ends.py)
-            ends = opened_ends(p, opened[0].fileno())
+        try:  # --from's fingerprint, from this open (wizard/file_ends.py), where the engine asks for it
+            ends = opened_ends(p, opened[0].fileno()) if config.fingerprint else None
         except OSError:  # the read below says why, if it cannot read either; the engine then hashes on its own
             ends = None
         try:
