@@ -2833,6 +2833,14 @@ static int tally_count(Tally *t, PyObject *cat) {
     return 0;
 }
 
+/* an op key (Collector._op_ref's: name, dims, types, stack; strong references) and its ref. An op's key was a 4-tuple
+ * made, hashed and compared for every op event (3% of a JSON read); the ops of a run repeat a few keys. */
+typedef struct {
+    PyObject *name, *dims, *types, *stack;
+    long ref;
+} OpSlot;
+#define OP_SLOTS 64
+
 /* one call's state: the collector's tables and helpers (borrowed from `held`), the gathered appends */
 typedef struct {
     PyObject *held[40];
@@ -2852,6 +2860,7 @@ typedef struct {
     long counters;
     Seen kinds;  /* the categories' kinds (kind_of_cat) */
     int exposed;  /* the event was handed to Python code since the scanner last cleared it (scan_settle) */
+    OpSlot *op_cache;  /* op_refs' last keys, by slot (op_key_ref): OP_SLOTS of them, or NULL */
 } JState;
 
 static PyObject *hold(JState *s, PyObject *object) {
@@ -3037,14 +3046,70 @@ done:
     return status;
 }
 
-/* Collector._op_ref's key, looked up; the twin's _op_ref where it is new. -1 with an error raised */
+/* whether two bytes objects hold the same bytes */
+static int same_bytes(PyObject *a, PyObject *b) {
+    if (a == b) return 1;
+    Py_ssize_t n = PyBytes_Size(a);
+    if (n < 0 || n != PyBytes_Size(b)) {
+        PyErr_Clear();
+        return 0;
+    }
+    const char *p = PyBytes_AsString(a), *q = PyBytes_AsString(b);
+    if (!p || !q) {
+        PyErr_Clear();
+        return 0;
+    }
+    return memcmp(p, q, (size_t)n) == 0;
+}
+
+/* the op_refs key's slot in the state's cache (made on first use; NULL without memory: looked up as before) */
+static OpSlot *op_slot(JState *s, PyObject *name, PyObject *dims, PyObject *types) {
+    if (!s->op_cache && !(s->op_cache = PyMem_Calloc(OP_SLOTS, sizeof *s->op_cache))) return NULL;
+    size_t h = (size_t)((uintptr_t)name >> 4) ^ ((size_t)PyBytes_Size(dims) * 40503u) ^ (size_t)PyBytes_Size(types);
+    PyErr_Clear();  /* a size's error: the hash is only a slot */
+    return &s->op_cache[h & (OP_SLOTS - 1)];
+}
+
+/* the ref of an op key (name, dims, types, stack): the cache's, where the last key in its slot had the same name
+ * and stack objects and the same bytes (op_refs maps it to the same ref: it only grows); else op_refs', kept in the
+ * slot; else the twin's _op_ref, which registers it. -1 with an error raised */
+static long op_key_ref(JState *s, PyObject *ev, PyObject *name, PyObject *dims, PyObject *types, PyObject *stack) {
+    OpSlot *slot = op_slot(s, name, dims, types);
+    if (slot && slot->name == name && slot->stack == stack && same_bytes(slot->dims, dims) &&
+        same_bytes(slot->types, types))
+        return slot->ref;
+    PyObject *key = PyTuple_Pack(4, name, dims, types, stack);
+    if (!key) return -1;
+    int missing;
+    long ref = dict_long(s->op_refs, key, &missing);
+    Py_DECREF(key);
+    if (!missing) {
+        if (ref == -2) return -1;
+        if (slot) {
+            PyObject *old[4] = {slot->name, slot->dims, slot->types, slot->stack};
+            slot->name = new_ref(name), slot->dims = new_ref(dims), slot->types = new_ref(types);
+            slot->stack = new_ref(stack), slot->ref = ref;
+            for (int k = 0; k < 4; k++) Py_XDECREF(old[k]);
+        }
+        return ref;
+    }
+    s->exposed = 1;
+    PyObject *r = PyObject_CallFunctionObjArgs(s->op_ref, ev, NULL);
+    if (!r) return -1;
+    ref = PyLong_AsLong(r);
+    Py_DECREF(r);
+    return (ref == -1 && PyErr_Occurred()) ? -1 : ref;
+}
+
+/* Collector._op_ref's key (op_key_ref looks it up). -1 with an error raised */
 static long op_ref(JState *s, PyObject *ev) {
     PyObject *raw_name = ev_attr(ev, A_NAME), *args = raw_name ? ev_attr(ev, A_ARGS) : NULL;
-    PyObject *name = args ? cut(raw_name) : NULL, *key = NULL;
+    PyObject *name = args ? cut(raw_name) : NULL, *dims = NULL, *types = NULL, *stack = NULL;
     if (name && args == Py_None) {
-        key = PyTuple_Pack(4, name, j_empty, j_empty, Py_None);
+        dims = new_ref(j_empty), types = new_ref(j_empty), stack = new_ref(Py_None);
     } else if (name) {
-        PyObject *dims_raw = ev_attr(args, A_INPUT_DIMS), *dims = dims_raw ? PyObject_Bytes(dims_raw) : NULL;
+        PyObject *dims_raw = ev_attr(args, A_INPUT_DIMS);
+        dims = dims_raw ? PyObject_Bytes(dims_raw) : NULL;
         if (dims && PyBytes_Size(dims) == 0) {
             Py_DECREF(dims);
             PyObject *old = ev_attr(args, A_INPUT_DIMS_OLD);
@@ -3052,23 +3117,15 @@ static long op_ref(JState *s, PyObject *ev) {
             Py_XDECREF(old);
         }
         PyObject *type_raw = dims ? ev_attr(args, A_INPUT_TYPE) : NULL;
-        PyObject *types = type_raw ? PyObject_Bytes(type_raw) : NULL;
-        PyObject *stack = types ? ev_attr(args, A_CALL_STACK) : NULL;
-        if (stack) key = PyTuple_Pack(4, name, dims, types, PyUnicode_CheckExact(stack) ? stack : Py_None);
-        Py_XDECREF(dims_raw); Py_XDECREF(dims); Py_XDECREF(type_raw); Py_XDECREF(types); Py_XDECREF(stack);
+        types = type_raw ? PyObject_Bytes(type_raw) : NULL;
+        PyObject *given = types ? ev_attr(args, A_CALL_STACK) : NULL;
+        stack = given ? new_ref(PyUnicode_CheckExact(given) ? given : Py_None) : NULL;
+        Py_XDECREF(dims_raw); Py_XDECREF(type_raw); Py_XDECREF(given);
     }
-    Py_XDECREF(raw_name); Py_XDECREF(args); Py_XDECREF(name);
-    if (!key) return -1;
-    int missing;
-    long ref = dict_long(s->op_refs, key, &missing);
-    Py_DECREF(key);
-    if (!missing) return ref == -2 ? -1 : ref;
-    s->exposed = 1;
-    PyObject *r = PyObject_CallFunctionObjArgs(s->op_ref, ev, NULL);
-    if (!r) return -1;
-    ref = PyLong_AsLong(r);
-    Py_DECREF(r);
-    return (ref == -1 && PyErr_Occurred()) ? -1 : ref;
+    Py_XDECREF(raw_name); Py_XDECREF(args);
+    long ref = stack ? op_key_ref(s, ev, name, dims, types, stack) : -1;
+    Py_XDECREF(name); Py_XDECREF(dims); Py_XDECREF(types); Py_XDECREF(stack);
+    return ref;
 }
 
 /* a == b for a thread's pid or tid: an identical object, or two ints of one value, without a call */
@@ -3556,6 +3613,11 @@ static void state_close(JState *s) {
     Py_XDECREF(s->ops.pid), Py_XDECREF(s->ops.tid), Py_XDECREF(s->frames.pid), Py_XDECREF(s->frames.tid);
     Py_XDECREF(s->rt_pid), Py_XDECREF(s->rt_tid);
     seen_free(&s->kinds);
+    for (int k = 0; s->op_cache && k < OP_SLOTS; k++) {
+        OpSlot *slot = &s->op_cache[k];
+        Py_XDECREF(slot->name), Py_XDECREF(slot->dims), Py_XDECREF(slot->types), Py_XDECREF(slot->stack);
+    }
+    PyMem_Free(s->op_cache);
     for (int k = 0; k < s->nheld; k++) Py_DECREF(s->held[k]);
 }
 
@@ -3565,6 +3627,9 @@ static int state_traverse(JState *s, visitproc visit, void *arg) {
     Py_VISIT(s->ops.pid); Py_VISIT(s->ops.tid); Py_VISIT(s->frames.pid); Py_VISIT(s->frames.tid);
     Py_VISIT(s->rt_pid); Py_VISIT(s->rt_tid);
     for (int k = 0; k < SEEN; k++) Py_VISIT(s->kinds.cat[k]);
+    for (int k = 0; s->op_cache && k < OP_SLOTS; k++) {
+        Py_VISIT(s->op_cache[k].name); Py_VISIT(s->op_cache[k].stack);
+    }
     for (int k = 0; k < s->nheld; k++) Py_VISIT(s->held[k]);
     return 0;
 }

@@ -668,6 +668,40 @@ def test_a_field_the_op_refs_python_writes_does_not_reach_the_next_event() -> No
     assert kept(ours) == kept(reference)
 
 
+def op(ts: int, args: str | None = None, name: str = "mm") -> bytes:
+    """A cpu_op's JSON, with these args' members (None: no args)."""
+    more = "" if args is None else f',"args":{{{args}}}'
+    return f'{{"cat":"cpu_op","name":"{name}","pid":1,"tid":1,"ts":{ts},"dur":1{more}}}'.encode()
+
+
+OPS_BLOCK = b",".join([
+    op(1, '"Input Dims":[[1,2]],"Input type":["float"]'),
+    op(2, '"Input Dims":[[2,1]],"Input type":["float"]'),  # dims of the same length, other bytes
+    op(3, '"Input Dims":[[1,2]],"Input type":["int32"]'),
+    op(4, '"Input Dims":[[1,2]],"Input type":["float"],"Call stack":"a;b"'),
+    op(5, '"Input Dims":[[1,2]],"Input type":["float"]'),  # the first again
+    op(6),
+    op(7, ""),  # the key of no args: (name, b"", b"", None)
+    op(8, '"Input dims":[[1,2]],"Input type":["float"]'),  # the old spelling: the first's key
+    op(9, '"Input Dims":[[2,1]],"Input type":["float"]'),
+    op(10, '"Input Dims":[[1,2]],"Input type":["float"],"Call stack":["a"]'),  # a stack not a str: None
+    op(11, name="x" * MAX_NAME), op(12, name="x" * MAX_NAME + "y"),  # cut to MAX_NAME: one key
+])  # fmt: skip
+
+
+def test_repeated_op_keys_get_the_ref_msgspecs_way_gives() -> None:
+    """The core keeps the last op keys it looked up (op_key_ref) and answers a key with the same name and stack
+    objects and the same bytes from there. Ops whose keys differ in one part each, and keys met again, get
+    the refs the twin gives them: op 1 ``mm [[1,2]] float``, op 2 a new key, op 5 op 1's, op 7 op 6's,
+    op 8 op 1's (the old spelling of the dims), op 9 op 2's, op 10 op 1's, op 12 op 11's."""
+    ours, reference = Collector(TraceContents(path="")), Collector(TraceContents(path=""))
+    assert ours.add_bytes(OPS_BLOCK)
+    assert msgspec_way(reference, OPS_BLOCK)
+    (refs,) = [list(t.refs) for t in reference.c.ops._threads.values()]
+    assert refs == [0, 1, 2, 3, 0, 4, 4, 0, 1, 0, 5, 5]
+    assert kept(ours) == kept(reference)
+
+
 class Raising(Collector):
     """A collector whose complete-event handler raises at the event named "boom" (as a signal's handler raises
     KeyboardInterrupt, or wizard.errors.TerminateSignal, in whatever Python code runs when the signal comes: inside
