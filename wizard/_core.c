@@ -4018,10 +4018,25 @@ static int scan_literal(Scan *c, Span *s) {
     return 0;
 }
 
+/* A plain integer (1 to 18 digits, the first not 0, followed by none of ".eE"), read in line: most of an event's
+ * numbers (a pid, a timestamp, an id), each a call of scan_number before (115 instructions a number); anything
+ * else is left to scan_number, from its start (0: not one). */
+static inline int scan_plain_int(Scan *c, Span *s) {
+    const unsigned char *b = c->b;
+    Py_ssize_t i = c->i, start = i;
+    unsigned long long m = 0;
+    if (b[i] < '1' || b[i] > '9') return 0;
+    for (; b[i] >= '0' && b[i] <= '9'; i++) m = m * 10 + (unsigned)(b[i] - '0');
+    if (i - start > 18 || b[i] == '.' || b[i] == 'e' || b[i] == 'E' || i >= c->n) return 0;
+    s->kind = V_INT, s->start = (uint32_t)start, s->len = (uint32_t)(i - start), s->v.whole = (long long)m;
+    c->i = i;
+    return 1;
+}
+
 static inline int scan_scalar(Scan *c, Span *s) {
     unsigned char ch = c->b[c->i];
     if (ch == '"') return scan_string(c, s);
-    if (ch == '-' || (ch >= '0' && ch <= '9')) return scan_number(c, s);
+    if (ch == '-' || (ch >= '0' && ch <= '9')) return scan_plain_int(c, s) || scan_number(c, s);
     return scan_literal(c, s);
 }
 
