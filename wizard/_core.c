@@ -2841,6 +2841,40 @@ typedef struct {
 } OpSlot;
 #define OP_SLOTS 64
 
+/* A kernel's shape by the raw values it was made of. Every kernel made its 15-tuple shape from 16 of the event's
+ * fields (its name interned, grid and block interned, three metrics memoised, ...) and looked it up in shape_ids:
+ * ~5,800 instructions a kernel, where a run repeats a few shapes. A slot keeps the last kernel's raw values with
+ * what they made; a kernel whose raw values are the same (the same object, or an int, a non-NaN float or a str of
+ * the same type and value, or a grid or block of the same three ints) gets that shape and its id, since each step
+ * from raw values to the shape is a function of the values and every table it reads only grows. */
+enum { R_NAME, R_PID, R_TID, R_OCC, R_THEO, R_BPS, R_WPS, R_ORIG, R_STREAM, R_DEVICE, R_REGS, R_SMEM, R_GRID,
+       R_BLOCK, R_FIXED, R_PROF, R_COUNT };
+typedef struct {
+    PyObject *raw[R_COUNT];  /* strong references; NULL: an empty slot */
+    PyObject *shape;         /* the tuple they made (its metrics at 9..11) */
+    long id;                 /* its id in shape_ids */
+    int numbers;             /* whether its three metrics are written as plain numbers */
+} KernelSlot;
+#define KERNEL_BITS 8                       /* sets of two slots: two shapes met in turn do not evict each other */
+#define KERNEL_SLOTS (2 << KERNEL_BITS)
+
+/* The slots serve one kernel table's shape_ids (held: no other dict takes its address while they do), from block
+ * to block of a read (a block's ~180 kernels met few of their shapes twice). Emptied for another table, and when a
+ * read is done (scan_release, the end of a .pftrace run): what they hold is the read's. */
+static KernelSlot kernel_slots[KERNEL_SLOTS];
+static PyObject *kernel_slots_of = NULL;
+
+static void kernel_slots_clear(void) {
+    for (int k = 0; k < KERNEL_SLOTS; k++) {
+        KernelSlot *slot = &kernel_slots[k];
+        PyObject *held[R_COUNT + 1];
+        for (int r = 0; r < R_COUNT; r++) held[r] = slot->raw[r], slot->raw[r] = NULL;
+        held[R_COUNT] = slot->shape, slot->shape = NULL;
+        for (int r = 0; r <= R_COUNT; r++) Py_XDECREF(held[r]);  /* after the slot is empty: a free may run code */
+    }
+    Py_CLEAR(kernel_slots_of);
+}
+
 /* one call's state: the collector's tables and helpers (borrowed from `held`), the gathered appends */
 typedef struct {
     PyObject *held[40];
@@ -3005,6 +3039,9 @@ static long id_of(PyObject *ids, PyObject *keys, PyObject *key, PyObject *listed
  * attribute lookup was 40% of this loop's instructions. */
 static PyTypeObject *field_owner[A_COUNT];
 static Py_ssize_t field_offset[A_COUNT];
+
+/* where an object of field_owner[k]'s type holds field k (field_offset[k] is not 0) */
+static PyObject **slot_of(PyObject *owner, int k) { return (PyObject **)((char *)owner + field_offset[k]); }
 
 static PyObject *ev_attr(PyObject *ev, int which) {
     if (field_offset[which] && Py_TYPE(ev) == field_owner[which]) {
@@ -3401,9 +3438,177 @@ static int kernel_metrics(JState *s, PyObject *args, PyObject **o, PyObject **oc
 }
 
 /* a kernel: Collector._kernel, KernelTable.add's arguments in the twin's order */
-static int kernel_gather(JState *s, double ts, double dur, PyObject **o, PyObject *shape);
+static long kernel_gather(JState *s, double ts, double dur, PyObject **o, PyObject *shape, long known);
+
+static const int raw_field[R_COUNT] = {A_NAME, A_PID, A_TID, A_OCCUPANCY, A_THEORETICAL, A_BLOCKS_PER_SM,
+                                       A_WARPS_PER_SM, A_ORIGINAL_STREAM, A_STREAM, A_DEVICE, A_REGISTERS,
+                                       A_SHARED_MEMORY, A_GRID, A_BLOCK, A_FIXED, A_PROFILER_OCCUPANCY};
+
+/* a list of three exact ints, into v; 0 where it is not one */
+static int three_ints(PyObject *list, long long v[3]) {
+    if (!PyList_CheckExact(list) || PyList_Size(list) != 3) return 0;
+    for (Py_ssize_t j = 0; j < 3; j++) {
+        PyObject *item = PyList_GetItem(list, j);
+        int overflow = 0;
+        if (!item || !PyLong_CheckExact(item)) return 0;
+        v[j] = PyLong_AsLongLongAndOverflow(item, &overflow);
+        if (overflow || (v[j] == -1 && PyErr_Occurred())) {
+            PyErr_Clear();
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* whether a raw value is one a slot keeps (None, an exact int, a non-NaN float, an exact str; for a grid or a
+ * block, a list of three ints too): anything else makes its shape every time */
+static int raw_keepable(PyObject *v, int r) {
+    long long dims[3];
+    if (v == Py_None || PyLong_CheckExact(v) || PyUnicode_CheckExact(v)) return 1;
+    if (PyFloat_CheckExact(v)) return !isnan(PyFloat_AsDouble(v));
+    return (r == R_GRID || r == R_BLOCK) && three_ints(v, dims);
+}
+
+/* whether two keepable raw values make the same shape: the same object, or the same type and value (a float's
+ * bits: -0.0 is not 0.0) */
+static int same_raw(PyObject *a, PyObject *b) {
+    if (a == b) return 1;
+    if (Py_TYPE(a) != Py_TYPE(b)) return 0;
+    if (PyLong_CheckExact(a)) {
+        int oa = 0, ob = 0;
+        long long x = PyLong_AsLongLongAndOverflow(a, &oa), y = PyLong_AsLongLongAndOverflow(b, &ob);
+        if (oa || ob) PyErr_Clear();
+        return !oa && !ob && x == y;
+    }
+    if (PyFloat_CheckExact(a)) {
+        double x = PyFloat_AsDouble(a), y = PyFloat_AsDouble(b);
+        return memcmp(&x, &y, sizeof x) == 0;
+    }
+    if (PyUnicode_CheckExact(a)) {
+        int cmp = PyUnicode_Compare(a, b);
+        if (cmp == -1 && PyErr_Occurred()) PyErr_Clear();
+        return cmp == 0;
+    }
+    long long x[3], y[3];
+    return three_ints(a, x) && three_ints(b, y) && x[0] == y[0] && x[1] == y[1] && x[2] == y[2];
+}
+
+/* a hash of a keepable raw value, by its value (each block makes its own objects): a str's own hash (kept in the
+ * str), an int's or a float's bits, a list's three ints */
+static uint64_t raw_hash(PyObject *v) {
+    if (v == Py_None) return 1;
+    if (PyLong_CheckExact(v)) {
+        int overflow = 0;
+        long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
+        if (overflow) PyErr_Clear();
+        return (uint64_t)x * 2 + 3;
+    }
+    if (PyFloat_CheckExact(v)) {
+        double d = PyFloat_AsDouble(v);
+        uint64_t bits;
+        memcpy(&bits, &d, sizeof bits);
+        return bits;
+    }
+    if (PyUnicode_CheckExact(v)) {
+        Py_hash_t h = PyObject_Hash(v);
+        if (h == -1) PyErr_Clear();
+        return (uint64_t)h;
+    }
+    long long x[3] = {0, 0, 0};
+    three_ints(v, x);
+    return ((uint64_t)x[0] * 31 + (uint64_t)x[1]) * 31 + (uint64_t)x[2];
+}
+
+/* a kernel's raw values (borrowed from the scanner's Event and EventArgs: 0 for any other event, or a value a
+ * slot does not keep) and its slot */
+static KernelSlot *kernel_slot(JState *s, PyObject *ev, PyObject **raw) {
+    if (!s->shape_ids || Py_TYPE(ev) != (PyTypeObject *)j_event_type || !field_offset[A_ARGS]) return NULL;
+    PyObject *args = *slot_of(ev, A_ARGS);
+    if (!args || Py_TYPE(args) != (PyTypeObject *)j_args_type) return NULL;
+    for (int r = 0; r < R_COUNT; r++) {
+        int k = raw_field[r];
+        PyObject *owner = k <= A_ARGS ? ev : args;
+        if (!field_offset[k] || Py_TYPE(owner) != field_owner[k] || !(raw[r] = *slot_of(owner, k)) ||
+            !raw_keepable(raw[r], r))
+            return NULL;
+    }
+    if (kernel_slots_of != s->shape_ids) {
+        kernel_slots_clear();
+        kernel_slots_of = new_ref(s->shape_ids);
+    }
+    static const int hashed[] = {R_NAME, R_PID, R_TID, R_STREAM, R_GRID, R_BLOCK, R_REGS, R_SMEM};  /* enough */
+    uint64_t h = 0;
+    for (size_t j = 0; j < sizeof hashed / sizeof hashed[0]; j++)
+        h = (h ^ raw_hash(raw[hashed[j]])) * UINT64_C(0x100000001B3);
+    h ^= h >> 29;
+    return &kernel_slots[2 * ((h * UINT64_C(0xFF51AFD7ED558CCD)) >> (64 - KERNEL_BITS))];
+}
+
+/* the slot of the set whose raw values are these, or NULL */
+static const KernelSlot *kernel_hit(const KernelSlot *set, PyObject *const *raw) {
+    for (int way = 0; way < 2; way++) {
+        const KernelSlot *slot = &set[way];
+        int same = slot->shape != NULL;
+        for (int r = 0; same && r < R_COUNT; r++) same = same_raw(slot->raw[r], raw[r]);
+        if (same) return slot;
+    }
+    return NULL;
+}
+
+/* a shape into its set's first slot, the one there moved to the second (the second's, the older, let go) */
+static void kernel_keep(KernelSlot *set, PyObject *const *raw, PyObject *shape, long id, int numbers) {
+    KernelSlot gone = set[1];
+    set[1] = set[0];
+    for (int r = 0; r < R_COUNT; r++) set[0].raw[r] = new_ref(raw[r]);
+    set[0].shape = new_ref(shape), set[0].id = id, set[0].numbers = numbers;
+    for (int r = 0; r < R_COUNT; r++) Py_XDECREF(gone.raw[r]);  /* after the sets are whole: a free may run code */
+    Py_XDECREF(gone.shape);
+}
+
+/* ts, dur and the correlation of a kernel, as _kernel reads them: o[K_TS], o[K_DUR], o[K_TSF], o[K_DURF],
+ * o[K_CORR], o[K_CORRI]; 0 or -1 */
+static int kernel_times(PyObject *ev, PyObject *args, PyObject **o, double *ts, double *dur) {
+    if (!(o[K_CORR] = ev_attr(args, A_CORRELATION)) || !(o[K_TS] = ev_attr(ev, A_TS)) ||
+        !(o[K_DUR] = ev_attr(ev, A_DUR)))
+        return -1;
+    if (PyFloat_CheckExact(o[K_TS])) *ts = PyFloat_AsDouble(o[K_TS]);
+    else if (number_or_zero(o[K_TS], ts) < 0) return -1;
+    if (PyFloat_CheckExact(o[K_DUR])) *dur = PyFloat_AsDouble(o[K_DUR]);
+    else if (number_or_zero(o[K_DUR], dur) < 0) return -1;
+    if (!(o[K_TSF] = PyFloat_FromDouble(*ts)) || !(o[K_DURF] = PyFloat_FromDouble(*dur))) return -1;
+    return (o[K_CORRI] = int_or_as_int(o[K_CORR])) ? 0 : -1;
+}
+
+/* the twin's count of the metrics not written as plain numbers, for a kernel whose are not */
+static int kernel_non_finite(JState *s, PyObject *bps, PyObject *wps, PyObject *occv) {
+    PyObject *r = PyObject_CallFunctionObjArgs(s->non_finite, bps, wps, occv, NULL);
+    Py_XDECREF(r);
+    return r ? 0 : -1;
+}
+
+/* a kernel whose shape a slot has: its times and correlation gathered with that shape (held here: the code a
+ * gather may call could empty the slot) */
+static int kernel_of_slot(JState *s, PyObject *ev, const KernelSlot *slot) {
+    PyObject *o[K_COUNT] = {NULL};
+    PyObject *args = *slot_of(ev, A_ARGS), *shape = o[K_SHAPE] = new_ref(slot->shape);
+    long id = slot->id;
+    int numbers = slot->numbers, status = -1;
+    double ts, dur;
+    if (kernel_times(ev, args, o, &ts, &dur) < 0 || kernel_gather(s, ts, dur, o, shape, id) == -2) goto done;
+    if (!numbers && kernel_non_finite(s, PyTuple_GetItem(shape, 9), PyTuple_GetItem(shape, 10),
+                                      PyTuple_GetItem(shape, 11)) < 0)
+        goto done;
+    status = 0;
+done:
+    for (int k = 0; k < K_COUNT; k++) Py_XDECREF(o[k]);
+    return status;
+}
 
 static int handle_kernel(JState *s, PyObject *ev) {
+    PyObject *raw[R_COUNT] = {NULL};
+    KernelSlot *slot = kernel_slot(s, ev, raw);
+    const KernelSlot *hit = slot ? kernel_hit(slot, raw) : NULL;
+    if (hit) return kernel_of_slot(s, ev, hit);
     PyObject *o[K_COUNT] = {NULL};
     PyObject *occupancy_key = Py_None;
     int status = -1;
@@ -3416,17 +3621,11 @@ static int handle_kernel(JState *s, PyObject *ev) {
         args = o[K_ARGS];
     }
     if (kernel_metrics(s, args, o, &occupancy_key) < 0) goto done;
-    if (!(o[K_DEVICE] = ev_attr(args, A_DEVICE)) || !(o[K_CORR] = ev_attr(args, A_CORRELATION)) ||
-        !(o[K_REGS] = ev_attr(args, A_REGISTERS)) || !(o[K_SMEM] = ev_attr(args, A_SHARED_MEMORY)) ||
-        !(o[K_TS] = ev_attr(ev, A_TS)) || !(o[K_DUR] = ev_attr(ev, A_DUR)))
+    if (!(o[K_DEVICE] = ev_attr(args, A_DEVICE)) || !(o[K_REGS] = ev_attr(args, A_REGISTERS)) ||
+        !(o[K_SMEM] = ev_attr(args, A_SHARED_MEMORY)))
         goto done;
     double ts, dur;
-    if (PyFloat_CheckExact(o[K_TS])) ts = PyFloat_AsDouble(o[K_TS]);
-    else if (number_or_zero(o[K_TS], &ts) < 0) goto done;
-    if (PyFloat_CheckExact(o[K_DUR])) dur = PyFloat_AsDouble(o[K_DUR]);
-    else if (number_or_zero(o[K_DUR], &dur) < 0) goto done;
-    if (!(o[K_TSF] = PyFloat_FromDouble(ts)) || !(o[K_DURF] = PyFloat_FromDouble(dur))) goto done;
-    if (!(o[K_CORRI] = int_or_as_int(o[K_CORR]))) goto done;
+    if (kernel_times(ev, args, o, &ts, &dur) < 0) goto done;
     J_SETREF(o[K_RAW], ev_attr(ev, A_NAME));
     if (!o[K_RAW] || !(o[K_NAME] = intern_name(s, o[K_RAW]))) goto done;
     if (!(o[K_PID] = ev_attr(ev, A_PID)) || !(o[K_TID] = ev_attr(ev, A_TID))) goto done;
@@ -3447,17 +3646,15 @@ static int handle_kernel(JState *s, PyObject *ev) {
                               o[K_REGI], o[K_SMEMI], o[K_BPS], o[K_WPS], o[K_OCCV], occupancy_key, o[K_FIXED],
                               o[K_PROF]);
     if (!o[K_SHAPE]) goto done;
-    if (kernel_gather(s, ts, dur, o, o[K_SHAPE]) < 0) goto done;
-    PyObject *r;
+    long id = kernel_gather(s, ts, dur, o, o[K_SHAPE], -1);
+    if (id == -2) goto done;
     int numbers = 1;
     PyObject *values[3] = {o[K_BPS], o[K_WPS], o[K_OCCV]};
     for (int k = 0; k < 3 && numbers == 1; k++) numbers = is_number_spelling(values[k]);
     if (numbers < 0) goto done;
-    if (!numbers) {  /* a metric not written as a plain number: the twin counts the non-finite ones */
-        r = PyObject_CallFunctionObjArgs(s->non_finite, o[K_BPS], o[K_WPS], o[K_OCCV], NULL);
-        if (!r) goto done;
-        Py_DECREF(r);
-    }
+    /* a metric not written as a plain number: the twin counts the non-finite ones */
+    if (!numbers && kernel_non_finite(s, o[K_BPS], o[K_WPS], o[K_OCCV]) < 0) goto done;
+    if (slot && id >= 0 && kernel_slots_of == s->shape_ids) kernel_keep(slot, raw, o[K_SHAPE], id, numbers);
     status = 0;
 done:
     for (int k = 0; k < K_COUNT; k++) Py_XDECREF(o[k]);
@@ -3483,34 +3680,39 @@ static int kernel_flush(JState *s) {
 }
 
 /* KernelTable.add(ts, dur, correlation, shape), gathered: start, duration and the correlation appended first (the
- * twin's order: an unhashable shape raises after them), then the shape's id, registered where new. A table that
- * takes launches as columns, or a correlation that is no plain int, goes to add itself, after what was gathered */
-static int kernel_gather(JState *s, double ts, double dur, PyObject **o, PyObject *shape) {
+ * twin's order: an unhashable shape raises after them), then the shape's id (`known`, where a slot had it; else
+ * looked up), registered where new. A table that takes launches as columns, or a correlation that is no plain int,
+ * goes to add itself, after what was gathered. The shape's id; -1 where add took it; -2 with an error raised */
+static long kernel_gather(JState *s, double ts, double dur, PyObject **o, PyObject *shape, long known) {
     PyObject *corr = o[K_CORRI];
     if (!s->shape_ids || (corr != Py_None && !PyLong_CheckExact(corr))) {
-        if (s->shape_ids && kernel_flush(s) < 0) return -1;
+        if (s->shape_ids && kernel_flush(s) < 0) return -2;
         PyObject *r = PyObject_CallFunctionObjArgs(s->kernel_add, o[K_TSF], o[K_DURF], corr, shape, NULL);
         Py_XDECREF(r);
-        return r ? 0 : -1;
+        return r ? -1 : -2;
     }
     long long stored = stored_correlation(corr);  /* -2**63 < corr < 2**63, else NO_CORRELATION (-2**63) */
-    if (buf_double(&s->k_ts, ts) < 0 || buf_double(&s->k_dur, dur) < 0 || buf_int64(&s->k_corr, stored) < 0) return -1;
-    int missing;
-    long id = dict_long(s->shape_ids, shape, &missing);
-    if (id == -2) return -1;
-    if (missing) {
-        Py_ssize_t n = PyList_Size(s->shapes);
-        PyObject *index = n < 0 ? NULL : PyLong_FromSsize_t(n);
-        int failed = !index || PyDict_SetItem(s->shape_ids, shape, index) < 0 || PyList_Append(s->shapes, shape) < 0;
-        Py_XDECREF(index);
-        if (failed) return -1;
-        id = (long)n;
+    if (buf_double(&s->k_ts, ts) < 0 || buf_double(&s->k_dur, dur) < 0 || buf_int64(&s->k_corr, stored) < 0) return -2;
+    long id = known;
+    if (id < 0) {
+        int missing;
+        id = dict_long(s->shape_ids, shape, &missing);
+        if (id == -2) return -2;
+        if (missing) {
+            Py_ssize_t n = PyList_Size(s->shapes);
+            PyObject *index = n < 0 ? NULL : PyLong_FromSsize_t(n);
+            int failed = !index || PyDict_SetItem(s->shape_ids, shape, index) < 0 ||
+                         PyList_Append(s->shapes, shape) < 0;
+            Py_XDECREF(index);
+            if (failed) return -2;
+            id = (long)n;
+        }
     }
-    if (id > INT_MAX || id < INT_MIN) {
+    if (id > INT_MAX || id < 0) {
         PyErr_SetString(PyExc_OverflowError, "signed integer is greater than maximum");
-        return -1;
+        return -2;
     }
-    return buf_int(&s->k_shape, (int)id);
+    return buf_int(&s->k_shape, (int)id) < 0 ? -2 : id;
 }
 
 /* the collector's tables and helpers, looked up once a call; 0, or -1 with the error raised */
@@ -4184,12 +4386,13 @@ static Block block_take(void) {
     return bk;
 }
 
-/* scan_release(): the arrays kept from the last block freed */
+/* scan_release(): the arrays kept from the last block freed, and the kernels' shapes kept for the next block */
 static PyObject *core_scan_release(PyObject *self, PyObject *unused) {
     (void)self, (void)unused;
     Block spare = block_take();
     PyMem_Free(spare.events);
     PyMem_Free(spare.spans);
+    kernel_slots_clear();
     Py_RETURN_NONE;
 }
 
@@ -4286,7 +4489,6 @@ static PyObject *span_value(const Scan *c, StrSlot *cache, const Span *s, int as
     }
 }
 
-static PyObject **slot_of(PyObject *owner, int k) { return (PyObject **)((char *)owner + field_offset[k]); }
 
 /* a fresh Event or EventArgs, and its fields' defaults (new references) */
 static PyObject *scan_blank(PyObject *type, int first, int last, PyObject **defaults) {

@@ -702,6 +702,50 @@ def test_repeated_op_keys_get_the_ref_msgspecs_way_gives() -> None:
     assert kept(ours) == kept(reference)
 
 
+def launch(ts: int, name: str = "k", grid: str = "[4,1,1]", **metrics: str) -> bytes:
+    """A kernel's JSON: its grid and metrics as written (the blocks per SM 1.5 unless given)."""
+    values = {"bps": "1.5", "wps": "12", "occ": "25", **metrics}
+    args = (f'"device":0,"stream":7,"correlation":{ts},"registers per thread":32,"shared memory":0,'
+            f'"blocks per SM":{values["bps"]},"warps per SM":{values["wps"]},'
+            f'"est. achieved occupancy %":{values["occ"]},"grid":{grid},"block":[128,1,1]')  # fmt: skip
+    return f'{{"cat":"kernel","name":"{name}","pid":0,"tid":7,"ts":{ts},"dur":2,"args":{{{args}}}}}'.encode()
+
+
+KERNELS_BLOCK = b",".join([
+    launch(1), launch(2),  # the same raw values: the second from the core's slot
+    launch(3, bps="2"), launch(4, bps="2.0"),  # an int, then the float equal to it: one shape, two raw values
+    launch(5, bps="0.0"), launch(6, bps="-0.0"), launch(7, bps="0.0"),  # -0.0 is 0.0 to the tables, not to a slot
+    launch(8, bps='"inf"'), launch(9, bps='"inf"'),  # not a plain number: counted at every launch, slot or not
+    launch(10, grid="[4,1,2]"), launch(11), launch(12, grid="[4,1,2]"),
+    launch(13, name="x" * MAX_NAME + "a"), launch(14, name="x" * MAX_NAME + "b"),  # cut: one shape
+])  # fmt: skip
+
+
+def test_kernels_met_again_get_the_shapes_the_twin_gives() -> None:
+    """The core keeps the last kernels' raw values with the shape they made (kernel_slot) and gives a kernel with
+    the same values that shape. Values that differ but make one shape (2 and 2.0, 0.0 and -0.0, names cut to
+    MAX_NAME), a metric written as a string (counted at each launch), and grids met in turn: the tables and the
+    non-finite counts are the twin's; 9 shapes for the 14 launches."""
+    ours, reference = Collector(TraceContents(path="")), Collector(TraceContents(path=""))
+    assert ours.add_bytes(KERNELS_BLOCK)
+    assert msgspec_way(reference, KERNELS_BLOCK)
+    assert list(reference.c.kernels._shape) == [0, 0, 1, 1, 2, 2, 2, 3, 3, 4, 0, 4, 5, 5]
+    assert reference.c.non_finite == Counter({"quoted": 2})
+    assert kept(ours) == kept(reference)
+
+
+def test_a_kernel_slot_serves_the_table_it_was_made_for() -> None:
+    """Two collectors in turn (as two reads, or a rank's pieces): the slots the first filled do not answer the
+    second. Minimal: the first meets kernels k then j (shapes 0 and 1), the second j alone, its shape 0."""
+    first, second = Collector(TraceContents(path="")), Collector(TraceContents(path=""))
+    assert first.add_bytes(launch(1) + b"," + launch(2, name="j"))
+    assert second.add_bytes(launch(3, name="j"))
+    assert list(first.c.kernels._shape) == [0, 1] and list(second.c.kernels._shape) == [0]
+    reference = Collector(TraceContents(path=""))
+    assert msgspec_way(reference, launch(3, name="j"))
+    assert kept(second) == kept(reference)
+
+
 class Raising(Collector):
     """A collector whose complete-event handler raises at the event named "boom" (as a signal's handler raises
     KeyboardInterrupt, or wizard.errors.TerminateSignal, in whatever Python code runs when the signal comes: inside

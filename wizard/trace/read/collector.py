@@ -639,8 +639,9 @@ scan_events = _bind_scan()
 
 
 def _bind_scan_release() -> Callable[[], None] | None:
-    """The core's ``scan_release`` where ``scan_events`` is the core's, else None (nothing kept)."""
-    core = compiled_core() if scan_events is not None else None
+    """The core's ``scan_release`` where there is a core (its kernel handler keeps shapes whichever reader calls
+    it), else None (nothing kept)."""
+    core = compiled_core()
     return None if core is None else core.scan_release
 
 
@@ -649,6 +650,7 @@ _scan_release = _bind_scan_release()
 
 def release_scan_arrays() -> None:
     """The arrays ``scan_events`` keeps from one block for the next, freed: called when a read's blocks are done, so
-    they are not resident in the passes' peaks (up to a block's events and their spans, a few MiB)."""
+    they are not resident in the passes' peaks (up to a block's events and their spans, a few MiB); and the last
+    kernels' shapes the core keeps from block to block (and the read's shape table with them), emptied."""
     if _scan_release is not None:
         _scan_release()
