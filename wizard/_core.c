@@ -3460,15 +3460,6 @@ static int three_ints(PyObject *list, long long v[3]) {
     return 1;
 }
 
-/* whether a raw value is one a slot keeps (None, an exact int, a non-NaN float, an exact str; for a grid or a
- * block, a list of three ints too): anything else makes its shape every time */
-static int raw_keepable(PyObject *v, int r) {
-    long long dims[3];
-    if (v == Py_None || PyLong_CheckExact(v) || PyUnicode_CheckExact(v)) return 1;
-    if (PyFloat_CheckExact(v)) return !isnan(PyFloat_AsDouble(v));
-    return (r == R_GRID || r == R_BLOCK) && three_ints(v, dims);
-}
-
 /* whether two keepable raw values make the same shape: the same object, or the same type and value (a float's
  * bits: -0.0 is not 0.0) */
 static int same_raw(PyObject *a, PyObject *b) {
@@ -3489,34 +3480,41 @@ static int same_raw(PyObject *a, PyObject *b) {
         if (cmp == -1 && PyErr_Occurred()) PyErr_Clear();
         return cmp == 0;
     }
+    if (PyList_Size(a) == 3 && PyList_Size(b) == 3 && PyList_GetItem(a, 0) == PyList_GetItem(b, 0) &&
+        PyList_GetItem(a, 1) == PyList_GetItem(b, 1) && PyList_GetItem(a, 2) == PyList_GetItem(b, 2))
+        return 1;  /* the same int objects (a grid's small ints are CPython's own) */
     long long x[3], y[3];
     return three_ints(a, x) && three_ints(b, y) && x[0] == y[0] && x[1] == y[1] && x[2] == y[2];
 }
 
-/* a hash of a keepable raw value, by its value (each block makes its own objects): a str's own hash (kept in the
- * str), an int's or a float's bits, a list's three ints */
-static uint64_t raw_hash(PyObject *v) {
-    if (v == Py_None) return 1;
-    if (PyLong_CheckExact(v)) {
-        int overflow = 0;
-        long long x = PyLong_AsLongLongAndOverflow(v, &overflow);
-        if (overflow) PyErr_Clear();
-        return (uint64_t)x * 2 + 3;
+/* whether a raw value is one a slot keeps (None, an exact int, a non-NaN float, an exact str; for a grid or a
+ * block, a list of three ints too: anything else makes its shape every time), and its hash by its value into *h
+ * (each block makes its own objects: a str's and an int's own hash, a float's bits, a list's three ints') */
+static int raw_hashed(PyObject *v, int r, uint64_t *h) {
+    if (v == Py_None) {
+        *h = 1;
+        return 1;
     }
     if (PyFloat_CheckExact(v)) {
         double d = PyFloat_AsDouble(v);
-        uint64_t bits;
-        memcpy(&bits, &d, sizeof bits);
-        return bits;
+        memcpy(h, &d, sizeof d);
+        return !isnan(d);
     }
-    if (PyUnicode_CheckExact(v)) {
-        Py_hash_t h = PyObject_Hash(v);
-        if (h == -1) PyErr_Clear();
-        return (uint64_t)h;
+    Py_ssize_t n = (r == R_GRID || r == R_BLOCK) && PyList_CheckExact(v) ? PyList_Size(v) : 0;
+    if (!PyLong_CheckExact(v) && !PyUnicode_CheckExact(v) && n != 3) return 0;
+    uint64_t acc = 0;
+    for (Py_ssize_t j = 0; j < (n ? n : 1); j++) {
+        PyObject *item = n ? PyList_GetItem(v, j) : v;
+        if (!item || (n && !PyLong_CheckExact(item))) return 0;
+        Py_hash_t x = PyObject_Hash(item);  /* an int's is its value's, a str's kept in it */
+        if (x == -1) {
+            PyErr_Clear();
+            return 0;
+        }
+        acc = acc * 31 + (uint64_t)x;
     }
-    long long x[3] = {0, 0, 0};
-    three_ints(v, x);
-    return ((uint64_t)x[0] * 31 + (uint64_t)x[1]) * 31 + (uint64_t)x[2];
+    *h = acc;
+    return 1;
 }
 
 /* a kernel's raw values (borrowed from the scanner's Event and EventArgs: 0 for any other event, or a value a
@@ -3525,21 +3523,20 @@ static KernelSlot *kernel_slot(JState *s, PyObject *ev, PyObject **raw) {
     if (!s->shape_ids || Py_TYPE(ev) != (PyTypeObject *)j_event_type || !field_offset[A_ARGS]) return NULL;
     PyObject *args = *slot_of(ev, A_ARGS);
     if (!args || Py_TYPE(args) != (PyTypeObject *)j_args_type) return NULL;
+    uint64_t h = 0;
     for (int r = 0; r < R_COUNT; r++) {
         int k = raw_field[r];
         PyObject *owner = k <= A_ARGS ? ev : args;
+        uint64_t one;
         if (!field_offset[k] || Py_TYPE(owner) != field_owner[k] || !(raw[r] = *slot_of(owner, k)) ||
-            !raw_keepable(raw[r], r))
+            !raw_hashed(raw[r], r, &one))
             return NULL;
+        h = (h ^ one) * UINT64_C(0x100000001B3);
     }
     if (kernel_slots_of != s->shape_ids) {
         kernel_slots_clear();
         kernel_slots_of = new_ref(s->shape_ids);
     }
-    static const int hashed[] = {R_NAME, R_PID, R_TID, R_STREAM, R_GRID, R_BLOCK, R_REGS, R_SMEM};  /* enough */
-    uint64_t h = 0;
-    for (size_t j = 0; j < sizeof hashed / sizeof hashed[0]; j++)
-        h = (h ^ raw_hash(raw[hashed[j]])) * UINT64_C(0x100000001B3);
     h ^= h >> 29;
     return &kernel_slots[2 * ((h * UINT64_C(0xFF51AFD7ED558CCD)) >> (64 - KERNEL_BITS))];
 }
@@ -4824,7 +4821,7 @@ static int sink_field(Sink *k, PyObject *key) {
 
 /* the EventArgs of an event whose args (a dict by field name) are not empty: the reused one, each value in its
  * field's slot, where every key names a field; else EventArgs(**args), as the batch makes it (a new reference) */
-static PyObject *sink_args(Sink *k, PyObject *args) {
+static PyObject *sink_args(Sink *k, PyObject *args, uint32_t *touched) {
     Py_ssize_t pos = 0, count = 0;
     PyObject *key, *value, *values[A_ORIGINAL_STREAM - A_CORRELATION + 1];
     int fields[A_ORIGINAL_STREAM - A_CORRELATION + 1];
@@ -4837,6 +4834,7 @@ static PyObject *sink_args(Sink *k, PyObject *args) {
     for (Py_ssize_t j = 0; j < count; j++) Py_INCREF(values[j]);  /* no Python code ran since the dict was read */
     for (Py_ssize_t j = 0; j < count; j++) {  /* a value dropped here may run Python code: the new ones are held */
         PyObject **slot = slot_of(k->args, fields[j]);
+        *touched |= UINT32_C(1) << fields[j];
         J_SETREF(*slot, values[j]);
     }
     return new_ref(k->args);
@@ -4871,7 +4869,8 @@ static int sink_event(Slices *self, PyObject *const *f, PyObject *start, PyObjec
     if (!k->args && !(k->args = scan_args_blank(NULL))) return -1;
     k->busy = 1;
     PyObject *cat = f[0], *ev = k->ev;
-    PyObject *kept = PyDict_Size(f[6]) ? sink_args(k, f[6]) : new_ref(s_no_args);
+    uint32_t touched = EV_FIELDS;  /* what scan_settle clears: the Event's fields, the args' written */
+    PyObject *kept = PyDict_Size(f[6]) ? sink_args(k, f[6], &touched) : new_ref(s_no_args);
     int failed = !kept;
     if (kept) {
         PyObject *values[7] = {cat, f[1], f[2], f[3], start, length, kept};
@@ -4891,13 +4890,14 @@ static int sink_event(Slices *self, PyObject *const *f, PyObject *start, PyObjec
     if (!failed) {
         k->events++;
         sink_last(k, start);
+        k->js.exposed = 0;
         failed = dispatch_kind(&k->js, ev, kind) < 0;
     }
     if (failed) {
         Py_CLEAR(k->ev);
         Py_CLEAR(k->args);
     } else {
-        failed = scan_settle(&k->ev, &k->args, k->defaults, 0, ALL_FIELDS) < 0;
+        failed = scan_settle(&k->ev, &k->args, k->defaults, 0, k->js.exposed ? ALL_FIELDS : touched) < 0;
     }
     k->busy = 0;
     return failed ? -1 : 1;
