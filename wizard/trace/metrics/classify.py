@@ -7,7 +7,6 @@ into ``KernelMetrics``; ``METRICS_PASS`` declares the pass the inspection runs (
 
 from __future__ import annotations
 
-import itertools
 import math
 import time
 from collections import Counter
@@ -91,6 +90,27 @@ def _for_kernel(finding: Finding, k: KernelRecord) -> Finding:
     return msgspec.structs.replace(
         finding, kernel_index=k.index, kernel=k.name, device=k.device, ts=k.ts, correlation=k.correlation
     )
+
+
+def _first_min(current: float, values: Any) -> float:
+    """``min(current, v)`` for each of ``values`` in turn, as Python folds it: the first value strictly below every
+    one before it (a NaN never is, and a NaN ``current`` stays; of 0.0 and -0.0 the first met)."""
+    below = values[values < current]
+    if not len(below):
+        return current
+    return float(below[int((below == below.min()).argmax())])
+
+
+def _first_max_above(current: float, values: Any) -> int | None:
+    """Where ``if v > best: best = v`` over ``values`` last takes a value (the first of the largest, where it is
+    above ``current``), or None where none is."""
+    import numpy as np
+
+    above = np.flatnonzero(values > current)
+    if not len(above):
+        return None
+    found = values[above]
+    return int(above[int((found == found.max()).argmax())])
 
 
 class Classifier:
@@ -188,28 +208,72 @@ class Classifier:
         shape_of: Any,
         keyed_of: dict[int, tuple[tuple[Finding, float, tuple[str, str], bool], ...]],
     ) -> None:
-        """Each launch with findings into its groups, in launch order (examples and kept launches are the first)."""
-        groups, worst_badness, most = self.groups, self.worst_badness, self.max_launches
-        with_findings = map(keyed_of.__contains__, shape_of[start : self.fed])  # C's loop over every launch
-        for i in itertools.compress(range(start, self.fed), with_findings):
-            for finding, bad, key, listed in keyed_of[shape_of[i]]:
-                group = groups.get(key)
-                if group is None:
-                    self._grouped(finding, bad, key[1], i, ts[i], kernels, counted=True)
-                    continue
-                if len(group.examples) < 8:
-                    group.examples.append(i)
-                group.count += 1
-                group.first_ts = min(group.first_ts, ts[i])
-                if not listed:
-                    pass  # F: correct by design, never listed as wrong (as _keep_launch)
-                elif len(group.launch_refs) < most:
-                    group.launch_refs.append((i, finding))
-                else:
-                    group.launches_omitted += 1
-                if bad > worst_badness[key]:
-                    group.worst = _for_kernel(finding, kernels[i])
-                    worst_badness[key] = bad
+        """Each launch with findings into its groups, group by group: a group's launches in launch order, the first
+        (a new group's), its examples and its listed launches one by one, the rest counted with numpy (a Python
+        loop over every launch with findings was 7% of a 200 MB trace's passes, and grows with the trace). What
+        each group holds is what adding its launches one at a time gives (``_grouped``; tests/trace/
+        test_group_launches.py folds them so, as the loop did). New groups are made in the order of their first
+        launch, as the loop made them."""
+        import numpy as np
+
+        fed = self.fed
+        shapes = np.frombuffer(shape_of, dtype=f"i{shape_of.itemsize}")[start:fed]
+        order = np.argsort(shapes, kind="stable")  # each shape's launches together, in launch order
+        bounds = np.searchsorted(shapes[order], list(keyed_of))
+        counts = np.bincount(shapes, minlength=max(keyed_of) + 1) if len(shapes) else np.zeros(0, dtype=np.int64)
+        launches = {
+            shape: order[lo : lo + counts[shape]] + start for shape, lo in zip(keyed_of, bounds.tolist(), strict=True)
+        }
+        # keyed_of holds the shapes in the order of their first launch (feed's Counter), so a group's key comes
+        # first where its first launch would have made the group
+        parts: dict[tuple[str, str], list[tuple[int, Finding, float, bool]]] = {}
+        for shape, keyed in keyed_of.items():
+            for finding, bad, key, listed in keyed:
+                parts.setdefault(key, []).append((shape, finding, bad, listed))
+        times = np.frombuffer(ts, dtype=np.float64)
+        for key, of_key in parts.items():
+            self._group_of(kernels, key, of_key, launches, times)
+
+    def _group_of(
+        self,
+        kernels: KernelTable,
+        key: tuple[str, str],
+        parts: list[tuple[int, Finding, float, bool]],
+        launches: dict[int, Any],
+        times: Any,
+    ) -> None:
+        """One group's launches (``parts``: the shapes whose findings it holds, each its finding, badness and
+        whether listed) added in launch order."""
+        import numpy as np
+
+        index = np.concatenate([launches[shape] for shape, *_ in parts])
+        part = np.repeat(np.arange(len(parts)), [len(launches[shape]) for shape, *_ in parts])
+        in_order = np.argsort(index, kind="stable")
+        index, part = index[in_order], part[in_order]
+        group = self.groups.get(key)
+        if group is None:
+            i = int(index[0])
+            _, finding, bad, _ = parts[part[0]]
+            self._grouped(finding, bad, key[1], i, float(times[i]), kernels, counted=True)
+            group = self.groups[key]
+            index, part = index[1:], part[1:]
+        if not len(index):
+            return
+        group.examples.extend(index[: max(0, 8 - len(group.examples))].tolist())
+        group.count += len(index)
+        group.first_ts = _first_min(group.first_ts, times[index])
+        if parts[0][3]:  # listed: every mechanism but F (one mechanism a group); F is correct by design
+            taken = max(0, self.max_launches - len(group.launch_refs))
+            group.launch_refs.extend(
+                (i, parts[p][1]) for i, p in zip(index[:taken].tolist(), part[:taken].tolist(), strict=True)
+            )
+            group.launches_omitted += max(0, len(index) - taken)
+        bads = np.array([bad for _, _, bad, _ in parts], dtype=np.float64)[part]
+        worst = _first_max_above(self.worst_badness[key], bads)
+        if worst is not None:
+            _, finding, bad, _ = parts[part[worst]]
+            group.worst = _for_kernel(finding, kernels[int(index[worst])])
+            self.worst_badness[key] = bad
 
     def _judged(self, k: KernelRecord) -> tuple[KernelCheck, list[tuple[Finding, float]], bool]:
         """A launch's check (memoised), its findings one per mechanism with their badness, and whether it is wrong."""
