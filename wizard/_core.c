@@ -2680,6 +2680,7 @@ static PyObject *j_number = NULL, *j_as_int = NULL, *j_thread_class = NULL, *j_n
 static PyObject *j_occupancy_key = NULL, *j_theoretical_key = NULL, *j_missing = NULL, *j_empty = NULL;
 static Py_ssize_t j_max_name = 16384;
 static PyObject *j_event_type = NULL, *j_args_type = NULL;  /* held: field_owner points at them */
+static PyObject *j_collector_type = NULL;  /* Collector itself: the type the kernel slots serve */
 static unsigned long j_binds = 0;  /* json_bind's calls, failed ones too (each may move or clear the slots) */
 
 /* a growable run of bytes (doubles, int64s or C ints), handed to an array.array by frombytes */
@@ -2843,28 +2844,31 @@ typedef struct {
 
 /* A kernel's shape by the raw values it was made of. Every kernel made its 15-tuple shape from 16 of the event's
  * fields (its name interned, grid and block interned, three metrics memoised, ...) and looked it up in shape_ids:
- * ~5,800 instructions a kernel, where a run repeats a few shapes. A slot keeps the last kernel's raw values with
- * what they made; a kernel whose raw values are the same (the same object, or an int, a non-NaN float or a str of
- * the same type and value, or a grid or block of the same three ints) gets that shape and its id, since each step
- * from raw values to the shape is a function of the values and every table it reads only grows. */
+ * ~7,900 instructions a kernel, where a run repeats a few shapes. A slot keeps the last kernel's raw values with the
+ * shape and id they made; a kernel whose raw values are the same (the same object, or an int, a non-NaN float or a
+ * str of the same type and value, or a grid or block of the same three ints) gets them, since each step from raw
+ * values to the shape is a function of the values and every table it reads only grows. */
 enum { R_NAME, R_PID, R_TID, R_OCC, R_THEO, R_BPS, R_WPS, R_ORIG, R_STREAM, R_DEVICE, R_REGS, R_SMEM, R_GRID,
        R_BLOCK, R_FIXED, R_PROF, R_COUNT };
 typedef struct {
-    PyObject *raw[R_COUNT];  /* strong references; NULL: an empty slot */
-    PyObject *shape;         /* the tuple they made (its metrics at 9..11) */
+    PyObject *raw[R_COUNT];  /* strong references to immutable values (a grid or block: its ints, as a tuple) */
+    PyObject *shape;         /* the shape table's own tuple (its metrics at 9..11); NULL: an empty slot */
     long id;                 /* its id in shape_ids */
     int numbers;             /* whether its three metrics are written as plain numbers */
 } KernelSlot;
 #define KERNEL_BITS 8                       /* sets of two slots: two shapes met in turn do not evict each other */
 #define KERNEL_SLOTS (2 << KERNEL_BITS)
 
-/* The slots serve one kernel table's shape_ids (held: no other dict takes its address while they do), from block
- * to block of a read (a block's ~180 kernels met few of their shapes twice). Emptied for another table, and when a
- * read is done (scan_release, the end of a .pftrace run): what they hold is the read's. */
+/* The slots serve one collector (of Collector's own type: a subclass's methods might want to be asked each time),
+ * from block to block of a read (a block's ~180 kernels met few of their shapes twice), through a weak reference: a
+ * collector gone, or another one, empties them, and they keep no table alive. kernel_slots_gen changes whenever they
+ * are emptied, so a state that checked them (JState.kernel_gen) checks again after code that may have. */
 static KernelSlot kernel_slots[KERNEL_SLOTS];
-static PyObject *kernel_slots_of = NULL;
+static PyObject *kernel_slots_for = NULL;
+static unsigned long kernel_slots_gen = 1;
 
 static void kernel_slots_clear(void) {
+    kernel_slots_gen++;
     for (int k = 0; k < KERNEL_SLOTS; k++) {
         KernelSlot *slot = &kernel_slots[k];
         PyObject *held[R_COUNT + 1];
@@ -2872,7 +2876,7 @@ static void kernel_slots_clear(void) {
         held[R_COUNT] = slot->shape, slot->shape = NULL;
         for (int r = 0; r <= R_COUNT; r++) Py_XDECREF(held[r]);  /* after the slot is empty: a free may run code */
     }
-    Py_CLEAR(kernel_slots_of);
+    Py_CLEAR(kernel_slots_for);
 }
 
 /* one call's state: the collector's tables and helpers (borrowed from `held`), the gathered appends */
@@ -2895,6 +2899,9 @@ typedef struct {
     Seen kinds;  /* the categories' kinds (kind_of_cat) */
     int exposed;  /* the event was handed to Python code since the scanner last cleared it (scan_settle) */
     OpSlot *op_cache;  /* op_refs' last keys, by slot (op_key_ref): OP_SLOTS of them, or NULL */
+    PyObject *collector;       /* borrowed (its bound methods are held) */
+    int kernel_ok;             /* a collector of Collector's own type: the kernel slots may serve it */
+    unsigned long kernel_gen;  /* the kernel slots' generation this state found serving its collector; 0: none */
 } JState;
 
 static PyObject *hold(JState *s, PyObject *object) {
@@ -3444,47 +3451,46 @@ static const int raw_field[R_COUNT] = {A_NAME, A_PID, A_TID, A_OCCUPANCY, A_THEO
                                        A_WARPS_PER_SM, A_ORIGINAL_STREAM, A_STREAM, A_DEVICE, A_REGISTERS,
                                        A_SHARED_MEMORY, A_GRID, A_BLOCK, A_FIXED, A_PROFILER_OCCUPANCY};
 
-/* a list of three exact ints, into v; 0 where it is not one */
-static int three_ints(PyObject *list, long long v[3]) {
-    if (!PyList_CheckExact(list) || PyList_Size(list) != 3) return 0;
-    for (Py_ssize_t j = 0; j < 3; j++) {
-        PyObject *item = PyList_GetItem(list, j);
-        int overflow = 0;
-        if (!item || !PyLong_CheckExact(item)) return 0;
-        v[j] = PyLong_AsLongLongAndOverflow(item, &overflow);
-        if (overflow || (v[j] == -1 && PyErr_Occurred())) {
-            PyErr_Clear();
-            return 0;
-        }
+/* whether two exact ints are one value */
+static int same_int(PyObject *a, PyObject *b) {
+    if (a == b) return 1;
+    int oa = 0, ob = 0;
+    long long x = PyLong_AsLongLongAndOverflow(a, &oa), y = PyLong_AsLongLongAndOverflow(b, &ob);
+    if (oa || ob || (x == -1 && PyErr_Occurred()) || (y == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return 0;
     }
-    return 1;
+    return x == y;
 }
 
-/* whether two keepable raw values make the same shape: the same object, or the same type and value (a float's
- * bits: -0.0 is not 0.0) */
-static int same_raw(PyObject *a, PyObject *b) {
-    if (a == b) return 1;
-    if (Py_TYPE(a) != Py_TYPE(b)) return 0;
-    if (PyLong_CheckExact(a)) {
-        int oa = 0, ob = 0;
-        long long x = PyLong_AsLongLongAndOverflow(a, &oa), y = PyLong_AsLongLongAndOverflow(b, &ob);
-        if (oa || ob) PyErr_Clear();
-        return !oa && !ob && x == y;
+/* whether a kept raw value and a kernel's make the same shape: the same immutable object, or the same type and value
+ * (a float's bits: -0.0 is not 0.0); a grid or block kept as the tuple of its ints then, against the kernel's list
+ * (compared by its items' values, never by the list: a list can change in place) */
+static int same_raw(PyObject *kept, PyObject *v) {
+    if (PyTuple_CheckExact(kept)) {
+        if (!PyList_CheckExact(v) || PyList_Size(v) != 3) return 0;
+        for (Py_ssize_t j = 0; j < 3; j++) {
+            PyObject *a = PyTuple_GetItem(kept, j), *b = PyList_GetItem(v, j);
+            if (!a || !b || !PyLong_CheckExact(b) || !same_int(a, b)) {
+                PyErr_Clear();
+                return 0;
+            }
+        }
+        return 1;
     }
-    if (PyFloat_CheckExact(a)) {
-        double x = PyFloat_AsDouble(a), y = PyFloat_AsDouble(b);
+    if (kept == v) return 1;
+    if (Py_TYPE(kept) != Py_TYPE(v)) return 0;
+    if (PyLong_CheckExact(kept)) return same_int(kept, v);
+    if (PyFloat_CheckExact(kept)) {
+        double x = PyFloat_AsDouble(kept), y = PyFloat_AsDouble(v);
         return memcmp(&x, &y, sizeof x) == 0;
     }
-    if (PyUnicode_CheckExact(a)) {
-        int cmp = PyUnicode_Compare(a, b);
+    if (PyUnicode_CheckExact(kept)) {
+        int cmp = PyUnicode_Compare(kept, v);
         if (cmp == -1 && PyErr_Occurred()) PyErr_Clear();
         return cmp == 0;
     }
-    if (PyList_Size(a) == 3 && PyList_Size(b) == 3 && PyList_GetItem(a, 0) == PyList_GetItem(b, 0) &&
-        PyList_GetItem(a, 1) == PyList_GetItem(b, 1) && PyList_GetItem(a, 2) == PyList_GetItem(b, 2))
-        return 1;  /* the same int objects (a grid's small ints are CPython's own) */
-    long long x[3], y[3];
-    return three_ints(a, x) && three_ints(b, y) && x[0] == y[0] && x[1] == y[1] && x[2] == y[2];
+    return 0;
 }
 
 /* whether a raw value is one a slot keeps (None, an exact int, a non-NaN float, an exact str; for a grid or a
@@ -3517,10 +3523,30 @@ static int raw_hashed(PyObject *v, int r, uint64_t *h) {
     return 1;
 }
 
-/* a kernel's raw values (borrowed from the scanner's Event and EventArgs: 0 for any other event, or a value a
- * slot does not keep) and its slot */
+/* the kernel slots made to serve this state's collector, where they may (0), emptied first where they served
+ * another or one since gone; -1 where they cannot (not weak-referenceable) */
+static int kernel_slots_serve(JState *s) {
+    if (s->kernel_gen == kernel_slots_gen) return 0;
+    PyObject *served = kernel_slots_for ? PyObject_CallNoArgs(kernel_slots_for) : NULL;  /* the referent, or None */
+    if (kernel_slots_for && !served) PyErr_Clear();
+    int same = served == s->collector;
+    Py_XDECREF(served);
+    if (!same) {
+        kernel_slots_clear();
+        if (!(kernel_slots_for = PyWeakref_NewRef(s->collector, NULL))) {
+            PyErr_Clear();
+            return -1;
+        }
+    }
+    s->kernel_gen = kernel_slots_gen;
+    return 0;
+}
+
+/* a kernel's raw values (new references into raw, read from the scanner's Event and EventArgs: NULL for any other
+ * event, or a value a slot does not keep, raw then left empty) and its set of slots */
 static KernelSlot *kernel_slot(JState *s, PyObject *ev, PyObject **raw) {
-    if (!s->shape_ids || Py_TYPE(ev) != (PyTypeObject *)j_event_type || !field_offset[A_ARGS]) return NULL;
+    if (!s->kernel_ok || !s->shape_ids || Py_TYPE(ev) != (PyTypeObject *)j_event_type || !field_offset[A_ARGS])
+        return NULL;
     PyObject *args = *slot_of(ev, A_ARGS);
     if (!args || Py_TYPE(args) != (PyTypeObject *)j_args_type) return NULL;
     uint64_t h = 0;
@@ -3529,34 +3555,57 @@ static KernelSlot *kernel_slot(JState *s, PyObject *ev, PyObject **raw) {
         PyObject *owner = k <= A_ARGS ? ev : args;
         uint64_t one;
         if (!field_offset[k] || Py_TYPE(owner) != field_owner[k] || !(raw[r] = *slot_of(owner, k)) ||
-            !raw_hashed(raw[r], r, &one))
+            !raw_hashed(raw[r], r, &one)) {
+            for (int q = 0; q <= r; q++) raw[q] = NULL;
             return NULL;
+        }
         h = (h ^ one) * UINT64_C(0x100000001B3);
     }
-    if (kernel_slots_of != s->shape_ids) {
-        kernel_slots_clear();
-        kernel_slots_of = new_ref(s->shape_ids);
-    }
+    for (int r = 0; r < R_COUNT; r++) Py_INCREF(raw[r]);  /* held: the code the kernel's handling runs may drop them */
+    if (kernel_slots_serve(s) < 0) return NULL;
     h ^= h >> 29;
     return &kernel_slots[2 * ((h * UINT64_C(0xFF51AFD7ED558CCD)) >> (64 - KERNEL_BITS))];
 }
 
-/* the slot of the set whose raw values are these, or NULL */
-static const KernelSlot *kernel_hit(const KernelSlot *set, PyObject *const *raw) {
+/* whether the event's fields still hold the raw values read at its start (code run since could have written them) */
+static int kernel_unchanged(PyObject *ev, PyObject *const *raw) {
+    PyObject *args = *slot_of(ev, A_ARGS);
+    if (!args || Py_TYPE(args) != (PyTypeObject *)j_args_type) return 0;
+    for (int r = 0; r < R_COUNT; r++) {
+        int k = raw_field[r];
+        if (*slot_of(k <= A_ARGS ? ev : args, k) != raw[r]) return 0;
+    }
+    return 1;
+}
+
+/* the slot of the set whose raw values are these, and whose shape is still the table's at its id, or NULL */
+static const KernelSlot *kernel_hit(const JState *s, const KernelSlot *set, PyObject *const *raw) {
     for (int way = 0; way < 2; way++) {
         const KernelSlot *slot = &set[way];
-        int same = slot->shape != NULL;
+        int same = slot->shape != NULL && slot->id < PyList_Size(s->shapes) &&
+                   PyList_GetItem(s->shapes, slot->id) == slot->shape;
         for (int r = 0; same && r < R_COUNT; r++) same = same_raw(slot->raw[r], raw[r]);
         if (same) return slot;
+        PyErr_Clear();
     }
     return NULL;
 }
 
-/* a shape into its set's first slot, the one there moved to the second (the second's, the older, let go) */
+/* a shape (the table's tuple at id) into its set's first slot, the one there moved to the second (the second's,
+ * the older, let go); nothing where a grid or block cannot be kept as a tuple */
 static void kernel_keep(KernelSlot *set, PyObject *const *raw, PyObject *shape, long id, int numbers) {
+    PyObject *kept[R_COUNT];
+    for (int r = 0; r < R_COUNT; r++) {
+        kept[r] = PyList_CheckExact(raw[r]) ? PyList_AsTuple(raw[r]) : new_ref(raw[r]);
+        if (!kept[r]) {
+            PyErr_Clear();
+            for (int q = 0; q < r; q++) Py_DECREF(kept[q]);
+            return;
+        }
+    }
     KernelSlot gone = set[1];
     set[1] = set[0];
-    for (int r = 0; r < R_COUNT; r++) set[0].raw[r] = new_ref(raw[r]);
+    for (int r = 0; r < R_COUNT; r++) set[0].raw[r] = kept[r];
     set[0].shape = new_ref(shape), set[0].id = id, set[0].numbers = numbers;
     for (int r = 0; r < R_COUNT; r++) Py_XDECREF(gone.raw[r]);  /* after the sets are whole: a free may run code */
     Py_XDECREF(gone.shape);
@@ -3601,11 +3650,20 @@ done:
     return status;
 }
 
+static int kernel_made(JState *s, PyObject *ev, KernelSlot *slot, PyObject *const *raw);
+
 static int handle_kernel(JState *s, PyObject *ev) {
     PyObject *raw[R_COUNT] = {NULL};
-    KernelSlot *slot = kernel_slot(s, ev, raw);
-    const KernelSlot *hit = slot ? kernel_hit(slot, raw) : NULL;
-    if (hit) return kernel_of_slot(s, ev, hit);
+    KernelSlot *set = kernel_slot(s, ev, raw);
+    const KernelSlot *hit = set ? kernel_hit(s, set, raw) : NULL;
+    int status = hit ? kernel_of_slot(s, ev, hit) : kernel_made(s, ev, set, raw);
+    for (int r = 0; r < R_COUNT; r++) Py_XDECREF(raw[r]);
+    return status;
+}
+
+/* a kernel's shape made from its fields (and kept in a slot of `set`, where there is one and the fields did not
+ * change meanwhile) */
+static int kernel_made(JState *s, PyObject *ev, KernelSlot *slot, PyObject *const *raw) {
     PyObject *o[K_COUNT] = {NULL};
     PyObject *occupancy_key = Py_None;
     int status = -1;
@@ -3651,7 +3709,9 @@ static int handle_kernel(JState *s, PyObject *ev) {
     if (numbers < 0) goto done;
     /* a metric not written as a plain number: the twin counts the non-finite ones */
     if (!numbers && kernel_non_finite(s, o[K_BPS], o[K_WPS], o[K_OCCV]) < 0) goto done;
-    if (slot && id >= 0 && kernel_slots_of == s->shape_ids) kernel_keep(slot, raw, o[K_SHAPE], id, numbers);
+    if (slot && id >= 0 && s->kernel_gen == kernel_slots_gen && kernel_unchanged(ev, raw) &&
+        id < PyList_Size(s->shapes))
+        kernel_keep(slot, raw, PyList_GetItem(s->shapes, id), id, numbers);
     status = 0;
 done:
     for (int k = 0; k < K_COUNT; k++) Py_XDECREF(o[k]);
@@ -3715,6 +3775,8 @@ static long kernel_gather(JState *s, double ts, double dur, PyObject **o, PyObje
 /* the collector's tables and helpers, looked up once a call; 0, or -1 with the error raised */
 static int state_open(JState *s, PyObject *collector) {
     memset(s, 0, sizeof *s);
+    s->collector = collector;
+    s->kernel_ok = j_collector_type && Py_TYPE(collector) == (PyTypeObject *)j_collector_type;
     s->ops.run = s->frames.run = -1, s->rt_thread = -1;
     s->contents = hold(s, get(collector, "c"));
     PyObject *ops = hold(s, get(s->contents, "ops")), *kernels = hold(s, get(s->contents, "kernels"));
@@ -5045,9 +5107,9 @@ static int scan_bind_keys(PyObject *pairs, int first, int last) {
 static PyObject *core_json_bind(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
     j_binds++;  /* a Slices' open sink run reuses structs of the binding before: its next event goes to the batch */
-    if (nargs != 18) {
-        PyErr_SetString(PyExc_TypeError,
-                        "json_bind takes the collector's 14 constants and twins, Event, EventArgs and their keys");
+    if (nargs != 19 || !PyType_Check(args[18])) {
+        PyErr_SetString(PyExc_TypeError, "json_bind takes the collector's 14 constants and twins, Event, EventArgs, "
+                                         "their keys and Collector");
         return NULL;
     }
     for (int k = 0; k < 5; k++)
@@ -5090,6 +5152,8 @@ static PyObject *core_json_bind(PyObject *self, PyObject *const *args, Py_ssize_
         *slot = new_ref(args[k]);
         Py_XDECREF(old);
     }
+    J_SETREF(j_collector_type, new_ref(args[18]));
+    kernel_slots_clear();  /* shapes made under the binding before */
     if (find_fields(j_event_type, A_CAT, A_ARGS) < 0 || find_fields(j_args_type, A_CORRELATION, A_ORIGINAL_STREAM) < 0 ||
         scan_bind_keys(args[16], A_CAT, A_ARGS) < 0 || scan_bind_keys(args[17], A_CORRELATION, A_ORIGINAL_STREAM) < 0) {
         for (int k = 0; k < A_COUNT; k++) field_offset[k] = 0;
@@ -5330,6 +5394,40 @@ static PyObject *core_parents(PyObject *self, PyObject *const *args, Py_ssize_t 
     return out;
 }
 
+/* up_the_tree(parents, first, total, true_total): key_averages.pure_up_the_tree's loop for the spans first ..
+ * first + len(parents) - 1, last first (the caller hands the chunks from the thread's last): each span's total and
+ * true total added to its parent's, in place in the two bytearrays of doubles. A parent past the spans raises
+ * IndexError where the twin's would, what was added before it added. */
+static PyObject *core_up_the_tree(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    (void)self;
+    if (nargs != 4 || !PyByteArray_Check(args[2]) || !PyByteArray_Check(args[3])) {
+        PyErr_SetString(PyExc_TypeError, "up_the_tree(parents, first, total, true_total): the totals bytearrays");
+        return NULL;
+    }
+    Py_ssize_t m = items8(args[0], "up_the_tree's parents"), n = PyByteArray_Size(args[2]) / 8;
+    if (m < 0) return NULL;
+    Py_ssize_t first = PyLong_AsSsize_t(args[1]);
+    if (first == -1 && PyErr_Occurred()) return NULL;
+    if (PyByteArray_Size(args[2]) % 8 || PyByteArray_Size(args[3]) != PyByteArray_Size(args[2]) || first < 0 ||
+        first + m > n) {
+        PyErr_SetString(PyExc_ValueError, "up_the_tree: totals of as many doubles, and the parents' spans in them");
+        return NULL;
+    }
+    const long long *parent = (const long long *)PyBytes_AsString(args[0]);
+    double *total = (double *)PyByteArray_AsString(args[2]), *true_total = (double *)PyByteArray_AsString(args[3]);
+    for (Py_ssize_t j = m - 1; j >= 0; j--) {
+        long long up = parent[j];
+        if (up < 0) continue;
+        if (up >= n) {
+            PyErr_SetString(PyExc_IndexError, "index out of bounds on dimension 1");  /* the twin's memoryview's */
+            return NULL;
+        }
+        total[up] += total[first + j];
+        true_total[up] += true_total[first + j];
+    }
+    Py_RETURN_NONE;
+}
+
 /* innermost(starts, ends, base, times, lasts, stack, tops, pushed): key_averages.pure_innermost's loop for times in
  * order (each with `last`, the latest span starting at or before it), the spans from `base` on at hand: (the times
  * answered, the spans pushed after them, each answered time's innermost span as int64 bytes). It stops early where
@@ -5415,6 +5513,8 @@ static PyMethodDef methods[] = {
     {"quote_counts", (PyCFunction)(void (*)(void))core_quote_counts, METH_FASTCALL,
      "scan.pure_quote_counts, compiled"},
     {"parents", (PyCFunction)(void (*)(void))core_parents, METH_FASTCALL, "key_averages.pure_parents, compiled"},
+    {"up_the_tree", (PyCFunction)(void (*)(void))core_up_the_tree, METH_FASTCALL,
+     "key_averages.pure_up_the_tree, compiled, a chunk of spans at a time"},
     {"innermost", (PyCFunction)(void (*)(void))core_innermost, METH_FASTCALL,
      "key_averages.pure_innermost's sweep, compiled"},
     {NULL, NULL, 0, NULL},
@@ -5426,7 +5526,7 @@ static struct PyModuleDef module = {
 };
 
 /* API: the version of these functions' arguments and meaning that wizard/trace/read/core.py binds (raised with it) */
-#define CORE_API 9
+#define CORE_API 10
 
 PyMODINIT_FUNC PyInit__core(void) {
     PyObject *m = PyModule_Create(&module);

@@ -16,12 +16,15 @@ import pytest
 
 from wizard.trace.health import key_averages
 from wizard.trace.health.key_averages import (
+    _doubles,
     _root,
     _thread_tree,
     compiled_innermost,
     compiled_parents,
+    compiled_up_the_tree,
     pure_innermost,
     pure_parents,
+    pure_up_the_tree,
 )
 from wizard.trace.read.core import compiled
 
@@ -59,6 +62,57 @@ def test_compiled_sweeps_give_the_twins_answers(monkeypatch: pytest.MonkeyPatch,
         tree = _thread_tree(start, end, np.arange(len(start)), times)
         assert same(compiled_parents(core, tree.start, tree.end), pure_parents(tree.start, tree.end))
         assert same(compiled_innermost(core, tree, times), pure_innermost(tree, times))
+
+
+def bits(values: Any) -> list[bytes]:
+    """Each double by its bytes: NaN equal to NaN, -0.0 not to 0.0."""
+    return [np.float64(v).tobytes() for v in values]
+
+
+@pytest.mark.parametrize("chunk_bytes", [8, 24, 1 << 16])
+@pytest.mark.parametrize("seed", range(6))
+def test_compiled_up_the_tree_sums_as_the_twin(monkeypatch: pytest.MonkeyPatch, chunk_bytes: int, seed: int) -> None:
+    """Each span's totals added up the tree (``up_the_tree``), a chunk of one, three or every span at a time: the
+    twin's doubles, bit for bit (the same additions in the same order), on the sweep's own trees and on parents
+    that point anywhere before or after the span, with NaN, infinite and signed-zero totals."""
+    monkeypatch.setattr(key_averages, "_CHUNK_BYTES", chunk_bytes)
+    rng = random.Random(seed)
+    values = (0.0, -0.0, 1.5, 1e300, -1e300, math.inf, -math.inf, math.nan, 3.0, 1e-300)
+    for _ in range(120):
+        start, end, times = random_case(rng)
+        parent = _thread_tree(start, end, np.arange(len(start)), times).parent if rng.random() < 0.5 else None
+        n = len(parent) if parent is not None else rng.choice([0, 1, 7, 50])
+        if parent is None:
+            parent = array("q", [rng.randrange(-2, n) for _ in range(n)])
+        own = np.array([rng.choice(values) for _ in range(n)], dtype=np.float64)
+        claimed = np.array([rng.choice(values) for _ in range(n)], dtype=np.float64)
+        ours = compiled_up_the_tree(core, parent, _doubles(claimed), _doubles(own))
+        theirs = pure_up_the_tree(parent, _doubles(claimed), _doubles(own))
+        assert [bits(a) for a in ours] == [bits(a) for a in theirs]
+
+
+def test_up_the_tree_refuses_what_is_not_its_own_as_the_twin_does() -> None:
+    """A parent past the spans: the twin's IndexError, in its words; arguments that are not a chunk of the
+    totals: one line, nothing added."""
+    assert core is not None
+    parent, total = array("q", [-1, 5]), _doubles(np.array([1.0, 2.0]))
+    for up_the_tree in (pure_up_the_tree, lambda *a: compiled_up_the_tree(core, *a)):
+        with pytest.raises(IndexError, match="index out of bounds on dimension 1"):
+            up_the_tree(parent, bytearray(total), bytearray(total))
+    two = _doubles(np.array([1.0, 2.0]))
+    cases: list[tuple[tuple[Any, ...], type[Exception], str]] = [
+        ((b"\0" * 7, 0, bytearray(two), bytearray(two)), TypeError, "up_the_tree's parents: bytes of 8-byte items"),
+        ((b"", 0, bytes(two), bytearray(two)), TypeError, "the totals bytearrays"),
+        ((array("q", [-1]).tobytes(), 2, bytearray(two), bytearray(two)), ValueError, "the parents' spans in them"),
+        ((array("q", [-1]).tobytes(), -1, bytearray(two), bytearray(two)), ValueError, "the parents' spans in them"),
+        ((b"", 0, bytearray(two), bytearray(two[:8])), ValueError, "totals of as many doubles"),
+    ]
+    for args, kind, words in cases:
+        with pytest.raises(kind, match=words):
+            core.up_the_tree(*args)
+    lengths = array("q", [-1]), _doubles(np.array([1.0, 2.0])), _doubles(np.array([1.0, 2.0]))
+    with pytest.raises(IndexError):  # three of other lengths: the twin's answer, its error
+        compiled_up_the_tree(core, *lengths)
 
 
 def test_a_deep_chain_swept_in_chunks_keeps_its_stack_between_them(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -101,3 +155,4 @@ def test_the_sweeps_refuse_what_is_not_theirs_in_one_line() -> None:
 def test_summary_table_binds_the_compiled_sweeps_where_the_core_is_built() -> None:
     assert key_averages._parents.func is compiled_parents  # type: ignore[attr-defined]
     assert key_averages._innermost.func is compiled_innermost  # type: ignore[attr-defined]
+    assert key_averages._up_the_tree.func is compiled_up_the_tree  # type: ignore[attr-defined]

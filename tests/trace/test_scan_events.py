@@ -16,6 +16,7 @@ KeyboardInterrupt among them) reaches the caller as raised (each found here, the
 
 from __future__ import annotations
 
+import gc
 import gzip
 import json
 import math
@@ -41,7 +42,7 @@ from wizard.testing.traces import KernelSpec, TraceBuilder, demo_launches
 from wizard.trace.inspection.run import inspect_trace
 from wizard.trace.read import collector as collector_module
 from wizard.trace.read.collector import MAX_NAME, Collector, TraceContents
-from wizard.trace.read.events import EVENTS_DECODER, Event, decode_block
+from wizard.trace.read.events import EVENTS_DECODER, Event, EventArgs, decode_block
 from wizard.trace.read.reader import ReaderConfig, read_trace
 
 if collector_module.scan_events is None:
@@ -744,6 +745,98 @@ def test_a_kernel_slot_serves_the_table_it_was_made_for() -> None:
     reference = Collector(TraceContents(path=""))
     assert msgspec_way(reference, launch(3, name="j"))
     assert kept(second) == kept(reference)
+
+
+def kernel_event(ts: int, name: str = "k", grid: list[int] | None = None) -> Event:
+    """A kernel as the msgspec decoder makes it, for Collector.add."""
+    args = EventArgs(correlation=ts, device=0, stream=7, grid=[4, 1, 1] if grid is None else grid,
+                     block=[128, 1, 1], registers=32, shared_memory=0, blocks_per_sm=1.5, warps_per_sm=12,
+                     occupancy=25)  # fmt: skip
+    return Event(cat="kernel", name=name, pid=0, tid=7, ts=float(ts), dur=2.0, args=args)
+
+
+def test_a_grid_changed_in_place_between_adds_is_read_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A caller's one grid list, changed in place before each add: the slots keep a grid as the tuple of its ints,
+    never the list (matched as the list itself, each value after the first that fell in a filled set got that
+    set's old shape). The twin's 599 grids, in order."""
+
+    def run() -> Collector:
+        grid, collector = [1, 1, 1], Collector(TraceContents(path=""))
+        for v in range(1, 600):
+            grid[0] = v
+            collector.add([kernel_event(v, grid=grid)])
+        return collector
+
+    ours = run()
+    monkeypatch.setattr(collector_module, "collect_events", collector_module.pure_collect_events)
+    theirs = run()
+    assert [shape[5] for shape in theirs.c.kernels._shapes] == [(v, 1, 1) for v in range(1, 600)]
+    assert kept(ours) == kept(theirs)
+
+
+def test_a_second_collector_over_the_same_contents_fills_its_own_memos() -> None:
+    """The slots serve one collector: another one, over the same contents (so the same kernel table), makes its
+    shapes again, and its memos (names, reported values, grids) are filled as the twin's are."""
+
+    def second(way: Callable[[Collector, bytes], bool]) -> Collector:
+        contents = TraceContents(path="")
+        for collector in (Collector(contents), Collector(contents)):
+            assert way(collector, b",".join([launch(1), launch(2)]))
+        return collector
+
+    ours, theirs = second(lambda c, block: c.add_bytes(block)), second(msgspec_way)
+    assert theirs._names == {"k": "k"} and len(theirs._reported) == 3
+    assert kept(ours) == kept(theirs)
+
+
+class Renaming(Collector):
+    """A collector whose ``_value`` renames the first kernel while it is handled (once)."""
+
+    target: Event | None = None
+
+    def _value(self, value: Any) -> Any:
+        if self.target is not None:
+            self.target.name, self.target = "renamed", None
+        return super()._value(value)
+
+
+def test_a_subclass_is_asked_as_the_twin_asks_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The slots serve Collector itself: a subclass's methods are asked as the twin asks them. Minimal: the first
+    of two kernels named k renamed by ``_value`` while it is handled: the shapes are renamed then k (a slot keyed
+    on the fields read before the rename gave the second kernel the first's renamed shape)."""
+
+    def run() -> Collector:
+        events = [kernel_event(1), kernel_event(2)]
+        collector = Renaming(TraceContents(path=""))
+        collector.target = events[0]
+        collector.add(events)
+        return collector
+
+    ours = run()
+    monkeypatch.setattr(collector_module, "collect_events", collector_module.pure_collect_events)
+    theirs = run()
+    assert [theirs.c.kernels._shapes[i][0] for i in theirs.c.kernels._shape] == ["renamed", "k"]
+    assert kept(ours) == kept(theirs)
+
+
+def test_the_kernel_slots_keep_no_read_alive() -> None:
+    """The slots hold a weak reference to their collector and a few hundred shapes, not its table: a read of 4,000
+    distinct shapes, dropped, leaves less than a tenth of what it allocated."""
+    block = b",".join(launch(i, grid=f"[{i},1,1]") for i in range(1, 4001))
+    tracemalloc.start()
+    try:
+        assert Collector(TraceContents(path="")).add_bytes(block)  # the scanner's arrays kept for the next block
+        gc.collect()
+        before = tracemalloc.get_traced_memory()[0]
+        collector = Collector(TraceContents(path=""))
+        assert collector.add_bytes(block)
+        held = tracemalloc.get_traced_memory()[0] - before
+        del collector
+        gc.collect()
+        left = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert held > 1 << 20 and left < held / 10, (held, left)
 
 
 class Raising(Collector):

@@ -452,15 +452,55 @@ def compiled_innermost(core: Any, tree: _Thread, times: Floats) -> Ints:
     return out
 
 
-def _bind_sweeps() -> tuple[Callable[[Floats, Floats], array[int]], Callable[[_Thread, Floats], Ints]]:
+def _doubles(values: Any) -> bytearray:
+    """A copy of float64 values as the bytes of doubles, read from their buffer (``tobytes`` made a second copy
+    first): what the compiled ``up_the_tree`` adds into in place, and numpy reads without a copy."""
+    return bytearray(memoryview(values).cast("B"))
+
+
+def pure_up_the_tree(parent: array[int], total: bytearray, true_total: bytearray) -> tuple[Floats, Floats]:
+    """Each span's device total: its own plus its children's (an overhead record's claim is in ``total`` as a
+    child's would be), and the same with each GPU event once. Doubles in place, summed in the same order as
+    lists of floats were (a Python float per span was 32 bytes, two lists of them the summary table's peak). The
+    twin of the compiled core's ``up_the_tree`` (``compiled_up_the_tree``), where the core is not built."""
+    totals, true_totals = memoryview(total).cast("d"), memoryview(true_total).cast("d")
+    for i in range(len(totals) - 1, -1, -1):  # children come after their parent
+        up = parent[i]
+        if up >= 0:
+            totals[up] += totals[i]
+            true_totals[up] += true_totals[i]
+    totals.release(), true_totals.release()
+    return _floats(total), _floats(true_total)
+
+
+def compiled_up_the_tree(
+    core: Any, parent: array[int], total: bytearray, true_total: bytearray
+) -> tuple[Floats, Floats]:
+    """``pure_up_the_tree`` by the compiled core, the parents handed a chunk at a time from the last (a copy of
+    each chunk, not of the thread's); the twin's where the three are not as long as one another (its errors)."""
+    spans = len(total) // 8
+    if len(parent) != spans or len(true_total) != len(total):
+        return pure_up_the_tree(parent, total, true_total)
+    step = _CHUNK_BYTES // 8
+    for hi in range(spans, 0, -step):
+        lo = max(0, hi - step)
+        core.up_the_tree(parent[lo:hi].tobytes(), lo, total, true_total)
+    return _floats(total), _floats(true_total)
+
+
+def _bind_sweeps() -> tuple[
+    Callable[[Floats, Floats], array[int]],
+    Callable[[_Thread, Floats], Ints],
+    Callable[[array[int], bytearray, bytearray], tuple[Floats, Floats]],
+]:
     """The compiled sweeps where the core is built (and of this API), else their twins."""
     core = compiled()
     if core is None:
-        return pure_parents, pure_innermost
-    return partial(compiled_parents, core), partial(compiled_innermost, core)
+        return pure_parents, pure_innermost, pure_up_the_tree
+    return partial(compiled_parents, core), partial(compiled_innermost, core), partial(compiled_up_the_tree, core)
 
 
-_parents, _innermost = _bind_sweeps()
+_parents, _innermost, _up_the_tree = _bind_sweeps()
 
 
 def summary_table(contents: TraceContents) -> SummaryTable:
@@ -586,25 +626,6 @@ def _claimed_by_name(events: _Events, overheads: Overheads, claims: dict[int, in
 def _thread_count(contents: TraceContents) -> int:
     threads = _as_stored(contents.runtime.threads)  # a view: the max of a copy was a temporary per call
     return int(threads.max()) + 1 if len(threads) else 0
-
-
-def _doubles(values: Any) -> array[float]:
-    """A copy of float64 values as ``array("d")``, read from their buffer (``tobytes`` made a second copy first)."""
-    out = array("d")
-    out.frombytes(memoryview(values).cast("B"))
-    return out
-
-
-def _up_the_tree(parent: array[int], total: array[float], true_total: array[float]) -> tuple[Floats, Floats]:
-    """Each span's device total: its own plus its children's (an overhead record's claim is in ``total`` as a
-    child's would be), and the same with each GPU event once. Doubles in arrays, summed in the same order as
-    lists of floats were (a Python float per span was 32 bytes, two lists of them the summary table's peak)."""
-    for i in range(len(total) - 1, -1, -1):  # children come after their parent
-        up = parent[i]
-        if up >= 0:
-            total[up] += total[i]
-            true_total[up] += true_total[i]
-    return _floats(total), _floats(true_total)
 
 
 def _device_rows(events: _Events, contents: TraceContents) -> list[SummaryRow]:

@@ -608,7 +608,7 @@ def compiled_collect_events() -> Callable[[Collector, list[Event]], None] | None
     core.json_bind(
         OP_CATEGORIES, RUNTIME_CATEGORIES, KERNEL_CATEGORIES, PYTHON_CATEGORIES, GPU_OP_CATEGORIES, MAX_NAME,
         _number, as_int, _ThreadIntervals, _NO_ARGS, OCCUPANCY_KEY, THEORETICAL_KEY, reported(None),
-        pure_collect_events, Event, EventArgs, _keys(Event), _keys(EventArgs),
+        pure_collect_events, Event, EventArgs, _keys(Event), _keys(EventArgs), Collector,
     )  # fmt: skip
     compiled: Callable[[Collector, list[Event]], None] = core.collect_events
     return compiled

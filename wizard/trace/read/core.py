@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from types import ModuleType
 
-API = 9
+API = 10
 
 
 def compiled() -> ModuleType | None:
