@@ -2866,17 +2866,22 @@ typedef struct {
 static KernelSlot kernel_slots[KERNEL_SLOTS];
 static PyObject *kernel_slots_for = NULL;
 static unsigned long kernel_slots_gen = 1;
+static int kernel_slots_busy = 0;  /* being emptied: a free there may run code, which finds no slots meanwhile */
 
 static void kernel_slots_clear(void) {
     kernel_slots_gen++;
+    kernel_slots_busy++;
+    PyObject *owner = kernel_slots_for;
+    kernel_slots_for = NULL;
     for (int k = 0; k < KERNEL_SLOTS; k++) {
         KernelSlot *slot = &kernel_slots[k];
         PyObject *held[R_COUNT + 1];
         for (int r = 0; r < R_COUNT; r++) held[r] = slot->raw[r], slot->raw[r] = NULL;
         held[R_COUNT] = slot->shape, slot->shape = NULL;
-        for (int r = 0; r <= R_COUNT; r++) Py_XDECREF(held[r]);  /* after the slot is empty: a free may run code */
+        for (int r = 0; r <= R_COUNT; r++) Py_XDECREF(held[r]);  /* after the slot is empty */
     }
-    Py_CLEAR(kernel_slots_for);
+    Py_XDECREF(owner);
+    kernel_slots_busy--;
 }
 
 /* one call's state: the collector's tables and helpers (borrowed from `held`), the gathered appends */
@@ -3532,11 +3537,13 @@ static int kernel_slots_serve(JState *s) {
     int same = served == s->collector;
     Py_XDECREF(served);
     if (!same) {
-        kernel_slots_clear();
-        if (!(kernel_slots_for = PyWeakref_NewRef(s->collector, NULL))) {
+        PyObject *ref = PyWeakref_NewRef(s->collector, NULL);  /* first: making it may run code that fills slots */
+        if (!ref) {
             PyErr_Clear();
             return -1;
         }
+        kernel_slots_clear();
+        kernel_slots_for = ref;  /* the slots empty, no code run since */
     }
     s->kernel_gen = kernel_slots_gen;
     return 0;
@@ -3545,7 +3552,8 @@ static int kernel_slots_serve(JState *s) {
 /* a kernel's raw values (new references into raw, read from the scanner's Event and EventArgs: NULL for any other
  * event, or a value a slot does not keep, raw then left empty) and its set of slots */
 static KernelSlot *kernel_slot(JState *s, PyObject *ev, PyObject **raw) {
-    if (!s->kernel_ok || !s->shape_ids || Py_TYPE(ev) != (PyTypeObject *)j_event_type || !field_offset[A_ARGS])
+    if (!s->kernel_ok || kernel_slots_busy || !s->shape_ids || Py_TYPE(ev) != (PyTypeObject *)j_event_type ||
+        !field_offset[A_ARGS])
         return NULL;
     PyObject *args = *slot_of(ev, A_ARGS);
     if (!args || Py_TYPE(args) != (PyTypeObject *)j_args_type) return NULL;
@@ -3567,15 +3575,17 @@ static KernelSlot *kernel_slot(JState *s, PyObject *ev, PyObject **raw) {
     return &kernel_slots[2 * ((h * UINT64_C(0xFF51AFD7ED558CCD)) >> (64 - KERNEL_BITS))];
 }
 
-/* whether the event's fields still hold the raw values read at its start (code run since could have written them) */
-static int kernel_unchanged(PyObject *ev, PyObject *const *raw) {
+/* whether the event's fields still hold the raw values read at its start (code run since could have written them),
+ * its grid and block lists still the values the shape was made of (`dims`: the tuples dims_of gave) */
+static int kernel_unchanged(PyObject *ev, PyObject *const *raw, PyObject *const *dims) {
     PyObject *args = *slot_of(ev, A_ARGS);
     if (!args || Py_TYPE(args) != (PyTypeObject *)j_args_type) return 0;
     for (int r = 0; r < R_COUNT; r++) {
         int k = raw_field[r];
         if (*slot_of(k <= A_ARGS ? ev : args, k) != raw[r]) return 0;
     }
-    return 1;
+    return PyTuple_CheckExact(dims[0]) && PyTuple_CheckExact(dims[1]) && same_raw(dims[0], raw[R_GRID]) &&
+           same_raw(dims[1], raw[R_BLOCK]);
 }
 
 /* the slot of the set whose raw values are these, and whose shape is still the table's at its id, or NULL */
@@ -3591,18 +3601,13 @@ static const KernelSlot *kernel_hit(const JState *s, const KernelSlot *set, PyOb
     return NULL;
 }
 
-/* a shape (the table's tuple at id) into its set's first slot, the one there moved to the second (the second's,
- * the older, let go); nothing where a grid or block cannot be kept as a tuple */
-static void kernel_keep(KernelSlot *set, PyObject *const *raw, PyObject *shape, long id, int numbers) {
+/* a shape (the table's tuple at id) into its set's first slot, keyed on the raw values and, for the grid and the
+ * block, the tuples the shape was made of (`dims`); the one there moved to the second (the second's, the older,
+ * let go) */
+static void kernel_keep(KernelSlot *set, PyObject *const *raw, PyObject *const *dims, PyObject *shape, long id,
+                        int numbers) {
     PyObject *kept[R_COUNT];
-    for (int r = 0; r < R_COUNT; r++) {
-        kept[r] = PyList_CheckExact(raw[r]) ? PyList_AsTuple(raw[r]) : new_ref(raw[r]);
-        if (!kept[r]) {
-            PyErr_Clear();
-            for (int q = 0; q < r; q++) Py_DECREF(kept[q]);
-            return;
-        }
-    }
+    for (int r = 0; r < R_COUNT; r++) kept[r] = new_ref(r == R_GRID ? dims[0] : r == R_BLOCK ? dims[1] : raw[r]);
     KernelSlot gone = set[1];
     set[1] = set[0];
     for (int r = 0; r < R_COUNT; r++) set[0].raw[r] = kept[r];
@@ -3709,9 +3714,10 @@ static int kernel_made(JState *s, PyObject *ev, KernelSlot *slot, PyObject *cons
     if (numbers < 0) goto done;
     /* a metric not written as a plain number: the twin counts the non-finite ones */
     if (!numbers && kernel_non_finite(s, o[K_BPS], o[K_WPS], o[K_OCCV]) < 0) goto done;
-    if (slot && id >= 0 && s->kernel_gen == kernel_slots_gen && kernel_unchanged(ev, raw) &&
-        id < PyList_Size(s->shapes))
-        kernel_keep(slot, raw, PyList_GetItem(s->shapes, id), id, numbers);
+    PyObject *dims[2] = {o[K_GRID], o[K_BLOCK]};
+    if (slot && id >= 0 && s->kernel_gen == kernel_slots_gen && !kernel_slots_busy &&
+        kernel_unchanged(ev, raw, dims) && id < PyList_Size(s->shapes))
+        kernel_keep(slot, raw, dims, PyList_GetItem(s->shapes, id), id, numbers);
     status = 0;
 done:
     for (int k = 0; k < K_COUNT; k++) Py_XDECREF(o[k]);
@@ -3772,6 +3778,18 @@ static long kernel_gather(JState *s, double ts, double dur, PyObject **o, PyObje
     return buf_int(&s->k_shape, (int)id) < 0 ? -2 : id;
 }
 
+/* whether a collector's bound hook is Collector's own function (an instance's attribute of that name is not) */
+static int own_hook(PyObject *bound, const char *name) {
+    if (!bound) return 0;
+    PyObject *func = PyObject_GetAttrString(bound, "__func__");
+    PyObject *own = func ? PyObject_GetAttrString(j_collector_type, name) : NULL;
+    int same = func && own && func == own;
+    Py_XDECREF(func);
+    Py_XDECREF(own);
+    PyErr_Clear();
+    return same;
+}
+
 /* the collector's tables and helpers, looked up once a call; 0, or -1 with the error raised */
 static int state_open(JState *s, PyObject *collector) {
     memset(s, 0, sizeof *s);
@@ -3812,6 +3830,9 @@ static int state_open(JState *s, PyObject *collector) {
     PyObject *timeline = hold(s, get(s->contents, "timeline"));
     s->categories = hold(s, get(timeline, "categories"));
     if (PyErr_Occurred()) return -1;  /* the first lookup that failed raised */
+    /* the kernel slots skip _value, _dims and _profiler_occupancy on a hit: only where they are Collector's own */
+    s->kernel_ok = s->kernel_ok && own_hook(s->value, "_value") && own_hook(s->dims_fn, "_dims") &&
+                   own_hook(s->occupancy, "_profiler_occupancy");
     s->ops.run_of = hold(s, PyDict_New());
     s->frames.run_of = hold(s, PyDict_New());
     if (!s->ops.run_of || !s->frames.run_of) return -1;

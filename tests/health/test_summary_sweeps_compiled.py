@@ -113,6 +113,10 @@ def test_up_the_tree_refuses_what_is_not_its_own_as_the_twin_does() -> None:
     lengths = array("q", [-1]), _doubles(np.array([1.0, 2.0])), _doubles(np.array([1.0, 2.0]))
     with pytest.raises(IndexError):  # three of other lengths: the twin's answer, its error
         compiled_up_the_tree(core, *lengths)
+    for size, parents in ((7, 0), (17, 2)):  # totals that are no whole doubles: the twin's TypeError
+        for up_the_tree in (pure_up_the_tree, lambda *a: compiled_up_the_tree(core, *a)):
+            with pytest.raises(TypeError, match="memoryview: length is not a multiple of itemsize"):
+                up_the_tree(array("q", [-1] * parents), bytearray(size), bytearray(size))
 
 
 def test_a_deep_chain_swept_in_chunks_keeps_its_stack_between_them(monkeypatch: pytest.MonkeyPatch) -> None:

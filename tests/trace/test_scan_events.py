@@ -24,6 +24,7 @@ import random
 import re
 import time
 import tracemalloc
+import weakref
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -42,7 +43,7 @@ from wizard.testing.traces import KernelSpec, TraceBuilder, demo_launches
 from wizard.trace.inspection.run import inspect_trace
 from wizard.trace.read import collector as collector_module
 from wizard.trace.read.collector import MAX_NAME, Collector, TraceContents
-from wizard.trace.read.events import EVENTS_DECODER, Event, EventArgs, decode_block
+from wizard.trace.read.events import EVENTS_DECODER, Event, EventArgs, decode_block, reported
 from wizard.trace.read.reader import ReaderConfig, read_trace
 
 if collector_module.scan_events is None:
@@ -817,6 +818,118 @@ def test_a_subclass_is_asked_as_the_twin_asks_it(monkeypatch: pytest.MonkeyPatch
     theirs = run()
     assert [theirs.c.kernels._shapes[i][0] for i in theirs.c.kernels._shape] == ["renamed", "k"]
     assert kept(ours) == kept(theirs)
+
+
+@pytest.fixture
+def rebound_as_int(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[Callable[[Any], Any]], None]]:
+    """Binds the core to a wrapper of ``as_int`` (the Python the kernel handler calls for a registers count that is
+    no int, after the kernel's grid is read), and back to the module's own after the test."""
+
+    def bind(hook: Callable[[Any], Any]) -> None:
+        monkeypatch.setattr(collector_module, "as_int", hook)
+        assert collector_module.compiled_collect_events() is not None  # json_bind again, with the hook
+
+    yield bind
+    monkeypatch.undo()
+    assert collector_module.compiled_collect_events() is not None
+
+
+def test_a_grid_changed_mid_kernel_keys_no_slot_on_its_new_value(
+    rebound_as_int: Callable[[Callable[[Any], Any]], None],
+) -> None:
+    """Python code run while a kernel is handled (``as_int`` of a registers count written as text) changes its grid
+    list in place after its shape read it: the slot is keyed on the grid the shape was made of, so a later kernel
+    of the new grid gets its own shape. 3,000 new grids (a slot keyed on the list's value when kept gave those
+    whose kernels fell in the old grid's set of slots the old grid's shape)."""
+    real, state = collector_module.as_int, {"target": None, "x": 0}
+
+    def change(value: Any) -> Any:
+        if state["target"] is not None:
+            state["target"][0], state["target"] = state["x"], None
+        return real(value)
+
+    rebound_as_int(change)
+
+    def kernel_of(ts: int, grid: list[int] | None = None) -> Event:
+        made = kernel_event(ts, grid=grid)
+        made.args = msgspec.structs.replace(made.args, registers="32")
+        return made
+
+    for x in range(5, 3005):
+        collector, first = (
+            Collector(
+                TraceContents(path=""),
+            ),
+            kernel_of(1),
+        )
+        state.update(target=first.args.grid, x=x)
+        collector.add([first])
+        assert state["target"] is None and first.args.grid == [x, 1, 1]
+        collector.add([kernel_of(2, grid=[x, 1, 1])])
+        table = collector.c.kernels
+        assert [table._shapes[i][5] for i in table._shape] == [(4, 1, 1), (x, 1, 1)], x
+
+
+def test_a_collector_read_inside_the_slots_change_of_hands_leaves_no_reference() -> None:
+    """A GC callback that reads a kernel into another collector B at each of the first collections of collector A's
+    kernel (so inside the slots' change of hands to A, among other places): once the slots are emptied no weak
+    reference to B is left (one was overwritten, leaked, where B's read ran inside A's), and each collector's
+    table holds its own kernel's shape."""
+    state: dict[str, Any] = {"starts": 0, "at": 0, "other": None}
+
+    def read_other(phase: str, info: dict[str, int]) -> None:
+        if phase == "start" and state["other"] is not None:
+            state["starts"] += 1
+            if state["starts"] == state["at"]:
+                other, state["other"] = state["other"], None
+                other.add([kernel_event(50, name="b")])
+
+    gc.callbacks.append(read_other)
+    threshold = gc.get_threshold()
+    try:
+        for at in range(1, 40):
+            collector_module.release_scan_arrays()
+            first, other = Collector(TraceContents(path="")), Collector(TraceContents(path=""))
+            state.update(starts=0, at=at, other=other)
+            gc.set_threshold(1)
+            try:
+                first.add([kernel_event(1)])
+            finally:
+                gc.set_threshold(*threshold)
+                fired, state["other"] = state["other"] is None, None
+            collector_module.release_scan_arrays()
+            assert weakref.getweakrefcount(other) == 0, at
+            assert [s[0] for s in first.c.kernels._shapes] == ["k"]
+            assert [s[0] for s in other.c.kernels._shapes] == (["b"] if fired else [])
+    finally:
+        gc.callbacks.remove(read_other)
+
+
+def test_an_instance_hook_is_asked_as_the_twin_asks_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Collector whose ``_value`` is set on the instance (its type still Collector): the slots do not serve it,
+    so the hook is asked for every kernel, as the twin asks it. Minimal: four kernels of one shape, ``_value``
+    counting its calls and reporting the count: 12 calls and 4 shapes, as the twin's."""
+
+    def run() -> tuple[Collector, list[Any]]:
+        collector, calls = Collector(TraceContents(path="")), []
+
+        def value(v: Any) -> Any:
+            calls.append(v)
+            return reported(float(len(calls)))
+
+        collector._value = value  # type: ignore[method-assign]
+        collector.add([kernel_event(i) for i in range(1, 5)])
+        return collector, calls
+
+    (ours, our_calls) = run()
+    monkeypatch.setattr(collector_module, "collect_events", collector_module.pure_collect_events)
+    (theirs, their_calls) = run()
+    assert len(their_calls) == 12 and len(theirs.c.kernels._shapes) == 4
+    assert our_calls == their_calls
+    assert (list(ours.c.kernels._shape), ours.c.kernels._shapes) == (
+        list(theirs.c.kernels._shape),
+        theirs.c.kernels._shapes,
+    )
 
 
 def test_the_kernel_slots_keep_no_read_alive() -> None:

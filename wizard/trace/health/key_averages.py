@@ -479,7 +479,7 @@ def compiled_up_the_tree(
     """``pure_up_the_tree`` by the compiled core, the parents handed a chunk at a time from the last (a copy of
     each chunk, not of the thread's); the twin's where the three are not as long as one another (its errors)."""
     spans = len(total) // 8
-    if len(parent) != spans or len(true_total) != len(total):
+    if len(parent) != spans or len(true_total) != len(total) or len(total) % 8:
         return pure_up_the_tree(parent, total, true_total)
     step = _CHUNK_BYTES // 8
     for hi in range(spans, 0, -step):
