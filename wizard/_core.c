@@ -2904,6 +2904,7 @@ typedef struct {
     Seen kinds;  /* the categories' kinds (kind_of_cat) */
     int exposed;  /* the event was handed to Python code since the scanner last cleared it (scan_settle) */
     OpSlot *op_cache;  /* op_refs' last keys, by slot (op_key_ref): OP_SLOTS of them, or NULL */
+    int op_ok;         /* a collector of Collector's own type and _op_ref: the op slots may serve it */
     PyObject *collector;       /* borrowed (its bound methods are held) */
     int kernel_ok;             /* a collector of Collector's own type: the kernel slots may serve it */
     unsigned long kernel_gen;  /* the kernel slots' generation this state found serving its collector; 0: none */
@@ -3111,8 +3112,10 @@ static int same_bytes(PyObject *a, PyObject *b) {
     return memcmp(p, q, (size_t)n) == 0;
 }
 
-/* the op_refs key's slot in the state's cache (made on first use; NULL without memory: looked up as before) */
+/* the op_refs key's slot in the state's cache (made on first use; NULL without memory, or for a collector whose
+ * _op_ref is not Collector's, which might rewrite op_refs: looked up as before) */
 static OpSlot *op_slot(JState *s, PyObject *name, PyObject *dims, PyObject *types) {
+    if (!s->op_ok) return NULL;
     if (!s->op_cache && !(s->op_cache = PyMem_Calloc(OP_SLOTS, sizeof *s->op_cache))) return NULL;
     size_t h = (size_t)((uintptr_t)name >> 4) ^ ((size_t)PyBytes_Size(dims) * 40503u) ^ (size_t)PyBytes_Size(types);
     PyErr_Clear();  /* a size's error: the hash is only a slot */
@@ -3833,6 +3836,8 @@ static int state_open(JState *s, PyObject *collector) {
     /* the kernel slots skip _value, _dims and _profiler_occupancy on a hit: only where they are Collector's own */
     s->kernel_ok = s->kernel_ok && own_hook(s->value, "_value") && own_hook(s->dims_fn, "_dims") &&
                    own_hook(s->occupancy, "_profiler_occupancy");
+    s->op_ok = j_collector_type && Py_TYPE(collector) == (PyTypeObject *)j_collector_type &&
+               own_hook(s->op_ref, "_op_ref");
     s->ops.run_of = hold(s, PyDict_New());
     s->frames.run_of = hold(s, PyDict_New());
     if (!s->ops.run_of || !s->frames.run_of) return -1;

@@ -952,6 +952,29 @@ def test_the_kernel_slots_keep_no_read_alive() -> None:
     assert held > 1 << 20 and left < held / 10, (held, left)
 
 
+class Rewriting(Collector):
+    """A collector whose ``_op_ref`` gives op "a"'s key the new ref of op "b" when it registers "b"."""
+
+    def _op_ref(self, ev: Event) -> int:
+        ref = super()._op_ref(ev)
+        if ev.name == "b":
+            for key in [key for key in self._op_refs if key[0] == "a"]:
+                self._op_refs[key] = ref
+        return ref
+
+
+def test_an_op_ref_a_subclass_rewrites_is_read_again() -> None:
+    """The op slots serve Collector's own ``_op_ref`` (which never rewrites a key's ref): a subclass's may, and its
+    ops are looked up in op_refs each time. Minimal: ops a, a, b, a: refs 0, 0, 1, 1 (a slot kept for a said 0)."""
+    block = b",".join([op(1, name="a"), op(2, name="a"), op(3, name="b"), op(4, name="a")])
+    ours, reference = Rewriting(TraceContents(path="")), Rewriting(TraceContents(path=""))
+    assert ours.add_bytes(block)
+    assert msgspec_way(reference, block)
+    (refs,) = [list(t.refs) for t in reference.c.ops._threads.values()]
+    assert refs == [0, 0, 1, 1]
+    assert kept(ours) == kept(reference)
+
+
 class Raising(Collector):
     """A collector whose complete-event handler raises at the event named "boom" (as a signal's handler raises
     KeyboardInterrupt, or wizard.errors.TerminateSignal, in whatever Python code runs when the signal comes: inside

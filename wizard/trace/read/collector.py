@@ -651,6 +651,6 @@ _scan_release = _bind_scan_release()
 def release_scan_arrays() -> None:
     """The arrays ``scan_events`` keeps from one block for the next, freed: called when a read's blocks are done, so
     they are not resident in the passes' peaks (up to a block's events and their spans, a few MiB); and the last
-    kernels' shapes the core keeps from block to block (and the read's shape table with them), emptied."""
+    kernels' shapes the core keeps from block to block for its collector, emptied."""
     if _scan_release is not None:
         _scan_release()
