@@ -476,7 +476,7 @@ def test_worker_processes_keep_every_range_events_id(tmp_path: Path) -> None:
     b = TraceBuilder()
     b.add_ranged(spec("gemm", repeat=300))
     path = b.write(tmp_path / "ranges.json")
-    small = {"block_size": 4096, "parallel_block": 2048, "parallel_min_bytes": 0}
+    small: dict[str, Any] = {"block_size": 4096, "parallel_block": 2048, "parallel_min_bytes": 0}
     one = read_trace(path, config=ReaderConfig(**small, workers=0))
     two = read_trace(path, config=ReaderConfig(**small, workers=2))
     assert two.timing["workers"] == 2

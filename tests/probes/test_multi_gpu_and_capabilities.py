@@ -115,7 +115,7 @@ def test_eight_devices_after_the_events_in_worker_processes(tmp_path: Path, layo
     text = _written(doc, ("schemaVersion", "traceEvents", "traceName", "deviceProperties"), layout)
     path = tmp_path / f"late{suffix}"
     path.write_bytes(gzip.compress(text.encode()) if suffix == ".json.gz" else text.encode())
-    small = {"block_size": 4096, "parallel_block": 2048, "parallel_min_bytes": 0}
+    small: dict[str, Any] = {"block_size": 4096, "parallel_block": 2048, "parallel_min_bytes": 0}
     one = read_trace(path, config=ReaderConfig(**small, workers=0))
     two = read_trace(path, config=ReaderConfig(**small, workers=2))
     assert two.timing["workers"] == 2  # decoded by the workers, not sent back down the sequential path

@@ -213,13 +213,18 @@ def test_only_the_runs_reads_hash_the_files_ends(tmp_path: Path, monkeypatch: py
     """The fingerprint is the engine's (ReaderConfig.fingerprint): ``trace inspect``, ``diff`` and a library read
     hash nothing (2 MiB through CPython's own SHA-256 was 12 ms of every read); the run's inspection hashes the
     file once, from the read's open, to the old formula."""
+    from wizard.file_ends import OpenedEnds, opened_ends
     from wizard.probes.inspections import inspection
     from wizard.trace.inspection.run import inspect_paths
     from wizard.trace.read import reader
 
     hashed: list[str] = []
-    real = reader.opened_ends
-    monkeypatch.setattr(reader, "opened_ends", lambda p, fd: hashed.append(str(p)) or real(p, fd))
+
+    def counted(p: Path, fd: int) -> OpenedEnds | None:
+        hashed.append(str(p))
+        return opened_ends(p, fd)
+
+    monkeypatch.setattr(reader, "opened_ends", counted)
     path = _big_trace(tmp_path / "three.json", 3500)
     assert reader.read_trace(path).ends is None
     assert inspect_paths([str(path)]).reports[0].ends is None

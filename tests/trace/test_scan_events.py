@@ -43,7 +43,7 @@ from wizard.testing.traces import KernelSpec, TraceBuilder, demo_launches
 from wizard.trace.inspection.run import inspect_trace
 from wizard.trace.read import collector as collector_module
 from wizard.trace.read.collector import MAX_NAME, Collector, TraceContents
-from wizard.trace.read.events import EVENTS_DECODER, Event, EventArgs, decode_block, reported
+from wizard.trace.read.events import EVENTS_DECODER, Event, EventArgs, as_int, decode_block, reported
 from wizard.trace.read.reader import ReaderConfig, read_trace
 
 if collector_module.scan_events is None:
@@ -841,31 +841,27 @@ def test_a_grid_changed_mid_kernel_keys_no_slot_on_its_new_value(
     list in place after its shape read it: the slot is keyed on the grid the shape was made of, so a later kernel
     of the new grid gets its own shape. 3,000 new grids (a slot keyed on the list's value when kept gave those
     whose kernels fell in the old grid's set of slots the old grid's shape)."""
-    real, state = collector_module.as_int, {"target": None, "x": 0}
+    state: dict[str, Any] = {"target": None, "x": 0}
 
     def change(value: Any) -> Any:
         if state["target"] is not None:
             state["target"][0], state["target"] = state["x"], None
-        return real(value)
+        return as_int(value)
 
     rebound_as_int(change)
 
-    def kernel_of(ts: int, grid: list[int] | None = None) -> Event:
+    def kernel_of(ts: int, grid: list[int] | None = None) -> tuple[Event, EventArgs]:
         made = kernel_event(ts, grid=grid)
+        assert made.args is not None
         made.args = msgspec.structs.replace(made.args, registers="32")
-        return made
+        return made, made.args
 
     for x in range(5, 3005):
-        collector, first = (
-            Collector(
-                TraceContents(path=""),
-            ),
-            kernel_of(1),
-        )
-        state.update(target=first.args.grid, x=x)
+        collector, (first, args) = Collector(TraceContents(path="")), kernel_of(1)
+        state.update(target=args.grid, x=x)
         collector.add([first])
-        assert state["target"] is None and first.args.grid == [x, 1, 1]
-        collector.add([kernel_of(2, grid=[x, 1, 1])])
+        assert state["target"] is None and args.grid == [x, 1, 1]
+        collector.add([kernel_of(2, grid=[x, 1, 1])[0]])
         table = collector.c.kernels
         assert [table._shapes[i][5] for i in table._shape] == [(4, 1, 1), (x, 1, 1)], x
 
@@ -917,7 +913,7 @@ def test_an_instance_hook_is_asked_as_the_twin_asks_it(monkeypatch: pytest.Monke
             calls.append(v)
             return reported(float(len(calls)))
 
-        collector._value = value  # type: ignore[method-assign]
+        collector._value = value  # type: ignore[method-assign,assignment]
         collector.add([kernel_event(i) for i in range(1, 5)])
         return collector, calls
 

@@ -469,7 +469,8 @@ def pure_up_the_tree(parent: array[int], total: bytearray, true_total: bytearray
         if up >= 0:
             totals[up] += totals[i]
             true_totals[up] += true_totals[i]
-    totals.release(), true_totals.release()
+    totals.release()
+    true_totals.release()
     return _floats(total), _floats(true_total)
 
 
