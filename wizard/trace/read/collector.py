@@ -639,9 +639,8 @@ scan_events = _bind_scan()
 
 
 def _bind_scan_release() -> Callable[[], None] | None:
-    """The core's ``scan_release`` where there is a core (its kernel handler keeps shapes whichever reader calls
-    it), else None (nothing kept)."""
-    core = compiled_core()
+    """The core's ``scan_release`` where ``scan_events`` is the core's, else None (nothing kept)."""
+    core = compiled_core() if scan_events is not None else None
     return None if core is None else core.scan_release
 
 

@@ -64,7 +64,6 @@ from wizard.trace.read.collector import (
     ExactTimes,
     TraceContents,
     Truncation,
-    release_scan_arrays,
 )
 from wizard.trace.read.core import compiled as compiled_core
 from wizard.trace.read.events import (
@@ -1198,10 +1197,7 @@ def read_perfetto(
     ``on_read`` is told the bytes of the file consumed (compressed ones for .gz), as the JSON reader tells it.
     ``opened``: the file as ``open_input`` opened it, at its start (its caller closes it); else opened here."""
     with _gc_paused():
-        try:
-            return _read(path, on_read, config or PerfettoConfig(), opened)
-        finally:
-            release_scan_arrays()  # the last kernels' shapes the core kept: the read's, done
+        return _read(path, on_read, config or PerfettoConfig(), opened)
 
 
 @contextlib.contextmanager
