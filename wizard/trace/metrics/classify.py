@@ -219,11 +219,9 @@ class Classifier:
         fed = self.fed
         shapes = np.frombuffer(shape_of, dtype=f"i{shape_of.itemsize}")[start:fed]
         order = np.argsort(shapes, kind="stable")  # each shape's launches together, in launch order
-        bounds = np.searchsorted(shapes[order], list(keyed_of))
-        counts = np.bincount(shapes, minlength=max(keyed_of) + 1) if len(shapes) else np.zeros(0, dtype=np.int64)
-        launches = {
-            shape: order[lo : lo + counts[shape]] + start for shape, lo in zip(keyed_of, bounds.tolist(), strict=True)
-        }
+        ordered, wanted = shapes[order], list(keyed_of)
+        los, his = np.searchsorted(ordered, wanted).tolist(), np.searchsorted(ordered, wanted, side="right").tolist()
+        launches = {shape: order[lo:hi] + start for shape, lo, hi in zip(wanted, los, his, strict=True)}
         # keyed_of holds the shapes in the order of their first launch (feed's Counter), so a group's key comes
         # first where its first launch would have made the group
         parts: dict[tuple[str, str], list[tuple[int, Finding, float, bool]]] = {}
