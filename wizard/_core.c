@@ -3180,15 +3180,20 @@ static long op_ref(JState *s, PyObject *ev) {
     return ref;
 }
 
+/* whether two exact ints are one value: compared as int64s where they fit, without a call (1, 0, or -1 raised) */
+static int same_int(PyObject *a, PyObject *b) {
+    if (a == b) return 1;
+    int over_a = 0, over_b = 0;
+    long long x = PyLong_AsLongLongAndOverflow(a, &over_a), y = PyLong_AsLongLongAndOverflow(b, &over_b);
+    if (!over_a && !over_b) return x == y;
+    PyErr_Clear();
+    return PyObject_RichCompareBool(a, b, Py_EQ);
+}
+
 /* a == b for a thread's pid or tid: an identical object, or two ints of one value, without a call */
 static int same_key(PyObject *a, PyObject *b) {
     if (a == b) return 1;
-    if (PyLong_CheckExact(a) && PyLong_CheckExact(b)) {
-        int over_a = 0, over_b = 0;
-        long long x = PyLong_AsLongLongAndOverflow(a, &over_a), y = PyLong_AsLongLongAndOverflow(b, &over_b);
-        if (!over_a && !over_b) return x == y;
-        PyErr_Clear();
-    }
+    if (PyLong_CheckExact(a) && PyLong_CheckExact(b)) return same_int(a, b);
     return PyObject_RichCompareBool(a, b, Py_EQ);
 }
 
@@ -3459,18 +3464,6 @@ static const int raw_field[R_COUNT] = {A_NAME, A_PID, A_TID, A_OCCUPANCY, A_THEO
                                        A_WARPS_PER_SM, A_ORIGINAL_STREAM, A_STREAM, A_DEVICE, A_REGISTERS,
                                        A_SHARED_MEMORY, A_GRID, A_BLOCK, A_FIXED, A_PROFILER_OCCUPANCY};
 
-/* whether two exact ints are one value */
-static int same_int(PyObject *a, PyObject *b) {
-    if (a == b) return 1;
-    int oa = 0, ob = 0;
-    long long x = PyLong_AsLongLongAndOverflow(a, &oa), y = PyLong_AsLongLongAndOverflow(b, &ob);
-    if (oa || ob || (x == -1 && PyErr_Occurred()) || (y == -1 && PyErr_Occurred())) {
-        PyErr_Clear();
-        return 0;
-    }
-    return x == y;
-}
-
 /* whether a kept raw value and a kernel's make the same shape: the same immutable object, or the same type and value
  * (a float's bits: -0.0 is not 0.0); a grid or block kept as the tuple of its ints then, against the kernel's list
  * (compared by its items' values, never by the list: a list can change in place) */
@@ -3479,7 +3472,7 @@ static int same_raw(PyObject *kept, PyObject *v) {
         if (!PyList_CheckExact(v) || PyList_Size(v) != 3) return 0;
         for (Py_ssize_t j = 0; j < 3; j++) {
             PyObject *a = PyTuple_GetItem(kept, j), *b = PyList_GetItem(v, j);
-            if (!a || !b || !PyLong_CheckExact(b) || !same_int(a, b)) {
+            if (!a || !b || !PyLong_CheckExact(b) || same_int(a, b) != 1) {
                 PyErr_Clear();
                 return 0;
             }
@@ -3488,7 +3481,11 @@ static int same_raw(PyObject *kept, PyObject *v) {
     }
     if (kept == v) return 1;
     if (Py_TYPE(kept) != Py_TYPE(v)) return 0;
-    if (PyLong_CheckExact(kept)) return same_int(kept, v);
+    if (PyLong_CheckExact(kept)) {
+        int same = same_int(kept, v);
+        if (same < 0) PyErr_Clear();
+        return same == 1;
+    }
     if (PyFloat_CheckExact(kept)) {
         double x = PyFloat_AsDouble(kept), y = PyFloat_AsDouble(v);
         return memcmp(&x, &y, sizeof x) == 0;
