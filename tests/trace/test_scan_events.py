@@ -1260,7 +1260,10 @@ def test_numbers_are_read_as_msgspec_reads_them_or_declined(text: str) -> None:
 def test_the_arrays_kept_for_the_next_block_are_freed_when_a_read_is_done(tmp_path: Path) -> None:
     """The core keeps a block's events and spans arrays for the next block (wizard/_core.c, block_take), and frees them
     when the read's blocks are done (``release_scan_arrays``, from the reader's walk): a block of 20,000 kernels
-    leaves at least their 20,000 entries until then, and a whole read leaves nothing."""
+    leaves at least their 20,000 entries until then, and a whole read leaves none: the arrays the core keeps are
+    at least a first block's (256 events of 8 bytes and 2,048 spans of 24, wizard/_core.c block_add), and a release
+    after a read frees less than that. Not exactly nothing: the interpreter frees a few dozen bytes of its own around
+    the call now and then (CI saw 53; a debug build showed the core held nothing then, 2026-12-03)."""
     if collector_module.scan_events is None:
         pytest.skip("the compiled core's scanner is not bound here (WARPWIZARD_PURE=1, or not built)")
     block = b",".join([kernel_with(b'"correlation":9,"grid":[1,2,3]')] * 20_000)
@@ -1277,6 +1280,6 @@ def test_the_arrays_kept_for_the_next_block_are_freed_when_a_read_is_done(tmp_pa
         read_trace(path, config=ReaderConfig(workers=0))
         held = tracemalloc.get_traced_memory()[0]
         collector_module.release_scan_arrays()
-        assert tracemalloc.get_traced_memory()[0] == held
+        assert held - tracemalloc.get_traced_memory()[0] < 256 * 8  # the smallest events array the core keeps
     finally:
         tracemalloc.stop()
