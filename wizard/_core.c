@@ -19,6 +19,12 @@
 #include <string.h>
 #include <math.h>
 #include <float.h>
+#if defined(__SSE2__) || defined(_M_X64) || (defined(_M_IX86_FP) && _M_IX86_FP >= 2)
+#include <emmintrin.h> /* every x86-64 has SSE2 */
+#define CORE_SSE2 1
+#else
+#define CORE_SSE2 0
+#endif
 
 typedef unsigned __int128 u128;
 
@@ -5288,10 +5294,28 @@ refuse:
 
 /* ==== JSON block cuts (scan.py) ==== */
 
-/* The quotes and the backslashes of [p, end), in one pass eight bytes at a time (as byte_count). */
+/* The quotes and the backslashes of [p, end), in one pass: sixteen bytes a step where SSE2 is (each byte's lane
+ * counts its matches, at most 255 steps a chunk, then the lanes are summed), else eight at a time (as byte_count);
+ * the last few one by one. Eight bytes a step was 7% of a minified read's CPU (45-63 ms of a 182 MB file). */
 static void quotes_and_backslashes(const char *p, const char *end, Py_ssize_t *quotes, Py_ssize_t *backslashes) {
     const uint64_t quote = 0x0101010101010101u * '"', backslash = 0x0101010101010101u * '\\';
     Py_ssize_t q = 0, b = 0;
+#if CORE_SSE2
+    const __m128i quote16 = _mm_set1_epi8('"'), backslash16 = _mm_set1_epi8('\\'), zero = _mm_setzero_si128();
+    while (end - p >= 16) {
+        Py_ssize_t steps = (end - p) / 16;
+        if (steps > 255) steps = 255;  /* a lane holds at most 255 */
+        __m128i qs = zero, bs = zero;
+        for (Py_ssize_t k = 0; k < steps; k++, p += 16) {
+            __m128i x = _mm_loadu_si128((const __m128i *)(const void *)p);
+            qs = _mm_sub_epi8(qs, _mm_cmpeq_epi8(x, quote16));  /* a match is -1: subtracted, one more */
+            bs = _mm_sub_epi8(bs, _mm_cmpeq_epi8(x, backslash16));
+        }
+        __m128i qsum = _mm_sad_epu8(qs, zero), bsum = _mm_sad_epu8(bs, zero);  /* each half's eight lanes summed */
+        q += _mm_cvtsi128_si32(qsum) + _mm_cvtsi128_si32(_mm_srli_si128(qsum, 8));
+        b += _mm_cvtsi128_si32(bsum) + _mm_cvtsi128_si32(_mm_srli_si128(bsum, 8));
+    }
+#endif
     for (; end - p >= 8; p += 8) {
         uint64_t w;
         memcpy(&w, p, 8);

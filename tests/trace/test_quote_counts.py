@@ -56,3 +56,15 @@ def test_the_twins_agree_on_a_block_and_odd_arguments() -> None:
     assert CORE is not None
     with pytest.raises(TypeError, match="three arguments"):
         CORE.quote_counts(b"", 0)
+
+
+@needs_core
+@pytest.mark.parametrize("fill", [b'"', b"\\", b'"\\', b'a"'])
+def test_the_twins_agree_where_every_lane_fills(fill: bytes) -> None:
+    """Where SSE2 is, the core counts sixteen bytes a step, each byte's lane holding at most 255 matches, summed
+    every 255 steps (4,080 bytes, wizard/_core.c quotes_and_backslashes): a buffer of nothing but quotes or
+    backslashes fills every lane of every chunk, and the lengths about a chunk's end take each way out of it."""
+    for n in [4_079, 4_080, 4_081, 4_095, 4_096, 8_160, 8_161, 65_536 + 7, 1 << 20]:
+        buf = (fill * (n // len(fill) + 1))[:n]
+        for start, end in [(0, n), (1, n), (3, n - 5), (4_080, n)]:
+            _agree(buf, start, end)
