@@ -48,15 +48,18 @@ class Buffer:
         return len(self.buf) - self.pos
 
     def fill(self, minimum: int = 0) -> bool:
-        """Drop what was consumed and append the next block (the leftover is copied once)."""
+        """Drop what was consumed and append the next block (``TraceSource.read_after``: from a plain file, the
+        leftover read again with the block, else copied once in front of it)."""
         started = time.perf_counter()
-        data = self.src.read(max(minimum, self.block_size))
+        joined = self.src.read_after(self.buf, self.pos, max(minimum, self.block_size))
         self.clock["read_decompress_s"] += time.perf_counter() - started
         self.base += self.pos
-        self.buf = self.buf[self.pos :] + data if self.pos else self.buf + data
-        self.pos = 0
-        if not data:
+        if joined is None:
+            self.buf = self.buf[self.pos :] if self.pos else self.buf
+            self.pos = 0
             return False
+        self.buf = joined
+        self.pos = 0
         self.contents.bytes_read = self.base + len(self.buf)
         if self.on_read is not None:
             self.on_read(self.src.consumed or self.contents.bytes_read)
