@@ -386,6 +386,23 @@ def test_shared_traces_read_the_same_with_and_without_the_scanner(name: str, mon
     assert deep_state(scanned) == deep_state(decoded)
 
 
+def test_a_key_a_byte_off_a_fields_name_is_another_key() -> None:
+    """scan_key (wizard/_core.c) matches a name by its first eight bytes, then by its last eight (9 to 16 bytes) or a
+    memcmp of the rest (longer): a key that differs from an args field's name only in its ninth or its last byte is
+    another key, which msgspec keeps nowhere, and the scanner takes the block (a key mistaken for the field would
+    have been the field given twice, and declined)."""
+    names = [field.encode_name for field in msgspec.structs.fields(EventArgs)]
+    long_names = [name for name in names if len(name) > 8]
+    assert {len(name) > 16 for name in long_names} == {True, False}  # both ways of matching the rest
+    for name in long_names:
+        for at in sorted({8, len(name) - 1}):
+            other = name[:at] + chr(ord(name[at]) ^ 1) + name[at + 1 :]
+            value = b'"v"' if name in ("Call stack", "original_stream") else b"[1,2,3]" if "put" in name else b"7"
+            block = kernel_with(b'"%s":%s,"%s":%s' % (other.encode(), value, name.encode(), value))
+            took, ours, reference = both_ways(block)
+            assert took and ours == reference, (name, other)
+
+
 # -- 2. a table of blocks: taken or declined ---------------------------------------------------------------------
 
 OP = b'{"ph":"X","cat":"cpu_op","name":"aten::add","pid":1,"tid":1,"ts":%s,"dur":%s}'
