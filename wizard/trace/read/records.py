@@ -10,6 +10,7 @@ import itertools
 import math
 import sys
 from array import array
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, overload
 
@@ -453,6 +454,17 @@ class KernelTable(Sequence[KernelRecord]):
 
     def __iter__(self) -> Iterator[KernelRecord]:
         return self.since(0)
+
+    def first_combinations(self, stop: int) -> list[tuple[KernelRecord, int]] | None:
+        """The first ``stop`` launches as their distinct combinations: the record of each one's first launch and how
+        many of them have it, in the order the combinations first appear; None for a table read as columns (its
+        launches differ in columns no combination holds). A pass that reads only what launches share counts each
+        combination once (a trace repeats a few hundred over thousands of launches), not each launch's record."""
+        if self._launch is not None:
+            return None
+        ids = self._shape[:stop]
+        counts = Counter(ids)  # C's count; in the order each id first appears
+        return [(self._record(ids.index(shape)), n) for shape, n in counts.items()]
 
     def starts(self) -> array[float]:
         """Every launch's start, in order (without making ``columns()``'s combinations)."""
