@@ -12,36 +12,59 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from typing import Any
 
 from wizard.formatting import non_finite_text
+from wizard.trace.read.core import compiled
 
 
-def clean(value: Any) -> Any:
-    """Plain JSON data: non-finite floats spelled as strings, tuples and sets as lists, keys as strings."""
+def pure_clean(value: Any) -> Any:
+    """Plain JSON data: non-finite floats spelled as strings, tuples and sets as lists, keys as strings (``clean``'s
+    twin, where the compiled core is not: wizard/_core.c's ``clean``)."""
     kind = type(value)  # the exact built-in types first: most of a report's values, one comparison each
     if kind is str or kind is int or value is None or kind is bool:
         return value
     if kind is float:
         return value if math.isfinite(value) else non_finite_text(value)
     if kind is dict:
-        return {k if type(k) is str else str(k): clean(v) for k, v in value.items()}
+        return {k if type(k) is str else str(k): pure_clean(v) for k, v in value.items()}
     if kind is list or kind is tuple:
-        return [clean(v) for v in value]
-    return _clean_other(value)
+        return [pure_clean(v) for v in value]
+    return _clean_other(value, pure_clean)
 
 
-def _clean_other(value: Any) -> Any:
-    """``clean`` for subclasses of the built-in types and everything else (the same rules, by ``isinstance``)."""
+def _clean_other(value: Any, again: Callable[[Any], Any]) -> Any:
+    """``clean`` for subclasses of the built-in types and everything else (the same rules, by ``isinstance``), what
+    they hold cleaned by ``again``."""
     if isinstance(value, float):
         return value if math.isfinite(value) else non_finite_text(value)
     if isinstance(value, dict):
-        return {str(k): clean(v) for k, v in value.items()}
+        return {str(k): again(v) for k, v in value.items()}
     if isinstance(value, (list, tuple, set, frozenset)):
-        return [clean(v) for v in value]
+        return [again(v) for v in value]
     if isinstance(value, (str, int, bool)):
         return value
     return str(value)
+
+
+def _compiled_other(value: Any) -> Any:
+    return _clean_other(value, clean)
+
+
+_core = compiled()
+_compiled_clean: Callable[[Any, Callable[[Any], Any], Callable[[float], str]], Any] | None = (
+    None if _core is None else _core.clean
+)
+
+
+def clean(value: Any) -> Any:
+    """Plain JSON data: non-finite floats spelled as strings, tuples and sets as lists, keys as strings; every
+    container copied. Compiled where the core is (a report's 100,000 values, three times: 19 ms of a 101 MB
+    inspection in Python), else ``pure_clean``: the same data."""
+    if _compiled_clean is None:
+        return pure_clean(value)
+    return _compiled_clean(value, _compiled_other, non_finite_text)
 
 
 def record_dict(record: Any) -> dict[str, Any]:
