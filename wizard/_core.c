@@ -5548,15 +5548,22 @@ static PyObject *core_innermost(PyObject *self, PyObject *const *args, Py_ssize_
  * report's 100,000 values, cleaned three times, were 19 ms of a 101 MB inspection). The exact built-in types here,
  * in the twin's order; anything else is `other`'s (serialize._clean_other), and a float that is not finite is
  * `non_finite`'s (its spelling). Containers are copied as the twin's comprehensions copy them: a dict's key before
- * its value, a list read by index while it lasts, a dict that changes size while it is read refused as Python's
- * iteration refuses it. */
+ * its value, a list read by index while it lasts, a dict that changes size, or gives more keys than it held, while
+ * it is read refused with the words of Python's iteration. Nesting: a level a container, where the twin takes two
+ * frames (its function and its comprehension, Python 3.11): past half the recursion limit the twin fails first
+ * (a report nests a few levels). */
 static PyObject *clean_value(PyObject *v, PyObject *other, PyObject *non_finite);
 
 static PyObject *clean_dict(PyObject *v, PyObject *other, PyObject *non_finite) {
     PyObject *out = PyDict_New();
-    Py_ssize_t pos = 0, size = PyDict_Size(v);
+    Py_ssize_t pos = 0, size = PyDict_Size(v), seen = 0;
     PyObject *key, *value;
     while (out && PyDict_Next(v, &pos, &key, &value)) {
+        if (seen++ == size) {  /* more than it held: keys taken out and others put in (Python's dict iterator) */
+            PyErr_SetString(PyExc_RuntimeError, "dictionary keys changed during iteration");
+            Py_CLEAR(out);
+            break;
+        }
         Py_INCREF(key);
         Py_INCREF(value);  /* held: the code a key's str or a value's cleaning runs may change the dict */
         PyObject *k = PyUnicode_CheckExact(key) ? new_ref(key) : PyObject_Str(key);

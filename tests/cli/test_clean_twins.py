@@ -126,6 +126,18 @@ class Shrinker:
         return "shrinker"
 
 
+class Swapper:
+    """A key whose ``str`` takes a key out of the dict being cleaned and puts another in: the same size."""
+
+    def __init__(self, target: dict[Any, Any]) -> None:
+        self.target = target
+
+    def __str__(self) -> str:
+        del self.target["a"]
+        self.target["c"] = 3
+        return "swapper"
+
+
 class Refuser:
     def __str__(self) -> str:
         raise ValueError("no words")
@@ -140,6 +152,13 @@ def test_the_twins_fail_where_python_fails() -> None:
     compiled = call_outcome(serialize.clean, changed)
     assert compiled == call_outcome(serialize.pure_clean, changed_too)
     assert compiled[0] == "RuntimeError"
+    swapped: dict[Any, Any] = {"a": 1}
+    swapped[Swapper(swapped)] = 2
+    swapped_too: dict[Any, Any] = {"a": 1}
+    swapped_too[Swapper(swapped_too)] = 2
+    compiled = call_outcome(serialize.clean, swapped)
+    assert compiled == call_outcome(serialize.pure_clean, swapped_too)
+    assert compiled == ("RuntimeError", "dictionary keys changed during iteration")
     shrunk: list[Any] = [1, 2]
     shrunk.insert(1, Shrinker(shrunk))
     shrunk_too: list[Any] = [1, 2]
@@ -148,10 +167,19 @@ def test_the_twins_fail_where_python_fails() -> None:
     assert both({"x": [Refuser()]}) == (("ValueError", "no words"),) * 2
 
 
+def nested(depth: int) -> Any:
+    deep: Any = []
+    for _ in range(depth):
+        deep = {"x": [deep]}
+    return deep
+
+
 @needs_core
 def test_nesting_past_the_recursion_limit_is_a_recursion_error_either_way() -> None:
-    deep: Any = []
-    for _ in range(sys.getrecursionlimit() + 100):
-        deep = [deep]
-    compiled, pure = both(deep)
+    """The core counts a level a container, the twin two frames (Python 3.11: the function and its comprehension):
+    both clean a document nested a fifth of the limit deep (a report nests a few levels), and both refuse one
+    nested past the limit."""
+    compiled, pure = both(nested(sys.getrecursionlimit() // 10))
+    assert compiled == pure and compiled[0] == "value"
+    compiled, pure = both(nested(sys.getrecursionlimit() + 100))
     assert compiled[0] == pure[0] == "RecursionError"

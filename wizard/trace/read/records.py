@@ -464,7 +464,8 @@ class KernelTable(Sequence[KernelRecord]):
             return None
         ids = self._shape[:stop]
         counts = Counter(ids)  # C's count; in the order each id first appears
-        return [(self._record(ids.index(shape)), n) for shape, n in counts.items()]
+        first = dict(zip(reversed(ids), range(len(ids) - 1, -1, -1), strict=True))  # each id's first: written last
+        return [(self._record(first[shape]), n) for shape, n in counts.items()]
 
     def starts(self) -> array[float]:
         """Every launch's start, in order (without making ``columns()``'s combinations)."""
