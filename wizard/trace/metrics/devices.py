@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import msgspec
@@ -104,29 +104,49 @@ def _sm_vote(k: KernelRecord) -> int | None:
     return rounded if rounded > 0 and abs(estimate - rounded) <= 1e-3 * rounded else None
 
 
-def infer_sm_count(kernels: Sequence[KernelRecord]) -> int | None:
-    """The SM count most kernels' grid and blocks (or warps) per SM agree on, if any."""
-    votes: Counter[int] = Counter()
-    for k in kernels:
-        vote = _sm_vote(k)
-        if vote is not None:
-            votes[vote] += 1
-            if sum(votes.values()) >= 200:
-                break
-    if not votes:
-        return None
-    return votes.most_common(1)[0][0]
+_VOTES = 200  # a device's launches that imply a whole SM count, counted in launch order, for its inferred count
+
+
+def _launch_votes(kernels: Sequence[KernelRecord]) -> Iterator[tuple[int | None, int | None]]:
+    """(device, SM-count vote) of each launch, in order: a table's combinations voted once each and its launches'
+    ids read at C speed (a record made for every launch was most of a ``.pftrace`` inspection's metrics pass),
+    else each record's."""
+    shared = kernels.combinations() if isinstance(kernels, KernelTable) else None
+    if shared is None:
+        return ((k.device, _sm_vote(k)) for k in kernels)
+    ids, records = shared
+    per_combination = [(k.device, _sm_vote(k)) for k in records]
+    return map(per_combination.__getitem__, ids)
+
+
+def inferred_sm_counts(kernels: Sequence[KernelRecord]) -> dict[int, int | None]:
+    """Per device (in the order its first launch comes), the SM count most of its first ``_VOTES`` launches that
+    imply a whole one agree on (the first met among equals), or None where none does."""
+    votes: dict[int, Counter[int]] = {}
+    counted: dict[int, int] = {}
+    for device, vote in _launch_votes(kernels):
+        if device is None:
+            continue
+        if device not in votes:
+            votes[device], counted[device] = Counter(), 0
+        if vote is not None and counted[device] < _VOTES:
+            votes[device][vote] += 1
+            counted[device] += 1
+    return {device: c.most_common(1)[0][0] if c else None for device, c in votes.items()}
 
 
 _PROOF_SCAN = 5000  # launches looked at: enough for every device of a real trace, bounded for a huge one
 
 
 def _first_launches(kernels: Sequence[KernelRecord], stop: int) -> Iterable[tuple[KernelRecord, int]]:
-    """The first ``stop`` launches, each with a count: a table's distinct combinations once each, with how many
-    launches have it (a vote reads only what they share; 5,000 records made one by one were a fixed ~10 ms of
-    every JSON inspection), else each launch once."""
-    counted = kernels.first_combinations(stop) if isinstance(kernels, KernelTable) else None
-    return counted if counted is not None else ((k, 1) for k in itertools.islice(kernels, stop))
+    """The first ``stop`` launches, each with a count: a table's combinations once each, with how many of those
+    launches have it, in the order they first appear (a vote reads only what they share; 5,000 records made one by
+    one were a fixed ~10 ms of every JSON inspection), else each launch once."""
+    shared = kernels.combinations() if isinstance(kernels, KernelTable) else None
+    if shared is None:
+        return ((k, 1) for k in itertools.islice(kernels, stop))
+    ids, records = shared
+    return ((records[combination], n) for combination, n in Counter(ids[:stop]).items())
 
 
 def proven_sm_counts(kernels: Sequence[KernelRecord]) -> dict[int, int]:
@@ -176,12 +196,7 @@ def device_table(
         )
     if device_properties:
         return table
-    by_device: dict[int, list[KernelRecord]] = {}
-    for k in kernels:
-        if k.device is not None:
-            by_device.setdefault(k.device, []).append(k)
-    for device_id, records in by_device.items():
-        num_sms = infer_sm_count(records)
+    for device_id, num_sms in inferred_sm_counts(kernels).items():
         if sms is not None and num_sms in (None, sms):
             limits = KNOWN_GPUS.get(sms)
             table[device_id] = DeviceInfo(device_id, sms, limits, "given", limits.name if limits else "")

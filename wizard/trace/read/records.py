@@ -10,7 +10,6 @@ import itertools
 import math
 import sys
 from array import array
-from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, overload
 
@@ -198,6 +197,13 @@ def _stored(value: Any) -> int | None:
     if type(value) is int and NO_VALUE < value < 2**63:
         return value
     return None
+
+
+def _shared_record(s: _Shape) -> KernelRecord:
+    """A record of a combination alone (``KernelTable.combinations``): start, duration and index 0."""
+    return KernelRecord(
+        s[0], 0.0, 0.0, s[1], s[2], s[3], s[4], None, s[5], s[6], s[7], s[8], s[9], s[10], s[11], s[12], 0, s[13], s[14]
+    )
 
 
 class KernelTable(Sequence[KernelRecord]):
@@ -455,17 +461,14 @@ class KernelTable(Sequence[KernelRecord]):
     def __iter__(self) -> Iterator[KernelRecord]:
         return self.since(0)
 
-    def first_combinations(self, stop: int) -> list[tuple[KernelRecord, int]] | None:
-        """The first ``stop`` launches as their distinct combinations: the record of each one's first launch and how
-        many of them have it, in the order the combinations first appear; None for a table read as columns (its
-        launches differ in columns no combination holds). A pass that reads only what launches share counts each
-        combination once (a trace repeats a few hundred over thousands of launches), not each launch's record."""
+    def combinations(self) -> tuple[array[int], list[KernelRecord]] | None:
+        """Each launch's combination id, and a record of each combination (what its launches share; start,
+        duration and index 0, no correlation), where a launch is wholly its combination's; None for a table read
+        as columns (its launches differ in columns no combination holds). A pass that reads only what launches
+        share reads each combination once and the ids at C speed, not a record made for each launch."""
         if self._launch is not None:
             return None
-        ids = self._shape[:stop]
-        counts = Counter(ids)  # C's count; in the order each id first appears
-        first = dict(zip(reversed(ids), range(len(ids) - 1, -1, -1), strict=True))  # each id's first: written last
-        return [(self._record(first[shape]), n) for shape, n in counts.items()]
+        return self._shape, [_shared_record(shape) for shape in self._shapes]
 
     def starts(self) -> array[float]:
         """Every launch's start, in order (without making ``columns()``'s combinations)."""
