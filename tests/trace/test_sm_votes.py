@@ -89,3 +89,19 @@ def test_a_device_past_200_votes_keeps_its_first_200() -> None:
     for i, s in enumerate([first] * 1000 + [later] * 2000):
         table.add(float(i), 1.0, i, s)
     assert devices.inferred_sm_counts(table) == inferred_per_launch(list(table)) == {0: 132}
+
+
+def test_many_devices_and_huge_counts_vote_as_launch_by_launch() -> None:
+    """3,000 devices over 9,000 launches (a pass for each would be quadratic), and counts past int64 (a grid over a
+    tiny blocks per SM): the same as the per-launch loop."""
+    rng = random.Random(5)
+    base = shape(rng)
+    table = KernelTable()
+    for i in range(9_000):
+        device = rng.randrange(3_000)
+        per_sm = rng.choice([1e-300, 2.0, 0.5, None])
+        s = (*base[:3], device, base[4], (264, 1, 1), *base[6:9], ReportedValue(per_sm, "number"), *base[10:])
+        table.add(float(i), 1.0, i, s)
+    inferred = devices.inferred_sm_counts(table)
+    assert list(inferred.items()) == list(inferred_per_launch(list(table)).items())
+    assert len(inferred) > 2_000 and any(v is not None and v > 2**63 for v in inferred.values())

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import itertools
 import math
+from array import array
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import msgspec
@@ -107,32 +108,54 @@ def _sm_vote(k: KernelRecord) -> int | None:
 _VOTES = 200  # a device's launches that imply a whole SM count, counted in launch order, for its inferred count
 
 
-def _launch_votes(kernels: Sequence[KernelRecord]) -> Iterator[tuple[int | None, int | None]]:
-    """(device, SM-count vote) of each launch, in order: a table's combinations voted once each and its launches'
-    ids read at C speed (a record made for every launch was most of a ``.pftrace`` inspection's metrics pass),
-    else each record's."""
-    shared = kernels.combinations() if isinstance(kernels, KernelTable) else None
-    if shared is None:
-        return ((k.device, _sm_vote(k)) for k in kernels)
-    ids, records = shared
-    per_combination = [(k.device, _sm_vote(k)) for k in records]
-    return map(per_combination.__getitem__, ids)
-
-
 def inferred_sm_counts(kernels: Sequence[KernelRecord]) -> dict[int, int | None]:
     """Per device (in the order its first launch comes), the SM count most of its first ``_VOTES`` launches that
     imply a whole one agree on (the first met among equals), or None where none does."""
+    shared = kernels.combinations() if isinstance(kernels, KernelTable) else None
+    if shared is not None:
+        return _inferred_by_combination(*shared)
     votes: dict[int, Counter[int]] = {}
     counted: dict[int, int] = {}
-    for device, vote in _launch_votes(kernels):
-        if device is None:
+    for k in kernels:
+        if k.device is None:
             continue
-        if device not in votes:
-            votes[device], counted[device] = Counter(), 0
-        if vote is not None and counted[device] < _VOTES:
-            votes[device][vote] += 1
-            counted[device] += 1
+        if k.device not in votes:
+            votes[k.device], counted[k.device] = Counter(), 0
+        vote = _sm_vote(k) if counted[k.device] < _VOTES else None
+        if vote is not None:
+            votes[k.device][vote] += 1
+            counted[k.device] += 1
     return {device: c.most_common(1)[0][0] if c else None for device, c in votes.items()}
+
+
+def _inferred_by_combination(ids: array[int], records: list[KernelRecord]) -> dict[int, int | None]:
+    """``inferred_sm_counts`` of a table: each combination voted once, its launches' devices and votes spread over
+    them with numpy and grouped by one stable sort (a record made for every launch was most of a ``.pftrace``
+    inspection's metrics pass; a pass over the launches for each device would be quadratic in a trace of many)."""
+    import numpy as np
+
+    devices: dict[int, int] = {}  # each device, and each vote (a count past int64 too), numbered as first met
+    counts: dict[int, int] = {}
+    numbered = [
+        (-1 if k.device is None else devices.setdefault(k.device, len(devices)),
+         -1 if (vote := _sm_vote(k)) is None else counts.setdefault(vote, len(counts)))
+        for k in records
+    ] or [(-1, -1)]  # fmt: skip
+    known, said = list(devices), list(counts)
+    launch = np.frombuffer(ids, dtype=np.int32) if len(ids) else np.zeros(0, dtype=np.int32)
+    device_of = np.array([d for d, _ in numbered], dtype=np.int64)[launch]
+    vote_of = np.array([v for _, v in numbered], dtype=np.int64)[launch]
+    on_device = np.flatnonzero(device_of >= 0)
+    grouped = on_device[np.argsort(device_of[on_device], kind="stable")]  # by device, each in launch order
+    starts = np.flatnonzero(np.diff(device_of[grouped], prepend=-1)) if len(grouped) else grouped
+    bounds = np.append(starts, len(grouped))
+    out: dict[int, int | None] = {}
+    for g in np.argsort(grouped[starts], kind="stable").tolist():  # the devices in the order their first launch comes
+        launches = grouped[bounds[g] : bounds[g + 1]]
+        chosen = launches[vote_of[launches] >= 0][:_VOTES]
+        counted = Counter(vote_of[chosen].tolist())  # in launch order: most_common keeps the first met among equals
+        out[known[int(device_of[launches[0]])]] = said[counted.most_common(1)[0][0]] if counted else None
+    return out
 
 
 _PROOF_SCAN = 5000  # launches looked at: enough for every device of a real trace, bounded for a huge one
