@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import array
 import contextlib
+import enum
 import json
 import math
 import os
@@ -19,11 +20,13 @@ import signal
 import subprocess
 import sys
 import time
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import msgspec
+import numpy as np
 import pexpect
 import pytest
 
@@ -624,3 +627,29 @@ def _deep_attributes(obj: Any, inner: frozenset[int]) -> dict[str, Any]:
 def kept(collector: Collector) -> Any:
     """The collector's contents and its memos (names, op and frame refs, reported values, dims, raws)."""
     return deep_state((collector.c, collector))
+
+
+class Colour(enum.IntEnum):
+    RED = 1
+
+
+class Tag(str, enum.Enum):
+    A = "a"
+
+
+DOCUMENTS: list[Any] = [  # what the JSON writer is held to (tests/cli/test_serialize.py, test_clean_twins.py)
+    {},
+    [],
+    {"a": [], "b": {}, "c": [[]], "d": [{}]},
+    {"inf": math.inf, "-inf": -math.inf, "nan": math.nan, "zero": -0.0, "tiny": 1e-05, "big": 1e16, "pi": math.pi},
+    {"ints": [0, -1, 2**63, -(2**70), True, False, None], "enum": Colour.RED, "tag": Tag.A},
+    {"text": 'quote " backslash \\ brackets [ ] { } , : newline \n tab \t nul \x00 é ☃ 😀'},
+    {"undecodable": ["\udcff", "a\ud800b", "\udc80\udc80"]},  # surrogateescape's bytes: msgspec refuses them
+    {1: "int key", None: "none key", (1, 2): "tuple key", 2.5: "float key", Colour.RED: "enum key"},
+    {"numpy": [np.float64(1.5), np.float64("nan"), np.int64(7), np.bool_(True)]},
+    {"tuple": (1, (2, 3)), "set": {4}, "frozenset": frozenset({5}), "path": Path("/tmp/x y"), "bytes": b"\xff"},
+    OrderedDict([("z", 1), ("a", [1.0, 2.25])]),
+    [{"deep": [[[[{"x": [1, {"y": None}]}]]]]}],
+    "a bare string",
+    3.5,
+]

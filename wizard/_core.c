@@ -5664,7 +5664,7 @@ static struct PyModuleDef module = {
     NULL, NULL, NULL, NULL,
 };
 
-/* API: the version of these functions' arguments and meaning that wizard/trace/read/core.py binds (raised with it) */
+/* API: the version of these functions' arguments and meaning that wizard/compiled_core.py binds (raised with it) */
 #define CORE_API 11
 
 PyMODINIT_FUNC PyInit__core(void) {

@@ -4,7 +4,7 @@ arguments bind the wire format's three, seven the two .pftrace loops as well).""
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-API: int  # the version wizard/trace/read/core.py binds
+API: int  # the version wizard/compiled_core.py binds
 
 def fields(b: bytes, start: int = 0, end: int | None = None, /) -> list[tuple[int, int, Any]]: ...
 def varint(b: bytes, i: int, /) -> tuple[int, int]: ...

@@ -15,8 +15,8 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from wizard.compiled_core import compiled
 from wizard.formatting import non_finite_text
-from wizard.trace.read.core import compiled
 
 
 def pure_clean(value: Any) -> Any:

@@ -14,8 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.cli.test_serialize import DOCUMENTS
-from tests.helpers import call_outcome
+from tests.helpers import DOCUMENTS, call_outcome
 from wizard import serialize
 
 needs_core = pytest.mark.skipif(serialize._compiled_clean is None, reason="the compiled core is not built here")

@@ -4,17 +4,15 @@ report holds, subclasses and the fallback to ``str`` included."""
 
 from __future__ import annotations
 
-import enum
 import json
 import math
 from collections import OrderedDict
-from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 from msgspec.structs import asdict
 
+from tests.helpers import DOCUMENTS
 from wizard.serialize import clean, dumps
 from wizard.trace.metrics.detectors import Finding
 from wizard.trace.metrics.findings import FindingGroup, Launch, OpLink
@@ -37,32 +35,6 @@ def reference_clean(value: Any) -> Any:
     if value is None or isinstance(value, (str, int, bool)):
         return value
     return str(value)
-
-
-class Colour(enum.IntEnum):
-    RED = 1
-
-
-class Tag(str, enum.Enum):
-    A = "a"
-
-
-DOCUMENTS: list[Any] = [
-    {},
-    [],
-    {"a": [], "b": {}, "c": [[]], "d": [{}]},
-    {"inf": math.inf, "-inf": -math.inf, "nan": math.nan, "zero": -0.0, "tiny": 1e-05, "big": 1e16, "pi": math.pi},
-    {"ints": [0, -1, 2**63, -(2**70), True, False, None], "enum": Colour.RED, "tag": Tag.A},
-    {"text": 'quote " backslash \\ brackets [ ] { } , : newline \n tab \t nul \x00 é ☃ 😀'},
-    {"undecodable": ["\udcff", "a\ud800b", "\udc80\udc80"]},  # surrogateescape's bytes: msgspec refuses them
-    {1: "int key", None: "none key", (1, 2): "tuple key", 2.5: "float key", Colour.RED: "enum key"},
-    {"numpy": [np.float64(1.5), np.float64("nan"), np.int64(7), np.bool_(True)]},
-    {"tuple": (1, (2, 3)), "set": {4}, "frozenset": frozenset({5}), "path": Path("/tmp/x y"), "bytes": b"\xff"},
-    OrderedDict([("z", 1), ("a", [1.0, 2.25])]),
-    [{"deep": [[[[{"x": [1, {"y": None}]}]]]]}],
-    "a bare string",
-    3.5,
-]
 
 
 @pytest.mark.parametrize("indent", [1, 2, 4, None, 0])

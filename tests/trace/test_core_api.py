@@ -1,6 +1,6 @@
 """A compiled core built from other sources than the Python's (an editable install not rebuilt after a pull) is not
 used: its functions may take other arguments (a TypeError at import stopped every trace command) or do less (the
-block's categories, counted in C since the JSON core's last step, silently missing). wizard/trace/read/core.py binds
+block's categories, counted in C since the JSON core's last step, silently missing). wizard/compiled_core.py binds
 the core only where its API is the one the Python was written against; otherwise every reader runs its twins."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ stale.API = {api}
 def refuse(*args, **kwargs):
     raise AssertionError("a function of a core of another API was called")
 for name in ("bind", "fields", "varint", "packed_varints", "packet_head", "track_event_fields", "bind_events",
-             "event_args", "split_run", "track_event", "json_bind", "collect_events"):
+             "event_args", "split_run", "track_event", "json_bind", "collect_events", "clean"):
     setattr(stale, name, refuse)
 sys.modules["wizard._core"] = stale
 from wizard.trace.read import collector, perfetto, protobuf
