@@ -110,30 +110,14 @@ _VOTES = 200  # a device's launches that imply a whole SM count, counted in laun
 
 def inferred_sm_counts(kernels: Sequence[KernelRecord]) -> dict[int, int | None]:
     """Per device (in the order its first launch comes), the SM count most of its first ``_VOTES`` launches that
-    imply a whole one agree on (the first met among equals), or None where none does."""
-    shared = kernels.combinations() if isinstance(kernels, KernelTable) else None
-    if shared is not None:
-        return _inferred_by_combination(*shared)
-    votes: dict[int, Counter[int]] = {}
-    counted: dict[int, int] = {}
-    for k in kernels:
-        if k.device is None:
-            continue
-        if k.device not in votes:
-            votes[k.device], counted[k.device] = Counter(), 0
-        vote = _sm_vote(k) if counted[k.device] < _VOTES else None
-        if vote is not None:
-            votes[k.device][vote] += 1
-            counted[k.device] += 1
-    return {device: c.most_common(1)[0][0] if c else None for device, c in votes.items()}
-
-
-def _inferred_by_combination(ids: array[int], records: list[KernelRecord]) -> dict[int, int | None]:
-    """``inferred_sm_counts`` of a table: each combination voted once, its launches' devices and votes spread over
-    them with numpy and grouped by one stable sort (a record made for every launch was most of a ``.pftrace``
-    inspection's metrics pass; a pass over the launches for each device would be quadratic in a trace of many)."""
+    imply a whole one agree on (the first met among equals), or None where none does. A table's combinations are
+    voted once each, their launches' devices and votes spread over them with numpy and grouped by one stable sort
+    (a record made for every launch was most of a ``.pftrace`` inspection's metrics pass; a pass over the launches
+    for each device would be quadratic in a trace of many); any other sequence is its own combinations."""
     import numpy as np
 
+    shared = kernels.combinations() if isinstance(kernels, KernelTable) else None
+    ids, records = shared if shared is not None else (array("i", range(len(kernels))), list(kernels))
     devices: dict[int, int] = {}  # each device, and each vote (a count past int64 too), numbered as first met
     counts: dict[int, int] = {}
     numbered = [

@@ -154,11 +154,11 @@ class TraceSource:
         is read may differ), else the stream reads on from where it is, as ``read`` does: either way the bytes are
         ``kept[start:]`` and then the stream's next ones."""
         keep = len(kept) - start
-        plain = _PREAD is not None and self.regular and not self.compressed and not self.eof
-        offset = self.consumed - len(self._head) - keep if plain else -1  # where kept[start:] lies in the file
-        if offset >= 0 and _PREAD is not None:
+        pread = _PREAD if self.regular and not self.compressed and not self.eof else None
+        offset = self.consumed - len(self._head) - keep if pread is not None else -1  # where kept[start:] lies
+        if pread is not None and offset >= 0:
             try:
-                joined = _PREAD(self._raw.fileno(), keep + size, offset)
+                joined = pread(self._raw.fileno(), keep + size, offset)
             except OSError as exc:
                 raise TraceReadError(str(self.path), self.consumed, f"cannot read ({exc.strerror or exc})") from None
             if len(joined) > keep and joined.startswith(memoryview(kept)[start:]):
