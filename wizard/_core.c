@@ -41,6 +41,24 @@ enum { OK = 0, CUT = 1, LONG_VARINT = 2 };
  * LONG_VARINT where it runs past 10 bytes; the value can hold 70 bits, as a Python int does */
 static int read_varint_on(const unsigned char *b, Py_ssize_t n, Py_ssize_t *i, u128 *out) {
     Py_ssize_t j = *i;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (j + 9 <= n) {  /* up to nine bytes (63 bits: a timestamp in ns) from one 8-byte load, without a loop */
+        uint64_t w, stops;
+        memcpy(&w, b + j, 8);
+        stops = ~w & 0x8080808080808080u;  /* each byte's stop bit: set where the varint ends */
+        int used = stops ? (__builtin_ctzll(stops) >> 3) + 1 : 8;
+        if (stops || b[j + 8] < 0x80) {
+            uint64_t x = (used == 8 ? w : w & ((UINT64_C(1) << (8 * used)) - 1)) & 0x7F7F7F7F7F7F7F7Fu;
+            x = ((x & 0x7F007F007F007F00u) >> 1) | (x & 0x007F007F007F007Fu);  /* 7-bit groups packed pairwise */
+            x = ((x & 0x3FFF00003FFF0000u) >> 2) | (x & 0x00003FFF00003FFFu);
+            x = ((x & 0x0FFFFFFF00000000u) >> 4) | (x & 0x000000000FFFFFFFu);
+            if (!stops) x |= (uint64_t)b[j + 8] << 56, used = 9;
+            *out = x;
+            *i = j + used;
+            return OK;
+        }
+    }
+#endif
     uint64_t low = 0;  /* the first nine bytes' 63 bits: a 64-bit shift, where a u128 one cost twice as much */
     for (int shift = 0; shift < 63; shift += 7, j++) {
         if (j >= n) return CUT;
@@ -152,8 +170,8 @@ typedef struct {
     Py_ssize_t start, stop;  /* a length-delimited field's span */
 } Field;
 
-/* 1: a field read into f; 0: the message ended whole; -1: the error raised (Damaged, in the twin's words) */
-static int next_field(Reader *r, Field *f) {
+/* next_field's whole path: every field, every check, every error */
+static int next_field_on(Reader *r, Field *f) {
     if (r->i >= r->end) {
         if (r->i > r->end) { damaged("a field runs past its message"); return -1; }
         return 0;
@@ -190,6 +208,45 @@ static int next_field(Reader *r, Field *f) {
         return -1;
     }
     return 1;
+}
+
+/* a varint of one or two bytes at b[i] (a field's key, a length) into *v: where it ends, or -1 (longer, or cut) */
+static inline __attribute__((always_inline)) Py_ssize_t short_varint(const unsigned char *b, Py_ssize_t n, Py_ssize_t i,
+                                                                     unsigned *v) {
+    if (i < n && b[i] < 0x80) {
+        *v = b[i];
+        return i + 1;
+    }
+    if (i + 1 < n && b[i + 1] < 0x80) {
+        *v = (b[i] & 0x7Fu) | ((unsigned)b[i + 1] << 7);
+        return i + 2;
+    }
+    return -1;
+}
+
+/* 1: a field read into f; 0: the message ended whole; -1: the error raised (Damaged, in the twin's words). A field
+ * whose key is one or two bytes, and whose value is a varint or whose length (one or two bytes) lies within the
+ * message, is read inline: most fields, 1.6 million of them in a .pftrace of 100,000 slices, where the call and its
+ * 128-bit checks were 14% of the read's instructions. Anything else, and every error, goes the whole path from the
+ * field's start. */
+static inline __attribute__((always_inline)) int next_field(Reader *r, Field *f) {
+    Py_ssize_t i = r->i, j;
+    unsigned key, length;
+    if (i >= r->end || r->count >= max_fields || (j = short_varint(r->b, r->n, i, &key)) < 0) return next_field_on(r, f);
+    if ((key & 7) == 0) {
+        u128 value;
+        if (read_varint(r->b, r->n, &j, &value) == OK) {
+            f->wire = 0, f->number = key >> 3, f->value = value;
+            r->i = j, r->count += 1;
+            return 1;
+        }
+    } else if ((key & 7) == 2 && (j = short_varint(r->b, r->n, j, &length)) >= 0 && j + (Py_ssize_t)length <= r->end) {
+        f->wire = 2, f->number = key >> 3, f->value = length;
+        f->start = j, f->stop = j + (Py_ssize_t)length;
+        r->i = f->stop, r->count += 1;
+        return 1;
+    }
+    return next_field_on(r, f);
 }
 
 /* a field as protobuf.fields gives it: (number, wire, an int or a (start, end) span) */

@@ -115,16 +115,41 @@ def test_values_past_64_bits_are_python_ints() -> None:
 
 def test_every_varint_length_reads_as_the_twin_reads_it() -> None:
     """The core reads a varint's first nine bytes in 64 bits and the tenth's bits 63-69 after (wizard/_core.c,
-    read_varint_on): every length from 1 to 10 bytes at both of its ends, each cut short at every byte, and an
-    eleventh byte, read at every offset as the twin reads them."""
+    read_varint_on), and with nine bytes left reads up to nine from one 8-byte load, the bytes after the varint
+    masked off: every length from 1 to 10 bytes at both of its ends, followed by bytes whose stop bit is clear and
+    by bytes whose is set, each cut short at every byte, and an eleventh byte, read at every offset as the twin
+    reads them."""
     values = [0, 2**70 - 1] + [2**k + d for k in range(7, 70, 7) for d in (-1, 0)] + [2**63 - 1, 2**63, 2**64 - 1]
     for value in values:
         whole = encode_varint(value)
-        for data in (whole, b"\x00" + whole + b"\x05", whole + b"\x80", b"\xff" * 10 + b"\x01"):
+        padded = (whole + b"\xff" * 9, b"\x80" * 3 + whole + bytes(9))  # nine bytes left: the one-load path
+        for data in (whole, b"\x00" + whole + b"\x05", whole + b"\x80", b"\xff" * 10 + b"\x01", *padded):
             for cut in range(len(data) + 1):
                 for at in range(cut + 2):
                     assert outcome(core.varint, data[:cut], at) == outcome(protobuf.pure_varint, data[:cut], at)
         assert core.varint(whole, 0) == protobuf.pure_varint(whole, 0) == (value, len(whole))
+
+
+def test_the_inline_field_path_agrees_at_each_of_its_edges() -> None:
+    """next_field reads inline a field whose key is one or two bytes and whose value is a varint, or whose length is
+    one or two bytes and lies within the message (wizard/_core.c, next_field); anything else goes the whole path.
+    Each edge on both sides: keys of one, two and three bytes, lengths of 127, 128, 16,383 and 16,384 bytes, a
+    length ending exactly at the message's end and one byte past it, a window ending inside the key or the value,
+    and a message of exactly MAX_FIELDS fields and one more."""
+    keys = [tag(n, w) for n in (1, 15, 16, 2047, 2048) for w in (0, 2)]  # 1, 2 and 3 bytes
+    for key in keys:
+        for size in (0, 1, 127, 128, 16_383, 16_384):
+            body = encode_varint(size) + bytes(size) if key[-1] & 7 == 2 else encode_varint(size)
+            data = key + body + vfield(1, 1)
+            field_end = len(key) + len(body)
+            for end in {0, 1, len(key), len(key) + 1, field_end - 1, field_end, field_end + 1, len(data)}:
+                for args in ((data, 0, end), (data[:end],), (b"\x00" + data, 1, end + 1)):
+                    assert outcome(core.fields, *args) == outcome(protobuf.pure_fields, *args), (key, size, end)
+    for count in (protobuf.MAX_FIELDS - 1, protobuf.MAX_FIELDS):
+        data = (tag(1, 2) + b"\x00") * count + tag(2, 0) + b"\x01"
+        assert outcome(core.fields, data) == outcome(protobuf.pure_fields, data)
+    assert outcome(core.fields, (tag(1, 2) + b"\x00") * protobuf.MAX_FIELDS)[0] == "value"
+    assert outcome(core.fields, (tag(1, 2) + b"\x00") * (protobuf.MAX_FIELDS + 1))[0] == "Damaged"
 
 
 def test_more_than_max_fields_is_refused_in_the_same_words() -> None:
