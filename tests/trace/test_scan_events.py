@@ -1274,6 +1274,38 @@ def test_numbers_are_read_as_msgspec_reads_them_or_declined(text: str) -> None:
         assert msgspec.json.decode(text.encode()) == json.loads(text)
 
 
+def digit_runs() -> Iterator[bytes]:
+    """Numbers of 1 to 24 digits around the core's eight-digit steps (wizard/_core.c, eight_digits): each digit in
+    each place, the bytes either side of the digits' (``/`` 0x2F, ``:`` 0x3A, ``?`` 0x3F) in each of the first 16
+    places, and each run followed by the bytes that end or continue a number."""
+    for length in range(1, 25):
+        yield b"9" * length
+        yield b"1" + b"0" * (length - 1)
+        yield (b"1234567890" * 3)[:length]
+        for place in range(1, min(length, 16)):
+            for byte in b"/:?":
+                yield b"1" * place + bytes([byte]) + b"1" * (length - place - 1)
+        for after in (b".5", b"e3", b"E-2", b" "):
+            yield b"8" * length + after
+
+
+def test_digit_runs_are_read_as_msgspec_reads_them_or_declined() -> None:
+    """Every run of digit_runs in each field kind, and as the last value before the block's end (the eight-digit
+    steps read ahead only where 16 bytes are left: one byte short of that, exactly that, and more)."""
+    taken = set()
+    for text in digit_runs():
+        took, ours, reference = both_ways(number_block(text))
+        assert ours == reference, text
+        if took:
+            taken.add(text)
+        for pad in (b"", b" ", b"  " * 8):
+            block = b'{"cat":"kernel","name":"k","ts":1,"dur":%s%s}' % (text, pad)
+            took, ours, reference = both_ways(block)
+            assert ours == reference, (text, pad)
+    # not vacuous: the scanner took each plain integer of up to 18 digits (a name, a pid and a ts alike), and only those
+    assert taken == {t for t in digit_runs() if t.rstrip(b" ").isdigit() and len(t.rstrip(b" ")) <= 18}
+
+
 def test_the_arrays_kept_for_the_next_block_are_freed_when_a_read_is_done(tmp_path: Path) -> None:
     """The core keeps a block's events and spans arrays for the next block (wizard/_core.c, block_take), and frees them
     when the read's blocks are done (``release_scan_arrays``, from the reader's walk): a block of 20,000 kernels
