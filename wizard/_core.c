@@ -4291,6 +4291,18 @@ static inline int is_digit(const Scan *c, Py_ssize_t i) { return c->b[i] >= '0' 
 
 /* a JSON number: V_INT (at most 18 digits, no fraction or exponent) or V_FLOAT (parsed as Python parses it, finite
  * and zero or normal); 0 to decline */
+/* 10**k for k <= 22: each a double exactly */
+static const double scan_tens[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
+                                     1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/* whether m / 10**k (k the fraction's digits, at most `digits`) is correctly rounded in one division: m, the number's
+ * digits read as an integer, is a double exactly (at most 2**53; at most 19 digits, so it did not wrap), and so is
+ * 10**k (k <= 22). Clinger's fast path, as fast_float takes it: a timestamp in µs with three decimals (16 digits,
+ * PyTorch 2's) fits it, where the 15-digit bound sent each to PyOS_string_to_double. */
+static inline int clinger_exact(unsigned long long m, Py_ssize_t digits) {
+    return digits <= 19 && m <= (UINT64_C(1) << 53);
+}
+
 static inline int scan_number(Scan *c, Span *s) {
     const unsigned char *b = c->b;
     Py_ssize_t i = c->i, start = i;
@@ -4329,12 +4341,8 @@ static inline int scan_number(Scan *c, Span *s) {
         c->i = i;
         return 1;
     }
-    if (!exponent && whole_digits + fraction_digits <= 15) {
-        /* at most 15 digits: the integer they spell and 10**k are doubles exactly, so their quotient is the
-         * correctly rounded value, as the full parse below gives it (Clinger's fast path) */
-        static const double tens[16] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13,
-                                        1e14, 1e15};
-        double d = (double)m / tens[fraction_digits];
+    if (!exponent && clinger_exact(m, whole_digits + fraction_digits)) {
+        double d = (double)m / scan_tens[fraction_digits];
         s->kind = V_FLOAT, s->v.number = negative ? -d : d;
         c->i = i;
         return 1;
@@ -4388,10 +4396,11 @@ static inline int eight_digits(const unsigned char *p, uint64_t *out) {
 #endif
 }
 
-/* A plain integer (1 to 18 digits, the first not 0, followed by none of ".eE"), read in line: most of an event's
- * numbers (a pid, a timestamp, an id), each a call of scan_number before (115 instructions a number); anything
- * else is left to scan_number, from its start (0: not one). */
-static inline int scan_plain_int(Scan *c, Span *s) {
+/* A plain integer (1 to 18 digits, the first not 0, followed by neither "e" nor "E"), or such digits, a point and
+ * digits where clinger_exact holds, read in line: most of an event's numbers (a pid, a timestamp, an id, a duration),
+ * each a call of scan_number before (115 instructions a number); anything else is left to scan_number, from its
+ * start (0: not one). */
+static inline __attribute__((always_inline)) int scan_plain_int(Scan *c, Span *s) {
     const unsigned char *b = c->b;
     Py_ssize_t i = c->i, start = i;
     unsigned long long m = 0;
@@ -4402,8 +4411,19 @@ static inline int scan_plain_int(Scan *c, Span *s) {
         if (eight_digits(b + i, &eight)) m = m * 100000000u + eight, i += 8;
     }
     for (; b[i] >= '0' && b[i] <= '9'; i++) m = m * 10 + (unsigned)(b[i] - '0');
-    if (i - start > 18 || b[i] == '.' || b[i] == 'e' || b[i] == 'E' || i >= c->n) return 0;
-    s->kind = V_INT, s->start = (uint32_t)start, s->len = (uint32_t)(i - start), s->v.whole = (long long)m;
+    Py_ssize_t whole = i - start;
+    if (b[i] == '.') {  /* a fraction: read on, not again from the start by scan_number */
+        Py_ssize_t first = ++i;
+        for (; b[i] >= '0' && b[i] <= '9'; i++) m = m * 10 + (unsigned)(b[i] - '0');
+        Py_ssize_t fraction = i - first;
+        if (!fraction || !clinger_exact(m, whole + fraction) || b[i] == 'e' || b[i] == 'E' || i >= c->n) return 0;
+        s->kind = V_FLOAT, s->start = (uint32_t)start, s->len = (uint32_t)(i - start);
+        s->v.number = (double)m / scan_tens[fraction];
+        c->i = i;
+        return 1;
+    }
+    if (whole > 18 || b[i] == 'e' || b[i] == 'E' || i >= c->n) return 0;
+    s->kind = V_INT, s->start = (uint32_t)start, s->len = (uint32_t)whole, s->v.whole = (long long)m;
     c->i = i;
     return 1;
 }

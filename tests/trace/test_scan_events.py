@@ -1306,6 +1306,48 @@ def test_digit_runs_are_read_as_msgspec_reads_them_or_declined() -> None:
     assert taken == {t for t in digit_runs() if t.rstrip(b" ").isdigit() and len(t.rstrip(b" ")) <= 18}
 
 
+# the one-division edges (clinger_exact): the digits as an integer at 2**53 and one past it, 19 digits and 20
+# (2**64 + 1, which a 64-bit integer wraps to 1), a fraction of 16-19 digits, ties a double rounding would show, zeros
+CLINGER_EDGES = [b"9007199254740.992", b"9007199254740.993", b"900719925474099.2", b"900719925474099.3",
+                 b"9007199254740991.0", b"9007199254740993.0", b"1.234567890123456789", b"1.2345678901234567891",
+                 b"0.1234567890123456789", b"1.0000000000000000001", b"9.999999999999999999", b"4503599627370495.5",
+                 b"4503599627370496.5", b"1.7976931348623157", b"0.3", b"2.675", b"1365627862757.064", b"5e-1",
+                 b"1844674407370955161.7", b"-1844674407370955161.7", b"-0.0", b"0.000"]  # fmt: skip
+
+
+def test_decimal_timestamps_are_divided_once_only_where_that_is_exact() -> None:
+    """A number with a point whose digits, read as an integer, are at most 2**53 (and at most 19 digits) is that
+    integer divided by 10**k, once (wizard/_core.c, clinger_exact: both are doubles exactly, so the quotient is
+    correctly rounded); past either bound it is the full parse. Each edge either side, and 3,000 random timestamps
+    of PyTorch 2's shape (13 digits, a point, three) and of 15-19 digits, read in every field kind as msgspec reads
+    them, and as Python's float reads them."""
+    rng = random.Random(53)
+    texts = list(CLINGER_EDGES)
+    texts += [b"%d.%03d" % (rng.randrange(10**12, 10**13), rng.randrange(1000)) for _ in range(1_000)]
+    for digits in range(15, 20):
+        for _ in range(400):
+            whole = rng.randrange(1, digits)
+            number = rng.randrange(10 ** (digits - 1), 10**digits)
+            text = b"%d" % number
+            texts.append(text[:whole] + b"." + text[whole:])
+    for text in texts:
+        assert msgspec.json.decode(text) == float(text), text
+    for at in range(0, len(texts), 500):
+        took, ours, reference = both_ways(b",".join(float_block(t) for t in texts[at : at + 500]))
+        assert took and ours == reference
+    took, ours, reference = both_ways(float_block(b"1."))  # no digit after the point: not JSON, declined
+    assert not took and ours == reference
+
+
+def float_block(text: bytes) -> bytes:
+    """The number where the scanner reads it as a float: Event's ts and dur, a name (str|int|float), a kernel's
+    blocks and warps per SM, and Any (an args key no field has)."""
+    return (
+        b'{"cat":"kernel","name":%s,"pid":1,"tid":7,"ts":%s,"dur":%s,"args":{"correlation":1,"blocks per SM":%s,'
+        b'"warps per SM":%s,"extra":%s}}' % ((text,) * 6)
+    )
+
+
 def test_the_arrays_kept_for_the_next_block_are_freed_when_a_read_is_done(tmp_path: Path) -> None:
     """The core keeps a block's events and spans arrays for the next block (wizard/_core.c, block_take), and frees them
     when the read's blocks are done (``release_scan_arrays``, from the reader's walk): a block of 20,000 kernels
