@@ -9,7 +9,9 @@ Sections (``--only``, comma-separated; all by default):
 - ``json``: ``trace inspect --json`` (``--jobs`` the default, and ``--jobs 1``) against ``json.load`` of the same
   file and against commit 506439c's ``trace inspect --json``, per size and layout (files built by make_big_trace.py
   from the public H800 trace: lines as Kineto writes them, minified as ``json.dump`` does). 1 GB only with ``--gb``
-  (about 2 GB of disk per layout and minutes a round). The benchmark checks 506439c out with ``git worktree add
+  (about 2 GB of disk per layout and minutes a round). ``--layouts lines,minified,relative`` adds the timestamps as
+  PyTorch 2 writes them (make_big_trace.py's ``relative``: µs since a base, three decimals), beside the goals' two.
+  The benchmark checks 506439c out with ``git worktree add
   /tmp/ww-506439c 506439c`` and runs its ``python -m wizard`` with PYTHONPATH on that tree.
 - ``pftrace``: a ``.pftrace`` against the JSON of the same slices (the trace builder's launches, converted as
   wizard/testing/pftrace.py does; needs the ``perfetto`` package), CPU time; on the compiled core and on its
