@@ -10,7 +10,8 @@ The same events in each, so the three files compare the reader, not the content.
 ``lines`` with ``ts`` and ``dur`` as PyTorch 2's Kineto writes them: µs since ``baseTimeNanoseconds``
 with three decimals (libkineto/src/output_json.cpp, ``transToRelativeTime`` and ``"ts": {}.{:03}``):
 16 significant digits, 13 before the point, where the H800 trace has 16-digit integers since the
-epoch; the nanosecond digits, which the source does not have, are made up from each event's place.
+epoch; the nanosecond digits, which the source does not have, are made up from each time (so the
+events keep their order).
 
 Each repetition shifts timestamps and ids so the copy is a plausible longer profile; a few
 kernels get a grid of 100000 x 30000 blocks with the values a real profiler prints for it
@@ -65,17 +66,24 @@ def framing(layout: str, doc: dict[str, Any]) -> tuple[str, Callable[[Any], str]
     return ",\n  ", json.dumps, "{\n" + head + ',\n  "traceEvents": [\n  ', "\n  ]\n}\n"
 
 
-def copy_of(event: dict[str, Any], i: int, rep: int, shift: float, base_us: float | None) -> dict[str, Any]:
-    """The i-th event's copy in repetition rep: its time shifted (relative to base_us, with made-up nanoseconds,
+def _nanos(us: float) -> int:
+    """Made-up nanoseconds for a time in whole µs: a function of the time, so that events keep their order, and their
+    ends theirs (an end's are the end's own, not the start's plus the duration's)."""
+    return int(us) * 7919 % 1000
+
+
+def copy_of(event: dict[str, Any], rep: int, shift: float, base_us: float | None) -> dict[str, Any]:
+    """An event's copy in repetition rep: its time shifted (relative to base_us, with made-up nanoseconds,
     where given) and its ids moved past the other repetitions'."""
     e = dict(event)
     ids = rep * 10_000_000
     if isinstance(e.get("ts"), (int, float)):
         e["ts"] = e["ts"] + shift
         if base_us is not None:  # µs since the base, three decimals
-            e["ts"] = round(e["ts"] - base_us + (i * 7919 + rep * 104729) % 1000 / 1000, 3)
-            if isinstance(e.get("dur"), (int, float)):
-                e["dur"] = round(e["dur"] + i * 6007 % 1000 / 1000, 3)
+            start, dur = e["ts"], e.get("dur")
+            e["ts"] = round(start - base_us + _nanos(start) / 1000, 3)
+            if isinstance(dur, (int, float)):
+                e["dur"] = round(dur + (_nanos(start + dur) - _nanos(start)) / 1000, 3)
     if "id" in e and isinstance(e["id"], int):
         e["id"] += ids
     a = e.get("args")
@@ -115,7 +123,7 @@ def main(argv: list[str]) -> int:
         out.write(start)
         for rep in range(reps):
             for i, event in enumerate(events):
-                e = copy_of(event, i, rep, rep * span, base_us)
+                e = copy_of(event, rep, rep * span, base_us)
                 if rep in plant_reps and i == kernel_index:
                     plant(e, num_sms)
                 out.write(("" if rep == i == 0 else sep) + dump(e))
