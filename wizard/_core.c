@@ -4289,8 +4289,6 @@ static inline int scan_string(Scan *c, Span *s) {
 
 static inline int is_digit(const Scan *c, Py_ssize_t i) { return c->b[i] >= '0' && c->b[i] <= '9'; }
 
-/* a JSON number: V_INT (at most 18 digits, no fraction or exponent) or V_FLOAT (parsed as Python parses it, finite
- * and zero or normal); 0 to decline */
 /* 10**k for k <= 22: each a double exactly */
 static const double scan_tens[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
                                      1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
@@ -4303,6 +4301,8 @@ static inline int clinger_exact(unsigned long long m, Py_ssize_t digits) {
     return digits <= 19 && m <= (UINT64_C(1) << 53);
 }
 
+/* a JSON number: V_INT (at most 18 digits, no fraction or exponent) or V_FLOAT (parsed as Python parses it, finite
+ * and zero or normal); 0 to decline */
 static inline int scan_number(Scan *c, Span *s) {
     const unsigned char *b = c->b;
     Py_ssize_t i = c->i, start = i;
@@ -4400,7 +4400,7 @@ static inline int eight_digits(const unsigned char *p, uint64_t *out) {
  * digits where clinger_exact holds, read in line: most of an event's numbers (a pid, a timestamp, an id, a duration),
  * each a call of scan_number before (115 instructions a number); anything else is left to scan_number, from its
  * start (0: not one). */
-static inline __attribute__((always_inline)) int scan_plain_int(Scan *c, Span *s) {
+static inline __attribute__((always_inline)) int scan_plain_number(Scan *c, Span *s) {
     const unsigned char *b = c->b;
     Py_ssize_t i = c->i, start = i;
     unsigned long long m = 0;
@@ -4431,7 +4431,7 @@ static inline __attribute__((always_inline)) int scan_plain_int(Scan *c, Span *s
 static inline int scan_scalar(Scan *c, Span *s) {
     unsigned char ch = c->b[c->i];
     if (ch == '"') return scan_string(c, s);
-    if (ch == '-' || (ch >= '0' && ch <= '9')) return scan_plain_int(c, s) || scan_number(c, s);
+    if (ch == '-' || (ch >= '0' && ch <= '9')) return scan_plain_number(c, s) || scan_number(c, s);
     return scan_literal(c, s);
 }
 
