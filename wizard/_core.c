@@ -42,7 +42,8 @@ enum { OK = 0, CUT = 1, LONG_VARINT = 2 };
 static int read_varint_on(const unsigned char *b, Py_ssize_t n, Py_ssize_t *i, u128 *out) {
     Py_ssize_t j = *i;
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-    if (j + 9 <= n) {  /* up to nine bytes (63 bits: a timestamp in ns) from one 8-byte load, without a loop */
+    if (n - j >= 9) {  /* up to nine bytes (63 bits: a timestamp in ns) from one 8-byte load, without a loop (j + 9
+                        * would overflow where a caller passes a position near PY_SSIZE_T_MAX) */
         uint64_t w, stops;
         memcpy(&w, b + j, 8);
         stops = ~w & 0x8080808080808080u;  /* each byte's stop bit: set where the varint ends */
@@ -217,7 +218,7 @@ static inline __attribute__((always_inline)) Py_ssize_t short_varint(const unsig
         *v = b[i];
         return i + 1;
     }
-    if (i + 1 < n && b[i + 1] < 0x80) {
+    if (i < n - 1 && b[i + 1] < 0x80) {  /* not i + 1 < n: no overflow whatever the position */
         *v = (b[i] & 0x7Fu) | ((unsigned)b[i + 1] << 7);
         return i + 2;
     }

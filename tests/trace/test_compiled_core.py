@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import random
 import shutil
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -150,6 +151,20 @@ def test_the_inline_field_path_agrees_at_each_of_its_edges() -> None:
         assert outcome(core.fields, data) == outcome(protobuf.pure_fields, data)
     assert outcome(core.fields, (tag(1, 2) + b"\x00") * protobuf.MAX_FIELDS)[0] == "value"
     assert outcome(core.fields, (tag(1, 2) + b"\x00") * (protobuf.MAX_FIELDS + 1))[0] == "Damaged"
+
+
+def test_a_position_near_the_largest_index_is_an_error_not_a_crash() -> None:
+    """A start the caller passes near sys.maxsize: the nine-byte varint path asked ``j + 9 <= n``, which overflowed
+    there and read far past the bytes (a crash; found by review). Each of the four loops answers as its twin."""
+    far = sys.maxsize - 3
+    assert outcome(core.varint, b"\x80", far) == outcome(protobuf.pure_varint, b"\x80", far) == ("IndexError", "")
+    for data in (b"", b"\x08", b"\x80" * 12):
+        assert outcome(core.fields, data, far, sys.maxsize) == outcome(protobuf.pure_fields, data, far, sys.maxsize)
+        for wire in (0, 2):
+            args = (data, wire, (far, sys.maxsize))
+            assert outcome(core.packed_varints, *args) == outcome(protobuf.pure_packed_varints, *args)
+        args = (data, far, sys.maxsize)
+        assert outcome(core.track_event_fields, *args) == outcome(protobuf.pure_track_event_fields, *args)
 
 
 def test_more_than_max_fields_is_refused_in_the_same_words() -> None:

@@ -1307,12 +1307,15 @@ def test_digit_runs_are_read_as_msgspec_reads_them_or_declined() -> None:
 
 
 # the one-division edges (clinger_exact): the digits as an integer at 2**53 and one past it, 19 digits and 20
-# (2**64 + 1, which a 64-bit integer wraps to 1), a fraction of 16-19 digits, ties a double rounding would show, zeros
+# (2**64 + 1, which a 64-bit integer wraps to 1), a fraction of 16-19 digits, ties a double rounding would show, zeros;
+# negative ones and ones below 1 (scan_number's path)
 CLINGER_EDGES = [b"9007199254740.992", b"9007199254740.993", b"900719925474099.2", b"900719925474099.3",
                  b"9007199254740991.0", b"9007199254740993.0", b"1.234567890123456789", b"1.2345678901234567891",
                  b"0.1234567890123456789", b"1.0000000000000000001", b"9.999999999999999999", b"4503599627370495.5",
                  b"4503599627370496.5", b"1.7976931348623157", b"0.3", b"2.675", b"1365627862757.064", b"5e-1",
-                 b"1844674407370955161.7", b"-1844674407370955161.7", b"-0.0", b"0.000"]  # fmt: skip
+                 b"1844674407370955161.7", b"-1844674407370955161.7", b"-0.0", b"0.000", b"-9007199254740.993",
+                 b"-1365627862757.064", b"0.1234567890123456", b"0.9007199254740993", b"-0.0000000000000000001",
+                 b"-0.9007199254740992"]  # fmt: skip
 
 
 def test_decimal_timestamps_are_divided_once_only_where_that_is_exact() -> None:
