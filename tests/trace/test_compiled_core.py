@@ -161,10 +161,10 @@ def test_a_position_near_the_largest_index_is_an_error_not_a_crash() -> None:
     for data in (b"", b"\x08", b"\x80" * 12):
         assert outcome(core.fields, data, far, sys.maxsize) == outcome(protobuf.pure_fields, data, far, sys.maxsize)
         for wire in (0, 2):
-            args = (data, wire, (far, sys.maxsize))
-            assert outcome(core.packed_varints, *args) == outcome(protobuf.pure_packed_varints, *args)
-        args = (data, far, sys.maxsize)
-        assert outcome(core.track_event_fields, *args) == outcome(protobuf.pure_track_event_fields, *args)
+            packed = (data, wire, (far, sys.maxsize))
+            assert outcome(core.packed_varints, *packed) == outcome(protobuf.pure_packed_varints, *packed)
+        event = (data, far, sys.maxsize)
+        assert outcome(core.track_event_fields, *event) == outcome(protobuf.pure_track_event_fields, *event)
 
 
 def test_more_than_max_fields_is_refused_in_the_same_words() -> None:
