@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from wizard.compiled_core import compiled
 from wizard.trace.health import key_averages
 from wizard.trace.health.key_averages import (
     _doubles,
@@ -26,7 +27,6 @@ from wizard.trace.health.key_averages import (
     pure_parents,
     pure_up_the_tree,
 )
-from wizard.trace.read.core import compiled
 
 core = compiled()
 pytestmark = pytest.mark.skipif(core is None, reason="the compiled core is not built here (or WARPWIZARD_PURE=1)")

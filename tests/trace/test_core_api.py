@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
-from wizard.trace.read import collector, core, perfetto, protobuf
+from wizard import compiled_core as core
+from wizard.trace.read import collector, perfetto, protobuf
 
 STALE = """
 import sys, types

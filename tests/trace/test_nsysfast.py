@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 from tests.helpers import call_outcome, every_change
+from wizard.compiled_core import compiled
 from wizard.testing.nsys import Call, Kernel, write_export
 from wizard.trace.read import nsys, sqlite_columns
-from wizard.trace.read.core import compiled
 from wizard.trace.read.nsys import read_nsys
 from wizard.trace.read.sqlite_columns import ColumnBatches, rowid_name
 

@@ -11,8 +11,8 @@ import random
 import pytest
 
 from tests.helpers import call_outcome
+from wizard.compiled_core import compiled
 from wizard.trace.read import scan
-from wizard.trace.read.core import compiled
 
 CORE = compiled()
 needs_core = pytest.mark.skipif(CORE is None, reason="the compiled core is not built here")

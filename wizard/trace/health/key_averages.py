@@ -30,6 +30,7 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
+from wizard.compiled_core import compiled
 from wizard.formatting import plural, verb
 from wizard.trace.health.spec import (
     MARGIN,
@@ -42,7 +43,6 @@ from wizard.trace.health.spec import (
 )
 from wizard.trace.health.tables import distinct, searched  # not np.unique, which imports numpy.ma
 from wizard.trace.read.collector import TraceContents
-from wizard.trace.read.core import compiled
 from wizard.trace.read.records import NO_CORRELATION
 from wizard.untrusted import cut
 

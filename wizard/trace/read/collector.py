@@ -12,9 +12,9 @@ from typing import Any
 import msgspec
 from msgspec import Struct, field
 
+from wizard.compiled_core import compiled as compiled_core
 from wizard.file_ends import OpenedEnds
 from wizard.ranks import rank_value
-from wizard.trace.read.core import compiled as compiled_core
 from wizard.trace.read.counters import Counters
 from wizard.trace.read.events import (
     EVENTS_DECODER,

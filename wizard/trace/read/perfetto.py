@@ -51,6 +51,7 @@ from typing import IO, Any, NamedTuple, Protocol
 
 import msgspec
 
+from wizard.compiled_core import compiled as compiled_core
 from wizard.errors import InputFileError
 from wizard.formatting import plural
 from wizard.trace.read import cuspy, inflate
@@ -65,7 +66,6 @@ from wizard.trace.read.collector import (
     TraceContents,
     Truncation,
 )
-from wizard.trace.read.core import compiled as compiled_core
 from wizard.trace.read.events import (
     GPU_OP_CATEGORIES,
     KERNEL_CATEGORIES,

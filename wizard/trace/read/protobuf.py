@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from wizard.trace.read.core import compiled as compiled_core
+from wizard.compiled_core import compiled as compiled_core
 
 MAX_FIELDS = 1_000_000  # fields of one message: a 64 MB packet of one-byte fields would be a list of 64 million
 VARINT, FIXED64, DELIMITED, FIXED32 = 0, 1, 2, 5  # the wire types read (3 and 4, groups, are refused)

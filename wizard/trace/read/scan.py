@@ -20,7 +20,7 @@ import operator
 import re
 from collections.abc import Callable
 
-from wizard.trace.read.core import compiled
+from wizard.compiled_core import compiled
 
 SEPARATOR = re.compile(rb"\}[ \t\r\n]*,[ \t\r\n]*\{")
 _ESCAPED_QUOTE = re.compile(rb'(?<!\\)(?:\\\\)*\\"')

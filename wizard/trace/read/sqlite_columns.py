@@ -26,7 +26,7 @@ import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from wizard.trace.read.core import compiled
+from wizard.compiled_core import compiled
 
 NO_VALUE = -(1 << 63)  # records.NO_VALUE: no value in an int64 column
 WIDEST = 21  # bytes of one integer in a JSON array: "-9223372036854775808" and its comma
