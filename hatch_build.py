@@ -33,6 +33,7 @@ FLAGS = [
     "-shared",
     "-std=c11",
     "-fno-strict-aliasing",
+    "-pthread",  # the scanner's thread (ScanAhead in _core.c)
     "-Wall",
     "-Werror=implicit-function-declaration",
 ]

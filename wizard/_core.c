@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <limits.h>
 #include <string.h>
+#include <stdlib.h>
 #include <math.h>
 #include <float.h>
 #if defined(__SSE2__) || defined(_M_X64) || (defined(_M_IX86_FP) && _M_IX86_FP >= 2)
@@ -4177,6 +4178,8 @@ typedef struct {
 typedef struct {
     const unsigned char *b;
     Py_ssize_t i, n;
+    int nogil;      /* the first pass without the GIL (ScanAhead's thread): nothing of Python's is called */
+    int needs_gil;  /* set where such a pass declined for a number only PyOS_string_to_double reads */
 } Scan;
 
 static char *scan_keys[SCAN_FIELDS];  /* each field's JSON name (json_bind: events.Event's and EventArgs') */
@@ -4290,6 +4293,32 @@ static inline int scan_string(Scan *c, Span *s) {
 
 static inline int is_digit(const Scan *c, Py_ssize_t i) { return c->b[i] >= '0' && c->b[i] <= '9'; }
 
+/* A JSON number's text read as the nearest double without the GIL, where the C library has a strtod taking a locale
+ * (glibc's and macOS's: correctly rounded, as PyOS_string_to_double is, so the same double), in the "C" locale made
+ * once when the module loads: 1, else 0 (the block is then scanned again with the GIL). The scanner has checked the
+ * text is a JSON number, and checks that the read ends where it does. */
+#if (defined(__GLIBC__) || defined(__APPLE__)) && !defined(_WIN32)
+#include <locale.h>
+#if defined(__APPLE__)
+#include <xlocale.h>
+#endif
+static locale_t s_c_numbers = (locale_t)0;
+static void nogil_strtod_init(void) {
+    if (!s_c_numbers) s_c_numbers = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+}
+static int nogil_strtod(const char *text, char **end, double *d) {
+    if (!s_c_numbers) return 0;
+    *d = strtod_l(text, end, s_c_numbers);
+    return 1;
+}
+#else
+static void nogil_strtod_init(void) {}
+static int nogil_strtod(const char *text, char **end, double *d) {
+    (void)text, (void)end, (void)d;
+    return 0;
+}
+#endif
+
 /* 10**k for k <= 22: each a double exactly */
 static const double scan_tens[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,  1e8,  1e9,  1e10, 1e11,
                                      1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
@@ -4349,10 +4378,18 @@ static inline int scan_number(Scan *c, Span *s) {
         return 1;
     }
     char *end = NULL;
-    double d = PyOS_string_to_double((const char *)b + start, &end, NULL);
-    if (d == -1.0 && PyErr_Occurred()) {
-        PyErr_Clear();
-        return 0;
+    double d;
+    if (c->nogil) {  /* Python's strtod keeps a free list of its own, the GIL's: the C library's, or the GIL's later */
+        if (!nogil_strtod((const char *)b + start, &end, &d)) {
+            c->needs_gil = 1;
+            return 0;
+        }
+    } else {
+        d = PyOS_string_to_double((const char *)b + start, &end, NULL);
+        if (d == -1.0 && PyErr_Occurred()) {
+            PyErr_Clear();
+            return 0;
+        }
     }
     if (end != (const char *)b + i || !isfinite(d) || (d != 0.0 && fabs(d) < DBL_MIN)) return 0;
     s->kind = V_FLOAT, s->v.number = d;
@@ -4558,7 +4595,7 @@ static int scan_members(Scan *c, uint32_t *present, Span *f, int first, int last
 static int block_add(Block *bk, uint32_t present, const Span *f) {
     if (bk->count == bk->cap) {
         Py_ssize_t cap = bk->cap ? bk->cap * 2 : 256;
-        Scanned *grown = PyMem_Realloc(bk->events, (size_t)cap * sizeof *grown);
+        Scanned *grown = realloc(bk->events, (size_t)cap * sizeof *grown);
         if (!grown) return 0;
         bk->events = grown, bk->cap = cap;
     }
@@ -4566,7 +4603,7 @@ static int block_add(Block *bk, uint32_t present, const Span *f) {
     if (need > bk->cap_spans) {
         Py_ssize_t cap = bk->cap_spans ? bk->cap_spans * 2 : 2048;
         while (cap < need) cap *= 2;
-        Span *grown = PyMem_Realloc(bk->spans, (size_t)cap * sizeof *grown);
+        Span *grown = realloc(bk->spans, (size_t)cap * sizeof *grown);
         if (!grown) return 0;
         bk->spans = grown, bk->cap_spans = cap;
     }
@@ -4575,37 +4612,50 @@ static int block_add(Block *bk, uint32_t present, const Span *f) {
     return 1;
 }
 
-/* The last block's arrays, kept for the next: each block grew its own from 256 events by doubling, copying them
+/* The last blocks' arrays, kept for the next: each block grew its own from 256 events by doubling, copying them
  * (3% of a JSON read's instructions) into pages first touched each time. Taken by a call while it runs (a call
- * made under it, by a handler, makes its own); kept only up to SPARE_BYTES, and freed by scan_release when a read's
- * blocks are done (they would count in the passes' peaks). */
+ * made under it, by a handler, makes its own); up to SPARES of them (a ScanAhead's two blocks and the one being
+ * collected), each only up to SPARE_BYTES, and freed by scan_release when a read's blocks are done (they would
+ * count in the passes' peaks). Only with the GIL held: a ScanAhead's thread is handed its block. */
 #define SPARE_BYTES (32 << 20)
-static Block s_spare = {NULL, NULL, 0, 0, 0, 0};
+#define SPARES 3
+static Block s_spare[SPARES];
+static int s_spares = 0;
 
 static Block block_take(void) {
-    Block bk = s_spare;
+    if (!s_spares) return (Block){NULL, NULL, 0, 0, 0, 0};
+    Block bk = s_spare[--s_spares];
     bk.count = bk.nspans = 0;
-    s_spare = (Block){NULL, NULL, 0, 0, 0, 0};
     return bk;
 }
 
-/* scan_release(): the arrays kept from the last block freed, and the kernels' shapes kept for the next block */
+/* the bytes a block's arrays hold */
+static size_t block_bytes(const Block *bk) {
+    return (size_t)bk->cap * sizeof *bk->events + (size_t)bk->cap_spans * sizeof *bk->spans;
+}
+
+/* scan_release(): the arrays kept from the last blocks freed (the bytes they held: the allocator is the C library's,
+ * which tracemalloc does not see), and the kernels' shapes kept for the next block */
 static PyObject *core_scan_release(PyObject *self, PyObject *unused) {
     (void)self, (void)unused;
-    Block spare = block_take();
-    PyMem_Free(spare.events);
-    PyMem_Free(spare.spans);
+    size_t freed = 0;
+    while (s_spares) {
+        Block spare = block_take();
+        freed += block_bytes(&spare);
+        free(spare.events);
+        free(spare.spans);
+    }
     kernel_slots_clear();
-    Py_RETURN_NONE;
+    return PyLong_FromSize_t(freed);
 }
 
 static void block_free(Block *bk) {
-    size_t held = (size_t)bk->cap * sizeof *bk->events + (size_t)bk->cap_spans * sizeof *bk->spans;
-    if (!s_spare.events && !s_spare.spans && held <= SPARE_BYTES) {
-        s_spare = *bk;
+    size_t held = block_bytes(bk);
+    if (s_spares < SPARES && (bk->events || bk->spans) && held <= SPARE_BYTES) {
+        s_spare[s_spares++] = *bk;
     } else {
-        PyMem_Free(bk->events);
-        PyMem_Free(bk->spans);
+        free(bk->events);
+        free(bk->spans);
     }
     *bk = (Block){NULL, NULL, 0, 0, 0, 0};
 }
@@ -4651,7 +4701,7 @@ static PyObject *span_value(const Scan *c, StrSlot *cache, const Span *s, int as
 
 /* a flat list or object (checked by the first pass): its scalars made again from their bytes */
 static PyObject *span_container(const Scan *c, StrSlot *cache, const Span *s) {
-    Scan in = {c->b, (Py_ssize_t)s->start + 1, (Py_ssize_t)s->start + s->len};
+    Scan in = {c->b, (Py_ssize_t)s->start + 1, (Py_ssize_t)s->start + s->len, 0, 0};
     int object = s->kind == V_OBJECT;
     PyObject *out = object ? PyDict_New() : PyList_New(0);
     if (!out) return NULL;
@@ -5126,12 +5176,336 @@ static int sink_flush(Slices *self) {
     return failed ? -1 : 0;
 }
 
-/* scan_events(collector, buf, start, end): True where buf[start:end] was collected, False where declined (nothing
- * changed; anything but bytes is declined) */
+/* ==== The first pass ahead (ScanAhead) ====
+ *
+ * The first pass makes no Python object (above), so it can run beside the interpreter: a ScanAhead's thread scans
+ * the reader's next block while this thread runs the second pass of the one before, on a second core (the first pass
+ * is 55% of a block's instructions). start(buf, start, end) hands it a block (it holds two: the one being taken and
+ * the next); scan_events(..., ahead) of such a block (the same bytes object, start and end) takes what it found,
+ * waiting for it with the GIL released, and scans a block itself otherwise, as before. The thread runs the first
+ * pass's own code on the same bytes, so a block is taken or declined as if scanned here; only a number that
+ * PyOS_string_to_double reads (an exponent, more than 19 digits) is not read there (that function's free list is the
+ * GIL's): such a block is scanned again here. The thread holds no reference and calls nothing of Python's: it reads
+ * the bytes the ScanAhead holds, and the key tables under s_key_tables, which json_bind takes to write them. It is
+ * started by the first start() and joined by close() or the object's end; in a forked child (whose copy of the
+ * object has no thread) start() takes nothing. Where there are no POSIX threads, start() takes nothing. */
+#if defined(__unix__) || defined(__APPLE__)
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+#define SCAN_AHEAD 1
+static pthread_rwlock_t s_key_tables = PTHREAD_RWLOCK_INITIALIZER;  /* read by the thread's pass, json_bind writes */
+
+/* A forked child has no thread holding the lock, whatever its copy says (a fork while a thread read the tables, or
+ * while json_bind waited for the GIL holding it): made anew there. */
+static void key_tables_after_fork(void) {
+    pthread_rwlock_t fresh = PTHREAD_RWLOCK_INITIALIZER;
+    memcpy(&s_key_tables, &fresh, sizeof fresh);
+}
+#else
+#define SCAN_AHEAD 0
+#endif
+
+enum { AHEAD_IDLE, AHEAD_QUEUED, AHEAD_RUNNING, AHEAD_DONE, AHEAD_STOP };
+enum { AHEAD_NONE, AHEAD_TAKEN, AHEAD_DECLINED };  /* what scan_events found in a ScanAhead for its block */
+#define AHEAD_JOBS 2
+
+/* a block handed over: the GIL's side (buf, the range, held, order), the thread's inputs, and its results */
+typedef struct {
+    PyObject *buf;          /* the block's bytes (a reference: this thread's side) */
+    Py_ssize_t start, end;  /* the block within them */
+    unsigned long binds;    /* j_binds when handed over: a json_bind since, and it is scanned again */
+    unsigned long order;    /* when it was handed over: the thread takes the oldest first */
+    int held;               /* handed over and not yet taken or dropped (this thread's side) */
+    const unsigned char *data;
+    Py_ssize_t n;
+    Block bk;               /* the thread's from QUEUED to DONE, this thread's otherwise */
+    int state, ok, has_last, needs_gil;  /* under the lock */
+    double last;
+} AheadJob;
+
+typedef struct {
+    PyObject_HEAD
+    AheadJob jobs[AHEAD_JOBS];
+    unsigned long handed;  /* blocks handed over */
+    Py_ssize_t taken, again;  /* blocks whose first pass scan_events took, and scanned again there */
+    int stop;              /* under the lock: the thread ends */
+#if SCAN_AHEAD
+    pthread_mutex_t lock;
+    pthread_cond_t wake, done;
+    pthread_t thread;
+    pid_t owner;  /* the process the thread runs in; 0: none started */
+    int ready;    /* the lock and conditions made */
+#endif
+} Ahead;
+
+static PyTypeObject *ahead_type = NULL;
+
+#if SCAN_AHEAD
+/* the oldest block queued, or NULL (the lock held) */
+static AheadJob *ahead_next_job(Ahead *a) {
+    AheadJob *next = NULL;
+    for (int k = 0; k < AHEAD_JOBS; k++)
+        if (a->jobs[k].state == AHEAD_QUEUED && (!next || a->jobs[k].order < next->order)) next = &a->jobs[k];
+    return next;
+}
+
+static void *ahead_main(void *arg) {
+    Ahead *a = arg;
+    pthread_mutex_lock(&a->lock);
+    for (;;) {
+        AheadJob *job;
+        while (!a->stop && !(job = ahead_next_job(a))) pthread_cond_wait(&a->wake, &a->lock);
+        if (a->stop) break;
+        job->state = AHEAD_RUNNING;
+        Scan c = {job->data, 0, job->n, 1, 0};
+        Block bk = job->bk;
+        pthread_mutex_unlock(&a->lock);
+        int has_last = 0;
+        double last = 0.0;
+        pthread_rwlock_rdlock(&s_key_tables);
+        int ok = scan_block(&c, &bk, &has_last, &last);
+        pthread_rwlock_unlock(&s_key_tables);
+        pthread_mutex_lock(&a->lock);
+        job->bk = bk, job->ok = ok, job->has_last = has_last, job->last = last, job->needs_gil = c.needs_gil;
+        job->state = AHEAD_DONE;
+        pthread_cond_broadcast(&a->done);
+    }
+    pthread_mutex_unlock(&a->lock);
+    return NULL;
+}
+
+/* whether this process runs the object's thread (a fork's child has a copy of the object, not of the thread) */
+static int ahead_ours(const Ahead *a) { return a->owner != 0 && a->owner == getpid(); }
+#endif
+
+/* a block handed over, scanned: waited for with the GIL released (1), or 0 where the thread is not this process's
+ * (a fork's child: the parent's thread was writing the copy of the block it has, which is then forgotten) */
+static int ahead_wait(Ahead *a, AheadJob *job) {
+#if SCAN_AHEAD
+    if (ahead_ours(a)) {
+        Py_BEGIN_ALLOW_THREADS
+        pthread_mutex_lock(&a->lock);
+        while (job->state != AHEAD_DONE) pthread_cond_wait(&a->done, &a->lock);
+        job->state = AHEAD_IDLE;
+        pthread_mutex_unlock(&a->lock);
+        Py_END_ALLOW_THREADS
+        return 1;
+    }
+#else
+    (void)a;
+#endif
+    job->bk = (Block){NULL, NULL, 0, 0, 0, 0};
+    job->state = AHEAD_IDLE;
+    return 0;
+}
+
+/* a block handed over dropped, once scanned (this thread: the GIL held) */
+static void ahead_drop(Ahead *a, AheadJob *job) {
+    if (!job->held) return;
+    job->held = 0;
+    ahead_wait(a, job);
+    block_free(&job->bk);
+    Py_CLEAR(job->buf);
+}
+
+/* the thread stopped and joined, the blocks dropped */
+static void ahead_stop(Ahead *a) {
+    for (int k = 0; k < AHEAD_JOBS; k++) ahead_drop(a, &a->jobs[k]);
+#if SCAN_AHEAD
+    if (ahead_ours(a)) {
+        pthread_mutex_lock(&a->lock);
+        a->stop = 1;
+        pthread_cond_signal(&a->wake);
+        pthread_mutex_unlock(&a->lock);
+        Py_BEGIN_ALLOW_THREADS
+        pthread_join(a->thread, NULL);
+        Py_END_ALLOW_THREADS
+        a->stop = 0, a->owner = 0;
+    }
+#endif
+}
+
+static PyObject *ahead_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
+    if (PyTuple_Size(args) || (kwargs && PyDict_Size(kwargs))) {
+        PyErr_SetString(PyExc_TypeError, "ScanAhead() takes no arguments");
+        return NULL;
+    }
+    allocfunc alloc = (allocfunc)PyType_GetSlot(type, Py_tp_alloc);
+    Ahead *a = (Ahead *)alloc(type, 0);  /* zeroed: nothing held, no thread */
+#if SCAN_AHEAD
+    if (a && !pthread_mutex_init(&a->lock, NULL)) {
+        if (!pthread_cond_init(&a->wake, NULL)) {
+            if (!pthread_cond_init(&a->done, NULL)) a->ready = 1;
+            else pthread_cond_destroy(&a->wake);
+        }
+        if (!a->ready) pthread_mutex_destroy(&a->lock);
+    }
+#endif
+    return (PyObject *)a;  /* without its lock (not ready), start() takes nothing */
+}
+
+static void ahead_dealloc(Ahead *a) {
+    ahead_stop(a);
+#if SCAN_AHEAD
+    if (a->ready && !a->owner) {  /* not a fork's copy, whose lock is as the parent's thread left it */
+        pthread_mutex_destroy(&a->lock);
+        pthread_cond_destroy(&a->wake);
+        pthread_cond_destroy(&a->done);
+    }
+#endif
+    instance_free((PyObject *)a);
+}
+
+/* start(buf, start, end): buf[start:end] handed to the thread (the older of two held before is dropped); False where
+ * it takes nothing (no threads here, anything but bytes, a block of 4 GiB, the core not bound, no thread could
+ * start): scan_events then scans that block itself, as ever */
+static PyObject *ahead_start(Ahead *a, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "start takes (buf, start, end)");
+        return NULL;
+    }
+    Py_ssize_t start = PyLong_AsSsize_t(args[1]);
+    if (start == -1 && PyErr_Occurred()) return NULL;
+    Py_ssize_t end = PyLong_AsSsize_t(args[2]);
+    if (end == -1 && PyErr_Occurred()) return NULL;
+    if (!PyBytes_Check(args[0])) Py_RETURN_FALSE;
+    if (start < 0 || start > end || end > PyBytes_Size(args[0])) {
+        PyErr_SetString(PyExc_ValueError, "start: the block is not within the buffer (0 <= start <= end <= len)");
+        return NULL;
+    }
+#if SCAN_AHEAD
+    if (!scan_ready() || end - start >= (Py_ssize_t)UINT32_MAX || !a->ready) Py_RETURN_FALSE;
+    if (a->owner && !ahead_ours(a)) Py_RETURN_FALSE;  /* a fork's copy: its lock as the parent's thread left it */
+    AheadJob *job = NULL;
+    for (int k = 0; k < AHEAD_JOBS; k++)
+        if (!job || !a->jobs[k].held || (job->held && a->jobs[k].order < job->order)) job = &a->jobs[k];
+    ahead_drop(a, job);  /* a free one, else the oldest */
+    if (!a->owner) {  /* every signal blocked in the thread (it inherits this mask): the kernel gives them to the
+                        * main thread, whose blocking read a Ctrl-C must end (wizard/threads.py, for Python's threads) */
+        sigset_t every, before;
+        sigfillset(&every);
+        pthread_sigmask(SIG_BLOCK, &every, &before);
+        a->owner = getpid();
+        int failed = pthread_create(&a->thread, NULL, ahead_main, a);
+        pthread_sigmask(SIG_SETMASK, &before, NULL);
+        if (failed) {
+            a->owner = 0;
+            Py_RETURN_FALSE;
+        }
+    }
+    job->buf = new_ref(args[0]);
+    job->start = start, job->end = end, job->binds = j_binds, job->order = ++a->handed, job->held = 1;
+    job->bk = block_take();
+    pthread_mutex_lock(&a->lock);
+    job->data = (const unsigned char *)PyBytes_AsString(args[0]) + start, job->n = end - start;
+    job->state = AHEAD_QUEUED;
+    pthread_cond_signal(&a->wake);
+    pthread_mutex_unlock(&a->lock);
+    Py_RETURN_TRUE;
+#else
+    (void)a;
+    Py_RETURN_FALSE;
+#endif
+}
+
+/* the block scan_events was given, where it is one handed over: AHEAD_TAKEN (its block and last ts), AHEAD_DECLINED
+ * (the thread declined it: this thread would too), or AHEAD_NONE (none such, or one to scan again here); a block
+ * handed over before it is dropped (the reader went another way) */
+static int ahead_take(Ahead *a, PyObject *buf, Py_ssize_t start, Py_ssize_t end, Block *bk, int *has_last,
+                      double *last) {
+    AheadJob *job = NULL;
+    for (int k = 0; k < AHEAD_JOBS; k++)
+        if (a->jobs[k].held && a->jobs[k].buf == buf && a->jobs[k].start == start && a->jobs[k].end == end)
+            job = &a->jobs[k];
+    if (!job) return AHEAD_NONE;
+    for (int k = 0; k < AHEAD_JOBS; k++)
+        if (a->jobs[k].held && a->jobs[k].order < job->order) ahead_drop(a, &a->jobs[k]);
+    job->held = 0;
+    int scanned = ahead_wait(a, job);
+    Py_CLEAR(job->buf);
+    Block got = job->bk;
+    job->bk = (Block){NULL, NULL, 0, 0, 0, 0};
+    if (!scanned || job->binds != j_binds || job->needs_gil) {  /* scanned again here */
+        block_free(&got);
+        a->again++;
+        return AHEAD_NONE;
+    }
+    a->taken++;
+    if (!job->ok || got.count == 0) {
+        block_free(&got);
+        return AHEAD_DECLINED;
+    }
+    *bk = got, *has_last = job->has_last, *last = job->last;
+    return AHEAD_TAKEN;
+}
+
+static PyObject *ahead_close(Ahead *a, PyObject *unused) {
+    (void)unused;
+    ahead_stop(a);
+    Py_RETURN_NONE;
+}
+
+static PyObject *ahead_get_threaded(Ahead *a, void *closure) {
+    (void)closure;
+#if SCAN_AHEAD
+    return PyBool_FromLong(ahead_ours(a));
+#else
+    (void)a;
+    Py_RETURN_FALSE;
+#endif
+}
+
+static PyObject *ahead_get_pending(Ahead *a, void *closure) {
+    (void)closure;
+    AheadJob *first = &a->jobs[0], *second = &a->jobs[1];
+    if (second->held && (!first->held || second->order < first->order)) first = &a->jobs[1], second = &a->jobs[0];
+    PyObject *held = PyList_New(0);
+    for (AheadJob *job = first; held && job; job = job == first ? second : NULL) {
+        if (!job->held) continue;
+        PyObject *one = Py_BuildValue("(Onn)", job->buf, job->start, job->end);
+        if (!one || PyList_Append(held, one) < 0) Py_CLEAR(held);
+        Py_XDECREF(one);
+    }
+    return held;
+}
+
+static PyMethodDef ahead_methods[] = {
+    {"start", (PyCFunction)(void (*)(void))ahead_start, METH_FASTCALL,
+     "start(buf, start, end): the block's first pass begun on the thread; False where it takes nothing"},
+    {"close", (PyCFunction)ahead_close, METH_NOARGS, "the thread stopped, the blocks it held dropped"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyObject *ahead_get_taken(Ahead *a, void *closure) {
+    (void)closure;
+    return Py_BuildValue("(nn)", a->taken, a->again);
+}
+
+static PyGetSetDef ahead_getset[] = {
+    {"threaded", (getter)ahead_get_threaded, NULL, "whether this process runs its thread", NULL},
+    {"taken", (getter)ahead_get_taken, NULL,
+     "(blocks whose first pass scan_events took from the thread, blocks it scanned again itself)", NULL},
+    {"pending", (getter)ahead_get_pending, NULL, "[(buf, start, end)] of the blocks held, oldest first", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyType_Slot ahead_slots[] = {
+    {Py_tp_new, ahead_new}, {Py_tp_dealloc, ahead_dealloc}, {Py_tp_methods, ahead_methods},
+    {Py_tp_getset, ahead_getset},
+    {Py_tp_doc, "the first pass of the reader's next blocks, on a thread of its own (scan_events takes it)"}, {0, NULL},
+};
+
+static PyType_Spec ahead_spec = {"wizard._core.ScanAhead", sizeof(Ahead), 0, Py_TPFLAGS_DEFAULT, ahead_slots};
+
+/* scan_events(collector, buf, start, end[, ahead]): True where buf[start:end] was collected, False where declined
+ * (nothing changed; anything but bytes is declined); `ahead`, a ScanAhead (or None): its first pass taken where it
+ * was handed this block */
 static PyObject *core_scan_events(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     (void)self;
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "scan_events takes (collector, buf, start, end)");
+    Ahead *ahead = nargs == 5 && args[4] != Py_None ? (Ahead *)args[4] : NULL;
+    if ((nargs != 4 && nargs != 5) || (ahead && (!ahead_type || !PyObject_TypeCheck(args[4], ahead_type)))) {
+        PyErr_SetString(PyExc_TypeError, "scan_events takes (collector, buf, start, end[, ahead: ScanAhead])");
         return NULL;
     }
     if (!PyBytes_Check(args[1])) Py_RETURN_FALSE;  /* bytes only (their NUL ends every loop): declined */
@@ -5147,14 +5521,19 @@ static PyObject *core_scan_events(PyObject *self, PyObject *const *args, Py_ssiz
     }
     /* the loops may read on past `end` (never past the NUL at buf[len]): what runs past it is declined */
     if (!scan_ready() || end - start >= (Py_ssize_t)UINT32_MAX) Py_RETURN_FALSE;
-    Scan c = {(const unsigned char *)data + start, 0, end - start};
-    Block bk = block_take();
+    Scan c = {(const unsigned char *)data + start, 0, end - start, 0, 0};
+    Block bk = {NULL, NULL, 0, 0, 0, 0};
     int has_last = 0;
     double last = 0.0;
-    if (!scan_block(&c, &bk, &has_last, &last) || bk.count == 0) {
-        block_free(&bk);
-        if (PyErr_Occurred()) return NULL;
-        Py_RETURN_FALSE;
+    int found = ahead ? ahead_take(ahead, args[1], start, end, &bk, &has_last, &last) : AHEAD_NONE;
+    if (found == AHEAD_DECLINED) Py_RETURN_FALSE;
+    if (found == AHEAD_NONE) {
+        bk = block_take();
+        if (!scan_block(&c, &bk, &has_last, &last) || bk.count == 0) {
+            block_free(&bk);
+            if (PyErr_Occurred()) return NULL;
+            Py_RETURN_FALSE;
+        }
     }
     Py_ssize_t count = bk.count;
     StrSlot *cache = PyMem_Calloc(STR_SLOTS, sizeof *cache);
@@ -5300,8 +5679,19 @@ static PyObject *core_json_bind(PyObject *self, PyObject *const *args, Py_ssize_
     }
     J_SETREF(j_collector_type, new_ref(args[18]));
     kernel_slots_clear();  /* shapes made under the binding before */
-    if (find_fields(j_event_type, A_CAT, A_ARGS) < 0 || find_fields(j_args_type, A_CORRELATION, A_ORIGINAL_STREAM) < 0 ||
-        scan_bind_keys(args[16], A_CAT, A_ARGS) < 0 || scan_bind_keys(args[17], A_CORRELATION, A_ORIGINAL_STREAM) < 0) {
+    int failed = find_fields(j_event_type, A_CAT, A_ARGS) < 0 || find_fields(j_args_type, A_CORRELATION, A_ORIGINAL_STREAM) < 0;
+    if (!failed) {
+#if SCAN_AHEAD
+        Py_BEGIN_ALLOW_THREADS
+        pthread_rwlock_wrlock(&s_key_tables);  /* a ScanAhead's thread reads them while it scans */
+        Py_END_ALLOW_THREADS
+#endif
+        failed = scan_bind_keys(args[16], A_CAT, A_ARGS) < 0 || scan_bind_keys(args[17], A_CORRELATION, A_ORIGINAL_STREAM) < 0;
+#if SCAN_AHEAD
+        pthread_rwlock_unlock(&s_key_tables);
+#endif
+    }
+    if (failed) {
         for (int k = 0; k < A_COUNT; k++) field_offset[k] = 0;
         return NULL;
     }
@@ -5748,7 +6138,7 @@ static PyMethodDef methods[] = {
     {"scan_events", (PyCFunction)(void (*)(void))core_scan_events, METH_FASTCALL,
      "a block of JSON events collected from its bytes, or declined"},
     {"scan_release", (PyCFunction)core_scan_release, METH_NOARGS,
-     "the arrays scan_events keeps from one block for the next, freed"},
+     "the arrays scan_events keeps from one block for the next, freed: the bytes they held"},
     {"json_bind", (PyCFunction)(void (*)(void))core_json_bind, METH_FASTCALL,
      "hand over the JSON collector's categories, MAX_NAME and twins"},
     {"int64_array", (PyCFunction)(void (*)(void))core_int64_array, METH_FASTCALL,
@@ -5770,7 +6160,7 @@ static struct PyModuleDef module = {
 };
 
 /* API: the version of these functions' arguments and meaning that wizard/compiled_core.py binds (raised with it) */
-#define CORE_API 11
+#define CORE_API 12
 
 PyMODINIT_FUNC PyInit__core(void) {
     PyObject *m = PyModule_Create(&module);
@@ -5778,6 +6168,16 @@ PyMODINIT_FUNC PyInit__core(void) {
     if (m && !memo_type && !(memo_type = (PyTypeObject *)PyType_FromSpec(&memo_spec))) Py_CLEAR(m);
     if (m && PyModule_AddObject(m, "Memo", new_ref((PyObject *)memo_type)) < 0) {
         Py_DECREF(memo_type);
+        Py_CLEAR(m);
+    }
+    nogil_strtod_init();  /* before any ScanAhead's thread reads it */
+#if SCAN_AHEAD
+    static int forks_known = 0;
+    if (m && !forks_known && pthread_atfork(NULL, NULL, key_tables_after_fork) == 0) forks_known = 1;
+#endif
+    if (m && !ahead_type && !(ahead_type = (PyTypeObject *)PyType_FromSpec(&ahead_spec))) Py_CLEAR(m);
+    if (m && PyModule_AddObject(m, "ScanAhead", new_ref((PyObject *)ahead_type)) < 0) {
+        Py_DECREF(ahead_type);
         Py_CLEAR(m);
     }
     return m;

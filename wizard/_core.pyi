@@ -153,8 +153,21 @@ def json_bind(
     args_keys: tuple[tuple[str, str], ...],
     /,
 ) -> None: ...
-def scan_events(collector: Any, buf: bytes, start: int, end: int, /) -> bool: ...
-def scan_release() -> None: ...  # the arrays scan_events keeps from one block for the next, freed
+def scan_events(collector: Any, buf: bytes, start: int, end: int, ahead: ScanAhead | None = None, /) -> bool: ...
+def scan_release() -> int: ...  # the arrays scan_events keeps from one block for the next, freed: their bytes
+
+class ScanAhead:
+    """The first pass of the reader's next blocks, on a thread of its own (scan_events takes it)."""
+
+    def start(self, buf: bytes, start: int, end: int, /) -> bool: ...  # False: taken nothing
+    def close(self) -> None: ...
+    @property
+    def threaded(self) -> bool: ...  # this process runs its thread
+    @property
+    def pending(self) -> list[tuple[bytes, int, int]]: ...  # the blocks held, oldest first
+    @property
+    def taken(self) -> tuple[int, int]: ...  # blocks taken from the thread, blocks scanned again here
+
 def int64_array(text: str, /) -> bytes | None: ...
 def quote_counts(buf: bytes, start: int, end: int, /) -> tuple[int, int]: ...
 def parents(starts: bytes, ends: bytes, first: int, stack: bytearray, tops: bytearray, /) -> bytes: ...

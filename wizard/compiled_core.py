@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from types import ModuleType
 
-API = 11
+API = 12
 
 
 def compiled() -> ModuleType | None:

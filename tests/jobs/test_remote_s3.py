@@ -161,16 +161,22 @@ def test_a_refused_credential_is_one_line_exit_6_and_never_shows_the_secret(
             assert SECRET not in text and SECRET[:12] not in text and KEY_ID not in text
 
 
-def test_an_object_is_streamed_in_bounded_ranges(store: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """Each request is at most the reader's block (8 MiB by default; 64 KiB here) plus fsspec's read-ahead
-    (remote.BLOCK_BYTES, 8 MiB; 64 KiB here): a 1 GB object is read in ~16 MiB pieces, never whole."""
+@pytest.mark.parametrize("ahead", [False, True], ids=["one-thread", "scanner-thread"])
+def test_an_object_is_streamed_in_bounded_ranges(
+    store: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, ahead: bool
+) -> None:
+    """Each request is at most what the reader reads at a time plus fsspec's read-ahead (remote.BLOCK_BYTES, 8 MiB;
+    64 KiB here): the reader's block (512 KiB by default; 64 KiB here), or AHEAD_READS blocks where the scanner's
+    thread runs (ReaderConfig.ahead, on two cores or more, with the compiled core). A 1 GB object is read in pieces
+    of a few MiB, never whole."""
     import boto3
     import s3fs
 
     from wizard.trace.inspection.run import inspect_trace
-    from wizard.trace.read import remote
+    from wizard.trace.read import collector, reader, remote
     from wizard.trace.read.reader import ReaderConfig
 
+    monkeypatch.setattr(reader, "usable_cores", lambda: 2)
     big = write_rank_directory(tmp_path / "big", RankPlan(world_size=1, steps=40, kernels=40))[0]
     size = big.stat().st_size
     boto3.client("s3").upload_file(str(big), BUCKET, "big/rank0.json")
@@ -184,12 +190,13 @@ def test_an_object_is_streamed_in_bounded_ranges(store: str, monkeypatch: pytest
         return original(self, start, end)
 
     monkeypatch.setattr(s3fs.core.S3File, "_fetch_range", spied)
-    config = ReaderConfig(block_size=block, workers=0)
+    config = ReaderConfig(block_size=block, workers=0, ahead=ahead)
     from_s3 = inspect_trace(f"s3://{BUCKET}/big/rank0.json", config=config)
     from_disk = inspect_trace(big, config=config)
-    assert size > 8 * block
-    assert len(ranges) >= size // (2 * block)  # many requests ...
-    assert max(end - start for start, end in ranges) <= 2 * block  # ... none near the object's size
+    read = block * (reader.AHEAD_READS if ahead and collector.scan_events is not None else 1)
+    assert size > 6 * read
+    assert len(ranges) >= size // (read + block)  # many requests ...
+    assert max(end - start for start, end in ranges) <= read + block  # ... none near the object's size
     assert max(end for _, end in ranges) >= size  # and the whole object was read through them
     assert [(c.check, c.status, c.count, c.summary) for c in from_s3.health_result.checks] == [
         (c.check, c.status, c.count, c.summary) for c in from_disk.health_result.checks

@@ -29,7 +29,7 @@ from wizard.trace.health import key_averages
 from wizard.trace.profile import summary
 from wizard.trace.read.collector import TraceContents
 from wizard.trace.read.events import decode_block
-from wizard.trace.read.reader import read_trace
+from wizard.trace.read.reader import ReaderConfig, read_trace
 from wizard.trace.read.records import NO_CORRELATION, OpInfo
 
 
@@ -56,19 +56,22 @@ def test_a_block_is_copied_once_to_be_decoded() -> None:
     assert peak < 1.25 * size, peak  # 2x the block before (8.4 MB), 1x now (4.2 MB)
 
 
-def test_the_reads_working_set_is_a_small_block(tmp_path: Path) -> None:
+@pytest.mark.parametrize("ahead", [False, True], ids=["one-thread", "scanner-thread"])
+def test_the_reads_working_set_is_a_small_block(tmp_path: Path, ahead: bool) -> None:
     """What a read holds at its peak beyond what it keeps: one block's decoded events and its copies. The default
-    block is 512 KiB (``ReaderConfig.block_size``): 2 MiB blocks held 17 MB here, a 5 MB builder trace."""
+    block is 512 KiB (``ReaderConfig.block_size``): 2 MiB blocks held 17 MB here, a 5 MB builder trace. With the
+    scanner's thread (``ReaderConfig.ahead``) the buffer is read four blocks at a time: 1.6 MB without it, 4.8 MB
+    with it (3.2 MB with two-block reads, slower: docs/performance.md)."""
     trace = demo_trace(tmp_path / "demo.json", repeat=1200)
     assert trace.stat().st_size > 4 << 20  # several blocks of either size
     tracemalloc.start()
     try:
-        contents = read_trace(trace)
+        contents = read_trace(trace, config=ReaderConfig(ahead=ahead))
         kept, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
     assert len(contents.kernels) == 1200 * len(demo_launches())
-    assert peak - kept < 8 << 20, (peak - kept) / 2**20  # 17.1 MB with 2 MiB blocks, 4.0 MB now
+    assert peak - kept < 8 << 20, (peak - kept) / 2**20  # 17.1 MB with 2 MiB blocks
 
 
 def test_the_first_call_of_each_correlation_in_bounded_memory() -> None:

@@ -42,7 +42,8 @@ from wizard.inspect_options import InspectOptions
 from wizard.testing.traces import KernelSpec, TraceBuilder, demo_launches
 from wizard.trace.inspection.run import inspect_trace
 from wizard.trace.read import collector as collector_module
-from wizard.trace.read.collector import MAX_NAME, Collector, TraceContents
+from wizard.trace.read import reader as reader_module
+from wizard.trace.read.collector import MAX_NAME, Collector, ScanAhead, TraceContents
 from wizard.trace.read.events import EVENTS_DECODER, Event, EventArgs, as_int, decode_block, reported
 from wizard.trace.read.reader import ReaderConfig, read_trace
 
@@ -50,7 +51,7 @@ if collector_module.scan_events is None:
     pytest.skip(
         "the compiled core is not built or refused here (WARPWIZARD_PURE=1): no scan_events", allow_module_level=True
     )
-SCAN: Callable[[Collector, bytes, int, int], bool] = collector_module.scan_events
+SCAN: Callable[[Collector, bytes, int, int, ScanAhead | None], bool] = collector_module.scan_events
 
 
 PRELOAD = (
@@ -332,13 +333,16 @@ def inspected(path: Path, config: ReaderConfig) -> tuple[dict[str, Any], Any]:
     return report, deep_state(contents)
 
 
-def spied(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
-    """The scanner swapped for itself with a spy: the list it returns says, block by block, whether it took it."""
+def spied(monkeypatch: pytest.MonkeyPatch, threads: list[ScanAhead] | None = None) -> list[bool]:
+    """The scanner swapped for itself with a spy: the list it returns says, block by block, whether it took it;
+    ``threads`` gets the scanner's thread each block was scanned beside (ReaderConfig.ahead), once."""
     outcomes: list[bool] = []
 
-    def counted(collector: Collector, buf: bytes, start: int, end: int) -> bool:
-        took = SCAN(collector, buf, start, end)
+    def counted(collector: Collector, buf: bytes, start: int, end: int, ahead: ScanAhead | None = None) -> bool:
+        took = SCAN(collector, buf, start, end, ahead)
         outcomes.append(took)
+        if threads is not None and ahead is not None and all(ahead is not seen for seen in threads):
+            threads.append(ahead)
         return took
 
     monkeypatch.setattr(collector_module, "scan_events", counted)
@@ -353,14 +357,25 @@ def spied(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     ids=["2024", "kineto-2.12", "kineto-2.14", "2021", "rocm", "bare-nonfinite"],
 )  # fmt: skip
 @pytest.mark.parametrize("block", [512 << 10, 2 << 10], ids=["one-block", "2KiB-blocks"])
+@pytest.mark.parametrize("ahead", [True, False], ids=["thread", "no-thread"])
 def test_whole_traces_inspect_the_same_with_and_without_the_scanner(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, options: dict[str, Any], nonfinite: str, layout: str, block: int
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    options: dict[str, Any],
+    nonfinite: str,
+    layout: str,
+    block: int,
+    ahead: bool,
 ) -> None:
+    """Built traces inspected with the scanner (its first pass on its thread, ReaderConfig.ahead, or not) and
+    without it (msgspec's decoding): the same report."""
+    monkeypatch.setattr(reader_module, "usable_cores", lambda: 2)  # the thread runs on two cores or more
     text = trace_text(built(options), layout == "minified", nonfinite).encode()
     path = tmp_path / ("trace.json.gz" if layout.endswith(".gz") else "trace.json")
     path.write_bytes(gzip.compress(text, mtime=0) if layout.endswith(".gz") else text)
-    config = ReaderConfig(workers=0, block_size=block)
-    outcomes = spied(monkeypatch)
+    config = ReaderConfig(workers=0, block_size=block, ahead=ahead)
+    threads: list[ScanAhead] = []
+    outcomes = spied(monkeypatch, threads)
     scanned = inspected(path, config)
     monkeypatch.setattr(collector_module, "scan_events", None)
     assert inspected(path, config) == scanned
@@ -369,6 +384,13 @@ def test_whole_traces_inspect_the_same_with_and_without_the_scanner(
     else:  # the blocks with a bare inf/nan declined (invalid JSON), the others taken
         assert False in outcomes and (True in outcomes or block == 512 << 10), outcomes
     assert scanned[0]["events"] > 60 and scanned[0]["kernels"] > 10
+    if ahead and block == 2 << 10:  # blocks scanned on the thread, none again here (its exact count: test_scan_ahead)
+        ((taken, again),) = [thread.taken for thread in threads]  # type: ignore[attr-defined]
+        assert 1 <= taken < len(outcomes) and again == 0, (taken, again, len(outcomes))
+    elif ahead:  # one block: nothing to hand over, no thread started
+        assert [thread.threaded for thread in threads] == [False]  # type: ignore[attr-defined]
+    else:
+        assert threads == []
 
 
 @needs_shared
@@ -1352,28 +1374,22 @@ def float_block(text: bytes) -> bytes:
 
 
 def test_the_arrays_kept_for_the_next_block_are_freed_when_a_read_is_done(tmp_path: Path) -> None:
-    """The core keeps a block's events and spans arrays for the next block (wizard/_core.c, block_take), and frees them
-    when the read's blocks are done (``release_scan_arrays``, from the reader's walk): a block of 20,000 kernels
-    leaves at least their 20,000 entries until then, and a whole read leaves none: the arrays the core keeps are
-    at least a first block's (256 events of 8 bytes and 2,048 spans of 24, wizard/_core.c block_add), and a release
-    after a read frees less than that. Not exactly nothing: the interpreter frees a few dozen bytes of its own around
-    the call now and then (CI saw 53; a debug build showed the core held nothing then, 2026-12-03)."""
+    """The core keeps a block's events and spans arrays for the next blocks (wizard/_core.c, block_take: up to
+    three, a ScanAhead's two and the one collected), and frees them when the read's blocks are done
+    (``release_scan_arrays``, from the reader's walk, which says the bytes it freed: the C library's allocator,
+    which tracemalloc does not see, since the scanner's thread allocates them without the GIL). A block of 20,000
+    kernels leaves at least their 20,000 entries of 8 bytes until then; a whole read, with and without the thread,
+    leaves none."""
     if collector_module.scan_events is None:
         pytest.skip("the compiled core's scanner is not bound here (WARPWIZARD_PURE=1, or not built)")
     block = b",".join([kernel_with(b'"correlation":9,"grid":[1,2,3]')] * 20_000)
-    tracemalloc.start()
-    try:
-        collector_module.release_scan_arrays()
-        ours = fresh()
-        assert ours.add_bytes(block)
-        held = tracemalloc.get_traced_memory()[0]
-        collector_module.release_scan_arrays()
-        assert held - tracemalloc.get_traced_memory()[0] >= 20_000 * 8  # an event's entry is 8 bytes, its spans more
-        path = tmp_path / "trace.json"
-        path.write_bytes(b'{"traceEvents":[' + block + b"]}")
-        read_trace(path, config=ReaderConfig(workers=0))
-        held = tracemalloc.get_traced_memory()[0]
-        collector_module.release_scan_arrays()
-        assert held - tracemalloc.get_traced_memory()[0] < 256 * 8  # the smallest events array the core keeps
-    finally:
-        tracemalloc.stop()
+    collector_module.release_scan_arrays()
+    ours = fresh()
+    assert ours.add_bytes(block)
+    assert collector_module.release_scan_arrays() >= 20_000 * 8  # an event's entry is 8 bytes, its spans more
+    assert collector_module.release_scan_arrays() == 0
+    path = tmp_path / "trace.json"
+    path.write_bytes(b'{"traceEvents":[' + block + b"]}")
+    for ahead in (True, False):
+        read_trace(path, config=ReaderConfig(workers=0, block_size=64 << 10, ahead=ahead))
+        assert collector_module.release_scan_arrays() == 0

@@ -7,7 +7,7 @@ import operator
 from array import array
 from collections import Counter
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 from msgspec import Struct, field
@@ -260,11 +260,17 @@ class EventSink:
     def add_raw(self, events: list[bytes]) -> None:
         """Each event's own bytes, in file order (when ``raw`` is True)."""
 
-    def add_bytes(self, buf: bytes, start: int = 0, end: int | None = None) -> bool:
+    def add_bytes(self, buf: bytes, start: int = 0, end: int | None = None, ahead: ScanAhead | None = None) -> bool:
         """A block of whole events as bytes (``buf[start:end]``: ``{...},{...}``), taken whole (True) or declined
         (False, nothing changed: the reader then decodes it and calls ``add``). Only the collector takes blocks, and
-        only through the compiled core (``scan_events``)."""
+        only through the compiled core (``scan_events``); ``ahead``: what ``scan_ahead`` made, which may hold this
+        block's first pass."""
         return False
+
+    def scan_ahead(self) -> ScanAhead | None:
+        """A thread for the first pass of the reader's next block (``add_bytes`` takes it), where this sink scans
+        blocks; else None."""
+        return None
 
     def meta(self, key: str, value: Any) -> None:
         """A top-level key other than traceEvents, in file order."""
@@ -386,13 +392,19 @@ class Collector(EventSink):
                     break
         collect_events(self, events)
 
-    def add_bytes(self, buf: bytes, start: int = 0, end: int | None = None) -> bool:
+    def add_bytes(self, buf: bytes, start: int = 0, end: int | None = None, ahead: ScanAhead | None = None) -> bool:
         """``add`` of the events the block decodes to, without decoding them into structs: the compiled core's
         ``scan_events`` checks the block, then hands each event to ``collect_events``'s dispatch, and declines
         (False) any block msgspec might read otherwise (wizard/_core.c says which). Its twin is the reader's
         ``decode_block`` then ``add``: the tests compare them (tests/trace/test_scan_events.py). The block is read
-        in place: the reader's buffer is not copied."""
-        return scan_events is not None and scan_events(self, buf, start, len(buf) if end is None else end)
+        in place: the reader's buffer is not copied. ``ahead``: where its thread was handed this block, the check
+        it made there is taken (the same code on the same bytes)."""
+        return scan_events is not None and scan_events(self, buf, start, len(buf) if end is None else end, ahead)
+
+    def scan_ahead(self) -> ScanAhead | None:
+        """The core's ``ScanAhead`` where ``scan_events`` is the core's: the first pass of a block (its check, 55% of
+        its instructions) on a thread of its own while this one collects the block before (wizard/_core.c)."""
+        return new_scan_ahead()
 
     def _complete(self, ev: Event) -> None:
         """A complete event no table keeps (one with a duration: only "X" events have one; not decoding "ph"
@@ -628,7 +640,17 @@ collect_events = _bind_json_core()
 COMPILED = collect_events is not pure_collect_events
 
 
-def _bind_scan() -> Callable[[Collector, bytes, int, int], bool] | None:
+class ScanAhead(Protocol):
+    """The core's ``ScanAhead``: blocks handed to its thread for their first pass, which ``scan_events`` takes."""
+
+    def start(self, buf: bytes, start: int, end: int, /) -> bool:
+        """buf[start:end] handed over (the older of two held before dropped); False where it takes nothing."""
+
+    def close(self) -> None:
+        """The thread stopped and joined, the blocks held dropped."""
+
+
+def _bind_scan() -> Callable[[Collector, bytes, int, int, ScanAhead | None], bool] | None:
     """The core's ``scan_events`` where the compiled collector is bound (it hands events to that collector's
     dispatch), else None: every block is decoded by msgspec, its twin."""
     core = compiled_core() if COMPILED else None
@@ -638,7 +660,7 @@ def _bind_scan() -> Callable[[Collector, bytes, int, int], bool] | None:
 scan_events = _bind_scan()
 
 
-def _bind_scan_release() -> Callable[[], None] | None:
+def _bind_scan_release() -> Callable[[], int] | None:
     """The core's ``scan_release`` where ``scan_events`` is the core's, else None (nothing kept)."""
     core = compiled_core() if scan_events is not None else None
     return None if core is None else core.scan_release
@@ -647,9 +669,18 @@ def _bind_scan_release() -> Callable[[], None] | None:
 _scan_release = _bind_scan_release()
 
 
-def release_scan_arrays() -> None:
+def new_scan_ahead() -> ScanAhead | None:
+    """A ``ScanAhead`` of the core's where ``scan_events`` is the core's, else None (no thread: each block is
+    scanned when it is added)."""
+    core = compiled_core() if scan_events is not None else None
+    if core is None:
+        return None
+    made: ScanAhead = core.ScanAhead()
+    return made
+
+
+def release_scan_arrays() -> int:
     """The arrays ``scan_events`` keeps from one block for the next, freed: called when a read's blocks are done, so
     they are not resident in the passes' peaks (up to a block's events and their spans, a few MiB); and the last
-    kernels' shapes the core keeps from block to block for its collector, emptied."""
-    if _scan_release is not None:
-        _scan_release()
+    kernels' shapes the core keeps from block to block for its collector, emptied. The bytes freed."""
+    return 0 if _scan_release is None else _scan_release()

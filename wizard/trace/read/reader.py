@@ -20,7 +20,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 import msgspec
 
@@ -78,6 +78,11 @@ class ReaderConfig(msgspec.Struct, frozen=True, eq=False):
     block_size: int = 512 << 10
     parallel_block: int = 4 << 20  # smaller blocks keep each worker's peak memory low
     parallel_min_bytes: int = 96 << 20  # below this one process is faster than starting workers
+    # The first pass of each block on a thread of the core's while this one collects the block before (the
+    # collector's ``scan_ahead``), on two cores or more: blocks are then cut at ``block_size``, the buffer keeps two
+    # and a fill reads AHEAD_READS of them (the two kept are read again with it: with fills of one block, 0.55x the
+    # file again). At 101 MB: the read's wall 0.75x, its CPU 1.00x (benchmarks/results-2026-12-03-ahead.md).
+    ahead: bool = True
     workers: int | None = None  # None: the cores but the parent's (PARENT_CORES), 0: one process (--jobs sets it)
     max_event_bytes: int = 256 << 20
     max_whitespace: int = 64 << 20
@@ -88,6 +93,15 @@ class ReaderConfig(msgspec.Struct, frozen=True, eq=False):
 
 
 _CUT = object()  # a top-level member the end of the file cut off
+AHEAD_READS = 4  # blocks a fill reads where the scanner's thread runs (ReaderConfig.ahead)
+
+
+class _Handed(NamedTuple):
+    """A block handed to the scanner's thread: where it lies in the file, and the bytes it was handed as."""
+
+    start: int
+    end: int
+    block: tuple[bytes, int, int]
 
 
 def _delivery(sink: EventSink) -> Callable[[list[Event], list[bytes]], None]:
@@ -159,6 +173,11 @@ class TraceWalker:
         self.raw_objects = False  # the raw fast path (trace fix) met an object in the list
         self.raw_non_objects = 0  # and values that are not objects, before it
         self.clock = buffer.clock
+        # The first pass of the next block on a thread of the core's, while this one collects the block before
+        # (one process only: workers decode blocks of their own): where the sink scans blocks, else None.
+        threads = parallel is None and config.ahead and usable_cores() >= 2
+        self.ahead = sink.scan_ahead() if threads else None
+        self.handed: _Handed | None = None  # the block handed to it
         self.exact = ExactDecoder(
             buffer, contents, _delivery(sink), raw=sink.raw, max_event_bytes=config.max_event_bytes, clock=self.clock
         )
@@ -170,6 +189,8 @@ class TraceWalker:
         try:
             self._walk()
         finally:
+            if self.ahead is not None:
+                self.ahead.close()  # its thread joined, the block it held dropped
             release_scan_arrays()  # the last block's arrays the core kept for the next: there is none
         whole = self.c.truncation is None
         if whole and not self.listed:
@@ -274,16 +295,11 @@ class TraceWalker:
     def _events(self) -> bool:
         """Read the event array; True when its closing ']' was found."""
         b, config = self.b, self.config
+        kept, read = self._kept()
         while True:
             b.skip_ws()  # bounded: a run of blanks is refused, never read forever
-            if b.remaining < config.block_size and not b.src.eof:
-                b.fill()
-            started = time.perf_counter()
-            limit = b.pos + config.parallel_block if self.parallel is not None else len(b.buf)
-            cut = find_cut(b.buf, b.pos, min(limit, len(b.buf)))
-            if cut is None and limit < len(b.buf):
-                cut = find_cut(b.buf, b.pos, len(b.buf))
-            self.clock["scan_s"] += time.perf_counter() - started
+            handed = self._handed_here()  # where it starts here, its cut is this block's
+            cut = self._past(handed, read) if handed is not None else self._cut(kept, read)
             if cut is None:
                 room = b.remaining < config.max_event_bytes
                 if not b.src.eof and room and b.fill(b.remaining + config.block_size):
@@ -295,14 +311,53 @@ class TraceWalker:
                 if self._list_ends_before(cut):
                     return True
                 self._submit(cut)
-            elif not self._fast(b.buf, b.pos, cut + 1):
+            elif not self._fast(*(handed.block if handed is not None else (b.buf, b.pos, cut + 1)), cut):
                 # Event by event; this may run past the cut when the cut was inside a nested array, or stop
                 # before it at the list's ']' when the cut was in a later list (deviceProperties written last).
-                if self.exact.events(until_end=False, stop_at=b.base + cut + 1):
+                stop = b.base + cut + 1
+                if handed is not None:
+                    self._rewind(handed)
+                if self.exact.events(until_end=False, stop_at=stop):
                     return True
                 b.skip_separator()
                 continue
             b.pos = after_separator(b.buf, cut)
+
+    def _cut(self, kept: int, read: int) -> int | None:
+        """Where the block that starts here ends (``find_cut``), the buffer filled first where it holds less than
+        ``kept``; None where it holds no whole event."""
+        b = self.b
+        if b.remaining < kept and not b.src.eof:
+            b.fill(read)
+        started = time.perf_counter()
+        limit = self._block_limit()
+        cut = find_cut(b.buf, b.pos, min(limit, len(b.buf)))
+        if cut is None and limit < len(b.buf):
+            cut = find_cut(b.buf, b.pos, len(b.buf))
+        self.clock["scan_s"] += time.perf_counter() - started
+        return cut
+
+    def _past(self, handed: _Handed, read: int) -> int:
+        """The handed block's cut in the buffer. Where the buffer holds less than a block after it (the next one to
+        hand over), it is filled first, from the cut on: the block itself lies in the bytes it was handed as, and
+        only what follows it is read again with the fill."""
+        b = self.b
+        cut = handed.end - 1 - b.base
+        if len(b.buf) - cut < self.config.block_size and not b.src.eof:
+            b.pos = cut
+            b.fill(read)
+            cut = b.pos
+        return cut
+
+    def _rewind(self, handed: _Handed) -> None:
+        """The buffer from the handed block's start again (its bytes, then the buffer's), where ``_past`` moved it
+        on: a block the scanner declined is read by the exact path, which reads the buffer."""
+        b = self.b
+        if b.base + b.pos == handed.start:
+            return
+        buf, start, end = handed.block
+        b.buf = buf[start : end - 1] + b.buf[b.pos :]
+        b.base, b.pos = handed.start, 0
 
     def _list_ends_before(self, cut: int) -> bool:
         """Whether the event list closes before ``cut`` (which then lies in a later list of objects, such
@@ -330,12 +385,55 @@ class TraceWalker:
             start = b.base + b.pos
             self.parallel.submit_range(str(b.src.path), start, b.base + cut + 1, b.src.descriptor)
 
-    def _fast(self, buf: bytes, start: int, end: int) -> bool:
-        """buf[start:end], whole events: scanned in place by the collector, else decoded (a view: decode_block
-        makes the one copy); False where neither takes it (the exact path then reads it)."""
+    def _kept(self) -> tuple[int, int]:
+        """What the buffer holds at least, where the file has it, when a block is cut (a block, or two for the
+        scanner's thread: the next one is handed over while this one is collected), and what a fill reads."""
+        block = self.config.block_size
+        return (block, block) if self.ahead is None else (2 * block, AHEAD_READS * block)
+
+    def _block_limit(self) -> int:
+        """Where the next block's cut is looked for (a cut before it, else the last in the buffer): a worker's
+        block; a block for the scanner's thread, which scans the next while this one is collected; else the
+        buffer."""
+        b = self.b
+        if self.parallel is not None:
+            return b.pos + self.config.parallel_block
+        if self.ahead is not None:
+            return b.pos + self.config.block_size
+        return len(b.buf)
+
+    def _handed_here(self) -> _Handed | None:
+        """The block handed to the scanner's thread, where it starts at the reader's place (a block read
+        otherwise, by the exact path, moves it on: the thread's block is then dropped by the core)."""
+        handed, self.handed = self.handed, None
+        b = self.b
+        if handed is None or handed.start != b.base + b.pos or handed.end > b.base + len(b.buf):
+            return None
+        return handed
+
+    def _hand_next(self, cut: int) -> None:
+        """The block after the one ending at ``cut``, where the buffer holds it, handed to the scanner's thread:
+        its first pass runs there while this one is collected."""
+        if self.ahead is None:
+            return
+        b = self.b
+        start = after_separator(b.buf, cut)
+        limit = start + self.config.block_size
+        end = find_cut(b.buf, start, min(limit, len(b.buf)))
+        if end is None and limit < len(b.buf):  # as the block would be cut here: an event longer than a block
+            end = find_cut(b.buf, start, len(b.buf))
+        if end is not None and self.ahead.start(b.buf, start, end + 1):
+            self.handed = _Handed(b.base + start, b.base + end + 1, (b.buf, start, end + 1))
+
+    def _fast(self, buf: bytes, start: int, end: int, cut: int) -> bool:
+        """buf[start:end], whole events (the reader's buffer to ``cut``, or the same bytes as the scanner's thread
+        was handed them): scanned in place by the collector, else decoded (a view: decode_block makes the one
+        copy); False where neither takes it (the exact path then reads it). The next block is handed to the
+        scanner's thread first."""
+        self._hand_next(cut)
         started = time.perf_counter()
         before = self.c.counter_events
-        if self.sink.add_bytes(buf, start, end):  # scanned and collected from the bytes, without decoding
+        if self.sink.add_bytes(buf, start, end, self.ahead):  # scanned and collected from the bytes, not decoded
             counter_values(self.c, before, memoryview(buf)[start:end])
             self.clock["collect_s"] += time.perf_counter() - started
             return True

@@ -1,0 +1,288 @@
+"""The scanner's thread (``ScanAhead`` in wizard/_core.c, the reader's ``ReaderConfig.ahead``): the first pass of
+the next block runs there while the reader collects the block before. What it takes must be what scan_events would
+have found itself, block by block: the same events kept, the same blocks declined, and a number that CPython's own
+strtod reads (an exponent, 17 significant digits: Kineto's occupancy and "blocks per SM") read to the same double by
+the C library's ``strtod_l``. Its bookkeeping (two blocks held, the older dropped, a block it was not handed,
+close, a forked child) is checked through the object's own counts."""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+import struct
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from tests.helpers import deep_state, kept
+from wizard.compiled_core import compiled
+from wizard.trace.read import collector as collector_module
+from wizard.trace.read import reader as reader_module
+from wizard.trace.read.collector import Collector, TraceContents
+from wizard.trace.read.events import EVENTS_DECODER, decode_block
+from wizard.trace.read.reader import ReaderConfig, read_trace
+
+if TYPE_CHECKING:
+    from wizard._core import ScanAhead
+
+CORE = compiled()
+if CORE is None or collector_module.scan_events is None:
+    pytest.skip("the compiled core is not built or refused here (WARPWIZARD_PURE=1)", allow_module_level=True)
+SCAN = collector_module.scan_events
+THREADS = sys.platform.startswith("linux") or sys.platform == "darwin"  # _core.c: SCAN_AHEAD, strtod_l
+
+KERNEL = (
+    b'{"ph":"X","cat":"kernel","name":"gemm_%d","pid":0,"tid":7,"ts":%d,"dur":3,'
+    b'"args":{"correlation":%d,"grid":[1,2,3],"block":[64,1,1],"blocks per SM":%s,'
+    b'"est. achieved occupancy %%":%s,"warps per SM":%s}}'
+)
+LAUNCH = (
+    b'{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":%d,"dur":1,'
+    b'"args":{"correlation":%d}}'
+)
+
+
+def ahead() -> ScanAhead:
+    """The core's ScanAhead, as the reader makes it (with the properties the reader does not use: its counts)."""
+    made: ScanAhead | None = collector_module.new_scan_ahead()  # type: ignore[assignment]
+    assert made is not None
+    return made
+
+
+def fresh() -> Collector:
+    return Collector(TraceContents(path=""))
+
+
+def python_float_text(rng: random.Random) -> bytes:
+    """A double as Python writes it (repr: the shortest text that reads back to it, often 17 digits)."""
+    value = struct.unpack("<d", struct.pack("<Q", rng.getrandbits(64)))[0]
+    while math.isnan(value) or math.isinf(value) or abs(value) < 2.3e-308:
+        value = struct.unpack("<d", struct.pack("<Q", rng.getrandbits(64)))[0]
+    return repr(value).encode()
+
+
+def events(count: int, seed: int = 0) -> list[bytes]:
+    """Kernels and their launches, each kernel's metrics numbers CPython's strtod reads (not one division)."""
+    rng = random.Random(seed)
+    made = []
+    for k in range(count):
+        per_sm = repr(rng.randrange(1, 10**6) / 37).encode()  # 1/37ths: 16-17 significant digits
+        made.append(KERNEL % (k, 10 * k + 5, k, per_sm, python_float_text(rng), b"%de-3" % rng.randrange(1, 999)))
+        made.append(LAUNCH % (10 * k, k))
+    return made
+
+
+def both_ways(block: bytes) -> tuple[bool, Any, bool, Any, tuple[int, int]]:
+    """scan_events of the block with its first pass on the thread, and without: (took, what the collector kept)
+    each, and the thread's counts."""
+    thread = ahead()
+    try:
+        on_thread = fresh()
+        assert thread.start(block, 0, len(block)) is THREADS
+        took_there = SCAN(on_thread, block, 0, len(block), thread)
+        counts = thread.taken
+    finally:
+        thread.close()
+    here = fresh()
+    took_here = SCAN(here, block, 0, len(block), None)
+    return took_there, kept(on_thread), took_here, kept(here), counts
+
+
+@pytest.mark.skipif(not THREADS, reason="no POSIX threads here: start() takes nothing, every block is scanned in line")
+def test_numbers_cpython_reads_are_read_the_same_on_the_thread() -> None:
+    """Blocks whose numbers the first pass cannot divide once (17 significant digits, exponents): the thread reads
+    them with strtod_l and the block is taken from it (not scanned again), the same as scan_events alone."""
+    for seed in range(20):
+        block = b",".join(events(50, seed))
+        took_there, there, took_here, here, counts = both_ways(block)
+        assert took_there and took_here and there == here, seed
+        assert counts == (1, 0)
+    reference = fresh()
+    decoded = decode_block(EVENTS_DECODER, b",".join(events(50, 7)))
+    assert decoded is not None
+    reference.add(decoded)
+    _, there, _, _, _ = both_ways(b",".join(events(50, 7)))
+    assert there == kept(reference)  # and msgspec's decoding keeps the same
+
+
+@pytest.mark.skipif(not THREADS, reason="no POSIX threads here")
+@pytest.mark.parametrize(
+    ("number", "taken"),
+    [
+        (b"1e400", False),  # past a double's range: declined on both paths (msgspec reads inf)
+        (b"-1e400", False),
+        (b"1e-310", False),  # subnormal: declined on both
+        (b"2.2250738585072014e-308", True),  # the smallest normal double
+        (b"1.7976931348623157e308", True),  # the largest
+        (b"0.1e1", True),
+        (b"12345678901234567890.5", True),  # 21 digits: no one-division path
+        (b"-0.0e0", True),
+        (b"4.9406564584124654e-324", False),
+    ],
+)
+def test_the_edges_of_a_double_are_taken_or_declined_as_here(number: bytes, taken: bool) -> None:
+    """The thread's strtod_l checks what PyOS_string_to_double checks here: finite, zero or normal; the block is
+    declined by both or taken by both, with the same values, in a field the collector reads (an args metric) and
+    in a key no field has (skipped, but checked)."""
+    unknown = (b'"warps per SM":3,"unknown key":%s', b'"warps per SM":3,"unknown":[1,{"x":%s}]')
+    for args in (b'"warps per SM":%s', *unknown):
+        block = b",".join([LAUNCH % (1, 2), KERNEL.replace(b'"warps per SM":%s', args) % (1, 5, 2, b"1", b"2", number)])
+        took_there, there, took_here, here, counts = both_ways(block)
+        assert (took_there, took_here) == (taken, taken), (number, args)
+        assert there == here
+        assert counts == (1, 0)  # taken from the thread, or declined there: never scanned again here
+
+
+def trace_of(path: Path, count: int) -> Path:
+    path.write_bytes(b'{"traceEvents":[\n' + b",\n".join(events(count)) + b'\n],"traceName":"t"}\n')
+    return path
+
+
+@pytest.mark.skipif(not THREADS, reason="no POSIX threads here")
+def test_a_read_hands_every_block_but_the_first_to_the_thread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A trace of small events read in 4 KiB blocks: every block after the first was handed over while the one
+    before it was collected, and taken from the thread; what the read keeps is the read's without the thread, and
+    without the scanner."""
+    monkeypatch.setattr(reader_module, "usable_cores", lambda: 2)
+    path = trace_of(tmp_path / "trace.json", 600)
+    seen: list[tuple[bool, ScanAhead | None]] = []
+
+    def spy(collector: Collector, buf: bytes, start: int, end: int, thread: ScanAhead | None = None) -> bool:
+        took = SCAN(collector, buf, start, end, thread)
+        seen.append((took, thread))
+        return took
+
+    monkeypatch.setattr(collector_module, "scan_events", spy)
+    config = ReaderConfig(workers=0, block_size=4 << 10)
+    threaded = read_trace(path, config=config)
+    assert len(seen) > 40 and all(took for took, _ in seen)
+    threads = {id(thread): thread for _, thread in seen if thread is not None}
+    assert len(threads) == 1 and len(seen) == sum(1 for _, thread in seen if thread is not None)
+    (thread,) = threads.values()
+    assert thread.taken == (len(seen) - 1, 0) and not thread.threaded and thread.pending == []  # closed, joined
+    seen.clear()
+    alone = read_trace(path, config=ReaderConfig(workers=0, block_size=4 << 10, ahead=False))
+    assert len(seen) > 40 and all(thread is None for _, thread in seen)
+    monkeypatch.setattr(collector_module, "scan_events", None)
+    decoded = read_trace(path, config=config)
+    for contents in (threaded, alone, decoded):
+        contents.timing.clear()
+    assert deep_state(threaded) == deep_state(alone) == deep_state(decoded)
+
+
+def test_one_core_starts_no_thread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On one core the thread would only take turns with the reader: none is made."""
+    monkeypatch.setattr(reader_module, "usable_cores", lambda: 1)
+    made: list[object] = []
+    monkeypatch.setattr(collector_module, "new_scan_ahead", lambda: made.append(1))
+    read_trace(trace_of(tmp_path / "trace.json", 100), config=ReaderConfig(workers=0, block_size=4 << 10))
+    assert made == []
+
+
+@pytest.mark.skipif(not THREADS, reason="no POSIX threads here")
+def test_a_declined_block_on_the_thread_is_declined_without_a_second_scan() -> None:
+    """A block the thread declines (an escape in a string: msgspec's to read) is declined by scan_events from
+    what the thread found, and the collector is unchanged."""
+    block = b",".join([LAUNCH % (1, 2), b'{"ph":"X","cat":"kernel","name":"a\\"b","ts":1,"dur":2}'])
+    took_there, there, took_here, here, counts = both_ways(block)
+    assert (took_there, took_here) == (False, False) and there == here == kept(fresh())
+    assert counts == (1, 0)
+
+
+@pytest.mark.skipif(not THREADS, reason="no POSIX threads here")
+def test_two_blocks_are_held_and_the_older_goes_first() -> None:
+    """start() holds two blocks; a third drops the oldest; scan_events of a block drops those handed before it (the
+    reader went another way), and scans a block it was not handed itself."""
+    a, b, c = (b",".join(events(5, seed)) for seed in (1, 2, 3))
+    thread = ahead()
+    try:
+        assert thread.start(a, 0, len(a)) and thread.start(b, 0, len(b))
+        assert thread.pending == [(a, 0, len(a)), (b, 0, len(b))] and thread.threaded
+        assert thread.start(c, 0, len(c))
+        assert thread.pending == [(b, 0, len(b)), (c, 0, len(c))]
+        assert SCAN(fresh(), a, 0, len(a), thread)  # not handed (dropped): scanned here
+        assert thread.taken == (0, 0) and len(thread.pending) == 2
+        assert SCAN(fresh(), c, 0, len(c), thread)  # c taken, b (handed before it) dropped
+        assert thread.taken == (1, 0) and thread.pending == []
+        assert SCAN(fresh(), b, 0, len(b) - 1, thread) is False  # cut short: declined, here
+    finally:
+        thread.close()
+    thread.close()  # twice: nothing left to stop
+    assert not thread.threaded and thread.pending == []
+    assert thread.start(a, 0, len(a)) and thread.threaded  # a closed ScanAhead starts a thread again
+    del thread  # its end joins it
+
+
+def test_start_checks_its_block() -> None:
+    """Anything but bytes is not taken (as scan_events declines it); a range outside the bytes is refused with the
+    words scan_events uses; scan_events refuses an ahead that is no ScanAhead."""
+    thread = ahead()
+    try:
+        assert thread.start(bytearray(b"{}"), 0, 2) is False and thread.pending == []  # type: ignore[arg-type]
+        for start, end in ((-1, 2), (2, 1), (0, 3)):
+            with pytest.raises(ValueError, match=r"start: the block is not within the buffer \(0 <= start"):
+                thread.start(b"{}", start, end)
+        with pytest.raises(TypeError, match="start takes"):
+            thread.start(b"{}", 0)  # type: ignore[call-arg]
+        with pytest.raises(TypeError, match=r"scan_events takes \(collector, buf, start, end\[, ahead: ScanAhead"):
+            SCAN(fresh(), b"{}", 0, 2, "ahead")  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="ScanAhead\\(\\) takes no arguments"):
+            CORE.ScanAhead(1)  # type: ignore[union-attr]
+    finally:
+        thread.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
+@pytest.mark.skipif(not THREADS, reason="no POSIX threads here")
+def test_a_forked_child_scans_every_block_itself() -> None:
+    """A child forked while the parent's thread holds a block has a copy of the object but no thread: start()
+    takes nothing there, the block it holds is forgotten (not waited for), and scan_events scans it in line."""
+    block = b",".join(events(200))
+    thread = ahead()
+    assert thread.start(block, 0, len(block))
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: no pytest from here, an exit status only
+        try:
+            os.close(read)
+            ok = (
+                not thread.threaded
+                and thread.start(block, 0, len(block)) is False
+                and SCAN(fresh(), block, 0, len(block), thread)
+                and thread.taken == (0, 1)
+            )
+            thread.close()
+            os.write(write, b"ok" if ok else b"no")
+        finally:
+            os._exit(0)
+    os.close(write)
+    said = os.read(read, 16)
+    os.close(read)
+    os.waitpid(pid, 0)
+    assert said == b"ok"
+    assert SCAN(fresh(), block, 0, len(block), thread) and thread.taken == (1, 0)
+    thread.close()
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="no /proc here to read the threads' signal masks from")
+def test_the_thread_blocks_every_signal() -> None:
+    """The kernel gives a process's signals to a thread that does not block them: the scanner's thread blocks them
+    all, so a Ctrl-C reaches the main thread, whose blocking read it must end (wizard/threads.py says the same of
+    Python's threads). Read from /proc: the thread started, and its mask holds every signal."""
+    before = {task.name for task in Path("/proc/self/task").iterdir()}
+    thread = ahead()
+    try:
+        block = b",".join(events(5))
+        assert thread.start(block, 0, len(block)) and thread.threaded
+        (started,) = {task.name for task in Path("/proc/self/task").iterdir()} - before
+        status = dict(
+            line.split(":\t", 1) for line in (Path("/proc/self/task") / started / "status").read_text().splitlines()
+        )
+        blocked = int(status["SigBlk"], 16)
+        assert all(blocked & (1 << (signum - 1)) for signum in (2, 15, 1, 3, 10, 12, 14, 17)), hex(blocked)
+    finally:
+        thread.close()
+    assert {task.name for task in Path("/proc/self/task").iterdir()} == before  # joined
