@@ -52,7 +52,8 @@ def inspect_traces(
     ``options``: everything below but ``progress`` as one ``wizard.InspectOptions`` (what ``trace inspect`` builds
     from its command line), taken whole; the keywords are then left out. ``sms``: the SM count for traces without
     device properties (PyTorch 1.8). ``jobs``: processes to use (default: the cores for several files, the cores
-    but one for one big file and none under three; 1: all in this process).
+    but one for one big file and none under three, where a thread of the core's scans the next block beside the
+    reader on two cores; 1: all in this process, on one core).
     ``launches``: which per-launch records the report keeps: ``"all"`` checked launches (for a DataFrame),
     ``"wrong"`` ones, or ``"none"``. ``max_launches``: wrong launches listed per finding group in ``to_dict()``
     (None: the default). ``plots``: also gather what ``to_html()``'s pictures need (distinct points, wrong

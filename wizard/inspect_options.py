@@ -51,7 +51,7 @@ class InspectOptions:
         default=None,
         metadata=option(
             "processes to use: one per file for several files (default: the cores); the decoding workers for one "
-            "big file (default: the cores but one, none under three); 1: everything in one process",
+            "big file (default: the cores but one, none under three); 1: everything in one process, on one core",
             metavar="N",
             kind=int,
             least=1,

@@ -286,3 +286,34 @@ def test_the_thread_blocks_every_signal() -> None:
     finally:
         thread.close()
     assert {task.name for task in Path("/proc/self/task").iterdir()} == before  # joined
+
+
+@pytest.mark.parametrize(
+    ("jobs", "engine", "threads"),
+    [(None, None, True), (1, None, False), (None, "none", True), (None, "local", False), (1, "none", False)],
+)
+def test_jobs_1_and_a_process_a_core_start_no_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, jobs: int | None, engine: str | None, threads: bool
+) -> None:
+    """``--jobs 1`` is one core: the reader makes no scanner's thread then; nor where ranks are read a process a
+    core (``--engine local`` or ``dask``); it does for one file, and for ranks read one after another here."""
+    from wizard.inspect_options import InspectOptions
+    from wizard.jobs.step import summarize
+    from wizard.trace.inspection.run import inspect_paths
+
+    monkeypatch.setattr(reader_module, "usable_cores", lambda: 2)
+    made: list[object] = []
+    original = collector_module.new_scan_ahead
+
+    def counted() -> object:
+        made.append(original())
+        return made[-1]
+
+    monkeypatch.setattr(collector_module, "new_scan_ahead", counted)
+    path = trace_of(tmp_path / "trace.json", 100)
+    options = InspectOptions(jobs=jobs, engine=engine)  # type: ignore[arg-type]
+    if engine is None:
+        inspect_paths([str(path)], options)
+    else:
+        assert summarize(str(path), options).summary is not None
+    assert len(made) == (1 if threads else 0)

@@ -51,7 +51,9 @@ def summarize(path: str, options: InspectOptions, summaries: str | None = None) 
     if directory is not None and (found := load(directory, source, options.checks)) is not None:
         return Outcome(found, reused=True)
     try:
-        report = inspect_trace(path, options, config=ReaderConfig(workers=0))
+        # the scanner's thread only where ranks are read one after another here, not a process a core
+        ahead = options.engine in (None, "none") and options.jobs != 1
+        report = inspect_trace(path, options, config=ReaderConfig(workers=0, ahead=ahead))
     except InputFileError as exc:
         return Outcome(None, Failure(path, "unreadable", one_line(exc)))
     except MemoryError:

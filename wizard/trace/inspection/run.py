@@ -211,8 +211,9 @@ def inspect_paths(
     """Inspect files and per-rank directories.
 
     ``options.jobs`` processes: several files are read one per process (default: the cores); one big file is
-    decoded by that many worker processes (default: the cores but one, none under three; 1: everything in this
-    process). ``progress`` is told each
+    decoded by that many worker processes (default: the cores but one, none under three; else, on two cores or
+    more, the scanner's thread beside the reader: ``ReaderConfig.ahead``; 1: everything in this process, on one
+    core). ``progress`` is told each
     file's bytes as they are read and, for several files, how many are done. ``on_contents``: handed the
     contents when one file is inspected (several files' contents are not kept together: their memory).
     ``fingerprint``: each report's ``ends`` hashed from its read's open (``ReaderConfig.fingerprint``: the run's).
@@ -224,7 +225,8 @@ def inspect_paths(
     chosen = passes_to_run()  # an installed pass that cannot load: one line now, before any file is read
     jobs = options.jobs
     if len(files) == 1:
-        config = ReaderConfig(workers=None if jobs is None else (0 if jobs <= 1 else jobs), fingerprint=fingerprint)
+        workers = None if jobs is None else (0 if jobs <= 1 else jobs)
+        config = ReaderConfig(workers=workers, ahead=jobs != 1, fingerprint=fingerprint)
         reports = [
             inspect_trace(files[0], options, config=config, progress=progress, passes=chosen, on_contents=on_contents)
         ]
@@ -233,7 +235,7 @@ def inspect_paths(
         workers = min(len(files), jobs or cores, cores)
         with task(progress, "trace files", doing="inspecting", total=len(files), unit="files") as done:
             if workers <= 1:
-                config = ReaderConfig(workers=0, fingerprint=fingerprint)
+                config = ReaderConfig(workers=0, ahead=False, fingerprint=fingerprint)  # --jobs 1, or one core
                 reports = []
                 for f in files:
                     reports.append(inspect_trace(f, options, config=config, progress=progress, passes=chosen))
@@ -246,7 +248,8 @@ def inspect_paths(
                 from wizard.trace.read.parallel import worker_pool  # several files only: not one file's start-up
 
                 with relayed(progress) as theirs, worker_pool(workers) as pool:  # each worker's file gets its bar
-                    config = ReaderConfig(fingerprint=fingerprint)  # each finds the passes itself
+                    # each finds the passes itself; no scanner's thread: the pool has a process a core
+                    config = ReaderConfig(ahead=False, fingerprint=fingerprint)
                     one = partial(inspect_trace, options=options, config=config, progress=theirs)
                     reports = list(_in_order(pool.map(one, [str(f) for f in files]), done))
     ranks = len(paths) == 1 and _is_directory(paths[0])  # one job's traces, a rank each: not unrelated files

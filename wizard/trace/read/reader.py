@@ -80,8 +80,8 @@ class ReaderConfig(msgspec.Struct, frozen=True, eq=False):
     parallel_min_bytes: int = 96 << 20  # below this one process is faster than starting workers
     # The first pass of each block on a thread of the core's while this one collects the block before (the
     # collector's ``scan_ahead``), on two cores or more: blocks are then cut at ``block_size``, the buffer keeps two
-    # and a fill reads AHEAD_READS of them (the two kept are read again with it: with fills of one block, 0.55x the
-    # file again). At 101 MB: the read's wall 0.75x, its CPU 1.00x (benchmarks/results-2026-12-03-ahead.md).
+    # and a fill reads AHEAD_READS of them. At 101 MB the read's wall 0.68x, its CPU 0.97x (docs/performance.md,
+    # "twelfth round"). False: no thread.
     ahead: bool = True
     workers: int | None = None  # None: the cores but the parent's (PARENT_CORES), 0: one process (--jobs sets it)
     max_event_bytes: int = 256 << 20
@@ -93,7 +93,9 @@ class ReaderConfig(msgspec.Struct, frozen=True, eq=False):
 
 
 _CUT = object()  # a top-level member the end of the file cut off
-AHEAD_READS = 4  # blocks a fill reads where the scanner's thread runs (ReaderConfig.ahead)
+# Blocks a fill reads where the scanner's thread runs (ReaderConfig.ahead). Only what follows the handed block is
+# read again with a fill (``_past``): at 101 MB, 3 MB of 96 (keeping the two blocks, one-block fills read 54 MB again).
+AHEAD_READS = 4
 
 
 class _Handed:
