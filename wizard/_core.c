@@ -5228,6 +5228,7 @@ typedef struct {
     PyObject_HEAD
     AheadJob jobs[AHEAD_JOBS];
     unsigned long handed;  /* blocks handed over */
+    int busy;              /* a call waits for the thread, the GIL released: another call (another thread's) refused */
     Py_ssize_t taken, again;  /* blocks whose first pass scan_events took, and scanned again there */
     int stop;              /* under the lock: the thread ends */
 #if SCAN_AHEAD
@@ -5284,12 +5285,14 @@ static int ahead_ours(const Ahead *a) { return a->owner != 0 && a->owner == getp
 static int ahead_wait(Ahead *a, AheadJob *job) {
 #if SCAN_AHEAD
     if (ahead_ours(a)) {
+        a->busy = 1;
         Py_BEGIN_ALLOW_THREADS
         pthread_mutex_lock(&a->lock);
         while (job->state != AHEAD_DONE) pthread_cond_wait(&a->done, &a->lock);
         job->state = AHEAD_IDLE;
         pthread_mutex_unlock(&a->lock);
         Py_END_ALLOW_THREADS
+        a->busy = 0;
         return 1;
     }
 #else
@@ -5318,9 +5321,11 @@ static void ahead_stop(Ahead *a) {
         a->stop = 1;
         pthread_cond_signal(&a->wake);
         pthread_mutex_unlock(&a->lock);
+        a->busy = 1;
         Py_BEGIN_ALLOW_THREADS
         pthread_join(a->thread, NULL);
         Py_END_ALLOW_THREADS
+        a->busy = 0;
         a->stop = 0, a->owner = 0;
     }
 #endif
@@ -5360,7 +5365,15 @@ static void ahead_dealloc(Ahead *a) {
 /* start(buf, start, end): buf[start:end] handed to the thread (the older of two held before is dropped); False where
  * it takes nothing (no threads here, anything but bytes, a block of 4 GiB, the core not bound, no thread could
  * start): scan_events then scans that block itself, as ever */
+/* whether a call may use the ScanAhead: not while another waits for its thread (0, RuntimeError raised) */
+static int ahead_free(const Ahead *a) {
+    if (!a->busy) return 1;
+    PyErr_SetString(PyExc_RuntimeError, "ScanAhead: used by another thread while it waits for its block");
+    return 0;
+}
+
 static PyObject *ahead_start(Ahead *a, PyObject *const *args, Py_ssize_t nargs) {
+    if (!ahead_free(a)) return NULL;
     if (nargs != 3) {
         PyErr_SetString(PyExc_TypeError, "start takes (buf, start, end)");
         return NULL;
@@ -5442,6 +5455,7 @@ static int ahead_take(Ahead *a, PyObject *buf, Py_ssize_t start, Py_ssize_t end,
 
 static PyObject *ahead_close(Ahead *a, PyObject *unused) {
     (void)unused;
+    if (!ahead_free(a)) return NULL;
     ahead_stop(a);
     Py_RETURN_NONE;
 }
@@ -5508,6 +5522,7 @@ static PyObject *core_scan_events(PyObject *self, PyObject *const *args, Py_ssiz
         PyErr_SetString(PyExc_TypeError, "scan_events takes (collector, buf, start, end[, ahead: ScanAhead])");
         return NULL;
     }
+    if (ahead && !ahead_free(ahead)) return NULL;
     if (!PyBytes_Check(args[1])) Py_RETURN_FALSE;  /* bytes only (their NUL ends every loop): declined */
     char *data = NULL;
     Py_ssize_t size = 0, start = PyLong_AsSsize_t(args[2]);

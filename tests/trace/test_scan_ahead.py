@@ -317,3 +317,38 @@ def test_jobs_1_and_a_process_a_core_start_no_thread(
     else:
         assert summarize(str(path), options).summary is not None
     assert len(made) == (1 if threads else 0)
+
+
+@pytest.mark.skipif(not THREADS, reason="no POSIX threads here")
+def test_a_second_thread_cannot_use_it_while_it_waits() -> None:
+    """A call that waits for the thread (its block, or its end) releases the GIL; another Python thread's call on
+    the same object meanwhile is refused (RuntimeError), not run into the blocks the first call is taking. Two
+    threads use one object until one is refused; alone again, it reads as before."""
+    import threading
+
+    block = b",".join(events(3000))
+    thread = ahead()
+    refused: list[str] = []
+
+    def use(times: int) -> None:
+        for _ in range(times):
+            if refused:
+                return
+            try:
+                if thread.start(block, 0, len(block)):
+                    SCAN(fresh(), block, 0, len(block), thread)
+                thread.close()
+            except RuntimeError as exc:
+                refused.append(str(exc))
+
+    try:
+        runner = threading.Thread(target=use, args=(500,))
+        runner.start()
+        use(500)
+        runner.join()
+        assert refused and set(refused) == {"ScanAhead: used by another thread while it waits for its block"}
+        collector = fresh()
+        assert thread.start(block, 0, len(block)) and SCAN(collector, block, 0, len(block), thread)
+        assert kept(collector) == both_ways(block)[3]
+    finally:
+        thread.close()
