@@ -4311,7 +4311,9 @@ static int nogil_strtod(const char *text, char **end, double *d) {
     *d = strtod_l(text, end, s_c_numbers);
     return 1;
 }
+static int nogil_strtod_ready(void) { return s_c_numbers != (locale_t)0; }
 #else
+static int nogil_strtod_ready(void) { return 0; }  /* Kineto's 17-digit metrics in most blocks: no thread then */
 static void nogil_strtod_init(void) {}
 static int nogil_strtod(const char *text, char **end, double *d) {
     (void)text, (void)end, (void)d;
@@ -5180,15 +5182,17 @@ static int sink_flush(Slices *self) {
  *
  * The first pass makes no Python object (above), so it can run beside the interpreter: a ScanAhead's thread scans
  * the reader's next block while this thread runs the second pass of the one before, on a second core (the first pass
- * is 55% of a block's instructions). start(buf, start, end) hands it a block (it holds two: the one being taken and
- * the next); scan_events(..., ahead) of such a block (the same bytes object, start and end) takes what it found,
+ * is 40-55% of a block's instructions). start(buf, start, end) hands it a block (it holds two: the one being taken
+ * and the next); scan_events(..., ahead) of such a block (the same bytes object, start and end) takes what it found,
  * waiting for it with the GIL released, and scans a block itself otherwise, as before. The thread runs the first
- * pass's own code on the same bytes, so a block is taken or declined as if scanned here; only a number that
- * PyOS_string_to_double reads (an exponent, more than 19 digits) is not read there (that function's free list is the
- * GIL's): such a block is scanned again here. The thread holds no reference and calls nothing of Python's: it reads
- * the bytes the ScanAhead holds, and the key tables under s_key_tables, which json_bind takes to write them. It is
- * started by the first start() and joined by close() or the object's end; in a forked child (whose copy of the
- * object has no thread) start() takes nothing. Where there are no POSIX threads, start() takes nothing. */
+ * pass's own code on the same bytes, so a block is taken or declined as if scanned here. A number that
+ * PyOS_string_to_double reads here (an exponent, 17 significant digits) is read there by the C library's strtod_l
+ * in a "C" locale (nogil_strtod: correctly rounded, so the same double; PyOS_string_to_double's free list is the
+ * GIL's); where strtod_l could not be had, such a block is scanned again here, and start() takes nothing (Kineto's
+ * 17-digit metrics are in most blocks). The thread holds no reference and calls nothing of Python's: it reads the
+ * bytes the ScanAhead holds, and the key tables under s_key_tables, which json_bind takes to write them. It is started
+ * by the first start() and joined by close() or the object's end; in a forked child (whose copy of the object has
+ * no thread) start() takes nothing. Where there are no POSIX threads, start() takes nothing. */
 #if defined(__unix__) || defined(__APPLE__)
 #include <pthread.h>
 #include <signal.h>
@@ -5196,11 +5200,15 @@ static int sink_flush(Slices *self) {
 #define SCAN_AHEAD 1
 static pthread_rwlock_t s_key_tables = PTHREAD_RWLOCK_INITIALIZER;  /* read by the thread's pass, json_bind writes */
 
+static unsigned long s_forks = 0;  /* forks this process is the child of, where pthread_atfork could say */
+
 /* A forked child has no thread holding the lock, whatever its copy says (a fork while a thread read the tables, or
- * while json_bind waited for the GIL holding it): made anew there. */
+ * while json_bind waited for the GIL holding it): made anew there; and the ScanAheads it copied know they are
+ * copies (ahead_ours), even where the child's pid is the one a dead ancestor had. */
 static void key_tables_after_fork(void) {
     pthread_rwlock_t fresh = PTHREAD_RWLOCK_INITIALIZER;
     memcpy(&s_key_tables, &fresh, sizeof fresh);
+    s_forks++;
 }
 #else
 #define SCAN_AHEAD 0
@@ -5235,7 +5243,8 @@ typedef struct {
     pthread_mutex_t lock;
     pthread_cond_t wake, done;
     pthread_t thread;
-    pid_t owner;  /* the process the thread runs in; 0: none started */
+    pid_t owner;          /* the process the thread runs in; 0: none started */
+    unsigned long forks;  /* s_forks when it started */
     int ready;    /* the lock and conditions made */
 #endif
 } Ahead;
@@ -5277,7 +5286,7 @@ static void *ahead_main(void *arg) {
 }
 
 /* whether this process runs the object's thread (a fork's child has a copy of the object, not of the thread) */
-static int ahead_ours(const Ahead *a) { return a->owner != 0 && a->owner == getpid(); }
+static int ahead_ours(const Ahead *a) { return a->owner != 0 && a->forks == s_forks && a->owner == getpid(); }
 #endif
 
 /* a block handed over, scanned: waited for with the GIL released (1), or 0 where the thread is not this process's
@@ -5367,7 +5376,11 @@ static void ahead_dealloc(Ahead *a) {
  * start): scan_events then scans that block itself, as ever */
 /* whether a call may use the ScanAhead: not while another waits for its thread (0, RuntimeError raised) */
 static int ahead_free(const Ahead *a) {
+#if SCAN_AHEAD
+    if (!a->busy || (a->owner && !ahead_ours(a))) return 1;  /* a fork's copy: the call that waited is not in it */
+#else
     if (!a->busy) return 1;
+#endif
     PyErr_SetString(PyExc_RuntimeError, "ScanAhead: used by another thread while it waits for its block");
     return 0;
 }
@@ -5388,18 +5401,23 @@ static PyObject *ahead_start(Ahead *a, PyObject *const *args, Py_ssize_t nargs) 
         return NULL;
     }
 #if SCAN_AHEAD
-    if (!scan_ready() || end - start >= (Py_ssize_t)UINT32_MAX || !a->ready) Py_RETURN_FALSE;
+    if (!scan_ready() || end - start >= (Py_ssize_t)UINT32_MAX || !a->ready || !nogil_strtod_ready())
+        Py_RETURN_FALSE;
     if (a->owner && !ahead_ours(a)) Py_RETURN_FALSE;  /* a fork's copy: its lock as the parent's thread left it */
     AheadJob *job = NULL;
     for (int k = 0; k < AHEAD_JOBS; k++)
         if (!job || !a->jobs[k].held || (job->held && a->jobs[k].order < job->order)) job = &a->jobs[k];
     ahead_drop(a, job);  /* a free one, else the oldest */
     if (!a->owner) {  /* every signal blocked in the thread (it inherits this mask): the kernel gives them to the
-                        * main thread, whose blocking read a Ctrl-C must end (wizard/threads.py, for Python's threads) */
+                        * main thread, whose blocking read a Ctrl-C must end (wizard/threads.py, for Python's threads);
+                        * but a fault's own (a blocked SIGSEGV kills the process with no handler run: faulthandler
+                        * and ASan would say nothing) */
         sigset_t every, before;
         sigfillset(&every);
+        static const int faults[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS, SIGABRT};
+        for (size_t k = 0; k < sizeof faults / sizeof *faults; k++) sigdelset(&every, faults[k]);
         pthread_sigmask(SIG_BLOCK, &every, &before);
-        a->owner = getpid();
+        a->owner = getpid(), a->forks = s_forks;
         int failed = pthread_create(&a->thread, NULL, ahead_main, a);
         pthread_sigmask(SIG_SETMASK, &before, NULL);
         if (failed) {

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import os
 import random
+import signal
 import struct
 import sys
 from pathlib import Path
@@ -268,10 +269,11 @@ def test_a_forked_child_scans_every_block_itself() -> None:
 
 
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="no /proc here to read the threads' signal masks from")
-def test_the_thread_blocks_every_signal() -> None:
-    """The kernel gives a process's signals to a thread that does not block them: the scanner's thread blocks them
-    all, so a Ctrl-C reaches the main thread, whose blocking read it must end (wizard/threads.py says the same of
-    Python's threads). Read from /proc: the thread started, and its mask holds every signal."""
+def test_the_thread_blocks_every_signal_but_a_faults() -> None:
+    """The kernel gives a process's signals to a thread that does not block them: the scanner's thread blocks them,
+    so a Ctrl-C reaches the main thread, whose blocking read it must end (wizard/threads.py says the same of
+    Python's threads), all but those a fault raises in the thread itself. Read from /proc: the thread started,
+    and its mask."""
     before = {task.name for task in Path("/proc/self/task").iterdir()}
     thread = ahead()
     try:
@@ -282,7 +284,11 @@ def test_the_thread_blocks_every_signal() -> None:
             line.split(":\t", 1) for line in (Path("/proc/self/task") / started / "status").read_text().splitlines()
         )
         blocked = int(status["SigBlk"], 16)
-        assert all(blocked & (1 << (signum - 1)) for signum in (2, 15, 1, 3, 10, 12, 14, 17)), hex(blocked)
+        asked = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGALRM)
+        assert all(blocked & (1 << (signum - 1)) for signum in asked), hex(blocked)
+        # a fault's own are not: blocked, a crash there would kill the process with no handler run (faulthandler)
+        faults = (signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, signal.SIGILL, signal.SIGABRT)
+        assert not any(blocked & (1 << (signum - 1)) for signum in faults), hex(blocked)
     finally:
         thread.close()
     assert {task.name for task in Path("/proc/self/task").iterdir()} == before  # joined
@@ -352,3 +358,94 @@ def test_a_second_thread_cannot_use_it_while_it_waits() -> None:
         assert kept(collector) == both_ways(block)[3]
     finally:
         thread.close()
+
+
+EVENT = b'{"ph":"X","cat":"cpu_op","name":"op%d","pid":1,"tid":1,"ts":%d,"dur":1}'
+NESTED = b'{"ph":"X","cat":"cpu_op","name":"n","pid":1,"tid":1,"ts":%d,"dur":1,"args":{"deep":[{"a":1},\n{"b":2}]}}'
+
+
+@pytest.mark.skipif(not THREADS, reason="no POSIX threads here")
+def test_a_declined_block_read_past_by_a_fill_is_read_again_from_its_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fill keeps only what follows a handed block (``_past``). When the block is then declined (a cut inside an
+    event's nested array of objects, where a newline follows a ``},``: neither the scanner nor msgspec reads it),
+    the buffer is rebuilt from the block's own bytes (``_rewind``) for the exact path: the reads are the reads
+    without the thread and without the scanner, in small blocks where that happens (it did, and is counted)."""
+    monkeypatch.setattr(reader_module, "usable_cores", lambda: 2)
+    rebuilt: list[bool] = []
+    rewind = reader_module.TraceWalker._rewind
+
+    def counted(walker: reader_module.TraceWalker, handed: Any) -> None:
+        rebuilt.append(walker.b.base + walker.b.pos != handed.start)
+        rewind(walker, handed)
+
+    monkeypatch.setattr(reader_module.TraceWalker, "_rewind", counted)
+    path = tmp_path / "trace.json"
+    # (events, every how many one is nested, block bytes): each of the first six made the reader rebuild its buffer
+    # once; in the last a declined handed block had not been read past (the rebuild not needed)
+    cases = ((10, 5, 512), (12, 3, 512), (18, 3, 256), (30, 5, 256), (15, 3, 1024), (35, 7, 512), (40, 4, 512))
+    for count, every, block in cases:
+        listed = [NESTED % k if k % every == every - 1 else EVENT % (k, k) for k in range(count)]
+        path.write_bytes(b'{"traceEvents":[\n' + b",\n".join(listed) + b"\n]}")
+        reads = []
+        for ahead, scanner in ((True, SCAN), (False, SCAN), (False, None)):
+            monkeypatch.setattr(collector_module, "scan_events", scanner)
+            contents = read_trace(path, config=ReaderConfig(workers=0, block_size=block, ahead=ahead))
+            contents.timing.clear()
+            reads.append(deep_state(contents))
+        assert reads[0] == reads[1] == reads[2], (count, every, block)
+        assert read_trace(path, config=ReaderConfig(workers=0, ahead=False)).events == count
+    assert rebuilt == [True] * 6 + [False]
+
+
+@pytest.mark.skipif(not THREADS, reason="no POSIX threads here")
+def test_a_block_scanned_before_the_collector_was_bound_again_is_scanned_again() -> None:
+    """json_bind may move the fields the scanner reads: a block the thread scanned under the binding before is not
+    taken (scanned again here: the counts say so), and the result is the in-line scan's."""
+    block = b",".join(events(2000, 1))
+    thread = ahead()
+    try:
+        assert thread.start(block, 0, len(block))
+        assert collector_module.compiled_collect_events() is not None  # json_bind again, the block held
+        collector = fresh()
+        assert SCAN(collector, block, 0, len(block), thread)
+        assert thread.taken == (0, 1)
+    finally:
+        thread.close()
+    assert kept(collector) == both_ways(block)[3]
+
+
+DEEPER = (
+    b'{"ph":"X","cat":"cpu_op","name":"n","pid":1,"tid":1,"ts":%d,"dur":1,'
+    b'"args":{"deep":[{"a":1},\n{"b":2},\n{"c":3},\n{"d":4}]}}'
+)
+
+
+@pytest.mark.skipif(not THREADS, reason="no POSIX threads here")
+def test_a_handed_block_the_exact_path_read_past_is_not_taken(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A block cut inside an event's nested array of objects hands over a next block that starts inside that event
+    too; the exact path then reads the whole event, past the handed block's start, and the handed block is not
+    taken (``_handed_here``: it must start at the reader's place): the reads are the reads without the thread."""
+    monkeypatch.setattr(reader_module, "usable_cores", lambda: 2)
+    passed: list[int] = []
+    here = reader_module.TraceWalker._handed_here
+
+    def counted(walker: reader_module.TraceWalker) -> Any:
+        handed = walker.handed
+        found = here(walker)
+        if handed is not None and found is None and handed.start != walker.b.base + walker.b.pos:
+            passed.append(handed.start)
+        return found
+
+    monkeypatch.setattr(reader_module.TraceWalker, "_handed_here", counted)
+    path = tmp_path / "trace.json"
+    for count, block in ((13, 256), (17, 512)):
+        listed = [DEEPER % k if k % 3 == 2 else EVENT % (k, k) for k in range(count)]
+        path.write_bytes(b'{"traceEvents":[\n' + b",\n".join(listed) + b"\n]}")
+        threaded = read_trace(path, config=ReaderConfig(workers=0, block_size=block))
+        alone = read_trace(path, config=ReaderConfig(workers=0, block_size=block, ahead=False))
+        threaded.timing.clear()
+        alone.timing.clear()
+        assert threaded.events == count and deep_state(threaded) == deep_state(alone)
+    assert len(passed) == 6, passed
