@@ -62,7 +62,7 @@ def test_the_reads_working_set_is_a_small_block(tmp_path: Path, ahead: bool) -> 
     block is 512 KiB (``ReaderConfig.block_size``): 2 MiB blocks held 17 MB here, a 5 MB builder trace. With the
     scanner's thread (``ReaderConfig.ahead``) the buffer is read four blocks at a time: 1.6 MB without it, 4.8 MB
     with it (3.2 MB with two-block reads, slower: docs/performance.md). Not counted here: the compiled scanner's
-    arrays of a block's fields, the C library's since the thread fills them without the GIL (0.75 MiB a block of
+    arrays of a block's fields, the C library's since the thread fills them without the GIL (0.78 MiB a block of
     the H800 trace; three at most with the thread, one without; test_scan_events.py checks they are freed)."""
     trace = demo_trace(tmp_path / "demo.json", repeat=1200)
     assert trace.stat().st_size > 4 << 20  # several blocks of either size
