@@ -5371,9 +5371,6 @@ static void ahead_dealloc(Ahead *a) {
     instance_free((PyObject *)a);
 }
 
-/* start(buf, start, end): buf[start:end] handed to the thread (the older of two held before is dropped); False where
- * it takes nothing (no threads here, anything but bytes, a block of 4 GiB, the core not bound, no thread could
- * start): scan_events then scans that block itself, as ever */
 /* whether a call may use the ScanAhead: not while another waits for its thread (0, RuntimeError raised) */
 static int ahead_free(const Ahead *a) {
 #if SCAN_AHEAD
@@ -5385,6 +5382,9 @@ static int ahead_free(const Ahead *a) {
     return 0;
 }
 
+/* start(buf, start, end): buf[start:end] handed to the thread (the older of two held before is dropped); False where
+ * it takes nothing (no threads here, anything but bytes, a block of 4 GiB, the core not bound, no thread could
+ * start): scan_events then scans that block itself, as ever */
 static PyObject *ahead_start(Ahead *a, PyObject *const *args, Py_ssize_t nargs) {
     if (!ahead_free(a)) return NULL;
     if (nargs != 3) {
@@ -5487,6 +5487,8 @@ static PyObject *ahead_get_threaded(Ahead *a, void *closure) {
     Py_RETURN_FALSE;
 #endif
 }
+
+_Static_assert(AHEAD_JOBS == 2, "pending lists the two jobs, oldest first");
 
 static PyObject *ahead_get_pending(Ahead *a, void *closure) {
     (void)closure;

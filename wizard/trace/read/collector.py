@@ -402,7 +402,7 @@ class Collector(EventSink):
         return scan_events is not None and scan_events(self, buf, start, len(buf) if end is None else end, ahead)
 
     def scan_ahead(self) -> ScanAhead | None:
-        """The core's ``ScanAhead`` where ``scan_events`` is the core's: the first pass of a block (its check, 55% of
+        """The core's ``ScanAhead`` where ``scan_events`` is the core's: the first pass of a block (its check, 40-55% of
         its instructions) on a thread of its own while this one collects the block before (wizard/_core.c)."""
         return new_scan_ahead()
 
