@@ -5217,6 +5217,7 @@ static void key_tables_after_fork(void) {
 enum { AHEAD_IDLE, AHEAD_QUEUED, AHEAD_RUNNING, AHEAD_DONE, AHEAD_STOP };
 enum { AHEAD_NONE, AHEAD_TAKEN, AHEAD_DECLINED };  /* what scan_events found in a ScanAhead for its block */
 #define AHEAD_JOBS 2
+#define AHEAD_NAME "warpwizard-scan"  /* the thread's name */
 
 /* a block handed over: the GIL's side (buf, the range, held, order), the thread's inputs, and its results */
 typedef struct {
@@ -5262,6 +5263,9 @@ static AheadJob *ahead_next_job(Ahead *a) {
 
 static void *ahead_main(void *arg) {
     Ahead *a = arg;
+#if defined(__APPLE__)
+    pthread_setname_np(AHEAD_NAME);  /* macOS names only the calling thread (Linux's is named by ahead_start) */
+#endif
     pthread_mutex_lock(&a->lock);
     for (;;) {
         AheadJob *job;
@@ -5416,7 +5420,7 @@ static PyObject *ahead_start(Ahead *a, PyObject *const *args, Py_ssize_t nargs) 
         sigfillset(&every);
         static const int faults[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS, SIGABRT};
         for (size_t k = 0; k < sizeof faults / sizeof *faults; k++) sigdelset(&every, faults[k]);
-        pthread_sigmask(SIG_BLOCK, &every, &before);
+        pthread_sigmask(SIG_SETMASK, &every, &before);  /* set, not added to: the caller's may block a fault's */
         a->owner = getpid(), a->forks = s_forks;
         int failed = pthread_create(&a->thread, NULL, ahead_main, a);
         pthread_sigmask(SIG_SETMASK, &before, NULL);
@@ -5424,6 +5428,9 @@ static PyObject *ahead_start(Ahead *a, PyObject *const *args, Py_ssize_t nargs) 
             a->owner = 0;
             Py_RETURN_FALSE;
         }
+#if defined(__linux__)
+        pthread_setname_np(a->thread, AHEAD_NAME);  /* what top, py-spy and /proc show, before start() returns */
+#endif
     }
     job->buf = new_ref(args[0]);
     job->start = start, job->end = end, job->binds = j_binds, job->order = ++a->handed, job->held = 1;
