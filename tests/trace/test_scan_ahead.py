@@ -48,7 +48,7 @@ LAUNCH = (
 
 def ahead() -> ScanAhead:
     """The core's ScanAhead, as the reader makes it (with the properties the reader does not use: its counts)."""
-    made: ScanAhead | None = collector_module.new_scan_ahead()  # type: ignore[assignment]
+    made = collector_module.new_scan_ahead()
     assert made is not None
     return made
 

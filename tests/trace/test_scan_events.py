@@ -28,7 +28,7 @@ import weakref
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import pytest
@@ -43,9 +43,12 @@ from wizard.testing.traces import KernelSpec, TraceBuilder, demo_launches
 from wizard.trace.inspection.run import inspect_trace
 from wizard.trace.read import collector as collector_module
 from wizard.trace.read import reader as reader_module
-from wizard.trace.read.collector import MAX_NAME, Collector, ScanAhead, TraceContents
+from wizard.trace.read.collector import MAX_NAME, Collector, TraceContents
 from wizard.trace.read.events import EVENTS_DECODER, Event, EventArgs, as_int, decode_block, reported
 from wizard.trace.read.reader import ReaderConfig, read_trace
+
+if TYPE_CHECKING:
+    from wizard._core import ScanAhead
 
 if collector_module.scan_events is None:
     pytest.skip(
@@ -385,10 +388,10 @@ def test_whole_traces_inspect_the_same_with_and_without_the_scanner(
         assert False in outcomes and (True in outcomes or block == 512 << 10), outcomes
     assert scanned[0]["events"] > 60 and scanned[0]["kernels"] > 10
     if ahead and block == 2 << 10:  # blocks scanned on the thread, none again here (its exact count: test_scan_ahead)
-        ((taken, again),) = [thread.taken for thread in threads]  # type: ignore[attr-defined]
+        ((taken, again),) = [thread.taken for thread in threads]
         assert 1 <= taken < len(outcomes) and again == 0, (taken, again, len(outcomes))
     elif ahead:  # one block: nothing to hand over, no thread started
-        assert [thread.threaded for thread in threads] == [False]  # type: ignore[attr-defined]
+        assert [thread.threaded for thread in threads] == [False]
     else:
         assert threads == []
 

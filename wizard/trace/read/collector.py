@@ -7,7 +7,7 @@ import operator
 from array import array
 from collections import Counter
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 from msgspec import Struct, field
@@ -46,6 +46,9 @@ from wizard.trace.read.records import (
     SliceTable,
     _ThreadIntervals,
 )
+
+if TYPE_CHECKING:
+    from wizard._core import ScanAhead  # the core's type, declared once (_core.pyi)
 
 
 class Truncation(Struct):
@@ -638,16 +641,6 @@ def _bind_json_core() -> Callable[[Collector, list[Event]], None]:
 
 collect_events = _bind_json_core()
 COMPILED = collect_events is not pure_collect_events
-
-
-class ScanAhead(Protocol):
-    """The core's ``ScanAhead``: blocks handed to its thread for their first pass, which ``scan_events`` takes."""
-
-    def start(self, buf: bytes, start: int, end: int, /) -> bool:
-        """buf[start:end] handed over (the older of two held before dropped); False where it takes nothing."""
-
-    def close(self) -> None:
-        """The thread stopped and joined, the blocks held dropped."""
 
 
 def _bind_scan() -> Callable[[Collector, bytes, int, int, ScanAhead | None], bool] | None:
