@@ -44,7 +44,7 @@ MATERIAL_SHARE = 0.01
 NOISE_SIGMAS = 3.0  # a change must exceed three standard errors of the two medians together
 SHARED_BLOCKS = 0.5  # under half the GPU time in kernels both sides ran: different work, not comparable
 SHARED_CAVEAT = 0.9  # under 90%: comparable, with the unshared share named
-UNKNOWN_NAMED = 4  # the unknown factors the verdict's line names (the hardware's first); the rest counted
+FACTORS_NAMED = 4  # the factors of a kind (blocking, caveats, unknown) the verdict's line names; the rest counted
 MAX_REPORT_BYTES = 64 << 20
 MAX_RANKS = 100_000
 
@@ -240,12 +240,17 @@ class ProfileDiff:
 
     @property
     def said(self) -> str:
-        """The verdict in words, with what it could not check: a bare 'comparable' beside an unknown GPU model
-        would read as 'the same GPUs'."""
-        named = self.unknown[:UNKNOWN_NAMED] + [f"{len(self.unknown) - UNKNOWN_NAMED} more"] * (
-            len(self.unknown) > UNKNOWN_NAMED
-        )
-        return f"{self.verdict} (unknown: {', '.join(named)})" if named else self.verdict
+        """The verdict in words: what blocks the comparison (or, where nothing does, what is a caveat), then what it
+        could not check: a bare 'comparable' beside an unknown GPU model would read as 'the same GPUs', and a bare
+        'not comparable' left the reader to find the cause among the unknowns."""
+        differing = [f for f in self.factors if f.status == "differs"]
+        blocking = [f.name for f in differing if f.effect == "blocks"]
+        parts = [f"blocked by {_named(blocking)}"] if blocking else []
+        if not blocking:
+            caveats = [f.name for f in differing if f.effect == "caveat"]
+            parts += [f"caveats: {_named(caveats)}"] if caveats else []
+        parts += [f"unknown: {_named(self.unknown)}"] if self.unknown else []
+        return f"{self.verdict} ({'; '.join(parts)})" if parts else self.verdict
 
     @property
     def threshold_pct(self) -> str:
@@ -387,6 +392,12 @@ def _shown(values: Iterable[Any]) -> str:
 
 
 UNKNOWN_MEANS = "not recorded on one side or both: it cannot be checked"
+
+
+def _named(names: list[str]) -> str:
+    """The first FACTORS_NAMED names, in the factors' order (the hardware's first), the rest counted."""
+    shown = names[:FACTORS_NAMED] + [f"{len(names) - FACTORS_NAMED} more"] * (len(names) > FACTORS_NAMED)
+    return ", ".join(shown)
 
 
 def _factor(name: str, before: str, after: str, effect: Effect, meaning: str) -> Factor:
@@ -542,19 +553,25 @@ def _software(b: Side, a: Side) -> list[Factor]:
 
 
 def _health_factor(side: Side, which: str) -> Factor:
+    """One side's health check as a row: its verdict in its own column (the other side has a row of its own)."""
     errors = sorted({h.check for s in side.summaries for h in s.health if h.status == "error"})
     warnings = sorted({h.check for s in side.summaries for h in s.health if h.status == "warning"})
+
+    def row(value: str, status: Status, effect: Effect, meaning: str) -> Factor:
+        before, after = (value, "") if which == "before" else ("", value)
+        return Factor(f"health ({which})", before, after, status, effect, meaning)
+
     if errors:
-        return Factor(
-            f"health ({which})", "error", "", "differs", "blocks",
+        return row(
+            "error", "differs", "blocks",
             f"the {which} profile is not whole or not true ({', '.join(errors)}): what it lacks would read as a change",
         )  # fmt: skip
     if warnings:
-        return Factor(
-            f"health ({which})", "warning", "", "differs", "caveat",
+        return row(
+            "warning", "differs", "caveat",
             f"the {which} profile has warnings ({', '.join(warnings)}): read `warpwizard trace inspect` on it first",
         )  # fmt: skip
-    return Factor(f"health ({which})", "ok", "ok", "same", "none", "")
+    return row("ok", "same", "none", "")
 
 
 def _shared(b: Side, a: Side) -> Factor:

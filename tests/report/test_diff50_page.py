@@ -86,7 +86,9 @@ def test_a_pair_that_cannot_be_compared_shows_no_change(browser: Any, run_cli: R
     pair = TRACES / "pairs/h100-vs-mi300-bert-small"
     page_file = _page(run_cli, pair / "h100.json.gz", pair / "mi300.json.gz", tmp_path / "page.html", 10)
     page, seen = _open(browser, page_file, tmp_path / "page.png", 390)
-    assert seen["errors"] == [] and page.inner_text("#ww-headline").startswith("not comparable (unknown: world size, ")
+    assert seen["errors"] == [] and page.inner_text("#ww-headline").startswith(
+        "not comparable (blocked by shared kernels; unknown: world size, "
+    )
     assert "No changes are shown" in page.inner_text("#ww-verdict")
     assert page.locator("#ww-kernels").count() == 0 and "GPU vendor" in page.inner_text("table.factors")
     page.close()

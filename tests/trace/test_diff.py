@@ -109,10 +109,29 @@ def test_a_profiler_bug_present_on_one_side_only_is_the_profilers(run_cli: RunCl
     code, data = _diff(run_cli, before, after)
     caveats = [f["name"] for f in data["factors"] if f["status"] == "differs"]
     assert (code, data["verdict"], caveats) == (0, "comparable with caveats", ["health (before)"])
-    assert "impossible-metrics" in _factor(data, "health (before)")["meaning"]
+    health = _factor(data, "health (before)")
+    assert "impossible-metrics" in health["meaning"]
+    assert (health["before"], health["after"]) == ("warning", "")  # the before side's verdict, in its column
+    assert (_factor(data, "health (after)")["before"], _factor(data, "health (after)")["after"]) == ("", "ok")
     (said,) = data["mechanisms"]
     assert said.startswith("mechanism A in BEFORE (torch-2.11.json) on 1 launch of index_kernel")
     assert said.endswith("the profiler, not your kernel")
+
+
+def test_a_cut_after_side_blocks_and_the_headline_names_it(run_cli: RunCli, tmp_path: Path) -> None:
+    """What blocks the comparison leads the verdict's line (it once named only what was unknown), and the after
+    side's error sits in the after column."""
+    before = _trace(tmp_path / "before.json")
+    text = before.read_text()
+    after = tmp_path / "after.json"
+    after.write_text(text[: text.index('"cat": "kernel"', len(text) // 2)])  # cut inside the event list
+    code, data = _diff(run_cli, before, after)
+    health = _factor(data, "health (after)")
+    assert (code, data["verdict"], health["before"], health["after"]) == (10, "not comparable", "", "error")
+    blocking = [f["name"] for f in data["factors"] if f["status"] == "differs" and f["effect"] == "blocks"]
+    assert blocking == ["health (after)"]
+    first = run_cli("diff", str(before), str(after)).stdout.splitlines()[0]
+    assert first.startswith("before.json → after.json: not comparable (blocked by health (after)")
 
 
 def test_the_same_launches_as_kineto_json_and_nsys_sqlite_all_match(run_cli: RunCli, tmp_path: Path) -> None:
