@@ -223,3 +223,46 @@ def test_no_command_without_a_terminal_is_the_usage_line_and_the_hint(run_cli: R
         "warpwizard: no command given and stdin is not a terminal; try 'warpwizard run PLAYBOOK --answers FILE'"
     )
     assert len(lines) < 10, result.stderr
+
+
+HEALTHY_ANSWERS = "examples/answers/healthy-small.yaml"
+
+
+@pytest.mark.parametrize("typed", [["--answers", HEALTHY_ANSWERS], [f"--answers={HEALTHY_ANSWERS}"],
+                                   ["--ans", HEALTHY_ANSWERS], ["--teach", "--answers", HEALTHY_ANSWERS]])  # fmt: skip
+def test_runs_options_without_the_command_are_the_triages(run_cli: RunCli, typed: list[str]) -> None:
+    """The README: "`run`'s options work without the command too". An option's value as its own word was taken
+    for the command's name ("invalid choice"); with answers given, no terminal is needed (a newcomer's walk)."""
+    bare = run_cli("--json", *typed, stdin="")
+    named = run_cli("run", "triage", "--json", *typed, stdin="")
+    assert (bare.returncode, named.returncode) == (0, 0), bare.stderr
+    ours, theirs = strict_json(bare.stdout), strict_json(named.stdout)
+    assert ours["playbook"]["id"] == "triage" and ours["conclusion"]["diagnosis"] == "trace-healthy"
+    assert (ours["conclusion"], ours["answers"]) == (theirs["conclusion"], theirs["answers"])
+
+
+def test_a_bare_answer_without_a_terminal_asks_for_the_next_by_name(run_cli: RunCli) -> None:
+    result = run_cli("--set", "have=trace", stdin="")
+    assert result.returncode == 4
+    assert result.stderr.splitlines()[-1].startswith("warpwizard: error: question 'trace_path' (")
+
+
+@pytest.mark.parametrize(
+    ("line", "joined"),
+    [
+        (["--teach", "--answers", "a.yaml"], ["--teach", "--answers=a.yaml"]),
+        (["--set", "have=trace", "--set", "x=1"], ["--set=have=trace", "--set=x=1"]),
+        (["--playbook-dir", "d", "--answers", "a.yaml"], ["--playbook-dir", "d", "--answers=a.yaml"]),
+        (["--answ", "a.yaml"], ["--answ=a.yaml"]),  # an abbreviation argparse takes for --answers
+        (["--from", "n"], ["--from=n"]),  # --from is an option of its own beside --from-step
+        (["trace", "inspect", "--answers", "x"], ["trace", "inspect", "--answers", "x"]),  # a command first
+        (["--playbook-dir", "run", "--answers", "a"], ["--playbook-dir", "run", "--answers=a"]),  # a value, not `run`
+        (["--answers", "--teach"], ["--answers", "--teach"]),  # argparse's own error: expected one argument
+        (["--", "--answers", "a"], ["--", "--answers", "a"]),
+        (["--teach"], ["--teach"]),
+    ],
+)
+def test_runs_values_are_joined_only_on_a_line_with_no_command(line: list[str], joined: list[str]) -> None:
+    from wizard.cli.parser import run_values_joined
+
+    assert run_values_joined(line) == joined

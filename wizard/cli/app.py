@@ -20,7 +20,7 @@ from typing import Any
 
 from wizard.cli.commands import COMMANDS
 from wizard.cli.context import Context, _Stream
-from wizard.cli.parser import build_parser, command_of
+from wizard.cli.parser import build_parser, command_of, run_values_joined
 from wizard.cli.table import load
 from wizard.errors import (
     AnswersError,
@@ -164,6 +164,7 @@ def main(argv: list[str] | None = None, system: System | None = None) -> int:
     arguments = sys.argv[1:] if argv is None else list(argv)
     debug = "--debug" in arguments
     stdout, stderr = _Stream(system.stdout), _Stream(system.stderr)
+    arguments = run_values_joined(arguments)  # `warpwizard --answers FILE`: run's, as the README shows
     only = command_of(arguments)
     parser = build_parser(only)
     args: argparse.Namespace | None = None

@@ -64,6 +64,49 @@ def _listed(sub: argparse._SubParsersAction[Any], name: str, summary: str, unbui
 
 
 _TOP_VALUED = "--playbook-dir"  # the one top-level option that takes a value
+_TOP_FLAGS = ("--debug", "--no-color", "--help", "--version")  # the top level's options that take none
+
+
+def run_values_joined(argv: Sequence[str]) -> list[str]:
+    """``run``'s options typed with no command (``warpwizard --teach --answers FILE``: the bare ``warpwizard`` is
+    ``run triage``), each value joined to its option (``--answers=FILE``): the top level does not know them, and took
+    the value for the command's name ("invalid choice"). The line as given wherever a command comes first."""
+    line, valued, skip = list(argv), None, False
+    for at, arg in enumerate(line):
+        if skip:
+            skip = False
+            continue
+        if arg == "--" or not arg.startswith("-"):
+            return line  # a command (or a value the line's own order makes one): the line is the command's
+        if "=" in arg or len(arg) < 3:
+            continue
+        if _TOP_VALUED.startswith(arg):
+            skip = True
+            continue
+        if any(flag.startswith(arg) for flag in _TOP_FLAGS):
+            continue  # the top level's own: no need to build run's grammar
+        valued = _run_valued() if valued is None else valued
+        if valued.get(arg, False) and at + 1 < len(line) and not line[at + 1].startswith("-"):  # else argparse says
+            return [*line[:at], f"{arg}={line[at + 1]}", *run_values_joined(line[at + 2 :])]
+    return line
+
+
+def _run_valued() -> dict[str, bool]:
+    """Whether each of ``run``'s long options, and each abbreviation argparse takes for one, takes a value, as its
+    grammar declares them (built only for a line with no command)."""
+    run = _subparser(build_parser("run"), "run")
+    takes = {s: a.nargs is None for a in run._actions for s in a.option_strings if s.startswith("--")}
+    abbreviated: dict[str, list[str]] = {}
+    for option in takes:
+        for end in range(3, len(option)):
+            abbreviated.setdefault(option[:end], []).append(option)
+    return {**{a: takes[o[0]] for a, o in abbreviated.items() if len(o) == 1}, **takes}
+
+
+def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    found: argparse.ArgumentParser = sub._name_parser_map[name]
+    return found
 
 
 def command_of(argv: Sequence[str]) -> str | None:

@@ -20,9 +20,9 @@ def run(ctx: Context, parser: argparse.ArgumentParser, given: Sequence[str] = ()
     health and continues into the playbook for what it finds); without a triage playbook on the search
     path, the list to pick from (``warpwizard list`` shows it too). ``given``: ``run``'s options typed
     without a command (``warpwizard --teach``), which the run takes as its own."""
-    if given:
-        parser.parse_args(["run", TRIAGE, *given])  # an option `run` does not know: its one-line error
-    if not ctx.system.interactive:
+    asked = parser.parse_args(["run", TRIAGE, *given]) if given else None  # an option `run` lacks: its error
+    answered = asked is not None and (asked.answers is not None or bool(asked.sets))
+    if not ctx.system.interactive and not answered:  # answers given (a file, --set): the triage runs on them
         parser.print_usage(cast(IO[str], ctx.stderr))  # the usage line, as argparse shows a usage error
         raise UsageError(
             "warpwizard: no command given and stdin is not a terminal; try 'warpwizard run PLAYBOOK --answers FILE'"
@@ -34,6 +34,9 @@ def run(ctx: Context, parser: argparse.ArgumentParser, given: Sequence[str] = ()
     if not found:
         raise UsageError("warpwizard: no playbooks found")
     triage = [f for f in found if f.name == TRIAGE and f.problem is None]
+    if not triage and not ctx.system.interactive:
+        raise UsageError(f"warpwizard: no playbook named '{TRIAGE}' to take the answers; name one: "
+                         "'warpwizard run PLAYBOOK --answers FILE' ('warpwizard list' shows them)")  # fmt: skip
     name = TRIAGE if triage else choose_playbook(found, ctx.console())
     run_args = parser.parse_args(["run", name, *given])
     run_args.no_color, run_args.playbook_dir = ctx.args.no_color, ctx.args.playbook_dir
