@@ -26,10 +26,11 @@ class ExitStatus(enum.IntEnum):
 
 
 MEANING: dict[ExitStatus, str] = {
-    ExitStatus.OK: "diagnosis reached; `trace inspect`: no health check at `--fail-on` (default warning) or worse; "
-    "`probe`: it passed, warned or skipped",
+    ExitStatus.OK: "`run`: a diagnosis reached, whatever its severity (a trace it cannot read is one, "
+    "`trace-unreadable`: gate with `--fail-on`); `trace inspect`: no health check at `--fail-on` (default warning) "
+    "or worse; `probe`: it passed, warned or skipped",
     ExitStatus.FINDINGS: "`trace inspect`: a health check at `--fail-on` or worse (impossible values, dropped "
-    "kernels, ...); `probe`: it failed (found the problem); `diff`: a kernel slower beyond `--threshold`; "
+    "kernels, ...); `probe`: it failed (found the problem); `diff`: a kernel or an op slower beyond `--threshold`; "
     "`run --fail-on SEVERITY`: the diagnosis is at least that severe",
     ExitStatus.USAGE: "usage error (bad command line, unknown playbook name, a format the command does not take: "
     "`trace fix` on an Nsight Systems export)",
