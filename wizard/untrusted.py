@@ -11,6 +11,8 @@ from functools import cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from rich.text import Text
 
 # C0 and C1 controls (tab and newline are handled by the callers that allow them), DEL, lone
@@ -92,6 +94,36 @@ def markdown_code(text: object, *, table: bool = False) -> str:
 def cut(text: str, limit: int) -> str:
     """At most ``limit`` characters, the cut marked with an ellipsis."""
     return text if len(text) <= limit else text[: max(0, limit - 1)] + "…"
+
+
+CUT_HEAD = 16  # of a name cut apart from its kin (``cuts_apart``): its start, before the part that tells it apart
+CUT_LEAD = 8  # characters kept before the first one that differs: what the difference is part of
+
+
+def cuts_apart(texts: Sequence[str], limit: int) -> list[str]:
+    """Each text ``cut`` to ``limit`` characters, except where distinct texts would be cut alike (three CUTLASS
+    kernels of one template read as one in a table): those keep their first ``CUT_HEAD`` characters, then, after an
+    ellipsis, the part from just before where each parts from the nearest of them, cut to the limit."""
+    cuts = [cut(text, limit) for text in texts]
+    alike: dict[str, set[str]] = {}
+    for text, short in zip(texts, cuts, strict=True):
+        alike.setdefault(short, set()).add(text)
+    out = []
+    for text, short in zip(texts, cuts, strict=True):
+        kin = alike[short] - {text}
+        if not kin or limit < CUT_HEAD + CUT_LEAD + 3:
+            out.append(short)
+            continue
+        parts = max(_common(text, other) for other in kin)  # the first character that tells it from every other
+        start = max(CUT_HEAD, parts - CUT_LEAD)
+        out.append(text[:CUT_HEAD] + "…" + cut(text[start:], limit - CUT_HEAD - 1))
+    return out
+
+
+def _common(a: str, b: str) -> int:
+    """The length of the two texts' common start."""
+    n = min(len(a), len(b))
+    return next((i for i in range(n) if a[i] != b[i]), n)
 
 
 def script_json(text: str) -> str:

@@ -27,7 +27,7 @@ from wizard.report.view import value_cells
 from wizard.trace.health.spec import HEALTH_MARK
 from wizard.trace.inspection.results import HealthLine, Inspection, TraceReport
 from wizard.trace.metrics.findings import FindingGroup, launched_by
-from wizard.untrusted import cut, rich_text, visible
+from wizard.untrusted import cut, cuts_apart, rich_text, visible
 
 # The metrics' names as a narrow table cell says them; the evidence lines below it use the full ones.
 METRIC_LABELS = {"blocks per SM": "blocks/SM", "warps per SM": "warps/SM", "est. achieved occupancy %": "occupancy %"}
@@ -453,11 +453,12 @@ def _findings_table(groups: list[FindingGroup]) -> Table:
     widest = max((len(line) for lines in changes.values() for line in lines), default=1)
     table.add_column("reported → true", no_wrap=True, min_width=min(widest, 40))
     table.add_column("launched by", overflow="fold")
-    for g in groups:
+    names = cuts_apart([visible(g.kernel) for g in groups], 48)  # kernels of one template told apart
+    for g, name in zip(groups, names, strict=True):
         op = launched_by(g.op)
         table.add_row(
             Text(g.mechanism),
-            rich_text(short(visible(g.kernel), 48)),
+            rich_text(name),
             Text(str(g.count)),
             Text("\n".join(changes[id(g)]) or "—"),
             rich_text(short(visible(op), 40)),
