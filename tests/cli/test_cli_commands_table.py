@@ -124,7 +124,7 @@ def test_a_new_command_is_one_module_and_one_row(scratch_command: str) -> None:
     assert "    hello             greet a playbook (a scratch command)\n" in listed.stdout
     assert "usage: warpwizard hello [-h] [--times TIMES] playbook" in run_inprocess("hello", "--help").stdout
     refused = run_inprocess("hello", "triage", "--bogus")
-    assert (refused.status, refused.stderr) == (2, "warpwizard: unrecognized arguments: --bogus (see --help)\n")
+    assert (refused.status, refused.stderr) == (2, "warpwizard hello: unrecognized arguments: --bogus (see --help)\n")
 
 
 def test_a_new_command_completes_in_the_shell_by_its_own_declaration(scratch_command: str) -> None:

@@ -266,3 +266,14 @@ def test_runs_values_are_joined_only_on_a_line_with_no_command(line: list[str], 
     from wizard.cli.parser import run_values_joined
 
     assert run_values_joined(line) == joined
+
+
+@pytest.mark.parametrize(
+    ("line", "named"),
+    [(["trace", "inspect", "x.json", "--bogus"], "warpwizard trace inspect"), (["diff", "a", "b", "--bogus"],
+     "warpwizard diff"), (["list", "--bogus"], "warpwizard list")],
+)  # fmt: skip
+def test_an_unknown_option_is_named_with_its_command(run_cli: RunCli, line: list[str], named: str) -> None:
+    """As every other usage error of the command is (a newcomer's walk found the top level's name alone)."""
+    result = run_cli(*line)
+    assert (result.returncode, result.stderr) == (2, f"{named}: unrecognized arguments: --bogus (see --help)\n")

@@ -20,7 +20,7 @@ from typing import Any
 
 from wizard.cli.commands import COMMANDS
 from wizard.cli.context import Context, _Stream
-from wizard.cli.parser import build_parser, command_of, run_values_joined
+from wizard.cli.parser import build_parser, command_of, innermost, run_values_joined
 from wizard.cli.table import load
 from wizard.errors import (
     AnswersError,
@@ -174,8 +174,8 @@ def main(argv: list[str] | None = None, system: System | None = None) -> int:
             if args.command is not None and args.command != only:  # command_of misread the line: the whole grammar
                 parser = build_parser()
                 args, given = parser.parse_known_args(arguments)
-            if given and args.command is not None:
-                parser.parse_args(arguments)  # a command's unknown option: its own one-line error
+            if given and args.command is not None:  # a command's unknown option: one line, the command named
+                innermost(parser, args).error(f"unrecognized arguments: {' '.join(given)}")
         ctx = Context(args, system, stdout, stderr, build_parser)
         _check_playbook_dirs(ctx)
         _place_outputs(ctx)

@@ -103,6 +103,18 @@ def _run_valued() -> dict[str, bool]:
     return {**{a: takes[o[0]] for a, o in abbreviated.items() if len(o) == 1}, **takes}
 
 
+def innermost(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The grammar of the command the line chose (``trace inspect``'s, not the top level's): its name leads the
+    one-line error of an option it does not know, as it leads every other error of that command."""
+    while (sub := _subparsers(parser)) is not None and getattr(args, sub.dest, None) in sub._name_parser_map:
+        parser = sub._name_parser_map[getattr(args, sub.dest)]
+    return parser
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> argparse._SubParsersAction[Any] | None:
+    return next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+
+
 def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     found: argparse.ArgumentParser = sub._name_parser_map[name]
