@@ -180,6 +180,8 @@ def test_a_single_trace_is_no_job(tmp_path: Path, run_cli: RunCli) -> None:
     path = rank_trace(tmp_path / "rank0.json", {"backend": "nccl", "rank": 0, "world_size": 8})
     complete = next(c for c in inspect_json(run_cli, path, status=0)["health"] if c["check"] == "ranks-complete")
     assert complete["status"] == "not_applicable"
+    # nothing counted, so nothing missing: '7 missing' beside an empty list read as a fault (a newcomer's walk)
+    assert (complete["world_size"], complete["missing"], complete["missing_count"]) == (8, [], 0)
 
 
 @needs_shared

@@ -271,6 +271,7 @@ def ranks_complete(traces: Sequence[Trace]) -> HealthCheck:
     if len(traces) < 2:  # one trace: no job to count, so nothing of it (its name) is said either
         empty: dict[str, Any] = {k: [] if isinstance(v, list) else {} if isinstance(v, dict) else v
                                  for k, v in details.items()}  # fmt: skip
+        empty["missing_count"] = 0  # nothing counted: '7 missing' beside an empty list of them read as a fault
         return CHECK.not_applicable("not a rank directory: one job's traces, a trace per rank", **empty)
     if not t.count:
         if t.world is None:
