@@ -20,7 +20,7 @@ from typing import Any
 
 from wizard.cli.commands import COMMANDS
 from wizard.cli.context import Context, _Stream
-from wizard.cli.parser import build_parser, command_of, innermost, run_values_joined
+from wizard.cli.parser import build_parser, command_at, command_of, innermost, run_values_joined
 from wizard.cli.table import load
 from wizard.errors import (
     AnswersError,
@@ -174,8 +174,8 @@ def main(argv: list[str] | None = None, system: System | None = None) -> int:
             if args.command is not None and args.command != only:  # command_of misread the line: the whole grammar
                 parser = build_parser()
                 args, given = parser.parse_known_args(arguments)
-            if given and args.command is not None:  # a command's unknown option: one line, the command named
-                innermost(parser, args).error(f"unrecognized arguments: {' '.join(given)}")
+            if given and args.command is not None:  # an unknown option: one line, the command named where it
+                _refuse(parser, args, arguments, given)  # follows the command's word
         ctx = Context(args, system, stdout, stderr, build_parser)
         _check_playbook_dirs(ctx)
         _place_outputs(ctx)
@@ -200,6 +200,15 @@ def main(argv: list[str] | None = None, system: System | None = None) -> int:
             raise
         message = f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)"
         return _failed(args, stdout, stderr, [f"warpwizard: error: {message}"], ExitStatus.INTERNAL)
+
+
+def _refuse(parser: argparse.ArgumentParser, args: argparse.Namespace, line: list[str], given: list[str]) -> None:
+    """argparse's 'unrecognized arguments' for the words no grammar took: said by the grammar of the command the line
+    chose where they follow the command's word (``trace inspect x --bogus``), else by the top level's (``--json
+    trace inspect x``: the option is the command's, but typed before it)."""
+    at = command_at(line)
+    after = at is not None and all(word in line[at + 1 :] for word in given)
+    (innermost(parser, args) if after else parser).error(f"unrecognized arguments: {' '.join(given)}")
 
 
 def _run(ctx: Context, parser: argparse.ArgumentParser, given: list[str]) -> ExitStatus:

@@ -5,6 +5,7 @@ this loads argparse only."""
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -65,42 +66,54 @@ def _listed(sub: argparse._SubParsersAction[Any], name: str, summary: str, unbui
 
 _TOP_VALUED = "--playbook-dir"  # the one top-level option that takes a value
 _TOP_FLAGS = ("--debug", "--no-color", "--help", "--version")  # the top level's options that take none
+_NEGATIVE = re.compile(r"^-\d+$|^-\d*\.\d+$")  # argparse's _negative_number_matcher
 
 
 def run_values_joined(argv: Sequence[str]) -> list[str]:
     """``run``'s options typed with no command (``warpwizard --teach --answers FILE``: the bare ``warpwizard`` is
     ``run triage``), each value joined to its option (``--answers=FILE``): the top level does not know them, and took
-    the value for the command's name ("invalid choice"). The line as given wherever a command comes first."""
-    line, valued, skip = list(argv), None, False
-    for at, arg in enumerate(line):
-        if skip:
+    the value for the command's name ("invalid choice"). The line as typed wherever it names a command, so that its
+    errors quote what was typed."""
+    joined: list[str] = []
+    options: dict[str, bool] | None = None
+    at, skip = 0, False
+    while at < len(argv):
+        arg = argv[at]
+        at += 1
+        if skip or arg == "-":
             skip = False
-            continue
-        if arg == "--" or not arg.startswith("-"):
-            return line  # a command (or a value the line's own order makes one): the line is the command's
-        if "=" in arg or len(arg) < 3:
-            continue
-        if _TOP_VALUED.startswith(arg):
-            skip = True
-            continue
-        if any(flag.startswith(arg) for flag in _TOP_FLAGS):
-            continue  # the top level's own: no need to build run's grammar
-        valued = _run_valued() if valued is None else valued
-        if valued.get(arg, False) and at + 1 < len(line) and not line[at + 1].startswith("-"):  # else argparse says
-            return [*line[:at], f"{arg}={line[at + 1]}", *run_values_joined(line[at + 2 :])]
-    return line
+        elif arg == "--" or not arg.startswith("-"):
+            return list(argv)  # a command on the line: the line is the command's
+        elif "=" not in arg and len(arg) > 2 and not any(flag.startswith(arg) for flag in _TOP_FLAGS):
+            if _TOP_VALUED.startswith(arg):
+                skip = True
+            else:
+                options = _run_valued() if options is None else options  # run's grammar: built once, only here
+                if _takes_value(arg, options) and at < len(argv) and _is_value(argv[at]):
+                    arg, at = f"{arg}={argv[at]}", at + 1
+        joined.append(arg)
+    return joined
+
+
+def _takes_value(typed: str, options: dict[str, bool]) -> bool:
+    """Whether an option as typed is one of run's that take a value: by its name, or as an abbreviation argparse
+    takes (one that could be several, a valued one among them, is joined too: run's grammar then says it is
+    ambiguous, as it does for ``run triage``)."""
+    if typed in options:
+        return options[typed]
+    return any(takes for name, takes in options.items() if name.startswith(typed))
+
+
+def _is_value(word: str) -> bool:
+    """Whether argparse reads the word as an option's value: not an option (``-`` and negative numbers are values:
+    run's grammar has no option that looks like one)."""
+    return not word.startswith("-") or word == "-" or _NEGATIVE.match(word) is not None
 
 
 def _run_valued() -> dict[str, bool]:
-    """Whether each of ``run``'s long options, and each abbreviation argparse takes for one, takes a value, as its
-    grammar declares them (built only for a line with no command)."""
+    """Whether each of ``run``'s long options takes a value, as its grammar declares them."""
     run = _subparser(build_parser("run"), "run")
-    takes = {s: a.nargs is None for a in run._actions for s in a.option_strings if s.startswith("--")}
-    abbreviated: dict[str, list[str]] = {}
-    for option in takes:
-        for end in range(3, len(option)):
-            abbreviated.setdefault(option[:end], []).append(option)
-    return {**{a: takes[o[0]] for a, o in abbreviated.items() if len(o) == 1}, **takes}
+    return {s: a.nargs is None for a in run._actions for s in a.option_strings if s.startswith("--")}
 
 
 def innermost(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
@@ -125,17 +138,29 @@ def command_of(argv: Sequence[str]) -> str | None:
     """The command an argument list runs, for ``build_parser(only=...)``: the first word that is not an option
     (nor the value of ``--playbook-dir``, or an abbreviation of it); ``run`` for no command (the bare
     ``warpwizard`` is ``run triage``), None when ``--help`` or ``--version`` comes first (nothing to build)."""
+    at, helped = _first_word(argv)
+    return None if helped else ("run" if at is None else argv[at])
+
+
+def command_at(argv: Sequence[str]) -> int | None:
+    """Where the command's word lies in the line (``command_of``'s), or None: no command, or help first."""
+    return _first_word(argv)[0]
+
+
+def _first_word(argv: Sequence[str]) -> tuple[int | None, bool]:
+    """The index of the line's first word that is no option nor ``--playbook-dir``'s value (None: none before
+    ``--`` or the end), and whether ``--help`` or ``--version`` came before it."""
     values = False
-    for arg in argv:
+    for at, arg in enumerate(argv):
         if values:
             values = False
             continue
         if arg == "--":
             break
         if arg in ("-h", "-V") or (len(arg) > 2 and ("--help".startswith(arg) or "--version".startswith(arg))):
-            return None
+            return None, True
         if arg.startswith("-"):
             values = "=" not in arg and len(arg) > 2 and _TOP_VALUED.startswith(arg)  # --p: argparse's too
             continue
-        return arg
-    return "run"
+        return at, False
+    return None, False

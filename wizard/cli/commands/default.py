@@ -9,6 +9,7 @@ from typing import IO, cast
 
 from wizard.cli.commands.run import cmd_run
 from wizard.cli.context import Context
+from wizard.cli.parser import innermost
 from wizard.errors import UsageError
 from wizard.exit_status import ExitStatus
 
@@ -20,9 +21,9 @@ def run(ctx: Context, parser: argparse.ArgumentParser, given: Sequence[str] = ()
     health and continues into the playbook for what it finds); without a triage playbook on the search
     path, the list to pick from (``warpwizard list`` shows it too). ``given``: ``run``'s options typed
     without a command (``warpwizard --teach``), which the run takes as its own."""
-    asked = parser.parse_args(["run", TRIAGE, *given]) if given else None  # an option `run` lacks: its error
-    answered = asked is not None and (asked.answers is not None or bool(asked.sets))
-    if not ctx.system.interactive and not answered:  # answers given (a file, --set): the triage runs on them
+    asked = _asked(parser, given)
+    answered = asked is not None and (asked.answers is not None or bool(asked.sets) or asked.defaults or asked.resume)
+    if not ctx.system.interactive and not answered:  # answers given (a file, --set, the defaults, a saved run's)
         parser.print_usage(cast(IO[str], ctx.stderr))  # the usage line, as argparse shows a usage error
         raise UsageError(
             "warpwizard: no command given and stdin is not a terminal; try 'warpwizard run PLAYBOOK --answers FILE'"
@@ -42,3 +43,14 @@ def run(ctx: Context, parser: argparse.ArgumentParser, given: Sequence[str] = ()
     run_args.no_color, run_args.playbook_dir = ctx.args.no_color, ctx.args.playbook_dir
     ctx.args = run_args
     return cmd_run(ctx, name)
+
+
+def _asked(parser: argparse.ArgumentParser, given: Sequence[str]) -> argparse.Namespace | None:
+    """``run triage``'s options as typed without the command; one it does not know refused in its name, as
+    ``warpwizard run triage --bogus`` refuses it."""
+    if not given:
+        return None
+    asked, unknown = parser.parse_known_args(["run", TRIAGE, *given])
+    if unknown:
+        innermost(parser, asked).error(f"unrecognized arguments: {' '.join(unknown)}")
+    return asked
