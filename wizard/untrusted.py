@@ -96,27 +96,34 @@ def cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: max(0, limit - 1)] + "…"
 
 
-CUT_HEAD = 16  # of a name cut apart from its kin (``cuts_apart``): its start, before the part that tells it apart
-CUT_LEAD = 8  # characters kept before the first one that differs: what the difference is part of
+CUT_HEAD = 16  # of a name cut apart from its kin past APART_LIMITS: its start, before the part that tells it apart
+CUT_LEAD = 8  # characters kept before the first one that differs there: what the difference is part of
+APART_CONTEXT = 12  # characters shown past the first one that tells a name from its kin
+APART_LIMITS = 4  # a name cut apart from its kin is at most this many limits long (a table folds it over lines)
 
 
 def cuts_apart(texts: Sequence[str], limit: int) -> list[str]:
     """Each text ``cut`` to ``limit`` characters, except where distinct texts would be cut alike (three CUTLASS
-    kernels of one template read as one in a table): those keep their first ``CUT_HEAD`` characters, then, after an
-    ellipsis, the part from just before where each parts from the nearest of them, cut to the limit."""
+    kernels of one template read as one in a table): those are cut further on, just past the first character that
+    tells each from the nearest of them, so every one shows where it differs from every other; where that lies past
+    ``APART_LIMITS`` limits, their first ``CUT_HEAD`` characters, then the part from just before it."""
     cuts = [cut(text, limit) for text in texts]
     alike: dict[str, set[str]] = {}
     for text, short in zip(texts, cuts, strict=True):
         alike.setdefault(short, set()).add(text)
+    longest = APART_LIMITS * limit
     out = []
     for text, short in zip(texts, cuts, strict=True):
         kin = alike[short] - {text}
-        if not kin or limit < CUT_HEAD + CUT_LEAD + 3:
+        if not kin:
             out.append(short)
             continue
         parts = max(_common(text, other) for other in kin)  # the first character that tells it from every other
-        start = max(CUT_HEAD, parts - CUT_LEAD)
-        out.append(text[:CUT_HEAD] + "…" + cut(text[start:], limit - CUT_HEAD - 1))
+        through = parts + APART_CONTEXT + 2  # that character, the context after it, the ellipsis
+        if through <= longest or longest <= CUT_HEAD + CUT_LEAD + 2:
+            out.append(cut(text, max(limit, through)))
+        else:
+            out.append(text[:CUT_HEAD] + "…" + cut(text[parts - CUT_LEAD :], longest - CUT_HEAD - 1))
     return out
 
 

@@ -73,6 +73,7 @@ def explain_view(text: str) -> Markdown:
 
 
 TEXT_LIMIT = 2000  # evidence is wrapped at the terminal's width; only a hostile length is cut
+KERNEL_CHARS = 48  # a kernel's name in the findings table: cut there (cuts_apart), a line of its column
 
 
 def short(name: str, width: int = 70) -> str:
@@ -447,13 +448,13 @@ def _findings_table(groups: list[FindingGroup]) -> Table:
     }
     table = Table(show_lines=True, expand=False, pad_edge=False)
     table.add_column("mech", style="bold", no_wrap=True)
-    table.add_column("kernel", overflow="fold")
+    table.add_column("kernel", overflow="fold", max_width=KERNEL_CHARS)  # a name cut apart folds over lines
     table.add_column("count", justify="right", no_wrap=True)
     # One metric a line, never wrapped: at 80 columns "reported → true" took four lines a metric.
     widest = max((len(line) for lines in changes.values() for line in lines), default=1)
     table.add_column("reported → true", no_wrap=True, min_width=min(widest, 40))
     table.add_column("launched by", overflow="fold")
-    names = cuts_apart([visible(g.kernel) for g in groups], 48)  # kernels of one template told apart
+    names = cuts_apart([visible(g.kernel) for g in groups], KERNEL_CHARS)  # kernels of one template told apart
     for g, name in zip(groups, names, strict=True):
         op = launched_by(g.op)
         table.add_row(
