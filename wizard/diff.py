@@ -553,7 +553,8 @@ def _software(b: Side, a: Side) -> list[Factor]:
 
 
 def _health_factor(side: Side, which: str) -> Factor:
-    """One side's health check as a row: its verdict in its own column (the other side has a row of its own)."""
+    """One side's health check as a row: a problem in that side's column (the other side has a row of its own);
+    both columns 'ok' where it found none, as the row always said."""
     errors = sorted({h.check for s in side.summaries for h in s.health if h.status == "error"})
     warnings = sorted({h.check for s in side.summaries for h in s.health if h.status == "warning"})
 
@@ -571,7 +572,7 @@ def _health_factor(side: Side, which: str) -> Factor:
             "warning", "differs", "caveat",
             f"the {which} profile has warnings ({', '.join(warnings)}): read `warpwizard trace inspect` on it first",
         )  # fmt: skip
-    return row("ok", "same", "none", "")
+    return Factor(f"health ({which})", "ok", "ok", "same", "none", "")
 
 
 def _shared(b: Side, a: Side) -> Factor:

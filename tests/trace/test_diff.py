@@ -112,7 +112,7 @@ def test_a_profiler_bug_present_on_one_side_only_is_the_profilers(run_cli: RunCl
     health = _factor(data, "health (before)")
     assert "impossible-metrics" in health["meaning"]
     assert (health["before"], health["after"]) == ("warning", "")  # the before side's verdict, in its column
-    assert (_factor(data, "health (after)")["before"], _factor(data, "health (after)")["after"]) == ("", "ok")
+    assert (_factor(data, "health (after)")["before"], _factor(data, "health (after)")["after"]) == ("ok", "ok")
     (said,) = data["mechanisms"]
     assert said.startswith("mechanism A in BEFORE (torch-2.11.json) on 1 launch of index_kernel")
     assert said.endswith("the profiler, not your kernel")

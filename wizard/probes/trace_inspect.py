@@ -6,7 +6,7 @@ import dataclasses
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Generic, TypedDict, TypeVar
+from typing import Annotated, Any, Generic, TypedDict, TypeVar
 
 from wizard.environment import Environment
 from wizard.errors import InputFileError, OutputFileError
@@ -24,9 +24,6 @@ from wizard.trace.metrics.mechanisms import BY_ID, NEGATIVE, NON_FINITE, ORDER, 
 from wizard.trace.read.formats import KINETO_JSON, detect
 from wizard.trace.read.reader import iter_trace_files
 from wizard.untrusted import cut
-
-if TYPE_CHECKING:
-    from wizard.trace.health.spec import HealthCheck
 
 
 def _paths(value: Any) -> list[str]:
@@ -246,7 +243,7 @@ def checked_lines(inspection: Inspection) -> list[str]:
     applicable, whose numbers differ from rank to rank, are named on one line per status and ranks: 8 ranks' 96
     unlabelled lines made a 7,000-character "checked:" paragraph (issue 44 item 5)."""
     if len(inspection.reports) <= 1:
-        return [f"{c.check} ({c.status}): {_what_found(c)}" for c in inspection.health]
+        return [f"{c.check} ({c.status}): {c.found}" for c in inspection.health]
     total = len(inspection.reports)
     said: dict[tuple[str, str, str], list[str]] = {}
     quiet: dict[tuple[str, str], list[str]] = {}
@@ -267,12 +264,7 @@ def checked_lines(inspection: Inspection) -> list[str]:
     for (check, status), where in quiet.items():
         folded.setdefault((status, _ranks_label(where, total)), []).append(check)
     lines += [f"{status} [{where}]: {', '.join(checks)}" for (status, where), checks in folded.items()]
-    return lines + [f"{c.check} ({c.status}) [all ranks]: {_what_found(c)}" for c in inspection.job_health]
-
-
-def _what_found(check: HealthCheck) -> str:
-    """What a check found, after its status: a check that does not apply says why, not 'not applicable' twice."""
-    return check.reason if check.status == "not_applicable" and check.reason else check.summary
+    return lines + [f"{c.check} ({c.status}) [all ranks]: {c.found}" for c in inspection.job_health]
 
 
 def health_facts(inspection: Inspection) -> dict[str, Any]:

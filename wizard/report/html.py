@@ -301,7 +301,7 @@ def _health_rows(rows: list[tuple[str, Any]], several: bool) -> str:
             f'<td data-label="status" class="status {c.status}">{HEALTH_LABEL[c.status]}</td>'
             f'<td data-label="check"><code class="check">{html_text(c.check, 40)}</code></td>'
             f'<td data-label="count" class="num">{c.count}</td>'
-            f'<td data-label="what it found">{html_text(c.summary, 600)}{meaning}</td>'
+            f'<td data-label="what it found">{html_text(c.found, 600)}{meaning}</td>'
             f'<td data-label="continue with">{playbook}</td></tr>'
         )
     return "".join(out)

@@ -119,7 +119,7 @@ def _health_row(where: str, c: HealthCheck) -> str:
     playbook = markdown_code(f"warpwizard run {c.playbook}", table=True) if c.problem and c.playbook else ""
     return (
         f"| {markdown_prose(where)} | {c.status} | {markdown_code(c.check, table=True)} | {c.count} | "
-        f"{markdown_prose(c.summary)} | {playbook} |"
+        f"{markdown_prose(c.found)} | {playbook} |"
     )
 
 

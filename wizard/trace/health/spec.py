@@ -151,6 +151,12 @@ class HealthCheck(msgspec.Struct):
         """At warning or above: a number read from this trace may be wrong."""
         return RANK[self.status] >= RANK["warning"]
 
+    @property
+    def found(self) -> str:
+        """What it found, for a line or a row that shows its status beside: a check that does not apply gives its
+        reason (its summary begins 'not applicable: ', which the status has said)."""
+        return self.reason if self.status == "not_applicable" and self.reason else self.summary
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "check": self.check,
