@@ -129,7 +129,8 @@ def _subparsers(parser: argparse.ArgumentParser) -> argparse._SubParsersAction[A
 
 
 def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
-    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    sub = _subparsers(parser)
+    assert sub is not None  # the top level's, which build_parser always adds
     found: argparse.ArgumentParser = sub._name_parser_map[name]
     return found
 
