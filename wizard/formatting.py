@@ -17,6 +17,7 @@ Non-finite values read ``inf``, ``-inf``, ``nan`` everywhere.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 
@@ -113,3 +114,35 @@ def wrap_words(text: str, width: int, *, hang: str = "", room: int = 0) -> list[
     if lines and room and len(lines[-1]) + room > width:
         lines[-1:] = wrap(lines[-1], width - room)
     return lines
+
+
+DEVICE_KINDS = 4  # the kinds of GPU a line names; the rest counted
+ASSUMED_IDS = 3  # devices of one kind whose SM count has another source named by id; more are counted
+
+
+def devices_said(devices: Sequence[Mapping[str, Any]], name: Callable[[str], str] = str) -> str:
+    """A trace's devices as a line says them: alike ones (name and SM count) once with their count, and where a
+    device's SM count is not the trace's description of it, where it is from: ``inferred`` from the launches,
+    ``given`` by --sms, or ``assumed`` (a device the trace does not describe taken to be the one it does: "2 x AMD
+    Instinct MI300X VF (304 SMs, device 2 assumed)", its deviceProperties describing device 0, its kernels run on 2).
+    ``name``: how a GPU's name is escaped for the medium."""
+    kinds: dict[tuple[str, Any], list[Mapping[str, Any]]] = {}
+    for d in devices:
+        kinds.setdefault((str(d["name"] or "unnamed GPU"), d["num_sms"]), []).append(d)
+    said = []
+    for (gpu, sms), alike in list(kinds.items())[:DEVICE_KINDS]:
+        marks = [f"{sms} SMs" if sms is not None else "SM count unknown"]
+        by_source: dict[str, list[Any]] = {}
+        for d in alike:
+            if d.get("source") not in (None, "deviceProperties", "unknown"):  # the description, or no SM count
+                by_source.setdefault(str(d["source"]), []).append(d["id"])
+        for source, ids in by_source.items():
+            if len(ids) == len(alike):
+                marks.append(source)
+            elif len(ids) <= ASSUMED_IDS:
+                marks.append(f"{'device' if len(ids) == 1 else 'devices'} {', '.join(map(str, ids))} {source}")
+            else:
+                marks.append(f"{len(ids)} {source}")
+        said.append(f"{f'{len(alike)} x ' if len(alike) > 1 else ''}{name(gpu)} ({', '.join(marks)})")
+    more = len(kinds) - DEVICE_KINDS
+    return ", ".join(said + [plural(more, "more kind")] * (more > 0)) or "unknown"

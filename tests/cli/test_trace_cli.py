@@ -152,4 +152,26 @@ def test_markdown_counts_alike_devices_as_the_terminal_does(run_cli: RunCli) -> 
     nsys = run_cli("trace", "inspect", str(TRACES / "nsys-mfu_2gpu_before.sqlite"), "--markdown", "-").stdout
     assert "devices: 2 x unnamed GPU (SM count unknown)\n" in nsys
     assumed = run_cli("trace", "inspect", str(EXAMPLES / "traces" / "unknown-device-bare-inf.json"), "--markdown", "-")
-    assert "devices: 3 x NVIDIA A100\\-SXM4\\-80GB (108 SMs, 1 assumed)\n" in assumed.stdout
+    assert "devices: 3 x NVIDIA A100\\-SXM4\\-80GB (108 SMs, device 5 assumed)\n" in assumed.stdout
+    # and the terminal says them alike (it once listed the assumed device apart, with no id: a newcomer's walk)
+    shown = run_cli("trace", "inspect", str(EXAMPLES / "traces" / "unknown-device-bare-inf.json")).stdout
+    assert "; 3 x NVIDIA A100-SXM4-80GB (108 SMs, device 5 assumed)\n" in shown
+
+
+def test_devices_are_said_by_kind_with_where_an_sm_count_came_from() -> None:
+    from wizard.formatting import devices_said
+
+    def gpu(i: int, source: str, name: str | None = "H100", sms: int | None = 132) -> dict[str, object]:
+        return {"id": i, "name": name, "num_sms": sms, "source": source}
+
+    assert devices_said([gpu(0, "deviceProperties"), gpu(2, "assumed")]) == "2 x H100 (132 SMs, device 2 assumed)"
+    assert devices_said([gpu(0, "inferred")]) == "H100 (132 SMs, inferred)"  # all of the kind: the source alone
+    assert devices_said([gpu(i, "assumed") for i in range(1, 5)] + [gpu(0, "deviceProperties")]) == (
+        "5 x H100 (132 SMs, 4 assumed)"  # past three ids, counted
+    )
+    assert devices_said([gpu(0, "unknown", None, None), gpu(1, "unknown", None, None)]) == (
+        "2 x unnamed GPU (SM count unknown)"
+    )
+    kinds = [gpu(i, "deviceProperties", f"GPU{i}") for i in range(6)]
+    assert devices_said(kinds) == "GPU0 (132 SMs), GPU1 (132 SMs), GPU2 (132 SMs), GPU3 (132 SMs), 2 more kinds"
+    assert devices_said([]) == "unknown"

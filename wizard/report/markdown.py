@@ -6,7 +6,7 @@ from collections import Counter
 from typing import Any
 
 from wizard.engine.transcript import Transcript, TranscriptEntry
-from wizard.formatting import plural
+from wizard.formatting import devices_said, plural
 from wizard.report.view import FindingRow, SummaryTableView, summary_table_views, wrong_rows
 from wizard.trace.health.spec import HealthCheck
 from wizard.trace.inspection.results import Inspection, TraceInspection
@@ -210,24 +210,8 @@ def _evidence(rows: list[FindingRow]) -> list[str]:
     ]
 
 
-def _devices_markdown(devices: list[dict[str, Any]]) -> str:
-    """The devices as the terminal says them, alike ones once with their count ("2 x MI300X VF (304 SMs, 1
-    assumed)": a device the trace does not describe taken to be the one it does), at most four kinds."""
-    kinds: dict[tuple[str, Any], list[int]] = {}
-    for d in devices:
-        counts = kinds.setdefault((str(d["name"] or "unnamed GPU"), d["num_sms"]), [0, 0])
-        counts[0] += 1
-        counts[1] += d.get("source") == "assumed"
-    said = []
-    for (name, sms), (n, assumed) in list(kinds.items())[:4]:
-        mark = (f", {assumed} assumed" if n > 1 else ", assumed") if assumed else ""
-        count = f"{sms} SMs" if sms is not None else "SM count unknown"
-        said.append(f"{f'{n} x ' if n > 1 else ''}{markdown(name)} ({count}{mark})")
-    return ", ".join(said) or "unknown"
-
-
 def _report_markdown(r: TraceInspection) -> list[str]:
-    devices = _devices_markdown(list(r.metrics.devices))
+    devices = devices_said(r.metrics.devices, markdown)
     out = [f"{r.events} events, {r.kernels} kernels ({r.metrics.kernels_checked} checked); devices: {devices}", ""]
     bugs = wrong_rows(r)
     if not bugs:

@@ -17,7 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from wizard.engine.transcript import Transcript
-from wizard.formatting import plural, wrap_words
+from wizard.formatting import devices_said, plural, wrap_words
 from wizard.playbook.glossary import Glossary
 from wizard.playbook.model import DecisionNode, Node, Playbook, ProbeNode
 from wizard.playbook.trust import ProgramUse
@@ -382,13 +382,6 @@ def inspection_view(inspection: Inspection, *, show_all: bool = False) -> Group:
     return Group(*blocks)
 
 
-def _device_label(d: dict[str, Any]) -> str:
-    if d["num_sms"] is None:
-        return f"device {d['id']}: SM count unknown"
-    source = "" if d["source"] == "deviceProperties" else f", {d['source']}"
-    return f"{d['name'] or 'GPU'} ({d['num_sms']} SMs{source})"
-
-
 def _report_view(report: TraceReport, show_all: bool, said: set[str]) -> Group:
     """One trace's part of the terminal's report: what was read, the verdict, the findings, the notes."""
     metrics = report.metrics
@@ -431,8 +424,7 @@ def _report_head(report: TraceReport) -> Text:
         f"\n{plural(report.events, 'event')}, {plural(report.kernels, 'kernel')} ({metrics.kernels_checked} checked)"
     )
     if metrics.devices:
-        kinds = Counter(_device_label(d) for d in metrics.devices)
-        head.append(visible("; " + ", ".join(f"{n} x {kind}" if n > 1 else kind for kind, n in kinds.items())))
+        head.append(visible("; " + devices_said(metrics.devices)))
     return head
 
 
