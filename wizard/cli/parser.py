@@ -65,7 +65,6 @@ def _listed(sub: argparse._SubParsersAction[Any], name: str, summary: str, unbui
 
 
 _TOP_VALUED = "--playbook-dir"  # the one top-level option that takes a value
-_TOP_FLAGS = ("--debug", "--no-color", "--help", "--version")  # the top level's options that take none
 _NEGATIVE = re.compile(r"^-\d+$|^-\d*\.\d+$")  # argparse's _negative_number_matcher
 
 
@@ -73,26 +72,28 @@ def run_values_joined(argv: Sequence[str]) -> list[str]:
     """``run``'s options typed with no command (``warpwizard --teach --answers FILE``: the bare ``warpwizard`` is
     ``run triage``), each value joined to its option (``--answers=FILE``): the top level does not know them, and took
     the value for the command's name ("invalid choice"). The line as typed wherever it names a command, so that its
-    errors quote what was typed."""
+    errors quote what was typed; run's grammar is built only for a line whose first word is no command."""
+    at, helped = _first_word(argv)
+    if helped or (at is not None and argv[at] in COMMANDS):
+        return list(argv)
+    options = _run_valued()
     joined: list[str] = []
-    options: dict[str, bool] | None = None
-    at, skip = 0, False
+    at = 0
     while at < len(argv):
         arg = argv[at]
         at += 1
-        if skip or arg == "-":
-            skip = False
-        elif arg == "--" or not arg.startswith("-"):
-            return list(argv)  # a command on the line: the line is the command's
-        elif "=" not in arg and len(arg) > 2 and not any(flag.startswith(arg) for flag in _TOP_FLAGS):
-            if _TOP_VALUED.startswith(arg):
-                skip = True
-            else:
-                options = _run_valued() if options is None else options  # run's grammar: built once, only here
-                if _takes_value(arg, options) and at < len(argv) and _is_value(argv[at]):
-                    arg, at = f"{arg}={argv[at]}", at + 1
+        if arg == "--":
+            joined += argv[at - 1 :]
+            break
+        if arg.startswith("--") and "=" not in arg:
+            if len(arg) > 2 and _TOP_VALUED.startswith(arg):  # the top level's own value, as _first_word skips it
+                joined += argv[at - 1 : at + 1]
+                at += 1
+                continue
+            if _takes_value(arg, options) and at < len(argv) and _is_value(argv[at]):
+                arg, at = f"{arg}={argv[at]}", at + 1
         joined.append(arg)
-    return joined
+    return list(argv) if _first_word(joined)[0] is not None else joined
 
 
 def _takes_value(typed: str, options: dict[str, bool]) -> bool:
@@ -112,7 +113,7 @@ def _is_value(word: str) -> bool:
 
 def _run_valued() -> dict[str, bool]:
     """Whether each of ``run``'s long options takes a value, as its grammar declares them."""
-    run = _subparser(build_parser("run"), "run")
+    run = innermost(build_parser("run"), argparse.Namespace(command="run"))
     return {s: a.nargs is None for a in run._actions for s in a.option_strings if s.startswith("--")}
 
 
@@ -126,13 +127,6 @@ def innermost(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argp
 
 def _subparsers(parser: argparse.ArgumentParser) -> argparse._SubParsersAction[Any] | None:
     return next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
-
-
-def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
-    sub = _subparsers(parser)
-    assert sub is not None  # the top level's, which build_parser always adds
-    found: argparse.ArgumentParser = sub._name_parser_map[name]
-    return found
 
 
 def command_of(argv: Sequence[str]) -> str | None:

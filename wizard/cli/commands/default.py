@@ -39,7 +39,7 @@ def run(ctx: Context, parser: argparse.ArgumentParser, given: Sequence[str] = ()
         raise UsageError(f"warpwizard: no playbook named '{TRIAGE}' to take the answers; name one: "
                          "'warpwizard run PLAYBOOK --answers FILE' ('warpwizard list' shows them)")  # fmt: skip
     name = TRIAGE if triage else choose_playbook(found, ctx.console())
-    run_args = parser.parse_args(["run", name, *given])
+    run_args = asked if asked is not None and name == TRIAGE else parser.parse_args(["run", name, *given])
     run_args.no_color, run_args.playbook_dir = ctx.args.no_color, ctx.args.playbook_dir
     ctx.args = run_args
     return cmd_run(ctx, name)
