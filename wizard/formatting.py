@@ -117,7 +117,7 @@ def wrap_words(text: str, width: int, *, hang: str = "", room: int = 0) -> list[
 
 
 DEVICE_KINDS = 4  # the kinds of GPU a line names; the rest counted
-ASSUMED_IDS = 3  # devices of one kind whose SM count has another source named by id; more are counted
+NAMED_IDS = 3  # devices of one kind whose SM count has another source named by id; more are counted
 
 
 def devices_said(devices: Sequence[Mapping[str, Any]], name: Callable[[str], str] = str) -> str:
@@ -139,7 +139,7 @@ def devices_said(devices: Sequence[Mapping[str, Any]], name: Callable[[str], str
         for source, ids in by_source.items():
             if len(ids) == len(alike):
                 marks.append(source)
-            elif len(ids) <= ASSUMED_IDS:
+            elif len(ids) <= NAMED_IDS:
                 marks.append(f"{'device' if len(ids) == 1 else 'devices'} {', '.join(map(str, ids))} {source}")
             else:
                 marks.append(f"{len(ids)} {source}")

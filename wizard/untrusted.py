@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from functools import cache
+from os.path import commonprefix
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -118,19 +119,14 @@ def cuts_apart(texts: Sequence[str], limit: int) -> list[str]:
         if not kin:
             out.append(short)
             continue
-        parts = max(_common(text, other) for other in kin)  # the first character that tells it from every other
+        # character by character is what is wanted here: where the two names part
+        parts = max(len(commonprefix((text, other))) for other in kin)  # noqa: RUF071
         through = parts + APART_CONTEXT + 2  # that character, the context after it, the ellipsis
         if through <= longest or longest <= CUT_HEAD + CUT_LEAD + 2:
             out.append(cut(text, max(limit, through)))
         else:
             out.append(text[:CUT_HEAD] + "…" + cut(text[parts - CUT_LEAD :], longest - CUT_HEAD - 1))
     return out
-
-
-def _common(a: str, b: str) -> int:
-    """The length of the two texts' common start."""
-    n = min(len(a), len(b))
-    return next((i for i in range(n) if a[i] != b[i]), n)
 
 
 def script_json(text: str) -> str:
